@@ -1,0 +1,39 @@
+# Self-bootstrapping targets: a fresh machine needs only python3 (>= 3.11) and make.
+PY ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: install test demo lint completions clean java
+
+$(BIN)/python:
+	$(PY) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): $(BIN)/python pyproject.toml setup.py
+	$(BIN)/pip install -q -e '.[dev,spark]'
+	touch $(STAMP)
+
+install: $(STAMP) java
+
+# Spark needs a Java runtime; install one only when none is present.
+java:
+	@command -v java >/dev/null 2>&1 || { \
+	  echo "java not found: installing a JRE with apt-get"; \
+	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q default-jre-headless; }
+
+test: install
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+
+lint: install
+	$(BIN)/ruff check .
+
+demo: install
+	$(BIN)/python -m mqtools.demo
+
+completions: install
+	$(BIN)/python -m mqtools.cli.completions completions
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""Server roles (installed as mqtools.server): name server, broker, store, HA, launcher."""

@@ -1,0 +1,1 @@
+"""Textual live view (installed as mqtools.tui)."""
