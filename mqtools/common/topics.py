@@ -1,0 +1,44 @@
+"""Well-known topic and group names and the prefixes RocketMQ gives derived topics."""
+
+from __future__ import annotations
+
+AUTO_CREATE_TOPIC_KEY = "TBW102"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+BENCHMARK_TOPIC = "BenchmarkTest"
+SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+DEFAULT_CLUSTER = "DefaultCluster"
+DEFAULT_PRODUCER_GROUP = "DEFAULT_PRODUCER"
+DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
+CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+
+#: Names the broker registers for itself as topics (RocketMQ does the same).
+SYSTEM_TOPICS = frozenset(
+    {AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC, BENCHMARK_TOPIC, SELF_TEST_TOPIC, OFFSET_MOVED_EVENT,
+     RMQ_SYS_TRANS_HALF_TOPIC}
+)
+
+
+def retry_topic(group: str) -> str:
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
+def is_retry_topic(topic: str) -> bool:
+    return topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+
+
+def is_dlq_topic(topic: str) -> bool:
+    return topic.startswith(DLQ_GROUP_TOPIC_PREFIX)
+
+
+def is_system_topic(topic: str) -> bool:
+    return topic in SYSTEM_TOPICS or topic.startswith("rmq_sys_")

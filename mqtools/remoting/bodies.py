@@ -1,0 +1,326 @@
+"""Request/response bodies: dataclasses encoded as the JSON RocketMQ peers exchange.
+
+Field names are snake_case in Python and camelCase on the wire (a `wire` metadata entry
+overrides). Encoding writes standard JSON (quoted map keys), which fastjson, the C++
+client (jsoncpp) and the Go client all read; decoding goes through `fastjson.loads`, so
+Java's unquoted numeric keys and object keys are accepted too. Unknown fields are
+ignored and missing ones take their defaults, as fastjson does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+import typing
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from mqtools.remoting import fastjson
+from mqtools.remoting.headers import _camel
+
+
+@functools.cache
+def _spec(cls: type) -> tuple[tuple[str, str, Any], ...]:
+    hints = typing.get_type_hints(cls)
+    return tuple((f.name, f.metadata.get("wire", _camel(f.name)), hints[f.name]) for f in dataclasses.fields(cls))
+
+
+def to_obj(value: Any) -> Any:
+    """Python value -> JSON-ready structure (dataclasses become camelCase dicts)."""
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        out = {}
+        for name, wire_name, _hint in _spec(type(value)):
+            item = getattr(value, name)
+            if item is not None:
+                out[wire_name] = to_obj(item)
+        return out
+    if isinstance(value, dict):
+        return {_key_obj(k): to_obj(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, set, frozenset)):
+        items = [to_obj(v) for v in value]
+        return sorted(items, key=str) if isinstance(value, (set, frozenset)) else items
+    return value
+
+
+def _key_obj(key: Any) -> Any:
+    if dataclasses.is_dataclass(key):
+        return fastjson.ObjectKey(to_obj(key))
+    return key if isinstance(key, str) else str(key)
+
+
+def from_obj(hint: Any, raw: Any) -> Any:
+    """JSON structure -> Python value of the given type hint."""
+    if raw is None:
+        return None
+    origin = typing.get_origin(hint)
+    if origin in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        return from_obj(args[0], raw)
+    if origin is dict:
+        key_t, val_t = typing.get_args(hint)
+        return {_key_from(key_t, k): from_obj(val_t, v) for k, v in raw.items()}
+    if origin in (list, set, frozenset):
+        (item_t,) = typing.get_args(hint)
+        return origin(from_obj(item_t, v) for v in raw)
+    if dataclasses.is_dataclass(hint):
+        kwargs = {}
+        for name, wire_name, sub in _spec(hint):
+            if wire_name in raw:
+                kwargs[name] = from_obj(sub, raw[wire_name])
+        return hint(**kwargs)
+    if hint is int and isinstance(raw, str):
+        return int(raw)
+    if hint is str and not isinstance(raw, str):
+        return str(raw)
+    return raw
+
+
+def _key_from(key_t: Any, key: Any) -> Any:
+    if dataclasses.is_dataclass(key_t):
+        return from_obj(key_t, fastjson.loads(key) if isinstance(key, str) else key)
+    if key_t is int:
+        return int(key)
+    return key
+
+
+class Body:
+    """Mixin: JSON encode/decode for body dataclasses."""
+
+    def to_json(self) -> bytes:
+        return fastjson.dumps(to_obj(self))
+
+    @classmethod
+    def from_json(cls, data: bytes | bytearray | memoryview | str) -> Self:
+        raw = fastjson.loads(data)
+        if not isinstance(raw, dict):
+            raise TypeError(f"{cls.__name__} body is not a JSON object")
+        return from_obj(cls, raw)
+
+
+# ---------------------------------------------------------------- routes and clusters
+
+
+@dataclass(slots=True)
+class QueueData(Body):
+    broker_name: str
+    read_queue_nums: int = 0
+    write_queue_nums: int = 0
+    perm: int = 6
+    topic_sys_flag: int = 0
+
+
+@dataclass(slots=True)
+class BrokerData(Body):
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str] = field(default_factory=dict)
+
+    def master_addr(self) -> str | None:
+        return self.broker_addrs.get(0)
+
+
+@dataclass(slots=True)
+class TopicRouteData(Body):
+    queue_datas: list[QueueData] = field(default_factory=list)
+    broker_datas: list[BrokerData] = field(default_factory=list)
+    filter_server_table: dict[str, list[str]] = field(default_factory=dict)
+    order_topic_conf: str | None = None
+
+
+@dataclass(slots=True)
+class ClusterInfo(Body):
+    broker_addr_table: dict[str, BrokerData] = field(default_factory=dict)
+    cluster_addr_table: dict[str, set[str]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class TopicList(Body):
+    topic_list: set[str] = field(default_factory=set)
+    broker_addr: str | None = None
+
+
+@dataclass(slots=True)
+class KVTable(Body):
+    table: dict[str, str] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- broker registration
+
+
+@dataclass(slots=True)
+class DataVersion(Body):
+    timestamp: int = 0
+    counter: int = 0
+    state_version: int = 0
+
+    def next(self, now_ms: int) -> DataVersion:
+        return DataVersion(timestamp=now_ms, counter=self.counter + 1, state_version=self.state_version)
+
+    def same(self, other: DataVersion | None) -> bool:
+        return other is not None and (self.timestamp, self.counter) == (other.timestamp, other.counter)
+
+
+@dataclass(slots=True)
+class TopicConfig(Body):
+    topic_name: str
+    read_queue_nums: int = 16
+    write_queue_nums: int = 16
+    perm: int = 6
+    topic_filter_type: str = "SINGLE_TAG"
+    topic_sys_flag: int = 0
+    order: bool = False
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class TopicConfigSerializeWrapper(Body):
+    topic_config_table: dict[str, TopicConfig] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
+
+
+@dataclass(slots=True)
+class RegisterBrokerBody(Body):
+    topic_config_serialize_wrapper: TopicConfigSerializeWrapper = field(
+        default_factory=TopicConfigSerializeWrapper
+    )
+    filter_server_list: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class BrokerLiveEntry(Body):
+    """One row of mq's private broker-live-table answer (GET_BROKER_LIVE_TABLE)."""
+
+    broker_addr: str
+    cluster_name: str
+    broker_name: str
+    broker_id: int
+    last_update_timestamp: int
+    heartbeat_timeout_millis: int
+    data_version: DataVersion
+    ha_server_addr: str
+
+
+@dataclass(slots=True)
+class BrokerLiveTable(Body):
+    brokers: list[BrokerLiveEntry] = field(default_factory=list)
+    now: int = 0
+
+
+# ---------------------------------------------------------------- clients
+
+
+@dataclass(slots=True, frozen=True)
+class MessageQueue(Body):
+    topic: str
+    broker_name: str
+    queue_id: int
+
+
+@dataclass(slots=True)
+class SubscriptionData(Body):
+    topic: str
+    sub_string: str = "*"
+    class_filter_mode: bool = False
+    tags_set: set[str] = field(default_factory=set)
+    code_set: set[int] = field(default_factory=set)
+    sub_version: int = 0
+    expression_type: str = "TAG"
+
+
+@dataclass(slots=True)
+class ProducerData(Body):
+    group_name: str
+
+
+@dataclass(slots=True)
+class ConsumerData(Body):
+    group_name: str
+    consume_type: str = "CONSUME_PASSIVELY"
+    message_model: str = "CLUSTERING"
+    consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
+    subscription_data_set: list[SubscriptionData] = field(default_factory=list)
+    unit_mode: bool = False
+
+
+@dataclass(slots=True)
+class HeartbeatData(Body):
+    client_id: str = field(default="", metadata={"wire": "clientID"})
+    producer_data_set: list[ProducerData] = field(default_factory=list)
+    consumer_data_set: list[ConsumerData] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class ConsumerListBody(Body):
+    consumer_id_list: list[str] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class LockBatchRequestBody(Body):
+    """LOCK_BATCH_MQ and UNLOCK_BATCH_MQ requests."""
+
+    consumer_group: str = ""
+    client_id: str = ""
+    mq_set: set[MessageQueue] = field(default_factory=set)
+    only_this_broker: bool = False
+
+
+@dataclass(slots=True)
+class LockBatchResponseBody(Body):
+    lock_ok_mq_set: set[MessageQueue] = field(default_factory=set, metadata={"wire": "lockOKMQSet"})
+
+
+@dataclass(slots=True)
+class Connection(Body):
+    client_id: str = ""
+    client_addr: str = ""
+    language: str = "JAVA"
+    version: int = 0
+
+
+@dataclass(slots=True)
+class ConsumerConnection(Body):
+    connection_set: list[Connection] = field(default_factory=list)
+    subscription_table: dict[str, SubscriptionData] = field(default_factory=dict)
+    consume_type: str | None = None
+    message_model: str | None = None
+    consume_from_where: str | None = None
+
+
+@dataclass(slots=True)
+class ProducerConnection(Body):
+    connection_set: list[Connection] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- stats and offsets
+
+
+@dataclass(slots=True)
+class TopicOffset(Body):
+    min_offset: int = 0
+    max_offset: int = 0
+    last_update_timestamp: int = 0
+
+
+@dataclass(slots=True)
+class TopicStatsTable(Body):
+    offset_table: dict[MessageQueue, TopicOffset] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class OffsetWrapper(Body):
+    broker_offset: int = 0
+    consumer_offset: int = 0
+    pull_offset: int = 0
+    last_timestamp: int = 0
+
+
+@dataclass(slots=True)
+class ConsumeStats(Body):
+    offset_table: dict[MessageQueue, OffsetWrapper] = field(default_factory=dict)
+    consume_tps: float = 0.0
+
+
+@dataclass(slots=True)
+class ResetOffsetBody(Body):
+    offset_table: dict[MessageQueue, int] = field(default_factory=dict)

@@ -1,0 +1,186 @@
+"""Remoting client: a connection pool per address and the name-server address list.
+
+Name-server selection follows RocketMQ's client: stick to the chosen name server while
+its connection is up; when it is down, try the next addresses in turn, starting after
+the last index used, and stick to the first one that connects. A dead name server thus
+costs one connect attempt, never a request timeout per call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import (
+    RemotingConnectError,
+    RemotingConnectionClosed,
+    RemotingError,
+)
+from mqtools.remoting.frame import DEFAULT_MAX_FRAME
+from mqtools.remoting.transport import RemotingConnection, RequestCallback
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CONNECT_TIMEOUT = 3.0
+
+
+def parse_addr(addr: str) -> tuple[str, int]:
+    host, sep, port = addr.strip().rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ValueError(f"invalid address {addr!r}: expected host:port")
+    return host.strip("[]"), int(port)
+
+
+def parse_namesrv_list(value: str) -> list[str]:
+    """'h1:9876;h2:9876' -> ['h1:9876', 'h2:9876'], refusing anything malformed."""
+    addrs = [a.strip() for a in value.split(";") if a.strip()]
+    if not addrs:
+        raise ValueError(f"invalid name server address list {value!r}: expected 'host:port;host:port'")
+    for addr in addrs:
+        try:
+            parse_addr(addr)
+        except ValueError:
+            raise ValueError(
+                f"invalid name server address {addr!r} in {value!r}: expected 'host:port;host:port'"
+            ) from None
+    return addrs
+
+
+class RemotingClient:
+    def __init__(
+        self,
+        namesrv_addrs: list[str] | None = None,
+        *,
+        on_request: RequestCallback | None = None,
+        connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
+        max_frame: int = DEFAULT_MAX_FRAME,
+    ) -> None:
+        self._namesrv_addrs = list(namesrv_addrs or [])
+        self._namesrv_index = 0
+        self._namesrv_chosen: str | None = None
+        self._on_request = on_request
+        self.connect_timeout = connect_timeout
+        self.max_frame = max_frame
+        self._conns: dict[str, RemotingConnection] = {}
+        self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
+        self.on_connection_closed: Callable[[str], None] | None = None
+
+    # connections --------------------------------------------------------------------
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return list(self._namesrv_addrs)
+
+    def update_namesrv_addrs(self, addrs: list[str]) -> None:
+        if addrs != self._namesrv_addrs:
+            self._namesrv_addrs = list(addrs)
+            self._namesrv_chosen = None
+
+    async def connection(self, addr: str) -> RemotingConnection:
+        conn = self._conns.get(addr)
+        if conn is not None and conn.is_open:
+            return conn
+        pending = self._connecting.get(addr)
+        if pending is None:
+            pending = asyncio.ensure_future(self._connect(addr))
+            self._connecting[addr] = pending
+            pending.add_done_callback(lambda _f: self._connecting.pop(addr, None))
+        return await asyncio.shield(pending)
+
+    async def _connect(self, addr: str) -> RemotingConnection:
+        host, port = parse_addr(addr)
+        loop = asyncio.get_running_loop()
+
+        def factory() -> RemotingConnection:
+            return RemotingConnection(self._on_request, lambda c: self._dropped(addr, c), self.max_frame)
+
+        try:
+            async with asyncio.timeout(self.connect_timeout):
+                _transport, conn = await loop.create_connection(factory, host, port)
+        except (OSError, TimeoutError) as exc:
+            raise RemotingConnectError(addr, str(exc) or type(exc).__name__) from None
+        conn.peer = addr
+        self._conns[addr] = conn
+        return conn
+
+    def _dropped(self, addr: str, conn: RemotingConnection) -> None:
+        if self._conns.get(addr) is conn:
+            del self._conns[addr]
+        if addr == self._namesrv_chosen:
+            self._namesrv_chosen = None
+        if self.on_connection_closed is not None:
+            self.on_connection_closed(addr)
+
+    def close_connection(self, addr: str) -> None:
+        conn = self._conns.pop(addr, None)
+        if conn is not None:
+            conn.close()
+
+    async def close(self) -> None:
+        for conn in list(self._conns.values()):
+            conn.close()
+        waits = [c.closed for c in self._conns.values()]
+        self._conns.clear()
+        if waits:
+            await asyncio.wait(waits, timeout=1.0)
+
+    # requests -----------------------------------------------------------------------
+
+    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        conn = await self.connection(addr)
+        return await conn.invoke(cmd, timeout)
+
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        conn = await self.connection(addr)
+        conn.invoke_oneway(cmd)
+
+    async def namesrv_connection(self) -> RemotingConnection:
+        """The chosen name server's connection, rotating past dead ones."""
+        chosen = self._namesrv_chosen
+        if chosen is not None:
+            conn = self._conns.get(chosen)
+            if conn is not None and conn.is_open:
+                return conn
+        addrs = self._namesrv_addrs
+        if not addrs:
+            raise RemotingConnectError("<no name server>", "no name server address configured")
+        last_error: RemotingError | None = None
+        for _ in range(len(addrs)):
+            index = self._namesrv_index % len(addrs)
+            self._namesrv_index = index + 1
+            addr = addrs[index]
+            try:
+                conn = await self.connection(addr)
+            except RemotingConnectError as exc:
+                log.info("name server %s unreachable: %s", addr, exc)
+                last_error = exc
+                continue
+            self._namesrv_chosen = addr
+            return conn
+        assert last_error is not None
+        raise last_error
+
+    async def invoke_namesrv(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        conn = await self.namesrv_connection()
+        try:
+            return await conn.invoke(cmd, timeout)
+        except RemotingConnectionClosed:
+            self._namesrv_chosen = None
+            raise
+
+    async def invoke_each_namesrv(
+        self, make_cmd: Callable[[], RemotingCommand], timeout: float
+    ) -> dict[str, RemotingCommand | RemotingError]:
+        """Send to every name server concurrently; one dead server never delays the rest."""
+
+        async def one(addr: str) -> RemotingCommand | RemotingError:
+            try:
+                return await self.invoke(addr, make_cmd(), timeout)
+            except RemotingError as exc:
+                return exc
+
+        addrs = list(self._namesrv_addrs)
+        results = await asyncio.gather(*(one(a) for a in addrs))
+        return dict(zip(addrs, results, strict=True))

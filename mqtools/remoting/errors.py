@@ -1,0 +1,39 @@
+"""Exceptions of the remoting layer."""
+
+from __future__ import annotations
+
+
+class RemotingError(Exception):
+    """Base of every remoting failure."""
+
+
+class ProtocolError(RemotingError):
+    """The peer sent bytes that are not a valid remoting frame: close that connection only."""
+
+
+class RemotingConnectError(RemotingError):
+    """No connection could be made to the address."""
+
+    def __init__(self, addr: str, reason: str) -> None:
+        super().__init__(f"connect to {addr} failed: {reason}")
+        self.addr = addr
+
+
+class RemotingTimeoutError(RemotingError):
+    """No response arrived within the timeout."""
+
+    def __init__(self, addr: str, timeout: float, code: int) -> None:
+        super().__init__(f"request code {code} to {addr} timed out after {timeout:.3f}s")
+        self.addr = addr
+
+
+class RemotingConnectionClosed(RemotingError):
+    """The connection dropped while the request was pending."""
+
+    def __init__(self, addr: str) -> None:
+        super().__init__(f"connection to {addr} closed")
+        self.addr = addr
+
+
+class HeaderError(RemotingError):
+    """A request header misses a required field or has one of the wrong type."""

@@ -1,0 +1,427 @@
+"""Typed request/response headers: dataclasses mapped to and from extFields.
+
+Field names are snake_case; on the wire they are RocketMQ's camelCase names
+(a `wire` entry in the field metadata overrides the derived name). Fields without a
+default are required, as @CFNotNull fields are in RocketMQ. Booleans travel as
+"true"/"false" and numbers as decimal strings.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import typing
+from dataclasses import dataclass, field
+from typing import Any, ClassVar, Self
+
+from mqtools.remoting.errors import HeaderError
+
+
+def wire(name: str, default: Any = dataclasses.MISSING) -> Any:
+    """A field whose wire name is not the camelCase form of its Python name."""
+    return field(default=default, metadata={"wire": name})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(part[:1].upper() + part[1:] for part in rest)
+
+
+@functools.cache
+def _fields(cls: type) -> tuple[tuple[str, str, type, bool], ...]:
+    hints = typing.get_type_hints(cls)
+    out = []
+    for f in dataclasses.fields(cls):
+        base = _base_type(hints[f.name])
+        required = f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+        out.append((f.name, f.metadata.get("wire", _camel(f.name)), base, required))
+    return tuple(out)
+
+
+def _base_type(hint: Any) -> type:
+    args = [a for a in typing.get_args(hint) if a is not type(None)]
+    return args[0] if args else hint
+
+
+def _parse(value: str, kind: type, wire_name: str) -> Any:
+    if kind is str:
+        return value
+    if kind is bool:
+        return value.strip().lower() == "true"
+    if kind is int:
+        try:
+            return int(value)
+        except ValueError:
+            raise HeaderError(f"the custom field <{wire_name}> is not a number: {value!r}") from None
+    raise TypeError(kind)
+
+
+def _render(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+class Header:
+    """Mixin for header dataclasses."""
+
+    @classmethod
+    def from_ext(cls, ext: dict[str, str]) -> Self:
+        kwargs = {}
+        for name, wire_name, kind, required in _fields(cls):
+            raw = ext.get(wire_name)
+            if raw is None:
+                if required:
+                    raise HeaderError(f"the custom field <{wire_name}> is null")
+                continue
+            kwargs[name] = _parse(raw, kind, wire_name)
+        return cls(**kwargs)
+
+    def to_ext(self) -> dict[str, str]:
+        ext = {}
+        for name, wire_name, _kind, _required in _fields(type(self)):
+            value = getattr(self, name)
+            if value is not None:
+                ext[wire_name] = _render(value)
+        return ext
+
+
+# ---------------------------------------------------------------- name server
+
+
+@dataclass(slots=True)
+class RegisterBrokerRequestHeader(Header):
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    ha_server_addr: str
+    broker_id: int
+    heartbeat_timeout_millis: int | None = None
+    enable_acting_master: bool | None = None
+    compressed: bool = False
+    body_crc32: int = 0
+
+
+@dataclass(slots=True)
+class RegisterBrokerResponseHeader(Header):
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+@dataclass(slots=True)
+class UnRegisterBrokerRequestHeader(Header):
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+@dataclass(slots=True)
+class GetRouteInfoRequestHeader(Header):
+    topic: str
+    accept_standard_json_only: bool | None = None
+
+
+@dataclass(slots=True)
+class KVConfigRequestHeader(Header):
+    """PUT_KV_CONFIG (with value), GET_KV_CONFIG and DELETE_KV_CONFIG (without)."""
+
+    namespace: str
+    key: str
+    value: str | None = None
+
+
+@dataclass(slots=True)
+class GetKVConfigResponseHeader(Header):
+    value: str | None = None
+
+
+@dataclass(slots=True)
+class GetKVListByNamespaceRequestHeader(Header):
+    namespace: str
+
+
+@dataclass(slots=True)
+class GetTopicsByClusterRequestHeader(Header):
+    cluster: str
+
+
+@dataclass(slots=True)
+class DeleteTopicFromNamesrvRequestHeader(Header):
+    topic: str
+    cluster_name: str | None = None
+
+
+@dataclass(slots=True)
+class BrokerNameRequestHeader(Header):
+    """WIPE_WRITE_PERM_OF_BROKER and ADD_WRITE_PERM_OF_BROKER."""
+
+    broker_name: str
+
+
+@dataclass(slots=True)
+class WipeWritePermOfBrokerResponseHeader(Header):
+    wipe_topic_count: int
+
+
+@dataclass(slots=True)
+class AddWritePermOfBrokerResponseHeader(Header):
+    add_topic_count: int
+
+
+@dataclass(slots=True)
+class QueryDataVersionRequestHeader(Header):
+    broker_name: str
+    broker_addr: str
+    cluster_name: str
+    broker_id: int
+
+
+@dataclass(slots=True)
+class QueryDataVersionResponseHeader(Header):
+    changed: bool
+
+
+# ---------------------------------------------------------------- send / pull
+
+
+@dataclass(slots=True)
+class SendMessageRequestHeader(Header):
+    producer_group: str
+    topic: str
+    default_topic: str
+    default_topic_queue_nums: int
+    queue_id: int
+    sys_flag: int
+    born_timestamp: int
+    flag: int
+    properties: str | None = None
+    reconsume_times: int | None = None
+    unit_mode: bool | None = None
+    batch: bool | None = None
+    max_reconsume_times: int | None = None
+    broker_name: str | None = None
+
+    #: SEND_MESSAGE_V2 carries the same fields under single-letter names.
+    V2_NAMES: ClassVar[dict[str, str]] = {
+        "producer_group": "a",
+        "topic": "b",
+        "default_topic": "c",
+        "default_topic_queue_nums": "d",
+        "queue_id": "e",
+        "sys_flag": "f",
+        "born_timestamp": "g",
+        "flag": "h",
+        "properties": "i",
+        "reconsume_times": "j",
+        "unit_mode": "k",
+        "max_reconsume_times": "l",
+        "batch": "m",
+        "broker_name": "n",
+    }
+
+    @classmethod
+    def from_v2(cls, ext: dict[str, str]) -> Self:
+        names = {f[0]: f[1] for f in _fields(cls)}
+        return cls.from_ext({names[py]: ext[short] for py, short in cls.V2_NAMES.items() if short in ext})
+
+    def to_v2(self) -> dict[str, str]:
+        normal = self.to_ext()
+        names = {f[0]: f[1] for f in _fields(type(self))}
+        return {short: normal[names[py]] for py, short in self.V2_NAMES.items() if names[py] in normal}
+
+
+@dataclass(slots=True)
+class SendMessageResponseHeader(Header):
+    msg_id: str
+    queue_id: int
+    queue_offset: int
+    transaction_id: str | None = None
+    batch_uniq_id: str | None = None
+
+
+@dataclass(slots=True)
+class PullMessageRequestHeader(Header):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    queue_offset: int
+    max_msg_nums: int
+    sys_flag: int
+    commit_offset: int
+    suspend_timeout_millis: int
+    sub_version: int
+    subscription: str | None = None
+    expression_type: str | None = None
+    max_msg_bytes: int | None = None
+
+
+@dataclass(slots=True)
+class PullMessageResponseHeader(Header):
+    suggest_which_broker_id: int
+    next_begin_offset: int
+    min_offset: int
+    max_offset: int
+
+
+# ---------------------------------------------------------------- offsets and lookups
+
+
+@dataclass(slots=True)
+class QueryConsumerOffsetRequestHeader(Header):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    set_zero_if_not_found: bool | None = None
+
+
+@dataclass(slots=True)
+class UpdateConsumerOffsetRequestHeader(Header):
+    consumer_group: str
+    topic: str
+    queue_id: int
+    commit_offset: int
+
+
+@dataclass(slots=True)
+class QueueRequestHeader(Header):
+    """GET_MAX_OFFSET, GET_MIN_OFFSET and GET_EARLIEST_MSG_STORETIME."""
+
+    topic: str
+    queue_id: int
+
+
+@dataclass(slots=True)
+class OffsetResponseHeader(Header):
+    """QUERY_CONSUMER_OFFSET, GET_MAX_OFFSET, GET_MIN_OFFSET and SEARCH_OFFSET_BY_TIMESTAMP."""
+
+    offset: int
+
+
+@dataclass(slots=True)
+class SearchOffsetRequestHeader(Header):
+    topic: str
+    queue_id: int
+    timestamp: int
+    boundary_type: str | None = None
+
+
+@dataclass(slots=True)
+class GetEarliestMsgStoretimeResponseHeader(Header):
+    timestamp: int
+
+
+@dataclass(slots=True)
+class QueryMessageRequestHeader(Header):
+    topic: str
+    key: str
+    max_num: int
+    begin_timestamp: int
+    end_timestamp: int
+
+
+@dataclass(slots=True)
+class QueryMessageResponseHeader(Header):
+    index_last_update_timestamp: int
+    index_last_update_phyoffset: int
+
+
+@dataclass(slots=True)
+class ViewMessageRequestHeader(Header):
+    offset: int
+    topic: str | None = None
+
+
+# ---------------------------------------------------------------- clients
+
+
+@dataclass(slots=True)
+class UnregisterClientRequestHeader(Header):
+    client_id: str = wire("clientID")
+    producer_group: str | None = None
+    consumer_group: str | None = None
+
+
+@dataclass(slots=True)
+class ConsumerGroupRequestHeader(Header):
+    """GET_CONSUMER_LIST_BY_GROUP, NOTIFY_CONSUMER_IDS_CHANGED, GET_CONSUMER_CONNECTION_LIST."""
+
+    consumer_group: str
+
+
+@dataclass(slots=True)
+class GetProducerConnectionListRequestHeader(Header):
+    producer_group: str
+
+
+@dataclass(slots=True)
+class ConsumerSendMsgBackRequestHeader(Header):
+    offset: int
+    group: str
+    delay_level: int
+    origin_msg_id: str | None = None
+    origin_topic: str | None = None
+    unit_mode: bool = False
+    max_reconsume_times: int | None = None
+
+
+# ---------------------------------------------------------------- admin
+
+
+@dataclass(slots=True)
+class CreateTopicRequestHeader(Header):
+    topic: str
+    default_topic: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_filter_type: str
+    topic_sys_flag: int | None = None
+    order: bool = False
+    attributes: str | None = None
+
+
+@dataclass(slots=True)
+class TopicRequestHeader(Header):
+    """DELETE_TOPIC_IN_BROKER, GET_TOPIC_STATS_INFO, QUERY_TOPIC_CONSUME_BY_WHO, GET_TOPIC_CONFIG."""
+
+    topic: str
+
+
+@dataclass(slots=True)
+class DeleteSubscriptionGroupRequestHeader(Header):
+    group_name: str
+    clean_offset: bool = False
+
+
+@dataclass(slots=True)
+class GetConsumeStatsRequestHeader(Header):
+    consumer_group: str
+    topic: str | None = None
+
+
+@dataclass(slots=True)
+class ResetOffsetRequestHeader(Header):
+    topic: str
+    group: str
+    timestamp: int
+    is_force: bool
+    queue_id: int = -1
+    offset: int | None = None
+
+
+@dataclass(slots=True)
+class GetConsumerStatusRequestHeader(Header):
+    topic: str
+    group: str
+    client_addr: str | None = None
+
+
+@dataclass(slots=True)
+class GetAllTopicConfigResponseHeader(Header):
+    total_topic_num: int | None = None
+
+
+@dataclass(slots=True)
+class GetBrokerConfigResponseHeader(Header):
+    version: str

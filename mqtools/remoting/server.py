@@ -1,0 +1,121 @@
+"""Remoting server: dispatch incoming requests to processors keyed by request code.
+
+A processor is `fn(conn, request) -> response | None`, or a coroutine function with the
+same result. Plain functions answer inline (no task per request: the name server's hot
+path stays cheap); coroutines run as tasks. Whatever a processor does, the connection
+survives: an exception becomes SYSTEM_ERROR with the message as remark, an unknown code
+REQUEST_CODE_NOT_SUPPORTED, and oneway requests never get an answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+
+from mqtools.remoting.codes import ResponseCode, code_name
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.frame import DEFAULT_MAX_FRAME
+from mqtools.remoting.transport import RemotingConnection
+
+log = logging.getLogger(__name__)
+
+ProcessorResult = RemotingCommand | None | Awaitable[RemotingCommand | None]
+Processor = Callable[[RemotingConnection, RemotingCommand], ProcessorResult]
+ConnectionCallback = Callable[[RemotingConnection], None]
+
+
+class RemotingServer:
+    def __init__(
+        self,
+        host: str = "0.0.0.0",
+        port: int = 0,
+        *,
+        max_frame: int = DEFAULT_MAX_FRAME,
+        on_connect: ConnectionCallback | None = None,
+        on_close: ConnectionCallback | None = None,
+    ) -> None:
+        self.host = host
+        self.port = port
+        self.max_frame = max_frame
+        self.processors: dict[int, Processor] = {}
+        self.default_processor: Processor | None = None
+        self.on_connect = on_connect
+        self.on_close = on_close
+        self.connections: set[RemotingConnection] = set()
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task] = set()
+
+    def register(self, code: int, processor: Processor) -> None:
+        self.processors[int(code)] = processor
+
+    async def start(self) -> None:
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._make_connection, self.host, self.port, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for conn in list(self.connections):
+            conn.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._server is not None:
+            await self._server.wait_closed()
+
+    def _make_connection(self) -> RemotingConnection:
+        conn = RemotingConnection(self._on_request, self._closed, self.max_frame)
+        self.connections.add(conn)
+        if self.on_connect is not None:
+            asyncio.get_running_loop().call_soon(self.on_connect, conn)
+        return conn
+
+    def _closed(self, conn: RemotingConnection) -> None:
+        self.connections.discard(conn)
+        if self.on_close is not None:
+            self.on_close(conn)
+
+    def _on_request(self, conn: RemotingConnection, req: RemotingCommand) -> None:
+        processor = self.processors.get(req.code, self.default_processor)
+        if processor is None:
+            remark = f" request type {req.code} not supported"
+            self._reply(conn, req, req.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark))
+            return
+        try:
+            result = processor(conn, req)
+        except Exception as exc:  # noqa: BLE001 - any processor failure becomes a response
+            self._reply(conn, req, self._error(req, exc))
+            return
+        if inspect.isawaitable(result):
+            task = asyncio.ensure_future(self._finish(conn, req, result))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+        else:
+            self._reply(conn, req, result)
+
+    async def _finish(self, conn: RemotingConnection, req: RemotingCommand, pending: Awaitable) -> None:
+        try:
+            resp = await pending
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # noqa: BLE001
+            resp = self._error(req, exc)
+        self._reply(conn, req, resp)
+
+    @staticmethod
+    def _error(req: RemotingCommand, exc: Exception) -> RemotingCommand:
+        if not isinstance(exc, RemotingError):
+            log.exception("processor for %s failed", code_name(req.code))
+        return req.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+    @staticmethod
+    def _reply(conn: RemotingConnection, req: RemotingCommand, resp: RemotingCommand | None) -> None:
+        if req.is_oneway or resp is None or not conn.is_open:
+            return
+        resp.opaque = req.opaque
+        resp.flag |= 1
+        resp.serialize_type = req.serialize_type
+        conn.send(resp)

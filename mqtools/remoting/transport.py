@@ -1,0 +1,114 @@
+"""One remoting connection over asyncio: requests matched to responses by opaque.
+
+The same class serves both ends: a client connection may receive requests from the
+server (NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET ...) and a server
+connection can invoke the client; incoming requests go to the `on_request` callback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import ProtocolError, RemotingConnectionClosed, RemotingTimeoutError
+from mqtools.remoting.frame import DEFAULT_MAX_FRAME, FrameDecoder
+
+log = logging.getLogger(__name__)
+
+RequestCallback = Callable[["RemotingConnection", RemotingCommand], None]
+CloseCallback = Callable[["RemotingConnection"], None]
+
+
+class RemotingConnection(asyncio.Protocol):
+    def __init__(
+        self,
+        on_request: RequestCallback | None = None,
+        on_close: CloseCallback | None = None,
+        max_frame: int = DEFAULT_MAX_FRAME,
+    ) -> None:
+        self._decoder = FrameDecoder(max_frame)
+        self._on_request = on_request
+        self._on_close = on_close
+        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        self._transport: asyncio.Transport | None = None
+        self.peer = "?"
+        self.closed = asyncio.get_event_loop().create_future()
+        #: Free slot for the owner (a server's per-client state, for instance).
+        self.attachment: Any = None
+
+    # asyncio.Protocol ---------------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername")
+        if peer:
+            self.peer = f"{peer[0]}:{peer[1]}"
+
+    def data_received(self, data: bytes) -> None:
+        try:
+            commands = self._decoder.feed(data)
+        except ProtocolError as exc:
+            log.warning("closing %s: %s", self.peer, exc)
+            self.close()
+            return
+        for cmd in commands:
+            if cmd.is_response:
+                fut = self._pending.pop(cmd.opaque, None)
+                if fut is not None and not fut.done():
+                    fut.set_result(cmd)
+            elif self._on_request is not None:
+                self._on_request(self, cmd)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        pending, self._pending = self._pending, {}
+        for fut in pending.values():
+            if not fut.done():
+                fut.set_exception(RemotingConnectionClosed(self.peer))
+        if not self.closed.done():
+            self.closed.set_result(None)
+        if self._on_close is not None:
+            self._on_close(self)
+
+    # API ------------------------------------------------------------------------------
+
+    @property
+    def is_open(self) -> bool:
+        return self._transport is not None and not self._transport.is_closing()
+
+    def send(self, cmd: RemotingCommand) -> None:
+        """Write a command without waiting for anything (responses, oneway requests)."""
+        if not self.is_open:
+            raise RemotingConnectionClosed(self.peer)
+        head, body = cmd.encode_parts()
+        if body is None:
+            self._transport.write(head)  # type: ignore[union-attr]
+        else:
+            self._transport.writelines((head, body))  # type: ignore[union-attr]
+
+    async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        self._pending[cmd.opaque] = fut
+        try:
+            self.send(cmd)
+            async with asyncio.timeout(timeout):
+                return await fut
+        except TimeoutError:
+            raise RemotingTimeoutError(self.peer, timeout, cmd.code) from None
+        finally:
+            self._pending.pop(cmd.opaque, None)
+
+    def invoke_oneway(self, cmd: RemotingCommand) -> None:
+        cmd.flag |= 2
+        self.send(cmd)
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def abort(self) -> None:
+        if self._transport is not None:
+            self._transport.abort()
