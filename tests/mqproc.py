@@ -1,0 +1,97 @@
+"""Start real `mq` server processes for integration and compat tests.
+
+Every server role prints one line `READY <role> <host>:<port> [key=value ...]` on stdout
+once it listens; with port 0 the OS picks a free port and that line says which.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+READY = re.compile(r"^READY (\S+) (\S+):(\d+)(.*)$")
+
+
+@dataclass
+class MqProcess:
+    args: list[str]
+    proc: subprocess.Popen
+    role: str
+    host: str
+    port: int
+    extra: dict[str, str]
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def addr(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    def signal(self, sig: int) -> None:
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, sig)
+
+    def stop(self, timeout: float = 10.0) -> int:
+        """SIGTERM and wait; SIGKILL when it does not go in time."""
+        self.signal(signal.SIGTERM)
+        try:
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(5)
+
+    def kill(self) -> None:
+        self.signal(signal.SIGKILL)
+        self.proc.wait(5)
+
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+
+def mq_command() -> list[str]:
+    return [sys.executable, "-m", "mqtools.cli.main"]
+
+
+def start_mq(args: list[str], *, timeout: float = 20.0, env: dict[str, str] | None = None,
+             cwd: Path | None = None) -> MqProcess:
+    """Run `mq <args>` and wait for its READY line; raise with its output if it never comes."""
+    full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
+    proc = subprocess.Popen(
+        [*mq_command(), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        env=full_env, cwd=cwd,
+    )
+    lines: list[str] = []
+    ready: list[re.Match] = []
+    got = threading.Event()
+
+    def pump() -> None:
+        for line in proc.stdout:  # type: ignore[union-attr]
+            line = line.rstrip("\n")
+            lines.append(line)
+            match = READY.match(line)
+            if match and not ready:
+                ready.append(match)
+                got.set()
+        got.set()
+
+    threading.Thread(target=pump, daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while not ready and time.monotonic() < deadline and proc.poll() is None:
+        got.wait(0.05)
+    if not ready:
+        proc.kill()
+        proc.wait(5)
+        raise RuntimeError(f"mq {' '.join(args)} did not become ready:\n" + "\n".join(lines))
+    match = ready[0]
+    extra = dict(kv.split("=", 1) for kv in match.group(4).split() if "=" in kv)
+    return MqProcess(args, proc, match.group(1), match.group(2), int(match.group(3)), extra, lines)
