@@ -324,3 +324,64 @@ class ConsumeStats(Body):
 @dataclass(slots=True)
 class ResetOffsetBody(Body):
     offset_table: dict[MessageQueue, int] = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------- groups, offsets, delay progress
+
+
+@dataclass(slots=True)
+class SubscriptionGroupConfig(Body):
+    """One consumer group's broker-side settings (subscriptionGroup.json, UPDATE_AND_CREATE_SUBSCRIPTIONGROUP)."""
+
+    group_name: str
+    consume_enable: bool = True
+    consume_from_min_enable: bool = True
+    consume_broadcast_enable: bool = True
+    consume_message_orderly: bool = False
+    retry_queue_nums: int = 1
+    retry_max_times: int = 16
+    broker_id: int = 0
+    which_broker_when_consume_slowly: int = 1
+    notify_consumer_ids_changed_enable: bool = True
+    group_sys_flag: int = 0
+    consume_timeout_minute: int = 15
+    attributes: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class SubscriptionGroupWrapper(Body):
+    """subscriptionGroup.json and the GET_ALL_SUBSCRIPTIONGROUP_CONFIG answer."""
+
+    subscription_group_table: dict[str, SubscriptionGroupConfig] = field(default_factory=dict)
+    data_version: DataVersion = field(default_factory=DataVersion)
+
+
+@dataclass(slots=True)
+class ConsumerOffsetSerializeWrapper(Body):
+    """consumerOffset.json and the GET_ALL_CONSUMER_OFFSET answer: "topic@group" -> {queueId: offset}."""
+
+    offset_table: dict[str, dict[int, int]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class DelayOffsetSerializeWrapper(Body):
+    """delayOffset.json: delay level -> next schedule-queue index to deliver."""
+
+    offset_table: dict[int, int] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class MessageQueueForC(Body):
+    """One row of ResetOffsetBodyForC: the list form C++ clients parse."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    offset: int
+
+
+@dataclass(slots=True)
+class ResetOffsetBodyForC(Body):
+    """RESET_CONSUMER_CLIENT_OFFSET body for CPP clients, which cannot read object map keys."""
+
+    offset_table: list[MessageQueueForC] = field(default_factory=list)
