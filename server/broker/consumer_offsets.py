@@ -1,0 +1,168 @@
+"""Committed consumer offsets: consumerOffset.json, keyed "topic@group" -> {queueId: offset}.
+
+The stored value is the next offset to consume, as in RocketMQ. Offsets change in memory on
+every UPDATE_CONSUMER_OFFSET and reach the disk on a timer (flushConsumerOffsetInterval, 5 s)
+and at shutdown, so a commit storm never turns into a write storm.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from mqtools.remoting.bodies import ConsumerOffsetSerializeWrapper
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+TOPIC_GROUP_SEPARATOR = "@"
+FILE_NAME = "consumerOffset.json"
+
+
+def load_config_file(path: Path, parse: Callable[[bytes], T]) -> T | None:
+    """Parse the file, falling back to <name>.bak when it is missing, empty or unparseable.
+
+    None when neither exists; when both exist and neither parses, the main file's error is raised.
+    """
+    error: Exception | None = None
+    for candidate in (path, path.with_name(path.name + ".bak")):
+        try:
+            data = candidate.read_bytes()
+        except FileNotFoundError:
+            continue
+        if not data.strip():
+            continue
+        try:
+            return parse(data)
+        except (ValueError, TypeError, KeyError) as exc:
+            log.warning("cannot parse %s: %s", candidate, exc)
+            error = error or exc
+    if error is not None:
+        raise error
+    return None
+
+
+def write_config_file(path: Path, data: bytes) -> None:
+    """Write atomically: tmp file + fsync + rename, the previous content kept as <name>.bak."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if path.exists():
+        os.replace(path, path.with_name(path.name + ".bak"))
+    os.replace(tmp, path)
+
+
+def offset_key(topic: str, group: str) -> str:
+    return f"{topic}{TOPIC_GROUP_SEPARATOR}{group}"
+
+
+def split_key(key: str) -> tuple[str, str]:
+    """"topic@group" -> (topic, group); a key without '@' yields an empty group."""
+    topic, _, group = key.partition(TOPIC_GROUP_SEPARATOR)
+    return topic, group
+
+
+class ConsumerOffsetManager:
+    def __init__(
+        self,
+        config_dir: Path,
+        clock: Callable[[], float] = time.time,
+        *,
+        flush_interval: float = 5.0,
+    ) -> None:
+        self.path = Path(config_dir) / FILE_NAME
+        self.clock = clock
+        self.flush_interval = flush_interval
+        self.offset_table: dict[str, dict[int, int]] = {}
+        self._task: asyncio.Task | None = None
+        self._dirty = False
+
+    # ------------------------------------------------------------------ queries and updates
+
+    def commit_offset(self, client_host: str, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Record a consumer's progress (client_host is kept for logs only, as in RocketMQ)."""
+        table = self.offset_table.setdefault(offset_key(topic, group), {})
+        prev = table.get(queue_id)
+        table[queue_id] = offset
+        self._dirty = True
+        if prev is not None and offset < prev:
+            log.info("offset of %s@%s[%d] moved back %d -> %d by %s", topic, group, queue_id, prev, offset,
+                     client_host)
+
+    def query_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """The committed offset, or -1 when the group never committed on that queue."""
+        return self.offset_table.get(offset_key(topic, group), {}).get(queue_id, -1)
+
+    def query_offsets(self, group: str, topic: str) -> dict[int, int]:
+        return dict(self.offset_table.get(offset_key(topic, group), {}))
+
+    def topics_of_group(self, group: str) -> set[str]:
+        return {t for t, g in map(split_key, self.offset_table) if g == group}
+
+    def groups_of_topic(self, topic: str) -> set[str]:
+        return {g for t, g in map(split_key, self.offset_table) if t == topic}
+
+    def remove_group(self, group: str) -> None:
+        for key in [k for k in self.offset_table if split_key(k)[1] == group]:
+            del self.offset_table[key]
+            self._dirty = True
+
+    def remove_topic(self, topic: str) -> None:
+        for key in [k for k in self.offset_table if split_key(k)[0] == topic]:
+            del self.offset_table[key]
+            self._dirty = True
+
+    # ------------------------------------------------------------------ persistence
+
+    def encode(self) -> bytes:
+        return ConsumerOffsetSerializeWrapper(offset_table=self.offset_table).to_json()
+
+    def decode(self, data: bytes | str) -> bool:
+        wrapper = ConsumerOffsetSerializeWrapper.from_json(data)
+        self.offset_table = {k: dict(v) for k, v in wrapper.offset_table.items() if v is not None}
+        return True
+
+    def load(self) -> bool:
+        """Read the file (or its .bak); False when neither exists."""
+        return load_config_file(self.path, self.decode) is not None
+
+    def persist(self) -> None:
+        write_config_file(self.path, self.encode())
+        self._dirty = False
+
+    async def persist_async(self) -> None:
+        """Snapshot on the loop, write in a thread: the loop never waits for fsync."""
+        data = self.encode()
+        self._dirty = False
+        await asyncio.to_thread(write_config_file, self.path, data)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._flush_loop(), name="consumer-offset-flush")
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        self.persist()
+
+    async def _flush_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.flush_interval)
+            if not self._dirty:
+                continue
+            try:
+                await self.persist_async()
+            except OSError:
+                log.exception("persisting %s failed", self.path)
+                self._dirty = True

@@ -1,0 +1,199 @@
+"""Client management requests: heartbeats, unregistration, group membership, orderly queue locks.
+
+HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, GET_CONSUMER_CONNECTION_LIST,
+GET_PRODUCER_CONNECTION_LIST, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ. Registering also hooks the
+server's connection-close callback (a closed channel leaves its groups at once) and the
+consumer manager's ids-changed listener (oneway NOTIFY_CONSUMER_IDS_CHANGED to each member).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any
+
+from mqtools.server.broker.clients import ClientChannelInfo, language_name
+
+from mqtools.common.perm import PERM_READ, PERM_WRITE
+from mqtools.common.topics import retry_topic
+from mqtools.common.validation import ValidationError, check_group
+from mqtools.remoting.bodies import (
+    Connection,
+    ConsumerConnection,
+    ConsumerListBody,
+    HeartbeatData,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    ProducerConnection,
+)
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.headers import (
+    ConsumerGroupRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    UnregisterClientRequestHeader,
+)
+from mqtools.remoting.server import RemotingServer
+
+if TYPE_CHECKING:
+    from mqtools.remoting.transport import RemotingConnection
+
+log = logging.getLogger(__name__)
+
+
+def _bad_body(req: RemotingCommand, what: str, exc: Exception) -> RemotingCommand:
+    return req.response(ResponseCode.SYSTEM_ERROR, f"bad {what} body: {type(exc).__name__}: {exc}")
+
+
+class ClientProcessor:
+    def __init__(self, controller: Any) -> None:
+        self.c = controller
+
+    # ------------------------------------------------------------------ wiring
+
+    def notify_ids_changed(self, group: str, members: list[ClientChannelInfo]) -> None:
+        """Oneway NOTIFY_CONSUMER_IDS_CHANGED to every member, if the group wants it."""
+        config = self.c.groups.find(group, create=False)
+        if config is not None and not config.notify_consumer_ids_changed_enable:
+            return
+        for info in members:
+            conn = info.channel
+            if not getattr(conn, "is_open", False):
+                continue
+            cmd = RemotingCommand.request(
+                RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                ConsumerGroupRequestHeader(consumer_group=group).to_ext(),
+                oneway=True,
+            )
+            try:
+                conn.invoke_oneway(cmd)
+            except (RemotingError, OSError) as exc:  # a dying connection must not break the others
+                log.info("notify %s of %s failed: %s", info.client_id, group, exc)
+
+    def channel_closed(self, conn: RemotingConnection) -> None:
+        self.c.consumers.channel_closed(conn)
+        self.c.producers.channel_closed(conn)
+
+    # ------------------------------------------------------------------ handlers
+
+    def heart_beat(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        try:
+            data = HeartbeatData.from_json(req.body or b"{}")
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            return _bad_body(req, "heartbeat", exc)
+        if not data.client_id:
+            return req.response(ResponseCode.SYSTEM_ERROR, "heartbeat without clientID")
+        for consumer in data.consumer_data_set:
+            self._register_consumer(conn, req, data.client_id, consumer)
+        for producer in data.producer_data_set:
+            info = ClientChannelInfo(conn, data.client_id, req.language, req.version, conn.peer)
+            self.c.producers.register(producer.group_name, info)
+        return req.response(ResponseCode.SUCCESS)
+
+    def _register_consumer(self, conn: RemotingConnection, req: RemotingCommand, client_id: str,
+                           consumer: Any) -> None:
+        group = consumer.group_name
+        config = self.c.groups.find(group)
+        notify = True
+        if config is not None:
+            notify = config.notify_consumer_ids_changed_enable
+            self.c.topics.create_topic_in_send_message_back_method(
+                retry_topic(group), config.retry_queue_nums, PERM_WRITE | PERM_READ, 0
+            )
+        info = ClientChannelInfo(conn, client_id, req.language, req.version, conn.peer)
+        self.c.consumers.register(
+            group,
+            info,
+            consumer.consume_type,
+            consumer.message_model,
+            consumer.consume_from_where,
+            consumer.subscription_data_set,
+            notify=notify,
+        )
+
+    def unregister_client(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        header = UnregisterClientRequestHeader.from_ext(req.ext_fields)
+        if header.producer_group:
+            self.c.producers.unregister(header.producer_group, conn)
+        if header.consumer_group:
+            config = self.c.groups.find(header.consumer_group, create=False)
+            notify = config is None or config.notify_consumer_ids_changed_enable
+            self.c.consumers.unregister(header.consumer_group, conn, notify=notify)
+        return req.response(ResponseCode.SUCCESS)
+
+    def get_consumer_list_by_group(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        header = ConsumerGroupRequestHeader.from_ext(req.ext_fields)
+        group_info = self.c.consumers.find(header.consumer_group)
+        ids = group_info.client_ids() if group_info is not None else []
+        if not ids:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"no consumer for this group, {header.consumer_group}")
+        return req.response(ResponseCode.SUCCESS, body=ConsumerListBody(consumer_id_list=ids).to_json())
+
+    def get_consumer_connection_list(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        header = ConsumerGroupRequestHeader.from_ext(req.ext_fields)
+        group_info = self.c.consumers.find(header.consumer_group)
+        if group_info is None:
+            return req.response(ResponseCode.CONSUMER_NOT_ONLINE,
+                                f"the consumer group[{header.consumer_group}] not online")
+        body = ConsumerConnection(
+            connection_set=[_connection(i) for i in group_info.channels.values()],
+            subscription_table=dict(group_info.subscriptions),
+            consume_type=group_info.consume_type,
+            message_model=group_info.message_model,
+            consume_from_where=group_info.consume_from_where,
+        )
+        return req.response(ResponseCode.SUCCESS, body=body.to_json())
+
+    def get_producer_connection_list(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        header = GetProducerConnectionListRequestHeader.from_ext(req.ext_fields)
+        members = self.c.producers.connections(header.producer_group)
+        if not members:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"the producer group[{header.producer_group}] not exist")
+        body = ProducerConnection(connection_set=[_connection(i) for i in members])
+        return req.response(ResponseCode.SUCCESS, body=body.to_json())
+
+    def lock_batch_mq(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        try:
+            body = LockBatchRequestBody.from_json(req.body or b"{}")
+            check_group(body.consumer_group)
+        except ValidationError as exc:
+            return req.response(ResponseCode.INVALID_PARAMETER, str(exc))
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            return _bad_body(req, "lock batch", exc)
+        locked = self.c.locks.try_lock_batch(body.consumer_group, body.mq_set, body.client_id)
+        return req.response(ResponseCode.SUCCESS, body=LockBatchResponseBody(lock_ok_mq_set=locked).to_json())
+
+    def unlock_batch_mq(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        try:
+            body = LockBatchRequestBody.from_json(req.body or b"{}")
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            return _bad_body(req, "unlock batch", exc)
+        self.c.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
+        return req.response(ResponseCode.SUCCESS)
+
+
+def _connection(info: ClientChannelInfo) -> Connection:
+    return Connection(client_id=info.client_id, client_addr=info.addr, language=language_name(info.language),
+                      version=info.version)
+
+
+def register(server: RemotingServer, controller: Any) -> ClientProcessor:
+    """Wire the handlers, the close hook and the ids-changed listener into a broker."""
+    proc = ClientProcessor(controller)
+    controller.consumers.on_ids_changed = proc.notify_ids_changed
+    previous_close = server.on_close
+
+    def on_close(conn: RemotingConnection) -> None:
+        proc.channel_closed(conn)
+        if previous_close is not None:
+            previous_close(conn)
+
+    server.on_close = on_close
+    server.register(RequestCode.HEART_BEAT, proc.heart_beat)
+    server.register(RequestCode.UNREGISTER_CLIENT, proc.unregister_client)
+    server.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, proc.get_consumer_list_by_group)
+    server.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, proc.get_consumer_connection_list)
+    server.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, proc.get_producer_connection_list)
+    server.register(RequestCode.LOCK_BATCH_MQ, proc.lock_batch_mq)
+    server.register(RequestCode.UNLOCK_BATCH_MQ, proc.unlock_batch_mq)
+    return proc

@@ -1,0 +1,313 @@
+"""Consumer-side requests: offsets, send-back (retry / DLQ), group admin, consume stats, reset.
+
+QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET, CONSUMER_SEND_MSG_BACK,
+UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP, GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+GET_ALL_CONSUMER_OFFSET, GET_CONSUME_STATS, INVOKE_BROKER_TO_RESET_OFFSET.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import random
+from typing import TYPE_CHECKING, Any
+
+from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
+from mqtools.common.topics import dlq_topic, retry_topic
+from mqtools.common.validation import ValidationError, check_group, check_topic
+from mqtools.remoting.bodies import (
+    ConsumeStats,
+    MessageQueue,
+    MessageQueueForC,
+    OffsetWrapper,
+    ResetOffsetBody,
+    ResetOffsetBodyForC,
+    SubscriptionGroupConfig,
+)
+from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.headers import (
+    ConsumerSendMsgBackRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    GetConsumeStatsRequestHeader,
+    OffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    ResetOffsetRequestHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from mqtools.remoting.server import RemotingServer
+
+if TYPE_CHECKING:
+    from mqtools.remoting.transport import RemotingConnection
+
+log = logging.getLogger(__name__)
+
+PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
+PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+PROPERTY_DELAY = "DELAY"
+PROPERTY_WAIT = "WAIT"
+PROPERTY_TAGS = "TAGS"
+DLQ_NUMS_PER_GROUP = 1
+#: RocketMQ 4.9.2+ creates DLQ topics readable too, so tools can fetch dead messages.
+DLQ_PERM = PERM_WRITE | PERM_READ
+#: accessMessageInMemoryMaxRatio: a message within this share of RAM from the commitlog end is "in memory".
+IN_MEMORY_RATIO = 0.40
+
+
+def _total_memory() -> int:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError, AttributeError):
+        return 8 << 30
+
+
+def _validation(req: RemotingCommand, exc: ValidationError) -> RemotingCommand:
+    return req.response(ResponseCode.INVALID_PARAMETER, str(exc))
+
+
+class ConsumerProcessor:
+    def __init__(self, controller: Any, rng: random.Random | None = None) -> None:
+        self.c = controller
+        self.rng = rng or random.Random()
+        self.total_memory = _total_memory()
+
+    # ------------------------------------------------------------------ offsets
+
+    def query_consumer_offset(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = QueryConsumerOffsetRequestHeader.from_ext(req.ext_fields)
+        offset = self.c.offsets.query_offset(h.consumer_group, h.topic, h.queue_id)
+        if offset >= 0:
+            return req.response(ResponseCode.SUCCESS, ext_fields=OffsetResponseHeader(offset=offset).to_ext())
+        if h.set_zero_if_not_found is not False and self._starts_in_memory(h.topic, h.queue_id):
+            # A new group on a queue whose history is all still in page cache starts at 0,
+            # as RocketMQ does, so nothing produced before the first consumer started is skipped.
+            return req.response(ResponseCode.SUCCESS, ext_fields=OffsetResponseHeader(offset=0).to_ext())
+        return req.response(ResponseCode.QUERY_NOT_FOUND,
+                            "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
+
+    def _starts_in_memory(self, topic: str, queue_id: int) -> bool:
+        store = self.c.store
+        if store.get_min_offset_in_queue(topic, queue_id) > 0:
+            return False
+        if store.get_max_offset_in_queue(topic, queue_id) <= 0:
+            return True
+        phy = store.get_commit_log_offset_in_queue(topic, queue_id, 0)
+        return store.max_phy_offset - phy <= self.total_memory * IN_MEMORY_RATIO
+
+    def update_consumer_offset(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = UpdateConsumerOffsetRequestHeader.from_ext(req.ext_fields)
+        try:
+            check_group(h.consumer_group)
+            check_topic(h.topic)
+        except ValidationError as exc:
+            return _validation(req, exc)
+        if h.queue_id < 0 or h.commit_offset < 0:
+            return req.response(ResponseCode.INVALID_PARAMETER,
+                                f"bad queueId {h.queue_id} or commitOffset {h.commit_offset}")
+        self.c.offsets.commit_offset(conn.peer, h.consumer_group, h.topic, h.queue_id, h.commit_offset)
+        return req.response(ResponseCode.SUCCESS)
+
+    # ------------------------------------------------------------------ send back
+
+    async def consumer_send_msg_back(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = ConsumerSendMsgBackRequestHeader.from_ext(req.ext_fields)
+        config = self.c.groups.find(h.group)
+        if config is None:
+            return req.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                f"subscription group not exist, {h.group}")
+        if not is_writeable(self.c.config.broker_permission):
+            return req.response(ResponseCode.NO_PERMISSION,
+                                f"the broker[{self.c.config.broker_name}] sending message is forbidden")
+        if config.retry_queue_nums <= 0:
+            return req.response(ResponseCode.SUCCESS)
+        msg = self.c.store.look_message_by_offset(h.offset)
+        if msg is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
+        max_times = h.max_reconsume_times if h.max_reconsume_times is not None else config.retry_max_times
+        to_dlq = msg.reconsume_times >= max_times or h.delay_level < 0
+        if to_dlq:
+            topic, queue_nums, perm = dlq_topic(h.group), DLQ_NUMS_PER_GROUP, DLQ_PERM
+        else:
+            topic, queue_nums, perm = retry_topic(h.group), config.retry_queue_nums, PERM_WRITE | PERM_READ
+        topic_config = self.c.topics.create_topic_in_send_message_back_method(topic, queue_nums, perm, 0)
+        if topic_config is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"topic[{topic}] not exist")
+        if not is_writeable(topic_config.perm):
+            return req.response(ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden")
+        queue_id = self.rng.randrange(max(1, min(queue_nums, topic_config.write_queue_nums)))
+        delay_level = 0 if to_dlq else (h.delay_level or 3 + msg.reconsume_times)
+        inner = self._retry_message(msg, topic, queue_id, delay_level)
+        if delay_level > 0:
+            self.c.schedule.redirect(inner)
+        result = await self.c.store.put_message(inner)
+        if result.ok:
+            return req.response(ResponseCode.SUCCESS)
+        return req.response(ResponseCode.SYSTEM_ERROR, getattr(result.status, "name", str(result.status)))
+
+    def _retry_message(self, msg: Any, topic: str, queue_id: int, delay_level: int) -> Any:
+        """The copy that goes to the retry (or dead-letter) topic, keeping the message's identity."""
+        from mqtools.common.hashing import tags_code
+        from mqtools.common.message import MessageExtBrokerInner
+        from mqtools.common.properties import properties_to_string
+
+        props = dict(msg.properties)
+        props.setdefault(PROPERTY_RETRY_TOPIC, msg.topic)
+        props[PROPERTY_WAIT] = "false"
+        if not props.get(PROPERTY_ORIGIN_MESSAGE_ID):
+            props[PROPERTY_ORIGIN_MESSAGE_ID] = msg.msg_id
+        props.pop(PROPERTY_DELAY, None)
+        if delay_level > 0:
+            props[PROPERTY_DELAY] = str(delay_level)
+        return MessageExtBrokerInner(
+            topic=topic,
+            body=msg.body,
+            flag=msg.flag,
+            properties=props,
+            queue_id=queue_id,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            store_host=msg.store_host,
+            reconsume_times=msg.reconsume_times + 1,
+            tags_code=tags_code(props.get(PROPERTY_TAGS)),
+            properties_string=properties_to_string(props),
+        )
+
+    # ------------------------------------------------------------------ groups
+
+    def update_and_create_subscription_group(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        try:
+            config = SubscriptionGroupConfig.from_json(req.body or b"")
+            check_group(config.group_name)
+        except ValidationError as exc:
+            return _validation(req, exc)
+        except (ValueError, TypeError, KeyError, AttributeError) as exc:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group body: {exc}")
+        self.c.groups.update(config)
+        return req.response(ResponseCode.SUCCESS)
+
+    def delete_subscription_group(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = DeleteSubscriptionGroupRequestHeader.from_ext(req.ext_fields)
+        if not self.c.groups.delete(h.group_name):
+            log.warning("delete of unknown subscription group %s", h.group_name)
+        if h.clean_offset:
+            self.c.offsets.remove_group(h.group_name)
+        return req.response(ResponseCode.SUCCESS)
+
+    def get_all_subscription_group_config(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, body=self.c.groups.encode())
+
+    def get_all_consumer_offset(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        return req.response(ResponseCode.SUCCESS, body=self.c.offsets.encode())
+
+    # ------------------------------------------------------------------ stats
+
+    def get_consume_stats(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = GetConsumeStatsRequestHeader.from_ext(req.ext_fields)
+        group = h.consumer_group
+        topics = {h.topic} if h.topic else self.c.offsets.topics_of_group(group)
+        online = self.c.consumers.find(group)
+        stats = ConsumeStats()
+        for topic in sorted(topics):
+            topic_config = self.c.topics.select(topic)
+            if topic_config is None:
+                continue
+            if online is not None and online.subscriptions and topic not in online.subscriptions:
+                continue  # an online group that no longer subscribes to this topic
+            for queue_id in range(topic_config.write_queue_nums):
+                mq = MessageQueue(topic=topic, broker_name=self.c.config.broker_name, queue_id=queue_id)
+                stats.offset_table[mq] = self._offset_wrapper(group, topic, queue_id)
+            stats.consume_tps += self._consume_tps(topic, group)
+        return req.response(ResponseCode.SUCCESS, body=stats.to_json())
+
+    def _offset_wrapper(self, group: str, topic: str, queue_id: int) -> OffsetWrapper:
+        store = self.c.store
+        broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
+        consumer_offset = max(0, self.c.offsets.query_offset(group, topic, queue_id))
+        wrapper = OffsetWrapper(broker_offset=broker_offset, consumer_offset=consumer_offset,
+                                pull_offset=consumer_offset)
+        if consumer_offset > 0:
+            stamp = store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1)
+            if stamp > 0:
+                wrapper.last_timestamp = stamp
+        return wrapper
+
+    def _consume_tps(self, topic: str, group: str) -> float:
+        tps = getattr(self.c.stats, "consume_tps", None)
+        return float(tps(topic, group)) if callable(tps) else 0.0
+
+    # ------------------------------------------------------------------ reset
+
+    def invoke_broker_to_reset_offset(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = ResetOffsetRequestHeader.from_ext(req.ext_fields)
+        topic_config = self.c.topics.select(h.topic)
+        if topic_config is None:
+            return req.response(ResponseCode.TOPIC_NOT_EXIST,
+                                f"[reset-offset] reset offset failed, no topic in this broker. topic={h.topic}")
+        table = self._reset_table(h, topic_config.write_queue_nums)
+        online = self.c.consumers.find(h.group)
+        if table is None and online is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{h.group}> not exist")
+        table = table or {}
+        for mq, offset in table.items():
+            self.c.offsets.commit_offset(conn.peer, h.group, mq.topic, mq.queue_id, offset)
+        if online is not None:
+            self._push_reset(h, table, online)
+        return req.response(ResponseCode.SUCCESS, body=ResetOffsetBody(offset_table=table).to_json())
+
+    def _reset_table(self, h: ResetOffsetRequestHeader, queue_nums: int) -> dict[MessageQueue, int] | None:
+        """Target offset per queue; None when the group never committed on this topic here.
+
+        Not forced: a queue only moves back (never skips messages forward). A queue the group never
+        committed on takes the target as is.
+        """
+        store = self.c.store
+        committed = self.c.offsets.query_offsets(h.group, h.topic)
+        if not committed and self.c.consumers.find(h.group) is None:
+            return None
+        table = {}
+        for queue_id in range(queue_nums):
+            if h.timestamp == -1:
+                target = store.get_max_offset_in_queue(h.topic, queue_id)
+            else:
+                target = store.get_offset_in_queue_by_time(h.topic, queue_id, h.timestamp)
+            target = max(0, target)
+            current = committed.get(queue_id, -1)
+            if not h.is_force and 0 <= current <= target:
+                target = current
+            mq = MessageQueue(topic=h.topic, broker_name=self.c.config.broker_name, queue_id=queue_id)
+            table[mq] = target
+        return table
+
+    def _push_reset(self, h: ResetOffsetRequestHeader, table: dict[MessageQueue, int], online: Any) -> None:
+        """RESET_CONSUMER_CLIENT_OFFSET (oneway) to every online member, in the form its language reads."""
+        ext = ResetOffsetRequestHeader(topic=h.topic, group=h.group, timestamp=h.timestamp,
+                                       is_force=h.is_force).to_ext()
+        ext.pop("queueId", None)
+        java_body = ResetOffsetBody(offset_table=table).to_json()
+        c_body = ResetOffsetBodyForC(offset_table=[
+            MessageQueueForC(topic=mq.topic, broker_name=mq.broker_name, queue_id=mq.queue_id, offset=off)
+            for mq, off in table.items()
+        ]).to_json()
+        for info in online.channels.values():
+            body = c_body if info.language == LanguageCode.CPP else java_body
+            cmd = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, dict(ext), body, oneway=True)
+            try:
+                info.channel.invoke_oneway(cmd)
+            except (RemotingError, OSError) as exc:  # one dead client must not stop the others
+                log.info("reset push to %s failed: %s", info.client_id, exc)
+
+
+def register(server: RemotingServer, controller: Any) -> ConsumerProcessor:
+    proc = ConsumerProcessor(controller)
+    server.register(RequestCode.QUERY_CONSUMER_OFFSET, proc.query_consumer_offset)
+    server.register(RequestCode.UPDATE_CONSUMER_OFFSET, proc.update_consumer_offset)
+    server.register(RequestCode.CONSUMER_SEND_MSG_BACK, proc.consumer_send_msg_back)
+    server.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, proc.update_and_create_subscription_group)
+    server.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, proc.delete_subscription_group)
+    server.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, proc.get_all_subscription_group_config)
+    server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, proc.get_all_consumer_offset)
+    server.register(RequestCode.GET_CONSUME_STATS, proc.get_consume_stats)
+    server.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, proc.invoke_broker_to_reset_offset)
+    return proc

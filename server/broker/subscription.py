@@ -1,0 +1,131 @@
+"""Consumer group settings: subscriptionGroup.json (retryMaxTimes, retryQueueNums, notify flag ...).
+
+Groups are created on first use when autoCreateSubscriptionGroup is on (RocketMQ's default), and
+the built-in tool groups always exist. Every change bumps the data version and is written at once
+(groups change rarely; losing one on a crash would silently reset its retry policy).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import logging
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mqtools.server.broker.consumer_offsets import load_config_file, write_config_file
+
+from mqtools.common.topics import TOOLS_CONSUMER_GROUP
+from mqtools.remoting.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+
+log = logging.getLogger(__name__)
+
+FILE_NAME = "subscriptionGroup.json"
+
+#: Groups RocketMQ's broker creates for itself (MixAll constants).
+SYSTEM_GROUPS = (
+    TOOLS_CONSUMER_GROUP,
+    "FILTERSRV_CONSUMER",
+    "SELF_TEST_C_GROUP",
+    "CID_ONS-HTTP-PROXY",
+    "CID_ONSAPI_PULL",
+    "CID_ONSAPI_PERMISSION",
+    "CID_ONSAPI_OWNER",
+)
+
+
+class SubscriptionGroupManager:
+    def __init__(
+        self,
+        config_dir: Path,
+        clock: Callable[[], float] = time.time,
+        *,
+        auto_create: bool = True,
+    ) -> None:
+        self.path = Path(config_dir) / FILE_NAME
+        self.clock = clock
+        self.auto_create = auto_create
+        self.table: dict[str, SubscriptionGroupConfig] = {}
+        self.data_version = DataVersion()
+        self._seq = itertools.count(1)
+        self._written_seq = 0
+        self._write_lock = threading.Lock()
+        for name in SYSTEM_GROUPS:
+            self.table[name] = SubscriptionGroupConfig(group_name=name)
+
+    def _bump(self) -> None:
+        self.data_version = self.data_version.next(int(self.clock() * 1000))
+
+    def find(self, group: str, *, create: bool | None = None) -> SubscriptionGroupConfig | None:
+        """The group's config; auto-created (and persisted) when allowed. `create` overrides the flag."""
+        config = self.table.get(group)
+        if config is not None:
+            return config
+        if not (self.auto_create if create is None else create):
+            return None
+        config = SubscriptionGroupConfig(group_name=group)
+        self.table[group] = config
+        self._bump()
+        log.info("auto-created subscription group %s", group)
+        self.persist_soon()
+        return config
+
+    def update(self, config: SubscriptionGroupConfig) -> None:
+        old = self.table.get(config.group_name)
+        self.table[config.group_name] = config
+        log.info("%s subscription group %s", "updated" if old else "created", config.group_name)
+        self._bump()
+        self.persist_soon()
+
+    def delete(self, group: str) -> bool:
+        if self.table.pop(group, None) is None:
+            return False
+        self._bump()
+        self.persist_soon()
+        return True
+
+    def wrapper(self) -> SubscriptionGroupWrapper:
+        return SubscriptionGroupWrapper(subscription_group_table=dict(self.table), data_version=self.data_version)
+
+    def encode(self) -> bytes:
+        return self.wrapper().to_json()
+
+    def decode(self, data: bytes | str) -> bool:
+        wrapper = SubscriptionGroupWrapper.from_json(data)
+        for name, config in wrapper.subscription_group_table.items():
+            if config is not None:
+                config.group_name = config.group_name or name
+                self.table[name] = config
+        self.data_version = wrapper.data_version or DataVersion()
+        return True
+
+    def load(self) -> bool:
+        return load_config_file(self.path, self.decode) is not None
+
+    def persist(self) -> None:
+        self._write(next(self._seq), self.encode())
+
+    def persist_soon(self) -> None:
+        """Write the current table without blocking the event loop (synchronously outside one)."""
+        seq, data = next(self._seq), self.encode()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._write(seq, data)
+            return
+        loop.run_in_executor(None, self._write_quietly, seq, data)
+
+    def _write(self, seq: int, data: bytes) -> None:
+        with self._write_lock:
+            if seq < self._written_seq:
+                return  # a newer snapshot is already on disk
+            write_config_file(self.path, data)
+            self._written_seq = seq
+
+    def _write_quietly(self, seq: int, data: bytes) -> None:
+        try:
+            self._write(seq, data)
+        except OSError:
+            log.exception("persisting %s failed", self.path)

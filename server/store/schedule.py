@@ -1,0 +1,331 @@
+"""Delay levels: SCHEDULE_TOPIC_XXXX, the per-level delivery of due messages, delayOffset.json.
+
+A message with a DELAY property (or a consumer send-back with a delay level) is stored in
+SCHEDULE_TOPIC_XXXX, queue level-1, with its real destination in REAL_TOPIC / REAL_QID. Each
+level's queue is in store order and every message of a level has the same delay, so the queue is
+also in due order: delivery walks it from the level's saved offset and stops at the first message
+that is not due yet. A due message is re-put to its real topic and queue; the level's offset moves
+past it only once that put succeeded, so a crash re-delivers at most the message in flight.
+
+`parse_delay_levels`, `DelayLevelTable` and `redirect_to_schedule` are pure; the service is a thin
+asyncio loop around `deliver_level()`, which tests drive directly with a fake clock.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mqtools.common.topics import SCHEDULE_TOPIC
+from mqtools.remoting.bodies import DelayOffsetSerializeWrapper
+
+log = logging.getLogger(__name__)
+
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+FILE_NAME = "delayOffset.json"
+PROPERTY_DELAY = "DELAY"
+PROPERTY_REAL_TOPIC = "REAL_TOPIC"
+PROPERTY_REAL_QUEUE_ID = "REAL_QID"
+PROPERTY_WAIT = "WAIT"
+PROPERTY_TAGS = "TAGS"
+_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+#: An unknown level (table shrunk since the message was stored) is due after 1 s, as in RocketMQ.
+UNKNOWN_LEVEL_DELAY_MS = 1000
+FIRST_DELIVERY_DELAY = 1.0
+IDLE_INTERVAL = 0.1
+PERSIST_INTERVAL = 10.0
+BATCH = 32
+
+
+def parse_delay_levels(spec: str) -> list[int]:
+    """"1s 5s 1m" -> [1000, 5000, 60000]; index i is level i+1. ValueError on a bad token."""
+    levels = []
+    for token in spec.split():
+        unit = token[-1:].lower()
+        if unit not in _UNIT_MS or not token[:-1].isdigit():
+            raise ValueError(f"bad messageDelayLevel token {token!r} (want e.g. 5s, 1m, 2h, 1d)")
+        levels.append(int(token[:-1]) * _UNIT_MS[unit])
+    if not levels:
+        raise ValueError("messageDelayLevel is empty")
+    return levels
+
+
+class DelayLevelTable:
+    def __init__(self, spec: str = DEFAULT_DELAY_LEVELS) -> None:
+        self.spec = spec
+        self.delays_ms = parse_delay_levels(spec)
+
+    @property
+    def max_level(self) -> int:
+        return len(self.delays_ms)
+
+    def delay_ms(self, level: int) -> int:
+        if 1 <= level <= self.max_level:
+            return self.delays_ms[level - 1]
+        return UNKNOWN_LEVEL_DELAY_MS
+
+    def deliver_timestamp(self, level: int, store_timestamp_ms: int) -> int:
+        """The tag code of a schedule-queue unit: when the message becomes due."""
+        return store_timestamp_ms + self.delay_ms(min(level, self.max_level))
+
+    def level_of_queue(self, queue_id: int) -> int:
+        return queue_id + 1
+
+
+def delay_level_of(properties: dict[str, str]) -> int:
+    """The DELAY property as an int (0 when absent or not a number)."""
+    try:
+        return int(properties.get(PROPERTY_DELAY, "0"))
+    except ValueError:
+        return 0
+
+
+def redirect_to_schedule(msg: Any, table: DelayLevelTable, now_ms: int) -> bool:
+    """Send a message with DELAY > 0 to the schedule topic instead of its real queue.
+
+    The level is clamped to the table's maximum; REAL_TOPIC / REAL_QID keep the destination and
+    tags_code becomes the expected deliver time (the store stamps the real store time; delivery
+    recomputes from that). Returns False, leaving the message alone, when it has no delay.
+    """
+    level = delay_level_of(msg.properties)
+    if level <= 0:
+        return False
+    level = min(level, table.max_level)
+    msg.properties[PROPERTY_DELAY] = str(level)
+    msg.properties[PROPERTY_REAL_TOPIC] = msg.topic
+    msg.properties[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+    msg.topic = SCHEDULE_TOPIC
+    msg.queue_id = level - 1
+    msg.tags_code = table.deliver_timestamp(level, now_ms)
+    _refresh_properties_string(msg)
+    return True
+
+
+def _refresh_properties_string(msg: Any) -> None:
+    from mqtools.common.properties import properties_to_string
+
+    if hasattr(msg, "properties_string"):
+        msg.properties_string = properties_to_string(msg.properties)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    if path.exists():
+        os.replace(path, path.with_name(path.name + ".bak"))
+    os.replace(tmp, path)
+
+
+def _read_first_parsable(path: Path) -> DelayOffsetSerializeWrapper | None:
+    for candidate in (path, path.with_name(path.name + ".bak")):
+        try:
+            data = candidate.read_bytes()
+        except FileNotFoundError:
+            continue
+        if not data.strip():
+            continue
+        try:
+            return DelayOffsetSerializeWrapper.from_json(data)
+        except (ValueError, TypeError) as exc:
+            log.warning("cannot parse %s: %s", candidate, exc)
+    return None
+
+
+class ScheduleMessageService:
+    """Delivers due delayed messages; the store is any object with the MessageStore facade."""
+
+    def __init__(
+        self,
+        store: Any,
+        config_dir: Path,
+        delay_levels: str = DEFAULT_DELAY_LEVELS,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.path = Path(config_dir) / FILE_NAME
+        self.table = DelayLevelTable(delay_levels)
+        self.clock = clock
+        self.offset_table: dict[int, int] = {}
+        self._tasks: list[asyncio.Task] = []
+        self._dirty = False
+
+    # ------------------------------------------------------------------ send-side API
+
+    def redirect(self, msg: Any) -> bool:
+        """Used by SEND_MESSAGE and send-back before the put: DELAY > 0 -> schedule topic."""
+        return redirect_to_schedule(msg, self.table, int(self.clock() * 1000))
+
+    # ------------------------------------------------------------------ persistence
+
+    def encode(self) -> bytes:
+        return DelayOffsetSerializeWrapper(offset_table=dict(sorted(self.offset_table.items()))).to_json()
+
+    def load(self) -> bool:
+        wrapper = _read_first_parsable(self.path)
+        if wrapper is None:
+            return False
+        self.offset_table = {int(k): int(v) for k, v in wrapper.offset_table.items() if v is not None}
+        return True
+
+    def correct_offsets(self) -> None:
+        """Clamp saved offsets into each level queue's [min, max] (files may have been cleaned)."""
+        for level, offset in list(self.offset_table.items()):
+            low = self.store.get_min_offset_in_queue(SCHEDULE_TOPIC, level - 1)
+            high = self.store.get_max_offset_in_queue(SCHEDULE_TOPIC, level - 1)
+            clamped = min(max(offset, low), high)
+            if clamped != offset:
+                log.warning("delay level %d offset %d outside [%d, %d], using %d", level, offset, low, high,
+                            clamped)
+                self.offset_table[level] = clamped
+
+    def persist(self) -> None:
+        _write_atomic(self.path, self.encode())
+        self._dirty = False
+
+    # ------------------------------------------------------------------ delivery
+
+    async def deliver_level(self, level: int) -> int:
+        """Deliver every due message of one level; return how many were delivered.
+
+        Stops at the first message not yet due or whose put failed (retried on the next pass).
+        """
+        queue_id = level - 1
+        delivered = 0
+        while True:
+            offset = self.offset_table.get(level, 0)
+            result = self.store.get_message("SCHEDULE_SERVICE", SCHEDULE_TOPIC, queue_id, offset, BATCH)
+            if not result.buffers:
+                self._correct_from_result(level, offset, result)
+                return delivered
+            for index, buf in enumerate(result.buffers):
+                outcome = await self._deliver_one(level, buf)
+                if outcome is None:
+                    return delivered
+                self.offset_table[level] = offset + index + 1
+                self._dirty = True
+                delivered += outcome
+
+    def _correct_from_result(self, level: int, offset: int, result: Any) -> None:
+        """An offset below the queue's min (files cleaned) jumps to where messages start."""
+        name = getattr(result.status, "name", "")
+        if name in ("OFFSET_TOO_SMALL", "OFFSET_OVERFLOW_BADLY") and result.next_begin_offset != offset:
+            log.warning("delay level %d offset %d corrected to %d (%s)", level, offset, result.next_begin_offset,
+                        name)
+            self.offset_table[level] = result.next_begin_offset
+            self._dirty = True
+
+    async def _deliver_one(self, level: int, buf: Any) -> int | None:
+        """1 when delivered, 0 when skipped (undecodable), None when not due or the put failed."""
+        from mqtools.common.codec import decode_stored
+
+        try:
+            msg = decode_stored(buf)
+        except Exception:  # a corrupt unit must not stall its level forever
+            log.exception("skipping undecodable message in delay level %d", level)
+            return 0
+        now_ms = int(self.clock() * 1000)
+        deliver_at = self.table.deliver_timestamp(level, msg.store_timestamp)
+        if deliver_at > now_ms + self.table.delay_ms(level):
+            deliver_at = now_ms  # the clock moved back: do not hold the message for longer than its delay
+        if deliver_at > now_ms:
+            return None
+        inner = self._rebuild(msg)
+        if inner is None:
+            return 0
+        result = await self.store.put_message(inner)
+        if not result.ok:
+            log.warning("re-delivering delayed message %s failed: %s", getattr(msg, "msg_id", "?"),
+                        result.status)
+            return None
+        return 1
+
+    def _rebuild(self, msg: Any) -> Any:
+        """The message for its real topic and queue: same body, flags, hosts, times and properties."""
+        from mqtools.common.hashing import tags_code
+        from mqtools.common.message import MessageExtBrokerInner
+        from mqtools.common.properties import properties_to_string
+
+        props = dict(msg.properties)
+        real_topic = props.get(PROPERTY_REAL_TOPIC)
+        try:
+            real_qid = int(props.get(PROPERTY_REAL_QUEUE_ID, ""))
+        except ValueError:
+            real_qid = -1
+        if not real_topic or real_qid < 0:
+            log.error("delayed message without REAL_TOPIC/REAL_QID, dropped: %s", props)
+            return None
+        props.pop(PROPERTY_DELAY, None)
+        props[PROPERTY_WAIT] = "false"
+        return MessageExtBrokerInner(
+            topic=real_topic,
+            body=msg.body,
+            flag=msg.flag,
+            properties=props,
+            queue_id=real_qid,
+            sys_flag=msg.sys_flag,
+            born_timestamp=msg.born_timestamp,
+            born_host=msg.born_host,
+            store_host=msg.store_host,
+            reconsume_times=msg.reconsume_times,
+            tags_code=tags_code(props.get(PROPERTY_TAGS)),
+            properties_string=properties_to_string(props),
+        )
+
+    async def deliver_due(self) -> int:
+        """One pass over every level; a failing level is logged and retried on a later pass."""
+        delivered = 0
+        for level in range(1, self.table.max_level + 1):
+            try:
+                delivered += await self.deliver_level(level)
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # keep the other levels going
+                log.exception("delay level %d delivery failed", level)
+        return delivered
+
+    async def start(self) -> None:
+        """Load progress and run the delivery loop (masters only: the caller decides)."""
+        self.load()
+        self.correct_offsets()
+        self._tasks = [
+            asyncio.create_task(self._deliver_loop(), name="delay-delivery"),
+            asyncio.create_task(self._persist_loop(), name="delay-offset-flush"),
+        ]
+
+    async def shutdown(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        self._tasks = []
+        self.persist()
+
+    async def _deliver_loop(self) -> None:
+        await asyncio.sleep(FIRST_DELIVERY_DELAY)
+        while True:
+            if not await self.deliver_due():
+                await asyncio.sleep(IDLE_INTERVAL)
+
+    async def _persist_loop(self) -> None:
+        while True:
+            await asyncio.sleep(PERSIST_INTERVAL)
+            if self._dirty:
+                data = self.encode()
+                self._dirty = False
+                try:
+                    await asyncio.to_thread(_write_atomic, self.path, data)
+                except OSError:
+                    log.exception("persisting %s failed", self.path)
+                    self._dirty = True
