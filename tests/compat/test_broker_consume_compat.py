@@ -1,0 +1,283 @@
+"""The real C++ RocketMQ client (rocketmq==0.4.4) consuming through `mq namesrv` + `mq broker`.
+
+Every C++ producer/consumer runs in its own subprocess (CPP_SCRIPT below): a crash or hang in
+librocketmq cannot take pytest down, and two consumers of one group must be two processes
+anyway (the C++ client's id is ip@pid, so two consumers in one process would be one member).
+The consumer script prints one JSON line per delivery; the test closes its stdin to stop it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from mqproc import MqProcess, start_mq
+
+from mqtools.remoting.bodies import ConsumerListBody, TopicRouteData
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+
+pytestmark = [pytest.mark.compat, pytest.mark.timeout(150)]
+
+#: Short delays so a retry (level 3 + reconsumeTimes) comes back after a second, not 10 s.
+DELAY_LEVELS = "1s 1s 1s 1s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s"
+
+CPP_SCRIPT = r'''
+import json, sys, threading
+from rocketmq.client import Message, Producer, PushConsumer
+from rocketmq.ffi import dll, MSG_CALLBACK_FUNC
+from rocketmq.exceptions import ffi_check
+from rocketmq.client import RecvMessage
+
+mode, ns = sys.argv[1], sys.argv[2]
+if mode == "produce":
+    topic, prefix, count = sys.argv[3], sys.argv[4], int(sys.argv[5])
+    producer = Producer("PG_CPP_COMPAT")
+    producer.set_namesrv_addr(ns)
+    producer.start()
+    for i in range(count):
+        msg = Message(topic)
+        msg.set_keys(f"{prefix}-{i}")
+        msg.set_tags("compat")
+        msg.set_body(f"{prefix}-{i}")
+        result = producer.send_sync(msg)
+        print(json.dumps({"sent": f"{prefix}-{i}", "status": int(result.status)}), flush=True)
+    producer.shutdown()
+    sys.exit(0)
+
+topic, group, fail_first = sys.argv[3], sys.argv[4], sys.argv[5] == "1"
+lock = threading.Lock()
+
+def on_message(consumer, handle):
+    # The wrapper's subscribe() ignores a callback's return value, so register a raw callback
+    # that answers the C API directly: 0 CONSUME_SUCCESS, 1 RECONSUME_LATER.
+    msg = RecvMessage(handle)
+    rc = msg.reconsume_times
+    with lock:
+        print(json.dumps({"body": msg.body.decode(), "rc": rc, "queue": msg.queue_id,
+                          "offset": msg.queue_offset}), flush=True)
+    return 1 if fail_first and rc == 0 else 0
+
+consumer = PushConsumer(group)
+consumer.set_namesrv_addr(ns)
+ffi_check(dll.Subscribe(consumer._handle, topic.encode(), b"*"))
+callback = MSG_CALLBACK_FUNC(on_message)
+ffi_check(dll.RegisterMessageCallback(consumer._handle, callback))
+consumer.start()
+print(json.dumps({"started": True}), flush=True)
+sys.stdin.read()
+consumer.shutdown()
+print(json.dumps({"stopped": True}), flush=True)
+'''
+
+
+class CppProcess:
+    """One C++-client subprocess and the JSON lines it printed."""
+
+    def __init__(self, args: list[str], home: Path) -> None:
+        env = {**os.environ, "HOME": str(home)}  # librocketmq logs under ~/logs/rocketmq-cpp
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", CPP_SCRIPT, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, env=env,
+        )
+        self.events: list[dict] = []
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            try:
+                self.events.append(json.loads(line))
+            except ValueError:
+                continue
+
+    @property
+    def bodies(self) -> list[str]:
+        return [e["body"] for e in self.events if "body" in e]
+
+    def stop(self, timeout: float = 20.0) -> int:
+        """Close stdin (the script shuts its consumer down cleanly); kill if that hangs."""
+        try:
+            if self.proc.stdin is not None and not self.proc.stdin.closed:
+                self.proc.stdin.close()
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(5)
+        finally:
+            self._thread.join(5)
+
+
+@pytest.fixture
+def cluster(tmp_path: Path) -> Iterator[tuple[MqProcess, MqProcess, Path]]:
+    namesrv = start_mq(["namesrv", "start", "--listen-port", "0", "--store-dir", str(tmp_path / "ns")])
+    props = tmp_path / "broker.properties"
+    props.write_text(
+        "brokerClusterName=CompatCluster\nbrokerName=broker-compat\nbrokerId=0\nlistenPort=0\n"
+        f"namesrvAddr={namesrv.addr}\nstorePathRootDir={tmp_path / 'store'}\n"
+        f"messageDelayLevel={DELAY_LEVELS}\nbrokerIP1=127.0.0.1\n"
+    )
+    try:
+        broker = start_mq(["broker", "start", "-c", str(props)], timeout=30)
+    except Exception:
+        namesrv.stop()
+        raise
+    yield namesrv, broker, tmp_path
+    broker.stop()
+    namesrv.stop()
+
+
+async def call(addr: str, code: int, ext: dict[str, str] | None = None, body: bytes | None = None,
+               timeout: float = 5.0) -> RemotingCommand:
+    client = RemotingClient()
+    try:
+        return await client.invoke(addr, RemotingCommand.request(code, ext or {}, body), timeout)
+    finally:
+        await client.close()
+
+
+async def until(predicate, timeout: float, what: str, step: float = 0.2):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = await predicate()
+        if value:
+            return value
+        await asyncio.sleep(step)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+async def create_topic(namesrv: MqProcess, broker: MqProcess, topic: str, queues: int = 4) -> None:
+    """Create the topic on the broker and wait until the name server routes it (consumers need a route)."""
+    ext = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
+           "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
+    resp = await call(broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+
+    async def routed() -> bool:
+        r = await call(namesrv.addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+        return r.code == ResponseCode.SUCCESS and bool(TopicRouteData.from_json(r.body).queue_datas)
+
+    await until(routed, 40, f"route of {topic}")
+
+
+async def consumer_ids(broker: MqProcess, group: str) -> list[str]:
+    resp = await call(broker.addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+    return ConsumerListBody.from_json(resp.body).consumer_id_list if resp.code == ResponseCode.SUCCESS else []
+
+
+def produce(namesrv: MqProcess, topic: str, prefix: str, count: int, home: Path) -> list[str]:
+    producer = CppProcess(["produce", namesrv.addr, topic, prefix, str(count)], home)
+    assert producer.proc.wait(60) == 0, producer.events
+    producer._thread.join(5)
+    sent = [e["sent"] for e in producer.events if e.get("status") == 0]
+    assert len(sent) == count, producer.events
+    return sent
+
+
+async def committed_total(broker: MqProcess, group: str, topic: str, queues: int) -> int:
+    total = 0
+    for queue_id in range(queues):
+        resp = await call(broker.addr, RequestCode.QUERY_CONSUMER_OFFSET,
+                          {"consumerGroup": group, "topic": topic, "queueId": str(queue_id),
+                           "setZeroIfNotFound": "false"})
+        if resp.code == ResponseCode.SUCCESS:
+            total += int(resp.ext_fields["offset"])
+    return total
+
+
+async def test_two_push_consumers_split_queues_and_get_each_message_once(cluster) -> None:
+    namesrv, broker, home = cluster
+    topic, group, count = "CompatSplit", "CG_SPLIT", 40
+    await create_topic(namesrv, broker, topic, queues=4)
+    consumers = [CppProcess(["consume", namesrv.addr, topic, group, "0"], home) for _ in range(2)]
+    try:
+        await until(lambda: _len_ge(consumer_ids(broker, group), 2), 40, "two consumers in the group")
+        await asyncio.sleep(3)  # both rebalance on NOTIFY_CONSUMER_IDS_CHANGED
+        sent = produce(namesrv, topic, "split", count, home)
+
+        async def all_received() -> bool:
+            return sum(len(c.bodies) for c in consumers) >= count
+
+        await until(all_received, 60, f"{count} deliveries")
+        await asyncio.sleep(3)  # a duplicate would show up here
+    finally:
+        for c in consumers:
+            c.stop()
+    received = Counter(b for c in consumers for b in c.bodies)
+    assert sorted(received) == sorted(sent)
+    assert set(received.values()) == {1}, {b: n for b, n in received.items() if n > 1}
+    assert all(c.bodies for c in consumers), "the queues were not split between the two consumers"
+    queues = [{e["queue"] for e in c.events if "body" in e} for c in consumers]
+    assert not queues[0] & queues[1], f"both consumers consumed queues {queues[0] & queues[1]}"
+
+
+async def _len_ge(coro, n: int) -> bool:
+    return len(await coro) >= n
+
+
+async def test_reconsume_later_comes_back_through_the_retry_topic(cluster) -> None:
+    namesrv, broker, home = cluster
+    topic, group = "CompatRetry", "CG_RETRY"
+    await create_topic(namesrv, broker, topic, queues=2)
+    consumer = CppProcess(["consume", namesrv.addr, topic, group, "1"], home)
+    try:
+        await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the consumer")
+        await asyncio.sleep(2)
+        sent = produce(namesrv, topic, "retry", 3, home)
+
+        async def redelivered() -> bool:
+            return sum(1 for e in consumer.events if e.get("rc", 0) >= 1) >= len(sent)
+
+        await until(redelivered, 60, "re-deliveries through %RETRY%")
+    finally:
+        consumer.stop()
+    first = Counter(e["body"] for e in consumer.events if e.get("rc") == 0)
+    again = Counter(e["body"] for e in consumer.events if e.get("rc") == 1)
+    assert set(first) == set(sent) and set(again) == set(sent)
+    route = await call(namesrv.addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": f"%RETRY%{group}"})
+    assert route.code == ResponseCode.SUCCESS
+
+
+async def test_restarted_consumer_resumes_from_committed_offset(cluster) -> None:
+    namesrv, broker, home = cluster
+    topic, group, queues = "CompatResume", "CG_RESUME", 2
+    await create_topic(namesrv, broker, topic, queues=queues)
+    first = CppProcess(["consume", namesrv.addr, topic, group, "0"], home)
+    try:
+        await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the consumer")
+        await asyncio.sleep(2)
+        batch1 = produce(namesrv, topic, "before", 10, home)
+
+        async def got_batch1() -> bool:
+            return len(first.bodies) >= len(batch1)
+
+        await until(got_batch1, 60, "the first batch")
+
+        async def committed() -> bool:
+            return await committed_total(broker, group, topic, queues) >= len(batch1)
+
+        await until(committed, 30, "the consumer's offset commits to reach the broker")
+    finally:
+        assert first.stop() == 0
+    assert sorted(first.bodies) == sorted(batch1)
+    batch2 = produce(namesrv, topic, "after", 10, home)
+    second = CppProcess(["consume", namesrv.addr, topic, group, "0"], home)
+    try:
+        async def got_batch2() -> bool:
+            return len(second.bodies) >= len(batch2)
+
+        await until(got_batch2, 60, "the second batch")
+        await asyncio.sleep(2)
+    finally:
+        second.stop()
+    assert sorted(second.bodies) == sorted(batch2), "the restarted consumer re-read or skipped messages"
