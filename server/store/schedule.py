@@ -108,9 +108,9 @@ def redirect_to_schedule(msg: Any, table: DelayLevelTable, now_ms: int) -> bool:
 
 
 def _refresh_properties_string(msg: Any) -> None:
-    from mqtools.common.properties import properties_to_string
-
     if hasattr(msg, "properties_string"):
+        from mqtools.common.properties import properties_to_string
+
         msg.properties_string = properties_to_string(msg.properties)
 
 

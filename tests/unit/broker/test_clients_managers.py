@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
-import pytest
 from mqtools.server.broker.clients import ClientChannelInfo, ConsumerManager, ProducerManager, enum_name
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
@@ -243,11 +242,3 @@ def test_rebalance_locks() -> None:
     clock.now += 2
     assert locks.try_lock_batch("cg", [q0], "B") == {q0}
     assert not locks.is_locked("cg", q0, "A")
-
-
-@pytest.mark.parametrize("bad", ["", "1x", "s", "5 m"])
-def test_bad_delay_spec(bad: str) -> None:
-    from mqtools.server.store.schedule import parse_delay_levels
-
-    with pytest.raises(ValueError):
-        parse_delay_levels(bad)
