@@ -1,0 +1,266 @@
+"""Broker configuration: RocketMQ's BrokerConfig keys (and the store's) from a .properties file.
+
+A RocketMQ `broker.properties` works unchanged. Known broker keys are parsed with type
+checks (`listenPort=abc` is an error, not a silent default); every other key is kept in
+`extra` and handed to the store's MessageStoreConfig, which knows the store keys
+(flushDiskType, mappedFileSizeCommitLog, fileReservedTime, ...). GET_BROKER_CONFIG shows
+the union, as RocketMQ's Configuration does.
+
+RocketMQ's start-up rules are applied by `validate()`: a master's brokerId is forced to
+0, a SLAVE with brokerId <= 0 is refused, a malformed name-server list is refused with the
+expected format. `NAMESRV_ADDR` is the fallback when neither the file nor `-n` gives one.
+
+Deviation: brokerIP1 defaults to 127.0.0.1 (RocketMQ picks the first non-loopback
+address); set brokerIP1 for a broker that other hosts must reach.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import socket
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from mqtools.remoting.client import parse_namesrv_list
+
+DEFAULT_LISTEN_PORT = 10911
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
+FLUSH_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
+MQ_VERSION_DESC = "V4_9_7"
+
+
+class ConfigError(ValueError):
+    """A config file or value that cannot be used; the message is one line for the user."""
+
+
+def _default_store_root() -> str:
+    return str(Path.home() / "store")
+
+
+@dataclass
+class BrokerConfig:
+    # identity
+    broker_cluster_name: str = "DefaultCluster"
+    broker_name: str = field(default_factory=socket.gethostname)
+    broker_id: int = 0
+    broker_role: str = "ASYNC_MASTER"
+    broker_ip1: str = "127.0.0.1"
+    broker_ip2: str = ""
+    namesrv_addr: str = ""
+    # network
+    listen_port: int = DEFAULT_LISTEN_PORT
+    ha_listen_port: int = -1  # -1: listenPort + 1, as RocketMQ derives it
+    bind_address: str = "0.0.0.0"
+    # store (the broker reads these too; the store gets them through store_properties())
+    store_path_root_dir: str = field(default_factory=_default_store_root)
+    flush_disk_type: str = "ASYNC_FLUSH"
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
+    max_message_size: int = 4 * 1024 * 1024
+    # topics and groups
+    auto_create_topic_enable: bool = True
+    auto_create_subscription_group: bool = True
+    default_topic_queue_nums: int = 8
+    broker_permission: int = 6
+    cluster_topic_enable: bool = True
+    broker_topic_enable: bool = True
+    # registration
+    register_name_server_period: int = 30_000
+    register_broker_timeout_mills: int = 6_000
+    force_register: bool = True
+    # pull
+    long_polling_enable: bool = True
+    short_polling_time_mills: int = 1_000
+    max_transfer_bytes_on_message_in_memory: int = 256 * 1024
+    max_transfer_count_on_message_in_memory: int = 32
+    slave_read_enable: bool = False
+    notify_consumer_ids_changed_enable: bool = True
+    # offsets
+    flush_consumer_offset_interval: int = 5_000
+    #: Keys we do not know ourselves: store keys and anything else, kept verbatim.
+    extra: dict[str, str] = field(default_factory=dict)
+
+    # ------------------------------------------------------------------ derived
+
+    @property
+    def cluster_name(self) -> str:
+        return self.broker_cluster_name
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role == "SLAVE"
+
+    @property
+    def effective_ha_port(self) -> int:
+        if self.ha_listen_port >= 0:
+            return self.ha_listen_port
+        return self.listen_port + 1 if self.listen_port else 0
+
+    @property
+    def config_dir(self) -> Path:
+        return Path(self.store_path_root_dir) / "config"
+
+    @property
+    def register_period_s(self) -> float:
+        """registerNameServerPeriod clamped to 10-60 s, as RocketMQ clamps it."""
+        return min(max(self.register_name_server_period, 10_000), 60_000) / 1000.0
+
+    def namesrv_list(self) -> list[str]:
+        return parse_namesrv_list(self.namesrv_addr) if self.namesrv_addr.strip() else []
+
+    # ------------------------------------------------------------------ (de)serialisation
+
+    def apply(self, props: dict[str, str]) -> None:
+        """Set known keys from strings (ConfigError on bad values); keep the rest in extra."""
+        known = _keys()
+        staged: dict[str, Any] = {}
+        for key, raw in props.items():
+            spec = known.get(key)
+            if spec is None:
+                self.extra[key] = raw.strip()
+            else:
+                staged[spec[0]] = _convert(key, raw.strip(), spec[1])
+        for name, value in staged.items():
+            setattr(self, name, value)
+
+    def to_properties(self) -> dict[str, str]:
+        """Every setting under its RocketMQ name (GET_BROKER_CONFIG, persisted config)."""
+        out = dict(self.extra)
+        for key, (name, _kind) in _keys().items():
+            value = getattr(self, name)
+            out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        return out
+
+    def store_properties(self) -> dict[str, str]:
+        """What the store's MessageStoreConfig is built from (it ignores keys it lacks)."""
+        props = self.to_properties()
+        props["brokerRole"] = self.broker_role
+        props.setdefault("storePathCommitLog", str(Path(self.store_path_root_dir) / "commitlog"))
+        return props
+
+    def validate(self) -> None:
+        """RocketMQ's start-up checks; raises ConfigError with a one-line message."""
+        if self.broker_role not in BROKER_ROLES:
+            raise ConfigError(f"brokerRole must be one of {', '.join(BROKER_ROLES)}, not {self.broker_role!r}")
+        if self.flush_disk_type not in FLUSH_TYPES:
+            raise ConfigError(f"flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH, not {self.flush_disk_type!r}")
+        if self.is_slave and self.broker_id <= 0:
+            raise ConfigError(f"a SLAVE broker needs brokerId > 0 (got {self.broker_id})")
+        if not self.is_slave:
+            self.broker_id = 0
+        try:
+            self.namesrv_list()
+        except ValueError as exc:
+            raise ConfigError(f"{exc} (namesrvAddr)") from None
+        if not 0 <= self.listen_port < 65536:
+            raise ConfigError(f"listenPort out of range: {self.listen_port}")
+        if not self.broker_name.strip():
+            raise ConfigError("brokerName is blank")
+        if self.default_topic_queue_nums <= 0:
+            raise ConfigError("defaultTopicQueueNums must be > 0")
+        if not self.broker_ip2:
+            self.broker_ip2 = self.broker_ip1
+
+
+_CAMEL_OVERRIDES = {"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"}
+
+
+def _camel(name: str) -> str:
+    if name in _CAMEL_OVERRIDES:
+        return _CAMEL_OVERRIDES[name]
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _keys() -> dict[str, tuple[str, type]]:
+    out: dict[str, tuple[str, type]] = {}
+    for f in dataclasses.fields(BrokerConfig):
+        if f.name == "extra":
+            continue
+        kind = {"int": int, "bool": bool, "str": str}[str(f.type)]
+        out[_camel(f.name)] = (f.name, kind)
+    return out
+
+
+def known_key(key: str) -> bool:
+    return key in _keys()
+
+
+def _convert(key: str, raw: str, kind: type) -> Any:
+    if kind is bool:
+        if raw.lower() not in ("true", "false"):
+            raise ConfigError(f"{key} must be true or false, not {raw!r}")
+        return raw.lower() == "true"
+    if kind is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"{key} must be an integer, not {raw!r}") from None
+    return raw
+
+
+# ---------------------------------------------------------------------- properties files
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Java .properties: `k=v`, `k: v` or `k v`; # and ! comments; backslash continuation."""
+    out: dict[str, str] = {}
+    logical = ""
+    for raw_line in text.splitlines():
+        line = raw_line.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical += line[:-1]
+            continue
+        logical += line
+        key, value = _split_pair(logical)
+        logical = ""
+        if key:
+            out[key] = value
+    if logical:
+        key, value = _split_pair(logical)
+        if key:
+            out[key] = value
+    return out
+
+
+def _split_pair(line: str) -> tuple[str, str]:
+    """Key ends at the first '=', ':' or blank; a blank may be followed by '=' or ':'."""
+    for i, ch in enumerate(line):
+        if ch in "=:":
+            return line[:i].strip(), line[i + 1 :].strip()
+        if ch.isspace():
+            rest = line[i:].lstrip()
+            if rest[:1] in ("=", ":"):
+                rest = rest[1:]
+            return line[:i].strip(), rest.strip()
+    return line.strip(), ""
+
+
+def render_properties(props: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def load_config(
+    path: Path | None,
+    overrides: dict[str, str] | None = None,
+    env: dict[str, str] | None = None,
+) -> BrokerConfig:
+    """File, then command-line overrides, then NAMESRV_ADDR when no address was given."""
+    env = os.environ if env is None else env
+    props: dict[str, str] = {}
+    if path is not None:
+        try:
+            props = parse_properties(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            raise ConfigError(f"cannot read config file {path}: {exc.strerror or exc}") from None
+    props.update(overrides or {})
+    if not props.get("namesrvAddr", "").strip() and env.get("NAMESRV_ADDR", "").strip():
+        props["namesrvAddr"] = env["NAMESRV_ADDR"].strip()
+    config = BrokerConfig()
+    config.apply(props)
+    config.validate()
+    return config

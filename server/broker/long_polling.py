@@ -1,0 +1,176 @@
+"""Long polling: pulls that found nothing wait here until a message for their queue arrives.
+
+`HoldTable` is the sans-IO core: requests keyed by (topic, queue id), woken by an arrival
+whose new max offset passes the request's offset and whose tags code the request's
+filter accepts, or expired by an explicit `now`. `PullRequestHoldService` wires it to the
+event loop: the store's arrival listener calls `notify()` (from any thread) and the
+woken requests are answered at once by re-running the pull processor without suspension,
+so a message sent while a pull is parked reaches the consumer in one dispatch, not on a
+polling tick. A timer answers the requests whose suspend timeout ran out.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+Key = tuple[str, int]
+
+
+@dataclass(slots=True)
+class HeldPull:
+    """One suspended pull: the connection and request to answer later, and its wait rule."""
+
+    conn: Any
+    request: Any
+    topic: str
+    queue_id: int
+    offset: int
+    deadline: float
+    tag_filter: Callable[[int], bool] | None = None
+    seq: int = field(default_factory=itertools.count().__next__)
+    done: bool = False
+
+
+class HoldTable:
+    """Suspended pulls by queue, plus a deadline heap; no I/O, no clock of its own."""
+
+    def __init__(self) -> None:
+        self.by_queue: dict[Key, list[HeldPull]] = {}
+        self._deadlines: list[tuple[float, int, HeldPull]] = []
+        self._counter = itertools.count()
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.by_queue.values())
+
+    def add(self, held: HeldPull) -> None:
+        self.by_queue.setdefault((held.topic, held.queue_id), []).append(held)
+        heapq.heappush(self._deadlines, (held.deadline, next(self._counter), held))
+
+    def wake(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> list[HeldPull]:
+        """Requests this arrival satisfies; they leave the table."""
+        waiting = self.by_queue.get((topic, queue_id))
+        if not waiting:
+            return []
+        woken, keep = [], []
+        for held in waiting:
+            if held.done:
+                continue
+            matched = tags_code is None or held.tag_filter is None or held.tag_filter(tags_code)
+            if max_offset > held.offset and matched:
+                held.done = True
+                woken.append(held)
+            else:
+                keep.append(held)
+        self._store((topic, queue_id), keep)
+        return woken
+
+    def expire(self, now: float) -> list[HeldPull]:
+        """Requests whose deadline passed."""
+        out = []
+        while self._deadlines and self._deadlines[0][0] <= now:
+            _d, _n, held = heapq.heappop(self._deadlines)
+            if held.done:
+                continue
+            held.done = True
+            out.append(held)
+            key = (held.topic, held.queue_id)
+            self._store(key, [h for h in self.by_queue.get(key, []) if h is not held])
+        return out
+
+    def drop_connection(self, conn: Any) -> None:
+        """A closed connection's requests will never be answered."""
+        for key, waiting in list(self.by_queue.items()):
+            for held in waiting:
+                if held.conn is conn:
+                    held.done = True
+            self._store(key, [h for h in waiting if not h.done])
+
+    def next_deadline(self) -> float | None:
+        while self._deadlines and self._deadlines[0][2].done:
+            heapq.heappop(self._deadlines)
+        return self._deadlines[0][0] if self._deadlines else None
+
+    def _store(self, key: Key, keep: list[HeldPull]) -> None:
+        if keep:
+            self.by_queue[key] = keep
+        else:
+            self.by_queue.pop(key, None)
+
+
+Answer = Callable[[HeldPull], None]
+
+
+class PullRequestHoldService:
+    """Asyncio shell around HoldTable; `answer(held)` re-runs the pull and replies."""
+
+    def __init__(self, answer: Answer, clock: Callable[[], float] = time.time) -> None:
+        self.table = HoldTable()
+        self.answer = answer
+        self.clock = clock
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_at: float | None = None
+
+    async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+
+    async def shutdown(self) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = None
+
+    def suspend(self, held: HeldPull) -> None:
+        self.table.add(held)
+        self._arm()
+
+    def notify(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None = None) -> None:
+        """A message reached (topic, queue_id); safe to call from the store's threads."""
+        if self._loop is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._wake(topic, queue_id, max_offset, tags_code)
+        else:
+            self._loop.call_soon_threadsafe(self._wake, topic, queue_id, max_offset, tags_code)
+
+    def arrival_listener(self, topic: str, queue_id: int, logic_offset_after: int, tags_code: int,
+                         _store_ts: int | None = None) -> None:
+        """Signature of the store's add_arrival_listener callback."""
+        if self.table.by_queue.get((topic, queue_id)) is None and threading.get_ident() == self._loop_thread:
+            return
+        self.notify(topic, queue_id, logic_offset_after, tags_code)
+
+    def connection_closed(self, conn: Any) -> None:
+        self.table.drop_connection(conn)
+
+    def _wake(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> None:
+        for held in self.table.wake(topic, queue_id, max_offset, tags_code):
+            self.answer(held)
+
+    def _expire(self) -> None:
+        self._timer = None
+        self._timer_at = None
+        for held in self.table.expire(self.clock()):
+            self.answer(held)
+        self._arm()
+
+    def _arm(self) -> None:
+        """Keep one loop timer at the earliest deadline."""
+        if self._loop is None:
+            return
+        nxt = self.table.next_deadline()
+        if nxt is None or (self._timer_at is not None and self._timer_at <= nxt):
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        delay = max(0.0, nxt - self.clock())
+        self._timer_at = nxt
+        self._timer = self._loop.call_later(delay + 0.001, self._expire)

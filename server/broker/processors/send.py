@@ -1,0 +1,255 @@
+"""SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE.
+
+The checks run in RocketMQ's order (SendMessageProcessor.msgCheck): broker write
+permission, topic name rules, topics clients may not send to, topic lookup with
+auto-creation from the template topic (TBW102) when allowed, topic write permission,
+queue id range. Then: sends to a %RETRY% topic past the group's retry limit go to the
+%DLQ% topic, a DELAY property moves the message to SCHEDULE_TOPIC_XXXX (B's
+ScheduleMessageService), and the store's put status maps to RocketMQ's response codes.
+"""
+
+from __future__ import annotations
+
+import random
+from typing import TYPE_CHECKING, Any
+
+from mqtools.common import topics as T
+from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
+from mqtools.common.validation import ValidationError, check_topic
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader
+
+if TYPE_CHECKING:
+    from mqtools.remoting.server import RemotingServer
+    from mqtools.remoting.transport import RemotingConnection
+
+PROPERTY_TAGS = "TAGS"
+PROPERTY_CLUSTER = "CLUSTER"
+PROPERTY_DELAY = "DELAY"
+PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
+DLQ_NUMS_PER_GROUP = 1
+#: Topics RocketMQ's TopicValidator.isNotAllowedSendTopic refuses from producers.
+NOT_ALLOWED_SEND_TOPICS = frozenset({T.SCHEDULE_TOPIC, T.RMQ_SYS_TRANS_HALF_TOPIC, "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+                                     "TRANS_CHECK_MAX_TIME_TOPIC", "CHECK_TRANSACTION_STATE_TOPIC"})
+
+_ILLEGAL = ("the message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, "
+            "msg properties length limit 32k.")
+_UNAVAILABLE = ("service not available now. It may be caused by one of the following reasons: the broker's disk is "
+                "full, messages are put to the slave, message store has been shut down, etc.")
+_PUT_STATUS = {
+    "PUT_OK": (ResponseCode.SUCCESS, None),
+    "FLUSH_DISK_TIMEOUT": (ResponseCode.FLUSH_DISK_TIMEOUT, None),
+    "FLUSH_SLAVE_TIMEOUT": (ResponseCode.FLUSH_SLAVE_TIMEOUT, None),
+    "SLAVE_NOT_AVAILABLE": (ResponseCode.SLAVE_NOT_AVAILABLE, None),
+    "CREATE_MAPPED_FILE_FAILED": (ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."),
+    "MESSAGE_ILLEGAL": (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL),
+    "PROPERTIES_SIZE_EXCEEDED": (ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL),
+    "SERVICE_NOT_AVAILABLE": (ResponseCode.SERVICE_NOT_AVAILABLE, _UNAVAILABLE),
+    "OS_PAGE_CACHE_BUSY": (ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
+    "UNKNOWN_ERROR": (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
+}
+#: Statuses for which the message is stored and the client gets msgId / offset.
+_STORED = {"PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
+
+
+def java_hash(text: str) -> int:
+    """Java's String.hashCode (UTF-16 code units, int32 wrap): RocketMQ's tags code."""
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
+
+
+def parse_properties(text: str | None) -> dict[str, str]:
+    """The wire form `k\\x01v\\x02k\\x01v\\x02` -> dict."""
+    out: dict[str, str] = {}
+    if not text:
+        return out
+    for item in text.split("\x02"):
+        key, sep, value = item.partition("\x01")
+        if sep and key:
+            out[key] = value
+    return out
+
+
+def render_properties(props: dict[str, str]) -> str:
+    return "".join(f"{k}\x01{v}\x02" for k, v in props.items())
+
+
+def split_host(addr: str) -> tuple[str, int]:
+    host, _, port = addr.rpartition(":")
+    try:
+        return host or addr, int(port)
+    except ValueError:
+        return addr, 0
+
+
+class SendProcessor:
+    def __init__(self, controller: Any) -> None:
+        self.c = controller
+
+    # ------------------------------------------------------------------ checks
+
+    def _header(self, req: RemotingCommand) -> SendMessageRequestHeader:
+        if req.code == RequestCode.SEND_MESSAGE_V2:
+            return SendMessageRequestHeader.from_v2(req.ext_fields)
+        return SendMessageRequestHeader.from_ext(req.ext_fields)
+
+    def _check(self, conn: RemotingConnection, req: RemotingCommand, h: SendMessageRequestHeader
+               ) -> tuple[RemotingCommand | None, Any]:
+        """RocketMQ's msgCheck: (error response, None) or (None, topic config)."""
+        cfg = self.c.config
+        if cfg.is_slave:
+            return req.response(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is refused"), None
+        if not is_writeable(cfg.broker_permission):
+            return req.response(ResponseCode.NO_PERMISSION,
+                                f"the broker[{cfg.broker_ip1}] sending message is forbidden"), None
+        try:
+            check_topic(h.topic)
+        except ValidationError as exc:
+            return req.response(ResponseCode.SYSTEM_ERROR, str(exc)), None
+        if h.topic in NOT_ALLOWED_SEND_TOPICS or h.topic == T.AUTO_CREATE_TOPIC_KEY:
+            return req.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden."), None
+        tc = self.c.topics.select(h.topic)
+        if tc is None:
+            tc = self.c.topics.create_topic_in_send_message_method(
+                h.topic, h.default_topic, h.default_topic_queue_nums)
+            if tc is None and T.is_retry_topic(h.topic):
+                tc = self.c.topics.create_topic_in_send_message_back_method(
+                    h.topic, 1, PERM_READ | PERM_WRITE)
+            if tc is None:
+                return req.response(
+                    ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!"), None
+        if not is_writeable(tc.perm):
+            return req.response(ResponseCode.NO_PERMISSION,
+                                f"the topic[{h.topic}] sending message is forbidden"), None
+        max_q = max(tc.read_queue_nums, tc.write_queue_nums)
+        if h.queue_id >= max_q:
+            return req.response(ResponseCode.SYSTEM_ERROR,
+                                f"request queueId[{h.queue_id}] is illegal, {tc} Producer: {conn.peer}"), None
+        if len(req.body or b"") > cfg.max_message_size:
+            return req.response(ResponseCode.MESSAGE_ILLEGAL,
+                                f"the message body size over max value, MAX: {cfg.max_message_size}"), None
+        return None, tc
+
+    def _retry_or_dlq(self, req: RemotingCommand, h: SendMessageRequestHeader, msg: Any
+                      ) -> RemotingCommand | None:
+        """A producer-side send to %RETRY%group past the retry limit goes to %DLQ%group."""
+        if not T.is_retry_topic(h.topic):
+            return None
+        group = h.topic[len(T.RETRY_GROUP_TOPIC_PREFIX):]
+        gcfg = self.c.groups.find(group)
+        if gcfg is None:
+            return req.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                f"subscription group not exist, {group}")
+        max_times = h.max_reconsume_times if h.max_reconsume_times is not None else gcfg.retry_max_times
+        if (h.reconsume_times or 0) >= max_times:
+            dlq = T.dlq_topic(group)
+            tc = self.c.topics.create_topic_in_send_message_back_method(
+                dlq, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
+            if tc is None:
+                return req.response(ResponseCode.SYSTEM_ERROR, f"topic[{dlq}] not exist")
+            msg.topic = dlq
+            msg.queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
+        return None
+
+    # ------------------------------------------------------------------ message building
+
+    def _inner(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: Any) -> Any:
+        from mqtools.common.message import MessageExtBrokerInner
+
+        props = parse_properties(h.properties)
+        props[PROPERTY_CLUSTER] = self.c.config.broker_cluster_name
+        queue_id = h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums))
+        tags = props.get(PROPERTY_TAGS)
+        return MessageExtBrokerInner(
+            topic=h.topic,
+            body=body,
+            flag=h.flag,
+            properties=props,
+            queue_id=queue_id,
+            sys_flag=h.sys_flag,
+            born_timestamp=h.born_timestamp,
+            born_host=split_host(conn.peer),
+            store_host=split_host(self.c.broker_addr),
+            reconsume_times=h.reconsume_times or 0,
+            tags_code=java_hash(tags) if tags else 0,
+            properties_string=render_properties(props),
+        )
+
+    def _batch(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: Any) -> Any:
+        from mqtools.common.message import MessageExtBatch
+
+        props = parse_properties(h.properties)
+        props[PROPERTY_CLUSTER] = self.c.config.broker_cluster_name
+        queue_id = h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums))
+        return MessageExtBatch(
+            topic=h.topic,
+            body=body,
+            flag=h.flag,
+            properties=props,
+            queue_id=queue_id,
+            sys_flag=h.sys_flag,
+            born_timestamp=h.born_timestamp,
+            born_host=split_host(conn.peer),
+            store_host=split_host(self.c.broker_addr),
+            reconsume_times=h.reconsume_times or 0,
+            properties_string=render_properties(props),
+        )
+
+    # ------------------------------------------------------------------ processors
+
+    async def send_message(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = self._header(req)
+        err, tc = self._check(conn, req, h)
+        if err is not None:
+            return err
+        body = bytes(req.body or b"")
+        msg = self._inner(conn, h, body, tc)
+        err = self._retry_or_dlq(req, h, msg)
+        if err is not None:
+            return err
+        if msg.properties.get(PROPERTY_TRANSACTION_PREPARED) == "true":
+            return req.response(ResponseCode.NO_PERMISSION,
+                                f"the broker[{self.c.config.broker_ip1}] sending transaction message is forbidden")
+        queue_id = msg.queue_id
+        schedule = getattr(self.c, "schedule", None)
+        if schedule is not None and PROPERTY_DELAY in msg.properties:
+            schedule.redirect(msg)
+        result = await self.c.store.put_message(msg)
+        return self._response(req, h.topic, result, queue_id)
+
+    async def send_batch(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = self._header(req)
+        err, tc = self._check(conn, req, h)
+        if err is not None:
+            return err
+        if T.is_retry_topic(h.topic):
+            return req.response(ResponseCode.MESSAGE_ILLEGAL,
+                                f"batch message is not supported for retry topic {h.topic}")
+        if not req.body:
+            return req.response(ResponseCode.MESSAGE_ILLEGAL, "the batch body is empty")
+        batch = self._batch(conn, h, bytes(req.body), tc)
+        result = await self.c.store.put_messages(batch)
+        return self._response(req, h.topic, result, batch.queue_id)
+
+    def _response(self, req: RemotingCommand, topic: str, result: Any, queue_id: int) -> RemotingCommand:
+        name = result.status.name
+        code, remark = _PUT_STATUS.get(name, (ResponseCode.SYSTEM_ERROR, name))
+        if name not in _STORED or result.append is None:
+            return req.response(code, remark)
+        append = result.append
+        self.c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
+        header = SendMessageResponseHeader(
+            msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset)
+        return req.response(code, remark, header.to_ext())
+
+
+def register(server: RemotingServer, controller: Any) -> SendProcessor:
+    proc = SendProcessor(controller)
+    server.register(RequestCode.SEND_MESSAGE, proc.send_message)
+    server.register(RequestCode.SEND_MESSAGE_V2, proc.send_message)
+    server.register(RequestCode.SEND_BATCH_MESSAGE, proc.send_batch)
+    return proc

@@ -1,0 +1,174 @@
+"""Broker registration with every name server.
+
+Each name server gets its own loop: register at start, then every
+registerNameServerPeriod (clamped to 10-60 s, as RocketMQ clamps it), so a dead or slow
+name server only ever delays its own loop. A topic change triggers an immediate
+registration with all of them (so new topics get routes without waiting a period).
+The body is the topic config wrapper with its data version, CRC32-checked like
+RocketMQ's. At shutdown the broker unregisters from each name server in parallel.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import zlib
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mqtools.remoting.bodies import KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.headers import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+)
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(slots=True)
+class BrokerIdentity:
+    cluster_name: str
+    broker_name: str
+    broker_addr: str
+    broker_id: int
+    ha_server_addr: str
+
+
+@dataclass(slots=True)
+class RegisterResult:
+    namesrv: str
+    ok: bool
+    master_addr: str | None = None
+    ha_server_addr: str | None = None
+    order_topics: set[str] | None = None
+    error: str | None = None
+
+
+def body_crc32(body: bytes) -> int:
+    """RocketMQ's UtilAll.crc32: the CRC32 masked to a non-negative int."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+def register_command(ident: BrokerIdentity, wrapper: TopicConfigSerializeWrapper) -> RemotingCommand:
+    body = RegisterBrokerBody(topic_config_serialize_wrapper=wrapper).to_json()
+    header = RegisterBrokerRequestHeader(
+        broker_name=ident.broker_name,
+        broker_addr=ident.broker_addr,
+        cluster_name=ident.cluster_name,
+        ha_server_addr=ident.ha_server_addr,
+        broker_id=ident.broker_id,
+        compressed=False,
+        body_crc32=body_crc32(body),
+    )
+    return RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext(), body)
+
+
+def parse_register_response(namesrv: str, resp: RemotingCommand) -> RegisterResult:
+    if resp.code != ResponseCode.SUCCESS:
+        return RegisterResult(namesrv, False, error=f"code {resp.code}: {resp.remark}")
+    header = RegisterBrokerResponseHeader.from_ext(resp.ext_fields)
+    order: set[str] | None = None
+    if resp.body:
+        with contextlib.suppress(Exception):
+            order = set(KVTable.from_json(resp.body).table)
+    return RegisterResult(namesrv, True, header.master_addr or None, header.ha_server_addr or None, order)
+
+
+class NamesrvRegistrar:
+    """Keeps one registration loop per name server address."""
+
+    def __init__(
+        self,
+        client: RemotingClient,
+        identity: Callable[[], BrokerIdentity],
+        topics: Callable[[], TopicConfigSerializeWrapper],
+        *,
+        period_s: float = 30.0,
+        timeout_s: float = 6.0,
+        on_result: Callable[[RegisterResult], None] | None = None,
+    ) -> None:
+        self.client = client
+        self.identity = identity
+        self.topics = topics
+        self.period_s = period_s
+        self.timeout_s = timeout_s
+        self.on_result = on_result
+        self.last: dict[str, RegisterResult] = {}
+        self._tasks: dict[str, asyncio.Task] = {}
+        self._kicks: dict[str, asyncio.Event] = {}
+
+    @property
+    def addrs(self) -> list[str]:
+        return self.client.namesrv_addrs
+
+    async def register_one(self, addr: str) -> RegisterResult:
+        try:
+            resp = await self.client.invoke(addr, register_command(self.identity(), self.topics()), self.timeout_s)
+            result = parse_register_response(addr, resp)
+        except RemotingError as exc:
+            result = RegisterResult(addr, False, error=str(exc))
+        if not result.ok:
+            log.warning("register to name server %s failed: %s", addr, result.error)
+        self.last[addr] = result
+        if self.on_result is not None:
+            self.on_result(result)
+        return result
+
+    async def register_all(self) -> list[RegisterResult]:
+        """One concurrent round; each address has its own timeout."""
+        return list(await asyncio.gather(*(self.register_one(a) for a in self.addrs)))
+
+    def start(self, *, registered: bool = False) -> None:
+        """Start the loops; `registered`: a first round was just done, wait a period first."""
+        for addr in self.addrs:
+            self._kicks[addr] = asyncio.Event()
+            self._tasks[addr] = asyncio.create_task(self._loop(addr, registered), name=f"register-{addr}")
+
+    def kick(self) -> None:
+        """Register everywhere now (topic table changed)."""
+        for event in self._kicks.values():
+            event.set()
+
+    async def _loop(self, addr: str, skip_first: bool) -> None:
+        kick = self._kicks[addr]
+        while True:
+            if not skip_first:
+                await self.register_one(addr)
+            skip_first = False
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self.period_s):
+                    await kick.wait()
+            kick.clear()
+
+    async def stop(self) -> None:
+        for task in self._tasks.values():
+            task.cancel()
+        for task in self._tasks.values():
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self._tasks.clear()
+
+    async def unregister_all(self, timeout_s: float = 3.0) -> None:
+        ident = self.identity()
+
+        async def one(addr: str) -> None:
+            header = UnRegisterBrokerRequestHeader(
+                broker_name=ident.broker_name,
+                broker_addr=ident.broker_addr,
+                cluster_name=ident.cluster_name,
+                broker_id=ident.broker_id,
+            )
+            try:
+                await self.client.invoke(
+                    addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header.to_ext()), timeout_s
+                )
+            except RemotingError as exc:
+                log.warning("unregister from %s failed: %s", addr, exc)
+
+        await asyncio.gather(*(one(a) for a in self.addrs))
