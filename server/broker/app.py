@@ -1,0 +1,290 @@
+"""BrokerController: wires the store, the managers and the processors; start-up and shutdown.
+
+Start order (as RocketMQ's BrokerController): store (lock, recovery), config tables
+(topics, groups, offsets, delay offsets), processors, remoting server, the periodic
+services, then one registration round with every name server (bounded by its timeout, so
+a dead name server never blocks start-up) and the per-name-server registration loops.
+Only then `serve()` prints `READY broker <ip>:<port> name=<brokerName> id=<brokerId> ha=<haPort>`.
+
+Shutdown (SIGINT/SIGTERM): unregister from every name server, stop serving, stop the
+services (offsets and delay offsets persist there), persist the tables, shut the store
+down (flush, checkpoint, abort marker removed).
+
+HA hook: `self.ha` stays None here; the HA role attaches itself there (and sets the
+store's `ha_hook`). `config.effective_ha_port` is its listen port (listenPort + 1 by default).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from mqtools.server.broker.config import BrokerConfig, ConfigError, render_properties
+from mqtools.server.broker.long_polling import PullRequestHoldService
+from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar, RegisterResult
+from mqtools.server.broker.stats import BrokerStats
+from mqtools.server.broker.topic_config import TopicConfigManager, write_atomic
+
+from mqtools.remoting.bodies import DataVersion
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.server import RemotingServer
+
+log = logging.getLogger(__name__)
+
+
+class StartError(RuntimeError):
+    """The broker cannot start (store locked, port taken, ...); the message is for the user."""
+
+
+def build_store_config(config: BrokerConfig) -> Any:
+    """The store's MessageStoreConfig from the broker's properties (camelCase keys)."""
+    from mqtools.server.store.config import MessageStoreConfig
+
+    props = config.store_properties()
+    if hasattr(MessageStoreConfig, "from_properties"):
+        return MessageStoreConfig.from_properties(props)
+    store_cfg = MessageStoreConfig()
+    names = {f.name for f in dataclasses.fields(store_cfg)}
+    for key, raw in props.items():
+        name = _snake(key)
+        if name in names:
+            setattr(store_cfg, name, _coerce(getattr(store_cfg, name), raw))
+    return store_cfg
+
+
+def _snake(key: str) -> str:
+    return "".join("_" + ch.lower() if ch.isupper() else ch for ch in key).lstrip("_")
+
+
+def _coerce(current: Any, raw: str) -> Any:
+    if isinstance(current, bool):
+        return raw.strip().lower() == "true"
+    if isinstance(current, int):
+        return int(raw)
+    if isinstance(current, float):
+        return float(raw)
+    return raw
+
+
+class BrokerController:
+    def __init__(
+        self,
+        config: BrokerConfig,
+        *,
+        config_path: Path | None = None,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        from mqtools.server.broker.clients import ConsumerManager, ProducerManager
+        from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
+        from mqtools.server.broker.rebalance_lock import RebalanceLockManager
+        from mqtools.server.broker.subscription import SubscriptionGroupManager
+        from mqtools.server.store.schedule import DelayLevelTable
+
+        self.config = config
+        self.clock = clock
+        self.config_path = config_path or config.config_dir / "broker.properties"
+        self.config_version = DataVersion()
+        config_dir = config.config_dir
+        self.server = RemotingServer(config.bind_address, config.listen_port)
+        self.client = RemotingClient(config.namesrv_list())
+        levels = DelayLevelTable(config.message_delay_level)
+        self.topics = TopicConfigManager(config_dir, config, clock, max_delay_level=levels.max_level)
+        self.offsets = ConsumerOffsetManager(config_dir, clock)
+        self.groups = SubscriptionGroupManager(config_dir, clock, auto_create=config.auto_create_subscription_group)
+        self.consumers = ConsumerManager(clock)
+        self.producers = ProducerManager(clock)
+        self.locks = RebalanceLockManager(clock)
+        self.stats = BrokerStats(clock)
+        self.store: Any = None
+        self.schedule: Any = None
+        self.ha: Any = None
+        self.master_addr: str | None = None
+        self.pull_processor: Any = None
+        self.long_polling = PullRequestHoldService(self._answer_held_pull, clock)
+        self.registrar = NamesrvRegistrar(
+            self.client,
+            self.identity,
+            self.topics.wrapper,
+            period_s=config.register_period_s,
+            timeout_s=config.register_broker_timeout_mills / 1000.0,
+            on_result=self._on_register_result,
+        )
+        self._started = False
+
+    # ------------------------------------------------------------------ identity
+
+    @property
+    def broker_addr(self) -> str:
+        return f"{self.config.broker_ip1}:{self.server.port}"
+
+    @property
+    def ha_port(self) -> int:
+        port = getattr(self.ha, "port", None)
+        return port if isinstance(port, int) else self.config.effective_ha_port
+
+    def identity(self) -> BrokerIdentity:
+        cfg = self.config
+        return BrokerIdentity(cfg.broker_cluster_name, cfg.broker_name, self.broker_addr, cfg.broker_id,
+                              f"{cfg.broker_ip2 or cfg.broker_ip1}:{self.ha_port}")
+
+    def _on_register_result(self, result: RegisterResult) -> None:
+        if result.ok and result.master_addr:
+            self.master_addr = result.master_addr
+        if result.ok and result.order_topics is not None:
+            self.topics.update_order(result.order_topics)
+
+    def _answer_held_pull(self, held: Any) -> None:
+        if self.pull_processor is not None:
+            self.pull_processor.wake(held)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self) -> None:
+        from mqtools.server.store.message_store import MessageStore
+        from mqtools.server.store.schedule import ScheduleMessageService
+
+        cfg = self.config
+        cfg.config_dir.mkdir(parents=True, exist_ok=True)
+        self.store = MessageStore(build_store_config(cfg), clock=self.clock)
+        try:
+            await self.store.start()
+        except Exception as exc:
+            raise StartError(f"cannot start the store in {cfg.store_path_root_dir}: {exc}") from exc
+        self.topics.load()
+        self.offsets.load()
+        self.groups.load()
+        self.schedule = ScheduleMessageService(self.store, cfg.config_dir, cfg.message_delay_level, clock=self.clock)
+        self.schedule.load()
+        self._register_processors()
+        try:
+            await self.server.start()
+        except OSError as exc:
+            await self.store.shutdown()
+            raise StartError(f"cannot listen on {cfg.bind_address}:{cfg.listen_port}: {exc.strerror or exc}") from None
+        self.store.add_arrival_listener(self.long_polling.arrival_listener)
+        await self.long_polling.start()
+        await self.offsets.start()
+        await self.consumers.start()
+        await self.producers.start()
+        if not cfg.is_slave:
+            await self.schedule.start()
+        self.topics.on_change = self.registrar.kick
+        if self.registrar.addrs:
+            await self.registrar.register_all()
+        self.registrar.start(registered=True)
+        self._started = True
+
+    def _register_processors(self) -> None:
+        from mqtools.server.broker.processors import admin, pull, query, send
+        from mqtools.server.broker.processors import client as client_proc
+        from mqtools.server.broker.processors import consumer as consumer_proc
+
+        self.server.on_close = self.long_polling.connection_closed
+        send.register(self.server, self)
+        self.pull_processor = pull.register(self.server, self)
+        query.register(self.server, self)
+        admin.register(self.server, self)
+        client_proc.register(self.server, self)
+        consumer_proc.register(self.server, self)
+
+    async def shutdown(self) -> None:
+        """Unregister, stop serving, stop services, persist, close the store. Never raises."""
+        steps: list[tuple[str, Callable[[], Any]]] = [
+            ("registration", self.registrar.stop),
+            ("unregister", self.registrar.unregister_all),
+            ("server", self.server.stop),
+            ("long polling", self.long_polling.shutdown),
+            ("schedule", lambda: self.schedule.shutdown() if self.schedule is not None else None),
+            ("producers", self.producers.shutdown),
+            ("consumers", self.consumers.shutdown),
+            ("offsets", self.offsets.shutdown),
+            ("topics", self.topics.persist),
+            ("groups", self.groups.persist),
+            ("store", lambda: self.store.shutdown() if self.store is not None else None),
+            ("client", self.client.close),
+        ]
+        if not self._started:
+            steps = [s for s in steps if s[0] in ("server", "store", "client")]
+        for name, step in steps:
+            try:
+                result = step()
+                if asyncio.iscoroutine(result):
+                    await result
+            except Exception:
+                log.exception("shutdown step %s failed", name)
+
+    # ------------------------------------------------------------------ live config
+
+    def all_config_properties(self) -> dict[str, str]:
+        props = self.config.to_properties()
+        store_cfg = getattr(self.store, "config", None)
+        if store_cfg is not None and dataclasses.is_dataclass(store_cfg):
+            for f in dataclasses.fields(store_cfg):
+                value = getattr(store_cfg, f.name)
+                if isinstance(value, (str, int, float, bool)):
+                    key = _camel(f.name)
+                    props.setdefault(key, ("true" if value else "false") if isinstance(value, bool) else str(value))
+        return dict(sorted(props.items()))
+
+    async def update_config(self, props: dict[str, str]) -> None:
+        """UPDATE_BROKER_CONFIG: validate on a copy, apply live, write the properties file."""
+        trial = dataclasses.replace(self.config, extra=dict(self.config.extra))
+        trial.apply(props)
+        trial.validate()
+        old_perm = self.config.broker_permission
+        self.config.apply(props)
+        store_cfg = getattr(self.store, "config", None)
+        if store_cfg is not None and dataclasses.is_dataclass(store_cfg):
+            names = {f.name for f in dataclasses.fields(store_cfg)}
+            for key, raw in props.items():
+                name = _snake(key)
+                if name in names:
+                    try:
+                        setattr(store_cfg, name, _coerce(getattr(store_cfg, name), raw))
+                    except ValueError:
+                        raise ConfigError(f"{key}: bad value {raw!r}") from None
+        self.config_version = self.config_version.next(int(self.clock() * 1000))
+        data = render_properties(self.config.to_properties()).encode()
+        await asyncio.to_thread(write_atomic, Path(self.config_path), data)
+        if self.config.broker_permission != old_perm:
+            self.registrar.kick()
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+async def serve(controller: BrokerController, *, ready: Callable[[str], None] | None = None) -> None:
+    """Run until SIGINT/SIGTERM; print the READY line once listening and registered."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        await controller.start()
+    except BaseException:
+        await controller.shutdown()
+        raise
+    cfg = controller.config
+    line = (f"READY broker {controller.broker_addr} name={cfg.broker_name} id={cfg.broker_id} "
+            f"ha={controller.ha_port}")
+    (ready or _print)(line)
+    try:
+        await stop.wait()
+    finally:
+        await controller.shutdown()
+
+
+def _print(line: str) -> None:
+    sys.stdout.write(line + "\n")
+    sys.stdout.flush()

@@ -1,0 +1,1 @@
+"""Broker request processors; each module has `register(server, controller)`."""

@@ -1,0 +1,207 @@
+"""Broker admin requests: topics, runtime info, topic stats, broker config, delay offsets.
+
+UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG,
+GET_BROKER_RUNTIME_INFO, GET_TOPIC_STATS_INFO, GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG,
+GET_ALL_DELAY_OFFSET. Topic changes re-register the broker with the name servers at once
+(through the topic manager's change hook); broker config updates apply live and are
+written back to the broker's properties file, as RocketMQ's Configuration does.
+"""
+
+from __future__ import annotations
+
+import shutil
+from typing import TYPE_CHECKING, Any
+
+from mqtools.server.broker.config import (
+    MQ_VERSION_DESC,
+    ConfigError,
+    parse_properties,
+    render_properties,
+)
+
+from mqtools.common import topics as T
+from mqtools.common.validation import ValidationError, check_topic
+from mqtools.remoting.bodies import (
+    KVTable,
+    MessageQueue,
+    TopicConfig,
+    TopicOffset,
+    TopicStatsTable,
+)
+from mqtools.remoting.codes import PROTOCOL_VERSION, RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.headers import (
+    CreateTopicRequestHeader,
+    GetAllTopicConfigResponseHeader,
+    GetBrokerConfigResponseHeader,
+    TopicRequestHeader,
+)
+
+if TYPE_CHECKING:
+    from mqtools.remoting.server import RemotingServer
+    from mqtools.remoting.transport import RemotingConnection
+
+#: Keys UPDATE_BROKER_CONFIG refuses (RocketMQ's configBlackList plus identity keys that
+#: would make the running broker lie about itself).
+CONFIG_BLACK_LIST = frozenset({
+    "brokerConfigPath", "rocketmqHome", "configBlackList", "storePathRootDir", "storePathCommitLog",
+    "listenPort", "haListenPort", "brokerName", "brokerClusterName", "brokerId", "brokerRole", "brokerIP1",
+})
+
+
+def disk_ratio(path: str) -> float:
+    """Used fraction of the file system holding `path` (commitLogDiskRatio)."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return -1.0
+    return (usage.total - usage.free) / usage.total if usage.total else -1.0
+
+
+class AdminProcessor:
+    def __init__(self, controller: Any) -> None:
+        self.c = controller
+
+    # ------------------------------------------------------------------ topics
+
+    def update_and_create_topic(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = CreateTopicRequestHeader.from_ext(req.ext_fields)
+        try:
+            check_topic(h.topic)
+        except ValidationError as exc:
+            return req.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        if h.topic == self.c.config.broker_cluster_name:
+            return req.response(ResponseCode.SYSTEM_ERROR,
+                                f"The topic[{h.topic}] is conflict with system reserved words.")
+        if h.read_queue_nums <= 0 or h.write_queue_nums <= 0:
+            return req.response(ResponseCode.INVALID_PARAMETER, "read/write queue nums must be positive")
+        tc = TopicConfig(
+            topic_name=h.topic,
+            read_queue_nums=h.read_queue_nums,
+            write_queue_nums=h.write_queue_nums,
+            perm=h.perm,
+            topic_filter_type=h.topic_filter_type or "SINGLE_TAG",
+            topic_sys_flag=h.topic_sys_flag or 0,
+            order=h.order,
+        )
+        self.c.topics.update(tc)
+        return req.response()
+
+    def delete_topic(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = TopicRequestHeader.from_ext(req.ext_fields)
+        if T.is_system_topic(h.topic):
+            return req.response(ResponseCode.INVALID_PARAMETER,
+                                f"The topic[{h.topic}] is conflict with system topic.")
+        self.c.topics.delete(h.topic)
+        remove = getattr(self.c.offsets, "remove_topic", None)
+        if remove is not None:
+            remove(h.topic)
+        self.c.store.delete_topics({h.topic})
+        return req.response()
+
+    def get_all_topic_config(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        header = GetAllTopicConfigResponseHeader(len(self.c.topics.table)).to_ext()
+        return req.response(ext_fields=header, body=self.c.topics.encode())
+
+    def get_topic_stats(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = TopicRequestHeader.from_ext(req.ext_fields)
+        tc = self.c.topics.select(h.topic)
+        if tc is None:
+            return req.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist")
+        store = self.c.store
+        table = TopicStatsTable()
+        for qid in range(tc.write_queue_nums):
+            lo = max(store.get_min_offset_in_queue(h.topic, qid), 0)
+            hi = max(store.get_max_offset_in_queue(h.topic, qid), 0)
+            last = store.get_message_store_timestamp(h.topic, qid, hi - 1) if hi > 0 else 0
+            table.offset_table[MessageQueue(h.topic, self.c.config.broker_name, qid)] = TopicOffset(lo, hi, last)
+        return req.response(body=table.to_json())
+
+    # ------------------------------------------------------------------ runtime info
+
+    def runtime_info(self) -> dict[str, str]:
+        c = self.c
+        store = c.store
+        info: dict[str, str] = {}
+        info.update(store.runtime_info())
+        info.update(c.stats.runtime_info())
+        info.update({
+            "brokerVersionDesc": MQ_VERSION_DESC,
+            "brokerVersion": str(PROTOCOL_VERSION),
+            "brokerActive": "true",
+            "commitLogMinOffset": str(store.min_phy_offset),
+            "commitLogMaxOffset": str(store.max_phy_offset),
+            "commitLogDiskRatio": f"{disk_ratio(c.config.store_path_root_dir):.4f}",
+            "sendThreadPoolQueueSize": "0",
+            "sendThreadPoolQueueCapacity": "10000",
+            "sendThreadPoolQueueHeadWaitTimeMills": "0",
+            "pullThreadPoolQueueSize": str(len(c.long_polling.table)),
+            "pullThreadPoolQueueCapacity": "100000",
+            "pullThreadPoolQueueHeadWaitTimeMills": "0",
+            "queryThreadPoolQueueSize": "0",
+            "queryThreadPoolQueueCapacity": "20000",
+            "pageCacheLockTimeMills": "0",
+        })
+        info.setdefault("earliestMessageTimeStamp", str(self._earliest_message_time()))
+        schedule = getattr(c, "schedule", None)
+        if schedule is not None:
+            for level, offset in sorted(schedule.offset_table.items()):
+                max_off = store.get_max_offset_in_queue(T.SCHEDULE_TOPIC, level - 1)
+                info[f"scheduleMessageOffset_{level}"] = f"{offset},{max_off}"
+        return info
+
+    def _earliest_message_time(self) -> int:
+        earliest = 0
+        for topic in list(self.c.topics.table):
+            for qid in self.c.store.topic_queue_ids(topic):
+                ts = self.c.store.get_earliest_message_time(topic, qid)
+                if ts > 0 and (earliest == 0 or ts < earliest):
+                    earliest = ts
+        return earliest
+
+    def get_runtime_info(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        return req.response(body=KVTable(self.runtime_info()).to_json())
+
+    # ------------------------------------------------------------------ broker config
+
+    def get_broker_config(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        c = self.c
+        props = c.all_config_properties()
+        header = GetBrokerConfigResponseHeader(c.config_version.to_json().decode()).to_ext()
+        return req.response(ext_fields=header, body=render_properties(props).encode())
+
+    async def update_broker_config(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        if not req.body:
+            return req.response(ResponseCode.SYSTEM_ERROR, "string2Properties error: empty body")
+        try:
+            props = parse_properties(bytes(req.body).decode("utf-8"))
+        except UnicodeDecodeError:
+            return req.response(ResponseCode.SYSTEM_ERROR, "string2Properties error: body is not UTF-8")
+        refused = sorted(k for k in props if k in CONFIG_BLACK_LIST)
+        if refused:
+            return req.response(ResponseCode.NO_PERMISSION, f"Can not update config in black list: {refused}")
+        try:
+            await self.c.update_config(props)
+        except ConfigError as exc:
+            return req.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        return req.response()
+
+    def get_all_delay_offset(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        schedule = getattr(self.c, "schedule", None)
+        if schedule is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, "No delay offset in this broker")
+        return req.response(body=schedule.encode())
+
+
+def register(server: RemotingServer, controller: Any) -> AdminProcessor:
+    proc = AdminProcessor(controller)
+    server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, proc.update_and_create_topic)
+    server.register(RequestCode.DELETE_TOPIC_IN_BROKER, proc.delete_topic)
+    server.register(RequestCode.GET_ALL_TOPIC_CONFIG, proc.get_all_topic_config)
+    server.register(RequestCode.GET_TOPIC_STATS_INFO, proc.get_topic_stats)
+    server.register(RequestCode.GET_BROKER_RUNTIME_INFO, proc.get_runtime_info)
+    server.register(RequestCode.GET_BROKER_CONFIG, proc.get_broker_config)
+    server.register(RequestCode.UPDATE_BROKER_CONFIG, proc.update_broker_config)
+    server.register(RequestCode.GET_ALL_DELAY_OFFSET, proc.get_all_delay_offset)
+    return proc
+
