@@ -1,0 +1,100 @@
+"""Registration with every name server: body/CRC, independence from a dead server, unregister."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import time
+
+from mqtools.remoting.bodies import DataVersion, KVTable, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.headers import RegisterBrokerRequestHeader, RegisterBrokerResponseHeader
+from mqtools.remoting.server import RemotingServer
+from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar, body_crc32
+
+
+def dead_addr() -> str:
+    """A port nothing listens on: bind, read the port, close."""
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return f"127.0.0.1:{port}"
+
+
+async def start_fake_namesrv(seen: list) -> RemotingServer:
+    server = RemotingServer("127.0.0.1", 0)
+
+    def on_register(conn, req):
+        header = RegisterBrokerRequestHeader.from_ext(req.ext_fields)
+        assert header.body_crc32 == body_crc32(bytes(req.body))
+        seen.append(("reg", header, RegisterBrokerBody.from_json(req.body)))
+        ext = RegisterBrokerResponseHeader(master_addr="10.0.0.9:10911").to_ext()
+        return req.response(ext_fields=ext, body=KVTable({"Ordered": "b1:4"}).to_json())
+
+    def on_unregister(conn, req):
+        seen.append(("unreg", req.ext_fields["brokerName"], None))
+        return req.response()
+
+    server.register(RequestCode.REGISTER_BROKER, on_register)
+    server.register(RequestCode.UNREGISTER_BROKER, on_unregister)
+    await server.start()
+    return server
+
+
+def identity() -> BrokerIdentity:
+    return BrokerIdentity("C1", "b1", "127.0.0.1:10911", 0, "127.0.0.1:10912")
+
+
+def wrapper() -> TopicConfigSerializeWrapper:
+    return TopicConfigSerializeWrapper({"T": TopicConfig("T", 4, 4)}, DataVersion(123, 7))
+
+
+async def test_register_all_unaffected_by_dead_namesrv() -> None:
+    seen: list = []
+    server = await start_fake_namesrv(seen)
+    client = RemotingClient([dead_addr(), f"127.0.0.1:{server.port}"], connect_timeout=5.0)
+    results = []
+    reg = NamesrvRegistrar(client, identity, wrapper, period_s=10, timeout_s=3, on_result=results.append)
+    try:
+        t0 = time.monotonic()
+        out = await reg.register_all()
+        assert time.monotonic() - t0 < 5.0
+        ok = [r for r in out if r.ok]
+        assert len(ok) == 1 and ok[0].master_addr == "10.0.0.9:10911" and ok[0].order_topics == {"Ordered"}
+        assert [r for r in out if not r.ok][0].error
+        kind, header, body = seen[0]
+        assert kind == "reg" and header.broker_name == "b1" and header.cluster_name == "C1"
+        assert header.ha_server_addr == "127.0.0.1:10912"
+        assert body.topic_config_serialize_wrapper.data_version.counter == 7
+        assert "T" in body.topic_config_serialize_wrapper.topic_config_table
+        await reg.unregister_all(timeout_s=2)
+        assert seen[-1] == ("unreg", "b1", None)
+    finally:
+        await client.close()
+        await server.stop()
+
+
+async def test_loops_register_and_kick() -> None:
+    seen: list = []
+    server = await start_fake_namesrv(seen)
+    client = RemotingClient([f"127.0.0.1:{server.port}"])
+    reg = NamesrvRegistrar(client, identity, wrapper, period_s=60, timeout_s=3)
+    try:
+        reg.start()
+        for _ in range(200):
+            if seen:
+                break
+            await asyncio.sleep(0.01)
+        assert len(seen) == 1
+        reg.kick()
+        for _ in range(200):
+            if len(seen) == 2:
+                break
+            await asyncio.sleep(0.01)
+        assert len(seen) == 2
+    finally:
+        await reg.stop()
+        await client.close()
+        await server.stop()

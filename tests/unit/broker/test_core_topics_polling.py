@@ -1,0 +1,109 @@
+"""Topic table (auto-create rules, persistence, data version), hold table, stats."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from mqtools.common.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE
+from mqtools.remoting.bodies import TopicConfig
+from mqtools.server.broker.config import BrokerConfig
+from mqtools.server.broker.long_polling import HeldPull, HoldTable
+from mqtools.server.broker.stats import BrokerStats
+from mqtools.server.broker.topic_config import TopicConfigManager
+
+
+class Clock:
+    def __init__(self, now: float = 1_700_000_000.0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_system_topics_and_auto_create(tmp_path: Path) -> None:
+    cfg = BrokerConfig(broker_name="b1", default_topic_queue_nums=8)
+    mgr = TopicConfigManager(tmp_path, cfg, Clock())
+    tbw = mgr.select("TBW102")
+    assert tbw is not None and tbw.perm == PERM_INHERIT | PERM_RW and tbw.write_queue_nums == 8
+    assert mgr.select("b1") is not None and mgr.select("DefaultCluster") is not None
+    assert mgr.select("SCHEDULE_TOPIC_XXXX").read_queue_nums == 18
+    changes = []
+    mgr.on_change = lambda: changes.append(1)
+    tc = mgr.create_topic_in_send_message_method("T1", "TBW102", 4)
+    assert tc is not None and tc.write_queue_nums == 4 and tc.perm == PERM_RW
+    big = mgr.create_topic_in_send_message_method("T2", "TBW102", 64)
+    assert big.write_queue_nums == 8  # capped at the template's queues
+    assert changes == [1, 1] and mgr.data_version.counter == 2
+    assert mgr.create_topic_in_send_message_method("T3", "NoSuchTemplate", 4) is None
+    mgr.update(TopicConfig("plain", 2, 2, perm=PERM_RW))
+    assert mgr.create_topic_in_send_message_method("T4", "plain", 4) is None  # template lacks INHERIT
+
+
+def test_auto_create_disabled_has_no_template(tmp_path: Path) -> None:
+    mgr = TopicConfigManager(tmp_path, BrokerConfig(auto_create_topic_enable=False), Clock())
+    assert mgr.select("TBW102") is None
+    assert mgr.create_topic_in_send_message_method("T1", "TBW102", 4) is None
+
+
+def test_persist_and_reload(tmp_path: Path) -> None:
+    cfg = BrokerConfig(broker_name="b1")
+    mgr = TopicConfigManager(tmp_path, cfg, Clock())
+    mgr.update(TopicConfig("Orders", 3, 3))
+    mgr.create_topic_in_send_message_back_method("%RETRY%g", 1, PERM_READ | PERM_WRITE)
+    mgr.delete("Orders")
+    mgr.update(TopicConfig("Kept", 5, 5))
+    again = TopicConfigManager(tmp_path, cfg, Clock())
+    assert again.load()
+    assert again.select("Kept").write_queue_nums == 5 and again.select("Orders") is None
+    assert again.select("%RETRY%g") is not None
+    assert again.data_version.same(mgr.data_version)
+    (tmp_path / "topics.json").write_bytes(b"{torn")
+    third = TopicConfigManager(tmp_path, cfg, Clock())
+    assert third.load()  # falls back to topics.json.bak
+    assert third.select("%RETRY%g") is not None
+
+
+def held(topic: str, qid: int, offset: int, deadline: float, tags=None) -> HeldPull:
+    return HeldPull(conn=object(), request=None, topic=topic, queue_id=qid, offset=offset, deadline=deadline,
+                    tag_filter=tags)
+
+
+def test_hold_table_wakes_on_matching_arrival_only() -> None:
+    table = HoldTable()
+    a = held("T", 0, 5, 100.0)
+    b = held("T", 0, 5, 100.0, tags={42}.__contains__)
+    c = held("T", 1, 0, 100.0)
+    for h in (a, b, c):
+        table.add(h)
+    assert table.wake("T", 0, 5, 42) == []  # offset not beyond the requested one
+    assert table.wake("T", 0, 6, 7) == [a]  # b filters tag 7 out
+    assert table.wake("T", 0, 7, 42) == [b]
+    assert len(table) == 1
+    assert table.expire(99.0) == []
+    assert table.expire(100.0) == [c]
+    assert len(table) == 0 and table.next_deadline() is None
+
+
+def test_hold_table_drop_connection() -> None:
+    table = HoldTable()
+    h = held("T", 0, 0, 10.0)
+    table.add(h)
+    table.drop_connection(h.conn)
+    assert len(table) == 0 and table.expire(11.0) == []
+
+
+def test_stats_rates_and_totals() -> None:
+    clock = Clock(1000.0)
+    stats = BrokerStats(clock)
+    for i in range(10):
+        clock.now = 1000.0 + i
+        stats.on_put("T", 5, 500)
+    stats.on_get("g", "T", 3, 300)
+    stats.on_get("g", "T", 0, 0)
+    clock.now = 1010.0
+    info = stats.runtime_info()
+    assert info["putTps"].split()[0] == "5.00"
+    assert info["msgPutTotalTodayNow"] == "50" and info["msgGetTotalTodayNow"] == "3"
+    assert info["putMessageSizeTotal"] == "5000" and info["putMessageTimesTotal"] == "10"
+    assert info["runtime"].startswith("[ 0 days, 0 hours, 0 minutes, 10 seconds")
+    assert stats.topic_put_tps("T") > 0 and stats.topic_put_tps("other") == 0.0
