@@ -124,7 +124,10 @@ class ConsumerProcessor:
         msg = self.c.store.look_message_by_offset(h.offset)
         if msg is None:
             return req.response(ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {h.offset}")
-        max_times = h.max_reconsume_times if h.max_reconsume_times is not None else config.retry_max_times
+        # A negative value means "unset" (old C++ clients send -1); the group's setting applies.
+        max_times = h.max_reconsume_times
+        if max_times is None or max_times < 0:
+            max_times = config.retry_max_times
         to_dlq = msg.reconsume_times >= max_times or h.delay_level < 0
         if to_dlq:
             topic, queue_nums, perm = dlq_topic(h.group), DLQ_NUMS_PER_GROUP, DLQ_PERM
