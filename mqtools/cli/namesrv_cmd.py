@@ -2,6 +2,77 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import Annotated, Optional
+
 import typer
 
 app = typer.Typer(help="Name server role.", no_args_is_help=True)
+
+
+def _fail(message: str) -> typer.Exit:
+    typer.echo(f"mq: error: {message}", err=True)
+    return typer.Exit(1)
+
+
+@app.command()
+def start(
+    config_file: Annotated[
+        Optional[Path],  # noqa: UP045 - typer needs Optional here
+        typer.Option("-c", "--config", help="RocketMQ-style namesrv.properties file."),
+    ] = None,
+    listen_port: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--listen-port", help="TCP port (listenPort); 0 lets the OS choose. Default 9876."),
+    ] = None,
+    host: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--host", help="Address to listen on (bindAddress). Default 0.0.0.0."),
+    ] = None,
+    store_dir: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option(
+            "--store-dir",
+            help="Directory for kvConfig.json (and namesrv.properties when no -c is given). "
+            "Default ~/namesrv.",
+        ),
+    ] = None,
+    kv_config_path: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--kv-config-path", help="Path of kvConfig.json (kvConfigPath); overrides --store-dir."),
+    ] = None,
+) -> None:
+    """Start a name server; flags override the properties file. Stops cleanly on SIGINT/SIGTERM."""
+    from mqtools.remoting.loop import run
+    from mqtools.server.namesrv.app import NamesrvController, StartError, serve
+    from mqtools.server.namesrv.config import ConfigError, NamesrvConfig, load_file
+
+    config = NamesrvConfig()
+    overrides: dict[str, str] = {}
+    if store_dir is not None:
+        overrides["kvConfigPath"] = str(store_dir / "kvConfig.json")
+        overrides["configStorePath"] = str(store_dir / "namesrv.properties")
+    if listen_port is not None:
+        overrides["listenPort"] = str(listen_port)
+    if host is not None:
+        overrides["bindAddress"] = host
+    if kv_config_path is not None:
+        overrides["kvConfigPath"] = str(kv_config_path)
+    try:
+        if config_file is not None:
+            config.apply(load_file(config_file))
+            config.config_store_path = str(config_file)
+        config.apply(overrides)
+    except ConfigError as exc:
+        raise _fail(str(exc)) from None
+
+    def ready(controller: NamesrvController) -> None:
+        bind = config.bind_address
+        shown = "127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind
+        typer.echo(f"The Name Server boot success. address {bind}:{controller.port}")
+        typer.echo(f"READY namesrv {shown}:{controller.port}")
+
+    try:
+        run(serve(config, ready))
+    except StartError as exc:
+        raise _fail(str(exc)) from None

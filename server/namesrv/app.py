@@ -1,0 +1,126 @@
+"""The name server process: asyncio wiring around the sans-IO route tables.
+
+One event loop: the remoting server answers requests inline, a timer scans for brokers
+whose heartbeat expired, a closed broker connection unregisters that broker at once,
+and file writes (kvConfig.json, namesrv.properties) go to a thread, one at a time.
+Name servers never talk to each other; run as many as you like side by side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import errno
+import logging
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.transport import RemotingConnection
+from mqtools.server.namesrv.config import NamesrvConfig, format_properties
+from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager, write_atomic
+from mqtools.server.namesrv.processor import NamesrvProcessor
+from mqtools.server.namesrv.route_info import RouteInfoManager
+
+log = logging.getLogger(__name__)
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class StartError(Exception):
+    """The name server cannot start (port taken, unreadable kvConfig.json ...): one line for the user."""
+
+
+class NamesrvController:
+    def __init__(self, config: NamesrvConfig, clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.config = config
+        self.clock = clock
+        self.routes = RouteInfoManager(
+            default_timeout_ms=config.broker_channel_expired_time,
+            delete_topic_with_broker_registration=config.delete_topic_with_broker_registration,
+        )
+        self.kv = KVConfigManager(Path(config.kv_config_path).expanduser())
+        self.server = RemotingServer(config.bind_address, config.listen_port, on_close=self._on_close)
+        self.processor = NamesrvProcessor(
+            config, self.routes, self.kv, clock, persist_kv=self._persist_kv, persist_config=self._persist_config
+        )
+        self.processor.register(self.server)
+        self._write_lock = asyncio.Lock()
+        self._scan_task: asyncio.Task | None = None
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    async def start(self) -> None:
+        try:
+            self.kv.load()
+        except KVConfigError as exc:
+            raise StartError(str(exc)) from None
+        try:
+            await self.server.start()
+        except OSError as exc:
+            addr = f"{self.config.bind_address}:{self.config.listen_port}"
+            if exc.errno == errno.EADDRINUSE:
+                raise StartError(f"cannot listen on {addr}: address already in use") from None
+            raise StartError(f"cannot listen on {addr}: {exc.strerror or exc}") from None
+        self._scan_task = asyncio.create_task(self._scan_loop())
+
+    async def stop(self) -> None:
+        if self._scan_task is not None:
+            self._scan_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._scan_task
+        await self.server.stop()
+        async with self._write_lock:  # let a pending file write finish
+            pass
+
+    def _on_close(self, conn: RemotingConnection) -> None:
+        if self.routes.on_channel_destroy(conn):
+            log.info("broker connection %s closed: unregistered", conn.peer)
+
+    async def _scan_loop(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.scan_not_active_broker_interval / 1000)
+            self.scan_once()
+
+    def scan_once(self) -> None:
+        for channel in self.routes.scan_not_active_broker(self.clock()):
+            log.warning("broker connection %s expired: closed", getattr(channel, "peer", channel))
+            channel.close()
+
+    async def _write(self, path: Path, data: bytes) -> None:
+        async with self._write_lock:
+            try:
+                await asyncio.to_thread(write_atomic, path, data)
+            except OSError as exc:
+                log.error("cannot write %s: %s", path, exc)
+                raise
+
+    async def _persist_kv(self) -> None:
+        await self._write(self.kv.path, self.kv.snapshot())
+
+    async def _persist_config(self) -> None:
+        path = Path(self.config.config_store_path).expanduser()
+        await self._write(path, format_properties(self.config.to_properties()).encode())
+
+
+async def serve(config: NamesrvConfig, on_ready: Callable[[NamesrvController], None]) -> None:
+    """Run until SIGINT/SIGTERM; raises StartError when the server cannot start."""
+    controller = NamesrvController(config)
+    await controller.start()
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    on_ready(controller)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            loop.remove_signal_handler(sig)
+        await controller.stop()

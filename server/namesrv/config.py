@@ -1,0 +1,213 @@
+"""Name server configuration: RocketMQ's NamesrvConfig + NettyServerConfig keys.
+
+A RocketMQ `namesrv.properties` works unchanged: known keys are applied (with type
+checks, so `listenPort=abc` is an error, not a silent default), unknown keys are kept
+and shown by GET_NAMESRV_CONFIG as RocketMQ does, but otherwise ignored.
+
+Deviations, on purpose: `scanNotActiveBrokerInterval` defaults to 10 s (RocketMQ 4.x's
+fixed period; 5.x uses 5 s), and `brokerChannelExpiredTime` (ms, default 120 s) is
+mq's own key for the heartbeat timeout of brokers that do not send one themselves.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from pathlib import Path
+
+DEFAULT_LISTEN_PORT = 9876
+
+
+class ConfigError(ValueError):
+    """A config file or value that cannot be used; the message is one line for the user."""
+
+
+def _home_path(*parts: str) -> str:
+    return str(Path.home().joinpath("namesrv", *parts))
+
+
+@dataclass
+class NamesrvConfig:
+    # NettyServerConfig
+    listen_port: int = DEFAULT_LISTEN_PORT
+    bind_address: str = "0.0.0.0"
+    # NamesrvConfig
+    rocketmq_home: str = ""
+    kv_config_path: str = field(default_factory=lambda: _home_path("kvConfig.json"))
+    config_store_path: str = field(default_factory=lambda: _home_path("namesrv.properties"))
+    product_env_name: str = "center"
+    cluster_test: bool = False
+    order_message_enable: bool = False
+    return_order_topic_config_to_broker: bool = True
+    scan_not_active_broker_interval: int = 10_000
+    broker_channel_expired_time: int = 120_000
+    enable_all_topic_list: bool = True
+    enable_topic_list: bool = True
+    delete_topic_with_broker_registration: bool = False
+    config_black_list: str = "configBlackList;configStorePath;kvConfigPath"
+    #: Keys we do not use, kept so GET_NAMESRV_CONFIG shows the whole file.
+    extra: dict[str, str] = field(default_factory=dict)
+
+    def apply(self, props: dict[str, str]) -> None:
+        """Set known keys from strings (raising ConfigError on bad values); keep the rest."""
+        known = _keys()
+        staged: dict[str, object] = {}
+        for key, raw in props.items():
+            spec = known.get(key)
+            if spec is None:
+                continue
+            staged[spec[0]] = _convert(key, raw.strip(), spec[1])
+        _validate({**self._values(), **staged})
+        for name, value in staged.items():
+            setattr(self, name, value)
+        for key, raw in props.items():
+            if key not in known:
+                self.extra[key] = raw
+
+    def _values(self) -> dict[str, object]:
+        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+
+    def to_properties(self) -> dict[str, str]:
+        """All settings under their RocketMQ names, as GET_NAMESRV_CONFIG reports them."""
+        out = dict(self.extra)
+        for key, (name, _kind) in _keys().items():
+            value = getattr(self, name)
+            out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
+        return out
+
+    def black_list(self) -> set[str]:
+        return {k.strip() for k in self.config_black_list.split(";") if k.strip()}
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+def _keys() -> dict[str, tuple[str, type]]:
+    out = {}
+    for f in dataclasses.fields(NamesrvConfig):
+        if f.name == "extra":
+            continue
+        kind = {"int": int, "bool": bool, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
+        out[_camel(f.name)] = (f.name, kind)
+    out["rocketmqHome"] = ("rocketmq_home", str)
+    return out
+
+
+def _convert(key: str, raw: str, kind: type) -> object:
+    if kind is bool:
+        if raw.lower() not in ("true", "false"):
+            raise ConfigError(f"{key}={raw!r}: expected true or false")
+        return raw.lower() == "true"
+    if kind is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise ConfigError(f"{key}={raw!r}: expected an integer") from None
+    return raw
+
+
+def _validate(values: dict[str, object]) -> None:
+    port = values["listen_port"]
+    if not 0 <= port <= 65535:  # type: ignore[operator]
+        raise ConfigError(f"listenPort={port}: expected 0..65535")
+    if values["scan_not_active_broker_interval"] <= 0:  # type: ignore[operator]
+        raise ConfigError("scanNotActiveBrokerInterval must be a positive number of milliseconds")
+    if values["broker_channel_expired_time"] <= 0:  # type: ignore[operator]
+        raise ConfigError("brokerChannelExpiredTime must be a positive number of milliseconds")
+    if not str(values["bind_address"]).strip():
+        raise ConfigError("bindAddress must not be empty")
+
+
+# ---------------------------------------------------------------- .properties files
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """java.util.Properties.load for the forms config files use.
+
+    Comments (# !), `key=value`, `key: value`, `key value`, backslash line
+    continuations and the usual escapes (\\t \\n \\uXXXX ...).
+    """
+    out: dict[str, str] = {}
+    for line in _logical_lines(text):
+        key, value = _split_pair(line)
+        out[_unescape(key)] = _unescape(value)
+    return out
+
+
+def _logical_lines(text: str) -> list[str]:
+    lines: list[str] = []
+    pending = ""
+    for raw in text.splitlines():
+        stripped = raw.lstrip(" \t\f")
+        if not pending and (not stripped or stripped[0] in "#!"):
+            continue
+        pending += stripped
+        trailing = len(pending) - len(pending.rstrip("\\"))
+        if trailing % 2 == 1:
+            pending = pending[:-1]
+            continue
+        lines.append(pending)
+        pending = ""
+    if pending:
+        lines.append(pending)
+    return lines
+
+
+def _split_pair(line: str) -> tuple[str, str]:
+    i = 0
+    while i < len(line):
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch in "=: \t\f":
+            break
+        i += 1
+    key = line[:i]
+    rest = line[i:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest
+
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 >= len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u" and i + 6 <= len(text):
+            try:
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
+                i += 6
+                continue
+            except ValueError:
+                pass
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)
+
+
+def format_properties(props: dict[str, str]) -> str:
+    """`key=value` lines, as RocketMQ's MixAll.properties2String writes them."""
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def load_file(path: Path) -> dict[str, str]:
+    try:
+        return parse_properties(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise ConfigError(f"config file {path} does not exist") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read config file {path}: {exc}") from None
