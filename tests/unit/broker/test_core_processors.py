@@ -1,0 +1,364 @@
+"""Send / pull / query / admin processors in-process: a real BrokerController with a real
+MessageStore on a temp dir, driven over loopback by our RemotingClient (no name server)."""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+import time
+from pathlib import Path
+
+import pytest
+from mqtools.server.broker.app import BrokerController
+from mqtools.server.broker.config import BrokerConfig, parse_properties
+
+from mqtools.common.perm import PERM_READ, PERM_RW
+from mqtools.remoting.bodies import KVTable, TopicConfigSerializeWrapper, TopicStatsTable
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.headers import (
+    CreateTopicRequestHeader,
+    PullMessageRequestHeader,
+    PullMessageResponseHeader,
+    SendMessageRequestHeader,
+    SendMessageResponseHeader,
+    TopicRequestHeader,
+)
+
+pytestmark = pytest.mark.timeout(60)
+
+FLAG_COMMIT, FLAG_SUSPEND, FLAG_SUB = 1, 2, 4
+
+
+def props(**kv: str) -> str:
+    return "".join(f"{k}\x01{v}\x02" for k, v in kv.items())
+
+
+def send_cmd(topic: str, body: bytes, queue_id: int = 0, *, tags: str | None = None, keys: str | None = None,
+             code: int = RequestCode.SEND_MESSAGE_V2, extra: dict[str, str] | None = None,
+             default_topic: str = "TBW102") -> RemotingCommand:
+    p = {}
+    if tags:
+        p["TAGS"] = tags
+    if keys:
+        p["KEYS"] = keys
+    p.update(extra or {})
+    h = SendMessageRequestHeader(
+        producer_group="PG", topic=topic, default_topic=default_topic, default_topic_queue_nums=4,
+        queue_id=queue_id, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0, properties=props(**p))
+    ext = h.to_v2() if code == RequestCode.SEND_MESSAGE_V2 else h.to_ext()
+    return RemotingCommand.request(code, ext, body)
+
+
+def pull_cmd(topic: str, queue_id: int, offset: int, *, sub: str = "*", sys_flag: int = FLAG_SUB,
+             suspend_ms: int = 0, max_nums: int = 32, commit: int = 0, group: str = "CG") -> RemotingCommand:
+    h = PullMessageRequestHeader(
+        consumer_group=group, topic=topic, queue_id=queue_id, queue_offset=offset, max_msg_nums=max_nums,
+        sys_flag=sys_flag, commit_offset=commit, suspend_timeout_millis=suspend_ms, sub_version=0,
+        subscription=sub, expression_type="TAG")
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext())
+
+
+def decode_bodies(body: bytes) -> list[tuple[bytes, dict[str, str]]]:
+    """Walk stored messages (RocketMQ v1 layout, IPv4 hosts): (body, properties) of each."""
+    body = bytes(body or b"")
+    out = []
+    pos = 0
+    while pos < len(body):
+        (total,) = struct.unpack_from(">i", body, pos)
+        p = pos + 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8
+        (blen,) = struct.unpack_from(">i", body, p)
+        payload = body[p + 4 : p + 4 + blen]
+        p += 4 + blen
+        tlen = body[p]
+        p += 1 + tlen
+        (plen,) = struct.unpack_from(">h", body, p)
+        raw = body[p + 2 : p + 2 + plen].decode()
+        out.append((payload, {k: v for k, _, v in (i.partition("\x01") for i in raw.split("\x02") if i)}))
+        pos += total
+    return out
+
+
+@pytest.fixture
+async def broker(tmp_path: Path):
+    cfg = BrokerConfig(broker_name="b1", listen_port=0, bind_address="127.0.0.1",
+                       store_path_root_dir=str(tmp_path / "store"))
+    cfg.extra["mappedFileSizeCommitLog"] = str(4 * 1024 * 1024)
+    cfg.validate()
+    controller = BrokerController(cfg)
+    await controller.start()
+    client = RemotingClient()
+    controller.test_client = client
+    yield controller
+    await client.close()
+    await controller.shutdown()
+
+
+async def call(broker: BrokerController, cmd: RemotingCommand, timeout: float = 10.0) -> RemotingCommand:
+    return await broker.test_client.invoke(broker.broker_addr, cmd, timeout)
+
+
+async def send_n(broker, topic: str, n: int, queue_id: int = 0, **kw) -> list[SendMessageResponseHeader]:
+    out = []
+    for i in range(n):
+        resp = await call(broker, send_cmd(topic, f"m{i}".encode(), queue_id, **kw))
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+        out.append(SendMessageResponseHeader.from_ext(resp.ext_fields))
+    return out
+
+
+# ---------------------------------------------------------------------- send
+
+
+async def test_send_auto_creates_topic_and_answers_offsets(broker) -> None:
+    heads = await send_n(broker, "AutoT", 3, queue_id=1)
+    assert [h.queue_offset for h in heads] == [0, 1, 2]
+    assert all(h.queue_id == 1 for h in heads) and len({h.msg_id for h in heads}) == 3
+    assert broker.topics.select("AutoT").write_queue_nums == 4
+    resp = await call(broker, send_cmd("AutoT", b"v1", 0, code=RequestCode.SEND_MESSAGE))
+    assert resp.code == ResponseCode.SUCCESS
+
+
+async def test_send_validation_codes(broker) -> None:
+    assert (await call(broker, send_cmd("bad topic!", b"x"))).code == ResponseCode.SYSTEM_ERROR
+    assert (await call(broker, send_cmd("SCHEDULE_TOPIC_XXXX", b"x"))).code == ResponseCode.NO_PERMISSION
+    assert (await call(broker, send_cmd("TBW102", b"x"))).code == ResponseCode.NO_PERMISSION
+    resp = await call(broker, send_cmd("NoTemplate", b"x", default_topic="Nope"))
+    assert resp.code == ResponseCode.TOPIC_NOT_EXIST
+    await send_n(broker, "Q4", 1)
+    assert (await call(broker, send_cmd("Q4", b"x", queue_id=9))).code == ResponseCode.SYSTEM_ERROR
+    big = b"x" * (broker.config.max_message_size + 1)
+    assert (await call(broker, send_cmd("Q4", big))).code == ResponseCode.MESSAGE_ILLEGAL
+    broker.topics.table["Q4"].perm = PERM_READ
+    assert (await call(broker, send_cmd("Q4", b"x"))).code == ResponseCode.NO_PERMISSION
+    # a header without its required fields is a code, not a crash
+    bad = RemotingCommand.request(RequestCode.SEND_MESSAGE, {"topic": "Q4"}, b"x")
+    assert (await call(broker, bad)).code == ResponseCode.SYSTEM_ERROR
+    unknown = RemotingCommand.request(9999, {})
+    assert (await call(broker, unknown)).code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+async def test_auto_create_disabled(tmp_path: Path) -> None:
+    cfg = BrokerConfig(broker_name="b2", listen_port=0, bind_address="127.0.0.1", auto_create_topic_enable=False,
+                       store_path_root_dir=str(tmp_path / "s"))
+    cfg.extra["mappedFileSizeCommitLog"] = str(1024 * 1024)
+    controller = BrokerController(cfg)
+    await controller.start()
+    client = RemotingClient()
+    try:
+        resp = await client.invoke(controller.broker_addr, send_cmd("NewT", b"x"), 10)
+        assert resp.code == ResponseCode.TOPIC_NOT_EXIST
+    finally:
+        await client.close()
+        await controller.shutdown()
+
+
+def encode_batch(bodies: list[bytes], tags: str = "") -> bytes:
+    """SEND_BATCH_MESSAGE body: RocketMQ's MessageDecoder.encodeMessages layout."""
+    out = bytearray()
+    for body in bodies:
+        p = props(TAGS=tags).encode() if tags else b""
+        size = 4 + 4 + 4 + 4 + 4 + len(body) + 2 + len(p)
+        out += struct.pack(">iiiii", size, 0, 0, 0, len(body)) + body + struct.pack(">h", len(p)) + p
+    return bytes(out)
+
+
+async def test_batch_send_then_pull(broker) -> None:
+    await send_n(broker, "BatchT", 1, queue_id=2)
+    cmd = send_cmd("BatchT", encode_batch([f"b{i}".encode() for i in range(5)]), 2,
+                   code=RequestCode.SEND_BATCH_MESSAGE)
+    resp = await call(broker, cmd)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    assert SendMessageResponseHeader.from_ext(resp.ext_fields).queue_offset == 1
+    pulled = await call(broker, pull_cmd("BatchT", 2, 0))
+    assert pulled.code == ResponseCode.SUCCESS
+    assert [b for b, _ in decode_bodies(pulled.body)] == [b"m0", b"b0", b"b1", b"b2", b"b3", b"b4"]
+
+
+# ---------------------------------------------------------------------- pull
+
+
+async def test_pull_statuses_and_offsets(broker) -> None:
+    await send_n(broker, "PullT", 10)
+    resp = await call(broker, pull_cmd("PullT", 0, 0, max_nums=4))
+    assert resp.code == ResponseCode.SUCCESS
+    h = PullMessageResponseHeader.from_ext(resp.ext_fields)
+    assert (h.next_begin_offset, h.min_offset, h.max_offset) == (4, 0, 10)
+    assert [b for b, _ in decode_bodies(resp.body)] == [b"m0", b"m1", b"m2", b"m3"]
+    resp = await call(broker, pull_cmd("PullT", 0, 10))
+    assert resp.code == ResponseCode.PULL_NOT_FOUND
+    assert PullMessageResponseHeader.from_ext(resp.ext_fields).next_begin_offset == 10
+    resp = await call(broker, pull_cmd("PullT", 0, 500))
+    assert resp.code == ResponseCode.PULL_OFFSET_MOVED
+    resp = await call(broker, pull_cmd("PullT", 1, 0))  # empty queue at offset 0
+    assert resp.code == ResponseCode.PULL_NOT_FOUND
+    resp = await call(broker, pull_cmd("PullT", 1, 3))  # empty queue, offset != 0
+    assert resp.code == ResponseCode.PULL_OFFSET_MOVED
+    resp = await call(broker, pull_cmd("NoSuchTopic", 0, 0))
+    assert resp.code == ResponseCode.TOPIC_NOT_EXIST
+    resp = await call(broker, pull_cmd("PullT", 99, 0))
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+    resp = await call(broker, pull_cmd("PullT", 0, 0, sys_flag=0))  # no subscription, no heartbeat
+    assert resp.code == ResponseCode.SUBSCRIPTION_NOT_EXIST
+
+
+async def test_pull_filters_by_tag(broker) -> None:
+    for i in range(6):
+        resp = await call(broker, send_cmd("TagT", f"m{i}".encode(), 0, tags="A" if i % 2 == 0 else "B"))
+        assert resp.code == ResponseCode.SUCCESS
+    resp = await call(broker, pull_cmd("TagT", 0, 0, sub="A"))
+    got = decode_bodies(resp.body)
+    assert [b for b, _ in got] == [b"m0", b"m2", b"m4"] and {p["TAGS"] for _, p in got} == {"A"}
+    resp = await call(broker, pull_cmd("TagT", 0, 0, sub="A || B"))
+    assert len(decode_bodies(resp.body)) == 6
+    resp = await call(broker, pull_cmd("TagT", 0, 0, sub="C"))
+    assert resp.code in (ResponseCode.PULL_RETRY_IMMEDIATELY, ResponseCode.PULL_NOT_FOUND)
+    assert PullMessageResponseHeader.from_ext(resp.ext_fields).next_begin_offset == 6
+
+
+async def test_commit_offset_flag_stores_offset(broker) -> None:
+    await send_n(broker, "CommitT", 2)
+    resp = await call(broker, pull_cmd("CommitT", 0, 1, sys_flag=FLAG_SUB | FLAG_COMMIT, commit=1, group="G1"))
+    assert resp.code == ResponseCode.SUCCESS
+    assert broker.offsets.query_offset("G1", "CommitT", 0) == 1
+
+
+async def test_long_poll_answered_on_arrival(broker) -> None:
+    await send_n(broker, "LP", 1)
+    pending = asyncio.ensure_future(call(broker, pull_cmd("LP", 0, 1, sys_flag=FLAG_SUB | FLAG_SUSPEND,
+                                                          suspend_ms=20_000), timeout=30))
+    for _ in range(500):
+        if len(broker.long_polling.table):
+            break
+        await asyncio.sleep(0.01)
+    assert len(broker.long_polling.table) == 1 and not pending.done()
+    await send_n(broker, "LP", 1)
+    resp = await asyncio.wait_for(pending, 10)  # far below the 20 s suspend: woken by the arrival
+    assert resp.code == ResponseCode.SUCCESS
+    assert [b for b, _ in decode_bodies(resp.body)] == [b"m0"]
+
+
+async def test_long_poll_times_out_with_not_found(broker) -> None:
+    await send_n(broker, "LP2", 1)
+    resp = await call(broker, pull_cmd("LP2", 0, 1, sys_flag=FLAG_SUB | FLAG_SUSPEND, suspend_ms=300))
+    assert resp.code == ResponseCode.PULL_NOT_FOUND
+    assert len(broker.long_polling.table) == 0
+
+
+async def test_long_poll_ignores_other_tags_until_timeout(broker) -> None:
+    await send_n(broker, "LP3", 1, tags="A")
+    pending = asyncio.ensure_future(call(broker, pull_cmd("LP3", 0, 1, sub="A", sys_flag=FLAG_SUB | FLAG_SUSPEND,
+                                                          suspend_ms=20_000), timeout=30))
+    for _ in range(500):
+        if len(broker.long_polling.table):
+            break
+        await asyncio.sleep(0.01)
+    await send_n(broker, "LP3", 1, tags="B")
+    await asyncio.sleep(0.2)
+    assert not pending.done()
+    await send_n(broker, "LP3", 1, tags="A")
+    resp = await asyncio.wait_for(pending, 10)
+    assert resp.code == ResponseCode.SUCCESS
+    assert [p["TAGS"] for _, p in decode_bodies(resp.body)] == ["A"]
+
+
+# ---------------------------------------------------------------------- query
+
+
+async def test_offset_lookups_and_message_queries(broker) -> None:
+    t0 = int(time.time() * 1000) - 1000
+    heads = await send_n(broker, "QT", 3, keys="order-1")
+    q = {"topic": "QT", "queueId": "0"}
+    resp = await call(broker, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, q))
+    assert resp.ext_fields["offset"] == "3"
+    resp = await call(broker, RemotingCommand.request(RequestCode.GET_MIN_OFFSET, q))
+    assert resp.ext_fields["offset"] == "0"
+    resp = await call(broker, RemotingCommand.request(RequestCode.GET_EARLIEST_MSG_STORETIME, q))
+    assert int(resp.ext_fields["timestamp"]) >= t0
+    resp = await call(broker, RemotingCommand.request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                                                      {**q, "timestamp": str(t0)}))
+    assert resp.ext_fields["offset"] == "0"
+    phy = int(heads[1].msg_id[-16:], 16)
+    resp = await call(broker, RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(phy)}))
+    assert resp.code == ResponseCode.SUCCESS and decode_bodies(resp.body)[0][0] == b"m1"
+    resp = await call(broker, RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(1 << 40)}))
+    assert resp.code == ResponseCode.SYSTEM_ERROR
+    qm = {"topic": "QT", "key": "order-1", "maxNum": "32", "beginTimestamp": str(t0),
+          "endTimestamp": str(int(time.time() * 1000) + 1000)}
+    for _ in range(100):  # the index is built by the dispatcher, right after the put
+        resp = await call(broker, RemotingCommand.request(RequestCode.QUERY_MESSAGE, qm))
+        if resp.code == ResponseCode.SUCCESS and len(decode_bodies(resp.body)) == 3:
+            break
+        await asyncio.sleep(0.02)
+    assert sorted(b for b, _ in decode_bodies(resp.body)) == [b"m0", b"m1", b"m2"]
+    resp = await call(broker, RemotingCommand.request(RequestCode.QUERY_MESSAGE, {**qm, "key": "nope"}))
+    assert resp.code == ResponseCode.QUERY_NOT_FOUND
+
+
+# ---------------------------------------------------------------------- admin
+
+
+async def test_topic_admin(broker) -> None:
+    h = CreateTopicRequestHeader(topic="AdminT", default_topic="TBW102", read_queue_nums=3, write_queue_nums=3,
+                                 perm=PERM_RW, topic_filter_type="SINGLE_TAG")
+    resp = await call(broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext()))
+    assert resp.code == ResponseCode.SUCCESS
+    resp = await call(broker, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}))
+    table = TopicConfigSerializeWrapper.from_json(resp.body).topic_config_table
+    assert table["AdminT"].read_queue_nums == 3 and "TBW102" in table
+    await send_n(broker, "AdminT", 2, queue_id=1)
+    resp = await call(broker, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO,
+                                                      TopicRequestHeader("AdminT").to_ext()))
+    stats = TopicStatsTable.from_json(resp.body).offset_table
+    by_q = {mq.queue_id: off for mq, off in stats.items()}
+    assert len(by_q) == 3 and by_q[1].max_offset == 2 and by_q[1].last_update_timestamp > 0
+    assert by_q[0].max_offset == 0
+    resp = await call(broker, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO,
+                                                      TopicRequestHeader("Nope").to_ext()))
+    assert resp.code == ResponseCode.TOPIC_NOT_EXIST
+    resp = await call(broker, RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER,
+                                                      TopicRequestHeader("AdminT").to_ext()))
+    assert resp.code == ResponseCode.SUCCESS and broker.topics.select("AdminT") is None
+
+
+async def test_runtime_info_moves(broker) -> None:
+    async def info() -> dict[str, str]:
+        resp = await call(broker, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}))
+        return KVTable.from_json(resp.body).table
+
+    before = await info()
+    for key in ("brokerVersionDesc", "putTps", "getTransferredTps", "bootTimestamp", "commitLogDiskRatio",
+                "commitLogMaxOffset", "msgPutTotalTodayNow", "earliestMessageTimeStamp", "runtime"):
+        assert key in before, key
+    await send_n(broker, "RtT", 5)
+    await call(broker, pull_cmd("RtT", 0, 0))
+    after = await info()
+    assert int(after["msgPutTotalTodayNow"]) == int(before["msgPutTotalTodayNow"]) + 5
+    assert int(after["msgGetTotalTodayNow"]) == int(before["msgGetTotalTodayNow"]) + 5
+    assert int(after["commitLogMaxOffset"]) > int(before["commitLogMaxOffset"])
+    assert 0.0 <= float(after["commitLogDiskRatio"]) <= 1.0
+
+
+async def test_broker_config_get_and_update(broker, tmp_path: Path) -> None:
+    resp = await call(broker, RemotingCommand.request(RequestCode.GET_BROKER_CONFIG, {}))
+    got = parse_properties(bytes(resp.body).decode())
+    assert got["brokerName"] == "b1" and got["autoCreateTopicEnable"] == "true" and "version" in resp.ext_fields
+    upd = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, {}, b"autoCreateTopicEnable=false\n")
+    assert (await call(broker, upd)).code == ResponseCode.SUCCESS
+    assert broker.config.auto_create_topic_enable is False
+    assert "autoCreateTopicEnable=false" in Path(broker.config_path).read_text()
+    bad = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, {}, b"defaultTopicQueueNums=abc\n")
+    assert (await call(broker, bad)).code == ResponseCode.SYSTEM_ERROR
+    black = RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, {}, b"brokerName=x\n")
+    assert (await call(broker, black)).code == ResponseCode.NO_PERMISSION
+    assert broker.config.broker_name == "b1"
+
+
+async def test_delay_property_goes_through_schedule_topic(broker) -> None:
+    resp = await call(broker, send_cmd("DelayT", b"later", 0, extra={"DELAY": "2"}))
+    assert resp.code == ResponseCode.SUCCESS
+    assert broker.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 1) == 1
+    assert broker.store.get_max_offset_in_queue("DelayT", 0) == 0
+    resp = await call(broker, RemotingCommand.request(RequestCode.GET_ALL_DELAY_OFFSET, {}))
+    assert resp.code == ResponseCode.SUCCESS
