@@ -1,0 +1,228 @@
+"""Broker send/pull throughput through the real remoting path; prints one summary line.
+
+Starts a real `mq broker` (ASYNC_FLUSH, temp store, no name server) and, as the baseline,
+a Python "ceiling" server: our RemotingServer answering SEND_MESSAGE_V2 with a canned
+response and doing nothing else. Each case drives SEND_MESSAGE_V2 (1 KiB bodies) from a
+client process with 1 and 64 requests in flight, SEND_BATCH_MESSAGE with 32 messages per
+request, and PULL_MESSAGE of the stored messages. The ratio is broker msgs/s over ceiling
+req/s at the same concurrency: how close the broker gets to what Python request/response
+alone allows on this machine.
+
+Usage: .venv/bin/python bench/broker_send.py [--seconds 3] [--clients 2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import multiprocessing as mp
+import os
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from mqproc import start_mq  # noqa: E402
+
+from mqtools.remoting.client import RemotingClient  # noqa: E402
+from mqtools.remoting.codes import RequestCode  # noqa: E402
+from mqtools.remoting.command import RemotingCommand  # noqa: E402
+from mqtools.remoting.headers import PullMessageRequestHeader, SendMessageRequestHeader  # noqa: E402
+
+BODY = b"x" * 1024
+TOPIC = "BenchSend"
+QUEUES = 8
+
+CEILING_SERVER = r'''
+import asyncio, sys
+from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.headers import SendMessageResponseHeader
+from mqtools.remoting.loop import run
+
+async def main():
+    server = RemotingServer("127.0.0.1", 0)
+    ext = SendMessageResponseHeader(msg_id="7F00000100002A9F0000000000000000", queue_id=0, queue_offset=0).to_ext()
+    def answer(conn, req):
+        return req.response(ext_fields=dict(ext))
+    for code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
+        server.register(code, answer)
+    await server.start()
+    print(f"READY ceiling 127.0.0.1:{server.port}", flush=True)
+    await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)
+
+run(main())
+'''
+
+
+def send_cmd(queue_id: int, code: int = RequestCode.SEND_MESSAGE_V2, body: bytes = BODY) -> RemotingCommand:
+    h = SendMessageRequestHeader(
+        producer_group="PG_BENCH", topic=TOPIC, default_topic="TBW102", default_topic_queue_nums=QUEUES,
+        queue_id=queue_id, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0, properties="")
+    return RemotingCommand.request(code, h.to_v2(), body)
+
+
+def batch_body(n: int) -> bytes:
+    one = struct.pack(">iiiii", 20 + len(BODY) + 2, 0, 0, 0, len(BODY)) + BODY + struct.pack(">h", 0)
+    return one * n
+
+
+async def drive(addr: str, kind: str, inflight: int, seconds: float, batch: int) -> dict:
+    """One client process: `inflight` workers, each one request at a time, for `seconds`."""
+    client = RemotingClient()
+    latencies: list[float] = []
+    msgs = 0
+    errors = 0
+    body = batch_body(batch) if kind == "batch" else BODY
+    code = RequestCode.SEND_BATCH_MESSAGE if kind == "batch" else RequestCode.SEND_MESSAGE_V2
+    await client.connection(addr)
+    deadline = time.perf_counter() + seconds
+
+    async def worker(w: int) -> None:
+        nonlocal msgs, errors
+        q = w % QUEUES
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            resp = await client.invoke(addr, send_cmd(q, code, body), 10)
+            latencies.append(time.perf_counter() - t0)
+            if resp.code in (0, 10):
+                msgs += batch if kind == "batch" else 1
+            else:
+                errors += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker(w) for w in range(inflight)))
+    elapsed = time.perf_counter() - t0
+    await client.close()
+    return {"msgs": msgs, "errors": errors, "elapsed": elapsed, "lat": latencies}
+
+
+async def drive_pull(addr: str, seconds: float, max_nums: int) -> dict:
+    client = RemotingClient()
+    msgs = 0
+    nbytes = 0
+    offsets = dict.fromkeys(range(QUEUES), 0)
+    deadline = time.perf_counter() + seconds
+    t0 = time.perf_counter()
+
+    async def worker(q: int) -> None:
+        nonlocal msgs, nbytes
+        while time.perf_counter() < deadline:
+            h = PullMessageRequestHeader(
+                consumer_group="CG_BENCH", topic=TOPIC, queue_id=q, queue_offset=offsets[q], max_msg_nums=max_nums,
+                sys_flag=4, commit_offset=0, suspend_timeout_millis=0, sub_version=0, subscription="*",
+                expression_type="TAG", max_msg_bytes=4 * 1024 * 1024)
+            resp = await client.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext()), 10)
+            if resp.code != 0:
+                offsets[q] = 0
+                continue
+            body = resp.body or b""
+            offsets[q] = int(resp.ext_fields["nextBeginOffset"])
+            nbytes += len(body)
+            n, pos = 0, 0
+            while pos < len(body):
+                (size,) = struct.unpack_from(">i", body, pos)
+                pos += size
+                n += 1
+            msgs += n
+
+    await asyncio.gather(*(worker(q) for q in range(QUEUES)))
+    elapsed = time.perf_counter() - t0
+    await client.close()
+    return {"msgs": msgs, "errors": 0, "elapsed": elapsed, "lat": [], "bytes": nbytes}
+
+
+def _child(args: tuple, out: mp.Queue) -> None:
+    kind = args[1]
+    if kind == "pull":
+        out.put(asyncio.run(drive_pull(args[0], args[3], args[4])))
+    else:
+        out.put(asyncio.run(drive(*args)))
+
+
+def run_case(addr: str, kind: str, inflight: int, seconds: float, batch: int, clients: int) -> dict:
+    """Split `inflight` across `clients` processes (one Python client saturates one core)."""
+    ctx = mp.get_context("spawn")
+    out: mp.Queue = ctx.Queue()
+    per = max(1, inflight // clients) if inflight > 1 else 1
+    n = clients if inflight > 1 or kind == "pull" else 1
+    procs = [ctx.Process(target=_child, args=((addr, kind, per, seconds, batch), out)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=seconds + 60) for _ in procs]
+    for p in procs:
+        p.join(10)
+    lat = sorted(x for r in results for x in r["lat"])
+    msgs = sum(r["msgs"] for r in results)
+    elapsed = max(r["elapsed"] for r in results)
+    size = sum(r.get("bytes", 0) for r in results) or msgs * len(BODY)
+    return {
+        "msgs_s": msgs / elapsed,
+        "mb_s": size / elapsed / 1e6,
+        "p50_ms": statistics.median(lat) * 1000 if lat else 0.0,
+        "p99_ms": lat[int(len(lat) * 0.99) - 1] * 1000 if lat else 0.0,
+        "errors": sum(r["errors"] for r in results),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=3.0)
+    parser.add_argument("--clients", type=int, default=2)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        props = Path(tmp) / "broker.properties"
+        props.write_text(
+            f"brokerName=bench\nlistenPort=0\nstorePathRootDir={tmp}/store\nflushDiskType=ASYNC_FLUSH\n"
+            "brokerIP1=127.0.0.1\n")
+        broker = start_mq(["broker", "start", "-c", str(props)], timeout=60, env={"NAMESRV_ADDR": ""})
+        ceiling = subprocess.Popen([sys.executable, "-c", CEILING_SERVER], stdin=subprocess.PIPE,
+                                   stdout=subprocess.PIPE, text=True, env={**os.environ})
+        line = ceiling.stdout.readline()  # type: ignore[union-attr]
+        ceiling_addr = line.split()[2]
+        try:
+            asyncio.run(_create_topic(broker.addr))
+            cases = {
+                "sync1": ("send", 1, 1),
+                "sync64": ("send", 64, 1),
+                "batch32": ("batch", 8, 32),
+            }
+            res = {}
+            for name, (kind, inflight, batch) in cases.items():
+                res[name] = run_case(broker.addr, kind, inflight, args.seconds, batch, args.clients)
+                res["ceil_" + name] = run_case(ceiling_addr, kind, inflight, args.seconds, batch, args.clients)
+            res["pull"] = run_case(broker.addr, "pull", QUEUES, args.seconds, 256, args.clients)
+        finally:
+            ceiling.stdin.close()  # type: ignore[union-attr]
+            ceiling.wait(10)
+            broker.stop()
+    parts = []
+    for name in ("sync1", "sync64", "batch32"):
+        r, c = res[name], res["ceil_" + name]
+        parts.append(f"{name}: {r['msgs_s']:,.0f} msgs/s {r['mb_s']:.1f} MB/s p50 {r['p50_ms']:.2f} ms "
+                     f"p99 {r['p99_ms']:.2f} ms ceiling {c['msgs_s']:,.0f}/s ratio {r['msgs_s'] / c['msgs_s']:.2f}"
+                     + (f" errors {r['errors']}" if r["errors"] else ""))
+    p = res["pull"]
+    parts.append(f"pull: {p['msgs_s']:,.0f} msgs/s {p['mb_s']:.1f} MB/s")
+    print("broker_send | " + " | ".join(parts) + " | targets: sync64>=40,000 batch32>=150,000 pull>=200,000")
+    print(json.dumps({k: {kk: round(vv, 3) for kk, vv in v.items()} for k, v in res.items()}), file=sys.stderr)
+
+
+async def _create_topic(addr: str) -> None:
+    client = RemotingClient()
+    ext = {"topic": TOPIC, "defaultTopic": "TBW102", "readQueueNums": str(QUEUES), "writeQueueNums": str(QUEUES),
+           "perm": "6", "topicFilterType": "SINGLE_TAG"}
+    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext), 10)
+    await client.close()
+    if resp.code != 0:
+        raise SystemExit(f"cannot create {TOPIC}: {resp.remark}")
+
+
+if __name__ == "__main__":
+    main()
