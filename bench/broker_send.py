@@ -28,12 +28,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from mqproc import start_mq  # noqa: E402
+from mqproc import start_mq
 
-from mqtools.remoting.client import RemotingClient  # noqa: E402
-from mqtools.remoting.codes import RequestCode  # noqa: E402
-from mqtools.remoting.command import RemotingCommand  # noqa: E402
-from mqtools.remoting.headers import PullMessageRequestHeader, SendMessageRequestHeader  # noqa: E402
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.headers import PullMessageRequestHeader, SendMessageRequestHeader
 
 BODY = b"x" * 1024
 TOPIC = "BenchSend"
