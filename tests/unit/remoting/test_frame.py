@@ -1,0 +1,124 @@
+"""Sans-IO frame decoder: any split of a valid stream gives the same commands; garbage only ever
+raises ProtocolError."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mqtools.remoting.codes import SerializeType
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import ProtocolError
+from mqtools.remoting.frame import DEFAULT_MAX_FRAME, FrameDecoder
+
+text = st.text(max_size=20)
+commands = st.builds(
+    RemotingCommand,
+    code=st.integers(-32768, 32767),
+    ext_fields=st.dictionaries(st.text(min_size=1, max_size=10), text, max_size=4),
+    body=st.one_of(st.none(), st.binary(min_size=1, max_size=64)),
+    remark=st.one_of(st.none(), st.text(min_size=1, max_size=20)),
+    opaque=st.integers(0, 2**31 - 1),
+    flag=st.integers(0, 3),
+    language=st.integers(0, 13),
+    version=st.integers(0, 32767),
+    serialize_type=st.sampled_from(list(SerializeType)),
+)
+
+
+def _same(a: RemotingCommand, b: RemotingCommand) -> None:
+    assert (a.code, a.ext_fields, a.remark, a.opaque, a.flag, a.serialize_type) == (
+        b.code,
+        b.ext_fields,
+        b.remark,
+        b.opaque,
+        b.flag,
+        b.serialize_type,
+    )
+    assert (bytes(a.body) if a.body else None) == (bytes(b.body) if b.body else None)
+    assert a.version == b.version and a.language == b.language
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cmds=st.lists(commands, min_size=1, max_size=6), data=st.data())
+def test_random_splits_give_the_same_commands(cmds: list[RemotingCommand], data: st.DataObject) -> None:
+    stream = b"".join(c.encode() for c in cmds)
+    cuts = sorted(data.draw(st.lists(st.integers(0, len(stream)), max_size=12)))
+    decoder = FrameDecoder()
+    out: list[RemotingCommand] = []
+    prev = 0
+    for cut in [*cuts, len(stream)]:
+        out += decoder.feed(stream[prev:cut])
+        prev = cut
+    assert len(out) == len(cmds)
+    for got, want in zip(out, cmds, strict=True):
+        _same(got, want)
+    assert decoder.buffered == 0
+
+
+def test_one_byte_at_a_time_and_many_frames_per_read() -> None:
+    cmds = [RemotingCommand.request(i, {"k": str(i)}, b"x" * i) for i in range(1, 30)]
+    stream = b"".join(c.encode() for c in cmds)
+    decoder = FrameDecoder()
+    one_by_one = [cmd for i in range(len(stream)) for cmd in decoder.feed(stream[i : i + 1])]
+    assert [c.code for c in one_by_one] == list(range(1, 30))
+    assert [c.code for c in FrameDecoder().feed(stream)] == list(range(1, 30))
+
+
+@settings(max_examples=300, deadline=None)
+@given(garbage=st.binary(max_size=200), split=st.integers(1, 50))
+def test_random_garbage_raises_only_protocol_error(garbage: bytes, split: int) -> None:
+    decoder = FrameDecoder(max_frame=1024)
+    try:
+        for i in range(0, len(garbage), split):
+            decoder.feed(garbage[i : i + split])
+    except ProtocolError:
+        with pytest.raises(ProtocolError):
+            decoder.feed(b"more")
+
+
+@settings(max_examples=200, deadline=None)
+@given(header=st.binary(max_size=80), serialize_type=st.sampled_from([0, 1]), body=st.binary(max_size=8))
+def test_garbage_headers_inside_valid_frames_raise_only_protocol_error(
+    header: bytes, serialize_type: int, body: bytes
+) -> None:
+    frame = struct.pack(">ii", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
+    try:
+        FrameDecoder().feed(frame)
+    except ProtocolError:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        (struct.pack(">i", -5), "too small"),
+        (struct.pack(">i", 2), "too small"),
+        (struct.pack(">i", DEFAULT_MAX_FRAME + 1), "exceeds"),
+        (struct.pack(">ii", 8, 100) + b"\0" * 4, "header length"),
+        (struct.pack(">ii", 6, (7 << 24) | 2) + b"{}", "serialize type"),
+        (struct.pack(">ii", 7, 3) + b"{x}", "JSON"),
+        (struct.pack(">ii", 6, 2) + b"[]", "not an object"),
+        (struct.pack(">ii", 4 + 16, 16) + b'{"code":"text"} ', "integer"),
+        (struct.pack(">ii", 4 + 5, (1 << 24) | 5) + b"\0" * 5, "truncated"),
+    ],
+)
+def test_each_bad_frame_kind_is_a_protocol_error(frame: bytes, message: str) -> None:
+    with pytest.raises(ProtocolError, match=message):
+        FrameDecoder().feed(frame)
+
+
+def test_max_frame_is_configurable() -> None:
+    cmd = RemotingCommand.request(10, body=b"x" * 100)
+    with pytest.raises(ProtocolError):
+        FrameDecoder(max_frame=64).feed(cmd.encode())
+    assert len(FrameDecoder(max_frame=400).feed(cmd.encode())) == 1
+
+
+def test_oversized_length_fails_before_the_frame_arrives() -> None:
+    """The length prefix alone is enough to refuse: no 16 MiB buffering first."""
+    with pytest.raises(ProtocolError):
+        FrameDecoder(max_frame=1000).feed(struct.pack(">i", 5000))

@@ -1,0 +1,192 @@
+"""Remoting server dispatch and client transport over real loopback sockets (in-process)."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import struct
+from collections.abc import AsyncIterator
+
+import pytest
+
+from mqtools.remoting.client import RemotingClient, parse_addr, parse_namesrv_list
+from mqtools.remoting.codes import ResponseCode, SerializeType
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingConnectError, RemotingConnectionClosed, RemotingTimeoutError
+from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.transport import RemotingConnection
+
+ECHO, BOOM, SLOW, NEVER, ONEWAY_SEEN, ASYNC_BOOM = 1, 2, 3, 4, 5, 6
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[RemotingServer]:
+    srv = RemotingServer("127.0.0.1", 0)
+    seen: list[RemotingCommand] = []
+    srv.seen = seen  # type: ignore[attr-defined]
+
+    def echo(conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        seen.append(req)
+        return req.response(body=req.body, ext_fields=dict(req.ext_fields))
+
+    def boom(conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        raise ValueError("broken processor")
+
+    async def slow(conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        await asyncio.sleep(0.05)
+        return req.response(remark="slow")
+
+    async def never(conn: RemotingConnection, req: RemotingCommand) -> None:
+        await asyncio.sleep(3600)
+
+    async def async_boom(conn: RemotingConnection, req: RemotingCommand) -> None:
+        await asyncio.sleep(0)
+        raise RuntimeError("late failure")
+
+    for code, fn in ((ECHO, echo), (BOOM, boom), (SLOW, slow), (NEVER, never), (ONEWAY_SEEN, echo),
+                     (ASYNC_BOOM, async_boom)):
+        srv.register(code, fn)
+    await srv.start()
+    yield srv
+    await srv.stop()
+
+
+def addr(srv: RemotingServer) -> str:
+    return f"127.0.0.1:{srv.port}"
+
+
+async def test_invoke_matches_responses_by_opaque(server: RemotingServer) -> None:
+    client = RemotingClient()
+    reqs = [RemotingCommand.request(SLOW if i % 2 else ECHO, {"i": str(i)}) for i in range(20)]
+    resps = await asyncio.gather(*(client.invoke(addr(server), r, 5) for r in reqs))
+    for req, resp in zip(reqs, resps, strict=True):
+        assert resp.opaque == req.opaque
+        assert resp.remark == "slow" if req.code == SLOW else resp.ext_fields == req.ext_fields
+    assert len(client._conns) == 1  # one pooled connection per address
+    await client.close()
+
+
+async def test_unknown_code_and_processor_errors_keep_the_connection(server: RemotingServer) -> None:
+    client = RemotingClient()
+    resp = await client.invoke(addr(server), RemotingCommand.request(999), 5)
+    assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and "999" in (resp.remark or "")
+    resp = await client.invoke(addr(server), RemotingCommand.request(BOOM), 5)
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "broken processor" in (resp.remark or "")
+    resp = await client.invoke(addr(server), RemotingCommand.request(ASYNC_BOOM), 5)
+    assert resp.code == ResponseCode.SYSTEM_ERROR and "late failure" in (resp.remark or "")
+    conn = await client.connection(addr(server))
+    resp = await client.invoke(addr(server), RemotingCommand.request(ECHO, body=b"still here"), 5)
+    assert resp.body == b"still here" and conn.is_open
+    await client.close()
+
+
+async def test_response_keeps_the_binary_serialization(server: RemotingServer) -> None:
+    client = RemotingClient()
+    req = RemotingCommand.request(ECHO, {"k": "v"}, serialize_type=SerializeType.ROCKETMQ)
+    resp = await client.invoke(addr(server), req, 5)
+    assert resp.serialize_type == SerializeType.ROCKETMQ and resp.ext_fields == {"k": "v"}
+    req = RemotingCommand.request(999, serialize_type=SerializeType.ROCKETMQ)
+    assert (await client.invoke(addr(server), req, 5)).serialize_type == SerializeType.ROCKETMQ
+    await client.close()
+
+
+async def test_oneway_requests_get_no_response(server: RemotingServer) -> None:
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(RemotingCommand.request(ONEWAY_SEEN, {"x": "1"}, oneway=True).encode())
+    writer.write(RemotingCommand.request(BOOM, oneway=True).encode())
+    writer.write(RemotingCommand.request(999, oneway=True).encode())
+    marker = RemotingCommand.request(ECHO, {"marker": "1"})
+    writer.write(marker.encode())
+    await writer.drain()
+    (length,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 5))
+    await reader.readexactly(length)
+    # The first and only answer on the wire is the marker's: none of the oneway requests answered.
+    assert [c.ext_fields for c in server.seen] == [{"x": "1"}, {"marker": "1"}]  # type: ignore[attr-defined]
+    writer.close()
+
+
+async def test_timeout_cleans_up_the_pending_request(server: RemotingServer) -> None:
+    client = RemotingClient()
+    conn = await client.connection(addr(server))
+    with pytest.raises(RemotingTimeoutError):
+        await client.invoke(addr(server), RemotingCommand.request(NEVER), 0.1)
+    assert conn._pending == {}
+    assert (await client.invoke(addr(server), RemotingCommand.request(ECHO), 5)).code == 0
+    await client.close()
+
+
+async def test_pending_requests_fail_at_once_when_the_connection_drops(server: RemotingServer) -> None:
+    client = RemotingClient()
+    calls = [asyncio.ensure_future(client.invoke(addr(server), RemotingCommand.request(NEVER), 60))
+             for _ in range(3)]
+    await asyncio.sleep(0.1)
+    for conn in list(server.connections):
+        conn.abort()
+    results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 5)
+    assert all(isinstance(r, RemotingConnectionClosed) for r in results)
+    # The pool reconnects on the next call.
+    assert (await client.invoke(addr(server), RemotingCommand.request(ECHO), 5)).code == 0
+    await client.close()
+
+
+async def test_garbage_closes_only_that_connection(server: RemotingServer) -> None:
+    client = RemotingClient()
+    good = await client.connection(addr(server))
+    reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+    writer.write(struct.pack(">i", -1) + b"garbage")
+    await writer.drain()
+    assert await asyncio.wait_for(reader.read(), 5) == b""  # closed by the server
+    resp = await client.invoke(addr(server), RemotingCommand.request(ECHO, body=b"ok"), 5)
+    assert resp.body == b"ok" and good.is_open
+    await client.close()
+
+
+def _dead_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+async def test_namesrv_selection_sticks_and_rotates(server: RemotingServer) -> None:
+    dead = f"127.0.0.1:{_dead_port()}"
+    client = RemotingClient([dead, addr(server)])
+    attempts: list[str] = []
+    real_connect = client._connect
+
+    async def counting(a: str) -> RemotingConnection:
+        attempts.append(a)
+        return await real_connect(a)
+
+    client._connect = counting  # type: ignore[method-assign]
+    for _ in range(5):
+        resp = await client.invoke_namesrv(RemotingCommand.request(ECHO), 5)
+        assert resp.code == 0
+    # The dead server cost one connect attempt; then the live one is sticky.
+    assert attempts == [dead, addr(server)]
+    await client.close()
+
+
+async def test_namesrv_all_dead_raises_connect_error() -> None:
+    client = RemotingClient([f"127.0.0.1:{_dead_port()}", f"127.0.0.1:{_dead_port()}"])
+    with pytest.raises(RemotingConnectError):
+        await client.invoke_namesrv(RemotingCommand.request(ECHO), 1)
+    await client.close()
+
+
+async def test_invoke_each_namesrv_reports_per_address(server: RemotingServer) -> None:
+    dead = f"127.0.0.1:{_dead_port()}"
+    client = RemotingClient([addr(server), dead])
+    results = await client.invoke_each_namesrv(lambda: RemotingCommand.request(ECHO), 5)
+    assert isinstance(results[addr(server)], RemotingCommand)
+    assert isinstance(results[dead], RemotingConnectError)
+    await client.close()
+
+
+def test_address_parsing() -> None:
+    assert parse_addr("127.0.0.1:9876") == ("127.0.0.1", 9876)
+    assert parse_namesrv_list("a:1; b:2;") == ["a:1", "b:2"]
+    for bad in ("nohost", "a:0", "a:x", ":1"):
+        with pytest.raises(ValueError):
+            parse_addr(bad)
+    with pytest.raises(ValueError):
+        parse_namesrv_list("a:1;b")
