@@ -17,12 +17,13 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mqtools.remoting.server import RemotingServer
-from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.namesrv.config import NamesrvConfig, format_properties
 from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager, write_atomic
 from mqtools.server.namesrv.processor import NamesrvProcessor
 from mqtools.server.namesrv.route_info import RouteInfoManager
+
+from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.transport import RemotingConnection
 
 log = logging.getLogger(__name__)
 

@@ -13,6 +13,10 @@ import zlib
 from collections.abc import Awaitable, Callable
 from typing import Any
 
+from mqtools.server.namesrv.config import ConfigError, NamesrvConfig, parse_properties
+from mqtools.server.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
+from mqtools.server.namesrv.route_info import RouteInfoManager
+
 from mqtools.remoting.bodies import DataVersion, RegisterBrokerBody, TopicRouteData
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
@@ -34,9 +38,6 @@ from mqtools.remoting.headers import (
 )
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
-from mqtools.server.namesrv.config import ConfigError, NamesrvConfig, parse_properties
-from mqtools.server.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
-from mqtools.server.namesrv.route_info import RouteInfoManager
 
 Clock = Callable[[], int]
 Persist = Callable[[], Awaitable[None]]
