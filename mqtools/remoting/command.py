@@ -173,20 +173,32 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
         obj = orjson.loads(data)
     except orjson.JSONDecodeError as exc:
         raise ProtocolError(f"undecodable JSON header: {exc}") from None
-    if not isinstance(obj, dict):
+    if type(obj) is not dict:
         raise ProtocolError("JSON header is not an object")
+    code = obj.get("code", 0)
+    opaque = obj.get("opaque", 0)
+    flag = obj.get("flag", 0)
+    version = obj.get("version", 0)
+    if type(code) is not int or type(opaque) is not int or type(flag) is not int or type(version) is not int:
+        code, opaque, flag, version = (_as_int(obj, k) for k in ("code", "opaque", "flag", "version"))
     ext = obj.get("extFields") or {}
-    if not isinstance(ext, dict):
+    if type(ext) is not dict:
         raise ProtocolError("extFields is not an object")
+    for value in ext.values():
+        if type(value) is not str:  # peers that send numbers or booleans: normalise them all
+            ext = {str(k): v if isinstance(v, str) else _json_scalar(v) for k, v in ext.items()}
+            break
     remark = obj.get("remark")
+    language = obj.get("language", "JAVA")
+    lang = _LANG_BY_NAME.get(language) if type(language) is str else None
     return RemotingCommand(
-        code=_as_int(obj, "code"),
-        ext_fields={str(k): v if isinstance(v, str) else _json_scalar(v) for k, v in ext.items()},
+        code=code,
+        ext_fields=ext,
         remark=None if remark is None else str(remark),
-        opaque=_as_int(obj, "opaque"),
-        flag=_as_int(obj, "flag"),
-        language=_language(obj.get("language", LanguageCode.JAVA)),
-        version=_as_int(obj, "version"),
+        opaque=opaque,
+        flag=flag,
+        language=_language(language) if lang is None else lang,
+        version=version,
         serialize_type=SerializeType.JSON,
     )
 

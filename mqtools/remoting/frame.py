@@ -8,7 +8,7 @@ from mqtools.remoting.command import RemotingCommand, decode_header
 from mqtools.remoting.errors import ProtocolError
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
-_PREFIX = struct.Struct(">ii")
+_I32 = struct.Struct(">i")
 
 
 class FrameDecoder:
@@ -26,24 +26,35 @@ class FrameDecoder:
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         if self._broken:
             raise ProtocolError("decoder already failed")
-        self._buf += data
+        # Fast path: nothing buffered, so frames are decoded straight out of `data`
+        # and only an incomplete tail is copied into the buffer.
+        if self._buf:
+            self._buf += data
+            buf: bytes | bytearray | memoryview = self._buf
+        else:
+            buf = data
         out: list[RemotingCommand] = []
-        buf = self._buf
+        size = len(buf)
         pos = 0
         try:
-            while len(buf) - pos >= 4:
-                (length,) = struct.unpack_from(">i", buf, pos)
-                self._check_length(length)
-                if len(buf) - pos - 4 < length:
+            while size - pos >= 4:
+                (length,) = _I32.unpack_from(buf, pos)
+                if length < 4 or length > self.max_frame:
+                    self._check_length(length)
+                end = pos + 4 + length
+                if end > size:
                     break
-                out.append(self._decode(memoryview(buf)[pos + 4 : pos + 4 + length]))
-                pos += 4 + length
+                out.append(self._decode(buf, pos + 4, end))
+                pos = end
         except ProtocolError:
             self._broken = True
             raise
         finally:
-            if pos:
-                del buf[:pos]
+            if buf is self._buf:
+                if pos:
+                    del self._buf[:pos]
+            elif pos < size:
+                self._buf = bytearray(buf[pos:])
         return out
 
     def _check_length(self, length: int) -> None:
@@ -53,19 +64,22 @@ class FrameDecoder:
             raise ProtocolError(f"frame length {length} exceeds the {self.max_frame} byte limit")
 
     @staticmethod
-    def _decode(frame: memoryview) -> RemotingCommand:
-        try:
-            (ori,) = struct.unpack_from(">i", frame, 0)
-            serialize_type = (ori >> 24) & 0xFF
-            header_len = ori & 0xFFFFFF
-            if header_len > len(frame) - 4:
-                raise ProtocolError(f"header length {header_len} exceeds the frame")
-            cmd = decode_header(serialize_type, frame[4 : 4 + header_len])
-            body = frame[4 + header_len :]
-            cmd.body = bytes(body) if len(body) else None
-            return cmd
-        finally:
-            frame.release()
+    def _decode(buf: bytes | bytearray | memoryview, start: int, end: int) -> RemotingCommand:
+        """One frame: buf[start:end] holds the serialize/header-length word, header and body."""
+        (ori,) = _I32.unpack_from(buf, start)
+        header_len = ori & 0xFFFFFF
+        hstart = start + 4
+        hend = hstart + header_len
+        if hend > end:
+            raise ProtocolError(f"header length {header_len} exceeds the frame")
+        cmd = decode_header((ori >> 24) & 0xFF, buf[hstart:hend])
+        if end > hend:
+            if type(buf) is bytes:
+                cmd.body = buf[hend:end]
+            else:
+                with memoryview(buf) as view:
+                    cmd.body = bytes(view[hend:end])
+        return cmd
 
     @property
     def buffered(self) -> int:

@@ -15,7 +15,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from mqtools.remoting.codes import ResponseCode, code_name
-from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.command import FLAG_ONEWAY, RemotingCommand
 from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME
 from mqtools.remoting.transport import RemotingConnection
@@ -89,12 +89,12 @@ class RemotingServer:
         except Exception as exc:  # noqa: BLE001 - any processor failure becomes a response
             self._reply(conn, req, self._error(req, exc))
             return
-        if inspect.isawaitable(result):
+        if result is None or type(result) is RemotingCommand or not inspect.isawaitable(result):
+            self._reply(conn, req, result)  # type: ignore[arg-type]
+        else:
             task = asyncio.ensure_future(self._finish(conn, req, result))
             self._tasks.add(task)
             task.add_done_callback(self._tasks.discard)
-        else:
-            self._reply(conn, req, result)
 
     async def _finish(self, conn: RemotingConnection, req: RemotingCommand, pending: Awaitable) -> None:
         try:
@@ -113,7 +113,7 @@ class RemotingServer:
 
     @staticmethod
     def _reply(conn: RemotingConnection, req: RemotingCommand, resp: RemotingCommand | None) -> None:
-        if req.is_oneway or resp is None or not conn.is_open:
+        if resp is None or req.flag & FLAG_ONEWAY or not conn.is_open:
             return
         resp.opaque = req.opaque
         resp.flag |= 1

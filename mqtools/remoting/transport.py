@@ -18,6 +18,9 @@ from mqtools.remoting.frame import DEFAULT_MAX_FRAME, FrameDecoder
 
 log = logging.getLogger(__name__)
 
+#: Bodies up to this size are joined to the header and written at once; bigger ones are not copied.
+_JOIN_LIMIT = 64 * 1024
+
 RequestCallback = Callable[["RemotingConnection", RemotingCommand], None]
 CloseCallback = Callable[["RemotingConnection"], None]
 
@@ -81,13 +84,16 @@ class RemotingConnection(asyncio.Protocol):
 
     def send(self, cmd: RemotingCommand) -> None:
         """Write a command without waiting for anything (responses, oneway requests)."""
-        if not self.is_open:
+        transport = self._transport
+        if transport is None or transport.is_closing():
             raise RemotingConnectionClosed(self.peer)
         head, body = cmd.encode_parts()
         if body is None:
-            self._transport.write(head)  # type: ignore[union-attr]
+            transport.write(head)
+        elif len(body) <= _JOIN_LIMIT:
+            transport.write(head + body)  # type: ignore[operator]  # one small copy, one syscall
         else:
-            self._transport.writelines((head, body))  # type: ignore[union-attr]
+            transport.writelines((head, body))
 
     async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
