@@ -286,12 +286,15 @@ class RouteInfoManager:
             self.filter_server_table.pop(key, None)
 
     def on_channel_destroy(self, channel: Any) -> bool:
-        """A connection closed; True when it belonged to a registered broker (now removed)."""
-        for key, live in self.broker_live_table.items():
-            if live.channel is channel:
-                self.on_broker_gone(key)
-                return True
-        return False
+        """A connection closed; True when brokers had registered over it (now all removed).
+
+        RocketMQ drops only the first broker it finds for the channel; a tool that
+        registers several brokers over one connection would leave the others behind.
+        """
+        keys = [key for key, live in self.broker_live_table.items() if live.channel is channel]
+        for key in keys:
+            self.on_broker_gone(key)
+        return bool(keys)
 
     def scan_not_active_broker(self, now_ms: int) -> list[Any]:
         """Remove brokers whose last heartbeat is older than their timeout; return their channels to close.

@@ -132,6 +132,11 @@ async def test_expiry_and_kv_persistence_across_restart(tmp_path: Path) -> None:
     proc = start_namesrv(tmp_path, "-c", str(props))
     client = RemotingClient()
     try:
+        conf = await client.invoke(proc.addr, RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG), 5)
+        lines = bytes(conf.body).decode().splitlines()  # type: ignore[arg-type]
+        # The file's scan interval applies; --listen-port overrides the file's listenPort.
+        assert "scanNotActiveBrokerInterval=100" in lines and "listenPort=0" in lines
+        assert f"kvConfigPath={tmp_path / 'kvConfig.json'}" in lines
         await client.invoke(proc.addr, register_cmd("it-exp", 0, "127.0.0.1:5", "IT_EXP", timeout_ms=300), 5)
         assert (await client.invoke(proc.addr, route_cmd("IT_EXP"), 5)).code == ResponseCode.SUCCESS
 

@@ -131,6 +131,16 @@ def test_closed_channel_unregisters_its_broker_at_once() -> None:
     assert set(rim.topic_queue_table["T1"]) == {"b2"} and "b1" not in rim.broker_addr_table
 
 
+def test_closed_channel_removes_every_broker_registered_over_it() -> None:
+    rim = RouteInfoManager()
+    shared = object()
+    register(rim, "b1", 0, "h:1", "T1", channel=shared)
+    register(rim, "b1", 1, "h:2", "T1", channel=shared)
+    register(rim, "b2", 0, "h:3", "T2", channel=shared)
+    assert rim.on_channel_destroy(shared) is True
+    assert_empty(rim)
+
+
 def test_slave_promoted_to_master_keeps_one_entry_per_address() -> None:
     rim = RouteInfoManager()
     register(rim, "b1", 1, "h:2", "T1")
