@@ -91,7 +91,6 @@ def _keys() -> dict[str, tuple[str, type]]:
             continue
         kind = {"int": int, "bool": bool, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
         out[_camel(f.name)] = (f.name, kind)
-    out["rocketmqHome"] = ("rocketmq_home", str)
     return out
 
 
