@@ -5,13 +5,19 @@ _mq() {
         w="${COMP_WORDS[i]}"
         [[ "$w" == -* ]] && continue
         case "${path// /_}_$w" in
+            mq_broker) path="mq broker" ;;
+            mq_broker_start) path="mq broker start" ;;
             mq_namesrv) path="mq namesrv" ;;
+            mq_namesrv_start) path="mq namesrv start" ;;
             mq_version) path="mq version" ;;
         esac
     done
     case "${path// /_}" in
-        mq) words="namesrv version --help" ;;
-        mq_namesrv) words="--help" ;;
+        mq) words="broker namesrv version --help" ;;
+        mq_broker) words="start --help" ;;
+        mq_broker_start) words="--broker-name --config --listen-port --namesrv-addr --store-dir -c -n --help" ;;
+        mq_namesrv) words="start --help" ;;
+        mq_namesrv_start) words="--config --host --kv-config-path --listen-port --store-dir -c --help" ;;
         mq_version) words="--help" ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))
