@@ -1,0 +1,162 @@
+"""SYNC_MASTER waits: replication progress and group transfer.
+
+Puts on a SYNC_MASTER wait until some slave acknowledged past their end offset.  Like
+RocketMQ's GroupTransferService the waiters are handled as a group: one ack releases
+every waiter whose end offset it covers (a heap ordered by end offset), instead of each
+waiter polling.  `ReplicationProgress` and `GroupTransfer` are sans-IO (explicit `now`);
+`GroupTransferService` is the thin asyncio layer that turns them into awaitable results.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+
+@dataclass
+class ReplicationProgress:
+    """push2SlaveMaxOffset and slave availability (isSlaveOK) for one master."""
+
+    fallbehind_max: int = 256 * 1024 * 1024
+    push2slave_max_offset: int = 0
+    connection_count: int = 0
+
+    def on_ack(self, offset: int) -> bool:
+        """Record an ack (max over all slaves, never decreases); True if it advanced."""
+        if offset > self.push2slave_max_offset:
+            self.push2slave_max_offset = offset
+            return True
+        return False
+
+    def is_slave_ok(self, master_put_where: int) -> bool:
+        return (self.connection_count > 0
+                and master_put_where - self.push2slave_max_offset < self.fallbehind_max)
+
+    def fall_behind(self, master_max_offset: int) -> int:
+        return max(0, master_max_offset - self.push2slave_max_offset)
+
+
+@dataclass(order=True)
+class _Waiter:
+    end_offset: int
+    seq: int
+    deadline: float = field(compare=False)
+    done: bool = field(default=False, compare=False)
+
+
+class GroupTransfer:
+    """Pending SYNC_MASTER requests; released in bulk by acks, expired by deadline."""
+
+    def __init__(self) -> None:
+        self._by_offset: list[_Waiter] = []
+        self._by_deadline: list[tuple[float, int, _Waiter]] = []
+        self._seq = itertools.count()
+
+    def submit(self, end_offset: int, deadline: float) -> _Waiter:
+        waiter = _Waiter(end_offset, next(self._seq), deadline)
+        heapq.heappush(self._by_offset, waiter)
+        heapq.heappush(self._by_deadline, (deadline, waiter.seq, waiter))
+        return waiter
+
+    def release(self, acked: int) -> list[_Waiter]:
+        """Every pending waiter with end_offset <= acked, in offset order."""
+        released: list[_Waiter] = []
+        heap = self._by_offset
+        while heap and (heap[0].done or heap[0].end_offset <= acked):
+            waiter = heapq.heappop(heap)
+            if not waiter.done:
+                waiter.done = True
+                released.append(waiter)
+        return released
+
+    def expire(self, now: float) -> list[_Waiter]:
+        """Every pending waiter whose deadline has passed."""
+        expired: list[_Waiter] = []
+        heap = self._by_deadline
+        while heap and (heap[0][2].done or heap[0][0] <= now):
+            _, _, waiter = heapq.heappop(heap)
+            if not waiter.done:
+                waiter.done = True
+                expired.append(waiter)
+        return expired
+
+    def next_deadline(self) -> float | None:
+        while self._by_deadline and self._by_deadline[0][2].done:
+            heapq.heappop(self._by_deadline)
+        return self._by_deadline[0][0] if self._by_deadline else None
+
+    def __len__(self) -> int:
+        return sum(1 for w in self._by_offset if not w.done)
+
+
+class GroupTransferService:
+    """Asyncio layer: `await wait(end_offset, timeout)` -> True (acked) / False (timed out).
+
+    One timer is armed at the earliest deadline; acks resolve futures directly, so a single
+    ack wakes many puts at once.  The clock is injectable (monotonic seconds).
+    """
+
+    def __init__(self, progress: ReplicationProgress, clock: Callable[[], float] = time.monotonic) -> None:
+        self.progress = progress
+        self._clock = clock
+        self._pending = GroupTransfer()
+        self._futures: dict[int, asyncio.Future[bool]] = {}
+        self._timer: asyncio.TimerHandle | None = None
+        self._timer_when = 0.0
+
+    async def wait(self, end_offset: int, timeout: float) -> bool:
+        if self.progress.push2slave_max_offset >= end_offset:
+            return True
+        loop = asyncio.get_running_loop()
+        waiter = self._pending.submit(end_offset, self._clock() + timeout)
+        future: asyncio.Future[bool] = loop.create_future()
+        self._futures[waiter.seq] = future
+        self._arm(loop)
+        try:
+            return await future
+        finally:
+            self._futures.pop(waiter.seq, None)
+            waiter.done = True
+
+    def notify_ack(self, offset: int) -> None:
+        """Called for every ack from any slave."""
+        self.progress.on_ack(offset)
+        for waiter in self._pending.release(self.progress.push2slave_max_offset):
+            self._resolve(waiter.seq, True)
+
+    def pending(self) -> int:
+        return len(self._futures)
+
+    def close(self) -> None:
+        """Fail every waiter (shutdown)."""
+        if self._timer:
+            self._timer.cancel()
+        for future in list(self._futures.values()):
+            if not future.done():
+                future.set_result(False)
+
+    def _resolve(self, seq: int, ok: bool) -> None:
+        future = self._futures.get(seq)
+        if future is not None and not future.done():
+            future.set_result(ok)
+
+    def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
+        deadline = self._pending.next_deadline()
+        if deadline is None:
+            return
+        if self._timer is not None and not self._timer.cancelled() and self._timer_when <= deadline:
+            return
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer_when = deadline
+        self._timer = loop.call_later(max(0.0, deadline - self._clock()), self._on_timer, loop)
+
+    def _on_timer(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._timer = None
+        for waiter in self._pending.expire(self._clock()):
+            self._resolve(waiter.seq, False)
+        self._arm(loop)

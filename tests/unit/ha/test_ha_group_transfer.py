@@ -1,0 +1,93 @@
+"""Group transfer: one ack releases many waiters; deadlines with a fake clock; isSlaveOK."""
+
+from __future__ import annotations
+
+import asyncio
+
+from mqtools.server.ha.group_transfer import GroupTransfer, GroupTransferService, ReplicationProgress
+
+
+def test_one_ack_releases_every_covered_waiter() -> None:
+    group = GroupTransfer()
+    waiters = [group.submit(end, deadline=100.0) for end in (300, 100, 200, 400)]
+    released = group.release(250)
+    assert [w.end_offset for w in released] == [100, 200]
+    assert len(group) == 2
+    assert [w.end_offset for w in group.release(1000)] == [300, 400]
+    assert all(w.done for w in waiters)
+
+
+def test_deadlines_expire_with_a_fake_clock() -> None:
+    group = GroupTransfer()
+    group.submit(100, deadline=5.0)
+    group.submit(200, deadline=3.0)
+    assert group.next_deadline() == 3.0
+    assert group.expire(now=2.9) == []
+    assert [w.end_offset for w in group.expire(now=3.0)] == [200]
+    assert group.next_deadline() == 5.0
+    assert [w.end_offset for w in group.release(150)] == [100]
+    assert group.next_deadline() is None
+    assert group.expire(now=99.0) == []
+
+
+def test_released_waiter_does_not_expire_and_vice_versa() -> None:
+    group = GroupTransfer()
+    group.submit(100, deadline=1.0)
+    group.submit(200, deadline=1.0)
+    group.release(100)
+    assert [w.end_offset for w in group.expire(2.0)] == [200]
+    assert group.release(10_000) == []
+
+
+def test_progress_is_max_over_slaves_and_never_decreases() -> None:
+    progress = ReplicationProgress(fallbehind_max=1000)
+    assert progress.on_ack(500)
+    assert not progress.on_ack(300)
+    assert progress.push2slave_max_offset == 500
+    assert progress.fall_behind(800) == 300
+
+
+def test_slave_ok_needs_a_connection_and_a_small_gap() -> None:
+    progress = ReplicationProgress(fallbehind_max=1000)
+    progress.on_ack(500)
+    assert not progress.is_slave_ok(600)
+    progress.connection_count = 1
+    assert progress.is_slave_ok(1499)
+    assert not progress.is_slave_ok(1500)
+
+
+async def test_service_releases_many_waits_with_one_ack() -> None:
+    service = GroupTransferService(ReplicationProgress())
+    tasks = [asyncio.create_task(service.wait(end, timeout=30.0)) for end in (10, 20, 30, 40)]
+    await asyncio.sleep(0)
+    assert service.pending() == 4
+    service.notify_ack(30)
+    await asyncio.sleep(0)
+    assert [t.done() for t in tasks] == [True, True, True, False]
+    assert all(t.result() for t in tasks[:3])
+    service.notify_ack(40)
+    assert await tasks[3] is True
+    assert service.pending() == 0
+
+
+async def test_service_times_out_without_ack() -> None:
+    service = GroupTransferService(ReplicationProgress())
+    slow = asyncio.create_task(service.wait(100, timeout=0.05))
+    fast_ok = asyncio.create_task(service.wait(50, timeout=10.0))
+    assert await slow is False
+    service.notify_ack(60)
+    assert await fast_ok is True
+
+
+async def test_already_acked_offset_returns_immediately() -> None:
+    service = GroupTransferService(ReplicationProgress())
+    service.notify_ack(100)
+    assert await service.wait(100, timeout=0.0) is True
+
+
+async def test_close_fails_pending_waits() -> None:
+    service = GroupTransferService(ReplicationProgress())
+    task = asyncio.create_task(service.wait(100, timeout=30.0))
+    await asyncio.sleep(0)
+    service.close()
+    assert await task is False
