@@ -1,0 +1,203 @@
+"""Master side of classic HA: accept slaves, read their acks, stream the commitlog to them.
+
+One `HAConnection` per slave, with a read task (8-byte acks, housekeeping timeout) and a
+write task (transfer frames from the slave's position, heartbeats when idle).  The protocol
+decisions live in protocol.py; this module only moves bytes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import time
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from mqtools.server.ha.protocol import ProtocolError, ReportReader, TransferCursor
+
+log = logging.getLogger("mq.ha.master")
+
+
+class CommitLogSource(Protocol):
+    """What the master needs from the store (the store facade's HA part)."""
+
+    @property
+    def max_phy_offset(self) -> int: ...
+
+    def get_commit_log_data(self, offset: int) -> memoryview | bytes | None: ...
+
+
+class ConnectionHost(Protocol):
+    """Callbacks from a connection into the owning HAService."""
+
+    def on_slave_ack(self, conn: HAConnection, offset: int) -> None: ...
+
+    def on_connection_closed(self, conn: HAConnection) -> None: ...
+
+
+class SpeedMeter:
+    """Bytes per second over the last completed one-second window (transferredByteInSecond)."""
+
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self._clock = clock
+        self._window_start = clock()
+        self._window_bytes = 0
+        self.last_rate = 0
+        self.total = 0
+
+    def add(self, n: int) -> None:
+        self._roll()
+        self._window_bytes += n
+        self.total += n
+
+    def rate(self) -> int:
+        self._roll()
+        return self.last_rate
+
+    def _roll(self) -> None:
+        now = self._clock()
+        elapsed = now - self._window_start
+        if elapsed >= 1.0:
+            self.last_rate = int(self._window_bytes / elapsed) if elapsed < 2.0 else 0
+            self._window_start = now
+            self._window_bytes = 0
+
+
+class HAConnection:
+    """One slave connected to this master."""
+
+    def __init__(self, host: ConnectionHost, store: CommitLogSource, reader: asyncio.StreamReader,
+                 writer: asyncio.StreamWriter, *, file_size: int, batch_size: int,
+                 heartbeat_interval: float, housekeeping_interval: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._host = host
+        self._store = store
+        self._reader = reader
+        self._writer = writer
+        self._clock = clock
+        self._housekeeping = housekeeping_interval
+        self._reports = ReportReader()
+        self.cursor = TransferCursor(file_size, batch_size, heartbeat_interval)
+        peer = writer.get_extra_info("peername") or ("?", 0)
+        self.addr = f"{peer[0]}:{peer[1]}"
+        self.slave_request_offset = -1
+        self.slave_ack_offset = -1
+        self.last_read_time = clock()
+        self.speed = SpeedMeter(clock)
+        self._wake = asyncio.Event()
+        self._tasks: list[asyncio.Task[Any]] = []
+        self.closed = asyncio.Event()
+
+    def start(self) -> None:
+        sock = self._writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._tasks = [asyncio.create_task(self._read_loop(), name=f"ha-read-{self.addr}"),
+                       asyncio.create_task(self._write_loop(), name=f"ha-write-{self.addr}")]
+
+    def wake(self) -> None:
+        """New data in the commitlog: let the writer send it now instead of at its next poll."""
+        self._wake.set()
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        self._shutdown_socket()
+
+    def _shutdown_socket(self) -> None:
+        if not self.closed.is_set():
+            self.closed.set()
+            self._writer.close()
+            self._host.on_connection_closed(self)
+
+    def _finish(self, why: str) -> None:
+        """Either task ends the connection: the other one is cancelled, the host is told."""
+        if self.closed.is_set():
+            return
+        log.info("HA connection %s closed: %s", self.addr, why)
+        current = asyncio.current_task()
+        for task in self._tasks:
+            if task is not current:
+                task.cancel()
+        self._shutdown_socket()
+
+    async def _read_loop(self) -> None:
+        why = "eof"
+        try:
+            while True:
+                try:
+                    data = await asyncio.wait_for(self._reader.read(1 << 20), self._housekeeping)
+                except TimeoutError:
+                    why = f"no report for {self._housekeeping}s (housekeeping)"
+                    break
+                if not data:
+                    break
+                self.last_read_time = self._clock()
+                offset = self._reports.feed(data)
+                if offset is not None:
+                    self._on_report(offset)
+        except (ProtocolError, OSError) as exc:
+            why = str(exc)
+        self._finish(why)
+
+    def _on_report(self, offset: int) -> None:
+        self.slave_ack_offset = offset
+        if self.slave_request_offset < 0:
+            self.slave_request_offset = offset
+            self._wake.set()
+        self._host.on_slave_ack(self, offset)
+
+    async def _write_loop(self) -> None:
+        why = "writer stopped"
+        try:
+            while self.slave_request_offset < 0:
+                await self._wait_wake(1.0)
+            self.cursor.start(self.slave_request_offset, self._store.max_phy_offset, self._clock())
+            log.info("HA slave %s requested %d, transfer from %d", self.addr,
+                     self.slave_request_offset, self.cursor.next_from)
+            while True:
+                data = self._store.get_commit_log_data(self.cursor.next_from)
+                parts = self.cursor.frame(data, self._clock())
+                if parts is None:
+                    remaining = self.cursor.heartbeat_interval - (self._clock() - self.cursor.last_write)
+                    await self._wait_wake(max(0.0, min(0.1, remaining)))
+                    continue
+                self._writer.writelines(parts)
+                await self._writer.drain()
+                if len(parts) > 1:
+                    self.speed.add(len(parts[1]))
+        except (OSError, ConnectionError) as exc:
+            why = f"write failed: {exc}"
+        self._finish(why)
+
+    async def _wait_wake(self, timeout: float) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._wake.wait(), timeout)
+        self._wake.clear()
+
+
+class HAAcceptor:
+    """Listens on haListenPort and turns every accepted socket into an HAConnection."""
+
+    def __init__(self, factory: Callable[[asyncio.StreamReader, asyncio.StreamWriter], HAConnection]) -> None:
+        self._factory = factory
+        self._server: asyncio.Server | None = None
+
+    async def start(self, host: str, port: int) -> int:
+        self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
+        return self._server.sockets[0].getsockname()[1]
+
+    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        self._factory(reader, writer).start()
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            with contextlib.suppress(Exception):
+                await asyncio.wait_for(self._server.wait_closed(), 1.0)

@@ -1,0 +1,222 @@
+"""HAService: the store's `ha_hook`, the HA accept socket, the HA client and runtime info.
+
+Every broker opens the HA accept socket (as RocketMQ does); a SLAVE also runs the HA client.
+`wait_for_slave` is what the store calls after appending a SYNC_MASTER put; it answers with
+the store's PutMessageStatus (PUT_OK, SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from mqtools.server.ha.group_transfer import GroupTransferService, ReplicationProgress
+from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection
+from mqtools.server.ha.slave import HAClient
+
+log = logging.getLogger("mq.ha")
+
+PUT_OK = "PUT_OK"
+SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+
+
+
+_HA_KEYS: dict[str, tuple[str, type]] = {
+    "brokerRole": ("broker_role", str),
+    "haListenPort": ("ha_listen_port", int),
+    "haMasterAddress": ("ha_master_address", str),
+    "haSendHeartbeatInterval": ("ha_send_heartbeat_interval", int),
+    "haHousekeepingInterval": ("ha_housekeeping_interval", int),
+    "haTransferBatchSize": ("ha_transfer_batch_size", int),
+    "haSlaveFallbehindMax": ("ha_slave_fallbehind_max", int),
+    "syncFlushTimeout": ("sync_flush_timeout", int),
+    "mappedFileSizeCommitLog": ("mapped_file_size_commit_log", int),
+    "bindAddress": ("bind_address", str),
+}
+
+
+@dataclass
+class HAConfig:
+    """The HA settings, under RocketMQ's MessageStoreConfig names (ms / bytes as there)."""
+
+    broker_role: str = "ASYNC_MASTER"
+    ha_listen_port: int = 10912
+    ha_master_address: str = ""
+    ha_send_heartbeat_interval: int = 5_000
+    ha_housekeeping_interval: int = 20_000
+    ha_transfer_batch_size: int = 32 * 1024
+    ha_slave_fallbehind_max: int = 256 * 1024 * 1024
+    sync_flush_timeout: int = 5_000
+    mapped_file_size_commit_log: int = 1024 * 1024 * 1024
+    bind_address: str = "0.0.0.0"
+
+
+    @classmethod
+    def from_properties(cls, props: Mapping[str, str]) -> HAConfig:
+        """Pick the HA keys out of a broker's properties; unknown keys are ignored."""
+        cfg = cls()
+        for key, (name, kind) in _HA_KEYS.items():
+            raw = props.get(key)
+            if raw is not None and str(raw).strip() != "":
+                setattr(cfg, name, kind(str(raw).strip()))
+        return cfg
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role == "SLAVE"
+
+    @property
+    def is_sync_master(self) -> bool:
+        return self.broker_role == "SYNC_MASTER"
+
+    @property
+    def fixed_master_address(self) -> str | None:
+        """haMasterAddress wins over name-server updates when it looks like ip:port."""
+        return self.ha_master_address if len(self.ha_master_address) >= 6 else None
+
+
+class HAService:
+    """Replication for one broker: master connections, optional slave client, SYNC waits."""
+
+    def __init__(self, store: Any, config: HAConfig, *, clock: Callable[[], float] = time.monotonic,
+                 wall_clock: Callable[[], float] = time.time) -> None:
+        self.store = store
+        self.config = config
+        self._clock = clock
+        self._wall = wall_clock
+        self.progress = ReplicationProgress(config.ha_slave_fallbehind_max)
+        self.group = GroupTransferService(self.progress, clock)
+        self.connections: list[HAConnection] = []
+        self._acceptor = HAAcceptor(self._new_connection)
+        self.port: int | None = None
+        self.client: HAClient | None = None
+        if config.is_slave:
+            self.client = HAClient(
+                store, config.fixed_master_address,
+                report_interval=config.ha_send_heartbeat_interval / 1000,
+                housekeeping_interval=config.ha_housekeeping_interval / 1000,
+                reconnect_interval=min(5.0, config.ha_send_heartbeat_interval / 1000),
+                clock=clock, wall_clock=wall_clock)
+
+    # ------------------------------------------------------------------ lifecycle
+
+    async def start(self, host: str | None = None) -> int:
+        self.port = await self._acceptor.start(host or self.config.bind_address, self.config.ha_listen_port)
+        if self.client is not None:
+            self.client.start()
+        log.info("HA service listening on %d (role %s)", self.port, self.config.broker_role)
+        return self.port
+
+    async def shutdown(self) -> None:
+        await self._acceptor.close()
+        for conn in list(self.connections):
+            await conn.close()
+        if self.client is not None:
+            await self.client.shutdown()
+        self.group.close()
+
+    def update_master_address(self, ha_address: str | None) -> None:
+        """Registration result: the master's HA address (ignored when haMasterAddress is fixed)."""
+        if self.client is not None and self.config.fixed_master_address is None:
+            self.client.update_master_address(ha_address)
+
+    # ------------------------------------------------------------------ master side
+
+    def _new_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> HAConnection:
+        source: CommitLogSource = self.store
+        conn = HAConnection(
+            self, source, reader, writer,
+            file_size=self.config.mapped_file_size_commit_log,
+            batch_size=self.config.ha_transfer_batch_size,
+            heartbeat_interval=self.config.ha_send_heartbeat_interval / 1000,
+            housekeeping_interval=self.config.ha_housekeeping_interval / 1000,
+            clock=self._clock)
+        self.connections.append(conn)
+        self.progress.connection_count = len(self.connections)
+        log.info("HA slave connected from %s", conn.addr)
+        return conn
+
+    def on_slave_ack(self, conn: HAConnection, offset: int) -> None:
+        self.group.notify_ack(offset)
+
+    def on_connection_closed(self, conn: HAConnection) -> None:
+        if conn in self.connections:
+            self.connections.remove(conn)
+        self.progress.connection_count = len(self.connections)
+
+    def wake_writers(self) -> None:
+        """New commitlog data: writers send now instead of at their next 100 ms poll."""
+        for conn in self.connections:
+            conn.wake()
+
+    async def wait_result(self, end_offset: int, timeout_s: float) -> str:
+        """SYNC_MASTER wait for `end_offset`, as a PutMessageStatus name."""
+        if not self.progress.is_slave_ok(end_offset):
+            return SLAVE_NOT_AVAILABLE
+        self.wake_writers()
+        ok = await self.group.wait(end_offset, timeout_s)
+        return PUT_OK if ok else FLUSH_SLAVE_TIMEOUT
+
+    async def wait_for_slave(self, end_offset: int, timeout_s: float | None = None) -> Any:
+        """The store's ha_hook: returns a PutMessageStatus."""
+        from mqtools.server.store.message_store import PutMessageStatus
+
+        if timeout_s is None:
+            timeout_s = self.config.sync_flush_timeout / 1000
+        return PutMessageStatus[await self.wait_result(end_offset, timeout_s)]
+
+    def fall_behind(self) -> int:
+        return self.progress.fall_behind(self.store.max_phy_offset)
+
+    def master_slave_diff_line(self) -> str:
+        """The master's periodic informational log line."""
+        return f"Slave fall behind master: {self.fall_behind()} bytes"
+
+    # ------------------------------------------------------------------ visibility
+
+    def ha_runtime_info(self) -> dict[str, Any]:
+        """HARuntimeInfo as GET_BROKER_HA_STATUS returns it (RocketMQ 5.x field names)."""
+        master_max = self.store.max_phy_offset
+        gap = self.config.ha_slave_fallbehind_max
+        conns = []
+        for conn in self.connections:
+            diff = master_max - max(conn.slave_ack_offset, 0)
+            conns.append({
+                "addr": conn.addr, "slaveAckOffset": conn.slave_ack_offset, "diff": diff,
+                "inSync": conn.slave_ack_offset >= 0 and diff < gap,
+                "transferredByteInSecond": conn.speed.rate(),
+                "transferFromWhere": conn.cursor.next_from,
+            })
+        info: dict[str, Any] = {
+            "master": not self.config.is_slave,
+            "masterCommitLogMaxOffset": master_max,
+            "inSyncSlaveNums": sum(1 for c in conns if c["inSync"]),
+            "haConnectionInfo": conns,
+            "haClientRuntimeInfo": self._client_info(),
+        }
+        return info
+
+    def _client_info(self) -> dict[str, Any]:
+        client = self.client
+        if client is None:
+            return {"masterAddr": None, "transferredByteInSecond": 0, "maxOffset": 0,
+                    "lastReadTimestamp": 0, "lastWriteTimestamp": 0, "masterFlushOffset": 0,
+                    "activated": False}
+        return {"masterAddr": client.master_address, "transferredByteInSecond": client.speed.rate(),
+                "maxOffset": self.store.max_phy_offset, "lastReadTimestamp": client.last_read_ms,
+                "lastWriteTimestamp": client.last_write_ms, "masterFlushOffset": 0,
+                "activated": client.connected}
+
+    def runtime_info(self) -> dict[str, str]:
+        """Keys merged into GET_BROKER_RUNTIME_INFO, as RocketMQ's broker reports them."""
+        info = {"haConnectionCount": str(len(self.connections))}
+        if self.client is not None:
+            info["masterAddr"] = self.client.master_address or ""
+        else:
+            info["slaveFallBehindMuch"] = str(self.fall_behind())
+        return info
