@@ -12,7 +12,7 @@ import typer
 from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
 from mqtools import __version__
-from mqtools.cli import broker_cmd, namesrv_cmd
+from mqtools.cli import broker_cmd, cluster_cmd, namesrv_cmd
 
 EXIT_USAGE = 2
 
@@ -25,6 +25,7 @@ app = typer.Typer(
 )
 app.add_typer(namesrv_cmd.app, name="namesrv")
 app.add_typer(broker_cmd.app, name="broker")
+app.add_typer(cluster_cmd.app, name="cluster")
 
 
 @app.command()

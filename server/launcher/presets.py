@@ -1,0 +1,57 @@
+"""Cluster presets shipped as package data (conf/<preset>/*.properties, as RocketMQ ships them)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from importlib import resources
+
+from mqtools.server.broker.config import parse_properties
+
+
+class PresetError(ValueError):
+    """Unknown preset or a broken preset file; the message is one line for the user."""
+
+
+@dataclass(frozen=True)
+class BrokerSpec:
+    """One broker of a preset: its file name (without .properties) is the process name."""
+
+    name: str
+    props: dict[str, str]
+
+    @property
+    def broker_name(self) -> str:
+        return self.props.get("brokerName", self.name)
+
+    @property
+    def role(self) -> str:
+        return self.props.get("brokerRole", "ASYNC_MASTER")
+
+    @property
+    def broker_id(self) -> int:
+        return int(self.props.get("brokerId", "0"))
+
+    @property
+    def is_slave(self) -> bool:
+        return self.role == "SLAVE"
+
+
+def _conf_root() -> resources.abc.Traversable:
+    return resources.files("mqtools.server.launcher").joinpath("conf")
+
+
+def list_presets() -> list[str]:
+    return sorted(entry.name for entry in _conf_root().iterdir() if entry.is_dir())
+
+
+def load_preset(name: str) -> list[BrokerSpec]:
+    """The preset's brokers, masters first (slaves learn their master's HA address from it)."""
+    if name not in list_presets():
+        raise PresetError(f"unknown preset {name!r} (known: {', '.join(list_presets())})")
+    specs = []
+    for entry in _conf_root().joinpath(name).iterdir():
+        if entry.name.endswith(".properties"):
+            specs.append(BrokerSpec(entry.name.removesuffix(".properties"), parse_properties(entry.read_text())))
+    if not specs:
+        raise PresetError(f"preset {name!r} has no broker files")
+    return sorted(specs, key=lambda s: (s.is_slave, s.broker_name, s.broker_id))

@@ -1,0 +1,216 @@
+"""Process supervision for local clusters: state dir, pid/log files, start/stop/inspect with psutil.
+
+Layout of a state dir:
+    cluster.json              what was started: preset, name servers, every process
+    <name>/<name>.log         the process's stdout+stderr
+    <name>/<name>.pid         its pid
+    <name>/store/             a broker's storePathRootDir (a name server's kvConfig.json lives in <name>/)
+    <name>/broker.properties  the broker's full config (preset + ports + name servers + overrides)
+Processes run in their own session so they outlive the `mq cluster up` that started them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import psutil
+
+STATE_FILE = "cluster.json"
+
+
+class LaunchError(RuntimeError):
+    """A process did not come up; the message says which and where its log is."""
+
+
+@dataclass
+class ProcInfo:
+    """One supervised process (name server or broker)."""
+
+    name: str
+    kind: str  # "namesrv" | "broker"
+    role: str  # NAMESRV / ASYNC_MASTER / SYNC_MASTER / SLAVE
+    port: int
+    ha_port: int = 0
+    broker_name: str = ""
+    broker_id: int = -1
+    args: list[str] = field(default_factory=list)
+    pid: int = 0
+    create_time: float = 0.0
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+
+@dataclass
+class ClusterState:
+    preset: str
+    namesrv_addr: str
+    procs: list[ProcInfo]
+
+    def find(self, name: str) -> ProcInfo | None:
+        return next((p for p in self.procs if p.name == name), None)
+
+
+def state_path(root: Path) -> Path:
+    return root / STATE_FILE
+
+
+def save_state(root: Path, state: ClusterState) -> None:
+    root.mkdir(parents=True, exist_ok=True)
+    tmp = state_path(root).with_suffix(".tmp")
+    tmp.write_text(json.dumps(asdict(state), indent=2))
+    os.replace(tmp, state_path(root))
+
+
+def load_state(root: Path) -> ClusterState | None:
+    path = state_path(root)
+    if not path.exists():
+        return None
+    raw = json.loads(path.read_text())
+    return ClusterState(raw["preset"], raw["namesrv_addr"], [ProcInfo(**p) for p in raw["procs"]])
+
+
+def log_path(root: Path, name: str) -> Path:
+    return root / name / f"{name}.log"
+
+
+def pid_path(root: Path, name: str) -> Path:
+    return root / name / f"{name}.pid"
+
+
+# ---------------------------------------------------------------------------- ports
+
+
+def port_free(port: int) -> bool:
+    """True when nothing listens on `port` (checked the way our servers bind: all interfaces)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("0.0.0.0", port))
+        except OSError:
+            return False
+    return True
+
+
+def pick_ports(preferred: int, count: int, taken: set[int], step: int = 1, limit: int = 2000) -> int:
+    """First base >= preferred where base..base+count-1 are all free and not already handed out."""
+    base = preferred
+    for _ in range(limit):
+        wanted = range(base, base + count)
+        if base + count <= 65535 and all(p not in taken and port_free(p) for p in wanted):
+            taken.update(wanted)
+            return base
+        base += step
+    raise LaunchError(f"no free ports near {preferred}")
+
+
+# ---------------------------------------------------------------------------- processes
+
+
+def mq_command() -> list[str]:
+    return [sys.executable, "-m", "mqtools.cli.main"]
+
+
+def alive(proc: ProcInfo) -> psutil.Process | None:
+    """The running process for `proc`, or None (a reused pid with another start time is not it)."""
+    if proc.pid <= 0:
+        return None
+    try:
+        ps = psutil.Process(proc.pid)
+        if abs(ps.create_time() - proc.create_time) > 1.0 or ps.status() == psutil.STATUS_ZOMBIE:
+            return None
+        return ps
+    except psutil.Error:
+        return None
+
+
+def spawn(root: Path, proc: ProcInfo, env: dict[str, str] | None = None) -> None:
+    """Start `proc` detached, stdout+stderr appended to its log file; record pid and start time."""
+    log = log_path(root, proc.name)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "ab") as out:
+        out.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {proc.name}\n".encode())
+        out.flush()
+        child = subprocess.Popen(
+            [*mq_command(), *proc.args], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            cwd=str(root / proc.name))
+    proc.pid = child.pid
+    try:
+        proc.create_time = psutil.Process(child.pid).create_time()
+    except psutil.Error:
+        proc.create_time = 0.0
+    pid_path(root, proc.name).write_text(f"{child.pid}\n")
+    _children[child.pid] = child
+
+
+_children: dict[int, subprocess.Popen[bytes]] = {}
+
+
+def _reap(pid: int) -> None:
+    child = _children.get(pid)
+    if child is not None and child.poll() is not None:
+        _children.pop(pid, None)
+
+
+def wait_ready(root: Path, proc: ProcInfo, timeout: float) -> str:
+    """Wait for the READY line this start wrote to the log; raise with the log tail if it dies."""
+    log = log_path(root, proc.name)
+    marker = f"starting {proc.name}"
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        text = log.read_text(errors="replace") if log.exists() else ""
+        current = text[text.rfind(marker):] if marker in text else ""
+        for line in current.splitlines():
+            if line.startswith(f"READY {proc.kind} "):
+                return line
+        _reap(proc.pid)
+        if alive(proc) is None:
+            break
+        time.sleep(0.05)
+    tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:]) if log.exists() else ""
+    stop(proc, grace=2.0)
+    raise LaunchError(f"{proc.name} did not become ready (log {log}):\n{tail}")
+
+
+def stop(proc: ProcInfo, grace: float = 15.0) -> str:
+    """SIGTERM, wait `grace` seconds, then SIGKILL. Returns what happened."""
+    ps = alive(proc)
+    if ps is None:
+        return "not running"
+    with contextlib.suppress(psutil.Error):
+        ps.send_signal(signal.SIGTERM)
+    try:
+        ps.wait(grace)
+        how = "stopped"
+    except psutil.TimeoutExpired:
+        with contextlib.suppress(psutil.Error):
+            ps.kill()
+            ps.wait(5)
+        how = "killed after grace period"
+    except psutil.Error:
+        how = "stopped"
+    _reap(proc.pid)
+    return how
+
+
+def usage(proc: ProcInfo) -> tuple[bool, float | None, int | None]:
+    """(alive, cpu percent over a short sample, rss bytes)."""
+    ps = alive(proc)
+    if ps is None:
+        return False, None, None
+    try:
+        with ps.oneshot():
+            return True, ps.cpu_percent(interval=0.1), ps.memory_info().rss
+    except psutil.Error:
+        return False, None, None
