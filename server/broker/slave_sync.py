@@ -1,0 +1,128 @@
+"""SlaveSynchronize: a slave periodically copies metadata from its master's client port.
+
+Items and rules as RocketMQ 4.x applies them: topic configs and subscription groups are
+replaced when the master's dataVersion differs; consumer offsets are merged every time
+(master wins on common keys, slave-only entries survive); the delay offsets body is written
+verbatim to delayOffset.json and reloaded.  Runs every 10 s (first after 3 s) while the
+master address (from the registration result) is known and is not this broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from mqtools.remoting.bodies import (
+    ConsumerOffsetSerializeWrapper,
+    SubscriptionGroupWrapper,
+    TopicConfigSerializeWrapper,
+)
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+
+log = logging.getLogger("mq.broker.slave_sync")
+
+
+class SlaveSynchronize:
+    """Pull-and-apply of the master's metadata; `controller` is the BrokerController."""
+
+    def __init__(self, controller: Any, *, interval: float = 10.0, first_delay: float = 3.0,
+                 timeout: float = 3.0) -> None:
+        self.controller = controller
+        self.interval = interval
+        self.first_delay = first_delay
+        self.timeout = timeout
+        self._task: asyncio.Task[None] | None = None
+        self.rounds = 0
+
+    def master_addr(self) -> str | None:
+        addr = getattr(self.controller, "master_addr", None)
+        if not addr or addr == self.controller.broker_addr:
+            return None
+        return addr
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="slave-sync")
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(BaseException):
+                await self._task
+
+    async def _loop(self) -> None:
+        await asyncio.sleep(self.first_delay)
+        while True:
+            await self.sync_all()
+            await asyncio.sleep(self.interval)
+
+    async def sync_all(self) -> bool:
+        """One round; each item independently (a failing one does not stop the others)."""
+        master = self.master_addr()
+        if master is None:
+            return False
+        steps: list[tuple[str, Callable[[str], Any]]] = [
+            ("topic config", self.sync_topic_config), ("consumer offsets", self.sync_consumer_offsets),
+            ("delay offsets", self.sync_delay_offsets), ("subscription groups", self.sync_subscription_groups)]
+        ok = True
+        for name, step in steps:
+            try:
+                await step(master)
+            except (RemotingError, OSError, TimeoutError, ValueError) as exc:
+                ok = False
+                log.warning("slave sync of %s from %s failed: %s", name, master, exc)
+        self.rounds += 1
+        return ok
+
+    async def _fetch(self, master: str, code: int) -> bytes:
+        resp = await self.controller.client.invoke(master, RemotingCommand.request(code), self.timeout)
+        if resp.code != ResponseCode.SUCCESS:
+            raise ValueError(f"code {resp.code}: {resp.remark}")
+        return bytes(resp.body or b"")
+
+    async def sync_topic_config(self, master: str) -> None:
+        wrapper = TopicConfigSerializeWrapper.from_json(await self._fetch(master, RequestCode.GET_ALL_TOPIC_CONFIG))
+        topics = self.controller.topics
+        if wrapper.data_version is not None and wrapper.data_version != topics.data_version:
+            topics.data_version = wrapper.data_version
+            topics.table.clear()
+            topics.table.update(wrapper.topic_config_table)
+            await asyncio.to_thread(topics.persist)
+
+    async def sync_consumer_offsets(self, master: str) -> None:
+        body = await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        wrapper = ConsumerOffsetSerializeWrapper.from_json(body)
+        offsets = self.controller.offsets
+        for key, table in wrapper.offset_table.items():
+            if table is not None:
+                offsets.offset_table[key] = dict(table)
+        await offsets.persist_async()
+
+    async def sync_delay_offsets(self, master: str) -> None:
+        body = await self._fetch(master, RequestCode.GET_ALL_DELAY_OFFSET)
+        schedule = self.controller.schedule
+        if not body or schedule is None:
+            return
+        path = schedule.path
+        await asyncio.to_thread(_write_verbatim, path, body)
+        schedule.load()
+
+    async def sync_subscription_groups(self, master: str) -> None:
+        body = await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        wrapper = SubscriptionGroupWrapper.from_json(body)
+        groups = self.controller.groups
+        if wrapper.data_version is not None and wrapper.data_version != groups.data_version:
+            groups.table.clear()
+            groups.decode(body)
+            await asyncio.to_thread(groups.persist)
+
+
+def _write_verbatim(path: Any, data: bytes) -> None:
+    from mqtools.server.broker.consumer_offsets import write_config_file
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    write_config_file(path, data)
