@@ -1,0 +1,259 @@
+"""The stored message layout (commitlog entries) and the SEND_BATCH_MESSAGE body encoding.
+
+Stored entry, big-endian (see ref/store.md §3): TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG,
+QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, BORNTIMESTAMP, BORNHOST (8|20), STORETIMESTAMP,
+STOREHOST (8|20), RECONSUMETIMES, PREPARED TRANSACTION OFFSET, BODY (len+bytes), TOPIC
+(1-byte len for v1 magic, 2-byte for v2), PROPERTIES (2-byte len + bytes).
+
+The writer packs straight into a target buffer (the commitlog mmap) so a put is one
+``pack_into`` for the fixed part plus two slice copies; every reader works on memoryviews.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import struct
+import zlib
+from collections.abc import Iterator
+from typing import NamedTuple
+
+from mqtools.common import properties as P
+from mqtools.common.hashing import tags_code
+from mqtools.common.ids import create_offset_msg_id, host_address_bytes
+from mqtools.common.message import Host, Message, MessageExt
+from mqtools.common.sysflag import BORNHOST_V6_FLAG, STOREHOST_V6_FLAG
+
+MAGIC_V1 = -626843481  # 0xDAA320A7
+MAGIC_V2 = -626843477  # 0xDAA320AB
+BLANK_MAGIC = -875286124  # 0xCBD43194, end-of-file filler
+END_FILE_MIN_BLANK_LENGTH = 8
+#: Fixed part with both hosts IPv4, excluding the topic-length field (1 or 2 bytes).
+FIXED_V4 = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 2
+MAX_TOPIC_LEN_V1 = 127
+MAX_PROPERTIES_LEN = 32767
+
+INT = struct.Struct(">i")
+INT2 = struct.Struct(">ii")
+SHORT = struct.Struct(">h")
+QQ = struct.Struct(">qq")
+LONG = struct.Struct(">q")
+BLANK = struct.Struct(">ii")
+
+
+def _header(born_v6: bool, store_v6: bool) -> struct.Struct:
+    born = "16s" if born_v6 else "4s"
+    store = "16s" if store_v6 else "4s"
+    return struct.Struct(f">iiiiiqqiq{born}iq{store}iiqi")
+
+
+#: Fixed header structs up to and including the body length, keyed by sysflag & 0x30.
+HEADERS = {
+    0: _header(False, False),
+    BORNHOST_V6_FLAG: _header(True, False),
+    STOREHOST_V6_FLAG: _header(False, True),
+    BORNHOST_V6_FLAG | STOREHOST_V6_FLAG: _header(True, True),
+}
+
+
+class CorruptMessageError(ValueError):
+    """A commitlog entry that fails a structural or CRC check."""
+
+
+def body_crc(body: bytes | memoryview) -> int:
+    """BODYCRC as RocketMQ computes it: CRC-32 (IEEE) masked to 31 bits; 0 for an empty body."""
+    return zlib.crc32(body) & 0x7FFFFFFF if body else 0
+
+
+def host_flags(born_host: Host, store_host: Host) -> int:
+    """The sysflag bits 4/5 the hosts require (IPv6 addresses take 16 bytes)."""
+    flags = 0
+    if len(host_address_bytes(born_host[0])) == 16:
+        flags |= BORNHOST_V6_FLAG
+    if len(host_address_bytes(store_host[0])) == 16:
+        flags |= STOREHOST_V6_FLAG
+    return flags
+
+
+def stored_size(sys_flag: int, body_len: int, topic_len: int, props_len: int) -> int:
+    """TOTALSIZE of an entry; v2 (2-byte topic length) when the topic is over 127 bytes."""
+    size = FIXED_V4 + body_len + topic_len + props_len + (1 if topic_len <= MAX_TOPIC_LEN_V1 else 2)
+    if sys_flag & BORNHOST_V6_FLAG:
+        size += 12
+    if sys_flag & STOREHOST_V6_FLAG:
+        size += 12
+    return size
+
+
+def topic_props_tail(topic: bytes, props: bytes) -> bytes:
+    """TOPIC length + TOPIC + PROPERTIES length + PROPERTIES: the part after the body."""
+    if len(topic) <= MAX_TOPIC_LEN_V1:
+        head = bytes((len(topic),))
+    else:
+        head = SHORT.pack(len(topic))
+    return head + topic + SHORT.pack(len(props)) + props
+
+
+def magic_for(topic_len: int) -> int:
+    return MAGIC_V1 if topic_len <= MAX_TOPIC_LEN_V1 else MAGIC_V2
+
+
+def write_stored(buf, pos: int, total: int, magic: int, crc: int, queue_id: int, flag: int,
+                 queue_offset: int, phys_offset: int, sys_flag: int, born_ts: int, born_host: Host,
+                 store_ts: int, store_host: Host, reconsume: int, prepared: int, body,
+                 tail: bytes) -> None:
+    """Write one complete entry into ``buf`` at ``pos`` (``total`` bytes, already computed)."""
+    header = HEADERS[sys_flag & 0x30]
+    header.pack_into(buf, pos, total, magic, crc, queue_id, flag, queue_offset, phys_offset, sys_flag,
+                     born_ts, host_address_bytes(born_host[0]), born_host[1], store_ts,
+                     host_address_bytes(store_host[0]), store_host[1], reconsume, prepared, len(body))
+    p = pos + header.size
+    end = p + len(body)
+    buf[p:end] = body
+    buf[end:end + len(tail)] = tail
+
+
+def encode_stored(msg: MessageExt, properties_string: str | None = None) -> bytes:
+    """One stored entry from a MessageExt (all fields as given; BODYCRC recomputed)."""
+    topic = msg.topic.encode()
+    props = (properties_string if properties_string is not None
+             else P.properties_to_string(msg.properties)).encode()
+    sys_flag = (msg.sys_flag & ~0x30) | host_flags(msg.born_host, msg.store_host)
+    total = stored_size(sys_flag, len(msg.body), len(topic), len(props))
+    buf = bytearray(total)
+    write_stored(buf, 0, total, magic_for(len(topic)), body_crc(msg.body), msg.queue_id, msg.flag,
+                 msg.queue_offset, msg.commit_log_offset, sys_flag, msg.born_timestamp, msg.born_host,
+                 msg.store_timestamp, msg.store_host, msg.reconsume_times,
+                 msg.prepared_transaction_offset, msg.body, topic_props_tail(topic, props))
+    return bytes(buf)
+
+
+def _host(raw: bytes, port: int) -> Host:
+    return str(ipaddress.ip_address(raw)), port
+
+
+def decode_stored(buf, offset: int = 0, check_crc: bool = False, read_body: bool = True) -> MessageExt:
+    """Decode the entry at ``offset``; CorruptMessageError on bad magic, size, lengths or CRC."""
+    mv = memoryview(buf)
+    avail = len(mv) - offset
+    if avail < 8:
+        raise CorruptMessageError("truncated entry header")
+    total, magic = INT2.unpack_from(mv, offset)
+    if magic not in (MAGIC_V1, MAGIC_V2):
+        raise CorruptMessageError(f"bad magic code {magic:#x}")
+    if total < FIXED_V4 + 1 or total > avail:
+        raise CorruptMessageError(f"entry size {total} out of range (available {avail})")
+    try:
+        sys_flag = INT.unpack_from(mv, offset + 36)[0]
+        header = HEADERS[sys_flag & 0x30]
+        (_, _, crc, queue_id, flag, queue_offset, phys, sys_flag, born_ts, born_ip, born_port, store_ts,
+         store_ip, store_port, reconsume, prepared, body_len) = header.unpack_from(mv, offset)
+        p = offset + header.size
+        body_end = p + body_len
+        if body_len < 0 or body_end > offset + total:
+            raise CorruptMessageError(f"body length {body_len} out of range")
+        if magic == MAGIC_V1:
+            topic_len = mv[body_end]
+            if topic_len > 127:
+                raise CorruptMessageError("negative v1 topic length")
+            t = body_end + 1
+        else:
+            topic_len = SHORT.unpack_from(mv, body_end)[0]
+            t = body_end + 2
+        topic = bytes(mv[t:t + topic_len]).decode()
+        props_len = SHORT.unpack_from(mv, t + topic_len)[0]
+        pp = t + topic_len + 2
+        if props_len < 0 or pp + props_len != offset + total:
+            raise CorruptMessageError(f"entry length {total} does not match its fields")
+        props = bytes(mv[pp:pp + props_len]).decode()
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise CorruptMessageError(f"malformed entry: {exc}") from None
+    body = mv[p:body_end]
+    if check_crc and body_crc(body) != crc:
+        raise CorruptMessageError(f"body CRC mismatch at physical offset {phys}")
+    store_host = _host(store_ip, store_port)
+    return MessageExt(
+        topic=topic, body=bytes(body) if read_body else b"", flag=flag,
+        properties=P.string_to_properties(props), queue_id=queue_id, store_size=total,
+        queue_offset=queue_offset, sys_flag=sys_flag, born_timestamp=born_ts,
+        born_host=_host(born_ip, born_port), store_timestamp=store_ts, store_host=store_host,
+        msg_id=create_offset_msg_id(store_host, phys), commit_log_offset=phys, body_crc=crc,
+        reconsume_times=reconsume, prepared_transaction_offset=prepared)
+
+
+class EntryInfo(NamedTuple):
+    """What dispatch needs from one entry (consume queue unit + index keys)."""
+
+    size: int
+    topic: str
+    queue_id: int
+    queue_offset: int
+    phys_offset: int
+    sys_flag: int
+    store_timestamp: int
+    tags_code: int
+    keys: str | None
+    uniq_key: str | None
+    properties: dict[str, str]
+
+
+def check_entry(buf, offset: int, check_crc: bool) -> EntryInfo | int:
+    """Validate the entry at ``offset`` for recovery and dispatch.
+
+    Returns its EntryInfo, ``0`` for an end-of-file blank record, ``-1`` for anything invalid
+    (zeros, bad magic, torn or inconsistent entry, CRC mismatch when asked).
+    """
+    mv = memoryview(buf)
+    if len(mv) - offset < 8:
+        return -1
+    total, magic = INT2.unpack_from(mv, offset)
+    if magic == BLANK_MAGIC:
+        return 0
+    try:
+        msg = decode_stored(mv, offset, check_crc=check_crc, read_body=False)
+    except CorruptMessageError:
+        return -1
+    props = msg.properties
+    return EntryInfo(total, msg.topic, msg.queue_id, msg.queue_offset, msg.commit_log_offset, msg.sys_flag,
+                     msg.store_timestamp, tags_code(props.get(P.TAGS)), props.get(P.KEYS),
+                     props.get(P.UNIQ_KEY), props)
+
+
+# ---------------------------------------------------------------------------- batch body
+
+BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE(0), BODYCRC(0), FLAG, BODY length
+
+
+def encode_batch(messages: list[Message]) -> bytes:
+    """The SEND_BATCH_MESSAGE body: per message TOTALSIZE, MAGIC 0, CRC 0, FLAG, BODY, PROPERTIES."""
+    parts = []
+    for m in messages:
+        props = P.properties_to_string(m.properties).encode()
+        size = BATCH_HEAD.size + len(m.body) + 2 + len(props)
+        parts.append(BATCH_HEAD.pack(size, 0, 0, m.flag, len(m.body)) + bytes(m.body)
+                     + SHORT.pack(len(props)) + props)
+    return b"".join(parts)
+
+
+def iter_batch(body) -> Iterator[tuple[int, memoryview, memoryview]]:
+    """(flag, body, properties bytes) of each message of a batch body; ValueError if malformed."""
+    mv = memoryview(body)
+    pos, end = 0, len(mv)
+    while pos < end:
+        if end - pos < BATCH_HEAD.size + 2:
+            raise ValueError("truncated batch entry")
+        size, _, _, flag, body_len = BATCH_HEAD.unpack_from(mv, pos)
+        b = pos + BATCH_HEAD.size
+        if body_len < 0 or b + body_len + 2 > end:
+            raise ValueError("batch body length out of range")
+        props_len = SHORT.unpack_from(mv, b + body_len)[0]
+        pe = b + body_len + 2 + props_len
+        if props_len < 0 or pe > end or size != pe - pos:
+            raise ValueError("batch entry length does not match its fields")
+        yield flag, mv[b:b + body_len], mv[b + body_len + 2:pe]
+        pos = pe
+
+
+def decode_batch(body) -> list[Message]:
+    return [Message(topic="", body=bytes(b), flag=flag,
+                    properties=P.string_to_properties(bytes(p).decode()))
+            for flag, b, p in iter_batch(body)]

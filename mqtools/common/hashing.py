@@ -1,0 +1,57 @@
+"""Java's ``String.hashCode`` and the consume-queue tag code derived from it.
+
+RocketMQ stores the Java hash of the TAGS property as each consume-queue unit's tag code and
+hashes index keys the same way, so both must match the JVM bit for bit: ``h = 31*h + c`` over
+UTF-16 code units, wrapped to a signed 32-bit int.
+"""
+
+from __future__ import annotations
+
+import sys
+from array import array
+from functools import lru_cache
+from operator import mul
+
+_MASK = 0xFFFFFFFF
+
+
+@lru_cache(maxsize=512)
+def _powers(n: int) -> tuple[int, ...]:
+    """31**(n-1-i) mod 2**32 for i in range(n): the weight of each code unit in a length-n hash."""
+    out = [1] * n
+    for i in range(n - 2, -1, -1):
+        out[i] = (out[i + 1] * 31) & _MASK
+    return tuple(out)
+
+
+def _code_units(s: str) -> bytes | array:
+    if s.isascii():
+        return s.encode("ascii")
+    units = array("H", s.encode("utf-16-le"))
+    if sys.byteorder == "big":
+        units.byteswap()
+    return units
+
+
+def java_hash(s: str) -> int:
+    """Java ``String.hashCode()`` as a signed 32-bit int ("" -> 0).
+
+    The polynomial is evaluated as one dot product with cached weights, which runs in C
+    (``sum(map(mul, ...))``) instead of a per-character Python loop.
+    """
+    if not s:
+        return 0
+    units = _code_units(s)
+    h = sum(map(mul, units, _powers(len(units)))) & _MASK
+    return h - 0x100000000 if h & 0x80000000 else h
+
+
+def tags_code(tags: str | None) -> int:
+    """The consume-queue tag code of a message: Java hash of the whole TAGS value, 0 without tags."""
+    return java_hash(tags) if tags else 0
+
+
+def index_key_hash(key: str) -> int:
+    """The index file's key hash: ``abs(hashCode)``, with Integer.MIN_VALUE mapped to 0."""
+    h = java_hash(key)
+    return 0 if h == -0x80000000 else abs(h)

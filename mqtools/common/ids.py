@@ -1,0 +1,70 @@
+"""Message ids: the offset id (store host + commitlog offset) and the client unique key."""
+
+from __future__ import annotations
+
+import ipaddress
+import itertools
+import os
+import struct
+import time
+from collections.abc import Callable
+from datetime import datetime
+from functools import lru_cache
+
+from mqtools.common.message import Host
+
+
+@lru_cache(maxsize=4096)
+def host_address_bytes(host: str) -> bytes:
+    """4 bytes for an IPv4 address, 16 for IPv6 (names are not resolved: the caller passes IPs)."""
+    return ipaddress.ip_address(host.strip("[]")).packed
+
+
+def host_bytes(host: Host) -> bytes:
+    """Address + 4-byte port, the layout of BORNHOST / STOREHOSTADDRESS."""
+    return host_address_bytes(host[0]) + struct.pack(">i", host[1])
+
+
+def create_offset_msg_id(host: Host, commit_log_offset: int) -> str:
+    """32 hex chars for an IPv4 store host (56 for IPv6), upper case as RocketMQ prints it."""
+    return (host_bytes(host) + struct.pack(">q", commit_log_offset)).hex().upper()
+
+
+def decode_offset_msg_id(msg_id: str) -> tuple[Host, int]:
+    """Inverse of create_offset_msg_id: ((ip, port), commitlog offset). ValueError if malformed."""
+    raw = bytes.fromhex(msg_id)
+    if len(raw) not in (16, 28):
+        raise ValueError(f"not an offset message id: {msg_id!r}")
+    addr = ipaddress.ip_address(raw[:-12])
+    port, offset = struct.unpack(">iq", raw[-12:])
+    return (str(addr), port), offset
+
+
+def _month_start_ms(now_s: float) -> int:
+    d = datetime.fromtimestamp(now_s)
+    return int(d.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp() * 1000)
+
+
+class UniqueKeyGenerator:
+    """Client-side unique keys (UNIQ_KEY): ip(4) + pid(2) + loader hash(4) + ms since month start(4)
+    + counter(2), hex upper. The "class-loader hash" slot carries a per-generator random value."""
+
+    def __init__(self, ip: str = "127.0.0.1", *, clock: Callable[[], float] = time.time,
+                 pid: int | None = None) -> None:
+        addr = host_address_bytes(ip)
+        self._fixed = (addr + struct.pack(">H", (pid if pid is not None else os.getpid()) & 0xFFFF)
+                       + os.urandom(4)).hex().upper()
+        self._clock = clock
+        self._counter = itertools.count()
+        self._month_start = 0
+        self._next_month = 0
+
+    def next(self) -> str:
+        now = self._clock()
+        now_ms = int(now * 1000)
+        if now_ms >= self._next_month or now_ms < self._month_start:
+            self._month_start = _month_start_ms(now)
+            self._next_month = _month_start_ms(self._month_start / 1000 + 32 * 86400)
+        since = (now_ms - self._month_start) & 0xFFFFFFFF
+        counter = next(self._counter) & 0xFFFF
+        return self._fixed + f"{since:08X}{counter:04X}"

@@ -1,0 +1,106 @@
+"""The message model: what producers send, what the store keeps, what consumers get back.
+
+Hosts are ``(host, port)`` tuples; the codec turns them into RocketMQ's 8-byte (IPv4) or
+20-byte (IPv6) address+port fields.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from mqtools.common import properties as P
+
+Host = tuple[str, int]
+NO_HOST: Host = ("0.0.0.0", 0)
+
+
+@dataclass(slots=True)
+class Message:
+    """A message as a producer builds it: topic, body, user flag and string properties."""
+
+    topic: str
+    body: bytes = b""
+    flag: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(P.TAGS)
+
+    @property
+    def keys(self) -> list[str]:
+        return P.message_keys(self.properties)
+
+    @property
+    def unique_key(self) -> str | None:
+        return self.properties.get(P.UNIQ_KEY)
+
+
+@dataclass(slots=True)
+class MessageExt(Message):
+    """A stored message, as decoded from the commitlog (every field of the stored layout)."""
+
+    queue_id: int = 0
+    store_size: int = 0
+    queue_offset: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: Host = NO_HOST
+    store_timestamp: int = 0
+    store_host: Host = NO_HOST
+    msg_id: str = ""
+    commit_log_offset: int = 0
+    body_crc: int = 0
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+
+
+@dataclass(slots=True)
+class MessageExtBrokerInner:
+    """A message on its way into the store (one SEND_MESSAGE, a retry, a delayed re-delivery).
+
+    ``properties_string`` is the encoded form that is written; ``tags_code`` is what the
+    consume queue records (the Java hash of TAGS, or a deliver time for delay queues). The
+    store fills ``store_timestamp``, ``queue_offset``, ``commit_log_offset`` and ``msg_id``.
+    """
+
+    topic: str
+    body: bytes = b""
+    flag: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    queue_id: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: Host = NO_HOST
+    store_host: Host | None = None
+    reconsume_times: int = 0
+    prepared_transaction_offset: int = 0
+    tags_code: int = 0
+    properties_string: str | None = None
+    store_timestamp: int = 0
+    queue_offset: int = 0
+    commit_log_offset: int = 0
+    msg_id: str = ""
+
+    def encoded_properties(self) -> str:
+        if self.properties_string is None:
+            self.properties_string = P.properties_to_string(self.properties)
+        return self.properties_string
+
+
+@dataclass(slots=True)
+class MessageExtBatch:
+    """A SEND_BATCH_MESSAGE: ``body`` is the batch wire encoding (see codec.encode_batch) of
+    messages that share topic, queue, sys flag, born/store host and reconsume times."""
+
+    topic: str
+    body: bytes = b""
+    flag: int = 0
+    properties: dict[str, str] = field(default_factory=dict)
+    queue_id: int = 0
+    sys_flag: int = 0
+    born_timestamp: int = 0
+    born_host: Host = NO_HOST
+    store_host: Host | None = None
+    reconsume_times: int = 0
+    properties_string: str | None = None

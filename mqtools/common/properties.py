@@ -1,0 +1,67 @@
+"""Message property keys and the properties string codec (``name\\x01value\\x02...``)."""
+
+from __future__ import annotations
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+
+KEYS = "KEYS"
+TAGS = "TAGS"
+WAIT = "WAIT"
+DELAY = "DELAY"
+RETRY_TOPIC = "RETRY_TOPIC"
+REAL_TOPIC = "REAL_TOPIC"
+REAL_QID = "REAL_QID"
+TRAN_MSG = "TRAN_MSG"
+PGROUP = "PGROUP"
+MIN_OFFSET = "MIN_OFFSET"
+MAX_OFFSET = "MAX_OFFSET"
+BUYER_ID = "BUYER_ID"
+ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+TRANSFER_FLAG = "TRANSFER_FLAG"
+CORRECTION_FLAG = "CORRECTION_FLAG"
+MQ2_FLAG = "MQ2_FLAG"
+RECONSUME_TIME = "RECONSUME_TIME"
+MSG_REGION = "MSG_REGION"
+TRACE_SWITCH = "TRACE_ON"
+UNIQ_KEY = "UNIQ_CLIENT_MESSAGE_ID_KEYIDX"
+MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+CONSUME_START_TIMESTAMP = "CONSUME_START_TIME"
+CLUSTER = "CLUSTER"
+TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+SHARDING_KEY = "__SHARDINGKEY"
+INSTANCE_ID = "INSTANCE_ID"
+
+#: Keys set by the broker or client internals; a user cannot set them through the client API.
+SYSTEM_KEYS = frozenset({
+    KEYS, TAGS, WAIT, DELAY, RETRY_TOPIC, REAL_TOPIC, REAL_QID, TRAN_MSG, PGROUP, MIN_OFFSET, MAX_OFFSET,
+    BUYER_ID, ORIGIN_MESSAGE_ID, TRANSFER_FLAG, CORRECTION_FLAG, MQ2_FLAG, RECONSUME_TIME, MSG_REGION,
+    TRACE_SWITCH, UNIQ_KEY, MAX_RECONSUME_TIMES, CONSUME_START_TIMESTAMP, CLUSTER,
+})
+
+
+def properties_to_string(props: dict[str, str] | None) -> str:
+    """Encode as RocketMQ does: every pair ends with \\x02; None values are skipped."""
+    if not props:
+        return ""
+    return "".join(f"{k}\x01{v}\x02" for k, v in props.items() if v is not None)
+
+
+def string_to_properties(text: str | None) -> dict[str, str]:
+    """Decode a properties string; pieces without a separator or shorter than 3 chars are ignored."""
+    props: dict[str, str] = {}
+    if not text:
+        return props
+    for item in text.split(PROPERTY_SEPARATOR):
+        if len(item) < 3:
+            continue
+        name, sep, value = item.partition(NAME_VALUE_SEPARATOR)
+        if sep:
+            props[name] = value
+    return props
+
+
+def message_keys(props: dict[str, str]) -> list[str]:
+    """The business keys (KEYS split on single spaces, blanks dropped)."""
+    return [k for k in props.get(KEYS, "").split(" ") if k]

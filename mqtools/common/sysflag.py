@@ -1,0 +1,33 @@
+"""Bits of a message's SYSFLAG field (stored at byte 36 of every commitlog entry)."""
+
+from __future__ import annotations
+
+COMPRESSED_FLAG = 0x1
+MULTI_TAGS_FLAG = 0x2
+TRANSACTION_NOT_TYPE = 0x0
+TRANSACTION_PREPARED_TYPE = 0x4
+TRANSACTION_COMMIT_TYPE = 0x8
+TRANSACTION_ROLLBACK_TYPE = 0xC
+TRANSACTION_MASK = 0xC
+BORNHOST_V6_FLAG = 0x10
+STOREHOST_V6_FLAG = 0x20
+NEED_UNWRAP_FLAG = 0x40
+INNER_BATCH_FLAG = 0x80
+COMPRESSION_TYPE_MASK = 0x700
+
+
+def transaction_type(sys_flag: int) -> int:
+    return sys_flag & TRANSACTION_MASK
+
+
+def is_consumable(sys_flag: int) -> bool:
+    """Prepared and rollback transaction messages never reach a consume queue."""
+    return sys_flag & TRANSACTION_MASK in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
+
+
+def born_host_len(sys_flag: int) -> int:
+    return 20 if sys_flag & BORNHOST_V6_FLAG else 8
+
+
+def store_host_len(sys_flag: int) -> int:
+    return 20 if sys_flag & STOREHOST_V6_FLAG else 8

@@ -1,0 +1,90 @@
+"""Retention: which commitlog files to delete, and the disk-full flag (ref/store.md §10).
+
+Decisions take ``now`` (seconds) and a disk-usage function explicitly so tests drive them with a
+fake clock and a fake disk. Files are deleted oldest first, never the last one, and the walk stops
+at the first file that is not expired, so the commitlog never gets holes.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import os
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from mqtools.server.store.config import MessageStoreConfig
+from mqtools.server.store.mapped_file import MappedFileQueue
+
+log = logging.getLogger(__name__)
+
+
+def disk_used_ratio(path: Path) -> float:
+    """used / (used + available) of the partition holding ``path``, rounded up to a whole percent."""
+    try:
+        st = os.statvfs(path)
+    except OSError:
+        return -1.0
+    used = (st.f_blocks - st.f_bfree) * st.f_frsize
+    avail = st.f_bavail * st.f_frsize
+    if used + avail <= 0:
+        return -1.0
+    return math.ceil(used * 100 / (used + avail)) / 100
+
+
+def is_time_to_delete(delete_when: str, now: float) -> bool:
+    hour = datetime.fromtimestamp(now).hour
+    for token in delete_when.split(";"):
+        token = token.strip()
+        if token.isdigit() and int(token) == hour:
+            return True
+    return False
+
+
+class CleanCommitLogService:
+    def __init__(self, config: MessageStoreConfig, disk_ratio: Callable[[Path], float]) -> None:
+        self.config = config
+        self.disk_ratio = disk_ratio
+        self.disk_full = False
+        self.last_ratio = 0.0
+
+    def check_disk(self) -> bool:
+        """Update the disk-full flag; True when old files must go regardless of age."""
+        cfg = self.config
+        ratio = self.disk_ratio(cfg.commit_log_dir)
+        self.last_ratio = ratio
+        if ratio < 0:
+            return True  # unmeasurable: clean, as RocketMQ does
+        if ratio > cfg.disk_space_warning_level_ratio / 100:
+            if not self.disk_full:
+                log.error("disk usage %.0f%% is above %d%%: refusing puts", ratio * 100,
+                          cfg.disk_space_warning_level_ratio)
+            self.disk_full = True
+            return True
+        if self.disk_full:
+            log.info("disk usage back to %.0f%%: accepting puts", ratio * 100)
+        self.disk_full = False
+        return ratio > cfg.disk_space_clean_forcibly_ratio / 100 and cfg.clean_file_forcibly_enable
+
+    def run(self, queue: MappedFileQueue, now: float) -> int:
+        """One pass: delete expired commitlog files; returns how many were deleted."""
+        cfg = self.config
+        immediately = self.check_disk()
+        space = self.last_ratio < 0 or self.last_ratio > cfg.disk_max_used_space_ratio / 100
+        if not (is_time_to_delete(cfg.delete_when, now) or space or immediately):
+            return 0
+        reserved_s = cfg.file_reserved_time * 3600
+        deleted = 0
+        while len(queue.files) > 1 and deleted < cfg.delete_file_batch_max:
+            mf = queue.files[0]
+            try:
+                mtime = mf.path.stat().st_mtime
+            except FileNotFoundError:
+                mtime = 0.0
+            if not (now >= mtime + reserved_s or immediately):
+                break
+            log.info("deleting commitlog file %s", mf.path.name)
+            queue.delete_first()
+            deleted += 1
+        return deleted

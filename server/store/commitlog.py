@@ -1,0 +1,127 @@
+"""The commitlog: every message of every topic, appended to one mapped-file queue.
+
+Appending is two steps so the caller can encode straight into the mapping: ``reserve(total)``
+finds room (writing RocketMQ's end-of-file blank record and rolling to a new file when the
+entry plus 8 spare bytes does not fit), the caller packs the entry at the returned position,
+then ``commit`` advances the write position. Everything runs on the event loop between two
+awaits, which is what RocketMQ's append lock guarantees.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from mqtools.server.store.mapped_file import MappedFile, MappedFileQueue
+
+from mqtools.common.codec import BLANK, BLANK_MAGIC, END_FILE_MIN_BLANK_LENGTH, INT, check_entry
+
+log = logging.getLogger(__name__)
+
+
+class EntryTooLarge(ValueError):
+    """The entry can never fit in one commitlog file."""
+
+
+class CommitLog:
+    def __init__(self, directory: Path, file_size: int) -> None:
+        self.queue = MappedFileQueue(directory, file_size)
+        self.file_size = file_size
+
+    def load(self) -> None:
+        self.queue.load()
+
+    # ------------------------------------------------------------------ offsets
+
+    @property
+    def max_offset(self) -> int:
+        return self.queue.max_offset
+
+    @property
+    def min_offset(self) -> int:
+        return self.queue.min_offset
+
+    @property
+    def flushed_where(self) -> int:
+        return self.queue.flushed_where
+
+    # ------------------------------------------------------------------ append
+
+    def reserve(self, total: int) -> tuple[MappedFile, int]:
+        """(file, position) where ``total`` bytes can be written; rolls with a blank record if needed."""
+        if total + END_FILE_MIN_BLANK_LENGTH > self.file_size:
+            raise EntryTooLarge(f"entry of {total} bytes cannot fit a {self.file_size}-byte commitlog file")
+        mf = self.queue.last_writable()
+        free = mf.free()
+        if total + END_FILE_MIN_BLANK_LENGTH > free:
+            BLANK.pack_into(mf.mm, mf.wrote, free, BLANK_MAGIC)
+            mf.wrote = mf.size
+            mf = self.queue.last_writable()
+        return mf, mf.wrote
+
+    @staticmethod
+    def commit(mf: MappedFile, pos: int, total: int) -> None:
+        mf.wrote = pos + total
+
+    def append_raw(self, start_offset: int, data) -> bool:
+        """Replicated bytes from a master: accepted only at exactly the current end."""
+        if start_offset != self.max_offset:
+            log.warning("replicated data at %d but commitlog ends at %d: rejected", start_offset, self.max_offset)
+            return False
+        mv = memoryview(data)
+        while len(mv):
+            mf = self.queue.last_writable(start_offset)
+            n = min(len(mv), mf.free())
+            mf.mm[mf.wrote:mf.wrote + n] = mv[:n]
+            mf.wrote += n
+            mv = mv[n:]
+        return True
+
+    # ------------------------------------------------------------------ read
+
+    def slice(self, offset: int, size: int) -> memoryview | None:
+        """Zero-copy view of ``size`` written bytes at ``offset`` (None if absent or not written)."""
+        mf = self.queue.find(offset)
+        if mf is None or mf.closed:
+            return None
+        pos = offset - mf.start
+        if pos < 0 or pos + size > mf.wrote:
+            return None
+        return mf.mv[pos:pos + size]
+
+    def entry(self, offset: int) -> memoryview | None:
+        """The whole stored entry at ``offset``, using its TOTALSIZE."""
+        head = self.slice(offset, 4)
+        if head is None:
+            return None
+        size = INT.unpack_from(head)[0]
+        if size <= 0:
+            return None
+        return self.slice(offset, size)
+
+    def data_from(self, offset: int) -> memoryview | None:
+        """Bytes from ``offset`` to the end of what is written in that file (HA transfer)."""
+        mf = self.queue.find(offset)
+        if mf is None or mf.closed:
+            return None
+        pos = offset - mf.start
+        if pos >= mf.wrote:
+            return None
+        return mf.mv[pos:mf.wrote]
+
+    def next_file_start(self, offset: int) -> int:
+        return offset - offset % self.file_size + self.file_size
+
+    def scan(self, offset: int, check_crc: bool):
+        """Check the entry at ``offset``: (EntryInfo | 0 blank | -1 invalid, file or None)."""
+        mf = self.queue.find(offset)
+        if mf is None:
+            return -1, None
+        pos = offset - mf.start
+        return check_entry(mf.mv[:mf.wrote] if mf.wrote < mf.size else mf.mv, pos, check_crc), mf
+
+    def flush(self, least_pages: int = 0) -> int:
+        return self.queue.flush(least_pages)
+
+    def close(self) -> None:
+        self.queue.close()

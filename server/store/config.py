@@ -1,0 +1,155 @@
+"""MessageStoreConfig: RocketMQ's store properties as snake_case fields, defaults from ref/store.md §14.
+
+``CAMEL_NAMES`` maps each field to its RocketMQ property name; ``from_properties`` reads a
+broker's ``.properties`` dict (unknown keys ignored, as RocketMQ does, including the
+pre-4.5.1 ``mapedFileSize*`` spellings).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from mqtools.common.message import Host
+
+
+def _default_root() -> str:
+    return str(Path.home() / "store")
+
+
+@dataclass
+class MessageStoreConfig:
+    store_path_root_dir: str = field(default_factory=_default_root)
+    store_path_commit_log: str = ""
+    broker_role: str = "ASYNC_MASTER"
+    flush_disk_type: str = "ASYNC_FLUSH"
+    mapped_file_size_commit_log: int = 1073741824
+    mapped_file_size_consume_queue: int = 300_000 * 20
+    max_message_size: int = 4194304
+    check_crc_on_recover: bool = True
+    flush_interval_commit_log: int = 500
+    flush_commit_log_least_pages: int = 4
+    flush_commit_log_thorough_interval: int = 10000
+    flush_commit_log_timed: bool = True
+    sync_flush_timeout: int = 5000
+    slave_timeout: int = 3000
+    flush_interval_consume_queue: int = 1000
+    flush_consume_queue_least_pages: int = 2
+    flush_consume_queue_thorough_interval: int = 60000
+    access_message_in_memory_max_ratio: int = 40
+    max_transfer_bytes_on_message_in_memory: int = 262144
+    max_transfer_count_on_message_in_memory: int = 32
+    max_transfer_bytes_on_message_in_disk: int = 65536
+    max_transfer_count_on_message_in_disk: int = 8
+    message_index_enable: bool = True
+    message_index_safe: bool = False
+    max_hash_slot_num: int = 5_000_000
+    max_index_num: int = 20_000_000
+    max_msgs_num_batch: int = 64
+    default_query_max_num: int = 32
+    file_reserved_time: int = 72
+    delete_when: str = "04"
+    disk_max_used_space_ratio: int = 75
+    disk_space_warning_level_ratio: int = 90
+    disk_space_clean_forcibly_ratio: int = 85
+    clean_file_forcibly_enable: bool = True
+    clean_resource_interval: int = 10000
+    delete_file_batch_max: int = 10
+    os_page_cache_busy_time_out_mills: int = 1000
+    offset_check_in_slave: bool = False
+    duplication_enable: bool = False
+    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    #: Address written as STOREHOST and used in offset message ids when a put carries none.
+    broker_ip1: str = "127.0.0.1"
+    listen_port: int = 10911
+
+    def __post_init__(self) -> None:
+        if not self.store_path_commit_log:
+            self.store_path_commit_log = str(Path(self.store_path_root_dir) / "commitlog")
+
+    # ------------------------------------------------------------------ derived paths
+
+    @property
+    def root(self) -> Path:
+        return Path(self.store_path_root_dir)
+
+    @property
+    def commit_log_dir(self) -> Path:
+        return Path(self.store_path_commit_log)
+
+    @property
+    def consume_queue_dir(self) -> Path:
+        return self.root / "consumequeue"
+
+    @property
+    def index_dir(self) -> Path:
+        return self.root / "index"
+
+    @property
+    def config_dir(self) -> Path:
+        return self.root / "config"
+
+    @property
+    def store_host(self) -> Host:
+        return (self.broker_ip1, self.listen_port)
+
+    @property
+    def sync_flush(self) -> bool:
+        return self.flush_disk_type == "SYNC_FLUSH"
+
+    @property
+    def is_slave(self) -> bool:
+        return self.broker_role == "SLAVE"
+
+    # ------------------------------------------------------------------ properties files
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> MessageStoreConfig:
+        """Build from RocketMQ property names; values are parsed by the field's default type."""
+        values: dict[str, object] = {}
+        types = {f.name: type(f.default) if f.default is not dataclasses.MISSING else str
+                 for f in dataclasses.fields(cls)}
+        for key, raw in props.items():
+            name = FIELD_BY_CAMEL.get(key.strip()) or _LEGACY.get(key.strip())
+            if name is not None:
+                values[name] = _parse(types[name], str(raw).strip())
+        root = values.get("store_path_root_dir")
+        if isinstance(root, str):
+            values["store_path_root_dir"] = os.path.expanduser(root)
+        return cls(**values)  # type: ignore[arg-type]
+
+    def to_properties(self) -> dict[str, str]:
+        out = {}
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            out[CAMEL_NAMES[f.name]] = str(value).lower() if isinstance(value, bool) else str(value)
+        return out
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+#: Field name -> RocketMQ property name (brokerIP1 keeps its upper-case "IP").
+CAMEL_NAMES: dict[str, str] = {f.name: _camel(f.name) for f in dataclasses.fields(MessageStoreConfig)}
+CAMEL_NAMES["broker_ip1"] = "brokerIP1"
+CAMEL_NAMES["check_crc_on_recover"] = "checkCRCOnRecover"
+CAMEL_NAMES["store_path_commit_log"] = "storePathCommitLog"
+CAMEL_NAMES["mapped_file_size_commit_log"] = "mappedFileSizeCommitLog"
+CAMEL_NAMES["mapped_file_size_consume_queue"] = "mappedFileSizeConsumeQueue"
+FIELD_BY_CAMEL: dict[str, str] = {v: k for k, v in CAMEL_NAMES.items()}
+_LEGACY = {"mapedFileSizeCommitLog": "mapped_file_size_commit_log",
+           "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue"}
+
+
+def _parse(kind: type, raw: str) -> object:
+    if kind is bool:
+        return raw.lower() == "true"
+    if kind is int:
+        return int(raw)
+    if kind is float:
+        return float(raw)
+    return raw

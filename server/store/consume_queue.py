@@ -1,0 +1,192 @@
+"""Consume queues: per (topic, queueId) arrays of 20-byte units (commitlog offset, size, tag code).
+
+Unit ``n`` of a queue lives at byte ``n*20`` of the queue's stream, so a logical queue offset is
+a direct index. Units are written by dispatch only (master puts, slave replication, recovery);
+a unit whose message is already covered (``phys + size <= max_physic_offset``) is a duplicate
+and is ignored, which makes re-dispatch after a crash idempotent.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from pathlib import Path
+
+from mqtools.server.store.mapped_file import MappedFileQueue
+
+log = logging.getLogger(__name__)
+
+UNIT = struct.Struct(">qiq")
+UNIT_SIZE = 20
+SIZE_FIELD = struct.Struct(">i")
+BLANK_UNIT = UNIT.pack(0, 0x7FFFFFFF, 0)
+
+
+class ConsumeQueue:
+    def __init__(self, root: Path, topic: str, queue_id: int, file_size: int) -> None:
+        if file_size % UNIT_SIZE:
+            raise ValueError(f"consume queue file size {file_size} is not a multiple of {UNIT_SIZE}")
+        self.topic = topic
+        self.queue_id = queue_id
+        self.queue = MappedFileQueue(root / topic / str(queue_id), file_size)
+        self.file_size = file_size
+        self.min_logic_offset = 0  # bytes
+        self.max_physic_offset = -1  # end (phys + size) of the last unit written
+
+    # ------------------------------------------------------------------ offsets (in units)
+
+    @property
+    def max_offset(self) -> int:
+        return self.queue.max_offset // UNIT_SIZE
+
+    @property
+    def min_offset(self) -> int:
+        return max(self.min_logic_offset, self.queue.min_offset) // UNIT_SIZE
+
+    # ------------------------------------------------------------------ write
+
+    def put(self, phys: int, size: int, tags: int, cq_offset: int) -> bool:
+        """Write the unit for logical index ``cq_offset``; False when it is a duplicate."""
+        if phys + size <= self.max_physic_offset:
+            return False
+        expected = cq_offset * UNIT_SIZE
+        if not self.queue.files and expected:
+            self._start_at(expected)
+        mf = self.queue.last_writable(expected)
+        end = mf.end
+        if expected < end:
+            return False
+        if expected > end:
+            log.error("consume queue %s-%d: unit %d expected but queue ends at %d", self.topic,
+                      self.queue_id, cq_offset, end // UNIT_SIZE)
+        UNIT.pack_into(mf.mm, mf.wrote, phys, size, tags)
+        mf.wrote += UNIT_SIZE
+        self.max_physic_offset = phys + size
+        return True
+
+    def _start_at(self, expected: int) -> None:
+        """A queue first written at a non-zero offset: blank units fill the file up to it."""
+        mf = self.queue.create_file(expected - expected % self.file_size)
+        for pos in range(0, expected - mf.start, UNIT_SIZE):
+            mf.mm[pos:pos + UNIT_SIZE] = BLANK_UNIT
+        mf.wrote = expected - mf.start
+        self.min_logic_offset = expected
+
+    # ------------------------------------------------------------------ read
+
+    def unit(self, index: int) -> tuple[int, int, int] | None:
+        pos = index * UNIT_SIZE
+        mf = self.queue.find(pos)
+        if mf is None or pos - mf.start + UNIT_SIZE > mf.wrote:
+            return None
+        return UNIT.unpack_from(mf.mm, pos - mf.start)
+
+    def units(self, index: int, max_count: int) -> memoryview | None:
+        """Contiguous units from ``index`` (up to ``max_count``, never across a file boundary)."""
+        pos = index * UNIT_SIZE
+        mf = self.queue.find(pos)
+        if mf is None or mf.closed:
+            return None
+        rel = pos - mf.start
+        end = min(mf.wrote, rel + max_count * UNIT_SIZE)
+        if rel >= end:
+            return None
+        return mf.mv[rel:end]
+
+    # ------------------------------------------------------------------ recovery
+
+    def recover(self) -> None:
+        """Find the end of valid units (first unit with size 0) and cut the queue there."""
+        files = self.queue.files
+        if not files:
+            return
+        end = files[0].start
+        for mf in files[max(0, len(files) - 3):]:
+            valid = self._valid_units(mf)
+            end = mf.start + valid * UNIT_SIZE
+            if valid * UNIT_SIZE < mf.size:
+                break
+        self.queue.truncate_to(end)
+        self.queue.flushed_where = end
+        self._refresh_max_physic()
+
+    @staticmethod
+    def _valid_units(mf) -> int:
+        """Count of leading valid units in a file (binary search: units are a non-zero prefix)."""
+        lo, hi = 0, mf.size // UNIT_SIZE
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if SIZE_FIELD.unpack_from(mf.mm, mid * UNIT_SIZE + 8)[0] > 0:
+                lo = mid + 1
+            else:
+                hi = mid
+        while lo > 0:  # a torn unit (size written, offset negative) is not valid either
+            phys, size, _ = UNIT.unpack_from(mf.mm, (lo - 1) * UNIT_SIZE)
+            if phys >= 0 and size > 0:
+                break
+            lo -= 1
+        return lo
+
+    def _refresh_max_physic(self) -> None:
+        self.max_physic_offset = -1
+        n = self.max_offset
+        if n > self.min_offset:
+            u = self.unit(n - 1)
+            if u is not None and u[1] != 0x7FFFFFFF:
+                self.max_physic_offset = u[0] + u[1]
+
+    def truncate_dirty(self, phy_end: int) -> None:
+        """Drop units pointing at or beyond the recovered commitlog end."""
+        while self.queue.files:
+            mf = self.queue.files[-1]
+            first = UNIT.unpack_from(mf.mm, 0)
+            if mf.wrote == 0 or (first[1] != 0x7FFFFFFF and first[0] >= phy_end):
+                self.queue.files.pop().destroy()
+                continue
+            keep = 0
+            for pos in range(0, mf.wrote, UNIT_SIZE):
+                phys, size, _ = UNIT.unpack_from(mf.mm, pos)
+                if size <= 0:
+                    break
+                if size != 0x7FFFFFFF and phys >= phy_end:
+                    break
+                keep = pos + UNIT_SIZE
+            if keep < mf.wrote:
+                mf.set_position(keep)
+            break
+        self._refresh_max_physic()
+
+    # ------------------------------------------------------------------ cleanup
+
+    def delete_expired(self, min_phy: int) -> int:
+        """Delete leading files (never the last) whose last unit is below ``min_phy``."""
+        deleted = 0
+        while len(self.queue.files) > 1:
+            mf = self.queue.files[0]
+            phys, size, _ = UNIT.unpack_from(mf.mm, mf.wrote - UNIT_SIZE)
+            if size != 0x7FFFFFFF and phys >= min_phy:
+                break
+            self.queue.delete_first()
+            deleted += 1
+        return deleted
+
+    def correct_min_offset(self, min_phy: int) -> None:
+        """min offset = first unit whose message is still in the commitlog (queue end if none)."""
+        mf = self.queue.files[0] if self.queue.files else None
+        if mf is None:
+            return
+        for pos in range(max(0, self.min_logic_offset - mf.start), mf.wrote, UNIT_SIZE):
+            phys, size, _ = UNIT.unpack_from(mf.mm, pos)
+            if size != 0x7FFFFFFF and phys >= min_phy:
+                self.min_logic_offset = mf.start + pos
+                return
+        self.min_logic_offset = mf.start + mf.wrote
+
+    def flush(self, least_pages: int = 0) -> int:
+        return self.queue.flush(least_pages)
+
+    def destroy(self) -> None:
+        self.queue.destroy()
+
+    def close(self) -> None:
+        self.queue.close()

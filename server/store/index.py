@@ -1,0 +1,203 @@
+"""Index files: hash slots + linked entries mapping ``topic#key`` to commitlog offsets.
+
+Layout (ref/store.md §6): a 40-byte header (begin/end store timestamp, begin/end physical
+offset, used slot count, entry count starting at 1), ``max_hash_slot_num`` 4-byte slots holding
+the newest entry number per slot, then ``max_index_num`` 20-byte entries (key hash, physical
+offset, seconds since the file's begin timestamp, previous entry number in the slot). Only
+hashes are compared; callers filter exact keys, as RocketMQ's clients do.
+"""
+
+from __future__ import annotations
+
+import logging
+import struct
+from collections.abc import Callable
+from datetime import datetime
+from pathlib import Path
+
+from mqtools.server.store.mapped_file import MappedFile
+
+from mqtools.common.hashing import index_key_hash
+
+log = logging.getLogger(__name__)
+
+HEADER = struct.Struct(">qqqqii")
+HEADER_SIZE = 40
+SLOT = struct.Struct(">i")
+ENTRY = struct.Struct(">iqii")
+ENTRY_SIZE = 20
+INT_MAX = 0x7FFFFFFF
+
+
+class IndexFile:
+    def __init__(self, path: Path, slots: int, max_index: int, *, create: bool) -> None:
+        self.slots = slots
+        self.max_index = max_index
+        self.file = MappedFile(path, 0, HEADER_SIZE + slots * 4 + max_index * ENTRY_SIZE, create=create)
+        self.mm = self.file.mm
+        self.file.wrote = self.file.size
+        (self.begin_ts, self.end_ts, self.begin_phy, self.end_phy, self.slot_count,
+         self.index_count) = HEADER.unpack_from(self.mm, 0)
+        self.index_count = max(self.index_count, 1)
+        self.dirty = create
+
+    @property
+    def path(self) -> Path:
+        return self.file.path
+
+    def is_full(self) -> bool:
+        return self.index_count >= self.max_index
+
+    def _write_header(self) -> None:
+        HEADER.pack_into(self.mm, 0, self.begin_ts, self.end_ts, self.begin_phy, self.end_phy, self.slot_count,
+                         self.index_count)
+
+    def put(self, key_hash: int, phys: int, store_ts: int) -> bool:
+        if self.is_full():
+            return False
+        slot_pos = HEADER_SIZE + (key_hash % self.slots) * 4
+        prev = SLOT.unpack_from(self.mm, slot_pos)[0]
+        if prev <= 0 or prev > self.index_count:
+            prev = 0
+        diff = 0
+        if self.begin_ts > 0:
+            diff = min(max((store_ts - self.begin_ts) // 1000, 0), INT_MAX)
+        n = self.index_count
+        ENTRY.pack_into(self.mm, HEADER_SIZE + self.slots * 4 + n * ENTRY_SIZE, key_hash, phys, diff, prev)
+        SLOT.pack_into(self.mm, slot_pos, n)
+        if n <= 1:
+            self.begin_phy, self.begin_ts = phys, store_ts
+        if prev == 0:
+            self.slot_count += 1
+        self.index_count = n + 1
+        self.end_phy, self.end_ts = phys, store_ts
+        self._write_header()
+        self.dirty = True
+        return True
+
+    def overlaps(self, begin: int, end: int) -> bool:
+        return self.begin_ts <= end and self.end_ts >= begin
+
+    def query(self, key_hash: int, begin: int, end: int, max_num: int, out: list[int]) -> None:
+        if self.index_count <= 1:
+            return
+        n = SLOT.unpack_from(self.mm, HEADER_SIZE + (key_hash % self.slots) * 4)[0]
+        base = HEADER_SIZE + self.slots * 4
+        while 0 < n < self.index_count and len(out) < max_num:
+            h, phys, diff, prev = ENTRY.unpack_from(self.mm, base + n * ENTRY_SIZE)
+            if diff < 0:
+                break
+            ts = self.begin_ts + diff * 1000
+            if h == key_hash and begin <= ts <= end:
+                out.append(phys)
+            if prev <= 0 or prev > self.index_count or prev == n or ts < begin:
+                break
+            n = prev
+
+    def flush(self) -> None:
+        if self.dirty:
+            self.file.wrote = self.file.size
+            self.file.flushed = 0
+            self.file.flush()
+            self.dirty = False
+
+    def destroy(self) -> None:
+        self.file.destroy()
+
+    def close(self) -> None:
+        self.file.close()
+
+
+class IndexService:
+    """The index files of a store, newest last; keys are ``topic#key`` and ``topic#uniqKey``."""
+
+    def __init__(self, directory: Path, slots: int, max_index: int, clock: Callable[[], float]) -> None:
+        self.dir = Path(directory)
+        self.slots = slots
+        self.max_index = max_index
+        self.clock = clock
+        self.files: list[IndexFile] = []
+
+    def load(self, abnormal: bool, index_checkpoint_ts: int) -> None:
+        """Open existing files; after a crash drop files not covered by the checkpoint (rebuilt by
+        the recovery re-dispatch)."""
+        if not self.dir.is_dir():
+            return
+        for path in sorted(p for p in self.dir.iterdir() if p.is_file() and p.name.isdigit()):
+            f = IndexFile(path, self.slots, self.max_index, create=False)
+            if abnormal and f.end_ts > index_checkpoint_ts:
+                log.info("dropping index file %s (newer than the checkpoint)", path.name)
+                f.destroy()
+                continue
+            self.files.append(f)
+
+    def _new_file(self) -> IndexFile:
+        self.dir.mkdir(parents=True, exist_ok=True)
+        name = datetime.fromtimestamp(self.clock()).strftime("%Y%m%d%H%M%S%f")[:17]
+        path = self.dir / name
+        while path.exists() or (self.files and name <= self.files[-1].path.name):
+            name = str(int(name) + 1)
+            path = self.dir / name
+        f = IndexFile(path, self.slots, self.max_index, create=True)
+        if self.files:
+            prev = self.files[-1]
+            f.begin_ts = f.end_ts = prev.end_ts
+            f.begin_phy = f.end_phy = prev.end_phy
+            f._write_header()
+            prev.flush()
+        self.files.append(f)
+        return f
+
+    @property
+    def end_phy(self) -> int:
+        return self.files[-1].end_phy if self.files else 0
+
+    def build(self, topic: str, keys: str | None, uniq: str | None, phys: int, store_ts: int) -> None:
+        """Index one message (skipped when the newest file already covers its offset)."""
+        if self.files and phys < self.files[-1].end_phy:
+            return
+        if uniq:
+            self._put(f"{topic}#{uniq}", phys, store_ts)
+        if keys:
+            for k in keys.split(" "):
+                if k:
+                    self._put(f"{topic}#{k}", phys, store_ts)
+
+    def _put(self, key: str, phys: int, store_ts: int) -> None:
+        f = self.files[-1] if self.files else self._new_file()
+        h = index_key_hash(key)
+        if not f.put(h, phys, store_ts):
+            self._new_file().put(h, phys, store_ts)
+
+    def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
+        """Physical offsets whose key hash matches, newest file first (hash collisions included)."""
+        h = index_key_hash(f"{topic}#{key}")
+        out: list[int] = []
+        for f in reversed(self.files):
+            if f.overlaps(begin, end):
+                f.query(h, begin, end, max_num, out)
+            if f.begin_ts < begin or len(out) >= max_num:
+                break
+        return out
+
+    def delete_expired(self, min_phy: int) -> int:
+        deleted = 0
+        while len(self.files) > 1 and self.files[0].end_phy < min_phy:
+            self.files.pop(0).destroy()
+            deleted += 1
+        return deleted
+
+    def truncate_beyond(self, phy_end: int) -> None:
+        """Drop whole files that index messages beyond the recovered end (rebuilt by re-dispatch)."""
+        while self.files and self.files[-1].end_phy >= phy_end and self.files[-1].index_count > 1:
+            self.files.pop().destroy()
+
+    def flush(self) -> int:
+        """Sync every dirty file; returns the newest indexed store timestamp now durable."""
+        for f in self.files:
+            f.flush()
+        return self.files[-1].end_ts if self.files else 0
+
+    def close(self) -> None:
+        for f in self.files:
+            f.close()

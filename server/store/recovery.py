@@ -1,0 +1,89 @@
+"""Start-up recovery of the commitlog, consume queues and index (ref/store.md §8).
+
+Runs in a worker thread before the store serves anything. Normal recovery (clean shutdown)
+scans the last three commitlog files with CRC checks to find the end. Abnormal recovery (the
+``abort`` marker survived) starts at the newest file whose first message is older than the
+checkpoint, re-dispatches every valid entry (consume queues and index ignore what they already
+have) and stops at the first invalid entry; everything after it is truncated, in the commitlog
+and in the consume queues and index that point beyond it.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+from mqtools.server.store.commitlog import CommitLog
+
+from mqtools.common.codec import INT2, MAGIC_V1, MAGIC_V2, EntryInfo
+
+log = logging.getLogger(__name__)
+
+#: Offset of STORETIMESTAMP with an IPv4 born host (56) and IPv6 (68).
+STORE_TS_V4, STORE_TS_V6 = 56, 68
+
+
+def first_message_store_ts(cl: CommitLog, index: int) -> int:
+    """Store timestamp of the first entry of file ``index``; 0 if it does not look like a message."""
+    mf = cl.queue.files[index]
+    _, magic = INT2.unpack_from(mf.mm, 0)
+    if magic not in (MAGIC_V1, MAGIC_V2):
+        return 0
+    sys_flag = int.from_bytes(mf.mm[36:40], "big", signed=True)
+    pos = STORE_TS_V6 if sys_flag & 0x10 else STORE_TS_V4
+    return int.from_bytes(mf.mm[pos:pos + 8], "big", signed=True)
+
+
+def scan(cl: CommitLog, start: int, check_crc: bool, dispatch: Callable[[EntryInfo], None] | None) -> int:
+    """Walk entries from ``start``; returns the offset of the first invalid entry (the new end)."""
+    offset = start
+    files = cl.queue.files
+    while True:
+        result, mf = cl.scan(offset, check_crc)
+        if isinstance(result, EntryInfo):
+            if result.phys_offset != offset:
+                log.warning("entry at %d records physical offset %d: treated as the end", offset,
+                            result.phys_offset)
+                return offset
+            if dispatch is not None:
+                dispatch(result)
+            offset += result.size
+            if offset - mf.start >= mf.size and mf is files[-1]:
+                return offset
+            continue
+        if result == 0 and mf is not None and mf is not files[-1]:
+            offset = cl.next_file_start(offset)
+            continue
+        return offset
+
+
+def recover_normally(cl: CommitLog, check_crc: bool) -> int:
+    files = cl.queue.files
+    if not files:
+        return 0
+    start = files[max(0, len(files) - 3)].start
+    return _finish(cl, scan(cl, start, check_crc, None))
+
+
+def recover_abnormally(cl: CommitLog, check_crc: bool, min_ts: int,
+                       dispatch: Callable[[EntryInfo], None]) -> int:
+    files = cl.queue.files
+    if not files:
+        return 0
+    start_index = 0
+    for i in range(len(files) - 1, -1, -1):
+        ts = first_message_store_ts(cl, i)
+        if ts and ts <= min_ts:
+            start_index = i
+            break
+    log.info("abnormal recovery from commitlog file %s", files[start_index].path.name)
+    return _finish(cl, scan(cl, files[start_index].start, check_crc, dispatch))
+
+
+def _finish(cl: CommitLog, end: int) -> int:
+    """Make ``end`` the commitlog end and mark everything before it flushed."""
+    cl.queue.truncate_to(end)
+    for mf in cl.queue.files:
+        mf.flushed = mf.wrote
+    cl.queue.flushed_where = end
+    return end
