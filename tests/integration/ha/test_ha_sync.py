@@ -1,0 +1,141 @@
+"""SYNC_MASTER / ASYNC_MASTER guarantees and timeouts with real processes and real signals."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from integration.ha.hasupport import commitlog_max, ha_status, pull_all, send, start_group, until
+
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import ResponseCode
+
+pytestmark = pytest.mark.integration
+TOPIC = "HaSync"
+
+
+async def burst(client: RemotingClient, addr: str, count: int, inflight: int = 64, tag: str = "m"):
+    sem = asyncio.Semaphore(inflight)
+
+    async def one(i: int):
+        async with sem:
+            try:
+                return await send(client, addr, TOPIC, f"{tag}-{i:06d}".encode() + os.urandom(200), queue_id=i % 2)
+            except Exception:  # noqa: BLE001 - the master is being killed under us
+                return None
+
+    return await asyncio.gather(*(one(i) for i in range(count)))
+
+
+async def slave_bodies(client: RemotingClient, addr: str) -> set[bytes]:
+    out: set[bytes] = set()
+    for qid in range(2):
+        out.update(await pull_all(client, addr, TOPIC, qid))
+    return out
+
+
+async def test_sync_master_acked_messages_survive_sigkill(tmp_path: Path) -> None:
+    group = start_group(tmp_path, role="SYNC_MASTER")
+    assert group.slave is not None and group.master.proc is not None
+    client = RemotingClient()
+    try:
+        first = await burst(client, group.master.addr, 300)
+        acked = [s for s in first if s is not None and s.code == ResponseCode.SUCCESS]
+        assert len(acked) == 300
+        racing = asyncio.ensure_future(burst(client, group.master.addr, 300, tag="r"))
+        await asyncio.sleep(0.05)
+        group.master.proc.kill()  # SIGKILL right after a batch of SEND_OK replies, with sends in flight
+        acked += [s for s in await racing if s is not None and s.code == ResponseCode.SUCCESS]
+        on_slave = await slave_bodies(client, group.slave.addr)
+        missing = [s for s in acked if s.body not in on_slave]
+        assert not missing, f"{len(missing)} SEND_OK messages are not on the slave"
+    finally:
+        await client.close()
+        group.stop()
+
+
+async def test_async_master_loss_is_explained_by_the_slave_offset(tmp_path: Path) -> None:
+    group = start_group(tmp_path, role="ASYNC_MASTER")
+    assert group.slave is not None and group.master.proc is not None
+    client = RemotingClient()
+    try:
+        racing = asyncio.ensure_future(burst(client, group.master.addr, 600))
+        await asyncio.sleep(0.3)
+        group.master.proc.kill()
+        acked = [s for s in await racing if s is not None and s.code == ResponseCode.SUCCESS]
+        await asyncio.sleep(0.5)
+        slave_end = await commitlog_max(client, group.slave.addr)
+        on_slave = await slave_bodies(client, group.slave.addr)
+        lost = [s for s in acked if s.body not in on_slave]
+        print(f"ASYNC_MASTER drill: {len(acked)} acked, {len(lost)} lost, slave offset {slave_end}")
+        found = [s for s in acked if s.body in on_slave]
+        # The slave holds a prefix of the master's commitlog: every acked message it lacks lies
+        # after every acked message it has, and starts no more than one message before its end.
+        assert found and all(s.phy_offset < slave_end for s in found)
+        if lost:
+            assert min(s.phy_offset for s in lost) > max(s.phy_offset for s in found)
+            assert all(s.phy_offset > slave_end - 1024 for s in lost)
+    finally:
+        await client.close()
+        group.stop()
+
+
+async def test_frozen_slave_gives_flush_slave_timeout_then_recovers(tmp_path: Path) -> None:
+    group = start_group(tmp_path, role="SYNC_MASTER")
+    assert group.slave is not None and group.slave.proc is not None
+    client = RemotingClient()
+    try:
+        ok = await send(client, group.master.addr, TOPIC, b"before")
+        assert ok.code == ResponseCode.SUCCESS
+        group.slave.proc.signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        frozen = await send(client, group.master.addr, TOPIC, b"while-frozen")
+        elapsed = time.monotonic() - t0
+        assert frozen.code == ResponseCode.FLUSH_SLAVE_TIMEOUT
+        assert elapsed < 2.0 + 5.0  # the configured timeout (2 s) plus scheduling slack
+        group.slave.proc.signal(signal.SIGCONT)
+        await until(lambda: _send_ok(client, group.master.addr), 20, "SEND_OK after SIGCONT")
+    finally:
+        await client.close()
+        group.stop()
+
+
+async def _send_ok(client: RemotingClient, addr: str) -> bool:
+    return (await send(client, addr, TOPIC, b"after")).code == ResponseCode.SUCCESS
+
+
+async def test_no_slave_means_slave_not_available(tmp_path: Path) -> None:
+    group = start_group(tmp_path, role="SYNC_MASTER", with_slave=False)
+    client = RemotingClient()
+    try:
+        sent = await send(client, group.master.addr, TOPIC, b"lonely")
+        assert sent.code == ResponseCode.SLAVE_NOT_AVAILABLE
+        assert sent.queue_offset >= 0  # stored on the master all the same
+    finally:
+        await client.close()
+        group.stop()
+
+
+async def test_master_drops_a_silent_slave_after_housekeeping(tmp_path: Path) -> None:
+    group = start_group(tmp_path, role="ASYNC_MASTER")
+    assert group.slave is not None and group.slave.proc is not None
+    client = RemotingClient()
+    try:
+        await until(lambda: _connections(client, group.master.addr, 1), 20, "slave connected")
+        group.slave.proc.signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        await until(lambda: _connections(client, group.master.addr, 0), 20, "silent slave dropped")
+        assert time.monotonic() - t0 >= 2.0  # not before the 3 s housekeeping interval (minus poll slack)
+        group.slave.proc.signal(signal.SIGCONT)
+        await until(lambda: _connections(client, group.master.addr, 1), 20, "slave back")
+    finally:
+        await client.close()
+        group.stop()
+
+
+async def _connections(client: RemotingClient, addr: str, n: int) -> bool:
+    return len((await ha_status(client, addr))["haConnectionInfo"]) == n
