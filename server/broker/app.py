@@ -169,6 +169,7 @@ class BrokerController:
         except OSError as exc:
             await self.store.shutdown()
             raise StartError(f"cannot listen on {cfg.bind_address}:{cfg.listen_port}: {exc.strerror or exc}") from None
+        self.store.config.listen_port = self.server.port  # STOREHOST and offset msg ids use the real port
         self.store.add_arrival_listener(self.long_polling.arrival_listener)
         await self.long_polling.start()
         await self.offsets.start()
