@@ -251,7 +251,7 @@ class MessageStore:
         root.mkdir(parents=True, exist_ok=True)
         fd = os.open(root / "lock", os.O_RDWR | os.O_CREAT, 0o644)
         try:
-            fcntl.lockf(fd, fcntl.LOCK_EX | fcntl.LOCK_NB, 1, 0)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
             os.close(fd)
             raise StoreLockedError(f"store directory {root} is locked by another process "

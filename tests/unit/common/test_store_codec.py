@@ -1,0 +1,183 @@
+"""Golden bytes of the stored layout, ids, Java hash and the batch body codec."""
+
+from __future__ import annotations
+
+import struct
+import zlib
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mqtools.common import codec
+from mqtools.common.codec import CorruptMessageError, decode_stored, encode_stored
+from mqtools.common.hashing import index_key_hash, java_hash, tags_code
+from mqtools.common.ids import UniqueKeyGenerator, create_offset_msg_id, decode_offset_msg_id
+from mqtools.common.message import Message, MessageExt
+from mqtools.common.properties import properties_to_string, string_to_properties
+
+
+def _sample(**kw) -> MessageExt:
+    base = {"topic": "TopicTest", "body": b"Hello RocketMQ", "flag": 7,
+                "properties": {"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_CLIENT_MESSAGE_ID_KEYIDX": "AC11"},
+                "queue_id": 3, "queue_offset": 42, "sys_flag": 0, "born_timestamp": 1_700_000_000_123,
+                "born_host": ("192.168.0.10", 54321), "store_timestamp": 1_700_000_000_456,
+                "store_host": ("10.1.2.3", 10911), "commit_log_offset": 123456789, "reconsume_times": 2,
+                "prepared_transaction_offset": 99}
+    base.update(kw)
+    return MessageExt(**base)
+
+
+def test_golden_bytes_ipv4_field_by_field():
+    msg = _sample()
+    raw = encode_stored(msg)
+    props = properties_to_string(msg.properties).encode()
+    expected_len = 91 + len(msg.body) + len(b"TopicTest") + len(props)
+    assert len(raw) == expected_len
+    u = lambda fmt, at: struct.unpack_from(">" + fmt, raw, at)[0]
+    assert u("i", 0) == expected_len
+    assert raw[4:8] == bytes.fromhex("DAA320A7")
+    assert u("i", 8) == zlib.crc32(b"Hello RocketMQ") & 0x7FFFFFFF
+    assert u("i", 12) == 3
+    assert u("i", 16) == 7
+    assert u("q", 20) == 42
+    assert u("q", 28) == 123456789
+    assert u("i", 36) == 0
+    assert u("q", 40) == 1_700_000_000_123
+    assert raw[48:52] == bytes([192, 168, 0, 10]) and u("i", 52) == 54321
+    assert u("q", 56) == 1_700_000_000_456
+    assert raw[64:68] == bytes([10, 1, 2, 3]) and u("i", 68) == 10911
+    assert u("i", 72) == 2
+    assert u("q", 76) == 99
+    assert u("i", 84) == len(msg.body)
+    assert raw[88:88 + 14] == b"Hello RocketMQ"
+    p = 88 + 14
+    assert raw[p] == 9 and raw[p + 1:p + 10] == b"TopicTest"
+    assert u("h", p + 10) == len(props)
+    assert raw[p + 12:] == props
+
+
+def test_ipv6_hosts_set_flags_and_widen_fields():
+    msg = _sample(born_host=("::1", 1), store_host=("fe80::2", 2))
+    raw = encode_stored(msg)
+    assert len(raw) == len(encode_stored(_sample())) + 24
+    flag = struct.unpack_from(">i", raw, 36)[0]
+    assert flag & 0x30 == 0x30
+    back = decode_stored(raw, check_crc=True)
+    assert back.born_host == ("::1", 1) and back.store_host == ("fe80::2", 2)
+    assert len(back.msg_id) == 56
+
+
+def test_long_topic_uses_v2_magic_and_short_length():
+    raw = encode_stored(_sample(topic="t" * 200))
+    assert raw[4:8] == bytes.fromhex("DAA320AB")
+    assert decode_stored(raw).topic == "t" * 200
+
+
+def test_empty_body_crc_is_zero():
+    raw = encode_stored(_sample(body=b""))
+    assert struct.unpack_from(">i", raw, 8)[0] == 0
+    assert decode_stored(raw, check_crc=True).body == b""
+
+
+def test_decode_roundtrip_on_memoryview_at_offset():
+    raw = encode_stored(_sample())
+    buf = memoryview(b"\0" * 13 + raw + b"\0" * 5)
+    m = decode_stored(buf, 13, check_crc=True)
+    assert (m.topic, m.queue_offset, m.commit_log_offset, m.tags) == ("TopicTest", 42, 123456789, "TagA")
+    assert m.keys == ["k1", "k2"]
+    assert m.msg_id == create_offset_msg_id(("10.1.2.3", 10911), 123456789)
+
+
+@pytest.mark.parametrize("mutate", ["magic", "size_big", "size_small", "crc", "truncate", "zeros"])
+def test_decode_rejects_corruption(mutate):
+    raw = bytearray(encode_stored(_sample()))
+    if mutate == "magic":
+        raw[4] ^= 0xFF
+    elif mutate == "size_big":
+        struct.pack_into(">i", raw, 0, len(raw) + 10)
+    elif mutate == "size_small":
+        struct.pack_into(">i", raw, 0, len(raw) - 1)
+    elif mutate == "crc":
+        raw[90] ^= 1
+    elif mutate == "truncate":
+        raw = raw[:50]
+    else:
+        raw = bytearray(len(raw))
+    with pytest.raises(CorruptMessageError):
+        decode_stored(bytes(raw), check_crc=True)
+    assert codec.check_entry(bytes(raw), 0, True) == -1
+
+
+def test_crc_mismatch_only_rejected_when_checked():
+    raw = bytearray(encode_stored(_sample()))
+    raw[90] ^= 1
+    assert decode_stored(bytes(raw)).body != b"Hello RocketMQ"
+
+
+def test_blank_record_is_recognised():
+    blank = struct.pack(">ii", 100, codec.BLANK_MAGIC)
+    assert codec.check_entry(blank, 0, True) == 0
+
+
+def test_java_hash_matches_jvm_values():
+    assert java_hash("") == 0
+    assert java_hash("a") == 97
+    assert java_hash("TagA") == 2598919
+    assert java_hash("hello world") == 1794106052
+    assert java_hash("polygenelubricants") == -2147483648
+    assert java_hash("中文") == 0x4E2D * 31 + 0x6587  # UTF-16 code units
+    assert java_hash("😀") == 0xD83D * 31 + 0xDE00  # surrogate pair: two code units
+    assert tags_code(None) == 0
+    assert index_key_hash("polygenelubricants") == 0
+    assert index_key_hash("x" * 40) == abs(java_hash("x" * 40))
+
+
+@given(st.text(max_size=60))
+def test_java_hash_equals_reference_loop(s):
+    h = 0
+    units = s.encode("utf-16-be")
+    for i in range(0, len(units), 2):
+        h = (31 * h + int.from_bytes(units[i:i + 2], "big")) & 0xFFFFFFFF
+    assert java_hash(s) == (h - (1 << 32) if h >= 1 << 31 else h)
+
+
+def test_properties_codec():
+    props = {"TAGS": "a", "KEYS": "x y", "EMPTY": ""}
+    text = properties_to_string(props)
+    assert text == "TAGS\x01a\x02KEYS\x01x y\x02EMPTY\x01\x02"
+    assert string_to_properties(text) == {"TAGS": "a", "KEYS": "x y", "EMPTY": ""}
+    assert string_to_properties("junk\x02A\x01b\x02") == {"A": "b"}
+
+
+def test_offset_msg_id_roundtrip():
+    mid = create_offset_msg_id(("10.0.0.5", 10911), 0x1234)
+    assert mid == "0A00000500002A9F0000000000001234"
+    assert decode_offset_msg_id(mid) == (("10.0.0.5", 10911), 0x1234)
+    with pytest.raises(ValueError):
+        decode_offset_msg_id("ABCD")
+
+
+def test_unique_key_layout():
+    gen = UniqueKeyGenerator("192.168.1.2", clock=lambda: 1_700_000_000.0, pid=0x12345)
+    a, b = gen.next(), gen.next()
+    assert len(a) == 32 and a[:8] == "C0A80102" and a[8:12] == "2345"
+    assert a[:-4] == b[:-4] and int(b[-4:], 16) == int(a[-4:], 16) + 1
+
+
+@settings(max_examples=50)
+@given(st.lists(st.tuples(st.binary(max_size=64), st.integers(-2**31, 2**31 - 1),
+                          st.dictionaries(st.text("abcXYZ", min_size=3, max_size=5),
+                                          st.text("xyz ", max_size=5), max_size=3)), min_size=1, max_size=8))
+def test_batch_body_roundtrip(items):
+    msgs = [Message("", body, flag, props) for body, flag, props in items]
+    decoded = codec.decode_batch(codec.encode_batch(msgs))
+    assert [(m.body, m.flag, m.properties) for m in decoded] == [(m.body, m.flag, m.properties) for m in msgs]
+
+
+def test_batch_body_rejects_garbage():
+    body = codec.encode_batch([Message("", b"abc", 0, {"A": "b"})])
+    with pytest.raises(ValueError):
+        codec.decode_batch(body[:-3])
+    with pytest.raises(ValueError):
+        codec.decode_batch(b"\x00\x00\x00\x05" + body[4:])

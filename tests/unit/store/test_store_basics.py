@@ -1,0 +1,192 @@
+"""MessageStore behaviour on tiny files: puts, rolls, reads, statuses, index, lock, reopen."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from mqtools.server.store.message_store import (
+    GetMessageStatus,
+    MessageStore,
+    PutMessageStatus,
+    StoreLockedError,
+)
+from unit.store.store_helpers import batch, inner, tiny_config
+
+from mqtools.common.codec import BLANK_MAGIC, decode_stored
+
+
+async def _store(tmp_path, **kw) -> MessageStore:
+    s = MessageStore(tiny_config(tmp_path, **kw))
+    await s.start()
+    return s
+
+
+async def test_put_roll_and_read_back(tmp_path):
+    s = await _store(tmp_path)
+    offsets = []
+    for i in range(60):
+        r = await s.put_message(inner(body=bytes([i]) * 200, TAGS="a" if i % 2 else "b"))
+        assert r.ok and r.append.logics_offset == i
+        offsets.append(r.append.wrote_offset)
+    files = s.commitlog.queue.files
+    assert len(files) > 3
+    # every non-last file ends with a blank record where the next message did not fit
+    for mf in files[:-1]:
+        pos = 0
+        while True:
+            size, magic = struct.unpack_from(">ii", mf.mm, pos)
+            if magic == BLANK_MAGIC:
+                assert pos + size == mf.size
+                break
+            pos += size
+    for i, off in enumerate(offsets):
+        m = s.look_message_by_offset(off)
+        assert m.body == bytes([i]) * 200 and m.queue_offset == i and m.commit_log_offset == off
+    got, off = [], 0
+    while off < 60:
+        res = s.get_message("g", "T", 0, off, 32)
+        assert res.status is GetMessageStatus.FOUND
+        got += [decode_stored(b).body[0] for b in res.buffers]
+        off = res.next_begin_offset
+    assert got == list(range(60))
+    await s.shutdown()
+
+
+async def test_get_message_statuses(tmp_path):
+    s = await _store(tmp_path)
+    assert s.get_message("g", "T", 0, 0, 32).status is GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+    for _ in range(3):
+        await s.put_message(inner(TAGS="x"))
+    assert s.get_message("g", "T", 0, 3, 32).status is GetMessageStatus.OFFSET_OVERFLOW_ONE
+    r = s.get_message("g", "T", 0, 9, 32)
+    assert r.status is GetMessageStatus.OFFSET_OVERFLOW_BADLY and r.next_begin_offset == 0
+    from mqtools.common.hashing import java_hash
+    r = s.get_message("g", "T", 0, 0, 32, tag_filter=lambda code: code == java_hash("y"))
+    assert r.status is GetMessageStatus.NO_MATCHED_MESSAGE and r.next_begin_offset == 3
+    r = s.get_message("g", "T", 0, 1, 1)
+    assert r.message_count == 1 and r.next_begin_offset == 2 and (r.min_offset, r.max_offset) == (0, 3)
+    await s.shutdown()
+
+
+async def test_batch_is_one_write_with_consecutive_offsets(tmp_path):
+    s = await _store(tmp_path)
+    await s.put_message(inner(queue_id=1))
+    r = await s.put_messages(batch("T", 1, [b"a" * 10, b"b" * 20, b"c" * 30], KEYS="bk"))
+    assert r.ok and r.append.msg_num == 3 and r.append.logics_offset == 1
+    assert s.get_max_offset_in_queue("T", 1) == 4
+    res = s.get_message("g", "T", 1, 1, 32)
+    assert [decode_stored(b).body for b in res.buffers] == [b"a" * 10, b"b" * 20, b"c" * 30]
+    assert sum(len(b) for b in res.buffers) == r.append.wrote_bytes
+    assert len(s.query_message("T", "bk", 10, 0, 2**62)) == 3
+    bad = batch("T", 1, [b"x"])
+    bad.body = bad.body[:-1]
+    assert (await s.put_messages(bad)).status is PutMessageStatus.MESSAGE_ILLEGAL
+    await s.shutdown()
+
+
+async def test_illegal_messages(tmp_path):
+    s = await _store(tmp_path, max_message_size=1000)
+    assert (await s.put_message(inner(body=b"x" * 1001))).status is PutMessageStatus.MESSAGE_ILLEGAL
+    assert (await s.put_message(inner(body=b"x" * 900, P="v" * 4000))).status is PutMessageStatus.MESSAGE_ILLEGAL
+    assert (await s.put_message(inner(P="v" * 40000))).status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    assert s.max_phy_offset == 0
+    await s.shutdown()
+    assert (await s.put_message(inner())).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+
+
+async def test_index_query_across_index_files(tmp_path):
+    s = await _store(tmp_path, max_index_num=5)
+    for i in range(20):
+        await s.put_message(inner(KEYS=f"k{i % 4}", UNIQ_CLIENT_MESSAGE_ID_KEYIDX=f"U{i}"))
+    assert len(s.index.files) > 3
+    hits = s.query_message("T", "k1", 64, 0, 2**62)
+    assert sorted(m.queue_offset for m in hits if "k1" in m.keys) == [1, 5, 9, 13, 17]
+    assert [m.queue_offset for m in s.query_message("T", "U7", 64, 0, 2**62)] == [7]
+    assert s.query_message("Other", "k1", 64, 0, 2**62) == [] or all(
+        m.topic == "T" for m in s.query_message("Other", "k1", 64, 0, 2**62))
+    await s.shutdown()
+
+
+async def test_time_lookup_and_queue_metadata(tmp_path):
+    now = [1000.0]
+    s = MessageStore(tiny_config(tmp_path), clock=lambda: now[0])
+    await s.start()
+    for i in range(10):
+        now[0] = 1000.0 + i
+        await s.put_message(inner(queue_id=2))
+    assert s.get_earliest_message_time("T", 2) == 1_000_000
+    assert s.get_offset_in_queue_by_time("T", 2, 1_004_000) == 4
+    assert s.get_offset_in_queue_by_time("T", 2, 1_004_500) == 5
+    assert s.get_offset_in_queue_by_time("T", 2, 9_999_999_999) == 10
+    assert s.get_message_store_timestamp("T", 2, 9) == 1_009_000
+    assert s.get_commit_log_offset_in_queue("T", 2, 0) == 0
+    assert s.topic_queue_ids("T") == [2]
+    s.delete_topics({"T"})
+    assert s.get_max_offset_in_queue("T", 2) == 0 and s.topic_queue_ids("T") == []
+    await s.shutdown()
+
+
+async def test_arrival_listener_and_schedule_tag_code(tmp_path):
+    s = await _store(tmp_path)
+    seen = []
+    s.add_arrival_listener(lambda *a: seen.append(a))
+    r = await s.put_message(inner(topic="SCHEDULE_TOPIC_XXXX", queue_id=2, DELAY="3"))
+    assert seen == [("SCHEDULE_TOPIC_XXXX", 2, 1, r.append.store_timestamp + 10_000, r.append.store_timestamp)]
+    await s.shutdown()
+
+
+async def test_second_store_on_same_directory_refuses(tmp_path):
+    s = await _store(tmp_path)
+    other = MessageStore(tiny_config(tmp_path))
+    with pytest.raises(StoreLockedError, match="locked"):
+        await other.start()
+    await s.shutdown()
+    await other.start()
+    await other.shutdown()
+
+
+async def test_clean_reopen_keeps_everything_and_removes_abort(tmp_path):
+    s = await _store(tmp_path)
+    for i in range(40):
+        await s.put_message(inner(queue_id=i % 3, KEYS=f"k{i}"))
+    end = s.max_phy_offset
+    await s.shutdown()
+    assert not (tmp_path / "abort").exists()
+    s = await _store(tmp_path)
+    assert not s.loaded_abnormally and s.max_phy_offset == end
+    assert [s.get_max_offset_in_queue("T", q) for q in range(3)] == [14, 13, 13]
+    r = await s.put_message(inner(queue_id=0))
+    assert r.append.logics_offset == 14 and r.append.wrote_offset >= end
+    assert s.query_message("T", "k5", 8, 0, 2**62)[0].queue_offset == 1
+    await s.shutdown()
+
+
+async def test_slave_append_and_ha_data(tmp_path):
+    master = await _store(tmp_path / "m")
+    slave = await _store(tmp_path / "s", broker_role="SLAVE")
+    for i in range(30):
+        await master.put_message(inner(body=bytes([i]) * 150, queue_id=i % 2))
+    assert (await slave.put_message(inner())).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    assert not slave.append_to_commit_log(5, b"junk")
+    while slave.max_phy_offset < master.max_phy_offset:
+        data = master.get_commit_log_data(slave.max_phy_offset)
+        chunk = bytes(data[:777])  # uneven chunks split entries
+        assert slave.append_to_commit_log(slave.max_phy_offset, chunk)
+    assert bytes(master.get_commit_log_data(0)) == bytes(slave.get_commit_log_data(0))
+    for q in range(2):
+        assert slave.get_max_offset_in_queue("T", q) == 15
+        a = master.get_message("g", "T", q, 0, 32).buffers
+        b = slave.get_message("g", "T", q, 0, 32).buffers
+        assert [bytes(x) for x in a] == [bytes(x) for x in b]
+    await master.shutdown()
+    await slave.shutdown()
+
+
+async def test_runtime_info_figures(tmp_path):
+    s = await _store(tmp_path)
+    await s.put_message(inner())
+    info = s.runtime_info()
+    assert info["commitLogMaxOffset"] == str(s.max_phy_offset) and info["putMessageTimesTotal"] == "1"
+    assert info["dispatchBehindBytes"] == "0"
+    await s.shutdown()
