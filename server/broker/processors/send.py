@@ -93,7 +93,11 @@ class SendProcessor:
     # ------------------------------------------------------------------ checks
 
     def _header(self, req: RemotingCommand) -> SendMessageRequestHeader:
-        if req.code == RequestCode.SEND_MESSAGE_V2:
+        """SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE carry the short V2 names (RocketMQ's
+        parseRequestHeader); a batch with long names is accepted too."""
+        v2 = req.code == RequestCode.SEND_MESSAGE_V2 or (
+            req.code == RequestCode.SEND_BATCH_MESSAGE and "b" in req.ext_fields)
+        if v2:
             return SendMessageRequestHeader.from_v2(req.ext_fields)
         return SendMessageRequestHeader.from_ext(req.ext_fields)
 

@@ -47,7 +47,7 @@ def send_cmd(topic: str, body: bytes, queue_id: int = 0, *, tags: str | None = N
     h = SendMessageRequestHeader(
         producer_group="PG", topic=topic, default_topic=default_topic, default_topic_queue_nums=4,
         queue_id=queue_id, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0, properties=props(**p))
-    ext = h.to_v2() if code == RequestCode.SEND_MESSAGE_V2 else h.to_ext()
+    ext = h.to_ext() if code == RequestCode.SEND_MESSAGE else h.to_v2()
     return RemotingCommand.request(code, ext, body)
 
 
@@ -171,9 +171,12 @@ async def test_batch_send_then_pull(broker) -> None:
     resp = await call(broker, cmd)
     assert resp.code == ResponseCode.SUCCESS, resp.remark
     assert SendMessageResponseHeader.from_ext(resp.ext_fields).queue_offset == 1
+    h = SendMessageRequestHeader.from_v2(cmd.ext_fields)  # long header names are accepted too
+    long_names = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, h.to_ext(), encode_batch([b"c0"]))
+    assert (await call(broker, long_names)).code == ResponseCode.SUCCESS
     pulled = await call(broker, pull_cmd("BatchT", 2, 0))
     assert pulled.code == ResponseCode.SUCCESS
-    assert [b for b, _ in decode_bodies(pulled.body)] == [b"m0", b"b0", b"b1", b"b2", b"b3", b"b4"]
+    assert [b for b, _ in decode_bodies(pulled.body)] == [b"m0", b"b0", b"b1", b"b2", b"b3", b"b4", b"c0"]
 
 
 # ---------------------------------------------------------------------- pull
