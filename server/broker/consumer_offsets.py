@@ -10,55 +10,23 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
-from mqtools.remoting.bodies import ConsumerOffsetSerializeWrapper
+from mqtools.server.store import config_files
+
+from mqtools.remoting.bodies import ConsumerOffsetSerializeWrapper, from_obj
 
 log = logging.getLogger(__name__)
-T = TypeVar("T")
 
 TOPIC_GROUP_SEPARATOR = "@"
 FILE_NAME = "consumerOffset.json"
 
 
-def load_config_file(path: Path, parse: Callable[[bytes], T]) -> T | None:
-    """Parse the file, falling back to <name>.bak when it is missing, empty or unparseable.
-
-    None when neither exists; when both exist and neither parses, the main file's error is raised.
-    """
-    error: Exception | None = None
-    for candidate in (path, path.with_name(path.name + ".bak")):
-        try:
-            data = candidate.read_bytes()
-        except FileNotFoundError:
-            continue
-        if not data.strip():
-            continue
-        try:
-            return parse(data)
-        except (ValueError, TypeError, KeyError) as exc:
-            log.warning("cannot parse %s: %s", candidate, exc)
-            error = error or exc
-    if error is not None:
-        raise error
-    return None
-
-
 def write_config_file(path: Path, data: bytes) -> None:
-    """Write atomically: tmp file + fsync + rename, the previous content kept as <name>.bak."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    if path.exists():
-        os.replace(path, path.with_name(path.name + ".bak"))
-    os.replace(tmp, path)
+    """Atomic write with the previous version kept as .bak (config_files does the work)."""
+    config_files.write_atomic(path, data.decode())
 
 
 def offset_key(topic: str, group: str) -> str:
@@ -126,14 +94,19 @@ class ConsumerOffsetManager:
     def encode(self) -> bytes:
         return ConsumerOffsetSerializeWrapper(offset_table=self.offset_table).to_json()
 
-    def decode(self, data: bytes | str) -> bool:
-        wrapper = ConsumerOffsetSerializeWrapper.from_json(data)
+    def decode(self, data: bytes | str) -> None:
+        self._apply(ConsumerOffsetSerializeWrapper.from_json(data))
+
+    def _apply(self, wrapper: ConsumerOffsetSerializeWrapper) -> None:
         self.offset_table = {k: dict(v) for k, v in wrapper.offset_table.items() if v is not None}
-        return True
 
     def load(self) -> bool:
         """Read the file (or its .bak); False when neither exists."""
-        return load_config_file(self.path, self.decode) is not None
+        raw = config_files.load(self.path)
+        if not isinstance(raw, dict):
+            return False
+        self._apply(from_obj(ConsumerOffsetSerializeWrapper, raw))
+        return True
 
     def persist(self) -> None:
         write_config_file(self.path, self.encode())

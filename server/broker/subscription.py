@@ -15,10 +15,11 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mqtools.server.broker.consumer_offsets import load_config_file, write_config_file
+from mqtools.server.broker.consumer_offsets import write_config_file
+from mqtools.server.store import config_files
 
 from mqtools.common.topics import TOOLS_CONSUMER_GROUP
-from mqtools.remoting.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from mqtools.remoting.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper, from_obj
 
 log = logging.getLogger(__name__)
 
@@ -92,17 +93,22 @@ class SubscriptionGroupManager:
     def encode(self) -> bytes:
         return self.wrapper().to_json()
 
-    def decode(self, data: bytes | str) -> bool:
-        wrapper = SubscriptionGroupWrapper.from_json(data)
+    def decode(self, data: bytes | str) -> None:
+        self._apply(SubscriptionGroupWrapper.from_json(data))
+
+    def _apply(self, wrapper: SubscriptionGroupWrapper) -> None:
         for name, config in wrapper.subscription_group_table.items():
             if config is not None:
                 config.group_name = config.group_name or name
                 self.table[name] = config
         self.data_version = wrapper.data_version or DataVersion()
-        return True
 
     def load(self) -> bool:
-        return load_config_file(self.path, self.decode) is not None
+        raw = config_files.load(self.path)
+        if not isinstance(raw, dict):
+            return False
+        self._apply(from_obj(SubscriptionGroupWrapper, raw))
+        return True
 
     def persist(self) -> None:
         self._write(next(self._seq), self.encode())

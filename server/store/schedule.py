@@ -16,24 +16,29 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mqtools.server.store import config_files
+
+from mqtools.common import properties as P
+from mqtools.common.codec import CorruptMessageError, decode_stored
+from mqtools.common.hashing import tags_code
+from mqtools.common.message import MessageExt, MessageExtBrokerInner
 from mqtools.common.topics import SCHEDULE_TOPIC
-from mqtools.remoting.bodies import DelayOffsetSerializeWrapper
+from mqtools.remoting.bodies import DelayOffsetSerializeWrapper, from_obj
 
 log = logging.getLogger(__name__)
 
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 FILE_NAME = "delayOffset.json"
-PROPERTY_DELAY = "DELAY"
-PROPERTY_REAL_TOPIC = "REAL_TOPIC"
-PROPERTY_REAL_QUEUE_ID = "REAL_QID"
-PROPERTY_WAIT = "WAIT"
-PROPERTY_TAGS = "TAGS"
+PROPERTY_DELAY = P.DELAY
+PROPERTY_REAL_TOPIC = P.REAL_TOPIC
+PROPERTY_REAL_QUEUE_ID = P.REAL_QID
+PROPERTY_WAIT = P.WAIT
+PROPERTY_TAGS = P.TAGS
 _UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 #: An unknown level (table shrunk since the message was stored) is due after 1 s, as in RocketMQ.
 UNKNOWN_LEVEL_DELAY_MS = 1000
@@ -109,36 +114,7 @@ def redirect_to_schedule(msg: Any, table: DelayLevelTable, now_ms: int) -> bool:
 
 def _refresh_properties_string(msg: Any) -> None:
     if hasattr(msg, "properties_string"):
-        from mqtools.common.properties import properties_to_string
-
-        msg.properties_string = properties_to_string(msg.properties)
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    if path.exists():
-        os.replace(path, path.with_name(path.name + ".bak"))
-    os.replace(tmp, path)
-
-
-def _read_first_parsable(path: Path) -> DelayOffsetSerializeWrapper | None:
-    for candidate in (path, path.with_name(path.name + ".bak")):
-        try:
-            data = candidate.read_bytes()
-        except FileNotFoundError:
-            continue
-        if not data.strip():
-            continue
-        try:
-            return DelayOffsetSerializeWrapper.from_json(data)
-        except (ValueError, TypeError) as exc:
-            log.warning("cannot parse %s: %s", candidate, exc)
-    return None
+        msg.properties_string = P.properties_to_string(msg.properties)
 
 
 class ScheduleMessageService:
@@ -172,9 +148,10 @@ class ScheduleMessageService:
         return DelayOffsetSerializeWrapper(offset_table=dict(sorted(self.offset_table.items()))).to_json()
 
     def load(self) -> bool:
-        wrapper = _read_first_parsable(self.path)
-        if wrapper is None:
+        raw = config_files.load(self.path)
+        if not isinstance(raw, dict):
             return False
+        wrapper = from_obj(DelayOffsetSerializeWrapper, raw)
         self.offset_table = {int(k): int(v) for k, v in wrapper.offset_table.items() if v is not None}
         return True
 
@@ -190,7 +167,7 @@ class ScheduleMessageService:
                 self.offset_table[level] = clamped
 
     def persist(self) -> None:
-        _write_atomic(self.path, self.encode())
+        config_files.write_atomic(self.path, self.encode().decode())
         self._dirty = False
 
     # ------------------------------------------------------------------ delivery
@@ -208,11 +185,12 @@ class ScheduleMessageService:
             if not result.buffers:
                 self._correct_from_result(level, offset, result)
                 return delivered
-            for index, buf in enumerate(result.buffers):
-                outcome = await self._deliver_one(level, buf)
+            for buf in result.buffers:
+                outcome, next_offset = await self._deliver_one(level, buf, offset)
                 if outcome is None:
                     return delivered
-                self.offset_table[level] = offset + index + 1
+                offset = next_offset
+                self.offset_table[level] = offset
                 self._dirty = True
                 delivered += outcome
 
@@ -225,37 +203,31 @@ class ScheduleMessageService:
             self.offset_table[level] = result.next_begin_offset
             self._dirty = True
 
-    async def _deliver_one(self, level: int, buf: Any) -> int | None:
-        """1 when delivered, 0 when skipped (undecodable), None when not due or the put failed."""
-        from mqtools.common.codec import decode_stored
-
+    async def _deliver_one(self, level: int, buf: Any, offset: int) -> tuple[int | None, int]:
+        """(1, next) when delivered, (0, next) when skipped, (None, offset) when not due or the put failed."""
         try:
             msg = decode_stored(buf)
-        except Exception:  # a corrupt unit must not stall its level forever
+        except CorruptMessageError:  # a corrupt unit must not stall its level forever
             log.exception("skipping undecodable message in delay level %d", level)
-            return 0
+            return 0, offset + 1
+        next_offset = msg.queue_offset + 1
         now_ms = int(self.clock() * 1000)
         deliver_at = self.table.deliver_timestamp(level, msg.store_timestamp)
         if deliver_at > now_ms + self.table.delay_ms(level):
             deliver_at = now_ms  # the clock moved back: do not hold the message for longer than its delay
         if deliver_at > now_ms:
-            return None
+            return None, offset
         inner = self._rebuild(msg)
         if inner is None:
-            return 0
+            return 0, next_offset
         result = await self.store.put_message(inner)
         if not result.ok:
-            log.warning("re-delivering delayed message %s failed: %s", getattr(msg, "msg_id", "?"),
-                        result.status)
-            return None
-        return 1
+            log.warning("re-delivering delayed message %s failed: %s", msg.msg_id, result.status)
+            return None, offset
+        return 1, next_offset
 
-    def _rebuild(self, msg: Any) -> Any:
+    def _rebuild(self, msg: MessageExt) -> MessageExtBrokerInner | None:
         """The message for its real topic and queue: same body, flags, hosts, times and properties."""
-        from mqtools.common.hashing import tags_code
-        from mqtools.common.message import MessageExtBrokerInner
-        from mqtools.common.properties import properties_to_string
-
         props = dict(msg.properties)
         real_topic = props.get(PROPERTY_REAL_TOPIC)
         try:
@@ -279,7 +251,7 @@ class ScheduleMessageService:
             store_host=msg.store_host,
             reconsume_times=msg.reconsume_times,
             tags_code=tags_code(props.get(PROPERTY_TAGS)),
-            properties_string=properties_to_string(props),
+            properties_string=P.properties_to_string(props),
         )
 
     async def deliver_due(self) -> int:
@@ -325,7 +297,7 @@ class ScheduleMessageService:
                 data = self.encode()
                 self._dirty = False
                 try:
-                    await asyncio.to_thread(_write_atomic, self.path, data)
+                    await asyncio.to_thread(config_files.write_atomic, self.path, data.decode())
                 except OSError:
                     log.exception("persisting %s failed", self.path)
                     self._dirty = True

@@ -12,6 +12,9 @@ import os
 import random
 from typing import TYPE_CHECKING, Any
 
+from mqtools.common import properties as P
+from mqtools.common.hashing import tags_code
+from mqtools.common.message import MessageExt, MessageExtBrokerInner
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
 from mqtools.common.topics import dlq_topic, retry_topic
 from mqtools.common.validation import ValidationError, check_group, check_topic
@@ -43,11 +46,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PROPERTY_RETRY_TOPIC = "RETRY_TOPIC"
-PROPERTY_ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
-PROPERTY_DELAY = "DELAY"
-PROPERTY_WAIT = "WAIT"
-PROPERTY_TAGS = "TAGS"
+PROPERTY_RETRY_TOPIC = P.RETRY_TOPIC
+PROPERTY_ORIGIN_MESSAGE_ID = P.ORIGIN_MESSAGE_ID
+PROPERTY_DELAY = P.DELAY
+PROPERTY_WAIT = P.WAIT
+PROPERTY_TAGS = P.TAGS
 DLQ_NUMS_PER_GROUP = 1
 #: RocketMQ 4.9.2+ creates DLQ topics readable too, so tools can fetch dead messages.
 DLQ_PERM = PERM_WRITE | PERM_READ
@@ -148,12 +151,8 @@ class ConsumerProcessor:
             return req.response(ResponseCode.SUCCESS)
         return req.response(ResponseCode.SYSTEM_ERROR, getattr(result.status, "name", str(result.status)))
 
-    def _retry_message(self, msg: Any, topic: str, queue_id: int, delay_level: int) -> Any:
+    def _retry_message(self, msg: MessageExt, topic: str, queue_id: int, delay_level: int) -> MessageExtBrokerInner:
         """The copy that goes to the retry (or dead-letter) topic, keeping the message's identity."""
-        from mqtools.common.hashing import tags_code
-        from mqtools.common.message import MessageExtBrokerInner
-        from mqtools.common.properties import properties_to_string
-
         props = dict(msg.properties)
         props.setdefault(PROPERTY_RETRY_TOPIC, msg.topic)
         props[PROPERTY_WAIT] = "false"
@@ -174,7 +173,7 @@ class ConsumerProcessor:
             store_host=msg.store_host,
             reconsume_times=msg.reconsume_times + 1,
             tags_code=tags_code(props.get(PROPERTY_TAGS)),
-            properties_string=properties_to_string(props),
+            properties_string=P.properties_to_string(props),
         )
 
     # ------------------------------------------------------------------ groups
