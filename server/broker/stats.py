@@ -45,7 +45,13 @@ class RateCounter:
 
 
 def _day(ts: float) -> int:
+    """Local midnight starting the day of `ts`."""
     return int(time.mktime(time.localtime(ts)[:3] + (0, 0, 0, 0, 0, -1)))
+
+
+def _next_day(ts: float) -> float:
+    """Local midnight ending the day of `ts` (DST-safe: the day after noon)."""
+    return float(_day(_day(ts) + 36 * 3600))
 
 
 class BrokerStats:
@@ -61,16 +67,15 @@ class BrokerStats:
         self.topic_put: dict[str, RateCounter] = {}
         self.group_get: dict[tuple[str, str], RateCounter] = {}
         self.boot_timestamp = int(clock() * 1000)
-        self._day = _day(clock())
+        self._day_end = _next_day(clock())
         self.put_today_morning = 0
         self.put_yesterday_morning = 0
         self.get_today_morning = 0
         self.get_yesterday_morning = 0
 
     def _roll_day(self, now: float) -> None:
-        day = _day(now)
-        if day != self._day:
-            self._day = day
+        if now >= self._day_end:
+            self._day_end = _next_day(now)
             self.put_yesterday_morning, self.put_today_morning = self.put_today_morning, self.put_msgs.total
             self.get_yesterday_morning, self.get_today_morning = self.get_today_morning, self.get_msgs.total
 

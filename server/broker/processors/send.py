@@ -10,15 +10,18 @@ ScheduleMessageService), and the store's put status maps to RocketMQ's response 
 
 from __future__ import annotations
 
+import functools
 import random
+from collections.abc import Awaitable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 from mqtools.common import topics as T
+from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
 from mqtools.common.validation import ValidationError, check_topic
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader
+from mqtools.remoting.headers import SendMessageRequestHeader
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
@@ -53,6 +56,7 @@ _PUT_STATUS = {
 _STORED = {"PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
 
 
+@functools.lru_cache(maxsize=4096)
 def java_hash(text: str) -> int:
     """Java's String.hashCode (UTF-16 code units, int32 wrap): RocketMQ's tags code."""
     h = 0
@@ -78,6 +82,7 @@ def render_properties(props: dict[str, str]) -> str:
     return "".join(f"{k}\x01{v}\x02" for k, v in props.items())
 
 
+@functools.lru_cache(maxsize=4096)
 def split_host(addr: str) -> tuple[str, int]:
     host, _, port = addr.rpartition(":")
     try:
@@ -161,11 +166,21 @@ class SendProcessor:
 
     # ------------------------------------------------------------------ message building
 
-    def _inner(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: Any) -> Any:
-        from mqtools.common.message import MessageExtBrokerInner
+    def _props_string(self, raw: str | None, props: dict[str, str]) -> str:
+        """The client's property string plus CLUSTER, without re-rendering the whole map."""
+        cluster = self.c.config.broker_cluster_name
+        if PROPERTY_CLUSTER in props:
+            props[PROPERTY_CLUSTER] = cluster
+            return render_properties(props)
+        props[PROPERTY_CLUSTER] = cluster
+        raw = raw or ""
+        if raw and not raw.endswith("\x02"):
+            raw += "\x02"
+        return f"{raw}{PROPERTY_CLUSTER}\x01{cluster}\x02"
 
+    def _inner(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: Any) -> Any:
         props = parse_properties(h.properties)
-        props[PROPERTY_CLUSTER] = self.c.config.broker_cluster_name
+        props_string = self._props_string(h.properties, props)
         queue_id = h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums))
         tags = props.get(PROPERTY_TAGS)
         return MessageExtBrokerInner(
@@ -180,14 +195,12 @@ class SendProcessor:
             store_host=split_host(self.c.broker_addr),
             reconsume_times=h.reconsume_times or 0,
             tags_code=java_hash(tags) if tags else 0,
-            properties_string=render_properties(props),
+            properties_string=props_string,
         )
 
     def _batch(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: Any) -> Any:
-        from mqtools.common.message import MessageExtBatch
-
         props = parse_properties(h.properties)
-        props[PROPERTY_CLUSTER] = self.c.config.broker_cluster_name
+        props_string = self._props_string(h.properties, props)
         queue_id = h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums))
         return MessageExtBatch(
             topic=h.topic,
@@ -200,12 +213,12 @@ class SendProcessor:
             born_host=split_host(conn.peer),
             store_host=split_host(self.c.broker_addr),
             reconsume_times=h.reconsume_times or 0,
-            properties_string=render_properties(props),
+            properties_string=props_string,
         )
 
     # ------------------------------------------------------------------ processors
 
-    async def send_message(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+    def send_message(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | Awaitable:
         h = self._header(req)
         err, tc = self._check(conn, req, h)
         if err is not None:
@@ -222,10 +235,9 @@ class SendProcessor:
         schedule = getattr(self.c, "schedule", None)
         if schedule is not None and PROPERTY_DELAY in msg.properties:
             schedule.redirect(msg)
-        result = await self.c.store.put_message(msg)
-        return self._response(req, h.topic, result, queue_id)
+        return self._finish(req, h.topic, self.c.store.put_message(msg), queue_id)
 
-    async def send_batch(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+    def send_batch(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | Awaitable:
         h = self._header(req)
         err, tc = self._check(conn, req, h)
         if err is not None:
@@ -236,8 +248,20 @@ class SendProcessor:
         if not req.body:
             return req.response(ResponseCode.MESSAGE_ILLEGAL, "the batch body is empty")
         batch = self._batch(conn, h, bytes(req.body), tc)
-        result = await self.c.store.put_messages(batch)
-        return self._response(req, h.topic, result, batch.queue_id)
+        return self._finish(req, h.topic, self.c.store.put_messages(batch), batch.queue_id)
+
+    def _finish(self, req: RemotingCommand, topic: str, put: Coroutine, queue_id: int
+                ) -> RemotingCommand | Awaitable:
+        """Answer inline when the put completes without waiting (ASYNC_FLUSH, no slave wait):
+        no task per message. A put that waits (group commit, SYNC_MASTER) goes on as a task."""
+        done, value = step(put)
+        if done:
+            return self._response(req, topic, value, queue_id)
+        return self._later(req, topic, value, queue_id)
+
+    async def _later(self, req: RemotingCommand, topic: str, pending: Awaitable, queue_id: int
+                     ) -> RemotingCommand:
+        return self._response(req, topic, await pending, queue_id)
 
     def _response(self, req: RemotingCommand, topic: str, result: Any, queue_id: int) -> RemotingCommand:
         name = result.status.name
@@ -246,9 +270,43 @@ class SendProcessor:
             return req.response(code, remark)
         append = result.append
         self.c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
-        header = SendMessageResponseHeader(
-            msg_id=append.msg_id, queue_id=queue_id, queue_offset=append.logics_offset)
-        return req.response(code, remark, header.to_ext())
+        msg_id = ",".join(append.msg_ids) if len(append.msg_ids) > 1 else append.msg_id
+        ext = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(append.logics_offset)}
+        return req.response(code, remark, ext)
+
+
+def step(coro: Coroutine) -> tuple[bool, Any]:
+    """Run a coroutine until it first suspends: (True, result) if it finished, else
+    (False, awaitable that continues it exactly where it stopped)."""
+    try:
+        first = coro.send(None)
+    except StopIteration as stop:
+        return True, stop.value
+    return False, _Resume(coro, first)
+
+
+class _Resume:
+    """Continues a started coroutine under whoever awaits this (a generator delegation by hand)."""
+
+    def __init__(self, coro: Coroutine, first: Any) -> None:
+        self.coro = coro
+        self.first = first
+
+    def __await__(self) -> Generator[Any, Any, Any]:
+        pending = self.first
+        while True:
+            try:
+                value = yield pending
+            except BaseException as exc:  # noqa: BLE001 - cancellation and errors go into the coroutine
+                try:
+                    pending = self.coro.throw(exc)
+                except StopIteration as stop:
+                    return stop.value
+                continue
+            try:
+                pending = self.coro.send(value)
+            except StopIteration as stop:
+                return stop.value
 
 
 def register(server: RemotingServer, controller: Any) -> SendProcessor:

@@ -365,3 +365,54 @@ async def test_delay_property_goes_through_schedule_topic(broker) -> None:
     assert broker.store.get_max_offset_in_queue("DelayT", 0) == 0
     resp = await call(broker, RemotingCommand.request(RequestCode.GET_ALL_DELAY_OFFSET, {}))
     assert resp.code == ResponseCode.SUCCESS
+
+
+async def test_sync_flush_sends_wait_for_the_group_commit(tmp_path: Path) -> None:
+    """SYNC_FLUSH puts suspend on the flush; the processor continues them as tasks."""
+    cfg = BrokerConfig(broker_name="b3", listen_port=0, bind_address="127.0.0.1", flush_disk_type="SYNC_FLUSH",
+                       store_path_root_dir=str(tmp_path / "s"))
+    cfg.extra["mappedFileSizeCommitLog"] = str(1024 * 1024)
+    controller = BrokerController(cfg)
+    await controller.start()
+    client = RemotingClient()
+    try:
+        resps = await asyncio.gather(*(client.invoke(controller.broker_addr, send_cmd("SyncT", b"x", 0), 10)
+                                       for _ in range(20)))
+        assert all(r.code == ResponseCode.SUCCESS for r in resps), [r.remark for r in resps]
+        offsets = sorted(int(r.ext_fields["queueOffset"]) for r in resps)
+        assert offsets == list(range(20))
+    finally:
+        await client.close()
+        await controller.shutdown()
+
+
+async def test_step_runs_inline_or_resumes() -> None:
+    from mqtools.server.broker.processors.send import step
+
+    async def quick() -> int:
+        return 1
+
+    async def slow() -> int:
+        await asyncio.sleep(0.01)
+        return 2
+
+    async def failing() -> int:
+        await asyncio.sleep(0)
+        raise ValueError("boom")
+
+    assert step(quick()) == (True, 1)
+    done, pending = step(slow())
+    assert not done and await pending == 2
+    done, pending = step(failing())
+    with pytest.raises(ValueError, match="boom"):
+        await pending
+    done, pending = step(slow())
+    task = asyncio.ensure_future(_await(pending))
+    await asyncio.sleep(0)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+async def _await(pending):
+    return await pending

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mqtools.common.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE
-from mqtools.remoting.bodies import TopicConfig
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.long_polling import HeldPull, HoldTable
 from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.topic_config import TopicConfigManager
+
+from mqtools.common.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE
+from mqtools.remoting.bodies import TopicConfig
 
 
 class Clock:
@@ -107,3 +108,19 @@ def test_stats_rates_and_totals() -> None:
     assert info["putMessageSizeTotal"] == "5000" and info["putMessageTimesTotal"] == "10"
     assert info["runtime"].startswith("[ 0 days, 0 hours, 0 minutes, 10 seconds")
     assert stats.topic_put_tps("T") > 0 and stats.topic_put_tps("other") == 0.0
+
+
+def test_stats_day_totals_roll_at_midnight() -> None:
+    import time as _t
+
+    noon = _t.mktime((2026, 3, 10, 12, 0, 0, 0, 0, -1))
+    clock = Clock(noon)
+    stats = BrokerStats(clock)
+    stats.on_put("T", 7, 70)
+    clock.now = noon + 86400  # next day, noon
+    stats.on_put("T", 2, 20)
+    info = stats.runtime_info()
+    assert info["msgPutTotalTodayMorning"] == "7" and info["msgPutTotalTodayNow"] == "9"
+    clock.now = noon + 2 * 86400
+    info = stats.runtime_info()
+    assert info["msgPutTotalYesterdayMorning"] == "7" and info["msgPutTotalTodayMorning"] == "9"
