@@ -58,8 +58,8 @@ class BrokerStats:
     def __init__(self, clock: Callable[[], float] = time.time) -> None:
         self.clock = clock
         self.put_msgs = RateCounter()
-        self.put_bytes = RateCounter()
-        self.put_times = RateCounter()
+        self.put_bytes_total = 0
+        self.put_times_total = 0
         self.get_msgs = RateCounter()
         self.get_bytes = RateCounter()
         self.get_found = RateCounter()
@@ -83,9 +83,12 @@ class BrokerStats:
         now = self.clock()
         self._roll_day(now)
         self.put_msgs.add(now, msgs)
-        self.put_bytes.add(now, size)
-        self.put_times.add(now, 1)
-        self.topic_put.setdefault(topic, RateCounter()).add(now, msgs)
+        self.put_bytes_total += size
+        self.put_times_total += 1
+        counter = self.topic_put.get(topic)
+        if counter is None:
+            counter = self.topic_put[topic] = RateCounter()
+        counter.add(now, msgs)
 
     def on_get(self, group: str, topic: str, msgs: int, size: int) -> None:
         now = self.clock()
@@ -121,8 +124,8 @@ class BrokerStats:
             "getFoundTps": self.tps_triple(self.get_found),
             "getMissTps": self.tps_triple(self.get_miss),
             "getTotalTps": self.tps_triple(self.get_found),
-            "putMessageTimesTotal": str(self.put_times.total),
-            "putMessageSizeTotal": str(self.put_bytes.total),
+            "putMessageTimesTotal": str(self.put_times_total),
+            "putMessageSizeTotal": str(self.put_bytes_total),
             "msgPutTotalTodayNow": str(self.put_msgs.total),
             "msgGetTotalTodayNow": str(self.get_msgs.total),
             "msgPutTotalTodayMorning": str(self.put_today_morning),

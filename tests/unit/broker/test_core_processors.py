@@ -416,3 +416,20 @@ async def test_step_runs_inline_or_resumes() -> None:
 
 async def _await(pending):
     return await pending
+
+
+def test_parse_v2_matches_the_generic_decoder() -> None:
+    from mqtools.server.broker.processors.send import parse_v2
+
+    from mqtools.remoting.errors import HeaderError
+
+    full = SendMessageRequestHeader("PG", "T", "TBW102", 4, 2, 0, 123, 7, props(TAGS="a"), 3, False, True, 16, "b1")
+    assert parse_v2(full.to_v2()) == SendMessageRequestHeader.from_v2(full.to_v2()) == full
+    short = SendMessageRequestHeader("PG", "T", "TBW102", 4, -1, 0, 123, 0)
+    assert parse_v2(short.to_v2()) == short
+    with pytest.raises(HeaderError, match="not a number"):
+        parse_v2({**short.to_v2(), "e": "x"})
+    broken = short.to_v2()
+    del broken["b"]
+    with pytest.raises(HeaderError, match="topic"):
+        parse_v2(broken)
