@@ -136,6 +136,8 @@ class BrokerController:
                               f"{cfg.broker_ip2 or cfg.broker_ip1}:{self.ha_port}")
 
     def _on_register_result(self, result: RegisterResult) -> None:
+        if self.ha is not None:  # HA (server/ha): a slave learns its master's HA address here
+            self.ha.on_register_result(result)
         if result.ok and result.master_addr:
             self.master_addr = result.master_addr
         if result.ok and result.order_topics is not None:
@@ -177,6 +179,7 @@ class BrokerController:
         await self.producers.start()
         if not cfg.is_slave:
             await self.schedule.start()
+        await self._start_ha()  # HA (server/ha): before registration, which advertises the HA port
         self.topics.on_change = self.registrar.kick
         if self.registrar.addrs:
             await self.registrar.register_all()
@@ -209,6 +212,7 @@ class BrokerController:
             ("offsets", self.offsets.shutdown),
             ("topics", self.topics.persist),
             ("groups", self.groups.persist),
+            ("ha", lambda: self.ha.shutdown() if self.ha is not None else None),
             ("store", lambda: self.store.shutdown() if self.store is not None else None),
             ("client", self.client.close),
         ]
@@ -221,6 +225,16 @@ class BrokerController:
                     await result
             except Exception:
                 log.exception("shutdown step %s failed", name)
+
+    async def _start_ha(self) -> None:
+        """HA (owned by server/ha): HA port, store ha_hook, GET_BROKER_HA_STATUS, slave sync."""
+        from mqtools.server.ha.broker_glue import start_ha
+
+        try:
+            self.ha = await start_ha(self)
+        except OSError as exc:
+            raise StartError(f"cannot listen on HA port {self.config.effective_ha_port}: "
+                             f"{exc.strerror or exc}") from None
 
     # ------------------------------------------------------------------ live config
 

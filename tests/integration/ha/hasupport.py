@@ -29,7 +29,7 @@ FLAG_SUB = 4
 HA_FAST = {
     "haSendHeartbeatInterval": "500", "haHousekeepingInterval": "3000", "haTransferBatchSize": "16384",
     "mappedFileSizeCommitLog": str(FILE_SIZE), "syncFlushTimeout": "2000", "slaveTimeout": "2000",
-    "brokerIP1": "127.0.0.1", "listenPort": "0",
+    "brokerIP1": "127.0.0.1", "listenPort": "0", "slaveReadEnable": "true",
 }
 
 
@@ -169,6 +169,12 @@ async def pull_all(client: RemotingClient, addr: str, topic: str, queue_id: int,
         offset = nxt
 
 
+async def slave_knows_topic(client: RemotingClient, addr: str, topic: str) -> bool:
+    """The slave learns topics from its master by metadata sync (first round 3 s after start)."""
+    code, _, _ = await pull(client, addr, topic, 0, 0, 1)
+    return code != ResponseCode.TOPIC_NOT_EXIST
+
+
 async def ha_status(client: RemotingClient, addr: str) -> dict:
     resp = await call(client, addr, RemotingCommand.request(RequestCode.GET_BROKER_HA_STATUS), 5.0)
     assert resp.code == ResponseCode.SUCCESS, resp.remark
@@ -180,6 +186,19 @@ async def max_offset(client: RemotingClient, addr: str, topic: str, queue_id: in
         RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(queue_id)}))
     assert resp.code == ResponseCode.SUCCESS, resp.remark
     return int(resp.ext_fields["offset"])
+
+
+async def ready_for_drill(client: RemotingClient, group: Group, topic: str) -> None:
+    """The slave is connected and acking, and knows `topic` (so what it replicates is consumable)."""
+    assert group.slave is not None
+
+    async def acked() -> bool:
+        conns = (await ha_status(client, group.master.addr))["haConnectionInfo"]
+        return bool(conns) and conns[0]["slaveAckOffset"] >= 0
+
+    await until(acked, 20, "slave connected and acking")
+    await send(client, group.master.addr, topic, b"warm-up")
+    await until(lambda: slave_knows_topic(client, group.slave.addr, topic), 20, "topic sync to the slave")
 
 
 async def commitlog_max(client: RemotingClient, addr: str) -> int:

@@ -16,6 +16,7 @@ from integration.ha.hasupport import (
     pull_all,
     read_range,
     send,
+    slave_knows_topic,
     start_group,
     until,
 )
@@ -56,6 +57,7 @@ async def test_slave_bytes_and_consume_queues_equal_the_masters(tmp_path: Path) 
         for qid in range(4):
             assert await max_offset(client, group.slave.addr, TOPIC, qid) == \
                 await max_offset(client, group.master.addr, TOPIC, qid)
+        await until(lambda: slave_knows_topic(client, group.slave.addr, TOPIC), 20, "topic sync")
         from_slave = await pull_all(client, group.slave.addr, TOPIC, 1)
         assert from_slave == await pull_all(client, group.master.addr, TOPIC, 1)
         assert len(from_slave) == 150
@@ -80,6 +82,7 @@ async def test_slave_restarted_mid_load_resumes_from_its_own_offset(tmp_path: Pa
         await until(lambda: caught_up(client, group.master.addr, group.slave.addr), 30, "resumed catch-up")
         end = await commitlog_max(client, group.master.addr)
         assert read_range(group.slave.commitlog_files(), 0, end) == read_range(group.master.commitlog_files(), 0, end)
+        await until(lambda: slave_knows_topic(client, group.slave.addr, TOPIC), 20, "topic sync")
         bodies = await pull_all(client, group.slave.addr, TOPIC, 2)
         assert len(bodies) == 125 and len({b[:8] for b in bodies}) == 125
     finally:

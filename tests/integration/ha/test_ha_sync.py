@@ -9,7 +9,16 @@ import time
 from pathlib import Path
 
 import pytest
-from integration.ha.hasupport import commitlog_max, ha_status, pull_all, send, start_group, until
+from integration.ha.hasupport import (
+    commitlog_max,
+    ha_status,
+    pull_all,
+    ready_for_drill,
+    send,
+    slave_knows_topic,
+    start_group,
+    until,
+)
 
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import ResponseCode
@@ -32,6 +41,7 @@ async def burst(client: RemotingClient, addr: str, count: int, inflight: int = 6
 
 
 async def slave_bodies(client: RemotingClient, addr: str) -> set[bytes]:
+    await until(lambda: slave_knows_topic(client, addr, TOPIC), 20, "topic sync")
     out: set[bytes] = set()
     for qid in range(2):
         out.update(await pull_all(client, addr, TOPIC, qid))
@@ -43,6 +53,7 @@ async def test_sync_master_acked_messages_survive_sigkill(tmp_path: Path) -> Non
     assert group.slave is not None and group.master.proc is not None
     client = RemotingClient()
     try:
+        await ready_for_drill(client, group, TOPIC)
         first = await burst(client, group.master.addr, 300)
         acked = [s for s in first if s is not None and s.code == ResponseCode.SUCCESS]
         assert len(acked) == 300
@@ -63,6 +74,7 @@ async def test_async_master_loss_is_explained_by_the_slave_offset(tmp_path: Path
     assert group.slave is not None and group.master.proc is not None
     client = RemotingClient()
     try:
+        await ready_for_drill(client, group, TOPIC)
         racing = asyncio.ensure_future(burst(client, group.master.addr, 600))
         await asyncio.sleep(0.3)
         group.master.proc.kill()
@@ -89,6 +101,7 @@ async def test_frozen_slave_gives_flush_slave_timeout_then_recovers(tmp_path: Pa
     assert group.slave is not None and group.slave.proc is not None
     client = RemotingClient()
     try:
+        await ready_for_drill(client, group, TOPIC)
         ok = await send(client, group.master.addr, TOPIC, b"before")
         assert ok.code == ResponseCode.SUCCESS
         group.slave.proc.signal(signal.SIGSTOP)
