@@ -143,6 +143,8 @@ class AdminProcessor:
             "pageCacheLockTimeMills": "0",
         })
         info.setdefault("earliestMessageTimeStamp", str(self._earliest_message_time()))
+        if c.ha is not None:
+            info.update(c.ha.runtime_info())
         schedule = getattr(c, "schedule", None)
         if schedule is not None:
             for level, offset in sorted(schedule.offset_table.items()):

@@ -148,10 +148,15 @@ class PullProcessor:
         else:
             code = _STATUS.get(name, ResponseCode.SYSTEM_ERROR)
         suggest = MASTER_ID
-        if cfg.slave_read_enable and result.suggest_pulling_from_slave:
-            suggest = group_cfg.which_broker_when_consume_slowly
-        if cfg.is_slave and (not cfg.slave_read_enable or code == ResponseCode.PULL_OFFSET_MOVED):
-            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+        if cfg.slave_read_enable:
+            suggest = (group_cfg.which_broker_when_consume_slowly if result.suggest_pulling_from_slave
+                       else group_cfg.broker_id)
+        if cfg.is_slave and not result.suggest_pulling_from_slave:
+            # A slave serves what it has and sends the consumer back to the master; anything
+            # but FOUND (offset moved, not found ...) is "ask the master again" (ref/ha.md 7.1).
+            suggest = MASTER_ID
+            if code != ResponseCode.SUCCESS:
+                code = ResponseCode.PULL_RETRY_IMMEDIATELY
         header = PullMessageResponseHeader(suggest, result.next_begin_offset, result.min_offset, result.max_offset)
         body = None
         if code == ResponseCode.SUCCESS:
