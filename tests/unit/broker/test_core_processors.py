@@ -433,3 +433,36 @@ def test_parse_v2_matches_the_generic_decoder() -> None:
     del broken["b"]
     with pytest.raises(HeaderError, match="topic"):
         parse_v2(broken)
+
+
+async def test_slave_refuses_sends_and_sends_pulls_back_to_the_master(tmp_path: Path) -> None:
+    cfg = BrokerConfig(broker_name="b4", broker_id=1, broker_role="SLAVE", listen_port=0, ha_listen_port=0,
+                       bind_address="127.0.0.1", store_path_root_dir=str(tmp_path / "s"))
+    cfg.extra["mappedFileSizeCommitLog"] = str(1024 * 1024)
+    cfg.validate()
+    controller = BrokerController(cfg)
+    await controller.start()
+    client = RemotingClient()
+    try:
+        resp = await client.invoke(controller.broker_addr, send_cmd("SlaveT", b"x"), 10)
+        assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE
+        controller.topics.create_topic_in_send_message_back_method("SlaveT", 1)
+        resp = await client.invoke(controller.broker_addr, pull_cmd("SlaveT", 0, 0), 10)
+        assert resp.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+        assert PullMessageResponseHeader.from_ext(resp.ext_fields).suggest_which_broker_id == 0
+    finally:
+        await client.close()
+        await controller.shutdown()
+
+
+async def test_pull_respects_max_nums_and_byte_limit(broker) -> None:
+    for i in range(40):
+        resp = await call(broker, send_cmd("LimitT", b"y" * 1000, 0))
+        assert resp.code == ResponseCode.SUCCESS
+    resp = await call(broker, pull_cmd("LimitT", 0, 0, max_nums=5))
+    assert len(decode_bodies(resp.body)) == 5
+    h = PullMessageRequestHeader.from_ext(pull_cmd("LimitT", 0, 0, max_nums=32).ext_fields)
+    h.max_msg_bytes = 3500
+    resp = await call(broker, RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext()))
+    n = len(decode_bodies(resp.body))
+    assert 1 <= n <= 4 and PullMessageResponseHeader.from_ext(resp.ext_fields).next_begin_offset == n
