@@ -46,12 +46,42 @@ def java_hash(s: str) -> int:
     return h - 0x100000000 if h & 0x80000000 else h
 
 
+@lru_cache(maxsize=4096)
+def _cached_hash(s: str) -> int:
+    return java_hash(s)
+
+
 def tags_code(tags: str | None) -> int:
-    """The consume-queue tag code of a message: Java hash of the whole TAGS value, 0 without tags."""
-    return java_hash(tags) if tags else 0
+    """The consume-queue tag code of a message: Java hash of the whole TAGS value, 0 without tags.
+    Tag values repeat across messages, so results are cached."""
+    return _cached_hash(tags) if tags else 0
 
 
 def index_key_hash(key: str) -> int:
     """The index file's key hash: ``abs(hashCode)``, with Integer.MIN_VALUE mapped to 0."""
     h = java_hash(key)
     return 0 if h == -0x80000000 else abs(h)
+
+
+@lru_cache(maxsize=1024)
+def _prefix_hash(prefix: str) -> int:
+    return java_hash(prefix) & _MASK
+
+
+def index_key_hash_parts(prefix: str, suffix: str) -> int:
+    """index_key_hash(prefix + suffix) with the prefix's hash cached (index keys are
+    ``topic#key``: the topic part repeats). Uses h(a+b) = h(a)*31**len(b) + h(b) mod 2**32."""
+    if suffix.isascii():
+        units: bytes | array = suffix.encode("ascii")
+    else:
+        units = _code_units(suffix)
+    n = len(units)
+    h = (_prefix_hash(prefix) * _pow31(n) + sum(map(mul, units, _powers(n)))) & _MASK
+    if h & 0x80000000:
+        h -= 0x100000000
+    return 0 if h == -0x80000000 else abs(h)
+
+
+@lru_cache(maxsize=512)
+def _pow31(n: int) -> int:
+    return pow(31, n, 1 << 32)

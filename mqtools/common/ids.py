@@ -25,9 +25,14 @@ def host_bytes(host: Host) -> bytes:
     return host_address_bytes(host[0]) + struct.pack(">i", host[1])
 
 
+@lru_cache(maxsize=256)
+def _host_hex(host: Host) -> str:
+    return host_bytes(host).hex().upper()
+
+
 def create_offset_msg_id(host: Host, commit_log_offset: int) -> str:
     """32 hex chars for an IPv4 store host (56 for IPv6), upper case as RocketMQ prints it."""
-    return (host_bytes(host) + struct.pack(">q", commit_log_offset)).hex().upper()
+    return f"{_host_hex(host)}{commit_log_offset & 0xFFFFFFFFFFFFFFFF:016X}"
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[Host, int]:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mqtools.server.store.mapped_file import MappedFile
 
-from mqtools.common.hashing import index_key_hash
+from mqtools.common.hashing import index_key_hash, index_key_hash_parts
 
 log = logging.getLogger(__name__)
 
@@ -27,6 +27,9 @@ SLOT = struct.Struct(">i")
 ENTRY = struct.Struct(">iqii")
 ENTRY_SIZE = 20
 INT_MAX = 0x7FFFFFFF
+_SLOT_UNPACK = SLOT.unpack_from
+_SLOT_PACK = SLOT.pack_into
+_ENTRY_PACK = ENTRY.pack_into
 
 
 class IndexFile:
@@ -35,6 +38,7 @@ class IndexFile:
         self.max_index = max_index
         self.file = MappedFile(path, 0, HEADER_SIZE + slots * 4 + max_index * ENTRY_SIZE, create=create)
         self.mm = self.file.mm
+        self.entries_at = HEADER_SIZE + slots * 4
         self.file.wrote = self.file.size
         (self.begin_ts, self.end_ts, self.begin_phy, self.end_phy, self.slot_count,
          self.index_count) = HEADER.unpack_from(self.mm, 0)
@@ -53,25 +57,25 @@ class IndexFile:
                          self.index_count)
 
     def put(self, key_hash: int, phys: int, store_ts: int) -> bool:
-        if self.is_full():
+        n = self.index_count
+        if n >= self.max_index:
             return False
+        mm = self.mm
         slot_pos = HEADER_SIZE + (key_hash % self.slots) * 4
-        prev = SLOT.unpack_from(self.mm, slot_pos)[0]
-        if prev <= 0 or prev > self.index_count:
+        prev = _SLOT_UNPACK(mm, slot_pos)[0]
+        if prev <= 0 or prev > n:
             prev = 0
         diff = 0
         if self.begin_ts > 0:
             diff = min(max((store_ts - self.begin_ts) // 1000, 0), INT_MAX)
-        n = self.index_count
-        ENTRY.pack_into(self.mm, HEADER_SIZE + self.slots * 4 + n * ENTRY_SIZE, key_hash, phys, diff, prev)
-        SLOT.pack_into(self.mm, slot_pos, n)
+        _ENTRY_PACK(mm, self.entries_at + n * ENTRY_SIZE, key_hash, phys, diff, prev)
+        _SLOT_PACK(mm, slot_pos, n)
         if n <= 1:
             self.begin_phy, self.begin_ts = phys, store_ts
         if prev == 0:
             self.slot_count += 1
         self.index_count = n + 1
         self.end_phy, self.end_ts = phys, store_ts
-        self._write_header()
         self.dirty = True
         return True
 
@@ -95,7 +99,10 @@ class IndexFile:
             n = prev
 
     def flush(self) -> None:
+        """Write the header (kept in memory between flushes: it is rewritten on every put
+        otherwise) and sync the file."""
         if self.dirty:
+            self._write_header()
             self.file.wrote = self.file.size
             self.file.flushed = 0
             self.file.flush()
@@ -105,6 +112,8 @@ class IndexFile:
         self.file.destroy()
 
     def close(self) -> None:
+        if not self.file.closed:
+            self._write_header()
         self.file.close()
 
 
@@ -154,20 +163,23 @@ class IndexService:
 
     def build(self, topic: str, keys: str | None, uniq: str | None, phys: int, store_ts: int) -> None:
         """Index one message (skipped when the newest file already covers its offset)."""
-        if self.files and phys < self.files[-1].end_phy:
+        files = self.files
+        if files and phys < files[-1].end_phy:
             return
+        f = files[-1] if files else self._new_file()
+        prefix = topic + "#"
         if uniq:
-            self._put(f"{topic}#{uniq}", phys, store_ts)
+            h = index_key_hash_parts(prefix, uniq)
+            if not f.put(h, phys, store_ts):
+                f = self._new_file()
+                f.put(h, phys, store_ts)
         if keys:
             for k in keys.split(" "):
                 if k:
-                    self._put(f"{topic}#{k}", phys, store_ts)
-
-    def _put(self, key: str, phys: int, store_ts: int) -> None:
-        f = self.files[-1] if self.files else self._new_file()
-        h = index_key_hash(key)
-        if not f.put(h, phys, store_ts):
-            self._new_file().put(h, phys, store_ts)
+                    h = index_key_hash_parts(prefix, k)
+                    if not f.put(h, phys, store_ts):
+                        f = self._new_file()
+                        f.put(h, phys, store_ts)
 
     def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
         """Physical offsets whose key hash matches, newest file first (hash collisions included)."""
@@ -191,6 +203,11 @@ class IndexService:
         """Drop whole files that index messages beyond the recovered end (rebuilt by re-dispatch)."""
         while self.files and self.files[-1].end_phy >= phy_end and self.files[-1].index_count > 1:
             self.files.pop().destroy()
+
+    def write_header(self) -> None:
+        """Publish the newest file's header into the mapping (once per put, not once per key)."""
+        if self.files:
+            self.files[-1]._write_header()
 
     def flush(self) -> int:
         """Sync every dirty file; returns the newest indexed store timestamp now durable."""

@@ -59,6 +59,7 @@ from mqtools.server.store.index import IndexService
 
 from mqtools.common import properties as P
 from mqtools.common.codec import (
+    HEADERS,
     MAX_PROPERTIES_LEN,
     CorruptMessageError,
     EntryInfo,
@@ -72,7 +73,7 @@ from mqtools.common.codec import (
     write_stored,
 )
 from mqtools.common.hashing import tags_code as java_tags_code
-from mqtools.common.ids import create_offset_msg_id
+from mqtools.common.ids import create_offset_msg_id, host_address_bytes
 from mqtools.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE, is_consumable
 
@@ -382,10 +383,13 @@ class MessageStore:
                 self._dispatch_entry(result)
                 self.reput_offset += result.size
                 count += 1
+                if count % 1024 == 0:
+                    self.index.write_header()
             elif result == 0 and mf is not None or mf is not None and mf.wrote == mf.size and self.reput_offset >= mf.start + mf.size:
                 self.reput_offset = cl.next_file_start(self.reput_offset)
             else:
                 break
+        self.index.write_header()
         return count
 
     # ================================================================== put
@@ -448,6 +452,7 @@ class MessageStore:
                        props.get(P.KEYS), props.get(P.UNIQ_KEY))
         self.reput_offset = phys + total
         self.last_store_ts = store_ts
+        self.index.write_header()
         msg.store_timestamp, msg.queue_offset, msg.commit_log_offset = store_ts, qoff, phys
         msg.msg_id = create_offset_msg_id(store_host, phys)
         self.stats["put_times"] += 1
@@ -488,34 +493,75 @@ class MessageStore:
     async def _write_batch(self, batch: MessageExtBatch, topic_b: bytes, sys_flag: int, store_host,
                            items, sizes, mf, pos: int) -> PutMessageResult:
         store_ts = int(self.clock() * 1000)
-        key = (batch.topic, batch.queue_id)
-        first_qoff = qoff = self._next_offset.get(key, 0)
-        magic = magic_for(len(topic_b))
-        first_phys = phys = mf.start + pos
-        mm, topic, qid = mf.mm, batch.topic, batch.queue_id
-        tail_head = topic_props_tail(topic_b, b"")[:-2]
-        schedule = topic == SCHEDULE_TOPIC
-        for (flag, body, props_b), size in zip(items, sizes, strict=True):
-            tail = tail_head + len(props_b).to_bytes(2, "big") + props_b
-            write_stored(mm, pos, size, magic, body_crc(body), qid, flag, qoff, phys, sys_flag,
-                         batch.born_timestamp, batch.born_host, store_ts, store_host, batch.reconsume_times, 0,
-                         body, tail)
-            props = P.string_to_properties(props_b.decode()) if props_b else {}
-            tags = self._schedule_tags(props, store_ts) if schedule else java_tags_code(props.get(P.TAGS))
-            mf.wrote = pos + size
-            self._dispatch(topic, qid, qoff, phys, size, sys_flag, store_ts, tags, props.get(P.KEYS),
-                           props.get(P.UNIQ_KEY))
-            pos += size
-            phys += size
-            qoff += 1
-        self._next_offset[key] = qoff
+        topic, qid = batch.topic, batch.queue_id
+        key = (topic, qid)
+        first_qoff = self._next_offset.get(key, 0)
+        first_phys = mf.start + pos
+        units = self._encode_batch(batch, topic_b, sys_flag, store_host, items, sizes, mf, pos, store_ts,
+                                   first_qoff)
+        phys = first_phys + sum(sizes)
+        mf.wrote = pos + (phys - first_phys)
+        self._next_offset[key] = first_qoff + len(items)
+        self._dispatch_batch(topic, qid, first_qoff, sys_flag, store_ts, units)
         self.reput_offset = phys
         self.last_store_ts = store_ts
         self.stats["put_times"] += len(items)
         self.stats["put_size"] += phys - first_phys
-        ids = [create_offset_msg_id(store_host, p) for p in _offsets(first_phys, sizes)]
+        ids = [create_offset_msg_id(store_host, u[0]) for u in units]
         append = AppendMessageResult(first_phys, phys - first_phys, ids[0], store_ts, first_qoff, len(items), ids)
         return PutMessageResult(await self._after_append(append, batch.properties.get(P.WAIT) != "false"), append)
+
+    def _encode_batch(self, batch: MessageExtBatch, topic_b: bytes, sys_flag: int, store_host, items, sizes,
+                      mf, pos: int, store_ts: int, qoff: int) -> list[tuple]:
+        """Pack every message of a batch into the mapping; returns per message
+        (phys, size, tag code, KEYS, UNIQ_KEY) for dispatch."""
+        header = HEADERS[sys_flag & 0x30]
+        pack, hsize = header.pack_into, header.size
+        magic = magic_for(len(topic_b))
+        born_ip, born_port = host_address_bytes(batch.born_host[0]), batch.born_host[1]
+        store_ip, store_port = host_address_bytes(store_host[0]), store_host[1]
+        born_ts, reconsume, qid = batch.born_timestamp, batch.reconsume_times, batch.queue_id
+        tail_head = topic_props_tail(topic_b, b"")[:-2]
+        schedule = batch.topic == SCHEDULE_TOPIC
+        mm = mf.mm
+        phys = mf.start + pos
+        units = []
+        for (flag, body, props_b), size in zip(items, sizes, strict=True):
+            blen = len(body)
+            pack(mm, pos, size, magic, body_crc(body), qid, flag, qoff, phys, sys_flag, born_ts, born_ip,
+                 born_port, store_ts, store_ip, store_port, reconsume, 0, blen)
+            b = pos + hsize
+            mm[b:b + blen] = body
+            tail = tail_head + len(props_b).to_bytes(2, "big") + props_b
+            mm[b + blen:b + blen + len(tail)] = tail
+            tag_value, keys, uniq = P.dispatch_values(props_b)
+            if schedule:
+                tags = self._schedule_tags(P.string_to_properties(props_b.decode()), store_ts)
+            else:
+                tags = java_tags_code(tag_value)
+            units.append((phys, size, tags, keys, uniq))
+            pos += size
+            phys += size
+            qoff += 1
+        return units
+
+    def _dispatch_batch(self, topic: str, qid: int, first_qoff: int, sys_flag: int, store_ts: int,
+                        units: list[tuple]) -> None:
+        """Consume queue units and index keys of a batch; listeners hear about the batch once."""
+        if is_consumable(sys_flag):
+            cq = self._cq(topic, qid, create=True)
+            put = cq.put
+            for i, (phys, size, tags, _, _) in enumerate(units):
+                put(phys, size, tags, first_qoff + i)
+            self.last_dispatch_ts = store_ts
+            for cb in self._listeners:
+                cb(topic, qid, first_qoff + len(units), units[-1][2], store_ts)
+        if self.config.message_index_enable and sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE:
+            build = self.index.build
+            for phys, _, _, keys, uniq in units:
+                if keys or uniq:
+                    build(topic, keys, uniq, phys, store_ts)
+            self.index.write_header()
 
     async def _after_append(self, append: AppendMessageResult, wait: bool) -> PutMessageStatus:
         """SYNC_FLUSH group commit, then SYNC_MASTER replication (both only when the producer waits)."""
@@ -851,9 +897,3 @@ class MessageStore:
         }
 
 
-def _offsets(first: int, sizes: list[int]) -> list[int]:
-    out = []
-    for s in sizes:
-        out.append(first)
-        first += s
-    return out

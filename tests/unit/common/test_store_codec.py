@@ -181,3 +181,10 @@ def test_batch_body_rejects_garbage():
         codec.decode_batch(body[:-3])
     with pytest.raises(ValueError):
         codec.decode_batch(b"\x00\x00\x00\x05" + body[4:])
+
+
+@given(st.text(max_size=20), st.text(max_size=40))
+def test_index_hash_with_cached_prefix_equals_whole_key(prefix, suffix):
+    from mqtools.common.hashing import index_key_hash_parts
+
+    assert index_key_hash_parts(prefix, suffix) == index_key_hash(prefix + suffix)
