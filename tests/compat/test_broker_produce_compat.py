@@ -184,3 +184,17 @@ async def test_cpp_pull_consumer_filters_by_tag(cluster) -> None:
     bodies = sorted(e["body"] for e in pulled if "body" in e)
     assert bodies == sorted(f"sync-{i}" for i in range(0, 20, 2))
     assert {e["tags"] for e in pulled if "body" in e} == {"A"}
+
+
+async def test_cpp_producer_auto_creates_its_topic(cluster) -> None:
+    """No topic created beforehand: the C++ client sends via TBW102's route, the broker creates the
+    topic and re-registers at once, and the pull consumer finds the new topic's queues."""
+    namesrv, _broker, home = cluster
+    topic = "CoreCompatAuto"
+    events = run_cpp(["produce", namesrv.addr, topic, "8", "0", "0"], home)
+    assert [e["status"] for e in events if e.get("kind") == "sync"] == [0] * 8
+    resp = await call(namesrv.addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
+    assert resp.code == ResponseCode.SUCCESS
+    assert TopicRouteData.from_json(resp.body).queue_datas[0].write_queue_nums == 4  # the C++ default
+    pulled = run_cpp(["pull", namesrv.addr, topic, "CG_CORE_AUTO", "*"], home)
+    assert sorted(e["body"] for e in pulled if "body" in e) == sorted(f"sync-{i}" for i in range(8))

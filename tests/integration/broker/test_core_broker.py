@@ -245,3 +245,38 @@ def test_sigint_is_a_clean_stop(namesrv, tmp_path: Path) -> None:
     proc.signal(signal.SIGINT)
     assert proc.proc.wait(15) == 0
     assert not (tmp_path / "ss" / "abort").exists()
+
+
+async def test_namesrv_from_env_and_flags(namesrv, tmp_path: Path) -> None:
+    proc = start_mq(["broker", "start", "--listen-port", "0", "--store-dir", str(tmp_path / "e"),
+                     "--broker-name", "broker-env"], timeout=30, env={"NAMESRV_ADDR": namesrv.addr})
+    try:
+        resp = await call(namesrv.addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO, {}))
+        info = ClusterInfo.from_json(resp.body)
+        assert info.broker_addr_table["broker-env"].broker_addrs[0] == proc.addr
+        assert "broker-env" in info.cluster_addr_table["DefaultCluster"]
+    finally:
+        proc.stop()
+
+
+def test_bad_start_options_fail_with_one_line(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    def run(*args: str, props: str | None = None) -> subprocess.CompletedProcess:
+        argv = [sys.executable, "-m", "mqtools.cli.main", "broker", "start", *args]
+        if props is not None:
+            f = tmp_path / "bad.properties"
+            f.write_text(props)
+            argv += ["-c", str(f)]
+        return subprocess.run(argv, capture_output=True, text=True, timeout=30, check=False)
+
+    slave = run(props=f"brokerRole=SLAVE\nbrokerId=0\nstorePathRootDir={tmp_path}/x\n")
+    assert slave.returncode != 0 and "SLAVE" in slave.stderr and len(slave.stderr.strip().splitlines()) == 1
+    bad_ns = run("-n", "host-without-port", "--store-dir", str(tmp_path / "y"))
+    assert bad_ns.returncode != 0 and "host:port;host:port" in bad_ns.stderr
+    with socket.socket() as s:
+        s.bind(("0.0.0.0", 0))
+        s.listen()
+        busy = run("--listen-port", str(s.getsockname()[1]), "--store-dir", str(tmp_path / "z"))
+    assert busy.returncode != 0 and "cannot listen" in busy.stderr
