@@ -90,11 +90,20 @@ def _fmt_bytes(value: int | None) -> str:
     return "-" if value is None else f"{value / (1024 * 1024):.1f}M"
 
 
+def _replication(row: dict[str, Any]) -> str:
+    ha = row.get("ha")
+    if not ha:
+        return "-"
+    if row["role"] == "SLAVE":
+        return "replicating" if ha.get("activated") else "not connected"
+    return f"{ha.get('slaves', 0)} slave(s), {ha.get('inSyncSlaveNums', 0)} in sync"
+
+
 def _table(rows: list[dict[str, Any]]) -> str:
-    headers = ["NAME", "ROLE", "PID", "PORT", "HA", "ALIVE", "CPU%", "RSS", "REGISTERED"]
+    headers = ["NAME", "ROLE", "PID", "PORT", "HA", "ALIVE", "CPU%", "RSS", "REGISTERED", "REPLICATION"]
     lines = [[r["name"], r["role"], str(r["pid"] or "-"), str(r["port"]), str(r["haPort"] or "-"),
               "yes" if r["alive"] else "no", "-" if r["cpuPercent"] is None else f"{r['cpuPercent']:.1f}",
-              _fmt_bytes(r["rssBytes"]), "yes" if r["registered"] else "no"] for r in rows]
+              _fmt_bytes(r["rssBytes"]), "yes" if r["registered"] else "no", _replication(r)] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
     out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
     out += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]

@@ -183,6 +183,23 @@ def wait_ready(root: Path, proc: ProcInfo, timeout: float) -> str:
     raise LaunchError(f"{proc.name} did not become ready (log {log}):\n{tail}")
 
 
+def _gone(ps: psutil.Process) -> bool:
+    """Exited: no such process, or a zombie waiting for whoever inherited it to reap it."""
+    try:
+        return ps.status() == psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return True
+
+
+def _wait_gone(ps: psutil.Process, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while not _gone(ps):
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.02)
+    return True
+
+
 def stop(proc: ProcInfo, grace: float = 15.0) -> str:
     """SIGTERM, wait `grace` seconds, then SIGKILL. Returns what happened."""
     ps = alive(proc)
@@ -190,16 +207,12 @@ def stop(proc: ProcInfo, grace: float = 15.0) -> str:
         return "not running"
     with contextlib.suppress(psutil.Error):
         ps.send_signal(signal.SIGTERM)
-    try:
-        ps.wait(grace)
-        how = "stopped"
-    except psutil.TimeoutExpired:
+    how = "stopped"
+    if not _wait_gone(ps, grace):
         with contextlib.suppress(psutil.Error):
             ps.kill()
-            ps.wait(5)
+        _wait_gone(ps, 5.0)
         how = "killed after grace period"
-    except psutil.Error:
-        how = "stopped"
     _reap(proc.pid)
     return how
 

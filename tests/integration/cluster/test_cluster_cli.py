@@ -1,0 +1,114 @@
+"""`mq cluster up/status/down/stop/start` with real processes, for every preset."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import psutil
+import pytest
+
+pytestmark = pytest.mark.integration
+
+EXPECTED = {
+    "2m-2s-async": {"broker-a": "ASYNC_MASTER", "broker-b": "ASYNC_MASTER", "broker-a-s": "SLAVE", "broker-b-s": "SLAVE"},
+    "2m-2s-sync": {"broker-a": "SYNC_MASTER", "broker-b": "SYNC_MASTER", "broker-a-s": "SLAVE", "broker-b-s": "SLAVE"},
+    "2m-noslave": {"broker-a": "ASYNC_MASTER", "broker-b": "ASYNC_MASTER"},
+}
+
+
+def mq(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mqtools.cli.main", *args], check=False, capture_output=True,
+                          text=True,
+                          timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+
+
+def base_port() -> int:
+    """A random high base so that parallel runs and real RocketMQ defaults do not collide."""
+    return random.randrange(20000, 50000, 100)
+
+
+def status(state: Path) -> dict[str, dict]:
+    out = mq("cluster", "status", "--dir", str(state), "-o", "json")
+    assert out.returncode == 0, out.stderr
+    return {row["name"]: row for row in json.loads(out.stdout)}
+
+
+@pytest.mark.parametrize("preset", sorted(EXPECTED))
+def test_up_status_down(preset: str, tmp_path: Path) -> None:
+    state = tmp_path / "state"
+    up = mq("cluster", "up", "--preset", preset, "--dir", str(state), "--namesrv", "2",
+            "--base-port", str(base_port()), "--set", "mappedFileSizeCommitLog=1048576")
+    try:
+        assert up.returncode == 0, up.stdout + up.stderr
+        assert "NAMESRV_ADDR=" in up.stdout
+        rows = status(state)
+        assert {n: r["role"] for n, r in rows.items() if r["kind"] == "broker"} == EXPECTED[preset]
+        assert sum(1 for r in rows.values() if r["kind"] == "namesrv") == 2
+        for row in rows.values():
+            assert row["alive"] and row["registered"] and row["rssBytes"] > 0, row
+            assert psutil.pid_exists(row["pid"])
+            assert Path(row["log"]).exists()
+            if row["role"] == "SLAVE":
+                assert row["ha"]["activated"] is True
+        table = mq("cluster", "status", "--dir", str(state))
+        assert table.returncode == 0 and "REGISTERED" in table.stdout
+    finally:
+        down = mq("cluster", "down", "--dir", str(state), "--grace", "10")
+    assert down.returncode == 0, down.stderr
+    assert all(not r["alive"] for r in status(state).values())
+
+
+def test_taken_ports_are_skipped_and_single_roles_stop_and_start(tmp_path: Path) -> None:
+    base = base_port()
+    state = tmp_path / "state"
+    squatters = []
+    for port in (base, base + 1035, base + 1036):  # the name server's and broker-a's default ports
+        sock = socket.socket()
+        sock.bind(("0.0.0.0", port))
+        sock.listen()
+        squatters.append(sock)
+    try:
+        up = mq("cluster", "up", "--preset", "2m-2s-sync", "--dir", str(state), "--base-port", str(base))
+        assert up.returncode == 0, up.stdout + up.stderr
+        rows = status(state)
+        used = {r["port"] for r in rows.values()} | {r["haPort"] for r in rows.values() if r["haPort"]}
+        assert not used & {base, base + 1035, base + 1036}
+        assert all(r["alive"] and r["registered"] for r in rows.values())
+
+        again = mq("cluster", "up", "--preset", "2m-2s-sync", "--dir", str(state), "--base-port", str(base))
+        assert again.returncode != 0 and "already running" in again.stderr
+
+        stopped = mq("cluster", "stop", "broker-a", "--dir", str(state))
+        assert stopped.returncode == 0 and "stopped" in stopped.stdout
+        assert not status(state)["broker-a"]["alive"]
+        started = mq("cluster", "start", "broker-a", "--dir", str(state))
+        assert started.returncode == 0, started.stderr
+        assert status(state)["broker-a"]["alive"]
+
+        unknown = mq("cluster", "stop", "broker-z", "--dir", str(state))
+        assert unknown.returncode != 0 and unknown.stderr.count("\n") == 1 and "broker-z" in unknown.stderr
+
+        os.kill(status(state)["broker-b-s"]["pid"], signal.SIGSTOP)  # deaf to SIGTERM: down must escalate
+        down = mq("cluster", "down", "--dir", str(state), "--grace", "1")
+        assert down.returncode == 0
+        assert "broker-b-s: killed after grace period" in down.stdout
+        assert "broker-a: stopped" in down.stdout
+        assert all(not r["alive"] for r in status(state).values())
+    finally:
+        for sock in squatters:
+            sock.close()
+        mq("cluster", "down", "--dir", str(state), "--grace", "10")
+
+
+def test_bad_input_is_one_line(tmp_path: Path) -> None:
+    bad = mq("cluster", "up", "--preset", "3m-nothing", "--dir", str(tmp_path / "x"))
+    assert bad.returncode != 0 and "unknown preset" in bad.stderr and bad.stderr.count("\n") == 1
+    missing = mq("cluster", "status", "--dir", str(tmp_path / "none"))
+    assert missing.returncode != 0 and "no cluster" in missing.stderr
