@@ -64,8 +64,12 @@ class CommitLog:
         mf.wrote = pos + total
 
     def append_raw(self, start_offset: int, data) -> bool:
-        """Replicated bytes from a master: accepted only at exactly the current end."""
-        if start_offset != self.max_offset:
+        """Replicated bytes from a master: accepted only at exactly the current end, or, for an empty
+        commitlog, at a file boundary (a new slave starts at the master's last file)."""
+        empty = not self.queue.files
+        if empty and start_offset % self.file_size == 0:
+            self.queue.create_file(start_offset)
+        elif start_offset != self.max_offset:
             log.warning("replicated data at %d but commitlog ends at %d: rejected", start_offset, self.max_offset)
             return False
         mv = memoryview(data)

@@ -841,8 +841,11 @@ class MessageStore:
 
     def append_to_commit_log(self, start_offset: int, data) -> bool:
         """Slave: append replicated bytes at exactly the current end, then dispatch complete entries."""
+        was_empty = not self.commitlog.queue.files
         if not self.commitlog.append_raw(start_offset, data):
             return False
+        if was_empty:
+            self.reput_offset = start_offset
         self._reput()
         return True
 

@@ -190,3 +190,33 @@ async def test_runtime_info_figures(tmp_path):
     assert info["commitLogMaxOffset"] == str(s.max_phy_offset) and info["putMessageTimesTotal"] == "1"
     assert info["dispatchBehindBytes"] == "0"
     await s.shutdown()
+
+
+async def test_empty_slave_accepts_data_starting_at_a_later_file(tmp_path):
+    master = await _store(tmp_path / "m")
+    for _ in range(40):
+        await master.put_message(inner(body=b"z" * 300))
+    last = master.commitlog.queue.files[-1].start
+    assert last > 0
+    slave = await _store(tmp_path / "s", broker_role="SLAVE")
+    assert not slave.append_to_commit_log(last + 20, b"x")
+    assert slave.append_to_commit_log(last, bytes(master.get_commit_log_data(last)))
+    assert slave.max_phy_offset == master.max_phy_offset and slave.min_phy_offset == last
+    assert slave.get_max_offset_in_queue("T", 0) == 40
+    lo = slave.get_min_offset_in_queue("T", 0)
+    assert lo > 0 and master.get_commit_log_offset_in_queue("T", 0, lo) >= last
+    got, off = [], lo
+    while off < 40:
+        r = slave.get_message("g", "T", 0, off, 32)
+        got += [bytes(b) for b in r.buffers]
+        off = r.next_begin_offset
+    want, off = [], lo
+    while off < 40:
+        r = master.get_message("g", "T", 0, off, 32)
+        want += [bytes(b) for b in r.buffers]
+        off = r.next_begin_offset
+    assert got == want and len(got) == 40 - lo
+    assert slave.get_commit_log_offset_in_queue("T", 0, lo) >= last > slave.get_commit_log_offset_in_queue(
+        "T", 0, lo - 1)
+    await master.shutdown()
+    await slave.shutdown()
