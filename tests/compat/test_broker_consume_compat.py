@@ -56,6 +56,7 @@ if mode == "produce":
     sys.exit(0)
 
 topic, group, fail_first = sys.argv[3], sys.argv[4], sys.argv[5] == "1"
+orderly = len(sys.argv) > 6 and sys.argv[6] == "orderly"
 lock = threading.Lock()
 
 def on_message(consumer, handle):
@@ -68,11 +69,12 @@ def on_message(consumer, handle):
                           "offset": msg.queue_offset}), flush=True)
     return 1 if fail_first and rc == 0 else 0
 
-consumer = PushConsumer(group)
+consumer = PushConsumer(group, orderly=orderly)
 consumer.set_namesrv_addr(ns)
 ffi_check(dll.Subscribe(consumer._handle, topic.encode(), b"*"))
 callback = MSG_CALLBACK_FUNC(on_message)
-ffi_check(dll.RegisterMessageCallback(consumer._handle, callback))
+register = dll.RegisterMessageCallbackOrderly if orderly else dll.RegisterMessageCallback
+ffi_check(register(consumer._handle, callback))
 consumer.start()
 print(json.dumps({"started": True}), flush=True)
 sys.stdin.read()
@@ -281,3 +283,32 @@ async def test_restarted_consumer_resumes_from_committed_offset(cluster) -> None
     finally:
         second.stop()
     assert sorted(second.bodies) == sorted(batch2), f"the restarted consumer re-read or skipped: {second.events}"
+
+
+async def test_orderly_consumer_locks_queues_and_gets_each_queue_in_order(cluster) -> None:
+    """The C++ orderly consumer only consumes queues it locked with LOCK_BATCH_MQ on the broker."""
+    namesrv, broker, home = cluster
+    topic, group, count = "CompatOrderly", "CG_ORDERLY", 20
+    await create_topic(namesrv, broker, topic, queues=2)
+    consumer = CppProcess(["consume", namesrv.addr, topic, group, "0", "orderly"], home)
+    try:
+        await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the orderly consumer")
+        await asyncio.sleep(2)
+        sent = produce(namesrv, topic, "ordered", count, home)
+
+        async def all_received() -> bool:
+            return len(consumer.bodies) >= count
+
+        await until(all_received, 60, f"{count} orderly deliveries")
+        await asyncio.sleep(1)
+    finally:
+        consumer.stop()
+    assert sorted(consumer.bodies) == sorted(sent)
+    for queue_id in (0, 1):
+        offsets = [e["offset"] for e in consumer.events if e.get("queue") == queue_id and "body" in e]
+        assert offsets == sorted(offsets) and len(offsets) == len(set(offsets))
+    # librocketmq logs each lock our broker granted it (its orderly consumer polls until then)
+    log_text = "".join(p.read_text(errors="replace") for p in (home / "logs").rglob("*rocketmq-cpp.log*"))
+    for queue_id in (0, 1):
+        assert f"lock success of mq:MessageQueue [topic={topic}, brokerName=broker-compat, queueId={queue_id}]" \
+            in log_text
