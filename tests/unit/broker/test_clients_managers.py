@@ -242,3 +242,31 @@ def test_rebalance_locks() -> None:
     clock.now += 2
     assert locks.try_lock_batch("cg", [q0], "B") == {q0}
     assert not locks.is_locked("cg", q0, "A")
+
+
+async def test_expiry_timer_closes_silent_channels() -> None:
+    class Closable(Chan):
+        closed = False
+
+        def close(self) -> None:
+            self.closed = True
+
+    clock = Clock()
+    consumers, producers = ConsumerManager(clock), ProducerManager(clock)
+    chan = Closable("a")
+    consumers.register("cg", _info(chan, "A"), 1, 1, 0, [])
+    producers.register("pg", _info(chan, "A"))
+    await consumers.start(interval=0.01)
+    await producers.start(interval=0.01)
+    try:
+        await asyncio.sleep(0.05)
+        assert not chan.closed and consumers.find("cg") is not None
+        clock.now += 121
+        for _ in range(100):
+            if chan.closed and consumers.find("cg") is None and not producers.connections("pg"):
+                break
+            await asyncio.sleep(0.01)
+        assert chan.closed and consumers.find("cg") is None and producers.connections("pg") == []
+    finally:
+        await consumers.shutdown()
+        await producers.shutdown()
