@@ -181,6 +181,8 @@ class ScheduleMessageService:
         delivered = 0
         while True:
             offset = self.offset_table.get(level, 0)
+            if self.store.get_max_offset_in_queue(SCHEDULE_TOPIC, queue_id) == offset:
+                return delivered  # nothing new: skip the read (and the store's get statistics)
             result = self.store.get_message("SCHEDULE_SERVICE", SCHEDULE_TOPIC, queue_id, offset, BATCH)
             if not result.buffers:
                 self._correct_from_result(level, offset, result)
