@@ -70,6 +70,8 @@ class AdminProcessor:
             check_topic(h.topic)
         except ValidationError as exc:
             return req.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        if T.is_system_topic(h.topic):
+            return req.response(ResponseCode.SYSTEM_ERROR, f"The topic[{h.topic}] is conflict with system topic.")
         if h.topic == self.c.config.broker_cluster_name:
             return req.response(ResponseCode.SYSTEM_ERROR,
                                 f"The topic[{h.topic}] is conflict with system reserved words.")

@@ -307,6 +307,10 @@ async def test_topic_admin(broker) -> None:
                                  perm=PERM_RW, topic_filter_type="SINGLE_TAG")
     resp = await call(broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext()))
     assert resp.code == ResponseCode.SUCCESS
+    for reserved in ("TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster"):
+        h.topic = reserved
+        resp = await call(broker, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, h.to_ext()))
+        assert resp.code == ResponseCode.SYSTEM_ERROR, reserved
     resp = await call(broker, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG, {}))
     table = TopicConfigSerializeWrapper.from_json(resp.body).topic_config_table
     assert table["AdminT"].read_queue_nums == 3 and "TBW102" in table
@@ -466,3 +470,36 @@ async def test_pull_respects_max_nums_and_byte_limit(broker) -> None:
     resp = await call(broker, RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext()))
     n = len(decode_bodies(resp.body))
     assert 1 <= n <= 4 and PullMessageResponseHeader.from_ext(resp.ext_fields).next_begin_offset == n
+
+
+def test_put_statuses_map_to_rocketmq_codes() -> None:
+    from types import SimpleNamespace
+
+    from mqtools.server.broker.processors.send import SendProcessor
+    from mqtools.server.broker.stats import BrokerStats
+    from mqtools.server.store.message_store import AppendMessageResult, PutMessageResult, PutMessageStatus
+
+    proc = SendProcessor(SimpleNamespace(stats=BrokerStats()))
+    req = send_cmd("T", b"x")
+    append = AppendMessageResult(100, 50, "ID0", 1, 7, 1)
+    expect = {
+        PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+        PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+        PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+        PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+        PutMessageStatus.SERVICE_NOT_AVAILABLE: ResponseCode.SERVICE_NOT_AVAILABLE,
+        PutMessageStatus.MESSAGE_ILLEGAL: ResponseCode.MESSAGE_ILLEGAL,
+        PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: ResponseCode.MESSAGE_ILLEGAL,
+        PutMessageStatus.CREATE_MAPPED_FILE_FAILED: ResponseCode.SYSTEM_ERROR,
+        PutMessageStatus.OS_PAGE_CACHE_BUSY: ResponseCode.SYSTEM_ERROR,
+        PutMessageStatus.UNKNOWN_ERROR: ResponseCode.SYSTEM_ERROR,
+    }
+    stored = {PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT, PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+              PutMessageStatus.SLAVE_NOT_AVAILABLE}
+    for status, code in expect.items():
+        resp = proc._response(req, "T", PutMessageResult(status, append if status in stored else None), 3)
+        assert resp.code == code, status
+        if status in stored:
+            assert resp.ext_fields == {"msgId": "ID0", "queueId": "3", "queueOffset": "7"}
+        else:
+            assert resp.remark and not resp.ext_fields
