@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 Key = tuple[str, int]
+log = logging.getLogger(__name__)
 
 
 @dataclass(slots=True)
@@ -153,14 +155,21 @@ class PullRequestHoldService:
 
     def _wake(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> None:
         for held in self.table.wake(topic, queue_id, max_offset, tags_code):
-            self.answer(held)
+            self._answer(held)
 
     def _expire(self) -> None:
         self._timer = None
         self._timer_at = None
         for held in self.table.expire(self.clock()):
-            self.answer(held)
+            self._answer(held)
         self._arm()
+
+    def _answer(self, held: HeldPull) -> None:
+        """One failing answer must neither break the store's dispatch nor the others."""
+        try:
+            self.answer(held)
+        except Exception:
+            log.exception("answering a held pull for %s:%d failed", held.topic, held.queue_id)
 
     def _arm(self) -> None:
         """Keep one loop timer at the earliest deadline."""

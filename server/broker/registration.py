@@ -113,11 +113,17 @@ class NamesrvRegistrar:
             result = parse_register_response(addr, resp)
         except RemotingError as exc:
             result = RegisterResult(addr, False, error=str(exc))
+        except Exception as exc:
+            log.exception("register to %s failed unexpectedly", addr)
+            result = RegisterResult(addr, False, error=f"{type(exc).__name__}: {exc}")
         if not result.ok:
             log.warning("register to name server %s failed: %s", addr, result.error)
         self.last[addr] = result
         if self.on_result is not None:
-            self.on_result(result)
+            try:
+                self.on_result(result)
+            except Exception:
+                log.exception("registration result handler failed")
         return result
 
     async def register_all(self) -> list[RegisterResult]:

@@ -503,3 +503,18 @@ def test_put_statuses_map_to_rocketmq_codes() -> None:
             assert resp.ext_fields == {"msgId": "ID0", "queueId": "3", "queueOffset": "7"}
         else:
             assert resp.remark and not resp.ext_fields
+
+
+async def test_producer_send_to_retry_topic_past_the_limit_goes_to_dlq(broker) -> None:
+    """What a C++ consumer does when CONSUMER_SEND_MSG_BACK fails: a plain send to %RETRY%group."""
+    ok = send_cmd("%RETRY%CG_R", b"again", 0)
+    h = SendMessageRequestHeader.from_v2(ok.ext_fields)
+    h.reconsume_times, h.max_reconsume_times = 1, 3
+    resp = await call(broker, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, h.to_v2(), b"again"))
+    assert resp.code == ResponseCode.SUCCESS
+    assert broker.store.get_max_offset_in_queue("%RETRY%CG_R", 0) == 1
+    h.reconsume_times = 3
+    resp = await call(broker, RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, h.to_v2(), b"dead"))
+    assert resp.code == ResponseCode.SUCCESS
+    assert broker.store.get_max_offset_in_queue("%DLQ%CG_R", 0) == 1
+    assert broker.topics.select("%DLQ%CG_R") is not None
