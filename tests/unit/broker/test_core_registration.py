@@ -70,7 +70,7 @@ async def test_register_all_unaffected_by_dead_namesrv() -> None:
         assert time.monotonic() - t0 < 5.0
         ok = [r for r in out if r.ok]
         assert len(ok) == 1 and ok[0].master_addr == "10.0.0.9:10911" and ok[0].order_topics == {"Ordered"}
-        assert [r for r in out if not r.ok][0].error
+        assert next(r for r in out if not r.ok).error
         kind, header, body = seen[0]
         assert kind == "reg" and header.broker_name == "b1" and header.cluster_name == "C1"
         assert header.ha_server_addr == "127.0.0.1:10912"
