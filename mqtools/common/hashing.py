@@ -85,3 +85,22 @@ def index_key_hash_parts(prefix: str, suffix: str) -> int:
 @lru_cache(maxsize=512)
 def _pow31(n: int) -> int:
     return pow(31, n, 1 << 32)
+
+
+def index_key_hashes(prefix: str, suffixes: list[str]) -> list[int]:
+    """index_key_hash(prefix + s) for many suffixes at once (a batch's keys): the per-key work is
+    one encode and one C-level dot product."""
+    ph = _prefix_hash(prefix)
+    out = []
+    append = out.append
+    for suffix in suffixes:
+        if not suffix.isascii():
+            append(index_key_hash_parts(prefix, suffix))
+            continue
+        units = suffix.encode("ascii")
+        n = len(units)
+        h = (ph * _pow31(n) + sum(map(mul, units, _powers(n)))) & _MASK
+        if h & 0x80000000:
+            h = 0 if h == 0x80000000 else 0x100000000 - h
+        append(h)
+    return out

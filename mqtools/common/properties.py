@@ -67,15 +67,6 @@ def message_keys(props: dict[str, str]) -> list[str]:
     return [k for k in props.get(KEYS, "").split(" ") if k]
 
 
-def _value(data: bytes, marker: bytes) -> str | None:
-    i = data.rfind(marker)
-    if i < 0:
-        return None
-    start = i + len(marker)
-    end = data.find(b"\x02", start)
-    return data[start:end if end >= 0 else len(data)].decode()
-
-
 _TAGS_MARK = b"\x02" + TAGS.encode() + b"\x01"
 _KEYS_MARK = b"\x02" + KEYS.encode() + b"\x01"
 _UNIQ_MARK = b"\x02" + UNIQ_KEY.encode() + b"\x01"
@@ -84,5 +75,12 @@ _UNIQ_MARK = b"\x02" + UNIQ_KEY.encode() + b"\x01"
 def dispatch_values(encoded: bytes) -> tuple[str | None, str | None, str | None]:
     """(TAGS, KEYS, UNIQ_KEY) straight from an encoded properties string, without building a dict:
     the hot path of batch puts. Same result as string_to_properties for these keys (last one wins)."""
-    data = b"\x02" + encoded
-    return _value(data, _TAGS_MARK), _value(data, _KEYS_MARK), _value(data, _UNIQ_MARK)
+    data = b"\x02" + encoded + b"\x02"
+    i = data.rfind(_TAGS_MARK)
+    tags = data[i + 6:data.find(b"\x02", i + 6)].decode() if i >= 0 else None
+    i = data.rfind(_KEYS_MARK)
+    keys = data[i + 6:data.find(b"\x02", i + 6)].decode() if i >= 0 else None
+    i = data.rfind(_UNIQ_MARK)
+    n = len(_UNIQ_MARK)
+    uniq = data[i + n:data.find(b"\x02", i + n)].decode() if i >= 0 else None
+    return tags, keys, uniq

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mqtools.server.store.mapped_file import MappedFile
 
-from mqtools.common.hashing import index_key_hash, index_key_hash_parts
+from mqtools.common.hashing import index_key_hash, index_key_hashes
 
 log = logging.getLogger(__name__)
 
@@ -78,6 +78,36 @@ class IndexFile:
         self.end_phy, self.end_ts = phys, store_ts
         self.dirty = True
         return True
+
+    def put_many(self, hashes: list[int], targets: list[tuple[int, int]], start: int) -> int:
+        """``put`` for hashes[start:] with the header fields kept in locals; returns the index of the
+        first entry that did not fit (len(hashes) when all did)."""
+        mm, slots, entries_at, max_index = self.mm, self.slots, self.entries_at, self.max_index
+        n, begin_ts, slot_count = self.index_count, self.begin_ts, self.slot_count
+        i = start
+        end = len(hashes)
+        phys = store_ts = 0
+        while i < end and n < max_index:
+            h = hashes[i]
+            phys, store_ts = targets[i]
+            slot_pos = HEADER_SIZE + (h % slots) * 4
+            prev = _SLOT_UNPACK(mm, slot_pos)[0]
+            if prev <= 0 or prev > n:
+                prev = 0
+                slot_count += 1
+            diff = min(max((store_ts - begin_ts) // 1000, 0), INT_MAX) if begin_ts > 0 else 0
+            _ENTRY_PACK(mm, entries_at + n * ENTRY_SIZE, h, phys, diff, prev)
+            _SLOT_PACK(mm, slot_pos, n)
+            if n <= 1:
+                self.begin_phy = phys
+                begin_ts = self.begin_ts = store_ts
+            n += 1
+            i += 1
+        if i > start:
+            self.index_count, self.slot_count = n, slot_count
+            self.end_phy, self.end_ts = phys, store_ts
+            self.dirty = True
+        return i
 
     def overlaps(self, begin: int, end: int) -> bool:
         return self.begin_ts <= end and self.end_ts >= begin
@@ -163,23 +193,31 @@ class IndexService:
 
     def build(self, topic: str, keys: str | None, uniq: str | None, phys: int, store_ts: int) -> None:
         """Index one message (skipped when the newest file already covers its offset)."""
-        files = self.files
-        if files and phys < files[-1].end_phy:
+        self.build_many(topic, [(keys, uniq, phys, store_ts)])
+
+    def build_many(self, topic: str, items: list[tuple[str | None, str | None, int, int]]) -> None:
+        """Index messages of one topic given as (KEYS, UNIQ_KEY, phys, store time), in commitlog order."""
+        end_phy = self.files[-1].end_phy if self.files else -1
+        suffixes: list[str] = []
+        targets: list[tuple[int, int]] = []
+        for keys, uniq, phys, store_ts in items:
+            if phys < end_phy:
+                continue
+            if uniq:
+                suffixes.append(uniq)
+                targets.append((phys, store_ts))
+            if keys:
+                for k in keys.split(" "):
+                    if k:
+                        suffixes.append(k)
+                        targets.append((phys, store_ts))
+        if not suffixes:
             return
-        f = files[-1] if files else self._new_file()
-        prefix = topic + "#"
-        if uniq:
-            h = index_key_hash_parts(prefix, uniq)
-            if not f.put(h, phys, store_ts):
-                f = self._new_file()
-                f.put(h, phys, store_ts)
-        if keys:
-            for k in keys.split(" "):
-                if k:
-                    h = index_key_hash_parts(prefix, k)
-                    if not f.put(h, phys, store_ts):
-                        f = self._new_file()
-                        f.put(h, phys, store_ts)
+        hashes = index_key_hashes(topic + "#", suffixes)
+        f = self.files[-1] if self.files else self._new_file()
+        done = f.put_many(hashes, targets, 0)
+        while done < len(hashes):
+            done = self._new_file().put_many(hashes, targets, done)
 
     def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
         """Physical offsets whose key hash matches, newest file first (hash collisions included)."""

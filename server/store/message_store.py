@@ -557,10 +557,7 @@ class MessageStore:
             for cb in self._listeners:
                 cb(topic, qid, first_qoff + len(units), units[-1][2], store_ts)
         if self.config.message_index_enable and sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE:
-            build = self.index.build
-            for phys, _, _, keys, uniq in units:
-                if keys or uniq:
-                    build(topic, keys, uniq, phys, store_ts)
+            self.index.build_many(topic, [(keys, uniq, phys, store_ts) for phys, _, _, keys, uniq in units])
             self.index.write_header()
 
     async def _after_append(self, append: AppendMessageResult, wait: bool) -> PutMessageStatus:

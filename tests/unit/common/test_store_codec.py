@@ -188,3 +188,24 @@ def test_index_hash_with_cached_prefix_equals_whole_key(prefix, suffix):
     from mqtools.common.hashing import index_key_hash_parts
 
     assert index_key_hash_parts(prefix, suffix) == index_key_hash(prefix + suffix)
+
+
+@given(st.text(max_size=12), st.lists(st.text(max_size=40), max_size=6))
+def test_index_hashes_of_many_keys(prefix, suffixes):
+    from mqtools.common.hashing import index_key_hashes
+
+    assert index_key_hashes(prefix, suffixes) == [index_key_hash(prefix + s) for s in suffixes]
+
+
+@given(st.dictionaries(st.sampled_from(["TAGS", "KEYS", "UNIQ_CLIENT_MESSAGE_ID_KEYIDX", "XTAGS", "A"]),
+                       st.text("abc \x01", max_size=6), max_size=5), st.booleans())
+def test_dispatch_values_match_full_parse(props, trailing):
+    from mqtools.common.properties import dispatch_values
+
+    text = properties_to_string(props)
+    if not trailing:
+        text = text[:-1]
+    full = string_to_properties(text)
+    encoded = text.encode()
+    assert dispatch_values(encoded) == (full.get("TAGS"), full.get("KEYS"),
+                                        full.get("UNIQ_CLIENT_MESSAGE_ID_KEYIDX"))
