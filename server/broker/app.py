@@ -27,11 +27,21 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig, ConfigError, render_properties
+from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.long_polling import PullRequestHoldService
+from mqtools.server.broker.processors import admin, pull, query, send
+from mqtools.server.broker.processors import client as client_proc
+from mqtools.server.broker.processors import consumer as consumer_proc
+from mqtools.server.broker.rebalance_lock import RebalanceLockManager
 from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar, RegisterResult
 from mqtools.server.broker.stats import BrokerStats
+from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager, write_atomic
+from mqtools.server.store.config import MessageStoreConfig
+from mqtools.server.store.message_store import MessageStore
+from mqtools.server.store.schedule import DelayLevelTable, ScheduleMessageService
 
 from mqtools.remoting.bodies import DataVersion
 from mqtools.remoting.client import RemotingClient
@@ -44,20 +54,10 @@ class StartError(RuntimeError):
     """The broker cannot start (store locked, port taken, ...); the message is for the user."""
 
 
-def build_store_config(config: BrokerConfig) -> Any:
-    """The store's MessageStoreConfig from the broker's properties (camelCase keys)."""
-    from mqtools.server.store.config import MessageStoreConfig
-
-    props = config.store_properties()
-    if hasattr(MessageStoreConfig, "from_properties"):
-        return MessageStoreConfig.from_properties(props)
-    store_cfg = MessageStoreConfig()
-    names = {f.name for f in dataclasses.fields(store_cfg)}
-    for key, raw in props.items():
-        name = _snake(key)
-        if name in names:
-            setattr(store_cfg, name, _coerce(getattr(store_cfg, name), raw))
-    return store_cfg
+def build_store_config(config: BrokerConfig) -> MessageStoreConfig:
+    """The store's MessageStoreConfig from the broker's properties (camelCase keys; the
+    store ignores keys it does not know)."""
+    return MessageStoreConfig.from_properties(config.store_properties())
 
 
 def _snake(key: str) -> str:
@@ -82,12 +82,6 @@ class BrokerController:
         config_path: Path | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
-        from mqtools.server.broker.clients import ConsumerManager, ProducerManager
-        from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
-        from mqtools.server.broker.rebalance_lock import RebalanceLockManager
-        from mqtools.server.broker.subscription import SubscriptionGroupManager
-        from mqtools.server.store.schedule import DelayLevelTable
-
         self.config = config
         self.clock = clock
         self.config_path = config_path or config.config_dir / "broker.properties"
@@ -150,9 +144,6 @@ class BrokerController:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
-        from mqtools.server.store.message_store import MessageStore
-        from mqtools.server.store.schedule import ScheduleMessageService
-
         cfg = self.config
         cfg.config_dir.mkdir(parents=True, exist_ok=True)
         self.store = MessageStore(build_store_config(cfg), clock=self.clock)
@@ -187,10 +178,6 @@ class BrokerController:
         self._started = True
 
     def _register_processors(self) -> None:
-        from mqtools.server.broker.processors import admin, pull, query, send
-        from mqtools.server.broker.processors import client as client_proc
-        from mqtools.server.broker.processors import consumer as consumer_proc
-
         self.server.on_close = self.long_polling.connection_closed
         send.register(self.server, self)
         self.pull_processor = pull.register(self.server, self)
