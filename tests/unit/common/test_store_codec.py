@@ -209,3 +209,28 @@ def test_dispatch_values_match_full_parse(props, trailing):
     encoded = text.encode()
     assert dispatch_values(encoded) == (full.get("TAGS"), full.get("KEYS"),
                                         full.get("UNIQ_CLIENT_MESSAGE_ID_KEYIDX"))
+
+
+@settings(max_examples=60)
+@given(st.binary(min_size=0, max_size=300), st.text(min_size=1, max_size=200),
+       st.sampled_from([("1.2.3.4", 1), ("::1", 2)]), st.integers(0, 2**40))
+def test_check_entry_agrees_with_decode(body, topic, host, phys):
+    raw = encode_stored(_sample(body=body, topic=topic, born_host=host, commit_log_offset=phys))
+    info = codec.check_entry(raw, 0, True)
+    msg = decode_stored(raw, check_crc=True)
+    assert (info.size, info.topic, info.queue_offset, info.phys_offset, info.store_timestamp) == (
+        msg.store_size, msg.topic, msg.queue_offset, msg.commit_log_offset, msg.store_timestamp)
+    assert info.tags_code == java_hash("TagA") and info.keys == "k1 k2"
+
+
+@settings(max_examples=200)
+@given(st.binary(max_size=200), st.integers(0, 150))
+def test_garbage_never_crashes_the_decoders(noise, cut):
+    raw = bytearray(encode_stored(_sample()))
+    raw[cut:cut + len(noise)] = noise
+    assert codec.check_entry(bytes(raw), 0, True) in (-1, 0) or isinstance(codec.check_entry(bytes(raw), 0, True),
+                                                                          codec.EntryInfo)
+    try:
+        decode_stored(bytes(raw), check_crc=True)
+    except CorruptMessageError:
+        pass
