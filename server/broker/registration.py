@@ -30,6 +30,8 @@ from mqtools.remoting.headers import (
 
 log = logging.getLogger(__name__)
 
+FIRST_PERIODIC_DELAY_S = 10.0
+
 
 @dataclass(slots=True)
 class BrokerIdentity:
@@ -142,13 +144,17 @@ class NamesrvRegistrar:
             event.set()
 
     async def _loop(self, addr: str, skip_first: bool) -> None:
+        """Register, then wait a period (or a kick). After the start-up round the first
+        periodic registration comes after 10 s, as RocketMQ schedules it."""
         kick = self._kicks[addr]
+        wait = min(FIRST_PERIODIC_DELAY_S, self.period_s) if skip_first else self.period_s
         while True:
             if not skip_first:
                 await self.register_one(addr)
+                wait = self.period_s
             skip_first = False
             with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(self.period_s):
+                async with asyncio.timeout(wait):
                     await kick.wait()
             kick.clear()
 

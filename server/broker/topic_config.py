@@ -75,11 +75,11 @@ class TopicConfigManager:
         if cfg.auto_create_topic_enable:
             n = cfg.default_topic_queue_nums
             system.append(TopicConfig(T.AUTO_CREATE_TOPIC_KEY, n, n, perm=PERM_INHERIT | PERM_RW))
-        own_perm = PERM_INHERIT | (cfg.broker_permission & PERM_RW)
-        if cfg.cluster_topic_enable:
-            system.append(TopicConfig(cfg.broker_cluster_name, 1, 1, perm=own_perm))
-        if cfg.broker_topic_enable:
-            system.append(TopicConfig(cfg.broker_name, 1, 1, perm=own_perm))
+        # The cluster and broker-name topics always exist (inherit only); RW when enabled.
+        cluster_perm = PERM_INHERIT | (PERM_RW if cfg.cluster_topic_enable else 0)
+        broker_perm = PERM_INHERIT | (PERM_RW if cfg.broker_topic_enable else 0)
+        system.append(TopicConfig(cfg.broker_cluster_name, perm=cluster_perm))
+        system.append(TopicConfig(cfg.broker_name, 1, 1, perm=broker_perm))
         for tc in system:
             self.table[tc.topic_name] = tc
 
@@ -96,7 +96,7 @@ class TopicConfigManager:
                 log.warning("cannot parse %s: %s", candidate, exc)
                 continue
             for name, tc in wrapper.topic_config_table.items():
-                if name not in self.table or not T.is_system_topic(name):
+                if name not in self.table or not self.is_system_topic(name):
                     self.table[name] = tc
             self.data_version = wrapper.data_version or DataVersion()
             return True
@@ -118,6 +118,10 @@ class TopicConfigManager:
             self.on_change()
 
     # ------------------------------------------------------------------ queries
+
+    def is_system_topic(self, topic: str) -> bool:
+        """RocketMQ's system topics plus this broker's cluster and broker-name topics."""
+        return T.is_system_topic(topic) or topic in (self.cfg.broker_cluster_name, self.cfg.broker_name)
 
     def select(self, topic: str) -> TopicConfig | None:
         return self.table.get(topic)

@@ -70,11 +70,8 @@ class AdminProcessor:
             check_topic(h.topic)
         except ValidationError as exc:
             return req.response(ResponseCode.SYSTEM_ERROR, str(exc))
-        if T.is_system_topic(h.topic):
+        if self.c.topics.is_system_topic(h.topic):
             return req.response(ResponseCode.SYSTEM_ERROR, f"The topic[{h.topic}] is conflict with system topic.")
-        if h.topic == self.c.config.broker_cluster_name:
-            return req.response(ResponseCode.SYSTEM_ERROR,
-                                f"The topic[{h.topic}] is conflict with system reserved words.")
         if h.read_queue_nums <= 0 or h.write_queue_nums <= 0:
             return req.response(ResponseCode.INVALID_PARAMETER, "read/write queue nums must be positive")
         tc = TopicConfig(
@@ -91,7 +88,7 @@ class AdminProcessor:
 
     def delete_topic(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         h = TopicRequestHeader.from_ext(req.ext_fields)
-        if T.is_system_topic(h.topic):
+        if self.c.topics.is_system_topic(h.topic):
             return req.response(ResponseCode.INVALID_PARAMETER,
                                 f"The topic[{h.topic}] is conflict with system topic.")
         self.c.topics.delete(h.topic)

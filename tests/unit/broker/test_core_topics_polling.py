@@ -26,7 +26,10 @@ def test_system_topics_and_auto_create(tmp_path: Path) -> None:
     mgr = TopicConfigManager(tmp_path, cfg, Clock())
     tbw = mgr.select("TBW102")
     assert tbw is not None and tbw.perm == PERM_INHERIT | PERM_RW and tbw.write_queue_nums == 8
-    assert mgr.select("b1") is not None and mgr.select("DefaultCluster") is not None
+    assert mgr.select("b1").perm == PERM_INHERIT | PERM_RW and mgr.select("DefaultCluster").perm == 7
+    assert mgr.select("DefaultCluster").write_queue_nums == 16 and mgr.is_system_topic("b1")
+    off = TopicConfigManager(tmp_path, BrokerConfig(broker_name="b1", cluster_topic_enable=False), Clock())
+    assert off.select("DefaultCluster").perm == PERM_INHERIT
     assert mgr.select("SCHEDULE_TOPIC_XXXX").read_queue_nums == 18
     changes = []
     mgr.on_change = lambda: changes.append(1)
