@@ -29,7 +29,7 @@ FLAG_SUB = 4
 HA_FAST = {
     "haSendHeartbeatInterval": "500", "haHousekeepingInterval": "3000", "haTransferBatchSize": "16384",
     "mappedFileSizeCommitLog": str(FILE_SIZE), "syncFlushTimeout": "2000", "slaveTimeout": "2000",
-    "brokerIP1": "127.0.0.1", "listenPort": "0", "slaveReadEnable": "true",
+    "brokerIP1": "127.0.0.1", "listenPort": "0",
 }
 
 

@@ -1,0 +1,191 @@
+"""The real C++ client (rocketmq==0.4.4) against a 2m-2s-sync cluster started by `mq cluster up`.
+
+It produces through both broker groups; after broker-a's master is SIGKILLed its PullConsumer
+still reads every broker-a message from broker-a's slave, and new sends go to broker-b.
+Each C++ scenario runs in a subprocess with a timeout so librocketmq cannot take pytest down.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from mqtools.remoting.bodies import TopicRouteData
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+
+pytestmark = [pytest.mark.compat, pytest.mark.timeout(240)]
+TOPIC = "HaCompat"
+QUEUES = 4
+
+SCRIPT = r'''
+import json, sys
+from rocketmq.client import Message, Producer, PullConsumer
+
+def out(**kv):
+    print(json.dumps(kv), flush=True)
+
+mode, ns, topic, tag = sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4]
+if mode == "produce":
+    producer = Producer("PG_HA_COMPAT")
+    producer.set_namesrv_addr(ns)
+    producer.start()
+    for i in range(int(sys.argv[5])):
+        msg = Message(topic)
+        msg.set_tags(tag)
+        msg.set_body(f"{tag}-{i}")
+        r = producer.send_sync(msg)
+        out(body=f"{tag}-{i}", status=int(r.status), msg_id=r.msg_id, offset=r.offset)
+    producer.shutdown()
+else:
+    # Our own loop over dll.Pull (the wrapper's pull() keys offsets by topic@queueId only, which
+    # mixes broker-a's and broker-b's queue 0, and never stops on a queue answered with
+    # PULL_RETRY_IMMEDIATELY): FOUND continues, anything else three times in a row ends the queue.
+    import ctypes
+    from rocketmq.client import RecvMessage, _CMessageQueue, _CPullStatus, _to_bytes, dll, ffi_check
+
+    consumer = PullConsumer("CG_HA_COMPAT")
+    consumer.set_namesrv_addr(ns)
+    consumer.start()
+    queues = ctypes.POINTER(_CMessageQueue)()
+    count = ctypes.c_int()
+    ffi_check(dll.FetchSubscriptionMessageQueues(consumer._handle, _to_bytes(topic), ctypes.pointer(queues),
+                                                 ctypes.pointer(count)))
+    for i in range(count.value):
+        mq = queues[i]
+        offset, misses = 0, 0
+        while misses < 3:
+            res = dll.Pull(consumer._handle, ctypes.pointer(mq), b"*", ctypes.c_longlong(offset), 32)
+            if res.pullStatus == _CPullStatus.FOUND:
+                misses = 0
+                offset = res.nextBeginOffset
+                for j in range(int(res.size)):
+                    m = RecvMessage(res.msgFoundList[j])
+                    out(body=m.body.decode(), broker=mq.brokerName.decode(), queue=mq.queueId, offset=m.queue_offset)
+            else:
+                misses += 1
+                if res.pullStatus == _CPullStatus.NO_NEW_MSG:
+                    misses = 3
+            dll.ReleasePullResult(res)
+        out(queue_done=True, broker=mq.brokerName.decode(), queue=mq.queueId, end=offset)
+    ffi_check(dll.ReleaseSubscriptionMessageQueue(queues))
+    consumer.shutdown()
+out(done=True)
+'''
+
+
+def mq(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "mqtools.cli.main", *args], check=False, capture_output=True,
+                          text=True, timeout=120)
+
+
+def run_cpp(args: list[str], home: Path, timeout: float = 120.0) -> list[dict]:
+    env = {**os.environ, "HOME": str(home)}  # librocketmq writes its logs under ~/logs
+    proc = subprocess.run([sys.executable, "-c", SCRIPT, *args], check=False, capture_output=True, text=True,
+                          timeout=timeout, env=env)
+    events = []
+    for line in proc.stdout.splitlines():
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    assert proc.returncode == 0 and events and events[-1].get("done"), (proc.returncode, proc.stdout[-2000:],
+                                                                          proc.stderr[-2000:])
+    return events[:-1]
+
+
+async def call(client: RemotingClient, addr: str, code: int, ext: dict[str, str] | None = None) -> RemotingCommand:
+    return await client.invoke(addr, RemotingCommand.request(code, ext or {}), 5.0)
+
+
+async def wait_for(predicate, timeout: float, what: str) -> None:
+    for _ in range(int(timeout * 10)):
+        if await predicate():
+            return
+        await asyncio.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+async def route(client: RemotingClient, namesrv: str) -> TopicRouteData | None:
+    resp = await call(client, namesrv, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})
+    return TopicRouteData.from_json(resp.body) if resp.code == ResponseCode.SUCCESS else None
+
+
+async def total_messages(client: RemotingClient, addr: str) -> int:
+    total = 0
+    for q in range(QUEUES):
+        resp = await call(client, addr, RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": str(q)})
+        total += int(resp.ext_fields["offset"])
+    return total
+
+
+async def test_cpp_client_reads_from_slave_after_master_kill(tmp_path: Path) -> None:
+    state = tmp_path / "cluster"
+    up = mq("cluster", "up", "--preset", "2m-2s-sync", "--dir", str(state),
+            "--base-port", str(random.randrange(20000, 50000, 100)),
+            "--set", "mappedFileSizeCommitLog=4194304")
+    assert up.returncode == 0, up.stdout + up.stderr
+    client = RemotingClient()
+    try:
+        rows = {r["name"]: r for r in json.loads(mq("cluster", "status", "--dir", str(state), "-o", "json").stdout)}
+        namesrv = f"127.0.0.1:{rows['namesrv-0']['port']}"
+        addr = {name: f"127.0.0.1:{r['port']}" for name, r in rows.items()}
+        ext = {"topic": TOPIC, "defaultTopic": "TBW102", "readQueueNums": str(QUEUES),
+               "writeQueueNums": str(QUEUES), "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0",
+               "order": "false"}
+        for master in ("broker-a", "broker-b"):
+            assert (await call(client, addr[master], RequestCode.UPDATE_AND_CREATE_TOPIC, ext)).code == 0
+
+        async def slaves_know_topic() -> bool:
+            for slave in ("broker-a-s", "broker-b-s"):
+                resp = await call(client, addr[slave], RequestCode.GET_ALL_TOPIC_CONFIG)
+                if resp.code != 0 or TOPIC.encode() not in bytes(resp.body or b""):
+                    return False
+            return True
+
+        await wait_for(slaves_know_topic, 30, "topic sync to both slaves")
+        await wait_for(lambda: _route_has(client, namesrv, 2), 20, "route with both groups")
+
+        before = run_cpp(["produce", namesrv, TOPIC, "before", "40"], tmp_path)
+        assert [e["status"] for e in before] == [0] * 40  # SEND_OK: each one is on a slave too
+        on_a = await total_messages(client, addr["broker-a"])
+        on_b_before = await total_messages(client, addr["broker-b"])
+        assert on_a > 0 and on_b_before > 0 and on_a + on_b_before == 40
+
+        os.kill(rows["broker-a"]["pid"], signal.SIGKILL)
+
+        async def a_is_slave_only() -> bool:
+            data = await route(client, namesrv)
+            groups = {b.broker_name: sorted(b.broker_addrs) for b in (data.broker_datas if data else [])}
+            return groups.get("broker-a") == [1] and groups.get("broker-b") == [0, 1]
+
+        await wait_for(a_is_slave_only, 30, "broker-a master gone from the route")
+
+        after = run_cpp(["produce", namesrv, TOPIC, "after", "20"], tmp_path)
+        assert [e["status"] for e in after] == [0] * 20
+        assert await total_messages(client, addr["broker-b"]) == on_b_before + 20  # new sends all went to broker-b
+
+        pulled = run_cpp(["pull", namesrv, TOPIC, "*"], tmp_path)
+        bodies = {e["body"] for e in pulled if "body" in e}
+        assert {(e["broker"], e["queue"]) for e in pulled if e.get("queue_done")} == \
+            {(b, q) for b in ("broker-a", "broker-b") for q in range(QUEUES)}
+        missing = {e["body"] for e in before} - bodies
+        assert not missing, f"C++ consumer did not get {sorted(missing)[:5]}... from broker-a's slave"
+        assert {e["body"] for e in after} <= bodies
+    finally:
+        await client.close()
+        mq("cluster", "down", "--dir", str(state), "--grace", "10")
+
+
+async def _route_has(client: RemotingClient, namesrv: str, groups: int) -> bool:
+    data = await route(client, namesrv)
+    return data is not None and len(data.queue_datas) == groups
