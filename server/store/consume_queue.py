@@ -64,6 +64,21 @@ class ConsumeQueue:
         self.max_physic_offset = phys + size
         return True
 
+    def put_run(self, units: list[tuple], first_cq_offset: int) -> None:
+        """Units for consecutive logical offsets (a batch): one slice write when they all fit the
+        current file right at its end, else unit by unit. ``units`` items start with (phys, size, tags)."""
+        mf = self.queue.files[-1] if self.queue.files else None
+        n = len(units)
+        if (mf is not None and mf.end == first_cq_offset * UNIT_SIZE and mf.free() >= n * UNIT_SIZE
+                and units[0][0] + units[0][1] > self.max_physic_offset):
+            pack = UNIT.pack
+            mf.mm[mf.wrote:mf.wrote + n * UNIT_SIZE] = b"".join([pack(u[0], u[1], u[2]) for u in units])
+            mf.wrote += n * UNIT_SIZE
+            self.max_physic_offset = units[-1][0] + units[-1][1]
+            return
+        for i, u in enumerate(units):
+            self.put(u[0], u[1], u[2], first_cq_offset + i)
+
     def _start_at(self, expected: int) -> None:
         """A queue first written at a non-zero offset: blank units fill the file up to it."""
         mf = self.queue.create_file(expected - expected % self.file_size)

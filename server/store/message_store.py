@@ -63,10 +63,10 @@ from mqtools.common.codec import (
     MAX_PROPERTIES_LEN,
     CorruptMessageError,
     EntryInfo,
+    batch_items,
     body_crc,
     decode_stored,
     host_flags,
-    iter_batch,
     magic_for,
     stored_size,
     topic_props_tail,
@@ -110,11 +110,20 @@ class AppendMessageResult:
     store_timestamp: int
     logics_offset: int
     msg_num: int = 1
-    msg_ids: list[str] = field(default_factory=list)
+    #: Physical offset of every message of a batch (empty for a single put).
+    phys_offsets: list[int] = field(default_factory=list)
+    store_host: tuple[str, int] | None = None
 
     @property
     def end_offset(self) -> int:
         return self.wrote_offset + self.wrote_bytes
+
+    @property
+    def msg_ids(self) -> list[str]:
+        """Offset message id of every message (built on demand: a batch response needs them joined)."""
+        if not self.phys_offsets or self.store_host is None:
+            return [self.msg_id]
+        return [create_offset_msg_id(self.store_host, p) for p in self.phys_offsets]
 
 
 @dataclass(slots=True)
@@ -475,12 +484,13 @@ class MessageStore:
         store_host = batch.store_host or cfg.store_host
         sys_flag = (batch.sys_flag & ~0x30) | host_flags(batch.born_host, store_host)
         try:
-            items = [(flag, body, bytes(props)) for flag, body, props in iter_batch(batch.body)]
+            items = batch_items(batch.body)
         except ValueError as exc:
             return self._illegal(PutMessageStatus.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
         if not items:
             return self._illegal(PutMessageStatus.MESSAGE_ILLEGAL, "empty batch")
-        sizes = [stored_size(sys_flag, len(b), len(topic_b), len(p)) for _, b, p in items]
+        fixed = stored_size(sys_flag, 0, len(topic_b), 0)
+        sizes = [fixed + len(b) + len(p) for _, b, p in items]
         total = sum(sizes)
         try:
             mf, pos = self.commitlog.reserve(total)
@@ -507,8 +517,8 @@ class MessageStore:
         self.last_store_ts = store_ts
         self.stats["put_times"] += len(items)
         self.stats["put_size"] += phys - first_phys
-        ids = [create_offset_msg_id(store_host, u[0]) for u in units]
-        append = AppendMessageResult(first_phys, phys - first_phys, ids[0], store_ts, first_qoff, len(items), ids)
+        append = AppendMessageResult(first_phys, phys - first_phys, create_offset_msg_id(store_host, first_phys),
+                                     store_ts, first_qoff, len(items), [u[0] for u in units], store_host)
         return PutMessageResult(await self._after_append(append, batch.properties.get(P.WAIT) != "false"), append)
 
     def _encode_batch(self, batch: MessageExtBatch, topic_b: bytes, sys_flag: int, store_host, items, sizes,
@@ -549,10 +559,7 @@ class MessageStore:
                         units: list[tuple]) -> None:
         """Consume queue units and index keys of a batch; listeners hear about the batch once."""
         if is_consumable(sys_flag):
-            cq = self._cq(topic, qid, create=True)
-            put = cq.put
-            for i, (phys, size, tags, _, _) in enumerate(units):
-                put(phys, size, tags, first_qoff + i)
+            self._cq(topic, qid, create=True).put_run(units, first_qoff)
             self.last_dispatch_ts = store_ts
             for cb in self._listeners:
                 cb(topic, qid, first_qoff + len(units), units[-1][2], store_ts)

@@ -14,6 +14,7 @@ from mqtools.server.store.message_store import (
 from unit.store.store_helpers import batch, inner, tiny_config
 
 from mqtools.common.codec import BLANK_MAGIC, decode_stored
+from mqtools.common.ids import decode_offset_msg_id
 
 
 async def _store(tmp_path, **kw) -> MessageStore:
@@ -74,6 +75,9 @@ async def test_batch_is_one_write_with_consecutive_offsets(tmp_path):
     await s.put_message(inner(queue_id=1))
     r = await s.put_messages(batch("T", 1, [b"a" * 10, b"b" * 20, b"c" * 30], KEYS="bk"))
     assert r.ok and r.append.msg_num == 3 and r.append.logics_offset == 1
+    ids = r.append.msg_ids
+    assert len(ids) == 3 and ids[0] == r.append.msg_id
+    assert [s.look_message_by_offset(decode_offset_msg_id(i)[1]).body[:1] for i in ids] == [b"a", b"b", b"c"]
     assert s.get_max_offset_in_queue("T", 1) == 4
     res = s.get_message("g", "T", 1, 1, 32)
     assert [decode_stored(b).body for b in res.buffers] == [b"a" * 10, b"b" * 20, b"c" * 30]
