@@ -86,6 +86,8 @@ def ha_config_for(controller: Any) -> HAConfig:
 
 async def start_ha(controller: Any) -> BrokerHA:
     """Open the HA port and hook replication into the store and the remoting server."""
+    if log.level == logging.NOTSET:
+        log.setLevel(logging.INFO)  # connections, resyncs and the diff line belong in a broker's log
     ha = BrokerHA(controller, ha_config_for(controller))
     await ha.start()
     controller.store.ha_hook = ha

@@ -35,6 +35,8 @@ async def test_consume_from_slave_while_master_is_down(tmp_path: Path) -> None:
     client = RemotingClient()
     try:
         await ready_for_drill(client, group, TOPIC)
+        refused = await send(client, group.slave.addr, TOPIC, b"to-the-slave")
+        assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE  # a slave never takes writes
         bodies = [f"fo-{i:03d}".encode() for i in range(40)]
         for body in bodies:
             assert (await send(client, group.master.addr, TOPIC, body, queue_id=0)).code == ResponseCode.SUCCESS
