@@ -312,3 +312,36 @@ async def test_orderly_consumer_locks_queues_and_gets_each_queue_in_order(cluste
     for queue_id in (0, 1):
         assert f"lock success of mq:MessageQueue [topic={topic}, brokerName=broker-compat, queueId={queue_id}]" \
             in log_text
+
+
+async def test_reset_offset_by_timestamp_rewinds_an_online_cpp_consumer(cluster) -> None:
+    """INVOKE_BROKER_TO_RESET_OFFSET pushes RESET_CONSUMER_CLIENT_OFFSET in the C++ list form."""
+    namesrv, broker, home = cluster
+    topic, group, queues = "CompatReset", "CG_RESET", 2
+    await create_topic(namesrv, broker, topic, queues=queues)
+    consumer = CppProcess(["consume", namesrv.addr, topic, group, "0"], home)
+    try:
+        await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the consumer")
+        await asyncio.sleep(2)
+        sent = produce(namesrv, topic, "rewind", 10, home)
+
+        async def consumed_once() -> bool:
+            return len(consumer.bodies) >= len(sent)
+
+        await until(consumed_once, 60, "the first pass")
+
+        async def committed() -> bool:
+            return await committed_total(broker, group, topic, queues) >= len(sent)
+
+        await until(committed, 30, "the commits")
+        ext = {"topic": topic, "group": group, "timestamp": "0", "isForce": "true"}
+        resp = await call(broker.addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+        assert resp.code == ResponseCode.SUCCESS, resp.remark
+
+        async def consumed_twice() -> bool:
+            return len(consumer.bodies) >= 2 * len(sent)
+
+        await until(consumed_twice, 60, "the rewound second pass")
+    finally:
+        consumer.stop()
+    assert Counter(consumer.bodies) == Counter({body: 2 for body in sent})
