@@ -1,0 +1,99 @@
+"""SlaveSynchronize rules against a loopback "master" serving real managers' bodies.
+
+Topic configs and groups are replaced only when the master's dataVersion differs; consumer
+offsets are merged every round (master wins, slave-only entries survive); delay offsets are
+written verbatim and reloaded.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+from mqtools.server.broker.config import BrokerConfig
+from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
+from mqtools.server.broker.slave_sync import SlaveSynchronize
+from mqtools.server.broker.subscription import SubscriptionGroupManager
+from mqtools.server.broker.topic_config import TopicConfigManager
+from mqtools.server.store.schedule import ScheduleMessageService
+
+from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.server import RemotingServer
+
+
+def managers(root: Path) -> SimpleNamespace:
+    cfg = BrokerConfig(broker_name="broker-x", store_path_root_dir=str(root))
+    root.mkdir(parents=True, exist_ok=True)
+    return SimpleNamespace(
+        config=cfg, topics=TopicConfigManager(root, cfg), offsets=ConsumerOffsetManager(root),
+        groups=SubscriptionGroupManager(root, time.time), schedule=ScheduleMessageService(None, root))
+
+
+async def serve_master(master: SimpleNamespace) -> RemotingServer:
+    server = RemotingServer("127.0.0.1", 0)
+    server.register(RequestCode.GET_ALL_TOPIC_CONFIG, lambda c, r: r.response(body=master.topics.encode()))
+    server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, lambda c, r: r.response(body=master.offsets.encode()))
+    server.register(RequestCode.GET_ALL_DELAY_OFFSET, lambda c, r: r.response(body=master.schedule.encode()))
+    server.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
+                    lambda c, r: r.response(body=master.groups.encode()))
+    await server.start()
+    return server
+
+
+async def test_sync_rules(tmp_path: Path) -> None:
+    master = managers(tmp_path / "master")
+    master.topics.update(TopicConfig("OnlyOnMaster", 4, 4))
+    master.offsets.commit_offset("c", "G", "T", 0, 42)
+    master.groups.update(SubscriptionGroupConfig("GroupM"))
+    master.schedule.offset_table = {1: 7, 3: 9}
+    server = await serve_master(master)
+    slave = managers(tmp_path / "slave")
+    slave.offsets.commit_offset("c", "G", "T", 0, 5)
+    slave.offsets.commit_offset("c", "SlaveOnly", "T", 1, 3)
+    client = RemotingClient()
+    controller = SimpleNamespace(**vars(slave), client=client, broker_addr="127.0.0.1:1",
+                                 master_addr=f"127.0.0.1:{server.port}")
+    sync = SlaveSynchronize(controller)
+    try:
+        assert await sync.sync_all()
+        assert "OnlyOnMaster" in slave.topics.table and slave.topics.data_version == master.topics.data_version
+        assert slave.offsets.query_offset("G", "T", 0) == 42  # master wins on common keys
+        assert slave.offsets.query_offset("SlaveOnly", "T", 1) == 3  # slave-only entries survive
+        assert "GroupM" in slave.groups.table
+        assert slave.schedule.offset_table == {1: 7, 3: 9}
+        assert (tmp_path / "slave" / "delayOffset.json").read_bytes() == master.schedule.encode()
+        assert ConsumerOffsetManager(tmp_path / "slave").load()  # persisted
+
+        # same dataVersion: a local topic edit is not overwritten; a new master version replaces it
+        slave.topics.table["LocalOnly"] = TopicConfig("LocalOnly")
+        await sync.sync_all()
+        assert "LocalOnly" in slave.topics.table
+        master.topics.update(TopicConfig("Second", 2, 2))
+        await sync.sync_all()
+        assert "LocalOnly" not in slave.topics.table and "Second" in slave.topics.table
+    finally:
+        await client.close()
+        await server.stop()
+
+
+async def test_no_master_or_self_means_no_sync(tmp_path: Path) -> None:
+    slave = managers(tmp_path / "slave")
+    controller = SimpleNamespace(**vars(slave), client=None, broker_addr="127.0.0.1:1", master_addr=None)
+    sync = SlaveSynchronize(controller)
+    assert not await sync.sync_all()
+    controller.master_addr = "127.0.0.1:1"
+    assert not await sync.sync_all() and sync.rounds == 0
+
+
+async def test_unreachable_master_is_survived(tmp_path: Path) -> None:
+    slave = managers(tmp_path / "slave")
+    client = RemotingClient()
+    controller = SimpleNamespace(**vars(slave), client=client, broker_addr="127.0.0.1:1",
+                                 master_addr="127.0.0.1:9")  # nothing listens on port 9
+    try:
+        assert not await SlaveSynchronize(controller, timeout=1.0).sync_all()
+    finally:
+        await client.close()
