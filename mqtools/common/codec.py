@@ -196,6 +196,41 @@ class EntryInfo(NamedTuple):
     properties: dict[str, str]
 
 
+def entry_size(buf, offset: int, check_crc: bool) -> int:
+    """Size of the valid entry at ``offset``; 0 for a blank record, -1 if invalid. What normal
+    recovery needs: the structural checks and CRC of check_entry without decoding strings."""
+    mv = memoryview(buf)
+    avail = len(mv) - offset
+    if avail < 8:
+        return -1
+    total, magic = INT2.unpack_from(mv, offset)
+    if magic == BLANK_MAGIC:
+        return 0
+    if magic not in (MAGIC_V1, MAGIC_V2) or total < FIXED_V4 + 1 or total > avail:
+        return -1
+    try:
+        header = HEADERS[INT.unpack_from(mv, offset + 36)[0] & 0x30]
+        crc = INT.unpack_from(mv, offset + 8)[0]
+        body_len = INT.unpack_from(mv, offset + header.size - 4)[0]
+        body_end = offset + header.size + body_len
+        if body_len < 0 or body_end + 3 > offset + total:
+            return -1
+        if magic == MAGIC_V1:
+            topic_len, t = mv[body_end], body_end + 1
+            if topic_len > 127:
+                return -1
+        else:
+            topic_len, t = SHORT.unpack_from(mv, body_end)[0], body_end + 2
+        props_len = SHORT.unpack_from(mv, t + topic_len)[0]
+        if props_len < 0 or t + topic_len + 2 + props_len != offset + total:
+            return -1
+    except (struct.error, IndexError):
+        return -1
+    if check_crc and body_crc(mv[offset + header.size:body_end]) != crc:
+        return -1
+    return total
+
+
 def check_entry(buf, offset: int, check_crc: bool) -> EntryInfo | int:
     """Validate the entry at ``offset`` for recovery and dispatch.
 

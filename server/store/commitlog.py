@@ -14,7 +14,7 @@ from pathlib import Path
 
 from mqtools.server.store.mapped_file import MappedFile, MappedFileQueue
 
-from mqtools.common.codec import BLANK, BLANK_MAGIC, END_FILE_MIN_BLANK_LENGTH, INT, check_entry
+from mqtools.common.codec import BLANK, BLANK_MAGIC, END_FILE_MIN_BLANK_LENGTH, INT, check_entry, entry_size
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +123,13 @@ class CommitLog:
             return -1, None
         pos = offset - mf.start
         return check_entry(mf.mv[:mf.wrote] if mf.wrote < mf.size else mf.mv, pos, check_crc), mf
+
+    def scan_size(self, offset: int, check_crc: bool) -> tuple[int, MappedFile | None]:
+        """Like scan, but only the entry size (normal recovery: nothing is dispatched)."""
+        mf = self.queue.find(offset)
+        if mf is None:
+            return -1, None
+        return entry_size(mf.mv[:mf.wrote] if mf.wrote < mf.size else mf.mv, offset - mf.start, check_crc), mf
 
     def flush(self, least_pages: int = 0) -> int:
         return self.queue.flush(least_pages)

@@ -366,11 +366,19 @@ class MessageStore:
             cq = self._cq(topic, queue_id, create=True)
             if cq.put(phys, size, tags, queue_offset):
                 self.last_dispatch_ts = store_ts
-                for cb in self._listeners:
-                    cb(topic, queue_id, queue_offset + 1, tags, store_ts)
+                if self._listeners:
+                    self._notify(topic, queue_id, queue_offset + 1, tags, store_ts)
         if ((keys or uniq) and self.config.message_index_enable
                 and sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE):
             self.index.build(topic, keys, uniq, phys, store_ts)
+
+    def _notify(self, topic: str, queue_id: int, offset_after: int, tags: int, store_ts: int) -> None:
+        """Arrival listeners run after the message is stored; one failing must not fail the put."""
+        for cb in self._listeners:
+            try:
+                cb(topic, queue_id, offset_after, tags, store_ts)
+            except Exception:
+                log.exception("arrival listener %r failed", cb)
 
     def _dispatch_entry(self, e: EntryInfo) -> None:
         tags = self._schedule_tags(e.properties, e.store_timestamp) if e.topic == SCHEDULE_TOPIC else e.tags_code
@@ -561,8 +569,8 @@ class MessageStore:
         if is_consumable(sys_flag):
             self._cq(topic, qid, create=True).put_run(units, first_qoff)
             self.last_dispatch_ts = store_ts
-            for cb in self._listeners:
-                cb(topic, qid, first_qoff + len(units), units[-1][2], store_ts)
+            if self._listeners:
+                self._notify(topic, qid, first_qoff + len(units), units[-1][2], store_ts)
         if self.config.message_index_enable and sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE:
             self.index.build_many(topic, [(keys, uniq, phys, store_ts) for phys, _, _, keys, uniq in units])
             self.index.write_header()

@@ -39,7 +39,16 @@ def scan(cl: CommitLog, start: int, check_crc: bool, dispatch: Callable[[EntryIn
     offset = start
     files = cl.queue.files
     while True:
-        result, mf = cl.scan(offset, check_crc)
+        if dispatch is None:
+            size, mf = cl.scan_size(offset, check_crc)
+            if size > 0:
+                offset += size
+                if offset - mf.start >= mf.size and mf is files[-1]:
+                    return offset
+                continue
+            result: EntryInfo | int = size
+        else:
+            result, mf = cl.scan(offset, check_crc)
         if isinstance(result, EntryInfo):
             if result.phys_offset != offset:
                 log.warning("entry at %d records physical offset %d: treated as the end", offset,

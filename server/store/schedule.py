@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -135,6 +137,9 @@ class ScheduleMessageService:
         self.offset_table: dict[int, int] = {}
         self._tasks: list[asyncio.Task] = []
         self._dirty = False
+        self._write_lock = threading.Lock()
+        self._seq = itertools.count(1)
+        self._written_seq = 0  # the timer's thread write vs. the shutdown write
 
     # ------------------------------------------------------------------ send-side API
 
@@ -167,8 +172,16 @@ class ScheduleMessageService:
                 self.offset_table[level] = clamped
 
     def persist(self) -> None:
-        config_files.write_atomic(self.path, self.encode().decode())
+        self._write(next(self._seq), self.encode())
         self._dirty = False
+
+    def _write(self, seq: int, data: bytes) -> None:
+        """Write a snapshot unless a newer one already reached the disk."""
+        with self._write_lock:
+            if seq < self._written_seq:
+                return
+            self._written_seq = seq
+            config_files.write_atomic(self.path, data.decode())
 
     # ------------------------------------------------------------------ delivery
 
@@ -296,10 +309,10 @@ class ScheduleMessageService:
         while True:
             await asyncio.sleep(PERSIST_INTERVAL)
             if self._dirty:
-                data = self.encode()
+                seq, data = next(self._seq), self.encode()
                 self._dirty = False
                 try:
-                    await asyncio.to_thread(config_files.write_atomic, self.path, data.decode())
+                    await asyncio.to_thread(self._write, seq, data)
                 except OSError:
                     log.exception("persisting %s failed", self.path)
                     self._dirty = True

@@ -228,8 +228,9 @@ def test_check_entry_agrees_with_decode(body, topic, host, phys):
 def test_garbage_never_crashes_the_decoders(noise, cut):
     raw = bytearray(encode_stored(_sample()))
     raw[cut:cut + len(noise)] = noise
-    assert codec.check_entry(bytes(raw), 0, True) in (-1, 0) or isinstance(codec.check_entry(bytes(raw), 0, True),
-                                                                          codec.EntryInfo)
+    info = codec.check_entry(bytes(raw), 0, True)
+    assert info in (-1, 0) or isinstance(info, codec.EntryInfo)
+    assert codec.entry_size(bytes(raw), 0, True) == (info.size if isinstance(info, codec.EntryInfo) else info)
     try:
         decode_stored(bytes(raw), check_crc=True)
     except CorruptMessageError:
