@@ -5,6 +5,9 @@ QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, BORNTIMESTAMP, BORNHOST (8|20), STORETIMES
 STOREHOST (8|20), RECONSUMETIMES, PREPARED TRANSACTION OFFSET, BODY (len+bytes), TOPIC
 (1-byte len for v1 magic, 2-byte for v2), PROPERTIES (2-byte len + bytes).
 
+Topic and properties bytes are decoded like Java's ``new String(bytes, UTF_8)``: invalid sequences
+become U+FFFD instead of making an otherwise intact entry unreadable.
+
 The writer packs straight into a target buffer (the commitlog mmap) so a put is one
 ``pack_into`` for the fixed part plus two slice copies; every reader works on memoryviews.
 """
@@ -159,12 +162,12 @@ def decode_stored(buf, offset: int = 0, check_crc: bool = False, read_body: bool
         else:
             topic_len = SHORT.unpack_from(mv, body_end)[0]
             t = body_end + 2
-        topic = bytes(mv[t:t + topic_len]).decode()
+        topic = bytes(mv[t:t + topic_len]).decode(errors="replace")
         props_len = SHORT.unpack_from(mv, t + topic_len)[0]
         pp = t + topic_len + 2
         if props_len < 0 or pp + props_len != offset + total:
             raise CorruptMessageError(f"entry length {total} does not match its fields")
-        props = bytes(mv[pp:pp + props_len]).decode()
+        props = bytes(mv[pp:pp + props_len]).decode(errors="replace")
     except (struct.error, IndexError, UnicodeDecodeError) as exc:
         raise CorruptMessageError(f"malformed entry: {exc}") from None
     body = mv[p:body_end]
@@ -267,8 +270,8 @@ def check_entry(buf, offset: int, check_crc: bool) -> EntryInfo | int:
             return -1
         if check_crc and body_crc(mv[p:body_end]) != fields[2]:
             return -1
-        topic = bytes(mv[t:t + topic_len]).decode()
-        props = P.string_to_properties(bytes(mv[pp:pp + props_len]).decode())
+        topic = bytes(mv[t:t + topic_len]).decode(errors="replace")
+        props = P.string_to_properties(bytes(mv[pp:pp + props_len]).decode(errors="replace"))
     except (struct.error, IndexError, UnicodeDecodeError):
         return -1
     return EntryInfo(total, topic, fields[3], fields[5], fields[6], fields[7], fields[11],
