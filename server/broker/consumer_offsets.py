@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -53,6 +55,10 @@ class ConsumerOffsetManager:
         self.offset_table: dict[str, dict[int, int]] = {}
         self._task: asyncio.Task | None = None
         self._dirty = False
+        #: The timer's thread write may still run when shutdown writes: never two writers at once.
+        self._write_lock = threading.Lock()
+        self._seq = itertools.count(1)
+        self._written_seq = 0
 
     # ------------------------------------------------------------------ queries and updates
 
@@ -109,14 +115,22 @@ class ConsumerOffsetManager:
         return True
 
     def persist(self) -> None:
-        write_config_file(self.path, self.encode())
+        self._write(next(self._seq), self.encode())
         self._dirty = False
+
+    def _write(self, seq: int, data: bytes) -> None:
+        """Write a snapshot unless a newer one already reached the disk."""
+        with self._write_lock:
+            if seq < self._written_seq:
+                return
+            self._written_seq = seq
+            write_config_file(self.path, data)
 
     async def persist_async(self) -> None:
         """Snapshot on the loop, write in a thread: the loop never waits for fsync."""
-        data = self.encode()
+        seq, data = next(self._seq), self.encode()
         self._dirty = False
-        await asyncio.to_thread(write_config_file, self.path, data)
+        await asyncio.to_thread(self._write, seq, data)
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._flush_loop(), name="consumer-offset-flush")

@@ -270,3 +270,15 @@ async def test_expiry_timer_closes_silent_channels() -> None:
     finally:
         await consumers.shutdown()
         await producers.shutdown()
+
+
+def test_a_late_timer_write_never_overwrites_a_newer_snapshot(tmp_path: Path) -> None:
+    mgr = ConsumerOffsetManager(tmp_path)
+    mgr.commit_offset("x", "g", "T", 0, 1)
+    old = mgr.encode()
+    mgr.commit_offset("x", "g", "T", 0, 2)
+    mgr.persist()  # shutdown's write (a newer sequence number)
+    mgr._write(0, old)  # the timer's thread write, scheduled earlier, arriving late
+    again = ConsumerOffsetManager(tmp_path)
+    again.load()
+    assert again.query_offset("g", "T", 0) == 2
