@@ -115,6 +115,10 @@ class ConsumerProcessor:
 
     async def consumer_send_msg_back(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         h = ConsumerSendMsgBackRequestHeader.from_ext(req.ext_fields)
+        try:
+            check_group(h.group)  # it names the retry and DLQ topics
+        except ValidationError as exc:
+            return _validation(req, exc)
         config = self.c.groups.find(h.group)
         if config is None:
             return req.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,

@@ -132,6 +132,8 @@ async def test_offsets_committed_just_before_a_kill_are_lost_at_most_5s(tmp_path
          {"consumerGroup": "g", "topic": "T", "queueId": "-3", "commitOffset": "1"}, None),
         (RequestCode.CONSUMER_SEND_MSG_BACK, {"group": "g", "offset": "x", "delayLevel": "0"}, None),
         (RequestCode.CONSUMER_SEND_MSG_BACK, {"group": "g", "offset": "123456789", "delayLevel": "0"}, None),
+        (RequestCode.CONSUMER_SEND_MSG_BACK, {"group": "g", "offset": "-5", "delayLevel": "0"}, None),
+        (RequestCode.CONSUMER_SEND_MSG_BACK, {"group": "a b", "offset": "0", "delayLevel": "0"}, None),
         (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, b"{broken"),
         (RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, b'{"groupName":"bad/name"}'),
         (RequestCode.DELETE_SUBSCRIPTIONGROUP, {}, None),
