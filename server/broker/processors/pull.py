@@ -151,11 +151,16 @@ class PullProcessor:
         if cfg.slave_read_enable:
             suggest = (group_cfg.which_broker_when_consume_slowly if result.suggest_pulling_from_slave
                        else group_cfg.broker_id)
-        if cfg.is_slave and not result.suggest_pulling_from_slave:
-            # A slave serves what it has and sends the consumer back to the master; anything
-            # but FOUND (offset moved, not found ...) is "ask the master again" (ref/ha.md 7.1).
-            suggest = MASTER_ID
-            if code != ResponseCode.SUCCESS:
+        if cfg.is_slave:
+            # RocketMQ 4.x (ref/ha.md 7.1): a slave serves the pull like a master; without
+            # slaveReadEnable it suggests the master; it applies no offset corrections, so
+            # PULL_OFFSET_MOVED becomes PULL_RETRY_IMMEDIATELY unless offsetCheckInSlave.
+            # PULL_NOT_FOUND stays (and long-polls): clients such as the C++ pull consumer
+            # stop at NOT_FOUND but loop forever on RETRY_IMMEDIATELY.
+            if not cfg.slave_read_enable:
+                suggest = MASTER_ID
+            store_cfg = getattr(self.c.store, "config", None)
+            if code == ResponseCode.PULL_OFFSET_MOVED and not getattr(store_cfg, "offset_check_in_slave", False):
                 code = ResponseCode.PULL_RETRY_IMMEDIATELY
         header = PullMessageResponseHeader(suggest, result.next_begin_offset, result.min_offset, result.max_offset)
         body = None
