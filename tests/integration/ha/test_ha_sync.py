@@ -27,7 +27,8 @@ pytestmark = pytest.mark.integration
 TOPIC = "HaSync"
 
 
-async def burst(client: RemotingClient, addr: str, count: int, inflight: int = 64, tag: str = "m"):
+async def burst(client: RemotingClient, addr: str, count: int, inflight: int = 64, tag: str = "m",
+                done: list[int] | None = None):
     sem = asyncio.Semaphore(inflight)
 
     async def one(i: int):
@@ -36,6 +37,9 @@ async def burst(client: RemotingClient, addr: str, count: int, inflight: int = 6
                 return await send(client, addr, TOPIC, f"{tag}-{i:06d}".encode() + os.urandom(200), queue_id=i % 2)
             except Exception:  # noqa: BLE001 - the master is being killed under us
                 return None
+            finally:
+                if done is not None:
+                    done.append(i)
 
     return await asyncio.gather(*(one(i) for i in range(count)))
 
@@ -57,8 +61,10 @@ async def test_sync_master_acked_messages_survive_sigkill(tmp_path: Path) -> Non
         first = await burst(client, group.master.addr, 300)
         acked = [s for s in first if s is not None and s.code == ResponseCode.SUCCESS]
         assert len(acked) == 300
-        racing = asyncio.ensure_future(burst(client, group.master.addr, 300, tag="r"))
-        await asyncio.sleep(0.05)
+        done: list[int] = []
+        racing = asyncio.ensure_future(burst(client, group.master.addr, 20000, tag="r", done=done))
+        while len(done) < 1000:  # kill while SEND_OK replies keep coming
+            await asyncio.sleep(0.005)
         group.master.proc.kill()  # SIGKILL right after a batch of SEND_OK replies, with sends in flight
         acked += [s for s in await racing if s is not None and s.code == ResponseCode.SUCCESS]
         on_slave = await slave_bodies(client, group.slave.addr)
@@ -75,8 +81,10 @@ async def test_async_master_loss_is_explained_by_the_slave_offset(tmp_path: Path
     client = RemotingClient()
     try:
         await ready_for_drill(client, group, TOPIC)
-        racing = asyncio.ensure_future(burst(client, group.master.addr, 600))
-        await asyncio.sleep(0.3)
+        done: list[int] = []
+        racing = asyncio.ensure_future(burst(client, group.master.addr, 20000, done=done))
+        while len(done) < 3000:  # kill while sends stream at full speed
+            await asyncio.sleep(0.005)
         group.master.proc.kill()
         acked = [s for s in await racing if s is not None and s.code == ResponseCode.SUCCESS]
         await asyncio.sleep(0.5)
