@@ -56,6 +56,9 @@ async def _verify(root: Path, acked: dict[int, tuple[int, ...]], next_seq: int) 
         msg = decode_stored(raw, check_crc=True)
         assert (msg.body, msg.queue_id, msg.queue_offset) == (body_for(seq), qid, qoff)
         assert store.get_commit_log_offset_in_queue("Crash", qid, qoff) == offset
+    for seq in random.Random(next_seq).sample(sorted(acked), min(30, len(acked))):
+        hits = store.query_message("Crash", f"s{seq}", 64, 0, 2**62)
+        assert any(m.keys == [f"s{seq}"] for m in hits), f"acked message {seq} not found by key"
     for qid in range(QUEUES):
         lo, hi = store.get_min_offset_in_queue("Crash", qid), store.get_max_offset_in_queue("Crash", qid)
         for qoff in range(lo, hi):
