@@ -29,6 +29,18 @@ Final API (what the broker and HA code call)::
 ``ha_hook``: an object with ``async wait_for_slave(end_offset, timeout_s) -> PutMessageStatus``;
 on a SYNC_MASTER every put whose WAIT property is not "false" awaits it after the flush.
 
+Results: ``PutMessageResult(status, append, remark)`` (``remark`` explains refusals, e.g. the disk
+full text); ``AppendMessageResult`` adds ``phys_offsets`` / ``store_host`` and a ``msg_ids``
+property (every offset id of a batch). ``GetMessageResult.buffers`` are memoryviews into the
+mapping: they stay valid after the file is deleted (the mapping lives until they are released).
+
+Differences from RocketMQ worth knowing: the index is also flushed (and its time recorded in the
+checkpoint) by the periodic consume-queue thorough flush, and abnormal recovery always starts
+from the oldest of the commitlog/consume-queue/index checkpoint times, so the index is rebuilt
+without gaps (RocketMQ does that only with messageIndexSafe=true). A truncated *last* commitlog
+file is padded back to full size instead of refusing to start. OS_PAGE_CACHE_BUSY is never
+returned: appends hold no lock across an await.
+
 Master puts encode straight into the commitlog mapping and dispatch (consume queue unit, index
 keys, arrival listeners) in the same synchronous step; a slave's replicated bytes and abnormal
 recovery go through ``_reput``, which parses the commitlog and dispatches the same way.
