@@ -43,7 +43,7 @@ STORE_HOST = ("10.0.0.2", 10911)
 
 
 def props(i: int) -> dict[str, str]:
-    return {"TAGS": "TagA", "KEYS": f"key{i}", "UNIQ_CLIENT_MESSAGE_ID_KEYIDX": f"0A000001{i:024X}"}
+    return {"TAGS": "TagA", "KEYS": f"key{i}", "UNIQ_KEY": f"0A000001{i:024X}"}
 
 
 def inner(i: int) -> MessageExtBrokerInner:

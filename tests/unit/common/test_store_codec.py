@@ -19,7 +19,7 @@ from mqtools.common.properties import properties_to_string, string_to_properties
 
 def _sample(**kw) -> MessageExt:
     base = {"topic": "TopicTest", "body": b"Hello RocketMQ", "flag": 7,
-                "properties": {"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_CLIENT_MESSAGE_ID_KEYIDX": "AC11"},
+                "properties": {"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "AC11"},
                 "queue_id": 3, "queue_offset": 42, "sys_flag": 0, "born_timestamp": 1_700_000_000_123,
                 "born_host": ("192.168.0.10", 54321), "store_timestamp": 1_700_000_000_456,
                 "store_host": ("10.1.2.3", 10911), "commit_log_offset": 123456789, "reconsume_times": 2,
@@ -197,7 +197,7 @@ def test_index_hashes_of_many_keys(prefix, suffixes):
     assert index_key_hashes(prefix, suffixes) == [index_key_hash(prefix + s) for s in suffixes]
 
 
-@given(st.dictionaries(st.sampled_from(["TAGS", "KEYS", "UNIQ_CLIENT_MESSAGE_ID_KEYIDX", "XTAGS", "A"]),
+@given(st.dictionaries(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "XTAGS", "A"]),
                        st.text("abc \x01", max_size=6), max_size=5), st.booleans())
 def test_dispatch_values_match_full_parse(props, trailing):
     from mqtools.common.properties import dispatch_values
@@ -208,7 +208,7 @@ def test_dispatch_values_match_full_parse(props, trailing):
     full = string_to_properties(text)
     encoded = text.encode()
     assert dispatch_values(encoded) == (full.get("TAGS"), full.get("KEYS"),
-                                        full.get("UNIQ_CLIENT_MESSAGE_ID_KEYIDX"))
+                                        full.get("UNIQ_KEY"))
 
 
 @settings(max_examples=60)

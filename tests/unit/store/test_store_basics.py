@@ -102,7 +102,7 @@ async def test_illegal_messages(tmp_path):
 async def test_index_query_across_index_files(tmp_path):
     s = await _store(tmp_path, max_index_num=5)
     for i in range(20):
-        await s.put_message(inner(KEYS=f"k{i % 4}", UNIQ_CLIENT_MESSAGE_ID_KEYIDX=f"U{i}"))
+        await s.put_message(inner(KEYS=f"k{i % 4}", UNIQ_KEY=f"U{i}"))
     assert len(s.index.files) > 3
     hits = s.query_message("T", "k1", 64, 0, 2**62)
     assert sorted(m.queue_offset for m in hits if "k1" in m.keys) == [1, 5, 9, 13, 17]
@@ -170,7 +170,9 @@ async def test_slave_append_and_ha_data(tmp_path):
     master = await _store(tmp_path / "m")
     slave = await _store(tmp_path / "s", broker_role="SLAVE")
     for i in range(30):
-        await master.put_message(inner(body=bytes([i]) * 150, queue_id=i % 2))
+        await master.put_message(inner(body=bytes([i]) * 150, queue_id=i % 2, TAGS=f"t{i % 3}", KEYS=f"k{i}"))
+    await master.put_messages(batch("T", 1, [b"q" * 40] * 5, TAGS="bt", KEYS="bk"))
+    await master.put_message(inner(topic="SCHEDULE_TOPIC_XXXX", queue_id=4, DELAY="5"))
     assert (await slave.put_message(inner())).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
     assert not slave.append_to_commit_log(5, b"junk")
     while slave.max_phy_offset < master.max_phy_offset:
@@ -179,10 +181,19 @@ async def test_slave_append_and_ha_data(tmp_path):
         assert slave.append_to_commit_log(slave.max_phy_offset, chunk)
     assert bytes(master.get_commit_log_data(0)) == bytes(slave.get_commit_log_data(0))
     for q in range(2):
-        assert slave.get_max_offset_in_queue("T", q) == 15
+        assert slave.get_max_offset_in_queue("T", q) == 15 + 5 * q
         a = master.get_message("g", "T", q, 0, 32).buffers
         b = slave.get_message("g", "T", q, 0, 32).buffers
         assert [bytes(x) for x in a] == [bytes(x) for x in b]
+    # inline dispatch (master) and commitlog-driven dispatch (slave) build identical queues and index
+    for (topic, qid) in [("T", 0), ("T", 1), ("SCHEDULE_TOPIC_XXXX", 4)]:
+        mf_m = master._cq(topic, qid).queue.files
+        mf_s = slave._cq(topic, qid).queue.files
+        assert [bytes(f.mv[:f.wrote]) for f in mf_m] == [bytes(f.mv[:f.wrote]) for f in mf_s]
+    master.index.write_header()
+    slave.index.write_header()
+    im = [bytes(f.mm[:]) for f in master.index.files]
+    assert im == [bytes(f.mm[:]) for f in slave.index.files]
     await master.shutdown()
     await slave.shutdown()
 
