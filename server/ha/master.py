@@ -144,6 +144,9 @@ class HAConnection:
                     self._on_report(offset)
         except (ProtocolError, OSError) as exc:
             why = str(exc)
+        except Exception as exc:  # one bad connection must never take the HA service down
+            log.exception("HA reader for %s failed", self.addr)
+            why = f"{type(exc).__name__}: {exc}"
         self._finish(why)
 
     def _on_report(self, offset: int) -> None:
@@ -162,8 +165,7 @@ class HAConnection:
             log.info("HA slave %s requested %d, transfer from %d", self.addr,
                      self.slave_request_offset, self.cursor.next_from)
             while True:
-                data = self._store.get_commit_log_data(self.cursor.next_from)
-                parts = self.cursor.frame(data, self._clock())
+                parts = self.cursor.frame(self._store.get_commit_log_data(self.cursor.next_from), self._clock())
                 if parts is None:
                     remaining = self.cursor.heartbeat_interval - (self._clock() - self.cursor.last_write)
                     await self._wait_wake(max(0.0, min(0.1, remaining)))
@@ -174,6 +176,9 @@ class HAConnection:
                     self.speed.add(len(parts[1]))
         except (OSError, ConnectionError) as exc:
             why = f"write failed: {exc}"
+        except Exception as exc:  # see the reader
+            log.exception("HA writer for %s failed", self.addr)
+            why = f"{type(exc).__name__}: {exc}"
         self._finish(why)
 
     async def _wait_wake(self, timeout: float) -> None:

@@ -109,7 +109,9 @@ class TransferCursor:
         if not self.started:
             return None
         if data is not None and len(data) > 0:
-            body = data[: self.batch_size]
+            # A copy: the transport may keep what it could not send yet, and a view would pin
+            # the store's mapped file (which it must be able to unmap on cleanup/shutdown).
+            body = bytes(data[: self.batch_size])
             parts: list[bytes | memoryview] = [encode_header(self.next_from, len(body)), body]
             self.next_from += len(body)
             self.last_write = now

@@ -83,6 +83,8 @@ class HAClient:
                     await self._session(address)
                 except (OSError, ProtocolError, ValueError) as exc:
                     log.warning("HA connection to %s ended: %s", address, exc)
+                except Exception:  # the client must outlive any one session
+                    log.exception("HA session with %s failed", address)
                 finally:
                     self.connected = False
             self._address_changed.clear()
