@@ -475,10 +475,13 @@ class MessageStore:
         mf.wrote = pos + total
         if consumable:
             self._next_offset[key] = qoff + 1
-        props = msg.properties
-        tags = self._schedule_tags(props, store_ts) if msg.topic == SCHEDULE_TOPIC else msg.tags_code
-        self._dispatch(msg.topic, msg.queue_id, qoff, phys, total, sys_flag, store_ts, tags,
-                       props.get(P.KEYS), props.get(P.UNIQ_KEY))
+        # dispatch values come from the stored properties bytes, exactly as a slave or recovery sees them
+        tag_value, keys, uniq = P.dispatch_values(props_b)
+        if msg.topic == SCHEDULE_TOPIC:
+            tags = self._schedule_tags(P.string_to_properties(props_b.decode()), store_ts)
+        else:
+            tags = java_tags_code(tag_value)
+        self._dispatch(msg.topic, msg.queue_id, qoff, phys, total, sys_flag, store_ts, tags, keys, uniq)
         self.reput_offset = phys + total
         self.last_store_ts = store_ts
         self.index.write_header()
@@ -487,7 +490,7 @@ class MessageStore:
         self.stats["put_times"] += 1
         self.stats["put_size"] += total
         append = AppendMessageResult(phys, total, msg.msg_id, store_ts, qoff, 1)
-        return PutMessageResult(await self._after_append(append, props.get(P.WAIT) != "false"), append)
+        return PutMessageResult(await self._after_append(append, msg.properties.get(P.WAIT) != "false"), append)
 
     async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
         """A SEND_BATCH_MESSAGE body: all messages in one write to one file, consecutive queue offsets."""
