@@ -235,3 +235,19 @@ async def test_empty_slave_accepts_data_starting_at_a_later_file(tmp_path):
         "T", 0, lo - 1)
     await master.shutdown()
     await slave.shutdown()
+
+
+async def test_ipv6_hosts_are_stored_and_timestamps_found(tmp_path):
+    now = [2000.0]
+    s = MessageStore(tiny_config(tmp_path), clock=lambda: now[0])
+    await s.start()
+    msg = inner()
+    msg.born_host, msg.store_host = ("2001:db8::1", 5555), ("2001:db8::2", 10911)
+    r = await s.put_message(msg)
+    assert r.ok and len(r.append.msg_id) == 56
+    m = s.look_message_by_offset(r.append.wrote_offset)
+    assert m.born_host == ("2001:db8::1", 5555) and m.store_host == ("2001:db8::2", 10911)
+    assert m.sys_flag & 0x30 == 0x30
+    assert s.get_message_store_timestamp("T", 0, 0) == 2_000_000
+    assert s.get_offset_in_queue_by_time("T", 0, 2_000_000) == 0
+    await s.shutdown()
