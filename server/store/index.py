@@ -183,7 +183,7 @@ class IndexService:
             f.begin_ts = f.end_ts = prev.end_ts
             f.begin_phy = f.end_phy = prev.end_phy
             f._write_header()
-            prev.flush()
+            prev._write_header()  # synced by the next periodic index flush, never on the event loop
         self.files.append(f)
         return f
 
