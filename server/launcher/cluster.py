@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,9 +33,14 @@ BROKER_PORT_STEP = 10
 
 
 def default_state_dir() -> Path:
-    import platformdirs
-
-    return Path(platformdirs.user_data_dir("mq")) / "cluster"
+    """<user data dir>/mq/cluster (platformdirs when present, else XDG_DATA_HOME or ~/.local/share)."""
+    try:
+        import platformdirs
+    except ImportError:
+        base = Path(os.environ.get("XDG_DATA_HOME") or Path.home() / ".local" / "share") / "mq"
+    else:
+        base = Path(platformdirs.user_data_dir("mq"))
+    return base / "cluster"
 
 
 @dataclass

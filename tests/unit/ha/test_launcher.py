@@ -1,0 +1,75 @@
+"""Launcher pieces without processes: presets as RocketMQ ships them, port planning, state files."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+from mqtools.server.broker.config import parse_properties
+from mqtools.server.launcher import supervisor as sv
+from mqtools.server.launcher.cluster import UpOptions, plan
+from mqtools.server.launcher.presets import PresetError, list_presets, load_preset
+
+
+def test_presets_match_rocketmq_tables() -> None:
+    assert list_presets() == ["2m-2s-async", "2m-2s-sync", "2m-noslave"]
+    table = {p: [(s.name, s.broker_name, s.broker_id, s.role) for s in load_preset(p)] for p in list_presets()}
+    assert table["2m-2s-sync"] == [
+        ("broker-a", "broker-a", 0, "SYNC_MASTER"), ("broker-b", "broker-b", 0, "SYNC_MASTER"),
+        ("broker-a-s", "broker-a", 1, "SLAVE"), ("broker-b-s", "broker-b", 1, "SLAVE")]
+    assert [r[3] for r in table["2m-2s-async"]] == ["ASYNC_MASTER", "ASYNC_MASTER", "SLAVE", "SLAVE"]
+    assert table["2m-noslave"] == [("broker-a", "broker-a", 0, "ASYNC_MASTER"),
+                                   ("broker-b", "broker-b", 0, "ASYNC_MASTER")]
+    for preset in list_presets():
+        for spec in load_preset(preset):
+            assert spec.props["brokerClusterName"] == "DefaultCluster"
+            assert spec.props["flushDiskType"] == "ASYNC_FLUSH"
+
+
+def test_unknown_preset() -> None:
+    with pytest.raises(PresetError, match="unknown preset"):
+        load_preset("9m-9s")
+
+
+def test_pick_ports_skips_taken_and_handed_out() -> None:
+    with socket.socket() as squat:
+        squat.bind(("0.0.0.0", 0))
+        squat.listen()
+        busy = squat.getsockname()[1]
+        taken: set[int] = set()
+        got = sv.pick_ports(busy, 2, taken)
+        assert got > busy and {got, got + 1} <= taken
+        assert sv.pick_ports(got, 1, taken) not in (got, got + 1)
+
+
+def test_plan_writes_complete_broker_configs(tmp_path: Path) -> None:
+    state = plan(UpOptions("2m-2s-sync", tmp_path, namesrv_count=2, base_port=41000,
+                           overrides={"mappedFileSizeCommitLog": "1048576"}))
+    names = [p.name for p in state.procs]
+    assert names == ["namesrv-0", "namesrv-1", "broker-a", "broker-b", "broker-a-s", "broker-b-s"]
+    assert state.namesrv_addr.count(";") == 1
+    ports = [p.port for p in state.procs] + [p.ha_port for p in state.procs if p.ha_port]
+    assert len(ports) == len(set(ports))
+    slave = state.find("broker-a-s")
+    assert slave is not None
+    props = parse_properties((tmp_path / "broker-a-s" / "broker.properties").read_text())
+    assert props["brokerRole"] == "SLAVE" and props["brokerId"] == "1" and props["brokerName"] == "broker-a"
+    assert props["listenPort"] == str(slave.port) and props["haListenPort"] == str(slave.ha_port)
+    assert props["namesrvAddr"] == state.namesrv_addr and props["mappedFileSizeCommitLog"] == "1048576"
+    assert "haMasterAddress" not in props  # slaves learn it from their registration result
+
+
+def test_state_round_trip_and_dead_or_reused_pids(tmp_path: Path) -> None:
+    state = plan(UpOptions("2m-noslave", tmp_path, base_port=42000))
+    me = state.procs[0]
+    me.pid = os.getpid()
+    me.create_time = 0.0  # not this process's start time: a reused pid must not count as alive
+    sv.save_state(tmp_path, state)
+    loaded = sv.load_state(tmp_path)
+    assert loaded is not None and loaded.namesrv_addr == state.namesrv_addr
+    assert [p.name for p in loaded.procs] == [p.name for p in state.procs]
+    assert sv.alive(loaded.procs[0]) is None
+    assert sv.stop(loaded.procs[1]) == "not running"
+    assert sv.load_state(tmp_path / "nothing") is None
