@@ -97,5 +97,5 @@ async def interval_loop(interval_s: float, action: Callable[[], object], name: s
         await asyncio.sleep(interval_s)
         try:
             await asyncio.to_thread(action)
-        except OSError:
+        except Exception:  # the next interval retries
             log.exception("%s failed", name)

@@ -131,7 +131,7 @@ class IndexFile:
     def flush(self) -> None:
         """Write the header (kept in memory between flushes: it is rewritten on every put
         otherwise) and sync the file."""
-        if self.dirty:
+        if self.dirty and not self.file.closed:
             self._write_header()
             self.file.wrote = self.file.size
             self.file.flushed = 0

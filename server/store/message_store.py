@@ -641,7 +641,7 @@ class MessageStore:
             ts = self.last_dispatch_ts
             try:
                 await asyncio.to_thread(self._flush_cqs, cqs, thorough, ts)
-            except OSError:
+            except Exception:  # a file closed under the flush (topic deleted) must not end the loop
                 log.exception("consume queue flush failed")
 
     def _flush_cqs(self, cqs: list[ConsumeQueue], thorough: bool, logics_ts: int) -> None:
@@ -675,7 +675,7 @@ class MessageStore:
             await asyncio.sleep(self.config.clean_resource_interval / 1000)
             try:
                 await self.clean_once()
-            except OSError:
+            except Exception:  # keep cleaning on later passes
                 log.exception("store cleaning failed")
 
     async def clean_once(self, now: float | None = None) -> int:
