@@ -139,6 +139,7 @@ def spawn(root: Path, proc: ProcInfo, env: dict[str, str] | None = None) -> None
     log = log_path(root, proc.name)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
+        _log_starts[proc.name] = out.tell()
         out.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {proc.name}\n".encode())
         out.flush()
         child = subprocess.Popen(
@@ -155,6 +156,7 @@ def spawn(root: Path, proc: ProcInfo, env: dict[str, str] | None = None) -> None
 
 
 _children: dict[int, subprocess.Popen[bytes]] = {}
+_log_starts: dict[str, int] = {}  # where this run's part of each log file begins
 
 
 def _reap(pid: int) -> None:
@@ -166,11 +168,12 @@ def _reap(pid: int) -> None:
 def wait_ready(root: Path, proc: ProcInfo, timeout: float) -> str:
     """Wait for the READY line this start wrote to the log; raise with the log tail if it dies."""
     log = log_path(root, proc.name)
-    marker = f"starting {proc.name}"
+    start = _log_starts.get(proc.name, 0)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        text = log.read_text(errors="replace") if log.exists() else ""
-        current = text[text.rfind(marker):] if marker in text else ""
+        with open(log, "rb") as fh:
+            fh.seek(start)
+            current = fh.read().decode(errors="replace")
         for line in current.splitlines():
             if line.startswith(f"READY {proc.kind} "):
                 return line
