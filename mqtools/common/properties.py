@@ -33,14 +33,6 @@ CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 SHARDING_KEY = "__SHARDINGKEY"
 INSTANCE_ID = "INSTANCE_ID"
 
-#: Keys set by the broker or client internals; a user cannot set them through the client API.
-SYSTEM_KEYS = frozenset({
-    KEYS, TAGS, WAIT, DELAY, RETRY_TOPIC, REAL_TOPIC, REAL_QID, TRAN_MSG, PGROUP, MIN_OFFSET, MAX_OFFSET,
-    BUYER_ID, ORIGIN_MESSAGE_ID, TRANSFER_FLAG, CORRECTION_FLAG, MQ2_FLAG, RECONSUME_TIME, MSG_REGION,
-    TRACE_SWITCH, UNIQ_KEY, MAX_RECONSUME_TIMES, CONSUME_START_TIMESTAMP, CLUSTER,
-})
-
-
 def properties_to_string(props: dict[str, str] | None) -> str:
     """Encode as RocketMQ does: every pair ends with \\x02; None values are skipped."""
     if not props:

@@ -16,18 +16,6 @@ INNER_BATCH_FLAG = 0x80
 COMPRESSION_TYPE_MASK = 0x700
 
 
-def transaction_type(sys_flag: int) -> int:
-    return sys_flag & TRANSACTION_MASK
-
-
 def is_consumable(sys_flag: int) -> bool:
     """Prepared and rollback transaction messages never reach a consume queue."""
     return sys_flag & TRANSACTION_MASK in (TRANSACTION_NOT_TYPE, TRANSACTION_COMMIT_TYPE)
-
-
-def born_host_len(sys_flag: int) -> int:
-    return 20 if sys_flag & BORNHOST_V6_FLAG else 8
-
-
-def store_host_len(sys_flag: int) -> int:
-    return 20 if sys_flag & STOREHOST_V6_FLAG else 8

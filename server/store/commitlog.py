@@ -2,8 +2,8 @@
 
 Appending is two steps so the caller can encode straight into the mapping: ``reserve(total)``
 finds room (writing RocketMQ's end-of-file blank record and rolling to a new file when the
-entry plus 8 spare bytes does not fit), the caller packs the entry at the returned position,
-then ``commit`` advances the write position. Everything runs on the event loop between two
+entry plus 8 spare bytes does not fit), the caller packs the entry at the returned position
+and advances the file's write position. Everything runs on the event loop between two
 awaits, which is what RocketMQ's append lock guarantees.
 """
 
@@ -58,10 +58,6 @@ class CommitLog:
             mf.wrote = mf.size
             mf = self.queue.last_writable()
         return mf, mf.wrote
-
-    @staticmethod
-    def commit(mf: MappedFile, pos: int, total: int) -> None:
-        mf.wrote = pos + total
 
     def append_raw(self, start_offset: int, data) -> bool:
         """Replicated bytes from a master: accepted only at exactly the current end, or, for an empty

@@ -85,11 +85,6 @@ def load(path: Path) -> Any | None:
     return None
 
 
-def int_keys(table: dict[str, Any]) -> dict[int, Any]:
-    """``{"0": 5}`` -> ``{0: 5}`` for the offset tables keyed by queue id or delay level."""
-    return {int(k): v for k, v in table.items()}
-
-
 def load_consumer_offsets(path: Path) -> dict[str, dict[int, int]]:
     data = load(path) or {}
     return {k: {int(q): int(o) for q, o in v.items()} for k, v in data.get("offsetTable", {}).items()}

@@ -56,32 +56,10 @@ class IndexFile:
         HEADER.pack_into(self.mm, 0, self.begin_ts, self.end_ts, self.begin_phy, self.end_phy, self.slot_count,
                          self.index_count)
 
-    def put(self, key_hash: int, phys: int, store_ts: int) -> bool:
-        n = self.index_count
-        if n >= self.max_index:
-            return False
-        mm = self.mm
-        slot_pos = HEADER_SIZE + (key_hash % self.slots) * 4
-        prev = _SLOT_UNPACK(mm, slot_pos)[0]
-        if prev <= 0 or prev > n:
-            prev = 0
-        diff = 0
-        if self.begin_ts > 0:
-            diff = min(max((store_ts - self.begin_ts) // 1000, 0), INT_MAX)
-        _ENTRY_PACK(mm, self.entries_at + n * ENTRY_SIZE, key_hash, phys, diff, prev)
-        _SLOT_PACK(mm, slot_pos, n)
-        if n <= 1:
-            self.begin_phy, self.begin_ts = phys, store_ts
-        if prev == 0:
-            self.slot_count += 1
-        self.index_count = n + 1
-        self.end_phy, self.end_ts = phys, store_ts
-        self.dirty = True
-        return True
-
     def put_many(self, hashes: list[int], targets: list[tuple[int, int]], start: int) -> int:
-        """``put`` for hashes[start:] with the header fields kept in locals; returns the index of the
-        first entry that did not fit (len(hashes) when all did)."""
+        """Insert hashes[start:] (entry = hash, phys, seconds since begin, previous entry of the slot),
+        header fields kept in locals; returns the index of the first entry that did not fit
+        (len(hashes) when all did)."""
         mm, slots, entries_at, max_index = self.mm, self.slots, self.entries_at, self.max_index
         n, begin_ts, slot_count = self.index_count, self.begin_ts, self.slot_count
         i = start
@@ -186,10 +164,6 @@ class IndexService:
             prev._write_header()  # synced by the next periodic index flush, never on the event loop
         self.files.append(f)
         return f
-
-    @property
-    def end_phy(self) -> int:
-        return self.files[-1].end_phy if self.files else 0
 
     def build(self, topic: str, keys: str | None, uniq: str | None, phys: int, store_ts: int) -> None:
         """Index one message (skipped when the newest file already covers its offset)."""

@@ -109,11 +109,6 @@ class PutMessageStatus(enum.Enum):
     UNKNOWN_ERROR = "UNKNOWN_ERROR"
 
 
-#: Statuses where the message is stored (only durability or replication is unconfirmed).
-STORED_STATUSES = frozenset({PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT,
-                             PutMessageStatus.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE})
-
-
 @dataclass(slots=True)
 class AppendMessageResult:
     wrote_offset: int
