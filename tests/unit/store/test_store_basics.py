@@ -251,3 +251,23 @@ async def test_ipv6_hosts_are_stored_and_timestamps_found(tmp_path):
     assert s.get_message_store_timestamp("T", 0, 0) == 2_000_000
     assert s.get_offset_in_queue_by_time("T", 0, 2_000_000) == 0
     await s.shutdown()
+
+
+async def test_transaction_types_and_consume_queue_dispatch(tmp_path):
+    s = await _store(tmp_path)
+    await s.put_message(inner(KEYS="normal"))
+    prepared = inner(KEYS="prepared")
+    prepared.sys_flag = 0x4
+    rollback = inner(KEYS="rollback")
+    rollback.sys_flag = 0xC
+    commit = inner(KEYS="commit")
+    commit.sys_flag = 0x8
+    rp = await s.put_message(prepared)
+    rr = await s.put_message(rollback)
+    rc = await s.put_message(commit)
+    assert rp.append.logics_offset == 0 and rr.append.logics_offset == 0  # no offset consumed
+    assert rc.append.logics_offset == 1 and s.get_max_offset_in_queue("T", 0) == 2
+    assert s.look_message_by_offset(rp.append.wrote_offset).queue_offset == 0
+    assert len(s.query_message("T", "prepared", 8, 0, 2**62)) == 1
+    assert s.query_message("T", "rollback", 8, 0, 2**62) == []
+    await s.shutdown()
