@@ -95,3 +95,30 @@ def start_mq(args: list[str], *, timeout: float = 20.0, env: dict[str, str] | No
     match = ready[0]
     extra = dict(kv.split("=", 1) for kv in match.group(4).split() if "=" in kv)
     return MqProcess(args, proc, match.group(1), match.group(2), int(match.group(3)), extra, lines)
+
+
+DELAY_LEVELS_FAST = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 11s 12s 13s 14s 15s 16s 17s 18s"
+
+
+def start_namesrv(workdir: Path) -> MqProcess:
+    """A name server on an ephemeral port with its KV file under `workdir`."""
+    return start_mq(["namesrv", "start", "--listen-port", "0", "--store-dir", str(workdir / "namesrv")])
+
+
+def write_broker_props(path: Path, namesrv: str, store: Path, **props: str) -> Path:
+    """A broker.properties for tests: ephemeral port, small commitlog files, fast delay levels."""
+    lines = {
+        "brokerClusterName": "TestCluster", "brokerName": "broker-a", "brokerId": "0", "listenPort": "0",
+        "namesrvAddr": namesrv, "storePathRootDir": str(store), "brokerIP1": "127.0.0.1",
+        "mappedFileSizeCommitLog": str(8 * 1024 * 1024), "messageDelayLevel": DELAY_LEVELS_FAST,
+    }
+    lines.update(props)
+    path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
+    return path
+
+
+def start_broker(workdir: Path, namesrv: str, name: str = "broker-a", **props: str) -> MqProcess:
+    """A broker process named `name` whose store lives in `workdir/<name>`."""
+    props.setdefault("brokerName", name)
+    conf = write_broker_props(workdir / f"{name}.properties", namesrv, workdir / name, **props)
+    return start_mq(["broker", "start", "-c", str(conf)], timeout=30)

@@ -1,0 +1,219 @@
+"""ClientInstance: what producers and consumers of one process share.
+
+One remoting client (name-server selection, a connection per broker), the route cache,
+heartbeats to brokers, and the handler for requests brokers send to clients
+(NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import logging
+import os
+import socket
+from collections.abc import Callable
+from typing import Protocol
+
+from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.client.route import MASTER_ID, TopicRoute, with_default_queue_nums
+from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY
+from mqtools.remoting import fastjson
+from mqtools.remoting.bodies import ConsumerData, HeartbeatData, ProducerData, TopicRouteData
+from mqtools.remoting.client import RemotingClient, parse_namesrv_list
+from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.headers import GetRouteInfoRequestHeader
+from mqtools.remoting.transport import RemotingConnection
+
+log = logging.getLogger(__name__)
+
+ROUTE_REFRESH_INTERVAL = 30.0
+HEARTBEAT_INTERVAL = 30.0
+_instance_ids = itertools.count(1)
+
+
+class ConsumerHooks(Protocol):
+    """What the instance needs from a push consumer."""
+
+    group: str
+
+    def consumer_data(self) -> ConsumerData: ...
+    def rebalance_soon(self) -> None: ...
+    def reset_offsets(self, topic: str, offsets: dict) -> None: ...
+
+
+def local_ip() -> str:
+    """The address other hosts would see: the one the default route leaves from."""
+    with contextlib.suppress(OSError), socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        sock.connect(("10.255.255.255", 1))
+        return sock.getsockname()[0]
+    return "127.0.0.1"
+
+
+class ClientInstance:
+    def __init__(self, namesrv: str | list[str], *, timeout: float = 3.0, instance_name: str | None = None) -> None:
+        addrs = parse_namesrv_list(namesrv) if isinstance(namesrv, str) else list(namesrv)
+        self.ip = local_ip()
+        self.client_id = f"{self.ip}@{instance_name or os.getpid()}#{next(_instance_ids)}"
+        self.timeout = timeout
+        self.remoting = RemotingClient(addrs, on_request=self._on_request)
+        self.routes: dict[str, TopicRoute] = {}
+        self.producer_groups: set[str] = set()
+        self.consumers: dict[str, ConsumerHooks] = {}
+        self._task: asyncio.Task | None = None
+        self._started = 0
+
+    # life cycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self._started += 1
+        if self._task is None:
+            self._task = asyncio.create_task(self._timers())
+
+    async def shutdown(self) -> None:
+        self._started -= 1
+        if self._started > 0:
+            return
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        await self.remoting.close()
+
+    async def _timers(self) -> None:
+        while True:
+            await asyncio.sleep(min(ROUTE_REFRESH_INTERVAL, HEARTBEAT_INTERVAL))
+            for topic in list(self.routes):
+                with contextlib.suppress(MQClientError, RemotingError):
+                    await self.route(topic, refresh=True)
+            await self.heartbeat()
+
+    # routes ---------------------------------------------------------------------------
+
+    async def fetch_route(self, topic: str) -> TopicRouteData | None:
+        """GET_ROUTEINFO_BY_TOPIC; None when the name server does not know the topic."""
+        cmd = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic).to_ext())
+        resp = await self.remoting.invoke_namesrv(cmd, self.timeout)
+        if resp.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        if resp.code != ResponseCode.SUCCESS or not resp.body:
+            raise MQBrokerError(resp.code, resp.remark)
+        return TopicRouteData.from_json(resp.body)
+
+    async def route(self, topic: str, *, refresh: bool = False) -> TopicRoute | None:
+        if not refresh and topic in self.routes:
+            return self.routes[topic]
+        data = await self.fetch_route(topic)
+        if data is None:
+            self.routes.pop(topic, None)
+            return None
+        route = TopicRoute.build(topic, data)
+        self.routes[topic] = route
+        return route
+
+    async def publish_route(self, topic: str, default_queue_nums: int = 4) -> TopicRoute:
+        """A route to send with; a new topic borrows TBW102's brokers so they auto-create it."""
+        route = self.routes.get(topic)
+        if route is not None and route.publish:
+            return route
+        route = await self.route(topic, refresh=True)
+        if route is not None and route.publish:
+            return route
+        default = await self.fetch_route(AUTO_CREATE_TOPIC_KEY)
+        if default is None:
+            raise MQClientError(f"No route info of this topic: {topic}, and auto-create is not enabled on any broker")
+        route = TopicRoute.build(topic, with_default_queue_nums(default, default_queue_nums))
+        if not route.publish:
+            raise MQClientError(f"No writable queue for topic {topic}")
+        self.routes[topic] = route
+        return route
+
+    def broker_addr(self, broker_name: str, broker_id: int = MASTER_ID, *, any_node: bool = True) -> str | None:
+        """The address of that node of the broker; with any_node, another node when it is gone."""
+        for route in self.routes.values():
+            addrs = route.broker_addrs.get(broker_name)
+            if not addrs:
+                continue
+            if broker_id in addrs:
+                return addrs[broker_id]
+            if any_node:
+                return addrs[min(addrs)]
+        return None
+
+    def all_broker_addrs(self) -> set[str]:
+        return {a for r in self.routes.values() for addrs in r.broker_addrs.values() for a in addrs.values()}
+
+    # requests -------------------------------------------------------------------------
+
+    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
+        return await self.remoting.invoke(addr, cmd, timeout or self.timeout)
+
+    async def heartbeat(self) -> None:
+        data = HeartbeatData(
+            client_id=self.client_id,
+            producer_data_set=[ProducerData(g) for g in sorted(self.producer_groups)],
+            consumer_data_set=[c.consumer_data() for c in self.consumers.values()],
+        )
+        body = data.to_json()
+        targets = {
+            addr
+            for route in self.routes.values()
+            for addrs in route.broker_addrs.values()
+            for bid, addr in addrs.items()
+            if bid == MASTER_ID or self.consumers
+        }
+
+        async def one(addr: str) -> None:
+            cmd = RemotingCommand.request(RequestCode.HEART_BEAT, body=body, language=LanguageCode.PYTHON)
+            try:
+                await self.remoting.invoke(addr, cmd, self.timeout)
+            except RemotingError as exc:
+                log.debug("heartbeat to %s failed: %s", addr, exc)
+
+        await asyncio.gather(*(one(a) for a in sorted(targets)))
+
+    async def unregister(self, *, producer_group: str | None = None, consumer_group: str | None = None) -> None:
+        ext = {"clientID": self.client_id}
+        if producer_group:
+            ext["producerGroup"] = producer_group
+        if consumer_group:
+            ext["consumerGroup"] = consumer_group
+
+        async def one(addr: str) -> None:
+            with contextlib.suppress(RemotingError):
+                await self.remoting.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, dict(ext)),
+                                           self.timeout)
+
+        await asyncio.gather(*(one(a) for a in sorted(self.all_broker_addrs())))
+
+    def _on_request(self, conn: RemotingConnection, req: RemotingCommand) -> None:
+        handler: Callable[[RemotingCommand], RemotingCommand] | None = {
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._notify_ids_changed,
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._reset_offset,
+        }.get(req.code)
+        if handler is None:
+            resp = req.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {req.code} not supported")
+        else:
+            try:
+                resp = handler(req)
+            except Exception as exc:  # noqa: BLE001 - a broker's odd request must not kill the client
+                resp = req.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        if not req.is_oneway and conn.is_open:
+            conn.send(resp)
+
+    def _notify_ids_changed(self, req: RemotingCommand) -> RemotingCommand:
+        consumer = self.consumers.get(req.ext_fields.get("consumerGroup", ""))
+        if consumer is not None:
+            consumer.rebalance_soon()
+        return req.response()
+
+    def _reset_offset(self, req: RemotingCommand) -> RemotingCommand:
+        consumer = self.consumers.get(req.ext_fields.get("group", ""))
+        if consumer is not None and req.body:
+            raw = fastjson.loads(req.body).get("offsetTable", {})
+            consumer.reset_offsets(req.ext_fields.get("topic", ""), raw)
+        return req.response()

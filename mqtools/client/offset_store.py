@@ -1,0 +1,124 @@
+"""Consumer offset stores: on the broker (clustering) or in a local file (broadcasting)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import orjson
+
+from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.remoting.bodies import MessageQueue
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.headers import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
+
+if TYPE_CHECKING:
+    from mqtools.client.instance import ClientInstance
+
+
+class OffsetStore:
+    """In-memory next-offsets per queue, persisted by the subclass."""
+
+    def __init__(self) -> None:
+        self.table: dict[MessageQueue, int] = {}
+
+    def update(self, mq: MessageQueue, offset: int, *, increase_only: bool = False) -> None:
+        if increase_only and self.table.get(mq, -1) >= offset:
+            return
+        self.table[mq] = offset
+
+    def remove(self, mq: MessageQueue) -> None:
+        self.table.pop(mq, None)
+
+    async def read(self, mq: MessageQueue) -> int | None:
+        raise NotImplementedError
+
+    async def persist(self, mqs: list[MessageQueue]) -> None:
+        raise NotImplementedError
+
+
+class RemoteOffsetStore(OffsetStore):
+    """Offsets kept by the broker that owns the queue (QUERY/UPDATE_CONSUMER_OFFSET)."""
+
+    def __init__(self, instance: ClientInstance, group: str) -> None:
+        super().__init__()
+        self.instance = instance
+        self.group = group
+
+    def _addr(self, mq: MessageQueue) -> str:
+        addr = self.instance.broker_addr(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        return addr
+
+    async def read(self, mq: MessageQueue) -> int | None:
+        """The broker's committed offset; None when the group never committed on that queue."""
+        header = QueryConsumerOffsetRequestHeader(self.group, mq.topic, mq.queue_id)
+        resp = await self.instance.invoke(self._addr(mq), RemotingCommand.request(
+            RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext()))
+        if resp.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        if resp.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(resp.code, resp.remark)
+        offset = int(resp.ext_fields["offset"])
+        self.table[mq] = offset
+        return offset
+
+    async def commit(self, mq: MessageQueue, offset: int) -> None:
+        header = UpdateConsumerOffsetRequestHeader(self.group, mq.topic, mq.queue_id, offset)
+        resp = await self.instance.invoke(self._addr(mq), RemotingCommand.request(
+            RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext()))
+        if resp.code != ResponseCode.SUCCESS:
+            raise MQBrokerError(resp.code, resp.remark)
+
+    async def persist(self, mqs: list[MessageQueue]) -> None:
+        async def one(mq: MessageQueue) -> None:
+            if mq in self.table:
+                with contextlib.suppress(RemotingError, MQClientError, MQBrokerError):
+                    await self.commit(mq, self.table[mq])
+
+        await asyncio.gather(*(one(mq) for mq in mqs))
+
+
+def _key(mq: MessageQueue) -> str:
+    return f"{mq.topic}@{mq.broker_name}@{mq.queue_id}"
+
+
+class LocalOffsetStore(OffsetStore):
+    """Broadcasting offsets in `<dir>/<client id>/<group>/offsets.json`, written atomically."""
+
+    def __init__(self, path: Path) -> None:
+        super().__init__()
+        self.path = path
+        self._loaded: dict[str, int] = {}
+        if path.exists():
+            raw = orjson.loads(path.read_bytes())
+            self._loaded = {str(k): int(v) for k, v in raw.get("offsetTable", {}).items()}
+
+    async def read(self, mq: MessageQueue) -> int | None:
+        offset = self._loaded.get(_key(mq))
+        if offset is not None:
+            self.table[mq] = offset
+        return offset
+
+    async def persist(self, mqs: list[MessageQueue]) -> None:
+        for mq in mqs:
+            if mq in self.table:
+                self._loaded[_key(mq)] = self.table[mq]
+        data = orjson.dumps({"offsetTable": self._loaded}, option=orjson.OPT_INDENT_2)
+        await asyncio.to_thread(_write_atomic, self.path, data)
+
+
+def _write_atomic(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    with open(tmp, "wb") as fh:
+        fh.write(data)
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)

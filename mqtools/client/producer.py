@@ -1,0 +1,275 @@
+"""Producer: sync, async, oneway, ordered (queue selector) and batch sends.
+
+The sync send loop follows RocketMQ's sendDefaultImpl: up to 1 + retry_times attempts, all
+inside one `send_timeout` budget (each attempt gets what is left; none starts once it is
+spent); after a failure the next attempt avoids the broker that failed; a stored-but-not-OK
+status (FLUSH_*_TIMEOUT, SLAVE_NOT_AVAILABLE) is retried on another broker only when
+`retry_another_broker_when_not_store_ok` is set.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any, Self
+
+from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.client.fault import MQFaultStrategy, QueueRotation
+from mqtools.client.instance import ClientInstance
+from mqtools.client.route import TopicRoute
+from mqtools.client.types import SEND_STATUS_BY_CODE, SendResult
+from mqtools.common import properties as P
+from mqtools.common import sysflag
+from mqtools.common.codec import encode_batch
+from mqtools.common.ids import UniqueKeyGenerator
+from mqtools.common.message import Message
+from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY
+from mqtools.common.validation import ValidationError, check_topic_for_send
+from mqtools.remoting.bodies import MessageQueue
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.headers import SendMessageRequestHeader
+
+QueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
+
+#: Broker answers after which the loop tries again (RocketMQ's retryResponseCodes).
+RETRY_CODES = frozenset({
+    ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE, ResponseCode.SYSTEM_ERROR,
+    ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID, ResponseCode.NOT_IN_CURRENT_UNIT,
+    ResponseCode.SYSTEM_BUSY,
+})
+
+
+def select_by_hash(queues: list[MessageQueue], _msg: Message, arg: Any) -> MessageQueue:
+    """Sharding-key selector: the same key always lands on the same queue (ordered sends)."""
+    return queues[zlib.crc32(str(arg).encode()) % len(queues)]
+
+
+class Producer:
+    """`async with Producer("group", namesrv="127.0.0.1:9876") as p: await p.send(msg)`."""
+
+    def __init__(
+        self,
+        group: str,
+        *,
+        namesrv: str | list[str] | None = None,
+        instance: ClientInstance | None = None,
+        send_timeout: float = 3.0,
+        retry_times: int = 2,
+        retry_times_async: int = 2,
+        retry_another_broker_when_not_store_ok: bool = False,
+        max_message_size: int = 4 * 1024 * 1024,
+        compress_over: int = 4096,
+        default_topic_queue_nums: int = 4,
+        latency_fault_enabled: bool = False,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        if instance is None and namesrv is None:
+            raise MQClientError("a Producer needs namesrv= or instance=")
+        self.group = group
+        self.instance = instance or ClientInstance(namesrv)  # type: ignore[arg-type]
+        self.send_timeout = send_timeout
+        self.retry_times = retry_times
+        self.retry_times_async = retry_times_async
+        self.retry_another_broker_when_not_store_ok = retry_another_broker_when_not_store_ok
+        self.max_message_size = max_message_size
+        self.compress_over = compress_over
+        self.default_topic_queue_nums = default_topic_queue_nums
+        self.fault = MQFaultStrategy(enabled=latency_fault_enabled)
+        self._clock = clock
+        self._keys = UniqueKeyGenerator(self.instance.ip)
+        self._rotations: dict[str, QueueRotation] = {}
+        self._pending: set[asyncio.Task] = set()
+
+    async def start(self) -> Producer:
+        self.instance.producer_groups.add(self.group)
+        await self.instance.start()
+        return self
+
+    async def shutdown(self) -> None:
+        if self._pending:
+            await asyncio.wait(self._pending, timeout=self.send_timeout)
+        self.instance.producer_groups.discard(self.group)
+        await self.instance.unregister(producer_group=self.group)
+        await self.instance.shutdown()
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    # public sends ---------------------------------------------------------------------
+
+    async def send(self, msg: Message, *, queue: MessageQueue | None = None, selector: QueueSelector | None = None,
+                   arg: Any = None, timeout: float | None = None) -> SendResult:
+        """Sync send; `queue` pins the queue, `selector(queues, msg, arg)` picks one (ordered sends)."""
+        body, flag = self._prepare(msg)
+        budget = timeout if timeout is not None else self.send_timeout
+        if queue is not None or selector is not None:
+            return await self._send_to_chosen(msg, body, flag, queue, selector, arg, budget)
+        return await self._send_with_retries(msg, body, flag, budget, 1 + self.retry_times)
+
+    def send_async(self, msg: Message, callback: Callable[[SendResult | None, BaseException | None], None]
+                   | None = None, *, timeout: float | None = None) -> asyncio.Future[SendResult]:
+        """Start a send and return its future; `callback(result, error)` runs when it ends."""
+        body, flag = self._prepare(msg)
+        budget = timeout if timeout is not None else self.send_timeout
+        task = asyncio.ensure_future(self._send_with_retries(msg, body, flag, budget, 1 + self.retry_times_async))
+        self._pending.add(task)
+        task.add_done_callback(self._pending.discard)
+        if callback is not None:
+            task.add_done_callback(lambda t: callback(*_outcome(t)))
+        return task
+
+    async def send_oneway(self, msg: Message) -> None:
+        """Fire and forget: one attempt, no answer awaited."""
+        body, flag = self._prepare(msg)
+        route = await self.instance.publish_route(msg.topic, self.default_topic_queue_nums)
+        mq = self.fault.select_one_queue(self._rotation(route), None)
+        cmd = self._command(msg, body, flag, mq)
+        await self.instance.remoting.invoke_oneway(self._master(mq), cmd)
+
+    async def send_batch(self, msgs: Sequence[Message], *, queue: MessageQueue | None = None,
+                         timeout: float | None = None) -> SendResult:
+        """One SEND_BATCH_MESSAGE: all messages to one queue of one topic."""
+        batch = self._prepare_batch(msgs)
+        budget = timeout if timeout is not None else self.send_timeout
+        if queue is not None:
+            return await self._send_to_chosen(batch, batch.body, 0, queue, None, None, budget, batch=True)
+        return await self._send_with_retries(batch, batch.body, 0, budget, 1 + self.retry_times, batch=True)
+
+    # preparation ----------------------------------------------------------------------
+
+    def _prepare(self, msg: Message) -> tuple[bytes, int]:
+        try:
+            check_topic_for_send(msg.topic)
+        except ValidationError as exc:
+            raise MQClientError(str(exc)) from None
+        body = bytes(msg.body)
+        if not body:
+            raise MQClientError("the message body is empty")
+        if len(body) > self.max_message_size:
+            raise MQClientError(f"the message body size {len(body)} exceeds the limit {self.max_message_size}")
+        msg.properties.setdefault(P.UNIQ_KEY, self._keys.next())
+        msg.properties.setdefault(P.WAIT, "true")
+        if len(body) > self.compress_over:
+            return zlib.compress(body, 5), sysflag.COMPRESSED_FLAG
+        return body, 0
+
+    def _prepare_batch(self, msgs: Sequence[Message]) -> Message:
+        if not msgs:
+            raise MQClientError("a batch needs at least one message")
+        topics = {m.topic for m in msgs}
+        if len(topics) != 1:
+            raise MQClientError("all messages of a batch must have the same topic")
+        for m in msgs:
+            if P.DELAY in m.properties:
+                raise MQClientError("delayed messages are not supported in a batch")
+            self._prepare(m)
+        body = encode_batch(list(msgs))
+        if len(body) > self.max_message_size:
+            raise MQClientError(f"the batch size {len(body)} exceeds the limit {self.max_message_size}")
+        batch = Message(topic=msgs[0].topic, body=body)
+        batch.properties[P.UNIQ_KEY] = ",".join(m.properties[P.UNIQ_KEY] for m in msgs)
+        return batch
+
+    def _rotation(self, route: TopicRoute) -> QueueRotation:
+        rotation = self._rotations.get(route.topic)
+        if rotation is None or rotation.queues != route.publish:
+            rotation = QueueRotation(route.publish)
+            self._rotations[route.topic] = rotation
+        return rotation
+
+    def _master(self, mq: MessageQueue) -> str:
+        addr = self.instance.broker_addr(mq.broker_name, any_node=False)
+        if addr is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+        return addr
+
+    def _command(self, msg: Message, body: bytes, flag: int, mq: MessageQueue, *, batch: bool = False
+                 ) -> RemotingCommand:
+        props = {k: v for k, v in msg.properties.items() if not (batch and k == P.UNIQ_KEY)}
+        header = SendMessageRequestHeader(
+            producer_group=self.group, topic=msg.topic, default_topic=AUTO_CREATE_TOPIC_KEY,
+            default_topic_queue_nums=self.default_topic_queue_nums, queue_id=mq.queue_id, sys_flag=flag,
+            born_timestamp=int(time.time() * 1000), flag=msg.flag, properties=P.properties_to_string(props),
+            reconsume_times=0, unit_mode=False, batch=batch or None,
+        )
+        code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
+        return RemotingCommand.request(code, header.to_v2(), body)
+
+    # the send loop --------------------------------------------------------------------
+
+    async def _send_with_retries(self, msg: Message, body: bytes, flag: int, budget: float, attempts: int, *,
+                                 batch: bool = False) -> SendResult:
+        begin = self._clock()
+        last_broker: str | None = None
+        last_error: BaseException | None = None
+        result: SendResult | None = None
+        for _ in range(attempts):
+            left = budget - (self._clock() - begin)
+            if left <= 0:
+                break
+            route = await self.instance.publish_route(msg.topic, self.default_topic_queue_nums)
+            mq = self.fault.select_one_queue(self._rotation(route), last_broker)
+            last_broker = mq.broker_name
+            started = self._clock()
+            try:
+                result = await self._send_once(msg, body, flag, mq, left, batch=batch)
+            except (RemotingError, MQClientError, MQBrokerError) as exc:
+                self.fault.update_fault_item(mq.broker_name, (self._clock() - started) * 1000, isolation=True)
+                if isinstance(exc, MQBrokerError) and exc.code not in RETRY_CODES:
+                    raise
+                last_error = exc
+                await self._refresh_after_failure(msg.topic)
+                continue
+            self.fault.update_fault_item(mq.broker_name, (self._clock() - started) * 1000, isolation=False)
+            if result.status.value != "SEND_OK" and self.retry_another_broker_when_not_store_ok:
+                continue
+            return result
+        if result is not None:
+            return result
+        spent = self._clock() - begin
+        reason = f": {last_error}" if last_error else ""
+        raise MQClientError(f"send to {msg.topic} failed after {spent:.3f}s (budget {budget:.3f}s){reason}") \
+            from last_error
+
+    async def _refresh_after_failure(self, topic: str) -> None:
+        try:
+            await self.instance.route(topic, refresh=True)
+        except (RemotingError, MQClientError, MQBrokerError):
+            return
+
+    async def _send_to_chosen(self, msg: Message, body: bytes, flag: int, queue: MessageQueue | None,
+                              selector: QueueSelector | None, arg: Any, budget: float, *, batch: bool = False
+                              ) -> SendResult:
+        """Queue given or selected: one attempt, since another queue would break ordering."""
+        route = await self.instance.publish_route(msg.topic, self.default_topic_queue_nums)
+        if queue is None:
+            if not route.publish:
+                raise MQClientError(f"No writable queue for topic {msg.topic}")
+            queue = selector(list(route.publish), msg, arg)  # type: ignore[misc]
+        return await self._send_once(msg, body, flag, queue, budget, batch=batch)
+
+    async def _send_once(self, msg: Message, body: bytes, flag: int, mq: MessageQueue, timeout: float, *,
+                         batch: bool = False) -> SendResult:
+        cmd = self._command(msg, body, flag, mq, batch=batch)
+        resp = await self.instance.remoting.invoke(self._master(mq), cmd, timeout)
+        status = SEND_STATUS_BY_CODE.get(resp.code)  # type: ignore[call-overload]
+        if status is None:
+            raise MQBrokerError(resp.code, resp.remark)
+        ext = resp.ext_fields
+        queue = MessageQueue(mq.topic, mq.broker_name, int(ext.get("queueId", mq.queue_id)))
+        return SendResult(status, msg.properties.get(P.UNIQ_KEY, ""), ext.get("msgId", ""), queue,
+                          int(ext.get("queueOffset", -1)))
+
+
+def _outcome(task: asyncio.Future) -> tuple[SendResult | None, BaseException | None]:
+    if task.cancelled():
+        return None, asyncio.CancelledError()
+    exc = task.exception()
+    return (None, exc) if exc else (task.result(), None)
