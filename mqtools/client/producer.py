@@ -1,10 +1,15 @@
 """Producer: sync, async, oneway, ordered (queue selector) and batch sends.
 
 The sync send loop follows RocketMQ's sendDefaultImpl: up to 1 + retry_times attempts, all
-inside one `send_timeout` budget (each attempt gets what is left; none starts once it is
-spent); after a failure the next attempt avoids the broker that failed; a stored-but-not-OK
-status (FLUSH_*_TIMEOUT, SLAVE_NOT_AVAILABLE) is retried on another broker only when
+inside one `send_timeout` budget (none starts once it is spent); after a failure the next
+attempt avoids the broker that failed; a stored-but-not-OK status (FLUSH_*_TIMEOUT,
+SLAVE_NOT_AVAILABLE) is retried on another broker only when
 `retry_another_broker_when_not_store_ok` is set.
+
+One deliberate difference: RocketMQ lets each attempt wait for everything left of the
+budget, so a stalled broker (SIGSTOP, a full GC) eats the whole budget on the first attempt
+and no retry ever happens. Here an attempt waits at most its share of what is left (left /
+attempts remaining), so a stall leaves time to move to another broker within the budget.
 """
 
 from __future__ import annotations
@@ -210,16 +215,17 @@ class Producer:
         last_broker: str | None = None
         last_error: BaseException | None = None
         result: SendResult | None = None
-        for _ in range(attempts):
+        for attempt in range(attempts):
             left = budget - (self._clock() - begin)
             if left <= 0:
                 break
+            share = left / (attempts - attempt)
             route = await self.instance.publish_route(msg.topic, self.default_topic_queue_nums)
             mq = self.fault.select_one_queue(self._rotation(route), last_broker)
             last_broker = mq.broker_name
             started = self._clock()
             try:
-                result = await self._send_once(msg, body, flag, mq, left, batch=batch)
+                result = await self._send_once(msg, body, flag, mq, share, batch=batch)
             except (RemotingError, MQClientError, MQBrokerError) as exc:
                 self.fault.update_fault_item(mq.broker_name, (self._clock() - started) * 1000, isolation=True)
                 if isinstance(exc, MQBrokerError) and exc.code not in RETRY_CODES:

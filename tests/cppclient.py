@@ -1,0 +1,103 @@
+"""Run the C++ RocketMQ client (PyPI `rocketmq==0.4.4`, bundling librocketmq) in a subprocess.
+
+A crash or hang in the C library then cannot take pytest down. The script prints one JSON
+line per event; closing its stdin stops a consumer cleanly.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+SCRIPT = r'''
+import json, sys
+from rocketmq.client import Message, Producer, PushConsumer, ConsumeStatus
+
+mode, ns, topic = sys.argv[1], sys.argv[2], sys.argv[3]
+if mode == "produce":
+    count = int(sys.argv[4])
+    producer = Producer("PG_CPP_INTEROP")
+    producer.set_namesrv_addr(ns)
+    producer.start()
+    for i in range(count):
+        msg = Message(topic)
+        msg.set_keys(f"cpp-key-{i}")
+        msg.set_tags("TagCpp")
+        msg.set_property("origin", "cpp")
+        msg.set_body(f"cpp-body-{i}")
+        result = producer.send_sync(msg)
+        print(json.dumps({"sent": i, "status": int(result.status), "msg_id": result.msg_id}), flush=True)
+    producer.shutdown()
+    sys.exit(0)
+
+group, props = sys.argv[4], sys.argv[5].split(",")
+
+def on_message(msg):
+    print(json.dumps({"body": msg.body.decode(), "tags": msg.tags.decode() if isinstance(msg.tags, bytes) else msg.tags,
+                      "keys": msg.keys.decode() if isinstance(msg.keys, bytes) else msg.keys,
+                      "props": {p: (lambda v: v.decode() if isinstance(v, bytes) else v)(msg.get_property(p))
+                                for p in props if p}, "id": msg.id}), flush=True)
+    return ConsumeStatus.CONSUME_SUCCESS
+
+consumer = PushConsumer(group)
+consumer.set_namesrv_addr(ns)
+consumer.subscribe(topic, on_message)
+consumer.start()
+print(json.dumps({"started": True}), flush=True)
+sys.stdin.read()
+consumer.shutdown()
+'''
+
+
+class CppClient:
+    """One C++-client subprocess and the JSON lines it printed."""
+
+    def __init__(self, args: list[str], home: Path) -> None:
+        home.mkdir(parents=True, exist_ok=True)
+        env = {**os.environ, "HOME": str(home)}  # librocketmq logs under ~/logs/rocketmq-cpp
+        self.proc = subprocess.Popen(
+            [sys.executable, "-c", SCRIPT, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, env=env,
+        )
+        self.events: list[dict] = []
+        self._thread = threading.Thread(target=self._pump, daemon=True)
+        self._thread.start()
+
+    @classmethod
+    def produce(cls, namesrv: str, topic: str, count: int, home: Path) -> CppClient:
+        return cls(["produce", namesrv, topic, str(count)], home)
+
+    @classmethod
+    def consume(cls, namesrv: str, topic: str, group: str, props: list[str], home: Path) -> CppClient:
+        return cls(["consume", namesrv, topic, group, ",".join(props)], home)
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            try:
+                self.events.append(json.loads(line))
+            except ValueError:
+                continue
+
+    def received(self) -> list[dict]:
+        return [e for e in self.events if "body" in e]
+
+    def wait(self, timeout: float = 60.0) -> int:
+        code = self.proc.wait(timeout)
+        self._thread.join(5)
+        return code
+
+    def stop(self, timeout: float = 30.0) -> int:
+        """Close stdin (the consumer shuts down cleanly); kill if that hangs."""
+        try:
+            if self.proc.stdin is not None and not self.proc.stdin.closed:
+                self.proc.stdin.close()
+            return self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            return self.proc.wait(5)
+        finally:
+            self._thread.join(5)
