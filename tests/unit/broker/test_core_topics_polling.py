@@ -127,3 +127,36 @@ def test_stats_day_totals_roll_at_midnight() -> None:
     clock.now = noon + 2 * 86400
     info = stats.runtime_info()
     assert info["msgPutTotalYesterdayMorning"] == "7" and info["msgPutTotalTodayMorning"] == "9"
+
+
+async def test_hold_service_wakes_from_other_threads_and_expires_on_its_timer() -> None:
+    import asyncio
+    import threading
+
+    from mqtools.server.broker.long_polling import PullRequestHoldService
+
+    answered: list[HeldPull] = []
+    clock = Clock(1000.0)
+    service = PullRequestHoldService(answered.append, clock)
+    await service.start()
+    try:
+        a = held("T", 0, 3, 1010.0)
+        b = held("T", 1, 0, 1000.05)
+        service.suspend(a)
+        service.suspend(b)
+        thread = threading.Thread(target=service.arrival_listener, args=("T", 0, 4, 0, None))
+        thread.start()
+        thread.join()
+        for _ in range(100):
+            if a in answered:
+                break
+            await asyncio.sleep(0.01)
+        assert answered == [a]
+        clock.now = 1000.1  # b's deadline passed; the loop timer answers it
+        for _ in range(100):
+            if b in answered:
+                break
+            await asyncio.sleep(0.01)
+        assert answered == [a, b] and len(service.table) == 0
+    finally:
+        await service.shutdown()
