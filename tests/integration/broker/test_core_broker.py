@@ -280,3 +280,21 @@ def test_bad_start_options_fail_with_one_line(tmp_path: Path) -> None:
         s.listen()
         busy = run("--listen-port", str(s.getsockname()[1]), "--store-dir", str(tmp_path / "z"))
     assert busy.returncode != 0 and "cannot listen" in busy.stderr
+
+
+async def test_sigkill_restart_recovers_topics_and_messages(namesrv, tmp_path: Path) -> None:
+    props = write_props(tmp_path / "k.properties", namesrv.addr, tmp_path / "ks", brokerName="broker-k")
+    proc = start_mq(["broker", "start", "-c", str(props)], timeout=30)
+    for i in range(5):
+        assert (await call(proc.addr, send_cmd("ItKill", f"x{i}".encode(), 2))).code == ResponseCode.SUCCESS
+    proc.kill()
+    assert (tmp_path / "ks" / "abort").exists()  # an unclean stop leaves the marker for recovery
+    again = start_mq(["broker", "start", "-c", str(props)], timeout=30)
+    try:
+        resp = await call(again.addr, pull_cmd("ItKill", 2, 0))
+        assert resp.code == ResponseCode.SUCCESS
+        assert all(f"x{i}".encode() in bytes(resp.body) for i in range(5))
+        nxt = await call(again.addr, send_cmd("ItKill", b"x5", 2))
+        assert SendMessageResponseHeader.from_ext(nxt.ext_fields).queue_offset == 5
+    finally:
+        again.stop()
