@@ -15,7 +15,7 @@ from pathlib import Path
 
 SCRIPT = r'''
 import json, sys
-from rocketmq.client import Message, Producer, PushConsumer, ConsumeStatus
+from rocketmq.client import Message, Producer, PushConsumer
 
 mode, ns, topic = sys.argv[1], sys.argv[2], sys.argv[3]
 if mode == "produce":
@@ -41,7 +41,7 @@ def on_message(msg):
                       "keys": msg.keys.decode() if isinstance(msg.keys, bytes) else msg.keys,
                       "props": {p: (lambda v: v.decode() if isinstance(v, bytes) else v)(msg.get_property(p))
                                 for p in props if p}, "id": msg.id}), flush=True)
-    return ConsumeStatus.CONSUME_SUCCESS
+    return None  # the wrapper answers CONSUME_SUCCESS when the callback does not raise
 
 consumer = PushConsumer(group)
 consumer.set_namesrv_addr(ns)
