@@ -385,3 +385,29 @@ class ResetOffsetBodyForC(Body):
     """RESET_CONSUMER_CLIENT_OFFSET body for CPP clients, which cannot read object map keys."""
 
     offset_table: list[MessageQueueForC] = field(default_factory=list)
+
+
+# ---------------------------------------------------------------- broker statistics
+
+
+@dataclass(slots=True)
+class GroupList(Body):
+    """QUERY_TOPIC_CONSUME_BY_WHO answer: the groups consuming a topic."""
+
+    group_list: set[str] = field(default_factory=set)
+
+
+@dataclass(slots=True)
+class BrokerStatsItem(Body):
+    sum: int = 0
+    tps: float = 0.0
+    avgpt: float = 0.0
+
+
+@dataclass(slots=True)
+class BrokerStatsData(Body):
+    """VIEW_BROKER_STATS_DATA answer: one counter over the last minute, hour and day."""
+
+    stats_minute: BrokerStatsItem = field(default_factory=BrokerStatsItem)
+    stats_hour: BrokerStatsItem = field(default_factory=BrokerStatsItem)
+    stats_day: BrokerStatsItem = field(default_factory=BrokerStatsItem)

@@ -425,3 +425,9 @@ class GetAllTopicConfigResponseHeader(Header):
 @dataclass(slots=True)
 class GetBrokerConfigResponseHeader(Header):
     version: str
+
+
+@dataclass(slots=True)
+class ViewBrokerStatsDataRequestHeader(Header):
+    stats_name: str
+    stats_key: str

@@ -13,35 +13,68 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 WINDOWS = (10, 60, 600)
-RING = 601
+SECONDS_KEPT = 600
+MINUTES_KEPT = 1440
 
 
 @dataclass(slots=True)
 class RateCounter:
-    """Events per second over the last N seconds, from per-second buckets."""
+    """Sums and event counts per second (last 10 min) and per minute (last day), sparse:
+    an idle counter costs nothing, a busy one at most ~2,000 small buckets."""
 
-    buckets: list[int] = field(default_factory=lambda: [0] * RING)
-    stamps: list[int] = field(default_factory=lambda: [-1] * RING)
+    secs: dict[int, list[int]] = field(default_factory=dict)
+    mins: dict[int, list[int]] = field(default_factory=dict)
     total: int = 0
 
     def add(self, now: float, n: int = 1) -> None:
         sec = int(now)
-        i = sec % RING
-        if self.stamps[i] != sec:
-            self.stamps[i] = sec
-            self.buckets[i] = 0
-        self.buckets[i] += n
+        bucket = self.secs.get(sec)
+        if bucket is None:
+            bucket = self.secs[sec] = [0, 0]
+            if len(self.secs) > SECONDS_KEPT + 60:
+                self.secs = {k: v for k, v in self.secs.items() if k > sec - SECONDS_KEPT - 1}
+        bucket[0] += n
+        bucket[1] += 1
+        minute = sec // 60
+        mbucket = self.mins.get(minute)
+        if mbucket is None:
+            mbucket = self.mins[minute] = [0, 0]
+            if len(self.mins) > MINUTES_KEPT + 60:
+                self.mins = {k: v for k, v in self.mins.items() if k > minute - MINUTES_KEPT - 1}
+        mbucket[0] += n
+        mbucket[1] += 1
         self.total += n
 
     def rate(self, now: float, window: int) -> float:
         """Average per second over the `window` whole seconds before the current one."""
         sec = int(now)
+        secs = self.secs
         count = 0
         for s in range(sec - window, sec):
-            i = s % RING
-            if self.stamps[i] == s:
-                count += self.buckets[i]
+            bucket = secs.get(s)
+            if bucket is not None:
+                count += bucket[0]
         return count / window
+
+    def window(self, now: float, seconds: int) -> tuple[int, int]:
+        """(sum, number of adds) over the last `seconds`, the current second/minute included."""
+        sec = int(now)
+        if seconds <= SECONDS_KEPT:
+            items = (self.secs.get(s) for s in range(sec - seconds + 1, sec + 1))
+        else:
+            minute = sec // 60
+            items = (self.mins.get(m) for m in range(minute - seconds // 60 + 1, minute + 1))
+        total = times = 0
+        for bucket in items:
+            if bucket is not None:
+                total += bucket[0]
+                times += bucket[1]
+        return total, times
+
+    def stats_item(self, now: float, seconds: int) -> dict[str, float | int]:
+        """RocketMQ's BrokerStatsItem: sum, tps and average per add over the window."""
+        total, times = self.window(now, seconds)
+        return {"sum": total, "tps": total / seconds, "avgpt": total / times if times else 0.0}
 
 
 def _day(ts: float) -> int:
@@ -112,6 +145,24 @@ class BrokerStats:
     def consume_tps(self, topic: str, group: str) -> float:
         counter = self.group_get.get((topic, group))
         return counter.rate(self.clock(), 60) if counter else 0.0
+
+    def counter(self, stats_name: str, stats_key: str, cluster_name: str) -> RateCounter | None:
+        """The counter VIEW_BROKER_STATS_DATA names (TOPIC_PUT_NUMS topic, GROUP_GET_NUMS
+        topic@group, BROKER_PUT_NUMS / BROKER_GET_NUMS cluster name)."""
+        if stats_name == "TOPIC_PUT_NUMS":
+            return self.topic_put.get(stats_key)
+        if stats_name == "GROUP_GET_NUMS":
+            topic, _, group = stats_key.partition("@")
+            return self.group_get.get((topic, group))
+        if stats_name in ("BROKER_PUT_NUMS", "BROKER_GET_NUMS") and stats_key == cluster_name:
+            return self.put_msgs if stats_name == "BROKER_PUT_NUMS" else self.get_msgs
+        return None
+
+    def stats_data(self, counter: RateCounter) -> dict[str, dict[str, float | int]]:
+        """BrokerStatsData: the last minute, hour and day."""
+        now = self.clock()
+        return {"statsMinute": counter.stats_item(now, 60), "statsHour": counter.stats_item(now, 3600),
+                "statsDay": counter.stats_item(now, 86400)}
 
     def runtime_info(self) -> dict[str, str]:
         """The statistics part of GET_BROKER_RUNTIME_INFO."""

@@ -22,6 +22,9 @@ from mqtools.server.broker.config import (
 from mqtools.common import topics as T
 from mqtools.common.validation import ValidationError, check_topic
 from mqtools.remoting.bodies import (
+    BrokerStatsData,
+    BrokerStatsItem,
+    GroupList,
     KVTable,
     MessageQueue,
     TopicConfig,
@@ -35,6 +38,7 @@ from mqtools.remoting.headers import (
     GetAllTopicConfigResponseHeader,
     GetBrokerConfigResponseHeader,
     TopicRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
 )
 
 if TYPE_CHECKING:
@@ -115,6 +119,22 @@ class AdminProcessor:
             last = store.get_message_store_timestamp(h.topic, qid, hi - 1) if hi > 0 else 0
             table.offset_table[MessageQueue(h.topic, self.c.config.broker_name, qid)] = TopicOffset(lo, hi, last)
         return req.response(body=table.to_json())
+
+    def query_topic_consume_by_who(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        """Groups with an online subscription to the topic or a stored offset for it."""
+        h = TopicRequestHeader.from_ext(req.ext_fields)
+        groups = set(self.c.consumers.groups_of_topic(h.topic)) | set(self.c.offsets.groups_of_topic(h.topic))
+        return req.response(body=GroupList(groups).to_json())
+
+    def view_broker_stats_data(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        h = ViewBrokerStatsDataRequestHeader.from_ext(req.ext_fields)
+        stats = self.c.stats
+        counter = stats.counter(h.stats_name, h.stats_key, self.c.config.broker_cluster_name)
+        if counter is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"The stats <{h.stats_name}> <{h.stats_key}> not exist")
+        data = stats.stats_data(counter)
+        body = BrokerStatsData(*(BrokerStatsItem(**data[k]) for k in ("statsMinute", "statsHour", "statsDay")))
+        return req.response(body=body.to_json())
 
     # ------------------------------------------------------------------ runtime info
 
@@ -204,5 +224,7 @@ def register(server: RemotingServer, controller: Any) -> AdminProcessor:
     server.register(RequestCode.GET_BROKER_CONFIG, proc.get_broker_config)
     server.register(RequestCode.UPDATE_BROKER_CONFIG, proc.update_broker_config)
     server.register(RequestCode.GET_ALL_DELAY_OFFSET, proc.get_all_delay_offset)
+    server.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, proc.query_topic_consume_by_who)
+    server.register(RequestCode.VIEW_BROKER_STATS_DATA, proc.view_broker_stats_data)
     return proc
 

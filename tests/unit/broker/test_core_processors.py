@@ -520,3 +520,42 @@ async def test_producer_send_to_retry_topic_past_the_limit_goes_to_dlq(broker) -
     assert resp.code == ResponseCode.SUCCESS
     assert broker.store.get_max_offset_in_queue("%DLQ%CG_R", 0) == 1
     assert broker.topics.select("%DLQ%CG_R") is not None
+
+
+async def test_consumed_by_who_and_broker_stats_data(broker) -> None:
+    from mqtools.remoting.bodies import BrokerStatsData, GroupList
+
+    await send_n(broker, "WhoT", 4)
+    await call(broker, pull_cmd("WhoT", 0, 0, sys_flag=FLAG_SUB | FLAG_COMMIT, commit=0, group="G_WHO"))
+    broker.offsets.commit_offset("x", "G_WHO", "WhoT", 0, 2)
+    resp = await call(broker, RemotingCommand.request(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": "WhoT"}))
+    assert GroupList.from_json(resp.body).group_list == {"G_WHO"}
+
+    async def stats(name: str, key: str) -> RemotingCommand:
+        return await call(broker, RemotingCommand.request(RequestCode.VIEW_BROKER_STATS_DATA,
+                                                          {"statsName": name, "statsKey": key}))
+
+    data = BrokerStatsData.from_json((await stats("TOPIC_PUT_NUMS", "WhoT")).body)
+    assert data.stats_minute.sum == 4 and data.stats_day.sum == 4 and data.stats_hour.avgpt == 1.0
+    data = BrokerStatsData.from_json((await stats("GROUP_GET_NUMS", "WhoT@G_WHO")).body)
+    assert data.stats_minute.sum == 4
+    data = BrokerStatsData.from_json((await stats("BROKER_PUT_NUMS", "DefaultCluster")).body)
+    assert data.stats_day.sum >= 4
+    assert (await stats("TOPIC_PUT_NUMS", "Nope")).code == ResponseCode.SYSTEM_ERROR
+
+
+def test_rate_counter_windows() -> None:
+    from mqtools.server.broker.stats import RateCounter
+
+    c = RateCounter()
+    base = 1_000_020.0  # a whole minute boundary + 20 s
+    for i in range(120):
+        c.add(base + i, 2)
+    now = base + 119
+    assert c.window(now, 60) == (120, 60)
+    assert c.rate(now + 1, 10) == 2.0
+    assert c.window(now, 86400) == (240, 120)
+    assert c.stats_item(now, 3600)["avgpt"] == 2.0
+    for i in range(2000):  # old seconds are pruned, day sums stay
+        c.add(base + 200 + i, 1)
+    assert len(c.secs) <= 661 and c.window(base + 2199, 86400)[0] == 240 + 2000
