@@ -1,0 +1,78 @@
+"""Our PushConsumer against our broker, next to raw PULL_MESSAGE requests; one summary line.
+
+Starts a real `mq namesrv` + `mq broker`, fills the bench topic with 1 KiB messages through
+raw batch sends, then measures in the same run: bench/broker_send.py's raw pull driver
+(hand-built PULL_MESSAGE, messages counted, not decoded) and a PushConsumer with a no-op
+listener reading the same backlog from the first offset (decoding every message).
+
+Usage: .venv/bin/python bench/client_consume.py [--seconds 3]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import broker_send
+from mqproc import start_broker, start_namesrv
+
+from mqtools.client.consumer import PushConsumer
+from mqtools.client.types import ConsumeFromWhere, ConsumeResult
+from mqtools.common.message import MessageExt
+
+
+async def consume_backlog(namesrv: str, total: int, timeout: float) -> float:
+    """Seconds the push consumer needs to see `total` messages."""
+    seen = 0
+    done = asyncio.Event()
+
+    async def listener(msgs: list[MessageExt]) -> ConsumeResult:
+        nonlocal seen
+        seen += len(msgs)
+        if seen >= total:
+            done.set()
+        return ConsumeResult.CONSUME_SUCCESS
+
+    consumer = PushConsumer("CG_BENCH_PUSH", namesrv=namesrv, pull_batch_size=32, consume_concurrency=64,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(broker_send.TOPIC).register_listener(listener)
+    t0 = time.perf_counter()
+    async with consumer:
+        await asyncio.wait_for(done.wait(), timeout)
+        elapsed = time.perf_counter() - t0
+    return elapsed
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=3.0)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        namesrv = start_namesrv(work)
+        broker = start_broker(work, namesrv.addr, "bench", flushDiskType="ASYNC_FLUSH",
+                              mappedFileSizeCommitLog=str(1024 * 1024 * 1024))
+        try:
+            asyncio.run(broker_send._create_topic(broker.addr))
+            time.sleep(1.0)
+            filled = broker_send.run_case(broker.addr, "batch", 8, args.seconds, 32, 1)
+            total = int(filled["msgs_s"] * args.seconds * 0.95)
+            raw = broker_send.run_case(broker.addr, "pull", broker_send.QUEUES, args.seconds, 32, 1)
+            elapsed = asyncio.run(consume_backlog(namesrv.addr, total, 120))
+        finally:
+            broker.stop()
+            namesrv.stop()
+    ours = total / elapsed
+    print(f"client_consume | push consumer: {ours:,.0f} msgs/s ({total:,} msgs in {elapsed:.2f} s) | raw pull "
+          f"{raw['msgs_s']:,.0f} msgs/s | ratio {ours / raw['msgs_s']:.2f}")
+
+
+if __name__ == "__main__":
+    main()
