@@ -141,6 +141,13 @@ class HAConnection:
                 self.last_read_time = self._clock()
                 offset = self._reports.feed(data)
                 if offset is not None:
+                    if offset > self._store.max_phy_offset:
+                        # 4.x: a slave ahead of its master (the master lost data) cannot be
+                        # reconciled by classic HA; refuse it loudly instead of diverging.
+                        why = (f"slave reports {offset}, beyond the master's max offset "
+                               f"{self._store.max_phy_offset}: wipe the slave's store to re-attach it")
+                        log.warning("HA slave %s: %s", self.addr, why)
+                        break
                     self._on_report(offset)
         except (ProtocolError, OSError) as exc:
             why = str(exc)

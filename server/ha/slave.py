@@ -58,6 +58,7 @@ class HAClient:
         self.last_write_ms = 0
         self.speed = SpeedMeter(clock)
         self.mismatches = 0
+        self.sessions = 0
 
     def update_master_address(self, address: str | None) -> None:
         """From the registration result; used at the next (re)connect, like RocketMQ."""
@@ -99,6 +100,7 @@ class HAClient:
             with contextlib.suppress(OSError):
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.connected = True
+        self.sessions += 1
         log.info("HA client connected to %s at offset %d", address, self._store.max_phy_offset)
         schedule = ReportSchedule(self._report_interval)
         reporter = asyncio.create_task(self._report_loop(writer, schedule))

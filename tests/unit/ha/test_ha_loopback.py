@@ -223,3 +223,15 @@ async def test_runtime_info_on_master_and_slave(role: str) -> None:
         assert client["masterAddr"] == f"127.0.0.1:{master.port}" and client["maxOffset"] == 300
         assert master.runtime_info()["haConnectionCount"] == "1"
         assert master.master_slave_diff_line().startswith("Slave fall behind master:")
+
+
+async def test_slave_ahead_of_its_master_is_refused() -> None:
+    mlog, slog = SegmentedLog(), SegmentedLog()
+    mlog.put(b"m" * 100)
+    slog.append_to_commit_log(0, b"s" * 500)  # e.g. the master lost its tail after an OS crash
+    async with pair(mlog, slog) as (master, slave):
+        assert slave.client is not None
+        await until(lambda: slave.client.sessions >= 2)  # the master dropped it; it came back
+        assert master.progress.push2slave_max_offset == 0  # its ack never counted
+        assert slog.max_phy_offset == 500 and slog.range(0, 100) == b"s" * 100
+        assert all(c.slave_ack_offset < 0 for c in master.connections)
