@@ -10,48 +10,70 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
 WINDOWS = (10, 60, 600)
 SECONDS_KEPT = 600
 MINUTES_KEPT = 1440
 
 
-@dataclass(slots=True)
 class RateCounter:
     """Sums and event counts per second (last 10 min) and per minute (last day), sparse:
-    an idle counter costs nothing, a busy one at most ~2,000 small buckets."""
+    an idle counter costs nothing, a busy one at most ~2,000 small buckets. `add` only
+    touches the current second; a finished second is folded into its minute when the
+    next one starts (the hot path is one comparison and two increments)."""
 
-    secs: dict[int, list[int]] = field(default_factory=dict)
-    mins: dict[int, list[int]] = field(default_factory=dict)
-    total: int = 0
+    __slots__ = ("_cur", "_sec", "mins", "secs", "total")
+
+    def __init__(self) -> None:
+        self.secs: dict[int, list[int]] = {}
+        self.mins: dict[int, list[int]] = {}
+        self.total = 0
+        self._sec = -1
+        self._cur = [0, 0]
 
     def add(self, now: float, n: int = 1) -> None:
         sec = int(now)
-        bucket = self.secs.get(sec)
-        if bucket is None:
-            bucket = self.secs[sec] = [0, 0]
-            if len(self.secs) > SECONDS_KEPT + 60:
-                self.secs = {k: v for k, v in self.secs.items() if k > sec - SECONDS_KEPT - 1}
-        bucket[0] += n
-        bucket[1] += 1
-        minute = sec // 60
-        mbucket = self.mins.get(minute)
-        if mbucket is None:
-            mbucket = self.mins[minute] = [0, 0]
-            if len(self.mins) > MINUTES_KEPT + 60:
-                self.mins = {k: v for k, v in self.mins.items() if k > minute - MINUTES_KEPT - 1}
-        mbucket[0] += n
-        mbucket[1] += 1
+        if sec != self._sec:
+            self._roll(sec)
+        cur = self._cur
+        cur[0] += n
+        cur[1] += 1
         self.total += n
+
+    def _roll(self, sec: int) -> None:
+        """Start second `sec`: file the current second and its minute share."""
+        done, old = self._cur, self._sec
+        if old >= 0 and done[1]:
+            self.secs[old] = done
+            minute = self.mins.get(old // 60)
+            if minute is None:
+                self.mins[old // 60] = [done[0], done[1]]
+                if len(self.mins) > MINUTES_KEPT + 60:
+                    self.mins = {k: v for k, v in self.mins.items() if k > old // 60 - MINUTES_KEPT - 1}
+            else:
+                minute[0] += done[0]
+                minute[1] += done[1]
+            if len(self.secs) > SECONDS_KEPT + 60:
+                self.secs = {k: v for k, v in self.secs.items() if k > old - SECONDS_KEPT - 1}
+        self._sec = sec
+        self._cur = [0, 0]
+
+    def _second(self, s: int) -> list[int] | None:
+        return self._cur if s == self._sec else self.secs.get(s)
+
+    def _minute(self, m: int) -> tuple[int, int]:
+        bucket = self.mins.get(m)
+        total, times = (bucket[0], bucket[1]) if bucket else (0, 0)
+        if self._sec >= 0 and self._sec // 60 == m:
+            total, times = total + self._cur[0], times + self._cur[1]
+        return total, times
 
     def rate(self, now: float, window: int) -> float:
         """Average per second over the `window` whole seconds before the current one."""
         sec = int(now)
-        secs = self.secs
         count = 0
         for s in range(sec - window, sec):
-            bucket = secs.get(s)
+            bucket = self._second(s)
             if bucket is not None:
                 count += bucket[0]
         return count / window
@@ -59,16 +81,19 @@ class RateCounter:
     def window(self, now: float, seconds: int) -> tuple[int, int]:
         """(sum, number of adds) over the last `seconds`, the current second/minute included."""
         sec = int(now)
+        total = times = 0
         if seconds <= SECONDS_KEPT:
-            items = (self.secs.get(s) for s in range(sec - seconds + 1, sec + 1))
+            for s in range(sec - seconds + 1, sec + 1):
+                bucket = self._second(s)
+                if bucket is not None:
+                    total += bucket[0]
+                    times += bucket[1]
         else:
             minute = sec // 60
-            items = (self.mins.get(m) for m in range(minute - seconds // 60 + 1, minute + 1))
-        total = times = 0
-        for bucket in items:
-            if bucket is not None:
-                total += bucket[0]
-                times += bucket[1]
+            for m in range(minute - seconds // 60 + 1, minute + 1):
+                t, n = self._minute(m)
+                total += t
+                times += n
         return total, times
 
     def stats_item(self, now: float, seconds: int) -> dict[str, float | int]:

@@ -92,24 +92,21 @@ def topic_error(topic: str) -> str | None:
     return None
 
 
-def _opt_int(raw: str | None) -> int | None:
-    return None if raw is None else int(raw)
-
-
-def _opt_bool(raw: str | None) -> bool | None:
-    return None if raw is None else raw.strip().lower() == "true"
-
-
 def parse_v2(ext: dict[str, str]) -> SendMessageRequestHeader:
     """SendMessageRequestHeaderV2 straight from its short names (the hot path); anything
     missing or malformed goes through the generic decoder for its exact error."""
+    get = ext.get
     try:
+        times, unit, max_times, batch = get("j"), get("k"), get("l"), get("m")
         return SendMessageRequestHeader(
             producer_group=ext["a"], topic=ext["b"], default_topic=ext["c"],
             default_topic_queue_nums=int(ext["d"]), queue_id=int(ext["e"]), sys_flag=int(ext["f"]),
-            born_timestamp=int(ext["g"]), flag=int(ext["h"]), properties=ext.get("i"),
-            reconsume_times=_opt_int(ext.get("j")), unit_mode=_opt_bool(ext.get("k")),
-            max_reconsume_times=_opt_int(ext.get("l")), batch=_opt_bool(ext.get("m")), broker_name=ext.get("n"))
+            born_timestamp=int(ext["g"]), flag=int(ext["h"]), properties=get("i"),
+            reconsume_times=None if times is None else int(times),
+            unit_mode=None if unit is None else unit.strip().lower() == "true",
+            max_reconsume_times=None if max_times is None else int(max_times),
+            batch=None if batch is None else batch.strip().lower() == "true",
+            broker_name=get("n"))
     except (KeyError, ValueError, TypeError):
         return SendMessageRequestHeader.from_v2(ext)
 
