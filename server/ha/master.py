@@ -86,7 +86,8 @@ class HAConnection:
         self.slave_ack_offset = -1
         self.last_read_time = clock()
         self.speed = SpeedMeter(clock)
-        self._wake = asyncio.Event()
+        self._woken = False
+        self._waiter: asyncio.Future[None] | None = None
         self._tasks: list[asyncio.Task[Any]] = []
         self.closed = asyncio.Event()
 
@@ -100,7 +101,10 @@ class HAConnection:
 
     def wake(self) -> None:
         """New data in the commitlog: let the writer send it now instead of at its next poll."""
-        self._wake.set()
+        self._woken = True
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
 
     async def close(self) -> None:
         for task in self._tasks:
@@ -160,7 +164,7 @@ class HAConnection:
         self.slave_ack_offset = offset
         if self.slave_request_offset < 0:
             self.slave_request_offset = offset
-            self._wake.set()
+            self.wake()
         self._host.on_slave_ack(self, offset)
 
     async def _write_loop(self) -> None:
@@ -189,9 +193,22 @@ class HAConnection:
         self._finish(why)
 
     async def _wait_wake(self, timeout: float) -> None:
-        with contextlib.suppress(TimeoutError):
-            await asyncio.wait_for(self._wake.wait(), timeout)
-        self._wake.clear()
+        """Sleep until wake() or `timeout`; one future and one timer, no task per wait (hot path)."""
+        if not self._woken:
+            loop = asyncio.get_running_loop()
+            waiter = self._waiter = loop.create_future()
+            timer = loop.call_later(timeout, _resolve, waiter)
+            try:
+                await waiter
+            finally:
+                timer.cancel()
+                self._waiter = None
+        self._woken = False
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 class HAAcceptor:
