@@ -14,8 +14,10 @@ permission without INHERIT.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -59,6 +61,9 @@ class TopicConfigManager:
         self.data_version = DataVersion()
         self.on_change: Callable[[], None] | None = None
         self._max_delay_level = max_delay_level
+        self._seq = 0
+        self._written_seq = 0
+        self._write_lock = threading.Lock()
         self._add_system_topics()
 
     # ------------------------------------------------------------------ persistence
@@ -109,11 +114,36 @@ class TopicConfigManager:
         return self.wrapper().to_json()
 
     def persist(self) -> None:
-        write_atomic(self.path, self.encode())
+        """Write now, in this thread (start-up, shutdown, tests)."""
+        self._seq += 1
+        self._write(self._seq, self.encode())
+
+    def _write(self, seq: int, data: bytes) -> None:
+        """Writes may finish out of order in the executor; an older table never wins."""
+        with self._write_lock:
+            if seq <= self._written_seq:
+                return
+            try:
+                write_atomic(self.path, data)
+            except OSError:
+                log.exception("cannot write %s", self.path)
+                return
+            self._written_seq = seq
+
+    def _persist_soon(self) -> None:
+        """Inside the event loop the fsync goes to a thread (auto-create is on the send path)."""
+        self._seq += 1
+        seq, data = self._seq, self.encode()
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._write(seq, data)
+            return
+        loop.run_in_executor(None, self._write, seq, data)
 
     def _changed(self) -> None:
         self.data_version = self.data_version.next(int(self.clock() * 1000))
-        self.persist()
+        self._persist_soon()
         if self.on_change is not None:
             self.on_change()
 

@@ -160,3 +160,23 @@ async def test_hold_service_wakes_from_other_threads_and_expires_on_its_timer() 
         assert answered == [a, b] and len(service.table) == 0
     finally:
         await service.shutdown()
+
+
+async def test_topic_writes_leave_the_loop_and_the_latest_table_wins(tmp_path: Path) -> None:
+    import asyncio
+
+    cfg = BrokerConfig(broker_name="b1")
+    mgr = TopicConfigManager(tmp_path, cfg, Clock())
+    for i in range(20):
+        mgr.update(TopicConfig(f"T{i}", 1, 1))
+    for _ in range(200):
+        again = TopicConfigManager(tmp_path, cfg, Clock())
+        if again.load() and again.select("T19") is not None:
+            break
+        await asyncio.sleep(0.01)
+    assert all(again.select(f"T{i}") is not None for i in range(20))
+    mgr._write(1, b"{}")  # a stale write arriving late is ignored
+    assert TopicConfigManager(tmp_path, cfg, Clock()).load()
+    third = TopicConfigManager(tmp_path, cfg, Clock())
+    third.load()
+    assert third.select("T19") is not None
