@@ -83,7 +83,7 @@ class Producer:
         self.compress_over = compress_over
         self.default_topic_queue_nums = default_topic_queue_nums
         self._default_nums = str(default_topic_queue_nums)
-        self.fault = MQFaultStrategy(enabled=latency_fault_enabled)
+        self.fault = MQFaultStrategy(enabled=latency_fault_enabled, clock=clock)
         self._clock = clock
         self._keys = UniqueKeyGenerator(self.instance.ip)
         self._rotations: dict[str, QueueRotation] = {}
