@@ -7,15 +7,27 @@ _mq() {
         case "${path// /_}_$w" in
             mq_broker) path="mq broker" ;;
             mq_broker_start) path="mq broker start" ;;
+            mq_cluster) path="mq cluster" ;;
+            mq_cluster_down) path="mq cluster down" ;;
+            mq_cluster_start) path="mq cluster start" ;;
+            mq_cluster_status) path="mq cluster status" ;;
+            mq_cluster_stop) path="mq cluster stop" ;;
+            mq_cluster_up) path="mq cluster up" ;;
             mq_namesrv) path="mq namesrv" ;;
             mq_namesrv_start) path="mq namesrv start" ;;
             mq_version) path="mq version" ;;
         esac
     done
     case "${path// /_}" in
-        mq) words="broker namesrv version --help" ;;
+        mq) words="broker cluster namesrv version --help" ;;
         mq_broker) words="start --help" ;;
         mq_broker_start) words="--broker-name --config --listen-port --namesrv-addr --store-dir -c -n --help" ;;
+        mq_cluster) words="down start status stop up --help" ;;
+        mq_cluster_down) words="--dir --grace --help" ;;
+        mq_cluster_start) words="--dir --help" ;;
+        mq_cluster_status) words="--dir --output -o --help" ;;
+        mq_cluster_stop) words="--dir --grace --help" ;;
+        mq_cluster_up) words="--base-port --dir --namesrv --preset --set --timeout -p --help" ;;
         mq_namesrv) words="start --help" ;;
         mq_namesrv_start) words="--config --host --kv-config-path --listen-port --store-dir -c --help" ;;
         mq_version) words="--help" ;;

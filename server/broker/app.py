@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mqtools.server.broker.clients import ConsumerManager, ProducerManager
-from mqtools.server.broker.config import BrokerConfig, ConfigError, render_properties
+from mqtools.server.broker.config import BrokerConfig, ConfigError
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.long_polling import PullRequestHoldService
 from mqtools.server.broker.processors import admin, pull, query, send
@@ -43,6 +43,7 @@ from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import DelayLevelTable, ScheduleMessageService
 
+from mqtools.common.javaprops import render_properties
 from mqtools.remoting.bodies import DataVersion
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.server import RemotingServer

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mqtools.common.javaprops import parse_properties
 from mqtools.remoting.client import parse_namesrv_list
 
 DEFAULT_LISTEN_PORT = 10911
@@ -199,49 +200,6 @@ def _convert(key: str, raw: str, kind: type) -> Any:
         except ValueError:
             raise ConfigError(f"{key} must be an integer, not {raw!r}") from None
     return raw
-
-
-# ---------------------------------------------------------------------- properties files
-
-
-def parse_properties(text: str) -> dict[str, str]:
-    """Java .properties: `k=v`, `k: v` or `k v`; # and ! comments; backslash continuation."""
-    out: dict[str, str] = {}
-    logical = ""
-    for raw_line in text.splitlines():
-        line = raw_line.lstrip()
-        if not logical and (not line or line[0] in "#!"):
-            continue
-        if line.endswith("\\") and not line.endswith("\\\\"):
-            logical += line[:-1]
-            continue
-        logical += line
-        key, value = _split_pair(logical)
-        logical = ""
-        if key:
-            out[key] = value
-    if logical:
-        key, value = _split_pair(logical)
-        if key:
-            out[key] = value
-    return out
-
-
-def _split_pair(line: str) -> tuple[str, str]:
-    """Key ends at the first '=', ':' or blank; a blank may be followed by '=' or ':'."""
-    for i, ch in enumerate(line):
-        if ch in "=:":
-            return line[:i].strip(), line[i + 1 :].strip()
-        if ch.isspace():
-            rest = line[i:].lstrip()
-            if rest[:1] in ("=", ":"):
-                rest = rest[1:]
-            return line[:i].strip(), rest.strip()
-    return line.strip(), ""
-
-
-def render_properties(props: dict[str, str]) -> str:
-    return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
 def load_config(

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mqtools.server.broker.config import render_properties
 from mqtools.server.launcher import supervisor as sv
 from mqtools.server.launcher.presets import load_preset
 from mqtools.server.launcher.supervisor import ClusterState, LaunchError, ProcInfo
 
+from mqtools.common.javaprops import render_properties
 from mqtools.remoting.bodies import ClusterInfo
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 
-from mqtools.server.broker.config import parse_properties
+from mqtools.common.javaprops import parse_properties
 
 
 class PresetError(ValueError):

@@ -17,11 +17,12 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mqtools.server.namesrv.config import NamesrvConfig, format_properties
+from mqtools.server.namesrv.config import NamesrvConfig
 from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager, write_atomic
 from mqtools.server.namesrv.processor import NamesrvProcessor
 from mqtools.server.namesrv.route_info import RouteInfoManager
 
+from mqtools.common.javaprops import render_properties
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 
@@ -107,7 +108,7 @@ class NamesrvController:
 
     async def _persist_config(self) -> None:
         path = Path(self.config.config_store_path).expanduser()
-        await self._write(path, format_properties(self.config.to_properties()).encode())
+        await self._write(path, render_properties(self.config.to_properties()).encode())
 
 
 async def serve(config: NamesrvConfig, on_ready: Callable[[NamesrvController], None]) -> None:

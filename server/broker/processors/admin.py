@@ -12,14 +12,10 @@ from __future__ import annotations
 import shutil
 from typing import TYPE_CHECKING, Any
 
-from mqtools.server.broker.config import (
-    MQ_VERSION_DESC,
-    ConfigError,
-    parse_properties,
-    render_properties,
-)
+from mqtools.server.broker.config import MQ_VERSION_DESC, ConfigError
 
 from mqtools.common import topics as T
+from mqtools.common.javaprops import parse_properties, render_properties
 from mqtools.common.validation import ValidationError, check_topic
 from mqtools.remoting.bodies import (
     BrokerStatsData,

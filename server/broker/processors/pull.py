@@ -20,8 +20,8 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from mqtools.server.broker.long_polling import HeldPull
-from mqtools.server.broker.processors.send import java_hash
 
+from mqtools.common.hashing import java_hash
 from mqtools.common.perm import is_readable
 from mqtools.remoting.bodies import SubscriptionData
 from mqtools.remoting.codes import RequestCode, ResponseCode

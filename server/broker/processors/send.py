@@ -16,8 +16,10 @@ from collections.abc import Awaitable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 from mqtools.common import topics as T
+from mqtools.common.hashing import java_hash
 from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
+from mqtools.common.properties import properties_to_string, string_to_properties
 from mqtools.common.validation import ValidationError, check_topic
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
@@ -57,31 +59,6 @@ _STORED = {"PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVA
 
 
 @functools.lru_cache(maxsize=4096)
-def java_hash(text: str) -> int:
-    """Java's String.hashCode (UTF-16 code units, int32 wrap): RocketMQ's tags code."""
-    h = 0
-    data = text.encode("utf-16-be")
-    for i in range(0, len(data), 2):
-        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
-    return h - (1 << 32) if h & 0x80000000 else h
-
-
-def parse_properties(text: str | None) -> dict[str, str]:
-    """The wire form `k\\x01v\\x02k\\x01v\\x02` -> dict."""
-    out: dict[str, str] = {}
-    if not text:
-        return out
-    for item in text.split("\x02"):
-        key, sep, value = item.partition("\x01")
-        if sep and key:
-            out[key] = value
-    return out
-
-
-def render_properties(props: dict[str, str]) -> str:
-    return "".join(f"{k}\x01{v}\x02" for k, v in props.items())
-
-
 @functools.lru_cache(maxsize=4096)
 def topic_error(topic: str) -> str | None:
     """check_topic's remark for a bad name, None for a good one (cached: topics repeat)."""
@@ -199,7 +176,7 @@ class SendProcessor:
         cluster = self.c.config.broker_cluster_name
         if PROPERTY_CLUSTER in props:
             props[PROPERTY_CLUSTER] = cluster
-            return render_properties(props)
+            return properties_to_string(props)
         props[PROPERTY_CLUSTER] = cluster
         raw = raw or ""
         if raw and not raw.endswith("\x02"):
@@ -207,7 +184,7 @@ class SendProcessor:
         return f"{raw}{PROPERTY_CLUSTER}\x01{cluster}\x02"
 
     def _inner(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: Any) -> Any:
-        props = parse_properties(h.properties)
+        props = string_to_properties(h.properties)
         props_string = self._props_string(h.properties, props)
         queue_id = h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums))
         tags = props.get(PROPERTY_TAGS)
@@ -227,7 +204,7 @@ class SendProcessor:
         )
 
     def _batch(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: Any) -> Any:
-        props = parse_properties(h.properties)
+        props = string_to_properties(h.properties)
         props_string = self._props_string(h.properties, props)
         queue_id = h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums))
         return MessageExtBatch(

@@ -9,8 +9,9 @@ from mqtools.server.broker.config import (
     BrokerConfig,
     ConfigError,
     load_config,
-    parse_properties,
 )
+
+from mqtools.common.javaprops import parse_properties
 
 
 def test_parse_properties_forms() -> None:

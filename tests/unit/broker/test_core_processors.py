@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 from mqtools.server.broker.app import BrokerController
-from mqtools.server.broker.config import BrokerConfig, parse_properties
+from mqtools.server.broker.config import BrokerConfig
 
+from mqtools.common.javaprops import parse_properties
 from mqtools.common.perm import PERM_READ, PERM_RW
 from mqtools.remoting.bodies import KVTable, TopicConfigSerializeWrapper, TopicStatsTable
 from mqtools.remoting.client import RemotingClient

@@ -7,10 +7,11 @@ import socket
 from pathlib import Path
 
 import pytest
-from mqtools.server.broker.config import parse_properties
 from mqtools.server.launcher import supervisor as sv
 from mqtools.server.launcher.cluster import UpOptions, plan
 from mqtools.server.launcher.presets import PresetError, list_presets, load_preset
+
+from mqtools.common.javaprops import parse_properties
 
 
 def test_presets_match_rocketmq_tables() -> None:

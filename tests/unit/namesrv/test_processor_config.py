@@ -6,11 +6,12 @@ from pathlib import Path
 
 import orjson
 import pytest
-from mqtools.server.namesrv.config import ConfigError, NamesrvConfig, parse_properties
+from mqtools.server.namesrv.config import ConfigError, NamesrvConfig
 from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager
 from mqtools.server.namesrv.processor import NamesrvProcessor
 from mqtools.server.namesrv.route_info import RouteInfoManager
 
+from mqtools.common.javaprops import parse_properties
 from mqtools.remoting.bodies import (
     BrokerLiveTable,
     DataVersion,
