@@ -1,0 +1,547 @@
+"""MQAdmin: the operations `mq admin` and `mq top` are built on, as typed async methods.
+
+Every method speaks plain RocketMQ remoting, so it works against mq servers and Apache RocketMQ alike;
+the one mq-private request (GET_BROKER_LIVE_TABLE) raises NotAvailable where the server lacks it.
+Cluster-wide writes go to every master of the cluster (and, for topic deletes and write permission,
+to every name server), as mqadmin does. SyncMQAdmin is the blocking facade for scripts.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from mqtools.client.consumer import FLAG_SUBSCRIPTION, decode_pull_body
+from mqtools.client.errors import MQBrokerError, MQClientError, NotAvailable
+from mqtools.client.route import MASTER_ID
+from mqtools.client.sync import LoopThread
+from mqtools.common import properties as P
+from mqtools.common.ids import decode_offset_msg_id
+from mqtools.common.javaprops import parse_properties, render_properties
+from mqtools.common.message import MessageExt
+from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, RETRY_GROUP_TOPIC_PREFIX
+from mqtools.remoting.bodies import (
+    BrokerLiveTable,
+    BrokerStatsData,
+    ClusterInfo,
+    ConsumerConnection,
+    ConsumeStats,
+    GroupList,
+    KVTable,
+    MessageQueue,
+    ProducerConnection,
+    ResetOffsetBody,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+    TopicConfig,
+    TopicConfigSerializeWrapper,
+    TopicList,
+    TopicRouteData,
+    TopicStatsTable,
+)
+from mqtools.remoting.client import RemotingClient, parse_namesrv_list
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.headers import (
+    BrokerNameRequestHeader,
+    ConsumerGroupRequestHeader,
+    CreateTopicRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    DeleteTopicFromNamesrvRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    GetProducerConnectionListRequestHeader,
+    GetRouteInfoRequestHeader,
+    GetTopicsByClusterRequestHeader,
+    KVConfigRequestHeader,
+    OffsetResponseHeader,
+    PullMessageRequestHeader,
+    QueryConsumerOffsetRequestHeader,
+    QueryMessageRequestHeader,
+    QueueRequestHeader,
+    ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    TopicRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
+    ViewMessageRequestHeader,
+)
+
+ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+"""KV namespace where an ordered topic's `brokerName:queueNums;...` layout lives (mqadmin updateTopic -o)."""
+UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
+LATEST = -1
+"""reset_offset_by_time's timestamp meaning 'skip to the end of every queue'."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProgress:
+    queue: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp: int
+
+    @property
+    def diff(self) -> int:
+        return max(0, self.broker_offset - self.consumer_offset)
+
+
+@dataclass(slots=True)
+class ConsumerProgress:
+    group: str
+    queues: list[QueueProgress] = field(default_factory=list)
+    consume_tps: float = 0.0
+
+    @property
+    def total_diff(self) -> int:
+        return sum(q.diff for q in self.queues)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetReset:
+    queue: MessageQueue
+    old: int
+    """The committed offset before the reset; -1 when the group had none."""
+    new: int
+
+
+def _queue_key(mq: MessageQueue) -> tuple[str, str, int]:
+    return (mq.topic, mq.broker_name, mq.queue_id)
+
+
+class MQAdmin:
+    """Async admin client; `async with MQAdmin("127.0.0.1:9876") as admin: ...`."""
+
+    def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0) -> None:
+        addrs = parse_namesrv_list(namesrv) if isinstance(namesrv, str) else list(namesrv)
+        if not addrs:
+            raise MQClientError("no name server address given")
+        self.timeout = timeout
+        self.remoting = RemotingClient(addrs)
+
+    async def close(self) -> None:
+        await self.remoting.close()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return self.remoting.namesrv_addrs
+
+    # plumbing -------------------------------------------------------------------------
+
+    async def call(self, addr: str | None, code: int, ext: dict[str, str] | None = None, body: bytes | None = None,
+                   *, ok: tuple[int, ...] = (ResponseCode.SUCCESS,), timeout: float | None = None) -> RemotingCommand:
+        """One request (to a name server when addr is None); a code outside `ok` raises."""
+        cmd = RemotingCommand.request(code, ext or {}, body)
+        wait = timeout or self.timeout
+        try:
+            resp = await (self.remoting.invoke_namesrv(cmd, wait) if addr is None
+                          else self.remoting.invoke(addr, cmd, wait))
+        except RemotingError as exc:
+            raise MQClientError(f"{addr or 'name server'}: {exc}") from None
+        if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            raise NotAvailable(f"{addr or 'name server'} does not support request code {int(code)}: {resp.remark}")
+        if resp.code not in ok:
+            raise MQBrokerError(resp.code, resp.remark)
+        return resp
+
+    async def _each_namesrv(self, code: int, ext: dict[str, str]) -> dict[str, RemotingCommand]:
+        """Send to every name server; any failure raises after all have been tried."""
+        async def one(addr: str) -> tuple[str, RemotingCommand | BaseException]:
+            try:
+                return addr, await self.call(addr, code, ext)
+            except MQClientError as exc:
+                return addr, exc
+        results = dict(await asyncio.gather(*(one(a) for a in self.namesrv_addrs)))
+        failed = {a: r for a, r in results.items() if isinstance(r, BaseException)}
+        if failed:
+            raise MQClientError("; ".join(f"{a}: {e}" for a, e in failed.items()))
+        return results  # type: ignore[return-value]
+
+    async def _each(self, addrs: list[str], fn: Callable[[str], Awaitable[Any]]) -> dict[str, Any]:
+        results = await asyncio.gather(*(fn(a) for a in addrs))
+        return dict(zip(addrs, results, strict=True))
+
+    # name server ----------------------------------------------------------------------
+
+    async def cluster_info(self) -> ClusterInfo:
+        resp = await self.call(None, RequestCode.GET_BROKER_CLUSTER_INFO)
+        return ClusterInfo.from_json(resp.body or b"{}")
+
+    async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        """broker name -> master address, for one cluster or all; brokers without a master are left out."""
+        info = await self.cluster_info()
+        if cluster is not None and cluster not in info.cluster_addr_table:
+            raise MQClientError(f"cluster {cluster} not found (known: {', '.join(sorted(info.cluster_addr_table))})")
+        names = info.cluster_addr_table[cluster] if cluster else set(info.broker_addr_table)
+        out = {}
+        for name in sorted(names):
+            data = info.broker_addr_table.get(name)
+            if data is not None and MASTER_ID in data.broker_addrs:
+                out[name] = data.broker_addrs[MASTER_ID]
+        return out
+
+    async def broker_live_table(self) -> BrokerLiveTable:
+        """mq's private GET_BROKER_LIVE_TABLE; NotAvailable from Apache RocketMQ name servers."""
+        resp = await self.call(None, RequestCode.GET_BROKER_LIVE_TABLE)
+        return BrokerLiveTable.from_json(resp.body or b"{}")
+
+    async def topic_list(self) -> list[str]:
+        resp = await self.call(None, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        return sorted(TopicList.from_json(resp.body or b"{}").topic_list)
+
+    async def topics_by_cluster(self, cluster: str) -> list[str]:
+        resp = await self.call(None, RequestCode.GET_TOPICS_BY_CLUSTER, GetTopicsByClusterRequestHeader(cluster).to_ext())
+        return sorted(TopicList.from_json(resp.body or b"{}").topic_list)
+
+    async def topic_route(self, topic: str) -> TopicRouteData:
+        resp = await self.call(None, RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic).to_ext())
+        if not resp.body:
+            raise MQBrokerError(ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {topic}")
+        return TopicRouteData.from_json(resp.body)
+
+    async def route_masters(self, topic: str) -> dict[str, str]:
+        """broker name -> master address for the brokers that serve a topic."""
+        route = await self.topic_route(topic)
+        return {b.broker_name: b.broker_addrs[MASTER_ID] for b in route.broker_datas if MASTER_ID in b.broker_addrs}
+
+    async def put_kv(self, namespace: str, key: str, value: str) -> None:
+        await self._each_namesrv(RequestCode.PUT_KV_CONFIG, KVConfigRequestHeader(namespace, key, value).to_ext())
+
+    async def get_kv(self, namespace: str, key: str) -> str | None:
+        resp = await self.call(None, RequestCode.GET_KV_CONFIG, KVConfigRequestHeader(namespace, key).to_ext(),
+                               ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+        if resp.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        return GetKVConfigResponseHeader.from_ext(resp.ext_fields).value
+
+    async def delete_kv(self, namespace: str, key: str) -> None:
+        await self._each_namesrv(RequestCode.DELETE_KV_CONFIG, KVConfigRequestHeader(namespace, key).to_ext())
+
+    async def kv_list(self, namespace: str) -> dict[str, str]:
+        resp = await self.call(None, RequestCode.GET_KVLIST_BY_NAMESPACE,
+                               GetKVListByNamespaceRequestHeader(namespace).to_ext(),
+                               ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+        return KVTable.from_json(resp.body).table if resp.body else {}
+
+    async def wipe_write_perm(self, broker_name: str) -> dict[str, int]:
+        """Take write permission from a broker on every name server; topics affected per name server."""
+        return await self._perm(RequestCode.WIPE_WRITE_PERM_OF_BROKER, broker_name, "wipeTopicCount")
+
+    async def add_write_perm(self, broker_name: str) -> dict[str, int]:
+        return await self._perm(RequestCode.ADD_WRITE_PERM_OF_BROKER, broker_name, "addTopicCount")
+
+    async def _perm(self, code: int, broker_name: str, count_key: str) -> dict[str, int]:
+        results = await self._each_namesrv(code, BrokerNameRequestHeader(broker_name).to_ext())
+        return {addr: int(resp.ext_fields.get(count_key, 0)) for addr, resp in results.items()}
+
+    # topics ---------------------------------------------------------------------------
+
+    async def _targets(self, cluster: str | None, broker_addr: str | None) -> list[str]:
+        if (cluster is None) == (broker_addr is None):
+            raise MQClientError("give exactly one of cluster= or broker_addr=")
+        if broker_addr is not None:
+            return [broker_addr]
+        masters = await self.master_addrs(cluster)
+        if not masters:
+            raise MQClientError(f"cluster {cluster} has no master broker")
+        return list(masters.values())
+
+    async def create_topic(self, config: TopicConfig, *, cluster: str | None = None,
+                           broker_addr: str | None = None) -> list[str]:
+        """UPDATE_AND_CREATE_TOPIC on one broker or every master of a cluster; returns the addresses."""
+        addrs = await self._targets(cluster, broker_addr)
+        ext = CreateTopicRequestHeader(
+            topic=config.topic_name, default_topic=AUTO_CREATE_TOPIC_KEY, read_queue_nums=config.read_queue_nums,
+            write_queue_nums=config.write_queue_nums, perm=config.perm, topic_filter_type=config.topic_filter_type,
+            topic_sys_flag=config.topic_sys_flag, order=config.order,
+        ).to_ext()
+        await self._each(addrs, lambda a: self.call(a, RequestCode.UPDATE_AND_CREATE_TOPIC, ext))
+        if config.order and cluster is not None:
+            masters = await self.master_addrs(cluster)
+            layout = ";".join(f"{name}:{config.write_queue_nums}" for name in masters)
+            await self.put_kv(ORDER_TOPIC_CONFIG, config.topic_name, layout)
+        return addrs
+
+    async def delete_topic(self, topic: str, cluster: str) -> list[str]:
+        """DELETE_TOPIC_IN_BROKER on every master of the cluster, then DELETE_TOPIC_IN_NAMESRV everywhere."""
+        addrs = await self._targets(cluster, None)
+        ext = TopicRequestHeader(topic).to_ext()
+        await self._each(addrs, lambda a: self.call(a, RequestCode.DELETE_TOPIC_IN_BROKER, ext))
+        await self._each_namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV, DeleteTopicFromNamesrvRequestHeader(topic).to_ext())
+        if await self.get_kv(ORDER_TOPIC_CONFIG, topic) is not None:
+            await self.delete_kv(ORDER_TOPIC_CONFIG, topic)
+        return addrs
+
+    async def topic_configs(self, broker_addr: str) -> dict[str, TopicConfig]:
+        resp = await self.call(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        return TopicConfigSerializeWrapper.from_json(resp.body or b"{}").topic_config_table
+
+    async def topic_stats(self, topic: str) -> dict[MessageQueue, Any]:
+        """Min/max offset and last update per queue, over every broker serving the topic, sorted."""
+        ext = TopicRequestHeader(topic).to_ext()
+        answers = await self._each(list((await self.route_masters(topic)).values()),
+                                   lambda a: self.call(a, RequestCode.GET_TOPIC_STATS_INFO, ext))
+        table: dict[MessageQueue, Any] = {}
+        for resp in answers.values():
+            table.update(TopicStatsTable.from_json(resp.body or b"{}").offset_table)
+        return dict(sorted(table.items(), key=lambda kv: _queue_key(kv[0])))
+
+    async def topic_consumed_by(self, topic: str) -> list[str]:
+        ext = TopicRequestHeader(topic).to_ext()
+        answers = await self._each(list((await self.route_masters(topic)).values()),
+                                   lambda a: self.call(a, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, ext))
+        return sorted({g for r in answers.values() for g in GroupList.from_json(r.body or b"{}").group_list})
+
+    # subscription groups --------------------------------------------------------------
+
+    async def create_subscription_group(self, config: SubscriptionGroupConfig, *, cluster: str | None = None,
+                                        broker_addr: str | None = None) -> list[str]:
+        addrs = await self._targets(cluster, broker_addr)
+        body = config.to_json()
+        await self._each(addrs, lambda a: self.call(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body))
+        return addrs
+
+    async def delete_subscription_group(self, group: str, *, cluster: str | None = None,
+                                        broker_addr: str | None = None, clean_offset: bool = False) -> list[str]:
+        addrs = await self._targets(cluster, broker_addr)
+        ext = DeleteSubscriptionGroupRequestHeader(group, clean_offset).to_ext()
+        await self._each(addrs, lambda a: self.call(a, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext))
+        return addrs
+
+    async def subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
+        resp = await self.call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        return SubscriptionGroupWrapper.from_json(resp.body or b"{}").subscription_group_table
+
+    # consumers and producers ----------------------------------------------------------
+
+    async def _group_brokers(self, group: str, topic: str | None) -> dict[str, str]:
+        """Where a group's offsets live: the topic's brokers, else its retry topic's, else every master."""
+        for candidate in (topic, RETRY_GROUP_TOPIC_PREFIX + group):
+            if candidate is None:
+                continue
+            try:
+                return await self.route_masters(candidate)
+            except MQBrokerError as exc:
+                if exc.code != ResponseCode.TOPIC_NOT_EXIST:
+                    raise
+        return await self.master_addrs()
+
+    async def consumer_progress(self, group: str, topic: str | None = None) -> ConsumerProgress:
+        """GET_CONSUME_STATS on every broker of the group: offsets, lag and last consume time per queue."""
+        ext = GetConsumeStatsRequestHeader(group, topic).to_ext()
+        brokers = await self._group_brokers(group, topic)
+        answers = await self._each(list(brokers.values()), lambda a: self.call(
+            a, RequestCode.GET_CONSUME_STATS, ext, ok=(ResponseCode.SUCCESS, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                                      ResponseCode.TOPIC_NOT_EXIST)))
+        progress = ConsumerProgress(group)
+        for resp in answers.values():
+            if resp.code != ResponseCode.SUCCESS or not resp.body:
+                continue
+            stats = ConsumeStats.from_json(resp.body)
+            progress.consume_tps += stats.consume_tps
+            progress.queues.extend(QueueProgress(mq, w.broker_offset, w.consumer_offset, w.last_timestamp)
+                                   for mq, w in stats.offset_table.items())
+        progress.queues.sort(key=lambda q: _queue_key(q.queue))
+        return progress
+
+    async def consumer_connections(self, group: str) -> ConsumerConnection:
+        """Who is online in a group, with its subscriptions; CONSUMER_NOT_ONLINE raises MQBrokerError."""
+        ext = ConsumerGroupRequestHeader(group).to_ext()
+        last: MQBrokerError | None = None
+        for addr in (await self._group_brokers(group, None)).values():
+            try:
+                resp = await self.call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
+            except MQBrokerError as exc:
+                last = exc
+                continue
+            return ConsumerConnection.from_json(resp.body or b"{}")
+        raise last or MQClientError(f"no broker to ask about group {group}")
+
+    async def producer_connections(self, group: str, topic: str) -> ProducerConnection:
+        ext = GetProducerConnectionListRequestHeader(group).to_ext()
+        connections = ProducerConnection()
+        seen = set()
+        for addr in (await self.route_masters(topic)).values():
+            resp = await self.call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ext,
+                                   ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
+            if resp.code != ResponseCode.SUCCESS or not resp.body:
+                continue
+            for conn in ProducerConnection.from_json(resp.body).connection_set:
+                if conn.client_id not in seen:
+                    seen.add(conn.client_id)
+                    connections.connection_set.append(conn)
+        return connections
+
+    # offsets --------------------------------------------------------------------------
+
+    async def queue_offset(self, addr: str, code: int, mq: MessageQueue, timestamp: int | None = None) -> int:
+        """GET_MAX_OFFSET / GET_MIN_OFFSET, or SEARCH_OFFSET_BY_TIMESTAMP when a timestamp is given."""
+        if timestamp is None:
+            ext = QueueRequestHeader(mq.topic, mq.queue_id).to_ext()
+        else:
+            ext = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp).to_ext()
+        resp = await self.call(addr, code, ext)
+        return OffsetResponseHeader.from_ext(resp.ext_fields).offset
+
+    async def consumer_offset(self, addr: str, group: str, mq: MessageQueue) -> int:
+        """The committed offset, -1 when the group has none for this queue."""
+        ext = QueryConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id).to_ext()
+        resp = await self.call(addr, RequestCode.QUERY_CONSUMER_OFFSET, ext,
+                               ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+        if resp.code != ResponseCode.SUCCESS:
+            return -1
+        return OffsetResponseHeader.from_ext(resp.ext_fields).offset
+
+    async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True,
+                                   dry_run: bool = False) -> list[OffsetReset]:
+        """Move a group's offsets on a topic to the first message stored at or after `timestamp_ms`.
+
+        The dry run computes old -> new per queue without changing anything; the real run asks every
+        master (INVOKE_BROKER_TO_RESET_OFFSET), which also pushes the new offsets to online consumers.
+        Without `force` a queue only moves back. LATEST (-1) moves every queue to its end.
+        """
+        route = await self.topic_route(topic)
+        masters = {b.broker_name: b.broker_addrs[MASTER_ID] for b in route.broker_datas if MASTER_ID in b.broker_addrs}
+        queues = [MessageQueue(topic, q.broker_name, i) for q in route.queue_datas if q.broker_name in masters
+                  for i in range(q.read_queue_nums)]
+        old = await asyncio.gather(*(self.consumer_offset(masters[mq.broker_name], group, mq) for mq in queues))
+        before = dict(zip(map(_queue_key, queues), old, strict=True))
+        if dry_run:
+            planned = await asyncio.gather(*(self._planned(masters[mq.broker_name], mq, timestamp_ms) for mq in queues))
+            return [OffsetReset(mq, o, o if (not force and 0 <= o <= n) else n)
+                    for mq, o, n in zip(queues, old, planned, strict=True)]
+        ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force).to_ext()
+        answers = await self._each(list(masters.values()),
+                                   lambda a: self.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext))
+        rows = [OffsetReset(mq, before.get(_queue_key(mq), -1), new)
+                for resp in answers.values()
+                for mq, new in ResetOffsetBody.from_json(resp.body or b"{}").offset_table.items()]
+        return sorted(rows, key=lambda r: _queue_key(r.queue))
+
+    async def _planned(self, addr: str, mq: MessageQueue, timestamp_ms: int) -> int:
+        if timestamp_ms == LATEST:
+            return await self.queue_offset(addr, RequestCode.GET_MAX_OFFSET, mq)
+        return await self.queue_offset(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq, timestamp_ms)
+
+    # messages -------------------------------------------------------------------------
+
+    async def view_message(self, offset_msg_id: str) -> MessageExt:
+        """By offsetMsgId: the id names the storing broker and the commit log offset."""
+        try:
+            (host, port), offset = decode_offset_msg_id(offset_msg_id)
+        except ValueError as exc:
+            raise MQClientError(f"not an offset message id: {offset_msg_id!r} ({exc})") from None
+        resp = await self.call(f"{host}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset).to_ext())
+        messages = decode_pull_body(resp.body)
+        if not messages:
+            raise MQClientError(f"no message at {offset_msg_id}")
+        return messages[0]
+
+    async def query_by_key(self, topic: str, key: str, *, max_num: int = 64, begin_ms: int = 0,
+                           end_ms: int | None = None) -> list[MessageExt]:
+        """QUERY_MESSAGE on every broker of the topic: messages whose KEYS hold `key`, oldest first."""
+        return await self._query(topic, key, max_num, begin_ms, end_ms, unique=False)
+
+    async def query_by_unique_key(self, topic: str, uniq_key: str, *, begin_ms: int = 0,
+                                  end_ms: int | None = None) -> list[MessageExt]:
+        """By msgId (the producer's UNIQ_KEY); more than one hit means the message was sent again."""
+        found = await self._query(topic, uniq_key, 32, begin_ms, end_ms, unique=True)
+        return [m for m in found if m.properties.get(P.UNIQ_KEY) == uniq_key]
+
+    async def _query(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int | None, *,
+                     unique: bool) -> list[MessageExt]:
+        end = end_ms if end_ms is not None else int(time.time() * 1000) + 60_000
+        ext = QueryMessageRequestHeader(topic, key, max_num, begin_ms, end).to_ext()
+        if unique:
+            ext[UNIQUE_KEY_QUERY] = "true"
+        answers = await self._each(list((await self.route_masters(topic)).values()), lambda a: self.call(
+            a, RequestCode.QUERY_MESSAGE, ext, ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)))
+        found = [m for r in answers.values() if r.code == ResponseCode.SUCCESS for m in decode_pull_body(r.body)]
+        return sorted(found, key=lambda m: (m.store_timestamp, m.commit_log_offset))[:max_num]
+
+    async def message_at(self, mq: MessageQueue, offset: int, group: str = "mq_admin_tools") -> MessageExt | None:
+        """The message at one queue offset, None past the end or before the start of the queue."""
+        addr = (await self.route_masters(mq.topic)).get(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {mq.broker_name} has no master serving {mq.topic}")
+        header = PullMessageRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id,
+                                          queue_offset=offset, max_msg_nums=1, sys_flag=FLAG_SUBSCRIPTION, commit_offset=0,
+                                          suspend_timeout_millis=0, sub_version=0, subscription="*",
+                                          expression_type="TAG")
+        resp = await self.call(addr, RequestCode.PULL_MESSAGE, header.to_ext(), ok=(
+            ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED,
+            ResponseCode.PULL_RETRY_IMMEDIATELY))
+        messages = decode_pull_body(resp.body) if resp.code == ResponseCode.SUCCESS else []
+        return next((m for m in messages if m.queue_offset == offset), None)
+
+    # brokers --------------------------------------------------------------------------
+
+    async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
+        resp = await self.call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        return KVTable.from_json(resp.body or b"{}").table
+
+    async def broker_config(self, broker_addr: str) -> dict[str, str]:
+        resp = await self.call(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        return parse_properties((resp.body or b"").decode("utf-8"))
+
+    async def update_broker_config(self, broker_addr: str, values: dict[str, str]) -> None:
+        if not values:
+            raise MQClientError("nothing to update")
+        body = render_properties(values).encode("utf-8")
+        await self.call(broker_addr, RequestCode.UPDATE_BROKER_CONFIG, body=body)
+
+    async def ha_status(self, broker_addr: str) -> dict[str, Any]:
+        """GET_BROKER_HA_STATUS: HARuntimeInfo (master: its slaves and their lag; slave: its HA client)."""
+        resp = await self.call(broker_addr, RequestCode.GET_BROKER_HA_STATUS)
+        return json.loads(resp.body or b"{}")
+
+    async def broker_stats(self, broker_addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
+        """VIEW_BROKER_STATS_DATA, e.g. ("TOPIC_PUT_NUMS", topic) or ("GROUP_GET_NUMS", "topic@group")."""
+        resp = await self.call(broker_addr, RequestCode.VIEW_BROKER_STATS_DATA,
+                               ViewBrokerStatsDataRequestHeader(stats_name, stats_key).to_ext())
+        return BrokerStatsData.from_json(resp.body or b"{}")
+
+
+class SyncMQAdmin:
+    """Blocking MQAdmin for scripts: every async method of MQAdmin, called plainly."""
+
+    def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0) -> None:
+        self._loop = LoopThread("mq-admin")
+        self._timeout = timeout
+
+        async def make() -> MQAdmin:
+            return MQAdmin(namesrv, timeout=timeout)
+
+        self._admin = self._loop.run(make())
+
+    def __getattr__(self, name: str) -> Any:
+        attr = getattr(self._admin, name)
+        if not asyncio.iscoroutinefunction(attr):
+            return attr
+
+        def blocking(*args: Any, **kwargs: Any) -> Any:
+            coro: Coroutine[Any, Any, Any] = attr(*args, **kwargs)
+            return self._loop.run(coro)
+
+        return blocking
+
+    def close(self) -> None:
+        self._loop.run(self._admin.close())
+        self._loop.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
