@@ -96,6 +96,7 @@ class LocalOffsetStore(OffsetStore):
         super().__init__()
         self.path = path
         self._loaded: dict[str, int] = {}
+        self._writing = asyncio.Lock()
         if path.exists():
             raw = orjson.loads(path.read_bytes())
             self._loaded = {str(k): int(v) for k, v in raw.get("offsetTable", {}).items()}
@@ -111,7 +112,8 @@ class LocalOffsetStore(OffsetStore):
             if mq in self.table:
                 self._loaded[_key(mq)] = self.table[mq]
         data = orjson.dumps({"offsetTable": self._loaded}, option=orjson.OPT_INDENT_2)
-        await asyncio.to_thread(_write_atomic, self.path, data)
+        async with self._writing:  # the timer and a rebalance may persist at once: one temp file each
+            await asyncio.to_thread(_write_atomic, self.path, data)
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
