@@ -8,12 +8,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from mqtools.cli.serve import fail, option_overrides, run_server
+
 app = typer.Typer(help="Broker role.", no_args_is_help=True)
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"mq: error: {message}", err=True)
-    return typer.Exit(1)
 
 
 @app.command()
@@ -40,26 +37,14 @@ def start(
     ] = None,
 ) -> None:
     """Start a broker; flags override the properties file. Stops cleanly on SIGINT/SIGTERM."""
-    from mqtools.remoting.loop import run
     from mqtools.server.broker.app import BrokerController, StartError, serve
     from mqtools.server.broker.config import ConfigError, load_config
 
-    overrides: dict[str, str] = {}
-    if namesrv is not None:
-        overrides["namesrvAddr"] = namesrv
-    if listen_port is not None:
-        overrides["listenPort"] = str(listen_port)
-    if store_dir is not None:
-        overrides["storePathRootDir"] = str(store_dir)
-    if broker_name is not None:
-        overrides["brokerName"] = broker_name
+    overrides = option_overrides({"namesrvAddr": namesrv, "listenPort": listen_port,
+                                  "storePathRootDir": store_dir, "brokerName": broker_name})
     try:
         config = load_config(config_file, overrides)
     except ConfigError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    controller = BrokerController(config, config_path=config_file)
-    try:
-        run(serve(controller))
-    except StartError as exc:
-        raise _fail(str(exc)) from None
+    run_server(serve(BrokerController(config, config_path=config_file)), StartError)

@@ -7,12 +7,9 @@ from typing import Annotated, Optional
 
 import typer
 
+from mqtools.cli.serve import fail, option_overrides, run_server
+
 app = typer.Typer(help="Name server role.", no_args_is_help=True)
-
-
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"mq: error: {message}", err=True)
-    return typer.Exit(1)
 
 
 @app.command()
@@ -43,7 +40,6 @@ def start(
     ] = None,
 ) -> None:
     """Start a name server; flags override the properties file. Stops cleanly on SIGINT/SIGTERM."""
-    from mqtools.remoting.loop import run
     from mqtools.server.namesrv.app import NamesrvController, StartError, serve
     from mqtools.server.namesrv.config import ConfigError, NamesrvConfig, load_file
 
@@ -52,19 +48,15 @@ def start(
     if store_dir is not None:
         overrides["kvConfigPath"] = str(store_dir / "kvConfig.json")
         overrides["configStorePath"] = str(store_dir / "namesrv.properties")
-    if listen_port is not None:
-        overrides["listenPort"] = str(listen_port)
-    if host is not None:
-        overrides["bindAddress"] = host
-    if kv_config_path is not None:
-        overrides["kvConfigPath"] = str(kv_config_path)
+    overrides.update(option_overrides({"listenPort": listen_port, "bindAddress": host,
+                                       "kvConfigPath": kv_config_path}))
     try:
         if config_file is not None:
             config.apply(load_file(config_file))
             config.config_store_path = str(config_file)
         config.apply(overrides)
     except ConfigError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(str(exc)) from None
 
     def ready(controller: NamesrvController) -> None:
         bind = config.bind_address
@@ -72,7 +64,4 @@ def start(
         typer.echo(f"The Name Server boot success. address {bind}:{controller.port}")
         typer.echo(f"READY namesrv {shown}:{controller.port}")
 
-    try:
-        run(serve(config, ready))
-    except StartError as exc:
-        raise _fail(str(exc)) from None
+    run_server(serve(config, ready), StartError)

@@ -1,0 +1,33 @@
+"""What the server-role commands (`mq namesrv start`, `mq broker start`) share.
+
+Each turns its flags into properties that override the config file, runs its server on the
+one event loop until SIGINT/SIGTERM, and reports a failed start as one `mq: error:` line.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Coroutine
+from typing import Any
+
+import typer
+
+
+def fail(message: str) -> typer.Exit:
+    """Print `mq: error: <message>` on stderr; raise the result to exit with status 1."""
+    typer.echo(f"mq: error: {message}", err=True)
+    return typer.Exit(1)
+
+
+def option_overrides(options: dict[str, object | None]) -> dict[str, str]:
+    """The flags that were given, as properties (RocketMQ key -> string); unset (None) ones left out."""
+    return {key: str(value) for key, value in options.items() if value is not None}
+
+
+def run_server(main: Coroutine[Any, Any, Any], start_error: type[Exception]) -> None:
+    """Run the server coroutine until it stops; a `start_error` becomes a one-line exit 1."""
+    from mqtools.remoting.loop import run
+
+    try:
+        run(main)
+    except start_error as exc:
+        raise fail(str(exc)) from None
