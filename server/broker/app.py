@@ -43,6 +43,7 @@ from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import DelayLevelTable, ScheduleMessageService
 
+from mqtools.common.configkeys import camel, format_value
 from mqtools.common.javaprops import render_properties
 from mqtools.remoting.bodies import DataVersion
 from mqtools.remoting.client import RemotingClient
@@ -233,8 +234,7 @@ class BrokerController:
             for f in dataclasses.fields(store_cfg):
                 value = getattr(store_cfg, f.name)
                 if isinstance(value, (str, int, float, bool)):
-                    key = _camel(f.name)
-                    props.setdefault(key, ("true" if value else "false") if isinstance(value, bool) else str(value))
+                    props.setdefault(camel(f.name), format_value(value))
         return dict(sorted(props.items()))
 
     async def update_config(self, props: dict[str, str]) -> None:
@@ -259,11 +259,6 @@ class BrokerController:
         await asyncio.to_thread(write_atomic, Path(self.config_path), data)
         if self.config.broker_permission != old_perm:
             self.registrar.kick()
-
-
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
 
 
 async def serve(controller: BrokerController, *, ready: Callable[[str], None] | None = None) -> None:

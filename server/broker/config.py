@@ -16,13 +16,12 @@ address); set brokerIP1 for a broker that other hosts must reach.
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
+from mqtools.common.configkeys import ConfigError, parse_known, property_keys, to_properties
 from mqtools.common.javaprops import parse_properties
 from mqtools.remoting.client import parse_namesrv_list
 
@@ -31,10 +30,6 @@ DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 
 BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
 FLUSH_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
 MQ_VERSION_DESC = "V4_9_7"
-
-
-class ConfigError(ValueError):
-    """A config file or value that cannot be used; the message is one line for the user."""
 
 
 def _default_store_root() -> str:
@@ -116,23 +111,14 @@ class BrokerConfig:
     def apply(self, props: dict[str, str]) -> None:
         """Set known keys from strings (ConfigError on bad values); keep the rest in extra."""
         known = _keys()
-        staged: dict[str, Any] = {}
-        for key, raw in props.items():
-            spec = known.get(key)
-            if spec is None:
-                self.extra[key] = raw.strip()
-            else:
-                staged[spec[0]] = _convert(key, raw.strip(), spec[1])
+        staged = parse_known(props, known)
+        self.extra.update((key, raw.strip()) for key, raw in props.items() if key not in known)
         for name, value in staged.items():
             setattr(self, name, value)
 
     def to_properties(self) -> dict[str, str]:
         """Every setting under its RocketMQ name (GET_BROKER_CONFIG, persisted config)."""
-        out = dict(self.extra)
-        for key, (name, _kind) in _keys().items():
-            value = getattr(self, name)
-            out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
-        return out
+        return to_properties(self, _keys(), self.extra)
 
     def store_properties(self) -> dict[str, str]:
         """What the store's MessageStoreConfig is built from (it ignores keys it lacks)."""
@@ -168,38 +154,12 @@ class BrokerConfig:
 _CAMEL_OVERRIDES = {"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"}
 
 
-def _camel(name: str) -> str:
-    if name in _CAMEL_OVERRIDES:
-        return _CAMEL_OVERRIDES[name]
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
 def _keys() -> dict[str, tuple[str, type]]:
-    out: dict[str, tuple[str, type]] = {}
-    for f in dataclasses.fields(BrokerConfig):
-        if f.name == "extra":
-            continue
-        kind = {"int": int, "bool": bool, "str": str}[str(f.type)]
-        out[_camel(f.name)] = (f.name, kind)
-    return out
+    return property_keys(BrokerConfig, _CAMEL_OVERRIDES)
 
 
 def known_key(key: str) -> bool:
     return key in _keys()
-
-
-def _convert(key: str, raw: str, kind: type) -> Any:
-    if kind is bool:
-        if raw.lower() not in ("true", "false"):
-            raise ConfigError(f"{key} must be true or false, not {raw!r}")
-        return raw.lower() == "true"
-    if kind is int:
-        try:
-            return int(raw)
-        except ValueError:
-            raise ConfigError(f"{key} must be an integer, not {raw!r}") from None
-    return raw
 
 
 def load_config(

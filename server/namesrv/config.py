@@ -15,13 +15,10 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mqtools.common.configkeys import ConfigError, parse_known, property_keys, to_properties
 from mqtools.common.javaprops import parse_properties
 
 DEFAULT_LISTEN_PORT = 9876
-
-
-class ConfigError(ValueError):
-    """A config file or value that cannot be used; the message is one line for the user."""
 
 
 def _home_path(*parts: str) -> str:
@@ -53,12 +50,7 @@ class NamesrvConfig:
     def apply(self, props: dict[str, str]) -> None:
         """Set known keys from strings (raising ConfigError on bad values); keep the rest."""
         known = _keys()
-        staged: dict[str, object] = {}
-        for key, raw in props.items():
-            spec = known.get(key)
-            if spec is None:
-                continue
-            staged[spec[0]] = _convert(key, raw.strip(), spec[1])
+        staged = parse_known(props, known)
         _validate({**self._values(), **staged})
         for name, value in staged.items():
             setattr(self, name, value)
@@ -71,42 +63,14 @@ class NamesrvConfig:
 
     def to_properties(self) -> dict[str, str]:
         """All settings under their RocketMQ names, as GET_NAMESRV_CONFIG reports them."""
-        out = dict(self.extra)
-        for key, (name, _kind) in _keys().items():
-            value = getattr(self, name)
-            out[key] = ("true" if value else "false") if isinstance(value, bool) else str(value)
-        return out
+        return to_properties(self, _keys(), self.extra)
 
     def black_list(self) -> set[str]:
         return {k.strip() for k in self.config_black_list.split(";") if k.strip()}
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
 def _keys() -> dict[str, tuple[str, type]]:
-    out = {}
-    for f in dataclasses.fields(NamesrvConfig):
-        if f.name == "extra":
-            continue
-        kind = {"int": int, "bool": bool, "str": str}[f.type if isinstance(f.type, str) else f.type.__name__]
-        out[_camel(f.name)] = (f.name, kind)
-    return out
-
-
-def _convert(key: str, raw: str, kind: type) -> object:
-    if kind is bool:
-        if raw.lower() not in ("true", "false"):
-            raise ConfigError(f"{key}={raw!r}: expected true or false")
-        return raw.lower() == "true"
-    if kind is int:
-        try:
-            return int(raw)
-        except ValueError:
-            raise ConfigError(f"{key}={raw!r}: expected an integer") from None
-    return raw
+    return property_keys(NamesrvConfig)
 
 
 def _validate(values: dict[str, object]) -> None:

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mqtools.common.configkeys import camel, format_value
 from mqtools.common.message import Host
 
 
@@ -124,17 +125,12 @@ class MessageStoreConfig:
         out = {}
         for f in dataclasses.fields(self):
             value = getattr(self, f.name)
-            out[CAMEL_NAMES[f.name]] = str(value).lower() if isinstance(value, bool) else str(value)
+            out[CAMEL_NAMES[f.name]] = format_value(value)
         return out
 
 
-def _camel(name: str) -> str:
-    head, *rest = name.split("_")
-    return head + "".join(p[:1].upper() + p[1:] for p in rest)
-
-
 #: Field name -> RocketMQ property name (brokerIP1 keeps its upper-case "IP").
-CAMEL_NAMES: dict[str, str] = {f.name: _camel(f.name) for f in dataclasses.fields(MessageStoreConfig)}
+CAMEL_NAMES: dict[str, str] = {f.name: camel(f.name) for f in dataclasses.fields(MessageStoreConfig)}
 CAMEL_NAMES["broker_ip1"] = "brokerIP1"
 CAMEL_NAMES["check_crc_on_recover"] = "checkCRCOnRecover"
 CAMEL_NAMES["store_path_commit_log"] = "storePathCommitLog"
