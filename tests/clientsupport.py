@@ -1,13 +1,19 @@
-"""Helpers for client tests: a two-broker cluster and polling/topic utilities."""
+"""Helpers for tests against real processes: a name server with brokers, polling, one-off
+requests and topic creation."""
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+import inspect
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from mqproc import MqProcess, start_broker, start_namesrv
+
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.command import RemotingCommand
 
 #: Every delay level is one second, so retries come back fast.
 ONE_SECOND_LEVELS = " ".join(["1s"] * 18)
@@ -19,15 +25,21 @@ class Cluster:
     brokers: dict[str, MqProcess]
     workdir: Path
 
+    @property
+    def broker(self) -> MqProcess:
+        """The broker of a one-broker cluster."""
+        (only,) = self.brokers.values()
+        return only
 
-def two_broker_cluster(work: Path) -> Iterator[Cluster]:
-    """One name server and two brokers (broker-a, broker-b), stopped when the generator ends."""
+
+def broker_cluster(work: Path, names: Iterable[str], **props: str) -> Iterator[Cluster]:
+    """One name server and a broker per name (mqproc.start_broker with `props`), all under
+    `work`; what started is stopped when the generator ends, or when a later start fails."""
     namesrv = start_namesrv(work)
     brokers = {}
     try:
-        for name in ("broker-a", "broker-b"):
-            brokers[name] = start_broker(work, namesrv.addr, name, messageDelayLevel=ONE_SECOND_LEVELS,
-                                         brokerClusterName="ClientIT")
+        for name in names:
+            brokers[name] = start_broker(work, namesrv.addr, name, **props)
         yield Cluster(namesrv, brokers, work)
     finally:
         for proc in brokers.values():
@@ -35,21 +47,39 @@ def two_broker_cluster(work: Path) -> Iterator[Cluster]:
         namesrv.stop()
 
 
-async def until(predicate: Callable[[], bool | Awaitable[bool]], timeout: float, what: str) -> None:
-    """Poll `predicate` until true; fail with `what` after `timeout` seconds."""
+def two_broker_cluster(work: Path) -> Iterator[Cluster]:
+    """One name server and two brokers (broker-a, broker-b), stopped when the generator ends."""
+    yield from broker_cluster(work, ("broker-a", "broker-b"), messageDelayLevel=ONE_SECOND_LEVELS,
+                              brokerClusterName="ClientIT")
+
+
+async def until(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    """Poll `predicate` (plain or async) until it gives a true value, and return that value;
+    fail with `what` after `timeout` seconds."""
     loop = asyncio.get_running_loop()
     deadline = loop.time() + timeout
     while loop.time() < deadline:
         outcome = predicate()
-        if not isinstance(outcome, bool):
+        if inspect.isawaitable(outcome):
             outcome = await outcome
         if outcome:
-            return
+            return outcome
         await asyncio.sleep(0.1)
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-async def create_topic(cluster: Cluster, topic: str, queues: int = 4, *, order: bool = False) -> None:
+async def call(addr: str, code: int, ext: dict[str, str] | None = None, body: bytes | None = None,
+               timeout: float = 10.0) -> RemotingCommand:
+    """One request on a connection of its own, closed afterwards."""
+    client = RemotingClient()
+    try:
+        return await client.invoke(addr, RemotingCommand.request(code, ext or {}, body), timeout)
+    finally:
+        await client.close()
+
+
+async def create_topic(cluster: Cluster, topic: str, queues: int = 4, *, order: bool = False,
+                       timeout: float = 20) -> None:
     """UPDATE_AND_CREATE_TOPIC on every broker, then wait until the name server routes it to all."""
     from mqtools.client.instance import ClientInstance
     from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -68,6 +98,6 @@ async def create_topic(cluster: Cluster, topic: str, queues: int = 4, *, order: 
             route = await instance.route(topic, refresh=True)
             return route is not None and len(route.subscribe) == queues * len(cluster.brokers)
 
-        await until(routed, 20, f"a route of {topic} on every broker")
+        await until(routed, timeout, f"a route of {topic} on every broker")
     finally:
         await instance.shutdown()

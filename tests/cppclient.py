@@ -1,7 +1,9 @@
 """Run the C++ RocketMQ client (PyPI `rocketmq==0.4.4`, bundling librocketmq) in a subprocess.
 
 A crash or hang in the C library then cannot take pytest down. The script prints one JSON
-line per event; closing its stdin stops a consumer cleanly.
+line per event; closing its stdin stops a consumer cleanly. SCRIPT is the default producer /
+push consumer; a test with its own script passes it to CppClient (long-running) or run_cpp
+(run to the end). Each process gets its own HOME, where librocketmq writes its logs.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import subprocess
 import sys
 import threading
+from collections.abc import Iterable
 from pathlib import Path
 
 SCRIPT = r'''
@@ -53,15 +56,40 @@ consumer.shutdown()
 '''
 
 
-class CppClient:
-    """One C++-client subprocess and the JSON lines it printed."""
+def cpp_env(home: Path) -> dict[str, str]:
+    """The environment for a C++-client process: librocketmq logs under $HOME/logs/rocketmq-cpp."""
+    return {**os.environ, "HOME": str(home)}
 
-    def __init__(self, args: list[str], home: Path) -> None:
+
+def parse_events(lines: Iterable[str]) -> list[dict]:
+    """The JSON lines among `lines` (librocketmq may print other text)."""
+    events = []
+    for line in lines:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            continue
+    return events
+
+
+def run_cpp(script: str, args: list[str], home: Path, timeout: float = 90.0) -> list[dict]:
+    """Run `script` to its end; it must exit 0 with a last line {"done": true}. All its events."""
+    proc = subprocess.run([sys.executable, "-c", script, *args], check=False, capture_output=True, text=True,
+                          timeout=timeout, env=cpp_env(home))
+    events = parse_events(proc.stdout.splitlines())
+    assert proc.returncode == 0 and events and events[-1].get("done"), (proc.returncode, proc.stdout[-2000:],
+                                                                          proc.stderr[-2000:])
+    return events
+
+
+class CppClient:
+    """One C++-client subprocess (`script`, SCRIPT by default) and the JSON lines it printed."""
+
+    def __init__(self, args: list[str], home: Path, script: str = SCRIPT) -> None:
         home.mkdir(parents=True, exist_ok=True)
-        env = {**os.environ, "HOME": str(home)}  # librocketmq logs under ~/logs/rocketmq-cpp
         self.proc = subprocess.Popen(
-            [sys.executable, "-c", SCRIPT, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, env=env,
+            [sys.executable, "-c", script, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL, text=True, env=cpp_env(home),
         )
         self.events: list[dict] = []
         self._thread = threading.Thread(target=self._pump, daemon=True)
@@ -77,13 +105,14 @@ class CppClient:
 
     def _pump(self) -> None:
         for line in self.proc.stdout:  # type: ignore[union-attr]
-            try:
-                self.events.append(json.loads(line))
-            except ValueError:
-                continue
+            self.events.extend(parse_events([line]))
 
     def received(self) -> list[dict]:
         return [e for e in self.events if "body" in e]
+
+    @property
+    def bodies(self) -> list[str]:
+        return [e["body"] for e in self.received()]
 
     def wait(self, timeout: float = 60.0) -> int:
         code = self.proc.wait(timeout)
@@ -91,7 +120,7 @@ class CppClient:
         return code
 
     def stop(self, timeout: float = 30.0) -> int:
-        """Close stdin (the consumer shuts down cleanly); kill if that hangs."""
+        """Close stdin (the script shuts its consumer down cleanly); kill if that hangs."""
         try:
             if self.proc.stdin is not None and not self.proc.stdin.closed:
                 self.proc.stdin.close()

@@ -1,31 +1,26 @@
 """The real C++ RocketMQ client (rocketmq==0.4.4) consuming through `mq namesrv` + `mq broker`.
 
-Every C++ producer/consumer runs in its own subprocess (CPP_SCRIPT below): a crash or hang in
-librocketmq cannot take pytest down, and two consumers of one group must be two processes
-anyway (the C++ client's id is ip@pid, so two consumers in one process would be one member).
+Every C++ producer/consumer runs in its own subprocess (CPP_SCRIPT below, run by
+cppclient.CppClient): a crash or hang in librocketmq cannot take pytest down, and two
+consumers of one group must be two processes anyway (the C++ client's id is ip@pid, so two
+consumers in one process would be one member).
 The consumer script prints one JSON line per delivery; the test closes its stdin to stop it.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
-import sys
-import threading
-import time
 from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mqproc import MqProcess, start_mq
+from clientsupport import Cluster, broker_cluster, call, create_topic, until
+from cppclient import CppClient
+from mqproc import MqProcess
 
-from mqtools.remoting.bodies import ConsumerListBody, TopicRouteData
-from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.bodies import ConsumerListBody
 from mqtools.remoting.codes import RequestCode, ResponseCode
-from mqtools.remoting.command import RemotingCommand
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(150)]
 
@@ -83,93 +78,15 @@ print(json.dumps({"stopped": True}), flush=True)
 '''
 
 
-class CppProcess:
-    """One C++-client subprocess and the JSON lines it printed."""
-
-    def __init__(self, args: list[str], home: Path) -> None:
-        env = {**os.environ, "HOME": str(home)}  # librocketmq logs under ~/logs/rocketmq-cpp
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", CPP_SCRIPT, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, env=env,
-        )
-        self.events: list[dict] = []
-        self._thread = threading.Thread(target=self._pump, daemon=True)
-        self._thread.start()
-
-    def _pump(self) -> None:
-        for line in self.proc.stdout:  # type: ignore[union-attr]
-            try:
-                self.events.append(json.loads(line))
-            except ValueError:
-                continue
-
-    @property
-    def bodies(self) -> list[str]:
-        return [e["body"] for e in self.events if "body" in e]
-
-    def stop(self, timeout: float = 30.0) -> int:
-        """Close stdin (the script shuts its consumer down cleanly); kill if that hangs."""
-        try:
-            if self.proc.stdin is not None and not self.proc.stdin.closed:
-                self.proc.stdin.close()
-            return self.proc.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            return self.proc.wait(5)
-        finally:
-            self._thread.join(5)
-
-
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[tuple[MqProcess, MqProcess, Path]]:
-    namesrv = start_mq(["namesrv", "start", "--listen-port", "0", "--store-dir", str(tmp_path / "ns")])
-    props = tmp_path / "broker.properties"
-    props.write_text(
-        "brokerClusterName=CompatCluster\nbrokerName=broker-compat\nbrokerId=0\nlistenPort=0\n"
-        f"namesrvAddr={namesrv.addr}\nstorePathRootDir={tmp_path / 'store'}\n"
-        f"messageDelayLevel={DELAY_LEVELS}\nbrokerIP1=127.0.0.1\n"
-    )
-    try:
-        broker = start_mq(["broker", "start", "-c", str(props)], timeout=30)
-    except Exception:
-        namesrv.stop()
-        raise
-    yield namesrv, broker, tmp_path
-    broker.stop()
-    namesrv.stop()
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    yield from broker_cluster(tmp_path, ["broker-compat"], brokerClusterName="CompatCluster",
+                              messageDelayLevel=DELAY_LEVELS)
 
 
-async def call(addr: str, code: int, ext: dict[str, str] | None = None, body: bytes | None = None,
-               timeout: float = 5.0) -> RemotingCommand:
-    client = RemotingClient()
-    try:
-        return await client.invoke(addr, RemotingCommand.request(code, ext or {}, body), timeout)
-    finally:
-        await client.close()
-
-
-async def until(predicate, timeout: float, what: str, step: float = 0.2):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await predicate()
-        if value:
-            return value
-        await asyncio.sleep(step)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-
-
-async def create_topic(namesrv: MqProcess, broker: MqProcess, topic: str, queues: int = 4) -> None:
-    """Create the topic on the broker and wait until the name server routes it (consumers need a route)."""
-    ext = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
-           "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
-    resp = await call(broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
-    assert resp.code == ResponseCode.SUCCESS, resp.remark
-
-    async def routed() -> bool:
-        r = await call(namesrv.addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-        return r.code == ResponseCode.SUCCESS and bool(TopicRouteData.from_json(r.body).queue_datas)
-
-    await until(routed, 40, f"route of {topic}")
+def consume(namesrv: MqProcess, topic: str, group: str, home: Path, *flags: str) -> CppClient:
+    """A C++ push consumer; flags: "1" fails each first delivery, then optionally "orderly"."""
+    return CppClient(["consume", namesrv.addr, topic, group, *(flags or ("0",))], home, CPP_SCRIPT)
 
 
 async def consumer_ids(broker: MqProcess, group: str) -> list[str]:
@@ -178,9 +95,8 @@ async def consumer_ids(broker: MqProcess, group: str) -> list[str]:
 
 
 def produce(namesrv: MqProcess, topic: str, prefix: str, count: int, home: Path) -> list[str]:
-    producer = CppProcess(["produce", namesrv.addr, topic, prefix, str(count)], home)
-    assert producer.proc.wait(60) == 0, producer.events
-    producer._thread.join(5)
+    producer = CppClient(["produce", namesrv.addr, topic, prefix, str(count)], home, CPP_SCRIPT)
+    assert producer.wait(60) == 0, producer.events
     sent = [e["sent"] for e in producer.events if e.get("status") == 0]
     assert len(sent) == count, producer.events
     return sent
@@ -198,10 +114,10 @@ async def committed_total(broker: MqProcess, group: str, topic: str, queues: int
 
 
 async def test_two_push_consumers_split_queues_and_get_each_message_once(cluster) -> None:
-    namesrv, broker, home = cluster
+    namesrv, broker, home = cluster.namesrv, cluster.broker, cluster.workdir
     topic, group, count = "CompatSplit", "CG_SPLIT", 40
-    await create_topic(namesrv, broker, topic, queues=4)
-    consumers = [CppProcess(["consume", namesrv.addr, topic, group, "0"], home) for _ in range(2)]
+    await create_topic(cluster, topic, queues=4, timeout=40)
+    consumers = [consume(namesrv, topic, group, home) for _ in range(2)]
     try:
         await until(lambda: _len_ge(consumer_ids(broker, group), 2), 40, "two consumers in the group")
         await asyncio.sleep(3)  # both rebalance on NOTIFY_CONSUMER_IDS_CHANGED
@@ -228,10 +144,10 @@ async def _len_ge(coro, n: int) -> bool:
 
 
 async def test_reconsume_later_comes_back_through_the_retry_topic(cluster) -> None:
-    namesrv, broker, home = cluster
+    namesrv, broker, home = cluster.namesrv, cluster.broker, cluster.workdir
     topic, group = "CompatRetry", "CG_RETRY"
-    await create_topic(namesrv, broker, topic, queues=2)
-    consumer = CppProcess(["consume", namesrv.addr, topic, group, "1"], home)
+    await create_topic(cluster, topic, queues=2, timeout=40)
+    consumer = consume(namesrv, topic, group, home, "1")
     try:
         await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the consumer")
         await asyncio.sleep(2)
@@ -251,10 +167,10 @@ async def test_reconsume_later_comes_back_through_the_retry_topic(cluster) -> No
 
 
 async def test_restarted_consumer_resumes_from_committed_offset(cluster) -> None:
-    namesrv, broker, home = cluster
+    namesrv, broker, home = cluster.namesrv, cluster.broker, cluster.workdir
     topic, group, queues = "CompatResume", "CG_RESUME", 2
-    await create_topic(namesrv, broker, topic, queues=queues)
-    first = CppProcess(["consume", namesrv.addr, topic, group, "0"], home)
+    await create_topic(cluster, topic, queues=queues, timeout=40)
+    first = consume(namesrv, topic, group, home)
     try:
         await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the consumer")
         await asyncio.sleep(2)
@@ -273,7 +189,7 @@ async def test_restarted_consumer_resumes_from_committed_offset(cluster) -> None
         first.stop(timeout=40)  # its exit code is librocketmq's business; the offsets are already committed
     assert sorted(first.bodies) == sorted(batch1), first.events
     batch2 = produce(namesrv, topic, "after", 10, home)
-    second = CppProcess(["consume", namesrv.addr, topic, group, "0"], home)
+    second = consume(namesrv, topic, group, home)
     try:
         async def got_batch2() -> bool:
             return len(second.bodies) >= len(batch2)
@@ -287,10 +203,10 @@ async def test_restarted_consumer_resumes_from_committed_offset(cluster) -> None
 
 async def test_orderly_consumer_locks_queues_and_gets_each_queue_in_order(cluster) -> None:
     """The C++ orderly consumer only consumes queues it locked with LOCK_BATCH_MQ on the broker."""
-    namesrv, broker, home = cluster
+    namesrv, broker, home = cluster.namesrv, cluster.broker, cluster.workdir
     topic, group, count = "CompatOrderly", "CG_ORDERLY", 20
-    await create_topic(namesrv, broker, topic, queues=2)
-    consumer = CppProcess(["consume", namesrv.addr, topic, group, "0", "orderly"], home)
+    await create_topic(cluster, topic, queues=2, timeout=40)
+    consumer = consume(namesrv, topic, group, home, "0", "orderly")
     try:
         await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the orderly consumer")
         await asyncio.sleep(2)
@@ -316,10 +232,10 @@ async def test_orderly_consumer_locks_queues_and_gets_each_queue_in_order(cluste
 
 async def test_reset_offset_by_timestamp_rewinds_an_online_cpp_consumer(cluster) -> None:
     """INVOKE_BROKER_TO_RESET_OFFSET pushes RESET_CONSUMER_CLIENT_OFFSET in the C++ list form."""
-    namesrv, broker, home = cluster
+    namesrv, broker, home = cluster.namesrv, cluster.broker, cluster.workdir
     topic, group, queues = "CompatReset", "CG_RESET", 2
-    await create_topic(namesrv, broker, topic, queues=queues)
-    consumer = CppProcess(["consume", namesrv.addr, topic, group, "0"], home)
+    await create_topic(cluster, topic, queues=queues, timeout=40)
+    consumer = consume(namesrv, topic, group, home)
     try:
         await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the consumer")
         await asyncio.sleep(2)

@@ -1,29 +1,25 @@
 """The real C++ RocketMQ client (rocketmq==0.4.4) producing through `mq namesrv` + `mq broker`,
 and its PullConsumer reading every queue back.
 
-Each scenario runs the C++ client in a subprocess (SCRIPT below) with a timeout, so a crash
-or hang inside librocketmq cannot take pytest down. The script prints one JSON line per
-event; the test checks what the C++ client saw and what the broker stored.
+Each scenario runs the C++ client in a subprocess (SCRIPT below, by cppclient.run_cpp) with a
+timeout, so a crash or hang inside librocketmq cannot take pytest down. The script prints one
+JSON line per event; the test checks what the C++ client saw and what the broker stored.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
-import os
-import subprocess
-import sys
 from collections import defaultdict
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mqproc import MqProcess, start_mq
+from clientsupport import Cluster, broker_cluster, call, create_topic
+from cppclient import run_cpp
+from mqproc import MqProcess
 
 from mqtools.remoting.bodies import TopicRouteData
-from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode
-from mqtools.remoting.command import RemotingCommand
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(150)]
 
@@ -73,59 +69,10 @@ out(done=True)
 '''
 
 
-def run_cpp(args: list[str], home: Path, timeout: float = 90.0) -> list[dict]:
-    env = {**os.environ, "HOME": str(home)}  # librocketmq writes its logs under ~/logs
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, *args], check=False, capture_output=True, text=True,
-                          timeout=timeout, env=env)
-    events = []
-    for line in proc.stdout.splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
-    assert proc.returncode == 0 and events and events[-1].get("done"), (proc.returncode, proc.stdout[-2000:],
-                                                                          proc.stderr[-2000:])
-    return events
-
-
 @pytest.fixture
-def cluster(tmp_path: Path) -> Iterator[tuple[MqProcess, MqProcess, Path]]:
-    namesrv = start_mq(["namesrv", "start", "--listen-port", "0", "--store-dir", str(tmp_path / "ns")])
-    props = tmp_path / "broker.properties"
-    props.write_text(
-        "brokerClusterName=CoreCompat\nbrokerName=broker-core\nbrokerId=0\nlistenPort=0\n"
-        f"namesrvAddr={namesrv.addr}\nstorePathRootDir={tmp_path / 'store'}\nbrokerIP1=127.0.0.1\n"
-        "mappedFileSizeCommitLog=16777216\n"
-    )
-    try:
-        broker = start_mq(["broker", "start", "-c", str(props)], timeout=30)
-    except Exception:
-        namesrv.stop()
-        raise
-    yield namesrv, broker, tmp_path
-    broker.stop()
-    namesrv.stop()
-
-
-async def call(addr: str, code: int, ext: dict[str, str]) -> RemotingCommand:
-    client = RemotingClient()
-    try:
-        return await client.invoke(addr, RemotingCommand.request(code, ext), 5.0)
-    finally:
-        await client.close()
-
-
-async def create_topic(namesrv: MqProcess, broker: MqProcess, topic: str, queues: int) -> None:
-    ext = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
-           "perm": "6", "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}
-    resp = await call(broker.addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
-    assert resp.code == ResponseCode.SUCCESS, resp.remark
-    for _ in range(100):
-        r = await call(namesrv.addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
-        if r.code == ResponseCode.SUCCESS and TopicRouteData.from_json(r.body).queue_datas:
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"no route for {topic}")
+def cluster(tmp_path: Path) -> Iterator[Cluster]:
+    yield from broker_cluster(tmp_path, ["broker-core"], brokerClusterName="CoreCompat",
+                              mappedFileSizeCommitLog="16777216")
 
 
 async def queue_max_offsets(broker: MqProcess, topic: str, queues: int) -> list[int]:
@@ -137,11 +84,11 @@ async def queue_max_offsets(broker: MqProcess, topic: str, queues: int) -> list[
 
 
 async def test_cpp_producer_sync_oneway_orderly_then_pull_consumer(cluster) -> None:
-    namesrv, broker, home = cluster
+    namesrv, broker, home = cluster.namesrv, cluster.broker, cluster.workdir
     topic, queues = "CoreCompatTopic", 4
-    await create_topic(namesrv, broker, topic, queues)
+    await create_topic(cluster, topic, queues)
     n_sync, n_oneway, n_order = 30, 10, 24
-    events = run_cpp(["produce", namesrv.addr, topic, str(n_sync), str(n_oneway), str(n_order)], home)
+    events = run_cpp(SCRIPT, ["produce", namesrv.addr, topic, str(n_sync), str(n_oneway), str(n_order)], home)
     sync = [e for e in events if e.get("kind") == "sync"]
     assert len(sync) == n_sync and all(e["status"] == 0 for e in sync)  # SEND_OK
     assert len({e["msg_id"] for e in sync}) == n_sync
@@ -155,7 +102,7 @@ async def test_cpp_producer_sync_oneway_orderly_then_pull_consumer(cluster) -> N
         await asyncio.sleep(0.1)
     assert sum(await queue_max_offsets(broker, topic, queues)) == total
 
-    pulled = run_cpp(["pull", namesrv.addr, topic, "CG_CORE_PULL", "*"], home)
+    pulled = run_cpp(SCRIPT, ["pull", namesrv.addr, topic, "CG_CORE_PULL", "*"], home)
     msgs = [e for e in pulled if "body" in e]
     bodies = [e["body"] for e in msgs]
     assert sorted(bodies) == sorted([e["body"] for e in events if "body" in e])
@@ -176,11 +123,11 @@ async def test_cpp_producer_sync_oneway_orderly_then_pull_consumer(cluster) -> N
 
 
 async def test_cpp_pull_consumer_filters_by_tag(cluster) -> None:
-    namesrv, broker, home = cluster
+    namesrv, home = cluster.namesrv, cluster.workdir
     topic, queues = "CoreCompatTags", 2
-    await create_topic(namesrv, broker, topic, queues)
-    run_cpp(["produce", namesrv.addr, topic, "20", "0", "0"], home)
-    pulled = run_cpp(["pull", namesrv.addr, topic, "CG_CORE_TAGS", "A"], home)
+    await create_topic(cluster, topic, queues)
+    run_cpp(SCRIPT, ["produce", namesrv.addr, topic, "20", "0", "0"], home)
+    pulled = run_cpp(SCRIPT, ["pull", namesrv.addr, topic, "CG_CORE_TAGS", "A"], home)
     bodies = sorted(e["body"] for e in pulled if "body" in e)
     assert bodies == sorted(f"sync-{i}" for i in range(0, 20, 2))
     assert {e["tags"] for e in pulled if "body" in e} == {"A"}
@@ -189,12 +136,12 @@ async def test_cpp_pull_consumer_filters_by_tag(cluster) -> None:
 async def test_cpp_producer_auto_creates_its_topic(cluster) -> None:
     """No topic created beforehand: the C++ client sends via TBW102's route, the broker creates the
     topic and re-registers at once, and the pull consumer finds the new topic's queues."""
-    namesrv, _broker, home = cluster
+    namesrv, home = cluster.namesrv, cluster.workdir
     topic = "CoreCompatAuto"
-    events = run_cpp(["produce", namesrv.addr, topic, "8", "0", "0"], home)
+    events = run_cpp(SCRIPT, ["produce", namesrv.addr, topic, "8", "0", "0"], home)
     assert [e["status"] for e in events if e.get("kind") == "sync"] == [0] * 8
     resp = await call(namesrv.addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic})
     assert resp.code == ResponseCode.SUCCESS
     assert TopicRouteData.from_json(resp.body).queue_datas[0].write_queue_nums == 4  # the C++ default
-    pulled = run_cpp(["pull", namesrv.addr, topic, "CG_CORE_AUTO", "*"], home)
+    pulled = run_cpp(SCRIPT, ["pull", namesrv.addr, topic, "CG_CORE_AUTO", "*"], home)
     assert sorted(e["body"] for e in pulled if "body" in e) == sorted(f"sync-{i}" for i in range(8))

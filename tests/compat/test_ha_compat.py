@@ -2,21 +2,23 @@
 
 It produces through both broker groups; after broker-a's master is SIGKILLed its PullConsumer
 still reads every broker-a message from broker-a's slave, and new sends go to broker-b.
-Each C++ scenario runs in a subprocess with a timeout so librocketmq cannot take pytest down.
+Each C++ scenario runs in a subprocess (cppclient.run_cpp) with a timeout so librocketmq
+cannot take pytest down.
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import random
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from clientsupport import until
+from cppclient import run_cpp
+from mqproc import mq_command
 
 from mqtools.remoting.bodies import TopicRouteData
 from mqtools.remoting.client import RemotingClient
@@ -84,35 +86,16 @@ out(done=True)
 
 
 def mq(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mqtools.cli.main", *args], check=False, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run([*mq_command(), *args], check=False, capture_output=True, text=True, timeout=120)
 
 
-def run_cpp(args: list[str], home: Path, timeout: float = 120.0) -> list[dict]:
-    env = {**os.environ, "HOME": str(home)}  # librocketmq writes its logs under ~/logs
-    proc = subprocess.run([sys.executable, "-c", SCRIPT, *args], check=False, capture_output=True, text=True,
-                          timeout=timeout, env=env)
-    events = []
-    for line in proc.stdout.splitlines():
-        try:
-            events.append(json.loads(line))
-        except ValueError:
-            continue
-    assert proc.returncode == 0 and events and events[-1].get("done"), (proc.returncode, proc.stdout[-2000:],
-                                                                          proc.stderr[-2000:])
-    return events[:-1]
+def run_ha_cpp(args: list[str], home: Path) -> list[dict]:
+    """SCRIPT's events, without its closing {"done": true}."""
+    return run_cpp(SCRIPT, args, home, timeout=120.0)[:-1]
 
 
 async def call(client: RemotingClient, addr: str, code: int, ext: dict[str, str] | None = None) -> RemotingCommand:
     return await client.invoke(addr, RemotingCommand.request(code, ext or {}), 5.0)
-
-
-async def wait_for(predicate, timeout: float, what: str) -> None:
-    for _ in range(int(timeout * 10)):
-        if await predicate():
-            return
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def route(client: RemotingClient, namesrv: str) -> TopicRouteData | None:
@@ -152,10 +135,10 @@ async def test_cpp_client_reads_from_slave_after_master_kill(tmp_path: Path) -> 
                     return False
             return True
 
-        await wait_for(slaves_know_topic, 30, "topic sync to both slaves")
-        await wait_for(lambda: _route_has(client, namesrv, 2), 20, "route with both groups")
+        await until(slaves_know_topic, 30, "topic sync to both slaves")
+        await until(lambda: _route_has(client, namesrv, 2), 20, "route with both groups")
 
-        before = run_cpp(["produce", namesrv, TOPIC, "before", "40"], tmp_path)
+        before = run_ha_cpp(["produce", namesrv, TOPIC, "before", "40"], tmp_path)
         assert [e["status"] for e in before] == [0] * 40  # SEND_OK: each one is on a slave too
         on_a = await total_messages(client, addr["broker-a"])
         on_b_before = await total_messages(client, addr["broker-b"])
@@ -168,13 +151,13 @@ async def test_cpp_client_reads_from_slave_after_master_kill(tmp_path: Path) -> 
             groups = {b.broker_name: sorted(b.broker_addrs) for b in (data.broker_datas if data else [])}
             return groups.get("broker-a") == [1] and groups.get("broker-b") == [0, 1]
 
-        await wait_for(a_is_slave_only, 30, "broker-a master gone from the route")
+        await until(a_is_slave_only, 30, "broker-a master gone from the route")
 
-        after = run_cpp(["produce", namesrv, TOPIC, "after", "20"], tmp_path)
+        after = run_ha_cpp(["produce", namesrv, TOPIC, "after", "20"], tmp_path)
         assert [e["status"] for e in after] == [0] * 20
         assert await total_messages(client, addr["broker-b"]) == on_b_before + 20  # new sends all went to broker-b
 
-        pulled = run_cpp(["pull", namesrv, TOPIC, "*"], tmp_path)
+        pulled = run_ha_cpp(["pull", namesrv, TOPIC, "*"], tmp_path)
         bodies = {e["body"] for e in pulled if "body" in e}
         assert {(e["broker"], e["queue"]) for e in pulled if e.get("queue_done")} == \
             {(b, q) for b in ("broker-a", "broker-b") for q in range(QUEUES)}

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from cppclient import cpp_env
 from mqproc import MqProcess, start_mq
 
 from mqtools.remoting.bodies import (
@@ -45,9 +45,8 @@ def namesrv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MqProcess]:
 
 async def run_probe(namesrv: str, topic: str, home: Path) -> tuple[dict, str]:
     """The C++ client's verdict (JSON line) and its log text."""
-    env = {**os.environ, "HOME": str(home)}
     proc = await asyncio.create_subprocess_exec(
-        sys.executable, str(PROBE), namesrv, topic, env=env,
+        sys.executable, str(PROBE), namesrv, topic, env=cpp_env(home),
         stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
     )
     try:

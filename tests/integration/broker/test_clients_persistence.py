@@ -8,7 +8,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from mqproc import MqProcess, start_mq
+from clientsupport import call
+from mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
 
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import (
@@ -16,42 +17,22 @@ from mqtools.remoting.bodies import (
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
 )
-from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode
-from mqtools.remoting.command import RemotingCommand
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 
 
 def write_props(tmp_path: Path, namesrv: str = "") -> Path:
-    props = tmp_path / "broker.properties"
-    lines = [
-        "brokerClusterName=ITCluster",
-        "brokerName=broker-it",
-        "brokerId=0",
-        "listenPort=0",
-        "brokerIP1=127.0.0.1",
-        f"storePathRootDir={tmp_path / 'store'}",
-    ]
-    if namesrv:
-        lines.append(f"namesrvAddr={namesrv}")
-    props.write_text("\n".join(lines) + "\n")
-    return props
+    """mqproc's test broker.properties for broker-it, its store in tmp_path/store."""
+    return write_broker_props(tmp_path / "broker.properties", namesrv, tmp_path / "store",
+                              brokerClusterName="ITCluster", brokerName="broker-it")
 
 
 @pytest.fixture
 def namesrv(tmp_path: Path) -> Iterator[MqProcess]:
-    proc = start_mq(["namesrv", "start", "--listen-port", "0", "--store-dir", str(tmp_path / "ns")])
+    proc = start_namesrv(tmp_path)
     yield proc
     proc.stop()
-
-
-async def call(addr: str, code: int, ext: dict[str, str] | None = None, body: bytes | None = None) -> RemotingCommand:
-    client = RemotingClient()
-    try:
-        return await client.invoke(addr, RemotingCommand.request(code, ext or {}, body), 10)
-    finally:
-        await client.close()
 
 
 def query_ext(group: str, topic: str, queue_id: int) -> dict[str, str]:

@@ -13,7 +13,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mqproc import MqProcess, start_mq
+from clientsupport import until
+from mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
 
 from mqtools.remoting.bodies import ClusterInfo, KVTable, TopicConfigSerializeWrapper, TopicRouteData
 from mqtools.remoting.client import RemotingClient
@@ -28,23 +29,17 @@ from mqtools.remoting.headers import (
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 FLAG_SUSPEND, FLAG_SUB = 2, 4
-DELAY_LEVELS = "1s 2s 3s 4s 5s 6s 7s 8s 9s 10s 11s 12s 13s 14s 15s 16s 17s 18s"
 
 
 def write_props(path: Path, namesrv: str, store: Path, **extra: str) -> Path:
-    lines = {
-        "brokerClusterName": "CoreIT", "brokerName": "broker-it", "brokerId": "0", "listenPort": "0",
-        "namesrvAddr": namesrv, "storePathRootDir": str(store), "brokerIP1": "127.0.0.1",
-        "mappedFileSizeCommitLog": str(8 * 1024 * 1024), "messageDelayLevel": DELAY_LEVELS,
-    }
-    lines.update(extra)
-    path.write_text("".join(f"{k}={v}\n" for k, v in lines.items()))
-    return path
+    """mqproc's test broker.properties, as broker-it of cluster CoreIT unless `extra` says otherwise."""
+    return write_broker_props(path, namesrv, store, **{"brokerClusterName": "CoreIT", "brokerName": "broker-it",
+                                                        **extra})
 
 
 @pytest.fixture
 def namesrv(tmp_path: Path) -> Iterator[MqProcess]:
-    proc = start_mq(["namesrv", "start", "--listen-port", "0", "--store-dir", str(tmp_path / "ns")])
+    proc = start_namesrv(tmp_path)
     yield proc
     proc.stop()
 
@@ -84,16 +79,6 @@ def pull_cmd(topic: str, queue_id: int, offset: int, suspend_ms: int = 0) -> Rem
 async def route(namesrv: MqProcess, topic: str) -> TopicRouteData | None:
     resp = await call(namesrv.addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
     return TopicRouteData.from_json(resp.body) if resp.code == ResponseCode.SUCCESS else None
-
-
-async def until(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = await predicate()
-        if value:
-            return value
-        await asyncio.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 async def test_auto_created_topic_gets_a_route_at_once(namesrv, broker) -> None:
