@@ -18,7 +18,6 @@ import asyncio
 import json
 import multiprocessing as mp
 import os
-import statistics
 import struct
 import subprocess
 import sys
@@ -26,8 +25,10 @@ import tempfile
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+from benchsupport import create_topic, run_processes, throughput
 from mqproc import start_mq
 
 from mqtools.remoting.client import RemotingClient
@@ -148,25 +149,17 @@ def _child(args: tuple, out: mp.Queue) -> None:
 
 def run_case(addr: str, kind: str, inflight: int, seconds: float, batch: int, clients: int) -> dict:
     """Split `inflight` across `clients` processes (one Python client saturates one core)."""
-    ctx = mp.get_context("spawn")
-    out: mp.Queue = ctx.Queue()
     per = max(1, inflight // clients) if inflight > 1 else 1
     n = clients if inflight > 1 or kind == "pull" else 1
-    procs = [ctx.Process(target=_child, args=((addr, kind, per, seconds, batch), out)) for _ in range(n)]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=seconds + 60) for _ in procs]
-    for p in procs:
-        p.join(10)
-    lat = sorted(x for r in results for x in r["lat"])
-    msgs = sum(r["msgs"] for r in results)
+    results = run_processes(_child, (addr, kind, per, seconds, batch), n, timeout=seconds + 60)
+    figures = throughput(results)
     elapsed = max(r["elapsed"] for r in results)
-    size = sum(r.get("bytes", 0) for r in results) or msgs * len(BODY)
+    size = sum(r.get("bytes", 0) for r in results) or sum(r["msgs"] for r in results) * len(BODY)
     return {
-        "msgs_s": msgs / elapsed,
+        "msgs_s": figures["msgs_s"],
         "mb_s": size / elapsed / 1e6,
-        "p50_ms": statistics.median(lat) * 1000 if lat else 0.0,
-        "p99_ms": lat[int(len(lat) * 0.99) - 1] * 1000 if lat else 0.0,
+        "p50_ms": figures["p50_ms"],
+        "p99_ms": figures["p99_ms"],
         "errors": sum(r["errors"] for r in results),
     }
 
@@ -187,7 +180,7 @@ def main() -> None:
         line = ceiling.stdout.readline()  # type: ignore[union-attr]
         ceiling_addr = line.split()[2]
         try:
-            asyncio.run(_create_topic(broker.addr))
+            asyncio.run(create_topic(broker.addr, TOPIC, QUEUES))
             cases = {
                 "sync1": ("send", 1, 1),
                 "sync64": ("send", 64, 1),
@@ -212,16 +205,6 @@ def main() -> None:
     parts.append(f"pull: {p['msgs_s']:,.0f} msgs/s {p['mb_s']:.1f} MB/s")
     print("broker_send | " + " | ".join(parts) + " | targets: sync64>=40,000 batch32>=150,000 pull>=200,000")
     print(json.dumps({k: {kk: round(vv, 3) for kk, vv in v.items()} for k, v in res.items()}), file=sys.stderr)
-
-
-async def _create_topic(addr: str) -> None:
-    client = RemotingClient()
-    ext = {"topic": TOPIC, "defaultTopic": "TBW102", "readQueueNums": str(QUEUES), "writeQueueNums": str(QUEUES),
-           "perm": "6", "topicFilterType": "SINGLE_TAG"}
-    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext), 10)
-    await client.close()
-    if resp.code != 0:
-        raise SystemExit(f"cannot create {TOPIC}: {resp.remark}")
 
 
 if __name__ == "__main__":

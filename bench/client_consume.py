@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -21,7 +20,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import broker_send
-from mqproc import start_broker, start_namesrv
+from benchsupport import namesrv_and_broker
 
 from mqtools.client.consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult
@@ -54,21 +53,11 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=3.0)
     args = parser.parse_args()
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        namesrv = start_namesrv(work)
-        broker = start_broker(work, namesrv.addr, "bench", flushDiskType="ASYNC_FLUSH",
-                              mappedFileSizeCommitLog=str(1024 * 1024 * 1024))
-        try:
-            asyncio.run(broker_send._create_topic(broker.addr))
-            time.sleep(1.0)
-            filled = broker_send.run_case(broker.addr, "batch", 8, args.seconds, 32, 1)
-            total = int(filled["msgs_s"] * args.seconds * 0.95)
-            raw = broker_send.run_case(broker.addr, "pull", broker_send.QUEUES, args.seconds, 32, 1)
-            elapsed = asyncio.run(consume_backlog(namesrv.addr, total, 120))
-        finally:
-            broker.stop()
-            namesrv.stop()
+    with namesrv_and_broker(broker_send.TOPIC, broker_send.QUEUES) as (namesrv, broker):
+        filled = broker_send.run_case(broker.addr, "batch", 8, args.seconds, 32, 1)
+        total = int(filled["msgs_s"] * args.seconds * 0.95)
+        raw = broker_send.run_case(broker.addr, "pull", broker_send.QUEUES, args.seconds, 32, 1)
+        elapsed = asyncio.run(consume_backlog(namesrv.addr, total, 120))
     ours = total / elapsed
     print(f"client_consume | push consumer: {ours:,.0f} msgs/s ({total:,} msgs in {elapsed:.2f} s) | raw pull "
           f"{raw['msgs_s']:,.0f} msgs/s | ratio {ours / raw['msgs_s']:.2f}")

@@ -14,9 +14,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import multiprocessing as mp
-import statistics
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -24,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import broker_send
-from mqproc import start_broker, start_namesrv
+from benchsupport import namesrv_and_broker, run_processes, throughput
 
 from mqtools.client.producer import Producer
 from mqtools.common.message import Message
@@ -59,21 +57,9 @@ def _child(args: tuple, out: mp.Queue) -> None:
 
 
 def run_producer(namesrv: str, kind: str, inflight: int, seconds: float, batch: int, clients: int) -> dict:
-    ctx = mp.get_context("spawn")
-    out: mp.Queue = ctx.Queue()
     n = clients if inflight > 1 else 1
     per = max(1, inflight // n)
-    procs = [ctx.Process(target=_child, args=((namesrv, kind, per, seconds, batch), out)) for _ in range(n)]
-    for p in procs:
-        p.start()
-    results = [out.get(timeout=seconds + 60) for _ in procs]
-    for p in procs:
-        p.join(10)
-    lat = sorted(x for r in results for x in r["lat"])
-    msgs = sum(r["msgs"] for r in results)
-    elapsed = max(r["elapsed"] for r in results)
-    return {"msgs_s": msgs / elapsed, "p50_ms": statistics.median(lat) * 1000,
-            "p99_ms": lat[int(len(lat) * 0.99) - 1] * 1000}
+    return throughput(run_processes(_child, (namesrv, kind, per, seconds, batch), n, timeout=seconds + 60))
 
 
 def main() -> None:
@@ -83,21 +69,11 @@ def main() -> None:
     args = parser.parse_args()
     cases = {"sync1": ("send", 1, 1), "sync64": ("send", 64, 1), "batch32": ("batch", 8, 32)}
     res: dict[str, tuple[dict, dict]] = {}
-    with tempfile.TemporaryDirectory() as tmp:
-        work = Path(tmp)
-        namesrv = start_namesrv(work)
-        broker = start_broker(work, namesrv.addr, "bench", flushDiskType="ASYNC_FLUSH",
-                              mappedFileSizeCommitLog=str(1024 * 1024 * 1024))
-        try:
-            asyncio.run(broker_send._create_topic(broker.addr))
-            time.sleep(1.0)
-            for name, (kind, inflight, batch) in cases.items():
-                raw = broker_send.run_case(broker.addr, kind, inflight, args.seconds, batch, args.clients)
-                ours = run_producer(namesrv.addr, kind, inflight, args.seconds, batch, args.clients)
-                res[name] = (ours, raw)
-        finally:
-            broker.stop()
-            namesrv.stop()
+    with namesrv_and_broker(broker_send.TOPIC, broker_send.QUEUES) as (namesrv, broker):
+        for name, (kind, inflight, batch) in cases.items():
+            raw = broker_send.run_case(broker.addr, kind, inflight, args.seconds, batch, args.clients)
+            ours = run_producer(namesrv.addr, kind, inflight, args.seconds, batch, args.clients)
+            res[name] = (ours, raw)
     parts = [f"{name}: {o['msgs_s']:,.0f} msgs/s p50 {o['p50_ms']:.2f} ms p99 {o['p99_ms']:.2f} ms "
              f"raw {r['msgs_s']:,.0f}/s ratio {o['msgs_s'] / r['msgs_s']:.2f}" for name, (o, r) in res.items()]
     print("client_produce | " + " | ".join(parts) + " | target: sync64 ratio >= 0.70")

@@ -1,0 +1,84 @@
+"""What the broker/client benches share: a temp name server + broker, client processes, figures.
+
+The benches import this from their own directory; it puts tests/ on sys.path for mqproc.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing as mp
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from mqproc import MqProcess, start_broker, start_namesrv
+
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.command import RemotingCommand
+
+
+async def create_topic(addr: str, topic: str, queues: int) -> None:
+    """UPDATE_AND_CREATE_TOPIC on one broker; exit the bench when it is refused."""
+    client = RemotingClient()
+    ext = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
+           "perm": "6", "topicFilterType": "SINGLE_TAG"}
+    resp = await client.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext), 10)
+    await client.close()
+    if resp.code != 0:
+        raise SystemExit(f"cannot create {topic}: {resp.remark}")
+
+
+@contextmanager
+def namesrv_and_broker(topic: str, queues: int) -> Iterator[tuple[MqProcess, MqProcess]]:
+    """A name server and a broker "bench" (ASYNC_FLUSH, 1 GiB commitlog files) in a temp
+    directory, `topic` created on it and given a second to reach the name server; both are
+    stopped on exit."""
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        namesrv = start_namesrv(work)
+        try:
+            broker = start_broker(work, namesrv.addr, "bench", flushDiskType="ASYNC_FLUSH",
+                                  mappedFileSizeCommitLog=str(1024 * 1024 * 1024))
+            try:
+                asyncio.run(create_topic(broker.addr, topic, queues))
+                time.sleep(1.0)
+                yield namesrv, broker
+            finally:
+                broker.stop()
+        finally:
+            namesrv.stop()
+
+
+def run_processes(target: Callable[[tuple, mp.Queue], None], args: tuple, n: int, timeout: float) -> list[dict]:
+    """`n` spawned processes each running target(args, queue); the dict each put on the queue.
+
+    One Python client saturates one core, so a bench splits its load over processes."""
+    ctx = mp.get_context("spawn")
+    out: mp.Queue = ctx.Queue()
+    procs = [ctx.Process(target=target, args=(args, out)) for _ in range(n)]
+    for p in procs:
+        p.start()
+    results = [out.get(timeout=timeout) for _ in procs]
+    for p in procs:
+        p.join(10)
+    return results
+
+
+def throughput(results: list[dict]) -> dict[str, float]:
+    """msgs/s over the processes' results ("msgs", "elapsed", "lat" in seconds) and latency
+    percentiles in ms (0 when no latencies were taken)."""
+    lat = sorted(x for r in results for x in r["lat"])
+    msgs = sum(r["msgs"] for r in results)
+    elapsed = max(r["elapsed"] for r in results)
+    return {
+        "msgs_s": msgs / elapsed,
+        "p50_ms": statistics.median(lat) * 1000 if lat else 0.0,
+        "p99_ms": lat[int(len(lat) * 0.99) - 1] * 1000 if lat else 0.0,
+    }
