@@ -102,6 +102,15 @@ def produce(namesrv: MqProcess, topic: str, prefix: str, count: int, home: Path)
     return sent
 
 
+async def joined(broker: MqProcess, group: str, members: int, what: str, settle: float = 2) -> None:
+    """Wait until the group has `members` consumers, then `settle` seconds for their rebalance."""
+    async def enough() -> bool:
+        return len(await consumer_ids(broker, group)) >= members
+
+    await until(enough, 40, what)
+    await asyncio.sleep(settle)
+
+
 async def committed_total(broker: MqProcess, group: str, topic: str, queues: int) -> int:
     total = 0
     for queue_id in range(queues):
@@ -119,14 +128,10 @@ async def test_two_push_consumers_split_queues_and_get_each_message_once(cluster
     await create_topic(cluster, topic, queues=4, timeout=40)
     consumers = [consume(namesrv, topic, group, home) for _ in range(2)]
     try:
-        await until(lambda: _len_ge(consumer_ids(broker, group), 2), 40, "two consumers in the group")
-        await asyncio.sleep(3)  # both rebalance on NOTIFY_CONSUMER_IDS_CHANGED
+        await joined(broker, group, 2, "two consumers in the group", settle=3)
         sent = produce(namesrv, topic, "split", count, home)
 
-        async def all_received() -> bool:
-            return sum(len(c.bodies) for c in consumers) >= count
-
-        await until(all_received, 60, f"{count} deliveries")
+        await until(lambda: sum(len(c.bodies) for c in consumers) >= count, 60, f"{count} deliveries")
         await asyncio.sleep(3)  # a duplicate would show up here
     finally:
         for c in consumers:
@@ -139,24 +144,17 @@ async def test_two_push_consumers_split_queues_and_get_each_message_once(cluster
     assert not queues[0] & queues[1], f"both consumers consumed queues {queues[0] & queues[1]}"
 
 
-async def _len_ge(coro, n: int) -> bool:
-    return len(await coro) >= n
-
-
 async def test_reconsume_later_comes_back_through_the_retry_topic(cluster) -> None:
     namesrv, broker, home = cluster.namesrv, cluster.broker, cluster.workdir
     topic, group = "CompatRetry", "CG_RETRY"
     await create_topic(cluster, topic, queues=2, timeout=40)
     consumer = consume(namesrv, topic, group, home, "1")
     try:
-        await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the consumer")
-        await asyncio.sleep(2)
+        await joined(broker, group, 1, "the consumer")
         sent = produce(namesrv, topic, "retry", 3, home)
 
-        async def redelivered() -> bool:
-            return sum(1 for e in consumer.events if e.get("rc", 0) >= 1) >= len(sent)
-
-        await until(redelivered, 60, "re-deliveries through %RETRY%")
+        await until(lambda: sum(1 for e in consumer.events if e.get("rc", 0) >= 1) >= len(sent), 60,
+                    "re-deliveries through %RETRY%")
     finally:
         consumer.stop()
     first = Counter(e["body"] for e in consumer.events if e.get("rc") == 0)
@@ -172,14 +170,10 @@ async def test_restarted_consumer_resumes_from_committed_offset(cluster) -> None
     await create_topic(cluster, topic, queues=queues, timeout=40)
     first = consume(namesrv, topic, group, home)
     try:
-        await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the consumer")
-        await asyncio.sleep(2)
+        await joined(broker, group, 1, "the consumer")
         batch1 = produce(namesrv, topic, "before", 10, home)
 
-        async def got_batch1() -> bool:
-            return len(first.bodies) >= len(batch1)
-
-        await until(got_batch1, 60, "the first batch")
+        await until(lambda: len(first.bodies) >= len(batch1), 60, "the first batch")
 
         async def committed() -> bool:
             return await committed_total(broker, group, topic, queues) >= len(batch1)
@@ -191,10 +185,7 @@ async def test_restarted_consumer_resumes_from_committed_offset(cluster) -> None
     batch2 = produce(namesrv, topic, "after", 10, home)
     second = consume(namesrv, topic, group, home)
     try:
-        async def got_batch2() -> bool:
-            return len(second.bodies) >= len(batch2)
-
-        await until(got_batch2, 60, "the second batch")
+        await until(lambda: len(second.bodies) >= len(batch2), 60, "the second batch")
         await asyncio.sleep(2)
     finally:
         second.stop()
@@ -208,14 +199,10 @@ async def test_orderly_consumer_locks_queues_and_gets_each_queue_in_order(cluste
     await create_topic(cluster, topic, queues=2, timeout=40)
     consumer = consume(namesrv, topic, group, home, "0", "orderly")
     try:
-        await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the orderly consumer")
-        await asyncio.sleep(2)
+        await joined(broker, group, 1, "the orderly consumer")
         sent = produce(namesrv, topic, "ordered", count, home)
 
-        async def all_received() -> bool:
-            return len(consumer.bodies) >= count
-
-        await until(all_received, 60, f"{count} orderly deliveries")
+        await until(lambda: len(consumer.bodies) >= count, 60, f"{count} orderly deliveries")
         await asyncio.sleep(1)
     finally:
         consumer.stop()
@@ -237,14 +224,10 @@ async def test_reset_offset_by_timestamp_rewinds_an_online_cpp_consumer(cluster)
     await create_topic(cluster, topic, queues=queues, timeout=40)
     consumer = consume(namesrv, topic, group, home)
     try:
-        await until(lambda: _len_ge(consumer_ids(broker, group), 1), 40, "the consumer")
-        await asyncio.sleep(2)
+        await joined(broker, group, 1, "the consumer")
         sent = produce(namesrv, topic, "rewind", 10, home)
 
-        async def consumed_once() -> bool:
-            return len(consumer.bodies) >= len(sent)
-
-        await until(consumed_once, 60, "the first pass")
+        await until(lambda: len(consumer.bodies) >= len(sent), 60, "the first pass")
 
         async def committed() -> bool:
             return await committed_total(broker, group, topic, queues) >= len(sent)
@@ -254,10 +237,7 @@ async def test_reset_offset_by_timestamp_rewinds_an_online_cpp_consumer(cluster)
         resp = await call(broker.addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
         assert resp.code == ResponseCode.SUCCESS, resp.remark
 
-        async def consumed_twice() -> bool:
-            return len(consumer.bodies) >= 2 * len(sent)
-
-        await until(consumed_twice, 60, "the rewound second pass")
+        await until(lambda: len(consumer.bodies) >= 2 * len(sent), 60, "the rewound second pass")
     finally:
         consumer.stop()
     assert Counter(consumer.bodies) == Counter({body: 2 for body in sent})
