@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import os
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -96,7 +97,9 @@ class LocalOffsetStore(OffsetStore):
         super().__init__()
         self.path = path
         self._loaded: dict[str, int] = {}
-        self._writing = asyncio.Lock()
+        self._version = 0
+        self._written = 0
+        self._file_lock = threading.Lock()
         if path.exists():
             raw = orjson.loads(path.read_bytes())
             self._loaded = {str(k): int(v) for k, v in raw.get("offsetTable", {}).items()}
@@ -112,8 +115,19 @@ class LocalOffsetStore(OffsetStore):
             if mq in self.table:
                 self._loaded[_key(mq)] = self.table[mq]
         data = orjson.dumps({"offsetTable": self._loaded}, option=orjson.OPT_INDENT_2)
-        async with self._writing:  # the timer and a rebalance may persist at once: one temp file each
-            await asyncio.to_thread(_write_atomic, self.path, data)
+        self._version += 1
+        await asyncio.to_thread(self._write, self._version, data)
+
+    def _write(self, version: int, data: bytes) -> None:
+        """One writer at a time, and never an older table over a newer one.
+
+        A thread lock, not an asyncio one: a persist cancelled at shutdown leaves its thread running,
+        and the final persist must not race it on the temp file.
+        """
+        with self._file_lock:
+            if version > self._written:
+                _write_atomic(self.path, data)
+                self._written = version
 
 
 def _write_atomic(path: Path, data: bytes) -> None:
