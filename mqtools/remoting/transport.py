@@ -18,7 +18,7 @@ from mqtools.remoting.frame import DEFAULT_MAX_FRAME, FrameDecoder
 
 log = logging.getLogger(__name__)
 
-#: Bodies up to this size are joined to the header and written at once; bigger ones are not copied.
+#: Pending output up to this size is joined and written at once; bigger parts are not copied.
 _JOIN_LIMIT = 64 * 1024
 
 RequestCallback = Callable[["RemotingConnection", RemotingCommand], None]
@@ -38,7 +38,13 @@ class RemotingConnection(asyncio.Protocol):
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._transport: asyncio.Transport | None = None
         self.peer = "?"
-        self.closed = asyncio.get_event_loop().create_future()
+        self._loop = asyncio.get_event_loop()
+        self.closed = self._loop.create_future()
+        #: Output of this loop iteration: every response to one read goes out in one write.
+        self._out: list[bytes | memoryview] = []
+        self._out_size = 0
+        self._flush_scheduled = False
+        self._reading = False
         #: Free slot for the owner (a server's per-client state, for instance).
         self.attachment: Any = None
 
@@ -57,13 +63,18 @@ class RemotingConnection(asyncio.Protocol):
             log.warning("closing %s: %s", self.peer, exc)
             self.close()
             return
-        for cmd in commands:
-            if cmd.is_response:
-                fut = self._pending.pop(cmd.opaque, None)
-                if fut is not None and not fut.done():
-                    fut.set_result(cmd)
-            elif self._on_request is not None:
-                self._on_request(self, cmd)
+        self._reading = True
+        try:
+            for cmd in commands:
+                if cmd.is_response:
+                    fut = self._pending.pop(cmd.opaque, None)
+                    if fut is not None and not fut.done():
+                        fut.set_result(cmd)
+                elif self._on_request is not None:
+                    self._on_request(self, cmd)
+        finally:
+            self._reading = False
+            self._flush()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
@@ -88,12 +99,32 @@ class RemotingConnection(asyncio.Protocol):
         if transport is None or transport.is_closing():
             raise RemotingConnectionClosed(self.peer)
         head, body = cmd.encode_parts()
-        if body is None:
-            transport.write(head)
-        elif len(body) <= _JOIN_LIMIT:
-            transport.write(head + body)  # type: ignore[operator]  # one small copy, one syscall
+        self._out.append(head)
+        self._out_size += len(head)
+        if body is not None:
+            self._out.append(body)
+            self._out_size += len(body)
+        if not self._reading and not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
+    def _flush(self) -> None:
+        """Write what this iteration produced: one syscall for many small responses."""
+        self._flush_scheduled = False
+        out = self._out
+        if not out:
+            return
+        self._out = []
+        size, self._out_size = self._out_size, 0
+        transport = self._transport
+        if transport is None or transport.is_closing():
+            return
+        if len(out) == 1:
+            transport.write(out[0])
+        elif size <= _JOIN_LIMIT:
+            transport.write(b"".join(out))
         else:
-            transport.writelines((head, body))
+            transport.writelines(out)
 
     async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
@@ -112,6 +143,8 @@ class RemotingConnection(asyncio.Protocol):
         self.send(cmd)
 
     def close(self) -> None:
+        """Close after what was already sent is written."""
+        self._flush()
         if self._transport is not None:
             self._transport.close()
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import struct
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 
 import pytest
 
@@ -190,3 +190,65 @@ def test_address_parsing() -> None:
             parse_addr(bad)
     with pytest.raises(ValueError):
         parse_namesrv_list("a:1;b")
+
+
+class RecordingTransport(asyncio.Transport):
+    """Counts writes: coalescing is about how many syscalls the answers cost."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.writes: list[bytes] = []
+        self.closing = False
+
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        self.writes.append(bytes(data))
+
+    def writelines(self, list_of_data: Iterable[bytes | bytearray | memoryview]) -> None:
+        self.writes.append(b"".join(bytes(d) for d in list_of_data))
+
+    def is_closing(self) -> bool:
+        return self.closing
+
+    def close(self) -> None:
+        self.closing = True
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return default
+
+
+def frames_in(data: bytes) -> int:
+    count = pos = 0
+    while pos < len(data):
+        (length,) = struct.unpack_from(">i", data, pos)
+        pos += 4 + length
+        count += 1
+    return count
+
+
+async def test_answers_to_one_read_leave_in_one_write() -> None:
+    conn = RemotingConnection(lambda c, req: c.send(req.response(body=b"x" * 10)))
+    transport = RecordingTransport()
+    conn.connection_made(transport)
+    requests = b"".join(RemotingCommand.request(ECHO, {"i": str(i)}).encode() for i in range(5))
+    conn.data_received(requests)
+    assert len(transport.writes) == 1 and frames_in(transport.writes[0]) == 5
+
+
+async def test_sends_outside_a_read_go_out_together_on_the_next_iteration() -> None:
+    conn = RemotingConnection()
+    transport = RecordingTransport()
+    conn.connection_made(transport)
+    for i in range(3):
+        conn.send(RemotingCommand.request(ECHO, {"i": str(i)}, b"body"))
+    assert transport.writes == []
+    await asyncio.sleep(0)
+    assert len(transport.writes) == 1 and frames_in(transport.writes[0]) == 3
+
+
+async def test_close_writes_what_was_sent_first() -> None:
+    conn = RemotingConnection()
+    transport = RecordingTransport()
+    conn.connection_made(transport)
+    conn.send(RemotingCommand.request(ECHO, {}))
+    conn.close()
+    assert len(transport.writes) == 1 and transport.closing
