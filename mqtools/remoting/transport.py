@@ -127,16 +127,26 @@ class RemotingConnection(asyncio.Protocol):
             transport.writelines(out)
 
     async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
-        fut: asyncio.Future[RemotingCommand] = asyncio.get_running_loop().create_future()
+        """Send a request and wait for its response; RemotingTimeoutError after `timeout` seconds.
+
+        The deadline is a plain timer that fails the future (cheaper than asyncio.timeout's task
+        cancellation, which showed in the producer's profile at 64 requests in flight).
+        """
+        fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
         self._pending[cmd.opaque] = fut
+        timer = None
         try:
             self.send(cmd)
-            async with asyncio.timeout(timeout):
-                return await fut
-        except TimeoutError:
-            raise RemotingTimeoutError(self.peer, timeout, cmd.code) from None
+            timer = self._loop.call_later(timeout, self._expire, fut, timeout, cmd.code)
+            return await fut
         finally:
+            if timer is not None:
+                timer.cancel()
             self._pending.pop(cmd.opaque, None)
+
+    def _expire(self, fut: asyncio.Future[RemotingCommand], timeout: float, code: int) -> None:
+        if not fut.done():
+            fut.set_exception(RemotingTimeoutError(self.peer, timeout, code))
 
     def invoke_oneway(self, cmd: RemotingCommand) -> None:
         cmd.flag |= 2
