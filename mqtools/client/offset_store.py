@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -12,6 +11,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
@@ -126,15 +126,5 @@ class LocalOffsetStore(OffsetStore):
         """
         with self._file_lock:
             if version > self._written:
-                _write_atomic(self.path, data)
+                write_atomic(self.path, data)
                 self._written = version
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    os.replace(tmp, path)

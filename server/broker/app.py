@@ -38,11 +38,12 @@ from mqtools.server.broker.rebalance_lock import RebalanceLockManager
 from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar, RegisterResult
 from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.subscription import SubscriptionGroupManager
-from mqtools.server.broker.topic_config import TopicConfigManager, write_atomic
+from mqtools.server.broker.topic_config import TopicConfigManager
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import DelayLevelTable, ScheduleMessageService
 
+from mqtools.common.atomic_file import write_atomic
 from mqtools.common.configkeys import camel, format_value
 from mqtools.common.javaprops import render_properties
 from mqtools.remoting.bodies import DataVersion

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable
@@ -25,25 +24,13 @@ from pathlib import Path
 from mqtools.server.broker.config import BrokerConfig
 
 from mqtools.common import topics as T
+from mqtools.common.atomic_file import write_atomic
 from mqtools.common.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE, is_inherited
 from mqtools.remoting.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
 log = logging.getLogger(__name__)
 
 FILE_NAME = "topics.json"
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temp file, fsync, keep the previous version as .bak, rename over."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "wb") as fh:
-        fh.write(data)
-        fh.flush()
-        os.fsync(fh.fileno())
-    if path.exists():
-        os.replace(path, path.with_name(path.name + ".bak"))
-    os.replace(tmp, path)
 
 
 class TopicConfigManager:

@@ -18,10 +18,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mqtools.server.namesrv.config import NamesrvConfig
-from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager, write_atomic
+from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager
 from mqtools.server.namesrv.processor import NamesrvProcessor
 from mqtools.server.namesrv.route_info import RouteInfoManager
 
+from mqtools.common.atomic_file import write_atomic
 from mqtools.common.javaprops import render_properties
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection

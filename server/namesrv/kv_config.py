@@ -8,12 +8,11 @@ does the (blocking) write, which the app runs off the event loop.
 
 from __future__ import annotations
 
-import os
-import tempfile
 from pathlib import Path
 
 import orjson
 
+from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import KVTable
 
@@ -78,20 +77,3 @@ class KVConfigManager:
     def write_file(self, data: bytes) -> None:
         """Atomic replace (temp file + fsync + rename): a crash never leaves half a file."""
         write_atomic(self.path, data)
-
-
-def write_atomic(path: Path, data: bytes) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=path.name + ".", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise

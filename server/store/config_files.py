@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 from pathlib import Path
 from typing import Any
+
+from mqtools.common import atomic_file
 
 log = logging.getLogger(__name__)
 
@@ -47,21 +48,7 @@ def dumps(obj: Any) -> str:
 
 def write_atomic(path: Path, text: str) -> None:
     """tmp + fsync, previous version to .bak, rename into place, fsync the directory."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-        fh.flush()
-        os.fsync(fh.fileno())
-    if path.exists():
-        os.replace(path, path.with_name(path.name + ".bak"))
-    os.replace(tmp, path)
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
+    atomic_file.write_atomic(Path(path), text.encode("utf-8"))
 
 
 def persist(path: Path, obj: Any) -> None:
