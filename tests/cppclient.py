@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 SCRIPT = r'''
-import json, sys
+import json, sys, threading
 from rocketmq.client import Message, Producer, PushConsumer
 
 mode, ns, topic = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -39,11 +39,15 @@ if mode == "produce":
 
 group, props = sys.argv[4], sys.argv[5].split(",")
 
+lock = threading.Lock()  # librocketmq calls back from several threads: one whole line at a time
+
 def on_message(msg):
-    print(json.dumps({"body": msg.body.decode(), "tags": msg.tags.decode() if isinstance(msg.tags, bytes) else msg.tags,
+    line = json.dumps({"body": msg.body.decode(), "tags": msg.tags.decode() if isinstance(msg.tags, bytes) else msg.tags,
                       "keys": msg.keys.decode() if isinstance(msg.keys, bytes) else msg.keys,
                       "props": {p: (lambda v: v.decode() if isinstance(v, bytes) else v)(msg.get_property(p))
-                                for p in props if p}, "id": msg.id}), flush=True)
+                                for p in props if p}, "id": msg.id})
+    with lock:
+        print(line, flush=True)
     return None  # the wrapper answers CONSUME_SUCCESS when the callback does not raise
 
 consumer = PushConsumer(group)
@@ -91,6 +95,7 @@ class CppClient:
             [sys.executable, "-c", script, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL, text=True, env=cpp_env(home),
         )
+        self.home = home
         self.events: list[dict] = []
         self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()
@@ -113,6 +118,13 @@ class CppClient:
     @property
     def bodies(self) -> list[str]:
         return [e["body"] for e in self.received()]
+
+    def log_tail(self, lines: int = 60) -> str:
+        """The end of librocketmq's own log: what the client saw when a test waits in vain."""
+        logs = sorted((self.home / "logs" / "rocketmq-cpp").glob("*"), key=lambda p: p.stat().st_mtime)
+        if not logs:
+            return "(no librocketmq log)"
+        return "\n".join(logs[-1].read_text(errors="replace").splitlines()[-lines:])
 
     def wait(self, timeout: float = 60.0) -> int:
         code = self.proc.wait(timeout)

@@ -9,6 +9,7 @@ to every name server), as mqadmin does. SyncMQAdmin is the blocking facade for s
 from __future__ import annotations
 
 import asyncio
+import inspect
 import json
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -527,7 +528,7 @@ class SyncMQAdmin:
 
     def __getattr__(self, name: str) -> Any:
         attr = getattr(self._admin, name)
-        if not asyncio.iscoroutinefunction(attr):
+        if not inspect.iscoroutinefunction(attr):
             return attr
 
         def blocking(*args: Any, **kwargs: Any) -> Any:

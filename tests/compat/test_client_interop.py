@@ -36,7 +36,10 @@ async def test_python_producer_to_cpp_push_consumer(cluster: Cluster, tmp_path: 
                 msg = Message("InteropPy2Cpp", f"py-body-{i}".encode(),
                               properties={"TAGS": f"Tag{i % 2}", "KEYS": f"py-key-{i}", "color": f"c{i}"})
                 sent[f"py-body-{i}"] = (msg, await producer.send(msg))
-        await until(lambda: len(cpp.received()) >= 20, 60, "20 messages at the C++ consumer")
+        try:
+            await until(lambda: len(cpp.received()) >= 20, 60, "20 messages at the C++ consumer")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; got {sorted(cpp.bodies)}\n{cpp.log_tail()}") from None
     finally:
         cpp.stop()
     by_body = {e["body"]: e for e in cpp.received()}
