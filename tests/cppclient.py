@@ -91,10 +91,12 @@ class CppClient:
 
     def __init__(self, args: list[str], home: Path, script: str = SCRIPT) -> None:
         home.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen(
-            [sys.executable, "-c", script, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-            stderr=subprocess.DEVNULL, text=True, env=cpp_env(home),
-        )
+        self.stderr_path = home / "stderr.txt"
+        with open(self.stderr_path, "w") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", script, *args], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=err, text=True, env=cpp_env(home),
+            )
         self.home = home
         self.events: list[dict] = []
         self._thread = threading.Thread(target=self._pump, daemon=True)
@@ -118,6 +120,10 @@ class CppClient:
     @property
     def bodies(self) -> list[str]:
         return [e["body"] for e in self.received()]
+
+    def stderr_tail(self, chars: int = 3000) -> str:
+        """The end of the script's stderr (a Python traceback when the C++ client raised)."""
+        return self.stderr_path.read_text(errors="replace")[-chars:]
 
     def log_tail(self, lines: int = 60) -> str:
         """The end of librocketmq's own log: what the client saw when a test waits in vain."""
