@@ -8,7 +8,7 @@ import tempfile
 from pathlib import Path
 
 
-def write_atomic(path: Path, data: bytes, *, keep_backup: bool = True) -> None:
+def write_atomic(path: Path, data: bytes) -> None:
     """Unique temp file + fsync, previous version kept as `<name>.bak` (as RocketMQ's string2File
     does), rename into place, fsync the directory. Concurrent writers never share a temp file."""
     path = Path(path)
@@ -19,7 +19,7 @@ def write_atomic(path: Path, data: bytes, *, keep_backup: bool = True) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if keep_backup and path.exists():
+        if path.exists():
             os.replace(path, path.with_name(path.name + ".bak"))
         os.replace(tmp, path)
     except BaseException:

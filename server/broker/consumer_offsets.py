@@ -18,17 +18,13 @@ from pathlib import Path
 
 from mqtools.server.store import config_files
 
+from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting.bodies import ConsumerOffsetSerializeWrapper, from_obj
 
 log = logging.getLogger(__name__)
 
 TOPIC_GROUP_SEPARATOR = "@"
 FILE_NAME = "consumerOffset.json"
-
-
-def write_config_file(path: Path, data: bytes) -> None:
-    """Atomic write with the previous version kept as .bak (config_files does the work)."""
-    config_files.write_atomic(path, data.decode())
 
 
 def offset_key(topic: str, group: str) -> str:
@@ -124,7 +120,7 @@ class ConsumerOffsetManager:
             if seq < self._written_seq:
                 return
             self._written_seq = seq
-            write_config_file(self.path, data)
+            write_atomic(self.path, data)
 
     async def persist_async(self) -> None:
         """Snapshot on the loop, write in a thread: the loop never waits for fsync."""

@@ -15,6 +15,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting.bodies import (
     ConsumerOffsetSerializeWrapper,
     SubscriptionGroupWrapper,
@@ -108,7 +109,7 @@ class SlaveSynchronize:
         if not body or schedule is None:
             return
         path = schedule.path
-        await asyncio.to_thread(_write_verbatim, path, body)
+        await asyncio.to_thread(write_atomic, path, body)
         schedule.load()
 
     async def sync_subscription_groups(self, master: str) -> None:
@@ -119,10 +120,3 @@ class SlaveSynchronize:
             groups.table.clear()
             groups.decode(body)
             await asyncio.to_thread(groups.persist)
-
-
-def _write_verbatim(path: Any, data: bytes) -> None:
-    from mqtools.server.broker.consumer_offsets import write_config_file
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    write_config_file(path, data)

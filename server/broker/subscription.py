@@ -15,9 +15,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mqtools.server.broker.consumer_offsets import write_config_file
 from mqtools.server.store import config_files
 
+from mqtools.common.atomic_file import write_atomic
 from mqtools.common.topics import TOOLS_CONSUMER_GROUP
 from mqtools.remoting.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper, from_obj
 
@@ -127,7 +127,7 @@ class SubscriptionGroupManager:
         with self._write_lock:
             if seq < self._written_seq:
                 return  # a newer snapshot is already on disk
-            write_config_file(self.path, data)
+            write_atomic(self.path, data)
             self._written_seq = seq
 
     def _write_quietly(self, seq: int, data: bytes) -> None:

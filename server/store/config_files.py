@@ -46,13 +46,8 @@ def dumps(obj: Any) -> str:
     return json.dumps(obj, indent="\t", ensure_ascii=False)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """tmp + fsync, previous version to .bak, rename into place, fsync the directory."""
-    atomic_file.write_atomic(Path(path), text.encode("utf-8"))
-
-
 def persist(path: Path, obj: Any) -> None:
-    write_atomic(path, dumps(obj))
+    atomic_file.write_atomic(Path(path), dumps(obj).encode("utf-8"))
 
 
 def load(path: Path) -> Any | None:

@@ -26,6 +26,7 @@ from typing import Any
 from mqtools.server.store import config_files
 
 from mqtools.common import properties as P
+from mqtools.common.atomic_file import write_atomic
 from mqtools.common.codec import CorruptMessageError, decode_stored
 from mqtools.common.hashing import tags_code
 from mqtools.common.message import MessageExt, MessageExtBrokerInner
@@ -181,7 +182,7 @@ class ScheduleMessageService:
             if seq < self._written_seq:
                 return
             self._written_seq = seq
-            config_files.write_atomic(self.path, data.decode())
+            write_atomic(self.path, data)
 
     # ------------------------------------------------------------------ delivery
 
