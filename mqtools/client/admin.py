@@ -9,22 +9,30 @@ to every name server), as mqadmin does. SyncMQAdmin is the blocking facade for s
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
 import json
 import time
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Self
 
-from mqtools.client.consumer import FLAG_SUBSCRIPTION, decode_pull_body
+from mqtools.client.consumer import decode_pull_body, parse_subscription, pull_once, queue_offset
 from mqtools.client.errors import MQBrokerError, MQClientError, NotAvailable
-from mqtools.client.route import MASTER_ID
+from mqtools.client.instance import ClientInstance
+from mqtools.client.offset_store import RemoteOffsetStore
+from mqtools.client.route import MASTER_ID, TopicRoute
 from mqtools.client.sync import LoopThread
 from mqtools.common import properties as P
 from mqtools.common.ids import decode_offset_msg_id
 from mqtools.common.javaprops import parse_properties, render_properties
 from mqtools.common.message import MessageExt
-from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, RETRY_GROUP_TOPIC_PREFIX
+from mqtools.common.topics import (
+    AUTO_CREATE_TOPIC_KEY,
+    NAMESPACE_ORDER_TOPIC_CONFIG,
+    RETRY_GROUP_TOPIC_PREFIX,
+    TOOLS_CONSUMER_GROUP,
+)
 from mqtools.remoting.bodies import (
     BrokerLiveTable,
     BrokerStatsData,
@@ -41,14 +49,16 @@ from mqtools.remoting.bodies import (
     TopicConfig,
     TopicConfigSerializeWrapper,
     TopicList,
+    TopicOffset,
     TopicRouteData,
     TopicStatsTable,
 )
-from mqtools.remoting.client import RemotingClient, parse_namesrv_list
+from mqtools.remoting.client import parse_namesrv_list
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import (
+    UNIQUE_KEY_QUERY,
     BrokerNameRequestHeader,
     ConsumerGroupRequestHeader,
     CreateTopicRequestHeader,
@@ -58,24 +68,15 @@ from mqtools.remoting.headers import (
     GetKVConfigResponseHeader,
     GetKVListByNamespaceRequestHeader,
     GetProducerConnectionListRequestHeader,
-    GetRouteInfoRequestHeader,
     GetTopicsByClusterRequestHeader,
     KVConfigRequestHeader,
-    OffsetResponseHeader,
-    PullMessageRequestHeader,
-    QueryConsumerOffsetRequestHeader,
     QueryMessageRequestHeader,
-    QueueRequestHeader,
     ResetOffsetRequestHeader,
-    SearchOffsetRequestHeader,
     TopicRequestHeader,
     ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
 )
 
-ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
-"""KV namespace where an ordered topic's `brokerName:queueNums;...` layout lives (mqadmin updateTopic -o)."""
-UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 LATEST = -1
 """reset_offset_by_time's timestamp meaning 'skip to the end of every queue'."""
 
@@ -115,6 +116,28 @@ def _queue_key(mq: MessageQueue) -> tuple[str, str, int]:
     return (mq.topic, mq.broker_name, mq.queue_id)
 
 
+def _masters(route: TopicRoute) -> dict[str, str]:
+    """broker name -> master address of a route's brokers; brokers without a master are left out."""
+    return {name: addrs[MASTER_ID] for name, addrs in route.broker_addrs.items() if MASTER_ID in addrs}
+
+
+@contextlib.contextmanager
+def _unreachable_as_client_error() -> Iterator[None]:
+    """Connection failures and timeouts surface as MQClientError, like every other admin failure."""
+    try:
+        yield
+    except RemotingError as exc:
+        raise MQClientError(str(exc)) from None
+
+
+def _checked(where: str, code: int, resp: RemotingCommand, ok: tuple[int, ...]) -> RemotingCommand:
+    if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+        raise NotAvailable(f"{where} does not support request code {int(code)}: {resp.remark}")
+    if resp.code not in ok:
+        raise MQBrokerError(resp.code, resp.remark)
+    return resp
+
+
 class MQAdmin:
     """Async admin client; `async with MQAdmin("127.0.0.1:9876") as admin: ...`."""
 
@@ -123,10 +146,11 @@ class MQAdmin:
         if not addrs:
             raise MQClientError("no name server address given")
         self.timeout = timeout
-        self.remoting = RemotingClient(addrs)
+        self.instance = ClientInstance(addrs, timeout=timeout)
+        self.remoting = self.instance.remoting
 
     async def close(self) -> None:
-        await self.remoting.close()
+        await self.instance.shutdown()
 
     async def __aenter__(self) -> Self:
         return self
@@ -145,28 +169,25 @@ class MQAdmin:
         """One request (to a name server when addr is None); a code outside `ok` raises."""
         cmd = RemotingCommand.request(code, ext or {}, body)
         wait = timeout or self.timeout
-        try:
+        with _unreachable_as_client_error():
             resp = await (self.remoting.invoke_namesrv(cmd, wait) if addr is None
                           else self.remoting.invoke(addr, cmd, wait))
-        except RemotingError as exc:
-            raise MQClientError(f"{addr or 'name server'}: {exc}") from None
-        if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-            raise NotAvailable(f"{addr or 'name server'} does not support request code {int(code)}: {resp.remark}")
-        if resp.code not in ok:
-            raise MQBrokerError(resp.code, resp.remark)
-        return resp
+        return _checked(addr or "name server", code, resp, ok)
 
     async def _each_namesrv(self, code: int, ext: dict[str, str]) -> dict[str, RemotingCommand]:
         """Send to every name server; any failure raises after all have been tried."""
-        async def one(addr: str) -> tuple[str, RemotingCommand | BaseException]:
+        results = await self.remoting.invoke_each_namesrv(lambda: RemotingCommand.request(code, dict(ext)),
+                                                          self.timeout)
+        failed = []
+        for addr, resp in results.items():
             try:
-                return addr, await self.call(addr, code, ext)
+                if isinstance(resp, RemotingError):
+                    raise MQClientError(str(resp))
+                _checked(addr, code, resp, (ResponseCode.SUCCESS,))
             except MQClientError as exc:
-                return addr, exc
-        results = dict(await asyncio.gather(*(one(a) for a in self.namesrv_addrs)))
-        failed = {a: r for a, r in results.items() if isinstance(r, BaseException)}
+                failed.append(f"{addr}: {exc}")
         if failed:
-            raise MQClientError("; ".join(f"{a}: {e}" for a, e in failed.items()))
+            raise MQClientError("; ".join(failed))
         return results  # type: ignore[return-value]
 
     async def _each(self, addrs: list[str], fn: Callable[[str], Awaitable[Any]]) -> dict[str, Any]:
@@ -206,15 +227,20 @@ class MQAdmin:
         return sorted(TopicList.from_json(resp.body or b"{}").topic_list)
 
     async def topic_route(self, topic: str) -> TopicRouteData:
-        resp = await self.call(None, RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic).to_ext())
-        if not resp.body:
+        """The name server's route; MQBrokerError(TOPIC_NOT_EXIST) for an unknown topic."""
+        return (await self._route(topic)).data
+
+    async def _route(self, topic: str) -> TopicRoute:
+        """Fetch and cache the route, so offset and pull helpers find the topic's brokers."""
+        with _unreachable_as_client_error():
+            route = await self.instance.route(topic, refresh=True)
+        if route is None:
             raise MQBrokerError(ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {topic}")
-        return TopicRouteData.from_json(resp.body)
+        return route
 
     async def route_masters(self, topic: str) -> dict[str, str]:
         """broker name -> master address for the brokers that serve a topic."""
-        route = await self.topic_route(topic)
-        return {b.broker_name: b.broker_addrs[MASTER_ID] for b in route.broker_datas if MASTER_ID in b.broker_addrs}
+        return _masters(await self._route(topic))
 
     async def put_kv(self, namespace: str, key: str, value: str) -> None:
         await self._each_namesrv(RequestCode.PUT_KV_CONFIG, KVConfigRequestHeader(namespace, key, value).to_ext())
@@ -271,7 +297,7 @@ class MQAdmin:
         if config.order and cluster is not None:
             masters = await self.master_addrs(cluster)
             layout = ";".join(f"{name}:{config.write_queue_nums}" for name in masters)
-            await self.put_kv(ORDER_TOPIC_CONFIG, config.topic_name, layout)
+            await self.put_kv(NAMESPACE_ORDER_TOPIC_CONFIG, config.topic_name, layout)
         return addrs
 
     async def delete_topic(self, topic: str, cluster: str) -> list[str]:
@@ -280,20 +306,20 @@ class MQAdmin:
         ext = TopicRequestHeader(topic).to_ext()
         await self._each(addrs, lambda a: self.call(a, RequestCode.DELETE_TOPIC_IN_BROKER, ext))
         await self._each_namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV, DeleteTopicFromNamesrvRequestHeader(topic).to_ext())
-        if await self.get_kv(ORDER_TOPIC_CONFIG, topic) is not None:
-            await self.delete_kv(ORDER_TOPIC_CONFIG, topic)
+        if await self.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, topic) is not None:
+            await self.delete_kv(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
         return addrs
 
     async def topic_configs(self, broker_addr: str) -> dict[str, TopicConfig]:
         resp = await self.call(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
         return TopicConfigSerializeWrapper.from_json(resp.body or b"{}").topic_config_table
 
-    async def topic_stats(self, topic: str) -> dict[MessageQueue, Any]:
+    async def topic_stats(self, topic: str) -> dict[MessageQueue, TopicOffset]:
         """Min/max offset and last update per queue, over every broker serving the topic, sorted."""
         ext = TopicRequestHeader(topic).to_ext()
         answers = await self._each(list((await self.route_masters(topic)).values()),
                                    lambda a: self.call(a, RequestCode.GET_TOPIC_STATS_INFO, ext))
-        table: dict[MessageQueue, Any] = {}
+        table: dict[MessageQueue, TopicOffset] = {}
         for resp in answers.values():
             table.update(TopicStatsTable.from_json(resp.body or b"{}").offset_table)
         return dict(sorted(table.items(), key=lambda kv: _queue_key(kv[0])))
@@ -384,25 +410,7 @@ class MQAdmin:
                     connections.connection_set.append(conn)
         return connections
 
-    # offsets --------------------------------------------------------------------------
-
-    async def queue_offset(self, addr: str, code: int, mq: MessageQueue, timestamp: int | None = None) -> int:
-        """GET_MAX_OFFSET / GET_MIN_OFFSET, or SEARCH_OFFSET_BY_TIMESTAMP when a timestamp is given."""
-        if timestamp is None:
-            ext = QueueRequestHeader(mq.topic, mq.queue_id).to_ext()
-        else:
-            ext = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp).to_ext()
-        resp = await self.call(addr, code, ext)
-        return OffsetResponseHeader.from_ext(resp.ext_fields).offset
-
-    async def consumer_offset(self, addr: str, group: str, mq: MessageQueue) -> int:
-        """The committed offset, -1 when the group has none for this queue."""
-        ext = QueryConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id).to_ext()
-        resp = await self.call(addr, RequestCode.QUERY_CONSUMER_OFFSET, ext,
-                               ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
-        if resp.code != ResponseCode.SUCCESS:
-            return -1
-        return OffsetResponseHeader.from_ext(resp.ext_fields).offset
+    # offsets -------------------------------------------------------------------------
 
     async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True,
                                    dry_run: bool = False) -> list[OffsetReset]:
@@ -412,16 +420,18 @@ class MQAdmin:
         master (INVOKE_BROKER_TO_RESET_OFFSET), which also pushes the new offsets to online consumers.
         Without `force` a queue only moves back. LATEST (-1) moves every queue to its end.
         """
-        route = await self.topic_route(topic)
-        masters = {b.broker_name: b.broker_addrs[MASTER_ID] for b in route.broker_datas if MASTER_ID in b.broker_addrs}
-        queues = [MessageQueue(topic, q.broker_name, i) for q in route.queue_datas if q.broker_name in masters
-                  for i in range(q.read_queue_nums)]
-        old = await asyncio.gather(*(self.consumer_offset(masters[mq.broker_name], group, mq) for mq in queues))
-        before = dict(zip(map(_queue_key, queues), old, strict=True))
-        if dry_run:
-            planned = await asyncio.gather(*(self._planned(masters[mq.broker_name], mq, timestamp_ms) for mq in queues))
-            return [OffsetReset(mq, o, o if (not force and 0 <= o <= n) else n)
-                    for mq, o, n in zip(queues, old, planned, strict=True)]
+        route = await self._route(topic)
+        masters = _masters(route)
+        queues = [mq for mq in route.subscribe if mq.broker_name in masters]
+        committed = RemoteOffsetStore(self.instance, group)
+        with _unreachable_as_client_error():
+            read = await asyncio.gather(*(committed.read(mq) for mq in queues))
+            old = [-1 if o is None else o for o in read]
+            before = dict(zip(map(_queue_key, queues), old, strict=True))
+            if dry_run:
+                planned = await asyncio.gather(*(self._planned(mq, timestamp_ms) for mq in queues))
+                return [OffsetReset(mq, o, o if (not force and 0 <= o <= n) else n)
+                        for mq, o, n in zip(queues, old, planned, strict=True)]
         ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force).to_ext()
         answers = await self._each(list(masters.values()),
                                    lambda a: self.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext))
@@ -430,10 +440,10 @@ class MQAdmin:
                 for mq, new in ResetOffsetBody.from_json(resp.body or b"{}").offset_table.items()]
         return sorted(rows, key=lambda r: _queue_key(r.queue))
 
-    async def _planned(self, addr: str, mq: MessageQueue, timestamp_ms: int) -> int:
+    async def _planned(self, mq: MessageQueue, timestamp_ms: int) -> int:
         if timestamp_ms == LATEST:
-            return await self.queue_offset(addr, RequestCode.GET_MAX_OFFSET, mq)
-        return await self.queue_offset(addr, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, mq, timestamp_ms)
+            return await queue_offset(self.instance, mq, RequestCode.GET_MAX_OFFSET)
+        return await queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp=timestamp_ms)
 
     # messages -------------------------------------------------------------------------
 
@@ -471,20 +481,13 @@ class MQAdmin:
         found = [m for r in answers.values() if r.code == ResponseCode.SUCCESS for m in decode_pull_body(r.body)]
         return sorted(found, key=lambda m: (m.store_timestamp, m.commit_log_offset))[:max_num]
 
-    async def message_at(self, mq: MessageQueue, offset: int, group: str = "mq_admin_tools") -> MessageExt | None:
+    async def message_at(self, mq: MessageQueue, offset: int, group: str = TOOLS_CONSUMER_GROUP) -> MessageExt | None:
         """The message at one queue offset, None past the end or before the start of the queue."""
-        addr = (await self.route_masters(mq.topic)).get(mq.broker_name)
-        if addr is None:
+        if MASTER_ID not in (await self._route(mq.topic)).broker_addrs.get(mq.broker_name, {}):
             raise MQClientError(f"broker {mq.broker_name} has no master serving {mq.topic}")
-        header = PullMessageRequestHeader(consumer_group=group, topic=mq.topic, queue_id=mq.queue_id,
-                                          queue_offset=offset, max_msg_nums=1, sys_flag=FLAG_SUBSCRIPTION, commit_offset=0,
-                                          suspend_timeout_millis=0, sub_version=0, subscription="*",
-                                          expression_type="TAG")
-        resp = await self.call(addr, RequestCode.PULL_MESSAGE, header.to_ext(), ok=(
-            ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND, ResponseCode.PULL_OFFSET_MOVED,
-            ResponseCode.PULL_RETRY_IMMEDIATELY))
-        messages = decode_pull_body(resp.body) if resp.code == ResponseCode.SUCCESS else []
-        return next((m for m in messages if m.queue_offset == offset), None)
+        with _unreachable_as_client_error():
+            result = await pull_once(self.instance, group, mq, parse_subscription(mq.topic, "*"), offset, max_nums=1)
+        return next((m for m in result.messages if m.queue_offset == offset), None)
 
     # brokers --------------------------------------------------------------------------
 
@@ -519,7 +522,6 @@ class SyncMQAdmin:
 
     def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0) -> None:
         self._loop = LoopThread("mq-admin")
-        self._timeout = timeout
 
         async def make() -> MQAdmin:
             return MQAdmin(namesrv, timeout=timeout)

@@ -17,6 +17,10 @@ TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 
+#: KV namespace whose entries become TopicRouteData.orderTopicConf: an ordered topic's
+#: `brokerName:queueNums;...` layout (NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG).
+NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+
 #: Names the broker registers for itself as topics (RocketMQ does the same).
 SYSTEM_TOPICS = frozenset(
     {AUTO_CREATE_TOPIC_KEY, SCHEDULE_TOPIC, BENCHMARK_TOPIC, SELF_TEST_TOPIC, OFFSET_MOVED_EVENT,

@@ -311,6 +311,10 @@ class GetEarliestMsgStoretimeResponseHeader(Header):
     timestamp: int
 
 
+#: QUERY_MESSAGE ext field: "true" asks for a lookup by unique key (msgId) rather than by KEYS.
+UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
+
+
 @dataclass(slots=True)
 class QueryMessageRequestHeader(Header):
     topic: str

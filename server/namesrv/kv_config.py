@@ -16,9 +16,6 @@ from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import KVTable
 
-#: Namespace whose entries become TopicRouteData.orderTopicConf (NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG).
-NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
-
 
 class KVConfigError(Exception):
     """kvConfig.json exists but cannot be read as a KV config table."""

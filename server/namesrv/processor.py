@@ -14,10 +14,11 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mqtools.server.namesrv.config import ConfigError, NamesrvConfig
-from mqtools.server.namesrv.kv_config import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
+from mqtools.server.namesrv.kv_config import KVConfigManager
 from mqtools.server.namesrv.route_info import RouteInfoManager
 
 from mqtools.common.javaprops import parse_properties
+from mqtools.common.topics import NAMESPACE_ORDER_TOPIC_CONFIG
 from mqtools.remoting.bodies import DataVersion, RegisterBrokerBody, TopicRouteData
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand

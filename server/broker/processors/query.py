@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import (
+    UNIQUE_KEY_QUERY,
     GetEarliestMsgStoretimeResponseHeader,
     OffsetResponseHeader,
     QueryMessageRequestHeader,
@@ -29,7 +30,6 @@ if TYPE_CHECKING:
 
 PROPERTY_KEYS = "KEYS"
 PROPERTY_UNIQ_KEY = "UNIQ_KEY"
-UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 DEFAULT_QUERY_MAX_NUM = 32
 
 

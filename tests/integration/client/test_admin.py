@@ -9,13 +9,14 @@ from collections.abc import AsyncIterator
 import pytest
 from clientsupport import Cluster, create_topic, until
 
-from mqtools.client.admin import ORDER_TOPIC_CONFIG, MQAdmin, SyncMQAdmin
+from mqtools.client.admin import MQAdmin, SyncMQAdmin
 from mqtools.client.consumer import PushConsumer
 from mqtools.client.errors import MQBrokerError, MQClientError
 from mqtools.client.producer import Producer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult
 from mqtools.common.message import Message, MessageExt
 from mqtools.common.perm import PERM_WRITE
+from mqtools.common.topics import NAMESPACE_ORDER_TOPIC_CONFIG
 from mqtools.remoting.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig, TopicRouteData
 from mqtools.remoting.codes import ResponseCode
 
@@ -78,9 +79,9 @@ async def test_topic_create_stats_delete_on_every_master(cluster: Cluster, admin
 
 async def test_ordered_topic_records_its_layout_in_kv(cluster: Cluster, admin: MQAdmin) -> None:
     await admin.create_topic(TopicConfig("AdminOrdered", 2, 2, order=True), cluster=CLUSTER)
-    assert await admin.get_kv(ORDER_TOPIC_CONFIG, "AdminOrdered") == "broker-a:2;broker-b:2"
+    assert await admin.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, "AdminOrdered") == "broker-a:2;broker-b:2"
     await admin.delete_topic("AdminOrdered", CLUSTER)
-    assert await admin.get_kv(ORDER_TOPIC_CONFIG, "AdminOrdered") is None
+    assert await admin.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, "AdminOrdered") is None
 
 
 async def test_kv_config_round_trip(admin: MQAdmin) -> None:
