@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqtools.server.broker.long_polling import HeldPull
 
-from mqtools.common.hashing import java_hash
+from mqtools.common.hashing import tags_code
 from mqtools.common.perm import is_readable
 from mqtools.remoting.bodies import SubscriptionData
 from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -64,14 +64,14 @@ def build_subscription(topic: str, sub_string: str | None, expression_type: str 
     tags = {t.strip() for t in text.split("||") if t.strip()}
     if not tags:
         raise SubscriptionParseError(f"subscription [{sub_string}] has no tags")
-    return SubscriptionData(topic=topic, sub_string=text, tags_set=tags, code_set={java_hash(t) for t in tags})
+    return SubscriptionData(topic=topic, sub_string=text, tags_set=tags, code_set={tags_code(t) for t in tags})
 
 
 def tag_filter_of(sub: SubscriptionData | None) -> Callable[[int], bool] | None:
     """ExpressionMessageFilter.isMatchedByConsumeQueue for TAG subscriptions; None = all."""
     if sub is None or sub.class_filter_mode or sub.sub_string.strip() in ("", "*"):
         return None
-    codes = set(sub.code_set) or {java_hash(t) for t in sub.tags_set}
+    codes = set(sub.code_set) or {tags_code(t) for t in sub.tags_set}
     return codes.__contains__
 
 

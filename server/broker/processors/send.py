@@ -16,7 +16,7 @@ from collections.abc import Awaitable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
 from mqtools.common import topics as T
-from mqtools.common.hashing import java_hash
+from mqtools.common.hashing import tags_code
 from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
 from mqtools.common.properties import properties_to_string, string_to_properties
@@ -58,7 +58,6 @@ _PUT_STATUS = {
 _STORED = {"PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
 
 
-@functools.lru_cache(maxsize=4096)
 @functools.lru_cache(maxsize=4096)
 def topic_error(topic: str) -> str | None:
     """check_topic's remark for a bad name, None for a good one (cached: topics repeat)."""
@@ -199,7 +198,7 @@ class SendProcessor:
             born_host=split_host(conn.peer),
             store_host=split_host(self.c.broker_addr),
             reconsume_times=h.reconsume_times or 0,
-            tags_code=java_hash(tags) if tags else 0,
+            tags_code=tags_code(tags),
             properties_string=props_string,
         )
 
