@@ -80,24 +80,20 @@ async def call(addr: str, code: int, ext: dict[str, str] | None = None, body: by
 
 async def create_topic(cluster: Cluster, topic: str, queues: int = 4, *, order: bool = False,
                        timeout: float = 20) -> None:
-    """UPDATE_AND_CREATE_TOPIC on every broker, then wait until the name server routes it to all."""
-    from mqtools.client.instance import ClientInstance
-    from mqtools.remoting.codes import RequestCode, ResponseCode
-    from mqtools.remoting.command import RemotingCommand
-    from mqtools.remoting.headers import CreateTopicRequestHeader
+    """Create the topic on every broker (MQAdmin), then wait until the name server routes it to all."""
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.errors import MQBrokerError
+    from mqtools.remoting.bodies import TopicConfig
 
-    instance = ClientInstance(cluster.namesrv.addr)
-    try:
+    async with MQAdmin(cluster.namesrv.addr) as admin:
         for broker in cluster.brokers.values():
-            header = CreateTopicRequestHeader(topic, "TBW102", queues, queues, 6, "SINGLE_TAG", order=order)
-            resp = await instance.invoke(broker.addr, RemotingCommand.request(
-                RequestCode.UPDATE_AND_CREATE_TOPIC, header.to_ext()))
-            assert resp.code == ResponseCode.SUCCESS, resp.remark
+            await admin.create_topic(TopicConfig(topic, queues, queues, order=order), broker_addr=broker.addr)
 
         async def routed() -> bool:
-            route = await instance.route(topic, refresh=True)
-            return route is not None and len(route.subscribe) == queues * len(cluster.brokers)
+            try:
+                route = await admin.topic_route(topic)
+            except MQBrokerError:
+                return False
+            return sum(q.read_queue_nums for q in route.queue_datas) == queues * len(cluster.brokers)
 
         await until(routed, timeout, f"a route of {topic} on every broker")
-    finally:
-        await instance.shutdown()
