@@ -9,7 +9,6 @@ from __future__ import annotations
 import sys
 
 import typer
-from typer._click.exceptions import ClickException, NoArgsIsHelpError
 
 from mqtools import __version__
 from mqtools.cli import broker_cmd, cluster_cmd, namesrv_cmd
@@ -34,20 +33,34 @@ def version() -> None:
     typer.echo(__version__)
 
 
+def _is_click_error(exc: Exception) -> bool:
+    """Click's error protocol (format_message, exit_code): typer raises these, vendored or not."""
+    return callable(getattr(exc, "format_message", None)) and isinstance(getattr(exc, "exit_code", None), int)
+
+
+def _is_help_request(exc: Exception) -> bool:
+    """A group called with no arguments (click >= 8.2 raises it; older click prints help and exits 0)."""
+    return type(exc).__name__ == "NoArgsIsHelpError"
+
+
 def main(argv: list[str] | None = None) -> int:
     try:
         result = app(args=argv, prog_name="mq", standalone_mode=False)
-    except NoArgsIsHelpError as exc:
-        typer.echo(exc.ctx.get_help() if exc.ctx else str(exc))
-        return 0
-    except ClickException as exc:
-        typer.echo(f"mq: error: {exc.format_message()}", err=True)
-        return exc.exit_code or EXIT_USAGE
     except typer.Abort:
         typer.echo("mq: aborted", err=True)
         return 130
     except typer.Exit as exc:
         return exc.exit_code
+    except Exception as exc:
+        if not _is_click_error(exc):
+            raise
+        if _is_help_request(exc):
+            text = exc.format_message()  # type: ignore[attr-defined]
+            if text:  # rich help was printed when the error was made; plain help is its message
+                typer.echo(text)
+            return 0
+        typer.echo(f"mq: error: {exc.format_message()}", err=True)  # type: ignore[attr-defined]
+        return exc.exit_code or EXIT_USAGE  # type: ignore[attr-defined]
     return result if isinstance(result, int) else 0
 
 

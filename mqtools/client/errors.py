@@ -1,20 +1,161 @@
-"""The exceptions the client raises: one base class so callers can catch everything mq-specific."""
+"""The exceptions the client raises, one class per RocketMQ response code a caller may want to catch.
+
+`MQClientError` is the base of everything mq-specific. A server's refusal is an `MQBrokerError`
+subclass chosen by its response code (`for_code`, `broker_error`), so a caller writes
+`except TopicNotExistError` rather than comparing numbers; `.code` and `.remark` keep the server's
+own answer. A peer that cannot be reached, or does not answer in time, is `UnreachableError`.
+"""
 
 from __future__ import annotations
+
+from mqtools.remoting.codes import ResponseCode
 
 
 class MQClientError(Exception):
     """A client-side failure: validation, no route, no broker, a budget spent."""
 
 
+class UnreachableError(MQClientError):
+    """No connection to a name server or broker, or it dropped, or no answer came in time."""
+
+
 class MQBrokerError(MQClientError):
     """A broker or name server answered with a non-success response code."""
 
-    def __init__(self, code: int, remark: str | None) -> None:
-        super().__init__(f"CODE: {code} DESC: {remark}")
-        self.code = code
+    CODE: int | None = None
+    """The response code this class stands for; None on the base (any code without a class)."""
+
+    def __init__(self, code: int, remark: str | None = None) -> None:
+        super().__init__(f"CODE: {int(code)} DESC: {remark}")
+        self.code = int(code)
         self.remark = remark
 
 
-class NotAvailable(MQClientError):
-    """The server does not offer this operation (e.g. an mq-private request sent to Apache RocketMQ)."""
+class BrokerSystemError(MQBrokerError):
+    CODE = ResponseCode.SYSTEM_ERROR
+
+
+class SystemBusyError(MQBrokerError):
+    CODE = ResponseCode.SYSTEM_BUSY
+
+
+class NotAvailable(MQBrokerError):
+    """The server does not offer this request (e.g. an mq-private code sent to Apache RocketMQ)."""
+
+    CODE = ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+class TransactionFailedError(MQBrokerError):
+    CODE = ResponseCode.TRANSACTION_FAILED
+
+
+class FlushDiskTimeoutError(MQBrokerError):
+    CODE = ResponseCode.FLUSH_DISK_TIMEOUT
+
+
+class SlaveNotAvailableError(MQBrokerError):
+    CODE = ResponseCode.SLAVE_NOT_AVAILABLE
+
+
+class FlushSlaveTimeoutError(MQBrokerError):
+    CODE = ResponseCode.FLUSH_SLAVE_TIMEOUT
+
+
+class MessageIllegalError(MQBrokerError):
+    CODE = ResponseCode.MESSAGE_ILLEGAL
+
+
+class ServiceNotAvailableError(MQBrokerError):
+    CODE = ResponseCode.SERVICE_NOT_AVAILABLE
+
+
+class VersionNotSupportedError(MQBrokerError):
+    CODE = ResponseCode.VERSION_NOT_SUPPORTED
+
+
+class NoPermissionError(MQBrokerError):
+    CODE = ResponseCode.NO_PERMISSION
+
+
+class TopicNotExistError(MQBrokerError):
+    CODE = ResponseCode.TOPIC_NOT_EXIST
+
+
+class TopicExistAlreadyError(MQBrokerError):
+    CODE = ResponseCode.TOPIC_EXIST_ALREADY
+
+
+class QueryNotFoundError(MQBrokerError):
+    CODE = ResponseCode.QUERY_NOT_FOUND
+
+
+class SubscriptionParseFailedError(MQBrokerError):
+    CODE = ResponseCode.SUBSCRIPTION_PARSE_FAILED
+
+
+class SubscriptionNotExistError(MQBrokerError):
+    CODE = ResponseCode.SUBSCRIPTION_NOT_EXIST
+
+
+class SubscriptionNotLatestError(MQBrokerError):
+    CODE = ResponseCode.SUBSCRIPTION_NOT_LATEST
+
+
+class SubscriptionGroupNotExistError(MQBrokerError):
+    CODE = ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST
+
+
+class InvalidParameterError(MQBrokerError):
+    CODE = ResponseCode.INVALID_PARAMETER
+
+
+class ConsumerNotOnlineError(MQBrokerError):
+    CODE = ResponseCode.CONSUMER_NOT_ONLINE
+
+
+class ConsumeMessageTimeoutError(MQBrokerError):
+    CODE = ResponseCode.CONSUME_MSG_TIMEOUT
+
+
+class NoMessageError(MQBrokerError):
+    CODE = ResponseCode.NO_MESSAGE
+
+
+class BrokerNotExistError(MQBrokerError):
+    CODE = ResponseCode.BROKER_NOT_EXIST
+
+
+class FlowControlError(MQBrokerError):
+    CODE = ResponseCode.FLOW_CONTROL
+
+
+class IllegalOperationError(MQBrokerError):
+    CODE = ResponseCode.ILLEGAL_OPERATION
+
+
+class GoAwayError(MQBrokerError):
+    CODE = ResponseCode.GO_AWAY
+
+
+def _by_code() -> dict[int, type[MQBrokerError]]:
+    table: dict[int, type[MQBrokerError]] = {}
+    pending = list(MQBrokerError.__subclasses__())
+    while pending:
+        cls = pending.pop()
+        pending.extend(cls.__subclasses__())
+        if cls.CODE is not None:
+            table[int(cls.CODE)] = cls
+    return table
+
+
+_CLASSES = _by_code()
+
+
+def for_code(code: int) -> type[MQBrokerError]:
+    """The class for a response code; MQBrokerError itself for a code without its own class."""
+    return _CLASSES.get(int(code), MQBrokerError)
+
+
+def broker_error(code: int, remark: str | None) -> MQBrokerError:
+    """The exception to raise for a server's non-success answer."""
+    return for_code(code)(code, remark)

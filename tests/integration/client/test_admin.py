@@ -10,8 +10,15 @@ import pytest
 from clientsupport import Cluster, create_topic, until
 
 from mqtools.client.admin import MQAdmin, SyncMQAdmin
-from mqtools.client.consumer import PushConsumer
-from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.client.push_consumer import PushConsumer
+from mqtools.client.errors import (
+    ConsumerNotOnlineError,
+    MQBrokerError,
+    MQClientError,
+    NoPermissionError,
+    TopicNotExistError,
+    UnreachableError,
+)
 from mqtools.client.producer import Producer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult
 from mqtools.common.message import Message, MessageExt
@@ -41,9 +48,18 @@ async def test_cluster_view_and_live_table(cluster: Cluster, admin: MQAdmin) -> 
     assert info.cluster_addr_table[CLUSTER] == {"broker-a", "broker-b"}
     masters = await admin.master_addrs(CLUSTER)
     assert masters == {name: proc.addr for name, proc in cluster.brokers.items()}
-    live = await admin.broker_live_table()
-    assert {e.broker_addr for e in live.brokers} == set(masters.values())
+    live = (await admin.broker_live_tables())[cluster.namesrv.addr]
+    assert live is not None and {e.broker_addr for e in live.brokers} == set(masters.values())
     assert all(e.cluster_name == CLUSTER and e.broker_id == 0 for e in live.brokers)
+    snapshot = await admin.cluster_snapshot()
+    assert snapshot.live_table_available and snapshot.clusters == {CLUSTER: ["broker-a", "broker-b"]}
+    assert [(b.broker_name, b.broker_id, b.addr) for b in snapshot.brokers] == [
+        (name, 0, masters[name]) for name in ("broker-a", "broker-b")]
+    for row in snapshot.brokers:
+        beat = row.heartbeats[cluster.namesrv.addr]
+        assert beat is not None and row.heartbeat_age_ms is not None
+        assert 0 <= row.heartbeat_age_ms < beat.timeout_ms and beat.expires_in_ms == beat.timeout_ms - beat.age_ms
+        assert row.runtime is not None and row.error is None and row.runtime.commitlog_max_offset is not None
     with pytest.raises(MQClientError, match="cluster Nope not found"):
         await admin.master_addrs("Nope")
 
@@ -69,7 +85,7 @@ async def test_topic_create_stats_delete_on_every_master(cluster: Cluster, admin
     assert [mq.queue_id for mq in stats][:3] == [0, 1, 2]
 
     assert sorted(await admin.delete_topic("AdminTopic", CLUSTER)) == sorted(addrs)
-    with pytest.raises(MQBrokerError) as err:
+    with pytest.raises(TopicNotExistError) as err:
         await admin.topic_route("AdminTopic")
     assert err.value.code == ResponseCode.TOPIC_NOT_EXIST
     assert "AdminTopic" not in await admin.topic_list()
@@ -137,26 +153,25 @@ async def test_consumer_progress_connections_and_reset_by_time(cluster: Cluster,
     async with consumer:
         await until(lambda: len(got) >= 20, 30, "20 messages consumed")
         online = await admin.consumer_connections("CG_ADMIN_RESET")
-        assert [c.client_id for c in online.connection_set] == [consumer.instance.client_id]
-        assert "AdminReset" in online.subscription_table
+        assert [c.client_id for c in online.connections] == [consumer.instance.client_id]
+        assert online.subscriptions == {"AdminReset": "*", "%RETRY%CG_ADMIN_RESET": "*"} and online.message_model == "CLUSTERING"
         assert "CG_ADMIN_RESET" in await admin.topic_consumed_by("AdminReset")
     progress = await admin.consumer_progress("CG_ADMIN_RESET", "AdminReset")
     assert len(progress.queues) == 4 and progress.total_diff == 0
-    assert sum(q.consumer_offset for q in progress.queues) == 20
-    assert all(q.last_timestamp > 0 for q in progress.queues if q.consumer_offset > 0)
-    with pytest.raises(MQBrokerError) as err:
+    assert sum(q.consumer_offset or 0 for q in progress.queues) == 20
+    assert all(q.last_timestamp_ms for q in progress.queues if q.consumer_offset)
+    with pytest.raises(ConsumerNotOnlineError):
         await admin.consumer_connections("CG_ADMIN_RESET")
-    assert err.value.code == ResponseCode.CONSUMER_NOT_ONLINE
 
     plan = await admin.reset_offset_by_time("CG_ADMIN_RESET", "AdminReset", middle, dry_run=True)
-    assert len(plan) == 4 and sum(r.old for r in plan) == 20 and sum(r.new for r in plan) == 10
+    assert len(plan) == 4 and sum(r.old or 0 for r in plan) == 20 and sum(r.new for r in plan) == 10
     unchanged = await admin.consumer_progress("CG_ADMIN_RESET", "AdminReset")
-    assert sum(q.consumer_offset for q in unchanged.queues) == 20
+    assert sum(q.consumer_offset or 0 for q in unchanged.queues) == 20
 
     done = await admin.reset_offset_by_time("CG_ADMIN_RESET", "AdminReset", middle)
     assert [(r.queue, r.old, r.new) for r in done] == [(r.queue, r.old, r.new) for r in plan]
     after = await admin.consumer_progress("CG_ADMIN_RESET", "AdminReset")
-    assert sum(q.consumer_offset for q in after.queues) == 10 and after.total_diff == 10
+    assert sum(q.consumer_offset or 0 for q in after.queues) == 10 and after.total_diff == 10
 
 
 async def test_producer_connections(cluster: Cluster, admin: MQAdmin) -> None:
@@ -165,8 +180,8 @@ async def test_producer_connections(cluster: Cluster, admin: MQAdmin) -> None:
         await producer.send(Message("AdminProd", b"x"))
         await producer.instance.heartbeat()
         conns = await admin.producer_connections("PG_ADMIN_CONN", "AdminProd")
-        assert [c.client_id for c in conns.connection_set] == [producer.instance.client_id]
-        assert conns.connection_set[0].language == "PYTHON"
+        assert [c.client_id for c in conns] == [producer.instance.client_id]
+        assert conns[0].language == "PYTHON"
 
 
 async def test_query_messages_by_id_key_unique_key_and_offset(cluster: Cluster, admin: MQAdmin) -> None:
@@ -190,16 +205,17 @@ async def test_query_messages_by_id_key_unique_key_and_offset(cluster: Cluster, 
 async def test_broker_runtime_config_stats_and_ha(cluster: Cluster, admin: MQAdmin) -> None:
     addr = cluster.brokers["broker-a"].addr
     runtime = await admin.broker_runtime_info(addr)
-    assert "msgPutTotalTodayNow" in runtime and "commitLogMaxOffset" in runtime
+    assert runtime.put_total_today_now is not None and runtime.commitlog_max_offset is not None
+    assert runtime.version_desc and runtime.boot_timestamp_ms and runtime.broker_active is True
     config = await admin.broker_config(addr)
     assert config["brokerName"] == "broker-a" and config["brokerClusterName"] == CLUSTER
     await admin.update_broker_config(addr, {"maxMessageSize": "1048576"})
     assert (await admin.broker_config(addr))["maxMessageSize"] == "1048576"
-    with pytest.raises(MQBrokerError) as err:
+    with pytest.raises(NoPermissionError) as err:
         await admin.update_broker_config(addr, {"brokerConfigPath": "/tmp/x"})
-    assert err.value.code == ResponseCode.NO_PERMISSION
+    assert err.value.code == ResponseCode.NO_PERMISSION and err.value.remark
     ha = await admin.ha_status(addr)
-    assert ha["master"] is True and ha["haConnectionInfo"] == []
+    assert ha.is_master and ha.slaves == [] and ha.client is None and ha.in_sync_slaves == 0
     await create_topic(cluster, "AdminStats", 1)
     await send(cluster, "AdminStats", 3, "st")
     stats = await admin.broker_stats(cluster.brokers["broker-a"].addr, "TOPIC_PUT_NUMS", "AdminStats")
@@ -208,7 +224,7 @@ async def test_broker_runtime_config_stats_and_ha(cluster: Cluster, admin: MQAdm
 
 
 async def test_unreachable_broker_is_a_clear_error(admin: MQAdmin) -> None:
-    with pytest.raises(MQClientError, match="127.0.0.1:1"):
+    with pytest.raises(UnreachableError, match="127.0.0.1:1"):
         await admin.broker_runtime_info("127.0.0.1:1")
 
 

@@ -1,42 +1,53 @@
-"""MQAdmin: the operations `mq admin` and `mq top` are built on, as typed async methods.
+"""MQAdmin: the operations `mq admin`, `mq top` and drills are built on, as typed async methods.
 
-Every method speaks plain RocketMQ remoting, so it works against mq servers and Apache RocketMQ alike;
-the one mq-private request (GET_BROKER_LIVE_TABLE) raises NotAvailable where the server lacks it.
+Every method speaks plain RocketMQ remoting, so it works against mq servers and Apache RocketMQ alike
+(the role of RocketMQ's DefaultMQAdminExt); the one mq-private request (GET_BROKER_LIVE_TABLE) raises
+NotAvailable where the server lacks it, and snapshots then carry None for what it would have told.
 Cluster-wide writes go to every master of the cluster (and, for topic deletes and write permission,
-to every name server), as mqadmin does. SyncMQAdmin is the blocking facade for scripts.
+to every name server), as mqadmin does. Results are the typed models of `models.py`.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import inspect
 import json
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterator
-from dataclasses import dataclass, field
-from typing import Any, Self
 
-from mqtools.client.consumer import decode_pull_body, parse_subscription, pull_once, queue_offset
-from mqtools.client.errors import MQBrokerError, MQClientError, NotAvailable
-from mqtools.client.instance import ClientInstance
+from mqtools.client.admin.base import AdminBase, masters_of, unreachable
+from mqtools.client.admin.models import (
+    BrokerRow,
+    BrokerRuntime,
+    ClientConnection,
+    ClusterSnapshot,
+    ConsumerProgress,
+    GroupConnections,
+    HAStatus,
+    Heartbeat,
+    OffsetReset,
+    QueueProgress,
+    producer_connections,
+    queue_key,
+)
+from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
+from mqtools.client.errors import (
+    MQBrokerError,
+    MQClientError,
+)
 from mqtools.client.offset_store import RemoteOffsetStore
-from mqtools.client.route import MASTER_ID, TopicRoute
-from mqtools.client.sync import LoopThread
+from mqtools.client.subscription import parse_subscription
 from mqtools.common import properties as P
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.ids import decode_offset_msg_id
 from mqtools.common.javaprops import parse_properties, render_properties
 from mqtools.common.message import MessageExt
 from mqtools.common.topics import (
     AUTO_CREATE_TOPIC_KEY,
     NAMESPACE_ORDER_TOPIC_CONFIG,
-    RETRY_GROUP_TOPIC_PREFIX,
     TOOLS_CONSUMER_GROUP,
 )
 from mqtools.remoting.bodies import (
     BrokerLiveTable,
     BrokerStatsData,
-    ClusterInfo,
     ConsumerConnection,
     ConsumeStats,
     GroupList,
@@ -53,10 +64,8 @@ from mqtools.remoting.bodies import (
     TopicRouteData,
     TopicStatsTable,
 )
-from mqtools.remoting.client import parse_namesrv_list
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import (
     UNIQUE_KEY_QUERY,
     BrokerNameRequestHeader,
@@ -78,145 +87,42 @@ from mqtools.remoting.headers import (
 )
 
 LATEST = -1
-"""reset_offset_by_time's timestamp meaning 'skip to the end of every queue'."""
+"""reset_offset_by_time's timestamp meaning 'skip to the end of every queue' (RocketMQ's wire convention)."""
 
 
-@dataclass(frozen=True, slots=True)
-class QueueProgress:
-    queue: MessageQueue
-    broker_offset: int
-    consumer_offset: int
-    last_timestamp: int
-
-    @property
-    def diff(self) -> int:
-        return max(0, self.broker_offset - self.consumer_offset)
-
-
-@dataclass(slots=True)
-class ConsumerProgress:
-    group: str
-    queues: list[QueueProgress] = field(default_factory=list)
-    consume_tps: float = 0.0
-
-    @property
-    def total_diff(self) -> int:
-        return sum(q.diff for q in self.queues)
-
-
-@dataclass(frozen=True, slots=True)
-class OffsetReset:
-    queue: MessageQueue
-    old: int
-    """The committed offset before the reset; -1 when the group had none."""
-    new: int
-
-
-def _queue_key(mq: MessageQueue) -> tuple[str, str, int]:
-    return (mq.topic, mq.broker_name, mq.queue_id)
-
-
-def _masters(route: TopicRoute) -> dict[str, str]:
-    """broker name -> master address of a route's brokers; brokers without a master are left out."""
-    return {name: addrs[MASTER_ID] for name, addrs in route.broker_addrs.items() if MASTER_ID in addrs}
-
-
-@contextlib.contextmanager
-def _unreachable_as_client_error() -> Iterator[None]:
-    """Connection failures and timeouts surface as MQClientError, like every other admin failure."""
-    try:
-        yield
-    except RemotingError as exc:
-        raise MQClientError(str(exc)) from None
-
-
-def _checked(where: str, code: int, resp: RemotingCommand, ok: tuple[int, ...]) -> RemotingCommand:
-    if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
-        raise NotAvailable(f"{where} does not support request code {int(code)}: {resp.remark}")
-    if resp.code not in ok:
-        raise MQBrokerError(resp.code, resp.remark)
-    return resp
-
-
-class MQAdmin:
+class MQAdmin(AdminBase):
     """Async admin client; `async with MQAdmin("127.0.0.1:9876") as admin: ...`."""
-
-    def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0) -> None:
-        addrs = parse_namesrv_list(namesrv) if isinstance(namesrv, str) else list(namesrv)
-        if not addrs:
-            raise MQClientError("no name server address given")
-        self.timeout = timeout
-        self.instance = ClientInstance(addrs, timeout=timeout)
-        self.remoting = self.instance.remoting
-
-    async def close(self) -> None:
-        await self.instance.shutdown()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.close()
-
-    @property
-    def namesrv_addrs(self) -> list[str]:
-        return self.remoting.namesrv_addrs
-
-    # plumbing -------------------------------------------------------------------------
-
-    async def call(self, addr: str | None, code: int, ext: dict[str, str] | None = None, body: bytes | None = None,
-                   *, ok: tuple[int, ...] = (ResponseCode.SUCCESS,), timeout: float | None = None) -> RemotingCommand:
-        """One request (to a name server when addr is None); a code outside `ok` raises."""
-        cmd = RemotingCommand.request(code, ext or {}, body)
-        wait = timeout or self.timeout
-        with _unreachable_as_client_error():
-            resp = await (self.remoting.invoke_namesrv(cmd, wait) if addr is None
-                          else self.remoting.invoke(addr, cmd, wait))
-        return _checked(addr or "name server", code, resp, ok)
-
-    async def _each_namesrv(self, code: int, ext: dict[str, str]) -> dict[str, RemotingCommand]:
-        """Send to every name server; any failure raises after all have been tried."""
-        results = await self.remoting.invoke_each_namesrv(lambda: RemotingCommand.request(code, dict(ext)),
-                                                          self.timeout)
-        failed = []
-        for addr, resp in results.items():
-            try:
-                if isinstance(resp, RemotingError):
-                    raise MQClientError(str(resp))
-                _checked(addr, code, resp, (ResponseCode.SUCCESS,))
-            except MQClientError as exc:
-                failed.append(f"{addr}: {exc}")
-        if failed:
-            raise MQClientError("; ".join(failed))
-        return results  # type: ignore[return-value]
-
-    async def _each(self, addrs: list[str], fn: Callable[[str], Awaitable[Any]]) -> dict[str, Any]:
-        results = await asyncio.gather(*(fn(a) for a in addrs))
-        return dict(zip(addrs, results, strict=True))
 
     # name server ----------------------------------------------------------------------
 
-    async def cluster_info(self) -> ClusterInfo:
-        resp = await self.call(None, RequestCode.GET_BROKER_CLUSTER_INFO)
-        return ClusterInfo.from_json(resp.body or b"{}")
+    async def broker_live_tables(self) -> dict[str, BrokerLiveTable | None]:
+        """mq's private GET_BROKER_LIVE_TABLE from every name server; None where one lacks it or is down."""
+        answers = await self.remoting.invoke_each_namesrv(
+            lambda: RemotingCommand.request(RequestCode.GET_BROKER_LIVE_TABLE), self.timeout)
+        return {addr: BrokerLiveTable.from_json(resp.body or b"{}")
+                if isinstance(resp, RemotingCommand) and resp.code == ResponseCode.SUCCESS else None
+                for addr, resp in answers.items()}
 
-    async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
-        """broker name -> master address, for one cluster or all; brokers without a master are left out."""
-        info = await self.cluster_info()
-        if cluster is not None and cluster not in info.cluster_addr_table:
-            raise MQClientError(f"cluster {cluster} not found (known: {', '.join(sorted(info.cluster_addr_table))})")
-        names = info.cluster_addr_table[cluster] if cluster else set(info.broker_addr_table)
-        out = {}
-        for name in sorted(names):
-            data = info.broker_addr_table.get(name)
-            if data is not None and MASTER_ID in data.broker_addrs:
-                out[name] = data.broker_addrs[MASTER_ID]
-        return out
-
-    async def broker_live_table(self) -> BrokerLiveTable:
-        """mq's private GET_BROKER_LIVE_TABLE; NotAvailable from Apache RocketMQ name servers."""
-        resp = await self.call(None, RequestCode.GET_BROKER_LIVE_TABLE)
-        return BrokerLiveTable.from_json(resp.body or b"{}")
+    async def cluster_snapshot(self, *, runtime: bool = True) -> ClusterSnapshot:
+        """Every broker the name servers know, with heartbeats per name server and, with `runtime`,
+        each broker's runtime figures; a broker that cannot be asked gets `runtime=None` and an error."""
+        info, live = await asyncio.gather(self.cluster_info(), self.broker_live_tables())
+        rows = []
+        for cluster, names in info.cluster_addr_table.items():
+            for name in sorted(names):
+                data = info.broker_addr_table.get(name)
+                for broker_id, addr in sorted(data.broker_addrs.items()) if data else ():
+                    rows.append(BrokerRow(cluster, name, broker_id, addr, heartbeats={
+                        ns: _heartbeat(ns, table, addr) for ns, table in live.items()}))
+        if runtime:
+            answers = await asyncio.gather(*(self._settled(self.broker_runtime_info(r.addr)) for r in rows))
+            for row, answer in zip(rows, answers, strict=True):
+                if isinstance(answer, MQClientError):
+                    row.error = str(answer)
+                else:
+                    row.runtime = answer
+        return ClusterSnapshot(list(self.namesrv_addrs), {c: sorted(n) for c, n in info.cluster_addr_table.items()},
+                               rows, any(t is not None for t in live.values()))
 
     async def topic_list(self) -> list[str]:
         resp = await self.call(None, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
@@ -227,20 +133,8 @@ class MQAdmin:
         return sorted(TopicList.from_json(resp.body or b"{}").topic_list)
 
     async def topic_route(self, topic: str) -> TopicRouteData:
-        """The name server's route; MQBrokerError(TOPIC_NOT_EXIST) for an unknown topic."""
+        """The name server's route; TopicNotExistError for an unknown topic."""
         return (await self._route(topic)).data
-
-    async def _route(self, topic: str) -> TopicRoute:
-        """Fetch and cache the route, so offset and pull helpers find the topic's brokers."""
-        with _unreachable_as_client_error():
-            route = await self.instance.route(topic, refresh=True)
-        if route is None:
-            raise MQBrokerError(ResponseCode.TOPIC_NOT_EXIST, f"No topic route info in name server for the topic: {topic}")
-        return route
-
-    async def route_masters(self, topic: str) -> dict[str, str]:
-        """broker name -> master address for the brokers that serve a topic."""
-        return _masters(await self._route(topic))
 
     async def put_kv(self, namespace: str, key: str, value: str) -> None:
         await self._each_namesrv(RequestCode.PUT_KV_CONFIG, KVConfigRequestHeader(namespace, key, value).to_ext())
@@ -273,16 +167,6 @@ class MQAdmin:
         return {addr: int(resp.ext_fields.get(count_key, 0)) for addr, resp in results.items()}
 
     # topics ---------------------------------------------------------------------------
-
-    async def _targets(self, cluster: str | None, broker_addr: str | None) -> list[str]:
-        if (cluster is None) == (broker_addr is None):
-            raise MQClientError("give exactly one of cluster= or broker_addr=")
-        if broker_addr is not None:
-            return [broker_addr]
-        masters = await self.master_addrs(cluster)
-        if not masters:
-            raise MQClientError(f"cluster {cluster} has no master broker")
-        return list(masters.values())
 
     async def create_topic(self, config: TopicConfig, *, cluster: str | None = None,
                            broker_addr: str | None = None) -> list[str]:
@@ -322,7 +206,7 @@ class MQAdmin:
         table: dict[MessageQueue, TopicOffset] = {}
         for resp in answers.values():
             table.update(TopicStatsTable.from_json(resp.body or b"{}").offset_table)
-        return dict(sorted(table.items(), key=lambda kv: _queue_key(kv[0])))
+        return dict(sorted(table.items(), key=lambda kv: queue_key(kv[0])))
 
     async def topic_consumed_by(self, topic: str) -> list[str]:
         ext = TopicRequestHeader(topic).to_ext()
@@ -352,18 +236,6 @@ class MQAdmin:
 
     # consumers and producers ----------------------------------------------------------
 
-    async def _group_brokers(self, group: str, topic: str | None) -> dict[str, str]:
-        """Where a group's offsets live: the topic's brokers, else its retry topic's, else every master."""
-        for candidate in (topic, RETRY_GROUP_TOPIC_PREFIX + group):
-            if candidate is None:
-                continue
-            try:
-                return await self.route_masters(candidate)
-            except MQBrokerError as exc:
-                if exc.code != ResponseCode.TOPIC_NOT_EXIST:
-                    raise
-        return await self.master_addrs()
-
     async def consumer_progress(self, group: str, topic: str | None = None) -> ConsumerProgress:
         """GET_CONSUME_STATS on every broker of the group: offsets, lag and last consume time per queue."""
         ext = GetConsumeStatsRequestHeader(group, topic).to_ext()
@@ -376,14 +248,16 @@ class MQAdmin:
             if resp.code != ResponseCode.SUCCESS or not resp.body:
                 continue
             stats = ConsumeStats.from_json(resp.body)
-            progress.consume_tps += stats.consume_tps
-            progress.queues.extend(QueueProgress(mq, w.broker_offset, w.consumer_offset, w.last_timestamp)
-                                   for mq, w in stats.offset_table.items())
-        progress.queues.sort(key=lambda q: _queue_key(q.queue))
+            progress.consume_tps = (progress.consume_tps or 0.0) + stats.consume_tps
+            progress.queues.extend(
+                QueueProgress(mq, w.broker_offset, w.consumer_offset if w.consumer_offset >= 0 else None,
+                              w.last_timestamp if w.last_timestamp > 0 else None)
+                for mq, w in stats.offset_table.items())
+        progress.queues.sort(key=lambda q: queue_key(q.queue))
         return progress
 
-    async def consumer_connections(self, group: str) -> ConsumerConnection:
-        """Who is online in a group, with its subscriptions; CONSUMER_NOT_ONLINE raises MQBrokerError."""
+    async def consumer_connections(self, group: str) -> GroupConnections:
+        """Who is online in a group, with its subscriptions; ConsumerNotOnlineError when nobody is."""
         ext = ConsumerGroupRequestHeader(group).to_ext()
         last: MQBrokerError | None = None
         for addr in (await self._group_brokers(group, None)).values():
@@ -392,23 +266,21 @@ class MQAdmin:
             except MQBrokerError as exc:
                 last = exc
                 continue
-            return ConsumerConnection.from_json(resp.body or b"{}")
+            return GroupConnections.from_wire(group, ConsumerConnection.from_json(resp.body or b"{}"))
         raise last or MQClientError(f"no broker to ask about group {group}")
 
-    async def producer_connections(self, group: str, topic: str) -> ProducerConnection:
+    async def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
+        """Online producers of a group, over every master serving the topic, each client once."""
         ext = GetProducerConnectionListRequestHeader(group).to_ext()
-        connections = ProducerConnection()
-        seen = set()
+        seen: dict[str, ClientConnection] = {}
         for addr in (await self.route_masters(topic)).values():
             resp = await self.call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ext,
                                    ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
             if resp.code != ResponseCode.SUCCESS or not resp.body:
                 continue
-            for conn in ProducerConnection.from_json(resp.body).connection_set:
-                if conn.client_id not in seen:
-                    seen.add(conn.client_id)
-                    connections.connection_set.append(conn)
-        return connections
+            for conn in producer_connections(ProducerConnection.from_json(resp.body)):
+                seen.setdefault(conn.client_id, conn)
+        return list(seen.values())
 
     # offsets -------------------------------------------------------------------------
 
@@ -421,24 +293,24 @@ class MQAdmin:
         Without `force` a queue only moves back. LATEST (-1) moves every queue to its end.
         """
         route = await self._route(topic)
-        masters = _masters(route)
+        masters = masters_of(route)
         queues = [mq for mq in route.subscribe if mq.broker_name in masters]
         committed = RemoteOffsetStore(self.instance, group)
-        with _unreachable_as_client_error():
+        with unreachable():
             read = await asyncio.gather(*(committed.read(mq) for mq in queues))
-            old = [-1 if o is None else o for o in read]
-            before = dict(zip(map(_queue_key, queues), old, strict=True))
+            old = [o if o is not None and o >= 0 else None for o in read]
+            before = dict(zip(map(queue_key, queues), old, strict=True))
             if dry_run:
                 planned = await asyncio.gather(*(self._planned(mq, timestamp_ms) for mq in queues))
-                return [OffsetReset(mq, o, o if (not force and 0 <= o <= n) else n)
+                return [OffsetReset(mq, o, o if (not force and o is not None and o <= n) else n)
                         for mq, o, n in zip(queues, old, planned, strict=True)]
         ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force).to_ext()
         answers = await self._each(list(masters.values()),
                                    lambda a: self.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext))
-        rows = [OffsetReset(mq, before.get(_queue_key(mq), -1), new)
+        rows = [OffsetReset(mq, before.get(queue_key(mq)), new)
                 for resp in answers.values()
                 for mq, new in ResetOffsetBody.from_json(resp.body or b"{}").offset_table.items()]
-        return sorted(rows, key=lambda r: _queue_key(r.queue))
+        return sorted(rows, key=lambda r: queue_key(r.queue))
 
     async def _planned(self, mq: MessageQueue, timestamp_ms: int) -> int:
         if timestamp_ms == LATEST:
@@ -485,15 +357,15 @@ class MQAdmin:
         """The message at one queue offset, None past the end or before the start of the queue."""
         if MASTER_ID not in (await self._route(mq.topic)).broker_addrs.get(mq.broker_name, {}):
             raise MQClientError(f"broker {mq.broker_name} has no master serving {mq.topic}")
-        with _unreachable_as_client_error():
+        with unreachable():
             result = await pull_once(self.instance, group, mq, parse_subscription(mq.topic, "*"), offset, max_nums=1)
         return next((m for m in result.messages if m.queue_offset == offset), None)
 
     # brokers --------------------------------------------------------------------------
 
-    async def broker_runtime_info(self, broker_addr: str) -> dict[str, str]:
+    async def broker_runtime_info(self, broker_addr: str) -> BrokerRuntime:
         resp = await self.call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
-        return KVTable.from_json(resp.body or b"{}").table
+        return BrokerRuntime.from_table(KVTable.from_json(resp.body or b"{}").table)
 
     async def broker_config(self, broker_addr: str) -> dict[str, str]:
         resp = await self.call(broker_addr, RequestCode.GET_BROKER_CONFIG)
@@ -505,10 +377,10 @@ class MQAdmin:
         body = render_properties(values).encode("utf-8")
         await self.call(broker_addr, RequestCode.UPDATE_BROKER_CONFIG, body=body)
 
-    async def ha_status(self, broker_addr: str) -> dict[str, Any]:
-        """GET_BROKER_HA_STATUS: HARuntimeInfo (master: its slaves and their lag; slave: its HA client)."""
+    async def ha_status(self, broker_addr: str) -> HAStatus:
+        """GET_BROKER_HA_STATUS: a master with its slaves and their lag, or a slave with its HA client."""
         resp = await self.call(broker_addr, RequestCode.GET_BROKER_HA_STATUS)
-        return json.loads(resp.body or b"{}")
+        return HAStatus.from_json(json.loads(resp.body or b"{}"))
 
     async def broker_stats(self, broker_addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
         """VIEW_BROKER_STATS_DATA, e.g. ("TOPIC_PUT_NUMS", topic) or ("GROUP_GET_NUMS", "topic@group")."""
@@ -517,34 +389,12 @@ class MQAdmin:
         return BrokerStatsData.from_json(resp.body or b"{}")
 
 
-class SyncMQAdmin:
-    """Blocking MQAdmin for scripts: every async method of MQAdmin, called plainly."""
 
-    def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0) -> None:
-        self._loop = LoopThread("mq-admin")
 
-        async def make() -> MQAdmin:
-            return MQAdmin(namesrv, timeout=timeout)
-
-        self._admin = self._loop.run(make())
-
-    def __getattr__(self, name: str) -> Any:
-        attr = getattr(self._admin, name)
-        if not inspect.iscoroutinefunction(attr):
-            return attr
-
-        def blocking(*args: Any, **kwargs: Any) -> Any:
-            coro: Coroutine[Any, Any, Any] = attr(*args, **kwargs)
-            return self._loop.run(coro)
-
-        return blocking
-
-    def close(self) -> None:
-        self._loop.run(self._admin.close())
-        self._loop.close()
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+def _heartbeat(namesrv: str, table: BrokerLiveTable | None, addr: str) -> Heartbeat | None:
+    if table is None:
+        return None
+    entry = next((e for e in table.brokers if e.broker_addr == addr), None)
+    if entry is None:
+        return None
+    return Heartbeat(namesrv, entry.last_update_timestamp, table.now, entry.heartbeat_timeout_millis)

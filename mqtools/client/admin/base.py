@@ -1,0 +1,169 @@
+"""AdminBase: what every admin operation stands on, kept apart so `client.py` reads as the operations.
+
+One ClientInstance (connections, route cache), one timeout, and the request plumbing: a code outside
+the accepted set becomes the named MQBrokerError subclass, a connection failure or timeout becomes
+UnreachableError, and fan-out helpers ask several brokers or name servers at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable, Iterator
+from typing import Any, Self, TypeVar
+
+from mqtools.client.errors import (
+    MQClientError,
+    NotAvailable,
+    TopicNotExistError,
+    UnreachableError,
+    broker_error,
+)
+from mqtools.client.instance import ClientInstance
+from mqtools.client.route import TopicRoute
+from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
+from mqtools.remoting.bodies import ClusterInfo
+from mqtools.remoting.client import parse_namesrv_list
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+
+T = TypeVar("T")
+
+
+def masters_of(route: TopicRoute) -> dict[str, str]:
+    """broker name -> master address of a route's brokers; brokers without a master are left out."""
+    return {name: addrs[MASTER_ID] for name, addrs in route.broker_addrs.items() if MASTER_ID in addrs}
+
+
+@contextlib.contextmanager
+def unreachable() -> Iterator[None]:
+    """Connection failures and timeouts surface as UnreachableError, like every other admin failure."""
+    try:
+        yield
+    except RemotingError as exc:
+        raise UnreachableError(str(exc)) from None
+
+
+def _checked(where: str, code: int, resp: RemotingCommand, ok: tuple[int, ...]) -> RemotingCommand:
+    if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and resp.code not in ok:
+        raise NotAvailable(resp.code, f"{where} does not support request code {int(code)}: {resp.remark}")
+    if resp.code not in ok:
+        raise broker_error(resp.code, resp.remark)
+    return resp
+
+
+
+class AdminBase:
+    """Connections, timeout and request plumbing shared by every admin operation."""
+
+    def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0) -> None:
+        addrs = parse_namesrv_list(namesrv) if isinstance(namesrv, str) else list(namesrv)
+        if not addrs:
+            raise MQClientError("no name server address given")
+        self.timeout = timeout
+        self.instance = ClientInstance(addrs, timeout=timeout)
+        self.remoting = self.instance.remoting
+
+    async def close(self) -> None:
+        await self.instance.shutdown()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return self.remoting.namesrv_addrs
+
+    # plumbing -------------------------------------------------------------------------
+
+    async def call(self, addr: str | None, code: int, ext: dict[str, str] | None = None, body: bytes | None = None,
+                   *, ok: tuple[int, ...] = (ResponseCode.SUCCESS,), timeout: float | None = None) -> RemotingCommand:
+        """One request (to a name server when addr is None); a code outside `ok` raises."""
+        cmd = RemotingCommand.request(code, ext or {}, body)
+        wait = timeout or self.timeout
+        with unreachable():
+            resp = await (self.remoting.invoke_namesrv(cmd, wait) if addr is None
+                          else self.remoting.invoke(addr, cmd, wait))
+        return _checked(addr or "name server", code, resp, ok)
+
+    async def _each_namesrv(self, code: int, ext: dict[str, str]) -> dict[str, RemotingCommand]:
+        """Send to every name server; any failure raises after all have been tried."""
+        results = await self.remoting.invoke_each_namesrv(lambda: RemotingCommand.request(code, dict(ext)),
+                                                          self.timeout)
+        failed = []
+        for addr, resp in results.items():
+            try:
+                if isinstance(resp, RemotingError):
+                    raise UnreachableError(str(resp))
+                _checked(addr, code, resp, (ResponseCode.SUCCESS,))
+            except MQClientError as exc:
+                failed.append(f"{addr}: {exc}")
+        if failed:
+            raise MQClientError("; ".join(failed))
+        return results  # type: ignore[return-value]
+
+    async def _each(self, addrs: list[str], fn: Callable[[str], Awaitable[Any]]) -> dict[str, Any]:
+        results = await asyncio.gather(*(fn(a) for a in addrs))
+        return dict(zip(addrs, results, strict=True))
+
+    async def cluster_info(self) -> ClusterInfo:
+        resp = await self.call(None, RequestCode.GET_BROKER_CLUSTER_INFO)
+        return ClusterInfo.from_json(resp.body or b"{}")
+
+    async def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        """broker name -> master address, for one cluster or all; brokers without a master are left out."""
+        info = await self.cluster_info()
+        if cluster is not None and cluster not in info.cluster_addr_table:
+            raise MQClientError(f"cluster {cluster} not found (known: {', '.join(sorted(info.cluster_addr_table))})")
+        names = info.cluster_addr_table[cluster] if cluster else set(info.broker_addr_table)
+        out = {}
+        for name in sorted(names):
+            data = info.broker_addr_table.get(name)
+            if data is not None and MASTER_ID in data.broker_addrs:
+                out[name] = data.broker_addrs[MASTER_ID]
+        return out
+
+    @staticmethod
+    async def _settled(call: Awaitable[T]) -> T | MQClientError:
+        """The call's result, or the client error it raised: one dead broker never sinks a snapshot."""
+        try:
+            return await call
+        except MQClientError as exc:
+            return exc
+
+    async def _route(self, topic: str) -> TopicRoute:
+        """Fetch and cache the route, so offset and pull helpers find the topic's brokers."""
+        with unreachable():
+            route = await self.instance.route(topic, refresh=True)
+        if route is None:
+            raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST,
+                                     f"No topic route info in name server for the topic: {topic}")
+        return route
+
+    async def route_masters(self, topic: str) -> dict[str, str]:
+        """broker name -> master address for the brokers that serve a topic."""
+        return masters_of(await self._route(topic))
+
+    async def _targets(self, cluster: str | None, broker_addr: str | None) -> list[str]:
+        if (cluster is None) == (broker_addr is None):
+            raise MQClientError("give exactly one of cluster= or broker_addr=")
+        if broker_addr is not None:
+            return [broker_addr]
+        masters = await self.master_addrs(cluster)
+        if not masters:
+            raise MQClientError(f"cluster {cluster} has no master broker")
+        return list(masters.values())
+
+    async def _group_brokers(self, group: str, topic: str | None) -> dict[str, str]:
+        """Where a group's offsets live: the topic's brokers, else its retry topic's, else every master."""
+        for candidate in (topic, RETRY_GROUP_TOPIC_PREFIX + group):
+            if candidate is None:
+                continue
+            with contextlib.suppress(TopicNotExistError):
+                return await self.route_masters(candidate)
+        return await self.master_addrs()

@@ -1,0 +1,176 @@
+"""SyncMQAdmin: MQAdmin for scripts and Spark executors, every operation a plain blocking method.
+
+An event loop runs in a daemon thread (the client's LoopThread); each method runs its MQAdmin twin
+there and waits. The methods are written out, so signatures, types and completion work as for MQAdmin.
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from mqtools.client.admin.client import MQAdmin
+from mqtools.client.admin.models import (
+    BrokerRuntime,
+    ClientConnection,
+    ClusterSnapshot,
+    ConsumerProgress,
+    GroupConnections,
+    HAStatus,
+    OffsetReset,
+)
+from mqtools.client.sync import LoopThread
+from mqtools.common.message import MessageExt
+from mqtools.common.topics import TOOLS_CONSUMER_GROUP
+from mqtools.remoting.bodies import (
+    BrokerLiveTable,
+    BrokerStatsData,
+    ClusterInfo,
+    MessageQueue,
+    SubscriptionGroupConfig,
+    TopicConfig,
+    TopicOffset,
+    TopicRouteData,
+)
+from mqtools.remoting.codes import ResponseCode
+from mqtools.remoting.command import RemotingCommand
+
+
+class SyncMQAdmin:
+    """Blocking MQAdmin: `with SyncMQAdmin("127.0.0.1:9876") as admin: admin.topic_list()`."""
+
+    def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0) -> None:
+        self._loop = LoopThread("mq-admin")
+
+        async def make() -> MQAdmin:
+            return MQAdmin(namesrv, timeout=timeout)
+
+        try:
+            self._admin = self._loop.run(make())
+        except BaseException:
+            self._loop.close()
+            raise
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return self._admin.namesrv_addrs
+
+    def close(self) -> None:
+        try:
+            self._loop.run(self._admin.close())
+        finally:
+            self._loop.close()
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def add_write_perm(self, broker_name: str) -> dict[str, int]:
+        return self._loop.run(self._admin.add_write_perm(broker_name))
+
+    def broker_config(self, broker_addr: str) -> dict[str, str]:
+        return self._loop.run(self._admin.broker_config(broker_addr))
+
+    def broker_live_tables(self) -> dict[str, BrokerLiveTable | None]:
+        return self._loop.run(self._admin.broker_live_tables())
+
+    def broker_runtime_info(self, broker_addr: str) -> BrokerRuntime:
+        return self._loop.run(self._admin.broker_runtime_info(broker_addr))
+
+    def broker_stats(self, broker_addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
+        return self._loop.run(self._admin.broker_stats(broker_addr, stats_name, stats_key))
+
+    def call(self, addr: str | None, code: int, ext: dict[str, str] | None = None, body: bytes | None = None, *, ok: tuple[int, ...] = (ResponseCode.SUCCESS,), timeout: float | None = None) -> RemotingCommand:
+        return self._loop.run(self._admin.call(addr, code, ext, body, ok=ok, timeout=timeout))
+
+    def cluster_info(self) -> ClusterInfo:
+        return self._loop.run(self._admin.cluster_info())
+
+    def cluster_snapshot(self, *, runtime: bool = True) -> ClusterSnapshot:
+        return self._loop.run(self._admin.cluster_snapshot(runtime=runtime))
+
+    def consumer_connections(self, group: str) -> GroupConnections:
+        return self._loop.run(self._admin.consumer_connections(group))
+
+    def consumer_progress(self, group: str, topic: str | None = None) -> ConsumerProgress:
+        return self._loop.run(self._admin.consumer_progress(group, topic))
+
+    def create_subscription_group(self, config: SubscriptionGroupConfig, *, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+        return self._loop.run(self._admin.create_subscription_group(config, cluster=cluster, broker_addr=broker_addr))
+
+    def create_topic(self, config: TopicConfig, *, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+        return self._loop.run(self._admin.create_topic(config, cluster=cluster, broker_addr=broker_addr))
+
+    def delete_kv(self, namespace: str, key: str) -> None:
+        return self._loop.run(self._admin.delete_kv(namespace, key))
+
+    def delete_subscription_group(self, group: str, *, cluster: str | None = None, broker_addr: str | None = None, clean_offset: bool = False) -> list[str]:
+        return self._loop.run(self._admin.delete_subscription_group(group, cluster=cluster, broker_addr=broker_addr, clean_offset=clean_offset))
+
+    def delete_topic(self, topic: str, cluster: str) -> list[str]:
+        return self._loop.run(self._admin.delete_topic(topic, cluster))
+
+    def get_kv(self, namespace: str, key: str) -> str | None:
+        return self._loop.run(self._admin.get_kv(namespace, key))
+
+    def ha_status(self, broker_addr: str) -> HAStatus:
+        return self._loop.run(self._admin.ha_status(broker_addr))
+
+    def kv_list(self, namespace: str) -> dict[str, str]:
+        return self._loop.run(self._admin.kv_list(namespace))
+
+    def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        return self._loop.run(self._admin.master_addrs(cluster))
+
+    def message_at(self, mq: MessageQueue, offset: int, group: str = TOOLS_CONSUMER_GROUP) -> MessageExt | None:
+        return self._loop.run(self._admin.message_at(mq, offset, group))
+
+    def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
+        return self._loop.run(self._admin.producer_connections(group, topic))
+
+    def put_kv(self, namespace: str, key: str, value: str) -> None:
+        return self._loop.run(self._admin.put_kv(namespace, key, value))
+
+    def query_by_key(self, topic: str, key: str, *, max_num: int = 64, begin_ms: int = 0, end_ms: int | None = None) -> list[MessageExt]:
+        return self._loop.run(self._admin.query_by_key(topic, key, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms))
+
+    def query_by_unique_key(self, topic: str, uniq_key: str, *, begin_ms: int = 0, end_ms: int | None = None) -> list[MessageExt]:
+        return self._loop.run(self._admin.query_by_unique_key(topic, uniq_key, begin_ms=begin_ms, end_ms=end_ms))
+
+    def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True, dry_run: bool = False) -> list[OffsetReset]:
+        return self._loop.run(self._admin.reset_offset_by_time(group, topic, timestamp_ms, force=force, dry_run=dry_run))
+
+    def route_masters(self, topic: str) -> dict[str, str]:
+        return self._loop.run(self._admin.route_masters(topic))
+
+    def subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
+        return self._loop.run(self._admin.subscription_groups(broker_addr))
+
+    def topic_configs(self, broker_addr: str) -> dict[str, TopicConfig]:
+        return self._loop.run(self._admin.topic_configs(broker_addr))
+
+    def topic_consumed_by(self, topic: str) -> list[str]:
+        return self._loop.run(self._admin.topic_consumed_by(topic))
+
+    def topic_list(self) -> list[str]:
+        return self._loop.run(self._admin.topic_list())
+
+    def topic_route(self, topic: str) -> TopicRouteData:
+        return self._loop.run(self._admin.topic_route(topic))
+
+    def topic_stats(self, topic: str) -> dict[MessageQueue, TopicOffset]:
+        return self._loop.run(self._admin.topic_stats(topic))
+
+    def topics_by_cluster(self, cluster: str) -> list[str]:
+        return self._loop.run(self._admin.topics_by_cluster(cluster))
+
+    def update_broker_config(self, broker_addr: str, values: dict[str, str]) -> None:
+        return self._loop.run(self._admin.update_broker_config(broker_addr, values))
+
+    def view_message(self, offset_msg_id: str) -> MessageExt:
+        return self._loop.run(self._admin.view_message(offset_msg_id))
+
+    def wipe_write_perm(self, broker_name: str) -> dict[str, int]:
+        return self._loop.run(self._admin.wipe_write_perm(broker_name))
+

@@ -1,0 +1,101 @@
+"""The admin models' parsers: figures from the server's answers, None where the server gave none."""
+
+from __future__ import annotations
+
+import inspect
+
+from mqtools.client.admin import MQAdmin, SyncMQAdmin
+from mqtools.client.admin.models import BrokerRow, BrokerRuntime, Heartbeat, HAStatus, QueueProgress
+from mqtools.remoting.bodies import MessageQueue
+
+MASTER = {
+    "master": True, "masterCommitLogMaxOffset": 5000, "inSyncSlaveNums": 1,
+    "haConnectionInfo": [
+        {"addr": "10.0.0.2:51000", "slaveAckOffset": 4900, "diff": 100, "inSync": True,
+         "transferredByteInSecond": 2048, "transferFromWhere": 4900},
+        {"addr": "10.0.0.3:51000", "slaveAckOffset": -1, "diff": 5000, "inSync": False,
+         "transferredByteInSecond": 0, "transferFromWhere": 0},
+    ],
+    "haClientRuntimeInfo": {"masterAddr": None, "transferredByteInSecond": 0, "maxOffset": 0,
+                            "lastReadTimestamp": 0, "lastWriteTimestamp": 0, "masterFlushOffset": 0,
+                            "activated": False},
+}
+SLAVE = {
+    "master": False, "masterCommitLogMaxOffset": 0, "inSyncSlaveNums": 0, "haConnectionInfo": [],
+    "haClientRuntimeInfo": {"masterAddr": "10.0.0.1:10912", "transferredByteInSecond": 512, "maxOffset": 4900,
+                            "lastReadTimestamp": 1_700_000_000_123, "lastWriteTimestamp": 0,
+                            "masterFlushOffset": 0, "activated": True},
+}
+
+
+def test_master_ha_status_has_one_row_per_slave_and_no_figure_for_an_unreported_ack() -> None:
+    status = HAStatus.from_json(MASTER)
+    assert status.is_master and status.client is None and status.replicating
+    assert (status.commitlog_max_offset, status.in_sync_slaves) == (5000, 1)
+    first, second = status.slaves
+    assert (first.addr, first.ack_offset, first.diff_bytes, first.in_sync, first.transfer_bytes_per_s) == (
+        "10.0.0.2:51000", 4900, 100, True, 2048.0)
+    assert (second.ack_offset, second.diff_bytes, second.in_sync) == (None, None, False)
+
+
+def test_slave_ha_status_has_its_client_and_times_of_zero_are_unknown() -> None:
+    status = HAStatus.from_json(SLAVE)
+    assert not status.is_master and status.slaves == [] and status.replicating
+    client = status.client
+    assert client is not None
+    assert (client.master_addr, client.max_offset, client.last_read_ms, client.last_write_ms, client.activated) == (
+        "10.0.0.1:10912", 4900, 1_700_000_000_123, None, True)
+
+
+def test_ha_status_without_the_master_flag_is_told_by_its_client_info() -> None:
+    older = {k: v for k, v in SLAVE.items() if k != "master"}
+    assert not HAStatus.from_json(older).is_master
+    assert HAStatus.from_json({"haConnectionInfo": []}).is_master
+
+
+def test_runtime_figures_are_numbers_and_missing_keys_are_none() -> None:
+    runtime = BrokerRuntime.from_table({
+        "brokerVersionDesc": "V4_9_4", "putTps": "12.50 10.00 8.25", "getTransferedTps": "3.00 2.00 1.00",
+        "commitLogMaxOffset": "4096", "commitLogDiskRatio": "0.4321", "putMessageTimesTotal": "4",
+        "putMessageSizeTotal": "1000", "msgPutTotalTodayNow": "7", "bootTimestamp": "1700000000000",
+        "brokerActive": "true", "earliestMessageTimeStamp": "0", "sendThreadPoolQueueSize": "garbage",
+    })
+    assert (runtime.version_desc, runtime.put_tps, runtime.get_transferred_tps) == ("V4_9_4", 12.5, 3.0)
+    assert (runtime.commitlog_max_offset, runtime.commitlog_disk_ratio, runtime.put_total_today_now) == (
+        4096, 0.4321, 7)
+    assert runtime.average_message_size == 250.0 and runtime.broker_active is True
+    assert runtime.boot_timestamp_ms == 1_700_000_000_000
+    assert runtime.earliest_message_ms is None and runtime.send_queue_size is None
+    assert runtime.get_found_tps is None and runtime.ha_connection_count is None and runtime.master_addr is None
+    assert BrokerRuntime.from_table({}).average_message_size is None
+
+
+def test_heartbeat_age_is_by_the_name_servers_clock_and_the_freshest_wins() -> None:
+    row = BrokerRow("C", "broker-a", 0, "h:1", heartbeats={
+        "ns1": Heartbeat("ns1", last_update_ms=1_000, now_ms=31_000, timeout_ms=120_000),
+        "ns2": Heartbeat("ns2", last_update_ms=5_000, now_ms=9_000, timeout_ms=120_000),
+        "ns3": None,
+    })
+    assert row.heartbeats["ns1"].age_ms == 30_000 and row.heartbeats["ns1"].expires_in_ms == 90_000  # type: ignore[union-attr]
+    assert row.heartbeat_age_ms == 4_000 and row.is_master
+    assert BrokerRow("C", "broker-a", 1, "h:2", heartbeats={"ns3": None}).heartbeat_age_ms is None
+
+
+def test_queue_progress_without_a_committed_offset_counts_the_whole_queue_as_lag() -> None:
+    queue = MessageQueue("T", "broker-a", 0)
+    assert QueueProgress(queue, 10, None, None).diff == 10
+    assert QueueProgress(queue, 10, 4, 1_700_000_000_000).diff == 6
+    assert QueueProgress(queue, 10, 12, None).diff == 0
+
+
+def test_sync_admin_has_every_public_operation_with_the_same_signature() -> None:
+    def public(cls: type) -> dict[str, inspect.Signature]:
+        return {name: inspect.signature(fn) for name, fn in inspect.getmembers(cls, inspect.isfunction)
+                if not name.startswith("_") and name != "close"}
+
+    async_ops = {n: s for n, s in public(MQAdmin).items() if inspect.iscoroutinefunction(getattr(MQAdmin, n))}
+    sync_ops = public(SyncMQAdmin)
+    assert set(async_ops) <= set(sync_ops)
+    for name, sig in async_ops.items():
+        assert list(sig.parameters) == list(sync_ops[name].parameters), name
+        assert str(sig.return_annotation) == str(sync_ops[name].return_annotation), name
