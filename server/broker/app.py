@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from mqtools.server.broker.clients import ConsumerManager, ProducerManager
-from mqtools.server.broker.config import BrokerConfig, ConfigError
+from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.long_polling import PullRequestHoldService
 from mqtools.server.broker.processors import admin, pull, query, send
@@ -39,12 +39,11 @@ from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar,
 from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager
-from mqtools.server.store.config import MessageStoreConfig
+from mqtools.server.store.config import STORE_PROPERTIES
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import DelayLevelTable, ScheduleMessageService
 
 from mqtools.common.atomic_file import write_atomic
-from mqtools.common.configkeys import camel, format_value
 from mqtools.common.javaprops import render_properties
 from mqtools.remoting.bodies import DataVersion
 from mqtools.remoting.client import RemotingClient
@@ -55,26 +54,6 @@ log = logging.getLogger(__name__)
 
 class StartError(RuntimeError):
     """The broker cannot start (store locked, port taken, ...); the message is for the user."""
-
-
-def build_store_config(config: BrokerConfig) -> MessageStoreConfig:
-    """The store's MessageStoreConfig from the broker's properties (camelCase keys; the
-    store ignores keys it does not know)."""
-    return MessageStoreConfig.from_properties(config.store_properties())
-
-
-def _snake(key: str) -> str:
-    return "".join("_" + ch.lower() if ch.isupper() else ch for ch in key).lstrip("_")
-
-
-def _coerce(current: Any, raw: str) -> Any:
-    if isinstance(current, bool):
-        return raw.strip().lower() == "true"
-    if isinstance(current, int):
-        return int(raw)
-    if isinstance(current, float):
-        return float(raw)
-    return raw
 
 
 class BrokerController:
@@ -149,7 +128,7 @@ class BrokerController:
     async def start(self) -> None:
         cfg = self.config
         cfg.config_dir.mkdir(parents=True, exist_ok=True)
-        self.store = MessageStore(build_store_config(cfg), clock=self.clock)
+        self.store = MessageStore(cfg.store_config(), clock=self.clock)
         try:
             await self.store.start()
         except Exception as exc:
@@ -229,13 +208,11 @@ class BrokerController:
     # ------------------------------------------------------------------ live config
 
     def all_config_properties(self) -> dict[str, str]:
+        """GET_BROKER_CONFIG: the broker's settings, then the store's it does not name itself."""
         props = self.config.to_properties()
-        store_cfg = getattr(self.store, "config", None)
-        if store_cfg is not None and dataclasses.is_dataclass(store_cfg):
-            for f in dataclasses.fields(store_cfg):
-                value = getattr(store_cfg, f.name)
-                if isinstance(value, (str, int, float, bool)):
-                    props.setdefault(camel(f.name), format_value(value))
+        if self.store is not None:
+            for key, value in self.store.config.to_properties().items():
+                props.setdefault(key, value)
         return dict(sorted(props.items()))
 
     async def update_config(self, props: dict[str, str]) -> None:
@@ -245,16 +222,9 @@ class BrokerController:
         trial.validate()
         old_perm = self.config.broker_permission
         self.config.apply(props)
-        store_cfg = getattr(self.store, "config", None)
-        if store_cfg is not None and dataclasses.is_dataclass(store_cfg):
-            names = {f.name for f in dataclasses.fields(store_cfg)}
-            for key, raw in props.items():
-                name = _snake(key)
-                if name in names:
-                    try:
-                        setattr(store_cfg, name, _coerce(getattr(store_cfg, name), raw))
-                    except ValueError:
-                        raise ConfigError(f"{key}: bad value {raw!r}") from None
+        if self.store is not None:
+            for name, value in STORE_PROPERTIES.parse(props).items():
+                setattr(self.store.config, name, value)
         self.config_version = self.config_version.next(int(self.clock() * 1000))
         data = render_properties(self.config.to_properties()).encode()
         await asyncio.to_thread(write_atomic, Path(self.config_path), data)

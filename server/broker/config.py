@@ -8,7 +8,8 @@ the union, as RocketMQ's Configuration does.
 
 RocketMQ's start-up rules are applied by `validate()`: a master's brokerId is forced to
 0, a SLAVE with brokerId <= 0 is refused, a malformed name-server list is refused with the
-expected format. `NAMESRV_ADDR` is the fallback when neither the file nor `-n` gives one.
+expected format; the store and HA keys among the rest must parse as their configs type them.
+`NAMESRV_ADDR` is the fallback when neither the file nor `-n` gives one.
 
 Deviation: brokerIP1 defaults to 127.0.0.1 (RocketMQ picks the first non-loopback
 address); set brokerIP1 for a broker that other hosts must reach.
@@ -16,18 +17,22 @@ address); set brokerIP1 for a broker that other hosts must reach.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtools.common.configkeys import ConfigError, parse_known, property_keys, to_properties
+from mqtools.server.ha.service import HAConfig
+from mqtools.server.store.config import MessageStoreConfig
+
+from mqtools.common.brokerrole import BrokerRole
+from mqtools.common.configkeys import ConfigError, PropertyMap
 from mqtools.common.javaprops import parse_properties
 from mqtools.remoting.client import parse_namesrv_list
 
 DEFAULT_LISTEN_PORT = 10911
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-BROKER_ROLES = ("ASYNC_MASTER", "SYNC_MASTER", "SLAVE")
 FLUSH_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
 MQ_VERSION_DESC = "V4_9_7"
 
@@ -42,7 +47,7 @@ class BrokerConfig:
     broker_cluster_name: str = "DefaultCluster"
     broker_name: str = field(default_factory=socket.gethostname)
     broker_id: int = 0
-    broker_role: str = "ASYNC_MASTER"
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
     broker_ip1: str = "127.0.0.1"
     broker_ip2: str = ""
     namesrv_addr: str = ""
@@ -78,6 +83,9 @@ class BrokerConfig:
     #: Keys we do not know ourselves: store keys and anything else, kept verbatim.
     extra: dict[str, str] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        self.broker_role = BrokerRole.parse(self.broker_role)
+
     # ------------------------------------------------------------------ derived
 
     @property
@@ -86,7 +94,7 @@ class BrokerConfig:
 
     @property
     def is_slave(self) -> bool:
-        return self.broker_role == "SLAVE"
+        return not self.broker_role.is_master
 
     @property
     def effective_ha_port(self) -> int:
@@ -110,27 +118,36 @@ class BrokerConfig:
 
     def apply(self, props: dict[str, str]) -> None:
         """Set known keys from strings (ConfigError on bad values); keep the rest in extra."""
-        known = _keys()
-        staged = parse_known(props, known)
-        self.extra.update((key, raw.strip()) for key, raw in props.items() if key not in known)
+        staged = BROKER_PROPERTIES.parse(props)
+        self.extra.update((key, raw.strip()) for key, raw in BROKER_PROPERTIES.unknown(props).items())
         for name, value in staged.items():
             setattr(self, name, value)
 
     def to_properties(self) -> dict[str, str]:
         """Every setting under its RocketMQ name (GET_BROKER_CONFIG, persisted config)."""
-        return to_properties(self, _keys(), self.extra)
+        return BROKER_PROPERTIES.to_properties(self, self.extra)
 
     def store_properties(self) -> dict[str, str]:
         """What the store's MessageStoreConfig is built from (it ignores keys it lacks)."""
         props = self.to_properties()
-        props["brokerRole"] = self.broker_role
         props.setdefault("storePathCommitLog", str(Path(self.store_path_root_dir) / "commitlog"))
         return props
 
+    def store_config(self) -> MessageStoreConfig:
+        """The store's settings: the store keys among this broker's properties."""
+        return MessageStoreConfig.from_properties(self.store_properties())
+
+    def ha_config(self, store: MessageStoreConfig) -> HAConfig:
+        """HA settings: the ha* keys of this broker's properties; role, address and sizes from the
+        broker and its store, which own them."""
+        return dataclasses.replace(
+            HAConfig.from_properties(self.to_properties()), broker_role=self.broker_role,
+            ha_listen_port=self.effective_ha_port, bind_address=self.bind_address,
+            sync_flush_timeout=store.sync_flush_timeout,
+            mapped_file_size_commit_log=store.mapped_file_size_commit_log)
+
     def validate(self) -> None:
         """RocketMQ's start-up checks; raises ConfigError with a one-line message."""
-        if self.broker_role not in BROKER_ROLES:
-            raise ConfigError(f"brokerRole must be one of {', '.join(BROKER_ROLES)}, not {self.broker_role!r}")
         if self.flush_disk_type not in FLUSH_TYPES:
             raise ConfigError(f"flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH, not {self.flush_disk_type!r}")
         if self.is_slave and self.broker_id <= 0:
@@ -149,17 +166,10 @@ class BrokerConfig:
             raise ConfigError("defaultTopicQueueNums must be > 0")
         if not self.broker_ip2:
             self.broker_ip2 = self.broker_ip1
+        self.ha_config(self.store_config())  # the store and HA keys parse too, or this start fails here
 
 
-_CAMEL_OVERRIDES = {"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"}
-
-
-def _keys() -> dict[str, tuple[str, type]]:
-    return property_keys(BrokerConfig, _CAMEL_OVERRIDES)
-
-
-def known_key(key: str) -> bool:
-    return key in _keys()
+BROKER_PROPERTIES = PropertyMap(BrokerConfig, overrides={"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"})
 
 
 def load_config(

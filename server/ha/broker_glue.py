@@ -69,19 +69,8 @@ class BrokerHA(HAService):
 
 
 def ha_config_for(controller: Any) -> HAConfig:
-    """HA settings from every property the broker knows (its own keys, store keys, extras)."""
-    props = dict(controller.config.extra)
-    with contextlib.suppress(Exception):
-        props.update(controller.all_config_properties())
-    cfg = HAConfig.from_properties(props)
-    cfg.broker_role = controller.config.broker_role
-    cfg.ha_listen_port = controller.config.effective_ha_port
-    cfg.bind_address = controller.config.bind_address
-    store_cfg = getattr(controller.store, "config", None)
-    file_size = getattr(store_cfg, "mapped_file_size_commit_log", None)
-    if isinstance(file_size, int) and file_size > 0:
-        cfg.mapped_file_size_commit_log = file_size
-    return cfg
+    """HA settings from the broker's properties and its store's."""
+    return controller.config.ha_config(controller.store.config)
 
 
 async def start_ha(controller: Any) -> BrokerHA:

@@ -17,6 +17,10 @@ from typing import Any
 from mqtools.server.ha.group_transfer import GroupTransferService, ReplicationProgress
 from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection
 from mqtools.server.ha.slave import HAClient
+from mqtools.server.store.message_store import PutMessageStatus
+
+from mqtools.common.brokerrole import BrokerRole
+from mqtools.common.configkeys import PropertyMap
 
 log = logging.getLogger("mq.ha")
 
@@ -25,26 +29,11 @@ SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
 FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
 
 
-
-_HA_KEYS: dict[str, tuple[str, type]] = {
-    "brokerRole": ("broker_role", str),
-    "haListenPort": ("ha_listen_port", int),
-    "haMasterAddress": ("ha_master_address", str),
-    "haSendHeartbeatInterval": ("ha_send_heartbeat_interval", int),
-    "haHousekeepingInterval": ("ha_housekeeping_interval", int),
-    "haTransferBatchSize": ("ha_transfer_batch_size", int),
-    "haSlaveFallbehindMax": ("ha_slave_fallbehind_max", int),
-    "syncFlushTimeout": ("sync_flush_timeout", int),
-    "mappedFileSizeCommitLog": ("mapped_file_size_commit_log", int),
-    "bindAddress": ("bind_address", str),
-}
-
-
 @dataclass
 class HAConfig:
     """The HA settings, under RocketMQ's MessageStoreConfig names (ms / bytes as there)."""
 
-    broker_role: str = "ASYNC_MASTER"
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
     ha_listen_port: int = 10912
     ha_master_address: str = ""
     ha_send_heartbeat_interval: int = 5_000
@@ -55,29 +44,25 @@ class HAConfig:
     mapped_file_size_commit_log: int = 1024 * 1024 * 1024
     bind_address: str = "0.0.0.0"
 
+    def __post_init__(self) -> None:
+        self.broker_role = BrokerRole.parse(self.broker_role)
 
     @classmethod
     def from_properties(cls, props: Mapping[str, str]) -> HAConfig:
         """Pick the HA keys out of a broker's properties; unknown keys are ignored."""
-        cfg = cls()
-        for key, (name, kind) in _HA_KEYS.items():
-            raw = props.get(key)
-            if raw is not None and str(raw).strip() != "":
-                setattr(cfg, name, kind(str(raw).strip()))
-        return cfg
+        return HA_PROPERTIES.build(props)
 
     @property
     def is_slave(self) -> bool:
-        return self.broker_role == "SLAVE"
-
-    @property
-    def is_sync_master(self) -> bool:
-        return self.broker_role == "SYNC_MASTER"
+        return not self.broker_role.is_master
 
     @property
     def fixed_master_address(self) -> str | None:
         """haMasterAddress wins over name-server updates when it looks like ip:port."""
         return self.ha_master_address if len(self.ha_master_address) >= 6 else None
+
+
+HA_PROPERTIES = PropertyMap(HAConfig)
 
 
 class HAService:
@@ -164,8 +149,6 @@ class HAService:
 
     async def wait_for_slave(self, end_offset: int, timeout_s: float | None = None) -> Any:
         """The store's ha_hook: returns a PutMessageStatus."""
-        from mqtools.server.store.message_store import PutMessageStatus
-
         if timeout_s is None:
             timeout_s = self.config.sync_flush_timeout / 1000
         return PutMessageStatus[await self.wait_result(end_offset, timeout_s)]

@@ -15,7 +15,7 @@ import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtools.common.configkeys import ConfigError, parse_known, property_keys, to_properties
+from mqtools.common.configkeys import ConfigError, PropertyMap
 from mqtools.common.javaprops import parse_properties
 
 DEFAULT_LISTEN_PORT = 9876
@@ -49,39 +49,33 @@ class NamesrvConfig:
 
     def apply(self, props: dict[str, str]) -> None:
         """Set known keys from strings (raising ConfigError on bad values); keep the rest."""
-        known = _keys()
-        staged = parse_known(props, known)
-        _validate({**self._values(), **staged})
+        staged = NAMESRV_PROPERTIES.parse(props)
+        _validate(dataclasses.replace(self, **staged))
         for name, value in staged.items():
             setattr(self, name, value)
-        for key, raw in props.items():
-            if key not in known:
-                self.extra[key] = raw
-
-    def _values(self) -> dict[str, object]:
-        return {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "extra"}
+        self.extra.update(NAMESRV_PROPERTIES.unknown(props))
 
     def to_properties(self) -> dict[str, str]:
         """All settings under their RocketMQ names, as GET_NAMESRV_CONFIG reports them."""
-        return to_properties(self, _keys(), self.extra)
+        return NAMESRV_PROPERTIES.to_properties(self, self.extra)
 
     def black_list(self) -> set[str]:
         return {k.strip() for k in self.config_black_list.split(";") if k.strip()}
 
 
-def _keys() -> dict[str, tuple[str, type]]:
-    return property_keys(NamesrvConfig)
+NAMESRV_PROPERTIES = PropertyMap(NamesrvConfig)
 
 
-def _validate(values: dict[str, object]) -> None:
-    port = values["listen_port"]
-    if not 0 <= port <= 65535:  # type: ignore[operator]
+def _validate(config: NamesrvConfig) -> None:
+    """The values a name server cannot run with, checked before any is applied."""
+    port = config.listen_port
+    if not 0 <= port <= 65535:
         raise ConfigError(f"listenPort={port}: expected 0..65535")
-    if values["scan_not_active_broker_interval"] <= 0:  # type: ignore[operator]
+    if config.scan_not_active_broker_interval <= 0:
         raise ConfigError("scanNotActiveBrokerInterval must be a positive number of milliseconds")
-    if values["broker_channel_expired_time"] <= 0:  # type: ignore[operator]
+    if config.broker_channel_expired_time <= 0:
         raise ConfigError("brokerChannelExpiredTime must be a positive number of milliseconds")
-    if not str(values["bind_address"]).strip():
+    if not config.bind_address.strip():
         raise ConfigError("bindAddress must not be empty")
 
 

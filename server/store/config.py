@@ -1,18 +1,18 @@
-"""MessageStoreConfig: RocketMQ's store properties as snake_case fields, defaults from ref/store.md §14.
+"""MessageStoreConfig: RocketMQ's store properties (its MessageStoreConfig) as snake_case fields.
 
-``CAMEL_NAMES`` maps each field to its RocketMQ property name; ``from_properties`` reads a
-broker's ``.properties`` dict (unknown keys ignored, as RocketMQ does, including the
-pre-4.5.1 ``mapedFileSize*`` spellings).
+Defaults are RocketMQ 4.x's. ``STORE_PROPERTIES`` maps the fields to their RocketMQ property
+names; ``from_properties`` reads a broker's ``.properties`` dict (unknown keys ignored, as
+RocketMQ does; the pre-4.5.1 ``mapedFileSize*`` spellings are still read).
 """
 
 from __future__ import annotations
 
-import dataclasses
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtools.common.configkeys import camel, format_value
+from mqtools.common.brokerrole import BrokerRole
+from mqtools.common.configkeys import PropertyMap
 from mqtools.common.message import Host
 
 
@@ -24,7 +24,7 @@ def _default_root() -> str:
 class MessageStoreConfig:
     store_path_root_dir: str = field(default_factory=_default_root)
     store_path_commit_log: str = ""
-    broker_role: str = "ASYNC_MASTER"
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
     flush_disk_type: str = "ASYNC_FLUSH"
     mapped_file_size_commit_log: int = 1073741824
     mapped_file_size_consume_queue: int = 300_000 * 20
@@ -67,6 +67,7 @@ class MessageStoreConfig:
     listen_port: int = 10911
 
     def __post_init__(self) -> None:
+        self.broker_role = BrokerRole.parse(self.broker_role)
         if not self.store_path_commit_log:
             self.store_path_commit_log = str(Path(self.store_path_root_dir) / "commitlog")
 
@@ -102,50 +103,25 @@ class MessageStoreConfig:
 
     @property
     def is_slave(self) -> bool:
-        return self.broker_role == "SLAVE"
+        return not self.broker_role.is_master
 
     # ------------------------------------------------------------------ properties files
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> MessageStoreConfig:
-        """Build from RocketMQ property names; values are parsed by the field's default type."""
-        values: dict[str, object] = {}
-        types = {f.name: type(f.default) if f.default is not dataclasses.MISSING else str
-                 for f in dataclasses.fields(cls)}
-        for key, raw in props.items():
-            name = FIELD_BY_CAMEL.get(key.strip()) or _LEGACY.get(key.strip())
-            if name is not None:
-                values[name] = _parse(types[name], str(raw).strip())
+        """Build from RocketMQ property names (ConfigError on a bad value); `~` in the root expands."""
+        values = STORE_PROPERTIES.parse(props)
         root = values.get("store_path_root_dir")
-        if isinstance(root, str):
+        if root is not None:
             values["store_path_root_dir"] = os.path.expanduser(root)
-        return cls(**values)  # type: ignore[arg-type]
+        return cls(**values)
 
     def to_properties(self) -> dict[str, str]:
-        out = {}
-        for f in dataclasses.fields(self):
-            value = getattr(self, f.name)
-            out[CAMEL_NAMES[f.name]] = format_value(value)
-        return out
+        return STORE_PROPERTIES.to_properties(self)
 
 
-#: Field name -> RocketMQ property name (brokerIP1 keeps its upper-case "IP").
-CAMEL_NAMES: dict[str, str] = {f.name: camel(f.name) for f in dataclasses.fields(MessageStoreConfig)}
-CAMEL_NAMES["broker_ip1"] = "brokerIP1"
-CAMEL_NAMES["check_crc_on_recover"] = "checkCRCOnRecover"
-CAMEL_NAMES["store_path_commit_log"] = "storePathCommitLog"
-CAMEL_NAMES["mapped_file_size_commit_log"] = "mappedFileSizeCommitLog"
-CAMEL_NAMES["mapped_file_size_consume_queue"] = "mappedFileSizeConsumeQueue"
-FIELD_BY_CAMEL: dict[str, str] = {v: k for k, v in CAMEL_NAMES.items()}
-_LEGACY = {"mapedFileSizeCommitLog": "mapped_file_size_commit_log",
-           "mapedFileSizeConsumeQueue": "mapped_file_size_consume_queue"}
-
-
-def _parse(kind: type, raw: str) -> object:
-    if kind is bool:
-        return raw.lower() == "true"
-    if kind is int:
-        return int(raw)
-    if kind is float:
-        return float(raw)
-    return raw
+STORE_PROPERTIES = PropertyMap(
+    MessageStoreConfig,
+    overrides={"broker_ip1": "brokerIP1", "check_crc_on_recover": "checkCRCOnRecover"},
+    aliases={"mapedFileSizeCommitLog": "mappedFileSizeCommitLog",
+             "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue"})

@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 
 from mqtools.server.store import config_files as cf
-from mqtools.server.store.config import CAMEL_NAMES, MessageStoreConfig
+from mqtools.server.store.config import STORE_PROPERTIES, MessageStoreConfig
 
 
 def test_defaults_and_property_names():
     c = MessageStoreConfig(store_path_root_dir="/x")
     assert c.mapped_file_size_commit_log == 1 << 30 and c.mapped_file_size_consume_queue == 6_000_000
     assert c.sync_flush_timeout == 5000 and c.file_reserved_time == 72 and c.delete_when == "04"
-    assert CAMEL_NAMES["check_crc_on_recover"] == "checkCRCOnRecover"
-    assert CAMEL_NAMES["os_page_cache_busy_time_out_mills"] == "osPageCacheBusyTimeOutMills"
+    assert STORE_PROPERTIES.keys["check_crc_on_recover"] == "checkCRCOnRecover"
+    assert STORE_PROPERTIES.keys["os_page_cache_busy_time_out_mills"] == "osPageCacheBusyTimeOutMills"
     assert str(c.commit_log_dir) == "/x/commitlog"
 
 
