@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.perm import PERM_READ, PERM_WRITE
 from mqtools.remoting.bodies import (
     BrokerData,
@@ -34,7 +35,6 @@ from mqtools.remoting.bodies import (
     TopicRouteData,
 )
 
-MASTER_ID = 0
 DEFAULT_BROKER_CHANNEL_EXPIRED_MS = 120_000
 
 BrokerAddrInfo = tuple[str, str]  # (clusterName, brokerAddr)

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqtools.server.broker.long_polling import HeldPull
 
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.hashing import tags_code
 from mqtools.common.perm import is_readable
 from mqtools.remoting.bodies import SubscriptionData
@@ -36,7 +37,6 @@ FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
 FLAG_CLASS_FILTER = 0x8
-MASTER_ID = 0
 
 _STATUS = {
     "FOUND": ResponseCode.SUCCESS,
