@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
+
+if TYPE_CHECKING:
+    from mqtools.cluster.launcher import ProcStatus
 
 app = typer.Typer(help="Local multi-process clusters from RocketMQ-style presets.", no_args_is_help=True)
 
@@ -22,7 +25,7 @@ def _fail(message: str) -> typer.Exit:
 
 
 def _root(path: Path | None) -> Path:
-    from mqtools.server.launcher.cluster import default_state_dir
+    from mqtools.cluster.launcher import default_state_dir
 
     return (path or default_state_dir()).expanduser().resolve()
 
@@ -50,10 +53,10 @@ def up(
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for a healthy cluster.")] = 90.0,
 ) -> None:
     """Start every role as its own process, wait until registered and replicating, print the topology."""
-    from mqtools.server.launcher.cluster import UpOptions
-    from mqtools.server.launcher.cluster import up as cluster_up
-    from mqtools.server.launcher.presets import PresetError
-    from mqtools.server.launcher.supervisor import LaunchError
+    from mqtools.cluster.launcher import UpOptions
+    from mqtools.cluster.launcher import up as cluster_up
+    from mqtools.cluster.presets import PresetError
+    from mqtools.cluster.supervisor import LaunchError
 
     root = _root(state_dir)
     opts = UpOptions(preset, root, namesrv, base_port, _parse_sets(sets or []), timeout)
@@ -76,8 +79,8 @@ def down(
     grace: Annotated[float, typer.Option("--grace", help="Seconds before SIGTERM escalates to SIGKILL.")] = 15.0,
 ) -> None:
     """Stop every process (slaves, masters, then name servers) gracefully; data stays."""
-    from mqtools.server.launcher.cluster import down as cluster_down
-    from mqtools.server.launcher.supervisor import LaunchError
+    from mqtools.cluster.launcher import down as cluster_down
+    from mqtools.cluster.supervisor import LaunchError
 
     try:
         for name, how in cluster_down(_root(state_dir), grace):
@@ -90,20 +93,22 @@ def _fmt_bytes(value: int | None) -> str:
     return "-" if value is None else f"{value / (1024 * 1024):.1f}M"
 
 
-def _replication(row: dict[str, Any]) -> str:
-    ha = row.get("ha")
-    if not ha:
+def _replication(row: ProcStatus) -> str:
+    ha = row.health.ha if row.health else None
+    if ha is None:
         return "-"
-    if row["role"] == "SLAVE":
-        return "replicating" if ha.get("activated") else "not connected"
-    return f"{ha.get('slaves', 0)} slave(s), {ha.get('inSyncSlaveNums', 0)} in sync"
+    if not ha.is_master:
+        return "replicating" if ha.replicating else "not connected"
+    in_sync = "n/a" if ha.in_sync_slaves is None else str(ha.in_sync_slaves)
+    return f"{len(ha.slaves)} slave(s), {in_sync} in sync"
 
 
-def _table(rows: list[dict[str, Any]]) -> str:
+def _table(rows: list[ProcStatus]) -> str:
     headers = ["NAME", "ROLE", "PID", "PORT", "HA", "ALIVE", "CPU%", "RSS", "REGISTERED", "REPLICATION"]
-    lines = [[r["name"], r["role"], str(r["pid"] or "-"), str(r["port"]), str(r["haPort"] or "-"),
-              "yes" if r["alive"] else "no", "-" if r["cpuPercent"] is None else f"{r['cpuPercent']:.1f}",
-              _fmt_bytes(r["rssBytes"]), "yes" if r["registered"] else "no", _replication(r)] for r in rows]
+    lines = [[r.proc.name, r.proc.role, str(r.proc.pid) if r.alive else "-", str(r.proc.port),
+              str(r.proc.ha_port or "-"), "yes" if r.alive else "no",
+              "-" if r.cpu_percent is None else f"{r.cpu_percent:.1f}", _fmt_bytes(r.rss_bytes),
+              "yes" if r.health and r.health.registered else "no", _replication(r)] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
     out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
     out += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
@@ -116,8 +121,8 @@ def status(
     output: Annotated[str, typer.Option("-o", "--output", help="table or json.")] = "table",
 ) -> None:
     """Each process: pid, role, ports, alive, CPU/RSS, registered with the name servers."""
-    from mqtools.server.launcher.cluster import status as cluster_status
-    from mqtools.server.launcher.supervisor import LaunchError
+    from mqtools.cluster.launcher import status as cluster_status
+    from mqtools.cluster.supervisor import LaunchError
 
     if output not in ("table", "json"):
         raise _fail(f"-o must be table or json, not {output!r}")
@@ -125,7 +130,7 @@ def status(
         rows = cluster_status(_root(state_dir))
     except LaunchError as exc:
         raise _fail(str(exc)) from None
-    typer.echo(json.dumps(rows, indent=2) if output == "json" else _table(rows))
+    typer.echo(json.dumps([r.to_json() for r in rows], indent=2) if output == "json" else _table(rows))
 
 
 @app.command()
@@ -135,8 +140,8 @@ def stop(
     grace: Annotated[float, typer.Option("--grace", help="Seconds before SIGKILL.")] = 15.0,
 ) -> None:
     """Stop one role (failover drills)."""
-    from mqtools.server.launcher.cluster import stop_one
-    from mqtools.server.launcher.supervisor import LaunchError
+    from mqtools.cluster.launcher import stop_one
+    from mqtools.cluster.supervisor import LaunchError
 
     try:
         typer.echo(f"{name}: {stop_one(_root(state_dir), name, grace)}")
@@ -150,8 +155,8 @@ def start(
     state_dir: DirOpt = None,
 ) -> None:
     """Start one stopped role again with its recorded config (same ports, same store)."""
-    from mqtools.server.launcher.cluster import start_one
-    from mqtools.server.launcher.supervisor import LaunchError
+    from mqtools.cluster.launcher import start_one
+    from mqtools.cluster.supervisor import LaunchError
 
     try:
         proc = start_one(_root(state_dir), name)

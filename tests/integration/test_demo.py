@@ -11,6 +11,17 @@ import pytest
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
 
+def ha_rows(out: str) -> set[tuple[str, str, str]]:
+    """(broker, diff bytes, in sync) of each row of the demo's HA table."""
+    title = out.index("HA status")
+    rows = set()
+    for line in out[title:].splitlines():
+        cells = [c.strip() for c in line.split("\u2502")]
+        if len(cells) == 8 and cells[1].startswith("broker-"):
+            rows.add((cells[1], cells[5], cells[6]))
+    return rows
+
+
 def test_demo_sends_consumes_and_reports_ha(tmp_path: Path) -> None:
     state = tmp_path / ".mq-state" / "demo"
     try:
@@ -20,7 +31,7 @@ def test_demo_sends_consumes_and_reports_ha(tmp_path: Path) -> None:
         assert result.returncode == 0, out + result.stderr
         assert "sent 200 messages to DemoTopic: {'SEND_OK': 200}" in out
         assert "consumed 200/200 distinct messages" in out
-        assert "HA status" in out
+        assert ha_rows(out) == {("broker-a", "0", "yes"), ("broker-b", "0", "yes")}
         assert "mq cluster down --dir .mq-state/demo" in out
     finally:
         subprocess.run([sys.executable, "-m", "mqtools.cli.main", "cluster", "down", "--dir", str(state)],

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from importlib import resources
 
+from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.javaprops import parse_properties
 
 
@@ -24,8 +25,8 @@ class BrokerSpec:
         return self.props.get("brokerName", self.name)
 
     @property
-    def role(self) -> str:
-        return self.props.get("brokerRole", "ASYNC_MASTER")
+    def role(self) -> BrokerRole:
+        return BrokerRole.parse(self.props.get("brokerRole", BrokerRole.ASYNC_MASTER))
 
     @property
     def broker_id(self) -> int:
@@ -33,11 +34,11 @@ class BrokerSpec:
 
     @property
     def is_slave(self) -> bool:
-        return self.role == "SLAVE"
+        return self.role is BrokerRole.SLAVE
 
 
 def _conf_root() -> resources.abc.Traversable:
-    return resources.files("mqtools.server.launcher").joinpath("conf")
+    return resources.files("mqtools.cluster").joinpath("conf")
 
 
 def list_presets() -> list[str]:

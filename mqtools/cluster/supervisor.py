@@ -25,6 +25,8 @@ from pathlib import Path
 import psutil
 
 STATE_FILE = "cluster.json"
+NAMESRV_ROLE = "NAMESRV"
+"""ProcInfo.role of a name server; a broker's role is its BrokerRole value."""
 
 
 class LaunchError(RuntimeError):
@@ -37,7 +39,7 @@ class ProcInfo:
 
     name: str
     kind: str  # "namesrv" | "broker"
-    role: str  # NAMESRV / ASYNC_MASTER / SYNC_MASTER / SLAVE
+    role: str  # NAMESRV_ROLE or a BrokerRole value
     port: int
     ha_port: int = 0
     broker_name: str = ""

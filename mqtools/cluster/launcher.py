@@ -1,14 +1,13 @@
 """Local multi-process clusters: bring a preset up, inspect it, stop/start single roles, tear down.
 
 Every role is its own OS process (`mq namesrv start` / `mq broker start -c ...`) supervised
-through the state dir (see supervisor.py).  Masters start before slaves so that a slave's
+through the state dir (mqtools.cluster.supervisor); health is read through MQAdmin (mqtools.cluster.health).  Masters start before slaves so that a slave's
 first registration already returns its master's HA address.
 """
 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import time
 from collections.abc import Callable
@@ -16,16 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mqtools.server.launcher import supervisor as sv
-from mqtools.server.launcher.presets import load_preset
-from mqtools.server.launcher.supervisor import ClusterState, LaunchError, ProcInfo
-
+from mqtools.cluster import supervisor as sv
+from mqtools.cluster.health import ProcHealth, collect_once, wait_healthy
+from mqtools.cluster.presets import load_preset
+from mqtools.cluster.supervisor import NAMESRV_ROLE, ClusterState, LaunchError, ProcInfo
+from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.javaprops import render_properties
-from mqtools.remoting.bodies import ClusterInfo
-from mqtools.remoting.client import RemotingClient
-from mqtools.remoting.codes import RequestCode, ResponseCode
-from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.errors import RemotingError
 
 DEFAULT_BASE_PORT = 9876
 BROKER_PORT_OFFSET = 10911 - DEFAULT_BASE_PORT  # the first broker gets RocketMQ's 10911
@@ -61,7 +56,7 @@ def plan(opts: UpOptions) -> ClusterState:
     for i in range(opts.namesrv_count):
         port = sv.pick_ports(opts.base_port + i, 1, taken)
         name = f"namesrv-{i}"
-        namesrvs.append(ProcInfo(name, "namesrv", "NAMESRV", port, args=[
+        namesrvs.append(ProcInfo(name, "namesrv", NAMESRV_ROLE, port, args=[
             "namesrv", "start", "--listen-port", str(port), "--store-dir", str(opts.root / name)]))
     namesrv_addr = ";".join(p.addr for p in namesrvs)
     brokers = []
@@ -103,94 +98,53 @@ def up(opts: UpOptions, progress: Callable[[str], None] = lambda _: None) -> Clu
     return state
 
 
-async def wait_healthy(state: ClusterState, deadline: float) -> None:
-    """Until every broker is in the name servers' cluster info and every slave replicates."""
-    client = RemotingClient(state.namesrv_addr.split(";"))
-    try:
-        while True:
-            facts = await collect(client, state)
-            missing = [p.name for p in state.procs if p.kind == "broker" and not facts[p.name]["registered"]]
-            idle = [p.name for p in state.procs if p.role == "SLAVE" and not facts[p.name]["replicating"]]
-            if not missing and not idle:
-                return
-            if time.monotonic() > deadline:
-                raise LaunchError(f"not healthy in time: unregistered {missing or '-'}, not replicating {idle or '-'}")
-            await asyncio.sleep(0.2)
-    finally:
-        await client.close()
+@dataclass(frozen=True, slots=True)
+class ProcStatus:
+    """One process of a local cluster as `mq cluster status` shows it."""
+
+    proc: ProcInfo
+    alive: bool
+    cpu_percent: float | None
+    rss_bytes: int | None
+    health: ProcHealth | None
+    log: Path
+
+    def to_json(self) -> dict[str, Any]:
+        p = self.proc
+        return {
+            "name": p.name, "kind": p.kind, "role": p.role, "pid": p.pid if self.alive else None, "port": p.port,
+            "haPort": p.ha_port or None, "brokerName": p.broker_name or None,
+            "brokerId": p.broker_id if p.kind == "broker" else None, "alive": self.alive,
+            "cpuPercent": self.cpu_percent, "rssBytes": self.rss_bytes,
+            "registered": bool(self.health and self.health.registered), "ha": self._ha_json(), "log": str(self.log),
+        }
+
+    def _ha_json(self) -> dict[str, Any] | None:
+        ha = self.health.ha if self.health else None
+        if ha is None:
+            return None
+        if ha.client is not None:
+            return {"masterAddr": ha.client.master_addr, "activated": ha.client.activated,
+                    "maxOffset": ha.client.max_offset}
+        return {"slaves": len(ha.slaves), "inSyncSlaveNums": ha.in_sync_slaves}
 
 
-async def _invoke(client: RemotingClient, addr: str, code: int, timeout: float = 2.0) -> RemotingCommand | None:
-    try:
-        return await client.invoke(addr, RemotingCommand.request(code), timeout)
-    except (RemotingError, OSError, TimeoutError):
-        return None
-
-
-async def collect(client: RemotingClient, state: ClusterState) -> dict[str, dict[str, Any]]:
-    """Per process: registered (in any name server's cluster info) and, for brokers, HA facts."""
-    registered: dict[str, set[str]] = {}
-    for proc in state.procs:
-        if proc.kind != "namesrv":
-            continue
-        resp = await _invoke(client, proc.addr, RequestCode.GET_BROKER_CLUSTER_INFO)
-        if resp is None or resp.code != ResponseCode.SUCCESS or not resp.body:
-            continue
-        for name, data in ClusterInfo.from_json(resp.body).broker_addr_table.items():
-            registered.setdefault(name, set()).update(data.broker_addrs.values())
-    facts: dict[str, dict[str, Any]] = {}
-    for proc in state.procs:
-        entry: dict[str, Any] = {"registered": proc.kind == "namesrv" or proc.addr in registered.get(proc.broker_name, ())}
-        if proc.kind == "broker":
-            entry.update(await _ha_facts(client, proc))
-        facts[proc.name] = entry
-    return facts
-
-
-async def _ha_facts(client: RemotingClient, proc: ProcInfo) -> dict[str, Any]:
-    resp = await _invoke(client, proc.addr, RequestCode.GET_BROKER_HA_STATUS)
-    if resp is None or resp.code != ResponseCode.SUCCESS or not resp.body:
-        return {"replicating": False, "ha": None}
-    info = json.loads(resp.body)
-    if proc.role == "SLAVE":
-        client_info = info.get("haClientRuntimeInfo") or {}
-        return {"replicating": bool(client_info.get("activated")), "ha": client_info}
-    return {"replicating": False, "ha": {"slaves": len(info.get("haConnectionInfo") or []),
-                                          "inSyncSlaveNums": info.get("inSyncSlaveNums")}}
-
-
-def status(root: Path) -> list[dict[str, Any]]:
-    """One row per process: pid, role, ports, alive, CPU/RSS, registered, HA facts."""
+def status(root: Path) -> list[ProcStatus]:
+    """One entry per process: alive, CPU/RSS, registration and HA, in the state file's order."""
     state = _require(root)
-    facts = asyncio.run(_collect_once(state))
+    health = asyncio.run(collect_once(state))
     rows = []
     for proc in state.procs:
         is_alive, cpu, rss = sv.usage(proc)
-        fact = facts.get(proc.name, {})
-        rows.append({
-            "name": proc.name, "kind": proc.kind, "role": proc.role, "pid": proc.pid if is_alive else None,
-            "port": proc.port, "haPort": proc.ha_port or None, "brokerName": proc.broker_name or None,
-            "brokerId": proc.broker_id if proc.kind == "broker" else None, "alive": is_alive,
-            "cpuPercent": cpu, "rssBytes": rss,
-            "registered": bool(fact.get("registered")) if is_alive else False,
-            "ha": fact.get("ha") if is_alive else None,
-            "log": str(sv.log_path(root, proc.name)),
-        })
+        rows.append(ProcStatus(proc, is_alive, cpu, rss, health.get(proc.name) if is_alive else None,
+                               sv.log_path(root, proc.name)))
     return rows
-
-
-async def _collect_once(state: ClusterState) -> dict[str, dict[str, Any]]:
-    client = RemotingClient(state.namesrv_addr.split(";"))
-    try:
-        return await collect(client, state)
-    finally:
-        await client.close()
 
 
 def down(root: Path, grace: float = 15.0) -> list[tuple[str, str]]:
     """Stop slaves, then masters, then name servers; returns (name, what happened)."""
     state = _require(root)
-    order = sorted(state.procs, key=lambda p: {"SLAVE": 0, "NAMESRV": 2}.get(p.role, 1))
+    order = sorted(state.procs, key=lambda p: {BrokerRole.SLAVE.value: 0, NAMESRV_ROLE: 2}.get(p.role, 1))
     return [(proc.name, sv.stop(proc, grace)) for proc in order]
 
 

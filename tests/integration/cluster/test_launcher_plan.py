@@ -1,4 +1,4 @@
-"""Launcher pieces without processes: presets as RocketMQ ships them, port planning, state files."""
+"""Launcher planning on this machine: free-port picking (binds sockets), broker configs, state files."""
 
 from __future__ import annotations
 
@@ -7,31 +7,11 @@ import socket
 from pathlib import Path
 
 import pytest
-from mqtools.server.launcher import supervisor as sv
-from mqtools.server.launcher.cluster import UpOptions, plan
-from mqtools.server.launcher.presets import PresetError, list_presets, load_preset
 
+pytestmark = pytest.mark.integration
+from mqtools.cluster import supervisor as sv
+from mqtools.cluster.launcher import UpOptions, plan
 from mqtools.common.javaprops import parse_properties
-
-
-def test_presets_match_rocketmq_tables() -> None:
-    assert list_presets() == ["2m-2s-async", "2m-2s-sync", "2m-noslave"]
-    table = {p: [(s.name, s.broker_name, s.broker_id, s.role) for s in load_preset(p)] for p in list_presets()}
-    assert table["2m-2s-sync"] == [
-        ("broker-a", "broker-a", 0, "SYNC_MASTER"), ("broker-b", "broker-b", 0, "SYNC_MASTER"),
-        ("broker-a-s", "broker-a", 1, "SLAVE"), ("broker-b-s", "broker-b", 1, "SLAVE")]
-    assert [r[3] for r in table["2m-2s-async"]] == ["ASYNC_MASTER", "ASYNC_MASTER", "SLAVE", "SLAVE"]
-    assert table["2m-noslave"] == [("broker-a", "broker-a", 0, "ASYNC_MASTER"),
-                                   ("broker-b", "broker-b", 0, "ASYNC_MASTER")]
-    for preset in list_presets():
-        for spec in load_preset(preset):
-            assert spec.props["brokerClusterName"] == "DefaultCluster"
-            assert spec.props["flushDiskType"] == "ASYNC_FLUSH"
-
-
-def test_unknown_preset() -> None:
-    with pytest.raises(PresetError, match="unknown preset"):
-        load_preset("9m-9s")
 
 
 def test_pick_ports_skips_taken_and_handed_out() -> None:

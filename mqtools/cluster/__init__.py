@@ -1,0 +1,1 @@
+"""Local multi-process clusters: presets, process supervision and health read through the admin API."""
