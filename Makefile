@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo lint completions clean java
+.PHONY: install test demo lint layers completions clean java
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -23,7 +23,15 @@ java:
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q default-jre-headless; }
 
-test: install
+# import-linter reads packages from disk; server/ and tui/ are mapped into mqtools, so the contracts in
+# pyproject.toml are checked on a staged copy laid out as installed.
+LAYERS := build/layers
+layers: install
+	@rm -rf $(LAYERS) && mkdir -p $(LAYERS)
+	@cp -r mqtools $(LAYERS)/ && cp -r server $(LAYERS)/mqtools/server && cp -r tui $(LAYERS)/mqtools/tui
+	cd $(LAYERS) && PYTHONPATH=. ../../$(BIN)/lint-imports --config ../../pyproject.toml --no-cache --no-logo
+
+test: install layers
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
 
 lint: install
