@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.perm import is_readable, is_writeable
 from mqtools.remoting.bodies import MessageQueue, TopicRouteData
-
-MASTER_ID = 0
 
 
 @dataclass(slots=True)
