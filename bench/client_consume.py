@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import broker_send
 from benchsupport import namesrv_and_broker
 
-from mqtools.client.consumer import PushConsumer
+from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult
 from mqtools.common.message import MessageExt
 

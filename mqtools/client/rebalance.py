@@ -1,8 +1,39 @@
-"""Queue allocation among the consumers of a group (RocketMQ's AllocateMessageQueueAveragely)."""
+"""Which queues this member of a group consumes (RocketMQ's RebalanceImpl, RebalancePushImpl,
+RebalanceService and AllocateMessageQueueAveragely).
+
+Every member computes the same average split from the broker's consumer list, so no
+coordination is needed beyond that list. In clustering mode a member also holds the broker's
+queue lock (LOCK_BATCH_MQ) for every queue it consumes, orderly or not, takes a queue only
+once the lock is granted and gives one up only after its in-flight messages are done and
+its offset is committed: a member joining or leaving never makes two members process the
+same message in a clean run (RocketMQ's concurrent consumer allows that overlap).
+"""
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+
+from mqtools.client.client_api import CLIENT_ERRORS, consumer_ids, lock_batch, queue_offset, unlock_batch
+from mqtools.client.instance import ClientInstance
+from mqtools.client.offset_store import OffsetStore
+from mqtools.client.process_queue import ProcessQueue
+from mqtools.client.types import ConsumeFromWhere
+from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import MessageQueue
+from mqtools.remoting.codes import RequestCode
+
+log = logging.getLogger(__name__)
+
+#: Seconds before the next rebalance while some allocated queue still waits for its lock.
+LOCK_RETRY_INTERVAL = 1.0
+#: Seconds a dropped queue may take to finish its in-flight messages during a rebalance.
+DROP_DRAIN_TIMEOUT = 10.0
+#: How far back CONSUME_FROM_TIMESTAMP starts when no timestamp is given (RocketMQ's half an hour).
+DEFAULT_TIMESTAMP_LOOKBACK = 1800
 
 
 def queue_sort_key(mq: MessageQueue) -> tuple[str, str, int]:
@@ -31,3 +62,121 @@ def allocate_average(consumer_ids: list[str], me: str, queues: list[MessageQueue
     start = index * size if mod > 0 and index < mod else index * size + mod
     span = min(size, len(mqs) - start)
     return [mqs[(start + i) % len(mqs)] for i in range(max(span, 0))]
+
+
+class Rebalance:
+    """The owned queues of one push consumer and the work of changing them.
+
+    `dispatch` is called with each newly owned queue so the consumer can start pulling it
+    (RocketMQ's dispatchPullRequest).
+    """
+
+    def __init__(self, instance: ClientInstance, group: str, offsets: OffsetStore, *, clustering: bool,
+                 consume_from_where: ConsumeFromWhere, consume_timestamp_ms: int | None,
+                 dispatch: Callable[[ProcessQueue], None]) -> None:
+        self.instance = instance
+        self.group = group
+        self.offsets = offsets
+        self.clustering = clustering
+        self.consume_from_where = consume_from_where
+        self.consume_timestamp_ms = consume_timestamp_ms
+        self.dispatch = dispatch
+        self.table: dict[MessageQueue, ProcessQueue] = {}
+        self._wake = asyncio.Event()
+
+    def wake(self) -> None:
+        """Rebalance now rather than at the next interval (the group's membership changed)."""
+        self._wake.set()
+
+    async def run(self, topics: Callable[[], list[str]], interval: float) -> None:
+        """Rebalance every `interval` seconds, at once when woken, every second while a lock is pending."""
+        while True:
+            self._wake.clear()
+            try:
+                pending = await self.rebalance(topics())
+            except CLIENT_ERRORS as exc:
+                log.info("rebalance of %s failed: %s", self.group, exc)
+                pending = True
+            delay = LOCK_RETRY_INTERVAL if pending else interval
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(delay):
+                    await self._wake.wait()
+
+    async def rebalance(self, topics: list[str]) -> bool:
+        """Recompute the owned queues; True when some queue is still waiting for its lock."""
+        wanted: set[MessageQueue] = set()
+        for topic in topics:
+            wanted.update(await self._allocate(topic))
+        await self.drop([mq for mq in self.table if mq not in wanted], DROP_DRAIN_TIMEOUT)
+        new = sorted((mq for mq in wanted if mq not in self.table), key=queue_sort_key)
+        if self.clustering and self.table:
+            await self._renew_locks()
+        locked = await lock_batch(self.instance, self.group, new) if self.clustering else set(new)
+        for mq in new:
+            if mq in locked:
+                await self._add(mq)
+        return len(locked) < len(new)
+
+    async def _allocate(self, topic: str) -> list[MessageQueue]:
+        route = await self.instance.route(topic, refresh=True)
+        if route is None:
+            return []
+        queues = list(route.subscribe)
+        if not self.clustering:
+            return queues
+        cids = await consumer_ids(self.instance, self.group, route.brokers)
+        return allocate_average(cids, self.instance.client_id, queues)
+
+    async def _renew_locks(self) -> None:
+        """Keep the broker locks alive; a queue whose lock went to someone else is dropped."""
+        mine = [mq for mq, pq in self.table.items() if pq.locked]
+        renewed = await lock_batch(self.instance, self.group, mine)
+        reachable = {mq for mq in mine if self.instance.broker_addr(mq.broker_name, any_node=False)}
+        await self.drop([mq for mq in mine if mq in reachable and mq not in renewed], DROP_DRAIN_TIMEOUT)
+
+    async def _start_offset(self, mq: MessageQueue) -> int:
+        """Where a newly owned queue starts (RocketMQ's computePullFromWhere)."""
+        stored = await self.offsets.read(mq)
+        if stored is not None and stored >= 0:
+            return stored
+        where = self.consume_from_where
+        if is_retry_topic(mq.topic) or where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
+            return await queue_offset(self.instance, mq, RequestCode.GET_MIN_OFFSET)
+        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+            stamp = self.consume_timestamp_ms or int((time.time() - DEFAULT_TIMESTAMP_LOOKBACK) * 1000)
+            return await queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp=stamp)
+        return await queue_offset(self.instance, mq, RequestCode.GET_MAX_OFFSET)
+
+    async def _add(self, mq: MessageQueue) -> None:
+        try:
+            offset = await self._start_offset(mq)
+        except CLIENT_ERRORS as exc:
+            log.info("no start offset for %s yet: %s", mq, exc)
+            if self.clustering:
+                await unlock_batch(self.instance, self.group, [mq])
+            return
+        pq = ProcessQueue(mq, offset, locked=self.clustering)
+        self.offsets.update(mq, offset)
+        self.table[mq] = pq
+        self.dispatch(pq)
+
+    async def drop(self, mqs: list[MessageQueue], drain_timeout: float) -> None:
+        """Stop pulling `mqs`, let their in-flight messages finish, commit, then release the locks."""
+        dropped = [self.table.pop(mq) for mq in mqs if mq in self.table]
+        for pq in dropped:
+            pq.dropped = True
+            if pq.task is not None:
+                pq.task.cancel()
+        for pq in dropped:
+            if pq.task is not None:
+                with contextlib.suppress(asyncio.CancelledError):
+                    await pq.task
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(drain_timeout):
+                    await pq.idle.wait()
+            self.offsets.update(pq.mq, pq.commit_point())
+        await self.offsets.persist([pq.mq for pq in dropped])
+        if self.clustering:
+            await unlock_batch(self.instance, self.group, [pq.mq for pq in dropped if pq.locked])
+        for pq in dropped:
+            self.offsets.remove(pq.mq)

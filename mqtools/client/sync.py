@@ -12,8 +12,10 @@ import threading
 from collections.abc import Coroutine, Sequence
 from typing import Any, Self, TypeVar
 
-from mqtools.client.consumer import Listener, PullConsumer, PushConsumer
+from mqtools.client.consume_service import Listener
 from mqtools.client.producer import Producer
+from mqtools.client.pull_consumer import PullConsumer
+from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import PullResult, SendResult
 from mqtools.common.message import Message
 from mqtools.remoting.bodies import MessageQueue

@@ -10,8 +10,8 @@ import pytest
 from clientsupport import Cluster, create_topic, two_broker_cluster, until
 from cppclient import CppClient
 
-from mqtools.client.consumer import PushConsumer
 from mqtools.client.producer import Producer
+from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult
 from mqtools.common.message import Message, MessageExt
 

@@ -9,9 +9,10 @@ from collections import Counter
 import pytest
 from clientsupport import Cluster, create_topic, until
 
-from mqtools.client.consumer import PullConsumer, PushConsumer
 from mqtools.client.instance import ClientInstance
 from mqtools.client.producer import Producer, select_by_hash
+from mqtools.client.pull_consumer import PullConsumer
+from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult, MessageModel, PullStatus
 from mqtools.common.message import Message, MessageExt
 from mqtools.common.topics import dlq_topic

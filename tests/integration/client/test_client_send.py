@@ -9,9 +9,9 @@ import time
 import pytest
 from clientsupport import Cluster, create_topic
 
-from mqtools.client.consumer import PullConsumer
 from mqtools.client.errors import MQClientError
 from mqtools.client.producer import Producer, select_by_hash
+from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.sync import SyncProducer
 from mqtools.client.types import PullStatus, SendResult, SendStatus
 from mqtools.common.message import Message

@@ -1,0 +1,206 @@
+"""The wire calls consumers and the admin API share (RocketMQ's MQClientAPIImpl, PullAPIWrapper, MQAdminImpl).
+
+Each function builds one request, sends it through the `ClientInstance` and turns the
+answer into a Python value or an `MQBrokerError`; none keeps state of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import zlib
+from collections.abc import Iterable
+
+from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.client.instance import ClientInstance
+from mqtools.client.subscription import matches
+from mqtools.client.types import PULL_STATUS_BY_CODE, PullResult, PullStatus
+from mqtools.common import properties as P
+from mqtools.common import sysflag
+from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.codec import decode_stored
+from mqtools.common.message import MessageExt
+from mqtools.common.topics import is_retry_topic
+from mqtools.remoting.bodies import (
+    ConsumerListBody,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+    SubscriptionData,
+)
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.headers import (
+    ConsumerGroupRequestHeader,
+    ConsumerSendMsgBackRequestHeader,
+    OffsetResponseHeader,
+    PullMessageRequestHeader,
+    QueueRequestHeader,
+    SearchOffsetRequestHeader,
+)
+
+FLAG_COMMIT_OFFSET = 0x1
+FLAG_SUSPEND = 0x2
+FLAG_SUBSCRIPTION = 0x4
+#: What a wire call may raise: transport failures, client-side refusals, broker error codes.
+CLIENT_ERRORS = (RemotingError, MQClientError, MQBrokerError)
+
+
+def decode_pull_body(body: bytes | None) -> list[MessageExt]:
+    """The stored messages of a pull answer, bodies decompressed, retry topics restored."""
+    out: list[MessageExt] = []
+    if not body:
+        return out
+    view = memoryview(body)
+    pos = 0
+    while pos < len(view):
+        msg = decode_stored(view, pos)
+        pos += msg.store_size
+        if msg.sys_flag & sysflag.COMPRESSED_FLAG:
+            msg.body = zlib.decompress(msg.body)
+            msg.sys_flag &= ~sysflag.COMPRESSED_FLAG
+        real = msg.properties.get(P.RETRY_TOPIC)
+        if real and is_retry_topic(msg.topic):
+            msg.topic = real
+        out.append(msg)
+    return out
+
+
+async def pull_once(instance: ClientInstance, group: str, mq: MessageQueue, sub: SubscriptionData, offset: int, *,
+                    max_nums: int = 32, commit_offset: int | None = None, suspend_ms: int = 0,
+                    broker_id: int = MASTER_ID, timeout: float | None = None) -> PullResult:
+    """One PULL_MESSAGE; with suspend_ms the broker holds it until a message arrives."""
+    addr = instance.broker_addr(mq.broker_name, broker_id)
+    if addr is None:
+        await instance.route(mq.topic, refresh=True)
+        addr = instance.broker_addr(mq.broker_name, broker_id)
+        if addr is None:
+            raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+    flag = FLAG_SUBSCRIPTION | (FLAG_SUSPEND if suspend_ms else 0)
+    if commit_offset is not None and commit_offset >= 0:
+        flag |= FLAG_COMMIT_OFFSET
+    header = PullMessageRequestHeader(
+        consumer_group=group, topic=mq.topic, queue_id=mq.queue_id, queue_offset=offset, max_msg_nums=max_nums,
+        sys_flag=flag, commit_offset=max(commit_offset or 0, 0), suspend_timeout_millis=suspend_ms,
+        sub_version=sub.sub_version, subscription=sub.sub_string, expression_type="TAG",
+    )
+    wait = timeout if timeout is not None else instance.timeout + suspend_ms / 1000
+    resp = await instance.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()), wait)
+    status = PULL_STATUS_BY_CODE.get(resp.code)  # type: ignore[call-overload]
+    if status is None:
+        raise MQBrokerError(resp.code, resp.remark)
+    ext = resp.ext_fields
+    result = PullResult(status, int(ext.get("nextBeginOffset", offset)), int(ext.get("minOffset", 0)),
+                        int(ext.get("maxOffset", 0)), suggest_which_broker_id=int(ext.get("suggestWhichBrokerId", 0)))
+    if status is PullStatus.FOUND:
+        result.messages = [m for m in decode_pull_body(resp.body) if matches(sub, m)]
+    return result
+
+
+async def queue_offset(instance: ClientInstance, mq: MessageQueue, code: RequestCode, **extra: int) -> int:
+    """GET_MAX_OFFSET / GET_MIN_OFFSET, or SEARCH_OFFSET_BY_TIMESTAMP with `timestamp=`."""
+    addr = instance.broker_addr(mq.broker_name)
+    if addr is None:
+        raise MQClientError(f"The broker[{mq.broker_name}] not exist")
+    if extra:
+        ext = SearchOffsetRequestHeader(mq.topic, mq.queue_id, extra["timestamp"]).to_ext()
+    else:
+        ext = QueueRequestHeader(mq.topic, mq.queue_id).to_ext()
+    resp = await instance.invoke(addr, RemotingCommand.request(code, ext))
+    if resp.code != ResponseCode.SUCCESS:
+        raise MQBrokerError(resp.code, resp.remark)
+    return OffsetResponseHeader.from_ext(resp.ext_fields).offset
+
+
+async def consumer_ids(instance: ClientInstance, group: str, brokers: Iterable[str]) -> list[str]:
+    """GET_CONSUMER_LIST_BY_GROUP from the first broker that answers; [] when none does."""
+    for name in brokers:
+        addr = instance.broker_addr(name)
+        if addr is None:
+            continue
+        header = ConsumerGroupRequestHeader(group).to_ext()
+        try:
+            resp = await instance.invoke(addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header))
+        except RemotingError:
+            continue
+        if resp.code == ResponseCode.SUCCESS and resp.body:
+            return ConsumerListBody.from_json(resp.body).consumer_id_list
+    return []
+
+
+def _by_broker(mqs: Iterable[MessageQueue]) -> dict[str, set[MessageQueue]]:
+    by_broker: dict[str, set[MessageQueue]] = {}
+    for mq in mqs:
+        by_broker.setdefault(mq.broker_name, set()).add(mq)
+    return by_broker
+
+
+async def lock_batch(instance: ClientInstance, group: str, mqs: Iterable[MessageQueue]) -> set[MessageQueue]:
+    """LOCK_BATCH_MQ on each queue's master: the queues this client now holds (others are skipped)."""
+    locked: set[MessageQueue] = set()
+    for name, queues in _by_broker(mqs).items():
+        addr = instance.broker_addr(name, any_node=False)
+        if addr is None:
+            continue
+        body = LockBatchRequestBody(group, instance.client_id, queues).to_json()
+        try:
+            resp = await instance.invoke(addr, RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=body))
+        except RemotingError:
+            continue
+        if resp.code == ResponseCode.SUCCESS and resp.body:
+            locked |= LockBatchResponseBody.from_json(resp.body).lock_ok_mq_set
+    return locked
+
+
+async def unlock_batch(instance: ClientInstance, group: str, mqs: Iterable[MessageQueue]) -> None:
+    """UNLOCK_BATCH_MQ on each queue's master, best effort: the broker lock expires anyway."""
+    for name, queues in _by_broker(mqs).items():
+        addr = instance.broker_addr(name, any_node=False)
+        if addr is None:
+            continue
+        body = LockBatchRequestBody(group, instance.client_id, queues).to_json()
+        with contextlib.suppress(RemotingError):
+            await instance.invoke(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=body))
+
+
+async def send_back(instance: ClientInstance, group: str, mq: MessageQueue, msg: MessageExt,
+                    max_reconsume_times: int) -> bool:
+    """CONSUMER_SEND_MSG_BACK: the broker schedules the retry (or the DLQ); False if it refused."""
+    addr = instance.broker_addr(mq.broker_name)
+    if addr is None:
+        return False
+    header = ConsumerSendMsgBackRequestHeader(
+        offset=msg.commit_log_offset, group=group, delay_level=0, origin_msg_id=msg.msg_id,
+        origin_topic=msg.topic, max_reconsume_times=max_reconsume_times,
+    )
+    try:
+        resp = await instance.invoke(addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK,
+                                                                   header.to_ext()))
+    except RemotingError:
+        return False
+    return resp.code == ResponseCode.SUCCESS
+
+
+class ConsumerBase:
+    """What both consumers share: their ClientInstance and the queue queries of RocketMQ's MQAdminImpl."""
+
+    def __init__(self, group: str, namesrv: str | list[str] | None, instance: ClientInstance | None) -> None:
+        if instance is None and namesrv is None:
+            raise MQClientError("a consumer needs namesrv= or instance=")
+        self.group = group
+        self.instance = instance or ClientInstance(namesrv)  # type: ignore[arg-type]
+
+    async def fetch_queues(self, topic: str) -> list[MessageQueue]:
+        route = await self.instance.route(topic, refresh=True)
+        if route is None:
+            raise MQClientError(f"No route info of this topic: {topic}")
+        return list(route.subscribe)
+
+    async def max_offset(self, mq: MessageQueue) -> int:
+        return await queue_offset(self.instance, mq, RequestCode.GET_MAX_OFFSET)
+
+    async def min_offset(self, mq: MessageQueue) -> int:
+        return await queue_offset(self.instance, mq, RequestCode.GET_MIN_OFFSET)
+
+    async def search_offset(self, mq: MessageQueue, timestamp_ms: int) -> int:
+        return await queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp=timestamp_ms)

@@ -1,0 +1,118 @@
+"""Running the listener on pulled messages (RocketMQ's ConsumeMessageConcurrentlyService and
+ConsumeMessageOrderlyService).
+
+Concurrent: every message is its own task, up to `consume_concurrency` at once; a message
+the listener refuses is sent back to the broker, which re-delivers it through the group's
+retry topic (or the DLQ once `max_reconsume_times` is spent). Orderly: one message at a time
+per consumer, in queue order; a refused message is retried in place, so nothing overtakes it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+
+from mqtools.client.client_api import send_back
+from mqtools.client.instance import ClientInstance
+from mqtools.client.offset_store import OffsetStore
+from mqtools.client.process_queue import ProcessQueue
+from mqtools.client.types import ConsumeResult
+from mqtools.common.message import MessageExt
+
+log = logging.getLogger(__name__)
+
+Listener = Callable[[list[MessageExt]], ConsumeResult | Awaitable[ConsumeResult]]
+#: Seconds before a message the broker would not take back is consumed again.
+SEND_BACK_RETRY_DELAY = 5.0
+#: Seconds before an orderly listener sees a refused message again.
+ORDERLY_RETRY_DELAY = 1.0
+
+
+class ConsumeService:
+    """Hands pulled messages to the listener and records them done (RocketMQ's ConsumeMessageService)."""
+
+    def __init__(self, instance: ClientInstance, group: str, listener: Listener, offsets: OffsetStore,
+                 slots: int) -> None:
+        self.instance = instance
+        self.group = group
+        self.listener = listener
+        self.offsets = offsets
+        self._slots = asyncio.Semaphore(slots)
+        self._workers: set[asyncio.Task] = set()
+
+    def submit(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        """Start consuming `msgs`, just put into `pq`; never blocks the pull loop."""
+        raise NotImplementedError
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._workers.add(task)
+        task.add_done_callback(self._workers.discard)
+
+    async def _call_listener(self, msgs: list[MessageExt]) -> ConsumeResult:
+        """The listener's verdict; an exception or a stray return value means RECONSUME_LATER."""
+        try:
+            outcome = self.listener(msgs)
+            if inspect.isawaitable(outcome):
+                outcome = await outcome
+        except Exception:
+            log.exception("listener of %s failed", self.group)
+            return ConsumeResult.RECONSUME_LATER
+        return outcome if isinstance(outcome, ConsumeResult) else ConsumeResult.RECONSUME_LATER
+
+    def _done(self, pq: ProcessQueue, msg: MessageExt, generation: int) -> None:
+        if generation != pq.generation:
+            return
+        pq.remove(msg)
+        self.offsets.update(pq.mq, pq.commit_point())
+
+
+class ConcurrentConsumeService(ConsumeService):
+    """Each message on its own; a refusal goes back to the broker (RocketMQ's ConsumeMessageConcurrentlyService)."""
+
+    def __init__(self, instance: ClientInstance, group: str, listener: Listener, offsets: OffsetStore, *,
+                 concurrency: int, max_reconsume_times: int) -> None:
+        super().__init__(instance, group, listener, offsets, concurrency)
+        self.max_reconsume_times = max_reconsume_times
+
+    def submit(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        for msg in msgs:
+            self._spawn(self._consume_one(pq, msg, pq.generation))
+
+    async def _consume_one(self, pq: ProcessQueue, msg: MessageExt, generation: int) -> None:
+        async with self._slots:
+            result = await self._call_listener([msg])
+            while result is ConsumeResult.RECONSUME_LATER and not await send_back(
+                    self.instance, self.group, pq.mq, msg, self.max_reconsume_times):
+                await asyncio.sleep(SEND_BACK_RETRY_DELAY)
+                if generation != pq.generation:
+                    return
+                result = await self._call_listener([msg])
+        self._done(pq, msg, generation)
+
+
+class OrderlyConsumeService(ConsumeService):
+    """One message at a time in queue order; a refusal retries the same message (RocketMQ's
+    ConsumeMessageOrderlyService)."""
+
+    def __init__(self, instance: ClientInstance, group: str, listener: Listener, offsets: OffsetStore) -> None:
+        super().__init__(instance, group, listener, offsets, 1)
+
+    def submit(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        pq.buffered.extend(msgs)
+        if len(pq.buffered) == len(msgs):
+            self._spawn(self._consume_orderly(pq, pq.generation))
+
+    async def _consume_orderly(self, pq: ProcessQueue, generation: int) -> None:
+        async with self._slots:
+            while pq.buffered and generation == pq.generation:
+                msg = pq.buffered[0]
+                while await self._call_listener([msg]) is ConsumeResult.RECONSUME_LATER:
+                    msg.reconsume_times += 1
+                    if generation != pq.generation:
+                        return
+                    await asyncio.sleep(ORDERLY_RETRY_DELAY)
+                pq.buffered.pop(0)
+                self._done(pq, msg, generation)

@@ -1,0 +1,72 @@
+"""One owned queue's consumption state (RocketMQ's ProcessQueue and PullRequest).
+
+The push consumer pulls into it, the consume services take messages out of it, and the
+rebalance drops it; the offset committed for the queue is always `commit_point()`, so a
+message still being consumed is never skipped by a commit.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+
+from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.message import MessageExt
+from mqtools.remoting.bodies import MessageQueue
+
+
+@dataclass
+class ProcessQueue:
+    """One owned queue: its pull task, what is in flight, where to pull next.
+
+    `generation` grows on every offset reset; work started under an older generation
+    finds it changed and leaves the queue alone.
+    """
+
+    mq: MessageQueue
+    next_offset: int
+    task: asyncio.Task | None = None
+    inflight: dict[int, MessageExt] = field(default_factory=dict)
+    buffered: list[MessageExt] = field(default_factory=list)
+    broker_id: int = MASTER_ID
+    dropped: bool = False
+    locked: bool = False
+    generation: int = 0
+    idle: asyncio.Event = field(default_factory=asyncio.Event)
+    space: asyncio.Event = field(default_factory=asyncio.Event)
+
+    def __post_init__(self) -> None:
+        if not self.inflight:
+            self.idle.set()
+
+    def commit_point(self) -> int:
+        """Every message before this offset is done: the offset safe to commit."""
+        return min(self.inflight) if self.inflight else self.next_offset
+
+    def settle(self) -> None:
+        """Wake whoever waits for the queue to drain or for room to pull more."""
+        if not self.inflight:
+            self.idle.set()
+        self.space.set()
+
+    def put(self, msgs: list[MessageExt]) -> None:
+        """Pulled messages enter the in-flight table (RocketMQ's putMessage)."""
+        for msg in msgs:
+            self.inflight[msg.queue_offset] = msg
+        if msgs:
+            self.idle.clear()
+
+    def remove(self, msg: MessageExt) -> None:
+        """A message is done, whatever its outcome (RocketMQ's removeMessage)."""
+        self.inflight.pop(msg.queue_offset, None)
+        self.settle()
+
+    def restart(self, offset: int) -> None:
+        """Forget what is in flight and pull from `offset` next; older work sees a new generation."""
+        self.generation += 1
+        if self.task is not None:
+            self.task.cancel()
+        self.inflight.clear()
+        self.buffered.clear()
+        self.next_offset = offset
+        self.settle()

@@ -1,0 +1,53 @@
+"""The low-level consumer (RocketMQ's DefaultMQPullConsumer): list queues, pull from an offset, commit offsets.
+
+Nothing runs in the background: the caller chooses the queue and the offset of every pull,
+which is what a Spark executor reading a fixed offset range wants.
+"""
+
+from __future__ import annotations
+
+from typing import Self
+
+from mqtools.client.client_api import ConsumerBase, pull_once
+from mqtools.client.instance import ClientInstance
+from mqtools.client.offset_store import RemoteOffsetStore
+from mqtools.client.subscription import parse_subscription
+from mqtools.client.types import PullResult
+from mqtools.remoting.bodies import MessageQueue
+
+
+class PullConsumer(ConsumerBase):
+    """`async with PullConsumer("g", namesrv=...) as c: r = await c.pull(mq, "TagA", offset)`."""
+
+    def __init__(self, group: str, *, namesrv: str | list[str] | None = None,
+                 instance: ClientInstance | None = None) -> None:
+        super().__init__(group, namesrv, instance)
+        self.offsets = RemoteOffsetStore(self.instance, group)
+
+    async def start(self) -> PullConsumer:
+        await self.instance.start()
+        return self
+
+    async def shutdown(self) -> None:
+        await self.instance.shutdown()
+
+    async def __aenter__(self) -> Self:
+        return await self.start()
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.shutdown()
+
+    async def pull(self, mq: MessageQueue, expression: str | None, offset: int, max_nums: int = 32, *,
+                   suspend: float = 0.0) -> PullResult:
+        """One pull from `offset`; `suspend` seconds lets the broker hold it until a message arrives."""
+        if mq.topic not in self.instance.routes:
+            await self.instance.route(mq.topic)
+        sub = parse_subscription(mq.topic, expression)
+        return await pull_once(self.instance, self.group, mq, sub, offset, max_nums=max_nums,
+                               suspend_ms=int(suspend * 1000))
+
+    async def fetch_offset(self, mq: MessageQueue) -> int | None:
+        return await self.offsets.read(mq)
+
+    async def commit_offset(self, mq: MessageQueue, offset: int) -> None:
+        await self.offsets.commit(mq, offset)
