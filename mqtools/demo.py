@@ -16,14 +16,12 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from mqtools.client.instance import ClientInstance
+from mqtools.client.admin import MQAdmin
+from mqtools.client.errors import MQClientError
 from mqtools.client.producer import Producer
 from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult, SendResult
 from mqtools.common.message import Message, MessageExt
-from mqtools.remoting import fastjson
-from mqtools.remoting.codes import RequestCode, ResponseCode
-from mqtools.remoting.command import RemotingCommand
 
 STATE_DIR = Path(".mq-state") / "demo"
 TOPIC = "DemoTopic"
@@ -74,26 +72,29 @@ async def consume_all(namesrv: str, expected: set[bytes], timeout: float = 60.0)
     return got, time.monotonic() - began
 
 
+def na(value: object) -> str:
+    return "n/a" if value is None else str(value)
+
+
 async def ha_status(namesrv: str) -> Table:
+    """One row per slave of each master, from MQAdmin's typed HA status."""
     table = Table(title="HA status (GET_BROKER_HA_STATUS on each master)")
     for column in ("broker", "master max offset", "slave", "slave ack offset", "diff bytes", "in sync"):
         table.add_column(column)
-    instance = ClientInstance(namesrv)
-    try:
-        route = await instance.route(TOPIC, refresh=True)
-        for name in route.brokers if route else []:
-            addr = instance.broker_addr(name, any_node=False)
-            resp = await instance.invoke(addr, RemotingCommand.request(RequestCode.GET_BROKER_HA_STATUS))
-            if resp.code != ResponseCode.SUCCESS or not resp.body:
-                table.add_row(name, "n/a", "n/a", "n/a", "n/a", "n/a")
+    async with MQAdmin(namesrv) as admin:
+        for name, addr in (await admin.master_addrs()).items():
+            try:
+                ha = await admin.ha_status(addr)
+            except MQClientError as exc:
+                table.add_row(name, "n/a", "n/a", "n/a", "n/a", f"n/a ({exc})")
                 continue
-            info = fastjson.loads(resp.body)
-            for conn in info.get("haConnectionInfo") or [{}]:
-                table.add_row(name, str(info.get("masterCommitLogMaxOffset")), str(conn.get("addr", "-")),
-                              str(conn.get("slaveAckOffset", "-")), str(conn.get("diff", "-")),
-                              str(conn.get("inSync", "-")))
-    finally:
-        await instance.shutdown()
+            for slave in ha.slaves or [None]:
+                if slave is None:
+                    table.add_row(name, na(ha.commitlog_max_offset), "no slave", "n/a", "n/a", "n/a")
+                    continue
+                in_sync = "n/a" if slave.in_sync is None else ("yes" if slave.in_sync else "no")
+                table.add_row(name, na(ha.commitlog_max_offset), slave.addr, na(slave.ack_offset),
+                              na(slave.diff_bytes), in_sync)
     return table
 
 
