@@ -17,7 +17,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from mqtools.client.errors import MQBrokerError, MQClientError
-from mqtools.client.route import MASTER_ID, TopicRoute, with_default_queue_nums
+from mqtools.client.route import TopicRoute, with_default_queue_nums
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import ConsumerData, HeartbeatData, ProducerData, TopicRouteData
@@ -54,12 +55,20 @@ def local_ip() -> str:
 
 
 class ClientInstance:
-    def __init__(self, namesrv: str | list[str], *, timeout: float = 3.0, instance_name: str | None = None) -> None:
+    """One process's link to the cluster (RocketMQ's MQClientInstance).
+
+    `client_ip` is the address reported to brokers (RocketMQ's ClientConfig.clientIP), found
+    from the default route when not given. `remoting` replaces the transport: tests pass an
+    in-memory fake, which then receives no broker-initiated requests.
+    """
+
+    def __init__(self, namesrv: str | list[str], *, timeout: float = 3.0, instance_name: str | None = None,
+                 client_ip: str | None = None, remoting: RemotingClient | None = None) -> None:
         addrs = parse_namesrv_list(namesrv) if isinstance(namesrv, str) else list(namesrv)
-        self.ip = local_ip()
+        self.ip = client_ip or local_ip()
         self.client_id = f"{self.ip}@{instance_name or os.getpid()}#{next(_instance_ids)}"
         self.timeout = timeout
-        self.remoting = RemotingClient(addrs, on_request=self._on_request)
+        self.remoting = remoting or RemotingClient(addrs, on_request=self._on_request)
         self.routes: dict[str, TopicRoute] = {}
         self.producer_groups: set[str] = set()
         self.consumers: dict[str, ConsumerHooks] = {}
