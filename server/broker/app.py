@@ -10,8 +10,8 @@ Shutdown (SIGINT/SIGTERM): unregister from every name server, stop serving, stop
 services (offsets and delay offsets persist there), persist the tables, shut the store
 down (flush, checkpoint, abort marker removed).
 
-HA hook: `self.ha` stays None here; the HA role attaches itself there (and sets the
-store's `ha_hook`). `config.effective_ha_port` is its listen port (listenPort + 1 by default).
+HA: `HADuties` (ha_duties.py) starts the HAService just before registration, which advertises
+its port (`config.effective_ha_port`, listenPort + 1 by default); `self.ha` is that service.
 """
 
 from __future__ import annotations
@@ -23,14 +23,14 @@ import logging
 import signal
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
 
 from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
-from mqtools.server.broker.long_polling import PullRequestHoldService
+from mqtools.server.broker.ha_duties import HADuties
+from mqtools.server.broker.long_polling import HeldPull, PullRequestHoldService
 from mqtools.server.broker.processors import admin, pull, query, send
 from mqtools.server.broker.processors import client as client_proc
 from mqtools.server.broker.processors import consumer as consumer_proc
@@ -39,6 +39,7 @@ from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar,
 from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager
+from mqtools.server.ha.service import HAService
 from mqtools.server.store.config import STORE_PROPERTIES
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import DelayLevelTable, ScheduleMessageService
@@ -57,6 +58,8 @@ class StartError(RuntimeError):
 
 
 class BrokerController:
+    """One broker: the BrokerContext its processors and services are given."""
+
     def __init__(
         self,
         config: BrokerConfig,
@@ -79,11 +82,11 @@ class BrokerController:
         self.producers = ProducerManager(clock)
         self.locks = RebalanceLockManager(clock)
         self.stats = BrokerStats(clock)
-        self.store: Any = None
-        self.schedule: Any = None
-        self.ha: Any = None
+        self.store = MessageStore(config.store_config(), clock=clock)
+        self.schedule = ScheduleMessageService(self.store, config_dir, config.message_delay_level, clock=clock)
+        self.ha: HAService | None = None
+        self.ha_duties: HADuties | None = None
         self.master_addr: str | None = None
-        self.pull_processor: Any = None
         self.long_polling = PullRequestHoldService(self._answer_held_pull, clock)
         self.registrar = NamesrvRegistrar(
             self.client,
@@ -93,6 +96,7 @@ class BrokerController:
             timeout_s=config.register_broker_timeout_mills / 1000.0,
             on_result=self._on_register_result,
         )
+        self.pull_processor = self._register_processors()
         self._started = False
 
     # ------------------------------------------------------------------ identity
@@ -103,8 +107,10 @@ class BrokerController:
 
     @property
     def ha_port(self) -> int:
-        port = getattr(self.ha, "port", None)
-        return port if isinstance(port, int) else self.config.effective_ha_port
+        """The HA port once it is open (it may have been 0: any), else the configured one."""
+        if self.ha is not None and self.ha.port is not None:
+            return self.ha.port
+        return self.config.effective_ha_port
 
     def identity(self) -> BrokerIdentity:
         cfg = self.config
@@ -112,23 +118,21 @@ class BrokerController:
                               f"{cfg.broker_ip2 or cfg.broker_ip1}:{self.ha_port}")
 
     def _on_register_result(self, result: RegisterResult) -> None:
-        if self.ha is not None:  # HA (server/ha): a slave learns its master's HA address here
-            self.ha.on_register_result(result)
+        if self.ha_duties is not None:
+            self.ha_duties.on_register_result(result)
         if result.ok and result.master_addr:
             self.master_addr = result.master_addr
         if result.ok and result.order_topics is not None:
             self.topics.update_order(result.order_topics)
 
-    def _answer_held_pull(self, held: Any) -> None:
-        if self.pull_processor is not None:
-            self.pull_processor.wake(held)
+    def _answer_held_pull(self, held: HeldPull) -> None:
+        self.pull_processor.wake(held)
 
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self) -> None:
         cfg = self.config
         cfg.config_dir.mkdir(parents=True, exist_ok=True)
-        self.store = MessageStore(cfg.store_config(), clock=self.clock)
         try:
             await self.store.start()
         except Exception as exc:
@@ -136,9 +140,7 @@ class BrokerController:
         self.topics.load()
         self.offsets.load()
         self.groups.load()
-        self.schedule = ScheduleMessageService(self.store, cfg.config_dir, cfg.message_delay_level, clock=self.clock)
         self.schedule.load()
-        self._register_processors()
         try:
             await self.server.start()
         except OSError as exc:
@@ -152,37 +154,39 @@ class BrokerController:
         await self.producers.start()
         if not cfg.is_slave:
             await self.schedule.start()
-        await self._start_ha()  # HA (server/ha): before registration, which advertises the HA port
+        await self._start_ha()  # before registration, which advertises the HA port
         self.topics.on_change = self.registrar.kick
         if self.registrar.addrs:
             await self.registrar.register_all()
         self.registrar.start(registered=True)
         self._started = True
 
-    def _register_processors(self) -> None:
+    def _register_processors(self) -> pull.PullProcessor:
+        """Every request handler on the server (which serves only after start()); the pull processor."""
         self.server.on_close = self.long_polling.connection_closed
         send.register(self.server, self)
-        self.pull_processor = pull.register(self.server, self)
+        pull_processor = pull.register(self.server, self)
         query.register(self.server, self)
         admin.register(self.server, self)
         client_proc.register(self.server, self)
         consumer_proc.register(self.server, self)
+        return pull_processor
 
     async def shutdown(self) -> None:
         """Unregister, stop serving, stop services, persist, close the store. Never raises."""
-        steps: list[tuple[str, Callable[[], Any]]] = [
+        steps: list[tuple[str, Callable[[], Awaitable[None] | None]]] = [
             ("registration", self.registrar.stop),
             ("unregister", self.registrar.unregister_all),
             ("server", self.server.stop),
             ("long polling", self.long_polling.shutdown),
-            ("schedule", lambda: self.schedule.shutdown() if self.schedule is not None else None),
+            ("schedule", self.schedule.shutdown),
             ("producers", self.producers.shutdown),
             ("consumers", self.consumers.shutdown),
             ("offsets", self.offsets.shutdown),
             ("topics", self.topics.persist),
             ("groups", self.groups.persist),
-            ("ha", lambda: self.ha.shutdown() if self.ha is not None else None),
-            ("store", lambda: self.store.shutdown() if self.store is not None else None),
+            ("ha", lambda: self.ha_duties.shutdown() if self.ha_duties is not None else None),
+            ("store", self.store.shutdown),
             ("client", self.client.close),
         ]
         if not self._started:
@@ -190,29 +194,27 @@ class BrokerController:
         for name, step in steps:
             try:
                 result = step()
-                if asyncio.iscoroutine(result):
+                if result is not None:
                     await result
             except Exception:
                 log.exception("shutdown step %s failed", name)
 
     async def _start_ha(self) -> None:
-        """HA (owned by server/ha): HA port, store ha_hook, GET_BROKER_HA_STATUS, slave sync."""
-        from mqtools.server.ha.broker_glue import start_ha
-
+        duties = HADuties(self)
         try:
-            self.ha = await start_ha(self)
+            await duties.start()
         except OSError as exc:
             raise StartError(f"cannot listen on HA port {self.config.effective_ha_port}: "
                              f"{exc.strerror or exc}") from None
+        self.ha_duties, self.ha = duties, duties.service
 
     # ------------------------------------------------------------------ live config
 
     def all_config_properties(self) -> dict[str, str]:
         """GET_BROKER_CONFIG: the broker's settings, then the store's it does not name itself."""
         props = self.config.to_properties()
-        if self.store is not None:
-            for key, value in self.store.config.to_properties().items():
-                props.setdefault(key, value)
+        for key, value in self.store.config.to_properties().items():
+            props.setdefault(key, value)
         return dict(sorted(props.items()))
 
     async def update_config(self, props: dict[str, str]) -> None:
@@ -222,9 +224,8 @@ class BrokerController:
         trial.validate()
         old_perm = self.config.broker_permission
         self.config.apply(props)
-        if self.store is not None:
-            for name, value in STORE_PROPERTIES.parse(props).items():
-                setattr(self.store.config, name, value)
+        for name, value in STORE_PROPERTIES.parse(props).items():
+            setattr(self.store.config, name, value)
         self.config_version = self.config_version.next(int(self.clock() * 1000))
         data = render_properties(self.config.to_properties()).encode()
         await asyncio.to_thread(write_atomic, Path(self.config_path), data)

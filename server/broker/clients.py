@@ -6,7 +6,8 @@ connection closes or the client unregisters. When a consumer group's membership 
 `on_ids_changed` listener is told (group, remaining channels); the broker wires it to a oneway
 NOTIFY_CONSUMER_IDS_CHANGED to each member so they rebalance without waiting 20 s.
 
-Sans-IO: channels are opaque hashable objects, time comes from the clock, and the expiry scan is
+Sans-IO: a channel is any `Channel` (the broker's are RemotingConnections; to the managers only
+their identity matters, and close() at expiry), time comes from the clock, and the expiry scan is
 `scan_not_active()`; `start()`/`shutdown()` only run that scan on a timer.
 """
 
@@ -16,11 +17,13 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from mqtools.remoting.bodies import SubscriptionData
 from mqtools.remoting.codes import LanguageCode
+from mqtools.remoting.command import RemotingCommand
 
 log = logging.getLogger(__name__)
 
@@ -56,9 +59,20 @@ def language_name(code: int) -> str:
         return "OTHER"
 
 
+class Channel(Protocol):
+    """A client's connection, as the managers and the client processors use it."""
+
+    @property
+    def is_open(self) -> bool: ...
+
+    def invoke_oneway(self, cmd: RemotingCommand) -> None: ...
+
+    def close(self) -> None: ...
+
+
 @dataclass(slots=True, eq=False)
 class ClientChannelInfo:
-    channel: Hashable
+    channel: Channel
     client_id: str
     language: int
     version: int
@@ -72,7 +86,7 @@ class ConsumerGroupInfo:
     consume_type: str = "CONSUME_PASSIVELY"
     message_model: str = "CLUSTERING"
     consume_from_where: str = "CONSUME_FROM_LAST_OFFSET"
-    channels: dict[Hashable, ClientChannelInfo] = field(default_factory=dict)
+    channels: dict[Channel, ClientChannelInfo] = field(default_factory=dict)
     subscriptions: dict[str, SubscriptionData] = field(default_factory=dict)
     last_update: float = 0.0
 
@@ -143,14 +157,14 @@ class ConsumerManager:
         group_info.subscriptions = new
         return changed
 
-    def unregister(self, group: str, channel: Hashable, *, notify: bool = True) -> bool:
+    def unregister(self, group: str, channel: Channel, *, notify: bool = True) -> bool:
         group_info = self.groups.get(group)
         if group_info is None or group_info.channels.pop(channel, None) is None:
             return False
         self._after_removal(group, group_info, notify)
         return True
 
-    def channel_closed(self, channel: Hashable) -> list[str]:
+    def channel_closed(self, channel: Channel) -> list[str]:
         """Drop a closed connection from every group; return the groups it left."""
         left = []
         for group, group_info in list(self.groups.items()):
@@ -210,7 +224,7 @@ class ProducerManager:
     def __init__(self, clock: Callable[[], float] = time.time, *, expired_timeout: float = CHANNEL_EXPIRED_TIMEOUT):
         self.clock = clock
         self.expired_timeout = expired_timeout
-        self.groups: dict[str, dict[Hashable, ClientChannelInfo]] = {}
+        self.groups: dict[str, dict[Channel, ClientChannelInfo]] = {}
         self._task: asyncio.Task | None = None
 
     def register(self, group: str, info: ClientChannelInfo) -> bool:
@@ -220,7 +234,7 @@ class ProducerManager:
         channels[info.channel] = info
         return is_new
 
-    def unregister(self, group: str, channel: Hashable) -> bool:
+    def unregister(self, group: str, channel: Channel) -> bool:
         channels = self.groups.get(group)
         if channels is None or channels.pop(channel, None) is None:
             return False
@@ -228,7 +242,7 @@ class ProducerManager:
             del self.groups[group]
         return True
 
-    def channel_closed(self, channel: Hashable) -> list[str]:
+    def channel_closed(self, channel: Channel) -> list[str]:
         left = [g for g in list(self.groups) if self.unregister(g, channel)]
         return left
 
@@ -260,9 +274,7 @@ async def _scan_loop(scan: Callable[[], list[ClientChannelInfo]], interval: floa
         await asyncio.sleep(interval)
         try:
             for info in scan():
-                close = getattr(info.channel, "close", None)
-                if close is not None:
-                    close()
+                info.channel.close()
         except Exception:  # the scan must keep running
             log.exception("client expiry scan failed")
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Awaitable, Callable
+
+from mqtools.server.broker.context import BrokerContext
 
 from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting.bodies import (
@@ -29,11 +30,11 @@ log = logging.getLogger("mq.broker.slave_sync")
 
 
 class SlaveSynchronize:
-    """Pull-and-apply of the master's metadata; `controller` is the BrokerController."""
+    """Pull-and-apply of the master's metadata into this broker's tables."""
 
-    def __init__(self, controller: Any, *, interval: float = 10.0, first_delay: float = 3.0,
+    def __init__(self, broker: BrokerContext, *, interval: float = 10.0, first_delay: float = 3.0,
                  timeout: float = 3.0) -> None:
-        self.controller = controller
+        self.broker = broker
         self.interval = interval
         self.first_delay = first_delay
         self.timeout = timeout
@@ -41,8 +42,8 @@ class SlaveSynchronize:
         self.rounds = 0
 
     def master_addr(self) -> str | None:
-        addr = getattr(self.controller, "master_addr", None)
-        if not addr or addr == self.controller.broker_addr:
+        addr = self.broker.master_addr
+        if not addr or addr == self.broker.broker_addr:
             return None
         return addr
 
@@ -66,7 +67,7 @@ class SlaveSynchronize:
         master = self.master_addr()
         if master is None:
             return False
-        steps: list[tuple[str, Callable[[str], Any]]] = [
+        steps: list[tuple[str, Callable[[str], Awaitable[None]]]] = [
             ("topic config", self.sync_topic_config), ("consumer offsets", self.sync_consumer_offsets),
             ("delay offsets", self.sync_delay_offsets), ("subscription groups", self.sync_subscription_groups)]
         ok = True
@@ -80,14 +81,14 @@ class SlaveSynchronize:
         return ok
 
     async def _fetch(self, master: str, code: int) -> bytes:
-        resp = await self.controller.client.invoke(master, RemotingCommand.request(code), self.timeout)
+        resp = await self.broker.client.invoke(master, RemotingCommand.request(code), self.timeout)
         if resp.code != ResponseCode.SUCCESS:
             raise ValueError(f"code {resp.code}: {resp.remark}")
         return bytes(resp.body or b"")
 
     async def sync_topic_config(self, master: str) -> None:
         wrapper = TopicConfigSerializeWrapper.from_json(await self._fetch(master, RequestCode.GET_ALL_TOPIC_CONFIG))
-        topics = self.controller.topics
+        topics = self.broker.topics
         if wrapper.data_version is not None and wrapper.data_version != topics.data_version:
             topics.data_version = wrapper.data_version
             topics.table.clear()
@@ -97,7 +98,7 @@ class SlaveSynchronize:
     async def sync_consumer_offsets(self, master: str) -> None:
         body = await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET)
         wrapper = ConsumerOffsetSerializeWrapper.from_json(body)
-        offsets = self.controller.offsets
+        offsets = self.broker.offsets
         for key, table in wrapper.offset_table.items():
             if table is not None:
                 offsets.offset_table[key] = dict(table)
@@ -105,17 +106,16 @@ class SlaveSynchronize:
 
     async def sync_delay_offsets(self, master: str) -> None:
         body = await self._fetch(master, RequestCode.GET_ALL_DELAY_OFFSET)
-        schedule = self.controller.schedule
-        if not body or schedule is None:
+        if not body:
             return
-        path = schedule.path
-        await asyncio.to_thread(write_atomic, path, body)
+        schedule = self.broker.schedule
+        await asyncio.to_thread(write_atomic, schedule.path, body)
         schedule.load()
 
     async def sync_subscription_groups(self, master: str) -> None:
         body = await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         wrapper = SubscriptionGroupWrapper.from_json(body)
-        groups = self.controller.groups
+        groups = self.broker.groups
         if wrapper.data_version is not None and wrapper.data_version != groups.data_version:
             groups.table.clear()
             groups.decode(body)

@@ -10,9 +10,10 @@ written back to the broker's properties file, as RocketMQ's Configuration does.
 from __future__ import annotations
 
 import shutil
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mqtools.server.broker.config import MQ_VERSION_DESC, ConfigError
+from mqtools.server.broker.context import BrokerContext
 
 from mqtools.common import topics as T
 from mqtools.common.javaprops import parse_properties, render_properties
@@ -59,7 +60,7 @@ def disk_ratio(path: str) -> float:
 
 
 class AdminProcessor:
-    def __init__(self, controller: Any) -> None:
+    def __init__(self, controller: BrokerContext) -> None:
         self.c = controller
 
     # ------------------------------------------------------------------ topics
@@ -92,9 +93,7 @@ class AdminProcessor:
             return req.response(ResponseCode.INVALID_PARAMETER,
                                 f"The topic[{h.topic}] is conflict with system topic.")
         self.c.topics.delete(h.topic)
-        remove = getattr(self.c.offsets, "remove_topic", None)
-        if remove is not None:
-            remove(h.topic)
+        self.c.offsets.remove_topic(h.topic)
         self.c.store.delete_topics({h.topic})
         return req.response()
 
@@ -160,11 +159,9 @@ class AdminProcessor:
         info.setdefault("earliestMessageTimeStamp", str(self._earliest_message_time()))
         if c.ha is not None:
             info.update(c.ha.runtime_info())
-        schedule = getattr(c, "schedule", None)
-        if schedule is not None:
-            for level, offset in sorted(schedule.offset_table.items()):
-                max_off = store.get_max_offset_in_queue(T.SCHEDULE_TOPIC, level - 1)
-                info[f"scheduleMessageOffset_{level}"] = f"{offset},{max_off}"
+        for level, offset in sorted(c.schedule.offset_table.items()):
+            max_off = store.get_max_offset_in_queue(T.SCHEDULE_TOPIC, level - 1)
+            info[f"scheduleMessageOffset_{level}"] = f"{offset},{max_off}"
         return info
 
     def _earliest_message_time(self) -> int:
@@ -204,13 +201,10 @@ class AdminProcessor:
         return req.response()
 
     def get_all_delay_offset(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
-        schedule = getattr(self.c, "schedule", None)
-        if schedule is None:
-            return req.response(ResponseCode.SYSTEM_ERROR, "No delay offset in this broker")
-        return req.response(body=schedule.encode())
+        return req.response(body=self.c.schedule.encode())
 
 
-def register(server: RemotingServer, controller: Any) -> AdminProcessor:
+def register(server: RemotingServer, controller: BrokerContext) -> AdminProcessor:
     proc = AdminProcessor(controller)
     server.register(RequestCode.UPDATE_AND_CREATE_TOPIC, proc.update_and_create_topic)
     server.register(RequestCode.DELETE_TOPIC_IN_BROKER, proc.delete_topic)

@@ -9,9 +9,10 @@ consumer manager's ids-changed listener (oneway NOTIFY_CONSUMER_IDS_CHANGED to e
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mqtools.server.broker.clients import ClientChannelInfo, language_name
+from mqtools.server.broker.context import BrokerContext
 
 from mqtools.common.perm import PERM_READ, PERM_WRITE
 from mqtools.common.topics import retry_topic
@@ -19,6 +20,7 @@ from mqtools.common.validation import ValidationError, check_group
 from mqtools.remoting.bodies import (
     Connection,
     ConsumerConnection,
+    ConsumerData,
     ConsumerListBody,
     HeartbeatData,
     LockBatchRequestBody,
@@ -46,7 +48,7 @@ def _bad_body(req: RemotingCommand, what: str, exc: Exception) -> RemotingComman
 
 
 class ClientProcessor:
-    def __init__(self, controller: Any) -> None:
+    def __init__(self, controller: BrokerContext) -> None:
         self.c = controller
 
     # ------------------------------------------------------------------ wiring
@@ -58,7 +60,7 @@ class ClientProcessor:
             return
         for info in members:
             conn = info.channel
-            if not getattr(conn, "is_open", False):
+            if not conn.is_open:
                 continue
             cmd = RemotingCommand.request(
                 RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
@@ -91,7 +93,7 @@ class ClientProcessor:
         return req.response(ResponseCode.SUCCESS)
 
     def _register_consumer(self, conn: RemotingConnection, req: RemotingCommand, client_id: str,
-                           consumer: Any) -> None:
+                           consumer: ConsumerData) -> None:
         group = consumer.group_name
         config = self.c.groups.find(group)
         notify = True
@@ -177,7 +179,7 @@ def _connection(info: ClientChannelInfo) -> Connection:
                       version=info.version)
 
 
-def register(server: RemotingServer, controller: Any) -> ClientProcessor:
+def register(server: RemotingServer, controller: BrokerContext) -> ClientProcessor:
     """Wire the handlers, the close hook and the ids-changed listener into a broker."""
     proc = ClientProcessor(controller)
     controller.consumers.on_ids_changed = proc.notify_ids_changed

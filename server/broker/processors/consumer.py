@@ -10,7 +10,10 @@ from __future__ import annotations
 import logging
 import os
 import random
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from mqtools.server.broker.clients import ConsumerGroupInfo
+from mqtools.server.broker.context import BrokerContext
 
 from mqtools.common import properties as P
 from mqtools.common.hashing import tags_code
@@ -70,7 +73,7 @@ def _validation(req: RemotingCommand, exc: ValidationError) -> RemotingCommand:
 
 
 class ConsumerProcessor:
-    def __init__(self, controller: Any, rng: random.Random | None = None) -> None:
+    def __init__(self, controller: BrokerContext, rng: random.Random | None = None) -> None:
         self.c = controller
         self.rng = rng or random.Random()
         self.total_memory = _total_memory()
@@ -153,7 +156,7 @@ class ConsumerProcessor:
         result = await self.c.store.put_message(inner)
         if result.ok:
             return req.response(ResponseCode.SUCCESS)
-        return req.response(ResponseCode.SYSTEM_ERROR, getattr(result.status, "name", str(result.status)))
+        return req.response(ResponseCode.SYSTEM_ERROR, result.status.name)
 
     def _retry_message(self, msg: MessageExt, topic: str, queue_id: int, delay_level: int) -> MessageExtBrokerInner:
         """The copy that goes to the retry (or dead-letter) topic, keeping the message's identity."""
@@ -240,8 +243,7 @@ class ConsumerProcessor:
         return wrapper
 
     def _consume_tps(self, topic: str, group: str) -> float:
-        tps = getattr(self.c.stats, "consume_tps", None)
-        return float(tps(topic, group)) if callable(tps) else 0.0
+        return self.c.stats.consume_tps(topic, group)
 
     # ------------------------------------------------------------------ reset
 
@@ -286,7 +288,8 @@ class ConsumerProcessor:
             table[mq] = target
         return table
 
-    def _push_reset(self, h: ResetOffsetRequestHeader, table: dict[MessageQueue, int], online: Any) -> None:
+    def _push_reset(self, h: ResetOffsetRequestHeader, table: dict[MessageQueue, int],
+                    online: ConsumerGroupInfo) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET (oneway) to every online member, in the form its language reads."""
         ext = ResetOffsetRequestHeader(topic=h.topic, group=h.group, timestamp=h.timestamp,
                                        is_force=h.is_force).to_ext()
@@ -305,7 +308,7 @@ class ConsumerProcessor:
                 log.info("reset push to %s failed: %s", info.client_id, exc)
 
 
-def register(server: RemotingServer, controller: Any) -> ConsumerProcessor:
+def register(server: RemotingServer, controller: BrokerContext) -> ConsumerProcessor:
     proc = ConsumerProcessor(controller)
     server.register(RequestCode.QUERY_CONSUMER_OFFSET, proc.query_consumer_offset)
     server.register(RequestCode.UPDATE_CONSUMER_OFFSET, proc.update_consumer_offset)

@@ -19,12 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.long_polling import HeldPull
 
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.hashing import tags_code
 from mqtools.common.perm import is_readable
-from mqtools.remoting.bodies import SubscriptionData
+from mqtools.remoting.bodies import SubscriptionData, SubscriptionGroupConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
@@ -76,7 +77,7 @@ def tag_filter_of(sub: SubscriptionData | None) -> Callable[[int], bool] | None:
 
 
 class PullProcessor:
-    def __init__(self, controller: Any) -> None:
+    def __init__(self, controller: BrokerContext) -> None:
         self.c = controller
 
     def pull(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | None:
@@ -139,8 +140,8 @@ class PullProcessor:
             return None, req.response(ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest")
         return sub, None
 
-    def _answer(self, req: RemotingCommand, h: PullMessageRequestHeader, result: Any, group_cfg: Any
-                ) -> RemotingCommand:
+    def _answer(self, req: RemotingCommand, h: PullMessageRequestHeader, result: Any,
+                group_cfg: SubscriptionGroupConfig) -> RemotingCommand:
         cfg = self.c.config
         name = result.status.name
         if name in _EMPTY:
@@ -152,15 +153,14 @@ class PullProcessor:
             suggest = (group_cfg.which_broker_when_consume_slowly if result.suggest_pulling_from_slave
                        else group_cfg.broker_id)
         if cfg.is_slave:
-            # RocketMQ 4.x (ref/ha.md 7.1): a slave serves the pull like a master; without
+            # RocketMQ 4.x's PullMessageProcessor: a slave serves the pull like a master; without
             # slaveReadEnable it suggests the master; it applies no offset corrections, so
             # PULL_OFFSET_MOVED becomes PULL_RETRY_IMMEDIATELY unless offsetCheckInSlave.
             # PULL_NOT_FOUND stays (and long-polls): clients such as the C++ pull consumer
             # stop at NOT_FOUND but loop forever on RETRY_IMMEDIATELY.
             if not cfg.slave_read_enable:
                 suggest = MASTER_ID
-            store_cfg = getattr(self.c.store, "config", None)
-            if code == ResponseCode.PULL_OFFSET_MOVED and not getattr(store_cfg, "offset_check_in_slave", False):
+            if code == ResponseCode.PULL_OFFSET_MOVED and not self.c.store.config.offset_check_in_slave:
                 code = ResponseCode.PULL_RETRY_IMMEDIATELY
         header = PullMessageResponseHeader(suggest, result.next_begin_offset, result.min_offset, result.max_offset)
         body = None
@@ -188,7 +188,7 @@ class PullProcessor:
         conn.send(resp)
 
 
-def register(server: RemotingServer, controller: Any) -> PullProcessor:
+def register(server: RemotingServer, controller: BrokerContext) -> PullProcessor:
     proc = PullProcessor(controller)
     server.register(RequestCode.PULL_MESSAGE, proc.pull)
     return proc

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING, Any
 
+from mqtools.server.broker.context import BrokerContext
+
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import (
@@ -42,7 +44,7 @@ def message_keys(properties: dict[str, str]) -> set[str]:
 
 
 class QueryProcessor:
-    def __init__(self, controller: Any) -> None:
+    def __init__(self, controller: BrokerContext) -> None:
         self.c = controller
 
     def get_max_offset(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
@@ -98,7 +100,7 @@ async def _in_thread(fn: Any, *args: Any) -> Any:
     return await asyncio.to_thread(fn, *args)
 
 
-def register(server: RemotingServer, controller: Any) -> QueryProcessor:
+def register(server: RemotingServer, controller: BrokerContext) -> QueryProcessor:
     proc = QueryProcessor(controller)
     server.register(RequestCode.GET_MAX_OFFSET, proc.get_max_offset)
     server.register(RequestCode.GET_MIN_OFFSET, proc.get_min_offset)

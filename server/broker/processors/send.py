@@ -15,12 +15,15 @@ import random
 from collections.abc import Awaitable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
+from mqtools.server.broker.context import BrokerContext
+
 from mqtools.common import topics as T
 from mqtools.common.hashing import tags_code
 from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
 from mqtools.common.properties import properties_to_string, string_to_properties
 from mqtools.common.validation import ValidationError, check_topic
+from mqtools.remoting.bodies import TopicConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import SendMessageRequestHeader
@@ -97,7 +100,7 @@ def split_host(addr: str) -> tuple[str, int]:
 
 
 class SendProcessor:
-    def __init__(self, controller: Any) -> None:
+    def __init__(self, controller: BrokerContext) -> None:
         self.c = controller
 
     # ------------------------------------------------------------------ checks
@@ -112,19 +115,19 @@ class SendProcessor:
         return SendMessageRequestHeader.from_ext(req.ext_fields)
 
     def _check(self, conn: RemotingConnection, req: RemotingCommand, h: SendMessageRequestHeader
-               ) -> tuple[RemotingCommand | None, Any]:
-        """RocketMQ's msgCheck: (error response, None) or (None, topic config)."""
+               ) -> RemotingCommand | TopicConfig:
+        """RocketMQ's msgCheck: the error response, or the topic's config."""
         cfg = self.c.config
         if cfg.is_slave:
-            return req.response(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is refused"), None
+            return req.response(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is refused")
         if not is_writeable(cfg.broker_permission):
             return req.response(ResponseCode.NO_PERMISSION,
-                                f"the broker[{cfg.broker_ip1}] sending message is forbidden"), None
+                                f"the broker[{cfg.broker_ip1}] sending message is forbidden")
         bad_topic = topic_error(h.topic)
         if bad_topic is not None:
-            return req.response(ResponseCode.SYSTEM_ERROR, bad_topic), None
+            return req.response(ResponseCode.SYSTEM_ERROR, bad_topic)
         if h.topic in NOT_ALLOWED_SEND_TOPICS or h.topic == T.AUTO_CREATE_TOPIC_KEY:
-            return req.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden."), None
+            return req.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden.")
         tc = self.c.topics.select(h.topic)
         if tc is None:
             tc = self.c.topics.create_topic_in_send_message_method(
@@ -134,20 +137,20 @@ class SendProcessor:
                     h.topic, 1, PERM_READ | PERM_WRITE)
             if tc is None:
                 return req.response(
-                    ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!"), None
+                    ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
         if not is_writeable(tc.perm):
             return req.response(ResponseCode.NO_PERMISSION,
-                                f"the topic[{h.topic}] sending message is forbidden"), None
+                                f"the topic[{h.topic}] sending message is forbidden")
         max_q = max(tc.read_queue_nums, tc.write_queue_nums)
         if h.queue_id >= max_q:
             return req.response(ResponseCode.SYSTEM_ERROR,
-                                f"request queueId[{h.queue_id}] is illegal, {tc} Producer: {conn.peer}"), None
+                                f"request queueId[{h.queue_id}] is illegal, {tc} Producer: {conn.peer}")
         if len(req.body or b"") > cfg.max_message_size:
             return req.response(ResponseCode.MESSAGE_ILLEGAL,
-                                f"the message body size over max value, MAX: {cfg.max_message_size}"), None
-        return None, tc
+                                f"the message body size over max value, MAX: {cfg.max_message_size}")
+        return tc
 
-    def _retry_or_dlq(self, req: RemotingCommand, h: SendMessageRequestHeader, msg: Any
+    def _retry_or_dlq(self, req: RemotingCommand, h: SendMessageRequestHeader, msg: MessageExtBrokerInner
                       ) -> RemotingCommand | None:
         """A producer-side send to %RETRY%group past the retry limit goes to %DLQ%group."""
         if not T.is_retry_topic(h.topic):
@@ -182,7 +185,8 @@ class SendProcessor:
             raw += "\x02"
         return f"{raw}{PROPERTY_CLUSTER}\x01{cluster}\x02"
 
-    def _inner(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: Any) -> Any:
+    def _inner(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
+               ) -> MessageExtBrokerInner:
         props = string_to_properties(h.properties)
         props_string = self._props_string(h.properties, props)
         queue_id = h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums))
@@ -202,7 +206,8 @@ class SendProcessor:
             properties_string=props_string,
         )
 
-    def _batch(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: Any) -> Any:
+    def _batch(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
+               ) -> MessageExtBatch:
         props = string_to_properties(h.properties)
         props_string = self._props_string(h.properties, props)
         queue_id = h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums))
@@ -224,9 +229,9 @@ class SendProcessor:
 
     def send_message(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | Awaitable:
         h = self._header(req)
-        err, tc = self._check(conn, req, h)
-        if err is not None:
-            return err
+        tc = self._check(conn, req, h)
+        if isinstance(tc, RemotingCommand):
+            return tc
         body = bytes(req.body or b"")
         msg = self._inner(conn, h, body, tc)
         err = self._retry_or_dlq(req, h, msg)
@@ -236,16 +241,15 @@ class SendProcessor:
             return req.response(ResponseCode.NO_PERMISSION,
                                 f"the broker[{self.c.config.broker_ip1}] sending transaction message is forbidden")
         queue_id = msg.queue_id
-        schedule = getattr(self.c, "schedule", None)
-        if schedule is not None and PROPERTY_DELAY in msg.properties:
-            schedule.redirect(msg)
+        if PROPERTY_DELAY in msg.properties:
+            self.c.schedule.redirect(msg)
         return self._finish(req, h.topic, self.c.store.put_message(msg), queue_id)
 
     def send_batch(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | Awaitable:
         h = self._header(req)
-        err, tc = self._check(conn, req, h)
-        if err is not None:
-            return err
+        tc = self._check(conn, req, h)
+        if isinstance(tc, RemotingCommand):
+            return tc
         if T.is_retry_topic(h.topic):
             return req.response(ResponseCode.MESSAGE_ILLEGAL,
                                 f"batch message is not supported for retry topic {h.topic}")
@@ -313,7 +317,7 @@ class _Resume:
                 return stop.value
 
 
-def register(server: RemotingServer, controller: Any) -> SendProcessor:
+def register(server: RemotingServer, controller: BrokerContext) -> SendProcessor:
     proc = SendProcessor(controller)
     server.register(RequestCode.SEND_MESSAGE, proc.send_message)
     server.register(RequestCode.SEND_MESSAGE_V2, proc.send_message)

@@ -1,0 +1,58 @@
+"""BrokerContext: the broker as its processors and services see it (RocketMQ's BrokerController role).
+
+BrokerController (app.py) is the implementation. Processors, slave sync and the HA duties are
+typed against this Protocol rather than the class because app.py imports them; tests hand them
+stand-ins that carry only the members a test exercises.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from mqtools.server.broker.clients import ConsumerManager, ProducerManager
+from mqtools.server.broker.config import BrokerConfig
+from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
+from mqtools.server.broker.long_polling import PullRequestHoldService
+from mqtools.server.broker.rebalance_lock import RebalanceLockManager
+from mqtools.server.broker.stats import BrokerStats
+from mqtools.server.broker.subscription import SubscriptionGroupManager
+from mqtools.server.broker.topic_config import TopicConfigManager
+from mqtools.server.ha.service import HAService
+from mqtools.server.store.message_store import MessageStore
+from mqtools.server.store.schedule import ScheduleMessageService
+
+from mqtools.remoting.bodies import DataVersion
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.server import RemotingServer
+
+
+class BrokerContext(Protocol):
+    """One broker's configuration, store, tables, client managers and remoting ends."""
+
+    config: BrokerConfig
+    clock: Callable[[], float]
+    config_version: DataVersion
+    server: RemotingServer
+    client: RemotingClient
+    store: MessageStore
+    schedule: ScheduleMessageService
+    topics: TopicConfigManager
+    offsets: ConsumerOffsetManager
+    groups: SubscriptionGroupManager
+    consumers: ConsumerManager
+    producers: ProducerManager
+    locks: RebalanceLockManager
+    stats: BrokerStats
+    long_polling: PullRequestHoldService
+    #: The HA service once started (every broker runs one); None before.
+    ha: HAService | None
+    #: The group's master client address, as the last registration reported it.
+    master_addr: str | None
+
+    @property
+    def broker_addr(self) -> str: ...
+
+    def all_config_properties(self) -> dict[str, str]: ...
+
+    async def update_config(self, props: dict[str, str]) -> None: ...
