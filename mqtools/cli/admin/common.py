@@ -1,0 +1,139 @@
+"""What every `mq admin` command shares: options, the admin session, exit codes, --watch, confirmation.
+
+Exit codes (documented in `mq admin --help` and the README): 0 done; 1 the cluster refused or the
+thing does not exist (the RocketMQ code and remark are in the message); 2 usage (bad argument, no
+name server); 3 the cluster could not be reached or did not answer in time. Each failure prints one
+line on stderr: `mq: error: ...`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, Optional, TypeVar
+
+import typer
+
+from mqtools.cli.output import FORMATS, View, document, is_terminal, render
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.errors import MQClientError
+
+T = TypeVar("T")
+
+EXIT_OK = 0
+EXIT_REFUSED = 1
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+EXIT_CODES_HELP = ("Exit codes: 0 done; 1 refused by the cluster or not found (RocketMQ code and remark "
+                   "in the message); 2 usage error or no name server; 3 cluster unreachable or timed out.")
+DEFAULT_TIMEOUT = 5.0
+
+NamesrvOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional
+    typer.Option("-n", "--namesrv", help="Name servers 'h1:9876;h2:9876' (else NAMESRV_ADDR, else the context)."),
+]
+ContextOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--context", help="Use this named context instead of the current one."),
+]
+OutputOpt = Annotated[str, typer.Option("-o", "--output", help="table, json or csv.")]
+WatchOpt = Annotated[
+    Optional[float],  # noqa: UP045
+    typer.Option("--watch", "-w", help="Redraw every SECONDS (appends a record per round when piped).",
+                 min=0.1),
+]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds to wait for each answer.", min=0.1)]
+YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
+DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change and change nothing.")]
+
+
+def fail(message: str, code: int) -> typer.Exit:
+    typer.echo(f"mq: error: {message}", err=True)
+    return typer.Exit(code)
+
+
+def usage(message: str) -> typer.Exit:
+    return fail(message, EXIT_USAGE)
+
+
+def check_output(fmt: str) -> str:
+    if fmt not in FORMATS:
+        raise usage(f"-o must be one of {', '.join(FORMATS)}, not {fmt!r}")
+    return fmt
+
+
+def _exit_for(exc: MQClientError) -> typer.Exit:
+    """One line and the documented exit code for every failure the admin API raises."""
+    from mqtools.client.contexts import ContextError, NoNamesrvError
+    from mqtools.client.errors import MQBrokerError, UnreachableError
+    from mqtools.remoting.codes import code_name
+
+    if isinstance(exc, (NoNamesrvError, ContextError)):
+        return usage(str(exc))
+    if isinstance(exc, UnreachableError):
+        return fail(str(exc), EXIT_UNREACHABLE)
+    if isinstance(exc, MQBrokerError):
+        return fail(f"{exc.remark or 'refused'} (CODE {exc.code} {code_name(exc.code, response=True)})", EXIT_REFUSED)
+    return fail(str(exc), EXIT_REFUSED)
+
+
+def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT) -> T:
+    """Open an admin session on the resolved name servers, run `job`, close; failures become exits."""
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.contexts import resolve
+    from mqtools.client.errors import MQClientError
+    from mqtools.remoting.loop import run as run_loop
+
+    async def session() -> T:
+        async with MQAdmin(resolve(namesrv, context).namesrv, timeout=timeout) as admin:
+            return await job(admin)
+
+    try:
+        return run_loop(session())
+    except MQClientError as exc:
+        raise _exit_for(exc) from None
+
+
+def show(namesrv: str | None, fmt: str, build: Callable[[MQAdmin], Awaitable[View]], *,
+         watch: float | None = None, context: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Print what `build` returns once, or every `watch` seconds until Ctrl-C (which exits 0)."""
+    check_output(fmt)
+    if watch is None:
+        render(run(namesrv, build, context=context, timeout=timeout), fmt)
+        return
+
+    async def rounds(admin: MQAdmin) -> None:
+        redraw = is_terminal(sys.stdout)
+        while True:
+            view = await build(admin)
+            if redraw:
+                sys.stdout.write("\x1b[H\x1b[2J")
+            elif fmt == "table":
+                sys.stdout.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
+            if fmt == "json" and not redraw:
+                sys.stdout.write(json.dumps(document(view), default=str) + "\n")
+            else:
+                render(view, fmt)
+            sys.stdout.flush()
+            await asyncio.sleep(watch)
+
+    try:
+        run(namesrv, rounds, context=context, timeout=timeout)
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_OK) from None
+
+
+def confirm(question: str, yes: bool) -> None:
+    """Destructive commands ask on a terminal and refuse without --yes when not on one."""
+    if yes:
+        return
+    if not is_terminal(sys.stdin):
+        raise usage(f"{question} Refusing without --yes when not on a terminal.")
+    if not typer.confirm(question, default=False):
+        raise fail("aborted", EXIT_REFUSED)

@@ -1,0 +1,122 @@
+"""How `mq` commands print: rich tables on a terminal, plain aligned text when piped, JSON and CSV.
+
+A command builds a `View` (columns, rows, footer) from typed models and hands it here; it never
+formats by hand. Unknown values are None in the row and print as `n/a` (tables, CSV) or `null`
+(JSON). Every JSON document carries `kind` and `schemaVersion`; the JSON Schemas ship beside this
+module (`schemas/<kind>.json`) and `mq admin schema` prints them.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import sys
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, TextIO
+
+NA = "n/a"
+FORMATS = ("table", "json", "csv")
+
+
+@dataclass(frozen=True, slots=True)
+class Column:
+    header: str
+    right: bool = False
+    """Numbers are right-aligned."""
+
+
+@dataclass(slots=True)
+class View:
+    """What a read command shows: a table for people and the JSON document for scripts."""
+
+    kind: str
+    columns: list[Column]
+    rows: list[list[Any]]
+    data: dict[str, Any]
+    """The JSON body (without kind/schemaVersion); values None where unknown."""
+    title: str | None = None
+    footer: list[str] = field(default_factory=list)
+
+
+def cell(value: Any) -> str:
+    if value is None:
+        return NA
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def is_terminal(stream: TextIO) -> bool:
+    return bool(getattr(stream, "isatty", lambda: False)())
+
+
+def schema_version(kind: str) -> int:
+    return int(load_schema(kind)["properties"]["schemaVersion"]["const"])
+
+
+def load_schema(kind: str) -> dict[str, Any]:
+    try:
+        text = resources.files("mqtools.cli").joinpath("schemas", f"{kind}.json").read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise KeyError(kind) from None
+    return json.loads(text)
+
+
+def schema_kinds() -> list[str]:
+    folder = resources.files("mqtools.cli").joinpath("schemas")
+    return sorted(e.name.removesuffix(".json") for e in folder.iterdir() if e.name.endswith(".json"))
+
+
+def document(view: View) -> dict[str, Any]:
+    return {"kind": view.kind, "schemaVersion": schema_version(view.kind), **view.data}
+
+
+def render(view: View, fmt: str, stream: TextIO | None = None) -> None:
+    out = stream or sys.stdout
+    if fmt == "json":
+        out.write(json.dumps(document(view), indent=2, default=str) + "\n")
+    elif fmt == "csv":
+        writer = csv.writer(out, lineterminator="\n")
+        writer.writerow([c.header for c in view.columns])
+        writer.writerows([[cell(v) for v in row] for row in view.rows])
+    elif is_terminal(out):
+        _rich(view, out)
+    else:
+        out.write(plain(view))
+
+
+def plain(view: View) -> str:
+    """Aligned columns separated by two spaces: what `grep` and `awk` want."""
+    cells = [[cell(v) for v in row] for row in view.rows]
+    widths = [max([len(c.header), *(len(r[i]) for r in cells)]) for i, c in enumerate(view.columns)]
+    lines = [view.title] if view.title else []
+    lines.append(_line([c.header for c in view.columns], view.columns, widths))
+    lines += [_line(r, view.columns, widths) for r in cells]
+    if view.footer:
+        lines += ["", *view.footer]
+    return "\n".join(lines) + "\n"
+
+
+def _line(values: Sequence[str], columns: list[Column], widths: list[int]) -> str:
+    parts = [v.rjust(w) if c.right else v.ljust(w) for v, c, w in zip(values, columns, widths, strict=True)]
+    return "  ".join(parts).rstrip()
+
+
+def _rich(view: View, out: TextIO) -> None:
+    from rich.console import Console
+    from rich.table import Table
+    from rich.text import Text
+
+    table = Table(title=view.title, header_style="bold", show_edge=False, pad_edge=False)
+    for column in view.columns:
+        table.add_column(column.header, justify="right" if column.right else "left", no_wrap=column.right)
+    for row in view.rows:
+        table.add_row(*(Text(NA, style="dim") if v is None else Text(cell(v)) for v in row))
+    console = Console(file=out)
+    console.print(table)
+    for line in view.footer:
+        console.print(Text(line))

@@ -1,0 +1,42 @@
+"""One broker at a time: runtime figures, config, HA status, stats."""
+
+from __future__ import annotations
+
+import json
+
+from mqtools.client.admin.base import AdminBase
+from mqtools.client.admin.models import BrokerRuntime, HAStatus
+from mqtools.client.errors import MQClientError
+from mqtools.common.javaprops import parse_properties, render_properties
+from mqtools.remoting.bodies import BrokerStatsData, KVTable
+from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.headers import ViewBrokerStatsDataRequestHeader
+
+
+class BrokerAdmin(AdminBase):
+    """One broker at a time: runtime figures, config, HA status, stats."""
+
+    async def broker_runtime_info(self, broker_addr: str) -> BrokerRuntime:
+        resp = await self.call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        return BrokerRuntime.from_table(KVTable.from_json(resp.body or b"{}").table)
+
+    async def broker_config(self, broker_addr: str) -> dict[str, str]:
+        resp = await self.call(broker_addr, RequestCode.GET_BROKER_CONFIG)
+        return parse_properties((resp.body or b"").decode("utf-8"))
+
+    async def update_broker_config(self, broker_addr: str, values: dict[str, str]) -> None:
+        if not values:
+            raise MQClientError("nothing to update")
+        body = render_properties(values).encode("utf-8")
+        await self.call(broker_addr, RequestCode.UPDATE_BROKER_CONFIG, body=body)
+
+    async def ha_status(self, broker_addr: str) -> HAStatus:
+        """GET_BROKER_HA_STATUS: a master with its slaves and their lag, or a slave with its HA client."""
+        resp = await self.call(broker_addr, RequestCode.GET_BROKER_HA_STATUS)
+        return HAStatus.from_json(json.loads(resp.body or b"{}"))
+
+    async def broker_stats(self, broker_addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
+        """VIEW_BROKER_STATS_DATA, e.g. ("TOPIC_PUT_NUMS", topic) or ("GROUP_GET_NUMS", "topic@group")."""
+        resp = await self.call(broker_addr, RequestCode.VIEW_BROKER_STATS_DATA,
+                               ViewBrokerStatsDataRequestHeader(stats_name, stats_key).to_ext())
+        return BrokerStatsData.from_json(resp.body or b"{}")

@@ -1,0 +1,47 @@
+"""Name-server-side operations: KV config and broker write permission, sent to every name server."""
+
+from __future__ import annotations
+
+from mqtools.client.admin.base import AdminBase
+from mqtools.remoting.bodies import KVTable
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.headers import (
+    BrokerNameRequestHeader,
+    GetKVConfigResponseHeader,
+    GetKVListByNamespaceRequestHeader,
+    KVConfigRequestHeader,
+)
+
+
+class NamesrvAdmin(AdminBase):
+    """Name-server-side operations: KV config and broker write permission, sent to every name server."""
+
+    async def put_kv(self, namespace: str, key: str, value: str) -> None:
+        await self._each_namesrv(RequestCode.PUT_KV_CONFIG, KVConfigRequestHeader(namespace, key, value).to_ext())
+
+    async def get_kv(self, namespace: str, key: str) -> str | None:
+        resp = await self.call(None, RequestCode.GET_KV_CONFIG, KVConfigRequestHeader(namespace, key).to_ext(),
+                               ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+        if resp.code == ResponseCode.QUERY_NOT_FOUND:
+            return None
+        return GetKVConfigResponseHeader.from_ext(resp.ext_fields).value
+
+    async def delete_kv(self, namespace: str, key: str) -> None:
+        await self._each_namesrv(RequestCode.DELETE_KV_CONFIG, KVConfigRequestHeader(namespace, key).to_ext())
+
+    async def kv_list(self, namespace: str) -> dict[str, str]:
+        resp = await self.call(None, RequestCode.GET_KVLIST_BY_NAMESPACE,
+                               GetKVListByNamespaceRequestHeader(namespace).to_ext(),
+                               ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+        return KVTable.from_json(resp.body).table if resp.body else {}
+
+    async def wipe_write_perm(self, broker_name: str) -> dict[str, int]:
+        """Take write permission from a broker on every name server; topics affected per name server."""
+        return await self._perm(RequestCode.WIPE_WRITE_PERM_OF_BROKER, broker_name, "wipeTopicCount")
+
+    async def add_write_perm(self, broker_name: str) -> dict[str, int]:
+        return await self._perm(RequestCode.ADD_WRITE_PERM_OF_BROKER, broker_name, "addTopicCount")
+
+    async def _perm(self, code: int, broker_name: str, count_key: str) -> dict[str, int]:
+        results = await self._each_namesrv(code, BrokerNameRequestHeader(broker_name).to_ext())
+        return {addr: int(resp.ext_fields.get(count_key, 0)) for addr, resp in results.items()}

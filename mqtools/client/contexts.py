@@ -1,0 +1,138 @@
+"""Named contexts: which cluster a tool talks to, kept in the user's config dir (like kubeconfig).
+
+`mq admin`, `mq top` and `mq spark-load` resolve their name servers the same way: `-n` on the command
+line, else the `NAMESRV_ADDR` environment variable (as mqadmin does), else the current context.
+A context may also name a local cluster's state dir, so tools can show its processes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from mqtools.client.errors import MQClientError
+from mqtools.common.atomic_file import write_atomic
+from mqtools.remoting.client import parse_namesrv_list
+
+CONFIG_ENV = "MQ_CONFIG_DIR"
+NAMESRV_ENV = "NAMESRV_ADDR"
+CONTEXTS_FILE = "contexts.json"
+
+
+class ContextError(MQClientError):
+    """No such context, a bad context name or an unreadable contexts file."""
+
+
+class NoNamesrvError(MQClientError):
+    """Neither -n, NAMESRV_ADDR nor a current context says where the name servers are."""
+
+
+def config_dir() -> Path:
+    """$MQ_CONFIG_DIR, else the platform's user config dir for mq (XDG_CONFIG_HOME on Linux)."""
+    explicit = os.environ.get(CONFIG_ENV)
+    if explicit:
+        return Path(explicit)
+    try:
+        import platformdirs
+    except ImportError:
+        return Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config") / "mq"
+    return Path(platformdirs.user_config_dir("mq"))
+
+
+@dataclass(frozen=True, slots=True)
+class Context:
+    name: str
+    namesrv: str
+    """Name servers as mqadmin's -n takes them: "h1:9876;h2:9876"."""
+    state_dir: str | None = None
+    """A local cluster's state dir (mq cluster up --dir), when the context is one."""
+
+
+@dataclass(slots=True)
+class ContextStore:
+    """The contexts file: every context and which one is current."""
+
+    path: Path
+    contexts: dict[str, Context]
+    current: str | None
+
+    @classmethod
+    def load(cls, directory: Path | None = None) -> ContextStore:
+        path = (directory or config_dir()) / CONTEXTS_FILE
+        try:
+            raw = json.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return cls(path, {}, None)
+        except (OSError, ValueError) as exc:
+            raise ContextError(f"cannot read {path}: {exc}") from None
+        contexts = {c["name"]: Context(c["name"], c["namesrv"], c.get("stateDir")) for c in raw.get("contexts", [])}
+        current = raw.get("current")
+        return cls(path, contexts, current if current in contexts else None)
+
+    def save(self) -> None:
+        body = {"current": self.current,
+                "contexts": [{"name": c.name, "namesrv": c.namesrv, "stateDir": c.state_dir}
+                             for c in sorted(self.contexts.values(), key=lambda c: c.name)]}
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        write_atomic(self.path, json.dumps(body, indent=2).encode("utf-8"))
+
+    def add(self, name: str, namesrv: str, state_dir: str | None = None) -> Context:
+        if not name or any(ch.isspace() for ch in name):
+            raise ContextError(f"a context name has no spaces and is not empty: {name!r}")
+        if not parse_namesrv_list(namesrv):
+            raise ContextError(f"no name server address in {namesrv!r} (want host:port;host:port)")
+        context = Context(name, namesrv, state_dir)
+        self.contexts[name] = context
+        if self.current is None:
+            self.current = name
+        return context
+
+    def get(self, name: str) -> Context:
+        try:
+            return self.contexts[name]
+        except KeyError:
+            known = ", ".join(sorted(self.contexts)) or "none"
+            raise ContextError(f"no context named {name!r} (known: {known})") from None
+
+    def use(self, name: str) -> Context:
+        context = self.get(name)
+        self.current = name
+        return context
+
+    def remove(self, name: str) -> None:
+        self.get(name)
+        del self.contexts[name]
+        if self.current == name:
+            self.current = None
+
+    def current_context(self) -> Context | None:
+        return self.contexts.get(self.current) if self.current else None
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where a tool connects, and where that came from (shown by `mq context show`)."""
+
+    namesrv: str
+    source: str
+    context: Context | None = None
+
+
+def resolve(namesrv: str | None = None, context: str | None = None) -> Target:
+    """-n, else --context NAME, else NAMESRV_ADDR, else the current context; NoNamesrvError if none."""
+    if namesrv:
+        return Target(namesrv, "-n")
+    if context:
+        chosen = ContextStore.load().get(context)
+        return Target(chosen.namesrv, f"context {chosen.name}", chosen)
+    env = os.environ.get(NAMESRV_ENV)
+    if env:
+        return Target(env, NAMESRV_ENV)
+    current = ContextStore.load().current_context()
+    if current is not None:
+        return Target(current.namesrv, f"context {current.name}", current)
+    raise NoNamesrvError(
+        "no name server: give -n host:9876, set NAMESRV_ADDR, or add a context (mq context add NAME -n host:9876)")
+
