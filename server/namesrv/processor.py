@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Awaitable, Callable
-from typing import Any
 
 from mqtools.server.namesrv.config import ConfigError, NamesrvConfig
 from mqtools.server.namesrv.kv_config import KVConfigManager
@@ -38,7 +37,7 @@ from mqtools.remoting.headers import (
     UnRegisterBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
 )
-from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.server import Processor, RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 
 Clock = Callable[[], int]
@@ -74,7 +73,7 @@ class NamesrvProcessor:
         self._cache_key: tuple[int, int, bool] = (-1, -1, False)
 
     def register(self, server: RemotingServer) -> None:
-        table: dict[int, Callable[[RemotingConnection, RemotingCommand], Any]] = {
+        table: dict[int, Processor] = {
             RequestCode.PUT_KV_CONFIG: self.put_kv_config,
             RequestCode.GET_KV_CONFIG: self.get_kv_config,
             RequestCode.DELETE_KV_CONFIG: self.delete_kv_config,

@@ -10,7 +10,7 @@ RocketMQ keeps five tables (RouteInfoManager):
 - filterServerTable (cluster, brokerAddr) -> [filter server addr]
 
 Nothing here touches sockets or clocks: every call that depends on time takes `now_ms`,
-and the broker's connection is an opaque handle the caller closes. One event loop owns
+and the broker's connection is a handle the caller closes. One event loop owns
 the instance, so there are no locks. `route_epoch` changes whenever anything a route
 answer depends on changes, which lets the processor cache encoded routes.
 """
@@ -18,7 +18,6 @@ answer depends on changes, which lets the processor cache encoded routes.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.perm import PERM_READ, PERM_WRITE
@@ -34,6 +33,7 @@ from mqtools.remoting.bodies import (
     TopicList,
     TopicRouteData,
 )
+from mqtools.remoting.transport import RemotingConnection
 
 DEFAULT_BROKER_CHANNEL_EXPIRED_MS = 120_000
 
@@ -46,7 +46,7 @@ class BrokerLiveInfo:
     heartbeat_timeout_millis: int
     data_version: DataVersion
     ha_server_addr: str
-    channel: Any = None
+    channel: RemotingConnection | None = None
 
 
 @dataclass(slots=True)
@@ -91,7 +91,7 @@ class RouteInfoManager:
         now_ms: int,
         *,
         timeout_ms: int | None = None,
-        channel: Any = None,
+        channel: RemotingConnection | None = None,
     ) -> RegisterBrokerResult:
         """A broker's registration (every heartbeat is one): updates all five tables."""
         wrapper = topic_config_wrapper or TopicConfigSerializeWrapper()
@@ -285,7 +285,7 @@ class RouteInfoManager:
             self.broker_live_table.pop(key, None)
             self.filter_server_table.pop(key, None)
 
-    def on_channel_destroy(self, channel: Any) -> bool:
+    def on_channel_destroy(self, channel: RemotingConnection) -> bool:
         """A connection closed; True when brokers had registered over it (now all removed).
 
         RocketMQ drops only the first broker it finds for the channel; a tool that
@@ -296,7 +296,7 @@ class RouteInfoManager:
             self.on_broker_gone(key)
         return bool(keys)
 
-    def scan_not_active_broker(self, now_ms: int) -> list[Any]:
+    def scan_not_active_broker(self, now_ms: int) -> list[RemotingConnection]:
         """Remove brokers whose last heartbeat is older than their timeout; return their channels to close.
 
         Like RocketMQ, a broker expires only once `last + timeout < now`: at exactly
