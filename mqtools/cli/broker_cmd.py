@@ -37,8 +37,9 @@ def start(
     ] = None,
 ) -> None:
     """Start a broker; flags override the properties file. Stops cleanly on SIGINT/SIGTERM."""
-    from mqtools.server.broker.app import BrokerController, StartError, serve
+    from mqtools.server.broker.app import BrokerController
     from mqtools.server.broker.config import ConfigError, load_config
+    from mqtools.server.lifecycle import serve
 
     overrides = option_overrides({"namesrvAddr": namesrv, "listenPort": listen_port,
                                   "storePathRootDir": store_dir, "brokerName": broker_name})
@@ -47,4 +48,5 @@ def start(
     except ConfigError as exc:
         raise fail(str(exc)) from None
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    run_server(serve(BrokerController(config, config_path=config_file)), StartError)
+    controller = BrokerController(config, config_path=config_file)
+    run_server(serve(controller, lambda: typer.echo(controller.ready_line())))

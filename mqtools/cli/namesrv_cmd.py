@@ -40,7 +40,8 @@ def start(
     ] = None,
 ) -> None:
     """Start a name server; flags override the properties file. Stops cleanly on SIGINT/SIGTERM."""
-    from mqtools.server.namesrv.app import NamesrvController, StartError, serve
+    from mqtools.server.lifecycle import serve
+    from mqtools.server.namesrv.app import NamesrvController
     from mqtools.server.namesrv.config import ConfigError, NamesrvConfig, load_file
 
     config = NamesrvConfig()
@@ -58,10 +59,12 @@ def start(
     except ConfigError as exc:
         raise fail(str(exc)) from None
 
-    def ready(controller: NamesrvController) -> None:
+    controller = NamesrvController(config)
+
+    def ready() -> None:
         bind = config.bind_address
         shown = "127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind
         typer.echo(f"The Name Server boot success. address {bind}:{controller.port}")
         typer.echo(f"READY namesrv {shown}:{controller.port}")
 
-    run_server(serve(config, ready), StartError)
+    run_server(serve(controller, ready))

@@ -11,6 +11,9 @@ from typing import Any
 
 import typer
 
+from mqtools.remoting.loop import run
+from mqtools.server.lifecycle import StartError
+
 
 def fail(message: str) -> typer.Exit:
     """Print `mq: error: <message>` on stderr; raise the result to exit with status 1."""
@@ -23,11 +26,9 @@ def option_overrides(options: dict[str, object | None]) -> dict[str, str]:
     return {key: str(value) for key, value in options.items() if value is not None}
 
 
-def run_server(main: Coroutine[Any, Any, Any], start_error: type[Exception]) -> None:
-    """Run the server coroutine until it stops; a `start_error` becomes a one-line exit 1."""
-    from mqtools.remoting.loop import run
-
+def run_server(main: Coroutine[Any, Any, Any]) -> None:
+    """Run the server coroutine until it stops; a StartError becomes a one-line exit 1."""
     try:
         run(main)
-    except start_error as exc:
+    except StartError as exc:
         raise fail(str(exc)) from None

@@ -56,7 +56,7 @@ class RemotingServer:
         self._server = await loop.create_server(self._make_connection, self.host, self.port, reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
 
-    async def stop(self) -> None:
+    async def shutdown(self) -> None:
         if self._server is not None:
             self._server.close()
         for conn in list(self.connections):

@@ -4,7 +4,8 @@ Start order (as RocketMQ's BrokerController): store (lock, recovery), config tab
 (topics, groups, offsets, delay offsets), processors, remoting server, the periodic
 services, then one registration round with every name server (bounded by its timeout, so
 a dead name server never blocks start-up) and the per-name-server registration loops.
-Only then `serve()` prints `READY broker <ip>:<port> name=<brokerName> id=<brokerId> ha=<haPort>`.
+Only then is the broker ready: `ready_line()` is `READY broker <ip>:<port> name=<brokerName>
+id=<brokerId> ha=<haPort>`.
 
 Shutdown (SIGINT/SIGTERM): unregister from every name server, stop serving, stop the
 services (offsets and delay offsets persist there), persist the tables, shut the store
@@ -17,11 +18,8 @@ its port (`config.effective_ha_port`, listenPort + 1 by default); `self.ha` is t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
-import signal
-import sys
 import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -40,6 +38,7 @@ from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager
 from mqtools.server.ha.service import HAService
+from mqtools.server.lifecycle import StartError
 from mqtools.server.store.config import STORE_PROPERTIES
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import DelayLevelTable, ScheduleMessageService
@@ -51,10 +50,6 @@ from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.server import RemotingServer
 
 log = logging.getLogger(__name__)
-
-
-class StartError(RuntimeError):
-    """The broker cannot start (store locked, port taken, ...); the message is for the user."""
 
 
 class BrokerController:
@@ -111,6 +106,11 @@ class BrokerController:
         if self.ha is not None and self.ha.port is not None:
             return self.ha.port
         return self.config.effective_ha_port
+
+    def ready_line(self) -> str:
+        """What `mq broker start` prints once the broker serves (launchers and tests wait for it)."""
+        cfg = self.config
+        return f"READY broker {self.broker_addr} name={cfg.broker_name} id={cfg.broker_id} ha={self.ha_port}"
 
     def identity(self) -> BrokerIdentity:
         cfg = self.config
@@ -175,9 +175,9 @@ class BrokerController:
     async def shutdown(self) -> None:
         """Unregister, stop serving, stop services, persist, close the store. Never raises."""
         steps: list[tuple[str, Callable[[], Awaitable[None] | None]]] = [
-            ("registration", self.registrar.stop),
+            ("registration", self.registrar.shutdown),
             ("unregister", self.registrar.unregister_all),
-            ("server", self.server.stop),
+            ("server", self.server.shutdown),
             ("long polling", self.long_polling.shutdown),
             ("schedule", self.schedule.shutdown),
             ("producers", self.producers.shutdown),
@@ -232,29 +232,3 @@ class BrokerController:
         if self.config.broker_permission != old_perm:
             self.registrar.kick()
 
-
-async def serve(controller: BrokerController, *, ready: Callable[[str], None] | None = None) -> None:
-    """Run until SIGINT/SIGTERM; print the READY line once listening and registered."""
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        with contextlib.suppress(NotImplementedError, RuntimeError):
-            loop.add_signal_handler(sig, stop.set)
-    try:
-        await controller.start()
-    except BaseException:
-        await controller.shutdown()
-        raise
-    cfg = controller.config
-    line = (f"READY broker {controller.broker_addr} name={cfg.broker_name} id={cfg.broker_id} "
-            f"ha={controller.ha_port}")
-    (ready or _print)(line)
-    try:
-        await stop.wait()
-    finally:
-        await controller.shutdown()
-
-
-def _print(line: str) -> None:
-    sys.stdout.write(line + "\n")
-    sys.stdout.flush()

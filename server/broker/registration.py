@@ -158,7 +158,7 @@ class NamesrvRegistrar:
                     await kick.wait()
             kick.clear()
 
-    async def stop(self) -> None:
+    async def shutdown(self) -> None:
         for task in self._tasks.values():
             task.cancel()
         for task in self._tasks.values():

@@ -131,8 +131,8 @@ class GroupTransferService:
     def pending(self) -> int:
         return len(self._futures)
 
-    def close(self) -> None:
-        """Fail every waiter (shutdown)."""
+    def shutdown(self) -> None:
+        """Fail every waiter."""
         if self._timer:
             self._timer.cancel()
         for future in list(self._futures.values()):

@@ -225,7 +225,7 @@ class HAAcceptor:
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._factory(reader, writer).start()
 
-    async def close(self) -> None:
+    async def shutdown(self) -> None:
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):

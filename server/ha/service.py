@@ -98,12 +98,12 @@ class HAService:
         return self.port
 
     async def shutdown(self) -> None:
-        await self._acceptor.close()
+        await self._acceptor.shutdown()
         for conn in list(self.connections):
             await conn.close()
         if self.client is not None:
             await self.client.shutdown()
-        self.group.close()
+        self.group.shutdown()
 
     def update_master_address(self, ha_address: str | None) -> None:
         """Registration result: the master's HA address (ignored when haMasterAddress is fixed)."""

@@ -12,11 +12,11 @@ import asyncio
 import contextlib
 import errno
 import logging
-import signal
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mqtools.server.lifecycle import StartError
 from mqtools.server.namesrv.config import NamesrvConfig
 from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager
 from mqtools.server.namesrv.processor import NamesrvProcessor
@@ -32,10 +32,6 @@ log = logging.getLogger(__name__)
 
 def wall_clock_ms() -> int:
     return int(time.time() * 1000)
-
-
-class StartError(Exception):
-    """The name server cannot start (port taken, unreadable kvConfig.json ...): one line for the user."""
 
 
 class NamesrvController:
@@ -73,12 +69,12 @@ class NamesrvController:
             raise StartError(f"cannot listen on {addr}: {exc.strerror or exc}") from None
         self._scan_task = asyncio.create_task(self._scan_loop())
 
-    async def stop(self) -> None:
+    async def shutdown(self) -> None:
         if self._scan_task is not None:
             self._scan_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._scan_task
-        await self.server.stop()
+        await self.server.shutdown()
         async with self._write_lock:  # let a pending file write finish
             pass
 
@@ -93,7 +89,7 @@ class NamesrvController:
 
     def scan_once(self) -> None:
         for channel in self.routes.scan_not_active_broker(self.clock()):
-            log.warning("broker connection %s expired: closed", getattr(channel, "peer", channel))
+            log.warning("broker connection %s expired: closed", channel.peer)
             channel.close()
 
     async def _write(self, path: Path, data: bytes) -> None:
@@ -111,19 +107,3 @@ class NamesrvController:
         path = Path(self.config.config_store_path).expanduser()
         await self._write(path, render_properties(self.config.to_properties()).encode())
 
-
-async def serve(config: NamesrvConfig, on_ready: Callable[[NamesrvController], None]) -> None:
-    """Run until SIGINT/SIGTERM; raises StartError when the server cannot start."""
-    controller = NamesrvController(config)
-    await controller.start()
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
-    on_ready(controller)
-    try:
-        await stop.wait()
-    finally:
-        for sig in (signal.SIGINT, signal.SIGTERM):
-            loop.remove_signal_handler(sig)
-        await controller.stop()

@@ -68,7 +68,7 @@ async def broker(tmp_path: Path):
     client_processors.register(server, controller)
     await server.start()
     yield f"127.0.0.1:{server.port}", controller
-    await server.stop()
+    await server.shutdown()
 
 
 class Member:

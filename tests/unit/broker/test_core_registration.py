@@ -80,7 +80,7 @@ async def test_register_all_unaffected_by_dead_namesrv() -> None:
         assert seen[-1] == ("unreg", "b1", None)
     finally:
         await client.close()
-        await server.stop()
+        await server.shutdown()
 
 
 async def test_loops_register_and_kick() -> None:
@@ -102,6 +102,6 @@ async def test_loops_register_and_kick() -> None:
             await asyncio.sleep(0.01)
         assert len(seen) == 2
     finally:
-        await reg.stop()
+        await reg.shutdown()
         await client.close()
-        await server.stop()
+        await server.shutdown()

@@ -85,9 +85,9 @@ async def test_already_acked_offset_returns_immediately() -> None:
     assert await service.wait(100, timeout=0.0) is True
 
 
-async def test_close_fails_pending_waits() -> None:
+async def test_shutdown_fails_pending_waits() -> None:
     service = GroupTransferService(ReplicationProgress())
     task = asyncio.create_task(service.wait(100, timeout=30.0))
     await asyncio.sleep(0)
-    service.close()
+    service.shutdown()
     assert await task is False

@@ -76,7 +76,7 @@ async def test_sync_rules(tmp_path: Path) -> None:
         assert "LocalOnly" not in slave.topics.table and "Second" in slave.topics.table
     finally:
         await client.close()
-        await server.stop()
+        await server.shutdown()
 
 
 async def test_no_master_or_self_means_no_sync(tmp_path: Path) -> None:

@@ -48,7 +48,7 @@ async def server() -> AsyncIterator[RemotingServer]:
         srv.register(code, fn)
     await srv.start()
     yield srv
-    await srv.stop()
+    await srv.shutdown()
 
 
 def addr(srv: RemotingServer) -> str:

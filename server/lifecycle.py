@@ -1,0 +1,49 @@
+"""What the server roles share about running: start/shutdown, the one start failure, serving until a signal.
+
+Every long-lived server component starts with `start()` and stops with `shutdown()`; a role that
+cannot start raises `StartError`, whose message the command line prints as one line.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+from collections.abc import Callable
+from typing import Protocol
+
+SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+
+class StartError(RuntimeError):
+    """A server cannot start (port taken, store locked, unreadable kvConfig.json, ...); one line for the user."""
+
+
+class Service(Protocol):
+    async def start(self) -> None: ...
+
+    async def shutdown(self) -> None: ...
+
+
+async def serve(service: Service, on_ready: Callable[[], None]) -> None:
+    """Start `service`, call `on_ready`, run until SIGINT/SIGTERM, shut down. A failed start shuts
+    down what did start, then raises (StartError for the failures a user can fix)."""
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in SIGNALS:
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        try:
+            await service.start()
+        except BaseException:
+            await service.shutdown()
+            raise
+        on_ready()
+        try:
+            await stop.wait()
+        finally:
+            await service.shutdown()
+    finally:
+        for sig in SIGNALS:
+            loop.remove_signal_handler(sig)
