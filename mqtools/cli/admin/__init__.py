@@ -8,13 +8,13 @@ runbook written for mqadmin works with `mq admin` in its place. Both call `mqtoo
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
 import typer
 from typer.core import TyperGroup
 
 from mqtools.cli.admin import cluster
-from mqtools.cli.admin.common import EXIT_CODES_HELP
+from mqtools.cli.admin.common import EXIT_CODES_HELP, usage
 
 
 class AdminGroup(TyperGroup):
@@ -32,6 +32,30 @@ class AdminGroup(TyperGroup):
 app = typer.Typer(
     cls=AdminGroup,
     help=f"mqadmin-style operations on a RocketMQ cluster (ours or Apache's). {EXIT_CODES_HELP}",
-    no_args_is_help=True,
+    invoke_without_command=True,
 )
 app.add_typer(cluster.app, name="cluster")
+
+
+@app.callback()
+def catalogue(ctx: typer.Context) -> None:
+    """With no command: the mqadmin command list, each with its mq-dialect twin."""
+    if ctx.invoked_subcommand is None:
+        from mqtools.cli.admin.mqadmin import listing
+
+        typer.echo(listing())
+
+
+@app.command("help")
+def help_(ctx: typer.Context, name: Annotated[str, typer.Argument(help="An mqadmin or mq-dialect command.")]) -> None:
+    """Usage of one command, as `mqadmin help CMD` prints it.
+
+    Example: mq admin help updateTopic
+    """
+    parent = ctx.parent
+    assert parent is not None
+    found = parent.command.get_command(parent, name)  # type: ignore[attr-defined]
+    if found is None:
+        raise usage(f"The sub command {name} not exist.")
+    with typer.Context(found, info_name=name, parent=parent) as sub:
+        typer.echo(found.get_help(sub))

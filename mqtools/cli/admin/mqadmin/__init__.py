@@ -1,12 +1,93 @@
-"""The mqadmin dialect: classic mqadmin commands by name, case-insensitively, with mqadmin's options."""
+"""The mqadmin dialect: classic mqadmin commands by name, case-insensitively, with mqadmin's options.
+
+Each area module (`cluster`, `topic`, ...) registers its commands with `@command(name, twin, purpose)`
+on one typer app; `find` looks a name up in any letter case, and `listing` prints the catalogue as
+`mqadmin` with no arguments does, with each command's mq-dialect twin. Output follows mqadmin's own
+printf patterns (`java_format`); exit codes are mq's (mqadmin exits 0 even when a command fails).
+"""
 
 from __future__ import annotations
 
-from typing import Any
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Annotated, Any, Optional, TypeVar
 
-COMMANDS: dict[str, Any] = {}
-"""lower-case mqadmin name -> its command."""
+import typer
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+AREAS = ("cluster",)
+"""Modules of this package that register commands; imported on first lookup, not at `mq` start-up."""
+
+app = typer.Typer(add_completion=False)
+
+
+@app.callback()
+def dialect() -> None:
+    """mqadmin's commands (a group even while one area is registered)."""
+
+NamesrvOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional
+    typer.Option("-n", "--namesrvAddr", help="Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876'"),
+]
+
+
+@dataclass(frozen=True, slots=True)
+class Entry:
+    name: str
+    twin: str
+    """The mq-dialect command that does the same, e.g. `mq admin topic create`."""
+    purpose: str
+
+
+CATALOGUE: dict[str, Entry] = {}
+"""lower-case mqadmin name -> its entry, in registration order."""
+
+
+def command(name: str, twin: str, purpose: str) -> Callable[[F], F]:
+    """Register an mqadmin-dialect command under its mqadmin name."""
+
+    def register(fn: F) -> F:
+        CATALOGUE[name.lower()] = Entry(name, twin, purpose)
+        app.command(name, help=f"{purpose} (mq dialect: {twin})")(fn)
+        return fn
+
+    return register
+
+
+def _load() -> dict[str, Any]:
+    for area in AREAS:
+        importlib.import_module(f"mqtools.cli.admin.mqadmin.{area}")
+    group = typer.main.get_command(app)
+    return {name.lower(): cmd for name, cmd in group.commands.items()}  # type: ignore[attr-defined]
+
+
+_commands: dict[str, Any] = {}
 
 
 def find(name: str) -> Any:
-    return COMMANDS.get(name.lower())
+    """The mqadmin-dialect command called `name` in any letter case, or None."""
+    if not _commands:
+        _commands.update(_load())
+    return _commands.get(name.lower())
+
+
+def listing() -> str:
+    """What `mqadmin` prints with no arguments, plus the mq-dialect twin of each command."""
+    find("")
+    lines = ["The most commonly used mqadmin commands are:"]
+    lines += [f"   {e.name:<35} {e.purpose}  [{e.twin}]" for e in CATALOGUE.values()]
+    lines += ["", "See 'mq admin help <command>' for more information on a specific command."]
+    return "\n".join(lines)
+
+
+def java_format(pattern: str, *values: Any) -> str:
+    """Java's String.format for the patterns mqadmin uses: None prints as Java's null."""
+    return pattern % tuple("null" if v is None else v for v in values)
+
+
+def front(text: str | None, width: int) -> str:
+    """mqadmin's UtilAll.frontStringAtLeast: a long name cut to the column width."""
+    value = "null" if text is None else text
+    return value[:width]
