@@ -1,0 +1,41 @@
+"""Running `mq admin` as a user does (a subprocess), and checking its JSON against the shipped schema."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from typing import Any
+
+import jsonschema
+
+from mqtools.cli.output import load_schema
+
+
+def mq(*args: str, namesrv: str | None = None, stdin: str | None = None, timeout: float = 60.0,
+       env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    """`mq ARGS` with `-n namesrv` appended when given; stdout is a pipe (plain tables, no colour)."""
+    argv = [sys.executable, "-m", "mqtools.cli.main", *args]
+    if namesrv is not None:
+        argv += ["-n", namesrv]
+    base = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
+    return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, input=stdin,
+                          env={**base, "PYTHONUNBUFFERED": "1", **(env or {})})
+
+
+def json_of(result: subprocess.CompletedProcess[str], kind: str) -> dict[str, Any]:
+    """The command's JSON document, validated against the schema of its kind."""
+    assert result.returncode == 0, result.stdout + result.stderr
+    doc = json.loads(result.stdout)
+    assert doc["kind"] == kind
+    jsonschema.validate(doc, load_schema(kind))
+    return doc
+
+
+def one_line_error(result: subprocess.CompletedProcess[str], code: int, *fragments: str) -> None:
+    """A failure is one line on stderr with the documented exit code."""
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    assert result.stderr.startswith("mq: error: ") and result.stderr.count("\n") == 1, result.stderr
+    for fragment in fragments:
+        assert fragment in result.stderr, result.stderr
