@@ -8,8 +8,6 @@ line on stderr: `mq: error: ...`.
 
 from __future__ import annotations
 
-import asyncio
-import json
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -107,6 +105,9 @@ def show(namesrv: str | None, fmt: str, build: Callable[[MQAdmin], Awaitable[Vie
     if watch is None:
         render(run(namesrv, build, context=context, timeout=timeout), fmt)
         return
+
+    import asyncio
+    import json
 
     async def rounds(admin: MQAdmin) -> None:
         redraw = is_terminal(sys.stdout)
