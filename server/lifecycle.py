@@ -16,7 +16,8 @@ SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 
 class StartError(RuntimeError):
-    """A server cannot start (port taken, store locked, unreadable kvConfig.json, ...); one line for the user."""
+    """A server cannot start (port taken, store locked, unreadable kvConfig.json, ...); the message
+    is one line for the user."""
 
 
 class Service(Protocol):

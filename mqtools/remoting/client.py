@@ -1,4 +1,5 @@
-"""Remoting client: a connection pool per address and the name-server address list.
+"""Remoting client (RocketMQ's NettyRemotingClient role): a connection pool per address and the
+name-server address list.
 
 Name-server selection follows RocketMQ's client: stick to the chosen name server while
 its connection is up; when it is down, try the next addresses in turn, starting after

@@ -1,4 +1,5 @@
-"""Remoting server: dispatch incoming requests to processors keyed by request code.
+"""Remoting server (RocketMQ's NettyRemotingServer role): dispatch incoming requests to processors
+keyed by request code.
 
 A processor is `fn(conn, request) -> response | None`, or a coroutine function with the
 same result. Plain functions answer inline (no task per request: the name server's hot

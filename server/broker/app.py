@@ -78,7 +78,8 @@ class BrokerController:
         self.locks = RebalanceLockManager(clock)
         self.stats = BrokerStats(clock)
         self.store = MessageStore(config.store_config(), clock=clock)
-        self.schedule = ScheduleMessageService(self.store, config_dir, config.message_delay_level, clock=clock)
+        self.schedule = ScheduleMessageService(self.store, config_dir, config.message_delay_level,
+                                               clock=clock)
         self.ha: HAService | None = None
         self.ha_duties: HADuties | None = None
         self.master_addr: str | None = None

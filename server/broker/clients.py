@@ -1,4 +1,5 @@
-"""Online producers and consumers, as their heartbeats describe them.
+"""Online producers and consumers, as their heartbeats describe them (RocketMQ's ProducerManager
+and ConsumerManager).
 
 A client is known by its channel (the connection its heartbeat arrived on). Channels expire
 after 120 s without a heartbeat (clients beat every 30 s), and go away at once when their
@@ -92,9 +93,6 @@ class ConsumerGroupInfo:
 
     def client_ids(self) -> list[str]:
         return [info.client_id for info in self.channels.values()]
-
-    def find_channel(self, client_id: str) -> ClientChannelInfo | None:
-        return next((info for info in self.channels.values() if info.client_id == client_id), None)
 
 
 IdsChangedListener = Callable[[str, list[ClientChannelInfo]], None]

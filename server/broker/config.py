@@ -169,7 +169,8 @@ class BrokerConfig:
         self.ha_config(self.store_config())  # the store and HA keys parse too, or this start fails here
 
 
-BROKER_PROPERTIES = PropertyMap(BrokerConfig, overrides={"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"})
+BROKER_PROPERTIES = PropertyMap(BrokerConfig,
+                                overrides={"broker_ip1": "brokerIP1", "broker_ip2": "brokerIP2"})
 
 
 def load_config(

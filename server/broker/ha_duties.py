@@ -40,7 +40,8 @@ class HADuties:
         self._diff_task: asyncio.Task[None] | None = None
 
     async def start(self) -> None:
-        """Open the HA port (OSError when it is taken), hook the store and the server, start the role's loop."""
+        """Open the HA port (OSError when it is taken), hook the store and the server, start the
+        role's loop."""
         if log.level == logging.NOTSET:
             log.setLevel(logging.INFO)  # connections, resyncs and the diff line belong in a broker's log
         await self.service.start()

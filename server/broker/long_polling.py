@@ -1,4 +1,5 @@
-"""Long polling: pulls that found nothing wait here until a message for their queue arrives.
+"""Long polling (RocketMQ's PullRequestHoldService): pulls that found nothing wait here until a
+message for their queue arrives.
 
 `HoldTable` is the sans-IO core: requests keyed by (topic, queue id), woken by an arrival
 whose new max offset passes the request's offset and whose tags code the request's
@@ -19,7 +20,9 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.transport import RemotingConnection
 
 Key = tuple[str, int]
 log = logging.getLogger(__name__)
@@ -29,8 +32,8 @@ log = logging.getLogger(__name__)
 class HeldPull:
     """One suspended pull: the connection and request to answer later, and its wait rule."""
 
-    conn: Any
-    request: Any
+    conn: RemotingConnection
+    request: RemotingCommand
     topic: str
     queue_id: int
     offset: int
@@ -86,7 +89,7 @@ class HoldTable:
             self._store(key, [h for h in self.by_queue.get(key, []) if h is not held])
         return out
 
-    def drop_connection(self, conn: Any) -> None:
+    def drop_connection(self, conn: RemotingConnection) -> None:
         """A closed connection's requests will never be answered."""
         for key, waiting in list(self.by_queue.items()):
             for held in waiting:
@@ -150,7 +153,7 @@ class PullRequestHoldService:
             return
         self.notify(topic, queue_id, logic_offset_after, tags_code)
 
-    def connection_closed(self, conn: Any) -> None:
+    def connection_closed(self, conn: RemotingConnection) -> None:
         self.table.drop_connection(conn)
 
     def _wake(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> None:

@@ -1,4 +1,4 @@
-"""Queue locks for orderly consumers (LOCK_BATCH_MQ / UNLOCK_BATCH_MQ).
+"""Queue locks for orderly consumers (LOCK_BATCH_MQ / UNLOCK_BATCH_MQ; RocketMQ's RebalanceLockManager).
 
 An orderly consumer only consumes a queue it holds the broker-side lock of, so two members of a
 group never process one queue at the same time during a rebalance. A lock lives 60 s

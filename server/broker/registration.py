@@ -1,4 +1,4 @@
-"""Broker registration with every name server.
+"""Broker registration with every name server (RocketMQ's BrokerOuterAPI register/unregister calls).
 
 Each name server gets its own loop: register at start, then every
 registerNameServerPeriod (clamped to 10-60 s, as RocketMQ clamps it), so a dead or slow

@@ -1,4 +1,5 @@
-"""Master side of classic HA: accept slaves, read their acks, stream the commitlog to them.
+"""Master side of classic HA (RocketMQ's AcceptSocketService and HAConnection): accept slaves, read
+their acks, stream the commitlog to them.
 
 One `HAConnection` per slave, with a read task (8-byte acks, housekeeping timeout) and a
 write task (transfer frames from the slave's position, heartbeats when idle).  The protocol
@@ -84,7 +85,6 @@ class HAConnection:
         self.addr = f"{peer[0]}:{peer[1]}"
         self.slave_request_offset = -1
         self.slave_ack_offset = -1
-        self.last_read_time = clock()
         self.speed = SpeedMeter(clock)
         self._woken = False
         self._waiter: asyncio.Future[None] | None = None
@@ -142,7 +142,6 @@ class HAConnection:
                     break
                 if not data:
                     break
-                self.last_read_time = self._clock()
                 offset = self._reports.feed(data)
                 if offset is not None:
                     if offset > self._store.max_phy_offset:

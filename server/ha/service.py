@@ -12,11 +12,11 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from mqtools.server.ha.group_transfer import GroupTransferService, ReplicationProgress
 from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection
-from mqtools.server.ha.slave import HAClient
+from mqtools.server.ha.slave import CommitLogSink, HAClient
 from mqtools.server.store.message_store import PutMessageStatus
 
 from mqtools.common.brokerrole import BrokerRole
@@ -47,8 +47,8 @@ class HAConfig:
     def __post_init__(self) -> None:
         self.broker_role = BrokerRole.parse(self.broker_role)
 
-    @classmethod
-    def from_properties(cls, props: Mapping[str, str]) -> HAConfig:
+    @staticmethod
+    def from_properties(props: Mapping[str, str]) -> HAConfig:
         """Pick the HA keys out of a broker's properties; unknown keys are ignored."""
         return HA_PROPERTIES.build(props)
 
@@ -65,15 +65,19 @@ class HAConfig:
 HA_PROPERTIES = PropertyMap(HAConfig)
 
 
+class ReplicatedStore(CommitLogSource, CommitLogSink, Protocol):
+    """The store as HA uses it: a master reads its commitlog, a slave appends to it."""
+
+
 class HAService:
     """Replication for one broker: master connections, optional slave client, SYNC waits."""
 
-    def __init__(self, store: Any, config: HAConfig, *, clock: Callable[[], float] = time.monotonic,
+    def __init__(self, store: ReplicatedStore, config: HAConfig, *,
+                 clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.config = config
         self._clock = clock
-        self._wall = wall_clock
         self.progress = ReplicationProgress(config.ha_slave_fallbehind_max)
         self.group = GroupTransferService(self.progress, clock)
         self.connections: list[HAConnection] = []
@@ -113,9 +117,8 @@ class HAService:
     # ------------------------------------------------------------------ master side
 
     def _new_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> HAConnection:
-        source: CommitLogSource = self.store
         conn = HAConnection(
-            self, source, reader, writer,
+            self, self.store, reader, writer,
             file_size=self.config.mapped_file_size_commit_log,
             batch_size=self.config.ha_transfer_batch_size,
             heartbeat_interval=self.config.ha_send_heartbeat_interval / 1000,
@@ -147,7 +150,7 @@ class HAService:
         ok = await self.group.wait(end_offset, timeout_s)
         return PUT_OK if ok else FLUSH_SLAVE_TIMEOUT
 
-    async def wait_for_slave(self, end_offset: int, timeout_s: float | None = None) -> Any:
+    async def wait_for_slave(self, end_offset: int, timeout_s: float | None = None) -> PutMessageStatus:
         """The store's ha_hook: returns a PutMessageStatus."""
         if timeout_s is None:
             timeout_s = self.config.sync_flush_timeout / 1000

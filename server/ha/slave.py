@@ -1,4 +1,4 @@
-"""Slave side of classic HA: the HA client.
+"""Slave side of classic HA: the HA client (RocketMQ's HAService.HAClient).
 
 Connects to the master's HA address, reports its commitlog max offset (right after
 connecting, after every appended frame and every report interval), checks that each frame

@@ -1,4 +1,4 @@
-"""The name server process: asyncio wiring around the sans-IO route tables.
+"""The name server process (RocketMQ's NamesrvController): asyncio wiring around the sans-IO route tables.
 
 One event loop: the remoting server answers requests inline, a timer scans for brokers
 whose heartbeat expired, a closed broker connection unregisters that broker at once,

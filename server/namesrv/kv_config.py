@@ -1,9 +1,10 @@
-"""The name server's namespaced key/value configuration, persisted to kvConfig.json.
+"""The name server's namespaced key/value configuration (RocketMQ's KVConfigManager), persisted to
+kvConfig.json.
 
 The file has RocketMQ's layout, `{"configTable": {namespace: {key: value}}}`, so a
 kvConfig.json written by a Java name server loads here and the other way round.
-Changes apply in memory at once; `snapshot()` gives the bytes to write and `write_file`
-does the (blocking) write, which the app runs off the event loop.
+Changes apply in memory at once; `snapshot()` gives the bytes the app writes (atomically,
+off the event loop).
 """
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from pathlib import Path
 
 import orjson
 
-from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import KVTable
 
@@ -70,7 +70,3 @@ class KVConfigManager:
 
     def snapshot(self) -> bytes:
         return orjson.dumps({"configTable": self.table}, option=orjson.OPT_INDENT_2)
-
-    def write_file(self, data: bytes) -> None:
-        """Atomic replace (temp file + fsync + rename): a crash never leaves half a file."""
-        write_atomic(self.path, data)

@@ -1,4 +1,5 @@
-"""Request processors of the name server: remoting requests in, route tables and KV config out.
+"""Request processors of the name server (RocketMQ's DefaultRequestProcessor): remoting requests in,
+route tables and KV config out.
 
 Everything is a plain function answering inline, except the requests that must persist
 a file (KV config, namesrv config): those update memory at once and await the write,

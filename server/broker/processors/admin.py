@@ -1,4 +1,5 @@
-"""Broker admin requests: topics, runtime info, topic stats, broker config, delay offsets.
+"""Broker admin requests (RocketMQ's AdminBrokerProcessor): topics, runtime info, topic stats,
+broker config, delay offsets.
 
 UPDATE_AND_CREATE_TOPIC, DELETE_TOPIC_IN_BROKER, GET_ALL_TOPIC_CONFIG,
 GET_BROKER_RUNTIME_INFO, GET_TOPIC_STATS_INFO, GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG,

@@ -1,4 +1,5 @@
-"""Client management requests: heartbeats, unregistration, group membership, orderly queue locks.
+"""Client management requests (RocketMQ's ClientManageProcessor, with the consumer-list and
+queue-lock requests): heartbeats, unregistration, group membership, orderly queue locks.
 
 HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, GET_CONSUMER_CONNECTION_LIST,
 GET_PRODUCER_CONNECTION_LIST, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ. Registering also hooks the

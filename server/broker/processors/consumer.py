@@ -1,4 +1,5 @@
-"""Consumer-side requests: offsets, send-back (retry / DLQ), group admin, consume stats, reset.
+"""Consumer-side requests (RocketMQ's ConsumerManageProcessor, SendMessageProcessor's send-back and
+the group requests of AdminBrokerProcessor): offsets, retry / DLQ, group admin, consume stats, reset.
 
 QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET, CONSUMER_SEND_MSG_BACK,
 UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP, GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
@@ -227,7 +228,7 @@ class ConsumerProcessor:
             for queue_id in range(topic_config.write_queue_nums):
                 mq = MessageQueue(topic=topic, broker_name=self.c.config.broker_name, queue_id=queue_id)
                 stats.offset_table[mq] = self._offset_wrapper(group, topic, queue_id)
-            stats.consume_tps += self._consume_tps(topic, group)
+            stats.consume_tps += self.c.stats.consume_tps(topic, group)
         return req.response(ResponseCode.SUCCESS, body=stats.to_json())
 
     def _offset_wrapper(self, group: str, topic: str, queue_id: int) -> OffsetWrapper:
@@ -241,9 +242,6 @@ class ConsumerProcessor:
             if stamp > 0:
                 wrapper.last_timestamp = stamp
         return wrapper
-
-    def _consume_tps(self, topic: str, group: str) -> float:
-        return self.c.stats.consume_tps(topic, group)
 
     # ------------------------------------------------------------------ reset
 

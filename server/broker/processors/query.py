@@ -1,5 +1,6 @@
-"""Offset and message lookups: GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP,
-GET_EARLIEST_MSG_STORETIME, QUERY_MESSAGE (by key and time range), VIEW_MESSAGE_BY_ID.
+"""Offset and message lookups (RocketMQ's QueryMessageProcessor and AdminBrokerProcessor):
+GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME,
+QUERY_MESSAGE (by key and time range), VIEW_MESSAGE_BY_ID.
 
 Message bodies are the stored bytes, as RocketMQ sends them; the client decodes them.
 QUERY_MESSAGE keeps only exact key matches (KEYS split on blanks, or the unique key),
@@ -9,7 +10,7 @@ because the index returns hash hits.
 from __future__ import annotations
 
 import asyncio
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from mqtools.server.broker.context import BrokerContext
 
@@ -73,7 +74,9 @@ class QueryProcessor:
         if req.ext_fields.get(UNIQUE_KEY_QUERY) == "true":
             max_num = DEFAULT_QUERY_MAX_NUM
         store = self.c.store
-        hits = await _in_thread(store.query_message, h.topic, h.key, max_num, h.begin_timestamp, h.end_timestamp)
+        # Index scans can touch many files: keep them off the event loop.
+        hits = await asyncio.to_thread(store.query_message, h.topic, h.key, max_num, h.begin_timestamp,
+                                       h.end_timestamp)
         parts: list[bytes] = []
         for msg in hits:
             if msg.topic != h.topic or h.key not in message_keys(msg.properties):
@@ -93,11 +96,6 @@ class QueryProcessor:
         if raw is None:
             return req.response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}")
         return req.response(body=bytes(raw))
-
-
-async def _in_thread(fn: Any, *args: Any) -> Any:
-    """Index scans can touch many files: keep them off the event loop."""
-    return await asyncio.to_thread(fn, *args)
 
 
 def register(server: RemotingServer, controller: BrokerContext) -> QueryProcessor:

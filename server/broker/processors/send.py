@@ -4,7 +4,7 @@ The checks run in RocketMQ's order (SendMessageProcessor.msgCheck): broker write
 permission, topic name rules, topics clients may not send to, topic lookup with
 auto-creation from the template topic (TBW102) when allowed, topic write permission,
 queue id range. Then: sends to a %RETRY% topic past the group's retry limit go to the
-%DLQ% topic, a DELAY property moves the message to SCHEDULE_TOPIC_XXXX (B's
+%DLQ% topic, a DELAY property moves the message to SCHEDULE_TOPIC_XXXX (the store's
 ScheduleMessageService), and the store's put status maps to RocketMQ's response codes.
 """
 
@@ -185,45 +185,33 @@ class SendProcessor:
             raw += "\x02"
         return f"{raw}{PROPERTY_CLUSTER}\x01{cluster}\x02"
 
+    def _fields(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
+                ) -> dict[str, Any]:
+        """What a message and a batch are built from alike: the header's fields, the properties with
+        CLUSTER, the queue (a random writable one when the producer left it to us) and both hosts."""
+        props = string_to_properties(h.properties)
+        return {
+            "topic": h.topic,
+            "body": body,
+            "flag": h.flag,
+            "properties": props,
+            "properties_string": self._props_string(h.properties, props),
+            "queue_id": h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums)),
+            "sys_flag": h.sys_flag,
+            "born_timestamp": h.born_timestamp,
+            "born_host": split_host(conn.peer),
+            "store_host": split_host(self.c.broker_addr),
+            "reconsume_times": h.reconsume_times or 0,
+        }
+
     def _inner(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
                ) -> MessageExtBrokerInner:
-        props = string_to_properties(h.properties)
-        props_string = self._props_string(h.properties, props)
-        queue_id = h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums))
-        tags = props.get(PROPERTY_TAGS)
-        return MessageExtBrokerInner(
-            topic=h.topic,
-            body=body,
-            flag=h.flag,
-            properties=props,
-            queue_id=queue_id,
-            sys_flag=h.sys_flag,
-            born_timestamp=h.born_timestamp,
-            born_host=split_host(conn.peer),
-            store_host=split_host(self.c.broker_addr),
-            reconsume_times=h.reconsume_times or 0,
-            tags_code=tags_code(tags),
-            properties_string=props_string,
-        )
+        fields = self._fields(conn, h, body, tc)
+        return MessageExtBrokerInner(**fields, tags_code=tags_code(fields["properties"].get(PROPERTY_TAGS)))
 
     def _batch(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
                ) -> MessageExtBatch:
-        props = string_to_properties(h.properties)
-        props_string = self._props_string(h.properties, props)
-        queue_id = h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums))
-        return MessageExtBatch(
-            topic=h.topic,
-            body=body,
-            flag=h.flag,
-            properties=props,
-            queue_id=queue_id,
-            sys_flag=h.sys_flag,
-            born_timestamp=h.born_timestamp,
-            born_host=split_host(conn.peer),
-            store_host=split_host(self.c.broker_addr),
-            reconsume_times=h.reconsume_times or 0,
-            properties_string=props_string,
-        )
+        return MessageExtBatch(**self._fields(conn, h, body, tc))
 
     # ------------------------------------------------------------------ processors
 
