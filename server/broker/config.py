@@ -89,10 +89,6 @@ class BrokerConfig:
     # ------------------------------------------------------------------ derived
 
     @property
-    def cluster_name(self) -> str:
-        return self.broker_cluster_name
-
-    @property
     def is_slave(self) -> bool:
         return not self.broker_role.is_master
 
