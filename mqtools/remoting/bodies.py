@@ -322,6 +322,15 @@ class ConsumeStats(Body):
 
 
 @dataclass(slots=True)
+class ConsumeStatsList(Body):
+    """GET_BROKER_CONSUME_STATS answer: one {group: [ConsumeStats per topic]} map per group."""
+
+    consume_stats_list: list[dict[str, list[ConsumeStats]]] = field(default_factory=list)
+    broker_addr: str | None = None
+    total_diff: int = 0
+
+
+@dataclass(slots=True)
 class ResetOffsetBody(Body):
     offset_table: dict[MessageQueue, int] = field(default_factory=dict)
 

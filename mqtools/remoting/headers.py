@@ -405,6 +405,13 @@ class GetConsumeStatsRequestHeader(Header):
 
 
 @dataclass(slots=True)
+class GetConsumeStatsInBrokerHeader(Header):
+    """GET_BROKER_CONSUME_STATS: every group's lag on one broker, or only order topics'."""
+
+    is_order: bool = False
+
+
+@dataclass(slots=True)
 class ResetOffsetRequestHeader(Header):
     topic: str
     group: str

@@ -91,9 +91,10 @@ class AdminBase:
                           else self.remoting.invoke(addr, cmd, wait))
         return _checked(addr or "name server", code, resp, ok)
 
-    async def _each_namesrv(self, code: int, ext: dict[str, str]) -> dict[str, RemotingCommand]:
+    async def _each_namesrv(self, code: int, ext: dict[str, str],
+                            body: bytes | None = None) -> dict[str, RemotingCommand]:
         """Send to every name server; any failure raises after all have been tried."""
-        results = await self.remoting.invoke_each_namesrv(lambda: RemotingCommand.request(code, dict(ext)),
+        results = await self.remoting.invoke_each_namesrv(lambda: RemotingCommand.request(code, dict(ext), body),
                                                           self.timeout)
         failed = []
         for addr, resp in results.items():

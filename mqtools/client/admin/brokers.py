@@ -1,20 +1,20 @@
-"""One broker at a time: runtime figures, config, HA status, stats."""
+"""One broker at a time: runtime figures, config, HA status, stats, every group's lag."""
 
 from __future__ import annotations
 
 import json
 
 from mqtools.client.admin.base import AdminBase
-from mqtools.client.admin.models import BrokerRuntime, HAStatus
+from mqtools.client.admin.models import BrokerConsumeStats, BrokerRuntime, HAStatus, QueueLag, queue_key
 from mqtools.client.errors import MQClientError
 from mqtools.common.javaprops import parse_properties, render_properties
-from mqtools.remoting.bodies import BrokerStatsData, KVTable
+from mqtools.remoting.bodies import BrokerStatsData, ConsumeStatsList, KVTable
 from mqtools.remoting.codes import RequestCode
-from mqtools.remoting.headers import ViewBrokerStatsDataRequestHeader
+from mqtools.remoting.headers import GetConsumeStatsInBrokerHeader, ViewBrokerStatsDataRequestHeader
 
 
 class BrokerAdmin(AdminBase):
-    """One broker at a time: runtime figures, config, HA status, stats."""
+    """One broker at a time: runtime figures, config, HA status, stats, every group's lag."""
 
     async def broker_runtime_info(self, broker_addr: str) -> BrokerRuntime:
         resp = await self.call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
@@ -40,3 +40,19 @@ class BrokerAdmin(AdminBase):
         resp = await self.call(broker_addr, RequestCode.VIEW_BROKER_STATS_DATA,
                                ViewBrokerStatsDataRequestHeader(stats_name, stats_key).to_ext())
         return BrokerStatsData.from_json(resp.body or b"{}")
+
+    async def broker_consume_stats(self, broker_addr: str, *, order_only: bool = False,
+                                   timeout: float | None = None) -> BrokerConsumeStats:
+        """GET_BROKER_CONSUME_STATS: every group's offsets on one broker, queues in mqadmin's order."""
+        resp = await self.call(broker_addr, RequestCode.GET_BROKER_CONSUME_STATS,
+                               GetConsumeStatsInBrokerHeader(order_only).to_ext(), timeout=timeout)
+        answer = ConsumeStatsList.from_json(resp.body or b"{}")
+        queues = [QueueLag(group, mq, w.broker_offset, w.consumer_offset, w.last_timestamp or None)
+                  for per_group in answer.consume_stats_list for group, per_topic in per_group.items()
+                  for stats in per_topic
+                  for mq, w in sorted(stats.offset_table.items(), key=lambda kv: queue_key(kv[0]))]
+        return BrokerConsumeStats(answer.broker_addr, answer.total_diff, queues)
+
+    async def clean_expired_consume_queue(self, broker_addr: str) -> None:
+        """CLEAN_EXPIRED_CONSUMEQUEUE: drop consume-queue data that points before the commitlog's start."""
+        await self.call(broker_addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)

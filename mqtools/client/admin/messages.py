@@ -1,25 +1,32 @@
-"""Messages: by offset msgId, by key, by unique key, at a queue offset."""
+"""Messages: by offset msgId, by key, by unique key, at a queue offset; queue spans and pulls
+(printMsg, consumeMessage), and one-off sends (sendMessage)."""
 
 from __future__ import annotations
 
 import time
 
 from mqtools.client.admin.base import AdminBase, unreachable
-from mqtools.client.client_api import decode_pull_body, pull_once
+from mqtools.client.admin.models import QueueSpan
+from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
 from mqtools.client.errors import MQClientError
+from mqtools.client.producer import Producer
 from mqtools.client.subscription import parse_subscription
+from mqtools.client.types import PullResult, SendResult
 from mqtools.common import properties as P
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.ids import decode_offset_msg_id
-from mqtools.common.message import MessageExt
+from mqtools.common.message import Message, MessageExt
 from mqtools.common.topics import TOOLS_CONSUMER_GROUP
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.headers import UNIQUE_KEY_QUERY, QueryMessageRequestHeader, ViewMessageRequestHeader
 
+SEND_GROUP = "mq_admin_send"
+"""Producer group of `send_message`: its own, so the admin's connections carry no producer."""
+
 
 class MessageAdmin(AdminBase):
-    """Messages: by offset msgId, by key, by unique key, at a queue offset."""
+    """Messages: by offset msgId, by key, by unique key, at a queue offset; pulls and sends."""
 
     async def view_message(self, offset_msg_id: str) -> MessageExt:
         """By offsetMsgId: the id names the storing broker and the commit log offset."""
@@ -62,3 +69,57 @@ class MessageAdmin(AdminBase):
         with unreachable():
             result = await pull_once(self.instance, group, mq, parse_subscription(mq.topic, "*"), offset, max_nums=1)
         return next((m for m in result.messages if m.queue_offset == offset), None)
+
+    async def find_message(self, topic: str, msg_id: str) -> MessageExt | None:
+        """By either id, as mqadmin's queryMsgById: an offset msgId naming a broker of the cluster is
+        read from that broker, anything else is looked up as a unique key (the oldest copy wins)."""
+        try:
+            (host, port), _offset = decode_offset_msg_id(msg_id)
+        except ValueError:
+            host, port = "", 0
+        info = await self.cluster_info()
+        known = {a for b in info.broker_addr_table.values() for a in b.broker_addrs.values()}
+        if f"{host}:{port}" in known:
+            return await self.view_message(msg_id)
+        found = await self.query_by_unique_key(topic, msg_id)
+        return found[0] if found else None
+
+    async def message_queues(self, topic: str) -> list[MessageQueue]:
+        """The topic's readable queues, in mqadmin's order (broker name, queue id)."""
+        route = await self._route(topic)
+        return sorted(route.subscribe, key=lambda q: (q.broker_name, q.queue_id))
+
+    async def queue_span(self, mq: MessageQueue, *, begin_ms: int | None = None,
+                         end_ms: int | None = None) -> QueueSpan:
+        """The offsets to read from a queue: all of it, or those stored between two times."""
+        with unreachable():
+            await self.instance.route(mq.topic)  # a cached route is enough to find the queue's broker
+            begin = await (queue_offset(self.instance, mq, RequestCode.GET_MIN_OFFSET) if begin_ms is None
+                           else queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                                             timestamp=begin_ms))
+            end = await (queue_offset(self.instance, mq, RequestCode.GET_MAX_OFFSET) if end_ms is None
+                         else queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                                           timestamp=end_ms))
+        return QueueSpan(mq, begin, end)
+
+    async def pull_messages(self, mq: MessageQueue, offset: int, *, max_nums: int = 32, expression: str = "*",
+                            group: str = TOOLS_CONSUMER_GROUP) -> PullResult:
+        """One PULL_MESSAGE from the queue's master without committing anything (a tools pull)."""
+        with unreachable():
+            return await pull_once(self.instance, group, mq, parse_subscription(mq.topic, expression), offset,
+                                   max_nums=max_nums)
+
+    async def send_message(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None,
+                           broker_name: str | None = None, queue_id: int | None = None) -> SendResult:
+        """One sync send (mqadmin's sendMessage), to a chosen queue when broker_name and queue_id are given."""
+        if (broker_name is None) != (queue_id is None):
+            raise MQClientError("give both broker_name and queue_id, or neither")
+        msg = Message(topic, body)
+        if tags:
+            msg.properties[P.TAGS] = tags
+        if keys:
+            msg.properties[P.KEYS] = keys
+        with unreachable():
+            async with Producer(SEND_GROUP, namesrv=self.namesrv_addrs, send_timeout=self.timeout) as producer:
+                queue = None if broker_name is None else MessageQueue(topic, broker_name, queue_id or 0)
+                return await producer.send(msg, queue=queue)

@@ -349,3 +349,77 @@ class GroupConnections:
 
 def producer_connections(body: ProducerConnection) -> list[ClientConnection]:
     return [ClientConnection.from_wire(c) for c in body.connection_set]
+
+
+# -- messages, dead letters, broker-wide consume stats -----------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class QueueLag:
+    """One queue of one group on one broker, as GET_BROKER_CONSUME_STATS tells it."""
+
+    group: str
+    queue: MessageQueue
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp_ms: int | None
+    """Store time of the last consumed message; None when nothing was consumed."""
+
+    @property
+    def diff(self) -> int:
+        return self.broker_offset - self.consumer_offset
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConsumeStats:
+    """Every group's lag on one broker (RocketMQ's ConsumeStatsList)."""
+
+    broker_addr: str | None
+    total_diff: int
+    queues: list[QueueLag]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageTrack:
+    """Whether one consumer group has consumed a message (RocketMQ's MessageTrack)."""
+
+    group: str
+    track_type: str
+    """CONSUMED, CONSUMED_BUT_FILTERED, NOT_CONSUME_YET, NOT_ONLINE, PULL or UNKNOWN."""
+    exception_desc: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpan:
+    """The offsets of a queue to read: [begin, end)."""
+
+    queue: MessageQueue
+    begin: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Resend:
+    """The outcome of putting one dead message back for its group."""
+
+    msg_id: str
+    topic: str | None
+    """The topic the message was first sent to; None when the id was not found in the DLQ."""
+    queue: MessageQueue | None
+    """Where the resent copy was stored; None when it was not resent."""
+    offset_msg_id: str | None
+    error: str | None
+    """Why it was not resent; None when it was."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicGroupStats:
+    """One row of statsAll: a topic and one of its groups (group None: a topic nobody consumes)."""
+
+    topic: str
+    group: str | None
+    accumulation: int | None
+    in_tps: float | None
+    out_tps: float | None
+    in_24h: int | None
+    out_24h: int | None

@@ -1,8 +1,11 @@
-"""Name-server-side operations: KV config and broker write permission, sent to every name server."""
+"""Name-server-side operations: KV config, broker write permission and the name servers' own
+configuration, sent to every name server."""
 
 from __future__ import annotations
 
 from mqtools.client.admin.base import AdminBase
+from mqtools.client.errors import MQClientError
+from mqtools.common.javaprops import parse_properties, render_properties
 from mqtools.remoting.bodies import KVTable
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.headers import (
@@ -14,7 +17,7 @@ from mqtools.remoting.headers import (
 
 
 class NamesrvAdmin(AdminBase):
-    """Name-server-side operations: KV config and broker write permission, sent to every name server."""
+    """Name-server-side operations: KV config, write permission and configuration, on every name server."""
 
     async def put_kv(self, namespace: str, key: str, value: str) -> None:
         await self._each_namesrv(RequestCode.PUT_KV_CONFIG, KVConfigRequestHeader(namespace, key, value).to_ext())
@@ -45,3 +48,15 @@ class NamesrvAdmin(AdminBase):
     async def _perm(self, code: int, broker_name: str, count_key: str) -> dict[str, int]:
         results = await self._each_namesrv(code, BrokerNameRequestHeader(broker_name).to_ext())
         return {addr: int(resp.ext_fields.get(count_key, 0)) for addr, resp in results.items()}
+
+    async def namesrv_config(self) -> dict[str, dict[str, str]]:
+        """GET_NAMESRV_CONFIG from every name server: address -> its configuration, in its own order."""
+        results = await self._each_namesrv(RequestCode.GET_NAMESRV_CONFIG, {})
+        return {addr: parse_properties((resp.body or b"").decode("utf-8")) for addr, resp in results.items()}
+
+    async def update_namesrv_config(self, values: dict[str, str]) -> list[str]:
+        """UPDATE_NAMESRV_CONFIG on every name server (applied live); the addresses changed."""
+        if not values:
+            raise MQClientError("nothing to update")
+        body = render_properties(values).encode("utf-8")
+        return list(await self._each_namesrv(RequestCode.UPDATE_NAMESRV_CONFIG, {}, body))

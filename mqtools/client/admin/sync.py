@@ -10,15 +10,21 @@ from typing import Self
 
 from mqtools.client.admin.client import MQAdmin
 from mqtools.client.admin.models import (
+    BrokerConsumeStats,
     BrokerRuntime,
     ClientConnection,
     ClusterSnapshot,
     ConsumerProgress,
     GroupConnections,
     HAStatus,
+    MessageTrack,
     OffsetReset,
+    QueueSpan,
+    Resend,
+    TopicGroupStats,
 )
 from mqtools.client.sync import LoopThread
+from mqtools.client.types import PullResult, SendResult
 from mqtools.common.message import MessageExt
 from mqtools.common.topics import TOOLS_CONSUMER_GROUP
 from mqtools.remoting.bodies import (
@@ -72,6 +78,9 @@ class SyncMQAdmin:
     def broker_config(self, broker_addr: str) -> dict[str, str]:
         return self._loop.run(self._admin.broker_config(broker_addr))
 
+    def broker_consume_stats(self, broker_addr: str, *, order_only: bool = False, timeout: float | None = None) -> BrokerConsumeStats:
+        return self._loop.run(self._admin.broker_consume_stats(broker_addr, order_only=order_only, timeout=timeout))
+
     def broker_live_tables(self) -> dict[str, BrokerLiveTable | None]:
         return self._loop.run(self._admin.broker_live_tables())
 
@@ -83,6 +92,9 @@ class SyncMQAdmin:
 
     def call(self, addr: str | None, code: int, ext: dict[str, str] | None = None, body: bytes | None = None, *, ok: tuple[int, ...] = (ResponseCode.SUCCESS,), timeout: float | None = None) -> RemotingCommand:
         return self._loop.run(self._admin.call(addr, code, ext, body, ok=ok, timeout=timeout))
+
+    def clean_expired_consume_queue(self, broker_addr: str) -> None:
+        return self._loop.run(self._admin.clean_expired_consume_queue(broker_addr))
 
     def cluster_info(self) -> ClusterInfo:
         return self._loop.run(self._admin.cluster_info())
@@ -102,6 +114,9 @@ class SyncMQAdmin:
     def create_topic(self, config: TopicConfig, *, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
         return self._loop.run(self._admin.create_topic(config, cluster=cluster, broker_addr=broker_addr))
 
+    def dead_messages(self, group: str) -> list[MessageExt]:
+        return self._loop.run(self._admin.dead_messages(group))
+
     def delete_kv(self, namespace: str, key: str) -> None:
         return self._loop.run(self._admin.delete_kv(namespace, key))
 
@@ -110,6 +125,9 @@ class SyncMQAdmin:
 
     def delete_topic(self, topic: str, cluster: str) -> list[str]:
         return self._loop.run(self._admin.delete_topic(topic, cluster))
+
+    def find_message(self, topic: str, msg_id: str) -> MessageExt | None:
+        return self._loop.run(self._admin.find_message(topic, msg_id))
 
     def get_kv(self, namespace: str, key: str) -> str | None:
         return self._loop.run(self._admin.get_kv(namespace, key))
@@ -126,8 +144,20 @@ class SyncMQAdmin:
     def message_at(self, mq: MessageQueue, offset: int, group: str = TOOLS_CONSUMER_GROUP) -> MessageExt | None:
         return self._loop.run(self._admin.message_at(mq, offset, group))
 
+    def message_queues(self, topic: str) -> list[MessageQueue]:
+        return self._loop.run(self._admin.message_queues(topic))
+
+    def message_tracks(self, msg: MessageExt) -> list[MessageTrack]:
+        return self._loop.run(self._admin.message_tracks(msg))
+
+    def namesrv_config(self) -> dict[str, dict[str, str]]:
+        return self._loop.run(self._admin.namesrv_config())
+
     def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
         return self._loop.run(self._admin.producer_connections(group, topic))
+
+    def pull_messages(self, mq: MessageQueue, offset: int, *, max_nums: int = 32, expression: str = "*", group: str = TOOLS_CONSUMER_GROUP) -> PullResult:
+        return self._loop.run(self._admin.pull_messages(mq, offset, max_nums=max_nums, expression=expression, group=group))
 
     def put_kv(self, namespace: str, key: str, value: str) -> None:
         return self._loop.run(self._admin.put_kv(namespace, key, value))
@@ -138,11 +168,23 @@ class SyncMQAdmin:
     def query_by_unique_key(self, topic: str, uniq_key: str, *, begin_ms: int = 0, end_ms: int | None = None) -> list[MessageExt]:
         return self._loop.run(self._admin.query_by_unique_key(topic, uniq_key, begin_ms=begin_ms, end_ms=end_ms))
 
+    def queue_span(self, mq: MessageQueue, *, begin_ms: int | None = None, end_ms: int | None = None) -> QueueSpan:
+        return self._loop.run(self._admin.queue_span(mq, begin_ms=begin_ms, end_ms=end_ms))
+
+    def resend_dead(self, group: str, msg_ids: list[str] | None = None) -> list[Resend]:
+        return self._loop.run(self._admin.resend_dead(group, msg_ids))
+
     def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True, dry_run: bool = False) -> list[OffsetReset]:
         return self._loop.run(self._admin.reset_offset_by_time(group, topic, timestamp_ms, force=force, dry_run=dry_run))
 
     def route_masters(self, topic: str) -> dict[str, str]:
         return self._loop.run(self._admin.route_masters(topic))
+
+    def send_message(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None, broker_name: str | None = None, queue_id: int | None = None) -> SendResult:
+        return self._loop.run(self._admin.send_message(topic, body, tags=tags, keys=keys, broker_name=broker_name, queue_id=queue_id))
+
+    def stats_all(self, topic: str | None = None, *, active_only: bool = False) -> list[TopicGroupStats]:
+        return self._loop.run(self._admin.stats_all(topic, active_only=active_only))
 
     def subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
         return self._loop.run(self._admin.subscription_groups(broker_addr))
@@ -167,6 +209,9 @@ class SyncMQAdmin:
 
     def update_broker_config(self, broker_addr: str, values: dict[str, str]) -> None:
         return self._loop.run(self._admin.update_broker_config(broker_addr, values))
+
+    def update_namesrv_config(self, values: dict[str, str]) -> list[str]:
+        return self._loop.run(self._admin.update_namesrv_config(values))
 
     def view_message(self, offset_msg_id: str) -> MessageExt:
         return self._loop.run(self._admin.view_message(offset_msg_id))

@@ -3,7 +3,7 @@ the group requests of AdminBrokerProcessor): offsets, retry / DLQ, group admin, 
 
 QUERY_CONSUMER_OFFSET, UPDATE_CONSUMER_OFFSET, CONSUMER_SEND_MSG_BACK,
 UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, DELETE_SUBSCRIPTIONGROUP, GET_ALL_SUBSCRIPTIONGROUP_CONFIG,
-GET_ALL_CONSUMER_OFFSET, GET_CONSUME_STATS, INVOKE_BROKER_TO_RESET_OFFSET.
+GET_ALL_CONSUMER_OFFSET, GET_CONSUME_STATS, GET_BROKER_CONSUME_STATS, INVOKE_BROKER_TO_RESET_OFFSET.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from mqtools.common.topics import dlq_topic, retry_topic
 from mqtools.common.validation import ValidationError, check_group, check_topic
 from mqtools.remoting.bodies import (
     ConsumeStats,
+    ConsumeStatsList,
     MessageQueue,
     MessageQueueForC,
     OffsetWrapper,
@@ -37,6 +38,7 @@ from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import (
     ConsumerSendMsgBackRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     OffsetResponseHeader,
     QueryConsumerOffsetRequestHeader,
@@ -231,6 +233,29 @@ class ConsumerProcessor:
             stats.consume_tps += self.c.stats.consume_tps(topic, group)
         return req.response(ResponseCode.SUCCESS, body=stats.to_json())
 
+    def get_broker_consume_stats(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        """Every subscription group's lag on this broker (mqadmin brokerConsumeStats), one ConsumeStats
+        per topic the group has offsets for; with isOrder only order topics."""
+        h = GetConsumeStatsInBrokerHeader.from_ext(req.ext_fields)
+        answer = ConsumeStatsList(broker_addr=self.c.broker_addr)
+        for group in sorted(self.c.groups.table):
+            online = self.c.consumers.find(group)
+            per_topic = []
+            for topic in sorted(self.c.offsets.topics_of_group(group)):
+                topic_config = self.c.topics.select(topic)
+                if topic_config is None or (h.is_order and not topic_config.order):
+                    continue
+                if online is not None and online.subscriptions and topic not in online.subscriptions:
+                    continue
+                stats = ConsumeStats(consume_tps=self.c.stats.consume_tps(topic, group))
+                for queue_id in range(topic_config.write_queue_nums):
+                    wrapper = self._offset_wrapper(group, topic, queue_id)
+                    stats.offset_table[MessageQueue(topic, self.c.config.broker_name, queue_id)] = wrapper
+                    answer.total_diff += wrapper.broker_offset - wrapper.consumer_offset
+                per_topic.append(stats)
+            answer.consume_stats_list.append({group: per_topic})
+        return req.response(ResponseCode.SUCCESS, body=answer.to_json())
+
     def _offset_wrapper(self, group: str, topic: str, queue_id: int) -> OffsetWrapper:
         store = self.c.store
         broker_offset = max(0, store.get_max_offset_in_queue(topic, queue_id))
@@ -316,5 +341,6 @@ def register(server: RemotingServer, controller: BrokerContext) -> ConsumerProce
     server.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, proc.get_all_subscription_group_config)
     server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, proc.get_all_consumer_offset)
     server.register(RequestCode.GET_CONSUME_STATS, proc.get_consume_stats)
+    server.register(RequestCode.GET_BROKER_CONSUME_STATS, proc.get_broker_consume_stats)
     server.register(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, proc.invoke_broker_to_reset_offset)
     return proc

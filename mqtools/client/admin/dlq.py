@@ -1,0 +1,100 @@
+"""Dead letters: what a group gave up on (%DLQ%<group>), and putting messages back for that group.
+
+A resent message goes to the group's retry topic (%RETRY%<group>), not to the original topic: only
+that group's consumers receive it again (every RocketMQ push consumer subscribes to its retry topic),
+other groups of the original topic see nothing twice, and the consumer still sees the original topic
+(the RETRY_TOPIC property) and the same msgId. The dead copy stays in the DLQ: RocketMQ never
+deletes single messages.
+"""
+
+from __future__ import annotations
+
+import time
+
+from mqtools.client.admin.base import masters_of
+from mqtools.client.admin.messages import MessageAdmin
+from mqtools.client.admin.models import Resend
+from mqtools.client.errors import MQClientError, TopicNotExistError
+from mqtools.common import properties as P
+from mqtools.common.message import MessageExt
+from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, dlq_topic, retry_topic
+from mqtools.remoting.bodies import MessageQueue
+from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader
+
+RESEND_GROUP = "mq_admin_dlq_resend"
+#: Properties the broker or a delivery adds, which a resent copy must not carry over.
+DROPPED = (P.DELAY, P.WAIT, P.CLUSTER, P.MIN_OFFSET, P.MAX_OFFSET, P.REAL_TOPIC, P.REAL_QID)
+
+
+class DeadLetterAdmin(MessageAdmin):
+    """Dead letters: list a group's DLQ, put messages back on the group's retry topic."""
+
+    async def dead_messages(self, group: str) -> list[MessageExt]:
+        """Every message in the group's DLQ, oldest first; [] when the group has none (no DLQ topic)."""
+        try:
+            queues = await self.message_queues(dlq_topic(group))
+        except TopicNotExistError:
+            return []
+        found: list[MessageExt] = []
+        for mq in queues:
+            span = await self.queue_span(mq)
+            offset = span.begin
+            while offset < span.end:
+                result = await self.pull_messages(mq, offset, max_nums=32)
+                found += result.messages
+                if result.next_begin_offset <= offset:
+                    break
+                offset = result.next_begin_offset
+        return sorted(found, key=lambda m: (m.store_timestamp, m.commit_log_offset))
+
+    async def resend_dead(self, group: str, msg_ids: list[str] | None = None) -> list[Resend]:
+        """Put dead messages (all with None, else those with these msgIds or offset msgIds) back on the
+        group's retry topic, one outcome per message; needs the retry topic, which a consumer creates."""
+        dead = await self.dead_messages(group)
+        by_id = {m.properties.get(P.UNIQ_KEY) or m.msg_id: m for m in dead}
+        by_id.update({m.msg_id: m for m in dead})
+        wanted = list(dict.fromkeys(msg_ids)) if msg_ids is not None else [_id(m) for m in dead]
+        try:
+            route = await self._route(retry_topic(group))
+        except TopicNotExistError:
+            raise MQClientError(f"group {group} has no retry topic {retry_topic(group)}: "
+                                "start one of its consumers once, then resend") from None
+        masters = masters_of(route)
+        if not masters:
+            raise MQClientError(f"no master serves {retry_topic(group)}")
+        out = []
+        for msg_id in wanted:
+            msg = by_id.get(msg_id)
+            if msg is None:
+                out.append(Resend(msg_id, None, None, None, f"not in {dlq_topic(group)}"))
+                continue
+            out.append(await self._resend_one(group, msg_id, msg, masters))
+        return out
+
+    async def _resend_one(self, group: str, msg_id: str, msg: MessageExt, masters: dict[str, str]) -> Resend:
+        broker = next((name for name, addr in masters.items() if addr == _store_addr(msg)), min(masters))
+        props = {k: v for k, v in msg.properties.items() if k not in DROPPED}
+        # The broker sends a retry-topic message to the DLQ when reconsumeTimes >= maxReconsumeTimes;
+        # with 0 >= 1 false for every group, the copy reaches the retry topic even when the group's
+        # retryMaxTimes is 0. A later failure is judged by the group's own setting again.
+        header = SendMessageRequestHeader(
+            producer_group=RESEND_GROUP, topic=retry_topic(group), default_topic=AUTO_CREATE_TOPIC_KEY,
+            default_topic_queue_nums=1, queue_id=-1, sys_flag=0, born_timestamp=int(time.time() * 1000),
+            flag=msg.flag, properties=P.properties_to_string(props), reconsume_times=0, max_reconsume_times=1)
+        topic = props.get(P.RETRY_TOPIC)
+        try:
+            resp = await self.call(masters[broker], RequestCode.SEND_MESSAGE_V2, header.to_v2(), msg.body)
+        except MQClientError as exc:
+            return Resend(msg_id, topic, None, None, str(exc))
+        stored = SendMessageResponseHeader.from_ext(resp.ext_fields)
+        return Resend(msg_id, topic, MessageQueue(retry_topic(group), broker, stored.queue_id), stored.msg_id, None)
+
+
+def _id(msg: MessageExt) -> str:
+    return msg.properties.get(P.UNIQ_KEY) or msg.msg_id
+
+
+def _store_addr(msg: MessageExt) -> str:
+    host, port = msg.store_host
+    return f"{host}:{port}"
