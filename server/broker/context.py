@@ -15,6 +15,7 @@ from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.long_polling import PullRequestHoldService
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
+from mqtools.server.broker.registration import NamesrvRegistrar
 from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager
@@ -45,6 +46,7 @@ class BrokerContext(Protocol):
     locks: RebalanceLockManager
     stats: BrokerStats
     long_polling: PullRequestHoldService
+    registrar: NamesrvRegistrar
     #: The HA service once started (every broker runs one); None before.
     ha: HAService | None
     #: The group's master client address, as the last registration reported it.

@@ -104,6 +104,7 @@ class NamesrvRegistrar:
         self.last: dict[str, RegisterResult] = {}
         self._tasks: dict[str, asyncio.Task] = {}
         self._kicks: dict[str, asyncio.Event] = {}
+        self._waiters: dict[str, list[asyncio.Future[RegisterResult]]] = {}
 
     @property
     def addrs(self) -> list[str]:
@@ -136,12 +137,28 @@ class NamesrvRegistrar:
         """Start the loops; `registered`: a first round was just done, wait a period first."""
         for addr in self.addrs:
             self._kicks[addr] = asyncio.Event()
+            self._waiters[addr] = []
             self._tasks[addr] = asyncio.create_task(self._loop(addr, registered), name=f"register-{addr}")
 
     def kick(self) -> None:
         """Register everywhere now (topic table changed)."""
         for event in self._kicks.values():
             event.set()
+
+    async def kick_and_wait(self) -> list[RegisterResult]:
+        """Register everywhere now and wait until every name server has answered (or timed out).
+
+        A topic created through the admin API is then routable the moment its request is answered,
+        as RocketMQ's broker does by registering synchronously after UPDATE_AND_CREATE_TOPIC.
+        """
+        loop = asyncio.get_running_loop()
+        waits = []
+        for waiters in self._waiters.values():
+            future: asyncio.Future[RegisterResult] = loop.create_future()
+            waiters.append(future)
+            waits.append(future)
+        self.kick()
+        return list(await asyncio.gather(*waits))
 
     async def _loop(self, addr: str, skip_first: bool) -> None:
         """Register, then wait a period (or a kick). After the start-up round the first
@@ -150,7 +167,11 @@ class NamesrvRegistrar:
         wait = min(FIRST_PERIODIC_DELAY_S, self.period_s) if skip_first else self.period_s
         while True:
             if not skip_first:
-                await self.register_one(addr)
+                waiting, self._waiters[addr] = self._waiters[addr], []
+                result = await self.register_one(addr)
+                for future in waiting:
+                    if not future.done():
+                        future.set_result(result)
                 wait = self.period_s
             skip_first = False
             with contextlib.suppress(TimeoutError):
@@ -159,6 +180,9 @@ class NamesrvRegistrar:
             kick.clear()
 
     async def shutdown(self) -> None:
+        for waiters in self._waiters.values():
+            for future in waiters:
+                future.cancel()
         for task in self._tasks.values():
             task.cancel()
         for task in self._tasks.values():

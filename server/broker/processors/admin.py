@@ -40,7 +40,7 @@ from mqtools.remoting.headers import (
 )
 
 if TYPE_CHECKING:
-    from mqtools.remoting.server import RemotingServer
+    from mqtools.remoting.server import ProcessorResult, RemotingServer
     from mqtools.remoting.transport import RemotingConnection
 
 #: Keys UPDATE_BROKER_CONFIG refuses (RocketMQ's configBlackList plus identity keys that
@@ -66,7 +66,8 @@ class AdminProcessor:
 
     # ------------------------------------------------------------------ topics
 
-    def update_and_create_topic(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+    def update_and_create_topic(self, conn: RemotingConnection, req: RemotingCommand) -> ProcessorResult:
+        """Answered once every name server has the new route (RocketMQ registers synchronously here)."""
         h = CreateTopicRequestHeader.from_ext(req.ext_fields)
         try:
             check_topic(h.topic)
@@ -86,6 +87,10 @@ class AdminProcessor:
             order=h.order,
         )
         self.c.topics.update(tc)
+        return self._after_registration(req)
+
+    async def _after_registration(self, req: RemotingCommand) -> RemotingCommand:
+        await self.c.registrar.kick_and_wait()
         return req.response()
 
     def delete_topic(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
