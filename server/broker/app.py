@@ -40,8 +40,9 @@ from mqtools.server.broker.topic_config import TopicConfigManager
 from mqtools.server.ha.service import HAService
 from mqtools.server.lifecycle import StartError
 from mqtools.server.store.config import STORE_PROPERTIES
+from mqtools.server.store.delay_levels import DelayLevelTable
 from mqtools.server.store.message_store import MessageStore
-from mqtools.server.store.schedule import DelayLevelTable, ScheduleMessageService
+from mqtools.server.store.schedule import ScheduleMessageService
 
 from mqtools.common.atomic_file import write_atomic
 from mqtools.common.javaprops import render_properties

@@ -25,6 +25,7 @@ from pathlib import Path
 
 from mqtools.server.ha.service import HAConfig
 from mqtools.server.store.config import MessageStoreConfig
+from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS
 
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.configkeys import ConfigError, PropertyMap
@@ -32,7 +33,6 @@ from mqtools.common.javaprops import parse_properties
 from mqtools.remoting.client import parse_namesrv_list
 
 DEFAULT_LISTEN_PORT = 10911
-DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 FLUSH_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
 MQ_VERSION_DESC = "V4_9_7"
 

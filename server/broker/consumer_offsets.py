@@ -2,29 +2,29 @@
 
 The stored value is the next offset to consume, as in RocketMQ. Offsets change in memory on
 every UPDATE_CONSUMER_OFFSET and reach the disk on a timer (flushConsumerOffsetInterval, 5 s)
-and at shutdown, so a commit storm never turns into a write storm.
+and at shutdown, so a commit storm never turns into a write storm: a broker that is killed loses
+at most the commits of the last interval. Loading and writing follow the store's ConfigManager.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
 import logging
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mqtools.server.store import config_files
+from mqtools.server.store.config_manager import ConfigManager
 
-from mqtools.common.atomic_file import write_atomic
-from mqtools.remoting.bodies import ConsumerOffsetSerializeWrapper, from_obj
+from mqtools.remoting.bodies import ConsumerOffsetSerializeWrapper
 
 log = logging.getLogger(__name__)
 
 TOPIC_GROUP_SEPARATOR = "@"
 FILE_NAME = "consumerOffset.json"
+#: Seconds between persists (RocketMQ's flushConsumerOffsetInterval default): the most a kill loses.
+FLUSH_INTERVAL_S = 5.0
 
 
 def offset_key(topic: str, group: str) -> str:
@@ -37,24 +37,19 @@ def split_key(key: str) -> tuple[str, str]:
     return topic, group
 
 
-class ConsumerOffsetManager:
+class ConsumerOffsetManager(ConfigManager):
     def __init__(
         self,
         config_dir: Path,
         clock: Callable[[], float] = time.time,
         *,
-        flush_interval: float = 5.0,
+        flush_interval: float = FLUSH_INTERVAL_S,
     ) -> None:
-        self.path = Path(config_dir) / FILE_NAME
+        super().__init__(Path(config_dir) / FILE_NAME)
         self.clock = clock
         self.flush_interval = flush_interval
         self.offset_table: dict[str, dict[int, int]] = {}
         self._task: asyncio.Task | None = None
-        self._dirty = False
-        #: The timer's thread write may still run when shutdown writes: never two writers at once.
-        self._write_lock = threading.Lock()
-        self._seq = itertools.count(1)
-        self._written_seq = 0
 
     # ------------------------------------------------------------------ queries and updates
 
@@ -63,7 +58,7 @@ class ConsumerOffsetManager:
         table = self.offset_table.setdefault(offset_key(topic, group), {})
         prev = table.get(queue_id)
         table[queue_id] = offset
-        self._dirty = True
+        self.dirty = True
         if prev is not None and offset < prev:
             log.info("offset of %s@%s[%d] moved back %d -> %d by %s", topic, group, queue_id, prev, offset,
                      client_host)
@@ -84,52 +79,24 @@ class ConsumerOffsetManager:
     def remove_group(self, group: str) -> None:
         for key in [k for k in self.offset_table if split_key(k)[1] == group]:
             del self.offset_table[key]
-            self._dirty = True
+            self.dirty = True
 
     def remove_topic(self, topic: str) -> None:
         for key in [k for k in self.offset_table if split_key(k)[0] == topic]:
             del self.offset_table[key]
-            self._dirty = True
+            self.dirty = True
 
     # ------------------------------------------------------------------ persistence
 
     def encode(self) -> bytes:
         return ConsumerOffsetSerializeWrapper(offset_table=self.offset_table).to_json()
 
-    def decode(self, data: bytes | str) -> None:
-        self._apply(ConsumerOffsetSerializeWrapper.from_json(data))
-
-    def _apply(self, wrapper: ConsumerOffsetSerializeWrapper) -> None:
+    def decode(self, data: bytes) -> None:
+        wrapper = ConsumerOffsetSerializeWrapper.from_json(data)
         self.offset_table = {k: dict(v) for k, v in wrapper.offset_table.items() if v is not None}
 
-    def load(self) -> bool:
-        """Read the file (or its .bak); False when neither exists."""
-        raw = config_files.load(self.path)
-        if not isinstance(raw, dict):
-            return False
-        self._apply(from_obj(ConsumerOffsetSerializeWrapper, raw))
-        return True
-
-    def persist(self) -> None:
-        self._write(next(self._seq), self.encode())
-        self._dirty = False
-
-    def _write(self, seq: int, data: bytes) -> None:
-        """Write a snapshot unless a newer one already reached the disk."""
-        with self._write_lock:
-            if seq < self._written_seq:
-                return
-            self._written_seq = seq
-            write_atomic(self.path, data)
-
-    async def persist_async(self) -> None:
-        """Snapshot on the loop, write in a thread: the loop never waits for fsync."""
-        seq, data = next(self._seq), self.encode()
-        self._dirty = False
-        await asyncio.to_thread(self._write, seq, data)
-
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._flush_loop(), name="consumer-offset-flush")
+        self._task = asyncio.create_task(self.persist_loop(self.flush_interval), name="consumer-offset-flush")
 
     async def shutdown(self) -> None:
         if self._task is not None:
@@ -138,14 +105,3 @@ class ConsumerOffsetManager:
                 await self._task
             self._task = None
         self.persist()
-
-    async def _flush_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.flush_interval)
-            if not self._dirty:
-                continue
-            try:
-                await self.persist_async()
-            except OSError:
-                log.exception("persisting %s failed", self.path)
-                self._dirty = True

@@ -2,24 +2,21 @@
 
 Groups are created on first use when autoCreateSubscriptionGroup is on (RocketMQ's default), and
 the built-in tool groups always exist. Every change bumps the data version and is written at once
-(groups change rarely; losing one on a crash would silently reset its retry policy).
+(groups change rarely; losing one on a crash would silently reset its retry policy), through the
+store's ConfigManager.
 """
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import logging
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mqtools.server.store import config_files
+from mqtools.server.store.config_manager import ConfigManager
 
-from mqtools.common.atomic_file import write_atomic
 from mqtools.common.topics import TOOLS_CONSUMER_GROUP
-from mqtools.remoting.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper, from_obj
+from mqtools.remoting.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 
 log = logging.getLogger(__name__)
 
@@ -37,7 +34,7 @@ SYSTEM_GROUPS = (
 )
 
 
-class SubscriptionGroupManager:
+class SubscriptionGroupManager(ConfigManager):
     def __init__(
         self,
         config_dir: Path,
@@ -45,14 +42,11 @@ class SubscriptionGroupManager:
         *,
         auto_create: bool = True,
     ) -> None:
-        self.path = Path(config_dir) / FILE_NAME
+        super().__init__(Path(config_dir) / FILE_NAME)
         self.clock = clock
         self.auto_create = auto_create
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self.data_version = DataVersion()
-        self._seq = itertools.count(1)
-        self._written_seq = 0
-        self._write_lock = threading.Lock()
         for name in SYSTEM_GROUPS:
             self.table[name] = SubscriptionGroupConfig(group_name=name)
 
@@ -93,45 +87,11 @@ class SubscriptionGroupManager:
     def encode(self) -> bytes:
         return self.wrapper().to_json()
 
-    def decode(self, data: bytes | str) -> None:
-        self._apply(SubscriptionGroupWrapper.from_json(data))
-
-    def _apply(self, wrapper: SubscriptionGroupWrapper) -> None:
+    def decode(self, data: bytes) -> None:
+        """Merge a subscriptionGroup.json (or a master's GET_ALL_SUBSCRIPTIONGROUP_CONFIG body)."""
+        wrapper = SubscriptionGroupWrapper.from_json(data)
         for name, config in wrapper.subscription_group_table.items():
             if config is not None:
                 config.group_name = config.group_name or name
                 self.table[name] = config
         self.data_version = wrapper.data_version or DataVersion()
-
-    def load(self) -> bool:
-        raw = config_files.load(self.path)
-        if not isinstance(raw, dict):
-            return False
-        self._apply(from_obj(SubscriptionGroupWrapper, raw))
-        return True
-
-    def persist(self) -> None:
-        self._write(next(self._seq), self.encode())
-
-    def persist_soon(self) -> None:
-        """Write the current table without blocking the event loop (synchronously outside one)."""
-        seq, data = next(self._seq), self.encode()
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._write(seq, data)
-            return
-        loop.run_in_executor(None, self._write_quietly, seq, data)
-
-    def _write(self, seq: int, data: bytes) -> None:
-        with self._write_lock:
-            if seq < self._written_seq:
-                return  # a newer snapshot is already on disk
-            write_atomic(self.path, data)
-            self._written_seq = seq
-
-    def _write_quietly(self, seq: int, data: bytes) -> None:
-        try:
-            self._write(seq, data)
-        except OSError:
-            log.exception("persisting %s failed", self.path)

@@ -10,21 +10,23 @@ Auto-creation follows createTopicInSendMessageProcessor: the template topic (nor
 TBW102) must exist and carry the INHERIT bit; the new topic gets
 min(client's default queue count, template write queues) queues and the template's
 permission without INHERIT.
+
+Loading and writing follow the store's ConfigManager; on the send path (auto-create) the
+write goes to a thread so the event loop never waits for fsync.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from mqtools.server.broker.config import BrokerConfig
+from mqtools.server.store.config_manager import ConfigManager
+from mqtools.server.store.delay_levels import DEFAULT_MAX_LEVEL
 
 from mqtools.common import topics as T
-from mqtools.common.atomic_file import write_atomic
 from mqtools.common.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE, is_inherited
 from mqtools.remoting.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 
@@ -33,24 +35,21 @@ log = logging.getLogger(__name__)
 FILE_NAME = "topics.json"
 
 
-class TopicConfigManager:
+class TopicConfigManager(ConfigManager):
     def __init__(
         self,
         config_dir: Path,
         broker_config: BrokerConfig,
         clock: Callable[[], float] = time.time,
-        max_delay_level: int = 18,
+        max_delay_level: int = DEFAULT_MAX_LEVEL,
     ) -> None:
-        self.path = Path(config_dir) / FILE_NAME
+        super().__init__(Path(config_dir) / FILE_NAME)
         self.cfg = broker_config
         self.clock = clock
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion()
         self.on_change: Callable[[], None] | None = None
         self._max_delay_level = max_delay_level
-        self._seq = 0
-        self._written_seq = 0
-        self._write_lock = threading.Lock()
         self._add_system_topics()
 
     # ------------------------------------------------------------------ persistence
@@ -75,24 +74,13 @@ class TopicConfigManager:
         for tc in system:
             self.table[tc.topic_name] = tc
 
-    def load(self) -> bool:
-        """Read topics.json (falling back to .bak); system topics stay as configured."""
-        for candidate in (self.path, self.path.with_name(FILE_NAME + ".bak")):
-            try:
-                data = candidate.read_bytes()
-            except FileNotFoundError:
-                continue
-            try:
-                wrapper = TopicConfigSerializeWrapper.from_json(data)
-            except Exception as exc:  # noqa: BLE001 - a torn file must not stop the broker
-                log.warning("cannot parse %s: %s", candidate, exc)
-                continue
-            for name, tc in wrapper.topic_config_table.items():
-                if name not in self.table or not self.is_system_topic(name):
-                    self.table[name] = tc
-            self.data_version = wrapper.data_version or DataVersion()
-            return True
-        return False
+    def decode(self, data: bytes) -> None:
+        """Merge topics.json; system topics stay as configured."""
+        wrapper = TopicConfigSerializeWrapper.from_json(data)
+        for name, tc in wrapper.topic_config_table.items():
+            if name not in self.table or not self.is_system_topic(name):
+                self.table[name] = tc
+        self.data_version = wrapper.data_version or DataVersion()
 
     def wrapper(self) -> TopicConfigSerializeWrapper:
         return TopicConfigSerializeWrapper(topic_config_table=dict(self.table), data_version=self.data_version)
@@ -100,37 +88,9 @@ class TopicConfigManager:
     def encode(self) -> bytes:
         return self.wrapper().to_json()
 
-    def persist(self) -> None:
-        """Write now, in this thread (start-up, shutdown, tests)."""
-        self._seq += 1
-        self._write(self._seq, self.encode())
-
-    def _write(self, seq: int, data: bytes) -> None:
-        """Writes may finish out of order in the executor; an older table never wins."""
-        with self._write_lock:
-            if seq <= self._written_seq:
-                return
-            try:
-                write_atomic(self.path, data)
-            except OSError:
-                log.exception("cannot write %s", self.path)
-                return
-            self._written_seq = seq
-
-    def _persist_soon(self) -> None:
-        """Inside the event loop the fsync goes to a thread (auto-create is on the send path)."""
-        self._seq += 1
-        seq, data = self._seq, self.encode()
-        try:
-            loop = asyncio.get_running_loop()
-        except RuntimeError:
-            self._write(seq, data)
-            return
-        loop.run_in_executor(None, self._write, seq, data)
-
     def _changed(self) -> None:
         self.data_version = self.data_version.next(int(self.clock() * 1000))
-        self._persist_soon()
+        self.persist_soon()
         if self.on_change is not None:
             self.on_change()
 

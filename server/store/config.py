@@ -11,6 +11,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS
+
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.configkeys import PropertyMap
 from mqtools.common.message import Host
@@ -61,7 +63,7 @@ class MessageStoreConfig:
     os_page_cache_busy_time_out_mills: int = 1000
     offset_check_in_slave: bool = False
     duplication_enable: bool = False
-    message_delay_level: str = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+    message_delay_level: str = DEFAULT_DELAY_LEVELS
     #: Address written as STOREHOST and used in offset message ids when a put carries none.
     broker_ip1: str = "127.0.0.1"
     listen_port: int = 10911

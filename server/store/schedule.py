@@ -7,91 +7,41 @@ also in due order: delivery walks it from the level's saved offset and stops at 
 that is not due yet. A due message is re-put to its real topic and queue; the level's offset moves
 past it only once that put succeeded, so a crash re-delivers at most the message in flight.
 
-`parse_delay_levels`, `DelayLevelTable` and `redirect_to_schedule` are pure; the service is a thin
-asyncio loop around `deliver_level()`, which tests drive directly with a fake clock.
+Like RocketMQ's ScheduleMessageService, the service is the ConfigManager of its progress table
+(delayOffset.json, ``{"offsetTable":{"1":0,...}}`` byte for byte as RocketMQ writes it), persisted
+every 10 s when it changed and at shutdown. The delay levels themselves are in ``delay_levels``.
+
+`redirect_to_schedule` is pure; the service is a thin asyncio loop around `deliver_level()`,
+which tests drive directly with a fake clock.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import itertools
+import json
 import logging
-import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mqtools.server.store import config_files
+from mqtools.server.store.config_manager import ConfigManager, loads
+from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS, DelayLevelTable, delay_level_of
 
 from mqtools.common import properties as P
-from mqtools.common.atomic_file import write_atomic
 from mqtools.common.codec import CorruptMessageError, decode_stored
 from mqtools.common.hashing import tags_code
 from mqtools.common.message import MessageExt, MessageExtBrokerInner
 from mqtools.common.topics import SCHEDULE_TOPIC
-from mqtools.remoting.bodies import DelayOffsetSerializeWrapper, from_obj
 
 log = logging.getLogger(__name__)
 
-DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 FILE_NAME = "delayOffset.json"
-PROPERTY_DELAY = P.DELAY
-PROPERTY_REAL_TOPIC = P.REAL_TOPIC
-PROPERTY_REAL_QUEUE_ID = P.REAL_QID
-PROPERTY_WAIT = P.WAIT
-PROPERTY_TAGS = P.TAGS
-_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-#: An unknown level (table shrunk since the message was stored) is due after 1 s, as in RocketMQ.
-UNKNOWN_LEVEL_DELAY_MS = 1000
 FIRST_DELIVERY_DELAY = 1.0
 IDLE_INTERVAL = 0.1
 PERSIST_INTERVAL = 10.0
 BATCH = 32
-
-
-def parse_delay_levels(spec: str) -> list[int]:
-    """"1s 5s 1m" -> [1000, 5000, 60000]; index i is level i+1. ValueError on a bad token."""
-    levels = []
-    for token in spec.split():
-        unit = token[-1:].lower()
-        if unit not in _UNIT_MS or not token[:-1].isdigit():
-            raise ValueError(f"bad messageDelayLevel token {token!r} (want e.g. 5s, 1m, 2h, 1d)")
-        levels.append(int(token[:-1]) * _UNIT_MS[unit])
-    if not levels:
-        raise ValueError("messageDelayLevel is empty")
-    return levels
-
-
-class DelayLevelTable:
-    def __init__(self, spec: str = DEFAULT_DELAY_LEVELS) -> None:
-        self.spec = spec
-        self.delays_ms = parse_delay_levels(spec)
-
-    @property
-    def max_level(self) -> int:
-        return len(self.delays_ms)
-
-    def delay_ms(self, level: int) -> int:
-        if 1 <= level <= self.max_level:
-            return self.delays_ms[level - 1]
-        return UNKNOWN_LEVEL_DELAY_MS
-
-    def deliver_timestamp(self, level: int, store_timestamp_ms: int) -> int:
-        """The tag code of a schedule-queue unit: when the message becomes due."""
-        return store_timestamp_ms + self.delay_ms(min(level, self.max_level))
-
-    def level_of_queue(self, queue_id: int) -> int:
-        return queue_id + 1
-
-
-def delay_level_of(properties: dict[str, str]) -> int:
-    """The DELAY property as an int (0 when absent or not a number)."""
-    try:
-        return int(properties.get(PROPERTY_DELAY, "0"))
-    except ValueError:
-        return 0
 
 
 def redirect_to_schedule(msg: Any, table: DelayLevelTable, now_ms: int) -> bool:
@@ -105,9 +55,9 @@ def redirect_to_schedule(msg: Any, table: DelayLevelTable, now_ms: int) -> bool:
     if level <= 0:
         return False
     level = min(level, table.max_level)
-    msg.properties[PROPERTY_DELAY] = str(level)
-    msg.properties[PROPERTY_REAL_TOPIC] = msg.topic
-    msg.properties[PROPERTY_REAL_QUEUE_ID] = str(msg.queue_id)
+    msg.properties[P.DELAY] = str(level)
+    msg.properties[P.REAL_TOPIC] = msg.topic
+    msg.properties[P.REAL_QID] = str(msg.queue_id)
     msg.topic = SCHEDULE_TOPIC
     msg.queue_id = level - 1
     msg.tags_code = table.deliver_timestamp(level, now_ms)
@@ -120,7 +70,7 @@ def _refresh_properties_string(msg: Any) -> None:
         msg.properties_string = P.properties_to_string(msg.properties)
 
 
-class ScheduleMessageService:
+class ScheduleMessageService(ConfigManager):
     """Delivers due delayed messages; the store is any object with the MessageStore facade."""
 
     def __init__(
@@ -131,16 +81,12 @@ class ScheduleMessageService:
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        super().__init__(Path(config_dir) / FILE_NAME)
         self.store = store
-        self.path = Path(config_dir) / FILE_NAME
         self.table = DelayLevelTable(delay_levels)
         self.clock = clock
         self.offset_table: dict[int, int] = {}
         self._tasks: list[asyncio.Task] = []
-        self._dirty = False
-        self._write_lock = threading.Lock()
-        self._seq = itertools.count(1)
-        self._written_seq = 0  # the timer's thread write vs. the shutdown write
 
     # ------------------------------------------------------------------ send-side API
 
@@ -151,15 +97,15 @@ class ScheduleMessageService:
     # ------------------------------------------------------------------ persistence
 
     def encode(self) -> bytes:
-        return DelayOffsetSerializeWrapper(offset_table=dict(sorted(self.offset_table.items()))).to_json()
+        table = {str(level): offset for level, offset in sorted(self.offset_table.items())}
+        return json.dumps({"offsetTable": table}, separators=(",", ":")).encode()
 
-    def load(self) -> bool:
-        raw = config_files.load(self.path)
+    def decode(self, data: bytes) -> None:
+        raw = loads(data)
         if not isinstance(raw, dict):
-            return False
-        wrapper = from_obj(DelayOffsetSerializeWrapper, raw)
-        self.offset_table = {int(k): int(v) for k, v in wrapper.offset_table.items() if v is not None}
-        return True
+            raise TypeError("delayOffset.json is not a JSON object")
+        table = raw.get("offsetTable") or {}
+        self.offset_table = {int(k): int(v) for k, v in table.items() if v is not None}
 
     def correct_offsets(self) -> None:
         """Clamp saved offsets into each level queue's [min, max] (files may have been cleaned)."""
@@ -171,18 +117,6 @@ class ScheduleMessageService:
                 log.warning("delay level %d offset %d outside [%d, %d], using %d", level, offset, low, high,
                             clamped)
                 self.offset_table[level] = clamped
-
-    def persist(self) -> None:
-        self._write(next(self._seq), self.encode())
-        self._dirty = False
-
-    def _write(self, seq: int, data: bytes) -> None:
-        """Write a snapshot unless a newer one already reached the disk."""
-        with self._write_lock:
-            if seq < self._written_seq:
-                return
-            self._written_seq = seq
-            write_atomic(self.path, data)
 
     # ------------------------------------------------------------------ delivery
 
@@ -207,7 +141,7 @@ class ScheduleMessageService:
                     return delivered
                 offset = next_offset
                 self.offset_table[level] = offset
-                self._dirty = True
+                self.dirty = True
                 delivered += outcome
 
     def _correct_from_result(self, level: int, offset: int, result: Any) -> None:
@@ -217,7 +151,7 @@ class ScheduleMessageService:
             log.warning("delay level %d offset %d corrected to %d (%s)", level, offset, result.next_begin_offset,
                         name)
             self.offset_table[level] = result.next_begin_offset
-            self._dirty = True
+            self.dirty = True
 
     async def _deliver_one(self, level: int, buf: Any, offset: int) -> tuple[int | None, int]:
         """(1, next) when delivered, (0, next) when skipped, (None, offset) when not due or the put failed."""
@@ -245,16 +179,16 @@ class ScheduleMessageService:
     def _rebuild(self, msg: MessageExt) -> MessageExtBrokerInner | None:
         """The message for its real topic and queue: same body, flags, hosts, times and properties."""
         props = dict(msg.properties)
-        real_topic = props.get(PROPERTY_REAL_TOPIC)
+        real_topic = props.get(P.REAL_TOPIC)
         try:
-            real_qid = int(props.get(PROPERTY_REAL_QUEUE_ID, ""))
+            real_qid = int(props.get(P.REAL_QID, ""))
         except ValueError:
             real_qid = -1
         if not real_topic or real_qid < 0:
             log.error("delayed message without REAL_TOPIC/REAL_QID, dropped: %s", props)
             return None
-        props.pop(PROPERTY_DELAY, None)
-        props[PROPERTY_WAIT] = "false"
+        props.pop(P.DELAY, None)
+        props[P.WAIT] = "false"
         return MessageExtBrokerInner(
             topic=real_topic,
             body=msg.body,
@@ -266,7 +200,7 @@ class ScheduleMessageService:
             born_host=msg.born_host,
             store_host=msg.store_host,
             reconsume_times=msg.reconsume_times,
-            tags_code=tags_code(props.get(PROPERTY_TAGS)),
+            tags_code=tags_code(props.get(P.TAGS)),
             properties_string=P.properties_to_string(props),
         )
 
@@ -288,7 +222,7 @@ class ScheduleMessageService:
         self.correct_offsets()
         self._tasks = [
             asyncio.create_task(self._deliver_loop(), name="delay-delivery"),
-            asyncio.create_task(self._persist_loop(), name="delay-offset-flush"),
+            asyncio.create_task(self.persist_loop(PERSIST_INTERVAL), name="delay-offset-flush"),
         ]
 
     async def shutdown(self) -> None:
@@ -305,15 +239,3 @@ class ScheduleMessageService:
         while True:
             if not await self.deliver_due():
                 await asyncio.sleep(IDLE_INTERVAL)
-
-    async def _persist_loop(self) -> None:
-        while True:
-            await asyncio.sleep(PERSIST_INTERVAL)
-            if self._dirty:
-                seq, data = next(self._seq), self.encode()
-                self._dirty = False
-                try:
-                    await asyncio.to_thread(self._write, seq, data)
-                except OSError:
-                    log.exception("persisting %s failed", self.path)
-                    self._dirty = True

@@ -1,4 +1,6 @@
-"""Delay levels: parsing, the level table, redirection to SCHEDULE_TOPIC_XXXX, delayOffset.json."""
+"""Delay levels: parsing, the level table, redirection to SCHEDULE_TOPIC_XXXX, delayOffset.json.
+
+Load/persist rules (backup, newest wins) are ConfigManager's, tested in test_config_manager."""
 
 from __future__ import annotations
 
@@ -6,13 +8,8 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
-from mqtools.server.store.schedule import (
-    DEFAULT_DELAY_LEVELS,
-    DelayLevelTable,
-    ScheduleMessageService,
-    parse_delay_levels,
-    redirect_to_schedule,
-)
+from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS, DelayLevelTable, parse_delay_levels
+from mqtools.server.store.schedule import ScheduleMessageService, redirect_to_schedule
 
 
 def test_default_table_matches_rocketmq() -> None:
@@ -52,18 +49,16 @@ def test_redirect_moves_delayed_messages_only() -> None:
     assert high.queue_id == 2 and high.properties["DELAY"] == "3"
 
 
-def test_delay_offsets_roundtrip_and_fastjson_file(tmp_path: Path) -> None:
+def test_delay_offsets_roundtrip_in_rocketmq_bytes_and_fastjson_file(tmp_path: Path) -> None:
     svc = ScheduleMessageService(None, tmp_path, "1s 2s")
     assert not svc.load()
-    svc.offset_table = {1: 4, 2: 9}
+    svc.offset_table = {2: 9, 1: 4, 10: 0}
     svc.persist()
-    svc.persist()  # the first write becomes delayOffset.json.bak
+    assert (tmp_path / "delayOffset.json").read_bytes() == b'{"offsetTable":{"1":4,"2":9,"10":0}}'
     again = ScheduleMessageService(None, tmp_path, "1s 2s")
-    assert again.load() and again.offset_table == {1: 4, 2: 9}
-    (tmp_path / "delayOffset.json").write_text('{"offsetTable":{1:7,2:0}}')
+    assert again.load() and again.offset_table == {1: 4, 2: 9, 10: 0}
+    (tmp_path / "delayOffset.json").write_text('{\n\t"offsetTable":{1:7,2:0}\n}')  # as fastjson writes it
     assert again.load() and again.offset_table == {1: 7, 2: 0}
-    (tmp_path / "delayOffset.json").write_text("")
-    assert again.load() and again.offset_table == {1: 4, 2: 9}  # from .bak
 
 
 @pytest.mark.parametrize("spec", ["", "1x", "s", "5 m", "1.5s"])

@@ -1,0 +1,161 @@
+"""ConfigManager: the one way a JSON table under ``config/`` is loaded and persisted (RocketMQ's
+ConfigManager; topics.json, subscriptionGroup.json, consumerOffset.json and delayOffset.json).
+
+Load reads the file and falls back to ``<name>.bak`` when it is missing, empty or unparseable.
+Persist writes atomically (``mqtools.common.atomic_file``: temp file, fsync, previous version kept
+as ``.bak``, rename).
+
+Newest wins. RocketMQ's persist is synchronized and encodes inside the lock, so the file never
+goes back to an older table. Here the table is encoded on the event loop (where it changes) and
+written in a worker thread (the loop must not wait for fsync), so two writes can finish out of
+order. Each snapshot therefore carries a sequence number taken when it was encoded, and a write
+goes ahead only if its sequence is greater than the last one on disk (``seq <= written`` is
+skipped). Equal means that very snapshot is already there: writing it again would gain nothing
+and would turn the ``.bak`` into a copy of the current file, losing the previous version the
+fallback exists for. The sequence is recorded only after the file is in place, so a failed write
+never blocks a later attempt.
+
+Write errors are never swallowed: ``persist`` and ``persist_async`` raise OSError; the
+fire-and-forget ``persist_soon`` and the periodic ``persist_loop`` log it and leave the table
+dirty so the next periodic or shutdown persist writes it.
+
+fastjson (RocketMQ's Java side) writes integer map keys unquoted (``{0:12}``), which ``json``
+rejects; ``loads`` quotes them first (string literals are left untouched).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import json
+import logging
+import re
+import threading
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+from mqtools.common.atomic_file import write_atomic
+
+log = logging.getLogger(__name__)
+
+#: What a torn or hand-edited file can make a decoder raise; the backup is tried instead.
+DECODE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
+
+_TOKENS = re.compile(r'("(?:[^"\\]|\\.)*")|([{,]\s*)(-?\d+)(\s*:)')
+
+
+def _quote_numeric_keys(text: str) -> str:
+    def fix(m: re.Match) -> str:
+        if m.group(1) is not None:
+            return m.group(1)
+        return f'{m.group(2)}"{m.group(3)}"{m.group(4)}'
+
+    return _TOKENS.sub(fix, text)
+
+
+def loads(data: str | bytes) -> Any:
+    """Parse JSON as fastjson writes it (unquoted integer keys allowed)."""
+    text = data.decode("utf-8") if isinstance(data, bytes) else data
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError:
+        return json.loads(_quote_numeric_keys(text))
+
+
+class ConfigManager(ABC):
+    """A table persisted as one JSON file; subclasses say how it is encoded and decoded."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        #: Changed since the last snapshot (what ``persist_loop`` looks at).
+        self.dirty = False
+        self._seq = itertools.count(1)
+        self._written_seq = 0
+        self._write_lock = threading.Lock()
+
+    @abstractmethod
+    def encode(self) -> bytes:
+        """The file's bytes for the current table."""
+
+    @abstractmethod
+    def decode(self, data: bytes) -> None:
+        """Take the table from a file's bytes; raise one of DECODE_ERRORS when they are malformed."""
+
+    # ------------------------------------------------------------------ load
+
+    def load(self) -> bool:
+        """Decode the file, else its ``.bak``; False when neither holds a readable table."""
+        for candidate in (self.path, self.path.with_name(self.path.name + ".bak")):
+            try:
+                data = candidate.read_bytes()
+            except FileNotFoundError:
+                continue
+            if not data.strip():
+                continue
+            try:
+                self.decode(data)
+            except DECODE_ERRORS as exc:
+                log.warning("cannot parse %s (%s); trying the backup", candidate, exc)
+                continue
+            return True
+        return False
+
+    # ------------------------------------------------------------------ persist
+
+    def snapshot(self) -> tuple[int, bytes]:
+        """The current table and its sequence number; take it where the table changes."""
+        seq = next(self._seq)
+        self.dirty = False
+        return seq, self.encode()
+
+    def write(self, seq: int, data: bytes) -> bool:
+        """Put snapshot ``seq`` on disk unless one at least as new is there (see the module doc).
+
+        Safe from any thread; False when skipped. OSError propagates.
+        """
+        with self._write_lock:
+            if seq <= self._written_seq:
+                return False
+            write_atomic(self.path, data)
+            self._written_seq = seq
+            return True
+
+    def persist(self) -> None:
+        """Write the current table now, in this thread (start-up, shutdown, tests)."""
+        self.write(*self.snapshot())
+
+    async def persist_async(self) -> None:
+        """Snapshot on the loop, write in a thread: the loop never waits for fsync."""
+        seq, data = self.snapshot()
+        await asyncio.to_thread(self.write, seq, data)
+
+    def persist_soon(self) -> None:
+        """Write without blocking the event loop and without waiting (a change on a request path);
+        outside a running loop, write now."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self.persist()
+            return
+        seq, data = self.snapshot()
+        loop.run_in_executor(None, self.write, seq, data).add_done_callback(self._check_write)
+
+    def _check_write(self, fut: asyncio.Future) -> None:
+        exc = None if fut.cancelled() else fut.exception()
+        if exc is not None:
+            log.error("persisting %s failed: %s", self.path, exc, exc_info=exc)
+            self.dirty = True
+
+    async def persist_loop(self, interval_s: float) -> None:
+        """Every ``interval_s``, persist if the table changed (RocketMQ's scheduled persist of
+        consumer and delay offsets: a commit storm never becomes a write storm)."""
+        while True:
+            await asyncio.sleep(interval_s)
+            if not self.dirty:
+                continue
+            try:
+                await self.persist_async()
+            except OSError:
+                log.exception("persisting %s failed; retrying in %.0f s", self.path, interval_s)
+                self.dirty = True
