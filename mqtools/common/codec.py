@@ -18,7 +18,7 @@ import ipaddress
 import struct
 import zlib
 from collections.abc import Iterator
-from typing import NamedTuple
+from typing import NamedTuple, Protocol
 
 from mqtools.common import properties as P
 from mqtools.common.hashing import tags_code
@@ -100,18 +100,41 @@ def magic_for(topic_len: int) -> int:
     return MAGIC_V1 if topic_len <= MAX_TOPIC_LEN_V1 else MAGIC_V2
 
 
-def write_stored(buf, pos: int, total: int, magic: int, crc: int, queue_id: int, flag: int,
-                 queue_offset: int, phys_offset: int, sys_flag: int, born_ts: int, born_host: Host,
-                 store_ts: int, store_host: Host, reconsume: int, prepared: int, body,
-                 tail: bytes) -> None:
-    """Write one complete entry into ``buf`` at ``pos`` (``total`` bytes, already computed)."""
+class StoredSource(Protocol):
+    """The fields of an entry that come from the message itself (MessageExt and
+    MessageExtBrokerInner both carry them); the store supplies the rest when it appends."""
+
+    body: bytes
+    flag: int
+    queue_id: int
+    born_timestamp: int
+    born_host: Host
+    reconsume_times: int
+    prepared_transaction_offset: int
+
+
+def write_stored(buf, pos: int, msg: StoredSource, *, total: int, sys_flag: int, queue_offset: int,
+                 phys_offset: int, store_timestamp: int, store_host: Host, topic: bytes,
+                 properties: bytes) -> None:
+    """Write one complete entry into ``buf`` at ``pos`` (``total`` bytes, from ``stored_size``).
+
+    The message gives body, flag, queue id, born time/host, reconsume times and prepared offset;
+    the keywords are what the append decides (sizes, flags with the host bits, offsets, store
+    time/host) plus the encoded topic and properties. BODYCRC and the magic code are derived.
+    On the append hot path: one ``pack_into`` and two slice copies.
+    """
+    body = msg.body
+    born_host = msg.born_host
     header = HEADERS[sys_flag & 0x30]
-    header.pack_into(buf, pos, total, magic, crc, queue_id, flag, queue_offset, phys_offset, sys_flag,
-                     born_ts, host_address_bytes(born_host[0]), born_host[1], store_ts,
-                     host_address_bytes(store_host[0]), store_host[1], reconsume, prepared, len(body))
+    header.pack_into(buf, pos, total, magic_for(len(topic)), body_crc(body), msg.queue_id, msg.flag,
+                     queue_offset, phys_offset, sys_flag, msg.born_timestamp,
+                     host_address_bytes(born_host[0]), born_host[1], store_timestamp,
+                     host_address_bytes(store_host[0]), store_host[1], msg.reconsume_times,
+                     msg.prepared_transaction_offset, len(body))
     p = pos + header.size
     end = p + len(body)
     buf[p:end] = body
+    tail = topic_props_tail(topic, properties)
     buf[end:end + len(tail)] = tail
 
 
@@ -123,10 +146,9 @@ def encode_stored(msg: MessageExt, properties_string: str | None = None) -> byte
     sys_flag = (msg.sys_flag & ~0x30) | host_flags(msg.born_host, msg.store_host)
     total = stored_size(sys_flag, len(msg.body), len(topic), len(props))
     buf = bytearray(total)
-    write_stored(buf, 0, total, magic_for(len(topic)), body_crc(msg.body), msg.queue_id, msg.flag,
-                 msg.queue_offset, msg.commit_log_offset, sys_flag, msg.born_timestamp, msg.born_host,
-                 msg.store_timestamp, msg.store_host, msg.reconsume_times,
-                 msg.prepared_transaction_offset, msg.body, topic_props_tail(topic, props))
+    write_stored(buf, 0, msg, total=total, sys_flag=sys_flag, queue_offset=msg.queue_offset,
+                 phys_offset=msg.commit_log_offset, store_timestamp=msg.store_timestamp,
+                 store_host=msg.store_host, topic=topic, properties=props)
     return bytes(buf)
 
 

@@ -463,10 +463,8 @@ class MessageStore:
             log.error("cannot create a commitlog file: %s", exc)
             return self._illegal(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, str(exc))
         phys = mf.start + pos
-        write_stored(mf.mm, pos, total, magic_for(len(topic_b)), body_crc(msg.body), msg.queue_id, msg.flag,
-                     qoff, phys, sys_flag, msg.born_timestamp, msg.born_host, store_ts, store_host,
-                     msg.reconsume_times, msg.prepared_transaction_offset, msg.body,
-                     topic_props_tail(topic_b, props_b))
+        write_stored(mf.mm, pos, msg, total=total, sys_flag=sys_flag, queue_offset=qoff, phys_offset=phys,
+                     store_timestamp=store_ts, store_host=store_host, topic=topic_b, properties=props_b)
         mf.wrote = pos + total
         if consumable:
             self._next_offset[key] = qoff + 1
