@@ -21,7 +21,8 @@ import time
 from pathlib import Path
 
 from mqtools.server.store.config import MessageStoreConfig
-from mqtools.server.store.message_store import GetMessageStatus, MessageStore
+from mqtools.server.store.message_store import MessageStore
+from mqtools.server.store.results import GetMessageStatus
 
 from mqtools.common.codec import encode_batch
 from mqtools.common.message import Message, MessageExtBatch

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from mqtools.server.ha.group_transfer import GroupTransferService, ReplicationProgress
 from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection
 from mqtools.server.ha.slave import CommitLogSink, HAClient
-from mqtools.server.store.message_store import PutMessageStatus
+from mqtools.server.store.results import PutMessageStatus
 
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.configkeys import PropertyMap

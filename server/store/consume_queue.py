@@ -19,7 +19,9 @@ log = logging.getLogger(__name__)
 UNIT = struct.Struct(">qiq")
 UNIT_SIZE = 20
 SIZE_FIELD = struct.Struct(">i")
-BLANK_UNIT = UNIT.pack(0, 0x7FFFFFFF, 0)
+#: Size field of a unit that fills the tail of a queue file (it points at no message).
+BLANK_UNIT_SIZE = 0x7FFFFFFF
+BLANK_UNIT = UNIT.pack(0, BLANK_UNIT_SIZE, 0)
 
 
 class ConsumeQueue:
@@ -147,7 +149,7 @@ class ConsumeQueue:
         n = self.max_offset
         if n > self.min_offset:
             u = self.unit(n - 1)
-            if u is not None and u[1] != 0x7FFFFFFF:
+            if u is not None and u[1] != BLANK_UNIT_SIZE:
                 self.max_physic_offset = u[0] + u[1]
 
     def truncate_dirty(self, phy_end: int) -> None:
@@ -155,7 +157,7 @@ class ConsumeQueue:
         while self.queue.files:
             mf = self.queue.files[-1]
             first = UNIT.unpack_from(mf.mm, 0)
-            if mf.wrote == 0 or (first[1] != 0x7FFFFFFF and first[0] >= phy_end):
+            if mf.wrote == 0 or (first[1] != BLANK_UNIT_SIZE and first[0] >= phy_end):
                 self.queue.files.pop().destroy()
                 continue
             keep = 0
@@ -163,7 +165,7 @@ class ConsumeQueue:
                 phys, size, _ = UNIT.unpack_from(mf.mm, pos)
                 if size <= 0:
                     break
-                if size != 0x7FFFFFFF and phys >= phy_end:
+                if size != BLANK_UNIT_SIZE and phys >= phy_end:
                     break
                 keep = pos + UNIT_SIZE
             if keep < mf.wrote:
@@ -179,7 +181,7 @@ class ConsumeQueue:
         while len(self.queue.files) > 1:
             mf = self.queue.files[0]
             phys, size, _ = UNIT.unpack_from(mf.mm, mf.wrote - UNIT_SIZE)
-            if size != 0x7FFFFFFF and phys >= min_phy:
+            if size != BLANK_UNIT_SIZE and phys >= min_phy:
                 break
             self.queue.delete_first()
             deleted += 1
@@ -192,7 +194,7 @@ class ConsumeQueue:
             return
         for pos in range(max(0, self.min_logic_offset - mf.start), mf.wrote, UNIT_SIZE):
             phys, size, _ = UNIT.unpack_from(mf.mm, pos)
-            if size != 0x7FFFFFFF and phys >= min_phy:
+            if size != BLANK_UNIT_SIZE and phys >= min_phy:
                 self.min_logic_offset = mf.start + pos
                 return
         self.min_logic_offset = mf.start + mf.wrote

@@ -13,7 +13,11 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from mqtools.server.store.checkpoint import StoreCheckpoint
 from mqtools.server.store.commitlog import CommitLog
+from mqtools.server.store.config import MessageStoreConfig
+from mqtools.server.store.dispatch import DispatchService
+from mqtools.server.store.index import IndexService
 
 from mqtools.common.codec import INT2, MAGIC_V1, MAGIC_V2, EntryInfo
 
@@ -96,3 +100,35 @@ def _finish(cl: CommitLog, end: int) -> int:
         mf.flushed = mf.wrote
     cl.queue.flushed_where = end
     return end
+
+
+def load_and_recover(cfg: MessageStoreConfig, cl: CommitLog, d: DispatchService, index: IndexService,
+                     cp: StoreCheckpoint, abnormal: bool) -> None:
+    """Open every file, find the commitlog's valid end, and bring the consume queues and index in
+    line with it: cut what points beyond it, dispatch what they lack (RocketMQ's
+    DefaultMessageStore load + recover)."""
+    cl.load()
+    d.load_consume_queues()
+    index.load(abnormal, cp.index_msg_timestamp)
+    for cq in d.all_cqs():
+        cq.recover()
+    if abnormal:
+        min_ts = cp.min_timestamp_index if cfg.message_index_enable else cp.min_timestamp
+        end = recover_abnormally(cl, cfg.check_crc_on_recover, min_ts, d.dispatch_entry)
+    else:
+        end = recover_normally(cl, cfg.check_crc_on_recover)
+    if not cl.queue.files:
+        for cq in d.all_cqs():
+            cq.destroy()
+        d.consume_queues.clear()
+    for cq in d.all_cqs():
+        if cq.max_physic_offset > end:
+            cq.truncate_dirty(end)
+    index.truncate_beyond(end)
+    max_cq_phy = max((cq.max_physic_offset for cq in d.all_cqs()), default=0)
+    d.reput_offset = max(min(max_cq_phy, end), cl.min_offset)
+    d.reput()
+    d.rebuild_offset_table()
+    min_phy = cl.min_offset
+    for cq in d.all_cqs():
+        cq.correct_min_offset(min_phy)

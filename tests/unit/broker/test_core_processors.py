@@ -480,7 +480,7 @@ def test_put_statuses_map_to_rocketmq_codes() -> None:
 
     from mqtools.server.broker.processors.send import SendProcessor
     from mqtools.server.broker.stats import BrokerStats
-    from mqtools.server.store.message_store import AppendMessageResult, PutMessageResult, PutMessageStatus
+    from mqtools.server.store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
 
     proc = SendProcessor(SimpleNamespace(stats=BrokerStats()))
     req = send_cmd("T", b"x")

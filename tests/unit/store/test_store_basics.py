@@ -5,12 +5,9 @@ from __future__ import annotations
 import struct
 
 import pytest
-from mqtools.server.store.message_store import (
-    GetMessageStatus,
-    MessageStore,
-    PutMessageStatus,
-    StoreLockedError,
-)
+from mqtools.server.store.message_store import MessageStore
+from mqtools.server.store.results import GetMessageStatus, PutMessageStatus
+from mqtools.server.store.store_lock import StoreLockedError
 from unit.store.store_helpers import batch, inner, tiny_config
 
 from mqtools.common.codec import BLANK_MAGIC, decode_stored
@@ -187,8 +184,8 @@ async def test_slave_append_and_ha_data(tmp_path):
         assert [bytes(x) for x in a] == [bytes(x) for x in b]
     # inline dispatch (master) and commitlog-driven dispatch (slave) build identical queues and index
     for (topic, qid) in [("T", 0), ("T", 1), ("SCHEDULE_TOPIC_XXXX", 4)]:
-        mf_m = master._cq(topic, qid).queue.files
-        mf_s = slave._cq(topic, qid).queue.files
+        mf_m = master.dispatcher.cq(topic, qid).queue.files
+        mf_s = slave.dispatcher.cq(topic, qid).queue.files
         assert [bytes(f.mv[:f.wrote]) for f in mf_m] == [bytes(f.mv[:f.wrote]) for f in mf_s]
     master.index.write_header()
     slave.index.write_header()

@@ -5,7 +5,8 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from mqtools.server.store.message_store import MessageStore, PutMessageStatus
+from mqtools.server.store.message_store import MessageStore
+from mqtools.server.store.results import PutMessageStatus
 from unit.store.store_helpers import inner, tiny_config
 
 

@@ -36,7 +36,7 @@ async def _crash(s: MessageStore) -> None:
         t.cancel()
     await asyncio.gather(*s._tasks, return_exceptions=True)
     s._close_files()
-    s._release_lock()
+    s._lock.release()
 
 
 def _check(s: MessageStore, model: dict, phys: list) -> None:

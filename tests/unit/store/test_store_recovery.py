@@ -36,7 +36,7 @@ def _crash(s: MessageStore) -> None:
     for t in s._tasks:
         t.cancel()
     s._close_files()
-    s._release_lock()
+    s._lock.release()
 
 
 @pytest.mark.parametrize("seed", range(6))

@@ -6,7 +6,8 @@ import os
 from datetime import datetime
 
 from mqtools.server.store.cleanup import is_time_to_delete
-from mqtools.server.store.message_store import GetMessageStatus, MessageStore, PutMessageStatus
+from mqtools.server.store.message_store import MessageStore
+from mqtools.server.store.results import GetMessageStatus, PutMessageStatus
 from unit.store.store_helpers import inner, tiny_config
 
 HOUR = 3600.0

@@ -1,0 +1,173 @@
+"""From stored commitlog entries to consume queue units, index keys and arrival notifications.
+
+RocketMQ splits this between ReputMessageService (walks the commitlog behind the writer) and the
+CommitLogDispatchers (BuildConsumeQueue, BuildIndex). Here a master's put dispatches in the same
+synchronous step as its append, so the reput walk (``reput``) only runs for bytes that arrived
+another way: a slave's replicated data and abnormal recovery. Both paths take the dispatch values
+from the stored properties bytes, so they build identical queues and index.
+
+``DispatchService`` also owns the consume queue table and the next queue offset of every queue
+(RocketMQ's CommitLog.topicQueueTable), which the append reads and the dispatch advances.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Callable
+
+from mqtools.server.store.commitlog import CommitLog
+from mqtools.server.store.config import MessageStoreConfig
+from mqtools.server.store.consume_queue import ConsumeQueue
+from mqtools.server.store.delay_levels import DelayLevelTable, delay_level_of
+from mqtools.server.store.index import IndexService
+
+from mqtools.common import properties as P
+from mqtools.common.codec import EntryInfo
+from mqtools.common.hashing import tags_code as java_tags_code
+from mqtools.common.sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE, is_consumable
+from mqtools.common.topics import SCHEDULE_TOPIC
+
+log = logging.getLogger(__name__)
+
+#: ``cb(topic, queue_id, logic_offset_after, tags_code, store_ts)`` after a message is dispatched.
+ArrivalListener = Callable[[str, int, int, int, int | None], None]
+#: What dispatch needs of one message of a batch: (phys, size, tag code, KEYS, UNIQ_KEY).
+BatchUnit = tuple[int, int, int, str | None, str | None]
+#: (tag code, KEYS, UNIQ_KEY) of one message.
+UnitValues = tuple[int, str | None, str | None]
+
+
+class DispatchService:
+    def __init__(self, config: MessageStoreConfig, commitlog: CommitLog, index: IndexService,
+                 delays: DelayLevelTable) -> None:
+        self.config = config
+        self.commitlog = commitlog
+        self.index = index
+        self.delays = delays
+        self.consume_queues: dict[str, dict[int, ConsumeQueue]] = {}
+        self.next_offset: dict[tuple[str, int], int] = {}
+        self.listeners: list[ArrivalListener] = []
+        #: Everything before this commitlog offset is dispatched.
+        self.reput_offset = 0
+        self.last_store_ts = 0
+        self.last_dispatch_ts = 0
+
+    # ------------------------------------------------------------------ consume queue table
+
+    def cq(self, topic: str, queue_id: int, create: bool = False) -> ConsumeQueue | None:
+        queues = self.consume_queues.get(topic)
+        cq = queues.get(queue_id) if queues is not None else None
+        if cq is None and create:
+            cq = ConsumeQueue(self.config.consume_queue_dir, topic, queue_id,
+                              self.config.mapped_file_size_consume_queue)
+            self.consume_queues.setdefault(topic, {})[queue_id] = cq
+        return cq
+
+    def all_cqs(self) -> list[ConsumeQueue]:
+        return [cq for queues in self.consume_queues.values() for cq in queues.values()]
+
+    def load_consume_queues(self) -> None:
+        root = self.config.consume_queue_dir
+        if not root.is_dir():
+            return
+        for topic_dir in sorted(root.iterdir()):
+            if not topic_dir.is_dir():
+                continue
+            for qdir in sorted(topic_dir.iterdir()):
+                if qdir.is_dir() and qdir.name.lstrip("-").isdigit():
+                    cq = ConsumeQueue(root, topic_dir.name, int(qdir.name),
+                                      self.config.mapped_file_size_consume_queue)
+                    cq.queue.load()
+                    self.consume_queues.setdefault(topic_dir.name, {})[int(qdir.name)] = cq
+
+    def rebuild_offset_table(self) -> None:
+        self.next_offset = {(cq.topic, cq.queue_id): cq.max_offset for cq in self.all_cqs()}
+
+    def delete_topics(self, topics: set[str]) -> None:
+        for topic in topics:
+            for qid, cq in self.consume_queues.pop(topic, {}).items():
+                cq.destroy()
+                self.next_offset.pop((topic, qid), None)
+            with contextlib.suppress(OSError):
+                (self.config.consume_queue_dir / topic).rmdir()
+
+    # ------------------------------------------------------------------ dispatch
+
+    def unit_values(self, schedule: bool, props_b: bytes, store_ts: int) -> UnitValues:
+        """Tag code, KEYS and UNIQ_KEY from the stored properties bytes, as a slave or recovery
+        parses them back; a SCHEDULE_TOPIC_XXXX unit's tag code is when the message becomes due."""
+        tag_value, keys, uniq = P.dispatch_values(props_b)
+        if schedule:
+            props = P.string_to_properties(props_b.decode())
+            return self.delays.deliver_timestamp(delay_level_of(props), store_ts), keys, uniq
+        return java_tags_code(tag_value), keys, uniq
+
+    def dispatch(self, topic: str, queue_id: int, queue_offset: int, phys: int, size: int, sys_flag: int,
+                 store_ts: int, tags: int, keys: str | None, uniq: str | None) -> None:
+        """Consume queue unit, index keys and arrival notification for one stored message."""
+        if is_consumable(sys_flag):
+            cq = self.cq(topic, queue_id, create=True)
+            if cq.put(phys, size, tags, queue_offset):
+                self.last_dispatch_ts = store_ts
+                if self.listeners:
+                    self._notify(topic, queue_id, queue_offset + 1, tags, store_ts)
+        if ((keys or uniq) and self.config.message_index_enable
+                and sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE):
+            self.index.build(topic, keys, uniq, phys, store_ts)
+
+    def dispatch_batch(self, topic: str, qid: int, first_qoff: int, sys_flag: int, store_ts: int,
+                       units: list[BatchUnit]) -> None:
+        """Consume queue units and index keys of a batch; listeners hear about the batch once."""
+        if is_consumable(sys_flag):
+            self.cq(topic, qid, create=True).put_run(units, first_qoff)
+            self.last_dispatch_ts = store_ts
+            if self.listeners:
+                self._notify(topic, qid, first_qoff + len(units), units[-1][2], store_ts)
+        if self.config.message_index_enable and sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE:
+            self.index.build_many(topic, [(keys, uniq, phys, store_ts) for phys, _, _, keys, uniq in units])
+            self.index.write_header()
+
+    def _notify(self, topic: str, queue_id: int, offset_after: int, tags: int, store_ts: int) -> None:
+        """Arrival listeners run after the message is stored; one failing must not fail the put."""
+        for cb in self.listeners:
+            try:
+                cb(topic, queue_id, offset_after, tags, store_ts)
+            except Exception:
+                log.exception("arrival listener %r failed", cb)
+
+    def dispatch_entry(self, e: EntryInfo) -> None:
+        """One entry parsed back from the commitlog (reput, abnormal recovery)."""
+        if e.topic == SCHEDULE_TOPIC:
+            tags = self.delays.deliver_timestamp(delay_level_of(e.properties), e.store_timestamp)
+        else:
+            tags = e.tags_code
+        self.dispatch(e.topic, e.queue_id, e.queue_offset, e.phys_offset, e.size, e.sys_flag,
+                      e.store_timestamp, tags, e.keys, e.uniq_key)
+        if is_consumable(e.sys_flag):
+            key = (e.topic, e.queue_id)
+            if self.next_offset.get(key, 0) <= e.queue_offset:
+                self.next_offset[key] = e.queue_offset + 1
+        self.last_store_ts = e.store_timestamp
+
+    def reput(self) -> int:
+        """Dispatch every complete entry from ``reput_offset`` to the commitlog end."""
+        count = 0
+        cl = self.commitlog
+        while self.reput_offset < cl.max_offset:
+            result, mf = cl.scan(self.reput_offset, False)
+            if isinstance(result, EntryInfo):
+                self.dispatch_entry(result)
+                self.reput_offset += result.size
+                count += 1
+                if count % 1024 == 0:
+                    self.index.write_header()
+            elif mf is None:
+                break
+            elif result == 0 or (mf.wrote == mf.size and self.reput_offset >= mf.start + mf.size):
+                # an end-of-file blank record, or the end of a full file: go on in the next file
+                self.reput_offset = cl.next_file_start(self.reput_offset)
+            else:
+                break
+        self.index.write_header()
+        return count
