@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from mqtools.cli.admin import cluster
+from mqtools.cli.admin import broker, cluster, dlq, kv, msg, namesrv, schema
 from mqtools.cli.admin.common import EXIT_CODES_HELP, usage
 
 
@@ -35,6 +35,12 @@ app = typer.Typer(
     invoke_without_command=True,
 )
 app.add_typer(cluster.app, name="cluster")
+app.add_typer(msg.app, name="msg")
+app.add_typer(dlq.app, name="dlq")
+app.add_typer(broker.app, name="broker")
+app.add_typer(namesrv.app, name="namesrv")
+app.add_typer(kv.app, name="kv")
+app.command("schema")(schema.schema)
 
 
 @app.callback()

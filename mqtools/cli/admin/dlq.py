@@ -1,0 +1,95 @@
+"""`mq admin dlq list|resend`: the messages a group gave up on, and putting them back for it.
+
+resend stores a copy on the group's retry topic (%RETRY%GROUP), which every consumer of the group
+reads, so only that group receives it again, under its original topic and msgId; other groups of
+the topic see nothing twice. The dead copy stays in the DLQ.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from mqtools.cli.admin.common import (
+    EXIT_REFUSED,
+    ContextOpt,
+    NamesrvOpt,
+    OutputOpt,
+    TimeoutOpt,
+    WatchOpt,
+    YesOpt,
+    check_output,
+    confirm,
+    run,
+    show,
+    usage,
+)
+from mqtools.cli.admin.msg import message_list
+from mqtools.cli.output import Column, View, render
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+
+app = typer.Typer(help="Dead-letter queues (%DLQ%GROUP): list, resend.", no_args_is_help=True)
+GroupArg = Annotated[str, typer.Argument(help="Consumer group.")]
+
+
+@app.command("list")
+def list_(
+    group: GroupArg,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Every message in the group's DLQ, oldest first (none when the group never gave up on one).
+
+    Example: mq admin dlq list OrderConsumers
+    """
+    from mqtools.common.topics import dlq_topic
+
+    async def build(admin: MQAdmin) -> View:
+        return message_list(dlq_topic(group), await admin.dead_messages(group))
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+
+
+@app.command("resend")
+def resend(
+    group: GroupArg,
+    msg_ids: Annotated[Optional[list[str]], typer.Argument(help="msgIds (or offset msgIds) from `dlq list`.")] = None,  # noqa: UP045
+    all_: Annotated[bool, typer.Option("--all", help="Every message in the DLQ.")] = False,
+    yes: YesOpt = False,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Put dead messages back on the group's retry topic, so the group's consumers receive them again.
+
+    The copy keeps its msgId, keys and original topic, with reconsume times back at 0, and is
+    delivered once more even when the group's retryMaxTimes is 0. Other groups of the topic are not
+    touched. The dead copy stays in the DLQ. Exit 1 when any message could not be resent.
+
+    Example: mq admin dlq resend OrderConsumers C0A8010A00002A9F0000000000000001
+    """
+    check_output(output)
+    if all_ == bool(msg_ids):
+        raise usage("give msgIds or --all (not both)")
+    if all_:
+        confirm(f"Resend every message in the DLQ of {group}?", yes)
+
+    async def job(admin: MQAdmin) -> View:
+        results = await admin.resend_dead(group, None if all_ else msg_ids)
+        rows = [[r.msg_id, r.topic, "resent" if r.error is None else "failed",
+                 r.queue.broker_name if r.queue else None, r.queue.queue_id if r.queue else None,
+                 r.offset_msg_id, r.error] for r in results]
+        data = {"group": group, "results": [
+            {"msgId": r.msg_id, "topic": r.topic, "resent": r.error is None,
+             "brokerName": r.queue.broker_name if r.queue else None, "queueId": r.queue.queue_id if r.queue else None,
+             "offsetMsgId": r.offset_msg_id, "error": r.error} for r in results]}
+        done = sum(1 for r in results if r.error is None)
+        return View("DlqResend", [Column("MSG ID"), Column("TOPIC"), Column("RESULT"), Column("BROKER"),
+                                  Column("QID", True), Column("NEW OFFSET MSG ID"), Column("ERROR")], rows, data,
+                    footer=[f"{done} of {len(results)} resent to %RETRY%{group}"])
+
+    view = run(namesrv, job, context=context, timeout=timeout)
+    render(view, output)
+    if any(not r["resent"] for r in view.data["results"]):
+        raise typer.Exit(EXIT_REFUSED)

@@ -1,0 +1,222 @@
+"""mqadmin's broker commands: brokerStatus, getBrokerConfig, updateBrokerConfig, brokerConsumeStats,
+cleanExpiredCQ and clusterRT, in mqadmin's output format."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from mqtools.cli.admin.common import EXIT_OK, run, usage
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, front, java_format
+from mqtools.cli.admin.mqadmin.message import java_time
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.remoting.bodies import ClusterInfo
+
+BrokerAddrOpt = Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="Broker address")]  # noqa: UP045
+CONSUME_HEADER = "%-64s  %-64s  %-32s  %-4s  %-20s  %-20s  %-20s  %s"
+CONSUME_ROW = "%-64s  %-64s  %-32s  %-4d  %-20d  %-20d  %-20d  %s"
+RT_HEADER = "%-24s  %-24s  %-4s  %-8s  %-8s"
+RT_ROW = "%-24s  %-24s  %-8s  %-16s  %-16s"
+
+
+def group_addrs(info: ClusterInfo, cluster: str, *, slaves: bool) -> list[tuple[str, list[str]]]:
+    """(master address, its slaves' addresses) per broker name of a cluster, as mqadmin's CommandUtil
+    finds them; a broker name without a master is left out."""
+    if cluster not in info.cluster_addr_table:
+        raise usage(f"cluster {cluster} not found (known: {', '.join(sorted(info.cluster_addr_table)) or 'none'})")
+    out = []
+    for name in sorted(info.cluster_addr_table[cluster]):
+        data = info.broker_addr_table.get(name)
+        addrs = dict(sorted(data.broker_addrs.items())) if data else {}
+        if 0 in addrs:
+            out.append((addrs[0], [a for i, a in addrs.items() if i != 0] if slaves else []))
+    return out
+
+
+@command("brokerStatus", "mq admin broker status", "Fetch broker runtime status data.")
+def broker_status(
+    broker_addr: BrokerAddrOpt = None,
+    cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="which cluster")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin brokerStatus -b 127.0.0.1:10911"""
+    if (broker_addr is None) == (cluster is None):
+        raise usage("give one of -b/--brokerAddr and -c/--clusterName")
+
+    async def job(admin: MQAdmin) -> None:
+        if broker_addr is not None:
+            for key, value in sorted((await admin.broker_runtime_info(broker_addr)).raw.items()):
+                typer.echo(java_format("%-32s: %s", key, value))
+            return
+        for master, slaves in group_addrs(await admin.cluster_info(), cluster or "", slaves=True):
+            for addr in (master, *slaves):
+                for key, value in sorted((await admin.broker_runtime_info(addr)).raw.items()):
+                    typer.echo(java_format("%-24s %-32s: %s", addr, key, value))
+
+    run(namesrv, job)
+
+
+def _config_block(prefix: str, config: dict[str, str]) -> str:
+    return prefix + "".join(java_format("%-50s=  %s\n", k, v) for k, v in config.items()) + "\n"
+
+
+@command("getBrokerConfig", "mq admin broker config get", "Get broker config by cluster or special broker.")
+def get_broker_config(
+    broker_addr: Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="get which broker")] = None,  # noqa: UP045
+    cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="get which cluster")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin getBrokerConfig -c DefaultCluster"""
+    if broker_addr is None and cluster is None:
+        raise usage("give -b/--brokerAddr or -c/--clusterName")
+
+    async def job(admin: MQAdmin) -> None:
+        if broker_addr is not None:
+            typer.echo(_config_block(f"============{broker_addr}============\n",
+                                     await admin.broker_config(broker_addr)), nl=False)
+            return
+        for master, slaves in group_addrs(await admin.cluster_info(), cluster or "", slaves=True):
+            typer.echo(_config_block(f"============Master: {master}============\n",
+                                     await admin.broker_config(master)), nl=False)
+            for slave in slaves:
+                typer.echo(_config_block(f"============My Master: {master}=====Slave: {slave}============\n",
+                                         await admin.broker_config(slave)), nl=False)
+
+    run(namesrv, job)
+
+
+@command("updateBrokerConfig", "mq admin broker config set", "Update broker's config.")
+def update_broker_config(
+    key: Annotated[str, typer.Option("-k", "--key", help="config key")],
+    value: Annotated[str, typer.Option("-v", "--value", help="config value")],
+    broker_addr: Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="update which broker")] = None,  # noqa: UP045
+    cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="update which cluster")] = None,  # noqa: UP045
+    all_brokers: Annotated[Optional[str], typer.Option("-a", "--updateAllBroker", help="update all brokers include slave")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin updateBrokerConfig -c DefaultCluster -k brokerPermission -v 4"""
+    if broker_addr is None and cluster is None:
+        raise usage("give -b/--brokerAddr or -c/--clusterName")
+    values = {key.strip(): value.strip()}
+
+    async def job(admin: MQAdmin) -> None:
+        if broker_addr is not None:
+            targets = [broker_addr.strip()]
+        else:
+            groups = group_addrs(await admin.cluster_info(), cluster or "", slaves=all_brokers is not None)
+            targets = [a for master, slaves in groups for a in (master, *slaves)]
+        for addr in targets:
+            await admin.update_broker_config(addr, values)
+            typer.echo(f"update broker config success, {addr}")
+
+    run(namesrv, job)
+
+
+@command("brokerConsumeStats", "mq admin broker consume-stats", "Fetch broker consume stats data.")
+def broker_consume_stats(
+    broker_addr: Annotated[str, typer.Option("-b", "--brokerAddr", help="Broker address")],
+    timeout_ms: Annotated[int, typer.Option("-t", "--timeoutMillis", help="request timeout Millis")] = 50000,
+    level: Annotated[int, typer.Option("-l", "--level", help="threshold of print diff")] = 0,
+    order: Annotated[str, typer.Option("-o", "--order", help="order topic")] = "false",
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin brokerConsumeStats -b 127.0.0.1:10911 -l 100"""
+
+    async def job(admin: MQAdmin) -> None:
+        stats = await admin.broker_consume_stats(broker_addr, order_only=order.strip().lower() == "true",
+                                                 timeout=timeout_ms / 1000)
+        typer.echo(java_format(CONSUME_HEADER, "#Topic", "#Group", "#Broker Name", "#QID", "#Broker Offset",
+                               "#Consumer Offset", "#Diff", "#LastTime"))
+        for q in stats.queues:
+            if q.diff < level or q.last_timestamp_ms is None:
+                continue
+            typer.echo(java_format(CONSUME_ROW, front(q.queue.topic, 64), q.group, front(q.queue.broker_name, 32),
+                                   q.queue.queue_id, q.broker_offset, q.consumer_offset, q.diff,
+                                   java_time(q.last_timestamp_ms, millis=False)))
+        typer.echo(f"\nDiff Total: {stats.total_diff}")
+
+    run(namesrv, job, timeout=max(5.0, timeout_ms / 1000))
+
+
+@command("cleanExpiredCQ", "mq admin broker clean-expired-cq", "Clean expired ConsumeQueue on broker.")
+def clean_expired_cq(
+    broker_addr: BrokerAddrOpt = None,
+    cluster: Annotated[Optional[str], typer.Option("-c", "--cluster", help="clustername")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin cleanExpiredCQ -c DefaultCluster"""
+
+    async def job(admin: MQAdmin) -> None:
+        if broker_addr is not None:
+            targets = [broker_addr.strip()]
+        else:
+            info = await admin.cluster_info()
+            names = [cluster] if cluster else sorted(info.cluster_addr_table)
+            targets = [a for name in names for m, slaves in group_addrs(info, name, slaves=True) for a in (m, *slaves)]
+        for addr in targets:
+            await admin.clean_expired_consume_queue(addr)
+        typer.echo("success", nl=False)
+
+    run(namesrv, job)
+
+
+@command("clusterRT", "mq admin cluster rt", "List All clusters Message Send RT.")
+def cluster_rt(
+    amount: Annotated[int, typer.Option("-a", "--amount", help="message amount | default 100", min=2)] = 100,
+    size: Annotated[int, typer.Option("-s", "--size", help="message size | default 128 Byte", min=1)] = 128,
+    cluster: Annotated[Optional[str], typer.Option("-c", "--cluster", help="cluster name | default display all cluster")] = None,  # noqa: UP045
+    tlog: Annotated[str, typer.Option("-p", "--print log", help="print as tlog | default false")] = "false",
+    room: Annotated[str, typer.Option("-m", "--machine room", help="machine room name | default noname")] = "noname",
+    interval: Annotated[int, typer.Option("-i", "--interval", help="print interval | default 10 seconds", min=0)] = 10,
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """One round of sends to every broker-name topic, then another every -i seconds; Ctrl-C stops.
+
+    Example: mq admin clusterRT -a 20 -i 5
+    """
+    as_tlog = tlog.strip().lower() == "true"
+
+    async def rounds(admin: MQAdmin) -> None:
+        from mqtools.client.producer import Producer
+        from mqtools.common.message import Message
+
+        info = await admin.cluster_info()
+        clusters = [cluster] if cluster else list(info.cluster_addr_table)
+        if not as_tlog:
+            typer.echo(java_format(RT_HEADER, "#Cluster Name", "#Broker Name", "#RT", "#successCount", "#failCount"))
+        async with Producer(str(int(time.time() * 1000)), namesrv=admin.namesrv_addrs) as producer:
+            while True:
+                for name in clusters:
+                    brokers = info.cluster_addr_table.get(name)
+                    if brokers is None:
+                        typer.echo(f"cluster [{name}] not exist", nl=False)
+                        break
+                    for broker in sorted(brokers):
+                        ok, failed, spent = 0, 0, 0.0
+                        for i in range(amount):
+                            began = time.monotonic()
+                            try:
+                                await producer.send(Message(broker, b"a" * size))
+                                ok += 1
+                            except Exception:  # noqa: BLE001 - a failed send is counted, as mqadmin does
+                                failed += 1
+                            if i:
+                                spent += (time.monotonic() - began) * 1000
+                        rt = spent / (amount - 1)
+                        if as_tlog:
+                            stamp = datetime.now(timezone(timedelta(hours=8))).strftime("%Y-%m-%d %H:%M:%S")
+                            typer.echo(f"{stamp}|{room}|{name}|{broker}|{round(rt)}")
+                        else:
+                            typer.echo(java_format(RT_ROW, name, broker, f"{rt:.2f}", ok, failed))
+                await asyncio.sleep(interval)
+
+    try:
+        run(namesrv, rounds)
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_OK) from None

@@ -1,0 +1,379 @@
+"""mqadmin's message commands: queryMsgById, queryMsgByKey, queryMsgByUniqueKey, queryMsgByOffset,
+printMsg, sendMessage, consumeMessage, printing as mqadmin does (Java's toString of MessageExt,
+MessageQueue and HashMap included, so scripts that cut its output keep working)."""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from mqtools.cli.admin.common import EXIT_REFUSED, fail, run, usage
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models import MessageTrack
+    from mqtools.client.types import PullResult
+    from mqtools.common.message import MessageExt
+    from mqtools.remoting.bodies import MessageQueue
+
+BODY_DIR = Path("/tmp/rocketmq/msgbodys")
+"""Where mqadmin writes each shown message's body."""
+SEPARATOR = "-" * 56
+SEND = "%-32s  %-4s  %-20s    %s"
+ClusterOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "-c", "--cluster", help="Cluster name or lmq parent topic, lmq is used to find the route.")]
+
+
+def java_time(ms: int, millis: bool = True) -> str:
+    """UtilAll.timeMillisToHumanString2 (`yyyy-MM-dd HH:mm:ss,SSS`) or yyyy-MM-dd HH:mm:ss, local time."""
+    text = datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S,%f")
+    return text[:-3] if millis else text[:19]
+
+
+def java_map(props: dict[str, str]) -> str:
+    """HashMap.toString of the map RocketMQ decodes properties into (capacity 128): bucket order,
+    insertion order within a bucket."""
+    from mqtools.common.hashing import java_hash
+
+    def bucket(key: str) -> int:
+        h = java_hash(key) & 0xFFFFFFFF
+        return (h ^ (h >> 16)) & 127
+
+    ordered = sorted(enumerate(props.items()), key=lambda e: (bucket(e[1][0]), e[0]))
+    return "{" + ", ".join(f"{k}={v}" for _, (k, v) in ordered) + "}"
+
+
+def java_queue(mq: MessageQueue) -> str:
+    return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
+
+
+def java_message(m: MessageExt, broker_name: str | None) -> str:
+    """MessageExt.toString, with Message.toString inside."""
+    signed = ", ".join(str(b - 256 if b > 127 else b) for b in m.body)
+    inner = (f"Message{{topic='{m.topic}', flag={m.flag}, properties={java_map(m.properties)}, body=[{signed}], "
+             f"transactionId='null'}}")
+    return (f"MessageExt [brokerName={broker_name}, queueId={m.queue_id}, storeSize={m.store_size}, "
+            f"queueOffset={m.queue_offset}, sysFlag={m.sys_flag}, bornTimestamp={m.born_timestamp}, "
+            f"bornHost=/{m.born_host[0]}:{m.born_host[1]}, storeTimestamp={m.store_timestamp}, "
+            f"storeHost=/{m.store_host[0]}:{m.store_host[1]}, msgId={m.msg_id}, commitLogOffset={m.commit_log_offset}, "
+            f"bodyCRC={m.body_crc}, reconsumeTimes={m.reconsume_times}, "
+            f"preparedTransactionOffset={m.prepared_transaction_offset}, toString()={inner}]")
+
+
+def java_track(t: MessageTrack) -> str:
+    return f"MessageTrack [consumerGroup={t.group}, trackType={t.track_type}, exceptionDesc={t.exception_desc}]"
+
+
+def with_pull_offsets(m: MessageExt, result: PullResult) -> MessageExt:
+    """What a Java pull consumer adds to each message it returns: the queue's MIN_OFFSET and MAX_OFFSET."""
+    from dataclasses import replace
+
+    return replace(m, properties={**m.properties, "MIN_OFFSET": str(result.min_offset),
+                                  "MAX_OFFSET": str(result.max_offset)})
+
+
+def body_file(m: MessageExt, index: int = 0) -> str:
+    from mqtools.client.types import message_id
+
+    BODY_DIR.mkdir(parents=True, exist_ok=True)
+    path = BODY_DIR / (message_id(m) + (f"_{index}" if index > 0 else ""))
+    path.write_bytes(m.body)
+    return str(path)
+
+
+def detail(m: MessageExt, tracks: list[MessageTrack], *, offset_id: bool = True, charset: str | None = None,
+           index: int = 0) -> str:
+    """§3.13: one `%-20s %s` line per field, the body file, then each group's track."""
+    lines = [java_format("%-20s %s", "OffsetID:", m.msg_id)] if offset_id else []
+    fields: list[tuple[str, object]] = [
+        ("Topic:", m.topic), ("Tags:", f"[{_java(m.tags)}]"), ("Keys:", f"[{_java(m.properties.get('KEYS'))}]"),
+        ("Queue ID:", m.queue_id), ("Queue Offset:", m.queue_offset), ("CommitLog Offset:", m.commit_log_offset),
+        ("Reconsume Times:", m.reconsume_times), ("Born Timestamp:", java_time(m.born_timestamp)),
+        ("Store Timestamp:", java_time(m.store_timestamp)), ("Born Host:", f"{m.born_host[0]}:{m.born_host[1]}"),
+        ("Store Host:", f"{m.store_host[0]}:{m.store_host[1]}"), ("System Flag:", m.sys_flag),
+        ("Properties:", java_map(m.properties)), ("Message Body Path:", body_file(m, index))]
+    if charset is not None:
+        fields.append(("Message Body:", m.body.decode(charset, errors="replace")))
+    lines += [java_format("%-20s %s", name, value) for name, value in fields]
+    text = "\n".join(lines) + "\n"
+    if not tracks:
+        return text + "\n\nWARN: No Consumer"
+    if offset_id:
+        return text + "\n\n" + "".join(java_track(t) + "\n" for t in tracks)
+    return text + "\n\n" + "".join(java_track(t) for t in tracks)
+
+
+def _java(value: str | None) -> str:
+    """A Java string in string concatenation: null when absent."""
+    return "null" if value is None else value
+
+
+def _charset(name: str | None) -> str | None:
+    import codecs
+
+    if name is None:
+        return None
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        raise usage(f"unknown charset {name}") from None
+
+
+def _ms(value: str | None, default: int | None) -> int | None:
+    from mqtools.common.timeparse import parse_time_ms
+
+    if value is None:
+        return default
+    try:
+        return parse_time_ms(value, int(time.time() * 1000))
+    except ValueError as exc:
+        raise usage(str(exc)) from None
+
+
+@command("queryMsgById", "mq admin msg get", "Query Message by Id.")
+def query_msg_by_id(
+    topic: Annotated[str, typer.Option("-t", "--topic", help="topic name")],
+    msg_id: Annotated[str, typer.Option("-i", "--msgId", help="Message Id")],
+    body_format: Annotated[Optional[str], typer.Option("-f", "--bodyFormat", help="print message body by the specified format")] = None,  # noqa: UP045
+    cluster: ClusterOpt = None,
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin queryMsgById -t Orders -i 7F00000100002A9F0000000000000000"""
+    charset = _charset(body_format)
+
+    async def job(admin: MQAdmin) -> bool:
+        found_all = True
+        for one in (i.strip() for i in msg_id.split(",") if i.strip()):
+            m = await admin.find_message(topic, one)
+            if m is None:
+                typer.echo("\nMessage not found!", nl=False)
+                found_all = False
+                continue
+            typer.echo(detail(m, await admin.message_tracks(m), charset=charset))
+        return found_all
+
+    if not run(namesrv, job):
+        raise typer.Exit(EXIT_REFUSED)
+
+
+@command("queryMsgByKey", "mq admin msg key", "Query Message by Key.")
+def query_msg_by_key(
+    topic: Annotated[str, typer.Option("-t", "--topic", help="Topic name")],
+    msg_key: Annotated[str, typer.Option("-k", "--msgKey", help="Message Key")],
+    begin: Annotated[Optional[str], typer.Option("-b", "--beginTimestamp", help="Begin timestamp(ms). default:0, eg:1676730526212")] = None,  # noqa: UP045
+    end: Annotated[Optional[str], typer.Option("-e", "--endTimestamp", help="End timestamp(ms). default:Long.MAX_VALUE, eg:1676730526212")] = None,  # noqa: UP045
+    max_num: Annotated[int, typer.Option("-m", "--maxNum", help="The maximum number of messages returned by the query, default:64")] = 64,
+    cluster: ClusterOpt = None,
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin queryMsgByKey -t Orders -k order-1001"""
+    from mqtools.client.types import message_id
+
+    begin_ms, end_ms = _ms(begin, 0), _ms(end, None)
+
+    async def job(admin: MQAdmin) -> list[MessageExt]:
+        return await admin.query_by_key(topic, msg_key, max_num=max_num, begin_ms=begin_ms or 0, end_ms=end_ms)
+
+    found = run(namesrv, job)
+    typer.echo(java_format("%-50s %4s %40s", "#Message ID", "#QID", "#Offset"))
+    for m in found:
+        typer.echo(java_format("%-50s %4d %40d", message_id(m), m.queue_id, m.queue_offset))
+
+
+@command("queryMsgByUniqueKey", "mq admin msg unique", "Query Message by Unique key.")
+def query_msg_by_unique_key(
+    msg_id: Annotated[str, typer.Option("-i", "--msgId", help="Message Id")],
+    topic: Annotated[str, typer.Option("-t", "--topic", help="The topic of msg")],
+    show_all: Annotated[bool, typer.Option("-a", "--showAll", help="Print all message, the limit is 32")] = False,
+    cluster: ClusterOpt = None,
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin queryMsgByUniqueKey -t Orders -i C0A8010A00002A9F0000000000000001"""
+
+    async def job(admin: MQAdmin) -> None:
+        found = await admin.query_by_unique_key(topic, msg_id)
+        for index, m in enumerate(found if show_all else found[:1]):
+            typer.echo(detail(m, await admin.message_tracks(m), offset_id=False, index=index), nl=False)
+
+    run(namesrv, job)
+
+
+@command("queryMsgByOffset", "mq admin msg at", "Query Message by offset.")
+def query_msg_by_offset(
+    topic: Annotated[str, typer.Option("-t", "--topic", help="topic name")],
+    broker: Annotated[str, typer.Option("-b", "--brokerName", help="Broker Name")],
+    queue_id: Annotated[int, typer.Option("-i", "--queueId", help="Queue Id")],
+    offset: Annotated[int, typer.Option("-o", "--offset", help="Queue Offset")],
+    body_format: Annotated[Optional[str], typer.Option("-f", "--bodyFormat", help="print message body by the specified format")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin queryMsgByOffset -t Orders -b broker-a -i 0 -o 42"""
+    from mqtools.remoting.bodies import MessageQueue
+
+    charset = _charset(body_format)
+    mq = MessageQueue(topic, broker, queue_id)
+
+    async def job(admin: MQAdmin) -> None:
+        await admin.message_queues(topic)  # an unknown topic fails here, with the name server's answer
+        result = await admin.pull_messages(mq, offset, max_nums=1)
+        hit = next((m for m in result.messages if m.queue_offset == offset), None)
+        if hit is None:
+            raise fail(f"no message at {java_queue(mq)} offset {offset} ({result.status.value})", EXIT_REFUSED)
+        m = with_pull_offsets(hit, result)
+        typer.echo(detail(m, await admin.message_tracks(m), charset=charset))
+
+    run(namesrv, job)
+
+
+def print_pulled(result: PullResult, mq: MessageQueue, charset: str, print_body: bool) -> None:
+    """PrintMessageSubCommand.printMessage: `MSGID: <id> <MessageExt> BODY: <body>` per message."""
+    from mqtools.client.types import message_id
+
+    for m in result.messages:
+        body = m.body.decode(charset, errors="replace") if print_body else "NOT PRINT BODY"
+        typer.echo(f"MSGID: {message_id(m)} {java_message(with_pull_offsets(m, result), mq.broker_name)} BODY: {body}")
+
+
+@command("printMsg", "mq admin msg print", "Print Message Detail.")
+def print_msg(
+    topic: Annotated[str, typer.Option("-t", "--topic", help="topic name")],
+    charset_name: Annotated[str, typer.Option("-c", "--charsetName", help="CharsetName(eg: UTF-8,GBK)")] = "UTF-8",
+    expression: Annotated[str, typer.Option("-s", "--subExpression", help="Subscribe Expression(eg: TagA || TagB)")] = "*",
+    begin: Annotated[Optional[str], typer.Option("-b", "--beginTimestamp", help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")] = None,  # noqa: UP045
+    end: Annotated[Optional[str], typer.Option("-e", "--endTimestamp", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")] = None,  # noqa: UP045
+    print_body: Annotated[str, typer.Option("-d", "--printBody", help="print body")] = "true",
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin printMsg -t Orders -b 2026-11-23#10:00:00:000"""
+    charset = _charset(charset_name) or "utf-8"
+    begin_ms, end_ms = _ms(begin, None), _ms(end, None)
+    body = print_body.strip().lower() == "true"
+
+    async def job(admin: MQAdmin) -> None:
+        for mq in await admin.message_queues(topic):
+            span = await admin.queue_span(mq, begin_ms=begin_ms, end_ms=end_ms)
+            typer.echo(f"minOffset={span.begin}, maxOffset={span.end}, {java_queue(mq)}")
+            offset = span.begin
+            while offset < span.end:
+                result = await admin.pull_messages(mq, offset, max_nums=32, expression=expression)
+                offset = result.next_begin_offset
+                status = result.status.value
+                if status == "FOUND":
+                    print_pulled(result, mq, charset, body)
+                elif status == "NO_MATCHED_MSG":
+                    typer.echo(f"{java_queue(mq)} no matched msg. status={status}, offset={offset}")
+                else:
+                    typer.echo(f"{java_queue(mq)} print msg finished. status={status}, offset={offset}")
+                    break
+            typer.echo(SEPARATOR)
+
+    run(namesrv, job)
+
+
+@command("sendMessage", "mq admin msg send", "Send a message.")
+def send_message(
+    topic: Annotated[str, typer.Option("-t", "--topic", help="Topic name")],
+    body: Annotated[str, typer.Option("-p", "--body", help="UTF-8 string format of the message body")],
+    keys: Annotated[Optional[str], typer.Option("-k", "--key", help="Message keys")] = None,  # noqa: UP045
+    tags: Annotated[Optional[str], typer.Option("-c", "--tags", help="Message tags")] = None,  # noqa: UP045
+    broker: Annotated[Optional[str], typer.Option("-b", "--broker", help="Send message to target broker")] = None,  # noqa: UP045
+    queue_id: Annotated[Optional[int], typer.Option("-i", "--qid", help="Send message to target queue")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin sendMessage -t Orders -p hello -c TagA -k order-1"""
+    if queue_id is not None and broker is None:
+        raise usage("Broker name must be set if the queue is chosen!")
+
+    async def job(admin: MQAdmin) -> str:
+        r = await admin.send_message(topic, body.strip().encode("utf-8"), tags=tags, keys=keys,
+                                     broker_name=broker if queue_id is not None else None, queue_id=queue_id)
+        return java_format(SEND, r.queue.broker_name, r.queue.queue_id, r.status.value, r.msg_id)
+
+    row = run(namesrv, job)
+    typer.echo(java_format(SEND, "#Broker Name", "#QID", "#Send Result", "#MsgId"))
+    typer.echo(row)
+
+
+@command("consumeMessage", "mq admin msg consume", "Consume message.")
+def consume_message(
+    topic: Annotated[str, typer.Option("-t", "--topic", help="Topic name")],
+    broker: Annotated[Optional[str], typer.Option("-b", "--brokerName", help="Broker name")] = None,  # noqa: UP045
+    queue_id: Annotated[Optional[int], typer.Option("-i", "--queueId", help="Queue Id")] = None,  # noqa: UP045
+    offset: Annotated[Optional[int], typer.Option("-o", "--offset", help="Queue offset")] = None,  # noqa: UP045
+    group: Annotated[str, typer.Option("-g", "--consumerGroup", help="Consumer group name")] = "TOOLS_CONSUMER",
+    begin: Annotated[Optional[str], typer.Option("-s", "--beginTimestamp", help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")] = None,  # noqa: UP045
+    end: Annotated[Optional[str], typer.Option("-e", "--endTimestamp", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")] = None,  # noqa: UP045
+    count: Annotated[int, typer.Option("-c", "--MessageNumber", help="Number of message to be consumed")] = 128,
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin consumeMessage -t Orders -b broker-a -i 0 -o 10 -c 5"""
+    from mqtools.remoting.bodies import MessageQueue
+
+    now = int(time.time() * 1000)
+    begin_ms, end_ms = _ms(begin, 0) or 0, _ms(end, 0) or 0
+    if count <= 0:
+        raise usage("Please input a positive messageNumber!")
+    if queue_id is not None and broker is None:
+        raise usage("Please set the brokerName before queueId!")
+    if offset is not None and queue_id is None:
+        raise usage("Please set queueId before offset!")
+    if begin_ms > now:
+        raise usage("Please set the beginTimestamp before now!")
+    if end_ms > now:
+        raise usage("Please set the endTimestamp before now!")
+    if end_ms and begin_ms > end_ms:
+        raise usage("Please make sure that the beginTimestamp is less than or equal to the endTimestamp")
+
+    async def pull_queue(admin: MQAdmin, mq: MessageQueue, low: int, high: int) -> None:
+        """ConsumeMessageCommand.pullMessageByQueue: offsets low..high inclusive."""
+        at = low
+        while at <= high:
+            result = await admin.pull_messages(mq, at, max_nums=min(32, high - at + 1), group=group)
+            at = result.next_begin_offset
+            status = result.status.value
+            if status == "FOUND":
+                typer.echo("Consume ok")
+                print_pulled(result, mq, "utf-8", True)
+            elif status == "NO_MATCHED_MSG":
+                typer.echo(f"{java_queue(mq)} no matched msg. status={status}, offset={at}")
+            else:
+                typer.echo(f"{java_queue(mq)} print msg finished. status={status}, offset={at}")
+                return
+
+    async def bounds(admin: MQAdmin, mq: MessageQueue) -> tuple[int, int]:
+        span = await admin.queue_span(mq, begin_ms=begin_ms or None, end_ms=end_ms or None)
+        return span.begin, span.end
+
+    async def job(admin: MQAdmin) -> None:
+        queues = await admin.message_queues(topic)
+        if queue_id is not None:
+            mq = MessageQueue(topic, broker or "", queue_id)
+            low, high = await bounds(admin, mq)
+            start = offset or 0
+            if start > high:
+                typer.echo(f"{java_queue(mq)} no matched msg, offset={start}")
+                return
+            low = max(low, start)
+            if high - low > count:
+                typer.echo(f"The oldler {count} message will be provided")
+                high = low + count - 1
+            await pull_queue(admin, mq, low, high)
+            return
+        left = count
+        for mq in queues:
+            if left == 0:
+                return
+            low, high = await bounds(admin, mq)
+            if high - low > left:
+                typer.echo(f"The older {left} message of the {mq.queue_id} queue will be provided")
+                high, left = low + left - 1, 0
+            else:
+                left = max(0, left - (high - low) - 1)
+            await pull_queue(admin, mq, low, high)
+
+    run(namesrv, job)

@@ -1,0 +1,97 @@
+"""mqadmin's name-server commands: getNamesrvConfig, updateNamesrvConfig, updateKvConfig,
+deleteKvConfig, wipeWritePerm, addWritePerm, in mqadmin's output format."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from mqtools.cli.admin.common import run
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+
+NamespaceOpt = Annotated[str, typer.Option("-s", "--namespace", help="set the namespace")]
+KeyOpt = Annotated[str, typer.Option("-k", "--key", help="set the key name")]
+BrokerNameOpt = Annotated[str, typer.Option("-b", "--brokerName", help="broker name")]
+
+
+@command("getNamesrvConfig", "mq admin namesrv config get", "Get configs of name server.")
+def get_namesrv_config(namesrv: NamesrvOpt = None) -> None:
+    """Example: mq admin getNamesrvConfig -n 127.0.0.1:9876"""
+
+    async def job(admin: MQAdmin) -> dict[str, dict[str, str]]:
+        return await admin.namesrv_config()
+
+    for addr, config in run(namesrv, job).items():
+        typer.echo(f"============{addr}============")
+        for key, value in config.items():
+            typer.echo(java_format("%-50s=  %s", key, value))
+
+
+@command("updateNamesrvConfig", "mq admin namesrv config set", "Update configs of name server.")
+def update_namesrv_config(
+    key: Annotated[str, typer.Option("-k", "--key", help="config key")],
+    value: Annotated[str, typer.Option("-v", "--value", help="config value")],
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin updateNamesrvConfig -k orderMessageEnable -v true"""
+
+    async def job(admin: MQAdmin) -> list[str]:
+        return await admin.update_namesrv_config({key.strip(): value.strip()})
+
+    servers = run(namesrv, job)
+    listed = f"[{', '.join(servers)}]" if namesrv else ""
+    typer.echo(f"update name server config success!{listed}\n{key.strip()} : {value.strip()}")
+
+
+@command("updateKvConfig", "mq admin kv set", "Create or update KV config.")
+def update_kv_config(
+    namespace: NamespaceOpt, key: KeyOpt,
+    value: Annotated[str, typer.Option("-v", "--value", help="set the key value")],
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin updateKvConfig -s ORDER_TOPIC_CONFIG -k Orders -v 'broker-a:4'"""
+
+    async def job(admin: MQAdmin) -> None:
+        await admin.put_kv(namespace.strip(), key.strip(), value.strip())
+
+    run(namesrv, job)
+    typer.echo("create or update kv config to namespace success.")
+
+
+@command("deleteKvConfig", "mq admin kv delete", "Delete KV config.")
+def delete_kv_config(namespace: NamespaceOpt, key: KeyOpt, namesrv: NamesrvOpt = None) -> None:
+    """Example: mq admin deleteKvConfig -s ORDER_TOPIC_CONFIG -k Orders"""
+
+    async def job(admin: MQAdmin) -> None:
+        await admin.delete_kv(namespace.strip(), key.strip())
+
+    run(namesrv, job)
+    typer.echo("delete kv config from namespace success.")
+
+
+@command("wipeWritePerm", "mq admin broker perm wipe",
+         "Wipe write perm of broker in all name server you defined in the -n param.")
+def wipe_write_perm(broker_name: BrokerNameOpt, namesrv: NamesrvOpt = None) -> None:
+    """Example: mq admin wipeWritePerm -b broker-a"""
+
+    async def job(admin: MQAdmin) -> dict[str, int]:
+        return await admin.wipe_write_perm(broker_name.strip())
+
+    for addr, count in run(namesrv, job).items():
+        typer.echo(f"wipe write perm of broker[{broker_name.strip()}] in name server[{addr}] OK, {count}")
+
+
+@command("addWritePerm", "mq admin broker perm add",
+         "Add write perm of broker in all name server you defined in the -n param.")
+def add_write_perm(broker_name: BrokerNameOpt, namesrv: NamesrvOpt = None) -> None:
+    """Example: mq admin addWritePerm -b broker-a"""
+
+    async def job(admin: MQAdmin) -> dict[str, int]:
+        return await admin.add_write_perm(broker_name.strip())
+
+    for addr, count in run(namesrv, job).items():
+        typer.echo(f"add write perm of broker[{broker_name.strip()}] in name server[{addr}] OK, {count}")

@@ -1,0 +1,293 @@
+"""`mq admin msg get|key|unique|at|print|send|consume`: find, read and send messages.
+
+Lookups print one row per message (or every field of one message, with whether each consuming
+group has consumed it); `print` and `consume` read queues with tools pulls that commit nothing.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from mqtools.cli.admin.common import (
+    EXIT_REFUSED,
+    ContextOpt,
+    NamesrvOpt,
+    OutputOpt,
+    TimeoutOpt,
+    WatchOpt,
+    check_output,
+    fail,
+    run,
+    show,
+    usage,
+)
+from mqtools.cli.output import Column, View, render
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models import MessageTrack, QueueSpan
+    from mqtools.common.message import MessageExt
+
+app = typer.Typer(help="Messages: find by id or key, read queues, send.", no_args_is_help=True)
+TopicArg = Annotated[str, typer.Argument(help="Topic.")]
+FromOpt = Annotated[Optional[str], typer.Option("--from", help="Stored at or after (epoch ms, ISO, -15m, ...).")]  # noqa: UP045
+ToOpt = Annotated[Optional[str], typer.Option("--to", help="Stored before (epoch ms, ISO, now, ...).")]  # noqa: UP045
+BODY_PREVIEW = 48
+LIST_COLUMNS = [Column("MSG ID"), Column("TOPIC"), Column("STORE HOST"), Column("QID", True), Column("OFFSET", True),
+                Column("TAGS"), Column("KEYS"), Column("STORED"), Column("RECONSUME", True), Column("BODY")]
+
+
+def when(ms: int | None) -> str | None:
+    """Local time with milliseconds; None for RocketMQ's 0 ('never')."""
+    if not ms:
+        return None
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def times(start: str | None, end: str | None) -> tuple[int | None, int | None]:
+    """--from/--to as epoch ms; a bad value is a usage error naming the accepted forms."""
+    from mqtools.common.timeparse import parse_time_ms
+
+    now = int(time.time() * 1000)
+    try:
+        return (None if start is None else parse_time_ms(start, now)), (None if end is None else parse_time_ms(end, now))
+    except ValueError as exc:
+        raise usage(str(exc)) from None
+
+
+def host(h: tuple[str, int]) -> str:
+    return f"{h[0]}:{h[1]}"
+
+
+def message_json(m: MessageExt) -> dict[str, Any]:
+    from mqtools.client.types import message_id
+
+    return {
+        "msgId": message_id(m), "offsetMsgId": m.msg_id, "topic": m.topic, "tags": m.tags, "keys": m.keys,
+        "queueId": m.queue_id, "queueOffset": m.queue_offset, "commitLogOffset": m.commit_log_offset,
+        "reconsumeTimes": m.reconsume_times, "bornTimestamp": m.born_timestamp or None,
+        "storeTimestamp": m.store_timestamp or None, "bornHost": host(m.born_host), "storeHost": host(m.store_host),
+        "sysFlag": m.sys_flag, "properties": dict(m.properties), "bodySize": len(m.body),
+        "body": m.body.decode("utf-8", errors="replace"),
+    }
+
+
+def message_row(m: MessageExt) -> list[Any]:
+    from mqtools.client.types import message_id
+
+    body = m.body.decode("utf-8", errors="replace").replace("\n", " ")
+    return [message_id(m), m.topic, host(m.store_host), m.queue_id, m.queue_offset, m.tags,
+            " ".join(m.keys) or None, when(m.store_timestamp), m.reconsume_times,
+            body if len(body) <= BODY_PREVIEW else body[:BODY_PREVIEW - 3] + "..."]
+
+
+def message_list(topic: str, messages: list[MessageExt], footer: list[str] | None = None) -> View:
+    return View("MessageList", LIST_COLUMNS, [message_row(m) for m in messages],
+                {"topic": topic, "count": len(messages), "messages": [message_json(m) for m in messages]},
+                footer=footer or [])
+
+
+def message_detail(m: MessageExt, tracks: list[MessageTrack]) -> View:
+    doc = message_json(m)
+    shown = {**doc, "keys": " ".join(m.keys) or None, "bornTimestamp": when(m.born_timestamp),
+             "storeTimestamp": when(m.store_timestamp)}
+    rows = [[k, v] for k, v in shown.items() if k != "properties"]
+    rows += [[f"property {k}", v] for k, v in sorted(m.properties.items())]
+    footer = [f"group {t.group}: {t.track_type}" + (f" ({t.exception_desc})" if t.exception_desc else "")
+              for t in tracks] or ["no consumer group consumes this topic"]
+    tracks_json = [{"group": t.group, "trackType": t.track_type, "exceptionDesc": t.exception_desc} for t in tracks]
+    return View("Message", [Column("FIELD"), Column("VALUE")], rows, {"message": doc, "tracks": tracks_json},
+                footer=footer)
+
+
+async def _detail(admin: MQAdmin, m: MessageExt | None, what: str) -> View:
+    if m is None:
+        raise fail(f"message not found: {what}", EXIT_REFUSED)
+    return message_detail(m, await admin.message_tracks(m))
+
+
+@app.command("get")
+def get(
+    msg_id: Annotated[str, typer.Argument(help="Offset msgId (names its broker), or a client msgId with --topic.")],
+    topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Topic, to look a client msgId up.")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Every field of one message and whether each consuming group has consumed it.
+
+    Example: mq admin msg get 7F00000100002A9F0000000000000000
+    """
+
+    async def build(admin: MQAdmin) -> View:
+        if topic is None:
+            from mqtools.common.ids import decode_offset_msg_id
+
+            try:
+                decode_offset_msg_id(msg_id)
+            except ValueError:
+                raise usage(f"{msg_id} is not an offset msgId: give --topic to look up a client msgId") from None
+            return await _detail(admin, await admin.view_message(msg_id), msg_id)
+        return await _detail(admin, await admin.find_message(topic, msg_id), msg_id)
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+
+
+@app.command("key")
+def key(
+    topic: TopicArg,
+    msg_key: Annotated[str, typer.Argument(help="A business key (the message's KEYS).")],
+    max_num: Annotated[int, typer.Option("--max", "-m", min=1, help="At most this many.")] = 64,
+    start: FromOpt = None, end: ToOpt = None,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Messages of a topic whose keys hold KEY, oldest first (the brokers' index).
+
+    Example: mq admin msg key Orders order-1001 --from -1h
+    """
+    begin_ms, end_ms = times(start, end)
+
+    async def build(admin: MQAdmin) -> View:
+        found = await admin.query_by_key(topic, msg_key, max_num=max_num, begin_ms=begin_ms or 0, end_ms=end_ms)
+        return message_list(topic, found)
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+
+
+@app.command("unique")
+def unique(
+    topic: TopicArg,
+    uniq_key: Annotated[str, typer.Argument(help="The client msgId (UNIQ_KEY) a producer got back.")],
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Every stored copy of a message by its client msgId; more than one means it was sent again.
+
+    Example: mq admin msg unique Orders C0A8010A00002A9F0000000000000001
+    """
+
+    async def build(admin: MQAdmin) -> View:
+        return message_list(topic, await admin.query_by_unique_key(topic, uniq_key))
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+
+
+@app.command("at")
+def at(
+    topic: TopicArg,
+    broker: Annotated[str, typer.Argument(help="Broker name.")],
+    queue_id: Annotated[int, typer.Argument(help="Queue id.", min=0)],
+    offset: Annotated[int, typer.Argument(help="Queue offset.", min=0)],
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """The message at one queue offset, every field.
+
+    Example: mq admin msg at Orders broker-a 0 42
+    """
+    from mqtools.remoting.bodies import MessageQueue
+
+    async def build(admin: MQAdmin) -> View:
+        m = await admin.message_at(MessageQueue(topic, broker, queue_id), offset)
+        return await _detail(admin, m, f"{topic} {broker} queue {queue_id} offset {offset}")
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+
+
+async def read_spans(admin: MQAdmin, spans: list[QueueSpan], limit: int | None, expression: str = "*"
+                     ) -> list[MessageExt]:
+    """Pull every span to its end (or until `limit` messages), advancing the terminal progress bar."""
+    from mqtools.cli.admin.progress import Progress
+
+    found: list[MessageExt] = []
+    total = sum(max(0, s.end - s.begin) for s in spans)
+    with Progress("reading messages", total=min(total, limit) if limit else total) as progress:
+        for span in spans:
+            offset = span.begin
+            while offset < span.end and (limit is None or len(found) < limit):
+                want = 32 if limit is None else min(32, limit - len(found))
+                result = await admin.pull_messages(span.queue, offset, max_nums=want, expression=expression)
+                batch = [m for m in result.messages if m.queue_offset < span.end][:want]
+                found += batch
+                progress.advance(max(len(batch), result.next_begin_offset - offset))
+                if result.next_begin_offset <= offset:
+                    break
+                offset = result.next_begin_offset
+    return found
+
+
+@app.command("print")
+def print_(
+    topic: TopicArg, start: FromOpt = None, end: ToOpt = None,
+    expression: Annotated[str, typer.Option("--tags", "-s", help="Subscription expression, e.g. 'TagA || TagB'.")] = "*",
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Every message of a topic (or those stored between two times), queue by queue.
+
+    Example: mq admin msg print Orders --from -15m -o json
+    """
+    begin_ms, end_ms = times(start, end)
+
+    async def build(admin: MQAdmin) -> View:
+        spans = [await admin.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await admin.message_queues(topic)]
+        found = await read_spans(admin, spans, None, expression)
+        return message_list(topic, found, [f"{len(found)} messages from {len(spans)} queues"])
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+
+
+@app.command("consume")
+def consume(
+    topic: TopicArg,
+    count: Annotated[int, typer.Option("--count", "-c", min=1, help="At most this many messages.")] = 128,
+    start: FromOpt = None, end: ToOpt = None,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """The oldest COUNT messages of a topic, read as mqadmin's consumeMessage does (no offset is committed).
+
+    Example: mq admin msg consume Orders -c 10
+    """
+    begin_ms, end_ms = times(start, end)
+
+    async def build(admin: MQAdmin) -> View:
+        spans = [await admin.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await admin.message_queues(topic)]
+        return message_list(topic, await read_spans(admin, spans, count))
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+
+
+@app.command("send")
+def send(
+    topic: TopicArg,
+    body: Annotated[str, typer.Argument(help="Message body (UTF-8 text).")],
+    tags: Annotated[Optional[str], typer.Option("--tags", help="Tag.")] = None,  # noqa: UP045
+    keys: Annotated[Optional[str], typer.Option("--keys", help="Keys, space-separated.")] = None,  # noqa: UP045
+    broker: Annotated[Optional[str], typer.Option("--broker", help="Broker name (with --queue).")] = None,  # noqa: UP045
+    queue_id: Annotated[Optional[int], typer.Option("--queue", min=0, help="Queue id (with --broker).")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Send one message and print where it was stored.
+
+    Example: mq admin msg send Orders '{"id": 1}' --tags TagA --keys order-1
+    """
+    check_output(output)
+    if (broker is None) != (queue_id is None):
+        raise usage("--broker and --queue go together")
+
+    async def job(admin: MQAdmin) -> View:
+        r = await admin.send_message(topic, body.encode("utf-8"), tags=tags, keys=keys, broker_name=broker,
+                                     queue_id=queue_id)
+        row = [r.queue.broker_name, r.queue.queue_id, r.queue_offset, r.status.value, r.msg_id, r.offset_msg_id]
+        return View("SendResult", [Column("BROKER"), Column("QID", True), Column("OFFSET", True), Column("STATUS"),
+                                   Column("MSG ID"), Column("OFFSET MSG ID")], [row],
+                    {"topic": topic, "brokerName": r.queue.broker_name, "queueId": r.queue.queue_id,
+                     "queueOffset": r.queue_offset, "status": r.status.value, "msgId": r.msg_id,
+                     "offsetMsgId": r.offset_msg_id})
+
+    render(run(namesrv, job, context=context, timeout=timeout), output)
