@@ -104,7 +104,7 @@ def detail(m: MessageExt, tracks: list[MessageTrack], *, offset_id: bool = True,
     if not tracks:
         return text + "\n\nWARN: No Consumer"
     if offset_id:
-        return text + "\n\n" + "".join(java_track(t) + "\n" for t in tracks)
+        return text + "\n\n" + "\n".join(java_track(t) for t in tracks)
     return text + "\n\n" + "".join(java_track(t) for t in tracks)
 
 
