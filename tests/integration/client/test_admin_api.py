@@ -10,7 +10,6 @@ import pytest
 from clientsupport import Cluster, create_topic, until
 
 from mqtools.client.admin import MQAdmin, SyncMQAdmin
-from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.errors import (
     ConsumerNotOnlineError,
     MQBrokerError,
@@ -20,6 +19,7 @@ from mqtools.client.errors import (
     UnreachableError,
 )
 from mqtools.client.producer import Producer
+from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult
 from mqtools.common.message import Message, MessageExt
 from mqtools.common.perm import PERM_WRITE

@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 
 from mqtools.client.admin import MQAdmin, SyncMQAdmin
-from mqtools.client.admin.models import BrokerRow, BrokerRuntime, Heartbeat, HAStatus, QueueProgress
+from mqtools.client.admin.models import BrokerRow, BrokerRuntime, HAStatus, Heartbeat, QueueProgress
 from mqtools.remoting.bodies import MessageQueue
 
 MASTER = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -23,8 +23,8 @@ def local_ms(*parts: int) -> int:
     ("-2h", NOW - 7_200_000),
     ("-500ms", NOW - 500),
     ("-1d", NOW - 86_400_000),
-    ("2026-11-23T10:00:00Z", int(datetime(2026, 11, 23, 10, tzinfo=timezone.utc).timestamp() * 1000)),
-    ("2026-11-23T10:00:00+02:00", int(datetime(2026, 11, 23, 8, tzinfo=timezone.utc).timestamp() * 1000)),
+    ("2026-11-23T10:00:00Z", int(datetime(2026, 11, 23, 10, tzinfo=UTC).timestamp() * 1000)),
+    ("2026-11-23T10:00:00+02:00", int(datetime(2026, 11, 23, 8, tzinfo=UTC).timestamp() * 1000)),
     ("2026-11-23 10:00", local_ms(2026, 11, 23, 10, 0)),
     ("2026-11-23#10:00:01:250", local_ms(2026, 11, 23, 10, 0, 1) + 250),
 ])

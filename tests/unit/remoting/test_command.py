@@ -76,14 +76,6 @@ def test_response_uses_the_request_serialize_type() -> None:
         assert _roundtrip(resp).serialize_type == st_
 
 
-def test_codes_have_rocketmq_numbers() -> None:
-    assert (RequestCode.REGISTER_BROKER, RequestCode.GET_ROUTEINFO_BY_TOPIC, RequestCode.SEND_MESSAGE_V2) == (
-        103, 105, 310
-    )
-    assert (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.REQUEST_CODE_NOT_SUPPORTED) == (17, 3)
-    assert RequestCode.GET_BROKER_LIVE_TABLE == 40001
-
-
 def test_typed_headers_map_camel_case_ext_fields() -> None:
     h = RegisterBrokerRequestHeader(broker_name="b", broker_addr="h:1", cluster_name="c", ha_server_addr="h:2",
                                     broker_id=1, compressed=False)

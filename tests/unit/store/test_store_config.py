@@ -1,4 +1,4 @@
-"""MessageStoreConfig property names (the config/ JSON files: test_config_manager)."""
+"""MessageStoreConfig: RocketMQ property names and defaults."""
 
 from __future__ import annotations
 
