@@ -77,6 +77,7 @@ from mqtools.server.store.store_lock import StoreDirectoryLock
 from mqtools.server.store.store_stats import StoreStatsService
 
 from mqtools.common import properties as P
+from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.codec import (
     CorruptMessageError,
     batch_items,
@@ -303,7 +304,7 @@ class MessageStore:
                     status = PutMessageStatus.FLUSH_DISK_TIMEOUT
             else:
                 gc.wake()
-        if wait and self.config.broker_role == "SYNC_MASTER" and self.ha_hook is not None:
+        if wait and self.config.broker_role == BrokerRole.SYNC_MASTER and self.ha_hook is not None:
             ha_status = await self.ha_hook.wait_for_slave(append.end_offset, self.config.slave_timeout / 1000)
             if ha_status is not PutMessageStatus.PUT_OK:
                 status = ha_status
