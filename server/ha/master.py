@@ -106,7 +106,7 @@ class HAConnection:
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
-    async def close(self) -> None:
+    async def shutdown(self) -> None:
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

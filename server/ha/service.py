@@ -104,7 +104,7 @@ class HAService:
     async def shutdown(self) -> None:
         await self._acceptor.shutdown()
         for conn in list(self.connections):
-            await conn.close()
+            await conn.shutdown()
         if self.client is not None:
             await self.client.shutdown()
         self.group.shutdown()

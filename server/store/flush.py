@@ -79,7 +79,8 @@ class GroupCommitService:
         if keep:
             self._wake.set()
 
-    async def stop(self) -> None:
+    async def shutdown(self) -> None:
+        """Stop the flusher task; waiters still pending learn that their flush did not happen."""
         if self._task is not None:
             self._task.cancel()
             with contextlib.suppress(asyncio.CancelledError):

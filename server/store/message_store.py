@@ -153,7 +153,7 @@ class MessageStore:
         self._tasks = []
         if self._group_commit is not None:
             await self._group_commit.flush_once()
-            await self._group_commit.stop()
+            await self._group_commit.shutdown()
         if self.flusher is not None:
             await asyncio.to_thread(self.flusher.flush_all)
         if not self.cleaner.disk_full and self.dispatcher.reput_offset >= self.commitlog.max_offset:
