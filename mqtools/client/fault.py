@@ -3,8 +3,8 @@
 Sans-IO: time comes from an injected clock (seconds, like time.monotonic) and randomness from an
 injected Random, so every table below can be tested without sleeping.
 
-The seed's selectOneMessageQueue returns a queue of the broker that just failed when that broker is
-still marked available ("null == lastBrokerName || name.equals(lastBrokerName)"). As the seed says, that
+RocketMQ's MQFaultStrategy.selectOneMessageQueue returns a queue of the broker that just failed when
+that broker is still marked available ("null == lastBrokerName || name.equals(lastBrokerName)"). That
 is backwards: here the first pass takes an available broker *other than* the last one that failed.
 """
 
@@ -21,7 +21,8 @@ from mqtools.client.types import MessageQueue
 LATENCY_MAX_MS: tuple[int, ...] = (50, 100, 550, 1000, 2000, 3000, 15000)
 NOT_AVAILABLE_MS: tuple[int, ...] = (0, 0, 30000, 60000, 120000, 180000, 600000)
 ISOLATION_LATENCY_MS = 30000
-"""A failed send counts as this latency (the seed's code), which the tables turn into 600 s of isolation."""
+"""A failed send counts as this latency (MQFaultStrategy.updateFaultItem with isolation), which the
+tables turn into 600 s of isolation."""
 
 
 class QueueRotation:

@@ -1,6 +1,6 @@
 """The stored message layout (commitlog entries) and the SEND_BATCH_MESSAGE body encoding.
 
-Stored entry, big-endian (see ref/store.md §3): TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG,
+Stored entry, big-endian (RocketMQ's CommitLog layout): TOTALSIZE, MAGICCODE, BODYCRC, QUEUEID, FLAG,
 QUEUEOFFSET, PHYSICALOFFSET, SYSFLAG, BORNTIMESTAMP, BORNHOST (8|20), STORETIMESTAMP,
 STOREHOST (8|20), RECONSUMETIMES, PREPARED TRANSACTION OFFSET, BODY (len+bytes), TOPIC
 (1-byte len for v1 magic, 2-byte for v2), PROPERTIES (2-byte len + bytes).

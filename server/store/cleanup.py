@@ -1,4 +1,5 @@
-"""Retention: which commitlog files to delete, and the disk-full flag (ref/store.md §10).
+"""Retention: which commitlog files to delete, and the disk-full flag (RocketMQ's
+CleanCommitLogService).
 
 Decisions take ``now`` (seconds) and a disk-usage function explicitly so tests drive them with a
 fake clock and a fake disk. Files are deleted oldest first, never the last one, and the walk stops

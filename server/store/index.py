@@ -1,6 +1,6 @@
 """Index files: hash slots + linked entries mapping ``topic#key`` to commitlog offsets.
 
-Layout (ref/store.md §6): a 40-byte header (begin/end store timestamp, begin/end physical
+Layout (RocketMQ's IndexFile and IndexHeader): a 40-byte header (begin/end store timestamp, begin/end physical
 offset, used slot count, entry count starting at 1), ``max_hash_slot_num`` 4-byte slots holding
 the newest entry number per slot, then ``max_index_num`` 20-byte entries (key hash, physical
 offset, seconds since the file's begin timestamp, previous entry number in the slot). Only

@@ -1,4 +1,5 @@
-"""Start-up recovery of the commitlog, consume queues and index (ref/store.md §8).
+"""Start-up recovery of the commitlog, consume queues and index (RocketMQ's
+CommitLog.recoverNormally / recoverAbnormally).
 
 Runs in a worker thread before the store serves anything. Normal recovery (clean shutdown)
 scans the last three commitlog files with CRC checks to find the end. Abnormal recovery (the
