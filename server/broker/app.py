@@ -72,7 +72,8 @@ class BrokerController:
         self.client = RemotingClient(config.namesrv_list())
         levels = DelayLevelTable(config.message_delay_level)
         self.topics = TopicConfigManager(config_dir, config, clock, max_delay_level=levels.max_level)
-        self.offsets = ConsumerOffsetManager(config_dir, clock)
+        self.offsets = ConsumerOffsetManager(config_dir, clock,
+                                             flush_interval=config.flush_consumer_offset_interval / 1000)
         self.groups = SubscriptionGroupManager(config_dir, clock, auto_create=config.auto_create_subscription_group)
         self.consumers = ConsumerManager(clock)
         self.producers = ProducerManager(clock)

@@ -23,6 +23,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mqtools.server.broker.consumer_offsets import FLUSH_INTERVAL_S
 from mqtools.server.ha.service import HAConfig
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS
@@ -78,8 +79,8 @@ class BrokerConfig:
     max_transfer_count_on_message_in_memory: int = 32
     slave_read_enable: bool = False
     notify_consumer_ids_changed_enable: bool = True
-    # offsets
-    flush_consumer_offset_interval: int = 5_000
+    # offsets: ms between consumerOffset.json writes, the most a killed broker loses
+    flush_consumer_offset_interval: int = int(FLUSH_INTERVAL_S * 1000)
     #: Keys we do not know ourselves: store keys and anything else, kept verbatim.
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -160,6 +161,8 @@ class BrokerConfig:
             raise ConfigError("brokerName is blank")
         if self.default_topic_queue_nums <= 0:
             raise ConfigError("defaultTopicQueueNums must be > 0")
+        if self.flush_consumer_offset_interval <= 0:  # RocketMQ's scheduler refuses it too
+            raise ConfigError("flushConsumerOffsetInterval must be > 0")
         if not self.broker_ip2:
             self.broker_ip2 = self.broker_ip1
         self.ha_config(self.store_config())  # the store and HA keys parse too, or this start fails here

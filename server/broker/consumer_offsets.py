@@ -1,9 +1,9 @@
 """Committed consumer offsets: consumerOffset.json, keyed "topic@group" -> {queueId: offset}.
 
 The stored value is the next offset to consume, as in RocketMQ. Offsets change in memory on
-every UPDATE_CONSUMER_OFFSET and reach the disk on a timer (flushConsumerOffsetInterval, 5 s)
-and at shutdown, so a commit storm never turns into a write storm: a broker that is killed loses
-at most the commits of the last interval. Loading and writing follow the store's ConfigManager.
+every UPDATE_CONSUMER_OFFSET and reach the disk on a timer (the broker's flushConsumerOffsetInterval,
+5 s by default) and at shutdown, so a commit storm never turns into a write storm: a broker that is
+killed loses at most the commits of the last interval. Loading and writing follow the store's ConfigManager.
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 
 TOPIC_GROUP_SEPARATOR = "@"
 FILE_NAME = "consumerOffset.json"
-#: Seconds between persists (RocketMQ's flushConsumerOffsetInterval default): the most a kill loses.
+#: Default seconds between persists (RocketMQ's flushConsumerOffsetInterval, 5000 ms): the most a kill loses.
 FLUSH_INTERVAL_S = 5.0
 
 

@@ -5,11 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from mqtools.server.broker.app import BrokerController
 from mqtools.server.broker.config import (
     BrokerConfig,
     ConfigError,
     load_config,
 )
+from mqtools.server.broker.consumer_offsets import FLUSH_INTERVAL_S
 
 from mqtools.common.javaprops import parse_properties
 
@@ -78,3 +80,12 @@ def test_unknown_keys_kept_for_the_store_and_round_trip() -> None:
     again.apply(cfg.to_properties())
     assert again.to_properties() == cfg.to_properties()
     assert "brokerIP1" in cfg.to_properties()
+
+
+def test_flush_consumer_offset_interval_reaches_the_offset_manager(tmp_path: Path) -> None:
+    store = {"storePathRootDir": str(tmp_path)}
+    assert BrokerController(load_config(None, store, env={})).offsets.flush_interval == FLUSH_INTERVAL_S
+    config = load_config(None, {**store, "flushConsumerOffsetInterval": "1500"}, env={})
+    assert BrokerController(config).offsets.flush_interval == 1.5
+    with pytest.raises(ConfigError, match="flushConsumerOffsetInterval"):
+        load_config(None, {"flushConsumerOffsetInterval": "0"}, env={})
