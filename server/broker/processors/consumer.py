@@ -52,11 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-PROPERTY_RETRY_TOPIC = P.RETRY_TOPIC
-PROPERTY_ORIGIN_MESSAGE_ID = P.ORIGIN_MESSAGE_ID
-PROPERTY_DELAY = P.DELAY
-PROPERTY_WAIT = P.WAIT
-PROPERTY_TAGS = P.TAGS
 DLQ_NUMS_PER_GROUP = 1
 #: RocketMQ 4.9.2+ creates DLQ topics readable too, so tools can fetch dead messages.
 DLQ_PERM = PERM_WRITE | PERM_READ
@@ -164,13 +159,13 @@ class ConsumerProcessor:
     def _retry_message(self, msg: MessageExt, topic: str, queue_id: int, delay_level: int) -> MessageExtBrokerInner:
         """The copy that goes to the retry (or dead-letter) topic, keeping the message's identity."""
         props = dict(msg.properties)
-        props.setdefault(PROPERTY_RETRY_TOPIC, msg.topic)
-        props[PROPERTY_WAIT] = "false"
-        if not props.get(PROPERTY_ORIGIN_MESSAGE_ID):
-            props[PROPERTY_ORIGIN_MESSAGE_ID] = msg.msg_id
-        props.pop(PROPERTY_DELAY, None)
+        props.setdefault(P.RETRY_TOPIC, msg.topic)
+        props[P.WAIT] = "false"
+        if not props.get(P.ORIGIN_MESSAGE_ID):
+            props[P.ORIGIN_MESSAGE_ID] = msg.msg_id
+        props.pop(P.DELAY, None)
         if delay_level > 0:
-            props[PROPERTY_DELAY] = str(delay_level)
+            props[P.DELAY] = str(delay_level)
         return MessageExtBrokerInner(
             topic=topic,
             body=msg.body,
@@ -182,7 +177,7 @@ class ConsumerProcessor:
             born_host=msg.born_host,
             store_host=msg.store_host,
             reconsume_times=msg.reconsume_times + 1,
-            tags_code=tags_code(props.get(PROPERTY_TAGS)),
+            tags_code=tags_code(props.get(P.TAGS)),
             properties_string=P.properties_to_string(props),
         )
 

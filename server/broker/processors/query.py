@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from mqtools.server.broker.context import BrokerContext
 
+from mqtools.common import properties as P
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import (
@@ -31,14 +32,12 @@ if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
     from mqtools.remoting.transport import RemotingConnection
 
-PROPERTY_KEYS = "KEYS"
-PROPERTY_UNIQ_KEY = "UNIQ_KEY"
 DEFAULT_QUERY_MAX_NUM = 32
 
 
 def message_keys(properties: dict[str, str]) -> set[str]:
-    keys = set((properties.get(PROPERTY_KEYS) or "").split())
-    uniq = properties.get(PROPERTY_UNIQ_KEY)
+    keys = set((properties.get(P.KEYS) or "").split())
+    uniq = properties.get(P.UNIQ_KEY)
     if uniq:
         keys.add(uniq)
     return keys

@@ -17,11 +17,11 @@ from typing import TYPE_CHECKING, Any
 
 from mqtools.server.broker.context import BrokerContext
 
+from mqtools.common import properties as P
 from mqtools.common import topics as T
 from mqtools.common.hashing import tags_code
 from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
-from mqtools.common.properties import properties_to_string, string_to_properties
 from mqtools.common.validation import ValidationError, check_topic
 from mqtools.remoting.bodies import TopicConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -32,10 +32,6 @@ if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
     from mqtools.remoting.transport import RemotingConnection
 
-PROPERTY_TAGS = "TAGS"
-PROPERTY_CLUSTER = "CLUSTER"
-PROPERTY_DELAY = "DELAY"
-PROPERTY_TRANSACTION_PREPARED = "TRAN_MSG"
 DLQ_NUMS_PER_GROUP = 1
 #: Topics RocketMQ's TopicValidator.isNotAllowedSendTopic refuses from producers.
 NOT_ALLOWED_SEND_TOPICS = frozenset({T.SCHEDULE_TOPIC, T.RMQ_SYS_TRANS_HALF_TOPIC, "RMQ_SYS_TRANS_OP_HALF_TOPIC",
@@ -176,20 +172,20 @@ class SendProcessor:
     def _props_string(self, raw: str | None, props: dict[str, str]) -> str:
         """The client's property string plus CLUSTER, without re-rendering the whole map."""
         cluster = self.c.config.broker_cluster_name
-        if PROPERTY_CLUSTER in props:
-            props[PROPERTY_CLUSTER] = cluster
-            return properties_to_string(props)
-        props[PROPERTY_CLUSTER] = cluster
+        if P.CLUSTER in props:
+            props[P.CLUSTER] = cluster
+            return P.properties_to_string(props)
+        props[P.CLUSTER] = cluster
         raw = raw or ""
-        if raw and not raw.endswith("\x02"):
-            raw += "\x02"
-        return f"{raw}{PROPERTY_CLUSTER}\x01{cluster}\x02"
+        if raw and not raw.endswith(P.PROPERTY_SEPARATOR):
+            raw += P.PROPERTY_SEPARATOR
+        return f"{raw}{P.CLUSTER}{P.NAME_VALUE_SEPARATOR}{cluster}{P.PROPERTY_SEPARATOR}"
 
     def _fields(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
                 ) -> dict[str, Any]:
         """What a message and a batch are built from alike: the header's fields, the properties with
         CLUSTER, the queue (a random writable one when the producer left it to us) and both hosts."""
-        props = string_to_properties(h.properties)
+        props = P.string_to_properties(h.properties)
         return {
             "topic": h.topic,
             "body": body,
@@ -207,7 +203,7 @@ class SendProcessor:
     def _inner(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
                ) -> MessageExtBrokerInner:
         fields = self._fields(conn, h, body, tc)
-        return MessageExtBrokerInner(**fields, tags_code=tags_code(fields["properties"].get(PROPERTY_TAGS)))
+        return MessageExtBrokerInner(**fields, tags_code=tags_code(fields["properties"].get(P.TAGS)))
 
     def _batch(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
                ) -> MessageExtBatch:
@@ -225,11 +221,11 @@ class SendProcessor:
         err = self._retry_or_dlq(req, h, msg)
         if err is not None:
             return err
-        if msg.properties.get(PROPERTY_TRANSACTION_PREPARED) == "true":
+        if msg.properties.get(P.TRAN_MSG) == "true":
             return req.response(ResponseCode.NO_PERMISSION,
                                 f"the broker[{self.c.config.broker_ip1}] sending transaction message is forbidden")
         queue_id = msg.queue_id
-        if PROPERTY_DELAY in msg.properties:
+        if P.DELAY in msg.properties:
             self.c.schedule.redirect(msg)
         return self._finish(req, h.topic, self.c.store.put_message(msg), queue_id)
 
