@@ -14,6 +14,7 @@ Final API (what the broker and HA code call)::
     store.get_earliest_message_time(topic, queue_id) -> int         # -1 when unknown
     store.get_message_store_timestamp(topic, queue_id, cq_offset) -> int  # -1 when unknown
     store.get_commit_log_offset_in_queue(topic, queue_id, cq_offset) -> int  # 0 when unknown
+    store.check_in_disk_by_consume_offset(topic, queue_id, cq_offset) -> bool  # False when unknown
     store.look_message_by_offset(phy_offset, size=None) -> MessageExt | None
     store.select_one_message_by_offset(phy_offset, size=None) -> bytes | None
     store.query_message(topic, key, max_num, begin_ts, end_ts) -> list[MessageExt]  # hash hits only
@@ -366,6 +367,9 @@ class MessageStore:
         cq = self.dispatcher.cq(topic, queue_id)
         unit = cq.unit(cq_offset) if cq is not None else None
         return unit[0] if unit is not None else 0
+
+    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, cq_offset: int) -> bool:
+        return self.reader.check_in_disk_by_consume_offset(topic, queue_id, cq_offset)
 
     def get_message_store_timestamp(self, topic: str, queue_id: int, cq_offset: int) -> int:
         return self.reader.message_store_timestamp(topic, queue_id, cq_offset)

@@ -20,9 +20,10 @@ from mqtools.server.store.results import GetMessageResult, GetMessageStatus
 
 
 def _total_memory() -> int:
+    """Physical RAM (RocketMQ's TOTAL_PHYSICAL_MEMORY_SIZE); 8 GiB where the OS does not say."""
     try:
         return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError):
+    except (ValueError, OSError, AttributeError):
         return 8 << 30
 
 
@@ -53,6 +54,13 @@ class QueueReader:
         if cq is None or cq.max_offset <= cq.min_offset:
             return -1
         return self.message_store_timestamp(topic, queue_id, cq.min_offset)
+
+    def check_in_disk_by_consume_offset(self, topic: str, queue_id: int, cq_offset: int) -> bool:
+        """RocketMQ's checkInDiskByConsumeOffset: the message at ``cq_offset`` is further behind the
+        commitlog end than accessMessageInMemoryMaxRatio of RAM (False when there is none)."""
+        cq = self.dispatcher.cq(topic, queue_id)
+        unit = cq.unit(cq_offset) if cq is not None else None
+        return unit is not None and self.commitlog.max_offset - unit[0] > self._in_disk_bytes
 
     def offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp_ms: int) -> int:
         """First queue offset whose store time is >= ``timestamp_ms`` (max offset if none)."""

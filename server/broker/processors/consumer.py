@@ -9,7 +9,6 @@ GET_ALL_CONSUMER_OFFSET, GET_CONSUME_STATS, GET_BROKER_CONSUME_STATS, INVOKE_BRO
 from __future__ import annotations
 
 import logging
-import os
 import random
 from typing import TYPE_CHECKING
 
@@ -55,15 +54,6 @@ log = logging.getLogger(__name__)
 DLQ_NUMS_PER_GROUP = 1
 #: RocketMQ 4.9.2+ creates DLQ topics readable too, so tools can fetch dead messages.
 DLQ_PERM = PERM_WRITE | PERM_READ
-#: accessMessageInMemoryMaxRatio: a message within this share of RAM from the commitlog end is "in memory".
-IN_MEMORY_RATIO = 0.40
-
-
-def _total_memory() -> int:
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return 8 << 30
 
 
 def _validation(req: RemotingCommand, exc: ValidationError) -> RemotingCommand:
@@ -74,7 +64,6 @@ class ConsumerProcessor:
     def __init__(self, controller: BrokerContext, rng: random.Random | None = None) -> None:
         self.c = controller
         self.rng = rng or random.Random()
-        self.total_memory = _total_memory()
 
     # ------------------------------------------------------------------ offsets
 
@@ -91,13 +80,10 @@ class ConsumerProcessor:
                             "Not found, V3_0_6_SNAPSHOT maybe this group consumer boot first")
 
     def _starts_in_memory(self, topic: str, queue_id: int) -> bool:
+        """The queue still starts at offset 0 and that message is not yet "in disk" (RocketMQ's rule)."""
         store = self.c.store
-        if store.get_min_offset_in_queue(topic, queue_id) > 0:
-            return False
-        if store.get_max_offset_in_queue(topic, queue_id) <= 0:
-            return True
-        phy = store.get_commit_log_offset_in_queue(topic, queue_id, 0)
-        return store.max_phy_offset - phy <= self.total_memory * IN_MEMORY_RATIO
+        return (store.get_min_offset_in_queue(topic, queue_id) <= 0
+                and not store.check_in_disk_by_consume_offset(topic, queue_id, 0))
 
     def update_consumer_offset(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         h = UpdateConsumerOffsetRequestHeader.from_ext(req.ext_fields)

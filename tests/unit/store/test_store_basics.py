@@ -268,3 +268,15 @@ async def test_transaction_types_and_consume_queue_dispatch(tmp_path):
     assert len(s.query_message("T", "prepared", 8, 0, 2**62)) == 1
     assert s.query_message("T", "rollback", 8, 0, 2**62) == []
     await s.shutdown()
+
+
+async def test_in_disk_check_follows_access_message_in_memory_max_ratio(tmp_path):
+    for ratio, first_in_disk in ((40, False), (0, True)):
+        s = MessageStore(tiny_config(tmp_path / str(ratio), access_message_in_memory_max_ratio=ratio))
+        await s.start()
+        for _ in range(2):
+            await s.put_message(inner())
+        assert s.check_in_disk_by_consume_offset("T", 0, 0) is first_in_disk
+        assert s.check_in_disk_by_consume_offset("T", 0, 2) is False  # no such message
+        assert s.check_in_disk_by_consume_offset("Other", 0, 0) is False
+        await s.shutdown()
