@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mqtools.common import properties as P
+from mqtools.common.hashing import tags_code
 
 Host = tuple[str, int]
 NO_HOST: Host = ("0.0.0.0", 0)
@@ -86,6 +87,31 @@ class MessageExtBrokerInner:
         if self.properties_string is None:
             self.properties_string = P.properties_to_string(self.properties)
         return self.properties_string
+
+
+def reput_copy(msg: MessageExt, topic: str, queue_id: int, properties: dict[str, str], *,
+               reconsume_times: int, delay_level: int = 0) -> MessageExtBrokerInner:
+    """``msg`` put again by the broker itself (a retry or dead letter, a due delayed message), so it
+    keeps its body, flags, born time and hosts. ``properties`` (the caller's edited copy) get DELAY
+    ``delay_level`` (none at 0) and WAIT false: no producer waits for this put."""
+    properties[P.WAIT] = "false"
+    properties.pop(P.DELAY, None)
+    if delay_level > 0:
+        properties[P.DELAY] = str(delay_level)
+    return MessageExtBrokerInner(
+        topic=topic,
+        body=msg.body,
+        flag=msg.flag,
+        properties=properties,
+        queue_id=queue_id,
+        sys_flag=msg.sys_flag,
+        born_timestamp=msg.born_timestamp,
+        born_host=msg.born_host,
+        store_host=msg.store_host,
+        reconsume_times=reconsume_times,
+        tags_code=tags_code(properties.get(P.TAGS)),
+        properties_string=P.properties_to_string(properties),
+    )
 
 
 @dataclass(slots=True)

@@ -31,8 +31,7 @@ from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS, DelayLevelTa
 
 from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
-from mqtools.common.hashing import tags_code
-from mqtools.common.message import MessageExt, MessageExtBrokerInner
+from mqtools.common.message import MessageExt, MessageExtBrokerInner, reput_copy
 from mqtools.common.topics import SCHEDULE_TOPIC
 
 log = logging.getLogger(__name__)
@@ -187,22 +186,7 @@ class ScheduleMessageService(ConfigManager):
         if not real_topic or real_qid < 0:
             log.error("delayed message without REAL_TOPIC/REAL_QID, dropped: %s", props)
             return None
-        props.pop(P.DELAY, None)
-        props[P.WAIT] = "false"
-        return MessageExtBrokerInner(
-            topic=real_topic,
-            body=msg.body,
-            flag=msg.flag,
-            properties=props,
-            queue_id=real_qid,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            store_host=msg.store_host,
-            reconsume_times=msg.reconsume_times,
-            tags_code=tags_code(props.get(P.TAGS)),
-            properties_string=P.properties_to_string(props),
-        )
+        return reput_copy(msg, real_topic, real_qid, props, reconsume_times=msg.reconsume_times)
 
     async def deliver_due(self) -> int:
         """One pass over every level; a failing level is logged and retried on a later pass."""

@@ -16,8 +16,7 @@ from mqtools.server.broker.clients import ConsumerGroupInfo
 from mqtools.server.broker.context import BrokerContext
 
 from mqtools.common import properties as P
-from mqtools.common.hashing import tags_code
-from mqtools.common.message import MessageExt, MessageExtBrokerInner
+from mqtools.common.message import MessageExt, MessageExtBrokerInner, reput_copy
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
 from mqtools.common.topics import dlq_topic, retry_topic
 from mqtools.common.validation import ValidationError, check_group, check_topic
@@ -146,26 +145,10 @@ class ConsumerProcessor:
         """The copy that goes to the retry (or dead-letter) topic, keeping the message's identity."""
         props = dict(msg.properties)
         props.setdefault(P.RETRY_TOPIC, msg.topic)
-        props[P.WAIT] = "false"
         if not props.get(P.ORIGIN_MESSAGE_ID):
             props[P.ORIGIN_MESSAGE_ID] = msg.msg_id
-        props.pop(P.DELAY, None)
-        if delay_level > 0:
-            props[P.DELAY] = str(delay_level)
-        return MessageExtBrokerInner(
-            topic=topic,
-            body=msg.body,
-            flag=msg.flag,
-            properties=props,
-            queue_id=queue_id,
-            sys_flag=msg.sys_flag,
-            born_timestamp=msg.born_timestamp,
-            born_host=msg.born_host,
-            store_host=msg.store_host,
-            reconsume_times=msg.reconsume_times + 1,
-            tags_code=tags_code(props.get(P.TAGS)),
-            properties_string=P.properties_to_string(props),
-        )
+        return reput_copy(msg, topic, queue_id, props, reconsume_times=msg.reconsume_times + 1,
+                          delay_level=delay_level)
 
     # ------------------------------------------------------------------ groups
 
