@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import signal
 from collections.abc import Callable
-from typing import Protocol
+from typing import Any, Protocol
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+log = logging.getLogger(__name__)
 
 
 class StartError(RuntimeError):
@@ -24,6 +27,22 @@ class Service(Protocol):
     async def start(self) -> None: ...
 
     async def shutdown(self) -> None: ...
+
+
+async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
+    """Cancel the tasks (None: never started) and wait until each has ended, so a shutdown never
+    returns while one of its loops still runs. What a task ended with instead is logged, not
+    raised: the rest of the shutdown must still happen."""
+    started = [task for task in tasks if task is not None]
+    for task in started:
+        task.cancel()
+    for task in started:
+        try:
+            await task
+        except asyncio.CancelledError:
+            continue
+        except Exception as exc:  # noqa: BLE001 - reported here, the shutdown goes on
+            log.info("task %s had ended with %r", task.get_name(), exc)
 
 
 async def serve(service: Service, on_ready: Callable[[], None]) -> None:

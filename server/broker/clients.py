@@ -15,12 +15,13 @@ their identity matters, and close() at expiry), time comes from the clock, and t
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from mqtools.server.lifecycle import cancel_and_wait
 
 from mqtools.remoting.bodies import SubscriptionData
 from mqtools.remoting.codes import LanguageCode
@@ -214,7 +215,7 @@ class ConsumerManager:
         self._task = asyncio.create_task(_scan_loop(self.scan_not_active, interval), name="consumer-expiry")
 
     async def shutdown(self) -> None:
-        await _cancel(self._task)
+        await cancel_and_wait(self._task)
         self._task = None
 
 
@@ -262,7 +263,7 @@ class ProducerManager:
         self._task = asyncio.create_task(_scan_loop(self.scan_not_active, interval), name="producer-expiry")
 
     async def shutdown(self) -> None:
-        await _cancel(self._task)
+        await cancel_and_wait(self._task)
         self._task = None
 
 
@@ -275,11 +276,3 @@ async def _scan_loop(scan: Callable[[], list[ClientChannelInfo]], interval: floa
                 info.channel.close()
         except Exception:  # the scan must keep running
             log.exception("client expiry scan failed")
-
-
-async def _cancel(task: asyncio.Task | None) -> None:
-    if task is None:
-        return
-    task.cancel()
-    with contextlib.suppress(asyncio.CancelledError):
-        await task

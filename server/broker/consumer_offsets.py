@@ -9,12 +9,12 @@ killed loses at most the commits of the last interval. Loading and writing follo
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.config_manager import ConfigManager
 
 from mqtools.remoting.bodies import ConsumerOffsetSerializeWrapper
@@ -99,9 +99,6 @@ class ConsumerOffsetManager(ConfigManager):
         self._task = asyncio.create_task(self.persist_loop(self.flush_interval), name="consumer-offset-flush")
 
     async def shutdown(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         self.persist()

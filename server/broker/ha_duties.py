@@ -11,7 +11,6 @@ logs the "slave fall behind" line every minute on a master.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 
@@ -19,6 +18,7 @@ from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.registration import RegisterResult
 from mqtools.server.broker.slave_sync import SlaveSynchronize
 from mqtools.server.ha.service import HAService
+from mqtools.server.lifecycle import cancel_and_wait
 
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
@@ -56,10 +56,7 @@ class HADuties:
     async def shutdown(self) -> None:
         if self.slave_sync is not None:
             await self.slave_sync.shutdown()
-        if self._diff_task is not None:
-            self._diff_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._diff_task
+        await cancel_and_wait(self._diff_task)
         await self.service.shutdown()
 
     def on_register_result(self, result: RegisterResult) -> None:

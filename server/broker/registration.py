@@ -17,6 +17,8 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from mqtools.server.lifecycle import cancel_and_wait
+
 from mqtools.remoting.bodies import KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -183,11 +185,7 @@ class NamesrvRegistrar:
         for waiters in self._waiters.values():
             for future in waiters:
                 future.cancel()
-        for task in self._tasks.values():
-            task.cancel()
-        for task in self._tasks.values():
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await cancel_and_wait(*self._tasks.values())
         self._tasks.clear()
 
     async def unregister_all(self, timeout_s: float = 3.0) -> None:

@@ -10,11 +10,11 @@ master address (from the registration result) is known and is not this broker.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
 from mqtools.server.broker.context import BrokerContext
+from mqtools.server.lifecycle import cancel_and_wait
 
 from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting.bodies import (
@@ -51,10 +51,7 @@ class SlaveSynchronize:
         self._task = asyncio.create_task(self._loop(), name="slave-sync")
 
     async def shutdown(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+        await cancel_and_wait(self._task)
 
     async def _loop(self) -> None:
         await asyncio.sleep(self.first_delay)

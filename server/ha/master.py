@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from mqtools.server.ha.protocol import ProtocolError, ReportReader, TransferCursor
+from mqtools.server.lifecycle import cancel_and_wait
 
 log = logging.getLogger("mq.ha.master")
 
@@ -107,11 +108,7 @@ class HAConnection:
             waiter.set_result(None)
 
     async def shutdown(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await cancel_and_wait(*self._tasks)
         self._shutdown_socket()
 
     def _shutdown_socket(self) -> None:

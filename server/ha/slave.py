@@ -26,6 +26,7 @@ from mqtools.server.ha.protocol import (
     check_frame,
     encode_report,
 )
+from mqtools.server.lifecycle import cancel_and_wait
 
 log = logging.getLogger("mq.ha.slave")
 
@@ -71,10 +72,7 @@ class HAClient:
         self._task = asyncio.create_task(self._run(), name="ha-client")
 
     async def shutdown(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(BaseException):
-                await self._task
+        await cancel_and_wait(self._task)
 
     async def _run(self) -> None:
         while True:
@@ -107,9 +105,7 @@ class HAClient:
         try:
             await self._read_loop(reader, writer, schedule)
         finally:
-            reporter.cancel()
-            with contextlib.suppress(BaseException):
-                await reporter
+            await cancel_and_wait(reporter)
             writer.close()
 
     async def _report(self, writer: asyncio.StreamWriter, schedule: ReportSchedule) -> None:

@@ -9,14 +9,13 @@ Name servers never talk to each other; run as many as you like side by side.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import errno
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mqtools.server.lifecycle import StartError
+from mqtools.server.lifecycle import StartError, cancel_and_wait
 from mqtools.server.namesrv.config import NamesrvConfig
 from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager
 from mqtools.server.namesrv.processor import NamesrvProcessor
@@ -70,10 +69,7 @@ class NamesrvController:
         self._scan_task = asyncio.create_task(self._scan_loop())
 
     async def shutdown(self) -> None:
-        if self._scan_task is not None:
-            self._scan_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._scan_task
+        await cancel_and_wait(self._scan_task)
         await self.server.shutdown()
         async with self._write_lock:  # let a pending file write finish
             pass

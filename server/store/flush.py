@@ -10,10 +10,10 @@ waits longer than ``syncFlushTimeout`` reports FLUSH_DISK_TIMEOUT (its data stay
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Callable
 
+from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.checkpoint import StoreCheckpoint
 from mqtools.server.store.commitlog import CommitLog
 from mqtools.server.store.config import MessageStoreConfig
@@ -81,11 +81,8 @@ class GroupCommitService:
 
     async def shutdown(self) -> None:
         """Stop the flusher task; waiters still pending learn that their flush did not happen."""
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await cancel_and_wait(self._task)
+        self._task = None
         for _, fut in self._waiters:
             if not fut.done():
                 fut.set_result(False)

@@ -56,6 +56,7 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store import encoding, recovery
 from mqtools.server.store.checkpoint import StoreCheckpoint
 from mqtools.server.store.cleanup import CleanCommitLogService, disk_used_ratio
@@ -146,11 +147,7 @@ class MessageStore:
         if not self._lock.held:
             return
         self._running = False
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
         self._tasks = []
         if self._group_commit is not None:
             await self._group_commit.flush_once()

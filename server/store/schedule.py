@@ -18,7 +18,6 @@ which tests drive directly with a fake clock.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -26,6 +25,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.config_manager import ConfigManager, loads
 from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS, DelayLevelTable, delay_level_of
 
@@ -210,11 +210,7 @@ class ScheduleMessageService(ConfigManager):
         ]
 
     async def shutdown(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        for task in self._tasks:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await cancel_and_wait(*self._tasks)
         self._tasks = []
         self.persist()
 
