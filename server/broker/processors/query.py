@@ -32,8 +32,6 @@ if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
     from mqtools.remoting.transport import RemotingConnection
 
-DEFAULT_QUERY_MAX_NUM = 32
-
 
 def message_keys(properties: dict[str, str]) -> set[str]:
     keys = set((properties.get(P.KEYS) or "").split())
@@ -69,10 +67,10 @@ class QueryProcessor:
 
     async def query_message(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         h = QueryMessageRequestHeader.from_ext(req.ext_fields)
-        max_num = h.max_num
-        if req.ext_fields.get(UNIQUE_KEY_QUERY) == "true":
-            max_num = DEFAULT_QUERY_MAX_NUM
         store = self.c.store
+        max_num = h.max_num
+        if req.ext_fields.get(UNIQUE_KEY_QUERY) == "true":  # RocketMQ's QueryMessageProcessor rule
+            max_num = store.config.default_query_max_num
         # Index scans can touch many files: keep them off the event loop.
         hits = await asyncio.to_thread(store.query_message, h.topic, h.key, max_num, h.begin_timestamp,
                                        h.end_timestamp)
