@@ -46,3 +46,13 @@ def is_dlq_topic(topic: str) -> bool:
 
 def is_system_topic(topic: str) -> bool:
     return topic in SYSTEM_TOPICS or topic.startswith("rmq_sys_")
+
+
+#: Consumer groups RocketMQ's brokers keep for themselves (MixAll), and the prefix of its system groups.
+SYSTEM_GROUPS = frozenset({TOOLS_CONSUMER_GROUP, "FILTERSRV_CONSUMER", "SELF_TEST_C_GROUP", "CID_ONS-HTTP-PROXY",
+                           "CID_ONSAPI_PULL", "CID_ONSAPI_PERMISSION", "CID_ONSAPI_OWNER", "CID_SYS_RMQ_TRANS"})
+SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"
+
+
+def is_system_group(group: str) -> bool:
+    return group in SYSTEM_GROUPS or group.startswith(SYSTEM_GROUP_PREFIX)

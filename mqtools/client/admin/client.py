@@ -11,17 +11,20 @@ from __future__ import annotations
 
 from mqtools.client.admin.cluster import ClusterAdmin
 from mqtools.client.admin.dlq import DeadLetterAdmin
-from mqtools.client.admin.groups import LATEST, GroupAdmin
+from mqtools.client.admin.groups import GroupAdmin
 from mqtools.client.admin.messages import MessageAdmin
+from mqtools.client.admin.offsets import LATEST, OffsetAdmin
+from mqtools.client.admin.overview import OverviewAdmin
 from mqtools.client.admin.topics import TopicAdmin
 from mqtools.client.admin.tracking import TrackingAdmin
 
 __all__ = ["LATEST", "MQAdmin"]
 
 
-class MQAdmin(TrackingAdmin, DeadLetterAdmin, ClusterAdmin, TopicAdmin, GroupAdmin, MessageAdmin):
+class MQAdmin(OverviewAdmin, OffsetAdmin, TrackingAdmin, DeadLetterAdmin, ClusterAdmin, TopicAdmin, GroupAdmin,
+              MessageAdmin):
     """Async admin client; `async with MQAdmin("127.0.0.1:9876") as admin: ...`.
 
-    One class per area (cluster, name server, topics, groups, messages, dead letters, brokers, and the
-    views joining them) keeps each module readable; MQAdmin is all of them over one connection pool.
+    One class per area (cluster, name server, topics, groups, offsets, messages, dead letters, brokers,
+    and the views joining them) keeps each module readable; MQAdmin is all of them over one connection pool.
     """

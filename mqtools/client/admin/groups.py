@@ -1,28 +1,29 @@
-"""Consumer and producer groups: subscription configs, progress, connections and offset resets."""
+"""Consumer and producer groups: subscription configs, progress, connections, running info."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+from collections.abc import Mapping
+from typing import Any
 
-from mqtools.client.admin.base import AdminBase, masters_of, unreachable
+from mqtools.client.admin.base import AdminBase
+from mqtools.client.admin.groupmodels import ConsumerRunningInfo, GroupChange, GroupEntry, GroupPlacement
 from mqtools.client.admin.models import (
     ClientConnection,
     ConsumerProgress,
     GroupConnections,
-    OffsetReset,
     QueueProgress,
     producer_connections,
     queue_key,
 )
-from mqtools.client.client_api import queue_offset
-from mqtools.client.errors import MQBrokerError, MQClientError
-from mqtools.client.offset_store import RemoteOffsetStore
+from mqtools.client.errors import MQBrokerError, MQClientError, SubscriptionGroupNotExistError
 from mqtools.remoting.bodies import (
     ConsumerConnection,
     ConsumeStats,
     MessageQueue,
+    OffsetWrapper,
     ProducerConnection,
-    ResetOffsetBody,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
 )
@@ -32,21 +33,57 @@ from mqtools.remoting.headers import (
     DeleteSubscriptionGroupRequestHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
-    ResetOffsetRequestHeader,
 )
 
-LATEST = -1
-"""reset_offset_by_time's timestamp meaning 'skip to the end of every queue' (RocketMQ's wire convention)."""
+
+def _queue(mq: MessageQueue, w: OffsetWrapper) -> QueueProgress:
+    consumer = w.consumer_offset if w.consumer_offset >= 0 else None
+    # A 4.x broker's OffsetWrapper has no pullOffset (it reads as 0 here): unknown, not "nothing pulled".
+    pull = None if w.pull_offset <= 0 < w.consumer_offset else w.pull_offset
+    return QueueProgress(mq, w.broker_offset, consumer, w.last_timestamp if w.last_timestamp > 0 else None, pull)
+
 
 class GroupAdmin(AdminBase):
-    """Consumer and producer groups: subscription configs, progress, connections and offset resets."""
+    """Consumer and producer groups: subscription configs, progress, connections, running info."""
 
     async def create_subscription_group(self, config: SubscriptionGroupConfig, *, cluster: str | None = None,
-                                        broker_addr: str | None = None) -> list[str]:
+                                        broker_addr: str | None = None, exist_ok: bool = True) -> list[str]:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker or every master of a cluster.
+
+        Without `exist_ok`, a group already configured on any of them is refused before anything is written.
+        """
         addrs = await self._targets(cluster, broker_addr)
+        if not exist_ok:
+            held = [a for a, c in (await self._group_configs_at(config.group_name, addrs)).items() if c is not None]
+            if held:
+                raise MQClientError(f"group {config.group_name} already exists on {', '.join(held)}; update it instead")
         body = config.to_json()
         await self._each(addrs, lambda a: self.call(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body))
         return addrs
+
+    async def update_subscription_group(self, group: str, changes: Mapping[str, Any], *, cluster: str | None = None,
+                                        broker_addr: str | None = None) -> list[GroupChange]:
+        """Change the given SubscriptionGroupConfig fields of an existing group and keep the rest, per broker.
+
+        Targets: one broker, every master of a cluster, or (neither given) every master holding the
+        group; SubscriptionGroupNotExistError when none of them holds it.
+        """
+        if cluster is None and broker_addr is None:
+            entry = await self.subscription_group(group)
+            current: dict[str, SubscriptionGroupConfig | None] = {p.addr: p.config for p in entry.placements}
+        else:
+            current = await self._group_configs_at(group, await self._targets(cluster, broker_addr))
+        base = next((c for c in current.values() if c is not None), None)
+        if base is None:
+            raise SubscriptionGroupNotExistError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                                 f"subscription group {group} does not exist on {', '.join(current)}")
+        names = {addr: name for name, addr in (await self.master_addrs()).items()}
+        updated = sorted((GroupChange(names.get(a), a, old, dataclasses.replace(old or base, **changes))
+                          for a, old in current.items()), key=lambda c: (c.broker_name or "", c.addr))
+        bodies = {c.addr: c.new.to_json() for c in updated}
+        await self._each(list(bodies), lambda a: self.call(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                                                           body=bodies[a]))
+        return updated
 
     async def delete_subscription_group(self, group: str, *, cluster: str | None = None,
                                         broker_addr: str | None = None, clean_offset: bool = False) -> list[str]:
@@ -59,12 +96,40 @@ class GroupAdmin(AdminBase):
         resp = await self.call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         return SubscriptionGroupWrapper.from_json(resp.body or b"{}").subscription_group_table
 
+    async def _group_configs_at(self, group: str, addrs: list[str]) -> dict[str, SubscriptionGroupConfig | None]:
+        tables = await self._each(addrs, self.subscription_groups)
+        return {addr: table.get(group) for addr, table in tables.items()}
 
-    async def consumer_progress(self, group: str, topic: str | None = None) -> ConsumerProgress:
-        """GET_CONSUME_STATS on every broker of the group: offsets, lag and last consume time per queue."""
+    async def group_list(self) -> list[GroupEntry]:
+        """Every group configured on any master, with the masters that hold it, sorted by name."""
+        masters = await self.master_addrs()
+        tables = await self._each(list(masters.values()), self.subscription_groups)
+        found: dict[str, list[GroupPlacement]] = {}
+        for name, addr in masters.items():
+            for group, config in tables[addr].items():
+                found.setdefault(group, []).append(GroupPlacement(name, addr, config))
+        return [GroupEntry(g, found[g]) for g in sorted(found)]
+
+    async def subscription_group(self, group: str) -> GroupEntry:
+        """Where a group is configured; SubscriptionGroupNotExistError when no master knows it."""
+        entry = next((e for e in await self.group_list() if e.group == group), None)
+        if entry is None:
+            raise SubscriptionGroupNotExistError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                                 f"subscription group {group} does not exist on any master")
+        return entry
+
+    async def consumer_progress(self, group: str, topic: str | None = None, *,
+                                cluster: str | None = None) -> ConsumerProgress:
+        """GET_CONSUME_STATS on every broker of the group (or of `cluster`): offsets, lag and last
+        consume time per queue. SubscriptionGroupNotExistError for a group no master knows."""
+        brokers = await (self.master_addrs(cluster) if cluster is not None else self._group_brokers(group, topic))
+        _, progress = await asyncio.gather(self.subscription_group(group),
+                                           self._consume_stats(group, topic, list(brokers.values())))
+        return progress
+
+    async def _consume_stats(self, group: str, topic: str | None, addrs: list[str]) -> ConsumerProgress:
         ext = GetConsumeStatsRequestHeader(group, topic).to_ext()
-        brokers = await self._group_brokers(group, topic)
-        answers = await self._each(list(brokers.values()), lambda a: self.call(
+        answers = await self._each(addrs, lambda a: self.call(
             a, RequestCode.GET_CONSUME_STATS, ext, ok=(ResponseCode.SUCCESS, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                                                       ResponseCode.TOPIC_NOT_EXIST)))
         progress = ConsumerProgress(group)
@@ -73,18 +138,17 @@ class GroupAdmin(AdminBase):
                 continue
             stats = ConsumeStats.from_json(resp.body)
             progress.consume_tps = (progress.consume_tps or 0.0) + stats.consume_tps
-            progress.queues.extend(
-                QueueProgress(mq, w.broker_offset, w.consumer_offset if w.consumer_offset >= 0 else None,
-                              w.last_timestamp if w.last_timestamp > 0 else None)
-                for mq, w in stats.offset_table.items())
+            progress.queues.extend(_queue(mq, w) for mq, w in stats.offset_table.items())
         progress.queues.sort(key=lambda q: queue_key(q.queue))
         return progress
 
-    async def consumer_connections(self, group: str) -> GroupConnections:
-        """Who is online in a group, with its subscriptions; ConsumerNotOnlineError when nobody is."""
+    async def consumer_connections(self, group: str, broker_addr: str | None = None) -> GroupConnections:
+        """Who is online in a group, with its subscriptions, as the group's brokers (or `broker_addr`)
+        see it; ConsumerNotOnlineError when nobody is."""
         ext = ConsumerGroupRequestHeader(group).to_ext()
         last: MQBrokerError | None = None
-        for addr in (await self._group_brokers(group, None)).values():
+        addrs = [broker_addr] if broker_addr else list((await self._group_brokers(group, None)).values())
+        for addr in addrs:
             try:
                 resp = await self.call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
             except MQBrokerError as exc:
@@ -92,6 +156,14 @@ class GroupAdmin(AdminBase):
                 continue
             return GroupConnections.from_wire(group, ConsumerConnection.from_json(resp.body or b"{}"))
         raise last or MQClientError(f"no broker to ask about group {group}")
+
+    async def consumer_running_info(self, group: str, client_id: str, *, jstack: bool = False) -> ConsumerRunningInfo:
+        """GET_CONSUMER_RUNNING_INFO, which a broker relays to the client; NotAvailable where the broker
+        or the client does not offer it (mq's own broker and Python clients do not)."""
+        ext = {"consumerGroup": group, "clientId": client_id, "jstackEnable": str(jstack).lower()}
+        addr = next(iter((await self._group_brokers(group, None)).values()))
+        resp = await self.call(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
+        return ConsumerRunningInfo.from_json(client_id, resp.body or b"{}")
 
     async def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
         """Online producers of a group, over every master serving the topic, each client once."""
@@ -105,37 +177,3 @@ class GroupAdmin(AdminBase):
             for conn in producer_connections(ProducerConnection.from_json(resp.body)):
                 seen.setdefault(conn.client_id, conn)
         return list(seen.values())
-
-
-    async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True,
-                                   dry_run: bool = False) -> list[OffsetReset]:
-        """Move a group's offsets on a topic to the first message stored at or after `timestamp_ms`.
-
-        The dry run computes old -> new per queue without changing anything; the real run asks every
-        master (INVOKE_BROKER_TO_RESET_OFFSET), which also pushes the new offsets to online consumers.
-        Without `force` a queue only moves back. LATEST (-1) moves every queue to its end.
-        """
-        route = await self._route(topic)
-        masters = masters_of(route)
-        queues = [mq for mq in route.subscribe if mq.broker_name in masters]
-        committed = RemoteOffsetStore(self.instance, group)
-        with unreachable():
-            read = await asyncio.gather(*(committed.read(mq) for mq in queues))
-            old = [o if o is not None and o >= 0 else None for o in read]
-            before = dict(zip(map(queue_key, queues), old, strict=True))
-            if dry_run:
-                planned = await asyncio.gather(*(self._planned(mq, timestamp_ms) for mq in queues))
-                return [OffsetReset(mq, o, o if (not force and o is not None and o <= n) else n)
-                        for mq, o, n in zip(queues, old, planned, strict=True)]
-        ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force).to_ext()
-        answers = await self._each(list(masters.values()),
-                                   lambda a: self.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext))
-        rows = [OffsetReset(mq, before.get(queue_key(mq)), new)
-                for resp in answers.values()
-                for mq, new in ResetOffsetBody.from_json(resp.body or b"{}").offset_table.items()]
-        return sorted(rows, key=lambda r: queue_key(r.queue))
-
-    async def _planned(self, mq: MessageQueue, timestamp_ms: int) -> int:
-        if timestamp_ms == LATEST:
-            return await queue_offset(self.instance, mq, RequestCode.GET_MAX_OFFSET)
-        return await queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp=timestamp_ms)

@@ -288,10 +288,19 @@ class QueueProgress:
     """None when the group has not committed an offset for this queue."""
     last_timestamp_ms: int | None
     """Store time of the last consumed message; None when nothing was consumed."""
+    pull_offset: int | None = None
+    """Where the group's clients pull next (RocketMQ 5 brokers); None when the broker did not say."""
 
     @property
     def diff(self) -> int:
         return max(0, self.broker_offset - (self.consumer_offset or 0))
+
+    @property
+    def inflight(self) -> int | None:
+        """Pulled but not yet committed (mqadmin's #Inflight)."""
+        if self.pull_offset is None:
+            return None
+        return max(0, self.pull_offset - (self.consumer_offset or 0))
 
 
 @dataclass(slots=True)

@@ -6,9 +6,17 @@ there and waits. The methods are written out, so signatures, types and completio
 
 from __future__ import annotations
 
-from typing import Self
+from collections.abc import Mapping
+from typing import Any, Self
 
 from mqtools.client.admin.client import MQAdmin
+from mqtools.client.admin.groupmodels import (
+    ConsumerRunningInfo,
+    GroupChange,
+    GroupEntry,
+    GroupSummary,
+    ResetTarget,
+)
 from mqtools.client.admin.models import (
     BrokerConsumeStats,
     BrokerRuntime,
@@ -23,6 +31,7 @@ from mqtools.client.admin.models import (
     Resend,
     TopicGroupStats,
 )
+from mqtools.client.admin.topicmodels import TopicChange, TopicEntry, TopicStatus, TopicUsage
 from mqtools.client.sync import LoopThread
 from mqtools.client.types import PullResult, SendResult
 from mqtools.common.message import MessageExt
@@ -96,23 +105,32 @@ class SyncMQAdmin:
     def clean_expired_consume_queue(self, broker_addr: str) -> None:
         return self._loop.run(self._admin.clean_expired_consume_queue(broker_addr))
 
+    def clone_group_offset(self, src_group: str, dest_group: str, topic: str, *, dry_run: bool = False) -> list[OffsetReset]:
+        return self._loop.run(self._admin.clone_group_offset(src_group, dest_group, topic, dry_run=dry_run))
+
     def cluster_info(self) -> ClusterInfo:
         return self._loop.run(self._admin.cluster_info())
 
     def cluster_snapshot(self, *, runtime: bool = True) -> ClusterSnapshot:
         return self._loop.run(self._admin.cluster_snapshot(runtime=runtime))
 
-    def consumer_connections(self, group: str) -> GroupConnections:
-        return self._loop.run(self._admin.consumer_connections(group))
+    def consumer_connections(self, group: str, broker_addr: str | None = None) -> GroupConnections:
+        return self._loop.run(self._admin.consumer_connections(group, broker_addr))
 
-    def consumer_progress(self, group: str, topic: str | None = None) -> ConsumerProgress:
-        return self._loop.run(self._admin.consumer_progress(group, topic))
+    def consumer_groups(self) -> list[str]:
+        return self._loop.run(self._admin.consumer_groups())
 
-    def create_subscription_group(self, config: SubscriptionGroupConfig, *, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
-        return self._loop.run(self._admin.create_subscription_group(config, cluster=cluster, broker_addr=broker_addr))
+    def consumer_progress(self, group: str, topic: str | None = None, *, cluster: str | None = None) -> ConsumerProgress:
+        return self._loop.run(self._admin.consumer_progress(group, topic, cluster=cluster))
 
-    def create_topic(self, config: TopicConfig, *, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
-        return self._loop.run(self._admin.create_topic(config, cluster=cluster, broker_addr=broker_addr))
+    def consumer_running_info(self, group: str, client_id: str, *, jstack: bool = False) -> ConsumerRunningInfo:
+        return self._loop.run(self._admin.consumer_running_info(group, client_id, jstack=jstack))
+
+    def create_subscription_group(self, config: SubscriptionGroupConfig, *, cluster: str | None = None, broker_addr: str | None = None, exist_ok: bool = True) -> list[str]:
+        return self._loop.run(self._admin.create_subscription_group(config, cluster=cluster, broker_addr=broker_addr, exist_ok=exist_ok))
+
+    def create_topic(self, config: TopicConfig, *, cluster: str | None = None, broker_addr: str | None = None, exist_ok: bool = True) -> list[str]:
+        return self._loop.run(self._admin.create_topic(config, cluster=cluster, broker_addr=broker_addr, exist_ok=exist_ok))
 
     def dead_messages(self, group: str) -> list[MessageExt]:
         return self._loop.run(self._admin.dead_messages(group))
@@ -123,7 +141,7 @@ class SyncMQAdmin:
     def delete_subscription_group(self, group: str, *, cluster: str | None = None, broker_addr: str | None = None, clean_offset: bool = False) -> list[str]:
         return self._loop.run(self._admin.delete_subscription_group(group, cluster=cluster, broker_addr=broker_addr, clean_offset=clean_offset))
 
-    def delete_topic(self, topic: str, cluster: str) -> list[str]:
+    def delete_topic(self, topic: str, cluster: str | None = None) -> list[str]:
         return self._loop.run(self._admin.delete_topic(topic, cluster))
 
     def find_message(self, topic: str, msg_id: str) -> MessageExt | None:
@@ -131,6 +149,12 @@ class SyncMQAdmin:
 
     def get_kv(self, namespace: str, key: str) -> str | None:
         return self._loop.run(self._admin.get_kv(namespace, key))
+
+    def group_list(self) -> list[GroupEntry]:
+        return self._loop.run(self._admin.group_list())
+
+    def group_summaries(self, groups: list[str] | None = None) -> list[GroupSummary]:
+        return self._loop.run(self._admin.group_summaries(groups))
 
     def ha_status(self, broker_addr: str) -> HAStatus:
         return self._loop.run(self._admin.ha_status(broker_addr))
@@ -174,8 +198,11 @@ class SyncMQAdmin:
     def resend_dead(self, group: str, msg_ids: list[str] | None = None) -> list[Resend]:
         return self._loop.run(self._admin.resend_dead(group, msg_ids))
 
-    def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True, dry_run: bool = False) -> list[OffsetReset]:
-        return self._loop.run(self._admin.reset_offset_by_time(group, topic, timestamp_ms, force=force, dry_run=dry_run))
+    def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True, dry_run: bool = False, cluster: str | None = None) -> list[OffsetReset]:
+        return self._loop.run(self._admin.reset_offset_by_time(group, topic, timestamp_ms, force=force, dry_run=dry_run, cluster=cluster))
+
+    def reset_offsets(self, group: str, topic: str, target: ResetTarget, *, dry_run: bool = False) -> list[OffsetReset]:
+        return self._loop.run(self._admin.reset_offsets(group, topic, target, dry_run=dry_run))
 
     def route_masters(self, topic: str) -> dict[str, str]:
         return self._loop.run(self._admin.route_masters(topic))
@@ -186,8 +213,17 @@ class SyncMQAdmin:
     def stats_all(self, topic: str | None = None, *, active_only: bool = False) -> list[TopicGroupStats]:
         return self._loop.run(self._admin.stats_all(topic, active_only=active_only))
 
+    def subscription_group(self, group: str) -> GroupEntry:
+        return self._loop.run(self._admin.subscription_group(group))
+
     def subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
         return self._loop.run(self._admin.subscription_groups(broker_addr))
+
+    def topic_catalogue(self, cluster: str | None = None) -> list[TopicEntry]:
+        return self._loop.run(self._admin.topic_catalogue(cluster))
+
+    def topic_clusters(self, topic: str) -> list[str]:
+        return self._loop.run(self._admin.topic_clusters(topic))
 
     def topic_configs(self, broker_addr: str) -> dict[str, TopicConfig]:
         return self._loop.run(self._admin.topic_configs(broker_addr))
@@ -198,11 +234,20 @@ class SyncMQAdmin:
     def topic_list(self) -> list[str]:
         return self._loop.run(self._admin.topic_list())
 
+    def topic_masters(self, topic: str, cluster: str | None = None) -> dict[str, str]:
+        return self._loop.run(self._admin.topic_masters(topic, cluster))
+
     def topic_route(self, topic: str) -> TopicRouteData:
         return self._loop.run(self._admin.topic_route(topic))
 
-    def topic_stats(self, topic: str) -> dict[MessageQueue, TopicOffset]:
-        return self._loop.run(self._admin.topic_stats(topic))
+    def topic_stats(self, topic: str, cluster: str | None = None) -> dict[MessageQueue, TopicOffset]:
+        return self._loop.run(self._admin.topic_stats(topic, cluster))
+
+    def topic_status(self, topic: str, cluster: str | None = None) -> TopicStatus:
+        return self._loop.run(self._admin.topic_status(topic, cluster))
+
+    def topic_usage(self) -> list[TopicUsage]:
+        return self._loop.run(self._admin.topic_usage())
 
     def topics_by_cluster(self, cluster: str) -> list[str]:
         return self._loop.run(self._admin.topics_by_cluster(cluster))
@@ -213,9 +258,14 @@ class SyncMQAdmin:
     def update_namesrv_config(self, values: dict[str, str]) -> list[str]:
         return self._loop.run(self._admin.update_namesrv_config(values))
 
+    def update_subscription_group(self, group: str, changes: Mapping[str, Any], *, cluster: str | None = None, broker_addr: str | None = None) -> list[GroupChange]:
+        return self._loop.run(self._admin.update_subscription_group(group, changes, cluster=cluster, broker_addr=broker_addr))
+
+    def update_topic(self, topic: str, *, cluster: str | None = None, broker_addr: str | None = None, read_queue_nums: int | None = None, write_queue_nums: int | None = None, perm: int | None = None, order: bool | None = None) -> list[TopicChange]:
+        return self._loop.run(self._admin.update_topic(topic, cluster=cluster, broker_addr=broker_addr, read_queue_nums=read_queue_nums, write_queue_nums=write_queue_nums, perm=perm, order=order))
+
     def view_message(self, offset_msg_id: str) -> MessageExt:
         return self._loop.run(self._admin.view_message(offset_msg_id))
 
     def wipe_write_perm(self, broker_name: str) -> dict[str, int]:
         return self._loop.run(self._admin.wipe_write_perm(broker_name))
-

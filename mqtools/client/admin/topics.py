@@ -1,9 +1,15 @@
-"""Topics: list, route, create on a broker or every master, delete, per-queue stats."""
+"""Topics: the catalogue, routes, create and update on a broker or every master, delete, per-queue stats."""
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
+from collections import defaultdict
+
 from mqtools.client.admin.models import queue_key
 from mqtools.client.admin.namesrv import NamesrvAdmin
+from mqtools.client.admin.topicmodels import TopicChange, TopicEntry, topic_kind
+from mqtools.client.errors import MQClientError, TopicNotExistError
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, NAMESPACE_ORDER_TOPIC_CONFIG
 from mqtools.remoting.bodies import (
     GroupList,
@@ -15,7 +21,7 @@ from mqtools.remoting.bodies import (
     TopicRouteData,
     TopicStatsTable,
 )
-from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.headers import (
     CreateTopicRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
@@ -25,7 +31,7 @@ from mqtools.remoting.headers import (
 
 
 class TopicAdmin(NamesrvAdmin):
-    """Topics: list, route, create on a broker or every master, delete, per-queue stats."""
+    """Topics: the catalogue, routes, create and update on a broker or every master, delete, per-queue stats."""
 
     async def topic_list(self) -> list[str]:
         resp = await self.call(None, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
@@ -39,29 +45,112 @@ class TopicAdmin(NamesrvAdmin):
         """The name server's route; TopicNotExistError for an unknown topic."""
         return (await self._route(topic)).data
 
+    async def topic_clusters(self, topic: str) -> list[str]:
+        """Clusters with at least one broker serving the topic; TopicNotExistError for an unknown topic."""
+        info, route = await asyncio.gather(self.cluster_info(), self._route(topic))
+        names = set(route.broker_addrs)
+        return sorted(c for c, brokers in info.cluster_addr_table.items() if brokers & names)
+
+    async def topic_catalogue(self, cluster: str | None = None) -> list[TopicEntry]:
+        """Every topic (or one cluster's) with its kind and hosting clusters: one request per cluster."""
+        info = await self.cluster_info()
+        if cluster is not None and cluster not in info.cluster_addr_table:
+            raise MQClientError(f"cluster {cluster} not found (known: {', '.join(sorted(info.cluster_addr_table))})")
+        clusters = [cluster] if cluster else sorted(info.cluster_addr_table)
+        everything, *per_cluster = await asyncio.gather(self.topic_list(),
+                                                        *(self.topics_by_cluster(c) for c in clusters))
+        where: dict[str, list[str]] = defaultdict(list)
+        for name, topics in zip(clusters, per_cluster, strict=True):
+            for topic in topics:
+                where[topic].append(name)
+        reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
+        names = everything if cluster is None else sorted(where)
+        return [TopicEntry(t, topic_kind(t, reserved), where.get(t, [])) for t in names]
 
     async def create_topic(self, config: TopicConfig, *, cluster: str | None = None,
-                           broker_addr: str | None = None) -> list[str]:
-        """UPDATE_AND_CREATE_TOPIC on one broker or every master of a cluster; returns the addresses."""
+                           broker_addr: str | None = None, exist_ok: bool = True) -> list[str]:
+        """UPDATE_AND_CREATE_TOPIC on one broker or every master of a cluster; returns the addresses.
+
+        Without `exist_ok`, a topic already on any of those brokers is refused before anything is
+        written. An ordered topic records its layout in the name servers' ORDER_TOPIC_CONFIG, as
+        mqadmin does: the cluster's whole layout, or this broker's entry merged into the existing one.
+        """
         addrs = await self._targets(cluster, broker_addr)
+        if not exist_ok:
+            held = [a for a, c in (await self._configs_at(config.topic_name, addrs)).items() if c is not None]
+            if held:
+                raise MQClientError(f"topic {config.topic_name} already exists on {', '.join(held)}; "
+                                    "update it instead")
+        await self._each(addrs, lambda a: self._write_topic(a, config))
+        if config.order:
+            await self._record_order(config, cluster, broker_addr)
+        return addrs
+
+    async def update_topic(self, topic: str, *, cluster: str | None = None, broker_addr: str | None = None,
+                           read_queue_nums: int | None = None, write_queue_nums: int | None = None,
+                           perm: int | None = None, order: bool | None = None) -> list[TopicChange]:
+        """Change what is given of an existing topic and keep the rest, per broker.
+
+        Targets: one broker, every master of a cluster, or (neither given) every master serving the
+        topic. A target without the topic gets it, copied from one that has it (growing the topic to
+        more brokers); TopicNotExistError when no target has it.
+        """
+        names = {addr: name for name, addr in (await self.master_addrs()).items()}
+        if cluster is None and broker_addr is None:
+            addrs = list((await self.route_masters(topic)).values())
+        else:
+            addrs = await self._targets(cluster, broker_addr)
+        current = await self._configs_at(topic, addrs)
+        base = next((c for c in current.values() if c is not None), None)
+        if base is None:
+            raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, f"topic {topic} does not exist on {', '.join(addrs)}")
+        given = {"read_queue_nums": read_queue_nums, "write_queue_nums": write_queue_nums, "perm": perm,
+                 "order": order}
+        changes = sorted((TopicChange(names.get(addr), addr, old, dataclasses.replace(
+            old or base, **{k: v for k, v in given.items() if v is not None})) for addr, old in current.items()),
+                         key=lambda c: (c.broker_name or "", c.addr))
+        planned = {c.addr: c.new for c in changes}
+        await self._each(addrs, lambda a: self._write_topic(a, planned[a]))
+        if order:
+            await self._record_order(changes[0].new, cluster, broker_addr)
+        return changes
+
+    async def _write_topic(self, addr: str, config: TopicConfig) -> None:
+        attributes = ",".join(f"{k}={v}" for k, v in config.attributes.items()) or None
         ext = CreateTopicRequestHeader(
             topic=config.topic_name, default_topic=AUTO_CREATE_TOPIC_KEY, read_queue_nums=config.read_queue_nums,
             write_queue_nums=config.write_queue_nums, perm=config.perm, topic_filter_type=config.topic_filter_type,
-            topic_sys_flag=config.topic_sys_flag, order=config.order,
+            topic_sys_flag=config.topic_sys_flag, order=config.order, attributes=attributes,
         ).to_ext()
-        await self._each(addrs, lambda a: self.call(a, RequestCode.UPDATE_AND_CREATE_TOPIC, ext))
-        if config.order and cluster is not None:
-            masters = await self.master_addrs(cluster)
-            layout = ";".join(f"{name}:{config.write_queue_nums}" for name in masters)
-            await self.put_kv(NAMESPACE_ORDER_TOPIC_CONFIG, config.topic_name, layout)
-        return addrs
+        await self.call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
 
-    async def delete_topic(self, topic: str, cluster: str) -> list[str]:
-        """DELETE_TOPIC_IN_BROKER on every master of the cluster, then DELETE_TOPIC_IN_NAMESRV everywhere."""
-        addrs = await self._targets(cluster, None)
+    async def _record_order(self, config: TopicConfig, cluster: str | None, broker_addr: str | None) -> None:
+        masters = await self.master_addrs(cluster)
+        if broker_addr is not None:
+            entries = dict(i.split(":", 1) for i in (await self.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, config.topic_name)
+                                                     or "").split(";") if ":" in i)
+            mine = [name for name, addr in masters.items() if addr == broker_addr]
+            entries.update({name: str(config.write_queue_nums) for name in mine})
+        else:
+            entries = {name: str(config.write_queue_nums) for name in masters}
+        await self.put_kv(NAMESPACE_ORDER_TOPIC_CONFIG, config.topic_name,
+                          ";".join(f"{name}:{n}" for name, n in entries.items()))
+
+    async def _configs_at(self, topic: str, addrs: list[str]) -> dict[str, TopicConfig | None]:
+        """The topic's config on each broker, None where the broker lacks it."""
+        tables = await self._each(addrs, self.topic_configs)
+        return {addr: table.get(topic) for addr, table in tables.items()}
+
+    async def delete_topic(self, topic: str, cluster: str | None = None) -> list[str]:
+        """DELETE_TOPIC_IN_BROKER on every master of the cluster (None: of every cluster serving the
+        topic), then DELETE_TOPIC_IN_NAMESRV on every name server; returns the broker addresses."""
+        clusters = [cluster] if cluster is not None else await self.topic_clusters(topic)
+        addrs = [a for c in clusters for a in await self._targets(c, None)]
         ext = TopicRequestHeader(topic).to_ext()
         await self._each(addrs, lambda a: self.call(a, RequestCode.DELETE_TOPIC_IN_BROKER, ext))
-        await self._each_namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV, DeleteTopicFromNamesrvRequestHeader(topic).to_ext())
+        for name in clusters:
+            await self._each_namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV,
+                                     DeleteTopicFromNamesrvRequestHeader(topic, name).to_ext())
         if await self.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, topic) is not None:
             await self.delete_kv(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
         return addrs
@@ -70,18 +159,34 @@ class TopicAdmin(NamesrvAdmin):
         resp = await self.call(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
         return TopicConfigSerializeWrapper.from_json(resp.body or b"{}").topic_config_table
 
-    async def topic_stats(self, topic: str) -> dict[MessageQueue, TopicOffset]:
-        """Min/max offset and last update per queue, over every broker serving the topic, sorted."""
+    async def topic_stats(self, topic: str, cluster: str | None = None) -> dict[MessageQueue, TopicOffset]:
+        """Min/max offset and last update per queue, sorted, over every master serving the topic, or
+        over the masters `cluster` leads to (mqadmin's `topicStatus -c`: a cluster name, or an LMQ
+        parent topic whose route names the brokers)."""
         ext = TopicRequestHeader(topic).to_ext()
-        answers = await self._each(list((await self.route_masters(topic)).values()),
-                                   lambda a: self.call(a, RequestCode.GET_TOPIC_STATS_INFO, ext))
+        masters = await self.topic_masters(topic, cluster)
+        answers = await self._each(list(masters.values()), lambda a: self.call(
+            a, RequestCode.GET_TOPIC_STATS_INFO, ext, ok=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)))
         table: dict[MessageQueue, TopicOffset] = {}
         for resp in answers.values():
-            table.update(TopicStatsTable.from_json(resp.body or b"{}").offset_table)
+            if resp.code == ResponseCode.SUCCESS:
+                table.update(TopicStatsTable.from_json(resp.body or b"{}").offset_table)
+        if not table:
+            raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, f"topic {topic} is on none of those brokers")
         return dict(sorted(table.items(), key=lambda kv: queue_key(kv[0])))
+
+    async def topic_masters(self, topic: str, cluster: str | None = None) -> dict[str, str]:
+        """broker name -> master address to ask about a topic: its route's, or `cluster`'s masters, or
+        (`cluster` naming no cluster) those of the route of `cluster` as a topic (an LMQ parent topic)."""
+        if cluster is None:
+            return await self.route_masters(topic)
+        if cluster in (await self.cluster_info()).cluster_addr_table:
+            return await self.master_addrs(cluster)
+        return await self.route_masters(cluster)
 
     async def topic_consumed_by(self, topic: str) -> list[str]:
         ext = TopicRequestHeader(topic).to_ext()
         answers = await self._each(list((await self.route_masters(topic)).values()),
                                    lambda a: self.call(a, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, ext))
         return sorted({g for r in answers.values() for g in GroupList.from_json(r.body or b"{}").group_list})
+

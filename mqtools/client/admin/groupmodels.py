@@ -1,0 +1,142 @@
+"""Typed results of the group and offset operations: where a group is configured, what a change did,
+one-line summaries, reset targets and the running info a Java client reports about itself.
+
+Like `models.py`, a figure the cluster did not give is None (never 0 or -1), so views print n/a.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from mqtools.client.admin.models import queue_key
+from mqtools.common.mqversion import version_desc
+from mqtools.common.topics import is_system_group
+from mqtools.remoting import fastjson
+from mqtools.remoting.bodies import MessageQueue, SubscriptionGroupConfig
+
+
+@dataclass(frozen=True, slots=True)
+class GroupPlacement:
+    """A group's subscription config on one master."""
+
+    broker_name: str
+    addr: str
+    config: SubscriptionGroupConfig
+
+
+@dataclass(frozen=True, slots=True)
+class GroupEntry:
+    """A consumer group and the masters that hold its subscription config."""
+
+    group: str
+    placements: list[GroupPlacement]
+
+    @property
+    def system(self) -> bool:
+        return is_system_group(self.group)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupChange:
+    """A subscription config written to one broker: before (None: created there) and after."""
+
+    broker_name: str | None
+    addr: str
+    old: SubscriptionGroupConfig | None
+    new: SubscriptionGroupConfig
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSummary:
+    """One line per group: who is online, how far behind, how fast (mqadmin's consumerProgress without -g)."""
+
+    group: str
+    online: int | None
+    """Online clients; None when the group's brokers could not be asked."""
+    min_version: int | None
+    """Lowest client version (MQVersion ordinal) among the online clients; None when nobody is online."""
+    consume_type: str | None
+    message_model: str | None
+    consume_tps: float | None
+    """None when the group's consume stats could not be read."""
+    diff_total: int | None
+
+    @property
+    def version_desc(self) -> str | None:
+        return None if self.min_version is None else version_desc(self.min_version)
+
+    @property
+    def pull_or_push(self) -> str | None:
+        if not self.online or self.consume_type is None:
+            return None
+        return "PULL" if self.consume_type == "CONSUME_ACTIVELY" else "PUSH"
+
+
+@dataclass(frozen=True, slots=True)
+class ResetTarget:
+    """Where `reset_offsets` moves a group: a time, an offset, a shift, the start or the end of each
+    queue; `broker_name` with `queue_id` narrows it to one queue."""
+
+    kind: str
+    value: int | None = None
+    broker_name: str | None = None
+    queue_id: int | None = None
+
+    KINDS = ("time", "offset", "shift", "earliest", "latest")
+
+    def __post_init__(self) -> None:
+        if self.kind not in self.KINDS:
+            raise ValueError(f"reset target kind must be one of {', '.join(self.KINDS)}")
+        if (self.value is None) != (self.kind in ("earliest", "latest")):
+            raise ValueError(f"a {self.kind} reset {'takes no' if self.value is not None else 'needs a'} value")
+        if (self.broker_name is None) != (self.queue_id is None):
+            raise ValueError("give the broker name and the queue id together")
+
+    @property
+    def single_queue(self) -> bool:
+        return self.queue_id is not None
+
+    def describe(self) -> str:
+        what = self.kind if self.value is None else f"{self.kind} {self.value}"
+        return what + (f" on {self.broker_name}:{self.queue_id}" if self.single_queue else "")
+
+
+@dataclass(frozen=True, slots=True)
+class ConsumerRunningInfo:
+    """What a client reports about itself (GET_CONSUMER_RUNNING_INFO, relayed by a broker)."""
+
+    client_id: str
+    properties: dict[str, str]
+    subscriptions: dict[str, str]
+    """topic -> subscription expression."""
+    queues: list[MessageQueue]
+    """The queues this client holds after rebalance."""
+    raw: str
+    """The client's answer as JSON, for a file an operator reads."""
+
+    @classmethod
+    def from_json(cls, client_id: str, body: bytes) -> ConsumerRunningInfo:
+        data: dict[str, Any] = fastjson.loads(body)
+        subs = {str(s.get("topic")): str(s.get("subString", "*")) for s in data.get("subscriptionSet") or []
+                if isinstance(s, dict)}
+        held = sorted(((MessageQueue(str(k["topic"]), str(k["brokerName"]), int(k["queueId"])), v)
+                       for k, v in (data.get("mqTable") or {}).items() if isinstance(k, dict)),
+                      key=lambda kv: queue_key(kv[0]))
+        queues = [mq for mq, _ in held]
+        props = {str(k): str(v) for k, v in (data.get("properties") or {}).items()}
+        readable = {**data, "mqTable": {f"{mq.topic}@{mq.broker_name}@{mq.queue_id}": v for mq, v in held}}
+        raw = json.dumps(readable, indent=2, default=str)
+        return cls(client_id, props, subs, queues, raw)
+
+
+def same_subscriptions(infos: list[ConsumerRunningInfo]) -> bool:
+    """Every client of the group subscribes to the same topics with the same expressions."""
+    return all(i.subscriptions == infos[0].subscriptions for i in infos)
+
+
+def rebalance_ok(infos: list[ConsumerRunningInfo]) -> bool:
+    """No queue is held by two clients at once."""
+    held = [mq for i in infos for mq in i.queues]
+    return len(held) == len(set(held))

@@ -1,0 +1,216 @@
+"""Offsets: move a group's committed offsets on a topic (to a time, an offset, by a shift, to either
+end of each queue), skip to the end, copy one group's offsets to another.
+
+A time or end-of-queue reset of every queue is the broker's own (INVOKE_BROKER_TO_RESET_OFFSET): it
+commits and pushes the new offsets to online consumers at once. Explicit offsets are committed with
+UPDATE_CONSUMER_OFFSET and then pushed the same way, asking the broker for a reset that moves nothing
+(not forced, to the end: RocketMQ then pushes each queue's committed offset), which works on mq's
+brokers and Apache RocketMQ's alike. Every operation can be a dry run: the plan, nothing written.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+
+from mqtools.client.admin.base import masters_of, unreachable
+from mqtools.client.admin.groupmodels import ResetTarget
+from mqtools.client.admin.groups import GroupAdmin
+from mqtools.client.admin.models import OffsetReset, queue_key
+from mqtools.client.client_api import queue_offset
+from mqtools.client.errors import ConsumerNotOnlineError, MQClientError
+from mqtools.client.offset_store import RemoteOffsetStore
+from mqtools.remoting.bodies import MessageQueue, ResetOffsetBody
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.headers import (
+    OffsetResponseHeader,
+    QueryConsumerOffsetRequestHeader,
+    ResetOffsetRequestHeader,
+)
+
+LATEST = -1
+"""reset_offset_by_time's timestamp meaning 'skip to the end of every queue' (RocketMQ's wire convention)."""
+
+
+class OffsetAdmin(GroupAdmin):
+    """Offsets: reset by time, to explicit offsets, by a shift, to either end; skip; clone."""
+
+    async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True,
+                                   dry_run: bool = False, cluster: str | None = None) -> list[OffsetReset]:
+        """Move a group's offsets on a topic to the first message stored at or after `timestamp_ms`.
+
+        The dry run computes old -> new per queue without changing anything; the real run asks every
+        master (INVOKE_BROKER_TO_RESET_OFFSET), which also pushes the new offsets to online consumers.
+        Without `force` a queue only moves back. LATEST (-1) moves every queue to its end. A broker
+        that answers CONSUMER_NOT_ONLINE (Apache RocketMQ with nobody online) gets the offsets
+        committed directly, as mqadmin's fallback does. `cluster` keeps to the masters `topic_masters`
+        finds through it. SubscriptionGroupNotExistError for a group no master knows.
+        """
+        await self.subscription_group(group)
+        route = await self._route(topic)
+        masters = masters_of(route)
+        if cluster is not None:
+            masters = {n: a for n, a in (await self.topic_masters(topic, cluster)).items() if n in masters}
+        queues = [mq for mq in route.subscribe if mq.broker_name in masters]
+        before = await self._committed(group, queues)
+        if dry_run:
+            return await self._by_time(queues, before, timestamp_ms, force)
+        ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force).to_ext()
+        answers = await self._each(list(masters.values()), lambda a: self._settled(
+            self.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)))
+        rows: list[OffsetReset] = []
+        for name, addr in masters.items():
+            answer = answers[addr]
+            if isinstance(answer, ConsumerNotOnlineError):
+                mine = [mq for mq in queues if mq.broker_name == name]
+                plan = await self._by_time(mine, before, timestamp_ms, force)
+                await self._commit(group, plan)
+                rows += plan
+            elif isinstance(answer, MQClientError):
+                raise answer
+            else:
+                table = ResetOffsetBody.from_json(answer.body or b"{}").offset_table
+                rows += [OffsetReset(mq, before.get(mq), new) for mq, new in table.items()]
+        return sorted(rows, key=lambda r: queue_key(r.queue))
+
+    async def reset_offsets(self, group: str, topic: str, target: ResetTarget, *,
+                            dry_run: bool = False) -> list[OffsetReset]:
+        """Move a group's committed offsets on a topic (or one queue of it) to `target`, clamped to
+        what each queue holds; returns old -> new per queue. A shift leaves out queues the group never
+        committed on. SubscriptionGroupNotExistError for a group no master knows."""
+        if target.kind in ("time", "latest") and not target.single_queue:
+            stamp = LATEST if target.value is None else target.value
+            return await self.reset_offset_by_time(group, topic, stamp, dry_run=dry_run)
+        await self.subscription_group(group)
+        queues = await self._queues(topic, target)
+        plan = await self._plan(queues, await self._committed(group, queues), target)
+        if not plan:
+            raise MQClientError(f"group {group} has no committed offset on topic {topic} to shift; "
+                                "give an offset, a time, --earliest or --latest instead")
+        if not dry_run:
+            await self._apply(group, topic, plan)
+        return plan
+
+    async def clone_group_offset(self, src_group: str, dest_group: str, topic: str, *,
+                                 dry_run: bool = False) -> list[OffsetReset]:
+        """Give `dest_group` the committed offsets `src_group` has on a topic (old = dest's before). A
+        destination group not yet configured gets the source's subscription config on each master that
+        has it, so the new group is known before its first consumer starts."""
+        source = await self.subscription_group(src_group)
+        queues = await self._queues(topic, None)
+        src, dest = await asyncio.gather(self._committed(src_group, queues), self._committed(dest_group, queues))
+        plan = [OffsetReset(mq, dest.get(mq), offset) for mq, offset in src.items() if offset is not None]
+        if not plan:
+            raise MQClientError(f"group {src_group} has no committed offset on topic {topic}")
+        if not dry_run:
+            held = await self._group_configs_at(dest_group, [p.addr for p in source.placements])
+            for place in source.placements:
+                if held[place.addr] is None:
+                    config = dataclasses.replace(place.config, group_name=dest_group)
+                    await self.create_subscription_group(config, broker_addr=place.addr)
+            await self._apply(dest_group, topic, plan)
+        return plan
+
+    async def _queues(self, topic: str, target: ResetTarget | None) -> list[MessageQueue]:
+        route = await self._route(topic)
+        masters = masters_of(route)
+        queues = [mq for mq in route.subscribe if mq.broker_name in masters]
+        if target is None or not target.single_queue:
+            return queues
+        picked = [mq for mq in queues if (mq.broker_name, mq.queue_id) == (target.broker_name, target.queue_id)]
+        if not picked:
+            have = ", ".join(f"{mq.broker_name}:{mq.queue_id}" for mq in queues)
+            raise MQClientError(f"{target.broker_name}:{target.queue_id} is not a queue of topic {topic} "
+                                f"(queues: {have})")
+        return picked
+
+    async def _committed(self, group: str, queues: list[MessageQueue]) -> dict[MessageQueue, int | None]:
+        """Each queue's committed offset; None where the group never committed (the broker is asked
+        not to answer 0 for that, as it does for consumers starting up)."""
+
+        async def read(mq: MessageQueue) -> int | None:
+            ext = QueryConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id, set_zero_if_not_found=False).to_ext()
+            resp = await self.call(self._master(mq), RequestCode.QUERY_CONSUMER_OFFSET, ext,
+                                   ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+            offset = OffsetResponseHeader.from_ext(resp.ext_fields).offset if resp.code == ResponseCode.SUCCESS else -1
+            return offset if offset >= 0 else None
+
+        return dict(zip(queues, await asyncio.gather(*(read(mq) for mq in queues)), strict=True))
+
+    def _master(self, mq: MessageQueue) -> str:
+        addr = self.instance.broker_addr(mq.broker_name)
+        if addr is None:
+            raise MQClientError(f"broker {mq.broker_name} has no master")
+        return addr
+
+    async def _offset(self, mq: MessageQueue, code: RequestCode, **extra: int) -> int:
+        with unreachable():
+            return await queue_offset(self.instance, mq, code, **extra)
+
+    async def _by_time(self, queues: list[MessageQueue], before: dict[MessageQueue, int | None], timestamp_ms: int,
+                       force: bool) -> list[OffsetReset]:
+        async def planned(mq: MessageQueue) -> int:
+            if timestamp_ms == LATEST:
+                return await self._offset(mq, RequestCode.GET_MAX_OFFSET)
+            return await self._offset(mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp=timestamp_ms)
+
+        targets = await asyncio.gather(*(planned(mq) for mq in queues))
+        plan = []
+        for mq, new in zip(queues, targets, strict=True):
+            old = before[mq]
+            plan.append(OffsetReset(mq, old, old if not force and old is not None and old <= new else new))
+        return plan
+
+    async def _plan(self, queues: list[MessageQueue], before: dict[MessageQueue, int | None],
+                    target: ResetTarget) -> list[OffsetReset]:
+        if target.kind == "time" and target.value is not None:
+            return await self._by_time(queues, before, target.value, force=True)
+        bounds = await asyncio.gather(*(asyncio.gather(self._offset(mq, RequestCode.GET_MIN_OFFSET),
+                                                       self._offset(mq, RequestCode.GET_MAX_OFFSET))
+                                        for mq in queues))
+        plan = []
+        for mq, (low, high) in zip(queues, bounds, strict=True):
+            old = before[mq]
+            if target.kind == "earliest":
+                wanted = low
+            elif target.kind == "latest":
+                wanted = high
+            elif target.kind == "offset" and target.value is not None:
+                wanted = target.value
+            elif old is not None and target.value is not None:
+                wanted = old + target.value
+            else:
+                continue  # a shift of a queue the group never committed on
+            plan.append(OffsetReset(mq, old, min(max(wanted, low), high)))
+        return plan
+
+    async def _commit(self, group: str, plan: list[OffsetReset]) -> None:
+        store = RemoteOffsetStore(self.instance, group)
+        with unreachable():
+            await asyncio.gather(*(store.commit(r.queue, r.new) for r in plan))
+
+    async def _apply(self, group: str, topic: str, plan: list[OffsetReset]) -> None:
+        """Commit the plan, then have each broker push committed offsets to online consumers; an online
+        consumer committing its own offsets in between is caught (the broker answers what it pushed)
+        and the plan committed again, once."""
+        masters = masters_of(await self._route(topic))
+        wanted = {r.queue: r.new for r in plan}
+        ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=LATEST, is_force=False).to_ext()
+        for attempt in range(2):
+            await self._commit(group, plan)
+            addrs = [masters[name] for name in sorted({mq.broker_name for mq in wanted})]
+            answers = await self._each(addrs, lambda a: self._settled(
+                self.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)))
+            pushed: dict[MessageQueue, int] = {}
+            for answer in answers.values():
+                if isinstance(answer, ConsumerNotOnlineError):
+                    continue  # nobody online to push to: the commit is the reset
+                if isinstance(answer, MQClientError):
+                    raise answer
+                pushed.update(ResetOffsetBody.from_json(answer.body or b"{}").offset_table)
+            moved = [mq for mq, offset in wanted.items() if mq in pushed and pushed[mq] != offset]
+            if not moved:
+                return
+            if attempt:
+                raise MQClientError("an online consumer committed its own offsets during the reset of "
+                                    f"{', '.join(f'{mq.broker_name}:{mq.queue_id}' for mq in moved)}; run it again")

@@ -1,0 +1,85 @@
+"""Views across topics, groups and brokers: a topic's status with its put TPS, every topic with its
+consuming groups (mqadmin's topicList -c), and one line per group (consumerProgress without -g).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from functools import partial
+from typing import TypeVar
+
+from mqtools.client.admin.groupmodels import GroupSummary
+from mqtools.client.admin.models import ConsumerProgress, GroupConnections
+from mqtools.client.admin.topicmodels import QueueStats, TopicStatus, TopicUsage
+from mqtools.client.admin.tracking import TOPIC_PUT_NUMS, TrackingAdmin
+from mqtools.client.errors import ConsumerNotOnlineError, MQClientError, SubscriptionGroupNotExistError
+from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
+from mqtools.remoting.codes import ResponseCode
+
+T = TypeVar("T")
+FAN_OUT = 16
+"""Topics or groups asked about at once, so a large cluster is not flooded."""
+
+
+class OverviewAdmin(TrackingAdmin):
+    """Views across topics, groups and brokers: topic status, topic usage, group summaries."""
+
+    async def topic_status(self, topic: str, cluster: str | None = None) -> TopicStatus:
+        """Every queue's min/max offset and last update (over the brokers `topic_masters` names), with
+        the topic's put TPS over the last minute."""
+        masters = await self.topic_masters(topic, cluster)
+        table, (tps, _) = await asyncio.gather(self.topic_stats(topic, cluster),
+                                               self._summed(list(masters.values()), TOPIC_PUT_NUMS, topic))
+        queues = [QueueStats(mq, o.min_offset, o.max_offset, o.last_update_timestamp or None) for mq, o in table.items()]
+        return TopicStatus(topic, queues, tps)
+
+    async def topic_usage(self) -> list[TopicUsage]:
+        """Every topic but retry and DLQ ones, with its clusters and consuming groups (mqadmin's topicList -c)."""
+        entries = [e for e in await self.topic_catalogue() if e.kind not in ("retry", "dlq")]
+        groups = await _bounded([partial(self._settled, self.topic_consumed_by(e.topic)) for e in entries])
+        return [TopicUsage(e.topic, e.clusters, None if isinstance(g, MQClientError) else g)
+                for e, g in zip(entries, groups, strict=True)]
+
+    async def consumer_groups(self) -> list[str]:
+        """Groups that ever had a consumer online: those with a %RETRY% topic (how mqadmin finds them)."""
+        return [t.removeprefix(RETRY_GROUP_TOPIC_PREFIX) for t in await self.topic_list()
+                if t.startswith(RETRY_GROUP_TOPIC_PREFIX)]
+
+    async def group_summaries(self, groups: list[str] | None = None) -> list[GroupSummary]:
+        """One line per group (default: every group with a %RETRY% topic): online clients, lowest client
+        version, consume type and model, TPS and total lag; most clients first, then most lag.
+        SubscriptionGroupNotExistError when a group asked for is on no master."""
+        if groups is not None:
+            known = {e.group for e in await self.group_list()}
+            missing = [g for g in groups if g not in known]
+            if missing:
+                raise SubscriptionGroupNotExistError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                                     f"subscription group {', '.join(missing)} does not exist on any master")
+        names = groups if groups is not None else await self.consumer_groups()
+        found = await _bounded([partial(self._summary, g) for g in names])
+        return sorted(found, key=lambda s: (-(s.online or 0), -(s.diff_total or 0), s.group))
+
+    async def _summary(self, group: str) -> GroupSummary:
+        brokers = list((await self._group_brokers(group, None)).values())
+        conns, stats = await asyncio.gather(self._settled(self.consumer_connections(group)),
+                                            self._settled(self._consume_stats(group, None, brokers)))
+        known = stats if isinstance(stats, ConsumerProgress) else None
+        tps, diff = (known.consume_tps, known.total_diff) if known else (None, None)
+        if isinstance(conns, ConsumerNotOnlineError):
+            return GroupSummary(group, 0, None, None, None, tps, diff)
+        if not isinstance(conns, GroupConnections):
+            return GroupSummary(group, None, None, None, None, tps, diff)
+        return GroupSummary(group, len(conns.connections), min((c.version for c in conns.connections), default=None),
+                            conns.consume_type, conns.message_model, tps, diff)
+
+
+async def _bounded(jobs: list[Callable[[], Awaitable[T]]]) -> list[T]:
+    """Run the jobs FAN_OUT at a time, results in job order."""
+    gate = asyncio.Semaphore(FAN_OUT)
+
+    async def one(job: Callable[[], Awaitable[T]]) -> T:
+        async with gate:
+            return await job()
+
+    return list(await asyncio.gather(*(one(j) for j in jobs)))

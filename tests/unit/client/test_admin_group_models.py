@@ -1,0 +1,51 @@
+"""Group and offset models of the admin API: reset targets, a Java client's running info, version names."""
+
+from __future__ import annotations
+
+import pytest
+
+from mqtools.client.admin.groupmodels import (
+    ConsumerRunningInfo,
+    ResetTarget,
+    rebalance_ok,
+    same_subscriptions,
+)
+from mqtools.common.mqversion import version_desc
+from mqtools.remoting.bodies import MessageQueue
+
+# What a Java consumer answers to GET_CONSUMER_RUNNING_INFO: fastjson, with MessageQueue objects as map keys.
+RUNNING_INFO = (b'{"jstack":"","mqTable":{{"brokerName":"broker-b","queueId":1,"topic":"T"}:{"cachedMsgCount":0},'
+                b'{"brokerName":"broker-a","queueId":0,"topic":"T"}:{"cachedMsgCount":3}},'
+                b'"properties":{"consumeType":"CONSUME_PASSIVELY","PROP_CLIENT_VERSION":"V5_1_0"},'
+                b'"statusTable":{},"subscriptionSet":[{"subString":"TagA || TagB","topic":"T"},'
+                b'{"subString":"*","topic":"%RETRY%G"}]}')
+
+
+def test_running_info_of_a_java_client_parses_its_object_keyed_queue_table() -> None:
+    info = ConsumerRunningInfo.from_json("10.0.0.1@1", RUNNING_INFO)
+    assert info.queues == [MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-b", 1)]
+    assert info.subscriptions == {"T": "TagA || TagB", "%RETRY%G": "*"}
+    assert info.properties["PROP_CLIENT_VERSION"] == "V5_1_0"
+    assert '"T@broker-a@0": {\n' in info.raw and '"cachedMsgCount": 3' in info.raw
+
+
+def test_subscriptions_and_rebalance_are_compared_across_clients() -> None:
+    one = ConsumerRunningInfo.from_json("a", RUNNING_INFO)
+    other = ConsumerRunningInfo("b", {}, dict(one.subscriptions), [MessageQueue("T", "broker-b", 0)], "{}")
+    assert same_subscriptions([one, other]) and rebalance_ok([one, other])
+    twice = ConsumerRunningInfo("c", {}, {"T": "*"}, [MessageQueue("T", "broker-a", 0)], "{}")
+    assert not same_subscriptions([one, twice]) and not rebalance_ok([one, twice])
+
+
+def test_reset_targets_say_what_they_need() -> None:
+    assert ResetTarget("offset", 5, "broker-a", 2).describe() == "offset 5 on broker-a:2"
+    assert ResetTarget("latest").describe() == "latest" and not ResetTarget("shift", -3).single_queue
+    for bad in (("time",), ("earliest", 0), ("offset", 1, "broker-a"), ("rewind", 1)):
+        with pytest.raises(ValueError):
+            ResetTarget(*bad)  # type: ignore[arg-type]
+
+
+def test_client_versions_are_named_as_mqadmin_names_them() -> None:
+    assert [version_desc(v) for v in (0, 15, 16, 212, 407, 412)] == [
+        "V3_0_0_SNAPSHOT", "V3_0_0_FINAL", "V3_0_1_SNAPSHOT", "V4_0_0_SNAPSHOT", "V4_9_7", "V5_0_0_SNAPSHOT"]
+    assert version_desc(10_000) == "HIGHER_VERSION"
