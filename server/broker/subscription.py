@@ -15,23 +15,12 @@ from pathlib import Path
 
 from mqtools.server.store.config_manager import ConfigManager
 
-from mqtools.common.topics import TOOLS_CONSUMER_GROUP
+from mqtools.common.topics import SYSTEM_GROUPS
 from mqtools.remoting.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 
 log = logging.getLogger(__name__)
 
 FILE_NAME = "subscriptionGroup.json"
-
-#: Groups RocketMQ's broker creates for itself (MixAll constants).
-SYSTEM_GROUPS = (
-    TOOLS_CONSUMER_GROUP,
-    "FILTERSRV_CONSUMER",
-    "SELF_TEST_C_GROUP",
-    "CID_ONS-HTTP-PROXY",
-    "CID_ONSAPI_PULL",
-    "CID_ONSAPI_PERMISSION",
-    "CID_ONSAPI_OWNER",
-)
 
 
 class SubscriptionGroupManager(ConfigManager):
@@ -47,7 +36,7 @@ class SubscriptionGroupManager(ConfigManager):
         self.auto_create = auto_create
         self.table: dict[str, SubscriptionGroupConfig] = {}
         self.data_version = DataVersion()
-        for name in SYSTEM_GROUPS:
+        for name in sorted(SYSTEM_GROUPS):  # RocketMQ's SubscriptionGroupManager.init creates them all
             self.table[name] = SubscriptionGroupConfig(group_name=name)
 
     def _bump(self) -> None:
