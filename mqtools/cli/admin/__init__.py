@@ -13,7 +13,7 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from mqtools.cli.admin import broker, cluster, dlq, kv, msg, namesrv, schema
+from mqtools.cli.admin import broker, cluster, dlq, group, kv, msg, namesrv, offset, producer, schema, topic
 from mqtools.cli.admin.common import EXIT_CODES_HELP, usage
 
 
@@ -40,6 +40,10 @@ app.add_typer(dlq.app, name="dlq")
 app.add_typer(broker.app, name="broker")
 app.add_typer(namesrv.app, name="namesrv")
 app.add_typer(kv.app, name="kv")
+app.add_typer(topic.app, name="topic")
+app.add_typer(group.app, name="group")
+app.add_typer(offset.app, name="offset")
+app.add_typer(producer.app, name="producer")
 app.command("schema")(schema.schema)
 
 

@@ -1,0 +1,320 @@
+"""`mq admin group list|create|update|delete|progress|connections|status`: consumer groups.
+
+progress is per queue (broker offset, committed offset, lag, in flight, last consume time) with
+totals; status is one line per group. create refuses a group some target already has and update one
+that none has; delete asks first (and refuses without --yes when not on a terminal).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from mqtools.cli.admin.common import (
+    ContextOpt,
+    NamesrvOpt,
+    OutputOpt,
+    TimeoutOpt,
+    WatchOpt,
+    YesOpt,
+    check_output,
+    confirm,
+    run,
+    show,
+    usage,
+)
+from mqtools.cli.admin.msg import when
+from mqtools.cli.admin.topic import BrokerOpt, ClusterOpt, one_target
+from mqtools.cli.output import Column, View, cell, render
+from mqtools.common.mqversion import version_desc
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.groupmodels import GroupChange
+    from mqtools.client.admin.models import ClientConnection
+    from mqtools.remoting.bodies import SubscriptionGroupConfig
+
+app = typer.Typer(help="Consumer groups: list, create, update, delete, progress, connections, status.",
+                  no_args_is_help=True)
+GroupArg = Annotated[str, typer.Argument(help="Consumer group.")]
+CONFIG_FIELDS = {
+    # option value name -> (SubscriptionGroupConfig field, JSON name, column)
+    "consume": ("consume_enable", "consumeEnable", "CONSUME"),
+    "broadcast": ("consume_broadcast_enable", "consumeBroadcastEnable", "BROADCAST"),
+    "orderly": ("consume_message_orderly", "consumeMessageOrderly", "ORDERLY"),
+    "from_min": ("consume_from_min_enable", "consumeFromMinEnable", "FROM MIN"),
+    "retry_queues": ("retry_queue_nums", "retryQueueNums", "RETRY Q"),
+    "retry_max": ("retry_max_times", "retryMaxTimes", "RETRY MAX"),
+    "broker_id": ("broker_id", "brokerId", "READ FROM"),
+    "slow_broker_id": ("which_broker_when_consume_slowly", "whichBrokerWhenConsumeSlowly", "WHEN SLOW"),
+    "notify": ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable", "NOTIFY"),
+}
+ConsumeOpt = Annotated[Optional[bool], typer.Option("--consume/--no-consume", help="Consuming allowed.")]  # noqa: UP045
+BroadcastOpt = Annotated[Optional[bool], typer.Option(  # noqa: UP045
+    "--broadcast/--no-broadcast", help="Broadcast consumption allowed.")]
+OrderlyOpt = Annotated[Optional[bool], typer.Option("--orderly/--no-orderly", help="Orderly consumption.")]  # noqa: UP045
+FromMinOpt = Annotated[Optional[bool], typer.Option(  # noqa: UP045
+    "--from-min/--no-from-min", help="A new group starts at the first message kept.")]
+RetryQueuesOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
+    "--retry-queues", min=0, max=1024, help="Queues of the group's retry topic.")]
+RetryMaxOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
+    "--retry-max-times", min=-1, help="Deliveries before a message goes to the DLQ.")]
+BrokerIdOpt = Annotated[Optional[int], typer.Option("--broker-id", min=0, help="Broker id to consume from.")]  # noqa: UP045
+SlowOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
+    "--slow-broker-id", min=0, help="Broker id to consume from when consumption is slow.")]
+NotifyOpt = Annotated[Optional[bool], typer.Option(  # noqa: UP045
+    "--notify/--no-notify", help="Tell clients when the group's members change.")]
+
+
+CLIENT_COLUMNS = [Column("CLIENT ID"), Column("ADDR"), Column("LANGUAGE"), Column("VERSION")]
+
+
+def client_row(c: ClientConnection) -> list[Any]:
+    return [c.client_id, c.client_addr, c.language, version_desc(c.version)]
+
+
+def client_json(c: ClientConnection) -> dict[str, Any]:
+    """An online client (consumer or producer) as the JSON documents give it."""
+    return {"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language, "version": c.version,
+            "versionDesc": version_desc(c.version)}
+
+
+def _given(**values: Any) -> dict[str, Any]:
+    """The SubscriptionGroupConfig fields the user gave, by field name."""
+    return {CONFIG_FIELDS[k][0]: v for k, v in values.items() if v is not None}
+
+
+def _config_json(config: SubscriptionGroupConfig | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    return {json_name: getattr(config, name) for name, json_name, _ in CONFIG_FIELDS.values()}
+
+
+def change_view(group: str, operation: str, changes: list[GroupChange]) -> View:
+    """What a create or update wrote, broker by broker (old -> new where it changed)."""
+    rows = []
+    for c in changes:
+        row: list[Any] = [c.broker_name, c.addr]
+        for name, _, _ in CONFIG_FIELDS.values():
+            old, new = (None if c.old is None else getattr(c.old, name)), getattr(c.new, name)
+            row.append(new if old is None or old == new else f"{cell(old)} -> {cell(new)}")
+        rows.append(row)
+    data = {"group": group, "operation": operation, "brokers": [
+        {"brokerName": c.broker_name, "addr": c.addr, "old": _config_json(c.old), "new": _config_json(c.new)}
+        for c in changes]}
+    return View("GroupChange", [Column("BROKER"), Column("ADDR"), *(Column(f[2]) for f in CONFIG_FIELDS.values())],
+                rows, data, title=f"{operation} {group}")
+
+
+@app.command("list")
+def list_(
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Every group configured on any master, one row per group and broker; system groups flagged.
+
+    Example: mq admin group list -o csv
+    """
+
+    async def build(admin: MQAdmin) -> View:
+        entries = await admin.group_list()
+        rows = [[e.group, e.system, p.broker_name, *(getattr(p.config, f[0]) for f in CONFIG_FIELDS.values())]
+                for e in entries for p in e.placements]
+        data = {"groups": [{"group": e.group, "system": e.system, "brokers": [
+            {"brokerName": p.broker_name, "addr": p.addr, **(_config_json(p.config) or {})} for p in e.placements]}
+            for e in entries]}
+        columns = [Column("GROUP"), Column("SYSTEM"), Column("BROKER"), *(Column(f[2]) for f in CONFIG_FIELDS.values())]
+        return View("GroupList", columns, rows, data,
+                    footer=[f"{len(entries)} groups, {sum(e.system for e in entries)} of them system groups"])
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+
+
+@app.command("create")
+def create(
+    group: GroupArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
+    consume: ConsumeOpt = None, broadcast: BroadcastOpt = None, orderly: OrderlyOpt = None, from_min: FromMinOpt = None,
+    retry_queues: RetryQueuesOpt = None, retry_max: RetryMaxOpt = None, broker_id: BrokerIdOpt = None,
+    slow_broker_id: SlowOpt = None, notify: NotifyOpt = None,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Create a group on every master of a cluster or on one broker; refused if any of them has it.
+    Unset options take RocketMQ's defaults, with broadcast and from-min off as mqadmin sets them.
+
+    Example: mq admin group create OrderConsumers -c DefaultCluster --retry-max-times 5
+    """
+    import dataclasses
+
+    from mqtools.client.admin.groupmodels import GroupChange
+    from mqtools.remoting.bodies import SubscriptionGroupConfig
+
+    check_output(output)
+    one_target(cluster, broker_addr)
+    config = dataclasses.replace(
+        SubscriptionGroupConfig(group, consume_broadcast_enable=False, consume_from_min_enable=False),
+        **_given(consume=consume, broadcast=broadcast, orderly=orderly, from_min=from_min, retry_queues=retry_queues,
+                 retry_max=retry_max, broker_id=broker_id, slow_broker_id=slow_broker_id, notify=notify))
+
+    async def job(admin: MQAdmin) -> View:
+        addrs = await admin.create_subscription_group(config, cluster=cluster, broker_addr=broker_addr, exist_ok=False)
+        names = {addr: name for name, addr in (await admin.master_addrs()).items()}
+        return change_view(group, "create", [GroupChange(names.get(a), a, None, config) for a in addrs])
+
+    render(run(namesrv, job, context=context, timeout=timeout), output)
+
+
+@app.command("update")
+def update(
+    group: GroupArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
+    consume: ConsumeOpt = None, broadcast: BroadcastOpt = None, orderly: OrderlyOpt = None, from_min: FromMinOpt = None,
+    retry_queues: RetryQueuesOpt = None, retry_max: RetryMaxOpt = None, broker_id: BrokerIdOpt = None,
+    slow_broker_id: SlowOpt = None, notify: NotifyOpt = None,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Change what is given and keep the rest; on one broker, a cluster's masters, or (default) every
+    master holding the group. Refused when none of them has it.
+
+    Example: mq admin group update OrderConsumers --retry-max-times 3 --no-consume
+    """
+    check_output(output)
+    if cluster is not None and broker_addr is not None:
+        raise usage("give -c CLUSTER or -b BROKER_ADDR, not both")
+    changes = _given(consume=consume, broadcast=broadcast, orderly=orderly, from_min=from_min,
+                     retry_queues=retry_queues, retry_max=retry_max, broker_id=broker_id,
+                     slow_broker_id=slow_broker_id, notify=notify)
+    if not changes:
+        raise usage("nothing to change: give at least one option (see --help)")
+
+    async def job(admin: MQAdmin) -> View:
+        done = await admin.update_subscription_group(group, changes, cluster=cluster, broker_addr=broker_addr)
+        return change_view(group, "update", done)
+
+    render(run(namesrv, job, context=context, timeout=timeout), output)
+
+
+@app.command("delete")
+def delete(
+    group: GroupArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
+    remove_offsets: Annotated[bool, typer.Option("--remove-offsets", help="Drop its committed offsets too.")] = False,
+    yes: YesOpt = False,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Delete a group's config from one broker or a cluster's masters; with -c also its %RETRY% and
+    %DLQ% topics there, as mqadmin does. Refused for a group no master has.
+
+    Example: mq admin group delete OldConsumers -c DefaultCluster --remove-offsets --yes
+    """
+    from mqtools.common.topics import dlq_topic, retry_topic
+
+    one_target(cluster, broker_addr)
+
+    async def known(admin: MQAdmin) -> None:
+        await admin.subscription_group(group)
+
+    run(namesrv, known, context=context, timeout=timeout)
+    where = f"cluster {cluster}" if cluster else f"broker {broker_addr}"
+    confirm(f"Delete group {group} from {where}{' with its offsets' if remove_offsets else ''}?", yes)
+
+    async def job(admin: MQAdmin) -> list[str]:
+        addrs = await admin.delete_subscription_group(group, cluster=cluster, broker_addr=broker_addr,
+                                                      clean_offset=remove_offsets)
+        if cluster is not None:
+            for topic in (retry_topic(group), dlq_topic(group)):
+                await admin.delete_topic(topic, cluster)
+        return addrs
+
+    addrs = run(namesrv, job, context=context, timeout=timeout)
+    extra = f" and its topics %RETRY%{group}, %DLQ%{group}" if cluster else ""
+    typer.echo(f"deleted group {group} from {', '.join(addrs)}{extra}")
+
+
+@app.command("progress")
+def progress(
+    group: GroupArg,
+    topic: Annotated[Optional[str], typer.Option("-t", "--topic", help="Only this topic.")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Per queue: broker offset, committed offset, lag (diff), in flight and last consume time; totals.
+
+    Example: mq admin group progress OrderConsumers -t Orders --watch 5
+    """
+
+    async def build(admin: MQAdmin) -> View:
+        p = await admin.consumer_progress(group, topic)
+        rows = [[q.queue.topic, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset, q.diff,
+                 q.inflight, when(q.last_timestamp_ms)] for q in p.queues]
+        inflight = [q.inflight for q in p.queues]
+        inflight_total = None if None in inflight else sum(i for i in inflight if i is not None)
+        data = {"group": group, "topic": topic, "consumeTps": p.consume_tps, "diffTotal": p.total_diff,
+                "inflightTotal": inflight_total, "queues": [
+                    {"topic": q.queue.topic, "brokerName": q.queue.broker_name, "queueId": q.queue.queue_id,
+                     "brokerOffset": q.broker_offset, "consumerOffset": q.consumer_offset, "diff": q.diff,
+                     "inflight": q.inflight, "lastTimestampMs": q.last_timestamp_ms} for q in p.queues]}
+        footer = [f"total: diff {p.total_diff}, in flight {cell(inflight_total)}, consume TPS {cell(p.consume_tps)}"]
+        return View("GroupProgress", [Column("TOPIC"), Column("BROKER"), Column("QID", True),
+                                      Column("BROKER OFFSET", True), Column("CONSUMER OFFSET", True),
+                                      Column("DIFF", True), Column("INFLIGHT", True), Column("LAST CONSUMED")],
+                    rows, data, footer=footer)
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+
+
+@app.command("connections")
+def connections(
+    group: GroupArg,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """The group's online clients and what they subscribe to (none online: an empty list).
+
+    Example: mq admin group connections OrderConsumers
+    """
+
+    async def build(admin: MQAdmin) -> View:
+        from mqtools.client.errors import ConsumerNotOnlineError
+
+        await admin.subscription_group(group)
+        try:
+            online = await admin.consumer_connections(group)
+        except ConsumerNotOnlineError:
+            online = None
+        conns = online.connections if online else []
+        subs = online.subscriptions if online else {}
+        data = {"group": group, "clients": [client_json(c) for c in conns], "subscriptions": subs, "consumeType": online.consume_type if online else None,
+            "messageModel": online.message_model if online else None,
+            "consumeFromWhere": online.consume_from_where if online else None}
+        footer = [f"subscription: {t} {e}" for t, e in subs.items()] if online else [f"no client of {group} is online"]
+        if online:
+            footer.append(f"consume type {online.consume_type}, model {online.message_model}, "
+                          f"from {online.consume_from_where}")
+        return View("GroupConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+
+
+@app.command("status")
+def status(
+    groups: Annotated[Optional[list[str]], typer.Argument(  # noqa: UP045
+        help="Groups (default: every group that ever had a consumer online).")] = None,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """One line per group: clients online, lowest client version, type, model, consume TPS, total lag.
+
+    Example: mq admin group status OrderConsumers BillingConsumers
+    """
+
+    async def build(admin: MQAdmin) -> View:
+        found = await admin.group_summaries(groups or None)
+        rows = [[s.group, s.online, s.version_desc, s.pull_or_push, s.message_model, s.consume_tps, s.diff_total]
+                for s in found]
+        data = {"groups": [
+            {"group": s.group, "online": s.online, "minVersion": s.min_version, "versionDesc": s.version_desc,
+             "consumeType": s.consume_type, "messageModel": s.message_model, "consumeTps": s.consume_tps,
+             "diffTotal": s.diff_total} for s in found]}
+        return View("GroupStatus", [Column("GROUP"), Column("ONLINE", True), Column("VERSION"), Column("TYPE"),
+                                    Column("MODEL"), Column("TPS", True), Column("DIFF", True)], rows, data)
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)

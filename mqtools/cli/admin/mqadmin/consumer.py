@@ -1,0 +1,224 @@
+"""mqadmin's consumer views: consumerProgress, consumerStatus, consumerConnection and statsAll, with
+mqadmin's options and output (RocketMQ 5 layouts).
+
+consumerStatus and `consumerProgress -s true` need each client's running info, which a broker relays
+to the client (GET_CONSUMER_RUNNING_INFO); mq's brokers and Python clients do not offer it, so there
+the output says so (and client IPs print N/A, as mqadmin prints them when unknown).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from mqtools.cli.admin.common import run
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, front, java_format
+from mqtools.common.mqversion import version_desc
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.groupmodels import ConsumerRunningInfo, GroupSummary
+    from mqtools.client.admin.models import ConsumerProgress, GroupConnections
+    from mqtools.client.errors import MQClientError
+
+NA = "n/a"
+PROGRESS_HEADER = "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s%s"
+PROGRESS_ROW = ("%-64s", "  %-32s", "  %-4d", "  %-20d", "  %-20d", "  %-20d", " %-20d", " %s")
+PROGRESS_IP_HEADER = "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s %-20s%s"
+PROGRESS_IP_ROW = ("%-64s", "  %-32s", "  %-4d", "  %-20d", "  %-20d", "  %-20s", " %-20d", " %-20d", " %s")
+GROUPS_HEADER = "%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s"
+GROUPS_ROW = ("%-64s", "  %-6d", "  %-24s", " %-5s", "  %-14s", "  %-7d", "  %d")
+STATUS_ROW = "%-10s %-40s %-20s %s"
+CONNECTION_ROW = "%-36s %-22s %-10s %s"
+SUBSCRIPTION_ROW = "%-20s %s"
+STATS_HEADER = "%-64s  %-64s %12s %11s %11s %14s %14s"
+STATS_ROW = ("%-64s", "  %-64s", " %12d", " %11.2f", " %11.2f", " %14d", " %14d")
+STATS_IDLE = ("%-64s", "  %-64s", " %12d", " %11.2f", " %11s", " %14d", " %14s")
+GroupOpt = Annotated[str, typer.Option("-g", "--consumerGroup", help="consumer group name")]
+BrokerAddrOpt = Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="broker address")]  # noqa: UP045
+
+
+def row(specs: tuple[str, ...], *values: Any) -> str:
+    """One printf row, spec by spec: an unknown value (None) prints n/a in the same width."""
+    return "".join(re.sub(r"%(-?\d*)(?:\.\d+)?[df]", r"%\1s", spec) % NA if v is None else java_format(spec, v)
+                   for spec, v in zip(specs, values, strict=True))
+
+
+def last_time(ms: int | None) -> str:
+    """yyyy-MM-dd HH:mm:ss, local time; N/A when the group consumed nothing (mqadmin's words)."""
+    from mqtools.cli.admin.mqadmin.message import java_time
+
+    return "N/A" if not ms else java_time(ms, millis=False)
+
+
+def progress_text(p: ConsumerProgress, client_ips: dict[Any, str] | None) -> list[str]:
+    if client_ips is None:
+        lines = [PROGRESS_HEADER % ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff",
+                                    "#Inflight", "#LastTime")]
+    else:
+        lines = [PROGRESS_IP_HEADER % ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset",
+                                       "#Client IP", "#Diff", "#Inflight", "#LastTime")]
+    for q in p.queues:
+        head = (front(q.queue.topic, 64), front(q.queue.broker_name, 32), q.queue.queue_id, q.broker_offset,
+                q.consumer_offset)
+        tail = (q.diff, q.inflight, last_time(q.last_timestamp_ms))
+        if client_ips is None:
+            lines.append(row(PROGRESS_ROW, *head, *tail))
+        else:
+            lines.append(row(PROGRESS_IP_ROW, *head, client_ips.get(q.queue, "N/A"), *tail))
+    inflight = [q.inflight for q in p.queues]
+    total = NA if None in inflight else str(sum(i for i in inflight if i is not None))
+    tps = NA if p.consume_tps is None else f"{p.consume_tps:.2f}"
+    return [*lines, "", f"Consume TPS: {tps}", f"Consume Diff Total: {p.total_diff}",
+            f"Consume Inflight Total: {total}"]
+
+
+def groups_text(summaries: list[GroupSummary]) -> list[str]:
+    lines = [GROUPS_HEADER % ("#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total")]
+    for s in summaries:
+        version = s.version_desc if s.online else ("OFFLINE" if s.online == 0 else None)
+        model = s.message_model if s.pull_or_push == "PUSH" else ""
+        tps = None if s.consume_tps is None else int(s.consume_tps)
+        lines.append(row(GROUPS_ROW, front(s.group, 64), s.online, version, s.pull_or_push or "", model or "", tps,
+                         s.diff_total))
+    return lines
+
+
+async def running_infos(admin: MQAdmin, group: str, conns: GroupConnections,
+                        ) -> tuple[dict[str, ConsumerRunningInfo], dict[str, MQClientError]]:
+    """Each online client's running info, or why it could not be had."""
+    from mqtools.client.errors import MQClientError
+
+    found: dict[str, ConsumerRunningInfo] = {}
+    failed: dict[str, MQClientError] = {}
+    for c in conns.connections:
+        try:
+            found[c.client_id] = await admin.consumer_running_info(group, c.client_id)
+        except MQClientError as exc:
+            failed[c.client_id] = exc
+    return found, failed
+
+
+@command("consumerProgress", "mq admin group progress|status", "Query consumer's progress, speed.")
+def consumer_progress(
+    group: Annotated[Optional[str], typer.Option("-g", "--groupName", help="consumer group name")] = None,  # noqa: UP045
+    topic: Annotated[Optional[str], typer.Option("-t", "--topicName", help="topic name")] = None,  # noqa: UP045
+    show_ip: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "-s", "--showClientIP", help="Show Client IP per Queue")] = None,
+    cluster: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "-c", "--cluster", help="Cluster name or lmq parent topic, lmq is used to find the route.")] = None,
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin consumerProgress -g OrderConsumers"""
+    with_ips = show_ip is not None and show_ip.strip().lower() == "true"
+
+    async def job(admin: MQAdmin) -> list[str]:
+        from mqtools.client.errors import ConsumerNotOnlineError
+
+        if group is None:
+            return groups_text(await admin.group_summaries())
+        name = group.strip()
+        p = await admin.consumer_progress(name, topic.strip() if topic else None,
+                                          cluster=cluster.strip() if cluster and topic else None)
+        if not with_ips:
+            return progress_text(p, None)
+        try:
+            infos, _ = await running_infos(admin, name, await admin.consumer_connections(name))
+        except ConsumerNotOnlineError:
+            infos = {}
+        ips = {mq: client.split("@")[0] for client, info in infos.items() for mq in info.queues}
+        return progress_text(p, ips)
+
+    for line in run(namesrv, job):
+        typer.echo(line)
+
+
+@command("consumerStatus", "mq admin group connections", "Query consumer's internal data structure.")
+def consumer_status(
+    group: GroupOpt,
+    client_id: Annotated[Optional[str], typer.Option("-i", "--clientId", help="The consumer's client id")] = None,  # noqa: UP045
+    broker_addr: BrokerAddrOpt = None,
+    jstack: Annotated[bool, typer.Option("-s", "--jstack", help="Run jstack command in the consumer progress")] = False,
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin consumerStatus -g OrderConsumers"""
+    name = group.strip()
+
+    async def job(admin: MQAdmin) -> list[str]:
+        conns = await admin.consumer_connections(name, broker_addr.strip() if broker_addr else None)
+        if client_id is not None:
+            return [(await admin.consumer_running_info(name, client_id.strip(), jstack=jstack)).raw]
+        infos, failed = await running_infos(admin, name, conns)
+        now = int(time.time() * 1000)
+        lines = [STATUS_ROW % ("#Index", "#ClientId", "#Version", "#ConsumerRunningInfoFile")]
+        for index, c in enumerate((c for c in conns.connections if c.client_id in infos), start=1):
+            path = Path(str(now)) / c.client_id
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(infos[c.client_id].raw, encoding="utf-8")
+            lines.append(java_format(STATUS_ROW, index, c.client_id, version_desc(c.version), path))
+        if failed:
+            lines += ["", (f"Running info unavailable from {len(failed)} of {len(conns.connections)} client(s): "
+                           "the broker relays GET_CONSUMER_RUNNING_INFO to each client, and here it was refused:")]
+            lines += [f"  {cid}: {exc}" for cid, exc in failed.items()]
+        if infos:
+            from mqtools.client.admin.groupmodels import rebalance_ok, same_subscriptions
+
+            found = list(infos.values())
+            if same_subscriptions(found):
+                lines += ["", "", "Same subscription in the same group of consumer", "",
+                          f"Rebalance {'OK' if rebalance_ok(found) else 'Failed'}"]
+            else:
+                lines += ["", "", "WARN: Different subscription in the same group of consumer!!!"]
+        return lines
+
+    for line in run(namesrv, job):
+        typer.echo(line)
+
+
+@command("consumerConnection", "mq admin group connections",
+         "Query consumer's socket connection, client version and subscription.")
+def consumer_connection(group: GroupOpt, broker_addr: BrokerAddrOpt = None, namesrv: NamesrvOpt = None) -> None:
+    """Example: mq admin consumerConnection -g OrderConsumers"""
+
+    async def job(admin: MQAdmin) -> GroupConnections:
+        return await admin.consumer_connections(group.strip(), broker_addr.strip() if broker_addr else None)
+
+    cc = run(namesrv, job)
+    typer.echo(CONNECTION_ROW % ("#ClientId", "#ClientAddr", "#Language", "#Version"))
+    for c in cc.connections:
+        typer.echo(CONNECTION_ROW % (c.client_id, c.client_addr, c.language, version_desc(c.version)))
+    typer.echo("\nBelow is subscription:")
+    typer.echo(SUBSCRIPTION_ROW % ("#Topic", "#SubExpression"))
+    for topic_name, expression in cc.subscriptions.items():
+        typer.echo(java_format(SUBSCRIPTION_ROW, topic_name, expression))
+    typer.echo("")
+    for label, value in (("ConsumeType", cc.consume_type), ("MessageModel", cc.message_model),
+                         ("ConsumeFromWhere", cc.consume_from_where)):
+        typer.echo(java_format(f"{label}: %s", value))
+
+
+@command("statsAll", "mq admin broker stats", "Topic and Consumer tps stats.")
+def stats_all(
+    active: Annotated[bool, typer.Option("-a", "--activeTopic", help="print active topic only")] = False,
+    topic: Annotated[Optional[str], typer.Option("-t", "--topic", help="print select topic only")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin statsAll -a"""
+
+    async def job(admin: MQAdmin) -> list[str]:
+        lines = [STATS_HEADER % ("#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour",
+                                 "#OutMsg24Hour")]
+        for r in await admin.stats_all(topic.strip() if topic else None, active_only=active):
+            if r.group is None:
+                lines.append(row(STATS_IDLE, front(r.topic, 64), "", 0, r.in_tps, "", r.in_24h, "NO_CONSUMER"))
+            else:
+                lines.append(row(STATS_ROW, front(r.topic, 64), front(r.group, 64), r.accumulation, r.in_tps,
+                                 r.out_tps, r.in_24h, r.out_24h))
+        return lines
+
+    for line in run(namesrv, job):
+        typer.echo(line)

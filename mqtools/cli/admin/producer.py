@@ -1,0 +1,37 @@
+"""`mq admin producer connections GROUP TOPIC`: the online producers of a group."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from mqtools.cli.admin.common import ContextOpt, NamesrvOpt, OutputOpt, TimeoutOpt, WatchOpt, show
+from mqtools.cli.admin.group import CLIENT_COLUMNS, client_json, client_row
+from mqtools.cli.output import View
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+
+app = typer.Typer(help="Producer groups: who is online.", no_args_is_help=True)
+
+
+@app.command("connections")
+def connections(
+    group: Annotated[str, typer.Argument(help="Producer group.")],
+    topic: Annotated[str, typer.Argument(help="A topic the group sends to (its brokers are asked).")],
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """The group's producers connected to the brokers serving TOPIC (none online: an empty list).
+
+    Example: mq admin producer connections OrderProducers Orders
+    """
+
+    async def build(admin: MQAdmin) -> View:
+        conns = await admin.producer_connections(group, topic)
+        data = {"group": group, "topic": topic, "clients": [client_json(c) for c in conns]}
+        footer = [] if conns else [f"no producer of {group} is connected to the brokers of {topic}"]
+        return View("ProducerConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
