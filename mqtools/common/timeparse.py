@@ -33,6 +33,6 @@ def parse_time_ms(text: str, now_ms: int) -> int:
         if mqadmin:
             y, mo, d, h, mi, s, ms = (int(g) for g in mqadmin.groups())
             return int(datetime(y, mo, d, h, mi, s, ms * 1000).timestamp() * 1000)
-        return int(datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp() * 1000)
+        return int(datetime.fromisoformat(value).timestamp() * 1000)
     except ValueError:
         raise ValueError(f"bad time {text!r}: use {FORMATS_HELP}") from None
