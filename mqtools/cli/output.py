@@ -8,12 +8,9 @@ module (`schemas/<kind>.json`) and `mq admin schema` prints them.
 
 from __future__ import annotations
 
-import csv
-import json
 import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from importlib import resources
 from typing import Any, TextIO
 
 NA = "n/a"
@@ -59,6 +56,9 @@ def schema_version(kind: str) -> int:
 
 
 def load_schema(kind: str) -> dict[str, Any]:
+    import json
+    from importlib import resources
+
     try:
         text = resources.files("mqtools.cli").joinpath("schemas", f"{kind}.json").read_text(encoding="utf-8")
     except FileNotFoundError:
@@ -67,6 +67,8 @@ def load_schema(kind: str) -> dict[str, Any]:
 
 
 def schema_kinds() -> list[str]:
+    from importlib import resources
+
     folder = resources.files("mqtools.cli").joinpath("schemas")
     return sorted(e.name.removesuffix(".json") for e in folder.iterdir() if e.name.endswith(".json"))
 
@@ -76,10 +78,14 @@ def document(view: View) -> dict[str, Any]:
 
 
 def render(view: View, fmt: str, stream: TextIO | None = None) -> None:
+    import json
+
     out = stream or sys.stdout
     if fmt == "json":
         out.write(json.dumps(document(view), indent=2, default=str) + "\n")
     elif fmt == "csv":
+        import csv
+
         writer = csv.writer(out, lineterminator="\n")
         writer.writerow([c.header for c in view.columns])
         writer.writerows([[cell(v) for v in row] for row in view.rows])

@@ -11,9 +11,6 @@ from typing import Any
 
 import typer
 
-from mqtools.remoting.loop import run
-from mqtools.server.lifecycle import StartError
-
 
 def fail(message: str) -> typer.Exit:
     """Print `mq: error: <message>` on stderr; raise the result to exit with status 1."""
@@ -28,6 +25,9 @@ def option_overrides(options: dict[str, object | None]) -> dict[str, str]:
 
 def run_server(main: Coroutine[Any, Any, Any]) -> None:
     """Run the server coroutine until it stops; a StartError becomes a one-line exit 1."""
+    from mqtools.remoting.loop import run  # asyncio loads when a server starts, not for `mq --help`
+    from mqtools.server.lifecycle import StartError
+
     try:
         run(main)
     except StartError as exc:
