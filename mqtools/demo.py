@@ -113,12 +113,41 @@ async def run(namesrv: str) -> None:
     console.print(await ha_status(namesrv))
 
 
+ADMIN_TOUR = (("cluster", "list"), ("topic", "route", TOPIC), ("group", "progress", GROUP))
+
+
+def admin_tour(namesrv: str) -> None:
+    """The toolkit on the demo cluster: the same commands an operator would type."""
+    for args in ADMIN_TOUR:
+        console.rule(f"mq admin {' '.join(args)} -n {namesrv}")
+        done = mq("admin", *args, "-n", namesrv)
+        print((done.stdout + done.stderr).rstrip())
+        if done.returncode != 0:
+            raise SystemExit(f"mq admin {' '.join(args)} failed with status {done.returncode}")
+
+
+def next_steps(namesrv: str) -> str:
+    return "\n".join([
+        "",
+        "Try next (the cluster is still running):",
+        f"  mq context add demo -n '{namesrv}' --dir {STATE_DIR}   (or export NAMESRV_ADDR='{namesrv}')",
+        f"  mq admin topic status {TOPIC}",
+        f"  mq admin msg key {TOPIC} order-7",
+        f"  mq admin group connections {GROUP}",
+        f"  mq admin offset reset {GROUP} {TOPIC} --to-time -5m --dry-run",
+        "  mq admin cluster list -o json",
+        "  mq admin                      (every mqadmin command by its own name, e.g. mq admin topicStatus -t ...)",
+        f"Stop it with: mq cluster down --dir {STATE_DIR}",
+    ])
+
+
 def main() -> None:
     namesrv = bring_up()
     asyncio.run(run(namesrv))
     status = mq("cluster", "status", "--dir", str(STATE_DIR))
     print(status.stdout.rstrip())
-    console.print(f"\nThe cluster is still running. Stop it with: mq cluster down --dir {STATE_DIR}")
+    admin_tour(namesrv)
+    print(next_steps(namesrv))
 
 
 if __name__ == "__main__":

@@ -33,6 +33,12 @@ def test_demo_sends_consumes_and_reports_ha(tmp_path: Path) -> None:
         assert "consumed 200/200 distinct messages" in out
         assert ha_rows(out) == {("broker-a", "0", "yes"), ("broker-b", "0", "yes")}
         assert "mq cluster down --dir .mq-state/demo" in out
+        tour = out[out.index("mq admin cluster list"):]
+        assert tour.count("broker-a") >= 2 and tour.count("broker-b") >= 2  # cluster list: masters and slaves
+        route = tour[tour.index("mq admin topic route"):tour.index("mq admin group progress")]
+        assert "broker-a" in route and "broker-b" in route
+        progress = tour[tour.index("mq admin group progress"):]
+        assert "total: diff 0," in progress and "Try next" in progress and "mq admin offset reset" in progress
     finally:
         subprocess.run([sys.executable, "-m", "mqtools.cli.main", "cluster", "down", "--dir", str(state)],
                        capture_output=True, timeout=60, check=False)
