@@ -15,16 +15,17 @@ def _mq(*args: str) -> subprocess.CompletedProcess:
 
 
 @pytest.mark.parametrize(
-    ("args", "fragment"),
-    [(["bogus"], "No such command 'bogus'"), (["namesrv", "--nope"], "No such option: --nope")],
+    ("args", "fragments"),
+    [(["bogus"], ["No such command", "bogus"]), (["namesrv", "--nope"], ["No such option", "--nope"])],
 )
-def test_bad_argument_is_one_line(args: list[str], fragment: str) -> None:
+def test_bad_argument_is_one_line(args: list[str], fragments: list[str]) -> None:
+    """Click's wording varies between releases (`No such option: --nope`, `No such option '--nope'.`)."""
     result = _mq(*args)
     assert result.returncode == 2
     lines = result.stderr.strip().splitlines()
     assert len(lines) == 1
     assert lines[0].startswith("mq: error: ")
-    assert fragment in lines[0]
+    assert all(fragment in lines[0] for fragment in fragments)
 
 
 def test_version_prints_and_succeeds() -> None:

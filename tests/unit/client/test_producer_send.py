@@ -48,7 +48,7 @@ def timed_out(addr: str, after: float) -> RemotingTimeoutError:
     return RemotingTimeoutError(addr, after, RequestCode.SEND_MESSAGE_V2)
 
 
-def setup(steps: list[Step], **options: object) -> tuple[Producer, FakeRemoting, FakeClock]:
+def make_producer(steps: list[Step], **options: object) -> tuple[Producer, FakeRemoting, FakeClock]:
     clock = FakeClock()
     remoting = FakeRemoting({"T": route_data({"broker-a": 2, "broker-b": 2})}, Script(clock, steps), clock)
     producer = Producer("pg", instance=fake_instance(remoting), clock=clock, **options)  # type: ignore[arg-type]
@@ -66,7 +66,7 @@ def route_lookups(remoting: FakeRemoting) -> int:
 
 
 async def test_a_clean_send_is_one_attempt_with_a_third_of_the_budget() -> None:
-    producer, remoting, _ = setup([(0.01, ResponseCode.SUCCESS)])
+    producer, remoting, _ = make_producer([(0.01, ResponseCode.SUCCESS)])
     result = await producer.send(Message("T", b"hello"))
     assert (result.status, result.queue, result.queue_offset) == (SendStatus.SEND_OK,
                                                                   MessageQueue("T", "broker-a", 0), 42)
@@ -76,7 +76,7 @@ async def test_a_clean_send_is_one_attempt_with_a_third_of_the_budget() -> None:
 
 
 async def test_after_a_failure_the_next_attempt_goes_to_the_other_broker() -> None:
-    producer, remoting, _ = setup([(1.0, timed_out(A, 1.0)), (0.2, ResponseCode.SUCCESS)])
+    producer, remoting, _ = make_producer([(1.0, timed_out(A, 1.0)), (0.2, ResponseCode.SUCCESS)])
     result = await producer.send(Message("T", b"hello"))
     assert result.queue == MessageQueue("T", "broker-b", 0)
     assert sends(remoting) == [(A, 0, 1.0, 1000.0), (B, 0, 1.0, 1001.0)]
@@ -84,41 +84,41 @@ async def test_after_a_failure_the_next_attempt_goes_to_the_other_broker() -> No
 
 
 async def test_each_attempt_waits_only_its_share_of_what_is_left() -> None:
-    producer, remoting, _ = setup([(0.5, timed_out(A, 0.5)), (0.5, timed_out(B, 0.5)), (0.5, timed_out(A, 0.5))])
+    producer, remoting, _ = make_producer([(0.5, timed_out(A, 0.5)), (0.5, timed_out(B, 0.5)), (0.5, timed_out(A, 0.5))])
     with pytest.raises(MQClientError, match=r"send to T failed after 1\.500s \(budget 3\.000s\): .*timed out"):
         await producer.send(Message("T", b"hello"))
     assert sends(remoting) == [(A, 0, 1.0, 1000.0), (B, 0, 1.25, 1000.5), (A, 0, 2.0, 1001.0)]
 
 
 async def test_no_attempt_starts_once_the_budget_is_spent() -> None:
-    producer, remoting, _ = setup([(2.5, timed_out(A, 2.5)), (0.5, timed_out(B, 0.5))])
+    producer, remoting, _ = make_producer([(2.5, timed_out(A, 2.5)), (0.5, timed_out(B, 0.5))])
     with pytest.raises(MQClientError, match=r"failed after 3\.000s \(budget 3\.000s\)"):
         await producer.send(Message("T", b"hello"))
     assert sends(remoting) == [(A, 0, 1.0, 1000.0), (B, 0, 0.25, 1002.5)]
 
 
 async def test_the_timeout_argument_replaces_send_timeout_as_the_budget() -> None:
-    producer, remoting, _ = setup([(0.3, timed_out(A, 0.3)), (0.1, ResponseCode.SUCCESS)], send_timeout=10.0)
+    producer, remoting, _ = make_producer([(0.3, timed_out(A, 0.3)), (0.1, ResponseCode.SUCCESS)], send_timeout=10.0)
     await producer.send(Message("T", b"hello"), timeout=0.9)
     assert sends(remoting) == [(A, 0, pytest.approx(0.3), 1000.0), (B, 0, pytest.approx(0.3), 1000.3)]
 
 
 async def test_retry_times_zero_makes_one_attempt_with_the_whole_budget() -> None:
-    producer, remoting, _ = setup([(0.2, timed_out(A, 0.2))], retry_times=0)
+    producer, remoting, _ = make_producer([(0.2, timed_out(A, 0.2))], retry_times=0)
     with pytest.raises(MQClientError, match=r"failed after 0\.200s"):
         await producer.send(Message("T", b"hello"))
     assert sends(remoting) == [(A, 0, 3.0, 1000.0)]
 
 
 async def test_a_retryable_broker_code_moves_on_to_the_other_broker() -> None:
-    producer, remoting, _ = setup([(0.1, ResponseCode.SYSTEM_BUSY), (0.1, ResponseCode.SUCCESS)])
+    producer, remoting, _ = make_producer([(0.1, ResponseCode.SYSTEM_BUSY), (0.1, ResponseCode.SUCCESS)])
     result = await producer.send(Message("T", b"hello"))
     assert result.queue == MessageQueue("T", "broker-b", 0)
     assert [s[0] for s in sends(remoting)] == [A, B]
 
 
 async def test_a_broker_code_outside_the_retry_codes_is_raised_at_once() -> None:
-    producer, remoting, _ = setup([(0.1, ResponseCode.MESSAGE_ILLEGAL)])
+    producer, remoting, _ = make_producer([(0.1, ResponseCode.MESSAGE_ILLEGAL)])
     with pytest.raises(MQBrokerError) as caught:
         await producer.send(Message("T", b"hello"))
     assert (caught.value.code, caught.value.remark) == (ResponseCode.MESSAGE_ILLEGAL, "scripted")
@@ -126,14 +126,14 @@ async def test_a_broker_code_outside_the_retry_codes_is_raised_at_once() -> None
 
 
 async def test_stored_but_not_ok_is_returned_as_is_by_default() -> None:
-    producer, remoting, _ = setup([(0.1, ResponseCode.FLUSH_DISK_TIMEOUT)])
+    producer, remoting, _ = make_producer([(0.1, ResponseCode.FLUSH_DISK_TIMEOUT)])
     result = await producer.send(Message("T", b"hello"))
     assert (result.status, result.queue.broker_name) == (SendStatus.FLUSH_DISK_TIMEOUT, "broker-a")
     assert len(sends(remoting)) == 1
 
 
 async def test_stored_but_not_ok_tries_another_broker_when_asked() -> None:
-    producer, remoting, _ = setup([(0.1, ResponseCode.FLUSH_DISK_TIMEOUT), (0.1, ResponseCode.SUCCESS)],
+    producer, remoting, _ = make_producer([(0.1, ResponseCode.FLUSH_DISK_TIMEOUT), (0.1, ResponseCode.SUCCESS)],
                                   retry_another_broker_when_not_store_ok=True)
     result = await producer.send(Message("T", b"hello"))
     assert (result.status, result.queue.broker_name) == (SendStatus.SEND_OK, "broker-b")
@@ -143,7 +143,7 @@ async def test_stored_but_not_ok_tries_another_broker_when_asked() -> None:
 async def test_when_no_attempt_stores_ok_the_last_answer_is_returned() -> None:
     steps: list[Step] = [(0.1, ResponseCode.FLUSH_DISK_TIMEOUT), (0.1, ResponseCode.FLUSH_SLAVE_TIMEOUT),
                          (0.1, ResponseCode.SLAVE_NOT_AVAILABLE)]
-    producer, remoting, _ = setup(steps, retry_another_broker_when_not_store_ok=True)
+    producer, remoting, _ = make_producer(steps, retry_another_broker_when_not_store_ok=True)
     result = await producer.send(Message("T", b"hello"))
     assert result.status is SendStatus.SLAVE_NOT_AVAILABLE
     assert len(sends(remoting)) == 3
