@@ -197,7 +197,13 @@ class ConsumerBase:
         return list(route.subscribe)
 
     async def max_offset(self, mq: MessageQueue) -> int:
+        await self._routed(mq)
         return await queue_offset(self.instance, mq, RequestCode.GET_MAX_OFFSET)
+
+    async def _routed(self, mq: MessageQueue) -> None:
+        """Know the queue's brokers before talking to them: an executor handed a queue may commit first."""
+        if mq.topic not in self.instance.routes:
+            await self.instance.route(mq.topic)
 
     async def min_offset(self, mq: MessageQueue) -> int:
         return await queue_offset(self.instance, mq, RequestCode.GET_MIN_OFFSET)

@@ -40,14 +40,15 @@ class PullConsumer(ConsumerBase):
     async def pull(self, mq: MessageQueue, expression: str | None, offset: int, max_nums: int = 32, *,
                    suspend: float = 0.0) -> PullResult:
         """One pull from `offset`; `suspend` seconds lets the broker hold it until a message arrives."""
-        if mq.topic not in self.instance.routes:
-            await self.instance.route(mq.topic)
+        await self._routed(mq)
         sub = parse_subscription(mq.topic, expression)
         return await pull_once(self.instance, self.group, mq, sub, offset, max_nums=max_nums,
                                suspend_ms=int(suspend * 1000))
 
     async def fetch_offset(self, mq: MessageQueue) -> int | None:
+        await self._routed(mq)
         return await self.offsets.read(mq)
 
     async def commit_offset(self, mq: MessageQueue, offset: int) -> None:
+        await self._routed(mq)
         await self.offsets.commit(mq, offset)

@@ -131,7 +131,10 @@ def test_a_broker_error_reaches_the_calling_thread(consumer: SyncPullConsumer, b
 
 
 def test_offsets_are_read_and_committed_on_the_broker(consumer: SyncPullConsumer, broker: FakeBroker) -> None:
-    consumer.fetch_queues("T")
+    """No route lookup first: a Spark executor handed a queue may commit before it ever pulls."""
+    consumer.commit_offset(MQ, 3)
+    assert broker.committed == {("spark-group", "T", 0): 3}
+    broker.committed.clear()
     assert consumer.fetch_offset(MQ) is None
     consumer.commit_offset(MQ, 3)
     assert broker.committed == {("spark-group", "T", 0): 3}
