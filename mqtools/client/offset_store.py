@@ -57,11 +57,25 @@ class RemoteOffsetStore(OffsetStore):
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         return addr
 
+    async def _invoke(self, mq: MessageQueue, code: RequestCode, ext: dict[str, str]) -> RemotingCommand:
+        """To the node serving the queue's broker: the master, else (route refreshed after the master
+        failed to answer) the slave, where RocketMQ 4.x clients also read and commit offsets while
+        the master is down. The returning master takes those offsets back (server pre-online step)."""
+        addr = self._addr(mq)
+        try:
+            return await self.instance.invoke(addr, RemotingCommand.request(code, ext))
+        except RemotingError:
+            with contextlib.suppress(RemotingError, MQClientError):
+                await self.instance.route(mq.topic, refresh=True)
+            other = self._addr(mq)
+            if other == addr:
+                raise
+            return await self.instance.invoke(other, RemotingCommand.request(code, ext))
+
     async def read(self, mq: MessageQueue) -> int | None:
         """The broker's committed offset; None when the group never committed on that queue."""
         header = QueryConsumerOffsetRequestHeader(self.group, mq.topic, mq.queue_id)
-        resp = await self.instance.invoke(self._addr(mq), RemotingCommand.request(
-            RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext()))
+        resp = await self._invoke(mq, RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext())
         if resp.code == ResponseCode.QUERY_NOT_FOUND:
             return None
         if resp.code != ResponseCode.SUCCESS:
@@ -72,8 +86,7 @@ class RemoteOffsetStore(OffsetStore):
 
     async def commit(self, mq: MessageQueue, offset: int) -> None:
         header = UpdateConsumerOffsetRequestHeader(self.group, mq.topic, mq.queue_id, offset)
-        resp = await self.instance.invoke(self._addr(mq), RemotingCommand.request(
-            RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext()))
+        resp = await self._invoke(mq, RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
         if resp.code != ResponseCode.SUCCESS:
             raise MQBrokerError(resp.code, resp.remark)
 

@@ -1,7 +1,9 @@
 """BrokerController: wires the store, the managers and the processors; start-up and shutdown.
 
 Start order (as RocketMQ's BrokerController): store (lock, recovery), config tables
-(topics, groups, offsets, delay offsets), processors, remoting server, the periodic
+(topics, groups, offsets, delay offsets), on a master the newer committed offsets of its
+slaves (pre_online.py: no offset regression after a master comes back), processors,
+remoting server, the periodic
 services, then one registration round with every name server (bounded by its timeout, so
 a dead name server never blocks start-up) and the per-name-server registration loops.
 Only then is the broker ready: `ready_line()` is `READY broker <ip>:<port> name=<brokerName>
@@ -29,6 +31,7 @@ from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.ha_duties import HADuties
 from mqtools.server.broker.long_polling import HeldPull, PullRequestHoldService
+from mqtools.server.broker.pre_online import take_offsets_from_slaves
 from mqtools.server.broker.processors import admin, pull, query, send
 from mqtools.server.broker.processors import client as client_proc
 from mqtools.server.broker.processors import consumer as consumer_proc
@@ -144,6 +147,8 @@ class BrokerController:
         self.offsets.load()
         self.groups.load()
         self.schedule.load()
+        # a returning master first takes the newer offsets its slaves took while it was down (pre_online.py)
+        await take_offsets_from_slaves(self, cfg.register_broker_timeout_mills / 1000)
         try:
             await self.server.start()
         except OSError as exc:

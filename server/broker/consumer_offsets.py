@@ -76,6 +76,23 @@ class ConsumerOffsetManager(ConfigManager):
     def groups_of_topic(self, topic: str) -> set[str]:
         return {g for t, g in map(split_key, self.offset_table) if t == topic}
 
+    def take_newer(self, table: dict[str, dict[int, int]]) -> list[tuple[str, int, int | None, int]]:
+        """Per queue, keep the larger of our committed offset and `table`'s (another broker's, e.g. the
+        slave's after the master was down); returns (key, queue id, old or None, new) for each move."""
+        moved = []
+        for key, offsets in table.items():
+            own = self.offset_table.setdefault(key, {})
+            for queue_id, offset in offsets.items():
+                old = own.get(queue_id)
+                if old is None or offset > old:
+                    own[queue_id] = offset
+                    moved.append((key, queue_id, old, offset))
+            if not own:
+                del self.offset_table[key]
+        if moved:
+            self.dirty = True
+        return moved
+
     def remove_group(self, group: str) -> None:
         for key in [k for k in self.offset_table if split_key(k)[1] == group]:
             del self.offset_table[key]

@@ -13,7 +13,20 @@ from typing import Annotated, Any
 import typer
 from typer.core import TyperGroup
 
-from mqtools.cli.admin import broker, cluster, dlq, group, kv, msg, namesrv, offset, producer, schema, topic
+from mqtools.cli.admin import (
+    broker,
+    cluster,
+    dlq,
+    group,
+    ha,
+    kv,
+    msg,
+    namesrv,
+    offset,
+    producer,
+    schema,
+    topic,
+)
 from mqtools.cli.admin.common import EXIT_CODES_HELP, usage
 
 
@@ -44,6 +57,7 @@ app.add_typer(topic.app, name="topic")
 app.add_typer(group.app, name="group")
 app.add_typer(offset.app, name="offset")
 app.add_typer(producer.app, name="producer")
+app.add_typer(ha.app, name="ha")
 app.command("schema")(schema.schema)
 
 

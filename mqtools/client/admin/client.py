@@ -12,6 +12,7 @@ from __future__ import annotations
 from mqtools.client.admin.cluster import ClusterAdmin
 from mqtools.client.admin.dlq import DeadLetterAdmin
 from mqtools.client.admin.groups import GroupAdmin
+from mqtools.client.admin.ha import HAAdmin
 from mqtools.client.admin.messages import MessageAdmin
 from mqtools.client.admin.offsets import LATEST, OffsetAdmin
 from mqtools.client.admin.overview import OverviewAdmin
@@ -21,8 +22,8 @@ from mqtools.client.admin.tracking import TrackingAdmin
 __all__ = ["LATEST", "MQAdmin"]
 
 
-class MQAdmin(OverviewAdmin, OffsetAdmin, TrackingAdmin, DeadLetterAdmin, ClusterAdmin, TopicAdmin, GroupAdmin,
-              MessageAdmin):
+class MQAdmin(OverviewAdmin, OffsetAdmin, TrackingAdmin, DeadLetterAdmin, HAAdmin, ClusterAdmin, TopicAdmin,
+              GroupAdmin, MessageAdmin):
     """Async admin client; `async with MQAdmin("127.0.0.1:9876") as admin: ...`.
 
     One class per area (cluster, name server, topics, groups, offsets, messages, dead letters, brokers,

@@ -17,6 +17,12 @@ from mqtools.client.admin.groupmodels import (
     GroupSummary,
     ResetTarget,
 )
+from mqtools.client.admin.hamodels import (
+    DEFAULT_MAX_CATCHUP_S,
+    DEFAULT_MAX_DIFF,
+    HAReadiness,
+    ReplicationGroup,
+)
 from mqtools.client.admin.models import (
     BrokerConsumeStats,
     BrokerRuntime,
@@ -158,6 +164,12 @@ class SyncMQAdmin:
 
     def ha_status(self, broker_addr: str) -> HAStatus:
         return self._loop.run(self._admin.ha_status(broker_addr))
+
+    def ha_ready(self, broker_name: str, *, max_diff: int = DEFAULT_MAX_DIFF, max_catchup_s: float = DEFAULT_MAX_CATCHUP_S, window: float = 2.0) -> HAReadiness:
+        return self._loop.run(self._admin.ha_ready(broker_name, max_diff=max_diff, max_catchup_s=max_catchup_s, window=window))
+
+    def ha_replication(self, *, broker_addr: str | None = None, cluster: str | None = None, broker_name: str | None = None, window: float = 2.0) -> list[ReplicationGroup]:
+        return self._loop.run(self._admin.ha_replication(broker_addr=broker_addr, cluster=cluster, broker_name=broker_name, window=window))
 
     def kv_list(self, namespace: str) -> dict[str, str]:
         return self._loop.run(self._admin.kv_list(namespace))

@@ -1,0 +1,182 @@
+"""`mq admin ha status|ready`: replication in human terms, and whether stopping a master is safe now.
+
+mqadmin's haStatus gives a byte diff per slave connection. `ha status` adds what the bytes mean: the
+diff in messages, the time to catch up, whether the slave is falling behind (the trend over a window of
+samples), and the slave's own view (its master, max offset, last read and write). `ha ready` answers
+"can I stop this group's master now?" with a verdict and its reasons, and an exit code for scripts:
+0 safe, 1 not safe, 3 unknown (the name servers or the master cannot be asked), 2 usage.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from mqtools.cli.admin.common import (
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_UNREACHABLE,
+    ContextOpt,
+    NamesrvOpt,
+    OutputOpt,
+    TimeoutOpt,
+    WatchOpt,
+    check_output,
+    run,
+    show,
+    usage,
+)
+from mqtools.cli.admin.msg import when
+from mqtools.cli.output import Column, View, render
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.hamodels import HAReadiness, ReplicationGroup, SlaveReplication
+
+app = typer.Typer(help="Replication: per-slave lag in bytes, messages and seconds; safe-to-stop verdicts.",
+                  no_args_is_help=True)
+WindowOpt = Annotated[float, typer.Option(
+    "--window", help="Seconds of samples the trend is taken over (0: one sample, no trend).", min=0.0)]
+EXIT_BY_VERDICT = {"safe": EXIT_OK, "not safe": EXIT_REFUSED, "unknown": EXIT_UNREACHABLE}
+STATUS_COLUMNS = [
+    Column("BROKER"), Column("MASTER"), Column("SLAVE"), Column("ACK OFFSET", True), Column("DIFF", True),
+    Column("DIFF MSGS", True), Column("KB/S", True), Column("CATCH-UP", True), Column("IN SYNC"), Column("TREND"),
+    Column("FOLLOWS"), Column("MAX OFFSET", True), Column("LAST READ"), Column("LAST WRITE"),
+]
+
+
+def _seconds(value: float | None) -> str | None:
+    return None if value is None else f"{value:.1f}s"
+
+
+def _kb(value: float | None) -> float | None:
+    return None if value is None else value / 1024
+
+
+def slave_json(s: SlaveReplication) -> dict[str, Any]:
+    v = s.slave
+    return {
+        "connection": s.connection, "brokerAddr": v.broker_addr if v else None, "brokerId": v.broker_id if v else None,
+        "ackOffset": s.ack_offset, "diffBytes": s.diff_bytes, "diffMessages": s.diff_messages,
+        "transferBytesPerSecond": s.transfer_bytes_per_s, "catchUpSeconds": s.catch_up_s, "inSync": s.in_sync,
+        "trend": s.trend, "transferFromWhere": s.transfer_from,
+        "samples": [{"t": at, "diffBytes": diff} for at, diff in s.samples],
+        "slaveReport": None if v is None else {
+            "masterHaAddr": v.master_ha_addr, "maxOffset": v.max_offset,
+            "transferBytesPerSecond": v.transfer_bytes_per_s, "lastReadMs": v.last_read_ms,
+            "lastWriteMs": v.last_write_ms, "connected": v.connected, "error": v.error},
+    }
+
+
+def group_json(g: ReplicationGroup) -> dict[str, Any]:
+    return {"cluster": g.cluster, "brokerName": g.broker_name, "masterAddr": g.master_addr, "role": g.role,
+            "commitLogMaxOffset": g.max_offset, "inSyncSlaves": g.in_sync_slaves,
+            "averageMessageSize": g.average_message_size, "error": g.error,
+            "slaves": [slave_json(s) for s in g.slaves]}
+
+
+def _row(g: ReplicationGroup, s: SlaveReplication | None) -> list[Any]:
+    head = [g.broker_name, g.master_addr]
+    if s is None:
+        return [*head, *([None] * (len(STATUS_COLUMNS) - 2))]
+    v = s.slave
+    return [*head, v.broker_addr if v else s.connection, s.ack_offset, s.diff_bytes, s.diff_messages,
+            _kb(s.transfer_bytes_per_s), _seconds(s.catch_up_s), s.in_sync, s.trend,
+            v.master_ha_addr if v else None, v.max_offset if v else None,
+            when(v.last_read_ms) if v else None, when(v.last_write_ms) if v else None]
+
+
+def status_view(groups: list[ReplicationGroup], window: float) -> View:
+    rows = [_row(g, s) for g in groups for s in (g.slaves or [None])]
+    footer = [f"{g.broker_name or g.master_addr}: master {g.master_addr or 'not registered'}: {g.error}"
+              for g in groups if g.error]
+    footer += [f"{s.slave.broker_addr}: {s.slave.error}" for g in groups for s in g.slaves
+               if s.slave is not None and s.slave.error]
+    footer.append(f"trend over {window:g}s; DIFF MSGS over each master's average stored message size; "
+                  "CATCH-UP is DIFF over the transfer speed")
+    return View("HAStatus", STATUS_COLUMNS, rows,
+                {"windowSeconds": window, "groups": [group_json(g) for g in groups]}, footer=footer)
+
+
+def ready_view(r: HAReadiness, window: float) -> View:
+    master = r.group.master_addr if r.group else None
+    chosen = r.slave
+    rows = [[c.name, {True: "ok", False: "FAIL", None: "info"}[c.ok], c.detail] for c in r.checks]
+    data = {
+        "brokerName": r.broker_name, "verdict": r.verdict, "safe": r.safe, "exitCode": EXIT_BY_VERDICT[r.verdict],
+        "masterAddr": master, "role": r.group.role if r.group else None,
+        "slave": None if chosen is None else (chosen.slave.broker_addr if chosen.slave else chosen.connection),
+        "maxDiffBytes": r.max_diff, "maxCatchUpSeconds": r.max_catchup_s, "windowSeconds": window,
+        "lossBytes": r.loss_bytes, "lossMessages": r.loss_messages,
+        "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail} for c in r.checks],
+        "group": group_json(r.group) if r.group else None,
+    }
+    title = (f"{r.broker_name}: cannot tell whether stopping the master is safe" if r.verdict == "unknown"
+             else f"{r.broker_name}: {r.verdict.upper()} to stop the master {master}")
+    return View("HAReady", [Column("CHECK"), Column("RESULT"), Column("DETAIL")], rows, data, title=title,
+                footer=[f"verdict: {r.verdict} (exit {EXIT_BY_VERDICT[r.verdict]})"])
+
+
+@app.command("status")
+def status(
+    broker_addr: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "-b", "--broker", help="The group holding this broker address (master or slave).")] = None,
+    cluster: Annotated[Optional[str], typer.Option("-c", "--cluster", help="Every group of this cluster.")] = None,  # noqa: UP045
+    window: WindowOpt = 2.0,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Replication per master and slave: lag in bytes, messages and seconds, trend, the slave's view.
+
+    Per master, every slave: ack offset, diff in bytes and in messages, transfer speed, time to catch
+    up, in sync, the trend over --window; and what the slave reports: its master, max offset, last read
+    and write. Neither -b nor -c: every group the name servers know.
+
+    Example: mq admin ha status -c DefaultCluster --window 5
+    """
+    if broker_addr is not None and cluster is not None:
+        raise usage("give -b or -c, not both")
+
+    async def build(admin: MQAdmin) -> View:
+        from mqtools.client.admin.hamodels import UnknownTargetError
+
+        try:
+            groups = await admin.ha_replication(broker_addr=broker_addr, cluster=cluster, window=window)
+        except UnknownTargetError as exc:
+            raise usage(str(exc)) from None
+        return status_view(groups, window)
+
+    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+
+
+@app.command("ready")
+def ready(
+    broker_name: Annotated[str, typer.Argument(help="Broker name (the group), e.g. broker-a.")],
+    max_diff: Annotated[int, typer.Option("--max-diff", help="Most bytes the slave may lack.", min=0)] = 1024 * 1024,
+    max_catchup: Annotated[float, typer.Option(
+        "--max-catchup", help="Most seconds the slave may need to catch up.", min=0.0)] = 10.0,
+    window: WindowOpt = 2.0,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Is it safe to stop this group's master now? Exit 0 safe, 1 not safe, 3 unknown.
+
+    The verdict comes with its reasons: slave connected and answering, in sync, diff under --max-diff,
+    catching up within --max-catchup, not falling behind; and what the master's send mode makes stopping
+    it cost (SYNC_MASTER with an in-sync slave: nothing acknowledged; ASYNC_MASTER: up to the diff).
+
+    Example: mq admin ha ready broker-a --max-diff 0 -o json
+    """
+    check_output(output)
+
+    async def assess(admin: MQAdmin) -> HAReadiness:
+        from mqtools.client.admin.hamodels import UnknownTargetError
+
+        try:
+            return await admin.ha_ready(broker_name, max_diff=max_diff, max_catchup_s=max_catchup, window=window)
+        except UnknownTargetError as exc:
+            raise usage(str(exc)) from None
+
+    result = run(namesrv, assess, context=context, timeout=timeout)
+    render(ready_view(result, window), output)
+    raise typer.Exit(EXIT_BY_VERDICT[result.verdict])

@@ -1,0 +1,89 @@
+"""mqadmin's haStatus (RocketMQ 5.x HAStatusSubCommand): a master's slaves or a slave's HA client."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from mqtools.cli.admin.common import run, usage
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+from mqtools.cli.admin.mqadmin.broker import group_addrs
+from mqtools.cli.admin.mqadmin.message import java_time
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models import HAStatus
+
+SLAVE_HEADER = "%-32s  %-16s %16s %16s %16s %16s"
+SLAVE_ROW = "%-32s  %-16d %16d %16.2f %16s %16d"
+DEFAULT_INTERVAL_S = 3
+
+
+def ha_status_text(addr: str, status: HAStatus) -> str:
+    """One broker's block, as HAStatusSubCommand prints it: it starts with an empty line."""
+    if status.is_master:
+        max_offset = status.commitlog_max_offset or 0
+        lines = ["", f"#MasterAddr\t{addr}", f"#MasterCommitLogMaxOffset\t{max_offset}",
+                 f"#SlaveNum\t{len(status.slaves)}", f"#InSyncSlaveNum\t{status.in_sync_slaves or 0}",
+                 SLAVE_HEADER % ("#SlaveAddr", "#SlaveAckOffset", "#Diff", "#TransferSpeed(KB/s)", "#Status",
+                                 "#TransferFromWhere")]
+        for c in status.slaves:
+            ack = -1 if c.ack_offset is None else c.ack_offset
+            diff = c.diff_bytes if c.diff_bytes is not None else max_offset
+            lines.append(java_format(SLAVE_ROW, c.addr, ack, diff, (c.transfer_bytes_per_s or 0) / 1024.0,
+                                     "OK" if c.in_sync else "Fall Behind", c.transfer_from or 0))
+        return "\n".join(lines)
+    client = status.client
+    return "\n".join([
+        "", java_format("#MasterAddr\t%s", client.master_addr if client else None),
+        f"#CommitLogMaxOffset\t{(client.max_offset if client else None) or 0}",
+        f"#TransferSpeed(KB/s)\t{((client.transfer_bytes_per_s if client else None) or 0) / 1024.0:.2f}",
+        f"#LastReadTime\t{java_time((client.last_read_ms if client else None) or 0)}",
+        f"#LastWriteTime\t{java_time((client.last_write_ms if client else None) or 0)}",
+        f"#MasterFlushOffset\t{(client.master_flush_offset if client else None) or 0}",
+    ])
+
+
+def _interval(value: str | None) -> int | None:
+    """-i: seconds between rounds; present but empty means mqadmin's 3 s."""
+    if value is None:
+        return None
+    if not value.strip():
+        return DEFAULT_INTERVAL_S
+    try:
+        return max(1, int(value))
+    except ValueError:
+        raise usage(f"-i must be a number of seconds, not {value!r}") from None
+
+
+@command("haStatus", "mq admin ha status", "Fetch ha runtime status data.")
+def ha_status(
+    broker_addr: Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="which broker to fetch")] = None,  # noqa: UP045
+    cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="which cluster")] = None,  # noqa: UP045
+    interval: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "-i", "--interval", help="the interval(second) of get info")] = None,
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin haStatus -c DefaultCluster"""
+    if broker_addr is None and cluster is None:
+        raise usage("give one of -b/--brokerAddr and -c/--clusterName")
+    every = _interval(interval)
+
+    async def rounds(admin: MQAdmin) -> None:
+        while True:
+            if broker_addr is not None:
+                addrs = [broker_addr.strip()]
+            else:
+                addrs = [m for m, _ in group_addrs(await admin.cluster_info(), cluster or "", slaves=False)]
+            for addr in addrs:
+                typer.echo(ha_status_text(addr, await admin.ha_status(addr)))
+            if every is None:
+                return
+            await asyncio.sleep(every)
+
+    try:
+        run(namesrv, rounds)
+    except KeyboardInterrupt:
+        raise typer.Exit(0) from None

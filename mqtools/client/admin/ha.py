@@ -1,0 +1,160 @@
+"""Replication per broker group over a window of samples, and the "safe to stop the master?" verdict.
+
+`ha_replication` asks each master for GET_BROKER_HA_STATUS every half second over the window (the
+trend needs several samples; nothing else does), then once more each master's runtime figures
+(average stored message size) and config (send mode), and each slave's own HA status (its master,
+max offset, last read and write). `ha_ready` turns one group's figures into a verdict with reasons
+(`hamodels.assess`); drills call it before they stop a master.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+
+from mqtools.client.admin.cluster import ClusterAdmin
+from mqtools.client.admin.hamodels import (
+    DEFAULT_MAX_CATCHUP_S,
+    DEFAULT_MAX_DIFF,
+    UNKNOWN,
+    Check,
+    HAReadiness,
+    ReplicationGroup,
+    SlaveReplication,
+    SlaveView,
+    UnknownTargetError,
+    assess,
+    catch_up_seconds,
+    diff_messages,
+    pair_slaves,
+    trend_of,
+)
+from mqtools.client.admin.models import BrokerRuntime, HAStatus
+from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.common.brokerrole import MASTER_ID
+from mqtools.remoting.bodies import ClusterInfo
+
+SAMPLE_INTERVAL_S = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    cluster: str | None
+    name: str | None
+    master: str | None
+    slaves: dict[int, str]
+
+
+def _targets(info: ClusterInfo, broker_addr: str | None, cluster: str | None,
+             broker_name: str | None) -> list[_Target]:
+    """The broker groups to look at: one by name, the one holding an address, a cluster's, or all."""
+    cluster_of = {name: c for c, names in info.cluster_addr_table.items() for name in names}
+
+    def target(name: str) -> _Target:
+        data = info.broker_addr_table.get(name)
+        addrs = dict(data.broker_addrs) if data else {}
+        return _Target(cluster_of.get(name) or (data.cluster if data else None), name, addrs.pop(MASTER_ID, None),
+                       dict(sorted(addrs.items())))
+
+    if broker_name is not None:
+        if broker_name not in info.broker_addr_table:
+            known = ", ".join(sorted(info.broker_addr_table)) or "none"
+            raise UnknownTargetError(f"broker {broker_name} not found (known: {known})")
+        return [target(broker_name)]
+    if broker_addr is not None:
+        for name, data in sorted(info.broker_addr_table.items()):
+            if broker_addr in data.broker_addrs.values():
+                return [target(name)]
+        return [_Target(None, None, broker_addr, {})]  # not registered: ask it directly, as mqadmin does
+    if cluster is not None:
+        if cluster not in info.cluster_addr_table:
+            known = ", ".join(sorted(info.cluster_addr_table)) or "none"
+            raise UnknownTargetError(f"cluster {cluster} not found (known: {known})")
+        return [target(n) for n in sorted(info.cluster_addr_table[cluster])]
+    return [target(n) for n in sorted(info.broker_addr_table)]
+
+
+def _slave_view(addr: str, broker_id: int, answer: HAStatus | MQClientError) -> SlaveView:
+    if isinstance(answer, MQClientError):
+        return SlaveView(addr, broker_id, None, None, None, None, None, None, error=str(answer))
+    c = answer.client
+    if c is None:
+        return SlaveView(addr, broker_id, None, None, None, None, None, None,
+                         error="answers as a master, not as a slave")
+    return SlaveView(addr, broker_id, c.master_addr, c.max_offset, c.transfer_bytes_per_s, c.last_read_ms,
+                     c.last_write_ms, c.activated)
+
+
+def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
+           runtime: BrokerRuntime | MQClientError | None, config: dict[str, str] | MQClientError | None,
+           slaves: list[SlaveView], window: float) -> ReplicationGroup:
+    """One group from the master's samples, its runtime and config answers and the slaves' views."""
+    last = series[-1][1] if series else None
+    error = None if t.master else "no master registered"
+    if isinstance(last, MQClientError):
+        error = str(last)
+    status = last if isinstance(last, HAStatus) else None
+    avg = runtime.average_message_size if isinstance(runtime, BrokerRuntime) else None
+    role = config.get("brokerRole") if isinstance(config, dict) else None
+    conns = status.slaves if status is not None else []
+    rows = []
+    for ci, si in pair_slaves([(c.addr, c.ack_offset) for c in conns],
+                              [(v.broker_addr, v.max_offset) for v in slaves]):
+        view = slaves[si] if si is not None else None
+        if ci is None:
+            rows.append(SlaveReplication(None, None, None, None, None, None, None, None, None, [], view))
+            continue
+        c = conns[ci]
+        samples = [(round(at, 3), conn.diff_bytes) for at, answer in series if isinstance(answer, HAStatus)
+                   for conn in answer.slaves if conn.addr == c.addr and conn.diff_bytes is not None]
+        rows.append(SlaveReplication(c.addr, c.ack_offset, c.diff_bytes, diff_messages(c.diff_bytes, avg),
+                                     c.transfer_bytes_per_s, catch_up_seconds(c.diff_bytes, c.transfer_bytes_per_s),
+                                     c.in_sync, trend_of(samples), c.transfer_from, samples, view))
+    return ReplicationGroup(t.cluster, t.name, t.master, role, status.commitlog_max_offset if status else None,
+                            status.in_sync_slaves if status else None, avg, window, rows, error)
+
+
+class HAAdmin(ClusterAdmin):
+    """Replication per broker group over a window of samples, and the safe-to-stop verdict."""
+
+    async def ha_replication(self, *, broker_addr: str | None = None, cluster: str | None = None,
+                             broker_name: str | None = None, window: float = 2.0) -> list[ReplicationGroup]:
+        """Every group the name servers know (or the one named, the one holding `broker_addr`, a
+        cluster's), with each slave's figures and its diff trend over `window` seconds."""
+        targets = _targets(await self.cluster_info(), broker_addr, cluster, broker_name)
+        masters = sorted({t.master for t in targets if t.master})
+        series: dict[str, list[tuple[float, HAStatus | MQClientError]]] = {m: [] for m in masters}
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        while masters:
+            at = loop.time() - start
+            answers = await asyncio.gather(*(self._settled(self.ha_status(m)) for m in masters))
+            for master, answer in zip(masters, answers, strict=True):
+                series[master].append((at, answer))
+            left = window - (loop.time() - start)
+            if left <= 0:
+                break
+            await asyncio.sleep(min(SAMPLE_INTERVAL_S, left))
+        slave_addrs = [(addr, bid) for t in targets for bid, addr in t.slaves.items()]
+        extra = await asyncio.gather(
+            *(self._settled(self.broker_runtime_info(m)) for m in masters),
+            *(self._settled(self.broker_config(m)) for m in masters),
+            *(self._settled(self.ha_status(a)) for a, _ in slave_addrs))
+        runtime = dict(zip(masters, extra[:len(masters)], strict=True))
+        config = dict(zip(masters, extra[len(masters):2 * len(masters)], strict=True))
+        views = {a: _slave_view(a, bid, answer)
+                 for (a, bid), answer in zip(slave_addrs, extra[2 * len(masters):], strict=True)}
+        return [_group(t, series.get(t.master, []) if t.master else [], runtime.get(t.master or ""),
+                       config.get(t.master or ""), [views[a] for a in t.slaves.values()], window)
+                for t in targets]
+
+    async def ha_ready(self, broker_name: str, *, max_diff: int = DEFAULT_MAX_DIFF,
+                       max_catchup_s: float = DEFAULT_MAX_CATCHUP_S, window: float = 2.0) -> HAReadiness:
+        """Is it safe to stop this group's master now? safe / not safe with reasons, or unknown when the
+        name servers or the master cannot be asked; UnknownTargetError for a name nobody knows."""
+        try:
+            (group,) = await self.ha_replication(broker_name=broker_name, window=window)
+        except UnreachableError as exc:
+            return HAReadiness(broker_name, UNKNOWN, [Check("name servers reachable", False, str(exc))],
+                               max_diff, max_catchup_s, None)
+        return assess(group, max_diff=max_diff, max_catchup_s=max_catchup_s)

@@ -1,0 +1,296 @@
+"""Replication in human terms: typed results of `HAAdmin` and the pure computations behind them.
+
+GET_BROKER_HA_STATUS gives a byte diff per slave connection and nothing else. From it, the master's
+runtime figures and the slaves' own answers, these models derive what an operator asks: how many
+messages the slave lacks, how long it needs to catch up, whether it is falling behind, and whether
+stopping the master now is safe. The computations are plain functions so they can be tested alone
+and reused by drills. As elsewhere, a figure nobody gave is None, never 0 or -1.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from mqtools.client.errors import MQClientError
+
+GROWING = "growing"
+SHRINKING = "shrinking"
+STEADY = "steady"
+TREND_MIN_BYTES = 64 * 1024
+"""A change in diff smaller than this over the window is noise (one HA transfer batch is 32 KiB)."""
+TREND_RELATIVE = 0.1
+"""...or smaller than this share of the largest diff seen."""
+DEFAULT_MAX_DIFF = 1024 * 1024
+DEFAULT_MAX_CATCHUP_S = 10.0
+SAFE = "safe"
+NOT_SAFE = "not safe"
+UNKNOWN = "unknown"
+
+
+class UnknownTargetError(MQClientError):
+    """The broker name, address or cluster is unknown to the name servers: a usage error, not an outage."""
+
+
+# -- pure computations ---------------------------------------------------------------------------
+
+
+def trend_of(samples: Sequence[tuple[float, int]]) -> str | None:
+    """growing / shrinking / steady from (seconds, diff bytes) samples; None with fewer than two.
+
+    The least-squares slope over the window, not first-versus-last, so a single noisy sample under
+    load does not flip the answer, while a step (a stopped slave resuming) still shows.
+    """
+    if len(samples) < 2:
+        return None
+    n = len(samples)
+    mean_t = sum(t for t, _ in samples) / n
+    mean_d = sum(d for _, d in samples) / n
+    var_t = sum((t - mean_t) ** 2 for t, _ in samples)
+    span = samples[-1][0] - samples[0][0]
+    if var_t <= 0 or span <= 0:
+        return None
+    slope = sum((t - mean_t) * (d - mean_d) for t, d in samples) / var_t
+    change = slope * span
+    tolerance = max(TREND_MIN_BYTES, TREND_RELATIVE * max(abs(d) for _, d in samples))
+    if change > tolerance:
+        return GROWING
+    if change < -tolerance:
+        return SHRINKING
+    return STEADY
+
+
+def catch_up_seconds(diff_bytes: int | None, bytes_per_s: float | None) -> float | None:
+    """Diff over transfer speed: 0 when nothing is missing, None (n/a, never infinity) when not moving."""
+    if diff_bytes is None:
+        return None
+    if diff_bytes <= 0:
+        return 0.0
+    if not bytes_per_s or bytes_per_s <= 0:
+        return None
+    return diff_bytes / bytes_per_s
+
+
+def diff_messages(diff_bytes: int | None, average_size: float | None) -> int | None:
+    """The byte diff as a message count, over the master's average stored message size."""
+    if diff_bytes is None:
+        return None
+    if diff_bytes <= 0:
+        return 0
+    if not average_size or average_size <= 0:
+        return None
+    return round(diff_bytes / average_size)
+
+
+def host_of(addr: str | None) -> str | None:
+    return None if not addr else addr.rsplit(":", 1)[0]
+
+
+def pair_slaves(connections: Sequence[tuple[str, int | None]],
+                slaves: Sequence[tuple[str, int | None]]) -> list[tuple[int | None, int | None]]:
+    """Which registered slave holds which HA connection, as (connection index, slave index) pairs.
+
+    The master only knows each connection's peer address (an ephemeral port), the name server only
+    the slaves' broker addresses. Pair by host, then by how close the connection's ack offset is to
+    the slave's own max offset. Inputs are (address, offset) pairs; a connection or slave without a
+    partner appears with None on the other side.
+    """
+    free = set(range(len(slaves)))
+    pairs: list[tuple[int | None, int | None]] = []
+    for ci, (conn_addr, ack) in enumerate(connections):
+        same_host = [si for si in free if host_of(slaves[si][0]) == host_of(conn_addr)]
+        pool = same_host or (sorted(free) if len(connections) == 1 and len(free) == 1 else [])
+        if not pool:
+            pairs.append((ci, None))
+            continue
+
+        def distance(si: int, ack: int | None = ack) -> tuple[int, int]:
+            own = slaves[si][1]
+            return (0, abs(own - ack)) if own is not None and ack is not None else (1, si)
+
+        best = min(pool, key=distance)
+        free.discard(best)
+        pairs.append((ci, best))
+    pairs += [(None, si) for si in sorted(free)]
+    return pairs
+
+
+# -- models --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class SlaveView:
+    """What a slave broker says about its own replication (its HA client)."""
+
+    broker_addr: str
+    broker_id: int | None
+    master_ha_addr: str | None
+    """The master's HA address the slave follows."""
+    max_offset: int | None
+    transfer_bytes_per_s: float | None
+    last_read_ms: int | None
+    last_write_ms: int | None
+    connected: bool | None
+    error: str | None = None
+    """Why the slave could not be asked (stopped, unreachable); its figures are then None."""
+
+
+@dataclass(frozen=True, slots=True)
+class SlaveReplication:
+    """One slave of a master: the master's figures for its connection, derived figures, the slave's view."""
+
+    connection: str | None
+    """The HA connection's peer address as the master sees it; None: registered but not connected."""
+    ack_offset: int | None
+    diff_bytes: int | None
+    diff_messages: int | None
+    transfer_bytes_per_s: float | None
+    catch_up_s: float | None
+    """None when the diff is unknown or the transfer speed is 0 (n/a)."""
+    in_sync: bool | None
+    trend: str | None
+    """growing, shrinking or steady over the window; None without two samples."""
+    transfer_from: int | None
+    samples: list[tuple[float, int]] = field(default_factory=list)
+    """(seconds since the first sample, diff bytes) as the master reported them during the window."""
+    slave: SlaveView | None = None
+    """The slave's own answer; None when no registered slave could be paired with the connection."""
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicationGroup:
+    """A broker group: its master's replication state and every slave, connected or registered."""
+
+    cluster: str | None
+    broker_name: str | None
+    master_addr: str | None
+    """None when no master of the group is registered."""
+    role: str | None
+    """The master's brokerRole (SYNC_MASTER or ASYNC_MASTER) from its config."""
+    max_offset: int | None
+    in_sync_slaves: int | None
+    average_message_size: float | None
+    window_s: float
+    slaves: list[SlaveReplication]
+    error: str | None = None
+    """Why the master could not be asked; its figures are then None."""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One reason behind a readiness verdict; `ok` None means information, not a condition."""
+
+    name: str
+    ok: bool | None
+    detail: str
+
+
+@dataclass(frozen=True, slots=True)
+class HAReadiness:
+    """Is it safe to stop this group's master now? The verdict, its reasons and every input figure."""
+
+    broker_name: str
+    verdict: str
+    """safe, not safe or unknown."""
+    checks: list[Check]
+    max_diff: int
+    max_catchup_s: float
+    group: ReplicationGroup | None
+    slave: SlaveReplication | None = None
+    """The slave the verdict rests on (the first that passes, else the closest one)."""
+    loss_bytes: int | None = None
+    """What stopping the master now could lose: 0 for SYNC_MASTER with an in-sync slave, else the diff."""
+    loss_messages: int | None = None
+
+    @property
+    def safe(self) -> bool | None:
+        return None if self.verdict == UNKNOWN else self.verdict == SAFE
+
+
+# -- the verdict ---------------------------------------------------------------------------------
+
+
+def _mb(n: int) -> str:
+    return f"{n} bytes" if n < 1024 * 1024 else f"{n / 1024 / 1024:.1f} MiB ({n} bytes)"
+
+
+def slave_checks(group: ReplicationGroup, s: SlaveReplication, max_diff: int,
+                 max_catchup_s: float) -> list[Check]:
+    """The conditions one slave must meet for its master to be stopped without surprises."""
+    name = s.slave.broker_addr if s.slave is not None else s.connection or "?"
+    connected = s.connection is not None and s.ack_offset is not None
+    checks = [Check("slave connected", connected, f"{name} is connected to the master (from {s.connection})"
+                    if connected else f"{name} is registered but has no acknowledging HA connection")]
+    if s.slave is None:
+        checks.append(Check("slave answers", None, f"cannot tell which registered slave holds connection {name}"))
+    elif s.slave.error:
+        checks.append(Check("slave answers", False, f"{name} did not answer ({s.slave.error}): stopped or hung"))
+    else:
+        checks.append(Check("slave answers", bool(s.slave.connected),
+                            f"{name} answers and its HA client is "
+                            f"{'connected' if s.slave.connected else 'not connected'}"))
+    checks.append(Check("in sync", s.in_sync is True,
+                        f"the master counts {name} as {'in sync' if s.in_sync else 'not in sync'}"))
+    if s.diff_bytes is None:
+        checks.append(Check("diff under bound", False, "the diff is unknown"))
+    else:
+        msgs = "" if s.diff_messages is None else f", ~{s.diff_messages} messages"
+        checks.append(Check("diff under bound", s.diff_bytes <= max_diff,
+                            f"{_mb(s.diff_bytes)}{msgs} behind (bound {max_diff} bytes)"))
+    if s.catch_up_s is None:
+        checks.append(Check("catching up", False, "bytes are missing and none are moving (speed 0)"
+                            if s.diff_bytes else "the time to catch up is unknown"))
+    else:
+        checks.append(Check("catching up", s.catch_up_s <= max_catchup_s,
+                            f"{s.catch_up_s:.1f}s to catch up (bound {max_catchup_s:g}s)"))
+    if s.trend is None:
+        checks.append(Check("not falling behind", None, "no trend: a window of one sample"))
+    else:
+        checks.append(Check("not falling behind", s.trend != GROWING,
+                            f"the diff is {s.trend} over {group.window_s:g}s"))
+    return checks
+
+
+def stop_cost(group: ReplicationGroup, s: SlaveReplication | None) -> tuple[Check, int | None, int | None]:
+    """What stopping the master would cost, by its send mode: information, not a condition."""
+    role = group.role or "unknown role"
+    if s is None or s.diff_bytes is None:
+        return Check("send mode", None, f"{role}: without a replicating slave, messages only on the master "
+                                        "are unreadable until it returns"), None, None
+    if role == "SYNC_MASTER" and s.in_sync:
+        return Check("send mode", None, "SYNC_MASTER with an in-sync slave: stopping it loses no acknowledged "
+                                        "message"), 0, 0
+    if s.diff_bytes <= 0:
+        return Check("send mode", None, f"{role}: the slave has every byte, stopping it now loses nothing"), 0, 0
+    msgs = "" if s.diff_messages is None else f" (~{s.diff_messages} messages)"
+    return (Check("send mode", None, f"{role}: stopping it now loses up to {s.diff_bytes} bytes{msgs} not yet on "
+                                     "the slave"), s.diff_bytes, s.diff_messages)
+
+
+def assess(group: ReplicationGroup, *, max_diff: int = DEFAULT_MAX_DIFF,
+           max_catchup_s: float = DEFAULT_MAX_CATCHUP_S) -> HAReadiness:
+    """The readiness verdict for a group: unknown when its master cannot be asked, safe when at least
+    one slave meets every condition, else not safe with the reasons of the closest slave."""
+    name = group.broker_name or group.master_addr or "?"
+
+    def verdict(v: str, checks: list[Check], slave: SlaveReplication | None = None) -> HAReadiness:
+        cost, loss_b, loss_m = stop_cost(group, slave)
+        return HAReadiness(name, v, [*checks, cost] if v != UNKNOWN else checks, max_diff, max_catchup_s,
+                           group, slave, loss_b, loss_m)
+
+    if group.master_addr is None:
+        return verdict(UNKNOWN, [Check("master reachable", False,
+                                       f"no master of {name} is registered with the name servers")])
+    if group.error is not None:
+        return verdict(UNKNOWN, [Check("master reachable", False, f"{group.master_addr}: {group.error}")])
+    reach = Check("master reachable", True, f"{group.master_addr} answers")
+    if not group.slaves:
+        return verdict(NOT_SAFE, [reach, Check("slave connected", False,
+                                               f"no slave of {name} is connected or registered")])
+    scored = []
+    for s in group.slaves:
+        checks = slave_checks(group, s, max_diff, max_catchup_s)
+        failed = sum(1 for c in checks if c.ok is False)
+        scored.append((failed, s, checks))
+    failed, best, checks = min(scored, key=lambda x: x[0])
+    return verdict(SAFE if failed == 0 else NOT_SAFE, [reach, *checks], best)

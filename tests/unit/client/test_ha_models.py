@@ -1,0 +1,143 @@
+"""The replication figures and the readiness verdict, from hand-made samples and groups."""
+
+from __future__ import annotations
+
+from mqtools.client.admin.hamodels import (
+    GROWING,
+    NOT_SAFE,
+    SAFE,
+    SHRINKING,
+    STEADY,
+    UNKNOWN,
+    ReplicationGroup,
+    SlaveReplication,
+    SlaveView,
+    assess,
+    catch_up_seconds,
+    diff_messages,
+    pair_slaves,
+    trend_of,
+)
+
+MB = 1024 * 1024
+
+
+def test_trend_needs_two_samples_and_a_span() -> None:
+    assert trend_of([]) is None
+    assert trend_of([(0.0, 5)]) is None
+    assert trend_of([(1.0, 5), (1.0, 9)]) is None
+
+
+def test_trend_of_a_stopped_slave_under_load_is_growing() -> None:
+    assert trend_of([(t * 0.5, int(t * 0.5 * MB)) for t in range(6)]) == GROWING
+
+
+def test_trend_of_a_resumed_slave_is_shrinking_even_when_it_catches_up_in_one_step() -> None:
+    assert trend_of([(0.0, 8 * MB), (0.5, 8 * MB), (1.0, 8 * MB), (1.5, 0), (2.0, 0)]) == SHRINKING
+    assert trend_of([(0.0, 8 * MB), (0.5, 0), (1.0, 0), (1.5, 0), (2.0, 0)]) == SHRINKING
+    assert trend_of([(0.0, 8 * MB), (0.5, 8 * MB), (1.0, 8 * MB), (1.5, 8 * MB), (2.0, 0)]) == SHRINKING
+
+
+def test_trend_ignores_the_jitter_of_async_replication_under_load() -> None:
+    jitter = [0, 12_000, 3_000, 40_000, 0, 8_000]
+    assert trend_of([(i * 0.5, d) for i, d in enumerate(jitter)]) == STEADY
+    assert trend_of([(0.0, 0), (2.0, 0)]) == STEADY
+    # a large diff moving by less than a tenth of itself is steady too
+    assert trend_of([(0.0, 500 * MB), (1.0, 520 * MB), (2.0, 510 * MB)]) == STEADY
+
+
+def test_catch_up_is_diff_over_speed_and_never_infinite() -> None:
+    assert catch_up_seconds(10 * MB, 2 * MB) == 5.0
+    assert catch_up_seconds(0, 0) == 0.0
+    assert catch_up_seconds(100, 0) is None
+    assert catch_up_seconds(100, None) is None
+    assert catch_up_seconds(None, 100.0) is None
+
+
+def test_diff_in_messages_over_the_average_stored_size() -> None:
+    assert diff_messages(2_000, 200.0) == 10
+    assert diff_messages(2_050, 200.0) == 10
+    assert diff_messages(0, None) == 0
+    assert diff_messages(100, None) is None
+    assert diff_messages(None, 200.0) is None
+
+
+def test_pairing_by_host_then_by_offset() -> None:
+    conns = [("10.0.0.3:51000", 900), ("10.0.0.2:51002", 1000)]
+    slaves = [("10.0.0.2:10911", 1000), ("10.0.0.3:10911", 901), ("10.0.0.4:10911", None)]
+    assert pair_slaves(conns, slaves) == [(0, 1), (1, 0), (None, 2)]
+    same_host = [("127.0.0.1:5001", 100), ("127.0.0.1:5002", 5000)]
+    assert pair_slaves(same_host, [("127.0.0.1:30011", 5000), ("127.0.0.1:30021", 99)]) == [(0, 1), (1, 0)]
+    # one connection and one slave pair up even across addresses (NAT, a second interface)
+    assert pair_slaves([("192.168.1.5:4000", 7)], [("10.0.0.9:10911", 7)]) == [(0, 0)]
+    assert pair_slaves([("192.168.1.5:4000", 7)], []) == [(0, None)]
+
+
+def view(**kw: object) -> SlaveView:
+    base: dict[str, object] = {"broker_addr": "10.0.0.2:10911", "broker_id": 1, "master_ha_addr": "10.0.0.1:10912",
+                               "max_offset": 1000, "transfer_bytes_per_s": 0.0, "last_read_ms": 1,
+                               "last_write_ms": 1, "connected": True}
+    return SlaveView(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def slave(diff: int = 0, *, speed: float = 0.0, in_sync: bool = True, trend: str | None = STEADY,
+          slave_view: SlaveView | None = None, connection: str | None = "10.0.0.2:51000") -> SlaveReplication:
+    return SlaveReplication(connection, 1000 - diff, diff, diff // 100, speed, catch_up_seconds(diff, speed),
+                            in_sync, trend, 1000, [], slave_view or view())
+
+
+def group(*slaves: SlaveReplication, role: str = "ASYNC_MASTER", error: str | None = None,
+          master: str | None = "10.0.0.1:10911") -> ReplicationGroup:
+    return ReplicationGroup("C", "broker-a", master, role, 1000, 1, 100.0, 2.0, list(slaves), error)
+
+
+def failed(r: object) -> list[str]:
+    return [c.name for c in r.checks if c.ok is False]  # type: ignore[attr-defined]
+
+
+def test_in_sync_idle_slave_is_safe_and_sync_master_loses_nothing() -> None:
+    r = assess(group(slave(0), role="SYNC_MASTER"))
+    assert r.verdict == SAFE and r.safe is True and failed(r) == []
+    assert (r.loss_bytes, r.loss_messages) == (0, 0)
+    assert "loses no acknowledged message" in r.checks[-1].detail
+
+
+def test_async_master_costs_up_to_the_diff() -> None:
+    r = assess(group(slave(500, speed=1000.0)), max_diff=1000)
+    assert r.verdict == SAFE and r.loss_bytes == 500 and r.loss_messages == 5
+    assert "ASYNC_MASTER" in r.checks[-1].detail and "500 bytes" in r.checks[-1].detail
+
+
+def test_no_slave_is_not_safe() -> None:
+    r = assess(group())
+    assert r.verdict == NOT_SAFE and failed(r) == ["slave connected"]
+
+
+def test_a_stopped_slave_is_not_safe_even_when_the_master_counts_it_in_sync() -> None:
+    r = assess(group(slave(0, slave_view=view(error="timed out after 2.0s"))))
+    assert r.verdict == NOT_SAFE and failed(r) == ["slave answers"]
+
+
+def test_far_behind_not_moving_and_growing_each_give_a_reason() -> None:
+    r = assess(group(slave(5 * MB, speed=0.0, in_sync=True, trend=GROWING)), max_diff=MB)
+    assert r.verdict == NOT_SAFE
+    assert failed(r) == ["diff under bound", "catching up", "not falling behind"]
+    slow = assess(group(slave(500_000, speed=10_000.0)), max_diff=MB, max_catchup_s=10)
+    assert failed(slow) == ["catching up"]
+
+
+def test_registered_but_unconnected_slave_is_not_safe() -> None:
+    lone = SlaveReplication(None, None, None, None, None, None, None, None, None, [], view(connected=False))
+    assert "slave connected" in failed(assess(group(lone)))
+
+
+def test_the_best_slave_decides() -> None:
+    r = assess(group(slave(0, slave_view=view(error="timeout")), slave(0, slave_view=view(broker_addr="h:2"))))
+    assert r.verdict == SAFE and r.slave is not None and r.slave.slave is not None
+    assert r.slave.slave.broker_addr == "h:2"
+
+
+def test_unreachable_or_missing_master_is_unknown() -> None:
+    assert assess(group(slave(0), error="timed out")).verdict == UNKNOWN
+    r = assess(group(slave(0), master=None))
+    assert r.verdict == UNKNOWN and r.safe is None and "no master" in r.checks[0].detail
