@@ -47,7 +47,10 @@ STATUS_COLUMNS = [
 
 
 def _seconds(value: float | None) -> str | None:
-    return None if value is None else f"{value:.1f}s"
+    """Hundredths below ten seconds: a catch-up of 20 ms is not 0.0s."""
+    if value is None:
+        return None
+    return f"{value:.2f}s" if value < 10 else f"{value:.1f}s"
 
 
 def _kb(value: float | None) -> float | None:

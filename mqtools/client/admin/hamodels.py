@@ -242,7 +242,7 @@ def slave_checks(group: ReplicationGroup, s: SlaveReplication, max_diff: int,
                             if s.diff_bytes else "the time to catch up is unknown"))
     else:
         checks.append(Check("catching up", s.catch_up_s <= max_catchup_s,
-                            f"{s.catch_up_s:.1f}s to catch up (bound {max_catchup_s:g}s)"))
+                            f"{s.catch_up_s:.2f}s to catch up (bound {max_catchup_s:g}s)"))
     if s.trend is None:
         checks.append(Check("not falling behind", None, "no trend: a window of one sample"))
     else:
