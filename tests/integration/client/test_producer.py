@@ -20,19 +20,29 @@ from mqtools.remoting.bodies import MessageQueue
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 
-async def read_all(namesrv: str, topic: str, expected: int) -> dict[str, Message]:
-    """Everything in the topic, by body, read with a pull consumer from offset 0 of each queue."""
-    got: dict[str, Message] = {}
-    async with PullConsumer("CG_READER", namesrv=namesrv) as consumer:
-        for mq in await consumer.fetch_queues(topic):
-            offset = 0
-            while True:
-                result = await consumer.pull(mq, "*", offset)
-                if result.status is not PullStatus.FOUND:
-                    break
-                for msg in result.messages:
-                    got[msg.body.decode(errors="replace")[:40]] = msg
-                offset = result.next_begin_offset
+async def read_all(namesrv: str, topic: str, expected: int, within: float = 10.0) -> dict[str, Message]:
+    """Everything in the topic, by body, read with a pull consumer from offset 0 of each queue.
+
+    An auto-created topic reaches the name server when each broker's next registration lands
+    (asynchronously, as in RocketMQ), and a oneway send may still be on its way: read again,
+    with a fresh route, until `expected` messages are there or `within` seconds have passed.
+    """
+    deadline = time.monotonic() + within
+    while True:
+        got: dict[str, Message] = {}
+        async with PullConsumer("CG_READER", namesrv=namesrv) as consumer:
+            for mq in await consumer.fetch_queues(topic):
+                offset = 0
+                while True:
+                    result = await consumer.pull(mq, "*", offset)
+                    if result.status is not PullStatus.FOUND:
+                        break
+                    for msg in result.messages:
+                        got[msg.body.decode(errors="replace")[:40]] = msg
+                    offset = result.next_begin_offset
+        if len(got) >= expected or time.monotonic() > deadline:
+            break
+        await asyncio.sleep(0.1)
     assert len(got) == expected, f"expected {expected} messages in {topic}, found {len(got)}"
     return got
 
