@@ -23,6 +23,10 @@ _mq() {
             mq_admin_dlq) path="mq admin dlq" ;;
             mq_admin_dlq_list) path="mq admin dlq list" ;;
             mq_admin_dlq_resend) path="mq admin dlq resend" ;;
+            mq_admin_drill) path="mq admin drill" ;;
+            mq_admin_drill_check) path="mq admin drill check" ;;
+            mq_admin_drill_list) path="mq admin drill list" ;;
+            mq_admin_drill_run) path="mq admin drill run" ;;
             mq_admin_group) path="mq admin group" ;;
             mq_admin_group_connections) path="mq admin group connections" ;;
             mq_admin_group_create) path="mq admin group create" ;;
@@ -31,6 +35,9 @@ _mq() {
             mq_admin_group_progress) path="mq admin group progress" ;;
             mq_admin_group_status) path="mq admin group status" ;;
             mq_admin_group_update) path="mq admin group update" ;;
+            mq_admin_ha) path="mq admin ha" ;;
+            mq_admin_ha_ready) path="mq admin ha ready" ;;
+            mq_admin_ha_status) path="mq admin ha status" ;;
             mq_admin_help) path="mq admin help" ;;
             mq_admin_kv) path="mq admin kv" ;;
             mq_admin_kv_delete) path="mq admin kv delete" ;;
@@ -86,7 +93,7 @@ _mq() {
     done
     case "${path// /_}" in
         mq) words="admin broker cluster context namesrv version --help" ;;
-        mq_admin) words="broker cluster dlq group help kv msg namesrv offset producer schema topic --help" ;;
+        mq_admin) words="broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic --help" ;;
         mq_admin_broker) words="clean-expired-cq config consume-stats perm stats status --help" ;;
         mq_admin_broker_clean-expired-cq) words="--context --namesrv --timeout -n --help" ;;
         mq_admin_broker_config) words="get set --help" ;;
@@ -104,6 +111,10 @@ _mq() {
         mq_admin_dlq) words="list resend --help" ;;
         mq_admin_dlq_list) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_dlq_resend) words="--all --context --namesrv --output --timeout --yes -n -o -y --help" ;;
+        mq_admin_drill) words="check list run --help" ;;
+        mq_admin_drill_check) words="--output -o --help" ;;
+        mq_admin_drill_list) words="--output -o --help" ;;
+        mq_admin_drill_run) words="--base-port --consumers --context --dir --duration --fault-at --fault-cmd --fault-for --heal-cmd --history --keys --max-duplicates --max-lost --max-rto --namesrv --namesrvs --output --poll-interval --preset --producers --rate --seed --set --size --target -n -o --help" ;;
         mq_admin_group) words="connections create delete list progress status update --help" ;;
         mq_admin_group_connections) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_group_create) words="--broadcast --broker-addr --broker-id --cluster --consume --context --from-min --namesrv --no-broadcast --no-consume --no-from-min --no-notify --no-orderly --notify --orderly --output --retry-max-times --retry-queues --slow-broker-id --timeout -b -c -n -o --help" ;;
@@ -112,6 +123,9 @@ _mq() {
         mq_admin_group_progress) words="--context --namesrv --output --timeout --topic --watch -n -o -t -w --help" ;;
         mq_admin_group_status) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_group_update) words="--broadcast --broker-addr --broker-id --cluster --consume --context --from-min --namesrv --no-broadcast --no-consume --no-from-min --no-notify --no-orderly --notify --orderly --output --retry-max-times --retry-queues --slow-broker-id --timeout -b -c -n -o --help" ;;
+        mq_admin_ha) words="ready status --help" ;;
+        mq_admin_ha_ready) words="--context --max-catchup --max-diff --namesrv --output --timeout --window -n -o --help" ;;
+        mq_admin_ha_status) words="--broker --cluster --context --namesrv --output --timeout --watch --window -b -c -n -o -w --help" ;;
         mq_admin_help) words="--help" ;;
         mq_admin_kv) words="delete get list set --help" ;;
         mq_admin_kv_delete) words="--context --namesrv --timeout -n --help" ;;

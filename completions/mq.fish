@@ -6,19 +6,21 @@ complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster conte
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context namesrv version' -a namesrv
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context namesrv version' -a version
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context namesrv version' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a broker
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a cluster
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a dlq
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a group
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a kv
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a msg
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a namesrv
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a offset
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a producer
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a schema
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -a topic
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq group help kv msg namesrv offset producer schema topic' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a broker
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a dlq
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a drill
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a group
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a ha
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a kv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a msg
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a offset
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a producer
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a schema
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a topic
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from clean-expired-cq config consume-stats perm stats status' -a clean-expired-cq
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from clean-expired-cq config consume-stats perm stats status' -a config
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from clean-expired-cq config consume-stats perm stats status' -a consume-stats
@@ -148,6 +150,44 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -s y
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run' -a check
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run' -a list
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run' -a run
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from check; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from check; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from check; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from list; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from list; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from list; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l base-port
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l consumers
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l dir
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l duration
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l fault-at
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l fault-cmd
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l fault-for
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l heal-cmd
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l history
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l keys
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l max-duplicates
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l max-lost
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l max-rto
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l namesrvs
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l poll-interval
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l preset
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l producers
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l rate
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l seed
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l set
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l size
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l target
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a connections
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a create
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a delete
@@ -256,6 +296,33 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and not __fish_seen_subcommand_from ready status' -a ready
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and not __fish_seen_subcommand_from ready status' -a status
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and not __fish_seen_subcommand_from ready status' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l max-catchup
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l max-diff
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l window
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l broker
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l watch
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l window
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -s b
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -s c
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -s w
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from help; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and not __fish_seen_subcommand_from delete get list set' -a delete
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and not __fish_seen_subcommand_from delete get list set' -a get

@@ -30,12 +30,14 @@ def _root(path: Path | None) -> Path:
     return (path or default_state_dir()).expanduser().resolve()
 
 
-def _parse_sets(items: list[str]) -> dict[str, str]:
+def parse_sets(items: list[str]) -> dict[str, str]:
+    """Repeated `--set key=value` broker properties (also `mq admin drill run --preset`); ValueError names
+    the bad one."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise _fail(f"--set wants key=value, got {item!r}")
+            raise ValueError(f"--set wants key=value, got {item!r}")
         out[key.strip()] = value.strip()
     return out
 
@@ -59,7 +61,11 @@ def up(
     from mqtools.cluster.supervisor import LaunchError
 
     root = _root(state_dir)
-    opts = UpOptions(preset, root, namesrv, base_port, _parse_sets(sets or []), timeout)
+    try:
+        overrides = parse_sets(sets or [])
+    except ValueError as exc:
+        raise _fail(str(exc)) from None
+    opts = UpOptions(preset, root, namesrv, base_port, overrides, timeout)
     try:
         state = cluster_up(opts, progress=typer.echo)
     except (PresetError, LaunchError) as exc:

@@ -17,6 +17,7 @@ from mqtools.cli.admin import (
     broker,
     cluster,
     dlq,
+    drill,
     group,
     ha,
     kv,
@@ -57,6 +58,7 @@ app.add_typer(topic.app, name="topic")
 app.add_typer(group.app, name="group")
 app.add_typer(offset.app, name="offset")
 app.add_typer(producer.app, name="producer")
+app.add_typer(drill.app, name="drill")
 app.add_typer(ha.app, name="ha")
 app.command("schema")(schema.schema)
 

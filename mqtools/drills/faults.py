@@ -1,0 +1,279 @@
+"""How faults reach the cluster, and the `FaultContext` scenarios run against.
+
+`LocalActions`: real signals to the real processes of a local cluster (pids from its state dir,
+mqtools.cluster), graceful stops and starts through the launcher. `CommandActions`: the operator's
+--fault-cmd / --heal-cmd (ssh, systemctl) for clusters elsewhere, run through the shell with the node in
+MQ_DRILL_NODE / MQ_DRILL_ADDR / MQ_DRILL_ACTION. `DrillContext` records every step as a history event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import psutil
+
+from mqtools.client.errors import MQClientError
+from mqtools.cluster import launcher
+from mqtools.cluster import supervisor as sv
+from mqtools.cluster.health import wait_healthy
+from mqtools.drills.history import History
+from mqtools.drills.preflight import ha_verdict
+from mqtools.drills.scenarios import Node, ScenarioError, Target
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+
+ACTIONS = {signal.SIGKILL: "kill", signal.SIGSTOP: "pause", signal.SIGTERM: "stop"}
+STEADY_POLL = 0.25
+PRODUCERS_QUIET = 1.0
+"""Seconds the master's commitlog must stand still before producers count as gone."""
+HA_READY_TIMEOUT = 20.0
+ROUTE_TIMEOUT = 30.0
+
+
+class Actions(Protocol):
+    async def fault(self, node: Node, sig: int) -> str: ...
+    async def heal(self, node: Node, how: str) -> str: ...
+    async def stop(self, node: Node) -> str: ...
+    async def restore(self) -> list[str]: ...
+
+
+class LocalActions:
+    """Signals and restarts for the processes of a local cluster's state dir."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.touched: set[str] = set()
+
+    def _proc(self, node: Node) -> sv.ProcInfo:
+        state = sv.load_state(self.root)
+        proc = state.find(node.name) if state else None
+        if proc is None:
+            raise ScenarioError(f"{node.name} is not a process of the cluster in {self.root}")
+        return proc
+
+    async def fault(self, node: Node, sig: int) -> str:
+        proc = self._proc(node)
+        ps = sv.alive(proc)
+        if ps is None:
+            raise ScenarioError(f"{node.name} is not running (pid {proc.pid})")
+        self.touched.add(node.name)
+        ps.send_signal(sig)
+        return f"{signal.Signals(sig).name} {node.name} (pid {proc.pid}, {node.addr})"
+
+    async def heal(self, node: Node, how: str) -> str:
+        if how == "cont":
+            proc = self._proc(node)
+            ps = sv.alive(proc)
+            if ps is not None:
+                ps.send_signal(signal.SIGCONT)
+            return f"SIGCONT {node.name} (pid {proc.pid})"
+        proc = await asyncio.to_thread(launcher.start_one, self.root, node.name, 60.0)
+        return f"started {node.name} (pid {proc.pid}, {node.addr})"
+
+    async def stop(self, node: Node) -> str:
+        self.touched.add(node.name)
+        how = await asyncio.to_thread(launcher.stop_one, self.root, node.name, 15.0)
+        return f"SIGTERM {node.name}: {how}"
+
+    def resume_paused(self) -> list[str]:
+        """SIGCONT every stopped process: a paused broker must never outlive the drill paused."""
+        state = sv.load_state(self.root)
+        done = []
+        for proc in state.procs if state else []:
+            ps = sv.alive(proc)
+            try:
+                if ps is not None and ps.status() == psutil.STATUS_STOPPED:
+                    ps.send_signal(signal.SIGCONT)
+                    done.append(f"SIGCONT {proc.name}")
+            except psutil.Error:
+                continue
+        return done
+
+    async def restore(self) -> list[str]:
+        """Leave the cluster as found: resume paused processes, start killed ones, wait until healthy."""
+        done = self.resume_paused()
+        state = sv.load_state(self.root)
+        for proc in state.procs if state else []:
+            if proc.name in self.touched and sv.alive(proc) is None:
+                started = await asyncio.to_thread(launcher.start_one, self.root, proc.name, 60.0)
+                done.append(f"started {proc.name} (pid {started.pid})")
+        state = sv.load_state(self.root)
+        if done and state is not None:
+            await wait_healthy(state, time.monotonic() + 60.0)
+        return done
+
+
+class CommandActions:
+    """The operator's own commands at the fault and heal moments (clusters that are not local)."""
+
+    def __init__(self, fault_cmd: str, heal_cmd: str | None) -> None:
+        self.fault_cmd = fault_cmd
+        self.heal_cmd = heal_cmd
+        self.healed = False
+        self._last: Node | None = None
+
+    async def _run(self, cmd: str, node: Node, action: str) -> str:
+        proc = await asyncio.create_subprocess_shell(
+            cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+            env={**os.environ, "MQ_DRILL_NODE": node.name, "MQ_DRILL_ADDR": node.addr, "MQ_DRILL_ACTION": action})
+        out, _ = await proc.communicate()
+        tail = out.decode(errors="replace").strip().splitlines()[-1:] if out else []
+        status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
+        return f"`{cmd}` for {node.name} ({action}): {status}" + (f": {tail[0][:120]}" if tail else "")
+
+    async def fault(self, node: Node, sig: int) -> str:
+        self._last = node
+        return await self._run(self.fault_cmd, node, ACTIONS.get(sig, "kill"))
+
+    async def heal(self, node: Node, how: str) -> str:
+        if self.heal_cmd is None:
+            return f"no --heal-cmd: {node.name} left as the fault left it"
+        self.healed = True
+        return await self._run(self.heal_cmd, node, how)
+
+    async def stop(self, node: Node) -> str:
+        self._last = node
+        return await self._run(self.fault_cmd, node, "stop")
+
+    async def restore(self) -> list[str]:
+        node = self._last
+        if node is None or self.healed or self.heal_cmd is None:
+            return []
+        return [await self._run(self.heal_cmd, node, "start")]
+
+
+class DrillContext:
+    """The runner's FaultContext: actions on the cluster, checks through MQAdmin, events into the history."""
+
+    def __init__(self, admin: MQAdmin, actions: Actions, target: Target, history: History,
+                 clock: Callable[[], float], *, topic: str, group: str, fault_for: float, poll_interval: float) -> None:
+        self.admin = admin
+        self.actions = actions
+        self.target = target
+        self.history = history
+        self.clock = clock
+        self.topic = topic
+        self.group = group
+        self.fault_for = fault_for
+        self.poll_interval = poll_interval
+        self.aborted: str | None = None
+
+    def event(self, name: str, detail: str = "", **data: Any) -> None:
+        self.history.event(self.clock(), name, detail, **data)
+
+    async def fault(self, node: Node, sig: int) -> None:
+        detail = await self.actions.fault(node, sig)  # the fault's moment: done (an operator's ssh takes a while)
+        self.history.event(self.clock(), "fault", detail, node=node.name, addr=node.addr, signal=signal.Signals(sig).name)
+
+    async def heal(self, node: Node, how: str) -> None:
+        detail = await self.actions.heal(node, how)
+        self.event("heal", detail, node=node.name, how=how)
+
+    async def stop_gracefully(self, node: Node) -> None:
+        self.event("master-stopping", f"graceful stop of {node.name}")
+        self.event("master-stopped", await self.actions.stop(node), node=node.name)
+
+    async def sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
+
+    async def record_slave_offset(self) -> None:
+        """The slave's commitlog offset right after its master went away: what replication had reached."""
+        slave = self.target.slave
+        if slave is None:
+            return
+        await asyncio.sleep(0.3)  # bytes already on the wire land first
+        offset = None
+        try:
+            status = await self.admin.ha_status(slave.addr)
+            offset = status.client.max_offset if status.client else status.commitlog_max_offset
+        except MQClientError as exc:
+            self.event("slave-offset", f"{slave.name} did not answer: {exc}", broker=self.target.broker_name,
+                       offset=None, role=self.target.send_mode)
+            return
+        self.event("slave-offset", f"{slave.name} had replicated up to commitlog offset {offset}",
+                   broker=self.target.broker_name, offset=offset, role=self.target.send_mode)
+
+    async def _committed(self, addr: str) -> dict[str, int] | None:
+        try:
+            stats = await self.admin.broker_consume_stats(addr)
+        except MQClientError:
+            return None
+        return {str(q.queue.queue_id): q.consumer_offset for q in stats.queues
+                if q.group == self.group and q.queue.topic == self.topic and q.consumer_offset is not None}
+
+    async def record_offsets_at_return(self) -> None:
+        """The committed offsets the returning master serves, next to its slave's (apache/rocketmq#1094)."""
+        master, slave = self.target.master, self.target.slave
+        if master is None or slave is None:
+            return
+        served, newer = await asyncio.gather(self._committed(master.addr), self._committed(slave.addr))
+        behind = {q: o - (served or {}).get(q, 0) for q, o in (newer or {}).items() if o > (served or {}).get(q, 0)}
+        detail = (f"{master.name} serves offsets behind {slave.name}'s on {len(behind)} queue(s)" if behind
+                  else f"{master.name} serves committed offsets no older than {slave.name}'s")
+        self.event("offsets-at-return", detail, master=served or {}, slave=newer or {})
+
+    async def wipe_write_perm(self) -> None:
+        """drain-master's first step, and its fault: no new writes to the group."""
+        at = self.clock()
+        counts = await self.admin.wipe_write_perm(self.target.broker_name)
+        self.history.event(at, "fault", f"wiped the write permission of {self.target.broker_name} "
+                                        f"({sum(counts.values())} topic(s) on {len(counts)} name server(s))")
+
+    async def add_write_perm(self) -> None:
+        counts = await self.admin.add_write_perm(self.target.broker_name)
+        self.event("perm-added", f"write permission of {self.target.broker_name} back "
+                                 f"({sum(counts.values())} topic(s))")
+
+    async def wait_producers_left(self) -> bool:
+        """Until the master's commitlog stops growing for a second (producers refreshed their routes)."""
+        master = self.target.master
+        assert master is not None
+        deadline = self.clock() + self.poll_interval + 15.0
+        last, still_since = None, self.clock()
+        while self.clock() < deadline:
+            try:
+                offset = (await self.admin.broker_runtime_info(master.addr)).commitlog_max_offset
+            except MQClientError:
+                offset = None
+            if offset != last:
+                last, still_since = offset, self.clock()
+            elif self.clock() - still_since >= PRODUCERS_QUIET:
+                self.event("producers-left", f"{master.name}'s commitlog stopped growing at offset {offset}")
+                return True
+            await asyncio.sleep(STEADY_POLL)
+        self.aborted = f"producers still wrote to {master.name} {self.poll_interval + 15:.0f}s after the wipe"
+        self.event("aborted", self.aborted)
+        return False
+
+    async def wait_ha_ready(self) -> bool:
+        deadline = self.clock() + HA_READY_TIMEOUT
+        verdict: dict[str, Any] = {}
+        while self.clock() < deadline:
+            verdict = await ha_verdict(self.admin, self.target)
+            if verdict["verdict"] == "safe":
+                self.event("ha-ready", "ha ready: safe", checks=verdict["checks"])
+                return True
+            await asyncio.sleep(STEADY_POLL)
+        failing = "; ".join(c["detail"] for c in verdict.get("checks", []) if c["ok"] is False)
+        self.aborted = f"ha ready never said safe within {HA_READY_TIMEOUT:.0f}s ({failing or 'unknown'})"
+        self.event("aborted", self.aborted, checks=verdict.get("checks", []))
+        return False
+
+    async def wait_in_route(self, node: Node) -> bool:
+        deadline = self.clock() + ROUTE_TIMEOUT
+        while self.clock() < deadline:
+            try:
+                route = await self.admin.topic_route(self.topic)
+                if any(node.addr in b.broker_addrs.values() for b in route.broker_datas):
+                    return True
+            except MQClientError:
+                pass
+            await asyncio.sleep(STEADY_POLL)
+        return False

@@ -1,0 +1,92 @@
+"""Watching the cluster while a drill runs: the name servers' route and the target group's replication.
+
+Two loops on their own admin session (short timeouts, so a stopped broker delays nothing else): the
+topic's route every quarter second (when the name servers drop the dead master, by the channel close
+or the 120 s expiry, and when it is back) and the master's HA status every half second (slave in
+sync, lost, in sync again). Only changes become history events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Callable
+
+from mqtools.client.admin import MQAdmin
+from mqtools.client.errors import MQClientError
+from mqtools.drills.history import History
+from mqtools.drills.scenarios import Node, Target
+
+ROUTE_POLL = 0.25
+HA_POLL = 0.5
+MONITOR_TIMEOUT = 1.0
+
+
+class Monitor:
+    def __init__(self, namesrv: str, topic: str, target: Target, history: History, clock: Callable[[], float]) -> None:
+        self.namesrv = namesrv
+        self.topic = topic
+        self.target = target
+        self.history = history
+        self.clock = clock
+        self._task: asyncio.Task | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run())
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+
+    async def _run(self) -> None:
+        async with MQAdmin(self.namesrv, timeout=MONITOR_TIMEOUT) as admin:
+            await asyncio.gather(self._route_loop(admin), self._ha_loop(admin))
+
+    async def _route_loop(self, admin: MQAdmin) -> None:
+        nodes = [(n, kind) for n, kind in ((self.target.master, "master"), (self.target.slave, "slave")) if n]
+        present: dict[str, bool | None] = {kind: None for _, kind in nodes}
+        while True:
+            try:
+                route = await admin.topic_route(self.topic)
+                addrs = {a for b in route.broker_datas if b.broker_name == self.target.broker_name
+                         for a in b.broker_addrs.values()}
+            except MQClientError:
+                addrs = None
+            if addrs is not None:
+                for node, kind in nodes:
+                    self._route_change(node, kind, node.addr in addrs, present)
+            await asyncio.sleep(ROUTE_POLL)
+
+    def _route_change(self, node: Node, kind: str, now: bool, present: dict[str, bool | None]) -> None:
+        before = present[kind]
+        present[kind] = now
+        if before is None or before == now:
+            return
+        if now:
+            self.history.event(self.clock(), f"{kind}-in-route", f"{node.name} back in the route of {self.topic}")
+        else:
+            self.history.event(self.clock(), f"{kind}-left-route",
+                               f"the name servers dropped {node.name} ({node.addr}) from the route")
+
+    async def _ha_loop(self, admin: MQAdmin) -> None:
+        master = self.target.master
+        if master is None or self.target.slave is None:
+            return
+        in_sync: bool | None = None
+        while True:
+            try:
+                status = await admin.ha_status(master.addr)
+                now = any(s.in_sync for s in status.slaves)
+                why = "" if now else "the master has no in-sync slave"
+            except MQClientError as exc:
+                now, why = False, f"{master.name} does not answer ({type(exc).__name__})"
+            if in_sync is not None and now != in_sync:
+                if now:
+                    self.history.event(self.clock(), "slave-in-sync",
+                                       f"{self.target.slave.name} in sync with {master.name} again")
+                else:
+                    self.history.event(self.clock(), "slave-out-of-sync", why)
+            in_sync = now
+            await asyncio.sleep(HA_POLL)

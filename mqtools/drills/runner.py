@@ -1,0 +1,341 @@
+"""One drill end to end: find (or bring up) the cluster, pre-flight, load, fault, settle, restore, history.
+
+The cluster: a local one from its state dir (`--dir`), a fresh one from a preset (brought up in a
+temporary dir and taken down afterwards, whatever happens), or one elsewhere (`-n`) whose faults are
+the operator's --fault-cmd / --heal-cmd. The drill creates its own topic (on every master and slave, so
+slaves can serve it before their metadata sync) and consumer group, and removes them at the end; a
+local cluster is restored (paused processes resumed, killed ones started) so the next drill finds it
+as this one did. The result is a `History`; `report.build` judges it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+import random
+import shutil
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from mqtools import __version__
+from mqtools.client.admin import MQAdmin
+from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.cluster import launcher
+from mqtools.cluster import supervisor as sv
+from mqtools.cluster.presets import PresetError
+from mqtools.common.topics import retry_topic
+from mqtools.drills.faults import Actions, CommandActions, DrillContext, LocalActions
+from mqtools.drills.history import History
+from mqtools.drills.load import Counters, Load, LoadSpec
+from mqtools.drills.monitor import Monitor
+from mqtools.drills.preflight import UnknownTarget, choose_target, ha_verdict, layout
+from mqtools.drills.scenarios import SCENARIOS, Criteria, ScenarioError
+from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
+
+EXIT_USAGE = 2
+EXIT_UNREACHABLE = 3
+QUEUES_PER_BROKER = 4
+SETTLE_QUIET = 3.0
+SETTLE_CAP = 20.0
+
+
+class DrillError(Exception):
+    """The drill could not run; `code` is the CLI's exit code (2 usage, 3 unreachable)."""
+
+    def __init__(self, message: str, code: int) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+@dataclass
+class DrillSettings:
+    scenario: str
+    load: LoadSpec
+    state_dir: Path | None = None
+    preset: str | None = None
+    base_port: int = launcher.DEFAULT_BASE_PORT
+    namesrv_count: int | None = None
+    overrides: dict[str, str] = field(default_factory=dict)
+    namesrv: str | None = None
+    fault_cmd: str | None = None
+    heal_cmd: str | None = None
+    target: str | None = None
+    fault_at: float | None = None
+    fault_for: float | None = None
+    """None: the scenario's default."""
+    max_rto: float | None = None
+    max_lost: int | None = None
+    max_duplicates: int | None = None
+    seed: int | None = None
+
+
+@dataclass(slots=True)
+class DrillStatus:
+    """What the progress display shows, every quarter second."""
+
+    phase: str
+    elapsed: float
+    duration: float
+    counters: Counters
+    last_event: str = ""
+
+
+Progress = Callable[[DrillStatus], None]
+
+
+class DrillClock:
+    """Seconds since the load started (monotonic): the one time base of a history."""
+
+    def __init__(self) -> None:
+        self.base = time.monotonic()
+
+    def zero(self) -> None:
+        self.base = time.monotonic()
+
+    def __call__(self) -> float:
+        return time.monotonic() - self.base
+
+
+def run_drill(settings: DrillSettings, progress: Progress = lambda _: None) -> History:
+    """Run one drill; DrillError for anything that kept it from running."""
+    scenario = SCENARIOS.get(settings.scenario)
+    if scenario is None:
+        raise DrillError(f"unknown scenario {settings.scenario!r} (known: {', '.join(SCENARIOS)})", EXIT_USAGE)
+    if settings.preset is None:
+        return _run_on(settings, progress)
+    root = Path(tempfile.mkdtemp(prefix="mq-drill-"))
+    count = settings.namesrv_count or (2 if scenario.needs == "namesrv" else 1)
+    try:
+        try:
+            launcher.up(launcher.UpOptions(settings.preset, root, count, settings.base_port, settings.overrides,
+                                           timeout=60.0), progress=lambda line: progress(
+                DrillStatus("starting cluster", 0.0, settings.load.duration, Counters(), line)))
+        except PresetError as exc:
+            raise DrillError(str(exc), EXIT_USAGE) from None
+        except sv.LaunchError as exc:
+            raise DrillError(f"preset {settings.preset} did not come up: {_launch_reason(exc)}",
+                             EXIT_UNREACHABLE) from None
+        settings.state_dir = root
+        return _run_on(settings, progress, fresh=True)
+    finally:
+        if sv.load_state(root) is not None:
+            launcher.down(root, grace=5.0)
+        shutil.rmtree(root, ignore_errors=True)
+
+
+def _launch_reason(exc: sv.LaunchError) -> str:
+    """One line from a LaunchError: which process, and the last line its log had (the temp dir goes)."""
+    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    if not lines:
+        return "launch failed"
+    head = lines[0].split(" (log ", 1)[0].rstrip(":")
+    tail = lines[-1] if len(lines) > 1 and not lines[-1].startswith("---") else ""
+    return f"{head}: {tail}" if tail else head
+
+
+def _run_on(settings: DrillSettings, progress: Progress, *, fresh: bool = False) -> History:
+    from mqtools.remoting.loop import run as run_loop
+
+    namesrv, root = _cluster(settings)
+    return run_loop(_drill(settings, namesrv, root, progress, fresh))
+
+
+def _cluster(settings: DrillSettings) -> tuple[str, Path | None]:
+    """(name servers, local state dir or None) for the drill, from --dir, -n or the default state dir."""
+    if settings.state_dir is None and settings.namesrv is not None:
+        if settings.fault_cmd is None:
+            raise DrillError("a cluster given by -n needs --fault-cmd (faults on a local cluster: --dir or --preset)",
+                             EXIT_USAGE)
+        return settings.namesrv, None
+    root = (settings.state_dir or launcher.default_state_dir()).expanduser().resolve()
+    state = sv.load_state(root)
+    if state is None:
+        raise DrillError(f"no cluster in {root} (start one with mq cluster up, or give --preset)", EXIT_USAGE)
+    return state.namesrv_addr, root
+
+
+async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progress: Progress,
+                 fresh: bool) -> History:
+    scenario = SCENARIOS[settings.scenario]
+    spec = settings.load
+    seed = settings.seed if settings.seed is not None else random.randrange(1 << 31)
+    run_id = f"{random.Random(seed).randrange(16 ** 8):08x}"
+    topic, group = f"MQ_DRILL_{run_id}", f"MQ_DRILL_CG_{run_id}"
+    state = sv.load_state(root) if root is not None else None
+    names = {p.addr: p.name for p in state.procs} if state is not None else {}
+    history = History()
+    clock = DrillClock()
+    async with MQAdmin(namesrv, timeout=3.0) as admin:
+        try:
+            view = await layout(admin, names)
+            target = choose_target(view, settings.target, scenario.needs)
+        except UnreachableError as exc:
+            raise DrillError(f"cluster unreachable: {exc}", EXIT_UNREACHABLE) from None
+        except (UnknownTarget, ScenarioError) as exc:
+            raise DrillError(str(exc), EXIT_USAGE) from None
+        except MQClientError as exc:
+            raise DrillError(f"cluster unreachable: {exc}", EXIT_UNREACHABLE) from None
+        preflight = await ha_verdict(admin, target)
+        actions: Actions = LocalActions(root) if root is not None and settings.fault_cmd is None else \
+            CommandActions(settings.fault_cmd or "", settings.heal_cmd)
+        fault_at = settings.fault_at if settings.fault_at is not None else round(spec.duration / 3, 3)
+        history.meta = _meta(settings, scenario.criteria_for(target.send_mode), view, target.to_json(), preflight,
+                             topic, group, run_id, seed, fault_at, root, fresh)
+        await _create(admin, view, topic, group)
+        load = Load(namesrv, topic, group, spec, history, clock, {b["addr"]: b["brokerName"]
+                                                                  for b in view["brokers"]}, run_id)
+        ctx = DrillContext(admin, actions, target, history, clock, topic=topic, group=group,
+                           fault_for=history.meta["settings"]["faultFor"], poll_interval=spec.poll_interval)
+        monitor = Monitor(namesrv, topic, target, history, clock)
+        ticker = Ticker(progress, load, history, clock, spec.duration)
+        sending: asyncio.Task | None = None
+        try:
+            balanced = await load.start()
+            await load.warm_up([b["brokerName"] for b in view["brokers"] if b["brokerId"] == 0])
+            clock.zero()
+            monitor.start()
+            start = clock()
+            history.event(start, "load-start", "consumers balanced" if balanced else
+                          f"consumers not balanced after {15:.0f}s: starting anyway")
+            ticker.phase = "load"
+            sending = asyncio.create_task(load.run(start))
+            await _inject(ctx, scenario.inject, load, start + fault_at, spec)
+            await sending
+            history.event(clock(), "load-end", f"{load.counters.sent} sends")
+            ticker.phase = "consumers catching up"
+            await load.settle(SETTLE_QUIET, SETTLE_CAP)
+            history.event(clock(), "settled", f"{load.counters.received} deliveries")
+        finally:
+            if sending is not None and not sending.done():
+                sending.cancel()
+            ticker.phase = "stopping clients"
+            await monitor.stop()
+            await load.stop()
+            ticker.phase = "restoring the cluster"
+            await _restore(actions, history, clock, fresh)
+            if not fresh:
+                await _remove(admin, topic, group, view)
+            await ticker.stop()
+        if ctx.aborted:
+            history.meta["aborted"] = ctx.aborted
+        history.meta["finishedUtc"] = _utc()
+    return history
+
+
+async def _inject(ctx: DrillContext, inject: Any, load: Load, fault_at: float, spec: LoadSpec) -> None:
+    """At the fault moment, run the scenario; then keep the load going at least a third of the duration."""
+    await asyncio.sleep(max(0.0, fault_at - ctx.clock()))
+    load.end = math.inf  # the schedule keeps going however long the scenario's steps take
+    try:
+        await inject(ctx)
+    except ScenarioError as exc:
+        ctx.aborted = str(exc)
+        ctx.event("aborted", str(exc))
+    except MQClientError as exc:
+        ctx.aborted = f"{type(exc).__name__}: {exc}"
+        ctx.event("aborted", ctx.aborted)
+    load.end = max(spec.duration, ctx.clock() + max(2.0, spec.duration / 3))
+
+
+class Ticker:
+    """Feeds the progress display four times a second with the phase, the counters and the last event."""
+
+    def __init__(self, progress: Progress, load: Load, history: History, clock: Callable[[], float],
+                 duration: float) -> None:
+        self.progress = progress
+        self.load = load
+        self.history = history
+        self.clock = clock
+        self.duration = duration
+        self.phase = "starting clients"
+        self._task = asyncio.create_task(self._run())
+
+    async def _run(self) -> None:
+        while True:
+            end = self.load.end
+            total = end if math.isfinite(end) else max(self.duration, self.clock())
+            last = self.history.events[-1] if self.history.events else None
+            self.progress(DrillStatus(self.phase, max(0.0, self.clock()), total, self.load.counters,
+                                      f"{last.name}: {last.detail}" if last else ""))
+            await asyncio.sleep(0.25)
+
+    async def stop(self) -> None:
+        self._task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await self._task
+
+
+async def _create(admin: MQAdmin, view: dict[str, Any], topic: str, group: str) -> None:
+    """The drill's topic and group on every broker, slaves included; then until the route has every master."""
+    addrs = [b["addr"] for b in view["brokers"]]
+    config = TopicConfig(topic, QUEUES_PER_BROKER, QUEUES_PER_BROKER)
+    try:
+        for addr in addrs:
+            await admin.create_topic(config, broker_addr=addr)
+            await admin.create_subscription_group(SubscriptionGroupConfig(group), broker_addr=addr)
+    except MQClientError as exc:
+        raise DrillError(f"cannot create the drill's topic: {exc}", EXIT_UNREACHABLE) from None
+    masters = {b["brokerName"] for b in view["brokers"] if b["brokerId"] == 0}
+    deadline = time.monotonic() + 15.0
+    while time.monotonic() < deadline:
+        with contextlib.suppress(MQClientError):
+            route = await admin.topic_route(topic)
+            if {q.broker_name for q in route.queue_datas} >= masters:
+                return
+        await asyncio.sleep(0.1)
+    raise DrillError(f"the drill's topic {topic} never appeared in the name servers' route", EXIT_UNREACHABLE)
+
+
+async def _restore(actions: Actions, history: History, clock: Callable[[], float], fresh: bool) -> None:
+    """Put the cluster back as the drill found it (a preset's cluster is taken down instead)."""
+    if fresh and isinstance(actions, LocalActions):
+        actions.resume_paused()
+        return
+    try:
+        done = await actions.restore()
+    except (sv.LaunchError, MQClientError) as exc:
+        history.event(clock(), "restore-failed", str(exc).splitlines()[0])
+        return
+    if done:
+        history.event(clock(), "restored", "; ".join(done))
+
+
+async def _remove(admin: MQAdmin, topic: str, group: str, view: dict[str, Any]) -> None:
+    """Best effort: the drill's topic and group leave the cluster with it."""
+    for name in (topic, retry_topic(group)):
+        with contextlib.suppress(MQClientError):
+            await admin.delete_topic(name)
+    for addr in [b["addr"] for b in view["brokers"] if b["brokerId"] == 0]:
+        with contextlib.suppress(MQClientError):
+            await admin.delete_subscription_group(group, broker_addr=addr, clean_offset=True)
+
+
+def _utc() -> str:
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%f")[:-3] + "Z"
+
+
+def _meta(settings: DrillSettings, defaults: Criteria, view: dict[str, Any], target: dict[str, Any],
+          preflight: dict[str, Any], topic: str, group: str, run_id: str, seed: int, fault_at: float,
+          root: Path | None, fresh: bool) -> dict[str, Any]:
+    criteria = defaults
+    overrides = {"max_rto": settings.max_rto, "max_lost": settings.max_lost,
+                 "max_duplicates": settings.max_duplicates}
+    given = {k: v for k, v in overrides.items() if v is not None}
+    if given:
+        criteria = replace(criteria, **given, **({"loss_explained": False} if "max_lost" in given else {}))
+    return {
+        "scenario": settings.scenario, "version": __version__, "startedUtc": _utc(), "runId": run_id, "seed": seed,
+        "topic": topic, "group": group, "cluster": view, "target": target, "preflight": preflight,
+        "criteria": criteria.to_json(),
+        "settings": {**settings.load.to_json(), "faultAt": fault_at,
+                     "faultFor": settings.fault_for if settings.fault_for is not None
+                     else SCENARIOS[settings.scenario].fault_for,
+                     "preset": settings.preset, "stateDir": str(root) if root and not fresh else None,
+                     "faultCmd": settings.fault_cmd, "healCmd": settings.heal_cmd},
+    }

@@ -1,0 +1,206 @@
+"""The drills `mq admin drill run` knows: what each does to the cluster, what it predicts, how it is judged.
+
+A scenario is a coroutine over a `FaultContext` (the runner's): it injects the fault at the moment the
+runner calls it, heals when the scenario says so, and records what it did as history events. The
+context does the real work (signals to local processes, or the operator's --fault-cmd/--heal-cmd),
+so a scenario reads as its runbook.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass, replace
+from typing import Any, Protocol
+
+#: Default ceiling on the outage a client sees (OpenChaos's RTO).
+DEFAULT_MAX_RTO = 10.0
+#: restart-master's default downtime: longer than a consumer's 5 s offset persist interval, so the group
+#: commits to the slave while the master is away and the returning master's offsets are put to the test.
+RESTART_DOWNTIME = 8.0
+
+
+@dataclass(frozen=True, slots=True)
+class Criteria:
+    """What a drill must meet to PASS; None leaves a figure unjudged (it is still reported)."""
+
+    max_rto: float | None = DEFAULT_MAX_RTO
+    max_lost: int | None = 0
+    loss_explained: bool = False
+    """Lost messages are allowed when the slave's offset at the fault explains every one (ASYNC_MASTER)."""
+    max_duplicates: int | None = None
+    max_failed: int | None = None
+    max_redelivered: int | None = None
+    max_regression: int | None = None
+    max_order_violations: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return {_camel(k): v for k, v in asdict(self).items()}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> Criteria:
+        names = {_camel(k): k for k in cls.__dataclass_fields__}
+        return cls(**{names[k]: v for k, v in raw.items() if k in names})
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p.title() for p in rest)
+
+
+@dataclass(frozen=True, slots=True)
+class Node:
+    """One process of the cluster as a drill addresses it: its name (local clusters) and address."""
+
+    name: str
+    addr: str
+    role: str
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """The broker group a drill is about (`--target`), and the name server kill-namesrv takes."""
+
+    broker_name: str
+    master: Node | None
+    slave: Node | None
+    send_mode: str | None
+    """The master's brokerRole: SYNC_MASTER or ASYNC_MASTER."""
+    namesrv: Node | None
+
+    def to_json(self) -> dict[str, Any]:
+        def node(n: Node | None) -> dict[str, str] | None:
+            return None if n is None else {"name": n.name, "addr": n.addr, "role": n.role}
+
+        return {"brokerName": self.broker_name, "master": node(self.master), "slave": node(self.slave),
+                "sendMode": self.send_mode, "namesrv": node(self.namesrv)}
+
+
+class FaultContext(Protocol):
+    """What a scenario may do; the runner implements it for local clusters and operator commands."""
+
+    target: Target
+    fault_for: float
+
+    def event(self, name: str, detail: str = "", **data: Any) -> None: ...
+    async def fault(self, node: Node, sig: int) -> None:
+        """The fault: `sig` to a local process, or the operator's --fault-cmd."""
+    async def heal(self, node: Node, how: str) -> None:
+        """`cont` (SIGCONT) or `start`; the operator's --heal-cmd for remote clusters."""
+    async def stop_gracefully(self, node: Node) -> None: ...
+    async def sleep(self, seconds: float) -> None: ...
+    async def record_slave_offset(self) -> None: ...
+    async def record_offsets_at_return(self) -> None: ...
+    async def wipe_write_perm(self) -> None: ...
+    async def add_write_perm(self) -> None: ...
+    async def wait_producers_left(self) -> bool: ...
+    async def wait_ha_ready(self) -> bool: ...
+    async def wait_in_route(self, node: Node) -> bool: ...
+
+
+class ScenarioError(RuntimeError):
+    """The cluster cannot run this scenario (no slave, a single name server); one line for the user."""
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    summary: str
+    expected: str
+    needs: str
+    """"master", "slave" or "namesrv": what must exist for the drill to make sense."""
+    inject: Callable[[FaultContext], Awaitable[None]]
+    criteria: Criteria
+    async_criteria: Criteria | None = None
+    """Used instead when the target master is ASYNC_MASTER (loss explained by the slave's offset)."""
+    fault_for: float = 5.0
+    """Default --fault-for: the pause, or the downtime before a restart."""
+
+    def criteria_for(self, send_mode: str | None) -> Criteria:
+        return self.async_criteria if self.async_criteria and send_mode == "ASYNC_MASTER" else self.criteria
+
+
+def _need(node: Node | None, what: str) -> Node:
+    if node is None:
+        raise ScenarioError(f"the target has no {what}")
+    return node
+
+
+async def kill_master(ctx: FaultContext) -> None:
+    await ctx.fault(_need(ctx.target.master, "master"), signal.SIGKILL)
+    await ctx.record_slave_offset()
+
+
+async def pause_master(ctx: FaultContext) -> None:
+    master = _need(ctx.target.master, "master")
+    await ctx.fault(master, signal.SIGSTOP)
+    await ctx.sleep(ctx.fault_for)
+    await ctx.heal(master, "cont")
+    await ctx.record_offsets_at_return()
+
+
+async def restart_master(ctx: FaultContext) -> None:
+    master = _need(ctx.target.master, "master")
+    await ctx.fault(master, signal.SIGKILL)
+    await ctx.record_slave_offset()
+    await ctx.sleep(ctx.fault_for)
+    await ctx.heal(master, "start")
+    await ctx.record_offsets_at_return()
+
+
+async def kill_slave(ctx: FaultContext) -> None:
+    await ctx.fault(_need(ctx.target.slave, "slave"), signal.SIGKILL)
+
+
+async def kill_namesrv(ctx: FaultContext) -> None:
+    await ctx.fault(_need(ctx.target.namesrv, "second name server"), signal.SIGKILL)
+
+
+async def drain_master(ctx: FaultContext) -> None:
+    """The maintenance runbook: no new writes, wait for the slave, stop, start, writes back."""
+    master = _need(ctx.target.master, "master")
+    await ctx.wipe_write_perm()
+    if not await ctx.wait_producers_left():
+        await ctx.add_write_perm()
+        return
+    if not await ctx.wait_ha_ready():
+        await ctx.add_write_perm()
+        return
+    await ctx.stop_gracefully(master)
+    await ctx.heal(master, "start")
+    await ctx.record_offsets_at_return()
+    await ctx.wait_in_route(master)
+    await ctx.add_write_perm()
+
+
+_SYNC_LOSS = Criteria()
+_ASYNC_LOSS = replace(_SYNC_LOSS, max_lost=None, loss_explained=True)
+
+SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
+    Scenario("kill-master", "SIGKILL the target group's master and keep the load going (no restart).",
+             "Sends move to the other groups; consumers read the group's messages from its slave. SYNC_MASTER "
+             "loses no acknowledged message; ASYNC_MASTER loses at most what the slave had not replicated.",
+             "master", kill_master, _SYNC_LOSS, _ASYNC_LOSS),
+    Scenario("pause-master", "SIGSTOP the target group's master for --fault-for seconds, then SIGCONT.",
+             "Sends to it stall and move to other groups within the send timeout; nothing is lost; the "
+             "slave is back in sync after SIGCONT.",
+             "master", pause_master, replace(_SYNC_LOSS, max_order_violations=0)),
+    Scenario("restart-master", "SIGKILL the target group's master, start it again after --fault-for seconds.",
+             "As kill-master, and the returning master serves no committed offset older than its slave's "
+             "(offset regression 0), so no message is delivered twice to the group.",
+             "master", restart_master, replace(_SYNC_LOSS, max_regression=0, max_redelivered=0),
+             replace(_ASYNC_LOSS, max_regression=0, max_redelivered=0),
+             fault_for=RESTART_DOWNTIME),
+    Scenario("kill-slave", "SIGKILL the target group's slave (no restart).",
+             "No send fails (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE: stored, not replicated); nothing is "
+             "lost; consumers keep reading from the master.",
+             "slave", kill_slave, replace(_SYNC_LOSS, max_failed=0, max_order_violations=0)),
+    Scenario("kill-namesrv", "SIGKILL one of several name servers (the first).",
+             "Clients move to the other name server: no send fails, nothing is lost, order holds.",
+             "namesrv", kill_namesrv, replace(_SYNC_LOSS, max_failed=0, max_order_violations=0)),
+    Scenario("drain-master", "The maintenance runbook: wipe the group's write permission, wait until producers "
+                             "have left it and its slave has caught up (ha ready), stop the master gracefully, "
+                             "start it, add the permission back.",
+             "No send fails and nothing is lost.",
+             "master", drain_master, replace(_SYNC_LOSS, max_failed=0)),
+)}

@@ -1,0 +1,180 @@
+"""`mq admin drill run` end to end: a fresh preset cluster per drill, real signals, the predicted verdicts.
+
+Each drill is ~5 s of load at 100 msg/s with route refreshes every second (RocketMQ's
+pollNameServerInterval, 30 s by default, would outlast the drill). The preset's cluster lives under
+TMPDIR (pointed at the test's tmp dir), so the process table shows whether anything was left behind.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import random
+import socket
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import psutil
+import pytest
+from adminsupport import mq, one_line_error
+
+from mqtools.cli.output import load_schema
+
+pytestmark = pytest.mark.integration
+
+LOAD = ["--duration", "5", "--rate", "100", "--poll-interval", "1", "--set", "mappedFileSizeCommitLog=4194304"]
+
+
+def base_port() -> int:
+    """A random high base so that parallel runs and real RocketMQ defaults do not collide."""
+    return random.randrange(20000, 50000, 100)
+
+
+def drill(tmp_path: Path, scenario: str, preset: str, *extra: str) -> tuple[subprocess.CompletedProcess[str],
+                                                                             dict[str, Any]]:
+    """Run one drill on a fresh preset; the report (schema-checked) and the process left nothing behind."""
+    history = tmp_path / f"{scenario}.jsonl"
+    result = mq("admin", "drill", "run", scenario, "--preset", preset, "--base-port", str(base_port()), *LOAD,
+                *extra, "--history", str(history), "-o", "json", env={"TMPDIR": str(tmp_path)}, timeout=110)
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    report = json.loads(result.stdout)
+    jsonschema.validate(report, load_schema("DrillReport"))
+    assert report["verdict"] == ("PASS" if result.returncode == 0 else "FAIL")
+    assert leftovers(tmp_path) == []
+    again = mq("admin", "drill", "check", str(history), "-o", "json")
+    assert again.returncode == result.returncode, again.stderr
+    assert {k: v for k, v in json.loads(again.stdout).items() if k != "header"} == \
+        {k: v for k, v in report.items() if k != "header"}
+    return result, report
+
+
+def leftovers(tmp_path: Path) -> list[str]:
+    """Processes whose command line mentions the test's tmp dir (a preset cluster lives there)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            if str(tmp_path) in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(cmdline)
+        except psutil.Error:
+            continue
+    return found
+
+
+@contextlib.contextmanager
+def closed_port() -> Iterator[int]:
+    """A port nothing listens on: bound but not listening while the test runs, so no one else takes it."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield int(sock.getsockname()[1])
+
+
+def failed_texts(report: dict[str, Any]) -> list[str]:
+    return [r["text"] for r in report["reasons"] if not r["ok"]]
+
+
+def moment(report: dict[str, Any], label: str) -> float | None:
+    return next(m["at"] for m in report["timeline"]["moments"] if m["label"] == label)
+
+
+def test_kill_master_sync_loses_nothing_and_measures_rto(tmp_path: Path) -> None:
+    result, report = drill(tmp_path, "kill-master", "2m-2s-sync")
+    assert result.returncode == 0, failed_texts(report)
+    integrity, timeline = report["integrity"], report["timeline"]
+    assert integrity["lost"]["count"] == 0 and integrity["unexpected"]["count"] == 0
+    assert integrity["acked"] > 300 and integrity["consumedUnique"] >= integrity["acked"]
+    assert timeline["rtoSeconds"] is not None and 0 <= timeline["rtoSeconds"] <= 10
+    assert moment(report, "fault") == 0.0 and moment(report, "route dropped the master") is not None
+    assert report["preflight"]["verdict"] == "safe"
+    assert "Verdict: PASS" in mq("admin", "drill", "check", str(tmp_path / "kill-master.jsonl")).stdout
+
+
+def test_kill_master_async_loss_is_what_the_slave_offset_explains(tmp_path: Path) -> None:
+    result, report = drill(tmp_path, "kill-master", "2m-2s-async")
+    loss = report["integrity"]["asyncLoss"]
+    assert loss is not None and loss["slaveOffset"] > 0
+    assert report["integrity"]["lost"]["count"] == loss["explained"] and loss["unexplained"] == 0
+    assert result.returncode == 0, failed_texts(report)
+
+
+def test_pause_master_stalls_then_recovers_without_loss(tmp_path: Path) -> None:
+    result, report = drill(tmp_path, "pause-master", "2m-2s-sync", "--fault-for", "2")
+    assert result.returncode == 0, failed_texts(report)
+    assert report["integrity"]["lost"]["count"] == 0
+    assert report["timeline"]["healAt"] - report["timeline"]["faultAt"] == pytest.approx(2.0, abs=0.3)
+    assert report["timeline"]["latencyMs"]["during"]["max"] > 500  # the stall shows as latency
+
+
+def test_restart_master_serves_no_older_offsets_and_redelivers_nothing(tmp_path: Path) -> None:
+    # down longer than the consumers' 5 s offset persist interval, so they commit to the slave meanwhile
+    result, report = drill(tmp_path, "restart-master", "2m-2s-sync", "--fault-for", "6")
+    integrity = report["integrity"]
+    assert integrity["offsetRegression"] is not None and integrity["offsetRegression"]["returns"] == 1
+    assert integrity["offsetRegression"]["messages"] == 0, integrity["offsetRegression"]["detail"]
+    assert integrity["redelivered"] == 0 and integrity["lost"]["count"] == 0
+    assert result.returncode == 0, failed_texts(report)
+
+
+def test_kill_slave_fails_no_send(tmp_path: Path) -> None:
+    result, report = drill(tmp_path, "kill-slave", "2m-2s-sync")
+    assert result.returncode == 0, failed_texts(report)
+    integrity = report["integrity"]
+    assert integrity["failed"] == 0 and integrity["unknown"] == 0 and integrity["lost"]["count"] == 0
+    assert integrity["ackedNotOk"].get("SLAVE_NOT_AVAILABLE", 0) > 0  # stored on the master alone
+
+
+def test_kill_namesrv_keeps_every_send_and_the_order(tmp_path: Path) -> None:
+    result, report = drill(tmp_path, "kill-namesrv", "2m-2s-sync", "--keys", "4")
+    assert result.returncode == 0, failed_texts(report)
+    assert len(report["header"]["cluster"]["namesrv"]) == 2
+    assert report["integrity"]["failed"] == 0 and report["integrity"]["order"]["violations"] == 0
+
+
+def test_drain_master_runbook_fails_no_send_and_loses_nothing(tmp_path: Path) -> None:
+    result, report = drill(tmp_path, "drain-master", "2m-2s-sync")
+    assert result.returncode == 0, failed_texts(report)
+    integrity = report["integrity"]
+    assert integrity["failed"] == 0 and integrity["unknown"] == 0 and integrity["lost"]["count"] == 0
+    labels = [m["label"] for m in report["timeline"]["moments"] if m["at"] is not None]
+    for step in ("producers left the group", "ha ready", "master stopped", "heal", "write permission back"):
+        assert step in labels, labels
+    assert labels.index("producers left the group") < labels.index("master stopped") < labels.index("heal")
+
+
+def test_list_describes_every_scenario() -> None:
+    result = mq("admin", "drill", "list", "-o", "json")
+    assert result.returncode == 0, result.stderr
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, load_schema("DrillScenarioList"))
+    assert [s["name"] for s in doc["scenarios"]] == ["kill-master", "pause-master", "restart-master", "kill-slave",
+                                                      "kill-namesrv", "drain-master"]
+    assert "drain-master" in mq("admin", "drill", "list").stdout
+
+
+def test_an_unreachable_cluster_is_exit_3(tmp_path: Path) -> None:
+    with closed_port() as port:
+        result = mq("admin", "drill", "run", "kill-master", "-n", f"127.0.0.1:{port}", "--fault-cmd", "true",
+                    env={"TMPDIR": str(tmp_path)})
+    one_line_error(result, 3, "unreachable")
+    assert leftovers(tmp_path) == []
+
+
+def test_an_unknown_scenario_and_a_missing_state_dir_are_usage_errors(tmp_path: Path) -> None:
+    one_line_error(mq("admin", "drill", "run", "kill-everything", "--preset", "2m-2s-sync"), 2, "unknown scenario")
+    one_line_error(mq("admin", "drill", "run", "kill-master", "--dir", str(tmp_path / "none")), 2, "no cluster")
+    one_line_error(mq("admin", "drill", "run", "kill-master", "--preset", "9m-0s"), 2, "unknown preset")
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not a history\n")
+    one_line_error(mq("admin", "drill", "check", str(bad)), 2, "line 1")
+    assert leftovers(tmp_path) == []
+
+
+def test_a_preset_that_fails_to_come_up_is_exit_3_and_leaves_nothing(tmp_path: Path) -> None:
+    result = mq("admin", "drill", "run", "kill-master", "--preset", "2m-2s-sync", "--base-port", str(base_port()),
+                "--set", "flushConsumerOffsetInterval=0", env={"TMPDIR": str(tmp_path)}, timeout=60)
+    one_line_error(result, 3, "did not come up", "flushConsumerOffsetInterval")
+    assert leftovers(tmp_path) == []
+    assert list(tmp_path.glob("mq-drill-*")) == []
