@@ -30,6 +30,7 @@ from mqtools.common import properties as P
 from mqtools.common.ids import decode_offset_msg_id
 from mqtools.common.message import Message, MessageExt
 from mqtools.drills.history import FAIL, OK, RECEIVE, SEND, UNKNOWN, History, Op
+from mqtools.remoting.codes import ResponseCode
 from mqtools.remoting.errors import RemotingConnectError, RemotingError
 
 KEY_PROPERTY = "DRILL_KEY"
@@ -147,6 +148,7 @@ class Load:
                         await producer.send(Message(name, b"mq drill warm-up"), timeout=self.spec.send_timeout)
 
     async def stop(self) -> None:
+        """Producers finish their sends and leave; consumers commit their offsets and leave."""
         if self._refresher is not None:
             self._refresher.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -231,12 +233,12 @@ class Load:
                 result = await producer.send(msg, selector=select_by_hash, arg=key)
             else:
                 result = await producer.send(msg)
-        except MQClientError as exc:
-            _failure(op, exc, noted)
+        except (MQClientError, RemotingError) as exc:  # ordered sends raise the transport's error as is
+            record_failure(op, exc, noted)
         except Exception as exc:  # noqa: BLE001 - any other failure of a send is recorded, not fatal
             op.result, op.error = UNKNOWN, f"{type(exc).__name__}: {exc}"
         else:
-            _success(op, result)
+            record_success(op, result)
         op.complete = round(self.clock(), 4)
         op.invoke = round(invoke, 4)
         op.attempts = len(noted) or None
@@ -286,7 +288,9 @@ class Load:
             await asyncio.sleep(0.1)
 
 
-def _success(op: Op, result: SendResult) -> None:
+def record_success(op: Op, result: SendResult) -> None:
+    """Where the message was stored: broker, queue, queue offset, and the commitlog offset from its offset id
+    (what the ASYNC_MASTER loss check compares with the slave's offset)."""
     op.result = OK
     op.status = result.status.value
     op.msg_id = result.msg_id
@@ -297,12 +301,10 @@ def _success(op: Op, result: SendResult) -> None:
         (host, port), op.commitlog_offset = decode_offset_msg_id(result.offset_msg_id)
         op.store_host = f"{host}:{port}"
     if op.status != "SEND_OK":
-        from mqtools.remoting.codes import ResponseCode
-
         op.code = int(ResponseCode[op.status])
 
 
-def _failure(op: Op, exc: MQClientError, noted: list[tuple[str, int | None]]) -> None:
+def record_failure(op: Op, exc: MQClientError | RemotingError, noted: list[tuple[str, int | None]]) -> None:
     """fail only when no attempt could have stored the message; the code of the last refusal."""
     op.error = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, MQBrokerError):

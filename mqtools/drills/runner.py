@@ -32,7 +32,7 @@ from mqtools.cluster.presets import PresetError
 from mqtools.common.topics import retry_topic
 from mqtools.drills.faults import Actions, CommandActions, DrillContext, LocalActions
 from mqtools.drills.history import History
-from mqtools.drills.load import Counters, Load, LoadSpec
+from mqtools.drills.load import BALANCE_TIMEOUT, Counters, Load, LoadSpec
 from mqtools.drills.monitor import Monitor
 from mqtools.drills.preflight import UnknownTarget, choose_target, ha_verdict, layout
 from mqtools.drills.scenarios import SCENARIOS, Criteria, ScenarioError
@@ -202,7 +202,7 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
             monitor.start()
             start = clock()
             history.event(start, "load-start", "consumers balanced" if balanced else
-                          f"consumers not balanced after {15:.0f}s: starting anyway")
+                          f"consumers not balanced after {BALANCE_TIMEOUT:.0f}s: starting anyway")
             ticker.phase = "load"
             sending = asyncio.create_task(load.run(start))
             await _inject(ctx, scenario.inject, load, start + fault_at, spec)
@@ -214,6 +214,8 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
         finally:
             if sending is not None and not sending.done():
                 sending.cancel()
+            if isinstance(actions, LocalActions):
+                actions.resume_paused()  # before the clients say goodbye to a broker that cannot answer
             ticker.phase = "stopping clients"
             await monitor.stop()
             await load.stop()

@@ -199,7 +199,8 @@ def _moments(history: History, sends: list[Op], fault_at: float, rto: float | No
     reading = _reading_from_slave(history, fault_at, target.get("brokerName"))
     if reading is not None or history.meta.get("scenario") in ("kill-master", "restart-master", "drain-master"):
         out.append(Moment("consumers reading from the slave", rel(reading),
-                          "" if reading is not None else "no message of the group was consumed meanwhile"))
+                          "" if reading is not None else
+                          f"nothing of {target.get('brokerName')} was left to read from its slave"))
     out.sort(key=lambda m: (m.at is None, m.at if m.at is not None else 0.0))
     return out
 
