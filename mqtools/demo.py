@@ -113,7 +113,8 @@ async def run(namesrv: str) -> None:
     console.print(await ha_status(namesrv))
 
 
-ADMIN_TOUR = (("cluster", "list"), ("topic", "route", TOPIC), ("group", "progress", GROUP))
+ADMIN_TOUR = (("cluster", "list"), ("topic", "route", TOPIC), ("group", "progress", GROUP), ("ha", "status"))
+DRILL = ("drill", "run", "kill-master", "--dir", str(STATE_DIR), "--duration", "5")
 
 
 def admin_tour(namesrv: str) -> None:
@@ -126,6 +127,19 @@ def admin_tour(namesrv: str) -> None:
             raise SystemExit(f"mq admin {' '.join(args)} failed with status {done.returncode}")
 
 
+def drill() -> None:
+    """A failover drill on the demo cluster: SIGKILL broker-a's master under load, then the verdict.
+
+    The drill restores the cluster (starts broker-a again) before it reports.
+    """
+    console.rule(f"mq admin {' '.join(DRILL)}")
+    with console.status("drill: load, SIGKILL broker-a's master, keep the load going, check the history ..."):
+        done = mq("admin", *DRILL)
+    print((done.stdout + done.stderr).rstrip())
+    if done.returncode != 0:
+        raise SystemExit(f"the drill ended with status {done.returncode}")
+
+
 def next_steps(namesrv: str) -> str:
     return "\n".join([
         "",
@@ -136,6 +150,8 @@ def next_steps(namesrv: str) -> str:
         f"  mq admin group connections {GROUP}",
         f"  mq admin offset reset {GROUP} {TOPIC} --to-time -5m --dry-run",
         "  mq admin cluster list -o json",
+        "  mq admin ha ready broker-a                  (is it safe to stop broker-a's master now?)",
+        f"  mq admin drill list; mq admin drill run restart-master --dir {STATE_DIR}",
         "  mq admin                      (every mqadmin command by its own name, e.g. mq admin topicStatus -t ...)",
         f"Stop it with: mq cluster down --dir {STATE_DIR}",
     ])
@@ -147,6 +163,7 @@ def main() -> None:
     status = mq("cluster", "status", "--dir", str(STATE_DIR))
     print(status.stdout.rstrip())
     admin_tour(namesrv)
+    drill()
     print(next_steps(namesrv))
 
 

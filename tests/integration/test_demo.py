@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
 def ha_rows(out: str) -> set[tuple[str, str, str]]:
@@ -38,7 +39,9 @@ def test_demo_sends_consumes_and_reports_ha(tmp_path: Path) -> None:
         route = tour[tour.index("mq admin topic route"):tour.index("mq admin group progress")]
         assert "broker-a" in route and "broker-b" in route
         progress = tour[tour.index("mq admin group progress"):]
-        assert "total: diff 0," in progress and "Try next" in progress and "mq admin offset reset" in progress
+        assert "total: diff 0," in progress and "Try next" in progress
+        drill = out[out.index("mq admin drill run kill-master"):]
+        assert "Verdict: PASS" in drill and re.search(r"lost\s+0\n", drill) and "mq admin offset reset" in progress
     finally:
         subprocess.run([sys.executable, "-m", "mqtools.cli.main", "cluster", "down", "--dir", str(state)],
                        capture_output=True, timeout=60, check=False)
