@@ -8,6 +8,7 @@ push consumer; a test with its own script passes it to CppClient (long-running) 
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import subprocess
@@ -15,6 +16,8 @@ import sys
 import threading
 from collections.abc import Iterable
 from pathlib import Path
+
+from clientsupport import until
 
 SCRIPT = r'''
 import json, sys, threading
@@ -109,6 +112,19 @@ class CppClient:
     @classmethod
     def consume(cls, namesrv: str, topic: str, group: str, props: list[str], home: Path) -> CppClient:
         return cls(["consume", namesrv, topic, group, ",".join(props)], home)
+
+    async def started(self) -> CppClient:
+        """Wait until the consumer has started and its first rebalance has assigned it the queues."""
+        await until(lambda: any("started" in e for e in self.events), 30, "the C++ consumer to start")
+        await asyncio.sleep(3)
+        return self
+
+    async def until_received(self, count: int, timeout: float = 60) -> None:
+        """Wait for `count` messages; fail with how many came and librocketmq's log."""
+        try:
+            await until(lambda: len(self.received()) >= count, timeout, f"{count} messages at the C++ consumer")
+        except AssertionError as exc:
+            raise AssertionError(f"{exc}; got {sorted(self.bodies)}\n{self.log_tail()}") from None
 
     def _pump(self) -> None:
         for line in self.proc.stdout:  # type: ignore[union-attr]

@@ -10,6 +10,10 @@ One deliberate difference: RocketMQ lets each attempt wait for everything left o
 budget, so a stalled broker (SIGSTOP, a full GC) eats the whole budget on the first attempt
 and no retry ever happens. Here an attempt waits at most its share of what is left (left /
 attempts remaining), so a stall leaves time to move to another broker within the budget.
+
+With `auto_batch` (off by default, as in RocketMQ) async sends are gathered into batches by
+mqtools.client.batch_accumulator; sends with a chosen queue or selector (ordered sends), delayed,
+retry-topic and compressed messages bypass it.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ import zlib
 from collections.abc import Callable, Sequence
 from typing import Any, Self
 
+from mqtools.client.batch_accumulator import AutoBatcher, BatchAccumulator
 from mqtools.client.errors import MQBrokerError, MQClientError
 from mqtools.client.fault import MQFaultStrategy, QueueRotation
 from mqtools.client.instance import ClientInstance
@@ -30,7 +35,7 @@ from mqtools.common import sysflag
 from mqtools.common.codec import encode_batch
 from mqtools.common.ids import UniqueKeyGenerator
 from mqtools.common.message import Message
-from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY
+from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, is_retry_topic
 from mqtools.common.validation import ValidationError, check_topic_for_send
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -69,6 +74,10 @@ class Producer:
         compress_over: int = 4096,
         default_topic_queue_nums: int = 4,
         latency_fault_enabled: bool = False,
+        auto_batch: bool = False,
+        batch_max_delay_ms: float = 10,
+        batch_max_bytes: int = 32 * 1024,
+        total_batch_max_bytes: int = 32 * 1024 * 1024,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if instance is None and namesrv is None:
@@ -88,6 +97,10 @@ class Producer:
         self._keys = UniqueKeyGenerator(self.instance.ip)
         self._rotations: dict[str, QueueRotation] = {}
         self._pending: set[asyncio.Task] = set()
+        self._batcher: AutoBatcher | None = None
+        if auto_batch:
+            accumulator = BatchAccumulator(batch_max_delay_ms / 1000, batch_max_bytes, total_batch_max_bytes)
+            self._batcher = AutoBatcher(accumulator, self._send_gathered, clock, self._pending)
 
     async def start(self) -> Producer:
         self.instance.producer_groups.add(self.group)
@@ -95,8 +108,13 @@ class Producer:
         return self
 
     async def shutdown(self) -> None:
-        if self._pending:
-            await asyncio.wait(self._pending, timeout=self.send_timeout)
+        """Flush what auto-batching holds, then wait (up to send_timeout) for every async send."""
+        if self._batcher is not None:
+            self._batcher.close()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self.send_timeout
+        while self._pending and (left := deadline - loop.time()) > 0:
+            await asyncio.wait(set(self._pending), timeout=left)  # a batch's end may launch the next
         self.instance.producer_groups.discard(self.group)
         await self.instance.unregister(producer_group=self.group)
         await self.instance.shutdown()
@@ -123,6 +141,11 @@ class Producer:
         """Start a send and return its future; `callback(result, error)` runs when it ends."""
         body, flag = self._prepare(msg)
         budget = timeout if timeout is not None else self.send_timeout
+        if self._batcher is not None and self._batchable(msg, flag):
+            future = self._batcher.submit(msg, budget)
+            if callback is not None:
+                future.add_done_callback(lambda f: callback(*_outcome(f)))
+            return future
         task = asyncio.ensure_future(self._send_with_retries(msg, body, flag, budget, 1 + self.retry_times_async))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
@@ -175,12 +198,25 @@ class Producer:
             if P.DELAY in m.properties:
                 raise MQClientError("delayed messages are not supported in a batch")
             self._prepare(m)
+        return self._batch_message(msgs)
+
+    def _batch_message(self, msgs: Sequence[Message]) -> Message:
         body = encode_batch(list(msgs))
         if len(body) > self.max_message_size:
             raise MQClientError(f"the batch size {len(body)} exceeds the limit {self.max_message_size}")
         batch = Message(topic=msgs[0].topic, body=body)
         batch.properties[P.UNIQ_KEY] = ",".join(m.properties[P.UNIQ_KEY] for m in msgs)
         return batch
+
+    @staticmethod
+    def _batchable(msg: Message, flag: int) -> bool:
+        """What a batch cannot carry as it is sent alone: a delay, a retry topic, a compressed body."""
+        return not flag and P.DELAY not in msg.properties and not is_retry_topic(msg.topic)
+
+    async def _send_gathered(self, msgs: list[Message], budget: float) -> SendResult:
+        """Auto-batching's way out: one batch through the async send loop."""
+        batch = self._batch_message(msgs)
+        return await self._send_with_retries(batch, batch.body, 0, budget, 1 + self.retry_times_async, batch=True)
 
     def _rotation(self, route: TopicRoute) -> QueueRotation:
         rotation = self._rotations.get(route.topic)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,18 +27,14 @@ async def test_python_producer_to_cpp_push_consumer(cluster: Cluster, tmp_path: 
     cpp = CppClient.consume(cluster.namesrv.addr, "InteropPy2Cpp", "CG_CPP_INTEROP", ["color", "UNIQ_KEY"],
                             tmp_path / "home")
     try:
-        await until(lambda: any("started" in e for e in cpp.events), 30, "the C++ consumer to start")
-        await asyncio.sleep(3)  # its first rebalance assigns the queues
+        await cpp.started()
         sent = {}
         async with Producer("PG_PY_INTEROP", namesrv=cluster.namesrv.addr) as producer:
             for i in range(20):
                 msg = Message("InteropPy2Cpp", f"py-body-{i}".encode(),
                               properties={"TAGS": f"Tag{i % 2}", "KEYS": f"py-key-{i}", "color": f"c{i}"})
                 sent[f"py-body-{i}"] = (msg, await producer.send(msg))
-        try:
-            await until(lambda: len(cpp.received()) >= 20, 60, "20 messages at the C++ consumer")
-        except AssertionError as exc:
-            raise AssertionError(f"{exc}; got {sorted(cpp.bodies)}\n{cpp.log_tail()}") from None
+        await cpp.until_received(20)
     finally:
         cpp.stop()
     by_body = {e["body"]: e for e in cpp.received()}
