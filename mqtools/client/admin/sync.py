@@ -204,6 +204,12 @@ class SyncMQAdmin:
     def query_by_unique_key(self, topic: str, uniq_key: str, *, begin_ms: int = 0, end_ms: int | None = None) -> list[MessageExt]:
         return self._loop.run(self._admin.query_by_unique_key(topic, uniq_key, begin_ms=begin_ms, end_ms=end_ms))
 
+    def offsets_for_time(self, topic: str, timestamp_ms: int) -> dict[MessageQueue, int]:
+        return self._loop.run(self._admin.offsets_for_time(topic, timestamp_ms))
+
+    def queue_bounds(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
+        return self._loop.run(self._admin.queue_bounds(topic))
+
     def queue_span(self, mq: MessageQueue, *, begin_ms: int | None = None, end_ms: int | None = None) -> QueueSpan:
         return self._loop.run(self._admin.queue_span(mq, begin_ms=begin_ms, end_ms=end_ms))
 
@@ -248,6 +254,9 @@ class SyncMQAdmin:
 
     def topic_masters(self, topic: str, cluster: str | None = None) -> dict[str, str]:
         return self._loop.run(self._admin.topic_masters(topic, cluster))
+
+    def topic_queues(self, topic: str) -> list[MessageQueue]:
+        return self._loop.run(self._admin.topic_queues(topic))
 
     def topic_route(self, topic: str) -> TopicRouteData:
         return self._loop.run(self._admin.topic_route(topic))

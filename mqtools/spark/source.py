@@ -1,0 +1,140 @@
+"""The `rocketmq` PySpark data source (pyspark.sql.datasource): batch reads and writes of a topic.
+
+Imported only by `mqtools.spark.register`, so nothing else in mq needs pyspark. Options follow Spark's
+Kafka source where they mean the same thing; see the README's Spark section.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from pyspark.sql.datasource import (
+    DataSource,
+    DataSourceReader,
+    DataSourceWriter,
+    InputPartition,
+    WriterCommitMessage,
+)
+from pyspark.sql.types import StructType
+
+from mqtools.spark.offsets import QueueRange, parse_spec, plan_topic
+from mqtools.spark.reader import SCHEMA, read_rows
+from mqtools.spark.writer import write_rows
+
+NAME = "rocketmq"
+
+
+def _options(options: Any) -> dict[str, str]:
+    """Spark's options are case-insensitive: keep them lower-cased, and look them up that way."""
+    return {str(k).lower(): str(v) for k, v in dict(options).items()}
+
+
+def _get(options: dict[str, str], key: str) -> str | None:
+    return options.get(key.lower())
+
+
+def _flag(options: dict[str, str], key: str, default: bool) -> bool:
+    value = _get(options, key)
+    return default if value is None else str(value).strip().lower() in ("true", "1", "yes")
+
+
+def _int(options: dict[str, str], key: str, default: int | None) -> int | None:
+    value = _get(options, key)
+    return default if value in (None, "") else int(value)  # type: ignore[arg-type]
+
+
+def _namesrv(options: dict[str, str]) -> str:
+    namesrv = _get(options, "namesrv")
+    if not namesrv:
+        raise ValueError("the rocketmq data source needs option namesrv ('host:9876;host2:9876')")
+    return namesrv
+
+
+class QueuePartition(InputPartition):
+    """One queue range, named by broker and queue id (never an address: a slave can serve it)."""
+
+    def __init__(self, r: QueueRange) -> None:
+        super().__init__(asdict(r))
+        self.range = r
+
+
+class RocketMQReader(DataSourceReader):
+    """Plans the ranges once on the driver; each executor task pulls its range."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.options = options
+        self.namesrv = _namesrv(options)
+        topic = _get(options, "topic")
+        if not topic:
+            raise ValueError("the rocketmq data source needs option topic to read")
+        self.topic = topic
+        self.start = parse_spec(_get(options, "startingOffsets"), "earliest")
+        self.end = parse_spec(_get(options, "endingOffsets"), "latest")
+        self.fail_on_data_loss = _flag(options, "failOnDataLoss", True)
+
+    def partitions(self) -> list[InputPartition]:
+        ranges = plan_topic(self.namesrv, self.topic, self.start, self.end,
+                            min_partitions=_int(self.options, "minPartitions", None),
+                            fail_on_data_loss=self.fail_on_data_loss)
+        return [QueuePartition(r) for r in ranges]
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, QueuePartition)
+        yield from read_rows(self.namesrv, partition.range, expression=_get(self.options, "subExpression"),
+                             batch=_int(self.options, "pullBatchSize", 32) or 32,
+                             pull_timeout_ms=_int(self.options, "pullTimeoutMs", 30_000) or 30_000,
+                             fail_on_data_loss=self.fail_on_data_loss)
+
+
+@dataclass
+class WriteCommit(WriterCommitMessage):
+    """What one write task did: sent, failed by code, bytes, and its latency histogram (encoded HDR)."""
+
+    task: int
+    sent: int
+    failed: dict[str, int]
+    bytes: int
+    histogram: str
+
+
+class RocketMQWriter(DataSourceWriter):
+    """Each task is a producer; a failed send fails the task with the RocketMQ code (at-least-once)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.namesrv = _namesrv(options)
+        self.topic = _get(options, "topic")
+        self.send_timeout_ms = _int(options, "sendTimeoutMs", 3000) or 3000
+        self.last: list[WriteCommit] = []
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        task = ctx.partitionId() if ctx is not None else 0
+        stats = write_rows(self.namesrv, (row.asDict() for row in iterator), topic=self.topic, task=task,
+                           send_timeout_ms=self.send_timeout_ms)
+        return WriteCommit(task, stats.messages, stats.failed, stats.bytes, stats.histogram)
+
+    def commit(self, messages: list[WriterCommitMessage | None]) -> None:
+        self.last = [m for m in messages if isinstance(m, WriteCommit)]
+
+
+class RocketMQDataSource(DataSource):
+    """`spark.read.format("rocketmq").option("namesrv", ...).option("topic", ...).load()`."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> StructType | str:
+        return SCHEMA
+
+    def reader(self, schema: StructType) -> DataSourceReader:
+        return RocketMQReader(_options(self.options))
+
+    def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
+        if overwrite:
+            raise ValueError("a topic cannot be overwritten: use mode('append')")
+        return RocketMQWriter(_options(self.options))

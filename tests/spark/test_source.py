@@ -1,0 +1,119 @@
+"""The rocketmq data source on a real local SparkSession against a real name server and two brokers."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from typing import Any
+
+import pytest
+from clientsupport import Cluster, create_topic
+
+from mqtools.client.admin.sync import SyncMQAdmin
+
+N = 40
+
+
+def _stored(cluster: Cluster, topic: str) -> int:
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:
+        return sum(high - low for low, high in admin.queue_bounds(topic).values())
+
+
+def _reader(spark: Any, cluster: Cluster, topic: str, **options: str) -> Any:
+    read = spark.read.format("rocketmq").option("namesrv", cluster.namesrv.addr).option("topic", topic)
+    for key, value in options.items():
+        read = read.option(key, value)
+    return read.load()
+
+
+def _write(spark: Any, cluster: Cluster, topic: str, rows: list[tuple[Any, ...]]) -> None:
+    schema = "body binary, tags string, keys string, properties map<string,string>"
+    (spark.createDataFrame(rows, schema).repartition(2).write.format("rocketmq")
+     .option("namesrv", cluster.namesrv.addr).option("topic", topic).mode("append").save())
+
+
+@pytest.fixture(scope="module")
+def written(spark: Any, cluster: Cluster) -> tuple[str, list[tuple[Any, ...]]]:
+    """N messages written through the data source, with tags, keys and properties."""
+    topic = "SparkRoundTrip"
+    asyncio.run(create_topic(cluster, topic, queues=2))
+    rows = [(f"body-{i}".encode(), f"Tag{i % 2}", f"key-{i}", {"idx": str(i), "kind": "spark"}) for i in range(N)]
+    _write(spark, cluster, topic, rows)
+    return topic, rows
+
+
+def test_write_then_read_back_exactly(spark: Any, cluster: Cluster, written: tuple[str, list[Any]]) -> None:
+    topic, rows = written
+    assert _stored(cluster, topic) == N
+    got = _reader(spark, cluster, topic).collect()
+    assert len(got) == N
+    by_body = {bytes(r.body): r for r in got}
+    assert len(by_body) == N
+    for body, tags, keys, props in rows:
+        row = by_body[body]
+        assert (row.tags, row.keys, row.topic) == (tags, keys, topic)
+        assert {k: row.properties[k] for k in props} == props
+        assert row.broker in ("broker-a", "broker-b") and row.msg_id and row.store_host.startswith("127.0.0.1")
+        assert row.born_timestamp <= row.store_timestamp or row.born_timestamp.year == row.store_timestamp.year
+    # subExpression filters on the brokers' tags
+    tagged = _reader(spark, cluster, topic, subExpression="Tag1").collect()
+    assert sorted(bytes(r.body) for r in tagged) == sorted(b for b, t, _, _ in rows if t == "Tag1")
+
+
+def test_offset_ranges(spark: Any, cluster: Cluster, written: tuple[str, list[Any]]) -> None:
+    topic, _ = written
+    everything = _reader(spark, cluster, topic).select("broker", "queue_id", "queue_offset").collect()
+    assert _reader(spark, cluster, topic, startingOffsets="latest").count() == 0
+    assert _reader(spark, cluster, topic, endingOffsets="earliest").count() == 0
+    # JSON: from offset 3 of broker-a queue 0 up to (not including) 7; every other queue read whole
+    start = {"broker-a": {"0": 3}}
+    end = {"broker-a": {"0": 7}}
+    got = _reader(spark, cluster, topic, startingOffsets=json.dumps(start), endingOffsets=json.dumps(end))
+    picked = got.select("broker", "queue_id", "queue_offset").collect()
+    a0 = sorted(r.queue_offset for r in picked if (r.broker, r.queue_id) == ("broker-a", 0))
+    assert a0 == [3, 4, 5, 6]
+    others = [r for r in everything if (r.broker, r.queue_id) != ("broker-a", 0)]
+    assert len(picked) == 4 + len(others)
+
+
+def test_time_range_selects_what_was_stored_after(spark: Any, cluster: Cluster, written: tuple[str, list[Any]]) -> None:
+    topic, _ = written
+    time.sleep(0.05)
+    cut = int(time.time() * 1000)
+    time.sleep(0.05)
+    later = [(f"late-{i}".encode(), "Late", f"late-{i}", {}) for i in range(6)]
+    _write(spark, cluster, topic, later)
+    got = _reader(spark, cluster, topic, startingOffsets=str(cut)).collect()
+    assert sorted(bytes(r.body) for r in got) == sorted(b for b, _, _, _ in later)
+    before = _reader(spark, cluster, topic, endingOffsets=str(cut)).count()
+    assert before == N
+
+
+def test_min_partitions_splits_and_reads_each_once(spark: Any, cluster: Cluster,
+                                                    written: tuple[str, list[Any]]) -> None:
+    topic, _ = written
+    df = _reader(spark, cluster, topic, minPartitions="9", pullBatchSize="3")
+    assert df.rdd.getNumPartitions() >= 9
+    keys = df.select("broker", "queue_id", "queue_offset").collect()
+    assert len(keys) == len(set(keys)) == _stored(cluster, topic)
+
+
+def test_bad_options_fail_clearly(spark: Any, cluster: Cluster, written: tuple[str, list[Any]]) -> None:
+    topic, _ = written
+    with pytest.raises(Exception, match="offsets JSON is not valid JSON"):
+        _reader(spark, cluster, topic, startingOffsets="{broker-a").count()
+    with pytest.raises(Exception, match="TOPIC_NOT_EXIST|No topic route"):
+        _reader(spark, cluster, "NoSuchSparkTopic").count()
+
+
+def test_plan_data_loss_both_ways() -> None:
+    """An offset under a queue's minimum (removed by retention): fail clearly, or skip to the minimum."""
+    from mqtools.spark.offsets import DataLossError, parse_spec, plan_ranges
+
+    bounds = {("broker-a", 0): (10, 20), ("broker-a", 1): (0, 5)}
+    start = parse_spec(json.dumps({"broker-a": {"0": 4}}), "earliest")
+    with pytest.raises(DataLossError, match="below the queue's minimum 10"):
+        plan_ranges("T", bounds, start, parse_spec("latest", "latest"))
+    ranges = plan_ranges("T", bounds, start, parse_spec("latest", "latest"), fail_on_data_loss=False)
+    assert [(r.queue_id, r.start, r.end) for r in ranges] == [(0, 10, 20), (1, 0, 5)]
