@@ -88,11 +88,12 @@ _mq() {
             mq_context_use) path="mq context use" ;;
             mq_namesrv) path="mq namesrv" ;;
             mq_namesrv_start) path="mq namesrv start" ;;
+            mq_top) path="mq top" ;;
             mq_version) path="mq version" ;;
         esac
     done
     case "${path// /_}" in
-        mq) words="admin broker cluster context namesrv version --help" ;;
+        mq) words="admin broker cluster context namesrv top version --help" ;;
         mq_admin) words="broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic --help" ;;
         mq_admin_broker) words="clean-expired-cq config consume-stats perm stats status --help" ;;
         mq_admin_broker_clean-expired-cq) words="--context --namesrv --timeout -n --help" ;;
@@ -176,6 +177,7 @@ _mq() {
         mq_context_use) words="--help" ;;
         mq_namesrv) words="start --help" ;;
         mq_namesrv_start) words="--config --host --kv-config-path --listen-port --store-dir -c --help" ;;
+        mq_top) words="--allow-writes --context --dir --namesrv --once --output --refresh --snapshot-dir --timeout --view -n -o --help" ;;
         mq_version) words="--help" ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))

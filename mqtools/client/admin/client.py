@@ -14,17 +14,19 @@ from mqtools.client.admin.dlq import DeadLetterAdmin
 from mqtools.client.admin.groups import GroupAdmin
 from mqtools.client.admin.ha import HAAdmin
 from mqtools.client.admin.messages import MessageAdmin
+from mqtools.client.admin.namesrv_probe import NamesrvProbeAdmin
 from mqtools.client.admin.offsets import LATEST, OffsetAdmin
 from mqtools.client.admin.overview import OverviewAdmin
 from mqtools.client.admin.queue_offsets import QueueOffsetAdmin
+from mqtools.client.admin.topic_overview import TopicOverviewAdmin
 from mqtools.client.admin.topics import TopicAdmin
 from mqtools.client.admin.tracking import TrackingAdmin
 
 __all__ = ["LATEST", "MQAdmin"]
 
 
-class MQAdmin(QueueOffsetAdmin, OverviewAdmin, OffsetAdmin, TrackingAdmin, DeadLetterAdmin, HAAdmin, ClusterAdmin,
-              TopicAdmin, GroupAdmin, MessageAdmin):
+class MQAdmin(QueueOffsetAdmin, TopicOverviewAdmin, OverviewAdmin, OffsetAdmin, TrackingAdmin, DeadLetterAdmin,
+              HAAdmin, ClusterAdmin, TopicAdmin, GroupAdmin, MessageAdmin, NamesrvProbeAdmin):
     """Async admin client; `async with MQAdmin("127.0.0.1:9876") as admin: ...`.
 
     One class per area (cluster, name server, topics, groups, offsets, messages, dead letters, brokers,

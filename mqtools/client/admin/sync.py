@@ -23,6 +23,7 @@ from mqtools.client.admin.hamodels import (
     HAReadiness,
     ReplicationGroup,
 )
+from mqtools.client.admin.livemodels import NamesrvStatus, TopicOverview
 from mqtools.client.admin.models import (
     BrokerConsumeStats,
     BrokerRuntime,
@@ -186,6 +187,9 @@ class SyncMQAdmin:
     def message_tracks(self, msg: MessageExt) -> list[MessageTrack]:
         return self._loop.run(self._admin.message_tracks(msg))
 
+    def namesrv_probe(self) -> list[NamesrvStatus]:
+        return self._loop.run(self._admin.namesrv_probe())
+
     def namesrv_config(self) -> dict[str, dict[str, str]]:
         return self._loop.run(self._admin.namesrv_config())
 
@@ -254,6 +258,9 @@ class SyncMQAdmin:
 
     def topic_masters(self, topic: str, cluster: str | None = None) -> dict[str, str]:
         return self._loop.run(self._admin.topic_masters(topic, cluster))
+
+    def topic_overview(self, *, stats: bool = True) -> TopicOverview:
+        return self._loop.run(self._admin.topic_overview(stats=stats))
 
     def topic_queues(self, topic: str) -> list[MessageQueue]:
         return self._loop.run(self._admin.topic_queues(topic))

@@ -1,0 +1,60 @@
+"""Typed results of the operations a live view polls: each name server's health and one line per topic.
+
+Like `models.py`, a figure the cluster did not give is None (never 0 or -1), so views print n/a.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class NamesrvStatus:
+    """One name server as a client sees it right now: reachable, how fast, which brokers it knows."""
+
+    addr: str
+    reachable: bool
+    rtt_ms: float | None
+    """Round trip of GET_BROKER_CLUSTER_INFO; None when it did not answer."""
+    broker_addrs: frozenset[str] | None
+    """Every broker address (masters and slaves) in its cluster info; None when it did not answer."""
+    live_table: bool | None
+    """Whether it answers mq's private GET_BROKER_LIVE_TABLE (Apache RocketMQ does not)."""
+    error: str | None = None
+
+    @property
+    def brokers(self) -> int | None:
+        return None if self.broker_addrs is None else len(self.broker_addrs)
+
+    def knows(self, broker_addr: str) -> bool | None:
+        """Whether it lists the broker; None when it could not be asked."""
+        return None if self.broker_addrs is None else broker_addr in self.broker_addrs
+
+
+@dataclass(frozen=True, slots=True)
+class TopicLine:
+    """One topic across the masters that hold its config: queues, permission, size and put rate."""
+
+    topic: str
+    kind: str
+    """normal or system (retry and DLQ topics belong to their groups and are left out)."""
+    brokers: list[str]
+    """Names of the masters holding the topic's config, sorted."""
+    read_queues: int
+    write_queues: int
+    """Summed over those masters."""
+    perm: int | None
+    """The topic's permission bits where every master agrees; None where they differ."""
+    messages: int | None
+    """Max minus min offset summed over every queue; None when a master could not be asked."""
+    put_tps: float | None
+    """Messages put per second over the last minute; None when a master could not be asked."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicOverview:
+    """Every topic, and the masters whose topic configs could not be read (their topics are missing)."""
+
+    lines: list[TopicLine]
+    errors: dict[str, str] = field(default_factory=dict)
+    """master address -> why its topic configs could not be read."""

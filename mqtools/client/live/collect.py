@@ -1,0 +1,157 @@
+"""The jobs of one refresh round, and a runner that keeps a slow one from holding up the rest.
+
+Every job is an MQAdmin call under a key; its outcome is published the moment it is known, so a
+broker that answers late only delays its own rows. A job still running when the next round starts is
+not started twice: the new round leaves it alone and runs everything else.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from mqtools.client.admin import MQAdmin
+from mqtools.client.admin.groupmodels import ConsumerRunningInfo, GroupSummary
+from mqtools.client.admin.models import ClusterSnapshot, ConsumerProgress, GroupConnections
+from mqtools.client.admin.topicmodels import TopicStatus
+from mqtools.client.errors import MQClientError
+from mqtools.client.live.state import Outcome
+from mqtools.remoting.bodies import TopicRouteData
+
+Publish = Callable[[Outcome], None]
+Launch = Callable[[str, Callable[[], Awaitable[Any]]], None]
+
+
+@dataclass(frozen=True, slots=True)
+class Wanted:
+    """What a round asks for beyond the brokers, HA and name servers, which every round polls."""
+
+    topics: bool = False
+    groups: bool = False
+    topic_details: tuple[str, ...] = ()
+    group_details: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDetail:
+    route: TopicRouteData
+    status: TopicStatus
+
+
+@dataclass(frozen=True, slots=True)
+class GroupDetail:
+    progress: ConsumerProgress
+    connections: GroupConnections | None
+    """None when nobody is online."""
+    holders: dict[tuple[str, str, int], str] = field(default_factory=dict)
+    """(topic, broker name, queue id) -> client id holding it, from the clients' running info; empty
+    where the clients do not report it (mq's own Python clients do not)."""
+
+
+def describe(exc: BaseException) -> str:
+    """One line for a failed job: the admin error's own message, or the exception's type for anything
+    else (a broker answering garbage fails a parser, not the admin API)."""
+    if isinstance(exc, MQClientError):
+        return str(exc) or type(exc).__name__
+    if isinstance(exc, TimeoutError):
+        return "timed out"
+    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+
+
+async def _or_error(call: Awaitable[Any]) -> Any:
+    """The call's result, or the admin error it raised: optional figures never fail a job."""
+    try:
+        return await call
+    except MQClientError as exc:
+        return exc
+
+
+class Collector:
+    """Runs rounds of jobs on one MQAdmin; `procs` (optional) samples a local cluster's processes."""
+
+    def __init__(self, admin: MQAdmin, publish: Publish, procs: Callable[[], Any] | None = None) -> None:
+        self.admin = admin
+        self.publish = publish
+        self.procs = procs
+        self.inflight: set[str] = set()
+
+    async def round(self, wanted: Wanted) -> float:
+        """Start every job not already running, wait for the ones this round started (and what they
+        start in turn); returns the round's wall time in seconds."""
+        began = time.perf_counter()
+        tasks: list[asyncio.Task[None]] = []
+
+        def launch(key: str, make: Callable[[], Awaitable[Any]]) -> None:
+            if key in self.inflight:
+                return
+            self.inflight.add(key)
+            tasks.append(asyncio.get_running_loop().create_task(self._run(key, make)))
+
+        self._plan(wanted, launch)
+        while tasks:
+            await tasks.pop(0)
+        return time.perf_counter() - began
+
+    def _plan(self, wanted: Wanted, launch: Launch) -> None:
+        admin = self.admin
+        launch("snapshot", lambda: self._snapshot(launch))
+        launch("probe", admin.namesrv_probe)
+        if self.procs is not None:
+            launch("procs", lambda: asyncio.to_thread(self.procs))  # type: ignore[arg-type]
+        if wanted.topics:
+            launch("topics", admin.topic_overview)
+        if wanted.groups:
+            launch("groups", self.group_summaries)
+        for topic in wanted.topic_details:
+            launch(f"topic:{topic}", lambda t=topic: self.topic_detail(t))
+        for group in wanted.group_details:
+            launch(f"group:{group}", lambda g=group: self.group_detail(g))
+
+    async def _run(self, key: str, make: Callable[[], Awaitable[Any]]) -> None:
+        try:
+            value, error = await make(), None
+        except Exception as exc:  # noqa: BLE001 - every failure of a job is shown in its rows
+            value, error = None, describe(exc)
+        finally:
+            self.inflight.discard(key)
+        self.publish(Outcome(key, value, error, time.time(), time.monotonic()))
+
+    async def _snapshot(self, launch: Launch) -> ClusterSnapshot:
+        """The name servers' broker table; then each broker's runtime and each master's HA status as
+        jobs of their own."""
+        snap = await self.admin.cluster_snapshot(runtime=False)
+        for row in snap.brokers:
+            launch(f"runtime:{row.addr}", lambda a=row.addr: self.admin.broker_runtime_info(a))
+            if row.is_master:
+                launch(f"ha:{row.addr}", lambda a=row.addr: self.admin.ha_status(a))
+        return snap
+
+    async def group_summaries(self) -> list[GroupSummary]:
+        """Every configured group but the system ones, one line each."""
+        names = [e.group for e in await self.admin.group_list() if not e.system]
+        return await self.admin.group_summaries(names) if names else []
+
+    async def topic_detail(self, topic: str) -> TopicDetail:
+        route, status = await asyncio.gather(self.admin.topic_route(topic), self.admin.topic_status(topic))
+        return TopicDetail(route, status)
+
+    async def group_detail(self, group: str) -> GroupDetail:
+        progress, conns = await asyncio.gather(self.admin.consumer_progress(group),
+                                               _or_error(self.admin.consumer_connections(group)))
+        if not isinstance(conns, GroupConnections):
+            return GroupDetail(progress, None)
+        infos = await asyncio.gather(*(_or_error(self.admin.consumer_running_info(group, c.client_id))
+                                       for c in conns.connections))
+        holders = {(mq.topic, mq.broker_name, mq.queue_id): info.client_id for info in infos
+                   if isinstance(info, ConsumerRunningInfo) for mq in info.queues}
+        return GroupDetail(progress, conns, holders)
+
+
+async def collect_once(admin: MQAdmin, wanted: Wanted, procs: Callable[[], Any] | None = None) -> list[Outcome]:
+    """Every outcome of one full round, in the order they finished (`mq top --once`, benchmarks)."""
+    outcomes: list[Outcome] = []
+    await Collector(admin, outcomes.append, procs).round(wanted)
+    return outcomes

@@ -1,0 +1,134 @@
+"""The live state: the latest outcome of every polling job, and the short histories rates need.
+
+A job's outcome replaces what the state held under its key only when it succeeded; a failure keeps
+the old value (shown greyed, with its age) and records the error, so a refresh that fails never
+blanks a view. Outcomes are applied on the UI's thread, in the order they arrive.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Any
+
+HISTORY_SECONDS = 300.0
+"""How far back histories go: the HA sparkline spans this, rates use the last RATE_WINDOW of it."""
+RATE_WINDOW = 10.0
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """What one job returned (value) or why it failed (error), and when it finished."""
+
+    key: str
+    value: Any
+    error: str | None
+    wall: float
+    """time.time() when it finished: what a person reads."""
+    mono: float
+    """time.monotonic() when it finished: what ages and rates are computed from."""
+
+
+@dataclass(slots=True)
+class Slot:
+    """The freshest good value of one key, and the error of the last attempt if it failed."""
+
+    value: Any = None
+    ok_wall: float | None = None
+    ok_mono: float | None = None
+    error: str | None = None
+    failed_mono: float | None = None
+
+    @property
+    def stale(self) -> bool:
+        """The last attempt failed (whatever value is shown is older than the last refresh)."""
+        return self.error is not None
+
+
+@dataclass(slots=True)
+class Series:
+    """(monotonic time, value) samples of one figure, oldest first, at most HISTORY_SECONDS old."""
+
+    points: deque[tuple[float, float]] = field(default_factory=deque)
+
+    def add(self, mono: float, value: float) -> None:
+        self.points.append((mono, value))
+        while self.points and mono - self.points[0][0] > HISTORY_SECONDS:
+            self.points.popleft()
+
+    def rate(self, window: float = RATE_WINDOW) -> float | None:
+        """Change per second between the newest sample and the oldest within `window` of it."""
+        if len(self.points) < 2:
+            return None
+        t1, v1 = self.points[-1]
+        t0, v0 = next(((t, v) for t, v in self.points if t1 - t <= window and t < t1), self.points[-2])
+        return None if t1 <= t0 else (v1 - v0) / (t1 - t0)
+
+    def values(self) -> list[float]:
+        return [v for _, v in self.points]
+
+
+class LiveState:
+    """Slots by job key ("snapshot", "probe", "procs", "topics", "groups", "runtime:ADDR", "ha:ADDR",
+    "topic:NAME", "group:NAME") and series by figure ("ha-ack:MASTER:SLAVE", "ha-diff:MASTER:SLAVE",
+    "lag:GROUP")."""
+
+    def __init__(self) -> None:
+        self.slots: dict[str, Slot] = {}
+        self.series: dict[str, Series] = {}
+        self.last_round_wall: float | None = None
+        self.last_round_mono: float | None = None
+        self.rounds = 0
+        self.memo: dict[str, dict[Any, Any]] = {}
+        """Rows a view built from the same figures before (views of thousands of rows reuse them)."""
+        self.seen_brokers: dict[str, tuple[Any, float]] = {}
+        """broker address -> (its last BrokerRow, monotonic time of that snapshot): a broker that
+        leaves the name servers' table (killed: its connection closed) stays on screen as gone."""
+
+    def slot(self, key: str) -> Slot:
+        return self.slots.get(key) or Slot()
+
+    def value(self, key: str) -> Any:
+        found = self.slots.get(key)
+        return None if found is None else found.value
+
+    def apply(self, outcome: Outcome) -> None:
+        slot = self.slots.setdefault(outcome.key, Slot())
+        if outcome.error is not None:
+            slot.error, slot.failed_mono = outcome.error, outcome.mono
+            return
+        slot.value, slot.ok_wall, slot.ok_mono, slot.error, slot.failed_mono = (
+            outcome.value, outcome.wall, outcome.mono, None, None)
+        self._record(outcome)
+
+    def round_done(self, wall: float | None = None, mono: float | None = None) -> None:
+        self.rounds += 1
+        self.last_round_wall = time.time() if wall is None else wall
+        self.last_round_mono = time.monotonic() if mono is None else mono
+
+    def series_of(self, name: str) -> Series:
+        return self.series.get(name) or Series()
+
+    def _record(self, outcome: Outcome) -> None:
+        """Keep the figures whose change over time a view shows (HA progress, group lag)."""
+        kind, _, addr = outcome.key.partition(":")
+        if kind == "snapshot":
+            for row in outcome.value.brokers:
+                self.seen_brokers[row.addr] = (row, outcome.mono)
+        elif kind == "ha":
+            for conn in outcome.value.slaves:
+                if conn.ack_offset is not None:
+                    self._add(f"ha-ack:{addr}:{conn.addr}", outcome.mono, conn.ack_offset)
+                if conn.diff_bytes is not None:
+                    self._add(f"ha-diff:{addr}:{conn.addr}", outcome.mono, conn.diff_bytes)
+        elif kind == "groups":
+            for summary in outcome.value:
+                if summary.diff_total is not None:
+                    self._add(f"lag:{summary.group}", outcome.mono, summary.diff_total)
+
+    def _add(self, name: str, mono: float, value: float) -> None:
+        self.series.setdefault(name, Series()).add(mono, value)
+
+    def stale_keys(self) -> list[str]:
+        return sorted(k for k, s in self.slots.items() if s.stale)

@@ -1,0 +1,68 @@
+"""CPU, memory and open files of a local cluster's processes, for views that refresh every few seconds.
+
+`supervisor.usage` samples CPU over a blocking 0.1 s; a live view instead keeps one psutil.Process
+per process, so each call reads CPU used since the previous call and never sleeps.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from dataclasses import dataclass
+from pathlib import Path
+
+import psutil
+
+from mqtools.cluster.supervisor import ClusterState, alive, load_state
+
+
+@dataclass(frozen=True, slots=True)
+class ProcSample:
+    """One process of a local cluster; figures None while not running or not yet measured."""
+
+    name: str
+    pid: int
+    alive: bool
+    cpu_percent: float | None
+    """Since the previous sample; None on the first one."""
+    rss_bytes: int | None
+    open_files: int | None
+    """File descriptors held (sockets and mapped files included)."""
+
+
+class ProcSampler:
+    """Samples the processes of the cluster started in `state_dir`, keyed by listen address."""
+
+    def __init__(self, state_dir: str | Path) -> None:
+        self.state_dir = Path(state_dir)
+        self._procs: dict[int, psutil.Process] = {}
+
+    def state(self) -> ClusterState | None:
+        """The state file, read each time: `mq cluster start/stop` change pids under a running view."""
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+            return load_state(self.state_dir)
+        return None
+
+    def sample(self) -> dict[str, ProcSample]:
+        """listen address -> sample, for every process of the state file."""
+        state = self.state()
+        if state is None:
+            return {}
+        out: dict[str, ProcSample] = {}
+        for info in state.procs:
+            out[info.addr] = self._one(info.name, info.pid, alive(info))
+        self._procs = {pid: ps for pid, ps in self._procs.items() if any(p.pid == pid for p in state.procs)}
+        return out
+
+    def _one(self, name: str, pid: int, ps: psutil.Process | None) -> ProcSample:
+        if ps is None:
+            return ProcSample(name, pid, False, None, None, None)
+        first = pid not in self._procs
+        ps = self._procs.setdefault(pid, ps)
+        try:
+            with ps.oneshot():
+                cpu = ps.cpu_percent(None)
+                rss = ps.memory_info().rss
+                fds = ps.num_fds() if hasattr(ps, "num_fds") else len(ps.open_files())
+        except psutil.Error:
+            return ProcSample(name, pid, False, None, None, None)
+        return ProcSample(name, pid, True, None if first else cpu, rss, fds)

@@ -1,0 +1,118 @@
+"""The live view's model without a UI or a cluster: rates, thresholds, gone brokers, filter and sort,
+navigation, and the JSON documents against their schemas."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import jsonschema
+import pytest
+from mqtools.tui.navigation import Navigation, view_named
+from tuisupport import NOW_MONO, NOW_WALL, NS, fixed_state
+
+from mqtools.cli.output import load_schema, schema_version
+from mqtools.client.live import export
+from mqtools.client.live.state import Outcome, Series
+from mqtools.client.live.tables import CRIT, OK, WARN, age, filtered, size, sorted_rows, sparkline
+from mqtools.client.live.views import VIEWS, build
+
+
+def rows_of(view: str, target: str | None = None, now: float = NOW_MONO) -> dict:
+    table = build(fixed_state(), view, target, now, NOW_WALL)
+    return {r.key: r for r in table.rows}
+
+
+def test_heartbeat_thresholds_missing_name_server_and_unreachable_broker() -> None:
+    rows = rows_of("brokers")
+    assert rows["10.0.1.1:10911"].level == OK
+    assert rows["10.0.1.1:10911"].cells[6].value == {NS[0]: 4_000, NS[1]: 5_000}
+    master_b = rows["10.0.2.1:10911"]  # 45 s at the first name server, missing from the second, no answer
+    assert master_b.cells[6].level == CRIT and master_b.cells[6].text == "45.0s missing"
+    assert master_b.cells[-1].text == "unreachable" and master_b.level == CRIT
+    assert rows["10.0.2.2:10911"].cells[6].level == CRIT  # 95 s at the first name server
+    later = rows_of("brokers", now=NOW_MONO + 10)  # ages move on between refreshes
+    assert later["10.0.1.1:10911"].cells[6].value == {NS[0]: 14_000, NS[1]: 15_000}
+    assert rows_of("brokers", now=NOW_MONO + 30)["10.0.1.1:10911"].cells[6].level == WARN
+
+
+def test_a_broker_that_leaves_the_name_servers_stays_as_gone_with_its_age_growing() -> None:
+    state = fixed_state()
+    snap = state.value("snapshot")
+    state.apply(Outcome("snapshot", dataclasses.replace(snap, brokers=snap.brokers[:3]), None, NOW_WALL, NOW_MONO + 5))
+    table = build(state, "brokers", None, NOW_MONO + 25, NOW_WALL)
+    gone = next(r for r in table.rows if r.key == "10.0.2.2:10911")
+    assert gone.level == CRIT and gone.cells[-1].value == "gone"
+    assert gone.cells[6].value == {NS[0]: 95_000 + 25_000, NS[1]: 1_000 + 25_000}
+
+
+def test_ha_figures_as_mq_admin_ha_status_derives_them() -> None:
+    table = build(fixed_state(), "ha", None, NOW_MONO, NOW_WALL)
+    rows = {r.cells[0].value: {c.key: cell for c, cell in zip(table.columns, r.cells, strict=True)} | {"row": r}
+            for r in table.rows}
+    lagging = rows["broker-b"]
+    assert lagging["slave"].value == "10.0.2.2:10911"  # paired with the registered slave by host
+    assert lagging["diffBytes"].value == 90_000 and lagging["inSync"].value is False
+    assert lagging["row"].level == CRIT
+    assert lagging["diffTrend"].value == "growing" and lagging["diffTrend"].level == WARN  # 1,000 -> 90,000 in 4 s
+    assert lagging["catchUpMs"].value is None and lagging["speedBytesPerS"].value == 0.0  # not moving: n/a
+    assert lagging["diffMessages"].value is None  # the master's runtime is unknown: no average size
+    assert lagging["diffHistory"].value == [1_000, 40_000, 90_000]
+    synced = rows["broker-a"]
+    assert synced["row"].level == OK and synced["catchUpMs"].value == 0 and synced["diffMessages"].value == 0
+
+
+def test_group_lag_trend_and_drill_downs() -> None:
+    groups = rows_of("groups")
+    assert groups["orders-svc"].cells[4].value == pytest.approx(50.0) and groups["orders-svc"].cells[4].level == WARN
+    assert groups["audit"].cells[1].text == "n/a" and groups["orders-svc"].drill == "orders-svc"
+    queues = rows_of("group", "orders-svc")
+    assert [(r.cells[5].value, r.cells[6].value) for r in queues.values()] == [(50, "10.0.9.1@1"), (700, None)]
+    topic = build(fixed_state(), "topic", "Orders", NOW_MONO, NOW_WALL)
+    assert [r.cells[4].value for r in topic.rows] == [600, 600]
+    assert topic.info[0].startswith("route broker-a (DefaultCluster): 2r/2w RW-")
+
+
+def test_series_rate_uses_the_last_window() -> None:
+    series = Series()
+    for t, v in [(0, 0), (5, 100), (20, 400), (25, 500)]:
+        series.add(t, v)
+    assert series.rate(window=10) == pytest.approx(20.0)
+    assert Series().rate() is None
+
+
+def test_filter_invert_sort_and_formatting() -> None:
+    table = build(fixed_state(), "topics", None, NOW_MONO, NOW_WALL)
+    assert [r.key for r in filtered(table.rows, "^(orders|pay)")] == ["Orders", "Payments"]
+    assert [r.key for r in filtered(table.rows, "!system")] == ["Orders", "Payments", "Unknown"]
+    assert [r.key for r in filtered(table.rows, "[bad")] == []
+    by_messages = sorted_rows(table.rows, table.column_for("M"), descending=True)
+    assert [r.key for r in by_messages] == ["Orders", "Payments", "TBW102", "Unknown"]  # n/a last either way
+    assert [r.key for r in sorted_rows(table.rows, 5, descending=False)][-1] == "Unknown"
+    assert (age(61_500), age(3_725_000), size(1536), sparkline([1, 1])) == ("1m01s", "1h02m", "1.5 KiB", "▄▄")
+
+
+def test_navigation() -> None:
+    assert [view_named(t) for t in ("top", "g", "ns", ":ha", "x", "")] == ["topics", "groups", "namesrv", "ha",
+                                                                          None, None]
+    nav = Navigation("topics")
+    nav.current.filter_text = "Ord"
+    assert nav.drill("Orders") and nav.breadcrumb() == ["topics", "topic Orders"]
+    assert nav.wanted().topic_details == ("Orders",) and not nav.wanted().topics
+    assert nav.back() and nav.breadcrumb() == ["topics"] and nav.current.filter_text == "Ord"
+    assert nav.back() and nav.current.filter_text is None and not nav.back()
+    nav.switch("brokers")
+    assert not nav.drill("x")
+
+
+def test_documents_match_their_schemas() -> None:
+    state = fixed_state()
+    tables = {v: build(state, v, None, NOW_MONO, NOW_WALL) for v in VIEWS}
+    snap = export.snapshot_document(tables, context="c", namesrv=NS, taken_at=NOW_WALL)
+    jsonschema.validate(snap, load_schema("TopSnapshot"))
+    assert snap["schemaVersion"] == schema_version("TopSnapshot") == export.TOP_SNAPSHOT_SCHEMA_VERSION
+    for view, target in [*((v, None) for v in VIEWS), ("topic", "Orders"), ("group", "orders-svc")]:
+        table = build(state, view, target, NOW_MONO, NOW_WALL)
+        doc = export.view_document(table, table.rows, target=target, context=None, namesrv=NS, taken_at=NOW_WALL,
+                                   filter_text=None, sort=("TOPIC", False))
+        jsonschema.validate(doc, load_schema("TopView"))
+        assert doc["schemaVersion"] == schema_version("TopView") == export.TOP_VIEW_SCHEMA_VERSION

@@ -1,0 +1,1 @@
+"""Screens of `mq top`: the main view, help and confirmation."""
