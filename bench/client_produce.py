@@ -3,8 +3,9 @@
 Starts a real `mq namesrv` + `mq broker` (ASYNC_FLUSH). The baseline is bench/broker_send.py's
 raw remoting driver (hand-built SEND_MESSAGE_V2 requests, no client logic) measured in the
 same run against the same broker; the Producer then sends the same 1 KiB messages with 1 and
-64 sends in flight, and batches of 32 with 8 in flight. Target: the Producer at 64 in flight
-reaches >= 0.7 of the raw figure.
+64 sends in flight, batches of 32 with 8 in flight, and async sends with 256 in flight with
+auto-batching off and on (against raw single sends with 256 in flight). Target: the Producer at
+64 in flight reaches >= 0.7 of the raw figure.
 
 Usage: .venv/bin/python bench/client_produce.py [--seconds 3] [--clients 2]
 """
@@ -28,10 +29,11 @@ from mqtools.client.producer import Producer
 from mqtools.common.message import Message
 
 
-async def drive_producer(namesrv: str, kind: str, inflight: int, seconds: float, batch: int) -> dict:
+async def drive_producer(namesrv: str, kind: str, inflight: int, seconds: float, batch: int, auto_batch: bool
+                         ) -> dict:
     latencies: list[float] = []
     msgs = 0
-    async with Producer("PG_BENCH_CLIENT", namesrv=namesrv) as producer:
+    async with Producer("PG_BENCH_CLIENT", namesrv=namesrv, auto_batch=auto_batch) as producer:
         await producer.send(Message(broker_send.TOPIC, broker_send.BODY))
         deadline = time.perf_counter() + seconds
 
@@ -41,6 +43,8 @@ async def drive_producer(namesrv: str, kind: str, inflight: int, seconds: float,
                 t0 = time.perf_counter()
                 if kind == "batch":
                     await producer.send_batch([Message(broker_send.TOPIC, broker_send.BODY) for _ in range(batch)])
+                elif kind == "async":
+                    await producer.send_async(Message(broker_send.TOPIC, broker_send.BODY))
                 else:
                     await producer.send(Message(broker_send.TOPIC, broker_send.BODY))
                 latencies.append(time.perf_counter() - t0)
@@ -56,10 +60,12 @@ def _child(args: tuple, out: mp.Queue) -> None:
     out.put(asyncio.run(drive_producer(*args)))
 
 
-def run_producer(namesrv: str, kind: str, inflight: int, seconds: float, batch: int, clients: int) -> dict:
+def run_producer(namesrv: str, kind: str, inflight: int, seconds: float, batch: int, clients: int,
+                 auto_batch: bool) -> dict:
     n = clients if inflight > 1 else 1
     per = max(1, inflight // n)
-    return throughput(run_processes(_child, (namesrv, kind, per, seconds, batch), n, timeout=seconds + 60))
+    args = (namesrv, kind, per, seconds, batch, auto_batch)
+    return throughput(run_processes(_child, args, n, timeout=seconds + 60))
 
 
 def main() -> None:
@@ -67,13 +73,19 @@ def main() -> None:
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--clients", type=int, default=2)
     args = parser.parse_args()
-    cases = {"sync1": ("send", 1, 1), "sync64": ("send", 64, 1), "batch32": ("batch", 8, 32)}
+    # name: (producer kind, in flight, batch, auto-batching); the raw baseline sends single messages for "async"
+    cases = {"sync1": ("send", 1, 1, False), "sync64": ("send", 64, 1, False), "batch32": ("batch", 8, 32, False),
+             "async256": ("async", 256, 1, False), "async256_autobatch": ("async", 256, 1, True)}
     res: dict[str, tuple[dict, dict]] = {}
+    raws: dict[tuple[str, int, int], dict] = {}
     with namesrv_and_broker(broker_send.TOPIC, broker_send.QUEUES) as (namesrv, broker):
-        for name, (kind, inflight, batch) in cases.items():
-            raw = broker_send.run_case(broker.addr, kind, inflight, args.seconds, batch, args.clients)
-            ours = run_producer(namesrv.addr, kind, inflight, args.seconds, batch, args.clients)
-            res[name] = (ours, raw)
+        for name, (kind, inflight, batch, auto_batch) in cases.items():
+            raw_kind = "send" if kind == "async" else kind
+            if (raw_kind, inflight, batch) not in raws:
+                raws[raw_kind, inflight, batch] = broker_send.run_case(broker.addr, raw_kind, inflight, args.seconds,
+                                                                       batch, args.clients)
+            ours = run_producer(namesrv.addr, kind, inflight, args.seconds, batch, args.clients, auto_batch)
+            res[name] = (ours, raws[raw_kind, inflight, batch])
     parts = [f"{name}: {o['msgs_s']:,.0f} msgs/s p50 {o['p50_ms']:.2f} ms p99 {o['p99_ms']:.2f} ms "
              f"raw {r['msgs_s']:,.0f}/s ratio {o['msgs_s'] / r['msgs_s']:.2f}" for name, (o, r) in res.items()]
     print("client_produce | " + " | ".join(parts) + " | target: sync64 ratio >= 0.70")

@@ -105,8 +105,8 @@ class BatchAccumulator(Generic[T]):
 
 def entry_size(msg: Message) -> int:
     """Bytes one message adds to a batch body (the properties estimated without encoding them)."""
-    props = sum(len(k) + len(v) + 2 for k, v in msg.properties.items())
-    return BATCH_HEAD.size + len(msg.body) + 2 + props
+    props = msg.properties
+    return BATCH_HEAD.size + len(msg.body) + 2 + sum(map(len, props)) + sum(map(len, props.values())) + 2 * len(props)
 
 
 @dataclass(slots=True)
@@ -152,8 +152,10 @@ class AutoBatcher:
             self._arm()
 
     def _arm(self) -> None:
+        if self._timer is not None:
+            return
         due = self.acc.next_due()
-        if due is None or self._timer is not None:
+        if due is None:
             return
         self._timer = asyncio.get_running_loop().call_later(max(0.0, due - self._clock()), self._on_timer)
 
