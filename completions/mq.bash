@@ -88,12 +88,15 @@ _mq() {
             mq_context_use) path="mq context use" ;;
             mq_namesrv) path="mq namesrv" ;;
             mq_namesrv_start) path="mq namesrv start" ;;
+            mq_spark-load) path="mq spark-load" ;;
+            mq_spark-load_consume) path="mq spark-load consume" ;;
+            mq_spark-load_produce) path="mq spark-load produce" ;;
             mq_top) path="mq top" ;;
             mq_version) path="mq version" ;;
         esac
     done
     case "${path// /_}" in
-        mq) words="admin broker cluster context namesrv top version --help" ;;
+        mq) words="admin broker cluster context namesrv spark-load top version --help" ;;
         mq_admin) words="broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic --help" ;;
         mq_admin_broker) words="clean-expired-cq config consume-stats perm stats status --help" ;;
         mq_admin_broker_clean-expired-cq) words="--context --namesrv --timeout -n --help" ;;
@@ -177,6 +180,9 @@ _mq() {
         mq_context_use) words="--help" ;;
         mq_namesrv) words="start --help" ;;
         mq_namesrv_start) words="--config --host --kv-config-path --listen-port --store-dir -c --help" ;;
+        mq_spark-load) words="consume produce --help" ;;
+        mq_spark-load_consume) words="--conf --context --from --master --min-partitions --namesrv --output --topic --until -n -o -t --help" ;;
+        mq_spark-load_produce) words="--batch-size --conf --context --duration --keys --master --messages --mode --namesrv --output --rate --size --tags --tasks --topic -n -o -t --help" ;;
         mq_top) words="--allow-writes --context --dir --namesrv --once --output --refresh --snapshot-dir --timeout --view -n -o --help" ;;
         mq_version) words="--help" ;;
     esac

@@ -11,7 +11,7 @@ import sys
 import typer
 
 from mqtools import __version__
-from mqtools.cli import admin, broker_cmd, cluster_cmd, context_cmd, namesrv_cmd, top_cmd
+from mqtools.cli import admin, broker_cmd, cluster_cmd, context_cmd, namesrv_cmd, spark_cmd, top_cmd
 
 EXIT_USAGE = 2
 
@@ -27,6 +27,7 @@ app.add_typer(broker_cmd.app, name="broker")
 app.add_typer(cluster_cmd.app, name="cluster")
 app.add_typer(admin.app, name="admin")
 app.add_typer(context_cmd.app, name="context")
+app.add_typer(spark_cmd.app, name="spark-load")
 app.command("top")(top_cmd.top)
 
 

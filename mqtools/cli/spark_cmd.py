@@ -1,0 +1,227 @@
+"""`mq spark-load produce|consume`: load and read throughput with Spark tasks as the clients.
+
+The same job runs embedded (`--master local[*]`) or on a cluster (`--master spark://HOST:7077`). Input
+is checked on the driver before Spark starts (name server, topic, offsets, rate), so a mistake is one
+line and exit 2 (3 when the cluster cannot be reached), as in `mq admin`. Nothing heavy is imported
+at module level: pyspark only when a job runs.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from typing import TYPE_CHECKING, Annotated, Any, Optional
+
+import typer
+
+from mqtools.cli.admin.common import (
+    EXIT_UNREACHABLE,
+    ContextOpt,
+    NamesrvOpt,
+    OutputOpt,
+    check_output,
+    fail,
+    usage,
+)
+from mqtools.cli.output import Column, View, render
+
+if TYPE_CHECKING:
+    from mqtools.spark.offsets import QueueRange
+    from mqtools.spark.stats import Summary, TaskStats
+
+app = typer.Typer(help="Load and read throughput with Spark tasks as producers and readers (needs pyspark).",
+                  no_args_is_help=True)
+
+TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="The topic (it must exist).")]
+MasterOpt = Annotated[str, typer.Option("--master", help="Spark master: local[*], local[2], spark://HOST:7077.")]
+ConfOpt = Annotated[
+    Optional[list[str]],  # noqa: UP045 - typer needs Optional
+    typer.Option("--conf", help="Spark setting k=v (repeatable), e.g. spark.executor.memory=2g."),
+]
+REQUIRED = (("pyspark", "pyspark>=4.2"), ("pyarrow", "pyarrow"), ("hdrh", "hdrhistogram"))
+
+
+def _need_spark() -> None:
+    """Without the spark extra: say which packages to install, before anything else."""
+    missing = [pkg for mod, pkg in REQUIRED if importlib.util.find_spec(mod) is None]
+    if missing:
+        raise usage(f"mq spark-load needs {', '.join(missing)}: pip install 'mqtools[spark]'")
+
+
+def _confs(pairs: list[str] | None) -> dict[str, str]:
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise usage(f"--conf wants key=value, not {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def _namesrv(namesrv: str | None, context: str | None) -> str:
+    from mqtools.client.contexts import ContextError, NoNamesrvError, resolve
+
+    try:
+        return resolve(namesrv, context).namesrv
+    except (NoNamesrvError, ContextError) as exc:
+        raise usage(str(exc)) from None
+
+
+def _cluster_call(fn: Any) -> Any:
+    """Run a driver-side check; an unknown topic is bad input (2), an unreachable cluster 3."""
+    from mqtools.client.errors import MQClientError, TopicNotExistError, UnreachableError
+
+    try:
+        return fn()
+    except TopicNotExistError as exc:
+        raise usage(f"unknown topic: {exc.remark or exc}") from None
+    except UnreachableError as exc:
+        raise fail(f"cluster unreachable: {exc}", EXIT_UNREACHABLE) from None
+    except MQClientError as exc:
+        raise fail(str(exc), EXIT_UNREACHABLE) from None
+
+
+def _queues(namesrv: str, topic: str) -> int:
+    from mqtools.client.admin.sync import SyncMQAdmin
+
+    def ask() -> int:
+        with SyncMQAdmin(namesrv) as admin:
+            return len(admin.topic_queues(topic))
+
+    return _cluster_call(ask)
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def _view(action: str, topic: str, master: str, summary: Summary) -> View:
+    columns = [Column("TASK", True), Column("MESSAGES", True), Column("FAILED", True), Column("MB", True),
+               Column("SECONDS", True), Column("MSGS/S", True), Column("P50 MS", True), Column("P99 MS", True)]
+    from mqtools.spark.stats import percentiles
+
+    rows, tasks = [], []
+    for t in summary.tasks:
+        lat = percentiles([t.histogram])
+        secs = max(t.ended - t.started, 0.0)
+        failed = sum(t.failed.values())
+        rows.append([t.task, t.messages, failed, round(t.bytes / 1e6, 3), round(secs, 3),
+                     round(t.messages / secs, 1) if secs else None, lat["p50"], lat["p99"]])
+        tasks.append({"task": t.task, "messages": t.messages, "failed": dict(t.failed), "bytes": t.bytes,
+                      "seconds": round(secs, 3), "latencyMs": lat})
+    lat = summary.latency_ms
+    failed = ", ".join(f"{code}: {n}" for code, n in sorted(summary.failed.items())) or "none"
+    footer = [(f"{action} {topic} on {master}: {summary.messages} messages in {summary.seconds:.2f}s, "
+               f"{summary.msgs_per_s:.1f} msgs/s, {summary.mb_per_s:.3f} MB/s; failed: {failed}"),
+              "latency ms: " + "  ".join(f"{k} {v}" for k, v in lat.items())]
+    if summary.delay_ms is not None:
+        footer.append("publish delay ms (planned vs actual start): "
+                      + "  ".join(f"{k} {v}" for k, v in summary.delay_ms.items()))
+    data = {"action": action, "topic": topic, "master": master, "tasks": tasks, "messages": summary.messages,
+            "failed": dict(summary.failed), "bytes": summary.bytes, "seconds": round(summary.seconds, 3),
+            "msgsPerSec": round(summary.msgs_per_s, 3), "mbPerSec": round(summary.mb_per_s, 6),
+            "latencyMs": {k: _ms(v) for k, v in lat.items()},
+            "publishDelayMs": None if summary.delay_ms is None else {k: _ms(v) for k, v in summary.delay_ms.items()}}
+    return View("SparkLoadReport", columns, rows, data, title=f"spark-load {action} {topic}", footer=footer)
+
+
+def _report(action: str, topic: str, master: str, tasks: list[TaskStats], fmt: str, with_delay: bool) -> None:
+    from mqtools.spark.stats import summarize
+
+    render(_view(action, topic, master, summarize(tasks, with_delay=with_delay)), fmt)
+
+
+@app.command()
+def produce(
+    topic: TopicOpt,
+    messages: Annotated[Optional[int], typer.Option("--messages", help="Messages in all.")] = None,  # noqa: UP045
+    duration: Annotated[Optional[float], typer.Option("--duration", help="Seconds to send for.")] = None,  # noqa: UP045
+    rate: Annotated[Optional[float], typer.Option("--rate", help="Target msgs/s over all tasks.")] = None,  # noqa: UP045
+    size: Annotated[int, typer.Option("--size", help="Body bytes.")] = 128,
+    tasks: Annotated[int, typer.Option("--tasks", help="Producing Spark tasks.")] = 2,
+    mode: Annotated[str, typer.Option("--mode", help="sync, async or batch.")] = "sync",
+    batch_size: Annotated[int, typer.Option("--batch-size", help="Messages per batch in batch mode.")] = 16,
+    keys: Annotated[bool, typer.Option("--keys", help="Give every message a key.")] = False,
+    tags: Annotated[int, typer.Option("--tags", help="Spread messages over N tags (0: none).")] = 0,
+    master: MasterOpt = "local[*]",
+    conf: ConfOpt = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = "table",
+) -> None:
+    """Spark tasks as producers: throughput, latency (merged HDR histograms) and failures by code."""
+    from mqtools.spark.load import MODES, ProducePlan
+
+    check_output(output)
+    if (messages is None) == (duration is None):
+        raise usage("give exactly one of --messages N or --duration SECONDS")
+    if (messages is not None and messages <= 0) or (duration is not None and duration <= 0):
+        raise usage("--messages and --duration must be above zero")
+    if rate is not None and rate <= 0:
+        raise usage(f"--rate must be above zero, not {rate:g}")
+    if mode not in MODES:
+        raise usage(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if size < 0 or tasks <= 0 or batch_size <= 0 or tags < 0:
+        raise usage("--size, --tags must be >= 0 and --tasks, --batch-size above zero")
+    confs = _confs(conf)
+    _need_spark()
+    addr = _namesrv(namesrv, context)
+    _queues(addr, topic)
+    plan = ProducePlan(topic, messages, duration, rate, size, tasks, mode, batch_size, keys, tags)
+
+    from mqtools.spark.load import run_produce, spark_session
+
+    spark = spark_session(master, confs, f"mq spark-load produce {topic}")
+    try:
+        stats = run_produce(spark, addr, plan)
+    finally:
+        spark.stop()
+    _report("produce", topic, master, stats, output, rate is not None)
+
+
+def _plan(addr: str, topic: str, start: str, until: str) -> list[QueueRange]:
+    from mqtools.spark.load import limit_ranges
+    from mqtools.spark.offsets import OffsetSpecError, parse_spec, plan_topic
+
+    limit = None
+    if until.strip().isdigit():
+        limit, until = int(until), "latest"
+    elif until.strip().lower() != "latest":
+        raise usage(f"--until must be latest or a number of messages, not {until!r}")
+    try:
+        spec = parse_spec(start, "earliest")
+    except OffsetSpecError as exc:
+        raise usage(f"--from: {exc}") from None
+    ranges = _cluster_call(lambda: plan_topic(addr, topic, spec, parse_spec("latest", "latest"),
+                                              fail_on_data_loss=False))
+    return limit_ranges(ranges, limit)
+
+
+@app.command()
+def consume(
+    topic: TopicOpt,
+    start: Annotated[str, typer.Option("--from", help="earliest, latest, offsets JSON, or a time (epoch ms, "
+                                                      "ISO-8601).")] = "earliest",
+    until: Annotated[str, typer.Option("--until", help="latest (the end now) or N messages.")] = "latest",
+    partitions: Annotated[Optional[int], typer.Option("--min-partitions", help="Split queues into at least N "  # noqa: UP045
+                                                                               "read tasks.", min=1)] = None,
+    master: MasterOpt = "local[*]",
+    conf: ConfOpt = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = "table",
+) -> None:
+    """The data source's read throughput, and end-to-end latency from each message's born time."""
+    check_output(output)
+    confs = _confs(conf)
+    _need_spark()
+    addr = _namesrv(namesrv, context)
+    ranges = _plan(addr, topic, start, until)
+
+    from mqtools.spark.load import run_consume, spark_session
+
+    spark = spark_session(master, confs, f"mq spark-load consume {topic}")
+    try:
+        stats = run_consume(spark, addr, topic, ranges, partitions)
+    finally:
+        spark.stop()
+    _report("consume", topic, master, stats, output, False)

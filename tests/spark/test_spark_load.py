@@ -1,0 +1,77 @@
+"""`mq spark-load produce` then `consume` on local[2]: the reports' counts equal what the brokers stored."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from typing import Any
+
+import pytest
+from adminsupport import json_of, mq, one_line_error
+from clientsupport import Cluster, create_topic
+
+from mqtools.client.admin.sync import SyncMQAdmin
+
+TOPIC = "SparkLoad"
+
+
+def _stored(cluster: Cluster, topic: str) -> int:
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:
+        return sum(high - low for low, high in admin.queue_bounds(topic).values())
+
+
+@pytest.fixture(scope="module")
+def topic(cluster: Cluster) -> str:
+    asyncio.run(create_topic(cluster, TOPIC, queues=2))
+    return TOPIC
+
+
+def _load(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
+    return mq("spark-load", *args, "--master", "local[2]", "-o", "json", namesrv=cluster.namesrv.addr,
+              timeout=180)
+
+
+def test_produce_then_consume_counts_match_the_brokers(cluster: Cluster, topic: str) -> None:
+    before = _stored(cluster, topic)
+    produced = json_of(_load(cluster, "produce", "-t", topic, "--messages", "300", "--tasks", "2", "--mode",
+                             "async", "--size", "64", "--keys", "--tags", "3", "--rate", "2000"), "SparkLoadReport")
+    assert produced["messages"] == 300 and produced["failed"] == {}
+    assert [t["messages"] for t in produced["tasks"]] == [150, 150]
+    assert produced["bytes"] == 300 * 64 and produced["latencyMs"]["p50"] is not None
+    assert produced["publishDelayMs"] is not None
+    assert _stored(cluster, topic) - before == 300
+
+    batched = json_of(_load(cluster, "produce", "-t", topic, "--messages", "100", "--tasks", "2", "--mode", "batch",
+                            "--batch-size", "10"), "SparkLoadReport")
+    assert batched["messages"] == 100 and batched["publishDelayMs"] is None
+    stored = _stored(cluster, topic)
+
+    consumed = json_of(_load(cluster, "consume", "-t", topic), "SparkLoadReport")
+    assert consumed["messages"] == stored and consumed["latencyMs"]["max"] is not None
+    limited = json_of(_load(cluster, "consume", "-t", topic, "--until", "50"), "SparkLoadReport")
+    assert limited["messages"] == 50
+
+
+@pytest.mark.parametrize(("args", "code", "fragment"), [
+    (["produce", "-t", TOPIC, "--messages", "5", "--rate", "0"], 2, "--rate must be above zero"),
+    (["produce", "-t", "NoSuchSparkTopic", "--messages", "5"], 2, "unknown topic"),
+    (["consume", "-t", TOPIC, "--from", "{\"broker-a\": "], 2, "not valid JSON"),
+    (["consume", "-t", TOPIC, "--until", "soon"], 2, "--until must be"),
+])
+def test_bad_input_is_one_line_before_spark(cluster: Cluster, topic: str, args: list[str], code: int,
+                                            fragment: str) -> None:
+    one_line_error(mq("spark-load", *args, namesrv=cluster.namesrv.addr), code, fragment)
+
+
+def test_no_namesrv_and_unreachable(tmp_path: Any) -> None:
+    result = mq("spark-load", "produce", "-t", "T", "--messages", "1", env={"MQ_CONFIG_DIR": str(tmp_path)})
+    one_line_error(result, 2, "no name server")
+    one_line_error(mq("spark-load", "consume", "-t", "T", namesrv="127.0.0.1:1"), 3, "unreachable")
+
+
+def test_schema_is_listed() -> None:
+    from mqtools.cli.output import load_schema
+
+    assert load_schema("SparkLoadReport")["properties"]["kind"]["const"] == "SparkLoadReport"
+    json.dumps(load_schema("SparkLoadReport"))
