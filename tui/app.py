@@ -32,7 +32,7 @@ from mqtools.client.live.state import LiveState, Outcome
 from mqtools.client.live.tables import Row, Table, filtered, sorted_rows
 from mqtools.client.live.views import build
 
-RENDER_DELAY = 0.05
+RENDER_DELAY = 0.1
 """Outcomes arriving within this of each other are drawn once."""
 TIMELESS = {"topics": ("topics",), "groups": ("groups",), "namesrv": ("probe", "snapshot")}
 """Views whose rows change only with these jobs' outcomes (see TopApp._signature)."""
@@ -65,6 +65,7 @@ class TopApp(App[None]):
         self.last_round_seconds: float | None = None
         self._render_timer = None
         self._drawn: tuple[object, ...] | None = None
+        self._texts: dict[str | None, str] = {}
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -100,6 +101,7 @@ class TopApp(App[None]):
     def _timed_redraw(self) -> None:
         self._render_timer = None
         self._drawn: tuple[object, ...] | None = None
+        self._texts: dict[str | None, str] = {}
         self.redraw()
 
     # -- drawing ---------------------------------------------------------------------------------
@@ -128,13 +130,15 @@ class TopApp(App[None]):
             live_table.show(table, rows)
         table, rows = self.current_table, self.current_rows
         assert table is not None
-        info.update(Text("\n".join(table.info)))
-        info.display = bool(table.info)
         notes = [*table.notes]
         if level.filter_text:
             notes.append(f"{len(rows)} of {len(table.rows)} rows match /{level.filter_text}")
-        note_widget.update(Text("\n".join(notes)))
-        note_widget.display = bool(notes)
+        for widget, lines in ((info, table.info), (note_widget, notes)):
+            text = "\n".join(lines)
+            if self._texts.get(widget.id) != text:  # an update re-lays the screen out: only on a change
+                self._texts[widget.id] = text
+                widget.update(Text(text))
+                widget.display = bool(lines)
         header.show(self.header_facts(table))
 
     def _signature(self) -> tuple[object, ...] | None:

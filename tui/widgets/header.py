@@ -55,5 +55,10 @@ class TopHeader(Static):
     """Two lines: context, name servers, refresh, last refresh, stale and paused markers; breadcrumb,
     filter and sort."""
 
+    _shown: Text | None = None
+
     def show(self, facts: HeaderFacts) -> None:
-        self.update(header_text(facts))
+        text = header_text(facts)
+        if self._shown is None or text.plain != self._shown.plain or text.spans != self._shown.spans:
+            self._shown = text
+            self.update(text)
