@@ -13,6 +13,7 @@ from typing import Any
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
+    DataSourceStreamReader,
     DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
@@ -52,6 +53,13 @@ def _namesrv(options: dict[str, str]) -> str:
     return namesrv
 
 
+def _read_options(options: dict[str, str]) -> dict[str, Any]:
+    """What each executor's RangeReader takes from the options, batch or stream alike."""
+    return {"expression": _get(options, "subExpression"), "batch": _int(options, "pullBatchSize", 32) or 32,
+            "pull_timeout_ms": _int(options, "pullTimeoutMs", 30_000) or 30_000,
+            "fail_on_data_loss": _flag(options, "failOnDataLoss", True)}
+
+
 class QueuePartition(InputPartition):
     """One queue range, named by broker and queue id (never an address: a slave can serve it)."""
 
@@ -82,10 +90,7 @@ class RocketMQReader(DataSourceReader):
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, QueuePartition)
-        yield from read_rows(self.namesrv, partition.range, expression=_get(self.options, "subExpression"),
-                             batch=_int(self.options, "pullBatchSize", 32) or 32,
-                             pull_timeout_ms=_int(self.options, "pullTimeoutMs", 30_000) or 30_000,
-                             fail_on_data_loss=self.fail_on_data_loss)
+        yield from read_rows(self.namesrv, partition.range, **_read_options(self.options))
 
 
 @dataclass
@@ -133,6 +138,15 @@ class RocketMQDataSource(DataSource):
 
     def reader(self, schema: StructType) -> DataSourceReader:
         return RocketMQReader(_options(self.options))
+
+    def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        from mqtools.spark.stream import RocketMQStreamReader
+
+        options = _options(self.options)
+        _namesrv(options)
+        if not _get(options, "topic"):
+            raise ValueError("the rocketmq data source needs option topic to read")
+        return RocketMQStreamReader(options, _read_options(options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:

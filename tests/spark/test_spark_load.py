@@ -49,8 +49,17 @@ def test_produce_then_consume_counts_match_the_brokers(cluster: Cluster, topic: 
 
     consumed = json_of(_load(cluster, "consume", "-t", topic), "SparkLoadReport")
     assert consumed["messages"] == stored and consumed["latencyMs"]["max"] is not None
-    limited = json_of(_load(cluster, "consume", "-t", topic, "--until", "50"), "SparkLoadReport")
-    assert limited["messages"] == 50
+
+
+def test_until_n_takes_n_evenly_from_the_queues() -> None:
+    from mqtools.spark.load import limit_ranges, offsets_json
+    from mqtools.spark.offsets import QueueRange
+
+    ranges = [QueueRange("T", "broker-a", 0, 5, 100), QueueRange("T", "broker-a", 1, 0, 3),
+              QueueRange("T", "broker-b", 0, 0, 0)]
+    limited = limit_ranges(ranges, 50)
+    assert sum(r.size for r in limited) == 50 and limited[1].size == 3 and limited[0].start == 5
+    assert json.loads(offsets_json(limited, "end")) == {"broker-a": {"0": 52, "1": 3}, "broker-b": {"0": 0}}
 
 
 @pytest.mark.parametrize(("args", "code", "fragment"), [

@@ -1,0 +1,124 @@
+"""Streaming reads of the `rocketmq` data source: micro-batches over per-queue offsets.
+
+Offsets are the same JSON the batch options take ({"broker-a": {"0": 42}}), so a checkpoint reads
+plainly. Spark's checkpoint is the source of truth; with `commitGroup` each committed micro-batch's
+end is also written to that consumer group, so `mq admin group progress` and `mq top` show the job's
+lag (Spark commits a micro-batch to its source when it plans the next one, so the group trails by one). `maxOffsetsPerTrigger` caps a micro-batch through the read-limit API (ReadMaxRows).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
+
+from mqtools.spark.offsets import QueueRange, parse_spec, plan_ranges
+from mqtools.spark.reader import read_rows
+
+Offsets = dict[str, dict[str, int]]
+
+
+def _table(ranges: list[QueueRange], side: str) -> Offsets:
+    out: Offsets = {}
+    for r in ranges:
+        out.setdefault(r.broker, {})[str(r.queue_id)] = r.start if side == "start" else r.end
+    return out
+
+
+def cap(start: Offsets, latest: Offsets, max_rows: int) -> Offsets:
+    """Move each queue towards `latest` by its share of `max_rows` (Kafka's rate limit), at least one
+    message overall when any is waiting, never past `latest`."""
+    waiting = {(b, q): latest[b][q] - start.get(b, {}).get(q, latest[b][q])
+               for b in latest for q in latest[b]}
+    total = sum(max(n, 0) for n in waiting.values())
+    if total <= max_rows:
+        return latest
+    out: Offsets = {b: dict(qs) for b, qs in start.items()}
+    given = 0
+    for (b, q), n in sorted(waiting.items()):
+        step = n * max_rows // total if n > 0 else 0
+        given += step
+        out.setdefault(b, {})[q] = start.get(b, {}).get(q, latest[b][q]) + step
+    if given == 0:
+        b, q = max(waiting, key=lambda k: waiting[k])
+        out[b][q] += 1
+    return out
+
+
+class QueueStreamPartition(InputPartition):
+    def __init__(self, r: QueueRange) -> None:
+        super().__init__((r.broker, r.queue_id, r.start, r.end))
+        self.range = r
+
+
+class RocketMQStreamReader(DataSourceStreamReader):
+    """Micro-batches from the offsets Spark hands back; new queues start at their minimum."""
+
+    def __init__(self, options: dict[str, str], read_options: dict[str, Any]) -> None:
+        self.namesrv = options["namesrv"]
+        self.topic = options["topic"]
+        self.start = parse_spec(options.get("startingoffsets"), "latest")
+        self.fail_on_data_loss = read_options["fail_on_data_loss"]
+        self.read_options = read_options
+        cap_rows = options.get("maxoffsetspertrigger")
+        self.max_rows = int(cap_rows) if cap_rows else None
+        self.commit_group = options.get("commitgroup") or None
+
+    def _bounds(self) -> dict[tuple[str, int], tuple[int, int]]:
+        from mqtools.client.admin.sync import SyncMQAdmin
+
+        with SyncMQAdmin(self.namesrv) as admin:
+            return {(mq.broker_name, mq.queue_id): b for mq, b in admin.queue_bounds(self.topic).items()}
+
+    def initialOffset(self) -> dict:
+        latest = parse_spec("latest", "latest")
+        times = None
+        if self.start.kind == "time" and self.start.timestamp_ms is not None:
+            from mqtools.client.admin.sync import SyncMQAdmin
+
+            with SyncMQAdmin(self.namesrv) as admin:
+                found = admin.offsets_for_time(self.topic, self.start.timestamp_ms)
+            times = {(mq.broker_name, mq.queue_id): o for mq, o in found.items()}
+        ranges = plan_ranges(self.topic, self._bounds(), self.start, latest, start_times=times,
+                             fail_on_data_loss=self.fail_on_data_loss)
+        return _table(ranges, "start")
+
+    def getDefaultReadLimit(self) -> ReadLimit:
+        return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
+
+    def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
+        bounds = self._bounds()
+        latest: Offsets = {}
+        for (broker, queue_id), (_low, high) in bounds.items():
+            latest.setdefault(broker, {})[str(queue_id)] = high
+        begun = {b: {q: start.get(b, {}).get(q, bounds[(b, int(q))][0]) for q in qs} for b, qs in latest.items()}
+        if isinstance(limit, ReadMaxRows):
+            return cap(begun, latest, limit.max_rows)
+        return latest
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        parts: list[InputPartition] = []
+        for broker, queues in sorted(end.items()):
+            for queue, last in sorted(queues.items(), key=lambda kv: int(kv[0])):
+                first = start.get(broker, {}).get(queue, 0)
+                if last > first:
+                    parts.append(QueueStreamPartition(QueueRange(self.topic, broker, int(queue), first, last)))
+        return parts
+
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        assert isinstance(partition, QueueStreamPartition)
+        yield from read_rows(self.namesrv, partition.range, **self.read_options)
+
+    def commit(self, end: dict) -> None:
+        """Spark committed a micro-batch: with commitGroup, write its end offsets to the group."""
+        if not self.commit_group:
+            return
+        from mqtools.client.sync import SyncPullConsumer
+        from mqtools.remoting.bodies import MessageQueue
+
+        with SyncPullConsumer(self.commit_group, namesrv=self.namesrv) as consumer:
+            for broker, queues in end.items():
+                for queue, offset in queues.items():
+                    consumer.commit_offset(MessageQueue(self.topic, broker, int(queue)), int(offset))
