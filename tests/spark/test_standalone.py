@@ -1,0 +1,81 @@
+"""A real Spark cluster: a standalone master and one worker started with pyspark's own spark-class on
+127.0.0.1; `mq spark-load produce` and a data-source read (`consume`) run on it, so the job leaves the
+driver's process."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from adminsupport import json_of, mq
+from clientsupport import Cluster, create_topic
+
+from mqtools.client.admin.sync import SyncMQAdmin
+
+TOPIC = "SparkStandalone"
+
+
+def _spark_class(name: str, args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    import pyspark
+
+    home = Path(pyspark.__file__).parent
+    return subprocess.Popen([str(home / "bin" / "spark-class"), name, *args], stdout=log.open("wb"),
+                            stderr=subprocess.STDOUT, env={**os.environ, "SPARK_HOME": str(home), **env})
+
+
+def _wait_for(log: Path, pattern: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> re.Match[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = re.search(pattern, log.read_text(errors="replace"))
+        if found:
+            return found
+        assert proc.poll() is None, log.read_text(errors="replace")
+        time.sleep(0.2)
+    raise AssertionError(f"no {pattern!r} in {log}:\n{log.read_text(errors='replace')}")
+
+
+@pytest.fixture(scope="module")
+def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    work = tmp_path_factory.mktemp("standalone")
+    procs = []
+    try:
+        master = _spark_class("org.apache.spark.deploy.master.Master",
+                              ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"], work / "master.log",
+                              {"SPARK_LOG_DIR": str(work)})
+        procs.append(master)
+        url = _wait_for(work / "master.log", r"Starting Spark master at (spark://[0-9.]+:\d+)", master).group(1)
+        worker = _spark_class("org.apache.spark.deploy.worker.Worker",
+                              [url, "--host", "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", "0",
+                               "--work-dir", str(work / "worker")], work / "worker.log", {})
+        procs.append(worker)
+        _wait_for(work / "worker.log", "Successfully registered with master", worker)
+        yield url
+    finally:
+        for proc in reversed(procs):
+            proc.terminate()
+            try:
+                proc.wait(20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(5)
+
+
+def test_spark_load_on_a_standalone_cluster(cluster: Cluster, standalone: str) -> None:
+    asyncio.run(create_topic(cluster, TOPIC, queues=2))
+    conf = ["--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2"]
+    produced = json_of(mq("spark-load", "produce", "-t", TOPIC, "--messages", "120", "--tasks", "2",
+                          "--master", standalone, *conf, "-o", "json", namesrv=cluster.namesrv.addr, timeout=240),
+                       "SparkLoadReport")
+    assert produced["messages"] == 120 and produced["master"] == standalone
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:
+        stored = sum(high - low for low, high in admin.queue_bounds(TOPIC).values())
+    assert stored == 120
+    consumed = json_of(mq("spark-load", "consume", "-t", TOPIC, "--master", standalone, *conf, "-o", "json",
+                          namesrv=cluster.namesrv.addr, timeout=240), "SparkLoadReport")
+    assert consumed["messages"] == 120
