@@ -40,9 +40,17 @@ ConfOpt = Annotated[
 REQUIRED = (("pyspark", "pyspark>=4.2"), ("pyarrow", "pyarrow"), ("hdrh", "hdrhistogram"))
 
 
+def _importable(module: str) -> bool:
+    """Whether `module` can be found, without importing it (pyspark takes a while)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def _need_spark() -> None:
     """Without the spark extra: say which packages to install, before anything else."""
-    missing = [pkg for mod, pkg in REQUIRED if importlib.util.find_spec(mod) is None]
+    missing = [pkg for mod, pkg in REQUIRED if not _importable(mod)]
     if missing:
         raise usage(f"mq spark-load needs {', '.join(missing)}: pip install 'mqtools[spark]'")
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import subprocess
 from typing import Any
 
@@ -84,3 +85,19 @@ def test_schema_is_listed() -> None:
 
     assert load_schema("SparkLoadReport")["properties"]["kind"]["const"] == "SparkLoadReport"
     json.dumps(load_schema("SparkLoadReport"))
+
+
+def test_without_pyspark_it_names_the_package(tmp_path: Any) -> None:
+    """pyspark hidden from the interpreter: spark-load says what to install, the rest of mq works."""
+    (tmp_path / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] == 'pyspark':\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, _Hide())\n")
+    env = {"PYTHONPATH": os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])}
+    one_line_error(mq("spark-load", "produce", "-t", "T", "--messages", "1", namesrv="127.0.0.1:1", env=env), 2,
+                   "pyspark", "pip install 'mqtools[spark]'")
+    assert mq("version", env=env).returncode == 0
+    assert mq("admin", "--help", env=env).returncode == 0
