@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 
-from mqtools.client.admin.base import unreachable
 from mqtools.client.admin.models import queue_key
 from mqtools.client.admin.topics import TopicAdmin
-from mqtools.client.client_api import queue_offset
+from mqtools.client.errors import MQClientError, UnreachableError, broker_error
+from mqtools.client.route import TopicRoute
 from mqtools.remoting.bodies import MessageQueue
-from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.headers import OffsetResponseHeader, QueueRequestHeader, SearchOffsetRequestHeader
 
 
 class QueueOffsetAdmin(TopicAdmin):
@@ -27,22 +30,44 @@ class QueueOffsetAdmin(TopicAdmin):
 
     async def queue_bounds(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
         """queue -> (min offset, max offset), the max being the offset the next message will get."""
-        queues = await self.topic_queues(topic)
+        route = await self._route(topic)
+        queues = sorted(route.subscribe, key=queue_key)
 
         async def bounds(mq: MessageQueue) -> tuple[int, int]:
-            with unreachable():
-                return (await queue_offset(self.instance, mq, RequestCode.GET_MIN_OFFSET),
-                        await queue_offset(self.instance, mq, RequestCode.GET_MAX_OFFSET))
+            return (await self._any_node(route, mq, RequestCode.GET_MIN_OFFSET),
+                    await self._any_node(route, mq, RequestCode.GET_MAX_OFFSET))
 
         return dict(zip(queues, await asyncio.gather(*(bounds(mq) for mq in queues)), strict=True))
 
     async def offsets_for_time(self, topic: str, timestamp_ms: int) -> dict[MessageQueue, int]:
         """queue -> offset of the first message stored at or after `timestamp_ms` (the max offset if none)."""
-        queues = await self.topic_queues(topic)
+        route = await self._route(topic)
+        queues = sorted(route.subscribe, key=queue_key)
 
         async def search(mq: MessageQueue) -> int:
-            with unreachable():
-                return await queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-                                          timestamp=timestamp_ms)
+            return await self._any_node(route, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp_ms)
 
         return dict(zip(queues, await asyncio.gather(*(search(mq) for mq in queues)), strict=True))
+
+    async def _any_node(self, route: TopicRoute, mq: MessageQueue, code: RequestCode,
+                        timestamp_ms: int | None = None) -> int:
+        """Ask the broker's master, then its slaves in id order: a master that is down but still in the
+        route (the name server has not noticed yet) must not stop a reader's planning."""
+        addrs = [a for _, a in sorted(route.broker_addrs.get(mq.broker_name, {}).items())]
+        if not addrs:
+            raise MQClientError(f"broker {mq.broker_name} has no node in the route of {mq.topic}")
+        if timestamp_ms is None:
+            ext = QueueRequestHeader(mq.topic, mq.queue_id).to_ext()
+        else:
+            ext = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp_ms).to_ext()
+        failure: RemotingError | None = None
+        for addr in addrs:
+            try:
+                resp = await self.instance.invoke(addr, RemotingCommand.request(code, dict(ext)))
+            except RemotingError as exc:
+                failure = exc
+                continue
+            if resp.code != ResponseCode.SUCCESS:
+                raise broker_error(resp.code, resp.remark)
+            return OffsetResponseHeader.from_ext(resp.ext_fields).offset
+        raise UnreachableError(f"no node of broker {mq.broker_name} answered: {failure}")
