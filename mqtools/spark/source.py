@@ -14,6 +14,7 @@ from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
     DataSourceStreamReader,
+    DataSourceStreamWriter,
     DataSourceWriter,
     InputPartition,
     WriterCommitMessage,
@@ -126,6 +127,20 @@ class RocketMQWriter(DataSourceWriter):
         self.last = [m for m in messages if isinstance(m, WriteCommit)]
 
 
+class RocketMQStreamWriter(DataSourceStreamWriter):
+    """Streaming writes: each micro-batch's tasks send as batch writes do (at-least-once: a micro-batch
+    Spark replays after a failure is sent again)."""
+
+    def __init__(self, options: dict[str, str]) -> None:
+        self.batch = RocketMQWriter(options)
+
+    def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
+        return self.batch.write(iterator)
+
+    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
+        self.batch.commit(messages)
+
+
 class RocketMQDataSource(DataSource):
     """`spark.read.format("rocketmq").option("namesrv", ...).option("topic", ...).load()`."""
 
@@ -147,6 +162,9 @@ class RocketMQDataSource(DataSource):
         if not _get(options, "topic"):
             raise ValueError("the rocketmq data source needs option topic to read")
         return RocketMQStreamReader(options, _read_options(options))
+
+    def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
+        return RocketMQStreamWriter(_options(self.options))
 
     def writer(self, schema: StructType, overwrite: bool) -> DataSourceWriter:
         if overwrite:

@@ -69,10 +69,11 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 def test_spark_load_on_a_standalone_cluster(cluster: Cluster, standalone: str) -> None:
     asyncio.run(create_topic(cluster, TOPIC, queues=2))
     conf = ["--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2"]
-    produced = json_of(mq("spark-load", "produce", "-t", TOPIC, "--messages", "120", "--tasks", "2",
+    produced = json_of(mq("spark-load", "produce", "-t", TOPIC, "--messages", "120", "--tasks", "2", "--mode", "batch",
+                          "--batch-size", "10",
                           "--master", standalone, *conf, "-o", "json", namesrv=cluster.namesrv.addr, timeout=240),
                        "SparkLoadReport")
-    assert produced["messages"] == 120 and produced["master"] == standalone
+    assert produced["messages"] == 120 and produced["master"] == standalone and produced["publishDelayMs"] is None
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
         stored = sum(high - low for low, high in admin.queue_bounds(TOPIC).values())
     assert stored == 120

@@ -18,10 +18,10 @@ GROUP = "spark-stream-progress"
 CAP = 8
 
 
-def _send(cluster: Cluster, first: int, count: int, pause: float = 0.0) -> None:
+def _send(cluster: Cluster, first: int, count: int, pause: float = 0.0, topic: str = TOPIC) -> None:
     with SyncProducer("spark-stream-producer", namesrv=cluster.namesrv.addr) as producer:
         for i in range(first, first + count):
-            producer.send(Message(TOPIC, f"m-{i}".encode()))
+            producer.send(Message(topic, f"m-{i}".encode()))
             time.sleep(pause)
 
 
@@ -78,6 +78,35 @@ def test_stream_restart_exactly_once_capped_and_committed(spark: Any, cluster: C
         committed = sum(consumer.fetch_offset(mq) or 0 for mq in consumer.fetch_queues(TOPIC))
     # Spark commits a micro-batch to its source when it starts the next one: the group trails by one batch
     assert 60 - CAP <= committed <= 60
+
+
+def test_stream_pipeline_topic_to_topic(spark: Any, cluster: Cluster, tmp_path: Path) -> None:
+    """Read a topic, transform, write another topic, with a checkpoint (the README's pipeline)."""
+    asyncio.run(create_topic(cluster, "SparkPipeIn", queues=2))
+    asyncio.run(create_topic(cluster, "SparkStreamOut", queues=1))
+    _send(cluster, 0, 20, topic="SparkPipeIn")
+    query = (spark.readStream.format("rocketmq").option("namesrv", cluster.namesrv.addr)
+             .option("topic", "SparkPipeIn")
+             .option("startingOffsets", "earliest").load()
+             .selectExpr("CAST(upper(CAST(body AS STRING)) AS BINARY) AS body", "'Piped' AS tags")
+             .writeStream.format("rocketmq").option("namesrv", cluster.namesrv.addr)
+             .option("topic", "SparkStreamOut").option("checkpointLocation", str(tmp_path / "checkpoint"))
+             .trigger(processingTime="200 milliseconds").start())
+    try:
+        _until(lambda: _stored(cluster, "SparkStreamOut") >= 20, 60, "20 messages piped to SparkStreamOut")
+    finally:
+        query.stop()
+    got = (spark.read.format("rocketmq").option("namesrv", cluster.namesrv.addr).option("topic", "SparkStreamOut")
+           .load().collect())
+    assert sorted(bytes(r.body) for r in got) == sorted(f"M-{i}".encode() for i in range(20))
+    assert {r.tags for r in got} == {"Piped"}
+
+
+def _stored(cluster: Cluster, topic: str) -> int:
+    from mqtools.client.admin.sync import SyncMQAdmin
+
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:
+        return sum(high - low for low, high in admin.queue_bounds(topic).values())
 
 
 def test_cap_shares_the_limit_across_queues() -> None:
