@@ -1,0 +1,96 @@
+"""`mq spark-load produce|consume` on local[2] next to the plain client in the same run; one summary line.
+
+Starts a real `mq namesrv` + `mq broker` (ASYNC_FLUSH, bench/benchsupport.py) with bench/broker_send.py's
+topic (8 queues), then measures, in this order and against the same broker:
+
+1. the plain Producer (bench/client_produce.py's driver) with the parallelism spark-load uses: 2 processes,
+   each with one sync send of a 1 KiB body in flight (spark-load's default `--mode sync` awaits each send;
+   `--tasks 2` on `local[2]` gives 2 concurrent tasks);
+2. `mq spark-load produce -t T --messages N --size 1024 --tasks 2 --mode sync --master local[2] -o json`,
+   run as a user runs it (a subprocess of `python -m mqtools.cli.main`);
+3. raw pulls: bench/client_consume.py's baseline (bench/broker_send.py's pull driver, one process, one pull
+   of up to 32 messages in flight per queue, messages counted, not decoded) over the backlog 1 and 2 left;
+4. `mq spark-load consume -t T --master local[2] -o json`, reading the whole topic (earliest to latest).
+
+The spark-load figures are the report's own `msgsPerSec`: messages over the tasks' wall time (first task's
+start to the last task's end, each task's producer already started), so JVM/SparkSession start-up, the
+driver's checks and planning are NOT included; the subprocess's whole wall time is printed next to it for
+reference. Targets: Spark produce >= 0.7x the plain producer; Spark read >= 0.5x raw pull.
+
+Usage: .venv/bin/python bench/spark_load.py [--messages 100000] [--seconds 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import broker_send
+import client_produce
+from benchsupport import namesrv_and_broker, run_processes, throughput
+
+TASKS = 2
+MASTER = f"local[{TASKS}]"
+
+
+def spark_load(namesrv: str, *args: str, timeout: float = 300.0) -> tuple[dict, float]:
+    """`mq spark-load ARGS --master local[2] -n NS -o json`: its report and the subprocess's wall seconds."""
+    argv = [sys.executable, "-m", "mqtools.cli.main", "spark-load", *args, "--master", MASTER,
+            "-n", namesrv, "-o", "json"]
+    env = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
+    t0 = time.perf_counter()
+    result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                            env={**env, "PYTHONUNBUFFERED": "1"})
+    wall = time.perf_counter() - t0
+    if result.returncode != 0:
+        raise SystemExit(f"spark-load {args[0]} failed ({result.returncode}): {result.stderr.strip()[-2000:]}")
+    doc = json.loads(result.stdout)
+    if doc.get("failed"):
+        raise SystemExit(f"spark-load {args[0]} had failures: {doc['failed']}")
+    return doc, wall
+
+
+def plain_producer(namesrv: str, seconds: float) -> dict:
+    """The plain Producer: TASKS processes, one sync send in flight each, for `seconds`."""
+    args = (namesrv, "send", 1, seconds, 1, False)
+    results = run_processes(client_produce._child, args, TASKS, timeout=seconds + 60)
+    return {**throughput(results), "msgs": sum(r["msgs"] for r in results)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--messages", type=int, default=100_000, help="Messages spark-load produces.")
+    parser.add_argument("--seconds", type=float, default=5.0, help="Seconds for the plain producer and raw pulls.")
+    args = parser.parse_args()
+    topic = broker_send.TOPIC
+    with namesrv_and_broker(topic, broker_send.QUEUES) as (namesrv, broker):
+        plain = plain_producer(namesrv.addr, args.seconds)
+        produced, produce_wall = spark_load(namesrv.addr, "produce", "-t", topic, "--messages", str(args.messages),
+                                            "--size", str(len(broker_send.BODY)), "--tasks", str(TASKS),
+                                            "--mode", "sync")
+        raw = broker_send.run_case(broker.addr, "pull", broker_send.QUEUES, args.seconds, 32, 1)
+        consumed, consume_wall = spark_load(namesrv.addr, "consume", "-t", topic)
+    expected = plain["msgs"] + args.messages + 1 * TASKS  # each plain producer process sends one warm-up message
+    p_ratio = produced["msgsPerSec"] / plain["msgs_s"]
+    c_ratio = consumed["msgsPerSec"] / raw["msgs_s"]
+    p_ok, c_ok = p_ratio >= 0.7, c_ratio >= 0.5
+    count_note = "" if consumed["messages"] == expected else f" (expected {expected:,})"
+    print(f"spark_load | produce local[{TASKS}] sync: spark {produced['msgsPerSec']:,.0f} msgs/s "
+          f"({produced['messages']:,} msgs in {produced['seconds']:.2f} s, {produce_wall:.1f} s with start-up) "
+          f"vs plain Producer x{TASKS} {plain['msgs_s']:,.0f} msgs/s: ratio {p_ratio:.2f} (>= 0.70 "
+          f"{'met' if p_ok else 'missed'}) | read: spark {consumed['msgsPerSec']:,.0f} msgs/s "
+          f"({consumed['messages']:,} msgs{count_note} in {consumed['seconds']:.2f} s, {consume_wall:.1f} s with "
+          f"start-up) vs raw pull {raw['msgs_s']:,.0f} msgs/s: ratio {c_ratio:.2f} (>= 0.50 "
+          f"{'met' if c_ok else 'missed'}) | {'all targets met' if p_ok and c_ok else 'targets missed'}")
+
+
+if __name__ == "__main__":
+    main()
