@@ -23,13 +23,10 @@ java:
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q default-jre-headless; }
 
-# import-linter reads packages from disk; server/ and tui/ are mapped into mqtools, so the contracts in
-# pyproject.toml are checked on a staged copy laid out as installed.
-LAYERS := build/layers
+# The layering contracts in pyproject.toml. server/ and tui/ install as mqtools.server and
+# mqtools.tui; the symlinks mqtools/server and mqtools/tui show import-linter the same layout.
 layers: install
-	@rm -rf $(LAYERS) && mkdir -p $(LAYERS)
-	@cp -r mqtools $(LAYERS)/ && cp -r server $(LAYERS)/mqtools/server && cp -r tui $(LAYERS)/mqtools/tui
-	cd $(LAYERS) && PYTHONPATH=. ../../$(BIN)/lint-imports --config ../../pyproject.toml --no-cache --no-logo
+	$(BIN)/lint-imports --no-cache --no-logo
 
 test: install layers
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
