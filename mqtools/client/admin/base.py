@@ -168,11 +168,3 @@ class AdminBase:
             with contextlib.suppress(TopicNotExistError):
                 return await self.route_masters(candidate)
         return await self.master_addrs()
-
-    @staticmethod
-    async def _settled(call: Awaitable[T]) -> T | MQClientError:
-        """The call's result, or the client error it raised: one dead broker never sinks a snapshot."""
-        try:
-            return await call
-        except MQClientError as exc:
-            return exc
