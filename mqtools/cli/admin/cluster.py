@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -25,6 +24,8 @@ if TYPE_CHECKING:
     from mqtools.client.admin.models import BrokerRow, ClusterSnapshot
 
 app = typer.Typer(help="Clusters and their brokers.", no_args_is_help=True)
+RT_GROUP = "mq_admin_cluster_rt"
+"""Producer group of `cluster rt`'s probe sends."""
 ClusterOpt = Annotated[Optional[str], typer.Option("-c", "--cluster", help="Only this cluster.")]  # noqa: UP045
 
 
@@ -136,28 +137,12 @@ def rt(
     check_output(output)
 
     async def measure(admin: MQAdmin) -> View:
-        from mqtools.client.producer import Producer
-        from mqtools.common.message import Message
-
         masters = await admin.master_addrs(cluster)
-        rows, data = [], []
-        async with Producer("mq_admin_cluster_rt", namesrv=admin.namesrv_addrs) as producer:
-            with Progress("measuring send RT", total=amount * len(masters)) as progress:
-                for name in masters:
-                    ok, failed, spent = 0, 0, 0.0
-                    for _ in range(amount):
-                        began = time.perf_counter()
-                        try:
-                            await producer.send(Message(name, b"x" * size))
-                            ok += 1
-                            spent += time.perf_counter() - began
-                        except Exception:  # noqa: BLE001 - a failed send is counted, not fatal
-                            failed += 1
-                        progress.advance()
-                    avg = spent * 1000 / ok if ok else None
-                    rows.append([name, masters[name], ok, failed, avg])
-                    data.append({"brokerName": name, "addr": masters[name], "ok": ok, "failed": failed,
-                                 "avgRtMs": avg})
+        with Progress("measuring send RT", total=amount * len(masters)) as progress:
+            probes = await admin.send_rt(list(masters), amount, size, group=RT_GROUP, on_send=progress.advance)
+        rows = [[p.broker_name, masters[p.broker_name], p.ok, p.failed, p.avg_ok_ms] for p in probes]
+        data = [{"brokerName": p.broker_name, "addr": masters[p.broker_name], "ok": p.ok, "failed": p.failed,
+                 "avgRtMs": p.avg_ok_ms} for p in probes]
         return View("ClusterRT", [Column("BROKER"), Column("ADDR"), Column("OK", True), Column("FAILED", True),
                                   Column("AVG RT MS", True)], rows, {"amount": amount, "size": size, "brokers": data})
 

@@ -1,12 +1,13 @@
 """Messages: by offset msgId, by key, by unique key, at a queue offset; queue spans and pulls
-(printMsg, consumeMessage), and one-off sends (sendMessage)."""
+(printMsg, consumeMessage), one-off sends (sendMessage) and timed sends per broker (clusterRT)."""
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from mqtools.client.admin.base import AdminBase, unreachable
-from mqtools.client.admin.models import QueueSpan
+from mqtools.client.admin.models import QueueSpan, SendRT
 from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
 from mqtools.client.errors import MQClientError
 from mqtools.client.producer import Producer
@@ -123,3 +124,24 @@ class MessageAdmin(AdminBase):
             async with Producer(SEND_GROUP, namesrv=self.namesrv_addrs, send_timeout=self.timeout) as producer:
                 queue = None if broker_name is None else MessageQueue(topic, broker_name, queue_id or 0)
                 return await producer.send(msg, queue=queue)
+
+    async def send_rt(self, broker_names: list[str], amount: int, size: int, *, group: str = SEND_GROUP,
+                      on_send: Callable[[], None] | None = None) -> list[SendRT]:
+        """`amount` sync sends of `size` bytes to the topic named after each broker (every broker serves
+        one; RocketMQ's clusterRT probe), through one producer; `on_send` is called after each send."""
+        results = []
+        async with Producer(group, namesrv=self.namesrv_addrs) as producer:
+            for name in broker_names:
+                samples = []
+                for _ in range(amount):
+                    began = time.perf_counter()
+                    try:
+                        await producer.send(Message(name, b"x" * size))
+                        stored = True
+                    except Exception:  # noqa: BLE001 - a failed send is counted, not fatal, as mqadmin does
+                        stored = False
+                    samples.append(((time.perf_counter() - began) * 1000, stored))
+                    if on_send is not None:
+                        on_send()
+                results.append(SendRT(name, samples))
+        return results

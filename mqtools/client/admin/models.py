@@ -432,3 +432,32 @@ class TopicGroupStats:
     out_tps: float | None
     in_24h: int | None
     out_24h: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class SendRT:
+    """Timed sync sends to one broker (clusterRT's probe): per send, milliseconds and whether it was stored."""
+
+    broker_name: str
+    samples: list[tuple[float, bool]]
+
+    @property
+    def ok(self) -> int:
+        return sum(1 for _, stored in self.samples if stored)
+
+    @property
+    def failed(self) -> int:
+        return len(self.samples) - self.ok
+
+    @property
+    def avg_ok_ms(self) -> float | None:
+        """Mean time of the sends that were stored; None when none was."""
+        times = [ms for ms, stored in self.samples if stored]
+        return sum(times) / len(times) if times else None
+
+    @property
+    def mqadmin_rt_ms(self) -> float | None:
+        """mqadmin's figure: the mean over every send but the first (which pays for route and connection),
+        failed ones included; None with fewer than two sends."""
+        rest = [ms for ms, _ in self.samples[1:]]
+        return sum(rest) / len(rest) if rest else None

@@ -6,7 +6,7 @@ there and waits. The methods are written out, so signatures, types and completio
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Self
 
 from mqtools.client.admin.client import MQAdmin
@@ -24,6 +24,7 @@ from mqtools.client.admin.hamodels import (
     ReplicationGroup,
 )
 from mqtools.client.admin.livemodels import NamesrvStatus, TopicOverview
+from mqtools.client.admin.messages import SEND_GROUP
 from mqtools.client.admin.models import (
     BrokerConsumeStats,
     BrokerRuntime,
@@ -36,6 +37,7 @@ from mqtools.client.admin.models import (
     OffsetReset,
     QueueSpan,
     Resend,
+    SendRT,
     TopicGroupStats,
 )
 from mqtools.client.admin.topicmodels import TopicChange, TopicEntry, TopicStatus, TopicUsage
@@ -231,6 +233,10 @@ class SyncMQAdmin:
 
     def send_message(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None, broker_name: str | None = None, queue_id: int | None = None) -> SendResult:
         return self._loop.run(self._admin.send_message(topic, body, tags=tags, keys=keys, broker_name=broker_name, queue_id=queue_id))
+
+    def send_rt(self, broker_names: list[str], amount: int, size: int, *, group: str = SEND_GROUP,
+                on_send: Callable[[], None] | None = None) -> list[SendRT]:
+        return self._loop.run(self._admin.send_rt(broker_names, amount, size, group=group, on_send=on_send))
 
     def stats_all(self, topic: str | None = None, *, active_only: bool = False) -> list[TopicGroupStats]:
         return self._loop.run(self._admin.stats_all(topic, active_only=active_only))

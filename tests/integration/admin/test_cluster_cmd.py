@@ -44,3 +44,10 @@ def test_unknown_cluster_is_a_usage_error(cluster: Cluster) -> None:
 
 def test_bad_output_format(cluster: Cluster) -> None:
     one_line_error(mq("admin", "cluster", "list", "-o", "yaml", namesrv=cluster.namesrv.addr), 2, "yaml")
+
+
+def test_cluster_rt_sends_to_every_master(cluster: Cluster) -> None:
+    doc = json_of(mq("admin", "cluster", "rt", "-a", "3", "-o", "json", namesrv=cluster.namesrv.addr), "ClusterRT")
+    assert {(b["brokerName"], b["addr"], b["ok"], b["failed"]) for b in doc["brokers"]} == {
+        (name, proc.addr, 3, 0) for name, proc in cluster.brokers.items()}
+    assert all(b["avgRtMs"] > 0 for b in doc["brokers"])

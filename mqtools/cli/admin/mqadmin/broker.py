@@ -183,38 +183,26 @@ def cluster_rt(
     as_tlog = tlog.strip().lower() == "true"
 
     async def rounds(admin: MQAdmin) -> None:
-        from mqtools.client.producer import Producer
-        from mqtools.common.message import Message
-
         info = await admin.cluster_info()
         clusters = [cluster] if cluster else list(info.cluster_addr_table)
         if not as_tlog:
             typer.echo(java_format(RT_HEADER, "#Cluster Name", "#Broker Name", "#RT", "#successCount", "#failCount"))
-        async with Producer(str(int(time.time() * 1000)), namesrv=admin.namesrv_addrs) as producer:
-            while True:
-                for name in clusters:
-                    brokers = info.cluster_addr_table.get(name)
-                    if brokers is None:
-                        typer.echo(f"cluster [{name}] not exist", nl=False)
-                        break
-                    for broker in sorted(brokers):
-                        ok, failed, spent = 0, 0, 0.0
-                        for i in range(amount):
-                            began = time.monotonic()
-                            try:
-                                await producer.send(Message(broker, b"a" * size))
-                                ok += 1
-                            except Exception:  # noqa: BLE001 - a failed send is counted, as mqadmin does
-                                failed += 1
-                            if i:
-                                spent += (time.monotonic() - began) * 1000
-                        rt = spent / (amount - 1)
-                        if as_tlog:
-                            stamp = datetime.now(timezone(timedelta(hours=8))).strftime("%Y-%m-%d %H:%M:%S")
-                            typer.echo(f"{stamp}|{room}|{name}|{broker}|{round(rt)}")
-                        else:
-                            typer.echo(java_format(RT_ROW, name, broker, f"{rt:.2f}", ok, failed))
-                await asyncio.sleep(interval)
+        group = str(int(time.time() * 1000))  # mqadmin names its probe producer after the start time
+        while True:
+            for name in clusters:
+                brokers = info.cluster_addr_table.get(name)
+                if brokers is None:
+                    typer.echo(f"cluster [{name}] not exist", nl=False)
+                    break
+                for probe in await admin.send_rt(sorted(brokers), amount, size, group=group):
+                    rt = probe.mqadmin_rt_ms  # -a is at least 2, so never None here
+                    if as_tlog:
+                        stamp = datetime.now(timezone(timedelta(hours=8))).strftime("%Y-%m-%d %H:%M:%S")
+                        typer.echo(f"{stamp}|{room}|{name}|{probe.broker_name}|{'n/a' if rt is None else round(rt)}")
+                    else:
+                        typer.echo(java_format(RT_ROW, name, probe.broker_name, "n/a" if rt is None else f"{rt:.2f}",
+                                               probe.ok, probe.failed))
+            await asyncio.sleep(interval)
 
     try:
         run(namesrv, rounds)
