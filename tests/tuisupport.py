@@ -1,10 +1,7 @@
-"""Helpers for `mq top` tests: a fixed live model (snapshot and model tests) and `mq` as a user runs it."""
+"""Helpers for `mq top` tests: a fixed live model (snapshot and model tests) and reading the app's state."""
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from typing import Any
 
 from mqtools.client.admin.groupmodels import GroupSummary
@@ -94,12 +91,6 @@ def fixed_state() -> LiveState:
         state.apply(Outcome("groups", list(groups), None, NOW_WALL, at))
     state.round_done(NOW_WALL, NOW_MONO)
     return state
-
-
-def mq(*args: str, timeout: float = 120.0, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    base = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
-    return subprocess.run([sys.executable, "-m", "mqtools.cli.main", *args], check=False, capture_output=True,
-                          text=True, timeout=timeout, env={**base, "PYTHONUNBUFFERED": "1", **(env or {})})
 
 
 def view_of(app: Any) -> str | None:

@@ -14,19 +14,20 @@ from typing import Any
 
 import jsonschema
 import pytest
+from adminsupport import mq
 from clientsupport import until
-from mqtools.tui.app import TopApp
-from mqtools.tui.poller import Poller
-from mqtools.tui.screens.confirm import ConfirmScreen
-from mqtools.tui.screens.help import HelpScreen
 from presetcluster import PresetCluster, preset_cluster
-from tuisupport import mq, view_of
+from tuisupport import view_of
 
 from mqtools.cli.output import load_schema
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.groupmodels import ResetTarget
 from mqtools.client.live.tables import CRIT, OK, Row
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
+from mqtools.tui.app import TopApp
+from mqtools.tui.poller import Poller
+from mqtools.tui.screens.confirm import ConfirmScreen
+from mqtools.tui.screens.help import HelpScreen
 
 pytestmark = pytest.mark.integration
 
@@ -182,8 +183,8 @@ async def test_group_progress_drill_down_and_reset_to_latest(cluster, tmp_path) 
 async def test_once_json_carries_the_figures_the_view_shows(cluster, tmp_path) -> None:
     namesrv, state = cluster.namesrv, cluster.state
     env = {"MQ_CONFIG_DIR": str(tmp_path / "config")}  # a context naming the cluster's state dir
-    assert mq("context", "add", "local", "-n", namesrv, "--dir", str(state), env=env).returncode == 0
-    result = mq("top", "--once", "-o", "json", "--context", "local", env=env)
+    assert mq("context", "add", "local", "-n", namesrv, "--dir", str(state), env=env, timeout=120.0).returncode == 0
+    result = mq("top", "--once", "-o", "json", "--context", "local", env=env, timeout=120.0)
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     jsonschema.validate(doc, load_schema("TopSnapshot"))
