@@ -38,6 +38,7 @@ from mqtools.remoting.headers import (
     QueueRequestHeader,
     SearchOffsetRequestHeader,
 )
+from mqtools.remoting.security import ClientSecurity
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
@@ -184,11 +185,12 @@ async def send_back(instance: ClientInstance, group: str, mq: MessageQueue, msg:
 class ConsumerBase:
     """What both consumers share: their ClientInstance and the queue queries of RocketMQ's MQAdminImpl."""
 
-    def __init__(self, group: str, namesrv: str | list[str] | None, instance: ClientInstance | None) -> None:
+    def __init__(self, group: str, namesrv: str | list[str] | None, instance: ClientInstance | None,
+                 security: ClientSecurity | None = None) -> None:
         if instance is None and namesrv is None:
             raise MQClientError("a consumer needs namesrv= or instance=")
         self.group = group
-        self.instance = instance or ClientInstance(namesrv)  # type: ignore[arg-type]
+        self.instance = instance or ClientInstance(namesrv, security=security)  # type: ignore[arg-type]
 
     async def fetch_queues(self, topic: str) -> list[MessageQueue]:
         route = await self.instance.route(topic, refresh=True)

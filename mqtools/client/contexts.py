@@ -15,6 +15,7 @@ from pathlib import Path
 from mqtools.client.errors import MQClientError
 from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting.client import parse_namesrv_list
+from mqtools.remoting.security import ClientSecurity
 
 CONFIG_ENV = "MQ_CONFIG_DIR"
 NAMESRV_ENV = "NAMESRV_ADDR"
@@ -118,6 +119,8 @@ class Target:
     namesrv: str
     source: str
     context: Context | None = None
+    security: ClientSecurity | None = None
+    """Credentials and TLS settings for this target, when the cluster is secured."""
 
 
 def resolve(namesrv: str | None = None, context: str | None = None) -> Target:

@@ -27,6 +27,7 @@ from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import GetRouteInfoRequestHeader
+from mqtools.remoting.security import ClientSecurity
 from mqtools.remoting.transport import RemotingConnection
 
 log = logging.getLogger(__name__)
@@ -63,12 +64,13 @@ class ClientInstance:
     """
 
     def __init__(self, namesrv: str | list[str], *, timeout: float = 3.0, instance_name: str | None = None,
-                 client_ip: str | None = None, remoting: RemotingClient | None = None) -> None:
+                 client_ip: str | None = None, remoting: RemotingClient | None = None,
+                 security: ClientSecurity | None = None) -> None:
         addrs = parse_namesrv_list(namesrv) if isinstance(namesrv, str) else list(namesrv)
         self.ip = client_ip or local_ip()
         self.client_id = f"{self.ip}@{instance_name or os.getpid()}#{next(_instance_ids)}"
         self.timeout = timeout
-        self.remoting = remoting or RemotingClient(addrs, on_request=self._on_request)
+        self.remoting = remoting or RemotingClient(addrs, on_request=self._on_request, security=security)
         self.routes: dict[str, TopicRoute] = {}
         self.producer_groups: set[str] = set()
         self.consumers: dict[str, ConsumerHooks] = {}

@@ -41,6 +41,7 @@ from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.security import ClientSecurity
 
 QueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
 
@@ -66,6 +67,7 @@ class Producer:
         *,
         namesrv: str | list[str] | None = None,
         instance: ClientInstance | None = None,
+        security: ClientSecurity | None = None,
         send_timeout: float = 3.0,
         retry_times: int = 2,
         retry_times_async: int = 2,
@@ -83,7 +85,7 @@ class Producer:
         if instance is None and namesrv is None:
             raise MQClientError("a Producer needs namesrv= or instance=")
         self.group = group
-        self.instance = instance or ClientInstance(namesrv)  # type: ignore[arg-type]
+        self.instance = instance or ClientInstance(namesrv, security=security)  # type: ignore[arg-type]
         self.send_timeout = send_timeout
         self.retry_times = retry_times
         self.retry_times_async = retry_times_async

@@ -14,14 +14,15 @@ from mqtools.client.offset_store import RemoteOffsetStore
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.types import PullResult
 from mqtools.remoting.bodies import MessageQueue
+from mqtools.remoting.security import ClientSecurity
 
 
 class PullConsumer(ConsumerBase):
     """`async with PullConsumer("g", namesrv=...) as c: r = await c.pull(mq, "TagA", offset)`."""
 
     def __init__(self, group: str, *, namesrv: str | list[str] | None = None,
-                 instance: ClientInstance | None = None) -> None:
-        super().__init__(group, namesrv, instance)
+                 instance: ClientInstance | None = None, security: ClientSecurity | None = None) -> None:
+        super().__init__(group, namesrv, instance, security)
         self.offsets = RemoteOffsetStore(self.instance, group)
 
     async def start(self) -> PullConsumer:

@@ -31,6 +31,7 @@ from mqtools.client.types import ConsumeFromWhere, MessageModel, PullResult, Pul
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.topics import retry_topic
 from mqtools.remoting.bodies import ConsumerData, MessageQueue, SubscriptionData
+from mqtools.remoting.security import ClientSecurity
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +48,7 @@ class PushConsumer(ConsumerBase):
         *,
         namesrv: str | list[str] | None = None,
         instance: ClientInstance | None = None,
+        security: ClientSecurity | None = None,
         message_model: MessageModel = MessageModel.CLUSTERING,
         consume_from_where: ConsumeFromWhere = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
         consume_timestamp_ms: int | None = None,
@@ -60,7 +62,7 @@ class PushConsumer(ConsumerBase):
         suspend_timeout: float = 15.0,
         offset_store_dir: Path | None = None,
     ) -> None:
-        super().__init__(group, namesrv, instance)
+        super().__init__(group, namesrv, instance, security)
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.consume_timestamp_ms = consume_timestamp_ms

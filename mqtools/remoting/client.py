@@ -20,6 +20,7 @@ from mqtools.remoting.errors import (
     RemotingError,
 )
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME
+from mqtools.remoting.security import ClientSecurity
 from mqtools.remoting.transport import RemotingConnection, RequestCallback
 
 log = logging.getLogger(__name__)
@@ -57,7 +58,9 @@ class RemotingClient:
         on_request: RequestCallback | None = None,
         connect_timeout: float = DEFAULT_CONNECT_TIMEOUT,
         max_frame: int = DEFAULT_MAX_FRAME,
+        security: ClientSecurity | None = None,
     ) -> None:
+        self.security = security or ClientSecurity()
         self._namesrv_addrs = list(namesrv_addrs or [])
         self._namesrv_index = 0
         self._namesrv_chosen: str | None = None

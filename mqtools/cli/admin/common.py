@@ -89,7 +89,8 @@ def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context:
     from mqtools.remoting.loop import run as run_loop
 
     async def session() -> T:
-        async with MQAdmin(resolve(namesrv, context).namesrv, timeout=timeout) as admin:
+        target = resolve(namesrv, context)
+        async with MQAdmin(target.namesrv, timeout=timeout, security=target.security) as admin:
             return await job(admin)
 
     try:

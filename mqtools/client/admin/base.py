@@ -28,6 +28,7 @@ from mqtools.remoting.client import parse_namesrv_list
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.security import ClientSecurity
 
 T = TypeVar("T")
 
@@ -58,12 +59,13 @@ def _checked(where: str, code: int, resp: RemotingCommand, ok: tuple[int, ...]) 
 class AdminBase:
     """Connections, timeout and request plumbing shared by every admin operation."""
 
-    def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0) -> None:
+    def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0,
+                 security: ClientSecurity | None = None) -> None:
         addrs = parse_namesrv_list(namesrv) if isinstance(namesrv, str) else list(namesrv)
         if not addrs:
             raise MQClientError("no name server address given")
         self.timeout = timeout
-        self.instance = ClientInstance(addrs, timeout=timeout)
+        self.instance = ClientInstance(addrs, timeout=timeout, security=security)
         self.remoting = self.instance.remoting
 
     async def close(self) -> None:

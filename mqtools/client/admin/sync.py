@@ -57,16 +57,18 @@ from mqtools.remoting.bodies import (
 )
 from mqtools.remoting.codes import ResponseCode
 from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.security import ClientSecurity
 
 
 class SyncMQAdmin:
     """Blocking MQAdmin: `with SyncMQAdmin("127.0.0.1:9876") as admin: admin.topic_list()`."""
 
-    def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0) -> None:
+    def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0,
+                 security: ClientSecurity | None = None) -> None:
         self._loop = LoopThread("mq-admin")
 
         async def make() -> MQAdmin:
-            return MQAdmin(namesrv, timeout=timeout)
+            return MQAdmin(namesrv, timeout=timeout, security=security)
 
         try:
             self._admin = self._loop.run(make())

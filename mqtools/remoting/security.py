@@ -1,0 +1,38 @@
+"""What a client needs to talk to a secured cluster: ACL session credentials and TLS settings.
+
+One value, `ClientSecurity`, travels from where a tool learns it (a context, a credentials file,
+the environment) down to the remoting client that signs requests and wraps sockets. Keeping it
+in one object means every tool (admin, top, drills, spark-load) gets both by passing one argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class SessionCredentials:
+    """RocketMQ ACL 1.0 credentials (AclClientRPCHook's SessionCredentials)."""
+
+    access_key: str
+    secret_key: str
+    security_token: str | None = None
+
+    def __repr__(self) -> str:
+        return f"SessionCredentials(access_key={self.access_key!r}, secret_key='***')"
+
+
+@dataclass(frozen=True, slots=True)
+class TlsClientOptions:
+    """TLS for client connections: the CA that signs the servers, and an optional client certificate."""
+
+    ca_file: str | None = None
+    cert_file: str | None = None
+    key_file: str | None = None
+    verify: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class ClientSecurity:
+    credentials: SessionCredentials | None = None
+    tls: TlsClientOptions | None = None
