@@ -26,3 +26,6 @@ def perm_to_string(perm: int) -> str:
     return ("R" if is_readable(perm) else "-") + ("W" if is_writeable(perm) else "-") + (
         "X" if is_inherited(perm) else "-"
     )
+
+#: Every permission bit set: a topic's perm outside [0, PERM_MAX] is not a permission.
+PERM_MAX = PERM_PRIORITY | PERM_RW | PERM_INHERIT

@@ -1,4 +1,9 @@
-"""Topic and group name rules (RocketMQ's Validators / TopicValidator)."""
+"""Topic and group name rules (RocketMQ's Validators / TopicValidator), the one place for them.
+
+Servers check every name that reaches a file path or a table where the request enters, so a
+name such as `../..` or one with a NUL byte is refused with a remark before it gets near the
+store; clients check the same rules before sending.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +13,11 @@ from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY
 
 TOPIC_MAX_LENGTH = 127
 GROUP_MAX_LENGTH = 255
-_NAME = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+#: Queue counts a topic may be created with: loops over a topic's queues run on the event loop,
+#: so a request must not be able to ask for millions (BenchmarkTest, the largest system topic, has 1024).
+QUEUE_NUMS_MAX = 1024
+#: fullmatch, not match with `$`: `$` also matches before a trailing newline.
+_NAME = re.compile(r"[%|a-zA-Z0-9_-]+")
 
 
 class ValidationError(ValueError):
@@ -21,7 +30,7 @@ def check_topic(topic: str | None) -> str:
         raise ValidationError("The specified topic is blank.")
     if len(topic) > TOPIC_MAX_LENGTH:
         raise ValidationError(f"The specified topic is longer than topic max length {TOPIC_MAX_LENGTH}.")
-    if not _NAME.match(topic):
+    if not _NAME.fullmatch(topic):
         raise ValidationError(
             f"The specified topic[{topic}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
         )
@@ -41,8 +50,24 @@ def check_group(group: str | None) -> str:
         raise ValidationError("the specified group is blank")
     if len(group) > GROUP_MAX_LENGTH:
         raise ValidationError(f"the specified group is longer than group max length {GROUP_MAX_LENGTH}.")
-    if not _NAME.match(group):
+    if not _NAME.fullmatch(group):
         raise ValidationError(
             f"the specified group[{group}] contains illegal characters, allowing only ^[%|a-zA-Z0-9_-]+$"
         )
     return group
+
+
+def is_legal_group(group: str | None) -> bool:
+    """check_group as a test, for tables that refuse a bad name by not creating the entry."""
+    try:
+        check_group(group)
+    except ValidationError:
+        return False
+    return True
+
+
+def check_queue_nums(read_queue_nums: int, write_queue_nums: int) -> None:
+    """Queue counts of a topic being created: positive and at most QUEUE_NUMS_MAX."""
+    for what, value in (("readQueueNums", read_queue_nums), ("writeQueueNums", write_queue_nums)):
+        if not 0 < value <= QUEUE_NUMS_MAX:
+            raise ValidationError(f"{what} {value} is out of range [1, {QUEUE_NUMS_MAX}]")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Self
 
 from mqtools.remoting import fastjson
+from mqtools.remoting.errors import BodyError
 from mqtools.remoting.headers import _camel
 
 
@@ -92,10 +93,15 @@ class Body:
 
     @classmethod
     def from_json(cls, data: bytes | bytearray | memoryview | str) -> Self:
-        raw = fastjson.loads(data)
-        if not isinstance(raw, dict):
-            raise TypeError(f"{cls.__name__} body is not a JSON object")
-        return from_obj(cls, raw)
+        """Decode a peer's body; whatever is wrong with it is the peer's fault, so every failure
+        (bad UTF-8 or JSON, wrong shape, missing required field, nesting too deep) is a BodyError."""
+        try:
+            raw = fastjson.loads(data)
+            if not isinstance(raw, dict):
+                raise TypeError("not a JSON object")
+            return from_obj(cls, raw)
+        except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+            raise BodyError(f"bad {cls.__name__} body: {type(exc).__name__}: {str(exc)[:200]}") from None
 
 
 # ---------------------------------------------------------------- routes and clusters

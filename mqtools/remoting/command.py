@@ -28,6 +28,9 @@ _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _PREFIX = struct.Struct(">ii")
 _opaque_counter = itertools.count(1)
+#: code, opaque, flag and version are Java ints: a JSON header with a bigger number is not a frame
+#: a RocketMQ peer could read, and the answer could not carry it.
+_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
 
 def next_opaque() -> int:
@@ -181,6 +184,9 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     version = obj.get("version", 0)
     if type(code) is not int or type(opaque) is not int or type(flag) is not int or type(version) is not int:
         code, opaque, flag, version = (_as_int(obj, k) for k in ("code", "opaque", "flag", "version"))
+    if not (_INT_MIN <= code <= _INT_MAX and _INT_MIN <= opaque <= _INT_MAX and _INT_MIN <= flag <= _INT_MAX
+            and _INT_MIN <= version <= _INT_MAX):
+        raise ProtocolError("code, opaque, flag or version is outside Java's int range")
     ext = obj.get("extFields") or {}
     if type(ext) is not dict:
         raise ProtocolError("extFields is not an object")

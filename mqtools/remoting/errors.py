@@ -35,5 +35,18 @@ class RemotingConnectionClosed(RemotingError):
         self.addr = addr
 
 
-class HeaderError(RemotingError):
-    """A request header misses a required field or has one of the wrong type."""
+class BadRequestError(RemotingError):
+    """The peer's request is malformed (its fault, not ours).
+
+    The server answers it with a code and this text as the remark, and logs one rate-limited line
+    without a traceback; any other exception out of a processor is our bug and keeps its traceback.
+    """
+
+
+class HeaderError(BadRequestError):
+    """A request header misses a required field or has one of the wrong type or range."""
+
+
+class BodyError(BadRequestError, ValueError):
+    """A request body is not what its code calls for: not UTF-8, not JSON, or the wrong shape.
+    Also a ValueError, so callers that catch decoding failures as ValueError keep working."""

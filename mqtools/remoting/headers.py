@@ -43,6 +43,12 @@ def _base_type(hint: Any) -> type:
     return args[0] if args else hint
 
 
+#: Header numbers are Java ints and longs; anything outside a long is refused at decoding.
+_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+#: How much of a bad value an error message quotes (values can be megabytes long).
+_QUOTE = 64
+
+
 def _parse(value: str, kind: type, wire_name: str) -> Any:
     if kind is str:
         return value
@@ -50,9 +56,12 @@ def _parse(value: str, kind: type, wire_name: str) -> Any:
         return value.strip().lower() == "true"
     if kind is int:
         try:
-            return int(value)
+            number = int(value)
         except ValueError:
-            raise HeaderError(f"the custom field <{wire_name}> is not a number: {value!r}") from None
+            raise HeaderError(f"the custom field <{wire_name}> is not a number: {value[:_QUOTE]!r}") from None
+        if not _LONG_MIN <= number <= _LONG_MAX:
+            raise HeaderError(f"the custom field <{wire_name}> is out of range: {value[:_QUOTE]!r}")
+        return number
     raise TypeError(kind)
 
 

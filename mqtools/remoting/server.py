@@ -6,6 +6,11 @@ same result. Plain functions answer inline (no task per request: the name server
 path stays cheap); coroutines run as tasks. Whatever a processor does, the connection
 survives: an exception becomes SYSTEM_ERROR with the message as remark, an unknown code
 REQUEST_CODE_NOT_SUPPORTED, and oneway requests never get an answer.
+
+Bad input and our bugs are told apart by exception class: a BadRequestError (raised by header
+and body decoding) is the peer's fault and costs one rate-limited log line without a traceback;
+anything else keeps its traceback. A malformed frame closes that one connection, logged the
+same rate-limited way.
 """
 
 from __future__ import annotations
@@ -13,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable
 
 from mqtools.remoting.codes import ResponseCode, code_name
 from mqtools.remoting.command import FLAG_ONEWAY, RemotingCommand
-from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.errors import BadRequestError, ProtocolError, RemotingError
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME
+from mqtools.remoting.log_limiter import LimitedLog
 from mqtools.remoting.transport import RemotingConnection
 
 log = logging.getLogger(__name__)
@@ -37,6 +44,7 @@ class RemotingServer:
         max_frame: int = DEFAULT_MAX_FRAME,
         on_connect: ConnectionCallback | None = None,
         on_close: ConnectionCallback | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.host = host
         self.port = port
@@ -48,6 +56,7 @@ class RemotingServer:
         self.connections: set[RemotingConnection] = set()
         self._server: asyncio.Server | None = None
         self._tasks: set[asyncio.Task] = set()
+        self.bad_input = LimitedLog(log, clock)
 
     def register(self, code: int, processor: Processor) -> None:
         self.processors[int(code)] = processor
@@ -68,7 +77,7 @@ class RemotingServer:
             await self._server.wait_closed()
 
     def _make_connection(self) -> RemotingConnection:
-        conn = RemotingConnection(self._on_request, self._closed, self.max_frame)
+        conn = RemotingConnection(self._on_request, self._closed, self.max_frame, on_bad_frame=self._bad_frame)
         self.connections.add(conn)
         if self.on_connect is not None:
             asyncio.get_running_loop().call_soon(self.on_connect, conn)
@@ -88,7 +97,7 @@ class RemotingServer:
         try:
             result = processor(conn, req)
         except Exception as exc:  # noqa: BLE001 - any processor failure becomes a response
-            self._reply(conn, req, self._error(req, exc))
+            self._reply(conn, req, self._error(conn, req, exc))
             return
         if result is None or type(result) is RemotingCommand or not inspect.isawaitable(result):
             self._reply(conn, req, result)  # type: ignore[arg-type]
@@ -103,14 +112,20 @@ class RemotingServer:
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # noqa: BLE001
-            resp = self._error(req, exc)
+            resp = self._error(conn, req, exc)
         self._reply(conn, req, resp)
 
-    @staticmethod
-    def _error(req: RemotingCommand, exc: Exception) -> RemotingCommand:
+    def _error(self, conn: RemotingConnection, req: RemotingCommand, exc: Exception) -> RemotingCommand:
+        if isinstance(exc, BadRequestError):
+            self.bad_input.warning(type(exc).__name__, "bad %s request from %s: %s", code_name(req.code), conn.peer,
+                                   exc)
+            return req.response(ResponseCode.SYSTEM_ERROR, str(exc))
         if not isinstance(exc, RemotingError):
             log.exception("processor for %s failed", code_name(req.code))
         return req.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+
+    def _bad_frame(self, conn: RemotingConnection, exc: ProtocolError) -> None:
+        self.bad_input.warning("frame", "closing %s: %s", conn.peer, exc)
 
     @staticmethod
     def _reply(conn: RemotingConnection, req: RemotingCommand, resp: RemotingCommand | None) -> None:

@@ -23,6 +23,7 @@ _JOIN_LIMIT = 64 * 1024
 
 RequestCallback = Callable[["RemotingConnection", RemotingCommand], None]
 CloseCallback = Callable[["RemotingConnection"], None]
+BadFrameCallback = Callable[["RemotingConnection", ProtocolError], None]
 
 
 class RemotingConnection(asyncio.Protocol):
@@ -31,8 +32,13 @@ class RemotingConnection(asyncio.Protocol):
         on_request: RequestCallback | None = None,
         on_close: CloseCallback | None = None,
         max_frame: int = DEFAULT_MAX_FRAME,
+        *,
+        on_bad_frame: BadFrameCallback | None = None,
     ) -> None:
         self._decoder = FrameDecoder(max_frame)
+        #: Told once (the connection closes) when the peer's bytes are not frames; a server
+        #: rate-limits what it logs, since every new connection can do it again.
+        self._on_bad_frame = on_bad_frame
         self._on_request = on_request
         self._on_close = on_close
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
@@ -60,7 +66,10 @@ class RemotingConnection(asyncio.Protocol):
         try:
             commands = self._decoder.feed(data)
         except ProtocolError as exc:
-            log.warning("closing %s: %s", self.peer, exc)
+            if self._on_bad_frame is not None:
+                self._on_bad_frame(self, exc)
+            else:
+                log.warning("closing %s: %s", self.peer, exc)
             self.close()
             return
         self._reading = True

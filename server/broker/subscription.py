@@ -16,6 +16,7 @@ from pathlib import Path
 from mqtools.server.store.config_manager import ConfigManager
 
 from mqtools.common.topics import SYSTEM_GROUPS
+from mqtools.common.validation import is_legal_group
 from mqtools.remoting.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
 
 log = logging.getLogger(__name__)
@@ -43,11 +44,12 @@ class SubscriptionGroupManager(ConfigManager):
         self.data_version = self.data_version.next(int(self.clock() * 1000))
 
     def find(self, group: str, *, create: bool | None = None) -> SubscriptionGroupConfig | None:
-        """The group's config; auto-created (and persisted) when allowed. `create` overrides the flag."""
+        """The group's config; auto-created (and persisted) when allowed. `create` overrides the flag.
+        A name that breaks the group rules is never created (RocketMQ 5 refuses it the same way)."""
         config = self.table.get(group)
         if config is not None:
             return config
-        if not (self.auto_create if create is None else create):
+        if not (self.auto_create if create is None else create) or not is_legal_group(group):
             return None
         config = SubscriptionGroupConfig(group_name=group)
         self.table[group] = config

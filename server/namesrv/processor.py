@@ -19,6 +19,7 @@ from mqtools.server.namesrv.route_info import RouteInfoManager
 
 from mqtools.common.javaprops import parse_properties
 from mqtools.common.topics import NAMESPACE_ORDER_TOPIC_CONFIG
+from mqtools.common.validation import ValidationError, check_topic
 from mqtools.remoting.bodies import DataVersion, RegisterBrokerBody, TopicRouteData
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
@@ -105,6 +106,11 @@ class NamesrvProcessor:
         header = KVConfigRequestHeader.from_ext(req.ext_fields)
         if header.value is None:
             return req.response(ResponseCode.SYSTEM_ERROR, "the custom field <value> is null")
+        if header.namespace == NAMESPACE_ORDER_TOPIC_CONFIG:
+            try:  # its keys are topics: they end up in route answers
+                check_topic(header.key)
+            except ValidationError as exc:
+                return req.response(ResponseCode.INVALID_PARAMETER, str(exc))
         self.kv.put(header.namespace, header.key, header.value)
         await self.persist_kv()
         return req.response()
@@ -245,6 +251,10 @@ class NamesrvProcessor:
         topic = req.ext_fields.get("topic")
         if topic is None:
             return req.response(ResponseCode.SYSTEM_ERROR, "the custom field <topic> is null")
+        try:
+            check_topic(topic)
+        except ValidationError as exc:
+            return req.response(ResponseCode.INVALID_PARAMETER, str(exc))
         if req.body:
             route = TopicRouteData.from_json(req.body)
             self.routes.register_topic(topic, route.queue_datas)

@@ -18,7 +18,8 @@ from mqtools.server.broker.context import BrokerContext
 
 from mqtools.common import topics as T
 from mqtools.common.javaprops import parse_properties, render_properties
-from mqtools.common.validation import ValidationError, check_topic
+from mqtools.common.perm import PERM_MAX
+from mqtools.common.validation import ValidationError, check_queue_nums, check_topic
 from mqtools.remoting.bodies import (
     BrokerStatsData,
     BrokerStatsItem,
@@ -69,14 +70,15 @@ class AdminProcessor:
     def update_and_create_topic(self, conn: RemotingConnection, req: RemotingCommand) -> ProcessorResult:
         """Answered once every name server has the new route (RocketMQ registers synchronously here)."""
         h = CreateTopicRequestHeader.from_ext(req.ext_fields)
+        refused = self._refuse_topic(req, h.topic)
+        if refused is not None:
+            return refused
         try:
-            check_topic(h.topic)
+            check_queue_nums(h.read_queue_nums, h.write_queue_nums)
         except ValidationError as exc:
-            return req.response(ResponseCode.SYSTEM_ERROR, str(exc))
-        if self.c.topics.is_system_topic(h.topic):
-            return req.response(ResponseCode.SYSTEM_ERROR, f"The topic[{h.topic}] is conflict with system topic.")
-        if h.read_queue_nums <= 0 or h.write_queue_nums <= 0:
-            return req.response(ResponseCode.INVALID_PARAMETER, "read/write queue nums must be positive")
+            return req.response(ResponseCode.INVALID_PARAMETER, str(exc))
+        if not 0 <= h.perm <= PERM_MAX:
+            return req.response(ResponseCode.INVALID_PARAMETER, f"perm {h.perm} is out of range [0, {PERM_MAX}]")
         tc = TopicConfig(
             topic_name=h.topic,
             read_queue_nums=h.read_queue_nums,
@@ -89,15 +91,26 @@ class AdminProcessor:
         self.c.topics.update(tc)
         return self._after_registration(req)
 
+    def _refuse_topic(self, req: RemotingCommand, topic: str) -> RemotingCommand | None:
+        """AdminBrokerProcessor's checks before a topic is created or deleted: the name rules (the name
+        becomes a consume queue directory) and the system topics clients may not touch."""
+        try:
+            check_topic(topic)
+        except ValidationError as exc:
+            return req.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        if self.c.topics.is_system_topic(topic):
+            return req.response(ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic.")
+        return None
+
     async def _after_registration(self, req: RemotingCommand) -> RemotingCommand:
         await self.c.registrar.kick_and_wait()
         return req.response()
 
     def delete_topic(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         h = TopicRequestHeader.from_ext(req.ext_fields)
-        if self.c.topics.is_system_topic(h.topic):
-            return req.response(ResponseCode.INVALID_PARAMETER,
-                                f"The topic[{h.topic}] is conflict with system topic.")
+        refused = self._refuse_topic(req, h.topic)
+        if refused is not None:
+            return refused
         self.c.topics.delete(h.topic)
         self.c.offsets.remove_topic(h.topic)
         self.c.store.delete_topics({h.topic})

@@ -86,6 +86,11 @@ class ClientProcessor:
             return _bad_body(req, "heartbeat", exc)
         if not data.client_id:
             return req.response(ResponseCode.SYSTEM_ERROR, "heartbeat without clientID")
+        try:  # group names key the client tables and name the retry topics
+            for group in [c.group_name for c in data.consumer_data_set] + [p.group_name for p in data.producer_data_set]:
+                check_group(group)
+        except ValidationError as exc:
+            return req.response(ResponseCode.INVALID_PARAMETER, str(exc))
         for consumer in data.consumer_data_set:
             self._register_consumer(conn, req, data.client_id, consumer)
         for producer in data.producer_data_set:

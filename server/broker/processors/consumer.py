@@ -165,8 +165,7 @@ class ConsumerProcessor:
 
     def delete_subscription_group(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         h = DeleteSubscriptionGroupRequestHeader.from_ext(req.ext_fields)
-        if not self.c.groups.delete(h.group_name):
-            log.warning("delete of unknown subscription group %s", h.group_name)
+        self.c.groups.delete(h.group_name)  # an unknown group is not an error, as in RocketMQ
         if h.clean_offset:
             self.c.offsets.remove_group(h.group_name)
         return req.response(ResponseCode.SUCCESS)
