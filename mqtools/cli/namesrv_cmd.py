@@ -56,6 +56,7 @@ def start(
             config.apply(load_file(config_file))
             config.config_store_path = str(config_file)
         config.apply(overrides)
+        config.tls_server().context()  # the certificate and key load, or the start fails here in one line
     except ConfigError as exc:
         raise fail(str(exc)) from None
 

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 from collections.abc import Callable
 
+from mqtools.common.tls import client_context
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import (
     RemotingConnectError,
@@ -70,6 +72,7 @@ class RemotingClient:
         self._conns: dict[str, RemotingConnection] = {}
         self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
         self.on_connection_closed: Callable[[str], None] | None = None
+        self._ssl: ssl.SSLContext | None = None
 
     # connections --------------------------------------------------------------------
 
@@ -100,14 +103,27 @@ class RemotingClient:
         def factory() -> RemotingConnection:
             return RemotingConnection(self._on_request, lambda c: self._dropped(addr, c), self.max_frame)
 
+        tls = self.ssl_context()
+        server_name = (self.security.tls.server_name or host) if self.security.tls is not None else None
         try:
             async with asyncio.timeout(self.connect_timeout):
-                _transport, conn = await loop.create_connection(factory, host, port)
+                _transport, conn = await loop.create_connection(factory, host, port, ssl=tls,
+                                                                server_hostname=server_name)
         except (OSError, TimeoutError) as exc:
             raise RemotingConnectError(addr, str(exc) or type(exc).__name__) from None
         conn.peer = addr
         self._conns[addr] = conn
         return conn
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context for every connection of this client (built once), None without TLS."""
+        tls = self.security.tls
+        if tls is None:
+            return None
+        if self._ssl is None:
+            self._ssl = client_context(tls.ca_file, tls.cert_file, tls.key_file, verify=tls.verify,
+                                       key_password=tls.key_password)
+        return self._ssl
 
     def _dropped(self, addr: str, conn: RemotingConnection) -> None:
         if self._conns.get(addr) is conn:

@@ -24,12 +24,18 @@ class SessionCredentials:
 
 @dataclass(frozen=True, slots=True)
 class TlsClientOptions:
-    """TLS for client connections: the CA that signs the servers, and an optional client certificate."""
+    """TLS for client connections: the CA that signs the servers, and an optional client certificate.
+
+    `verify` checks the server's chain and name (the address's host, or `server_name` when the
+    certificate names the servers differently); `ca_file` None means the system's CAs.
+    """
 
     ca_file: str | None = None
     cert_file: str | None = None
     key_file: str | None = None
     verify: bool = True
+    server_name: str | None = None
+    key_password: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

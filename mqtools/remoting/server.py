@@ -11,6 +11,9 @@ Bad input and our bugs are told apart by exception class: a BadRequestError (rai
 and body decoding) is the peer's fault and costs one rate-limited log line without a traceback;
 anything else keeps its traceback. A malformed frame closes that one connection, logged the
 same rate-limited way.
+
+With TLS settings in permissive or enforcing mode the port is served by a `TlsAcceptor`
+(mqtools.common.tls_acceptor), which picks TLS or plain per connection by its first byte.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from mqtools.common.tls import TlsServerSettings
+from mqtools.common.tls_acceptor import TlsAcceptor
 from mqtools.remoting.codes import ResponseCode, code_name
 from mqtools.remoting.command import FLAG_ONEWAY, RemotingCommand
 from mqtools.remoting.errors import BadRequestError, ProtocolError, RemotingError
@@ -44,6 +49,7 @@ class RemotingServer:
         max_frame: int = DEFAULT_MAX_FRAME,
         on_connect: ConnectionCallback | None = None,
         on_close: ConnectionCallback | None = None,
+        tls: TlsServerSettings | None = None,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.host = host
@@ -54,7 +60,9 @@ class RemotingServer:
         self.on_connect = on_connect
         self.on_close = on_close
         self.connections: set[RemotingConnection] = set()
+        self.tls = tls or TlsServerSettings()
         self._server: asyncio.Server | None = None
+        self._acceptor: TlsAcceptor | None = None
         self._tasks: set[asyncio.Task] = set()
         self.bad_input = LimitedLog(log, clock)
 
@@ -62,6 +70,12 @@ class RemotingServer:
         self.processors[int(code)] = processor
 
     async def start(self) -> None:
+        """Listen; ConfigError (before any socket opens) when the TLS certificate or key cannot be loaded."""
+        if self.tls.enabled:
+            self._acceptor = TlsAcceptor("remoting port", self.tls.mode, self.tls.context(),
+                                         self._make_connection)
+            self.port = await self._acceptor.start(self.host, self.port)
+            return
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(self._make_connection, self.host, self.port, reuse_address=True)
         self.port = self._server.sockets[0].getsockname()[1]
@@ -69,6 +83,8 @@ class RemotingServer:
     async def shutdown(self) -> None:
         if self._server is not None:
             self._server.close()
+        if self._acceptor is not None:
+            await self._acceptor.shutdown()
         for conn in list(self.connections):
             conn.close()
         for task in list(self._tasks):

@@ -26,6 +26,11 @@ import time
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
+from mqtools.common.atomic_file import write_atomic
+from mqtools.common.javaprops import render_properties
+from mqtools.remoting.bodies import DataVersion
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.server import RemotingServer
 from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
@@ -47,12 +52,6 @@ from mqtools.server.store.delay_levels import DelayLevelTable
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import ScheduleMessageService
 
-from mqtools.common.atomic_file import write_atomic
-from mqtools.common.javaprops import render_properties
-from mqtools.remoting.bodies import DataVersion
-from mqtools.remoting.client import RemotingClient
-from mqtools.remoting.server import RemotingServer
-
 log = logging.getLogger(__name__)
 
 
@@ -71,8 +70,8 @@ class BrokerController:
         self.config_path = config_path or config.config_dir / "broker.properties"
         self.config_version = DataVersion()
         config_dir = config.config_dir
-        self.server = RemotingServer(config.bind_address, config.listen_port)
-        self.client = RemotingClient(config.namesrv_list())
+        self.server = RemotingServer(config.bind_address, config.listen_port, tls=config.tls_server())
+        self.client = RemotingClient(config.namesrv_list(), security=config.client_security())
         levels = DelayLevelTable(config.message_delay_level)
         self.topics = TopicConfigManager(config_dir, config, clock, max_delay_level=levels.max_level)
         self.offsets = ConsumerOffsetManager(config_dir, clock,

@@ -11,6 +11,9 @@ RocketMQ's start-up rules are applied by `validate()`: a master's brokerId is fo
 expected format; the store and HA keys among the rest must parse as their configs type them.
 `NAMESRV_ADDR` is the fallback when neither the file nor `-n` gives one.
 
+TLS: the `tls.*` keys (mqtools.common.tls) may sit in this file; `tls_server()` and `tls_client()`
+read them (and `tls.config.file`), and validate() checks them.
+
 Deviation: brokerIP1 defaults to 127.0.0.1 (RocketMQ picks the first non-loopback
 address); set brokerIP1 for a broker that other hosts must reach.
 """
@@ -23,15 +26,16 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mqtools.common.brokerrole import BrokerRole
+from mqtools.common.configkeys import ConfigError, PropertyMap
+from mqtools.common.javaprops import parse_properties
+from mqtools.common.tls import TlsClientSettings, TlsServerSettings
+from mqtools.remoting.client import parse_namesrv_list
+from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 from mqtools.server.broker.consumer_offsets import FLUSH_INTERVAL_S
 from mqtools.server.ha.service import HAConfig
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS
-
-from mqtools.common.brokerrole import BrokerRole
-from mqtools.common.configkeys import ConfigError, PropertyMap
-from mqtools.common.javaprops import parse_properties
-from mqtools.remoting.client import parse_namesrv_list
 
 DEFAULT_LISTEN_PORT = 10911
 FLUSH_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
@@ -143,6 +147,22 @@ class BrokerConfig:
             sync_flush_timeout=store.sync_flush_timeout,
             mapped_file_size_commit_log=store.mapped_file_size_commit_log)
 
+    def tls_server(self) -> TlsServerSettings:
+        """The remoting and HA ports' TLS mode and certificate (tls.server.*)."""
+        return TlsServerSettings.from_properties(self.extra)
+
+    def tls_client(self) -> TlsClientSettings:
+        """The broker's own connections: registration, broker-to-broker calls, the HA slave (tls.enable)."""
+        return TlsClientSettings.from_properties(self.extra)
+
+    def client_security(self) -> ClientSecurity | None:
+        """What the broker's RemotingClient wraps its connections with (None: plain)."""
+        tls = self.tls_client()
+        if not tls.enable:
+            return None
+        return ClientSecurity(tls=TlsClientOptions(tls.trust_cert_path, tls.cert_path, tls.key_path,
+                                                   verify=tls.auth_server, key_password=tls.key_password))
+
     def validate(self) -> None:
         """RocketMQ's start-up checks; raises ConfigError with a one-line message."""
         if self.flush_disk_type not in FLUSH_TYPES:
@@ -166,6 +186,8 @@ class BrokerConfig:
         if not self.broker_ip2:
             self.broker_ip2 = self.broker_ip1
         self.ha_config(self.store_config())  # the store and HA keys parse too, or this start fails here
+        self.tls_server().context()  # certificate, key and CA files load, or this start fails here
+        self.tls_client().context()
 
 
 BROKER_PROPERTIES = PropertyMap(BrokerConfig,

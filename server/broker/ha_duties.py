@@ -14,15 +14,14 @@ import asyncio
 import json
 import logging
 
+from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.registration import RegisterResult
 from mqtools.server.broker.slave_sync import SlaveSynchronize
 from mqtools.server.ha.service import HAService
 from mqtools.server.lifecycle import cancel_and_wait
-
-from mqtools.remoting.codes import RequestCode
-from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.transport import RemotingConnection
 
 log = logging.getLogger("mq.ha")
 
@@ -35,7 +34,8 @@ class HADuties:
 
     def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
-        self.service = HAService(broker.store, broker.config.ha_config(broker.store.config))
+        self.service = HAService(broker.store, broker.config.ha_config(broker.store.config),
+                                 tls=broker.config.tls_server(), client_tls=broker.config.tls_client().context())
         self.slave_sync: SlaveSynchronize | None = None
         self._diff_task: asyncio.Task[None] | None = None
 

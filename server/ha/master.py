@@ -16,6 +16,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mqtools.common.tls import TlsServerSettings
+from mqtools.common.tls_acceptor import TlsAcceptor
 from mqtools.server.ha.protocol import ProtocolError, ReportReader, TransferCursor
 from mqtools.server.lifecycle import cancel_and_wait
 
@@ -208,20 +210,38 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
 
 
 class HAAcceptor:
-    """Listens on haListenPort and turns every accepted socket into an HAConnection."""
+    """Listens on haListenPort and turns every accepted socket into an HAConnection.
 
-    def __init__(self, factory: Callable[[asyncio.StreamReader, asyncio.StreamWriter], HAConnection]) -> None:
+    With the broker's TLS on, the port follows the broker's tls.server.mode (permissive: TLS
+    and plain slaves, enforcing: TLS only) through the same first-byte acceptor as the
+    remoting port.
+    """
+
+    def __init__(self, factory: Callable[[asyncio.StreamReader, asyncio.StreamWriter], HAConnection],
+                 tls: TlsServerSettings | None = None) -> None:
         self._factory = factory
+        self._tls = tls or TlsServerSettings()
         self._server: asyncio.Server | None = None
+        self._tls_acceptor: TlsAcceptor | None = None
 
     async def start(self, host: str, port: int) -> int:
+        if self._tls.enabled:
+            self._tls_acceptor = TlsAcceptor("HA port", self._tls.mode, self._tls.context(),
+                                             self._stream_protocol)
+            return await self._tls_acceptor.start(host, port)
         self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
         return self._server.sockets[0].getsockname()[1]
+
+    def _stream_protocol(self) -> asyncio.StreamReaderProtocol:
+        """What asyncio.start_server builds per connection: a reader, and the writer handed to _accept."""
+        return asyncio.StreamReaderProtocol(asyncio.StreamReader(), self._accept)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._factory(reader, writer).start()
 
     async def shutdown(self) -> None:
+        if self._tls_acceptor is not None:
+            await self._tls_acceptor.shutdown()
         if self._server is not None:
             self._server.close()
             with contextlib.suppress(Exception):

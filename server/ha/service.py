@@ -9,18 +9,19 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from mqtools.common.brokerrole import BrokerRole
+from mqtools.common.configkeys import PropertyMap
+from mqtools.common.tls import TlsServerSettings
 from mqtools.server.ha.group_transfer import GroupTransferService, ReplicationProgress
 from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection
 from mqtools.server.ha.slave import CommitLogSink, HAClient
 from mqtools.server.store.results import PutMessageStatus
-
-from mqtools.common.brokerrole import BrokerRole
-from mqtools.common.configkeys import PropertyMap
 
 log = logging.getLogger("mq.ha")
 
@@ -74,14 +75,16 @@ class HAService:
 
     def __init__(self, store: ReplicatedStore, config: HAConfig, *,
                  clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] = time.time, tls: TlsServerSettings | None = None,
+                 client_tls: ssl.SSLContext | None = None) -> None:
+        """`tls`: the HA port's TLS mode and certificate; `client_tls`: what a slave's connection uses."""
         self.store = store
         self.config = config
         self._clock = clock
         self.progress = ReplicationProgress(config.ha_slave_fallbehind_max)
         self.group = GroupTransferService(self.progress, clock)
         self.connections: list[HAConnection] = []
-        self._acceptor = HAAcceptor(self._new_connection)
+        self._acceptor = HAAcceptor(self._new_connection, tls)
         self.port: int | None = None
         self.client: HAClient | None = None
         if config.is_slave:
@@ -90,7 +93,7 @@ class HAService:
                 report_interval=config.ha_send_heartbeat_interval / 1000,
                 housekeeping_interval=config.ha_housekeeping_interval / 1000,
                 reconnect_interval=min(5.0, config.ha_send_heartbeat_interval / 1000),
-                clock=clock, wall_clock=wall_clock)
+                clock=clock, wall_clock=wall_clock, tls=client_tls)
 
     # ------------------------------------------------------------------ lifecycle
 

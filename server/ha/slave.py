@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import logging
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -44,9 +45,11 @@ class HAClient:
     def __init__(self, store: CommitLogSink, master_address: str | None = None, *,
                  report_interval: float = 5.0, housekeeping_interval: float = 20.0,
                  reconnect_interval: float = 5.0, clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time) -> None:
+                 wall_clock: Callable[[], float] = time.time, tls: ssl.SSLContext | None = None) -> None:
         self._store = store
         self.master_address = master_address
+        #: The broker's client TLS (tls.enable): the connection to the master's HA port is wrapped in it.
+        self._ssl = tls
         self._report_interval = report_interval
         self._housekeeping = housekeeping_interval
         self._reconnect_interval = reconnect_interval
@@ -92,7 +95,7 @@ class HAClient:
 
     async def _session(self, address: str) -> None:
         host, _, port = address.rpartition(":")
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port)), 5.0)
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port), ssl=self._ssl), 5.0)
         sock = writer.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):

@@ -15,16 +15,15 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mqtools.common.atomic_file import write_atomic
+from mqtools.common.javaprops import render_properties
+from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.lifecycle import StartError, cancel_and_wait
 from mqtools.server.namesrv.config import NamesrvConfig
 from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager
 from mqtools.server.namesrv.processor import NamesrvProcessor
 from mqtools.server.namesrv.route_info import RouteInfoManager
-
-from mqtools.common.atomic_file import write_atomic
-from mqtools.common.javaprops import render_properties
-from mqtools.remoting.server import RemotingServer
-from mqtools.remoting.transport import RemotingConnection
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +41,8 @@ class NamesrvController:
             delete_topic_with_broker_registration=config.delete_topic_with_broker_registration,
         )
         self.kv = KVConfigManager(Path(config.kv_config_path).expanduser())
-        self.server = RemotingServer(config.bind_address, config.listen_port, on_close=self._on_close)
+        self.server = RemotingServer(config.bind_address, config.listen_port, on_close=self._on_close,
+                                     tls=config.tls_server())
         self.processor = NamesrvProcessor(
             config, self.routes, self.kv, clock, persist_kv=self._persist_kv, persist_config=self._persist_config
         )

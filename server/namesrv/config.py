@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mqtools.common.configkeys import ConfigError, PropertyMap
 from mqtools.common.javaprops import parse_properties
+from mqtools.common.tls import TlsServerSettings
 
 DEFAULT_LISTEN_PORT = 9876
 
@@ -58,6 +59,10 @@ class NamesrvConfig:
     def to_properties(self) -> dict[str, str]:
         """All settings under their RocketMQ names, as GET_NAMESRV_CONFIG reports them."""
         return NAMESRV_PROPERTIES.to_properties(self, self.extra)
+
+    def tls_server(self) -> TlsServerSettings:
+        """TLS on the listening port: the tls.server.* keys of this file (mqtools.common.tls)."""
+        return TlsServerSettings.from_properties(self.extra)
 
     def black_list(self) -> set[str]:
         return {k.strip() for k in self.config_black_list.split(";") if k.strip()}

@@ -1,0 +1,151 @@
+"""A listening socket that speaks TLS, plain or both on one port (RocketMQ's TlsModeHandler).
+
+asyncio's own server cannot decide per connection whether to wrap it in TLS, and a protocol
+that reads the first bytes has consumed the ClientHello the TLS layer needs. So this accepts
+sockets itself, waits (without blocking the loop) until the first byte arrives, peeks it
+(MSG_PEEK leaves it in the socket), and only then hands the socket to asyncio with or without
+an SSLContext; the handshake runs inside asyncio, bounded by a timeout. The remoting server
+and the HA master both use it, so one decision (`classify_first_byte`) covers both ports.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import ssl
+import time
+from collections.abc import Callable
+
+from mqtools.common.tls import FirstByte, TlsMode, classify_first_byte
+
+log = logging.getLogger("mq.tls")
+
+#: A connection that sends nothing, or does not finish its handshake, within this is closed.
+HANDSHAKE_TIMEOUT = 10.0
+#: Refusals are logged at most once per this many seconds per listener (a scanner cannot flood the log).
+REFUSAL_LOG_INTERVAL = 60.0
+
+_REFUSALS = {
+    FirstByte.REFUSE_PLAIN: "a client tried a plain connection while this server is in TLS enforcing mode",
+    FirstByte.REFUSE_TLS: "a client tried a TLS handshake while this server is in TLS disabled mode",
+}
+
+
+class RefusalLog:
+    """One warning per interval, with how many were held back since the last one."""
+
+    def __init__(self, name: str, interval: float = REFUSAL_LOG_INTERVAL,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._name = name
+        self._interval = interval
+        self._clock = clock
+        self._last: float | None = None
+        self.suppressed = 0
+
+    def refused(self, why: str, peer: str) -> bool:
+        """Log (True) or count (False) one refusal."""
+        now = self._clock()
+        if self._last is not None and now - self._last < self._interval:
+            self.suppressed += 1
+            return False
+        more = f" ({self.suppressed} more since the last report)" if self.suppressed else ""
+        log.warning("%s: closed %s: %s%s", self._name, peer, why, more)
+        self._last, self.suppressed = now, 0
+        return True
+
+
+class TlsAcceptor:
+    """Accept loop for a port in permissive or enforcing mode (disabled ports use asyncio's server)."""
+
+    def __init__(self, name: str, mode: TlsMode, context: ssl.SSLContext | None,
+                 protocol_factory: Callable[[], asyncio.BaseProtocol], *,
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT) -> None:
+        self._mode = mode
+        self._context = context
+        self._factory = protocol_factory
+        self._timeout = handshake_timeout
+        self._name = name
+        self._refusals = RefusalLog(name)
+        self._sock: socket.socket | None = None
+        self._task: asyncio.Task | None = None
+        self._pending: set[asyncio.Task] = set()
+        self.failed_handshakes = 0
+
+    async def start(self, host: str, port: int) -> int:
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        sock = socket.create_server((host, port), family=family, backlog=1024)
+        sock.setblocking(False)
+        self._sock = sock
+        self._refusals = RefusalLog(f"{self._name} {sock.getsockname()[1]}")
+        self._task = asyncio.create_task(self._accept_loop(sock), name=f"tls-accept-{port}")
+        return sock.getsockname()[1]
+
+    async def shutdown(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+        for task in [self._task, *self._pending]:
+            if task is not None:
+                task.cancel()
+        await asyncio.gather(*(t for t in [self._task, *self._pending] if t is not None), return_exceptions=True)
+
+    async def _accept_loop(self, listener: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                sock, _addr = await loop.sock_accept(listener)
+            except OSError as exc:  # EMFILE and friends: back off instead of spinning
+                log.warning("accept failed: %s", exc)
+                await asyncio.sleep(0.1)
+                continue
+            task = asyncio.create_task(self._serve(sock))
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+
+    async def _serve(self, sock: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        peer = _peer(sock)
+        try:
+            first = await asyncio.wait_for(_peek_first_byte(loop, sock), self._timeout)
+        except (TimeoutError, OSError):
+            sock.close()
+            return
+        if first is None:
+            sock.close()
+            return
+        decision = classify_first_byte(first, self._mode)
+        if decision in _REFUSALS:
+            self._refusals.refused(_REFUSALS[decision], peer)
+            sock.close()
+            return
+        ctx = self._context if decision is FirstByte.TLS else None
+        try:
+            await loop.connect_accepted_socket(self._factory, sock, ssl=ctx,
+                                               ssl_handshake_timeout=self._timeout if ctx else None)
+        except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as exc:
+            self.failed_handshakes += 1
+            self._refusals.refused(f"TLS handshake failed: {exc}", peer)
+            with contextlib.suppress(OSError):
+                sock.close()
+
+
+async def _peek_first_byte(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> int | None:
+    """The connection's first byte, left unread; None when the peer closed without sending."""
+    readable = loop.create_future()
+    fd = sock.fileno()
+    loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
+    try:
+        await readable
+    finally:
+        loop.remove_reader(fd)
+    data = sock.recv(1, socket.MSG_PEEK)
+    return data[0] if data else None
+
+
+def _peer(sock: socket.socket) -> str:
+    try:
+        host, port = sock.getpeername()[:2]
+    except OSError:
+        return "?"
+    return f"{host}:{port}"
