@@ -19,7 +19,8 @@ def write_atomic(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        if path.exists():
+        # No exists() check first: a concurrent writer may move the file away in between.
+        with contextlib.suppress(FileNotFoundError):
             os.replace(path, path.with_name(path.name + ".bak"))
         os.replace(tmp, path)
     except BaseException:

@@ -17,6 +17,7 @@ import orjson
 
 from mqtools.remoting.codes import PROTOCOL_VERSION, LanguageCode, SerializeType
 from mqtools.remoting.errors import ProtocolError
+from mqtools.remoting.headers import INT_RANGE
 
 FLAG_RESPONSE = 1
 FLAG_ONEWAY = 2
@@ -28,9 +29,6 @@ _I32 = struct.Struct(">i")
 _I16 = struct.Struct(">h")
 _PREFIX = struct.Struct(">ii")
 _opaque_counter = itertools.count(1)
-#: code, opaque, flag and version are Java ints: a JSON header with a bigger number is not a frame
-#: a RocketMQ peer could read, and the answer could not carry it.
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
 
 def next_opaque() -> int:
@@ -184,8 +182,8 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     version = obj.get("version", 0)
     if type(code) is not int or type(opaque) is not int or type(flag) is not int or type(version) is not int:
         code, opaque, flag, version = (_as_int(obj, k) for k in ("code", "opaque", "flag", "version"))
-    if not (_INT_MIN <= code <= _INT_MAX and _INT_MIN <= opaque <= _INT_MAX and _INT_MIN <= flag <= _INT_MAX
-            and _INT_MIN <= version <= _INT_MAX):
+    if code not in INT_RANGE or opaque not in INT_RANGE or flag not in INT_RANGE or version not in INT_RANGE:
+        # Java ints: a bigger number is not a frame a RocketMQ peer could send, nor could the answer carry it
         raise ProtocolError("code, opaque, flag or version is outside Java's int range")
     ext = obj.get("extFields") or {}
     if type(ext) is not dict:

@@ -43,8 +43,10 @@ def _base_type(hint: Any) -> type:
     return args[0] if args else hint
 
 
-#: Header numbers are Java ints and longs; anything outside a long is refused at decoding.
-_LONG_MIN, _LONG_MAX = -(2**63), 2**63 - 1
+#: Header numbers are Java ints and longs; anything outside a long is refused at decoding, and
+#: processors check the int fields that must fit 32 bits (the stored message layout, for one).
+INT_RANGE = range(-(2**31), 2**31)
+LONG_RANGE = range(-(2**63), 2**63)
 #: How much of a bad value an error message quotes (values can be megabytes long).
 _QUOTE = 64
 
@@ -59,7 +61,7 @@ def _parse(value: str, kind: type, wire_name: str) -> Any:
             number = int(value)
         except ValueError:
             raise HeaderError(f"the custom field <{wire_name}> is not a number: {value[:_QUOTE]!r}") from None
-        if not _LONG_MIN <= number <= _LONG_MAX:
+        if number not in LONG_RANGE:
             raise HeaderError(f"the custom field <{wire_name}> is out of range: {value[:_QUOTE]!r}")
         return number
     raise TypeError(kind)

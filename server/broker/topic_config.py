@@ -29,6 +29,7 @@ from mqtools.server.store.delay_levels import DEFAULT_MAX_LEVEL
 from mqtools.common import topics as T
 from mqtools.common.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE, is_inherited
 from mqtools.remoting.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from mqtools.remoting.log_limiter import LimitedLog
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,8 @@ class TopicConfigManager(ConfigManager):
         super().__init__(Path(config_dir) / FILE_NAME)
         self.cfg = broker_config
         self.clock = clock
+        #: Refused auto-creations come from what senders ask for: rate-limited, so a client cannot flood the log.
+        self.refusals = LimitedLog(log, clock)
         self.table: dict[str, TopicConfig] = {}
         self.data_version = DataVersion()
         self.on_change: Callable[[], None] | None = None
@@ -139,13 +142,15 @@ class TopicConfigManager(ConfigManager):
             return existing
         template = self.table.get(default_topic)
         if template is None:
-            log.warning("auto-create %s refused: template topic %s does not exist", topic, default_topic)
+            self.refusals.warning("no template", "auto-create %s refused: template topic %s does not exist", topic,
+                                  default_topic)
             return None
         perm = template.perm
         if default_topic == T.AUTO_CREATE_TOPIC_KEY and not self.cfg.auto_create_topic_enable:
             perm = PERM_RW
         if not is_inherited(perm):
-            log.warning("auto-create %s refused: template %s has no inherit permission", topic, default_topic)
+            self.refusals.warning("no inherit", "auto-create %s refused: template %s has no inherit permission",
+                                  topic, default_topic)
             return None
         queue_nums = max(1, min(client_queue_nums, template.write_queue_nums))
         tc = TopicConfig(

@@ -1,0 +1,268 @@
+"""Seeded hostile input against a real name server and broker (issue 15).
+
+Thousands of requests of every request code, with nasty field values (`../..`, NUL, huge strings,
+negative, huge and non-numeric numbers) and nasty bodies (invalid UTF-8, bad JSON, wrong shapes,
+empty and large), in both header serializations, plus garbage and truncated frames on connections
+of their own. Afterwards both servers still serve a normal send, pull and route query; nothing
+beside the store dirs changed (a sentinel tree next to them is compared before and after); no
+traceback was logged; and the logs grew by a bounded number of bytes.
+
+The seed is printed in every failure message; MQ_HOSTILE_SEED=<seed> replays the same requests.
+
+Nothing is excluded by request code. What keeps the final checks meaningful is the name pool:
+it never holds the real cluster or broker name, the check topic or the check group, so
+WIPE_WRITE_PERM_OF_BROKER, UNREGISTER_BROKER, DELETE_TOPIC_IN_BROKER/NAMESRV and the offset
+resets can only touch decoy entries; and no body is a properties text with a real broker or
+name server key, so UPDATE_BROKER_CONFIG / UPDATE_NAMESRV_CONFIG cannot turn a server read-only.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import os
+import random
+import struct
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import orjson
+import pytest
+from clientsupport import Cluster, broker_cluster, until
+from mqproc import MqProcess
+
+from mqtools.remoting.bodies import TopicRouteData
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode, ResponseCode, SerializeType
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.headers import PullMessageRequestHeader, SendMessageRequestHeader
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
+
+SEED = int(os.environ.get("MQ_HOSTILE_SEED") or random.SystemRandom().randrange(2**32))
+REQUESTS_PER_SERVER = 4000
+IN_FLIGHT = 48
+GARBAGE_CONNECTIONS = 300
+#: What both logs together may grow by: the rate limiter lets ~10 lines of each kind through per minute.
+LOG_GROWTH_LIMIT = 48 * 1024
+CHECK_TOPIC, CHECK_GROUP = "HostileCheck", "HostileCheckGroup"
+
+HUGE = "h" * 70_000
+NAMES = ["../..", "../../sentinel/empty", "..", "/", "a/b", "a\x00b", "\x00", "", " ", "%RETRY%../x", "%DLQ%",
+         "x" * 128, "g" * 256, HUGE, "тест", "a\nb", "TBW102", "SCHEDULE_TOPIC_XXXX", "rmq_sys_x",
+         "DecoyA", "DecoyB", "%RETRY%DecoyG", "DecoyG", "DecoyG2", "127.0.0.1:1", "DecoyCluster"]
+NUMBERS = ["-1", "0", "1", "3", "-2147483649", "2147483648", "9223372036854775807", "9223372036854775808",
+           "-9223372036854775809", "9" * 5000, "abc", "1e5", "", " 1", "0x10", "NaN", "true"]
+FLAGS = ["true", "false", "TRUE", "", "yes", "\x00"]
+STRING_FIELDS = ["topic", "consumerGroup", "producerGroup", "group", "groupName", "key", "namespace", "value",
+                 "brokerName", "brokerAddr", "clusterName", "haServerAddr", "cluster", "defaultTopic",
+                 "topicFilterType", "subscription", "expressionType", "clientID", "clientAddr", "statsName",
+                 "statsKey", "originMsgId", "originTopic", "a", "b", "c", "i", "n", "properties", "boundaryType"]
+NUMBER_FIELDS = ["queueId", "queueOffset", "offset", "maxMsgNums", "sysFlag", "commitOffset", "suspendTimeoutMillis",
+                 "subVersion", "brokerId", "timestamp", "readQueueNums", "writeQueueNums", "perm", "topicSysFlag",
+                 "defaultTopicQueueNums", "delayLevel", "maxNum", "beginTimestamp", "endTimestamp", "maxMsgBytes",
+                 "bornTimestamp", "flag", "reconsumeTimes", "maxReconsumeTimes", "heartbeatTimeoutMillis",
+                 "bodyCrc32", "d", "e", "f", "g", "h", "j", "l"]
+FLAG_FIELDS = ["isForce", "order", "cleanOffset", "unitMode", "batch", "compressed", "isOrder",
+               "setZeroIfNotFound", "acceptStandardJsonOnly", "k", "m", "_UNIQUE_KEY_QUERY"]
+BODIES: list[bytes | None] = [
+    None, b"", b"\xff\xfe\xfd", b"{", b'{"a":', b"[1,2]", b"null", b"42", b'"s"', b"[" * 3000, b"{}" * 10,
+    b'{"clientID": 5, "consumerDataSet": "x", "producerDataSet": [7]}',
+    b'{"clientID": "c1", "consumerDataSet": [{"groupName": "../.."}]}',
+    b'{"clientID": "c1", "producerDataSet": [{"groupName": "a\\u0000b"}]}',
+    b'{"clientID": "c2", "consumerDataSet": [{"groupName": "DecoyG", "subscriptionDataSet": [{"topic": "DecoyA"}]}]}',
+    b'{"groupName": "../../sentinel", "retryQueueNums": -5}', b'{"groupName": "DecoyG2", "retryMaxTimes": "x"}',
+    b'{"consumerGroup": "DecoyG", "clientId": "c", "mqSet": [{"topic": "../..", "brokerName": "b", "queueId": 1}]}',
+    b'{"topicConfigSerializeWrapper": {"topicConfigTable": {"../..": {"topicName": "../.."}}}}',
+    b'{"queueDatas": [{"brokerName": "DecoyB", "readQueueNums": -1}], "brokerDatas": 3}',
+    b'{"offsetTable": {"{\\"topic\\": 1}": "x"}}', b"\x00" * 64, b"a=b\n=c\n\\u12=\n", b"\xff=\xfe\n",
+    bytes(range(256)), b"x" * (1 << 20),
+]
+
+
+def why(text: str) -> str:
+    return f"{text} (MQ_HOSTILE_SEED={SEED})"
+
+
+def hostile_request(rng: random.Random, codes: list[int]) -> RemotingCommand:
+    ext: dict[str, str] = {}
+    for names, pool in ((STRING_FIELDS, NAMES), (NUMBER_FIELDS, NUMBERS), (FLAG_FIELDS, FLAGS)):
+        for name in names:
+            if rng.random() < 0.75:  # often enough that all of a header's required fields are there
+                ext[name] = rng.choice(pool)
+    code = rng.choice(codes)
+    serialize = rng.choice([SerializeType.JSON, SerializeType.ROCKETMQ])
+    if not -(2**15) <= code < 2**15:
+        serialize = SerializeType.JSON  # the ROCKETMQ layout has 16 bits for the code
+    return RemotingCommand.request(code, ext, rng.choice(BODIES), oneway=rng.random() < 0.05,
+                                   serialize_type=serialize)
+
+
+def garbage_frame(rng: random.Random) -> tuple[bytes, bool]:
+    """Bytes that are not a valid frame, and whether the server must close on them (a truncated
+    frame is only incomplete: the server waits for the rest, and we hang up)."""
+    header = orjson.dumps({"code": 105, "opaque": 1, "flag": 0, "version": 1, "extFields": {"topic": "x"}})
+    kind = rng.randrange(9)
+    if kind == 0:
+        return struct.pack(">i", rng.choice([0, 1, 3, -1, -(2**31)])) + b"\x00" * 8, True
+    if kind == 1:
+        return struct.pack(">i", 2**31 - 1) + b"\x00" * 64, True  # longer than any frame may be
+    if kind == 2:
+        return struct.pack(">ii", 8, 400) + b"zzzz", True  # header longer than the frame
+    if kind == 3:
+        return struct.pack(">ii", 4 + len(header), (9 << 24) | len(header)) + header, True  # unknown serializer
+    if kind == 4:
+        bad = b"\xff\xfe{" + header
+        return struct.pack(">ii", 4 + len(bad), len(bad)) + bad, True  # JSON header not UTF-8
+    if kind == 5:
+        bad = orjson.dumps({"code": 2**40, "opaque": "x", "extFields": [1]})
+        return struct.pack(">ii", 4 + len(bad), len(bad)) + bad, True
+    if kind == 6:
+        raw = struct.pack(">hbhii", 105, 0, 1, 1, 0) + struct.pack(">i", 2) + b"\xff\xff" + struct.pack(">i", 9999)
+        return struct.pack(">ii", 4 + len(raw), (1 << 24) | len(raw)) + raw, True  # ROCKETMQ header, bad lengths
+    if kind == 7:
+        full = struct.pack(">ii", 4 + len(header) + 100, len(header)) + header + b"b" * 100
+        return full[: rng.randrange(1, len(full) - 1)], False  # truncated
+    return bytes(rng.randrange(256) for _ in range(rng.randrange(1, 300))), False  # noise: may look truncated
+
+
+def snapshot(root: Path, skip: set[str]) -> dict[str, str]:
+    """Every path under root (except the top-level names in `skip`) with its kind and content hash."""
+    out = {}
+    for path in sorted(root.rglob("*")):
+        rel = path.relative_to(root)
+        if rel.parts[0] in skip:
+            continue
+        out[str(rel)] = "dir" if path.is_dir() else hashlib.sha256(path.read_bytes()).hexdigest()
+    return out
+
+
+def log_size(*procs: MqProcess) -> int:
+    return sum(len(line) + 1 for proc in procs for line in list(proc.lines))
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    work = tmp_path_factory.mktemp("hostile")
+    sentinel = work / "sentinel"
+    (sentinel / "empty").mkdir(parents=True)
+    (sentinel / "deep" / "er").mkdir(parents=True)
+    (sentinel / "deep" / "er" / "file").write_bytes(b"keep me")
+    (work / "victim").mkdir()
+    yield from broker_cluster(work, ("broker-a",), brokerClusterName="HostileCluster")
+
+
+async def answer(client: RemotingClient, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand | None:
+    """The server's answer; None for a oneway request or a pull the broker may hold (long polling)."""
+    if cmd.is_oneway:
+        await client.invoke_oneway(addr, cmd)
+        return None
+    try:
+        return await client.invoke(addr, cmd, timeout)
+    except RemotingError:
+        if cmd.code == RequestCode.PULL_MESSAGE:
+            return None
+        raise
+
+
+async def flood(addr: str, rng: random.Random, codes: list[int]) -> dict[int, int]:
+    """REQUESTS_PER_SERVER hostile requests, IN_FLIGHT at a time; answer codes counted."""
+    client = RemotingClient()
+    seen: dict[int, int] = {}
+    gate = asyncio.Semaphore(IN_FLIGHT)
+    cmds = [hostile_request(rng, codes) for _ in range(REQUESTS_PER_SERVER)]
+
+    async def one(cmd: RemotingCommand) -> None:
+        async with gate:
+            try:
+                resp = await answer(client, addr, cmd, 20.0)
+            except RemotingError as exc:
+                raise AssertionError(why(f"{addr} did not answer code {cmd.code} {cmd.ext_fields!r:.300}: {exc}"))
+            if resp is not None:
+                seen[resp.code] = seen.get(resp.code, 0) + 1
+
+    try:
+        await asyncio.gather(*(one(cmd) for cmd in cmds))
+    finally:
+        await client.close()
+    return seen
+
+
+async def garbage(addr: str, rng: random.Random) -> None:
+    host, port = addr.rsplit(":", 1)
+    for _ in range(GARBAGE_CONNECTIONS):
+        data, must_close = garbage_frame(rng)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        writer.write(data)
+        await writer.drain()
+        if must_close:
+            try:
+                rest = await asyncio.wait_for(reader.read(), 10)
+            except ConnectionResetError:
+                rest = b""
+            assert rest == b"", why(f"{addr} answered a malformed frame {data[:40]!r} instead of closing")
+        writer.close()
+        try:
+            await writer.wait_closed()
+        except ConnectionResetError:
+            pass
+
+
+def send_cmd(topic: str, body: bytes) -> RemotingCommand:
+    h = SendMessageRequestHeader(producer_group="HostilePG", topic=topic, default_topic="TBW102",
+                                 default_topic_queue_nums=1, queue_id=0, sys_flag=0,
+                                 born_timestamp=int(time.time() * 1000), flag=0)
+    return RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, h.to_v2(), body)
+
+
+def pull_cmd(topic: str, offset: int) -> RemotingCommand:
+    h = PullMessageRequestHeader(consumer_group=CHECK_GROUP, topic=topic, queue_id=0, queue_offset=offset,
+                                 max_msg_nums=32, sys_flag=4, commit_offset=0, suspend_timeout_millis=0, sub_version=0,
+                                 subscription="*", expression_type="TAG")
+    return RemotingCommand.request(RequestCode.PULL_MESSAGE, h.to_ext())
+
+
+async def healthy(cluster: Cluster, payload: bytes) -> None:
+    """A normal send, a pull that returns it and a route query, each answered as usual."""
+    client = RemotingClient()
+    try:
+        sent = await client.invoke(cluster.broker.addr, send_cmd(CHECK_TOPIC, payload), 10)
+        assert sent.code == ResponseCode.SUCCESS, why(f"send after the flood: {sent.code} {sent.remark}")
+        offset = int(sent.ext_fields["queueOffset"])
+        pulled = await client.invoke(cluster.broker.addr, pull_cmd(CHECK_TOPIC, offset), 10)
+        assert pulled.code == ResponseCode.SUCCESS and payload in bytes(pulled.body or b""), why("pull after the flood")
+
+        async def routed() -> TopicRouteData | None:
+            cmd = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": CHECK_TOPIC})
+            resp = await client.invoke(cluster.namesrv.addr, cmd, 10)
+            return TopicRouteData.from_json(resp.body) if resp.code == ResponseCode.SUCCESS else None
+
+        route = await until(routed, 20, why("a route for the check topic"))
+        assert [b.broker_addrs.get(0) for b in route.broker_datas] == [cluster.broker.addr], why("route")
+    finally:
+        await client.close()
+
+
+async def test_hostile_input_leaves_both_servers_healthy(cluster: Cluster) -> None:
+    print(f"MQ_HOSTILE_SEED={SEED}")
+    rng = random.Random(SEED)
+    await healthy(cluster, b"before")  # also auto-creates the check topic and its route
+    # UPDATE_BROKER_CONFIG rewrites the properties file (keeping a .bak), as RocketMQ does
+    store_dirs = {"broker-a", "namesrv", "broker-a.properties", "broker-a.properties.bak"}
+    before = snapshot(cluster.workdir, store_dirs)
+    logs_before = log_size(cluster.namesrv, cluster.broker)
+    codes = sorted({int(c) for c in RequestCode} | {0, -1, 999, 32767, 40099})
+    broker_seen = await flood(cluster.broker.addr, rng, codes)
+    namesrv_seen = await flood(cluster.namesrv.addr, rng, codes)
+    await garbage(cluster.broker.addr, rng)
+    await garbage(cluster.namesrv.addr, rng)
+    print(f"broker answers by code {broker_seen}; name server answers by code {namesrv_seen}")
+    assert cluster.broker.proc.poll() is None and cluster.namesrv.proc.poll() is None, why("a server died")
+    await healthy(cluster, b"after")
+    assert snapshot(cluster.workdir, store_dirs) == before, why("something beside the store dirs changed")
+    for proc in (cluster.namesrv, cluster.broker):
+        assert "Traceback" not in proc.output(), why(f"traceback in the {proc.role} log:\n{proc.output()[-3000:]}")
+    grown = log_size(cluster.namesrv, cluster.broker) - logs_before
+    assert grown <= LOG_GROWTH_LIMIT, why(f"logs grew by {grown} bytes:\n{cluster.broker.output()[-3000:]}")
