@@ -97,7 +97,7 @@ _mq() {
     done
     case "${path// /_}" in
         mq) words="admin broker cluster context namesrv spark-load top version --help" ;;
-        mq_admin) words="broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic --help" ;;
+        mq_admin) words="broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic --tls --tls-ca --tls-cert --tls-key --help" ;;
         mq_admin_broker) words="clean-expired-cq config consume-stats perm stats status --help" ;;
         mq_admin_broker_clean-expired-cq) words="--context --namesrv --timeout -n --help" ;;
         mq_admin_broker_config) words="get set --help" ;;
@@ -171,9 +171,9 @@ _mq() {
         mq_cluster_start) words="--dir --help" ;;
         mq_cluster_status) words="--dir --output -o --help" ;;
         mq_cluster_stop) words="--dir --grace --help" ;;
-        mq_cluster_up) words="--base-port --dir --namesrv --preset --set --timeout -p --help" ;;
+        mq_cluster_up) words="--base-port --context --dir --namesrv --preset --set --timeout --tls -p --help" ;;
         mq_context) words="add list remove show use --help" ;;
-        mq_context_add) words="--dir --namesrv -n --help" ;;
+        mq_context_add) words="--dir --namesrv --tls --tls-ca --tls-cert --tls-key -n --help" ;;
         mq_context_list) words="--help" ;;
         mq_context_remove) words="--help" ;;
         mq_context_show) words="--context --namesrv -n --help" ;;

@@ -22,6 +22,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_sub
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a producer
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a schema
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a topic
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from clean-expired-cq config consume-stats perm stats status' -a clean-expired-cq
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from clean-expired-cq config consume-stats perm stats status' -a config
@@ -657,11 +661,13 @@ complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subco
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from stop; and true' -l grace
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from stop; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l base-port
+complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l dir
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l preset
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l set
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l tls
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -s p
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add list remove show use' -a add
@@ -672,6 +678,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_s
 complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add list remove show use' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l dir
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from list; and true' -l help

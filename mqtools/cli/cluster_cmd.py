@@ -10,6 +10,7 @@ import typer
 
 if TYPE_CHECKING:
     from mqtools.cluster.launcher import ProcStatus
+    from mqtools.cluster.supervisor import ClusterState
 
 app = typer.Typer(help="Local multi-process clusters from RocketMQ-style presets.", no_args_is_help=True)
 
@@ -53,8 +54,16 @@ def up(
         typer.Option("--set", help="Extra broker property key=value for every broker (repeatable)."),
     ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for a healthy cluster.")] = 90.0,
+    tls: Annotated[bool, typer.Option("--tls", help="Make a local CA and run every port in TLS enforcing mode.")]
+    = False,
+    context: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--context", help="Save a context of this name for the cluster (with --tls: 'local' unless given).")] = None,
 ) -> None:
-    """Start every role as its own process, wait until registered and replicating, print the topology."""
+    """Start every role as its own process, wait until registered and replicating, print the topology.
+
+    With --tls the CA and server certificate are made under the state dir's tls/, and the context
+    records the CA, so `mq admin ... --context NAME` reaches the cluster over TLS.
+    """
     from mqtools.cluster.launcher import UpOptions
     from mqtools.cluster.launcher import up as cluster_up
     from mqtools.cluster.presets import PresetError
@@ -65,7 +74,7 @@ def up(
         overrides = parse_sets(sets or [])
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    opts = UpOptions(preset, root, namesrv, base_port, overrides, timeout)
+    opts = UpOptions(preset, root, namesrv, base_port, overrides, timeout, tls=tls)
     try:
         state = cluster_up(opts, progress=typer.echo)
     except (PresetError, LaunchError) as exc:
@@ -76,7 +85,26 @@ def up(
         ha = f" ha={proc.ha_port}" if proc.ha_port else ""
         ident = f" {proc.broker_name} id={proc.broker_id}" if proc.kind == "broker" else ""
         typer.echo(f"  {proc.name:<12} {proc.role:<12} {proc.addr}{ha}{ident} pid={proc.pid}")
+    context_name = context or ("local" if tls else None)
+    if context_name is not None:
+        _save_context(context_name, state, root)
     typer.echo(f"stop it with: mq cluster down --dir {root}")
+
+
+def _save_context(name: str, state: ClusterState, root: Path) -> None:
+    """Record the cluster as a context: name servers, state dir and, with --tls, the CA to trust."""
+    from mqtools.client.contexts import ContextError, ContextStore
+
+    security = state.security()
+    try:
+        store = ContextStore.load()
+        store.add(name, state.namesrv_addr, str(root), security.tls if security else None)
+        store.save()
+    except (ContextError, OSError) as exc:
+        raise _fail(f"the cluster is up, but its context was not saved: {exc}") from None
+    if state.tls_ca:
+        typer.echo(f"TLS CA: {state.tls_ca}")
+    typer.echo(f"context {name}: mq admin cluster list --context {name}")
 
 
 @app.command()

@@ -6,7 +6,16 @@ from typing import Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import EXIT_USAGE, NamesrvOpt, fail
+from mqtools.cli.admin.common import (
+    EXIT_USAGE,
+    NamesrvOpt,
+    TlsCaOpt,
+    TlsCertOpt,
+    TlsKeyOpt,
+    TlsOpt,
+    fail,
+    tls_flags,
+)
 
 app = typer.Typer(help="Named contexts: which cluster the tools talk to (kept in the user's config dir).",
                   no_args_is_help=True)
@@ -43,12 +52,15 @@ def add(
         Optional[str],  # noqa: UP045
         typer.Option("--dir", help="State dir of a local cluster (mq cluster up --dir), for process figures."),
     ] = None,
+    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """Add (or replace) a context; the first one added becomes current.
 
     Example: mq context add local -n 127.0.0.1:9876
+    Example: mq context add secure -n 127.0.0.1:9876 --tls-ca ca.pem
     """
-    context = _saved(lambda s: s.add(name, namesrv, state_dir))
+    options = tls_flags(tls, tls_ca, tls_cert, tls_key)
+    context = _saved(lambda s: s.add(name, namesrv, state_dir, options))
     typer.echo(f"context {context.name}: {context.namesrv}")
 
 
@@ -92,6 +104,10 @@ def show(namesrv: NamesrvOpt = None,
     typer.echo(f"from:    {target.source}")
     if target.context and target.context.state_dir:
         typer.echo(f"dir:     {target.context.state_dir}")
+    tls = target.security.tls if target.security else None
+    if tls is not None:
+        client = f", client certificate {tls.cert_file}" if tls.cert_file else ""
+        typer.echo(f"tls:     CA {tls.ca_file or 'system'}{client}")
 
 
 @app.command()

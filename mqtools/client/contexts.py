@@ -2,7 +2,8 @@
 
 `mq admin`, `mq top` and `mq spark-load` resolve their name servers the same way: `-n` on the command
 line, else the `NAMESRV_ADDR` environment variable (as mqadmin does), else the current context.
-A context may also name a local cluster's state dir, so tools can show its processes.
+A context may also name a local cluster's state dir, so tools can show its processes, and the TLS
+options its cluster needs (`--tls-ca` ...), so tools reach a TLS cluster without flags.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mqtools.client.errors import MQClientError
+from mqtools.client.tls import options_from_json, options_to_json
 from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting.client import parse_namesrv_list
-from mqtools.remoting.security import ClientSecurity
+from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 
 CONFIG_ENV = "MQ_CONFIG_DIR"
 NAMESRV_ENV = "NAMESRV_ADDR"
@@ -49,6 +51,8 @@ class Context:
     """Name servers as mqadmin's -n takes them: "h1:9876;h2:9876"."""
     state_dir: str | None = None
     """A local cluster's state dir (mq cluster up --dir), when the context is one."""
+    tls: TlsClientOptions | None = None
+    """TLS for this cluster (CA file, client certificate), when it needs it."""
 
 
 @dataclass(slots=True)
@@ -68,23 +72,26 @@ class ContextStore:
             return cls(path, {}, None)
         except (OSError, ValueError) as exc:
             raise ContextError(f"cannot read {path}: {exc}") from None
-        contexts = {c["name"]: Context(c["name"], c["namesrv"], c.get("stateDir")) for c in raw.get("contexts", [])}
+        contexts = {c["name"]: Context(c["name"], c["namesrv"], c.get("stateDir"),
+                                   options_from_json(c.get("tls"))) for c in raw.get("contexts", [])}
         current = raw.get("current")
         return cls(path, contexts, current if current in contexts else None)
 
     def save(self) -> None:
         body = {"current": self.current,
-                "contexts": [{"name": c.name, "namesrv": c.namesrv, "stateDir": c.state_dir}
+                "contexts": [{"name": c.name, "namesrv": c.namesrv, "stateDir": c.state_dir,
+                                 "tls": options_to_json(c.tls) if c.tls else None}
                              for c in sorted(self.contexts.values(), key=lambda c: c.name)]}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(self.path, json.dumps(body, indent=2).encode("utf-8"))
 
-    def add(self, name: str, namesrv: str, state_dir: str | None = None) -> Context:
+    def add(self, name: str, namesrv: str, state_dir: str | None = None,
+            tls: TlsClientOptions | None = None) -> Context:
         if not name or any(ch.isspace() for ch in name):
             raise ContextError(f"a context name has no spaces and is not empty: {name!r}")
         if not parse_namesrv_list(namesrv):
             raise ContextError(f"no name server address in {namesrv!r} (want host:port;host:port)")
-        context = Context(name, namesrv, state_dir)
+        context = Context(name, namesrv, state_dir, tls)
         self.contexts[name] = context
         if self.current is None:
             self.current = name
@@ -123,19 +130,27 @@ class Target:
     """Credentials and TLS settings for this target, when the cluster is secured."""
 
 
-def resolve(namesrv: str | None = None, context: str | None = None) -> Target:
-    """-n, else --context NAME, else NAMESRV_ADDR, else the current context; NoNamesrvError if none."""
+def client_security(context: Context | None, tls: TlsClientOptions | None = None) -> ClientSecurity | None:
+    """The one place a tool's ClientSecurity is built: TLS from the flags, else from the context."""
+    chosen = tls or (context.tls if context is not None else None)
+    return ClientSecurity(tls=chosen) if chosen is not None else None
+
+
+def resolve(namesrv: str | None = None, context: str | None = None, tls: TlsClientOptions | None = None) -> Target:
+    """-n, else --context NAME, else NAMESRV_ADDR, else the current context; NoNamesrvError if none.
+
+    `tls`: TLS options from the command line, which win over the context's."""
     if namesrv:
-        return Target(namesrv, "-n")
+        return Target(namesrv, "-n", security=client_security(None, tls))
     if context:
         chosen = ContextStore.load().get(context)
-        return Target(chosen.namesrv, f"context {chosen.name}", chosen)
+        return Target(chosen.namesrv, f"context {chosen.name}", chosen, client_security(chosen, tls))
     env = os.environ.get(NAMESRV_ENV)
     if env:
-        return Target(env, NAMESRV_ENV)
+        return Target(env, NAMESRV_ENV, security=client_security(None, tls))
     current = ContextStore.load().current_context()
     if current is not None:
-        return Target(current.namesrv, f"context {current.name}", current)
+        return Target(current.namesrv, f"context {current.name}", current, client_security(current, tls))
     raise NoNamesrvError(
         "no name server: give -n host:9876, set NAMESRV_ADDR, or add a context (mq context add NAME -n host:9876)")
 

@@ -50,13 +50,13 @@ async def _ha(admin: MQAdmin, proc: ProcInfo) -> HAStatus | None:
 
 
 async def collect_once(state: ClusterState) -> dict[str, ProcHealth]:
-    async with MQAdmin(state.namesrv_addr, timeout=ASK_TIMEOUT) as admin:
+    async with MQAdmin(state.namesrv_addr, timeout=ASK_TIMEOUT, security=state.security()) as admin:
         return await collect(admin, state)
 
 
 async def wait_healthy(state: ClusterState, deadline: float) -> None:
     """Until every broker is registered with every name server and every slave replicates."""
-    async with MQAdmin(state.namesrv_addr, timeout=ASK_TIMEOUT) as admin:
+    async with MQAdmin(state.namesrv_addr, timeout=ASK_TIMEOUT, security=state.security()) as admin:
         while True:
             health = await collect(admin, state)
             missing = [p.name for p in state.procs if p.kind == "broker" and not health[p.name].registered]

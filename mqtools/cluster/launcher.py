@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from mqtools.cluster import supervisor as sv
+from mqtools.cluster.certs import LocalCertificates, make_local_certificates
 from mqtools.cluster.health import ProcHealth, collect_once, wait_healthy
 from mqtools.cluster.presets import load_preset
 from mqtools.cluster.supervisor import NAMESRV_ROLE, ClusterState, LaunchError, ProcInfo
@@ -46,18 +47,35 @@ class UpOptions:
     base_port: int = DEFAULT_BASE_PORT
     overrides: dict[str, str] | None = None
     timeout: float = 60.0
+    tls: bool = False
+    """Make a local CA and run every port (remoting and HA) in TLS enforcing mode."""
+
+
+def tls_properties(certs: LocalCertificates) -> dict[str, str]:
+    """RocketMQ's tls.* keys for a process of a --tls cluster: enforcing on its ports, and TLS with
+    the cluster's CA (verified) on its own connections (registration, HA, broker to broker)."""
+    return {"tls.server.mode": "enforcing", "tls.server.certPath": str(certs.cert),
+            "tls.server.keyPath": str(certs.key), "tls.enable": "true",
+            "tls.client.trustCertPath": str(certs.ca), "tls.client.authServer": "true"}
 
 
 def plan(opts: UpOptions) -> ClusterState:
     """Choose names, ports and command lines for every process of the preset."""
     specs = load_preset(opts.preset)
+    certs = make_local_certificates(opts.root / "tls") if opts.tls else None
+    tls = tls_properties(certs) if certs is not None else {}
     taken: set[int] = set()
     namesrvs = []
     for i in range(opts.namesrv_count):
         port = sv.pick_ports(opts.base_port + i, 1, taken)
         name = f"namesrv-{i}"
-        namesrvs.append(ProcInfo(name, "namesrv", NAMESRV_ROLE, port, args=[
-            "namesrv", "start", "--listen-port", str(port), "--store-dir", str(opts.root / name)]))
+        args = ["namesrv", "start", "--listen-port", str(port), "--store-dir", str(opts.root / name)]
+        if tls:
+            config = opts.root / name / "namesrv.properties"
+            config.parent.mkdir(parents=True, exist_ok=True)
+            config.write_text(render_properties(tls))
+            args += ["-c", str(config)]
+        namesrvs.append(ProcInfo(name, "namesrv", NAMESRV_ROLE, port, args=args))
     namesrv_addr = ";".join(p.addr for p in namesrvs)
     brokers = []
     for i, spec in enumerate(specs):
@@ -65,11 +83,12 @@ def plan(opts: UpOptions) -> ClusterState:
                              step=BROKER_PORT_STEP)
         brokers.append(ProcInfo(spec.name, "broker", spec.role, port, port + 1, spec.broker_name,
                                 spec.broker_id))
-    state = ClusterState(opts.preset, namesrv_addr, [*namesrvs, *brokers])
+    state = ClusterState(opts.preset, namesrv_addr, [*namesrvs, *brokers],
+                         str(certs.ca) if certs is not None else None)
     for broker, spec in zip(brokers, specs, strict=True):
         props = {**spec.props, "listenPort": str(broker.port), "haListenPort": str(broker.ha_port),
                  "namesrvAddr": namesrv_addr, "brokerIP1": "127.0.0.1",
-                 "storePathRootDir": str(opts.root / broker.name / "store"), **(opts.overrides or {})}
+                 "storePathRootDir": str(opts.root / broker.name / "store"), **tls, **(opts.overrides or {})}
         config = opts.root / broker.name / "broker.properties"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(render_properties(props))

@@ -6,6 +6,8 @@ Layout of a state dir:
     <name>/<name>.pid         its pid
     <name>/store/             a broker's storePathRootDir (a name server's kvConfig.json lives in <name>/)
     <name>/broker.properties  the broker's full config (preset + ports + name servers + overrides)
+    <name>/namesrv.properties a name server's TLS keys (only with mq cluster up --tls)
+    tls/                      the local CA and server certificate (only with mq cluster up --tls)
 Processes run in their own session so they outlive the `mq cluster up` that started them.
 """
 
@@ -23,6 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import psutil
+
+from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 
 STATE_FILE = "cluster.json"
 NAMESRV_ROLE = "NAMESRV"
@@ -58,6 +62,12 @@ class ClusterState:
     preset: str
     namesrv_addr: str
     procs: list[ProcInfo]
+    tls_ca: str | None = None
+    """With --tls: the CA file that signs every process's certificate (what clients must trust)."""
+
+    def security(self) -> ClientSecurity | None:
+        """What a client of this cluster needs: TLS verified against the cluster's CA, when it has one."""
+        return ClientSecurity(tls=TlsClientOptions(self.tls_ca)) if self.tls_ca else None
 
     def find(self, name: str) -> ProcInfo | None:
         return next((p for p in self.procs if p.name == name), None)
@@ -79,7 +89,7 @@ def load_state(root: Path) -> ClusterState | None:
     if not path.exists():
         return None
     raw = json.loads(path.read_text())
-    return ClusterState(raw["preset"], raw["namesrv_addr"], [ProcInfo(**p) for p in raw["procs"]])
+    return ClusterState(raw["preset"], raw["namesrv_addr"], [ProcInfo(**p) for p in raw["procs"]], raw.get("tls_ca"))
 
 
 def log_path(root: Path, name: str) -> Path:

@@ -28,7 +28,16 @@ from mqtools.cli.admin import (
     schema,
     topic,
 )
-from mqtools.cli.admin.common import EXIT_CODES_HELP, usage
+from mqtools.cli.admin.common import (
+    EXIT_CODES_HELP,
+    TlsCaOpt,
+    TlsCertOpt,
+    TlsKeyOpt,
+    TlsOpt,
+    remember_tls,
+    tls_flags,
+    usage,
+)
 
 
 class AdminGroup(TyperGroup):
@@ -64,8 +73,13 @@ app.command("schema")(schema.schema)
 
 
 @app.callback()
-def catalogue(ctx: typer.Context) -> None:
-    """With no command: the mqadmin command list, each with its mq-dialect twin."""
+def catalogue(ctx: typer.Context, tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None,
+              tls_key: TlsKeyOpt = None) -> None:
+    """With no command: the mqadmin command list, each with its mq-dialect twin.
+
+    TLS options go before the command: mq admin --tls-ca ca.pem topic list
+    """
+    remember_tls(tls_flags(tls, tls_ca, tls_cert, tls_key))
     if ctx.invoked_subcommand is None:
         from mqtools.cli.admin.mqadmin import listing
 

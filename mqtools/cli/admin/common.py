@@ -20,6 +20,7 @@ from mqtools.cli.output import FORMATS, View, document, is_terminal, render
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
     from mqtools.client.errors import MQClientError
+    from mqtools.remoting.security import TlsClientOptions
 
 T = TypeVar("T")
 
@@ -48,6 +49,19 @@ WatchOpt = Annotated[
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds to wait for each answer.", min=0.1)]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change and change nothing.")]
+TlsOpt = Annotated[bool, typer.Option("--tls", help="Connect with TLS (the system's CAs unless --tls-ca).")]
+TlsCaOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--tls-ca", metavar="FILE", help="CA certificate(s) that sign the servers (implies --tls)."),
+]
+TlsCertOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--tls-cert", metavar="FILE", help="Client certificate, for servers that ask for one."),
+]
+TlsKeyOpt = Annotated[
+    Optional[str],  # noqa: UP045
+    typer.Option("--tls-key", metavar="FILE", help="The client certificate's private key."),
+]
 
 
 def fail(message: str, code: int) -> typer.Exit:
@@ -65,13 +79,39 @@ def check_output(fmt: str) -> str:
     return fmt
 
 
+def tls_flags(tls: bool, ca: str | None, cert: str | None, key: str | None) -> TlsClientOptions | None:
+    """--tls/--tls-ca/--tls-cert/--tls-key as options; a bad combination or file is a usage error."""
+    from mqtools.client.tls import TlsOptionError, options_from_flags
+
+    try:
+        return options_from_flags(tls, ca, cert, key)
+    except TlsOptionError as exc:
+        raise usage(str(exc)) from None
+
+
+_group_tls: list[TlsClientOptions | None] = [None]
+"""The TLS flags of this `mq admin` invocation: its callback sets them before any subcommand runs
+(a module slot, because typer does not hand a group's context to the subcommands' helpers)."""
+
+
+def remember_tls(options: TlsClientOptions | None) -> None:
+    """Called by `mq admin`'s callback on every invocation, so flags never leak into the next one."""
+    _group_tls[0] = options
+
+
+def cli_tls() -> TlsClientOptions | None:
+    """The TLS flags given to `mq admin` (before the subcommand), if any."""
+    return _group_tls[0]
+
+
 def _exit_for(exc: MQClientError) -> typer.Exit:
     """One line and the documented exit code for every failure the admin API raises."""
     from mqtools.client.contexts import ContextError, NoNamesrvError
     from mqtools.client.errors import MQBrokerError, UnreachableError
+    from mqtools.client.tls import TlsOptionError
     from mqtools.remoting.codes import code_name
 
-    if isinstance(exc, (NoNamesrvError, ContextError)):
+    if isinstance(exc, (NoNamesrvError, ContextError, TlsOptionError)):
         return usage(str(exc))
     if isinstance(exc, UnreachableError):
         return fail(str(exc), EXIT_UNREACHABLE)
@@ -88,8 +128,10 @@ def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context:
     from mqtools.client.errors import MQClientError
     from mqtools.remoting.loop import run as run_loop
 
+    tls = cli_tls()
+
     async def session() -> T:
-        target = resolve(namesrv, context)
+        target = resolve(namesrv, context, tls)
         async with MQAdmin(target.namesrv, timeout=timeout, security=target.security) as admin:
             return await job(admin)
 
