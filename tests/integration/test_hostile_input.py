@@ -42,7 +42,7 @@ from mqtools.remoting.headers import PullMessageRequestHeader, SendMessageReques
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 
 SEED = int(os.environ.get("MQ_HOSTILE_SEED") or random.SystemRandom().randrange(2**32))
-REQUESTS_PER_SERVER = 4000
+REQUESTS_PER_SERVER = 8000
 IN_FLIGHT = 48
 GARBAGE_CONNECTIONS = 300
 #: What both logs together may grow by: the rate limiter lets ~10 lines of each kind through per minute.
