@@ -118,7 +118,7 @@ _mq() {
         mq_admin_drill) words="check list run --help" ;;
         mq_admin_drill_check) words="--output -o --help" ;;
         mq_admin_drill_list) words="--output -o --help" ;;
-        mq_admin_drill_run) words="--base-port --consumers --context --dir --duration --fault-at --fault-cmd --fault-for --heal-cmd --history --keys --max-duplicates --max-lost --max-rto --namesrv --namesrvs --output --poll-interval --preset --producers --rate --seed --set --size --target -n -o --help" ;;
+        mq_admin_drill_run) words="--base-port --consumers --context --dir --duration --fault-at --fault-cmd --fault-for --heal-cmd --history --keys --max-duplicates --max-lost --max-rto --namesrv --namesrvs --output --poll-interval --preset --producers --rate --seed --set --size --target --tls --tls-ca --tls-cert --tls-key -n -o --help" ;;
         mq_admin_group) words="connections create delete list progress status update --help" ;;
         mq_admin_group_connections) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_group_create) words="--broadcast --broker-addr --broker-id --cluster --consume --context --from-min --namesrv --no-broadcast --no-consume --no-from-min --no-notify --no-orderly --notify --orderly --output --retry-max-times --retry-queues --slow-broker-id --timeout -b -c -n -o --help" ;;
@@ -183,7 +183,7 @@ _mq() {
         mq_spark-load) words="consume produce --help" ;;
         mq_spark-load_consume) words="--conf --context --from --master --min-partitions --namesrv --output --topic --until -n -o -t --help" ;;
         mq_spark-load_produce) words="--batch-size --conf --context --duration --keys --master --messages --mode --namesrv --output --rate --size --tags --tasks --topic -n -o -t --help" ;;
-        mq_top) words="--allow-writes --context --dir --namesrv --once --output --refresh --snapshot-dir --timeout --view -n -o --help" ;;
+        mq_top) words="--allow-writes --context --dir --namesrv --once --output --refresh --snapshot-dir --timeout --tls --tls-ca --tls-cert --tls-key --view -n -o --help" ;;
         mq_version) words="--help" ;;
     esac
     COMPREPLY=($(compgen -W "$words" -- "$cur"))

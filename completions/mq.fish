@@ -191,6 +191,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l set
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l size
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l target
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l help
@@ -744,6 +748,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l refresh
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l snapshot-dir
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l view
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -s o

@@ -19,6 +19,7 @@ from mqtools.client.live.collect import Collector, Wanted
 from mqtools.client.live.state import Outcome
 from mqtools.client.sync import LoopThread
 from mqtools.cluster.procstats import ProcSampler
+from mqtools.remoting.security import ClientSecurity
 
 log = logging.getLogger(__name__)
 SWITCH_INTERVAL = 0.001
@@ -42,12 +43,13 @@ Sink = Callable[[Outcome], None]
 class Poller:
     """One MQAdmin session in a daemon thread; `round` and `call` are awaited from the UI's loop."""
 
-    def __init__(self, namesrv: str, *, timeout: float = 5.0, state_dir: str | None = None) -> None:
+    def __init__(self, namesrv: str, *, timeout: float = 5.0, state_dir: str | None = None,
+                 security: ClientSecurity | None = None) -> None:
         tune_process()
         self._thread = LoopThread("mq-top-poller")
 
         async def make() -> MQAdmin:
-            return MQAdmin(namesrv, timeout=timeout)
+            return MQAdmin(namesrv, timeout=timeout, security=security)
 
         self.admin = self._thread.run(make())
         self.namesrv_addrs = list(self.admin.namesrv_addrs)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -18,11 +18,19 @@ from mqtools.cli.admin.common import (
     ContextOpt,
     NamesrvOpt,
     TimeoutOpt,
+    TlsCaOpt,
+    TlsCertOpt,
+    TlsKeyOpt,
+    TlsOpt,
     _exit_for,
     fail,
+    tls_flags,
     usage,
 )
 from mqtools.cli.output import is_terminal
+
+if TYPE_CHECKING:
+    from mqtools.remoting.security import ClientSecurity
 
 ONCE_FORMATS = ("table", "json")
 
@@ -42,6 +50,7 @@ def top(
     snapshot_dir: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--snapshot-dir", help="Where `s` saves snapshots (default: the current directory).")] = None,
     timeout: TimeoutOpt = 5.0,
+    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """Live view: brokers and heartbeats, HA, topics, groups, name servers (k9s-style keys; ? for help).
 
@@ -53,13 +62,13 @@ def top(
     if output not in ONCE_FORMATS:
         raise usage(f"-o must be one of {', '.join(ONCE_FORMATS)}, not {output!r}")
     try:
-        target = resolve(namesrv, context)
+        target = resolve(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key))
     except MQClientError as exc:
         raise _exit_for(exc) from None
     chosen_dir = str(state_dir) if state_dir else (target.context.state_dir if target.context else None)
     context_name = target.context.name if target.context else None
     if once:
-        _once(target.namesrv, context_name, chosen_dir, output, timeout)
+        _once(target.namesrv, context_name, chosen_dir, output, timeout, target.security)
         return
     if not is_terminal(sys.stdout) or not is_terminal(sys.stdin):
         raise usage("mq top needs a terminal; use --once (-o json) for a snapshot")
@@ -70,12 +79,13 @@ def top(
     from mqtools.tui.app import TopApp
     from mqtools.tui.poller import Poller
 
-    poller = Poller(target.namesrv, timeout=timeout, state_dir=chosen_dir)
+    poller = Poller(target.namesrv, timeout=timeout, state_dir=chosen_dir, security=target.security)
     TopApp(poller=poller, namesrv=poller.namesrv_addrs, context=context_name, refresh=refresh,
            allow_writes=allow_writes, snapshot_dir=snapshot_dir, view=view).run()
 
 
-def _once(namesrv: str, context: str | None, state_dir: str | None, output: str, timeout: float) -> None:
+def _once(namesrv: str, context: str | None, state_dir: str | None, output: str, timeout: float,
+          security: ClientSecurity | None) -> None:
     import json
 
     from mqtools.client.admin import MQAdmin
@@ -95,7 +105,7 @@ def _once(namesrv: str, context: str | None, state_dir: str | None, output: str,
 
     async def session() -> tuple[list[str], LiveState]:
         state = LiveState()
-        async with MQAdmin(namesrv, timeout=timeout) as admin:
+        async with MQAdmin(namesrv, timeout=timeout, security=security) as admin:
             for outcome in await collect_once(admin, Wanted(topics=True, groups=True), sampler):
                 state.apply(outcome)
             state.round_done()

@@ -32,6 +32,7 @@ from mqtools.common.message import Message, MessageExt
 from mqtools.drills.history import FAIL, OK, RECEIVE, SEND, UNKNOWN, History, Op
 from mqtools.remoting.codes import ResponseCode
 from mqtools.remoting.errors import RemotingConnectError, RemotingError
+from mqtools.remoting.security import ClientSecurity
 
 KEY_PROPERTY = "DRILL_KEY"
 SEQ_PROPERTY = "DRILL_SEQ"
@@ -99,8 +100,10 @@ class Load:
     """Producers and consumers on one topic and group; `run` sends until `end` (which may move)."""
 
     def __init__(self, namesrv: str, topic: str, group: str, spec: LoadSpec, history: History,
-                 clock: Callable[[], float], brokers_by_addr: dict[str, str], run_id: str) -> None:
+                 clock: Callable[[], float], brokers_by_addr: dict[str, str], run_id: str,
+                 security: ClientSecurity | None = None) -> None:
         self.namesrv = namesrv
+        self.security = security
         self.topic = topic
         self.group = group
         self.spec = spec
@@ -124,13 +127,14 @@ class Load:
         """Consumers first (balanced over the topic's queues), then producers; False when never balanced."""
         for i in range(self.spec.consumers):
             consumer = PushConsumer(self.group, namesrv=self.namesrv, orderly=self.spec.keys > 0,
-                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+                                    consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+                                    security=self.security)
             consumer.subscribe(self.topic).register_listener(self._listener(f"consumer-{i}"))
             self.consumers.append(consumer)
             await consumer.start()
         for i in range(self.spec.producers):
             producer = RecordingProducer(f"{self.group}_P{i}", namesrv=self.namesrv,
-                                         send_timeout=self.spec.send_timeout)
+                                         send_timeout=self.spec.send_timeout, security=self.security)
             self.producers.append(await producer.start())
             with contextlib.suppress(MQClientError, RemotingError):
                 await producer.instance.route(self.topic, refresh=True)

@@ -16,6 +16,7 @@ from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQClientError
 from mqtools.drills.history import History
 from mqtools.drills.scenarios import Node, Target
+from mqtools.remoting.security import ClientSecurity
 
 ROUTE_POLL = 0.25
 HA_POLL = 0.5
@@ -23,8 +24,10 @@ MONITOR_TIMEOUT = 1.0
 
 
 class Monitor:
-    def __init__(self, namesrv: str, topic: str, target: Target, history: History, clock: Callable[[], float]) -> None:
+    def __init__(self, namesrv: str, topic: str, target: Target, history: History, clock: Callable[[], float],
+                 security: ClientSecurity | None = None) -> None:
         self.namesrv = namesrv
+        self.security = security
         self.topic = topic
         self.target = target
         self.history = history
@@ -41,7 +44,7 @@ class Monitor:
                 await self._task
 
     async def _run(self) -> None:
-        async with MQAdmin(self.namesrv, timeout=MONITOR_TIMEOUT) as admin:
+        async with MQAdmin(self.namesrv, timeout=MONITOR_TIMEOUT, security=self.security) as admin:
             await asyncio.gather(self._route_loop(admin), self._ha_loop(admin))
 
     async def _route_loop(self, admin: MQAdmin) -> None:

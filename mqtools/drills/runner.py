@@ -37,6 +37,7 @@ from mqtools.drills.monitor import Monitor
 from mqtools.drills.preflight import UnknownTarget, choose_target, ha_verdict, layout
 from mqtools.drills.scenarios import SCENARIOS, Criteria, ScenarioError
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
+from mqtools.remoting.security import ClientSecurity
 
 EXIT_USAGE = 2
 EXIT_UNREACHABLE = 3
@@ -73,6 +74,10 @@ class DrillSettings:
     max_lost: int | None = None
     max_duplicates: int | None = None
     seed: int | None = None
+    security: ClientSecurity | None = None
+    """For a cluster given by -n: TLS (and credentials) its clients need; a local cluster's come from its state."""
+    tls: bool = False
+    """With --preset: bring the cluster up with TLS on every port (mq cluster up --tls)."""
 
 
 @dataclass(slots=True)
@@ -114,7 +119,7 @@ def run_drill(settings: DrillSettings, progress: Progress = lambda _: None) -> H
     try:
         try:
             launcher.up(launcher.UpOptions(settings.preset, root, count, settings.base_port, settings.overrides,
-                                           timeout=60.0), progress=lambda line: progress(
+                                           timeout=60.0, tls=settings.tls), progress=lambda line: progress(
                 DrillStatus("starting cluster", 0.0, settings.load.duration, Counters(), line)))
         except PresetError as exc:
             raise DrillError(str(exc), EXIT_USAGE) from None
@@ -142,26 +147,27 @@ def _launch_reason(exc: sv.LaunchError) -> str:
 def _run_on(settings: DrillSettings, progress: Progress, *, fresh: bool = False) -> History:
     from mqtools.remoting.loop import run as run_loop
 
-    namesrv, root = _cluster(settings)
-    return run_loop(_drill(settings, namesrv, root, progress, fresh))
+    namesrv, root, security = _cluster(settings)
+    return run_loop(_drill(settings, namesrv, root, progress, fresh, security))
 
 
-def _cluster(settings: DrillSettings) -> tuple[str, Path | None]:
-    """(name servers, local state dir or None) for the drill, from --dir, -n or the default state dir."""
+def _cluster(settings: DrillSettings) -> tuple[str, Path | None, ClientSecurity | None]:
+    """(name servers, local state dir or None, client security) for the drill, from --dir, -n or the
+    default state dir."""
     if settings.state_dir is None and settings.namesrv is not None:
         if settings.fault_cmd is None:
             raise DrillError("a cluster given by -n needs --fault-cmd (faults on a local cluster: --dir or --preset)",
                              EXIT_USAGE)
-        return settings.namesrv, None
+        return settings.namesrv, None, settings.security
     root = (settings.state_dir or launcher.default_state_dir()).expanduser().resolve()
     state = sv.load_state(root)
     if state is None:
         raise DrillError(f"no cluster in {root} (start one with mq cluster up, or give --preset)", EXIT_USAGE)
-    return state.namesrv_addr, root
+    return state.namesrv_addr, root, settings.security or state.security()
 
 
 async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progress: Progress,
-                 fresh: bool) -> History:
+                 fresh: bool, security: ClientSecurity | None) -> History:
     scenario = SCENARIOS[settings.scenario]
     spec = settings.load
     seed = settings.seed if settings.seed is not None else random.randrange(1 << 31)
@@ -171,7 +177,7 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
     names = {p.addr: p.name for p in state.procs} if state is not None else {}
     history = History()
     clock = DrillClock()
-    async with MQAdmin(namesrv, timeout=3.0) as admin:
+    async with MQAdmin(namesrv, timeout=3.0, security=security) as admin:
         try:
             view = await layout(admin, names)
             target = choose_target(view, settings.target, scenario.needs)
@@ -189,10 +195,10 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
                              topic, group, run_id, seed, fault_at, root, fresh)
         await _create(admin, view, topic, group)
         load = Load(namesrv, topic, group, spec, history, clock, {b["addr"]: b["brokerName"]
-                                                                  for b in view["brokers"]}, run_id)
+                                                                  for b in view["brokers"]}, run_id, security)
         ctx = DrillContext(admin, actions, target, history, clock, topic=topic, group=group,
                            fault_for=history.meta["settings"]["faultFor"], poll_interval=spec.poll_interval)
-        monitor = Monitor(namesrv, topic, target, history, clock)
+        monitor = Monitor(namesrv, topic, target, history, clock, security)
         ticker = Ticker(progress, load, history, clock, spec.duration)
         sending: asyncio.Task | None = None
         try:

@@ -21,8 +21,13 @@ from mqtools.cli.admin.common import (
     ContextOpt,
     NamesrvOpt,
     OutputOpt,
+    TlsCaOpt,
+    TlsCertOpt,
+    TlsKeyOpt,
+    TlsOpt,
     check_output,
     fail,
+    tls_flags,
     usage,
 )
 from mqtools.cli.output import Column, View, is_terminal, render, schema_version
@@ -30,6 +35,7 @@ from mqtools.cli.output import Column, View, is_terminal, render, schema_version
 if TYPE_CHECKING:
     from mqtools.drills.report import Report
     from mqtools.drills.runner import DrillStatus
+    from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 
 app = typer.Typer(help="Failover drills: load, a real fault, a checked history and a PASS/FAIL verdict.",
                   no_args_is_help=True)
@@ -189,11 +195,14 @@ def run(
     history: HistoryOpt = None,
     seed: SeedOpt = None,
     output: ReportOpt = "table",
+    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """Run a drill against a cluster and print the report with its verdict (exit 0 PASS, 1 FAIL).
 
     The cluster: a local one (--dir, default mq cluster's state dir), a fresh one (--preset), or one
-    elsewhere (-n or --context) whose faults are your --fault-cmd / --heal-cmd.
+    elsewhere (-n or --context) whose faults are your --fault-cmd / --heal-cmd. With --preset, --tls
+    brings the cluster up with TLS on every port (mq cluster up --tls); a local cluster started with
+    --tls is reached over TLS by itself; a cluster elsewhere takes the --tls options.
 
     Example: mq admin drill run kill-master --preset 2m-2s-sync --duration 30 --rate 200
     """
@@ -206,17 +215,20 @@ def run(
         raise usage(f"--fault-at {fault_at:g} is not within --duration {duration:g}")
     if history is not None and not history.parent.is_dir():
         raise usage(f"--history {history}: no such directory {history.parent}")
+    if preset is not None and (tls_ca or tls_cert or tls_key):
+        raise usage("--preset makes its own CA: only --tls with it, no --tls-ca/--tls-cert/--tls-key")
+    options = None if preset is not None else tls_flags(tls, tls_ca, tls_cert, tls_key)
     from mqtools.drills.load import LoadSpec
     from mqtools.drills.report import build
     from mqtools.drills.runner import DrillError, DrillSettings, run_drill
 
-    addr, state_dir = _where(namesrv, context, state_dir, preset)
+    addr, state_dir, security = _where(namesrv, context, state_dir, preset, options)
     settings = DrillSettings(
         scenario, LoadSpec(rate, duration, producers, consumers, size, keys, poll_interval=poll_interval),
         state_dir=state_dir, preset=preset, base_port=base_port, namesrv_count=namesrvs,
         overrides=_sets(sets or []), namesrv=addr, fault_cmd=fault_cmd, heal_cmd=heal_cmd, target=target,
         fault_at=fault_at, fault_for=fault_for, max_rto=max_rto, max_lost=max_lost, max_duplicates=max_duplicates,
-        seed=seed)
+        seed=seed, security=security, tls=tls and preset is not None)
     display = _Display(scenario)
     try:
         result = run_drill(settings, display)
@@ -237,20 +249,21 @@ def run(
     raise typer.Exit(EXIT_OK if report.passed else EXIT_REFUSED)
 
 
-def _where(namesrv: str | None, context: str | None, state_dir: Path | None, preset: str | None
-           ) -> tuple[str | None, Path | None]:
-    """-n / --context name a cluster elsewhere, unless the context is a local cluster with a state dir."""
-    if preset is not None or state_dir is not None or (namesrv is None and context is None):
-        return None, state_dir
-    from mqtools.client.contexts import ContextError, resolve
+def _where(namesrv: str | None, context: str | None, state_dir: Path | None, preset: str | None,
+           tls: TlsClientOptions | None) -> tuple[str | None, Path | None, ClientSecurity | None]:
+    """-n / --context name a cluster elsewhere, unless the context is a local cluster with a state dir;
+    the security the TLS flags (or the context) ask for."""
+    from mqtools.client.contexts import ContextError, client_security, resolve
 
+    if preset is not None or state_dir is not None or (namesrv is None and context is None):
+        return None, state_dir, client_security(None, tls)
     try:
-        found = resolve(namesrv, context)
+        found = resolve(namesrv, context, tls)
     except ContextError as exc:
         raise usage(str(exc)) from None
     if found.context is not None and found.context.state_dir:
-        return None, Path(found.context.state_dir)
-    return found.namesrv, None
+        return None, Path(found.context.state_dir), client_security(None, tls)
+    return found.namesrv, None, found.security
 
 
 @app.command("check")
