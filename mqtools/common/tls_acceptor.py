@@ -34,25 +34,27 @@ _REFUSALS = {
 
 
 class RefusalLog:
-    """One warning per interval, with how many were held back since the last one."""
+    """One warning per kind of refusal per interval, with how many were held back since the last one."""
 
     def __init__(self, name: str, interval: float = REFUSAL_LOG_INTERVAL,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._name = name
         self._interval = interval
         self._clock = clock
-        self._last: float | None = None
-        self.suppressed = 0
+        self._last: dict[FirstByte | None, float] = {}
+        self.suppressed: dict[FirstByte | None, int] = {}
 
-    def refused(self, why: str, peer: str) -> bool:
-        """Log (True) or count (False) one refusal."""
+    def refused(self, kind: FirstByte | None, why: str, peer: str) -> bool:
+        """Log (True) or count (False) one refusal; `kind` None is a failed handshake."""
         now = self._clock()
-        if self._last is not None and now - self._last < self._interval:
-            self.suppressed += 1
+        last = self._last.get(kind)
+        if last is not None and now - last < self._interval:
+            self.suppressed[kind] = self.suppressed.get(kind, 0) + 1
             return False
-        more = f" ({self.suppressed} more since the last report)" if self.suppressed else ""
+        held = self.suppressed.pop(kind, 0)
+        more = f" ({held} more since the last report)" if held else ""
         log.warning("%s: closed %s: %s%s", self._name, peer, why, more)
-        self._last, self.suppressed = now, 0
+        self._last[kind] = now
         return True
 
 
@@ -116,7 +118,7 @@ class TlsAcceptor:
             return
         decision = classify_first_byte(first, self._mode)
         if decision in _REFUSALS:
-            self._refusals.refused(_REFUSALS[decision], peer)
+            self._refusals.refused(decision, _REFUSALS[decision], peer)
             sock.close()
             return
         ctx = self._context if decision is FirstByte.TLS else None
@@ -125,7 +127,7 @@ class TlsAcceptor:
                                                ssl_handshake_timeout=self._timeout if ctx else None)
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as exc:
             self.failed_handshakes += 1
-            self._refusals.refused(f"TLS handshake failed: {exc}", peer)
+            self._refusals.refused(None, f"TLS handshake failed: {exc or type(exc).__name__}", peer)
             with contextlib.suppress(OSError):
                 sock.close()
 

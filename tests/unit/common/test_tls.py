@@ -116,13 +116,15 @@ def test_client_settings_off_build_no_context() -> None:
     assert TlsClientSettings.from_properties({}).context() is None
 
 
-def test_refusals_are_rate_limited() -> None:
+def test_refusals_are_rate_limited_per_kind() -> None:
     now = [0.0]
     limiter = RefusalLog("port 1", interval=60.0, clock=lambda: now[0])
-    assert limiter.refused("plain", "a")
-    assert not limiter.refused("plain", "b")
-    assert not limiter.refused("plain", "c")
-    assert limiter.suppressed == 2
+    plain = FirstByte.REFUSE_PLAIN
+    assert limiter.refused(plain, "plain", "a")
+    assert not limiter.refused(plain, "plain", "b")
+    assert not limiter.refused(plain, "plain", "c")
+    assert limiter.refused(None, "handshake failed", "d")  # another kind has its own allowance
+    assert limiter.suppressed == {plain: 2}
     now[0] = 61.0
-    assert limiter.refused("plain", "d")
-    assert limiter.suppressed == 0
+    assert limiter.refused(plain, "plain", "e")
+    assert limiter.suppressed == {}

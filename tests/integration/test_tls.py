@@ -1,0 +1,187 @@
+"""TLS end to end: `mq cluster up --tls` (enforcing on every port), our clients and `mq admin` over it,
+plain clients refused there and accepted by a permissive name server, `openssl s_client` seeing the
+certificate the properties name, and the SYNC_MASTER kill drill passing over TLS (HA included).
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import shutil
+import subprocess
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+from adminsupport import mq, one_line_error
+from mqproc import start_mq
+from presetcluster import wait_for
+
+from mqtools.client.producer import Producer
+from mqtools.client.pull_consumer import PullConsumer
+from mqtools.client.types import PullStatus, SendStatus
+from mqtools.cluster.certs import make_local_certificates
+from mqtools.common.javaprops import parse_properties
+from mqtools.common.message import Message
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingConnectError, RemotingConnectionClosed
+from mqtools.remoting.security import ClientSecurity, TlsClientOptions
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
+
+OPENSSL = shutil.which("openssl") or "/usr/bin/openssl"
+
+
+@dataclass
+class TlsCluster:
+    state: Path
+    namesrv: str
+    ca: str
+    config_dir: Path
+    broker_props: dict[str, str]
+
+    @property
+    def security(self) -> ClientSecurity:
+        return ClientSecurity(tls=TlsClientOptions(self.ca))
+
+    def mq(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return mq(*args, env={"MQ_CONFIG_DIR": str(self.config_dir)})
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsCluster]:
+    root = tmp_path_factory.mktemp("tls")
+    state, config_dir = root / "cluster", root / "config"
+    env = {"MQ_CONFIG_DIR": str(config_dir)}
+    try:
+        up = mq("cluster", "up", "--tls", "--preset", "2m-noslave", "--dir", str(state), "--base-port",
+                str(random.randrange(20000, 50000, 100)), "--context", "secure", env=env, timeout=120)
+        assert up.returncode == 0, up.stdout + up.stderr
+        namesrv = next(line.split("=", 1)[1] for line in up.stdout.splitlines() if line.startswith("NAMESRV_ADDR="))
+        ca = json.loads((state / "cluster.json").read_text())["tls_ca"]
+        props = parse_properties((state / "broker-a" / "broker.properties").read_text())
+        yield TlsCluster(state, namesrv, ca, config_dir, props)
+    finally:
+        mq("cluster", "down", "--dir", str(state), "--grace", "10", env=env, timeout=60)
+
+
+async def test_producer_and_consumer_over_tls(cluster: TlsCluster) -> None:
+    created = cluster.mq("admin", "topic", "create", "TlsTopic", "-c", "DefaultCluster", "--context", "secure")
+    assert created.returncode == 0, created.stderr
+    async with Producer("PG_TLS", namesrv=cluster.namesrv, security=cluster.security) as producer:
+        results = [await producer.send(Message("TlsTopic", f"secret-{i}".encode())) for i in range(12)]
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+    bodies = set()
+    async with PullConsumer("CG_TLS", namesrv=cluster.namesrv, security=cluster.security) as consumer:
+        for queue in await consumer.fetch_queues("TlsTopic"):
+            result = await consumer.pull(queue, "*", 0)
+            if result.status is PullStatus.FOUND:
+                bodies.update(m.body.decode() for m in result.messages)
+    assert bodies == {f"secret-{i}" for i in range(12)}
+
+
+def test_mq_admin_over_tls_by_context_and_by_flags(cluster: TlsCluster) -> None:
+    by_context = cluster.mq("admin", "cluster", "list", "--context", "secure", "-o", "json")
+    assert by_context.returncode == 0, by_context.stderr
+    assert {"broker-a", "broker-b"} <= set(by_context.stdout.replace('"', " ").split())
+    by_flags = mq("admin", "--tls-ca", cluster.ca, "topic", "list", "-n", cluster.namesrv)
+    assert by_flags.returncode == 0, by_flags.stderr
+    shown = cluster.mq("context", "show", "--context", "secure")
+    assert f"tls:     CA {cluster.ca}" in shown.stdout
+
+
+def test_untrusted_and_plain_clients_are_refused_in_enforcing_mode(cluster: TlsCluster) -> None:
+    untrusted = mq("admin", "--tls", "topic", "list", "-n", cluster.namesrv)  # system CAs do not know ours
+    one_line_error(untrusted, 3, "CERTIFICATE_VERIFY_FAILED")
+    plain = mq("admin", "topic", "list", "-n", cluster.namesrv)
+    one_line_error(plain, 3, "closed")
+    log = (cluster.state / "namesrv-0" / "namesrv-0.log").read_text()
+    assert "plain connection while this server is in TLS enforcing mode" in log
+    one_line_error(mq("admin", "--tls-ca", str(cluster.state / "nope.pem"), "topic", "list", "-n", cluster.namesrv),
+                   2, "nope.pem")
+    one_line_error(mq("admin", "--tls-cert", cluster.ca, "topic", "list", "-n", cluster.namesrv), 2, "--tls-key")
+
+
+async def test_plain_remoting_client_is_closed_by_enforcing_broker(cluster: TlsCluster) -> None:
+    broker = f"127.0.0.1:{cluster.broker_props['listenPort']}"
+    plain = RemotingClient()
+    try:
+        with pytest.raises(RemotingConnectionClosed):
+            await plain.invoke(broker, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 5.0)
+    finally:
+        await plain.close()
+    secure = RemotingClient(security=cluster.security)
+    try:
+        answer = await secure.invoke(broker, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO), 5.0)
+        assert answer.code == 0
+    finally:
+        await secure.close()
+
+
+def _fingerprint(pem: str) -> str:
+    out = subprocess.run([OPENSSL, "x509", "-noout", "-fingerprint", "-sha256", "-subject"], input=pem,
+                         capture_output=True, text=True, timeout=10, check=True)
+    return out.stdout
+
+
+@pytest.mark.skipif(not Path(OPENSSL).exists(), reason="openssl is not installed")
+@pytest.mark.parametrize("port_key", ["listenPort", "haListenPort"])
+def test_openssl_sees_the_certificate_the_properties_name(cluster: TlsCluster, port_key: str) -> None:
+    port = cluster.broker_props[port_key]
+    shown = subprocess.run([OPENSSL, "s_client", "-connect", f"127.0.0.1:{port}", "-CAfile", cluster.ca,
+                            "-verify_return_error"], input="", capture_output=True, text=True, timeout=20,
+                           check=False)
+    assert "Verify return code: 0 (ok)" in shown.stdout, shown.stdout + shown.stderr
+    served = shown.stdout[shown.stdout.index("-----BEGIN CERTIFICATE-----"):
+                          shown.stdout.index("-----END CERTIFICATE-----") + len("-----END CERTIFICATE-----")]
+    named = Path(cluster.broker_props["tls.server.certPath"]).read_text()
+    assert _fingerprint(served) == _fingerprint(named)
+
+
+async def test_permissive_serves_plain_and_tls_on_one_port(tmp_path: Path) -> None:
+    certs = make_local_certificates(tmp_path / "certs")
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text(f"tls.server.mode=permissive\ntls.server.certPath={certs.cert}\ntls.server.keyPath={certs.key}\n")
+    namesrv = start_mq(["namesrv", "start", "-c", str(conf), "--listen-port", "0", "--store-dir", str(tmp_path)])
+    try:
+        secure = ClientSecurity(tls=TlsClientOptions(str(certs.ca)))
+        wrong_ca = make_local_certificates(tmp_path / "other")
+        for security in (None, secure):
+            client = RemotingClient(security=security)
+            try:
+                answer = await client.invoke(namesrv.addr, RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG), 5.0)
+                assert answer.code == 0
+            finally:
+                await client.close()
+        stranger = RemotingClient(security=ClientSecurity(tls=TlsClientOptions(str(wrong_ca.ca))))
+        try:
+            with pytest.raises(RemotingConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                await stranger.invoke(namesrv.addr, RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG), 5.0)
+        finally:
+            await stranger.close()
+        assert namesrv.proc.poll() is None
+    finally:
+        namesrv.stop()
+
+
+def test_enforcing_without_a_certificate_is_a_one_line_start_error(tmp_path: Path) -> None:
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text("tls.server.mode=enforcing\n")
+    result = mq("namesrv", "start", "-c", str(conf), "--listen-port", "0", "--store-dir", str(tmp_path))
+    assert result.returncode != 0 and "tls.server.certPath" in result.stderr, result.stdout + result.stderr
+
+
+def test_kill_master_drill_passes_over_tls(tmp_path: Path) -> None:
+    """SYNC_MASTER keeps its guarantee with TLS on the remoting and HA ports: no acknowledged message lost."""
+    result = mq("admin", "drill", "run", "kill-master", "--preset", "2m-2s-sync", "--tls", "--base-port",
+                str(random.randrange(20000, 50000, 100)), "--duration", "5", "--rate", "100", "--poll-interval", "1",
+                "--set", "mappedFileSizeCommitLog=4194304", "-o", "json", env={"TMPDIR": str(tmp_path)}, timeout=120)
+    report = json.loads(result.stdout)
+    assert result.returncode == 0 and report["verdict"] == "PASS", [r["text"] for r in report["reasons"]]
+    assert report["integrity"]["lost"]["count"] == 0
+    assert report["integrity"]["acked"] > 300
+    assert report["preflight"]["verdict"] == "safe"
+    wait_for(lambda: not any(tmp_path.glob("mq-drill-*")), 10, "the drill's cluster dir removed")
