@@ -8,6 +8,11 @@ request, and PULL_MESSAGE of the stored messages. The ratio is broker msgs/s ove
 req/s at the same concurrency: how close the broker gets to what Python request/response
 alone allows on this machine.
 
+TLS: the broker runs in TLS permissive mode with a local CA's certificate (mq cluster up --tls's),
+so the same broker serves the plain cases and the `tls_sync1`/`tls_sync64` cases, whose clients
+connect with TLS; their ratio is TLS msgs/s over plain msgs/s at the same concurrency (target:
+TLS costs at most 30%, ratio >= 0.70).
+
 Usage: .venv/bin/python bench/broker_send.py [--seconds 3] [--clients 2]
 """
 
@@ -31,10 +36,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 from benchsupport import create_topic, run_processes, throughput
 from mqproc import start_mq
 
+from mqtools.cluster.certs import make_local_certificates
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import PullMessageRequestHeader, SendMessageRequestHeader
+from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 
 BODY = b"x" * 1024
 TOPIC = "BenchSend"
@@ -74,9 +81,9 @@ def batch_body(n: int) -> bytes:
     return one * n
 
 
-async def drive(addr: str, kind: str, inflight: int, seconds: float, batch: int) -> dict:
-    """One client process: `inflight` workers, each one request at a time, for `seconds`."""
-    client = RemotingClient()
+async def drive(addr: str, kind: str, inflight: int, seconds: float, batch: int, tls_ca: str | None = None) -> dict:
+    """One client process: `inflight` workers, each one request at a time, for `seconds` (TLS with `tls_ca`)."""
+    client = RemotingClient(security=ClientSecurity(tls=TlsClientOptions(tls_ca)) if tls_ca else None)
     latencies: list[float] = []
     msgs = 0
     errors = 0
@@ -147,11 +154,12 @@ def _child(args: tuple, out: mp.Queue) -> None:
         out.put(asyncio.run(drive(*args)))
 
 
-def run_case(addr: str, kind: str, inflight: int, seconds: float, batch: int, clients: int) -> dict:
+def run_case(addr: str, kind: str, inflight: int, seconds: float, batch: int, clients: int,
+             tls_ca: str | None = None) -> dict:
     """Split `inflight` across `clients` processes (one Python client saturates one core)."""
     per = max(1, inflight // clients) if inflight > 1 else 1
     n = clients if inflight > 1 or kind == "pull" else 1
-    results = run_processes(_child, (addr, kind, per, seconds, batch), n, timeout=seconds + 60)
+    results = run_processes(_child, (addr, kind, per, seconds, batch, tls_ca), n, timeout=seconds + 60)
     figures = throughput(results)
     elapsed = max(r["elapsed"] for r in results)
     size = sum(r.get("bytes", 0) for r in results) or sum(r["msgs"] for r in results) * len(BODY)
@@ -170,10 +178,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=2)
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
+        certs = make_local_certificates(Path(tmp) / "tls")
         props = Path(tmp) / "broker.properties"
         props.write_text(
             f"brokerName=bench\nlistenPort=0\nstorePathRootDir={tmp}/store\nflushDiskType=ASYNC_FLUSH\n"
-            "brokerIP1=127.0.0.1\n")
+            f"brokerIP1=127.0.0.1\ntls.server.mode=permissive\ntls.server.certPath={certs.cert}\n"
+            f"tls.server.keyPath={certs.key}\n")
         broker = start_mq(["broker", "start", "-c", str(props)], timeout=60, env={"NAMESRV_ADDR": ""})
         ceiling = subprocess.Popen([sys.executable, "-c", CEILING_SERVER], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, text=True, env={**os.environ})
@@ -190,6 +200,10 @@ def main() -> None:
             for name, (kind, inflight, batch) in cases.items():
                 res[name] = run_case(broker.addr, kind, inflight, args.seconds, batch, args.clients)
                 res["ceil_" + name] = run_case(ceiling_addr, kind, inflight, args.seconds, batch, args.clients)
+            for name in ("sync1", "sync64"):
+                kind, inflight, batch = cases[name]
+                res["tls_" + name] = run_case(broker.addr, kind, inflight, args.seconds, batch, args.clients,
+                                              str(certs.ca))
             res["pull"] = run_case(broker.addr, "pull", QUEUES, args.seconds, 256, args.clients)
         finally:
             ceiling.stdin.close()  # type: ignore[union-attr]
@@ -201,9 +215,14 @@ def main() -> None:
         parts.append(f"{name}: {r['msgs_s']:,.0f} msgs/s {r['mb_s']:.1f} MB/s p50 {r['p50_ms']:.2f} ms "
                      f"p99 {r['p99_ms']:.2f} ms ceiling {c['msgs_s']:,.0f}/s ratio {r['msgs_s'] / c['msgs_s']:.2f}"
                      + (f" errors {r['errors']}" if r["errors"] else ""))
+    for name in ("sync1", "sync64"):
+        t, r = res["tls_" + name], res[name]
+        parts.append(f"tls_{name}: {t['msgs_s']:,.0f} msgs/s p99 {t['p99_ms']:.2f} ms plain {r['msgs_s']:,.0f}/s "
+                     f"ratio {t['msgs_s'] / r['msgs_s']:.2f}" + (f" errors {t['errors']}" if t["errors"] else ""))
     p = res["pull"]
     parts.append(f"pull: {p['msgs_s']:,.0f} msgs/s {p['mb_s']:.1f} MB/s")
-    print("broker_send | " + " | ".join(parts) + " | targets: sync64>=40,000 batch32>=150,000 pull>=200,000")
+    print("broker_send | " + " | ".join(parts)
+          + " | targets: sync64>=40,000 batch32>=150,000 pull>=200,000 tls ratio>=0.70")
     print(json.dumps({k: {kk: round(vv, 3) for kk, vv in v.items()} for k, v in res.items()}), file=sys.stderr)
 
 
