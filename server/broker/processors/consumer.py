@@ -153,13 +153,11 @@ class ConsumerProcessor:
     # ------------------------------------------------------------------ groups
 
     def update_and_create_subscription_group(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        config = SubscriptionGroupConfig.from_json(req.body or b"")  # a bad body is the server's BodyError answer
         try:
-            config = SubscriptionGroupConfig.from_json(req.body or b"")
             check_group(config.group_name)
         except ValidationError as exc:
             return _validation(req, exc)
-        except (ValueError, TypeError, KeyError, AttributeError) as exc:
-            return req.response(ResponseCode.SYSTEM_ERROR, f"bad subscription group body: {exc}")
         self.c.groups.update(config)
         return req.response(ResponseCode.SUCCESS)
 
