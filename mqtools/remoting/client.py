@@ -15,6 +15,7 @@ import ssl
 from collections.abc import Callable
 
 from mqtools.common.tls import client_context
+from mqtools.remoting import acl
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import (
     RemotingConnectError,
@@ -150,11 +151,17 @@ class RemotingClient:
 
     async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         conn = await self.connection(addr)
-        return await conn.invoke(cmd, timeout)
+        return await conn.invoke(self._signed(cmd), timeout)
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         conn = await self.connection(addr)
-        conn.invoke_oneway(cmd)
+        conn.invoke_oneway(self._signed(cmd))
+
+    def _signed(self, cmd: RemotingCommand) -> RemotingCommand:
+        """ACL 1.0: every request carries AccessKey and Signature when credentials are configured."""
+        if self.security.credentials is not None:
+            acl.sign(cmd, self.security.credentials)
+        return cmd
 
     async def namesrv_connection(self) -> RemotingConnection:
         """The chosen name server's connection, rotating past dead ones."""
@@ -185,7 +192,7 @@ class RemotingClient:
     async def invoke_namesrv(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         conn = await self.namesrv_connection()
         try:
-            return await conn.invoke(cmd, timeout)
+            return await conn.invoke(self._signed(cmd), timeout)
         except RemotingConnectionClosed:
             self._namesrv_chosen = None
             raise
