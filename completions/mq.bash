@@ -181,8 +181,8 @@ _mq() {
         mq_namesrv) words="start --help" ;;
         mq_namesrv_start) words="--config --host --kv-config-path --listen-port --store-dir -c --help" ;;
         mq_spark-load) words="consume produce --help" ;;
-        mq_spark-load_consume) words="--conf --context --from --master --min-partitions --namesrv --output --topic --until -n -o -t --help" ;;
-        mq_spark-load_produce) words="--batch-size --conf --context --duration --keys --master --messages --mode --namesrv --output --rate --size --tags --tasks --topic -n -o -t --help" ;;
+        mq_spark-load_consume) words="--conf --context --from --master --min-partitions --namesrv --output --tls --tls-ca --tls-cert --tls-key --topic --until -n -o -t --help" ;;
+        mq_spark-load_produce) words="--batch-size --conf --context --duration --keys --master --messages --mode --namesrv --output --rate --size --tags --tasks --tls --tls-ca --tls-cert --tls-key --topic -n -o -t --help" ;;
         mq_top) words="--allow-writes --context --dir --namesrv --once --output --refresh --snapshot-dir --timeout --tls --tls-ca --tls-cert --tls-key --view -n -o --help" ;;
         mq_version) words="--help" ;;
     esac

@@ -714,6 +714,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_su
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l min-partitions
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l topic
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l until
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -s n
@@ -734,6 +738,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_su
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from produce; and true' -l size
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from produce; and true' -l tags
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from produce; and true' -l tasks
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from produce; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from produce; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from produce; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from produce; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from produce; and true' -l topic
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from produce; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from produce; and true' -s o

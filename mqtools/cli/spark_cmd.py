@@ -18,13 +18,20 @@ from mqtools.cli.admin.common import (
     ContextOpt,
     NamesrvOpt,
     OutputOpt,
+    TlsCaOpt,
+    TlsCertOpt,
+    TlsKeyOpt,
+    TlsOpt,
     check_output,
     fail,
+    tls_flags,
     usage,
 )
 from mqtools.cli.output import Column, View, render
 
 if TYPE_CHECKING:
+    from mqtools.client.contexts import Target
+    from mqtools.remoting.security import ClientSecurity
     from mqtools.spark.offsets import QueueRange
     from mqtools.spark.stats import Summary, TaskStats
 
@@ -65,11 +72,13 @@ def _confs(pairs: list[str] | None) -> dict[str, str]:
     return out
 
 
-def _namesrv(namesrv: str | None, context: str | None) -> str:
+def _target(namesrv: str | None, context: str | None, tls: bool, ca: str | None, cert: str | None,
+            key: str | None) -> Target:
+    """Name servers and security (TLS from the flags, else the context), as `mq admin` resolves them."""
     from mqtools.client.contexts import ContextError, NoNamesrvError, resolve
 
     try:
-        return resolve(namesrv, context).namesrv
+        return resolve(namesrv, context, tls_flags(tls, ca, cert, key))
     except (NoNamesrvError, ContextError) as exc:
         raise usage(str(exc)) from None
 
@@ -88,11 +97,11 @@ def _cluster_call(fn: Any) -> Any:
         raise fail(str(exc), EXIT_UNREACHABLE) from None
 
 
-def _queues(namesrv: str, topic: str) -> int:
+def _queues(namesrv: str, topic: str, security: ClientSecurity | None) -> int:
     from mqtools.client.admin.sync import SyncMQAdmin
 
     def ask() -> int:
-        with SyncMQAdmin(namesrv) as admin:
+        with SyncMQAdmin(namesrv, security=security) as admin:
             return len(admin.topic_queues(topic))
 
     return _cluster_call(ask)
@@ -155,8 +164,13 @@ def produce(
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = "table",
+    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
-    """Spark tasks as producers: throughput, latency (merged HDR histograms) and failures by code."""
+    """Spark tasks as producers: throughput, latency (merged HDR histograms) and failures by code.
+
+    With TLS (--tls-ca, or a context that has it) every task's producer connects with TLS; the CA and
+    certificate files must exist at the same paths on the executors.
+    """
     from mqtools.spark.load import MODES, ProducePlan
 
     check_output(output)
@@ -172,21 +186,22 @@ def produce(
         raise usage("--size, --tags must be >= 0 and --tasks, --batch-size above zero")
     confs = _confs(conf)
     _need_spark()
-    addr = _namesrv(namesrv, context)
-    _queues(addr, topic)
+    target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
+    addr = target.namesrv
+    _queues(addr, topic, target.security)
     plan = ProducePlan(topic, messages, duration, rate, size, tasks, mode, batch_size, keys, tags)
 
     from mqtools.spark.load import run_produce, spark_session
 
     spark = spark_session(master, confs, f"mq spark-load produce {topic}")
     try:
-        stats = run_produce(spark, addr, plan)
+        stats = run_produce(spark, addr, plan, target.security)
     finally:
         spark.stop()
     _report("produce", topic, master, stats, output, rate is not None)
 
 
-def _plan(addr: str, topic: str, start: str, until: str) -> list[QueueRange]:
+def _plan(addr: str, topic: str, start: str, until: str, security: ClientSecurity | None) -> list[QueueRange]:
     from mqtools.spark.load import limit_ranges
     from mqtools.spark.offsets import OffsetSpecError, parse_spec, plan_topic
 
@@ -200,7 +215,7 @@ def _plan(addr: str, topic: str, start: str, until: str) -> list[QueueRange]:
     except OffsetSpecError as exc:
         raise usage(f"--from: {exc}") from None
     ranges = _cluster_call(lambda: plan_topic(addr, topic, spec, parse_spec("latest", "latest"),
-                                              fail_on_data_loss=False))
+                                              fail_on_data_loss=False, security=security))
     return limit_ranges(ranges, limit)
 
 
@@ -217,19 +232,24 @@ def consume(
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = "table",
+    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
-    """The data source's read throughput, and end-to-end latency from each message's born time."""
+    """The data source's read throughput, and end-to-end latency from each message's born time.
+
+    TLS as for produce: the data source gets it through its tls options (README, Spark section).
+    """
     check_output(output)
     confs = _confs(conf)
     _need_spark()
-    addr = _namesrv(namesrv, context)
-    ranges = _plan(addr, topic, start, until)
+    target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
+    addr = target.namesrv
+    ranges = _plan(addr, topic, start, until, target.security)
 
     from mqtools.spark.load import run_consume, spark_session
 
     spark = spark_session(master, confs, f"mq spark-load consume {topic}")
     try:
-        stats = run_consume(spark, addr, topic, ranges, partitions)
+        stats = run_consume(spark, addr, topic, ranges, partitions, target.security)
     finally:
         spark.stop()
     _report("consume", topic, master, stats, output, False)

@@ -16,7 +16,9 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mqtools.remoting.security import ClientSecurity
 from mqtools.spark.offsets import QueueRange
+from mqtools.spark.security import tls_reader_options
 from mqtools.spark.stats import TaskStats, encode, error_code, new_histogram, record
 
 MODES = ("sync", "async", "batch")
@@ -77,7 +79,7 @@ def _message(plan: ProducePlan, task: int, i: int, body: bytes) -> Any:
     return Message(plan.topic, body, properties=props)
 
 
-async def _produce(namesrv: str, plan: ProducePlan, task: int) -> TaskStats:
+async def _produce(namesrv: str, plan: ProducePlan, task: int, security: ClientSecurity | None) -> TaskStats:
     from mqtools.client.client_api import CLIENT_ERRORS
     from mqtools.client.producer import Producer
     from mqtools.client.types import SendStatus
@@ -109,7 +111,7 @@ async def _produce(namesrv: str, plan: ProducePlan, task: int) -> TaskStats:
         stats.messages += len(msgs)
         stats.bytes += len(body) * len(msgs)
 
-    async with Producer(f"mq-spark-load-{uuid.uuid4().hex[:12]}", namesrv=namesrv) as producer:
+    async with Producer(f"mq-spark-load-{uuid.uuid4().hex[:12]}", namesrv=namesrv, security=security) as producer:
         stats.started = time.time()
         start = time.perf_counter()
         i = 0
@@ -138,15 +140,16 @@ async def _produce(namesrv: str, plan: ProducePlan, task: int) -> TaskStats:
     return stats
 
 
-def produce_task(namesrv: str, plan: ProducePlan, task: int) -> dict[str, Any]:
+def produce_task(namesrv: str, plan: ProducePlan, task: int, security: ClientSecurity | None = None) -> dict[str, Any]:
     """One executor task: a producer of its own sending its share; the figures as a plain dict."""
-    return asdict(asyncio.run(_produce(namesrv, plan, task)))
+    return asdict(asyncio.run(_produce(namesrv, plan, task, security)))
 
 
-def run_produce(spark: Any, namesrv: str, plan: ProducePlan) -> list[TaskStats]:
+def run_produce(spark: Any, namesrv: str, plan: ProducePlan, security: ClientSecurity | None = None
+                ) -> list[TaskStats]:
     """Run `plan.tasks` producing tasks and collect their figures on the driver."""
     rdd = spark.sparkContext.parallelize(range(plan.tasks), plan.tasks)
-    done = rdd.mapPartitions(lambda tasks: [produce_task(namesrv, plan, t) for t in tasks]).collect()
+    done = rdd.mapPartitions(lambda tasks: [produce_task(namesrv, plan, t, security) for t in tasks]).collect()
     return [TaskStats(**d) for d in done]
 
 
@@ -200,11 +203,12 @@ def limit_ranges(ranges: list[QueueRange], limit: int | None) -> list[QueueRange
 
 
 def run_consume(spark: Any, namesrv: str, topic: str, ranges: list[QueueRange],
-                min_partitions: int | None = None) -> list[TaskStats]:
+                min_partitions: int | None = None, security: ClientSecurity | None = None) -> list[TaskStats]:
     """Read the planned ranges through the data source; each partition reports its figures."""
     reader = (spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", topic)
               .option("startingOffsets", offsets_json(ranges, "start"))
-              .option("endingOffsets", offsets_json(ranges, "end")))
+              .option("endingOffsets", offsets_json(ranges, "end"))
+              .options(**tls_reader_options(security)))
     if min_partitions:
         reader = reader.option("minPartitions", str(min_partitions))
     df = reader.load().selectExpr("unix_millis(born_timestamp) AS born_ms", "length(body) AS size")

@@ -13,6 +13,10 @@ import json
 import math
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mqtools.remoting.security import ClientSecurity
 
 EARLIEST = -2
 LATEST = -1
@@ -151,11 +155,12 @@ def split_ranges(ranges: list[QueueRange], min_partitions: int | None) -> list[Q
 
 
 def plan_topic(namesrv: str, topic: str, start: OffsetSpec, end: OffsetSpec, *, min_partitions: int | None = None,
-               fail_on_data_loss: bool = True, timeout: float = 5.0) -> list[QueueRange]:
+               fail_on_data_loss: bool = True, timeout: float = 5.0,
+               security: ClientSecurity | None = None) -> list[QueueRange]:
     """Ask the brokers for the topic's queues and bounds (and times' offsets) and plan the ranges."""
     from mqtools.client.admin.sync import SyncMQAdmin
 
-    admin = SyncMQAdmin(namesrv, timeout=timeout)
+    admin = SyncMQAdmin(namesrv, timeout=timeout, security=security)
     try:
         bounds = {(mq.broker_name, mq.queue_id): b for mq, b in admin.queue_bounds(topic).items()}
         times = {}

@@ -19,6 +19,7 @@ from mqtools.client.types import PullResult, PullStatus
 from mqtools.common import properties as P
 from mqtools.common.message import Host, MessageExt
 from mqtools.remoting.bodies import MessageQueue
+from mqtools.remoting.security import ClientSecurity
 from mqtools.spark.offsets import DataLossError, QueueRange
 
 #: The rows' schema, in the order `message_row` builds them.
@@ -52,8 +53,10 @@ class RangeReader:
     """Pulls [start, end) of one queue; `lost` counts offsets skipped under failOnDataLoss=false."""
 
     def __init__(self, namesrv: str, r: QueueRange, *, expression: str | None = None, batch: int = 32,
-                 pull_timeout_ms: int = 30_000, fail_on_data_loss: bool = True) -> None:
+                 pull_timeout_ms: int = 30_000, fail_on_data_loss: bool = True,
+                 security: ClientSecurity | None = None) -> None:
         self.namesrv = namesrv
+        self.security = security
         self.range = r
         self.expression = expression if expression not in (None, "", "*") else None
         self.batch = batch
@@ -66,7 +69,7 @@ class RangeReader:
         if r.size == 0:
             return
         mq = MessageQueue(r.topic, r.broker, r.queue_id)
-        with SyncPullConsumer(reader_group(), namesrv=self.namesrv) as consumer:
+        with SyncPullConsumer(reader_group(), namesrv=self.namesrv, security=self.security) as consumer:
             offset = r.start
             while offset < r.end:
                 result = self._pull(consumer, mq, offset)

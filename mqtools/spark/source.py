@@ -23,6 +23,7 @@ from pyspark.sql.types import StructType
 
 from mqtools.spark.offsets import QueueRange, parse_spec, plan_topic
 from mqtools.spark.reader import SCHEMA, read_rows
+from mqtools.spark.security import security_from_options
 from mqtools.spark.writer import write_rows
 
 NAME = "rocketmq"
@@ -58,7 +59,8 @@ def _read_options(options: dict[str, str]) -> dict[str, Any]:
     """What each executor's RangeReader takes from the options, batch or stream alike."""
     return {"expression": _get(options, "subExpression"), "batch": _int(options, "pullBatchSize", 32) or 32,
             "pull_timeout_ms": _int(options, "pullTimeoutMs", 30_000) or 30_000,
-            "fail_on_data_loss": _flag(options, "failOnDataLoss", True)}
+            "fail_on_data_loss": _flag(options, "failOnDataLoss", True),
+            "security": security_from_options(options)}
 
 
 class QueuePartition(InputPartition):
@@ -82,16 +84,17 @@ class RocketMQReader(DataSourceReader):
         self.start = parse_spec(_get(options, "startingOffsets"), "earliest")
         self.end = parse_spec(_get(options, "endingOffsets"), "latest")
         self.fail_on_data_loss = _flag(options, "failOnDataLoss", True)
+        self.read_options = _read_options(options)
 
     def partitions(self) -> list[InputPartition]:
         ranges = plan_topic(self.namesrv, self.topic, self.start, self.end,
                             min_partitions=_int(self.options, "minPartitions", None),
-                            fail_on_data_loss=self.fail_on_data_loss)
+                            fail_on_data_loss=self.fail_on_data_loss, security=self.read_options["security"])
         return [QueuePartition(r) for r in ranges]
 
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         assert isinstance(partition, QueuePartition)
-        yield from read_rows(self.namesrv, partition.range, **_read_options(self.options))
+        yield from read_rows(self.namesrv, partition.range, **self.read_options)
 
 
 @dataclass
@@ -112,6 +115,7 @@ class RocketMQWriter(DataSourceWriter):
         self.namesrv = _namesrv(options)
         self.topic = _get(options, "topic")
         self.send_timeout_ms = _int(options, "sendTimeoutMs", 3000) or 3000
+        self.security = security_from_options(options)
         self.last: list[WriteCommit] = []
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
@@ -120,7 +124,7 @@ class RocketMQWriter(DataSourceWriter):
         ctx = TaskContext.get()
         task = ctx.partitionId() if ctx is not None else 0
         stats = write_rows(self.namesrv, (row.asDict() for row in iterator), topic=self.topic, task=task,
-                           send_timeout_ms=self.send_timeout_ms)
+                           send_timeout_ms=self.send_timeout_ms, security=self.security)
         return WriteCommit(task, stats.messages, stats.failed, stats.bytes, stats.histogram)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:

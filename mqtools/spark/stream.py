@@ -65,11 +65,12 @@ class RocketMQStreamReader(DataSourceStreamReader):
         cap_rows = options.get("maxoffsetspertrigger")
         self.max_rows = int(cap_rows) if cap_rows else None
         self.commit_group = options.get("commitgroup") or None
+        self.security = read_options["security"]
 
     def _bounds(self) -> dict[tuple[str, int], tuple[int, int]]:
         from mqtools.client.admin.sync import SyncMQAdmin
 
-        with SyncMQAdmin(self.namesrv) as admin:
+        with SyncMQAdmin(self.namesrv, security=self.security) as admin:
             return {(mq.broker_name, mq.queue_id): b for mq, b in admin.queue_bounds(self.topic).items()}
 
     def initialOffset(self) -> dict:
@@ -78,7 +79,7 @@ class RocketMQStreamReader(DataSourceStreamReader):
         if self.start.kind == "time" and self.start.timestamp_ms is not None:
             from mqtools.client.admin.sync import SyncMQAdmin
 
-            with SyncMQAdmin(self.namesrv) as admin:
+            with SyncMQAdmin(self.namesrv, security=self.security) as admin:
                 found = admin.offsets_for_time(self.topic, self.start.timestamp_ms)
             times = {(mq.broker_name, mq.queue_id): o for mq, o in found.items()}
         ranges = plan_ranges(self.topic, self._bounds(), self.start, latest, start_times=times,
@@ -118,7 +119,7 @@ class RocketMQStreamReader(DataSourceStreamReader):
         from mqtools.client.sync import SyncPullConsumer
         from mqtools.remoting.bodies import MessageQueue
 
-        with SyncPullConsumer(self.commit_group, namesrv=self.namesrv) as consumer:
+        with SyncPullConsumer(self.commit_group, namesrv=self.namesrv, security=self.security) as consumer:
             for broker, queues in end.items():
                 for queue, offset in queues.items():
                     consumer.commit_offset(MessageQueue(self.topic, broker, int(queue)), int(offset))

@@ -16,6 +16,7 @@ from mqtools.client.sync import SyncProducer
 from mqtools.client.types import SendStatus
 from mqtools.common import properties as P
 from mqtools.common.message import Message
+from mqtools.remoting.security import ClientSecurity
 from mqtools.spark.stats import TaskStats, encode, error_code, new_histogram, record
 
 
@@ -46,12 +47,12 @@ def row_message(row: Mapping[str, Any], default_topic: str | None) -> Message:
 
 
 def write_rows(namesrv: str, rows: Iterable[Mapping[str, Any]], *, topic: str | None, task: int,
-               send_timeout_ms: int = 3000) -> TaskStats:
+               send_timeout_ms: int = 3000, security: ClientSecurity | None = None) -> TaskStats:
     """Send every row synchronously; the first failure raises SendFailed after the producer has stopped."""
     stats = TaskStats(task, started=time.time())
     hist = new_histogram()
     group = f"mq-spark-writer-{uuid.uuid4().hex[:12]}"
-    with SyncProducer(group, namesrv=namesrv, send_timeout=send_timeout_ms / 1000) as producer:
+    with SyncProducer(group, namesrv=namesrv, send_timeout=send_timeout_ms / 1000, security=security) as producer:
         for row in rows:
             msg = row_message(row, topic)
             began = time.perf_counter()
