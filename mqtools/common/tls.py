@@ -47,6 +47,10 @@ TLS_CLIENT_TRUSTCERTPATH = "tls.client.trustCertPath"
 
 _E = TypeVar("_E", bound=enum.Enum)
 
+#: Values a server never shows (GET_BROKER_CONFIG, GET_NAMESRV_CONFIG): they unlock its private keys.
+SECRET_KEYS = frozenset({TLS_SERVER_KEYPASSWORD, TLS_CLIENT_KEYPASSWORD})
+MASK = "***"
+
 #: The first byte of a TLS record carrying a handshake (RocketMQ's HANDSHAKE_MAGIC_CODE).
 HANDSHAKE_MAGIC_CODE = 0x16
 
@@ -92,6 +96,11 @@ def classify_first_byte(first: int, mode: TlsMode) -> FirstByte:
     if first == HANDSHAKE_MAGIC_CODE:
         return FirstByte.REFUSE_TLS if mode is TlsMode.DISABLED else FirstByte.TLS
     return FirstByte.REFUSE_PLAIN if mode is TlsMode.ENFORCING else FirstByte.PLAIN
+
+
+def masked(props: Mapping[str, str]) -> dict[str, str]:
+    """The properties as a server may show them: key passwords replaced by ***."""
+    return {k: MASK if k in SECRET_KEYS and v else v for k, v in props.items()}
 
 
 def _flag(props: Mapping[str, str], key: str, default: bool) -> bool:

@@ -28,6 +28,7 @@ from pathlib import Path
 
 from mqtools.common.atomic_file import write_atomic
 from mqtools.common.javaprops import render_properties
+from mqtools.common.tls import masked
 from mqtools.remoting.bodies import DataVersion
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.server import RemotingServer
@@ -218,11 +219,12 @@ class BrokerController:
     # ------------------------------------------------------------------ live config
 
     def all_config_properties(self) -> dict[str, str]:
-        """GET_BROKER_CONFIG: the broker's settings, then the store's it does not name itself."""
+        """GET_BROKER_CONFIG: the broker's settings, then the store's it does not name itself (TLS key
+        passwords masked)."""
         props = self.config.to_properties()
         for key, value in self.store.config.to_properties().items():
             props.setdefault(key, value)
-        return dict(sorted(props.items()))
+        return dict(sorted(masked(props).items()))
 
     async def update_config(self, props: dict[str, str]) -> None:
         """UPDATE_BROKER_CONFIG: validate on a copy, apply live, write the properties file."""

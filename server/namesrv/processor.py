@@ -13,11 +13,8 @@ from __future__ import annotations
 import zlib
 from collections.abc import Awaitable, Callable
 
-from mqtools.server.namesrv.config import ConfigError, NamesrvConfig
-from mqtools.server.namesrv.kv_config import KVConfigManager
-from mqtools.server.namesrv.route_info import RouteInfoManager
-
 from mqtools.common.javaprops import parse_properties
+from mqtools.common.tls import masked
 from mqtools.common.topics import NAMESPACE_ORDER_TOPIC_CONFIG
 from mqtools.common.validation import ValidationError, check_topic
 from mqtools.remoting.bodies import DataVersion, RegisterBrokerBody, TopicRouteData
@@ -41,6 +38,9 @@ from mqtools.remoting.headers import (
 )
 from mqtools.remoting.server import Processor, RemotingServer
 from mqtools.remoting.transport import RemotingConnection
+from mqtools.server.namesrv.config import ConfigError, NamesrvConfig
+from mqtools.server.namesrv.kv_config import KVConfigManager
+from mqtools.server.namesrv.route_info import RouteInfoManager
 
 Clock = Callable[[], int]
 Persist = Callable[[], Awaitable[None]]
@@ -281,6 +281,6 @@ class NamesrvProcessor:
         return req.response()
 
     def get_config(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
-        props = self.config.to_properties()
+        props = masked(self.config.to_properties())
         body = "".join(f"{k}={v}\n" for k, v in props.items()).encode()
         return req.response(body=body)

@@ -17,6 +17,7 @@ from mqtools.common.tls import (
     TlsServerSettings,
     classify_first_byte,
     client_context,
+    masked,
 )
 from mqtools.common.tls_acceptor import RefusalLog
 
@@ -128,3 +129,8 @@ def test_refusals_are_rate_limited_per_kind() -> None:
     now[0] = 61.0
     assert limiter.refused(plain, "plain", "e")
     assert limiter.suppressed == {}
+
+
+def test_key_passwords_are_never_shown() -> None:
+    shown = masked({"tls.server.keyPassword": "hunter2", "tls.client.keyPassword": "", "listenPort": "10911"})
+    assert shown == {"tls.server.keyPassword": "***", "tls.client.keyPassword": "", "listenPort": "10911"}
