@@ -38,6 +38,7 @@ log = logging.getLogger(__name__)
 ProcessorResult = RemotingCommand | None | Awaitable[RemotingCommand | None]
 Processor = Callable[[RemotingConnection, RemotingCommand], ProcessorResult]
 ConnectionCallback = Callable[[RemotingConnection], None]
+AccessCheck = Callable[[RemotingConnection, RemotingCommand], RemotingCommand | None]
 
 
 class RemotingServer:
@@ -57,6 +58,8 @@ class RemotingServer:
         self.max_frame = max_frame
         self.processors: dict[int, Processor] = {}
         self.default_processor: Processor | None = None
+        #: ACL: asked before any processor; a response it returns is the answer (a refusal)
+        self.access_check: AccessCheck | None = None
         self.on_connect = on_connect
         self.on_close = on_close
         self.connections: set[RemotingConnection] = set()
@@ -111,6 +114,9 @@ class RemotingServer:
             self._reply(conn, req, req.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark))
             return
         try:
+            if self.access_check is not None and (refusal := self.access_check(conn, req)) is not None:
+                self._reply(conn, req, refusal)
+                return
             result = processor(conn, req)
         except Exception as exc:  # noqa: BLE001 - any processor failure becomes a response
             self._reply(conn, req, self._error(conn, req, exc))

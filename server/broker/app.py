@@ -32,6 +32,8 @@ from mqtools.common.tls import masked
 from mqtools.remoting.bodies import DataVersion
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.server import RemotingServer
+from mqtools.server.broker.acl.manager import PlainPermissionManager, default_acl_path
+from mqtools.server.broker.acl.service import AclService
 from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
@@ -98,6 +100,7 @@ class BrokerController:
             on_result=self._on_register_result,
         )
         self.pull_processor = self._register_processors()
+        self.acl: AclService | None = None
         self._started = False
 
     # ------------------------------------------------------------------ identity
@@ -147,6 +150,7 @@ class BrokerController:
         self.offsets.load()
         self.groups.load()
         self.schedule.load()
+        await self._start_acl()
         # a returning master first takes the newer offsets its slaves took while it was down (pre_online.py)
         await take_offsets_from_slaves(self, cfg.register_broker_timeout_mills / 1000)
         try:
@@ -186,6 +190,7 @@ class BrokerController:
             ("registration", self.registrar.shutdown),
             ("unregister", self.registrar.unregister_all),
             ("server", self.server.shutdown),
+            ("acl", lambda: self.acl.manager.shutdown() if self.acl is not None else None),
             ("long polling", self.long_polling.shutdown),
             ("schedule", self.schedule.shutdown),
             ("producers", self.producers.shutdown),
@@ -206,6 +211,21 @@ class BrokerController:
                     await result
             except Exception:
                 log.exception("shutdown step %s failed", name)
+
+    async def _start_acl(self) -> None:
+        """aclEnable=true: load plain_acl.yml (a bad file stops start-up), install the hook, watch the file."""
+        cfg = self.config
+        if not cfg.acl_enable:
+            return
+        try:
+            manager = PlainPermissionManager(default_acl_path(cfg.acl_file_path), self.clock)
+            manager.load()
+        except (OSError, ValueError) as exc:
+            await self.store.shutdown()
+            raise StartError(f"ACL: {exc}") from None
+        self.acl = AclService(manager, lambda: (cfg.broker_cluster_name, cfg.broker_name, self.broker_addr))
+        self.acl.install(self.server)
+        await manager.start(cfg.acl_watch_interval_mills / 1000)
 
     async def _start_ha(self) -> None:
         duties = HADuties(self)

@@ -85,6 +85,10 @@ class BrokerConfig:
     notify_consumer_ids_changed_enable: bool = True
     # offsets: ms between consumerOffset.json writes, the most a killed broker loses
     flush_consumer_offset_interval: int = int(FLUSH_INTERVAL_S * 1000)
+    # ACL 1.0 (server/broker/acl): plain_acl.yml from aclFilePath, else $ROCKETMQ_HOME/conf/
+    acl_enable: bool = False
+    acl_file_path: str = ""
+    acl_watch_interval_mills: int = 1_000
     #: Keys we do not know ourselves: store keys and anything else, kept verbatim.
     extra: dict[str, str] = field(default_factory=dict)
 

@@ -1,0 +1,143 @@
+"""The broker's ACL: plain_acl.yml on disk, reloaded when it changes, and the per-request decision.
+
+Where the file is: the broker property `aclFilePath`, else `$ROCKETMQ_HOME/conf/plain_acl.yml`
+as RocketMQ reads it. The file is polled (its mtime, size and inode) every `aclWatchIntervalMills`
+instead of watched through inotify: portable and cheap, and a reload never blocks the event loop
+because parsing a small YAML file is fast. An invalid edit keeps the previous rules.
+
+The decision follows PlainPermissionManager.validate: a globally white address passes; otherwise
+the request needs an AccessKey the file knows; an account's own white address passes; otherwise
+the signature must match the account's secret, then the admin flag and the resource permissions
+are checked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+
+from mqtools.common.atomic_file import write_atomic
+from mqtools.remoting import acl
+from mqtools.remoting.bodies import DataVersion
+from mqtools.remoting.command import RemotingCommand
+from mqtools.server.broker.acl import addresses, permission
+from mqtools.server.broker.acl.plain_acl import PlainAccessConfig, PlainAcl, PlainAclFile
+
+log = logging.getLogger(__name__)
+
+ROCKETMQ_HOME_ENV = "ROCKETMQ_HOME"
+
+
+def default_acl_path(configured: str, environ: dict[str, str] | None = None) -> Path:
+    if configured:
+        return Path(configured)
+    home = (environ if environ is not None else os.environ).get(ROCKETMQ_HOME_ENV)
+    if not home:
+        raise ValueError("aclEnable=true needs aclFilePath or $ROCKETMQ_HOME (for conf/plain_acl.yml)")
+    return Path(home) / "conf" / "plain_acl.yml"
+
+
+class PlainPermissionManager:
+    def __init__(self, path: Path, clock: Callable[[], float]) -> None:
+        self.path = path
+        self.clock = clock
+        self.file = PlainAclFile()
+        self.rules: PlainAcl = self.file.compile()
+        self._stamp: tuple[int, int, int] | None = None
+        self._task: asyncio.Task | None = None
+
+    # ------------------------------------------------------------------ file
+
+    def _file_stamp(self) -> tuple[int, int, int] | None:
+        try:
+            st = self.path.stat()
+        except FileNotFoundError:
+            return None
+        return st.st_mtime_ns, st.st_size, st.st_ino
+
+    def load(self) -> None:
+        """Read the file now; ValueError (no secret in it) when it is invalid. A missing file is empty."""
+        stamp = self._file_stamp()
+        text = self.path.read_text() if stamp is not None else ""
+        parsed = PlainAclFile.parse(text)
+        self.file, self.rules, self._stamp = parsed, parsed.compile(), stamp
+        log.info("ACL rules loaded from %s: %d accounts, %d global white addresses", self.path,
+                 len(parsed.accounts), len(parsed.global_white_remote_addresses))
+
+    def reload_if_changed(self) -> bool:
+        if self._file_stamp() == self._stamp:
+            return False
+        try:
+            self.load()
+        except (OSError, ValueError) as exc:
+            self._stamp = self._file_stamp()  # one line per bad edit, not one per poll
+            log.warning("ACL file %s not reloaded, keeping the previous rules: %s", self.path, exc)
+            return False
+        return True
+
+    async def start(self, interval_s: float) -> None:
+        async def watch() -> None:
+            while True:
+                await asyncio.sleep(interval_s)
+                self.reload_if_changed()
+
+        self._task = asyncio.create_task(watch())
+
+    async def shutdown(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+
+    async def _write(self, new: PlainAclFile) -> None:
+        new.compile()
+        new.data_version = self.file.data_version.next(int(self.clock() * 1000))
+        data = new.render().encode()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        await asyncio.to_thread(write_atomic, self.path, data)
+        self.file, self.rules, self._stamp = new, new.compile(), self._file_stamp()
+
+    # ------------------------------------------------------------------ admin requests
+
+    async def update_account(self, config: PlainAccessConfig) -> None:
+        """Create or replace an account (ValueError on a bad one); the file is rewritten atomically."""
+        config.check()
+        accounts = [a for a in self.file.accounts if a.access_key != config.access_key] + [config]
+        await self._write(PlainAclFile(list(self.file.global_white_remote_addresses), accounts))
+
+    async def delete_account(self, access_key: str) -> bool:
+        if self.file.account(access_key) is None:
+            return False
+        accounts = [a for a in self.file.accounts if a.access_key != access_key]
+        await self._write(PlainAclFile(list(self.file.global_white_remote_addresses), accounts))
+        return True
+
+    async def update_global_white(self, patterns: list[str]) -> None:
+        for pattern in patterns:
+            addresses.matcher(pattern)
+        await self._write(PlainAclFile(patterns, list(self.file.accounts)))
+
+    @property
+    def version(self) -> DataVersion:
+        return self.file.data_version
+
+    # ------------------------------------------------------------------ decision
+
+    def refusal(self, request: RemotingCommand, peer: str) -> str | None:
+        """Why `request` from `peer` is refused, or None when it may proceed."""
+        rules = self.rules
+        host = addresses.host_of(peer)
+        if rules.globally_white(host):
+            return None
+        access_key = request.ext_fields.get(acl.ACCESS_KEY)
+        if access_key is None:
+            return f"no AccessKey in the request and {host} is not a white address"
+        account = rules.accounts.get(access_key)
+        if account is None:
+            return f"no ACL account for accessKey={access_key}"
+        if account.white(host):
+            return None
+        if not acl.verify(request, account.secret_key):
+            return f"signature check failed for accessKey={access_key}"
+        return account.missing(request.code, permission.needed(request))
