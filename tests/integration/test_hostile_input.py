@@ -170,6 +170,20 @@ def hostile_request(rng: random.Random, codes: list[int]) -> RemotingCommand:
                                    serialize_type=serialize)
 
 
+def odd_frames() -> bytes:
+    """Frames a strict peer would not send but that are still frames: a JSON header with an unknown
+    language number, a negative version, a numeric remark and non-string ext values; a heartbeat
+    registering a consumer that way, then a query that renders its connection. Both are answered."""
+    out = b""
+    heartbeat = b'{"clientID": "odd", "consumerDataSet": [{"groupName": "DecoyOdd", "subscriptionDataSet": []}]}'
+    for code, ext, body in ((34, {"a": 1, "b": [1, 2], "c": {"x": None}, "d": True}, heartbeat),
+                            (203, {"consumerGroup": "DecoyOdd"}, b"")):
+        header = orjson.dumps({"code": code, "language": 99999, "version": -5, "opaque": code, "flag": 0,
+                               "remark": 5, "extFields": ext})
+        out += struct.pack(">ii", 4 + len(header) + len(body), len(header)) + header + body
+    return out
+
+
 def garbage_frame(rng: random.Random) -> tuple[bytes, bool]:
     """Bytes that are not a valid frame, and whether the server must close on them (a truncated
     frame is only incomplete: the server waits for the rest, and we hang up)."""
@@ -262,7 +276,20 @@ async def flood(addr: str, rng: random.Random, codes: list[int]) -> dict[int, in
     return seen
 
 
+async def odd_but_answered(addr: str) -> None:
+    host, port = addr.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    writer.write(odd_frames())
+    await writer.drain()
+    for _ in range(2):
+        (length,) = struct.unpack(">i", await asyncio.wait_for(reader.readexactly(4), 10))
+        await reader.readexactly(length)
+    writer.close()
+    await writer.wait_closed()
+
+
 async def garbage(addr: str, rng: random.Random) -> None:
+    await odd_but_answered(addr)
     host, port = addr.rsplit(":", 1)
     for _ in range(GARBAGE_CONNECTIONS):
         data, must_close = garbage_frame(rng)

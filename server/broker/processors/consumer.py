@@ -34,6 +34,7 @@ from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import (
+    LONG_RANGE,
     ConsumerSendMsgBackRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     GetConsumeStatsInBrokerHeader,
@@ -215,6 +216,8 @@ class ConsumerProcessor:
                     answer.total_diff += wrapper.broker_offset - wrapper.consumer_offset
                 per_topic.append(stats)
             answer.consume_stats_list.append({group: per_topic})
+        # Committed offsets are anything a client sent: the sum stays a Java long, as the body needs.
+        answer.total_diff = min(max(answer.total_diff, LONG_RANGE.start), LONG_RANGE.stop - 1)
         return req.response(ResponseCode.SUCCESS, body=answer.to_json())
 
     def _offset_wrapper(self, group: str, topic: str, queue_id: int) -> OffsetWrapper:
