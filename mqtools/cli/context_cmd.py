@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
@@ -16,6 +19,7 @@ from mqtools.cli.admin.common import (
     fail,
     tls_flags,
 )
+from mqtools.client.credentials import ACCESS_KEY_ENV, MASK
 
 app = typer.Typer(help="Named contexts: which cluster the tools talk to (kept in the user's config dir).",
                   no_args_is_help=True)
@@ -53,14 +57,20 @@ def add(
         typer.Option("--dir", help="State dir of a local cluster (mq cluster up --dir), for process figures."),
     ] = None,
     tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
+    credentials: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--credentials", help="ACL credentials file (YAML accessKey/secretKey, mode 600)."),
+    ] = None,
 ) -> None:
     """Add (or replace) a context; the first one added becomes current.
 
     Example: mq context add local -n 127.0.0.1:9876
     Example: mq context add secure -n 127.0.0.1:9876 --tls-ca ca.pem
+    Example: mq context add acl -n 127.0.0.1:9876 --credentials ~/.config/mq/acl.yml
     """
     options = tls_flags(tls, tls_ca, tls_cert, tls_key)
-    context = _saved(lambda s: s.add(name, namesrv, state_dir, options))
+    creds_path = str(Path(credentials).expanduser().resolve()) if credentials else None
+    context = _saved(lambda s: s.add(name, namesrv, state_dir, options, creds_path))
     typer.echo(f"context {context.name}: {context.namesrv}")
 
 
@@ -108,6 +118,39 @@ def show(namesrv: NamesrvOpt = None,
     if tls is not None:
         client = f", client certificate {tls.cert_file}" if tls.cert_file else ""
         typer.echo(f"tls:     CA {tls.ca_file or 'system'}{client}")
+    creds = target.security.credentials if target.security else None
+    if creds is not None:
+        from_context = target.context.credentials if target.context else None
+        origin = "environment" if os.environ.get(ACCESS_KEY_ENV) or not from_context else from_context
+        typer.echo(f"acl:     accessKey {creds.access_key}, secretKey {MASK} (from {origin})")
+
+
+@app.command("credentials")
+def set_credentials(
+    name: NameArg,
+    access_key: Annotated[str, typer.Option("--access-key", help="The ACL access key.")],
+) -> None:
+    """Store ACL credentials for a context: the secret is read from stdin (or a prompt), never argv,
+    and kept in a 0600 file in the config dir that the context names.
+
+    Example: printf '%s' "$SECRET" | mq context credentials prod --access-key RocketMQ
+    """
+    from mqtools.client.contexts import config_dir
+    from mqtools.client.credentials import write_file
+    from mqtools.remoting.security import SessionCredentials
+
+    secret = (typer.prompt("secret key", hide_input=True) if sys.stdin.isatty() else sys.stdin.readline()).strip()
+    if not secret:
+        raise fail("no secret key given on stdin", EXIT_USAGE)
+
+    def record(store):
+        context = store.get(name)
+        path = config_dir() / "credentials" / f"{context.name}.yml"
+        write_file(path, SessionCredentials(access_key, secret))
+        return store.add(context.name, context.namesrv, context.state_dir, context.tls, str(path))
+
+    context = _saved(record)
+    typer.echo(f"context {context.name}: credentials for {access_key} in {context.credentials}")
 
 
 @app.command()

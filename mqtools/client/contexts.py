@@ -13,6 +13,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from mqtools.client import credentials
 from mqtools.client.errors import MQClientError
 from mqtools.client.tls import options_from_json, options_to_json
 from mqtools.common.atomic_file import write_atomic
@@ -53,6 +54,8 @@ class Context:
     """A local cluster's state dir (mq cluster up --dir), when the context is one."""
     tls: TlsClientOptions | None = None
     """TLS for this cluster (CA file, client certificate), when it needs it."""
+    credentials: str | None = None
+    """Path of this cluster's ACL credentials file (mqtools.client.credentials); the secret is never here."""
 
 
 @dataclass(slots=True)
@@ -73,25 +76,26 @@ class ContextStore:
         except (OSError, ValueError) as exc:
             raise ContextError(f"cannot read {path}: {exc}") from None
         contexts = {c["name"]: Context(c["name"], c["namesrv"], c.get("stateDir"),
-                                   options_from_json(c.get("tls"))) for c in raw.get("contexts", [])}
+                                   options_from_json(c.get("tls")), c.get("credentials"))
+                    for c in raw.get("contexts", [])}
         current = raw.get("current")
         return cls(path, contexts, current if current in contexts else None)
 
     def save(self) -> None:
         body = {"current": self.current,
                 "contexts": [{"name": c.name, "namesrv": c.namesrv, "stateDir": c.state_dir,
-                                 "tls": options_to_json(c.tls) if c.tls else None}
+                                 "tls": options_to_json(c.tls) if c.tls else None, "credentials": c.credentials}
                              for c in sorted(self.contexts.values(), key=lambda c: c.name)]}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(self.path, json.dumps(body, indent=2).encode("utf-8"))
 
     def add(self, name: str, namesrv: str, state_dir: str | None = None,
-            tls: TlsClientOptions | None = None) -> Context:
+            tls: TlsClientOptions | None = None, credentials: str | None = None) -> Context:
         if not name or any(ch.isspace() for ch in name):
             raise ContextError(f"a context name has no spaces and is not empty: {name!r}")
         if not parse_namesrv_list(namesrv):
             raise ContextError(f"no name server address in {namesrv!r} (want host:port;host:port)")
-        context = Context(name, namesrv, state_dir, tls)
+        context = Context(name, namesrv, state_dir, tls, credentials)
         self.contexts[name] = context
         if self.current is None:
             self.current = name
@@ -131,9 +135,14 @@ class Target:
 
 
 def client_security(context: Context | None, tls: TlsClientOptions | None = None) -> ClientSecurity | None:
-    """The one place a tool's ClientSecurity is built: TLS from the flags, else from the context."""
+    """The one place a tool's ClientSecurity is built: TLS from the flags, else from the context;
+    ACL credentials from the environment, else the context's credentials file."""
     chosen = tls or (context.tls if context is not None else None)
-    return ClientSecurity(tls=chosen) if chosen is not None else None
+    try:
+        creds = credentials.resolve(context.credentials if context is not None else None)
+    except credentials.CredentialsError as exc:
+        raise ContextError(str(exc)) from None
+    return ClientSecurity(creds, chosen) if chosen is not None or creds is not None else None
 
 
 def resolve(namesrv: str | None = None, context: str | None = None, tls: TlsClientOptions | None = None) -> Target:
