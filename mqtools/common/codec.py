@@ -316,28 +316,34 @@ def encode_batch(messages: list[Message]) -> bytes:
     return b"".join(parts)
 
 
-def iter_batch(body) -> Iterator[tuple[int, memoryview, memoryview]]:
-    """(flag, body, properties bytes) of each message of a batch body; ValueError if malformed."""
+def batch_entries(body) -> list[tuple[int, memoryview, memoryview]]:
+    """(flag, body, properties with their 2-byte length) of each message of a batch body; ValueError
+    if malformed. The length stays with the properties because a stored entry has the same length
+    field before them: the store copies both with one slice."""
     mv = memoryview(body)
     pos, end = 0, len(mv)
+    unpack, short, head = BATCH_HEAD.unpack_from, SHORT.unpack_from, BATCH_HEAD.size
+    out = []
     while pos < end:
-        if end - pos < BATCH_HEAD.size + 2:
+        if end - pos < head + 2:
             raise ValueError("truncated batch entry")
-        size, _, _, flag, body_len = BATCH_HEAD.unpack_from(mv, pos)
-        b = pos + BATCH_HEAD.size
-        if body_len < 0 or b + body_len + 2 > end:
+        size, _, _, flag, body_len = unpack(mv, pos)
+        b = pos + head
+        p = b + body_len
+        if body_len < 0 or p + 2 > end:
             raise ValueError("batch body length out of range")
-        props_len = SHORT.unpack_from(mv, b + body_len)[0]
-        pe = b + body_len + 2 + props_len
-        if props_len < 0 or pe > end or size != pe - pos:
+        pe = p + 2 + short(mv, p)[0]
+        if pe < p + 2 or pe > end or size != pe - pos:
             raise ValueError("batch entry length does not match its fields")
-        yield flag, mv[b:b + body_len], mv[b + body_len + 2:pe]
+        out.append((flag, mv[b:p], mv[p:pe]))
         pos = pe
+    return out
 
 
-def batch_items(body) -> list[tuple[int, memoryview, bytes]]:
-    """iter_batch as a list, properties as bytes (what the store's batch put consumes)."""
-    return [(flag, b, bytes(p)) for flag, b, p in iter_batch(body)]
+def iter_batch(body) -> Iterator[tuple[int, memoryview, memoryview]]:
+    """(flag, body, properties bytes) of each message of a batch body; ValueError if malformed."""
+    for flag, b, lp in batch_entries(body):
+        yield flag, b, lp[2:]
 
 
 def decode_batch(body) -> list[Message]:

@@ -87,20 +87,39 @@ def _pow31(n: int) -> int:
     return pow(31, n, 1 << 32)
 
 
-def index_key_hashes(prefix: str, suffixes: list[str]) -> list[int]:
-    """index_key_hash(prefix + s) for many suffixes at once (a batch's keys): the per-key work is
-    one encode and one C-level dot product."""
-    ph = _prefix_hash(prefix)
+def index_key_hashes(keys: list[tuple[str, str]]) -> list[int]:
+    """index_key_hash(head + tail) for each (head, tail) of a batch, with each head's hash cached:
+    the per-key work is one encode and one C-level dot product over the tail only. Heads are
+    ``topic#`` for business keys and ``topic#`` plus the fixed part of a UNIQ_KEY (see
+    ``uniq_key_split``), which repeats for every message of one producer."""
     out = []
     append = out.append
-    for suffix in suffixes:
-        if not suffix.isascii():
-            append(index_key_hash_parts(prefix, suffix))
+    for head, tail in keys:
+        if not tail.isascii():
+            append(index_key_hash_parts(head, tail))
             continue
-        units = suffix.encode("ascii")
-        n = len(units)
-        h = (ph * _pow31(n) + sum(map(mul, units, _powers(n)))) & _MASK
+        units = tail.encode("ascii")
+        head_term, weights = _head_weights(head, len(units))
+        h = (head_term + sum(map(mul, units, weights))) & _MASK
         if h & 0x80000000:
             h = 0 if h == 0x80000000 else 0x100000000 - h
         append(h)
     return out
+
+
+@lru_cache(maxsize=1024)
+def _head_weights(head: str, n: int) -> tuple[int, tuple[int, ...]]:
+    """hash(head) * 31**n and the weights of an n-unit tail: one cache look-up per key."""
+    return (_prefix_hash(head) * _pow31(n)) & _MASK, _powers(n)
+
+
+#: The varying tail of a RocketMQ UNIQ_KEY: time since the month start (8 hex) and counter (4 hex);
+#: the 20 hex digits before it (ip, pid, generator hash) are fixed for one producer process.
+UNIQ_KEY_VARYING = 12
+
+
+def uniq_key_split(prefix: str, uniq: str) -> tuple[str, str]:
+    """(head, tail) of the index key ``prefix + uniq`` for index_key_hashes: the producer's fixed part
+    goes into the cached head, so a message's uniq key costs a 12-character hash."""
+    cut = len(uniq) - UNIQ_KEY_VARYING
+    return (prefix + uniq[:cut], uniq[cut:]) if cut > 0 else (prefix, uniq)

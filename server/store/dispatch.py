@@ -16,17 +16,16 @@ import contextlib
 import logging
 from collections.abc import Callable
 
-from mqtools.server.store.commitlog import CommitLog
-from mqtools.server.store.config import MessageStoreConfig
-from mqtools.server.store.consume_queue import ConsumeQueue
-from mqtools.server.store.delay_levels import DelayLevelTable, delay_level_of
-from mqtools.server.store.index import IndexService
-
 from mqtools.common import properties as P
 from mqtools.common.codec import EntryInfo
 from mqtools.common.hashing import tags_code as java_tags_code
 from mqtools.common.sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE, is_consumable
 from mqtools.common.topics import SCHEDULE_TOPIC
+from mqtools.server.store.commitlog import CommitLog
+from mqtools.server.store.config import MessageStoreConfig
+from mqtools.server.store.consume_queue import ConsumeQueue
+from mqtools.server.store.delay_levels import DelayLevelTable, delay_level_of
+from mqtools.server.store.index import IndexService
 
 log = logging.getLogger(__name__)
 
@@ -125,7 +124,7 @@ class DispatchService:
             if self.listeners:
                 self._notify(topic, qid, first_qoff + len(units), units[-1][2], store_ts)
         if self.config.message_index_enable and sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE:
-            self.index.build_many(topic, [(keys, uniq, phys, store_ts) for phys, _, _, keys, uniq in units])
+            self.index.build_many(topic, units, store_ts)
             self.index.write_header()
 
     def _notify(self, topic: str, queue_id: int, offset_after: int, tags: int, store_ts: int) -> None:

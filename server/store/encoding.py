@@ -9,12 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from mqtools.server.store.dispatch import BatchUnit, UnitValues
-from mqtools.server.store.results import PutMessageStatus
-
-from mqtools.common.codec import HEADERS, MAX_PROPERTIES_LEN, body_crc, magic_for, topic_props_tail
+from mqtools.common.codec import (
+    BATCH_HEAD,
+    HEADERS,
+    MAX_PROPERTIES_LEN,
+    SHORT,
+    body_crc,
+    magic_for,
+    stored_size,
+    topic_props_tail,
+)
+from mqtools.common.hashing import tags_code
 from mqtools.common.ids import host_address_bytes
 from mqtools.common.message import Host, MessageExtBatch
+from mqtools.common.properties import dispatch_values
+from mqtools.server.store.dispatch import BatchUnit, UnitValues
+from mqtools.server.store.results import PutMessageStatus
 
 #: (status, remark) of a refused put.
 Refusal = tuple[PutMessageStatus, str]
@@ -46,30 +56,47 @@ def check_batch(topic_b: bytes, body_len: int, max_message_size: int) -> Refusal
     return _check_topic(topic_b)
 
 
+def batch_stored_size(body_len: int, count: int, sys_flag: int, topic_len: int) -> int:
+    """Bytes a well-formed batch body of ``count`` messages takes in the commitlog: each stored entry
+    is its batch entry (head, body, properties length and properties) with the stored fixed part
+    and topic instead of the batch head."""
+    return body_len + count * (stored_size(sys_flag, 0, topic_len, 0) - BATCH_HEAD.size - SHORT.size)
+
+
 def encode_batch(mm: memoryview, pos: int, phys: int, batch: MessageExtBatch, topic_b: bytes, sys_flag: int,
-                 store_host: Host, items: list[tuple[int, memoryview, bytes]], sizes: list[int],
-                 store_ts: int, qoff: int,
-                 unit_values: Callable[[bool, bytes, int], UnitValues], schedule: bool) -> list[BatchUnit]:
+                 store_host: Host, entries: list[tuple[int, memoryview, memoryview]], store_ts: int, qoff: int,
+                 schedule_values: Callable[[bool, bytes, int], UnitValues] | None) -> list[BatchUnit]:
     """Pack every message of a batch at ``mm[pos:]`` (physical offset ``phys``, first queue offset
-    ``qoff``); returns each message's dispatch unit."""
+    ``qoff``) in one pass: per message one header pack and three slice copies (body, topic, properties
+    with their length, straight from the request body), and its dispatch values read from the same
+    properties bytes. ``schedule_values`` is given for SCHEDULE_TOPIC_XXXX, whose tag code is a due
+    time. Returns each message's dispatch unit."""
     header = HEADERS[sys_flag & 0x30]
     pack, hsize = header.pack_into, header.size
+    fixed = stored_size(sys_flag, 0, len(topic_b), 0) - SHORT.size
     magic = magic_for(len(topic_b))
     born_ip, born_port = host_address_bytes(batch.born_host[0]), batch.born_host[1]
     store_ip, store_port = host_address_bytes(store_host[0]), store_host[1]
     born_ts, reconsume, qid = batch.born_timestamp, batch.reconsume_times, batch.queue_id
-    tail_head = topic_props_tail(topic_b, b"")[:-2]
+    topic_part = topic_props_tail(topic_b, b"")[:-SHORT.size]
+    tlen = len(topic_part)
     units: list[BatchUnit] = []
-    for (flag, body, props_b), size in zip(items, sizes, strict=True):
+    append = units.append
+    for flag, body, lprops in entries:
         blen = len(body)
-        pack(mm, pos, size, magic, body_crc(body), qid, flag, qoff, phys, sys_flag, born_ts, born_ip,
-             born_port, store_ts, store_ip, store_port, reconsume, 0, blen)
+        size = fixed + blen + len(lprops)
+        pack(mm, pos, size, magic, body_crc(body), qid, flag, qoff, phys, sys_flag,
+             born_ts, born_ip, born_port, store_ts, store_ip, store_port, reconsume, 0, blen)
         b = pos + hsize
-        mm[b:b + blen] = body
-        tail = tail_head + len(props_b).to_bytes(2, "big") + props_b
-        mm[b + blen:b + blen + len(tail)] = tail
-        tags, keys, uniq = unit_values(schedule, props_b, store_ts)
-        units.append((phys, size, tags, keys, uniq))
+        e = b + blen
+        mm[b:e] = body
+        mm[e:e + tlen] = topic_part
+        mm[e + tlen:pos + size] = lprops
+        if schedule_values is None:
+            tag_value, keys, uniq = dispatch_values(lprops[SHORT.size:])
+            append((phys, size, tags_code(tag_value), keys, uniq))
+        else:
+            append((phys, size, *schedule_values(True, bytes(lprops[SHORT.size:]), store_ts)))
         pos += size
         phys += size
         qoff += 1

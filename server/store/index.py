@@ -15,9 +15,8 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from mqtools.common.hashing import index_key_hash, index_key_hashes, uniq_key_split
 from mqtools.server.store.mapped_file import MappedFile
-
-from mqtools.common.hashing import index_key_hash, index_key_hashes
 
 log = logging.getLogger(__name__)
 
@@ -56,36 +55,38 @@ class IndexFile:
         HEADER.pack_into(self.mm, 0, self.begin_ts, self.end_ts, self.begin_phy, self.end_phy, self.slot_count,
                          self.index_count)
 
-    def put_many(self, hashes: list[int], targets: list[tuple[int, int]], start: int) -> int:
+    def put_many(self, hashes: list[int], phys: list[int], store_ts: int, start: int) -> int:
         """Insert hashes[start:] (entry = hash, phys, seconds since begin, previous entry of the slot),
-        header fields kept in locals; returns the index of the first entry that did not fit
-        (len(hashes) when all did)."""
-        mm, slots, entries_at, max_index = self.mm, self.slots, self.entries_at, self.max_index
-        n, begin_ts, slot_count = self.index_count, self.begin_ts, self.slot_count
-        i = start
-        end = len(hashes)
-        phys = store_ts = 0
-        while i < end and n < max_index:
-            h = hashes[i]
-            phys, store_ts = targets[i]
+        all stored at ``store_ts`` (one put), header fields kept in locals; returns the index of the
+        first entry that did not fit (len(hashes) when all did)."""
+        mm, slots, entries_at = self.mm, self.slots, self.entries_at
+        n, slot_count = self.index_count, self.slot_count
+        end = min(len(hashes), start + self.max_index - n)
+        if end <= start:
+            return start
+        begin_ts = self.begin_ts
+        diff = rest = min(max((store_ts - begin_ts) // 1000, 0), INT_MAX) if begin_ts > 0 else 0
+        if n <= 1:
+            # RocketMQ: the first entry's time is relative to the begin the file was created with
+            # (the previous file's end); the file's begin becomes this put.
+            self.begin_phy, self.begin_ts = phys[start], store_ts
+            rest = 0
+        pos = entries_at + n * ENTRY_SIZE
+        for h, p in zip(hashes[start:end], phys[start:end]):
             slot_pos = HEADER_SIZE + (h % slots) * 4
             prev = _SLOT_UNPACK(mm, slot_pos)[0]
             if prev <= 0 or prev > n:
                 prev = 0
                 slot_count += 1
-            diff = min(max((store_ts - begin_ts) // 1000, 0), INT_MAX) if begin_ts > 0 else 0
-            _ENTRY_PACK(mm, entries_at + n * ENTRY_SIZE, h, phys, diff, prev)
+            _ENTRY_PACK(mm, pos, h, p, diff, prev)
             _SLOT_PACK(mm, slot_pos, n)
-            if n <= 1:
-                self.begin_phy = phys
-                begin_ts = self.begin_ts = store_ts
+            diff = rest
             n += 1
-            i += 1
-        if i > start:
-            self.index_count, self.slot_count = n, slot_count
-            self.end_phy, self.end_ts = phys, store_ts
-            self.dirty = True
-        return i
+            pos += ENTRY_SIZE
+        self.index_count, self.slot_count = n, slot_count
+        self.end_phy, self.end_ts = phys[end - 1], store_ts
+        self.dirty = True
+        return end
 
     def overlaps(self, begin: int, end: int) -> bool:
         return self.begin_ts <= end and self.end_ts >= begin
@@ -167,31 +168,35 @@ class IndexService:
 
     def build(self, topic: str, keys: str | None, uniq: str | None, phys: int, store_ts: int) -> None:
         """Index one message (skipped when the newest file already covers its offset)."""
-        self.build_many(topic, [(keys, uniq, phys, store_ts)])
+        self.build_many(topic, [(phys, 0, 0, keys, uniq)], store_ts)
 
-    def build_many(self, topic: str, items: list[tuple[str | None, str | None, int, int]]) -> None:
-        """Index messages of one topic given as (KEYS, UNIQ_KEY, phys, store time), in commitlog order."""
+    def build_many(self, topic: str, units: list[tuple[int, int, int, str | None, str | None]],
+                   store_ts: int) -> None:
+        """Index the messages of one put (one topic, one store time) given as their dispatch units
+        (phys, size, tag code, KEYS, UNIQ_KEY), in commitlog order: per message its UNIQ_KEY, then
+        each key, as RocketMQ's buildIndex does."""
         end_phy = self.files[-1].end_phy if self.files else -1
-        suffixes: list[str] = []
-        targets: list[tuple[int, int]] = []
-        for keys, uniq, phys, store_ts in items:
+        prefix = topic + "#"
+        heads: list[tuple[str, str]] = []
+        targets: list[int] = []
+        for phys, _, _, keys, uniq in units:
             if phys < end_phy:
                 continue
             if uniq:
-                suffixes.append(uniq)
-                targets.append((phys, store_ts))
+                heads.append(uniq_key_split(prefix, uniq))
+                targets.append(phys)
             if keys:
                 for k in keys.split(" "):
                     if k:
-                        suffixes.append(k)
-                        targets.append((phys, store_ts))
-        if not suffixes:
+                        heads.append((prefix, k))
+                        targets.append(phys)
+        if not heads:
             return
-        hashes = index_key_hashes(topic + "#", suffixes)
+        hashes = index_key_hashes(heads)
         f = self.files[-1] if self.files else self._new_file()
-        done = f.put_many(hashes, targets, 0)
+        done = f.put_many(hashes, targets, store_ts, 0)
         while done < len(hashes):
-            done = self._new_file().put_many(hashes, targets, done)
+            done = self._new_file().put_many(hashes, targets, store_ts, done)
 
     def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
         """Physical offsets whose key hash matches, newest file first (hash collisions included)."""

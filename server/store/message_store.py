@@ -56,6 +56,20 @@ from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
+from mqtools.common import properties as P
+from mqtools.common.brokerrole import BrokerRole
+from mqtools.common.codec import (
+    CorruptMessageError,
+    batch_entries,
+    decode_stored,
+    host_flags,
+    stored_size,
+    write_stored,
+)
+from mqtools.common.ids import create_offset_msg_id
+from mqtools.common.message import Host, MessageExt, MessageExtBatch, MessageExtBrokerInner
+from mqtools.common.sysflag import is_consumable
+from mqtools.common.topics import SCHEDULE_TOPIC
 from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store import encoding, recovery
 from mqtools.server.store.checkpoint import StoreCheckpoint
@@ -77,21 +91,6 @@ from mqtools.server.store.results import (
 )
 from mqtools.server.store.store_lock import StoreDirectoryLock
 from mqtools.server.store.store_stats import StoreStatsService
-
-from mqtools.common import properties as P
-from mqtools.common.brokerrole import BrokerRole
-from mqtools.common.codec import (
-    CorruptMessageError,
-    batch_items,
-    decode_stored,
-    host_flags,
-    stored_size,
-    write_stored,
-)
-from mqtools.common.ids import create_offset_msg_id
-from mqtools.common.message import Host, MessageExt, MessageExtBatch, MessageExtBrokerInner
-from mqtools.common.sysflag import is_consumable
-from mqtools.common.topics import SCHEDULE_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -253,21 +252,20 @@ class MessageStore:
         store_host = batch.store_host or self.config.store_host
         sys_flag = (batch.sys_flag & ~0x30) | host_flags(batch.born_host, store_host)
         try:
-            items = batch_items(batch.body)
+            entries = batch_entries(batch.body)
         except ValueError as exc:
             return self._illegal(PutMessageStatus.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
-        if not items:
+        if not entries:
             return self._illegal(PutMessageStatus.MESSAGE_ILLEGAL, "empty batch")
-        fixed = stored_size(sys_flag, 0, len(topic_b), 0)
-        sizes = [fixed + len(b) + len(p) for _, b, p in items]
+        total = encoding.batch_stored_size(len(batch.body), len(entries), sys_flag, len(topic_b))
         try:
-            mf, pos = self.commitlog.reserve(sum(sizes))
+            mf, pos = self.commitlog.reserve(total)
         except (EntryTooLarge, OSError) as exc:
             return self._reserve_failed(exc)
-        return await self._write_batch(batch, topic_b, sys_flag, store_host, items, sizes, mf, pos)
+        return await self._write_batch(batch, topic_b, sys_flag, store_host, entries, total, mf, pos)
 
     async def _write_batch(self, batch: MessageExtBatch, topic_b: bytes, sys_flag: int, store_host: Host,
-                           items: list[tuple[int, memoryview, bytes]], sizes: list[int], mf: MappedFile,
+                           entries: list[tuple[int, memoryview, memoryview]], total: int, mf: MappedFile,
                            pos: int) -> PutMessageResult:
         d = self.dispatcher
         store_ts = int(self.clock() * 1000)
@@ -275,18 +273,17 @@ class MessageStore:
         key = (topic, qid)
         first_qoff = d.next_offset.get(key, 0)
         first_phys = mf.start + pos
-        units = encoding.encode_batch(mf.mm, pos, first_phys, batch, topic_b, sys_flag, store_host, items,
-                                      sizes, store_ts, first_qoff, d.unit_values, topic == SCHEDULE_TOPIC)
-        phys = first_phys + sum(sizes)
-        mf.wrote = pos + (phys - first_phys)
-        d.next_offset[key] = first_qoff + len(items)
+        units = encoding.encode_batch(mf.mm, pos, first_phys, batch, topic_b, sys_flag, store_host, entries,
+                                      store_ts, first_qoff, d.unit_values if topic == SCHEDULE_TOPIC else None)
+        mf.wrote = pos + total
+        d.next_offset[key] = first_qoff + len(entries)
         d.dispatch_batch(topic, qid, first_qoff, sys_flag, store_ts, units)
-        d.reput_offset = phys
+        d.reput_offset = first_phys + total
         d.last_store_ts = store_ts
-        self.stats.put_times += len(items)
-        self.stats.put_size += phys - first_phys
-        append = AppendMessageResult(first_phys, phys - first_phys, create_offset_msg_id(store_host, first_phys),
-                                     store_ts, first_qoff, len(items), [u[0] for u in units], store_host)
+        self.stats.put_times += len(entries)
+        self.stats.put_size += total
+        append = AppendMessageResult(first_phys, total, create_offset_msg_id(store_host, first_phys),
+                                     store_ts, first_qoff, len(entries), [u[0] for u in units], store_host)
         return PutMessageResult(await self._after_append(append, batch.properties.get(P.WAIT) != "false"), append)
 
     async def _after_append(self, append: AppendMessageResult, wait: bool) -> PutMessageStatus:
