@@ -27,8 +27,8 @@ from mqtools.client.types import ConsumeFromWhere, ConsumeResult
 from mqtools.common.message import MessageExt
 
 
-async def consume_backlog(namesrv: str, total: int, timeout: float) -> float:
-    """Seconds the push consumer needs to see `total` messages."""
+async def consume_backlog(namesrv: str, total: int, timeout: float, group: str = "CG_BENCH_PUSH") -> float:
+    """Seconds the push consumer of `group` (from the first offset) needs to see `total` messages."""
     seen = 0
     done = asyncio.Event()
 
@@ -39,7 +39,7 @@ async def consume_backlog(namesrv: str, total: int, timeout: float) -> float:
             done.set()
         return ConsumeResult.CONSUME_SUCCESS
 
-    consumer = PushConsumer("CG_BENCH_PUSH", namesrv=namesrv, pull_batch_size=32, consume_concurrency=64,
+    consumer = PushConsumer(group, namesrv=namesrv, pull_batch_size=32, consume_concurrency=64,
                             consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
     consumer.subscribe(broker_send.TOPIC).register_listener(listener)
     t0 = time.perf_counter()

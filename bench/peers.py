@@ -1,0 +1,193 @@
+"""Our producer and consumer next to NATS JetStream (file storage) in the same run; one line per pair.
+
+Starts a real `mq namesrv` + `mq broker` (ASYNC_FLUSH) and a `nats-server -js` with file storage
+in a temp directory, both on 127.0.0.1, and measures 1 KiB messages, best of --repeat:
+  publish  our Producer, async sends with 256 in flight and auto-batching on, against nats-py
+           JetStream publishes with 256 in flight (each awaits its stored ack), both split over
+           --clients processes on the default asyncio loop
+  consume  our PushConsumer reading the backlog the publish runs left, against a nats-py durable
+           pull consumer fetching 256 at a time and acking the last of each fetch (AckPolicy.ALL,
+           the counterpart of our consumer's offset commit); the same number of messages each, a
+           fresh group / durable per run
+The ratio is mq / peer. The Go client is measured only where `go` is on PATH; without it the bench
+says so and skips it.
+
+Not a CI bench: it installs what it needs when missing and says so, `nats-server` with apt-get and
+`nats-py` with pip into this interpreter (a bench-time tool, not a project dependency).
+
+Usage: .venv/bin/python bench/peers.py [--seconds 3] [--clients 2] [--repeat 3]
+Targets: publish >= 120,000 msgs/s and >= 3x nats-py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import multiprocessing as mp
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+import broker_send
+import client_consume
+import client_produce
+from benchsupport import namesrv_and_broker, run_processes, throughput
+
+SUBJECT = "bench"
+STREAM = "BENCH"
+FETCH = 256
+PUBLISH_TARGET = 120_000
+
+
+def ensure_nats_server() -> str:
+    """Path of nats-server, installed with apt-get (saying so) when missing."""
+    found = shutil.which("nats-server")
+    if found:
+        return found
+    print("peers: nats-server not found; installing the Debian package with apt-get", flush=True)
+    for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", "nats-server"]):
+        subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
+    found = shutil.which("nats-server") or shutil.which("nats-server", path="/usr/sbin:/usr/bin")
+    if not found:
+        raise SystemExit("peers: nats-server could not be installed (apt-get install nats-server failed)")
+    return found
+
+
+def ensure_nats_py() -> None:
+    """nats-py importable in this interpreter, installed with pip (saying so) when missing."""
+    try:
+        import nats  # noqa: F401
+    except ImportError:
+        print("peers: nats-py not installed; installing it with pip for this bench (not a project dependency)",
+              flush=True)
+        subprocess.run([sys.executable, "-m", "pip", "install", "-q", "nats-py"], check=True)
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@contextmanager
+def nats_server(binary: str) -> Iterator[str]:
+    """A JetStream server with file storage in a temp directory; yields its URL once it logs ready."""
+    with tempfile.TemporaryDirectory(prefix="mq-bench-nats-") as tmp:
+        port = free_port()
+        proc = subprocess.Popen([binary, "-a", "127.0.0.1", "-p", str(port), "-js", "-sd", tmp],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            assert proc.stderr is not None
+            for line in proc.stderr:
+                if "Server is ready" in line:
+                    break
+            else:
+                raise SystemExit(f"peers: nats-server exited with {proc.wait()} before it was ready")
+            yield f"nats://127.0.0.1:{port}"
+        finally:
+            proc.terminate()
+            proc.wait(10)
+
+
+async def nats_publish(url: str, inflight: int, seconds: float) -> dict:
+    import nats
+
+    nc = await nats.connect(url)
+    js = nc.jetstream()
+    msgs = 0
+    latencies: list[float] = []
+    deadline = time.perf_counter() + seconds
+
+    async def worker() -> None:
+        nonlocal msgs
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            await js.publish(SUBJECT, broker_send.BODY)
+            latencies.append(time.perf_counter() - t0)
+            msgs += 1
+
+    t0 = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(inflight)))
+    elapsed = time.perf_counter() - t0
+    await nc.close()
+    return {"msgs": msgs, "elapsed": elapsed, "lat": latencies}
+
+
+def _nats_child(args: tuple, out: mp.Queue) -> None:
+    out.put(asyncio.run(nats_publish(*args)))
+
+
+async def nats_setup(url: str) -> None:
+    import nats
+    from nats.js.api import StorageType
+
+    nc = await nats.connect(url)
+    await nc.jetstream().add_stream(name=STREAM, subjects=[SUBJECT], storage=StorageType.FILE)
+    await nc.close()
+
+
+async def nats_consume(url: str, durable: str, total: int) -> float:
+    """Seconds a durable pull consumer needs to fetch `total` stored messages."""
+    import nats
+    from nats.js.api import AckPolicy, ConsumerConfig
+
+    nc = await nats.connect(url)
+    sub = await nc.jetstream().pull_subscribe(SUBJECT, durable=durable,
+                                              config=ConsumerConfig(ack_policy=AckPolicy.ALL))
+    seen = 0
+    t0 = time.perf_counter()
+    while seen < total:
+        batch = await sub.fetch(min(FETCH, total - seen), timeout=10)
+        seen += len(batch)
+        await batch[-1].ack()
+    elapsed = time.perf_counter() - t0
+    await nc.close()
+    return elapsed
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported (shared hosts)")
+    ap.add_argument("--consume-max", type=int, default=150_000, help="messages read per consume run")
+    args = ap.parse_args()
+    binary = ensure_nats_server()
+    ensure_nats_py()
+    per = max(1, 256 // args.clients)
+    ours_pub: list[dict] = []
+    peer_pub: list[dict] = []
+    with namesrv_and_broker(broker_send.TOPIC, broker_send.QUEUES) as (namesrv, _), nats_server(binary) as url:
+        asyncio.run(nats_setup(url))
+        for _ in range(args.repeat):
+            ours_pub.append(client_produce.run_producer(namesrv.addr, "async", 256, args.seconds, 1, args.clients,
+                                                        True))
+            peer_pub.append(throughput(run_processes(_nats_child, (url, per, args.seconds), args.clients,
+                                                     timeout=args.seconds + 60)))
+        # every run left its messages; each consume run reads the same count from the first offset
+        total = min(args.consume_max, int(min(sum(r["msgs_s"] for r in ours_pub),
+                                              sum(r["msgs_s"] for r in peer_pub)) * args.seconds * 0.95))
+        ours_con = max(total / asyncio.run(client_consume.consume_backlog(namesrv.addr, total, 120,
+                                                                          f"CG_BENCH_PEERS_{i}"))
+                       for i in range(args.repeat))
+        peer_con = max(total / asyncio.run(nats_consume(url, f"bench{i}", total)) for i in range(args.repeat))
+    pub, peer = max(r["msgs_s"] for r in ours_pub), max(r["msgs_s"] for r in peer_pub)
+    print(f"peers publish (async, 256 in flight) | mq Producer auto-batching {pub:,.0f} msgs/s | nats-py "
+          f"JetStream file {peer:,.0f} msgs/s | ratio {pub / peer:.2f} (targets >= {PUBLISH_TARGET:,} msgs/s "
+          f"and >= 3.00: {'met' if pub >= PUBLISH_TARGET and pub >= 3 * peer else 'missed'})")
+    print(f"peers consume ({total:,} stored msgs) | mq PushConsumer {ours_con:,.0f} msgs/s | nats-py pull "
+          f"{peer_con:,.0f} msgs/s | ratio {ours_con / peer_con:.2f}")
+    if shutil.which("go") is None:
+        print("peers: Go client not measured (no go on PATH)")
+
+
+if __name__ == "__main__":
+    main()
