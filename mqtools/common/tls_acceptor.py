@@ -22,7 +22,9 @@ from mqtools.common.tls import FirstByte, TlsMode, classify_first_byte
 
 log = logging.getLogger("mq.tls")
 
-#: A connection that sends nothing, or does not finish its handshake, within this is closed.
+#: A connection that sends nothing for this long is closed (RocketMQ closes idle channels after 120 s).
+FIRST_BYTE_TIMEOUT = 120.0
+#: A TLS handshake that does not finish within this is abandoned.
 HANDSHAKE_TIMEOUT = 10.0
 #: Refusals are logged at most once per this many seconds per listener (a scanner cannot flood the log).
 REFUSAL_LOG_INTERVAL = 60.0
@@ -63,11 +65,12 @@ class TlsAcceptor:
 
     def __init__(self, name: str, mode: TlsMode, context: ssl.SSLContext | None,
                  protocol_factory: Callable[[], asyncio.BaseProtocol], *,
-                 handshake_timeout: float = HANDSHAKE_TIMEOUT) -> None:
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT, first_byte_timeout: float = FIRST_BYTE_TIMEOUT) -> None:
         self._mode = mode
         self._context = context
         self._factory = protocol_factory
         self._timeout = handshake_timeout
+        self._first_byte_timeout = first_byte_timeout
         self._name = name
         self._refusals = RefusalLog(name)
         self._sock: socket.socket | None = None
@@ -109,7 +112,7 @@ class TlsAcceptor:
         loop = asyncio.get_running_loop()
         peer = _peer(sock)
         try:
-            first = await asyncio.wait_for(_peek_first_byte(loop, sock), self._timeout)
+            first = await asyncio.wait_for(_peek_first_byte(loop, sock), self._first_byte_timeout)
         except (TimeoutError, OSError):
             sock.close()
             return
