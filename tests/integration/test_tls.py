@@ -185,3 +185,27 @@ def test_kill_master_drill_passes_over_tls(tmp_path: Path) -> None:
     assert report["integrity"]["acked"] > 300
     assert report["preflight"]["verdict"] == "safe"
     wait_for(lambda: not any(tmp_path.glob("mq-drill-*")), 10, "the drill's cluster dir removed")
+
+
+async def test_required_client_certificate(tmp_path: Path) -> None:
+    certs = make_local_certificates(tmp_path / "certs")
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text(f"tls.server.mode=enforcing\ntls.server.certPath={certs.cert}\ntls.server.keyPath={certs.key}\n"
+                    f"tls.server.need.client.auth=require\ntls.server.trustCertPath={certs.ca}\n")
+    namesrv = start_mq(["namesrv", "start", "-c", str(conf), "--listen-port", "0", "--store-dir", str(tmp_path)])
+    request = RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG)
+    try:
+        anonymous = RemotingClient(security=ClientSecurity(tls=TlsClientOptions(str(certs.ca))))
+        try:
+            with pytest.raises((RemotingConnectError, RemotingConnectionClosed)):
+                await anonymous.invoke(namesrv.addr, request, 5.0)
+        finally:
+            await anonymous.close()
+        known = RemotingClient(security=ClientSecurity(tls=TlsClientOptions(str(certs.ca), str(certs.cert),
+                                                                            str(certs.key))))
+        try:
+            assert (await known.invoke(namesrv.addr, request, 5.0)).code == 0
+        finally:
+            await known.close()
+    finally:
+        namesrv.stop()
