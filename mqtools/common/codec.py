@@ -14,6 +14,7 @@ The writer packs straight into a target buffer (the commitlog mmap) so a put is 
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import struct
 import zlib
@@ -153,7 +154,13 @@ def encode_stored(msg: MessageExt, properties_string: str | None = None) -> byte
 
 
 def _host(raw: bytes, port: int) -> Host:
-    return str(ipaddress.ip_address(raw)), port
+    return _ip_text(raw), port
+
+
+@functools.lru_cache(maxsize=1024)
+def _ip_text(raw: bytes) -> str:
+    """Cached: a reader sees the same few hosts on every message, and ipaddress is a third of a decode."""
+    return str(ipaddress.ip_address(raw))
 
 
 def decode_stored(buf, offset: int = 0, check_crc: bool = False, read_body: bool = True) -> MessageExt:
