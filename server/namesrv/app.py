@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mqtools.common.atomic_file import write_atomic
 from mqtools.common.javaprops import render_properties
+from mqtools.remoting.log_limiter import LimitedLog
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.lifecycle import StartError, cancel_and_wait
@@ -48,6 +49,8 @@ class NamesrvController:
         )
         self.processor.register(self.server)
         self._write_lock = asyncio.Lock()
+        #: Anyone can register a broker with a short heartbeat timeout: its expiry lines are rate-limited.
+        self._expiries = LimitedLog(log, lambda: self.clock() / 1000)
         self._scan_task: asyncio.Task | None = None
 
     @property
@@ -85,7 +88,7 @@ class NamesrvController:
 
     def scan_once(self) -> None:
         for channel in self.routes.scan_not_active_broker(self.clock()):
-            log.warning("broker connection %s expired: closed", channel.peer)
+            self._expiries.warning("expired", "broker connection %s expired: closed", channel.peer)
             channel.close()
 
     async def _write(self, path: Path, data: bytes) -> None:
