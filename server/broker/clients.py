@@ -26,6 +26,7 @@ from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.remoting.bodies import SubscriptionData
 from mqtools.remoting.codes import LanguageCode
 from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.log_limiter import LimitedLog
 
 log = logging.getLogger(__name__)
 
@@ -112,6 +113,8 @@ class ConsumerManager:
         self.on_ids_changed = on_ids_changed
         self.groups: dict[str, ConsumerGroupInfo] = {}
         self._task: asyncio.Task | None = None
+        #: Any client can open connections, heartbeat and go quiet: expiry lines are rate-limited.
+        self._expiries = LimitedLog(log, clock)
 
     def register(
         self,
@@ -188,7 +191,8 @@ class ConsumerManager:
             for channel in stale:
                 info = group_info.channels.pop(channel)
                 dropped.append(info)
-                log.warning("consumer channel %s (%s) of %s expired", info.addr, info.client_id, group)
+                self._expiries.warning("expired", "consumer channel %s (%s) of %s expired", info.addr,
+                                       info.client_id, group)
             if stale:
                 self._after_removal(group, group_info, True)
         return dropped
@@ -225,6 +229,7 @@ class ProducerManager:
         self.expired_timeout = expired_timeout
         self.groups: dict[str, dict[Channel, ClientChannelInfo]] = {}
         self._task: asyncio.Task | None = None
+        self._expiries = LimitedLog(log, clock)  # as ConsumerManager's
 
     def register(self, group: str, info: ClientChannelInfo) -> bool:
         info.last_update = self.clock()
@@ -253,7 +258,8 @@ class ProducerManager:
                 if now - info.last_update > self.expired_timeout:
                     dropped.append(info)
                     self.unregister(group, channel)
-                    log.warning("producer channel %s (%s) of %s expired", info.addr, info.client_id, group)
+                    self._expiries.warning("expired", "producer channel %s (%s) of %s expired", info.addr,
+                                           info.client_id, group)
         return dropped
 
     def connections(self, group: str) -> list[ClientChannelInfo]:
