@@ -20,6 +20,7 @@ from mqtools.cluster.certs import LocalCertificates, make_local_certificates
 from mqtools.cluster.health import ProcHealth, collect_once, wait_healthy
 from mqtools.cluster.presets import load_preset
 from mqtools.cluster.supervisor import NAMESRV_ROLE, ClusterState, LaunchError, ProcInfo
+from mqtools.common import tls as keys
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.javaprops import render_properties
 
@@ -54,26 +55,26 @@ class UpOptions:
 def tls_properties(certs: LocalCertificates) -> dict[str, str]:
     """RocketMQ's tls.* keys for a process of a --tls cluster: enforcing on its ports, and TLS with
     the cluster's CA (verified) on its own connections (registration, HA, broker to broker)."""
-    return {"tls.server.mode": "enforcing", "tls.server.certPath": str(certs.cert),
-            "tls.server.keyPath": str(certs.key), "tls.enable": "true",
-            "tls.client.trustCertPath": str(certs.ca), "tls.client.authServer": "true"}
+    return {keys.TLS_SERVER_MODE: keys.TlsMode.ENFORCING.value, keys.TLS_SERVER_CERTPATH: str(certs.cert),
+            keys.TLS_SERVER_KEYPATH: str(certs.key), keys.TLS_ENABLE: "true",
+            keys.TLS_CLIENT_TRUSTCERTPATH: str(certs.ca), keys.TLS_CLIENT_AUTHSERVER: "true"}
 
 
 def plan(opts: UpOptions) -> ClusterState:
     """Choose names, ports and command lines for every process of the preset."""
     specs = load_preset(opts.preset)
     certs = make_local_certificates(opts.root / "tls") if opts.tls else None
-    tls = tls_properties(certs) if certs is not None else {}
+    secured = tls_properties(certs) if certs is not None else {}
     taken: set[int] = set()
     namesrvs = []
     for i in range(opts.namesrv_count):
         port = sv.pick_ports(opts.base_port + i, 1, taken)
         name = f"namesrv-{i}"
         args = ["namesrv", "start", "--listen-port", str(port), "--store-dir", str(opts.root / name)]
-        if tls:
+        if secured:
             config = opts.root / name / "namesrv.properties"
             config.parent.mkdir(parents=True, exist_ok=True)
-            config.write_text(render_properties(tls))
+            config.write_text(render_properties(secured))
             args += ["-c", str(config)]
         namesrvs.append(ProcInfo(name, "namesrv", NAMESRV_ROLE, port, args=args))
     namesrv_addr = ";".join(p.addr for p in namesrvs)
@@ -88,7 +89,7 @@ def plan(opts: UpOptions) -> ClusterState:
     for broker, spec in zip(brokers, specs, strict=True):
         props = {**spec.props, "listenPort": str(broker.port), "haListenPort": str(broker.ha_port),
                  "namesrvAddr": namesrv_addr, "brokerIP1": "127.0.0.1",
-                 "storePathRootDir": str(opts.root / broker.name / "store"), **tls, **(opts.overrides or {})}
+                 "storePathRootDir": str(opts.root / broker.name / "store"), **secured, **(opts.overrides or {})}
         config = opts.root / broker.name / "broker.properties"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(render_properties(props))
