@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 #: Longest message a limited line carries (the rest of a megabyte-long value is cut).
 MAX_LINE = 300
+#: Lines of one kind let through per interval, and the interval in seconds.
+LIMIT, INTERVAL = 10, 60.0
 
 
 @dataclass(slots=True)
@@ -29,7 +31,7 @@ class LogLimiter:
     """Decides which lines of each kind get logged; the caller passes the time and picks the kinds
     from a fixed set of its own (never from peer input, so the table stays small)."""
 
-    def __init__(self, limit: int = 10, interval: float = 60.0) -> None:
+    def __init__(self, limit: int = LIMIT, interval: float = INTERVAL) -> None:
         self.limit = limit
         self.interval = interval
         self._windows: dict[str, _Window] = {}
@@ -53,7 +55,7 @@ class LimitedLog:
     """A logger behind a LogLimiter: `warning(kind, msg, *args)` logs one line or none."""
 
     def __init__(self, logger: logging.Logger, clock: Callable[[], float] = time.monotonic, *,
-                 limit: int = 10, interval: float = 60.0) -> None:
+                 limit: int = LIMIT, interval: float = INTERVAL) -> None:
         self.logger = logger
         self.clock = clock
         self.limiter = LogLimiter(limit, interval)
