@@ -6,6 +6,13 @@ _mq() {
         [[ "$w" == -* ]] && continue
         case "${path// /_}_$w" in
             mq_admin) path="mq admin" ;;
+            mq_admin_acl) path="mq admin acl" ;;
+            mq_admin_acl_delete) path="mq admin acl delete" ;;
+            mq_admin_acl_get) path="mq admin acl get" ;;
+            mq_admin_acl_list) path="mq admin acl list" ;;
+            mq_admin_acl_update) path="mq admin acl update" ;;
+            mq_admin_acl_version) path="mq admin acl version" ;;
+            mq_admin_acl_white-addrs) path="mq admin acl white-addrs" ;;
             mq_admin_broker) path="mq admin broker" ;;
             mq_admin_broker_clean-expired-cq) path="mq admin broker clean-expired-cq" ;;
             mq_admin_broker_config) path="mq admin broker config" ;;
@@ -82,6 +89,7 @@ _mq() {
             mq_cluster_up) path="mq cluster up" ;;
             mq_context) path="mq context" ;;
             mq_context_add) path="mq context add" ;;
+            mq_context_credentials) path="mq context credentials" ;;
             mq_context_list) path="mq context list" ;;
             mq_context_remove) path="mq context remove" ;;
             mq_context_show) path="mq context show" ;;
@@ -97,7 +105,14 @@ _mq() {
     done
     case "${path// /_}" in
         mq) words="admin broker cluster context namesrv spark-load top version --help" ;;
-        mq_admin) words="broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic --tls --tls-ca --tls-cert --tls-key --help" ;;
+        mq_admin) words="acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic --tls --tls-ca --tls-cert --tls-key --help" ;;
+        mq_admin_acl) words="delete get list update version white-addrs --help" ;;
+        mq_admin_acl_delete) words="--broker-addr --cluster --context --namesrv --timeout -b -c -n --help" ;;
+        mq_admin_acl_get) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
+        mq_admin_acl_list) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
+        mq_admin_acl_update) words="--admin --broker-addr --cluster --context --default-group-perm --default-topic-perm --group-perm --namesrv --timeout --topic-perm --white-addr -b -c -n --help" ;;
+        mq_admin_acl_version) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
+        mq_admin_acl_white-addrs) words="--broker-addr --cluster --context --namesrv --timeout -b -c -n --help" ;;
         mq_admin_broker) words="clean-expired-cq config consume-stats perm stats status --help" ;;
         mq_admin_broker_clean-expired-cq) words="--context --namesrv --timeout -n --help" ;;
         mq_admin_broker_config) words="get set --help" ;;
@@ -172,8 +187,9 @@ _mq() {
         mq_cluster_status) words="--dir --output -o --help" ;;
         mq_cluster_stop) words="--dir --grace --help" ;;
         mq_cluster_up) words="--base-port --context --dir --namesrv --preset --set --timeout --tls -p --help" ;;
-        mq_context) words="add list remove show use --help" ;;
-        mq_context_add) words="--dir --namesrv --tls --tls-ca --tls-cert --tls-key -n --help" ;;
+        mq_context) words="add credentials list remove show use --help" ;;
+        mq_context_add) words="--credentials --dir --namesrv --tls --tls-ca --tls-cert --tls-key -n --help" ;;
+        mq_context_credentials) words="--access-key --help" ;;
         mq_context_list) words="--help" ;;
         mq_context_remove) words="--help" ;;
         mq_context_show) words="--context --namesrv -n --help" ;;

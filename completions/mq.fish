@@ -8,25 +8,99 @@ complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster conte
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context namesrv spark-load top version' -a top
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context namesrv spark-load top version' -a version
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context namesrv spark-load top version' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a broker
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a cluster
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a dlq
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a drill
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a group
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a ha
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a kv
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a msg
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a namesrv
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a offset
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a producer
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a schema
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a topic
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-ca
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-cert
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-key
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a acl
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a broker
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a dlq
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a drill
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a group
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a ha
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a kv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a msg
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a offset
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a producer
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a schema
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a topic
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-key
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a delete
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a get
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a list
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a update
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a version
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a white-addrs
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l broker-addr
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -s b
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -s c
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l broker-addr
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -s b
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -s c
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l broker-addr
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -s b
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -s c
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l admin
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l broker-addr
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l default-group-perm
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l default-topic-perm
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l group-perm
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l topic-perm
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l white-addr
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -s b
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -s c
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l broker-addr
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -s b
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -s c
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l broker-addr
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -s b
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -s c
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from clean-expired-cq config consume-stats perm stats status' -a clean-expired-cq
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from clean-expired-cq config consume-stats perm stats status' -a config
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from clean-expired-cq config consume-stats perm stats status' -a consume-stats
@@ -674,12 +748,14 @@ complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subco
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l tls
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -s p
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add list remove show use' -a add
-complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add list remove show use' -a list
-complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add list remove show use' -a remove
-complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add list remove show use' -a show
-complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add list remove show use' -a use
-complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add list remove show use' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add credentials list remove show use' -a add
+complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add credentials list remove show use' -a credentials
+complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add credentials list remove show use' -a list
+complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add credentials list remove show use' -a remove
+complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add credentials list remove show use' -a show
+complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add credentials list remove show use' -a use
+complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_subcommand_from add credentials list remove show use' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l credentials
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l dir
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l tls
@@ -688,6 +764,8 @@ complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subco
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from credentials; and true' -l access-key
+complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from credentials; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from list; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from remove; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from show; and true' -l context

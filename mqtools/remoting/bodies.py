@@ -426,3 +426,33 @@ class BrokerStatsData(Body):
     stats_minute: BrokerStatsItem = field(default_factory=BrokerStatsItem)
     stats_hour: BrokerStatsItem = field(default_factory=BrokerStatsItem)
     stats_day: BrokerStatsItem = field(default_factory=BrokerStatsItem)
+
+
+# ---------------------------------------------------------------- ACL 1.0
+
+
+@dataclass(slots=True, repr=False)
+class PlainAccessConfig(Body):
+    """One ACL account (RocketMQ's PlainAccessConfig): an entry of plain_acl.yml, what
+    UPDATE_AND_CREATE_ACL_CONFIG writes and GET_BROKER_CLUSTER_ACL_CONFIG lists. `secret_key` is None
+    wherever a secret must not be held (a tool's view of the accounts)."""
+
+    access_key: str = ""
+    secret_key: str | None = None
+    white_remote_address: str | None = None
+    admin: bool = False
+    default_topic_perm: str | None = None
+    default_group_perm: str | None = None
+    topic_perms: list[str] = field(default_factory=list)
+    group_perms: list[str] = field(default_factory=list)
+
+    def __repr__(self) -> str:
+        return f"PlainAccessConfig(access_key={self.access_key!r}, secret_key='***', admin={self.admin})"
+
+
+@dataclass(slots=True)
+class AclConfigBody(Body):
+    """GET_BROKER_CLUSTER_ACL_CONFIG's body (GetBrokerClusterAclConfigResponseBody)."""
+
+    global_white_addrs: list[str] = field(default_factory=list)
+    plain_access_configs: list[PlainAccessConfig] = field(default_factory=list)

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from adminsupport import json_of, mq, one_line_error
 from clientsupport import Cluster, broker_cluster, until
 
 from mqtools.common.javaprops import parse_properties
@@ -262,3 +263,67 @@ async def test_no_secret_in_the_logs(prepared: AclCluster) -> None:
     assert "refused" in logs
     for secret in (*SECRETS, "wrong-secret-000"):
         assert secret not in logs
+
+
+# ---------------------------------------------------------------- the tools: mq admin acl, mqadmin names, credentials
+
+def admin_env() -> dict[str, str]:
+    return {"MQ_ACCESS_KEY": ADMIN.access_key, "MQ_SECRET_KEY": ADMIN.secret_key}
+
+
+def test_mq_admin_acl_commands(prepared: AclCluster) -> None:
+    ns, broker = prepared.cluster.namesrv.addr, prepared.broker
+    outputs: list[str] = []
+
+    def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None):
+        result = mq("admin", *args, namesrv=ns, stdin=stdin, env=env if env is not None else admin_env())
+        outputs.append(result.stdout + result.stderr)
+        return result
+
+    new_secret = "newacct-secret-XYZZY-9"
+    try:
+        done = run("acl", "update", "newacct01", "-b", broker, "--topic-perm", f"{TOPIC}=PUB",
+                   "--default-topic-perm", "DENY", stdin=new_secret + "\n")
+        assert done.returncode == 0, done.stderr
+        listed = json_of(run("acl", "list", "-b", broker, "-o", "json"), "AclConfig")
+        accounts = {a["accessKey"]: a for a in listed["brokers"][0]["accounts"]}
+        assert accounts["newacct01"]["topicPerms"] == [f"{TOPIC}=PUB"] and accounts["adminkey1"]["admin"] is True
+        got = json_of(run("acl", "get", "newacct01", "-b", broker, "-o", "json"), "AclConfig")
+        assert [a["accessKey"] for a in got["brokers"][0]["accounts"]] == ["newacct01"]
+        # the new account works at once (the broker applied its own write)
+        assert asyncio.run(request(broker, send_cmd(), SessionCredentials("newacct01", new_secret))).code == 0
+        version = json_of(run("acl", "version", "-b", broker, "-o", "json"), "AclVersion")
+        assert version["brokers"][0]["counter"] >= 1
+        assert run("clusterAclConfigVersion", "-c", "TestCluster").stdout.startswith("#Cluster Name")
+        shown = run("getAclConfig", "-b", broker).stdout
+        assert "newacct01" in shown and "****" in shown
+        assert run("updateAclConfig", "-a", "newacct02", "-b", broker, "-i", "SUB", stdin=new_secret).returncode == 0
+        assert run("deleteAclConfig", "-a", "newacct02", "-b", broker).returncode == 0
+        assert run("acl", "delete", "newacct01", "-b", broker).returncode == 0
+        one_line_error(run("acl", "get", "newacct01", "-b", broker), 1, "no ACL account newacct01")
+        # a publisher may not administer: one line naming what is missing, exit 1
+        refused = run("acl", "list", "-b", broker,
+                      env={"MQ_ACCESS_KEY": "pubonly1", "MQ_SECRET_KEY": SECRETS[1]})
+        one_line_error(refused, 1, "needs an admin account", "NO_PERMISSION")
+        assert run("updateGlobalWhiteAddr", "-g", "10.99.99.*", "-b", broker).returncode == 0
+        assert json_of(run("acl", "list", "-b", broker, "-o", "json"),
+                       "AclConfig")["brokers"][0]["globalWhiteAddrs"] == ["10.99.99.*"]
+        one_line_error(run("acl", "update", "shortkey", "-b", broker, stdin="tiny\n"), 1, "longer than 6")
+    finally:
+        prepared.acl_file.write_text(ACL_YML)
+    for text in outputs:
+        for secret in (*SECRETS, new_secret, "tiny"):
+            assert secret not in text, text
+
+
+def test_context_credentials_reach_the_tools(prepared: AclCluster, tmp_path: Path) -> None:
+    env = {"MQ_CONFIG_DIR": str(tmp_path), "MQ_ACCESS_KEY": "", "MQ_SECRET_KEY": ""}
+    ns = prepared.cluster.namesrv.addr
+    assert mq("context", "add", "acl", "-n", ns, env=env).returncode == 0
+    assert mq("context", "credentials", "acl", "--access-key", ADMIN.access_key, stdin=ADMIN.secret_key + "\n",
+              env=env).returncode == 0
+    shown = mq("context", "show", env=env)
+    assert "accessKey adminkey1, secretKey ****" in shown.stdout and ADMIN.secret_key not in shown.stdout
+    listed = mq("admin", "acl", "version", "-b", prepared.broker, "-o", "json", env=env)
+    assert json_of(listed, "AclVersion")["brokers"][0]["brokerAddr"] == prepared.broker
+    assert ADMIN.secret_key not in (tmp_path / "contexts.json").read_text()

@@ -14,6 +14,7 @@ import typer
 from typer.core import TyperGroup
 
 from mqtools.cli.admin import (
+    acl,
     broker,
     cluster,
     dlq,
@@ -69,6 +70,7 @@ app.add_typer(offset.app, name="offset")
 app.add_typer(producer.app, name="producer")
 app.add_typer(drill.app, name="drill")
 app.add_typer(ha.app, name="ha")
+app.add_typer(acl.app, name="acl")
 app.command("schema")(schema.schema)
 
 

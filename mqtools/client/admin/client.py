@@ -9,6 +9,7 @@ to every name server), as mqadmin does. Results are the typed models of `models.
 
 from __future__ import annotations
 
+from mqtools.client.admin.acl import AclAdmin
 from mqtools.client.admin.cluster import ClusterAdmin
 from mqtools.client.admin.dlq import DeadLetterAdmin
 from mqtools.client.admin.groups import GroupAdmin
@@ -26,7 +27,7 @@ __all__ = ["LATEST", "MQAdmin"]
 
 
 class MQAdmin(QueueOffsetAdmin, TopicOverviewAdmin, OverviewAdmin, OffsetAdmin, TrackingAdmin, DeadLetterAdmin,
-              HAAdmin, ClusterAdmin, TopicAdmin, GroupAdmin, MessageAdmin, NamesrvProbeAdmin):
+              HAAdmin, ClusterAdmin, TopicAdmin, GroupAdmin, MessageAdmin, NamesrvProbeAdmin, AclAdmin):
     """Async admin client; `async with MQAdmin("127.0.0.1:9876") as admin: ...`.
 
     One class per area (cluster, name server, topics, groups, offsets, messages, dead letters, brokers,

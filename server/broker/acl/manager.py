@@ -21,10 +21,10 @@ from pathlib import Path
 
 from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting import acl
-from mqtools.remoting.bodies import DataVersion
+from mqtools.remoting.bodies import DataVersion, PlainAccessConfig
 from mqtools.remoting.command import RemotingCommand
 from mqtools.server.broker.acl import addresses, permission
-from mqtools.server.broker.acl.plain_acl import PlainAccessConfig, PlainAcl, PlainAclFile
+from mqtools.server.broker.acl.plain_acl import PlainAcl, PlainAclFile, check_account
 
 log = logging.getLogger(__name__)
 
@@ -102,7 +102,7 @@ class PlainPermissionManager:
 
     async def update_account(self, config: PlainAccessConfig) -> None:
         """Create or replace an account (ValueError on a bad one); the file is rewritten atomically."""
-        config.check()
+        check_account(config)
         accounts = [a for a in self.file.accounts if a.access_key != config.access_key] + [config]
         await self._write(PlainAclFile(list(self.file.global_white_remote_addresses), accounts))
 

@@ -18,15 +18,11 @@ from dataclasses import dataclass, field
 import yaml
 
 from mqtools.common.topics import is_retry_topic
-from mqtools.remoting.bodies import DataVersion
+from mqtools.remoting.bodies import DataVersion, PlainAccessConfig, from_obj, to_obj
 from mqtools.server.broker.acl import addresses, permission
 
+
 #: PlainAccessConfig attribute -> its key in the file and in GET_BROKER_CLUSTER_ACL_CONFIG's body
-_KEYS = {"access_key": "accessKey", "secret_key": "secretKey", "white_remote_address": "whiteRemoteAddress",
-         "admin": "admin", "default_topic_perm": "defaultTopicPerm", "default_group_perm": "defaultGroupPerm",
-         "topic_perms": "topicPerms", "group_perms": "groupPerms"}
-
-
 class AclConfigError(ValueError):
     """A rule the broker cannot use; its text never carries a secret."""
 
@@ -35,60 +31,38 @@ class AclConfigError(ValueError):
 KEY_MIN_LENGTH = 6
 
 
-@dataclass(slots=True)
-class PlainAccessConfig:
-    """One account as the file and the ACL admin requests carry it."""
+def check_account(config: PlainAccessConfig) -> None:
+    """AclConfigError naming the access key (never the secret) when the account cannot be used."""
+    if len(config.access_key or "") <= KEY_MIN_LENGTH:
+        raise AclConfigError(f"accessKey {config.access_key!r} must be longer than {KEY_MIN_LENGTH} characters")
+    if len(config.secret_key or "") <= KEY_MIN_LENGTH:
+        raise AclConfigError(f"the secretKey of {config.access_key} must be longer than {KEY_MIN_LENGTH} characters")
+    for name in (config.default_topic_perm, config.default_group_perm):
+        if name is not None and not permission.is_valid_perm(name):
+            raise AclConfigError(f"bad default permission {name!r} for {config.access_key}")
+    permission.parse_resource_perms(config.topic_perms, groups=False)
+    permission.parse_resource_perms(config.group_perms, groups=True)
+    addresses.matcher(config.white_remote_address)
 
-    access_key: str
-    secret_key: str
-    white_remote_address: str | None = None
-    admin: bool = False
-    default_topic_perm: str | None = None
-    default_group_perm: str | None = None
-    topic_perms: list[str] = field(default_factory=list)
-    group_perms: list[str] = field(default_factory=list)
 
-    def check(self) -> None:
-        """ValueError naming the access key (never the secret) when the account cannot be used."""
-        if len(self.access_key or "") <= KEY_MIN_LENGTH:
-            raise AclConfigError(f"accessKey {self.access_key!r} must be longer than {KEY_MIN_LENGTH} characters")
-        if len(self.secret_key or "") <= KEY_MIN_LENGTH:
-            raise AclConfigError(f"the secretKey of {self.access_key} must be longer than {KEY_MIN_LENGTH} characters")
-        for name in (self.default_topic_perm, self.default_group_perm):
-            if name is not None and not permission.is_valid_perm(name):
-                raise AclConfigError(f"bad default permission {name!r} for {self.access_key}")
-        permission.parse_resource_perms(self.topic_perms, groups=False)
-        permission.parse_resource_perms(self.group_perms, groups=True)
-        addresses.matcher(self.white_remote_address)
+def account_to_yaml(config: PlainAccessConfig) -> dict[str, object]:
+    return {key: value for key, value in to_obj(config).items() if value != []}
 
-    def to_yaml(self) -> dict[str, object]:
-        out: dict[str, object] = {}
-        for attr, key in _KEYS.items():
-            value = getattr(self, attr)
-            if value is not None and value != []:
-                out[key] = value
-        return out
 
-    @classmethod
-    def from_yaml(cls, raw: object) -> PlainAccessConfig:
-        if not isinstance(raw, dict):
-            raise AclConfigError("an account is not a mapping")
-        values = {attr: raw.get(key) for attr, key in _KEYS.items() if raw.get(key) is not None}
-        for attr in ("access_key", "secret_key", "white_remote_address", "default_topic_perm", "default_group_perm"):
-            if attr in values:
-                values[attr] = str(values[attr])
-        for attr in ("topic_perms", "group_perms"):
-            if not isinstance(values.get(attr, []), list):
-                raise AclConfigError(f"{_KEYS[attr]} is not a list")
-            values[attr] = [str(v) for v in values.get(attr, [])]
-        values["admin"] = values.get("admin") in (True, "true", "True")
-        values.setdefault("access_key", "")
-        values.setdefault("secret_key", "")
-        return cls(**values)
+def account_from_yaml(raw: object) -> PlainAccessConfig:
+    if not isinstance(raw, dict):
+        raise AclConfigError("an account is not a mapping")
+    for key in ("topicPerms", "groupPerms"):
+        if not isinstance(raw.get(key) or [], list):
+            raise AclConfigError(f"{key} is not a list")
+    config = from_obj(PlainAccessConfig, raw)
+    config.admin = raw.get("admin") in (True, "true", "True")
+    return config
 
-    def masked(self) -> PlainAccessConfig:
-        """The account with its secret replaced: what leaves the broker."""
-        return dataclasses.replace(self, secret_key="****")
+
+def masked(config: PlainAccessConfig) -> PlainAccessConfig:
+    """The account with its secret replaced: what leaves the broker."""
+    return dataclasses.replace(config, secret_key="****")
 
 
 @dataclass(slots=True)
@@ -116,7 +90,7 @@ class PlainAclFile:
         accounts = raw.get("accounts") or []
         if not isinstance(whites, list) or not isinstance(accounts, list):
             raise AclConfigError("globalWhiteRemoteAddresses and accounts must be lists")
-        parsed = cls([str(w) for w in whites], [PlainAccessConfig.from_yaml(a) for a in accounts])
+        parsed = cls([str(w) for w in whites], [account_from_yaml(a) for a in accounts])
         versions = raw.get("dataVersion") or []
         if isinstance(versions, list) and versions and isinstance(versions[0], dict):
             first = versions[0]
@@ -128,7 +102,7 @@ class PlainAclFile:
     def render(self) -> str:
         doc = {
             "globalWhiteRemoteAddresses": list(self.global_white_remote_addresses),
-            "accounts": [a.to_yaml() for a in self.accounts],
+            "accounts": [account_to_yaml(a) for a in self.accounts],
             "dataVersion": [{"counter": self.data_version.counter, "timestamp": self.data_version.timestamp}],
         }
         return yaml.safe_dump(doc, sort_keys=False)
@@ -139,7 +113,7 @@ class PlainAclFile:
     def compile(self) -> PlainAcl:
         seen: set[str] = set()
         for account in self.accounts:
-            account.check()
+            check_account(account)
             if account.access_key in seen:
                 raise AclConfigError(f"accessKey {account.access_key} appears twice")
             seen.add(account.access_key)
@@ -163,7 +137,7 @@ class Account:
     def of(cls, config: PlainAccessConfig) -> Account:
         perms = permission.parse_resource_perms(config.group_perms, groups=True)
         perms.update(permission.parse_resource_perms(config.topic_perms, groups=False))
-        return cls(config.access_key, config.secret_key, config.admin,
+        return cls(config.access_key, config.secret_key or "", config.admin,
                    addresses.matcher(config.white_remote_address),
                    permission.parse_perm(config.default_topic_perm),
                    permission.parse_perm(config.default_group_perm), perms)

@@ -18,11 +18,12 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from mqtools.remoting.bodies import AclConfigBody, PlainAccessConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode, code_name
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.log_limiter import LimitedLog
 from mqtools.server.broker.acl.manager import PlainPermissionManager
-from mqtools.server.broker.acl.plain_acl import PlainAccessConfig
+from mqtools.server.broker.acl.plain_acl import masked
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
@@ -105,6 +106,5 @@ class AclService:
 
     def all_config(self, _conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         acl_file = self.manager.file
-        body = {"globalWhiteAddrs": list(acl_file.global_white_remote_addresses),
-                "plainAccessConfigs": [a.masked().to_yaml() for a in acl_file.accounts]}
-        return req.response(ResponseCode.SUCCESS, body=orjson.dumps(body))
+        body = AclConfigBody(list(acl_file.global_white_remote_addresses), [masked(a) for a in acl_file.accounts])
+        return req.response(ResponseCode.SUCCESS, body=body.to_json())

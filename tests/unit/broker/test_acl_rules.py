@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from mqtools.remoting import acl
-from mqtools.remoting.bodies import ConsumerData, HeartbeatData, SubscriptionData
+from mqtools.remoting.bodies import ConsumerData, HeartbeatData, PlainAccessConfig, SubscriptionData
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.security import SessionCredentials
@@ -165,8 +165,6 @@ def test_reload_on_change_keeps_the_last_good_rules(manager: PlainPermissionMana
 
 
 async def test_admin_updates_rewrite_the_file(manager: PlainPermissionManager) -> None:
-    from mqtools.server.broker.acl.plain_acl import PlainAccessConfig
-
     await manager.update_account(PlainAccessConfig("newuser1", "newsecret1", topic_perms=["t9=PUB"]))
     await manager.update_global_white(["127.0.0.*"])
     assert await manager.delete_account("RocketMQ")

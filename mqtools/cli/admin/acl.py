@@ -1,0 +1,213 @@
+"""`mq admin acl list|get|update|delete|white-addrs|version`: RocketMQ 4.x plain ACL accounts on
+one broker (-b) or every master of a cluster (-c).
+
+Secrets never come from argv: `update` reads the new account's secret key from stdin (or a hidden
+prompt on a terminal), and nothing here ever prints one (the broker does not send them back).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from mqtools.cli.admin.common import (
+    EXIT_REFUSED,
+    ContextOpt,
+    NamesrvOpt,
+    OutputOpt,
+    TimeoutOpt,
+    check_output,
+    fail,
+    run,
+    usage,
+)
+from mqtools.cli.admin.topic import BrokerOpt, ClusterOpt
+from mqtools.cli.output import Column, View, render
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.aclmodels import AclConfig
+    from mqtools.remoting.bodies import PlainAccessConfig
+
+app = typer.Typer(help="ACL 1.0 accounts and global white addresses (plain_acl.yml) of the brokers.",
+                  no_args_is_help=True)
+AccessKeyArg = Annotated[str, typer.Argument(help="The account's access key.")]
+PERM_HELP = "PUB, SUB, PUB|SUB or DENY"
+
+
+def where_of(cluster: str | None, broker_addr: str | None) -> dict[str, str | None]:
+    if (cluster is None) == (broker_addr is None):
+        raise usage("give one of -c CLUSTER and -b BROKER_ADDR")
+    return {"cluster": cluster, "broker_addr": broker_addr}
+
+
+def _na(value: object) -> str:
+    return "n/a" if value in (None, "") else str(value)
+
+
+def account_doc(account: PlainAccessConfig) -> dict[str, object]:
+    """An account as `-o json` shows it: every field but the secret, None where unset."""
+    return {"accessKey": account.access_key, "admin": account.admin,
+            "whiteRemoteAddress": account.white_remote_address, "defaultTopicPerm": account.default_topic_perm,
+            "defaultGroupPerm": account.default_group_perm, "topicPerms": list(account.topic_perms),
+            "groupPerms": list(account.group_perms)}
+
+
+def accounts_view(found: list[AclConfig]) -> View:
+    rows = [[c.broker_addr, a.access_key, "yes" if a.admin else "no", _na(a.white_remote_address),
+             _na(a.default_topic_perm), _na(a.default_group_perm), ",".join(a.topic_perms) or "n/a",
+             ",".join(a.group_perms) or "n/a"] for c in found for a in c.accounts]
+    doc = {"brokers": [{"brokerAddr": c.broker_addr, "globalWhiteAddrs": c.global_white_addrs,
+                        "accounts": [account_doc(a) for a in c.accounts]} for c in found]}
+    columns = [Column("BROKER"), Column("ACCESS KEY"), Column("ADMIN"), Column("WHITE ADDRESS"),
+               Column("DEFAULT TOPIC"), Column("DEFAULT GROUP"), Column("TOPIC PERMS"), Column("GROUP PERMS")]
+    return View("AclConfig", columns, rows, doc)
+
+
+@app.command("list")
+def list_(
+    cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Every account (secrets are never shown) and the global white addresses.
+
+    Example: mq admin acl list -c DefaultCluster -o json
+    """
+    check_output(output)
+    where = where_of(cluster, broker_addr)
+
+    async def job(admin: MQAdmin) -> View:
+        return accounts_view(await admin.acl_configs(where["cluster"], where["broker_addr"]))
+
+    render(run(namesrv, job, context=context, timeout=timeout), output)
+
+
+@app.command("get")
+def get(
+    access_key: AccessKeyArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
+) -> None:
+    """One account on each broker; exit 1 when no broker has it.
+
+    Example: mq admin acl get RocketMQ -b 127.0.0.1:10911
+    """
+    check_output(output)
+    where = where_of(cluster, broker_addr)
+
+    async def job(admin: MQAdmin) -> View:
+        found = await admin.acl_configs(where["cluster"], where["broker_addr"])
+        kept = [type(c)(c.broker_addr, c.global_white_addrs, [a for a in c.accounts if a.access_key == access_key])
+                for c in found]
+        if not any(c.accounts for c in kept):
+            raise fail(f"no ACL account {access_key} on {', '.join(c.broker_addr for c in found)}", EXIT_REFUSED)
+        return accounts_view(kept)
+
+    render(run(namesrv, job, context=context, timeout=timeout), output)
+
+
+def read_secret(prompt: str = "secret key") -> str:
+    """The secret from a hidden prompt on a terminal, else the first line of stdin."""
+    secret = (typer.prompt(prompt, hide_input=True) if sys.stdin.isatty() else sys.stdin.readline()).strip()
+    if not secret:
+        raise usage("no secret key on stdin (pipe it in: printf '%s' \"$SECRET\" | mq admin acl update ...)")
+    return secret
+
+
+def apply_update(namesrv: str | None, context: str | None, timeout: float, account: PlainAccessConfig,
+                 where: dict[str, str | None]) -> list[str]:
+    async def job(admin: MQAdmin) -> list[str]:
+        return await admin.update_acl_account(account, cluster=where["cluster"], broker_addr=where["broker_addr"])
+
+    return run(namesrv, job, context=context, timeout=timeout)
+
+
+@app.command("update")
+def update(
+    access_key: AccessKeyArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
+    admin_: Annotated[bool, typer.Option("--admin", help="May make admin requests.")] = False,
+    white_addr: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--white-addr", help="Addresses that skip the signature check (e.g. 192.168.1.*).")] = None,
+    default_topic_perm: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--default-topic-perm", help=PERM_HELP)] = None,
+    default_group_perm: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--default-group-perm", help=PERM_HELP)] = None,
+    topic_perm: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--topic-perm", help="TOPIC=PERM, repeatable.")] = None,
+    group_perm: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--group-perm", help="GROUP=PERM, repeatable.")] = None,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Create or replace an account; its secret key is read from stdin (a hidden prompt on a terminal).
+
+    Example: printf '%s' "$SECRET" | mq admin acl update app1key -c DefaultCluster --topic-perm Orders=PUB
+    """
+    from mqtools.remoting.bodies import PlainAccessConfig
+
+    where = where_of(cluster, broker_addr)
+    account = PlainAccessConfig(access_key, read_secret(), white_addr, admin_, default_topic_perm,
+                               default_group_perm, list(topic_perm or []), list(group_perm or []))
+    addrs = apply_update(namesrv, context, timeout, account, where)
+    typer.echo(f"account {access_key} updated on {', '.join(addrs)}")
+
+
+@app.command("delete")
+def delete(
+    access_key: AccessKeyArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Delete an account (exit 1 when a broker does not have it).
+
+    Example: mq admin acl delete app1key -c DefaultCluster
+    """
+    where = where_of(cluster, broker_addr)
+
+    async def job(admin: MQAdmin) -> list[str]:
+        return await admin.delete_acl_account(access_key, cluster=where["cluster"], broker_addr=where["broker_addr"])
+
+    addrs = run(namesrv, job, context=context, timeout=timeout)
+    typer.echo(f"account {access_key} deleted on {', '.join(addrs)}")
+
+
+@app.command("white-addrs")
+def white_addrs(
+    patterns: Annotated[list[str], typer.Argument(help="Address patterns (192.168.1.*, 10.0.0.{1,2}, ...).")],
+    cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
+) -> None:
+    """Replace the global white addresses: requests from them skip every ACL check.
+
+    Example: mq admin acl white-addrs '10.0.0.*' -c DefaultCluster
+    """
+    where = where_of(cluster, broker_addr)
+
+    async def job(admin: MQAdmin) -> list[str]:
+        return await admin.update_global_white_addrs(patterns, cluster=where["cluster"],
+                                                     broker_addr=where["broker_addr"])
+
+    addrs = run(namesrv, job, context=context, timeout=timeout)
+    typer.echo(f"global white addresses {','.join(patterns)} set on {', '.join(addrs)}")
+
+
+@app.command("version")
+def version(
+    cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
+    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
+) -> None:
+    """The ACL file's data version on each broker (it changes with every update).
+
+    Example: mq admin acl version -c DefaultCluster
+    """
+    check_output(output)
+    where = where_of(cluster, broker_addr)
+
+    async def job(admin: MQAdmin) -> View:
+        found = await admin.acl_versions(where["cluster"], where["broker_addr"])
+        rows = [[v.cluster, v.broker_name, v.broker_addr, _na(v.counter), _na(v.timestamp)] for v in found]
+        doc = {"brokers": [{"cluster": v.cluster, "brokerName": v.broker_name, "brokerAddr": v.broker_addr,
+                            "counter": v.counter, "timestamp": v.timestamp} for v in found]}
+        return View("AclVersion", [Column("CLUSTER"), Column("BROKER NAME"), Column("ADDR"), Column("COUNTER"),
+                                   Column("TIMESTAMP")], rows, doc)
+
+    render(run(namesrv, job, context=context, timeout=timeout), output)

@@ -1,0 +1,71 @@
+"""ACL 1.0 administration (mqadmin's updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr,
+getAclConfig, clusterAclConfigVersion): one broker, or every master of a cluster, as mqadmin does."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import orjson
+
+from mqtools.client.admin.aclmodels import AclConfig, AclVersion
+from mqtools.client.admin.base import AdminBase
+from mqtools.remoting.bodies import AclConfigBody, PlainAccessConfig
+from mqtools.remoting.codes import RequestCode
+
+
+def account_ext(account: PlainAccessConfig) -> dict[str, str]:
+    """UPDATE_AND_CREATE_ACL_CONFIG's header (CreateAccessConfigRequestHeader): perms comma-joined."""
+    ext = {"accessKey": account.access_key, "secretKey": account.secret_key or "",
+           "admin": "true" if account.admin else "false"}
+    optional = {"whiteRemoteAddress": account.white_remote_address, "defaultTopicPerm": account.default_topic_perm,
+                "defaultGroupPerm": account.default_group_perm, "topicPerms": ",".join(account.topic_perms),
+                "groupPerms": ",".join(account.group_perms)}
+    ext.update({k: v for k, v in optional.items() if v})
+    return ext
+
+
+class AclAdmin(AdminBase):
+    async def acl_config(self, broker_addr: str) -> AclConfig:
+        resp = await self.call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+        body = AclConfigBody.from_json(resp.body or b"{}")
+        return AclConfig(broker_addr, body.global_white_addrs,
+                         [dataclasses.replace(a, secret_key=None) for a in body.plain_access_configs])
+
+    async def acl_configs(self, cluster: str | None = None, broker_addr: str | None = None) -> list[AclConfig]:
+        """The ACL config of one broker, or of every master of a cluster."""
+        addrs = await self._targets(cluster, broker_addr)
+        return list((await self._each(addrs, self.acl_config)).values())
+
+    async def acl_version(self, broker_addr: str) -> AclVersion:
+        ext = (await self.call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)).ext_fields
+        try:
+            version = orjson.loads(ext.get("version") or "{}")
+        except orjson.JSONDecodeError:
+            version = {}
+        return AclVersion(ext.get("clusterName", ""), ext.get("brokerName", ""), ext.get("brokerAddr", broker_addr),
+                          version.get("counter"), version.get("timestamp"))
+
+    async def acl_versions(self, cluster: str | None = None, broker_addr: str | None = None) -> list[AclVersion]:
+        addrs = await self._targets(cluster, broker_addr)
+        return list((await self._each(addrs, self.acl_version)).values())
+
+    async def update_acl_account(self, account: PlainAccessConfig, *, cluster: str | None = None,
+                                 broker_addr: str | None = None) -> list[str]:
+        addrs = await self._targets(cluster, broker_addr)
+        ext = account_ext(account)
+        await self._each(addrs, lambda a: self.call(a, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, ext))
+        return addrs
+
+    async def delete_acl_account(self, access_key: str, *, cluster: str | None = None,
+                                 broker_addr: str | None = None) -> list[str]:
+        addrs = await self._targets(cluster, broker_addr)
+        ext = {"accessKey": access_key}
+        await self._each(addrs, lambda a: self.call(a, RequestCode.DELETE_ACL_CONFIG, ext))
+        return addrs
+
+    async def update_global_white_addrs(self, addrs_patterns: list[str], *, cluster: str | None = None,
+                                        broker_addr: str | None = None) -> list[str]:
+        addrs = await self._targets(cluster, broker_addr)
+        ext = {"globalWhiteAddrs": ",".join(addrs_patterns), "aclFileFullPath": ""}
+        await self._each(addrs, lambda a: self.call(a, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, ext))
+        return addrs
