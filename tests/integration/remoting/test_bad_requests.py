@@ -17,6 +17,7 @@ from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import TopicRequestHeader
+from mqtools.remoting.log_limiter import LIMIT
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 
@@ -73,8 +74,8 @@ async def test_bad_requests_answered_with_the_reason_and_logged_without_tracebac
     await client.close()
     records = [r for r in caplog.records if r.name == LOGGER]
     bad = [r for r in records if r.levelno == logging.WARNING]
-    assert len(bad) == 21 and not any(r.exc_info for r in bad)  # 10 per kind, then the next window's first
-    assert bad[-1].getMessage().endswith("(suppressed 40 similar)")
+    assert len(bad) == 2 * LIMIT + 1 and not any(r.exc_info for r in bad)  # LIMIT per kind, then the next window's
+    assert bad[-1].getMessage().endswith(f"(suppressed {50 - LIMIT} similar)")
     bugs = [r for r in records if r.levelno == logging.ERROR]
     assert len(bugs) == 1 and bugs[0].exc_info is not None  # our bug keeps its traceback
 
@@ -90,4 +91,4 @@ async def test_malformed_frames_close_their_connection_and_are_logged_rate_limit
             assert await asyncio.wait_for(reader.read(), 5) == b""  # closed by the server
             writer.close()
     closing = [r.getMessage() for r in caplog.records if r.name == LOGGER]
-    assert len(closing) == 10 and all("header length 400 exceeds the frame" in line for line in closing)
+    assert len(closing) == LIMIT and all("header length 400 exceeds the frame" in line for line in closing)
