@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 from adminsupport import mq, one_line_error
+from integration.ha.hasupport import pull_all, ready_for_drill, send, start_group
 from mqproc import start_mq
 from presetcluster import wait_for
 
@@ -25,7 +26,7 @@ from mqtools.cluster.certs import make_local_certificates
 from mqtools.common.javaprops import parse_properties
 from mqtools.common.message import Message
 from mqtools.remoting.client import RemotingClient
-from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingConnectError, RemotingConnectionClosed
 from mqtools.remoting.security import ClientSecurity, TlsClientOptions
@@ -209,3 +210,21 @@ async def test_required_client_certificate(tmp_path: Path) -> None:
             await known.close()
     finally:
         namesrv.stop()
+
+
+async def test_permissive_master_replicates_to_a_plain_slave(tmp_path: Path) -> None:
+    """The HA port follows the broker's mode: permissive takes a slave without tls.enable (plain)."""
+    certs = make_local_certificates(tmp_path / "certs")
+    group = start_group(tmp_path, role="SYNC_MASTER", **{"tls.server.mode": "permissive",
+                                                         "tls.server.certPath": str(certs.cert),
+                                                         "tls.server.keyPath": str(certs.key)})
+    assert group.slave is not None
+    client = RemotingClient()
+    try:
+        await ready_for_drill(client, group, "TlsHa")
+        sent = await send(client, group.master.addr, "TlsHa", b"replicated-in-plain")
+        assert sent.code == ResponseCode.SUCCESS  # SYNC_MASTER: the slave acked it
+        assert b"replicated-in-plain" in await pull_all(client, group.slave.addr, "TlsHa", sent.queue_id)
+    finally:
+        await client.close()
+        group.stop()
