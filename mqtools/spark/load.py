@@ -18,7 +18,7 @@ from typing import Any
 
 from mqtools.remoting.security import ClientSecurity
 from mqtools.spark.offsets import QueueRange
-from mqtools.spark.security import tls_reader_options
+from mqtools.spark.security import security_reader_options
 from mqtools.spark.stats import TaskStats, encode, error_code, new_histogram, record
 
 MODES = ("sync", "async", "batch")
@@ -208,7 +208,7 @@ def run_consume(spark: Any, namesrv: str, topic: str, ranges: list[QueueRange],
     reader = (spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", topic)
               .option("startingOffsets", offsets_json(ranges, "start"))
               .option("endingOffsets", offsets_json(ranges, "end"))
-              .options(**tls_reader_options(security)))
+              .options(**security_reader_options(security)))
     if min_partitions:
         reader = reader.option("minPartitions", str(min_partitions))
     df = reader.load().selectExpr("unix_millis(born_timestamp) AS born_ms", "length(body) AS size")
