@@ -93,7 +93,9 @@ def list_() -> None:
     store = _store()
     for context in sorted(store.contexts.values(), key=lambda c: c.name):
         mark = "*" if context.name == store.current else " "
-        typer.echo(f"{mark} {context.name:<20} {context.namesrv}" + (f"  dir={context.state_dir}" if context.state_dir else ""))
+        tls = f"  tls={context.tls.ca_file or 'system CAs'}" if context.tls else ""
+        typer.echo(f"{mark} {context.name:<20} {context.namesrv}" + (f"  dir={context.state_dir}" if context.state_dir else "")
+                   + tls)
 
 
 @app.command()

@@ -92,6 +92,7 @@ def test_mq_admin_over_tls_by_context_and_by_flags(cluster: TlsCluster) -> None:
     assert by_flags.returncode == 0, by_flags.stderr
     shown = cluster.mq("context", "show", "--context", "secure")
     assert f"tls:     CA {cluster.ca}" in shown.stdout
+    assert f"tls={cluster.ca}" in cluster.mq("context", "list").stdout
 
 
 def test_untrusted_and_plain_clients_are_refused_in_enforcing_mode(cluster: TlsCluster) -> None:
