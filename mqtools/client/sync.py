@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Coroutine, Sequence
+from concurrent.futures import Future
 from typing import Any, Self, TypeVar
 
 from mqtools.client.consume_service import Listener
@@ -32,7 +33,11 @@ class LoopThread:
         self._thread.start()
 
     def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        return self.submit(coro).result(timeout)
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
+        """Start `coro` on the loop without waiting: several calls can be in flight at once."""
+        return asyncio.run_coroutine_threadsafe(coro, self.loop)
 
     def close(self) -> None:
         self.loop.call_soon_threadsafe(self.loop.stop)
@@ -105,6 +110,11 @@ class SyncPullConsumer(_Blocking):
 
     def pull(self, mq: MessageQueue, expression: str | None, offset: int, max_nums: int = 32) -> PullResult:
         return self._loop.run(self.consumer.pull(mq, expression, offset, max_nums))
+
+    def pull_future(self, mq: MessageQueue, expression: str | None, offset: int, max_nums: int = 32
+                    ) -> Future[PullResult]:
+        """A pull sent now and answered later, so a reader can keep several in flight (pipelining)."""
+        return self._loop.submit(self.consumer.pull(mq, expression, offset, max_nums))
 
     def max_offset(self, mq: MessageQueue) -> int:
         return self._loop.run(self.consumer.max_offset(mq))

@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import (
     DataSource,
     DataSourceReader,
@@ -22,7 +23,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from mqtools.spark.offsets import QueueRange, parse_spec, plan_topic
-from mqtools.spark.reader import SCHEMA, read_rows
+from mqtools.spark.reader import SCHEMA, read_batches
 from mqtools.spark.security import security_from_options
 from mqtools.spark.writer import write_rows
 
@@ -92,9 +93,9 @@ class RocketMQReader(DataSourceReader):
                             fail_on_data_loss=self.fail_on_data_loss, security=self.read_options["security"])
         return [QueuePartition(r) for r in ranges]
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, QueuePartition)
-        yield from read_rows(self.namesrv, partition.range, **self.read_options)
+        yield from read_batches(self.namesrv, partition.range, **self.read_options)
 
 
 @dataclass

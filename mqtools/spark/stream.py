@@ -11,11 +11,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
 from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
 
 from mqtools.spark.offsets import QueueRange, parse_spec, plan_ranges
-from mqtools.spark.reader import read_rows
+from mqtools.spark.reader import read_batches
 
 Offsets = dict[str, dict[str, int]]
 
@@ -108,9 +109,9 @@ class RocketMQStreamReader(DataSourceStreamReader):
                     parts.append(QueueStreamPartition(QueueRange(self.topic, broker, int(queue), first, last)))
         return parts
 
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, QueueStreamPartition)
-        yield from read_rows(self.namesrv, partition.range, **self.read_options)
+        yield from read_batches(self.namesrv, partition.range, **self.read_options)
 
     def commit(self, end: dict) -> None:
         """Spark committed a micro-batch: with commitGroup, write its end offsets to the group."""
