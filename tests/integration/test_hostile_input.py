@@ -58,6 +58,11 @@ HUGE = "h" * 70_000
 NAMES = ["../..", "../../sentinel/empty", "..", "/", "a/b", "a\x00b", "\x00", "", " ", "%RETRY%../x", "%DLQ%",
          "x" * 128, "g" * 256, HUGE, "тест", "a\nb", "TBW102", "SCHEDULE_TOPIC_XXXX", "rmq_sys_x",
          "DecoyA", "DecoyB", "%RETRY%DecoyG", "DecoyG", "DecoyG2", "127.0.0.1:1", "DecoyCluster"]
+#: Message property strings (name \x01 value \x02 ...), well and badly formed.
+PROPERTIES = ["DELAY\x013\x02", "DELAY\x01-5\x02", "DELAY\x0199999999999999999999\x02", "DELAY\x01abc\x02",
+              "TAGS\x01\x02KEYS\x01" + "k" * 70_000 + "\x02", "\x01\x01\x02\x02", "UNIQ_KEY\x01../..\x02",
+              "TRAN_MSG\x01true\x02", "REAL_TOPIC\x01../..\x02REAL_QID\x01-1\x02DELAY\x011\x02", "\x02\x02",
+              "KEYS\x01" + " " * 1000 + "\x02", "CLUSTER\x01../..\x02", "a\x00b\x01c\x02", "TAGS\x01t\x02"]
 NUMBERS = ["-1", "0", "1", "3", "-2147483649", "2147483648", "9223372036854775807", "9223372036854775808",
            "-9223372036854775809", "9" * 5000, "abc", "1e5", "", " 1", "0x10", "NaN", "true"]
 FLAGS = ["true", "false", "TRUE", "", "yes", "\x00"]
@@ -141,7 +146,9 @@ def shaped_ext(rng: random.Random, code: int) -> dict[str, str]:
     for f in dataclasses.fields(header):
         kind = hints[f.name]
         nasty = rng.random() < 0.3
-        if "int" in str(kind):
+        if f.name == "properties":
+            values[f.name] = rng.choice(PROPERTIES)
+        elif "int" in str(kind):
             values[f.name] = rng.choice(NUMBERS if nasty else PLAUSIBLE_NUMBERS)
         elif "bool" in str(kind):
             values[f.name] = rng.choice(FLAGS)
