@@ -80,8 +80,10 @@ def encode_batch(mm: memoryview, pos: int, phys: int, batch: MessageExtBatch, to
     born_ts, reconsume, qid = batch.born_timestamp, batch.reconsume_times, batch.queue_id
     topic_part = topic_props_tail(topic_b, b"")[:-SHORT.size]
     tlen = len(topic_part)
+    plen_size = SHORT.size
     units: list[BatchUnit] = []
     append = units.append
+    codes: dict[str | None, int] = {}
     for flag, body, lprops in entries:
         blen = len(body)
         size = fixed + blen + len(lprops)
@@ -93,10 +95,13 @@ def encode_batch(mm: memoryview, pos: int, phys: int, batch: MessageExtBatch, to
         mm[e:e + tlen] = topic_part
         mm[e + tlen:pos + size] = lprops
         if schedule_values is None:
-            tag_value, keys, uniq = dispatch_values(lprops[SHORT.size:])
-            append((phys, size, tags_code(tag_value), keys, uniq))
+            tag_value, keys, uniq = dispatch_values(lprops[plen_size:])
+            code = codes.get(tag_value)
+            if code is None:
+                code = codes[tag_value] = tags_code(tag_value)
+            append((phys, size, code, keys, uniq))
         else:
-            append((phys, size, *schedule_values(True, bytes(lprops[SHORT.size:]), store_ts)))
+            append((phys, size, *schedule_values(True, bytes(lprops[plen_size:]), store_ts)))
         pos += size
         phys += size
         qoff += 1

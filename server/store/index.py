@@ -179,17 +179,18 @@ class IndexService:
         prefix = topic + "#"
         heads: list[tuple[str, str]] = []
         targets: list[int] = []
+        head, target = heads.append, targets.append
         for phys, _, _, keys, uniq in units:
             if phys < end_phy:
                 continue
             if uniq:
-                heads.append(uniq_key_split(prefix, uniq))
-                targets.append(phys)
+                head(uniq_key_split(prefix, uniq))
+                target(phys)
             if keys:
-                for k in keys.split(" "):
+                for k in keys.split(" ") if " " in keys else (keys,):
                     if k:
-                        heads.append((prefix, k))
-                        targets.append(phys)
+                        head((prefix, k))
+                        target(phys)
         if not heads:
             return
         hashes = index_key_hashes(heads)
