@@ -22,11 +22,12 @@ from mqproc import MqProcess, start_broker, start_namesrv
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.security import ClientSecurity
 
 
-async def create_topic(addr: str, topic: str, queues: int) -> None:
-    """UPDATE_AND_CREATE_TOPIC on one broker; exit the bench when it is refused."""
-    client = RemotingClient()
+async def create_topic(addr: str, topic: str, queues: int, security: ClientSecurity | None = None) -> None:
+    """UPDATE_AND_CREATE_TOPIC on one broker (as an ACL admin with `security`); exit the bench when refused."""
+    client = RemotingClient(security=security)
     ext = {"topic": topic, "defaultTopic": "TBW102", "readQueueNums": str(queues), "writeQueueNums": str(queues),
            "perm": "6", "topicFilterType": "SINGLE_TAG"}
     resp = await client.invoke(addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, ext), 10)

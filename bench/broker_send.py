@@ -13,6 +13,11 @@ so the same broker serves the plain cases and the `tls_sync1`/`tls_sync64` cases
 connect with TLS; their ratio is TLS msgs/s over plain msgs/s at the same concurrency (target:
 TLS costs at most 30%, ratio >= 0.70).
 
+ACL: a second broker runs with aclEnable=true (one account, no white address), and the
+`acl_sync1`/`acl_sync64` cases sign every request (mqtools.remoting.acl) against it, right after
+their plain twins on the first broker; their ratio is ACL msgs/s over plain msgs/s (target:
+signing plus verification cost at most 15%, ratio >= 0.85).
+
 Usage: .venv/bin/python bench/broker_send.py [--seconds 3] [--clients 2]
 """
 
@@ -41,11 +46,13 @@ from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import PullMessageRequestHeader, SendMessageRequestHeader
-from mqtools.remoting.security import ClientSecurity, TlsClientOptions
+from mqtools.remoting.security import ClientSecurity, SessionCredentials, TlsClientOptions
 
 BODY = b"x" * 1024
 TOPIC = "BenchSend"
 QUEUES = 8
+ACL_KEY, ACL_SECRET = "benchkey1", "bench-secret-1"
+ACL_YML = f"accounts:\n- accessKey: {ACL_KEY}\n  secretKey: {ACL_SECRET}\n  admin: true\n"
 
 CEILING_SERVER = r'''
 import asyncio, sys
@@ -81,9 +88,12 @@ def batch_body(n: int) -> bytes:
     return one * n
 
 
-async def drive(addr: str, kind: str, inflight: int, seconds: float, batch: int, tls_ca: str | None = None) -> dict:
-    """One client process: `inflight` workers, each one request at a time, for `seconds` (TLS with `tls_ca`)."""
-    client = RemotingClient(security=ClientSecurity(tls=TlsClientOptions(tls_ca)) if tls_ca else None)
+async def drive(addr: str, kind: str, inflight: int, seconds: float, batch: int, tls_ca: str | None = None,
+                signed: bool = False) -> dict:
+    """One client process: `inflight` workers, each one request at a time, for `seconds` (TLS with `tls_ca`,
+    ACL-signed requests with `signed`)."""
+    client = RemotingClient(security=ClientSecurity(SessionCredentials(ACL_KEY, ACL_SECRET) if signed else None,
+                                                    TlsClientOptions(tls_ca) if tls_ca else None))
     latencies: list[float] = []
     msgs = 0
     errors = 0
@@ -155,11 +165,11 @@ def _child(args: tuple, out: mp.Queue) -> None:
 
 
 def run_case(addr: str, kind: str, inflight: int, seconds: float, batch: int, clients: int,
-             tls_ca: str | None = None) -> dict:
+             tls_ca: str | None = None, signed: bool = False) -> dict:
     """Split `inflight` across `clients` processes (one Python client saturates one core)."""
     per = max(1, inflight // clients) if inflight > 1 else 1
     n = clients if inflight > 1 or kind == "pull" else 1
-    results = run_processes(_child, (addr, kind, per, seconds, batch, tls_ca), n, timeout=seconds + 60)
+    results = run_processes(_child, (addr, kind, per, seconds, batch, tls_ca, signed), n, timeout=seconds + 60)
     figures = throughput(results)
     elapsed = max(r["elapsed"] for r in results)
     size = sum(r.get("bytes", 0) for r in results) or sum(r["msgs"] for r in results) * len(BODY)
@@ -185,12 +195,19 @@ def main() -> None:
             f"brokerIP1=127.0.0.1\ntls.server.mode=permissive\ntls.server.certPath={certs.cert}\n"
             f"tls.server.keyPath={certs.key}\n")
         broker = start_mq(["broker", "start", "-c", str(props)], timeout=60, env={"NAMESRV_ADDR": ""})
+        acl_props = Path(tmp) / "acl-broker.properties"
+        (Path(tmp) / "plain_acl.yml").write_text(ACL_YML)
+        acl_props.write_text(f"brokerName=bench-acl\nlistenPort=0\nstorePathRootDir={tmp}/acl-store\n"
+                             f"flushDiskType=ASYNC_FLUSH\nbrokerIP1=127.0.0.1\naclEnable=true\n"
+                             f"aclFilePath={tmp}/plain_acl.yml\n")
+        acl_broker = start_mq(["broker", "start", "-c", str(acl_props)], timeout=60, env={"NAMESRV_ADDR": ""})
         ceiling = subprocess.Popen([sys.executable, "-c", CEILING_SERVER], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, text=True, env={**os.environ})
         line = ceiling.stdout.readline()  # type: ignore[union-attr]
         ceiling_addr = line.split()[2]
         try:
             asyncio.run(create_topic(broker.addr, TOPIC, QUEUES))
+            asyncio.run(create_topic(acl_broker.addr, TOPIC, QUEUES, ClientSecurity(SessionCredentials(ACL_KEY, ACL_SECRET))))
             cases = {
                 "sync1": ("send", 1, 1),
                 "sync64": ("send", 64, 1),
@@ -202,12 +219,15 @@ def main() -> None:
                 if name in ("sync1", "sync64"):  # right after its plain twin: the shared machine drifts less
                     res["tls_" + name] = run_case(broker.addr, kind, inflight, args.seconds, batch, args.clients,
                                                   str(certs.ca))
+                    res["acl_" + name] = run_case(acl_broker.addr, kind, inflight, args.seconds, batch, args.clients,
+                                                  signed=True)
                 res["ceil_" + name] = run_case(ceiling_addr, kind, inflight, args.seconds, batch, args.clients)
             res["pull"] = run_case(broker.addr, "pull", QUEUES, args.seconds, 256, args.clients)
         finally:
             ceiling.stdin.close()  # type: ignore[union-attr]
             ceiling.wait(10)
             broker.stop()
+            acl_broker.stop()
     parts = []
     for name in ("sync1", "sync64", "batch32"):
         r, c = res[name], res["ceil_" + name]
@@ -218,10 +238,14 @@ def main() -> None:
         t, r = res["tls_" + name], res[name]
         parts.append(f"tls_{name}: {t['msgs_s']:,.0f} msgs/s p99 {t['p99_ms']:.2f} ms plain {r['msgs_s']:,.0f}/s "
                      f"ratio {t['msgs_s'] / r['msgs_s']:.2f}" + (f" errors {t['errors']}" if t["errors"] else ""))
+    for name in ("sync1", "sync64"):
+        a, r = res["acl_" + name], res[name]
+        parts.append(f"acl_{name}: {a['msgs_s']:,.0f} msgs/s p99 {a['p99_ms']:.2f} ms plain {r['msgs_s']:,.0f}/s "
+                     f"ratio {a['msgs_s'] / r['msgs_s']:.2f}" + (f" errors {a['errors']}" if a["errors"] else ""))
     p = res["pull"]
     parts.append(f"pull: {p['msgs_s']:,.0f} msgs/s {p['mb_s']:.1f} MB/s")
     print("broker_send | " + " | ".join(parts)
-          + " | targets: sync64>=40,000 batch32>=150,000 pull>=200,000 tls ratio>=0.70")
+          + " | targets: sync64>=40,000 batch32>=150,000 pull>=200,000 tls ratio>=0.70 acl ratio>=0.85")
     print(json.dumps({k: {kk: round(vv, 3) for kk, vv in v.items()} for k, v in res.items()}), file=sys.stderr)
 
 

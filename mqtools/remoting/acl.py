@@ -9,7 +9,6 @@ and verifying on the broker share `content()`, so the two sides cannot drift apa
 from __future__ import annotations
 
 import base64
-import hashlib
 import hmac
 
 from mqtools.remoting.command import RemotingCommand
@@ -27,12 +26,12 @@ _UNSIGNED = frozenset((SIGNATURE, UNIQUE_MSG_QUERY_FLAG))
 def content(ext_fields: dict[str, str], body: bytes | bytearray | memoryview | None) -> bytes:
     """What the signature covers. Java's TreeMap orders keys by UTF-16 code unit; for the ASCII
     keys RocketMQ uses that is Python's order."""
-    joined = "".join(ext_fields[key] for key in sorted(ext_fields) if key not in _UNSIGNED).encode()
-    return joined + bytes(body) if body else joined
+    joined = "".join([ext_fields[key] for key in sorted(ext_fields) if key not in _UNSIGNED]).encode()
+    return b"".join((joined, body)) if body else joined
 
 
 def signature(data: bytes, secret_key: str) -> str:
-    return base64.b64encode(hmac.new(secret_key.encode(), data, hashlib.sha1).digest()).decode()
+    return base64.b64encode(hmac.digest(secret_key.encode(), data, "sha1")).decode()
 
 
 def sign(cmd: RemotingCommand, credentials: SessionCredentials) -> None:
