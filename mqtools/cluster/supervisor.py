@@ -26,6 +26,7 @@ from pathlib import Path
 
 import psutil
 
+from mqtools.client import credentials
 from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 
 STATE_FILE = "cluster.json"
@@ -66,8 +67,11 @@ class ClusterState:
     """With --tls: the CA file that signs every process's certificate (what clients must trust)."""
 
     def security(self) -> ClientSecurity | None:
-        """What a client of this cluster needs: TLS verified against the cluster's CA, when it has one."""
-        return ClientSecurity(tls=TlsClientOptions(self.tls_ca)) if self.tls_ca else None
+        """What a client of this cluster needs: TLS verified against the cluster's CA, when it has one, and
+        the environment's ACL credentials (MQ_ACCESS_KEY/MQ_SECRET_KEY) for a cluster with aclEnable=true."""
+        tls = TlsClientOptions(self.tls_ca) if self.tls_ca else None
+        creds = credentials.from_env()
+        return ClientSecurity(creds, tls) if tls is not None or creds is not None else None
 
     def find(self, name: str) -> ProcInfo | None:
         return next((p for p in self.procs if p.name == name), None)
