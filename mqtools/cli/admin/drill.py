@@ -26,6 +26,7 @@ from mqtools.cli.admin.common import (
     TlsKeyOpt,
     TlsOpt,
     check_output,
+    cli_tls,
     fail,
     tls_flags,
     usage,
@@ -217,7 +218,7 @@ def run(
         raise usage(f"--history {history}: no such directory {history.parent}")
     if preset is not None and (tls_ca or tls_cert or tls_key):
         raise usage("--preset makes its own CA: only --tls with it, no --tls-ca/--tls-cert/--tls-key")
-    options = None if preset is not None else tls_flags(tls, tls_ca, tls_cert, tls_key)
+    options = None if preset is not None else tls_flags(tls, tls_ca, tls_cert, tls_key) or cli_tls()
     from mqtools.drills.load import LoadSpec
     from mqtools.drills.report import build
     from mqtools.drills.runner import DrillError, DrillSettings, run_drill
