@@ -85,6 +85,10 @@ def _key_from(key_t: Any, key: Any) -> Any:
     return key
 
 
+#: Largest request body a server parses with the fastjson fallback (about a quarter second of work).
+REQUEST_LENIENT_MAX = 256 * 1024
+
+
 class Body:
     """Mixin: JSON encode/decode for body dataclasses."""
 
@@ -95,8 +99,19 @@ class Body:
     def from_json(cls, data: bytes | bytearray | memoryview | str) -> Self:
         """Decode a peer's body; whatever is wrong with it is the peer's fault, so every failure
         (bad UTF-8 or JSON, wrong shape, missing required field, nesting too deep) is a BodyError."""
+        return cls._decode(data, None)
+
+    @classmethod
+    def from_request(cls, data: bytes | bytearray | memoryview | str) -> Self:
+        """from_json for a request a server handles on its event loop: fastjson-style JSON (unquoted
+        numeric or object keys, parsed in pure Python) only up to REQUEST_LENIENT_MAX bytes, so a client
+        cannot stall the loop with a large body; standard JSON of any size still takes orjson's path."""
+        return cls._decode(data, REQUEST_LENIENT_MAX)
+
+    @classmethod
+    def _decode(cls, data: bytes | bytearray | memoryview | str, lenient_max: int | None) -> Self:
         try:
-            raw = fastjson.loads(data)
+            raw = fastjson.loads(data, lenient_max=lenient_max)
             if not isinstance(raw, dict):
                 raise TypeError("not a JSON object")
             return from_obj(cls, raw)

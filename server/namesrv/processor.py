@@ -145,7 +145,7 @@ class NamesrvProcessor:
             return req.response(ResponseCode.SYSTEM_ERROR, "crc32 not match")
         if header.compressed:
             return req.response(ResponseCode.SYSTEM_ERROR, "compressed broker registration is not supported")
-        reg = RegisterBrokerBody.from_json(body) if body else RegisterBrokerBody()
+        reg = RegisterBrokerBody.from_request(body) if body else RegisterBrokerBody()
         result = self.routes.register_broker(
             header.cluster_name,
             header.broker_addr,
@@ -179,7 +179,7 @@ class NamesrvProcessor:
 
     def query_data_version(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         h = QueryDataVersionRequestHeader.from_ext(req.ext_fields)
-        version = DataVersion.from_json(req.body) if req.body else DataVersion()
+        version = DataVersion.from_request(req.body) if req.body else DataVersion()
         changed = self.routes.is_broker_topic_config_changed(h.cluster_name, h.broker_addr, version)
         self.routes.update_broker_info_update_timestamp(h.cluster_name, h.broker_addr, self.clock())
         ours = self.routes.query_broker_topic_config(h.cluster_name, h.broker_addr)
@@ -256,7 +256,7 @@ class NamesrvProcessor:
         except ValidationError as exc:
             return req.response(ResponseCode.INVALID_PARAMETER, str(exc))
         if req.body:
-            route = TopicRouteData.from_json(req.body)
+            route = TopicRouteData.from_request(req.body)
             self.routes.register_topic(topic, route.queue_datas)
         return req.response()
 

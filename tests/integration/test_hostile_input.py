@@ -88,8 +88,11 @@ BODIES: list[bytes | None] = [
     b'{"topicConfigSerializeWrapper": {"topicConfigTable": {"../..": {"topicName": "../.."}}}}',
     b'{"queueDatas": [{"brokerName": "DecoyB", "readQueueNums": -1}], "brokerDatas": 3}',
     b'{"offsetTable": {"{\\"topic\\": 1}": "x"}}', b"\x00" * 64, b"a=b\n=c\n\\u12=\n", b"\xff=\xfe\n",
-    bytes(range(256)), b"x" * (1 << 20),
+    bytes(range(256)),
 ]
+#: Large bodies, drawn now and then: plain bytes, and fastjson-style JSON (unquoted numeric keys) over the
+#: size a server parses with the slow fallback, which must be refused rather than stall the event loop.
+LARGE_BODIES = [b"x" * (1 << 20), b'{"clientID": "c", "x": {' + b",".join(b"%d:0" % i for i in range(200_000)) + b"}}"]
 
 
 #: Plausible values: a request made of these gets past decoding and into the processor's logic.
@@ -173,7 +176,8 @@ def hostile_request(rng: random.Random, codes: list[int]) -> RemotingCommand:
     serialize = rng.choice([SerializeType.JSON, SerializeType.ROCKETMQ])
     if not -(2**15) <= code < 2**15:
         serialize = SerializeType.JSON  # the ROCKETMQ layout has 16 bits for the code
-    return RemotingCommand.request(code, ext, rng.choice(BODIES), oneway=rng.random() < 0.05,
+    body = rng.choice(LARGE_BODIES) if rng.random() < 0.01 else rng.choice(BODIES)
+    return RemotingCommand.request(code, ext, body, oneway=rng.random() < 0.05,
                                    serialize_type=serialize)
 
 

@@ -76,7 +76,7 @@ class ClientProcessor:
     # ------------------------------------------------------------------ handlers
 
     def heart_beat(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
-        data = HeartbeatData.from_json(req.body or b"{}")  # a bad body is the server's BodyError answer
+        data = HeartbeatData.from_request(req.body or b"{}")  # a bad body is the server's BodyError answer
         if not data.client_id:
             return req.response(ResponseCode.SYSTEM_ERROR, "heartbeat without clientID")
         try:  # group names key the client tables and name the retry topics
@@ -154,7 +154,7 @@ class ClientProcessor:
         return req.response(ResponseCode.SUCCESS, body=body.to_json())
 
     def lock_batch_mq(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
-        body = LockBatchRequestBody.from_json(req.body or b"{}")
+        body = LockBatchRequestBody.from_request(req.body or b"{}")
         try:
             check_group(body.consumer_group)
         except ValidationError as exc:
@@ -163,7 +163,7 @@ class ClientProcessor:
         return req.response(ResponseCode.SUCCESS, body=LockBatchResponseBody(lock_ok_mq_set=locked).to_json())
 
     def unlock_batch_mq(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
-        body = LockBatchRequestBody.from_json(req.body or b"{}")
+        body = LockBatchRequestBody.from_request(req.body or b"{}")
         self.c.locks.unlock_batch(body.consumer_group, body.mq_set, body.client_id)
         return req.response(ResponseCode.SUCCESS)
 

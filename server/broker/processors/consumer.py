@@ -154,7 +154,7 @@ class ConsumerProcessor:
     # ------------------------------------------------------------------ groups
 
     def update_and_create_subscription_group(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
-        config = SubscriptionGroupConfig.from_json(req.body or b"")  # a bad body is the server's BodyError answer
+        config = SubscriptionGroupConfig.from_request(req.body or b"")  # a bad body is the server's BodyError answer
         try:
             check_group(config.group_name)
         except ValidationError as exc:

@@ -9,7 +9,7 @@ import orjson
 import pytest
 
 from mqtools.common.validation import ValidationError, check_group, check_queue_nums, check_topic
-from mqtools.remoting.bodies import HeartbeatData
+from mqtools.remoting.bodies import REQUEST_LENIENT_MAX, HeartbeatData
 from mqtools.remoting.command import decode_json_header
 from mqtools.remoting.errors import BadRequestError, BodyError, HeaderError, ProtocolError
 from mqtools.remoting.headers import PullMessageRequestHeader, TopicRequestHeader
@@ -87,3 +87,15 @@ def test_limited_log_writes_one_bounded_line(caplog: pytest.LogCaptureFixture) -
     assert len(lines) == 3 and all("\n" not in line and len(line) < MAX_LINE + 50 for line in lines)
     assert lines[-1] == "again (suppressed 98 similar)"
     assert one_line("a\x00b\r") == "a\\x00b\\x0d"
+
+
+def test_request_bodies_take_the_slow_fastjson_path_only_when_small() -> None:
+    fastjson_style = b'{"clientID": "c", "consumerDataSet": [], "x": {' + b",".join(
+        b"%d:0" % i for i in range(40_000)) + b"}}"
+    assert len(fastjson_style) > REQUEST_LENIENT_MAX
+    assert HeartbeatData.from_json(fastjson_style).client_id == "c"  # a client reading a Java peer's answer
+    with pytest.raises(BodyError, match="fastjson fallback"):
+        HeartbeatData.from_request(fastjson_style)  # a server reading a request on its event loop
+    standard = orjson.dumps({"clientID": "c", "x": {str(i): 0 for i in range(40_000)}})
+    assert HeartbeatData.from_request(standard).client_id == "c"  # standard JSON of any size is fine
+    assert HeartbeatData.from_request(b'{"clientID": "c", "x": {1: 2}}').client_id == "c"
