@@ -109,7 +109,7 @@ def needed(request: RemotingCommand) -> dict[str, int]:
     elif code == RequestCode.QUERY_MESSAGE:
         add(ext.get("topic"), SUB)
     elif code == RequestCode.HEART_BEAT and request.body:
-        for consumer in HeartbeatData.from_json(request.body).consumer_data_set:
+        for consumer in HeartbeatData.from_request(request.body).consumer_data_set:
             add(retry_topic(consumer.group_name), SUB)
             for sub in consumer.subscription_data_set:
                 add(sub.topic, SUB)
