@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Self
 
+from mqtools.client.admin.aclmodels import AclConfig, AclVersion
 from mqtools.client.admin.client import MQAdmin
 from mqtools.client.admin.groupmodels import (
     ConsumerRunningInfo,
@@ -50,6 +51,7 @@ from mqtools.remoting.bodies import (
     BrokerStatsData,
     ClusterInfo,
     MessageQueue,
+    PlainAccessConfig,
     SubscriptionGroupConfig,
     TopicConfig,
     TopicOffset,
@@ -91,6 +93,18 @@ class SyncMQAdmin:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def acl_config(self, broker_addr: str) -> AclConfig:
+        return self._loop.run(self._admin.acl_config(broker_addr))
+
+    def acl_configs(self, cluster: str | None = None, broker_addr: str | None = None) -> list[AclConfig]:
+        return self._loop.run(self._admin.acl_configs(cluster, broker_addr))
+
+    def acl_version(self, broker_addr: str) -> AclVersion:
+        return self._loop.run(self._admin.acl_version(broker_addr))
+
+    def acl_versions(self, cluster: str | None = None, broker_addr: str | None = None) -> list[AclVersion]:
+        return self._loop.run(self._admin.acl_versions(cluster, broker_addr))
 
     def add_write_perm(self, broker_name: str) -> dict[str, int]:
         return self._loop.run(self._admin.add_write_perm(broker_name))
@@ -145,6 +159,9 @@ class SyncMQAdmin:
 
     def dead_messages(self, group: str) -> list[MessageExt]:
         return self._loop.run(self._admin.dead_messages(group))
+
+    def delete_acl_account(self, access_key: str, *, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+        return self._loop.run(self._admin.delete_acl_account(access_key, cluster=cluster, broker_addr=broker_addr))
 
     def delete_kv(self, namespace: str, key: str) -> None:
         return self._loop.run(self._admin.delete_kv(namespace, key))
@@ -288,8 +305,14 @@ class SyncMQAdmin:
     def topics_by_cluster(self, cluster: str) -> list[str]:
         return self._loop.run(self._admin.topics_by_cluster(cluster))
 
+    def update_acl_account(self, account: PlainAccessConfig, *, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+        return self._loop.run(self._admin.update_acl_account(account, cluster=cluster, broker_addr=broker_addr))
+
     def update_broker_config(self, broker_addr: str, values: dict[str, str]) -> None:
         return self._loop.run(self._admin.update_broker_config(broker_addr, values))
+
+    def update_global_white_addrs(self, addrs_patterns: list[str], *, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+        return self._loop.run(self._admin.update_global_white_addrs(addrs_patterns, cluster=cluster, broker_addr=broker_addr))
 
     def update_namesrv_config(self, values: dict[str, str]) -> list[str]:
         return self._loop.run(self._admin.update_namesrv_config(values))
