@@ -79,8 +79,9 @@ class ClientProcessor:
         data = HeartbeatData.from_request(req.body or b"{}")  # a bad body is the server's BodyError answer
         if not data.client_id:
             return req.response(ResponseCode.SYSTEM_ERROR, "heartbeat without clientID")
+        groups = [c.group_name for c in data.consumer_data_set] + [p.group_name for p in data.producer_data_set]
         try:  # group names key the client tables and name the retry topics
-            for group in [c.group_name for c in data.consumer_data_set] + [p.group_name for p in data.producer_data_set]:
+            for group in groups:
                 check_group(group)
         except ValidationError as exc:
             return req.response(ResponseCode.INVALID_PARAMETER, str(exc))
