@@ -23,7 +23,7 @@ from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting import acl
 from mqtools.remoting.bodies import DataVersion, PlainAccessConfig
 from mqtools.remoting.command import RemotingCommand
-from mqtools.server.broker.acl import addresses, permission
+from mqtools.server.broker.acl import addresses
 from mqtools.server.broker.acl.plain_acl import PlainAcl, PlainAclFile, check_account
 
 log = logging.getLogger(__name__)
@@ -127,17 +127,16 @@ class PlainPermissionManager:
     def refusal(self, request: RemotingCommand, peer: str) -> str | None:
         """Why `request` from `peer` is refused, or None when it may proceed."""
         rules = self.rules
-        host = addresses.host_of(peer)
-        if rules.globally_white(host):
+        if rules.global_white and rules.globally_white(addresses.host_of(peer)):
             return None
         access_key = request.ext_fields.get(acl.ACCESS_KEY)
         if access_key is None:
-            return f"no AccessKey in the request and {host} is not a white address"
+            return f"no AccessKey in the request and {addresses.host_of(peer)} is not a white address"
         account = rules.accounts.get(access_key)
         if account is None:
             return f"no ACL account for accessKey={access_key}"
-        if account.white(host):
+        if account.white is not None and account.white(addresses.host_of(peer)):
             return None
         if not acl.verify(request, account.secret_key):
             return f"signature check failed for accessKey={access_key}"
-        return account.missing(request.code, permission.needed(request))
+        return account.missing(request)

@@ -19,6 +19,7 @@ import yaml
 
 from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import DataVersion, PlainAccessConfig, from_obj, to_obj
+from mqtools.remoting.command import RemotingCommand
 from mqtools.server.broker.acl import addresses, permission
 
 
@@ -128,7 +129,8 @@ class Account:
     access_key: str
     secret_key: str
     admin: bool
-    white: addresses.Matcher
+    #: None without a white address (the common case skips the peer's host entirely)
+    white: addresses.Matcher | None
     default_topic_perm: int
     default_group_perm: int
     perms: dict[str, int]
@@ -138,17 +140,18 @@ class Account:
         perms = permission.parse_resource_perms(config.group_perms, groups=True)
         perms.update(permission.parse_resource_perms(config.topic_perms, groups=False))
         return cls(config.access_key, config.secret_key or "", config.admin,
-                   addresses.matcher(config.white_remote_address),
+                   addresses.matcher(config.white_remote_address) if config.white_remote_address else None,
                    permission.parse_perm(config.default_topic_perm),
                    permission.parse_perm(config.default_group_perm), perms)
 
-    def missing(self, code: int, needed: dict[str, int]) -> str | None:
+    def missing(self, request: RemotingCommand) -> str | None:
         """Why this account may not make the request (None: it may), naming resource and permission."""
+        code = request.code
         if code in permission.ADMIN_CODES and not self.admin:
             return f"request code {code} needs an admin account; accessKey={self.access_key} is not admin"
         if self.admin and not self.perms:
             return None
-        for resource, need in needed.items():
+        for resource, need in permission.needed(request).items():
             owned = self.perms.get(resource)
             if owned is None:
                 owned = self.default_group_perm if is_retry_topic(resource) else self.default_topic_perm
