@@ -34,6 +34,7 @@ from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import (
+    INT_RANGE,
     LONG_RANGE,
     ConsumerSendMsgBackRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -148,8 +149,9 @@ class ConsumerProcessor:
         props.setdefault(P.RETRY_TOPIC, msg.topic)
         if not props.get(P.ORIGIN_MESSAGE_ID):
             props[P.ORIGIN_MESSAGE_ID] = msg.msg_id
-        return reput_copy(msg, topic, queue_id, props, reconsume_times=msg.reconsume_times + 1,
-                          delay_level=delay_level)
+        # The count is a stored int32 that a producer may have set to its maximum: it stops there.
+        reconsume_times = min(msg.reconsume_times + 1, INT_RANGE.stop - 1)
+        return reput_copy(msg, topic, queue_id, props, reconsume_times=reconsume_times, delay_level=delay_level)
 
     # ------------------------------------------------------------------ groups
 

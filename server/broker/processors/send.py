@@ -26,7 +26,7 @@ from mqtools.common.validation import ValidationError, check_topic
 from mqtools.remoting.bodies import TopicConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.headers import INT_RANGE, SendMessageRequestHeader
+from mqtools.remoting.headers import INT_RANGE, LONG_RANGE, SendMessageRequestHeader
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
@@ -37,8 +37,10 @@ DLQ_NUMS_PER_GROUP = 1
 NOT_ALLOWED_SEND_TOPICS = frozenset({T.SCHEDULE_TOPIC, T.RMQ_SYS_TRANS_HALF_TOPIC, "RMQ_SYS_TRANS_OP_HALF_TOPIC",
                                      "TRANS_CHECK_MAX_TIME_TOPIC", "CHECK_TRANSACTION_STATE_TOPIC"})
 
-#: Header fields the stored message layout keeps in 4 bytes (the queue id is checked against the topic).
-_INT32_FIELDS = ("flag", "sys_flag", "reconsume_times", "max_reconsume_times")
+#: Header fields the stored message layout keeps in 4 or 8 bytes (the queue id is checked against the
+#: topic). Checked here because parse_v2, the fast path, converts numbers without range checks.
+_FIELD_RANGES = (("flag", INT_RANGE), ("sys_flag", INT_RANGE), ("reconsume_times", INT_RANGE),
+                 ("max_reconsume_times", INT_RANGE), ("born_timestamp", LONG_RANGE))
 _ILLEGAL = ("the message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, "
             "msg properties length limit 32k.")
 _UNAVAILABLE = ("service not available now. It may be caused by one of the following reasons: the broker's disk is "
@@ -124,9 +126,9 @@ class SendProcessor:
         bad_topic = topic_error(h.topic)
         if bad_topic is not None:
             return req.response(ResponseCode.SYSTEM_ERROR, bad_topic)
-        for name in _INT32_FIELDS:
+        for name, allowed in _FIELD_RANGES:
             value = getattr(h, name)
-            if value is not None and value not in INT_RANGE:
+            if value is not None and value not in allowed:
                 return req.response(ResponseCode.SYSTEM_ERROR, f"the custom field <{name}> is out of range: {value}")
         if h.topic in NOT_ALLOWED_SEND_TOPICS or h.topic == T.AUTO_CREATE_TOPIC_KEY:
             return req.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden.")
