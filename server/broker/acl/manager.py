@@ -3,7 +3,9 @@
 Where the file is: the broker property `aclFilePath`, else `$ROCKETMQ_HOME/conf/plain_acl.yml`
 as RocketMQ reads it. The file is polled (its mtime, size and inode) every `aclWatchIntervalMills`
 instead of watched through inotify: portable and cheap, and a reload never blocks the event loop
-because parsing a small YAML file is fast. An invalid edit keeps the previous rules.
+because parsing a small YAML file is fast. A change is loaded once two polls in a row see the same
+new stamp, so a file caught half-written by an editor is not taken for the rules. An invalid edit
+keeps the previous rules.
 
 The decision follows PlainPermissionManager.validate: a globally white address passes; otherwise
 the request needs an AccessKey the file knows; an account's own white address passes; otherwise
@@ -47,6 +49,7 @@ class PlainPermissionManager:
         self.file = PlainAclFile()
         self.rules: PlainAcl = self.file.compile()
         self._stamp: tuple[int, int, int] | None = None
+        self._seen: tuple[int, int, int] | None = None
         self._task: asyncio.Task | None = None
 
     # ------------------------------------------------------------------ file
@@ -68,7 +71,11 @@ class PlainPermissionManager:
                  len(parsed.accounts), len(parsed.global_white_remote_addresses))
 
     def reload_if_changed(self) -> bool:
-        if self._file_stamp() == self._stamp:
+        stamp = self._file_stamp()
+        if stamp == self._stamp:
+            return False
+        if stamp != self._seen:  # changed since the last poll: maybe still being written
+            self._seen = stamp
             return False
         try:
             self.load()

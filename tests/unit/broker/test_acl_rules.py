@@ -156,10 +156,12 @@ def test_reload_on_change_keeps_the_last_good_rules(manager: PlainPermissionMana
     assert not manager.reload_if_changed()
     manager.path.write_text(YML.replace("topicA=DENY", "topicA=PUB"))
     os.utime(manager.path, ns=(1, 1))  # a different mtime even within one clock tick
+    assert not manager.reload_if_changed()  # first sight of a change: the writer may not be done
     assert manager.reload_if_changed()
     cmd = _signed(RequestCode.SEND_MESSAGE_V2, a="PG", b="topicA")
     assert manager.refusal(cmd, "127.0.0.1:1") is None
     manager.path.write_text("accounts: [ {accessKey: x")  # broken YAML: previous rules stay
+    assert not manager.reload_if_changed()
     assert not manager.reload_if_changed()
     assert manager.refusal(cmd, "127.0.0.1:1") is None
 
