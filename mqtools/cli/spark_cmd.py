@@ -9,11 +9,17 @@ at module level: pyspark only when a job runs.
 from __future__ import annotations
 
 import importlib.util
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from mqtools.cli.admin.common import (
+    EXIT_REFUSED,
     EXIT_UNREACHABLE,
     ContextOpt,
     NamesrvOpt,
@@ -27,7 +33,7 @@ from mqtools.cli.admin.common import (
     tls_flags,
     usage,
 )
-from mqtools.cli.output import Column, View, render
+from mqtools.cli.output import Column, View, is_terminal, render
 
 if TYPE_CHECKING:
     from mqtools.client.contexts import Target
@@ -40,11 +46,29 @@ app = typer.Typer(help="Load and read throughput with Spark tasks as producers a
 
 TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="The topic (it must exist).")]
 MasterOpt = Annotated[str, typer.Option("--master", help="Spark master: local[*], local[2], spark://HOST:7077.")]
+RemoteOpt = Annotated[
+    Optional[str],  # noqa: UP045 - typer needs Optional
+    typer.Option("--remote", help="Run on a Spark Connect server, sc://HOST:15002 (instead of --master)."),
+]
 ConfOpt = Annotated[
     Optional[list[str]],  # noqa: UP045 - typer needs Optional
     typer.Option("--conf", help="Spark setting k=v (repeatable), e.g. spark.executor.memory=2g."),
 ]
+CsvOpt = Annotated[
+    Optional[Path],  # noqa: UP045 - typer needs Optional
+    typer.Option("--csv", help="Also write the report as CSV: one row per task, then the aggregate."),
+]
+OmbOpt = Annotated[
+    Optional[Path],  # noqa: UP045 - typer needs Optional
+    typer.Option("--omb", help="Also write OpenMessaging Benchmark's result JSON (TestResult)."),
+]
+CONNECT_PORT = 15002
+"""Spark Connect's default port, when --remote names none."""
+CONNECT_CHECK_S = 5.0
 REQUIRED = (("pyspark", "pyspark>=4.2"), ("pyarrow", "pyarrow"), ("hdrh", "hdrhistogram"))
+#: What pyspark's Spark Connect client needs beyond pyspark (its `connect` extra).
+REQUIRED_CONNECT = (("grpc", "grpcio"), ("grpc_status", "grpcio-status"), ("google.rpc", "googleapis-common-protos"),
+                    ("zstandard", "zstandard"))
 
 
 def _importable(module: str) -> bool:
@@ -55,11 +79,48 @@ def _importable(module: str) -> bool:
         return False
 
 
-def _need_spark() -> None:
+def _need_spark(remote: str | None) -> None:
     """Without the spark extra: say which packages to install, before anything else."""
-    missing = [pkg for mod, pkg in REQUIRED if not _importable(mod)]
+    needed = REQUIRED + (REQUIRED_CONNECT if remote is not None else ())
+    missing = [pkg for mod, pkg in needed if not _importable(mod)]
     if missing:
         raise usage(f"mq spark-load needs {', '.join(missing)}: pip install 'mqtools[spark]'")
+
+
+def _where(master: str, remote: str | None) -> str:
+    """Where the job runs, as the report names it; a --remote that is not a Spark Connect URL is bad input."""
+    if remote is None:
+        return master
+    host, _, port = remote.removeprefix("sc://").split("/")[0].partition(":")
+    if not remote.startswith("sc://") or not host or (port and not port.isdigit()):
+        raise usage(f"--remote wants a Spark Connect URL like sc://HOST:15002, not {remote!r}")
+    return remote
+
+
+def _check_connect(remote: str) -> None:
+    """Reach the Connect server's port first: pyspark's client retries an unreachable server for
+    minutes before it gives up, and a person wants one line now (exit 3, as in `mq admin`)."""
+    import socket
+
+    host, _, port = remote.removeprefix("sc://").split("/")[0].partition(":")
+    try:
+        socket.create_connection((host, int(port or CONNECT_PORT)), timeout=CONNECT_CHECK_S).close()
+    except OSError as exc:
+        raise fail(f"Spark Connect server {remote} unreachable: {exc}", EXIT_UNREACHABLE) from None
+
+
+@contextmanager
+def _session(master: str, remote: str | None, confs: dict[str, str], app: str) -> Iterator[Any]:
+    """A Spark session for one job, stopped afterwards."""
+    from mqtools.spark.load import spark_session
+
+    if remote is not None:
+        _check_connect(remote)
+    spark = spark_session(master, confs, app, remote)
+    try:
+        yield spark
+    finally:
+        spark.stop()
 
 
 def _confs(pairs: list[str] | None) -> dict[str, str]:
@@ -107,6 +168,29 @@ def _queues(namesrv: str, topic: str, security: ClientSecurity | None) -> int:
     return _cluster_call(ask)
 
 
+def _progress_on(output: str, remote: str | None) -> bool:
+    """The progress line is for a person at a terminal: never with -o json or when stdout is a pipe;
+    not over Spark Connect either, whose client has no StatusTracker."""
+    return output != "json" and remote is None and is_terminal(sys.stdout)
+
+
+@contextmanager
+def _stored_counter(namesrv: str, topic: str, security: ClientSecurity | None, enabled: bool
+                    ) -> Iterator[Callable[[], int] | None]:
+    """Messages the brokers stored in `topic` since now: live progress for a produce run."""
+    if not enabled:
+        yield None
+        return
+    from mqtools.client.admin.sync import SyncMQAdmin
+
+    with SyncMQAdmin(namesrv, security=security) as admin:
+        def stored() -> int:
+            return sum(high for _, high in admin.queue_bounds(topic).values())
+
+        base = stored()
+        yield lambda: stored() - base
+
+
 def _ms(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
@@ -141,10 +225,38 @@ def _view(action: str, topic: str, master: str, summary: Summary) -> View:
     return View("SparkLoadReport", columns, rows, data, title=f"spark-load {action} {topic}", footer=footer)
 
 
-def _report(action: str, topic: str, master: str, tasks: list[TaskStats], fmt: str, with_delay: bool) -> None:
+@dataclass(frozen=True, slots=True)
+class Files:
+    """Where the report also goes, and what OMB's result needs that the tasks do not know."""
+
+    csv: Path | None
+    omb: Path | None
+    message_size: int | None = None
+    partitions: int | None = None
+
+
+def _check_files(files: Files) -> None:
+    """A report file whose directory is missing is bad input, found before Spark starts."""
+    for path in (files.csv, files.omb):
+        if path is not None and not path.resolve().parent.is_dir():
+            raise usage(f"no such directory for {path}: {path.resolve().parent}")
+
+
+def _report(action: str, topic: str, master: str, tasks: list[TaskStats], fmt: str, with_delay: bool,
+            files: Files) -> None:
+    from mqtools.spark.export import omb_result, write_csv, write_omb
     from mqtools.spark.stats import summarize
 
-    render(_view(action, topic, master, summarize(tasks, with_delay=with_delay)), fmt)
+    summary = summarize(tasks, with_delay=with_delay)
+    render(_view(action, topic, master, summary), fmt)
+    try:
+        if files.csv is not None:
+            write_csv(files.csv, summary)
+        if files.omb is not None:
+            write_omb(files.omb, omb_result(action, topic, f"mq spark-load on {master}", summary,
+                                            message_size=files.message_size, partitions=files.partitions))
+    except OSError as exc:
+        raise fail(f"cannot write the report file: {exc}", EXIT_REFUSED) from None
 
 
 @app.command()
@@ -160,10 +272,13 @@ def produce(
     keys: Annotated[bool, typer.Option("--keys", help="Give every message a key.")] = False,
     tags: Annotated[int, typer.Option("--tags", help="Spread messages over N tags (0: none).")] = 0,
     master: MasterOpt = "local[*]",
+    remote: RemoteOpt = None,
     conf: ConfOpt = None,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = "table",
+    csv: CsvOpt = None,
+    omb: OmbOpt = None,
     tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """Spark tasks as producers: throughput, latency (merged HDR histograms) and failures by code.
@@ -185,20 +300,23 @@ def produce(
     if size < 0 or tasks <= 0 or batch_size <= 0 or tags < 0:
         raise usage("--size, --tags must be >= 0 and --tasks, --batch-size above zero")
     confs = _confs(conf)
-    _need_spark()
+    _check_files(Files(csv, omb))
+    where = _where(master, remote)
+    _need_spark(remote)
     target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
     addr = target.namesrv
-    _queues(addr, topic, target.security)
+    queues = _queues(addr, topic, target.security)
     plan = ProducePlan(topic, messages, duration, rate, size, tasks, mode, batch_size, keys, tags)
 
-    from mqtools.spark.load import run_produce, spark_session
+    from mqtools.spark.load import run_produce
+    from mqtools.spark.progress import JobProgress
 
-    spark = spark_session(master, confs, f"mq spark-load produce {topic}")
-    try:
+    show = _progress_on(output, remote)
+    with _session(master, remote, confs, f"mq spark-load produce {topic}") as spark, \
+            _stored_counter(addr, topic, target.security, show) as counter, \
+            JobProgress(spark, tasks, counter, show, f"produce {topic}"):
         stats = run_produce(spark, addr, plan, target.security)
-    finally:
-        spark.stop()
-    _report("produce", topic, master, stats, output, rate is not None)
+    _report("produce", topic, where, stats, output, rate is not None, Files(csv, omb, size, queues))
 
 
 def _plan(addr: str, topic: str, start: str, until: str, security: ClientSecurity | None) -> list[QueueRange]:
@@ -228,10 +346,13 @@ def consume(
     partitions: Annotated[Optional[int], typer.Option("--min-partitions", help="Split queues into at least N "  # noqa: UP045
                                                                                "read tasks.", min=1)] = None,
     master: MasterOpt = "local[*]",
+    remote: RemoteOpt = None,
     conf: ConfOpt = None,
     namesrv: NamesrvOpt = None,
     context: ContextOpt = None,
     output: OutputOpt = "table",
+    csv: CsvOpt = None,
+    omb: OmbOpt = None,
     tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """The data source's read throughput, and end-to-end latency from each message's born time.
@@ -240,16 +361,19 @@ def consume(
     """
     check_output(output)
     confs = _confs(conf)
-    _need_spark()
+    _check_files(Files(csv, omb))
+    where = _where(master, remote)
+    _need_spark(remote)
     target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
     addr = target.namesrv
     ranges = _plan(addr, topic, start, until, target.security)
 
-    from mqtools.spark.load import run_consume, spark_session
+    from mqtools.spark.load import run_consume
+    from mqtools.spark.progress import JobProgress
 
-    spark = spark_session(master, confs, f"mq spark-load consume {topic}")
-    try:
+    with _session(master, remote, confs, f"mq spark-load consume {topic}") as spark, \
+            JobProgress(spark, max(len(ranges), partitions or 0), None, _progress_on(output, remote),
+                        f"consume {topic}"):
         stats = run_consume(spark, addr, topic, ranges, partitions, target.security)
-    finally:
-        spark.stop()
-    _report("consume", topic, master, stats, output, False)
+    queues = len({(r.broker, r.queue_id) for r in ranges})
+    _report("consume", topic, where, stats, output, False, Files(csv, omb, None, queues))

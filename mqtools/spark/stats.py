@@ -21,8 +21,8 @@ def new_histogram() -> Any:
     return HdrHistogram(LOWEST_US, HIGHEST_US, DIGITS)
 
 
-def record(hist: Any, micros: float) -> None:
-    hist.record_value(min(max(int(micros), LOWEST_US), HIGHEST_US))
+def record(hist: Any, micros: float, count: int = 1) -> None:
+    hist.record_value(min(max(int(micros), LOWEST_US), HIGHEST_US), count)
 
 
 @dataclass(slots=True)
@@ -50,12 +50,18 @@ def error_code(exc: BaseException) -> str:
     return str(code) if isinstance(code, int) else type(exc).__name__
 
 
-def percentiles(encoded: list[str]) -> dict[str, float | None]:
-    """min/p50/p90/p99/p99.9/max in milliseconds of the merged histograms (None when empty)."""
+def merged(encoded: list[str]) -> Any:
+    """One histogram holding every task's samples."""
     hist = new_histogram()
     for text in encoded:
         if text:
             hist.decode_and_add(text)
+    return hist
+
+
+def percentiles(encoded: list[str]) -> dict[str, float | None]:
+    """min/p50/p90/p99/p99.9/max in milliseconds of the merged histograms (None when empty)."""
+    hist = merged(encoded)
     keys = ["min", "p50", "p90", "p99", "p99.9", "max"]
     if hist.get_total_count() == 0:
         return dict.fromkeys(keys)

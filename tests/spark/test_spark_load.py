@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import csv
 import json
 import os
 import subprocess
+from pathlib import Path
 from typing import Any
 
+import jsonschema
 import pytest
 from adminsupport import json_of, mq, one_line_error
 from clientsupport import Cluster, create_topic
 
+from mqtools.cli.output import load_schema
 from mqtools.client.admin.sync import SyncMQAdmin
 
 TOPIC = "SparkLoad"
@@ -33,19 +37,43 @@ def _load(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
               timeout=180)
 
 
-def test_produce_then_consume_counts_match_the_brokers(cluster: Cluster, topic: str) -> None:
+def _omb(path: Path) -> dict[str, Any]:
+    """The --omb file, validated against OMB's TestResult schema."""
+    doc = json.loads(path.read_text())
+    jsonschema.validate(doc, load_schema("OmbTestResult"))
+    return doc
+
+
+def _csv(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_produce_then_consume_counts_match_the_brokers(cluster: Cluster, topic: str, tmp_path: Path) -> None:
     before = _stored(cluster, topic)
     produced = json_of(_load(cluster, "produce", "-t", topic, "--messages", "300", "--tasks", "2", "--mode",
-                             "async", "--size", "64", "--keys", "--tags", "3", "--rate", "2000"), "SparkLoadReport")
+                             "async", "--size", "64", "--keys", "--tags", "3", "--rate", "2000",
+                             "--csv", str(tmp_path / "p.csv"), "--omb", str(tmp_path / "p.json")), "SparkLoadReport")
     assert produced["messages"] == 300 and produced["failed"] == {}
     assert [t["messages"] for t in produced["tasks"]] == [150, 150]
     assert produced["bytes"] == 300 * 64 and produced["latencyMs"]["p50"] is not None
     assert produced["publishDelayMs"] is not None
     assert _stored(cluster, topic) - before == 300
     stored = _stored(cluster, topic)
+    rows = _csv(tmp_path / "p.csv")
+    assert [r["task"] for r in rows] == ["0", "1", "all"] and [int(r["messages"]) for r in rows] == [150, 150, 300]
+    assert float(rows[-1]["latency_p50_ms"]) == produced["latencyMs"]["p50"]
+    omb = _omb(tmp_path / "p.json")
+    assert omb["publishRate"] == [pytest.approx(produced["msgsPerSec"], rel=1e-3)] and omb["consumeRate"] == []
+    assert (omb["messageSize"], omb["partitions"], omb["producersPerTopic"]) == (64, 4, 2)  # 2 queues x 2 brokers
+    assert omb["aggregatedPublishLatency50pct"] == produced["latencyMs"]["p50"]
+    assert omb["aggregatedPublishDelayLatencyMax"] is not None and omb["aggregatedEndToEndLatencyAvg"] is None
 
-    consumed = json_of(_load(cluster, "consume", "-t", topic), "SparkLoadReport")
+    consumed = json_of(_load(cluster, "consume", "-t", topic, "--omb", str(tmp_path / "c.json")), "SparkLoadReport")
     assert consumed["messages"] == stored and consumed["latencyMs"]["max"] is not None
+    omb = _omb(tmp_path / "c.json")
+    assert omb["consumeRate"] and omb["publishRate"] == [] and omb["aggregatedPublishLatencyAvg"] is None
+    assert omb["aggregatedEndToEndLatencyMax"] == consumed["latencyMs"]["max"] and omb["consumersPerTopic"] >= 1
 
 
 def test_until_n_takes_n_evenly_from_the_queues() -> None:
@@ -64,6 +92,7 @@ def test_until_n_takes_n_evenly_from_the_queues() -> None:
     (["produce", "-t", "NoSuchSparkTopic", "--messages", "5"], 2, "unknown topic"),
     (["consume", "-t", TOPIC, "--from", "{\"broker-a\": "], 2, "not valid JSON"),
     (["consume", "-t", TOPIC, "--until", "soon"], 2, "--until must be"),
+    (["consume", "-t", TOPIC, "--omb", "/no/such/dir/r.json"], 2, "no such directory"),
 ])
 def test_bad_input_is_one_line_before_spark(cluster: Cluster, topic: str, args: list[str], code: int,
                                             fragment: str) -> None:

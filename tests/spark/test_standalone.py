@@ -5,39 +5,16 @@ driver's process."""
 from __future__ import annotations
 
 import asyncio
-import os
-import re
-import subprocess
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from adminsupport import json_of, mq
 from clientsupport import Cluster, create_topic
+from sparkproc import spark_bin, stop, wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
 
 TOPIC = "SparkStandalone"
-
-
-def _spark_class(name: str, args: list[str], log: Path, env: dict[str, str]) -> subprocess.Popen[bytes]:
-    import pyspark
-
-    home = Path(pyspark.__file__).parent
-    return subprocess.Popen([str(home / "bin" / "spark-class"), name, *args], stdout=log.open("wb"),
-                            stderr=subprocess.STDOUT, env={**os.environ, "SPARK_HOME": str(home), **env})
-
-
-def _wait_for(log: Path, pattern: str, proc: subprocess.Popen[bytes], timeout: float = 60) -> re.Match[str]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = re.search(pattern, log.read_text(errors="replace"))
-        if found:
-            return found
-        assert proc.poll() is None, log.read_text(errors="replace")
-        time.sleep(0.2)
-    raise AssertionError(f"no {pattern!r} in {log}:\n{log.read_text(errors='replace')}")
 
 
 @pytest.fixture(scope="module")
@@ -45,25 +22,18 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     work = tmp_path_factory.mktemp("standalone")
     procs = []
     try:
-        master = _spark_class("org.apache.spark.deploy.master.Master",
-                              ["--host", "127.0.0.1", "--port", "0", "--webui-port", "0"], work / "master.log",
-                              {"SPARK_LOG_DIR": str(work)})
+        master = spark_bin("spark-class", ["org.apache.spark.deploy.master.Master", "--host", "127.0.0.1", "--port",
+                                           "0", "--webui-port", "0"], work / "master.log", {"SPARK_LOG_DIR": str(work)})
         procs.append(master)
-        url = _wait_for(work / "master.log", r"Starting Spark master at (spark://[0-9.]+:\d+)", master).group(1)
-        worker = _spark_class("org.apache.spark.deploy.worker.Worker",
-                              [url, "--host", "127.0.0.1", "--cores", "2", "--memory", "1g", "--webui-port", "0",
-                               "--work-dir", str(work / "worker")], work / "worker.log", {})
+        url = wait_for(work / "master.log", r"Starting Spark master at (spark://[0-9.]+:\d+)", master).group(1)
+        worker = spark_bin("spark-class", ["org.apache.spark.deploy.worker.Worker", url, "--host", "127.0.0.1",
+                                           "--cores", "2", "--memory", "1g", "--webui-port", "0",
+                                           "--work-dir", str(work / "worker")], work / "worker.log", {})
         procs.append(worker)
-        _wait_for(work / "worker.log", "Successfully registered with master", worker)
+        wait_for(work / "worker.log", "Successfully registered with master", worker)
         yield url
     finally:
-        for proc in reversed(procs):
-            proc.terminate()
-            try:
-                proc.wait(20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(5)
+        stop(procs)
 
 
 def test_spark_load_on_a_standalone_cluster(cluster: Cluster, standalone: str) -> None:
