@@ -18,6 +18,8 @@ ACL: a second broker runs with aclEnable=true (one account, no white address), a
 other work on a shared machine drifts more than ACL costs, so these cases alternate with plain
 sends to the first broker in ACL_ROUNDS short rounds each; the ratio is the ACL rounds' msgs/s
 over the interleaved plain rounds' (target: signing plus verification cost at most 15%, >= 0.85).
+Each broker's CPU time per message over those rounds is printed too (`cpu us/msg`): it does not
+drift with the machine's load as throughput does.
 
 Usage: .venv/bin/python bench/broker_send.py [--seconds 3] [--clients 2]
 """
@@ -40,6 +42,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
+import psutil
 from benchsupport import create_topic, run_processes, throughput
 from mqproc import start_mq
 
@@ -185,19 +188,31 @@ def run_case(addr: str, kind: str, inflight: int, seconds: float, batch: int, cl
     }
 
 
-def paired(plain: Callable[[float], dict], other: Callable[[float], dict], seconds: float) -> tuple[dict, dict]:
+def cpu_seconds(pid: int) -> float:
+    times = psutil.Process(pid).cpu_times()
+    return times.user + times.system
+
+
+def paired(plain: Callable[[float], dict], other: Callable[[float], dict], seconds: float,
+           pids: tuple[int, int]) -> tuple[dict, dict]:
     """`other` and `plain` alternately, ACL_ROUNDS times each for seconds/ACL_ROUNDS: (other, plain),
-    msgs/s averaged over the rounds, p99 the worst round's."""
+    msgs/s averaged over the rounds, p99 the worst round's, the server's CPU microseconds per message."""
     runs: dict[str, list[dict]] = {"plain": [], "other": []}
+    cpu = {"plain": 0.0, "other": 0.0}
     for _ in range(ACL_ROUNDS):
-        runs["plain"].append(plain(seconds / ACL_ROUNDS))
-        runs["other"].append(other(seconds / ACL_ROUNDS))
+        for key, fn, pid in (("plain", plain, pids[0]), ("other", other, pids[1])):
+            before = cpu_seconds(pid)
+            result = fn(seconds / ACL_ROUNDS)
+            cpu[key] += cpu_seconds(pid) - before
+            runs[key].append({**result, "msgs": result["msgs_s"] * seconds / ACL_ROUNDS})
 
-    def merged(rounds: list[dict]) -> dict:
+    def merged(key: str) -> dict:
+        rounds = runs[key]
         return {"msgs_s": sum(r["msgs_s"] for r in rounds) / len(rounds), "p99_ms": max(r["p99_ms"] for r in rounds),
-                "errors": sum(r["errors"] for r in rounds)}
+                "errors": sum(r["errors"] for r in rounds),
+                "cpu_us": cpu[key] / max(1.0, sum(r["msgs"] for r in rounds)) * 1e6}
 
-    return merged(runs["other"]), merged(runs["plain"])
+    return merged("other"), merged("plain")
 
 
 def main() -> None:
@@ -241,7 +256,7 @@ def main() -> None:
                         lambda s, k=kind, i=inflight, b=batch: run_case(broker.addr, k, i, s, b, args.clients),
                         lambda s, k=kind, i=inflight, b=batch: run_case(acl_broker.addr, k, i, s, b, args.clients,
                                                                         signed=True),
-                        args.seconds)
+                        args.seconds, (broker.proc.pid, acl_broker.proc.pid))
                 res["ceil_" + name] = run_case(ceiling_addr, kind, inflight, args.seconds, batch, args.clients)
             res["pull"] = run_case(broker.addr, "pull", QUEUES, args.seconds, 256, args.clients)
         finally:
@@ -262,7 +277,8 @@ def main() -> None:
     for name in ("sync1", "sync64"):
         a, r = res["acl_" + name], res["aclplain_" + name]
         parts.append(f"acl_{name}: {a['msgs_s']:,.0f} msgs/s p99 {a['p99_ms']:.2f} ms plain {r['msgs_s']:,.0f}/s "
-                     f"ratio {a['msgs_s'] / r['msgs_s']:.2f}" + (f" errors {a['errors']}" if a["errors"] else ""))
+                     f"ratio {a['msgs_s'] / r['msgs_s']:.2f} broker cpu us/msg {a['cpu_us']:.1f} vs "
+                     f"{r['cpu_us']:.1f}" + (f" errors {a['errors']}" if a["errors"] else ""))
     p = res["pull"]
     parts.append(f"pull: {p['msgs_s']:,.0f} msgs/s {p['mb_s']:.1f} MB/s")
     print("broker_send | " + " | ".join(parts)
