@@ -7,6 +7,7 @@ Every refused request is checked to have changed nothing, through the admin acco
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
@@ -327,3 +328,9 @@ def test_context_credentials_reach_the_tools(prepared: AclCluster, tmp_path: Pat
     listed = mq("admin", "acl", "version", "-b", prepared.broker, "-o", "json", env=env)
     assert json_of(listed, "AclVersion")["brokers"][0]["brokerAddr"] == prepared.broker
     assert ADMIN.secret_key not in (tmp_path / "contexts.json").read_text()
+    # mq top signs too: the broker answers its runtime questions (refused without credentials)
+    top = mq("top", "--once", "-o", "json", env=env)
+    assert top.returncode == 0, top.stderr
+    (row,) = json.loads(top.stdout)["views"]["brokers"]["rows"]
+    assert row["version"] == "V4_9_7" and row["status"] == "ok", row
+    assert ADMIN.secret_key not in top.stdout + top.stderr
