@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from mqtools.common.topics import is_retry_topic
+from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC, is_retry_topic
 from mqtools.remoting.bodies import DataVersion, PlainAccessConfig, from_obj, to_obj
 from mqtools.remoting.command import RemotingCommand
 from mqtools.server.broker.acl import addresses, permission
@@ -151,7 +151,10 @@ class Account:
             return f"request code {code} needs an admin account; accessKey={self.access_key} is not admin"
         if self.admin and not self.perms:
             return None
-        for resource, need in permission.needed(request).items():
+        needed = permission.needed(request)
+        if needed.get(RMQ_SYS_TRACE_TOPIC) == permission.PUB:  # traces are accepted, as PlainPermissionManager does
+            return None
+        for resource, need in needed.items():
             owned = self.perms.get(resource)
             if owned is None:
                 owned = self.default_group_perm if is_retry_topic(resource) else self.default_topic_perm

@@ -125,6 +125,7 @@ def test_decisions_follow_the_file(manager: PlainPermissionManager) -> None:
     assert manager.refusal(_signed(send, a="PG", b="topicB"), peer) is None
     assert "no PUB permission on topic topicA" in manager.refusal(_signed(send, a="PG", b="topicA"), peer)
     assert "topic other" in manager.refusal(_signed(send, a="PG", b="other"), peer)  # defaultTopicPerm DENY
+    assert manager.refusal(_signed(send, a="PG", b="RMQ_SYS_TRACE_TOPIC"), peer) is None  # traces always pass
     pull = RequestCode.PULL_MESSAGE
     assert manager.refusal(_signed(pull, topic="topicC", consumerGroup="groupB"), peer) is None
     assert "group groupA" in manager.refusal(_signed(pull, topic="topicC", consumerGroup="groupA"), peer)
