@@ -51,6 +51,7 @@ class PlainPermissionManager:
         self._stamp: tuple[int, int, int] | None = None
         self._seen: tuple[int, int, int] | None = None
         self._task: asyncio.Task | None = None
+        self._writing = asyncio.Lock()  # admin requests rewrite the file one at a time (RocketMQ: synchronized)
 
     # ------------------------------------------------------------------ file
 
@@ -89,7 +90,10 @@ class PlainPermissionManager:
         async def watch() -> None:
             while True:
                 await asyncio.sleep(interval_s)
-                self.reload_if_changed()
+                try:
+                    self.reload_if_changed()
+                except Exception:  # our bug: logged with its traceback, and the watch goes on
+                    log.exception("ACL file watch failed")
 
         self._task = asyncio.create_task(watch())
 
@@ -97,7 +101,12 @@ class PlainPermissionManager:
         if self._task is not None:
             self._task.cancel()
 
-    async def _write(self, new: PlainAclFile) -> None:
+    async def _write(self, change: Callable[[PlainAclFile], PlainAclFile]) -> None:
+        async with self._writing:
+            new = change(self.file)
+            await self._write_file(new)
+
+    async def _write_file(self, new: PlainAclFile) -> None:
         new.compile()
         new.data_version = self.file.data_version.next(int(self.clock() * 1000))
         data = new.render().encode()
@@ -110,20 +119,21 @@ class PlainPermissionManager:
     async def update_account(self, config: PlainAccessConfig) -> None:
         """Create or replace an account (ValueError on a bad one); the file is rewritten atomically."""
         check_account(config)
-        accounts = [a for a in self.file.accounts if a.access_key != config.access_key] + [config]
-        await self._write(PlainAclFile(list(self.file.global_white_remote_addresses), accounts))
+        await self._write(lambda old: PlainAclFile(
+            list(old.global_white_remote_addresses),
+            [a for a in old.accounts if a.access_key != config.access_key] + [config]))
 
     async def delete_account(self, access_key: str) -> bool:
         if self.file.account(access_key) is None:
             return False
-        accounts = [a for a in self.file.accounts if a.access_key != access_key]
-        await self._write(PlainAclFile(list(self.file.global_white_remote_addresses), accounts))
+        await self._write(lambda old: PlainAclFile(list(old.global_white_remote_addresses),
+                                                   [a for a in old.accounts if a.access_key != access_key]))
         return True
 
     async def update_global_white(self, patterns: list[str]) -> None:
         for pattern in patterns:
             addresses.matcher(pattern)
-        await self._write(PlainAclFile(patterns, list(self.file.accounts)))
+        await self._write(lambda old: PlainAclFile(list(patterns), list(old.accounts)))
 
     @property
     def version(self) -> DataVersion:

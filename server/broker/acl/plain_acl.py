@@ -91,12 +91,17 @@ class PlainAclFile:
         accounts = raw.get("accounts") or []
         if not isinstance(whites, list) or not isinstance(accounts, list):
             raise AclConfigError("globalWhiteRemoteAddresses and accounts must be lists")
-        parsed = cls([str(w) for w in whites], [account_from_yaml(a) for a in accounts])
-        versions = raw.get("dataVersion") or []
-        if isinstance(versions, list) and versions and isinstance(versions[0], dict):
-            first = versions[0]
-            parsed.data_version = DataVersion(timestamp=int(first.get("timestamp", 0)),
-                                              counter=int(first.get("counter", 0)))
+        try:
+            parsed = cls([str(w) for w in whites], [account_from_yaml(a) for a in accounts])
+            versions = raw.get("dataVersion") or []
+            if isinstance(versions, list) and versions and isinstance(versions[0], dict):
+                first = versions[0]
+                parsed.data_version = DataVersion(timestamp=int(first.get("timestamp", 0)),
+                                                  counter=int(first.get("counter", 0)))
+        except AclConfigError:
+            raise
+        except (TypeError, ValueError, AttributeError) as exc:
+            raise AclConfigError(f"a value of the wrong type ({type(exc).__name__})") from None
         parsed.compile()  # every rule checked before the file is accepted
         return parsed
 

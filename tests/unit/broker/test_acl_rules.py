@@ -185,3 +185,17 @@ def test_file_location() -> None:
     assert default_acl_path("", {"ROCKETMQ_HOME": "/opt/rmq"}) == Path("/opt/rmq/conf/plain_acl.yml")
     with pytest.raises(ValueError):
         default_acl_path("", {})
+
+
+@pytest.mark.parametrize("text", [
+    "dataVersion: [{timestamp: {a: 1}}]",
+    "accounts: [{accessKey: abcdefgh, secretKey: abcdefgh, topicPerms: 5}]",
+    "accounts: [{accessKey: abcdefgh, secretKey: abcdefgh, topicPerms: [t=MAYBE]}]",
+    "accounts: [{accessKey: abcdefgh, secretKey: abcdefgh, whiteRemoteAddress: 1.2.3.999}]",
+    "accounts: [{accessKey: abcdefgh, secretKey: abcdefgh}, {accessKey: abcdefgh, secretKey: abcdefgh}]",
+    "globalWhiteRemoteAddresses: 10.0.0.1",
+    "- just a list",
+])
+def test_malformed_files_are_refused_as_one_error(text: str) -> None:
+    with pytest.raises(ValueError):
+        PlainAclFile.parse(text)
