@@ -45,6 +45,7 @@ class JobProgress:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(5)
+            self.spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)  # later jobs are not ours
 
     def done_tasks(self) -> int:
         """Completed tasks over the job group's stages (a stage Spark no longer retains counts as none)."""

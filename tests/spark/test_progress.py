@@ -1,0 +1,18 @@
+"""spark-load's progress line counts the job group's finished tasks through Spark's StatusTracker."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mqtools.spark.progress import JobProgress
+
+
+def test_progress_counts_the_jobs_tasks_and_leaves_later_jobs_alone(spark: Any) -> None:
+    with JobProgress(spark, 4, lambda: 7, True, "progress test") as progress:
+        assert progress.done_tasks() == 0
+        assert spark.sparkContext.parallelize(range(8), 4).map(lambda x: x * 2).sum() == 56
+        assert progress.done_tasks() == 4
+    assert spark.sparkContext.getLocalProperty("spark.jobGroup.id") is None
+    tracker = spark.sparkContext.statusTracker()
+    spark.sparkContext.parallelize(range(2), 2).count()
+    assert len(tracker.getJobIdsForGroup(progress.group)) == 1
