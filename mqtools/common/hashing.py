@@ -87,39 +87,43 @@ def _pow31(n: int) -> int:
     return pow(31, n, 1 << 32)
 
 
-def index_key_hashes(keys: list[tuple[str, str]]) -> list[int]:
-    """index_key_hash(head + tail) for each (head, tail) of a batch, with each head's hash cached:
-    the per-key work is one encode and one C-level dot product over the tail only. Heads are
-    ``topic#`` for business keys and ``topic#`` plus the fixed part of a UNIQ_KEY (see
-    ``uniq_key_split``), which repeats for every message of one producer."""
+@lru_cache(maxsize=1024)
+def _head_weights(head: str, n: int) -> tuple[int, tuple[int, ...]]:
+    """hash(head) * 31**n and the weights of an n-unit tail."""
+    return (_prefix_hash(head) * _pow31(n)) & _MASK, _powers(n)
+
+
+def index_key_hashes(prefix: str, keys: list[str], is_uniq: list[bool]) -> list[int]:
+    """index_key_hash(prefix + k) for each key of a batch (one topic), in order; ``is_uniq`` marks
+    UNIQ_KEYs. Per key one encode and one C-level dot product: ``prefix``'s hash is cached, and a
+    UNIQ_KEY's producer-fixed part is hashed once into its head (it repeats for every message of a
+    producer), so a UNIQ_KEY costs a UNIQ_KEY_VARYING-character hash."""
     out = []
     append = out.append
-    for head, tail in keys:
-        if not tail.isascii():
-            append(index_key_hash_parts(head, tail))
+    weights: dict[int, tuple[int, tuple[int, ...]]] = {}
+    fixed = None
+    uniq_term, uniq_weights = 0, _powers(UNIQ_KEY_VARYING)
+    for key, uniq in zip(keys, is_uniq):
+        if not key.isascii():
+            append(index_key_hash_parts(prefix, key))
             continue
-        units = tail.encode("ascii")
-        head_term, weights = _head_weights(head, len(units))
-        h = (head_term + sum(map(mul, units, weights))) & _MASK
+        cut = len(key) - UNIQ_KEY_VARYING
+        if uniq and cut > 0:
+            if key[:cut] != fixed:
+                fixed = key[:cut]
+                uniq_term = _head_weights(prefix + fixed, UNIQ_KEY_VARYING)[0]
+            h = (uniq_term + sum(map(mul, key[cut:].encode("ascii"), uniq_weights))) & _MASK
+        else:
+            hw = weights.get(len(key))
+            if hw is None:
+                hw = weights[len(key)] = _head_weights(prefix, len(key))
+            h = (hw[0] + sum(map(mul, key.encode("ascii"), hw[1]))) & _MASK
         if h & 0x80000000:
             h = 0 if h == 0x80000000 else 0x100000000 - h
         append(h)
     return out
 
 
-@lru_cache(maxsize=1024)
-def _head_weights(head: str, n: int) -> tuple[int, tuple[int, ...]]:
-    """hash(head) * 31**n and the weights of an n-unit tail: one cache look-up per key."""
-    return (_prefix_hash(head) * _pow31(n)) & _MASK, _powers(n)
-
-
 #: The varying tail of a RocketMQ UNIQ_KEY: time since the month start (8 hex) and counter (4 hex);
 #: the 20 hex digits before it (ip, pid, generator hash) are fixed for one producer process.
 UNIQ_KEY_VARYING = 12
-
-
-def uniq_key_split(prefix: str, uniq: str) -> tuple[str, str]:
-    """(head, tail) of the index key ``prefix + uniq`` for index_key_hashes: the producer's fixed part
-    goes into the cached head, so a message's uniq key costs a 12-character hash."""
-    cut = len(uniq) - UNIQ_KEY_VARYING
-    return (prefix + uniq[:cut], uniq[cut:]) if cut > 0 else (prefix, uniq)

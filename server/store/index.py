@@ -15,7 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
-from mqtools.common.hashing import index_key_hash, index_key_hashes, uniq_key_split
+from mqtools.common.hashing import index_key_hash, index_key_hashes
 from mqtools.server.store.mapped_file import MappedFile
 
 log = logging.getLogger(__name__)
@@ -176,24 +176,26 @@ class IndexService:
         (phys, size, tag code, KEYS, UNIQ_KEY), in commitlog order: per message its UNIQ_KEY, then
         each key, as RocketMQ's buildIndex does."""
         end_phy = self.files[-1].end_phy if self.files else -1
-        prefix = topic + "#"
-        heads: list[tuple[str, str]] = []
+        keys_: list[str] = []
+        uniq_marks: list[bool] = []
         targets: list[int] = []
-        head, target = heads.append, targets.append
+        key, mark, target = keys_.append, uniq_marks.append, targets.append
         for phys, _, _, keys, uniq in units:
             if phys < end_phy:
                 continue
             if uniq:
-                head(uniq_key_split(prefix, uniq))
+                key(uniq)
+                mark(True)
                 target(phys)
             if keys:
                 for k in keys.split(" ") if " " in keys else (keys,):
                     if k:
-                        head((prefix, k))
+                        key(k)
+                        mark(False)
                         target(phys)
-        if not heads:
+        if not keys_:
             return
-        hashes = index_key_hashes(heads)
+        hashes = index_key_hashes(topic + "#", keys_, uniq_marks)
         f = self.files[-1] if self.files else self._new_file()
         done = f.put_many(hashes, targets, store_ts, 0)
         while done < len(hashes):

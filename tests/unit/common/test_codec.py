@@ -192,11 +192,11 @@ def test_index_hash_with_cached_prefix_equals_whole_key(prefix, suffix):
 
 @given(st.text(max_size=12), st.lists(st.text(max_size=40), max_size=6))
 def test_index_hashes_of_many_keys(prefix, suffixes):
-    from mqtools.common.hashing import index_key_hashes, uniq_key_split
+    from mqtools.common.hashing import index_key_hashes
 
-    assert index_key_hashes([(prefix, s) for s in suffixes]) == [index_key_hash(prefix + s) for s in suffixes]
-    assert index_key_hashes([uniq_key_split(prefix, s) for s in suffixes]) == [index_key_hash(prefix + s)
-                                                                               for s in suffixes]
+    expected = [index_key_hash(prefix + s) for s in suffixes]
+    assert index_key_hashes(prefix, suffixes, [False] * len(suffixes)) == expected
+    assert index_key_hashes(prefix, suffixes, [True] * len(suffixes)) == expected
 
 
 @given(st.dictionaries(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "XTAGS", "A"]),
