@@ -38,6 +38,7 @@ from mqtools.cli.output import Column, View, is_terminal, render
 if TYPE_CHECKING:
     from mqtools.client.contexts import Target
     from mqtools.remoting.security import ClientSecurity
+    from mqtools.spark.load import ProducePlan
     from mqtools.spark.offsets import QueueRange
     from mqtools.spark.stats import Summary, TaskStats
 
@@ -46,6 +47,12 @@ app = typer.Typer(help="Load and read throughput with Spark tasks as producers a
 
 TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="The topic (it must exist).")]
 MasterOpt = Annotated[str, typer.Option("--master", help="Spark master: local[*], local[2], spark://HOST:7077.")]
+MessagesOpt = Annotated[Optional[int], typer.Option("--messages", help="Messages in all.")]  # noqa: UP045
+DurationOpt = Annotated[Optional[float], typer.Option("--duration", help="Seconds to send for.")]  # noqa: UP045
+RateOpt = Annotated[Optional[float], typer.Option("--rate", help="Target msgs/s over all tasks.")]  # noqa: UP045
+SizeOpt = Annotated[int, typer.Option("--size", help="Body bytes.")]
+ModeOpt = Annotated[str, typer.Option("--mode", help="sync, async or batch.")]
+BatchSizeOpt = Annotated[int, typer.Option("--batch-size", help="Messages per batch in batch mode.")]
 RemoteOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer needs Optional
     typer.Option("--remote", help="Run on a Spark Connect server, sc://HOST:15002 (instead of --master)."),
@@ -195,7 +202,8 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def _view(action: str, topic: str, master: str, summary: Summary) -> View:
+def _view(action: str, topic: str, master: str, summary: Summary, produced: Summary | None = None) -> View:
+    """Tasks, then the aggregate; for e2e the rows are the reading tasks and `produced` the producers'."""
     columns = [Column("TASK", True), Column("MESSAGES", True), Column("FAILED", True), Column("MB", True),
                Column("SECONDS", True), Column("MSGS/S", True), Column("P50 MS", True), Column("P99 MS", True)]
     from mqtools.spark.stats import percentiles
@@ -217,11 +225,27 @@ def _view(action: str, topic: str, master: str, summary: Summary) -> View:
     if summary.delay_ms is not None:
         footer.append("publish delay ms (planned vs actual start): "
                       + "  ".join(f"{k} {v}" for k, v in summary.delay_ms.items()))
-    data = {"action": action, "topic": topic, "master": master, "tasks": tasks, "messages": summary.messages,
+    if produced is not None:
+        sent_failed = ", ".join(f"{code}: {n}" for code, n in sorted(produced.failed.items())) or "none"
+        footer[0] = f"e2e {topic} on {master}: read {summary.messages} messages in {summary.seconds:.2f}s"
+        footer[1] = "end-to-end latency ms (born to read): " + "  ".join(f"{k} {v}" for k, v in lat.items())
+        footer.append(f"produced {produced.messages} messages, {produced.msgs_per_s:.1f} msgs/s; failed: "
+                      f"{sent_failed}; send latency ms: "
+                      + "  ".join(f"{k} {v}" for k, v in produced.latency_ms.items()))
+        if produced.delay_ms is not None:
+            footer.append("publish delay ms (planned vs actual start): "
+                          + "  ".join(f"{k} {v}" for k, v in produced.delay_ms.items()))
+    data: dict[str, Any] = {
+            "action": action, "topic": topic, "master": master, "tasks": tasks, "messages": summary.messages,
             "failed": dict(summary.failed), "bytes": summary.bytes, "seconds": round(summary.seconds, 3),
             "msgsPerSec": round(summary.msgs_per_s, 3), "mbPerSec": round(summary.mb_per_s, 6),
             "latencyMs": {k: _ms(v) for k, v in lat.items()},
             "publishDelayMs": None if summary.delay_ms is None else {k: _ms(v) for k, v in summary.delay_ms.items()}}
+    if produced is not None:
+        data["publishDelayMs"] = None if produced.delay_ms is None else {k: _ms(v) for k, v in produced.delay_ms.items()}
+        data["produced"] = {"messages": produced.messages, "failed": dict(produced.failed),
+                            "msgsPerSec": round(produced.msgs_per_s, 3),
+                            "latencyMs": {k: _ms(v) for k, v in produced.latency_ms.items()}}
     return View("SparkLoadReport", columns, rows, data, title=f"spark-load {action} {topic}", footer=footer)
 
 
@@ -243,32 +267,52 @@ def _check_files(files: Files) -> None:
 
 
 def _report(action: str, topic: str, master: str, tasks: list[TaskStats], fmt: str, with_delay: bool,
-            files: Files) -> None:
+            files: Files, producers: list[TaskStats] | None = None) -> None:
     from mqtools.spark.export import omb_result, write_csv, write_omb
     from mqtools.spark.stats import summarize
 
     summary = summarize(tasks, with_delay=with_delay)
-    render(_view(action, topic, master, summary), fmt)
+    produced = None if producers is None else summarize(producers, with_delay=with_delay)
+    render(_view(action, topic, master, summary, produced), fmt)
     try:
         if files.csv is not None:
             write_csv(files.csv, summary)
         if files.omb is not None:
             write_omb(files.omb, omb_result(action, topic, f"mq spark-load on {master}", summary,
-                                            message_size=files.message_size, partitions=files.partitions))
+                                            message_size=files.message_size, partitions=files.partitions,
+                                            produced=produced))
     except OSError as exc:
         raise fail(f"cannot write the report file: {exc}", EXIT_REFUSED) from None
+
+
+def _produce_plan(topic: str, messages: int | None, duration: float | None, rate: float | None, size: int,
+                  tasks: int, mode: str, batch_size: int, keys: bool, tags: int) -> ProducePlan:
+    """The producers' plan from the options, each mistake one line (exit 2) before Spark starts."""
+    from mqtools.spark.load import MODES, ProducePlan
+
+    if (messages is None) == (duration is None):
+        raise usage("give exactly one of --messages N or --duration SECONDS")
+    if (messages is not None and messages <= 0) or (duration is not None and duration <= 0):
+        raise usage("--messages and --duration must be above zero")
+    if rate is not None and rate <= 0:
+        raise usage(f"--rate must be above zero, not {rate:g}")
+    if mode not in MODES:
+        raise usage(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if size < 0 or tasks <= 0 or batch_size <= 0 or tags < 0:
+        raise usage("--size, --tags must be >= 0 and --tasks, --batch-size above zero")
+    return ProducePlan(topic, messages, duration, rate, size, tasks, mode, batch_size, keys, tags)
 
 
 @app.command()
 def produce(
     topic: TopicOpt,
-    messages: Annotated[Optional[int], typer.Option("--messages", help="Messages in all.")] = None,  # noqa: UP045
-    duration: Annotated[Optional[float], typer.Option("--duration", help="Seconds to send for.")] = None,  # noqa: UP045
-    rate: Annotated[Optional[float], typer.Option("--rate", help="Target msgs/s over all tasks.")] = None,  # noqa: UP045
-    size: Annotated[int, typer.Option("--size", help="Body bytes.")] = 128,
+    messages: MessagesOpt = None,
+    duration: DurationOpt = None,
+    rate: RateOpt = None,
+    size: SizeOpt = 128,
     tasks: Annotated[int, typer.Option("--tasks", help="Producing Spark tasks.")] = 2,
-    mode: Annotated[str, typer.Option("--mode", help="sync, async or batch.")] = "sync",
-    batch_size: Annotated[int, typer.Option("--batch-size", help="Messages per batch in batch mode.")] = 16,
+    mode: ModeOpt = "sync",
+    batch_size: BatchSizeOpt = 16,
     keys: Annotated[bool, typer.Option("--keys", help="Give every message a key.")] = False,
     tags: Annotated[int, typer.Option("--tags", help="Spread messages over N tags (0: none).")] = 0,
     master: MasterOpt = "local[*]",
@@ -286,19 +330,8 @@ def produce(
     With TLS (--tls-ca, or a context that has it) every task's producer connects with TLS; the CA and
     certificate files must exist at the same paths on the executors.
     """
-    from mqtools.spark.load import MODES, ProducePlan
-
     check_output(output)
-    if (messages is None) == (duration is None):
-        raise usage("give exactly one of --messages N or --duration SECONDS")
-    if (messages is not None and messages <= 0) or (duration is not None and duration <= 0):
-        raise usage("--messages and --duration must be above zero")
-    if rate is not None and rate <= 0:
-        raise usage(f"--rate must be above zero, not {rate:g}")
-    if mode not in MODES:
-        raise usage(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
-    if size < 0 or tasks <= 0 or batch_size <= 0 or tags < 0:
-        raise usage("--size, --tags must be >= 0 and --tasks, --batch-size above zero")
+    plan = _produce_plan(topic, messages, duration, rate, size, tasks, mode, batch_size, keys, tags)
     confs = _confs(conf)
     _check_files(Files(csv, omb))
     where = _where(master, remote)
@@ -306,7 +339,6 @@ def produce(
     target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
     addr = target.namesrv
     queues = _queues(addr, topic, target.security)
-    plan = ProducePlan(topic, messages, duration, rate, size, tasks, mode, batch_size, keys, tags)
 
     from mqtools.spark.load import run_produce
     from mqtools.spark.progress import JobProgress
@@ -377,3 +409,46 @@ def consume(
         stats = run_consume(spark, addr, topic, ranges, partitions, target.security)
     queues = len({(r.broker, r.queue_id) for r in ranges})
     _report("consume", topic, where, stats, output, False, Files(csv, omb, None, queues))
+
+
+@app.command()
+def e2e(
+    topic: TopicOpt,
+    messages: MessagesOpt = None,
+    duration: DurationOpt = None,
+    rate: RateOpt = None,
+    size: SizeOpt = 128,
+    tasks: Annotated[int, typer.Option("--tasks", help="Producing Spark tasks (leave cores for the readers).")] = 1,
+    mode: ModeOpt = "sync",
+    batch_size: BatchSizeOpt = 16,
+    drain: Annotated[float, typer.Option("--drain", help="Seconds the stream may take to read the rest after "
+                                                         "the producers end.", min=0)] = 30.0,
+    master: MasterOpt = "local[*]",
+    conf: ConfOpt = None,
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    output: OutputOpt = "table",
+    csv: CsvOpt = None,
+    omb: OmbOpt = None,
+    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
+) -> None:
+    """Produce and read at once: end-to-end latency (born to read) under load, from a streaming query.
+
+    The producers take --tasks cores for their whole run; the stream's micro-batches need the rest (on
+    local[N], N above --tasks). The rows are the reading tasks; the producers' figures follow.
+    """
+    check_output(output)
+    plan = _produce_plan(topic, messages, duration, rate, size, tasks, mode, batch_size, False, 0)
+    confs = _confs(conf)
+    _check_files(Files(csv, omb))
+    _need_spark(None)
+    target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
+    addr = target.namesrv
+    start = _plan(addr, topic, "latest", "latest", target.security)
+
+    from mqtools.spark.e2e import run_e2e
+
+    with _session(master, None, confs, f"mq spark-load e2e {topic}") as spark:
+        producers, readers = run_e2e(spark, addr, plan, start, drain, target.security)
+    queues = len({(r.broker, r.queue_id) for r in start})
+    _report("e2e", topic, master, readers, output, rate is not None, Files(csv, omb, size, queues), producers)

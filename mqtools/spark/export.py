@@ -75,28 +75,31 @@ def _latency(prefix: str, hist: Any, scale: float, integral: bool) -> dict[str, 
 
 
 def omb_result(action: str, topic: str, driver: str, summary: Summary, *, message_size: int | None,
-               partitions: int | None) -> dict[str, Any]:
-    """OMB's TestResult for a produce or consume run (see the module docstring for how it maps)."""
+               partitions: int | None, produced: Summary | None = None) -> dict[str, Any]:
+    """OMB's TestResult for a produce, consume or e2e run (see the module docstring for how it maps):
+    `summary` is the producers' for produce, the readers' otherwise; e2e passes the producers' too."""
     from mqtools.spark.stats import new_histogram
 
-    tasks: list[TaskStats] = summary.tasks
-    latency = merged([t.histogram for t in tasks])
     empty = new_histogram()
-    producing = action == "produce"
-    failed = sum(summary.failed.values())
+    senders = summary if action == "produce" else produced
+    readers = None if action == "produce" else summary
     doc: dict[str, Any] = {
         "workload": f"mq spark-load {action} {topic}", "driver": driver, "messageSize": message_size,
         "topics": 1, "partitions": partitions,
-        "producersPerTopic": len(tasks) if producing else 0, "consumersPerTopic": 0 if producing else len(tasks),
-        "publishRate": [round(summary.msgs_per_s, 3)] if producing else [],
-        "publishErrorRate": [round(failed / summary.seconds, 3) if summary.seconds > 0 else 0.0] if producing else [],
-        "consumeRate": [] if producing else [round(summary.msgs_per_s, 3)],
+        "producersPerTopic": len(senders.tasks) if senders else 0,
+        "consumersPerTopic": len(readers.tasks) if readers else 0,
+        "publishRate": [round(senders.msgs_per_s, 3)] if senders else [],
+        "publishErrorRate": [round(sum(senders.failed.values()) / senders.seconds, 3) if senders.seconds > 0
+                             else 0.0] if senders else [],
+        "consumeRate": [round(readers.msgs_per_s, 3)] if readers else [],
         "backlog": [],
     }
-    delays = merged([t.delay_histogram for t in tasks]) if summary.delay_ms is not None else empty
-    doc.update(_latency("publishLatency", latency if producing else empty, 1000, False))
+    send_tasks: list[TaskStats] = senders.tasks if senders else []
+    delays = merged([t.delay_histogram for t in send_tasks]) if senders and senders.delay_ms is not None else empty
+    doc.update(_latency("publishLatency", merged([t.histogram for t in send_tasks]), 1000, False))
     doc.update(_latency("publishDelayLatency", delays, 1, True))
-    doc.update(_latency("endToEndLatency", empty if producing else latency, 1000, False))
+    doc.update(_latency("endToEndLatency", merged([t.histogram for t in readers.tasks]) if readers else empty,
+                        1000, False))
     return doc
 
 

@@ -243,7 +243,12 @@ def run_consume(spark: Any, namesrv: str, topic: str, ranges: list[QueueRange],
               .options(**security_reader_options(security)))
     if min_partitions:
         reader = reader.option("minPartitions", str(min_partitions))
-    df = reader.load().selectExpr("unix_millis(born_timestamp) AS born_ms", "length(body) AS size")
+    return read_stats(reader.load())
+
+
+def read_stats(df: Any) -> list[TaskStats]:
+    """Each partition of a data source DataFrame (batch or one micro-batch) measured where it is read."""
+    measured = df.selectExpr("unix_millis(born_timestamp) AS born_ms", "length(body) AS size")
     schema = "task int, messages long, bytes long, started double, ended double, histogram string"
-    rows = df.mapInArrow(_read_stats, schema).collect()
+    rows = measured.mapInArrow(_read_stats, schema).collect()
     return [TaskStats(r.task, r.messages, {}, r.bytes, r.started, r.ended, r.histogram) for r in rows if r.messages]

@@ -126,3 +126,20 @@ def test_without_pyspark_it_names_the_package(tmp_path: Any) -> None:
                    "pyspark", "pip install 'mqtools[spark]'")
     assert mq("version", env=env).returncode == 0
     assert mq("admin", "--help", env=env).returncode == 0
+
+
+def test_e2e_reads_every_message_it_produced(cluster: Cluster, tmp_path: Path) -> None:
+    """Producers and a streaming read at once: the stream reads exactly what was sent, with born-to-read
+    latency; OMB's result has both the publish and the end-to-end side."""
+    topic = "SparkLoadE2E"
+    asyncio.run(create_topic(cluster, topic, queues=2))
+    before = _stored(cluster, topic)
+    report = json_of(mq("spark-load", "e2e", "-t", topic, "--messages", "200", "--rate", "400", "--tasks", "1",
+                        "--master", "local[3]", "-o", "json", "--omb", str(tmp_path / "e.json"),
+                        namesrv=cluster.namesrv.addr, timeout=180), "SparkLoadReport")
+    assert report["action"] == "e2e" and report["produced"]["messages"] == 200 and report["produced"]["failed"] == {}
+    assert report["messages"] == 200 == _stored(cluster, topic) - before
+    assert report["latencyMs"]["p50"] is not None and report["publishDelayMs"] is not None
+    omb = _omb(tmp_path / "e.json")
+    assert omb["publishRate"] and omb["consumeRate"] and omb["aggregatedPublishLatency50pct"] is not None
+    assert omb["aggregatedEndToEndLatencyMax"] == report["latencyMs"]["max"]
