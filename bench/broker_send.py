@@ -230,9 +230,10 @@ def main() -> None:
         broker = start_mq(["broker", "start", "-c", str(props)], timeout=60, env={"NAMESRV_ADDR": ""})
         acl_props = Path(tmp) / "acl-broker.properties"
         (Path(tmp) / "plain_acl.yml").write_text(ACL_YML)
-        acl_props.write_text(f"brokerName=bench-acl\nlistenPort=0\nstorePathRootDir={tmp}/acl-store\n"
-                             f"flushDiskType=ASYNC_FLUSH\nbrokerIP1=127.0.0.1\naclEnable=true\n"
-                             f"aclFilePath={tmp}/plain_acl.yml\n")
+        # the same settings as the plain broker (TLS permissive included: same accept path) plus ACL
+        acl_props.write_text(props.read_text().replace("brokerName=bench\n", "brokerName=bench-acl\n")
+                             .replace(f"{tmp}/store", f"{tmp}/acl-store")
+                             + f"aclEnable=true\naclFilePath={tmp}/plain_acl.yml\n")
         acl_broker = start_mq(["broker", "start", "-c", str(acl_props)], timeout=60, env={"NAMESRV_ADDR": ""})
         ceiling = subprocess.Popen([sys.executable, "-c", CEILING_SERVER], stdin=subprocess.PIPE,
                                    stdout=subprocess.PIPE, text=True, env={**os.environ})
