@@ -66,10 +66,12 @@ class JobProgress:
         with Progress(*columns, transient=True) as bar:
             task = bar.add_task(self.label, total=self.tasks, messages="")
             while not self._stop.wait(POLL_S):
-                messages = ""
-                if self.counter is not None:
-                    try:
-                        messages = f"{self.counter():,} messages"
-                    except CLIENT_ERRORS:  # a failed poll must not end the job; the next one may work
-                        messages = "messages n/a"
-                bar.update(task, completed=self.done_tasks(), messages=messages)
+                bar.update(task, completed=self.done_tasks(), messages=self._messages())
+
+    def _messages(self) -> str:
+        if self.counter is None:
+            return ""
+        try:
+            return f"{self.counter():,} messages"
+        except CLIENT_ERRORS:  # a failed poll must not end the job; the next one may work
+            return "messages n/a"
