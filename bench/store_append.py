@@ -27,13 +27,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from mqtools.server.store.config import MessageStoreConfig
-from mqtools.server.store.message_store import MessageStore
-
 from mqtools.common.codec import encode_batch
 from mqtools.common.hashing import tags_code
 from mqtools.common.message import Message, MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.properties import properties_to_string
+from mqtools.server.store.config import MessageStoreConfig
+from mqtools.server.store.message_store import MessageStore
 
 BODY = b"x" * 1024
 TOPIC = "BenchTopic"

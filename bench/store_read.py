@@ -20,12 +20,11 @@ import tempfile
 import time
 from pathlib import Path
 
+from mqtools.common.codec import encode_batch
+from mqtools.common.message import Message, MessageExtBatch
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.results import GetMessageStatus
-
-from mqtools.common.codec import encode_batch
-from mqtools.common.message import Message, MessageExtBatch
 
 BODY = b"x" * 1024
 TOPIC = "BenchRead"

@@ -25,12 +25,12 @@ import tempfile
 import time
 from pathlib import Path
 
-from mqtools.tui.app import TopApp
-from mqtools.tui.poller import Poller, tune_process
 from textual import events
 
 from mqtools.client.admin import MQAdmin
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
+from mqtools.tui.app import TopApp
+from mqtools.tui.poller import Poller, tune_process
 
 CLUSTER = "DefaultCluster"
 

@@ -14,10 +14,9 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from mqtools.remoting.bodies import ConsumerOffsetSerializeWrapper
 from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.config_manager import ConfigManager
-
-from mqtools.remoting.bodies import ConsumerOffsetSerializeWrapper
 
 log = logging.getLogger(__name__)
 

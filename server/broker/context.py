@@ -10,6 +10,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from mqtools.remoting.bodies import DataVersion
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.server import RemotingServer
 from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
@@ -22,10 +25,6 @@ from mqtools.server.broker.topic_config import TopicConfigManager
 from mqtools.server.ha.service import HAService
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import ScheduleMessageService
-
-from mqtools.remoting.bodies import DataVersion
-from mqtools.remoting.client import RemotingClient
-from mqtools.remoting.server import RemotingServer
 
 
 class BrokerContext(Protocol):

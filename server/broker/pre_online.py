@@ -20,13 +20,12 @@ from __future__ import annotations
 
 import logging
 
-from mqtools.server.broker.context import BrokerContext
-
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.remoting.bodies import ClusterInfo, ConsumerOffsetSerializeWrapper
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
+from mqtools.server.broker.context import BrokerContext
 
 log = logging.getLogger("mq.broker.pre_online")
 

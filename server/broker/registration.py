@@ -17,8 +17,6 @@ import zlib
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mqtools.server.lifecycle import cancel_and_wait
-
 from mqtools.remoting.bodies import KVTable, RegisterBrokerBody, TopicConfigSerializeWrapper
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -29,6 +27,7 @@ from mqtools.remoting.headers import (
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
 )
+from mqtools.server.lifecycle import cancel_and_wait
 
 log = logging.getLogger(__name__)
 

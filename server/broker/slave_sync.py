@@ -13,9 +13,6 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-from mqtools.server.broker.context import BrokerContext
-from mqtools.server.lifecycle import cancel_and_wait
-
 from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting.bodies import (
     ConsumerOffsetSerializeWrapper,
@@ -25,6 +22,8 @@ from mqtools.remoting.bodies import (
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
+from mqtools.server.broker.context import BrokerContext
+from mqtools.server.lifecycle import cancel_and_wait
 
 log = logging.getLogger("mq.broker.slave_sync")
 

@@ -13,11 +13,10 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from mqtools.server.store.config_manager import ConfigManager
-
 from mqtools.common.topics import SYSTEM_GROUPS
 from mqtools.common.validation import is_legal_group
 from mqtools.remoting.bodies import DataVersion, SubscriptionGroupConfig, SubscriptionGroupWrapper
+from mqtools.server.store.config_manager import ConfigManager
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,8 @@ from __future__ import annotations
 import logging
 from pathlib import Path
 
-from mqtools.server.store.mapped_file import MappedFile, MappedFileQueue
-
 from mqtools.common.codec import BLANK, BLANK_MAGIC, END_FILE_MIN_BLANK_LENGTH, INT, check_entry, entry_size
+from mqtools.server.store.mapped_file import MappedFile, MappedFileQueue
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS
-
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.configkeys import PropertyMap
 from mqtools.common.message import Host
+from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS
 
 
 def _default_root() -> str:

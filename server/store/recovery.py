@@ -14,13 +14,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+from mqtools.common.codec import INT2, MAGIC_V1, MAGIC_V2, EntryInfo
 from mqtools.server.store.checkpoint import StoreCheckpoint
 from mqtools.server.store.commitlog import CommitLog
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.dispatch import DispatchService
 from mqtools.server.store.index import IndexService
-
-from mqtools.common.codec import INT2, MAGIC_V1, MAGIC_V2, EntryInfo
 
 log = logging.getLogger(__name__)
 

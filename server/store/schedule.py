@@ -25,14 +25,13 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from mqtools.server.lifecycle import cancel_and_wait
-from mqtools.server.store.config_manager import ConfigManager, loads
-from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS, DelayLevelTable, delay_level_of
-
 from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
 from mqtools.common.message import MessageExt, MessageExtBrokerInner, reput_copy
 from mqtools.common.topics import SCHEDULE_TOPIC
+from mqtools.server.lifecycle import cancel_and_wait
+from mqtools.server.store.config_manager import ConfigManager, loads
+from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS, DelayLevelTable, delay_level_of
 
 log = logging.getLogger(__name__)
 

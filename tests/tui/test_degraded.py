@@ -11,8 +11,6 @@ from pathlib import Path
 import pytest
 from clientsupport import until
 from mqproc import MqProcess, start_mq, start_namesrv
-from mqtools.tui.app import TopApp
-from mqtools.tui.poller import Poller
 from tuisupport import notes_of
 
 from mqtools.client.live.tables import CRIT
@@ -21,6 +19,8 @@ from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import RegisterBrokerRequestHeader
+from mqtools.tui.app import TopApp
+from mqtools.tui.poller import Poller
 
 pytestmark = pytest.mark.integration
 

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from mqtools.tui.app import TopApp
 from tuisupport import NOW_MONO, NOW_WALL, NS, fixed_state
+
+from mqtools.tui.app import TopApp
 
 SIZE = (170, 24)
 

@@ -6,6 +6,7 @@ import asyncio
 import logging
 
 import pytest
+
 from mqtools.server.lifecycle import cancel_and_wait
 
 

@@ -13,9 +13,6 @@ from __future__ import annotations
 import shutil
 from typing import TYPE_CHECKING
 
-from mqtools.server.broker.config import MQ_VERSION_DESC, ConfigError
-from mqtools.server.broker.context import BrokerContext
-
 from mqtools.common import topics as T
 from mqtools.common.javaprops import parse_properties, render_properties
 from mqtools.common.perm import PERM_MAX
@@ -39,6 +36,8 @@ from mqtools.remoting.headers import (
     TopicRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
+from mqtools.server.broker.config import MQ_VERSION_DESC, ConfigError
+from mqtools.server.broker.context import BrokerContext
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import ProcessorResult, RemotingServer

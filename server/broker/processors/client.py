@@ -12,9 +12,6 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from mqtools.server.broker.clients import ClientChannelInfo, language_name
-from mqtools.server.broker.context import BrokerContext
-
 from mqtools.common.perm import PERM_READ, PERM_WRITE
 from mqtools.common.topics import retry_topic
 from mqtools.common.validation import ValidationError, check_group
@@ -37,6 +34,8 @@ from mqtools.remoting.headers import (
     UnregisterClientRequestHeader,
 )
 from mqtools.remoting.server import RemotingServer
+from mqtools.server.broker.clients import ClientChannelInfo, language_name
+from mqtools.server.broker.context import BrokerContext
 
 if TYPE_CHECKING:
     from mqtools.remoting.transport import RemotingConnection

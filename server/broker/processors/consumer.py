@@ -12,9 +12,6 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
-from mqtools.server.broker.clients import ConsumerGroupInfo
-from mqtools.server.broker.context import BrokerContext
-
 from mqtools.common import properties as P
 from mqtools.common.message import MessageExt, MessageExtBrokerInner, reput_copy
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
@@ -46,6 +43,8 @@ from mqtools.remoting.headers import (
     UpdateConsumerOffsetRequestHeader,
 )
 from mqtools.remoting.server import RemotingServer
+from mqtools.server.broker.clients import ConsumerGroupInfo
+from mqtools.server.broker.context import BrokerContext
 
 if TYPE_CHECKING:
     from mqtools.remoting.transport import RemotingConnection

@@ -19,9 +19,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from mqtools.server.broker.context import BrokerContext
-from mqtools.server.broker.long_polling import HeldPull
-
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.hashing import tags_code
 from mqtools.common.perm import is_readable
@@ -29,6 +26,8 @@ from mqtools.remoting.bodies import SubscriptionData, SubscriptionGroupConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from mqtools.server.broker.context import BrokerContext
+from mqtools.server.broker.long_polling import HeldPull
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer

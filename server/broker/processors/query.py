@@ -12,8 +12,6 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from mqtools.server.broker.context import BrokerContext
-
 from mqtools.common import properties as P
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
@@ -27,6 +25,7 @@ from mqtools.remoting.headers import (
     SearchOffsetRequestHeader,
     ViewMessageRequestHeader,
 )
+from mqtools.server.broker.context import BrokerContext
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer

@@ -15,8 +15,6 @@ import random
 from collections.abc import Awaitable, Coroutine, Generator
 from typing import TYPE_CHECKING, Any
 
-from mqtools.server.broker.context import BrokerContext
-
 from mqtools.common import properties as P
 from mqtools.common import topics as T
 from mqtools.common.hashing import tags_code
@@ -27,6 +25,7 @@ from mqtools.remoting.bodies import TopicConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import INT_RANGE, LONG_RANGE, SendMessageRequestHeader
+from mqtools.server.broker.context import BrokerContext
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer

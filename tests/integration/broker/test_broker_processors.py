@@ -9,8 +9,6 @@ import time
 from pathlib import Path
 
 import pytest
-from mqtools.server.broker.app import BrokerController
-from mqtools.server.broker.config import BrokerConfig
 
 from mqtools.common.javaprops import parse_properties
 from mqtools.common.perm import PERM_READ, PERM_RW
@@ -26,6 +24,8 @@ from mqtools.remoting.headers import (
     SendMessageResponseHeader,
     TopicRequestHeader,
 )
+from mqtools.server.broker.app import BrokerController
+from mqtools.server.broker.config import BrokerConfig
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -424,9 +424,8 @@ async def _await(pending):
 
 
 def test_parse_v2_matches_the_generic_decoder() -> None:
-    from mqtools.server.broker.processors.send import parse_v2
-
     from mqtools.remoting.errors import HeaderError
+    from mqtools.server.broker.processors.send import parse_v2
 
     full = SendMessageRequestHeader("PG", "T", "TBW102", 4, 2, 0, 123, 7, props(TAGS="a"), 3, False, True, 16, "b1")
     assert parse_v2(full.to_v2()) == SendMessageRequestHeader.from_v2(full.to_v2()) == full

@@ -6,8 +6,6 @@ import asyncio
 import socket
 import time
 
-from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar, body_crc32
-
 from mqtools.remoting.bodies import (
     DataVersion,
     KVTable,
@@ -19,6 +17,7 @@ from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.headers import RegisterBrokerRequestHeader, RegisterBrokerResponseHeader
 from mqtools.remoting.server import RemotingServer
+from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar, body_crc32
 
 
 def dead_addr() -> str:

@@ -8,10 +8,6 @@ from types import SimpleNamespace
 
 import orjson
 import pytest
-from mqtools.server.broker.clients import ConsumerManager, ProducerManager
-from mqtools.server.broker.processors import client as client_processors
-from mqtools.server.broker.rebalance_lock import RebalanceLockManager
-from mqtools.server.broker.subscription import SubscriptionGroupManager
 
 from mqtools.remoting.bodies import (
     ConsumerConnection,
@@ -24,6 +20,10 @@ from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.server import RemotingServer
+from mqtools.server.broker.clients import ConsumerManager, ProducerManager
+from mqtools.server.broker.processors import client as client_processors
+from mqtools.server.broker.rebalance_lock import RebalanceLockManager
+from mqtools.server.broker.subscription import SubscriptionGroupManager
 
 
 class Topics:

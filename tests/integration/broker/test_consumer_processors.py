@@ -10,6 +10,14 @@ from types import SimpleNamespace
 
 import orjson
 import pytest
+
+from mqtools.common import properties as P
+from mqtools.common.message import MessageExtBrokerInner
+from mqtools.remoting.bodies import ConsumeStats, ResetOffsetBody, SubscriptionGroupConfig
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.server import RemotingServer
 from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
@@ -22,14 +30,6 @@ from mqtools.server.broker.topic_config import TopicConfigManager
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import ScheduleMessageService
-
-from mqtools.common import properties as P
-from mqtools.common.message import MessageExtBrokerInner
-from mqtools.remoting.bodies import ConsumeStats, ResetOffsetBody, SubscriptionGroupConfig
-from mqtools.remoting.client import RemotingClient
-from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
-from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.server import RemotingServer
 
 T0 = 1_700_000_000.0
 

@@ -11,7 +11,6 @@ import orjson
 import pytest
 from clientsupport import call
 from mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
-from mqtools.server.broker.consumer_offsets import FLUSH_INTERVAL_S
 
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import (
@@ -20,6 +19,7 @@ from mqtools.remoting.bodies import (
     SubscriptionGroupWrapper,
 )
 from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.server.broker.consumer_offsets import FLUSH_INTERVAL_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
 

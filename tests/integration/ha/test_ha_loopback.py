@@ -12,6 +12,7 @@ import contextlib
 import os
 
 import pytest
+
 from mqtools.server.ha.protocol import encode_header, encode_report
 from mqtools.server.ha.service import HAConfig, HAService
 

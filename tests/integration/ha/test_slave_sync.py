@@ -11,17 +11,16 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.server import RemotingServer
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.slave_sync import SlaveSynchronize
 from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager
 from mqtools.server.store.schedule import ScheduleMessageService
-
-from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
-from mqtools.remoting.client import RemotingClient
-from mqtools.remoting.codes import RequestCode
-from mqtools.remoting.server import RemotingServer
 
 
 def managers(root: Path) -> SimpleNamespace:

@@ -11,10 +11,9 @@ import asyncio
 import os
 import sys
 
+from mqtools.common.message import MessageExtBrokerInner
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.message_store import MessageStore
-
-from mqtools.common.message import MessageExtBrokerInner
 
 WRITERS = 8
 QUEUES = 3

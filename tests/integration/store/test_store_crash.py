@@ -17,6 +17,7 @@ from mqtools.common.codec import decode_stored
 
 sys.path.insert(0, str(Path(__file__).parent))
 from crash_child import QUEUES, body_for, crash_config, message_for
+
 from mqtools.server.store.message_store import MessageStore
 
 pytestmark = pytest.mark.integration

@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+
+from mqtools.common.javaprops import parse_properties
 from mqtools.server.broker.app import BrokerController
 from mqtools.server.broker.config import (
     BrokerConfig,
@@ -12,8 +14,6 @@ from mqtools.server.broker.config import (
     load_config,
 )
 from mqtools.server.broker.consumer_offsets import FLUSH_INTERVAL_S
-
-from mqtools.common.javaprops import parse_properties
 
 
 def test_parse_properties_forms() -> None:

@@ -5,12 +5,11 @@ from __future__ import annotations
 import asyncio
 from pathlib import Path
 
+from mqtools.remoting.bodies import MessageQueue, SubscriptionData, SubscriptionGroupConfig
 from mqtools.server.broker.clients import ClientChannelInfo, ConsumerManager, ProducerManager, enum_name
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
 from mqtools.server.broker.subscription import SubscriptionGroupManager
-
-from mqtools.remoting.bodies import MessageQueue, SubscriptionData, SubscriptionGroupConfig
 
 
 class Clock:

@@ -6,14 +6,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtools.server.broker.config import BrokerConfig
-from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
-from mqtools.server.broker.pre_online import take_offsets_from_slaves
-
 from mqtools.remoting.bodies import BrokerData, ClusterInfo, ConsumerOffsetSerializeWrapper
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingConnectError, RemotingError
+from mqtools.server.broker.config import BrokerConfig
+from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
+from mqtools.server.broker.pre_online import take_offsets_from_slaves
 
 
 def test_take_newer_keeps_the_larger_offset_per_queue_and_adds_what_is_missing(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+
 from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS, DelayLevelTable, parse_delay_levels
 from mqtools.server.store.schedule import ScheduleMessageService, redirect_to_schedule
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from mqtools.common.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE
+from mqtools.remoting.bodies import TopicConfig
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.long_polling import HeldPull, HoldTable
 from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.topic_config import TopicConfigManager
-
-from mqtools.common.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE
-from mqtools.remoting.bodies import TopicConfig
 
 
 class Clock:

@@ -7,6 +7,7 @@ import struct
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
+
 from mqtools.server.ha.protocol import (
     Frame,
     FrameReader,

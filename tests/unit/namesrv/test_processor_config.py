@@ -6,10 +6,6 @@ from pathlib import Path
 
 import orjson
 import pytest
-from mqtools.server.namesrv.config import ConfigError, NamesrvConfig
-from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager
-from mqtools.server.namesrv.processor import NamesrvProcessor
-from mqtools.server.namesrv.route_info import RouteInfoManager
 
 from mqtools.common.javaprops import parse_properties
 from mqtools.remoting.bodies import (
@@ -24,6 +20,10 @@ from mqtools.remoting.bodies import (
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import RegisterBrokerRequestHeader
+from mqtools.server.namesrv.config import ConfigError, NamesrvConfig
+from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager
+from mqtools.server.namesrv.processor import NamesrvProcessor
+from mqtools.server.namesrv.route_info import RouteInfoManager
 
 
 class Clock:

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from mqtools.server.namesrv.route_info import RouteInfoManager
-
 from mqtools.remoting.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from mqtools.server.namesrv.route_info import RouteInfoManager
 
 T0 = 1_000_000
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from mqtools.server.store.config import MessageStoreConfig
-
 from mqtools.common.codec import encode_batch
 from mqtools.common.message import Message, MessageExtBatch, MessageExtBrokerInner
+from mqtools.server.store.config import MessageStoreConfig
 
 
 def tiny_config(root, **kw) -> MessageStoreConfig:

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+
 from mqtools.server.store import config_manager
 from mqtools.server.store.config_manager import ConfigManager, loads
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import struct
 
 import pytest
-from mqtools.server.store.message_store import MessageStore
-from mqtools.server.store.results import GetMessageStatus, PutMessageStatus
-from mqtools.server.store.store_lock import StoreLockedError
 from unit.store.store_helpers import batch, inner, tiny_config
 
 from mqtools.common.codec import BLANK_MAGIC, decode_stored
 from mqtools.common.ids import decode_offset_msg_id
+from mqtools.server.store.message_store import MessageStore
+from mqtools.server.store.results import GetMessageStatus, PutMessageStatus
+from mqtools.server.store.store_lock import StoreLockedError
 
 
 async def _store(tmp_path, **kw) -> MessageStore:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
+from unit.store.store_helpers import inner, tiny_config
+
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.results import PutMessageStatus
-from unit.store.store_helpers import inner, tiny_config
 
 
 async def _store(tmp_path, **kw) -> MessageStore:

@@ -10,10 +10,10 @@ from pathlib import Path
 
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from mqtools.server.store.message_store import MessageStore
 from unit.store.store_helpers import batch, inner, tiny_config
 
 from mqtools.common.codec import decode_stored
+from mqtools.server.store.message_store import MessageStore
 
 QUEUES = [("A", 0), ("A", 1), ("B", 0)]
 

@@ -6,12 +6,12 @@ import os
 import random
 
 import pytest
-from mqtools.server.store.checkpoint import StoreCheckpoint
-from mqtools.server.store.mapped_file import StoreLoadError
-from mqtools.server.store.message_store import MessageStore
 from unit.store.store_helpers import inner, tiny_config
 
 from mqtools.common.codec import decode_stored
+from mqtools.server.store.checkpoint import StoreCheckpoint
+from mqtools.server.store.mapped_file import StoreLoadError
+from mqtools.server.store.message_store import MessageStore
 
 
 async def _fill(tmp_path, n=50, **kw):

@@ -5,10 +5,11 @@ from __future__ import annotations
 import os
 from datetime import datetime
 
+from unit.store.store_helpers import inner, tiny_config
+
 from mqtools.server.store.cleanup import is_time_to_delete
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.results import GetMessageStatus, PutMessageStatus
-from unit.store.store_helpers import inner, tiny_config
 
 HOUR = 3600.0
 
