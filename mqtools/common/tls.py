@@ -29,6 +29,8 @@ from typing import TypeVar
 from mqtools.common.configkeys import ConfigError
 from mqtools.common.javaprops import parse_properties
 
+#: Every TLS property starts with this (RocketMQ's TlsSystemConfig names).
+TLS_KEY_PREFIX = "tls."
 TLS_SERVER_MODE = "tls.server.mode"
 TLS_ENABLE = "tls.enable"
 TLS_CONFIG_FILE = "tls.config.file"
@@ -120,14 +122,14 @@ def _path(props: Mapping[str, str], key: str) -> str | None:
 
 def tls_properties(props: Mapping[str, str]) -> dict[str, str]:
     """The tls.* keys of a server's properties, with those of `tls.config.file` (when named) on top."""
-    merged = {k: v for k, v in props.items() if k.startswith("tls.")}
+    merged = {k: v for k, v in props.items() if k.startswith(TLS_KEY_PREFIX)}
     config_file = _path(merged, TLS_CONFIG_FILE)
     if config_file is not None:
         try:
             text = Path(config_file).expanduser().read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise ConfigError(f"cannot read {TLS_CONFIG_FILE} {config_file}: {exc}") from None
-        merged.update((k, v) for k, v in parse_properties(text).items() if k.startswith("tls."))
+        merged.update((k, v) for k, v in parse_properties(text).items() if k.startswith(TLS_KEY_PREFIX))
     return merged
 
 

@@ -219,6 +219,15 @@ async def test_refusal_names_resource_and_permission(prepared: AclCluster) -> No
     assert answer.remark == "signature check failed for accessKey=pubonly1"
 
 
+async def test_even_an_admin_cannot_switch_security_off_remotely(prepared: AclCluster) -> None:
+    for body in (b"aclEnable=false\n", b"aclFilePath=/tmp/other_acl.yml\n", b"tls.server.certPath=/tmp/x.pem\n"):
+        answer = await admin(prepared.broker, RequestCode.UPDATE_BROKER_CONFIG, body=body)
+        assert answer.code == ResponseCode.NO_PERMISSION and "black list" in answer.remark, answer.remark
+    config = await admin(prepared.broker, RequestCode.GET_BROKER_CONFIG)
+    assert parse_properties(bytes(config.body).decode()).get("aclEnable") == "true"
+    assert (await request(prepared.broker, send_cmd(), None)).code == ResponseCode.NO_PERMISSION
+
+
 async def test_tampered_replay_is_refused_and_stores_nothing(prepared: AclCluster) -> None:
     addr = prepared.broker
     signed = send_cmd(body=b"original")

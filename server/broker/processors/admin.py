@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from mqtools.common import topics as T
 from mqtools.common.javaprops import parse_properties, render_properties
 from mqtools.common.perm import PERM_MAX
+from mqtools.common.tls import TLS_KEY_PREFIX
 from mqtools.common.validation import ValidationError, check_queue_nums, check_topic
 from mqtools.remoting.bodies import (
     BrokerStatsData,
@@ -44,11 +45,17 @@ if TYPE_CHECKING:
     from mqtools.remoting.transport import RemotingConnection
 
 #: Keys UPDATE_BROKER_CONFIG refuses (RocketMQ's configBlackList plus identity keys that
-#: would make the running broker lie about itself).
+#: would make the running broker lie about itself, and the security settings: a remote request
+#: must not switch ACL off or point the broker at other ACL, key or certificate files).
 CONFIG_BLACK_LIST = frozenset({
     "brokerConfigPath", "rocketmqHome", "configBlackList", "storePathRootDir", "storePathCommitLog",
     "listenPort", "haListenPort", "brokerName", "brokerClusterName", "brokerId", "brokerRole", "brokerIP1",
+    "aclEnable", "aclFilePath",
 })
+
+
+def black_listed(key: str) -> bool:
+    return key in CONFIG_BLACK_LIST or key.startswith(TLS_KEY_PREFIX)
 
 
 def disk_ratio(path: str) -> float:
@@ -209,7 +216,7 @@ class AdminProcessor:
             props = parse_properties(bytes(req.body).decode("utf-8"))
         except UnicodeDecodeError:
             return req.response(ResponseCode.SYSTEM_ERROR, "string2Properties error: body is not UTF-8")
-        refused = sorted(k for k in props if k in CONFIG_BLACK_LIST)
+        refused = sorted(k for k in props if black_listed(k))
         if refused:
             return req.response(ResponseCode.NO_PERMISSION, f"Can not update config in black list: {refused}")
         try:
