@@ -15,9 +15,9 @@ import contextlib
 import logging
 import socket
 import ssl
-import time
 from collections.abc import Callable
 
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls import FirstByte, TlsMode, classify_first_byte
 
 log = logging.getLogger("mq.tls")
@@ -27,37 +27,10 @@ FIRST_BYTE_TIMEOUT = 120.0
 #: A TLS handshake that does not finish within this is abandoned.
 HANDSHAKE_TIMEOUT = 10.0
 #: Refusals are logged at most once per this many seconds per listener (a scanner cannot flood the log).
-REFUSAL_LOG_INTERVAL = 60.0
-
 _REFUSALS = {
     FirstByte.REFUSE_PLAIN: "a client tried a plain connection while this server is in TLS enforcing mode",
     FirstByte.REFUSE_TLS: "a client tried a TLS handshake while this server is in TLS disabled mode",
 }
-
-
-class RefusalLog:
-    """One warning per kind of refusal per interval, with how many were held back since the last one."""
-
-    def __init__(self, name: str, interval: float = REFUSAL_LOG_INTERVAL,
-                 clock: Callable[[], float] = time.monotonic) -> None:
-        self._name = name
-        self._interval = interval
-        self._clock = clock
-        self._last: dict[FirstByte | None, float] = {}
-        self.suppressed: dict[FirstByte | None, int] = {}
-
-    def refused(self, kind: FirstByte | None, why: str, peer: str) -> bool:
-        """Log (True) or count (False) one refusal; `kind` None is a failed handshake."""
-        now = self._clock()
-        last = self._last.get(kind)
-        if last is not None and now - last < self._interval:
-            self.suppressed[kind] = self.suppressed.get(kind, 0) + 1
-            return False
-        held = self.suppressed.pop(kind, 0)
-        more = f" ({held} more since the last report)" if held else ""
-        log.warning("%s: closed %s: %s%s", self._name, peer, why, more)
-        self._last[kind] = now
-        return True
 
 
 class TlsAcceptor:
@@ -72,7 +45,7 @@ class TlsAcceptor:
         self._timeout = handshake_timeout
         self._first_byte_timeout = first_byte_timeout
         self._name = name
-        self._refusals = RefusalLog(name)
+        self._refusals = LimitedLog(log)
         self._sock: socket.socket | None = None
         self._task: asyncio.Task | None = None
         self._pending: set[asyncio.Task] = set()
@@ -83,7 +56,7 @@ class TlsAcceptor:
         sock = socket.create_server((host, port), family=family, backlog=1024)
         sock.setblocking(False)
         self._sock = sock
-        self._refusals = RefusalLog(f"{self._name} {sock.getsockname()[1]}")
+        self._name = f"{self._name} {sock.getsockname()[1]}"
         self._task = asyncio.create_task(self._accept_loop(sock), name=f"tls-accept-{port}")
         return sock.getsockname()[1]
 
@@ -121,7 +94,7 @@ class TlsAcceptor:
             return
         decision = classify_first_byte(first, self._mode)
         if decision in _REFUSALS:
-            self._refusals.refused(decision, _REFUSALS[decision], peer)
+            self._refusals.warning(decision.name, "%s: closed %s: %s", self._name, peer, _REFUSALS[decision])
             sock.close()
             return
         ctx = self._context if decision is FirstByte.TLS else None
@@ -130,7 +103,8 @@ class TlsAcceptor:
                                                ssl_handshake_timeout=self._timeout if ctx else None)
         except (OSError, ssl.SSLError, TimeoutError, ConnectionError) as exc:
             self.failed_handshakes += 1
-            self._refusals.refused(None, f"TLS handshake failed: {exc or type(exc).__name__}", peer)
+            self._refusals.warning("handshake", "%s: closed %s: TLS handshake failed: %s", self._name, peer,
+                                   exc or type(exc).__name__)
             with contextlib.suppress(OSError):
                 sock.close()
 

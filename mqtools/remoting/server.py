@@ -24,13 +24,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls import TlsServerSettings
 from mqtools.common.tls_acceptor import TlsAcceptor
 from mqtools.remoting.codes import ResponseCode, code_name
 from mqtools.remoting.command import FLAG_ONEWAY, RemotingCommand
 from mqtools.remoting.errors import BadRequestError, ProtocolError, RemotingError
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME
-from mqtools.remoting.log_limiter import LimitedLog
 from mqtools.remoting.transport import RemotingConnection
 
 log = logging.getLogger(__name__)

@@ -21,10 +21,10 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.remoting.bodies import SubscriptionData
 from mqtools.remoting.codes import LanguageCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.log_limiter import LimitedLog
 from mqtools.server.lifecycle import cancel_and_wait
 
 log = logging.getLogger(__name__)

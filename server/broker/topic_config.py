@@ -23,9 +23,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mqtools.common import topics as T
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.perm import PERM_INHERIT, PERM_READ, PERM_RW, PERM_WRITE, is_inherited
 from mqtools.remoting.bodies import DataVersion, TopicConfig, TopicConfigSerializeWrapper
-from mqtools.remoting.log_limiter import LimitedLog
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.store.config_manager import ConfigManager
 from mqtools.server.store.delay_levels import DEFAULT_MAX_LEVEL

@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls import TlsServerSettings
 from mqtools.common.tls_acceptor import TlsAcceptor
 from mqtools.server.ha.protocol import ProtocolError, ReportReader, TransferCursor
@@ -35,6 +36,10 @@ class CommitLogSource(Protocol):
 
 class ConnectionHost(Protocol):
     """Callbacks from a connection into the owning HAService."""
+
+    #: Lines about what a peer did (connects, closes, bad reports), rate-limited: anyone who can
+    #: reach the HA port can open connections in a loop.
+    peer_log: LimitedLog
 
     def on_slave_ack(self, conn: HAConnection, offset: int) -> None: ...
 
@@ -123,7 +128,7 @@ class HAConnection:
         """Either task ends the connection: the other one is cancelled, the host is told."""
         if self.closed.is_set():
             return
-        log.info("HA connection %s closed: %s", self.addr, why)
+        self._host.peer_log.info("closed", "HA connection %s closed: %s", self.addr, why)
         current = asyncio.current_task()
         for task in self._tasks:
             if task is not current:
@@ -148,7 +153,7 @@ class HAConnection:
                         # reconciled by classic HA; refuse it loudly instead of diverging.
                         why = (f"slave reports {offset}, beyond the master's max offset "
                                f"{self._store.max_phy_offset}: wipe the slave's store to re-attach it")
-                        log.warning("HA slave %s: %s", self.addr, why)
+                        self._host.peer_log.warning("ahead", "HA slave %s: %s", self.addr, why)
                         break
                     self._on_report(offset)
         except (ProtocolError, OSError) as exc:

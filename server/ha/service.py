@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.configkeys import PropertyMap
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls import TlsServerSettings
 from mqtools.server.ha.group_transfer import GroupTransferService, ReplicationProgress
 from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection
@@ -84,6 +85,7 @@ class HAService:
         self.progress = ReplicationProgress(config.ha_slave_fallbehind_max)
         self.group = GroupTransferService(self.progress, clock)
         self.connections: list[HAConnection] = []
+        self.peer_log = LimitedLog(log, clock)
         self._acceptor = HAAcceptor(self._new_connection, tls)
         self.port: int | None = None
         self.client: HAClient | None = None
@@ -129,7 +131,7 @@ class HAService:
             clock=self._clock)
         self.connections.append(conn)
         self.progress.connection_count = len(self.connections)
-        log.info("HA slave connected from %s", conn.addr)
+        self.peer_log.info("connected", "HA slave connected from %s", conn.addr)
         return conn
 
     def on_slave_ack(self, conn: HAConnection, offset: int) -> None:

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from mqtools.common.atomic_file import write_atomic
 from mqtools.common.javaprops import render_properties
-from mqtools.remoting.log_limiter import LimitedLog
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.lifecycle import StartError, cancel_and_wait

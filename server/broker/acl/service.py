@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.remoting.bodies import AclConfigBody, PlainAccessConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode, code_name
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.log_limiter import LimitedLog
 from mqtools.server.broker.acl.manager import PlainPermissionManager
 from mqtools.server.broker.acl.plain_acl import masked
 

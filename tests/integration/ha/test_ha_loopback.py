@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import os
 
 import pytest
 
+from mqtools.common.log_limiter import LIMIT
 from mqtools.server.ha.protocol import encode_header, encode_report
 from mqtools.server.ha.service import HAConfig, HAService
 
@@ -236,3 +238,22 @@ async def test_slave_ahead_of_its_master_is_refused() -> None:
         assert master.progress.push2slave_max_offset == 0  # its ack never counted
         assert slog.max_phy_offset == 500 and slog.range(0, 100) == b"s" * 100
         assert all(c.slave_ack_offset < 0 for c in master.connections)
+
+
+async def test_garbage_connections_to_the_ha_port_log_a_bounded_number_of_lines(
+        caplog: pytest.LogCaptureFixture) -> None:
+    master = HAService(SegmentedLog(), config("ASYNC_MASTER"))
+    port = await master.start()
+    caplog.set_level(logging.INFO, logger="mqtools.server.ha")
+    try:
+        for _ in range(3 * LIMIT):
+            _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+            writer.write(b"\xff" * 5)  # not a 12-byte report: the master closes the connection
+            await writer.drain()
+            writer.close()
+            await writer.wait_closed()
+        await until(lambda: not master.connections)
+    finally:
+        await master.shutdown()
+    peer_lines = [r for r in caplog.records if "HA slave connected" in r.message or "HA connection" in r.message]
+    assert LIMIT <= len(peer_lines) <= 2 * LIMIT, len(peer_lines)  # one allowance per kind (connected, closed)

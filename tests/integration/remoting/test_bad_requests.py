@@ -12,12 +12,12 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from mqtools.common.log_limiter import LIMIT
 from mqtools.remoting.bodies import HeartbeatData
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import TopicRequestHeader
-from mqtools.remoting.log_limiter import LIMIT
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 

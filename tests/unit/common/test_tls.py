@@ -19,7 +19,6 @@ from mqtools.common.tls import (
     client_context,
     masked,
 )
-from mqtools.common.tls_acceptor import RefusalLog
 
 
 @pytest.fixture(scope="module")
@@ -115,20 +114,6 @@ def test_client_context_verifies_by_default(certs) -> None:
 
 def test_client_settings_off_build_no_context() -> None:
     assert TlsClientSettings.from_properties({}).context() is None
-
-
-def test_refusals_are_rate_limited_per_kind() -> None:
-    now = [0.0]
-    limiter = RefusalLog("port 1", interval=60.0, clock=lambda: now[0])
-    plain = FirstByte.REFUSE_PLAIN
-    assert limiter.refused(plain, "plain", "a")
-    assert not limiter.refused(plain, "plain", "b")
-    assert not limiter.refused(plain, "plain", "c")
-    assert limiter.refused(None, "handshake failed", "d")  # another kind has its own allowance
-    assert limiter.suppressed == {plain: 2}
-    now[0] = 61.0
-    assert limiter.refused(plain, "plain", "e")
-    assert limiter.suppressed == {}
 
 
 def test_key_passwords_are_never_shown() -> None:

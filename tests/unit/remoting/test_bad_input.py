@@ -8,12 +8,12 @@ import logging
 import orjson
 import pytest
 
+from mqtools.common.log_limiter import MAX_LINE, LimitedLog, LogLimiter, one_line
 from mqtools.common.validation import ValidationError, check_group, check_queue_nums, check_topic
 from mqtools.remoting.bodies import REQUEST_LENIENT_MAX, HeartbeatData
 from mqtools.remoting.command import decode_json_header
 from mqtools.remoting.errors import BadRequestError, BodyError, HeaderError, ProtocolError
 from mqtools.remoting.headers import PullMessageRequestHeader, TopicRequestHeader
-from mqtools.remoting.log_limiter import MAX_LINE, LimitedLog, LogLimiter, one_line
 
 
 @pytest.mark.parametrize("name", ["../..", "a/b", "a\x00b", "a\n", "t\u00e9", "", "  ", "x" * 128, ".", "a b"])

@@ -52,7 +52,7 @@ class LogLimiter:
 
 
 class LimitedLog:
-    """A logger behind a LogLimiter: `warning(kind, msg, *args)` logs one line or none."""
+    """A logger behind a LogLimiter: `warning(kind, msg, *args)` (or `info`) logs one line or none."""
 
     def __init__(self, logger: logging.Logger, clock: Callable[[], float] = time.monotonic, *,
                  limit: int = LIMIT, interval: float = INTERVAL) -> None:
@@ -61,7 +61,13 @@ class LimitedLog:
         self.limiter = LogLimiter(limit, interval)
 
     def warning(self, kind: str, msg: str, *args: object) -> None:
-        if not self.logger.isEnabledFor(logging.WARNING):
+        self._emit(logging.WARNING, kind, msg, args)
+
+    def info(self, kind: str, msg: str, *args: object) -> None:
+        self._emit(logging.INFO, kind, msg, args)
+
+    def _emit(self, level: int, kind: str, msg: str, args: tuple[object, ...]) -> None:
+        if not self.logger.isEnabledFor(level):
             return
         left_out = self.limiter.admit(kind, self.clock())
         if left_out is None:
@@ -69,7 +75,7 @@ class LimitedLog:
         text = one_line(msg % args if args else msg)
         if left_out:
             text += f" (suppressed {left_out} similar)"
-        self.logger.warning("%s", text)
+        self.logger.log(level, "%s", text)
 
 
 #: Control characters (newlines, NUL, escapes) written as \xNN.
