@@ -244,7 +244,7 @@ async def test_garbage_connections_to_the_ha_port_log_a_bounded_number_of_lines(
         caplog: pytest.LogCaptureFixture) -> None:
     master = HAService(SegmentedLog(), config("ASYNC_MASTER"))
     port = await master.start()
-    caplog.set_level(logging.INFO, logger="mqtools.server.ha")
+    caplog.set_level(logging.INFO, logger="mq.ha")
     try:
         for _ in range(3 * LIMIT):
             _reader, writer = await asyncio.open_connection("127.0.0.1", port)
