@@ -20,6 +20,7 @@ def _packages() -> list[str]:
 setup(
     packages=_packages(),
     package_dir=MAPPED,
-    package_data={"mqtools.cluster": ["conf/*/*.properties"], "mqtools.cli": ["schemas/*.json"], "mqtools.tui": ["*.tcss"]},
+    package_data={"mqtools.cluster": ["conf/*/*.properties"], "mqtools.cli": ["schemas/*.json"],
+                  "mqtools.spark": ["*.schema.json"], "mqtools.tui": ["*.tcss"]},
     include_package_data=True,
 )

@@ -98,6 +98,7 @@ _mq() {
             mq_namesrv_start) path="mq namesrv start" ;;
             mq_spark-load) path="mq spark-load" ;;
             mq_spark-load_consume) path="mq spark-load consume" ;;
+            mq_spark-load_e2e) path="mq spark-load e2e" ;;
             mq_spark-load_produce) path="mq spark-load produce" ;;
             mq_top) path="mq top" ;;
             mq_version) path="mq version" ;;
@@ -196,9 +197,10 @@ _mq() {
         mq_context_use) words="--help" ;;
         mq_namesrv) words="start --help" ;;
         mq_namesrv_start) words="--config --host --kv-config-path --listen-port --store-dir -c --help" ;;
-        mq_spark-load) words="consume produce --help" ;;
-        mq_spark-load_consume) words="--conf --context --from --master --min-partitions --namesrv --output --tls --tls-ca --tls-cert --tls-key --topic --until -n -o -t --help" ;;
-        mq_spark-load_produce) words="--batch-size --conf --context --duration --keys --master --messages --mode --namesrv --output --rate --size --tags --tasks --tls --tls-ca --tls-cert --tls-key --topic -n -o -t --help" ;;
+        mq_spark-load) words="consume e2e produce --help" ;;
+        mq_spark-load_consume) words="--conf --context --csv --from --master --min-partitions --namesrv --omb --output --remote --tls --tls-ca --tls-cert --tls-key --topic --until -n -o -t --help" ;;
+        mq_spark-load_e2e) words="--batch-size --conf --context --csv --drain --duration --master --messages --mode --namesrv --omb --output --rate --size --tasks --tls --tls-ca --tls-cert --tls-key --topic -n -o -t --help" ;;
+        mq_spark-load_produce) words="--batch-size --conf --context --csv --duration --keys --master --messages --mode --namesrv --omb --output --rate --remote --size --tags --tasks --tls --tls-ca --tls-cert --tls-key --topic -n -o -t --help" ;;
         mq_top) words="--allow-writes --context --dir --namesrv --once --output --refresh --snapshot-dir --timeout --tls --tls-ca --tls-cert --tls-key --view -n -o --help" ;;
         mq_version) words="--help" ;;
     esac

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import csv
 import json
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,15 @@ from mqtools.spark.stats import Summary, TaskStats, merged, percentiles
 #: OMB's percentile fields: name suffix -> percentile.
 OMB_PERCENTILES = (("50pct", 50.0), ("75pct", 75.0), ("95pct", 95.0), ("99pct", 99.0), ("999pct", 99.9),
                    ("9999pct", 99.99), ("99999pct", 99.999))
+#: JSON Schema of the --omb file, shipped beside this module (OMB's format: no kind/schemaVersion).
+OMB_SCHEMA_FILE = "omb_result.schema.json"
 CSV_LATENCY = ("min", "p50", "p90", "p99", "p99.9", "max")
 CSV_HEADER = ("task", "messages", "failed", "bytes", "seconds", "msgs_per_s", "mb_per_s",
               *(f"latency_{k}_ms" for k in CSV_LATENCY))
+
+
+def omb_schema() -> dict[str, Any]:
+    return json.loads(resources.files(__package__).joinpath(OMB_SCHEMA_FILE).read_text(encoding="utf-8"))
 
 
 def _csv_row(task: str, messages: int, failed: int, nbytes: int, seconds: float, histograms: list[str]

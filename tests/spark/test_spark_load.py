@@ -15,8 +15,8 @@ import pytest
 from adminsupport import json_of, mq, one_line_error
 from clientsupport import Cluster, create_topic
 
-from mqtools.cli.output import load_schema
 from mqtools.client.admin.sync import SyncMQAdmin
+from mqtools.spark.export import omb_schema
 
 TOPIC = "SparkLoad"
 
@@ -40,7 +40,7 @@ def _load(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
 def _omb(path: Path) -> dict[str, Any]:
     """The --omb file, validated against OMB's TestResult schema."""
     doc = json.loads(path.read_text())
-    jsonschema.validate(doc, load_schema("OmbTestResult"))
+    jsonschema.validate(doc, omb_schema())
     return doc
 
 
