@@ -30,8 +30,10 @@ class RemotingTimeoutError(RemotingError):
 class RemotingConnectionClosed(RemotingError):
     """The connection dropped while the request was pending."""
 
-    def __init__(self, addr: str) -> None:
-        super().__init__(f"connection to {addr} closed")
+    def __init__(self, addr: str, silent_plain: bool = False) -> None:
+        hint = (" before answering anything (a server in TLS enforcing mode closes plain connections: "
+                "is TLS needed, e.g. --tls-ca FILE?)") if silent_plain else ""
+        super().__init__(f"connection to {addr} closed{hint}")
         self.addr = addr
 
 

@@ -53,11 +53,15 @@ class RemotingConnection(asyncio.Protocol):
         self._reading = False
         #: Free slot for the owner (a server's per-client state, for instance).
         self.attachment: Any = None
+        #: A response has arrived on this connection (a peer that never answers may want TLS).
+        self.answered = False
+        self.is_tls = False
 
     # asyncio.Protocol ---------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
+        self.is_tls = transport.get_extra_info("sslcontext") is not None
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"
@@ -76,6 +80,7 @@ class RemotingConnection(asyncio.Protocol):
         try:
             for cmd in commands:
                 if cmd.is_response:
+                    self.answered = True
                     fut = self._pending.pop(cmd.opaque, None)
                     if fut is not None and not fut.done():
                         fut.set_result(cmd)
@@ -85,12 +90,17 @@ class RemotingConnection(asyncio.Protocol):
             self._reading = False
             self._flush()
 
+    def _silent_plain_close(self) -> bool:
+        """Closed by the peer before answering anything, over a plain socket: what a server in TLS
+        enforcing mode does to a plain client, worth saying so in the error."""
+        return not self.answered and not self.is_tls
+
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
         pending, self._pending = self._pending, {}
         for fut in pending.values():
             if not fut.done():
-                fut.set_exception(RemotingConnectionClosed(self.peer))
+                fut.set_exception(RemotingConnectionClosed(self.peer, self._silent_plain_close()))
         if not self.closed.done():
             self.closed.set_result(None)
         if self._on_close is not None:

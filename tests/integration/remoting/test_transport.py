@@ -129,6 +129,27 @@ async def test_pending_requests_fail_at_once_when_the_connection_drops(server: R
     await client.close()
 
 
+async def test_a_close_before_any_answer_hints_at_tls(server: RemotingServer) -> None:
+    """A plain client whose connection is closed before any answer (what a TLS-enforcing server does)
+    is told TLS may be needed; once the connection has answered, a drop is just a drop."""
+    client = RemotingClient()
+    silent = asyncio.ensure_future(client.invoke(addr(server), RemotingCommand.request(NEVER), 60))
+    await asyncio.sleep(0.1)
+    for conn in list(server.connections):
+        conn.abort()
+    with pytest.raises(RemotingConnectionClosed, match="TLS enforcing mode"):
+        await asyncio.wait_for(silent, 5)
+    assert (await client.invoke(addr(server), RemotingCommand.request(ECHO), 5)).code == 0
+    answered = asyncio.ensure_future(client.invoke(addr(server), RemotingCommand.request(NEVER), 60))
+    await asyncio.sleep(0.1)
+    for conn in list(server.connections):
+        conn.abort()
+    with pytest.raises(RemotingConnectionClosed) as dropped:
+        await asyncio.wait_for(answered, 5)
+    assert str(dropped.value) == f"connection to {addr(server)} closed"
+    await client.close()
+
+
 async def test_garbage_closes_only_that_connection(server: RemotingServer) -> None:
     client = RemotingClient()
     good = await client.connection(addr(server))
