@@ -20,6 +20,12 @@ log = logging.getLogger(__name__)
 
 #: Pending output up to this size is joined and written at once; bigger parts are not copied.
 _JOIN_LIMIT = 64 * 1024
+#: Pending output of this many parts (a command is a header and maybe a body) is written at once
+#: instead of at the end of the iteration: with 64 requests in one read, answering all 64 in one
+#: write made the client wait for the last one before it could start on the first, so client and
+#: broker took turns on the CPU instead of working at once (sync sends, 64 in flight, one client
+#: process: 28,500-29,100 -> 42,000-42,700 msgs/s with this; 8-64 parts all measured within 10%).
+_EARLY_FLUSH_PARTS = 32
 
 RequestCallback = Callable[["RemotingConnection", RemotingCommand], None]
 CloseCallback = Callable[["RemotingConnection"], None]
@@ -123,7 +129,9 @@ class RemotingConnection(asyncio.Protocol):
         if body is not None:
             self._out.append(body)
             self._out_size += len(body)
-        if not self._reading and not self._flush_scheduled:
+        if len(self._out) >= _EARLY_FLUSH_PARTS:
+            self._flush()
+        elif not self._reading and not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
 

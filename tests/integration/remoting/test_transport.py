@@ -13,6 +13,7 @@ from mqtools.remoting.client import RemotingClient, parse_addr, parse_namesrv_li
 from mqtools.remoting.codes import ResponseCode, SerializeType
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingConnectError, RemotingConnectionClosed, RemotingTimeoutError
+from mqtools.remoting.frame import FrameDecoder
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 
@@ -253,6 +254,20 @@ async def test_answers_to_one_read_leave_in_one_write() -> None:
     requests = b"".join(RemotingCommand.request(ECHO, {"i": str(i)}).encode() for i in range(5))
     conn.data_received(requests)
     assert len(transport.writes) == 1 and frames_in(transport.writes[0]) == 5
+
+
+async def test_many_answers_to_one_read_leave_in_early_writes_in_order() -> None:
+    """Answers go out every 16 commands (32 parts), so the peer works on the first while we answer the
+    rest; the order of the answers is the order of the requests."""
+    conn = RemotingConnection(lambda c, req: c.send(req.response(body=req.ext_fields["i"].encode())))
+    transport = RecordingTransport()
+    conn.connection_made(transport)
+    requests = [RemotingCommand.request(ECHO, {"i": str(i)}) for i in range(100)]
+    conn.data_received(b"".join(r.encode() for r in requests))
+    assert [frames_in(w) for w in transport.writes] == [16] * 6 + [4]
+    answers = list(FrameDecoder().feed(b"".join(transport.writes)))
+    assert [a.opaque for a in answers] == [r.opaque for r in requests]
+    assert [bytes(a.body) for a in answers] == [str(i).encode() for i in range(100)]
 
 
 async def test_sends_outside_a_read_go_out_together_on_the_next_iteration() -> None:
