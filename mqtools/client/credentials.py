@@ -14,8 +14,6 @@ import stat
 from collections.abc import Mapping
 from pathlib import Path
 
-import yaml
-
 from mqtools.client.errors import MQClientError
 from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting.security import SessionCredentials
@@ -40,6 +38,8 @@ def from_env(environ: Mapping[str, str] | None = None) -> SessionCredentials | N
 
 
 def read_file(path: str | Path) -> SessionCredentials:
+    import yaml  # here, not at the top: every mq command imports this module, few read a file
+
     path = Path(path)
     try:
         mode = path.stat().st_mode
@@ -58,6 +58,8 @@ def read_file(path: str | Path) -> SessionCredentials:
 
 def write_file(path: Path, credentials: SessionCredentials) -> None:
     """Write a 0600 credentials file atomically (mkstemp creates it 0600 before the secret is written)."""
+    import yaml
+
     doc: dict[str, str] = {"accessKey": credentials.access_key, "secretKey": credentials.secret_key}
     if credentials.security_token:
         doc["securityToken"] = credentials.security_token
