@@ -464,6 +464,29 @@ class PlainAccessConfig(Body):
     def __repr__(self) -> str:
         return f"PlainAccessConfig(access_key={self.access_key!r}, secret_key='***', admin={self.admin})"
 
+    def to_ext(self) -> dict[str, str]:
+        """UPDATE_AND_CREATE_ACL_CONFIG's header (CreateAccessConfigRequestHeader): perms comma-joined,
+        unset fields left out."""
+        ext = {"accessKey": self.access_key, "secretKey": self.secret_key or "", "admin": str(self.admin).lower()}
+        optional = {"whiteRemoteAddress": self.white_remote_address, "defaultTopicPerm": self.default_topic_perm,
+                    "defaultGroupPerm": self.default_group_perm, "topicPerms": ",".join(self.topic_perms),
+                    "groupPerms": ",".join(self.group_perms)}
+        ext.update({k: v for k, v in optional.items() if v})
+        return ext
+
+    @classmethod
+    def from_ext(cls, ext: dict[str, str]) -> PlainAccessConfig:
+        """The account an UPDATE_AND_CREATE_ACL_CONFIG header carries (the inverse of `to_ext`)."""
+        return cls(ext.get("accessKey", ""), ext.get("secretKey", ""), ext.get("whiteRemoteAddress") or None,
+                   ext.get("admin", "false").lower() == "true", ext.get("defaultTopicPerm") or None,
+                   ext.get("defaultGroupPerm") or None, comma_list(ext.get("topicPerms")),
+                   comma_list(ext.get("groupPerms")))
+
+
+def comma_list(value: str | None) -> list[str]:
+    """'a, b,,c' -> ['a', 'b', 'c']: the ACL requests' and mqadmin's comma-separated lists."""
+    return [item.strip() for item in (value or "").split(",") if item.strip()]
+
 
 @dataclass(slots=True)
 class AclConfigBody(Body):

@@ -13,17 +13,6 @@ from mqtools.remoting.bodies import AclConfigBody, PlainAccessConfig
 from mqtools.remoting.codes import RequestCode
 
 
-def account_ext(account: PlainAccessConfig) -> dict[str, str]:
-    """UPDATE_AND_CREATE_ACL_CONFIG's header (CreateAccessConfigRequestHeader): perms comma-joined."""
-    ext = {"accessKey": account.access_key, "secretKey": account.secret_key or "",
-           "admin": "true" if account.admin else "false"}
-    optional = {"whiteRemoteAddress": account.white_remote_address, "defaultTopicPerm": account.default_topic_perm,
-                "defaultGroupPerm": account.default_group_perm, "topicPerms": ",".join(account.topic_perms),
-                "groupPerms": ",".join(account.group_perms)}
-    ext.update({k: v for k, v in optional.items() if v})
-    return ext
-
-
 class AclAdmin(AdminBase):
     async def acl_config(self, broker_addr: str) -> AclConfig:
         resp = await self.call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
@@ -52,7 +41,7 @@ class AclAdmin(AdminBase):
     async def update_acl_account(self, account: PlainAccessConfig, *, cluster: str | None = None,
                                  broker_addr: str | None = None) -> list[str]:
         addrs = await self._targets(cluster, broker_addr)
-        ext = account_ext(account)
+        ext = account.to_ext()
         await self._each(addrs, lambda a: self.call(a, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, ext))
         return addrs
 

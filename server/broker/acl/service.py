@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from mqtools.common.log_limiter import LimitedLog
-from mqtools.remoting.bodies import AclConfigBody, PlainAccessConfig
+from mqtools.remoting.bodies import AclConfigBody, PlainAccessConfig, comma_list
 from mqtools.remoting.codes import RequestCode, ResponseCode, code_name
 from mqtools.remoting.command import RemotingCommand
 from mqtools.server.broker.acl.manager import PlainPermissionManager
@@ -30,10 +30,6 @@ if TYPE_CHECKING:
     from mqtools.remoting.transport import RemotingConnection
 
 log = logging.getLogger(__name__)
-
-
-def _split(value: str | None) -> list[str]:
-    return [item.strip() for item in (value or "").split(",") if item.strip()]
 
 
 class AclService:
@@ -60,14 +56,7 @@ class AclService:
         return req.response(ResponseCode.NO_PERMISSION, reason)
 
     async def update_account(self, _conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
-        ext = req.ext_fields
-        config = PlainAccessConfig(
-            access_key=ext.get("accessKey", ""), secret_key=ext.get("secretKey", ""),
-            white_remote_address=ext.get("whiteRemoteAddress") or None,
-            admin=ext.get("admin", "false").lower() == "true",
-            default_topic_perm=ext.get("defaultTopicPerm") or None,
-            default_group_perm=ext.get("defaultGroupPerm") or None,
-            topic_perms=_split(ext.get("topicPerms")), group_perms=_split(ext.get("groupPerms")))
+        config = PlainAccessConfig.from_ext(req.ext_fields)
         try:
             await self.manager.update_account(config)
         except (ValueError, OSError) as exc:
@@ -87,7 +76,7 @@ class AclService:
         return req.response(ResponseCode.SUCCESS)
 
     async def update_global_white(self, _conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
-        patterns = _split(req.ext_fields.get("globalWhiteAddrs"))
+        patterns = comma_list(req.ext_fields.get("globalWhiteAddrs"))
         try:
             await self.manager.update_global_white(patterns)
         except (ValueError, OSError) as exc:

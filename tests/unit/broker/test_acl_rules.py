@@ -8,7 +8,13 @@ from pathlib import Path
 import pytest
 
 from mqtools.remoting import acl
-from mqtools.remoting.bodies import ConsumerData, HeartbeatData, PlainAccessConfig, SubscriptionData
+from mqtools.remoting.bodies import (
+    ConsumerData,
+    HeartbeatData,
+    PlainAccessConfig,
+    SubscriptionData,
+    comma_list,
+)
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.security import SessionCredentials
@@ -199,3 +205,14 @@ def test_file_location() -> None:
 def test_malformed_files_are_refused_as_one_error(text: str) -> None:
     with pytest.raises(ValueError):
         PlainAclFile.parse(text)
+
+
+def test_account_header_round_trips_between_tool_and_broker() -> None:
+    account = PlainAccessConfig("app1", "secret-1", "10.0.0.*", True, "PUB", "SUB", ["t1=PUB", "t2=DENY"], ["g1=SUB"])
+    ext = account.to_ext()
+    assert ext["topicPerms"] == "t1=PUB,t2=DENY" and ext["admin"] == "true"
+    assert PlainAccessConfig.from_ext(ext) == account
+    bare = PlainAccessConfig("app2", "secret-2")
+    assert set(bare.to_ext()) == {"accessKey", "secretKey", "admin"}
+    assert PlainAccessConfig.from_ext(bare.to_ext()) == bare
+    assert comma_list(" a, b,,c ") == ["a", "b", "c"] and comma_list(None) == []

@@ -27,10 +27,6 @@ ClusterOpt = Annotated[Optional[str], typer.Option("-c", "--clusterName", help="
 VERSION_ROW = "%-16s  %-22s  %-22s  %-20s  %-22s  %-22s"
 
 
-def _split(value: str | None) -> list[str]:
-    return [item.strip() for item in (value or "").split(",") if item.strip()]
-
-
 @command("updateAclConfig", "mq admin acl update", "Update acl config yaml file in broker.")
 def update_acl_config(
     access_key: Annotated[str, typer.Option("-a", "--accessKey", help="set accessKey in acl config file")],
@@ -45,11 +41,11 @@ def update_acl_config(
     broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None, namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: printf '%s' "$SECRET" | mq admin updateAclConfig -a app1key -c DefaultCluster -t Orders=PUB"""
-    from mqtools.remoting.bodies import PlainAccessConfig
+    from mqtools.remoting.bodies import PlainAccessConfig, comma_list
 
     where = where_of(cluster, broker_addr)
     account = PlainAccessConfig(access_key, secret_key or read_secret(), white, (admin_flag or "").lower() == "true",
-                               topic_perm, group_perm, _split(topic_perms), _split(group_perms))
+                               topic_perm, group_perm, comma_list(topic_perms), comma_list(group_perms))
     for addr in apply_update(namesrv, None, 5.0, account, where):
         typer.echo(f"create or update plain access config to {addr} success.")
     typer.echo(repr(account))
@@ -77,10 +73,12 @@ def update_global_white_addr(
     broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None, namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin updateGlobalWhiteAddr -g '10.10.103.*' -c DefaultCluster"""
+    from mqtools.remoting.bodies import comma_list
+
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> list[str]:
-        return await admin.update_global_white_addrs(_split(addrs), cluster=where["cluster"],
+        return await admin.update_global_white_addrs(comma_list(addrs), cluster=where["cluster"],
                                                      broker_addr=where["broker_addr"])
 
     for addr in run(namesrv, job):
