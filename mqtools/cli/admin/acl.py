@@ -43,10 +43,6 @@ def where_of(cluster: str | None, broker_addr: str | None) -> dict[str, str | No
     return {"cluster": cluster, "broker_addr": broker_addr}
 
 
-def _na(value: object) -> str:
-    return "n/a" if value in (None, "") else str(value)
-
-
 def account_doc(account: PlainAccessConfig) -> dict[str, object]:
     """An account as `-o json` shows it: every field but the secret, None where unset."""
     return {"accessKey": account.access_key, "admin": account.admin,
@@ -56,9 +52,9 @@ def account_doc(account: PlainAccessConfig) -> dict[str, object]:
 
 
 def accounts_view(found: list[AclConfig]) -> View:
-    rows = [[c.broker_addr, a.access_key, "yes" if a.admin else "no", _na(a.white_remote_address),
-             _na(a.default_topic_perm), _na(a.default_group_perm), ",".join(a.topic_perms) or "n/a",
-             ",".join(a.group_perms) or "n/a"] for c in found for a in c.accounts]
+    rows = [[c.broker_addr, a.access_key, "yes" if a.admin else "no", a.white_remote_address or None,
+             a.default_topic_perm or None, a.default_group_perm or None, ",".join(a.topic_perms) or None,
+             ",".join(a.group_perms) or None] for c in found for a in c.accounts]
     doc = {"brokers": [{"brokerAddr": c.broker_addr, "globalWhiteAddrs": c.global_white_addrs,
                         "accounts": [account_doc(a) for a in c.accounts]} for c in found]}
     columns = [Column("BROKER"), Column("ACCESS KEY"), Column("ADMIN"), Column("WHITE ADDRESS"),
@@ -204,7 +200,7 @@ def version(
 
     async def job(admin: MQAdmin) -> View:
         found = await admin.acl_versions(where["cluster"], where["broker_addr"])
-        rows = [[v.cluster, v.broker_name, v.broker_addr, _na(v.counter), _na(v.timestamp)] for v in found]
+        rows = [[v.cluster, v.broker_name, v.broker_addr, v.counter, v.timestamp] for v in found]
         doc = {"brokers": [{"cluster": v.cluster, "brokerName": v.broker_name, "brokerAddr": v.broker_addr,
                             "counter": v.counter, "timestamp": v.timestamp} for v in found]}
         return View("AclVersion", [Column("CLUSTER"), Column("BROKER NAME"), Column("ADDR"), Column("COUNTER"),
