@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml setup.py
+$(STAMP): $(BIN)/python pyproject.toml setup.py mqtools/common/_ccodec.pyx
 	$(BIN)/pip install -q -e '.[dev,spark]'
 	touch $(STAMP)
 
@@ -28,8 +28,11 @@ java:
 layers: install
 	$(BIN)/lint-imports --no-cache --no-logo
 
+# The unit and store suites run a second time on the pure-Python codec (the compiled one, built at
+# install where a C compiler is present, is what the first run uses).
 test: install layers
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests
+	MQ_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/integration/store
 
 lint: install
 	$(BIN)/ruff check .

@@ -1,10 +1,14 @@
-"""Package discovery for the mapped top-level directories.
+"""Package discovery for the mapped top-level directories, and the optional compiled codec.
 
 `server/` installs as `mqtools.server` and `tui/` as `mqtools.tui`; listing their
-sub-packages by hand would go stale, so they are discovered here.
+sub-packages by hand would go stale, so they are discovered here. `mqtools/common/_ccodec.pyx`
+is compiled when Cython and a C compiler (with zlib's header) are present; a failed build is
+skipped (`optional`), and the pure-Python forms run instead (mqtools/common/speedups.py).
 """
 
-from setuptools import find_packages, setup
+import os
+
+from setuptools import Extension, find_packages, setup
 
 MAPPED = {"mqtools": "mqtools", "mqtools.server": "server", "mqtools.tui": "tui"}
 
@@ -17,7 +21,24 @@ def _packages() -> list[str]:
     return sorted(set(found))
 
 
+def _extensions() -> list[Extension]:
+    if os.environ.get("MQ_PURE_PYTHON", "") not in ("", "0"):
+        return []
+    try:
+        from Cython.Build import cythonize
+        from Cython.Compiler.Errors import CompileError
+    except ImportError:
+        return []
+    ext = Extension("mqtools.common._ccodec", ["mqtools/common/_ccodec.pyx"], libraries=["z"],
+                    extra_compile_args=["-O2"], optional=True)
+    try:
+        return cythonize([ext], quiet=True)
+    except CompileError:
+        return []
+
+
 setup(
+    ext_modules=_extensions(),
     packages=_packages(),
     package_dir=MAPPED,
     package_data={"mqtools.cluster": ["conf/*/*.properties"], "mqtools.cli": ["schemas/*.json"],

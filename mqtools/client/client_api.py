@@ -17,7 +17,7 @@ from mqtools.client.types import PULL_STATUS_BY_CODE, PullResult, PullStatus
 from mqtools.common import properties as P
 from mqtools.common import sysflag
 from mqtools.common.brokerrole import MASTER_ID
-from mqtools.common.codec import decode_stored
+from mqtools.common.codec import decode_entries
 from mqtools.common.message import MessageExt
 from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import (
@@ -49,21 +49,16 @@ CLIENT_ERRORS = (RemotingError, MQClientError, MQBrokerError)
 
 def decode_pull_body(body: bytes | None) -> list[MessageExt]:
     """The stored messages of a pull answer, bodies decompressed, retry topics restored."""
-    out: list[MessageExt] = []
     if not body:
-        return out
-    view = memoryview(body)
-    pos = 0
-    while pos < len(view):
-        msg = decode_stored(view, pos)
-        pos += msg.store_size
+        return []
+    out = decode_entries(body)
+    for msg in out:
         if msg.sys_flag & sysflag.COMPRESSED_FLAG:
             msg.body = zlib.decompress(msg.body)
             msg.sys_flag &= ~sysflag.COMPRESSED_FLAG
         real = msg.properties.get(P.RETRY_TOPIC)
         if real and is_retry_topic(msg.topic):
             msg.topic = real
-        out.append(msg)
     return out
 
 

@@ -1,8 +1,9 @@
 """Running the listener on pulled messages (RocketMQ's ConsumeMessageConcurrentlyService and
 ConsumeMessageOrderlyService).
 
-Concurrent: every message is its own task, up to `consume_concurrency` at once; a message
-the listener refuses is sent back to the broker, which re-delivers it through the group's
+Concurrent: up to `consume_concurrency` workers take messages one at a time from a shared
+queue (RocketMQ's consume thread pool and its work queue; a task per message cost more than
+the decode and the listener together); a message the listener refuses is sent back to the broker, which re-delivers it through the group's
 retry topic (or the DLQ once `max_reconsume_times` is spent). Orderly: one message at a time
 per consumer, in queue order; a refused message is retried in place, so nothing overtakes it.
 """
@@ -12,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+from collections import deque
 from collections.abc import Awaitable, Callable
 
 from mqtools.client.client_api import send_back
@@ -33,18 +35,21 @@ ORDERLY_RETRY_DELAY = 1.0
 class ConsumeService:
     """Hands pulled messages to the listener and records them done (RocketMQ's ConsumeMessageService)."""
 
-    def __init__(self, instance: ClientInstance, group: str, listener: Listener, offsets: OffsetStore,
-                 slots: int) -> None:
+    def __init__(self, instance: ClientInstance, group: str, listener: Listener, offsets: OffsetStore) -> None:
         self.instance = instance
         self.group = group
         self.listener = listener
         self.offsets = offsets
-        self._slots = asyncio.Semaphore(slots)
         self._workers: set[asyncio.Task] = set()
 
     def submit(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         """Start consuming `msgs`, just put into `pq`; never blocks the pull loop."""
         raise NotImplementedError
+
+    def close(self) -> None:
+        """Stop the workers once the queues are dropped (a busy one is cancelled at its next await)."""
+        for task in list(self._workers):
+            task.cancel()
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -74,22 +79,49 @@ class ConcurrentConsumeService(ConsumeService):
 
     def __init__(self, instance: ClientInstance, group: str, listener: Listener, offsets: OffsetStore, *,
                  concurrency: int, max_reconsume_times: int) -> None:
-        super().__init__(instance, group, listener, offsets, concurrency)
+        super().__init__(instance, group, listener, offsets)
         self.max_reconsume_times = max_reconsume_times
+        self._concurrency = concurrency
+        self._pending: deque[tuple[ProcessQueue, MessageExt, int]] = deque()
+        self._wakeup = asyncio.Event()
+        self._idle = 0
 
     def submit(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
-        for msg in msgs:
-            self._spawn(self._consume_one(pq, msg, pq.generation))
+        generation = pq.generation
+        self._pending.extend((pq, msg, generation) for msg in msgs)
+        self._wakeup.set()
+        spawn = min(len(msgs) - self._idle, self._concurrency - len(self._workers))
+        for _ in range(spawn):
+            self._spawn(self._worker())
+
+    def close(self) -> None:
+        """What is still queued is left unconsumed: its queue's offset was never committed past it."""
+        self._pending.clear()
+        super().close()
+
+    async def _worker(self) -> None:
+        pending = self._pending
+        while True:
+            while pending:
+                pq, msg, generation = pending.popleft()
+                await self._consume_one(pq, msg, generation)
+            self._wakeup.clear()
+            self._idle += 1
+            try:
+                await self._wakeup.wait()
+            finally:
+                self._idle -= 1
 
     async def _consume_one(self, pq: ProcessQueue, msg: MessageExt, generation: int) -> None:
-        async with self._slots:
+        if generation != pq.generation:
+            return
+        result = await self._call_listener([msg])
+        while result is ConsumeResult.RECONSUME_LATER and not await send_back(
+                self.instance, self.group, pq.mq, msg, self.max_reconsume_times):
+            await asyncio.sleep(SEND_BACK_RETRY_DELAY)
+            if generation != pq.generation:
+                return
             result = await self._call_listener([msg])
-            while result is ConsumeResult.RECONSUME_LATER and not await send_back(
-                    self.instance, self.group, pq.mq, msg, self.max_reconsume_times):
-                await asyncio.sleep(SEND_BACK_RETRY_DELAY)
-                if generation != pq.generation:
-                    return
-                result = await self._call_listener([msg])
         self._done(pq, msg, generation)
 
 
@@ -98,7 +130,8 @@ class OrderlyConsumeService(ConsumeService):
     ConsumeMessageOrderlyService)."""
 
     def __init__(self, instance: ClientInstance, group: str, listener: Listener, offsets: OffsetStore) -> None:
-        super().__init__(instance, group, listener, offsets, 1)
+        super().__init__(instance, group, listener, offsets)
+        self._slots = asyncio.Semaphore(1)
 
     def submit(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         pq.buffered.extend(msgs)

@@ -145,6 +145,8 @@ class PushConsumer(ConsumerBase):
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self._rebalance.drop(list(self._rebalance.table), drain_timeout)
+        if self._consume is not None:
+            self._consume.close()
         self.instance.consumers.pop(self.group, None)
         await self.instance.unregister(consumer_group=self.group)
         await self.instance.shutdown()

@@ -18,10 +18,11 @@ import functools
 import ipaddress
 import struct
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import NamedTuple, Protocol
 
 from mqtools.common import properties as P
+from mqtools.common import speedups
 from mqtools.common.hashing import tags_code
 from mqtools.common.ids import create_offset_msg_id, host_address_bytes
 from mqtools.common.message import Host, Message, MessageExt
@@ -161,6 +162,18 @@ def _host(raw: bytes, port: int) -> Host:
 def _ip_text(raw: bytes) -> str:
     """Cached: a reader sees the same few hosts on every message, and ipaddress is a third of a decode."""
     return str(ipaddress.ip_address(raw))
+
+
+def decode_entries(buf) -> list[MessageExt]:
+    """Every entry of a run of whole entries (a pull answer's body), in order."""
+    mv = memoryview(buf)
+    out = []
+    pos = 0
+    while pos < len(mv):
+        msg = decode_stored(mv, pos)
+        pos += msg.store_size
+        out.append(msg)
+    return out
 
 
 def decode_stored(buf, offset: int = 0, check_crc: bool = False, read_body: bool = True) -> MessageExt:
@@ -323,10 +336,10 @@ def encode_batch(messages: list[Message]) -> bytes:
     return b"".join(parts)
 
 
-def batch_entries(body) -> list[tuple[int, memoryview, memoryview]]:
-    """(flag, body, properties with their 2-byte length) of each message of a batch body; ValueError
-    if malformed. The length stays with the properties because a stored entry has the same length
-    field before them: the store copies both with one slice."""
+def batch_entries(body) -> list[tuple[int, int, int, int]]:
+    """(flag, body start, properties start, end) of each message of a batch body, as offsets into it;
+    ValueError if malformed. The properties start at their 2-byte length, because a stored entry has
+    the same length field before them: the store copies both with one slice."""
     mv = memoryview(body)
     pos, end = 0, len(mv)
     unpack, short, head = BATCH_HEAD.unpack_from, SHORT.unpack_from, BATCH_HEAD.size
@@ -342,18 +355,73 @@ def batch_entries(body) -> list[tuple[int, memoryview, memoryview]]:
         pe = p + 2 + short(mv, p)[0]
         if pe < p + 2 or pe > end or size != pe - pos:
             raise ValueError("batch entry length does not match its fields")
-        out.append((flag, mv[b:p], mv[p:pe]))
+        out.append((flag, b, p, pe))
         pos = pe
     return out
 
 
 def iter_batch(body) -> Iterator[tuple[int, memoryview, memoryview]]:
     """(flag, body, properties bytes) of each message of a batch body; ValueError if malformed."""
-    for flag, b, lp in batch_entries(body):
-        yield flag, b, lp[2:]
+    mv = memoryview(body)
+    for flag, b, p, pe in batch_entries(body):
+        yield flag, mv[b:p], mv[p + 2:pe]
+
+
+#: Per-message fields of a stored header in a batch: BODYCRC, QUEUEID, FLAG; QUEUEOFFSET, PHYSICALOFFSET.
+_CRC_QID_FLAG = struct.Struct(">iii")
+_OFFSETS = struct.Struct(">qq")
+#: Dispatch unit of one stored message: (phys, size, tag code, KEYS, UNIQ_KEY).
+BatchUnit = tuple[int, int, int, str | None, str | None]
+
+
+def pack_batch(mm, pos: int, phys: int, body, entries: list[tuple[int, int, int, int]], fixed_head: bytes,
+               topic_part: bytes, qid: int, qoff: int, codes: dict[str | None, int],
+               tag_code: Callable[[str | None], int]) -> list[BatchUnit]:
+    """Pack the messages of a batch body (``entries`` from batch_entries) as stored entries at
+    ``mm[pos:]``, physical offset ``phys`` and queue offsets from ``qoff`` on, in one pass.
+
+    ``fixed_head`` is the stored header up to the body length with what every message of the batch
+    shares already in it (magic, sys flag, born/store time and hosts, reconsume times); per message
+    its size, CRC, queue id, flag, offsets and body length go in, then three slice copies (body,
+    topic with its length, properties with theirs). Returns each message's dispatch unit, its tag
+    code through ``codes`` (tag value -> code, filled by ``tag_code``)."""
+    mv = memoryview(body)
+    hsize, tlen = len(fixed_head), len(topic_part)
+    fixed = hsize + tlen
+    units: list[BatchUnit] = []
+    append = units.append
+    for flag, b, p, pe in entries:
+        blen = p - b
+        size = fixed + blen + pe - p
+        piece = mv[b:p]
+        mm[pos:pos + hsize] = fixed_head
+        INT.pack_into(mm, pos, size)
+        _CRC_QID_FLAG.pack_into(mm, pos + 8, body_crc(piece), qid, flag)
+        _OFFSETS.pack_into(mm, pos + 20, qoff, phys)
+        INT.pack_into(mm, pos + hsize - 4, blen)
+        e = pos + hsize + blen
+        mm[pos + hsize:e] = piece
+        mm[e:e + tlen] = topic_part
+        mm[e + tlen:pos + size] = mv[p:pe]
+        tags, keys, uniq = P.dispatch_values(mv[p + 2:pe])
+        code = codes.get(tags)
+        if code is None:
+            code = codes[tags] = tag_code(tags)
+        append((phys, size, code, keys, uniq))
+        pos += size
+        phys += size
+        qoff += 1
+    return units
 
 
 def decode_batch(body) -> list[Message]:
     return [Message(topic="", body=bytes(b), flag=flag,
                     properties=P.string_to_properties(bytes(p).decode()))
             for flag, b, p in iter_batch(body)]
+
+
+_compiled = speedups.compiled()
+if _compiled is not None:
+    decode_stored = _compiled.decode_stored
+    decode_entries = _compiled.decode_entries
+    pack_batch = _compiled.pack_batch

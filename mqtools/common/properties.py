@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from mqtools.common import speedups
+
 NAME_VALUE_SEPARATOR = "\x01"
 PROPERTY_SEPARATOR = "\x02"
 
@@ -76,3 +78,8 @@ def dispatch_values(encoded: bytes) -> tuple[str | None, str | None, str | None]
     n = len(_UNIQ_MARK)
     uniq = data[i + n:data.find(b"\x02", i + n)].decode() if i >= 0 else None
     return tags, keys, uniq
+
+
+_compiled = speedups.compiled()
+if _compiled is not None:
+    dispatch_values = _compiled.dispatch_values

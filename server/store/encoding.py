@@ -1,8 +1,8 @@
 """Put-path encoding: the size rules a message must pass and the packing of a batch straight into
 the commitlog mapping (RocketMQ's MessageExtEncoder and DefaultAppendMessageCallback roles).
 
-A single message is written by ``codec.write_stored``; a batch is packed here message by message
-with the header struct bound once, because a batch of 32 would otherwise pay 32 calls' set-up.
+A single message is written by ``codec.write_stored``, a batch by ``codec.pack_batch`` with a header
+built here once for the whole batch.
 """
 
 from __future__ import annotations
@@ -14,15 +14,14 @@ from mqtools.common.codec import (
     HEADERS,
     MAX_PROPERTIES_LEN,
     SHORT,
-    body_crc,
     magic_for,
+    pack_batch,
     stored_size,
     topic_props_tail,
 )
 from mqtools.common.hashing import tags_code
 from mqtools.common.ids import host_address_bytes
 from mqtools.common.message import Host, MessageExtBatch
-from mqtools.common.properties import dispatch_values
 from mqtools.server.store.dispatch import BatchUnit, UnitValues
 from mqtools.server.store.results import PutMessageStatus
 
@@ -64,45 +63,21 @@ def batch_stored_size(body_len: int, count: int, sys_flag: int, topic_len: int) 
 
 
 def encode_batch(mm: memoryview, pos: int, phys: int, batch: MessageExtBatch, topic_b: bytes, sys_flag: int,
-                 store_host: Host, entries: list[tuple[int, memoryview, memoryview]], store_ts: int, qoff: int,
+                 store_host: Host, entries: list[tuple[int, int, int, int]], store_ts: int, qoff: int,
                  schedule_values: Callable[[bool, bytes, int], UnitValues] | None) -> list[BatchUnit]:
     """Pack every message of a batch at ``mm[pos:]`` (physical offset ``phys``, first queue offset
-    ``qoff``) in one pass: per message one header pack and three slice copies (body, topic, properties
-    with their length, straight from the request body), and its dispatch values read from the same
-    properties bytes. ``schedule_values`` is given for SCHEDULE_TOPIC_XXXX, whose tag code is a due
-    time. Returns each message's dispatch unit."""
+    ``qoff``) in one pass (codec.pack_batch: per message one header, three slice copies straight from
+    the request body, its dispatch values read from the same properties bytes). ``schedule_values``
+    is given for SCHEDULE_TOPIC_XXXX, whose tag code is a due time. Returns each message's dispatch unit."""
     header = HEADERS[sys_flag & 0x30]
-    pack, hsize = header.pack_into, header.size
-    fixed = stored_size(sys_flag, 0, len(topic_b), 0) - SHORT.size
-    magic = magic_for(len(topic_b))
-    born_ip, born_port = host_address_bytes(batch.born_host[0]), batch.born_host[1]
-    store_ip, store_port = host_address_bytes(store_host[0]), store_host[1]
-    born_ts, reconsume, qid = batch.born_timestamp, batch.reconsume_times, batch.queue_id
+    fixed_head = header.pack(0, magic_for(len(topic_b)), 0, 0, 0, 0, 0, sys_flag, batch.born_timestamp,
+                             host_address_bytes(batch.born_host[0]), batch.born_host[1], store_ts,
+                             host_address_bytes(store_host[0]), store_host[1], batch.reconsume_times, 0, 0)
     topic_part = topic_props_tail(topic_b, b"")[:-SHORT.size]
-    tlen = len(topic_part)
-    plen_size = SHORT.size
-    units: list[BatchUnit] = []
-    append = units.append
-    codes: dict[str | None, int] = {}
-    for flag, body, lprops in entries:
-        blen = len(body)
-        size = fixed + blen + len(lprops)
-        pack(mm, pos, size, magic, body_crc(body), qid, flag, qoff, phys, sys_flag,
-             born_ts, born_ip, born_port, store_ts, store_ip, store_port, reconsume, 0, blen)
-        b = pos + hsize
-        e = b + blen
-        mm[b:e] = body
-        mm[e:e + tlen] = topic_part
-        mm[e + tlen:pos + size] = lprops
-        if schedule_values is None:
-            tag_value, keys, uniq = dispatch_values(lprops[plen_size:])
-            code = codes.get(tag_value)
-            if code is None:
-                code = codes[tag_value] = tags_code(tag_value)
-            append((phys, size, code, keys, uniq))
-        else:
-            append((phys, size, *schedule_values(True, bytes(lprops[plen_size:]), store_ts)))
-        pos += size
-        phys += size
-        qoff += 1
-    return units
+    units = pack_batch(mm, pos, phys, batch.body, entries, fixed_head, topic_part, batch.queue_id, qoff, {},
+                       tags_code)
+    if schedule_values is None:
+        return units
+    body = memoryview(batch.body)
+    return [(u[0], u[1], *schedule_values(True, bytes(body[p + 2:pe]), store_ts))
+            for u, (_, _, p, pe) in zip(units, entries)]

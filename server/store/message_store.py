@@ -265,7 +265,7 @@ class MessageStore:
         return await self._write_batch(batch, topic_b, sys_flag, store_host, entries, total, mf, pos)
 
     async def _write_batch(self, batch: MessageExtBatch, topic_b: bytes, sys_flag: int, store_host: Host,
-                           entries: list[tuple[int, memoryview, memoryview]], total: int, mf: MappedFile,
+                           entries: list[tuple[int, int, int, int]], total: int, mf: MappedFile,
                            pos: int) -> PutMessageResult:
         d = self.dispatcher
         store_ts = int(self.clock() * 1000)

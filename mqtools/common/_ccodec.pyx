@@ -1,0 +1,288 @@
+# cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
+"""Compiled forms of the per-message hot paths of codec, properties and hashing.
+
+Each function here has a pure-Python twin of the same name and meaning (the source of truth, and
+what runs when this module was not built or MQ_PURE_PYTHON is set); tests/unit/test_ccodec.py
+checks both give the same answers, and the store and codec suites run against both.
+"""
+
+from cpython.bytes cimport PyBytes_FromStringAndSize
+from cpython.unicode cimport PyUnicode_DecodeUTF8
+from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdio cimport snprintf
+from libc.string cimport memcmp, memcpy
+
+cdef extern from "zlib.h":
+    unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
+
+cdef int32_t MAGIC_V1 = -626843481
+cdef int32_t MAGIC_V2 = -626843477
+cdef int FIXED_V4 = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 2
+cdef int BORNHOST_V6_FLAG = 0x1 << 4
+cdef int STOREHOST_V6_FLAG = 0x1 << 5
+
+#: mqtools.common.message.MessageExt, imported on first use: the pure modules import this one while
+#: they load, and message imports them.
+cdef object MessageExt = None
+#: (ip bytes, port) -> (host tuple, upper-case hex of the 8/20-byte address): a reader sees few hosts.
+cdef dict _hosts = {}
+
+
+cdef inline int32_t rd32(const unsigned char *p) noexcept nogil:
+    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
+
+
+cdef inline int64_t rd64(const unsigned char *p) noexcept nogil:
+    return <int64_t>((<uint64_t>(<uint32_t>rd32(p)) << 32) | <uint32_t>rd32(p + 4))
+
+
+cdef inline int16_t rd16(const unsigned char *p) noexcept nogil:
+    return <int16_t>((p[0] << 8) | p[1])
+
+
+cdef inline void wr32(unsigned char *p, int64_t v) noexcept nogil:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+cdef inline void wr64(unsigned char *p, int64_t v) noexcept nogil:
+    wr32(p, v >> 32)
+    wr32(p + 4, v & <int64_t>0xFFFFFFFF)
+
+
+cdef _corrupt(str reason):
+    from mqtools.common.codec import CorruptMessageError
+    return CorruptMessageError(reason)
+
+
+cdef tuple _host(const unsigned char *p, int n):
+    """(host tuple, address hex) for an address of n bytes followed by its 4-byte port."""
+    key = PyBytes_FromStringAndSize(<const char *>p, n + 4)
+    found = _hosts.get(key)
+    if found is not None:
+        return <tuple>found
+    import ipaddress
+    host = (str(ipaddress.ip_address(key[:n])), rd32(p + n))
+    found = (host, key.hex().upper())
+    if len(_hosts) < 1024:
+        _hosts[key] = found
+    return found
+
+
+cdef dict _properties(const unsigned char *p, Py_ssize_t n):
+    """string_to_properties(bytes.decode(errors="replace")): the separators are ASCII, so splitting the
+    bytes first gives the same pieces; a piece under 3 characters is ignored."""
+    cdef dict props = {}
+    cdef Py_ssize_t i = 0, start, sep
+    while i <= n:
+        start = i
+        sep = -1
+        while i < n and p[i] != 2:
+            if p[i] == 1 and sep < 0:
+                sep = i
+            i += 1
+        if sep >= 0:
+            name = PyUnicode_DecodeUTF8(<const char *>p + start, sep - start, "replace")
+            value = PyUnicode_DecodeUTF8(<const char *>p + sep + 1, i - sep - 1, "replace")
+            if len(name) + len(value) >= 2:
+                props[name] = value
+        i += 1
+    return props
+
+
+cdef object _decode(const unsigned char[:] mv, Py_ssize_t offset, bint check_crc, bint read_body):
+    cdef Py_ssize_t avail = mv.shape[0] - offset
+    cdef const unsigned char *base
+    cdef const unsigned char *e
+    cdef char id_tail[17]
+    if avail < 8:
+        raise _corrupt("truncated entry header")
+    base = &mv[0]
+    e = base + offset
+    cdef int32_t total = rd32(e), magic = rd32(e + 4)
+    if magic != MAGIC_V1 and magic != MAGIC_V2:
+        raise _corrupt(f"bad magic code {magic:#x}")
+    if total < FIXED_V4 + 1 or total > avail:
+        raise _corrupt(f"entry size {total} out of range (available {avail})")
+    cdef int32_t sys_flag = rd32(e + 36)
+    cdef int born_n = 16 if sys_flag & BORNHOST_V6_FLAG else 4
+    cdef int store_n = 16 if sys_flag & STOREHOST_V6_FLAG else 4
+    cdef Py_ssize_t p = 48 + born_n + 4 + 8 + store_n + 4
+    if p + 4 + 8 + 4 > total:
+        raise _corrupt("malformed entry: header past the entry end")
+    cdef const unsigned char *born = e + 48
+    cdef int64_t store_ts = rd64(born + born_n + 4)
+    cdef const unsigned char *store = born + born_n + 4 + 8
+    cdef int32_t reconsume = rd32(e + p)
+    cdef int64_t prepared = rd64(e + p + 4)
+    cdef int32_t body_len = rd32(e + p + 12)
+    p += 16
+    cdef Py_ssize_t body_end = p + body_len
+    if body_len < 0 or body_end > total:
+        raise _corrupt(f"body length {body_len} out of range")
+    cdef Py_ssize_t t, topic_len
+    if magic == MAGIC_V1:
+        if body_end + 1 > total:
+            raise _corrupt("malformed entry: no topic length")
+        topic_len = e[body_end]
+        if topic_len > 127:
+            raise _corrupt("negative v1 topic length")
+        t = body_end + 1
+    else:
+        if body_end + 2 > total:
+            raise _corrupt("malformed entry: no topic length")
+        topic_len = rd16(e + body_end)
+        t = body_end + 2
+    if topic_len < 0 or t + topic_len + 2 > total:
+        raise _corrupt(f"entry length {total} does not match its fields")
+    cdef Py_ssize_t props_len = rd16(e + t + topic_len)
+    cdef Py_ssize_t pp = t + topic_len + 2
+    if props_len < 0 or pp + props_len != total:
+        raise _corrupt(f"entry length {total} does not match its fields")
+    cdef int32_t crc = rd32(e + 8)
+    cdef int64_t phys = rd64(e + 28)
+    if check_crc and body_len and <int32_t>(crc32(0, e + p, body_len) & 0x7FFFFFFF) != crc:
+        raise _corrupt(f"body CRC mismatch at physical offset {phys}")
+    topic = PyUnicode_DecodeUTF8(<const char *>e + t, topic_len, "replace")
+    store_host, store_hex = _host(store, store_n)
+    snprintf(id_tail, 17, "%016llX", <unsigned long long>phys)
+    global MessageExt
+    if MessageExt is None:
+        from mqtools.common.message import MessageExt
+    return MessageExt(
+        topic,
+        PyBytes_FromStringAndSize(<const char *>e + p, body_len) if read_body else b"",
+        rd32(e + 16),
+        _properties(e + pp, props_len),
+        rd32(e + 12),
+        total,
+        rd64(e + 20),
+        sys_flag,
+        rd64(e + 40),
+        _host(born, born_n)[0],
+        store_ts,
+        store_host,
+        store_hex + id_tail.decode("ascii"),
+        phys,
+        crc,
+        reconsume,
+        prepared,
+    )
+
+
+def decode_stored(buf, Py_ssize_t offset=0, bint check_crc=False, bint read_body=True):
+    """codec.decode_stored."""
+    if offset < 0:
+        raise _corrupt("negative offset")
+    return _decode(buf, offset, check_crc, read_body)
+
+
+def decode_entries(buf):
+    """codec.decode_entries."""
+    cdef const unsigned char[:] mv = buf
+    cdef Py_ssize_t pos = 0, n = mv.shape[0]
+    out = []
+    while pos < n:
+        msg = _decode(mv, pos, False, True)
+        pos += (<object>msg).store_size
+        out.append(msg)
+    return out
+
+
+cdef object _value(const unsigned char *p, Py_ssize_t n, const char *name, Py_ssize_t name_n):
+    """The last value of `name` in an encoded properties string, strictly decoded, or None."""
+    cdef Py_ssize_t i = 0, start, end, found_at = -1, found_end = 0
+    while i < n:
+        start = i
+        while i < n and p[i] != 2:
+            i += 1
+        end = i
+        if end - start > name_n and p[start + name_n] == 1 and memcmp(p + start, name, name_n) == 0:
+            found_at = start + name_n + 1
+            found_end = end
+        i += 1
+    if found_at < 0:
+        return None
+    return PyUnicode_DecodeUTF8(<const char *>p + found_at, found_end - found_at, NULL)
+
+
+cdef tuple _dispatch(const unsigned char *p, Py_ssize_t n):
+    return _value(p, n, b"TAGS", 4), _value(p, n, b"KEYS", 4), _value(p, n, b"UNIQ_KEY", 8)
+
+
+def dispatch_values(encoded):
+    """properties.dispatch_values."""
+    cdef const unsigned char[:] mv = encoded
+    if mv.shape[0] == 0:
+        return None, None, None
+    return _dispatch(&mv[0], mv.shape[0])
+
+
+def index_key_hashes(str prefix, list keys, list is_uniq):
+    """hashing.index_key_hashes: Java's String.hashCode of prefix + key, abs, MIN_VALUE -> 0."""
+    cdef uint32_t head = 0, h
+    cdef Py_ssize_t i
+    cdef bytes raw
+    cdef const unsigned char *p
+    if not prefix.isascii():
+        from mqtools.common.hashing import index_key_hash_parts
+        return [index_key_hash_parts(prefix, k) for k in keys]
+    raw = prefix.encode("ascii")
+    p = raw
+    for i in range(len(raw)):
+        head = head * 31 + p[i]
+    out = []
+    for key in keys:
+        if not (<str>key).isascii():
+            from mqtools.common.hashing import index_key_hash_parts
+            out.append(index_key_hash_parts(prefix, key))
+            continue
+        raw = (<str>key).encode("ascii")
+        p = raw
+        h = head
+        for i in range(len(raw)):
+            h = h * 31 + p[i]
+        if h & 0x80000000:
+            h = 0 if h == 0x80000000 else 0x100000000 - h
+        out.append(h)
+    return out
+
+
+def pack_batch(unsigned char[:] mm, Py_ssize_t pos, int64_t phys, const unsigned char[:] body, list entries,
+               bytes fixed_head, bytes topic_part, int32_t qid, int64_t qoff, dict codes, tags_code):
+    """codec.pack_batch."""
+    cdef Py_ssize_t hsize = len(fixed_head), tlen = len(topic_part), fixed = hsize + tlen
+    cdef Py_ssize_t b, pe, pp, blen, size
+    cdef unsigned char *dst
+    cdef const unsigned char *src = &body[0]
+    cdef const unsigned char *head = fixed_head
+    cdef const unsigned char *tp = topic_part
+    cdef int32_t flag
+    units = []
+    for entry in entries:
+        flag, b, pp, pe = <tuple>entry
+        blen = pp - b
+        size = fixed + blen + (pe - pp)
+        dst = &mm[pos]
+        memcpy(dst, head, hsize)
+        wr32(dst, size)
+        wr32(dst + 8, (crc32(0, src + b, blen) & 0x7FFFFFFF) if blen else 0)
+        wr32(dst + 12, qid)
+        wr32(dst + 16, flag)
+        wr64(dst + 20, qoff)
+        wr64(dst + 28, phys)
+        wr32(dst + hsize - 4, blen)
+        memcpy(dst + hsize, src + b, blen)
+        memcpy(dst + hsize + blen, tp, tlen)
+        memcpy(dst + hsize + blen + tlen, src + pp, pe - pp)
+        tags, keys, uniq = _dispatch(src + pp + 2, pe - pp - 2)
+        code = codes.get(tags)
+        if code is None:
+            code = codes[tags] = tags_code(tags)
+        units.append((phys, size, code, keys, uniq))
+        pos += size
+        phys += size
+        qoff += 1
+    return units

@@ -1,0 +1,150 @@
+"""The compiled codec (_ccodec) against its pure-Python twins: same answers, same refusals.
+
+The pure forms are loaded as fresh module copies with MQ_PURE_PYTHON set, so both run in one
+process; `make test` also runs the unit and store suites with MQ_PURE_PYTHON=1.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import struct
+from types import ModuleType
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mqtools.common import codec, hashing, properties, speedups
+from mqtools.common.codec import CorruptMessageError, encode_batch, encode_stored
+from mqtools.common.hashing import tags_code
+from mqtools.common.message import Message, MessageExt
+
+try:
+    from mqtools.common import _ccodec as ccodec
+except ImportError:
+    ccodec = None
+needs_compiled = pytest.mark.skipif(ccodec is None, reason="compiled codec not built here (no C compiler)")
+
+
+def _pure_copy(module: ModuleType) -> ModuleType:
+    monkey = pytest.MonkeyPatch()
+    monkey.setenv(speedups.PURE_PYTHON_ENV, "1")
+    try:
+        spec = importlib.util.spec_from_file_location(f"pure_{module.__name__}", module.__file__)
+        copy = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(copy)
+    finally:
+        monkey.undo()
+    return copy
+
+
+pure_codec = _pure_copy(codec)
+pure_properties = _pure_copy(properties)
+pure_hashing = _pure_copy(hashing)
+
+hosts = st.sampled_from([("127.0.0.1", 10911), ("10.1.2.3", 0), ("::1", 8080), ("fe80::1:2", 65535)])
+text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x01\x02"), max_size=12)
+props = st.dictionaries(text.filter(bool), text, max_size=5)
+
+
+def test_the_compiled_codec_is_built_where_a_compiler_is() -> None:
+    """A machine with a C compiler and Cython gets the compiled path (else this suite tests one path twice)."""
+    if speedups.pure_python_forced():
+        assert speedups.compiled() is None
+        return
+    if shutil.which("cc") is None or importlib.util.find_spec("Cython") is None:
+        pytest.skip("no C compiler or Cython: the pure path is the only one here")
+    assert ccodec is not None and speedups.compiled() is ccodec and codec.decode_stored is ccodec.decode_stored
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(topic=st.text(min_size=1, max_size=200), body=st.binary(max_size=64), flag=st.integers(-2**31, 2**31 - 1),
+       properties=props, born=hosts, store=hosts, qoff=st.integers(0, 2**63 - 1), phys=st.integers(0, 2**63 - 1),
+       reconsume=st.integers(-2**31, 2**31 - 1), read_body=st.booleans())
+def test_decode_stored_matches(topic, body, flag, properties, born, store, qoff, phys, reconsume, read_body) -> None:
+    msg = MessageExt(topic=topic, body=body, flag=flag, properties=properties, queue_id=3, queue_offset=qoff,
+                     born_host=born, store_host=store, commit_log_offset=phys, born_timestamp=-5,
+                     store_timestamp=2**40, reconsume_times=reconsume, prepared_transaction_offset=7)
+    raw = b"\0" * 3 + encode_stored(msg) + b"tail"
+    got = ccodec.decode_stored(raw, 3, True, read_body)
+    assert got == pure_codec.decode_stored(raw, 3, True, read_body)
+    assert got.msg_id == pure_codec.decode_stored(raw, 3).msg_id
+    assert ccodec.decode_entries(raw[3:-4] * 2) == pure_codec.decode_entries(raw[3:-4] * 2)
+
+
+@needs_compiled
+@settings(max_examples=400, deadline=None)
+@given(cut=st.integers(0, 200), flips=st.lists(st.tuples(st.integers(0, 199), st.integers(0, 255)), max_size=4))
+def test_damaged_entries_are_refused_alike(cut: int, flips: list[tuple[int, int]]) -> None:
+    msg = MessageExt(topic="T", body=b"abcdef", properties={"TAGS": "x", "KEYS": "k1 k2"},
+                     born_host=("1.2.3.4", 5), store_host=("5.6.7.8", 9))
+    raw = bytearray(encode_stored(msg))
+    for at, value in flips:
+        if at < len(raw):
+            raw[at] = value
+    raw = bytes(raw[:cut])
+    outcomes = []
+    for decode in (ccodec.decode_stored, pure_codec.decode_stored):
+        try:
+            outcomes.append(decode(raw, 0, True))
+        except (CorruptMessageError, pure_codec.CorruptMessageError):
+            outcomes.append("corrupt")
+    assert outcomes[0] == outcomes[1]
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(pairs=st.lists(st.tuples(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "TAG", "XKEYS", ""]),
+                                st.text(max_size=6)), max_size=6),
+       raw_tail=st.binary(max_size=6))
+def test_dispatch_values_and_properties_match(pairs: list[tuple[str, str]], raw_tail: bytes) -> None:
+    encoded = "".join(f"{k}\x01{v}\x02" for k, v in pairs).encode() + raw_tail
+    outcomes = []
+    for dispatch in (ccodec.dispatch_values, pure_properties.dispatch_values):
+        try:
+            outcomes.append(dispatch(encoded))
+        except UnicodeDecodeError:
+            outcomes.append("undecodable")
+    assert outcomes[0] == outcomes[1]
+    entry = encode_stored(MessageExt(topic="T", properties={}), encoded.decode(errors="replace"))
+    decoded = ccodec.decode_stored(entry).properties
+    assert decoded == pure_properties.string_to_properties(encoded.decode(errors="replace"))
+
+
+@needs_compiled
+@given(prefix=st.text(max_size=8), keys=st.lists(st.text(max_size=40), max_size=8))
+def test_index_key_hashes_match(prefix: str, keys: list[str]) -> None:
+    marks = [len(k) % 2 == 0 for k in keys]
+    assert ccodec.index_key_hashes(prefix, keys, marks) == pure_hashing.index_key_hashes(prefix, keys, marks)
+    assert ccodec.index_key_hashes("T#", ["\x80" * 3, "polygenelubricants"], [False, False]) == [
+        pure_hashing.index_key_hash("T#\x80\x80\x80"), pure_hashing.index_key_hash("T#polygenelubricants")]
+
+
+@needs_compiled
+@settings(max_examples=150, deadline=None)
+@given(bodies=st.lists(st.binary(max_size=40), min_size=1, max_size=6), properties=props,
+       topic=st.sampled_from(["T", "t" * 130]))
+def test_pack_batch_writes_the_same_bytes(bodies: list[bytes], properties: dict[str, str], topic: str) -> None:
+    body = encode_batch([Message(topic, b, i, dict(properties, KEYS=f"k{i}")) for i, b in enumerate(bodies)])
+    entries = codec.batch_entries(body)
+    header = codec.HEADERS[0]
+    fixed = header.pack(0, codec.magic_for(len(topic)), 0, 0, 0, 0, 0, 0, 123, b"\1\2\3\4", 5, 456,
+                        b"\5\6\7\10", 9, 2, 0, 0)
+    part = codec.topic_props_tail(topic.encode(), b"")[:-2]
+    outs = []
+    for pack in (ccodec.pack_batch, pure_codec.pack_batch):
+        mm = bytearray(4096)
+        units = pack(memoryview(mm), 10, 1000, body, entries, fixed, part, 4, 77, {}, tags_code)
+        outs.append((bytes(mm), units))
+    assert outs[0] == outs[1]
+    first = pure_codec.decode_stored(outs[0][0], 10, True)
+    assert (first.queue_offset, first.commit_log_offset, first.queue_id, first.body) == (77, 1000, 4, bodies[0])
+
+
+def test_batch_entries_are_offsets_into_the_body() -> None:
+    body = encode_batch([Message("T", b"one", 1, {"A": "b"}), Message("T", b"", 2, {})])
+    (f1, b1, p1, e1), (f2, b2, p2, e2) = codec.batch_entries(body)
+    assert (f1, body[b1:p1], body[p1 + 2:e1], f2, b2 == p2, e2) == (1, b"one", b"A\x01b\x02", 2, True, len(body))
+    assert struct.unpack(">h", body[p1:p1 + 2])[0] == e1 - p1 - 2
