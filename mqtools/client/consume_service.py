@@ -58,20 +58,34 @@ class ConsumeService:
 
     async def _call_listener(self, msgs: list[MessageExt]) -> ConsumeResult:
         """The listener's verdict; an exception or a stray return value means RECONSUME_LATER."""
+        outcome = self._listen(msgs)
+        return outcome if isinstance(outcome, ConsumeResult) else await self._finish_listen(outcome)
+
+    def _listen(self, msgs: list[MessageExt]) -> ConsumeResult | Awaitable[object]:
+        """The verdict of a plain listener, or what an async one returned (for _finish_listen): a
+        worker awaits only when the listener is a coroutine."""
         try:
             outcome = self.listener(msgs)
-            if inspect.isawaitable(outcome):
-                outcome = await outcome
+        except Exception:
+            log.exception("listener of %s failed", self.group)
+            return ConsumeResult.RECONSUME_LATER
+        if isinstance(outcome, ConsumeResult) or inspect.isawaitable(outcome):
+            return outcome
+        return ConsumeResult.RECONSUME_LATER
+
+    async def _finish_listen(self, pending: Awaitable[object]) -> ConsumeResult:
+        try:
+            outcome = await pending
         except Exception:
             log.exception("listener of %s failed", self.group)
             return ConsumeResult.RECONSUME_LATER
         return outcome if isinstance(outcome, ConsumeResult) else ConsumeResult.RECONSUME_LATER
 
     def _done(self, pq: ProcessQueue, msg: MessageExt, generation: int) -> None:
-        if generation != pq.generation:
-            return
-        pq.remove(msg)
-        self.offsets.update(pq.mq, pq.commit_point())
+        """The message leaves the queue's in-flight table, which is what moves its commit point; the
+        offset store takes the commit point when the queue is next pulled, persisted or dropped."""
+        if generation == pq.generation:
+            pq.remove(msg)
 
 
 class ConcurrentConsumeService(ConsumeService):
@@ -104,7 +118,14 @@ class ConcurrentConsumeService(ConsumeService):
         while True:
             while pending:
                 pq, msg, generation = pending.popleft()
-                await self._consume_one(pq, msg, generation)
+                if generation != pq.generation:
+                    continue
+                result = self._listen([msg])
+                if not isinstance(result, ConsumeResult):
+                    result = await self._finish_listen(result)
+                if result is ConsumeResult.RECONSUME_LATER and not await self._send_back(pq, msg, generation):
+                    continue
+                self._done(pq, msg, generation)
             self._wakeup.clear()
             self._idle += 1
             try:
@@ -112,17 +133,16 @@ class ConcurrentConsumeService(ConsumeService):
             finally:
                 self._idle -= 1
 
-    async def _consume_one(self, pq: ProcessQueue, msg: MessageExt, generation: int) -> None:
-        if generation != pq.generation:
-            return
-        result = await self._call_listener([msg])
-        while result is ConsumeResult.RECONSUME_LATER and not await send_back(
-                self.instance, self.group, pq.mq, msg, self.max_reconsume_times):
+    async def _send_back(self, pq: ProcessQueue, msg: MessageExt, generation: int) -> bool:
+        """A refused message goes back to the broker (retried until it is taken, or consumed here
+        again meanwhile); False when its queue was reset in between and it is no longer ours."""
+        while not await send_back(self.instance, self.group, pq.mq, msg, self.max_reconsume_times):
             await asyncio.sleep(SEND_BACK_RETRY_DELAY)
             if generation != pq.generation:
-                return
-            result = await self._call_listener([msg])
-        self._done(pq, msg, generation)
+                return False
+            if await self._call_listener([msg]) is not ConsumeResult.RECONSUME_LATER:
+                break
+        return True
 
 
 class OrderlyConsumeService(ConsumeService):

@@ -212,6 +212,7 @@ class PushConsumer(ConsumerBase):
                 pq.space.clear()
                 await pq.space.wait()
                 continue
+            self.offsets.update(pq.mq, pq.commit_point())
             try:
                 result = await pull_once(
                     self.instance, self.group, pq.mq, sub, pq.next_offset, max_nums=self.pull_batch_size,

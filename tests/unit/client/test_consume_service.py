@@ -1,4 +1,4 @@
-"""ConcurrentConsumeService's worker pool: the concurrency bound, the committed offset, shutdown."""
+"""ConcurrentConsumeService's worker pool: the concurrency bound, the commit point, shutdown."""
 
 from __future__ import annotations
 
@@ -35,8 +35,7 @@ async def test_at_most_concurrency_listeners_run_and_the_offset_follows_the_slow
         running.discard(offset)
         return ConsumeResult.CONSUME_SUCCESS
 
-    offsets = OffsetStore()
-    service = ConcurrentConsumeService(None, "G", listener, offsets, concurrency=3,  # type: ignore[arg-type]
+    service = ConcurrentConsumeService(None, "G", listener, OffsetStore(), concurrency=3,  # type: ignore[arg-type]
                                        max_reconsume_times=16)
     pq = ProcessQueue(MQ, 0)
     service.submit(pq, pulled(pq, 0, 6))
@@ -47,12 +46,12 @@ async def test_at_most_concurrency_listeners_run_and_the_offset_follows_the_slow
         release[offset].set()
         await asyncio.sleep(0)
         await asyncio.sleep(0)
-    assert offsets.table.get(MQ) == 0, "offset 0 is still being consumed"
+    assert pq.commit_point() == 0, "offset 0 is still being consumed"
     assert running == {0, 4, 5}
     for offset in range(10):
         release[offset].set()
     await asyncio.wait_for(pq.idle.wait(), 1)
-    assert most == 3 and offsets.table[MQ] == 10 and len(service._workers) == 3
+    assert most == 3 and pq.commit_point() == 10 and len(service._workers) == 3
     workers = list(service._workers)
     service.close()
     await asyncio.gather(*workers, return_exceptions=True)
