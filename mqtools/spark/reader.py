@@ -7,22 +7,24 @@ the route and tries again until `pull_timeout_ms` has passed without progress.
 Why batches and pipelining: a pull's round trip, not decoding, bounded a serial reader, and Spark's
 per-row tuple-to-Arrow conversion cost as much again. So each range keeps `PIPELINE` pulls in flight
 (consume-queue offsets are dense, so the next pulls' offsets are known before the answers come) and
-rows go to Spark as columns, `ARROW_ROWS` at a time.
+rows go to Spark as columns, `ARROW_ROWS` at a time, built on the client's own loop thread.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
 import uuid
 from collections import deque
-from collections.abc import Iterator
-from concurrent.futures import Future
+from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pyarrow as pa
 
 from mqtools.client.client_api import CLIENT_ERRORS
-from mqtools.client.sync import SyncPullConsumer
+from mqtools.client.pull_consumer import PullConsumer
+from mqtools.client.sync import LoopThread
 from mqtools.client.types import PullResult, PullStatus
 from mqtools.common import properties as P
 from mqtools.common.message import Host, MessageExt
@@ -136,45 +138,60 @@ class RangeReader:
         self.fail_on_data_loss = fail_on_data_loss
         self.lost = 0
 
-    def chunks(self) -> Iterator[list[MessageExt]]:
-        """Each message of the range once, in queue order, a pull's worth at a time. Up to PIPELINE pulls run ahead at the offsets
-        the previous ones should end at; an answer that stops short (a byte cap, a tag filter) leaves a gap
-        the next serial pull at the cursor fills, and answers overlapping what was read are trimmed.
-        Anything but FOUND goes to the serial path, which knows retention, failover and end of queue."""
+    async def batches(self) -> AsyncIterator[pa.RecordBatch]:
+        """The range's rows as Arrow batches of about ARROW_ROWS, built on the client's loop."""
+        columns = Columns(self.range.broker)
+        async for chunk in self.chunks():
+            columns.extend(chunk)
+            if len(columns) >= ARROW_ROWS:
+                yield columns.batch()
+        if len(columns):
+            yield columns.batch()
+
+    async def chunks(self) -> AsyncIterator[list[MessageExt]]:
+        """Each message of the range once, in queue order, a pull's worth at a time. Up to PIPELINE pulls
+        run ahead at the offsets the previous ones should end at; an answer that stops short (a byte cap,
+        a tag filter) leaves a gap the next serial pull at the cursor fills, and answers overlapping what
+        was read are trimmed. Anything but FOUND goes to the serial path, which knows retention, failover
+        and end of queue."""
         r = self.range
         if r.size == 0:
             return
         mq = MessageQueue(r.topic, r.broker, r.queue_id)
-        with SyncPullConsumer(reader_group(), namesrv=self.namesrv, security=self.security) as consumer:
-            offset, ahead = r.start, r.start
-            inflight: deque[tuple[int, Future[PullResult]]] = deque()
-            try:
-                while offset < r.end:
-                    while len(inflight) < PIPELINE and ahead < r.end:
-                        inflight.append((ahead, consumer.pull_future(mq, self.expression, ahead, self.batch)))
-                        ahead += self.batch
-                    result = self._head(inflight, offset) if inflight else None
-                    if result is None:
-                        result = self._pull(consumer, mq, offset)
-                    if result.status is PullStatus.FOUND:
-                        chunk = [m for m in result.messages if offset <= m.queue_offset < r.end]
-                        if chunk:
-                            yield chunk
-                    offset = self._next(result, offset)
-                    ahead = max(ahead, offset)
-            finally:
-                for _, future in inflight:
-                    future.cancel()
+        consumer = PullConsumer(reader_group(), namesrv=self.namesrv, security=self.security)
+        await consumer.start()
+        offset, ahead = r.start, r.start
+        inflight: deque[tuple[int, asyncio.Task[PullResult]]] = deque()
+        try:
+            while offset < r.end:
+                while len(inflight) < PIPELINE and ahead < r.end:
+                    pull = consumer.pull(mq, self.expression, ahead, self.batch)
+                    inflight.append((ahead, asyncio.ensure_future(pull)))
+                    ahead += self.batch
+                result = await self._head(inflight, offset) if inflight else None
+                if result is None:
+                    result = await self._pull(consumer, mq, offset)
+                if result.status is PullStatus.FOUND:
+                    chunk = [m for m in result.messages if offset <= m.queue_offset < r.end]
+                    if chunk:
+                        yield chunk
+                offset = self._next(result, offset)
+                ahead = max(ahead, offset)
+        finally:
+            for _, task in inflight:
+                task.cancel()
+            await asyncio.gather(*(task for _, task in inflight), return_exceptions=True)
+            await consumer.shutdown()
 
     @staticmethod
-    def _head(inflight: deque[tuple[int, Future[PullResult]]], offset: int) -> PullResult | None:
+    async def _head(inflight: deque[tuple[int, asyncio.Task[PullResult]]], offset: int) -> PullResult | None:
         """The oldest pipelined answer when it starts at or before the cursor and found messages."""
-        start, future = inflight[0]
+        start, task = inflight[0]
         if start > offset:
             return None
         inflight.popleft()
         try:
-            result = future.result()
+            result = await task
         except CLIENT_ERRORS:
             return None
         useful = result.status is PullStatus.FOUND and result.messages and result.next_begin_offset > offset
@@ -201,13 +218,13 @@ class RangeReader:
         self.lost += min(low, r.end) - offset
         return low
 
-    def _pull(self, consumer: SyncPullConsumer, mq: MessageQueue, offset: int) -> PullResult:
+    async def _pull(self, consumer: PullConsumer, mq: MessageQueue, offset: int) -> PullResult:
         """A pull that rides out a master failure: on an error or a not-yet-replicated offset, refresh the
         route (the slave takes over when the master leaves it) and retry until the timeout."""
         deadline = time.monotonic() + self.pull_timeout
         while True:
             try:
-                result = consumer.pull(mq, self.expression, offset, self.batch)
+                result = await consumer.pull(mq, self.expression, offset, self.batch)
                 waiting = result.status is PullStatus.NO_NEW_MSG or (
                     result.status is PullStatus.OFFSET_ILLEGAL and offset >= result.max_offset)
                 if not waiting or time.monotonic() >= deadline:
@@ -215,19 +232,24 @@ class RangeReader:
             except CLIENT_ERRORS:
                 if time.monotonic() >= deadline:
                     raise
-            time.sleep(RETRY_PAUSE_S)
-            try:
-                consumer.fetch_queues(mq.topic)
-            except CLIENT_ERRORS:
-                pass
+            await asyncio.sleep(RETRY_PAUSE_S)
+            with contextlib.suppress(*CLIENT_ERRORS):
+                await consumer.fetch_queues(mq.topic)
 
 
 def read_batches(namesrv: str, r: QueueRange, **options: Any) -> Iterator[pa.RecordBatch]:
-    """The rows of one range as Arrow batches of up to ARROW_ROWS, for the data source's partitions."""
-    columns = Columns(r.broker)
-    for chunk in RangeReader(namesrv, r, **options).chunks():
-        columns.extend(chunk)
-        if len(columns) >= ARROW_ROWS:
-            yield columns.batch()
-    if len(columns):
-        yield columns.batch()
+    """The rows of one range as Arrow batches, for the data source's partitions. The whole read, Arrow
+    batches included, runs on a client loop thread and this thread waits once per batch: a hand-off per
+    pull made the two threads take turns on the GIL, each waiting out the other's switch interval."""
+    loop = LoopThread("mq-spark-reader")
+    batches = RangeReader(namesrv, r, **options).batches()
+    try:
+        while True:
+            try:
+                batch = loop.run(anext(batches))
+            except StopAsyncIteration:
+                return
+            yield batch
+    finally:
+        loop.run(batches.aclose())
+        loop.close()
