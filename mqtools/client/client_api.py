@@ -89,7 +89,8 @@ async def pull_once(instance: ClientInstance, group: str, mq: MessageQueue, sub:
     result = PullResult(status, int(ext.get("nextBeginOffset", offset)), int(ext.get("minOffset", 0)),
                         int(ext.get("maxOffset", 0)), suggest_which_broker_id=int(ext.get("suggestWhichBrokerId", 0)))
     if status is PullStatus.FOUND:
-        result.messages = [m for m in decode_pull_body(resp.body) if matches(sub, m)]
+        msgs = decode_pull_body(resp.body)
+        result.messages = [m for m in msgs if matches(sub, m)] if sub.tags_set else msgs
     return result
 
 

@@ -260,11 +260,15 @@ def pack_batch(unsigned char[:] mm, Py_ssize_t pos, int64_t phys, const unsigned
     cdef const unsigned char *head = fixed_head
     cdef const unsigned char *tp = topic_part
     cdef int32_t flag
+    if hsize < FIXED_V4 - 2:
+        raise ValueError(f"a stored header has at least {FIXED_V4 - 2} bytes, not {hsize}")
     units = []
     for entry in entries:
         flag, b, pp, pe = <tuple>entry
         blen = pp - b
         size = fixed + blen + (pe - pp)
+        if b < 0 or b > pp or pp + 2 > pe or pe > body.shape[0] or pos < 0 or pos + size > mm.shape[0]:
+            raise ValueError(f"batch entry ({b}, {pp}, {pe}) does not fit the body or the target at {pos}")
         dst = &mm[pos]
         memcpy(dst, head, hsize)
         wr32(dst, size)

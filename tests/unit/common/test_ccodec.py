@@ -148,3 +148,17 @@ def test_batch_entries_are_offsets_into_the_body() -> None:
     (f1, b1, p1, e1), (f2, b2, p2, e2) = codec.batch_entries(body)
     assert (f1, body[b1:p1], body[p1 + 2:e1], f2, b2 == p2, e2) == (1, b"one", b"A\x01b\x02", 2, True, len(body))
     assert struct.unpack(">h", body[p1:p1 + 2])[0] == e1 - p1 - 2
+
+
+@needs_compiled
+def test_pack_batch_refuses_a_target_too_small_rather_than_writing_past_it() -> None:
+    body = encode_batch([Message("T", b"x" * 100, 0, {"TAGS": "a"})])
+    fixed = codec.HEADERS[0].pack(0, codec.MAGIC_V1, 0, 0, 0, 0, 0, 0, 1, b"\1\2\3\4", 5, 6, b"\5\6\7\10", 9, 0,
+                                  0, 0)
+    for pack in (ccodec.pack_batch, pure_codec.pack_batch):
+        with pytest.raises(ValueError):
+            pack(memoryview(bytearray(150)), 0, 0, body, codec.batch_entries(body), fixed, b"\1T", 0, 0, {},
+                 tags_code)
+    with pytest.raises(ValueError):
+        ccodec.pack_batch(memoryview(bytearray(4096)), 0, 0, body, [(0, 0, 5000, 5002)], fixed, b"\1T", 0, 0, {},
+                          tags_code)
