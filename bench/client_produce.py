@@ -4,10 +4,11 @@ Starts a real `mq namesrv` + `mq broker` (ASYNC_FLUSH). The baseline is bench/br
 raw remoting driver (hand-built SEND_MESSAGE_V2 requests, no client logic) measured in the
 same run against the same broker; the Producer then sends the same 1 KiB messages with 1 and
 64 sends in flight, batches of 32 with 8 in flight, and async sends with 256 in flight with
-auto-batching off and on (against raw single sends with 256 in flight). Target: the Producer at
-64 in flight reaches >= 0.7 of the raw figure.
+auto-batching off and on (against raw single sends with 256 in flight). Each figure is the best of
+--repeat runs (the issue's rule; the box is shared). Targets: the Producer at 64 in flight reaches
+>= 0.8 of the raw figure (issue 14); async with 256 in flight and auto-batching >= 120,000 msgs/s.
 
-Usage: .venv/bin/python bench/client_produce.py [--seconds 3] [--clients 2]
+Usage: .venv/bin/python bench/client_produce.py [--seconds 3] [--clients 2] [--repeat 3]
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ import asyncio
 import multiprocessing as mp
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -72,7 +74,12 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--repeat", type=int, default=3)
     args = parser.parse_args()
+
+    def best(run: Callable[..., dict], *run_args: object) -> dict:
+        return max((run(*run_args) for _ in range(args.repeat)), key=lambda r: r["msgs_s"])
+
     # name: (producer kind, in flight, batch, auto-batching); the raw baseline sends single messages for "async"
     cases = {"sync1": ("send", 1, 1, False), "sync64": ("send", 64, 1, False), "batch32": ("batch", 8, 32, False),
              "async256": ("async", 256, 1, False), "async256_autobatch": ("async", 256, 1, True)}
@@ -82,13 +89,14 @@ def main() -> None:
         for name, (kind, inflight, batch, auto_batch) in cases.items():
             raw_kind = "send" if kind == "async" else kind
             if (raw_kind, inflight, batch) not in raws:
-                raws[raw_kind, inflight, batch] = broker_send.run_case(broker.addr, raw_kind, inflight, args.seconds,
-                                                                       batch, args.clients)
-            ours = run_producer(namesrv.addr, kind, inflight, args.seconds, batch, args.clients, auto_batch)
+                raws[raw_kind, inflight, batch] = best(broker_send.run_case, broker.addr, raw_kind, inflight,
+                                                       args.seconds, batch, args.clients)
+            ours = best(run_producer, namesrv.addr, kind, inflight, args.seconds, batch, args.clients, auto_batch)
             res[name] = (ours, raws[raw_kind, inflight, batch])
     parts = [f"{name}: {o['msgs_s']:,.0f} msgs/s p50 {o['p50_ms']:.2f} ms p99 {o['p99_ms']:.2f} ms "
              f"raw {r['msgs_s']:,.0f}/s ratio {o['msgs_s'] / r['msgs_s']:.2f}" for name, (o, r) in res.items()]
-    print("client_produce | " + " | ".join(parts) + " | target: sync64 ratio >= 0.70")
+    print(f"client_produce (best of {args.repeat}) | " + " | ".join(parts)
+          + " | targets: sync64 ratio >= 0.80, async256_autobatch >= 120,000 msgs/s")
 
 
 if __name__ == "__main__":

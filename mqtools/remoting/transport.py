@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Callable
 from typing import Any
 
@@ -47,7 +48,11 @@ class RemotingConnection(asyncio.Protocol):
         self._on_bad_frame = on_bad_frame
         self._on_request = on_request
         self._on_close = on_close
-        self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
+        #: opaque -> (future, deadline on the loop's clock, request code, timeout) of each request in flight.
+        self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float, int, float]] = {}
+        #: One timer per connection, at the earliest deadline in flight (see invoke).
+        self._sweep: asyncio.TimerHandle | None = None
+        self._sweep_at = math.inf
         self._transport: asyncio.Transport | None = None
         self.peer = "?"
         self._loop = asyncio.get_event_loop()
@@ -87,9 +92,9 @@ class RemotingConnection(asyncio.Protocol):
             for cmd in commands:
                 if cmd.is_response:
                     self.answered = True
-                    fut = self._pending.pop(cmd.opaque, None)
-                    if fut is not None and not fut.done():
-                        fut.set_result(cmd)
+                    waiting = self._pending.pop(cmd.opaque, None)
+                    if waiting is not None and not waiting[0].done():
+                        waiting[0].set_result(cmd)
                 elif self._on_request is not None:
                     self._on_request(self, cmd)
         finally:
@@ -104,7 +109,10 @@ class RemotingConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
         pending, self._pending = self._pending, {}
-        for fut in pending.values():
+        if self._sweep is not None:
+            self._sweep.cancel()
+            self._sweep, self._sweep_at = None, math.inf
+        for fut, *_ in pending.values():
             if not fut.done():
                 fut.set_exception(RemotingConnectionClosed(self.peer, self._silent_plain_close()))
         if not self.closed.done():
@@ -156,24 +164,40 @@ class RemotingConnection(asyncio.Protocol):
     async def invoke(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         """Send a request and wait for its response; RemotingTimeoutError after `timeout` seconds.
 
-        The deadline is a plain timer that fails the future (cheaper than asyncio.timeout's task
-        cancellation, which showed in the producer's profile at 64 requests in flight).
+        Deadlines live in the pending table and one timer per connection fires at the earliest
+        (RocketMQ scans its response table the same way): with 64 requests in flight a timer of
+        their own, armed and cancelled each, was an eighth of the producer's profile.
         """
         fut: asyncio.Future[RemotingCommand] = self._loop.create_future()
-        self._pending[cmd.opaque] = fut
-        timer = None
+        deadline = self._loop.time() + timeout
+        self._pending[cmd.opaque] = (fut, deadline, cmd.code, timeout)
         try:
             self.send(cmd)
-            timer = self._loop.call_later(timeout, self._expire, fut, timeout, cmd.code)
+            if deadline < self._sweep_at:
+                self._arm(deadline)
             return await fut
         finally:
-            if timer is not None:
-                timer.cancel()
             self._pending.pop(cmd.opaque, None)
 
-    def _expire(self, fut: asyncio.Future[RemotingCommand], timeout: float, code: int) -> None:
-        if not fut.done():
-            fut.set_exception(RemotingTimeoutError(self.peer, timeout, code))
+    def _arm(self, when: float) -> None:
+        if self._sweep is not None:
+            self._sweep.cancel()
+        self._sweep_at = when
+        self._sweep = self._loop.call_at(when, self._expire_due)
+
+    def _expire_due(self) -> None:
+        """Fail the requests whose deadline has passed; the timer moves to the next deadline."""
+        self._sweep, self._sweep_at = None, math.inf
+        now = self._loop.time()
+        earliest = math.inf
+        for fut, deadline, code, timeout in list(self._pending.values()):
+            if deadline <= now:
+                if not fut.done():
+                    fut.set_exception(RemotingTimeoutError(self.peer, timeout, code))
+            elif deadline < earliest:
+                earliest = deadline
+        if earliest < math.inf:
+            self._arm(earliest)
 
     def invoke_oneway(self, cmd: RemotingCommand) -> None:
         cmd.flag |= 2

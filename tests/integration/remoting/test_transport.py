@@ -116,6 +116,28 @@ async def test_timeout_cleans_up_the_pending_request(server: RemotingServer) -> 
     await client.close()
 
 
+async def test_each_request_times_out_at_its_own_deadline(server: RemotingServer) -> None:
+    """One timer per connection: a long deadline armed first does not hold back a shorter one after it,
+    and an answered request never times out."""
+    client = RemotingClient()
+    conn = await client.connection(addr(server))
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    long = asyncio.ensure_future(conn.invoke(RemotingCommand.request(NEVER), 5.0))
+    answered = asyncio.ensure_future(conn.invoke(RemotingCommand.request(SLOW), 0.5))
+    short = asyncio.ensure_future(conn.invoke(RemotingCommand.request(NEVER), 0.2))
+    with pytest.raises(RemotingTimeoutError):
+        await short
+    assert 0.2 <= loop.time() - started < 1.0
+    assert (await answered).remark == "slow" and not long.done()
+    later = asyncio.ensure_future(conn.invoke(RemotingCommand.request(NEVER), 0.1))
+    with pytest.raises(RemotingTimeoutError):
+        await later
+    assert not long.done() and len(conn._pending) == 1
+    long.cancel()
+    await client.close()
+
+
 async def test_pending_requests_fail_at_once_when_the_connection_drops(server: RemotingServer) -> None:
     client = RemotingClient()
     calls = [asyncio.ensure_future(client.invoke(addr(server), RemotingCommand.request(NEVER), 60))
