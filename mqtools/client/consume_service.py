@@ -32,6 +32,11 @@ SEND_BACK_RETRY_DELAY = 5.0
 ORDERLY_RETRY_DELAY = 1.0
 
 
+def _verdict(outcome: object) -> ConsumeResult:
+    """What a listener returned, as a result: anything but a ConsumeResult means RECONSUME_LATER."""
+    return outcome if isinstance(outcome, ConsumeResult) else ConsumeResult.RECONSUME_LATER
+
+
 class ConsumeService:
     """Hands pulled messages to the listener and records them done (RocketMQ's ConsumeMessageService)."""
 
@@ -75,11 +80,10 @@ class ConsumeService:
 
     async def _finish_listen(self, pending: Awaitable[object]) -> ConsumeResult:
         try:
-            outcome = await pending
+            return _verdict(await pending)
         except Exception:
             log.exception("listener of %s failed", self.group)
             return ConsumeResult.RECONSUME_LATER
-        return outcome if isinstance(outcome, ConsumeResult) else ConsumeResult.RECONSUME_LATER
 
     def _done(self, pq: ProcessQueue, msg: MessageExt, generation: int) -> None:
         """The message leaves the queue's in-flight table, which is what moves its commit point; the
@@ -122,7 +126,11 @@ class ConcurrentConsumeService(ConsumeService):
                     continue
                 result = self._listen([msg])
                 if not isinstance(result, ConsumeResult):
-                    result = await self._finish_listen(result)
+                    try:
+                        result = _verdict(await result)
+                    except Exception:
+                        log.exception("listener of %s failed", self.group)
+                        result = ConsumeResult.RECONSUME_LATER
                 if result is ConsumeResult.RECONSUME_LATER and not await self._send_back(pq, msg, generation):
                     continue
                 self._done(pq, msg, generation)

@@ -263,7 +263,9 @@ class Producer:
             if left <= 0:
                 break
             share = left / (attempts - attempt)
-            route = await self.instance.publish_route(msg.topic, self.default_topic_queue_nums)
+            route = self.instance.routes.get(msg.topic)
+            if route is None or not route.publish:
+                route = await self.instance.publish_route(msg.topic, self.default_topic_queue_nums)
             mq = self.fault.select_one_queue(self._rotation(route), last_broker)
             last_broker = mq.broker_name
             started = self._clock()

@@ -150,7 +150,9 @@ class RemotingClient:
     # requests -----------------------------------------------------------------------
 
     async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
-        conn = await self.connection(addr)
+        conn = self._conns.get(addr)
+        if conn is None or not conn.is_open:
+            conn = await self.connection(addr)
         return await conn.invoke(self._signed(cmd), timeout)
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
