@@ -10,7 +10,10 @@ topic (8 queues), then measures, in this order and against the same broker:
    run as a user runs it (a subprocess of `python -m mqtools.cli.main`);
 3. raw pulls: bench/client_consume.py's baseline (bench/broker_send.py's pull driver, one process, one pull
    of up to 32 messages in flight per queue, messages counted, not decoded) over the backlog 1 and 2 left;
-4. `mq spark-load consume -t T --master local[2] -o json`, reading the whole topic (earliest to latest).
+4. `mq spark-load consume -t T --master local[2] -o json`, reading the whole topic (earliest to latest);
+5. the same read twice more in one SparkSession of this process (local[2]), the second one reported as
+   "warm": Python workers already started and the JVM's code paths compiled, as in a long-running
+   pipeline, where step 4 is a one-off command's first job.
 
 The spark-load figures are the report's own `msgsPerSec`: messages over the tasks' wall time (first task's
 start to the last task's end, each task's producer already started), so JVM/SparkSession start-up, the
@@ -65,6 +68,25 @@ def plain_producer(namesrv: str, seconds: float) -> dict:
     return {**throughput(results), "msgs": sum(r["msgs"] for r in results)}
 
 
+def warm_read(namesrv: str, topic: str) -> float:
+    """msgs/s of the second of two identical whole-topic reads in one session, measured as the
+    command's report measures it (the tasks' wall time)."""
+    from mqtools.spark import register
+    from mqtools.spark.load import run_consume, spark_session
+    from mqtools.spark.offsets import parse_spec, plan_topic
+    from mqtools.spark.stats import summarize
+
+    spark = spark_session(MASTER, {}, "bench-spark-load-warm")
+    try:
+        register(spark)
+        ranges = plan_topic(namesrv, topic, parse_spec("earliest", "earliest"), parse_spec("latest", "latest"))
+        for _ in range(2):
+            tasks = run_consume(spark, namesrv, topic, ranges)
+        return summarize(tasks).msgs_per_s
+    finally:
+        spark.stop()
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=100_000, help="Messages spark-load produces.")
@@ -78,18 +100,21 @@ def main() -> None:
                                             "--mode", "sync")
         raw = broker_send.run_case(broker.addr, "pull", broker_send.QUEUES, args.seconds, 32, 1)
         consumed, consume_wall = spark_load(namesrv.addr, "consume", "-t", topic)
+        warm = warm_read(namesrv.addr, topic)
     expected = plain["msgs"] + args.messages + 1 * TASKS  # each plain producer process sends one warm-up message
     p_ratio = produced["msgsPerSec"] / plain["msgs_s"]
     c_ratio = consumed["msgsPerSec"] / raw["msgs_s"]
-    p_ok, c_ok = p_ratio >= 0.7, c_ratio >= 0.5
+    w_ratio = warm / raw["msgs_s"]
+    p_ok, c_ok = p_ratio >= 0.7, c_ratio >= 0.5 and w_ratio >= 0.5
     count_note = "" if consumed["messages"] == expected else f" (expected {expected:,})"
     print(f"spark_load | produce local[{TASKS}] sync: spark {produced['msgsPerSec']:,.0f} msgs/s "
           f"({produced['messages']:,} msgs in {produced['seconds']:.2f} s, {produce_wall:.1f} s with start-up) "
           f"vs plain Producer x{TASKS} {plain['msgs_s']:,.0f} msgs/s: ratio {p_ratio:.2f} (>= 0.70 "
           f"{'met' if p_ok else 'missed'}) | read: spark {consumed['msgsPerSec']:,.0f} msgs/s "
           f"({consumed['messages']:,} msgs{count_note} in {consumed['seconds']:.2f} s, {consume_wall:.1f} s with "
-          f"start-up) vs raw pull {raw['msgs_s']:,.0f} msgs/s: ratio {c_ratio:.2f} (>= 0.50 "
-          f"{'met' if c_ok else 'missed'}) | {'all targets met' if p_ok and c_ok else 'targets missed'}")
+          f"start-up) vs raw pull {raw['msgs_s']:,.0f} msgs/s: ratio {c_ratio:.2f}; warm (second job of a "
+          f"session) {warm:,.0f} msgs/s, ratio {w_ratio:.2f} (>= 0.50 {'met' if c_ok else 'missed'}) | "
+          f"{'all targets met' if p_ok and c_ok else 'targets missed'}")
 
 
 if __name__ == "__main__":
