@@ -4,7 +4,8 @@ Starts a real `mq namesrv` + `mq broker` (ASYNC_FLUSH) and a `nats-server -js` w
 in a temp directory, both on 127.0.0.1, and measures 1 KiB messages, best of --repeat:
   publish  our Producer, async sends with 256 in flight and auto-batching on, against nats-py
            JetStream publishes with 256 in flight (each awaits its stored ack), both split over
-           --clients processes on the default asyncio loop
+           --clients processes (default 1: one client each; on 2 cores a second client process
+           takes CPU from the server under test) on the default asyncio loop
   consume  our PushConsumer reading the backlog the publish runs left, against a nats-py durable
            pull consumer fetching 256 at a time and acking the last of each fetch (AckPolicy.ALL,
            the counterpart of our consumer's offset commit); the same number of messages each, a
@@ -14,7 +15,7 @@ The ratio is mq / peer. The Go client is not measured yet (the bench says so; th
 Not a CI bench: it installs what it needs when missing and says so, `nats-server` with apt-get and
 `nats-py` with pip into this interpreter (a bench-time tool, not a project dependency).
 
-Usage: .venv/bin/python bench/peers.py [--seconds 3] [--clients 2] [--repeat 3]
+Usage: .venv/bin/python bench/peers.py [--seconds 3] [--clients 1] [--repeat 3]
 Targets: publish >= 120,000 msgs/s and >= 3x nats-py.
 """
 
@@ -155,7 +156,8 @@ async def nats_consume(url: str, durable: str, total: int) -> float:
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--seconds", type=float, default=3.0)
-    ap.add_argument("--clients", type=int, default=2)
+    ap.add_argument("--clients", type=int, default=1,
+                    help="client processes per side for publish (1: one client with 256 in flight)")
     ap.add_argument("--repeat", type=int, default=3, help="runs per case; the best is reported (shared hosts)")
     ap.add_argument("--consume-max", type=int, default=150_000, help="messages read per consume run")
     args = ap.parse_args()
@@ -179,7 +181,7 @@ def main() -> None:
                        for i in range(args.repeat))
         peer_con = max(total / asyncio.run(nats_consume(url, f"bench{i}", total)) for i in range(args.repeat))
     pub, peer = max(r["msgs_s"] for r in ours_pub), max(r["msgs_s"] for r in peer_pub)
-    print(f"peers publish (async, 256 in flight) | mq Producer auto-batching {pub:,.0f} msgs/s | nats-py "
+    print(f"peers publish (async, 256 in flight, {args.clients} client process(es) each) | mq Producer auto-batching {pub:,.0f} msgs/s | nats-py "
           f"JetStream file {peer:,.0f} msgs/s | ratio {pub / peer:.2f} (targets >= {PUBLISH_TARGET:,} msgs/s "
           f"and >= 3.00: {'met' if pub >= PUBLISH_TARGET and pub >= 3 * peer else 'missed'})")
     print(f"peers consume ({total:,} stored msgs) | mq PushConsumer {ours_con:,.0f} msgs/s | nats-py pull "

@@ -19,6 +19,7 @@ retry-topic and compressed messages bypass it.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
 import zlib
 from collections.abc import Callable, Sequence
@@ -51,6 +52,9 @@ RETRY_CODES = frozenset({
     ResponseCode.NO_PERMISSION, ResponseCode.NO_BUYER_ID, ResponseCode.NOT_IN_CURRENT_UNIT,
     ResponseCode.SYSTEM_BUSY,
 })
+
+#: A producer sends to few topics: each name is checked once, not per message (a refusal is not cached).
+_check_topic = functools.lru_cache(maxsize=1024)(check_topic_for_send)
 
 
 def select_by_hash(queues: list[MessageQueue], _msg: Message, arg: Any) -> MessageQueue:
@@ -176,7 +180,7 @@ class Producer:
 
     def _prepare(self, msg: Message) -> tuple[bytes, int]:
         try:
-            check_topic_for_send(msg.topic)
+            _check_topic(msg.topic)
         except ValidationError as exc:
             raise MQClientError(str(exc)) from None
         body = bytes(msg.body)

@@ -330,6 +330,8 @@ def encode_batch(messages: list[Message]) -> bytes:
     parts = []
     for m in messages:
         props = P.properties_to_string(m.properties).encode()
+        if len(props) > MAX_PROPERTIES_LEN:
+            raise ValueError(f"the properties of a batch message take {len(props)} bytes, over {MAX_PROPERTIES_LEN}")
         size = BATCH_HEAD.size + len(m.body) + 2 + len(props)
         parts.append(BATCH_HEAD.pack(size, 0, 0, m.flag, len(m.body)) + bytes(m.body)
                      + SHORT.pack(len(props)) + props)
@@ -425,3 +427,4 @@ if _compiled is not None:
     decode_stored = _compiled.decode_stored
     decode_entries = _compiled.decode_entries
     pack_batch = _compiled.pack_batch
+    encode_batch = _compiled.encode_batch

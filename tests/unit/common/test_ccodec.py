@@ -163,3 +163,22 @@ def test_pack_batch_refuses_a_target_too_small_rather_than_writing_past_it() -> 
     with pytest.raises(ValueError):
         ccodec.pack_batch(memoryview(bytearray(4096)), 0, 0, body, [(0, 0, 5000, 5002)], fixed, b"\1T", 0, 0, {},
                           tags_code)
+
+
+@needs_compiled
+@settings(max_examples=150, deadline=None)
+@given(bodies=st.lists(st.binary(max_size=40), min_size=1, max_size=6), properties=props,
+       flag=st.integers(-(2**31), 2**31 - 1), as_bytearray=st.booleans())
+def test_encode_batch_writes_the_same_bytes(bodies: list[bytes], properties: dict[str, str], flag: int,
+                                            as_bytearray: bool) -> None:
+    msgs = [Message("T", bytearray(b) if as_bytearray else b, flag,
+                    dict(properties, KEYS=f"k{i}", SKIPPED=None)) for i, b in enumerate(bodies)]
+    assert ccodec.encode_batch(msgs) == pure_codec.encode_batch(msgs)
+
+
+@needs_compiled
+def test_encode_batch_refuses_properties_over_the_length_field_alike() -> None:
+    msgs = [Message("T", b"x", 0, {"K": "v" * 40_000})]
+    for encode in (ccodec.encode_batch, pure_codec.encode_batch):
+        with pytest.raises(ValueError, match="over 32767"):
+            encode(msgs)
