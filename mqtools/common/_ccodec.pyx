@@ -354,3 +354,33 @@ def encode_batch(list messages):
             dst += vn + 1
             i += 2
     return out
+
+
+def index_put_entries(unsigned char[:] mm, Py_ssize_t slots, Py_ssize_t entries_at, int64_t n, list hashes,
+                      list phys, Py_ssize_t start, Py_ssize_t end, int32_t diff, int32_t rest):
+    """server.store.index.put_entries."""
+    cdef Py_ssize_t i, slot_pos, pos, used = 0
+    cdef Py_ssize_t stop = min(end, len(hashes), len(phys))
+    cdef int64_t h
+    cdef int32_t prev
+    if slots <= 0 or 40 + slots * 4 > entries_at or entries_at + (n + end - start) * 20 > mm.shape[0]:
+        raise ValueError(f"index entries {n}..{n + end - start} do not fit a mapping of {mm.shape[0]} bytes")
+    pos = entries_at + n * 20
+    for i in range(start, stop):
+        h = hashes[i]
+        if h < 0 or h > 0x7FFFFFFF:
+            raise ValueError(f"an index key hash is a non-negative int32, not {h}")
+        slot_pos = 40 + (h % slots) * 4
+        prev = rd32(&mm[slot_pos])
+        if prev <= 0 or prev > n:
+            prev = 0
+            used += 1
+        wr32(&mm[pos], h)
+        wr64(&mm[pos + 4], phys[i])
+        wr32(&mm[pos + 12], diff)
+        wr32(&mm[pos + 16], prev)
+        wr32(&mm[slot_pos], n)
+        diff = rest
+        n += 1
+        pos += 20
+    return n, used

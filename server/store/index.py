@@ -15,6 +15,7 @@ from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 
+from mqtools.common import speedups
 from mqtools.common.hashing import index_key_hash, index_key_hashes
 from mqtools.server.store.mapped_file import MappedFile
 
@@ -29,6 +30,30 @@ INT_MAX = 0x7FFFFFFF
 _SLOT_UNPACK = SLOT.unpack_from
 _SLOT_PACK = SLOT.pack_into
 _ENTRY_PACK = ENTRY.pack_into
+
+
+def put_entries(mm, slots: int, entries_at: int, n: int, hashes: list[int], phys: list[int], start: int, end: int,
+                diff: int, rest: int) -> tuple[int, int]:
+    """Write entries n, n+1, ... for hashes[start:end] (the first with time ``diff``, the rest with
+    ``rest``), each chained to its slot's previous entry, and point the slots at them; returns the
+    next entry number and how many slots were empty before. ValueError rather than a write past
+    the mapping."""
+    if HEADER_SIZE + slots * 4 > entries_at or entries_at + (n + end - start) * ENTRY_SIZE > len(mm):
+        raise ValueError(f"index entries {n}..{n + end - start} do not fit a mapping of {len(mm)} bytes")
+    used = 0
+    pos = entries_at + n * ENTRY_SIZE
+    for h, p in zip(hashes[start:end], phys[start:end]):
+        slot_pos = HEADER_SIZE + (h % slots) * 4
+        prev = _SLOT_UNPACK(mm, slot_pos)[0]
+        if prev <= 0 or prev > n:
+            prev = 0
+            used += 1
+        _ENTRY_PACK(mm, pos, h, p, diff, prev)
+        _SLOT_PACK(mm, slot_pos, n)
+        diff = rest
+        n += 1
+        pos += ENTRY_SIZE
+    return n, used
 
 
 class IndexFile:
@@ -71,19 +96,8 @@ class IndexFile:
             # (the previous file's end); the file's begin becomes this put.
             self.begin_phy, self.begin_ts = phys[start], store_ts
             rest = 0
-        pos = entries_at + n * ENTRY_SIZE
-        for h, p in zip(hashes[start:end], phys[start:end]):
-            slot_pos = HEADER_SIZE + (h % slots) * 4
-            prev = _SLOT_UNPACK(mm, slot_pos)[0]
-            if prev <= 0 or prev > n:
-                prev = 0
-                slot_count += 1
-            _ENTRY_PACK(mm, pos, h, p, diff, prev)
-            _SLOT_PACK(mm, slot_pos, n)
-            diff = rest
-            n += 1
-            pos += ENTRY_SIZE
-        self.index_count, self.slot_count = n, slot_count
+        n, used = put_entries(mm, slots, entries_at, n, hashes, phys, start, end, diff, rest)
+        self.index_count, self.slot_count = n, slot_count + used
         self.end_phy, self.end_ts = phys[end - 1], store_ts
         self.dirty = True
         return end
@@ -238,3 +252,8 @@ class IndexService:
     def close(self) -> None:
         for f in self.files:
             f.close()
+
+
+_compiled = speedups.compiled()
+if _compiled is not None:
+    put_entries = _compiled.index_put_entries

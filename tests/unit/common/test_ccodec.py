@@ -19,6 +19,7 @@ from mqtools.common import codec, hashing, properties, speedups
 from mqtools.common.codec import CorruptMessageError, encode_batch, encode_stored
 from mqtools.common.hashing import tags_code
 from mqtools.common.message import Message, MessageExt
+from mqtools.server.store import index
 
 try:
     from mqtools.common import _ccodec as ccodec
@@ -42,6 +43,7 @@ def _pure_copy(module: ModuleType) -> ModuleType:
 pure_codec = _pure_copy(codec)
 pure_properties = _pure_copy(properties)
 pure_hashing = _pure_copy(hashing)
+pure_index = _pure_copy(index)
 
 hosts = st.sampled_from([("127.0.0.1", 10911), ("10.1.2.3", 0), ("::1", 8080), ("fe80::1:2", 65535)])
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x01\x02"), max_size=12)
@@ -182,3 +184,29 @@ def test_encode_batch_refuses_properties_over_the_length_field_alike() -> None:
     for encode in (ccodec.encode_batch, pure_codec.encode_batch):
         with pytest.raises(ValueError, match="over 32767"):
             encode(msgs)
+
+
+@needs_compiled
+@settings(max_examples=150, deadline=None)
+@given(hashes=st.lists(st.integers(0, 2**31 - 1), min_size=1, max_size=40), first=st.integers(1, 30),
+       slots=st.integers(1, 16), diff=st.integers(0, 2**31 - 1), rest=st.integers(0, 2**31 - 1),
+       start=st.integers(0, 3))
+def test_index_put_entries_writes_the_same_bytes(hashes: list[int], first: int, slots: int, diff: int, rest: int,
+                                                 start: int) -> None:
+    entries_at = index.HEADER_SIZE + slots * 4
+    phys = [1000 + 97 * i for i in range(len(hashes))]
+    outs = []
+    for put in (ccodec.index_put_entries, pure_index.put_entries):
+        mm = bytearray(entries_at + 80 * index.ENTRY_SIZE)
+        mm[index.HEADER_SIZE:entries_at] = b"\0\0\0\7" * slots  # stale slots: entry 7 may not exist yet
+        outs.append((put(memoryview(mm), slots, entries_at, first, hashes, phys, start, len(hashes), diff, rest),
+                     bytes(mm)))
+    assert outs[0] == outs[1]
+
+
+@needs_compiled
+def test_index_put_entries_refuses_entries_past_the_mapping_alike() -> None:
+    for put in (ccodec.index_put_entries, pure_index.put_entries):
+        with pytest.raises(ValueError):
+            put(memoryview(bytearray(index.HEADER_SIZE + 4 + 2 * index.ENTRY_SIZE)), 1, index.HEADER_SIZE + 4, 1,
+                [5, 6], [0, 1], 0, 2, 0, 0)
