@@ -8,6 +8,9 @@ request, and PULL_MESSAGE of the stored messages. The ratio is broker msgs/s ove
 req/s at the same concurrency: how close the broker gets to what Python request/response
 alone allows on this machine.
 
+`send_keyed` is the same request whose properties carry a fresh UNIQ_KEY and WAIT, as every
+producer's message does (the broker indexes the key): bench/client_produce.py's second baseline.
+
 TLS: the broker runs in TLS permissive mode with a local CA's certificate (mq cluster up --tls's),
 so the same broker serves the plain cases and the `tls_sync1`/`tls_sync64` cases, whose clients
 connect with TLS; their ratio is TLS msgs/s over plain msgs/s at the same concurrency (target:
@@ -47,6 +50,8 @@ from benchsupport import create_topic, run_processes, throughput
 from mqproc import start_mq
 
 from mqtools.cluster.certs import make_local_certificates
+from mqtools.common.ids import UniqueKeyGenerator
+from mqtools.common.properties import UNIQ_KEY, WAIT, properties_to_string
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
@@ -82,11 +87,17 @@ run(main())
 '''
 
 
-def send_cmd(queue_id: int, code: int = RequestCode.SEND_MESSAGE_V2, body: bytes = BODY) -> RemotingCommand:
+def send_cmd(queue_id: int, code: int = RequestCode.SEND_MESSAGE_V2, body: bytes = BODY, properties: str = ""
+             ) -> RemotingCommand:
     h = SendMessageRequestHeader(
         producer_group="PG_BENCH", topic=TOPIC, default_topic="TBW102", default_topic_queue_nums=QUEUES,
-        queue_id=queue_id, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0, properties="")
+        queue_id=queue_id, sys_flag=0, born_timestamp=int(time.time() * 1000), flag=0, properties=properties)
     return RemotingCommand.request(code, h.to_v2(), body)
+
+
+def keyed_properties(keys: UniqueKeyGenerator) -> str:
+    """What every producer's message carries: a fresh UNIQ_KEY (which the broker indexes) and WAIT."""
+    return properties_to_string({UNIQ_KEY: keys.next(), WAIT: "true"})
 
 
 def batch_body(n: int) -> bytes:
@@ -105,6 +116,7 @@ async def drive(addr: str, kind: str, inflight: int, seconds: float, batch: int,
     errors = 0
     body = batch_body(batch) if kind == "batch" else BODY
     code = RequestCode.SEND_BATCH_MESSAGE if kind == "batch" else RequestCode.SEND_MESSAGE_V2
+    keys = UniqueKeyGenerator() if kind == "send_keyed" else None
     await client.connection(addr)
     deadline = time.perf_counter() + seconds
 
@@ -113,7 +125,7 @@ async def drive(addr: str, kind: str, inflight: int, seconds: float, batch: int,
         q = w % QUEUES
         while time.perf_counter() < deadline:
             t0 = time.perf_counter()
-            resp = await client.invoke(addr, send_cmd(q, code, body), 10)
+            resp = await client.invoke(addr, send_cmd(q, code, body, keyed_properties(keys) if keys else ""), 10)
             latencies.append(time.perf_counter() - t0)
             if resp.code in (0, 10):
                 msgs += batch if kind == "batch" else 1
