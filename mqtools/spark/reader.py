@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import time
 import uuid
 from collections import deque
@@ -31,6 +32,8 @@ from mqtools.common.message import Host, MessageExt
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.security import ClientSecurity
 from mqtools.spark.offsets import DataLossError, QueueRange
+
+log = logging.getLogger(__name__)
 
 #: The rows' schema as Spark DDL; ARROW_SCHEMA is the same in Arrow, as Spark's own conversion makes it
 #: (timestamps in microseconds, UTC), which a batch must equal exactly.
@@ -124,7 +127,8 @@ def reader_group() -> str:
 
 
 class RangeReader:
-    """Pulls [start, end) of one queue; `lost` counts offsets skipped under failOnDataLoss=false."""
+    """Pulls [start, end) of one queue; offsets removed before they were read fail the read, or with
+    failOnDataLoss=false are skipped with a warning in the task's log (Spark's Kafka source does the same)."""
 
     def __init__(self, namesrv: str, r: QueueRange, *, expression: str | None = None, batch: int = 32,
                  pull_timeout_ms: int = 30_000, fail_on_data_loss: bool = True,
@@ -136,7 +140,6 @@ class RangeReader:
         self.batch = batch
         self.pull_timeout = pull_timeout_ms / 1000
         self.fail_on_data_loss = fail_on_data_loss
-        self.lost = 0
 
     async def batches(self) -> AsyncIterator[pa.RecordBatch]:
         """The range's rows as Arrow batches of about ARROW_ROWS, built on the client's loop."""
@@ -215,7 +218,8 @@ class RangeReader:
         if self.fail_on_data_loss:
             raise DataLossError(f"{r.topic} {r.broker}:{r.queue_id}: offsets {offset}..{low - 1} were removed "
                                 "(retention) before they were read; set failOnDataLoss=false to skip them")
-        self.lost += min(low, r.end) - offset
+        log.warning("%s %s:%d: offsets %d..%d were removed (retention) before they were read; %d skipped "
+                    "(failOnDataLoss=false)", r.topic, r.broker, r.queue_id, offset, low - 1, min(low, r.end) - offset)
         return low
 
     async def _pull(self, consumer: PullConsumer, mq: MessageQueue, offset: int) -> PullResult:
