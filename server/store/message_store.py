@@ -7,6 +7,8 @@ Final API (what the broker and HA code call)::
     await store.shutdown()         # flush everything, checkpoint, remove abort marker, release lock
     await store.put_message(MessageExtBrokerInner) -> PutMessageResult
     await store.put_messages(MessageExtBatch) -> PutMessageResult   # one write, one queue
+    store.put_message_inline(msg) / put_messages_inline(batch)      # the result, or an awaitable when
+                                                                    # a flush or slave is waited for
     store.get_message(group, topic, queue_id, offset, max_msg_nums, tag_filter=None,
                       max_total_bytes=None) -> GetMessageResult      # buffers are zero-copy memoryviews
     store.get_max_offset_in_queue / get_min_offset_in_queue(topic, queue_id) -> int
@@ -52,7 +54,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -201,6 +203,17 @@ class MessageStore:
 
     async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
         """Stamp, encode into the commitlog, dispatch, then wait for flush / slave as configured."""
+        put = self.put_message_inline(msg)
+        return put if isinstance(put, PutMessageResult) else await put
+
+    async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
+        """A SEND_BATCH_MESSAGE body: all messages in one write to one file, consecutive queue offsets."""
+        put = self.put_messages_inline(batch)
+        return put if isinstance(put, PutMessageResult) else await put
+
+    def put_message_inline(self, msg: MessageExtBrokerInner) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """put_message's append, done now; its result, or what is left to wait for (flush, slave) as an
+        awaitable. The send path answers inline without a coroutine per message when nothing waits."""
         bad = self._check_service()
         if bad is not None:
             return bad
@@ -238,10 +251,10 @@ class MessageStore:
         self.stats.put_times += 1
         self.stats.put_size += total
         append = AppendMessageResult(phys, total, msg.msg_id, store_ts, qoff, 1)
-        return PutMessageResult(await self._after_append(append, msg.properties.get(P.WAIT) != "false"), append)
+        return self._settle(append, msg.properties.get(P.WAIT) != "false")
 
-    async def put_messages(self, batch: MessageExtBatch) -> PutMessageResult:
-        """A SEND_BATCH_MESSAGE body: all messages in one write to one file, consecutive queue offsets."""
+    def put_messages_inline(self, batch: MessageExtBatch) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """put_messages as put_message_inline is put_message."""
         bad = self._check_service()
         if bad is not None:
             return bad
@@ -262,11 +275,11 @@ class MessageStore:
             mf, pos = self.commitlog.reserve(total)
         except (EntryTooLarge, OSError) as exc:
             return self._reserve_failed(exc)
-        return await self._write_batch(batch, topic_b, sys_flag, store_host, entries, total, mf, pos)
+        return self._write_batch(batch, topic_b, sys_flag, store_host, entries, total, mf, pos)
 
-    async def _write_batch(self, batch: MessageExtBatch, topic_b: bytes, sys_flag: int, store_host: Host,
-                           entries: list[tuple[int, int, int, int]], total: int, mf: MappedFile,
-                           pos: int) -> PutMessageResult:
+    def _write_batch(self, batch: MessageExtBatch, topic_b: bytes, sys_flag: int, store_host: Host,
+                     entries: list[tuple[int, int, int, int]], total: int, mf: MappedFile,
+                     pos: int) -> PutMessageResult | Awaitable[PutMessageResult]:
         d = self.dispatcher
         store_ts = int(self.clock() * 1000)
         topic, qid = batch.topic, batch.queue_id
@@ -284,7 +297,21 @@ class MessageStore:
         self.stats.put_size += total
         append = AppendMessageResult(first_phys, total, create_offset_msg_id(store_host, first_phys),
                                      store_ts, first_qoff, len(entries), [u[0] for u in units], store_host)
-        return PutMessageResult(await self._after_append(append, batch.properties.get(P.WAIT) != "false"), append)
+        return self._settle(append, batch.properties.get(P.WAIT) != "false")
+
+    def _settle(self, append: AppendMessageResult, wait: bool) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """The result now when nothing is waited for (ASYNC_FLUSH, or a producer that does not wait, on a
+        master that does not wait for slaves); else the wait, as an awaitable."""
+        gc = self._group_commit
+        replicate = wait and self.config.broker_role == BrokerRole.SYNC_MASTER and self.ha_hook is not None
+        if not replicate and (gc is None or not wait):
+            if gc is not None:
+                gc.wake()
+            return PutMessageResult(PutMessageStatus.PUT_OK, append)
+        return self._settled(append, wait)
+
+    async def _settled(self, append: AppendMessageResult, wait: bool) -> PutMessageResult:
+        return PutMessageResult(await self._after_append(append, wait), append)
 
     async def _after_append(self, append: AppendMessageResult, wait: bool) -> PutMessageStatus:
         """SYNC_FLUSH group commit, then SYNC_MASTER replication (both only when the producer waits)."""

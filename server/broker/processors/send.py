@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 import random
-from collections.abc import Awaitable, Coroutine, Generator
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from mqtools.common import properties as P
@@ -26,6 +26,7 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import INT_RANGE, LONG_RANGE, SendMessageRequestHeader
 from mqtools.server.broker.context import BrokerContext
+from mqtools.server.store.results import PutMessageResult
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
@@ -234,7 +235,7 @@ class SendProcessor:
         queue_id = msg.queue_id
         if P.DELAY in msg.properties:
             self.c.schedule.redirect(msg)
-        return self._finish(req, h.topic, self.c.store.put_message(msg), queue_id)
+        return self._finish(req, h.topic, self.c.store.put_message_inline(msg), queue_id)
 
     def send_batch(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | Awaitable:
         h = self._header(req)
@@ -247,16 +248,15 @@ class SendProcessor:
         if not req.body:
             return req.response(ResponseCode.MESSAGE_ILLEGAL, "the batch body is empty")
         batch = self._batch(conn, h, bytes(req.body), tc)
-        return self._finish(req, h.topic, self.c.store.put_messages(batch), batch.queue_id)
+        return self._finish(req, h.topic, self.c.store.put_messages_inline(batch), batch.queue_id)
 
-    def _finish(self, req: RemotingCommand, topic: str, put: Coroutine, queue_id: int
-                ) -> RemotingCommand | Awaitable:
+    def _finish(self, req: RemotingCommand, topic: str, put: PutMessageResult | Awaitable[PutMessageResult],
+                queue_id: int) -> RemotingCommand | Awaitable:
         """Answer inline when the put completes without waiting (ASYNC_FLUSH, no slave wait):
-        no task per message. A put that waits (group commit, SYNC_MASTER) goes on as a task."""
-        done, value = step(put)
-        if done:
-            return self._response(req, topic, value, queue_id)
-        return self._later(req, topic, value, queue_id)
+        no coroutine or task per message. A put that waits (group commit, SYNC_MASTER) goes on as a task."""
+        if isinstance(put, PutMessageResult):
+            return self._response(req, topic, put, queue_id)
+        return self._later(req, topic, put, queue_id)
 
     async def _later(self, req: RemotingCommand, topic: str, pending: Awaitable, queue_id: int
                      ) -> RemotingCommand:
@@ -272,40 +272,6 @@ class SendProcessor:
         msg_id = ",".join(append.msg_ids) if len(append.msg_ids) > 1 else append.msg_id
         ext = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(append.logics_offset)}
         return req.response(code, remark, ext)
-
-
-def step(coro: Coroutine) -> tuple[bool, Any]:
-    """Run a coroutine until it first suspends: (True, result) if it finished, else
-    (False, awaitable that continues it exactly where it stopped)."""
-    try:
-        first = coro.send(None)
-    except StopIteration as stop:
-        return True, stop.value
-    return False, _Resume(coro, first)
-
-
-class _Resume:
-    """Continues a started coroutine under whoever awaits this (a generator delegation by hand)."""
-
-    def __init__(self, coro: Coroutine, first: Any) -> None:
-        self.coro = coro
-        self.first = first
-
-    def __await__(self) -> Generator[Any, Any, Any]:
-        pending = self.first
-        while True:
-            try:
-                value = yield pending
-            except BaseException as exc:  # noqa: BLE001 - cancellation and errors go into the coroutine
-                try:
-                    pending = self.coro.throw(exc)
-                except StopIteration as stop:
-                    return stop.value
-                continue
-            try:
-                pending = self.coro.send(value)
-            except StopIteration as stop:
-                return stop.value
 
 
 def register(server: RemotingServer, controller: BrokerContext) -> SendProcessor:

@@ -391,38 +391,6 @@ async def test_sync_flush_sends_wait_for_the_group_commit(tmp_path: Path) -> Non
         await controller.shutdown()
 
 
-async def test_step_runs_inline_or_resumes() -> None:
-    from mqtools.server.broker.processors.send import step
-
-    async def quick() -> int:
-        return 1
-
-    async def slow() -> int:
-        await asyncio.sleep(0.01)
-        return 2
-
-    async def failing() -> int:
-        await asyncio.sleep(0)
-        raise ValueError("boom")
-
-    assert step(quick()) == (True, 1)
-    done, pending = step(slow())
-    assert not done and await pending == 2
-    done, pending = step(failing())
-    with pytest.raises(ValueError, match="boom"):
-        await pending
-    done, pending = step(slow())
-    task = asyncio.ensure_future(_await(pending))
-    await asyncio.sleep(0)
-    task.cancel()
-    with pytest.raises(asyncio.CancelledError):
-        await task
-
-
-async def _await(pending):
-    return await pending
-
-
 def test_parse_v2_matches_the_generic_decoder() -> None:
     from mqtools.remoting.errors import HeaderError
     from mqtools.server.broker.processors.send import parse_v2

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from unit.store.store_helpers import inner, tiny_config
+from unit.store.store_helpers import batch, inner, tiny_config
 
 from mqtools.server.store.message_store import MessageStore
-from mqtools.server.store.results import PutMessageStatus
+from mqtools.server.store.results import PutMessageResult, PutMessageStatus
 
 
 async def _store(tmp_path, **kw) -> MessageStore:
@@ -96,4 +96,20 @@ async def test_async_flush_syncs_in_the_background(tmp_path):
             break
         await asyncio.sleep(0.01)
     assert s.commitlog.flushed_where == s.max_phy_offset
+    await s.shutdown()
+
+
+async def test_a_put_that_waits_for_nothing_is_answered_inline(tmp_path):
+    """ASYNC_FLUSH, or WAIT=false under SYNC_FLUSH: the inline put is the result itself (the send path
+    answers without a coroutine); SYNC_FLUSH with WAIT: an awaitable that ends after the flush."""
+    s = await _store(tmp_path / "async")
+    for put in (s.put_message_inline(inner()), s.put_messages_inline(batch("T", 0, [b"a", b"b"]))):
+        assert isinstance(put, PutMessageResult) and put.ok
+    await s.shutdown()
+    s = await _store(tmp_path / "sync", flush_disk_type="SYNC_FLUSH")
+    assert isinstance(s.put_message_inline(inner(WAIT="false")), PutMessageResult)
+    for put in (s.put_message_inline(inner()), s.put_messages_inline(batch("T", 0, [b"c"]))):
+        assert not isinstance(put, PutMessageResult)
+        r = await put
+        assert r.ok and s.commitlog.flushed_where >= r.append.wrote_offset + r.append.wrote_bytes
     await s.shutdown()
