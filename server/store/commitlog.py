@@ -14,6 +14,7 @@ from pathlib import Path
 
 from mqtools.common.codec import BLANK, BLANK_MAGIC, END_FILE_MIN_BLANK_LENGTH, INT, check_entry, entry_size
 from mqtools.server.store.mapped_file import MappedFile, MappedFileQueue
+from mqtools.server.store.warmer import MappedFileWarmer
 
 log = logging.getLogger(__name__)
 
@@ -26,6 +27,8 @@ class CommitLog:
     def __init__(self, directory: Path, file_size: int) -> None:
         self.queue = MappedFileQueue(directory, file_size)
         self.file_size = file_size
+        self.warmer: MappedFileWarmer | None = None
+        """Set while the store runs where pages can be populated ahead of the appends."""
 
     def load(self) -> None:
         self.queue.load()
@@ -56,7 +59,11 @@ class CommitLog:
             BLANK.pack_into(mf.mm, mf.wrote, free, BLANK_MAGIC)
             mf.wrote = mf.size
             mf = self.queue.last_writable()
-        return mf, mf.wrote
+        pos = mf.wrote
+        warmer = self.warmer
+        if warmer is not None and (pos > warmer.due or mf is not warmer.file):
+            warmer.request(mf, pos)
+        return mf, pos
 
     def append_raw(self, start_offset: int, data) -> bool:
         """Replicated bytes from a master: accepted only at exactly the current end, or, for an empty

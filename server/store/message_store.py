@@ -93,6 +93,7 @@ from mqtools.server.store.results import (
 )
 from mqtools.server.store.store_lock import StoreDirectoryLock
 from mqtools.server.store.store_stats import StoreStatsService
+from mqtools.server.store.warmer import MappedFileWarmer
 
 log = logging.getLogger(__name__)
 
@@ -135,6 +136,7 @@ class MessageStore:
         else:
             self._spawn(interval_loop(self.config.flush_interval_commit_log / 1000, flusher.async_flush,
                                       "commitlog flush"), "commitlog-flush")
+        self.commitlog.warmer = MappedFileWarmer.start_if_supported()
         self._spawn(flusher.consume_queue_loop(), "consume-queue-flush")
         self._spawn(self._clean_loop(), "store-clean")
         self._spawn(self.stats.sample_loop(), "store-tps")
@@ -150,6 +152,9 @@ class MessageStore:
         self._running = False
         await cancel_and_wait(*self._tasks)
         self._tasks = []
+        warmer, self.commitlog.warmer = self.commitlog.warmer, None
+        if warmer is not None:
+            await asyncio.to_thread(warmer.stop)
         if self._group_commit is not None:
             await self._group_commit.flush_once()
             await self._group_commit.shutdown()

@@ -1,0 +1,83 @@
+"""The commitlog warmer: pages ahead of the write position become resident, contents never change."""
+
+from __future__ import annotations
+
+import ctypes
+import sys
+from pathlib import Path
+
+import pytest
+
+from mqtools.server.store.mapped_file import OS_PAGE_SIZE, MappedFile
+from mqtools.server.store.warmer import MappedFileWarmer, _madvise
+
+pytestmark = pytest.mark.skipif(_madvise() is None, reason="MADV_POPULATE_WRITE needs Linux 5.14+")
+
+MIB = 1 << 20
+
+
+def mapped_kib(mf: MappedFile) -> int:
+    """Resident size of the file's mapping in this process's page tables (/proc/self/smaps Rss): what a
+    write finds already faulted in."""
+    view = ctypes.c_char.from_buffer(mf.mm)
+    addr = ctypes.addressof(view)
+    del view
+    inside = False
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        head = line.split()[0]
+        if "-" in head and ":" not in head:
+            lo, hi = (int(x, 16) for x in head.split("-"))
+            inside = lo <= addr < hi
+        elif inside and head == "Rss:":
+            return int(line.split()[1])
+    raise AssertionError("the mapping is not in /proc/self/smaps")
+
+
+@pytest.fixture
+def warmer():
+    w = MappedFileWarmer.start_if_supported(lead=2 * MIB, chunk=256 * 1024)
+    yield w
+    w.stop()
+
+
+def test_pages_ahead_of_the_write_position_become_resident_and_keep_their_bytes(tmp_path, warmer) -> None:
+    mf = MappedFile(tmp_path / "00000000000000000000", 0, 8 * MIB, create=True)
+    mf.mm[0:5] = b"hello"
+    mf.wrote = 5
+    assert mapped_kib(mf) <= 64
+    warmer.request(mf, 5)
+    assert warmer.caught_up.wait(5)
+    assert warmer.warmed == 2 * MIB + OS_PAGE_SIZE and warmer.due == MIB + 5  # through the page of pos + lead
+    assert 2 * 1024 <= mapped_kib(mf) <= 2 * 1024 + 64
+    assert mf.mm[0:5] == b"hello" and mf.mm[5:2 * MIB] == bytes(2 * MIB - 5)
+    mf.close()
+
+
+def test_a_new_file_starts_over_from_its_page_and_a_closed_one_is_let_go(tmp_path, warmer) -> None:
+    first = MappedFile(tmp_path / "00000000000000000000", 0, 4 * MIB, create=True)
+    warmer.request(first, 0)
+    first.close()  # whether or not the thread got to it, nothing breaks
+    assert warmer.caught_up.wait(5)
+    second = MappedFile(tmp_path / "00000000000004194304", 4 * MIB, 8 * MIB, create=True)
+    warmer.request(second, 3 * MIB + 123)
+    assert warmer.file is second and warmer.caught_up.wait(5)
+    assert warmer.warmed == 5 * MIB + OS_PAGE_SIZE
+    assert 2 * 1024 <= mapped_kib(second) <= 2 * 1024 + 64  # from the page of the write position only
+    second.close()
+
+
+def test_a_failed_call_stops_the_warmer_and_the_appender_asks_no_more(tmp_path) -> None:
+    calls = []
+
+    def refusing(addr: int, length: int, advice: int) -> int:
+        calls.append((addr % OS_PAGE_SIZE, length, advice))
+        return -1
+
+    w = MappedFileWarmer(refusing, lead=MIB, chunk=MIB)
+    w._thread.start()
+    mf = MappedFile(tmp_path / "00000000000000000000", 0, 4 * MIB, create=True)
+    w.request(mf, 0)
+    assert w.caught_up.wait(5)
+    w._thread.join(5)
+    assert not w._thread.is_alive() and calls == [(0, MIB, 23)] and w.due == sys.maxsize
+    mf.close()
