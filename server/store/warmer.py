@@ -82,8 +82,11 @@ class MappedFileWarmer:
             log.info("MADV_POPULATE_WRITE is not available: commitlog pages are faulted in by the appends")
             return None
         warmer = cls(fn, **kw)
-        warmer._thread.start()
+        warmer.start()
         return warmer
+
+    def start(self) -> None:
+        self._thread.start()
 
     def request(self, mf: MappedFile, pos: int) -> None:
         """Populate ``mf`` from ``pos`` up to ``pos + lead`` (a new file starts over from ``pos``)."""
@@ -97,6 +100,7 @@ class MappedFileWarmer:
         self._wake.set()
 
     def stop(self) -> None:
+        """End the thread (it finishes the call it is in: one chunk)."""
         self._stopped = True
         self._wake.set()
         self._thread.join(timeout=5)

@@ -74,10 +74,10 @@ def test_a_failed_call_stops_the_warmer_and_the_appender_asks_no_more(tmp_path) 
         return -1
 
     w = MappedFileWarmer(refusing, lead=MIB, chunk=MIB)
-    w._thread.start()
+    w.start()
     mf = MappedFile(tmp_path / "00000000000000000000", 0, 4 * MIB, create=True)
     w.request(mf, 0)
     assert w.caught_up.wait(5)
-    w._thread.join(5)
-    assert not w._thread.is_alive() and calls == [(0, MIB, 23)] and w.due == sys.maxsize
+    w.stop()
+    assert calls == [(0, MIB, 23)] and w.due == sys.maxsize
     mf.close()
