@@ -65,15 +65,31 @@ def test_up_status_down(preset: str, tmp_path: Path) -> None:
     assert all(not r["alive"] for r in status(state).values())
 
 
+def squat(ports: tuple[int, ...]) -> list[socket.socket] | None:
+    """Listening sockets on all of `ports`, or None (and nothing held) when one is already in use."""
+    held: list[socket.socket] = []
+    try:
+        for port in ports:
+            sock = socket.socket()
+            held.append(sock)
+            sock.bind(("0.0.0.0", port))
+            sock.listen()
+    except OSError:
+        for sock in held:
+            sock.close()
+        return None
+    return held
+
+
 def test_taken_ports_are_skipped_and_single_roles_stop_and_start(tmp_path: Path) -> None:
-    base = base_port()
     state = tmp_path / "state"
-    squatters = []
-    for port in (base, base + 1035, base + 1036):  # the name server's and broker-a's default ports
-        sock = socket.socket()
-        sock.bind(("0.0.0.0", port))
-        sock.listen()
-        squatters.append(sock)
+    for _ in range(50):  # the random base may fall on a port another process has (the ephemeral range)
+        base = base_port()
+        squatters = squat((base, base + 1035, base + 1036))  # the name server's and broker-a's default ports
+        if squatters is not None:
+            break
+    else:
+        pytest.fail("no base port whose name server and broker-a ports were all free")
     try:
         up = mq("cluster", "up", "--preset", "2m-2s-sync", "--dir", str(state), "--base-port", str(base))
         assert up.returncode == 0, up.stdout + up.stderr
