@@ -62,6 +62,10 @@ class MessageStoreConfig:
     os_page_cache_busy_time_out_mills: int = 1000
     offset_check_in_slave: bool = False
     duplication_enable: bool = False
+    #: RocketMQ's warmMapedFileEnable: fault the commitlog's pages in before the appends reach them
+    #: (here a thread populating a window ahead of the write position, see warmer.py). Off by default,
+    #: as in RocketMQ: the pages it dirties ahead are flushed as zeros before their data arrives.
+    warm_mapped_file_enable: bool = False
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     #: Address written as STOREHOST and used in offset message ids when a put carries none.
     broker_ip1: str = "127.0.0.1"
@@ -123,6 +127,7 @@ class MessageStoreConfig:
 
 STORE_PROPERTIES = PropertyMap(
     MessageStoreConfig,
-    overrides={"broker_ip1": "brokerIP1", "check_crc_on_recover": "checkCRCOnRecover"},
+    overrides={"broker_ip1": "brokerIP1", "check_crc_on_recover": "checkCRCOnRecover",
+               "warm_mapped_file_enable": "warmMapedFileEnable"},
     aliases={"mapedFileSizeCommitLog": "mappedFileSizeCommitLog",
              "mapedFileSizeConsumeQueue": "mappedFileSizeConsumeQueue"})

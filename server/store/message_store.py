@@ -136,7 +136,8 @@ class MessageStore:
         else:
             self._spawn(interval_loop(self.config.flush_interval_commit_log / 1000, flusher.async_flush,
                                       "commitlog flush"), "commitlog-flush")
-        self.commitlog.warmer = MappedFileWarmer.start_if_supported()
+        if self.config.warm_mapped_file_enable:
+            self.commitlog.warmer = MappedFileWarmer.start_if_supported()
         self._spawn(flusher.consume_queue_loop(), "consume-queue-flush")
         self._spawn(self._clean_loop(), "store-clean")
         self._spawn(self.stats.sample_loop(), "store-tps")

@@ -10,6 +10,14 @@ longer takes). The call is made through ctypes, which releases the GIL for it. W
 does not exist (not Linux, or a kernel before 5.14) the warmer does not start and appends take
 their own faults, as before.
 
+It runs only with ``warmMapedFileEnable=true`` (off by default, as in RocketMQ). The cost is disk
+writes: a populated page is dirty, so a flush that comes before its data writes it as zeros,
+and its data later writes it again. With the 64 MiB window and ASYNC_FLUSH every 500 ms, a broker
+taking 28 MB/s dirtied 2.1-2.25x the bytes it stored, against 1.09-1.13x without the warmer.
+RocketMQ's own warm-up writes zeros over each new file too. The gain shows where the event loop
+is the bottleneck and a core is free: an auto-batching producer went from 112-154k (bimodal) to
+134-149k msgs/s.
+
 Each call holds a buffer export of the mapping, so a file closed meanwhile stays mapped until
 the call returns (MappedFile.close leaves an exported mapping to be released with its users).
 """

@@ -81,3 +81,24 @@ def test_a_failed_call_stops_the_warmer_and_the_appender_asks_no_more(tmp_path) 
     w.stop()
     assert calls == [(0, MIB, 23)] and w.due == sys.maxsize
     mf.close()
+
+
+async def test_the_store_warms_only_with_warm_maped_file_enable(tmp_path) -> None:
+    from unit.store.store_helpers import inner, tiny_config
+
+    from mqtools.server.store.config import MessageStoreConfig
+    from mqtools.server.store.message_store import MessageStore
+
+    assert MessageStoreConfig.from_properties({}).warm_mapped_file_enable is False
+    assert MessageStoreConfig.from_properties({"warmMapedFileEnable": "true"}).warm_mapped_file_enable is True
+    for enabled in (False, True):
+        store = MessageStore(tiny_config(tmp_path / str(enabled), mapped_file_size_commit_log=MIB,
+                                         warm_mapped_file_enable=enabled))
+        await store.start()
+        assert (await store.put_message(inner())).ok
+        warmer = store.commitlog.warmer
+        assert (warmer is not None) is enabled
+        if warmer is not None:
+            assert warmer.caught_up.wait(5) and warmer.warmed == MIB  # the window is capped by the file
+        await store.shutdown()
+        assert store.commitlog.warmer is None
