@@ -306,37 +306,32 @@ class MessageStore:
         return self._settle(append, batch.properties.get(P.WAIT) != "false")
 
     def _settle(self, append: AppendMessageResult, wait: bool) -> PutMessageResult | Awaitable[PutMessageResult]:
-        """The result now when nothing is waited for (ASYNC_FLUSH, or a producer that does not wait, on a
-        master that does not wait for slaves); else the wait, as an awaitable."""
+        """The result now when there is nothing to wait for (WAIT=false, or ASYNC_FLUSH on a master that
+        does not wait for slaves); else the waits, as an awaitable."""
         gc = self._group_commit
-        replicate = wait and self.config.broker_role == BrokerRole.SYNC_MASTER and self.ha_hook is not None
-        if not replicate and (gc is None or not wait):
+        if not wait:
             if gc is not None:
                 gc.wake()
             return PutMessageResult(PutMessageStatus.PUT_OK, append)
-        return self._settled(append, wait)
+        replicate = self.config.broker_role == BrokerRole.SYNC_MASTER and self.ha_hook is not None
+        if gc is None and not replicate:
+            return PutMessageResult(PutMessageStatus.PUT_OK, append)
+        return self._waited(append, replicate)
 
-    async def _settled(self, append: AppendMessageResult, wait: bool) -> PutMessageResult:
-        return PutMessageResult(await self._after_append(append, wait), append)
-
-    async def _after_append(self, append: AppendMessageResult, wait: bool) -> PutMessageStatus:
-        """SYNC_FLUSH group commit, then SYNC_MASTER replication (both only when the producer waits)."""
+    async def _waited(self, append: AppendMessageResult, replicate: bool) -> PutMessageResult:
+        """SYNC_FLUSH group commit, then SYNC_MASTER replication, for a producer that waits."""
         status = PutMessageStatus.PUT_OK
         gc = self._group_commit
         if gc is not None:
-            if wait:
-                fut = gc.request(append.end_offset)
-                if not fut.done() and not await wait_flushed(fut, self.config.sync_flush_timeout / 1000):
-                    log.warning("flush to %d not done within %d ms", append.end_offset,
-                                self.config.sync_flush_timeout)
-                    status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-            else:
-                gc.wake()
-        if wait and self.config.broker_role == BrokerRole.SYNC_MASTER and self.ha_hook is not None:
+            fut = gc.request(append.end_offset)
+            if not fut.done() and not await wait_flushed(fut, self.config.sync_flush_timeout / 1000):
+                log.warning("flush to %d not done within %d ms", append.end_offset, self.config.sync_flush_timeout)
+                status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        if replicate:
             ha_status = await self.ha_hook.wait_for_slave(append.end_offset, self.config.slave_timeout / 1000)
             if ha_status is not PutMessageStatus.PUT_OK:
                 status = ha_status
-        return status
+        return PutMessageResult(status, append)
 
     # ================================================================== retention
 
