@@ -20,6 +20,14 @@ cdef int32_t MAGIC_V2 = -626843477
 cdef int FIXED_V4 = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 2
 cdef int BORNHOST_V6_FLAG = 0x1 << 4
 cdef int STOREHOST_V6_FLAG = 0x1 << 5
+#: codec.BATCH_HEAD's size, and with the 2-byte properties length, a batch entry's fixed part.
+cdef int BATCH_HEAD_SIZE = 20
+cdef int BATCH_ENTRY_FIXED = BATCH_HEAD_SIZE + 2
+#: codec.MAX_PROPERTIES_LEN: the properties length is a signed 2-byte field.
+cdef int MAX_PROPERTIES_LEN = 32767
+#: server.store.index's HEADER_SIZE and ENTRY_SIZE.
+cdef int INDEX_HEADER_SIZE = 40
+cdef int INDEX_ENTRY_SIZE = 20
 
 #: mqtools.common.message.MessageExt, imported on first use: the pure modules import this one while
 #: they load, and message imports them.
@@ -325,21 +333,21 @@ def encode_batch(list messages):
                 strs.append(k)
                 strs.append(v)
                 count += 1
-        if plen > 32767:
-            raise ValueError(f"the properties of a batch message take {plen} bytes, over 32767")
+        if plen > MAX_PROPERTIES_LEN:
+            raise ValueError(f"the properties of a batch message take {plen} bytes, over {MAX_PROPERTIES_LEN}")
         rows.append((body, m.flag, plen, count))
-        total += 22 + len(body) + plen
+        total += BATCH_ENTRY_FIXED + len(body) + plen
     out = PyBytes_FromStringAndSize(NULL, total)
     dst = <unsigned char *>PyBytes_AS_STRING(out)
     for body, flag, plen, count in rows:
         blen = len(body)
-        wr32(dst, 22 + blen + plen)
+        wr32(dst, BATCH_ENTRY_FIXED + blen + plen)
         wr32(dst + 4, 0)
         wr32(dst + 8, 0)
         wr32(dst + 12, <int32_t>flag)
         wr32(dst + 16, blen)
-        memcpy(dst + 20, PyBytes_AS_STRING(body), blen)
-        dst += 20 + blen
+        memcpy(dst + BATCH_HEAD_SIZE, PyBytes_AS_STRING(body), blen)
+        dst += BATCH_HEAD_SIZE + blen
         dst[0] = (plen >> 8) & 0xFF
         dst[1] = plen & 0xFF
         dst += 2
@@ -363,14 +371,15 @@ def index_put_entries(unsigned char[:] mm, Py_ssize_t slots, Py_ssize_t entries_
     cdef Py_ssize_t stop = min(end, len(hashes), len(phys))
     cdef int64_t h
     cdef int32_t prev
-    if slots <= 0 or 40 + slots * 4 > entries_at or entries_at + (n + end - start) * 20 > mm.shape[0]:
+    if (slots <= 0 or INDEX_HEADER_SIZE + slots * 4 > entries_at
+            or entries_at + (n + end - start) * INDEX_ENTRY_SIZE > mm.shape[0]):
         raise ValueError(f"index entries {n}..{n + end - start} do not fit a mapping of {mm.shape[0]} bytes")
-    pos = entries_at + n * 20
+    pos = entries_at + n * INDEX_ENTRY_SIZE
     for i in range(start, stop):
         h = hashes[i]
         if h < 0 or h > 0x7FFFFFFF:
             raise ValueError(f"an index key hash is a non-negative int32, not {h}")
-        slot_pos = 40 + (h % slots) * 4
+        slot_pos = INDEX_HEADER_SIZE + (h % slots) * 4
         prev = rd32(&mm[slot_pos])
         if prev <= 0 or prev > n:
             prev = 0
@@ -382,5 +391,5 @@ def index_put_entries(unsigned char[:] mm, Py_ssize_t slots, Py_ssize_t entries_
         wr32(&mm[slot_pos], n)
         diff = rest
         n += 1
-        pos += 20
+        pos += INDEX_ENTRY_SIZE
     return n, used
