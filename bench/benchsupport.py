@@ -1,19 +1,25 @@
 """What the broker/client benches share: a temp name server + broker, client processes, figures.
 
 The benches import this from their own directory; it puts tests/ on sys.path for mqproc.
+
+Client loops: every bench client (ours, the raw drivers and the peers') runs on mq's own event loop,
+uvloop when installed, as mq's servers, commands and client loop threads do; MQ_BENCH_LOOP=asyncio runs
+them all on asyncio's own loop instead. Both sides of a comparison are always on the same loop.
 """
 
 from __future__ import annotations
 
 import asyncio
 import multiprocessing as mp
+import os
 import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Coroutine, Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any, TypeVar
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -22,7 +28,28 @@ from mqproc import MqProcess, start_broker, start_namesrv
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.loop import run as run_loop
 from mqtools.remoting.security import ClientSecurity
+
+T = TypeVar("T")
+
+LOOP_ENV = "MQ_BENCH_LOOP"
+
+
+def client_loop() -> str:
+    """The loop bench clients run on (spawned client processes inherit the choice)."""
+    if os.environ.get(LOOP_ENV) == "asyncio":
+        return "asyncio"
+    try:
+        import uvloop  # noqa: F401
+    except ImportError:
+        return "asyncio"
+    return "uvloop"
+
+
+def run_client(main: Coroutine[Any, Any, T]) -> T:
+    """A bench client's coroutine on client_loop()."""
+    return asyncio.run(main) if client_loop() == "asyncio" else run_loop(main)
 
 
 async def create_topic(addr: str, topic: str, queues: int, security: ClientSecurity | None = None) -> None:

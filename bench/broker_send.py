@@ -46,7 +46,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import psutil
-from benchsupport import create_topic, run_processes, throughput
+from benchsupport import client_loop, create_topic, run_client, run_processes, throughput
 from mqproc import start_mq
 
 from mqtools.cluster.certs import make_local_certificates
@@ -177,9 +177,9 @@ async def drive_pull(addr: str, seconds: float, max_nums: int) -> dict:
 def _child(args: tuple, out: mp.Queue) -> None:
     kind = args[1]
     if kind == "pull":
-        out.put(asyncio.run(drive_pull(args[0], args[3], args[4])))
+        out.put(run_client(drive_pull(args[0], args[3], args[4])))
     else:
-        out.put(asyncio.run(drive(*args)))
+        out.put(run_client(drive(*args)))
 
 
 def run_case(addr: str, kind: str, inflight: int, seconds: float, batch: int, clients: int,
@@ -294,7 +294,7 @@ def main() -> None:
                      f"{r['cpu_us']:.1f}" + (f" errors {a['errors']}" if a["errors"] else ""))
     p = res["pull"]
     parts.append(f"pull: {p['msgs_s']:,.0f} msgs/s {p['mb_s']:.1f} MB/s")
-    print("broker_send | " + " | ".join(parts)
+    print(f"broker_send (client loop {client_loop()}) | " + " | ".join(parts)
           + " | targets: sync64>=40,000 batch32>=150,000 pull>=200,000 tls ratio>=0.70 acl ratio>=0.85")
     print(json.dumps({k: {kk: round(vv, 3) for kk, vv in v.items()} for k, v in res.items()}), file=sys.stderr)
 

@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import broker_send
-from benchsupport import namesrv_and_broker
+from benchsupport import client_loop, namesrv_and_broker, run_client
 
 from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult
@@ -61,10 +61,10 @@ def main() -> None:
         total = int(filled["msgs_s"] * args.seconds * 0.95)
         raw = max(broker_send.run_case(broker.addr, "pull", broker_send.QUEUES, args.seconds, 32, 1)["msgs_s"]
                   for _ in range(args.repeat))
-        elapsed = min(asyncio.run(consume_backlog(namesrv.addr, total, 120, f"CG_BENCH_PUSH_{i}"))
+        elapsed = min(run_client(consume_backlog(namesrv.addr, total, 120, f"CG_BENCH_PUSH_{i}"))
                       for i in range(args.repeat))
     ours = total / elapsed
-    print(f"client_consume | push consumer: {ours:,.0f} msgs/s ({total:,} msgs in {elapsed:.2f} s, best of "
+    print(f"client_consume (client loop {client_loop()}) | push consumer: {ours:,.0f} msgs/s ({total:,} msgs in {elapsed:.2f} s, best of "
           f"{args.repeat}) | raw pull {raw:,.0f} msgs/s | ratio {ours / raw:.2f}")
 
 

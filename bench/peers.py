@@ -5,7 +5,7 @@ in a temp directory, both on 127.0.0.1, and measures 1 KiB messages, best of --r
   publish  our Producer, async sends with 256 in flight and auto-batching on, against nats-py
            JetStream publishes with 256 in flight (each awaits its stored ack), both split over
            --clients processes (default 1: one client each; on 2 cores a second client process
-           takes CPU from the server under test) on the default asyncio loop
+           takes CPU from the server under test), both on the same client loop (benchsupport.py)
   consume  our PushConsumer reading the backlog the publish runs left, against a nats-py durable
            pull consumer fetching 256 at a time and acking the last of each fetch (AckPolicy.ALL,
            the counterpart of our consumer's offset commit); the same number of messages each, a
@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import broker_send
 import client_consume
 import client_produce
-from benchsupport import namesrv_and_broker, run_processes, throughput
+from benchsupport import client_loop, namesrv_and_broker, run_client, run_processes, throughput
 
 SUBJECT = "bench"
 STREAM = "BENCH"
@@ -122,7 +122,7 @@ async def nats_publish(url: str, inflight: int, seconds: float) -> dict:
 
 
 def _nats_child(args: tuple, out: mp.Queue) -> None:
-    out.put(asyncio.run(nats_publish(*args)))
+    out.put(run_client(nats_publish(*args)))
 
 
 async def nats_setup(url: str) -> None:
@@ -167,7 +167,7 @@ def main() -> None:
     ours_pub: list[dict] = []
     peer_pub: list[dict] = []
     with namesrv_and_broker(broker_send.TOPIC, broker_send.QUEUES) as (namesrv, _), nats_server(binary) as url:
-        asyncio.run(nats_setup(url))
+        run_client(nats_setup(url))
         for _ in range(args.repeat):
             ours_pub.append(client_produce.run_producer(namesrv.addr, "async", 256, args.seconds, 1, args.clients,
                                                         True))
@@ -176,12 +176,12 @@ def main() -> None:
         # every run left its messages; each consume run reads the same count from the first offset
         total = min(args.consume_max, int(min(sum(r["msgs_s"] for r in ours_pub),
                                               sum(r["msgs_s"] for r in peer_pub)) * args.seconds * 0.95))
-        ours_con = max(total / asyncio.run(client_consume.consume_backlog(namesrv.addr, total, 120,
+        ours_con = max(total / run_client(client_consume.consume_backlog(namesrv.addr, total, 120,
                                                                           f"CG_BENCH_PEERS_{i}"))
                        for i in range(args.repeat))
-        peer_con = max(total / asyncio.run(nats_consume(url, f"bench{i}", total)) for i in range(args.repeat))
+        peer_con = max(total / run_client(nats_consume(url, f"bench{i}", total)) for i in range(args.repeat))
     pub, peer = max(r["msgs_s"] for r in ours_pub), max(r["msgs_s"] for r in peer_pub)
-    print(f"peers publish (async, 256 in flight, {args.clients} client process(es) each) | mq Producer auto-batching {pub:,.0f} msgs/s | nats-py "
+    print(f"peers publish (async, 256 in flight, {args.clients} client process(es) each, client loop {client_loop()}) | mq Producer auto-batching {pub:,.0f} msgs/s | nats-py "
           f"JetStream file {peer:,.0f} msgs/s | ratio {pub / peer:.2f} (targets >= {PUBLISH_TARGET:,} msgs/s "
           f"and >= 3.00: {'met' if pub >= PUBLISH_TARGET and pub >= 3 * peer else 'missed'})")
     print(f"peers consume ({total:,} stored msgs) | mq PushConsumer {ours_con:,.0f} msgs/s | nats-py pull "

@@ -22,6 +22,7 @@ from mqtools.client.producer import Producer
 from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult, SendResult
 from mqtools.common.message import Message, MessageExt
+from mqtools.remoting.loop import run as run_loop
 
 STATE_DIR = Path(".mq-state") / "demo"
 TOPIC = "DemoTopic"
@@ -159,7 +160,7 @@ def next_steps(namesrv: str) -> str:
 
 def main() -> None:
     namesrv = bring_up()
-    asyncio.run(run(namesrv))
+    run_loop(run(namesrv))
     status = mq("cluster", "status", "--dir", str(STATE_DIR))
     print(status.stdout.rstrip())
     admin_tour(namesrv)

@@ -25,7 +25,7 @@ from typing import Generic, TypeVar
 from mqtools.client.errors import MQClientError
 from mqtools.client.types import SendResult
 from mqtools.common import properties as P
-from mqtools.common.codec import BATCH_HEAD
+from mqtools.common.codec import BATCH_ENTRY_FIXED
 from mqtools.common.message import Message
 
 #: Sends one batch (messages of one topic) within a budget in seconds; the producer's send loop.
@@ -105,8 +105,10 @@ class BatchAccumulator(Generic[T]):
 
 def entry_size(msg: Message) -> int:
     """Bytes one message adds to a batch body (the properties estimated without encoding them)."""
-    props = msg.properties
-    return BATCH_HEAD.size + len(msg.body) + 2 + sum(map(len, props)) + sum(map(len, props.values())) + 2 * len(props)
+    size = BATCH_ENTRY_FIXED + len(msg.body)
+    for name, value in msg.properties.items():
+        size += len(name) + len(value) + 2
+    return size
 
 
 @dataclass(slots=True)
@@ -202,12 +204,13 @@ class AutoBatcher:
             else:
                 p.future.set_exception(outcome)
 
+
 def split_result(result: SendResult, msgs: list[Message]) -> list[SendResult]:
     """Each message's own result: the broker answers a batch with every offset msg id and the queue offset
     of the first, the rest following it in the same queue."""
     ids = result.offset_msg_id.split(",")
     if len(ids) != len(msgs):
         raise MQClientError(f"the broker answered {len(ids)} ids for a batch of {len(msgs)}")
-    first = result.queue_offset
-    return [SendResult(result.status, m.properties.get(P.UNIQ_KEY, ""), ids[i], result.queue,
-                       first + i if first >= 0 else -1) for i, m in enumerate(msgs)]
+    status, queue, first, uniq = result.status, result.queue, result.queue_offset, P.UNIQ_KEY
+    offsets = range(first, first + len(msgs)) if first >= 0 else [-1] * len(msgs)
+    return [SendResult(status, m.properties.get(uniq, ""), i, queue, o) for m, i, o in zip(msgs, ids, offsets)]

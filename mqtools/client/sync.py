@@ -20,6 +20,7 @@ from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import PullResult, SendResult
 from mqtools.common.message import Message
 from mqtools.remoting.bodies import MessageQueue
+from mqtools.remoting.loop import new_event_loop
 
 T = TypeVar("T")
 
@@ -28,7 +29,7 @@ class LoopThread:
     """An event loop in a daemon thread; `run(coro)` blocks until the coroutine is done."""
 
     def __init__(self, name: str = "mq-client") -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self._thread = threading.Thread(target=self.loop.run_forever, name=name, daemon=True)
         self._thread.start()
 

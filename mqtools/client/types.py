@@ -26,8 +26,11 @@ SEND_STATUS_BY_CODE = {
 }
 
 
-@dataclass(slots=True, frozen=True)
+@dataclass(slots=True)
 class SendResult:
+    """One send's outcome. Not frozen: a frozen dataclass's __init__ costs three times as much
+    (570 vs 172 ns), and an auto-batching producer builds one per message."""
+
     status: SendStatus
     msg_id: str
     """The client unique key (UNIQ_KEY), what RocketMQ clients call msgId."""

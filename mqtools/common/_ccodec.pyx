@@ -20,7 +20,7 @@ cdef int32_t MAGIC_V2 = -626843477
 cdef int FIXED_V4 = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 2
 cdef int BORNHOST_V6_FLAG = 0x1 << 4
 cdef int STOREHOST_V6_FLAG = 0x1 << 5
-#: codec.BATCH_HEAD's size, and with the 2-byte properties length, a batch entry's fixed part.
+#: codec.BATCH_HEAD's size and codec.BATCH_ENTRY_FIXED (the head and the 2-byte properties length).
 cdef int BATCH_HEAD_SIZE = 20
 cdef int BATCH_ENTRY_FIXED = BATCH_HEAD_SIZE + 2
 #: codec.MAX_PROPERTIES_LEN: the properties length is a signed 2-byte field.

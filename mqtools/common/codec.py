@@ -323,6 +323,8 @@ def check_entry(buf, offset: int, check_crc: bool) -> EntryInfo | int:
 # ---------------------------------------------------------------------------- batch body
 
 BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE(0), BODYCRC(0), FLAG, BODY length
+BATCH_ENTRY_FIXED = BATCH_HEAD.size + 2
+"""A batch entry's bytes besides its body and properties: the head and the properties' length."""
 
 
 def encode_batch(messages: list[Message]) -> bytes:
@@ -332,7 +334,7 @@ def encode_batch(messages: list[Message]) -> bytes:
         props = P.properties_to_string(m.properties).encode()
         if len(props) > MAX_PROPERTIES_LEN:
             raise ValueError(f"the properties of a batch message take {len(props)} bytes, over {MAX_PROPERTIES_LEN}")
-        size = BATCH_HEAD.size + len(m.body) + 2 + len(props)
+        size = BATCH_ENTRY_FIXED + len(m.body) + len(props)
         parts.append(BATCH_HEAD.pack(size, 0, 0, m.flag, len(m.body)) + bytes(m.body)
                      + SHORT.pack(len(props)) + props)
     return b"".join(parts)

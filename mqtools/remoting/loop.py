@@ -1,4 +1,8 @@
-"""Running a server process's single event loop (uvloop when installed)."""
+"""mq's event loops: uvloop when it is installed (a dependency on Linux), asyncio's own otherwise.
+
+Servers, `mq` commands and the client's loop threads all take their loop from here, so a process
+never mixes the two and the faster loop is used wherever it exists.
+"""
 
 from __future__ import annotations
 
@@ -7,9 +11,15 @@ from collections.abc import Coroutine
 from typing import Any
 
 
-def run(main: Coroutine[Any, Any, Any]) -> Any:
+def new_event_loop() -> asyncio.AbstractEventLoop:
     try:
         import uvloop
     except ImportError:
-        return asyncio.run(main)
-    return uvloop.run(main)
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
+
+
+def run(main: Coroutine[Any, Any, Any]) -> Any:
+    """Run `main` to completion on a fresh loop, as asyncio.run does."""
+    with asyncio.Runner(loop_factory=new_event_loop) as runner:
+        return runner.run(main)

@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from mqtools.remoting.loop import run as run_loop
 from mqtools.remoting.security import ClientSecurity
 from mqtools.spark.offsets import QueueRange
 from mqtools.spark.security import security_reader_options
@@ -159,7 +160,7 @@ def produce_tasks(namesrv: str, plan: ProducePlan, ids: Iterator[Any], security:
 
     for batch in ids:
         for task in batch.column(0).to_pylist():
-            stats = asdict(asyncio.run(_produce(namesrv, plan, int(task), security)))
+            stats = asdict(run_loop(_produce(namesrv, plan, int(task), security)))
             stats["failed"] = json.dumps(stats["failed"])
             yield pa.RecordBatch.from_pylist([stats], schema=_task_arrow_schema())
 
