@@ -1,9 +1,10 @@
-"""Package discovery for the mapped top-level directories, and the optional compiled codec.
+"""Package discovery for the mapped top-level directories, and the optional compiled modules.
 
 `server/` installs as `mqtools.server` and `tui/` as `mqtools.tui`; listing their
 sub-packages by hand would go stale, so they are discovered here. `mqtools/common/_ccodec.pyx`
-is compiled when Cython and a C compiler (with zlib's header) are present; a failed build is
-skipped (`optional`), and the pure-Python forms run instead (mqtools/common/speedups.py).
+and `mqtools/spark/_columns.pyx` are compiled when Cython and a C compiler (with zlib's header)
+are present; a failed build is skipped (`optional`), and the pure-Python forms run instead
+(mqtools/common/speedups.py).
 """
 
 import os
@@ -29,10 +30,12 @@ def _extensions() -> list[Extension]:
         from Cython.Compiler.Errors import CompileError
     except ImportError:
         return []
-    ext = Extension("mqtools.common._ccodec", ["mqtools/common/_ccodec.pyx"], libraries=["z"],
-                    extra_compile_args=["-O2"], optional=True)
+    exts = [Extension("mqtools.common._ccodec", ["mqtools/common/_ccodec.pyx"], libraries=["z"],
+                      extra_compile_args=["-O2"], optional=True),
+            Extension("mqtools.spark._columns", ["mqtools/spark/_columns.pyx"], extra_compile_args=["-O2"],
+                      optional=True)]
     try:
-        return cythonize([ext], quiet=True)
+        return cythonize(exts, quiet=True)
     except CompileError:
         return []
 

@@ -64,8 +64,9 @@ def decode_pull_body(body: bytes | None) -> list[MessageExt]:
 
 async def pull_once(instance: ClientInstance, group: str, mq: MessageQueue, sub: SubscriptionData, offset: int, *,
                     max_nums: int = 32, commit_offset: int | None = None, suspend_ms: int = 0,
-                    broker_id: int = MASTER_ID, timeout: float | None = None) -> PullResult:
-    """One PULL_MESSAGE; with suspend_ms the broker holds it until a message arrives."""
+                    broker_id: int = MASTER_ID, timeout: float | None = None, decode: bool = True) -> PullResult:
+    """One PULL_MESSAGE; with suspend_ms the broker holds it until a message arrives. With decode=False
+    the stored messages stay in `body`, unfiltered by tag."""
     addr = instance.broker_addr(mq.broker_name, broker_id)
     if addr is None:
         await instance.route(mq.topic, refresh=True)
@@ -88,7 +89,9 @@ async def pull_once(instance: ClientInstance, group: str, mq: MessageQueue, sub:
     ext = resp.ext_fields
     result = PullResult(status, int(ext.get("nextBeginOffset", offset)), int(ext.get("minOffset", 0)),
                         int(ext.get("maxOffset", 0)), suggest_which_broker_id=int(ext.get("suggestWhichBrokerId", 0)))
-    if status is PullStatus.FOUND:
+    if status is PullStatus.FOUND and not decode:
+        result.body = resp.body
+    elif status is PullStatus.FOUND:
         msgs = decode_pull_body(resp.body)
         result.messages = [m for m in msgs if matches(sub, m)] if sub.tags_set else msgs
     return result

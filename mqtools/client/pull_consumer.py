@@ -39,12 +39,13 @@ class PullConsumer(ConsumerBase):
         await self.shutdown()
 
     async def pull(self, mq: MessageQueue, expression: str | None, offset: int, max_nums: int = 32, *,
-                   suspend: float = 0.0) -> PullResult:
-        """One pull from `offset`; `suspend` seconds lets the broker hold it until a message arrives."""
+                   suspend: float = 0.0, decode: bool = True) -> PullResult:
+        """One pull from `offset`; `suspend` seconds lets the broker hold it until a message arrives.
+        decode=False leaves the stored messages undecoded in the result's `body` (not tag-checked)."""
         await self._routed(mq)
         sub = parse_subscription(mq.topic, expression)
         return await pull_once(self.instance, self.group, mq, sub, offset, max_nums=max_nums,
-                               suspend_ms=int(suspend * 1000))
+                               suspend_ms=int(suspend * 1000), decode=decode)
 
     async def fetch_offset(self, mq: MessageQueue) -> int | None:
         await self._routed(mq)

@@ -63,6 +63,9 @@ class PullResult:
     max_offset: int
     messages: list[MessageExt] = field(default_factory=list)
     suggest_which_broker_id: int = 0
+    body: bytes | None = None
+    """The answer's stored messages undecoded, for a pull made with decode=False (readers that write
+    them straight into columns); `messages` is then empty."""
 
 
 class ConsumeResult(enum.Enum):

@@ -12,14 +12,23 @@ from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdio cimport snprintf
 from libc.string cimport memcmp, memcpy
 
+from mqtools.common._layout cimport (
+    FIXED_V4,
+    STOREHOST_V6_FLAG,
+    Entry,
+    corrupt,
+    parse_entry,
+    piece_end,
+    rd16,
+    rd32,
+    rd64,
+    wr32,
+    wr64,
+)
+
 cdef extern from "zlib.h":
     unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
 
-cdef int32_t MAGIC_V1 = -626843481
-cdef int32_t MAGIC_V2 = -626843477
-cdef int FIXED_V4 = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 2
-cdef int BORNHOST_V6_FLAG = 0x1 << 4
-cdef int STOREHOST_V6_FLAG = 0x1 << 5
 #: codec.BATCH_HEAD's size and codec.BATCH_ENTRY_FIXED (the head and the 2-byte properties length).
 cdef int BATCH_HEAD_SIZE = 20
 cdef int BATCH_ENTRY_FIXED = BATCH_HEAD_SIZE + 2
@@ -34,35 +43,6 @@ cdef int INDEX_ENTRY_SIZE = 20
 cdef object MessageExt = None
 #: (ip bytes, port) -> (host tuple, upper-case hex of the 8/20-byte address): a reader sees few hosts.
 cdef dict _hosts = {}
-
-
-cdef inline int32_t rd32(const unsigned char *p) noexcept nogil:
-    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
-
-
-cdef inline int64_t rd64(const unsigned char *p) noexcept nogil:
-    return <int64_t>((<uint64_t>(<uint32_t>rd32(p)) << 32) | <uint32_t>rd32(p + 4))
-
-
-cdef inline int16_t rd16(const unsigned char *p) noexcept nogil:
-    return <int16_t>((p[0] << 8) | p[1])
-
-
-cdef inline void wr32(unsigned char *p, int64_t v) noexcept nogil:
-    p[0] = (v >> 24) & 0xFF
-    p[1] = (v >> 16) & 0xFF
-    p[2] = (v >> 8) & 0xFF
-    p[3] = v & 0xFF
-
-
-cdef inline void wr64(unsigned char *p, int64_t v) noexcept nogil:
-    wr32(p, v >> 32)
-    wr32(p + 4, v & <int64_t>0xFFFFFFFF)
-
-
-cdef _corrupt(str reason):
-    from mqtools.common.codec import CorruptMessageError
-    return CorruptMessageError(reason)
 
 
 cdef tuple _host(const unsigned char *p, int n):
@@ -86,11 +66,7 @@ cdef dict _properties(const unsigned char *p, Py_ssize_t n):
     cdef Py_ssize_t i = 0, start, sep
     while i <= n:
         start = i
-        sep = -1
-        while i < n and p[i] != 2:
-            if p[i] == 1 and sep < 0:
-                sep = i
-            i += 1
+        i = piece_end(p, n, start, &sep)
         if sep >= 0:
             name = PyUnicode_DecodeUTF8(<const char *>p + start, sep - start, "replace")
             value = PyUnicode_DecodeUTF8(<const char *>p + sep + 1, i - sep - 1, "replace")
@@ -101,89 +77,50 @@ cdef dict _properties(const unsigned char *p, Py_ssize_t n):
 
 
 cdef object _decode(const unsigned char[:] mv, Py_ssize_t offset, bint check_crc, bint read_body):
-    cdef Py_ssize_t avail = mv.shape[0] - offset
-    cdef const unsigned char *base
-    cdef const unsigned char *e
+    cdef Entry f
     cdef char id_tail[17]
-    if avail < 8:
-        raise _corrupt("truncated entry header")
-    base = &mv[0]
-    e = base + offset
-    cdef int32_t total = rd32(e), magic = rd32(e + 4)
-    if magic != MAGIC_V1 and magic != MAGIC_V2:
-        raise _corrupt(f"bad magic code {magic:#x}")
-    if total < FIXED_V4 + 1 or total > avail:
-        raise _corrupt(f"entry size {total} out of range (available {avail})")
-    cdef int32_t sys_flag = rd32(e + 36)
-    cdef int born_n = 16 if sys_flag & BORNHOST_V6_FLAG else 4
-    cdef int store_n = 16 if sys_flag & STOREHOST_V6_FLAG else 4
-    cdef Py_ssize_t p = 48 + born_n + 4 + 8 + store_n + 4
-    if p + 4 + 8 + 4 > total:
-        raise _corrupt("malformed entry: header past the entry end")
+    if mv.shape[0] - offset < 8:
+        raise corrupt("truncated entry header")
+    cdef const unsigned char *e = &mv[0] + offset
+    parse_entry(e, mv.shape[0] - offset, &f)
     cdef const unsigned char *born = e + 48
-    cdef int64_t store_ts = rd64(born + born_n + 4)
-    cdef const unsigned char *store = born + born_n + 4 + 8
-    cdef int32_t reconsume = rd32(e + p)
-    cdef int64_t prepared = rd64(e + p + 4)
-    cdef int32_t body_len = rd32(e + p + 12)
-    p += 16
-    cdef Py_ssize_t body_end = p + body_len
-    if body_len < 0 or body_end > total:
-        raise _corrupt(f"body length {body_len} out of range")
-    cdef Py_ssize_t t, topic_len
-    if magic == MAGIC_V1:
-        if body_end + 1 > total:
-            raise _corrupt("malformed entry: no topic length")
-        topic_len = e[body_end]
-        if topic_len > 127:
-            raise _corrupt("negative v1 topic length")
-        t = body_end + 1
-    else:
-        if body_end + 2 > total:
-            raise _corrupt("malformed entry: no topic length")
-        topic_len = rd16(e + body_end)
-        t = body_end + 2
-    if topic_len < 0 or t + topic_len + 2 > total:
-        raise _corrupt(f"entry length {total} does not match its fields")
-    cdef Py_ssize_t props_len = rd16(e + t + topic_len)
-    cdef Py_ssize_t pp = t + topic_len + 2
-    if props_len < 0 or pp + props_len != total:
-        raise _corrupt(f"entry length {total} does not match its fields")
+    cdef const unsigned char *store = born + f.born_n + 4 + 8
     cdef int32_t crc = rd32(e + 8)
     cdef int64_t phys = rd64(e + 28)
-    if check_crc and body_len and <int32_t>(crc32(0, e + p, body_len) & 0x7FFFFFFF) != crc:
-        raise _corrupt(f"body CRC mismatch at physical offset {phys}")
-    topic = PyUnicode_DecodeUTF8(<const char *>e + t, topic_len, "replace")
-    store_host, store_hex = _host(store, store_n)
+    if check_crc and f.body_len and <int32_t>(crc32(0, e + f.body_at, f.body_len) & 0x7FFFFFFF) != crc:
+        raise corrupt(f"body CRC mismatch at physical offset {phys}")
+    topic = PyUnicode_DecodeUTF8(<const char *>e + f.topic_at, f.topic_len, "replace")
+    store_host, store_hex = _host(store, f.store_n)
     snprintf(id_tail, 17, "%016llX", <unsigned long long>phys)
     global MessageExt
     if MessageExt is None:
         from mqtools.common.message import MessageExt
+    cdef Py_ssize_t tail = f.body_at - 16
     return MessageExt(
         topic,
-        PyBytes_FromStringAndSize(<const char *>e + p, body_len) if read_body else b"",
+        PyBytes_FromStringAndSize(<const char *>e + f.body_at, f.body_len) if read_body else b"",
         rd32(e + 16),
-        _properties(e + pp, props_len),
+        _properties(e + f.props_at, f.props_len),
         rd32(e + 12),
-        total,
+        f.total,
         rd64(e + 20),
-        sys_flag,
+        f.sys_flag,
         rd64(e + 40),
-        _host(born, born_n)[0],
-        store_ts,
+        _host(born, f.born_n)[0],
+        rd64(born + f.born_n + 4),
         store_host,
         store_hex + id_tail.decode("ascii"),
         phys,
         crc,
-        reconsume,
-        prepared,
+        rd32(e + tail),
+        rd64(e + tail + 4),
     )
 
 
 def decode_stored(buf, Py_ssize_t offset=0, bint check_crc=False, bint read_body=True):
     """codec.decode_stored."""
     if offset < 0:
-        raise _corrupt("negative offset")
+        raise corrupt("negative offset")
     return _decode(buf, offset, check_crc, read_body)
 
 

@@ -1,4 +1,4 @@
-"""Executor side of a read: pull one queue range and turn messages into Arrow record batches.
+"""Executor side of a read: pull one queue range and turn its messages into Arrow record batches.
 
 A range is keyed by broker name and queue id; the client sends pulls to the broker's master, or to its
 slave once the master has left the route (same consume-queue offsets), so a pull that fails refreshes
@@ -6,8 +6,9 @@ the route and tries again until `pull_timeout_ms` has passed without progress.
 
 Why batches and pipelining: a pull's round trip, not decoding, bounded a serial reader, and Spark's
 per-row tuple-to-Arrow conversion cost as much again. So each range keeps `PIPELINE` pulls in flight
-(consume-queue offsets are dense, so the next pulls' offsets are known before the answers come) and
-rows go to Spark as columns, `ARROW_ROWS` at a time, built on the client's own loop thread.
+(consume-queue offsets are dense, so the next pulls' offsets are known before the answers come), and
+pull answers go undecoded into Arrow columns (columns.py), `ARROW_ROWS` at a time, on the client's own
+loop thread.
 """
 
 from __future__ import annotations
@@ -25,100 +26,23 @@ import pyarrow as pa
 
 from mqtools.client.client_api import CLIENT_ERRORS
 from mqtools.client.pull_consumer import PullConsumer
+from mqtools.client.subscription import parse_subscription
 from mqtools.client.sync import LoopThread
 from mqtools.client.types import PullResult, PullStatus
-from mqtools.common import properties as P
-from mqtools.common.message import Host, MessageExt
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.security import ClientSecurity
+from mqtools.spark.columns import Columns
 from mqtools.spark.offsets import DataLossError, QueueRange
 
 log = logging.getLogger(__name__)
 
-#: The rows' schema as Spark DDL; ARROW_SCHEMA is the same in Arrow, as Spark's own conversion makes it
-#: (timestamps in microseconds, UTC), which a batch must equal exactly.
-SCHEMA = ("topic string, broker string, queue_id int, queue_offset long, msg_id string, keys string, tags string, "
-          "body binary, properties map<string,string>, born_timestamp timestamp, store_timestamp timestamp, "
-          "born_host string, store_host string")
-ARROW_SCHEMA = pa.schema([
-    ("topic", pa.string()), ("broker", pa.string()), ("queue_id", pa.int32()), ("queue_offset", pa.int64()),
-    ("msg_id", pa.string()), ("keys", pa.string()), ("tags", pa.string()), ("body", pa.binary()),
-    ("properties", pa.map_(pa.string(), pa.string())), ("born_timestamp", pa.timestamp("us", tz="UTC")),
-    ("store_timestamp", pa.timestamp("us", tz="UTC")), ("born_host", pa.string()), ("store_host", pa.string())])
 RETRY_PAUSE_S = 0.2
 PIPELINE = 4
 """Pulls in flight per range: enough to hide the round trip, few enough not to crowd the broker."""
 ARROW_ROWS = 4096
-
-
-class Columns:
-    """Messages gathered column by column, then one RecordBatch: no per-row objects reach Spark.
-    A pull's messages go in together, one comprehension per column (a method call per message cost
-    as much as the decode)."""
-
-    def __init__(self, broker: str) -> None:
-        self.broker = broker
-        self.hosts: dict[Host, str] = {}
-        self.clear()
-
-    def clear(self) -> None:
-        self.topic: list[str] = []
-        self.queue_id: list[int] = []
-        self.queue_offset: list[int] = []
-        self.msg_id: list[str] = []
-        self.keys: list[str | None] = []
-        self.tags: list[str | None] = []
-        self.body: list[bytes] = []
-        self.prop_offsets: list[int] = [0]
-        self.prop_keys: list[str] = []
-        self.prop_values: list[str] = []
-        self.born: list[int] = []
-        self.stored: list[int] = []
-        self.born_host: list[str] = []
-        self.store_host: list[str] = []
-
-    def __len__(self) -> int:
-        return len(self.topic)
-
-    def extend(self, msgs: list[MessageExt]) -> None:
-        """msg_id is the producer's unique key when there is one (what `mq admin msg` shows)."""
-        props = [m.properties for m in msgs]
-        self.topic.extend([m.topic for m in msgs])
-        self.queue_id.extend([m.queue_id for m in msgs])
-        self.queue_offset.extend([m.queue_offset for m in msgs])
-        self.msg_id.extend([p.get(P.UNIQ_KEY) or m.msg_id for m, p in zip(msgs, props)])
-        self.keys.extend([p.get(P.KEYS) for p in props])
-        self.tags.extend([p.get(P.TAGS) for p in props])
-        self.body.extend([m.body for m in msgs])
-        keys, values, offsets = self.prop_keys, self.prop_values, self.prop_offsets
-        for p in props:
-            keys.extend(p)
-            values.extend(p.values())
-            offsets.append(len(keys))
-        self.born.extend([m.born_timestamp * 1000 for m in msgs])
-        self.stored.extend([m.store_timestamp * 1000 for m in msgs])
-        self.born_host.extend([self._host(m.born_host) for m in msgs])
-        self.store_host.extend([self._host(m.store_host) for m in msgs])
-
-    def _host(self, host: Host) -> str:
-        text = self.hosts.get(host)
-        if text is None:
-            text = self.hosts[host] = f"{host[0]}:{host[1]}"
-        return text
-
-    def batch(self) -> pa.RecordBatch:
-        n = len(self)
-        props = pa.MapArray.from_arrays(pa.array(self.prop_offsets, pa.int32()), pa.array(self.prop_keys, pa.string()),
-                                        pa.array(self.prop_values, pa.string()))
-        ts = pa.timestamp("us", tz="UTC")
-        arrays = [pa.array(self.topic, pa.string()), pa.array([self.broker] * n, pa.string()),
-                  pa.array(self.queue_id, pa.int32()), pa.array(self.queue_offset, pa.int64()),
-                  pa.array(self.msg_id, pa.string()), pa.array(self.keys, pa.string()),
-                  pa.array(self.tags, pa.string()), pa.array(self.body, pa.binary()), props,
-                  pa.array(self.born, ts), pa.array(self.stored, ts), pa.array(self.born_host, pa.string()),
-                  pa.array(self.store_host, pa.string())]
-        self.clear()
-        return pa.RecordBatch.from_arrays(arrays, schema=ARROW_SCHEMA)
+ARROW_BYTES = 64 * 1024 * 1024
+"""A batch goes to Spark at ARROW_ROWS rows or this many body bytes, whichever comes first (Arrow's
+32-bit offsets bound a column at 2 GiB, and large bodies need not wait for a full batch)."""
 
 
 def reader_group() -> str:
@@ -144,19 +68,23 @@ class RangeReader:
     async def batches(self) -> AsyncIterator[pa.RecordBatch]:
         """The range's rows as Arrow batches of about ARROW_ROWS, built on the client's loop."""
         columns = Columns(self.range.broker)
-        async for chunk in self.chunks():
-            columns.extend(chunk)
-            if len(columns) >= ARROW_ROWS:
-                yield columns.batch()
+        tags = parse_subscription(self.range.topic, self.expression).tags_set
+        # aclosing: a consumer that stops early (a LIMIT) closes this generator, and the pulls in
+        # flight and the consumer must end with it, not when the loop finalizes a forgotten generator
+        async with contextlib.aclosing(self.chunks()) as chunks:
+            async for body, offset in chunks:
+                columns.add_pull(body, offset, self.range.end, tags)
+                if len(columns) >= ARROW_ROWS or columns.nbytes >= ARROW_BYTES:
+                    yield columns.batch()
         if len(columns):
             yield columns.batch()
 
-    async def chunks(self) -> AsyncIterator[list[MessageExt]]:
-        """Each message of the range once, in queue order, a pull's worth at a time. Up to PIPELINE pulls
-        run ahead at the offsets the previous ones should end at; an answer that stops short (a byte cap,
-        a tag filter) leaves a gap the next serial pull at the cursor fills, and answers overlapping what
-        was read are trimmed. Anything but FOUND goes to the serial path, which knows retention, failover
-        and end of queue."""
+    async def chunks(self) -> AsyncIterator[tuple[bytes, int]]:
+        """Each pull answer's stored messages, undecoded, with the cursor they start at (messages below
+        it or at the range's end and beyond are not the range's), in queue order. Up to PIPELINE pulls
+        run ahead at the offsets the previous ones should end at; an answer that stops short (a byte
+        cap, a tag filter) leaves a gap the next serial pull at the cursor fills. Anything but FOUND goes
+        to the serial path, which knows retention, failover and end of queue."""
         r = self.range
         if r.size == 0:
             return
@@ -168,16 +96,14 @@ class RangeReader:
         try:
             while offset < r.end:
                 while len(inflight) < PIPELINE and ahead < r.end:
-                    pull = consumer.pull(mq, self.expression, ahead, self.batch)
+                    pull = consumer.pull(mq, self.expression, ahead, self.batch, decode=False)
                     inflight.append((ahead, asyncio.ensure_future(pull)))
                     ahead += self.batch
                 result = await self._head(inflight, offset) if inflight else None
                 if result is None:
                     result = await self._pull(consumer, mq, offset)
-                if result.status is PullStatus.FOUND:
-                    chunk = [m for m in result.messages if offset <= m.queue_offset < r.end]
-                    if chunk:
-                        yield chunk
+                if result.status is PullStatus.FOUND and result.body:
+                    yield result.body, offset
                 offset = self._next(result, offset)
                 ahead = max(ahead, offset)
         finally:
@@ -197,14 +123,14 @@ class RangeReader:
             result = await task
         except CLIENT_ERRORS:
             return None
-        useful = result.status is PullStatus.FOUND and result.messages and result.next_begin_offset > offset
+        useful = result.status is PullStatus.FOUND and result.body and result.next_begin_offset > offset
         return result if useful else None
 
     def _next(self, result: PullResult, offset: int) -> int:
         """The cursor after an answer; raises when the plan's range cannot be read."""
         r = self.range
         if result.status is PullStatus.FOUND:
-            return max(result.next_begin_offset, offset + 1) if result.messages else result.next_begin_offset
+            return max(result.next_begin_offset, offset + 1) if result.body else result.next_begin_offset
         if result.status is PullStatus.NO_MATCHED_MSG:
             return max(result.next_begin_offset, offset + 1)
         if result.status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
@@ -228,7 +154,7 @@ class RangeReader:
         deadline = time.monotonic() + self.pull_timeout
         while True:
             try:
-                result = await consumer.pull(mq, self.expression, offset, self.batch)
+                result = await consumer.pull(mq, self.expression, offset, self.batch, decode=False)
                 waiting = result.status is PullStatus.NO_NEW_MSG or (
                     result.status is PullStatus.OFFSET_ILLEGAL and offset >= result.max_offset)
                 if not waiting or time.monotonic() >= deadline:

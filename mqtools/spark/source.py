@@ -22,8 +22,9 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from mqtools.spark.columns import SCHEMA
 from mqtools.spark.offsets import QueueRange, parse_spec, plan_topic
-from mqtools.spark.reader import SCHEMA, read_batches
+from mqtools.spark.reader import read_batches
 from mqtools.spark.security import security_from_options
 from mqtools.spark.writer import write_rows
 

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
+import logging
 import time
 from typing import Any
 
@@ -97,6 +99,25 @@ def test_min_partitions_splits_and_reads_each_once(spark: Any, cluster: Cluster,
     assert df.rdd.getNumPartitions() >= 9
     keys = df.select("broker", "queue_id", "queue_offset").collect()
     assert len(keys) == len(set(keys)) == _stored(cluster, topic)
+
+
+def test_a_read_stopped_early_ends_its_pulls_with_it(cluster: Cluster, written: tuple[str, list[Any]],
+                                                     caplog: pytest.LogCaptureFixture,
+                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """A LIMIT stops a partition's batches early: closing them ends the range's pulls and consumer then,
+    not when asyncio finds a forgotten generator (it logs "Task was destroyed but it is pending")."""
+    from mqtools.spark import reader
+    from mqtools.spark.offsets import parse_spec, plan_topic
+
+    topic, _ = written
+    monkeypatch.setattr(reader, "ARROW_ROWS", 2)
+    ranges = plan_topic(cluster.namesrv.addr, topic, parse_spec("earliest", "earliest"), parse_spec("latest", "latest"))
+    batches = reader.read_batches(cluster.namesrv.addr, max(ranges, key=lambda r: r.size), batch=2)
+    caplog.set_level(logging.ERROR, logger="asyncio")
+    assert next(batches).num_rows == 2
+    batches.close()
+    gc.collect()
+    assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
 
 
 def test_bad_options_fail_clearly(spark: Any, cluster: Cluster, written: tuple[str, list[Any]]) -> None:

@@ -6,14 +6,13 @@ process; `make test` also runs the unit and store suites with MQ_PURE_PYTHON=1.
 
 from __future__ import annotations
 
-import importlib.util
 import shutil
 import struct
-from types import ModuleType
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from puresupport import pure_copy
 
 from mqtools.common import codec, hashing, properties, speedups
 from mqtools.common.codec import CorruptMessageError, encode_batch, encode_stored
@@ -28,22 +27,10 @@ except ImportError:
 needs_compiled = pytest.mark.skipif(ccodec is None, reason="compiled codec not built here (no C compiler)")
 
 
-def _pure_copy(module: ModuleType) -> ModuleType:
-    monkey = pytest.MonkeyPatch()
-    monkey.setenv(speedups.PURE_PYTHON_ENV, "1")
-    try:
-        spec = importlib.util.spec_from_file_location(f"pure_{module.__name__}", module.__file__)
-        copy = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(copy)
-    finally:
-        monkey.undo()
-    return copy
-
-
-pure_codec = _pure_copy(codec)
-pure_properties = _pure_copy(properties)
-pure_hashing = _pure_copy(hashing)
-pure_index = _pure_copy(index)
+pure_codec = pure_copy(codec)
+pure_properties = pure_copy(properties)
+pure_hashing = pure_copy(hashing)
+pure_index = pure_copy(index)
 
 hosts = st.sampled_from([("127.0.0.1", 10911), ("10.1.2.3", 0), ("::1", 8080), ("fe80::1:2", 65535)])
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x01\x02"), max_size=12)

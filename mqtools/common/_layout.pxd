@@ -1,0 +1,109 @@
+# cython: language_level=3
+"""The stored entry's layout for the compiled modules (_ccodec.pyx, spark/_columns.pyx): big-endian
+reads and writes, and one check of an entry's fields, as codec.decode_stored makes it."""
+
+from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
+
+cdef enum:
+    MAGIC_V1 = -626843481
+    MAGIC_V2 = -626843477
+    FIXED_V4 = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 2
+    BORNHOST_V6_FLAG = 0x1 << 4
+    STOREHOST_V6_FLAG = 0x1 << 5
+
+
+cdef inline int32_t rd32(const unsigned char *p) noexcept nogil:
+    return <int32_t>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
+
+
+cdef inline int64_t rd64(const unsigned char *p) noexcept nogil:
+    return <int64_t>((<uint64_t>(<uint32_t>rd32(p)) << 32) | <uint32_t>rd32(p + 4))
+
+
+cdef inline int16_t rd16(const unsigned char *p) noexcept nogil:
+    return <int16_t>((p[0] << 8) | p[1])
+
+
+cdef inline void wr32(unsigned char *p, int64_t v) noexcept nogil:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+cdef inline void wr64(unsigned char *p, int64_t v) noexcept nogil:
+    wr32(p, v >> 32)
+    wr32(p + 4, v & <int64_t>0xFFFFFFFF)
+
+
+cdef inline Py_ssize_t piece_end(const unsigned char *p, Py_ssize_t n, Py_ssize_t start,
+                                 Py_ssize_t *sep) noexcept nogil:
+    """The end (a \\x02, or n) of the properties piece at `start`; `sep` gets its first \\x01, or -1."""
+    cdef Py_ssize_t i = start
+    sep[0] = -1
+    while i < n and p[i] != 2:
+        if p[i] == 1 and sep[0] < 0:
+            sep[0] = i
+        i += 1
+    return i
+
+
+cdef struct Entry:
+    int32_t total
+    int32_t sys_flag
+    int born_n
+    int store_n
+    Py_ssize_t body_at
+    Py_ssize_t body_len
+    Py_ssize_t topic_at
+    Py_ssize_t topic_len
+    Py_ssize_t props_at
+    Py_ssize_t props_len
+
+
+cdef inline object corrupt(str reason):
+    from mqtools.common.codec import CorruptMessageError
+    return CorruptMessageError(reason)
+
+
+cdef inline int parse_entry(const unsigned char *e, Py_ssize_t avail, Entry *out) except -1:
+    """Where an entry's fields are, every length checked against the entry and what is available."""
+    if avail < 8:
+        raise corrupt("truncated entry header")
+    cdef int32_t total = rd32(e), magic = rd32(e + 4)
+    if magic != MAGIC_V1 and magic != MAGIC_V2:
+        raise corrupt(f"bad magic code {magic:#x}")
+    if total < FIXED_V4 + 1 or total > avail:
+        raise corrupt(f"entry size {total} out of range (available {avail})")
+    cdef int32_t sys_flag = rd32(e + 36)
+    cdef int born_n = 16 if sys_flag & BORNHOST_V6_FLAG else 4
+    cdef int store_n = 16 if sys_flag & STOREHOST_V6_FLAG else 4
+    cdef Py_ssize_t p = 48 + born_n + 4 + 8 + store_n + 4
+    if p + 4 + 8 + 4 > total:
+        raise corrupt("malformed entry: header past the entry end")
+    cdef int32_t body_len = rd32(e + p + 12)
+    p += 16
+    cdef Py_ssize_t body_end = p + body_len, t, topic_len
+    if body_len < 0 or body_end > total:
+        raise corrupt(f"body length {body_len} out of range")
+    if magic == MAGIC_V1:
+        if body_end + 1 > total:
+            raise corrupt("malformed entry: no topic length")
+        topic_len = e[body_end]
+        if topic_len > 127:
+            raise corrupt("negative v1 topic length")
+        t = body_end + 1
+    else:
+        if body_end + 2 > total:
+            raise corrupt("malformed entry: no topic length")
+        topic_len = rd16(e + body_end)
+        t = body_end + 2
+    if topic_len < 0 or t + topic_len + 2 > total:
+        raise corrupt(f"entry length {total} does not match its fields")
+    cdef Py_ssize_t props_len = rd16(e + t + topic_len)
+    if props_len < 0 or t + topic_len + 2 + props_len != total:
+        raise corrupt(f"entry length {total} does not match its fields")
+    out.total, out.sys_flag, out.born_n, out.store_n = total, sys_flag, born_n, store_n
+    out.body_at, out.body_len, out.topic_at, out.topic_len = p, body_len, t, topic_len
+    out.props_at, out.props_len = t + topic_len + 2, props_len
+    return 0
