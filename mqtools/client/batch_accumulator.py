@@ -133,29 +133,28 @@ class AutoBatcher:
 
     def submit(self, msg: Message, budget: float) -> asyncio.Future[SendResult]:
         """Gather one prepared message; its future resolves with its own result or failure."""
-        pending = PendingSend(msg, entry_size(msg), self._clock() + budget,
-                              asyncio.get_running_loop().create_future())
+        now = self._clock()
+        future = asyncio.get_running_loop().create_future()
+        pending = PendingSend(msg, entry_size(msg), now + budget, future)
         if self._waiters or not self.acc.has_room(pending.size):
             self._waiters.append(pending)
         else:
-            self._admit(pending)
-        return pending.future
+            self._admit(pending, now)
+        return future
 
     def close(self) -> None:
         """Send everything held now (shutdown flushes, it does not drop)."""
         for batch in self.acc.close():
             self._launch(batch)
 
-    def _admit(self, pending: PendingSend) -> None:
-        batch = self.acc.add(pending.msg.topic, pending, pending.size, self._clock())
+    def _admit(self, pending: PendingSend, now: float) -> None:
+        batch = self.acc.add(pending.msg.topic, pending, pending.size, now)
         if batch is not None:
             self._launch(batch)
-        else:
+        elif self._timer is None:
             self._arm()
 
     def _arm(self) -> None:
-        if self._timer is not None:
-            return
         due = self.acc.next_due()
         if due is None:
             return
@@ -180,7 +179,7 @@ class AutoBatcher:
             if following is not None:
                 self._launch(following)
             while self._waiters and self.acc.has_room(self._waiters[0].size):
-                self._admit(self._waiters.popleft())
+                self._admit(self._waiters.popleft(), self._clock())
 
     async def _deliver(self, live: list[PendingSend]) -> None:
         """One request for the live sends of a batch; the answer split, or the failure given to each."""
