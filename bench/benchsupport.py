@@ -64,16 +64,16 @@ async def create_topic(addr: str, topic: str, queues: int, security: ClientSecur
 
 
 @contextmanager
-def namesrv_and_broker(topic: str, queues: int) -> Iterator[tuple[MqProcess, MqProcess]]:
-    """A name server and a broker "bench" (ASYNC_FLUSH, 1 GiB commitlog files) in a temp
-    directory, `topic` created on it and given a second to reach the name server; both are
+def namesrv_and_broker(topic: str, queues: int, **props: str) -> Iterator[tuple[MqProcess, MqProcess]]:
+    """A name server and a broker "bench" (ASYNC_FLUSH, 1 GiB commitlog files, and `props`) in a
+    temp directory, `topic` created on it and given a second to reach the name server; both are
     stopped on exit."""
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
         namesrv = start_namesrv(work)
         try:
-            broker = start_broker(work, namesrv.addr, "bench", flushDiskType="ASYNC_FLUSH",
-                                  mappedFileSizeCommitLog=str(1024 * 1024 * 1024))
+            broker = start_broker(work, namesrv.addr, "bench", **{"flushDiskType": "ASYNC_FLUSH",
+                                  "mappedFileSizeCommitLog": str(1024 * 1024 * 1024), **props})
             try:
                 asyncio.run(create_topic(broker.addr, topic, queues))
                 time.sleep(1.0)

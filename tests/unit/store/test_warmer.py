@@ -8,29 +8,41 @@ from pathlib import Path
 
 import pytest
 
+from mqtools.server.store import libc
 from mqtools.server.store.mapped_file import OS_PAGE_SIZE, MappedFile
-from mqtools.server.store.warmer import MappedFileWarmer, _madvise
+from mqtools.server.store.warmer import MappedFileWarmer
 
-pytestmark = pytest.mark.skipif(_madvise() is None, reason="MADV_POPULATE_WRITE needs Linux 5.14+")
+pytestmark = pytest.mark.skipif(libc.madvise_populate() is None, reason="MADV_POPULATE_WRITE needs Linux 5.14+")
 
 MIB = 1 << 20
 
 
-def mapped_kib(mf: MappedFile) -> int:
-    """Resident size of the file's mapping in this process's page tables (/proc/self/smaps Rss): what a
-    write finds already faulted in."""
+def smaps_kib(mf: MappedFile, *fields: str) -> int:
+    """The sum of `fields` (KiB) of the file's mapping in /proc/self/smaps."""
     view = ctypes.c_char.from_buffer(mf.mm)
     addr = ctypes.addressof(view)
     del view
-    inside = False
+    inside, found, total = False, False, 0
     for line in Path("/proc/self/smaps").read_text().splitlines():
         head = line.split()[0]
         if "-" in head and ":" not in head:
             lo, hi = (int(x, 16) for x in head.split("-"))
             inside = lo <= addr < hi
-        elif inside and head == "Rss:":
-            return int(line.split()[1])
-    raise AssertionError("the mapping is not in /proc/self/smaps")
+        elif inside and head.rstrip(":") in fields:
+            found = True
+            total += int(line.split()[1])
+    assert found, "the mapping is not in /proc/self/smaps"
+    return total
+
+
+def mapped_kib(mf: MappedFile) -> int:
+    """Resident size of the file's mapping in this process's page tables (Rss): what a write finds
+    already faulted in."""
+    return smaps_kib(mf, "Rss")
+
+
+def dirty_kib(mf: MappedFile) -> int:
+    return smaps_kib(mf, "Private_Dirty", "Shared_Dirty")
 
 
 @pytest.fixture
@@ -66,6 +78,24 @@ def test_a_new_file_starts_over_from_its_page_and_a_closed_one_is_let_go(tmp_pat
     second.close()
 
 
+def test_a_flush_leaves_the_populated_pages_past_the_data_alone(tmp_path, warmer) -> None:
+    """Populated pages are dirty: a flush of the whole file would write them out as zeros, and again
+    once their data comes. A flush syncs the written range only."""
+    mf = MappedFile(tmp_path / "00000000000000000000", 0, 8 * MIB, create=True)
+    warmer.request(mf, 0)
+    assert warmer.caught_up.wait(5)
+    populated = dirty_kib(mf)
+    assert populated >= 2 * 1024
+    mf.mm[0:10] = b"x" * 10
+    mf.wrote = 10
+    assert mf.flush() == 10
+    assert dirty_kib(mf) == populated - OS_PAGE_SIZE // 1024, "only the data's page was written back"
+    mf.wrote = 4 * MIB  # the appends reach the populated pages: the next flush writes them, once
+    mf.flush()
+    assert dirty_kib(mf) == 0
+    mf.close()
+
+
 def test_a_failed_call_stops_the_warmer_and_the_appender_asks_no_more(tmp_path) -> None:
     calls = []
 
@@ -83,14 +113,14 @@ def test_a_failed_call_stops_the_warmer_and_the_appender_asks_no_more(tmp_path) 
     mf.close()
 
 
-async def test_the_store_warms_only_with_warm_maped_file_enable(tmp_path) -> None:
+async def test_the_store_warms_unless_warm_maped_file_enable_is_false(tmp_path) -> None:
     from unit.store.store_helpers import inner, tiny_config
 
     from mqtools.server.store.config import MessageStoreConfig
     from mqtools.server.store.message_store import MessageStore
 
-    assert MessageStoreConfig.from_properties({}).warm_mapped_file_enable is False
-    assert MessageStoreConfig.from_properties({"warmMapedFileEnable": "true"}).warm_mapped_file_enable is True
+    assert MessageStoreConfig.from_properties({}).warm_mapped_file_enable is True
+    assert MessageStoreConfig.from_properties({"warmMapedFileEnable": "false"}).warm_mapped_file_enable is False
     for enabled in (False, True):
         store = MessageStore(tiny_config(tmp_path / str(enabled), mapped_file_size_commit_log=MIB,
                                          warm_mapped_file_enable=enabled))
