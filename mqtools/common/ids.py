@@ -7,7 +7,7 @@ import itertools
 import os
 import struct
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import lru_cache
 
@@ -25,6 +25,10 @@ def host_bytes(host: Host) -> bytes:
     return host_address_bytes(host[0]) + struct.pack(">i", host[1])
 
 
+_U64 = 0xFFFFFFFFFFFFFFFF
+"""A commitlog offset is written as Java's long: 16 hex digits of its 64 bits."""
+
+
 @lru_cache(maxsize=256)
 def _host_hex(host: Host) -> str:
     return host_bytes(host).hex().upper()
@@ -32,7 +36,13 @@ def _host_hex(host: Host) -> str:
 
 def create_offset_msg_id(host: Host, commit_log_offset: int) -> str:
     """32 hex chars for an IPv4 store host (56 for IPv6), upper case as RocketMQ prints it."""
-    return f"{_host_hex(host)}{commit_log_offset & 0xFFFFFFFFFFFFFFFF:016X}"
+    return f"{_host_hex(host)}{commit_log_offset & _U64:016X}"
+
+
+def create_offset_msg_ids(host: Host, commit_log_offsets: Iterable[int]) -> list[str]:
+    """create_offset_msg_id of each offset of one store host (a batch's answer), the host formatted once."""
+    prefix = _host_hex(host)
+    return [f"{prefix}{offset & _U64:016X}" for offset in commit_log_offsets]
 
 
 def decode_offset_msg_id(msg_id: str) -> tuple[Host, int]:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from mqtools.common.ids import create_offset_msg_id
+from mqtools.common.ids import create_offset_msg_ids
 
 DISK_FULL_REMARK = ("service not available now, maybe disk full [CL: {cl:.2f}], messages are put to the slave, "
                     "or the message store has been shut down")
@@ -52,7 +52,7 @@ class AppendMessageResult:
         """Offset message id of every message (built on demand: a batch response needs them joined)."""
         if not self.phys_offsets or self.store_host is None:
             return [self.msg_id]
-        return [create_offset_msg_id(self.store_host, p) for p in self.phys_offsets]
+        return create_offset_msg_ids(self.store_host, self.phys_offsets)
 
 
 @dataclass(slots=True)

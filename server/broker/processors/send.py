@@ -269,7 +269,7 @@ class SendProcessor:
             return req.response(code, remark)
         append = result.append
         self.c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
-        msg_id = ",".join(append.msg_ids) if len(append.msg_ids) > 1 else append.msg_id
+        msg_id = ",".join(append.msg_ids) if len(append.phys_offsets) > 1 else append.msg_id
         ext = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(append.logics_offset)}
         return req.response(code, remark, ext)
 
