@@ -237,6 +237,33 @@ def pack_batch(unsigned char[:] mm, Py_ssize_t pos, int64_t phys, const unsigned
     return units
 
 
+def batch_entries(body):
+    """codec.batch_entries."""
+    cdef const unsigned char[:] mv = body
+    cdef Py_ssize_t pos = 0, end = mv.shape[0], b, p, pe
+    cdef int32_t size, body_len
+    cdef const unsigned char *base
+    out = []
+    if end == 0:
+        return out
+    base = &mv[0]
+    while pos < end:
+        if end - pos < BATCH_ENTRY_FIXED:
+            raise ValueError("truncated batch entry")
+        size = rd32(base + pos)
+        body_len = rd32(base + pos + 16)
+        b = pos + BATCH_HEAD_SIZE
+        p = b + body_len
+        if body_len < 0 or p + 2 > end:
+            raise ValueError("batch body length out of range")
+        pe = p + 2 + rd16(base + p)
+        if pe < p + 2 or pe > end or size != pe - pos:
+            raise ValueError("batch entry length does not match its fields")
+        out.append((rd32(base + pos + 12), b, p, pe))
+        pos = pe
+    return out
+
+
 cdef extern from "Python.h":
     const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
     char *PyBytes_AS_STRING(object b)

@@ -430,3 +430,4 @@ if _compiled is not None:
     decode_entries = _compiled.decode_entries
     pack_batch = _compiled.pack_batch
     encode_batch = _compiled.encode_batch
+    batch_entries = _compiled.batch_entries

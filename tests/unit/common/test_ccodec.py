@@ -37,6 +37,15 @@ text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x01\x0
 props = st.dictionaries(text.filter(bool), text, max_size=5)
 
 
+def damage(raw: bytes, flips: list[tuple[int, int]], cut: int) -> bytes:
+    """`raw` with the bytes at the flips' offsets replaced, cut after `cut` bytes."""
+    out = bytearray(raw)
+    for at, value in flips:
+        if at < len(out):
+            out[at] = value
+    return bytes(out[:cut])
+
+
 def test_the_compiled_codec_is_built_where_a_compiler_is() -> None:
     """A machine with a C compiler gets the compiled path (the install fetches Cython into its build
     environment), else this suite would test one path twice without saying so."""
@@ -70,11 +79,7 @@ def test_decode_stored_matches(topic, body, flag, properties, born, store, qoff,
 def test_damaged_entries_are_refused_alike(cut: int, flips: list[tuple[int, int]]) -> None:
     msg = MessageExt(topic="T", body=b"abcdef", properties={"TAGS": "x", "KEYS": "k1 k2"},
                      born_host=("1.2.3.4", 5), store_host=("5.6.7.8", 9))
-    raw = bytearray(encode_stored(msg))
-    for at, value in flips:
-        if at < len(raw):
-            raw[at] = value
-    raw = bytes(raw[:cut])
+    raw = damage(encode_stored(msg), flips, cut)
     outcomes = []
     for decode in (ccodec.decode_stored, pure_codec.decode_stored):
         try:
@@ -131,6 +136,22 @@ def test_pack_batch_writes_the_same_bytes(bodies: list[bytes], properties: dict[
     assert outs[0] == outs[1]
     first = pure_codec.decode_stored(outs[0][0], 10, True)
     assert (first.queue_offset, first.commit_log_offset, first.queue_id, first.body) == (77, 1000, 4, bodies[0])
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(bodies=st.lists(st.binary(max_size=40), min_size=1, max_size=5), properties=props,
+       cut=st.integers(0, 400), flips=st.lists(st.tuples(st.integers(0, 399), st.integers(0, 255)), max_size=3))
+def test_batch_entries_match_and_refuse_alike(bodies: list[bytes], properties: dict[str, str], cut: int,
+                                              flips: list[tuple[int, int]]) -> None:
+    damaged = damage(encode_batch([Message("T", b, i, properties) for i, b in enumerate(bodies)]), flips, cut)
+    outcomes = []
+    for entries in (ccodec.batch_entries, pure_codec.batch_entries):
+        try:
+            outcomes.append(entries(damaged))
+        except ValueError as exc:
+            outcomes.append(str(exc))
+    assert outcomes[0] == outcomes[1]
 
 
 def test_batch_entries_are_offsets_into_the_body() -> None:
