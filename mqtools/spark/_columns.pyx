@@ -294,25 +294,13 @@ cdef class Columns:
         if born_ts > MAX_MILLIS or born_ts < -MAX_MILLIS or store_ts > MAX_MILLIS or store_ts < -MAX_MILLIS:
             raise corrupt(f"timestamp out of range at physical offset {rd64(e + 28)}")
         # topic: a retry topic's message names its real topic in RETRY_TOPIC
-        cdef bint retry = topic_len >= 7 and memcmp(e + t, b"%RETRY%", 7) == 0
-        if retry and slow is not None and slow.get("RETRY_TOPIC"):
-            text_str(&self.topic, slow["RETRY_TOPIC"])
-        elif retry and slow is None and find(props, count, "RETRY_TOPIC", 11) >= 0 \
-                and props[find(props, count, "RETRY_TOPIC", 11)].value_n > 0:
-            j = find(props, count, "RETRY_TOPIC", 11)
-            text_add(&self.topic, props[j].value, props[j].value_n)
-        else:
+        if topic_len < 7 or memcmp(e + t, b"%RETRY%", 7) != 0 or not self.value(&self.topic, "RETRY_TOPIC", 11,
+                                                                                 props, count, slow):
             text_add(&self.topic, e + t, topic_len)
         put32(&self.queue_id, rd32(e + 12))
         put64(&self.queue_offset, rd64(e + 20))
         # msg_id: the producer's unique key, else the offset id (store host, port, commitlog offset)
-        if slow is not None and slow.get("UNIQ_KEY"):
-            text_str(&self.msg_id, slow["UNIQ_KEY"])
-        elif slow is None and find(props, count, "UNIQ_KEY", 8) >= 0 \
-                and props[find(props, count, "UNIQ_KEY", 8)].value_n > 0:
-            j = find(props, count, "UNIQ_KEY", 8)
-            text_add(&self.msg_id, props[j].value, props[j].value_n)
-        else:
+        if not self.value(&self.msg_id, "UNIQ_KEY", 8, props, count, slow):
             w = 0
             for i in range(store_n + 4):
                 hexed[w] = HEX[store[i] >> 4]
@@ -340,18 +328,35 @@ cdef class Columns:
                 text_end(&self.prop_keys, True)
                 put(&self.prop_values.data, props[j].value, props[j].value_n)
                 text_end(&self.prop_values, True)
-            put32(&self.prop_offsets, <int32_t>(self.prop_keys.offsets.len // 4 - 1))
         else:
             for name, value in slow.items():
                 text_str(&self.prop_keys, name)
                 text_str(&self.prop_values, value)
-            put32(&self.prop_offsets, <int32_t>(self.prop_keys.offsets.len // 4 - 1))
+        put32(&self.prop_offsets, <int32_t>(self.prop_keys.offsets.len // 4 - 1))
         put64(&self.born, born_ts * 1000)
         put64(&self.stored, store_ts * 1000)
         self.host(&self.born_host, born, born_n)
         self.host(&self.store_host, store, store_n)
         self.rows += 1
         return 0
+
+    cdef bint value(self, Text *col, const char *name, Py_ssize_t name_n, Piece *props, Py_ssize_t count,
+                    dict slow) except -1:
+        """Writes property `name` to `col` when it is there and not empty (what `props.get(name) or ...`
+        takes); whether it did."""
+        cdef Py_ssize_t j
+        if slow is not None:
+            text = slow.get(name[:name_n].decode())
+            if not text:
+                return False
+            text_str(col, text)
+            return True
+        j = find(props, count, name, name_n)
+        if j < 0 or props[j].value_n == 0:
+            return False
+        put(&col.data, props[j].value, props[j].value_n)
+        text_end(col, True)
+        return True
 
     cdef int optional(self, Text *col, const char *name, Py_ssize_t name_n, Piece *props, Py_ssize_t count,
                       dict slow) except -1:
