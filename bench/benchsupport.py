@@ -28,6 +28,7 @@ from mqproc import MqProcess, start_broker, start_namesrv
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.loop import loop_name
 from mqtools.remoting.loop import run as run_loop
 from mqtools.remoting.security import ClientSecurity
 
@@ -38,13 +39,7 @@ LOOP_ENV = "MQ_BENCH_LOOP"
 
 def client_loop() -> str:
     """The loop bench clients run on (spawned client processes inherit the choice)."""
-    if os.environ.get(LOOP_ENV) == "asyncio":
-        return "asyncio"
-    try:
-        import uvloop  # noqa: F401
-    except ImportError:
-        return "asyncio"
-    return "uvloop"
+    return "asyncio" if os.environ.get(LOOP_ENV) == "asyncio" else loop_name()
 
 
 def run_client(main: Coroutine[Any, Any, T]) -> T:

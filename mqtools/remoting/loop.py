@@ -8,15 +8,26 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Coroutine
+from types import ModuleType
 from typing import Any
 
 
-def new_event_loop() -> asyncio.AbstractEventLoop:
+def _uvloop() -> ModuleType | None:
     try:
         import uvloop
     except ImportError:
-        return asyncio.new_event_loop()
-    return uvloop.new_event_loop()
+        return None
+    return uvloop
+
+
+def loop_name() -> str:
+    """Which loop new_event_loop makes here: "uvloop" or "asyncio"."""
+    return "asyncio" if _uvloop() is None else "uvloop"
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    uvloop = _uvloop()
+    return asyncio.new_event_loop() if uvloop is None else uvloop.new_event_loop()
 
 
 def run(main: Coroutine[Any, Any, Any]) -> Any:
