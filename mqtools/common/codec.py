@@ -431,3 +431,4 @@ if _compiled is not None:
     pack_batch = _compiled.pack_batch
     encode_batch = _compiled.encode_batch
     batch_entries = _compiled.batch_entries
+    write_stored = _compiled.write_stored

@@ -139,7 +139,8 @@ class BrokerStats:
 
     def on_put(self, topic: str, msgs: int, size: int) -> None:
         now = self.clock()
-        self._roll_day(now)
+        if now >= self._day_end:
+            self._roll_day(now)
         self.put_msgs.add(now, msgs)
         self.put_bytes_total += size
         self.put_times_total += 1

@@ -52,15 +52,20 @@ class ConsumeQueue:
         if phys + size <= self.max_physic_offset:
             return False
         expected = cq_offset * UNIT_SIZE
-        if not self.queue.files and expected:
-            self._start_at(expected)
-        mf = self.queue.last_writable(expected)
-        end = mf.end
-        if expected < end:
-            return False
-        if expected > end:
-            log.error("consume queue %s-%d: unit %d expected but queue ends at %d", self.topic,
-                      self.queue_id, cq_offset, end // UNIT_SIZE)
+        files = self.queue.files
+        mf = files[-1] if files else None
+        if mf is None or mf.start + mf.wrote != expected or mf.wrote >= mf.size:
+            # not simply the next unit of the current file: a queue starting past 0, a full file, a gap
+            # or a duplicate
+            if not files and expected:
+                self._start_at(expected)
+            mf = self.queue.last_writable(expected)
+            end = mf.end
+            if expected < end:
+                return False
+            if expected > end:
+                log.error("consume queue %s-%d: unit %d expected but queue ends at %d", self.topic,
+                          self.queue_id, cq_offset, end // UNIT_SIZE)
         UNIT.pack_into(mf.mm, mf.wrote, phys, size, tags)
         mf.wrote += UNIT_SIZE
         self.max_physic_offset = phys + size

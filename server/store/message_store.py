@@ -251,7 +251,8 @@ class MessageStore:
         d.dispatch(msg.topic, msg.queue_id, qoff, phys, total, sys_flag, store_ts, tags, keys, uniq)
         d.reput_offset = phys + total
         d.last_store_ts = store_ts
-        self.index.write_header()
+        if keys or uniq:
+            self.index.write_header()
         msg.store_timestamp, msg.queue_offset, msg.commit_log_offset = store_ts, qoff, phys
         msg.msg_id = create_offset_msg_id(store_host, phys)
         self.stats.put_times += 1

@@ -26,7 +26,7 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import INT_RANGE, LONG_RANGE, SendMessageRequestHeader
 from mqtools.server.broker.context import BrokerContext
-from mqtools.server.store.results import PutMessageResult
+from mqtools.server.store.results import PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
@@ -126,10 +126,13 @@ class SendProcessor:
         bad_topic = topic_error(h.topic)
         if bad_topic is not None:
             return req.response(ResponseCode.SYSTEM_ERROR, bad_topic)
-        for name, allowed in _FIELD_RANGES:
-            value = getattr(h, name)
-            if value is not None and value not in allowed:
-                return req.response(ResponseCode.SYSTEM_ERROR, f"the custom field <{name}> is out of range: {value}")
+        if not (h.flag in INT_RANGE and h.sys_flag in INT_RANGE and h.born_timestamp in LONG_RANGE
+                and h.reconsume_times is None and h.max_reconsume_times is None):
+            for name, allowed in _FIELD_RANGES:
+                value = getattr(h, name)
+                if value is not None and value not in allowed:
+                    return req.response(ResponseCode.SYSTEM_ERROR,
+                                        f"the custom field <{name}> is out of range: {value}")
         if h.topic in NOT_ALLOWED_SEND_TOPICS or h.topic == T.AUTO_CREATE_TOPIC_KEY:
             return req.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden.")
         tc = self.c.topics.select(h.topic)
@@ -190,32 +193,26 @@ class SendProcessor:
         return f"{raw}{P.CLUSTER}{P.NAME_VALUE_SEPARATOR}{cluster}{P.PROPERTY_SEPARATOR}"
 
     def _fields(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
-                ) -> dict[str, Any]:
-        """What a message and a batch are built from alike: the header's fields, the properties with
-        CLUSTER, the queue (a random writable one when the producer left it to us) and both hosts."""
+                ) -> tuple[tuple, str]:
+        """What a message and a batch are built from alike: their first ten fields in order (the header's
+        fields, the properties with CLUSTER, the queue, a random writable one when the producer left it to
+        us, and both hosts), and the properties string. Positional: this runs once per message."""
         props = P.string_to_properties(h.properties)
-        return {
-            "topic": h.topic,
-            "body": body,
-            "flag": h.flag,
-            "properties": props,
-            "properties_string": self._props_string(h.properties, props),
-            "queue_id": h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums)),
-            "sys_flag": h.sys_flag,
-            "born_timestamp": h.born_timestamp,
-            "born_host": split_host(conn.peer),
-            "store_host": split_host(self.c.broker_addr),
-            "reconsume_times": h.reconsume_times or 0,
-        }
+        return (h.topic, body, h.flag, props,
+                h.queue_id if h.queue_id >= 0 else random.randrange(max(1, tc.write_queue_nums)),
+                h.sys_flag, h.born_timestamp, split_host(conn.peer), split_host(self.c.broker_addr),
+                h.reconsume_times or 0), self._props_string(h.properties, props)
 
     def _inner(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
                ) -> MessageExtBrokerInner:
-        fields = self._fields(conn, h, body, tc)
-        return MessageExtBrokerInner(**fields, tags_code=tags_code(fields["properties"].get(P.TAGS)))
+        head, props_string = self._fields(conn, h, body, tc)
+        return MessageExtBrokerInner(*head, tags_code=tags_code(head[3].get(P.TAGS)),
+                                     properties_string=props_string)
 
     def _batch(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
                ) -> MessageExtBatch:
-        return MessageExtBatch(**self._fields(conn, h, body, tc))
+        head, props_string = self._fields(conn, h, body, tc)
+        return MessageExtBatch(*head, properties_string=props_string)
 
     # ------------------------------------------------------------------ processors
 
@@ -263,11 +260,14 @@ class SendProcessor:
         return self._response(req, topic, await pending, queue_id)
 
     def _response(self, req: RemotingCommand, topic: str, result: Any, queue_id: int) -> RemotingCommand:
-        name = result.status.name
-        code, remark = _PUT_STATUS.get(name, (ResponseCode.SYSTEM_ERROR, name))
-        if name not in _STORED or result.append is None:
-            return req.response(code, remark)
         append = result.append
+        if result.status is PutMessageStatus.PUT_OK and append is not None:
+            code, remark = ResponseCode.SUCCESS, None
+        else:
+            name = result.status.name
+            code, remark = _PUT_STATUS.get(name, (ResponseCode.SYSTEM_ERROR, name))
+            if name not in _STORED or append is None:
+                return req.response(code, remark)
         self.c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
         msg_id = ",".join(append.msg_ids) if len(append.phys_offsets) > 1 else append.msg_id
         ext = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(append.logics_offset)}

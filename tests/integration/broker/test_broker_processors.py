@@ -4,6 +4,7 @@ MessageStore on a temp dir, driven over loopback by our RemotingClient (no name 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import struct
 import time
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from mqtools.common.javaprops import parse_properties
+from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.perm import PERM_READ, PERM_RW
 from mqtools.remoting.bodies import KVTable, TopicConfigSerializeWrapper, TopicStatsTable
 from mqtools.remoting.client import RemotingClient
@@ -527,3 +529,12 @@ def test_rate_counter_windows() -> None:
     for i in range(2000):  # old seconds are pruned, day sums stay
         c.add(base + 200 + i, 1)
     assert len(c.secs) <= 661 and c.window(base + 2199, 86400)[0] == 240 + 2000
+
+
+def test_a_message_and_a_batch_start_with_the_fields_the_send_processor_gives_in_order() -> None:
+    """SendProcessor._fields builds both positionally (once per message): a reordered field would store a
+    message with its values swapped."""
+    first = ["topic", "body", "flag", "properties", "queue_id", "sys_flag", "born_timestamp", "born_host", "store_host",
+             "reconsume_times"]
+    assert [f.name for f in dataclasses.fields(MessageExtBrokerInner)][:10] == first
+    assert [f.name for f in dataclasses.fields(MessageExtBatch)][:10] == first

@@ -18,6 +18,7 @@ from mqtools.common import codec, hashing, properties, speedups
 from mqtools.common.codec import CorruptMessageError, encode_batch, encode_stored
 from mqtools.common.hashing import tags_code
 from mqtools.common.message import Message, MessageExt
+from mqtools.common.properties import properties_to_string as properties_string
 from mqtools.server.store import index
 
 try:
@@ -71,6 +72,40 @@ def test_decode_stored_matches(topic, body, flag, properties, born, store, qoff,
     assert got == pure_codec.decode_stored(raw, 3, True, read_body)
     assert got.msg_id == pure_codec.decode_stored(raw, 3).msg_id
     assert ccodec.decode_entries(raw[3:-4] * 2) == pure_codec.decode_entries(raw[3:-4] * 2)
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(topic=st.text(min_size=1, max_size=200), body=st.binary(max_size=64), flag=st.integers(-2**31, 2**31 - 1),
+       properties=props, born=hosts, store=hosts, qoff=st.integers(0, 2**63 - 1), phys=st.integers(0, 2**63 - 1),
+       reconsume=st.integers(-2**31, 2**31 - 1), at=st.integers(0, 9))
+def test_write_stored_writes_the_same_bytes(topic, body, flag, properties, born, store, qoff, phys, reconsume,
+                                            at) -> None:
+    """The append path's entry writer, with IPv6 hosts, topics over 127 bytes (2-byte length) and empty bodies."""
+    msg = MessageExt(topic=topic, body=body, flag=flag, queue_id=5, born_host=born, born_timestamp=-9,
+                     reconsume_times=reconsume, prepared_transaction_offset=3)
+    topic_b, props_b = topic.encode(), properties_string(properties).encode()
+    sys_flag = 8 | codec.host_flags(born, store)
+    total = codec.stored_size(sys_flag, len(body), len(topic_b), len(props_b))
+    outs = []
+    for write in (ccodec.write_stored, pure_codec.write_stored):
+        buf = bytearray(at + total + 7)
+        write(buf, at, msg, total=total, sys_flag=sys_flag, queue_offset=qoff, phys_offset=phys,
+              store_timestamp=2**41, store_host=store, topic=topic_b, properties=props_b)
+        outs.append(bytes(buf))
+    assert outs[0] == outs[1]
+    got = pure_codec.decode_stored(outs[0], at, True)
+    assert (got.body, got.topic, got.queue_offset, got.store_host) == (body, topic, qoff, store)
+
+
+@needs_compiled
+def test_write_stored_refuses_a_target_too_small_rather_than_writing_past_it() -> None:
+    msg = MessageExt(topic="T", body=b"x" * 100, born_host=("127.0.0.1", 1))
+    total = codec.stored_size(0, 100, 1, 0)
+    for write in (ccodec.write_stored, pure_codec.write_stored):
+        with pytest.raises((ValueError, struct.error)):
+            write(memoryview(bytearray(total - 1)), 0, msg, total=total, sys_flag=0, queue_offset=0, phys_offset=0,
+                  store_timestamp=0, store_host=("127.0.0.1", 2), topic=b"T", properties=b"")
 
 
 @needs_compiled
