@@ -362,6 +362,9 @@ def index_put_entries(unsigned char[:] mm, Py_ssize_t slots, Py_ssize_t entries_
     return n, used
 
 
+cdef const char *HEX = b"0123456789ABCDEF"
+
+
 #: mqtools.common.ids.host_address_bytes, imported on first use (ids imports the pure modules).
 cdef object _address_bytes = None
 
@@ -427,3 +430,23 @@ def write_stored(unsigned char[:] buf, Py_ssize_t pos, msg, *, int32_t total, in
     dst[0] = (plen >> 8) & 0xFF
     dst[1] = plen & 0xFF
     memcpy(dst + 2, PyBytes_AS_STRING(properties), plen)
+
+
+def create_offset_msg_ids(tuple host, offsets):
+    """ids.create_offset_msg_ids."""
+    from mqtools.common.ids import offset_id_prefix
+    cdef bytes prefix = (<str>offset_id_prefix(host)).encode("ascii")
+    cdef Py_ssize_t plen = len(prefix), i
+    cdef uint64_t v
+    if plen > 64:
+        raise ValueError(f"a store host is 8 or 20 bytes, not {plen // 2}")
+    cdef char buf[80]
+    memcpy(buf, PyBytes_AS_STRING(prefix), plen)
+    out = []
+    for offset in offsets:
+        v = offset & 0xFFFFFFFFFFFFFFFF
+        for i in range(15, -1, -1):
+            buf[plen + i] = HEX[v & 0xF]
+            v >>= 4
+        out.append(PyUnicode_DecodeUTF8(buf, plen + 16, NULL))
+    return out

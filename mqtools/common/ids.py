@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import lru_cache
 
+from mqtools.common import speedups
 from mqtools.common.message import Host
 
 
@@ -30,18 +31,19 @@ _U64 = 0xFFFFFFFFFFFFFFFF
 
 
 @lru_cache(maxsize=256)
-def _host_hex(host: Host) -> str:
+def offset_id_prefix(host: Host) -> str:
+    """The store host part of an offset message id: its address and port in upper-case hex."""
     return host_bytes(host).hex().upper()
 
 
 def create_offset_msg_id(host: Host, commit_log_offset: int) -> str:
     """32 hex chars for an IPv4 store host (56 for IPv6), upper case as RocketMQ prints it."""
-    return f"{_host_hex(host)}{commit_log_offset & _U64:016X}"
+    return f"{offset_id_prefix(host)}{commit_log_offset & _U64:016X}"
 
 
 def create_offset_msg_ids(host: Host, commit_log_offsets: Iterable[int]) -> list[str]:
     """create_offset_msg_id of each offset of one store host (a batch's answer), the host formatted once."""
-    prefix = _host_hex(host)
+    prefix = offset_id_prefix(host)
     return [f"{prefix}{offset & _U64:016X}" for offset in commit_log_offsets]
 
 
@@ -88,3 +90,8 @@ class UniqueKeyGenerator:
             self._prefix = self._fixed + f"{(now_ms - self._month_start) & 0xFFFFFFFF:08X}"
             self._last_ms = now_ms
         return self._prefix + f"{next(self._counter) & 0xFFFF:04X}"
+
+
+_compiled = speedups.compiled()
+if _compiled is not None:
+    create_offset_msg_ids = _compiled.create_offset_msg_ids

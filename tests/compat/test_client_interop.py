@@ -50,7 +50,7 @@ async def test_python_producer_to_cpp_push_consumer(cluster: Cluster, tmp_path: 
 async def test_cpp_producer_to_python_push_consumer(cluster: Cluster, tmp_path: Path) -> None:
     await create_topic(cluster, "InteropCpp2Py", 2)
     cpp = CppClient.produce(cluster.namesrv.addr, "InteropCpp2Py", 20, tmp_path / "home")
-    assert cpp.wait(90) == 0, f"{cpp.stderr_tail()}\n{cpp.log_tail()}"
+    assert cpp.wait(90) == 0, f"{cpp.stderr_tail()}\nevents: {cpp.events}\n{cpp.log_tail()}"
     sent = [e for e in cpp.events if "sent" in e]
     assert len(sent) == 20 and all(e["status"] == 0 for e in sent)
     got: list[MessageExt] = []

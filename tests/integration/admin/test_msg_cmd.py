@@ -30,7 +30,7 @@ async def amq(*args: str, namesrv: str | None = None) -> subprocess.CompletedPro
 async def test_msg_key_finds_what_the_cpp_client_sent(cluster: Cluster, tmp_path: Path) -> None:
     await create_topic(cluster, "AdmMsgCpp", 2)
     cpp = CppClient.produce(cluster.namesrv.addr, "AdmMsgCpp", 5, tmp_path / "home")
-    assert cpp.wait(90) == 0, cpp.stderr_tail()
+    assert cpp.wait(90) == 0, f"{cpp.stderr_tail()}\nevents: {cpp.events}\n{cpp.log_tail()}"
     sent = {e["sent"]: e["msg_id"] for e in cpp.events if "sent" in e}
     assert len(sent) == 5
     doc = json_of(mq("admin", "msg", "key", "AdmMsgCpp", "cpp-key-3", "-o", "json", namesrv=cluster.namesrv.addr),

@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from puresupport import pure_copy
 
-from mqtools.common import codec, hashing, properties, speedups
+from mqtools.common import codec, hashing, ids, properties, speedups
 from mqtools.common.codec import CorruptMessageError, encode_batch, encode_stored
 from mqtools.common.hashing import tags_code
 from mqtools.common.message import Message, MessageExt
@@ -32,6 +32,7 @@ pure_codec = pure_copy(codec)
 pure_properties = pure_copy(properties)
 pure_hashing = pure_copy(hashing)
 pure_index = pure_copy(index)
+pure_ids = pure_copy(ids)
 
 hosts = st.sampled_from([("127.0.0.1", 10911), ("10.1.2.3", 0), ("::1", 8080), ("fe80::1:2", 65535)])
 text = st.text(alphabet=st.characters(codec="utf-8", exclude_characters="\x01\x02"), max_size=12)
@@ -96,6 +97,15 @@ def test_write_stored_writes_the_same_bytes(topic, body, flag, properties, born,
     assert outs[0] == outs[1]
     got = pure_codec.decode_stored(outs[0], at, True)
     assert (got.body, got.topic, got.queue_offset, got.store_host) == (body, topic, qoff, store)
+
+
+@needs_compiled
+@settings(max_examples=200, deadline=None)
+@given(host=hosts, offsets=st.lists(st.integers(0, 2**63 - 1), max_size=40))
+def test_create_offset_msg_ids_match(host: tuple[str, int], offsets: list[int]) -> None:
+    got = ccodec.create_offset_msg_ids(host, offsets)
+    assert got == pure_ids.create_offset_msg_ids(host, offsets)
+    assert got == [pure_ids.create_offset_msg_id(host, o) for o in offsets]
 
 
 @needs_compiled
