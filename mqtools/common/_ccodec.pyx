@@ -168,34 +168,66 @@ def dispatch_values(encoded):
     return _dispatch(&mv[0], mv.shape[0])
 
 
-def index_key_hashes(str prefix, list keys, list is_uniq):
-    """hashing.index_key_hashes: Java's String.hashCode of prefix + key, abs, MIN_VALUE -> 0."""
-    cdef uint32_t head = 0, h
+cdef object _hash_parts = None
+
+
+cdef inline int64_t _key_hash(uint32_t h, const unsigned char *p, Py_ssize_t n) noexcept nogil:
+    """Java's String.hashCode continued over n ASCII bytes from `h`, abs, MIN_VALUE -> 0."""
     cdef Py_ssize_t i
-    cdef bytes raw
-    cdef const unsigned char *p
-    if not prefix.isascii():
+    for i in range(n):
+        h = h * 31 + p[i]
+    cdef uint32_t sign = 1U << 31
+    if h & sign:
+        return 0 if h == sign else (<int64_t>1 << 32) - h
+    return h
+
+
+def unit_key_hashes(str prefix, list units, int64_t end_phy):
+    """server.store.index.unit_key_hashes."""
+    global _hash_parts
+    cdef uint32_t head = 0
+    cdef Py_ssize_t i, n, start
+    cdef const char *p
+    cdef bint ascii_prefix = prefix.isascii()
+    if _hash_parts is None:
         from mqtools.common.hashing import index_key_hash_parts
-        return [index_key_hash_parts(prefix, k) for k in keys]
-    raw = prefix.encode("ascii")
-    p = raw
-    for i in range(len(raw)):
-        head = head * 31 + p[i]
-    out = []
-    for key in keys:
-        if not (<str>key).isascii():
-            from mqtools.common.hashing import index_key_hash_parts
-            out.append(index_key_hash_parts(prefix, key))
+        _hash_parts = index_key_hash_parts
+    if ascii_prefix:
+        p = PyUnicode_AsUTF8AndSize(prefix, &n)
+        for i in range(n):
+            head = head * 31 + <unsigned char>p[i]
+    hashes = []
+    targets = []
+    for unit in units:
+        phys = (<tuple>unit)[0]
+        if phys < end_phy:
             continue
-        raw = (<str>key).encode("ascii")
-        p = raw
-        h = head
-        for i in range(len(raw)):
-            h = h * 31 + p[i]
-        if h & 0x80000000:
-            h = 0 if h == 0x80000000 else 0x100000000 - h
-        out.append(h)
-    return out
+        uniq = (<tuple>unit)[4]
+        if uniq:
+            if ascii_prefix and (<str>uniq).isascii():
+                p = PyUnicode_AsUTF8AndSize(uniq, &n)
+                hashes.append(_key_hash(head, <const unsigned char *>p, n))
+            else:
+                hashes.append(_hash_parts(prefix, uniq))
+            targets.append(phys)
+        keys = (<tuple>unit)[3]
+        if not keys:
+            continue
+        if not (ascii_prefix and (<str>keys).isascii()):
+            for k in (<str>keys).split(" "):
+                if k:
+                    hashes.append(_hash_parts(prefix, k))
+                    targets.append(phys)
+            continue
+        p = PyUnicode_AsUTF8AndSize(keys, &n)
+        start = 0
+        for i in range(n + 1):
+            if i == n or p[i] == 32:
+                if i > start:
+                    hashes.append(_key_hash(head, <const unsigned char *>p + start, i - start))
+                    targets.append(phys)
+                start = i + 1
+    return hashes, targets
 
 
 def pack_batch(unsigned char[:] mm, Py_ssize_t pos, int64_t phys, const unsigned char[:] body, list entries,

@@ -12,8 +12,6 @@ from array import array
 from functools import lru_cache
 from operator import mul
 
-from mqtools.common import speedups
-
 _MASK = 0xFFFFFFFF
 
 
@@ -129,8 +127,3 @@ def index_key_hashes(prefix: str, keys: list[str], is_uniq: list[bool]) -> list[
 #: The varying tail of a RocketMQ UNIQ_KEY: time since the month start (8 hex) and counter (4 hex);
 #: the 20 hex digits before it (ip, pid, generator hash) are fixed for one producer process.
 UNIQ_KEY_VARYING = 12
-
-
-_compiled = speedups.compiled()
-if _compiled is not None:
-    index_key_hashes = _compiled.index_key_hashes

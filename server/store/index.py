@@ -56,6 +56,31 @@ def put_entries(mm, slots: int, entries_at: int, n: int, hashes: list[int], phys
     return n, used
 
 
+def unit_key_hashes(prefix: str, units: list[tuple[int, int, int, str | None, str | None]], end_phy: int
+                    ) -> tuple[list[int], list[int]]:
+    """The index key hashes of dispatch units (phys, size, tag code, KEYS, UNIQ_KEY) at ``end_phy`` or past
+    it, and the physical offset each key indexes: per message its UNIQ_KEY, then each key, as RocketMQ's
+    buildIndex does. ``prefix`` is the topic and "#"."""
+    keys_: list[str] = []
+    uniq_marks: list[bool] = []
+    targets: list[int] = []
+    key, mark, target = keys_.append, uniq_marks.append, targets.append
+    for phys, _, _, keys, uniq in units:
+        if phys < end_phy:
+            continue
+        if uniq:
+            key(uniq)
+            mark(True)
+            target(phys)
+        if keys:
+            for k in keys.split(" ") if " " in keys else (keys,):
+                if k:
+                    key(k)
+                    mark(False)
+                    target(phys)
+    return (index_key_hashes(prefix, keys_, uniq_marks) if keys_ else []), targets
+
+
 class IndexFile:
     def __init__(self, path: Path, slots: int, max_index: int, *, create: bool) -> None:
         self.slots = slots
@@ -190,26 +215,9 @@ class IndexService:
         (phys, size, tag code, KEYS, UNIQ_KEY), in commitlog order: per message its UNIQ_KEY, then
         each key, as RocketMQ's buildIndex does."""
         end_phy = self.files[-1].end_phy if self.files else -1
-        keys_: list[str] = []
-        uniq_marks: list[bool] = []
-        targets: list[int] = []
-        key, mark, target = keys_.append, uniq_marks.append, targets.append
-        for phys, _, _, keys, uniq in units:
-            if phys < end_phy:
-                continue
-            if uniq:
-                key(uniq)
-                mark(True)
-                target(phys)
-            if keys:
-                for k in keys.split(" ") if " " in keys else (keys,):
-                    if k:
-                        key(k)
-                        mark(False)
-                        target(phys)
-        if not keys_:
+        hashes, targets = unit_key_hashes(topic + "#", units, end_phy)
+        if not hashes:
             return
-        hashes = index_key_hashes(topic + "#", keys_, uniq_marks)
         f = self.files[-1] if self.files else self._new_file()
         done = f.put_many(hashes, targets, store_ts, 0)
         while done < len(hashes):
@@ -257,3 +265,4 @@ class IndexService:
 _compiled = speedups.compiled()
 if _compiled is not None:
     put_entries = _compiled.index_put_entries
+    unit_key_hashes = _compiled.unit_key_hashes

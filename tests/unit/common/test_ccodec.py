@@ -153,13 +153,21 @@ def test_dispatch_values_and_properties_match(pairs: list[tuple[str, str]], raw_
     assert decoded == pure_properties.string_to_properties(encoded.decode(errors="replace"))
 
 
+key_text = st.text(alphabet=st.sampled_from("ab \x80é#"), max_size=12)
+
+
 @needs_compiled
-@given(prefix=st.text(max_size=8), keys=st.lists(st.text(max_size=40), max_size=8))
-def test_index_key_hashes_match(prefix: str, keys: list[str]) -> None:
-    marks = [len(k) % 2 == 0 for k in keys]
-    assert ccodec.index_key_hashes(prefix, keys, marks) == pure_hashing.index_key_hashes(prefix, keys, marks)
-    assert ccodec.index_key_hashes("T#", ["\x80" * 3, "polygenelubricants"], [False, False]) == [
-        pure_hashing.index_key_hash("T#\x80\x80\x80"), pure_hashing.index_key_hash("T#polygenelubricants")]
+@given(prefix=st.sampled_from(["T#", "tópic#", ""]), end_phy=st.integers(-1, 40),
+       units=st.lists(st.tuples(st.integers(0, 50), st.none() | key_text, st.none() | key_text), max_size=8))
+def test_unit_key_hashes_match(prefix: str, end_phy: int, units: list[tuple[int, str | None, str | None]]) -> None:
+    """Keys split on single spaces (blanks dropped), UNIQ_KEY first, non-ASCII keys and prefixes, units before
+    the index's end skipped."""
+    rows = [(phys, 0, 0, keys, uniq) for phys, keys, uniq in units]
+    got = ccodec.unit_key_hashes(prefix, rows, end_phy)
+    assert got == pure_index.unit_key_hashes(prefix, rows, end_phy)
+    expected = [(phys, k) for phys, _, _, keys, uniq in rows if phys >= end_phy
+                for k in ([uniq] if uniq else []) + [k for k in (keys or "").split(" ") if k]]
+    assert got == ([pure_hashing.index_key_hash(prefix + k) for _, k in expected], [phys for phys, _ in expected])
 
 
 @needs_compiled
