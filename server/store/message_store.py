@@ -159,6 +159,7 @@ class MessageStore:
         if self._group_commit is not None:
             await self._group_commit.flush_once()
             await self._group_commit.shutdown()
+        self.index.write_header()  # waiting single messages indexed here, on the loop's thread
         if self.flusher is not None:
             await asyncio.to_thread(self.flusher.flush_all)
         if not self.cleaner.disk_full and self.dispatcher.reput_offset >= self.commitlog.max_offset:
@@ -251,8 +252,6 @@ class MessageStore:
         d.dispatch(msg.topic, msg.queue_id, qoff, phys, total, sys_flag, store_ts, tags, keys, uniq)
         d.reput_offset = phys + total
         d.last_store_ts = store_ts
-        if keys or uniq:
-            self.index.write_header()
         msg.store_timestamp, msg.queue_offset, msg.commit_log_offset = store_ts, qoff, phys
         msg.msg_id = create_offset_msg_id(store_host, phys)
         self.stats.put_times += 1

@@ -22,6 +22,7 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import (
     PullMessageRequestHeader,
+    QueryMessageRequestHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
 )
@@ -271,7 +272,8 @@ async def test_sigkill_restart_recovers_topics_and_messages(namesrv, tmp_path: P
     props = write_props(tmp_path / "k.properties", namesrv.addr, tmp_path / "ks", brokerName="broker-k")
     proc = start_mq(["broker", "start", "-c", str(props)], timeout=30)
     for i in range(5):
-        assert (await call(proc.addr, send_cmd("ItKill", f"x{i}".encode(), 2))).code == ResponseCode.SUCCESS
+        sent = await call(proc.addr, send_cmd("ItKill", f"x{i}".encode(), 2, KEYS=f"kill-key-{i}"))
+        assert sent.code == ResponseCode.SUCCESS
     proc.kill()
     assert (tmp_path / "ks" / "abort").exists()  # an unclean stop leaves the marker for recovery
     again = start_mq(["broker", "start", "-c", str(props)], timeout=30)
@@ -279,6 +281,11 @@ async def test_sigkill_restart_recovers_topics_and_messages(namesrv, tmp_path: P
         resp = await call(again.addr, pull_cmd("ItKill", 2, 0))
         assert resp.code == ResponseCode.SUCCESS
         assert all(f"x{i}".encode() in bytes(resp.body) for i in range(5))
+        # the broker died with these keys still waiting to be indexed: recovery indexes them again
+        query = QueryMessageRequestHeader(topic="ItKill", key="kill-key-3", max_num=32, begin_timestamp=0,
+                                          end_timestamp=2**62)
+        found = await call(again.addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, query.to_ext()))
+        assert found.code == ResponseCode.SUCCESS and b"x3" in bytes(found.body or b"")
         nxt = await call(again.addr, send_cmd("ItKill", b"x5", 2))
         assert SendMessageResponseHeader.from_ext(nxt.ext_fields).queue_offset == 5
     finally:

@@ -9,6 +9,7 @@ from unit.store.store_helpers import batch, inner, tiny_config
 
 from mqtools.common.codec import BLANK_MAGIC, decode_stored
 from mqtools.common.ids import decode_offset_msg_id
+from mqtools.server.store.index import WAITING_LIMIT
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.results import GetMessageStatus, PutMessageStatus
 from mqtools.server.store.store_lock import StoreLockedError
@@ -100,12 +101,34 @@ async def test_index_query_across_index_files(tmp_path):
     s = await _store(tmp_path, max_index_num=5)
     for i in range(20):
         await s.put_message(inner(KEYS=f"k{i % 4}", UNIQ_KEY=f"U{i}"))
+    hits = s.query_message("T", "k1", 64, 0, 2**62)  # indexes the single messages that wait, first
     assert len(s.index.files) > 3
-    hits = s.query_message("T", "k1", 64, 0, 2**62)
     assert sorted(m.queue_offset for m in hits if "k1" in m.keys) == [1, 5, 9, 13, 17]
     assert [m.queue_offset for m in s.query_message("T", "U7", 64, 0, 2**62)] == [7]
     assert s.query_message("Other", "k1", 64, 0, 2**62) == [] or all(
         m.topic == "T" for m in s.query_message("Other", "k1", 64, 0, 2**62))
+    await s.shutdown()
+
+
+def entries(s: MessageStore) -> int:
+    """Index entries in all of the store's index files (entry 0 of each is unused)."""
+    return sum(f.index_count - 1 for f in s.index.files)
+
+
+async def test_single_messages_are_indexed_in_runs_and_before_any_reader(tmp_path):
+    """build keeps single messages back (WAITING_LIMIT): the index flush, on its own thread, syncs none of
+    them (its checkpoint time stays behind them), a query indexes them first, and the limit indexes
+    them with no reader at all."""
+    s = await _store(tmp_path)
+    for i in range(WAITING_LIMIT - 1):
+        await s.put_message(inner(KEYS=f"k{i}", UNIQ_KEY=f"U{i}"))
+    assert s.index.flush() == 0
+    assert [m.queue_offset for m in s.query_message("T", "k5", 64, 0, 2**62)] == [5]
+    assert entries(s) == 2 * (WAITING_LIMIT - 1)
+    for i in range(WAITING_LIMIT):
+        await s.put_message(inner(KEYS=f"k{WAITING_LIMIT + i}"))
+    assert entries(s) == 2 * (WAITING_LIMIT - 1) + WAITING_LIMIT
+    assert s.index.flush() == s.index.files[-1].end_ts > 0
     await s.shutdown()
 
 
