@@ -8,6 +8,9 @@ request, and PULL_MESSAGE of the stored messages. The ratio is broker msgs/s ove
 req/s at the same concurrency: how close the broker gets to what Python request/response
 alone allows on this machine.
 
+Each case also prints the server's CPU microseconds per message, the broker's against the canned
+server's (`server cpu us/msg`): the ratio moves with the machine's load, CPU per message much less.
+
 `send_keyed` is the same request whose properties carry a fresh UNIQ_KEY and WAIT, as every
 producer's message does (the broker indexes the key): bench/client_produce.py's second baseline.
 
@@ -205,6 +208,14 @@ def cpu_seconds(pid: int) -> float:
     return times.user + times.system
 
 
+def with_cpu(pid: int, seconds: float, case: Callable[[], dict]) -> dict:
+    """`case`'s figures and the server's CPU microseconds per message over it (steadier than msgs/s on a
+    shared machine: the broker against the canned server is CPU against CPU)."""
+    before = cpu_seconds(pid)
+    result = case()
+    return {**result, "cpu_us": (cpu_seconds(pid) - before) / max(1.0, result["msgs_s"] * seconds) * 1e6}
+
+
 def paired(plain: Callable[[float], dict], other: Callable[[float], dict], seconds: float,
            pids: tuple[int, int]) -> tuple[dict, dict]:
     """`other` and `plain` alternately, ACL_ROUNDS times each for seconds/ACL_ROUNDS: (other, plain),
@@ -261,7 +272,8 @@ def main() -> None:
             }
             res = {}
             for name, (kind, inflight, batch) in cases.items():
-                res[name] = run_case(broker.addr, kind, inflight, args.seconds, batch, args.clients)
+                res[name] = with_cpu(broker.proc.pid, args.seconds, lambda k=kind, i=inflight, b=batch: run_case(
+                    broker.addr, k, i, args.seconds, b, args.clients))
                 if name in ("sync1", "sync64"):  # right after its plain twin: the shared machine drifts less
                     res["tls_" + name] = run_case(broker.addr, kind, inflight, args.seconds, batch, args.clients,
                                                   str(certs.ca))
@@ -270,7 +282,8 @@ def main() -> None:
                         lambda s, k=kind, i=inflight, b=batch: run_case(acl_broker.addr, k, i, s, b, args.clients,
                                                                         signed=True),
                         args.seconds, (broker.proc.pid, acl_broker.proc.pid))
-                res["ceil_" + name] = run_case(ceiling_addr, kind, inflight, args.seconds, batch, args.clients)
+                res["ceil_" + name] = with_cpu(ceiling.pid, args.seconds, lambda k=kind, i=inflight, b=batch: run_case(
+                    ceiling_addr, k, i, args.seconds, b, args.clients))
             res["pull"] = run_case(broker.addr, "pull", QUEUES, args.seconds, 256, args.clients)
         finally:
             ceiling.stdin.close()  # type: ignore[union-attr]
@@ -281,7 +294,8 @@ def main() -> None:
     for name in ("sync1", "sync64", "batch32"):
         r, c = res[name], res["ceil_" + name]
         parts.append(f"{name}: {r['msgs_s']:,.0f} msgs/s {r['mb_s']:.1f} MB/s p50 {r['p50_ms']:.2f} ms "
-                     f"p99 {r['p99_ms']:.2f} ms ceiling {c['msgs_s']:,.0f}/s ratio {r['msgs_s'] / c['msgs_s']:.2f}"
+                     f"p99 {r['p99_ms']:.2f} ms ceiling {c['msgs_s']:,.0f}/s ratio {r['msgs_s'] / c['msgs_s']:.2f} "
+                     f"server cpu us/msg {r['cpu_us']:.1f} vs {c['cpu_us']:.1f}"
                      + (f" errors {r['errors']}" if r["errors"] else ""))
     for name in ("sync1", "sync64"):
         t, r = res["tls_" + name], res[name]
