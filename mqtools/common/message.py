@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mqtools.common import properties as P
-from mqtools.common.hashing import tags_code
 
 Host = tuple[str, int]
 NO_HOST: Host = ("0.0.0.0", 0)
@@ -60,9 +59,10 @@ class MessageExt(Message):
 class MessageExtBrokerInner:
     """A message on its way into the store (one SEND_MESSAGE, a retry, a delayed re-delivery).
 
-    ``properties_string`` is the encoded form that is written; ``tags_code`` is what the
-    consume queue records (the Java hash of TAGS, or a deliver time for delay queues). The
-    store fills ``store_timestamp``, ``queue_offset``, ``commit_log_offset`` and ``msg_id``.
+    ``properties_string`` is the encoded form that is written. The store fills ``store_timestamp``,
+    ``queue_offset``, ``commit_log_offset`` and ``msg_id``; the consume queue's tag code it reads back
+    from the stored properties (the Java hash of TAGS, or a deliver time for delay queues), as a slave
+    or recovery does.
     """
 
     topic: str
@@ -76,7 +76,6 @@ class MessageExtBrokerInner:
     store_host: Host | None = None
     reconsume_times: int = 0
     prepared_transaction_offset: int = 0
-    tags_code: int = 0
     properties_string: str | None = None
     store_timestamp: int = 0
     queue_offset: int = 0
@@ -109,7 +108,6 @@ def reput_copy(msg: MessageExt, topic: str, queue_id: int, properties: dict[str,
         born_host=msg.born_host,
         store_host=msg.store_host,
         reconsume_times=reconsume_times,
-        tags_code=tags_code(properties.get(P.TAGS)),
         properties_string=P.properties_to_string(properties),
     )
 

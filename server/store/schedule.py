@@ -42,12 +42,12 @@ PERSIST_INTERVAL = 10.0
 BATCH = 32
 
 
-def redirect_to_schedule(msg: Any, table: DelayLevelTable, now_ms: int) -> bool:
+def redirect_to_schedule(msg: Any, table: DelayLevelTable) -> bool:
     """Send a message with DELAY > 0 to the schedule topic instead of its real queue.
 
-    The level is clamped to the table's maximum; REAL_TOPIC / REAL_QID keep the destination and
-    tags_code becomes the expected deliver time (the store stamps the real store time; delivery
-    recomputes from that). Returns False, leaving the message alone, when it has no delay.
+    The level is clamped to the table's maximum; REAL_TOPIC / REAL_QID keep the destination. The
+    consume queue's tag code, the deliver time, is computed by the store from the store time and the
+    stored level. Returns False, leaving the message alone, when it has no delay.
     """
     level = delay_level_of(msg.properties)
     if level <= 0:
@@ -58,7 +58,6 @@ def redirect_to_schedule(msg: Any, table: DelayLevelTable, now_ms: int) -> bool:
     msg.properties[P.REAL_QID] = str(msg.queue_id)
     msg.topic = SCHEDULE_TOPIC
     msg.queue_id = level - 1
-    msg.tags_code = table.deliver_timestamp(level, now_ms)
     _refresh_properties_string(msg)
     return True
 
@@ -90,7 +89,7 @@ class ScheduleMessageService(ConfigManager):
 
     def redirect(self, msg: Any) -> bool:
         """Used by SEND_MESSAGE and send-back before the put: DELAY > 0 -> schedule topic."""
-        return redirect_to_schedule(msg, self.table, int(self.clock() * 1000))
+        return redirect_to_schedule(msg, self.table)
 
     # ------------------------------------------------------------------ persistence
 

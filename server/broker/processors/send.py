@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 
 from mqtools.common import properties as P
 from mqtools.common import topics as T
-from mqtools.common.hashing import tags_code
 from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
 from mqtools.common.validation import ValidationError, check_topic
@@ -206,8 +205,7 @@ class SendProcessor:
     def _inner(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
                ) -> MessageExtBrokerInner:
         head, props_string = self._fields(conn, h, body, tc)
-        return MessageExtBrokerInner(*head, tags_code=tags_code(head[3].get(P.TAGS)),
-                                     properties_string=props_string)
+        return MessageExtBrokerInner(*head, properties_string=props_string)
 
     def _batch(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
                ) -> MessageExtBatch:

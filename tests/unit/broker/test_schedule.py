@@ -28,25 +28,24 @@ def test_parse_units() -> None:
 
 
 def _msg(**props: str) -> SimpleNamespace:
-    return SimpleNamespace(topic="Real", queue_id=3, properties=dict(props), tags_code=0)
+    return SimpleNamespace(topic="Real", queue_id=3, properties=dict(props))
 
 
 def test_redirect_moves_delayed_messages_only() -> None:
     table = DelayLevelTable("1s 5s 10s")
     plain = _msg(TAGS="a")
-    assert not redirect_to_schedule(plain, table, 0)
+    assert not redirect_to_schedule(plain, table)
     assert plain.topic == "Real" and plain.properties == {"TAGS": "a"}
     bad = _msg(DELAY="x")
-    assert not redirect_to_schedule(bad, table, 0)
+    assert not redirect_to_schedule(bad, table)
 
     msg = _msg(DELAY="2", TAGS="a")
-    assert redirect_to_schedule(msg, table, 1_000)
+    assert redirect_to_schedule(msg, table)
     assert (msg.topic, msg.queue_id) == ("SCHEDULE_TOPIC_XXXX", 1)
     assert msg.properties["REAL_TOPIC"] == "Real" and msg.properties["REAL_QID"] == "3"
-    assert msg.tags_code == 6_000
 
     high = _msg(DELAY="40")
-    assert redirect_to_schedule(high, table, 0)
+    assert redirect_to_schedule(high, table)
     assert high.queue_id == 2 and high.properties["DELAY"] == "3"
 
 
