@@ -54,7 +54,7 @@ class ConsumeQueue:
         expected = cq_offset * UNIT_SIZE
         files = self.queue.files
         mf = files[-1] if files else None
-        if mf is None or mf.start + mf.wrote != expected or mf.wrote >= mf.size:
+        if mf is None or mf.end != expected or mf.is_full():
             # not simply the next unit of the current file: a queue starting past 0, a full file, a gap
             # or a duplicate
             if not files and expected:

@@ -25,7 +25,7 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import INT_RANGE, LONG_RANGE, SendMessageRequestHeader
 from mqtools.server.broker.context import BrokerContext
-from mqtools.server.store.results import PutMessageResult, PutMessageStatus
+from mqtools.server.store.results import PutMessageResult
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
@@ -125,13 +125,10 @@ class SendProcessor:
         bad_topic = topic_error(h.topic)
         if bad_topic is not None:
             return req.response(ResponseCode.SYSTEM_ERROR, bad_topic)
-        if not (h.flag in INT_RANGE and h.sys_flag in INT_RANGE and h.born_timestamp in LONG_RANGE
-                and h.reconsume_times is None and h.max_reconsume_times is None):
-            for name, allowed in _FIELD_RANGES:
-                value = getattr(h, name)
-                if value is not None and value not in allowed:
-                    return req.response(ResponseCode.SYSTEM_ERROR,
-                                        f"the custom field <{name}> is out of range: {value}")
+        for name, allowed in _FIELD_RANGES:
+            value = getattr(h, name)
+            if value is not None and value not in allowed:
+                return req.response(ResponseCode.SYSTEM_ERROR, f"the custom field <{name}> is out of range: {value}")
         if h.topic in NOT_ALLOWED_SEND_TOPICS or h.topic == T.AUTO_CREATE_TOPIC_KEY:
             return req.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden.")
         tc = self.c.topics.select(h.topic)
@@ -258,14 +255,11 @@ class SendProcessor:
         return self._response(req, topic, await pending, queue_id)
 
     def _response(self, req: RemotingCommand, topic: str, result: Any, queue_id: int) -> RemotingCommand:
+        name = result.status.name
+        code, remark = _PUT_STATUS.get(name, (ResponseCode.SYSTEM_ERROR, name))
+        if name not in _STORED or result.append is None:
+            return req.response(code, remark)
         append = result.append
-        if result.status is PutMessageStatus.PUT_OK and append is not None:
-            code, remark = ResponseCode.SUCCESS, None
-        else:
-            name = result.status.name
-            code, remark = _PUT_STATUS.get(name, (ResponseCode.SYSTEM_ERROR, name))
-            if name not in _STORED or append is None:
-                return req.response(code, remark)
         self.c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
         msg_id = ",".join(append.msg_ids) if len(append.phys_offsets) > 1 else append.msg_id
         ext = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(append.logics_offset)}
