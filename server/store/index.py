@@ -83,7 +83,7 @@ def unit_key_hashes(prefix: str, units: list[Unit], end_phy: int) -> tuple[list[
                     key(k)
                     mark(False)
                     target(phys)
-    return (index_key_hashes(prefix, keys_, uniq_marks) if keys_ else []), targets
+    return index_key_hashes(prefix, keys_, uniq_marks), targets
 
 
 class IndexFile:
@@ -234,6 +234,9 @@ class IndexService:
             self.write_header()
 
     def _index_waiting(self) -> None:
+        """Index the single messages ``build`` keeps, if any: every reader of the index calls this first."""
+        if not self._waiting:
+            return
         waiting, self._waiting, self._waiting_units = self._waiting, [], 0
         for topic, store_ts, units in waiting:
             self._build(topic, units, store_ts)
@@ -242,8 +245,7 @@ class IndexService:
         """Index the messages of one put (one topic, one store time) given as their dispatch units
         (phys, size, tag code, KEYS, UNIQ_KEY), in commitlog order: per message its UNIQ_KEY, then
         each key, as RocketMQ's buildIndex does. Waiting single messages go first."""
-        if self._waiting:
-            self._index_waiting()
+        self._index_waiting()
         self._build(topic, units, store_ts)
 
     def _build(self, topic: str, units: list[Unit], store_ts: int) -> None:
@@ -258,8 +260,7 @@ class IndexService:
 
     def query(self, topic: str, key: str, max_num: int, begin: int, end: int) -> list[int]:
         """Physical offsets whose key hash matches, newest file first (hash collisions included)."""
-        if self._waiting:
-            self._index_waiting()
+        self._index_waiting()
         h = index_key_hash(f"{topic}#{key}")
         out: list[int] = []
         for f in reversed(self.files):
@@ -270,8 +271,7 @@ class IndexService:
         return out
 
     def delete_expired(self, min_phy: int) -> int:
-        if self._waiting:
-            self._index_waiting()
+        self._index_waiting()
         deleted = 0
         while len(self.files) > 1 and self.files[0].end_phy < min_phy:
             self.files.pop(0).destroy()
@@ -286,8 +286,7 @@ class IndexService:
     def write_header(self) -> None:
         """Index what waits, then publish the newest file's header into the mapping (once per put or run,
         not once per key)."""
-        if self._waiting:
-            self._index_waiting()
+        self._index_waiting()
         if self.files:
             self.files[-1]._write_header()
 
@@ -298,8 +297,7 @@ class IndexService:
         return self.files[-1].end_ts if self.files else 0
 
     def close(self) -> None:
-        if self._waiting:
-            self._index_waiting()
+        self._index_waiting()
         for f in self.files:
             f.close()
 
