@@ -22,6 +22,7 @@ from mqtools.common._layout cimport (
     corrupt,
     parse_entry,
     piece_end,
+    put_hex,
     rd16,
     rd32,
     rd64,
@@ -394,9 +395,6 @@ def index_put_entries(unsigned char[:] mm, Py_ssize_t slots, Py_ssize_t entries_
     return n, used
 
 
-cdef const char *HEX = b"0123456789ABCDEF"
-
-
 #: mqtools.common.ids.host_address_bytes, imported on first use (ids imports the pure modules).
 cdef object _address_bytes = None
 
@@ -468,8 +466,9 @@ def create_offset_msg_ids(tuple host, offsets):
     """ids.create_offset_msg_ids."""
     from mqtools.common.ids import offset_id_prefix
     cdef bytes prefix = (<str>offset_id_prefix(host)).encode("ascii")
-    cdef Py_ssize_t plen = len(prefix), i
+    cdef Py_ssize_t plen = len(prefix)
     cdef uint64_t v
+    cdef unsigned char raw[8]
     if plen > 64:
         raise ValueError(f"a store host is 8 or 20 bytes, not {plen // 2}")
     cdef char buf[80]
@@ -477,8 +476,7 @@ def create_offset_msg_ids(tuple host, offsets):
     out = []
     for offset in offsets:
         v = offset & 0xFFFFFFFFFFFFFFFF
-        for i in range(15, -1, -1):
-            buf[plen + i] = HEX[v & 0xF]
-            v >>= 4
+        wr64(raw, <int64_t>v)
+        put_hex(buf + plen, raw, 8)
         out.append(PyUnicode_DecodeUTF8(buf, plen + 16, NULL))
     return out

@@ -36,6 +36,16 @@ cdef inline void wr64(unsigned char *p, int64_t v) noexcept nogil:
     wr32(p + 4, v & <int64_t>0xFFFFFFFF)
 
 
+cdef inline char *put_hex(char *dst, const unsigned char *src, Py_ssize_t n) noexcept nogil:
+    """n bytes as 2n upper-case hex digits at `dst`, as RocketMQ prints offset message ids; the end."""
+    cdef const char *digits = b"0123456789ABCDEF"
+    cdef Py_ssize_t i
+    for i in range(n):
+        dst[2 * i] = digits[src[i] >> 4]
+        dst[2 * i + 1] = digits[src[i] & 0xF]
+    return dst + 2 * n
+
+
 cdef inline Py_ssize_t piece_end(const unsigned char *p, Py_ssize_t n, Py_ssize_t start,
                                  Py_ssize_t *sep) noexcept nogil:
     """The end (a \\x02, or n) of the properties piece at `start`; `sep` gets its first \\x01, or -1."""

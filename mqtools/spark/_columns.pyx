@@ -14,11 +14,10 @@ from libc.stdint cimport int32_t, int64_t, uint8_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy
 
-from mqtools.common._layout cimport Entry, corrupt, parse_entry, piece_end, rd32, rd64
+from mqtools.common._layout cimport Entry, corrupt, parse_entry, piece_end, put_hex, rd32, rd64
 
 #: sysflag.COMPRESSED_FLAG
 cdef int COMPRESSED_FLAG = 0x1
-cdef const char *HEX = b"0123456789ABCDEF"
 #: columns.MAX_MILLIS
 cdef int64_t MAX_MILLIS = 9223372036854775
 #: Arrow's 32-bit offsets bound a string or binary buffer.
@@ -283,7 +282,7 @@ cdef class Columns:
         return f.total
 
     cdef int write(self, const unsigned char *e, Entry *f, Piece *props, Py_ssize_t count, dict slow) except -1:
-        cdef Py_ssize_t j, i, w
+        cdef Py_ssize_t j
         cdef bytes inflated
         cdef char hexed[57]
         cdef const unsigned char *born = e + 48
@@ -301,16 +300,7 @@ cdef class Columns:
         put64(&self.queue_offset, rd64(e + 20))
         # msg_id: the producer's unique key, else the offset id (store host, port, commitlog offset)
         if not self.value(&self.msg_id, "UNIQ_KEY", 8, props, count, slow):
-            w = 0
-            for i in range(store_n + 4):
-                hexed[w] = HEX[store[i] >> 4]
-                hexed[w + 1] = HEX[store[i] & 0xF]
-                w += 2
-            for i in range(8):
-                hexed[w] = HEX[e[28 + i] >> 4]
-                hexed[w + 1] = HEX[e[28 + i] & 0xF]
-                w += 2
-            put(&self.msg_id.data, hexed, w)
+            put(&self.msg_id.data, hexed, put_hex(put_hex(hexed, store, store_n + 4), e + 28, 8) - hexed)
             text_end(&self.msg_id, True)
         self.optional(&self.keys, "KEYS", 4, props, count, slow)
         self.optional(&self.tags, "TAGS", 4, props, count, slow)
