@@ -401,11 +401,12 @@ def consume(
     ranges = _plan(addr, topic, start, until, target.security)
 
     from mqtools.spark.load import run_consume
+    from mqtools.spark.offsets import split_ranges
     from mqtools.spark.progress import JobProgress
 
+    reads = len(split_ranges(ranges, partitions))  # the read tasks the data source will plan from these ranges
     with _session(master, remote, confs, f"mq spark-load consume {topic}") as spark, \
-            JobProgress(spark, max(len(ranges), partitions or 0), None, _progress_on(output, remote),
-                        f"consume {topic}"):
+            JobProgress(spark, reads, None, _progress_on(output, remote), f"consume {topic}"):
         stats = run_consume(spark, addr, topic, ranges, partitions, target.security)
     queues = len({(r.broker, r.queue_id) for r in ranges})
     _report("consume", topic, where, stats, output, False, Files(csv, omb, None, queues))
