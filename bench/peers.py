@@ -10,10 +10,16 @@ in a temp directory, both on 127.0.0.1, and measures 1 KiB messages, best of --r
            pull consumer fetching 256 at a time and acking the last of each fetch (AckPolicy.ALL,
            the counterpart of our consumer's offset commit); the same number of messages each, a
            fresh group / durable per run
-The ratio is mq / peer. The Go client is not measured yet (the bench says so; this machine has no Go).
+           and, where `go` is on PATH, the Go client (peers_go/main.go): nats.go JetStream async
+           publishes with at most 256 acks outstanding (PublishAsyncMaxPending), split over the same
+           --clients processes; without Go the bench says it did not measure it
+The ratio is mq / peer; the targets are against nats-py (the issue's Python peer), the Go line is
+reported beside them.
 
-Not a CI bench: it installs what it needs when missing and says so, `nats-server` with apt-get and
-`nats-py` with pip into this interpreter (a bench-time tool, not a project dependency).
+Not a CI bench: it installs what it needs when missing and says so, `nats-server` with apt-get,
+`nats-py` with pip into this interpreter (a bench-time tool, not a project dependency) and, when Go is
+present, Debian's nats.go sources (golang-github-nats-io-go-nats-dev) with apt-get, which the Go
+client is built against in GOPATH mode: no module download.
 
 Usage: .venv/bin/python bench/peers.py [--seconds 3] [--clients 1] [--repeat 3]
 Targets: publish >= 120,000 msgs/s and >= 3x nats-py.
@@ -23,7 +29,9 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import multiprocessing as mp
+import os
 import shutil
 import socket
 import subprocess
@@ -45,6 +53,10 @@ SUBJECT = "bench"
 STREAM = "BENCH"
 FETCH = 256
 PUBLISH_TARGET = 120_000
+GO_CLIENT = Path(__file__).resolve().parent / "peers_go" / "main.go"
+#: Where Debian's golang-*-dev packages put Go sources: a GOPATH the Go client builds against.
+DEBIAN_GOPATH = Path("/usr/share/gocode")
+NATS_GO_PACKAGE = "golang-github-nats-io-go-nats-dev"
 
 
 def ensure_nats_server() -> str:
@@ -69,6 +81,54 @@ def ensure_nats_py() -> None:
         print("peers: nats-py not installed; installing it with pip for this bench (not a project dependency)",
               flush=True)
         subprocess.run([sys.executable, "-m", "pip", "install", "-q", "nats-py"], check=True)
+
+
+def build_go_client(out_dir: Path) -> tuple[Path | None, str]:
+    """The Go client built into `out_dir`, or None and why it was not (no Go, no nats.go, a failed build)."""
+    go = shutil.which("go")
+    if go is None:
+        return None, "no go on PATH"
+    if not (DEBIAN_GOPATH / "src/github.com/nats-io/nats.go").is_dir():
+        print(f"peers: nats.go sources not found; installing the Debian package {NATS_GO_PACKAGE} with apt-get",
+              flush=True)
+        subprocess.run(["apt-get", "install", "-y", "-q", NATS_GO_PACKAGE], check=False, stdout=subprocess.DEVNULL)
+        if not (DEBIAN_GOPATH / "src/github.com/nats-io/nats.go").is_dir():
+            return None, f"nats.go sources missing (apt-get install {NATS_GO_PACKAGE} failed)"
+    binary = out_dir / "peers_go"
+    env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(DEBIAN_GOPATH)}
+    built = subprocess.run([go, "build", "-o", str(binary), str(GO_CLIENT)], env=env, capture_output=True,
+                           text=True, check=False)
+    if built.returncode != 0:
+        return None, f"go build failed: {(built.stderr.strip().splitlines() or ['no output'])[-1]}"
+    return binary, ""
+
+
+def run_go(binary: Path, url: str, *args: str, clients: int = 1, timeout: float = 120.0) -> list[dict]:
+    """`clients` Go client processes at once with `args`; the JSON line each printed."""
+    argv = [str(binary), "-url", url, "-subject", SUBJECT, *args]
+    procs = [subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(clients)]
+    results = []
+    for proc in procs:
+        out, err = proc.communicate(timeout=timeout)
+        if proc.returncode != 0:
+            raise SystemExit(f"peers: the Go client failed ({proc.returncode}): {err.strip()}")
+        result = json.loads(out)
+        if result["failed"]:
+            raise SystemExit(f"peers: {result['failed']} of the Go client's publishes failed")
+        results.append({**result, "lat": []})
+    return results
+
+
+def go_publish(binary: Path, url: str, window: int, seconds: float, clients: int) -> dict:
+    """Go clients publishing at once, `window` acks outstanding each; their figures as throughput()'s."""
+    return throughput(run_go(binary, url, "-window", str(window), "-seconds", str(seconds),
+                             "-size", str(len(broker_send.BODY)), clients=clients, timeout=seconds + 60))
+
+
+def go_consume(binary: Path, url: str, durable: str, total: int) -> float:
+    """Seconds the Go durable pull consumer needs to fetch `total` stored messages."""
+    return run_go(binary, url, "-consume", str(total), "-durable", durable)[0]["elapsed"]
 
 
 def free_port() -> int:
@@ -166,13 +226,18 @@ def main() -> None:
     per = max(1, 256 // args.clients)
     ours_pub: list[dict] = []
     peer_pub: list[dict] = []
-    with namesrv_and_broker(broker_send.TOPIC, broker_send.QUEUES) as (namesrv, _), nats_server(binary) as url:
+    go_pub: list[dict] = []
+    with tempfile.TemporaryDirectory(prefix="mq-bench-go-") as go_dir, \
+            namesrv_and_broker(broker_send.TOPIC, broker_send.QUEUES) as (namesrv, _), nats_server(binary) as url:
+        go_client, go_missing = build_go_client(Path(go_dir))
         run_client(nats_setup(url))
         for _ in range(args.repeat):
             ours_pub.append(client_produce.run_producer(namesrv.addr, "async", 256, args.seconds, 1, args.clients,
                                                         True))
             peer_pub.append(throughput(run_processes(_nats_child, (url, per, args.seconds), args.clients,
                                                      timeout=args.seconds + 60)))
+            if go_client is not None:
+                go_pub.append(go_publish(go_client, url, per, args.seconds, args.clients))
         # every run left its messages; each consume run reads the same count from the first offset
         total = min(args.consume_max, int(min(sum(r["msgs_s"] for r in ours_pub),
                                               sum(r["msgs_s"] for r in peer_pub)) * args.seconds * 0.95))
@@ -180,14 +245,23 @@ def main() -> None:
                                                                           f"CG_BENCH_PEERS_{i}"))
                        for i in range(args.repeat))
         peer_con = max(total / run_client(nats_consume(url, f"bench{i}", total)) for i in range(args.repeat))
+        go_con = max(total / go_consume(go_client, url, f"bench-go{i}", total)
+                     for i in range(args.repeat)) if go_client is not None else 0.0
     pub, peer = max(r["msgs_s"] for r in ours_pub), max(r["msgs_s"] for r in peer_pub)
     print(f"peers publish (async, 256 in flight, {args.clients} client process(es) each, client loop {client_loop()}) | mq Producer auto-batching {pub:,.0f} msgs/s | nats-py "
           f"JetStream file {peer:,.0f} msgs/s | ratio {pub / peer:.2f} (targets >= {PUBLISH_TARGET:,} msgs/s "
           f"and >= 3.00: {'met' if pub >= PUBLISH_TARGET and pub >= 3 * peer else 'missed'})")
     print(f"peers consume ({total:,} stored msgs) | mq PushConsumer {ours_con:,.0f} msgs/s | nats-py pull "
           f"{peer_con:,.0f} msgs/s | ratio {ours_con / peer_con:.2f}")
-    print("peers: Go client not measured (" + ("no go on PATH" if shutil.which("go") is None
-                                               else "this bench has no Go client case yet") + ")")
+    if go_client is not None:
+        go = max(r["msgs_s"] for r in go_pub)
+        print(f"peers publish, Go client (async, 256 acks outstanding, {args.clients} client process(es) each) | "
+              f"mq Producer auto-batching {pub:,.0f} msgs/s | nats.go JetStream file {go:,.0f} msgs/s | ratio "
+              f"{pub / go:.2f} (reported beside the targets, which are against nats-py)")
+        print(f"peers consume, Go client ({total:,} stored msgs) | mq PushConsumer {ours_con:,.0f} msgs/s | nats.go "
+              f"pull {go_con:,.0f} msgs/s | ratio {ours_con / go_con:.2f}")
+    else:
+        print(f"peers: Go client not measured ({go_missing})")
 
 
 if __name__ == "__main__":
