@@ -91,7 +91,8 @@ def build_go_client(out_dir: Path) -> tuple[Path | None, str]:
     if not (DEBIAN_GOPATH / "src/github.com/nats-io/nats.go").is_dir():
         print(f"peers: nats.go sources not found; installing the Debian package {NATS_GO_PACKAGE} with apt-get",
               flush=True)
-        subprocess.run(["apt-get", "install", "-y", "-q", NATS_GO_PACKAGE], check=False, stdout=subprocess.DEVNULL)
+        for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", NATS_GO_PACKAGE]):
+            subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
         if not (DEBIAN_GOPATH / "src/github.com/nats-io/nats.go").is_dir():
             return None, f"nats.go sources missing (apt-get install {NATS_GO_PACKAGE} failed)"
     binary = out_dir / "peers_go"
