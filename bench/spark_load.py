@@ -14,7 +14,10 @@ topic (8 queues), then measures, in this order and against the same broker:
 5. the same read twice more in one SparkSession of this process (local[2]), the second one reported as
    "warm": Python workers already started and the JVM's code paths compiled, as in a long-running
    pipeline, where step 4 is a one-off command's first job;
-6. Spark's own ceiling, in the same session and measured the same way: a data source that reads nothing,
+6. the data source's reader without Spark: TASKS threads of this process, each reading its share of the
+   ranges through `mqtools.spark.reader.read_batches` (the function each read task runs), so what is
+   left between this and the Spark read is Spark's own (the Python worker's hand-off, the JVM's rows);
+7. Spark's own ceiling, in the same session and measured the same way: a data source that reads nothing,
    each partition yielding ready-made copies of a real batch of this topic's rows (as many rows as its
    range holds), twice, the second reported. What Spark costs per row of this schema on this machine
    (the Python worker's Arrow hand-off, the JVM's rows, the measuring pass), so the most any Python data
@@ -108,6 +111,29 @@ def ceiling_source(sample: Any, sizes: list[int]) -> type:
     return Ceiling
 
 
+def reader_alone(namesrv: str, topic: str) -> float:
+    """msgs/s of the whole topic read by read_batches in TASKS threads (the ranges dealt out in turn)."""
+    import threading
+
+    from mqtools.spark.offsets import parse_spec, plan_topic
+    from mqtools.spark.reader import read_batches
+
+    ranges = plan_topic(namesrv, topic, parse_spec("earliest", "earliest"), parse_spec("latest", "latest"))
+    rows = [0] * TASKS
+
+    def read(task: int) -> None:
+        for r in ranges[task::TASKS]:
+            rows[task] += sum(batch.num_rows for batch in read_batches(namesrv, r))
+
+    threads = [threading.Thread(target=read, args=(task,)) for task in range(TASKS)]
+    t0 = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return sum(rows) / (time.perf_counter() - t0)
+
+
 def warm_read(namesrv: str, topic: str) -> tuple[float, float]:
     """msgs/s of the second of two identical whole-topic reads in one session, and of the second of two
     reads of the ceiling source with the same rows per partition, each measured as the command's report
@@ -150,6 +176,7 @@ def main() -> None:
         raw = broker_send.run_case(broker.addr, "pull", broker_send.QUEUES, args.seconds, 32, 1)
         consumed, consume_wall = spark_load(namesrv.addr, "consume", "-t", topic)
         warm, ceiling = warm_read(namesrv.addr, topic)
+        alone = max(reader_alone(namesrv.addr, topic) for _ in range(2))
     expected = plain["msgs"] + args.messages + 1 * TASKS  # each plain producer process sends one warm-up message
     p_ratio = produced["msgsPerSec"] / plain["msgs_s"]
     c_ratio = consumed["msgsPerSec"] / raw["msgs_s"]
@@ -162,7 +189,8 @@ def main() -> None:
           f"{'met' if p_ok else 'missed'}) | read: spark {consumed['msgsPerSec']:,.0f} msgs/s "
           f"({consumed['messages']:,} msgs{count_note} in {consumed['seconds']:.2f} s, {consume_wall:.1f} s with "
           f"start-up) vs raw pull {raw['msgs_s']:,.0f} msgs/s: ratio {c_ratio:.2f}; warm (second job of a "
-          f"session) {warm:,.0f} msgs/s, ratio {w_ratio:.2f} (>= 0.50 {'met' if c_ok else 'missed'}); Spark's "
+          f"session) {warm:,.0f} msgs/s, ratio {w_ratio:.2f} (>= 0.50 {'met' if c_ok else 'missed'}); the reader "
+          f"without Spark ({TASKS} threads, best of 2) {alone:,.0f} msgs/s, ratio {alone / raw['msgs_s']:.2f}; Spark's "
           f"ceiling (a source that yields ready batches of these rows) {ceiling:,.0f} msgs/s, ratio "
           f"{ceiling / raw['msgs_s']:.2f}, warm read at {warm / ceiling:.2f} of it | "
           f"{'all targets met' if p_ok and c_ok else 'targets missed'}")
