@@ -20,7 +20,7 @@ from pathlib import Path
 from clientsupport import until
 
 SCRIPT = r'''
-import json, sys, threading
+import json, sys, threading, time
 from rocketmq.client import Message, Producer, PushConsumer
 
 mode, ns, topic = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -29,13 +29,27 @@ if mode == "produce":
     producer = Producer("PG_CPP_INTEROP")
     producer.set_namesrv_addr(ns)
     producer.start()
+
+    def send(msg):
+        # librocketmq 1.2.x tries a send five times back to back and reports any failure as "No route
+        # info"; one way to fail all five is its heartbeat thread still opening the broker connection
+        # (another thread then gets none at once). A failed send is printed and tried again, twice.
+        for attempt in range(3):
+            try:
+                return producer.send_sync(msg)
+            except Exception as exc:
+                if attempt == 2:
+                    raise
+                print(json.dumps({"send_failed": str(exc)}), flush=True)
+                time.sleep(0.5)
+
     for i in range(count):
         msg = Message(topic)
         msg.set_keys(f"cpp-key-{i}")
         msg.set_tags("TagCpp")
         msg.set_property("origin", "cpp")
         msg.set_body(f"cpp-body-{i}")
-        result = producer.send_sync(msg)
+        result = send(msg)
         print(json.dumps({"sent": i, "status": int(result.status), "msg_id": result.msg_id}), flush=True)
     producer.shutdown()
     sys.exit(0)
