@@ -19,8 +19,27 @@ from pathlib import Path
 
 from clientsupport import until
 
-SCRIPT = r'''
-import json, sys, threading, time
+#: Source for C++-client scripts that send: `send_sync(producer, msg)`, librocketmq's send_sync tried up
+#: to three times. librocketmq 1.2.x tries a send five times back to back and reports any failure as
+#: "No route info"; one way to fail all five is its heartbeat thread still opening the broker
+#: connection the first send wants (another thread then gets none at once). A failed try is printed as
+#: a {"send_failed": ...} line, so a test's events show it; a send that keeps failing still raises.
+SEND_SYNC = r'''
+import json as _json, time as _time
+
+def send_sync(producer, msg, tries=3):
+    for attempt in range(tries):
+        try:
+            return producer.send_sync(msg)
+        except Exception as exc:
+            if attempt == tries - 1:
+                raise
+            print(_json.dumps({"send_failed": str(exc)}), flush=True)
+            _time.sleep(0.5)
+'''
+
+SCRIPT = SEND_SYNC + r'''
+import json, sys, threading
 from rocketmq.client import Message, Producer, PushConsumer
 
 mode, ns, topic = sys.argv[1], sys.argv[2], sys.argv[3]
@@ -29,27 +48,13 @@ if mode == "produce":
     producer = Producer("PG_CPP_INTEROP")
     producer.set_namesrv_addr(ns)
     producer.start()
-
-    def send(msg):
-        # librocketmq 1.2.x tries a send five times back to back and reports any failure as "No route
-        # info"; one way to fail all five is its heartbeat thread still opening the broker connection
-        # (another thread then gets none at once). A failed send is printed and tried again, twice.
-        for attempt in range(3):
-            try:
-                return producer.send_sync(msg)
-            except Exception as exc:
-                if attempt == 2:
-                    raise
-                print(json.dumps({"send_failed": str(exc)}), flush=True)
-                time.sleep(0.5)
-
     for i in range(count):
         msg = Message(topic)
         msg.set_keys(f"cpp-key-{i}")
         msg.set_tags("TagCpp")
         msg.set_property("origin", "cpp")
         msg.set_body(f"cpp-body-{i}")
-        result = send(msg)
+        result = send_sync(producer, msg)
         print(json.dumps({"sent": i, "status": int(result.status), "msg_id": result.msg_id}), flush=True)
     producer.shutdown()
     sys.exit(0)

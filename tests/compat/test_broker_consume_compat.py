@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from clientsupport import Cluster, broker_cluster, call, create_topic, until
-from cppclient import CppClient
+from cppclient import SEND_SYNC, CppClient
 from mqproc import MqProcess
 
 from mqtools.remoting.bodies import ConsumerListBody
@@ -27,7 +27,7 @@ pytestmark = [pytest.mark.compat, pytest.mark.timeout(150)]
 #: Short delays so a retry (level 3 + reconsumeTimes) comes back after a second, not 10 s.
 DELAY_LEVELS = "1s 1s 1s 1s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s"
 
-CPP_SCRIPT = r'''
+CPP_SCRIPT = SEND_SYNC + r'''
 import json, sys, threading
 from rocketmq.client import Message, Producer, PushConsumer
 from rocketmq.ffi import dll, MSG_CALLBACK_FUNC
@@ -45,7 +45,7 @@ if mode == "produce":
         msg.set_keys(f"{prefix}-{i}")
         msg.set_tags("compat")
         msg.set_body(f"{prefix}-{i}")
-        result = producer.send_sync(msg)
+        result = send_sync(producer, msg)
         print(json.dumps({"sent": f"{prefix}-{i}", "status": int(result.status)}), flush=True)
     producer.shutdown()
     sys.exit(0)

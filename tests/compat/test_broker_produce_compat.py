@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from clientsupport import Cluster, broker_cluster, call, create_topic
-from cppclient import run_cpp
+from cppclient import SEND_SYNC, run_cpp
 from mqproc import MqProcess
 
 from mqtools.remoting.bodies import TopicRouteData
@@ -23,7 +23,7 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(150)]
 
-SCRIPT = r'''
+SCRIPT = SEND_SYNC + r'''
 import json, sys
 from rocketmq.client import Message, Producer, PullConsumer, SendStatus
 
@@ -40,7 +40,7 @@ if mode == "produce":
         msg.set_keys(f"sync-{i}")
         msg.set_tags("A" if i % 2 == 0 else "B")
         msg.set_body(f"sync-{i}")
-        r = producer.send_sync(msg)
+        r = send_sync(producer, msg)
         out(kind="sync", body=f"sync-{i}", status=int(r.status), msg_id=r.msg_id, offset=r.offset)
     for i in range(int(sys.argv[5])):
         msg = Message(topic)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 from clientsupport import until
-from cppclient import run_cpp
+from cppclient import SEND_SYNC, run_cpp
 from mqproc import mq_command
 
 from mqtools.remoting.bodies import TopicRouteData
@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.compat, pytest.mark.timeout(240)]
 TOPIC = "HaCompat"
 QUEUES = 4
 
-SCRIPT = r'''
+SCRIPT = SEND_SYNC + r'''
 import json, sys
 from rocketmq.client import Message, Producer, PullConsumer
 
@@ -45,7 +45,7 @@ if mode == "produce":
         msg = Message(topic)
         msg.set_tags(tag)
         msg.set_body(f"{tag}-{i}")
-        r = producer.send_sync(msg)
+        r = send_sync(producer, msg)
         out(body=f"{tag}-{i}", status=int(r.status), msg_id=r.msg_id, offset=r.offset)
     producer.shutdown()
 else:
