@@ -19,6 +19,11 @@ Write errors are never swallowed: ``persist`` and ``persist_async`` raise OSErro
 fire-and-forget ``persist_soon`` and the periodic ``persist_loop`` log it and leave the table
 dirty so the next periodic or shutdown persist writes it.
 
+A request that changed the table is answered once its change is on disk, as RocketMQ's
+synchronous persist has it before it answers: ``persist_soon`` keeps its write in ``unwritten``
+until it ends, and ``until_written`` waits for it (the broker's processors/durable.py). The
+loop still never waits for fsync; only the answers to the requests that changed the table do.
+
 fastjson (RocketMQ's Java side) writes integer map keys unquoted (``{0:12}``), which ``json``
 rejects; ``loads`` quotes them first (string literals are left untouched).
 """
@@ -26,6 +31,7 @@ rejects; ``loads`` quotes them first (string literals are left untouched).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import itertools
 import json
 import logging
@@ -73,6 +79,8 @@ class ConfigManager(ABC):
         self._seq = itertools.count(1)
         self._written_seq = 0
         self._write_lock = threading.Lock()
+        #: The latest persist_soon's write while it runs: it holds every change made so far.
+        self.unwritten: asyncio.Future[bool] | None = None
 
     @abstractmethod
     def encode(self) -> bytes:
@@ -139,9 +147,20 @@ class ConfigManager(ABC):
             self.persist()
             return
         seq, data = self.snapshot()
-        loop.run_in_executor(None, self.write, seq, data).add_done_callback(self._check_write)
+        self.unwritten = loop.run_in_executor(None, self.write, seq, data)
+        self.unwritten.add_done_callback(self._check_write)
+
+    async def until_written(self) -> None:
+        """Wait until the changes made so far are on disk, or their write failed (it was logged, and
+        the table stays dirty for the next persist)."""
+        unwritten = self.unwritten
+        if unwritten is not None:
+            with contextlib.suppress(OSError):
+                await asyncio.shield(unwritten)  # one waiter cancelled must not cancel the write for all
 
     def _check_write(self, fut: asyncio.Future) -> None:
+        if self.unwritten is fut:
+            self.unwritten = None
         exc = None if fut.cancelled() else fut.exception()
         if exc is not None:
             log.error("persisting %s failed: %s", self.path, exc, exc_info=exc)

@@ -11,6 +11,7 @@ written back to the broker's properties file, as RocketMQ's Configuration does.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from mqtools.common import topics as T
@@ -39,6 +40,7 @@ from mqtools.remoting.headers import (
 )
 from mqtools.server.broker.config import MQ_VERSION_DESC, ConfigError
 from mqtools.server.broker.context import BrokerContext
+from mqtools.server.broker.processors.durable import when_written
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import ProcessorResult, RemotingServer
@@ -109,10 +111,12 @@ class AdminProcessor:
         return None
 
     async def _after_registration(self, req: RemotingCommand) -> RemotingCommand:
+        await self.c.topics.until_written()
         await self.c.registrar.kick_and_wait()
         return req.response()
 
-    def delete_topic(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+    def delete_topic(self, conn: RemotingConnection, req: RemotingCommand
+                     ) -> RemotingCommand | Awaitable[RemotingCommand]:
         h = TopicRequestHeader.from_ext(req.ext_fields)
         refused = self._refuse_topic(req, h.topic)
         if refused is not None:
@@ -120,7 +124,7 @@ class AdminProcessor:
         self.c.topics.delete(h.topic)
         self.c.offsets.remove_topic(h.topic)
         self.c.store.delete_topics({h.topic})
-        return req.response()
+        return when_written(req.response(), self.c.topics)
 
     def get_all_topic_config(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         header = GetAllTopicConfigResponseHeader(len(self.c.topics.table)).to_ext()

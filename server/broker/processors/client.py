@@ -10,6 +10,7 @@ consumer manager's ids-changed listener (oneway NOTIFY_CONSUMER_IDS_CHANGED to e
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from mqtools.common.perm import PERM_READ, PERM_WRITE
@@ -36,6 +37,7 @@ from mqtools.remoting.headers import (
 from mqtools.remoting.server import RemotingServer
 from mqtools.server.broker.clients import ClientChannelInfo, language_name
 from mqtools.server.broker.context import BrokerContext
+from mqtools.server.broker.processors.durable import when_written
 
 if TYPE_CHECKING:
     from mqtools.remoting.transport import RemotingConnection
@@ -74,7 +76,7 @@ class ClientProcessor:
 
     # ------------------------------------------------------------------ handlers
 
-    def heart_beat(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+    def heart_beat(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | Awaitable[RemotingCommand]:
         data = HeartbeatData.from_request(req.body or b"{}")  # a bad body is the server's BodyError answer
         if not data.client_id:
             return req.response(ResponseCode.SYSTEM_ERROR, "heartbeat without clientID")
@@ -89,7 +91,7 @@ class ClientProcessor:
         for producer in data.producer_data_set:
             info = ClientChannelInfo(conn, data.client_id, req.language, req.version, conn.peer)
             self.c.producers.register(producer.group_name, info)
-        return req.response(ResponseCode.SUCCESS)
+        return when_written(req.response(ResponseCode.SUCCESS), self.c.groups, self.c.topics)
 
     def _register_consumer(self, conn: RemotingConnection, req: RemotingCommand, client_id: str,
                            consumer: ConsumerData) -> None:

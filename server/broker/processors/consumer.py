@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from mqtools.common import properties as P
@@ -45,6 +46,7 @@ from mqtools.remoting.headers import (
 from mqtools.remoting.server import RemotingServer
 from mqtools.server.broker.clients import ConsumerGroupInfo
 from mqtools.server.broker.context import BrokerContext
+from mqtools.server.broker.processors.durable import when_written
 
 if TYPE_CHECKING:
     from mqtools.remoting.transport import RemotingConnection
@@ -139,6 +141,7 @@ class ConsumerProcessor:
             self.c.schedule.redirect(inner)
         result = await self.c.store.put_message(inner)
         if result.ok:
+            await self.c.topics.until_written()  # a retry or DLQ topic this created is on disk (durable.py)
             return req.response(ResponseCode.SUCCESS)
         return req.response(ResponseCode.SYSTEM_ERROR, result.status.name)
 
@@ -154,21 +157,23 @@ class ConsumerProcessor:
 
     # ------------------------------------------------------------------ groups
 
-    def update_and_create_subscription_group(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+    def update_and_create_subscription_group(self, conn: RemotingConnection, req: RemotingCommand
+                                             ) -> RemotingCommand | Awaitable[RemotingCommand]:
         config = SubscriptionGroupConfig.from_request(req.body or b"")  # a bad body is the server's BodyError answer
         try:
             check_group(config.group_name)
         except ValidationError as exc:
             return _validation(req, exc)
         self.c.groups.update(config)
-        return req.response(ResponseCode.SUCCESS)
+        return when_written(req.response(ResponseCode.SUCCESS), self.c.groups)
 
-    def delete_subscription_group(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+    def delete_subscription_group(self, conn: RemotingConnection, req: RemotingCommand
+                                  ) -> RemotingCommand | Awaitable[RemotingCommand]:
         h = DeleteSubscriptionGroupRequestHeader.from_ext(req.ext_fields)
         self.c.groups.delete(h.group_name)  # an unknown group is not an error, as in RocketMQ
         if h.clean_offset:
             self.c.offsets.remove_group(h.group_name)
-        return req.response(ResponseCode.SUCCESS)
+        return when_written(req.response(ResponseCode.SUCCESS), self.c.groups)
 
     def get_all_subscription_group_config(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         return req.response(ResponseCode.SUCCESS, body=self.c.groups.encode())

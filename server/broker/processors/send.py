@@ -244,15 +244,19 @@ class SendProcessor:
 
     def _finish(self, req: RemotingCommand, topic: str, put: PutMessageResult | Awaitable[PutMessageResult],
                 queue_id: int) -> RemotingCommand | Awaitable:
-        """Answer inline when the put completes without waiting (ASYNC_FLUSH, no slave wait):
-        no coroutine or task per message. A put that waits (group commit, SYNC_MASTER) goes on as a task."""
-        if isinstance(put, PutMessageResult):
+        """Answer inline when the put completes without waiting (ASYNC_FLUSH, no slave wait) and no topic
+        change is being written: no coroutine or task per message. A put that waits (group commit,
+        SYNC_MASTER), or a send while a topic it may have auto-created is written (processors/durable.py),
+        goes on as a task."""
+        if isinstance(put, PutMessageResult) and self.c.topics.unwritten is None:
             return self._response(req, topic, put, queue_id)
         return self._later(req, topic, put, queue_id)
 
-    async def _later(self, req: RemotingCommand, topic: str, pending: Awaitable, queue_id: int
-                     ) -> RemotingCommand:
-        return self._response(req, topic, await pending, queue_id)
+    async def _later(self, req: RemotingCommand, topic: str, put: PutMessageResult | Awaitable[PutMessageResult],
+                     queue_id: int) -> RemotingCommand:
+        result = put if isinstance(put, PutMessageResult) else await put
+        await self.c.topics.until_written()
+        return self._response(req, topic, result, queue_id)
 
     def _response(self, req: RemotingCommand, topic: str, result: Any, queue_id: int) -> RemotingCommand:
         name = result.status.name

@@ -27,7 +27,10 @@ from mqtools.server.broker.subscription import SubscriptionGroupManager
 
 
 class Topics:
-    """Only the two TopicConfigManager calls these processors make."""
+    """Only what these processors use of TopicConfigManager: two calls, and `unwritten` (this table is
+    never written, so no write is ever in flight)."""
+
+    unwritten = None
 
     def __init__(self) -> None:
         self.table: dict[str, TopicConfig] = {}

@@ -160,6 +160,42 @@ async def test_persist_soon_writes_in_a_thread_and_logs_a_failure(
     assert on_disk(t.path) == {"a": 2} and len(attempts) == 2
 
 
+async def test_until_written_waits_for_the_latest_change_and_a_cancelled_waiter_does_not_stop_it(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """What the broker's answers to config changes wait for (processors/durable.py)."""
+    gate = threading.Event()
+    real = config_manager.write_atomic
+
+    def held(path: Path, data: bytes) -> None:
+        gate.wait(5)
+        real(path, data)
+
+    monkeypatch.setattr(config_manager, "write_atomic", held)
+    t = Table(tmp_path / "t.json")
+    assert t.unwritten is None
+    t.set("a", 1)
+    t.persist_soon()
+    t.set("a", 2)
+    t.persist_soon()
+    first, second = asyncio.ensure_future(t.until_written()), asyncio.ensure_future(t.until_written())
+    await asyncio.sleep(0.05)
+    assert not first.done() and not second.done() and not t.path.exists()
+    first.cancel()
+    gate.set()
+    await asyncio.wait_for(second, 5)
+    assert on_disk(t.path) == {"a": 2} and t.unwritten is None
+
+
+async def test_until_written_returns_after_a_failed_write_which_stays_for_the_next_persist(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _failing_writes(monkeypatch, 1)
+    t = Table(tmp_path / "t.json")
+    t.set("a", 1)
+    t.persist_soon()
+    await asyncio.wait_for(t.until_written(), 5)
+    assert t.dirty and t.unwritten is None and not t.path.exists()
+
+
 def test_persist_soon_outside_a_loop_writes_now(tmp_path: Path) -> None:
     t = Table(tmp_path / "t.json")
     t.set("a", 1)
