@@ -61,7 +61,10 @@ if mode == "produce":
 
 group, props = sys.argv[4], sys.argv[5].split(",")
 
-lock = threading.Lock()  # librocketmq calls back from several threads: one whole line at a time
+# Every line goes out under this lock, the main thread's too: print writes the text and the newline
+# separately, so two threads printing at once can join two lines into one that is not JSON (a consumer's
+# "started" line once swallowed a delivery that way, failing a test that our broker had passed).
+lock = threading.Lock()
 
 def on_message(msg):
     line = json.dumps({"body": msg.body.decode(), "tags": msg.tags.decode() if isinstance(msg.tags, bytes) else msg.tags,
@@ -76,7 +79,8 @@ consumer = PushConsumer(group)
 consumer.set_namesrv_addr(ns)
 consumer.subscribe(topic, on_message)
 consumer.start()
-print(json.dumps({"started": True}), flush=True)
+with lock:
+    print(json.dumps({"started": True}), flush=True)
 sys.stdin.read()
 consumer.shutdown()
 '''
@@ -121,6 +125,8 @@ class CppClient:
             )
         self.home = home
         self.events: list[dict] = []
+        #: Output lines that are not JSON events (librocketmq's own text, or a line two prints garbled).
+        self.noise: list[str] = []
         self._thread = threading.Thread(target=self._pump, daemon=True)
         self._thread.start()
 
@@ -143,11 +149,16 @@ class CppClient:
         try:
             await until(lambda: len(self.received()) >= count, timeout, f"{count} messages at the C++ consumer")
         except AssertionError as exc:
-            raise AssertionError(f"{exc}; got {sorted(self.bodies)}\n{self.log_tail()}") from None
+            raise AssertionError(f"{exc}; got {sorted(self.bodies)}; other output {self.noise}\n"
+                                 f"{self.log_tail()}") from None
 
     def _pump(self) -> None:
         for line in self.proc.stdout:  # type: ignore[union-attr]
-            self.events.extend(parse_events([line]))
+            events = parse_events([line])
+            if events:
+                self.events.extend(events)
+            elif line.strip():
+                self.noise.append(line.rstrip())
 
     def received(self) -> list[dict]:
         return [e for e in self.events if "body" in e]
