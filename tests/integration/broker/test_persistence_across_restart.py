@@ -59,6 +59,26 @@ async def all_offsets(addr: str) -> Commits:
     return ConsumerOffsetSerializeWrapper.from_json(resp.body).offset_table
 
 
+async def test_a_group_update_acknowledged_right_before_a_sigkill_survives(tmp_path: Path, namesrv: MqProcess) -> None:
+    """The answer to UPDATE_AND_CREATE_SUBSCRIPTIONGROUP waits until subscriptionGroup.json is written
+    (processors/durable.py), as RocketMQ's synchronous persist does; three kills right after it."""
+    props = write_props(tmp_path, namesrv.addr)
+    broker = start_mq(["broker", "start", "-c", str(props)], timeout=30)
+    try:
+        for i in range(3):
+            group = SubscriptionGroupConfig(group_name=f"CG_KILL{i}", retry_max_times=i + 1)
+            resp = await call(broker.addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=group.to_json())
+            assert resp.code == ResponseCode.SUCCESS, resp.remark
+            broker.kill()
+            broker = start_mq(["broker", "start", "-c", str(props)], timeout=30)
+            resp = await call(broker.addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+            table = SubscriptionGroupWrapper.from_json(resp.body).subscription_group_table
+            assert [table[f"CG_KILL{j}"].retry_max_times for j in range(i + 1) if f"CG_KILL{j}" in table] == \
+                list(range(1, i + 2))
+    finally:
+        broker.stop()
+
+
 async def test_groups_and_offsets_committed_before_a_graceful_stop_all_survive(
         tmp_path: Path, namesrv: MqProcess) -> None:
     props = write_props(tmp_path, namesrv.addr)
