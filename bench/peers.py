@@ -50,7 +50,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 import broker_send
 import client_consume
 import client_produce
-import psutil
 from benchsupport import client_loop, namesrv_and_broker, run_client, run_processes, throughput
 
 SUBJECT = "bench"
@@ -92,12 +91,13 @@ def build_go_client(out_dir: Path) -> tuple[Path | None, str]:
     go = shutil.which("go")
     if go is None:
         return None, "no go on PATH"
-    if not (DEBIAN_GOPATH / "src/github.com/nats-io/nats.go").is_dir():
+    sources = DEBIAN_GOPATH / "src/github.com/nats-io/nats.go"
+    if not sources.is_dir():
         print(f"peers: nats.go sources not found; installing the Debian package {NATS_GO_PACKAGE} with apt-get",
               flush=True)
         for cmd in (["apt-get", "update", "-q"], ["apt-get", "install", "-y", "-q", NATS_GO_PACKAGE]):
             subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL)
-        if not (DEBIAN_GOPATH / "src/github.com/nats-io/nats.go").is_dir():
+        if not sources.is_dir():
             return None, f"nats.go sources missing (apt-get install {NATS_GO_PACKAGE} failed)"
     binary = out_dir / "peers_go"
     env = {**os.environ, "GO111MODULE": "off", "GOPATH": str(DEBIAN_GOPATH)}
@@ -237,11 +237,8 @@ def main() -> None:
         go_client, go_missing = build_go_client(Path(go_dir))
         run_client(nats_setup(url))
         for _ in range(args.repeat):
-            before = psutil.Process(broker.pid).cpu_times()
-            run = client_produce.run_producer(namesrv.addr, "async", 256, args.seconds, 1, args.clients, True)
-            after, msgs = psutil.Process(broker.pid).cpu_times(), run["msgs_s"] * args.seconds
-            ours_pub.append({**run, "broker_user_us": (after.user - before.user) / msgs * 1e6,
-                             "broker_sys_us": (after.system - before.system) / msgs * 1e6})
+            ours_pub.append(broker_send.with_cpu(broker.pid, args.seconds, lambda: client_produce.run_producer(
+                namesrv.addr, "async", 256, args.seconds, 1, args.clients, True)))
             peer_pub.append(throughput(run_processes(_nats_child, (url, per, args.seconds), args.clients,
                                                      timeout=args.seconds + 60)))
             if go_client is not None:
@@ -260,8 +257,8 @@ def main() -> None:
     print(f"peers publish (async, 256 in flight, {args.clients} client process(es) each, client loop {client_loop()}) | mq Producer auto-batching {pub:,.0f} msgs/s | nats-py "
           f"JetStream file {peer:,.0f} msgs/s | ratio {pub / peer:.2f} (targets >= {PUBLISH_TARGET:,} msgs/s "
           f"and >= 3.00: {'met' if pub >= PUBLISH_TARGET and pub >= 3 * peer else 'missed'}) | broker CPU in that run: "
-          f"user {best['broker_user_us']:.1f} + system {best['broker_sys_us']:.1f} us/msg (runs: "
-          + ", ".join(f"{r['msgs_s']:,.0f} at {r['broker_sys_us']:.1f}" for r in ours_pub) + " us/msg system)")
+          f"user {best['cpu_user_us']:.1f} + system {best['cpu_sys_us']:.1f} us/msg (runs: "
+          + ", ".join(f"{r['msgs_s']:,.0f} at {r['cpu_sys_us']:.1f}" for r in ours_pub) + " us/msg system)")
     print(f"peers consume ({total:,} stored msgs) | mq PushConsumer {ours_con:,.0f} msgs/s | nats-py pull "
           f"{peer_con:,.0f} msgs/s | ratio {ours_con / peer_con:.2f}")
     if go_client is not None:

@@ -111,14 +111,19 @@ def ceiling_source(sample: Any, sizes: list[int]) -> type:
     return Ceiling
 
 
-def reader_alone(namesrv: str, topic: str) -> float:
-    """msgs/s of the whole topic read by read_batches in TASKS threads (the ranges dealt out in turn)."""
+def whole_topic(namesrv: str, topic: str) -> list[Any]:
+    """The topic's ranges from earliest to latest, as the brokers hold them now."""
+    from mqtools.spark.offsets import parse_spec, plan_topic
+
+    return plan_topic(namesrv, topic, parse_spec("earliest", "earliest"), parse_spec("latest", "latest"))
+
+
+def reader_alone(namesrv: str, ranges: list[Any]) -> float:
+    """msgs/s of `ranges` read by read_batches in TASKS threads (the ranges dealt out in turn)."""
     import threading
 
-    from mqtools.spark.offsets import parse_spec, plan_topic
     from mqtools.spark.reader import read_batches
 
-    ranges = plan_topic(namesrv, topic, parse_spec("earliest", "earliest"), parse_spec("latest", "latest"))
     rows = [0] * TASKS
 
     def read(task: int) -> None:
@@ -134,20 +139,18 @@ def reader_alone(namesrv: str, topic: str) -> float:
     return sum(rows) / (time.perf_counter() - t0)
 
 
-def warm_read(namesrv: str, topic: str) -> tuple[float, float]:
-    """msgs/s of the second of two identical whole-topic reads in one session, and of the second of two
+def warm_read(namesrv: str, topic: str, ranges: list[Any]) -> tuple[float, float]:
+    """msgs/s of the second of two identical reads of `ranges` in one session, and of the second of two
     reads of the ceiling source with the same rows per partition, each measured as the command's report
     measures it (the tasks' wall time)."""
     from mqtools.spark import register
     from mqtools.spark.load import read_stats, run_consume, spark_session
-    from mqtools.spark.offsets import parse_spec, plan_topic
     from mqtools.spark.reader import read_batches
     from mqtools.spark.stats import summarize
 
     spark = spark_session(MASTER, {}, "bench-spark-load-warm")
     try:
         register(spark)
-        ranges = plan_topic(namesrv, topic, parse_spec("earliest", "earliest"), parse_spec("latest", "latest"))
         for _ in range(2):
             tasks = run_consume(spark, namesrv, topic, ranges)
         warm = summarize(tasks).msgs_per_s
@@ -175,8 +178,9 @@ def main() -> None:
                                             "--mode", "sync")
         raw = broker_send.run_case(broker.addr, "pull", broker_send.QUEUES, args.seconds, 32, 1)
         consumed, consume_wall = spark_load(namesrv.addr, "consume", "-t", topic)
-        warm, ceiling = warm_read(namesrv.addr, topic)
-        alone = max(reader_alone(namesrv.addr, topic) for _ in range(2))
+        ranges = whole_topic(namesrv.addr, topic)
+        warm, ceiling = warm_read(namesrv.addr, topic, ranges)
+        alone = max(reader_alone(namesrv.addr, ranges) for _ in range(2))
     expected = plain["msgs"] + args.messages + 1 * TASKS  # each plain producer process sends one warm-up message
     p_ratio = produced["msgsPerSec"] / plain["msgs_s"]
     c_ratio = consumed["msgsPerSec"] / raw["msgs_s"]
