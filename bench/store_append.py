@@ -28,7 +28,6 @@ import time
 from pathlib import Path
 
 from mqtools.common.codec import encode_batch
-from mqtools.common.hashing import tags_code
 from mqtools.common.message import Message, MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.properties import properties_to_string
 from mqtools.server.store.config import MessageStoreConfig
@@ -48,8 +47,7 @@ def props(i: int) -> dict[str, str]:
 def inner(i: int) -> MessageExtBrokerInner:
     p = props(i)
     return MessageExtBrokerInner(topic=TOPIC, body=BODY, queue_id=i % QUEUES, properties=p, born_host=HOST,
-                                 store_host=STORE_HOST, born_timestamp=1, tags_code=tags_code("TagA"),
-                                 properties_string=properties_to_string(p))
+                                 store_host=STORE_HOST, born_timestamp=1, properties_string=properties_to_string(p))
 
 
 def config(root: Path, flush: str) -> MessageStoreConfig:

@@ -1,0 +1,50 @@
+"""Every bench script still runs end to end.
+
+The benches are where the speed targets live, and nothing else runs them: a product change that breaks
+one (a field a bench still passes, a helper it imports) would otherwise go unseen until someone
+measures. Each runs here as a user runs it, with the smallest load that takes it through every case;
+its figures are not looked at (they mean nothing at this size), only that it finishes and prints its
+summary line. `peers.py` (needs nats-server and the network) and `spark_load.py` (three more Spark
+JVMs) are only imported.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+RUNS = {
+    "store_append": ["--messages", "640", "--repeat", "1"],
+    "store_read": ["--messages", "2000"],
+    "namesrv_route_qps": ["--seconds", "0.3"],
+    "broker_send": ["--seconds", "0.3", "--clients", "1"],
+    "client_produce": ["--seconds", "0.3", "--clients", "1", "--repeat", "1"],
+    "client_consume": ["--seconds", "0.3", "--repeat", "1"],
+    "ha_replication": ["--seconds", "0.5", "--rate", "500"],
+    "top_refresh": ["--topics", "20", "--groups", "5", "--rounds", "1"],
+    "admin_latency": ["--runs", "1"],
+}
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("name", sorted(RUNS))
+def test_bench_runs_to_its_summary_line(name: str, tmp_path: Path) -> None:
+    args = [*RUNS[name], *(["--dir", str(tmp_path)] if name.startswith("store_") else [])]
+    result = subprocess.run([sys.executable, str(BENCH / f"{name}.py"), *args], cwd=tmp_path,
+                            capture_output=True, text=True, timeout=110, check=False)
+    assert result.returncode == 0, f"{name} exited {result.returncode}:\n{result.stderr[-3000:]}"
+    assert any(line.startswith(name) for line in result.stdout.splitlines()), result.stdout[-3000:]
+
+
+@pytest.mark.parametrize("name", ["peers", "spark_load"])
+def test_bench_not_run_here_still_imports(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    spec.loader.exec_module(importlib.util.module_from_spec(spec))
