@@ -2,16 +2,18 @@
 
 Async sends to a topic are gathered into one SEND_BATCH_MESSAGE while an earlier batch of
 that topic is in flight (Nagle-like: a lone send goes at once, so auto-batching costs an idle
-producer no latency). A gathered batch goes when an earlier one comes back, when it reaches
+producer no latency). A gathered batch goes when an earlier one comes back, when its bodies exceed
 `max_bytes`, or `max_delay` seconds after its first send, whichever is first. The batch as a
 whole goes through the producer's send loop (queue choice, retries, fault strategy), and each
 send's future gets its own slice of the answer or the batch's failure.
 
 `BatchAccumulator` is the sans-IO bookkeeping (the caller passes the time in); `AutoBatcher`
 is the asyncio side: futures, the delay timer, the memory waiters and one task per batch.
-Memory is bounded: bytes gathered or in flight never exceed `total_max_bytes` (a send larger
-than the bound alone still goes when nothing else is held); a send that does not fit waits,
-in arrival order, and is never dropped.
+Memory is bounded: body bytes gathered or in flight never exceed `total_max_bytes` (a send
+larger than the bound alone still goes when nothing else is held); a send that does not fit
+waits, in arrival order, and is never dropped. Sizes are body bytes, as RocketMQ's
+ProduceAccumulator counts them for both bounds: properties and the batch framing are not
+counted (the producer still refuses a batch over `max_message_size`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,6 @@ from typing import Generic, TypeVar
 from mqtools.client.errors import MQClientError
 from mqtools.client.types import SendResult
 from mqtools.common import properties as P
-from mqtools.common.codec import BATCH_ENTRY_FIXED
 from mqtools.common.message import Message
 
 #: Sends one batch (messages of one topic) within a budget in seconds; the producer's send loop.
@@ -44,14 +45,14 @@ class Batch(Generic[T]):
 
 
 class BatchAccumulator(Generic[T]):
-    """Which sends go together and when; sizes are bytes, times are the caller's clock in seconds."""
+    """Which sends go together and when; sizes are body bytes, times are the caller's clock in seconds."""
 
     def __init__(self, max_delay: float, max_bytes: int, total_max_bytes: int) -> None:
         self.max_delay = max_delay
         self.max_bytes = max_bytes
         self.total_max_bytes = total_max_bytes
         self.held = 0
-        """Bytes gathered or in flight: what the memory bound counts."""
+        """Body bytes gathered or in flight: what the memory bound counts."""
         self._open: dict[str, Batch[T]] = {}
         self._in_flight: dict[str, int] = {}
         self._closing = False
@@ -68,7 +69,7 @@ class BatchAccumulator(Generic[T]):
             batch = self._open[key] = Batch(key, now)
         batch.items.append(item)
         batch.size += size
-        if self._closing or not self._in_flight.get(key) or batch.size >= self.max_bytes:
+        if self._closing or not self._in_flight.get(key) or batch.size > self.max_bytes:
             return self._take(key)
         return None
 
@@ -103,14 +104,6 @@ class BatchAccumulator(Generic[T]):
         return batch
 
 
-def entry_size(msg: Message) -> int:
-    """Bytes one message adds to a batch body (the properties estimated without encoding them)."""
-    size = BATCH_ENTRY_FIXED + len(msg.body)
-    for name, value in msg.properties.items():
-        size += len(name) + len(value) + 2
-    return size
-
-
 @dataclass(slots=True)
 class PendingSend:
     msg: Message
@@ -135,7 +128,7 @@ class AutoBatcher:
         """Gather one prepared message; its future resolves with its own result or failure."""
         now = self._clock()
         future = asyncio.get_running_loop().create_future()
-        pending = PendingSend(msg, entry_size(msg), now + budget, future)
+        pending = PendingSend(msg, len(msg.body), now + budget, future)
         if self._waiters or not self.acc.has_room(pending.size):
             self._waiters.append(pending)
         else:

@@ -12,7 +12,7 @@ import asyncio
 import pytest
 from unit.client.fake_remoting import FakeClock, FakeRemoting, fake_instance, route_data
 
-from mqtools.client.batch_accumulator import BatchAccumulator, entry_size
+from mqtools.client.batch_accumulator import BatchAccumulator
 from mqtools.client.errors import MQBrokerError
 from mqtools.client.producer import Producer
 from mqtools.client.types import SendResult
@@ -68,12 +68,6 @@ def make(**options: object) -> tuple[Producer, FakeBroker, FakeClock]:
     return producer, broker, clock
 
 
-def sized(msg: Message) -> Message:
-    """The message with the properties a send adds (UNIQ_KEY, WAIT), to size it as the accumulator will."""
-    msg.properties.update({P.UNIQ_KEY: "0" * 32, P.WAIT: "true"})
-    return msg
-
-
 def messages(n: int, size: int = 10) -> list[Message]:
     return [Message("T", bytes([65 + i % 26]) * size, properties={"KEYS": f"k{i}"}) for i in range(n)]
 
@@ -106,16 +100,17 @@ async def test_sends_gather_while_a_batch_is_out_and_each_future_gets_its_own_re
     assert len({r.offset_msg_id for r in results}) == 10
 
 
-async def test_a_batch_goes_once_it_reaches_batch_max_bytes() -> None:
-    producer, broker, _ = make(batch_max_bytes=3 * entry_size(sized(messages(1, size=40)[0])))
+async def test_a_batch_goes_once_its_bodies_exceed_batch_max_bytes() -> None:
+    """RocketMQ's rule: bodies only (not properties or framing), and a batch at exactly the bound is held."""
+    producer, broker, _ = make(batch_max_bytes=3 * 40)
     gates = [broker.hold(n) for n in range(3)]
-    futures = [producer.send_async(m) for m in messages(9, size=40)]
+    futures = [producer.send_async(m) for m in messages(10, size=40)]
     await ticks()
-    assert [len(b) for b in broker.batches] == [1, 3, 3], "the last two are still held"
+    assert [len(b) for b in broker.batches] == [1, 4, 4], "three bodies are 120 bytes, not over: four go"
     for gate in gates:
         gate.set()
     await asyncio.gather(*futures)
-    assert [len(b) for b in broker.batches] == [1, 3, 3, 2]
+    assert [len(b) for b in broker.batches] == [1, 4, 4, 1]
 
 
 async def test_a_retryable_failure_retries_the_batch_on_the_other_broker() -> None:
@@ -178,7 +173,7 @@ async def test_a_full_accumulator_makes_sends_wait_and_lets_them_in_as_bytes_com
     await ticks()
     batcher = producer._batcher
     assert batcher is not None
-    fit = 300 // entry_size(msgs[0])
+    fit = 300 // len(msgs[0].body)
     assert 0 < fit < 8 and len(batcher._waiters) == 8 - fit and batcher.acc.held <= 300
     assert not any(f.done() for f in futures)
     gate.set()
