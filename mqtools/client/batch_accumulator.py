@@ -116,10 +116,12 @@ class AutoBatcher:
     """Runs a BatchAccumulator on the event loop; batch tasks join `tasks` so shutdown can await them."""
 
     def __init__(self, accumulator: BatchAccumulator[PendingSend], send_batch: SendBatch,
-                 clock: Callable[[], float], tasks: set[asyncio.Task]) -> None:
+                 clock: Callable[[], float], tasks: set[asyncio.Task],
+                 loop: Callable[[], asyncio.AbstractEventLoop]) -> None:
         self.acc = accumulator
         self._send_batch = send_batch
         self._clock = clock
+        self._loop = loop
         self._tasks = tasks
         self._waiters: deque[PendingSend] = deque()
         self._timer: asyncio.TimerHandle | None = None
@@ -127,7 +129,7 @@ class AutoBatcher:
     def submit(self, msg: Message, budget: float) -> asyncio.Future[SendResult]:
         """Gather one prepared message; its future resolves with its own result or failure."""
         now = self._clock()
-        future = asyncio.get_running_loop().create_future()
+        future = self._loop().create_future()
         pending = PendingSend(msg, len(msg.body), now + budget, future)
         if self._waiters or not self.acc.has_room(pending.size):
             self._waiters.append(pending)
@@ -151,7 +153,7 @@ class AutoBatcher:
         due = self.acc.next_due()
         if due is None:
             return
-        self._timer = asyncio.get_running_loop().call_later(max(0.0, due - self._clock()), self._on_timer)
+        self._timer = self._loop().call_later(max(0.0, due - self._clock()), self._on_timer)
 
     def _on_timer(self) -> None:
         self._timer = None
@@ -160,7 +162,7 @@ class AutoBatcher:
         self._arm()
 
     def _launch(self, batch: Batch[PendingSend]) -> None:
-        task = asyncio.ensure_future(self._run(batch))
+        task = self._loop().create_task(self._run(batch))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 

@@ -19,7 +19,9 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
 async def test_2000_async_sends_each_find_their_message_at_their_queue_offset(cluster: Cluster) -> None:
     await create_topic(cluster, "AutoBatchIT", 4)
-    msgs = [Message("AutoBatchIT", f"body-{i}".encode(), properties={"KEYS": f"key-{i}", "n": str(i)})
+    # 100-byte bodies: batches go at 32 KiB of bodies (about 330 sends), so 2000 sends make several
+    # batches, and the queue rotation takes them to both brokers
+    msgs = [Message("AutoBatchIT", f"body-{i}".encode().ljust(100, b"."), properties={"KEYS": f"key-{i}", "n": str(i)})
             for i in range(2000)]
     batches = 0
     async with Producer("PG_AUTO_BATCH", namesrv=cluster.namesrv.addr, auto_batch=True) as producer:
