@@ -101,13 +101,18 @@ class ConcurrentConsumeService(ConsumeService):
         self.max_reconsume_times = max_reconsume_times
         self._concurrency = concurrency
         self._pending: deque[tuple[ProcessQueue, MessageExt, int]] = deque()
-        self._wakeup = asyncio.Event()
+        self._sleepers: list[asyncio.Future[None]] = []
+        """Idle workers' wake-up futures. Not an asyncio.Event: each Event.wait() asks asyncio for the
+        running loop, a getpid() system call, and draining a backlog idle workers waited once per four messages."""
         self._idle = 0
 
     def submit(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         generation = pq.generation
         self._pending.extend((pq, msg, generation) for msg in msgs)
-        self._wakeup.set()
+        sleepers, self._sleepers = self._sleepers, []
+        for sleeper in sleepers:
+            if not sleeper.done():
+                sleeper.set_result(None)
         spawn = min(len(msgs) - self._idle, self._concurrency - len(self._workers))
         for _ in range(spawn):
             self._spawn(self._worker())
@@ -119,6 +124,7 @@ class ConcurrentConsumeService(ConsumeService):
 
     async def _worker(self) -> None:
         pending = self._pending
+        loop = asyncio.get_running_loop()
         while True:
             while pending:
                 pq, msg, generation = pending.popleft()
@@ -134,10 +140,11 @@ class ConcurrentConsumeService(ConsumeService):
                 if result is ConsumeResult.RECONSUME_LATER and not await self._send_back(pq, msg, generation):
                     continue
                 self._done(pq, msg, generation)
-            self._wakeup.clear()
+            sleeper = loop.create_future()
+            self._sleepers.append(sleeper)
             self._idle += 1
             try:
-                await self._wakeup.wait()
+                await sleeper
             finally:
                 self._idle -= 1
 
