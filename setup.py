@@ -14,8 +14,13 @@ from setuptools import Extension, find_packages, setup
 MAPPED = {"mqtools": "mqtools", "mqtools.server": "server", "mqtools.tui": "tui"}
 
 
+#: Directories of data files only. Listed as packages of their own (namespace packages) with their
+#: data, because setuptools warns that it will stop installing data a package does not list.
+DATA_PACKAGES = {"mqtools.cli.schemas": ["*.json"], "mqtools.cluster.conf": ["*/*.properties"]}
+
+
 def _packages() -> list[str]:
-    found: list[str] = []
+    found: list[str] = list(DATA_PACKAGES)
     for name, path in MAPPED.items():
         found.append(name)
         found.extend(f"{name}.{sub}" for sub in find_packages(path))
@@ -44,7 +49,6 @@ setup(
     ext_modules=_extensions(),
     packages=_packages(),
     package_dir=MAPPED,
-    package_data={"mqtools.cluster": ["conf/*/*.properties"], "mqtools.cli": ["schemas/*.json"],
-                  "mqtools.spark": ["*.schema.json"], "mqtools.tui": ["*.tcss"]},
+    package_data={**DATA_PACKAGES, "mqtools.spark": ["*.schema.json"], "mqtools.tui": ["*.tcss"]},
     include_package_data=True,
 )
