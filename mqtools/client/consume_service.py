@@ -103,7 +103,8 @@ class ConcurrentConsumeService(ConsumeService):
         self._pending: deque[tuple[ProcessQueue, MessageExt, int]] = deque()
         self._sleepers: list[asyncio.Future[None]] = []
         """Idle workers' wake-up futures. Not an asyncio.Event: each Event.wait() asks asyncio for the
-        running loop, a getpid() system call, and draining a backlog idle workers waited once per four messages."""
+        running loop, a getpid() system call, and while a backlog drains workers go idle about once
+        per four messages."""
         self._idle = 0
 
     def submit(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
