@@ -103,11 +103,11 @@ class Producer:
         self._keys = UniqueKeyGenerator(self.instance.ip)
         self._rotations: dict[str, QueueRotation] = {}
         self._pending: set[asyncio.Task] = set()
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._batcher: AutoBatcher | None = None
         if auto_batch:
             accumulator = BatchAccumulator(batch_max_delay_ms / 1000, batch_max_bytes, total_batch_max_bytes)
             self._batcher = AutoBatcher(accumulator, self._send_gathered, clock, self._pending, self._running_loop)
-        self._loop: asyncio.AbstractEventLoop | None = None
 
     async def start(self) -> Producer:
         self.instance.producer_groups.add(self.group)
