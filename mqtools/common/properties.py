@@ -56,6 +56,19 @@ def string_to_properties(text: str | None) -> dict[str, str]:
     return props
 
 
+def drop_property(text: str, name: str, value: str) -> str:
+    """`text` without its `name` item (whose decoded value is `value`), the rest left byte for byte: how
+    a broker leaves WAIT out of the string it stores without decoding and re-encoding the whole map."""
+    item = f"{name}{NAME_VALUE_SEPARATOR}{value}"
+    at = 0 if text.startswith(item) else text.find(f"{PROPERTY_SEPARATOR}{item}") + 1
+    end = at + len(item)
+    if text[at:end] == item and text[end:end + 1] in ("", PROPERTY_SEPARATOR):
+        return text[:at] + text[end + 1:]
+    props = string_to_properties(text)
+    props.pop(name, None)
+    return properties_to_string(props)
+
+
 def message_keys(props: dict[str, str]) -> list[str]:
     """The business keys (KEYS split on single spaces, blanks dropped)."""
     return [k for k in props.get(KEYS, "").split(" ") if k]

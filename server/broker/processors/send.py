@@ -177,13 +177,20 @@ class SendProcessor:
     # ------------------------------------------------------------------ message building
 
     def _props_string(self, raw: str | None, props: dict[str, str]) -> str:
-        """The client's property string plus CLUSTER, without re-rendering the whole map."""
+        """The properties string as RocketMQ stores it: the client's, with CLUSTER set and WAIT left out
+        (WAIT only says whether the producer waits for the store, and Apache's broker drops it to save
+        nine bytes a message; `props` keeps it for that). The client's string is kept as it came where it
+        can be, rather than re-rendering the whole map."""
         cluster = self.c.config.broker_cluster_name
         if P.CLUSTER in props:
-            props[P.CLUSTER] = cluster
-            return P.properties_to_string(props)
+            stored = {k: v for k, v in props.items() if k != P.WAIT}
+            stored[P.CLUSTER] = props[P.CLUSTER] = cluster
+            return P.properties_to_string(stored)
         props[P.CLUSTER] = cluster
         raw = raw or ""
+        wait = props.get(P.WAIT)
+        if wait is not None:
+            raw = P.drop_property(raw, P.WAIT, wait)
         if raw and not raw.endswith(P.PROPERTY_SEPARATOR):
             raw += P.PROPERTY_SEPARATOR
         return f"{raw}{P.CLUSTER}{P.NAME_VALUE_SEPARATOR}{cluster}{P.PROPERTY_SEPARATOR}"

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mqtools.common import codec
+from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored, encode_stored
 from mqtools.common.hashing import index_key_hash, java_hash, tags_code
 from mqtools.common.ids import UniqueKeyGenerator, create_offset_msg_id, decode_offset_msg_id
@@ -237,3 +238,16 @@ def test_garbage_never_crashes_the_decoders(noise, cut):
         decode_stored(bytes(raw), check_crc=True)
     except CorruptMessageError:
         pass
+
+
+@given(st.dictionaries(st.text(alphabet="ABCWAIT_xyz", min_size=1, max_size=6),
+                       st.text(alphabet="truefalsx", min_size=1, max_size=5), max_size=5),
+       st.sampled_from(["true", "false"]), st.integers(0, 5))
+def test_drop_property_leaves_the_rest_as_decoded(props, wait, at):
+    """WAIT goes wherever it stands in the string; every other item decodes as before."""
+    items = list(props.items())
+    items.insert(min(at, len(items)), (P.WAIT, wait))
+    text = P.properties_to_string(dict(items))
+    expected = P.string_to_properties(text)
+    expected.pop(P.WAIT)
+    assert P.string_to_properties(P.drop_property(text, P.WAIT, wait)) == expected

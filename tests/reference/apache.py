@@ -1,0 +1,252 @@
+"""Start Apache RocketMQ's name servers and brokers as real JVMs, and run Apache's mqadmin.
+
+Each process runs its own main class (NamesrvStartup, BrokerStartup, MQAdminStartup) on the jars
+`fetch.py` put in the cache, with a ROCKETMQ_HOME and logback configs this module writes, a small heap
+and the JDK 17 module flags RocketMQ's store needs. Ports are picked free on 127.0.0.1 (a broker needs
+three: listenPort-2 for its VIP channel, listenPort, listenPort+1 for HA); readiness is a real request,
+never a sleep. Every JVM dies with the process that started it (DIE_WITH_PARENT), and `stop_all`
+stops what is left at the end of a test session, so no JVM outlives an interrupted run.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from contextlib import suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from fetch import SETS, ArtifactSet, require
+
+from mqtools.client.admin.sync import SyncMQAdmin
+from mqtools.client.errors import MQClientError
+
+#: Heap per JVM: a 2-master 2-slave Apache cluster and an mq cluster fit on 2 cores and 24 GiB together.
+HEAP = "256m"
+
+#: What RocketMQ 4.x/5.x reach into on JDK 17: MappedFile unmaps through sun.nio.ch.DirectBuffer and
+#: jdk.internal.ref.Cleaner; without these a broker cannot free a mapped file, even at shutdown.
+MODULE_FLAGS = (
+    "--add-opens=java.base/java.nio=ALL-UNNAMED",
+    "--add-opens=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-exports=java.base/sun.nio.ch=ALL-UNNAMED",
+    "--add-opens=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-exports=java.base/jdk.internal.ref=ALL-UNNAMED",
+    "--add-opens=java.base/java.lang=ALL-UNNAMED",
+    "--add-opens=java.base/java.util=ALL-UNNAMED",
+)
+
+NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
+BROKER_MAIN = "org.apache.rocketmq.broker.BrokerStartup"
+MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
+
+#: 4.x reads $ROCKETMQ_HOME/conf/logback_<role>.xml; 5.x ships its own configs in its jars.
+_LOGBACK = """<configuration>
+  <appender name="FILE" class="ch.qos.logback.core.FileAppender">
+    <file>${{user.home}}/logs/{role}.log</file>
+    <encoder><pattern>%d{{HH:mm:ss.SSS}} %-5p [%t] %c{{0}} - %m%n</pattern></encoder>
+  </appender>
+  <root level="INFO"><appender-ref ref="FILE"/></root>
+</configuration>
+"""
+
+_started: list[ApacheProcess] = []
+
+
+#: Prefix of every JVM command: the kernel SIGKILLs the JVM when the process that started it dies
+#: (util-linux's setpriv sets PR_SET_PDEATHSIG and execs), so an interrupted session leaves none behind.
+DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL")
+
+
+def free_port(span: tuple[int, ...] = (0,)) -> int:
+    """A port p with p+d free on 127.0.0.1 for every d in `span` (checked by binding, then released)."""
+    for _ in range(200):
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = probe.getsockname()[1]
+        if not all(0 < port + d < 65536 for d in span):
+            continue
+        try:
+            socks = []
+            for d in span:
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", port + d))
+            return port
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError(f"no free port block {span} on 127.0.0.1")
+
+
+def home(aset: ArtifactSet, root: Path) -> Path:
+    """A ROCKETMQ_HOME under `root` with the logback configs 4.x reads."""
+    path = root / f"rocketmq-home-{aset.name}"
+    conf = path / "conf"
+    if not conf.is_dir():
+        conf.mkdir(parents=True)
+        for role in ("namesrv", "broker", "tools"):
+            (conf / f"logback_{role}.xml").write_text(_LOGBACK.format(role=role))
+    return path
+
+
+def java_command(aset: ArtifactSet, main: str, workdir: Path, *args: str, heap: str = HEAP) -> list[str]:
+    return [*DIE_WITH_PARENT, "java", f"-Xms{heap}", f"-Xmx{heap}", "-XX:MaxDirectMemorySize=256m", "-XX:+UseG1GC",
+            "-XX:-UsePerfData", *MODULE_FLAGS, f"-Duser.home={workdir}", "-Drocketmq.client.logUseSlf4j=false",
+            "-cp", aset.classpath(), main, *args]
+
+
+@dataclass
+class ApacheProcess:
+    """One Apache RocketMQ JVM: its role, address, files and process."""
+
+    role: str
+    aset: ArtifactSet
+    workdir: Path
+    port: int
+    proc: subprocess.Popen
+    props: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def addr(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def alive(self) -> bool:
+        return self.proc.poll() is None
+
+    def output(self) -> str:
+        """Its stdout/stderr and the tail of its own log, for failure messages."""
+        parts = [(self.workdir / "stdout.log").read_text(errors="replace")[-4000:]]
+        for log in sorted((self.workdir / "logs").rglob("*.log")):
+            parts.append(f"--- {log.name}\n" + log.read_text(errors="replace")[-3000:])
+        return "\n".join(parts)
+
+    def stop(self, timeout: float = 20.0) -> int | None:
+        """SIGTERM (Apache's shutdown hook flushes and unlocks the store), SIGKILL when it takes too long."""
+        if self.alive:
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(10)
+        with suppress(ValueError):
+            _started.remove(self)
+        return self.proc.returncode
+
+    def kill(self) -> None:
+        if self.alive:
+            self.proc.kill()
+        self.proc.wait(10)
+        with suppress(ValueError):
+            _started.remove(self)
+
+
+def _spawn(role: str, aset: ArtifactSet, root: Path, workdir: Path, port: int, main: str, conf: dict[str, str],
+           heap: str = HEAP) -> ApacheProcess:
+    workdir.mkdir(parents=True, exist_ok=True)
+    props_file = workdir / f"{role}.properties"
+    props_file.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    env = {**os.environ, "ROCKETMQ_HOME": str(home(aset, root))}
+    with open(workdir / "stdout.log", "ab") as out:
+        proc = subprocess.Popen(java_command(aset, main, workdir, "-c", str(props_file), heap=heap), stdout=out,
+                                stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=workdir)
+    started = ApacheProcess(role, aset, workdir, port, proc, conf)
+    _started.append(started)
+    return started
+
+
+def _await(process: ApacheProcess, ready, timeout: float, what: str) -> None:
+    """Poll `ready()` (a real request) until it is true; on death or timeout stop it and raise with its logs."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not process.alive:
+            break
+        with suppress(MQClientError, OSError, TimeoutError):
+            if ready():
+                return
+        time.sleep(0.1)
+    process.kill()
+    raise RuntimeError(f"Apache {what} ({process.aset.name}) did not become ready:\n{process.output()}")
+
+
+def start_namesrv(root: Path, version: str = "apache-4", name: str = "namesrv", timeout: float = 60.0,
+                  **props: str) -> ApacheProcess:
+    """An Apache name server on a free port, ready when it answers GET_BROKER_CLUSTER_INFO."""
+    aset = require(version)
+    port = free_port()
+    conf = {"listenPort": str(port), **props}
+    process = _spawn("namesrv", aset, root, root / name, port, NAMESRV_MAIN, conf)
+
+    def ready() -> bool:
+        with SyncMQAdmin(process.addr, timeout=2.0) as admin:
+            admin.cluster_info()
+        return True
+
+    _await(process, ready, timeout, "name server")
+    return process
+
+
+def start_broker(root: Path, namesrv: str, version: str = "apache-4", *, name: str = "broker-a",
+                 broker_id: int = 0, cluster: str = "RefCluster", timeout: float = 90.0,
+                 **props: str) -> ApacheProcess:
+    """An Apache broker registered with `namesrv`; ready when the name server lists it at its address and
+    it answers GET_BROKER_RUNTIME_INFO. `props` are broker.properties keys (brokerRole, flushDiskType...)."""
+    aset = require(version)
+    port = free_port((-2, 0, 1))
+    workdir = root / f"{name}-{broker_id}"
+    store = workdir / "store"
+    conf = {
+        "brokerClusterName": cluster, "brokerName": name, "brokerId": str(broker_id), "namesrvAddr": namesrv,
+        "listenPort": str(port), "brokerIP1": "127.0.0.1", "storePathRootDir": str(store),
+        "storePathCommitLog": str(store / "commitlog"), "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
+        "brokerRole": "ASYNC_MASTER" if broker_id == 0 else "SLAVE", "flushDiskType": "ASYNC_FLUSH",
+        "autoCreateTopicEnable": "true", "autoCreateSubscriptionGroup": "true",
+        **props,
+    }
+    process = _spawn("broker", aset, root, workdir, port, BROKER_MAIN, conf)
+
+    def ready() -> bool:
+        with SyncMQAdmin(namesrv.split(";")[0], timeout=2.0) as admin:
+            data = admin.cluster_info().broker_addr_table.get(name)
+            if data is None or data.broker_addrs.get(broker_id) != process.addr:
+                return False
+            admin.broker_runtime_info(process.addr)
+        return True
+
+    _await(process, ready, timeout, f"broker {name}/{broker_id}")
+    return process
+
+
+def mqadmin(root: Path, *args: str, version: str = "harness", namesrv: str | None = None,
+            timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
+    """Apache's mqadmin (MQAdminStartup) as a command: 4.9.8's from the harness set, 5.x's from its own."""
+    aset = require(version)
+    workdir = root / f"mqadmin-{aset.name}"
+    workdir.mkdir(parents=True, exist_ok=True)
+    env = {**os.environ, "ROCKETMQ_HOME": str(home(aset, root))}
+    if namesrv is not None:
+        env["NAMESRV_ADDR"] = namesrv
+    cmd = java_command(aset, MQADMIN_MAIN, workdir, *args, heap="128m")
+    return subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=timeout, cwd=workdir, check=False)
+
+
+def kill_all() -> None:
+    """SIGKILL every JVM this process started that still runs (end of a test session: no test reads
+    their stores afterwards, and Apache's shutdown hooks take 9-15 s per broker)."""
+    for process in _started:
+        process.kill()
+
+
+def version_of(key: str) -> str:
+    return SETS[key].name

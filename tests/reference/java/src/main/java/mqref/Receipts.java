@@ -1,0 +1,93 @@
+package mqref;
+
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.rocketmq.common.message.MessageExt;
+import org.apache.rocketmq.common.message.MessageQueue;
+
+/** Counts deliveries and distinct successfully consumed msgIds; releases a latch at --expect. */
+final class Receipts {
+    private final int expect;
+    private final boolean quiet;
+    private final boolean printProps;
+    private final Set<String> distinct = ConcurrentHashMap.newKeySet();
+    private final AtomicLong deliveries = new AtomicLong();
+    private final AtomicLong firstNs = new AtomicLong(-1);
+    private final AtomicLong lastNs = new AtomicLong(-1);
+    private final CountDownLatch reached = new CountDownLatch(1);
+
+    Receipts(Opts o) {
+        expect = o.integer("expect", 0);
+        quiet = o.flag("quiet");
+        printProps = o.flag("print-props");
+    }
+
+    int expect() {
+        return expect;
+    }
+
+    /** Records one delivered batch (failed: it will be answered with a retry status). */
+    void record(List<MessageExt> msgs, MessageQueue mq, boolean failed) {
+        for (MessageExt m : msgs) {
+            long now = System.nanoTime();
+            firstNs.compareAndSet(-1, now);
+            lastNs.set(now);
+            deliveries.incrementAndGet();
+            if (!quiet) {
+                Out.emit(Msgs.received(m, mq, printProps, failed));
+            }
+            if (!failed) {
+                distinct.add(m.getMsgId());
+                if (expect > 0 && distinct.size() >= expect) {
+                    reached.countDown();
+                }
+            }
+        }
+    }
+
+    /** Waits until --expect distinct messages were consumed; false on timeout. */
+    boolean await(long timeoutMs) throws InterruptedException {
+        return reached.await(timeoutMs, TimeUnit.MILLISECONDS);
+    }
+
+    /** Releases {@link #await} (used when stdin closes). */
+    void release() {
+        reached.countDown();
+    }
+
+    int distinctCount() {
+        return distinct.size();
+    }
+
+    /** Fills the done event's counters. */
+    void fill(Map<String, Object> done) {
+        done.put("received", deliveries.get());
+        done.put("distinct", distinct.size());
+        long span = lastNs.get() - firstNs.get();
+        if (deliveries.get() > 1 && span > 0) {
+            done.put("msgs_per_s", Math.round((deliveries.get() - 1) * 1e9 / span));
+        }
+    }
+
+    /** With --expect 0: a daemon thread that releases the wait when stdin reaches EOF. */
+    void releaseOnStdinEof() {
+        Thread t = new Thread(() -> {
+            try {
+                byte[] buf = new byte[4096];
+                while (System.in.read(buf) >= 0) {
+                    // discard input; only EOF matters
+                }
+            } catch (Exception ignored) {
+                // treat a broken stdin as closed
+            }
+            release();
+        }, "mqref-stdin");
+        t.setDaemon(true);
+        t.start();
+    }
+}

@@ -1,0 +1,153 @@
+"""Run our Java harness (tests/reference/java, on Apache's rocketmq-client 4.9.8) in a subprocess.
+
+The harness prints one JSON event per line on stdout (`sent`, `received`, `done`, ...), as
+tests/cppclient.py's scripts do for the C++ client; client logs go to the process's own directory.
+`run_java` runs a command to its end; `JavaClient` keeps one running (a consumer), its events
+gathered by a thread, and stops it by closing its stdin (`--expect 0`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from apache import DIE_WITH_PARENT
+from fetch import require
+
+MAIN = "mqref.Main"
+
+
+def java_argv(command: str, namesrv: str, *args: str) -> list[str]:
+    aset = require("harness")
+    return [*DIE_WITH_PARENT, "java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
+            "-cp", aset.classpath(), MAIN, command, "--namesrv", namesrv, *args]
+
+
+def _parse(lines: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
+    events, noise = [], []
+    for line in lines:
+        try:
+            events.append(json.loads(line))
+        except ValueError:
+            noise.append(line)
+    return events, noise
+
+
+@dataclass
+class JavaRun:
+    """A finished harness run: its events, exit code and stderr."""
+
+    argv: list[str]
+    returncode: int
+    events: list[dict[str, Any]]
+    stderr: str
+    noise: list[str] = field(default_factory=list)
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("event") == kind]
+
+    @property
+    def done(self) -> dict[str, Any]:
+        done = self.of("done")
+        assert done, self.describe()
+        return done[-1]
+
+    def describe(self) -> str:
+        tail = "\n".join(json.dumps(e) for e in self.events[-15:])
+        return (f"java harness {' '.join(self.argv[-12:])} exited {self.returncode}\nevents (last 15):\n{tail}\n"
+                f"noise: {self.noise[-5:]}\nstderr: {self.stderr[-3000:]}")
+
+
+def _env(log_dir: Path | None) -> dict[str, str]:
+    env = dict(os.environ)
+    if log_dir is not None:
+        env["MQREF_LOG_DIR"] = str(log_dir)
+    return env
+
+
+def run_java(command: str, namesrv: str, *args: str, timeout: float = 120.0, log_dir: Path | None = None,
+             ok: tuple[int, ...] = (0,)) -> JavaRun:
+    """Run `mqref.Main command --namesrv NS args...` to its end; fail with its events and stderr unless
+    its exit code is in `ok`."""
+    argv = java_argv(command, namesrv, *args)
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                          env=_env(log_dir), check=False)
+    events, noise = _parse(done.stdout.splitlines())
+    run = JavaRun(argv, done.returncode, events, done.stderr, noise)
+    assert done.returncode in ok, run.describe()
+    return run
+
+
+class JavaClient:
+    """A long-running harness process (a consumer); `close()` ends it through stdin and waits for `done`."""
+
+    def __init__(self, command: str, namesrv: str, *args: str, log_dir: Path | None = None) -> None:
+        self.argv = java_argv(command, namesrv, *args)
+        self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (read by run(), closed by close())
+        self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
+                                     text=True, env=_env(log_dir))
+        self.lines: list[str] = []
+        self._cond = threading.Condition()
+        threading.Thread(target=self._pump, daemon=True).start()
+
+    def _pump(self) -> None:
+        for line in self.proc.stdout:  # type: ignore[union-attr]
+            with self._cond:
+                self.lines.append(line.rstrip("\n"))
+                self._cond.notify_all()
+        with self._cond:
+            self._cond.notify_all()
+
+    @property
+    def events(self) -> list[dict[str, Any]]:
+        with self._cond:
+            return _parse(list(self.lines))[0]
+
+    def of(self, kind: str) -> list[dict[str, Any]]:
+        return [e for e in self.events if e.get("event") == kind]
+
+    def wait_for(self, predicate: Callable[[list[dict[str, Any]]], Any], timeout: float, what: str) -> Any:
+        """Wait until `predicate(events)` is true (woken by each new line), else fail with the events."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                value = predicate(_parse(list(self.lines))[0])
+                if value:
+                    return value
+                left = deadline - time.monotonic()
+                if left <= 0 or (self.proc.poll() is not None and not value):
+                    raise AssertionError(f"timed out waiting for {what}\n{self.run().describe()}")
+                self._cond.wait(min(left, 1.0))
+
+    def received(self) -> list[dict[str, Any]]:
+        return self.of("received")
+
+    def run(self) -> JavaRun:
+        self._stderr.seek(0)
+        events, noise = _parse(list(self.lines))
+        return JavaRun(self.argv, self.proc.returncode if self.proc.returncode is not None else -1, events,
+                       self._stderr.read(), noise)
+
+    def close(self, timeout: float = 30.0) -> JavaRun:
+        """Close stdin (the harness then shuts its client down and prints done); kill if it hangs."""
+        if self.proc.stdin and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except BrokenPipeError:
+                pass
+        try:
+            self.proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(5)
+        run = self.run()
+        self._stderr.close()
+        return run
