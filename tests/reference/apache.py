@@ -23,6 +23,7 @@ from fetch import SETS, ArtifactSet, require
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError
+from mqtools.remoting.security import ClientSecurity
 
 #: Heap per JVM: a 2-master 2-slave Apache cluster and an mq cluster fit on 2 cores and 24 GiB together.
 HEAP = "256m"
@@ -199,9 +200,10 @@ def start_namesrv(root: Path, version: str = "apache-4", name: str = "namesrv", 
 
 def start_broker(root: Path, namesrv: str, version: str = "apache-4", *, name: str = "broker-a",
                  broker_id: int = 0, cluster: str = "RefCluster", timeout: float = 90.0,
-                 **props: str) -> ApacheProcess:
+                 security: ClientSecurity | None = None, **props: str) -> ApacheProcess:
     """An Apache broker registered with `namesrv`; ready when the name server lists it at its address and
-    it answers GET_BROKER_RUNTIME_INFO. `props` are broker.properties keys (brokerRole, flushDiskType...)."""
+    it answers GET_BROKER_RUNTIME_INFO (signed with `security` on an ACL broker). `props` are
+    broker.properties keys (brokerRole, flushDiskType...)."""
     aset = require(version)
     port = free_port((-2, 0, 1))
     workdir = root / f"{name}-{broker_id}"
@@ -217,7 +219,7 @@ def start_broker(root: Path, namesrv: str, version: str = "apache-4", *, name: s
     process = _spawn("broker", aset, root, workdir, port, BROKER_MAIN, conf)
 
     def ready() -> bool:
-        with SyncMQAdmin(namesrv.split(";")[0], timeout=2.0) as admin:
+        with SyncMQAdmin(namesrv.split(";")[0], timeout=2.0, security=security) as admin:
             data = admin.cluster_info().broker_addr_table.get(name)
             if data is None or data.broker_addrs.get(broker_id) != process.addr:
                 return False

@@ -1,8 +1,9 @@
 """The reference suite's clusters, one of each per test session: Apache RocketMQ beside mq.
 
 `pair` gives the name server address of an Apache 4.9.7 single broker and of an mq single broker,
-both with the same settings (ASYNC_MASTER, ASYNC_FLUSH, one-second delay levels, auto-created topics);
-a scenario runs on both and Apache's outcome is the oracle. Every JVM started here is SIGKILLed when
+both with the same settings (ASYNC_MASTER, ASYNC_FLUSH, refsupport.BROKER_PROPS, auto-created topics,
+TLS permissive: Apache's servers make a throwaway certificate, mq's are given one); a scenario runs on
+both and Apache's outcome is the oracle. Every JVM started here is SIGKILLed when
 the session ends, whatever happened (apache.kill_all), and each dies with pytest anyway.
 """
 
@@ -13,8 +14,11 @@ from pathlib import Path
 
 import apache
 import pytest
-from mqproc import start_broker, start_namesrv
-from refsupport import CLUSTER, FAST_DELAY_LEVELS
+from mqproc import start_broker, start_mq
+from refsupport import ACL_ACCOUNT, ACL_CLUSTER, BROKER_PROPS, CLUSTER, PLAIN_ACL
+
+from mqtools.cluster.certs import make_local_certificates
+from mqtools.remoting.security import ClientSecurity, SessionCredentials
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
@@ -30,8 +34,7 @@ def ref_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def apache4(ref_root: Path) -> Iterator[str]:
     """An Apache 4.9.7 name server and ASYNC_MASTER broker; yields the name server address."""
     namesrv = apache.start_namesrv(ref_root / "apache4", "apache-4")
-    broker = apache.start_broker(ref_root / "apache4", namesrv.addr, "apache-4", cluster=CLUSTER,
-                                 messageDelayLevel=FAST_DELAY_LEVELS)
+    broker = apache.start_broker(ref_root / "apache4", namesrv.addr, "apache-4", cluster=CLUSTER, **BROKER_PROPS)
     yield namesrv.addr
     broker.kill()
     namesrv.kill()
@@ -42,9 +45,13 @@ def mq_single(ref_root: Path) -> Iterator[str]:
     """An mq name server and ASYNC_MASTER broker with the Apache broker's settings."""
     work = ref_root / "mq"
     work.mkdir()
-    namesrv = start_namesrv(work)
+    certs = make_local_certificates(work / "certs")
+    tls = {"tls.server.mode": "permissive", "tls.server.certPath": str(certs.cert), "tls.server.keyPath": str(certs.key)}
+    conf = work / "namesrv.properties"
+    conf.write_text("".join(f"{k}={v}\n" for k, v in tls.items()))
+    namesrv = start_mq(["namesrv", "start", "-c", str(conf), "--listen-port", "0", "--store-dir", str(work / "namesrv")])
     broker = start_broker(work, namesrv.addr, "broker-a", brokerClusterName=CLUSTER,
-                          messageDelayLevel=FAST_DELAY_LEVELS, mappedFileSizeCommitLog=str(64 * 1024 * 1024))
+                          mappedFileSizeCommitLog=str(64 * 1024 * 1024), **BROKER_PROPS, **tls)
     yield namesrv.addr
     broker.stop()
     namesrv.stop()
@@ -54,3 +61,23 @@ def mq_single(ref_root: Path) -> Iterator[str]:
 def pair(apache4: str, mq_single: str) -> dict[str, str]:
     """Name server addresses by side; Apache first, as the oracle runs first."""
     return {"apache": apache4, "mq": mq_single}
+
+
+
+@pytest.fixture(scope="session")
+def acl_pair(ref_root: Path, apache4: str, mq_single: str) -> Iterator[dict[str, str]]:
+    """A second broker on each side, aclEnable=true with PLAIN_ACL, in cluster AclCluster of the same name
+    server (no auto-created topics, so no topic of the other tests lands on it); by side, its name server."""
+    root = ref_root / "apache4-acl"
+    conf = apache.home(apache.SETS["apache-4"], root) / "conf"
+    (conf / "plain_acl.yml").write_text(PLAIN_ACL)
+    apache.start_broker(root, apache4, "apache-4", name="broker-acl", cluster=ACL_CLUSTER, aclEnable="true",
+                        autoCreateTopicEnable="false", security=ClientSecurity(SessionCredentials(*ACL_ACCOUNT)),
+                        **BROKER_PROPS)
+    work = ref_root / "mq-acl"
+    work.mkdir()
+    (work / "plain_acl.yml").write_text(PLAIN_ACL)
+    broker = start_broker(work, mq_single, "broker-acl", brokerClusterName=ACL_CLUSTER, aclEnable="true",
+                          aclFilePath=str(work / "plain_acl.yml"), autoCreateTopicEnable="false", **BROKER_PROPS)
+    yield {"apache": apache4, "mq": mq_single}
+    broker.stop()

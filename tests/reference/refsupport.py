@@ -1,6 +1,14 @@
-"""Helpers shared by the reference tests: topics and groups made through mq's admin API, on either side."""
+"""Helpers shared by the reference tests: topics and groups made through mq's admin API on either side,
+running a scenario on both sides, and reducing what a client saw to an outcome to compare."""
 
 from __future__ import annotations
+
+import uuid
+from collections import Counter
+from collections.abc import Callable
+from typing import Any
+
+from javaclient import JavaRun, run_java
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
@@ -9,6 +17,25 @@ from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 FAST_DELAY_LEVELS = " ".join(["1s"] * 18)
 CLUSTER = "RefCluster"
 QUEUES = 4
+
+ACL_ACCOUNT = ("RocketMQRef", "ref-secret-1234")
+ACL_CLUSTER = "AclCluster"
+
+#: The same plain ACL file for both sides: one admin account, everything allowed with a valid signature.
+PLAIN_ACL = f"""globalWhiteRemoteAddresses: []
+accounts:
+- accessKey: {ACL_ACCOUNT[0]}
+  secretKey: '{ACL_ACCOUNT[1]}'
+  whiteRemoteAddress:
+  admin: true
+  defaultTopicPerm: PUB|SUB
+  defaultGroupPerm: PUB|SUB
+"""
+
+#: broker.properties both sides' brokers share: fast delay levels, the trace topic, and transaction
+#: checks quick enough for a test (a half message is checked 3 s after it was stored, every second).
+BROKER_PROPS = {"messageDelayLevel": FAST_DELAY_LEVELS, "traceTopicEnable": "true",
+                "transactionTimeOut": "3000", "transactionCheckInterval": "1000"}
 
 
 def make_topic(namesrv: str, topic: str, queues: int = QUEUES, *, order: bool = False) -> None:
@@ -23,3 +50,43 @@ def make_group(namesrv: str, group: str, *, retries: int = 16, orderly: bool = F
         admin.create_subscription_group(
             SubscriptionGroupConfig(group, retry_max_times=retries, consume_message_orderly=orderly),
             cluster=CLUSTER)
+
+
+def name(prefix: str) -> str:
+    return f"{prefix}_{uuid.uuid4().hex[:8]}"
+
+
+def on_both(pair: dict[str, str], scenario: Callable[[str], dict[str, Any]]) -> dict[str, Any]:
+    """Run `scenario(namesrv)` on Apache first, then on mq; their outcomes by side."""
+    return {side: scenario(ns) for side, ns in pair.items()}
+
+
+def assert_same(out: dict[str, Any]) -> None:
+    """mq's outcome equals Apache's; the message names each differing item (sets: what each side lacks)."""
+    diffs = []
+    for key in sorted(out["apache"].keys() | out["mq"].keys()):
+        a, m = out["apache"].get(key), out["mq"].get(key)
+        if a == m:
+            continue
+        if isinstance(a, set) and isinstance(m, set):
+            diffs.append(f"{key}: only Apache {sorted(a - m)}, only mq {sorted(m - a)}")
+        else:
+            diffs.append(f"{key}: Apache {a!r} / mq {m!r}")
+    assert not diffs, "mq differs from Apache:\n" + "\n".join(diffs)
+
+
+def sent_outcome(run: JavaRun, *, queues: bool = True) -> dict[str, Any]:
+    """Send statuses, failures and, where the client's queue choice is deterministic (not with async
+    sends, whose retries and completions interleave), how the sends spread over the queues (the counts:
+    the round robin starts at a random queue)."""
+    sent = run.of("sent")
+    out = {"statuses": Counter(e["status"] for e in sent), "failed": len(run.of("send_failed"))}
+    if queues:
+        out["spread"] = sorted(Counter(e.get("queueId") for e in sent).values())
+    return out
+
+
+def consume_all(ns: str, topic: str, expect: int, *args: str, group: str | None = None) -> list[dict[str, Any]]:
+    run = run_java("consume", ns, "--topic", topic, "--group", group or name("CG"), "--expect", str(expect),
+                   "--timeout-s", "60", *args)
+    return run.of("received")

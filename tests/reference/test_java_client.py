@@ -7,55 +7,14 @@ an outcome (counts, statuses, per-queue order, properties, reconsume times) that
 
 from __future__ import annotations
 
-import uuid
 from collections import Counter, defaultdict
 from typing import Any
 
 import pytest
 from javaclient import JavaClient, run_java
-from refsupport import make_group, make_topic
+from refsupport import assert_same, consume_all, make_group, make_topic, name, on_both, sent_outcome
 
 pytestmark = pytest.mark.timeout(300)
-
-
-def name(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:8]}"
-
-
-def on_both(pair: dict[str, str], scenario) -> dict[str, Any]:
-    """Run `scenario(namesrv)` on Apache first, then on mq; their outcomes by side."""
-    return {side: scenario(ns) for side, ns in pair.items()}
-
-
-def assert_same(out: dict[str, Any]) -> None:
-    """mq's outcome equals Apache's; the message names each differing item (sets: what each side lacks)."""
-    diffs = []
-    for key in sorted(out["apache"].keys() | out["mq"].keys()):
-        a, m = out["apache"].get(key), out["mq"].get(key)
-        if a == m:
-            continue
-        if isinstance(a, set) and isinstance(m, set):
-            diffs.append(f"{key}: only Apache {sorted(a - m)}, only mq {sorted(m - a)}")
-        else:
-            diffs.append(f"{key}: Apache {a!r} / mq {m!r}")
-    assert not diffs, "mq differs from Apache:\n" + "\n".join(diffs)
-
-
-def sent_outcome(run, *, queues: bool = True) -> dict[str, Any]:
-    """Send statuses, failures and, where the client's queue choice is deterministic (not with async
-    sends, whose retries and completions interleave), how the sends spread over the queues (the counts:
-    the round robin starts at a random queue)."""
-    sent = run.of("sent")
-    out = {"statuses": Counter(e["status"] for e in sent), "failed": len(run.of("send_failed"))}
-    if queues:
-        out["spread"] = sorted(Counter(e.get("queueId") for e in sent).values())
-    return out
-
-
-def consume_all(ns: str, topic: str, expect: int, *args: str, group: str | None = None) -> list[dict[str, Any]]:
-    run = run_java("consume", ns, "--topic", topic, "--group", group or name("CG"), "--expect", str(expect),
-                   "--timeout-s", "60", *args)
-    return run.of("received")
 
 
 @pytest.mark.parametrize("mode", ["sync", "async", "oneway", "batch"])
