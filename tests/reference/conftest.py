@@ -41,6 +41,16 @@ def apache4(ref_root: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def apache5(ref_root: Path) -> Iterator[str]:
+    """An Apache 5.5.0 name server and ASYNC_MASTER broker (remoting protocol; no proxy)."""
+    namesrv = apache.start_namesrv(ref_root / "apache5", "apache-5")
+    broker = apache.start_broker(ref_root / "apache5", namesrv.addr, "apache-5", cluster=CLUSTER, **BROKER_PROPS)
+    yield namesrv.addr
+    broker.kill()
+    namesrv.kill()
+
+
+@pytest.fixture(scope="session")
 def mq_single(ref_root: Path) -> Iterator[str]:
     """An mq name server and ASYNC_MASTER broker with the Apache broker's settings."""
     work = ref_root / "mq"
@@ -55,6 +65,13 @@ def mq_single(ref_root: Path) -> Iterator[str]:
     yield namesrv.addr
     broker.stop()
     namesrv.stop()
+
+
+@pytest.fixture(scope="session", params=["apache-4", "apache-5", "mq"])
+def any_side(request: pytest.FixtureRequest) -> str:
+    """Each side in turn, for our own clients, which must behave the same against all three; the name
+    server address."""
+    return request.getfixturevalue({"apache-4": "apache4", "apache-5": "apache5", "mq": "mq_single"}[request.param])
 
 
 @pytest.fixture(scope="session")

@@ -1,0 +1,148 @@
+"""mq's own Python clients against Apache RocketMQ 4.9.7 and 5.5.0 brokers, and against mq: Producer
+(sync, oneway, batch, ordered, auto-batching), PushConsumer (concurrent, orderly, retry), PullConsumer,
+SyncPullConsumer and MQAdmin. Each scenario must come out the same on all three sides (`any_side`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+
+import pytest
+from clientsupport import until
+from refsupport import CLUSTER, make_topic, name
+
+from mqtools.client.admin.client import MQAdmin
+from mqtools.client.producer import Producer, select_by_hash
+from mqtools.client.push_consumer import PushConsumer
+from mqtools.client.sync import SyncPullConsumer
+from mqtools.client.types import ConsumeFromWhere, ConsumeResult, PullStatus
+from mqtools.common.message import Message, MessageExt
+
+pytestmark = pytest.mark.timeout(180)
+
+
+def push(ns: str, topic: str, sink: list[MessageExt], *, fail_first: bool = False, **options) -> PushConsumer:
+    """A push consumer from the first offset; with `fail_first`, each message's first delivery is refused."""
+    consumer = PushConsumer(name("CGPY"), namesrv=ns, rebalance_interval=2.0,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, **options)
+    consumer.subscribe(topic, "*")
+
+    def listener(msgs: list[MessageExt]) -> ConsumeResult:
+        sink.extend(msgs)
+        if fail_first and any(m.reconsume_times == 0 for m in msgs):
+            return ConsumeResult.RECONSUME_LATER
+        return ConsumeResult.CONSUME_SUCCESS
+
+    consumer.register_listener(listener)
+    return consumer
+
+
+async def test_producer_modes_and_push_consumer(any_side):
+    topic = name("PYSEND")
+    make_topic(any_side, topic)
+    async with Producer(name("PGPY"), namesrv=any_side) as producer:
+        results = [await producer.send(Message(topic, f"sync-{i}".encode(), properties={"TAGS": "TagPy", "KEYS": f"k{i}",
+                                                                                        "origin": "python"}))
+                   for i in range(10)]
+        for i in range(5):
+            await producer.send_oneway(Message(topic, f"oneway-{i}".encode()))
+        batch = await producer.send_batch([Message(topic, f"batch-{i}".encode()) for i in range(8)])
+        big = await producer.send(Message(topic, b"x" * 10_000))  # compressed on the way
+    assert {r.status.name for r in [*results, batch, big]} == {"SEND_OK"}
+    assert len(batch.msg_id.split(",")) == 8
+    got: list[MessageExt] = []
+    async with push(any_side, topic, got):
+        await until(lambda: len({m.msg_id for m in got}) >= 24, 60, "24 messages")
+    bodies = sorted(m.body for m in got)
+    assert bodies == sorted([f"sync-{i}".encode() for i in range(10)] + [f"oneway-{i}".encode() for i in range(5)]
+                            + [f"batch-{i}".encode() for i in range(8)] + [b"x" * 10_000])
+    tagged = [m for m in got if m.body.startswith(b"sync-")]
+    assert {(m.tags, m.properties.get("origin")) for m in tagged} == {("TagPy", "python")}
+    assert sorted(m.keys for m in tagged) == sorted([f"k{i}"] for i in range(10))
+
+
+async def test_auto_batching_producer(any_side):
+    topic = name("PYAUTO")
+    make_topic(any_side, topic)
+    async with Producer(name("PGAUTO"), namesrv=any_side, auto_batch=True) as producer:
+        futures = [producer.send_async(Message(topic, f"auto-{i}".encode().ljust(200, b"."))) for i in range(500)]
+        results = await asyncio.gather(*futures)
+    assert {r.status.name for r in results} == {"SEND_OK"}
+    assert len({r.msg_id for r in results}) == 500
+    got: list[MessageExt] = []
+    async with push(any_side, topic, got):
+        await until(lambda: len({m.msg_id for m in got}) >= 500, 60, "500 messages")
+    assert len({m.body for m in got}) == 500
+
+
+async def test_ordered_sends_consumed_in_order(any_side):
+    topic = name("PYORDER")
+    make_topic(any_side, topic)
+    async with Producer(name("PGORD"), namesrv=any_side) as producer:
+        for i in range(15):
+            for key in ("a", "b", "c"):
+                await producer.send(Message(topic, f"{key}:{i}".encode()), selector=select_by_hash, arg=key)
+    got: list[MessageExt] = []
+    async with push(any_side, topic, got, orderly=True):
+        await until(lambda: len(got) >= 45, 60, "45 ordered messages")
+    seen: dict[str, list[int]] = defaultdict(list)
+    for m in got:
+        key, i = m.body.decode().split(":")
+        seen[key].append(int(i))
+    assert all(v == list(range(15)) for v in seen.values()), seen
+
+
+async def test_retry_comes_back_with_reconsume_times(any_side):
+    topic = name("PYRETRY")
+    make_topic(any_side, topic)
+    async with Producer(name("PGRETRY"), namesrv=any_side) as producer:
+        for i in range(3):
+            await producer.send(Message(topic, f"r-{i}".encode()))
+    got: list[MessageExt] = []
+    async with push(any_side, topic, got, fail_first=True):
+        await until(lambda: sum(m.reconsume_times == 1 for m in got) >= 3, 60, "3 redeliveries")
+    assert sorted(m.body for m in got if m.reconsume_times == 1) == [b"r-0", b"r-1", b"r-2"]
+
+
+def test_sync_pull_consumer_and_offsets(any_side):
+    topic, group = name("PYPULL"), name("CGPULL")
+    make_topic(any_side, topic, queues=2)
+    with SyncPullConsumer(group, namesrv=any_side) as consumer:
+        queues = consumer.fetch_queues(topic)
+        assert len(queues) == 2
+    async def fill() -> None:
+        async with Producer(name("PGPULL"), namesrv=any_side) as producer:
+            for i in range(10):
+                await producer.send(Message(topic, f"p-{i}".encode()))
+    asyncio.run(fill())
+    bodies = []
+    with SyncPullConsumer(group, namesrv=any_side) as consumer:
+        for mq in sorted(queues, key=lambda q: q.queue_id):
+            result = consumer.pull(mq, "*", 0, 32)
+            assert result.status == PullStatus.FOUND
+            bodies += [m.body for m in result.messages]
+            assert result.next_begin_offset == consumer.max_offset(mq)
+            consumer.commit_offset(mq, result.next_begin_offset)
+        for mq in queues:
+            assert consumer.fetch_offset(mq) == consumer.max_offset(mq)
+            assert consumer.pull(mq, "*", consumer.max_offset(mq), 32).status == PullStatus.NO_NEW_MSG
+    assert sorted(bodies) == sorted(f"p-{i}".encode() for i in range(10))
+
+
+async def test_admin_reads(any_side):
+    topic = name("PYADMIN")
+    make_topic(any_side, topic)
+    async with Producer(name("PGADM"), namesrv=any_side) as producer:
+        sent = [await producer.send(Message(topic, f"a-{i}".encode(), properties={"KEYS": f"adm-{i}"})) for i in range(4)]
+    async with MQAdmin(any_side) as admin:
+        info = await admin.cluster_info()
+        assert "broker-a" in info.cluster_addr_table[CLUSTER]
+        bounds = await admin.queue_bounds(topic)
+        assert sum(hi - lo for lo, hi in bounds.values()) == 4
+        found = await admin.query_by_key(topic, "adm-2")
+        assert [m.body for m in found] == [b"a-2"]
+        by_id = await admin.find_message(topic, sent[0].msg_id)
+        assert by_id is not None and by_id.body == b"a-0"
+        runtime = await admin.broker_runtime_info(info.broker_addr_table["broker-a"].master_addr())
+        assert runtime is not None
