@@ -21,7 +21,7 @@ from mqtools.cluster.health import ProcHealth, collect_once, wait_healthy
 from mqtools.cluster.presets import load_preset
 from mqtools.cluster.supervisor import NAMESRV_ROLE, ClusterState, LaunchError, ProcInfo
 from mqtools.common import tls as keys
-from mqtools.common.brokerrole import BrokerRole
+from mqtools.common.brokerrole import VIP_CHANNEL_OFFSET, BrokerRole
 from mqtools.common.javaprops import render_properties
 
 DEFAULT_BASE_PORT = 9876
@@ -80,8 +80,9 @@ def plan(opts: UpOptions) -> ClusterState:
     namesrv_addr = ";".join(p.addr for p in namesrvs)
     brokers = []
     for i, spec in enumerate(specs):
-        port = sv.pick_ports(opts.base_port + BROKER_PORT_OFFSET + BROKER_PORT_STEP * i, 2, taken,
-                             step=BROKER_PORT_STEP)
+        # four ports from listenPort - 2: the VIP channel, one unused, listenPort and the HA port
+        port = sv.pick_ports(opts.base_port + BROKER_PORT_OFFSET - VIP_CHANNEL_OFFSET + BROKER_PORT_STEP * i, 4,
+                             taken, step=BROKER_PORT_STEP) + VIP_CHANNEL_OFFSET
         brokers.append(ProcInfo(spec.name, "broker", spec.role, port, port + 1, spec.broker_name,
                                 spec.broker_id))
     state = ClusterState(opts.preset, namesrv_addr, [*namesrvs, *brokers],

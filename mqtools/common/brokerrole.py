@@ -1,4 +1,5 @@
-"""A broker's role in its group and the broker id a master has (RocketMQ's BrokerRole, MixAll.MASTER_ID)."""
+"""A broker's role in its group, the broker id a master has and where its VIP channel is (RocketMQ's
+BrokerRole, MixAll.MASTER_ID, MixAll.brokerVIPChannel)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,10 @@ import enum
 
 MASTER_ID = 0
 """brokerId of a group's master; any other id is a slave."""
+
+VIP_CHANNEL_OFFSET = 2
+"""A broker also serves its requests on listenPort - 2, the VIP channel (BrokerController's fast remoting
+server), which some of Apache's own calls use (a slave syncing topic configs from its master)."""
 
 
 class BrokerRole(enum.StrEnum):

@@ -51,10 +51,13 @@ class RemotingServer:
         on_connect: ConnectionCallback | None = None,
         on_close: ConnectionCallback | None = None,
         tls: TlsServerSettings | None = None,
+        extra_ports: tuple[int, ...] = (),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.host = host
         self.port = port
+        #: ports served beside `port` by the same processors (a broker's VIP channel, listenPort - 2)
+        self.extra_ports = extra_ports
         self.max_frame = max_frame
         self.processors: dict[int, Processor] = {}
         self.default_processor: Processor | None = None
@@ -64,8 +67,8 @@ class RemotingServer:
         self.on_close = on_close
         self.connections: set[RemotingConnection] = set()
         self.tls = tls or TlsServerSettings()
-        self._server: asyncio.Server | None = None
-        self._acceptor: TlsAcceptor | None = None
+        self._servers: list[asyncio.Server] = []
+        self._acceptors: list[TlsAcceptor] = []
         self._tasks: set[asyncio.Task] = set()
         self.bad_input = LimitedLog(log, clock)
 
@@ -73,27 +76,34 @@ class RemotingServer:
         self.processors[int(code)] = processor
 
     async def start(self) -> None:
-        """Listen; ConfigError (before any socket opens) when the TLS certificate or key cannot be loaded."""
+        """Listen on `port` and `extra_ports`; ConfigError (before any socket opens) when the TLS
+        certificate or key cannot be loaded."""
+        self.port = await self._listen(self.port)
+        for port in self.extra_ports:
+            await self._listen(port)
+
+    async def _listen(self, port: int) -> int:
+        """Serve `port` (0: any); the port it got."""
         if self.tls.enabled:
-            self._acceptor = TlsAcceptor("remoting port", self.tls.mode, self.tls.context(),
-                                         self._make_connection)
-            self.port = await self._acceptor.start(self.host, self.port)
-            return
+            acceptor = TlsAcceptor("remoting port", self.tls.mode, self.tls.context(), self._make_connection)
+            self._acceptors.append(acceptor)
+            return await acceptor.start(self.host, port)
         loop = asyncio.get_running_loop()
-        self._server = await loop.create_server(self._make_connection, self.host, self.port, reuse_address=True)
-        self.port = self._server.sockets[0].getsockname()[1]
+        server = await loop.create_server(self._make_connection, self.host, port, reuse_address=True)
+        self._servers.append(server)
+        return server.sockets[0].getsockname()[1]
 
     async def shutdown(self) -> None:
-        if self._server is not None:
-            self._server.close()
-        if self._acceptor is not None:
-            await self._acceptor.shutdown()
+        for server in self._servers:
+            server.close()
+        for acceptor in self._acceptors:
+            await acceptor.shutdown()
         for conn in list(self.connections):
             conn.close()
         for task in list(self._tasks):
             task.cancel()
-        if self._server is not None:
-            await self._server.wait_closed()
+        for server in self._servers:
+            await server.wait_closed()
 
     def _make_connection(self) -> RemotingConnection:
         conn = RemotingConnection(self._on_request, self._closed, self.max_frame, on_bad_frame=self._bad_frame)

@@ -73,7 +73,8 @@ class BrokerController:
         self.config_path = config_path or config.config_dir / "broker.properties"
         self.config_version = DataVersion()
         config_dir = config.config_dir
-        self.server = RemotingServer(config.bind_address, config.listen_port, tls=config.tls_server())
+        vip = () if config.vip_port is None else (config.vip_port,)
+        self.server = RemotingServer(config.bind_address, config.listen_port, tls=config.tls_server(), extra_ports=vip)
         self.client = RemotingClient(config.namesrv_list(), security=config.client_security())
         levels = DelayLevelTable(config.message_delay_level)
         self.topics = TopicConfigManager(config_dir, config, clock, max_delay_level=levels.max_level)
@@ -157,7 +158,8 @@ class BrokerController:
             await self.server.start()
         except OSError as exc:
             await self.store.shutdown()
-            raise StartError(f"cannot listen on {cfg.bind_address}:{cfg.listen_port}: {exc.strerror or exc}") from None
+            ports = ", ".join(str(p) for p in (cfg.listen_port, *self.server.extra_ports))
+            raise StartError(f"cannot listen on {cfg.bind_address}:{ports}: {exc.strerror or exc}") from None
         self.store.config.listen_port = self.server.port  # STOREHOST and offset msg ids use the real port
         self.store.add_arrival_listener(self.long_polling.arrival_listener)
         await self.long_polling.start()

@@ -26,7 +26,7 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtools.common.brokerrole import BrokerRole
+from mqtools.common.brokerrole import VIP_CHANNEL_OFFSET, BrokerRole
 from mqtools.common.configkeys import ConfigError, PropertyMap
 from mqtools.common.javaprops import parse_properties
 from mqtools.common.tls import TlsClientSettings, TlsServerSettings
@@ -106,6 +106,13 @@ class BrokerConfig:
         if self.ha_listen_port >= 0:
             return self.ha_listen_port
         return self.listen_port + 1 if self.listen_port else 0
+
+    @property
+    def vip_port(self) -> int | None:
+        """RocketMQ's VIP channel, listenPort - 2, which every Apache broker also serves and some of
+        Apache's own calls use (a slave syncing topic configs from its master, clients with
+        vipChannelEnabled); none when the listen port is picked by the OS."""
+        return self.listen_port - VIP_CHANNEL_OFFSET if self.listen_port > VIP_CHANNEL_OFFSET else None
 
     @property
     def config_dir(self) -> Path:

@@ -60,9 +60,12 @@ class HADuties:
         await self.service.shutdown()
 
     def on_register_result(self, result: RegisterResult) -> None:
-        """A name server answered a registration: a slave learns its master's HA address."""
+        """A name server answered a registration: a slave learns its master's HA address, and syncs its
+        metadata from a master it has not synced from yet."""
         if result.ok:
             self.service.update_master_address(result.ha_server_addr)
+            if self.slave_sync is not None:
+                self.slave_sync.master_named(result.master_addr)
 
     async def _diff_log_loop(self) -> None:
         await asyncio.sleep(DIFF_LOG_FIRST_DELAY)

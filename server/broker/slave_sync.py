@@ -3,13 +3,17 @@
 Items and rules as RocketMQ 4.x applies them: topic configs and subscription groups are
 replaced when the master's dataVersion differs; consumer offsets are merged every time
 (master wins on common keys, slave-only entries survive); the delay offsets body is written
-verbatim to delayOffset.json and reloaded.  Runs every 10 s (first after 3 s) while the
-master address (from the registration result) is known and is not this broker.
+verbatim to delayOffset.json and reloaded.  Runs every 10 s while the master address (from the
+registration result) is known and is not this broker, and at once when a registration names a master
+it has not synced from yet (Apache's slave first syncs 3 s after it starts, so a master that dies
+within those seconds leaves it without the topics it holds; the first round here also runs after 3 s
+when no registration has named a master).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
@@ -38,6 +42,8 @@ class SlaveSynchronize:
         self.first_delay = first_delay
         self.timeout = timeout
         self._task: asyncio.Task[None] | None = None
+        self._wake = asyncio.Event()
+        self._synced_from: str | None = None
         self.rounds = 0
 
     def master_addr(self) -> str | None:
@@ -49,14 +55,24 @@ class SlaveSynchronize:
     def start(self) -> None:
         self._task = asyncio.create_task(self._loop(), name="slave-sync")
 
+    def master_named(self, addr: str | None) -> None:
+        """A registration result named the group's master: sync now if it is one not synced from yet."""
+        if addr and addr != self._synced_from:
+            self._wake.set()
+
     async def shutdown(self) -> None:
         await cancel_and_wait(self._task)
 
     async def _loop(self) -> None:
-        await asyncio.sleep(self.first_delay)
+        wait = self.first_delay
         while True:
-            await self.sync_all()
-            await asyncio.sleep(self.interval)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), wait)
+            self._wake.clear()
+            master = self.master_addr()
+            if await self.sync_all():
+                self._synced_from = master
+            wait = self.interval
 
     async def sync_all(self) -> bool:
         """One round; each item independently (a failing one does not stop the others)."""

@@ -38,11 +38,12 @@ BROKER_PROPS = {"messageDelayLevel": FAST_DELAY_LEVELS, "traceTopicEnable": "tru
                 "transactionTimeOut": "3000", "transactionCheckInterval": "1000"}
 
 
-def make_topic(namesrv: str, topic: str, queues: int = QUEUES, *, order: bool = False) -> None:
-    """The topic on every master of the cluster, created through the name server's cluster table."""
+def make_topic(namesrv: str, topic: str, queues: int = QUEUES, *, order: bool = False,
+               cluster: str = CLUSTER) -> None:
+    """The topic on every master of `cluster`, created through the name server's cluster table."""
     with SyncMQAdmin(namesrv) as admin:
         admin.create_topic(TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues, order=order),
-                           cluster=CLUSTER)
+                           cluster=cluster)
 
 
 def make_group(namesrv: str, group: str, *, retries: int = 16, orderly: bool = False) -> None:
