@@ -1,0 +1,398 @@
+"""The same load against Apache RocketMQ 4.9.7's broker and mq's, one after the other in one run.
+
+Apache's broker is the baseline: the figures say how far mq's broker is from the server it imitates,
+under the same clients. Each side gets its own name server and broker (ASYNC_MASTER, ASYNC_FLUSH,
+1 GiB commitlog files), the topics (8 queues) created before the load; Apache's side runs first, and a
+side's processes are stopped before the next side starts, so each broker has the machine to itself.
+
+  a  Apache's Java client (our harness, tests/reference/java, rocketmq-client 4.9.8): sync sends from 1
+     and 64 threads (send1, send64), async sends with 256 in flight (async256), batches of 32 (batch32)
+  b  our Python Producer as bench/client_produce.py drives it, one client process, after a warm-up of a
+     fifth of --seconds: sends with 64 in flight (py64), async sends with 256 in flight and auto-batching
+     (py_auto256)
+  c  a push consumer draining a backlog of --backlog messages (written by the Java client's batches):
+     the Java consumer (Apache's client defaults: 20 consume threads, pull batches of 32) and our
+     PushConsumer (bench/client_consume.py's settings); both timed from their first message to their
+     last, as the harness times it, each in a fresh group from the first offset
+  d  SYNC_MASTER with one slave (same brokerName, brokerId=1): 64 threads of Java sync sends (sync64_slave)
+
+The harness sends a fixed --count, so each Java case first runs a warm-up of about a fifth of
+--seconds (a guessed rate) and sizes its timed run from the warm-up's rate (and once more from the timed
+run's, when that ended in under half of --seconds). Per case and side: msgs/s (messages in seconds),
+the client's p50/p99 latency where it measures one, the broker's CPU microseconds per message (psutil
+cpu_times before/after the timed run, as broker_send.with_cpu; it includes the broker's idle work while
+the client JVM starts, ~0.05 core on Apache's), the cores that makes (CPU seconds over the client's
+seconds) and msgs/s per broker core, the broker's RSS after the case (MiB; both brokers map their
+commitlog, so RSS counts the page cache they touched; `anon` is RssAnon, the rest), then mq/Apache.
+No targets: the figures are reported, not judged.
+
+Usage: .venv/bin/python bench/reference.py [--seconds 10] [--backlog 200000]
+       [--cases a,b,c,d] [--dir D]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import signal
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager, suppress
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "reference"))
+
+import apache
+import broker_send
+import client_produce
+import psutil
+from benchsupport import client_loop, run_client
+from fetch import FETCH_COMMAND, SETS
+from javaclient import run_java
+from mqproc import MqProcess, start_broker, start_namesrv
+
+from mqtools.client.admin.sync import SyncMQAdmin
+from mqtools.client.errors import MQClientError
+from mqtools.client.push_consumer import PushConsumer
+from mqtools.client.types import ConsumeFromWhere, ConsumeResult
+from mqtools.common.message import MessageExt
+from mqtools.remoting.bodies import TopicConfig
+
+TOPIC = broker_send.TOPIC  # client_produce's Producer driver sends to it
+BACKLOG_TOPIC = "RefBacklog"
+QUEUES = broker_send.QUEUES
+BODY_SIZE = len(broker_send.BODY)
+CLUSTER = "BenchRef"
+BROKER = "broker-ref"
+STORE = {"flushDiskType": "ASYNC_FLUSH", "mappedFileSizeCommitLog": str(1024 * 1024 * 1024)}
+
+#: Java cases of (a): harness options and a guessed rate (msgs/s) that sizes the warm-up only.
+JAVA_SENDS: dict[str, tuple[tuple[str, ...], int]] = {
+    "send1": (("--mode", "sync", "--threads", "1"), 4_000),
+    "send64": (("--mode", "sync", "--threads", "64"), 12_000),
+    "async256": (("--mode", "async", "--in-flight", "256"), 20_000),
+    "batch32": (("--mode", "batch", "--batch-size", "32"), 50_000),
+}
+#: Cases of (b): client_produce.run_producer's kind, sends in flight, auto-batching.
+PY_SENDS: dict[str, tuple[str, int, bool]] = {"py64": ("send", 64, False), "py_auto256": ("async", 256, True)}
+SYNC_CASE = ("--mode", "sync", "--threads", "64")
+CASES = {"a": list(JAVA_SENDS), "b": list(PY_SENDS), "c": ["consume_java", "consume_py"], "d": ["sync64_slave"]}
+
+
+def note(msg: str) -> None:
+    """Progress on stderr (stdout holds the figures)."""
+    print(f"[reference {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+@dataclass
+class Side:
+    """One broker under load: its name (apache/mq), name server, the broker's pid and its slave's."""
+
+    name: str
+    namesrv: str
+    pid: int
+    slave_pid: int | None = None
+
+
+def prepare(namesrv: str, brokers: int) -> None:
+    """Wait until `brokers` brokers of BROKER are registered, create the topics, wait for their routes:
+    the load starts on a broker that knows its topics."""
+    deadline = time.monotonic() + 60
+    with SyncMQAdmin(namesrv, timeout=5.0) as admin:
+        while True:
+            with suppress(MQClientError, OSError, TimeoutError):
+                data = admin.cluster_info().broker_addr_table.get(BROKER)
+                if data is not None and len(data.broker_addrs) >= brokers:
+                    break
+            if time.monotonic() > deadline:
+                raise SystemExit(f"reference: {brokers} broker(s) never registered with {namesrv}")
+            time.sleep(0.2)
+        for topic in (TOPIC, BACKLOG_TOPIC):
+            admin.create_topic(TopicConfig(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES), cluster=CLUSTER)
+        for topic in (TOPIC, BACKLOG_TOPIC):
+            while True:
+                with suppress(MQClientError, OSError, TimeoutError):
+                    if len(admin.message_queues(topic)) >= QUEUES:
+                        break
+                if time.monotonic() > deadline:
+                    raise SystemExit(f"reference: no route for {topic} on {namesrv}")
+                time.sleep(0.2)
+
+
+@contextmanager
+def apache_side(root: Path, sync: bool) -> Iterator[Side]:
+    """Apache 4.9.7: a name server and a master (ASYNC_MASTER, or SYNC_MASTER with one slave); all killed
+    on exit (the store is thrown away: no need for the shutdown hook's 10 s)."""
+    procs: list[apache.ApacheProcess] = []
+    try:
+        namesrv = apache.start_namesrv(root, "apache-4")
+        procs.append(namesrv)
+        master = apache.start_broker(root, namesrv.addr, "apache-4", name=BROKER, cluster=CLUSTER,
+                                     brokerRole="SYNC_MASTER" if sync else "ASYNC_MASTER", **STORE)
+        procs.append(master)
+        slave = None
+        if sync:
+            slave = apache.start_broker(root, namesrv.addr, "apache-4", name=BROKER, broker_id=1, cluster=CLUSTER,
+                                        brokerRole="SLAVE", **STORE)
+            procs.append(slave)
+        prepare(namesrv.addr, 2 if sync else 1)
+        yield Side("apache", namesrv.addr, master.pid, slave.pid if slave else None)
+    finally:
+        for proc in reversed(procs):
+            proc.kill()
+
+
+@contextmanager
+def mq_side(root: Path, sync: bool) -> Iterator[Side]:
+    """mq: the same roles as apache_side, as `mq namesrv` / `mq broker` processes; all stopped on exit."""
+    procs: list[MqProcess] = []
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        namesrv = start_namesrv(root)
+        procs.append(namesrv)
+        common = {"brokerName": BROKER, "brokerClusterName": CLUSTER, **STORE}
+        master = start_broker(root, namesrv.addr, "master", brokerId="0",
+                              brokerRole="SYNC_MASTER" if sync else "ASYNC_MASTER", **common)
+        procs.append(master)
+        slave = None
+        if sync:
+            slave = start_broker(root, namesrv.addr, "slave", brokerId="1", brokerRole="SLAVE", **common)
+            procs.append(slave)
+        prepare(namesrv.addr, 2 if sync else 1)
+        yield Side("mq", namesrv.addr, master.pid, slave.pid if slave else None)
+    finally:
+        for proc in reversed(procs):
+            proc.stop()
+
+
+def memory(pid: int) -> dict[str, float]:
+    """The process's RSS and its anonymous part (RssAnon: without mapped file pages), in MiB."""
+    rss = psutil.Process(pid).memory_info().rss / 2**20
+    anon = rss
+    with suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                anon = int(line.split()[1]) / 1024
+    return {"rss": rss, "anon": anon}
+
+
+def measured(side: Side, case: Callable[[], dict[str, Any]]) -> dict[str, Any]:
+    """`case`'s figures ("msgs", "elapsed" seconds, ...) with msgs/s, the broker's (and slave's) CPU
+    microseconds per message over it, and the broker's memory after it."""
+    pids = [side.pid] + ([side.slave_pid] if side.slave_pid else [])
+    before = [broker_send.cpu_seconds(pid) for pid in pids]
+    result = case()
+    cpu = [broker_send.cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
+    msgs = max(1, result["msgs"])
+    out = {**result, "msgs_s": result["msgs"] / max(result["elapsed"], 1e-3), "cpu_us": cpu[0] / msgs * 1e6,
+           **memory(side.pid)}
+    if len(cpu) > 1:
+        out["slave_cpu_us"] = cpu[1] / msgs * 1e6
+    return out
+
+
+def java_produce(namesrv: str, topic: str, count: int, options: tuple[str, ...]) -> dict[str, Any]:
+    """One harness run of `count` 1 KiB sends: msgs sent, its own seconds, p50/p99 (ms), errors (failed
+    sends and statuses other than SEND_OK)."""
+    run = run_java("produce", namesrv, "--topic", topic, "--count", str(count), "--body-size", str(BODY_SIZE),
+                   "--quiet", "--latency", *options, timeout=120 + count / 500, ok=(0, 2))
+    done = run.done
+    has_lat = "p50_us" in done
+    return {"msgs": done["sent"], "elapsed": done["elapsed_ms"] / 1000,
+            "p50_ms": done["p50_us"] / 1000 if has_lat else None, "p99_ms": done["p99_us"] / 1000 if has_lat else None,
+            "errors": done["failed"] + done.get("not_send_ok", 0)}
+
+
+def java_send(side: Side, options: tuple[str, ...], guess: int, seconds: float) -> dict[str, Any]:
+    """A warm-up of about seconds/5 at the guessed rate, then a timed run sized to `seconds` at the
+    warm-up's rate; once more, sized at the timed run's rate, when that ended in under half of `seconds`
+    (a cold JVM's warm-up rate undersizes it)."""
+    warm = java_produce(side.namesrv, TOPIC, max(200, int(guess * seconds / 5)), options)
+    rate = warm["msgs"] / max(warm["elapsed"], 1e-3)
+    for _ in range(2):
+        count = max(200, int(rate * seconds))
+        result = measured(side, lambda n=count: java_produce(side.namesrv, TOPIC, n, options))
+        if result["elapsed"] >= seconds / 2:
+            break
+        rate = result["msgs_s"]
+    return result
+
+
+def java_send_with_slave(side: Side, seconds: float) -> dict[str, Any]:
+    """java_send(SYNC_CASE) once the slave acknowledges: warm-ups repeat (60 s at most) until every send
+    returns SEND_OK (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE until its slave has connected)."""
+    deadline = time.monotonic() + 60
+    while java_produce(side.namesrv, TOPIC, 200, SYNC_CASE)["errors"] and time.monotonic() < deadline:
+        time.sleep(1.0)
+    return java_send(side, SYNC_CASE, JAVA_SENDS["send64"][1], seconds)
+
+
+def py_send(side: Side, kind: str, inflight: int, auto_batch: bool, seconds: float) -> dict[str, Any]:
+    """client_produce's Producer driver in one client process for `seconds`, after a warm-up of seconds/5."""
+    client_produce.run_producer(side.namesrv, kind, inflight, max(0.2, seconds / 5), 1, 1, auto_batch)
+
+    def case() -> dict[str, Any]:
+        r = client_produce.run_producer(side.namesrv, kind, inflight, seconds, 1, 1, auto_batch)
+        return {"msgs": r["msgs_s"] * seconds, "elapsed": seconds, "p50_ms": r["p50_ms"], "p99_ms": r["p99_ms"],
+                "errors": 0}
+
+    return measured(side, case)
+
+
+def java_consume(side: Side, backlog: int) -> dict[str, Any]:
+    """The harness's push consumer (fresh group, from the first offset) until it has seen the backlog."""
+    timeout = int(60 + backlog / 1000)
+    run = run_java("consume", side.namesrv, "--topic", BACKLOG_TOPIC, "--group", f"CG_REF_JAVA_{uuid.uuid4().hex[:8]}",
+                   "--expect", str(backlog), "--quiet", "--threads", "20", "--timeout-s", str(timeout),
+                   timeout=timeout + 60, ok=(0, 3))
+    done = run.done
+    received, rate = int(done["received"]), float(done.get("msgs_per_s", 0))
+    return {"msgs": received, "elapsed": (received - 1) / rate if rate else 1e9, "p50_ms": None, "p99_ms": None,
+            "errors": backlog - int(done["distinct"]) if done.get("timeout") else 0}
+
+
+async def push_drain(namesrv: str, total: int, timeout: float) -> dict[str, Any]:
+    """Our PushConsumer (client_consume's settings, fresh group, first offset) until it has seen `total`;
+    timed from its first message to its last, as the harness times the Java consumer."""
+    seen, first_batch, first, last = 0, 0, 0.0, 0.0
+    done = asyncio.Event()
+
+    async def listener(msgs: list[MessageExt]) -> ConsumeResult:
+        nonlocal seen, first_batch, first, last
+        now = time.perf_counter()
+        if not seen:
+            first, first_batch = now, len(msgs)
+        seen += len(msgs)
+        last = now
+        if seen >= total:
+            done.set()
+        return ConsumeResult.CONSUME_SUCCESS
+
+    consumer = PushConsumer(f"CG_REF_PY_{uuid.uuid4().hex[:8]}", namesrv=namesrv, pull_batch_size=32,
+                            consume_concurrency=64, consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(BACKLOG_TOPIC).register_listener(listener)
+    async with consumer:
+        with suppress(TimeoutError):
+            await asyncio.wait_for(done.wait(), timeout)
+    span = last - first
+    return {"msgs": seen, "elapsed": span * seen / (seen - first_batch) if seen > first_batch and span else 1e9,
+            "p50_ms": None, "p99_ms": None, "errors": max(0, total - seen)}
+
+
+def run_side(side: Side, letters: list[str], args: argparse.Namespace, res: dict[str, dict[str, dict]]) -> None:
+    """The selected cases of a, b, c on one side's ASYNC_MASTER, in that order."""
+    def record(case: str, figures: dict[str, Any]) -> None:
+        res.setdefault(case, {})[side.name] = figures
+
+    if "a" in letters:
+        for case, (options, guess) in JAVA_SENDS.items():
+            note(f"{side.name}: {case} (Java client)")
+            record(case, java_send(side, options, guess, args.seconds))
+    if "b" in letters:
+        for case, (kind, inflight, auto) in PY_SENDS.items():
+            note(f"{side.name}: {case} (Python Producer)")
+            record(case, py_send(side, kind, inflight, auto, args.seconds))
+    if "c" in letters:
+        note(f"{side.name}: writing a backlog of {args.backlog:,} messages (Java client, batches of 32)")
+        java_produce(side.namesrv, BACKLOG_TOPIC, args.backlog, ("--mode", "batch", "--batch-size", "32"))
+        note(f"{side.name}: consume_java")
+        record("consume_java", measured(side, lambda: java_consume(side, args.backlog)))
+        note(f"{side.name}: consume_py")
+        record("consume_py", measured(side, lambda: run_client(push_drain(side.namesrv, args.backlog,
+                                                                          60 + args.backlog / 1000))))
+
+
+def side_text(r: dict[str, Any]) -> str:
+    lat = f" p50 {r['p50_ms']:.2f} p99 {r['p99_ms']:.2f} ms" if r.get("p50_ms") is not None else ""
+    cores = r["cpu_us"] * r["msgs_s"] / 1e6
+    slave = f" (slave {r['slave_cpu_us']:.1f})" if "slave_cpu_us" in r else ""
+    errors = f" ERRORS {r['errors']:,}" if r["errors"] else ""
+    per_core = f"{1e6 / r['cpu_us']:,.0f}" if r["cpu_us"] else "n/a"
+    return (f"{r['msgs_s']:,.0f} msgs/s ({r['msgs']:,.0f} in {r['elapsed']:.1f} s){lat}, broker cpu {r['cpu_us']:.1f} us/msg{slave} = {cores:.2f} cores, "
+            f"{per_core} msgs/s/core, rss {r['rss']:.0f} MiB (anon {r['anon']:.0f}){errors}")
+
+
+def ratios(r: dict[str, dict[str, Any]]) -> tuple[str, str]:
+    """mq/Apache: msgs/s, and msgs/s per broker core (= Apache's CPU per message over mq's; n/a when a
+    run was too short for psutil's 10 ms CPU ticks)."""
+    a, m = r["apache"], r["mq"]
+    per_core = f"{a['cpu_us'] / m['cpu_us']:.2f}" if a["cpu_us"] and m["cpu_us"] else "n/a"
+    return f"{m['msgs_s'] / max(a['msgs_s'], 1e-9):.2f}", per_core
+
+
+def report(res: dict[str, dict[str, dict]], args: argparse.Namespace) -> None:
+    """One line per case, then the summary line."""
+    done = [case for case in (c for letter in "abcd" for c in CASES[letter]) if len(res.get(case, {})) == 2]
+    for case in done:
+        speed, per_core = ratios(res[case])
+        print(f"{case}: Apache {side_text(res[case]['apache'])} | mq {side_text(res[case]['mq'])} | "
+              f"mq/Apache {speed}, per core {per_core}, rss {res[case]['mq']['rss'] / res[case]['apache']['rss']:.2f}",
+              flush=True)
+    peak = {side: max((res[c][side]["rss"] for c in done), default=0.0) for side in ("apache", "mq")}
+    anon = {side: max((res[c][side]["anon"] for c in done), default=0.0) for side in ("apache", "mq")}
+    speeds = " ".join(f"{case} {ratios(res[case])[0]}" for case in done)
+    cores = " ".join(f"{case} {ratios(res[case])[1]}" for case in done)
+    print(f"reference (Apache RocketMQ {SETS['apache-4'].name.removeprefix('apache-')} vs mq, 1 KiB, ASYNC_FLUSH, "
+          f"{args.seconds:g} s per case, backlog {args.backlog:,}, client loop {client_loop()}): mq/Apache "
+          f"{speeds} | per broker core {cores} | rss peak {peak['mq'] / max(peak['apache'], 1e-9):.2f} "
+          f"(mq {peak['mq']:.0f} / Apache {peak['apache']:.0f} MiB), anon {anon['mq'] / max(anon['apache'], 1e-9):.2f} "
+          f"(mq {anon['mq']:.0f} / Apache {anon['apache']:.0f} MiB)",
+          flush=True)
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)  # SIGTERM unwinds like Ctrl-C: every finally stops what it started
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--seconds", type=float, default=10.0, help="per timed case")
+    parser.add_argument("--backlog", type=int, default=200_000, help="messages the consumers drain (c)")
+    parser.add_argument("--cases", default="a,b,c,d", help="which of a,b,c,d to run")
+    parser.add_argument("--dir", type=Path, help="work directory (kept; default: a temp dir, removed)")
+    args = parser.parse_args()
+    letters = [c.strip() for c in args.cases.split(",") if c.strip()]
+    if unknown := set(letters) - set(CASES):
+        parser.error(f"unknown cases {sorted(unknown)}: choose from a,b,c,d")
+    for key in ("apache-4", "harness"):
+        if not SETS[key].ready():
+            print(f"reference: {SETS[key].name} is not in {SETS[key].home.parent}; run `{FETCH_COMMAND}` first",
+                  file=sys.stderr)
+            return 2
+    signal.signal(signal.SIGTERM, _terminate)
+    res: dict[str, dict[str, dict]] = {}
+    with ExitStack() as stack:
+        stack.callback(apache.kill_all)
+        if args.dir is not None:
+            args.dir.mkdir(parents=True, exist_ok=True)
+            work = Path(tempfile.mkdtemp(prefix="reference-", dir=args.dir))
+        else:
+            work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mq-bench-reference-")))
+        note(f"work dir {work}")
+        for name, start in (("apache", apache_side), ("mq", mq_side)):
+            if set(letters) & {"a", "b", "c"}:
+                note(f"{name}: starting a name server and an ASYNC_MASTER broker")
+                with start(work / name, False) as side:
+                    run_side(side, letters, args, res)
+        if "d" in letters:
+            for name, start in (("apache", apache_side), ("mq", mq_side)):
+                note(f"{name}: starting a name server, a SYNC_MASTER and its slave; sync64_slave (Java client)")
+                with start(work / f"{name}-sync", True) as side:
+                    res.setdefault("sync64_slave", {})[name] = java_send_with_slave(side, args.seconds)
+    report(res, args)
+    return 0
+
+
+if __name__ == "__main__":
+    try:
+        sys.exit(main())
+    except KeyboardInterrupt:
+        note("interrupted: every process it started is stopped")
+        sys.exit(130)
