@@ -231,24 +231,52 @@ def unit_key_hashes(str prefix, list units, int64_t end_phy):
     return hashes, targets
 
 
+def batch_props_growth(const unsigned char[:] body, list entries, Py_ssize_t extra_len):
+    """codec.batch_props_growth."""
+    cdef Py_ssize_t growth = 0, p, pe, own, sep, n = body.shape[0]
+    if extra_len <= 0:
+        return 0
+    for entry in entries:
+        _, _, p, pe = <tuple>entry
+        own = pe - p - 2
+        if own < 0 or p < 0 or pe > n:
+            raise ValueError(f"batch entry properties ({p}, {pe}) do not fit the body")
+        sep = 1 if own > 0 and body[pe - 1] != 2 else 0
+        if own + sep + extra_len > MAX_PROPERTIES_LEN:
+            raise ValueError(f"the properties of a batch message with the batch's take {own + sep + extra_len} "
+                             f"bytes, over {MAX_PROPERTIES_LEN}")
+        growth += sep + extra_len
+    return growth
+
+
 def pack_batch(unsigned char[:] mm, Py_ssize_t pos, int64_t phys, const unsigned char[:] body, list entries,
-               bytes fixed_head, bytes topic_part, int32_t qid, int64_t qoff, dict codes, tags_code):
+               bytes fixed_head, bytes topic_part, bytes extra, int32_t qid, int64_t qoff, dict codes, tags_code):
     """codec.pack_batch."""
-    cdef Py_ssize_t hsize = len(fixed_head), tlen = len(topic_part), fixed = hsize + tlen
-    cdef Py_ssize_t b, pe, pp, blen, size
+    cdef Py_ssize_t hsize = len(fixed_head), tlen = len(topic_part), xlen = len(extra), fixed = hsize + tlen
+    cdef Py_ssize_t b, pe, pp, blen, size, own, sep, plen
     cdef unsigned char *dst
     cdef const unsigned char *src = &body[0]
     cdef const unsigned char *head = fixed_head
     cdef const unsigned char *tp = topic_part
+    cdef const unsigned char *xp = extra
     cdef int32_t flag
     if hsize < FIXED_V4 - 2:
         raise ValueError(f"a stored header has at least {FIXED_V4 - 2} bytes, not {hsize}")
+    xtags, xkeys, xuniq = _dispatch(xp, xlen) if xlen else (None, None, None)
     units = []
     for entry in entries:
         flag, b, pp, pe = <tuple>entry
+        if b < 0 or b > pp or pp + 2 > pe or pe > body.shape[0]:
+            raise ValueError(f"batch entry ({b}, {pp}, {pe}) does not fit the body or the target at {pos}")
         blen = pp - b
-        size = fixed + blen + (pe - pp)
-        if b < 0 or b > pp or pp + 2 > pe or pe > body.shape[0] or pos < 0 or pos + size > mm.shape[0]:
+        own = pe - pp - 2
+        sep = 1 if xlen and own > 0 and src[pe - 1] != 2 else 0
+        plen = own + sep + xlen
+        if plen > MAX_PROPERTIES_LEN:
+            raise ValueError(f"the properties of a batch message with the batch's take {plen} bytes, "
+                             f"over {MAX_PROPERTIES_LEN}")
+        size = fixed + blen + 2 + plen
+        if pos < 0 or pos + size > mm.shape[0]:
             raise ValueError(f"batch entry ({b}, {pp}, {pe}) does not fit the body or the target at {pos}")
         dst = &mm[pos]
         memcpy(dst, head, hsize)
@@ -260,9 +288,26 @@ def pack_batch(unsigned char[:] mm, Py_ssize_t pos, int64_t phys, const unsigned
         wr64(dst + 28, phys)
         wr32(dst + hsize - 4, blen)
         memcpy(dst + hsize, src + b, blen)
-        memcpy(dst + hsize + blen, tp, tlen)
-        memcpy(dst + hsize + blen + tlen, src + pp, pe - pp)
-        tags, keys, uniq = _dispatch(src + pp + 2, pe - pp - 2)
+        dst += hsize + blen
+        memcpy(dst, tp, tlen)
+        dst += tlen
+        tags, keys, uniq = _dispatch(src + pp + 2, own)
+        if xlen:
+            dst[0] = (plen >> 8) & 0xFF
+            dst[1] = plen & 0xFF
+            memcpy(dst + 2, src + pp + 2, own)
+            dst += 2 + own
+            if sep:
+                dst[0] = 2
+            memcpy(dst + sep, xp, xlen)
+            if xtags is not None:
+                tags = xtags
+            if xkeys is not None:
+                keys = xkeys
+            if xuniq is not None:
+                uniq = xuniq
+        else:
+            memcpy(dst, src + pp, pe - pp)
         code = codes.get(tags)
         if code is None:
             code = codes[tags] = tags_code(tags)

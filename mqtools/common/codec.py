@@ -378,8 +378,29 @@ _OFFSETS = struct.Struct(">qq")
 BatchUnit = tuple[int, int, int, str | None, str | None]
 
 
+def batch_props_growth(body, entries: list[tuple[int, int, int, int]], extra_len: int) -> int:
+    """Bytes that ``extra_len`` bytes of batch properties add to the stored batch (``entries`` from
+    batch_entries): Apache's CommitLog appends the batch's own properties (the request header's,
+    with CLUSTER) to every message's, with a property separator between them when the message's do
+    not end with one (pack_batch writes them so). ValueError when a message's properties would then
+    pass MAX_PROPERTIES_LEN, whose 2-byte length field cannot hold them."""
+    if extra_len <= 0:
+        return 0
+    growth, n = 0, len(body)
+    for _, _, p, pe in entries:
+        own = pe - p - 2
+        if own < 0 or p < 0 or pe > n:
+            raise ValueError(f"batch entry properties ({p}, {pe}) do not fit the body")
+        sep = 1 if own > 0 and body[pe - 1] != 2 else 0
+        if own + sep + extra_len > MAX_PROPERTIES_LEN:
+            raise ValueError(f"the properties of a batch message with the batch's take {own + sep + extra_len} "
+                             f"bytes, over {MAX_PROPERTIES_LEN}")
+        growth += sep + extra_len
+    return growth
+
+
 def pack_batch(mm, pos: int, phys: int, body, entries: list[tuple[int, int, int, int]], fixed_head: bytes,
-               topic_part: bytes, qid: int, qoff: int, codes: dict[str | None, int],
+               topic_part: bytes, extra: bytes, qid: int, qoff: int, codes: dict[str | None, int],
                tag_code: Callable[[str | None], int]) -> list[BatchUnit]:
     """Pack the messages of a batch body (``entries`` from batch_entries) as stored entries at
     ``mm[pos:]``, physical offset ``phys`` and queue offsets from ``qoff`` on, in one pass.
@@ -387,16 +408,30 @@ def pack_batch(mm, pos: int, phys: int, body, entries: list[tuple[int, int, int,
     ``fixed_head`` is the stored header up to the body length with what every message of the batch
     shares already in it (magic, sys flag, born/store time and hosts, reconsume times); per message
     its size, CRC, queue id, flag, offsets and body length go in, then three slice copies (body,
-    topic with its length, properties with theirs). Returns each message's dispatch unit, its tag
-    code through ``codes`` (tag value -> code, filled by ``tag_code``)."""
+    topic with its length, properties with theirs). ``extra`` is the batch's own properties, encoded
+    once for the batch, which Apache's CommitLog appends to every message's: then the properties
+    are the message's, a property separator when they are not empty and do not end with one, and
+    ``extra`` (see batch_props_growth for the sizes). Returns each message's dispatch unit, its tag
+    code through ``codes`` (tag value -> code, filled by ``tag_code``); TAGS, KEYS and UNIQ_KEY are
+    read as from the stored properties, where a value in ``extra`` comes last and wins."""
     mv = memoryview(body)
-    hsize, tlen = len(fixed_head), len(topic_part)
+    hsize, tlen, xlen = len(fixed_head), len(topic_part), len(extra)
     fixed = hsize + tlen
+    xtags, xkeys, xuniq = P.dispatch_values(extra) if xlen else (None, None, None)
+    xwins = xtags is not None or xkeys is not None or xuniq is not None
     units: list[BatchUnit] = []
     append = units.append
     for flag, b, p, pe in entries:
         blen = p - b
-        size = fixed + blen + pe - p
+        if xlen:
+            sep = 1 if pe - p > 2 and mv[pe - 1] != 2 else 0
+            plen = pe - p - 2 + sep + xlen
+            if plen > MAX_PROPERTIES_LEN:
+                raise ValueError(f"the properties of a batch message with the batch's take {plen} bytes, "
+                                 f"over {MAX_PROPERTIES_LEN}")
+            size = fixed + blen + 2 + plen
+        else:
+            size = fixed + blen + pe - p
         piece = mv[b:p]
         mm[pos:pos + hsize] = fixed_head
         INT.pack_into(mm, pos, size)
@@ -406,8 +441,15 @@ def pack_batch(mm, pos: int, phys: int, body, entries: list[tuple[int, int, int,
         e = pos + hsize + blen
         mm[pos + hsize:e] = piece
         mm[e:e + tlen] = topic_part
-        mm[e + tlen:pos + size] = mv[p:pe]
         tags, keys, uniq = P.dispatch_values(mv[p + 2:pe])
+        if xlen:
+            mm[e + tlen:pos + size] = b"".join((SHORT.pack(plen), mv[p + 2:pe], b"\x02" if sep else b"", extra))
+            if xwins:
+                tags = tags if xtags is None else xtags
+                keys = keys if xkeys is None else xkeys
+                uniq = uniq if xuniq is None else xuniq
+        else:
+            mm[e + tlen:pos + size] = mv[p:pe]
         code = codes.get(tags)
         if code is None:
             code = codes[tags] = tag_code(tags)
@@ -429,6 +471,7 @@ if _compiled is not None:
     decode_stored = _compiled.decode_stored
     decode_entries = _compiled.decode_entries
     pack_batch = _compiled.pack_batch
+    batch_props_growth = _compiled.batch_props_growth
     encode_batch = _compiled.encode_batch
     batch_entries = _compiled.batch_entries
     write_stored = _compiled.write_stored

@@ -115,7 +115,11 @@ def reput_copy(msg: MessageExt, topic: str, queue_id: int, properties: dict[str,
 @dataclass(slots=True)
 class MessageExtBatch:
     """A SEND_BATCH_MESSAGE: ``body`` is the batch wire encoding (see codec.encode_batch) of
-    messages that share topic, queue, sys flag, born/store host and reconsume times."""
+    messages that share topic, queue, sys flag, born/store host and reconsume times.
+
+    ``properties`` are the batch's own (the request header's, with CLUSTER) and ``properties_string``
+    their encoded form, which the store appends to every message's own properties, as Apache's
+    CommitLog does."""
 
     topic: str
     body: bytes = b""
@@ -128,3 +132,8 @@ class MessageExtBatch:
     store_host: Host | None = None
     reconsume_times: int = 0
     properties_string: str | None = None
+
+    def encoded_properties(self) -> str:
+        if self.properties_string is None:
+            self.properties_string = P.properties_to_string(self.properties)
+        return self.properties_string

@@ -55,29 +55,34 @@ def check_batch(topic_b: bytes, body_len: int, max_message_size: int) -> Refusal
     return _check_topic(topic_b)
 
 
-def batch_stored_size(body_len: int, count: int, sys_flag: int, topic_len: int) -> int:
+def batch_stored_size(body_len: int, count: int, sys_flag: int, topic_len: int, props_growth: int = 0) -> int:
     """Bytes a well-formed batch body of ``count`` messages takes in the commitlog: each stored entry
     is its batch entry (head, body, properties length and properties) with the stored fixed part
-    and topic instead of the batch head."""
-    return body_len + count * (stored_size(sys_flag, 0, topic_len, 0) - BATCH_HEAD.size - SHORT.size)
+    and topic instead of the batch head, and the batch's own properties appended to the message's
+    (``props_growth``: codec.batch_props_growth)."""
+    return body_len + count * (stored_size(sys_flag, 0, topic_len, 0) - BATCH_HEAD.size - SHORT.size) + props_growth
 
 
 def encode_batch(mm: memoryview, pos: int, phys: int, batch: MessageExtBatch, topic_b: bytes, sys_flag: int,
                  store_host: Host, entries: list[tuple[int, int, int, int]], store_ts: int, qoff: int,
+                 batch_props: bytes,
                  schedule_values: Callable[[bool, bytes, int], UnitValues] | None) -> list[BatchUnit]:
     """Pack every message of a batch at ``mm[pos:]`` (physical offset ``phys``, first queue offset
-    ``qoff``) in one pass (codec.pack_batch: per message one header, three slice copies straight from
-    the request body, its dispatch values read from the same properties bytes). ``schedule_values``
-    is given for SCHEDULE_TOPIC_XXXX, whose tag code is a due time. Returns each message's dispatch unit."""
+    ``qoff``) in one pass (codec.pack_batch: per message one header, slice copies straight from the
+    request body, then ``batch_props``, the batch's own properties encoded once, appended as Apache's
+    CommitLog does; its dispatch values read from the same properties bytes). ``schedule_values`` is
+    given for SCHEDULE_TOPIC_XXXX, whose tag code is a due time. Returns each message's dispatch unit."""
     header = HEADERS[sys_flag & 0x30]
     fixed_head = header.pack(0, magic_for(len(topic_b)), 0, 0, 0, 0, 0, sys_flag, batch.born_timestamp,
                              host_address_bytes(batch.born_host[0]), batch.born_host[1], store_ts,
                              host_address_bytes(store_host[0]), store_host[1], batch.reconsume_times, 0, 0)
     topic_part = topic_props_tail(topic_b, b"")[:-SHORT.size]
-    units = pack_batch(mm, pos, phys, batch.body, entries, fixed_head, topic_part, batch.queue_id, qoff, {},
-                       tags_code)
+    units = pack_batch(mm, pos, phys, batch.body, entries, fixed_head, topic_part, batch_props, batch.queue_id,
+                       qoff, {}, tags_code)
     if schedule_values is None:
         return units
-    body = memoryview(batch.body)
-    return [(u[0], u[1], *schedule_values(True, bytes(body[p + 2:pe]), store_ts))
-            for u, (_, _, p, pe) in zip(units, entries)]
+    # The stored properties of each entry, read back as recovery would: they end the entry.
+    props_at = pos - phys + len(fixed_head) + len(topic_part) + SHORT.size
+    return [(u[0], u[1], *schedule_values(True, bytes(mm[props_at + u[0] + p - b:pos - phys + u[0] + u[1]]),
+                                          store_ts))
+            for u, (_, b, p, _) in zip(units, entries)]

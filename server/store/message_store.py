@@ -63,6 +63,7 @@ from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.codec import (
     CorruptMessageError,
     batch_entries,
+    batch_props_growth,
     decode_stored,
     host_flags,
     stored_size,
@@ -276,15 +277,21 @@ class MessageStore:
             return self._illegal(PutMessageStatus.MESSAGE_ILLEGAL, f"bad batch body: {exc}")
         if not entries:
             return self._illegal(PutMessageStatus.MESSAGE_ILLEGAL, "empty batch")
-        total = encoding.batch_stored_size(len(batch.body), len(entries), sys_flag, len(topic_b))
+        # The batch's own properties (CLUSTER and the header's), appended to every message's.
+        batch_props = batch.encoded_properties().encode()
+        try:
+            growth = batch_props_growth(batch.body, entries, len(batch_props))
+        except ValueError as exc:
+            return self._illegal(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, str(exc))
+        total = encoding.batch_stored_size(len(batch.body), len(entries), sys_flag, len(topic_b), growth)
         try:
             mf, pos = self.commitlog.reserve(total)
         except (EntryTooLarge, OSError) as exc:
             return self._reserve_failed(exc)
-        return self._write_batch(batch, topic_b, sys_flag, store_host, entries, total, mf, pos)
+        return self._write_batch(batch, topic_b, sys_flag, store_host, entries, batch_props, total, mf, pos)
 
     def _write_batch(self, batch: MessageExtBatch, topic_b: bytes, sys_flag: int, store_host: Host,
-                     entries: list[tuple[int, int, int, int]], total: int, mf: MappedFile,
+                     entries: list[tuple[int, int, int, int]], batch_props: bytes, total: int, mf: MappedFile,
                      pos: int) -> PutMessageResult | Awaitable[PutMessageResult]:
         d = self.dispatcher
         store_ts = int(self.clock() * 1000)
@@ -293,7 +300,8 @@ class MessageStore:
         first_qoff = d.next_offset.get(key, 0)
         first_phys = mf.start + pos
         units = encoding.encode_batch(mf.mm, pos, first_phys, batch, topic_b, sys_flag, store_host, entries,
-                                      store_ts, first_qoff, d.unit_values if topic == SCHEDULE_TOPIC else None)
+                                      store_ts, first_qoff, batch_props,
+                                      d.unit_values if topic == SCHEDULE_TOPIC else None)
         mf.wrote = pos + total
         d.next_offset[key] = first_qoff + len(entries)
         d.dispatch_batch(topic, qid, first_qoff, sys_flag, store_ts, units)

@@ -170,12 +170,38 @@ def test_unit_key_hashes_match(prefix: str, end_phy: int, units: list[tuple[int,
     assert got == ([pure_hashing.index_key_hash(prefix + k) for _, k in expected], [phys for phys, _ in expected])
 
 
+def raw_batch(messages: list[tuple[bytes, bytes]]) -> bytes:
+    """A batch body of (body, properties bytes) as given, so properties need not end with a separator."""
+    return b"".join(codec.BATCH_HEAD.pack(codec.BATCH_ENTRY_FIXED + len(b) + len(p), 0, 0, i, len(b)) + b
+                    + codec.SHORT.pack(len(p)) + p for i, (b, p) in enumerate(messages))
+
+
+#: A message's own properties as a batch carries them: empty, encoded, or encoded without the last
+#: separator (not every client ends them with one); TAGS, KEYS and UNIQ_KEY among them at times.
+own_props = st.tuples(st.dictionaries(st.sampled_from(["TAGS", "KEYS", "UNIQ_KEY", "a", "bé"]), text, max_size=4),
+                      st.booleans()).map(lambda t: properties_string(t[0]).encode()[:-1 if t[1] else None])
+#: A batch's own properties (the header's with CLUSTER), sometimes with a TAGS, KEYS or UNIQ_KEY that
+#: then wins over the message's.
+batch_props = st.dictionaries(st.sampled_from(["CLUSTER", "WAIT", "TAGS", "KEYS", "UNIQ_KEY", "x"]), text,
+                              max_size=4).map(lambda d: properties_string(d).encode())
+
+
+def stored_props(own: bytes, extra: bytes) -> bytes:
+    """What Apache's CommitLog stores as a batch message's properties."""
+    if own and extra and not own.endswith(b"\x02"):
+        return own + b"\x02" + extra
+    return own + extra
+
+
 @needs_compiled
-@settings(max_examples=150, deadline=None)
-@given(bodies=st.lists(st.binary(max_size=40), min_size=1, max_size=6), properties=props,
-       topic=st.sampled_from(["T", "t" * 130]))
-def test_pack_batch_writes_the_same_bytes(bodies: list[bytes], properties: dict[str, str], topic: str) -> None:
-    body = encode_batch([Message(topic, b, i, dict(properties, KEYS=f"k{i}")) for i, b in enumerate(bodies)])
+@settings(max_examples=300, deadline=None)
+@given(messages=st.lists(st.tuples(st.binary(max_size=40), own_props), min_size=1, max_size=6),
+       extra=batch_props, topic=st.sampled_from(["T", "t" * 130]))
+def test_pack_batch_writes_the_same_bytes(messages: list[tuple[bytes, bytes]], extra: bytes, topic: str) -> None:
+    """Same bytes and dispatch units from both forms, each message's properties followed by the batch's
+    (with a separator between when the message's do not end with one), the tag code, KEYS and
+    UNIQ_KEY those of the stored properties (the batch's last, so winning)."""
+    body = raw_batch(messages)
     entries = codec.batch_entries(body)
     header = codec.HEADERS[0]
     fixed = header.pack(0, codec.magic_for(len(topic)), 0, 0, 0, 0, 0, 0, 123, b"\1\2\3\4", 5, 456,
@@ -184,11 +210,49 @@ def test_pack_batch_writes_the_same_bytes(bodies: list[bytes], properties: dict[
     outs = []
     for pack in (ccodec.pack_batch, pure_codec.pack_batch):
         mm = bytearray(4096)
-        units = pack(memoryview(mm), 10, 1000, body, entries, fixed, part, 4, 77, {}, tags_code)
+        units = pack(memoryview(mm), 10, 1000, body, entries, fixed, part, extra, 4, 77, {}, tags_code)
         outs.append((bytes(mm), units))
     assert outs[0] == outs[1]
-    first = pure_codec.decode_stored(outs[0][0], 10, True)
-    assert (first.queue_offset, first.commit_log_offset, first.queue_id, first.body) == (77, 1000, 4, bodies[0])
+    mm, units = outs[0]
+    growth = ccodec.batch_props_growth(body, entries, len(extra))
+    assert growth == pure_codec.batch_props_growth(body, entries, len(extra))
+    assert sum(u[1] for u in units) == len(body) + len(entries) * (len(fixed) + len(part) - 20) + growth
+    at = 10
+    for (b, own), (phys, size, code, keys, uniq), i in zip(messages, units, range(len(messages))):
+        got = pure_codec.decode_stored(mm, at, True)
+        want = stored_props(own, extra)
+        assert mm[at + size - len(want) - 2:at + size] == codec.SHORT.pack(len(want)) + want
+        assert (got.body, got.flag, got.queue_offset, got.commit_log_offset, got.store_size) == (b, i, 77 + i, phys,
+                                                                                                 size)
+        assert got.properties == pure_properties.string_to_properties(want.decode())
+        assert (code, keys, uniq) == (tags_code(got.properties.get("TAGS")), got.properties.get("KEYS"),
+                                      got.properties.get("UNIQ_KEY"))
+        at += size
+    assert units[0][0] == 1000
+
+
+@needs_compiled
+def test_batch_properties_too_long_for_a_message_are_refused_alike() -> None:
+    """A message's properties with the batch's must fit the 2-byte length; the separator counts."""
+    own = b"a\x01" + b"v" * 100
+    body = raw_batch([(b"x", b""), (b"y", own)])
+    entries = codec.batch_entries(body)
+    fixed = codec.HEADERS[0].pack(0, codec.MAGIC_V1, 0, 0, 0, 0, 0, 0, 1, b"\1\2\3\4", 5, 6, b"\5\6\7\10", 9, 0,
+                                  0, 0)
+    fits = codec.MAX_PROPERTIES_LEN - len(own) - 1
+    for growth, pack in ((ccodec.batch_props_growth, ccodec.pack_batch),
+                         (pure_codec.batch_props_growth, pure_codec.pack_batch)):
+        assert growth(body, entries, fits) == 2 * fits + 1
+        assert growth(body, entries, 0) == 0
+        with pytest.raises(ValueError):
+            growth(body, entries, fits + 1)
+        units = pack(memoryview(bytearray(70_000)), 0, 0, body, entries, fixed, b"\1T", b"c" * fits, 0, 0, {},
+                     tags_code)
+        head = len(fixed) + 2 + 1 + 2  # the fixed part, topic with its length, body, properties length
+        assert [u[1] for u in units] == [head + fits, head + codec.MAX_PROPERTIES_LEN]
+        with pytest.raises(ValueError):
+            pack(memoryview(bytearray(70_000)), 0, 0, body, entries, fixed, b"\1T", b"c" * (fits + 1), 0, 0, {},
+                 tags_code)
 
 
 @needs_compiled
@@ -221,11 +285,16 @@ def test_pack_batch_refuses_a_target_too_small_rather_than_writing_past_it() -> 
                                   0, 0)
     for pack in (ccodec.pack_batch, pure_codec.pack_batch):
         with pytest.raises(ValueError):
-            pack(memoryview(bytearray(150)), 0, 0, body, codec.batch_entries(body), fixed, b"\1T", 0, 0, {},
+            pack(memoryview(bytearray(150)), 0, 0, body, codec.batch_entries(body), fixed, b"\1T", b"", 0, 0, {},
                  tags_code)
+        with pytest.raises(ValueError):
+            pack(memoryview(bytearray(150)), 0, 0, body, codec.batch_entries(body), fixed, b"\1T", b"C\x01c" * 20,
+                 0, 0, {}, tags_code)
     with pytest.raises(ValueError):
-        ccodec.pack_batch(memoryview(bytearray(4096)), 0, 0, body, [(0, 0, 5000, 5002)], fixed, b"\1T", 0, 0, {},
-                          tags_code)
+        ccodec.pack_batch(memoryview(bytearray(4096)), 0, 0, body, [(0, 0, 5000, 5002)], fixed, b"\1T", b"", 0, 0,
+                          {}, tags_code)
+    with pytest.raises(ValueError):
+        ccodec.batch_props_growth(body, [(0, 0, 5000, 5002)], 10)
 
 
 @needs_compiled

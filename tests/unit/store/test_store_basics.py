@@ -7,7 +7,15 @@ import struct
 import pytest
 from unit.store.store_helpers import batch, inner, tiny_config
 
-from mqtools.common.codec import BLANK_MAGIC, decode_stored
+from mqtools.common.codec import (
+    BATCH_ENTRY_FIXED,
+    BATCH_HEAD,
+    BLANK_MAGIC,
+    MAX_PROPERTIES_LEN,
+    SHORT,
+    decode_stored,
+)
+from mqtools.common.hashing import tags_code
 from mqtools.common.ids import decode_offset_msg_id
 from mqtools.server.store.index import WAITING_LIMIT
 from mqtools.server.store.message_store import MessageStore
@@ -85,6 +93,54 @@ async def test_batch_is_one_write_with_consecutive_offsets(tmp_path):
     bad.body = bad.body[:-1]
     assert (await s.put_messages(bad)).status is PutMessageStatus.MESSAGE_ILLEGAL
     await s.shutdown()
+
+
+def _raw_batch(props: list[bytes]) -> bytes:
+    """A batch body whose messages carry these properties bytes as given (not all end with \\x02)."""
+    return b"".join(BATCH_HEAD.pack(BATCH_ENTRY_FIXED + 1 + len(p), 0, 0, 0, 1) + b"m" + SHORT.pack(len(p)) + p
+                    for p in props)
+
+
+async def test_batch_properties_are_appended_to_every_message(tmp_path):
+    """Apache's CommitLog stores a batch message's properties followed by the batch's own (the header's
+    with CLUSTER), with a \\x02 between them when the message's do not end with one; the consume queue's
+    tag code and the index come from the stored properties, as a slave's dispatch reads them back."""
+    s = await _store(tmp_path / "m", mapped_file_size_commit_log=1 << 16)
+    own = [b"TAGS\x01ta\x02KEYS\x01k0\x02", b"TAGS\x01tb\x02KEYS\x01k1 kx\x02UNIQ_KEY\x01U1", b""]
+    extra = b"origin\x01hdr\x02CLUSTER\x01C1\x02"
+    b = batch("T", 1, [])
+    b.body, b.properties, b.properties_string = _raw_batch(own), {"origin": "hdr", "CLUSTER": "C1"}, extra.decode()
+    r = await s.put_messages(b)
+    assert r.ok and r.append.msg_num == 3
+    stored = [own[0] + extra, own[1] + b"\x02" + extra, extra]
+    bufs = [bytes(x) for x in s.get_message("g", "T", 1, 0, 32).buffers]
+    assert [x[-len(p) - 2:] for x, p in zip(bufs, stored)] == [SHORT.pack(len(p)) + p for p in stored]
+    assert sum(len(x) for x in bufs) == r.append.wrote_bytes == s.max_phy_offset
+    props = [decode_stored(x).properties for x in bufs]
+    assert props == [{"TAGS": "ta", "KEYS": "k0", "origin": "hdr", "CLUSTER": "C1"},
+                     {"TAGS": "tb", "KEYS": "k1 kx", "UNIQ_KEY": "U1", "origin": "hdr", "CLUSTER": "C1"},
+                     {"origin": "hdr", "CLUSTER": "C1"}]
+    cq = s.dispatcher.cq("T", 1).queue.files[0].mv
+    assert [struct.unpack_from(">qiq", cq, 20 * i)[2] for i in range(3)] == [tags_code("ta"), tags_code("tb"), 0]
+    assert [m.queue_offset for m in s.query_message("T", "kx", 8, 0, 2**62)] == [1]
+    assert [m.queue_offset for m in s.query_message("T", "U1", 8, 0, 2**62)] == [1]
+    assert s.query_message("T", "hdr", 8, 0, 2**62) == []
+    # a slave dispatching the same bytes from its commitlog builds the same consume queue and index
+    slave = await _store(tmp_path / "s", broker_role="SLAVE", mapped_file_size_commit_log=1 << 16)
+    assert slave.append_to_commit_log(0, bytes(s.get_commit_log_data(0)))
+    assert bytes(slave.dispatcher.cq("T", 1).queue.files[0].mv[:60]) == bytes(cq[:60])
+    s.index.write_header()
+    slave.index.write_header()
+    assert [bytes(f.mm[:]) for f in s.index.files] == [bytes(f.mm[:]) for f in slave.index.files]
+    # a message whose properties with the batch's would not fit their 2-byte length is refused whole
+    end = s.max_phy_offset
+    b.body = _raw_batch([b"", b"a\x01" + b"v" * (MAX_PROPERTIES_LEN - len(extra) - 2)])
+    assert (await s.put_messages(b)).status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    assert s.max_phy_offset == end
+    b.body = _raw_batch([b"", b"a\x01" + b"v" * (MAX_PROPERTIES_LEN - len(extra) - 3)])
+    assert (await s.put_messages(b)).ok
+    await s.shutdown()
+    await slave.shutdown()
 
 
 async def test_illegal_messages(tmp_path):
