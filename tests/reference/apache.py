@@ -252,3 +252,38 @@ def kill_all() -> None:
 
 def version_of(key: str) -> str:
     return SETS[key].name
+
+
+@dataclass
+class ApacheCluster:
+    """A name server and its brokers, by name (`broker-a`, and `broker-a-s` for its slave)."""
+
+    namesrv: ApacheProcess
+    brokers: dict[str, ApacheProcess]
+
+    @property
+    def addr(self) -> str:
+        return self.namesrv.addr
+
+    def kill(self) -> None:
+        for process in [*self.brokers.values(), self.namesrv]:
+            process.kill()
+
+
+def start_cluster(root: Path, version: str = "apache-4", *, masters: tuple[str, ...] = ("broker-a", "broker-b"),
+                  role: str = "SYNC_MASTER", slaves: bool = True, cluster: str = "RefCluster",
+                  **props: str) -> ApacheCluster:
+    """Apache's 2m-2s layout (as its conf/2m-2s-sync ships): a name server, then each master and its slave."""
+    namesrv = start_namesrv(root, version)
+    brokers: dict[str, ApacheProcess] = {}
+    try:
+        for broker in masters:
+            brokers[broker] = start_broker(root, namesrv.addr, version, name=broker, cluster=cluster,
+                                           brokerRole=role, **props)
+            if slaves:
+                brokers[f"{broker}-s"] = start_broker(root, namesrv.addr, version, name=broker, broker_id=1,
+                                                      cluster=cluster, **props)
+    except BaseException:
+        ApacheCluster(namesrv, brokers).kill()
+        raise
+    return ApacheCluster(namesrv, brokers)

@@ -15,7 +15,17 @@ from pathlib import Path
 import apache
 import pytest
 from mqproc import start_broker, start_mq
-from refsupport import ACL_ACCOUNT, ACL_CLUSTER, BROKER_PROPS, CLUSTER, PLAIN_ACL
+from presetcluster import preset_cluster
+from refsupport import (
+    ACL_ACCOUNT,
+    ACL_CLUSTER,
+    BROKER_PROPS,
+    CLUSTER,
+    PLAIN_ACL,
+    make_topic,
+    name,
+    slaves_in_sync,
+)
 
 from mqtools.cluster.certs import make_local_certificates
 from mqtools.remoting.security import ClientSecurity, SessionCredentials
@@ -78,6 +88,31 @@ def any_side(request: pytest.FixtureRequest) -> str:
 def pair(apache4: str, mq_single: str) -> dict[str, str]:
     """Name server addresses by side; Apache first, as the oracle runs first."""
     return {"apache": apache4, "mq": mq_single}
+
+
+@pytest.fixture(scope="session")
+def pair_2m2s(ref_root: Path) -> Iterator[dict[str, str]]:
+    """Apache's 2m-2s SYNC_MASTER cluster (five JVMs) and `mq cluster up --preset 2m-2s-sync`, both named
+    RefCluster with BROKER_PROPS; name server addresses by side."""
+    apache_cluster = apache.start_cluster(ref_root / "apache4-2m2s", "apache-4", cluster=CLUSTER, **BROKER_PROPS)
+    sets = [f"{k}={v}" for k, v in {"brokerClusterName": CLUSTER, **BROKER_PROPS}.items()]
+    try:
+        with preset_cluster(ref_root / "mq-2m2s", "2m-2s-sync", *sets) as mq_cluster:
+            sides = {"apache": apache_cluster.addr, "mq": mq_cluster.namesrv}
+            for namesrv in sides.values():
+                probe = name("PROBE")
+                make_topic(namesrv, probe)
+                slaves_in_sync(namesrv, probe, ["broker-a", "broker-b"])
+            yield sides
+    finally:
+        apache_cluster.kill()
+
+
+@pytest.fixture(scope="session", params=["single", "2m-2s-sync"])
+def topology(request: pytest.FixtureRequest) -> dict[str, str]:
+    """`pair`, then `pair_2m2s`: the Java client's scenarios run on a single broker and on a 2m-2s
+    SYNC_MASTER cluster of each side."""
+    return request.getfixturevalue("pair" if request.param == "single" else "pair_2m2s")
 
 
 

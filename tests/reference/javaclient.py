@@ -61,8 +61,10 @@ class JavaRun:
         return done[-1]
 
     def describe(self) -> str:
+        failures = "\n".join(json.dumps(e) for e in self.events if e.get("event") in ("send_failed", "error"))
         tail = "\n".join(json.dumps(e) for e in self.events[-15:])
-        return (f"java harness {' '.join(self.argv[-12:])} exited {self.returncode}\nevents (last 15):\n{tail}\n"
+        return (f"java harness {' '.join(self.argv[-12:])} exited {self.returncode}\nfailures:\n{failures}\n"
+                f"events (last 15):\n{tail}\n"
                 f"noise: {self.noise[-5:]}\nstderr: {self.stderr[-3000:]}")
 
 

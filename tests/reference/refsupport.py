@@ -9,9 +9,14 @@ from collections.abc import Callable
 from typing import Any
 
 from javaclient import JavaRun, run_java
+from presetcluster import wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
-from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
+from mqtools.client.errors import MQClientError
+from mqtools.client.sync import SyncProducer
+from mqtools.common.message import Message
+from mqtools.remoting.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
+from mqtools.remoting.errors import RemotingError
 
 #: Every delay level one second on both brokers, so retries and delayed messages come back fast.
 FAST_DELAY_LEVELS = " ".join(["1s"] * 18)
@@ -44,6 +49,23 @@ def make_topic(namesrv: str, topic: str, queues: int = QUEUES, *, order: bool = 
     with SyncMQAdmin(namesrv) as admin:
         admin.create_topic(TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues, order=order),
                            cluster=cluster)
+
+
+def slaves_in_sync(namesrv: str, probe: str, brokers: list[str]) -> None:
+    """Wait until each SYNC_MASTER of `brokers` has a slave that acknowledges: a SYNC send to a queue of
+    `probe` (a topic on those masters) answers SLAVE_NOT_AVAILABLE until the master has a slave, and times
+    out until that slave has reported its offset (Apache's HAClient connects and first reports up to 5 s
+    after it starts; either master then waits for it, as Apache's does)."""
+    def acked(producer: SyncProducer, broker: str) -> bool:
+        try:
+            result = producer.send(Message(probe, b"probe"), queue=MessageQueue(probe, broker, 0))
+            return result.status.name == "SEND_OK"
+        except (MQClientError, RemotingError):  # a pinned send does not wrap the transport's timeout
+            return False
+
+    with SyncProducer(name("PGPROBE"), namesrv=namesrv) as producer:
+        for broker in brokers:
+            wait_for(lambda b=broker: acked(producer, b), 40, f"a SYNC send to {broker} answered SEND_OK")
 
 
 def make_group(namesrv: str, group: str, *, retries: int = 16, orderly: bool = False) -> None:

@@ -1,6 +1,7 @@
 """Apache's Java client (4.9.8) against Apache's broker and against mq's: Apache's run is the oracle.
 
-Each scenario runs the same harness commands on both sides (`pair`) and reduces what the client saw to
+Each scenario runs the same harness commands on both sides (`topology`: single brokers, then 2m-2s
+SYNC_MASTER clusters) and reduces what the client saw to
 an outcome (counts, statuses, per-queue order, properties, reconsume times) that must be equal; times
 (delivery delays) must agree within 20 %.
 """
@@ -18,39 +19,37 @@ pytestmark = pytest.mark.timeout(300)
 
 
 @pytest.mark.parametrize("mode", ["sync", "async", "oneway", "batch"])
-def test_send_modes_then_consume(pair, mode):
+def test_send_modes_then_consume(topology, mode):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name(f"JSEND_{mode}")
         make_topic(ns, topic)
         sent = run_java("produce", ns, "--topic", topic, "--count", "40", "--mode", mode, "--tag", "TagA",
                         "--props", "origin=java,k2=v2", "--batch-size", "8")
         got = consume_all(ns, topic, 40, "--print-props")
-        props = {k for e in got for k in e["properties"]} - ({"CLUSTER"} if mode == "batch" else set())
+        props = {k for e in got for k in e["properties"]}
         return {**sent_outcome(sent, queues=mode != "async"), "bodies": sorted(e["body"] for e in got), "tags": {e["tags"] for e in got},
                 "keys": sorted(e["keys"] for e in got), "user": {(e["properties"].get("origin"),
                                                                   e["properties"].get("k2")) for e in got},
                 "props": props, "reconsume": {e["reconsumeTimes"] for e in got}}
 
-    out = on_both(pair, scenario)
+    out = on_both(topology, scenario)
     assert out["apache"]["failed"] == 0 and len(out["apache"]["bodies"]) == 40
     assert_same(out)
 
 
-@pytest.mark.xfail(strict=True, reason="mq stores a batch's messages without the batch's own properties "
-                   "(CLUSTER); Apache's CommitLog appends them to every message of the batch")
-def test_batch_messages_carry_the_batch_properties(pair):
+def test_batch_messages_carry_the_batch_properties(topology):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name("JBATCHP")
         make_topic(ns, topic)
         run_java("produce", ns, "--topic", topic, "--count", "8", "--mode", "batch", "--batch-size", "8")
         return {"cluster": {e["properties"].get("CLUSTER") for e in consume_all(ns, topic, 8, "--print-props")}}
 
-    out = on_both(pair, scenario)
+    out = on_both(topology, scenario)
     assert out["apache"]["cluster"] == {"RefCluster"}
     assert_same(out)
 
 
-def test_orderly_send_and_orderly_consume(pair):
+def test_orderly_send_and_orderly_consume(topology):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name("JORDER")
         make_topic(ns, topic)
@@ -63,12 +62,12 @@ def test_orderly_send_and_orderly_consume(pair):
         return {**sent_outcome(sent), "in_order": all(v == sorted(v) for v in by_queue.values()),
                 "per_queue_bodies": {q: v for q, v in sorted(by_queue.items())}, "shards": shard_queue}
 
-    out = on_both(pair, scenario)
+    out = on_both(topology, scenario)
     assert out["apache"]["in_order"]
     assert_same(out)
 
 
-def test_delay_level_delivery(pair):
+def test_delay_level_delivery(topology):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name("JDELAY")
         make_topic(ns, topic)
@@ -84,13 +83,13 @@ def test_delay_level_delivery(pair):
         delays = [e["receivedAt"] - e["bornTimestamp"] for e in got]
         return {"count": len(got), "delay_ms": sorted(delays)[len(delays) // 2], "topics": {e["topic"] == topic for e in got}}
 
-    out = on_both(pair, scenario)
+    out = on_both(topology, scenario)
     apache_delay, mq_delay = out["apache"].pop("delay_ms"), out["mq"].pop("delay_ms")
     assert_same(out)
     assert abs(mq_delay - apache_delay) <= 0.2 * apache_delay, (mq_delay, apache_delay)
 
 
-def test_compressed_bodies(pair):
+def test_compressed_bodies(topology):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name("JBIG")
         make_topic(ns, topic)
@@ -99,12 +98,12 @@ def test_compressed_bodies(pair):
         return {**sent_outcome(sent), "lens": sorted(e["bodyLen"] for e in got),
                 "sys_flag_props": sorted({k for e in got for k in e["properties"]})}
 
-    out = on_both(pair, scenario)
+    out = on_both(topology, scenario)
     assert out["apache"]["lens"] == [20000] * 10
     assert_same(out)
 
 
-def test_broadcasting(pair):
+def test_broadcasting(topology):
     def scenario(ns: str) -> dict[str, Any]:
         topic, group = name("JBCAST"), name("CG")
         make_topic(ns, topic)
@@ -120,12 +119,12 @@ def test_broadcasting(pair):
             runs = [c.close() for c in consumers]
         return {"each": [sorted(e["body"] for e in r.of("received")) for r in runs]}
 
-    out = on_both(pair, scenario)
+    out = on_both(topology, scenario)
     assert len(out["apache"]["each"][0]) == 12
     assert_same(out)
 
 
-def test_retry_then_dlq(pair):
+def test_retry_then_dlq(topology):
     def scenario(ns: str) -> dict[str, Any]:
         topic, ok_group, dlq_group = name("JRETRY"), name("CG"), name("CGDLQ")
         make_topic(ns, topic)
@@ -143,13 +142,13 @@ def test_retry_then_dlq(pair):
                 "dead_deliveries": Counter(e["reconsumeTimes"] for e in dead_run.of("received")),
                 "dlq": sorted(e["body"] for e in dlq)}
 
-    out = on_both(pair, scenario)
+    out = on_both(topology, scenario)
     assert out["apache"]["dlq"] == ["body-0", "body-1", "body-2"]
     assert_same(out)
 
 
 @pytest.mark.parametrize("mode", ["subscribe", "assign"])
-def test_lite_pull(pair, mode):
+def test_lite_pull(topology, mode):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name("JLITE")
         make_topic(ns, topic)
@@ -158,12 +157,12 @@ def test_lite_pull(pair, mode):
                        "--expect", "30", "--timeout-s", "60")
         return {"bodies": sorted(e["body"] for e in run.of("received"))}
 
-    out = on_both(pair, scenario)
+    out = on_both(topology, scenario)
     assert len(out["apache"]["bodies"]) == 30
     assert_same(out)
 
 
-def test_query_by_key_and_id(pair):
+def test_query_by_key_and_id(topology):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name("JQUERY")
         make_topic(ns, topic)
@@ -176,6 +175,6 @@ def test_query_by_key_and_id(pair):
                 "by_id": [e["body"] for e in by_id.of("found")],
                 "by_offset_id": [e["body"] for e in by_offset_id.of("found")]}
 
-    out = on_both(pair, scenario)
+    out = on_both(topology, scenario)
     assert out["apache"]["by_key"] == [("qk-3", "body-3")]
     assert_same(out)

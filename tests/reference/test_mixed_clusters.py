@@ -17,12 +17,9 @@ import pytest
 from javaclient import run_java
 from mqproc import MqProcess, start_broker
 from presetcluster import wait_for
-from refsupport import consume_all, make_topic, name
+from refsupport import consume_all, make_topic, name, slaves_in_sync
 
 from mqtools.client.admin.sync import SyncMQAdmin
-from mqtools.client.errors import MQClientError
-from mqtools.client.sync import SyncProducer
-from mqtools.common.message import Message
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -89,25 +86,11 @@ def topics_before_the_slave(namesrv: str, cluster: str) -> tuple[str, str]:
     return topic, probe
 
 
-def slave_in_sync(namesrv: str, probe: str) -> None:
-    """Wait for the slave: a SYNC send answers SLAVE_NOT_AVAILABLE until the master has a slave, and times
-    out until that slave has reported its offset (Apache's HAClient connects and first reports up to 5 s
-    after it starts; either master then waits for it, as Apache's does)."""
-    def acked() -> bool:
-        try:
-            return producer.send(Message(probe, b"probe")).status.name == "SEND_OK"
-        except MQClientError:
-            return False
-
-    with SyncProducer(name("PGPROBE"), namesrv=namesrv) as producer:
-        wait_for(acked, 40, "a SYNC send answered SEND_OK (the slave connected and reported)")
-
-
 def replicate_then_read_from_slave(namesrv: str, broker: str, topic: str, probe: str, master_addr: str,
                                    master_store: Path, slave_store: Path, kill_master: Callable[[], None]) -> None:
     """SYNC sends through the master, the slave's commitlog byte-equal to the master's, then the master
     SIGKILLed and every message read from the slave."""
-    slave_in_sync(namesrv, probe)
+    slaves_in_sync(namesrv, probe, [broker])
     sent = run_java("produce", namesrv, "--topic", topic, "--count", "200", "--threads", "4", "--body-size", "512")
     assert [e["status"] for e in sent.of("sent")] == ["SEND_OK"] * 200, sent.describe()
     end = max_offset(namesrv, master_addr)
