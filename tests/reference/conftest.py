@@ -40,24 +40,25 @@ def ref_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("reference")
 
 
-@pytest.fixture(scope="session")
-def apache4(ref_root: Path) -> Iterator[str]:
-    """An Apache 4.9.7 name server and ASYNC_MASTER broker; yields the name server address."""
-    namesrv = apache.start_namesrv(ref_root / "apache4", "apache-4")
-    broker = apache.start_broker(ref_root / "apache4", namesrv.addr, "apache-4", cluster=CLUSTER, **BROKER_PROPS)
+def _apache_single(root: Path, version: str) -> Iterator[str]:
+    """An Apache name server and ASYNC_MASTER broker of `version` with BROKER_PROPS; yields the name server."""
+    namesrv = apache.start_namesrv(root, version)
+    broker = apache.start_broker(root, namesrv.addr, version, cluster=CLUSTER, **BROKER_PROPS)
     yield namesrv.addr
     broker.kill()
     namesrv.kill()
+
+
+@pytest.fixture(scope="session")
+def apache4(ref_root: Path) -> Iterator[str]:
+    """Apache 4.9.7: the oracle of every pair."""
+    yield from _apache_single(ref_root / "apache4", "apache-4")
 
 
 @pytest.fixture(scope="session")
 def apache5(ref_root: Path) -> Iterator[str]:
-    """An Apache 5.5.0 name server and ASYNC_MASTER broker (remoting protocol; no proxy)."""
-    namesrv = apache.start_namesrv(ref_root / "apache5", "apache-5")
-    broker = apache.start_broker(ref_root / "apache5", namesrv.addr, "apache-5", cluster=CLUSTER, **BROKER_PROPS)
-    yield namesrv.addr
-    broker.kill()
-    namesrv.kill()
+    """Apache 5.5.0 (its remoting protocol; no proxy), for our own clients."""
+    yield from _apache_single(ref_root / "apache5", "apache-5")
 
 
 @pytest.fixture(scope="session")

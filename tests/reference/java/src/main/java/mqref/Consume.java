@@ -1,7 +1,6 @@
 package mqref;
 
 import java.util.List;
-import java.util.Map;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyStatus;
@@ -94,13 +93,7 @@ final class Consume {
         }
         boolean finished = receipts.await(timeoutMs);
         c.shutdown();
-        Map<String, Object> done = Out.event("done");
-        receipts.fill(done);
-        if (!finished) {
-            done.put("timeout", true);
-        }
-        Out.finish(done);
-        return finished ? 0 : 3;
+        return receipts.finish(finished);
     }
 
     /** A batch is retried when any of its messages was delivered fewer than failTimes times before. */

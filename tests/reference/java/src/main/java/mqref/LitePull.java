@@ -83,12 +83,6 @@ final class LitePull {
         }
         c.commitSync();
         c.shutdown();
-        Map<String, Object> done = Out.event("done");
-        receipts.fill(done);
-        if (!finished) {
-            done.put("timeout", true);
-        }
-        Out.finish(done);
-        return finished ? 0 : 3;
+        return receipts.finish(finished);
     }
 }

@@ -64,8 +64,21 @@ final class Receipts {
         return distinct.size();
     }
 
-    /** Fills the done event's counters. */
-    void fill(Map<String, Object> done) {
+    /**
+     * Prints the done event (counters, and "timeout" when the wait ran out) and gives the exit code:
+     * 0, or 3 on a timeout.
+     */
+    int finish(boolean finished) {
+        Map<String, Object> done = Out.event("done");
+        fill(done);
+        if (!finished) {
+            done.put("timeout", true);
+        }
+        Out.finish(done);
+        return finished ? 0 : 3;
+    }
+
+    private void fill(Map<String, Object> done) {
         done.put("received", deliveries.get());
         done.put("distinct", distinct.size());
         long span = lastNs.get() - firstNs.get();
