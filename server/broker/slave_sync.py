@@ -4,10 +4,9 @@ Items and rules as RocketMQ 4.x applies them: topic configs and subscription gro
 replaced when the master's dataVersion differs; consumer offsets are merged every time
 (master wins on common keys, slave-only entries survive); the delay offsets body is written
 verbatim to delayOffset.json and reloaded.  Runs every 10 s while the master address (from the
-registration result) is known and is not this broker, and at once when a registration names a master
-it has not synced from yet (Apache's slave first syncs 3 s after it starts, so a master that dies
-within those seconds leaves it without the topics it holds; the first round here also runs after 3 s
-when no registration has named a master).
+registration result) is known and is not this broker (first after 3 s), as Apache's; and besides, at
+once when a registration names a master it has not synced from yet (Apache's slave first syncs 3 s
+after it starts, so a master that dies within those seconds leaves it without the topics it holds).
 """
 
 from __future__ import annotations
@@ -64,15 +63,20 @@ class SlaveSynchronize:
         await cancel_and_wait(self._task)
 
     async def _loop(self) -> None:
-        wait = self.first_delay
+        """Rounds at first_delay and then every interval, as Apache's; a round on top whenever a new
+        master is named, which does not move the periodic ones."""
+        loop = asyncio.get_running_loop()
+        due = loop.time() + self.first_delay
         while True:
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), wait)
-            self._wake.clear()
+                await asyncio.wait_for(self._wake.wait(), max(0.0, due - loop.time()))
+            if self._wake.is_set():
+                self._wake.clear()
+            else:
+                due += self.interval
             master = self.master_addr()
             if await self.sync_all():
                 self._synced_from = master
-            wait = self.interval
 
     async def sync_all(self) -> bool:
         """One round; each item independently (a failing one does not stop the others)."""
