@@ -10,11 +10,21 @@ waiter polling.  `ReplicationProgress` and `GroupTransfer` are sans-IO (explicit
 from __future__ import annotations
 
 import asyncio
+import enum
 import heapq
 import itertools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+
+class Replicated(enum.Enum):
+    """How a SYNC_MASTER wait ended."""
+
+    ACKED = "acked"
+    TIMED_OUT = "timed out"
+    NO_SLAVE = "no slave left"
+    """The last slave's connection closed while the put waited: nobody can acknowledge it."""
 
 
 @dataclass
@@ -84,6 +94,15 @@ class GroupTransfer:
                 expired.append(waiter)
         return expired
 
+    def drain(self) -> list[_Waiter]:
+        """Every pending waiter, in offset order; none is left."""
+        drained = [w for w in sorted(self._by_offset) if not w.done]
+        for waiter in drained:
+            waiter.done = True
+        self._by_offset.clear()
+        self._by_deadline.clear()
+        return drained
+
     def next_deadline(self) -> float | None:
         while self._by_deadline and self._by_deadline[0][2].done:
             heapq.heappop(self._by_deadline)
@@ -94,7 +113,7 @@ class GroupTransfer:
 
 
 class GroupTransferService:
-    """Asyncio layer: `await wait(end_offset, timeout)` -> True (acked) / False (timed out).
+    """Asyncio layer: `await wait(end_offset, timeout)` -> how it ended (a Replicated).
 
     One timer is armed at the earliest deadline; acks resolve futures directly, so a single
     ack wakes many puts at once.  The clock is injectable (monotonic seconds).
@@ -104,16 +123,16 @@ class GroupTransferService:
         self.progress = progress
         self._clock = clock
         self._pending = GroupTransfer()
-        self._futures: dict[int, asyncio.Future[bool]] = {}
+        self._futures: dict[int, asyncio.Future[Replicated]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = 0.0
 
-    async def wait(self, end_offset: int, timeout: float) -> bool:
+    async def wait(self, end_offset: int, timeout: float) -> Replicated:
         if self.progress.push2slave_max_offset >= end_offset:
-            return True
+            return Replicated.ACKED
         loop = asyncio.get_running_loop()
         waiter = self._pending.submit(end_offset, self._clock() + timeout)
-        future: asyncio.Future[bool] = loop.create_future()
+        future: asyncio.Future[Replicated] = loop.create_future()
         self._futures[waiter.seq] = future
         self._arm(loop)
         try:
@@ -126,7 +145,14 @@ class GroupTransferService:
         """Called for every ack from any slave."""
         self.progress.on_ack(offset)
         for waiter in self._pending.release(self.progress.push2slave_max_offset):
-            self._resolve(waiter.seq, True)
+            self._resolve(waiter.seq, Replicated.ACKED)
+
+    def no_slave_left(self) -> None:
+        """The last slave connection closed: every waiting put is answered now, as not replicated,
+        rather than when its wait times out (Apache keeps it waiting for the dead slave until
+        syncFlushTimeout, past a client's 3 s send timeout, so the producer never learns the outcome)."""
+        for waiter in self._pending.drain():
+            self._resolve(waiter.seq, Replicated.NO_SLAVE)
 
     def pending(self) -> int:
         return len(self._futures)
@@ -137,12 +163,12 @@ class GroupTransferService:
             self._timer.cancel()
         for future in list(self._futures.values()):
             if not future.done():
-                future.set_result(False)
+                future.set_result(Replicated.TIMED_OUT)
 
-    def _resolve(self, seq: int, ok: bool) -> None:
+    def _resolve(self, seq: int, outcome: Replicated) -> None:
         future = self._futures.get(seq)
         if future is not None and not future.done():
-            future.set_result(ok)
+            future.set_result(outcome)
 
     def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
         deadline = self._pending.next_deadline()
@@ -158,5 +184,5 @@ class GroupTransferService:
     def _on_timer(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
         for waiter in self._pending.expire(self._clock()):
-            self._resolve(waiter.seq, False)
+            self._resolve(waiter.seq, Replicated.TIMED_OUT)
         self._arm(loop)

@@ -19,7 +19,7 @@ from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.configkeys import PropertyMap
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls import TlsServerSettings
-from mqtools.server.ha.group_transfer import GroupTransferService, ReplicationProgress
+from mqtools.server.ha.group_transfer import GroupTransferService, Replicated, ReplicationProgress
 from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection
 from mqtools.server.ha.slave import CommitLogSink, HAClient
 from mqtools.server.store.results import PutMessageStatus
@@ -29,6 +29,8 @@ log = logging.getLogger("mq.ha")
 PUT_OK = "PUT_OK"
 SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
 FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+_STATUS = {Replicated.ACKED: PUT_OK, Replicated.TIMED_OUT: FLUSH_SLAVE_TIMEOUT,
+           Replicated.NO_SLAVE: SLAVE_NOT_AVAILABLE}
 
 
 @dataclass
@@ -141,6 +143,8 @@ class HAService:
         if conn in self.connections:
             self.connections.remove(conn)
         self.progress.connection_count = len(self.connections)
+        if not self.connections:
+            self.group.no_slave_left()
 
     def wake_writers(self) -> None:
         """New commitlog data: writers send now instead of at their next 100 ms poll."""
@@ -152,8 +156,7 @@ class HAService:
         if not self.progress.is_slave_ok(end_offset):
             return SLAVE_NOT_AVAILABLE
         self.wake_writers()
-        ok = await self.group.wait(end_offset, timeout_s)
-        return PUT_OK if ok else FLUSH_SLAVE_TIMEOUT
+        return _STATUS[await self.group.wait(end_offset, timeout_s)]
 
     async def wait_for_slave(self, end_offset: int, timeout_s: float | None = None) -> PutMessageStatus:
         """The store's ha_hook: returns a PutMessageStatus."""

@@ -125,6 +125,31 @@ async def test_frozen_slave_gives_flush_slave_timeout_then_recovers(tmp_path: Pa
         group.stop()
 
 
+async def test_a_send_waiting_for_a_slave_that_dies_is_answered_at_once(tmp_path: Path) -> None:
+    """The slave is frozen while a SYNC send waits for it, then SIGKILLed: its HA connection closes and the
+    send is answered SLAVE_NOT_AVAILABLE (stored on the master) at once, not FLUSH_SLAVE_TIMEOUT when
+    syncFlushTimeout (2 s here) runs out; a client's 3 s timeout would otherwise leave the outcome unknown."""
+    group = start_group(tmp_path, role="SYNC_MASTER")
+    assert group.slave is not None and group.slave.proc is not None
+    client = RemotingClient()
+    try:
+        await ready_for_drill(client, group, TOPIC)
+        group.slave.proc.signal(signal.SIGSTOP)
+        t0 = time.monotonic()
+        waiting = asyncio.create_task(send(client, group.master.addr, TOPIC, b"waits-for-the-slave"))
+        await asyncio.sleep(0.5)  # the send reaches the master and waits: nothing outside shows that moment
+        assert not waiting.done()
+        group.slave.proc.signal(signal.SIGKILL)
+        answered = await waiting
+        elapsed = time.monotonic() - t0
+        assert answered.code == ResponseCode.SLAVE_NOT_AVAILABLE
+        assert answered.queue_offset >= 0
+        assert elapsed < 1.8, elapsed  # well before the 2 s syncFlushTimeout
+    finally:
+        await client.close()
+        group.stop()
+
+
 async def _send_ok(client: RemotingClient, addr: str) -> bool:
     return (await send(client, addr, TOPIC, b"after")).code == ResponseCode.SUCCESS
 

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import asyncio
 
-from mqtools.server.ha.group_transfer import GroupTransfer, GroupTransferService, ReplicationProgress
+from mqtools.server.ha.group_transfer import (
+    GroupTransfer,
+    GroupTransferService,
+    Replicated,
+    ReplicationProgress,
+)
 
 
 def test_one_ack_releases_every_covered_waiter() -> None:
@@ -64,9 +69,9 @@ async def test_service_releases_many_waits_with_one_ack() -> None:
     service.notify_ack(30)
     await asyncio.sleep(0)
     assert [t.done() for t in tasks] == [True, True, True, False]
-    assert all(t.result() for t in tasks[:3])
+    assert all(t.result() is Replicated.ACKED for t in tasks[:3])
     service.notify_ack(40)
-    assert await tasks[3] is True
+    assert await tasks[3] is Replicated.ACKED
     assert service.pending() == 0
 
 
@@ -74,15 +79,15 @@ async def test_service_times_out_without_ack() -> None:
     service = GroupTransferService(ReplicationProgress())
     slow = asyncio.create_task(service.wait(100, timeout=0.05))
     fast_ok = asyncio.create_task(service.wait(50, timeout=10.0))
-    assert await slow is False
+    assert await slow is Replicated.TIMED_OUT
     service.notify_ack(60)
-    assert await fast_ok is True
+    assert await fast_ok is Replicated.ACKED
 
 
 async def test_already_acked_offset_returns_immediately() -> None:
     service = GroupTransferService(ReplicationProgress())
     service.notify_ack(100)
-    assert await service.wait(100, timeout=0.0) is True
+    assert await service.wait(100, timeout=0.0) is Replicated.ACKED
 
 
 async def test_shutdown_fails_pending_waits() -> None:
@@ -90,4 +95,18 @@ async def test_shutdown_fails_pending_waits() -> None:
     task = asyncio.create_task(service.wait(100, timeout=30.0))
     await asyncio.sleep(0)
     service.shutdown()
-    assert await task is False
+    assert await task is Replicated.TIMED_OUT
+
+
+async def test_waits_end_at_once_when_no_slave_is_left() -> None:
+    """The last slave connection closes: puts waiting for it are answered now, not at their deadline."""
+    service = GroupTransferService(ReplicationProgress())
+    tasks = [asyncio.create_task(service.wait(end, timeout=30.0)) for end in (10, 20)]
+    await asyncio.sleep(0)
+    service.no_slave_left()
+    assert [await t for t in tasks] == [Replicated.NO_SLAVE, Replicated.NO_SLAVE]
+    assert service.pending() == 0
+    later = asyncio.create_task(service.wait(30, timeout=30.0))
+    await asyncio.sleep(0)
+    service.notify_ack(30)
+    assert await later is Replicated.ACKED
