@@ -92,6 +92,12 @@ def pair(apache4: str, mq_single: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
+def pair5(apache5: str, mq_single: str) -> dict[str, str]:
+    """Apache 5.5.0 as the oracle, for the 5.x Java client."""
+    return {"apache": apache5, "mq": mq_single}
+
+
+@pytest.fixture(scope="session")
 def pair_2m2s(ref_root: Path) -> Iterator[dict[str, str]]:
     """Apache's 2m-2s SYNC_MASTER cluster (five JVMs) and `mq cluster up --preset 2m-2s-sync`, both named
     RefCluster with BROKER_PROPS; name server addresses by side."""

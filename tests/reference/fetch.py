@@ -8,6 +8,7 @@ the repository; and build our Java harness on Apache's client.
     apache-5.5.0/lib/*.jar       the same plus the controller and the proxy
     java-harness/lib/*.jar       rocketmq-client, -acl and -tools 4.9.8 (Apache's mqadmin 4.9.8 too)
     java-harness/mq-java-harness-1.jar
+    java-harness-5.5.0/...       the same harness on rocketmq-client and -tools 5.5.0
 
 Each set keeps a stamp: the hash of what produced it (the pom, and the harness's sources). A set whose
 stamp matches is not fetched again, so a second run downloads nothing and works offline. A fetch that
@@ -86,6 +87,8 @@ SETS = {
     "apache-5": ArtifactSet(f"apache-{V5}", HERE / "maven" / "pom.xml", (f"-Drocketmq.version={V5}", "-Pfive")),
     "harness": ArtifactSet("java-harness", HERE / "java" / "pom.xml",
                            (f"-Drocketmq.client.version={V4_CLIENT}",), sources=HERE / "java" / "src"),
+    "harness-5": ArtifactSet(f"java-harness-{V5}", HERE / "java" / "pom.xml",
+                             (f"-Drocketmq.client.version={V5}", "-Pfive"), sources=HERE / "java" / "src"),
 }
 
 

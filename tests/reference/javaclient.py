@@ -25,8 +25,9 @@ from fetch import require
 MAIN = "mqref.Main"
 
 
-def java_argv(command: str, namesrv: str, *args: str) -> list[str]:
-    aset = require("harness")
+def java_argv(command: str, namesrv: str, *args: str, client: str = "harness") -> list[str]:
+    """The harness on the client set `client` ("harness": rocketmq-client 4.9.8, "harness-5": 5.5.0)."""
+    aset = require(client)
     return [*DIE_WITH_PARENT, "java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
             "-cp", aset.classpath(), MAIN, command, "--namesrv", namesrv, *args]
 
@@ -76,10 +77,10 @@ def _env(log_dir: Path | None) -> dict[str, str]:
 
 
 def run_java(command: str, namesrv: str, *args: str, timeout: float = 120.0, log_dir: Path | None = None,
-             ok: tuple[int, ...] = (0,)) -> JavaRun:
+             ok: tuple[int, ...] = (0,), client: str = "harness") -> JavaRun:
     """Run `mqref.Main command --namesrv NS args...` to its end; fail with its events and stderr unless
     its exit code is in `ok`."""
-    argv = java_argv(command, namesrv, *args)
+    argv = java_argv(command, namesrv, *args, client=client)
     done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
                           env=_env(log_dir), check=False)
     events, noise = _parse(done.stdout.splitlines())

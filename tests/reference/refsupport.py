@@ -109,7 +109,8 @@ def sent_outcome(run: JavaRun, *, queues: bool = True) -> dict[str, Any]:
     return out
 
 
-def consume_all(ns: str, topic: str, expect: int, *args: str, group: str | None = None) -> list[dict[str, Any]]:
+def consume_all(ns: str, topic: str, expect: int, *args: str, group: str | None = None,
+                client: str = "harness") -> list[dict[str, Any]]:
     run = run_java("consume", ns, "--topic", topic, "--group", group or name("CG"), "--expect", str(expect),
-                   "--timeout-s", "60", *args)
+                   "--timeout-s", "60", *args, client=client)
     return run.of("received")

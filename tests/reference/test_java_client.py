@@ -1,7 +1,8 @@
 """Apache's Java client (4.9.8) against Apache's broker and against mq's: Apache's run is the oracle.
 
 Each scenario runs the same harness commands on both sides (`topology`: single brokers, then 2m-2s
-SYNC_MASTER clusters) and reduces what the client saw to
+SYNC_MASTER clusters, for the sends, order and retries; `pair`: single brokers only, for what a second
+broker adds nothing to) and reduces what the client saw to
 an outcome (counts, statuses, per-queue order, properties, reconsume times) that must be equal; times
 (delivery delays) must agree within 20 %.
 """
@@ -67,7 +68,7 @@ def test_orderly_send_and_orderly_consume(topology):
     assert_same(out)
 
 
-def test_delay_level_delivery(topology):
+def test_delay_level_delivery(pair):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name("JDELAY")
         make_topic(ns, topic)
@@ -83,13 +84,13 @@ def test_delay_level_delivery(topology):
         delays = [e["receivedAt"] - e["bornTimestamp"] for e in got]
         return {"count": len(got), "delay_ms": sorted(delays)[len(delays) // 2], "topics": {e["topic"] == topic for e in got}}
 
-    out = on_both(topology, scenario)
+    out = on_both(pair, scenario)
     apache_delay, mq_delay = out["apache"].pop("delay_ms"), out["mq"].pop("delay_ms")
     assert_same(out)
     assert abs(mq_delay - apache_delay) <= 0.2 * apache_delay, (mq_delay, apache_delay)
 
 
-def test_compressed_bodies(topology):
+def test_compressed_bodies(pair):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name("JBIG")
         make_topic(ns, topic)
@@ -98,12 +99,12 @@ def test_compressed_bodies(topology):
         return {**sent_outcome(sent), "lens": sorted(e["bodyLen"] for e in got),
                 "sys_flag_props": sorted({k for e in got for k in e["properties"]})}
 
-    out = on_both(topology, scenario)
+    out = on_both(pair, scenario)
     assert out["apache"]["lens"] == [20000] * 10
     assert_same(out)
 
 
-def test_broadcasting(topology):
+def test_broadcasting(pair):
     def scenario(ns: str) -> dict[str, Any]:
         topic, group = name("JBCAST"), name("CG")
         make_topic(ns, topic)
@@ -119,7 +120,7 @@ def test_broadcasting(topology):
             runs = [c.close() for c in consumers]
         return {"each": [sorted(e["body"] for e in r.of("received")) for r in runs]}
 
-    out = on_both(topology, scenario)
+    out = on_both(pair, scenario)
     assert len(out["apache"]["each"][0]) == 12
     assert_same(out)
 
@@ -148,7 +149,7 @@ def test_retry_then_dlq(topology):
 
 
 @pytest.mark.parametrize("mode", ["subscribe", "assign"])
-def test_lite_pull(topology, mode):
+def test_lite_pull(pair, mode):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name("JLITE")
         make_topic(ns, topic)
@@ -157,12 +158,12 @@ def test_lite_pull(topology, mode):
                        "--expect", "30", "--timeout-s", "60")
         return {"bodies": sorted(e["body"] for e in run.of("received"))}
 
-    out = on_both(topology, scenario)
+    out = on_both(pair, scenario)
     assert len(out["apache"]["bodies"]) == 30
     assert_same(out)
 
 
-def test_query_by_key_and_id(topology):
+def test_query_by_key_and_id(pair):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name("JQUERY")
         make_topic(ns, topic)
@@ -175,6 +176,6 @@ def test_query_by_key_and_id(topology):
                 "by_id": [e["body"] for e in by_id.of("found")],
                 "by_offset_id": [e["body"] for e in by_offset_id.of("found")]}
 
-    out = on_both(topology, scenario)
+    out = on_both(pair, scenario)
     assert out["apache"]["by_key"] == [("qk-3", "body-3")]
     assert_same(out)

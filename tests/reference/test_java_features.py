@@ -138,8 +138,11 @@ def test_message_trace(pair, ref_root):
     def scenario(ns: str) -> dict[str, Any]:
         topic, group = name("JTRACE"), name("CGTRACE")
         make_topic(ns, topic)
-        sent = run_java("produce", ns, "--topic", topic, "--count", "1", "--trace", "--group", "PG_TRACE_REF")
-        consume_all(ns, topic, 1, "--trace", group=group)
+        # linger: the client's trace dispatcher sends its batch in the background, and a client that shuts
+        # down at once gives it only 500 ms (on a loaded machine the trace topic's route takes longer)
+        sent = run_java("produce", ns, "--topic", topic, "--count", "1", "--trace", "--group", "PG_TRACE_REF",
+                        "--linger-ms", "1500")
+        consume_all(ns, topic, 1, "--trace", "--linger-ms", "1500", group=group)
         msg_id = sent.of("sent")[0]["msgId"]
         deadline = time.monotonic() + 30
         while True:  # the trace dispatcher sends in batches, up to a second or so after the message

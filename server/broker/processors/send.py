@@ -213,7 +213,13 @@ class SendProcessor:
 
     def _batch(self, conn: RemotingConnection, h: SendMessageRequestHeader, body: bytes, tc: TopicConfig
                ) -> MessageExtBatch:
+        """The batch, whose properties string the store appends to each of its messages; without the
+        batch's own UNIQ_KEY (5.x clients give a batch one), which would otherwise stand last in every
+        message's properties and give them all one message id."""
         head, props_string = self._fields(conn, h, body, tc)
+        uniq = head[3].get(P.UNIQ_KEY)
+        if uniq is not None:
+            props_string = P.drop_property(props_string, P.UNIQ_KEY, uniq)
         return MessageExtBatch(*head, properties_string=props_string)
 
     # ------------------------------------------------------------------ processors

@@ -9,10 +9,12 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
-import org.apache.rocketmq.common.protocol.heartbeat.MessageModel;
 
 /** The consume command: a DefaultMQPushConsumer, concurrent or orderly. */
 final class Consume {
+    /** How long "started" waits for the first rebalance to hand the consumer its queues. */
+    private static final long OWN_WAIT_MS = 30_000;
+
     private Consume() {
     }
 
@@ -44,10 +46,8 @@ final class Consume {
         c.subscribe(topic, o.str("subexpr", "*"));
         switch (model) {
             case "clustering":
-                c.setMessageModel(MessageModel.CLUSTERING);
-                break;
             case "broadcasting":
-                c.setMessageModel(MessageModel.BROADCASTING);
+                Compat.setMessageModel(c, model.toUpperCase());
                 break;
             default:
                 throw new IllegalArgumentException("unknown --model " + model);
@@ -87,11 +87,16 @@ final class Consume {
         }
 
         c.start();
-        Out.emit("started", "group", c.getConsumerGroup(), "topic", topic, "instance", c.getInstanceName());
+        // "started" once the first rebalance gave this consumer its queues, so a test that sends after
+        // it knows the consumer is pulling (bounded: a consumer may own none)
+        int owned = Compat.awaitOwnedQueues(c, topic, OWN_WAIT_MS);
+        Out.emit("started", "group", c.getConsumerGroup(), "topic", topic, "instance", c.getInstanceName(),
+                "queues", owned);
         if (receipts.expect() <= 0) {
             receipts.releaseOnStdinEof();
         }
         boolean finished = receipts.await(timeoutMs);
+        Thread.sleep(o.integer("linger-ms", 0));  // e.g. for the trace dispatcher to send its batch
         c.shutdown();
         return receipts.finish(finished);
     }

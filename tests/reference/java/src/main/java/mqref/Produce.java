@@ -89,6 +89,7 @@ final class Produce {
                 throw new IllegalArgumentException("unknown --mode " + mode);
         }
         long elapsedNs = System.nanoTime() - t0;
+        Thread.sleep(o.integer("linger-ms", 0));  // e.g. for the trace dispatcher to send its batch
         producer.shutdown();
         Map<String, Object> done = Out.event("done");
         done.put("sent", ok.get());

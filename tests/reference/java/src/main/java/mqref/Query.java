@@ -41,7 +41,7 @@ final class Query {
                 hits.add(c.viewMessage(topic, msgId));
             } else {
                 // Offset message id only.
-                hits.add(c.viewMessage(msgId));
+                hits.add(Compat.viewByOffsetId(c, msgId));
             }
         } catch (MQClientException e) {
             // The client reports "nothing found" as an MQClientException; other failures are fatal.
