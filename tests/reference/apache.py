@@ -25,6 +25,10 @@ from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError
 from mqtools.remoting.security import ClientSecurity
 
+#: Commitlog file size of every reference broker, Apache's and mq's alike: stores handed from one side to
+#: the other, and commitlogs compared byte for byte, need the same file layout (str: a properties value).
+COMMITLOG_FILE_SIZE = str(64 * 1024 * 1024)
+
 #: Heap per JVM: a 2-master 2-slave Apache cluster and an mq cluster fit on 2 cores and 24 GiB together.
 HEAP = "256m"
 
@@ -211,7 +215,7 @@ def start_broker(root: Path, namesrv: str, version: str = "apache-4", *, name: s
     conf = {
         "brokerClusterName": cluster, "brokerName": name, "brokerId": str(broker_id), "namesrvAddr": namesrv,
         "listenPort": str(port), "brokerIP1": "127.0.0.1", "storePathRootDir": str(store),
-        "storePathCommitLog": str(store / "commitlog"), "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
+        "storePathCommitLog": str(store / "commitlog"), "mappedFileSizeCommitLog": COMMITLOG_FILE_SIZE,
         "brokerRole": "ASYNC_MASTER" if broker_id == 0 else "SLAVE", "flushDiskType": "ASYNC_FLUSH",
         "autoCreateTopicEnable": "true", "autoCreateSubscriptionGroup": "true",
         **props,

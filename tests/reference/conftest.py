@@ -72,7 +72,7 @@ def mq_single(ref_root: Path) -> Iterator[str]:
     conf.write_text("".join(f"{k}={v}\n" for k, v in tls.items()))
     namesrv = start_mq(["namesrv", "start", "-c", str(conf), "--listen-port", "0", "--store-dir", str(work / "namesrv")])
     broker = start_broker(work, namesrv.addr, "broker-a", brokerClusterName=CLUSTER,
-                          mappedFileSizeCommitLog=str(64 * 1024 * 1024), **BROKER_PROPS, **tls)
+                          mappedFileSizeCommitLog=apache.COMMITLOG_FILE_SIZE, **BROKER_PROPS, **tls)
     yield namesrv.addr
     broker.stop()
     namesrv.stop()

@@ -23,7 +23,7 @@ from mqtools.client.admin.sync import SyncMQAdmin
 
 pytestmark = pytest.mark.timeout(300)
 
-FILE_SIZE = str(64 * 1024 * 1024)
+FILE_SIZE = apache.COMMITLOG_FILE_SIZE
 
 
 @contextmanager

@@ -16,7 +16,7 @@ from refsupport import consume_all, make_topic, name
 
 pytestmark = pytest.mark.timeout(300)
 
-FILE_SIZE = str(64 * 1024 * 1024)
+FILE_SIZE = apache.COMMITLOG_FILE_SIZE
 COUNT = 60
 
 
