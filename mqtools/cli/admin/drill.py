@@ -1,8 +1,10 @@
-"""`mq admin drill list|run|check`: failover drills with a verdict (mqtools.drills does the work).
+"""`mq admin drill list|run|check|soak`: failover drills with a verdict (mqtools.drills does the work).
 
 `run` puts load on a cluster, injects the scenario's fault, keeps the load going, checks the history
 and prints the report: exit 0 PASS, 1 FAIL, 2 usage, 3 cluster unreachable (or a preset that did not
-come up). `check` re-judges a history saved with --history, offline, with the same code.
+come up). `check` re-judges a history saved with --history, offline, with the same code. `soak`
+repeats drills on fresh preset clusters under varied load and prints a tally: exit 0 only when every
+run passed.
 """
 
 from __future__ import annotations
@@ -36,9 +38,11 @@ from mqtools.cli.output import Column, View, is_terminal, render, schema_version
 if TYPE_CHECKING:
     from mqtools.drills.report import Report
     from mqtools.drills.runner import DrillStatus
+    from mqtools.drills.soak import SoakResult, SoakStatus
     from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 
-app = typer.Typer(help="Failover drills: load, a real fault, a checked history and a PASS/FAIL verdict.",
+app = typer.Typer(help="Failover drills: load, a real fault, a checked history and a PASS/FAIL verdict; soaks "
+                       "that repeat them.",
                   no_args_is_help=True)
 
 DirOpt = Annotated[
@@ -286,3 +290,128 @@ def check(
         raise usage(str(exc)) from None
     _print(report, output)
     raise typer.Exit(EXIT_OK if report.passed else EXIT_REFUSED)
+
+
+class _SoakDisplay:
+    """A bar of runs done, the run going on and its drill's phase (stderr, terminals only)."""
+
+    def __init__(self, total: int) -> None:
+        self.bar: Any = None
+        if is_terminal(sys.stderr):
+            from rich.console import Console
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+            self.bar = Progress(TextColumn("soak"), BarColumn(), MofNCompleteColumn(), TextColumn("{task.fields[fails]}"),
+                                TimeElapsedColumn(), TextColumn("{task.description}"),
+                                console=Console(file=sys.stderr), transient=True)
+            self.bar.start()
+            self.task = self.bar.add_task("", total=total, fails="")
+
+    def __call__(self, status: SoakStatus) -> None:
+        if self.bar is None:
+            return
+        what = "" if status.current is None else status.current.label()
+        if status.drill is not None:
+            what += f": {status.drill.phase} {status.drill.elapsed:.0f}s"
+        self.bar.update(self.task, completed=status.done, description=what,
+                        fails=f"{status.failed} FAIL" if status.failed else "")
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def _names(raw: str, known: list[str]) -> tuple[str, ...]:
+    """A comma list, `all` for every known name; duplicates dropped, order kept."""
+    if raw.strip() == "all":
+        return tuple(known)
+    return tuple(dict.fromkeys(n.strip() for n in raw.split(",") if n.strip()))
+
+
+@app.command("soak")
+def soak(
+    scenarios: Annotated[str, typer.Option("--scenarios", help="all, or a comma list (mq admin drill list).")] = "all",
+    presets: Annotated[str, typer.Option("--presets", help="Comma list of presets (mq cluster presets).")]
+    = "2m-2s-sync,2m-2s-async",
+    runs: Annotated[int, typer.Option("--runs", min=1, help="Runs of every scenario on every preset.")] = 3,
+    vary: Annotated[str, typer.Option("--vary", help="What each run draws: a comma list of keys (none or 8), "
+                                                     "rate (100-1000/s), size (256 B-16 KiB), tls; none for "
+                                                     "none.")] = "keys,rate,size",
+    seed: Annotated[Optional[int], typer.Option(  # noqa: UP045
+        "--seed", help="Seed of the plan: what each run draws and each drill's seed (default: random, printed).")] = None,
+    history_dir: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--history-dir", help="Where FAIL runs' histories go (mq admin drill check FILE); default "
+                              "TMPDIR/mq-soak-SEED.")] = None,
+    keep_all: Annotated[bool, typer.Option("--keep-all", help="Keep every run's history, not only FAILs'.")] = False,
+    rate: Annotated[float, typer.Option("--rate", min=0.1, help="Messages per second where rate is not "
+                                                                "varied.")] = 200.0,
+    size: Annotated[int, typer.Option("--size", min=32, help="Body bytes where size is not varied.")] = 256,
+    keys: Annotated[int, typer.Option("--keys", min=0, help="Sharding keys where keys are not varied.")] = 0,
+    duration: Annotated[float, typer.Option("--duration", min=1.0, help="Seconds of load per run.")] = 12.0,
+    producers: Annotated[int, typer.Option("--producers", min=1)] = 2,
+    consumers: Annotated[int, typer.Option("--consumers", min=1)] = 2,
+    poll_interval: Annotated[float, typer.Option("--poll-interval", min=0.1, help="The clients' route refresh, "
+                                                 "seconds (pollNameServerInterval).")] = 30.0,
+    base_port: Annotated[int, typer.Option("--base-port", help="First name-server port of each run's cluster.")]
+    = 9876,
+    sets: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--set", help="Broker property key=value for every run's cluster (repeatable).")] = None,
+    output: Annotated[str, typer.Option("-o", "--output", help="table or json.")] = "table",
+) -> None:
+    """Run every chosen scenario on every chosen preset --runs times, each on a fresh cluster with the
+    load --vary draws, and print the tally (exit 0 only when every run passed, 1 otherwise).
+
+    Each FAIL's history is kept for mq admin drill check; --seed replays the same plan.
+
+    Example: mq admin drill soak --presets 2m-2s-sync,2m-2s-async --runs 20 --vary keys,rate,size
+    """
+    import random
+    import tempfile
+
+    from mqtools.cluster.presets import list_presets
+    from mqtools.drills.scenarios import SCENARIOS
+    from mqtools.drills.soak import VARY_KINDS, SoakPlan, Variation, run_soak, validate
+
+    _check_format(output)
+    chosen = _names(scenarios, list(SCENARIOS))
+    kinds = () if vary.strip() == "none" else _names(vary, list(VARY_KINDS))
+    chosen_presets = _names(presets, list_presets())
+    try:
+        validate(chosen, kinds)
+    except ValueError as exc:
+        raise usage(str(exc)) from None
+    unknown = [p for p in chosen_presets if p not in list_presets()]
+    if unknown or not chosen or not chosen_presets:
+        raise usage(f"unknown preset {unknown[0]!r} (known: {', '.join(list_presets())})" if unknown else
+                    "--scenarios and --presets name at least one each")
+    seed = seed if seed is not None else random.randrange(1 << 31)
+    where = history_dir or Path(tempfile.gettempdir()) / f"mq-soak-{seed}"
+    if where.exists() and not where.is_dir():
+        raise usage(f"--history-dir {where} is not a directory")
+    plan = SoakPlan(chosen, chosen_presets, runs, frozenset(kinds), seed, Variation(keys, rate, size, False),
+                    duration, producers, consumers, poll_interval, base_port, _sets(sets or []))
+    display = _SoakDisplay(runs * len(chosen) * len(chosen_presets))
+    try:
+        result = run_soak(plan, where, keep_all=keep_all, progress=display)
+    finally:
+        display.close()
+    render(_soak_view(result), output)
+    raise typer.Exit(EXIT_OK if result.passed else EXIT_REFUSED)
+
+
+def _soak_view(result: SoakResult) -> View:
+    columns = [Column("SCENARIO"), Column("PRESET"), *(Column(h, right=True) for h in (
+        "RUNS", "PASS", "FAIL", "LOST", "DUP", "FAILED", "UNKNOWN", "RTO P50", "RTO P99", "REGRESSION", "ORDER"))]
+    rows = [[t.scenario, t.preset, t.runs, t.passed, t.failed_runs, t.lost, t.duplicated, t.failed, t.unknown,
+             None if t.rto_p50 is None else f"{t.rto_p50:.2f}s", None if t.rto_p99 is None else f"{t.rto_p99:.2f}s",
+             t.regression, t.order_violations] for t in result.tally()]
+    done, fails = len(result.outcomes), [o for o in result.outcomes if o.verdict != "PASS"]
+    plan = result.plan
+    footer = [(f"{done} run(s), {done - len(fails)} PASS, {len(fails)} FAIL; seed {plan.seed} "
+              f"(--seed {plan.seed} replays this plan); figures are the worst of each cell's runs")]
+    footer += [f"FAIL {o.run.label()}: {'; '.join(o.failing)}" + (f" (history {o.history})" if o.history else "")
+               for o in fails]
+    if result.interrupted:
+        footer.append("interrupted: the runs above are all that ran")
+    footer.append(f"Verdict: {'PASS' if result.passed else 'FAIL'}")
+    return View("DrillSoak", columns, rows, result.to_json(), footer=footer)

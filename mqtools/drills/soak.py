@@ -1,0 +1,267 @@
+"""`mq admin drill soak`: every chosen scenario on every chosen preset, N times, under varied load; a tally.
+
+One drill passing once proves little: a FAIL that shows once in five runs is the one a user meets. A
+soak runs each (scenario, preset) cell N times, each run an ordinary drill (`runner.run_drill`) on a
+fresh preset cluster so no run inherits another's leftovers, and varies what the issue list says
+exposes faults: ordered keys (none / 8), rate (100-1,000/s), body size (256 B - 16 KiB, so bodies
+over the client's 4 KiB threshold go compressed) and TLS. What varies, and each drill's own seed,
+come from the soak's seed: the same --seed replays the same plan. Every FAIL's history is kept, so
+`mq admin drill check FILE` re-judges it offline.
+"""
+
+from __future__ import annotations
+
+import math
+import random
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from mqtools.drills.load import LoadSpec
+from mqtools.drills.report import FAIL, PASS, Report, build
+from mqtools.drills.runner import DrillError, DrillSettings, DrillStatus, run_drill
+from mqtools.drills.scenarios import SCENARIOS
+from mqtools.drills.timeline import percentile
+
+VARY_KINDS = ("keys", "rate", "size", "tls")
+KEYED = 8
+"""Sharding keys of a keyed run (ordered sends, an order check per key)."""
+RATE_RANGE = (100.0, 1000.0)
+SIZE_RANGE = (256, 16 * 1024)
+
+
+@dataclass(frozen=True, slots=True)
+class Variation:
+    """The load of one run: what --vary draws, or the soak's fixed values where it does not."""
+
+    keys: int
+    rate: float
+    size: int
+    tls: bool
+
+    def label(self) -> str:
+        return (f"{self.rate:g}/s {self.size} B, {self.keys or 'no'} keys" + (", TLS" if self.tls else ""))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"keys": self.keys, "rate": self.rate, "size": self.size, "tls": self.tls}
+
+
+@dataclass(frozen=True, slots=True)
+class SoakRun:
+    index: int
+    """1-based, in the order the runs go."""
+    scenario: str
+    preset: str
+    variation: Variation
+    seed: int
+
+    def label(self) -> str:
+        return f"#{self.index} {self.scenario} on {self.preset} ({self.variation.label()})"
+
+
+@dataclass(frozen=True, slots=True)
+class SoakPlan:
+    scenarios: tuple[str, ...]
+    presets: tuple[str, ...]
+    runs: int
+    vary: frozenset[str]
+    seed: int
+    base: Variation
+    """The load where --vary leaves a figure fixed."""
+    duration: float = 12.0
+    producers: int = 2
+    consumers: int = 2
+    poll_interval: float = 1.0
+    base_port: int = 9876
+    overrides: dict[str, str] = field(default_factory=dict)
+
+    def schedule(self) -> list[SoakRun]:
+        """Round by round (every cell once per round), so a soak cut short has covered every cell evenly."""
+        rng = random.Random(self.seed)
+        cells = [(p, s) for p in self.presets for s in self.scenarios]
+        out = []
+        for _ in range(self.runs):
+            for preset, scenario in cells:
+                out.append(SoakRun(len(out) + 1, scenario, preset, self._draw(rng), rng.randrange(1 << 31)))
+        return out
+
+    def _draw(self, rng: random.Random) -> Variation:
+        """Log-uniform rate and size: small and large values come up alike."""
+        keys = rng.choice((0, KEYED))
+        rate = round(math.exp(rng.uniform(*map(math.log, RATE_RANGE))) / 10) * 10
+        size = round(math.exp(rng.uniform(*map(math.log, SIZE_RANGE))))
+        tls = rng.random() < 0.5
+        b = self.base
+        return Variation(keys if "keys" in self.vary else b.keys, float(rate) if "rate" in self.vary else b.rate,
+                         size if "size" in self.vary else b.size, tls if "tls" in self.vary else b.tls)
+
+    def settings(self, run: SoakRun) -> DrillSettings:
+        v = run.variation
+        load = LoadSpec(v.rate, self.duration, self.producers, self.consumers, v.size, v.keys,
+                        poll_interval=self.poll_interval)
+        return DrillSettings(run.scenario, load, preset=run.preset, base_port=self.base_port,
+                             overrides=dict(self.overrides), seed=run.seed, tls=v.tls)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenarios": list(self.scenarios), "presets": list(self.presets), "runs": self.runs,
+                "vary": sorted(self.vary), "seed": self.seed, "base": self.base.to_json(),
+                "duration": self.duration, "producers": self.producers, "consumers": self.consumers,
+                "pollInterval": self.poll_interval}
+
+
+@dataclass(slots=True)
+class RunOutcome:
+    """One run's verdict and its figures (None: not known, e.g. no order check without keys)."""
+
+    run: SoakRun
+    verdict: str
+    failing: list[str]
+    """The reasons that failed, or the error that kept the drill from running."""
+    seconds: float
+    lost: int | None = None
+    duplicated: int | None = None
+    failed: int | None = None
+    unknown: int | None = None
+    rto: float | None = None
+    regression: int | None = None
+    order_violations: int | None = None
+    history: str | None = None
+
+    @classmethod
+    def of(cls, run: SoakRun, report: Report, seconds: float) -> RunOutcome:
+        i, t = report.integrity, report.timeline
+        return cls(run, report.verdict, [r.text for r in report.reasons if not r.ok], seconds, len(i.lost),
+                   len(i.duplicated), i.failed, i.unknown, t.rto, None if i.regression is None else
+                   i.regression.messages, None if i.order is None else i.order.violations)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"index": self.run.index, "scenario": self.run.scenario, "preset": self.run.preset,
+                "load": self.run.variation.to_json(), "seed": self.run.seed, "verdict": self.verdict,
+                "failing": self.failing, "seconds": round(self.seconds, 1), "lost": self.lost,
+                "duplicated": self.duplicated, "failed": self.failed, "unknown": self.unknown,
+                "rtoSeconds": self.rto, "offsetRegression": self.regression,
+                "orderViolations": self.order_violations, "history": self.history}
+
+
+@dataclass(slots=True)
+class Tally:
+    """One (scenario, preset) cell: counts and the worst of each figure over its runs."""
+
+    scenario: str
+    preset: str
+    runs: int
+    passed: int
+    failed_runs: int
+    lost: int | None
+    duplicated: int | None
+    failed: int | None
+    unknown: int | None
+    rto_p50: float | None
+    rto_p99: float | None
+    regression: int | None
+    order_violations: int | None
+
+    @classmethod
+    def of(cls, scenario: str, preset: str, outcomes: list[RunOutcome]) -> Tally:
+        def worst(values: Iterable[int | None]) -> int | None:
+            known = [v for v in values if v is not None]
+            return max(known) if known else None
+
+        rtos = [o.rto for o in outcomes if o.rto is not None]
+        return cls(scenario, preset, len(outcomes), sum(o.verdict == PASS for o in outcomes),
+                   sum(o.verdict != PASS for o in outcomes), worst(o.lost for o in outcomes),
+                   worst(o.duplicated for o in outcomes), worst(o.failed for o in outcomes),
+                   worst(o.unknown for o in outcomes), percentile(rtos, 0.5), percentile(rtos, 0.99),
+                   worst(o.regression for o in outcomes), worst(o.order_violations for o in outcomes))
+
+    def to_json(self) -> dict[str, Any]:
+        return {"scenario": self.scenario, "preset": self.preset, "runs": self.runs, "pass": self.passed,
+                "fail": self.failed_runs, "worstLost": self.lost, "worstDuplicated": self.duplicated,
+                "worstFailed": self.failed, "worstUnknown": self.unknown, "rtoP50Seconds": self.rto_p50,
+                "rtoP99Seconds": self.rto_p99, "worstOffsetRegression": self.regression,
+                "worstOrderViolations": self.order_violations}
+
+
+@dataclass(slots=True)
+class SoakResult:
+    plan: SoakPlan
+    outcomes: list[RunOutcome] = field(default_factory=list)
+    history_dir: Path | None = None
+    interrupted: bool = False
+
+    @property
+    def passed(self) -> bool:
+        """Every planned run ran and passed."""
+        return not self.interrupted and len(self.outcomes) == self.plan.runs * len(self.plan.scenarios) * \
+            len(self.plan.presets) and all(o.verdict == PASS for o in self.outcomes)
+
+    def tally(self) -> list[Tally]:
+        cells: dict[tuple[str, str], list[RunOutcome]] = {}
+        for o in self.outcomes:
+            cells.setdefault((o.run.scenario, o.run.preset), []).append(o)
+        order = {(p, s): n for n, (p, s) in enumerate((p, s) for p in self.plan.presets
+                                                       for s in self.plan.scenarios)}
+        return [Tally.of(s, p, runs) for (s, p), runs in sorted(cells.items(), key=lambda c: order[c[0][1], c[0][0]])]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"verdict": PASS if self.passed else FAIL, "interrupted": self.interrupted,
+                "plan": self.plan.to_json(), "historyDir": None if self.history_dir is None else
+                str(self.history_dir), "tally": [t.to_json() for t in self.tally()],
+                "runs": [o.to_json() for o in self.outcomes]}
+
+
+@dataclass(slots=True)
+class SoakStatus:
+    """What the progress display shows: runs done, the current one and its drill's own status."""
+
+    done: int
+    total: int
+    failed: int
+    current: SoakRun | None
+    drill: DrillStatus | None = None
+
+
+SoakProgress = Callable[[SoakStatus], None]
+
+
+def validate(scenarios: Iterable[str], vary: Iterable[str]) -> None:
+    """ValueError naming the first unknown scenario or --vary kind."""
+    for name in scenarios:
+        if name not in SCENARIOS:
+            raise ValueError(f"unknown scenario {name!r} (known: {', '.join(SCENARIOS)})")
+    for kind in vary:
+        if kind not in VARY_KINDS:
+            raise ValueError(f"unknown --vary kind {kind!r} (known: {', '.join(VARY_KINDS)})")
+
+
+def run_soak(plan: SoakPlan, history_dir: Path, *, keep_all: bool = False,
+             progress: SoakProgress = lambda _: None) -> SoakResult:
+    """Every run of the plan in turn; Ctrl-C ends the soak with the runs done so far (interrupted)."""
+    result = SoakResult(plan, history_dir=history_dir)
+    schedule = plan.schedule()
+    for run in schedule:
+        failed = sum(o.verdict != PASS for o in result.outcomes)
+        status = SoakStatus(len(result.outcomes), len(schedule), failed, run)
+        progress(status)
+        started = time.monotonic()
+        try:
+            history = run_drill(plan.settings(run), lambda s, st=status: progress(replace(st, drill=s)))
+        except DrillError as exc:
+            result.outcomes.append(RunOutcome(run, FAIL, [f"the drill did not run: {exc}"],
+                                              time.monotonic() - started))
+            continue
+        except KeyboardInterrupt:
+            result.interrupted = True
+            break
+        outcome = RunOutcome.of(run, build(history), time.monotonic() - started)
+        if keep_all or outcome.verdict != PASS:
+            history_dir.mkdir(parents=True, exist_ok=True)
+            path = history_dir / f"{run.index:03d}-{run.scenario}-{run.preset}.jsonl"
+            history.write(path)
+            outcome.history = str(path)
+        result.outcomes.append(outcome)
+    progress(SoakStatus(len(result.outcomes), len(schedule), sum(o.verdict != PASS for o in result.outcomes),
+                        None))
+    return result
