@@ -34,6 +34,7 @@ _mq() {
             mq_admin_drill_check) path="mq admin drill check" ;;
             mq_admin_drill_list) path="mq admin drill list" ;;
             mq_admin_drill_run) path="mq admin drill run" ;;
+            mq_admin_drill_soak) path="mq admin drill soak" ;;
             mq_admin_group) path="mq admin group" ;;
             mq_admin_group_connections) path="mq admin group connections" ;;
             mq_admin_group_create) path="mq admin group create" ;;
@@ -131,10 +132,11 @@ _mq() {
         mq_admin_dlq) words="list resend --help" ;;
         mq_admin_dlq_list) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_dlq_resend) words="--all --context --namesrv --output --timeout --yes -n -o -y --help" ;;
-        mq_admin_drill) words="check list run --help" ;;
+        mq_admin_drill) words="check list run soak --help" ;;
         mq_admin_drill_check) words="--output -o --help" ;;
         mq_admin_drill_list) words="--output -o --help" ;;
         mq_admin_drill_run) words="--base-port --consumers --context --dir --duration --fault-at --fault-cmd --fault-for --heal-cmd --history --keys --max-duplicates --max-lost --max-rto --namesrv --namesrvs --output --poll-interval --preset --producers --rate --seed --set --size --target --tls --tls-ca --tls-cert --tls-key -n -o --help" ;;
+        mq_admin_drill_soak) words="--base-port --consumers --duration --history-dir --keep-all --keys --output --poll-interval --presets --producers --rate --runs --scenarios --seed --set --size --vary -o --help" ;;
         mq_admin_group) words="connections create delete list progress status update --help" ;;
         mq_admin_group_connections) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_group_create) words="--broadcast --broker-addr --broker-id --cluster --consume --context --from-min --namesrv --no-broadcast --no-consume --no-from-min --no-notify --no-orderly --notify --orderly --output --retry-max-times --retry-queues --slow-broker-id --timeout -b -c -n -o --help" ;;

@@ -230,10 +230,11 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -s y
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run' -a check
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run' -a list
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run' -a run
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run soak' -a check
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run soak' -a list
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run soak' -a run
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run soak' -a soak
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and not __fish_seen_subcommand_from check list run soak' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from check; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from check; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from check; and true' -l help
@@ -272,6 +273,25 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l base-port
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l consumers
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l duration
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l history-dir
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l keep-all
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l keys
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l poll-interval
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l presets
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l producers
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l rate
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l runs
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l scenarios
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l seed
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l set
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l size
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l vary
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a connections
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a create
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a delete

@@ -1,6 +1,7 @@
-"""`mq admin drill run` end to end: a fresh preset cluster per drill, real signals, the predicted verdicts.
+"""`mq admin drill run` and `soak` end to end: a fresh preset cluster per drill, real signals, the verdicts.
 
-Each drill is ~5 s of load at 100 msg/s with route refreshes every second (RocketMQ's
+kill-master runs through `drill run` on both presets; every scenario runs once more in the suite's short
+soak (2m-2s-sync, 8 ordered keys), whose kept histories the scenario tests judge. Each drill is ~5 s of load at 100 msg/s with route refreshes every second (RocketMQ's
 pollNameServerInterval, 30 s by default, would outlast the drill). The preset's cluster lives under
 TMPDIR (pointed at the test's tmp dir), so the process table shows whether anything was left behind.
 """
@@ -25,6 +26,7 @@ from mqtools.cli.output import load_schema
 
 pytestmark = pytest.mark.integration
 
+SCENARIO_NAMES = ["kill-master", "pause-master", "restart-master", "kill-slave", "kill-namesrv", "drain-master"]
 LOAD = ["--duration", "5", "--rate", "100", "--poll-interval", "1", "--set", "mappedFileSizeCommitLog=4194304"]
 
 
@@ -100,42 +102,74 @@ def test_kill_master_async_loss_is_what_the_slave_offset_explains(tmp_path: Path
     assert result.returncode == 0, failed_texts(report)
 
 
-def test_pause_master_stalls_then_recovers_without_loss(tmp_path: Path) -> None:
-    result, report = drill(tmp_path, "pause-master", "2m-2s-sync", "--fault-for", "2")
-    assert result.returncode == 0, failed_texts(report)
-    assert report["integrity"]["lost"]["count"] == 0
-    assert report["timeline"]["healAt"] - report["timeline"]["faultAt"] == pytest.approx(2.0, abs=0.3)
+@pytest.fixture(scope="module")
+def short_soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """The suite's soak: every scenario once on 2m-2s-sync with 8 ordered keys, every history kept.
+
+    The scenario tests below judge its runs; the soak itself must PASS as a whole.
+    """
+    tmp = tmp_path_factory.mktemp("soak")
+    histories = tmp / "histories"
+    result = mq("admin", "drill", "soak", "--presets", "2m-2s-sync", "--runs", "1", "--vary", "none", "--keys", "8",
+                "--rate", "100", "--base-port", str(base_port()), *LOAD, "--history-dir", str(histories),
+                "--keep-all", "-o", "json", env={"TMPDIR": str(tmp)}, timeout=400)
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, load_schema("DrillSoak"))
+    assert leftovers(tmp) == []
+    reports = {}
+    for run in doc["runs"]:
+        again = mq("admin", "drill", "check", run["history"], "-o", "json")
+        assert again.returncode == (0 if run["verdict"] == "PASS" else 1), again.stderr
+        reports[run["scenario"]] = json.loads(again.stdout)
+    return {"soak": doc, "returncode": result.returncode, "reports": reports}
+
+
+def soak_report(short_soak: dict[str, Any], scenario: str) -> dict[str, Any]:
+    report = short_soak["reports"][scenario]
+    assert report["verdict"] == "PASS", failed_texts(report)
+    assert report["header"]["settings"]["keys"] == 8
+    return report
+
+
+def test_the_short_soak_runs_every_scenario_once_and_passes(short_soak: dict[str, Any]) -> None:
+    doc = short_soak["soak"]
+    assert [(t["scenario"], t["runs"]) for t in doc["tally"]] == [(s, 1) for s in SCENARIO_NAMES]
+    failing = {r["scenario"]: r["failing"] for r in doc["runs"] if r["verdict"] != "PASS"}
+    assert short_soak["returncode"] == 0 and doc["verdict"] == "PASS", failing
+    assert all(r["orderViolations"] is not None for r in doc["runs"])  # keyed runs check order
+
+
+def test_pause_master_stalls_then_recovers_without_loss(short_soak: dict[str, Any]) -> None:
+    report = soak_report(short_soak, "pause-master")
+    assert report["integrity"]["lost"]["count"] == 0 and report["integrity"]["order"]["violations"] == 0
+    fault_for = report["header"]["settings"]["faultFor"]
+    assert report["timeline"]["healAt"] - report["timeline"]["faultAt"] == pytest.approx(fault_for, abs=0.3)
     assert report["timeline"]["latencyMs"]["during"]["max"] > 500  # the stall shows as latency
 
 
-def test_restart_master_serves_no_older_offsets_and_redelivers_nothing(tmp_path: Path) -> None:
+def test_restart_master_serves_no_older_offsets_and_redelivers_nothing(short_soak: dict[str, Any]) -> None:
     # down longer than the consumers' 5 s offset persist interval, so they commit to the slave meanwhile
-    result, report = drill(tmp_path, "restart-master", "2m-2s-sync", "--fault-for", "6")
-    integrity = report["integrity"]
+    integrity = soak_report(short_soak, "restart-master")["integrity"]
     assert integrity["offsetRegression"] is not None and integrity["offsetRegression"]["returns"] == 1
     assert integrity["offsetRegression"]["messages"] == 0, integrity["offsetRegression"]["detail"]
     assert integrity["redelivered"] == 0 and integrity["lost"]["count"] == 0
-    assert result.returncode == 0, failed_texts(report)
 
 
-def test_kill_slave_fails_no_send(tmp_path: Path) -> None:
-    result, report = drill(tmp_path, "kill-slave", "2m-2s-sync")
-    assert result.returncode == 0, failed_texts(report)
-    integrity = report["integrity"]
+def test_kill_slave_fails_no_send(short_soak: dict[str, Any]) -> None:
+    integrity = soak_report(short_soak, "kill-slave")["integrity"]
     assert integrity["failed"] == 0 and integrity["unknown"] == 0 and integrity["lost"]["count"] == 0
     assert integrity["ackedNotOk"].get("SLAVE_NOT_AVAILABLE", 0) > 0  # stored on the master alone
 
 
-def test_kill_namesrv_keeps_every_send_and_the_order(tmp_path: Path) -> None:
-    result, report = drill(tmp_path, "kill-namesrv", "2m-2s-sync", "--keys", "4")
-    assert result.returncode == 0, failed_texts(report)
+def test_kill_namesrv_keeps_every_send_and_the_order(short_soak: dict[str, Any]) -> None:
+    report = soak_report(short_soak, "kill-namesrv")
     assert len(report["header"]["cluster"]["namesrv"]) == 2
     assert report["integrity"]["failed"] == 0 and report["integrity"]["order"]["violations"] == 0
 
 
-def test_drain_master_runbook_fails_no_send_and_loses_nothing(tmp_path: Path) -> None:
-    result, report = drill(tmp_path, "drain-master", "2m-2s-sync")
-    assert result.returncode == 0, failed_texts(report)
+def test_drain_master_runbook_fails_no_send_and_loses_nothing(short_soak: dict[str, Any]) -> None:
+    report = soak_report(short_soak, "drain-master")
     integrity = report["integrity"]
     assert integrity["failed"] == 0 and integrity["unknown"] == 0 and integrity["lost"]["count"] == 0
     labels = [m["label"] for m in report["timeline"]["moments"] if m["at"] is not None]
@@ -144,13 +178,18 @@ def test_drain_master_runbook_fails_no_send_and_loses_nothing(tmp_path: Path) ->
     assert labels.index("producers left the group") < labels.index("master stopped") < labels.index("heal")
 
 
+def test_soak_usage_errors_are_one_line() -> None:
+    one_line_error(mq("admin", "drill", "soak", "--scenarios", "kill-all"), 2, "unknown scenario")
+    one_line_error(mq("admin", "drill", "soak", "--vary", "speed"), 2, "unknown --vary kind")
+    one_line_error(mq("admin", "drill", "soak", "--presets", "9m-0s"), 2, "unknown preset")
+
+
 def test_list_describes_every_scenario() -> None:
     result = mq("admin", "drill", "list", "-o", "json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     jsonschema.validate(doc, load_schema("DrillScenarioList"))
-    assert [s["name"] for s in doc["scenarios"]] == ["kill-master", "pause-master", "restart-master", "kill-slave",
-                                                      "kill-namesrv", "drain-master"]
+    assert [s["name"] for s in doc["scenarios"]] == SCENARIO_NAMES
     assert "drain-master" in mq("admin", "drill", "list").stdout
 
 
