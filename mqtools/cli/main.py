@@ -12,8 +12,7 @@ import typer
 
 from mqtools import __version__
 from mqtools.cli import admin, broker_cmd, cluster_cmd, context_cmd, namesrv_cmd, spark_cmd, top_cmd
-
-EXIT_USAGE = 2
+from mqtools.common.exitcodes import EXIT_USAGE
 
 app = typer.Typer(
     name="mq",

@@ -19,8 +19,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    EXIT_REFUSED,
-    EXIT_UNREACHABLE,
     ContextOpt,
     NamesrvOpt,
     OutputOpt,
@@ -29,11 +27,13 @@ from mqtools.cli.admin.common import (
     TlsKeyOpt,
     TlsOpt,
     check_output,
+    exit_for,
     fail,
     tls_flags,
     usage,
 )
 from mqtools.cli.output import Column, View, is_terminal, render
+from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE
 
 if TYPE_CHECKING:
     from mqtools.client.contexts import Target
@@ -152,17 +152,15 @@ def _target(namesrv: str | None, context: str | None, tls: bool, ca: str | None,
 
 
 def _cluster_call(fn: Any) -> Any:
-    """Run a driver-side check; an unknown topic is bad input (2), an unreachable cluster 3."""
-    from mqtools.client.errors import MQClientError, TopicNotExistError, UnreachableError
+    """Run a driver-side check; an unknown topic is bad input (2), anything else as every command maps it."""
+    from mqtools.client.errors import MQClientError, TopicNotExistError
 
     try:
         return fn()
     except TopicNotExistError as exc:
         raise usage(f"unknown topic: {exc.remark or exc}") from None
-    except UnreachableError as exc:
-        raise fail(f"cluster unreachable: {exc}", EXIT_UNREACHABLE) from None
     except MQClientError as exc:
-        raise fail(str(exc), EXIT_UNREACHABLE) from None
+        raise exit_for(exc) from None
 
 
 def _queues(namesrv: str, topic: str, security: ClientSecurity | None) -> int:

@@ -14,7 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    EXIT_UNREACHABLE,
     ContextOpt,
     NamesrvOpt,
     TimeoutOpt,
@@ -22,12 +21,13 @@ from mqtools.cli.admin.common import (
     TlsCertOpt,
     TlsKeyOpt,
     TlsOpt,
-    _exit_for,
+    exit_for,
     fail,
     tls_flags,
     usage,
 )
 from mqtools.cli.output import is_terminal
+from mqtools.common.exitcodes import EXIT_UNREACHABLE
 
 if TYPE_CHECKING:
     from mqtools.remoting.security import ClientSecurity
@@ -64,7 +64,7 @@ def top(
     try:
         target = resolve(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key))
     except MQClientError as exc:
-        raise _exit_for(exc) from None
+        raise exit_for(exc) from None
     chosen_dir = str(state_dir) if state_dir else (target.context.state_dir if target.context else None)
     context_name = target.context.name if target.context else None
     if once:

@@ -1,7 +1,8 @@
 """The wire calls consumers and the admin API share (RocketMQ's MQClientAPIImpl, PullAPIWrapper, MQAdminImpl).
 
-Each function builds one request, sends it through the `ClientInstance` and turns the
-answer into a Python value or an `MQBrokerError`; none keeps state of its own.
+Each function builds one request, sends it through the `ClientInstance` (the gateway) and turns the
+answer into a Python value; a refusal arrives as its named `MQBrokerError`, a transport failure as
+`UnreachableError`. None keeps state of its own.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import contextlib
 import zlib
 from collections.abc import Iterable
 
-from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.client.errors import MQClientError
 from mqtools.client.instance import ClientInstance
 from mqtools.client.subscription import matches
 from mqtools.client.types import PULL_STATUS_BY_CODE, PullResult, PullStatus
@@ -27,9 +28,8 @@ from mqtools.remoting.bodies import (
     MessageQueue,
     SubscriptionData,
 )
-from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import (
     ConsumerGroupRequestHeader,
     ConsumerSendMsgBackRequestHeader,
@@ -43,8 +43,6 @@ from mqtools.remoting.security import ClientSecurity
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2
 FLAG_SUBSCRIPTION = 0x4
-#: What a wire call may raise: transport failures, client-side refusals, broker error codes.
-CLIENT_ERRORS = (RemotingError, MQClientError, MQBrokerError)
 
 
 def decode_pull_body(body: bytes | None) -> list[MessageExt]:
@@ -82,10 +80,9 @@ async def pull_once(instance: ClientInstance, group: str, mq: MessageQueue, sub:
         sub_version=sub.sub_version, subscription=sub.sub_string, expression_type="TAG",
     )
     wait = timeout if timeout is not None else instance.timeout + suspend_ms / 1000
-    resp = await instance.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()), wait)
-    status = PULL_STATUS_BY_CODE.get(resp.code)  # type: ignore[call-overload]
-    if status is None:
-        raise MQBrokerError(resp.code, resp.remark)
+    resp = await instance.invoke(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, header.to_ext()), wait,
+                                 ok=PULL_STATUS_BY_CODE)
+    status = PULL_STATUS_BY_CODE[resp.code]  # type: ignore[index]
     ext = resp.ext_fields
     result = PullResult(status, int(ext.get("nextBeginOffset", offset)), int(ext.get("minOffset", 0)),
                         int(ext.get("maxOffset", 0)), suggest_which_broker_id=int(ext.get("suggestWhichBrokerId", 0)))
@@ -107,8 +104,6 @@ async def queue_offset(instance: ClientInstance, mq: MessageQueue, code: Request
     else:
         ext = QueueRequestHeader(mq.topic, mq.queue_id).to_ext()
     resp = await instance.invoke(addr, RemotingCommand.request(code, ext))
-    if resp.code != ResponseCode.SUCCESS:
-        raise MQBrokerError(resp.code, resp.remark)
     return OffsetResponseHeader.from_ext(resp.ext_fields).offset
 
 
@@ -121,9 +116,9 @@ async def consumer_ids(instance: ClientInstance, group: str, brokers: Iterable[s
         header = ConsumerGroupRequestHeader(group).to_ext()
         try:
             resp = await instance.invoke(addr, RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, header))
-        except RemotingError:
+        except MQClientError:
             continue
-        if resp.code == ResponseCode.SUCCESS and resp.body:
+        if resp.body:
             return ConsumerListBody.from_json(resp.body).consumer_id_list
     return []
 
@@ -145,9 +140,9 @@ async def lock_batch(instance: ClientInstance, group: str, mqs: Iterable[Message
         body = LockBatchRequestBody(group, instance.client_id, queues).to_json()
         try:
             resp = await instance.invoke(addr, RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=body))
-        except RemotingError:
+        except MQClientError:
             continue
-        if resp.code == ResponseCode.SUCCESS and resp.body:
+        if resp.body:
             locked |= LockBatchResponseBody.from_json(resp.body).lock_ok_mq_set
     return locked
 
@@ -159,7 +154,7 @@ async def unlock_batch(instance: ClientInstance, group: str, mqs: Iterable[Messa
         if addr is None:
             continue
         body = LockBatchRequestBody(group, instance.client_id, queues).to_json()
-        with contextlib.suppress(RemotingError):
+        with contextlib.suppress(MQClientError):
             await instance.invoke(addr, RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, body=body))
 
 
@@ -174,11 +169,10 @@ async def send_back(instance: ClientInstance, group: str, mq: MessageQueue, msg:
         origin_topic=msg.topic, max_reconsume_times=max_reconsume_times,
     )
     try:
-        resp = await instance.invoke(addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK,
-                                                                   header.to_ext()))
-    except RemotingError:
+        await instance.invoke(addr, RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext()))
+    except MQClientError:
         return False
-    return resp.code == ResponseCode.SUCCESS
+    return True
 
 
 class ConsumerBase:

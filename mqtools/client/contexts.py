@@ -16,8 +16,8 @@ from pathlib import Path
 from mqtools.client import credentials
 from mqtools.client.errors import MQClientError
 from mqtools.client.tls import options_from_json, options_to_json
+from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.atomic_file import write_atomic
-from mqtools.remoting.client import parse_namesrv_list
 from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 
 CONFIG_ENV = "MQ_CONFIG_DIR"

@@ -3,12 +3,16 @@
 `MQClientError` is the base of everything mq-specific. A server's refusal is an `MQBrokerError`
 subclass chosen by its response code (`for_code`, `broker_error`), so a caller writes
 `except TopicNotExistError` rather than comparing numbers; `.code` and `.remark` keep the server's
-own answer. A peer that cannot be reached, or does not answer in time, is `UnreachableError`.
+own answer. A peer that cannot be reached, or does not answer in time, is `UnreachableError`, one
+subclass per way it happens, because a sender must know whether its request may have arrived. The
+transport's own exceptions stop at the client's one gateway (`ClientInstance.invoke`), which turns them
+into these (`unreachable_error`).
 """
 
 from __future__ import annotations
 
 from mqtools.remoting.codes import ResponseCode
+from mqtools.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
 
 class MQClientError(Exception):
@@ -17,6 +21,27 @@ class MQClientError(Exception):
 
 class UnreachableError(MQClientError):
     """No connection to a name server or broker, or it dropped, or no answer came in time."""
+
+
+class ConnectFailedError(UnreachableError):
+    """No connection could be made: the request never left, so it surely did nothing."""
+
+
+class RequestTimeoutError(UnreachableError):
+    """No answer within the timeout: the server may still have done what was asked."""
+
+
+class ConnectionDroppedError(UnreachableError):
+    """The connection closed while the request waited: the server may have done it."""
+
+
+def unreachable_error(exc: RemotingError) -> UnreachableError:
+    """The client error for a transport failure."""
+    if isinstance(exc, RemotingConnectError):
+        return ConnectFailedError(str(exc))
+    if isinstance(exc, RemotingTimeoutError):
+        return RequestTimeoutError(str(exc))
+    return ConnectionDroppedError(str(exc))
 
 
 class MQBrokerError(MQClientError):

@@ -1,8 +1,11 @@
-"""ClientInstance: what producers and consumers of one process share.
+"""ClientInstance: what producers, consumers and the admin API of one process share.
 
 One remoting client (name-server selection, a connection per broker), the route cache,
 heartbeats to brokers, and the handler for requests brokers send to clients
-(NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET).
+(NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET). It is also the client side's one wire
+gateway (RocketMQ's MQClientAPIImpl role): every request goes out through `invoke`, `invoke_oneway`
+or `invoke_each_namesrv`, which turn transport failures into `UnreachableError` subclasses and
+unexpected response codes into their named `MQBrokerError`, so nothing above sees the transport.
 """
 
 from __future__ import annotations
@@ -13,16 +16,23 @@ import itertools
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Protocol
 
-from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.client.errors import (
+    MQClientError,
+    NotAvailable,
+    UnreachableError,
+    broker_error,
+    unreachable_error,
+)
 from mqtools.client.route import TopicRoute, with_default_queue_nums
+from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import ConsumerData, HeartbeatData, ProducerData, TopicRouteData
-from mqtools.remoting.client import RemotingClient, parse_namesrv_list
+from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
@@ -77,6 +87,10 @@ class ClientInstance:
         self._task: asyncio.Task | None = None
         self._started = 0
 
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        return self.remoting.namesrv_addrs
+
     # life cycle -----------------------------------------------------------------------
 
     async def start(self) -> None:
@@ -99,7 +113,7 @@ class ClientInstance:
         while True:
             await asyncio.sleep(min(ROUTE_REFRESH_INTERVAL, HEARTBEAT_INTERVAL))
             for topic in list(self.routes):
-                with contextlib.suppress(MQClientError, RemotingError):
+                with contextlib.suppress(MQClientError):
                     await self.route(topic, refresh=True)
             await self.heartbeat()
 
@@ -108,11 +122,11 @@ class ClientInstance:
     async def fetch_route(self, topic: str) -> TopicRouteData | None:
         """GET_ROUTEINFO_BY_TOPIC; None when the name server does not know the topic."""
         cmd = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic).to_ext())
-        resp = await self.remoting.invoke_namesrv(cmd, self.timeout)
+        resp = await self.invoke(None, cmd, ok=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST))
         if resp.code == ResponseCode.TOPIC_NOT_EXIST:
             return None
-        if resp.code != ResponseCode.SUCCESS or not resp.body:
-            raise MQBrokerError(resp.code, resp.remark)
+        if not resp.body:
+            raise broker_error(ResponseCode.SYSTEM_ERROR, f"the route of {topic} came without a body")
         return TopicRouteData.from_json(resp.body)
 
     async def route(self, topic: str, *, refresh: bool = False) -> TopicRoute | None:
@@ -160,8 +174,39 @@ class ClientInstance:
 
     # requests -------------------------------------------------------------------------
 
-    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float | None = None) -> RemotingCommand:
-        return await self.remoting.invoke(addr, cmd, timeout or self.timeout)
+    async def invoke(self, addr: str | None, cmd: RemotingCommand, timeout: float | None = None, *,
+                     ok: Collection[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+        """One request to `addr` (the chosen name server when None) and its answer, whose code is in `ok`.
+
+        A transport failure raises the UnreachableError subclass that says whether the request may
+        have arrived; any other code raises its named MQBrokerError (NotAvailable when the server
+        does not know the request, e.g. an mq-private code sent to Apache RocketMQ).
+        """
+        wait = timeout or self.timeout
+        try:
+            resp = await (self.remoting.invoke_namesrv(cmd, wait) if addr is None
+                          else self.remoting.invoke(addr, cmd, wait))
+        except RemotingError as exc:
+            raise unreachable_error(exc) from None
+        if resp.code in ok:
+            return resp
+        if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            raise NotAvailable(resp.code, f"{addr or 'name server'} does not support request code {int(cmd.code)}: "
+                                          f"{resp.remark}")
+        raise broker_error(resp.code, resp.remark)
+
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
+        """A request no answer comes for (e.g. a reply to the broker, END_TRANSACTION)."""
+        try:
+            await self.remoting.invoke_oneway(addr, cmd)
+        except RemotingError as exc:
+            raise unreachable_error(exc) from None
+
+    async def invoke_each_namesrv(self, make_cmd: Callable[[], RemotingCommand], timeout: float | None = None
+                                  ) -> dict[str, RemotingCommand | UnreachableError]:
+        """The same request to every name server at once: each one's answer (any code) or its failure."""
+        answers = await self.remoting.invoke_each_namesrv(make_cmd, timeout or self.timeout)
+        return {addr: unreachable_error(a) if isinstance(a, RemotingError) else a for addr, a in answers.items()}
 
     async def heartbeat(self) -> None:
         data = HeartbeatData(
@@ -181,8 +226,8 @@ class ClientInstance:
         async def one(addr: str) -> None:
             cmd = RemotingCommand.request(RequestCode.HEART_BEAT, body=body, language=LanguageCode.PYTHON)
             try:
-                await self.remoting.invoke(addr, cmd, self.timeout)
-            except RemotingError as exc:
+                await self.invoke(addr, cmd)
+            except MQClientError as exc:
                 log.debug("heartbeat to %s failed: %s", addr, exc)
 
         await asyncio.gather(*(one(a) for a in sorted(targets)))
@@ -195,9 +240,8 @@ class ClientInstance:
             ext["consumerGroup"] = consumer_group
 
         async def one(addr: str) -> None:
-            with contextlib.suppress(RemotingError):
-                await self.remoting.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, dict(ext)),
-                                           self.timeout)
+            with contextlib.suppress(MQClientError):
+                await self.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, dict(ext)))
 
         await asyncio.gather(*(one(a) for a in sorted(self.all_broker_addrs())))
 

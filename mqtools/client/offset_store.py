@@ -10,12 +10,11 @@ from typing import TYPE_CHECKING
 
 import orjson
 
-from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.client.errors import MQClientError, UnreachableError
 from mqtools.common.atomic_file import write_atomic
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import QueryConsumerOffsetRequestHeader, UpdateConsumerOffsetRequestHeader
 
 if TYPE_CHECKING:
@@ -57,43 +56,41 @@ class RemoteOffsetStore(OffsetStore):
             raise MQClientError(f"The broker[{mq.broker_name}] not exist")
         return addr
 
-    async def _invoke(self, mq: MessageQueue, code: RequestCode, ext: dict[str, str]) -> RemotingCommand:
+    async def _invoke(self, mq: MessageQueue, code: RequestCode, ext: dict[str, str],
+                      ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
         """To the node serving the queue's broker: the master, else (route refreshed after the master
         failed to answer) the slave, where RocketMQ 4.x clients also read and commit offsets while
         the master is down. The returning master takes those offsets back (server pre-online step)."""
         addr = self._addr(mq)
         try:
-            return await self.instance.invoke(addr, RemotingCommand.request(code, ext))
-        except RemotingError:
-            with contextlib.suppress(RemotingError, MQClientError):
+            return await self.instance.invoke(addr, RemotingCommand.request(code, ext), ok=ok)
+        except UnreachableError:
+            with contextlib.suppress(MQClientError):
                 await self.instance.route(mq.topic, refresh=True)
             other = self._addr(mq)
             if other == addr:
                 raise
-            return await self.instance.invoke(other, RemotingCommand.request(code, ext))
+            return await self.instance.invoke(other, RemotingCommand.request(code, ext), ok=ok)
 
     async def read(self, mq: MessageQueue) -> int | None:
         """The broker's committed offset; None when the group never committed on that queue."""
         header = QueryConsumerOffsetRequestHeader(self.group, mq.topic, mq.queue_id)
-        resp = await self._invoke(mq, RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext())
+        resp = await self._invoke(mq, RequestCode.QUERY_CONSUMER_OFFSET, header.to_ext(),
+                                  (ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
         if resp.code == ResponseCode.QUERY_NOT_FOUND:
             return None
-        if resp.code != ResponseCode.SUCCESS:
-            raise MQBrokerError(resp.code, resp.remark)
         offset = int(resp.ext_fields["offset"])
         self.table[mq] = offset
         return offset
 
     async def commit(self, mq: MessageQueue, offset: int) -> None:
         header = UpdateConsumerOffsetRequestHeader(self.group, mq.topic, mq.queue_id, offset)
-        resp = await self._invoke(mq, RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
-        if resp.code != ResponseCode.SUCCESS:
-            raise MQBrokerError(resp.code, resp.remark)
+        await self._invoke(mq, RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
 
     async def persist(self, mqs: list[MessageQueue]) -> None:
         async def one(mq: MessageQueue) -> None:
             if mq in self.table:
-                with contextlib.suppress(RemotingError, MQClientError, MQBrokerError):
+                with contextlib.suppress(MQClientError):
                     await self.commit(mq, self.table[mq])
 
         await asyncio.gather(*(one(mq) for mq in mqs))

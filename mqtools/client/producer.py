@@ -41,7 +41,6 @@ from mqtools.common.validation import ValidationError, check_topic_for_send
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.security import ClientSecurity
 
 QueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
@@ -167,7 +166,7 @@ class Producer:
         route = await self.instance.publish_route(msg.topic, self.default_topic_queue_nums)
         mq = self.fault.select_one_queue(self._rotation(route), None)
         cmd = self._command(msg, body, flag, mq)
-        await self.instance.remoting.invoke_oneway(self._master(mq), cmd)
+        await self.instance.invoke_oneway(self._master(mq), cmd)
 
     async def send_batch(self, msgs: Sequence[Message], *, queue: MessageQueue | None = None,
                          timeout: float | None = None) -> SendResult:
@@ -286,7 +285,7 @@ class Producer:
             started = self._clock()
             try:
                 result = await self._send_once(msg, body, flag, mq, share, batch=batch)
-            except (RemotingError, MQClientError, MQBrokerError) as exc:
+            except MQClientError as exc:
                 self.fault.update_fault_item(mq.broker_name, (self._clock() - started) * 1000, isolation=True)
                 if isinstance(exc, MQBrokerError) and exc.code not in RETRY_CODES:
                     raise
@@ -307,7 +306,7 @@ class Producer:
     async def _refresh_after_failure(self, topic: str) -> None:
         try:
             await self.instance.route(topic, refresh=True)
-        except (RemotingError, MQClientError, MQBrokerError):
+        except MQClientError:
             return
 
     async def _send_to_chosen(self, msg: Message, body: bytes, flag: int, queue: MessageQueue | None,
@@ -324,10 +323,8 @@ class Producer:
     async def _send_once(self, msg: Message, body: bytes, flag: int, mq: MessageQueue, timeout: float, *,
                          batch: bool = False) -> SendResult:
         cmd = self._command(msg, body, flag, mq, batch=batch)
-        resp = await self.instance.remoting.invoke(self._master(mq), cmd, timeout)
-        status = SEND_STATUS_BY_CODE.get(resp.code)  # type: ignore[call-overload]
-        if status is None:
-            raise MQBrokerError(resp.code, resp.remark)
+        resp = await self.instance.invoke(self._master(mq), cmd, timeout, ok=SEND_STATUS_BY_CODE)
+        status = SEND_STATUS_BY_CODE[resp.code]  # type: ignore[index]
         ext = resp.ext_fields
         queue = MessageQueue(mq.topic, mq.broker_name, int(ext.get("queueId", mq.queue_id)))
         return SendResult(status, msg.properties.get(P.UNIQ_KEY, ""), ext.get("msgId", ""), queue,

@@ -14,7 +14,7 @@ import logging
 from pathlib import Path
 from typing import Self
 
-from mqtools.client.client_api import CLIENT_ERRORS, ConsumerBase, pull_once
+from mqtools.client.client_api import ConsumerBase, pull_once
 from mqtools.client.consume_service import (
     ConcurrentConsumeService,
     ConsumeService,
@@ -130,7 +130,7 @@ class PushConsumer(ConsumerBase):
         self.instance.consumers[self.group] = self
         await self.instance.start()
         for topic in self._topics():
-            with contextlib.suppress(*CLIENT_ERRORS):
+            with contextlib.suppress(MQClientError):
                 await self.instance.route(topic, refresh=True)
         await self.instance.heartbeat()
         self._tasks = [asyncio.create_task(self._rebalance.run(self._topics, self.rebalance_interval)),
@@ -219,10 +219,10 @@ class PushConsumer(ConsumerBase):
                     commit_offset=self.offsets.table.get(pq.mq), suspend_ms=int(self.suspend_timeout * 1000),
                     broker_id=pq.broker_id,
                 )
-            except CLIENT_ERRORS as exc:
+            except MQClientError as exc:
                 log.debug("pull %s failed: %s", pq.mq, exc)
                 pq.broker_id = MASTER_ID
-                with contextlib.suppress(*CLIENT_ERRORS):
+                with contextlib.suppress(MQClientError):
                     await self.instance.route(pq.mq.topic, refresh=True)
                 await asyncio.sleep(PULL_RETRY_DELAY)
                 continue

@@ -17,7 +17,8 @@ import logging
 import time
 from collections.abc import Callable
 
-from mqtools.client.client_api import CLIENT_ERRORS, consumer_ids, lock_batch, queue_offset, unlock_batch
+from mqtools.client.client_api import consumer_ids, lock_batch, queue_offset, unlock_batch
+from mqtools.client.errors import MQClientError
 from mqtools.client.instance import ClientInstance
 from mqtools.client.offset_store import OffsetStore
 from mqtools.client.process_queue import ProcessQueue
@@ -94,7 +95,7 @@ class Rebalance:
             self._wake.clear()
             try:
                 pending = await self.rebalance(topics())
-            except CLIENT_ERRORS as exc:
+            except MQClientError as exc:
                 log.info("rebalance of %s failed: %s", self.group, exc)
                 pending = True
             delay = LOCK_RETRY_INTERVAL if pending else interval
@@ -150,7 +151,7 @@ class Rebalance:
     async def _add(self, mq: MessageQueue) -> None:
         try:
             offset = await self._start_offset(mq)
-        except CLIENT_ERRORS as exc:
+        except MQClientError as exc:
             log.info("no start offset for %s yet: %s", mq, exc)
             if self.clustering:
                 await unlock_batch(self.instance, self.group, [mq])

@@ -22,7 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.client.errors import ConnectFailedError, MQBrokerError, MQClientError, UnreachableError
 from mqtools.client.producer import Producer, select_by_hash
 from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult, SendResult
@@ -31,7 +31,6 @@ from mqtools.common.ids import decode_offset_msg_id
 from mqtools.common.message import Message, MessageExt
 from mqtools.drills.history import FAIL, OK, RECEIVE, SEND, UNKNOWN, History, Op
 from mqtools.remoting.codes import ResponseCode
-from mqtools.remoting.errors import RemotingConnectError, RemotingError
 from mqtools.remoting.security import ClientSecurity
 
 KEY_PROPERTY = "DRILL_KEY"
@@ -71,7 +70,15 @@ class RecordingProducer(Producer):
             if noted is not None:
                 noted.append(("none", exc.code))
             raise
-        except (RemotingConnectError, MQClientError):
+        except ConnectFailedError:
+            if noted is not None:
+                noted.append(("none", None))
+            raise
+        except UnreachableError:  # timed out or dropped: the broker may have stored it
+            if noted is not None:
+                noted.append(("maybe", None))
+            raise
+        except MQClientError:
             if noted is not None:
                 noted.append(("none", None))
             raise
@@ -136,7 +143,7 @@ class Load:
             producer = RecordingProducer(f"{self.group}_P{i}", namesrv=self.namesrv,
                                          send_timeout=self.spec.send_timeout, security=self.security)
             self.producers.append(await producer.start())
-            with contextlib.suppress(MQClientError, RemotingError):
+            with contextlib.suppress(MQClientError):
                 await producer.instance.route(self.topic, refresh=True)
         if self.spec.poll_interval < 30:
             self._refresher = asyncio.create_task(self._refresh_routes())
@@ -148,7 +155,7 @@ class Load:
         for producer in self.producers:
             for name in broker_names:
                 for _ in range(2):
-                    with contextlib.suppress(MQClientError, RemotingError):
+                    with contextlib.suppress(MQClientError):
                         await producer.send(Message(name, b"mq drill warm-up"), timeout=self.spec.send_timeout)
 
     async def stop(self) -> None:
@@ -177,7 +184,7 @@ class Load:
     async def _route(self) -> set[Any] | None:
         try:
             route = await self.consumers[0].instance.route(self.topic, refresh=True) if self.consumers else None
-        except (MQClientError, RemotingError):
+        except MQClientError:
             return None
         return set(route.subscribe) if route is not None else None
 
@@ -186,7 +193,7 @@ class Load:
         while True:
             await asyncio.sleep(self.spec.poll_interval)
             for client in [*self.producers, *self.consumers]:
-                with contextlib.suppress(MQClientError, RemotingError):
+                with contextlib.suppress(MQClientError):
                     await client.instance.route(self.topic, refresh=True)
 
     # sending ------------------------------------------------------------------------------
@@ -237,7 +244,7 @@ class Load:
                 result = await producer.send(msg, selector=select_by_hash, arg=key)
             else:
                 result = await producer.send(msg)
-        except (MQClientError, RemotingError) as exc:  # ordered sends raise the transport's error as is
+        except (MQClientError) as exc:  # ordered sends raise the transport's error as is
             record_failure(op, exc, noted)
         except Exception as exc:  # noqa: BLE001 - any other failure of a send is recorded, not fatal
             op.result, op.error = UNKNOWN, f"{type(exc).__name__}: {exc}"
@@ -308,7 +315,7 @@ def record_success(op: Op, result: SendResult) -> None:
         op.code = int(ResponseCode[op.status])
 
 
-def record_failure(op: Op, exc: MQClientError | RemotingError, noted: list[tuple[str, int | None]]) -> None:
+def record_failure(op: Op, exc: MQClientError, noted: list[tuple[str, int | None]]) -> None:
     """fail only when no attempt could have stored the message; the code of the last refusal."""
     op.error = f"{type(exc).__name__}: {exc}"
     if isinstance(exc, MQBrokerError):

@@ -29,6 +29,7 @@ from mqtools.client.errors import MQClientError, UnreachableError
 from mqtools.cluster import launcher
 from mqtools.cluster import supervisor as sv
 from mqtools.cluster.presets import PresetError
+from mqtools.common.exitcodes import EXIT_UNREACHABLE, EXIT_USAGE
 from mqtools.common.topics import retry_topic
 from mqtools.drills.faults import Actions, CommandActions, DrillContext, LocalActions
 from mqtools.drills.history import History
@@ -39,8 +40,6 @@ from mqtools.drills.scenarios import SCENARIOS, Criteria, ScenarioError
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 from mqtools.remoting.security import ClientSecurity
 
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
 QUEUES_PER_BROKER = 4
 SETTLE_QUIET = 3.0
 SETTLE_CAP = 20.0

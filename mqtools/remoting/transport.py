@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.command import FLAG_ONEWAY, RemotingCommand
 from mqtools.remoting.errors import ProtocolError, RemotingConnectionClosed, RemotingTimeoutError
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME, FrameDecoder
 
@@ -200,7 +200,7 @@ class RemotingConnection(asyncio.Protocol):
             self._arm(earliest)
 
     def invoke_oneway(self, cmd: RemotingCommand) -> None:
-        cmd.flag |= 2
+        cmd.flag |= FLAG_ONEWAY
         self.send(cmd)
 
     def close(self) -> None:

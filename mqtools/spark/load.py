@@ -86,7 +86,7 @@ def _message(plan: ProducePlan, task: int, i: int, body: bytes) -> Any:
 
 
 async def _produce(namesrv: str, plan: ProducePlan, task: int, security: ClientSecurity | None) -> TaskStats:
-    from mqtools.client.client_api import CLIENT_ERRORS
+    from mqtools.client.errors import MQClientError
     from mqtools.client.producer import Producer
     from mqtools.client.types import SendStatus
 
@@ -101,7 +101,7 @@ async def _produce(namesrv: str, plan: ProducePlan, task: int, security: ClientS
         began = time.perf_counter()
         try:
             result = await (producer.send_batch(msgs) if plan.mode == "batch" else producer.send(msgs[0]))
-        except CLIENT_ERRORS as exc:  # every failure is counted by its code, the load goes on
+        except MQClientError as exc:  # every failure is counted by its code, the load goes on
             for _ in msgs:
                 stats.fail(error_code(exc))
             return

@@ -14,7 +14,7 @@ from collections.abc import Callable
 from types import TracebackType
 from typing import Any, Self
 
-from mqtools.client.client_api import CLIENT_ERRORS
+from mqtools.client.errors import MQClientError
 
 POLL_S = 0.5
 
@@ -73,5 +73,5 @@ class JobProgress:
             return ""
         try:
             return f"{self.counter():,} messages"
-        except CLIENT_ERRORS:  # a failed poll must not end the job; the next one may work
+        except MQClientError:  # a failed poll must not end the job; the next one may work
             return "messages n/a"

@@ -24,7 +24,7 @@ from typing import Any
 
 import pyarrow as pa
 
-from mqtools.client.client_api import CLIENT_ERRORS
+from mqtools.client.errors import MQClientError
 from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.sync import LoopThread
@@ -121,7 +121,7 @@ class RangeReader:
         inflight.popleft()
         try:
             result = await task
-        except CLIENT_ERRORS:
+        except MQClientError:
             return None
         useful = result.status is PullStatus.FOUND and result.body and result.next_begin_offset > offset
         return result if useful else None
@@ -159,11 +159,11 @@ class RangeReader:
                     result.status is PullStatus.OFFSET_ILLEGAL and offset >= result.max_offset)
                 if not waiting or time.monotonic() >= deadline:
                     return result
-            except CLIENT_ERRORS:
+            except MQClientError:
                 if time.monotonic() >= deadline:
                     raise
             await asyncio.sleep(RETRY_PAUSE_S)
-            with contextlib.suppress(*CLIENT_ERRORS):
+            with contextlib.suppress(MQClientError):
                 await consumer.fetch_queues(mq.topic)
 
 

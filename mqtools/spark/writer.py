@@ -11,7 +11,7 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from mqtools.client.client_api import CLIENT_ERRORS
+from mqtools.client.errors import MQClientError
 from mqtools.client.sync import SyncProducer
 from mqtools.client.types import SendStatus
 from mqtools.common import properties as P
@@ -58,7 +58,7 @@ def write_rows(namesrv: str, rows: Iterable[Mapping[str, Any]], *, topic: str | 
             began = time.perf_counter()
             try:
                 result = producer.send(msg)
-            except CLIENT_ERRORS as exc:
+            except MQClientError as exc:
                 stats.fail(error_code(exc))
                 raise SendFailed(f"send to {msg.topic} failed after {stats.messages} sent: "
                                  f"CODE {error_code(exc)} {exc}") from None

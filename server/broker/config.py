@@ -26,11 +26,11 @@ import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import VIP_CHANNEL_OFFSET, BrokerRole
 from mqtools.common.configkeys import ConfigError, PropertyMap
 from mqtools.common.javaprops import parse_properties
 from mqtools.common.tls import TlsClientSettings, TlsServerSettings
-from mqtools.remoting.client import parse_namesrv_list
 from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 from mqtools.server.broker.consumer_offsets import FLUSH_INTERVAL_S
 from mqtools.server.ha.service import HAConfig

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    EXIT_REFUSED,
     ContextOpt,
     NamesrvOpt,
     OutputOpt,
@@ -25,6 +24,7 @@ from mqtools.cli.admin.common import (
 )
 from mqtools.cli.admin.topic import BrokerOpt, ClusterOpt
 from mqtools.cli.output import Column, View, render
+from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

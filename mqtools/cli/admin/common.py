@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Optional, TypeVar
 import typer
 
 from mqtools.cli.output import FORMATS, View, document, is_terminal, render
+from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -24,10 +25,6 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-EXIT_OK = 0
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
-EXIT_UNREACHABLE = 3
 EXIT_CODES_HELP = ("Exit codes: 0 done; 1 refused by the cluster or not found (RocketMQ code and remark "
                    "in the message); 2 usage error or no name server; 3 cluster unreachable or timed out.")
 DEFAULT_TIMEOUT = 5.0
@@ -104,7 +101,7 @@ def cli_tls() -> TlsClientOptions | None:
     return _group_tls[0]
 
 
-def _exit_for(exc: MQClientError) -> typer.Exit:
+def exit_for(exc: MQClientError) -> typer.Exit:
     """One line and the documented exit code for every failure the admin API raises."""
     from mqtools.client.contexts import ContextError, NoNamesrvError
     from mqtools.client.errors import MQBrokerError, UnreachableError
@@ -138,7 +135,7 @@ def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context:
     try:
         return run_loop(session())
     except MQClientError as exc:
-        raise _exit_for(exc) from None
+        raise exit_for(exc) from None
 
 
 def show(namesrv: str | None, fmt: str, build: Callable[[MQAdmin], Awaitable[View]], *,

@@ -17,9 +17,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    EXIT_OK,
-    EXIT_REFUSED,
-    EXIT_USAGE,
     ContextOpt,
     NamesrvOpt,
     OutputOpt,
@@ -34,6 +31,7 @@ from mqtools.cli.admin.common import (
     usage,
 )
 from mqtools.cli.output import Column, View, is_terminal, render, schema_version
+from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
 
 if TYPE_CHECKING:
     from mqtools.drills.report import Report

@@ -14,9 +14,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    EXIT_OK,
-    EXIT_REFUSED,
-    EXIT_UNREACHABLE,
     ContextOpt,
     NamesrvOpt,
     OutputOpt,
@@ -29,6 +26,7 @@ from mqtools.cli.admin.common import (
 )
 from mqtools.cli.admin.msg import when
 from mqtools.cli.output import Column, View, render
+from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

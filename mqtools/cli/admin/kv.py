@@ -6,18 +6,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtools.cli.admin.common import (
-    EXIT_REFUSED,
-    ContextOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TimeoutOpt,
-    WatchOpt,
-    fail,
-    run,
-    show,
-)
+from mqtools.cli.admin.common import ContextOpt, NamesrvOpt, OutputOpt, TimeoutOpt, WatchOpt, fail, run, show
 from mqtools.cli.output import Column, View
+from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

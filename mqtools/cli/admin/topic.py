@@ -12,7 +12,6 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    EXIT_REFUSED,
     ContextOpt,
     NamesrvOpt,
     OutputOpt,
@@ -28,6 +27,7 @@ from mqtools.cli.admin.common import (
 )
 from mqtools.cli.admin.msg import when
 from mqtools.cli.output import Column, View, cell, render
+from mqtools.common.exitcodes import EXIT_REFUSED
 from mqtools.common.perm import perm_to_string
 
 if TYPE_CHECKING:

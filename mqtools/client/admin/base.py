@@ -1,33 +1,26 @@
 """AdminBase: what every admin operation stands on, kept apart so `client.py` reads as the operations.
 
-One ClientInstance (connections, route cache), one timeout, and the request plumbing: a code outside
-the accepted set becomes the named MQBrokerError subclass, a connection failure or timeout becomes
-UnreachableError, and fan-out helpers ask several brokers or name servers at once.
+One ClientInstance (connections, route cache, and the gateway every request goes through: a code
+outside the accepted set becomes the named MQBrokerError subclass, a connection failure or timeout
+UnreachableError), one timeout, and fan-out helpers that ask several brokers or name servers at once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable
 from typing import Any, Self, TypeVar
 
-from mqtools.client.errors import (
-    MQClientError,
-    NotAvailable,
-    TopicNotExistError,
-    UnreachableError,
-    broker_error,
-)
+from mqtools.client.errors import MQClientError, TopicNotExistError, broker_error
 from mqtools.client.instance import ClientInstance
 from mqtools.client.route import TopicRoute
+from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.bodies import ClusterInfo
-from mqtools.remoting.client import parse_namesrv_list
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.security import ClientSecurity
 
 T = TypeVar("T")
@@ -36,24 +29,6 @@ T = TypeVar("T")
 def masters_of(route: TopicRoute) -> dict[str, str]:
     """broker name -> master address of a route's brokers; brokers without a master are left out."""
     return {name: addrs[MASTER_ID] for name, addrs in route.broker_addrs.items() if MASTER_ID in addrs}
-
-
-@contextlib.contextmanager
-def unreachable() -> Iterator[None]:
-    """Connection failures and timeouts surface as UnreachableError, like every other admin failure."""
-    try:
-        yield
-    except RemotingError as exc:
-        raise UnreachableError(str(exc)) from None
-
-
-def _checked(where: str, code: int, resp: RemotingCommand, ok: tuple[int, ...]) -> RemotingCommand:
-    if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and resp.code not in ok:
-        raise NotAvailable(resp.code, f"{where} does not support request code {int(code)}: {resp.remark}")
-    if resp.code not in ok:
-        raise broker_error(resp.code, resp.remark)
-    return resp
-
 
 
 class AdminBase:
@@ -66,7 +41,6 @@ class AdminBase:
             raise MQClientError("no name server address given")
         self.timeout = timeout
         self.instance = ClientInstance(addrs, timeout=timeout, security=security)
-        self.remoting = self.instance.remoting
 
     async def close(self) -> None:
         await self.instance.shutdown()
@@ -79,33 +53,23 @@ class AdminBase:
 
     @property
     def namesrv_addrs(self) -> list[str]:
-        return self.remoting.namesrv_addrs
+        return self.instance.namesrv_addrs
 
     # plumbing -------------------------------------------------------------------------
 
     async def call(self, addr: str | None, code: int, ext: dict[str, str] | None = None, body: bytes | None = None,
                    *, ok: tuple[int, ...] = (ResponseCode.SUCCESS,), timeout: float | None = None) -> RemotingCommand:
         """One request (to a name server when addr is None); a code outside `ok` raises."""
-        cmd = RemotingCommand.request(code, ext or {}, body)
-        wait = timeout or self.timeout
-        with unreachable():
-            resp = await (self.remoting.invoke_namesrv(cmd, wait) if addr is None
-                          else self.remoting.invoke(addr, cmd, wait))
-        return _checked(addr or "name server", code, resp, ok)
+        return await self.instance.invoke(addr, RemotingCommand.request(code, ext or {}, body), timeout or self.timeout,
+                                          ok=ok)
 
     async def _each_namesrv(self, code: int, ext: dict[str, str],
                             body: bytes | None = None) -> dict[str, RemotingCommand]:
         """Send to every name server; any failure raises after all have been tried."""
-        results = await self.remoting.invoke_each_namesrv(lambda: RemotingCommand.request(code, dict(ext), body),
-                                                          self.timeout)
-        failed = []
-        for addr, resp in results.items():
-            try:
-                if isinstance(resp, RemotingError):
-                    raise UnreachableError(str(resp))
-                _checked(addr, code, resp, (ResponseCode.SUCCESS,))
-            except MQClientError as exc:
-                failed.append(f"{addr}: {exc}")
+        results = await self.instance.invoke_each_namesrv(lambda: RemotingCommand.request(code, dict(ext), body))
+        failed = [f"{addr}: {resp if isinstance(resp, MQClientError) else broker_error(resp.code, resp.remark)}"
+                  for addr, resp in results.items()
+                  if isinstance(resp, MQClientError) or resp.code != ResponseCode.SUCCESS]
         if failed:
             raise MQClientError("; ".join(failed))
         return results  # type: ignore[return-value]
@@ -141,8 +105,7 @@ class AdminBase:
 
     async def _route(self, topic: str) -> TopicRoute:
         """Fetch and cache the route, so offset and pull helpers find the topic's brokers."""
-        with unreachable():
-            route = await self.instance.route(topic, refresh=True)
+        route = await self.instance.route(topic, refresh=True)
         if route is None:
             raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST,
                                      f"No topic route info in name server for the topic: {topic}")

@@ -17,8 +17,8 @@ class ClusterAdmin(BrokerAdmin):
 
     async def broker_live_tables(self) -> dict[str, BrokerLiveTable | None]:
         """mq's private GET_BROKER_LIVE_TABLE from every name server; None where one lacks it or is down."""
-        answers = await self.remoting.invoke_each_namesrv(
-            lambda: RemotingCommand.request(RequestCode.GET_BROKER_LIVE_TABLE), self.timeout)
+        answers = await self.instance.invoke_each_namesrv(
+            lambda: RemotingCommand.request(RequestCode.GET_BROKER_LIVE_TABLE))
         return {addr: BrokerLiveTable.from_json(resp.body or b"{}")
                 if isinstance(resp, RemotingCommand) and resp.code == ResponseCode.SUCCESS else None
                 for addr, resp in answers.items()}

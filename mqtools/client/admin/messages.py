@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from mqtools.client.admin.base import AdminBase, unreachable
+from mqtools.client.admin.base import AdminBase
 from mqtools.client.admin.models import QueueSpan, SendRT
 from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
 from mqtools.client.errors import MQClientError
@@ -67,8 +67,7 @@ class MessageAdmin(AdminBase):
         """The message at one queue offset, None past the end or before the start of the queue."""
         if MASTER_ID not in (await self._route(mq.topic)).broker_addrs.get(mq.broker_name, {}):
             raise MQClientError(f"broker {mq.broker_name} has no master serving {mq.topic}")
-        with unreachable():
-            result = await pull_once(self.instance, group, mq, parse_subscription(mq.topic, "*"), offset, max_nums=1)
+        result = await pull_once(self.instance, group, mq, parse_subscription(mq.topic, "*"), offset, max_nums=1)
         return next((m for m in result.messages if m.queue_offset == offset), None)
 
     async def find_message(self, topic: str, msg_id: str) -> MessageExt | None:
@@ -93,22 +92,20 @@ class MessageAdmin(AdminBase):
     async def queue_span(self, mq: MessageQueue, *, begin_ms: int | None = None,
                          end_ms: int | None = None) -> QueueSpan:
         """The offsets to read from a queue: all of it, or those stored between two times."""
-        with unreachable():
-            await self.instance.route(mq.topic)  # a cached route is enough to find the queue's broker
-            begin = await (queue_offset(self.instance, mq, RequestCode.GET_MIN_OFFSET) if begin_ms is None
-                           else queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-                                             timestamp=begin_ms))
-            end = await (queue_offset(self.instance, mq, RequestCode.GET_MAX_OFFSET) if end_ms is None
-                         else queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
-                                           timestamp=end_ms))
+        await self.instance.route(mq.topic)  # a cached route is enough to find the queue's broker
+        begin = await (queue_offset(self.instance, mq, RequestCode.GET_MIN_OFFSET) if begin_ms is None
+                       else queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                                         timestamp=begin_ms))
+        end = await (queue_offset(self.instance, mq, RequestCode.GET_MAX_OFFSET) if end_ms is None
+                     else queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+                                       timestamp=end_ms))
         return QueueSpan(mq, begin, end)
 
     async def pull_messages(self, mq: MessageQueue, offset: int, *, max_nums: int = 32, expression: str = "*",
                             group: str = TOOLS_CONSUMER_GROUP) -> PullResult:
         """One PULL_MESSAGE from the queue's master without committing anything (a tools pull)."""
-        with unreachable():
-            return await pull_once(self.instance, group, mq, parse_subscription(mq.topic, expression), offset,
-                                   max_nums=max_nums)
+        return await pull_once(self.instance, group, mq, parse_subscription(mq.topic, expression), offset,
+                               max_nums=max_nums)
 
     async def send_message(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None,
                            broker_name: str | None = None, queue_id: int | None = None) -> SendResult:
@@ -120,10 +117,9 @@ class MessageAdmin(AdminBase):
             msg.properties[P.TAGS] = tags
         if keys:
             msg.properties[P.KEYS] = keys
-        with unreachable():
-            async with Producer(SEND_GROUP, namesrv=self.namesrv_addrs, send_timeout=self.timeout) as producer:
-                queue = None if broker_name is None else MessageQueue(topic, broker_name, queue_id or 0)
-                return await producer.send(msg, queue=queue)
+        async with Producer(SEND_GROUP, namesrv=self.namesrv_addrs, send_timeout=self.timeout) as producer:
+            queue = None if broker_name is None else MessageQueue(topic, broker_name, queue_id or 0)
+            return await producer.send(msg, queue=queue)
 
     async def send_rt(self, broker_names: list[str], amount: int, size: int, *, group: str = SEND_GROUP,
                       on_send: Callable[[], None] | None = None) -> list[SendRT]:

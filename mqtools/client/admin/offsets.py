@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from mqtools.client.admin.base import masters_of, unreachable
+from mqtools.client.admin.base import masters_of
 from mqtools.client.admin.groupmodels import ResetTarget
 from mqtools.client.admin.groups import GroupAdmin
 from mqtools.client.admin.models import OffsetReset, queue_key
@@ -144,8 +144,7 @@ class OffsetAdmin(GroupAdmin):
         return addr
 
     async def _offset(self, mq: MessageQueue, code: RequestCode, **extra: int) -> int:
-        with unreachable():
-            return await queue_offset(self.instance, mq, code, **extra)
+        return await queue_offset(self.instance, mq, code, **extra)
 
     async def _by_time(self, queues: list[MessageQueue], before: dict[MessageQueue, int | None], timestamp_ms: int,
                        force: bool) -> list[OffsetReset]:
@@ -186,8 +185,7 @@ class OffsetAdmin(GroupAdmin):
 
     async def _commit(self, group: str, plan: list[OffsetReset]) -> None:
         store = RemoteOffsetStore(self.instance, group)
-        with unreachable():
-            await asyncio.gather(*(store.commit(r.queue, r.new) for r in plan))
+        await asyncio.gather(*(store.commit(r.queue, r.new) for r in plan))
 
     async def _apply(self, group: str, topic: str, plan: list[OffsetReset]) -> None:
         """Commit the plan, then have each broker push committed offsets to online consumers; an online

@@ -11,12 +11,11 @@ import asyncio
 
 from mqtools.client.admin.models import queue_key
 from mqtools.client.admin.topics import TopicAdmin
-from mqtools.client.errors import MQClientError, UnreachableError, broker_error
+from mqtools.client.errors import MQClientError, UnreachableError
 from mqtools.client.route import TopicRoute
 from mqtools.remoting.bodies import MessageQueue
-from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import OffsetResponseHeader, QueueRequestHeader, SearchOffsetRequestHeader
 
 
@@ -60,14 +59,12 @@ class QueueOffsetAdmin(TopicAdmin):
             ext = QueueRequestHeader(mq.topic, mq.queue_id).to_ext()
         else:
             ext = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp_ms).to_ext()
-        failure: RemotingError | None = None
+        failure: UnreachableError | None = None
         for addr in addrs:
             try:
                 resp = await self.instance.invoke(addr, RemotingCommand.request(code, dict(ext)))
-            except RemotingError as exc:
+            except UnreachableError as exc:
                 failure = exc
                 continue
-            if resp.code != ResponseCode.SUCCESS:
-                raise broker_error(resp.code, resp.remark)
             return OffsetResponseHeader.from_ext(resp.ext_fields).offset
         raise UnreachableError(f"no node of broker {mq.broker_name} answered: {failure}")

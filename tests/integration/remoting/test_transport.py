@@ -9,7 +9,8 @@ from collections.abc import AsyncIterator, Iterable
 
 import pytest
 
-from mqtools.remoting.client import RemotingClient, parse_addr, parse_namesrv_list
+from mqtools.common.addresses import parse_addr, parse_namesrv_list
+from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import ResponseCode, SerializeType
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingConnectError, RemotingConnectionClosed, RemotingTimeoutError

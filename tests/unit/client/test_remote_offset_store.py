@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 from unit.client.fake_remoting import FakeRemoting, fake_instance
 
+from mqtools.client.errors import ConnectFailedError
 from mqtools.client.offset_store import RemoteOffsetStore
 from mqtools.remoting.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
 from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -49,5 +50,5 @@ async def test_no_other_node_means_the_failure_is_raised() -> None:
     remoting = FakeRemoting({"T": route({0: MASTER})}, answer)
     instance = fake_instance(remoting)
     await instance.route("T", refresh=True)
-    with pytest.raises(RemotingConnectError):
+    with pytest.raises(ConnectFailedError):
         await RemoteOffsetStore(instance, "g").commit(MQ, 1)

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import EXIT_OK, run, usage
+from mqtools.cli.admin.common import run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command, front, java_format
 from mqtools.cli.admin.mqadmin.message import java_time
+from mqtools.common.exitcodes import EXIT_OK
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import EXIT_REFUSED, fail, run, usage
+from mqtools.cli.admin.common import fail, run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

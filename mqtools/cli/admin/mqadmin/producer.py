@@ -6,8 +6,9 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtools.cli.admin.common import EXIT_REFUSED, fail, run
+from mqtools.cli.admin.common import fail, run
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+from mqtools.common.exitcodes import EXIT_REFUSED
 from mqtools.common.mqversion import version_desc
 
 if TYPE_CHECKING:
