@@ -41,6 +41,7 @@ from mqtools.common.validation import ValidationError, check_topic_for_send
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.headers import send_v2_fields
 from mqtools.remoting.security import ClientSecurity
 
 QueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
@@ -249,18 +250,10 @@ class Producer:
 
     def _command(self, msg: Message, body: bytes, flag: int, mq: MessageQueue, *, batch: bool = False
                  ) -> RemotingCommand:
-        """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE with the V2 header's one-letter fields.
-
-        Built directly rather than through SendMessageRequestHeader: this is the hot path.
-        """
+        """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE with the V2 header's short fields."""
         props = {k: v for k, v in msg.properties.items() if not (batch and k == P.UNIQ_KEY)}
-        ext = {
-            "a": self.group, "b": msg.topic, "c": AUTO_CREATE_TOPIC_KEY, "d": self._default_nums,
-            "e": str(mq.queue_id), "f": str(flag), "g": str(int(time.time() * 1000)), "h": str(msg.flag),
-            "i": P.properties_to_string(props), "j": "0", "k": "false",
-        }
-        if batch:
-            ext["m"] = "true"
+        ext = send_v2_fields(self.group, msg.topic, AUTO_CREATE_TOPIC_KEY, self._default_nums, mq.queue_id, flag,
+                             int(time.time() * 1000), msg.flag, P.properties_to_string(props), batch=batch)
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
         return RemotingCommand.request(code, ext, body)
 

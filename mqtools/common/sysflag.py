@@ -11,6 +11,8 @@ TRANSACTION_ROLLBACK_TYPE = 0xC
 TRANSACTION_MASK = 0xC
 BORNHOST_V6_FLAG = 0x10
 STOREHOST_V6_FLAG = 0x20
+#: Both host-address width bits: the store sets them from the actual addresses, whatever a client sent.
+HOST_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOST_V6_FLAG
 NEED_UNWRAP_FLAG = 0x40
 INNER_BATCH_FLAG = 0x80
 COMPRESSION_TYPE_MASK = 0x700

@@ -1,20 +1,41 @@
 """The commitlog: every message of every topic, appended to one mapped-file queue.
 
-Appending is two steps so the caller can encode straight into the mapping: ``reserve(total)``
-finds room (writing RocketMQ's end-of-file blank record and rolling to a new file when the
-entry plus 8 spare bytes does not fit), the caller packs the entry at the returned position
-and advances the file's write position. Everything runs on the event loop between two
+`append_message` and `append_batch` write entries straight into the mapping (RocketMQ's
+CommitLog.putMessage with its DefaultAppendMessageCallback): `reserve` finds room (writing
+RocketMQ's end-of-file blank record and rolling to a new file when the entry plus 8 spare bytes
+does not fit), the entry is packed there, the file's write position advances and the queue
+offset comes from, and advances, the topic-queue table the caller passes. The result says where
+each message went; the store dispatches from it. Everything runs on the event loop between two
 awaits, which is what RocketMQ's append lock guarantees.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
-from mqtools.common.codec import BLANK, BLANK_MAGIC, END_FILE_MIN_BLANK_LENGTH, INT, check_entry, entry_size
+from mqtools.common.codec import (
+    BLANK,
+    BLANK_MAGIC,
+    END_FILE_MIN_BLANK_LENGTH,
+    INT,
+    check_entry,
+    entry_size,
+    stored_size,
+    write_stored,
+)
+from mqtools.common.ids import create_offset_msg_id
+from mqtools.common.message import Host, MessageExtBatch, MessageExtBrokerInner
+from mqtools.common.sysflag import is_consumable
+from mqtools.server.store import encoding
+from mqtools.server.store.encoding import BatchUnit, UnitValues
 from mqtools.server.store.mapped_file import MappedFile, MappedFileQueue
+from mqtools.server.store.results import AppendMessageResult
 from mqtools.server.store.warmer import MappedFileWarmer
+
+#: The topic-queue table: (topic, queue id) -> the next queue offset (RocketMQ's topicQueueTable).
+QueueOffsets = dict[tuple[str, int], int]
 
 log = logging.getLogger(__name__)
 
@@ -64,6 +85,40 @@ class CommitLog:
         if warmer is not None and (pos > warmer.due or mf is not warmer.file):
             warmer.request(mf, pos)
         return mf, pos
+
+    def append_message(self, msg: MessageExtBrokerInner, topic_b: bytes, props_b: bytes, sys_flag: int,
+                       store_host: Host, store_ts: int, queue_offsets: QueueOffsets) -> AppendMessageResult:
+        """One entry at the end; a message consumers never see (a prepared or rolled-back transaction
+        half) takes no queue offset. EntryTooLarge or OSError when no room can be made."""
+        total = stored_size(sys_flag, len(msg.body), len(topic_b), len(props_b))
+        consumable = is_consumable(sys_flag)
+        key = (msg.topic, msg.queue_id)
+        qoff = queue_offsets.get(key, 0) if consumable else 0
+        mf, pos = self.reserve(total)
+        phys = mf.start + pos
+        write_stored(mf.mm, pos, msg, total=total, sys_flag=sys_flag, queue_offset=qoff, phys_offset=phys,
+                     store_timestamp=store_ts, store_host=store_host, topic=topic_b, properties=props_b)
+        mf.wrote = pos + total
+        if consumable:
+            queue_offsets[key] = qoff + 1
+        return AppendMessageResult(phys, total, create_offset_msg_id(store_host, phys), store_ts, qoff, 1)
+
+    def append_batch(self, batch: MessageExtBatch, topic_b: bytes, sys_flag: int, store_host: Host,
+                     entries: list[tuple[int, int, int, int]], batch_props: bytes, total: int, store_ts: int,
+                     queue_offsets: QueueOffsets, schedule_values: Callable[[bool, bytes, int], UnitValues] | None
+                     ) -> tuple[AppendMessageResult, list[BatchUnit]]:
+        """A batch body's messages in one write to one file, consecutive queue offsets; what dispatch
+        needs of each message comes back with the result."""
+        mf, pos = self.reserve(total)
+        first_phys = mf.start + pos
+        key = (batch.topic, batch.queue_id)
+        first_qoff = queue_offsets.get(key, 0)
+        units = encoding.encode_batch(mf.mm, pos, first_phys, batch, topic_b, sys_flag, store_host, entries,
+                                      store_ts, first_qoff, batch_props, schedule_values)
+        mf.wrote = pos + total
+        queue_offsets[key] = first_qoff + len(entries)
+        return AppendMessageResult(first_phys, total, create_offset_msg_id(store_host, first_phys), store_ts,
+                                   first_qoff, len(entries), [u[0] for u in units], store_host), units
 
     def append_raw(self, start_offset: int, data) -> bool:
         """Replicated bytes from a master: accepted only at exactly the current end, or, for an empty

@@ -25,16 +25,13 @@ from mqtools.server.store.commitlog import CommitLog
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.consume_queue import ConsumeQueue
 from mqtools.server.store.delay_levels import DelayLevelTable, delay_level_of
+from mqtools.server.store.encoding import BatchUnit, UnitValues
 from mqtools.server.store.index import IndexService
 
 log = logging.getLogger(__name__)
 
 #: ``cb(topic, queue_id, logic_offset_after, tags_code, store_ts)`` after a message is dispatched.
 ArrivalListener = Callable[[str, int, int, int, int | None], None]
-#: What dispatch needs of one message of a batch: (phys, size, tag code, KEYS, UNIQ_KEY).
-BatchUnit = tuple[int, int, int, str | None, str | None]
-#: (tag code, KEYS, UNIQ_KEY) of one message.
-UnitValues = tuple[int, str | None, str | None]
 
 
 class DispatchService:

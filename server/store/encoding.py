@@ -22,8 +22,13 @@ from mqtools.common.codec import (
 from mqtools.common.hashing import tags_code
 from mqtools.common.ids import host_address_bytes
 from mqtools.common.message import Host, MessageExtBatch
-from mqtools.server.store.dispatch import BatchUnit, UnitValues
+from mqtools.common.sysflag import HOST_V6_FLAGS
 from mqtools.server.store.results import PutMessageStatus
+
+#: What dispatch needs of one message of a batch: (phys, size, tag code, KEYS, UNIQ_KEY).
+BatchUnit = tuple[int, int, int, str | None, str | None]
+#: (tag code, KEYS, UNIQ_KEY) of one message.
+UnitValues = tuple[int, str | None, str | None]
 
 #: (status, remark) of a refused put.
 Refusal = tuple[PutMessageStatus, str]
@@ -72,7 +77,7 @@ def encode_batch(mm: memoryview, pos: int, phys: int, batch: MessageExtBatch, to
     request body, then ``batch_props``, the batch's own properties encoded once, appended as Apache's
     CommitLog does; its dispatch values read from the same properties bytes). ``schedule_values`` is
     given for SCHEDULE_TOPIC_XXXX, whose tag code is a due time. Returns each message's dispatch unit."""
-    header = HEADERS[sys_flag & 0x30]
+    header = HEADERS[sys_flag & HOST_V6_FLAGS]
     fixed_head = header.pack(0, magic_for(len(topic_b)), 0, 0, 0, 0, 0, sys_flag, batch.born_timestamp,
                              host_address_bytes(batch.born_host[0]), batch.born_host[1], store_ts,
                              host_address_bytes(store_host[0]), store_host[1], batch.reconsume_times, 0, 0)

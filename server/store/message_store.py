@@ -66,12 +66,9 @@ from mqtools.common.codec import (
     batch_props_growth,
     decode_stored,
     host_flags,
-    stored_size,
-    write_stored,
 )
-from mqtools.common.ids import create_offset_msg_id
-from mqtools.common.message import Host, MessageExt, MessageExtBatch, MessageExtBrokerInner
-from mqtools.common.sysflag import is_consumable
+from mqtools.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
+from mqtools.common.sysflag import HOST_V6_FLAGS
 from mqtools.common.topics import SCHEDULE_TOPIC
 from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store import encoding, recovery
@@ -83,7 +80,6 @@ from mqtools.server.store.delay_levels import DelayLevelTable
 from mqtools.server.store.dispatch import ArrivalListener, DispatchService
 from mqtools.server.store.flush import GroupCommitService, StoreFlusher, interval_loop, wait_flushed
 from mqtools.server.store.index import IndexService
-from mqtools.server.store.mapped_file import MappedFile
 from mqtools.server.store.reader import QueueReader
 from mqtools.server.store.results import (
     DISK_FULL_REMARK,
@@ -233,31 +229,23 @@ class MessageStore:
         if refusal is not None:
             return self._illegal(*refusal)
         store_host = msg.store_host or cfg.store_host
-        sys_flag = (msg.sys_flag & ~0x30) | host_flags(msg.born_host, store_host)
-        total = stored_size(sys_flag, len(msg.body), len(topic_b), len(props_b))
+        sys_flag = (msg.sys_flag & ~HOST_V6_FLAGS) | host_flags(msg.born_host, store_host)
         store_ts = int(self.clock() * 1000)
-        consumable = is_consumable(sys_flag)
-        key = (msg.topic, msg.queue_id)
-        qoff = d.next_offset.get(key, 0) if consumable else 0
         try:
-            mf, pos = self.commitlog.reserve(total)
+            append = self.commitlog.append_message(msg, topic_b, props_b, sys_flag, store_host, store_ts,
+                                                   d.next_offset)
         except (EntryTooLarge, OSError) as exc:
             return self._reserve_failed(exc)
-        phys = mf.start + pos
-        write_stored(mf.mm, pos, msg, total=total, sys_flag=sys_flag, queue_offset=qoff, phys_offset=phys,
-                     store_timestamp=store_ts, store_host=store_host, topic=topic_b, properties=props_b)
-        mf.wrote = pos + total
-        if consumable:
-            d.next_offset[key] = qoff + 1
         tags, keys, uniq = d.unit_values(msg.topic == SCHEDULE_TOPIC, props_b, store_ts)
-        d.dispatch(msg.topic, msg.queue_id, qoff, phys, total, sys_flag, store_ts, tags, keys, uniq)
-        d.reput_offset = phys + total
+        d.dispatch(msg.topic, msg.queue_id, append.logics_offset, append.wrote_offset, append.wrote_bytes, sys_flag,
+                   store_ts, tags, keys, uniq)
+        d.reput_offset = append.end_offset
         d.last_store_ts = store_ts
-        msg.store_timestamp, msg.queue_offset, msg.commit_log_offset = store_ts, qoff, phys
-        msg.msg_id = create_offset_msg_id(store_host, phys)
+        msg.store_timestamp, msg.queue_offset, msg.commit_log_offset = store_ts, append.logics_offset, \
+            append.wrote_offset
+        msg.msg_id = append.msg_id
         self.stats.put_times += 1
-        self.stats.put_size += total
-        append = AppendMessageResult(phys, total, msg.msg_id, store_ts, qoff, 1)
+        self.stats.put_size += append.wrote_bytes
         return self._settle(append, msg.properties.get(P.WAIT) != "false")
 
     def put_messages_inline(self, batch: MessageExtBatch) -> PutMessageResult | Awaitable[PutMessageResult]:
@@ -270,7 +258,7 @@ class MessageStore:
         if refusal is not None:
             return self._illegal(*refusal)
         store_host = batch.store_host or self.config.store_host
-        sys_flag = (batch.sys_flag & ~0x30) | host_flags(batch.born_host, store_host)
+        sys_flag = (batch.sys_flag & ~HOST_V6_FLAGS) | host_flags(batch.born_host, store_host)
         try:
             entries = batch_entries(batch.body)
         except ValueError as exc:
@@ -284,33 +272,20 @@ class MessageStore:
         except ValueError as exc:
             return self._illegal(PutMessageStatus.PROPERTIES_SIZE_EXCEEDED, str(exc))
         total = encoding.batch_stored_size(len(batch.body), len(entries), sys_flag, len(topic_b), growth)
-        try:
-            mf, pos = self.commitlog.reserve(total)
-        except (EntryTooLarge, OSError) as exc:
-            return self._reserve_failed(exc)
-        return self._write_batch(batch, topic_b, sys_flag, store_host, entries, batch_props, total, mf, pos)
-
-    def _write_batch(self, batch: MessageExtBatch, topic_b: bytes, sys_flag: int, store_host: Host,
-                     entries: list[tuple[int, int, int, int]], batch_props: bytes, total: int, mf: MappedFile,
-                     pos: int) -> PutMessageResult | Awaitable[PutMessageResult]:
         d = self.dispatcher
         store_ts = int(self.clock() * 1000)
         topic, qid = batch.topic, batch.queue_id
-        key = (topic, qid)
-        first_qoff = d.next_offset.get(key, 0)
-        first_phys = mf.start + pos
-        units = encoding.encode_batch(mf.mm, pos, first_phys, batch, topic_b, sys_flag, store_host, entries,
-                                      store_ts, first_qoff, batch_props,
-                                      d.unit_values if topic == SCHEDULE_TOPIC else None)
-        mf.wrote = pos + total
-        d.next_offset[key] = first_qoff + len(entries)
-        d.dispatch_batch(topic, qid, first_qoff, sys_flag, store_ts, units)
-        d.reput_offset = first_phys + total
+        try:
+            append, units = self.commitlog.append_batch(
+                batch, topic_b, sys_flag, store_host, entries, batch_props, total, store_ts, d.next_offset,
+                d.unit_values if topic == SCHEDULE_TOPIC else None)
+        except (EntryTooLarge, OSError) as exc:
+            return self._reserve_failed(exc)
+        d.dispatch_batch(topic, qid, append.logics_offset, sys_flag, store_ts, units)
+        d.reput_offset = append.end_offset
         d.last_store_ts = store_ts
         self.stats.put_times += len(entries)
         self.stats.put_size += total
-        append = AppendMessageResult(first_phys, total, create_offset_msg_id(store_host, first_phys),
-                                     store_ts, first_qoff, len(entries), [u[0] for u in units], store_host)
         return self._settle(append, batch.properties.get(P.WAIT) != "false")
 
     def _settle(self, append: AppendMessageResult, wait: bool) -> PutMessageResult | Awaitable[PutMessageResult]:

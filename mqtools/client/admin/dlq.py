@@ -20,7 +20,7 @@ from mqtools.common.message import MessageExt
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, dlq_topic, retry_topic
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode
-from mqtools.remoting.headers import SendMessageRequestHeader, SendMessageResponseHeader
+from mqtools.remoting.headers import SendMessageResponseHeader, send_v2_fields
 
 RESEND_GROUP = "mq_admin_dlq_resend"
 #: Properties the broker or a delivery adds, which a resent copy must not carry over.
@@ -78,13 +78,11 @@ class DeadLetterAdmin(MessageAdmin):
         # The broker sends a retry-topic message to the DLQ when reconsumeTimes >= maxReconsumeTimes;
         # with 0 >= 1 false for every group, the copy reaches the retry topic even when the group's
         # retryMaxTimes is 0. A later failure is judged by the group's own setting again.
-        header = SendMessageRequestHeader(
-            producer_group=RESEND_GROUP, topic=retry_topic(group), default_topic=AUTO_CREATE_TOPIC_KEY,
-            default_topic_queue_nums=1, queue_id=-1, sys_flag=0, born_timestamp=int(time.time() * 1000),
-            flag=msg.flag, properties=P.properties_to_string(props), reconsume_times=0, max_reconsume_times=1)
+        ext = send_v2_fields(RESEND_GROUP, retry_topic(group), AUTO_CREATE_TOPIC_KEY, "1", -1, 0,
+                             int(time.time() * 1000), msg.flag, P.properties_to_string(props), max_reconsume_times=1)
         topic = props.get(P.RETRY_TOPIC)
         try:
-            resp = await self.call(masters[broker], RequestCode.SEND_MESSAGE_V2, header.to_v2(), msg.body)
+            resp = await self.call(masters[broker], RequestCode.SEND_MESSAGE_V2, ext, msg.body)
         except MQClientError as exc:
             return Resend(msg_id, topic, None, None, str(exc))
         stored = SendMessageResponseHeader.from_ext(resp.ext_fields)

@@ -23,7 +23,7 @@ from mqtools.common.validation import ValidationError, check_topic
 from mqtools.remoting.bodies import TopicConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.headers import INT_RANGE, LONG_RANGE, SendMessageRequestHeader
+from mqtools.remoting.headers import INT_RANGE, LONG_RANGE, SendMessageRequestHeader, parse_send_v2
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.store.results import PutMessageResult
 
@@ -37,7 +37,7 @@ NOT_ALLOWED_SEND_TOPICS = frozenset({T.SCHEDULE_TOPIC, T.RMQ_SYS_TRANS_HALF_TOPI
                                      "TRANS_CHECK_MAX_TIME_TOPIC", "CHECK_TRANSACTION_STATE_TOPIC"})
 
 #: Header fields the stored message layout keeps in 4 or 8 bytes (the queue id is checked against the
-#: topic). Checked here because parse_v2, the fast path, converts numbers without range checks.
+#: topic). Checked here because parse_send_v2, the fast path, converts numbers without range checks.
 _FIELD_RANGES = (("flag", INT_RANGE), ("sys_flag", INT_RANGE), ("reconsume_times", INT_RANGE),
                  ("max_reconsume_times", INT_RANGE), ("born_timestamp", LONG_RANGE))
 _ILLEGAL = ("the message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, "
@@ -70,25 +70,6 @@ def topic_error(topic: str) -> str | None:
     return None
 
 
-def parse_v2(ext: dict[str, str]) -> SendMessageRequestHeader:
-    """SendMessageRequestHeaderV2 straight from its short names (the hot path); anything
-    missing or malformed goes through the generic decoder for its exact error."""
-    get = ext.get
-    try:
-        times, unit, max_times, batch = get("j"), get("k"), get("l"), get("m")
-        return SendMessageRequestHeader(
-            producer_group=ext["a"], topic=ext["b"], default_topic=ext["c"],
-            default_topic_queue_nums=int(ext["d"]), queue_id=int(ext["e"]), sys_flag=int(ext["f"]),
-            born_timestamp=int(ext["g"]), flag=int(ext["h"]), properties=get("i"),
-            reconsume_times=None if times is None else int(times),
-            unit_mode=None if unit is None else unit.strip().lower() == "true",
-            max_reconsume_times=None if max_times is None else int(max_times),
-            batch=None if batch is None else batch.strip().lower() == "true",
-            broker_name=get("n"))
-    except (KeyError, ValueError, TypeError):
-        return SendMessageRequestHeader.from_v2(ext)
-
-
 @functools.lru_cache(maxsize=4096)
 def split_host(addr: str) -> tuple[str, int]:
     host, _, port = addr.rpartition(":")
@@ -110,7 +91,7 @@ class SendProcessor:
         v2 = req.code == RequestCode.SEND_MESSAGE_V2 or (
             req.code == RequestCode.SEND_BATCH_MESSAGE and "b" in req.ext_fields)
         if v2:
-            return parse_v2(req.ext_fields)
+            return parse_send_v2(req.ext_fields)
         return SendMessageRequestHeader.from_ext(req.ext_fields)
 
     def _check(self, conn: RemotingConnection, req: RemotingCommand, h: SendMessageRequestHeader

@@ -395,12 +395,17 @@ async def test_sync_flush_sends_wait_for_the_group_commit(tmp_path: Path) -> Non
 
 def test_parse_v2_matches_the_generic_decoder() -> None:
     from mqtools.remoting.errors import HeaderError
-    from mqtools.server.broker.processors.send import parse_v2
+    from mqtools.remoting.headers import parse_send_v2 as parse_v2
+    from mqtools.remoting.headers import send_v2_fields
 
     full = SendMessageRequestHeader("PG", "T", "TBW102", 4, 2, 0, 123, 7, props(TAGS="a"), 3, False, True, 16, "b1")
     assert parse_v2(full.to_v2()) == SendMessageRequestHeader.from_v2(full.to_v2()) == full
     short = SendMessageRequestHeader("PG", "T", "TBW102", 4, -1, 0, 123, 0)
     assert parse_v2(short.to_v2()) == short
+    fast = send_v2_fields("PG", "T", "TBW102", "4", 2, 0, 123, 7, props(TAGS="a"), reconsume_times=3,
+                          max_reconsume_times=16, batch=True)  # the encoder clients use agrees with the generic one
+    assert fast == {**SendMessageRequestHeader("PG", "T", "TBW102", 4, 2, 0, 123, 7, props(TAGS="a"), 3, False, True,
+                                               16).to_v2()}
     with pytest.raises(HeaderError, match="not a number"):
         parse_v2({**short.to_v2(), "e": "x"})
     broken = short.to_v2()
