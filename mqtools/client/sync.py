@@ -112,11 +112,6 @@ class SyncPullConsumer(_Blocking):
     def pull(self, mq: MessageQueue, expression: str | None, offset: int, max_nums: int = 32) -> PullResult:
         return self._loop.run(self.consumer.pull(mq, expression, offset, max_nums))
 
-    def pull_future(self, mq: MessageQueue, expression: str | None, offset: int, max_nums: int = 32
-                    ) -> Future[PullResult]:
-        """A pull sent now and answered later, so a reader can keep several in flight (pipelining)."""
-        return self._loop.submit(self.consumer.pull(mq, expression, offset, max_nums))
-
     def max_offset(self, mq: MessageQueue) -> int:
         return self._loop.run(self.consumer.max_offset(mq))
 

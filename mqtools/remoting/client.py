@@ -60,11 +60,6 @@ class RemotingClient:
     def namesrv_addrs(self) -> list[str]:
         return list(self._namesrv_addrs)
 
-    def update_namesrv_addrs(self, addrs: list[str]) -> None:
-        if addrs != self._namesrv_addrs:
-            self._namesrv_addrs = list(addrs)
-            self._namesrv_chosen = None
-
     async def connection(self, addr: str) -> RemotingConnection:
         conn = self._conns.get(addr)
         if conn is not None and conn.is_open:
@@ -112,11 +107,6 @@ class RemotingClient:
             self._namesrv_chosen = None
         if self.on_connection_closed is not None:
             self.on_connection_closed(addr)
-
-    def close_connection(self, addr: str) -> None:
-        conn = self._conns.pop(addr, None)
-        if conn is not None:
-            conn.close()
 
     async def close(self) -> None:
         for conn in list(self._conns.values()):

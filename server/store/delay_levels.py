@@ -56,9 +56,6 @@ class DelayLevelTable:
         """The tag code of a schedule-queue unit: when the message becomes due."""
         return store_timestamp_ms + self.delay_ms(min(level, self.max_level))
 
-    def level_of_queue(self, queue_id: int) -> int:
-        return queue_id + 1
-
 
 #: Levels of the default table: the schedule topic's queue count when nothing else is configured.
 DEFAULT_MAX_LEVEL = DelayLevelTable().max_level
