@@ -13,17 +13,14 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TimeoutOpt,
-    check_output,
+    BrokerOpt,
+    ClusterOpt,
     fail,
     run,
     usage,
 )
-from mqtools.cli.admin.topic import BrokerOpt, ClusterOpt
-from mqtools.cli.output import Column, View, render
+from mqtools.cli.admin.session import Session, admin_command
+from mqtools.cli.output import Column, View
 from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
@@ -62,34 +59,32 @@ def accounts_view(found: list[AclConfig]) -> View:
     return View("AclConfig", columns, rows, doc)
 
 
-@app.command("list")
+@admin_command(app, "list", output=True)
 def list_(
+    s: Session,
     cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Every account (secrets are never shown) and the global white addresses.
 
     Example: mq admin acl list -c DefaultCluster -o json
     """
-    check_output(output)
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
         return accounts_view(await admin.acl_configs(where["cluster"], where["broker_addr"]))
 
-    render(run(namesrv, job, context=context, timeout=timeout), output)
+    s.render(s.run(job))
 
 
-@app.command("get")
+@admin_command(app, "get", output=True)
 def get(
+    s: Session,
     access_key: AccessKeyArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """One account on each broker; exit 1 when no broker has it.
 
     Example: mq admin acl get RocketMQ -b 127.0.0.1:10911
     """
-    check_output(output)
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
@@ -100,7 +95,7 @@ def get(
             raise fail(f"no ACL account {access_key} on {', '.join(c.broker_addr for c in found)}", EXIT_REFUSED)
         return accounts_view(kept)
 
-    render(run(namesrv, job, context=context, timeout=timeout), output)
+    s.render(s.run(job))
 
 
 def read_secret(prompt: str = "secret key") -> str:
@@ -119,8 +114,9 @@ def apply_update(namesrv: str | None, context: str | None, timeout: float, accou
     return run(namesrv, job, context=context, timeout=timeout)
 
 
-@app.command("update")
+@admin_command(app, "update")
 def update(
+    s: Session,
     access_key: AccessKeyArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
     admin_: Annotated[bool, typer.Option("--admin", help="May make admin requests.")] = False,
     white_addr: Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -133,7 +129,6 @@ def update(
         "--topic-perm", help="TOPIC=PERM, repeatable.")] = None,
     group_perm: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--group-perm", help="GROUP=PERM, repeatable.")] = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Create or replace an account; its secret key is read from stdin (a hidden prompt on a terminal).
 
@@ -144,14 +139,14 @@ def update(
     where = where_of(cluster, broker_addr)
     account = PlainAccessConfig(access_key, read_secret(), white_addr, admin_, default_topic_perm,
                                default_group_perm, list(topic_perm or []), list(group_perm or []))
-    addrs = apply_update(namesrv, context, timeout, account, where)
+    addrs = apply_update(s.namesrv, s.context, s.timeout, account, where)
     typer.echo(f"account {access_key} updated on {', '.join(addrs)}")
 
 
-@app.command("delete")
+@admin_command(app, "delete")
 def delete(
+    s: Session,
     access_key: AccessKeyArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Delete an account (exit 1 when a broker does not have it).
 
@@ -162,15 +157,15 @@ def delete(
     async def job(admin: MQAdmin) -> list[str]:
         return await admin.delete_acl_account(access_key, cluster=where["cluster"], broker_addr=where["broker_addr"])
 
-    addrs = run(namesrv, job, context=context, timeout=timeout)
+    addrs = s.run(job)
     typer.echo(f"account {access_key} deleted on {', '.join(addrs)}")
 
 
-@app.command("white-addrs")
+@admin_command(app, "white-addrs")
 def white_addrs(
+    s: Session,
     patterns: Annotated[list[str], typer.Argument(help="Address patterns (192.168.1.*, 10.0.0.{1,2}, ...).")],
     cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Replace the global white addresses: requests from them skip every ACL check.
 
@@ -182,20 +177,19 @@ def white_addrs(
         return await admin.update_global_white_addrs(patterns, cluster=where["cluster"],
                                                      broker_addr=where["broker_addr"])
 
-    addrs = run(namesrv, job, context=context, timeout=timeout)
+    addrs = s.run(job)
     typer.echo(f"global white addresses {','.join(patterns)} set on {', '.join(addrs)}")
 
 
-@app.command("version")
+@admin_command(app, "version", output=True)
 def version(
+    s: Session,
     cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """The ACL file's data version on each broker (it changes with every update).
 
     Example: mq admin acl version -c DefaultCluster
     """
-    check_output(output)
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
@@ -206,4 +200,4 @@ def version(
         return View("AclVersion", [Column("CLUSTER"), Column("BROKER NAME"), Column("ADDR"), Column("COUNTER"),
                                    Column("TIMESTAMP")], rows, doc)
 
-    render(run(namesrv, job, context=context, timeout=timeout), output)
+    s.render(s.run(job))

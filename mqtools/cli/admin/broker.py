@@ -8,17 +8,11 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TimeoutOpt,
-    WatchOpt,
     YesOpt,
     confirm,
-    run,
-    show,
+    when,
 )
-from mqtools.cli.admin.msg import when
+from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View
 
 if TYPE_CHECKING:
@@ -39,11 +33,10 @@ def table_of(kind: str, addr: str, values: dict[str, str], field: str) -> View:
     return View(kind, [Column("KEY"), Column("VALUE")], rows, {"brokerAddr": addr, field: dict(sorted(values.items()))})
 
 
-@app.command("status")
+@admin_command(app, "status", output=True, watch=True)
 def status(
+    s: Session,
     broker_addr: AddrArg,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """The broker's runtime table (mqadmin brokerStatus): TPS, offsets, queues, disk, sorted by key.
 
@@ -53,14 +46,13 @@ def status(
     async def build(admin: MQAdmin) -> View:
         return table_of("BrokerStatus", broker_addr, (await admin.broker_runtime_info(broker_addr)).raw, "runtime")
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@config_app.command("get")
+@admin_command(config_app, "get", output=True, watch=True)
 def config_get(
+    s: Session,
     broker_addr: AddrArg,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Every configuration key of a broker, sorted.
 
@@ -70,15 +62,15 @@ def config_get(
     async def build(admin: MQAdmin) -> View:
         return table_of("BrokerConfig", broker_addr, await admin.broker_config(broker_addr), "config")
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@config_app.command("set")
+@admin_command(config_app, "set")
 def config_set(
+    s: Session,
     broker_addr: AddrArg,
     key: Annotated[str, typer.Argument(help="Configuration key, e.g. brokerPermission.")],
     value: Annotated[str, typer.Argument(help="New value.")],
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Change one key at runtime; the broker also writes it to its configuration file.
 
@@ -90,17 +82,16 @@ def config_set(
         await admin.update_broker_config(broker_addr, {key: value})
         return before
 
-    before = run(namesrv, job, context=context, timeout=timeout)
+    before = s.run(job)
     typer.echo(f"{broker_addr}: {key} {before if before is not None else 'n/a'} -> {value}")
 
 
-@app.command("consume-stats")
+@admin_command(app, "consume-stats", output=True, watch=True)
 def consume_stats(
+    s: Session,
     broker_addr: AddrArg,
     level: Annotated[int, typer.Option("--level", "-l", help="Only queues with at least this lag.")] = 0,
     order: Annotated[bool, typer.Option("--order", help="Only order topics.")] = False,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Every group's lag on one broker, per queue (mqadmin brokerConsumeStats).
 
@@ -108,7 +99,7 @@ def consume_stats(
     """
 
     async def build(admin: MQAdmin) -> View:
-        stats = await admin.broker_consume_stats(broker_addr, order_only=order, timeout=max(timeout, 50.0))
+        stats = await admin.broker_consume_stats(broker_addr, order_only=order, timeout=max(s.timeout, 50.0))
         shown = [q for q in stats.queues if q.diff >= level]
         rows = [[q.queue.topic, q.group, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset,
                  q.diff, when(q.last_timestamp_ms)] for q in shown]
@@ -121,15 +112,14 @@ def consume_stats(
                                            Column("DIFF", True), Column("LAST CONSUMED")], rows, data,
                     footer=[f"total diff: {stats.total_diff}"])
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("stats")
+@admin_command(app, "stats", output=True, watch=True)
 def stats(
+    s: Session,
     topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Only this topic.")] = None,  # noqa: UP045
     active: Annotated[bool, typer.Option("--active", "-a", help="Only rows with traffic in 24 hours.")] = False,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Per topic and consuming group: backlog, TPS in and out, messages in and out over 24 hours (statsAll).
 
@@ -144,7 +134,7 @@ def stats(
         return View("StatsAll", [Column("TOPIC"), Column("GROUP"), Column("BACKLOG", True), Column("IN TPS", True),
                                  Column("OUT TPS", True), Column("IN 24H", True), Column("OUT 24H", True)], table, data)
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
 def _perm_lines(broker_name: str, counts: dict[str, int], verb: str) -> None:
@@ -152,10 +142,10 @@ def _perm_lines(broker_name: str, counts: dict[str, int], verb: str) -> None:
         typer.echo(f"{ns}: {verb} write permission of {broker_name} on {count} topics")
 
 
-@perm_app.command("wipe")
+@admin_command(perm_app, "wipe")
 def perm_wipe(
+    s: Session,
     broker_name: NameArg, yes: YesOpt = False,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Graceful drain: producers stop sending to this broker, consumers keep reading what it holds.
 
@@ -170,13 +160,13 @@ def perm_wipe(
     async def job(admin: MQAdmin) -> dict[str, int]:
         return await admin.wipe_write_perm(broker_name)
 
-    _perm_lines(broker_name, run(namesrv, job, context=context, timeout=timeout), "wiped")
+    _perm_lines(broker_name, s.run(job), "wiped")
 
 
-@perm_app.command("add")
+@admin_command(perm_app, "add")
 def perm_add(
+    s: Session,
     broker_name: NameArg,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Give a drained broker its write permission back on every name server (inverse of wipe).
 
@@ -186,13 +176,13 @@ def perm_add(
     async def job(admin: MQAdmin) -> dict[str, int]:
         return await admin.add_write_perm(broker_name)
 
-    _perm_lines(broker_name, run(namesrv, job, context=context, timeout=timeout), "restored")
+    _perm_lines(broker_name, s.run(job), "restored")
 
 
-@app.command("clean-expired-cq")
+@admin_command(app, "clean-expired-cq")
 def clean_expired_cq(
+    s: Session,
     broker_addr: AddrArg,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Drop consume-queue data pointing before the commitlog's first message (CLEAN_EXPIRED_CONSUMEQUEUE).
 
@@ -202,5 +192,5 @@ def clean_expired_cq(
     async def job(admin: MQAdmin) -> None:
         await admin.clean_expired_consume_queue(broker_addr)
 
-    run(namesrv, job, context=context, timeout=timeout)
+    s.run(job)
     typer.echo(f"{broker_addr}: expired consume queues cleaned")

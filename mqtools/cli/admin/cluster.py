@@ -7,17 +7,10 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TimeoutOpt,
-    WatchOpt,
-    check_output,
-    run,
-    show,
     usage,
 )
-from mqtools.cli.output import Column, View, render
+from mqtools.cli.admin.session import Session, admin_command
+from mqtools.cli.output import Column, View
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -99,12 +92,11 @@ def _broker_json(b: BrokerRow) -> dict[str, object]:
     }
 
 
-@app.command("list")
+@admin_command(app, "list", output=True, watch=True)
 def list_(
+    s: Session,
     cluster: ClusterOpt = None,
     more: Annotated[bool, typer.Option("--more", "-m", help="Message totals of yesterday and today.")] = False,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Every broker (masters and slaves) with load, heartbeat age, disk.
 
@@ -117,24 +109,21 @@ def list_(
             raise usage(f"cluster {cluster} not found (known: {', '.join(sorted(snap.clusters)) or 'none'})")
         return cluster_view(snap, cluster, more)
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("rt")
+@admin_command(app, "rt", output=True)
 def rt(
+    s: Session,
     cluster: ClusterOpt = None,
     amount: Annotated[int, typer.Option("--amount", "-a", min=1, help="Messages per broker.")] = 100,
     size: Annotated[int, typer.Option("--size", "-s", min=1, help="Message body bytes.")] = 128,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table",
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Send RT to each master: sync sends to the topic named after the broker, as mqadmin's clusterRT.
 
     Example: mq admin cluster rt -a 50
     """
     from mqtools.cli.admin.progress import Progress
-
-    check_output(output)
 
     async def measure(admin: MQAdmin) -> View:
         masters = await admin.master_addrs(cluster)
@@ -146,4 +135,4 @@ def rt(
         return View("ClusterRT", [Column("BROKER"), Column("ADDR"), Column("OK", True), Column("FAILED", True),
                                   Column("AVG RT MS", True)], rows, {"amount": amount, "size": size, "brokers": data})
 
-    render(run(namesrv, measure, context=context, timeout=timeout), output)
+    s.render(s.run(measure))

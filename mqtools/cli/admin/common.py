@@ -44,6 +44,9 @@ WatchOpt = Annotated[
                  min=0.1),
 ]
 TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds to wait for each answer.", min=0.1)]
+ClusterOpt = Annotated[Optional[str], typer.Option("-c", "--cluster", help="Every master of this cluster.")]  # noqa: UP045
+BrokerOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "-b", "--broker-addr", help="One broker, by address (host:port).")]
 YesOpt = Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")]
 DryRunOpt = Annotated[bool, typer.Option("--dry-run", help="Show what would change and change nothing.")]
 TlsOpt = Annotated[bool, typer.Option("--tls", help="Connect with TLS (the system's CAs unless --tls-ca).")]
@@ -70,6 +73,21 @@ def usage(message: str) -> typer.Exit:
     return fail(message, EXIT_USAGE)
 
 
+def one_target(cluster: str | None, broker_addr: str | None) -> None:
+    """Write commands act on every master of a cluster (-c) or on one broker (-b): exactly one."""
+    if (cluster is None) == (broker_addr is None):
+        raise usage("give -c CLUSTER or -b BROKER_ADDR (one of them)")
+
+
+def when(ms: int | None) -> str | None:
+    """Local time with milliseconds; None for RocketMQ's 0 ('never')."""
+    if not ms:
+        return None
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
 def check_output(fmt: str) -> str:
     if fmt not in FORMATS:
         raise usage(f"-o must be one of {', '.join(FORMATS)}, not {fmt!r}")
@@ -86,19 +104,21 @@ def tls_flags(tls: bool, ca: str | None, cert: str | None, key: str | None) -> T
         raise usage(str(exc)) from None
 
 
-_group_tls: list[TlsClientOptions | None] = [None]
-"""The TLS flags of this `mq admin` invocation: its callback sets them before any subcommand runs
-(a module slot, because typer does not hand a group's context to the subcommands' helpers)."""
-
-
-def remember_tls(options: TlsClientOptions | None) -> None:
-    """Called by `mq admin`'s callback on every invocation, so flags never leak into the next one."""
-    _group_tls[0] = options
+def remember_tls(ctx: typer.Context, options: TlsClientOptions | None) -> None:
+    """`mq admin`'s callback keeps its TLS flags in its click context, which every subcommand's
+    context inherits (its `obj`)."""
+    ctx.obj = options
 
 
 def cli_tls() -> TlsClientOptions | None:
     """The TLS flags given to `mq admin` (before the subcommand), if any."""
-    return _group_tls[0]
+    import click
+
+    from mqtools.remoting.security import TlsClientOptions
+
+    ctx = click.get_current_context(silent=True)
+    obj = ctx.obj if ctx is not None else None
+    return obj if isinstance(obj, TlsClientOptions) else None
 
 
 def exit_for(exc: MQClientError) -> typer.Exit:

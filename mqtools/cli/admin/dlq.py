@@ -12,20 +12,13 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TimeoutOpt,
-    WatchOpt,
     YesOpt,
-    check_output,
     confirm,
-    run,
-    show,
     usage,
 )
 from mqtools.cli.admin.msg import message_list
-from mqtools.cli.output import Column, View, render
+from mqtools.cli.admin.session import Session, admin_command
+from mqtools.cli.output import Column, View
 from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
@@ -35,11 +28,10 @@ app = typer.Typer(help="Dead-letter queues (%DLQ%GROUP): list, resend.", no_args
 GroupArg = Annotated[str, typer.Argument(help="Consumer group.")]
 
 
-@app.command("list")
+@admin_command(app, "list", output=True, watch=True)
 def list_(
+    s: Session,
     group: GroupArg,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Every message in the group's DLQ, oldest first (none when the group never gave up on one).
 
@@ -50,16 +42,16 @@ def list_(
     async def build(admin: MQAdmin) -> View:
         return message_list(dlq_topic(group), await admin.dead_messages(group))
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("resend")
+@admin_command(app, "resend", output=True)
 def resend(
+    s: Session,
     group: GroupArg,
     msg_ids: Annotated[Optional[list[str]], typer.Argument(help="msgIds (or offset msgIds) from `dlq list`.")] = None,  # noqa: UP045
     all_: Annotated[bool, typer.Option("--all", help="Every message in the DLQ.")] = False,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Put dead messages back on the group's retry topic, so the group's consumers receive them again.
 
@@ -69,7 +61,6 @@ def resend(
 
     Example: mq admin dlq resend OrderConsumers C0A8010A00002A9F0000000000000001
     """
-    check_output(output)
     if all_ == bool(msg_ids):
         raise usage("give msgIds or --all (not both)")
     if all_:
@@ -89,7 +80,7 @@ def resend(
                                   Column("QID", True), Column("NEW OFFSET MSG ID"), Column("ERROR")], rows, data,
                     footer=[f"{done} of {len(results)} resent to %RETRY%{group}"])
 
-    view = run(namesrv, job, context=context, timeout=timeout)
-    render(view, output)
+    view = s.run(job)
+    s.render(view)
     if any(not r["resent"] for r in view.data["results"]):
         raise typer.Exit(EXIT_REFUSED)

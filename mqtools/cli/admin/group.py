@@ -12,21 +12,16 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TimeoutOpt,
-    WatchOpt,
+    BrokerOpt,
+    ClusterOpt,
     YesOpt,
-    check_output,
     confirm,
-    run,
-    show,
+    one_target,
     usage,
+    when,
 )
-from mqtools.cli.admin.msg import when
-from mqtools.cli.admin.topic import BrokerOpt, ClusterOpt, one_target
-from mqtools.cli.output import Column, View, cell, render
+from mqtools.cli.admin.session import Session, admin_command
+from mqtools.cli.output import Column, View, cell
 from mqtools.common.mqversion import version_desc
 
 if TYPE_CHECKING:
@@ -107,11 +102,8 @@ def change_view(group: str, operation: str, changes: list[GroupChange]) -> View:
                 rows, data, title=f"{operation} {group}")
 
 
-@app.command("list")
-def list_(
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
-) -> None:
+@admin_command(app, "list", output=True, watch=True)
+def list_(s: Session) -> None:
     """Every group configured on any master, one row per group and broker; system groups flagged.
 
     Example: mq admin group list -o csv
@@ -128,16 +120,16 @@ def list_(
         return View("GroupList", columns, rows, data,
                     footer=[f"{len(entries)} groups, {sum(e.system for e in entries)} of them system groups"])
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("create")
+@admin_command(app, "create", output=True)
 def create(
+    s: Session,
     group: GroupArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
     consume: ConsumeOpt = None, broadcast: BroadcastOpt = None, orderly: OrderlyOpt = None, from_min: FromMinOpt = None,
     retry_queues: RetryQueuesOpt = None, retry_max: RetryMaxOpt = None, broker_id: BrokerIdOpt = None,
     slow_broker_id: SlowOpt = None, notify: NotifyOpt = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Create a group on every master of a cluster or on one broker; refused if any of them has it.
     Unset options take RocketMQ's defaults, with broadcast and from-min off as mqadmin sets them.
@@ -148,8 +140,6 @@ def create(
 
     from mqtools.client.admin.groupmodels import GroupChange
     from mqtools.remoting.bodies import SubscriptionGroupConfig
-
-    check_output(output)
     one_target(cluster, broker_addr)
     config = dataclasses.replace(
         SubscriptionGroupConfig(group, consume_broadcast_enable=False, consume_from_min_enable=False),
@@ -161,23 +151,22 @@ def create(
         names = {addr: name for name, addr in (await admin.master_addrs()).items()}
         return change_view(group, "create", [GroupChange(names.get(a), a, None, config) for a in addrs])
 
-    render(run(namesrv, job, context=context, timeout=timeout), output)
+    s.render(s.run(job))
 
 
-@app.command("update")
+@admin_command(app, "update", output=True)
 def update(
+    s: Session,
     group: GroupArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
     consume: ConsumeOpt = None, broadcast: BroadcastOpt = None, orderly: OrderlyOpt = None, from_min: FromMinOpt = None,
     retry_queues: RetryQueuesOpt = None, retry_max: RetryMaxOpt = None, broker_id: BrokerIdOpt = None,
     slow_broker_id: SlowOpt = None, notify: NotifyOpt = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Change what is given and keep the rest; on one broker, a cluster's masters, or (default) every
     master holding the group. Refused when none of them has it.
 
     Example: mq admin group update OrderConsumers --retry-max-times 3 --no-consume
     """
-    check_output(output)
     if cluster is not None and broker_addr is not None:
         raise usage("give -c CLUSTER or -b BROKER_ADDR, not both")
     changes = _given(consume=consume, broadcast=broadcast, orderly=orderly, from_min=from_min,
@@ -190,15 +179,15 @@ def update(
         done = await admin.update_subscription_group(group, changes, cluster=cluster, broker_addr=broker_addr)
         return change_view(group, "update", done)
 
-    render(run(namesrv, job, context=context, timeout=timeout), output)
+    s.render(s.run(job))
 
 
-@app.command("delete")
+@admin_command(app, "delete")
 def delete(
+    s: Session,
     group: GroupArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
     remove_offsets: Annotated[bool, typer.Option("--remove-offsets", help="Drop its committed offsets too.")] = False,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Delete a group's config from one broker or a cluster's masters; with -c also its %RETRY% and
     %DLQ% topics there, as mqadmin does. Refused for a group no master has.
@@ -212,7 +201,7 @@ def delete(
     async def known(admin: MQAdmin) -> None:
         await admin.subscription_group(group)
 
-    run(namesrv, known, context=context, timeout=timeout)
+    s.run(known)
     where = f"cluster {cluster}" if cluster else f"broker {broker_addr}"
     confirm(f"Delete group {group} from {where}{' with its offsets' if remove_offsets else ''}?", yes)
 
@@ -224,17 +213,16 @@ def delete(
                 await admin.delete_topic(topic, cluster)
         return addrs
 
-    addrs = run(namesrv, job, context=context, timeout=timeout)
+    addrs = s.run(job)
     extra = f" and its topics %RETRY%{group}, %DLQ%{group}" if cluster else ""
     typer.echo(f"deleted group {group} from {', '.join(addrs)}{extra}")
 
 
-@app.command("progress")
+@admin_command(app, "progress", output=True, watch=True)
 def progress(
+    s: Session,
     group: GroupArg,
     topic: Annotated[Optional[str], typer.Option("-t", "--topic", help="Only this topic.")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Per queue: broker offset, committed offset, lag (diff), in flight and last consume time; totals.
 
@@ -258,14 +246,13 @@ def progress(
                                       Column("DIFF", True), Column("INFLIGHT", True), Column("LAST CONSUMED")],
                     rows, data, footer=footer)
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("connections")
+@admin_command(app, "connections", output=True, watch=True)
 def connections(
+    s: Session,
     group: GroupArg,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """The group's online clients and what they subscribe to (none online: an empty list).
 
@@ -291,15 +278,14 @@ def connections(
                           f"from {online.consume_from_where}")
         return View("GroupConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("status")
+@admin_command(app, "status", output=True, watch=True)
 def status(
+    s: Session,
     groups: Annotated[Optional[list[str]], typer.Argument(  # noqa: UP045
         help="Groups (default: every group that ever had a consumer online).")] = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """One line per group: clients online, lowest client version, type, model, consume TPS, total lag.
 
@@ -317,4 +303,4 @@ def status(
         return View("GroupStatus", [Column("GROUP"), Column("ONLINE", True), Column("VERSION"), Column("TYPE"),
                                     Column("MODEL"), Column("TPS", True), Column("DIFF", True)], rows, data)
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)

@@ -14,18 +14,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TimeoutOpt,
-    WatchOpt,
-    check_output,
-    run,
-    show,
     usage,
+    when,
 )
-from mqtools.cli.admin.msg import when
-from mqtools.cli.output import Column, View, render
+from mqtools.cli.admin.session import Session, admin_command
+from mqtools.cli.output import Column, View
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
 
 if TYPE_CHECKING:
@@ -119,14 +112,13 @@ def ready_view(r: HAReadiness, window: float) -> View:
                 footer=[f"verdict: {r.verdict} (exit {EXIT_BY_VERDICT[r.verdict]})"])
 
 
-@app.command("status")
+@admin_command(app, "status", output=True, watch=True)
 def status(
+    s: Session,
     broker_addr: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "-b", "--broker", help="The group holding this broker address (master or slave).")] = None,
     cluster: Annotated[Optional[str], typer.Option("-c", "--cluster", help="Every group of this cluster.")] = None,  # noqa: UP045
     window: WindowOpt = 2.0,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Replication per master and slave: lag in bytes, messages and seconds, trend, the slave's view.
 
@@ -148,17 +140,17 @@ def status(
             raise usage(str(exc)) from None
         return status_view(groups, window)
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("ready")
+@admin_command(app, "ready", output=True)
 def ready(
+    s: Session,
     broker_name: Annotated[str, typer.Argument(help="Broker name (the group), e.g. broker-a.")],
     max_diff: Annotated[int, typer.Option("--max-diff", help="Most bytes the slave may lack.", min=0)] = 1024 * 1024,
     max_catchup: Annotated[float, typer.Option(
         "--max-catchup", help="Most seconds the slave may need to catch up.", min=0.0)] = 10.0,
     window: WindowOpt = 2.0,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Is it safe to stop this group's master now? Exit 0 safe, 1 not safe, 3 unknown.
 
@@ -168,7 +160,6 @@ def ready(
 
     Example: mq admin ha ready broker-a --max-diff 0 -o json
     """
-    check_output(output)
 
     async def assess(admin: MQAdmin) -> HAReadiness:
         from mqtools.client.admin.hamodels import UnknownTargetError
@@ -178,6 +169,6 @@ def ready(
         except UnknownTargetError as exc:
             raise usage(str(exc)) from None
 
-    result = run(namesrv, assess, context=context, timeout=timeout)
-    render(ready_view(result, window), output)
+    result = s.run(assess)
+    s.render(ready_view(result, window))
     raise typer.Exit(EXIT_BY_VERDICT[result.verdict])

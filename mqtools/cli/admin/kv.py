@@ -6,7 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtools.cli.admin.common import ContextOpt, NamesrvOpt, OutputOpt, TimeoutOpt, WatchOpt, fail, run, show
+from mqtools.cli.admin.common import fail
+from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View
 from mqtools.common.exitcodes import EXIT_REFUSED
 
@@ -19,11 +20,10 @@ NamespaceArg = Annotated[str, typer.Argument(help="Namespace, e.g. ORDER_TOPIC_C
 KeyArg = Annotated[str, typer.Argument(help="Key.")]
 
 
-@app.command("get")
+@admin_command(app, "get", output=True, watch=True)
 def get(
+    s: Session,
     namespace: NamespaceArg, key: KeyArg,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """One value; exit 1 when the key is not set.
 
@@ -37,14 +37,13 @@ def get(
         return View("KV", [Column("NAMESPACE"), Column("KEY"), Column("VALUE")], [[namespace, key, value]],
                     {"namespace": namespace, "key": key, "value": value})
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("list")
+@admin_command(app, "list", output=True, watch=True)
 def list_(
+    s: Session,
     namespace: NamespaceArg,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Every key of a namespace, sorted (empty when the namespace has none).
 
@@ -56,13 +55,13 @@ def list_(
         return View("KVList", [Column("KEY"), Column("VALUE")], [[k, v] for k, v in entries.items()],
                     {"namespace": namespace, "entries": entries})
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("set")
+@admin_command(app, "set")
 def set_(
+    s: Session,
     namespace: NamespaceArg, key: KeyArg, value: Annotated[str, typer.Argument(help="Value.")],
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Create or update a key on every name server.
 
@@ -72,14 +71,14 @@ def set_(
     async def job(admin: MQAdmin) -> None:
         await admin.put_kv(namespace, key, value)
 
-    run(namesrv, job, context=context, timeout=timeout)
+    s.run(job)
     typer.echo(f"{namespace} {key}={value}")
 
 
-@app.command("delete")
+@admin_command(app, "delete")
 def delete(
+    s: Session,
     namespace: NamespaceArg, key: KeyArg,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Delete a key on every name server (deleting a key that is not set is not an error).
 
@@ -89,5 +88,5 @@ def delete(
     async def job(admin: MQAdmin) -> None:
         await admin.delete_kv(namespace, key)
 
-    run(namesrv, job, context=context, timeout=timeout)
+    s.run(job)
     typer.echo(f"{namespace} {key} deleted")

@@ -7,24 +7,17 @@ group has consumed it); `print` and `consume` read queues with tools pulls that 
 from __future__ import annotations
 
 import time
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
 from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TimeoutOpt,
-    WatchOpt,
-    check_output,
     fail,
-    run,
-    show,
     usage,
+    when,
 )
-from mqtools.cli.output import Column, View, render
+from mqtools.cli.admin.session import Session, admin_command
+from mqtools.cli.output import Column, View
 from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
@@ -39,13 +32,6 @@ ToOpt = Annotated[Optional[str], typer.Option("--to", help="Stored before (epoch
 BODY_PREVIEW = 48
 LIST_COLUMNS = [Column("MSG ID"), Column("TOPIC"), Column("STORE HOST"), Column("QID", True), Column("OFFSET", True),
                 Column("TAGS"), Column("KEYS"), Column("STORED"), Column("RECONSUME", True), Column("BODY")]
-
-
-def when(ms: int | None) -> str | None:
-    """Local time with milliseconds; None for RocketMQ's 0 ('never')."""
-    if not ms:
-        return None
-    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def times(start: str | None, end: str | None) -> tuple[int | None, int | None]:
@@ -110,12 +96,11 @@ async def _detail(admin: MQAdmin, m: MessageExt | None, what: str) -> View:
     return message_detail(m, await admin.message_tracks(m))
 
 
-@app.command("get")
+@admin_command(app, "get", output=True, watch=True)
 def get(
+    s: Session,
     msg_id: Annotated[str, typer.Argument(help="Offset msgId (names its broker), or a client msgId with --topic.")],
     topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Topic, to look a client msgId up.")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Every field of one message and whether each consuming group has consumed it.
 
@@ -133,17 +118,16 @@ def get(
             return await _detail(admin, await admin.view_message(msg_id), msg_id)
         return await _detail(admin, await admin.find_message(topic, msg_id), msg_id)
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("key")
+@admin_command(app, "key", output=True, watch=True)
 def key(
+    s: Session,
     topic: TopicArg,
     msg_key: Annotated[str, typer.Argument(help="A business key (the message's KEYS).")],
     max_num: Annotated[int, typer.Option("--max", "-m", min=1, help="At most this many.")] = 64,
     start: FromOpt = None, end: ToOpt = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Messages of a topic whose keys hold KEY, oldest first (the brokers' index).
 
@@ -155,15 +139,14 @@ def key(
         found = await admin.query_by_key(topic, msg_key, max_num=max_num, begin_ms=begin_ms or 0, end_ms=end_ms)
         return message_list(topic, found)
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("unique")
+@admin_command(app, "unique", output=True, watch=True)
 def unique(
+    s: Session,
     topic: TopicArg,
     uniq_key: Annotated[str, typer.Argument(help="The client msgId (UNIQ_KEY) a producer got back.")],
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Every stored copy of a message by its client msgId; more than one means it was sent again.
 
@@ -173,17 +156,16 @@ def unique(
     async def build(admin: MQAdmin) -> View:
         return message_list(topic, await admin.query_by_unique_key(topic, uniq_key))
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("at")
+@admin_command(app, "at", output=True, watch=True)
 def at(
+    s: Session,
     topic: TopicArg,
     broker: Annotated[str, typer.Argument(help="Broker name.")],
     queue_id: Annotated[int, typer.Argument(help="Queue id.", min=0)],
     offset: Annotated[int, typer.Argument(help="Queue offset.", min=0)],
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """The message at one queue offset, every field.
 
@@ -195,7 +177,7 @@ def at(
         m = await admin.message_at(MessageQueue(topic, broker, queue_id), offset)
         return await _detail(admin, m, f"{topic} {broker} queue {queue_id} offset {offset}")
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
 async def read_spans(admin: MQAdmin, spans: list[QueueSpan], limit: int | None, expression: str = "*"
@@ -220,12 +202,11 @@ async def read_spans(admin: MQAdmin, spans: list[QueueSpan], limit: int | None, 
     return found
 
 
-@app.command("print")
+@admin_command(app, "print", output=True, watch=True)
 def print_(
+    s: Session,
     topic: TopicArg, start: FromOpt = None, end: ToOpt = None,
     expression: Annotated[str, typer.Option("--tags", "-s", help="Subscription expression, e.g. 'TagA || TagB'.")] = "*",
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Every message of a topic (or those stored between two times), queue by queue.
 
@@ -238,16 +219,15 @@ def print_(
         found = await read_spans(admin, spans, None, expression)
         return message_list(topic, found, [f"{len(found)} messages from {len(spans)} queues"])
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("consume")
+@admin_command(app, "consume", output=True, watch=True)
 def consume(
+    s: Session,
     topic: TopicArg,
     count: Annotated[int, typer.Option("--count", "-c", min=1, help="At most this many messages.")] = 128,
     start: FromOpt = None, end: ToOpt = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """The oldest COUNT messages of a topic, read as mqadmin's consumeMessage does (no offset is committed).
 
@@ -259,24 +239,23 @@ def consume(
         spans = [await admin.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await admin.message_queues(topic)]
         return message_list(topic, await read_spans(admin, spans, count))
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("send")
+@admin_command(app, "send", output=True)
 def send(
+    s: Session,
     topic: TopicArg,
     body: Annotated[str, typer.Argument(help="Message body (UTF-8 text).")],
     tags: Annotated[Optional[str], typer.Option("--tags", help="Tag.")] = None,  # noqa: UP045
     keys: Annotated[Optional[str], typer.Option("--keys", help="Keys, space-separated.")] = None,  # noqa: UP045
     broker: Annotated[Optional[str], typer.Option("--broker", help="Broker name (with --queue).")] = None,  # noqa: UP045
     queue_id: Annotated[Optional[int], typer.Option("--queue", min=0, help="Queue id (with --broker).")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Send one message and print where it was stored.
 
     Example: mq admin msg send Orders '{"id": 1}' --tags TagA --keys order-1
     """
-    check_output(output)
     if (broker is None) != (queue_id is None):
         raise usage("--broker and --queue go together")
 
@@ -290,4 +269,4 @@ def send(
                      "queueOffset": r.queue_offset, "status": r.status.value, "msgId": r.msg_id,
                      "offsetMsgId": r.offset_msg_id})
 
-    render(run(namesrv, job, context=context, timeout=timeout), output)
+    s.render(s.run(job))

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtools.cli.admin.common import ContextOpt, NamesrvOpt, OutputOpt, TimeoutOpt, WatchOpt, run, show
+from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View
 
 if TYPE_CHECKING:
@@ -17,11 +17,8 @@ config_app = typer.Typer(help="Read or change the configuration of every name se
 app.add_typer(config_app, name="config")
 
 
-@config_app.command("get")
-def config_get(
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
-) -> None:
+@admin_command(config_app, "get", output=True, watch=True)
+def config_get(s: Session) -> None:
     """Every key of every name server's configuration, one row per name server and key.
 
     Example: mq admin namesrv config get -n '10.0.0.1:9876;10.0.0.2:9876'
@@ -33,14 +30,14 @@ def config_get(
         return View("NamesrvConfig", [Column("NAMESRV"), Column("KEY"), Column("VALUE")], rows,
                     {"namesrv": {ns: dict(sorted(c.items())) for ns, c in configs.items()}})
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@config_app.command("set")
+@admin_command(config_app, "set")
 def config_set(
+    s: Session,
     key: Annotated[str, typer.Argument(help="Configuration key, e.g. orderMessageEnable.")],
     value: Annotated[str, typer.Argument(help="New value.")],
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Change one key on every name server at runtime (and in its configuration file).
 
@@ -50,5 +47,5 @@ def config_set(
     async def job(admin: MQAdmin) -> list[str]:
         return await admin.update_namesrv_config({key: value})
 
-    for ns in run(namesrv, job, context=context, timeout=timeout):
+    for ns in s.run(job):
         typer.echo(f"{ns}: {key}={value}")

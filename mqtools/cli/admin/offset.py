@@ -13,18 +13,13 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    ContextOpt,
     DryRunOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TimeoutOpt,
     YesOpt,
-    check_output,
     confirm,
-    run,
     usage,
 )
-from mqtools.cli.output import Column, View, render
+from mqtools.cli.admin.session import Session, admin_command
+from mqtools.cli.output import Column, View
 from mqtools.common.timeparse import FORMATS_HELP, parse_time_ms
 
 if TYPE_CHECKING:
@@ -78,15 +73,15 @@ def _target(to_time: str | None, to_offset: int | None, shift: int | None, earli
     return ResetTarget("earliest" if earliest else "latest")
 
 
-def _apply(namesrv: str | None, context: str | None, timeout: float, output: str, yes: bool, dry_run: bool,
-           question: str, job: Callable[[MQAdmin], Awaitable[View]]) -> None:
+def _apply(s: Session, yes: bool, dry_run: bool, question: str, job: Callable[[MQAdmin], Awaitable[View]]) -> None:
     if not dry_run:
         confirm(question, yes)
-    render(run(namesrv, job, context=context, timeout=timeout), output)
+    s.render(s.run(job))
 
 
-@app.command("reset")
+@admin_command(app, "reset", output=True)
 def reset(
+    s: Session,
     group: GroupArg, topic: TopicArg,
     to_time: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--to-time", help=f"The first message stored at or after this time: {FORMATS_HELP}.")] = None,
@@ -101,63 +96,58 @@ def reset(
     queue_id: Annotated[Optional[int], typer.Option(  # noqa: UP045
         "-q", "--queue", min=0, help="With -b and --to-offset: the queue id.")] = None,
     dry_run: DryRunOpt = False, yes: YesOpt = False,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Move the group's committed offsets on the topic; offsets are kept within what each queue holds.
 
     Example: mq admin offset reset OrderConsumers Orders --to-time -1h --dry-run
     """
-    check_output(output)
     target = _target(to_time, to_offset, shift, earliest, latest, broker_name, queue_id)
 
     async def job(admin: MQAdmin) -> View:
         rows = await admin.reset_offsets(group, topic, target, dry_run=dry_run)
         return reset_view(group, topic, "reset", target.describe(), rows, dry_run=dry_run)
 
-    _apply(namesrv, context, timeout, output, yes, dry_run,
+    _apply(s, yes, dry_run,
            f"Reset the offsets of group {group} on topic {topic} to {target.describe()}?", job)
 
 
-@app.command("skip")
+@admin_command(app, "skip", output=True)
 def skip(
+    s: Session,
     group: GroupArg, topic: TopicArg, dry_run: DryRunOpt = False, yes: YesOpt = False,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Skip the group's backlog on the topic: every queue to its end.
 
     Example: mq admin offset skip OrderConsumers Orders --yes
     """
     from mqtools.client.admin.groupmodels import ResetTarget
-
-    check_output(output)
     target = ResetTarget("latest")
 
     async def job(admin: MQAdmin) -> View:
         rows = await admin.reset_offsets(group, topic, target, dry_run=dry_run)
         return reset_view(group, topic, "skip", "latest", rows, dry_run=dry_run)
 
-    _apply(namesrv, context, timeout, output, yes, dry_run,
+    _apply(s, yes, dry_run,
            f"Skip every message group {group} has not consumed on topic {topic}?", job)
 
 
-@app.command("clone")
+@admin_command(app, "clone", output=True)
 def clone(
+    s: Session,
     src_group: Annotated[str, typer.Argument(help="Group whose offsets are copied.")],
     dest_group: Annotated[str, typer.Argument(help="Group that gets them.")],
     topic: TopicArg, dry_run: DryRunOpt = False, yes: YesOpt = False,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Give DEST the offsets SRC committed on the topic (queues SRC never committed on are left alone);
     a DEST not yet configured gets SRC's group config, so it is known before its first consumer starts.
 
     Example: mq admin offset clone OrderConsumers OrderConsumersV2 Orders --dry-run
     """
-    check_output(output)
 
     async def job(admin: MQAdmin) -> View:
         rows = await admin.clone_group_offset(src_group, dest_group, topic, dry_run=dry_run)
         return reset_view(dest_group, topic, "clone", f"the offsets of {src_group}", rows, dry_run=dry_run,
                           source=src_group)
 
-    _apply(namesrv, context, timeout, output, yes, dry_run,
+    _apply(s, yes, dry_run,
            f"Overwrite the offsets of group {dest_group} on topic {topic} with those of {src_group}?", job)

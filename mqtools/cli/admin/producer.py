@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtools.cli.admin.common import ContextOpt, NamesrvOpt, OutputOpt, TimeoutOpt, WatchOpt, show
 from mqtools.cli.admin.group import CLIENT_COLUMNS, client_json, client_row
+from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import View
 
 if TYPE_CHECKING:
@@ -16,12 +16,11 @@ if TYPE_CHECKING:
 app = typer.Typer(help="Producer groups: who is online.", no_args_is_help=True)
 
 
-@app.command("connections")
+@admin_command(app, "connections", output=True, watch=True)
 def connections(
+    s: Session,
     group: Annotated[str, typer.Argument(help="Producer group.")],
     topic: Annotated[str, typer.Argument(help="A topic the group sends to (its brokers are asked).")],
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """The group's producers connected to the brokers serving TOPIC (none online: an empty list).
 
@@ -34,4 +33,4 @@ def connections(
         footer = [] if conns else [f"no producer of {group} is connected to the brokers of {topic}"]
         return View("ProducerConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)

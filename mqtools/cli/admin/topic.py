@@ -12,21 +12,17 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TimeoutOpt,
-    WatchOpt,
+    BrokerOpt,
+    ClusterOpt,
     YesOpt,
-    check_output,
     confirm,
     fail,
-    run,
-    show,
+    one_target,
     usage,
+    when,
 )
-from mqtools.cli.admin.msg import when
-from mqtools.cli.output import Column, View, cell, render
+from mqtools.cli.admin.session import Session, admin_command
+from mqtools.cli.output import Column, View, cell
 from mqtools.common.exitcodes import EXIT_REFUSED
 from mqtools.common.perm import perm_to_string
 
@@ -37,9 +33,6 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="Topics: list, route, status, clusters, create, update, delete, perm.", no_args_is_help=True)
 TopicArg = Annotated[str, typer.Argument(help="Topic name.")]
-ClusterOpt = Annotated[Optional[str], typer.Option("-c", "--cluster", help="Every master of this cluster.")]  # noqa: UP045
-BrokerOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "-b", "--broker-addr", help="One broker, by address (host:port).")]
 ReadOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
     "--read-queues", "-r", min=1, max=1024, help="Read queue count, 1..1024.")]
 WriteOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
@@ -56,16 +49,10 @@ def parse_perm(text: str) -> int:
     return perm
 
 
-def one_target(cluster: str | None, broker_addr: str | None) -> None:
-    if (cluster is None) == (broker_addr is None):
-        raise usage("give -c CLUSTER or -b BROKER_ADDR (one of them)")
-
-
-@app.command("list")
+@admin_command(app, "list", output=True, watch=True)
 def list_(
+    s: Session,
     cluster: Annotated[Optional[str], typer.Option("-c", "--cluster", help="Only this cluster's topics.")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Every topic the name servers know, with its kind (normal, retry, dlq, system) and clusters.
 
@@ -80,14 +67,13 @@ def list_(
         return View("TopicList", [Column("TOPIC"), Column("KIND"), Column("CLUSTERS")], rows, data,
                     footer=[f"{len(entries)} topics"])
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("route")
+@admin_command(app, "route", output=True, watch=True)
 def route(
+    s: Session,
     topic: TopicArg,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Which brokers serve the topic, with their addresses, queue counts and permission.
 
@@ -120,16 +106,15 @@ def route(
                                    Column("READ Q", True), Column("WRITE Q", True), Column("PERM")],
                     rows, doc, footer=footer)
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("status")
+@admin_command(app, "status", output=True, watch=True)
 def status(
+    s: Session,
     topic: TopicArg,
     cluster: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "-c", "--cluster", help="Ask this cluster's masters instead of the route's.")] = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Per queue: min and max offset, messages held, last message stored; the topic's put TPS.
 
@@ -148,14 +133,13 @@ def status(
                                     Column("MESSAGES", True), Column("LAST STORED")], rows, data,
                     footer=[f"total: {len(st.queues)} queues, {st.messages} messages; put TPS {tps}"])
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
-@app.command("clusters")
+@admin_command(app, "clusters", output=True, watch=True)
 def clusters(
+    s: Session,
     topic: TopicArg,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", watch: WatchOpt = None,
-    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """The clusters with at least one broker serving the topic.
 
@@ -166,7 +150,7 @@ def clusters(
         names = await admin.topic_clusters(topic)
         return View("TopicClusters", [Column("CLUSTER")], [[n] for n in names], {"topic": topic, "clusters": names})
 
-    show(namesrv, output, build, watch=watch, context=context, timeout=timeout)
+    s.show(build)
 
 
 def _config_json(config: TopicConfig | None) -> dict[str, Any] | None:
@@ -197,14 +181,14 @@ def change_view(topic: str, operation: str, changes: list[TopicChange]) -> View:
                                 Column("PERM"), Column("ORDER")], rows, data, title=f"{operation} {topic}")
 
 
-@app.command("create")
+@admin_command(app, "create", output=True)
 def create(
+    s: Session,
     topic: TopicArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
     read_queues: Annotated[int, typer.Option("--read-queues", "-r", min=1, max=1024, help="1..1024.")] = 8,
     write_queues: Annotated[int, typer.Option("--write-queues", "-w", min=1, max=1024, help="1..1024.")] = 8,
     perm: Annotated[str, typer.Option("--perm", "-p", help="rw, r or w (or 6, 4, 2).")] = "rw",
     order: Annotated[bool, typer.Option("--order", help="Ordered: record the layout on the name servers.")] = False,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Create a topic on every master of a cluster or on one broker; refused if it exists on any of them.
 
@@ -212,8 +196,6 @@ def create(
     """
     from mqtools.client.admin.topicmodels import TopicChange
     from mqtools.remoting.bodies import TopicConfig
-
-    check_output(output)
     one_target(cluster, broker_addr)
     config = TopicConfig(topic, read_queues, write_queues, parse_perm(perm), order=order)
 
@@ -222,22 +204,21 @@ def create(
         names = {addr: name for name, addr in (await admin.master_addrs()).items()}
         return change_view(topic, "create", [TopicChange(names.get(a), a, None, config) for a in addrs])
 
-    render(run(namesrv, job, context=context, timeout=timeout), output)
+    s.render(s.run(job))
 
 
-@app.command("update")
+@admin_command(app, "update", output=True)
 def update(
+    s: Session,
     topic: TopicArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
     read_queues: ReadOpt = None, write_queues: WriteOpt = None, perm: PermOpt = None,
     order: Annotated[Optional[bool], typer.Option("--order/--no-order", help="Ordered or not.")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Change what is given and keep the rest; on one broker, a cluster's masters, or (default) every
     master serving the topic. Refused when the topic exists on none of them.
 
     Example: mq admin topic update Orders -w 16 -r 16
     """
-    check_output(output)
     if cluster is not None and broker_addr is not None:
         raise usage("give -c CLUSTER or -b BROKER_ADDR, not both")
     if read_queues is None and write_queues is None and perm is None and order is None:
@@ -250,21 +231,20 @@ def update(
                                            perm=new_perm, order=order)
         return change_view(topic, "update", changes)
 
-    render(run(namesrv, job, context=context, timeout=timeout), output)
+    s.render(s.run(job))
 
 
-@app.command("perm")
+@admin_command(app, "perm", output=True)
 def perm_(
+    s: Session,
     topic: TopicArg,
     perm: Annotated[str, typer.Option("--perm", "-p", help="rw, r or w (or 6, 4, 2).")],
     cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Change the topic's permission (queue counts kept); default: every master serving the topic.
 
     Example: mq admin topic perm Orders -p r
     """
-    check_output(output)
     if cluster is not None and broker_addr is not None:
         raise usage("give -c CLUSTER or -b BROKER_ADDR, not both")
     new_perm = parse_perm(perm)
@@ -273,16 +253,16 @@ def perm_(
         return change_view(topic, "perm", await admin.update_topic(topic, cluster=cluster, broker_addr=broker_addr,
                                                                    perm=new_perm))
 
-    render(run(namesrv, job, context=context, timeout=timeout), output)
+    s.render(s.run(job))
 
 
-@app.command("delete")
+@admin_command(app, "delete")
 def delete(
+    s: Session,
     topic: TopicArg,
     cluster: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "-c", "--cluster", help="Only from this cluster (default: every cluster serving the topic).")] = None,
     yes: YesOpt = False,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None, timeout: TimeoutOpt = 5.0,
 ) -> None:
     """Delete the topic from the masters of a cluster (default: of every cluster serving it) and from
     the name servers. Its messages become unreachable.
@@ -293,7 +273,7 @@ def delete(
     async def where(admin: MQAdmin) -> list[str]:
         return await admin.topic_clusters(topic)
 
-    hosting = run(namesrv, where, context=context, timeout=timeout)
+    hosting = s.run(where)
     if cluster is not None and cluster not in hosting:
         raise fail(f"topic {topic} is not on cluster {cluster} (it is on: {', '.join(hosting)}); nothing deleted",
                    EXIT_REFUSED)
@@ -303,5 +283,5 @@ def delete(
     async def job(admin: MQAdmin) -> list[str]:
         return [a for c in targets for a in await admin.delete_topic(topic, c)]
 
-    addrs = run(namesrv, job, context=context, timeout=timeout)
+    addrs = s.run(job)
     typer.echo(f"deleted topic {topic} from {', '.join(addrs)} (cluster {', '.join(targets)}) and the name servers")

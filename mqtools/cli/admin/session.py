@@ -1,0 +1,92 @@
+"""One CLI frame for `mq admin` commands: the shared options, declared once, and the Session they make.
+
+`@admin_command(app, "list", output=True, watch=True)` registers a command whose own parameters come
+first and the shared tail (-n/--namesrv, --context, [-o], [--watch], --timeout) after them, in that order,
+exactly as each command declared them by hand before; the command receives them as one `Session` (its
+parameter `s`). The TLS flags given to `mq admin` itself live in the click context's object
+(`common.remember_tls`), which every subcommand's context inherits.
+"""
+
+from __future__ import annotations
+
+import functools
+import inspect
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import typer
+
+from mqtools.cli.admin.common import (
+    ContextOpt,
+    NamesrvOpt,
+    OutputOpt,
+    TimeoutOpt,
+    WatchOpt,
+    check_output,
+    run,
+    show,
+)
+from mqtools.cli.output import View, render
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True)
+class Session:
+    """Where and how one `mq admin` command talks to the cluster, and how it prints."""
+
+    namesrv: str | None
+    context: str | None
+    output: str
+    watch: float | None
+    timeout: float
+
+    def run(self, job: Callable[[MQAdmin], Awaitable[T]]) -> T:
+        """Run `job` on an admin session; failures become the documented exits."""
+        return run(self.namesrv, job, context=self.context, timeout=self.timeout)
+
+    def show(self, build: Callable[[MQAdmin], Awaitable[View]]) -> None:
+        """Print what `build` returns, once or every --watch seconds."""
+        show(self.namesrv, self.output, build, watch=self.watch, context=self.context, timeout=self.timeout)
+
+    def render(self, view: View) -> None:
+        render(view, self.output)
+
+
+def _tail(output: bool, watch: bool, timeout: float) -> list[inspect.Parameter]:
+    kw = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    params = [inspect.Parameter("namesrv", kw, default=None, annotation=NamesrvOpt),
+              inspect.Parameter("context", kw, default=None, annotation=ContextOpt)]
+    if output:
+        params.append(inspect.Parameter("output", kw, default="table", annotation=OutputOpt))
+    if watch:
+        params.append(inspect.Parameter("watch", kw, default=None, annotation=WatchOpt))
+    params.append(inspect.Parameter("timeout", kw, default=timeout, annotation=TimeoutOpt))
+    return params
+
+
+def admin_command(app: typer.Typer, name: str, *, output: bool = False, watch: bool = False,
+                  timeout: float = 5.0) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register `fn(s: Session, ...)` as `name` with the shared options after its own."""
+
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "s"]
+
+        @functools.wraps(fn)
+        def command(**kwargs: Any) -> None:
+            fmt = check_output(kwargs.pop("output", "table"))
+            session = Session(kwargs.pop("namesrv"), kwargs.pop("context"), fmt, kwargs.pop("watch", None),
+                              kwargs.pop("timeout"))
+            fn(session, **kwargs)
+
+        command.__signature__ = inspect.Signature([*own, *_tail(output, watch, timeout)])  # type: ignore[attr-defined]
+        command.__annotations__ = {}
+        del command.__wrapped__  # typer must read the signature above, not fn's
+        app.command(name)(command)
+        return command
+
+    return register
