@@ -16,7 +16,7 @@ MAPPED = {"mqtools": "mqtools", "mqtools.server": "server", "mqtools.tui": "tui"
 
 #: Directories of data files only. Listed as packages of their own (namespace packages) with their
 #: data, because setuptools warns that it will stop installing data a package does not list.
-DATA_PACKAGES = {"mqtools.cli.schemas": ["*.json"], "mqtools.cluster.conf": ["*/*.properties"]}
+DATA_PACKAGES = {"mqtools.common.schemas": ["*.json"], "mqtools.cluster.conf": ["*/*.properties"]}
 
 
 def _packages() -> list[str]:

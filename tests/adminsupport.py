@@ -10,7 +10,7 @@ from typing import Any
 
 import jsonschema
 
-from mqtools.cli.output import load_schema
+from mqtools.common.presentation import load_schema
 
 
 def mq(*args: str, namesrv: str | None = None, stdin: str | None = None, timeout: float = 60.0,

@@ -2,8 +2,8 @@
 
 A command builds a `View` (columns, rows, footer) from typed models and hands it here; it never
 formats by hand. Unknown values are None in the row and print as `n/a` (tables, CSV) or `null`
-(JSON). Every JSON document carries `kind` and `schemaVersion`; the JSON Schemas ship beside this
-module (`schemas/<kind>.json`) and `mq admin schema` prints them.
+(JSON). Every JSON document carries `kind` and `schemaVersion` (mqtools.common.presentation, where the
+JSON Schemas ship); `mq admin schema` prints them.
 """
 
 from __future__ import annotations
@@ -13,15 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-NA = "n/a"
+from mqtools.common import presentation
+from mqtools.common.presentation import NA, Column
+
 FORMATS = ("table", "json", "csv")
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    header: str
-    right: bool = False
-    """Numbers are right-aligned."""
 
 
 @dataclass(slots=True)
@@ -51,30 +46,8 @@ def is_terminal(stream: TextIO) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
 
 
-def schema_version(kind: str) -> int:
-    return int(load_schema(kind)["properties"]["schemaVersion"]["const"])
-
-
-def load_schema(kind: str) -> dict[str, Any]:
-    import json
-    from importlib import resources
-
-    try:
-        text = resources.files("mqtools.cli").joinpath("schemas", f"{kind}.json").read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise KeyError(kind) from None
-    return json.loads(text)
-
-
-def schema_kinds() -> list[str]:
-    from importlib import resources
-
-    folder = resources.files("mqtools.cli").joinpath("schemas")
-    return sorted(e.name.removesuffix(".json") for e in folder.iterdir() if e.name.endswith(".json"))
-
-
 def document(view: View) -> dict[str, Any]:
-    return {"kind": view.kind, "schemaVersion": schema_version(view.kind), **view.data}
+    return presentation.document(view.kind, view.data)
 
 
 def render(view: View, fmt: str, stream: TextIO | None = None) -> None:

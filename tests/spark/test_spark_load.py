@@ -106,7 +106,7 @@ def test_no_namesrv_and_unreachable(tmp_path: Any) -> None:
 
 
 def test_schema_is_listed() -> None:
-    from mqtools.cli.output import load_schema
+    from mqtools.common.presentation import load_schema
 
     assert load_schema("SparkLoadReport")["properties"]["kind"]["const"] == "SparkLoadReport"
     json.dumps(load_schema("SparkLoadReport"))

@@ -16,18 +16,18 @@ import jsonschema
 import pytest
 from adminsupport import mq
 from clientsupport import until
-from presetcluster import PresetCluster, preset_cluster
-from tuisupport import view_of
-
-from mqtools.cli.output import load_schema
-from mqtools.client.admin import SyncMQAdmin
-from mqtools.client.admin.groupmodels import ResetTarget
-from mqtools.client.live.tables import CRIT, OK, Row
-from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 from mqtools.tui.app import TopApp
 from mqtools.tui.poller import Poller
 from mqtools.tui.screens.confirm import ConfirmScreen
 from mqtools.tui.screens.help import HelpScreen
+from presetcluster import PresetCluster, preset_cluster
+from tuisupport import view_of
+
+from mqtools.client.admin import SyncMQAdmin
+from mqtools.client.admin.groupmodels import ResetTarget
+from mqtools.client.live.tables import CRIT, OK, Row
+from mqtools.common.presentation import load_schema
+from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 
 pytestmark = pytest.mark.integration
 

@@ -30,8 +30,9 @@ from mqtools.cli.admin.common import (
     tls_flags,
     usage,
 )
-from mqtools.cli.output import Column, View, is_terminal, render, schema_version
+from mqtools.cli.output import Column, View, is_terminal, render
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
+from mqtools.common.presentation import schema_version
 
 if TYPE_CHECKING:
     from mqtools.drills.report import Report

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import usage
-from mqtools.cli.output import load_schema, schema_kinds
+from mqtools.common.presentation import load_schema, schema_kinds
 
 
 def schema(

@@ -1,6 +1,6 @@
 """The documents a live view is saved as: one view (`TopView`, the TUI's `s`) or every view of one
 round (`TopSnapshot`, `mq top --once -o json`), each with `kind` and `schemaVersion` as every mq JSON
-document; their JSON Schemas ship with the CLI (`mq admin schema TopView`)."""
+document; their JSON Schemas ship in mqtools.common.presentation (`mq admin schema TopView`)."""
 
 from __future__ import annotations
 
@@ -8,9 +8,7 @@ import datetime
 from typing import Any
 
 from mqtools.client.live.tables import Row, Table, plain
-
-TOP_VIEW_SCHEMA_VERSION = 1
-TOP_SNAPSHOT_SCHEMA_VERSION = 1
+from mqtools.common.presentation import document
 
 
 def iso(wall: float | None) -> str | None:
@@ -29,17 +27,17 @@ def view_document(table: Table, rows: list[Row], *, target: str | None, context:
                   namesrv: list[str], taken_at: float, filter_text: str | None,
                   sort: tuple[str, bool] | None) -> dict[str, Any]:
     """One view as shown: its rows after the filter and sort, and what the filter and sort were."""
-    return {"kind": "TopView", "schemaVersion": TOP_VIEW_SCHEMA_VERSION, "view": table.view, "target": target,
-            "takenAt": iso(taken_at), "context": context, "namesrv": namesrv, "filter": filter_text or None,
-            "sort": None if sort is None else {"column": sort[0], "descending": sort[1]},
-            **table_json(table, rows)}
+    return document("TopView", {
+        "view": table.view, "target": target, "takenAt": iso(taken_at), "context": context, "namesrv": namesrv,
+        "filter": filter_text or None, "sort": None if sort is None else {"column": sort[0], "descending": sort[1]},
+        **table_json(table, rows)})
 
 
 def snapshot_document(tables: dict[str, Table], *, context: str | None, namesrv: list[str],
                       taken_at: float) -> dict[str, Any]:
     """Every top-level view of one round."""
-    return {"kind": "TopSnapshot", "schemaVersion": TOP_SNAPSHOT_SCHEMA_VERSION, "takenAt": iso(taken_at),
-            "context": context, "namesrv": namesrv, "views": {name: table_json(t) for name, t in tables.items()}}
+    return document("TopSnapshot", {"takenAt": iso(taken_at), "context": context, "namesrv": namesrv,
+                                    "views": {name: table_json(t) for name, t in tables.items()}})
 
 
 def header_lines(*, context: str | None, namesrv: list[str], taken_at: float) -> list[str]:

@@ -11,18 +11,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-NA = "n/a"
+from mqtools.common.presentation import NA, Column
+
 OK, WARN, CRIT = 0, 1, 2
 LEVEL_NAMES = {OK: "ok", WARN: "warn", CRIT: "critical"}
 SPARK = "▁▂▃▄▅▆▇█"
-
-
-@dataclass(frozen=True, slots=True)
-class Column:
-    key: str
-    """The row's key in JSON documents."""
-    header: str
-    right: bool = False
 
 
 @dataclass(slots=True)

@@ -74,13 +74,13 @@ def _missing(probe: list[NamesrvStatus] | None, addr: str) -> list[str]:
 # -- brokers ---------------------------------------------------------------------------------------
 
 BROKER_COLUMNS = [
-    Column("cluster", "CLUSTER"), Column("brokerName", "BROKER"), Column("brokerId", "ID", True),
-    Column("role", "ROLE"), Column("addr", "ADDR"), Column("version", "VERSION"),
-    Column("heartbeatAgeMs", "HEARTBEAT", True), Column("expiresInMs", "EXPIRES IN", True),
-    Column("inTps", "IN TPS", True), Column("outTps", "OUT TPS", True),
-    Column("commitLogMaxOffset", "MAX OFFSET", True), Column("diskRatio", "DISK", True),
-    Column("cpuPercent", "CPU", True), Column("rssBytes", "RSS", True), Column("openFiles", "FILES", True),
-    Column("status", "STATUS"),
+    Column("CLUSTER", key="cluster"), Column("BROKER", key="brokerName"), Column("ID", True, key="brokerId"),
+    Column("ROLE", key="role"), Column("ADDR", key="addr"), Column("VERSION", key="version"),
+    Column("HEARTBEAT", True, key="heartbeatAgeMs"), Column("EXPIRES IN", True, key="expiresInMs"),
+    Column("IN TPS", True, key="inTps"), Column("OUT TPS", True, key="outTps"),
+    Column("MAX OFFSET", True, key="commitLogMaxOffset"), Column("DISK", True, key="diskRatio"),
+    Column("CPU", True, key="cpuPercent"), Column("RSS", True, key="rssBytes"), Column("FILES", True, key="openFiles"),
+    Column("STATUS", key="status"),
 ]
 
 
@@ -168,11 +168,11 @@ def _heartbeat_cells(b: BrokerRow, elapsed_ms: float, missing: list[str]) -> tup
 # -- HA --------------------------------------------------------------------------------------------
 
 HA_COLUMNS = [
-    Column("master", "MASTER"), Column("masterAddr", "MASTER ADDR"), Column("slave", "SLAVE"),
-    Column("ackOffset", "ACK OFFSET", True), Column("diffBytes", "DIFF", True),
-    Column("diffMessages", "DIFF MSGS", True), Column("speedBytesPerS", "SPEED", True),
-    Column("catchUpMs", "CATCH-UP", True), Column("inSync", "IN SYNC"), Column("diffTrend", "TREND"),
-    Column("diffHistory", "HISTORY"),
+    Column("MASTER", key="master"), Column("MASTER ADDR", key="masterAddr"), Column("SLAVE", key="slave"),
+    Column("ACK OFFSET", True, key="ackOffset"), Column("DIFF", True, key="diffBytes"),
+    Column("DIFF MSGS", True, key="diffMessages"), Column("SPEED", True, key="speedBytesPerS"),
+    Column("CATCH-UP", True, key="catchUpMs"), Column("IN SYNC", key="inSync"), Column("TREND", key="diffTrend"),
+    Column("HISTORY", key="diffHistory"),
 ]
 TREND_WINDOW = 10.0
 """Seconds of diff samples the trend is taken over (least squares, as `mq admin ha status`)."""
@@ -250,8 +250,8 @@ def _slave_cells(state: LiveState, master: str, conn: SlaveConnection, rt: Broke
 # -- topics and groups -----------------------------------------------------------------------------
 
 TOPIC_COLUMNS = [
-    Column("topic", "TOPIC"), Column("kind", "KIND"), Column("queues", "QUEUES", True), Column("perm", "PERM"),
-    Column("inTps", "IN TPS", True), Column("messages", "MESSAGES", True), Column("brokers", "BROKERS"),
+    Column("TOPIC", key="topic"), Column("KIND", key="kind"), Column("QUEUES", True, key="queues"), Column("PERM", key="perm"),
+    Column("IN TPS", True, key="inTps"), Column("MESSAGES", True, key="messages"), Column("BROKERS", key="brokers"),
 ]
 
 
@@ -281,9 +281,9 @@ def topics(state: LiveState, mono: float) -> Table:
 
 
 GROUP_COLUMNS = [
-    Column("group", "GROUP"), Column("members", "MEMBERS", True), Column("lag", "LAG", True),
-    Column("consumeTps", "CONSUME TPS", True), Column("lagTrend", "TREND", True), Column("type", "TYPE"),
-    Column("model", "MODEL"), Column("version", "VERSION"),
+    Column("GROUP", key="group"), Column("MEMBERS", True, key="members"), Column("LAG", True, key="lag"),
+    Column("CONSUME TPS", True, key="consumeTps"), Column("TREND", True, key="lagTrend"), Column("TYPE", key="type"),
+    Column("MODEL", key="model"), Column("VERSION", key="version"),
 ]
 
 
@@ -308,9 +308,9 @@ def groups(state: LiveState, mono: float) -> Table:
 # -- name servers ----------------------------------------------------------------------------------
 
 NAMESRV_COLUMNS = [
-    Column("addr", "ADDR"), Column("reachable", "REACHABLE"), Column("rttMs", "RTT", True),
-    Column("brokers", "BROKERS", True), Column("liveTable", "LIVE TABLE"), Column("missing", "MISSING"),
-    Column("error", "ERROR"),
+    Column("ADDR", key="addr"), Column("REACHABLE", key="reachable"), Column("RTT", True, key="rttMs"),
+    Column("BROKERS", True, key="brokers"), Column("LIVE TABLE", key="liveTable"), Column("MISSING", key="missing"),
+    Column("ERROR", key="error"),
 ]
 
 
@@ -336,8 +336,8 @@ def namesrv(state: LiveState, mono: float) -> Table:
 # -- drill-downs -----------------------------------------------------------------------------------
 
 QUEUE_COLUMNS = [
-    Column("brokerName", "BROKER"), Column("queueId", "QUEUE", True), Column("minOffset", "MIN", True),
-    Column("maxOffset", "MAX", True), Column("messages", "MESSAGES", True), Column("lastUpdateMs", "LAST UPDATE"),
+    Column("BROKER", key="brokerName"), Column("QUEUE", True, key="queueId"), Column("MIN", True, key="minOffset"),
+    Column("MAX", True, key="maxOffset"), Column("MESSAGES", True, key="messages"), Column("LAST UPDATE", key="lastUpdateMs"),
 ]
 
 
@@ -370,9 +370,9 @@ def topic_detail(state: LiveState, topic: str, mono: float, now_ms: float) -> Ta
 
 
 PROGRESS_COLUMNS = [
-    Column("brokerName", "BROKER"), Column("queueId", "QUEUE", True), Column("topic", "TOPIC"),
-    Column("brokerOffset", "BROKER OFFSET", True), Column("consumerOffset", "CONSUMER OFFSET", True),
-    Column("diff", "DIFF", True), Column("client", "CLIENT"), Column("lastConsumeMs", "LAST CONSUME"),
+    Column("BROKER", key="brokerName"), Column("QUEUE", True, key="queueId"), Column("TOPIC", key="topic"),
+    Column("BROKER OFFSET", True, key="brokerOffset"), Column("CONSUMER OFFSET", True, key="consumerOffset"),
+    Column("DIFF", True, key="diff"), Column("CLIENT", key="client"), Column("LAST CONSUME", key="lastConsumeMs"),
 ]
 
 

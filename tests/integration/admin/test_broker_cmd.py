@@ -19,11 +19,11 @@ from adminsupport import json_of, mq, one_line_error
 from clientsupport import Cluster, broker_cluster, create_topic
 from mqproc import start_broker
 
-from mqtools.cli.output import load_schema
 from mqtools.client.admin import MQAdmin
 from mqtools.client.producer import Producer
 from mqtools.client.pull_consumer import PullConsumer
 from mqtools.common.message import Message
+from mqtools.common.presentation import load_schema
 from mqtools.remoting.bodies import SubscriptionGroupConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]

@@ -10,7 +10,7 @@ import pytest
 from adminsupport import json_of, mq, one_line_error
 from clientsupport import Cluster
 
-from mqtools.cli.output import load_schema, schema_kinds
+from mqtools.common.presentation import load_schema, schema_kinds
 
 pytestmark = pytest.mark.integration
 

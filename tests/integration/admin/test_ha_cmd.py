@@ -22,10 +22,10 @@ import pytest
 from adminsupport import json_of, mq, one_line_error
 from presetcluster import PresetCluster, preset_cluster, wait_for
 
-from mqtools.cli.output import load_schema
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.sync import SyncProducer
 from mqtools.common.message import Message
+from mqtools.common.presentation import load_schema
 from mqtools.remoting.bodies import MessageQueue, TopicConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]

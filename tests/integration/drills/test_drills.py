@@ -22,7 +22,7 @@ import psutil
 import pytest
 from adminsupport import mq, one_line_error
 
-from mqtools.cli.output import load_schema
+from mqtools.common.presentation import load_schema
 
 pytestmark = pytest.mark.integration
 

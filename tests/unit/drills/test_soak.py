@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mqtools.cli.output import load_schema, schema_version
+from mqtools.common.presentation import load_schema, schema_version
 from mqtools.drills import soak as soak_mod
 from mqtools.drills.history import OK, RECEIVE, SEND, History, Op
 from mqtools.drills.report import FAIL, PASS
