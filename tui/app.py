@@ -14,7 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from mqtools.tui.actions import reset_to_latest
 from mqtools.tui.navigation import Navigation, view_named
 from mqtools.tui.poller import Poller
 from mqtools.tui.screens.confirm import ConfirmScreen
@@ -236,18 +235,19 @@ class TopApp(App[None]):
         if not self.allow_writes:
             self.notify("read-only: start mq top with --allow-writes to change the cluster", severity="warning")
             return
-        row = self._selected()
+        row, table = self._selected(), self.current_table
         view = self.nav.current.view
-        if row is None or (what in ("wipe", "add")) != (view == "brokers") or (what == "reset") != (view == "groups"):
+        if row is None or table is None or (what in ("wipe", "add")) != (view == "brokers") or \
+                (what == "reset") != (view == "groups"):
             self.notify(f"{'w/a act on a broker row' if what != 'reset' else 'r acts on a group row'}",
                         severity="warning")
             return
         if what == "reset":
-            group = str(row.cells[0].value)
+            group = str(table.value(row, "group"))
             question = (f"Reset consumer group {group} to the latest offset of every queue of every topic it "
                         "consumes? Messages not yet consumed are skipped.")
         else:
-            group = str(row.cells[1].value)
+            group = str(table.value(row, "brokerName"))
             verb = "Take write permission from" if what == "wipe" else "Give write permission back to"
             question = f"{verb} broker {group} on every name server?"
 
@@ -261,8 +261,8 @@ class TopApp(App[None]):
         assert self.poller is not None
         try:
             if what == "reset":
-                moved = await self.poller.call(lambda admin: reset_to_latest(admin, name))
-                self.notify(f"group {name}: {moved} queues reset to latest")
+                moved = await self.poller.call(lambda admin: admin.reset_group_to_latest(name))
+                self.notify(f"group {name}: {len(moved)} queues reset to latest")
             else:
                 counts = await self.poller.call(lambda admin: admin.wipe_write_perm(name) if what == "wipe"
                                                 else admin.add_write_perm(name))

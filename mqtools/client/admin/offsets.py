@@ -20,6 +20,7 @@ from mqtools.client.admin.models import OffsetReset, queue_key
 from mqtools.client.client_api import queue_offset
 from mqtools.client.errors import ConsumerNotOnlineError, MQClientError
 from mqtools.client.offset_store import RemoteOffsetStore
+from mqtools.common.topics import is_dlq_topic, is_retry_topic
 from mqtools.remoting.bodies import MessageQueue, ResetOffsetBody
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.headers import (
@@ -34,6 +35,14 @@ LATEST = -1
 
 class OffsetAdmin(GroupAdmin):
     """Offsets: reset by time, to explicit offsets, by a shift, to either end; skip; clone."""
+
+    async def reset_group_to_latest(self, group: str) -> list[OffsetReset]:
+        """Move the group to the end of every queue of every topic it has progress on (its retry and DLQ
+        topics aside): `mq top`'s reset action. Every queue moved, old -> new."""
+        progress = await self.consumer_progress(group)
+        topics = sorted({q.queue.topic for q in progress.queues
+                         if not is_retry_topic(q.queue.topic) and not is_dlq_topic(q.queue.topic)})
+        return [r for topic in topics for r in await self.reset_offset_by_time(group, topic, LATEST)]
 
     async def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True,
                                    dry_run: bool = False, cluster: str | None = None) -> list[OffsetReset]:

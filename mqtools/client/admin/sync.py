@@ -241,6 +241,9 @@ class SyncMQAdmin:
     def resend_dead(self, group: str, msg_ids: list[str] | None = None) -> list[Resend]:
         return self._loop.run(self._admin.resend_dead(group, msg_ids))
 
+    def reset_group_to_latest(self, group: str) -> list[OffsetReset]:
+        return self._loop.run(self._admin.reset_group_to_latest(group))
+
     def reset_offset_by_time(self, group: str, topic: str, timestamp_ms: int, *, force: bool = True, dry_run: bool = False, cluster: str | None = None) -> list[OffsetReset]:
         return self._loop.run(self._admin.reset_offset_by_time(group, topic, timestamp_ms, force=force, dry_run=dry_run, cluster=cluster))
 

@@ -60,6 +60,13 @@ class Table:
     notes: list[str] = field(default_factory=list)
     """Lines shown below the rows: what could not be read, an empty cluster."""
 
+    def value(self, row: Row, key: str) -> Any:
+        """The figure of a row in the column whose JSON key is `key` (KeyError for no such column)."""
+        index = next((i for i, c in enumerate(self.columns) if c.key == key), None)
+        if index is None:
+            raise KeyError(key)
+        return row.cells[index].value
+
     def column_for(self, letter: str) -> int | None:
         """The first column whose header starts with `letter` (shift+letter sorts by it)."""
         return next((i for i, c in enumerate(self.columns) if c.header.upper().startswith(letter.upper())), None)
