@@ -190,15 +190,13 @@ async def read_spans(admin: MQAdmin, spans: list[QueueSpan], limit: int | None, 
     with Progress("reading messages", total=min(total, limit) if limit else total) as progress:
         for span in spans:
             offset = span.begin
-            while offset < span.end and (limit is None or len(found) < limit):
-                want = 32 if limit is None else min(32, limit - len(found))
-                result = await admin.pull_messages(span.queue, offset, max_nums=want, expression=expression)
-                batch = [m for m in result.messages if m.queue_offset < span.end][:want]
-                found += batch
-                progress.advance(max(len(batch), result.next_begin_offset - offset))
-                if result.next_begin_offset <= offset:
-                    break
+            left = None if limit is None else limit - len(found)
+            async for result in admin.read_span(span.queue, span.begin, span.end, expression=expression, limit=left):
+                found += result.messages
+                progress.advance(max(len(result.messages), result.next_begin_offset - offset))
                 offset = result.next_begin_offset
+            if limit is not None and len(found) >= limit:
+                break
     return found
 
 

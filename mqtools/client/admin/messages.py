@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 
 from mqtools.client.admin.base import AdminBase
 from mqtools.client.admin.models import QueueSpan, SendRT
@@ -12,7 +12,7 @@ from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
 from mqtools.client.errors import MQClientError
 from mqtools.client.producer import Producer
 from mqtools.client.subscription import parse_subscription
-from mqtools.client.types import PullResult, SendResult
+from mqtools.client.types import PullResult, PullStatus, SendResult
 from mqtools.common import properties as P
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.ids import decode_offset_msg_id
@@ -106,6 +106,28 @@ class MessageAdmin(AdminBase):
         """One PULL_MESSAGE from the queue's master without committing anything (a tools pull)."""
         return await pull_once(self.instance, group, mq, parse_subscription(mq.topic, expression), offset,
                                max_nums=max_nums)
+
+    async def read_span(self, mq: MessageQueue, begin: int, end: int, *, expression: str = "*",
+                        group: str = TOOLS_CONSUMER_GROUP, limit: int | None = None, exact: bool = True
+                        ) -> AsyncIterator[PullResult]:
+        """Pull a queue from `begin` to `end` in order, each answer as it comes: 32 messages a pull, fewer
+        near `limit` messages. `exact` asks for no more than the span holds and drops what lies past
+        `end`; without it every pull asks for 32 and keeps what comes (mqadmin's printMsg). Ends at
+        `end`, at `limit`, after an answer that is neither FOUND nor NO_MATCHED_MSG (yielded last), or
+        at an answer that does not move on."""
+        offset, got = begin, 0
+        while offset < end and (limit is None or got < limit):
+            want = min(32, end - offset) if exact else 32
+            if limit is not None:
+                want = min(want, limit - got)
+            result = await self.pull_messages(mq, offset, max_nums=want, expression=expression, group=group)
+            if exact:
+                result.messages = [m for m in result.messages if m.queue_offset < end][:want]
+            got += len(result.messages)
+            yield result
+            if result.status not in (PullStatus.FOUND, PullStatus.NO_MATCHED_MSG) or result.next_begin_offset <= offset:
+                return
+            offset = result.next_begin_offset
 
     async def send_message(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None,
                            broker_name: str | None = None, queue_id: int | None = None) -> SendResult:

@@ -240,6 +240,17 @@ def print_pulled(result: PullResult, mq: MessageQueue, charset: str, print_body:
         typer.echo(f"MSGID: {message_id(m)} {java_message(with_pull_offsets(m, result), mq.broker_name)} BODY: {body}")
 
 
+def print_result(result: PullResult, mq: MessageQueue, charset: str, print_body: bool) -> None:
+    """One pull answer as mqadmin prints it: a FOUND's messages, a line for anything else."""
+    status, offset = result.status.value, result.next_begin_offset
+    if status == "FOUND":
+        print_pulled(result, mq, charset, print_body)
+    elif status == "NO_MATCHED_MSG":
+        typer.echo(f"{java_queue(mq)} no matched msg. status={status}, offset={offset}")
+    else:
+        typer.echo(f"{java_queue(mq)} print msg finished. status={status}, offset={offset}")
+
+
 @command("printMsg", "mq admin msg print", "Print Message Detail.")
 def print_msg(
     topic: Annotated[str, typer.Option("-t", "--topic", help="topic name")],
@@ -259,18 +270,8 @@ def print_msg(
         for mq in await admin.message_queues(topic):
             span = await admin.queue_span(mq, begin_ms=begin_ms, end_ms=end_ms)
             typer.echo(f"minOffset={span.begin}, maxOffset={span.end}, {java_queue(mq)}")
-            offset = span.begin
-            while offset < span.end:
-                result = await admin.pull_messages(mq, offset, max_nums=32, expression=expression)
-                offset = result.next_begin_offset
-                status = result.status.value
-                if status == "FOUND":
-                    print_pulled(result, mq, charset, body)
-                elif status == "NO_MATCHED_MSG":
-                    typer.echo(f"{java_queue(mq)} no matched msg. status={status}, offset={offset}")
-                else:
-                    typer.echo(f"{java_queue(mq)} print msg finished. status={status}, offset={offset}")
-                    break
+            async for result in admin.read_span(mq, span.begin, span.end, expression=expression, exact=False):
+                print_result(result, mq, charset, body)
             typer.echo(SEPARATOR)
 
     run(namesrv, job)
@@ -332,19 +333,10 @@ def consume_message(
 
     async def pull_queue(admin: MQAdmin, mq: MessageQueue, low: int, high: int) -> None:
         """ConsumeMessageCommand.pullMessageByQueue: offsets low..high inclusive."""
-        at = low
-        while at <= high:
-            result = await admin.pull_messages(mq, at, max_nums=min(32, high - at + 1), group=group)
-            at = result.next_begin_offset
-            status = result.status.value
-            if status == "FOUND":
+        async for result in admin.read_span(mq, low, high + 1, group=group):
+            if result.status.value == "FOUND":
                 typer.echo("Consume ok")
-                print_pulled(result, mq, "utf-8", True)
-            elif status == "NO_MATCHED_MSG":
-                typer.echo(f"{java_queue(mq)} no matched msg. status={status}, offset={at}")
-            else:
-                typer.echo(f"{java_queue(mq)} print msg finished. status={status}, offset={at}")
-                return
+            print_result(result, mq, "utf-8", True)
 
     async def bounds(admin: MQAdmin, mq: MessageQueue) -> tuple[int, int]:
         span = await admin.queue_span(mq, begin_ms=begin_ms or None, end_ms=end_ms or None)
