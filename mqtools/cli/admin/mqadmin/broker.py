@@ -27,17 +27,13 @@ RT_ROW = "%-24s  %-24s  %-8s  %-16s  %-16s"
 
 
 def group_addrs(info: ClusterInfo, cluster: str, *, slaves: bool) -> list[tuple[str, list[str]]]:
-    """(master address, its slaves' addresses) per broker name of a cluster, as mqadmin's CommandUtil
-    finds them; a broker name without a master is left out."""
+    """(master address, its slaves' addresses, or none) per broker name of a cluster; an unknown
+    cluster is a usage error."""
+    from mqtools.client.admin.base import cluster_nodes
+
     if cluster not in info.cluster_addr_table:
         raise usage(f"cluster {cluster} not found (known: {', '.join(sorted(info.cluster_addr_table)) or 'none'})")
-    out = []
-    for name in sorted(info.cluster_addr_table[cluster]):
-        data = info.broker_addr_table.get(name)
-        addrs = dict(sorted(data.broker_addrs.items())) if data else {}
-        if 0 in addrs:
-            out.append((addrs[0], [a for i, a in addrs.items() if i != 0] if slaves else []))
-    return out
+    return [(master, others if slaves else []) for master, others in cluster_nodes(info, cluster)]
 
 
 @command("brokerStatus", "mq admin broker status", "Fetch broker runtime status data.")
