@@ -4,20 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from mqtools.client.admin.groupmodels import GroupSummary
-from mqtools.client.admin.livemodels import NamesrvStatus, TopicLine, TopicOverview
-from mqtools.client.admin.models import (
-    BrokerRow,
-    BrokerRuntime,
+from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, ClusterSnapshot, Heartbeat
+from mqtools.client.admin.models.groups import (
     ClientConnection,
-    ClusterSnapshot,
     ConsumerProgress,
     GroupConnections,
-    HAStatus,
-    Heartbeat,
+    GroupSummary,
     QueueProgress,
 )
-from mqtools.client.admin.topicmodels import QueueStats, TopicStatus
+from mqtools.client.admin.models.ha import HAStatus
+from mqtools.client.admin.models.live import NamesrvStatus, TopicLine, TopicOverview
+from mqtools.client.admin.models.topics import QueueStats, TopicStatus
 from mqtools.client.live.collect import GroupDetail, TopicDetail
 from mqtools.client.live.state import LiveState, Outcome
 from mqtools.remoting.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData

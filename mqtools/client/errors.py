@@ -44,6 +44,10 @@ def unreachable_error(exc: RemotingError) -> UnreachableError:
     return ConnectionDroppedError(str(exc))
 
 
+class UnknownTargetError(MQClientError):
+    """The broker name, address or cluster is unknown to the name servers: a usage error, not an outage."""
+
+
 class MQBrokerError(MQClientError):
     """A broker or name server answered with a non-success response code."""
 

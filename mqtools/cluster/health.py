@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 
 from mqtools.client.admin import MQAdmin
-from mqtools.client.admin.models import HAStatus
+from mqtools.client.admin.models.ha import HAStatus
 from mqtools.client.errors import MQClientError
 from mqtools.cluster.supervisor import ClusterState, LaunchError, ProcInfo
 from mqtools.common.brokerrole import BrokerRole

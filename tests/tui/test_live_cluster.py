@@ -24,7 +24,7 @@ from presetcluster import PresetCluster, preset_cluster
 from tuisupport import view_of
 
 from mqtools.client.admin import SyncMQAdmin
-from mqtools.client.admin.groupmodels import ResetTarget
+from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.live.tables import CRIT, OK, Row
 from mqtools.common.presentation import load_schema
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig

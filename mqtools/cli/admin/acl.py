@@ -25,7 +25,7 @@ from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.aclmodels import AclConfig
+    from mqtools.client.admin.models.acl import AclConfig
     from mqtools.remoting.bodies import PlainAccessConfig
 
 app = typer.Typer(help="ACL 1.0 accounts and global white addresses (plain_acl.yml) of the brokers.",

@@ -14,7 +14,7 @@ from mqtools.cli.output import Column, View
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models import BrokerRow, ClusterSnapshot
+    from mqtools.client.admin.models.brokers import BrokerRow, ClusterSnapshot
 
 app = typer.Typer(help="Clusters and their brokers.", no_args_is_help=True)
 RT_GROUP = "mq_admin_cluster_rt"

@@ -26,8 +26,7 @@ from mqtools.common.mqversion import version_desc
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.groupmodels import GroupChange
-    from mqtools.client.admin.models import ClientConnection
+    from mqtools.client.admin.models.groups import ClientConnection, GroupChange
     from mqtools.remoting.bodies import SubscriptionGroupConfig
 
 app = typer.Typer(help="Consumer groups: list, create, update, delete, progress, connections, status.",
@@ -138,7 +137,7 @@ def create(
     """
     import dataclasses
 
-    from mqtools.client.admin.groupmodels import GroupChange
+    from mqtools.client.admin.models.groups import GroupChange
     from mqtools.remoting.bodies import SubscriptionGroupConfig
     one_target(cluster, broker_addr)
     config = dataclasses.replace(

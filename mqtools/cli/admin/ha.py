@@ -23,7 +23,7 @@ from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.hamodels import HAReadiness, ReplicationGroup, SlaveReplication
+    from mqtools.client.admin.models.ha import HAReadiness, ReplicationGroup, SlaveReplication
 
 app = typer.Typer(help="Replication: per-slave lag in bytes, messages and seconds; safe-to-stop verdicts.",
                   no_args_is_help=True)
@@ -132,7 +132,7 @@ def status(
         raise usage("give -b or -c, not both")
 
     async def build(admin: MQAdmin) -> View:
-        from mqtools.client.admin.hamodels import UnknownTargetError
+        from mqtools.client.errors import UnknownTargetError
 
         try:
             groups = await admin.ha_replication(broker_addr=broker_addr, cluster=cluster, window=window)
@@ -162,7 +162,7 @@ def ready(
     """
 
     async def assess(admin: MQAdmin) -> HAReadiness:
-        from mqtools.client.admin.hamodels import UnknownTargetError
+        from mqtools.client.errors import UnknownTargetError
 
         try:
             return await admin.ha_ready(broker_name, max_diff=max_diff, max_catchup_s=max_catchup, window=window)

@@ -22,7 +22,7 @@ from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models import MessageTrack, QueueSpan
+    from mqtools.client.admin.models.messages import MessageTrack, QueueSpan
     from mqtools.common.message import MessageExt
 
 app = typer.Typer(help="Messages: find by id or key, read queues, send.", no_args_is_help=True)

@@ -26,8 +26,7 @@ if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.groupmodels import ResetTarget
-    from mqtools.client.admin.models import OffsetReset
+    from mqtools.client.admin.models.groups import OffsetReset, ResetTarget
 
 app = typer.Typer(help="Committed offsets of a group: reset, skip, clone.", no_args_is_help=True)
 GroupArg = Annotated[str, typer.Argument(help="Consumer group.")]
@@ -49,7 +48,7 @@ def reset_view(group: str, topic: str, operation: str, target: str, rows: list[O
 
 def _target(to_time: str | None, to_offset: int | None, shift: int | None, earliest: bool, latest: bool,
             broker_name: str | None, queue_id: int | None) -> ResetTarget:
-    from mqtools.client.admin.groupmodels import ResetTarget
+    from mqtools.client.admin.models.groups import ResetTarget
 
     chosen = [name for name, on in (("--to-time", to_time is not None), ("--to-offset", to_offset is not None),
                                     ("--shift", shift is not None), ("--earliest", earliest),
@@ -120,7 +119,7 @@ def skip(
 
     Example: mq admin offset skip OrderConsumers Orders --yes
     """
-    from mqtools.client.admin.groupmodels import ResetTarget
+    from mqtools.client.admin.models.groups import ResetTarget
     target = ResetTarget("latest")
 
     async def job(admin: MQAdmin) -> View:

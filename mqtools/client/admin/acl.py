@@ -7,8 +7,8 @@ import dataclasses
 
 import orjson
 
-from mqtools.client.admin.aclmodels import AclConfig, AclVersion
 from mqtools.client.admin.base import AdminBase
+from mqtools.client.admin.models.acl import AclConfig, AclVersion
 from mqtools.remoting.bodies import AclConfigBody, PlainAccessConfig
 from mqtools.remoting.codes import RequestCode
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 from mqtools.client.admin.base import AdminBase
-from mqtools.client.admin.models import BrokerConsumeStats, BrokerRuntime, HAStatus, QueueLag, queue_key
+from mqtools.client.admin.models.brokers import BrokerConsumeStats, BrokerRuntime, QueueLag
+from mqtools.client.admin.models.ha import HAStatus
+from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.errors import MQClientError
 from mqtools.common.javaprops import parse_properties, render_properties
 from mqtools.remoting.bodies import BrokerStatsData, ConsumeStatsList, KVTable

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from mqtools.client.admin.brokers import BrokerAdmin
-from mqtools.client.admin.models import BrokerRow, ClusterSnapshot, Heartbeat
+from mqtools.client.admin.models.brokers import BrokerRow, ClusterSnapshot, Heartbeat
 from mqtools.client.errors import MQClientError
 from mqtools.remoting.bodies import BrokerLiveTable
 from mqtools.remoting.codes import RequestCode, ResponseCode

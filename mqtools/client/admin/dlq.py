@@ -13,7 +13,7 @@ import time
 
 from mqtools.client.admin.base import masters_of
 from mqtools.client.admin.messages import MessageAdmin
-from mqtools.client.admin.models import Resend
+from mqtools.client.admin.models.messages import Resend
 from mqtools.client.errors import MQClientError, TopicNotExistError
 from mqtools.common import properties as P
 from mqtools.common.message import MessageExt

@@ -8,15 +8,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from mqtools.client.admin.base import AdminBase
-from mqtools.client.admin.groupmodels import ConsumerRunningInfo, GroupChange, GroupEntry, GroupPlacement
-from mqtools.client.admin.models import (
+from mqtools.client.admin.models.groups import (
     ClientConnection,
     ConsumerProgress,
+    ConsumerRunningInfo,
+    GroupChange,
     GroupConnections,
+    GroupEntry,
+    GroupPlacement,
     QueueProgress,
     producer_connections,
-    queue_key,
 )
+from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.errors import MQBrokerError, MQClientError, SubscriptionGroupNotExistError
 from mqtools.remoting.bodies import (
     ConsumerConnection,

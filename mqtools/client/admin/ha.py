@@ -4,7 +4,7 @@
 trend needs several samples; nothing else does), then once more each master's runtime figures
 (average stored message size) and config (send mode), and each slave's own HA status (its master,
 max offset, last read and write). `ha_ready` turns one group's figures into a verdict with reasons
-(`hamodels.assess`); drills call it before they stop a master.
+(`models.ha.assess`); drills call it before they stop a master.
 """
 
 from __future__ import annotations
@@ -13,24 +13,24 @@ import asyncio
 from dataclasses import dataclass
 
 from mqtools.client.admin.cluster import ClusterAdmin
-from mqtools.client.admin.hamodels import (
+from mqtools.client.admin.models.brokers import BrokerRuntime
+from mqtools.client.admin.models.ha import (
     DEFAULT_MAX_CATCHUP_S,
     DEFAULT_MAX_DIFF,
     UNKNOWN,
     Check,
     HAReadiness,
+    HAStatus,
     ReplicationGroup,
     SlaveReplication,
     SlaveView,
-    UnknownTargetError,
     assess,
     catch_up_seconds,
     diff_messages,
     pair_slaves,
     trend_of,
 )
-from mqtools.client.admin.models import BrokerRuntime, HAStatus
-from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.client.errors import MQClientError, UnknownTargetError, UnreachableError
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.remoting.bodies import ClusterInfo
 

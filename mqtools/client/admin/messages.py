@@ -7,7 +7,8 @@ import time
 from collections.abc import AsyncIterator, Callable
 
 from mqtools.client.admin.base import AdminBase
-from mqtools.client.admin.models import QueueSpan, SendRT
+from mqtools.client.admin.models.brokers import SendRT
+from mqtools.client.admin.models.messages import QueueSpan
 from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
 from mqtools.client.errors import MQClientError
 from mqtools.client.producer import Producer

@@ -7,7 +7,7 @@ import asyncio
 import time
 
 from mqtools.client.admin.base import AdminBase
-from mqtools.client.admin.livemodels import NamesrvStatus
+from mqtools.client.admin.models.live import NamesrvStatus
 from mqtools.client.errors import MQClientError, NotAvailable
 from mqtools.remoting.bodies import ClusterInfo
 from mqtools.remoting.codes import RequestCode

@@ -14,9 +14,9 @@ import asyncio
 import dataclasses
 
 from mqtools.client.admin.base import masters_of
-from mqtools.client.admin.groupmodels import ResetTarget
 from mqtools.client.admin.groups import GroupAdmin
-from mqtools.client.admin.models import OffsetReset, queue_key
+from mqtools.client.admin.models.groups import OffsetReset, ResetTarget
+from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.client_api import queue_offset
 from mqtools.client.errors import ConsumerNotOnlineError, MQClientError
 from mqtools.client.offset_store import RemoteOffsetStore

@@ -9,9 +9,8 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
 
-from mqtools.client.admin.groupmodels import GroupSummary
-from mqtools.client.admin.models import ConsumerProgress, GroupConnections
-from mqtools.client.admin.topicmodels import QueueStats, TopicStatus, TopicUsage
+from mqtools.client.admin.models.groups import ConsumerProgress, GroupConnections, GroupSummary
+from mqtools.client.admin.models.topics import QueueStats, TopicStatus, TopicUsage
 from mqtools.client.admin.tracking import TOPIC_PUT_NUMS, TrackingAdmin
 from mqtools.client.errors import ConsumerNotOnlineError, MQClientError, SubscriptionGroupNotExistError
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX

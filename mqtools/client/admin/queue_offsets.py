@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 
-from mqtools.client.admin.models import queue_key
+from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.admin.topics import TopicAdmin
 from mqtools.client.errors import MQClientError, UnreachableError
 from mqtools.client.route import TopicRoute

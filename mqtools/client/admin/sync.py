@@ -9,39 +9,37 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any, Self
 
-from mqtools.client.admin.aclmodels import AclConfig, AclVersion
 from mqtools.client.admin.client import MQAdmin
-from mqtools.client.admin.groupmodels import (
-    ConsumerRunningInfo,
-    GroupChange,
-    GroupEntry,
-    GroupSummary,
-    ResetTarget,
-)
-from mqtools.client.admin.hamodels import (
-    DEFAULT_MAX_CATCHUP_S,
-    DEFAULT_MAX_DIFF,
-    HAReadiness,
-    ReplicationGroup,
-)
-from mqtools.client.admin.livemodels import NamesrvStatus, TopicOverview
 from mqtools.client.admin.messages import SEND_GROUP
-from mqtools.client.admin.models import (
+from mqtools.client.admin.models.acl import AclConfig, AclVersion
+from mqtools.client.admin.models.brokers import (
     BrokerConsumeStats,
     BrokerRuntime,
-    ClientConnection,
     ClusterSnapshot,
-    ConsumerProgress,
-    GroupConnections,
-    HAStatus,
-    MessageTrack,
-    OffsetReset,
-    QueueSpan,
-    Resend,
     SendRT,
     TopicGroupStats,
 )
-from mqtools.client.admin.topicmodels import TopicChange, TopicEntry, TopicStatus, TopicUsage
+from mqtools.client.admin.models.groups import (
+    ClientConnection,
+    ConsumerProgress,
+    ConsumerRunningInfo,
+    GroupChange,
+    GroupConnections,
+    GroupEntry,
+    GroupSummary,
+    OffsetReset,
+    ResetTarget,
+)
+from mqtools.client.admin.models.ha import (
+    DEFAULT_MAX_CATCHUP_S,
+    DEFAULT_MAX_DIFF,
+    HAReadiness,
+    HAStatus,
+    ReplicationGroup,
+)
+from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
+from mqtools.client.admin.models.messages import MessageTrack, QueueSpan, Resend
+from mqtools.client.admin.models.topics import TopicChange, TopicEntry, TopicStatus, TopicUsage
 from mqtools.client.sync import LoopThread
 from mqtools.client.types import PullResult, SendResult
 from mqtools.common.message import MessageExt

@@ -11,9 +11,9 @@ import asyncio
 from collections import defaultdict
 from functools import partial
 
-from mqtools.client.admin.livemodels import TopicLine, TopicOverview
+from mqtools.client.admin.models.live import TopicLine, TopicOverview
+from mqtools.client.admin.models.topics import topic_kind
 from mqtools.client.admin.overview import _bounded
-from mqtools.client.admin.topicmodels import topic_kind
 from mqtools.client.admin.tracking import TOPIC_PUT_NUMS, TrackingAdmin
 from mqtools.client.errors import MQClientError
 from mqtools.common.brokerrole import MASTER_ID

@@ -6,9 +6,9 @@ import asyncio
 import dataclasses
 from collections import defaultdict
 
-from mqtools.client.admin.models import queue_key
+from mqtools.client.admin.models.parse import queue_key
+from mqtools.client.admin.models.topics import TopicChange, TopicEntry, topic_kind
 from mqtools.client.admin.namesrv import NamesrvAdmin
-from mqtools.client.admin.topicmodels import TopicChange, TopicEntry, topic_kind
 from mqtools.client.errors import MQClientError, TopicNotExistError
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, NAMESPACE_ORDER_TOPIC_CONFIG
 from mqtools.remoting.bodies import (

@@ -7,7 +7,8 @@ import asyncio
 
 from mqtools.client.admin.brokers import BrokerAdmin
 from mqtools.client.admin.groups import GroupAdmin
-from mqtools.client.admin.models import MessageTrack, TopicGroupStats
+from mqtools.client.admin.models.brokers import TopicGroupStats
+from mqtools.client.admin.models.messages import MessageTrack
 from mqtools.client.admin.topics import TopicAdmin
 from mqtools.client.errors import MQBrokerError, MQClientError
 from mqtools.common.message import MessageExt

@@ -14,9 +14,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mqtools.client.admin import MQAdmin
-from mqtools.client.admin.groupmodels import ConsumerRunningInfo, GroupSummary
-from mqtools.client.admin.models import ClusterSnapshot, ConsumerProgress, GroupConnections
-from mqtools.client.admin.topicmodels import TopicStatus
+from mqtools.client.admin.models.brokers import ClusterSnapshot
+from mqtools.client.admin.models.groups import (
+    ConsumerProgress,
+    ConsumerRunningInfo,
+    GroupConnections,
+    GroupSummary,
+)
+from mqtools.client.admin.models.topics import TopicStatus
 from mqtools.client.errors import MQClientError
 from mqtools.client.live.state import Outcome
 from mqtools.remoting.bodies import TopicRouteData

@@ -12,10 +12,18 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mqtools.client.admin.groupmodels import GroupSummary
-from mqtools.client.admin.hamodels import GROWING, catch_up_seconds, diff_messages, pair_slaves, trend_of
-from mqtools.client.admin.livemodels import NamesrvStatus, TopicOverview
-from mqtools.client.admin.models import BrokerRow, BrokerRuntime, ClusterSnapshot, HAStatus, SlaveConnection
+from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, ClusterSnapshot
+from mqtools.client.admin.models.groups import GroupSummary
+from mqtools.client.admin.models.ha import (
+    GROWING,
+    HAStatus,
+    SlaveConnection,
+    catch_up_seconds,
+    diff_messages,
+    pair_slaves,
+    trend_of,
+)
+from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
 from mqtools.client.live.collect import GroupDetail, TopicDetail
 from mqtools.client.live.state import LiveState, Slot
 from mqtools.client.live.tables import (
@@ -180,7 +188,7 @@ TREND_WINDOW = 10.0
 
 def ha(state: LiveState, mono: float) -> Table:
     """Per master, each slave: the master's figures for its connection, and those `mq admin ha status`
-    derives from them (hamodels: messages, catch-up, trend, which slave holds which connection)."""
+    derives from them (models.ha: messages, catch-up, trend, which slave holds which connection)."""
     snap: ClusterSnapshot | None = state.value("snapshot")
     table = Table("ha", "HA: slaves per master", HA_COLUMNS, [])
     table.notes += _stale_note("name servers", state.slot("snapshot"), mono)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from mqtools.client.admin.groupmodels import (
+from mqtools.client.admin.models.groups import (
     ConsumerRunningInfo,
     ResetTarget,
     rebalance_ok,

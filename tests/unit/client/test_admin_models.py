@@ -5,7 +5,9 @@ from __future__ import annotations
 import inspect
 
 from mqtools.client.admin import MQAdmin, SyncMQAdmin
-from mqtools.client.admin.models import BrokerRow, BrokerRuntime, HAStatus, Heartbeat, QueueProgress
+from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, Heartbeat
+from mqtools.client.admin.models.groups import QueueProgress
+from mqtools.client.admin.models.ha import HAStatus
 from mqtools.remoting.bodies import MessageQueue
 
 MASTER = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mqtools.client.admin.hamodels import (
+from mqtools.client.admin.models.ha import (
     GROWING,
     NOT_SAFE,
     SAFE,

@@ -12,7 +12,7 @@ from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models import BrokerRow, ClusterSnapshot
+    from mqtools.client.admin.models.brokers import BrokerRow, ClusterSnapshot
 
 HEADER = "%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %-11s  %-12s  %-8s  %-10s"
 ROW = "%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %11s  %-12s  %-8s  %10s"

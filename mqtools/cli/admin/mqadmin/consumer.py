@@ -21,8 +21,12 @@ from mqtools.common.mqversion import version_desc
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.groupmodels import ConsumerRunningInfo, GroupSummary
-    from mqtools.client.admin.models import ConsumerProgress, GroupConnections
+    from mqtools.client.admin.models.groups import (
+        ConsumerProgress,
+        ConsumerRunningInfo,
+        GroupConnections,
+        GroupSummary,
+    )
     from mqtools.client.errors import MQClientError
 
 NA = "n/a"
@@ -165,7 +169,7 @@ def consumer_status(
                            "the broker relays GET_CONSUMER_RUNNING_INFO to each client, and here it was refused:")]
             lines += [f"  {cid}: {exc}" for cid, exc in failed.items()]
         if infos:
-            from mqtools.client.admin.groupmodels import rebalance_ok, same_subscriptions
+            from mqtools.client.admin.models.groups import rebalance_ok, same_subscriptions
 
             found = list(infos.values())
             if same_subscriptions(found):

@@ -14,7 +14,7 @@ from mqtools.cli.admin.mqadmin.topic import attributes_of, java_bool, java_map
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models import OffsetReset
+    from mqtools.client.admin.models.groups import OffsetReset
     from mqtools.remoting.bodies import SubscriptionGroupConfig
 
 GroupNameOpt = Annotated[str, typer.Option("-g", "--groupName", help="consumer group name")]
@@ -170,7 +170,7 @@ def reset_offset_by_time(
                    f"broker[{addr}], timestamp(string)[{text}], timestamp(long)[{stamp}]")
 
         async def one_queue(admin: MQAdmin) -> int:
-            from mqtools.client.admin.groupmodels import ResetTarget
+            from mqtools.client.admin.models.groups import ResetTarget
 
             broker = next((n for n, a in (await admin.route_masters(where)).items() if a == addr), None)
             if broker is None:

@@ -14,7 +14,7 @@ from mqtools.cli.admin.mqadmin.message import java_time
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models import HAStatus
+    from mqtools.client.admin.models.ha import HAStatus
 
 SLAVE_HEADER = "%-32s  %-16s %16s %16s %16s %16s"
 SLAVE_ROW = "%-32s  %-16d %16d %16.2f %16s %16d"

@@ -17,7 +17,7 @@ from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models import MessageTrack
+    from mqtools.client.admin.models.messages import MessageTrack
     from mqtools.client.types import PullResult
     from mqtools.common.message import MessageExt
     from mqtools.remoting.bodies import MessageQueue

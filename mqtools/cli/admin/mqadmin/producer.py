@@ -13,7 +13,7 @@ from mqtools.common.mqversion import version_desc
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models import ClientConnection
+    from mqtools.client.admin.models.groups import ClientConnection
 
 ROW = "%04d  %-32s %-22s %-8s %s"
 

@@ -7,14 +7,101 @@ Like `models.py`, a figure the cluster did not give is None (never 0 or -1), so 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
-from mqtools.client.admin.models import queue_key
+from mqtools.client.admin.models.parse import queue_key
 from mqtools.common.mqversion import version_desc
 from mqtools.common.topics import is_system_group
 from mqtools.remoting import fastjson
-from mqtools.remoting.bodies import MessageQueue, SubscriptionGroupConfig
+from mqtools.remoting.bodies import (
+    ConsumerConnection,
+    MessageQueue,
+    ProducerConnection,
+    SubscriptionGroupConfig,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QueueProgress:
+    """One queue of a group's progress (an OffsetWrapper of ConsumeStats)."""
+
+    queue: MessageQueue
+    broker_offset: int
+    consumer_offset: int | None
+    """None when the group has not committed an offset for this queue."""
+    last_timestamp_ms: int | None
+    """Store time of the last consumed message; None when nothing was consumed."""
+    pull_offset: int | None = None
+    """Where the group's clients pull next (RocketMQ 5 brokers); None when the broker did not say."""
+
+    @property
+    def diff(self) -> int:
+        return max(0, self.broker_offset - (self.consumer_offset or 0))
+
+    @property
+    def inflight(self) -> int | None:
+        """Pulled but not yet committed (mqadmin's #Inflight)."""
+        if self.pull_offset is None:
+            return None
+        return max(0, self.pull_offset - (self.consumer_offset or 0))
+
+
+@dataclass(slots=True)
+class ConsumerProgress:
+    group: str
+    queues: list[QueueProgress] = field(default_factory=list)
+    consume_tps: float | None = None
+    """Summed over brokers; None when no broker answered."""
+
+    @property
+    def total_diff(self) -> int:
+        return sum(q.diff for q in self.queues)
+
+
+@dataclass(frozen=True, slots=True)
+class OffsetReset:
+    queue: MessageQueue
+    old: int | None
+    """The committed offset before the reset; None when the group had none."""
+    new: int
+
+
+@dataclass(frozen=True, slots=True)
+class ClientConnection:
+    """One online client of a group (RocketMQ's Connection)."""
+
+    client_id: str
+    client_addr: str
+    language: str
+    version: int
+
+    @classmethod
+    def from_wire(cls, conn: Any) -> ClientConnection:
+        return cls(conn.client_id, conn.client_addr, conn.language, conn.version)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupConnections:
+    """Who is online in a consumer group, and what it subscribes to."""
+
+    group: str
+    connections: list[ClientConnection]
+    subscriptions: dict[str, str]
+    """topic -> subscription expression."""
+    consume_type: str | None
+    message_model: str | None
+    consume_from_where: str | None
+
+    @classmethod
+    def from_wire(cls, group: str, body: ConsumerConnection) -> GroupConnections:
+        return cls(group, [ClientConnection.from_wire(c) for c in body.connection_set],
+                   {topic: sub.sub_string for topic, sub in sorted(body.subscription_table.items())},
+                   body.consume_type, body.message_model, body.consume_from_where)
+
+
+def producer_connections(body: ProducerConnection) -> list[ClientConnection]:
+    return [ClientConnection.from_wire(c) for c in body.connection_set]
 
 
 @dataclass(frozen=True, slots=True)

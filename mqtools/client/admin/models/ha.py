@@ -11,28 +11,114 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from mqtools.client.errors import MQClientError
+from mqtools.client.admin.models.parse import opt_bool, opt_float, opt_int, opt_ms
+
+
+@dataclass(frozen=True, slots=True)
+class SlaveConnection:
+    """A master's view of one connected slave (HAConnectionRuntimeInfo)."""
+
+    addr: str
+    ack_offset: int | None
+    """The slave's last acknowledged commitlog offset; None before its first report."""
+    diff_bytes: int | None
+    in_sync: bool | None
+    transfer_bytes_per_s: float | None
+    transfer_from: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class HAClientInfo:
+    """A slave's view of its replication (HAClientRuntimeInfo)."""
+
+    master_addr: str | None
+    max_offset: int | None
+    transfer_bytes_per_s: float | None
+    last_read_ms: int | None
+    last_write_ms: int | None
+    master_flush_offset: int | None
+    activated: bool | None
+
+
+@dataclass(frozen=True, slots=True)
+class HAStatus:
+    """GET_BROKER_HA_STATUS (HARuntimeInfo): a master with its slaves, or a slave with its client."""
+
+    is_master: bool
+    commitlog_max_offset: int | None
+    in_sync_slaves: int | None
+    slaves: list[SlaveConnection]
+    client: HAClientInfo | None
+    """Only for a slave."""
+
+    @classmethod
+    def from_json(cls, info: dict[str, Any]) -> HAStatus:
+        is_master = opt_bool(info, "master")
+        if is_master is None:
+            is_master = not info.get("haClientRuntimeInfo")
+        slaves = [_slave(c) for c in info.get("haConnectionInfo") or [] if isinstance(c, dict)]
+        raw_client = info.get("haClientRuntimeInfo")
+        client = None if is_master or not isinstance(raw_client, dict) else HAClientInfo(
+            master_addr=raw_client.get("masterAddr") or None,
+            max_offset=opt_int(raw_client, "maxOffset"),
+            transfer_bytes_per_s=opt_float(raw_client, "transferredByteInSecond"),
+            last_read_ms=opt_ms(raw_client, "lastReadTimestamp"),
+            last_write_ms=opt_ms(raw_client, "lastWriteTimestamp"),
+            master_flush_offset=opt_int(raw_client, "masterFlushOffset"),
+            activated=opt_bool(raw_client, "activated"),
+        )
+        return cls(is_master, opt_int(info, "masterCommitLogMaxOffset"), opt_int(info, "inSyncSlaveNums"), slaves, client)
+
+    @property
+    def replicating(self) -> bool:
+        """A slave with a live connection to its master; a master with at least one slave."""
+        return bool(self.client and self.client.activated) if not self.is_master else bool(self.slaves)
+
+
+def _slave(raw: dict[str, Any]) -> SlaveConnection:
+    ack = opt_int(raw, "slaveAckOffset")
+    return SlaveConnection(
+        addr=str(raw.get("addr") or ""),
+        ack_offset=ack if ack is not None and ack >= 0 else None,
+        diff_bytes=opt_int(raw, "diff") if ack is not None and ack >= 0 else None,
+        in_sync=opt_bool(raw, "inSync"),
+        transfer_bytes_per_s=opt_float(raw, "transferredByteInSecond"),
+        transfer_from=opt_int(raw, "transferFromWhere"),
+    )
+
 
 GROWING = "growing"
+
+
 SHRINKING = "shrinking"
+
+
 STEADY = "steady"
+
+
 TREND_MIN_BYTES = 64 * 1024
 """A change in diff smaller than this over the window is noise (one HA transfer batch is 32 KiB)."""
+
+
 TREND_RELATIVE = 0.1
 """...or smaller than this share of the largest diff seen."""
+
+
 DEFAULT_MAX_DIFF = 1024 * 1024
+
+
 DEFAULT_MAX_CATCHUP_S = 10.0
+
+
 SAFE = "safe"
+
+
 NOT_SAFE = "not safe"
+
+
 UNKNOWN = "unknown"
-
-
-class UnknownTargetError(MQClientError):
-    """The broker name, address or cluster is unknown to the name servers: a usage error, not an outage."""
-
-
-# -- pure computations ---------------------------------------------------------------------------
 
 
 def trend_of(samples: Sequence[tuple[float, int]]) -> str | None:
@@ -113,9 +199,6 @@ def pair_slaves(connections: Sequence[tuple[str, int | None]],
         pairs.append((ci, best))
     pairs += [(None, si) for si in sorted(free)]
     return pairs
-
-
-# -- models --------------------------------------------------------------------------------------
 
 
 @dataclass(frozen=True, slots=True)
@@ -205,9 +288,6 @@ class HAReadiness:
     @property
     def safe(self) -> bool | None:
         return None if self.verdict == UNKNOWN else self.verdict == SAFE
-
-
-# -- the verdict ---------------------------------------------------------------------------------
 
 
 def _mb(n: int) -> str:

@@ -1,0 +1,40 @@
+"""Typed results about messages: where a message was consumed, a queue span to read, a DLQ resend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mqtools.remoting.bodies import MessageQueue
+
+
+@dataclass(frozen=True, slots=True)
+class MessageTrack:
+    """Whether one consumer group has consumed a message (RocketMQ's MessageTrack)."""
+
+    group: str
+    track_type: str
+    """CONSUMED, CONSUMED_BUT_FILTERED, NOT_CONSUME_YET, NOT_ONLINE, PULL or UNKNOWN."""
+    exception_desc: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSpan:
+    """The offsets of a queue to read: [begin, end)."""
+
+    queue: MessageQueue
+    begin: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class Resend:
+    """The outcome of putting one dead message back for its group."""
+
+    msg_id: str
+    topic: str | None
+    """The topic the message was first sent to; None when the id was not found in the DLQ."""
+    queue: MessageQueue | None
+    """Where the resent copy was stored; None when it was not resent."""
+    offset_msg_id: str | None
+    error: str | None
+    """Why it was not resent; None when it was."""
