@@ -14,13 +14,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import ClassVar
 
-from mqtools.tui.navigation import Navigation, view_named
-from mqtools.tui.poller import Poller
-from mqtools.tui.screens.confirm import ConfirmScreen
-from mqtools.tui.screens.help import HelpScreen
-from mqtools.tui.screens.main import MainScreen
-from mqtools.tui.widgets.header import HeaderFacts, TopHeader
-from mqtools.tui.widgets.table import LiveTable
 from rich.text import Text
 from textual.app import App
 from textual.css.query import NoMatches
@@ -30,6 +23,13 @@ from mqtools.client.live import export
 from mqtools.client.live.state import LiveState, Outcome
 from mqtools.client.live.tables import Row, Table, filtered, sorted_rows
 from mqtools.client.live.views import build
+from mqtools.tui.navigation import Navigation, view_named
+from mqtools.tui.poller import Poller
+from mqtools.tui.screens.confirm import ConfirmScreen
+from mqtools.tui.screens.help import HelpScreen
+from mqtools.tui.screens.main import MainScreen
+from mqtools.tui.widgets.header import HeaderFacts, TopHeader
+from mqtools.tui.widgets.table import LiveTable
 
 RENDER_DELAY = 0.1
 """Outcomes arriving within this of each other are drawn once."""

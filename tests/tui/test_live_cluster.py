@@ -16,10 +16,6 @@ import jsonschema
 import pytest
 from adminsupport import mq
 from clientsupport import until
-from mqtools.tui.app import TopApp
-from mqtools.tui.poller import Poller
-from mqtools.tui.screens.confirm import ConfirmScreen
-from mqtools.tui.screens.help import HelpScreen
 from presetcluster import PresetCluster, preset_cluster
 from tuisupport import view_of
 
@@ -28,6 +24,10 @@ from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.live.tables import CRIT, OK, Row
 from mqtools.common.presentation import load_schema
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
+from mqtools.tui.app import TopApp
+from mqtools.tui.poller import Poller
+from mqtools.tui.screens.confirm import ConfirmScreen
+from mqtools.tui.screens.help import HelpScreen
 
 pytestmark = pytest.mark.integration
 

@@ -7,7 +7,6 @@ import dataclasses
 
 import jsonschema
 import pytest
-from mqtools.tui.navigation import Navigation, view_named
 from tuisupport import NOW_MONO, NOW_WALL, NS, fixed_state
 
 from mqtools.client.live import export
@@ -15,6 +14,7 @@ from mqtools.client.live.state import Outcome, Series
 from mqtools.client.live.tables import CRIT, OK, WARN, age, filtered, size, sorted_rows, sparkline
 from mqtools.client.live.views import VIEWS, build
 from mqtools.common.presentation import load_schema, schema_version
+from mqtools.tui.navigation import Navigation, view_named
 
 
 def rows_of(view: str, target: str | None = None, now: float = NOW_MONO) -> dict:

@@ -9,14 +9,15 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, ClassVar
 
-from mqtools.tui.widgets.header import TopHeader
-from mqtools.tui.widgets.prompt import Prompt
-from mqtools.tui.widgets.table import LiveTable
 from textual import events
 from textual.app import ComposeResult
 from textual.binding import Binding, BindingType
 from textual.screen import Screen
 from textual.widgets import DataTable, Static
+
+from mqtools.tui.widgets.header import TopHeader
+from mqtools.tui.widgets.prompt import Prompt
+from mqtools.tui.widgets.table import LiveTable
 
 if TYPE_CHECKING:
     from mqtools.tui.app import TopApp

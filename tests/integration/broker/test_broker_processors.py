@@ -10,8 +10,6 @@ import time
 from pathlib import Path
 
 import pytest
-from mqtools.server.broker.app import BrokerController
-from mqtools.server.broker.config import BrokerConfig
 
 from mqtools.common.javaprops import parse_properties
 from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
@@ -28,6 +26,8 @@ from mqtools.remoting.headers import (
     SendMessageResponseHeader,
     TopicRequestHeader,
 )
+from mqtools.server.broker.app import BrokerController
+from mqtools.server.broker.config import BrokerConfig
 
 pytestmark = pytest.mark.timeout(60)
 
