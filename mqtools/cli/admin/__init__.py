@@ -81,7 +81,7 @@ def catalogue(ctx: typer.Context, tls: TlsOpt = False, tls_ca: TlsCaOpt = None, 
 
     TLS options go before the command: mq admin --tls-ca ca.pem topic list
     """
-    remember_tls(ctx, tls_flags(tls, tls_ca, tls_cert, tls_key))
+    remember_tls(tls_flags(tls, tls_ca, tls_cert, tls_key))
     if ctx.invoked_subcommand is None:
         from mqtools.cli.admin.mqadmin import listing
 

@@ -104,21 +104,20 @@ def tls_flags(tls: bool, ca: str | None, cert: str | None, key: str | None) -> T
         raise usage(str(exc)) from None
 
 
-def remember_tls(ctx: typer.Context, options: TlsClientOptions | None) -> None:
-    """`mq admin`'s callback keeps its TLS flags in its click context, which every subcommand's
-    context inherits (its `obj`)."""
-    ctx.obj = options
+_group_tls: list[TlsClientOptions | None] = [None]
+"""The TLS flags of this `mq admin` invocation: its callback sets them before any subcommand runs
+(a module slot: the click context typer bundles is not reachable from a helper without threading the
+context through every call, and each `mq` process runs one command)."""
+
+
+def remember_tls(options: TlsClientOptions | None) -> None:
+    """Called by `mq admin`'s callback on every invocation, so flags never leak into the next one."""
+    _group_tls[0] = options
 
 
 def cli_tls() -> TlsClientOptions | None:
     """The TLS flags given to `mq admin` (before the subcommand), if any."""
-    import click
-
-    from mqtools.remoting.security import TlsClientOptions
-
-    ctx = click.get_current_context(silent=True)
-    obj = ctx.obj if ctx is not None else None
-    return obj if isinstance(obj, TlsClientOptions) else None
+    return _group_tls[0]
 
 
 def exit_for(exc: MQClientError) -> typer.Exit:

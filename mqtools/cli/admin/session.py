@@ -3,8 +3,7 @@
 `@admin_command(app, "list", output=True, watch=True)` registers a command whose own parameters come
 first and the shared tail (-n/--namesrv, --context, [-o], [--watch], --timeout) after them, in that order,
 exactly as each command declared them by hand before; the command receives them as one `Session` (its
-parameter `s`). The TLS flags given to `mq admin` itself live in the click context's object
-(`common.remember_tls`), which every subcommand's context inherits.
+parameter `s`). The TLS flags given to `mq admin` itself are kept by `common.remember_tls`.
 """
 
 from __future__ import annotations
