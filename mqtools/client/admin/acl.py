@@ -7,26 +7,26 @@ import dataclasses
 
 import orjson
 
-from mqtools.client.admin.base import AdminBase
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.acl import AclConfig, AclVersion
 from mqtools.remoting.bodies import AclConfigBody, PlainAccessConfig
 from mqtools.remoting.codes import RequestCode
 
 
-class AclAdmin(AdminBase):
+class AclAdmin(AdminService):
     async def acl_config(self, broker_addr: str) -> AclConfig:
-        resp = await self.call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+        resp = await self.admin.call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
         body = AclConfigBody.from_json(resp.body or b"{}")
         return AclConfig(broker_addr, body.global_white_addrs,
                          [dataclasses.replace(a, secret_key=None) for a in body.plain_access_configs])
 
     async def acl_configs(self, cluster: str | None = None, broker_addr: str | None = None) -> list[AclConfig]:
         """The ACL config of one broker, or of every master of a cluster."""
-        addrs = await self._targets(cluster, broker_addr)
-        return list((await self._each(addrs, self.acl_config)).values())
+        addrs = await self.admin._targets(cluster, broker_addr)
+        return list((await self.admin._each(addrs, self.acl_config)).values())
 
     async def acl_version(self, broker_addr: str) -> AclVersion:
-        ext = (await self.call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)).ext_fields
+        ext = (await self.admin.call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)).ext_fields
         try:
             version = orjson.loads(ext.get("version") or "{}")
         except orjson.JSONDecodeError:
@@ -35,26 +35,26 @@ class AclAdmin(AdminBase):
                           version.get("counter"), version.get("timestamp"))
 
     async def acl_versions(self, cluster: str | None = None, broker_addr: str | None = None) -> list[AclVersion]:
-        addrs = await self._targets(cluster, broker_addr)
-        return list((await self._each(addrs, self.acl_version)).values())
+        addrs = await self.admin._targets(cluster, broker_addr)
+        return list((await self.admin._each(addrs, self.acl_version)).values())
 
     async def update_acl_account(self, account: PlainAccessConfig, *, cluster: str | None = None,
                                  broker_addr: str | None = None) -> list[str]:
-        addrs = await self._targets(cluster, broker_addr)
+        addrs = await self.admin._targets(cluster, broker_addr)
         ext = account.to_ext()
-        await self._each(addrs, lambda a: self.call(a, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, ext))
+        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, ext))
         return addrs
 
     async def delete_acl_account(self, access_key: str, *, cluster: str | None = None,
                                  broker_addr: str | None = None) -> list[str]:
-        addrs = await self._targets(cluster, broker_addr)
+        addrs = await self.admin._targets(cluster, broker_addr)
         ext = {"accessKey": access_key}
-        await self._each(addrs, lambda a: self.call(a, RequestCode.DELETE_ACL_CONFIG, ext))
+        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.DELETE_ACL_CONFIG, ext))
         return addrs
 
     async def update_global_white_addrs(self, addrs_patterns: list[str], *, cluster: str | None = None,
                                         broker_addr: str | None = None) -> list[str]:
-        addrs = await self._targets(cluster, broker_addr)
+        addrs = await self.admin._targets(cluster, broker_addr)
         ext = {"globalWhiteAddrs": ",".join(addrs_patterns), "aclFileFullPath": ""}
-        await self._each(addrs, lambda a: self.call(a, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, ext))
+        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, ext))
         return addrs

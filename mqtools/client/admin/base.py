@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable
-from typing import Any, Self, TypeVar
+from typing import TYPE_CHECKING, Any, Self, TypeVar
 
 from mqtools.client.errors import MQClientError, TopicNotExistError, broker_error
 from mqtools.client.instance import ClientInstance
@@ -22,6 +22,9 @@ from mqtools.remoting.bodies import ClusterInfo
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.security import ClientSecurity
+
+if TYPE_CHECKING:
+    from mqtools.client.admin.client import MQAdmin
 
 T = TypeVar("T")
 
@@ -145,3 +148,11 @@ class AdminBase:
             with contextlib.suppress(TopicNotExistError):
                 return await self.route_masters(candidate)
         return await self.master_addrs()
+
+
+class AdminService:
+    """One area of the admin API (topics, groups, offsets, ...): its operations, over the facade's
+    connections and plumbing (`admin`, an MQAdmin), through which it also asks the other areas."""
+
+    def __init__(self, admin: MQAdmin) -> None:
+        self.admin = admin

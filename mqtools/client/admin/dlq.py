@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import time
 
-from mqtools.client.admin.base import masters_of
-from mqtools.client.admin.messages import MessageAdmin
+from mqtools.client.admin.base import AdminService, masters_of
 from mqtools.client.admin.models.messages import Resend
 from mqtools.client.errors import MQClientError, TopicNotExistError
 from mqtools.common import properties as P
@@ -27,21 +26,21 @@ RESEND_GROUP = "mq_admin_dlq_resend"
 DROPPED = (P.DELAY, P.WAIT, P.CLUSTER, P.MIN_OFFSET, P.MAX_OFFSET, P.REAL_TOPIC, P.REAL_QID)
 
 
-class DeadLetterAdmin(MessageAdmin):
+class DeadLetterAdmin(AdminService):
     """Dead letters: list a group's DLQ, put messages back on the group's retry topic."""
 
     async def dead_messages(self, group: str) -> list[MessageExt]:
         """Every message in the group's DLQ, oldest first; [] when the group has none (no DLQ topic)."""
         try:
-            queues = await self.message_queues(dlq_topic(group))
+            queues = await self.admin.messages.message_queues(dlq_topic(group))
         except TopicNotExistError:
             return []
         found: list[MessageExt] = []
         for mq in queues:
-            span = await self.queue_span(mq)
+            span = await self.admin.messages.queue_span(mq)
             offset = span.begin
             while offset < span.end:
-                result = await self.pull_messages(mq, offset, max_nums=32)
+                result = await self.admin.messages.pull_messages(mq, offset, max_nums=32)
                 found += result.messages
                 if result.next_begin_offset <= offset:
                     break
@@ -56,7 +55,7 @@ class DeadLetterAdmin(MessageAdmin):
         by_id.update({m.msg_id: m for m in dead})
         wanted = list(dict.fromkeys(msg_ids)) if msg_ids is not None else [_id(m) for m in dead]
         try:
-            route = await self._route(retry_topic(group))
+            route = await self.admin._route(retry_topic(group))
         except TopicNotExistError:
             raise MQClientError(f"group {group} has no retry topic {retry_topic(group)}: "
                                 "start one of its consumers once, then resend") from None
@@ -82,7 +81,7 @@ class DeadLetterAdmin(MessageAdmin):
                              int(time.time() * 1000), msg.flag, P.properties_to_string(props), max_reconsume_times=1)
         topic = props.get(P.RETRY_TOPIC)
         try:
-            resp = await self.call(masters[broker], RequestCode.SEND_MESSAGE_V2, ext, msg.body)
+            resp = await self.admin.call(masters[broker], RequestCode.SEND_MESSAGE_V2, ext, msg.body)
         except MQClientError as exc:
             return Resend(msg_id, topic, None, None, str(exc))
         stored = SendMessageResponseHeader.from_ext(resp.ext_fields)

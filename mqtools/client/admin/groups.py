@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from mqtools.client.admin.base import AdminBase
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.groups import (
     ClientConnection,
     ConsumerProgress,
@@ -46,7 +46,7 @@ def _queue(mq: MessageQueue, w: OffsetWrapper) -> QueueProgress:
     return QueueProgress(mq, w.broker_offset, consumer, w.last_timestamp if w.last_timestamp > 0 else None, pull)
 
 
-class GroupAdmin(AdminBase):
+class GroupAdmin(AdminService):
     """Consumer and producer groups: subscription configs, progress, connections, running info."""
 
     async def create_subscription_group(self, config: SubscriptionGroupConfig, *, cluster: str | None = None,
@@ -55,13 +55,13 @@ class GroupAdmin(AdminBase):
 
         Without `exist_ok`, a group already configured on any of them is refused before anything is written.
         """
-        addrs = await self._targets(cluster, broker_addr)
+        addrs = await self.admin._targets(cluster, broker_addr)
         if not exist_ok:
             held = [a for a, c in (await self._group_configs_at(config.group_name, addrs)).items() if c is not None]
             if held:
                 raise MQClientError(f"group {config.group_name} already exists on {', '.join(held)}; update it instead")
         body = config.to_json()
-        await self._each(addrs, lambda a: self.call(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body))
+        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body))
         return addrs
 
     async def update_subscription_group(self, group: str, changes: Mapping[str, Any], *, cluster: str | None = None,
@@ -75,38 +75,38 @@ class GroupAdmin(AdminBase):
             entry = await self.subscription_group(group)
             current: dict[str, SubscriptionGroupConfig | None] = {p.addr: p.config for p in entry.placements}
         else:
-            current = await self._group_configs_at(group, await self._targets(cluster, broker_addr))
+            current = await self._group_configs_at(group, await self.admin._targets(cluster, broker_addr))
         base = next((c for c in current.values() if c is not None), None)
         if base is None:
             raise SubscriptionGroupNotExistError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                                                  f"subscription group {group} does not exist on {', '.join(current)}")
-        names = {addr: name for name, addr in (await self.master_addrs()).items()}
+        names = {addr: name for name, addr in (await self.admin.master_addrs()).items()}
         updated = sorted((GroupChange(names.get(a), a, old, dataclasses.replace(old or base, **changes))
                           for a, old in current.items()), key=lambda c: (c.broker_name or "", c.addr))
         bodies = {c.addr: c.new.to_json() for c in updated}
-        await self._each(list(bodies), lambda a: self.call(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+        await self.admin._each(list(bodies), lambda a: self.admin.call(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
                                                            body=bodies[a]))
         return updated
 
     async def delete_subscription_group(self, group: str, *, cluster: str | None = None,
                                         broker_addr: str | None = None, clean_offset: bool = False) -> list[str]:
-        addrs = await self._targets(cluster, broker_addr)
+        addrs = await self.admin._targets(cluster, broker_addr)
         ext = DeleteSubscriptionGroupRequestHeader(group, clean_offset).to_ext()
-        await self._each(addrs, lambda a: self.call(a, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext))
+        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext))
         return addrs
 
     async def subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
-        resp = await self.call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        resp = await self.admin.call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         return SubscriptionGroupWrapper.from_json(resp.body or b"{}").subscription_group_table
 
     async def _group_configs_at(self, group: str, addrs: list[str]) -> dict[str, SubscriptionGroupConfig | None]:
-        tables = await self._each(addrs, self.subscription_groups)
+        tables = await self.admin._each(addrs, self.subscription_groups)
         return {addr: table.get(group) for addr, table in tables.items()}
 
     async def group_list(self) -> list[GroupEntry]:
         """Every group configured on any master, with the masters that hold it, sorted by name."""
-        masters = await self.master_addrs()
-        tables = await self._each(list(masters.values()), self.subscription_groups)
+        masters = await self.admin.master_addrs()
+        tables = await self.admin._each(list(masters.values()), self.subscription_groups)
         found: dict[str, list[GroupPlacement]] = {}
         for name, addr in masters.items():
             for group, config in tables[addr].items():
@@ -125,14 +125,14 @@ class GroupAdmin(AdminBase):
                                 cluster: str | None = None) -> ConsumerProgress:
         """GET_CONSUME_STATS on every broker of the group (or of `cluster`): offsets, lag and last
         consume time per queue. SubscriptionGroupNotExistError for a group no master knows."""
-        brokers = await (self.master_addrs(cluster) if cluster is not None else self._group_brokers(group, topic))
+        brokers = await (self.admin.master_addrs(cluster) if cluster is not None else self.admin._group_brokers(group, topic))
         _, progress = await asyncio.gather(self.subscription_group(group),
                                            self._consume_stats(group, topic, list(brokers.values())))
         return progress
 
     async def _consume_stats(self, group: str, topic: str | None, addrs: list[str]) -> ConsumerProgress:
         ext = GetConsumeStatsRequestHeader(group, topic).to_ext()
-        answers = await self._each(addrs, lambda a: self.call(
+        answers = await self.admin._each(addrs, lambda a: self.admin.call(
             a, RequestCode.GET_CONSUME_STATS, ext, ok=(ResponseCode.SUCCESS, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                                                       ResponseCode.TOPIC_NOT_EXIST)))
         progress = ConsumerProgress(group)
@@ -150,10 +150,10 @@ class GroupAdmin(AdminBase):
         see it; ConsumerNotOnlineError when nobody is."""
         ext = ConsumerGroupRequestHeader(group).to_ext()
         last: MQBrokerError | None = None
-        addrs = [broker_addr] if broker_addr else list((await self._group_brokers(group, None)).values())
+        addrs = [broker_addr] if broker_addr else list((await self.admin._group_brokers(group, None)).values())
         for addr in addrs:
             try:
-                resp = await self.call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
+                resp = await self.admin.call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
             except MQBrokerError as exc:
                 last = exc
                 continue
@@ -164,16 +164,16 @@ class GroupAdmin(AdminBase):
         """GET_CONSUMER_RUNNING_INFO, which a broker relays to the client; NotAvailable where the broker
         or the client does not offer it (mq's own broker and Python clients do not)."""
         ext = {"consumerGroup": group, "clientId": client_id, "jstackEnable": str(jstack).lower()}
-        addr = next(iter((await self._group_brokers(group, None)).values()))
-        resp = await self.call(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
+        addr = next(iter((await self.admin._group_brokers(group, None)).values()))
+        resp = await self.admin.call(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
         return ConsumerRunningInfo.from_json(client_id, resp.body or b"{}")
 
     async def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
         """Online producers of a group, over every master serving the topic, each client once."""
         ext = GetProducerConnectionListRequestHeader(group).to_ext()
         seen: dict[str, ClientConnection] = {}
-        for addr in (await self.route_masters(topic)).values():
-            resp = await self.call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ext,
+        for addr in (await self.admin.route_masters(topic)).values():
+            resp = await self.admin.call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ext,
                                    ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
             if resp.code != ResponseCode.SUCCESS or not resp.body:
                 continue

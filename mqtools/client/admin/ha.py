@@ -12,7 +12,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from mqtools.client.admin.cluster import ClusterAdmin
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.brokers import BrokerRuntime
 from mqtools.client.admin.models.ha import (
     DEFAULT_MAX_CATCHUP_S,
@@ -114,21 +114,21 @@ def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
                             status.in_sync_slaves if status else None, avg, window, rows, error)
 
 
-class HAAdmin(ClusterAdmin):
+class HAAdmin(AdminService):
     """Replication per broker group over a window of samples, and the safe-to-stop verdict."""
 
     async def ha_replication(self, *, broker_addr: str | None = None, cluster: str | None = None,
                              broker_name: str | None = None, window: float = 2.0) -> list[ReplicationGroup]:
         """Every group the name servers know (or the one named, the one holding `broker_addr`, a
         cluster's), with each slave's figures and its diff trend over `window` seconds."""
-        targets = _targets(await self.cluster_info(), broker_addr, cluster, broker_name)
+        targets = _targets(await self.admin.cluster_info(), broker_addr, cluster, broker_name)
         masters = sorted({t.master for t in targets if t.master})
         series: dict[str, list[tuple[float, HAStatus | MQClientError]]] = {m: [] for m in masters}
         loop = asyncio.get_running_loop()
         start = loop.time()
         while masters:
             at = loop.time() - start
-            answers = await asyncio.gather(*(self._settled(self.ha_status(m)) for m in masters))
+            answers = await asyncio.gather(*(self.admin._settled(self.admin.brokers.ha_status(m)) for m in masters))
             for master, answer in zip(masters, answers, strict=True):
                 series[master].append((at, answer))
             left = window - (loop.time() - start)
@@ -137,9 +137,9 @@ class HAAdmin(ClusterAdmin):
             await asyncio.sleep(min(SAMPLE_INTERVAL_S, left))
         slave_addrs = [(addr, bid) for t in targets for bid, addr in t.slaves.items()]
         extra = await asyncio.gather(
-            *(self._settled(self.broker_runtime_info(m)) for m in masters),
-            *(self._settled(self.broker_config(m)) for m in masters),
-            *(self._settled(self.ha_status(a)) for a, _ in slave_addrs))
+            *(self.admin._settled(self.admin.brokers.broker_runtime_info(m)) for m in masters),
+            *(self.admin._settled(self.admin.brokers.broker_config(m)) for m in masters),
+            *(self.admin._settled(self.admin.brokers.ha_status(a)) for a, _ in slave_addrs))
         runtime = dict(zip(masters, extra[:len(masters)], strict=True))
         config = dict(zip(masters, extra[len(masters):2 * len(masters)], strict=True))
         views = {a: _slave_view(a, bid, answer)

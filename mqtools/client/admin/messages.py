@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from collections.abc import AsyncIterator, Callable
 
-from mqtools.client.admin.base import AdminBase
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.brokers import SendRT
 from mqtools.client.admin.models.messages import QueueSpan
 from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
@@ -27,7 +27,7 @@ SEND_GROUP = "mq_admin_send"
 """Producer group of `send_message`: its own, so the admin's connections carry no producer."""
 
 
-class MessageAdmin(AdminBase):
+class MessageAdmin(AdminService):
     """Messages: by offset msgId, by key, by unique key, at a queue offset; pulls and sends."""
 
     async def view_message(self, offset_msg_id: str) -> MessageExt:
@@ -36,7 +36,7 @@ class MessageAdmin(AdminBase):
             (host, port), offset = decode_offset_msg_id(offset_msg_id)
         except ValueError as exc:
             raise MQClientError(f"not an offset message id: {offset_msg_id!r} ({exc})") from None
-        resp = await self.call(f"{host}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset).to_ext())
+        resp = await self.admin.call(f"{host}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset).to_ext())
         messages = decode_pull_body(resp.body)
         if not messages:
             raise MQClientError(f"no message at {offset_msg_id}")
@@ -59,16 +59,16 @@ class MessageAdmin(AdminBase):
         ext = QueryMessageRequestHeader(topic, key, max_num, begin_ms, end).to_ext()
         if unique:
             ext[UNIQUE_KEY_QUERY] = "true"
-        answers = await self._each(list((await self.route_masters(topic)).values()), lambda a: self.call(
+        answers = await self.admin._each(list((await self.admin.route_masters(topic)).values()), lambda a: self.admin.call(
             a, RequestCode.QUERY_MESSAGE, ext, ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)))
         found = [m for r in answers.values() if r.code == ResponseCode.SUCCESS for m in decode_pull_body(r.body)]
         return sorted(found, key=lambda m: (m.store_timestamp, m.commit_log_offset))[:max_num]
 
     async def message_at(self, mq: MessageQueue, offset: int, group: str = TOOLS_CONSUMER_GROUP) -> MessageExt | None:
         """The message at one queue offset, None past the end or before the start of the queue."""
-        if MASTER_ID not in (await self._route(mq.topic)).broker_addrs.get(mq.broker_name, {}):
+        if MASTER_ID not in (await self.admin._route(mq.topic)).broker_addrs.get(mq.broker_name, {}):
             raise MQClientError(f"broker {mq.broker_name} has no master serving {mq.topic}")
-        result = await pull_once(self.instance, group, mq, parse_subscription(mq.topic, "*"), offset, max_nums=1)
+        result = await pull_once(self.admin.instance, group, mq, parse_subscription(mq.topic, "*"), offset, max_nums=1)
         return next((m for m in result.messages if m.queue_offset == offset), None)
 
     async def find_message(self, topic: str, msg_id: str) -> MessageExt | None:
@@ -78,7 +78,7 @@ class MessageAdmin(AdminBase):
             (host, port), _offset = decode_offset_msg_id(msg_id)
         except ValueError:
             host, port = "", 0
-        info = await self.cluster_info()
+        info = await self.admin.cluster_info()
         known = {a for b in info.broker_addr_table.values() for a in b.broker_addrs.values()}
         if f"{host}:{port}" in known:
             return await self.view_message(msg_id)
@@ -87,25 +87,25 @@ class MessageAdmin(AdminBase):
 
     async def message_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, in mqadmin's order (broker name, queue id)."""
-        route = await self._route(topic)
+        route = await self.admin._route(topic)
         return sorted(route.subscribe, key=lambda q: (q.broker_name, q.queue_id))
 
     async def queue_span(self, mq: MessageQueue, *, begin_ms: int | None = None,
                          end_ms: int | None = None) -> QueueSpan:
         """The offsets to read from a queue: all of it, or those stored between two times."""
-        await self.instance.route(mq.topic)  # a cached route is enough to find the queue's broker
-        begin = await (queue_offset(self.instance, mq, RequestCode.GET_MIN_OFFSET) if begin_ms is None
-                       else queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+        await self.admin.instance.route(mq.topic)  # a cached route is enough to find the queue's broker
+        begin = await (queue_offset(self.admin.instance, mq, RequestCode.GET_MIN_OFFSET) if begin_ms is None
+                       else queue_offset(self.admin.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
                                          timestamp=begin_ms))
-        end = await (queue_offset(self.instance, mq, RequestCode.GET_MAX_OFFSET) if end_ms is None
-                     else queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
+        end = await (queue_offset(self.admin.instance, mq, RequestCode.GET_MAX_OFFSET) if end_ms is None
+                     else queue_offset(self.admin.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
                                        timestamp=end_ms))
         return QueueSpan(mq, begin, end)
 
     async def pull_messages(self, mq: MessageQueue, offset: int, *, max_nums: int = 32, expression: str = "*",
                             group: str = TOOLS_CONSUMER_GROUP) -> PullResult:
         """One PULL_MESSAGE from the queue's master without committing anything (a tools pull)."""
-        return await pull_once(self.instance, group, mq, parse_subscription(mq.topic, expression), offset,
+        return await pull_once(self.admin.instance, group, mq, parse_subscription(mq.topic, expression), offset,
                                max_nums=max_nums)
 
     async def read_span(self, mq: MessageQueue, begin: int, end: int, *, expression: str = "*",
@@ -140,7 +140,7 @@ class MessageAdmin(AdminBase):
             msg.properties[P.TAGS] = tags
         if keys:
             msg.properties[P.KEYS] = keys
-        async with Producer(SEND_GROUP, namesrv=self.namesrv_addrs, send_timeout=self.timeout) as producer:
+        async with Producer(SEND_GROUP, namesrv=self.admin.namesrv_addrs, send_timeout=self.admin.timeout) as producer:
             queue = None if broker_name is None else MessageQueue(topic, broker_name, queue_id or 0)
             return await producer.send(msg, queue=queue)
 
@@ -149,7 +149,7 @@ class MessageAdmin(AdminBase):
         """`amount` sync sends of `size` bytes to the topic named after each broker (every broker serves
         one; RocketMQ's clusterRT probe), through one producer; `on_send` is called after each send."""
         results = []
-        async with Producer(group, namesrv=self.namesrv_addrs) as producer:
+        async with Producer(group, namesrv=self.admin.namesrv_addrs) as producer:
             for name in broker_names:
                 samples = []
                 for _ in range(amount):

@@ -3,7 +3,7 @@ configuration, sent to every name server."""
 
 from __future__ import annotations
 
-from mqtools.client.admin.base import AdminBase
+from mqtools.client.admin.base import AdminService
 from mqtools.client.errors import MQClientError
 from mqtools.common.javaprops import parse_properties, render_properties
 from mqtools.remoting.bodies import KVTable
@@ -16,24 +16,24 @@ from mqtools.remoting.headers import (
 )
 
 
-class NamesrvAdmin(AdminBase):
+class NamesrvAdmin(AdminService):
     """Name-server-side operations: KV config, write permission and configuration, on every name server."""
 
     async def put_kv(self, namespace: str, key: str, value: str) -> None:
-        await self._each_namesrv(RequestCode.PUT_KV_CONFIG, KVConfigRequestHeader(namespace, key, value).to_ext())
+        await self.admin._each_namesrv(RequestCode.PUT_KV_CONFIG, KVConfigRequestHeader(namespace, key, value).to_ext())
 
     async def get_kv(self, namespace: str, key: str) -> str | None:
-        resp = await self.call(None, RequestCode.GET_KV_CONFIG, KVConfigRequestHeader(namespace, key).to_ext(),
+        resp = await self.admin.call(None, RequestCode.GET_KV_CONFIG, KVConfigRequestHeader(namespace, key).to_ext(),
                                ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
         if resp.code == ResponseCode.QUERY_NOT_FOUND:
             return None
         return GetKVConfigResponseHeader.from_ext(resp.ext_fields).value
 
     async def delete_kv(self, namespace: str, key: str) -> None:
-        await self._each_namesrv(RequestCode.DELETE_KV_CONFIG, KVConfigRequestHeader(namespace, key).to_ext())
+        await self.admin._each_namesrv(RequestCode.DELETE_KV_CONFIG, KVConfigRequestHeader(namespace, key).to_ext())
 
     async def kv_list(self, namespace: str) -> dict[str, str]:
-        resp = await self.call(None, RequestCode.GET_KVLIST_BY_NAMESPACE,
+        resp = await self.admin.call(None, RequestCode.GET_KVLIST_BY_NAMESPACE,
                                GetKVListByNamespaceRequestHeader(namespace).to_ext(),
                                ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
         return KVTable.from_json(resp.body).table if resp.body else {}
@@ -46,12 +46,12 @@ class NamesrvAdmin(AdminBase):
         return await self._perm(RequestCode.ADD_WRITE_PERM_OF_BROKER, broker_name, "addTopicCount")
 
     async def _perm(self, code: int, broker_name: str, count_key: str) -> dict[str, int]:
-        results = await self._each_namesrv(code, BrokerNameRequestHeader(broker_name).to_ext())
+        results = await self.admin._each_namesrv(code, BrokerNameRequestHeader(broker_name).to_ext())
         return {addr: int(resp.ext_fields.get(count_key, 0)) for addr, resp in results.items()}
 
     async def namesrv_config(self) -> dict[str, dict[str, str]]:
         """GET_NAMESRV_CONFIG from every name server: address -> its configuration, in its own order."""
-        results = await self._each_namesrv(RequestCode.GET_NAMESRV_CONFIG, {})
+        results = await self.admin._each_namesrv(RequestCode.GET_NAMESRV_CONFIG, {})
         return {addr: parse_properties((resp.body or b"").decode("utf-8")) for addr, resp in results.items()}
 
     async def update_namesrv_config(self, values: dict[str, str]) -> list[str]:
@@ -59,4 +59,4 @@ class NamesrvAdmin(AdminBase):
         if not values:
             raise MQClientError("nothing to update")
         body = render_properties(values).encode("utf-8")
-        return list(await self._each_namesrv(RequestCode.UPDATE_NAMESRV_CONFIG, {}, body))
+        return list(await self.admin._each_namesrv(RequestCode.UPDATE_NAMESRV_CONFIG, {}, body))

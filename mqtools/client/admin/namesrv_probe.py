@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from mqtools.client.admin.base import AdminBase
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.live import NamesrvStatus
 from mqtools.client.errors import MQClientError, NotAvailable
 from mqtools.remoting.bodies import ClusterInfo
@@ -14,16 +14,16 @@ from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
 
 
-class NamesrvProbeAdmin(AdminBase):
+class NamesrvProbeAdmin(AdminService):
     """Each name server's reachability, round-trip time and the brokers it knows."""
 
     async def namesrv_probe(self) -> list[NamesrvStatus]:
         """Every configured name server, in the configured order, asked concurrently."""
-        return list(await asyncio.gather(*(self._probe(addr) for addr in self.namesrv_addrs)))
+        return list(await asyncio.gather(*(self._probe(addr) for addr in self.admin.namesrv_addrs)))
 
     async def _probe(self, addr: str) -> NamesrvStatus:
         (info, rtt_ms), live = await asyncio.gather(
-            self._timed(addr), self._settled(self.call(addr, RequestCode.GET_BROKER_LIVE_TABLE)))
+            self._timed(addr), self.admin._settled(self.admin.call(addr, RequestCode.GET_BROKER_LIVE_TABLE)))
         if isinstance(info, MQClientError):
             return NamesrvStatus(addr, False, None, None, None, str(info))
         table = ClusterInfo.from_json(info.body or b"{}")
@@ -34,5 +34,5 @@ class NamesrvProbeAdmin(AdminBase):
 
     async def _timed(self, addr: str) -> tuple[RemotingCommand | MQClientError, float]:
         began = time.perf_counter()
-        answer = await self._settled(self.call(addr, RequestCode.GET_BROKER_CLUSTER_INFO))
+        answer = await self.admin._settled(self.admin.call(addr, RequestCode.GET_BROKER_CLUSTER_INFO))
         return answer, (time.perf_counter() - began) * 1000

@@ -13,8 +13,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from mqtools.client.admin.base import masters_of
-from mqtools.client.admin.groups import GroupAdmin
+from mqtools.client.admin.base import AdminService, masters_of
 from mqtools.client.admin.models.groups import OffsetReset, ResetTarget
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.client_api import queue_offset
@@ -33,13 +32,13 @@ LATEST = -1
 """reset_offset_by_time's timestamp meaning 'skip to the end of every queue' (RocketMQ's wire convention)."""
 
 
-class OffsetAdmin(GroupAdmin):
+class OffsetAdmin(AdminService):
     """Offsets: reset by time, to explicit offsets, by a shift, to either end; skip; clone."""
 
     async def reset_group_to_latest(self, group: str) -> list[OffsetReset]:
         """Move the group to the end of every queue of every topic it has progress on (its retry and DLQ
         topics aside): `mq top`'s reset action. Every queue moved, old -> new."""
-        progress = await self.consumer_progress(group)
+        progress = await self.admin.groups.consumer_progress(group)
         topics = sorted({q.queue.topic for q in progress.queues
                          if not is_retry_topic(q.queue.topic) and not is_dlq_topic(q.queue.topic)})
         return [r for topic in topics for r in await self.reset_offset_by_time(group, topic, LATEST)]
@@ -55,18 +54,18 @@ class OffsetAdmin(GroupAdmin):
         committed directly, as mqadmin's fallback does. `cluster` keeps to the masters `topic_masters`
         finds through it. SubscriptionGroupNotExistError for a group no master knows.
         """
-        await self.subscription_group(group)
-        route = await self._route(topic)
+        await self.admin.groups.subscription_group(group)
+        route = await self.admin._route(topic)
         masters = masters_of(route)
         if cluster is not None:
-            masters = {n: a for n, a in (await self.topic_masters(topic, cluster)).items() if n in masters}
+            masters = {n: a for n, a in (await self.admin.topics.topic_masters(topic, cluster)).items() if n in masters}
         queues = [mq for mq in route.subscribe if mq.broker_name in masters]
         before = await self._committed(group, queues)
         if dry_run:
             return await self._by_time(queues, before, timestamp_ms, force)
         ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force).to_ext()
-        answers = await self._each(list(masters.values()), lambda a: self._settled(
-            self.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)))
+        answers = await self.admin._each(list(masters.values()), lambda a: self.admin._settled(
+            self.admin.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)))
         rows: list[OffsetReset] = []
         for name, addr in masters.items():
             answer = answers[addr]
@@ -90,7 +89,7 @@ class OffsetAdmin(GroupAdmin):
         if target.kind in ("time", "latest") and not target.single_queue:
             stamp = LATEST if target.value is None else target.value
             return await self.reset_offset_by_time(group, topic, stamp, dry_run=dry_run)
-        await self.subscription_group(group)
+        await self.admin.groups.subscription_group(group)
         queues = await self._queues(topic, target)
         plan = await self._plan(queues, await self._committed(group, queues), target)
         if not plan:
@@ -105,23 +104,23 @@ class OffsetAdmin(GroupAdmin):
         """Give `dest_group` the committed offsets `src_group` has on a topic (old = dest's before). A
         destination group not yet configured gets the source's subscription config on each master that
         has it, so the new group is known before its first consumer starts."""
-        source = await self.subscription_group(src_group)
+        source = await self.admin.groups.subscription_group(src_group)
         queues = await self._queues(topic, None)
         src, dest = await asyncio.gather(self._committed(src_group, queues), self._committed(dest_group, queues))
         plan = [OffsetReset(mq, dest.get(mq), offset) for mq, offset in src.items() if offset is not None]
         if not plan:
             raise MQClientError(f"group {src_group} has no committed offset on topic {topic}")
         if not dry_run:
-            held = await self._group_configs_at(dest_group, [p.addr for p in source.placements])
+            held = await self.admin.groups._group_configs_at(dest_group, [p.addr for p in source.placements])
             for place in source.placements:
                 if held[place.addr] is None:
                     config = dataclasses.replace(place.config, group_name=dest_group)
-                    await self.create_subscription_group(config, broker_addr=place.addr)
+                    await self.admin.groups.create_subscription_group(config, broker_addr=place.addr)
             await self._apply(dest_group, topic, plan)
         return plan
 
     async def _queues(self, topic: str, target: ResetTarget | None) -> list[MessageQueue]:
-        route = await self._route(topic)
+        route = await self.admin._route(topic)
         masters = masters_of(route)
         queues = [mq for mq in route.subscribe if mq.broker_name in masters]
         if target is None or not target.single_queue:
@@ -139,7 +138,7 @@ class OffsetAdmin(GroupAdmin):
 
         async def read(mq: MessageQueue) -> int | None:
             ext = QueryConsumerOffsetRequestHeader(group, mq.topic, mq.queue_id, set_zero_if_not_found=False).to_ext()
-            resp = await self.call(self._master(mq), RequestCode.QUERY_CONSUMER_OFFSET, ext,
+            resp = await self.admin.call(self._master(mq), RequestCode.QUERY_CONSUMER_OFFSET, ext,
                                    ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
             offset = OffsetResponseHeader.from_ext(resp.ext_fields).offset if resp.code == ResponseCode.SUCCESS else -1
             return offset if offset >= 0 else None
@@ -147,13 +146,13 @@ class OffsetAdmin(GroupAdmin):
         return dict(zip(queues, await asyncio.gather(*(read(mq) for mq in queues)), strict=True))
 
     def _master(self, mq: MessageQueue) -> str:
-        addr = self.instance.broker_addr(mq.broker_name)
+        addr = self.admin.instance.broker_addr(mq.broker_name)
         if addr is None:
             raise MQClientError(f"broker {mq.broker_name} has no master")
         return addr
 
     async def _offset(self, mq: MessageQueue, code: RequestCode, **extra: int) -> int:
-        return await queue_offset(self.instance, mq, code, **extra)
+        return await queue_offset(self.admin.instance, mq, code, **extra)
 
     async def _by_time(self, queues: list[MessageQueue], before: dict[MessageQueue, int | None], timestamp_ms: int,
                        force: bool) -> list[OffsetReset]:
@@ -193,21 +192,21 @@ class OffsetAdmin(GroupAdmin):
         return plan
 
     async def _commit(self, group: str, plan: list[OffsetReset]) -> None:
-        store = RemoteOffsetStore(self.instance, group)
+        store = RemoteOffsetStore(self.admin.instance, group)
         await asyncio.gather(*(store.commit(r.queue, r.new) for r in plan))
 
     async def _apply(self, group: str, topic: str, plan: list[OffsetReset]) -> None:
         """Commit the plan, then have each broker push committed offsets to online consumers; an online
         consumer committing its own offsets in between is caught (the broker answers what it pushed)
         and the plan committed again, once."""
-        masters = masters_of(await self._route(topic))
+        masters = masters_of(await self.admin._route(topic))
         wanted = {r.queue: r.new for r in plan}
         ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=LATEST, is_force=False).to_ext()
         for attempt in range(2):
             await self._commit(group, plan)
             addrs = [masters[name] for name in sorted({mq.broker_name for mq in wanted})]
-            answers = await self._each(addrs, lambda a: self._settled(
-                self.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)))
+            answers = await self.admin._each(addrs, lambda a: self.admin._settled(
+                self.admin.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)))
             pushed: dict[MessageQueue, int] = {}
             for answer in answers.values():
                 if isinstance(answer, ConsumerNotOnlineError):

@@ -9,9 +9,10 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
 
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.groups import ConsumerProgress, GroupConnections, GroupSummary
 from mqtools.client.admin.models.topics import QueueStats, TopicStatus, TopicUsage
-from mqtools.client.admin.tracking import TOPIC_PUT_NUMS, TrackingAdmin
+from mqtools.client.admin.tracking import TOPIC_PUT_NUMS
 from mqtools.client.errors import ConsumerNotOnlineError, MQClientError, SubscriptionGroupNotExistError
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.codes import ResponseCode
@@ -21,28 +22,28 @@ FAN_OUT = 16
 """Topics or groups asked about at once, so a large cluster is not flooded."""
 
 
-class OverviewAdmin(TrackingAdmin):
+class OverviewAdmin(AdminService):
     """Views across topics, groups and brokers: topic status, topic usage, group summaries."""
 
     async def topic_status(self, topic: str, cluster: str | None = None) -> TopicStatus:
         """Every queue's min/max offset and last update (over the brokers `topic_masters` names), with
         the topic's put TPS over the last minute."""
-        masters = await self.topic_masters(topic, cluster)
-        table, (tps, _) = await asyncio.gather(self.topic_stats(topic, cluster),
-                                               self._summed(list(masters.values()), TOPIC_PUT_NUMS, topic))
+        masters = await self.admin.topics.topic_masters(topic, cluster)
+        table, (tps, _) = await asyncio.gather(self.admin.topics.topic_stats(topic, cluster),
+                                               self.admin.tracking._summed(list(masters.values()), TOPIC_PUT_NUMS, topic))
         queues = [QueueStats(mq, o.min_offset, o.max_offset, o.last_update_timestamp or None) for mq, o in table.items()]
         return TopicStatus(topic, queues, tps)
 
     async def topic_usage(self) -> list[TopicUsage]:
         """Every topic but retry and DLQ ones, with its clusters and consuming groups (mqadmin's topicList -c)."""
-        entries = [e for e in await self.topic_catalogue() if e.kind not in ("retry", "dlq")]
-        groups = await _bounded([partial(self._settled, self.topic_consumed_by(e.topic)) for e in entries])
+        entries = [e for e in await self.admin.topics.topic_catalogue() if e.kind not in ("retry", "dlq")]
+        groups = await _bounded([partial(self.admin._settled, self.admin.topics.topic_consumed_by(e.topic)) for e in entries])
         return [TopicUsage(e.topic, e.clusters, None if isinstance(g, MQClientError) else g)
                 for e, g in zip(entries, groups, strict=True)]
 
     async def consumer_groups(self) -> list[str]:
         """Groups that ever had a consumer online: those with a %RETRY% topic (how mqadmin finds them)."""
-        return [t.removeprefix(RETRY_GROUP_TOPIC_PREFIX) for t in await self.topic_list()
+        return [t.removeprefix(RETRY_GROUP_TOPIC_PREFIX) for t in await self.admin.topics.topic_list()
                 if t.startswith(RETRY_GROUP_TOPIC_PREFIX)]
 
     async def group_summaries(self, groups: list[str] | None = None) -> list[GroupSummary]:
@@ -50,7 +51,7 @@ class OverviewAdmin(TrackingAdmin):
         version, consume type and model, TPS and total lag; most clients first, then most lag.
         SubscriptionGroupNotExistError when a group asked for is on no master."""
         if groups is not None:
-            known = {e.group for e in await self.group_list()}
+            known = {e.group for e in await self.admin.groups.group_list()}
             missing = [g for g in groups if g not in known]
             if missing:
                 raise SubscriptionGroupNotExistError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -60,9 +61,9 @@ class OverviewAdmin(TrackingAdmin):
         return sorted(found, key=lambda s: (-(s.online or 0), -(s.diff_total or 0), s.group))
 
     async def _summary(self, group: str) -> GroupSummary:
-        brokers = list((await self._group_brokers(group, None)).values())
-        conns, stats = await asyncio.gather(self._settled(self.consumer_connections(group)),
-                                            self._settled(self._consume_stats(group, None, brokers)))
+        brokers = list((await self.admin._group_brokers(group, None)).values())
+        conns, stats = await asyncio.gather(self.admin._settled(self.admin.groups.consumer_connections(group)),
+                                            self.admin._settled(self.admin.groups._consume_stats(group, None, brokers)))
         known = stats if isinstance(stats, ConsumerProgress) else None
         tps, diff = (known.consume_tps, known.total_diff) if known else (None, None)
         if isinstance(conns, ConsumerNotOnlineError):

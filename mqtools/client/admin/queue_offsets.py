@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import asyncio
 
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.parse import queue_key
-from mqtools.client.admin.topics import TopicAdmin
 from mqtools.client.errors import MQClientError, UnreachableError
 from mqtools.client.route import TopicRoute
 from mqtools.remoting.bodies import MessageQueue
@@ -19,17 +19,17 @@ from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import OffsetResponseHeader, QueueRequestHeader, SearchOffsetRequestHeader
 
 
-class QueueOffsetAdmin(TopicAdmin):
+class QueueOffsetAdmin(AdminService):
     """Min/max offsets and offset-by-time per readable queue of a topic."""
 
     async def topic_queues(self, topic: str) -> list[MessageQueue]:
         """The readable queues of a topic, sorted by broker name and queue id; TopicNotExistError if none."""
-        route = await self._route(topic)
+        route = await self.admin._route(topic)
         return sorted(route.subscribe, key=queue_key)
 
     async def queue_bounds(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
         """queue -> (min offset, max offset), the max being the offset the next message will get."""
-        route = await self._route(topic)
+        route = await self.admin._route(topic)
         queues = sorted(route.subscribe, key=queue_key)
 
         async def bounds(mq: MessageQueue) -> tuple[int, int]:
@@ -40,7 +40,7 @@ class QueueOffsetAdmin(TopicAdmin):
 
     async def offsets_for_time(self, topic: str, timestamp_ms: int) -> dict[MessageQueue, int]:
         """queue -> offset of the first message stored at or after `timestamp_ms` (the max offset if none)."""
-        route = await self._route(topic)
+        route = await self.admin._route(topic)
         queues = sorted(route.subscribe, key=queue_key)
 
         async def search(mq: MessageQueue) -> int:
@@ -62,7 +62,7 @@ class QueueOffsetAdmin(TopicAdmin):
         failure: UnreachableError | None = None
         for addr in addrs:
             try:
-                resp = await self.instance.invoke(addr, RemotingCommand.request(code, dict(ext)))
+                resp = await self.admin.instance.invoke(addr, RemotingCommand.request(code, dict(ext)))
             except UnreachableError as exc:
                 failure = exc
                 continue

@@ -11,10 +11,11 @@ import asyncio
 from collections import defaultdict
 from functools import partial
 
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.live import TopicLine, TopicOverview
 from mqtools.client.admin.models.topics import topic_kind
 from mqtools.client.admin.overview import _bounded
-from mqtools.client.admin.tracking import TOPIC_PUT_NUMS, TrackingAdmin
+from mqtools.client.admin.tracking import TOPIC_PUT_NUMS
 from mqtools.client.errors import MQClientError
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.remoting.bodies import TopicConfig, TopicStatsTable
@@ -22,16 +23,16 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.headers import TopicRequestHeader
 
 
-class TopicOverviewAdmin(TrackingAdmin):
+class TopicOverviewAdmin(AdminService):
     """One line per topic from the masters' topic configs, with per-topic offsets and put TPS."""
 
     async def topic_overview(self, *, stats: bool = True) -> TopicOverview:
         """Every topic but retry and DLQ ones, sorted; without `stats`, messages and TPS are None
         (one request per master in all). A master that cannot be asked is in `errors`."""
-        info = await self.cluster_info()
+        info = await self.admin.cluster_info()
         masters = {name: data.broker_addrs[MASTER_ID] for name, data in sorted(info.broker_addr_table.items())
                    if MASTER_ID in data.broker_addrs}
-        tables = await self._each(list(masters.values()), lambda a: self._settled(self.topic_configs(a)))
+        tables = await self.admin._each(list(masters.values()), lambda a: self.admin._settled(self.admin.topics.topic_configs(a)))
         reserved = set(info.cluster_addr_table) | set(info.broker_addr_table)
         held: dict[str, list[tuple[str, str, TopicConfig]]] = defaultdict(list)
         errors: dict[str, str] = {}
@@ -56,10 +57,10 @@ class TopicOverviewAdmin(TrackingAdmin):
         """(messages held, put TPS) over the given masters; None for what one of them could not tell."""
         ext = TopicRequestHeader(topic).to_ext()
         answers, (tps, _) = await asyncio.gather(
-            asyncio.gather(*(self._settled(self.call(a, RequestCode.GET_TOPIC_STATS_INFO, ext,
+            asyncio.gather(*(self.admin._settled(self.admin.call(a, RequestCode.GET_TOPIC_STATS_INFO, ext,
                                                      ok=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)))
                              for a in addrs)),
-            self._summed(addrs, TOPIC_PUT_NUMS, topic))
+            self.admin.tracking._summed(addrs, TOPIC_PUT_NUMS, topic))
         messages: int | None = 0
         for answer in answers:
             if isinstance(answer, MQClientError):

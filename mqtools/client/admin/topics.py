@@ -6,9 +6,9 @@ import asyncio
 import dataclasses
 from collections import defaultdict
 
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.admin.models.topics import TopicChange, TopicEntry, topic_kind
-from mqtools.client.admin.namesrv import NamesrvAdmin
 from mqtools.client.errors import MQClientError, TopicNotExistError
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, NAMESPACE_ORDER_TOPIC_CONFIG
 from mqtools.remoting.bodies import (
@@ -30,30 +30,30 @@ from mqtools.remoting.headers import (
 )
 
 
-class TopicAdmin(NamesrvAdmin):
+class TopicAdmin(AdminService):
     """Topics: the catalogue, routes, create and update on a broker or every master, delete, per-queue stats."""
 
     async def topic_list(self) -> list[str]:
-        resp = await self.call(None, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        resp = await self.admin.call(None, RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
         return sorted(TopicList.from_json(resp.body or b"{}").topic_list)
 
     async def topics_by_cluster(self, cluster: str) -> list[str]:
-        resp = await self.call(None, RequestCode.GET_TOPICS_BY_CLUSTER, GetTopicsByClusterRequestHeader(cluster).to_ext())
+        resp = await self.admin.call(None, RequestCode.GET_TOPICS_BY_CLUSTER, GetTopicsByClusterRequestHeader(cluster).to_ext())
         return sorted(TopicList.from_json(resp.body or b"{}").topic_list)
 
     async def topic_route(self, topic: str) -> TopicRouteData:
         """The name server's route; TopicNotExistError for an unknown topic."""
-        return (await self._route(topic)).data
+        return (await self.admin._route(topic)).data
 
     async def topic_clusters(self, topic: str) -> list[str]:
         """Clusters with at least one broker serving the topic; TopicNotExistError for an unknown topic."""
-        info, route = await asyncio.gather(self.cluster_info(), self._route(topic))
+        info, route = await asyncio.gather(self.admin.cluster_info(), self.admin._route(topic))
         names = set(route.broker_addrs)
         return sorted(c for c, brokers in info.cluster_addr_table.items() if brokers & names)
 
     async def topic_catalogue(self, cluster: str | None = None) -> list[TopicEntry]:
         """Every topic (or one cluster's) with its kind and hosting clusters: one request per cluster."""
-        info = await self.cluster_info()
+        info = await self.admin.cluster_info()
         if cluster is not None and cluster not in info.cluster_addr_table:
             raise MQClientError(f"cluster {cluster} not found (known: {', '.join(sorted(info.cluster_addr_table))})")
         clusters = [cluster] if cluster else sorted(info.cluster_addr_table)
@@ -75,13 +75,13 @@ class TopicAdmin(NamesrvAdmin):
         written. An ordered topic records its layout in the name servers' ORDER_TOPIC_CONFIG, as
         mqadmin does: the cluster's whole layout, or this broker's entry merged into the existing one.
         """
-        addrs = await self._targets(cluster, broker_addr)
+        addrs = await self.admin._targets(cluster, broker_addr)
         if not exist_ok:
             held = [a for a, c in (await self._configs_at(config.topic_name, addrs)).items() if c is not None]
             if held:
                 raise MQClientError(f"topic {config.topic_name} already exists on {', '.join(held)}; "
                                     "update it instead")
-        await self._each(addrs, lambda a: self._write_topic(a, config))
+        await self.admin._each(addrs, lambda a: self._write_topic(a, config))
         if config.order:
             await self._record_order(config, cluster, broker_addr)
         return addrs
@@ -95,11 +95,11 @@ class TopicAdmin(NamesrvAdmin):
         topic. A target without the topic gets it, copied from one that has it (growing the topic to
         more brokers); TopicNotExistError when no target has it.
         """
-        names = {addr: name for name, addr in (await self.master_addrs()).items()}
+        names = {addr: name for name, addr in (await self.admin.master_addrs()).items()}
         if cluster is None and broker_addr is None:
-            addrs = list((await self.route_masters(topic)).values())
+            addrs = list((await self.admin.route_masters(topic)).values())
         else:
-            addrs = await self._targets(cluster, broker_addr)
+            addrs = await self.admin._targets(cluster, broker_addr)
         current = await self._configs_at(topic, addrs)
         base = next((c for c in current.values() if c is not None), None)
         if base is None:
@@ -110,7 +110,7 @@ class TopicAdmin(NamesrvAdmin):
             old or base, **{k: v for k, v in given.items() if v is not None})) for addr, old in current.items()),
                          key=lambda c: (c.broker_name or "", c.addr))
         planned = {c.addr: c.new for c in changes}
-        await self._each(addrs, lambda a: self._write_topic(a, planned[a]))
+        await self.admin._each(addrs, lambda a: self._write_topic(a, planned[a]))
         if order:
             await self._record_order(changes[0].new, cluster, broker_addr)
         return changes
@@ -122,41 +122,41 @@ class TopicAdmin(NamesrvAdmin):
             write_queue_nums=config.write_queue_nums, perm=config.perm, topic_filter_type=config.topic_filter_type,
             topic_sys_flag=config.topic_sys_flag, order=config.order, attributes=attributes,
         ).to_ext()
-        await self.call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
+        await self.admin.call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
 
     async def _record_order(self, config: TopicConfig, cluster: str | None, broker_addr: str | None) -> None:
-        masters = await self.master_addrs(cluster)
+        masters = await self.admin.master_addrs(cluster)
         if broker_addr is not None:
-            entries = dict(i.split(":", 1) for i in (await self.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, config.topic_name)
+            entries = dict(i.split(":", 1) for i in (await self.admin.namesrv.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, config.topic_name)
                                                      or "").split(";") if ":" in i)
             mine = [name for name, addr in masters.items() if addr == broker_addr]
             entries.update({name: str(config.write_queue_nums) for name in mine})
         else:
             entries = {name: str(config.write_queue_nums) for name in masters}
-        await self.put_kv(NAMESPACE_ORDER_TOPIC_CONFIG, config.topic_name,
+        await self.admin.namesrv.put_kv(NAMESPACE_ORDER_TOPIC_CONFIG, config.topic_name,
                           ";".join(f"{name}:{n}" for name, n in entries.items()))
 
     async def _configs_at(self, topic: str, addrs: list[str]) -> dict[str, TopicConfig | None]:
         """The topic's config on each broker, None where the broker lacks it."""
-        tables = await self._each(addrs, self.topic_configs)
+        tables = await self.admin._each(addrs, self.topic_configs)
         return {addr: table.get(topic) for addr, table in tables.items()}
 
     async def delete_topic(self, topic: str, cluster: str | None = None) -> list[str]:
         """DELETE_TOPIC_IN_BROKER on every master of the cluster (None: of every cluster serving the
         topic), then DELETE_TOPIC_IN_NAMESRV on every name server; returns the broker addresses."""
         clusters = [cluster] if cluster is not None else await self.topic_clusters(topic)
-        addrs = [a for c in clusters for a in await self._targets(c, None)]
+        addrs = [a for c in clusters for a in await self.admin._targets(c, None)]
         ext = TopicRequestHeader(topic).to_ext()
-        await self._each(addrs, lambda a: self.call(a, RequestCode.DELETE_TOPIC_IN_BROKER, ext))
+        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.DELETE_TOPIC_IN_BROKER, ext))
         for name in clusters:
-            await self._each_namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV,
+            await self.admin._each_namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV,
                                      DeleteTopicFromNamesrvRequestHeader(topic, name).to_ext())
-        if await self.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, topic) is not None:
-            await self.delete_kv(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
+        if await self.admin.namesrv.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, topic) is not None:
+            await self.admin.namesrv.delete_kv(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
         return addrs
 
     async def topic_configs(self, broker_addr: str) -> dict[str, TopicConfig]:
-        resp = await self.call(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
+        resp = await self.admin.call(broker_addr, RequestCode.GET_ALL_TOPIC_CONFIG)
         return TopicConfigSerializeWrapper.from_json(resp.body or b"{}").topic_config_table
 
     async def topic_stats(self, topic: str, cluster: str | None = None) -> dict[MessageQueue, TopicOffset]:
@@ -165,7 +165,7 @@ class TopicAdmin(NamesrvAdmin):
         parent topic whose route names the brokers)."""
         ext = TopicRequestHeader(topic).to_ext()
         masters = await self.topic_masters(topic, cluster)
-        answers = await self._each(list(masters.values()), lambda a: self.call(
+        answers = await self.admin._each(list(masters.values()), lambda a: self.admin.call(
             a, RequestCode.GET_TOPIC_STATS_INFO, ext, ok=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)))
         table: dict[MessageQueue, TopicOffset] = {}
         for resp in answers.values():
@@ -179,14 +179,14 @@ class TopicAdmin(NamesrvAdmin):
         """broker name -> master address to ask about a topic: its route's, or `cluster`'s masters, or
         (`cluster` naming no cluster) those of the route of `cluster` as a topic (an LMQ parent topic)."""
         if cluster is None:
-            return await self.route_masters(topic)
-        if cluster in (await self.cluster_info()).cluster_addr_table:
-            return await self.master_addrs(cluster)
-        return await self.route_masters(cluster)
+            return await self.admin.route_masters(topic)
+        if cluster in (await self.admin.cluster_info()).cluster_addr_table:
+            return await self.admin.master_addrs(cluster)
+        return await self.admin.route_masters(cluster)
 
     async def topic_consumed_by(self, topic: str) -> list[str]:
         ext = TopicRequestHeader(topic).to_ext()
-        answers = await self._each(list((await self.route_masters(topic)).values()),
-                                   lambda a: self.call(a, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, ext))
+        answers = await self.admin._each(list((await self.admin.route_masters(topic)).values()),
+                                   lambda a: self.admin.call(a, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, ext))
         return sorted({g for r in answers.values() for g in GroupList.from_json(r.body or b"{}").group_list})
 

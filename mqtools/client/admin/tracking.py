@@ -5,11 +5,9 @@ from __future__ import annotations
 
 import asyncio
 
-from mqtools.client.admin.brokers import BrokerAdmin
-from mqtools.client.admin.groups import GroupAdmin
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.brokers import TopicGroupStats
 from mqtools.client.admin.models.messages import MessageTrack
-from mqtools.client.admin.topics import TopicAdmin
 from mqtools.client.errors import MQBrokerError, MQClientError
 from mqtools.common.message import MessageExt
 from mqtools.common.topics import is_dlq_topic, is_retry_topic
@@ -20,15 +18,15 @@ TOPIC_PUT_NUMS = "TOPIC_PUT_NUMS"
 GROUP_GET_NUMS = "GROUP_GET_NUMS"
 
 
-class TrackingAdmin(TopicAdmin, GroupAdmin, BrokerAdmin):
+class TrackingAdmin(AdminService):
     """Message tracks and statsAll: answers that need topics, groups and brokers together."""
 
     async def message_tracks(self, msg: MessageExt) -> list[MessageTrack]:
         """For each group consuming the message's topic: consumed, not yet, offline or pulling."""
         tracks = []
-        for group in await self.topic_consumed_by(msg.topic):
+        for group in await self.admin.topics.topic_consumed_by(msg.topic):
             try:
-                conns = await self.consumer_connections(group)
+                conns = await self.admin.groups.consumer_connections(group)
             except MQBrokerError as exc:
                 kind = "NOT_ONLINE" if exc.code == ResponseCode.CONSUMER_NOT_ONLINE else "UNKNOWN"
                 tracks.append(MessageTrack(group, kind, f"CODE:{exc.code} DESC:{exc.remark}"))
@@ -47,8 +45,8 @@ class TrackingAdmin(TopicAdmin, GroupAdmin, BrokerAdmin):
     async def _push_track(self, msg: MessageExt, group: str, subscriptions: dict[str, str]) -> str:
         """CONSUMED once the group's offset on the message's queue (at its storing master) is past it."""
         host, port = msg.store_host
-        masters = await self.route_masters(msg.topic)
-        progress = await self.consumer_progress(group, msg.topic)
+        masters = await self.admin.route_masters(msg.topic)
+        progress = await self.admin.groups.consumer_progress(group, msg.topic)
         consumed = any(q.queue.queue_id == msg.queue_id and masters.get(q.queue.broker_name) == f"{host}:{port}"
                        and (q.consumer_offset or 0) > msg.queue_offset for q in progress.queues)
         if not consumed:
@@ -61,7 +59,7 @@ class TrackingAdmin(TopicAdmin, GroupAdmin, BrokerAdmin):
         """statsAll: per topic (all but retry and DLQ topics) and consuming group, backlog, TPS over the
         last minute and messages in and out over 24 hours; a broker that cannot be asked makes a
         figure None, a counter a broker never started counts 0 (nothing happened there)."""
-        topics = [topic] if topic else [t for t in await self.topic_list()
+        topics = [topic] if topic else [t for t in await self.admin.topics.topic_list()
                                         if not is_retry_topic(t) and not is_dlq_topic(t)]
         rows: list[TopicGroupStats] = []
         for name in topics:
@@ -69,9 +67,9 @@ class TrackingAdmin(TopicAdmin, GroupAdmin, BrokerAdmin):
         return rows
 
     async def _topic_stats_rows(self, topic: str, active_only: bool) -> list[TopicGroupStats]:
-        masters = list((await self.route_masters(topic)).values())
+        masters = list((await self.admin.route_masters(topic)).values())
         in_tps, in_24h = await self._summed(masters, TOPIC_PUT_NUMS, topic)
-        groups = await self.topic_consumed_by(topic)
+        groups = await self.admin.topics.topic_consumed_by(topic)
         if not groups:
             if active_only and not in_24h:
                 return []
@@ -79,7 +77,7 @@ class TrackingAdmin(TopicAdmin, GroupAdmin, BrokerAdmin):
         rows = []
         for group in groups:
             out_tps, out_24h = await self._summed(masters, GROUP_GET_NUMS, f"{topic}@{group}")
-            progress = await self._settled(self.consumer_progress(group, topic))
+            progress = await self.admin._settled(self.admin.groups.consumer_progress(group, topic))
             backlog = None if isinstance(progress, MQClientError) else progress.total_diff
             if active_only and not in_24h and not out_24h:
                 continue
@@ -87,7 +85,7 @@ class TrackingAdmin(TopicAdmin, GroupAdmin, BrokerAdmin):
         return rows
 
     async def _summed(self, addrs: list[str], stats_name: str, key: str) -> tuple[float | None, int | None]:
-        answers = await asyncio.gather(*(self._settled(self.broker_stats(a, stats_name, key)) for a in addrs))
+        answers = await asyncio.gather(*(self.admin._settled(self.admin.brokers.broker_stats(a, stats_name, key)) for a in addrs))
         if any(isinstance(a, MQClientError) and not isinstance(a, MQBrokerError) for a in answers):
             return None, None
         known = [a for a in answers if isinstance(a, BrokerStatsData)]

@@ -43,7 +43,7 @@ async def admin() -> MQAdmin:
 async def test_an_exact_span_reads_every_offset_once_and_nothing_past_its_end(admin: MQAdmin,
                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     pull, calls = queue_of(100)
-    monkeypatch.setattr(admin, "pull_messages", pull)
+    monkeypatch.setattr(admin.messages, "pull_messages", pull)
     results = await read(admin, 10, 75)
     assert [m.queue_offset for r in results for m in r.messages] == list(range(10, 75))
     assert calls == [(10, 32), (42, 32), (74, 1)]  # no pull asks for more than the span holds
@@ -51,7 +51,7 @@ async def test_an_exact_span_reads_every_offset_once_and_nothing_past_its_end(ad
 
 async def test_a_limit_stops_the_span_early(admin: MQAdmin, monkeypatch: pytest.MonkeyPatch) -> None:
     pull, calls = queue_of(100)
-    monkeypatch.setattr(admin, "pull_messages", pull)
+    monkeypatch.setattr(admin.messages, "pull_messages", pull)
     results = await read(admin, 0, 100, limit=40)
     assert sum(len(r.messages) for r in results) == 40 and calls == [(0, 32), (32, 8)]
 
@@ -59,7 +59,7 @@ async def test_a_limit_stops_the_span_early(admin: MQAdmin, monkeypatch: pytest.
 async def test_unmatched_batches_move_on_and_an_ending_status_is_yielded_last(admin: MQAdmin,
                                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     pull, _ = queue_of(40, filtered=frozenset(range(32)))
-    monkeypatch.setattr(admin, "pull_messages", pull)
+    monkeypatch.setattr(admin.messages, "pull_messages", pull)
     results = await read(admin, 0, 50, exact=False)
     assert [r.status for r in results] == [PullStatus.NO_MATCHED_MSG, PullStatus.FOUND, PullStatus.NO_NEW_MSG]
     assert [m.queue_offset for m in results[1].messages] == list(range(32, 40))
@@ -69,5 +69,5 @@ async def test_an_answer_that_does_not_move_on_ends_the_span(admin: MQAdmin, mon
     async def stuck(mq: MessageQueue, offset: int, **_: object) -> PullResult:
         return PullResult(PullStatus.NO_MATCHED_MSG, offset, 0, 10)
 
-    monkeypatch.setattr(admin, "pull_messages", stuck)
+    monkeypatch.setattr(admin.messages, "pull_messages", stuck)
     assert len(await read(admin, 0, 10)) == 1
