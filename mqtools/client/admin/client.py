@@ -101,10 +101,10 @@ class MQAdmin(AdminBase):
         self.offsets = OffsetAdmin(self)
         self.tracking = TrackingAdmin(self)
         self.overview = OverviewAdmin(self)
-        self.topic_overview = TopicOverviewAdmin(self)
+        self.topic_views = TopicOverviewAdmin(self)
         self.queue_offsets = QueueOffsetAdmin(self)
         self.ha = HAAdmin(self)
-        self.namesrv_probe = NamesrvProbeAdmin(self)
+        self.namesrv_probes = NamesrvProbeAdmin(self)
         self.acl = AclAdmin(self)
 
     async def put_kv(self, namespace: str, key: str, value: str) -> None:
@@ -323,7 +323,7 @@ class MQAdmin(AdminBase):
         return await self.overview.group_summaries(groups)
 
     async def topic_overview(self, *, stats: bool = True) -> TopicOverview:
-        return await self.topic_overview.topic_overview(stats=stats)
+        return await self.topic_views.topic_overview(stats=stats)
 
     async def topic_queues(self, topic: str) -> list[MessageQueue]:
         return await self.queue_offsets.topic_queues(topic)
@@ -345,7 +345,7 @@ class MQAdmin(AdminBase):
             broker_name, max_diff=max_diff, max_catchup_s=max_catchup_s, window=window)
 
     async def namesrv_probe(self) -> list[NamesrvStatus]:
-        return await self.namesrv_probe.namesrv_probe()
+        return await self.namesrv_probes.namesrv_probe()
 
     async def acl_config(self, broker_addr: str) -> AclConfig:
         return await self.acl.acl_config(broker_addr)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import inspect
 
 from mqtools.client.admin import MQAdmin, SyncMQAdmin
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, Heartbeat
 from mqtools.client.admin.models.groups import QueueProgress
 from mqtools.client.admin.models.ha import HAStatus
@@ -101,3 +102,11 @@ def test_sync_admin_has_every_public_operation_with_the_same_signature() -> None
     for name, sig in async_ops.items():
         assert list(sig.parameters) == list(sync_ops[name].parameters), name
         assert str(sig.return_annotation) == str(sync_ops[name].return_annotation), name
+
+
+def test_no_area_service_hides_a_facade_method() -> None:
+    """MQAdmin keeps its areas as attributes; one named like a method would shadow that method."""
+    admin = MQAdmin("127.0.0.1:9876")
+    areas = [name for name, value in vars(admin).items() if isinstance(value, AdminService)]
+    assert len(areas) == 15
+    assert [name for name in areas if hasattr(MQAdmin, name)] == []
