@@ -24,10 +24,10 @@ java:
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q default-jre-headless; }
 
 # The layering contracts in pyproject.toml, checked on the installed layout: server/ and tui/ install
-# as mqtools.server and mqtools.tui (setup.py's package_dir), which a copy in build/layers shows.
+# as mqtools.server and mqtools.tui (setup.py's package_dir), as the copy in build/layers lays them out.
 layers: install
-	rm -rf build/layers
-	$(BIN)/pip install -q --no-deps --no-build-isolation --no-compile --target build/layers .
+	rm -rf build/layers && mkdir -p build/layers
+	cp -r mqtools build/layers/mqtools && cp -r server build/layers/mqtools/server && cp -r tui build/layers/mqtools/tui
 	cd build/layers && ../../$(BIN)/lint-imports --no-cache --no-logo --config ../../pyproject.toml
 
 # Apache RocketMQ for tests/reference (and bench/reference.py): fetched by package name with Maven into
