@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mqtools.drills.history import History
 from mqtools.drills.load import LoadSpec
 from mqtools.drills.report import FAIL, PASS, Report, build
 from mqtools.drills.runner import DrillError, DrillSettings, DrillStatus, run_drill
@@ -236,6 +237,26 @@ def validate(scenarios: Iterable[str], vary: Iterable[str]) -> None:
             raise ValueError(f"unknown --vary kind {kind!r} (known: {', '.join(VARY_KINDS)})")
 
 
+PORT_TAKEN = "address already in use"
+PORT_RETRIES = 2
+PORT_STEP = 100
+"""A run whose cluster could not bind a port starts again this many ports higher, at most PORT_RETRIES
+times: another process (any outgoing connection, when the base port lies in the kernel's ephemeral
+range) held one, and that says nothing about the scenario. Nothing else is retried."""
+
+
+def _drill(plan: SoakPlan, run: SoakRun, progress: Callable[[DrillStatus], None]) -> History:
+    settings = plan.settings(run)
+    for _ in range(PORT_RETRIES):
+        try:
+            return run_drill(settings, progress)
+        except DrillError as exc:
+            if PORT_TAKEN not in str(exc):
+                raise
+        settings = replace(settings, base_port=settings.base_port + PORT_STEP)
+    return run_drill(settings, progress)
+
+
 def run_soak(plan: SoakPlan, history_dir: Path, *, keep_all: bool = False,
              progress: SoakProgress = lambda _: None) -> SoakResult:
     """Every run of the plan in turn; Ctrl-C ends the soak with the runs done so far (interrupted)."""
@@ -247,7 +268,7 @@ def run_soak(plan: SoakPlan, history_dir: Path, *, keep_all: bool = False,
         progress(status)
         started = time.monotonic()
         try:
-            history = run_drill(plan.settings(run), lambda s, st=status: progress(replace(st, drill=s)))
+            history = _drill(plan, run, lambda s, st=status: progress(replace(st, drill=s)))
         except DrillError as exc:
             result.outcomes.append(RunOutcome(run, FAIL, [f"the drill did not run: {exc}"],
                                               time.monotonic() - started))

@@ -155,3 +155,25 @@ def test_keep_all_keeps_every_history(tmp_path: Path, monkeypatch: pytest.Monkey
     monkeypatch.setattr(soak_mod, "run_drill", lambda s, _: drill_history(s.scenario, lost=False))
     result = run_soak(plan(1, vary=()), tmp_path, keep_all=True)
     assert result.passed and len(list(tmp_path.iterdir())) == 4
+
+
+def test_a_cluster_that_could_not_bind_a_port_starts_again_higher_and_nothing_else_is_retried(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Run 36 of the 20-run soak (seed 2026) never started: its slave's HA port was held by another
+    process. Such a run starts again PORT_STEP ports higher; any other failure to start is a FAIL."""
+    ports: list[int] = []
+
+    def fake_drill(settings: DrillSettings, progress: object) -> History:
+        ports.append(settings.base_port)
+        if settings.scenario == "kill-master" and len(ports) == 1:
+            raise DrillError("preset 2m-2s-sync did not come up: broker-a-s did not become ready: mq: error: "
+                             "cannot listen on HA port 34056: address already in use", 3)
+        if settings.scenario == "kill-slave":
+            raise DrillError("preset 2m-2s-sync did not come up: broker-a: flushConsumerOffsetInterval", 3)
+        return drill_history(settings.scenario, lost=False)
+
+    monkeypatch.setattr(soak_mod, "run_drill", fake_drill)
+    p = SoakPlan(("kill-master", "kill-slave"), ("2m-2s-sync",), 1, frozenset(), 7, BASE, base_port=33000)
+    result = run_soak(p, tmp_path)
+    assert ports == [33000, 33000 + soak_mod.PORT_STEP, 33000]
+    assert [o.verdict for o in result.outcomes] == [PASS, FAIL]
