@@ -153,12 +153,14 @@ def _target(namesrv: str | None, context: str | None, tls: bool, ca: str | None,
 
 def _cluster_call(fn: Any) -> Any:
     """Run a driver-side check; an unknown topic is bad input (2), anything else as every command maps it."""
-    from mqtools.client.errors import MQClientError, TopicNotExistError
+    from mqtools.client.errors import MQClientError, TopicNotExistError, UnreachableError
 
     try:
         return fn()
     except TopicNotExistError as exc:
         raise usage(f"unknown topic: {exc.remark or exc}") from None
+    except UnreachableError as exc:
+        raise fail(f"cluster unreachable: {exc}", EXIT_UNREACHABLE) from None
     except MQClientError as exc:
         raise exit_for(exc) from None
 
