@@ -25,12 +25,12 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 from mqproc import MqProcess, start_broker, start_namesrv
 
+from mqtools.common.loop import loop_name
+from mqtools.common.loop import run as run_loop
+from mqtools.common.security import ClientSecurity
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.loop import loop_name
-from mqtools.remoting.loop import run as run_loop
-from mqtools.remoting.security import ClientSecurity
 
 T = TypeVar("T")
 

@@ -55,11 +55,11 @@ from mqproc import start_mq
 from mqtools.cluster.certs import make_local_certificates
 from mqtools.common.ids import UniqueKeyGenerator
 from mqtools.common.properties import UNIQ_KEY, WAIT, properties_to_string
+from mqtools.common.security import ClientSecurity, SessionCredentials, TlsClientOptions
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import PullMessageRequestHeader, SendMessageRequestHeader
-from mqtools.remoting.security import ClientSecurity, SessionCredentials, TlsClientOptions
 
 BODY = b"x" * 1024
 TOPIC = "BenchSend"
@@ -73,7 +73,7 @@ import asyncio, sys
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.headers import SendMessageResponseHeader
-from mqtools.remoting.loop import run
+from mqtools.common.loop import run
 
 async def main():
     server = RemotingServer("127.0.0.1", 0)

@@ -21,8 +21,8 @@ from mqtools.client.errors import MQClientError
 from mqtools.client.producer import Producer
 from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult, SendResult
+from mqtools.common.loop import run as run_loop
 from mqtools.common.message import Message, MessageExt
-from mqtools.remoting.loop import run as run_loop
 
 STATE_DIR = Path(".mq-state") / "demo"
 TOPIC = "DemoTopic"

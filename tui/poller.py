@@ -19,7 +19,7 @@ from mqtools.client.live.collect import Collector, Wanted
 from mqtools.client.live.state import Outcome
 from mqtools.client.sync import LoopThread
 from mqtools.cluster.procstats import ProcSampler
-from mqtools.remoting.security import ClientSecurity
+from mqtools.common.security import ClientSecurity
 
 log = logging.getLogger(__name__)
 SWITCH_INTERVAL = 0.001

@@ -131,7 +131,7 @@ def set_credentials(
     """
     from mqtools.client.contexts import config_dir
     from mqtools.client.credentials import write_file
-    from mqtools.remoting.security import SessionCredentials
+    from mqtools.common.security import SessionCredentials
 
     secret = (typer.prompt("secret key", hide_input=True) if sys.stdin.isatty() else sys.stdin.readline()).strip()
     if not secret:

@@ -25,7 +25,7 @@ def option_overrides(options: dict[str, object | None]) -> dict[str, str]:
 
 def run_server(main: Coroutine[Any, Any, Any]) -> None:
     """Run the server coroutine until it stops; a StartError becomes a one-line exit 1."""
-    from mqtools.remoting.loop import run  # asyncio loads when a server starts, not for `mq --help`
+    from mqtools.common.loop import run  # asyncio loads when a server starts, not for `mq --help`
     from mqtools.server.lifecycle import StartError
 
     try:

@@ -37,7 +37,7 @@ from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE
 
 if TYPE_CHECKING:
     from mqtools.client.contexts import Target
-    from mqtools.remoting.security import ClientSecurity
+    from mqtools.common.security import ClientSecurity
     from mqtools.spark.load import ProducePlan
     from mqtools.spark.offsets import QueueRange
     from mqtools.spark.stats import Summary, TaskStats

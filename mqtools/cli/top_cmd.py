@@ -30,7 +30,7 @@ from mqtools.cli.output import is_terminal
 from mqtools.common.exitcodes import EXIT_UNREACHABLE
 
 if TYPE_CHECKING:
-    from mqtools.remoting.security import ClientSecurity
+    from mqtools.common.security import ClientSecurity
 
 ONCE_FORMATS = ("table", "json")
 
@@ -93,7 +93,7 @@ def _once(namesrv: str, context: str | None, state_dir: str | None, output: str,
     from mqtools.client.live.collect import Wanted, collect_once
     from mqtools.client.live.state import LiveState
     from mqtools.client.live.views import VIEWS, build
-    from mqtools.remoting.loop import run as run_loop
+    from mqtools.common.loop import run as run_loop
 
     sampler = None
     if state_dir:

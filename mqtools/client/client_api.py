@@ -20,6 +20,7 @@ from mqtools.common import sysflag
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.codec import decode_entries
 from mqtools.common.message import MessageExt
+from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import (
     ConsumerListBody,
@@ -38,7 +39,6 @@ from mqtools.remoting.headers import (
     QueueRequestHeader,
     SearchOffsetRequestHeader,
 )
-from mqtools.remoting.security import ClientSecurity
 
 FLAG_COMMIT_OFFSET = 0x1
 FLAG_SUSPEND = 0x2

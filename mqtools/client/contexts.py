@@ -18,7 +18,7 @@ from mqtools.client.errors import MQClientError
 from mqtools.client.tls import options_from_json, options_to_json
 from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.atomic_file import write_atomic
-from mqtools.remoting.security import ClientSecurity, TlsClientOptions
+from mqtools.common.security import ClientSecurity, TlsClientOptions
 
 CONFIG_ENV = "MQ_CONFIG_DIR"
 NAMESRV_ENV = "NAMESRV_ADDR"

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from mqtools.client.errors import MQClientError
 from mqtools.common.atomic_file import write_atomic
-from mqtools.remoting.security import SessionCredentials
+from mqtools.common.security import SessionCredentials
 
 ACCESS_KEY_ENV = "MQ_ACCESS_KEY"
 SECRET_KEY_ENV = "MQ_SECRET_KEY"

@@ -11,7 +11,7 @@ into these (`unreachable_error`).
 
 from __future__ import annotations
 
-from mqtools.remoting.codes import ResponseCode
+from mqtools.remoting.codes import ResponseCode, code_name
 from mqtools.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
 
@@ -58,6 +58,11 @@ class MQBrokerError(MQClientError):
         super().__init__(f"CODE: {int(code)} DESC: {remark}")
         self.code = int(code)
         self.remark = remark
+
+    @property
+    def code_name(self) -> str:
+        """ResponseCode's name for the code (the number itself when RocketMQ has no name for it)."""
+        return code_name(self.code, response=True)
 
 
 class BrokerSystemError(MQBrokerError):

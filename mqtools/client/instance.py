@@ -29,6 +29,7 @@ from mqtools.client.errors import (
 from mqtools.client.route import TopicRoute, with_default_queue_nums
 from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import ConsumerData, HeartbeatData, ProducerData, TopicRouteData
@@ -37,7 +38,6 @@ from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import GetRouteInfoRequestHeader
-from mqtools.remoting.security import ClientSecurity
 from mqtools.remoting.transport import RemotingConnection
 
 log = logging.getLogger(__name__)

@@ -36,13 +36,13 @@ from mqtools.common import sysflag
 from mqtools.common.codec import encode_batch
 from mqtools.common.ids import UniqueKeyGenerator
 from mqtools.common.message import Message
+from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, is_retry_topic
 from mqtools.common.validation import ValidationError, check_topic_for_send
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import send_v2_fields
-from mqtools.remoting.security import ClientSecurity
 
 QueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
 

@@ -13,8 +13,8 @@ from mqtools.client.instance import ClientInstance
 from mqtools.client.offset_store import RemoteOffsetStore
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.types import PullResult
+from mqtools.common.security import ClientSecurity
 from mqtools.remoting.bodies import MessageQueue
-from mqtools.remoting.security import ClientSecurity
 
 
 class PullConsumer(ConsumerBase):

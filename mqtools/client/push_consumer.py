@@ -29,9 +29,9 @@ from mqtools.client.rebalance import Rebalance, queue_sort_key
 from mqtools.client.subscription import SUB_ALL, parse_subscription
 from mqtools.client.types import ConsumeFromWhere, MessageModel, PullResult, PullStatus
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import retry_topic
 from mqtools.remoting.bodies import ConsumerData, MessageQueue, SubscriptionData
-from mqtools.remoting.security import ClientSecurity
 
 log = logging.getLogger(__name__)
 

@@ -18,9 +18,9 @@ from mqtools.client.producer import Producer
 from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import PullResult, SendResult
+from mqtools.common.loop import new_event_loop
 from mqtools.common.message import Message
 from mqtools.remoting.bodies import MessageQueue
-from mqtools.remoting.loop import new_event_loop
 
 T = TypeVar("T")
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from mqtools.client.errors import MQClientError
 from mqtools.common.configkeys import ConfigError
+from mqtools.common.security import TlsClientOptions
 from mqtools.common.tls import client_context
-from mqtools.remoting.security import TlsClientOptions
 
 
 class TlsOptionError(MQClientError):

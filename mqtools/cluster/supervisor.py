@@ -27,7 +27,7 @@ from pathlib import Path
 import psutil
 
 from mqtools.client import credentials
-from mqtools.remoting.security import ClientSecurity, TlsClientOptions
+from mqtools.common.security import ClientSecurity, TlsClientOptions
 
 STATE_FILE = "cluster.json"
 NAMESRV_ROLE = "NAMESRV"

@@ -29,9 +29,9 @@ from mqtools.client.types import ConsumeFromWhere, ConsumeResult, SendResult
 from mqtools.common import properties as P
 from mqtools.common.ids import decode_offset_msg_id
 from mqtools.common.message import Message, MessageExt
+from mqtools.common.security import ClientSecurity
 from mqtools.drills.history import FAIL, OK, RECEIVE, SEND, UNKNOWN, History, Op
 from mqtools.remoting.codes import ResponseCode
-from mqtools.remoting.security import ClientSecurity
 
 KEY_PROPERTY = "DRILL_KEY"
 SEQ_PROPERTY = "DRILL_SEQ"

@@ -14,9 +14,9 @@ from collections.abc import Callable
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQClientError
+from mqtools.common.security import ClientSecurity
 from mqtools.drills.history import History
 from mqtools.drills.scenarios import Node, Target
-from mqtools.remoting.security import ClientSecurity
 
 ROUTE_POLL = 0.25
 HA_POLL = 0.5

@@ -30,6 +30,7 @@ from mqtools.cluster import launcher
 from mqtools.cluster import supervisor as sv
 from mqtools.cluster.presets import PresetError
 from mqtools.common.exitcodes import EXIT_UNREACHABLE, EXIT_USAGE
+from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import retry_topic
 from mqtools.drills.faults import Actions, CommandActions, DrillContext, LocalActions
 from mqtools.drills.history import History
@@ -38,7 +39,6 @@ from mqtools.drills.monitor import Monitor
 from mqtools.drills.preflight import UnknownTarget, choose_target, ha_verdict, layout
 from mqtools.drills.scenarios import SCENARIOS, Criteria, ScenarioError
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
-from mqtools.remoting.security import ClientSecurity
 
 QUEUES_PER_BROKER = 4
 SETTLE_QUIET = 3.0
@@ -144,7 +144,7 @@ def _launch_reason(exc: sv.LaunchError) -> str:
 
 
 def _run_on(settings: DrillSettings, progress: Progress, *, fresh: bool = False) -> History:
-    from mqtools.remoting.loop import run as run_loop
+    from mqtools.common.loop import run as run_loop
 
     namesrv, root, security = _cluster(settings)
     return run_loop(_drill(settings, namesrv, root, progress, fresh, security))

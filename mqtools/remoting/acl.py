@@ -13,8 +13,8 @@ import functools
 import hashlib
 import hmac
 
+from mqtools.common.security import SessionCredentials
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.security import SessionCredentials
 
 ACCESS_KEY = "AccessKey"
 SECRET_KEY = "SecretKey"

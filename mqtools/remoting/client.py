@@ -15,6 +15,7 @@ import ssl
 from collections.abc import Callable
 
 from mqtools.common.addresses import parse_addr
+from mqtools.common.security import ClientSecurity
 from mqtools.common.tls import client_context
 from mqtools.remoting import acl
 from mqtools.remoting.command import RemotingCommand
@@ -24,7 +25,6 @@ from mqtools.remoting.errors import (
     RemotingError,
 )
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME
-from mqtools.remoting.security import ClientSecurity
 from mqtools.remoting.transport import RemotingConnection, RequestCallback
 
 log = logging.getLogger(__name__)

@@ -14,7 +14,7 @@ import tempfile
 import threading
 from typing import Any
 
-from mqtools.remoting.security import ClientSecurity
+from mqtools.common.security import ClientSecurity
 from mqtools.spark.load import ProducePlan, offsets_json, read_stats, run_produce
 from mqtools.spark.offsets import QueueRange
 from mqtools.spark.security import security_reader_options

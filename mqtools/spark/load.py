@@ -16,8 +16,8 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from mqtools.remoting.loop import run as run_loop
-from mqtools.remoting.security import ClientSecurity
+from mqtools.common.loop import run as run_loop
+from mqtools.common.security import ClientSecurity
 from mqtools.spark.offsets import QueueRange
 from mqtools.spark.security import security_reader_options
 from mqtools.spark.stats import TaskStats, encode, error_code, new_histogram, record

@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from mqtools.remoting.security import ClientSecurity
+    from mqtools.common.security import ClientSecurity
 
 EARLIEST = -2
 LATEST = -1

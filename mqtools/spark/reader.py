@@ -29,8 +29,8 @@ from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.sync import LoopThread
 from mqtools.client.types import PullResult, PullStatus
+from mqtools.common.security import ClientSecurity
 from mqtools.remoting.bodies import MessageQueue
-from mqtools.remoting.security import ClientSecurity
 from mqtools.spark.columns import Columns
 from mqtools.spark.offsets import DataLossError, QueueRange
 

@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from mqtools.client.credentials import CredentialsError, from_env
 from mqtools.client.tls import options_from_flags
-from mqtools.remoting.security import ClientSecurity, SessionCredentials, TlsClientOptions
+from mqtools.common.security import ClientSecurity, SessionCredentials, TlsClientOptions
 
 OPTION_TLS = "tls"
 OPTION_TLS_CA = "tls.caFile"

@@ -16,7 +16,7 @@ from mqtools.client.sync import SyncProducer
 from mqtools.client.types import SendStatus
 from mqtools.common import properties as P
 from mqtools.common.message import Message
-from mqtools.remoting.security import ClientSecurity
+from mqtools.common.security import ClientSecurity
 from mqtools.spark.stats import TaskStats, encode, error_code, new_histogram, record
 
 

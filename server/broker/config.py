@@ -30,8 +30,8 @@ from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import VIP_CHANNEL_OFFSET, BrokerRole
 from mqtools.common.configkeys import ConfigError, PropertyMap
 from mqtools.common.javaprops import parse_properties
+from mqtools.common.security import ClientSecurity, TlsClientOptions
 from mqtools.common.tls import TlsClientSettings, TlsServerSettings
-from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 from mqtools.server.broker.consumer_offsets import FLUSH_INTERVAL_S
 from mqtools.server.ha.service import HAConfig
 from mqtools.server.store.config import MessageStoreConfig

@@ -16,8 +16,8 @@ from cppclient import run_cpp
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQBrokerError
+from mqtools.common.security import ClientSecurity, SessionCredentials
 from mqtools.remoting.bodies import TopicConfig
-from mqtools.remoting.security import ClientSecurity, SessionCredentials
 
 pytestmark = [pytest.mark.compat, pytest.mark.timeout(180)]
 

@@ -18,6 +18,7 @@ from adminsupport import json_of, mq, one_line_error
 from clientsupport import Cluster, broker_cluster, until
 
 from mqtools.common.javaprops import parse_properties
+from mqtools.common.security import ClientSecurity, SessionCredentials
 from mqtools.remoting import acl
 from mqtools.remoting.bodies import TopicConfigSerializeWrapper
 from mqtools.remoting.client import RemotingClient
@@ -33,7 +34,6 @@ from mqtools.remoting.headers import (
     TopicRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
-from mqtools.remoting.security import ClientSecurity, SessionCredentials
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 

@@ -25,11 +25,11 @@ from mqtools.client.types import PullStatus, SendStatus
 from mqtools.cluster.certs import make_local_certificates
 from mqtools.common.javaprops import parse_properties
 from mqtools.common.message import Message
+from mqtools.common.security import ClientSecurity, TlsClientOptions
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingConnectError, RemotingConnectionClosed
-from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(150)]
 

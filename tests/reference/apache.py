@@ -23,7 +23,7 @@ from fetch import SETS, ArtifactSet, require
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError
-from mqtools.remoting.security import ClientSecurity
+from mqtools.common.security import ClientSecurity
 
 #: Commitlog file size of every reference broker, Apache's and mq's alike: stores handed from one side to
 #: the other, and commitlogs compared byte for byte, need the same file layout (str: a properties value).

@@ -28,7 +28,7 @@ from refsupport import (
 )
 
 from mqtools.cluster.certs import make_local_certificates
-from mqtools.remoting.security import ClientSecurity, SessionCredentials
+from mqtools.common.security import ClientSecurity, SessionCredentials
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:

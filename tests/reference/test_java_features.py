@@ -23,8 +23,8 @@ from refsupport import (
 )
 
 from mqtools.client.admin.sync import SyncMQAdmin
+from mqtools.common.security import ClientSecurity, SessionCredentials
 from mqtools.remoting.bodies import TopicConfig
-from mqtools.remoting.security import ClientSecurity, SessionCredentials
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -15,8 +15,8 @@ from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError
 from mqtools.client.tls import TlsOptionError
 from mqtools.cluster.certs import LocalCertificates, make_local_certificates
+from mqtools.common.security import ClientSecurity, TlsClientOptions
 from mqtools.remoting.bodies import TopicConfig
-from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 from mqtools.spark.load import ProducePlan, run_produce
 from mqtools.spark.security import security_from_options
 

@@ -26,7 +26,7 @@ from mqtools.common.exitcodes import EXIT_REFUSED
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
     from mqtools.client.admin.models.acl import AclConfig
-    from mqtools.remoting.bodies import PlainAccessConfig
+    from mqtools.client.admin.models.configs import PlainAccessConfig
 
 app = typer.Typer(help="ACL 1.0 accounts and global white addresses (plain_acl.yml) of the brokers.",
                   no_args_is_help=True)
@@ -134,7 +134,7 @@ def update(
 
     Example: printf '%s' "$SECRET" | mq admin acl update app1key -c DefaultCluster --topic-perm Orders=PUB
     """
-    from mqtools.remoting.bodies import PlainAccessConfig
+    from mqtools.client.admin.models.configs import PlainAccessConfig
 
     where = where_of(cluster, broker_addr)
     account = PlainAccessConfig(access_key, read_secret(), white_addr, admin_, default_topic_perm,

@@ -21,7 +21,7 @@ from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EX
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
     from mqtools.client.errors import MQClientError
-    from mqtools.remoting.security import TlsClientOptions
+    from mqtools.common.security import TlsClientOptions
 
 T = TypeVar("T")
 
@@ -125,14 +125,13 @@ def exit_for(exc: MQClientError) -> typer.Exit:
     from mqtools.client.contexts import ContextError, NoNamesrvError
     from mqtools.client.errors import MQBrokerError, UnreachableError
     from mqtools.client.tls import TlsOptionError
-    from mqtools.remoting.codes import code_name
 
     if isinstance(exc, (NoNamesrvError, ContextError, TlsOptionError)):
         return usage(str(exc))
     if isinstance(exc, UnreachableError):
         return fail(str(exc), EXIT_UNREACHABLE)
     if isinstance(exc, MQBrokerError):
-        return fail(f"{exc.remark or 'refused'} (CODE {exc.code} {code_name(exc.code, response=True)})", EXIT_REFUSED)
+        return fail(f"{exc.remark or 'refused'} (CODE {exc.code} {exc.code_name})", EXIT_REFUSED)
     return fail(str(exc), EXIT_REFUSED)
 
 
@@ -142,7 +141,7 @@ def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context:
     from mqtools.client.admin import MQAdmin
     from mqtools.client.contexts import resolve
     from mqtools.client.errors import MQClientError
-    from mqtools.remoting.loop import run as run_loop
+    from mqtools.common.loop import run as run_loop
 
     tls = cli_tls()
 

@@ -35,10 +35,10 @@ from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
 from mqtools.common.presentation import schema_version
 
 if TYPE_CHECKING:
+    from mqtools.common.security import ClientSecurity, TlsClientOptions
     from mqtools.drills.report import Report
     from mqtools.drills.runner import DrillStatus
     from mqtools.drills.soak import SoakResult, SoakStatus
-    from mqtools.remoting.security import ClientSecurity, TlsClientOptions
 
 app = typer.Typer(help="Failover drills: load, a real fault, a checked history and a PASS/FAIL verdict; soaks "
                        "that repeat them.",

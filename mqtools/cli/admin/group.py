@@ -26,8 +26,8 @@ from mqtools.common.mqversion import version_desc
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.configs import SubscriptionGroupConfig
     from mqtools.client.admin.models.groups import ClientConnection, GroupChange
-    from mqtools.remoting.bodies import SubscriptionGroupConfig
 
 app = typer.Typer(help="Consumer groups: list, create, update, delete, progress, connections, status.",
                   no_args_is_help=True)
@@ -137,8 +137,8 @@ def create(
     """
     import dataclasses
 
+    from mqtools.client.admin.models.configs import SubscriptionGroupConfig
     from mqtools.client.admin.models.groups import GroupChange
-    from mqtools.remoting.bodies import SubscriptionGroupConfig
     one_target(cluster, broker_addr)
     config = dataclasses.replace(
         SubscriptionGroupConfig(group, consume_broadcast_enable=False, consume_from_min_enable=False),

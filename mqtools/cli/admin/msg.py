@@ -171,7 +171,7 @@ def at(
 
     Example: mq admin msg at Orders broker-a 0 42
     """
-    from mqtools.remoting.bodies import MessageQueue
+    from mqtools.client.admin.models.configs import MessageQueue
 
     async def build(admin: MQAdmin) -> View:
         m = await admin.message_at(MessageQueue(topic, broker, queue_id), offset)

@@ -28,8 +28,8 @@ from mqtools.common.perm import perm_to_string
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.configs import TopicConfig
     from mqtools.client.admin.models.topics import TopicChange
-    from mqtools.remoting.bodies import TopicConfig
 
 app = typer.Typer(help="Topics: list, route, status, clusters, create, update, delete, perm.", no_args_is_help=True)
 TopicArg = Annotated[str, typer.Argument(help="Topic name.")]
@@ -194,8 +194,8 @@ def create(
 
     Example: mq admin topic create Orders -c DefaultCluster -r 8 -w 8
     """
+    from mqtools.client.admin.models.configs import TopicConfig
     from mqtools.client.admin.models.topics import TopicChange
-    from mqtools.remoting.bodies import TopicConfig
     one_target(cluster, broker_addr)
     config = TopicConfig(topic, read_queues, write_queues, parse_perm(perm), order=order)
 

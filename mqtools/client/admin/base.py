@@ -17,11 +17,11 @@ from mqtools.client.instance import ClientInstance
 from mqtools.client.route import TopicRoute
 from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.bodies import ClusterInfo
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.security import ClientSecurity
 
 if TYPE_CHECKING:
     from mqtools.client.admin.client import MQAdmin

@@ -35,8 +35,8 @@ from mqtools.client.admin.queue_offsets import QueueOffsetAdmin
 from mqtools.client.admin.topic_overview import TopicOverviewAdmin
 from mqtools.client.admin.topics import TopicAdmin
 from mqtools.client.admin.tracking import TrackingAdmin
+from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import TOOLS_CONSUMER_GROUP
-from mqtools.remoting.security import ClientSecurity
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping

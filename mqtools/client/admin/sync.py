@@ -43,6 +43,7 @@ from mqtools.client.admin.models.topics import TopicChange, TopicEntry, TopicSta
 from mqtools.client.sync import LoopThread
 from mqtools.client.types import PullResult, SendResult
 from mqtools.common.message import MessageExt
+from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import TOOLS_CONSUMER_GROUP
 from mqtools.remoting.bodies import (
     BrokerLiveTable,
@@ -57,7 +58,6 @@ from mqtools.remoting.bodies import (
 )
 from mqtools.remoting.codes import ResponseCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.security import ClientSecurity
 
 
 class SyncMQAdmin:

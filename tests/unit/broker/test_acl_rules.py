@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from mqtools.common.security import SessionCredentials
 from mqtools.remoting import acl
 from mqtools.remoting.bodies import (
     ConsumerData,
@@ -17,7 +18,6 @@ from mqtools.remoting.bodies import (
 )
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.security import SessionCredentials
 from mqtools.server.broker.acl import addresses, permission
 from mqtools.server.broker.acl.manager import PlainPermissionManager, default_acl_path
 from mqtools.server.broker.acl.plain_acl import PlainAclFile

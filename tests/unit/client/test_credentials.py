@@ -8,7 +8,7 @@ import pytest
 
 from mqtools.client import credentials
 from mqtools.client.contexts import ContextError, ContextStore, client_security
-from mqtools.remoting.security import SessionCredentials
+from mqtools.common.security import SessionCredentials
 
 
 def test_environment_wins_and_half_a_pair_is_an_error(tmp_path: Path) -> None:

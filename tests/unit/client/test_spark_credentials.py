@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mqtools.client.credentials import ACCESS_KEY_ENV, SECRET_KEY_ENV, CredentialsError
-from mqtools.remoting.security import ClientSecurity, SessionCredentials
+from mqtools.common.security import ClientSecurity, SessionCredentials
 from mqtools.spark.security import security_from_options, security_reader_options
 
 

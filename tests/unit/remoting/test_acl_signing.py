@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from mqtools.common.security import SessionCredentials
 from mqtools.remoting import acl
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.security import SessionCredentials
 
 CREDS = SessionCredentials("rocketmq", "12345678")
 

@@ -41,7 +41,7 @@ def update_acl_config(
     broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None, namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: printf '%s' "$SECRET" | mq admin updateAclConfig -a app1key -c DefaultCluster -t Orders=PUB"""
-    from mqtools.remoting.bodies import PlainAccessConfig, comma_list
+    from mqtools.client.admin.models.configs import PlainAccessConfig, comma_list
 
     where = where_of(cluster, broker_addr)
     account = PlainAccessConfig(access_key, secret_key or read_secret(), white, (admin_flag or "").lower() == "true",
@@ -73,7 +73,7 @@ def update_global_white_addr(
     broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None, namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin updateGlobalWhiteAddr -g '10.10.103.*' -c DefaultCluster"""
-    from mqtools.remoting.bodies import comma_list
+    from mqtools.client.admin.models.configs import comma_list
 
     where = where_of(cluster, broker_addr)
 

@@ -17,7 +17,7 @@ from mqtools.common.exitcodes import EXIT_OK
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.remoting.bodies import ClusterInfo
+    from mqtools.client.admin.models.configs import ClusterInfo
 
 BrokerAddrOpt = Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="Broker address")]  # noqa: UP045
 CONSUME_HEADER = "%-64s  %-64s  %-32s  %-4s  %-20s  %-20s  %-20s  %s"

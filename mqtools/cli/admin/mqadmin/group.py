@@ -14,8 +14,8 @@ from mqtools.cli.admin.mqadmin.topic import attributes_of, java_bool, java_map
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.configs import SubscriptionGroupConfig
     from mqtools.client.admin.models.groups import OffsetReset
-    from mqtools.remoting.bodies import SubscriptionGroupConfig
 
 GroupNameOpt = Annotated[str, typer.Option("-g", "--groupName", help="consumer group name")]
 RESET_HEADER = "%-40s  %-40s  %-40s"
@@ -72,7 +72,7 @@ def update_sub_group(
     """Example: mq admin updateSubGroup -c DefaultCluster -g OrderConsumers -r 5"""
     import dataclasses
 
-    from mqtools.remoting.bodies import SubscriptionGroupConfig
+    from mqtools.client.admin.models.configs import SubscriptionGroupConfig
 
     one_of(broker_addr, cluster)
     if retry_policy is not None:

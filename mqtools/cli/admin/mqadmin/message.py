@@ -17,10 +17,10 @@ from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.configs import MessageQueue
     from mqtools.client.admin.models.messages import MessageTrack
     from mqtools.client.types import PullResult
     from mqtools.common.message import MessageExt
-    from mqtools.remoting.bodies import MessageQueue
 
 BODY_DIR = Path("/tmp/rocketmq/msgbodys")
 """Where mqadmin writes each shown message's body."""
@@ -214,7 +214,7 @@ def query_msg_by_offset(
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin queryMsgByOffset -t Orders -b broker-a -i 0 -o 42"""
-    from mqtools.remoting.bodies import MessageQueue
+    from mqtools.client.admin.models.configs import MessageQueue
 
     charset = _charset(body_format)
     mq = MessageQueue(topic, broker, queue_id)
@@ -314,7 +314,7 @@ def consume_message(
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin consumeMessage -t Orders -b broker-a -i 0 -o 10 -c 5"""
-    from mqtools.remoting.bodies import MessageQueue
+    from mqtools.client.admin.models.configs import MessageQueue
 
     now = int(time.time() * 1000)
     begin_ms, end_ms = _ms(begin, 0) or 0, _ms(end, 0) or 0

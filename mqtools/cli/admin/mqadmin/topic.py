@@ -15,7 +15,7 @@ from mqtools.common.perm import perm_to_string
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.remoting.bodies import TopicConfig, TopicRouteData
+    from mqtools.client.admin.models.configs import TopicConfig, TopicRouteData
 
 TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="topic name")]
 STATUS_HEADER = "%-32s  %-4s  %-20s  %-20s    %s"
@@ -125,7 +125,7 @@ def update_topic(
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin updateTopic -c DefaultCluster -t Orders -r 8 -w 8 -p 6 -o false"""
-    from mqtools.remoting.bodies import TopicConfig
+    from mqtools.client.admin.models.configs import TopicConfig
 
     if (broker_addr is None) == (cluster is None):
         raise usage("give one of -b/--brokerAddr and -c/--clusterName")
