@@ -73,6 +73,12 @@ def usage(message: str) -> typer.Exit:
     return fail(message, EXIT_USAGE)
 
 
+def note(message: str) -> None:
+    """One line on stderr about something the cluster could not tell (a request it does not offer); the
+    command goes on and its output says n/a where the answer would be."""
+    typer.echo(f"mq: note: {message}", err=True)
+
+
 def one_target(cluster: str | None, broker_addr: str | None) -> None:
     """Write commands act on every master of a cluster (-c) or on one broker (-b): exactly one."""
     if (cluster is None) == (broker_addr is None):

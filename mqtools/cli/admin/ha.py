@@ -66,7 +66,7 @@ def slave_json(s: SlaveReplication) -> dict[str, Any]:
 def group_json(g: ReplicationGroup) -> dict[str, Any]:
     return {"cluster": g.cluster, "brokerName": g.broker_name, "masterAddr": g.master_addr, "role": g.role,
             "commitLogMaxOffset": g.max_offset, "inSyncSlaves": g.in_sync_slaves,
-            "averageMessageSize": g.average_message_size, "error": g.error,
+            "averageMessageSize": g.average_message_size, "error": g.error, "source": g.source,
             "slaves": [slave_json(s) for s in g.slaves]}
 
 
@@ -87,6 +87,8 @@ def status_view(groups: list[ReplicationGroup], window: float) -> View:
               for g in groups if g.error]
     footer += [f"{s.slave.broker_addr}: {s.slave.error}" for g in groups for s in g.slaves
                if s.slave is not None and s.slave.error]
+    footer += [f"{g.broker_name}: from each broker's runtime commitLogMaxOffset (the master less the slave's); "
+               "the master has no GET_BROKER_HA_STATUS (Apache 4.x)" for g in groups if g.from_runtime_info]
     footer.append(f"trend over {window:g}s; DIFF MSGS over each master's average stored message size; "
                   "CATCH-UP is DIFF over the transfer speed")
     return View("HAStatus", STATUS_COLUMNS, rows,

@@ -3,7 +3,9 @@
 `ha_replication` asks each master for GET_BROKER_HA_STATUS every half second over the window (the
 trend needs several samples; nothing else does), then once more each master's runtime figures
 (average stored message size) and config (send mode), and each slave's own HA status (its master,
-max offset, last read and write). `ha_ready` turns one group's figures into a verdict with reasons
+max offset, last read and write). A master that does not offer GET_BROKER_HA_STATUS (Apache 4.x) is
+sampled through what it does answer: its and its slaves' runtime commitLogMaxOffset, read at once; the
+group then says so (`source`). `ha_ready` turns one group's figures into a verdict with reasons
 (`models.ha.assess`); drills call it before they stop a master.
 """
 
@@ -15,8 +17,11 @@ from dataclasses import dataclass
 from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.brokers import BrokerRuntime
 from mqtools.client.admin.models.ha import (
+    DEFAULT_FALLBEHIND_MAX,
     DEFAULT_MAX_CATCHUP_S,
     DEFAULT_MAX_DIFF,
+    HA_STATUS,
+    RUNTIME_INFO,
     UNKNOWN,
     Check,
     HAReadiness,
@@ -27,10 +32,12 @@ from mqtools.client.admin.models.ha import (
     assess,
     catch_up_seconds,
     diff_messages,
+    offset_speed,
     pair_slaves,
+    status_from_offsets,
     trend_of,
 )
-from mqtools.client.errors import MQClientError, UnknownTargetError, UnreachableError
+from mqtools.client.errors import MQClientError, NotAvailable, UnknownTargetError, UnreachableError
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.remoting.bodies import ClusterInfo
 
@@ -74,9 +81,11 @@ def _targets(info: ClusterInfo, broker_addr: str | None, cluster: str | None,
     return [target(n) for n in sorted(info.broker_addr_table)]
 
 
-def _slave_view(addr: str, broker_id: int, answer: HAStatus | MQClientError) -> SlaveView:
+def _slave_view(addr: str, broker_id: int, answer: HAStatus | BrokerRuntime | MQClientError) -> SlaveView:
     if isinstance(answer, MQClientError):
         return SlaveView(addr, broker_id, None, None, None, None, None, None, error=str(answer))
+    if isinstance(answer, BrokerRuntime):  # a broker without GET_BROKER_HA_STATUS: its own max offset only
+        return SlaveView(addr, broker_id, None, answer.commitlog_max_offset, None, None, None, None)
     c = answer.client
     if c is None:
         return SlaveView(addr, broker_id, None, None, None, None, None, None,
@@ -87,7 +96,7 @@ def _slave_view(addr: str, broker_id: int, answer: HAStatus | MQClientError) -> 
 
 def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
            runtime: BrokerRuntime | MQClientError | None, config: dict[str, str] | MQClientError | None,
-           slaves: list[SlaveView], window: float) -> ReplicationGroup:
+           slaves: list[SlaveView], window: float, source: str) -> ReplicationGroup:
     """One group from the master's samples, its runtime and config answers and the slaves' views."""
     last = series[-1][1] if series else None
     error = None if t.master else "no master registered"
@@ -95,7 +104,8 @@ def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
         error = str(last)
     status = last if isinstance(last, HAStatus) else None
     avg = runtime.average_message_size if isinstance(runtime, BrokerRuntime) else None
-    role = config.get("brokerRole") if isinstance(config, dict) else None
+    config = config if isinstance(config, dict) else {}
+    fallbehind = int(config.get("haSlaveFallbehindMax") or DEFAULT_FALLBEHIND_MAX)
     conns = status.slaves if status is not None else []
     rows = []
     for ci, si in pair_slaves([(c.addr, c.ack_offset) for c in conns],
@@ -105,47 +115,76 @@ def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
             rows.append(SlaveReplication(None, None, None, None, None, None, None, None, None, [], view))
             continue
         c = conns[ci]
-        samples = [(round(at, 3), conn.diff_bytes) for at, answer in series if isinstance(answer, HAStatus)
-                   for conn in answer.slaves if conn.addr == c.addr and conn.diff_bytes is not None]
-        rows.append(SlaveReplication(c.addr, c.ack_offset, c.diff_bytes, diff_messages(c.diff_bytes, avg),
-                                     c.transfer_bytes_per_s, catch_up_seconds(c.diff_bytes, c.transfer_bytes_per_s),
-                                     c.in_sync, trend_of(samples), c.transfer_from, samples, view))
-    return ReplicationGroup(t.cluster, t.name, t.master, role, status.commitlog_max_offset if status else None,
-                            status.in_sync_slaves if status else None, avg, window, rows, error)
+        mine = [(round(at, 3), conn) for at, answer in series if isinstance(answer, HAStatus)
+                for conn in answer.slaves if conn.addr == c.addr]
+        samples = [(at, conn.diff_bytes) for at, conn in mine if conn.diff_bytes is not None]
+        speed, in_sync = c.transfer_bytes_per_s, c.in_sync
+        if source == RUNTIME_INFO:  # what the master would say, from the offsets sampled over the window
+            speed = offset_speed([(at, conn.ack_offset) for at, conn in mine if conn.ack_offset is not None])
+            in_sync = None if c.diff_bytes is None else c.diff_bytes < fallbehind
+        rows.append(SlaveReplication(c.addr, c.ack_offset, c.diff_bytes, diff_messages(c.diff_bytes, avg), speed,
+                                     catch_up_seconds(c.diff_bytes, speed), in_sync, trend_of(samples),
+                                     c.transfer_from, samples, view))
+    return ReplicationGroup(t.cluster, t.name, t.master, config.get("brokerRole"),
+                            status.commitlog_max_offset if status else None,
+                            status.in_sync_slaves if status else None, avg, window, rows, error, source)
 
 
 class HAAdmin(AdminService):
     """Replication per broker group over a window of samples, and the safe-to-stop verdict."""
+
+    async def _sample(self, t: _Target, by_runtime: set[str]) -> HAStatus | MQClientError:
+        """One sample of a group's master: GET_BROKER_HA_STATUS, or, from a master that does not offer
+        it (Apache 4.x), the master's and slaves' runtime offsets read at once."""
+        master = t.master
+        assert master is not None
+        if master not in by_runtime:
+            answer = await self.admin._settled(self.admin.brokers.ha_status(master))
+            if not isinstance(answer, NotAvailable):
+                return answer
+            by_runtime.add(master)
+        first, *rest = await asyncio.gather(*(self.admin._settled(self.admin.brokers.broker_runtime_info(a))
+                                              for a in (master, *t.slaves.values())))
+        if isinstance(first, MQClientError):
+            return first
+        return status_from_offsets(first.commitlog_max_offset,
+                                   [(a, r.commitlog_max_offset) for a, r in zip(t.slaves.values(), rest, strict=True)
+                                    if isinstance(r, BrokerRuntime)])
 
     async def ha_replication(self, *, broker_addr: str | None = None, cluster: str | None = None,
                              broker_name: str | None = None, window: float = 2.0) -> list[ReplicationGroup]:
         """Every group the name servers know (or the one named, the one holding `broker_addr`, a
         cluster's), with each slave's figures and its diff trend over `window` seconds."""
         targets = _targets(await self.admin.cluster_info(), broker_addr, cluster, broker_name)
-        masters = sorted({t.master for t in targets if t.master})
+        sampled = [t for t in targets if t.master]
+        masters = [t.master for t in sampled if t.master]
         series: dict[str, list[tuple[float, HAStatus | MQClientError]]] = {m: [] for m in masters}
+        by_runtime: set[str] = set()
         loop = asyncio.get_running_loop()
         start = loop.time()
-        while masters:
+        while sampled:
             at = loop.time() - start
-            answers = await asyncio.gather(*(self.admin._settled(self.admin.brokers.ha_status(m)) for m in masters))
+            answers = await asyncio.gather(*(self._sample(t, by_runtime) for t in sampled))
             for master, answer in zip(masters, answers, strict=True):
                 series[master].append((at, answer))
             left = window - (loop.time() - start)
             if left <= 0:
                 break
             await asyncio.sleep(min(SAMPLE_INTERVAL_S, left))
-        slave_addrs = [(addr, bid) for t in targets for bid, addr in t.slaves.items()]
+        slaves = [(addr, bid, t.master in by_runtime) for t in targets for bid, addr in t.slaves.items()]
+        brokers = self.admin.brokers
         extra = await asyncio.gather(
-            *(self.admin._settled(self.admin.brokers.broker_runtime_info(m)) for m in masters),
-            *(self.admin._settled(self.admin.brokers.broker_config(m)) for m in masters),
-            *(self.admin._settled(self.admin.brokers.ha_status(a)) for a, _ in slave_addrs))
+            *(self.admin._settled(brokers.broker_runtime_info(m)) for m in masters),
+            *(self.admin._settled(brokers.broker_config(m)) for m in masters),
+            *(self.admin._settled(brokers.broker_runtime_info(a) if runtime else brokers.ha_status(a))
+              for a, _, runtime in slaves))
         runtime = dict(zip(masters, extra[:len(masters)], strict=True))
         config = dict(zip(masters, extra[len(masters):2 * len(masters)], strict=True))
-        views = {a: _slave_view(a, bid, answer)
-                 for (a, bid), answer in zip(slave_addrs, extra[2 * len(masters):], strict=True)}
+        views = {a: _slave_view(a, bid, answer) for (a, bid, _), answer in zip(slaves, extra[2 * len(masters):],
+                                                                               strict=True)}
         return [_group(t, series.get(t.master, []) if t.master else [], runtime.get(t.master or ""),
-                       config.get(t.master or ""), [views[a] for a in t.slaves.values()], window)
+                       config.get(t.master or ""), [views[a] for a in t.slaves.values()], window,
+                       RUNTIME_INFO if t.master in by_runtime else HA_STATUS)
                 for t in targets]
 
     async def ha_ready(self, broker_name: str, *, max_diff: int = DEFAULT_MAX_DIFF,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mqtools.client.admin.models.ha import (
     GROWING,
     NOT_SAFE,
+    RUNTIME_INFO,
     SAFE,
     SHRINKING,
     STEADY,
@@ -15,7 +16,9 @@ from mqtools.client.admin.models.ha import (
     assess,
     catch_up_seconds,
     diff_messages,
+    offset_speed,
     pair_slaves,
+    status_from_offsets,
     trend_of,
 )
 
@@ -141,3 +144,39 @@ def test_unreachable_or_missing_master_is_unknown() -> None:
     assert assess(group(slave(0), error="timed out")).verdict == UNKNOWN
     r = assess(group(slave(0), master=None))
     assert r.verdict == UNKNOWN and r.safe is None and "no master" in r.checks[0].detail
+
+
+def test_runtime_offsets_stand_in_for_the_ha_status_of_a_4x_master() -> None:
+    """Apache 4.x has no GET_BROKER_HA_STATUS: a slave's diff is the master's max offset less its own (never
+    below 0: the slave's offset may be read a moment after the master's), and a slave without one is left out."""
+    status = status_from_offsets(5000, [("10.0.0.2:10911", 4200), ("10.0.0.3:10911", 5100), ("10.0.0.4:10911", None)])
+    assert status.is_master and status.in_sync_slaves is None
+    assert [(c.addr, c.ack_offset, c.diff_bytes, c.in_sync) for c in status.slaves] == [
+        ("10.0.0.2:10911", 4200, 800, None), ("10.0.0.3:10911", 5100, 0, None)]
+
+
+def test_offset_speed_over_the_window() -> None:
+    assert offset_speed([(0.0, 1000), (0.5, 1500), (2.0, 3000)]) == 1000.0
+    assert offset_speed([(0.0, 1000)]) is None
+    assert offset_speed([(1.0, 1000), (1.0, 2000)]) is None
+
+
+def test_a_4x_slave_that_answers_and_has_every_byte_is_safe() -> None:
+    """From runtime info the slave's HA client state is unknown (connected None): answering with the
+    master's offset is what there is, and the checks say where the figures came from."""
+    g = ReplicationGroup("C", "broker-a", "10.0.0.1:10911", "SYNC_MASTER", 1000, None, 100.0, 2.0,
+                         [SlaveReplication("10.0.0.2:10911", 1000, 0, 0, 0.0, 0.0, True, STEADY, None, [],
+                                           view(connected=None, master_ha_addr=None))], None, RUNTIME_INFO)
+    r = assess(g)
+    assert r.verdict == SAFE and failed(r) == []
+    details = {c.name: c.detail for c in r.checks}
+    assert "runtime info" in details["slave connected"] and "haSlaveFallbehindMax" in details["in sync"]
+
+
+def test_a_4x_slave_that_does_not_answer_is_not_safe() -> None:
+    g = ReplicationGroup("C", "broker-a", "10.0.0.1:10911", "SYNC_MASTER", 1000, None, 100.0, 2.0,
+                         [SlaveReplication(None, None, None, None, None, None, None, None, None, [],
+                                           view(error="connect to 10.0.0.2:10911 failed", connected=None))],
+                         None, RUNTIME_INFO)
+    r = assess(g)
+    assert r.verdict == NOT_SAFE and "slave answers" in failed(r)

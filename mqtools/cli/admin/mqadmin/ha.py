@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import run, usage
+from mqtools.cli.admin.common import note, run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
 from mqtools.cli.admin.mqadmin.broker import group_addrs
 from mqtools.cli.admin.mqadmin.message import java_time
@@ -72,13 +72,22 @@ def ha_status(
     every = _interval(interval)
 
     async def rounds(admin: MQAdmin) -> None:
+        from mqtools.client.errors import NotAvailable
+
         while True:
             if broker_addr is not None:
                 addrs = [broker_addr.strip()]
             else:
                 addrs = [m for m, _ in group_addrs(await admin.cluster_info(), cluster or "", slaves=False)]
+            lacking = []
             for addr in addrs:
-                typer.echo(ha_status_text(addr, await admin.ha_status(addr)))
+                try:
+                    typer.echo(ha_status_text(addr, await admin.ha_status(addr)))
+                except NotAvailable:
+                    lacking.append(addr)
+            if lacking:
+                note(f"{', '.join(lacking)} answer no GET_BROKER_HA_STATUS (Apache RocketMQ 4.x has none): "
+                     "`mq admin ha status` derives their slaves' diff from runtime offsets")
             if every is None:
                 return
             await asyncio.sleep(every)

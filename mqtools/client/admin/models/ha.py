@@ -89,6 +89,31 @@ def _slave(raw: dict[str, Any]) -> SlaveConnection:
     )
 
 
+HA_STATUS = "haStatus"
+RUNTIME_INFO = "runtimeInfo"
+"""Where a group's figures come from: the master's GET_BROKER_HA_STATUS, or, from brokers without it
+(Apache 4.x), each broker's runtime commitLogMaxOffset: a slave's diff is the master's less its own,
+both read at the same moment."""
+
+
+DEFAULT_FALLBEHIND_MAX = 268435456
+"""haSlaveFallbehindMax's default: the lag under which a 4.x master counts a slave as in sync."""
+
+
+def status_from_offsets(master_max: int | None, slaves: Sequence[tuple[str, int | None]]) -> HAStatus:
+    """A master's HA status as runtime offsets tell it: one connection per slave that gave its offset."""
+    conns = [SlaveConnection(addr, own, None if master_max is None else max(0, master_max - own), None, None, None)
+             for addr, own in slaves if own is not None]
+    return HAStatus(True, master_max, None, conns, None)
+
+
+def offset_speed(samples: Sequence[tuple[float, int]]) -> float | None:
+    """Bytes per second a slave's offset advanced over (seconds, offset) samples; None with fewer than two."""
+    if len(samples) < 2 or samples[-1][0] <= samples[0][0]:
+        return None
+    return max(0, samples[-1][1] - samples[0][1]) / (samples[-1][0] - samples[0][0])
+
+
 GROWING = "growing"
 
 
@@ -257,6 +282,12 @@ class ReplicationGroup:
     slaves: list[SlaveReplication]
     error: str | None = None
     """Why the master could not be asked; its figures are then None."""
+    source: str = HA_STATUS
+    """HA_STATUS, or RUNTIME_INFO where the master does not answer GET_BROKER_HA_STATUS."""
+
+    @property
+    def from_runtime_info(self) -> bool:
+        return self.source == RUNTIME_INFO
 
 
 @dataclass(frozen=True, slots=True)
@@ -299,18 +330,29 @@ def slave_checks(group: ReplicationGroup, s: SlaveReplication, max_diff: int,
     """The conditions one slave must meet for its master to be stopped without surprises."""
     name = s.slave.broker_addr if s.slave is not None else s.connection or "?"
     connected = s.connection is not None and s.ack_offset is not None
-    checks = [Check("slave connected", connected, f"{name} is connected to the master (from {s.connection})"
-                    if connected else f"{name} is registered but has no acknowledging HA connection")]
+    if group.from_runtime_info:
+        checks = [Check("slave connected", connected, f"{name} reports commitlog max offset {s.ack_offset} "
+                        "(runtime info: the broker gives no HA connection figures)" if connected
+                        else f"{name} gave no commitlog offset")]
+    else:
+        checks = [Check("slave connected", connected, f"{name} is connected to the master (from {s.connection})"
+                        if connected else f"{name} is registered but has no acknowledging HA connection")]
     if s.slave is None:
         checks.append(Check("slave answers", None, f"cannot tell which registered slave holds connection {name}"))
     elif s.slave.error:
         checks.append(Check("slave answers", False, f"{name} did not answer ({s.slave.error}): stopped or hung"))
+    elif s.slave.connected is None:
+        checks.append(Check("slave answers", True, f"{name} answers (the state of its HA client is not reported)"))
     else:
         checks.append(Check("slave answers", bool(s.slave.connected),
                             f"{name} answers and its HA client is "
                             f"{'connected' if s.slave.connected else 'not connected'}"))
-    checks.append(Check("in sync", s.in_sync is True,
-                        f"the master counts {name} as {'in sync' if s.in_sync else 'not in sync'}"))
+    if group.from_runtime_info:
+        checks.append(Check("in sync", s.in_sync is True, f"{name} is {'within' if s.in_sync else 'not within'} "
+                            "the master's haSlaveFallbehindMax (how a 4.x master counts a slave in sync)"))
+    else:
+        checks.append(Check("in sync", s.in_sync is True,
+                            f"the master counts {name} as {'in sync' if s.in_sync else 'not in sync'}"))
     if s.diff_bytes is None:
         checks.append(Check("diff under bound", False, "the diff is unknown"))
     else:

@@ -25,6 +25,8 @@ import java.util.stream.Stream;
  * transaction --topic T --count N --outcome commit|rollback|unknown-then-commit|unknown-then-rollback
  *             --wait-check-s 0; events: sent | send_failed, checked, done{sent,failed,checked}
  * query       --topic T --key K | [--topic T] --msg-id ID; events: found, done{found[,error]}
+ * mqadmin-batch  Apache's mqadmin commands read from stdin, one JSON array of arguments per line; events:
+ *             mqadmin{args,out,err,ms} (see MqadminBatch). Needs ROCKETMQ_HOME like mqadmin.
  * </pre>
  * A fatal error prints {"event":"error","error":...} and exits 1. With --expect 0 the consumers run
  * until stdin reaches EOF (still bounded by --timeout-s).
@@ -59,6 +61,9 @@ public final class Main {
                     break;
                 case "query":
                     code = Query.run(o);
+                    break;
+                case "mqadmin-batch":
+                    code = MqadminBatch.run();
                     break;
                 default:
                     throw new IllegalArgumentException("unknown command: " + args[0]);
