@@ -221,9 +221,17 @@ def start_broker(root: Path, namesrv: str, version: str = "apache-4", *, name: s
         **props,
     }
     process = _spawn("broker", aset, root, workdir, port, BROKER_MAIN, conf)
+    _await_broker(process, security, timeout)
+    return process
+
+
+def _await_broker(process: ApacheProcess, security: ClientSecurity | None, timeout: float) -> None:
+    """Until the name server lists the broker at its address and the broker answers GET_BROKER_RUNTIME_INFO."""
+    conf = process.props
+    name, broker_id = conf["brokerName"], int(conf["brokerId"])
 
     def ready() -> bool:
-        with SyncMQAdmin(namesrv.split(";")[0], timeout=2.0, security=security) as admin:
+        with SyncMQAdmin(conf["namesrvAddr"].split(";")[0], timeout=2.0, security=security) as admin:
             data = admin.cluster_info().broker_addr_table.get(name)
             if data is None or data.broker_addrs.get(broker_id) != process.addr:
                 return False
@@ -231,7 +239,15 @@ def start_broker(root: Path, namesrv: str, version: str = "apache-4", *, name: s
         return True
 
     _await(process, ready, timeout, f"broker {name}/{broker_id}")
-    return process
+
+
+def restart_broker(process: ApacheProcess, timeout: float = 90.0) -> ApacheProcess:
+    """The same broker again after it died (same config, ports and store), as a new process once ready."""
+    assert not process.alive, "restart_broker restarts a broker that is down"
+    again = _spawn("broker", process.aset, process.workdir.parent, process.workdir, process.port, BROKER_MAIN,
+                   process.props)
+    _await_broker(again, None, timeout)
+    return again
 
 
 def mqadmin(root: Path, *args: str, version: str = "harness", namesrv: str | None = None,

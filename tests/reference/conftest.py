@@ -22,6 +22,7 @@ from refsupport import (
     BROKER_PROPS,
     CLUSTER,
     PLAIN_ACL,
+    Clusters2m2s,
     make_topic,
     name,
     slaves_in_sync,
@@ -98,21 +99,27 @@ def pair5(apache5: str, mq_single: str) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session")
-def pair_2m2s(ref_root: Path) -> Iterator[dict[str, str]]:
+def clusters_2m2s(ref_root: Path) -> Iterator[Clusters2m2s]:
     """Apache's 2m-2s SYNC_MASTER cluster (five JVMs) and `mq cluster up --preset 2m-2s-sync`, both named
-    RefCluster with BROKER_PROPS; name server addresses by side."""
+    RefCluster with BROKER_PROPS, each master with a slave that acknowledges."""
     apache_cluster = apache.start_cluster(ref_root / "apache4-2m2s", "apache-4", cluster=CLUSTER, **BROKER_PROPS)
     sets = [f"{k}={v}" for k, v in {"brokerClusterName": CLUSTER, **BROKER_PROPS}.items()]
     try:
         with preset_cluster(ref_root / "mq-2m2s", "2m-2s-sync", *sets) as mq_cluster:
-            sides = {"apache": apache_cluster.addr, "mq": mq_cluster.namesrv}
-            for namesrv in sides.values():
+            both = Clusters2m2s(apache_cluster, mq_cluster)
+            for namesrv in both.namesrvs.values():
                 probe = name("PROBE")
                 make_topic(namesrv, probe)
                 slaves_in_sync(namesrv, probe, ["broker-a", "broker-b"])
-            yield sides
+            yield both
     finally:
         apache_cluster.kill()
+
+
+@pytest.fixture(scope="session")
+def pair_2m2s(clusters_2m2s: Clusters2m2s) -> dict[str, str]:
+    """The 2m-2s clusters' name server addresses by side, Apache first."""
+    return clusters_2m2s.namesrvs
 
 
 @pytest.fixture(scope="session", params=["single", "2m-2s-sync"])

@@ -6,10 +6,12 @@ from __future__ import annotations
 import uuid
 from collections import Counter
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from apache import ApacheCluster
 from javaclient import JavaRun, run_java
-from presetcluster import wait_for
+from presetcluster import PresetCluster, wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError
@@ -114,3 +116,15 @@ def consume_all(ns: str, topic: str, expect: int, *args: str, group: str | None 
     run = run_java("consume", ns, "--topic", topic, "--group", group or name("CG"), "--expect", str(expect),
                    "--timeout-s", "60", *args, client=client)
     return run.of("received")
+
+
+@dataclass
+class Clusters2m2s:
+    """Both 2m-2s SYNC_MASTER clusters: Apache's JVMs by name, and mq's preset (its state dir and nodes)."""
+
+    apache: ApacheCluster
+    mq: PresetCluster
+
+    @property
+    def namesrvs(self) -> dict[str, str]:
+        return {"apache": self.apache.addr, "mq": self.mq.namesrv}

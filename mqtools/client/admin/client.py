@@ -339,6 +339,9 @@ class MQAdmin(AdminBase):
         return await self.ha.ha_replication(
             broker_addr=broker_addr, cluster=cluster, broker_name=broker_name, window=window)
 
+    async def master_replication(self, master: str, slaves: list[str]) -> HAStatus:
+        return await self.ha.master_replication(master, slaves)
+
     async def ha_ready(self, broker_name: str, *, max_diff: int = DEFAULT_MAX_DIFF,
                        max_catchup_s: float = DEFAULT_MAX_CATCHUP_S, window: float = 2.0) -> HAReadiness:
         return await self.ha.ha_ready(

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.brokers import BrokerRuntime
@@ -40,6 +41,9 @@ from mqtools.client.admin.models.ha import (
 from mqtools.client.errors import MQClientError, NotAvailable, UnknownTargetError, UnreachableError
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.remoting.bodies import ClusterInfo
+
+if TYPE_CHECKING:
+    from mqtools.client.admin.client import MQAdmin
 
 SAMPLE_INTERVAL_S = 0.5
 
@@ -133,22 +137,24 @@ def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
 class HAAdmin(AdminService):
     """Replication per broker group over a window of samples, and the safe-to-stop verdict."""
 
-    async def _sample(self, t: _Target, by_runtime: set[str]) -> HAStatus | MQClientError:
-        """One sample of a group's master: GET_BROKER_HA_STATUS, or, from a master that does not offer
-        it (Apache 4.x), the master's and slaves' runtime offsets read at once."""
-        master = t.master
-        assert master is not None
-        if master not in by_runtime:
-            answer = await self.admin._settled(self.admin.brokers.ha_status(master))
-            if not isinstance(answer, NotAvailable):
-                return answer
-            by_runtime.add(master)
-        first, *rest = await asyncio.gather(*(self.admin._settled(self.admin.brokers.broker_runtime_info(a))
-                                              for a in (master, *t.slaves.values())))
-        if isinstance(first, MQClientError):
-            return first
+    def __init__(self, admin: MQAdmin) -> None:
+        super().__init__(admin)
+        self._lacking: set[str] = set()
+        """Masters that answered GET_BROKER_HA_STATUS with REQUEST_CODE_NOT_SUPPORTED."""
+
+    async def master_replication(self, master: str, slaves: list[str]) -> HAStatus:
+        """A master's replication: GET_BROKER_HA_STATUS, or, from a master that does not offer it
+        (Apache 4.x; remembered for the session), its and its `slaves`' runtime offsets read at once."""
+        if master not in self._lacking:
+            try:
+                return await self.admin.brokers.ha_status(master)
+            except NotAvailable:
+                self._lacking.add(master)
+        first, *rest = await asyncio.gather(self.admin.brokers.broker_runtime_info(master),
+                                            *(self.admin._settled(self.admin.brokers.broker_runtime_info(a))
+                                              for a in slaves))
         return status_from_offsets(first.commitlog_max_offset,
-                                   [(a, r.commitlog_max_offset) for a, r in zip(t.slaves.values(), rest, strict=True)
+                                   [(a, r.commitlog_max_offset) for a, r in zip(slaves, rest, strict=True)
                                     if isinstance(r, BrokerRuntime)])
 
     async def ha_replication(self, *, broker_addr: str | None = None, cluster: str | None = None,
@@ -159,19 +165,20 @@ class HAAdmin(AdminService):
         sampled = [t for t in targets if t.master]
         masters = [t.master for t in sampled if t.master]
         series: dict[str, list[tuple[float, HAStatus | MQClientError]]] = {m: [] for m in masters}
-        by_runtime: set[str] = set()
         loop = asyncio.get_running_loop()
         start = loop.time()
         while sampled:
             at = loop.time() - start
-            answers = await asyncio.gather(*(self._sample(t, by_runtime) for t in sampled))
+            answers = await asyncio.gather(*(self.admin._settled(self.master_replication(t.master or "",
+                                                                                          list(t.slaves.values())))
+                                             for t in sampled))
             for master, answer in zip(masters, answers, strict=True):
                 series[master].append((at, answer))
             left = window - (loop.time() - start)
             if left <= 0:
                 break
             await asyncio.sleep(min(SAMPLE_INTERVAL_S, left))
-        slaves = [(addr, bid, t.master in by_runtime) for t in targets for bid, addr in t.slaves.items()]
+        slaves = [(addr, bid, t.master in self._lacking) for t in targets for bid, addr in t.slaves.items()]
         brokers = self.admin.brokers
         extra = await asyncio.gather(
             *(self.admin._settled(brokers.broker_runtime_info(m)) for m in masters),
@@ -184,7 +191,7 @@ class HAAdmin(AdminService):
                                                                                strict=True)}
         return [_group(t, series.get(t.master, []) if t.master else [], runtime.get(t.master or ""),
                        config.get(t.master or ""), [views[a] for a in t.slaves.values()], window,
-                       RUNTIME_INFO if t.master in by_runtime else HA_STATUS)
+                       RUNTIME_INFO if t.master in self._lacking else HA_STATUS)
                 for t in targets]
 
     async def ha_ready(self, broker_name: str, *, max_diff: int = DEFAULT_MAX_DIFF,

@@ -191,6 +191,9 @@ class SyncMQAdmin:
     def ha_replication(self, *, broker_addr: str | None = None, cluster: str | None = None, broker_name: str | None = None, window: float = 2.0) -> list[ReplicationGroup]:
         return self._loop.run(self._admin.ha_replication(broker_addr=broker_addr, cluster=cluster, broker_name=broker_name, window=window))
 
+    def master_replication(self, master: str, slaves: list[str]) -> HAStatus:
+        return self._loop.run(self._admin.master_replication(master, slaves))
+
     def kv_list(self, namespace: str) -> dict[str, str]:
         return self._loop.run(self._admin.kv_list(namespace))
 

@@ -125,13 +125,14 @@ class Collector:
         self.publish(Outcome(key, value, error, time.time(), time.monotonic()))
 
     async def _snapshot(self, launch: Launch) -> ClusterSnapshot:
-        """The name servers' broker table; then each broker's runtime and each master's HA status as
-        jobs of their own."""
+        """The name servers' broker table; then each broker's runtime and each master's replication (HA
+        status, or its and its slaves' runtime offsets where the master has no HA status) as jobs of their own."""
         snap = await self.admin.cluster_snapshot(runtime=False)
         for row in snap.brokers:
             launch(f"runtime:{row.addr}", lambda a=row.addr: self.admin.broker_runtime_info(a))
             if row.is_master:
-                launch(f"ha:{row.addr}", lambda a=row.addr: self.admin.ha_status(a))
+                slaves = [s.addr for s in snap.brokers if s.broker_name == row.broker_name and not s.is_master]
+                launch(f"ha:{row.addr}", lambda a=row.addr, s=slaves: self.admin.master_replication(a, s))
         return snap
 
     async def group_summaries(self) -> list[GroupSummary]:

@@ -16,6 +16,7 @@ from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, Cluste
 from mqtools.client.admin.models.groups import GroupSummary
 from mqtools.client.admin.models.ha import (
     GROWING,
+    RUNTIME_INFO,
     HAStatus,
     SlaveConnection,
     catch_up_seconds,
@@ -204,6 +205,9 @@ def ha(state: LiveState, mono: float) -> Table:
             table.rows.append(Row(master.addr, [*head, Cell(None, text, CRIT if slot.error else OK),
                                                 *_blank(len(HA_COLUMNS) - 3)]))
             continue
+        if status.source == RUNTIME_INFO:
+            table.notes.append(f"{master.broker_name}: diff from runtime offsets (the master has no "
+                               "GET_BROKER_HA_STATUS, as Apache 4.x); speed and in-sync n/a")
         rt: BrokerRuntime | None = state.value(f"runtime:{master.addr}")
         own = [state.value(f"runtime:{b.addr}") for b in registered]
         pairs = pair_slaves([(c.addr, c.ack_offset) for c in status.slaves],

@@ -89,3 +89,12 @@ def normalise(text: str) -> list[str]:
         if line:
             lines.append(line)
     return lines
+
+
+_NUMBER = re.compile(r"-?\b\d+\b")
+
+
+def shape(text: str) -> list[str]:
+    """`normalise`, and every number a placeholder too: the outline of an answer from another cluster,
+    whose offsets, counts per queue and sizes may differ while the question and its layout are the same."""
+    return [_NUMBER.sub("<n>", line) for line in normalise(text)]

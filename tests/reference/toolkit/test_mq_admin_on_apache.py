@@ -14,7 +14,6 @@ import pytest
 from adminsupport import mq
 from catalogue import MQADMIN_READS, READS, fill, normalise
 from mqadminbatch import MqadminBatch
-from refsupport import CLUSTER
 from tkworld import World
 
 from mqtools.common.presentation import load_schema
@@ -22,17 +21,12 @@ from mqtools.common.presentation import load_schema
 pytestmark = pytest.mark.integration
 
 
-def values(world: World) -> dict[str, str]:
-    return {"ns": world.namesrv, "addr": world.brokers["broker-a"], "cluster": CLUSTER, "msg": world.msg_id,
-            "uniq": world.unique_key}
-
-
 def test_every_reading_command_answers_on_apache(worlds: dict[str, World]) -> None:
     """Exit 0, no stack trace, at most one hint line on stderr, and JSON valid against its schema."""
     world = worlds["apache"]
     failures = []
     for name, template in READS.items():
-        args = fill(template, values(world))
+        args = fill(template, world.values)
         for output in ("table", "json"):
             result = mq("admin", *args, "-o", output, namesrv=world.namesrv, timeout=90)
             problem = None
@@ -56,7 +50,7 @@ def test_the_mqadmin_dialect_prints_what_apaches_mqadmin_prints(worlds: dict[str
     world = worlds["apache"]
     rows, differ = [], []
     for name, template in MQADMIN_READS.items():
-        args = fill(template, values(world))
+        args = fill(template, world.values)
         theirs = mqadmin.run(*args, "-n", world.namesrv)
         ours = mq("admin", *args, namesrv=world.namesrv, timeout=90)
         same = normalise(theirs.out) == normalise(ours.stdout)

@@ -41,6 +41,12 @@ class World:
     consumer: JavaClient
     sent: list[dict] = field(default_factory=list)
 
+    @property
+    def values(self) -> dict[str, str]:
+        """What catalogue templates take: {ns}, {addr} (broker-a's master), {cluster}, {msg}, {uniq}."""
+        return {"ns": self.namesrv, "addr": self.brokers["broker-a"], "cluster": CLUSTER, "msg": self.msg_id,
+                "uniq": self.unique_key}
+
 
 def produce(namesrv: str, count: int, start: int = 0) -> list[dict]:
     run = run_java("produce", namesrv, "--topic", TOPIC, "--group", PRODUCERS, "--count", str(count),

@@ -15,6 +15,12 @@ from typing import Any
 
 from mqtools.client.admin.models.parse import opt_bool, opt_float, opt_int, opt_ms
 
+HA_STATUS = "haStatus"
+RUNTIME_INFO = "runtimeInfo"
+"""Where a group's figures come from: the master's GET_BROKER_HA_STATUS, or, from brokers without it
+(Apache 4.x), each broker's runtime commitLogMaxOffset: a slave's diff is the master's less its own,
+both read at the same moment."""
+
 
 @dataclass(frozen=True, slots=True)
 class SlaveConnection:
@@ -52,6 +58,8 @@ class HAStatus:
     slaves: list[SlaveConnection]
     client: HAClientInfo | None
     """Only for a slave."""
+    source: str = HA_STATUS
+    """HA_STATUS, or RUNTIME_INFO for a status made of runtime offsets (status_from_offsets)."""
 
     @classmethod
     def from_json(cls, info: dict[str, Any]) -> HAStatus:
@@ -89,13 +97,6 @@ def _slave(raw: dict[str, Any]) -> SlaveConnection:
     )
 
 
-HA_STATUS = "haStatus"
-RUNTIME_INFO = "runtimeInfo"
-"""Where a group's figures come from: the master's GET_BROKER_HA_STATUS, or, from brokers without it
-(Apache 4.x), each broker's runtime commitLogMaxOffset: a slave's diff is the master's less its own,
-both read at the same moment."""
-
-
 DEFAULT_FALLBEHIND_MAX = 268435456
 """haSlaveFallbehindMax's default: the lag under which a 4.x master counts a slave as in sync."""
 
@@ -104,7 +105,7 @@ def status_from_offsets(master_max: int | None, slaves: Sequence[tuple[str, int 
     """A master's HA status as runtime offsets tell it: one connection per slave that gave its offset."""
     conns = [SlaveConnection(addr, own, None if master_max is None else max(0, master_max - own), None, None, None)
              for addr, own in slaves if own is not None]
-    return HAStatus(True, master_max, None, conns, None)
+    return HAStatus(True, master_max, None, conns, None, RUNTIME_INFO)
 
 
 def offset_speed(samples: Sequence[tuple[float, int]]) -> float | None:
