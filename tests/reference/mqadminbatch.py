@@ -35,7 +35,7 @@ class MqadminBatch:
         workdir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "ROCKETMQ_HOME": str(home(aset, root)), "MQREF_LOG_DIR": str(workdir / "logs")}
         argv = [*DIE_WITH_PARENT, "java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
-                "-XX:-UsePerfData", *MODULE_FLAGS, f"-Duser.home={workdir}", "-cp", aset.classpath(), MAIN,
+                "-XX:-UsePerfData", "-Djava.security.manager=allow", *MODULE_FLAGS, f"-Duser.home={workdir}", "-cp", aset.classpath(), MAIN,
                 "mqadmin-batch"]
         self._stderr = (workdir / "stderr.log").open("w")
         self._process = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,

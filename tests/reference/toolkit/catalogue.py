@@ -34,7 +34,7 @@ READS: dict[str, list[str]] = {
     "msg print": ["msg", "print", TOPIC],
     "dlq list": ["dlq", "list", LAG],
     "ha status": ["ha", "status", "-c", "{cluster}"],
-    "ha ready": ["ha", "ready", "-c", "{cluster}"],
+    "ha ready": ["ha", "ready", "broker-a"],
     "namesrv config get": ["namesrv", "config", "get"],
     "kv get": ["kv", "get", KV_NAMESPACE, "k1"],
     "kv list": ["kv", "list", KV_NAMESPACE],
@@ -57,7 +57,7 @@ MQADMIN_READS: dict[str, list[str]] = {
     "consumerConnection": ["consumerConnection", "-g", LIVE],
     "producerConnection": ["producerConnection", "-g", PRODUCERS, "-t", TOPIC],
     "statsAll": ["statsAll", "-t", TOPIC],
-    "queryMsgById": ["queryMsgById", "-i", "{msg}"],
+    "queryMsgById": ["queryMsgById", "-t", TOPIC, "-i", "{msg}"],
     "queryMsgByKey": ["queryMsgByKey", "-t", TOPIC, "-k", "tk-0-0"],
     "queryMsgByUniqueKey": ["queryMsgByUniqueKey", "-t", TOPIC, "-i", "{uniq}"],
     "queryMsgByOffset": ["queryMsgByOffset", "-t", TOPIC, "-b", "broker-a", "-i", "0", "-o", "0"],
@@ -65,11 +65,21 @@ MQADMIN_READS: dict[str, list[str]] = {
     "haStatus": ["haStatus", "-b", "{addr}"],
 }
 
+#: Where mqadmin 4.9.8 takes other arguments for the same question (its queryMsgById has no -t).
+MQADMIN_4X_ARGS: dict[str, list[str]] = {"queryMsgById": ["queryMsgById", "-i", "{msg}"]}
+
 _ADDR = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}:\d+\b")
 _TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b")
 _HEX_ID = re.compile(r"\b[0-9A-F]{32}\b")
 _EPOCH_MS = re.compile(r"\b1[6-9]\d{11}\b")
 _FLOAT = re.compile(r"\b\d+\.\d+\b")
+_PROPERTIES = re.compile(r"^Properties: \{(.*)\}$")
+_UPTIME = re.compile(r"\[ \d+ days, \d+ hours, \d+ minutes, \d+ seconds \]")
+
+#: Commands whose lines mqadmin prints in a Java hash container's order (topicList: a HashSet filled in
+#: the name server's order; getBrokerConfig: the ConcurrentHashMap inside Properties) and mq in the order
+#: it has them (sorted topics; the broker's own order of its config): compared as sorted lines.
+ORDER_FREE = {"topicList", "getBrokerConfig"}
 
 
 def fill(template: list[str], values: dict[str, str]) -> list[str]:
@@ -82,10 +92,14 @@ def normalise(text: str) -> list[str]:
     for line in text.splitlines():
         line = _ADDR.sub("<addr>", line)
         line = _TIME.sub("<time>", line)
+        line = _UPTIME.sub("<uptime>", line)
         line = _HEX_ID.sub("<id>", line)
         line = _EPOCH_MS.sub("<ms>", line)
         line = _FLOAT.sub("<rate>", line)
         line = " ".join(line.split())
+        props = _PROPERTIES.match(line)
+        if props:  # a Java HashMap's order, which the map's capacity decides (4.9.8 and 5.x differ)
+            line = "Properties: {" + ", ".join(sorted(props.group(1).split(", "))) + "}"
         if line:
             lines.append(line)
     return lines
@@ -98,3 +112,73 @@ def shape(text: str) -> list[str]:
     """`normalise`, and every number a placeholder too: the outline of an answer from another cluster,
     whose offsets, counts per queue and sizes may differ while the question and its layout are the same."""
     return [_NUMBER.sub("<n>", line) for line in normalise(text)]
+
+
+def same_lines(mq: list[str], apache: list[str]) -> bool:
+    """Equal line by line and token by token, where mq's `n/a` stands for whatever Apache printed: mq shows
+    a figure the broker did not give as n/a, where mqadmin prints a default it made up (0, false, or the
+    hours since -1 ms)."""
+    if len(mq) != len(apache):
+        return False
+    for ours, theirs in zip(mq, apache, strict=True):
+        a, b = ours.split(" "), theirs.split(" ")
+        if len(a) != len(b) or any(x != y and x != "n/a" for x, y in zip(a, b, strict=True)):
+            return False
+    return True
+
+
+def _columns(header: str) -> list[str]:
+    """A header's column names: each starts with '#' and may hold spaces (`#Broker Name`)."""
+    names: list[str] = []
+    for token in header.split(" "):
+        if token.startswith("#") or not names:
+            names.append(token)
+        else:
+            names[-1] += " " + token
+    return names
+
+
+def _as_4x_table(lines: list[str], header_prefix: str, fives: tuple[str, ...]) -> list[str]:
+    """Lines of a 5.x table (its header first) without the columns 5.x added, for a 4.9.8 oracle; a row is
+    cut where it has a token per column."""
+    out: list[str] = []
+    columns: list[str] | None = None
+    for line in lines:
+        if line.startswith(header_prefix):
+            columns = _columns(line)
+            out.append(" ".join(c for c in columns if c not in fives))
+        elif columns is not None and len(line.split(" ")) == len(columns):
+            out.append(" ".join(t for t, c in zip(line.split(" "), columns, strict=True) if c not in fives))
+        else:
+            out.append(line)
+    return out
+
+
+def as_4x(name: str, lines: list[str]) -> list[str]:
+    """mq's output (mqadmin 5.x's layout) as mqadmin 4.9.8 lays out the same figures."""
+    if name == "clusterList":
+        lines = [line.replace("|N,Nms)", ")") for line in lines]
+        return _as_4x_table(lines, "#Cluster Name", ("#Timer(Progress)", "#ACTIVATED"))
+    if name == "consumerProgress":
+        lines = [line.replace("Consume Diff Total:", "Diff Total:") for line in lines
+                 if not line.startswith("Consume Inflight Total:")]
+        return _as_4x_table(lines, "#Topic", ("#Inflight",))
+    if name == "topicStatus":
+        return [line for line in lines if not line.startswith("Topic Put TPS:")]
+    if name == "topicRoute":
+        out: list[str] = []
+        for line in lines:
+            if line == '"enableActingMaster":false':
+                out[-1] = out[-1].rstrip(",")
+            else:
+                out.append(line)
+        return out
+    if name.startswith("queryMsgBy"):  # 4.9.8 prints a message's tracks on one line
+        out = []
+        for line in lines:
+            if line.startswith("MessageTrack [") and out and out[-1].startswith("MessageTrack ["):
+                out[-1] += line
+            else:
+                out.append(line)
+        return out
+    return lines

@@ -29,3 +29,11 @@ def mqadmin(ref_root: Path) -> Iterator[MqadminBatch]:
     batch = MqadminBatch(ref_root)
     yield batch
     batch.close()
+
+
+@pytest.fixture(scope="session")
+def mqadmin5(ref_root: Path) -> Iterator[MqadminBatch]:
+    """Apache's mqadmin 5.5.0, whose layout mq's mqadmin dialect follows."""
+    batch = MqadminBatch(ref_root, "harness-5")
+    yield batch
+    batch.close()

@@ -12,13 +12,17 @@ import json
 import jsonschema
 import pytest
 from adminsupport import mq
-from catalogue import MQADMIN_READS, READS, fill, normalise
+from catalogue import MQADMIN_4X_ARGS, MQADMIN_READS, ORDER_FREE, READS, as_4x, fill, normalise, same_lines
 from mqadminbatch import MqadminBatch
 from tkworld import World
 
 from mqtools.common.presentation import load_schema
 
 pytestmark = pytest.mark.integration
+
+#: mqadmin command -> why mq's dialect prints something else, as README's "Differences from Apache
+#: RocketMQ" says. An entry whose command comes out the same fails the test: it goes.
+DOCUMENTED: dict[str, str] = {}
 
 
 def test_every_reading_command_answers_on_apache(worlds: dict[str, World]) -> None:
@@ -45,18 +49,29 @@ def test_every_reading_command_answers_on_apache(worlds: dict[str, World]) -> No
     assert not failures, "\n".join(failures)
 
 
-def test_the_mqadmin_dialect_prints_what_apaches_mqadmin_prints(worlds: dict[str, World],
-                                                                 mqadmin: MqadminBatch) -> None:
+def test_the_mqadmin_dialect_prints_what_apaches_mqadmin_prints(worlds: dict[str, World], mqadmin: MqadminBatch,
+                                                                 mqadmin5: MqadminBatch) -> None:
+    """mq's dialect lays its output out as mqadmin 5.x does. Against a 4.9.7 cluster, Apache's 5.5.0 mqadmin
+    fails or guesses where a 4.x broker lacks what 5.x asks (topicStatus, consumerProgress, track types);
+    so mq's output must equal 5.5.0's, or, in 4.9.8's layout (catalogue.as_4x), 4.9.8's."""
     world = worlds["apache"]
     rows, differ = [], []
     for name, template in MQADMIN_READS.items():
         args = fill(template, world.values)
-        theirs = mqadmin.run(*args, "-n", world.namesrv)
+        five = mqadmin5.run(*args, "-n", world.namesrv)
+        four = mqadmin.run(*fill(MQADMIN_4X_ARGS.get(name, template), world.values), "-n", world.namesrv)
         ours = mq("admin", *args, namesrv=world.namesrv, timeout=90)
-        same = normalise(theirs.out) == normalise(ours.stdout)
-        rows.append(f"{name:<24} {'same' if same else 'differs'}")
-        if not same:
-            differ.append(f"--- {name}\nApache:\n{theirs.out}{theirs.err[-500:]}\nmq (exit {ours.returncode}):\n"
-                          f"{ours.stdout}{ours.stderr}")
-    print("\n".join(rows))
+        order = sorted if name in ORDER_FREE else list
+        mine = order(normalise(ours.stdout))
+        if same_lines(mine, order(normalise(five.out))):
+            verdict = "same as 5.5.0"
+        elif same_lines(as_4x(name, mine), order(normalise(four.out))):
+            verdict = "same as 4.9.8"
+        else:
+            verdict = "documented" if name in DOCUMENTED else "differs"
+        rows.append(f"| {name} | {verdict} |")
+        if verdict == "differs" or (verdict.startswith("same") and name in DOCUMENTED):
+            differ.append(f"--- {name}: {verdict}\n5.5.0:\n{five.out}{five.err[-400:]}\n4.9.8:\n{four.out}"
+                          f"{four.err[-400:]}\nmq (exit {ours.returncode}):\n{ours.stdout}{ours.stderr}")
+    print("\n| mqadmin command on Apache 4.9.7 | mq's dialect |\n|---|---|\n" + "\n".join(rows))
     assert not differ, "\n".join(differ)

@@ -67,7 +67,7 @@ def java_message(m: MessageExt, broker_name: str | None) -> str:
 
 
 def java_track(t: MessageTrack) -> str:
-    return f"MessageTrack [consumerGroup={t.group}, trackType={t.track_type}, exceptionDesc={t.exception_desc}]"
+    return f"MessageTrack [consumerGroup={t.group}, trackType={t.track_type}, exceptionDesc={_java(t.exception_desc)}]"
 
 
 def with_pull_offsets(m: MessageExt, result: PullResult) -> MessageExt:

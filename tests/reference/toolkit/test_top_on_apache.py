@@ -1,0 +1,66 @@
+"""`mq top` on Apache's 2m-2s SYNC cluster: `--once -o json` fills every view, and the live view (Textual's
+pilot) turns a SIGKILLed Apache slave's row red within two refreshes; the slave is started again after.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import apache
+import pytest
+from adminsupport import json_of, mq
+from clientsupport import until
+from refsupport import Clusters2m2s
+from tkworld import LAG, LIVE, TOPIC, World
+
+from mqtools.client.live.tables import CRIT, Row
+from mqtools.tui.app import TopApp
+from mqtools.tui.poller import Poller
+
+pytestmark = pytest.mark.integration
+
+REFRESH = 0.5
+SIZE = (180, 40)
+
+
+def test_once_fills_every_view_on_apache(worlds: dict[str, World]) -> None:
+    world = worlds["apache"]
+    doc = json_of(mq("top", "--once", "-o", "json", namesrv=world.namesrv, timeout=60), "TopSnapshot")
+    views = doc["views"]
+    brokers = views["brokers"]["rows"]
+    assert sorted((b["brokerName"], b["brokerId"]) for b in brokers) == [
+        ("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)]
+    assert all(b["status"] == "ok" and b["version"] == "V4_9_7" and b["commitLogMaxOffset"] > 0 for b in brokers)
+    assert all(b["heartbeatAgeMs"] is None for b in brokers)  # Apache's name server does not tell it
+    assert any("n/a" in note for note in views["brokers"]["notes"]), views["brokers"]["notes"]
+    ha = views["ha"]["rows"]
+    assert sorted(r["master"] for r in ha) == ["broker-a", "broker-b"]
+    assert all(r["diffBytes"] == 0 and r["ackOffset"] > 0 for r in ha), ha
+    assert TOPIC in {t["topic"] for t in views["topics"]["rows"]}
+    groups = {g["group"]: g for g in views["groups"]["rows"]}
+    assert groups[LAG]["lag"] > 0 and groups[LIVE]["members"] == 1, groups
+    assert all(n["reachable"] for n in views["namesrv"]["rows"])
+
+
+def rows_of(app: TopApp) -> dict[str, Row]:
+    return {r.key: r for r in app.current_rows}
+
+
+async def test_a_killed_apache_slave_turns_red_within_two_refreshes(clusters_2m2s: Clusters2m2s,
+                                                                     tmp_path: Path) -> None:
+    cluster = clusters_2m2s.apache
+    slave = cluster.brokers["broker-b-s"]
+    poller = Poller(cluster.addr, timeout=1.5)
+    app = TopApp(poller=poller, namesrv=poller.namesrv_addrs, refresh=REFRESH, snapshot_dir=tmp_path)
+    try:
+        async with app.run_test(size=SIZE):
+            await until(lambda: len(app.current_rows) == 4
+                        and all(r.cells[-1].value == "ok" for r in app.current_rows), 30, "four brokers answering")
+            assert rows_of(app)[slave.addr].level != CRIT
+            slave.kill()
+            rounds = app.state.rounds
+            await until(lambda: app.state.rounds >= rounds + 2, 15, "two refreshes")
+            assert rows_of(app)[slave.addr].level == CRIT, rows_of(app)[slave.addr]
+    finally:
+        if not slave.alive:
+            cluster.brokers["broker-b-s"] = apache.restart_broker(slave)
