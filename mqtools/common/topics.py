@@ -16,6 +16,9 @@ DEFAULT_CONSUMER_GROUP = "DEFAULT_CONSUMER"
 CLIENT_INNER_PRODUCER_GROUP = "CLIENT_INNER_PRODUCER"
 TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
 
+#: MixAll.REPLY_TOPIC_POSTFIX: every broker keeps `<cluster>_REPLY_TOPIC` for request-reply messages.
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
 DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 
@@ -58,3 +61,7 @@ SYSTEM_GROUP_PREFIX = "CID_RMQ_SYS_"
 
 def is_system_group(group: str) -> bool:
     return group in SYSTEM_GROUPS or group.startswith(SYSTEM_GROUP_PREFIX)
+
+
+def reply_topic(cluster: str) -> str:
+    return f"{cluster}_{REPLY_TOPIC_POSTFIX}"

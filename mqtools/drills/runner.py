@@ -25,7 +25,7 @@ from typing import Any
 
 from mqtools import __version__
 from mqtools.client.admin import MQAdmin
-from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.client.errors import MQBrokerError, MQClientError, UnreachableError
 from mqtools.cluster import launcher
 from mqtools.cluster import supervisor as sv
 from mqtools.cluster.presets import PresetError
@@ -41,6 +41,8 @@ from mqtools.drills.scenarios import SCENARIOS, Criteria, ScenarioError
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 
 QUEUES_PER_BROKER = 4
+SLAVE_SYNC_WAIT_S = 25.0
+"""How long a slave that refuses topic writes may take to sync the drill's topic (Apache's: every 10 s)."""
 SETTLE_QUIET = 3.0
 SETTLE_CAP = 20.0
 
@@ -279,15 +281,34 @@ class Ticker:
 
 
 async def _create(admin: MQAdmin, view: dict[str, Any], topic: str, group: str) -> None:
-    """The drill's topic and group on every broker, slaves included; then until the route has every master."""
-    addrs = [b["addr"] for b in view["brokers"]]
+    """The drill's topic and group on every master, then on every slave (a slave must serve the topic the
+    moment its master dies). A slave that refuses writes (Apache's: "Can't modify topic ... from slave
+    broker") gets them from its master's sync, every 10 s there: wait for the topic to show on it. Then
+    wait until the route has every master."""
+    brokers = sorted(view["brokers"], key=lambda b: b["brokerId"] != 0)
     config = TopicConfig(topic, QUEUES_PER_BROKER, QUEUES_PER_BROKER)
+    synced: list[str] = []
     try:
-        for addr in addrs:
-            await admin.create_topic(config, broker_addr=addr)
-            await admin.create_subscription_group(SubscriptionGroupConfig(group), broker_addr=addr)
+        for b in brokers:
+            try:
+                await admin.create_topic(config, broker_addr=b["addr"])
+                await admin.create_subscription_group(SubscriptionGroupConfig(group), broker_addr=b["addr"])
+            except MQBrokerError:
+                if b["brokerId"] == 0:
+                    raise
+                synced.append(b["addr"])
     except MQClientError as exc:
         raise DrillError(f"cannot create the drill's topic: {exc}", EXIT_UNREACHABLE) from None
+    deadline = time.monotonic() + SLAVE_SYNC_WAIT_S
+    while synced and time.monotonic() < deadline:
+        for addr in list(synced):
+            with contextlib.suppress(MQClientError):
+                if topic in await admin.topic_configs(addr):
+                    synced.remove(addr)
+        if synced:
+            await asyncio.sleep(0.5)
+    if synced:
+        raise DrillError(f"the drill's topic {topic} never reached the slaves {', '.join(synced)}", EXIT_UNREACHABLE)
     masters = {b["brokerName"] for b in view["brokers"] if b["brokerId"] == 0}
     deadline = time.monotonic() + 15.0
     while time.monotonic() < deadline:

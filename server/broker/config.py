@@ -32,6 +32,7 @@ from mqtools.common.configkeys import ConfigError, PropertyMap
 from mqtools.common.javaprops import parse_properties
 from mqtools.common.security import ClientSecurity, TlsClientOptions
 from mqtools.common.tls import TlsClientSettings, TlsServerSettings
+from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC
 from mqtools.server.broker.consumer_offsets import FLUSH_INTERVAL_S
 from mqtools.server.ha.service import HAConfig
 from mqtools.server.store.config import MessageStoreConfig
@@ -72,6 +73,8 @@ class BrokerConfig:
     broker_permission: int = 6
     cluster_topic_enable: bool = True
     broker_topic_enable: bool = True
+    trace_topic_enable: bool = False
+    msg_trace_topic_name: str = RMQ_SYS_TRACE_TOPIC
     # registration
     register_name_server_period: int = 30_000
     register_broker_timeout_mills: int = 6_000

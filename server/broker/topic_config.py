@@ -73,6 +73,9 @@ class TopicConfigManager(ConfigManager):
         broker_perm = PERM_INHERIT | (PERM_RW if cfg.broker_topic_enable else 0)
         system.append(TopicConfig(cfg.broker_cluster_name, perm=cluster_perm))
         system.append(TopicConfig(cfg.broker_name, 1, 1, perm=broker_perm))
+        if cfg.trace_topic_enable:
+            system.append(TopicConfig(cfg.msg_trace_topic_name, 1, 1))
+        system.append(TopicConfig(T.reply_topic(cfg.broker_cluster_name), 1, 1))
         for tc in system:
             self.table[tc.topic_name] = tc
 

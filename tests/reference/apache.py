@@ -15,6 +15,7 @@ import signal
 import socket
 import subprocess
 import time
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -242,12 +243,20 @@ def _await_broker(process: ApacheProcess, security: ClientSecurity | None, timeo
 
 
 def restart_broker(process: ApacheProcess, timeout: float = 90.0) -> ApacheProcess:
-    """The same broker again after it died (same config, ports and store), as a new process once ready."""
+    """The same broker again after it died (same config, ports and store), as a new process once ready.
+
+    PR_SET_PDEATHSIG fires when the *thread* that started a process ends: a JVM started from a helper
+    thread (a drill's heal) would die with that thread. So the JVM is started by a spawner thread that
+    lives as long as the test process."""
     assert not process.alive, "restart_broker restarts a broker that is down"
-    again = _spawn("broker", process.aset, process.workdir.parent, process.workdir, process.port, BROKER_MAIN,
-                   process.props)
+    again = _SPAWNER.submit(_spawn, "broker", process.aset, process.workdir.parent, process.workdir, process.port,
+                            BROKER_MAIN, process.props).result()
     _await_broker(again, None, timeout)
     return again
+
+
+#: One thread for the life of the process, from which restarted JVMs are started (see restart_broker).
+_SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jvm-spawner")
 
 
 def mqadmin(root: Path, *args: str, version: str = "harness", namesrv: str | None = None,

@@ -7,6 +7,7 @@ at a time, with the same ROCKETMQ_HOME (conf/tools.yml for ACL) as `apache.mqadm
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import subprocess
@@ -16,6 +17,8 @@ from pathlib import Path
 from apache import DIE_WITH_PARENT, MODULE_FLAGS, home
 from fetch import require
 from javaclient import MAIN
+
+_batches = itertools.count(1)
 
 
 @dataclass(frozen=True)
@@ -31,7 +34,7 @@ class MqadminBatch:
 
     def __init__(self, root: Path, version: str = "harness") -> None:
         aset = require(version)
-        workdir = root / f"mqadmin-batch-{aset.name}"
+        workdir = root / f"mqadmin-batch-{aset.name}-{next(_batches)}"
         workdir.mkdir(parents=True, exist_ok=True)
         env = {**os.environ, "ROCKETMQ_HOME": str(home(aset, root)), "MQREF_LOG_DIR": str(workdir / "logs")}
         argv = [*DIE_WITH_PARENT, "java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",

@@ -70,7 +70,8 @@ MQADMIN_4X_ARGS: dict[str, list[str]] = {"queryMsgById": ["queryMsgById", "-i", 
 
 _ADDR = re.compile(r"\b\d{1,3}(?:\.\d{1,3}){3}:\d+\b")
 _TIME = re.compile(r"\b\d{4}-\d{2}-\d{2}[ T]\d{2}:\d{2}:\d{2}(?:[.,]\d+)?\b")
-_HEX_ID = re.compile(r"\b[0-9A-F]{32}\b")
+_HEX_ID = re.compile(r"\b[0-9A-F]{24,}\b")
+_CLIENT_ID = re.compile(r"\S+@\S+")
 _EPOCH_MS = re.compile(r"\b1[6-9]\d{11}\b")
 _FLOAT = re.compile(r"\b\d+\.\d+\b")
 _PROPERTIES = re.compile(r"^Properties: \{(.*)\}$")
@@ -78,8 +79,9 @@ _UPTIME = re.compile(r"\[ \d+ days, \d+ hours, \d+ minutes, \d+ seconds \]")
 
 #: Commands whose lines mqadmin prints in a Java hash container's order (topicList: a HashSet filled in
 #: the name server's order; getBrokerConfig: the ConcurrentHashMap inside Properties) and mq in the order
-#: it has them (sorted topics; the broker's own order of its config): compared as sorted lines.
-ORDER_FREE = {"topicList", "getBrokerConfig"}
+#: it has them (sorted topics; the broker's own order of its config), or in the order brokers registered
+#: (topicRoute's brokers and queues): compared as sorted lines.
+ORDER_FREE = {"topicList", "getBrokerConfig", "topicRoute"}
 
 
 def fill(template: list[str], values: dict[str, str]) -> list[str]:
@@ -94,6 +96,7 @@ def normalise(text: str) -> list[str]:
         line = _TIME.sub("<time>", line)
         line = _UPTIME.sub("<uptime>", line)
         line = _HEX_ID.sub("<id>", line)
+        line = _CLIENT_ID.sub("<client>", line)
         line = _EPOCH_MS.sub("<ms>", line)
         line = _FLOAT.sub("<rate>", line)
         line = " ".join(line.split())
@@ -106,12 +109,14 @@ def normalise(text: str) -> list[str]:
 
 
 _NUMBER = re.compile(r"-?\b\d+\b")
+_RANDOM_SUFFIX = re.compile(r"_[0-9a-f]{8}\b")
 
 
 def shape(text: str) -> list[str]:
-    """`normalise`, and every number a placeholder too: the outline of an answer from another cluster,
-    whose offsets, counts per queue and sizes may differ while the question and its layout are the same."""
-    return [_NUMBER.sub("<n>", line) for line in normalise(text)]
+    """`normalise`, and every number and test-made name suffix a placeholder too: the outline of an answer
+    from another cluster, whose offsets, counts per queue and sizes may differ while the question and its
+    layout are the same."""
+    return [_NUMBER.sub("<n>", _RANDOM_SUFFIX.sub("_<id>", line)) for line in normalise(text)]
 
 
 def same_lines(mq: list[str], apache: list[str]) -> bool:

@@ -10,14 +10,19 @@ mq is fixed, the entry goes.
 from __future__ import annotations
 
 import pytest
-from catalogue import MQADMIN_READS, fill, shape
+from catalogue import MQADMIN_READS, ORDER_FREE, fill, shape
 from mqadminbatch import MqadminBatch, MqadminOutput
 from tkworld import World
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 #: command -> why mq's answer differs, as README's "Differences from Apache RocketMQ" says.
-DOCUMENTED: dict[str, str] = {}
+DOCUMENTED: dict[str, str] = {
+    "brokerStatus": "mq's broker reports the runtime figures it has: 14 of 4.9.7's keys are missing (putLatency99, "
+                    "putMessageDistributeTime, EndTransactionQueueSize, commitLogDirCapacity, ...), 6 are its own",
+    "getBrokerConfig": "mq's broker lists the broker.properties keys it reads, not Apache's ~200",
+    "getNamesrvConfig": "mq's name server lists the namesrv.properties keys it reads (no Netty server keys)",
+}
 
 #: Commands Apache's mqadmin 4.9.8 does not have (haStatus came with 5.x).
 NOT_IN_4 = {"haStatus"}
@@ -29,15 +34,18 @@ def _status(out: MqadminOutput) -> str:
     return "ok" if out.out.strip() else "empty"
 
 
-def test_apaches_mqadmin_reads_mq_as_it_reads_apache(worlds: dict[str, World], mqadmin: MqadminBatch) -> None:
+def test_apaches_mqadmin_reads_mq_as_it_reads_apache(worlds: dict[str, World], mqadmin: MqadminBatch,
+                                                       mqadmin_on_mq: MqadminBatch) -> None:
+    batches = {"apache": mqadmin, "mq": mqadmin_on_mq}
     rows, unexpected = [], []
     for name, template in MQADMIN_READS.items():
         if name in NOT_IN_4:
             continue
-        outs = {side: mqadmin.run(*fill(template, world.values), "-n", world.namesrv)
+        outs = {side: batches[side].run(*fill(template, world.values), "-n", world.namesrv)
                 for side, world in worlds.items()}
         apache, mq = outs["apache"], outs["mq"]
-        same = shape(apache.out) == shape(mq.out) and _status(apache) == _status(mq)
+        order = (lambda lines: sorted(set(lines))) if name in ORDER_FREE else list
+        same = order(shape(apache.out)) == order(shape(mq.out)) and _status(apache) == _status(mq)
         verdict = "same" if same else "documented" if name in DOCUMENTED else "differs"
         rows.append(f"| {name} | {_status(apache)} | {_status(mq)} | {verdict} |")
         if verdict == "differs" or (same and name in DOCUMENTED):

@@ -24,9 +24,9 @@ from refsupport import Clusters2m2s
 
 from mqtools.common.presentation import load_schema
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300), pytest.mark.faults]
 
-LOAD = ["--duration", "12", "--rate", "150", "--poll-interval", "1", "--target", "broker-a"]
+LOAD = ["--duration", "8", "--rate", "150", "--poll-interval", "1", "--target", "broker-a"]
 
 
 @contextmanager

@@ -11,14 +11,14 @@ import json
 
 import jsonschema
 import pytest
-from adminsupport import mq
+from adminsupport import mq_here
 from catalogue import MQADMIN_4X_ARGS, MQADMIN_READS, ORDER_FREE, READS, as_4x, fill, normalise, same_lines
 from mqadminbatch import MqadminBatch
 from tkworld import World
 
 from mqtools.common.presentation import load_schema
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 #: mqadmin command -> why mq's dialect prints something else, as README's "Differences from Apache
 #: RocketMQ" says. An entry whose command comes out the same fails the test: it goes.
@@ -32,7 +32,7 @@ def test_every_reading_command_answers_on_apache(worlds: dict[str, World]) -> No
     for name, template in READS.items():
         args = fill(template, world.values)
         for output in ("table", "json"):
-            result = mq("admin", *args, "-o", output, namesrv=world.namesrv, timeout=90)
+            result = mq_here("admin", *args, "-o", output, namesrv=world.namesrv)
             problem = None
             if result.returncode != 0:
                 problem = f"exit {result.returncode}: {result.stderr.strip()[-300:]}"
@@ -60,7 +60,7 @@ def test_the_mqadmin_dialect_prints_what_apaches_mqadmin_prints(worlds: dict[str
         args = fill(template, world.values)
         five = mqadmin5.run(*args, "-n", world.namesrv)
         four = mqadmin.run(*fill(MQADMIN_4X_ARGS.get(name, template), world.values), "-n", world.namesrv)
-        ours = mq("admin", *args, namesrv=world.namesrv, timeout=90)
+        ours = mq_here("admin", *args, namesrv=world.namesrv)
         order = sorted if name in ORDER_FREE else list
         mine = order(normalise(ours.stdout))
         if same_lines(mine, order(normalise(five.out))):

@@ -9,6 +9,7 @@ legitimately may (addresses, times, ids, how the sends spread over the queues).
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 
 from javaclient import JavaClient, run_java
@@ -68,5 +69,16 @@ def make_world(side: str, namesrv: str) -> World:
                           "--timeout-s", "900", "--quiet")
     consumer.wait_for(lambda events: any(e.get("event") == "started" for e in events), 60, "the live consumer")
     sent += produce(namesrv, LAGGING, SENT)
+    settled(namesrv)
     first = sent[0]
     return World(side, namesrv, brokers, first["offsetMsgId"], first["msgId"], "tk-0-0", consumer, sent)
+
+
+def settled(namesrv: str, timeout: float = 30.0) -> None:
+    """Until the live group has committed every message (the Java consumer commits every 5 s), so both
+    sides show the same lag: LAGGING for TkLag, none for TkLive."""
+    deadline = time.monotonic() + timeout
+    with SyncMQAdmin(namesrv) as admin:
+        while admin.consumer_progress(LIVE).total_diff != 0:
+            assert time.monotonic() < deadline, f"{LIVE} never caught up on {namesrv}"
+            time.sleep(0.2)
