@@ -35,7 +35,7 @@ def mq_here(*args: str, namesrv: str | None = None) -> subprocess.CompletedProce
     argv = [*args, *(["-n", namesrv] if namesrv is not None else [])]
     result = CliRunner().invoke(app, argv, env={"NAMESRV_ADDR": None})
     stderr = result.stderr
-    if result.exc_info is not None and not isinstance(result.exception, SystemExit):
+    if result.exception is not None and not isinstance(result.exception, SystemExit):
         stderr += "Traceback (most recent call last):\n" + "".join(traceback.format_exception(*result.exc_info))
     return subprocess.CompletedProcess(["mq", *argv], result.exit_code, result.stdout, stderr)
 

@@ -80,8 +80,9 @@ _UPTIME = re.compile(r"\[ \d+ days, \d+ hours, \d+ minutes, \d+ seconds \]")
 #: Commands whose lines mqadmin prints in a Java hash container's order (topicList: a HashSet filled in
 #: the name server's order; getBrokerConfig: the ConcurrentHashMap inside Properties) and mq in the order
 #: it has them (sorted topics; the broker's own order of its config), or in the order brokers registered
-#: (topicRoute's brokers and queues): compared as sorted lines.
-ORDER_FREE = {"topicList", "getBrokerConfig", "topicRoute"}
+#: (topicRoute's brokers and queues), or groups in the broker's table order (brokerConsumeStats):
+#: compared as sorted lines.
+ORDER_FREE = {"topicList", "getBrokerConfig", "topicRoute", "brokerConsumeStats"}
 
 
 def fill(template: list[str], values: dict[str, str]) -> list[str]:
