@@ -80,9 +80,10 @@ _UPTIME = re.compile(r"\[ \d+ days, \d+ hours, \d+ minutes, \d+ seconds \]")
 #: Commands whose lines mqadmin prints in a Java hash container's order (topicList: a HashSet filled in
 #: the name server's order; getBrokerConfig: the ConcurrentHashMap inside Properties) and mq in the order
 #: it has them (sorted topics; the broker's own order of its config), or in the order brokers registered
-#: (topicRoute's brokers and queues), or groups in the broker's table order (brokerConsumeStats):
-#: compared as sorted lines.
-ORDER_FREE = {"topicList", "getBrokerConfig", "topicRoute", "brokerConsumeStats"}
+#: (topicRoute's brokers and queues), or groups and topics in a table's order (brokerConsumeStats,
+#: consumerProgress of every group, statsAll): compared as sorted lines.
+ORDER_FREE = {"topicList", "getBrokerConfig", "topicRoute", "brokerConsumeStats", "consumerProgress (all)",
+              "statsAll"}
 
 
 def fill(template: list[str], values: dict[str, str]) -> list[str]:
@@ -114,10 +115,10 @@ _RANDOM_SUFFIX = re.compile(r"_[0-9a-f]{8}\b")
 
 
 def shape(text: str) -> list[str]:
-    """`normalise`, and every number and test-made name suffix a placeholder too: the outline of an answer
-    from another cluster, whose offsets, counts per queue and sizes may differ while the question and its
-    layout are the same."""
-    return [_NUMBER.sub("<n>", _RANDOM_SUFFIX.sub("_<id>", line)) for line in normalise(text)]
+    """`normalise`, every number a placeholder, and no line about another test's topic or group (named
+    with a random suffix, refsupport.name): the outline of an answer from another cluster, whose offsets,
+    counts per queue and sizes may differ while the question and its layout are the same."""
+    return [_NUMBER.sub("<n>", line) for line in normalise(text) if not _RANDOM_SUFFIX.search(line)]
 
 
 def same_lines(mq: list[str], apache: list[str]) -> bool:
