@@ -12,6 +12,7 @@ import java.util.stream.Stream;
  *
  * <pre>
  * common      --namesrv ADDR (required)  --group G  --ak AK --sk SK  --tls  --trace  --instance NAME
+ *             --poll-name-server-ms MS (route refresh, 30000 by default)
  * produce     --topic T --count N --mode sync|async|oneway|batch|orderly --batch-size 32 --tag TAG
  *             --keys-prefix key- --body-size 0 --delay-level L --order-keys 4 --props k=v,k2=v2
  *             --threads 1 --in-flight 256 --send-timeout-ms 3000 --retries 2 --latency --quiet

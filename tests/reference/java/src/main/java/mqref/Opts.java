@@ -110,6 +110,10 @@ final class Opts {
     void apply(ClientConfig c) {
         c.setNamesrvAddr(namesrv());
         c.setInstanceName(str("instance", defaultInstance()));
+        if (has("poll-name-server-ms")) {
+            // Route refresh: 30 s by default, so a retry topic made after the start is seen that late.
+            c.setPollNameServerInterval(integer("poll-name-server-ms", 30000));
+        }
         if (flag("tls")) {
             c.setUseTLS(true);
         }
