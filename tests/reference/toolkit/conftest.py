@@ -35,8 +35,8 @@ def worlds(pair_2m2s: dict[str, str]) -> Iterator[dict[str, World]]:
 
 @pytest.fixture
 def mqadmin(ref_root: Path) -> Iterator[MqadminBatch]:
-    """Apache's mqadmin 4.9.8, a test's commands in one JVM, for Apache's cluster (a JVM per test: see
-    MqadminBatch.java, a JVM runs each command once)."""
+    """Apache's mqadmin 4.9.8, a test's commands in one JVM, for Apache's cluster (a JVM per test and
+    side: see MqadminBatch.java)."""
     batch = MqadminBatch(ref_root)
     yield batch
     batch.close()

@@ -16,8 +16,8 @@ import org.apache.rocketmq.tools.command.MQAdminStartup;
  * {@code {"event":"mqadmin","args":[...],"out":STDOUT,"err":STDERR,"ms":N}} before the next line is read.
  * mqadmin exits the JVM on options it cannot parse; here that exit is turned into the command's end
  * ("exit N" on stderr), so one bad command does not end the batch (needs -Djava.security.manager=allow).
- * One JVM runs each command once: some (brokerConsumeStats, seen against mq and 4.9.x alike) fail to
- * connect when run a second time in the same JVM, so a comparison keeps one batch per side.
+ * A comparison runs each command once per JVM (a batch per side and test): a second brokerConsumeStats or
+ * queryMsgByUniqueKey in one JVM failed to connect to mq's broker where a fresh JVM did not.
  */
 final class MqadminBatch {
     private MqadminBatch() {
