@@ -13,6 +13,7 @@ import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Self
 
 from apache import DIE_WITH_PARENT, MODULE_FLAGS, home
 from fetch import require
@@ -57,6 +58,12 @@ class MqadminBatch:
             if event.get("event") == "mqadmin":
                 return MqadminOutput(event["args"], event["out"], event["err"], event["ms"])
         raise RuntimeError(f"mqadmin-batch ended (exit {process.wait()}) during {args}")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def close(self) -> None:
         if self._process.poll() is None:

@@ -37,22 +37,19 @@ def worlds(pair_2m2s: dict[str, str]) -> Iterator[dict[str, World]]:
 def mqadmin(ref_root: Path) -> Iterator[MqadminBatch]:
     """Apache's mqadmin 4.9.8, a test's commands in one JVM, for Apache's cluster (a JVM per test and
     side: see MqadminBatch.java)."""
-    batch = MqadminBatch(ref_root)
-    yield batch
-    batch.close()
+    with MqadminBatch(ref_root) as batch:
+        yield batch
 
 
 @pytest.fixture
 def mqadmin_on_mq(ref_root: Path) -> Iterator[MqadminBatch]:
     """Apache's mqadmin 4.9.8 in a JVM of its own, for mq's cluster."""
-    batch = MqadminBatch(ref_root)
-    yield batch
-    batch.close()
+    with MqadminBatch(ref_root) as batch:
+        yield batch
 
 
 @pytest.fixture
 def mqadmin5(ref_root: Path) -> Iterator[MqadminBatch]:
     """Apache's mqadmin 5.5.0, whose layout mq's mqadmin dialect follows."""
-    batch = MqadminBatch(ref_root, "harness-5")
-    yield batch
-    batch.close()
+    with MqadminBatch(ref_root, "harness-5") as batch:
+        yield batch
