@@ -287,7 +287,7 @@ async def _create(admin: MQAdmin, view: dict[str, Any], topic: str, group: str) 
     wait until the route has every master."""
     brokers = sorted(view["brokers"], key=lambda b: b["brokerId"] != 0)
     config = TopicConfig(topic, QUEUES_PER_BROKER, QUEUES_PER_BROKER)
-    synced: list[str] = []
+    unsynced: list[str] = []
     try:
         for b in brokers:
             try:
@@ -296,19 +296,19 @@ async def _create(admin: MQAdmin, view: dict[str, Any], topic: str, group: str) 
             except MQBrokerError:
                 if b["brokerId"] == 0:
                     raise
-                synced.append(b["addr"])
+                unsynced.append(b["addr"])
     except MQClientError as exc:
         raise DrillError(f"cannot create the drill's topic: {exc}", EXIT_UNREACHABLE) from None
     deadline = time.monotonic() + SLAVE_SYNC_WAIT_S
-    while synced and time.monotonic() < deadline:
-        for addr in list(synced):
+    while unsynced and time.monotonic() < deadline:
+        for addr in list(unsynced):
             with contextlib.suppress(MQClientError):
                 if topic in await admin.topic_configs(addr):
-                    synced.remove(addr)
-        if synced:
+                    unsynced.remove(addr)
+        if unsynced:
             await asyncio.sleep(0.5)
-    if synced:
-        raise DrillError(f"the drill's topic {topic} never reached the slaves {', '.join(synced)}", EXIT_UNREACHABLE)
+    if unsynced:
+        raise DrillError(f"the drill's topic {topic} never reached the slaves {', '.join(unsynced)}", EXIT_UNREACHABLE)
     masters = {b["brokerName"] for b in view["brokers"] if b["brokerId"] == 0}
     deadline = time.monotonic() + 15.0
     while time.monotonic() < deadline:
