@@ -2,7 +2,7 @@
 
 One remoting client (name-server selection, a connection per broker), the route cache,
 heartbeats to brokers, and the handler for requests brokers send to clients
-(NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET). It is also the client side's one wire
+(NOTIFY_CONSUMER_IDS_CHANGED, RESET_CONSUMER_CLIENT_OFFSET, CHECK_TRANSACTION_STATE). It is also the client side's one wire
 gateway (RocketMQ's MQClientAPIImpl role): every request goes out through `invoke`, `invoke_oneway`
 or `invoke_each_namesrv`, which turn transport failures into `UnreachableError` subclasses and
 unexpected response codes into their named `MQBrokerError`, so nothing above sees the transport.
@@ -29,6 +29,9 @@ from mqtools.client.errors import (
 from mqtools.client.route import TopicRoute, with_default_queue_nums
 from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.codec import CorruptMessageError, decode_stored
+from mqtools.common.message import MessageExt
+from mqtools.common.properties import PGROUP
 from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY
 from mqtools.remoting import fastjson
@@ -38,6 +41,7 @@ from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import GetRouteInfoRequestHeader
+from mqtools.remoting.transaction import CheckTransactionStateRequestHeader
 from mqtools.remoting.transport import RemotingConnection
 
 log = logging.getLogger(__name__)
@@ -55,6 +59,11 @@ class ConsumerHooks(Protocol):
     def consumer_data(self) -> ConsumerData: ...
     def rebalance_soon(self) -> None: ...
     def reset_offsets(self, topic: str, offsets: dict) -> None: ...
+
+
+#: What a transactional producer is given when a broker asks about one of its half messages: the broker's
+#: address, the request's header and the message.
+TransactionChecker = Callable[[str, CheckTransactionStateRequestHeader, MessageExt], None]
 
 
 def local_ip() -> str:
@@ -84,6 +93,8 @@ class ClientInstance:
         self.routes: dict[str, TopicRoute] = {}
         self.producer_groups: set[str] = set()
         self.consumers: dict[str, ConsumerHooks] = {}
+        #: Producer group -> its TransactionProducer's handler of CHECK_TRANSACTION_STATE.
+        self.transaction_checkers: dict[str, TransactionChecker] = {}
         self._task: asyncio.Task | None = None
         self._started = 0
 
@@ -246,6 +257,9 @@ class ClientInstance:
         await asyncio.gather(*(one(a) for a in sorted(self.all_broker_addrs())))
 
     def _on_request(self, conn: RemotingConnection, req: RemotingCommand) -> None:
+        if req.code == RequestCode.CHECK_TRANSACTION_STATE:  # oneway: the answer is an END_TRANSACTION
+            self._check_transaction(conn.peer, req)
+            return
         handler: Callable[[RemotingCommand], RemotingCommand] | None = {
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._notify_ids_changed,
             RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._reset_offset,
@@ -265,6 +279,21 @@ class ClientInstance:
         if consumer is not None:
             consumer.rebalance_soon()
         return req.response()
+
+    def _check_transaction(self, broker_addr: str, req: RemotingCommand) -> None:
+        try:
+            header = CheckTransactionStateRequestHeader.from_ext(req.ext_fields)
+            msg = decode_stored(req.body or b"")
+        except (RemotingError, CorruptMessageError, ValueError) as exc:
+            log.warning("unreadable CHECK_TRANSACTION_STATE from %s: %s", broker_addr, exc)
+            return
+        group = msg.properties.get(PGROUP, "")
+        checker = self.transaction_checkers.get(group)
+        if checker is None:
+            log.warning("CHECK_TRANSACTION_STATE from %s for producer group %r, which has no transactional "
+                        "producer here", broker_addr, group)
+            return
+        checker(broker_addr, header, msg)
 
     def _reset_offset(self, req: RemotingCommand) -> RemotingCommand:
         consumer = self.consumers.get(req.ext_fields.get("group", ""))

@@ -178,6 +178,18 @@ class Producer:
             return await self._send_to_chosen(batch, batch.body, 0, queue, None, None, budget, batch=True)
         return await self._send_with_retries(batch, batch.body, 0, budget, 1 + self.retry_times, batch=True)
 
+    async def send_half(self, msg: Message, *, timeout: float | None = None) -> SendResult:
+        """A transaction's half message (TRAN_MSG, PGROUP and the prepared flag; mqtools.client.transaction):
+        stored where no consumer sees it until the transaction ends. A delay is dropped, as the Java client
+        drops it: a transactional message is not delayed."""
+        msg.properties.pop(P.DELAY, None)
+        msg.properties[P.TRAN_MSG] = "true"
+        msg.properties[P.PGROUP] = self.group
+        body, flag = self._prepare(msg)
+        budget = timeout if timeout is not None else self.send_timeout
+        return await self._send_with_retries(msg, body, flag | sysflag.TRANSACTION_PREPARED_TYPE, budget,
+                                             1 + self.retry_times)
+
     def _running_loop(self) -> asyncio.AbstractEventLoop:
         """The loop this producer runs on, taken once: each asyncio.get_running_loop() (and so each
         asyncio.ensure_future or create_task) makes a getpid() system call, CPython's fork check; once

@@ -17,6 +17,7 @@ from mqtools.client.consume_service import Listener
 from mqtools.client.producer import Producer
 from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.push_consumer import PushConsumer
+from mqtools.client.transaction import TransactionProducer, TransactionSendResult
 from mqtools.client.types import PullResult, SendResult
 from mqtools.common.loop import new_event_loop
 from mqtools.common.message import Message
@@ -92,6 +93,25 @@ class SyncProducer(_Blocking):
 
     def send_batch(self, msgs: Sequence[Message], **kwargs: Any) -> SendResult:
         return self._loop.run(self.producer.send_batch(msgs, **kwargs))
+
+
+class SyncTransactionProducer(_Blocking):
+    """`with SyncTransactionProducer("group", namesrv=ns, execute=f, check=g) as p: p.send_in_transaction(msg)`;
+    `execute` and `check` run on the facade's loop thread."""
+
+    def __init__(self, group: str, **options: Any) -> None:
+        super().__init__()
+        self.producer: TransactionProducer = self._build(TransactionProducer, group, **options)
+
+    def start(self) -> None:
+        self._loop.run(self.producer.start())
+
+    def shutdown(self) -> None:
+        self._loop.run(self.producer.shutdown())
+        self._loop.close()
+
+    def send_in_transaction(self, msg: Message, arg: Any = None) -> TransactionSendResult:
+        return self._loop.run(self.producer.send_in_transaction(msg, arg))
 
 
 class SyncPullConsumer(_Blocking):

@@ -40,7 +40,7 @@ from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.ha_duties import HADuties
 from mqtools.server.broker.long_polling import HeldPull, PullRequestHoldService
 from mqtools.server.broker.pre_online import take_offsets_from_slaves
-from mqtools.server.broker.processors import admin, pull, query, send
+from mqtools.server.broker.processors import admin, end_transaction, pull, query, send
 from mqtools.server.broker.processors import client as client_proc
 from mqtools.server.broker.processors import consumer as consumer_proc
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
@@ -48,6 +48,8 @@ from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar,
 from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager
+from mqtools.server.broker.transaction.bridge import TransactionalMessageBridge
+from mqtools.server.broker.transaction.check_service import TransactionalMessageCheckService
 from mqtools.server.ha.service import HAService
 from mqtools.server.lifecycle import StartError
 from mqtools.server.store.config import STORE_PROPERTIES
@@ -88,6 +90,8 @@ class BrokerController:
         self.store = MessageStore(config.store_config(), clock=clock)
         self.schedule = ScheduleMessageService(self.store, config_dir, config.message_delay_level,
                                                clock=clock)
+        self.transactions = TransactionalMessageBridge(self)
+        self.transaction_check = TransactionalMessageCheckService(self, self.transactions)
         self.ha: HAService | None = None
         self.ha_duties: HADuties | None = None
         self.master_addr: str | None = None
@@ -168,6 +172,7 @@ class BrokerController:
         await self.producers.start()
         if not cfg.is_slave:
             await self.schedule.start()
+            await self.transaction_check.start()
         await self._start_ha()  # before registration, which advertises the HA port
         self.topics.on_change = self.registrar.kick
         if self.registrar.addrs:
@@ -184,6 +189,7 @@ class BrokerController:
         admin.register(self.server, self)
         client_proc.register(self.server, self)
         consumer_proc.register(self.server, self)
+        end_transaction.register(self.server, self, self.transactions)
         return pull_processor
 
     async def shutdown(self) -> None:
@@ -195,6 +201,7 @@ class BrokerController:
             ("acl", lambda: self.acl.manager.shutdown() if self.acl is not None else None),
             ("long polling", self.long_polling.shutdown),
             ("schedule", self.schedule.shutdown),
+            ("transaction check", self.transaction_check.shutdown),
             ("producers", self.producers.shutdown),
             ("consumers", self.consumers.shutdown),
             ("offsets", self.offsets.shutdown),

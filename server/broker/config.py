@@ -88,6 +88,12 @@ class BrokerConfig:
     notify_consumer_ids_changed_enable: bool = True
     # offsets: ms between consumerOffset.json writes, the most a killed broker loses
     flush_consumer_offset_interval: int = int(FLUSH_INTERVAL_S * 1000)
+    # transactions (server/broker/transaction): a half message older than transactionTimeOut ms is asked
+    # about every transactionCheckInterval ms, at most transactionCheckMax times (4.9.x's defaults)
+    transaction_time_out: int = 6_000
+    transaction_check_max: int = 15
+    transaction_check_interval: int = 60_000
+    reject_transaction_message: bool = False
     # ACL 1.0 (server/broker/acl): plain_acl.yml from aclFilePath, else $ROCKETMQ_HOME/conf/
     acl_enable: bool = False
     acl_file_path: str = ""
@@ -197,6 +203,8 @@ class BrokerConfig:
             raise ConfigError("defaultTopicQueueNums must be > 0")
         if self.flush_consumer_offset_interval <= 0:  # RocketMQ's scheduler refuses it too
             raise ConfigError("flushConsumerOffsetInterval must be > 0")
+        if self.transaction_check_interval <= 0:
+            raise ConfigError("transactionCheckInterval must be > 0")
         if not self.broker_ip2:
             self.broker_ip2 = self.broker_ip1
         self.ha_config(self.store_config())  # the store and HA keys parse too, or this start fails here

@@ -22,6 +22,7 @@ from mqtools.server.broker.registration import NamesrvRegistrar
 from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager
+from mqtools.server.broker.transaction.bridge import TransactionalMessageBridge
 from mqtools.server.ha.service import HAService
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import ScheduleMessageService
@@ -37,6 +38,7 @@ class BrokerContext(Protocol):
     client: RemotingClient
     store: MessageStore
     schedule: ScheduleMessageService
+    transactions: TransactionalMessageBridge
     topics: TopicConfigManager
     offsets: ConsumerOffsetManager
     groups: SubscriptionGroupManager

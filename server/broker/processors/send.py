@@ -5,7 +5,8 @@ permission, topic name rules, topics clients may not send to, topic lookup with
 auto-creation from the template topic (TBW102) when allowed, topic write permission,
 queue id range. Then: sends to a %RETRY% topic past the group's retry limit go to the
 %DLQ% topic, a DELAY property moves the message to SCHEDULE_TOPIC_XXXX (the store's
-ScheduleMessageService), and the store's put status maps to RocketMQ's response codes.
+ScheduleMessageService), a TRAN_MSG send is stored as a half message (server/broker/transaction),
+and the store's put status maps to RocketMQ's response codes.
 """
 
 from __future__ import annotations
@@ -215,10 +216,13 @@ class SendProcessor:
         err = self._retry_or_dlq(req, h, msg)
         if err is not None:
             return err
-        if msg.properties.get(P.TRAN_MSG) == "true":
-            return req.response(ResponseCode.NO_PERMISSION,
-                                f"the broker[{self.c.config.broker_ip1}] sending transaction message is forbidden")
         queue_id = msg.queue_id
+        if msg.properties.get(P.TRAN_MSG) == "true":
+            if self.c.config.reject_transaction_message:
+                return req.response(ResponseCode.NO_PERMISSION,
+                                    f"the broker[{self.c.config.broker_ip1}] sending transaction message is forbidden")
+            # answered as Apache does: the producer's queue id, the half queue's offset, stats of the half topic
+            return self._finish(req, T.RMQ_SYS_TRANS_HALF_TOPIC, self.c.transactions.put_half(msg), queue_id)
         if P.DELAY in msg.properties:
             self.c.schedule.redirect(msg)
         return self._finish(req, h.topic, self.c.store.put_message_inline(msg), queue_id)

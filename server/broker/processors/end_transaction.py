@@ -1,0 +1,112 @@
+"""END_TRANSACTION (RocketMQ's EndTransactionProcessor): a producer commits or rolls back a half message.
+
+The half message is found by its commitlog offset and must match what the producer says of it: its
+producer group, its half queue offset and its commitlog offset (Apache's checks and remarks). A commit
+puts the message on its real topic and queue with the commit type in its sys flag; both ends write an
+op message, so the check service never asks about it again. A pending answer (neither commit nor
+rollback) gets no response, as Apache gives none.
+
+Where mq goes further than Apache: a transaction that has already ended (through this copy or another
+the check service made) is refused with a remark instead of being committed a second time, and every
+refusal is one rate-limited log line. Producers send END_TRANSACTION oneway, so a refusal is seen in
+the broker's log, or by a tool that sends the request two-way.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable
+from typing import TYPE_CHECKING
+
+from mqtools.common import properties as P
+from mqtools.common.log_limiter import LimitedLog
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.transaction import COMMIT, ROLLBACK, EndTransactionRequestHeader
+from mqtools.server.broker.context import BrokerContext
+from mqtools.server.broker.transaction.bridge import TransactionalMessageBridge, transaction_id
+from mqtools.server.store.results import PutMessageResult
+
+if TYPE_CHECKING:
+    from mqtools.common.message import MessageExt
+    from mqtools.remoting.server import RemotingServer
+    from mqtools.remoting.transport import RemotingConnection
+
+log = logging.getLogger(__name__)
+
+#: Put statuses after which the committed message is stored (EndTransactionProcessor.sendFinalMessage).
+_STORED = {"PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
+
+
+class EndTransactionProcessor:
+    def __init__(self, broker: BrokerContext, bridge: TransactionalMessageBridge) -> None:
+        self.b = broker
+        self.bridge = bridge
+        self.refusals = LimitedLog(log, broker.clock)
+
+    def end_transaction(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | Awaitable | None:
+        if self.b.config.is_slave:
+            return self._refuse(conn, req, ResponseCode.SLAVE_NOT_AVAILABLE,
+                                "the broker is a slave: end transaction is forbidden")
+        h = EndTransactionRequestHeader.from_ext(req.ext_fields)
+        if h.commit_or_rollback not in (COMMIT, ROLLBACK):
+            return None  # the producer does not know yet; the check service will ask
+        half = self.bridge.half_message(h.commit_log_offset)
+        problem = self._mismatch(half, h)
+        if problem is not None or half is None:
+            return self._refuse(conn, req, ResponseCode.SYSTEM_ERROR, problem or "")
+        ended = self.bridge.ended.get(transaction_id(half))
+        if ended is not None:
+            return self._refuse(conn, req, ResponseCode.SYSTEM_ERROR,
+                                f"the transaction {transaction_id(half)} has already ended (half message at "
+                                f"queue offset {ended})")
+        if h.commit_or_rollback == ROLLBACK:
+            return self._after_op(req, self.bridge.put_op(half))
+        return self._commit(req, half)
+
+    def _mismatch(self, half: MessageExt | None, h: EndTransactionRequestHeader) -> str | None:
+        """Apache's checkPrepareMessage: its remark for a request that does not match the half message."""
+        if half is None:
+            return "Find prepared transaction message failed"
+        if half.properties.get(P.PGROUP) != h.producer_group:
+            return "The producer group wrong"
+        if half.queue_offset != h.tran_state_table_offset:
+            return "The transaction state table offset wrong"
+        if P.REAL_TOPIC not in half.properties or not half.properties.get(P.REAL_QID, "").isdigit():
+            return "The half message has no real topic and queue"
+        return None
+
+    def _refuse(self, conn: RemotingConnection, req: RemotingCommand, code: int, remark: str) -> RemotingCommand:
+        self.refusals.warning("end-transaction", "END_TRANSACTION from %s refused: %s (%s)", conn.peer, remark,
+                              {k: req.ext_fields.get(k) for k in ("producerGroup", "commitLogOffset",
+                                                                  "tranStateTableOffset", "msgId")})
+        return req.response(code, remark)
+
+    async def _commit(self, req: RemotingCommand, half: MessageExt) -> RemotingCommand:
+        result = await self.b.store.put_message(self.bridge.committed(half))
+        if result.status.name not in _STORED:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"putting the committed message failed: {result.status.name}")
+        return await self._op_written(req, self.bridge.put_op(half))
+
+    def _after_op(self, req: RemotingCommand, put: PutMessageResult | Awaitable[PutMessageResult]
+                  ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        if isinstance(put, PutMessageResult):
+            return self._op_answer(req, put)
+        return self._op_written(req, put)
+
+    async def _op_written(self, req: RemotingCommand, put: PutMessageResult | Awaitable[PutMessageResult]
+                          ) -> RemotingCommand:
+        return self._op_answer(req, put if isinstance(put, PutMessageResult) else await put)
+
+    @staticmethod
+    def _op_answer(req: RemotingCommand, put: PutMessageResult) -> RemotingCommand:
+        if put.status.name not in _STORED:
+            log.warning("writing the op message of an ended transaction failed: %s", put.status.name)
+        return req.response()
+
+
+def register(server: RemotingServer, broker: BrokerContext, bridge: TransactionalMessageBridge
+             ) -> EndTransactionProcessor:
+    proc = EndTransactionProcessor(broker, bridge)
+    server.register(RequestCode.END_TRANSACTION, proc.end_transaction)
+    return proc
