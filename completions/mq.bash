@@ -59,6 +59,7 @@ _mq() {
             mq_admin_msg_key) path="mq admin msg key" ;;
             mq_admin_msg_print) path="mq admin msg print" ;;
             mq_admin_msg_send) path="mq admin msg send" ;;
+            mq_admin_msg_trace) path="mq admin msg trace" ;;
             mq_admin_msg_unique) path="mq admin msg unique" ;;
             mq_admin_namesrv) path="mq admin namesrv" ;;
             mq_admin_namesrv_config) path="mq admin namesrv config" ;;
@@ -154,13 +155,14 @@ _mq() {
         mq_admin_kv_get) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_kv_list) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_kv_set) words="--context --namesrv --timeout -n --help" ;;
-        mq_admin_msg) words="at consume get key print send unique --help" ;;
+        mq_admin_msg) words="at consume get key print send trace unique --help" ;;
         mq_admin_msg_at) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_msg_consume) words="--context --count --from --namesrv --output --timeout --to --watch -c -n -o -w --help" ;;
         mq_admin_msg_get) words="--context --namesrv --output --timeout --topic --watch -n -o -t -w --help" ;;
         mq_admin_msg_key) words="--context --from --max --namesrv --output --timeout --to --watch -m -n -o -w --help" ;;
         mq_admin_msg_print) words="--context --from --namesrv --output --tags --timeout --to --watch -n -o -s -w --help" ;;
         mq_admin_msg_send) words="--broker --context --keys --namesrv --output --queue --tags --timeout -n -o --help" ;;
+        mq_admin_msg_trace) words="--context --namesrv --output --timeout --trace-topic --watch -n -o -t -w --help" ;;
         mq_admin_msg_unique) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_namesrv) words="config --help" ;;
         mq_admin_namesrv_config) words="get set --help" ;;

@@ -461,14 +461,15 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -l timeout
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send unique' -a at
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send unique' -a consume
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send unique' -a get
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send unique' -a key
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send unique' -a print
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send unique' -a send
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send unique' -a unique
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send unique' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send trace unique' -a at
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send trace unique' -a consume
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send trace unique' -a get
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send trace unique' -a key
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send trace unique' -a print
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send trace unique' -a send
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send trace unique' -a trace
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send trace unique' -a unique
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send trace unique' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -l output
@@ -539,6 +540,17 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l trace-topic
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l watch
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -s t
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -s w
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -l output

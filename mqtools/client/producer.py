@@ -14,6 +14,9 @@ attempts remaining), so a stall leaves time to move to another broker within the
 With `auto_batch` (off by default, as in RocketMQ) async sends are gathered into batches by
 mqtools.client.batch_accumulator; sends with a chosen queue or selector (ordered sends), delayed,
 retry-topic and compressed messages bypass it.
+
+With `trace` (off by default, as in RocketMQ) every stored message, alone or in a batch, gets a Pub
+record in the trace topic (mqtools.client.trace).
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import functools
 import time
 import zlib
 from collections.abc import Callable, Sequence
-from typing import Any, Self
+from typing import TYPE_CHECKING, Any, Self
 
 from mqtools.client.batch_accumulator import AutoBatcher, BatchAccumulator
 from mqtools.client.errors import MQBrokerError, MQClientError
@@ -37,12 +40,15 @@ from mqtools.common.codec import encode_batch
 from mqtools.common.ids import UniqueKeyGenerator
 from mqtools.common.message import Message
 from mqtools.common.security import ClientSecurity
-from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, is_retry_topic
+from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, RMQ_SYS_TRACE_TOPIC, is_retry_topic
 from mqtools.common.validation import ValidationError, check_topic_for_send
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import send_v2_fields
+
+if TYPE_CHECKING:
+    from mqtools.client.trace import TraceDispatcher
 
 QueueSelector = Callable[[list[MessageQueue], Message, Any], MessageQueue]
 
@@ -85,6 +91,8 @@ class Producer:
         batch_max_bytes: int = 32 * 1024,
         total_batch_max_bytes: int = 32 * 1024 * 1024,
         clock: Callable[[], float] = time.monotonic,
+        trace: bool = False,
+        trace_topic: str = RMQ_SYS_TRACE_TOPIC,
     ) -> None:
         if instance is None and namesrv is None:
             raise MQClientError("a Producer needs namesrv= or instance=")
@@ -105,6 +113,12 @@ class Producer:
         self._pending: set[asyncio.Task] = set()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._batcher: AutoBatcher | None = None
+        #: With trace=True: the dispatcher of this producer's Pub records (mqtools.client.trace).
+        self.tracer: TraceDispatcher | None = None
+        if trace:
+            from mqtools.client.trace import TraceDispatcher
+
+            self.tracer = TraceDispatcher(self.instance, group, "PRODUCE", trace_topic)
         if auto_batch:
             accumulator = BatchAccumulator(batch_max_delay_ms / 1000, batch_max_bytes, total_batch_max_bytes)
             self._batcher = AutoBatcher(accumulator, self._send_gathered, clock, self._pending, self._running_loop)
@@ -112,6 +126,8 @@ class Producer:
     async def start(self) -> Producer:
         self.instance.producer_groups.add(self.group)
         await self.instance.start()
+        if self.tracer is not None:
+            await self.tracer.start()
         return self
 
     async def shutdown(self) -> None:
@@ -122,6 +138,8 @@ class Producer:
         deadline = loop.time() + self.send_timeout
         while self._pending and (left := deadline - loop.time()) > 0:
             await asyncio.wait(set(self._pending), timeout=left)  # a batch's end may launch the next
+        if self.tracer is not None:
+            await self.tracer.shutdown()
         self.instance.producer_groups.discard(self.group)
         await self.instance.unregister(producer_group=self.group)
         await self.instance.shutdown()
@@ -174,9 +192,13 @@ class Producer:
         """One SEND_BATCH_MESSAGE: all messages to one queue of one topic."""
         batch = self._prepare_batch(msgs)
         budget = timeout if timeout is not None else self.send_timeout
+        started = time.time()
         if queue is not None:
-            return await self._send_to_chosen(batch, batch.body, 0, queue, None, None, budget, batch=True)
-        return await self._send_with_retries(batch, batch.body, 0, budget, 1 + self.retry_times, batch=True)
+            result = await self._send_to_chosen(batch, batch.body, 0, queue, None, None, budget, batch=True)
+        else:
+            result = await self._send_with_retries(batch, batch.body, 0, budget, 1 + self.retry_times, batch=True)
+        self._trace_batch(msgs, result, started)
+        return result
 
     async def send_half(self, msg: Message, *, timeout: float | None = None) -> SendResult:
         """A transaction's half message (TRAN_MSG, PGROUP and the prepared flag; mqtools.client.transaction):
@@ -245,7 +267,22 @@ class Producer:
     async def _send_gathered(self, msgs: list[Message], budget: float) -> SendResult:
         """Auto-batching's way out: one batch through the async send loop."""
         batch = self._batch_message(msgs)
-        return await self._send_with_retries(batch, batch.body, 0, budget, 1 + self.retry_times_async, batch=True)
+        started = time.time()
+        result = await self._send_with_retries(batch, batch.body, 0, budget, 1 + self.retry_times_async, batch=True)
+        self._trace_batch(msgs, result, started)
+        return result
+
+    def _trace_batch(self, msgs: Sequence[Message], result: SendResult, started: float) -> None:
+        """A Pub record per message of a stored batch, each with its own ids and the batch's time."""
+        if self.tracer is None:
+            return
+        addr = self.instance.broker_addr(result.queue.broker_name, any_node=False) or ""
+        offset_ids = result.offset_msg_id.split(",")
+        cost = int((time.time() - started) * 1000)
+        for i, m in enumerate(msgs):
+            one = SendResult(result.status, m.properties.get(P.UNIQ_KEY, ""),
+                             offset_ids[i] if i < len(offset_ids) else "", result.queue, result.queue_offset + i)
+            self.tracer.pub(m, one, addr, int(started * 1000), cost)
 
     def _rotation(self, route: TopicRoute) -> QueueRotation:
         rotation = self._rotations.get(route.topic)
@@ -328,12 +365,17 @@ class Producer:
     async def _send_once(self, msg: Message, body: bytes, flag: int, mq: MessageQueue, timeout: float, *,
                          batch: bool = False) -> SendResult:
         cmd = self._command(msg, body, flag, mq, batch=batch)
-        resp = await self.instance.invoke(self._master(mq), cmd, timeout, ok=SEND_STATUS_BY_CODE)
+        addr = self._master(mq)
+        started = time.time()
+        resp = await self.instance.invoke(addr, cmd, timeout, ok=SEND_STATUS_BY_CODE)
         status = SEND_STATUS_BY_CODE[resp.code]  # type: ignore[index]
         ext = resp.ext_fields
         queue = MessageQueue(mq.topic, mq.broker_name, int(ext.get("queueId", mq.queue_id)))
-        return SendResult(status, msg.properties.get(P.UNIQ_KEY, ""), ext.get("msgId", ""), queue,
-                          int(ext.get("queueOffset", -1)))
+        result = SendResult(status, msg.properties.get(P.UNIQ_KEY, ""), ext.get("msgId", ""), queue,
+                            int(ext.get("queueOffset", -1)))
+        if self.tracer is not None and not batch:
+            self.tracer.pub(msg, result, addr, int(started * 1000), int((time.time() - started) * 1000))
+        return result
 
 
 def _outcome(task: asyncio.Future) -> tuple[SendResult | None, BaseException | None]:

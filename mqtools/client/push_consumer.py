@@ -3,7 +3,8 @@
 It runs RocketMQ's push loop: rebalance (average allocation, every 20 s and at once when the
 broker says the group changed; see `rebalance`), one long-polling pull task per owned queue
 with flow control (RocketMQ's PullMessageService), listeners concurrent or orderly (see
-`consume_service`), offsets committed every 5 s and on shutdown.
+`consume_service`), offsets committed every 5 s and on shutdown. With `trace=True` each delivery gets
+SubBefore and SubAfter records in the trace topic (mqtools.client.trace).
 """
 
 from __future__ import annotations
@@ -27,10 +28,11 @@ from mqtools.client.offset_store import LocalOffsetStore, OffsetStore, RemoteOff
 from mqtools.client.process_queue import ProcessQueue
 from mqtools.client.rebalance import Rebalance, queue_sort_key
 from mqtools.client.subscription import SUB_ALL, parse_subscription
+from mqtools.client.trace import TraceDispatcher, traced_listener
 from mqtools.client.types import ConsumeFromWhere, MessageModel, PullResult, PullStatus
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.security import ClientSecurity
-from mqtools.common.topics import retry_topic
+from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC, retry_topic
 from mqtools.remoting.bodies import ConsumerData, MessageQueue, SubscriptionData
 
 log = logging.getLogger(__name__)
@@ -61,8 +63,11 @@ class PushConsumer(ConsumerBase):
         persist_interval: float = 5.0,
         suspend_timeout: float = 15.0,
         offset_store_dir: Path | None = None,
+        trace: bool = False,
+        trace_topic: str = RMQ_SYS_TRACE_TOPIC,
     ) -> None:
         super().__init__(group, namesrv, instance, security)
+        self.tracer = TraceDispatcher(self.instance, group, "CONSUME", trace_topic) if trace else None
         self.message_model = message_model
         self.consume_from_where = consume_from_where
         self.consume_timestamp_ms = consume_timestamp_ms
@@ -120,15 +125,18 @@ class PushConsumer(ConsumerBase):
     async def start(self) -> PushConsumer:
         if self.listener is None or not self.subscriptions:
             raise MQClientError("subscribe to a topic and register a listener before start()")
+        listener = self.listener if self.tracer is None else traced_listener(self.listener, self.tracer)
         if self.orderly:
-            self._consume = OrderlyConsumeService(self.instance, self.group, self.listener, self.offsets)
+            self._consume = OrderlyConsumeService(self.instance, self.group, listener, self.offsets)
         else:
             self._consume = ConcurrentConsumeService(
-                self.instance, self.group, self.listener, self.offsets, concurrency=self.consume_concurrency,
+                self.instance, self.group, listener, self.offsets, concurrency=self.consume_concurrency,
                 max_reconsume_times=self.max_reconsume_times,
             )
         self.instance.consumers[self.group] = self
         await self.instance.start()
+        if self.tracer is not None:
+            await self.tracer.start()
         for topic in self._topics():
             with contextlib.suppress(MQClientError):
                 await self.instance.route(topic, refresh=True)
@@ -147,6 +155,8 @@ class PushConsumer(ConsumerBase):
         await self._rebalance.drop(list(self._rebalance.table), drain_timeout)
         if self._consume is not None:
             self._consume.close()
+        if self.tracer is not None:
+            await self.tracer.shutdown()
         self.instance.consumers.pop(self.group, None)
         await self.instance.unregister(consumer_group=self.group)
         await self.instance.shutdown()

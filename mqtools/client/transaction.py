@@ -9,7 +9,7 @@ message with that answer. A half message that could not be stored is rolled back
 local transaction, as the Java client does.
 
 `execute` and `check` may be plain functions or coroutine functions; one that raises counts as UNKNOWN
-(the broker asks again).
+(the broker asks again). With `trace=True` (a Producer option) each end also gets an EndTransaction record.
 
     async with TransactionProducer("OrderTx", namesrv=ns, execute=save_order, check=order_saved) as p:
         result = await p.send_in_transaction(Message("Orders", body), arg=order)
@@ -54,6 +54,9 @@ class LocalTransactionState(enum.Enum):
     ROLLBACK = ROLLBACK
     UNKNOWN = UNKNOWN
 
+
+#: LocalTransactionState's names in the Java client, which trace records carry.
+_JAVA_STATE = {COMMIT: "COMMIT_MESSAGE", ROLLBACK: "ROLLBACK_MESSAGE", UNKNOWN: "UNKNOW"}
 
 Execute = Callable[[Message, Any], LocalTransactionState | Awaitable[LocalTransactionState]]
 Check = Callable[[MessageExt], LocalTransactionState | Awaitable[LocalTransactionState]]
@@ -139,7 +142,7 @@ class TransactionProducer:
             transaction_id=sent.msg_id)
         try:
             addr = self._master(sent.queue.broker_name)
-            await self._end(addr, header, error)
+            await self._end(addr, header, error, msg)
             if addr not in self._announced:  # the broker asks only producers it has a heartbeat from
                 self._announced.add(addr)
                 await self.instance.heartbeat()
@@ -153,10 +156,15 @@ class TransactionProducer:
             raise MQClientError(f"The broker[{broker_name}] not exist")
         return addr
 
-    async def _end(self, broker_addr: str, header: EndTransactionRequestHeader, remark: str | None) -> None:
+    async def _end(self, broker_addr: str, header: EndTransactionRequestHeader, remark: str | None,
+                   msg: Message) -> None:
         cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext(), oneway=True)
         cmd.remark = remark
         await self.instance.invoke_oneway(broker_addr, cmd)
+        tracer = self.producer.tracer
+        if tracer is not None:
+            tracer.end_transaction(msg, header.msg_id, broker_addr, _JAVA_STATE[header.commit_or_rollback],
+                                   header.from_transaction_check)
 
     def _on_check(self, broker_addr: str, header: CheckTransactionStateRequestHeader, msg: MessageExt) -> None:
         task = asyncio.get_running_loop().create_task(self._answer_check(broker_addr, header, msg))
@@ -172,6 +180,6 @@ class TransactionProducer:
             msg_id=msg.properties.get(P.UNIQ_KEY) or msg.msg_id, transaction_id=header.transaction_id,
             from_transaction_check=True)
         try:
-            await self._end(broker_addr, end, error)
+            await self._end(broker_addr, end, error, msg)
         except MQClientError as exc:
             log.warning("answering the check of transaction %s failed: %s", header.transaction_id, exc)

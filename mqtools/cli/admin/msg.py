@@ -1,4 +1,4 @@
-"""`mq admin msg get|key|unique|at|print|send|consume`: find, read and send messages.
+"""`mq admin msg get|key|unique|at|trace|print|send|consume`: find, read, trace and send messages.
 
 Lookups print one row per message (or every field of one message, with whether each consuming
 group has consumed it); `print` and `consume` read queues with tools pulls that commit nothing.
@@ -19,13 +19,14 @@ from mqtools.cli.admin.common import (
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View
 from mqtools.common.exitcodes import EXIT_REFUSED
+from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.messages import MessageTrack, QueueSpan
+    from mqtools.client.admin.models.messages import MessageTrace, MessageTrack, QueueSpan
     from mqtools.common.message import MessageExt
 
-app = typer.Typer(help="Messages: find by id or key, read queues, send.", no_args_is_help=True)
+app = typer.Typer(help="Messages: find by id or key, trace, read queues, send.", no_args_is_help=True)
 TopicArg = Annotated[str, typer.Argument(help="Topic.")]
 FromOpt = Annotated[Optional[str], typer.Option("--from", help="Stored at or after (epoch ms, ISO, -15m, ...).")]  # noqa: UP045
 ToOpt = Annotated[Optional[str], typer.Option("--to", help="Stored before (epoch ms, ISO, now, ...).")]  # noqa: UP045
@@ -176,6 +177,64 @@ def at(
     async def build(admin: MQAdmin) -> View:
         m = await admin.message_at(MessageQueue(topic, broker, queue_id), offset)
         return await _detail(admin, m, f"{topic} {broker} queue {queue_id} offset {offset}")
+
+    s.show(build)
+
+
+def trace_view(trace: MessageTrace) -> View:
+    """A message's trace as a timeline: its send, each delivery (before and after the listener), its
+    transaction's end."""
+    rows, records = [], []
+    for entry in trace.entries:
+        r = entry.record
+        if r.type.value in ("Pub", "SubAfter"):
+            status = None if r.success is None else "success" if r.success else "failed"
+        elif r.type.value == "SubBefore":
+            status = "delivered"
+        else:
+            status = r.transaction_state
+        detail = {
+            "Pub": f"topic {r.topic}, stored on {r.store_host}, {r.body_length} bytes",
+            "SubBefore": f"reconsume {r.retry_times}, request {r.request_id}",
+            "SubAfter": f"request {r.request_id}, return code {r.context_code}",
+            "EndTransaction": f"transaction {r.transaction_id}" + (" (answering a check)" if r.from_transaction_check
+                                                                   else ""),
+        }[r.type.value]
+        rows.append([r.type.value, r.group, entry.client_host, when(r.timestamp), r.cost_ms, status, detail])
+        records.append({
+            "type": r.type.value, "group": r.group, "clientHost": entry.client_host, "timestamp": r.timestamp,
+            "costMs": r.cost_ms, "success": r.success, "region": r.region, "topic": r.topic, "tags": r.tags,
+            "keys": r.keys, "storeHost": r.store_host, "bodyLength": r.body_length, "msgType": r.msg_type,
+            "offsetMsgId": r.offset_msg_id, "requestId": r.request_id, "retryTimes": r.retry_times,
+            "contextCode": r.context_code, "transactionId": r.transaction_id,
+            "transactionState": r.transaction_state, "fromTransactionCheck": r.from_transaction_check,
+        })
+    return View("MessageTrace", [Column("TYPE"), Column("GROUP"), Column("CLIENT HOST"), Column("TIME"),
+                                 Column("COST MS", True), Column("STATUS"), Column("DETAIL")], rows,
+                {"msgId": trace.msg_id, "traceTopic": trace.trace_topic, "records": records},
+                footer=[f"{len(rows)} trace records in {trace.trace_topic}"])
+
+
+@admin_command(app, "trace", output=True, watch=True)
+def trace(
+    s: Session,
+    msg_id: Annotated[str, typer.Argument(help="The client msgId (UNIQ_KEY) the producer got back.")],
+    trace_topic: Annotated[str, typer.Option("--trace-topic", "-t", help="The brokers' msgTraceTopicName.")] = (
+        RMQ_SYS_TRACE_TOPIC),
+) -> None:
+    """Who sent a message, where it was stored, who consumed it and how long each step took, from the
+    records clients with tracing on wrote to the trace topic (mqadmin queryMsgTraceById). Exit 1 when
+    there is none.
+
+    Example: mq admin msg trace C0A8010A00002A9F0000000000000001
+    """
+
+    async def build(admin: MQAdmin) -> View:
+        found = await admin.message_trace(msg_id, trace_topic)
+        if not found.entries:
+            raise fail(f"no trace of {msg_id} in {trace_topic} (clients write traces only with tracing on)",
+                       EXIT_REFUSED)
+        return trace_view(found)
 
     s.show(build)
 

@@ -34,9 +34,10 @@ from mqtools.client.admin.overview import OverviewAdmin
 from mqtools.client.admin.queue_offsets import QueueOffsetAdmin
 from mqtools.client.admin.topic_overview import TopicOverviewAdmin
 from mqtools.client.admin.topics import TopicAdmin
+from mqtools.client.admin.trace import TraceAdmin
 from mqtools.client.admin.tracking import TrackingAdmin
 from mqtools.common.security import ClientSecurity
-from mqtools.common.topics import TOOLS_CONSUMER_GROUP
+from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC, TOOLS_CONSUMER_GROUP
 
 if TYPE_CHECKING:
     from collections.abc import AsyncIterator, Callable, Mapping
@@ -67,7 +68,7 @@ if TYPE_CHECKING:
         ReplicationGroup,
     )
     from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
-    from mqtools.client.admin.models.messages import MessageTrack, QueueSpan, Resend
+    from mqtools.client.admin.models.messages import MessageTrace, MessageTrack, QueueSpan, Resend
     from mqtools.client.admin.models.topics import TopicChange, TopicEntry, TopicStatus, TopicUsage
     from mqtools.client.types import PullResult, SendResult
     from mqtools.common.message import MessageExt
@@ -100,6 +101,7 @@ class MQAdmin(AdminBase):
         self.dlq = DeadLetterAdmin(self)
         self.offsets = OffsetAdmin(self)
         self.tracking = TrackingAdmin(self)
+        self.traces = TraceAdmin(self)
         self.overview = OverviewAdmin(self)
         self.topic_views = TopicOverviewAdmin(self)
         self.queue_offsets = QueueOffsetAdmin(self)
@@ -281,6 +283,9 @@ class MQAdmin(AdminBase):
     async def send_rt(self, broker_names: list[str], amount: int, size: int, *, group: str = SEND_GROUP,
                       on_send: Callable[[], None] | None = None) -> list[SendRT]:
         return await self.messages.send_rt(broker_names, amount, size, group=group, on_send=on_send)
+
+    async def message_trace(self, msg_id: str, trace_topic: str = RMQ_SYS_TRACE_TOPIC) -> MessageTrace:
+        return await self.traces.message_trace(msg_id, trace_topic)
 
     async def dead_messages(self, group: str) -> list[MessageExt]:
         return await self.dlq.dead_messages(group)

@@ -38,13 +38,13 @@ from mqtools.client.admin.models.ha import (
     ReplicationGroup,
 )
 from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
-from mqtools.client.admin.models.messages import MessageTrack, QueueSpan, Resend
+from mqtools.client.admin.models.messages import MessageTrace, MessageTrack, QueueSpan, Resend
 from mqtools.client.admin.models.topics import TopicChange, TopicEntry, TopicStatus, TopicUsage
 from mqtools.client.sync import LoopThread
 from mqtools.client.types import PullResult, SendResult
 from mqtools.common.message import MessageExt
 from mqtools.common.security import ClientSecurity
-from mqtools.common.topics import TOOLS_CONSUMER_GROUP
+from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC, TOOLS_CONSUMER_GROUP
 from mqtools.remoting.bodies import (
     BrokerLiveTable,
     BrokerStatsData,
@@ -205,6 +205,9 @@ class SyncMQAdmin:
 
     def message_queues(self, topic: str) -> list[MessageQueue]:
         return self._loop.run(self._admin.message_queues(topic))
+
+    def message_trace(self, msg_id: str, trace_topic: str = RMQ_SYS_TRACE_TOPIC) -> MessageTrace:
+        return self._loop.run(self._admin.message_trace(msg_id, trace_topic))
 
     def message_tracks(self, msg: MessageExt) -> list[MessageTrack]:
         return self._loop.run(self._admin.message_tracks(msg))

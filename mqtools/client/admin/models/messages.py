@@ -1,9 +1,10 @@
-"""Typed results about messages: where a message was consumed, a queue span to read, a DLQ resend."""
+"""Typed results about messages: where a message was consumed, a queue span to read, a DLQ resend, its trace."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mqtools.common.trace_data import TraceRecord
 from mqtools.remoting.bodies import MessageQueue
 
 
@@ -38,3 +39,21 @@ class Resend:
     offset_msg_id: str | None
     error: str | None
     """Why it was not resent; None when it was."""
+
+
+@dataclass(frozen=True, slots=True)
+class TraceEntry:
+    """One trace record of a message, with the host that wrote it (the trace message's born host)."""
+
+    record: TraceRecord
+    client_host: str | None
+
+
+@dataclass(frozen=True, slots=True)
+class MessageTrace:
+    """What the trace topic holds about one message: its send, each consumer's deliveries, its
+    transaction's end; in time order (records without a time last)."""
+
+    msg_id: str
+    trace_topic: str
+    entries: list[TraceEntry]
