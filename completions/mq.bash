@@ -81,6 +81,8 @@ _mq() {
             mq_admin_topic_route) path="mq admin topic route" ;;
             mq_admin_topic_status) path="mq admin topic status" ;;
             mq_admin_topic_update) path="mq admin topic update" ;;
+            mq_admin_txn) path="mq admin txn" ;;
+            mq_admin_txn_list) path="mq admin txn list" ;;
             mq_broker) path="mq broker" ;;
             mq_broker_start) path="mq broker start" ;;
             mq_cluster) path="mq cluster" ;;
@@ -108,7 +110,7 @@ _mq() {
     done
     case "${path// /_}" in
         mq) words="admin broker cluster context namesrv spark-load top version --help" ;;
-        mq_admin) words="acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic --tls --tls-ca --tls-cert --tls-key --help" ;;
+        mq_admin) words="acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn --tls --tls-ca --tls-cert --tls-key --help" ;;
         mq_admin_acl) words="delete get list update version white-addrs --help" ;;
         mq_admin_acl_delete) words="--broker-addr --cluster --context --namesrv --timeout -b -c -n --help" ;;
         mq_admin_acl_get) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
@@ -184,6 +186,8 @@ _mq() {
         mq_admin_topic_route) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_topic_status) words="--cluster --context --namesrv --output --timeout --watch -c -n -o -w --help" ;;
         mq_admin_topic_update) words="--broker-addr --cluster --context --namesrv --no-order --order --output --perm --read-queues --timeout --write-queues -b -c -n -o -p -r -w --help" ;;
+        mq_admin_txn) words="list --help" ;;
+        mq_admin_txn_list) words="--context --group --namesrv --output --timeout --watch -g -n -o -w --help" ;;
         mq_broker) words="start --help" ;;
         mq_broker_start) words="--broker-name --config --listen-port --namesrv-addr --store-dir -c -n --help" ;;
         mq_cluster) words="down start status stop up --help" ;;

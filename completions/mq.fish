@@ -8,26 +8,27 @@ complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster conte
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context namesrv spark-load top version' -a top
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context namesrv spark-load top version' -a version
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context namesrv spark-load top version' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a acl
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a broker
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a cluster
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a dlq
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a drill
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a group
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a ha
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a kv
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a msg
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a namesrv
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a offset
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a producer
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a schema
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -a topic
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-ca
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-cert
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l tls-key
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a acl
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a broker
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a dlq
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a drill
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a group
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a ha
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a kv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a msg
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a offset
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a producer
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a schema
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a topic
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a txn
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls-key
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a delete
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a get
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a list
@@ -742,6 +743,19 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -s r
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -s w
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and not __fish_seen_subcommand_from list' -a list
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and not __fish_seen_subcommand_from list' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l group
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l watch
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -s g
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -s w
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from start' -a start
 complete -c mq -f -n '__fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from start' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start; and true' -l broker-name

@@ -28,6 +28,7 @@ from mqtools.cli.admin import (
     producer,
     schema,
     topic,
+    txn,
 )
 from mqtools.cli.admin.common import (
     EXIT_CODES_HELP,
@@ -71,6 +72,7 @@ app.add_typer(producer.app, name="producer")
 app.add_typer(drill.app, name="drill")
 app.add_typer(ha.app, name="ha")
 app.add_typer(acl.app, name="acl")
+app.add_typer(txn.app, name="txn")
 app.command("schema")(schema.schema)
 
 

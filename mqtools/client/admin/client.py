@@ -36,6 +36,7 @@ from mqtools.client.admin.topic_overview import TopicOverviewAdmin
 from mqtools.client.admin.topics import TopicAdmin
 from mqtools.client.admin.trace import TraceAdmin
 from mqtools.client.admin.tracking import TrackingAdmin
+from mqtools.client.admin.transactions import TransactionAdmin
 from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC, TOOLS_CONSUMER_GROUP
 
@@ -70,6 +71,7 @@ if TYPE_CHECKING:
     from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
     from mqtools.client.admin.models.messages import MessageTrace, MessageTrack, QueueSpan, Resend
     from mqtools.client.admin.models.topics import TopicChange, TopicEntry, TopicStatus, TopicUsage
+    from mqtools.client.admin.models.transactions import BrokerTransactions
     from mqtools.client.types import PullResult, SendResult
     from mqtools.common.message import MessageExt
     from mqtools.remoting.bodies import (
@@ -102,6 +104,7 @@ class MQAdmin(AdminBase):
         self.offsets = OffsetAdmin(self)
         self.tracking = TrackingAdmin(self)
         self.traces = TraceAdmin(self)
+        self.transactions = TransactionAdmin(self)
         self.overview = OverviewAdmin(self)
         self.topic_views = TopicOverviewAdmin(self)
         self.queue_offsets = QueueOffsetAdmin(self)
@@ -286,6 +289,9 @@ class MQAdmin(AdminBase):
 
     async def message_trace(self, msg_id: str, trace_topic: str = RMQ_SYS_TRACE_TOPIC) -> MessageTrace:
         return await self.traces.message_trace(msg_id, trace_topic)
+
+    async def open_transactions(self) -> list[BrokerTransactions]:
+        return await self.transactions.open_transactions()
 
     async def dead_messages(self, group: str) -> list[MessageExt]:
         return await self.dlq.dead_messages(group)

@@ -40,6 +40,7 @@ from mqtools.client.admin.models.ha import (
 from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
 from mqtools.client.admin.models.messages import MessageTrace, MessageTrack, QueueSpan, Resend
 from mqtools.client.admin.models.topics import TopicChange, TopicEntry, TopicStatus, TopicUsage
+from mqtools.client.admin.models.transactions import BrokerTransactions
 from mqtools.client.sync import LoopThread
 from mqtools.client.types import PullResult, SendResult
 from mqtools.common.message import MessageExt
@@ -205,6 +206,9 @@ class SyncMQAdmin:
 
     def message_queues(self, topic: str) -> list[MessageQueue]:
         return self._loop.run(self._admin.message_queues(topic))
+
+    def open_transactions(self) -> list[BrokerTransactions]:
+        return self._loop.run(self._admin.open_transactions())
 
     def message_trace(self, msg_id: str, trace_topic: str = RMQ_SYS_TRACE_TOPIC) -> MessageTrace:
         return self._loop.run(self._admin.message_trace(msg_id, trace_topic))

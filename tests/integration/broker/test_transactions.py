@@ -6,10 +6,12 @@ The broker checks fast here: a half message is asked about 1 s after it was born
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from adminsupport import json_of, mq_here
 from clientsupport import Cluster, broker_cluster, call, create_topic, until
 from mqproc import start_broker
 
@@ -54,6 +56,12 @@ async def stored(namesrv: str, topic: str) -> list[MessageExt]:
 async def total(namesrv: str, topic: str) -> int:
     async with MQAdmin(namesrv) as admin:
         return sum(o.max_offset for o in (await admin.topic_stats(topic)).values())
+
+
+async def open_transactions(cluster: Cluster, group: str) -> list[dict]:
+    result = await asyncio.to_thread(mq_here, "admin", "txn", "list", "-g", group, "-o", "json",
+                                     namesrv=cluster.namesrv.addr)
+    return json_of(result, "OpenTransactions")["transactions"]
 
 
 def by_body(table: dict[bytes, LocalTransactionState]):
@@ -118,7 +126,10 @@ async def test_end_transaction_that_does_not_fit_is_refused_and_changes_nothing(
     assert await end(tran_state_table_offset=half.queue_offset + 7) == (
         ResponseCode.SYSTEM_ERROR, "The transaction state table offset wrong")
     assert await total(cluster.namesrv.addr, "TxRefused") == 0
+    listed = await open_transactions(cluster, "PG_TX_BAD")
+    assert [(t["topic"], t["msgId"], t["brokerName"]) for t in listed] == [("TxRefused", half.msg_id, "broker-a")]
     assert await end(ROLLBACK) == (ResponseCode.SUCCESS, "")
+    assert await open_transactions(cluster, "PG_TX_BAD") == []
     code, remark = await end(COMMIT)
     assert code == ResponseCode.SYSTEM_ERROR and "already ended" in remark, remark
     assert await total(cluster.namesrv.addr, "TxRefused") == 0
