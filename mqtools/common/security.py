@@ -7,7 +7,8 @@ in one object means every tool (admin, top, drills, spark-load) gets both by pas
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
+from typing import Any
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,3 +43,13 @@ class TlsClientOptions:
 class ClientSecurity:
     credentials: SessionCredentials | None = None
     tls: TlsClientOptions | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        """For a child process of a tool (a drill's producer), handed over in its environment, not argv."""
+        return {"credentials": asdict(self.credentials) if self.credentials else None,
+                "tls": asdict(self.tls) if self.tls else None}
+
+    @classmethod
+    def from_json(cls, raw: dict[str, Any]) -> ClientSecurity:
+        creds, tls = raw.get("credentials"), raw.get("tls")
+        return cls(SessionCredentials(**creds) if creds else None, TlsClientOptions(**tls) if tls else None)

@@ -28,6 +28,7 @@ from mqtools.drills.scenarios import Node, ScenarioError, Target
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.drills.txn_load import TransactionLoad
 
 ACTIONS = {signal.SIGKILL: "kill", signal.SIGSTOP: "pause", signal.SIGTERM: "stop"}
 STEADY_POLL = 0.25
@@ -164,6 +165,9 @@ class DrillContext:
         self.fault_for = fault_for
         self.poll_interval = poll_interval
         self.aborted: str | None = None
+        #: The transactional load (kill-producer-in-transaction), and how long a restarted generation sends.
+        self.txn: TransactionLoad | None = None
+        self.txn_send_for = 0.0
 
     def event(self, name: str, detail: str = "", **data: Any) -> None:
         self.history.event(self.clock(), name, detail, **data)
@@ -277,3 +281,19 @@ class DrillContext:
                 pass
             await asyncio.sleep(STEADY_POLL)
         return False
+
+    async def kill_producers(self) -> None:
+        """SIGKILL every transactional producer process of the drill (the fault is the load's, not the cluster's)."""
+        if self.txn is None:
+            raise ScenarioError("this drill has no transactional producers")
+        pids = self.txn.kill()
+        self.history.event(self.clock(), "fault", f"SIGKILL to {len(pids)} transactional producer process(es)",
+                           node="producers", addr=None, signal="SIGKILL", pids=pids)
+
+    async def restart_producers(self) -> None:
+        """A new generation of the producer group: it sends again and answers what the dead one left open."""
+        if self.txn is None:
+            raise ScenarioError("this drill has no transactional producers")
+        await self.txn.start(self.clock() + self.txn_send_for)
+        self.event("heal", f"transactional producers started again (generation {self.txn.generation - 1})",
+                   node="producers", how="start")

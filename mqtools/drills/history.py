@@ -23,6 +23,9 @@ UNKNOWN = "unknown"
 RESULTS = (OK, FAIL, UNKNOWN)
 SEND = "send"
 RECEIVE = "receive"
+#: The status of a transactional send its own producer rolled back on purpose: `fail` (it must never be
+#: consumed) but no error of the run.
+ROLLED_BACK = "ROLLBACK_MESSAGE"
 
 # JSON names of Op fields that differ from the Python ones.
 _OP_JSON = {"msg_id": "msgId", "commitlog_offset": "commitlogOffset", "store_host": "storeHost"}
@@ -158,3 +161,8 @@ class History:
             raise HistoryError(f"{where}: no meta line with the drill's scenario (is it a drill history?)")
         history.events.sort(key=lambda e: e.time)
         return history
+
+
+def is_error(op: Op) -> bool:
+    """A send that went wrong: not acknowledged, and not a transaction its producer rolled back on purpose."""
+    return op.result != OK and op.status != ROLLED_BACK

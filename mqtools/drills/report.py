@@ -49,7 +49,8 @@ class Report:
 def build(history: History) -> Report:
     criteria = Criteria.from_json(history.meta.get("criteria") or {})
     report = Report(history, check(history), analyze(history), criteria)
-    report.reasons = judge(report.integrity, report.timeline, criteria, history.meta.get("aborted"))
+    report.reasons = judge(report.integrity, report.timeline, criteria, history.meta.get("aborted"),
+                           history.meta.get("transactions"))
     report.verdict = PASS if all(r.ok for r in report.reasons) else FAIL
     return report
 
@@ -58,9 +59,14 @@ def _bound(ok: bool, what: str, value: Any, limit: Any) -> Reason:
     return Reason(ok, f"{what} {value} {'<=' if ok else '>'} {limit}")
 
 
-def judge(i: Integrity, t: Timeline, c: Criteria, aborted: str | None) -> list[Reason]:
+def judge(i: Integrity, t: Timeline, c: Criteria, aborted: str | None,
+          transactions: dict[str, Any] | None = None) -> list[Reason]:
     """Every criterion of the scenario (and the always-on integrity checks), each with its figure."""
     reasons = []
+    if transactions is not None:
+        left = transactions.get("openLeft")
+        reasons.append(Reason(left == 0, f"transactions still open after the brokers' checks: "
+                                         f"{'n/a' if left is None else left}"))
     if aborted:
         reasons.append(Reason(False, f"the drill did not complete its steps: {aborted}"))
     if t.fault_at is None:
@@ -116,6 +122,7 @@ def to_json(report: Report) -> dict[str, Any]:
                                             "group", "cluster", "target", "settings", "aborted")},
         "preflight": meta.get("preflight"), "criteria": report.criteria.to_json(),
         "integrity": report.integrity.to_json(), "timeline": report.timeline.to_json(),
+        "transactions": meta.get("transactions"),
     }
 
 
@@ -136,6 +143,13 @@ def render(report: Report) -> str:
         at = "    n/a" if m.at is None else f"{m.at:+8.3f}"
         lines.append(f"  {at}  {m.label.ljust(width)}  {m.detail}".rstrip())
     lines += ["", "Integrity", *_integrity(report.integrity)]
+    tx = report.meta.get("transactions")
+    if tx is not None:
+        lines += ["", "Transactions",
+                  f"  open when the producers died  {_g(tx.get('openAtKill'))}",
+                  (f"  checks answered               COMMIT {_g(tx.get('checkedCommit'))}, ROLLBACK "
+                  f"{_g(tx.get('checkedRollback'))}"),
+                  f"  still open at the end         {_g(tx.get('openLeft'))}"]
     lines += ["", "Latency of acknowledged sends, ms from the planned send time",
               f"  {'phase':<8}{'count':>8}{'p50':>10}{'p99':>10}{'max':>10}"]
     for phase, lat in report.timeline.latency.items():

@@ -33,11 +33,12 @@ from mqtools.common.exitcodes import EXIT_UNREACHABLE, EXIT_USAGE
 from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import retry_topic
 from mqtools.drills.faults import Actions, CommandActions, DrillContext, LocalActions
-from mqtools.drills.history import History
+from mqtools.drills.history import OK, History
 from mqtools.drills.load import BALANCE_TIMEOUT, Counters, Load, LoadSpec
 from mqtools.drills.monitor import Monitor
 from mqtools.drills.preflight import UnknownTarget, choose_target, ha_verdict, layout
-from mqtools.drills.scenarios import SCENARIOS, Criteria, ScenarioError
+from mqtools.drills.scenarios import SCENARIOS, Criteria, Node, ScenarioError
+from mqtools.drills.txn_load import TransactionLoad
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 
 QUEUES_PER_BROKER = 4
@@ -45,6 +46,10 @@ SLAVE_SYNC_WAIT_S = 25.0
 """How long a slave that refuses topic writes may take to sync the drill's topic (Apache's: every 10 s)."""
 SETTLE_QUIET = 3.0
 SETTLE_CAP = 20.0
+TXN_SETTLE_MARGIN = 15.0
+"""Seconds past a broker's check period and timeout that open transactions may take to settle."""
+TXN_SETTLE_DEFAULT = 90.0
+"""The bound on settling when the master's config cannot be read (60 s checks + 6 s timeout, and margin)."""
 
 
 class DrillError(Exception):
@@ -195,10 +200,14 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
         history.meta = _meta(settings, scenario.criteria_for(target.send_mode), view, target.to_json(), preflight,
                              topic, group, run_id, seed, fault_at, root, fresh)
         await _create(admin, view, topic, group)
-        load = Load(namesrv, topic, group, spec, history, clock, {b["addr"]: b["brokerName"]
-                                                                  for b in view["brokers"]}, run_id, security)
+        txn = TransactionLoad(namesrv, topic, f"{group}_TX", spec, run_id, clock.base,
+                              Path(tempfile.mkdtemp(prefix="mq-drill-txn-")), security) if scenario.transactional \
+            else None
+        load = Load(namesrv, topic, group, spec if txn is None else replace(spec, producers=0), history, clock,
+                    {b["addr"]: b["brokerName"] for b in view["brokers"]}, run_id, security)
         ctx = DrillContext(admin, actions, target, history, clock, topic=topic, group=group,
                            fault_for=history.meta["settings"]["faultFor"], poll_interval=spec.poll_interval)
+        ctx.txn, ctx.txn_send_for = txn, max(2.0, spec.duration / 3)
         monitor = Monitor(namesrv, topic, target, history, clock, security)
         ticker = Ticker(progress, load, history, clock, spec.duration)
         sending: asyncio.Task | None = None
@@ -211,9 +220,15 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
             history.event(start, "load-start", "consumers balanced" if balanced else
                           f"consumers not balanced after {BALANCE_TIMEOUT:.0f}s: starting anyway")
             ticker.phase = "load"
-            sending = asyncio.create_task(load.run(start))
-            await _inject(ctx, scenario.inject, load, start + fault_at, spec)
-            await sending
+            if txn is None:
+                sending = asyncio.create_task(load.run(start))
+                await _inject(ctx, scenario.inject, load, start + fault_at, spec)
+                await sending
+            else:
+                txn.clock_base = clock.base
+                await txn.start(spec.duration)
+                await _inject(ctx, scenario.inject, load, start + fault_at, spec)
+                await _settle_transactions(txn, admin, target.master, history, clock, ticker)
             history.event(clock(), "load-end", f"{load.counters.sent} sends")
             ticker.phase = "consumers catching up"
             await load.settle(SETTLE_QUIET, SETTLE_CAP)
@@ -224,6 +239,9 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
             if isinstance(actions, LocalActions):
                 actions.resume_paused()  # before the clients say goodbye to a broker that cannot answer
             ticker.phase = "stopping clients"
+            if txn is not None:
+                await asyncio.to_thread(txn.stop)
+                shutil.rmtree(txn.journals, ignore_errors=True)
             await monitor.stop()
             await load.stop()
             ticker.phase = "restoring the cluster"
@@ -250,6 +268,30 @@ async def _inject(ctx: DrillContext, inject: Any, load: Load, fault_at: float, s
         ctx.aborted = f"{type(exc).__name__}: {exc}"
         ctx.event("aborted", ctx.aborted)
     load.end = max(spec.duration, ctx.clock() + max(2.0, spec.duration / 3))
+
+
+async def _settle_transactions(txn: TransactionLoad, admin: MQAdmin, master: Node | None, history: History,
+                               clock: Callable[[], float], ticker: Ticker) -> None:
+    """The transactional load's end: its last generation stops sending, the brokers' checks settle what
+    the dead generation left open (bounded by the target master's own check period and timeout), and the
+    journals become the history's send operations."""
+    await txn.sending_done(timeout=txn.spec.duration + 60)
+    ticker.phase = "brokers checking open transactions"
+    cap = TXN_SETTLE_DEFAULT
+    with contextlib.suppress(MQClientError, ValueError):
+        config = await admin.broker_config(master.addr) if master is not None else {}
+        cap = (int(config.get("transactionCheckInterval", 60_000)) + int(config.get("transactionTimeOut", 6_000))) \
+            / 1000 + TXN_SETTLE_MARGIN
+    left = await txn.settle(admin, cap)
+    checks = txn.checks()
+    history.meta["transactions"] = {"producerGroup": txn.group, "openAtKill": txn.open_at_kill(),
+                                    "checkedCommit": checks["commit"], "checkedRollback": checks["rollback"],
+                                    "openLeft": left}
+    history.event(clock(), "transactions-settled", f"{'n/a' if left is None else left} transaction(s) left open",
+                  open=left)
+    ops = txn.ops()
+    history.ops.extend(ops)
+    ticker.load.expect(op.id for op in ops if op.result == OK)
 
 
 class Ticker:

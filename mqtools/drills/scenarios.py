@@ -96,6 +96,8 @@ class FaultContext(Protocol):
     async def wait_producers_left(self) -> bool: ...
     async def wait_ha_ready(self) -> bool: ...
     async def wait_in_route(self, node: Node) -> bool: ...
+    async def kill_producers(self) -> None: ...
+    async def restart_producers(self) -> None: ...
 
 
 class ScenarioError(RuntimeError):
@@ -115,6 +117,8 @@ class Scenario:
     """Used instead when the target master is ASYNC_MASTER (loss explained by the slave's offset)."""
     fault_for: float = 5.0
     """Default --fault-for: the pause, or the downtime before a restart."""
+    transactional: bool = False
+    """The load is transactional producer processes (mqtools.drills.txn_load) instead of plain producers."""
 
     def criteria_for(self, send_mode: str | None) -> Criteria:
         return self.async_criteria if self.async_criteria and send_mode == "ASYNC_MASTER" else self.criteria
@@ -173,6 +177,14 @@ async def drain_master(ctx: FaultContext) -> None:
     await ctx.add_write_perm()
 
 
+async def kill_producer_in_transaction(ctx: FaultContext) -> None:
+    """Transactional producers die wherever they are (between a half message and its end included); a new
+    generation of the same group starts after --fault-for seconds and answers the brokers' checks."""
+    await ctx.kill_producers()
+    await ctx.sleep(ctx.fault_for)
+    await ctx.restart_producers()
+
+
 _SYNC_LOSS = Criteria()
 _ASYNC_LOSS = replace(_SYNC_LOSS, max_lost=None, loss_explained=True)
 
@@ -203,4 +215,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
                              "start it, add the permission back.",
              "No send fails and nothing is lost.",
              "master", drain_master, replace(_SYNC_LOSS, max_failed=0)),
+    Scenario("kill-producer-in-transaction",
+             "Transactional producers (processes) send; SIGKILL them all, start a new generation of the same group "
+             "after --fault-for seconds.",
+             "Every transaction the dead producers left open is settled by the brokers' checks (the new producers "
+             "answer from the dead ones' journals): each committed one is consumed exactly once, no rolled-back "
+             "or undecided one ever is, and none stays open.",
+             "master", kill_producer_in_transaction, replace(_SYNC_LOSS, max_duplicates=0), fault_for=2.0,
+             transactional=True),
 )}

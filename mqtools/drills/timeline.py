@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqtools.drills.history import OK, History, Op
+from mqtools.drills.history import OK, History, Op, is_error
 
 STEADY_SHARE = 0.9
 PHASES = ("before", "during", "after")
@@ -103,7 +103,7 @@ def rto_of(sends: list[Op], fault_at: float) -> tuple[float | None, bool, float 
     for op in sorted(sends, key=lambda o: o.complete):
         if op.complete < fault_at:
             continue
-        if op.result != OK and outage_start is None:
+        if is_error(op) and outage_start is None:
             outage_start = op.invoke
         elif op.result == OK and outage_start is not None:
             return round(op.complete - outage_start, 3), True, op.complete
@@ -129,7 +129,7 @@ def analyze(history: History) -> Timeline:
             continue
         if op.result == OK:
             buckets[index].acked += 1
-        else:
+        elif is_error(op):
             buckets[index].errors += 1
     if fault is None:
         return Timeline(None, None, load_end, width, None, False, None, None, [],
@@ -178,7 +178,7 @@ def _moments(history: History, sends: list[Op], fault_at: float, rto: float | No
         return None if t is None else round(t - fault_at, 3)
 
     after = [o for o in sends if o.complete >= fault_at]
-    errors = sorted((o for o in after if o.result != OK), key=lambda o: o.complete)
+    errors = sorted((o for o in after if is_error(o)), key=lambda o: o.complete)
     out = [Moment("fault", 0.0, history.first_event("fault").detail)]  # type: ignore[union-attr]
     for ev in history.events:
         if ev.name not in HIDDEN and ev.time >= fault_at - 1e-6 and ev is not history.first_event("fault"):

@@ -26,7 +26,8 @@ from mqtools.common.presentation import load_schema
 
 pytestmark = pytest.mark.integration
 
-SCENARIO_NAMES = ["kill-master", "pause-master", "restart-master", "kill-slave", "kill-namesrv", "drain-master"]
+SCENARIO_NAMES = ["kill-master", "pause-master", "restart-master", "kill-slave", "kill-namesrv", "drain-master",
+                  "kill-producer-in-transaction"]
 LOAD = ["--duration", "5", "--rate", "100", "--poll-interval", "1", "--set", "mappedFileSizeCommitLog=4194304"]
 
 
@@ -217,3 +218,13 @@ def test_a_preset_that_fails_to_come_up_is_exit_3_and_leaves_nothing(tmp_path: P
     one_line_error(result, 3, "did not come up", "flushConsumerOffsetInterval")
     assert leftovers(tmp_path) == []
     assert list(tmp_path.glob("mq-drill-*")) == []
+
+
+def test_kill_producer_in_transaction_settles_what_the_dead_producers_left_open(short_soak: dict[str, Any]) -> None:
+    report = soak_report(short_soak, "kill-producer-in-transaction")
+    tx, integrity = report["transactions"], report["integrity"]
+    assert tx["openLeft"] == 0 and tx["openAtKill"] > 0, tx  # the SIGKILL caught transactions in flight
+    assert tx["checkedCommit"] + tx["checkedRollback"] > 0, tx  # and the next generation answered for them
+    assert integrity["lost"]["count"] == 0 and integrity["duplicateDeliveries"] == 0
+    assert integrity["failedButConsumed"]["count"] == 0 and integrity["unexpected"]["count"] == 0
+    assert integrity["failed"] > 0  # rolled back: by the local transaction, or undecided when the producer died
