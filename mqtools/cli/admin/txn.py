@@ -38,10 +38,11 @@ def list_(
         footer = [f"{n} open in producer group {g}" for g, n in sorted(per_group.items(), key=lambda e: str(e[0]))]
         footer += [f"{b.broker_name}: more than {b.scanned} half messages; only those were read" for b in brokers
                    if b.cut]
+        footer += [f"{b.broker_name}: not known ({b.error})" for b in brokers if b.error]
         if not brokers:
             footer.append("no broker has stored a transactional message")
         data = {"brokers": [{"brokerName": b.broker_name, "brokerAddr": b.broker_addr, "scanned": b.scanned,
-                             "cut": b.cut} for b in brokers],
+                             "cut": b.cut, "error": b.error} for b in brokers],
                 "transactions": [{"brokerName": t.broker_name, "producerGroup": t.producer_group, "topic": t.topic,
                                   "msgId": t.msg_id, "bornTimestamp": t.born_timestamp, "ageMs": t.age_ms,
                                   "checks": t.checks} for t in open_]}

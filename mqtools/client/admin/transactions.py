@@ -44,6 +44,12 @@ class TransactionAdmin(AdminService):
         return list(await asyncio.gather(*(self._broker(name, addr) for name, addr in sorted(masters.items()))))
 
     async def _broker(self, name: str, addr: str) -> BrokerTransactions:
+        try:
+            return await self._read_broker(name, addr)
+        except MQClientError as exc:  # one broker (an ACL broker, a dead one) must not hide the others
+            return BrokerTransactions(name, addr, [], 0, False, error=str(exc))
+
+    async def _read_broker(self, name: str, addr: str) -> BrokerTransactions:
         half_mq, op_mq = MessageQueue(RMQ_SYS_TRANS_HALF_TOPIC, name, 0), MessageQueue(OP_TOPIC, name, 0)
         half_from = await self._progress(addr, half_mq)
         try:

@@ -1,9 +1,10 @@
 """RocketMQ's white remote address patterns (RemoteAddressStrategyFactory), as a sans-IO matcher.
 
 Accepted forms: blank (matches nothing), `*` / `*.*.*.*` (everything), one address (IPv4 or IPv6),
-a comma list, `192.168.0.{1,2}`, and IPv4 octet ranges such as `192.168.1.1-10` or `192.168.*`
-(missing trailing octets count as `*`). A malformed pattern is a ValueError where the file or the
-admin request is read, never at request time. IPv6 ranges are not supported (exact addresses are).
+a comma list, `192.168.0.{1,2}`, and IPv4 octet ranges such as `192.168.1.1-10` or `192.168.*.*`
+(all four octets, as Apache's AclUtils.verify demands: `192.168.*` is refused with its message). A
+malformed pattern is a ValueError where the file or the admin request is read, never at request time.
+IPv6 ranges are not supported (exact addresses are).
 """
 
 from __future__ import annotations
@@ -46,9 +47,11 @@ def _octet_rule(part: str, pattern: str) -> tuple[int, int]:
 
 def _range(pattern: str) -> Matcher:
     parts = pattern.split(".")
-    if len(parts) > 4 or ":" in pattern:
+    if ":" in pattern:
         raise ValueError(f"bad address pattern {pattern!r} (IPv6 ranges are not supported)")
-    rules = [_octet_rule(p, pattern) for p in parts] + [(0, 255)] * (4 - len(parts))
+    if len(parts) != 4:
+        raise ValueError(f"Netaddress examine scope Exception netaddress is {pattern}")
+    rules = [_octet_rule(p, pattern) for p in parts]
 
     def match(address: str) -> bool:
         octets = address.split(".")

@@ -45,7 +45,7 @@ def test_update_topic_route_and_delete_print_what_mqadmin_prints(cluster: Cluste
         "topicSysFlag=0, order=false, attributes={}]")]
     queue = "\t\t{\n\t\t\t\"brokerName\":\"%s\",\n\t\t\t\"perm\":6,\n\t\t\t\"readQueueNums\":4,\n" \
             "\t\t\t\"topicSysFlag\":0,\n\t\t\t\"writeQueueNums\":4\n\t\t}"
-    broker = "\t\t{\n\t\t\t\"brokerAddrs\":{0:\"%s\"\n\t\t\t},\n\t\t\t\"brokerName\":\"%s\",\n" \
+    broker = "\t\t{\n\t\t\t\"brokerAddrs\":{\n\t\t\t\t0:\"%s\"\n\t\t\t},\n\t\t\t\"brokerName\":\"%s\",\n" \
              "\t\t\t\"cluster\":\"ClientIT\",\n\t\t\t\"enableActingMaster\":false\n\t\t}"
     with SyncMQAdmin(ns) as admin:  # mqadmin keeps the name server's order of brokers and queues
         route = admin.topic_route("MaRoute")

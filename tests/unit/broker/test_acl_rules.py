@@ -35,8 +35,8 @@ from mqtools.server.broker.acl.plain_acl import PlainAclFile
     ("192.168.1.1-10", "192.168.1.10", True),
     ("192.168.1.1-10", "192.168.1.11", False),
     ("192.168.1.1-10", "192.168.2.5", False),
-    ("192.168.*", "192.168.200.7", True),
-    ("192.168.*", "192.169.0.1", False),
+    ("192.168.*.*", "192.168.200.7", True),
+    ("192.168.*.*", "192.169.0.1", False),
     ("10.*.3.*", "10.9.3.1", True),
     ("::1", "0:0::1", True),
 ])
@@ -44,7 +44,7 @@ def test_address_patterns(pattern: str, address: str, matches: bool) -> None:
     assert addresses.matcher(pattern)(address) is matches
 
 
-@pytest.mark.parametrize("pattern", ["192.168.1.300", "192.168.1.10-1", "a.b.c.d", "1.2.3.{x}", "1:2:*"])
+@pytest.mark.parametrize("pattern", ["192.168.1.300", "192.168.1.10-1", "a.b.c.d", "1.2.3.{x}", "1:2:*", "192.168.*"])
 def test_bad_address_patterns_are_refused_when_read(pattern: str) -> None:
     with pytest.raises(ValueError):
         addresses.matcher(pattern)

@@ -58,15 +58,15 @@ def topic_config_text(config: TopicConfig) -> str:
 
 
 def fastjson_pretty(value: Any, level: int = 0) -> str:
-    """fastjson's PrettyFormat (what RemotingSerializable.toJson(true) prints): tab indents, string-keyed
-    objects one field a line, maps with number keys on one line (`{0:"addr"` then the closing brace on
-    its own line), empty containers as {} and []."""
+    """RemotingSerializable.toJson(true) as mqadmin 5.x prints it: tab indents, one entry a line, number keys
+    unquoted, empty containers as {} and []. (4.9's older fastjson kept a map with number keys on one line,
+    `{0:"addr",1:"addr"` then the closing brace on its own line.)"""
     pad, inner = "\t" * level, "\t" * (level + 1)
     if isinstance(value, dict):
         if not value:
             return "{}"
-        parts = [f"\n{inner}{json.dumps(k, ensure_ascii=False)}:{fastjson_pretty(v, level + 1)}" if isinstance(k, str)
-                 else f"{k}:{fastjson_pretty(v, level + 1)}" for k, v in value.items()]
+        parts = [f"\n{inner}{json.dumps(k, ensure_ascii=False) if isinstance(k, str) else k}:"
+                 f"{fastjson_pretty(v, level + 1)}" for k, v in value.items()]
         return "{" + ",".join(parts) + f"\n{pad}}}"
     if isinstance(value, list):
         if not value:

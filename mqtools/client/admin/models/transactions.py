@@ -29,3 +29,5 @@ class BrokerTransactions:
     """Half messages read past the check service's progress."""
     cut: bool
     """More half messages were left unread (MAX_SCAN)."""
+    error: str | None = None
+    """Why this broker's transactions are not known (it refused or did not answer); `open` is then empty."""
