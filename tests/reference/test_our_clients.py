@@ -1,6 +1,6 @@
 """mq's own Python clients against Apache RocketMQ 4.9.7 and 5.5.0 brokers, and against mq: Producer
 (sync, oneway, batch, ordered, auto-batching), PushConsumer (concurrent, orderly, retry), PullConsumer,
-SyncPullConsumer and MQAdmin. Each scenario must come out the same on all three sides (`any_side`).
+SyncPullConsumer, TransactionProducer, message trace and MQAdmin. Each scenario must come out the same on all three sides (`any_side`).
 """
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 
+import apache
 import pytest
 from clientsupport import until
 from refsupport import CLUSTER, make_topic, name
@@ -16,10 +17,13 @@ from mqtools.client.admin.client import MQAdmin
 from mqtools.client.producer import Producer, select_by_hash
 from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.sync import SyncPullConsumer
+from mqtools.client.transaction import LocalTransactionState, TransactionProducer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult, PullStatus
 from mqtools.common.message import Message, MessageExt
 
 pytestmark = pytest.mark.timeout(180)
+
+COMMIT, ROLLBACK, UNKNOWN = LocalTransactionState.COMMIT, LocalTransactionState.ROLLBACK, LocalTransactionState.UNKNOWN
 
 
 def push(ns: str, topic: str, sink: list[MessageExt], *, fail_first: bool = False, **options) -> PushConsumer:
@@ -146,3 +150,43 @@ async def test_admin_reads(any_side):
         assert by_id is not None and by_id.body == b"a-0"
         runtime = await admin.broker_runtime_info(info.broker_addr_table["broker-a"].master_addr())
         assert runtime is not None
+
+
+async def test_transaction_producer_and_trace(any_side, ref_root):
+    """Our TransactionProducer (commit, rollback, and two left UNKNOWN that the broker's check settles)
+    and trace=True clients: the same outcome on every side; Apache's own mqadmin (queryMsgTraceById) reads
+    our trace records, and `mq admin txn list` finds nothing left open."""
+    topic, group, consumers = name("PYTX"), name("PGTX"), name("CGTX")
+    make_topic(any_side, topic)
+    executed = {b"commit": COMMIT, b"rollback": ROLLBACK, b"open-commit": UNKNOWN, b"open-rollback": UNKNOWN}
+    checks: list[bytes] = []
+
+    def check(msg: MessageExt) -> LocalTransactionState:
+        checks.append(msg.body)
+        return COMMIT if msg.body == b"open-commit" else ROLLBACK
+
+    async with TransactionProducer(group, namesrv=any_side, execute=lambda m, a: executed[m.body], check=check,
+                                   trace=True) as producer:
+        results = [await producer.send_in_transaction(Message(topic, body)) for body in executed]
+        await until(lambda: {b"open-commit", b"open-rollback"} <= set(checks), 30, "both open transactions checked")
+    got: list[MessageExt] = []
+    consumer = PushConsumer(consumers, namesrv=any_side, rebalance_interval=2.0, trace=True,
+                            consume_from_where=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic, "*").register_listener(lambda msgs: got.extend(msgs) or ConsumeResult.CONSUME_SUCCESS)
+    async with consumer:
+        await until(lambda: len(got) >= 2, 30, "the two committed messages")
+    assert sorted(m.body for m in got) == [b"commit", b"open-commit"]
+    async with MQAdmin(any_side) as admin:
+        await until(lambda: _no_open(admin, group), 15, "no transaction of the group left open")
+
+    def apache_shows() -> str | None:
+        shown = apache.mqadmin(ref_root, "queryMsgTraceById", "-n", any_side, "-i", results[0].transaction_id).stdout
+        rows = {line.split()[0] for line in shown.splitlines() if line.startswith(("Pub ", "Sub "))}
+        return shown if rows == {"Pub", "Sub"} else None
+
+    shown = await until(lambda: asyncio.to_thread(apache_shows), 30, "Apache's mqadmin showing our Pub and Sub")
+    assert group in shown and consumers in shown, shown
+
+
+async def _no_open(admin: MQAdmin, group: str) -> bool:
+    return not [t for b in await admin.open_transactions() for t in b.open if t.producer_group == group]

@@ -250,11 +250,15 @@ class ConsumerProcessor:
         online = self.c.consumers.find(h.group)
         if table is None and online is None:
             return req.response(ResponseCode.SYSTEM_ERROR, f"THe consumer group <{h.group}> not exist")
+        if online is None or not online.channels:
+            # as Apache's broker: nobody to tell, so nothing is reset; tools then commit offsets themselves
+            return req.response(ResponseCode.CONSUMER_NOT_ONLINE,
+                                f"Consumer not online, so can not reset offset, Group: {h.group} Topic: {h.topic} "
+                                f"Timestamp: {h.timestamp}")
         table = table or {}
         for mq, offset in table.items():
             self.c.offsets.commit_offset(conn.peer, h.group, mq.topic, mq.queue_id, offset)
-        if online is not None:
-            self._push_reset(h, table, online)
+        self._push_reset(h, table, online)
         return req.response(ResponseCode.SUCCESS, body=ResetOffsetBody(offset_table=table).to_json())
 
     def _reset_table(self, h: ResetOffsetRequestHeader, queue_nums: int) -> dict[MessageQueue, int] | None:

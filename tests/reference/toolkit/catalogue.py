@@ -78,12 +78,12 @@ _PROPERTIES = re.compile(r"^Properties: \{(.*)\}$")
 _UPTIME = re.compile(r"\[ \d+ days, \d+ hours, \d+ minutes, \d+ seconds \]")
 
 #: Commands whose lines mqadmin prints in a Java hash container's order (topicList: a HashSet filled in
-#: the name server's order; getBrokerConfig: the ConcurrentHashMap inside Properties) and mq in the order
+#: the name server's order; getBrokerConfig and getNamesrvConfig: the ConcurrentHashMap inside Properties) and mq in the order
 #: it has them (sorted topics; the broker's own order of its config), or in the order brokers registered
 #: (topicRoute's brokers and queues), or groups and topics in a table's order (brokerConsumeStats,
 #: consumerProgress of every group, statsAll): compared as sorted lines.
-ORDER_FREE = {"topicList", "getBrokerConfig", "topicRoute", "brokerConsumeStats", "consumerProgress (all)",
-              "statsAll"}
+ORDER_FREE = {"topicList", "getBrokerConfig", "getNamesrvConfig", "topicRoute", "brokerConsumeStats",
+              "consumerProgress (all)", "statsAll"}
 
 
 def fill(template: list[str], values: dict[str, str]) -> list[str]:
@@ -95,6 +95,7 @@ def normalise(text: str) -> list[str]:
     lines = []
     for line in text.splitlines():
         line = _ADDR.sub("<addr>", line)
+        line = _TIMER.sub("<timer>", line)
         line = _TIME.sub("<time>", line)
         line = _UPTIME.sub("<uptime>", line)
         line = _HEX_ID.sub("<id>", line)
@@ -111,6 +112,10 @@ def normalise(text: str) -> list[str]:
 
 
 _NUMBER = re.compile(r"-?\b\d+\b")
+_NUMBER_KEY = re.compile(r'^\d+:"')
+_DURATION = re.compile(r"\b\d+ms\b")
+#: The timer wheel's progress column (clusterList on 5.x): how far its reading lags, a moving figure.
+_TIMER = re.compile(r"\b\d+-\d+\(\d+\.\d+w, \d+\.\d+, \d+\.\d+\)")
 _RANDOM_SUFFIX = re.compile(r"_[0-9a-f]{8}\b")
 
 
@@ -118,7 +123,8 @@ def shape(text: str) -> list[str]:
     """`normalise`, every number a placeholder, and no line about another test's topic or group (named
     with a random suffix, refsupport.name): the outline of an answer from another cluster, whose offsets,
     counts per queue and sizes may differ while the question and its layout are the same."""
-    return [_NUMBER.sub("<n>", line) for line in normalise(text) if not _RANDOM_SUFFIX.search(line)]
+    return [_NUMBER.sub("<n>", _DURATION.sub("<n>", line)) for line in normalise(text)
+            if not _RANDOM_SUFFIX.search(line)]
 
 
 def same_lines(mq: list[str], apache: list[str]) -> bool:
@@ -172,13 +178,19 @@ def as_4x(name: str, lines: list[str]) -> list[str]:
         return _as_4x_table(lines, "#Topic", ("#Inflight",))
     if name == "topicStatus":
         return [line for line in lines if not line.startswith("Topic Put TPS:")]
-    if name == "topicRoute":
+    if name == "topicRoute":  # 4.9 has no enableActingMaster, and keeps a map with number keys on one line
         out: list[str] = []
+        in_map = False
         for line in lines:
             if line == '"enableActingMaster":false':
                 out[-1] = out[-1].rstrip(",")
+            elif _NUMBER_KEY.match(line) and out and (in_map or out[-1].endswith("{")):
+                out[-1] += line
+                in_map = True
+                continue
             else:
                 out.append(line)
+            in_map = False
         return out
     if name.startswith("queryMsgBy"):  # 4.9.8 prints a message's tracks on one line
         out = []

@@ -7,16 +7,10 @@ the same cluster at nearly the same moment (catalogue.normalise: addresses, time
 
 from __future__ import annotations
 
-import json
-
-import jsonschema
 import pytest
-from adminsupport import mq_here
-from catalogue import MQADMIN_4X_ARGS, MQADMIN_READS, ORDER_FREE, READS, as_4x, fill, normalise, same_lines
+from checks import dialect_rows, reading_problems
 from mqadminbatch import MqadminBatch
 from tkworld import World
-
-from mqtools.common.presentation import load_schema
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -26,26 +20,7 @@ DOCUMENTED: dict[str, str] = {}
 
 
 def test_every_reading_command_answers_on_apache(worlds: dict[str, World]) -> None:
-    """Exit 0, no stack trace, at most one hint line on stderr, and JSON valid against its schema."""
-    world = worlds["apache"]
-    failures = []
-    for name, template in READS.items():
-        args = fill(template, world.values)
-        for output in ("table", "json"):
-            result = mq_here("admin", *args, "-o", output, namesrv=world.namesrv)
-            problem = None
-            if result.returncode != 0:
-                problem = f"exit {result.returncode}: {result.stderr.strip()[-300:]}"
-            elif "Traceback" in result.stderr or result.stderr.count("\n") > 1:
-                problem = f"stderr: {result.stderr.strip()[-300:]}"
-            elif output == "json":
-                doc = json.loads(result.stdout)
-                try:
-                    jsonschema.validate(doc, load_schema(doc["kind"]))
-                except jsonschema.ValidationError as exc:
-                    problem = f"schema {doc['kind']}: {exc.message}"
-            if problem:
-                failures.append(f"{name} -o {output}: {problem}")
+    failures = reading_problems(worlds["apache"])
     assert not failures, "\n".join(failures)
 
 
@@ -54,24 +29,6 @@ def test_the_mqadmin_dialect_prints_what_apaches_mqadmin_prints(worlds: dict[str
     """mq's dialect lays its output out as mqadmin 5.x does. Against a 4.9.7 cluster, Apache's 5.5.0 mqadmin
     fails or guesses where a 4.x broker lacks what 5.x asks (topicStatus, consumerProgress, track types);
     so mq's output must equal 5.5.0's, or, in 4.9.8's layout (catalogue.as_4x), 4.9.8's."""
-    world = worlds["apache"]
-    rows, differ = [], []
-    for name, template in MQADMIN_READS.items():
-        args = fill(template, world.values)
-        five = mqadmin5.run(*args, "-n", world.namesrv)
-        four = mqadmin.run(*fill(MQADMIN_4X_ARGS.get(name, template), world.values), "-n", world.namesrv)
-        ours = mq_here("admin", *args, namesrv=world.namesrv)
-        order = sorted if name in ORDER_FREE else list
-        mine = normalise(ours.stdout)
-        if same_lines(order(mine), order(normalise(five.out))):
-            verdict = "same as 5.5.0"
-        elif same_lines(order(as_4x(name, mine)), order(normalise(four.out))):
-            verdict = "same as 4.9.8"
-        else:
-            verdict = "documented" if name in DOCUMENTED else "differs"
-        rows.append(f"| {name} | {verdict} |")
-        if verdict == "differs" or (verdict.startswith("same") and name in DOCUMENTED):
-            differ.append(f"--- {name}: {verdict}\n5.5.0:\n{five.out}{five.err[-400:]}\n4.9.8:\n{four.out}"
-                          f"{four.err[-400:]}\nmq (exit {ours.returncode}):\n{ours.stdout}{ours.stderr}")
+    rows, differ = dialect_rows(worlds["apache"], mqadmin5, mqadmin, DOCUMENTED)
     print("\n| mqadmin command on Apache 4.9.7 | mq's dialect |\n|---|---|\n" + "\n".join(rows))
     assert not differ, "\n".join(differ)

@@ -5,13 +5,10 @@ a broker config value set. The cluster is left as it was found.
 
 from __future__ import annotations
 
-import json
-import re
 from pathlib import Path
 
-import apache
 import pytest
-from adminsupport import mq_here
+from readback import mqadmin, ok, route
 from refsupport import CLUSTER
 from tkworld import TOPIC, World
 
@@ -20,46 +17,28 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300), pytest.mark.fau
 NEW_TOPIC = "TkWritten"
 
 
-def mqadmin(root: Path, world: World, *args: str) -> str:
-    done = apache.mqadmin(root, *args, "-n", world.namesrv)
-    assert done.returncode == 0 and "Exception" not in done.stdout + done.stderr, done.stdout + done.stderr
-    return done.stdout
-
-
-def route(root: Path, world: World, topic: str) -> dict[str, tuple[int, int, int]]:
-    """Apache's topicRoute: per broker name, (read queues, write queues, perm)."""
-    doc = json.loads(re.sub(r"([{,]\s*)(\d+):", r'\1"\2":', mqadmin(root, world, "topicRoute", "-t", topic)))
-    return {q["brokerName"]: (q["readQueueNums"], q["writeQueueNums"], q["perm"]) for q in doc["queueDatas"]}
-
-
-def ok(*args: str, world: World) -> str:
-    result = mq_here("admin", *args, namesrv=world.namesrv)
-    assert result.returncode == 0, result.stdout + result.stderr
-    return result.stdout
-
-
 def test_topic_writes_read_back_by_apaches_mqadmin(worlds: dict[str, World], ref_root: Path) -> None:
     world = worlds["apache"]
     ok("topic", "create", NEW_TOPIC, "-c", CLUSTER, "--read-queues", "3", "--write-queues", "3", world=world)
-    assert route(ref_root, world, NEW_TOPIC) == {"broker-a": (3, 3, 6), "broker-b": (3, 3, 6)}
+    assert route(ref_root, world.namesrv, NEW_TOPIC) == {"broker-a": (3, 3, 6), "broker-b": (3, 3, 6)}
     ok("topic", "update", NEW_TOPIC, "-c", CLUSTER, "--write-queues", "2", world=world)
-    assert route(ref_root, world, NEW_TOPIC) == {"broker-a": (3, 2, 6), "broker-b": (3, 2, 6)}
+    assert route(ref_root, world.namesrv, NEW_TOPIC) == {"broker-a": (3, 2, 6), "broker-b": (3, 2, 6)}
     ok("topic", "perm", NEW_TOPIC, "-c", CLUSTER, "--perm", "r", world=world)
-    assert route(ref_root, world, NEW_TOPIC) == {"broker-a": (3, 2, 4), "broker-b": (3, 2, 4)}
+    assert route(ref_root, world.namesrv, NEW_TOPIC) == {"broker-a": (3, 2, 4), "broker-b": (3, 2, 4)}
     ok("topic", "delete", NEW_TOPIC, "-c", CLUSTER, "--yes", world=world)
-    assert NEW_TOPIC not in mqadmin(ref_root, world, "topicList").split()
+    assert NEW_TOPIC not in mqadmin(ref_root, world.namesrv, "topicList").split()
 
 
 def test_write_permission_wiped_and_added_back(worlds: dict[str, World], ref_root: Path) -> None:
     world = worlds["apache"]
-    before = route(ref_root, world, TOPIC)
+    before = route(ref_root, world.namesrv, TOPIC)
     ok("broker", "perm", "wipe", "broker-a", "--yes", world=world)
     try:
-        wiped = route(ref_root, world, TOPIC)
+        wiped = route(ref_root, world.namesrv, TOPIC)
         assert wiped["broker-a"][2] == 4 and wiped["broker-b"] == before["broker-b"], wiped
     finally:
         ok("broker", "perm", "add", "broker-a", world=world)
-    assert route(ref_root, world, TOPIC) == before
+    assert route(ref_root, world.namesrv, TOPIC) == before
 
 
 def test_broker_config_set_read_back_by_apaches_mqadmin(worlds: dict[str, World], ref_root: Path) -> None:
@@ -67,7 +46,7 @@ def test_broker_config_set_read_back_by_apaches_mqadmin(worlds: dict[str, World]
     addr = world.brokers["broker-a"]
 
     def value() -> str:
-        out = mqadmin(ref_root, world, "getBrokerConfig", "-b", addr)
+        out = mqadmin(ref_root, world.namesrv, "getBrokerConfig", "-b", addr)
         return next(line.split("=", 1)[1].strip() for line in out.splitlines()
                     if line.split("=", 1)[0].strip() == "maxMessageSize")
 
