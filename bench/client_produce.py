@@ -38,11 +38,11 @@ from mqtools.client.producer import Producer
 from mqtools.common.message import Message
 
 
-async def drive_producer(namesrv: str, kind: str, inflight: int, seconds: float, batch: int, auto_batch: bool
-                         ) -> dict:
+async def drive_producer(namesrv: str, kind: str, inflight: int, seconds: float, batch: int, auto_batch: bool,
+                         trace: bool = False) -> dict:
     latencies: list[float] = []
     msgs = 0
-    async with Producer("PG_BENCH_CLIENT", namesrv=namesrv, auto_batch=auto_batch) as producer:
+    async with Producer("PG_BENCH_CLIENT", namesrv=namesrv, auto_batch=auto_batch, trace=trace) as producer:
         await producer.send(Message(broker_send.TOPIC, broker_send.BODY))
         deadline = time.perf_counter() + seconds
 

@@ -1,6 +1,6 @@
 """What message trace costs the send path: our Producer with trace=False and trace=True, one summary line.
 
-Starts a real `mq namesrv` + `mq broker` (ASYNC_FLUSH, traceTopicEnable=true). One client process sends
+Starts a real `mq namesrv` + `mq broker` (ASYNC_FLUSH, traceTopicEnable=true). One client process (bench/client_produce.py's driver) sends
 1 KiB messages, sync with 64 in flight and async with 256 in flight, untraced and traced in turns (A, B,
 A, B...), and keeps each side's best of --repeat runs; the traced producer also sends its trace
 messages (one per 100 records) through the same broker, as it would in production. The ratio is traced
@@ -13,48 +13,21 @@ Usage: .venv/bin/python bench/trace_cost.py [--seconds 3] [--repeat 3]
 from __future__ import annotations
 
 import argparse
-import asyncio
 import multiprocessing as mp
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import broker_send
+import client_produce
 from benchsupport import client_loop, namesrv_and_broker, run_client, run_processes, throughput
-
-from mqtools.client.producer import Producer
-from mqtools.common.message import Message
-
-
-async def drive(namesrv: str, kind: str, inflight: int, seconds: float, trace: bool) -> dict:
-    latencies: list[float] = []
-    msgs = 0
-    async with Producer("PG_BENCH_TRACE", namesrv=namesrv, trace=trace) as producer:
-        await producer.send(Message(broker_send.TOPIC, broker_send.BODY))
-        deadline = time.perf_counter() + seconds
-
-        async def worker() -> None:
-            nonlocal msgs
-            while time.perf_counter() < deadline:
-                t0 = time.perf_counter()
-                if kind == "async":
-                    await producer.send_async(Message(broker_send.TOPIC, broker_send.BODY))
-                else:
-                    await producer.send(Message(broker_send.TOPIC, broker_send.BODY))
-                latencies.append(time.perf_counter() - t0)
-                msgs += 1
-
-        t0 = time.perf_counter()
-        await asyncio.gather(*(worker() for _ in range(inflight)))
-        elapsed = time.perf_counter() - t0
-    return {"msgs": msgs, "elapsed": elapsed, "lat": latencies}
 
 
 def _child(args: tuple, out: mp.Queue) -> None:
-    out.put(run_client(drive(*args)))
+    namesrv, kind, inflight, seconds, trace = args
+    out.put(run_client(client_produce.drive_producer(namesrv, kind, inflight, seconds, 1, False, trace)))
 
 
 def run(namesrv: str, kind: str, inflight: int, seconds: float, trace: bool) -> dict:
