@@ -8,6 +8,10 @@ BENCHMARK_TOPIC = "BenchmarkTest"
 SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 RMQ_SYS_TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+#: Transactional messages' system topics and the check service's progress group (TopicValidator, MixAll).
+RMQ_SYS_TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+CID_RMQ_SYS_TRANS = "CID_RMQ_SYS_TRANS"
 #: TopicValidator.RMQ_SYS_TRACE_TOPIC: message traces; ACL lets every signed account publish to it
 RMQ_SYS_TRACE_TOPIC = "RMQ_SYS_TRACE_TOPIC"
 DEFAULT_CLUSTER = "DefaultCluster"

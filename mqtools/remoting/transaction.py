@@ -7,10 +7,14 @@ stored encoding as body), and the producer answers with END_TRANSACTION, fromTra
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass
 
 from mqtools.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from mqtools.remoting.headers import Header
+
+#: The tag of an op message that ends half messages (TransactionalMessageUtil.REMOVETAG).
+OP_REMOVE_TAG = "d"
 
 #: commitOrRollback values, as the sys flag's transaction bits name them.
 COMMIT = TRANSACTION_COMMIT_TYPE
@@ -38,3 +42,13 @@ class CheckTransactionStateRequestHeader(Header):
     msg_id: str | None = None
     transaction_id: str | None = None
     offset_msg_id: str | None = None
+
+
+def op_half_offsets(body: bytes) -> list[int]:
+    """The half queue offsets an op message's body names (4.x writes one; 5.x several, comma-separated);
+    what is not a number is left out."""
+    offsets = []
+    for part in body.decode("utf-8", errors="replace").split(","):
+        with contextlib.suppress(ValueError):
+            offsets.append(int(part.strip()))
+    return offsets

@@ -55,6 +55,10 @@ class AppendMessageResult:
         return create_offset_msg_ids(self.store_host, self.phys_offsets)
 
 
+#: Put statuses with which the message is stored (a send is answered with its ids; a commit counts as done).
+STORED = frozenset({"PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"})
+
+
 @dataclass(slots=True)
 class PutMessageResult:
     status: PutMessageStatus

@@ -21,13 +21,12 @@ from mqtools.client.errors import MQClientError
 from mqtools.client.types import PullStatus, message_id
 from mqtools.common import properties as P
 from mqtools.common.message import MessageExt
-from mqtools.common.topics import RMQ_SYS_TRANS_HALF_TOPIC
+from mqtools.common.topics import CID_RMQ_SYS_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.headers import OffsetResponseHeader, QueryConsumerOffsetRequestHeader
+from mqtools.remoting.transaction import op_half_offsets
 
-OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-CHECK_GROUP = "CID_RMQ_SYS_TRANS"
 #: The most half (and op) messages read per broker; past it the answer says it was cut.
 MAX_SCAN = 10_000
 
@@ -40,7 +39,7 @@ class TransactionAdmin(AdminService):
         except MQClientError:
             return []
         with suppress(MQClientError):
-            await self.admin.instance.route(OP_TOPIC, refresh=True)
+            await self.admin.instance.route(RMQ_SYS_TRANS_OP_HALF_TOPIC, refresh=True)
         return list(await asyncio.gather(*(self._broker(name, addr) for name, addr in sorted(masters.items()))))
 
     async def _broker(self, name: str, addr: str) -> BrokerTransactions:
@@ -50,17 +49,13 @@ class TransactionAdmin(AdminService):
             return BrokerTransactions(name, addr, [], 0, False, error=str(exc))
 
     async def _read_broker(self, name: str, addr: str) -> BrokerTransactions:
-        half_mq, op_mq = MessageQueue(RMQ_SYS_TRANS_HALF_TOPIC, name, 0), MessageQueue(OP_TOPIC, name, 0)
+        half_mq, op_mq = MessageQueue(RMQ_SYS_TRANS_HALF_TOPIC, name, 0), MessageQueue(RMQ_SYS_TRANS_OP_HALF_TOPIC, name, 0)
         half_from = await self._progress(addr, half_mq)
         try:
             ops, _ = await self._read(op_mq, await self._progress(addr, op_mq))
         except MQClientError:  # no op topic yet: nothing has ended
             ops = []
-        ended_offsets = set()
-        for op in ops:
-            for part in op.body.decode("utf-8", errors="replace").split(","):
-                with suppress(ValueError):
-                    ended_offsets.add(int(part))
+        ended_offsets = {offset for op in ops for offset in op_half_offsets(op.body)}
         halves, cut = await self._read(half_mq, half_from)
         ended_ids = {message_id(h) for h in halves if h.queue_offset in ended_offsets}
         ended_ids.update(key for op in ops for key in op.keys)
@@ -80,7 +75,7 @@ class TransactionAdmin(AdminService):
 
     async def _progress(self, addr: str, mq: MessageQueue) -> int:
         """The check service's offset in the queue; the queue's first offset when it has none yet."""
-        ext = QueryConsumerOffsetRequestHeader(CHECK_GROUP, mq.topic, mq.queue_id, set_zero_if_not_found=False).to_ext()
+        ext = QueryConsumerOffsetRequestHeader(CID_RMQ_SYS_TRANS, mq.topic, mq.queue_id, set_zero_if_not_found=False).to_ext()
         resp = await self.admin.call(addr, RequestCode.QUERY_CONSUMER_OFFSET, ext,
                                      ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
         offset = OffsetResponseHeader.from_ext(resp.ext_fields).offset if resp.code == ResponseCode.SUCCESS else -1

@@ -25,7 +25,7 @@ from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.transaction import COMMIT, ROLLBACK, EndTransactionRequestHeader
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.transaction.bridge import TransactionalMessageBridge, transaction_id
-from mqtools.server.store.results import PutMessageResult
+from mqtools.server.store.results import STORED, PutMessageResult
 
 if TYPE_CHECKING:
     from mqtools.common.message import MessageExt
@@ -33,10 +33,6 @@ if TYPE_CHECKING:
     from mqtools.remoting.transport import RemotingConnection
 
 log = logging.getLogger(__name__)
-
-#: Put statuses after which the committed message is stored (EndTransactionProcessor.sendFinalMessage).
-_STORED = {"PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
-
 
 class EndTransactionProcessor:
     def __init__(self, broker: BrokerContext, bridge: TransactionalMessageBridge) -> None:
@@ -84,7 +80,7 @@ class EndTransactionProcessor:
 
     async def _commit(self, req: RemotingCommand, half: MessageExt) -> RemotingCommand:
         result = await self.b.store.put_message(self.bridge.committed(half))
-        if result.status.name not in _STORED:
+        if result.status.name not in STORED:
             return req.response(ResponseCode.SYSTEM_ERROR, f"putting the committed message failed: {result.status.name}")
         return await self._op_written(req, self.bridge.put_op(half))
 
@@ -100,7 +96,7 @@ class EndTransactionProcessor:
 
     @staticmethod
     def _op_answer(req: RemotingCommand, put: PutMessageResult) -> RemotingCommand:
-        if put.status.name not in _STORED:
+        if put.status.name not in STORED:
             log.warning("writing the op message of an ended transaction failed: %s", put.status.name)
         return req.response()
 

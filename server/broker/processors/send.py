@@ -26,7 +26,7 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import INT_RANGE, LONG_RANGE, SendMessageRequestHeader, parse_send_v2
 from mqtools.server.broker.context import BrokerContext
-from mqtools.server.store.results import PutMessageResult
+from mqtools.server.store.results import STORED, PutMessageResult
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
@@ -34,8 +34,8 @@ if TYPE_CHECKING:
 
 DLQ_NUMS_PER_GROUP = 1
 #: Topics RocketMQ's TopicValidator.isNotAllowedSendTopic refuses from producers.
-NOT_ALLOWED_SEND_TOPICS = frozenset({T.SCHEDULE_TOPIC, T.RMQ_SYS_TRANS_HALF_TOPIC, "RMQ_SYS_TRANS_OP_HALF_TOPIC",
-                                     "TRANS_CHECK_MAX_TIME_TOPIC", "CHECK_TRANSACTION_STATE_TOPIC"})
+NOT_ALLOWED_SEND_TOPICS = frozenset({T.SCHEDULE_TOPIC, T.RMQ_SYS_TRANS_HALF_TOPIC, T.RMQ_SYS_TRANS_OP_HALF_TOPIC,
+                                     T.TRANS_CHECK_MAX_TIME_TOPIC, "CHECK_TRANSACTION_STATE_TOPIC"})
 
 #: Header fields the stored message layout keeps in 4 or 8 bytes (the queue id is checked against the
 #: topic). Checked here because parse_send_v2, the fast path, converts numbers without range checks.
@@ -57,8 +57,6 @@ _PUT_STATUS = {
     "OS_PAGE_CACHE_BUSY": (ResponseCode.SYSTEM_ERROR, "[PC_SYNCHRONIZED]broker busy, start flow control for a while"),
     "UNKNOWN_ERROR": (ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR"),
 }
-#: Statuses for which the message is stored and the client gets msgId / offset.
-_STORED = {"PUT_OK", "FLUSH_DISK_TIMEOUT", "FLUSH_SLAVE_TIMEOUT", "SLAVE_NOT_AVAILABLE"}
 
 
 @functools.lru_cache(maxsize=4096)
@@ -259,7 +257,7 @@ class SendProcessor:
     def _response(self, req: RemotingCommand, topic: str, result: Any, queue_id: int) -> RemotingCommand:
         name = result.status.name
         code, remark = _PUT_STATUS.get(name, (ResponseCode.SYSTEM_ERROR, name))
-        if name not in _STORED or result.append is None:
+        if name not in STORED or result.append is None:
             return req.response(code, remark)
         append = result.append
         self.c.stats.on_put(topic, append.msg_num, append.wrote_bytes)

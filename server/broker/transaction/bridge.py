@@ -23,7 +23,13 @@ from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
 from mqtools.common.message import MessageExt, MessageExtBrokerInner
 from mqtools.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_MASK
-from mqtools.common.topics import RMQ_SYS_TRANS_HALF_TOPIC
+from mqtools.common.topics import (
+    CID_RMQ_SYS_TRANS,
+    RMQ_SYS_TRANS_HALF_TOPIC,
+    RMQ_SYS_TRANS_OP_HALF_TOPIC,
+    TRANS_CHECK_MAX_TIME_TOPIC,
+)
+from mqtools.remoting.transaction import OP_REMOVE_TAG
 from mqtools.server.store.results import PutMessageResult
 
 if TYPE_CHECKING:
@@ -32,10 +38,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 HALF_TOPIC = RMQ_SYS_TRANS_HALF_TOPIC
-OP_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
-CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
-CHECK_GROUP = "CID_RMQ_SYS_TRANS"
-REMOVE_TAG = "d"
+OP_TOPIC = RMQ_SYS_TRANS_OP_HALF_TOPIC
+CHECK_MAX_TIME_TOPIC = TRANS_CHECK_MAX_TIME_TOPIC
+CHECK_GROUP = CID_RMQ_SYS_TRANS
 QUEUE = 0
 #: The properties a half message carries for its real destination.
 REAL_DESTINATION = (P.REAL_TOPIC, P.REAL_QID)
@@ -123,7 +128,7 @@ class TransactionalMessageBridge:
     def put_op(self, half: MessageExt) -> PutMessageResult | Awaitable[PutMessageResult]:
         """Mark a half message ended: an op message naming its queue offset."""
         self.ended[transaction_id(half)] = half.queue_offset
-        props = {P.TAGS: REMOVE_TAG, P.WAIT: "false", P.KEYS: transaction_id(half)}
+        props = {P.TAGS: OP_REMOVE_TAG, P.WAIT: "false", P.KEYS: transaction_id(half)}
         now = int(self.b.clock() * 1000)
         host = (self.b.config.broker_ip1, self.b.server.port or 0)
         op = MessageExtBrokerInner(topic=OP_TOPIC, body=str(half.queue_offset).encode(), properties=props,

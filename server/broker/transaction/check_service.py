@@ -15,7 +15,6 @@ the first one too young (with no immunity of its own): the queue is in store ord
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import dataclasses
 import logging
 import random
@@ -28,12 +27,11 @@ from mqtools.common.message import MessageExt
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
-from mqtools.remoting.transaction import CheckTransactionStateRequestHeader
+from mqtools.remoting.transaction import OP_REMOVE_TAG, CheckTransactionStateRequestHeader, op_half_offsets
 from mqtools.server.broker.transaction.bridge import (
     CHECK_MAX_TIME_TOPIC,
     HALF_TOPIC,
     OP_TOPIC,
-    REMOVE_TAG,
     TransactionalMessageBridge,
     transaction_id,
 )
@@ -95,7 +93,7 @@ class TransactionalMessageCheckService:
         ops: list[tuple[int, int]] = []
         for op_offset in range(op_from, self.bridge.max_offset(OP_TOPIC)):
             op = self.bridge.op_at(op_offset)
-            halves = _half_offsets(op) if op is not None and op.tags == REMOVE_TAG else []
+            halves = op_half_offsets(op.body) if op is not None and op.tags == OP_REMOVE_TAG else []
             ops.append((op_offset, max(halves, default=-1)))
             for half_offset in halves:
                 if half_offset >= half_from:
@@ -218,15 +216,6 @@ class TransactionalMessageCheckService:
             log.info("asking %s about transaction %s failed: %s", info.client_id, key, exc)
             return False
         return True
-
-
-def _half_offsets(op: MessageExt) -> list[int]:
-    """The half queue offsets an op message names (4.x: one; 5.x: several, comma-separated)."""
-    offsets = []
-    for part in op.body.decode("utf-8", errors="replace").split(","):
-        with contextlib.suppress(ValueError):
-            offsets.append(int(part.strip()))
-    return offsets
 
 
 def _int(text: str | None, default: int) -> int:
