@@ -27,6 +27,13 @@ _mq() {
             mq_admin_cluster) path="mq admin cluster" ;;
             mq_admin_cluster_list) path="mq admin cluster list" ;;
             mq_admin_cluster_rt) path="mq admin cluster rt" ;;
+            mq_admin_controller) path="mq admin controller" ;;
+            mq_admin_controller_broker-epoch) path="mq admin controller broker-epoch" ;;
+            mq_admin_controller_clean-broker-metadata) path="mq admin controller clean-broker-metadata" ;;
+            mq_admin_controller_config) path="mq admin controller config" ;;
+            mq_admin_controller_elect-master) path="mq admin controller elect-master" ;;
+            mq_admin_controller_metadata) path="mq admin controller metadata" ;;
+            mq_admin_controller_sync-state-set) path="mq admin controller sync-state-set" ;;
             mq_admin_dlq) path="mq admin dlq" ;;
             mq_admin_dlq_list) path="mq admin dlq list" ;;
             mq_admin_dlq_resend) path="mq admin dlq resend" ;;
@@ -98,6 +105,8 @@ _mq() {
             mq_context_remove) path="mq context remove" ;;
             mq_context_show) path="mq context show" ;;
             mq_context_use) path="mq context use" ;;
+            mq_controller) path="mq controller" ;;
+            mq_controller_start) path="mq controller start" ;;
             mq_namesrv) path="mq namesrv" ;;
             mq_namesrv_start) path="mq namesrv start" ;;
             mq_spark-load) path="mq spark-load" ;;
@@ -109,8 +118,8 @@ _mq() {
         esac
     done
     case "${path// /_}" in
-        mq) words="admin broker cluster context namesrv spark-load top version --help" ;;
-        mq_admin) words="acl broker cluster dlq drill group ha help kv msg namesrv offset producer schema topic txn --tls --tls-ca --tls-cert --tls-key --help" ;;
+        mq) words="admin broker cluster context controller namesrv spark-load top version --help" ;;
+        mq_admin) words="acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn --tls --tls-ca --tls-cert --tls-key --help" ;;
         mq_admin_acl) words="delete get list update version white-addrs --help" ;;
         mq_admin_acl_delete) words="--broker-addr --cluster --context --namesrv --timeout -b -c -n --help" ;;
         mq_admin_acl_get) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
@@ -132,6 +141,13 @@ _mq() {
         mq_admin_cluster) words="list rt --help" ;;
         mq_admin_cluster_list) words="--cluster --context --more --namesrv --output --timeout --watch -c -m -n -o -w --help" ;;
         mq_admin_cluster_rt) words="--amount --cluster --context --namesrv --output --size --timeout -a -c -n -o -s --help" ;;
+        mq_admin_controller) words="broker-epoch clean-broker-metadata config elect-master metadata sync-state-set --help" ;;
+        mq_admin_controller_broker-epoch) words="--broker --cluster --context --namesrv --output --timeout --watch -b -c -n -o -w --help" ;;
+        mq_admin_controller_clean-broker-metadata) words="--clean-living --cluster --controller --ids --timeout -a -c --help" ;;
+        mq_admin_controller_config) words="--controller --output --timeout -a -o --help" ;;
+        mq_admin_controller_elect-master) words="--broker-id --cluster --controller --output --timeout -a -c -i -o --help" ;;
+        mq_admin_controller_metadata) words="--controller --output --timeout -a -o --help" ;;
+        mq_admin_controller_sync-state-set) words="--controller --output --timeout -a -o --help" ;;
         mq_admin_dlq) words="list resend --help" ;;
         mq_admin_dlq_list) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_dlq_resend) words="--all --context --namesrv --output --timeout --yes -n -o -y --help" ;;
@@ -203,6 +219,8 @@ _mq() {
         mq_context_remove) words="--help" ;;
         mq_context_show) words="--context --namesrv -n --help" ;;
         mq_context_use) words="--help" ;;
+        mq_controller) words="start --help" ;;
+        mq_controller_start) words="--config --listen-port --store-dir -c --help" ;;
         mq_namesrv) words="start --help" ;;
         mq_namesrv_start) words="--config --host --kv-config-path --listen-port --store-dir -c --help" ;;
         mq_spark-load) words="consume e2e produce --help" ;;

@@ -8,14 +8,20 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import logging
 import signal
+import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 log = logging.getLogger(__name__)
+
+
+def wall_clock_ms() -> int:
+    return int(time.time() * 1000)
 
 
 class StartError(RuntimeError):
@@ -27,6 +33,16 @@ class Service(Protocol):
     async def start(self) -> None: ...
 
     async def shutdown(self) -> None: ...
+
+
+async def listen(server: Service, addr: str) -> None:
+    """Start a remoting server; a port that cannot be bound is a StartError naming `addr`."""
+    try:
+        await server.start()
+    except OSError as exc:
+        if exc.errno == errno.EADDRINUSE:
+            raise StartError(f"cannot listen on {addr}: address already in use") from None
+        raise StartError(f"cannot listen on {addr}: {exc.strerror or exc}") from None
 
 
 async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
@@ -67,3 +83,21 @@ async def serve(service: Service, on_ready: Callable[[], None]) -> None:
     finally:
         for sig in SIGNALS:
             loop.remove_signal_handler(sig)
+
+
+class Together:
+    """Several services as one: started in order, shut down in reverse (a name server with its
+    controller inside, as `enableControllerInNamesrv=true` asks)."""
+
+    def __init__(self, *services: Service) -> None:
+        self.services = services
+        self._started: list[Service] = []
+
+    async def start(self) -> None:
+        for service in self.services:
+            self._started.append(service)
+            await service.start()
+
+    async def shutdown(self) -> None:
+        while self._started:
+            await self._started.pop().shutdown()

@@ -11,7 +11,16 @@ import sys
 import typer
 
 from mqtools import __version__
-from mqtools.cli import admin, broker_cmd, cluster_cmd, context_cmd, namesrv_cmd, spark_cmd, top_cmd
+from mqtools.cli import (
+    admin,
+    broker_cmd,
+    cluster_cmd,
+    context_cmd,
+    controller_cmd,
+    namesrv_cmd,
+    spark_cmd,
+    top_cmd,
+)
 from mqtools.common.exitcodes import EXIT_USAGE
 
 app = typer.Typer(
@@ -23,6 +32,7 @@ app = typer.Typer(
 )
 app.add_typer(namesrv_cmd.app, name="namesrv")
 app.add_typer(broker_cmd.app, name="broker")
+app.add_typer(controller_cmd.app, name="controller")
 app.add_typer(cluster_cmd.app, name="cluster")
 app.add_typer(admin.app, name="admin")
 app.add_typer(context_cmd.app, name="context")

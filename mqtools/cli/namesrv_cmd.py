@@ -40,7 +40,8 @@ def start(
     ] = None,
 ) -> None:
     """Start a name server; flags override the properties file. Stops cleanly on SIGINT/SIGTERM."""
-    from mqtools.server.lifecycle import serve
+    from mqtools.cli.controller_cmd import announce_controller, embedded_controller
+    from mqtools.server.lifecycle import Together, serve
     from mqtools.server.namesrv.app import NamesrvController
     from mqtools.server.namesrv.config import ConfigError, NamesrvConfig, load_file
 
@@ -60,12 +61,15 @@ def start(
     except ConfigError as exc:
         raise fail(str(exc)) from None
 
-    controller = NamesrvController(config)
+    namesrv = NamesrvController(config)
+    controller = embedded_controller(config_file, config.extra) if config.enable_controller_in_namesrv else None
 
     def ready() -> None:
         bind = config.bind_address
         shown = "127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind
-        typer.echo(f"The Name Server boot success. address {bind}:{controller.port}")
-        typer.echo(f"READY namesrv {shown}:{controller.port}")
+        typer.echo(f"The Name Server boot success. address {bind}:{namesrv.port}")
+        typer.echo(f"READY namesrv {shown}:{namesrv.port}")
+        if controller is not None:
+            announce_controller(controller)
 
-    run_server(serve(controller, ready))
+    run_server(serve(namesrv if controller is None else Together(namesrv, controller), ready))

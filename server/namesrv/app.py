@@ -9,9 +9,7 @@ Name servers never talk to each other; run as many as you like side by side.
 from __future__ import annotations
 
 import asyncio
-import errno
 import logging
-import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -20,17 +18,13 @@ from mqtools.common.javaprops import render_properties
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
-from mqtools.server.lifecycle import StartError, cancel_and_wait
+from mqtools.server.lifecycle import StartError, cancel_and_wait, listen, wall_clock_ms
 from mqtools.server.namesrv.config import NamesrvConfig
 from mqtools.server.namesrv.kv_config import KVConfigError, KVConfigManager
 from mqtools.server.namesrv.processor import NamesrvProcessor
 from mqtools.server.namesrv.route_info import RouteInfoManager
 
 log = logging.getLogger(__name__)
-
-
-def wall_clock_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class NamesrvController:
@@ -62,13 +56,7 @@ class NamesrvController:
             self.kv.load()
         except KVConfigError as exc:
             raise StartError(str(exc)) from None
-        try:
-            await self.server.start()
-        except OSError as exc:
-            addr = f"{self.config.bind_address}:{self.config.listen_port}"
-            if exc.errno == errno.EADDRINUSE:
-                raise StartError(f"cannot listen on {addr}: address already in use") from None
-            raise StartError(f"cannot listen on {addr}: {exc.strerror or exc}") from None
+        await listen(self.server, f"{self.config.bind_address}:{self.config.listen_port}")
         self._scan_task = asyncio.create_task(self._scan_loop())
 
     async def shutdown(self) -> None:

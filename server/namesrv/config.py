@@ -42,6 +42,8 @@ class NamesrvConfig:
     scan_not_active_broker_interval: int = 10_000
     broker_channel_expired_time: int = 120_000
     enable_all_topic_list: bool = True
+    #: Run a controller in this process too, configured by the ControllerConfig keys of the same file.
+    enable_controller_in_namesrv: bool = False
     enable_topic_list: bool = True
     delete_topic_with_broker_registration: bool = False
     config_black_list: str = "configBlackList;configStorePath;kvConfigPath"

@@ -17,6 +17,7 @@ from mqtools.cli.admin import (
     acl,
     broker,
     cluster,
+    controller,
     dlq,
     drill,
     group,
@@ -72,6 +73,7 @@ app.add_typer(producer.app, name="producer")
 app.add_typer(drill.app, name="drill")
 app.add_typer(ha.app, name="ha")
 app.add_typer(acl.app, name="acl")
+app.add_typer(controller.app, name="controller")
 app.add_typer(txn.app, name="txn")
 app.command("schema")(schema.schema)
 

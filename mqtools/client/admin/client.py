@@ -19,6 +19,7 @@ from mqtools.client.admin.acl import AclAdmin
 from mqtools.client.admin.base import AdminBase
 from mqtools.client.admin.brokers import BrokerAdmin
 from mqtools.client.admin.cluster import ClusterAdmin
+from mqtools.client.admin.controllers import ControllerAdmin
 from mqtools.client.admin.dlq import DeadLetterAdmin
 from mqtools.client.admin.groups import GroupAdmin
 from mqtools.client.admin.ha import HAAdmin
@@ -111,6 +112,7 @@ class MQAdmin(AdminBase):
         self.ha = HAAdmin(self)
         self.namesrv_probes = NamesrvProbeAdmin(self)
         self.acl = AclAdmin(self)
+        self.controllers = ControllerAdmin(self)
 
     async def put_kv(self, namespace: str, key: str, value: str) -> None:
         return await self.namesrv.put_kv(namespace, key, value)

@@ -17,7 +17,8 @@ import typer
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-AREAS = ("cluster", "message", "trace", "broker", "namesrv", "topic", "consumer", "group", "producer", "ha", "acl")
+AREAS = ("cluster", "message", "trace", "broker", "namesrv", "topic", "consumer", "group", "producer", "ha", "acl",
+         "controller")
 """Modules of this package that register commands; imported on first lookup, not at `mq` start-up."""
 
 app = typer.Typer(add_completion=False)

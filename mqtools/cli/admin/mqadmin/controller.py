@@ -1,0 +1,150 @@
+"""mqadmin's controller-mode commands (getControllerMetaData, getSyncStateSet, electMaster, getBrokerEpoch,
+cleanBrokerMetadata, getControllerConfig), printed as mqadmin 5 prints them."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated, Optional
+
+import typer
+
+from mqtools.cli.admin.common import run, usage
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command
+from mqtools.common.addresses import parse_namesrv_list
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.controller import (
+        BrokerEpochs,
+        BrokerSetState,
+        ControllerMetadata,
+        Election,
+    )
+
+ControllerAddrOpt = Annotated[str, typer.Option("-a", "--controllerAddress", help="Controller address(es)")]
+
+
+@command("getControllerMetaData", "mq admin controller metadata", "Get controller cluster's metadata")
+def get_controller_meta_data(controller: ControllerAddrOpt) -> None:
+    """Example: mq admin getControllerMetaData -a 127.0.0.1:9878"""
+    addr = parse_namesrv_list(controller)[0]
+
+    async def job(admin: MQAdmin) -> ControllerMetadata:
+        return await admin.controllers.metadata(addr)
+
+    meta = run(controller, job)
+    text = f"\n#ControllerGroup\t{meta.group}\n#ControllerLeaderId\t{meta.leader_id}" \
+           f"\n#ControllerLeaderAddress\t{meta.leader_address}"
+    text += "".join(f"\n#Peer:\t{pid}:{peer}" for pid, peer in meta.peers.items())
+    typer.echo(text + "\n")
+
+
+@command("getSyncStateSet", "mq admin controller sync-state-set", "Fetch syncStateSet for target brokers")
+def get_sync_state_set(
+    controller: ControllerAddrOpt,
+    broker: Annotated[Optional[str], typer.Option("-b", "--brokerName", help="Broker name")] = None,  # noqa: UP045
+    cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="Cluster name")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin getSyncStateSet -a 127.0.0.1:9878 -b broker-a"""
+    if broker is None and cluster is None:
+        raise usage("give -b brokerName or -c clusterName")
+    addrs = parse_namesrv_list(controller)[:1]
+
+    async def names_of_cluster(admin: MQAdmin) -> list[str]:
+        info = await admin.cluster_info()
+        return sorted(info.cluster_addr_table.get(cluster or "", ()))
+
+    names = [broker] if broker else run(namesrv, names_of_cluster)
+
+    async def job(admin: MQAdmin) -> list[BrokerSetState]:
+        return await admin.controllers.broker_sets(addrs, names)
+
+    for b in run(controller, job):
+        in_sync = [r for r in b.replicas if r.in_sync]
+        typer.echo(f"\n#brokerName\t{b.broker_name}\n#MasterBrokerId\t{_n(b.master_broker_id)}\n#MasterAddr\t"
+                   f"{_n(b.master_address)}\n#MasterEpoch\t{b.master_epoch}\n#SyncStateSetEpoch\t"
+                   f"{b.sync_state_set_epoch}\n#SyncStateSetNums\t{len(in_sync)}")
+        for r in b.replicas:
+            label = "InSyncReplica" if r.in_sync else "NotInSyncReplica"
+            typer.echo(f"\n{label}:\tReplicaIdentity{{brokerName='{b.broker_name}', brokerId={r.broker_id}, "
+                       f"brokerAddress='{r.address}', alive={str(r.alive).lower()}}}")
+
+
+@command("electMaster", "mq admin controller elect-master", "Re-elect the specified broker as master.")
+def elect_master(
+    controller: ControllerAddrOpt,
+    broker_id: Annotated[int, typer.Option("-b", "--brokerId", help="The broker id to make master")],
+    broker_name: Annotated[str, typer.Option("-bn", "--brokerName", help="The broker set (brokerName)")],
+    cluster: Annotated[str, typer.Option("-c", "--clusterName", help="Cluster name")],
+) -> None:
+    """Example: mq admin electMaster -a 127.0.0.1:9878 -b 2 -bn broker-a -c DefaultCluster"""
+    addrs = parse_namesrv_list(controller)
+
+    async def job(admin: MQAdmin) -> Election:
+        return await admin.controllers.elect_master(addrs, cluster, broker_name, broker_id)
+
+    e = run(controller, job)
+    typer.echo(f"\n#ClusterName\t{cluster}\n#BrokerName\t{broker_name}\n#BrokerMasterAddr\t{_n(e.master_address)}"
+               f"\n#MasterEpoch\t{_n(e.master_epoch)}\n#SyncStateSetEpoch\t{_n(e.sync_state_set_epoch)}")
+
+
+@command("getBrokerEpoch", "mq admin controller broker-epoch", "Fetch broker epoch entries")
+def get_broker_epoch(
+    cluster: Annotated[str, typer.Option("-c", "--clusterName", help="Cluster name")],
+    broker: Annotated[Optional[str], typer.Option("-b", "--brokerName", help="Broker name")] = None,  # noqa: UP045
+    namesrv: NamesrvOpt = None,
+) -> None:
+    """Example: mq admin getBrokerEpoch -c DefaultCluster -b broker-a"""
+
+    async def job(admin: MQAdmin) -> list[BrokerEpochs]:
+        return await admin.controllers.broker_epochs(cluster, broker)
+
+    for b in run(namesrv, job):
+        text = f"\n#clusterName\t{b.cluster_name}\n#brokerName\t{b.broker_name}\n#brokerAddr\t{b.broker_addr}" \
+               f"\n#brokerId\t{b.broker_id}"
+        for i, e in enumerate(b.epochs):
+            end = b.max_offset if i == len(b.epochs) - 1 else e.end_offset
+            text += f"\n#Epoch: EpochEntry{{epoch={e.epoch}, startOffset={e.start_offset}, endOffset={end}}}"
+        typer.echo(text + "\n")
+
+
+@command("cleanBrokerMetadata", "mq admin controller clean-broker-metadata", "Clean metadata of broker on controller")
+def clean_broker_metadata(
+    controller: ControllerAddrOpt,
+    broker_name: Annotated[str, typer.Option("-bn", "--brokerName", help="Broker name")],
+    ids: Annotated[Optional[str], typer.Option("-b", "--brokerControllerIdsToClean", help="Broker ids to forget, e.g. 1;2;3")] = None,  # noqa: UP045
+    cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="Cluster name")] = None,  # noqa: UP045
+    clean_living: Annotated[bool, typer.Option("-l", "--cleanLivingBroker", help="Also forget live brokers")] = False,
+) -> None:
+    """Example: mq admin cleanBrokerMetadata -a 127.0.0.1:9878 -bn broker-a -b 3 -c DefaultCluster"""
+    if cluster is None and not clean_living:
+        raise usage("give -c clusterName (or -l)")
+    try:
+        id_list = [int(i) for i in ids.split(";") if i.strip()] if ids else None
+    except ValueError:
+        raise usage(f"-b {ids!r}: expected broker ids separated by ';'") from None
+
+    async def job(admin: MQAdmin) -> None:
+        await admin.controllers.clean_broker_metadata(parse_namesrv_list(controller), cluster, broker_name, id_list,
+                                                      clean_living)
+
+    run(controller, job)
+    typer.echo(f"clear broker {broker_name} metadata from controller success! ")
+
+
+@command("getControllerConfig", "mq admin controller config", "Get controller config.")
+def get_controller_config(controller: ControllerAddrOpt) -> None:
+    """Example: mq admin getControllerConfig -a 127.0.0.1:9878"""
+    addrs = parse_namesrv_list(controller)
+
+    async def job(admin: MQAdmin) -> dict[str, dict[str, str]]:
+        return {a: await admin.controllers.config(a) for a in addrs}
+
+    for addr, conf in run(controller, job).items():
+        typer.echo(f"============{addr}============")
+        for key, value in conf.items():
+            typer.echo(f"{key:<50}=  {value}")
+
+
+def _n(value: object) -> str:
+    return "null" if value is None else str(value)

@@ -1,0 +1,160 @@
+"""The controller process (RocketMQ's ControllerManager): Raft, the remoting server, liveness and elections.
+
+Brokers are watched two ways: a closed connection marks its brokers dead at once, and a scan drops those
+whose heartbeats stopped (each broker's own heartbeat timeout). When the dead broker was its set's master,
+the leader elects a new one at once (detection is the only wait), and a second scan re-elects for any set
+whose master is gone while others live (a leader that took over after the death). After an election the
+members of the set that are alive get NOTIFY_BROKER_ROLE_CHANGED (oneway), so the new master does not wait
+for its next poll. The controller also runs inside `mq namesrv` (enableControllerInNamesrv=true).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Coroutine
+from contextlib import suppress
+from pathlib import Path
+from typing import Any
+
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.controller import (
+    ElectMasterRequestHeader,
+    NotifyBrokerRoleChangedRequestHeader,
+    SyncStateSet,
+)
+from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.transport import RemotingConnection
+from mqtools.server.controller.config import ControllerConfig
+from mqtools.server.controller.heartbeat import BrokerHeartbeatManager, BrokerLiveInfo
+from mqtools.server.controller.processor import ControllerRequestProcessor
+from mqtools.server.controller.raft import ControllerRaft
+from mqtools.server.controller.replicas_info import ControllerResult
+from mqtools.server.lifecycle import StartError, cancel_and_wait, listen, wall_clock_ms
+
+log = logging.getLogger(__name__)
+
+
+class ControllerManager:
+    def __init__(self, config: ControllerConfig, clock: Callable[[], int] = wall_clock_ms) -> None:
+        self.config = config
+        self.clock = clock
+        self.heartbeats = BrokerHeartbeatManager()
+        self.server = RemotingServer(config.bind_address, config.address_port(), on_close=self._on_close)
+        self.raft: ControllerRaft | None = None
+        self.processor: ControllerRequestProcessor | None = None
+        self._client = RemotingClient()
+        self._tasks: list[asyncio.Task] = []
+        self._background: set[asyncio.Task] = set()
+
+    @property
+    def port(self) -> int:
+        return self.server.port
+
+    async def start(self) -> None:
+        raft_peers = self.config.raft_peers()
+        me = raft_peers[self.config.self_id()]
+        others = [addr for pid, addr in raft_peers.items() if pid != self.config.self_id()]
+        try:
+            self.raft = ControllerRaft(me, others, Path(self.config.controller_store_path).expanduser())
+        except OSError as exc:
+            raise StartError(f"cannot start the controller's Raft on {me}: {exc}") from None
+        self.processor = ControllerRequestProcessor(self.config, self.raft, self.heartbeats, self.clock,
+                                                    self._notify)
+        self.processor.register(self.server)
+        await listen(self.server, f"{self.config.bind_address}:{self.config.address_port()}")
+        self._tasks = [asyncio.create_task(self._scan_not_active(), name="scan-not-active-broker"),
+                       asyncio.create_task(self._scan_inactive_masters(), name="scan-inactive-master")]
+
+    async def shutdown(self) -> None:
+        await cancel_and_wait(*self._tasks, *self._background)
+        await self.server.shutdown()
+        await self._client.close()
+        if self.raft is not None:
+            self.raft.destroy()
+
+    # ------------------------------------------------------------------ liveness
+
+    def _on_close(self, conn: RemotingConnection) -> None:
+        self._inactive(self.heartbeats.on_channel_close(conn), "its connection closed")
+
+    async def _scan_not_active(self) -> None:
+        while True:
+            await asyncio.sleep(self.config.scan_not_active_broker_interval / 1000)
+            gone = self.heartbeats.scan(self.clock())
+            for info in gone:
+                info.channel.close()
+            self._inactive(gone, "its heartbeats stopped")
+
+    def _inactive(self, gone: list[BrokerLiveInfo], why: str) -> None:
+        for info in gone:
+            log.info("broker %s/%s (%s) is inactive: %s", info.broker_name, info.broker_id, info.broker_addr, why)
+            if self.raft is None or not self.raft.is_leader():
+                continue
+            with self.raft.lock:
+                bset = self.raft.manager.sets.get(info.broker_name)
+                was_master = bset is not None and bset.master_broker_id == info.broker_id
+            if was_master:
+                self._spawn(self.elect(info.broker_name))
+
+    async def _scan_inactive_masters(self) -> None:
+        """A leader that took over after a master died (or a failed election) elects for those sets."""
+        while True:
+            await asyncio.sleep(self.config.scan_inactive_master_interval / 1000)
+            if self.raft is None or self.processor is None or not self.raft.is_leader():
+                continue
+            now = self.clock()
+            with self.raft.lock:
+                orphaned = [b.broker_name for b in self.raft.manager.sets.values()
+                            if b.master_broker_id is not None
+                            and self.processor.live(b.cluster_name, b.broker_name, b.master_broker_id) is None
+                            and self.heartbeats.alive_in(b.cluster_name, b.broker_name, now)]
+            for name in orphaned:
+                await self.elect(name)
+
+    async def elect(self, broker_name: str) -> int | None:
+        """The controller's own election for a set whose master died, retried electMasterMaxRetryCount
+        times; the last try's response code."""
+        assert self.processor is not None
+        header = ElectMasterRequestHeader("", broker_name, -1, False, self.clock())
+        request = RemotingCommand.request(RequestCode.CONTROLLER_ELECT_MASTER, header.to_ext())
+        response = None
+        for _ in range(max(1, self.config.elect_master_max_retry_count)):
+            response = await self.processor.elect_master(None, request)  # type: ignore[arg-type]
+            if response.code in (ResponseCode.SUCCESS, ResponseCode.CONTROLLER_NOT_LEADER):
+                break
+        if response is None:
+            return None
+        log.info("election for %s: %s %s", broker_name, ResponseCode(response.code).name, response.remark or "")
+        return response.code
+
+    # ------------------------------------------------------------------ notifications
+
+    def _notify(self, broker_name: str, _result: ControllerResult) -> None:
+        """NOTIFY_BROKER_ROLE_CHANGED to the set's live members, with the state the election committed."""
+        if not self.config.notify_broker_role_changed or self.raft is None or self.processor is None:
+            return
+        with self.raft.lock:
+            bset = self.raft.manager.sets.get(broker_name)
+            if bset is None:
+                return
+            targets = [addr for bid, addr in bset.addresses().items()
+                       if self.processor.live(bset.cluster_name, broker_name, bid) is not None]
+            ext = NotifyBrokerRoleChangedRequestHeader(bset.address(bset.master_broker_id), bset.master_epoch,
+                                                       bset.sync_state_set_epoch, bset.master_broker_id).to_ext()
+            body = SyncStateSet(set(bset.sync_state_set), bset.sync_state_set_epoch).to_json()
+        for addr in targets:
+            self._spawn(self._send_oneway(addr, RemotingCommand.request(
+                RequestCode.NOTIFY_BROKER_ROLE_CHANGED, dict(ext), body, oneway=True)))
+
+    async def _send_oneway(self, addr: str, request: RemotingCommand) -> None:
+        with suppress(RemotingError, OSError, asyncio.TimeoutError):
+            await asyncio.wait_for(self._client.invoke_oneway(addr, request), 3.0)
+
+    def _spawn(self, coro: Coroutine[Any, Any, Any]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
