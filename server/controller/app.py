@@ -55,6 +55,9 @@ class ControllerManager:
         return self.server.port
 
     async def start(self) -> None:
+        await listen(self.server, f"{self.config.bind_address}:{self.config.address_port()}")
+        if not self.config.controller_d_leger_peers.strip():
+            self.config.listen_port = self.server.port  # a lone controller on port 0 names the port it got
         raft_peers = self.config.raft_peers()
         me = raft_peers[self.config.self_id()]
         others = [addr for pid, addr in raft_peers.items() if pid != self.config.self_id()]
@@ -65,7 +68,6 @@ class ControllerManager:
         self.processor = ControllerRequestProcessor(self.config, self.raft, self.heartbeats, self.clock,
                                                     self._notify)
         self.processor.register(self.server)
-        await listen(self.server, f"{self.config.bind_address}:{self.config.address_port()}")
         self._tasks = [asyncio.create_task(self._scan_not_active(), name="scan-not-active-broker"),
                        asyncio.create_task(self._scan_inactive_masters(), name="scan-inactive-master")]
 

@@ -258,3 +258,28 @@ async def _answered(call) -> RemotingCommand | None:
 
 def _json(result) -> dict | None:
     return json.loads(result.stdout) if result.returncode == 0 else None
+
+
+def test_a_name_server_runs_its_controller_with_enable_controller_in_namesrv(tmp_path: Path):
+    ns_port, ctl_port, raft_port = free_ports(3)
+    conf = tmp_path / "namesrv.properties"
+    conf.write_text(f"listenPort={ns_port}\nkvConfigPath={tmp_path / 'kv.json'}\nenableControllerInNamesrv=true\n"
+                    f"controllerDLegerPeers=n0-127.0.0.1:{ctl_port}\ncontrollerDLegerSelfId=n0\n"
+                    f"controllerRaftPeers=n0-127.0.0.1:{raft_port}\ncontrollerStorePath={tmp_path / 'ctl'}\n")
+    namesrv = start_mq(["namesrv", "start", "-c", str(conf)])
+    try:
+        assert namesrv.port == ns_port
+        ctl = f"127.0.0.1:{ctl_port}"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not any(line.startswith("READY controller") for line in namesrv.lines):
+            time.sleep(0.05)
+        assert f"READY controller {ctl}" in namesrv.lines
+        while True:  # the controller leads itself once its Raft has elected it (about half a second)
+            shown = mq("admin", "getControllerMetaData", "-a", ctl)
+            assert shown.returncode == 0, shown.stderr
+            if f"#ControllerLeaderAddress\t{ctl}" in shown.stdout or time.monotonic() > deadline:
+                break
+            assert "#ControllerLeaderAddress\tnull" in shown.stdout, shown.stdout
+        assert f"#ControllerLeaderAddress\t{ctl}" in shown.stdout, shown.stdout
+    finally:
+        namesrv.stop()

@@ -32,8 +32,8 @@ def get_controller_meta_data(controller: ControllerAddrOpt) -> None:
         return await admin.controllers.metadata(addr)
 
     meta = run(controller, job)
-    text = f"\n#ControllerGroup\t{meta.group}\n#ControllerLeaderId\t{meta.leader_id}" \
-           f"\n#ControllerLeaderAddress\t{meta.leader_address}"
+    text = f"\n#ControllerGroup\t{_n(meta.group)}\n#ControllerLeaderId\t{_n(meta.leader_id)}" \
+           f"\n#ControllerLeaderAddress\t{_n(meta.leader_address)}"
     text += "".join(f"\n#Peer:\t{pid}:{peer}" for pid, peer in meta.peers.items())
     typer.echo(text + "\n")
 
