@@ -18,7 +18,7 @@ from pathlib import Path
 import apache
 import pytest
 from clientsupport import until
-from mqproc import MqProcess, start_mq
+from mqproc import MqProcess, start_mq, start_namesrv
 from refsupport import consume_all, make_topic, name
 
 from mqtools.client.admin import MQAdmin
@@ -56,9 +56,13 @@ async def sync_state(admin: MQAdmin, controller: str) -> tuple[int | None, list[
     return bset.master_broker_id, bset.sync_state_set, [r.broker_id for r in bset.replicas if r.alive]
 
 
-async def test_apache5_brokers_fail_over_under_mqs_controller(ref_root: Path, mq_single: str, tmp_path: Path):
+async def test_apache5_brokers_fail_over_under_mqs_controller(ref_root: Path, tmp_path: Path):
+    # a name server of its own: on a shared one, a producer that lost the topic's only master would fall back
+    # to another cluster's broker that creates topics on demand
+    namesrv = start_namesrv(tmp_path)
     ctl: MqProcess = start_mq(["controller", "start", "--listen-port", "0", "--store-dir", str(tmp_path / "ctl")])
     brokers: list[apache.ApacheProcess] = []
+    mq_single = namesrv.addr
     try:
         brokers.append(controller_broker(ref_root, mq_single, ctl.addr, f"ctl-a-{tmp_path.name}"))
         async with MQAdmin(ctl.addr) as admin:
@@ -75,7 +79,11 @@ async def test_apache5_brokers_fail_over_under_mqs_controller(ref_root: Path, mq
 
         topic = name("CTLREF")
         make_topic(mq_single, topic, cluster=CLUSTER)
-        victim = next(b for b in brokers if b.pid == await _master_pid(mq_single, brokers))
+        master_pid = await _master_pid(mq_single, brokers)
+        victim = next(b for b in brokers if b.pid == master_pid)
+        survivor = next(b for b in brokers if b is not victim)
+        async with MQAdmin(mq_single) as admin:  # the slave copies topics.json from its master every few seconds
+            await until(lambda: _has_topic(admin, survivor.addr, topic), 30, "the topic on the slave")
         acked, rto = await _send_through_a_kill(mq_single, topic, victim)
         got = consume_all(mq_single, topic, len(acked))
         assert not set(acked) - {e["body"] for e in got}, "acknowledged messages lost"
@@ -87,6 +95,7 @@ async def test_apache5_brokers_fail_over_under_mqs_controller(ref_root: Path, mq
         for broker in brokers:
             broker.kill()
         ctl.stop()
+        namesrv.stop()
 
 
 async def _master_elected(admin: MQAdmin, controller: str) -> bool:
@@ -104,6 +113,10 @@ async def _in_sync(admin: MQAdmin, controller: str):
     return state if len(state[1]) == 2 else None
 
 
+async def _has_topic(admin: MQAdmin, addr: str, topic: str) -> bool:
+    return topic in await admin.topic_configs(addr)
+
+
 async def _master_pid(namesrv: str, brokers: list[apache.ApacheProcess]) -> int:
     async with MQAdmin(namesrv) as admin:
         data = (await admin.cluster_info()).broker_addr_table[BROKER]
@@ -116,6 +129,7 @@ async def _send_through_a_kill(namesrv: str, topic: str, victim: apache.ApachePr
     """SYNC sends, the master SIGKILLed after `before` acks; the acked bodies and the seconds from the kill
     to the first acknowledged send after it."""
     acked: list[str] = []
+    errors: list[str] = []
     killed_at = recovered_at = None
     async with Producer(name("PCTL"), namesrv=namesrv, send_timeout=2.0, retry_times=0) as producer:
         i = 0
@@ -128,12 +142,14 @@ async def _send_through_a_kill(namesrv: str, topic: str, victim: apache.ApachePr
             i += 1
             try:
                 await producer.send(Message(topic, body.encode()))
-            except MQClientError:
+            except MQClientError as exc:
+                errors.append(str(exc))
                 await asyncio.sleep(0.1)
                 await producer.instance.route(topic, refresh=True)
                 continue
             acked.append(body)
             if killed_at is not None and recovered_at is None:
                 recovered_at = time.monotonic()
-    assert killed_at is not None and recovered_at is not None, f"{len(acked)} acked, writes never came back"
+    assert killed_at is not None and recovered_at is not None, \
+        f"{len(acked)} acked, writes never came back; last errors: {errors[-3:]}"
     return acked, recovered_at - killed_at

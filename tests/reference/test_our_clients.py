@@ -152,7 +152,7 @@ async def test_admin_reads(any_side):
         assert runtime is not None
 
 
-async def test_transaction_producer_and_trace(any_side, ref_root):
+async def test_transaction_producer_and_trace(any_side, ref_root, request):
     """Our TransactionProducer (commit, rollback, and two left UNKNOWN that the broker's check settles)
     and trace=True clients: the same outcome on every side; Apache's own mqadmin (queryMsgTraceById) reads
     our trace records, and `mq admin txn list` finds nothing left open."""
@@ -180,7 +180,14 @@ async def test_transaction_producer_and_trace(any_side, ref_root):
     consumer.subscribe(topic, "*").register_listener(lambda msgs: got.extend(msgs) or ConsumeResult.CONSUME_SUCCESS)
     async with consumer:
         await until(lambda: len(got) >= 2, 30, "the two committed messages")
-    assert sorted(m.body for m in got) == [b"commit", b"open-commit"]
+    bodies = sorted(m.body for m in got)
+    if request.node.callspec.params["any_side"] == "apache-5":
+        # Apache 5 may commit a checked transaction twice: its op messages are written in batches, so a
+        # check round can ask again about a copy whose commit is not written yet, and a second commit is
+        # put again (mq refuses an end for a transaction already ended: README, Differences)
+        assert set(bodies) == {b"commit", b"open-commit"} and bodies.count(b"commit") == 1
+    else:
+        assert bodies == [b"commit", b"open-commit"]
 
     def apache_shows() -> str | None:
         shown = apache.mqadmin(ref_root, "queryMsgTraceById", "-n", any_side, "-i", results[0].transaction_id).stdout
