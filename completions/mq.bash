@@ -32,6 +32,7 @@ _mq() {
             mq_admin_controller_clean-broker-metadata) path="mq admin controller clean-broker-metadata" ;;
             mq_admin_controller_config) path="mq admin controller config" ;;
             mq_admin_controller_elect-master) path="mq admin controller elect-master" ;;
+            mq_admin_controller_elections) path="mq admin controller elections" ;;
             mq_admin_controller_metadata) path="mq admin controller metadata" ;;
             mq_admin_controller_sync-state-set) path="mq admin controller sync-state-set" ;;
             mq_admin_dlq) path="mq admin dlq" ;;
@@ -141,11 +142,12 @@ _mq() {
         mq_admin_cluster) words="list rt --help" ;;
         mq_admin_cluster_list) words="--cluster --context --more --namesrv --output --timeout --watch -c -m -n -o -w --help" ;;
         mq_admin_cluster_rt) words="--amount --cluster --context --namesrv --output --size --timeout -a -c -n -o -s --help" ;;
-        mq_admin_controller) words="broker-epoch clean-broker-metadata config elect-master metadata sync-state-set --help" ;;
+        mq_admin_controller) words="broker-epoch clean-broker-metadata config elect-master elections metadata sync-state-set --help" ;;
         mq_admin_controller_broker-epoch) words="--broker --cluster --context --namesrv --output --timeout --watch -b -c -n -o -w --help" ;;
         mq_admin_controller_clean-broker-metadata) words="--clean-living --cluster --controller --ids --timeout -a -c --help" ;;
         mq_admin_controller_config) words="--controller --output --timeout -a -o --help" ;;
         mq_admin_controller_elect-master) words="--broker-id --cluster --controller --output --timeout -a -c -i -o --help" ;;
+        mq_admin_controller_elections) words="--broker --controller --output --timeout -a -b -o --help" ;;
         mq_admin_controller_metadata) words="--controller --output --timeout -a -o --help" ;;
         mq_admin_controller_sync-state-set) words="--controller --output --timeout -a -o --help" ;;
         mq_admin_dlq) words="list resend --help" ;;

@@ -211,13 +211,14 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -s s
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master metadata sync-state-set' -a broker-epoch
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master metadata sync-state-set' -a clean-broker-metadata
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master metadata sync-state-set' -a config
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master metadata sync-state-set' -a elect-master
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master metadata sync-state-set' -a metadata
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master metadata sync-state-set' -a sync-state-set
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master metadata sync-state-set' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master elections metadata sync-state-set' -a broker-epoch
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master elections metadata sync-state-set' -a clean-broker-metadata
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master elections metadata sync-state-set' -a config
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master elections metadata sync-state-set' -a elect-master
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master elections metadata sync-state-set' -a elections
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master elections metadata sync-state-set' -a metadata
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master elections metadata sync-state-set' -a sync-state-set
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and not __fish_seen_subcommand_from broker-epoch clean-broker-metadata config elect-master elections metadata sync-state-set' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -l broker
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -l cluster
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -l context
@@ -255,6 +256,14 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -s i
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l broker
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l controller
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -s a
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -s b
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -l controller
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -l timeout

@@ -132,8 +132,10 @@ class RequestCode(enum.IntEnum):
     CLEAN_BROKER_DATA = 1011
     CONTROLLER_GET_NEXT_BROKER_ID = 1012
     CONTROLLER_APPLY_BROKER_ID = 1013
-    # mq's private range (see PRIVATE_CODE_RANGE): the name server's broker live table.
+    # mq's private range (see PRIVATE_CODE_RANGE): the name server's broker live table, and the
+    # controller's election history.
     GET_BROKER_LIVE_TABLE = 40001
+    GET_CONTROLLER_ELECTIONS = 40002
 
 
 class ResponseCode(enum.IntEnum):

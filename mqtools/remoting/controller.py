@@ -225,6 +225,25 @@ class EpochEntryCache(Body):
     max_offset: int = 0
 
 
+@dataclass(slots=True)
+class ElectionEntry(Body):
+    """One election the controllers committed (mq's private GET_CONTROLLER_ELECTIONS)."""
+
+    at_ms: int = 0
+    broker_name: str = ""
+    old_master: int | None = None
+    new_master: int | None = None
+    """None: no replica could be elected; the set was left without a master."""
+    master_epoch: int = 0
+    cause: str = ""
+    """controller (its master died), broker (a broker asked) or admin (named by an operator)."""
+
+
+@dataclass(slots=True)
+class ElectionHistory(Body):
+    elections: list[ElectionEntry] = field(default_factory=list)
+
+
 def broker_names_body(names: list[str]) -> bytes:
     """GET_SYNC_STATE_DATA's request body: a JSON array of broker names."""
     return fastjson.dumps(list(names))

@@ -19,6 +19,8 @@ from mqtools.remoting.controller import (
     ApplyBrokerIdRequestHeader,
     BrokerHeartbeatRequestHeader,
     CleanControllerBrokerDataRequestHeader,
+    ElectionEntry,
+    ElectionHistory,
     ElectMasterRequestHeader,
     GetMetaDataResponseHeader,
     GetNextBrokerIdRequestHeader,
@@ -54,6 +56,7 @@ class ControllerRequestProcessor:
             RequestCode.BROKER_HEARTBEAT: self.heartbeat,
             RequestCode.CONTROLLER_GET_METADATA_INFO: self.metadata,
             RequestCode.GET_CONTROLLER_CONFIG: self.get_config,
+            RequestCode.GET_CONTROLLER_ELECTIONS: self.elections,
             RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET: self.alter_sync_state_set,
             RequestCode.CONTROLLER_ELECT_MASTER: self.elect_master,
             RequestCode.CONTROLLER_REGISTER_BROKER: self.register_broker,
@@ -92,6 +95,13 @@ class ControllerRequestProcessor:
     def get_config(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         return req.response(body=render_properties(self.config.to_properties()).encode())
 
+    async def elections(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        """mq's GET_CONTROLLER_ELECTIONS: the election history, oldest first (the leader's)."""
+        response, _ = await self._run(req, lambda m: ControllerResult(body=ElectionHistory(
+            [ElectionEntry(e.at_ms, e.broker_name, e.old_master, e.new_master, e.master_epoch, e.cause)
+             for e in m.elections])))
+        return response
+
     # ------------------------------------------------------------------ leader only
 
     async def _run(self, req: RemotingCommand, check: Callable[[ReplicasInfoManager], ControllerResult],
@@ -120,7 +130,7 @@ class ControllerRequestProcessor:
         header = ElectMasterRequestHeader.from_ext(req.ext_fields)
         response, result = await self._run(req, lambda m: m.elect_master(
             header.broker_name, header.broker_id, header.designate_elect, self.config.enable_elect_unclean_master,
-            self.live))
+            self.live, self.clock()))
         if result is not None and result.code == ResponseCode.SUCCESS:
             self.on_elected(header.broker_name, result)
         return response

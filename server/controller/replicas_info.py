@@ -37,6 +37,22 @@ Live = Callable[[str, str, int], BrokerLiveInfo | None]
 """(cluster, brokerName, brokerId) -> live info, None when that broker is not alive."""
 
 
+#: Who asked for an election: the controller itself (the master died), a broker, or an admin naming one.
+CAUSE_CONTROLLER, CAUSE_BROKER, CAUSE_ADMIN = "controller", "broker", "admin"
+#: Elections kept in the history (all broker sets together), newest last.
+MAX_ELECTIONS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionRecord:
+    at_ms: int
+    broker_name: str
+    old_master: int | None
+    new_master: int | None
+    master_epoch: int
+    cause: str
+
+
 # ---------------------------------------------------------------- events (replicated, pickled)
 
 
@@ -61,6 +77,9 @@ class ElectMasterEvent:
     broker_name: str
     new_master: int | None
     """None: no one could be elected; the set has no master from now on (the epoch still moves)."""
+    at_ms: int = 0
+    """When the leader decided (its wall clock): the election history's time."""
+    cause: str = CAUSE_BROKER
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,6 +137,7 @@ class BrokerSet:
 class ReplicasInfoManager:
     def __init__(self) -> None:
         self.sets: dict[str, BrokerSet] = {}
+        self.elections: list[ElectionRecord] = []
 
     # ---------------------------------------------------------------- checks (leader only)
 
@@ -185,7 +205,7 @@ class ReplicasInfoManager:
         return ControllerResult(body=BrokerReplicasInfo(table))
 
     def elect_master(self, broker_name: str, broker_id: int, designate: bool, unclean: bool,
-                     live: Live) -> ControllerResult:
+                     live: Live, now_ms: int = 0) -> ControllerResult:
         """brokerId -1: the controller's own election after its master died; otherwise a broker's (or,
         with `designate`, an admin's) request."""
         bset = self.sets.get(broker_name)
@@ -193,6 +213,7 @@ class ReplicasInfoManager:
             return _fail(RC.CONTROLLER_BROKER_NEED_TO_BE_REGISTERED, "Broker hasn't been registered",
                          ElectMasterResponseHeader())
         by_controller = broker_id == -1
+        cause = CAUSE_CONTROLLER if by_controller else CAUSE_ADMIN if designate else CAUSE_BROKER
         if bset.master_epoch == 0 and not by_controller:
             chosen: int | None = broker_id  # the first master of a new set: whoever asks first
         else:
@@ -213,11 +234,12 @@ class ReplicasInfoManager:
                                                bset.sync_state_set_epoch + 1)
             body = ElectMasterResponseBody(BrokerMemberGroup(bset.cluster_name, broker_name, bset.addresses()),
                                            {chosen})
-            return ControllerResult(header=header, body=body, events=[ElectMasterEvent(broker_name, chosen)])
+            return ControllerResult(header=header, body=body,
+                                    events=[ElectMasterEvent(broker_name, chosen, now_ms, cause)])
         if by_controller:
             return ControllerResult(RC.CONTROLLER_MASTER_NOT_AVAILABLE, "Old master has down and failed to elect "
                                     "a new broker master", ElectMasterResponseHeader(),
-                                    events=[ElectMasterEvent(broker_name, None)])
+                                    events=[ElectMasterEvent(broker_name, None, now_ms, cause)])
         return _fail(RC.CONTROLLER_ELECT_MASTER_FAILED, "Failed to elect a new master", ElectMasterResponseHeader())
 
     def alter_sync_state_set(self, broker_name: str, master_id: int | None, master_epoch: int | None,
@@ -293,6 +315,9 @@ class ReplicasInfoManager:
             if event.broker_id in bset.brokers:
                 bset.brokers[event.broker_id] = (event.broker_address, bset.brokers[event.broker_id][1])
         elif isinstance(event, ElectMasterEvent):
+            self.elections.append(ElectionRecord(event.at_ms, event.broker_name, bset.master_broker_id,
+                                                 event.new_master, bset.master_epoch + 1, event.cause))
+            del self.elections[:-MAX_ELECTIONS]
             bset.master_broker_id = event.new_master
             bset.master_epoch += 1
             if event.new_master is not None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import OutputOpt, TimeoutOpt, check_output, run, show
+from mqtools.cli.admin.common import OutputOpt, TimeoutOpt, check_output, run, show, when
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View, render
 from mqtools.common.addresses import parse_namesrv_list
@@ -147,6 +147,34 @@ def clean_broker_metadata(
 
     run(controller, job, timeout=timeout)
     typer.echo(f"{broker}: {'broker ids ' + ids if ids else 'the broker set'} forgotten by the controllers")
+
+
+@app.command("elections")
+def elections(
+    controller: ControllerOpt,
+    broker: Annotated[Optional[str], typer.Option("-b", "--broker", help="Only this broker set.")] = None,  # noqa: UP045
+    output: OutputOpt = "table",
+    timeout: TimeoutOpt = 5.0,
+) -> None:
+    """The elections the controllers committed, oldest first: when, which broker set, the master before and
+    after, the new master epoch, and why (controller: the master died; broker: a broker asked; admin: named
+    by an operator). mq's controller only (Apache's does not keep a history).
+
+    Example: mq admin controller elections -a 127.0.0.1:9878 -b broker-a
+    """
+    check_output(output)
+
+    async def build(admin: MQAdmin) -> View:
+        events = await admin.controllers.elections(controllers(controller), broker)
+        rows = [[when(e.at_ms), e.broker_name, e.old_master, e.new_master, e.master_epoch, e.cause] for e in events]
+        data = {"elections": [{"atMs": e.at_ms, "brokerName": e.broker_name, "oldMaster": e.old_master,
+                               "newMaster": e.new_master, "masterEpoch": e.master_epoch, "cause": e.cause}
+                              for e in events]}
+        return View("ControllerElections", [Column("WHEN"), Column("BROKER"), Column("OLD MASTER", True),
+                                            Column("NEW MASTER", True), Column("MASTER EPOCH", True),
+                                            Column("CAUSE")], rows, data)
+
+    show(controller, output, build, timeout=timeout)
 
 
 @app.command("config")

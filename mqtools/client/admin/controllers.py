@@ -13,6 +13,7 @@ from mqtools.client.admin.models.controller import (
     BrokerSetState,
     ControllerMetadata,
     Election,
+    ElectionEvent,
     Epoch,
     Replica,
 )
@@ -22,6 +23,7 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.controller import (
     BrokerReplicasInfo,
     CleanControllerBrokerDataRequestHeader,
+    ElectionHistory,
     ElectMasterRequestHeader,
     ElectMasterResponseHeader,
     EpochEntryCache,
@@ -91,6 +93,14 @@ class ControllerAdmin(AdminService):
         ids = ";".join(str(i) for i in broker_ids) if broker_ids else None
         header = CleanControllerBrokerDataRequestHeader(broker_name, cluster, ids, clean_living)
         await self.admin.call(leader, RequestCode.CLEAN_BROKER_DATA, header.to_ext())
+
+    async def elections(self, controllers: list[str], broker_name: str | None = None) -> list[ElectionEvent]:
+        """The leader's election history, oldest first (mq's controller only: NotAvailable from Apache's)."""
+        leader = await self.leader(controllers)
+        resp = await self.admin.call(leader, RequestCode.GET_CONTROLLER_ELECTIONS)
+        return [ElectionEvent(e.at_ms, e.broker_name, e.old_master, e.new_master, e.master_epoch, e.cause)
+                for e in ElectionHistory.from_json(resp.body or b"{}").elections
+                if broker_name is None or e.broker_name == broker_name]
 
     async def config(self, controller: str) -> dict[str, str]:
         resp = await self.admin.call(controller, RequestCode.GET_CONTROLLER_CONFIG)

@@ -239,6 +239,10 @@ async def test_raft_controllers_elect_a_new_master_on_a_dead_master_and_survive_
 
     meta = await until(lambda: asyncio.to_thread(agreed), 15, "all three controllers naming the same leader")
     jsonschema.validate(meta, load_schema("ControllerMetadata"))
+    history = _json(mq("admin", "controller", "elections", "-a", ctl.all, "-o", "json"))
+    jsonschema.validate(history, load_schema("ControllerElections"))
+    assert [(e["oldMaster"], e["newMaster"], e["masterEpoch"], e["cause"]) for e in history["elections"]] == [
+        (None, 1, 1, "broker"), (1, 2, 2, "controller")]
     assert sum(c["isLeader"] for c in meta["controllers"]) <= 1
     await two.die()
 

@@ -116,7 +116,7 @@ def test_unclean_election_only_when_allowed_and_a_failed_one_leaves_no_master(w)
     w.commit(w.m.elect_master(NAME, 1, False, False, w.live))
     w.hb.on_channel_close(w.hb.live_info(CLUSTER, NAME, 1).channel)
     failed = w.commit(w.m.elect_master(NAME, -1, False, False, w.live))
-    assert failed.code == RC.CONTROLLER_MASTER_NOT_AVAILABLE and failed.events == [ElectMasterEvent(NAME, None)]
+    assert failed.code == RC.CONTROLLER_MASTER_NOT_AVAILABLE and failed.events == [ElectMasterEvent(NAME, None, 0, "controller")]
     assert (w.m.sets[NAME].master_broker_id, w.m.sets[NAME].master_epoch) == (None, 2)
     unclean = w.commit(w.m.elect_master(NAME, -1, False, True, w.live))
     assert unclean.code == RC.SUCCESS and unclean.header.master_broker_id == 2 and unclean.header.master_epoch == 3
@@ -187,3 +187,15 @@ def test_heartbeat_figures_only_move_forward(w):
     assert (info.epoch, info.max_offset) == (3, 10)
     w.now += 3001
     assert [i.broker_id for i in w.hb.scan(w.now)] == [1] and w.hb.live_info(CLUSTER, NAME, 1) is None
+
+
+def test_every_committed_election_is_in_the_history_with_its_cause(w):
+    w.join(1)
+    w.join(2)
+    w.commit(w.m.elect_master(NAME, 1, False, False, w.live, now_ms=10))
+    w.commit(w.m.alter_sync_state_set(NAME, 1, 1, SyncStateSet({1, 2}, 1), w.live))
+    w.commit(w.m.elect_master(NAME, 2, True, False, w.live, now_ms=20))
+    w.hb.on_channel_close(w.hb.live_info(CLUSTER, NAME, 2).channel)
+    w.commit(w.m.elect_master(NAME, -1, False, False, w.live, now_ms=30))
+    assert [(e.at_ms, e.old_master, e.new_master, e.master_epoch, e.cause) for e in w.m.elections] == [
+        (10, None, 1, 1, "broker"), (20, 1, 2, 2, "admin"), (30, 2, None, 3, "controller")]  # 1 left the set at 2's election

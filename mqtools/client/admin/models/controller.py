@@ -76,3 +76,17 @@ class BrokerEpochs:
     broker_id: int
     epochs: list[Epoch]
     max_offset: int
+
+
+@dataclass(frozen=True, slots=True)
+class ElectionEvent:
+    """An election the controllers committed: when, which set, the master before and after, why."""
+
+    at_ms: int
+    broker_name: str
+    old_master: int | None
+    new_master: int | None
+    """None: no replica could be elected."""
+    master_epoch: int
+    cause: str
+    """controller (the master died), broker (a broker asked), admin (an operator named the master)."""

@@ -1,0 +1,129 @@
+"""A broker set of two Apache 5 brokers in controller mode, under a controller (mq's or Apache's), and the
+SIGKILL-mid-load measurement; used by test_controller_interop and bench/controller_failover.py."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import apache
+from clientsupport import until
+from refsupport import name
+
+from mqtools.client.admin import MQAdmin
+from mqtools.client.errors import MQClientError
+from mqtools.client.producer import Producer
+from mqtools.common.message import Message
+
+BROKER, CLUSTER = "broker-ctl", "CtlRef"
+CONTROLLER_MAIN = "org.apache.rocketmq.controller.ControllerStartup"
+
+
+def controller_broker(root: Path, namesrv: str, controller: str, tag: str) -> apache.ApacheProcess:
+    """An Apache 5 broker in controller mode; its id and role come from the controller."""
+    aset = apache.require("apache-5")
+    port = apache.free_port((-2, 0, 1))
+    store = root / tag / "store"
+    conf = {
+        "brokerClusterName": CLUSTER, "brokerName": BROKER, "brokerId": "-1", "brokerRole": "SLAVE",
+        "namesrvAddr": namesrv, "listenPort": str(port), "brokerIP1": "127.0.0.1",
+        "storePathRootDir": str(store), "storePathCommitLog": str(store / "commitlog"),
+        "mappedFileSizeCommitLog": apache.COMMITLOG_FILE_SIZE, "flushDiskType": "ASYNC_FLUSH",
+        "enableControllerMode": "true", "controllerAddr": controller, "allAckInSyncStateSet": "true",
+        "autoCreateTopicEnable": "false", "autoCreateSubscriptionGroup": "true",
+        # a slave catches up and joins the SyncStateSet sooner than with the 5 s defaults
+        "haSendHeartbeatInterval": "1000", "checkSyncStateSetPeriod": "1000", "syncBrokerMetadataPeriod": "1000",
+    }
+    return apache._spawn("broker", aset, root, root / tag, port, apache.BROKER_MAIN, conf)
+
+
+def apache_controller(root: Path, tag: str) -> apache.ApacheProcess:
+    """Apache 5's own controller (DLedger, one node), ready when it names itself leader."""
+    aset = apache.require("apache-5")
+    port = apache.free_port()
+    conf = {"controllerDLegerGroup": "group1", "controllerDLegerPeers": f"n0-127.0.0.1:{port}",
+            "controllerDLegerSelfId": "n0", "controllerStorePath": str(root / tag / "store")}
+    process = apache._spawn("controller", aset, root, root / tag, port, CONTROLLER_MAIN, conf)
+
+    def ready() -> bool:
+        async def leader() -> str:
+            async with MQAdmin(process.addr, timeout=2.0) as admin:
+                return await admin.controllers.leader([process.addr])
+        with ThreadPoolExecutor(1) as pool:  # called from an event loop: the request runs on a loop of its own
+            return pool.submit(asyncio.run, leader()).result() == process.addr
+
+    apache._await(process, ready, 60, "controller")
+    return process
+
+
+async def sync_state(admin: MQAdmin, controller: str) -> tuple[int | None, list[int]]:
+    """The set's master id and SyncStateSet as the controller holds them."""
+    sets = await admin.controllers.broker_sets([controller], [BROKER])
+    return (sets[0].master_broker_id, sets[0].sync_state_set) if sets else (None, [])
+
+
+async def form_set(root: Path, namesrv: str, controller: str, tag: str) -> list[apache.ApacheProcess]:
+    """Two brokers: the first elected master, the second in the SyncStateSet."""
+    brokers = [controller_broker(root, namesrv, controller, f"{tag}-a")]
+    async with MQAdmin(controller) as admin:
+        await until(lambda: _state_is(admin, controller, 1), 90, "the first Apache broker elected master")
+        brokers.append(controller_broker(root, namesrv, controller, f"{tag}-b"))
+        await until(lambda: _state_is(admin, controller, 2), 90, "the second Apache broker in the SyncStateSet")
+    return brokers
+
+
+async def _state_is(admin: MQAdmin, controller: str, in_sync: int) -> bool:
+    try:
+        master, members = await sync_state(admin, controller)
+    except MQClientError:
+        return False
+    return master is not None and len(members) == in_sync
+
+
+async def master_and_slave(namesrv: str, brokers: list[apache.ApacheProcess], topic: str,
+                           ) -> tuple[apache.ApacheProcess, apache.ApacheProcess]:
+    """The master (brokerId 0 at the name server) and the slave, once the slave has copied the topic from it
+    (topics.json every few seconds): a slave promoted before that would not serve the topic."""
+    async with MQAdmin(namesrv) as admin:
+        master_addr = (await admin.cluster_info()).broker_addr_table[BROKER].broker_addrs[0]
+        master = next(b for b in brokers if b.addr == master_addr)
+        slave = next(b for b in brokers if b is not master)
+        await until(lambda: _has_topic(admin, slave.addr, topic), 30, "the topic on the slave")
+    return master, slave
+
+
+async def _has_topic(admin: MQAdmin, addr: str, topic: str) -> bool:
+    return topic in await admin.topic_configs(addr)
+
+
+async def send_through_a_kill(namesrv: str, topic: str, victim: apache.ApacheProcess, before: int = 50,
+                              after: int = 50, give_up: float = 120.0) -> tuple[list[str], float]:
+    """SYNC sends one at a time, the master SIGKILLed after `before` acks (a failed send refreshes the route
+    and tries again at once); the acked bodies and the seconds from the kill to the first ack after it."""
+    acked: list[str] = []
+    errors: list[str] = []
+    killed_at = recovered_at = None
+    async with Producer(name("PCTL"), namesrv=namesrv, send_timeout=2.0, retry_times=0) as producer:
+        i = 0
+        deadline = time.monotonic() + give_up
+        while len(acked) < before + after and time.monotonic() < deadline:
+            if killed_at is None and len(acked) == before:
+                victim.kill()
+                killed_at = time.monotonic()
+            body = f"m-{i}"
+            i += 1
+            try:
+                await producer.send(Message(topic, body.encode()))
+            except MQClientError as exc:
+                errors.append(str(exc))
+                await asyncio.sleep(0.1)
+                await producer.instance.route(topic, refresh=True)
+                continue
+            acked.append(body)
+            if killed_at is not None and recovered_at is None:
+                recovered_at = time.monotonic()
+    assert killed_at is not None and recovered_at is not None, \
+        f"{len(acked)} acked, writes never came back; last errors: {errors[-3:]}"
+    return acked, recovered_at - killed_at
