@@ -9,15 +9,19 @@ servers' part: the controller noticing the death and electing, the new master ta
 RTO is the time from the kill to the first acknowledged send after it. Also counted: acknowledged
 messages missing afterwards (read back by Apache's Java consumer).
 
+`--fault pause` sends SIGSTOP instead: the master's connections stay open and only its heartbeats stop,
+so the controller finds it by the broker's heartbeat timeout (controllerHeartBeatTimeoutMills, 10 s).
+
 Prints one summary line: the median RTO per controller and mq/Apache.
 
-Usage: .venv/bin/python bench/controller_failover.py [--runs 3]
+Usage: .venv/bin/python bench/controller_failover.py [--runs 3] [--fault kill|pause]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import statistics
 import sys
 import tempfile
@@ -33,13 +37,16 @@ from fetch import FETCH_COMMAND, SETS
 from mqproc import start_mq, start_namesrv
 from refsupport import consume_all, make_topic, name
 
+SIGNALS = {"kill": signal.SIGKILL, "pause": signal.SIGSTOP}
+SIGNAL_NAMES = {"kill": "SIGKILL", "pause": "SIGSTOP"}
+
 
 def note(msg: str) -> None:
     print(f"[controller_failover {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-async def one_run(root: Path, side: str, run: int) -> tuple[float, int]:
-    """(RTO seconds, acknowledged messages lost) of one kill under `side`'s controller."""
+async def one_run(root: Path, side: str, run: int, sig: int) -> tuple[float, int]:
+    """(RTO seconds, acknowledged messages lost) of one fault under `side`'s controller."""
     work = root / f"{side}-{run}"
     work.mkdir(parents=True)
     namesrv = start_namesrv(work)
@@ -55,7 +62,8 @@ async def one_run(root: Path, side: str, run: int) -> tuple[float, int]:
         topic = name("CTLBENCH")
         make_topic(namesrv.addr, topic, cluster=CLUSTER)
         master, _slave = await master_and_slave(namesrv.addr, brokers, topic)
-        acked, rto = await send_through_a_kill(namesrv.addr, topic, master)
+        acked, rto = await send_through_a_kill(namesrv.addr, topic, master, sig=sig)
+        master.kill()  # a paused one too: its successor must be the only master the consumer reads
         got = {e["body"] for e in consume_all(namesrv.addr, topic, len(acked))}
         return rto, len(set(acked) - got)
     finally:
@@ -67,7 +75,10 @@ async def one_run(root: Path, side: str, run: int) -> tuple[float, int]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--runs", type=int, default=3, help="kills per controller")
+    parser.add_argument("--runs", type=int, default=3, help="faults per controller")
+    parser.add_argument("--fault", choices=("kill", "pause"), default="kill",
+                        help="kill: SIGKILL (connections close at once); pause: SIGSTOP (only heartbeats stop, "
+                             "found by controllerHeartBeatTimeoutMills, 10 s)")
     args = parser.parse_args()
     for key in ("apache-5", "harness"):
         if not SETS[key].ready():
@@ -79,7 +90,7 @@ def main() -> int:
         try:
             for side in ("apache", "mq"):
                 for run in range(args.runs):
-                    rto, missing = asyncio.run(one_run(Path(tmp), side, run))
+                    rto, missing = asyncio.run(one_run(Path(tmp), side, run, SIGNALS[args.fault]))
                     note(f"{side} run {run + 1}: RTO {rto:.2f} s, {missing} acknowledged lost")
                     figures[side].append(rto)
                     lost[side] += missing
@@ -87,7 +98,7 @@ def main() -> int:
             apache.kill_all()
     med = {side: statistics.median(values) for side, values in figures.items()}
     detail = "; ".join(f"{side} " + " ".join(f"{v:.2f}" for v in values) for side, values in figures.items())
-    print(f"controller_failover: median write RTO after a master SIGKILL, Apache's controller {med['apache']:.2f} s, "
+    print(f"controller_failover: median write RTO after a master {SIGNAL_NAMES[args.fault]}, Apache's controller {med['apache']:.2f} s, "
           f"mq's {med['mq']:.2f} s, mq/Apache {med['mq'] / med['apache']:.2f} ({args.runs} runs each: {detail}; "
           f"acknowledged lost: apache {lost['apache']}, mq {lost['mq']})")
     return 0

@@ -34,7 +34,9 @@ class ControllerConfig:
     controller_raft_peers: str = ""
     controller_store_path: str = field(default_factory=lambda: _home_path("mqController"))
     config_store_path: str = field(default_factory=lambda: _home_path("controller", "controller.properties"))
-    scan_not_active_broker_interval: int = 5_000
+    #: How often heartbeat timeouts are looked for (ms). Apache scans every 5 s; a scan here is a walk over a
+    #: small table, so mq scans every second and replaces a hung master up to 4 s sooner.
+    scan_not_active_broker_interval: int = 1_000
     scan_inactive_master_interval: int = 5_000
     elect_master_max_retry_count: int = 3
     enable_elect_unclean_master: bool = False

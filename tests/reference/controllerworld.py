@@ -4,6 +4,7 @@ SIGKILL-mid-load measurement; used by test_controller_interop and bench/controll
 from __future__ import annotations
 
 import asyncio
+import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -99,9 +100,11 @@ async def _has_topic(admin: MQAdmin, addr: str, topic: str) -> bool:
 
 
 async def send_through_a_kill(namesrv: str, topic: str, victim: apache.ApacheProcess, before: int = 50,
-                              after: int = 50, give_up: float = 120.0) -> tuple[list[str], float]:
-    """SYNC sends one at a time, the master SIGKILLed after `before` acks (a failed send refreshes the route
-    and tries again at once); the acked bodies and the seconds from the kill to the first ack after it."""
+                              after: int = 50, give_up: float = 120.0, sig: int = signal.SIGKILL,
+                              ) -> tuple[list[str], float]:
+    """SYNC sends one at a time, the master sent `sig` after `before` acks (SIGKILL: its connections close;
+    SIGSTOP: they stay open and only its heartbeats stop); a failed send refreshes the route and tries again
+    at once. The acked bodies and the seconds from the signal to the first ack after it."""
     acked: list[str] = []
     errors: list[str] = []
     killed_at = recovered_at = None
@@ -110,7 +113,7 @@ async def send_through_a_kill(namesrv: str, topic: str, victim: apache.ApachePro
         deadline = time.monotonic() + give_up
         while len(acked) < before + after and time.monotonic() < deadline:
             if killed_at is None and len(acked) == before:
-                victim.kill()
+                victim.proc.send_signal(sig)
                 killed_at = time.monotonic()
             body = f"m-{i}"
             i += 1
