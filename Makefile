@@ -35,11 +35,16 @@ layers: install
 reference: install
 	-$(BIN)/python tests/reference/fetch.py
 
-# The unit and store suites run a second time on the pure-Python codec (the compiled one, built at
-# install where a C compiler is present, is what the first run uses).
+# The unit and integration suites (our own processes only, mostly waiting on sockets: one core is about two
+# thirds busy) run on two workers, a file per worker at a time; everything that starts JVMs or a
+# SparkSession (compat's C++ client aside, tui shares no state but is timing-sensitive) runs after them on
+# one, so there is never more than one JVM cluster. The unit and store suites run a second time on the
+# pure-Python codec (the compiled one, built at install where a C compiler is present, is what the first
+# run uses).
 test: install layers reference
-	$(BIN)/python -m pytest -q -p no:cacheprovider tests
-	MQ_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider tests/unit tests/integration/store
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/unit tests/integration
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/compat tests/tui tests/spark tests/reference
+	MQ_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/unit tests/integration/store
 
 lint: install
 	$(BIN)/ruff check .
