@@ -15,6 +15,7 @@ from pathlib import Path
 
 import apache
 import pytest
+from adminsupport import json_of, mq
 from controllerworld import BROKER, CLUSTER, form_set, master_and_slave, send_through_a_kill, sync_state
 from mqproc import start_mq, start_namesrv
 from refsupport import consume_all, make_topic, name
@@ -40,6 +41,14 @@ async def test_apache5_brokers_fail_over_under_mqs_controller(ref_root: Path, tm
         assert re.search(rf"#MasterBrokerId\s+{master}\b", shown) and shown.count("InSyncReplica:") == 2, shown
         meta = apache.mqadmin(ref_root, "getControllerMetaData", "-a", ctl.addr, version="apache-5").stdout
         assert f"#ControllerLeaderAddress\t{ctl.addr}" in meta, meta
+
+        status = json_of(mq("admin", "ha", "status", "-c", CLUSTER, "--window", "0", "-o", "json",
+                            namesrv=namesrv.addr), "HAStatus")
+        (group,) = status["groups"]
+        assert group["controller"]["syncStateSet"] == sorted(in_sync), group["controller"]
+        assert group["controller"]["masterBrokerId"] == master and group["controller"]["error"] is None
+        ready = json_of(mq("admin", "ha", "ready", BROKER, "-o", "json", namesrv=namesrv.addr), "HAReady")
+        assert [c["ok"] for c in ready["checks"] if c["name"] == "electable"] == [True], ready["checks"]
 
         topic = name("CTLREF")
         make_topic(namesrv.addr, topic, cluster=CLUSTER)

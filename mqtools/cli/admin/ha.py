@@ -23,7 +23,12 @@ from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.ha import HAReadiness, ReplicationGroup, SlaveReplication
+    from mqtools.client.admin.models.ha import (
+        ControllerState,
+        HAReadiness,
+        ReplicationGroup,
+        SlaveReplication,
+    )
 
 app = typer.Typer(help="Replication: per-slave lag in bytes, messages and seconds; safe-to-stop verdicts.",
                   no_args_is_help=True)
@@ -67,7 +72,24 @@ def group_json(g: ReplicationGroup) -> dict[str, Any]:
     return {"cluster": g.cluster, "brokerName": g.broker_name, "masterAddr": g.master_addr, "role": g.role,
             "commitLogMaxOffset": g.max_offset, "inSyncSlaves": g.in_sync_slaves,
             "averageMessageSize": g.average_message_size, "error": g.error, "source": g.source,
+            "controller": None if g.controller is None else controller_json(g.controller),
             "slaves": [slave_json(s) for s in g.slaves]}
+
+
+def controller_json(c: ControllerState) -> dict[str, Any]:
+    return {"controllers": c.controllers, "masterBrokerId": c.master_broker_id, "masterEpoch": c.master_epoch,
+            "syncStateSet": c.sync_state_set, "syncStateSetEpoch": c.sync_state_set_epoch, "error": c.error}
+
+
+def controller_line(g: ReplicationGroup) -> str | None:
+    """One footer line for a controller-mode group: its master epoch and SyncStateSet at the controllers."""
+    c = g.controller
+    if c is None:
+        return None
+    if c.error:
+        return f"{g.broker_name}: controller mode; the controllers ({';'.join(c.controllers)}) not known: {c.error}"
+    return (f"{g.broker_name}: controller mode: master id {c.master_broker_id}, master epoch {c.master_epoch}, "
+            f"SyncStateSet {c.sync_state_set} (epoch {c.sync_state_set_epoch})")
 
 
 def _row(g: ReplicationGroup, s: SlaveReplication | None) -> list[Any]:
@@ -89,6 +111,7 @@ def status_view(groups: list[ReplicationGroup], window: float) -> View:
                if s.slave is not None and s.slave.error]
     footer += [f"{g.broker_name}: from each broker's runtime commitLogMaxOffset (the master less the slave's); "
                "the master has no GET_BROKER_HA_STATUS (Apache 4.x)" for g in groups if g.from_runtime_info]
+    footer += [line for g in groups if (line := controller_line(g))]
     footer.append(f"trend over {window:g}s; DIFF MSGS over each master's average stored message size; "
                   "CATCH-UP is DIFF over the transfer speed")
     return View("HAStatus", STATUS_COLUMNS, rows,

@@ -12,6 +12,7 @@ group then says so (`source`). `ha_ready` turns one group's figures into a verdi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -25,6 +26,7 @@ from mqtools.client.admin.models.ha import (
     RUNTIME_INFO,
     UNKNOWN,
     Check,
+    ControllerState,
     HAReadiness,
     HAStatus,
     ReplicationGroup,
@@ -39,6 +41,7 @@ from mqtools.client.admin.models.ha import (
     trend_of,
 )
 from mqtools.client.errors import MQClientError, NotAvailable, UnknownTargetError, UnreachableError
+from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.remoting.bodies import ClusterInfo
 
@@ -189,10 +192,31 @@ class HAAdmin(AdminService):
         config = dict(zip(masters, extra[len(masters):2 * len(masters)], strict=True))
         views = {a: _slave_view(a, bid, answer) for (a, bid, _), answer in zip(slaves, extra[2 * len(masters):],
                                                                                strict=True)}
-        return [_group(t, series.get(t.master, []) if t.master else [], runtime.get(t.master or ""),
-                       config.get(t.master or ""), [views[a] for a in t.slaves.values()], window,
-                       RUNTIME_INFO if t.master in self._lacking else HA_STATUS)
-                for t in targets]
+        groups = [_group(t, series.get(t.master, []) if t.master else [], runtime.get(t.master or ""),
+                         config.get(t.master or ""), [views[a] for a in t.slaves.values()], window,
+                         RUNTIME_INFO if t.master in self._lacking else HA_STATUS)
+                  for t in targets]
+        states = await asyncio.gather(*(self._controller_state(g.broker_name or "", config.get(g.master_addr or ""))
+                                        for g in groups))
+        return [dataclasses.replace(g, controller=state) if state else g for g, state in zip(groups, states,
+                                                                                              strict=True)]
+
+    async def _controller_state(self, broker_name: str, config: dict[str, str] | MQClientError | None,
+                                ) -> ControllerState | None:
+        """The group's state at its controllers, when its master's config says controller mode."""
+        if not isinstance(config, dict) or config.get("enableControllerMode", "").lower() != "true":
+            return None
+        addrs = parse_namesrv_list(config.get("controllerAddr", ""))
+        if not addrs:
+            return ControllerState([], None, None, [], None, error="controllerAddr is empty")
+        try:
+            sets = await self.admin.controllers.broker_sets(addrs, [broker_name])
+        except MQClientError as exc:
+            return ControllerState(addrs, None, None, [], None, error=str(exc))
+        if not sets:
+            return ControllerState(addrs, None, None, [], None, error="the controllers do not know this group")
+        b = sets[0]
+        return ControllerState(addrs, b.master_broker_id, b.master_epoch, b.sync_state_set, b.sync_state_set_epoch)
 
     async def ha_ready(self, broker_name: str, *, max_diff: int = DEFAULT_MAX_DIFF,
                        max_catchup_s: float = DEFAULT_MAX_CATCHUP_S, window: float = 2.0) -> HAReadiness:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from mqtools.client.admin.models.ha import (
     GROWING,
     NOT_SAFE,
@@ -180,3 +182,17 @@ def test_a_4x_slave_that_does_not_answer_is_not_safe() -> None:
                          None, RUNTIME_INFO)
     r = assess(g)
     assert r.verdict == NOT_SAFE and "slave answers" in failed(r)
+
+
+def test_controller_mode_needs_the_slave_in_the_sync_state_set() -> None:
+    from mqtools.client.admin.models.ha import ControllerState
+
+    inside = ControllerState(["10.0.0.9:9878"], 0, 3, [0, 1], 4)
+    r = assess(dataclasses.replace(group(slave(0), role="SYNC_MASTER"), controller=inside))
+    assert r.verdict == SAFE and [c.ok for c in r.checks if c.name == "electable"] == [True]
+    outside = dataclasses.replace(inside, sync_state_set=[0])
+    r = assess(dataclasses.replace(group(slave(0), role="SYNC_MASTER"), controller=outside))
+    assert r.verdict == NOT_SAFE and failed(r) == ["electable"]
+    unknown = ControllerState(["10.0.0.9:9878"], None, None, [], None, error="connect refused")
+    r = assess(dataclasses.replace(group(slave(0), role="SYNC_MASTER"), controller=unknown))
+    assert r.verdict == SAFE and [c.ok for c in r.checks if c.name == "electable"] == [None]

@@ -267,6 +267,19 @@ class SlaveReplication:
 
 
 @dataclass(frozen=True, slots=True)
+class ControllerState:
+    """A controller-mode group as its controllers hold it (the master's controllerAddr names them)."""
+
+    controllers: list[str]
+    master_broker_id: int | None
+    master_epoch: int | None
+    sync_state_set: list[int]
+    sync_state_set_epoch: int | None
+    error: str | None = None
+    """Why the controllers could not be asked; the figures are then None or empty."""
+
+
+@dataclass(frozen=True, slots=True)
 class ReplicationGroup:
     """A broker group: its master's replication state and every slave, connected or registered."""
 
@@ -285,6 +298,8 @@ class ReplicationGroup:
     """Why the master could not be asked; its figures are then None."""
     source: str = HA_STATUS
     """HA_STATUS, or RUNTIME_INFO where the master does not answer GET_BROKER_HA_STATUS."""
+    controller: ControllerState | None = None
+    """Controller mode only (the master's enableControllerMode): master epoch and SyncStateSet."""
 
     @property
     def from_runtime_info(self) -> bool:
@@ -371,7 +386,21 @@ def slave_checks(group: ReplicationGroup, s: SlaveReplication, max_diff: int,
     else:
         checks.append(Check("not falling behind", s.trend != GROWING,
                             f"the diff is {s.trend} over {group.window_s:g}s"))
+    if group.controller is not None:
+        checks.append(_electable(group.controller, s, name))
     return checks
+
+
+def _electable(c: ControllerState, s: SlaveReplication, name: str) -> Check:
+    """Controller mode: the controllers elect a new master only from the SyncStateSet."""
+    if c.error:
+        return Check("electable", None, f"the controllers cannot be asked: {c.error}")
+    bid = s.slave.broker_id if s.slave is not None else None
+    if bid is None:
+        return Check("electable", None, f"the broker id of {name} is not known")
+    inside = bid in c.sync_state_set
+    return Check("electable", inside, f"{name} (broker id {bid}) is {'in' if inside else 'not in'} the "
+                 f"SyncStateSet {c.sync_state_set}: the controllers {'can' if inside else 'cannot'} elect it")
 
 
 def stop_cost(group: ReplicationGroup, s: SlaveReplication | None) -> tuple[Check, int | None, int | None]:
