@@ -19,7 +19,6 @@ from mqtools.remoting.controller import (
     ApplyBrokerIdRequestHeader,
     BrokerHeartbeatRequestHeader,
     CleanControllerBrokerDataRequestHeader,
-    ElectionEntry,
     ElectionHistory,
     ElectMasterRequestHeader,
     GetMetaDataResponseHeader,
@@ -97,9 +96,7 @@ class ControllerRequestProcessor:
 
     async def elections(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         """mq's GET_CONTROLLER_ELECTIONS: the election history, oldest first (the leader's)."""
-        response, _ = await self._run(req, lambda m: ControllerResult(body=ElectionHistory(
-            [ElectionEntry(e.at_ms, e.broker_name, e.old_master, e.new_master, e.master_epoch, e.cause)
-             for e in m.elections])))
+        response, _ = await self._run(req, lambda m: ControllerResult(body=ElectionHistory(list(m.elections))))
         return response
 
     # ------------------------------------------------------------------ leader only

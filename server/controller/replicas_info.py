@@ -20,6 +20,7 @@ from mqtools.remoting.controller import (
     ApplyBrokerIdResponseHeader,
     BrokerMemberGroup,
     BrokerReplicasInfo,
+    ElectionEntry,
     ElectMasterResponseBody,
     ElectMasterResponseHeader,
     GetNextBrokerIdResponseHeader,
@@ -41,16 +42,6 @@ Live = Callable[[str, str, int], BrokerLiveInfo | None]
 CAUSE_CONTROLLER, CAUSE_BROKER, CAUSE_ADMIN = "controller", "broker", "admin"
 #: Elections kept in the history (all broker sets together), newest last.
 MAX_ELECTIONS = 200
-
-
-@dataclass(frozen=True, slots=True)
-class ElectionRecord:
-    at_ms: int
-    broker_name: str
-    old_master: int | None
-    new_master: int | None
-    master_epoch: int
-    cause: str
 
 
 # ---------------------------------------------------------------- events (replicated, pickled)
@@ -137,7 +128,8 @@ class BrokerSet:
 class ReplicasInfoManager:
     def __init__(self) -> None:
         self.sets: dict[str, BrokerSet] = {}
-        self.elections: list[ElectionRecord] = []
+        #: The history GET_CONTROLLER_ELECTIONS answers, kept in its wire form.
+        self.elections: list[ElectionEntry] = []
 
     # ---------------------------------------------------------------- checks (leader only)
 
@@ -315,8 +307,8 @@ class ReplicasInfoManager:
             if event.broker_id in bset.brokers:
                 bset.brokers[event.broker_id] = (event.broker_address, bset.brokers[event.broker_id][1])
         elif isinstance(event, ElectMasterEvent):
-            self.elections.append(ElectionRecord(event.at_ms, event.broker_name, bset.master_broker_id,
-                                                 event.new_master, bset.master_epoch + 1, event.cause))
+            self.elections.append(ElectionEntry(event.at_ms, event.broker_name, bset.master_broker_id,
+                                                event.new_master, bset.master_epoch + 1, event.cause))
             del self.elections[:-MAX_ELECTIONS]
             bset.master_broker_id = event.new_master
             bset.master_epoch += 1

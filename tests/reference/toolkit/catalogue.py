@@ -81,9 +81,11 @@ _UPTIME = re.compile(r"\[ \d+ days, \d+ hours, \d+ minutes, \d+ seconds \]")
 #: the name server's order; getBrokerConfig and getNamesrvConfig: the ConcurrentHashMap inside Properties) and mq in the order
 #: it has them (sorted topics; the broker's own order of its config), or in the order brokers registered
 #: (topicRoute's brokers and queues), or groups and topics in a table's order (brokerConsumeStats,
-#: consumerProgress of every group, statsAll): compared as sorted lines.
+#: consumerProgress of every group, statsAll), or a reset's queues in the order of the route's brokers
+#: (resetOffsetByTime, skipAccumulatedMessage: mq's name server keeps the order brokers registered in,
+#: which varies from run to run): compared as sorted lines.
 ORDER_FREE = {"topicList", "getBrokerConfig", "getNamesrvConfig", "topicRoute", "brokerConsumeStats",
-              "consumerProgress (all)", "statsAll"}
+              "consumerProgress (all)", "statsAll", "resetOffsetByTime", "skipAccumulatedMessage"}
 
 
 def fill(template: list[str], values: dict[str, str]) -> list[str]:
