@@ -62,7 +62,8 @@ class ControllerManager:
         me = raft_peers[self.config.self_id()]
         others = [addr for pid, addr in raft_peers.items() if pid != self.config.self_id()]
         try:
-            self.raft = ControllerRaft(me, others, Path(self.config.controller_store_path).expanduser())
+            self.raft = ControllerRaft(me, others, Path(self.config.controller_store_path).expanduser(),
+                                       self.config.controller_raft_password)
         except OSError as exc:
             raise StartError(f"cannot start the controller's Raft on {me}: {exc}") from None
         self.processor = ControllerRequestProcessor(self.config, self.raft, self.heartbeats, self.clock,

@@ -5,7 +5,8 @@
 address, which brokers (`controllerAddr`) and admin tools use, and `controllerDLegerSelfId` says which
 of them this process is, as in RocketMQ. The controllers replicate their metadata with Raft (pysyncobj,
 not DLedger: brokers never see it). Its traffic goes to `controllerRaftPeers` (mq's key, the same form),
-by default each peer's port + 1. An empty peer list runs one controller on `listenPort`, for development.
+by default each peer's port + 1; `controllerRaftPassword` encrypts and authenticates it. An empty peer
+list runs one controller on `listenPort`, for development.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ class ControllerConfig:
     controller_d_leger_peers: str = ""
     controller_d_leger_self_id: str = ""
     controller_raft_peers: str = ""
+    #: mq's key: a secret the controllers share; their Raft traffic is then encrypted and authenticated
+    #: (pysyncobj's Fernet session keys). Without it anyone who reaches a Raft port can write the log.
+    controller_raft_password: str = ""
     controller_store_path: str = field(default_factory=lambda: _home_path("mqController"))
     config_store_path: str = field(default_factory=lambda: _home_path("controller", "controller.properties"))
     #: How often heartbeat timeouts are looked for (ms). Apache scans every 5 s; a scan here is a walk over a
@@ -41,7 +45,7 @@ class ControllerConfig:
     elect_master_max_retry_count: int = 3
     enable_elect_unclean_master: bool = False
     notify_broker_role_changed: bool = True
-    config_black_list: str = "configBlackList;configStorePath"
+    config_black_list: str = "configBlackList;configStorePath;controllerRaftPassword"
     extra: dict[str, str] = field(default_factory=dict)
 
     def apply(self, props: dict[str, str]) -> None:
@@ -56,6 +60,10 @@ class ControllerConfig:
 
     def to_properties(self) -> dict[str, str]:
         return CONTROLLER_PROPERTIES.to_properties(self, self.extra)
+
+    def black_list(self) -> set[str]:
+        """Keys GET_CONTROLLER_CONFIG does not show (the Raft password among them)."""
+        return {k.strip() for k in self.config_black_list.split(";") if k.strip()}
 
     def peers(self) -> dict[str, str]:
         """Controller id -> remoting "host:port", in the order of the file (a lone controller: itself on

@@ -92,7 +92,8 @@ class ControllerRequestProcessor:
         return req.response(ext_fields=header.to_ext())
 
     def get_config(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
-        return req.response(body=render_properties(self.config.to_properties()).encode())
+        shown = {k: v for k, v in self.config.to_properties().items() if k not in self.config.black_list()}
+        return req.response(body=render_properties(shown).encode())
 
     async def elections(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         """mq's GET_CONTROLLER_ELECTIONS: the election history, oldest first (the leader's)."""

@@ -42,7 +42,7 @@ class _Metadata(SyncObjConsumer):
 
 
 class ControllerRaft:
-    def __init__(self, self_addr: str, partner_addrs: list[str], store: Path) -> None:
+    def __init__(self, self_addr: str, partner_addrs: list[str], store: Path, password: str = "") -> None:
         store.mkdir(parents=True, exist_ok=True)
         self.lock = threading.Lock()
         self._metadata = _Metadata(self.lock)
@@ -51,7 +51,7 @@ class ControllerRaft:
             # elections within about a second of a controller's death; snapshots keep the journal short
             raftMinTimeout=0.4, raftMaxTimeout=1.0, appendEntriesPeriod=0.1, connectionTimeout=3.5,
             logCompactionMinEntries=5000, logCompactionMinTime=300, dynamicMembershipChange=False,
-            onStateChanged=self._on_state_changed,
+            onStateChanged=self._on_state_changed, password=password or None,
         )
         #: The term whose first entry of ours this node has applied as leader (see is_leader).
         self._ready_term = -1

@@ -71,7 +71,8 @@ class Controllers:
             conf = work / f"{pid}.properties"
             conf.write_text(f"controllerDLegerGroup=group1\ncontrollerDLegerPeers={peers}\ncontrollerRaftPeers={raft}\n"
                             f"controllerDLegerSelfId={pid}\ncontrollerStorePath={work / pid}\n"
-                            "scanNotActiveBrokerInterval=1000\nscanInactiveMasterInterval=1000\n")
+                            "scanNotActiveBrokerInterval=1000\nscanInactiveMasterInterval=1000\n"
+                            "controllerRaftPassword=test-secret\n")
             self.confs[pid] = conf
         self.procs: dict[str, MqProcess] = {}
 
@@ -239,6 +240,9 @@ async def test_raft_controllers_elect_a_new_master_on_a_dead_master_and_survive_
 
     meta = await until(lambda: asyncio.to_thread(agreed), 15, "all three controllers naming the same leader")
     jsonschema.validate(meta, load_schema("ControllerMetadata"))
+    shown = _json(mq("admin", "controller", "config", "-a", ctl.all, "-o", "json"))
+    assert [c["config"]["controllerDLegerSelfId"] for c in shown["controllers"]] == ctl.ids
+    assert all("controllerRaftPassword" not in c["config"] for c in shown["controllers"])
     history = _json(mq("admin", "controller", "elections", "-a", ctl.all, "-o", "json"))
     jsonschema.validate(history, load_schema("ControllerElections"))
     assert [(e["oldMaster"], e["newMaster"], e["masterEpoch"], e["cause"]) for e in history["elections"]] == [
