@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import time
@@ -19,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from adminsupport import mq
+from ports import random_base_port
 
 
 def mq_run(*args: str) -> subprocess.CompletedProcess[str]:
@@ -83,12 +83,12 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, every: flo
 
 @contextmanager
 def preset_cluster(root: Path, preset: str = "2m-2s-async", *props: str) -> Iterator[PresetCluster]:
-    """`mq cluster up --preset` on a random base port (20000-50000, step 100); always `cluster down`."""
+    """`mq cluster up --preset` on a random base port (ports.random_base_port); always `cluster down`."""
     state = root / "cluster"
     sets = [arg for prop in props for arg in ("--set", prop)]
     try:
         up = mq_run("cluster", "up", "--preset", preset, "--dir", str(state), "--base-port",
-                    str(random.randrange(20000, 50000, 100)), *sets)
+                    str(random_base_port()), *sets)
         assert up.returncode == 0, up.stdout + up.stderr
         namesrv = next(line.split("=", 1)[1] for line in up.stdout.splitlines() if line.startswith("NAMESRV_ADDR="))
         cluster = PresetCluster(state, namesrv, {})

@@ -6,7 +6,6 @@ certificate the properties name, and the SYNC_MASTER kill drill passing over TLS
 from __future__ import annotations
 
 import json
-import random
 import shutil
 import subprocess
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import pytest
 from adminsupport import mq, one_line_error
 from integration.ha.hasupport import pull_all, ready_for_drill, send, start_group
 from mqproc import start_mq
+from ports import random_base_port
 from presetcluster import wait_for
 
 from mqtools.client.producer import Producer
@@ -59,7 +59,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TlsCluster]:
     env = {"MQ_CONFIG_DIR": str(config_dir)}
     try:
         up = mq("cluster", "up", "--tls", "--preset", "2m-noslave", "--dir", str(state), "--base-port",
-                str(random.randrange(20000, 50000, 100)), "--context", "secure", env=env, timeout=120)
+                str(random_base_port()), "--context", "secure", env=env, timeout=120)
         assert up.returncode == 0, up.stdout + up.stderr
         namesrv = next(line.split("=", 1)[1] for line in up.stdout.splitlines() if line.startswith("NAMESRV_ADDR="))
         ca = json.loads((state / "cluster.json").read_text())["tls_ca"]
@@ -179,7 +179,7 @@ def test_enforcing_without_a_certificate_is_a_one_line_start_error(tmp_path: Pat
 def test_kill_master_drill_passes_over_tls(tmp_path: Path) -> None:
     """SYNC_MASTER keeps its guarantee with TLS on the remoting and HA ports: no acknowledged message lost."""
     result = mq("admin", "drill", "run", "kill-master", "--preset", "2m-2s-sync", "--tls", "--base-port",
-                str(random.randrange(20000, 50000, 100)), "--duration", "5", "--rate", "100", "--poll-interval", "1",
+                str(random_base_port()), "--duration", "5", "--rate", "100", "--poll-interval", "1",
                 "--set", "mappedFileSizeCommitLog=4194304", "-o", "json", env={"TMPDIR": str(tmp_path)}, timeout=120)
     report = json.loads(result.stdout)
     assert result.returncode == 0 and report["verdict"] == "PASS", [r["text"] for r in report["reasons"]]

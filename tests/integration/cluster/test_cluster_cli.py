@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import socket
 import subprocess
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
+from ports import random_base_port
 
 pytestmark = pytest.mark.integration
 
@@ -31,7 +31,7 @@ def mq(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
 
 def base_port() -> int:
     """A random high base so that parallel runs and real RocketMQ defaults do not collide."""
-    return random.randrange(20000, 50000, 100)
+    return random_base_port()
 
 
 def status(state: Path) -> dict[str, dict]:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import random
 import socket
 import subprocess
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ import jsonschema
 import psutil
 import pytest
 from adminsupport import mq, one_line_error
+from ports import random_base_port
 
 from mqtools.common.presentation import load_schema
 
@@ -33,7 +33,7 @@ LOAD = ["--duration", "5", "--rate", "100", "--poll-interval", "1", "--set", "ma
 
 def base_port() -> int:
     """A random high base so that parallel runs and real RocketMQ defaults do not collide."""
-    return random.randrange(20000, 50000, 100)
+    return random_base_port()
 
 
 def drill(tmp_path: Path, scenario: str, preset: str, *extra: str) -> tuple[subprocess.CompletedProcess[str],
