@@ -26,6 +26,7 @@ import statistics
 import sys
 import tempfile
 import time
+from contextlib import ExitStack
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
@@ -49,16 +50,19 @@ async def one_run(root: Path, side: str, run: int, sig: int) -> tuple[float, int
     """(RTO seconds, acknowledged messages lost) of one fault under `side`'s controller."""
     work = root / f"{side}-{run}"
     work.mkdir(parents=True)
-    namesrv = start_namesrv(work)
-    if side == "apache":
-        ctl = apache_controller(root, f"{side}-{run}-controller")
-        stop_ctl = ctl.kill
-    else:
-        mq_ctl = start_mq(["controller", "start", "--listen-port", "0", "--store-dir", str(work / "ctl")])
-        ctl, stop_ctl = mq_ctl, mq_ctl.stop
-    brokers: list[apache.ApacheProcess] = []
-    try:
-        brokers = await form_set(root, namesrv.addr, ctl.addr, f"{side}-{run}")
+    with ExitStack() as stack:  # what started is stopped, also when a later start fails
+        namesrv = start_namesrv(work)
+        stack.callback(namesrv.stop)
+        if side == "apache":
+            ctl = apache_controller(root, f"{side}-{run}-controller")
+            stack.callback(ctl.kill)
+        else:
+            mq_ctl = start_mq(["controller", "start", "--listen-port", "0", "--store-dir", str(work / "ctl")])
+            ctl = mq_ctl
+            stack.callback(mq_ctl.stop)
+        brokers: list[apache.ApacheProcess] = []
+        stack.callback(lambda: [broker.kill() for broker in brokers])
+        brokers += await form_set(root, namesrv.addr, ctl.addr, f"{side}-{run}")
         topic = name("CTLBENCH")
         make_topic(namesrv.addr, topic, cluster=CLUSTER)
         master, _slave = await master_and_slave(namesrv.addr, brokers, topic)
@@ -66,12 +70,6 @@ async def one_run(root: Path, side: str, run: int, sig: int) -> tuple[float, int
         master.kill()  # a paused one too: its successor must be the only master the consumer reads
         got = {e["body"] for e in consume_all(namesrv.addr, topic, len(acked))}
         return rto, len(set(acked) - got)
-    finally:
-        for broker in brokers:
-            broker.kill()
-        stop_ctl()
-        namesrv.stop()
-
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
