@@ -27,6 +27,7 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 
 from mqtools.common.atomic_file import write_atomic
+from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.javaprops import render_properties
 from mqtools.common.tls import masked
 from mqtools.remoting.bodies import DataVersion
@@ -45,6 +46,7 @@ from mqtools.server.broker.processors import client as client_proc
 from mqtools.server.broker.processors import consumer as consumer_proc
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
 from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar, RegisterResult
+from mqtools.server.broker.replicas_manager import CONTROLLER_START_TIMEOUT_S, ReplicasManager
 from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager
@@ -70,6 +72,8 @@ class BrokerController:
         config_path: Path | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
+        if config.enable_controller_mode:
+            config.broker_role = BrokerRole.SLAVE  # fenced until the controller gives the role
         self.config = config
         self.clock = clock
         self.config_path = config_path or config.config_dir / "broker.properties"
@@ -94,6 +98,7 @@ class BrokerController:
         self.transaction_check = TransactionalMessageCheckService(self, self.transactions)
         self.ha: HAService | None = None
         self.ha_duties: HADuties | None = None
+        self.replicas: ReplicasManager | None = None
         self.master_addr: str | None = None
         self.long_polling = PullRequestHoldService(self._answer_held_pull, clock)
         self.registrar = NamesrvRegistrar(
@@ -174,6 +179,8 @@ class BrokerController:
             await self.schedule.start()
             await self.transaction_check.start()
         await self._start_ha()  # before registration, which advertises the HA port
+        if cfg.enable_controller_mode:
+            await self._start_replicas()
         self.topics.on_change = self.registrar.kick
         if self.registrar.addrs:
             await self.registrar.register_all()
@@ -207,6 +214,7 @@ class BrokerController:
             ("offsets", self.offsets.shutdown),
             ("topics", self.topics.persist),
             ("groups", self.groups.persist),
+            ("replicas", lambda: self.replicas.shutdown() if self.replicas is not None else None),
             ("ha", lambda: self.ha_duties.shutdown() if self.ha_duties is not None else None),
             ("store", self.store.shutdown),
             ("client", self.client.close),
@@ -244,6 +252,19 @@ class BrokerController:
             raise StartError(f"cannot listen on HA port {self.config.effective_ha_port}: "
                              f"{exc.strerror or exc}") from None
         self.ha_duties, self.ha = duties, duties.service
+
+    async def _start_replicas(self) -> None:
+        """Controller mode: wait for the controller to say what this broker is (it registers as that)."""
+        assert self.ha_duties is not None
+        self.replicas = ReplicasManager(self, self.ha_duties)
+        try:
+            await self.replicas.start(CONTROLLER_START_TIMEOUT_S)
+        except StartError:
+            await self.replicas.shutdown()
+            await self.ha_duties.shutdown()
+            await self.server.shutdown()
+            await self.store.shutdown()
+            raise
 
     # ------------------------------------------------------------------ live config
 

@@ -33,6 +33,7 @@ from mqtools.common.javaprops import parse_properties
 from mqtools.common.security import ClientSecurity, TlsClientOptions
 from mqtools.common.tls import TlsClientSettings, TlsServerSettings
 from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC
+from mqtools.remoting.controller import LOWEST_ELECTION_PRIORITY
 from mqtools.server.broker.consumer_offsets import FLUSH_INTERVAL_S
 from mqtools.server.ha.service import HAConfig
 from mqtools.server.store.config import MessageStoreConfig
@@ -98,6 +99,16 @@ class BrokerConfig:
     acl_enable: bool = False
     acl_file_path: str = ""
     acl_watch_interval_mills: int = 1_000
+    # controller mode (replicas_manager.py): the controller decides role and id at run time
+    enable_controller_mode: bool = False
+    controller_addr: str = ""
+    sync_broker_metadata_period: int = 5_000
+    check_sync_state_set_period: int = 5_000
+    sync_controller_metadata_period: int = 10_000
+    controller_heart_beat_timeout_mills: int = 10_000
+    broker_election_priority: int = LOWEST_ELECTION_PRIORITY
+    broker_heartbeat_interval: int = 1_000
+    store_path_broker_identity: str = ""
     #: Keys we do not know ourselves: store keys and anything else, kept verbatim.
     extra: dict[str, str] = field(default_factory=dict)
 
@@ -131,6 +142,13 @@ class BrokerConfig:
     def register_period_s(self) -> float:
         """registerNameServerPeriod clamped to 10-60 s, as RocketMQ clamps it."""
         return min(max(self.register_name_server_period, 10_000), 60_000) / 1000.0
+
+    def controller_addrs(self) -> list[str]:
+        """controllerAddr split on ';' (ConfigError when one is not ip:port)."""
+        try:
+            return parse_namesrv_list(self.controller_addr) if self.controller_addr.strip() else []
+        except ValueError as exc:
+            raise ConfigError(f"{exc} (controllerAddr)") from None
 
     def namesrv_list(self) -> list[str]:
         return parse_namesrv_list(self.namesrv_addr) if self.namesrv_addr.strip() else []
@@ -187,9 +205,12 @@ class BrokerConfig:
         """RocketMQ's start-up checks; raises ConfigError with a one-line message."""
         if self.flush_disk_type not in FLUSH_TYPES:
             raise ConfigError(f"flushDiskType must be ASYNC_FLUSH or SYNC_FLUSH, not {self.flush_disk_type!r}")
-        if self.is_slave and self.broker_id <= 0:
+        if self.enable_controller_mode:
+            if not self.controller_addrs():
+                raise ConfigError("enableControllerMode=true needs controllerAddr (ip:port;ip:port)")
+        elif self.is_slave and self.broker_id <= 0:
             raise ConfigError(f"a SLAVE broker needs brokerId > 0 (got {self.broker_id})")
-        if not self.is_slave:
+        elif not self.is_slave:
             self.broker_id = 0
         try:
             self.namesrv_list()

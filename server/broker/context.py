@@ -23,6 +23,7 @@ from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager
 from mqtools.server.broker.transaction.bridge import TransactionalMessageBridge
+from mqtools.server.broker.transaction.check_service import TransactionalMessageCheckService
 from mqtools.server.ha.service import HAService
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import ScheduleMessageService
@@ -39,6 +40,7 @@ class BrokerContext(Protocol):
     store: MessageStore
     schedule: ScheduleMessageService
     transactions: TransactionalMessageBridge
+    transaction_check: TransactionalMessageCheckService
     topics: TopicConfigManager
     offsets: ConsumerOffsetManager
     groups: SubscriptionGroupManager

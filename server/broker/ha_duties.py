@@ -14,12 +14,15 @@ import asyncio
 import json
 import logging
 
+from mqtools.common.brokerrole import MASTER_ID, BrokerRole
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.registration import RegisterResult
 from mqtools.server.broker.slave_sync import SlaveSynchronize
+from mqtools.server.ha.autoswitch_service import AutoSwitchHAService
+from mqtools.server.ha.epoch_file import EpochFileCache
 from mqtools.server.ha.service import HAService
 from mqtools.server.lifecycle import cancel_and_wait
 
@@ -34,10 +37,20 @@ class HADuties:
 
     def __init__(self, broker: BrokerContext) -> None:
         self.broker = broker
-        self.service = HAService(broker.store, broker.config.ha_config(broker.store.config),
-                                 tls=broker.config.tls_server(), client_tls=broker.config.tls_client().context())
+        cfg = broker.config
+        ha_config = cfg.ha_config(broker.store.config)
+        tls, client_tls = cfg.tls_server(), cfg.tls_client().context()
+        self.service: HAService
+        if cfg.enable_controller_mode:
+            epochs = EpochFileCache.load(broker.store.config.root)
+            self.service = AutoSwitchHAService(broker.store, ha_config, epochs, tls=tls, client_tls=client_tls)
+        else:
+            self.service = HAService(broker.store, ha_config, tls=tls, client_tls=client_tls)
         self.slave_sync: SlaveSynchronize | None = None
         self._diff_task: asyncio.Task[None] | None = None
+        #: Controller mode: the master the controller named; only a registration naming it gives a slave
+        #: its HA address (a name server may still list the dead one).
+        self._expected_master: str | None = None
 
     async def start(self) -> None:
         """Open the HA port (OSError when it is taken), hook the store and the server, start the
@@ -47,22 +60,75 @@ class HADuties:
         await self.service.start()
         self.broker.store.ha_hook = self.service
         self.broker.server.register(RequestCode.GET_BROKER_HA_STATUS, self.get_ha_status)
+        if self.broker.config.enable_controller_mode:
+            return  # fenced: the ReplicasManager gives the role
         if self.service.config.is_slave:
-            self.slave_sync = SlaveSynchronize(self.broker)
-            self.slave_sync.start()
+            self._start_slave_sync()
         else:
             self._diff_task = asyncio.create_task(self._diff_log_loop(), name="ha-diff-log")
 
-    async def shutdown(self) -> None:
-        if self.slave_sync is not None:
-            await self.slave_sync.shutdown()
+    def _start_slave_sync(self) -> None:
+        self.slave_sync = SlaveSynchronize(self.broker)
+        self.slave_sync.start()
+
+    async def _stop_role_duties(self) -> None:
+        sync, self.slave_sync = self.slave_sync, None
+        if sync is not None:
+            await sync.shutdown()
         await cancel_and_wait(self._diff_task)
+        self._diff_task = None
+
+    async def shutdown(self) -> None:
+        await self._stop_role_duties()
         await self.service.shutdown()
+
+    # ------------------------------------------------------------------ controller mode's role changes
+
+    def _set_role(self, role: BrokerRole, broker_id: int) -> None:
+        b = self.broker
+        b.config.broker_role = role
+        b.store.config.broker_role = role
+        b.config.broker_id = broker_id
+
+    async def become_master(self, epoch: int, controller_id: int, *, already: bool) -> None:
+        """The controller made this broker its set's master in `epoch`: the HA service leads the epoch,
+        the broker takes writes as brokerId 0 and runs the master's services (delayed delivery,
+        transaction checks), then registers so clients and slaves find it."""
+        service = self.service
+        assert isinstance(service, AutoSwitchHAService)
+        b = self.broker
+        await service.change_to_master(epoch, controller_id)
+        if not already:
+            await self._stop_role_duties()
+            self._expected_master = None
+            self._set_role(BrokerRole.SYNC_MASTER, MASTER_ID)
+            await b.schedule.start()
+            await b.transaction_check.start()
+            self._diff_task = asyncio.create_task(self._diff_log_loop(), name="ha-diff-log")
+        b.topics.data_version = b.topics.data_version.next(int(b.clock() * 1000))
+        b.registrar.kick()
+
+    async def become_slave(self, controller_id: int, master_addr: str) -> None:
+        """Another broker is master: stop the master's services, replicate from it, copy its metadata."""
+        service = self.service
+        assert isinstance(service, AutoSwitchHAService)
+        b = self.broker
+        was_master = service.is_master
+        await service.change_to_slave(controller_id)
+        self._expected_master = master_addr
+        await self._stop_role_duties()
+        if was_master:
+            await b.schedule.shutdown()
+            await b.transaction_check.shutdown()
+        self._set_role(BrokerRole.SLAVE, controller_id)
+        self._start_slave_sync()
+        b.registrar.kick()
 
     def on_register_result(self, result: RegisterResult) -> None:
         """A name server answered a registration: a slave learns its master's HA address, and syncs its
         metadata from a master it has not synced from yet."""
-        if result.ok:
+        if result.ok and (not self.broker.config.enable_controller_mode
+                          or result.master_addr == self._expected_master):
             self.service.update_master_address(result.ha_server_addr)
             if self.slave_sync is not None:
                 self.slave_sync.master_named(result.master_addr)

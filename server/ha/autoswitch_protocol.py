@@ -15,7 +15,7 @@ import enum
 import struct
 from dataclasses import dataclass
 
-from mqtools.server.ha.epoch_file import EpochEntry
+from mqtools.server.ha.epoch_file import OPEN_END, EpochEntry
 from mqtools.server.ha.protocol import ProtocolError
 
 
@@ -169,3 +169,54 @@ class MasterStreamReader:
                 raise ProtocolError(f"unexpected HA state {state} from the master")
         del buf[:pos]
         return out
+
+
+def first_transfer_offset(request_offset: int, min_offset: int, max_offset: int, file_size: int,
+                          sync_from_last_file: bool) -> int:
+    """Where the master starts: the reported offset, or for an empty slave the commitlog's first byte
+    (the start of the last file with syncFromLastFile)."""
+    if request_offset > 0:
+        return request_offset
+    if sync_from_last_file:
+        return max_offset - max_offset % file_size
+    return min_offset
+
+
+@dataclass
+class EpochTransferCursor:
+    """Master-side writer state for one slave: the next frame from `next_from`, clipped to the batch size
+    and to the end of the epoch it lies in, or a heartbeat when the slave heard nothing for the interval."""
+
+    batch_size: int = 32 * 1024
+    heartbeat_interval: float = 5.0
+    next_from: int = -1
+    last_write: float = 0.0
+
+    def start(self, offset: int, now: float) -> None:
+        self.next_from = offset
+        self.last_write = now
+
+    def frame(self, data: bytes | memoryview | None, epochs: list[EpochEntry], confirm_offset: int,
+              now: float) -> list[bytes | memoryview] | None:
+        """`data`: the commitlog bytes readable at `next_from` (never past a file's end); `epochs`: the
+        master's entries, the newest open-ended."""
+        if self.next_from < 0 or not epochs:
+            return None
+        entry = next((e for e in epochs if e.start_offset <= self.next_from < e.end_offset), None)
+        end = entry.end_offset if entry is not None else OPEN_END
+        if entry is None and self.next_from < epochs[0].start_offset:
+            # bytes written before the first epoch (a store that ran in classic mode): labelled with
+            # the first epoch, never sent in one frame with its own bytes
+            entry, end = epochs[0], epochs[0].start_offset
+        if data is not None and len(data) > 0 and entry is not None:
+            size = min(len(data), self.batch_size, end - self.next_from)
+            body = bytes(data[:size])  # a copy: a view would pin the mapped file the store may unmap
+            header = encode_transfer_header(self.next_from, size, entry.epoch, entry.start_offset, confirm_offset)
+            self.next_from += size
+            self.last_write = now
+            return [header, body]
+        if now - self.last_write >= self.heartbeat_interval:
+            self.last_write = now
+            shown = entry or epochs[0]
+            return [encode_transfer_header(self.next_from, 0, shown.epoch, shown.start_offset, confirm_offset)]
+        return None

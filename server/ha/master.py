@@ -146,22 +146,42 @@ class HAConnection:
                     break
                 if not data:
                     break
-                offset = self._reports.feed(data)
-                if offset is not None:
-                    if offset > self._store.max_phy_offset:
-                        # 4.x: a slave ahead of its master (the master lost data) cannot be
-                        # reconciled by classic HA; refuse it loudly instead of diverging.
-                        why = (f"slave reports {offset}, beyond the master's max offset "
-                               f"{self._store.max_phy_offset}: wipe the slave's store to re-attach it")
-                        self._host.peer_log.warning("ahead", "HA slave %s: %s", self.addr, why)
-                        break
-                    self._on_report(offset)
+                refused = self._take(data)
+                if refused is not None:
+                    why = refused
+                    break
         except (ProtocolError, OSError) as exc:
             why = str(exc)
         except Exception as exc:  # one bad connection must never take the HA service down
             log.exception("HA reader for %s failed", self.addr)
             why = f"{type(exc).__name__}: {exc}"
         self._finish(why)
+
+    def _take(self, data: bytes) -> str | None:
+        """Apply the slave's reports in `data`; why the connection must close, if it must."""
+        for offset in self._feed(data):
+            if offset > self._store.max_phy_offset:
+                # 4.x: a slave ahead of its master (the master lost data) cannot be
+                # reconciled by classic HA; refuse it loudly instead of diverging.
+                why = (f"slave reports {offset}, beyond the master's max offset "
+                       f"{self._store.max_phy_offset}: wipe the slave's store to re-attach it")
+                self._host.peer_log.warning("ahead", "HA slave %s: %s", self.addr, why)
+                return why
+            self._on_report(offset)
+        return None
+
+    # ------------------------------------------------------------------ the protocol's hooks
+
+    def _feed(self, data: bytes) -> list[int]:
+        """The offsets the slave reported in `data` (classic HA: only the newest counts)."""
+        offset = self._reports.feed(data)
+        return [] if offset is None else [offset]
+
+    def _begin_transfer(self) -> None:
+        self.cursor.start(self.slave_request_offset, self._store.max_phy_offset, self._clock())
+
+    def _next_frame(self) -> list[bytes | memoryview] | None:
+        return self.cursor.frame(self._store.get_commit_log_data(self.cursor.next_from), self._clock())
 
     def _on_report(self, offset: int) -> None:
         self.slave_ack_offset = offset
@@ -175,11 +195,11 @@ class HAConnection:
         try:
             while self.slave_request_offset < 0:
                 await self._wait_wake(1.0)
-            self.cursor.start(self.slave_request_offset, self._store.max_phy_offset, self._clock())
+            self._begin_transfer()
             log.info("HA slave %s requested %d, transfer from %d", self.addr,
                      self.slave_request_offset, self.cursor.next_from)
             while True:
-                parts = self.cursor.frame(self._store.get_commit_log_data(self.cursor.next_from), self._clock())
+                parts = self._next_frame()
                 if parts is None:
                     remaining = self.cursor.heartbeat_interval - (self._clock() - self.cursor.last_write)
                     await self._wait_wake(max(0.0, min(0.1, remaining)))

@@ -47,6 +47,12 @@ class HAConfig:
     sync_flush_timeout: int = 5_000
     mapped_file_size_commit_log: int = 1024 * 1024 * 1024
     bind_address: str = "0.0.0.0"
+    # controller mode (autoswitch_service.py), under MessageStoreConfig's names
+    all_ack_in_sync_state_set: bool = False
+    in_sync_replicas: int = 1
+    min_in_sync_replicas: int = 1
+    ha_max_time_slave_not_catchup: int = 15_000
+    sync_from_last_file: bool = False
 
     def __post_init__(self) -> None:
         self.broker_role = BrokerRole.parse(self.broker_role)
@@ -76,6 +82,9 @@ class ReplicatedStore(CommitLogSource, CommitLogSink, Protocol):
 class HAService:
     """Replication for one broker: master connections, optional slave client, SYNC waits."""
 
+    #: Controller mode's subclass replaces the slave client and the wait rules.
+    autoswitch = False
+
     def __init__(self, store: ReplicatedStore, config: HAConfig, *,
                  clock: Callable[[], float] = time.monotonic,
                  wall_clock: Callable[[], float] = time.time, tls: TlsServerSettings | None = None,
@@ -91,7 +100,7 @@ class HAService:
         self._acceptor = HAAcceptor(self._new_connection, tls)
         self.port: int | None = None
         self.client: HAClient | None = None
-        if config.is_slave:
+        if config.is_slave and not self.autoswitch:
             self.client = HAClient(
                 store, config.fixed_master_address,
                 report_interval=config.ha_send_heartbeat_interval / 1000,
@@ -150,6 +159,10 @@ class HAService:
         """New commitlog data: writers send now instead of at their next 100 ms poll."""
         for conn in self.connections:
             conn.wake()
+
+    def refuse_put(self) -> str | None:
+        """Why a SYNC_MASTER put must be refused before it is written (classic HA: never)."""
+        return None
 
     async def wait_result(self, end_offset: int, timeout_s: float) -> str:
         """SYNC_MASTER wait for `end_offset`, as a PutMessageStatus name."""

@@ -192,6 +192,10 @@ class MessageStore:
         if self.cleaner.disk_full:
             return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, None,
                                     DISK_FULL_REMARK.format(cl=self.cleaner.last_ratio))
+        if self.ha_hook is not None and self.config.broker_role == BrokerRole.SYNC_MASTER:
+            why = self.ha_hook.refuse_put()
+            if why is not None:
+                return PutMessageResult(PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH, None, why)
         return None
 
     def _illegal(self, status: PutMessageStatus, remark: str) -> PutMessageResult:
@@ -433,6 +437,29 @@ class MessageStore:
             self.dispatcher.reput_offset = start_offset
         self.dispatcher.reput()
         return True
+
+    def truncate_commit_log(self, offset: int) -> int:
+        """Controller mode: cut a divergent tail at `offset` (an entry boundary the master also has), the
+        consume queues and index entries beyond it with it, so a returning old master holds exactly its
+        new master's log. Returns the bytes dropped. The commitlog goes first: a crash before the rest is
+        repaired by recovery, which cuts what points past the commitlog's end."""
+        end = self.commitlog.max_offset
+        if offset >= end:
+            return 0
+        cl = self.commitlog
+        cl.queue.truncate_to(offset)
+        d = self.dispatcher
+        for cq in d.all_cqs():
+            if cq.max_physic_offset > offset:
+                cq.truncate_dirty(offset)
+        self.index.truncate_beyond(offset)
+        max_cq_phy = max((cq.max_physic_offset for cq in d.all_cqs()), default=0)
+        d.reput_offset = max(min(max_cq_phy, offset, d.reput_offset), cl.min_offset)
+        d.rebuild_offset_table()
+        d.reput()
+        d.rebuild_offset_table()
+        log.warning("commitlog truncated from %d to %d (%d bytes)", end, offset, end - offset)
+        return end - offset
 
     def add_arrival_listener(self, cb: ArrivalListener) -> None:
         self.dispatcher.listeners.append(cb)

@@ -1,0 +1,201 @@
+"""Slave side of AutoSwitch HA (RocketMQ 5's AutoSwitchHAClient): replicate a controller-mode master.
+
+A session says who this slave is (its controller broker id), takes the master's epoch entries and cuts
+its own log back to where the two agree (`EpochFileCache.find_consistent_point`: a returning old master
+drops the tail nobody acknowledged), then appends the master's frames, adding an epoch entry whenever a
+frame carries a new epoch. Unlike Apache's client, which first reports after its 5 s heartbeat interval,
+this one reports its offset as soon as the handshake is done, so a rejoining slave streams at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from mqtools.server.ha.autoswitch_protocol import (
+    MasterHandshake,
+    MasterStreamReader,
+    SlaveHandshake,
+    Transfer,
+    encode_slave_handshake,
+    encode_slave_report,
+)
+from mqtools.server.ha.epoch_file import EpochFileCache
+from mqtools.server.ha.master import SpeedMeter
+from mqtools.server.ha.protocol import ProtocolError, ReportSchedule
+from mqtools.server.ha.slave import CommitLogSink
+from mqtools.server.lifecycle import cancel_and_wait
+
+log = logging.getLogger("mq.ha.slave")
+
+#: How long a slave waits for the master's handshake answer before it tries again.
+HANDSHAKE_TIMEOUT_S = 5.0
+
+
+class TruncatableSink(CommitLogSink, Protocol):
+    def truncate_commit_log(self, offset: int) -> int: ...
+
+
+class AutoSwitchHAClient:
+    """Replicates one master's commitlog and epochs into the local store."""
+
+    def __init__(self, store: TruncatableSink, epochs: EpochFileCache, broker_id: int, *,
+                 report_interval: float = 5.0, housekeeping_interval: float = 20.0,
+                 reconnect_interval: float = 1.0, sync_from_last_file: bool = False,
+                 clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time,
+                 tls: ssl.SSLContext | None = None) -> None:
+        self._store = store
+        self._epochs = epochs
+        self.broker_id = broker_id
+        self.master_address: str | None = None
+        self._ssl = tls
+        self._report_interval = report_interval
+        self._housekeeping = housekeeping_interval
+        self._reconnect_interval = reconnect_interval
+        self._sync_from_last_file = sync_from_last_file
+        self._clock = clock
+        self._wall = wall_clock
+        self._task: asyncio.Task[None] | None = None
+        self._address_changed = asyncio.Event()
+        self.connected = False
+        self.last_read_ms = 0
+        self.last_write_ms = 0
+        self.speed = SpeedMeter(clock)
+        self.sessions = 0
+        #: Bytes this slave cut from its own log at handshakes (a divergent tail), in all.
+        self.truncated_bytes = 0
+        #: The master's confirm offset, as its last frame gave it (-1: none yet).
+        self.master_confirm_offset = -1
+
+    def update_master_address(self, address: str | None) -> None:
+        if address and address != self.master_address:
+            log.info("HA master address %s -> %s", self.master_address, address)
+            self.master_address = address
+            self._address_changed.set()
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="ha-autoswitch-client")
+
+    async def shutdown(self) -> None:
+        await cancel_and_wait(self._task)
+
+    async def _run(self) -> None:
+        while True:
+            address = self.master_address
+            if address:
+                try:
+                    await self._session(address)
+                except (OSError, ProtocolError, ValueError) as exc:
+                    log.warning("HA connection to %s ended: %s", address, exc)
+                except Exception:  # the client must outlive any one session
+                    log.exception("HA session with %s failed", address)
+                finally:
+                    self.connected = False
+            self._address_changed.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._address_changed.wait(), self._reconnect_interval)
+
+    async def _session(self, address: str) -> None:
+        host, _, port = address.rpartition(":")
+        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port), ssl=self._ssl), 5.0)
+        sock = writer.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self.connected = True
+        self.sessions += 1
+        frames = MasterStreamReader()
+        reporter: asyncio.Task[None] | None = None
+        try:
+            writer.write(encode_slave_handshake(SlaveHandshake(self.broker_id, self._sync_from_last_file)))
+            await writer.drain()
+            pending = await self._handshake(reader, frames)
+            schedule = ReportSchedule(self._report_interval)
+            await self._report(writer, schedule)
+            reporter = asyncio.create_task(self._report_loop(writer, schedule))
+            for item in pending:
+                self._apply(item)
+            await self._read_loop(reader, writer, frames, schedule)
+        finally:
+            await cancel_and_wait(reporter)
+            writer.close()
+
+    async def _handshake(self, reader: asyncio.StreamReader, frames: MasterStreamReader) -> list[Transfer]:
+        """Wait for the master's answer, cut the local log back to the consistent point; the frames that
+        came with the answer."""
+        while True:
+            data = await asyncio.wait_for(reader.read(1 << 20), HANDSHAKE_TIMEOUT_S)
+            if not data:
+                raise ProtocolError("master closed the connection during the handshake")
+            items = frames.feed(data)
+            for i, item in enumerate(items):
+                if isinstance(item, MasterHandshake):
+                    self._reconcile(item)
+                    rest = items[i + 1:]
+                    if any(isinstance(x, MasterHandshake) for x in rest):
+                        raise ProtocolError("two handshake answers")
+                    return [x for x in rest if isinstance(x, Transfer)]
+
+    def _reconcile(self, answer: MasterHandshake) -> None:
+        local_max = self._store.max_phy_offset
+        if not self._epochs.entries():
+            log.info("HA handshake: no local epochs, continuing from %d", local_max)
+            return
+        point = self._epochs.find_consistent_point(local_max, answer.epochs)
+        if point < 0:
+            raise ProtocolError(f"no epoch in common with the master (local {self._epochs.entries(local_max)}, "
+                                f"master {answer.epochs})")
+        if point < local_max:
+            self.truncated_bytes += self._store.truncate_commit_log(point)
+        self._epochs.truncate_from_offset(point)
+        log.info("HA handshake: master max %d epoch %d; local log agrees up to %d", answer.max_offset,
+                 answer.last_epoch, point)
+
+    async def _report(self, writer: asyncio.StreamWriter, schedule: ReportSchedule) -> None:
+        offset = self._store.max_phy_offset
+        writer.write(encode_slave_report(offset))
+        await writer.drain()
+        schedule.reported(offset, self._clock())
+        self.last_write_ms = int(self._wall() * 1000)
+
+    async def _report_loop(self, writer: asyncio.StreamWriter, schedule: ReportSchedule) -> None:
+        while True:
+            if schedule.due(self._store.max_phy_offset, self._clock()):
+                await self._report(writer, schedule)
+            wait = self._report_interval - (self._clock() - schedule.last_report_time)
+            await asyncio.sleep(max(0.01, wait))
+
+    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                         frames: MasterStreamReader, schedule: ReportSchedule) -> None:
+        while True:
+            try:
+                data = await asyncio.wait_for(reader.read(4 << 20), self._housekeeping)
+            except TimeoutError:
+                raise ProtocolError(f"nothing from master for {self._housekeeping}s") from None
+            if not data:
+                raise ProtocolError("master closed the connection")
+            self.last_read_ms = int(self._wall() * 1000)
+            for item in frames.feed(data):
+                if isinstance(item, MasterHandshake):
+                    raise ProtocolError("a handshake answer in the middle of the transfer")
+                self._apply(item)
+            if self._store.max_phy_offset > schedule.last_reported:
+                await self._report(writer, schedule)
+
+    def _apply(self, frame: Transfer) -> None:
+        own = self._store.max_phy_offset
+        if own != 0 and own != frame.offset:
+            raise ProtocolError(f"master pushed offset {frame.offset}, local log ends at {own}")
+        if frame.epoch > self._epochs.last_epoch:
+            self._epochs.append(frame.epoch, frame.epoch_start_offset)
+        self.master_confirm_offset = frame.confirm_offset
+        if frame.body:
+            if not self._store.append_to_commit_log(frame.offset, frame.body):
+                raise ProtocolError(f"store refused {len(frame.body)} bytes at {frame.offset} (own max {own})")
+            self.speed.add(len(frame.body))

@@ -1,0 +1,259 @@
+"""AutoSwitchHAService: HA in controller mode (RocketMQ 5's AutoSwitchHAService), where the role changes
+at run time and a master keeps its group's SyncStateSet.
+
+The controller says who is master. As master this service streams to its slaves with epochs
+(autoswitch_connection.py) and decides which of them belong in the SyncStateSet: a member stays while it
+is connected and caught up within haMaxTimeSlaveNotCatchup, a connected slave that caught up and holds
+the current epoch's start joins. It only *proposes* a set (`desired_sync_state_set`); the broker's
+ReplicasManager asks the controller, and acknowledgements follow the set the controller confirmed joined
+with the one in flight, so no write is acknowledged on fewer replicas than the controller may elect from
+(apache/rocketmq #9897 was the two disagreeing). With allAckInSyncStateSet a SYNC put waits for every
+member; otherwise for inSyncReplicas copies in all. minInSyncReplicas refuses puts, before they are
+written, while the set is smaller. As slave it runs an AutoSwitchHAClient to the master's HA address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import ssl
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mqtools.common.brokerrole import BrokerRole
+from mqtools.common.tls import TlsServerSettings
+from mqtools.server.ha.autoswitch_client import AutoSwitchHAClient, TruncatableSink
+from mqtools.server.ha.autoswitch_connection import AutoSwitchHAConnection
+from mqtools.server.ha.epoch_file import EpochEntry, EpochFileCache
+from mqtools.server.ha.group_transfer import GroupTransferService, Replicated, ReplicationProgress
+from mqtools.server.ha.master import HAConnection
+from mqtools.server.ha.service import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, HAConfig, HAService
+
+log = logging.getLogger("mq.ha")
+
+
+class AutoSwitchHAService(HAService):
+    """Controller-mode replication for one broker; starts as a slave with no master (fenced)."""
+
+    autoswitch = True
+
+    def __init__(self, store: Any, config: HAConfig, epochs: EpochFileCache, *,
+                 clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time,
+                 tls: TlsServerSettings | None = None, client_tls: ssl.SSLContext | None = None) -> None:
+        config.broker_role = BrokerRole.SLAVE
+        super().__init__(store, config, clock=clock, wall_clock=wall_clock, tls=tls, client_tls=client_tls)
+        self._sink: TruncatableSink = store
+        self._wall = wall_clock
+        self._client_tls = client_tls
+        self.epoch_cache = epochs
+        #: This broker's id at the controller (None until it has one).
+        self.local_broker_id: int | None = None
+        self.sync_state_set: set[int] = set()
+        self.sync_state_set_epoch = 0
+        self._proposed: set[int] | None = None
+        #: Called when the set this master wants may have changed (the ReplicasManager reconciles).
+        self.on_sync_state_set_change: Callable[[], None] = lambda: None
+        self.slave_client: AutoSwitchHAClient | None = None
+
+    # ------------------------------------------------------------------ role
+
+    @property
+    def is_master(self) -> bool:
+        return not self.config.is_slave
+
+    def epochs(self) -> list[EpochEntry]:
+        return self.epoch_cache.entries()
+
+    @property
+    def last_epoch(self) -> int:
+        return self.epoch_cache.last_epoch
+
+    async def change_to_master(self, epoch: int, broker_id: int) -> None:
+        """This broker leads `epoch`: its log from here on is that epoch's."""
+        if epoch < self.epoch_cache.last_epoch:
+            raise ValueError(f"master epoch {epoch} is older than the local epoch {self.epoch_cache.last_epoch}")
+        self.local_broker_id = broker_id
+        await self._stop_slave_client()
+        await self._close_connections()
+        self.epoch_cache.truncate_from_epoch(epoch)
+        self.epoch_cache.append(epoch, self.store.max_phy_offset)
+        self.group.shutdown()
+        self.progress = ReplicationProgress(self.config.ha_slave_fallbehind_max)
+        self.group = GroupTransferService(self.progress, self._clock)
+        self._proposed = None
+        self.config.broker_role = BrokerRole.SYNC_MASTER
+        log.info("HA: master of epoch %d from offset %d", epoch, self.store.max_phy_offset)
+
+    async def change_to_slave(self, broker_id: int) -> None:
+        """Replicate from the group's new master (its HA address comes with update_master_address)."""
+        self.local_broker_id = broker_id
+        self.config.broker_role = BrokerRole.SLAVE
+        self.group.shutdown()
+        await self._close_connections()
+        await self._stop_slave_client()
+        self.sync_state_set, self._proposed = set(), None
+        cfg = self.config
+        self.slave_client = AutoSwitchHAClient(
+            self._sink, self.epoch_cache, broker_id, report_interval=cfg.ha_send_heartbeat_interval / 1000,
+            housekeeping_interval=cfg.ha_housekeeping_interval / 1000,
+            sync_from_last_file=cfg.sync_from_last_file, clock=self._clock, wall_clock=self._wall,
+            tls=self._client_tls)
+        self.slave_client.start()
+
+    def update_master_address(self, ha_address: str | None) -> None:
+        if self.slave_client is not None and not self.is_master:
+            self.slave_client.update_master_address(ha_address)
+
+    async def _stop_slave_client(self) -> None:
+        client, self.slave_client = self.slave_client, None
+        if client is not None:
+            await client.shutdown()
+
+    async def _close_connections(self) -> None:
+        for conn in list(self.connections):
+            await conn.shutdown()
+
+    async def shutdown(self) -> None:
+        await self._stop_slave_client()
+        await super().shutdown()
+
+    # ------------------------------------------------------------------ master side
+
+    def _new_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> HAConnection:
+        cfg = self.config
+        conn = AutoSwitchHAConnection(
+            self, self.store, reader, writer, file_size=cfg.mapped_file_size_commit_log,
+            batch_size=cfg.ha_transfer_batch_size, heartbeat_interval=cfg.ha_send_heartbeat_interval / 1000,
+            housekeeping_interval=cfg.ha_housekeeping_interval / 1000, clock=self._clock)
+        if not self.is_master:
+            writer.close()  # only the group's master serves replication
+            return conn
+        self.connections.append(conn)
+        self.progress.connection_count = len(self.connections)
+        self.peer_log.info("connected", "HA slave connected from %s", conn.addr)
+        return conn
+
+    def on_slave_ack(self, conn: HAConnection, offset: int) -> None:
+        self.group.notify_ack(self.acked_offset())
+        if isinstance(conn, AutoSwitchHAConnection) and conn.slave_broker_id not in self.effective_set() \
+                and self._eligible(conn):
+            self.on_sync_state_set_change()
+
+    def on_connection_closed(self, conn: HAConnection) -> None:
+        if conn in self.connections:
+            self.connections.remove(conn)
+        self.progress.connection_count = len(self.connections)
+        if isinstance(conn, AutoSwitchHAConnection) and conn.slave_broker_id in self.effective_set():
+            self.on_sync_state_set_change()
+
+    def _member_conns(self) -> dict[int, AutoSwitchHAConnection]:
+        out: dict[int, AutoSwitchHAConnection] = {}
+        for conn in self.connections:
+            if isinstance(conn, AutoSwitchHAConnection) and conn.slave_broker_id is not None:
+                known = out.get(conn.slave_broker_id)
+                if known is None or conn.slave_ack_offset > known.slave_ack_offset:
+                    out[conn.slave_broker_id] = conn
+        return out
+
+    def _eligible(self, conn: AutoSwitchHAConnection, now: float | None = None) -> bool:
+        """Caught up within haMaxTimeSlaveNotCatchup and holding the current epoch's start."""
+        now = self._clock() if now is None else now
+        last = self.epoch_cache.last_entry
+        return (not conn.async_learner and conn.caught_up_at is not None
+                and now - conn.caught_up_at <= self.config.ha_max_time_slave_not_catchup / 1000
+                and (last is None or conn.slave_ack_offset >= last.start_offset))
+
+    # ------------------------------------------------------------------ SyncStateSet
+
+    def effective_set(self) -> set[int]:
+        """The confirmed set joined with the one in flight: what acknowledgements wait for."""
+        return self.sync_state_set | (self._proposed or set())
+
+    def desired_sync_state_set(self) -> set[int]:
+        """The set this master would have now: itself, and each connected slave that is eligible."""
+        me = {self.local_broker_id} if self.local_broker_id is not None else set()
+        now = self._clock()
+        return me | {bid for bid, conn in self._member_conns().items() if self._eligible(conn, now)}
+
+    def mark_proposed(self, ids: set[int]) -> None:
+        self._proposed = set(ids)
+
+    def clear_proposal(self) -> None:
+        self._proposed = None
+        self.group.notify_ack(self.acked_offset())
+
+    def set_sync_state_set(self, ids: set[int], epoch: int) -> None:
+        """The controller's answer (or its push): the set acknowledgements follow from now on."""
+        if epoch < self.sync_state_set_epoch:
+            return
+        self.sync_state_set, self.sync_state_set_epoch, self._proposed = set(ids), epoch, None
+        self.group.notify_ack(self.acked_offset())
+
+    def acked_offset(self) -> int:
+        """How far every replica a put must reach has the log."""
+        top = self.store.max_phy_offset
+        conns = self._member_conns()
+        if self.config.all_ack_in_sync_state_set:
+            acks = [conns[b].slave_ack_offset if b in conns else -1
+                    for b in self.effective_set() if b != self.local_broker_id]
+            return min([top, *acks])
+        need = self.config.in_sync_replicas - 1
+        if need <= 0:
+            return top
+        acks = sorted((c.slave_ack_offset for c in conns.values()), reverse=True)
+        return min(top, acks[need - 1]) if len(acks) >= need else -1
+
+    @property
+    def confirm_offset(self) -> int:
+        """The offset the group as a whole has (what a slave may show consumers)."""
+        if not self.is_master:
+            client = self.slave_client
+            return min(client.master_confirm_offset, self.store.max_phy_offset) if client is not None else -1
+        return max(self.acked_offset(), -1)
+
+    def refuse_put(self) -> str | None:
+        size = len(self.effective_set())
+        if size < self.config.min_in_sync_replicas:
+            return (f"in-sync replicas not enough: SyncStateSet has {size}, minInSyncReplicas is "
+                    f"{self.config.min_in_sync_replicas}")
+        return None
+
+    async def wait_result(self, end_offset: int, timeout_s: float) -> str:
+        if not self.is_master:
+            return SLAVE_NOT_AVAILABLE
+        if self.acked_offset() >= end_offset:
+            return PUT_OK
+        self.wake_writers()
+        outcome = await self.group.wait(end_offset, timeout_s)
+        return PUT_OK if outcome is Replicated.ACKED else FLUSH_SLAVE_TIMEOUT
+
+    # ------------------------------------------------------------------ visibility
+
+    def ha_runtime_info(self) -> dict[str, Any]:
+        info = super().ha_runtime_info()
+        conns = self._member_conns()
+        effective = self.effective_set()
+        for row, conn in zip(info["haConnectionInfo"], self.connections, strict=True):
+            if isinstance(conn, AutoSwitchHAConnection):
+                row["slaveBrokerId"] = conn.slave_broker_id
+                row["inSync"] = conn.slave_broker_id in effective and conns.get(conn.slave_broker_id) is conn
+        info["inSyncSlaveNums"] = sum(1 for r in info["haConnectionInfo"] if r["inSync"])
+        return info
+
+    def _client_info(self) -> dict[str, Any]:
+        client = self.slave_client
+        if client is None:
+            return super()._client_info()
+        return {"masterAddr": client.master_address, "transferredByteInSecond": client.speed.rate(),
+                "maxOffset": self.store.max_phy_offset, "lastReadTimestamp": client.last_read_ms,
+                "lastWriteTimestamp": client.last_write_ms, "masterFlushOffset": 0,
+                "activated": client.connected}
+
+    def runtime_info(self) -> dict[str, str]:
+        info = {"haConnectionCount": str(len(self.connections))}
+        if self.slave_client is not None:
+            info["masterAddr"] = self.slave_client.master_address or ""
+        else:
+            info["slaveFallBehindMuch"] = str(self.fall_behind())
+        return info
