@@ -1,4 +1,5 @@
-"""`mq cluster ...`: local multi-process clusters from presets (2m-2s-async, 2m-2s-sync, 2m-noslave)."""
+"""`mq cluster ...`: local multi-process clusters from presets (2m-2s-async, 2m-2s-sync, 2m-noslave, and
+the controller-mode 2m-2s-controller, 1m-2s-controller and 2m-2s-controller-single)."""
 
 from __future__ import annotations
 
@@ -13,6 +14,8 @@ if TYPE_CHECKING:
     from mqtools.cluster.supervisor import ClusterState
 
 app = typer.Typer(help="Local multi-process clusters from RocketMQ-style presets.", no_args_is_help=True)
+PRESET_HELP = ("2m-2s-async, 2m-2s-sync, 2m-noslave, or in controller mode 2m-2s-controller (three controllers in "
+               "three name servers), 1m-2s-controller or 2m-2s-controller-single.")
 
 DirOpt = Annotated[
     Optional[Path],  # noqa: UP045 - typer needs Optional here
@@ -45,8 +48,9 @@ def parse_sets(items: list[str]) -> dict[str, str]:
 
 @app.command()
 def up(
-    preset: Annotated[str, typer.Option("--preset", "-p", help="2m-2s-async, 2m-2s-sync or 2m-noslave.")] = "2m-2s-async",
-    namesrv: Annotated[int, typer.Option("--namesrv", min=1, max=9, help="Number of name servers.")] = 1,
+    preset: Annotated[str, typer.Option("--preset", "-p", help=PRESET_HELP)] = "2m-2s-async",
+    namesrv: Annotated[int, typer.Option("--namesrv", min=1, max=9,
+                                         help="Number of name servers (a controller preset sets its own).")] = 1,
     state_dir: DirOpt = None,
     base_port: Annotated[int, typer.Option("--base-port", help="First name-server port; brokers from base+1035.")] = 9876,
     sets: Annotated[
@@ -67,7 +71,7 @@ def up(
     from mqtools.cluster.launcher import UpOptions
     from mqtools.cluster.launcher import up as cluster_up
     from mqtools.cluster.presets import PresetError
-    from mqtools.cluster.supervisor import LaunchError
+    from mqtools.cluster.supervisor import CONTROLLED_ROLE, LaunchError
 
     root = _root(state_dir)
     try:
@@ -81,9 +85,13 @@ def up(
         raise _fail(str(exc)) from None
     typer.echo(f"cluster {preset} up in {root}")
     typer.echo(f"NAMESRV_ADDR={state.namesrv_addr}")
+    if state.controller_addr:
+        typer.echo(f"CONTROLLER_ADDR={state.controller_addr}")
     for proc in state.procs:
         ha = f" ha={proc.ha_port}" if proc.ha_port else ""
-        ident = f" {proc.broker_name} id={proc.broker_id}" if proc.kind == "broker" else ""
+        ident = f" {proc.broker_name}" if proc.kind == "broker" else ""
+        if proc.kind == "broker" and proc.role != CONTROLLED_ROLE:
+            ident += f" id={proc.broker_id}"
         typer.echo(f"  {proc.name:<12} {proc.role:<12} {proc.addr}{ha}{ident} pid={proc.pid}")
     context_name = context or ("local" if tls else None)
     if context_name is not None:
@@ -137,9 +145,18 @@ def _replication(row: ProcStatus) -> str:
     return f"{len(ha.slaves)} slave(s), {in_sync} in sync"
 
 
+def _role(row: ProcStatus) -> str:
+    """The role; a controller-mode broker's as it is now, marked (ctl), or n/a when it cannot be asked."""
+    from mqtools.cluster.supervisor import CONTROLLED_ROLE
+
+    if row.proc.role != CONTROLLED_ROLE:
+        return row.proc.role
+    return f"{row.role} (ctl)" if row.role else "n/a (ctl)"
+
+
 def _table(rows: list[ProcStatus]) -> str:
     headers = ["NAME", "ROLE", "PID", "PORT", "HA", "ALIVE", "CPU%", "RSS", "REGISTERED", "REPLICATION"]
-    lines = [[r.proc.name, r.proc.role, str(r.proc.pid) if r.alive else "-", str(r.proc.port),
+    lines = [[r.proc.name, _role(r), str(r.proc.pid) if r.alive else "-", str(r.proc.port),
               str(r.proc.ha_port or "-"), "yes" if r.alive else "no",
               "-" if r.cpu_percent is None else f"{r.cpu_percent:.1f}", _fmt_bytes(r.rss_bytes),
               "yes" if r.health and r.health.registered else "no", _replication(r)] for r in rows]

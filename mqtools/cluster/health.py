@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from mqtools.client.admin import MQAdmin
 from mqtools.client.admin.models.ha import HAStatus
 from mqtools.client.errors import MQClientError
-from mqtools.cluster.supervisor import ClusterState, LaunchError, ProcInfo
+from mqtools.cluster.supervisor import CONTROLLED_ROLE, ClusterState, LaunchError, ProcInfo
 from mqtools.common.brokerrole import BrokerRole
 
 ASK_TIMEOUT = 2.0
@@ -55,12 +55,14 @@ async def collect_once(state: ClusterState) -> dict[str, ProcHealth]:
 
 
 async def wait_healthy(state: ClusterState, deadline: float) -> None:
-    """Until every broker is registered with every name server and every slave replicates."""
+    """Until every broker is registered with every name server and every slave replicates (in controller
+    mode: every broker replicates, the master to at least one slave)."""
     async with MQAdmin(state.namesrv_addr, timeout=ASK_TIMEOUT, security=state.security()) as admin:
         while True:
             health = await collect(admin, state)
             missing = [p.name for p in state.procs if p.kind == "broker" and not health[p.name].registered]
-            idle = [p.name for p in state.procs if p.role == BrokerRole.SLAVE and not health[p.name].replicating]
+            idle = [p.name for p in state.procs
+                    if p.role in (BrokerRole.SLAVE, CONTROLLED_ROLE) and not health[p.name].replicating]
             if not missing and not idle:
                 return
             if time.monotonic() > deadline:

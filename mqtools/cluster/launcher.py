@@ -18,8 +18,8 @@ from typing import Any
 from mqtools.cluster import supervisor as sv
 from mqtools.cluster.certs import LocalCertificates, make_local_certificates
 from mqtools.cluster.health import ProcHealth, collect_once, wait_healthy
-from mqtools.cluster.presets import load_preset
-from mqtools.cluster.supervisor import NAMESRV_ROLE, ClusterState, LaunchError, ProcInfo
+from mqtools.cluster.presets import load_namesrv_spec, load_preset
+from mqtools.cluster.supervisor import CONTROLLED_ROLE, NAMESRV_ROLE, ClusterState, LaunchError, ProcInfo
 from mqtools.common import tls as keys
 from mqtools.common.brokerrole import VIP_CHANNEL_OFFSET, BrokerRole
 from mqtools.common.javaprops import render_properties
@@ -27,6 +27,8 @@ from mqtools.common.javaprops import render_properties
 DEFAULT_BASE_PORT = 9876
 BROKER_PORT_OFFSET = 10911 - DEFAULT_BASE_PORT  # the first broker gets RocketMQ's 10911
 BROKER_PORT_STEP = 10
+#: Controllers inside the name servers (controller presets) listen from base port + 100.
+CONTROLLER_PORT_OFFSET = 100
 
 
 def default_state_dir() -> Path:
@@ -63,39 +65,56 @@ def tls_properties(certs: LocalCertificates) -> dict[str, str]:
 def plan(opts: UpOptions) -> ClusterState:
     """Choose names, ports and command lines for every process of the preset."""
     specs = load_preset(opts.preset)
+    ns_spec = load_namesrv_spec(opts.preset)
     certs = make_local_certificates(opts.root / "tls") if opts.tls else None
     secured = tls_properties(certs) if certs is not None else {}
     taken: set[int] = set()
+    count = ns_spec.count or opts.namesrv_count
+    ports = [sv.pick_ports(opts.base_port + i, 1, taken) for i in range(count)]
+    controllers = _controller_peers(opts.base_port, count, taken) if ns_spec.with_controller else {}
     namesrvs = []
-    for i in range(opts.namesrv_count):
-        port = sv.pick_ports(opts.base_port + i, 1, taken)
+    for i, port in enumerate(ports):
         name = f"namesrv-{i}"
         args = ["namesrv", "start", "--listen-port", str(port), "--store-dir", str(opts.root / name)]
-        if secured:
+        props = {**ns_spec.props, **secured}
+        if controllers:
+            props.update({"controllerDLegerPeers": ";".join(f"{pid}-{a}" for pid, a in controllers.items()),
+                          "controllerDLegerSelfId": f"n{i}", "controllerStorePath": str(opts.root / name / "controller")})
+        if props:
             config = opts.root / name / "namesrv.properties"
             config.parent.mkdir(parents=True, exist_ok=True)
-            config.write_text(render_properties(secured))
+            config.write_text(render_properties(props))
             args += ["-c", str(config)]
         namesrvs.append(ProcInfo(name, "namesrv", NAMESRV_ROLE, port, args=args))
     namesrv_addr = ";".join(p.addr for p in namesrvs)
+    controller_addr = ";".join(controllers.values()) or None
     brokers = []
     for i, spec in enumerate(specs):
         # four ports from listenPort - 2: the VIP channel, one unused, listenPort and the HA port
         port = sv.pick_ports(opts.base_port + BROKER_PORT_OFFSET - VIP_CHANNEL_OFFSET + BROKER_PORT_STEP * i, 4,
                              taken, step=BROKER_PORT_STEP) + VIP_CHANNEL_OFFSET
-        brokers.append(ProcInfo(spec.name, "broker", spec.role, port, port + 1, spec.broker_name,
-                                spec.broker_id))
+        brokers.append(ProcInfo(spec.name, "broker", CONTROLLED_ROLE if spec.controlled else spec.role, port,
+                                port + 1, spec.broker_name, spec.broker_id))
     state = ClusterState(opts.preset, namesrv_addr, [*namesrvs, *brokers],
-                         str(certs.ca) if certs is not None else None)
+                         str(certs.ca) if certs is not None else None, controller_addr)
     for broker, spec in zip(brokers, specs, strict=True):
         props = {**spec.props, "listenPort": str(broker.port), "haListenPort": str(broker.ha_port),
                  "namesrvAddr": namesrv_addr, "brokerIP1": "127.0.0.1",
                  "storePathRootDir": str(opts.root / broker.name / "store"), **secured, **(opts.overrides or {})}
+        if controller_addr is not None:
+            props["controllerAddr"] = controller_addr
         config = opts.root / broker.name / "broker.properties"
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(render_properties(props))
         broker.args = ["broker", "start", "-c", str(config)]
     return state
+
+
+def _controller_peers(base_port: int, count: int, taken: set[int]) -> dict[str, str]:
+    """Controller id -> remoting address of the controller inside each name server; each takes two ports,
+    the second for the controllers' Raft traffic."""
+    return {f"n{i}": f"127.0.0.1:{sv.pick_ports(base_port + CONTROLLER_PORT_OFFSET + 2 * i, 2, taken, step=2)}"
+            for i in range(count)}
 
 
 def up(opts: UpOptions, progress: Callable[[str], None] = lambda _: None) -> ClusterState:
@@ -130,12 +149,24 @@ class ProcStatus:
     health: ProcHealth | None
     log: Path
 
+    @property
+    def role(self) -> str | None:
+        """The recorded role; for a controller-mode broker the one it has now (None while not known)."""
+        if self.proc.role != CONTROLLED_ROLE:
+            return self.proc.role
+        ha = self.health.ha if self.health else None
+        if ha is None:
+            return None
+        return BrokerRole.SYNC_MASTER.value if ha.is_master else BrokerRole.SLAVE.value
+
     def to_json(self) -> dict[str, Any]:
         p = self.proc
+        controlled = p.role == CONTROLLED_ROLE
         return {
-            "name": p.name, "kind": p.kind, "role": p.role, "pid": p.pid if self.alive else None, "port": p.port,
+            "name": p.name, "kind": p.kind, "role": self.role, "controllerMode": controlled,
+            "pid": p.pid if self.alive else None, "port": p.port,
             "haPort": p.ha_port or None, "brokerName": p.broker_name or None,
-            "brokerId": p.broker_id if p.kind == "broker" else None, "alive": self.alive,
+            "brokerId": p.broker_id if p.kind == "broker" and not controlled else None, "alive": self.alive,
             "cpuPercent": self.cpu_percent, "rssBytes": self.rss_bytes,
             "registered": bool(self.health and self.health.registered), "ha": self._ha_json(), "log": str(self.log),
         }

@@ -8,6 +8,10 @@ from importlib import resources
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.javaprops import parse_properties
 
+#: A preset's name server settings (not a broker file); its namesrvCount key is the launcher's, not RocketMQ's.
+NAMESRV_FILE = "namesrv.properties"
+NAMESRV_COUNT_KEY = "namesrvCount"
+
 
 class PresetError(ValueError):
     """Unknown preset or a broken preset file; the message is one line for the user."""
@@ -36,6 +40,11 @@ class BrokerSpec:
     def is_slave(self) -> bool:
         return self.role is BrokerRole.SLAVE
 
+    @property
+    def controlled(self) -> bool:
+        """Controller mode: the role and id in the file are placeholders the controllers replace."""
+        return self.props.get("enableControllerMode", "false").strip().lower() == "true"
+
 
 def _conf_root() -> resources.abc.Traversable:
     return resources.files("mqtools.cluster").joinpath("conf")
@@ -51,8 +60,34 @@ def load_preset(name: str) -> list[BrokerSpec]:
         raise PresetError(f"unknown preset {name!r} (known: {', '.join(list_presets())})")
     specs = []
     for entry in _conf_root().joinpath(name).iterdir():
-        if entry.name.endswith(".properties"):
+        if entry.name.endswith(".properties") and entry.name != NAMESRV_FILE:
             specs.append(BrokerSpec(entry.name.removesuffix(".properties"), parse_properties(entry.read_text())))
     if not specs:
         raise PresetError(f"preset {name!r} has no broker files")
-    return sorted(specs, key=lambda s: (s.is_slave, s.broker_name, s.broker_id))
+    return sorted(specs, key=lambda s: (s.is_slave, s.broker_name, s.broker_id, s.name))
+
+
+@dataclass(frozen=True)
+class NamesrvSpec:
+    """What every name server of a preset runs with (`namesrv.properties`, when the preset has one)."""
+
+    props: dict[str, str]
+    count: int | None
+    """How many name servers the preset wants (its `namesrvCount` key); None: as many as asked for."""
+
+    @property
+    def with_controller(self) -> bool:
+        return self.props.get("enableControllerInNamesrv", "false").strip().lower() == "true"
+
+
+def load_namesrv_spec(name: str) -> NamesrvSpec:
+    entry = _conf_root().joinpath(name).joinpath(NAMESRV_FILE)
+    if not entry.is_file():
+        return NamesrvSpec({}, None)
+    props = parse_properties(entry.read_text())
+    raw = props.pop(NAMESRV_COUNT_KEY, None)
+    try:
+        count = int(raw) if raw is not None else None
+    except ValueError:
+        raise PresetError(f"preset {name!r}: {NAMESRV_COUNT_KEY}={raw!r} is not a number") from None
+    return NamesrvSpec(props, count)

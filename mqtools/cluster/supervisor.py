@@ -32,6 +32,8 @@ from mqtools.common.security import ClientSecurity, TlsClientOptions
 STATE_FILE = "cluster.json"
 NAMESRV_ROLE = "NAMESRV"
 """ProcInfo.role of a name server; a broker's role is its BrokerRole value."""
+CONTROLLED_ROLE = "CONTROLLED"
+"""ProcInfo.role of a broker in controller mode: its controllers decide whether it is master."""
 
 
 class LaunchError(RuntimeError):
@@ -65,6 +67,8 @@ class ClusterState:
     procs: list[ProcInfo]
     tls_ca: str | None = None
     """With --tls: the CA file that signs every process's certificate (what clients must trust)."""
+    controller_addr: str | None = None
+    """Controller presets: the controllers' addresses (brokers' controllerAddr), ';'-separated."""
 
     def security(self) -> ClientSecurity | None:
         """What a client of this cluster needs: TLS verified against the cluster's CA, when it has one, and
@@ -93,7 +97,8 @@ def load_state(root: Path) -> ClusterState | None:
     if not path.exists():
         return None
     raw = json.loads(path.read_text())
-    return ClusterState(raw["preset"], raw["namesrv_addr"], [ProcInfo(**p) for p in raw["procs"]], raw.get("tls_ca"))
+    return ClusterState(raw["preset"], raw["namesrv_addr"], [ProcInfo(**p) for p in raw["procs"]], raw.get("tls_ca"),
+                        raw.get("controller_addr"))
 
 
 def log_path(root: Path, name: str) -> Path:

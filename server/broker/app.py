@@ -46,7 +46,7 @@ from mqtools.server.broker.processors import client as client_proc
 from mqtools.server.broker.processors import consumer as consumer_proc
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
 from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar, RegisterResult
-from mqtools.server.broker.replicas_manager import CONTROLLER_START_TIMEOUT_S, ReplicasManager
+from mqtools.server.broker.replicas_manager import FIRST_ROLE_WAIT_S, ReplicasManager
 from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager
@@ -179,13 +179,18 @@ class BrokerController:
             await self.schedule.start()
             await self.transaction_check.start()
         await self._start_ha()  # before registration, which advertises the HA port
-        if cfg.enable_controller_mode:
-            await self._start_replicas()
         self.topics.on_change = self.registrar.kick
+        if cfg.enable_controller_mode:
+            await self._start_replicas()  # registers once the controllers have given a role
+        else:
+            await self._start_registration()
+        self._started = True
+
+    async def _start_registration(self) -> None:
+        """One registration round with every name server, then the per-name-server loops."""
         if self.registrar.addrs:
             await self.registrar.register_all()
         self.registrar.start(registered=True)
-        self._started = True
 
     def _register_processors(self) -> pull.PullProcessor:
         """Every request handler on the server (which serves only after start()); the pull processor."""
@@ -254,17 +259,10 @@ class BrokerController:
         self.ha_duties, self.ha = duties, duties.service
 
     async def _start_replicas(self) -> None:
-        """Controller mode: wait for the controller to say what this broker is (it registers as that)."""
+        """Controller mode: the controllers say what this broker is; it registers as that once they have."""
         assert self.ha_duties is not None
         self.replicas = ReplicasManager(self, self.ha_duties)
-        try:
-            await self.replicas.start(CONTROLLER_START_TIMEOUT_S)
-        except StartError:
-            await self.replicas.shutdown()
-            await self.ha_duties.shutdown()
-            await self.server.shutdown()
-            await self.store.shutdown()
-            raise
+        await self.replicas.start(FIRST_ROLE_WAIT_S, self._start_registration)
 
     # ------------------------------------------------------------------ live config
 

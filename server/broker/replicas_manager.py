@@ -1,6 +1,6 @@
 """ReplicasManager: a controller-mode broker's side of the controller (RocketMQ 5's ReplicasManager).
 
-Start-up: find the controller leader (GET_METADATA_INFO; any controller tells), get an id for this broker
+Start-up (retried every second; after FIRST_ROLE_WAIT_S in the background, the broker serving fenced): find the controller leader (GET_METADATA_INFO; any controller tells), get an id for this broker
 (brokerIdentity files, broker_metadata.py: GET_NEXT_BROKER_ID, then APPLY_BROKER_ID), register
 (REGISTER_BROKER), heartbeat once, and if the set has no master ask for an election. The broker is
 fenced (a slave with no master: it takes no writes and does not register at the name servers) until
@@ -21,7 +21,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
 from typing import Any
 
@@ -59,8 +59,8 @@ from mqtools.server.lifecycle import StartError, cancel_and_wait
 log = logging.getLogger("mq.broker.replicas")
 
 CALL_TIMEOUT_S = 3.0
-#: How long `mq broker start` waits for its controllers to give it a role before it gives up.
-CONTROLLER_START_TIMEOUT_S = 60.0
+#: How long `mq broker start` waits for a role before it serves fenced (and goes on trying).
+FIRST_ROLE_WAIT_S = 5.0
 START_RETRY_S = 1.0
 #: How often a new slave asks the name servers for its master's HA address until they know it.
 MASTER_LOOKUP_INTERVAL_S = 0.3
@@ -98,32 +98,48 @@ class ReplicasManager:
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._lookup: asyncio.Task[None] | None = None
+        self._on_first_role: Callable[[], Awaitable[None]] | None = None
         self._log = LimitedLog(log, time.monotonic)
         self.ha.on_sync_state_set_change = self._alter_wake.set
 
     # ------------------------------------------------------------------ lifecycle
 
-    async def start(self, timeout_s: float) -> None:
-        """Serve 1007/1008, then retry start-up until the controller has given this broker a role."""
+    async def start(self, first_wait_s: float, on_first_role: Callable[[], Awaitable[None]]) -> None:
+        """Serve 1007/1008 and try start-up for up to `first_wait_s`; if the controllers have given no role
+        by then (no leader yet, or a set whose electable replica is still down), the broker serves fenced
+        and the attempts go on every second in the background, as Apache's broker does. `on_first_role`
+        runs once the broker has a role (it registers with the name servers then)."""
         self.b.server.register(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, self._on_notify)
         self.b.server.register(RequestCode.GET_BROKER_EPOCH_CACHE, self._epoch_cache)
+        self._on_first_role = on_first_role
         loop = asyncio.get_running_loop()
-        deadline = loop.time() + timeout_s
-        last_error = "no controller answered"
-        while True:
-            try:
-                if await self._start_basic():
-                    break
-                last_error = "the controller elected no master for this broker set"
-            except (ControllerCallError, RemotingError, OSError, TimeoutError) as exc:
-                last_error = str(exc)
-                self._log.warning("start", "controller start-up step failed: %s", exc)
+        deadline = loop.time() + first_wait_s
+        while not await self._start_attempt():
             if loop.time() >= deadline:
-                raise StartError(f"controller mode: no role from the controllers {';'.join(self.controllers)} "
-                                 f"within {timeout_s:.0f}s: {last_error}")
+                log.warning("no role from the controllers %s yet: serving fenced (no writes, not registered) "
+                            "and trying every %.0f s", ";".join(self.controllers), START_RETRY_S)
+                self._tasks = [asyncio.create_task(self._start_in_background(), name="controller-start")]
+                return
             await asyncio.sleep(START_RETRY_S)
+        self._start_duties()
+
+    async def _start_in_background(self) -> None:
+        while not await self._start_attempt():
+            await asyncio.sleep(START_RETRY_S)
+        self._start_duties()
+
+    async def _start_attempt(self) -> bool:
+        try:
+            if await self._start_basic():
+                return True
+            self._log.warning("start", "controller start-up: no master elected for %s yet", self.b.config.broker_name)
+        except (ControllerCallError, RemotingError, OSError, TimeoutError) as exc:
+            self._log.warning("start", "controller start-up step failed: %s", exc)
+        return False
+
+    def _start_duties(self) -> None:
         cfg = self.b.config
-        self._tasks = [
+        self._tasks += [
             asyncio.create_task(self._every(cfg.broker_heartbeat_interval, self._heartbeat), name="controller-hb"),
             asyncio.create_task(self._every(cfg.sync_controller_metadata_period, self._find_leader),
                                 name="controller-meta"),
@@ -305,6 +321,7 @@ class ReplicasManager:
         self.master_broker_id, self.master_address = self.broker_controller_id, self.b.broker_addr
         self.b.master_addr = self.b.broker_addr
         log.info("master of %s, epoch %d, SyncStateSet %s", self.b.config.broker_name, epoch, sorted(sss))
+        await self._first_role()
         self._alter_wake.set()
 
     async def _to_slave(self, master_id: int, master_addr: str, epoch: int) -> None:
@@ -317,8 +334,14 @@ class ReplicasManager:
         if not same_master:
             await self.duties.become_slave(self.broker_controller_id, master_addr)
         log.info("slave of %s (id %d), epoch %d", master_addr, master_id, epoch)
+        await self._first_role()
         await cancel_and_wait(self._lookup)
         self._lookup = asyncio.create_task(self._find_master_ha(master_addr), name="master-ha-lookup")
+
+    async def _first_role(self) -> None:
+        hook, self._on_first_role = self._on_first_role, None
+        if hook is not None:
+            await hook()
 
     async def _find_master_ha(self, master_addr: str) -> None:
         """Register until a name server names `master_addr` as the master, which gives its HA address."""

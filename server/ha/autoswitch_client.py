@@ -149,13 +149,20 @@ class AutoSwitchHAClient:
             return
         point = self._epochs.find_consistent_point(local_max, answer.epochs)
         if point < 0:
-            raise ProtocolError(f"no epoch in common with the master (local {self._epochs.entries(local_max)}, "
-                                f"master {answer.epochs})")
-        if point < local_max:
-            self.truncated_bytes += self._store.truncate_commit_log(point)
+            # No epoch in common (a replica elected before it held any of the old epoch's bytes starts its log
+            # with its own epoch). The elected master is the authority: only the bytes from before either's
+            # first epoch can be shared; everything after came in epochs it does not have. Apache's slave
+            # retries the handshake for ever here.
+            first = answer.epochs[0].start_offset if answer.epochs else answer.max_offset
+            point = min(first, self._epochs.entries()[0].start_offset, local_max)
+            log.warning("HA handshake: no epoch in common with the master (local %s, master %s): keeping %d bytes",
+                        self._epochs.entries(local_max), answer.epochs, point)
+        cut = self._store.truncate_commit_log(point) if point < local_max else 0
+        self.truncated_bytes += cut
         self._epochs.truncate_from_offset(point)
-        log.info("HA handshake: master max %d epoch %d; local log agrees up to %d", answer.max_offset,
-                 answer.last_epoch, point)
+        log.log(logging.WARNING if cut else logging.INFO,
+                "HA handshake: master max %d epoch %d; local log agrees up to %d, %d bytes past it cut",
+                answer.max_offset, answer.last_epoch, point, cut)
 
     async def _report(self, writer: asyncio.StreamWriter, schedule: ReportSchedule) -> None:
         offset = self._store.max_phy_offset

@@ -29,8 +29,10 @@ Final API (what the broker and HA code call)::
     store.is_disk_full / store.is_os_page_cache_busy() ; store.ha_hook (see below)
     await store.clean_once(now=None)   # one retention pass (also run every cleanResourceInterval)
 
-``ha_hook``: an object with ``async wait_for_slave(end_offset, timeout_s) -> PutMessageStatus``;
-on a SYNC_MASTER every put whose WAIT property is not "false" awaits it after the flush.
+``ha_hook`` (a ReplicationHook): on a SYNC_MASTER every put is first offered to its ``refuse_put()``
+(controller mode's minInSyncReplicas: IN_SYNC_REPLICAS_NOT_ENOUGH, nothing written), and a put whose
+WAIT property is not "false" awaits its ``wait_for_slave(end_offset, timeout_s)`` after the flush.
+``truncate_commit_log(offset)`` cuts a controller-mode slave's divergent tail.
 
 Results and statuses are in ``results``; the pieces behind the facade: ``dispatch`` (consume
 queues, index, listeners, reput), ``encoding`` (put size rules, batch packing), ``store_stats``,
@@ -56,7 +58,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from mqtools.common import properties as P
 from mqtools.common.brokerrole import BrokerRole
@@ -95,6 +97,14 @@ from mqtools.server.store.warmer import MappedFileWarmer
 log = logging.getLogger(__name__)
 
 
+class ReplicationHook(Protocol):
+    """What a SYNC_MASTER put asks the HA service (server/ha): whether to take it, then to wait for it."""
+
+    def refuse_put(self) -> str | None: ...
+
+    async def wait_for_slave(self, end_offset: int, timeout_s: float) -> PutMessageStatus: ...
+
+
 class MessageStore:
     def __init__(self, config: MessageStoreConfig, *, clock: Callable[[], float] = time.time,
                  disk_ratio: Callable[[Path], float] = disk_used_ratio) -> None:
@@ -109,7 +119,7 @@ class MessageStore:
         self.stats = StoreStatsService(clock)
         self.checkpoint: StoreCheckpoint | None = None
         self.flusher: StoreFlusher | None = None
-        self.ha_hook: Any = None
+        self.ha_hook: ReplicationHook | None = None
         self._lock = StoreDirectoryLock(config.root)
         self._group_commit: GroupCommitService | None = None
         self._tasks: list[asyncio.Task] = []

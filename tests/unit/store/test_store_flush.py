@@ -63,6 +63,10 @@ class FakeHa:
     def __init__(self, status: PutMessageStatus) -> None:
         self.status = status
         self.calls: list[tuple[int, float]] = []
+        self.refusal: str | None = None
+
+    def refuse_put(self) -> str | None:
+        return self.refusal
 
     async def wait_for_slave(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
         self.calls.append((end_offset, timeout_s))
@@ -78,6 +82,17 @@ async def test_sync_master_waits_for_the_ha_hook(tmp_path):
     assert (await s.put_message(inner(WAIT="false"))).ok
     s.ha_hook.status = PutMessageStatus.PUT_OK
     assert (await s.put_message(inner())).ok and len(s.ha_hook.calls) == 2
+    await s.shutdown()
+
+
+async def test_a_refusing_ha_hook_stops_a_sync_master_put_before_it_is_written(tmp_path):
+    s = await _store(tmp_path, broker_role="SYNC_MASTER")
+    s.ha_hook = FakeHa(PutMessageStatus.PUT_OK)
+    s.ha_hook.refusal = "in-sync replicas not enough"
+    before = s.max_phy_offset
+    r = await s.put_message(inner())
+    assert r.status is PutMessageStatus.IN_SYNC_REPLICAS_NOT_ENOUGH and r.remark == "in-sync replicas not enough"
+    assert s.max_phy_offset == before and s.ha_hook.calls == []
     await s.shutdown()
 
 

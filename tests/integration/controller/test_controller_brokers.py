@@ -1,0 +1,125 @@
+"""mq brokers in controller mode under an mq controller: real processes, real SIGKILL/SIGSTOP.
+
+The master is killed mid-stream: the controller elects the slave, writes to the set resume, no
+acknowledged message is lost. The old master restarts, finds a tail nobody acknowledged (written while
+its slave was stopped, more than the sockets could buffer), cuts it, and rejoins the SyncStateSet with the same epochs as the new master."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import signal
+import time
+from pathlib import Path
+
+import pytest
+from clientsupport import until
+from mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
+
+from mqtools.client.admin import MQAdmin
+from mqtools.client.errors import MQClientError
+from mqtools.client.producer import Producer
+from mqtools.client.pull_consumer import PullConsumer
+from mqtools.client.types import PullStatus, SendStatus
+from mqtools.common.message import Message
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+SET, TOPIC = "broker-ctl", "CTL_TOPIC"
+#: More than localhost's socket buffers hold, so part of it stays on the master alone (random: no compression).
+TAIL_MESSAGES, TAIL_BODY = 12, 1024 * 1024
+
+
+def controller_broker(root: Path, tag: str, namesrv: str, controller: str) -> MqProcess:
+    conf = write_broker_props(
+        root / f"{tag}.properties", namesrv, root / tag, brokerName=SET, brokerId="-1", brokerRole="SLAVE",
+        enableControllerMode="true", controllerAddr=controller, allAckInSyncStateSet="true",
+        haSendHeartbeatInterval="500", checkSyncStateSetPeriod="1000", syncBrokerMetadataPeriod="1000",
+        controllerHeartBeatTimeoutMills="4000", slaveTimeout="500", autoCreateTopicEnable="true")
+    return start_mq(["broker", "start", "-c", str(conf)], timeout=60)
+
+
+async def sync_state(controller: str) -> tuple[int | None, list[int]]:
+    async with MQAdmin(controller) as admin:
+        (bset,) = await admin.controllers.broker_sets([controller], [SET])
+        return bset.master_broker_id, sorted(bset.sync_state_set)
+
+
+async def read_all(namesrv: str) -> list[bytes]:
+    bodies = []
+    async with PullConsumer("ctl-reader", namesrv=namesrv) as consumer:
+        for mq in await consumer.fetch_queues(TOPIC):
+            offset = 0
+            while True:
+                got = await consumer.pull(mq, None, offset, 32)
+                if got.status is not PullStatus.FOUND:
+                    break
+                bodies += [m.body for m in got.messages]
+                offset = got.next_begin_offset
+    return bodies
+
+
+async def test_kill_the_master_then_bring_it_back_with_a_tail_to_cut(tmp_path: Path):
+    namesrv = start_namesrv(tmp_path)
+    ctl = start_mq(["controller", "start", "--listen-port", "0", "--store-dir", str(tmp_path / "ctl")])
+    procs = [namesrv, ctl]
+    try:
+        first = controller_broker(tmp_path, "a", namesrv.addr, ctl.addr)
+        procs.append(first)
+        assert first.extra["id"] == "0"  # the first of the set is elected and serves as brokerId 0
+        second = controller_broker(tmp_path, "b", namesrv.addr, ctl.addr)
+        procs.append(second)
+        assert await until(lambda: _state_is(ctl.addr, (1, [1, 2])), 30, "both brokers in the SyncStateSet")
+
+        acked = []
+        async with Producer("ctl-producer", namesrv=namesrv.addr, send_timeout=2.0) as producer:
+            for i in range(20):
+                result = await producer.send(Message(TOPIC, f"m{i}".encode()))
+                assert result.status is SendStatus.SEND_OK
+                acked.append(f"m{i}".encode())
+            # the slave stops reading: what the master writes now is acknowledged to nobody, and past what the
+            # sockets' buffers take, never reaches the slave
+            second.signal(signal.SIGSTOP)
+            tail = await asyncio.gather(*(producer.send(Message(TOPIC, os.urandom(TAIL_BODY)))
+                                          for _ in range(TAIL_MESSAGES)))
+            assert {r.status for r in tail} == {SendStatus.FLUSH_SLAVE_TIMEOUT}
+            first.kill()
+            second.signal(signal.SIGCONT)
+            killed = time.monotonic()
+            while True:
+                try:
+                    result = await producer.send(Message(TOPIC, b"after the election"))
+                except MQClientError:
+                    assert time.monotonic() - killed < 30, "no write accepted within 30 s of the kill"
+                    await asyncio.sleep(0.05)
+                    continue
+                if result.status is SendStatus.SEND_OK:
+                    acked.append(b"after the election")
+                    break
+        assert await sync_state(ctl.addr) == (2, [2])
+        assert set(acked) <= set(await read_all(namesrv.addr)), "acknowledged messages lost"
+
+        back = controller_broker(tmp_path, "a", namesrv.addr, ctl.addr)
+        procs.append(back)
+        assert back.extra["id"] == "1"  # same id (brokerIdentity), now a slave
+        assert await until(lambda: _state_is(ctl.addr, (2, [1, 2])), 30, "the old master back in the set")
+        assert any(re.search(r"agrees up to \d+, [1-9]\d* bytes past it cut", line) for line in back.lines), \
+        back.output()
+        async with MQAdmin(namesrv.addr) as admin:
+            caches = {c.broker_id: c for c in await admin.controllers.broker_epochs("TestCluster")}
+        assert set(caches) == {1, 2}
+        assert caches[1].epochs == caches[2].epochs and [e.epoch for e in caches[1].epochs] == [1, 2]
+        assert caches[1].max_offset == caches[2].max_offset
+        assert set(acked) <= set(await read_all(namesrv.addr))
+    finally:
+        for proc in reversed(procs):
+            proc.signal(signal.SIGCONT)
+            proc.stop()
+
+
+async def _state_is(controller: str, expected: tuple[int, list[int]]) -> bool:
+    try:
+        return await sync_state(controller) == expected
+    except (MQClientError, ValueError):
+        return False

@@ -1,0 +1,42 @@
+"""Controller mode's truncation: a returning old master cuts its divergent tail and goes on from there."""
+
+from __future__ import annotations
+
+from unit.store.store_helpers import inner, tiny_config
+
+from mqtools.server.store.message_store import MessageStore
+
+
+async def _store(tmp_path, **kw) -> MessageStore:
+    s = MessageStore(tiny_config(tmp_path, mapped_file_size_commit_log=4096, **kw))
+    await s.start()
+    return s
+
+
+async def test_truncation_cuts_the_commitlog_queues_and_offsets_back_to_the_point(tmp_path):
+    s = await _store(tmp_path)
+    kept = [await s.put_message(inner(queue_id=0)) for _ in range(30)]  # several 4 KiB files
+    point = kept[-1].append.end_offset
+    tail = [await s.put_message(inner(queue_id=q % 2)) for q in range(25)]
+    assert s.max_phy_offset > point and s.get_max_offset_in_queue("T", 1) == 12
+    assert s.truncate_commit_log(point) == tail[-1].append.end_offset - point
+    assert s.max_phy_offset == point
+    assert (s.get_max_offset_in_queue("T", 0), s.get_max_offset_in_queue("T", 1)) == (30, 0)
+    assert s.look_message_by_offset(kept[-1].append.wrote_offset) is not None
+    assert s.look_message_by_offset(tail[0].append.wrote_offset) is None
+    again = await s.put_message(inner(queue_id=0))  # the log goes on from the point, queue offsets too
+    assert (again.append.wrote_offset, again.append.logics_offset) == (point, 30)
+    assert s.truncate_commit_log(s.max_phy_offset + 100) == 0
+    await s.shutdown()
+
+
+async def test_a_truncated_store_recovers_to_the_point_after_a_restart(tmp_path):
+    s = await _store(tmp_path)
+    point = [await s.put_message(inner()) for _ in range(5)][-1].append.end_offset
+    for _ in range(5):
+        await s.put_message(inner())
+    s.truncate_commit_log(point)
+    await s.shutdown()
+    s = await _store(tmp_path)
+    assert s.max_phy_offset == point and s.get_max_offset_in_queue("T", 0) == 5
+    await s.shutdown()
