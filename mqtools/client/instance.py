@@ -48,6 +48,7 @@ log = logging.getLogger(__name__)
 
 ROUTE_REFRESH_INTERVAL = 30.0
 HEARTBEAT_INTERVAL = 30.0
+HEADLESS_ROUTE_RECHECK = 0.5
 _instance_ids = itertools.count(1)
 
 
@@ -121,12 +122,22 @@ class ClientInstance:
         await self.remoting.close()
 
     async def _timers(self) -> None:
+        """Every route and a heartbeat each period, as RocketMQ's clients; besides, every second, the routes
+        in which a broker group has no master (a failover under way: in controller mode a new master is
+        elected within a second, and waiting for the next period would keep the group's queues unused for
+        up to 30 s)."""
+        loop = asyncio.get_running_loop()
+        last_full = loop.time()
         while True:
-            await asyncio.sleep(min(ROUTE_REFRESH_INTERVAL, HEARTBEAT_INTERVAL))
-            for topic in list(self.routes):
-                with contextlib.suppress(MQClientError):
-                    await self.route(topic, refresh=True)
-            await self.heartbeat()
+            await asyncio.sleep(HEADLESS_ROUTE_RECHECK)
+            full = loop.time() - last_full >= min(ROUTE_REFRESH_INTERVAL, HEARTBEAT_INTERVAL)
+            for topic, route in list(self.routes.items()):
+                if full or route.headless:
+                    with contextlib.suppress(MQClientError):
+                        await self.route(topic, refresh=True)
+            if full:
+                last_full = loop.time()
+                await self.heartbeat()
 
     # routes ---------------------------------------------------------------------------
 

@@ -26,6 +26,12 @@ class TopicRoute:
     def brokers(self) -> list[str]:
         return sorted(self.broker_addrs)
 
+    @property
+    def headless(self) -> bool:
+        """Some broker group with writable queues of this topic has no master in the route."""
+        return any(is_writeable(qd.perm) and MASTER_ID not in self.broker_addrs.get(qd.broker_name, {})
+                   for qd in self.data.queue_datas)
+
 
 def publish_queues(topic: str, data: TopicRouteData, addrs: dict[str, dict[int, str]]) -> list[MessageQueue]:
     """Writable queues of brokers whose master is known (a send needs the master).

@@ -36,6 +36,7 @@ PRODUCERS_QUIET = 1.0
 """Seconds the master's commitlog must stand still before producers count as gone."""
 HA_READY_TIMEOUT = 20.0
 ROUTE_TIMEOUT = 30.0
+SYNC_STATE_SET_TIMEOUT = 30.0
 
 
 class Actions(Protocol):
@@ -168,11 +169,15 @@ class DrillContext:
         #: The transactional load (kill-producer-in-transaction), and how long a restarted generation sends.
         self.txn: TransactionLoad | None = None
         self.txn_send_for = 0.0
+        #: Controller mode: the master's committed offsets just before it was killed.
+        self._offsets_before_fault: dict[str, int] | None = None
 
     def event(self, name: str, detail: str = "", **data: Any) -> None:
         self.history.event(self.clock(), name, detail, **data)
 
     async def fault(self, node: Node, sig: int) -> None:
+        if self.target.controller_mode and node == self.target.master:
+            self._offsets_before_fault = await self._committed(node.addr)  # what an election must not lose
         detail = await self.actions.fault(node, sig)  # the fault's moment: done (an operator's ssh takes a while)
         self.history.event(self.clock(), "fault", detail, node=node.name, addr=node.addr, signal=signal.Signals(sig).name)
 
@@ -213,15 +218,39 @@ class DrillContext:
                 if q.group == self.group and q.queue.topic == self.topic and q.consumer_offset is not None}
 
     async def record_offsets_at_return(self) -> None:
-        """The committed offsets the returning master serves, next to its slave's (apache/rocketmq#1094)."""
+        """The committed offsets the returning master serves, next to its slave's (apache/rocketmq#1094). In
+        controller mode the returning broker is a slave and the elected one serves the group: its offsets must
+        be no older than those the old master had persisted when it died (apache/rocketmq#4771)."""
         master, slave = self.target.master, self.target.slave
         if master is None or slave is None:
+            return
+        if self.target.controller_mode:
+            await self._record_offsets_after_election(master)
             return
         served, newer = await asyncio.gather(self._committed(master.addr), self._committed(slave.addr))
         behind = {q: o - (served or {}).get(q, 0) for q, o in (newer or {}).items() if o > (served or {}).get(q, 0)}
         detail = (f"{master.name} serves offsets behind {slave.name}'s on {len(behind)} queue(s)" if behind
                   else f"{master.name} serves committed offsets no older than {slave.name}'s")
         self.event("offsets-at-return", detail, master=served or {}, slave=newer or {})
+
+    async def _record_offsets_after_election(self, old: Node) -> None:
+        try:
+            route = await self.admin.topic_route(self.topic)
+            elected = next((b.broker_addrs.get(0) for b in route.broker_datas
+                            if b.broker_name == self.target.broker_name), None)
+        except MQClientError:
+            elected = None
+        if elected is None or elected == old.addr:
+            self.event("offsets-at-return", f"no other master of {self.target.broker_name} to compare with",
+                       master={}, slave={})
+            return
+        served = await self._committed(elected)
+        had = self._offsets_before_fault if self._offsets_before_fault is not None else await self._committed(old.addr)
+        behind = {q: o - (served or {}).get(q, 0) for q, o in (had or {}).items() if o > (served or {}).get(q, 0)}
+        detail = (f"the elected master {elected} serves offsets behind what {old.name} had at the fault on "
+                  f"{len(behind)} queue(s)" if behind else
+                  f"the elected master {elected} serves committed offsets no older than {old.name} had at the fault")
+        self.event("offsets-at-return", detail, master=served or {}, slave=had or {})
 
     async def wipe_write_perm(self) -> None:
         """drain-master's first step, and its fault: no new writes to the group."""
@@ -280,6 +309,35 @@ class DrillContext:
             except MQClientError:
                 pass
             await asyncio.sleep(STEADY_POLL)
+        return False
+
+    async def controller_leader(self) -> Node:
+        addrs = [n.addr for n in self.target.controllers]
+        if not addrs:
+            raise ScenarioError("the target group is not in controller mode")
+        try:
+            leader = await self.admin.controllers.leader(addrs)
+        except MQClientError as exc:
+            raise ScenarioError(f"no controller leader: {exc}") from None
+        return next((n for n in self.target.controllers if n.addr == leader), Node(leader, leader, "CONTROLLER"))
+
+    async def wait_in_sync_state_set(self, node: Node) -> bool:
+        """Until the controllers list `node` (by its address) as an alive member of the SyncStateSet."""
+        addrs = [n.addr for n in self.target.controllers]
+        deadline = self.clock() + SYNC_STATE_SET_TIMEOUT
+        while self.clock() < deadline:
+            try:
+                sets = await self.admin.controllers.broker_sets(addrs, [self.target.broker_name])
+            except MQClientError:
+                sets = []
+            member = next((r for s in sets for r in s.replicas if r.address == node.addr), None)
+            if member is not None and member.in_sync and member.alive:
+                self.event("rejoined-sync-state-set", f"{node.name} (broker id {member.broker_id}) is in the "
+                                                      "SyncStateSet again", brokerId=member.broker_id)
+                return True
+            await asyncio.sleep(STEADY_POLL)
+        self.aborted = f"{node.name} was not back in the SyncStateSet {SYNC_STATE_SET_TIMEOUT:.0f}s after its restart"
+        self.event("aborted", self.aborted)
         return False
 
     async def kill_producers(self) -> None:

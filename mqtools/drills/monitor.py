@@ -1,9 +1,11 @@
-"""Watching the cluster while a drill runs: the name servers' route and the target group's replication.
+"""Watching the cluster while a drill runs: the name servers' route, the target group's replication and, in
+controller mode, its elections.
 
 Two loops on their own admin session (short timeouts, so a stopped broker delays nothing else): the
 topic's route every quarter second (when the name servers drop the dead master, by the channel close
 or the 120 s expiry, and when it is back) and the master's HA status every half second (slave in
-sync, lost, in sync again). Only changes become history events.
+sync, lost, in sync again); in controller mode the group's master and epoch, and the controller leader,
+every tenth of a second. Only changes become history events.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from mqtools.drills.scenarios import Node, Target
 
 ROUTE_POLL = 0.25
 HA_POLL = 0.5
+CONTROLLER_POLL = 0.1
 MONITOR_TIMEOUT = 1.0
 
 
@@ -45,7 +48,38 @@ class Monitor:
 
     async def _run(self) -> None:
         async with MQAdmin(self.namesrv, timeout=MONITOR_TIMEOUT, security=self.security) as admin:
-            await asyncio.gather(self._route_loop(admin), self._ha_loop(admin))
+            await asyncio.gather(self._route_loop(admin), self._ha_loop(admin), self._controller_loop(admin))
+
+    async def _controller_loop(self, admin: MQAdmin) -> None:
+        """Controller mode: the group's master and epoch as the controller leader holds them, and who leads."""
+        addrs = [n.addr for n in self.target.controllers]
+        if not addrs:
+            return
+        names = {n.addr: n.name for n in self.target.controllers}
+        last: tuple[int | None, int] | None = None
+        leader: str | None = None
+        while True:
+            try:
+                now_leader = await admin.controllers.leader(addrs)
+                sets = await admin.controllers.broker_sets([now_leader], [self.target.broker_name])
+            except MQClientError:
+                now_leader, sets = None, []
+            if now_leader is not None and leader is not None and now_leader != leader:
+                self.history.event(self.clock(), "controller-leader",
+                                   f"{names.get(now_leader, now_leader)} leads the controllers", addr=now_leader)
+            leader = now_leader or leader
+            if sets:
+                bset = sets[0]
+                state = (bset.master_broker_id, bset.master_epoch)
+                if last is not None and state != last:
+                    who = "no master" if bset.master_broker_id is None else \
+                        f"broker {bset.master_broker_id} ({bset.master_address})"
+                    self.history.event(self.clock(), "master-elected",
+                                       f"{who} master of {self.target.broker_name}, epoch {bset.master_epoch}",
+                                       masterId=bset.master_broker_id, masterAddr=bset.master_address,
+                                       epoch=bset.master_epoch)
+                last = state
+            await asyncio.sleep(CONTROLLER_POLL)
 
     async def _route_loop(self, admin: MQAdmin) -> None:
         nodes = [(n, kind) for n, kind in ((self.target.master, "master"), (self.target.slave, "slave")) if n]

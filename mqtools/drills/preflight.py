@@ -36,11 +36,16 @@ async def layout(admin: MQAdmin, names: dict[str, str]) -> dict[str, Any]:
                 rows.append({"cluster": cluster, "brokerName": broker_name, "brokerId": broker_id, "addr": addr,
                              "name": names.get(addr, addr)})
     configs = await asyncio.gather(*(_config(admin, r["addr"]) for r in rows))
+    controllers: set[str] = set()
     for row, config in zip(rows, configs, strict=True):
         row["role"] = config.get("brokerRole")
         row["flushDiskType"] = config.get("flushDiskType")
+        row["controllerMode"] = config.get("enableControllerMode", "false").lower() == "true"
+        if row["controllerMode"]:
+            controllers.update(a.strip() for a in config.get("controllerAddr", "").split(";") if a.strip())
     return {"namesrv": list(admin.namesrv_addrs), "brokers": rows,
-            "namesrvNames": [names.get(a, a) for a in admin.namesrv_addrs]}
+            "namesrvNames": [names.get(a, a) for a in admin.namesrv_addrs],
+            "controllers": sorted(controllers), "controllerNames": [names.get(a, a) for a in sorted(controllers)]}
 
 
 async def _config(admin: MQAdmin, addr: str) -> dict[str, str]:
@@ -65,7 +70,15 @@ def choose_target(view: dict[str, Any], wanted: str | None, needs: str) -> Targe
     slave = None if slave_row is None else Node(slave_row["name"], slave_row["addr"], slave_row["role"] or "SLAVE")
     namesrvs = list(zip(view["namesrvNames"], view["namesrv"], strict=True))
     namesrv = Node(namesrvs[0][0], namesrvs[0][1], "NAMESRV") if len(namesrvs) > 1 else None
-    target = Target(name, master, slave, master.role if master else None, namesrv)
+    controlled = any(r.get("controllerMode") for r in rows)
+    controllers = tuple(Node(n, a, "CONTROLLER")
+                        for n, a in zip(view.get("controllerNames", []), view.get("controllers", []), strict=True)
+                        ) if controlled else ()
+    target = Target(name, master, slave, master.role if master else None, namesrv, controllers)
+    if needs.startswith("controller") and not controllers:
+        raise ScenarioError(f"broker group {name} is not in controller mode: this drill needs a controller "
+                            "(mq cluster up --preset 2m-2s-controller)")
+    needs = needs.removeprefix("controller").lstrip("-") or "controller"
     if needs == "master" and master is None:
         raise ScenarioError(f"broker group {name} has no master registered")
     if needs in ("master", "slave") and slave is None:

@@ -85,6 +85,17 @@ def judge(i: Integrity, t: Timeline, c: Criteria, aborted: str | None,
             reasons.append(Reason(False, "sends never succeeded again after the fault (RTO unbounded)"))
         else:
             reasons.append(_bound(t.rto <= c.max_rto, "RTO", f"{t.rto:.3f}s", f"{c.max_rto:g}s"))
+    if c.max_group_rto is not None and t.fault_at is not None:
+        if t.group_rto is None:
+            reasons.append(Reason(False, "the target group never acknowledged a send begun after the fault"))
+        else:
+            reasons.append(_bound(t.group_rto <= c.max_group_rto, "group write RTO", f"{t.group_rto:.3f}s",
+                                  f"{c.max_group_rto:g}s"))
+    if c.split_brain:
+        reasons.append(Reason(not t.split_brain,
+                              f"two masters acknowledged writes in one epoch: writers {' -> '.join(t.writers)} "
+                              f"with {t.elections} election(s)" if t.split_brain else
+                              f"one master at a time: {len(t.writers)} writer(s), {t.elections} election(s)"))
     if c.max_failed is not None:
         bad = i.failed + i.unknown
         reasons.append(_bound(bad <= c.max_failed, "failed or unknown sends", bad, c.max_failed))
@@ -142,6 +153,13 @@ def render(report: Report) -> str:
     for m in report.timeline.moments:
         at = "    n/a" if m.at is None else f"{m.at:+8.3f}"
         lines.append(f"  {at}  {m.label.ljust(width)}  {m.detail}".rstrip())
+    t = report.timeline
+    if (report.meta.get("target") or {}).get("controllers"):
+        lines += ["", "Controller mode",
+                  f"  election                 {_s(t.election)} after the fault ({t.elections} master change(s))",
+                  f"  group write RTO          {_s(t.group_rto)} (fault to the group's first acknowledged send)",
+                  (f"  masters that took writes {' -> '.join(t.writers) or 'none'}"
+                  f"{'  SPLIT BRAIN' if t.split_brain else ''}")]
     lines += ["", "Integrity", *_integrity(report.integrity)]
     tx = report.meta.get("transactions")
     if tx is not None:
@@ -183,6 +201,8 @@ def _header(report: Report) -> list[str]:
         lines.append(f"  broker     {b['cluster']}/{b['brokerName']} id {b['brokerId']} {b['addr']} ({b['name']}): "
                      f"{b.get('role') or 'n/a'}, {b.get('flushDiskType') or 'n/a'}")
     lines.append(f"  namesrv    {', '.join(cluster.get('namesrv', []))}")
+    if cluster.get("controllers"):
+        lines.append(f"  controller {', '.join(cluster['controllers'])} (controller mode)")
     master, slave = target.get("master") or {}, target.get("slave") or {}
     lines.append(f"  target     {target.get('brokerName')}: master {master.get('name', 'n/a')}, slave "
                  f"{slave.get('name', 'n/a')}, replication {target.get('sendMode') or 'n/a'}")

@@ -181,6 +181,9 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
     topic, group = f"MQ_DRILL_{run_id}", f"MQ_DRILL_CG_{run_id}"
     state = sv.load_state(root) if root is not None else None
     names = {p.addr: p.name for p in state.procs} if state is not None else {}
+    if state is not None and state.controller_addr:  # controller presets: controller n{i} runs in namesrv-{i}
+        hosts = [p.name for p in state.procs if p.kind == "namesrv"]
+        names.update(zip(state.controller_addr.split(";"), hosts, strict=False))
     history = History()
     clock = DrillClock()
     async with MQAdmin(namesrv, timeout=3.0, security=security) as admin:
@@ -197,7 +200,8 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
         actions: Actions = LocalActions(root) if root is not None and settings.fault_cmd is None else \
             CommandActions(settings.fault_cmd or "", settings.heal_cmd)
         fault_at = settings.fault_at if settings.fault_at is not None else round(spec.duration / 3, 3)
-        history.meta = _meta(settings, scenario.criteria_for(target.send_mode), view, target.to_json(), preflight,
+        history.meta = _meta(settings, scenario.criteria_for(target.send_mode, target.controller_mode), view,
+                             target.to_json(), preflight,
                              topic, group, run_id, seed, fault_at, root, fresh)
         await _create(admin, view, topic, group)
         txn = TransactionLoad(namesrv, topic, f"{group}_TX", spec, run_id, clock.base,

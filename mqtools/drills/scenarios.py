@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
+CLASSIC, CONTROLLER = "classic", "controller"
+BOTH = frozenset({CLASSIC, CONTROLLER})
 #: Default ceiling on the outage a client sees (OpenChaos's RTO).
 DEFAULT_MAX_RTO = 10.0
 #: restart-master's default downtime: longer than a consumer's 5 s offset persist interval, so the group
@@ -33,6 +35,10 @@ class Criteria:
     max_redelivered: int | None = None
     max_regression: int | None = None
     max_order_violations: int | None = None
+    max_group_rto: float | None = None
+    """Controller mode: seconds from the fault to the first send the target group acknowledges."""
+    split_brain: bool = False
+    """Judge that no two brokers of the target group acknowledged writes at the same time."""
 
     def to_json(self) -> dict[str, Any]:
         return {_camel(k): v for k, v in asdict(self).items()}
@@ -67,13 +73,20 @@ class Target:
     send_mode: str | None
     """The master's brokerRole: SYNC_MASTER or ASYNC_MASTER."""
     namesrv: Node | None
+    controllers: tuple[Node, ...] = ()
+    """Controller mode: the group's controllers (its brokers' controllerAddr); empty otherwise."""
+
+    @property
+    def controller_mode(self) -> bool:
+        return bool(self.controllers)
 
     def to_json(self) -> dict[str, Any]:
         def node(n: Node | None) -> dict[str, str] | None:
             return None if n is None else {"name": n.name, "addr": n.addr, "role": n.role}
 
         return {"brokerName": self.broker_name, "master": node(self.master), "slave": node(self.slave),
-                "sendMode": self.send_mode, "namesrv": node(self.namesrv)}
+                "sendMode": self.send_mode, "namesrv": node(self.namesrv),
+                "controllers": [node(n) for n in self.controllers]}
 
 
 class FaultContext(Protocol):
@@ -98,6 +111,10 @@ class FaultContext(Protocol):
     async def wait_in_route(self, node: Node) -> bool: ...
     async def kill_producers(self) -> None: ...
     async def restart_producers(self) -> None: ...
+    async def controller_leader(self) -> Node:
+        """The controller that leads now (controller mode)."""
+    async def wait_in_sync_state_set(self, node: Node) -> bool:
+        """Until `node` is back in its group's SyncStateSet (controller mode)."""
 
 
 class ScenarioError(RuntimeError):
@@ -110,7 +127,8 @@ class Scenario:
     summary: str
     expected: str
     needs: str
-    """"master", "slave" or "namesrv": what must exist for the drill to make sense."""
+    """"master", "slave", "namesrv", "controller" or "controller-master": what must exist for the drill to make
+    sense (the last two: a controller-mode group, and for the second one with a master and a slave)."""
     inject: Callable[[FaultContext], Awaitable[None]]
     criteria: Criteria
     async_criteria: Criteria | None = None
@@ -119,8 +137,14 @@ class Scenario:
     """Default --fault-for: the pause, or the downtime before a restart."""
     transactional: bool = False
     """The load is transactional producer processes (mqtools.drills.txn_load) instead of plain producers."""
+    controller_criteria: Criteria | None = None
+    """Used instead when the target group is in controller mode (a new master is elected)."""
+    modes: frozenset[str] = frozenset({CLASSIC})
+    """The clusters the scenario is made for: classic master/slave, controller mode, or both."""
 
-    def criteria_for(self, send_mode: str | None) -> Criteria:
+    def criteria_for(self, send_mode: str | None, controller_mode: bool = False) -> Criteria:
+        if controller_mode and self.controller_criteria is not None:
+            return self.controller_criteria
         return self.async_criteria if self.async_criteria and send_mode == "ASYNC_MASTER" else self.criteria
 
 
@@ -150,6 +174,25 @@ async def restart_master(ctx: FaultContext) -> None:
     await ctx.sleep(ctx.fault_for)
     await ctx.heal(master, "start")
     await ctx.record_offsets_at_return()
+
+
+async def restart_old_master(ctx: FaultContext) -> None:
+    """Controller mode: the killed master returns as a slave, cuts what it alone had, rejoins the set."""
+    master = _need(ctx.target.master, "master")
+    await restart_master(ctx)
+    await ctx.wait_in_sync_state_set(master)
+
+
+async def kill_controller_leader(ctx: FaultContext) -> None:
+    await ctx.fault(await ctx.controller_leader(), signal.SIGKILL)
+
+
+async def kill_master_and_controller_leader(ctx: FaultContext) -> None:
+    """apache/rocketmq#7689: the master and the controller leader die together."""
+    leader = await ctx.controller_leader()
+    await ctx.fault(_need(ctx.target.master, "master"), signal.SIGKILL)
+    await ctx.fault(leader, signal.SIGKILL)
+    await ctx.record_slave_offset()
 
 
 async def kill_slave(ctx: FaultContext) -> None:
@@ -187,12 +230,18 @@ async def kill_producer_in_transaction(ctx: FaultContext) -> None:
 
 _SYNC_LOSS = Criteria()
 _ASYNC_LOSS = replace(_SYNC_LOSS, max_lost=None, loss_explained=True)
+#: Controller mode: a new master takes the group's writes within this (issue target: 3 s median, 5 s p99).
+CONTROLLER_GROUP_RTO = 5.0
+#: When the controller leader dies with the master, the next leader learns of the master's death by heartbeat
+#: timeout (controllerHeartBeatTimeoutMills) instead of the channel closing: the presets' 3 s, plus its election.
+CONTROLLER_LEADER_LOSS_GROUP_RTO = 10.0
+_ELECTED = replace(_SYNC_LOSS, max_group_rto=CONTROLLER_GROUP_RTO, split_brain=True)
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("kill-master", "SIGKILL the target group's master and keep the load going (no restart).",
              "Sends move to the other groups; consumers read the group's messages from its slave. SYNC_MASTER "
              "loses no acknowledged message; ASYNC_MASTER loses at most what the slave had not replicated.",
-             "master", kill_master, _SYNC_LOSS, _ASYNC_LOSS),
+             "master", kill_master, _SYNC_LOSS, _ASYNC_LOSS, controller_criteria=_ELECTED, modes=BOTH),
     Scenario("pause-master", "SIGSTOP the target group's master for --fault-for seconds, then SIGCONT.",
              "Sends to it stall and move to other groups within the send timeout; nothing is lost; the "
              "slave is back in sync after SIGCONT.",
@@ -202,7 +251,7 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "(offset regression 0), so no message is delivered twice to the group.",
              "master", restart_master, replace(_SYNC_LOSS, max_regression=0, max_redelivered=0),
              replace(_ASYNC_LOSS, max_regression=0, max_redelivered=0),
-             fault_for=RESTART_DOWNTIME),
+             fault_for=RESTART_DOWNTIME, controller_criteria=replace(_ELECTED, max_regression=0)),
     Scenario("kill-slave", "SIGKILL the target group's slave (no restart).",
              "No send fails (a SYNC_MASTER answers SLAVE_NOT_AVAILABLE: stored, not replicated); nothing is "
              "lost; consumers keep reading from the master.",
@@ -223,4 +272,23 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "or undecided one ever is, and none stays open.",
              "master", kill_producer_in_transaction, replace(_SYNC_LOSS, max_duplicates=0), fault_for=2.0,
              transactional=True),
+    Scenario("restart-old-master", "Controller mode: SIGKILL the target group's master, start it again after "
+                                   "--fault-for seconds; it must come back as a slave.",
+             "A slave is elected within seconds and takes the writes; the old master returns as a slave, cuts "
+             "whatever only it had (never acknowledged), and is back in the SyncStateSet; nothing acknowledged "
+             "is lost, no committed offset goes back.",
+             "controller-master", restart_old_master, replace(_ELECTED, max_regression=0),
+             fault_for=RESTART_DOWNTIME, modes=frozenset({CONTROLLER})),
+    Scenario("kill-controller-leader", "Controller mode: SIGKILL the controller that leads (in the preset, the "
+                                       "name server it runs in).",
+             "The other controllers elect a leader; no broker changes role, no send fails, nothing is lost.",
+             "controller", kill_controller_leader, replace(_SYNC_LOSS, max_failed=0, split_brain=True),
+             modes=frozenset({CONTROLLER})),
+    Scenario("kill-master-and-controller-leader",
+             "Controller mode: SIGKILL the target group's master and the controller leader at once "
+             "(apache/rocketmq#7689).",
+             "The remaining controllers elect a leader, which finds the master dead by its heartbeat timeout and "
+             "elects a slave; nothing acknowledged is lost.",
+             "controller-master", kill_master_and_controller_leader,
+             replace(_ELECTED, max_group_rto=CONTROLLER_LEADER_LOSS_GROUP_RTO), modes=frozenset({CONTROLLER})),
 )}

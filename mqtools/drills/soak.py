@@ -19,11 +19,12 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mqtools.cluster.presets import load_preset
 from mqtools.drills.history import History
 from mqtools.drills.load import LoadSpec
 from mqtools.drills.report import FAIL, PASS, Report, build
 from mqtools.drills.runner import DrillError, DrillSettings, DrillStatus, run_drill
-from mqtools.drills.scenarios import SCENARIOS
+from mqtools.drills.scenarios import CLASSIC, CONTROLLER, SCENARIOS
 from mqtools.drills.timeline import percentile
 
 VARY_KINDS = ("keys", "rate", "size", "tls")
@@ -81,7 +82,7 @@ class SoakPlan:
     def schedule(self) -> list[SoakRun]:
         """Round by round (every cell once per round), so a soak cut short has covered every cell evenly."""
         rng = random.Random(self.seed)
-        cells = [(p, s) for p in self.presets for s in self.scenarios]
+        cells = [(p, s) for p in self.presets for s in self.scenarios if preset_mode(p) in SCENARIOS[s].modes]
         out = []
         for _ in range(self.runs):
             for preset, scenario in cells:
@@ -195,8 +196,8 @@ class SoakResult:
     @property
     def passed(self) -> bool:
         """Every planned run ran and passed."""
-        return not self.interrupted and len(self.outcomes) == self.plan.runs * len(self.plan.scenarios) * \
-            len(self.plan.presets) and all(o.verdict == PASS for o in self.outcomes)
+        return not self.interrupted and len(self.outcomes) == len(self.plan.schedule()) and \
+            all(o.verdict == PASS for o in self.outcomes)
 
     def tally(self) -> list[Tally]:
         cells: dict[tuple[str, str], list[RunOutcome]] = {}
@@ -227,11 +228,20 @@ class SoakStatus:
 SoakProgress = Callable[[SoakStatus], None]
 
 
-def validate(scenarios: Iterable[str], vary: Iterable[str]) -> None:
-    """ValueError naming the first unknown scenario or --vary kind."""
+def preset_mode(preset: str) -> str:
+    """classic or controller: whether the preset's brokers are in controller mode."""
+    return CONTROLLER if any(spec.controlled for spec in load_preset(preset)) else CLASSIC
+
+
+def validate(scenarios: Iterable[str], vary: Iterable[str], presets: Iterable[str] = ()) -> None:
+    """ValueError naming the first unknown scenario or --vary kind, or a scenario no chosen preset can run."""
+    modes = {preset_mode(p) for p in presets}
     for name in scenarios:
         if name not in SCENARIOS:
             raise ValueError(f"unknown scenario {name!r} (known: {', '.join(SCENARIOS)})")
+        if modes and not modes & SCENARIOS[name].modes:
+            raise ValueError(f"{name} is for {' or '.join(sorted(SCENARIOS[name].modes))} clusters: no chosen "
+                             "preset is one")
     for kind in vary:
         if kind not in VARY_KINDS:
             raise ValueError(f"unknown --vary kind {kind!r} (known: {', '.join(VARY_KINDS)})")

@@ -26,6 +26,8 @@ LABELS = {
     "producers-left": "producers left the group", "ha-ready": "ha ready", "master-stopped": "master stopped",
     "perm-added": "write permission back", "aborted": "runbook aborted", "load-end": "load ended",
     "settled": "consumers settled", "restored": "cluster restored",
+    "master-elected": "controllers elected a master", "controller-leader": "controller leader changed",
+    "rejoined-sync-state-set": "old master back in the SyncStateSet",
 }
 
 
@@ -67,6 +69,20 @@ class Timeline:
     moments: list[Moment] = field(default_factory=list)
     latency: dict[str, Latency] = field(default_factory=dict)
     buckets: list[Bucket] = field(default_factory=list)
+    group_rto: float | None = None
+    """Seconds from the fault to the first send the target group acknowledged that began after it."""
+    election: float | None = None
+    """Controller mode: seconds from the fault until the controllers had a new master for the group."""
+    writers: list[str] = field(default_factory=list)
+    """The target group's brokers that acknowledged sends, in the order they took over."""
+    elections: int = 0
+    """Master changes of the target group the controllers showed after the fault."""
+
+    @property
+    def split_brain(self) -> bool:
+        """More changes of the broker acknowledging the group's writes than elections explain: two masters
+        took writes in the same epoch window."""
+        return len(self.writers) - 1 > self.elections
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -78,6 +94,8 @@ class Timeline:
                           for name, lat in self.latency.items()},
             "series": {"bucketSeconds": self.bucket, "start": [round(b.start, 3) for b in self.buckets],
                        "acked": [b.acked for b in self.buckets], "errors": [b.errors for b in self.buckets]},
+            "groupRtoSeconds": self.group_rto, "electionSeconds": self.election,
+            "groupWriters": self.writers, "elections": self.elections, "splitBrain": self.split_brain,
         }
 
 
@@ -142,6 +160,16 @@ def analyze(history: History) -> Timeline:
     timeline = Timeline(fault_at, heal.time if heal else None, load_end, width, rto, unavailable,
                         None if steady is None else round(steady - fault_at, 3), pre_rate, buckets=buckets)
     timeline.moments = _moments(history, sends, fault_at, rto, recovered, steady)
+    broker = (history.meta.get("target") or {}).get("brokerName")
+    ok_group = sorted((o for o in sends if o.result == OK and o.broker == broker), key=lambda o: o.complete)
+    first = next((o for o in ok_group if o.invoke >= fault_at), None)
+    timeline.group_rto = None if first is None else round(first.complete - fault_at, 3)
+    elected = [e for e in history.events if e.name == "master-elected" and e.time >= fault_at]
+    timeline.election = round(elected[0].time - fault_at, 3) if elected else None
+    timeline.elections = len(elected)
+    for op in ok_group:
+        if op.store_host and (not timeline.writers or timeline.writers[-1] != op.store_host):
+            timeline.writers.append(op.store_host)
     fault_end = max(fault_at + width, heal.time if heal else fault_at, steady if steady is not None else load_end)
     acked = [o for o in sends if o.result == OK]
     started = [(o.planned if o.planned is not None else o.invoke, o) for o in acked]

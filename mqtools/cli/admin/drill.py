@@ -105,7 +105,9 @@ def list_(output: OutputOpt = "table") -> None:
     rows = [[s.name, s.summary, s.expected] for s in SCENARIOS.values()]
     data = {"scenarios": [{"name": s.name, "summary": s.summary, "expected": s.expected, "needs": s.needs,
                            "faultFor": s.fault_for, "criteria": s.criteria.to_json(),
-                           "asyncCriteria": s.async_criteria.to_json() if s.async_criteria else None}
+                           "asyncCriteria": s.async_criteria.to_json() if s.async_criteria else None,
+                           "controllerCriteria": s.controller_criteria.to_json() if s.controller_criteria else None,
+                           "modes": sorted(s.modes)}
                           for s in SCENARIOS.values()]}
     render(View("DrillScenarioList", [Column("SCENARIO"), Column("WHAT IT DOES"), Column("EXPECTED")], rows, data),
            output)
@@ -172,7 +174,9 @@ class _Display:
 @app.command("run")
 def run(
     scenario: Annotated[str, typer.Argument(help="kill-master, pause-master, restart-master, kill-slave, "
-                                                 "kill-namesrv or drain-master (mq admin drill list).")],
+                                                 "kill-namesrv, drain-master; in controller mode also "
+                                                 "restart-old-master, kill-controller-leader, "
+                                                 "kill-master-and-controller-leader (mq admin drill list).")],
     state_dir: DirOpt = None,
     preset: PresetOpt = None,
     base_port: Annotated[int, typer.Option("--base-port", help="With --preset: first name-server port.")] = 9876,
@@ -375,21 +379,21 @@ def soak(
     chosen = _names(scenarios, list(SCENARIOS))
     kinds = () if vary.strip() == "none" else _names(vary, list(VARY_KINDS))
     chosen_presets = _names(presets, list_presets())
-    try:
-        validate(chosen, kinds)
-    except ValueError as exc:
-        raise usage(str(exc)) from None
     unknown = [p for p in chosen_presets if p not in list_presets()]
     if unknown or not chosen or not chosen_presets:
         raise usage(f"unknown preset {unknown[0]!r} (known: {', '.join(list_presets())})" if unknown else
                     "--scenarios and --presets name at least one each")
+    try:
+        validate(chosen, kinds, chosen_presets if scenarios.strip() != "all" else ())
+    except ValueError as exc:
+        raise usage(str(exc)) from None
     seed = seed if seed is not None else random.randrange(1 << 31)
     where = history_dir or Path(tempfile.gettempdir()) / f"mq-soak-{seed}"
     if where.exists() and not where.is_dir():
         raise usage(f"--history-dir {where} is not a directory")
     plan = SoakPlan(chosen, chosen_presets, runs, frozenset(kinds), seed, Variation(keys, rate, size, False),
                     duration, producers, consumers, poll_interval, base_port, _sets(sets or []))
-    display = _SoakDisplay(runs * len(chosen) * len(chosen_presets))
+    display = _SoakDisplay(len(plan.schedule()))
     try:
         result = run_soak(plan, where, keep_all=keep_all, progress=display)
     finally:

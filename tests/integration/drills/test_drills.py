@@ -109,11 +109,14 @@ def short_soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
 
     The scenario tests below judge its runs; the soak itself must PASS as a whole.
     """
-    tmp = tmp_path_factory.mktemp("soak")
-    histories = tmp / "histories"
-    result = mq("admin", "drill", "soak", "--presets", "2m-2s-sync", "--runs", "1", "--vary", "none", "--keys", "8",
-                "--rate", "100", "--base-port", str(base_port()), *LOAD, "--history-dir", str(histories),
-                "--keep-all", "-o", "json", env={"TMPDIR": str(tmp)}, timeout=400)
+    return soak(tmp_path_factory.mktemp("soak"), "--presets", "2m-2s-sync", "--keys", "8", "--rate", "100", *LOAD)
+
+
+def soak(tmp: Path, *args: str) -> dict[str, Any]:
+    """`mq admin drill soak ARGS`, one run per scenario, every history kept and judged again by `drill check`."""
+    result = mq("admin", "drill", "soak", "--runs", "1", "--vary", "none", "--base-port", str(base_port()), *args,
+                "--history-dir", str(tmp / "histories"), "--keep-all", "-o", "json", env={"TMPDIR": str(tmp)},
+                timeout=400)
     assert result.returncode in (0, 1), result.stdout + result.stderr
     doc = json.loads(result.stdout)
     jsonschema.validate(doc, load_schema("DrillSoak"))
@@ -123,6 +126,7 @@ def short_soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
         again = mq("admin", "drill", "check", run["history"], "-o", "json")
         assert again.returncode == (0 if run["verdict"] == "PASS" else 1), again.stderr
         reports[run["scenario"]] = json.loads(again.stdout)
+        jsonschema.validate(reports[run["scenario"]], load_schema("DrillReport"))
     return {"soak": doc, "returncode": result.returncode, "reports": reports}
 
 
@@ -190,7 +194,9 @@ def test_list_describes_every_scenario() -> None:
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     jsonschema.validate(doc, load_schema("DrillScenarioList"))
-    assert [s["name"] for s in doc["scenarios"]] == SCENARIO_NAMES
+    assert [s["name"] for s in doc["scenarios"]] == SCENARIO_NAMES + CONTROLLER_SCENARIOS[1:]
+    modes = {s["name"]: s["modes"] for s in doc["scenarios"]}
+    assert modes["kill-master"] == ["classic", "controller"] and modes["restart-old-master"] == ["controller"]
     assert "drain-master" in mq("admin", "drill", "list").stdout
 
 
@@ -228,3 +234,49 @@ def test_kill_producer_in_transaction_settles_what_the_dead_producers_left_open(
     assert integrity["lost"]["count"] == 0 and integrity["duplicateDeliveries"] == 0
     assert integrity["failedButConsumed"]["count"] == 0 and integrity["unexpected"]["count"] == 0
     assert integrity["failed"] > 0  # rolled back: by the local transaction, or undecided when the producer died
+
+
+CONTROLLER_SCENARIOS = ["kill-master", "restart-old-master", "kill-controller-leader",
+                        "kill-master-and-controller-leader"]
+
+
+@pytest.fixture(scope="module")
+def controller_soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every scenario a controller-mode cluster runs, once, on 2m-2s-controller (three controllers in three name
+    servers). The clients refresh routes at RocketMQ's 30 s: following the election is the client's own doing."""
+    return soak(tmp_path_factory.mktemp("ctlsoak"), "--presets", "2m-2s-controller", "--rate", "100", "--duration",
+                "6", "--set", "mappedFileSizeCommitLog=4194304")
+
+
+def test_controller_mode_drills_pass(controller_soak: dict[str, Any]) -> None:
+    doc = controller_soak["soak"]
+    assert [t["scenario"] for t in doc["tally"]] == CONTROLLER_SCENARIOS
+    failing = {r["scenario"]: r["failing"] for r in doc["runs"] if r["verdict"] != "PASS"}
+    assert controller_soak["returncode"] == 0 and doc["verdict"] == "PASS", failing
+
+
+@pytest.mark.parametrize("scenario", ["kill-master", "restart-old-master", "kill-master-and-controller-leader"])
+def test_an_election_moves_the_groups_writes_to_another_broker(controller_soak: dict[str, Any],
+                                                               scenario: str) -> None:
+    report = controller_soak["reports"][scenario]
+    t = report["timeline"]
+    assert report["integrity"]["lost"]["count"] == 0
+    assert t["elections"] >= 1 and t["electionSeconds"] is not None and not t["splitBrain"]
+    assert len(t["groupWriters"]) == 2 and t["groupRtoSeconds"] is not None
+    assert t["groupRtoSeconds"] <= report["criteria"]["maxGroupRto"]
+    assert [c["addr"] for c in report["header"]["target"]["controllers"]] == report["header"]["cluster"]["controllers"]
+
+
+def test_the_old_master_rejoins_as_a_slave(controller_soak: dict[str, Any]) -> None:
+    report = controller_soak["reports"]["restart-old-master"]
+    labels = [m["label"] for m in report["timeline"]["moments"]]
+    assert "old master back in the SyncStateSet" in labels
+    assert report["integrity"]["offsetRegression"]["messages"] == 0
+
+
+def test_losing_the_controller_leader_changes_no_broker_role(controller_soak: dict[str, Any]) -> None:
+    report = controller_soak["reports"]["kill-controller-leader"]
+    t = report["timeline"]
+    assert t["elections"] == 0 and len(t["groupWriters"]) == 1
+    assert "controller leader changed" in [m["label"] for m in t["moments"]]
+    assert report["integrity"]["failed"] == 0 and report["integrity"]["lost"]["count"] == 0
