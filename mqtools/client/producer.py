@@ -360,7 +360,13 @@ class Producer:
             if not route.publish:
                 raise MQClientError(f"No writable queue for topic {msg.topic}")
             queue = selector(list(route.publish), msg, arg)  # type: ignore[misc]
-        return await self._send_once(msg, body, flag, queue, budget, batch=batch)
+        try:
+            return await self._send_once(msg, body, flag, queue, budget, batch=batch)
+        except MQClientError:
+            # the route shows a dead master's group without it once the name servers dropped it, and the
+            # instance then re-reads it until a new master (controller mode) is in it
+            await self._refresh_after_failure(msg.topic)
+            raise
 
     async def _send_once(self, msg: Message, body: bytes, flag: int, mq: MessageQueue, timeout: float, *,
                          batch: bool = False) -> SendResult:

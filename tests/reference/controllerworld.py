@@ -1,16 +1,19 @@
-"""A broker set of two Apache 5 brokers in controller mode, under a controller (mq's or Apache's), and the
-SIGKILL-mid-load measurement; used by test_controller_interop and bench/controller_failover.py."""
+"""A broker set of two brokers in controller mode (Apache 5's, or mq's) under a controller (mq's or Apache's),
+and the SIGKILL-mid-load measurement; used by test_controller_interop and bench/controller_failover.py."""
 
 from __future__ import annotations
 
 import asyncio
 import signal
 import time
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import apache
 from clientsupport import until
+from mqproc import MqProcess, start_mq, write_broker_props
 from refsupport import name
 
 from mqtools.client.admin import MQAdmin
@@ -65,13 +68,24 @@ async def sync_state(admin: MQAdmin, controller: str) -> tuple[int | None, list[
     return (sets[0].master_broker_id, sets[0].sync_state_set) if sets else (None, [])
 
 
-async def form_set(root: Path, namesrv: str, controller: str, tag: str) -> list[apache.ApacheProcess]:
-    """Two brokers: the first elected master, the second in the SyncStateSet."""
-    brokers = [controller_broker(root, namesrv, controller, f"{tag}-a")]
+def mq_controller_broker(root: Path, namesrv: str, controller: str, tag: str) -> MqProcess:
+    """An mq broker in controller mode, in the same broker set as controller_broker's."""
+    conf = write_broker_props(
+        root / f"{tag}.properties", namesrv, root / tag / "store", brokerClusterName=CLUSTER, brokerName=BROKER,
+        brokerId="-1", brokerRole="SLAVE", enableControllerMode="true", controllerAddr=controller,
+        allAckInSyncStateSet="true", autoCreateTopicEnable="false", haSendHeartbeatInterval="1000",
+        checkSyncStateSetPeriod="1000", syncBrokerMetadataPeriod="1000")
+    return start_mq(["broker", "start", "-c", str(conf)], timeout=60)
+
+
+async def form_set(root: Path, namesrv: str, controller: str, tag: str,
+                   make: Callable[[Path, str, str, str], Any] = controller_broker) -> list[Any]:
+    """Two brokers (Apache's by default, or `make`'s): the first elected master, the second in the SyncStateSet."""
+    brokers = [make(root, namesrv, controller, f"{tag}-a")]
     async with MQAdmin(controller) as admin:
-        await until(lambda: _state_is(admin, controller, 1), 90, "the first Apache broker elected master")
-        brokers.append(controller_broker(root, namesrv, controller, f"{tag}-b"))
-        await until(lambda: _state_is(admin, controller, 2), 90, "the second Apache broker in the SyncStateSet")
+        await until(lambda: _state_is(admin, controller, 1), 90, "the first broker elected master")
+        brokers.append(make(root, namesrv, controller, f"{tag}-b"))
+        await until(lambda: _state_is(admin, controller, 2), 90, "the second broker in the SyncStateSet")
     return brokers
 
 
@@ -83,8 +97,7 @@ async def _state_is(admin: MQAdmin, controller: str, in_sync: int) -> bool:
     return master is not None and len(members) == in_sync
 
 
-async def master_and_slave(namesrv: str, brokers: list[apache.ApacheProcess], topic: str,
-                           ) -> tuple[apache.ApacheProcess, apache.ApacheProcess]:
+async def master_and_slave(namesrv: str, brokers: list[Any], topic: str) -> tuple[Any, Any]:
     """The master (brokerId 0 at the name server) and the slave, once the slave has copied the topic from it
     (topics.json every few seconds): a slave promoted before that would not serve the topic."""
     async with MQAdmin(namesrv) as admin:
@@ -99,7 +112,7 @@ async def _has_topic(admin: MQAdmin, addr: str, topic: str) -> bool:
     return topic in await admin.topic_configs(addr)
 
 
-async def send_through_a_kill(namesrv: str, topic: str, victim: apache.ApacheProcess, before: int = 50,
+async def send_through_a_kill(namesrv: str, topic: str, victim: Any, before: int = 50,
                               after: int = 50, give_up: float = 120.0, sig: int = signal.SIGKILL,
                               ) -> tuple[list[str], float]:
     """SYNC sends one at a time, the master sent `sig` after `before` acks (SIGKILL: its connections close;

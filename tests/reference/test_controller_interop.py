@@ -1,5 +1,5 @@
 """Controller mode across implementations: two Apache 5 brokers of one broker set, in controller mode,
-under mq's controller (and mq's name server).
+under mq's controller (and mq's name server); and two mq brokers under Apache 5's controller.
 
 The Apache brokers apply for ids, register, elect their first master and grow the SyncStateSet through
 mq's controller as they would through Apache's; SYNC sends with allAckInSyncStateSet succeed. The master
@@ -16,7 +16,16 @@ from pathlib import Path
 import apache
 import pytest
 from adminsupport import json_of, mq
-from controllerworld import BROKER, CLUSTER, form_set, master_and_slave, send_through_a_kill, sync_state
+from controllerworld import (
+    BROKER,
+    CLUSTER,
+    apache_controller,
+    form_set,
+    master_and_slave,
+    mq_controller_broker,
+    send_through_a_kill,
+    sync_state,
+)
 from mqproc import start_mq, start_namesrv
 from refsupport import consume_all, make_topic, name
 
@@ -63,5 +72,37 @@ async def test_apache5_brokers_fail_over_under_mqs_controller(ref_root: Path, tm
     finally:
         for broker in brokers:
             broker.kill()
+        ctl.stop()
+        namesrv.stop()
+
+
+async def test_mq_brokers_fail_over_under_apaches_controller(ref_root: Path, tmp_path: Path):
+    # mq's brokers apply for ids, register, elect and grow the SyncStateSet through Apache's controller
+    # (DLedger, one node), take its NOTIFY_BROKER_ROLE_CHANGED, and fail over with nothing acknowledged lost
+    namesrv = start_namesrv(tmp_path)
+    ctl = apache_controller(ref_root, f"actl-{tmp_path.name}")
+    brokers = []
+    try:
+        brokers = await form_set(tmp_path, namesrv.addr, ctl.addr, "mqb", make=mq_controller_broker)
+        async with MQAdmin(ctl.addr) as admin:
+            master, in_sync = await sync_state(admin, ctl.addr)
+        assert sorted(in_sync) == [1, 2] and master in (1, 2)
+        topic = name("CTLMQ")
+        make_topic(namesrv.addr, topic, cluster=CLUSTER)
+        victim, _slave = await master_and_slave(namesrv.addr, brokers, topic)
+        acked, rto = await send_through_a_kill(namesrv.addr, topic, victim)
+        got = consume_all(namesrv.addr, topic, len(acked))
+        assert not set(acked) - {e["body"] for e in got}, "acknowledged messages lost"
+        async with MQAdmin(ctl.addr) as admin:
+            new_master, in_sync = await sync_state(admin, ctl.addr)
+        assert new_master != master and in_sync == [new_master]
+        assert rto < 15.0, f"writes came back {rto:.1f} s after the kill"
+        # Apache's mqadmin reads the survivor's epoch cache (GET_BROKER_EPOCH_CACHE, served by mq's broker)
+        shown = apache.mqadmin(ref_root, "getBrokerEpoch", "-n", namesrv.addr, "-b", BROKER,
+                               version="apache-5").stdout
+        assert re.search(r"Epoch\s*:?\s*1\b", shown) and re.search(r"Epoch\s*:?\s*2\b", shown), shown
+    finally:
+        for broker in brokers:
+            broker.stop()
         ctl.stop()
         namesrv.stop()

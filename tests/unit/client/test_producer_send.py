@@ -14,6 +14,7 @@ from unit.client.fake_remoting import FakeClock, FakeRemoting, fake_instance, ro
 
 from mqtools.client.errors import MQBrokerError, MQClientError
 from mqtools.client.producer import Producer
+from mqtools.client.route import TopicRoute
 from mqtools.client.types import SEND_STATUS_BY_CODE, SendStatus
 from mqtools.common.message import Message
 from mqtools.remoting.bodies import MessageQueue
@@ -148,3 +149,19 @@ async def test_when_no_attempt_stores_ok_the_last_answer_is_returned() -> None:
     assert result.status is SendStatus.SLAVE_NOT_AVAILABLE
     assert len(sends(remoting)) == 3
     assert route_lookups(remoting) == 1, "a stored answer is no failure: the route is not refreshed"
+
+
+async def test_a_failed_send_to_a_chosen_queue_refreshes_the_route_and_is_not_retried() -> None:
+    producer, remoting, _ = make_producer([(0.1, timed_out(A, 0.1))])
+    with pytest.raises(MQClientError):
+        await producer.send(Message("T", b"ordered"), selector=lambda queues, _m, _a: queues[0])
+    assert sends(remoting) == [(A, 0, 3.0, 1000.0)]
+    assert route_lookups(remoting) == 2, "the failure refreshes the route (a new master may be in it)"
+
+
+def test_a_route_is_headless_while_a_writable_group_has_no_master() -> None:
+    data = route_data({"broker-a": 2, "broker-b": 2})
+    assert not TopicRoute.build("T", data).headless
+    data.broker_datas[0].broker_addrs = {2: "broker-a-s:10911"}  # the master died; its slave is listed
+    route = TopicRoute.build("T", data)
+    assert route.headless and [q.broker_name for q in route.publish] == ["broker-b", "broker-b"]

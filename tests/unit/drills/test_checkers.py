@@ -169,3 +169,42 @@ def test_async_loss_is_explained_by_the_slave_offset_at_the_fault() -> None:
     integrity = check(h)
     assert integrity.loss is not None and integrity.loss.unexplained == 1
     assert not build(h).passed and replicated in integrity.loss.unexplained_ids
+
+
+def _elected(h: History, *, writers: list[tuple[float, str]], elections: list[float]) -> None:
+    for at in elections:
+        h.event(at, "master-elected", "broker 2 master of broker-a, epoch 2")
+    for i, (at, host) in enumerate(writers):
+        send(h, i, at=at, broker="broker-a")
+        h.ops[-1].store_host = host
+
+
+def test_controller_mode_figures_and_criteria() -> None:
+    criteria = Criteria(max_group_rto=1.0, split_brain=True)
+    h = history(criteria=criteria, target={"brokerName": "broker-a"})
+    _elected(h, writers=[(1.0, "a:1"), (1.9, "a:1"), (FAULT_AT + 0.2, "b:1"), (FAULT_AT + 0.8, "b:1")],
+             elections=[FAULT_AT + 0.1])
+    t = analyze(h)
+    assert (t.election, t.group_rto, t.writers, t.elections) == (0.1, 0.21, ["a:1", "b:1"], 1)
+    assert not t.split_brain
+    report = build(h)
+    assert [r.text for r in report.reasons if "group write RTO" in r.text] == ["group write RTO 0.210s <= 1s"]
+    assert any(r.ok and "one master at a time" in r.text for r in report.reasons)
+
+
+def test_writers_alternating_without_elections_is_split_brain_and_a_late_group_fails() -> None:
+    h = history(criteria=Criteria(max_group_rto=0.5, split_brain=True), target={"brokerName": "broker-a"})
+    _elected(h, writers=[(1.0, "a:1"), (FAULT_AT + 1.0, "b:1"), (FAULT_AT + 1.2, "a:1")], elections=[FAULT_AT + 0.9])
+    t = analyze(h)
+    assert t.split_brain and t.writers == ["a:1", "b:1", "a:1"]
+    failing = [r.text for r in build(h).reasons if not r.ok]
+    assert any("two masters acknowledged writes in one epoch" in text for text in failing)
+    assert any(text.startswith("group write RTO 1.010s") for text in failing)
+
+
+def test_a_group_that_never_takes_a_write_again_fails_the_group_rto() -> None:
+    h = history(criteria=Criteria(max_group_rto=5.0), target={"brokerName": "broker-a"})
+    _elected(h, writers=[(1.0, "a:1")], elections=[])
+    assert analyze(h).group_rto is None and analyze(h).election is None
+    assert "the target group never acknowledged a send begun after the fault" in \
+        [r.text for r in build(h).reasons if not r.ok]
