@@ -237,6 +237,8 @@ class ElectionEntry(Body):
     master_epoch: int = 0
     cause: str = ""
     """controller (its master died), broker (a broker asked) or admin (named by an operator)."""
+    down_since_ms: int | None = None
+    """The controller's own election: when the old master was last seen alive."""
 
 
 @dataclass(slots=True)

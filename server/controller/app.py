@@ -82,7 +82,7 @@ class ControllerManager:
     # ------------------------------------------------------------------ liveness
 
     def _on_close(self, conn: RemotingConnection) -> None:
-        self._inactive(self.heartbeats.on_channel_close(conn), "its connection closed")
+        self._inactive(self.heartbeats.on_channel_close(conn), "its connection closed", self.clock())
 
     async def _scan_not_active(self) -> None:
         while True:
@@ -92,7 +92,8 @@ class ControllerManager:
                 info.channel.close()
             self._inactive(gone, "its heartbeats stopped")
 
-    def _inactive(self, gone: list[BrokerLiveInfo], why: str) -> None:
+    def _inactive(self, gone: list[BrokerLiveInfo], why: str, closed_at: int | None = None) -> None:
+        """`closed_at`: its connection closed then; else it was last seen at its last heartbeat."""
         for info in gone:
             log.info("broker %s/%s (%s) is inactive: %s", info.broker_name, info.broker_id, info.broker_addr, why)
             if self.raft is None or not self.raft.is_leader():
@@ -101,7 +102,7 @@ class ControllerManager:
                 bset = self.raft.manager.sets.get(info.broker_name)
                 was_master = bset is not None and bset.master_broker_id == info.broker_id
             if was_master:
-                self._spawn(self.elect(info.broker_name))
+                self._spawn(self.elect(info.broker_name, closed_at if closed_at is not None else info.last_update))
 
     async def _scan_inactive_masters(self) -> None:
         """A leader that took over after a master died (or a failed election) elects for those sets."""
@@ -118,7 +119,7 @@ class ControllerManager:
             for name in orphaned:
                 await self.elect(name)
 
-    async def elect(self, broker_name: str) -> int | None:
+    async def elect(self, broker_name: str, down_since_ms: int | None = None) -> int | None:
         """The controller's own election for a set whose master died, retried electMasterMaxRetryCount
         times; the last try's response code."""
         assert self.processor is not None
@@ -126,7 +127,7 @@ class ControllerManager:
         request = RemotingCommand.request(RequestCode.CONTROLLER_ELECT_MASTER, header.to_ext())
         response = None
         for _ in range(max(1, self.config.elect_master_max_retry_count)):
-            response = await self.processor.elect_master(None, request)  # type: ignore[arg-type]
+            response = await self.processor.elect_master(None, request, down_since_ms)
             if response.code in (ResponseCode.SUCCESS, ResponseCode.CONTROLLER_NOT_LEADER):
                 break
         if response is None:

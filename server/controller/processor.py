@@ -124,11 +124,13 @@ class ControllerRequestProcessor:
             header.broker_name or "", header.master_broker_id, header.master_epoch, wanted, self.live))
         return response
 
-    async def elect_master(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+    async def elect_master(self, conn: RemotingConnection | None, req: RemotingCommand,
+                           down_since_ms: int | None = None) -> RemotingCommand:
+        """ELECT_MASTER; `down_since_ms`: the controller's own election, when the old master was last alive."""
         header = ElectMasterRequestHeader.from_ext(req.ext_fields)
         response, result = await self._run(req, lambda m: m.elect_master(
             header.broker_name, header.broker_id, header.designate_elect, self.config.enable_elect_unclean_master,
-            self.live, self.clock()))
+            self.live, self.clock(), down_since_ms))
         if result is not None and result.code == ResponseCode.SUCCESS:
             self.on_elected(header.broker_name, result)
         return response

@@ -71,6 +71,9 @@ class ElectMasterEvent:
     at_ms: int = 0
     """When the leader decided (its wall clock): the election history's time."""
     cause: str = CAUSE_BROKER
+    down_since_ms: int | None = None
+    """The controller's own election: when the old master was last seen alive (its last heartbeat, or its
+    connection closing), so the history tells how long the set could not take writes."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +200,7 @@ class ReplicasInfoManager:
         return ControllerResult(body=BrokerReplicasInfo(table))
 
     def elect_master(self, broker_name: str, broker_id: int, designate: bool, unclean: bool,
-                     live: Live, now_ms: int = 0) -> ControllerResult:
+                     live: Live, now_ms: int = 0, down_since_ms: int | None = None) -> ControllerResult:
         """brokerId -1: the controller's own election after its master died; otherwise a broker's (or,
         with `designate`, an admin's) request."""
         bset = self.sets.get(broker_name)
@@ -227,11 +230,11 @@ class ReplicasInfoManager:
             body = ElectMasterResponseBody(BrokerMemberGroup(bset.cluster_name, broker_name, bset.addresses()),
                                            {chosen})
             return ControllerResult(header=header, body=body,
-                                    events=[ElectMasterEvent(broker_name, chosen, now_ms, cause)])
+                                    events=[ElectMasterEvent(broker_name, chosen, now_ms, cause, down_since_ms)])
         if by_controller:
             return ControllerResult(RC.CONTROLLER_MASTER_NOT_AVAILABLE, "Old master has down and failed to elect "
                                     "a new broker master", ElectMasterResponseHeader(),
-                                    events=[ElectMasterEvent(broker_name, None, now_ms, cause)])
+                                    events=[ElectMasterEvent(broker_name, None, now_ms, cause, down_since_ms)])
         return _fail(RC.CONTROLLER_ELECT_MASTER_FAILED, "Failed to elect a new master", ElectMasterResponseHeader())
 
     def alter_sync_state_set(self, broker_name: str, master_id: int | None, master_epoch: int | None,
@@ -308,7 +311,8 @@ class ReplicasInfoManager:
                 bset.brokers[event.broker_id] = (event.broker_address, bset.brokers[event.broker_id][1])
         elif isinstance(event, ElectMasterEvent):
             self.elections.append(ElectionEntry(event.at_ms, event.broker_name, bset.master_broker_id,
-                                                event.new_master, bset.master_epoch + 1, event.cause))
+                                                event.new_master, bset.master_epoch + 1, event.cause,
+                                                getattr(event, "down_since_ms", None)))
             del self.elections[:-MAX_ELECTIONS]
             bset.master_broker_id = event.new_master
             bset.master_epoch += 1

@@ -166,13 +166,14 @@ def elections(
 
     async def build(admin: MQAdmin) -> View:
         events = await admin.controllers.elections(controllers(controller), broker)
-        rows = [[when(e.at_ms), e.broker_name, e.old_master, e.new_master, e.master_epoch, e.cause] for e in events]
+        rows = [[when(e.at_ms), e.broker_name, e.old_master, e.new_master, e.master_epoch, e.cause,
+                 None if e.unwritable_ms is None else f"{e.unwritable_ms / 1000:.3f}s"] for e in events]
         data = {"elections": [{"atMs": e.at_ms, "brokerName": e.broker_name, "oldMaster": e.old_master,
-                               "newMaster": e.new_master, "masterEpoch": e.master_epoch, "cause": e.cause}
-                              for e in events]}
+                               "newMaster": e.new_master, "masterEpoch": e.master_epoch, "cause": e.cause,
+                               "unwritableMs": e.unwritable_ms} for e in events]}
         return View("ControllerElections", [Column("WHEN"), Column("BROKER"), Column("OLD MASTER", True),
                                             Column("NEW MASTER", True), Column("MASTER EPOCH", True),
-                                            Column("CAUSE")], rows, data)
+                                            Column("CAUSE"), Column("UNWRITABLE", True)], rows, data)
 
     show(controller, output, build, timeout=timeout)
 

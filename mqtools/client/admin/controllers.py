@@ -98,7 +98,8 @@ class ControllerAdmin(AdminService):
         """The leader's election history, oldest first (mq's controller only: NotAvailable from Apache's)."""
         leader = await self.leader(controllers)
         resp = await self.admin.call(leader, RequestCode.GET_CONTROLLER_ELECTIONS)
-        return [ElectionEvent(e.at_ms, e.broker_name, e.old_master, e.new_master, e.master_epoch, e.cause)
+        return [ElectionEvent(e.at_ms, e.broker_name, e.old_master, e.new_master, e.master_epoch, e.cause,
+                              e.down_since_ms)
                 for e in ElectionHistory.from_json(resp.body or b"{}").elections
                 if broker_name is None or e.broker_name == broker_name]
 

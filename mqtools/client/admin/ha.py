@@ -27,6 +27,7 @@ from mqtools.client.admin.models.ha import (
     UNKNOWN,
     Check,
     ControllerState,
+    ControllerView,
     HAReadiness,
     HAStatus,
     ReplicationGroup,
@@ -216,7 +217,21 @@ class HAAdmin(AdminService):
         if not sets:
             return ControllerState(addrs, None, None, [], None, error="the controllers do not know this group")
         b = sets[0]
-        return ControllerState(addrs, b.master_broker_id, b.master_epoch, b.sync_state_set, b.sync_state_set_epoch)
+        return ControllerState(addrs, b.master_broker_id, b.master_epoch, b.sync_state_set, b.sync_state_set_epoch,
+                               in_sync_addrs=[r.address for r in b.replicas if r.in_sync])
+
+    async def controller_view(self, master_addr: str, broker_name: str) -> ControllerView | None:
+        """A controller-mode group for `mq top`: its state at the controllers, their leader, its elections
+        (None where the controllers keep no history); None when the master is not in controller mode."""
+        config = await self.admin._settled(self.admin.brokers.broker_config(master_addr))
+        state = await self._controller_state(broker_name, config)
+        if state is None or state.error is not None:
+            return None if state is None else ControllerView(state, None, None)
+        leader, history = await asyncio.gather(self.admin._settled(self.admin.controllers.leader(state.controllers)),
+                                               self.admin._settled(self.admin.controllers.elections(
+                                                   state.controllers, broker_name)))
+        return ControllerView(state, leader if isinstance(leader, str) else None,
+                              history if isinstance(history, list) else None)
 
     async def ha_ready(self, broker_name: str, *, max_diff: int = DEFAULT_MAX_DIFF,
                        max_catchup_s: float = DEFAULT_MAX_CATCHUP_S, window: float = 2.0) -> HAReadiness:

@@ -125,14 +125,17 @@ class Collector:
         self.publish(Outcome(key, value, error, time.time(), time.monotonic()))
 
     async def _snapshot(self, launch: Launch) -> ClusterSnapshot:
-        """The name servers' broker table; then each broker's runtime and each master's replication (HA
-        status, or its and its slaves' runtime offsets where the master has no HA status) as jobs of their own."""
+        """The name servers' broker table; then each broker's runtime, each master's replication (HA status,
+        or its and its slaves' runtime offsets where the master has no HA status) and, in controller mode, its
+        group at the controllers, as jobs of their own."""
         snap = await self.admin.cluster_snapshot(runtime=False)
         for row in snap.brokers:
             launch(f"runtime:{row.addr}", lambda a=row.addr: self.admin.broker_runtime_info(a))
             if row.is_master:
                 slaves = [s.addr for s in snap.brokers if s.broker_name == row.broker_name and not s.is_master]
                 launch(f"ha:{row.addr}", lambda a=row.addr, s=slaves: self.admin.master_replication(a, s))
+                launch(f"controller:{row.addr}",
+                       lambda a=row.addr, n=row.broker_name: self.admin.ha.controller_view(a, n))
         return snap
 
     async def group_summaries(self) -> list[GroupSummary]:

@@ -17,6 +17,7 @@ from mqtools.client.admin.models.groups import GroupSummary
 from mqtools.client.admin.models.ha import (
     GROWING,
     RUNTIME_INFO,
+    ControllerView,
     HAStatus,
     SlaveConnection,
     catch_up_seconds,
@@ -37,6 +38,7 @@ from mqtools.client.live.tables import (
     Row,
     Table,
     age,
+    na,
     num,
     percent,
     signed_rate,
@@ -181,8 +183,10 @@ HA_COLUMNS = [
     Column("ACK OFFSET", True, key="ackOffset"), Column("DIFF", True, key="diffBytes"),
     Column("DIFF MSGS", True, key="diffMessages"), Column("SPEED", True, key="speedBytesPerS"),
     Column("CATCH-UP", True, key="catchUpMs"), Column("IN SYNC", key="inSync"), Column("TREND", key="diffTrend"),
-    Column("HISTORY", key="diffHistory"),
+    Column("HISTORY", key="diffHistory"), Column("EPOCH", True, key="masterEpoch"), Column("IN SSS", key="inSyncStateSet"),
 ]
+#: Elections of a controller-mode group listed under the HA view, newest last.
+ELECTIONS_SHOWN = 5
 TREND_WINDOW = 10.0
 """Seconds of diff samples the trend is taken over (least squares, as `mq admin ha status`)."""
 
@@ -208,6 +212,8 @@ def ha(state: LiveState, mono: float) -> Table:
         if status.source == RUNTIME_INFO:
             table.notes.append(f"{master.broker_name}: diff from runtime offsets (the master has no "
                                "GET_BROKER_HA_STATUS, as Apache 4.x); speed and in-sync n/a")
+        ctl: ControllerView | None = state.value(f"controller:{master.addr}")
+        table.notes += _controller_notes(master.broker_name, ctl)
         rt: BrokerRuntime | None = state.value(f"runtime:{master.addr}")
         own = [state.value(f"runtime:{b.addr}") for b in registered]
         pairs = pair_slaves([(c.addr, c.ack_offset) for c in status.slaves],
@@ -215,7 +221,8 @@ def ha(state: LiveState, mono: float) -> Table:
                                                                                             strict=True)])
         if not pairs:
             table.rows.append(Row(f"{master.addr}>", [*head, Cell(None, "no slave"), *_blank(5),
-                                                      Cell(None, NA), Cell(None, NA), Cell([], "")],
+                                                      Cell(None, NA), Cell(None, NA), Cell([], ""),
+                                                      *_controller_cells(ctl, None)],
                                   stale=slot.stale))
         for ci, si in pairs:
             slave = registered[si] if si is not None else None
@@ -224,16 +231,50 @@ def ha(state: LiveState, mono: float) -> Table:
                 label = f"{slave.addr} not connected"
                 table.rows.append(Row(f"{master.addr}>{slave.addr}", [
                     *head, Cell(slave.addr, label), *_blank(5), Cell(False, "no", CRIT), Cell(None, NA),
-                    Cell([], "")], stale=slot.stale))
+                    Cell([], ""), *_controller_cells(ctl, slave.addr)], stale=slot.stale))
                 continue
             conn = status.slaves[ci]
             label = slave.addr if slave is not None else conn.addr
             table.rows.append(Row(f"{master.addr}>{conn.addr}",
-                                  [*head, Cell(label, label), *_slave_cells(state, master.addr, conn, rt, mono)],
+                                  [*head, Cell(label, label), *_slave_cells(state, master.addr, conn, rt, mono),
+                                   *_controller_cells(ctl, slave.addr if slave is not None else None)],
                                   stale=slot.stale))
     if snap is not None and not snap.masters():
         table.notes.append("no master is registered with the name servers")
     return table
+
+
+def _controller_cells(ctl: ControllerView | None, slave_addr: str | None) -> list[Cell]:
+    """EPOCH and IN SSS: the group's master epoch, and whether the slave is in the SyncStateSet (the
+    controllers elect only from it); n/a outside controller mode or when the controllers cannot be asked."""
+    if ctl is None or ctl.state.error is not None:
+        return _blank(2)
+    epoch = ctl.state.master_epoch
+    inside = None if slave_addr is None else slave_addr in ctl.state.in_sync_addrs
+    return [Cell(epoch, NA if epoch is None else str(epoch)),
+            Cell(inside, NA if inside is None else "yes" if inside else "no", WARN if inside is False else OK)]
+
+
+def _controller_notes(broker_name: str, ctl: ControllerView | None) -> list[str]:
+    """The group at its controllers, and its last elections (when, old and new master, epoch, why, how long
+    it could not take writes)."""
+    if ctl is None:
+        return []
+    c = ctl.state
+    if c.error is not None:
+        return [f"{broker_name}: controller mode, the controllers cannot be asked: {c.error}"]
+    lines = [(f"{broker_name}: controller mode, leader {na(ctl.leader)}, master id {na(c.master_broker_id)}, "
+             f"epoch {na(c.master_epoch)}, SyncStateSet {c.sync_state_set} (epoch {na(c.sync_state_set_epoch)})")]
+    for e in (ctl.elections or [])[-ELECTIONS_SHOWN:]:
+        new = "none" if e.new_master is None else str(e.new_master)
+        lines.append(f"{broker_name}: election {_clock(e.at_ms)} master {na(e.old_master)} -> {new}, epoch "
+                     f"{e.master_epoch}, {e.cause}, unwritable "
+                     f"{NA if e.unwritable_ms is None else f'{e.unwritable_ms / 1000:.3f}s'}")
+    return lines
+
+
+def _clock(at_ms: int) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(at_ms / 1000)) + f".{at_ms % 1000:03d}"
 
 
 def _blank(n: int) -> list[Cell]:

@@ -7,13 +7,16 @@ its slave was stopped, more than the sockets could buffer), cuts it, and rejoins
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import re
 import signal
 import time
 from pathlib import Path
 
+import jsonschema
 import pytest
+from adminsupport import mq
 from clientsupport import until
 from mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
 
@@ -23,6 +26,7 @@ from mqtools.client.producer import Producer
 from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.types import PullStatus, SendStatus
 from mqtools.common.message import Message
+from mqtools.common.presentation import load_schema
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -112,6 +116,15 @@ async def test_kill_the_master_then_bring_it_back_with_a_tail_to_cut(tmp_path: P
         assert caches[1].epochs == caches[2].epochs and [e.epoch for e in caches[1].epochs] == [1, 2]
         assert caches[1].max_offset == caches[2].max_offset
         assert set(acked) <= set(await read_all(namesrv.addr))
+        top = mq("top", "--once", "-o", "json", namesrv=namesrv.addr)
+        assert top.returncode == 0, top.stderr
+        snapshot = json.loads(top.stdout)
+        jsonschema.validate(snapshot, load_schema("TopSnapshot"))
+        ha = snapshot["views"]["ha"]
+        (row,) = [r for r in ha["rows"] if r["slave"] == back.addr]
+        assert (row["masterEpoch"], row["inSyncStateSet"]) == (2, True)
+        assert any(re.search(r"election \S+ master 1 -> 2, epoch 2, controller, unwritable \d+\.\d{3}s", note)
+                   for note in ha["notes"]), ha["notes"]
     finally:
         for proc in reversed(procs):
             proc.signal(signal.SIGCONT)

@@ -90,3 +90,11 @@ class ElectionEvent:
     master_epoch: int
     cause: str
     """controller (the master died), broker (a broker asked), admin (an operator named the master)."""
+    down_since_ms: int | None = None
+    """The controller's own election: when the old master was last seen alive (mq's controller)."""
+
+    @property
+    def unwritable_ms(self) -> int | None:
+        """How long the set had no master that could take writes, as the controller saw it: from the old
+        master's last sign of life to the election (clients add their own route refresh)."""
+        return None if self.down_since_ms is None else max(0, self.at_ms - self.down_since_ms)

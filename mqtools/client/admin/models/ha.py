@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from mqtools.client.admin.models.controller import ElectionEvent
 from mqtools.client.admin.models.parse import opt_bool, opt_float, opt_int, opt_ms
 
 HA_STATUS = "haStatus"
@@ -277,6 +278,18 @@ class ControllerState:
     sync_state_set_epoch: int | None
     error: str | None = None
     """Why the controllers could not be asked; the figures are then None or empty."""
+    in_sync_addrs: list[str] = field(default_factory=list)
+    """The SyncStateSet's members by address (as they registered with the controllers)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ControllerView:
+    """What `mq top` shows of a controller-mode group: its state, who leads the controllers, the elections."""
+
+    state: ControllerState
+    leader: str | None
+    elections: list[ElectionEvent] | None
+    """None where the controllers keep no history (Apache's)."""
 
 
 @dataclass(frozen=True, slots=True)
