@@ -58,6 +58,8 @@ def up(
         typer.Option("--set", help="Extra broker property key=value for every broker (repeatable)."),
     ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for a healthy cluster.")] = 90.0,
+    netns: Annotated[bool, typer.Option("--netns", help="Every process in a network namespace of its own on one "
+                                        "bridge (root only), so drills can partition them.")] = False,
     tls: Annotated[bool, typer.Option("--tls", help="Make a local CA and run every port in TLS enforcing mode.")]
     = False,
     context: Annotated[Optional[str], typer.Option(  # noqa: UP045
@@ -78,7 +80,7 @@ def up(
         overrides = parse_sets(sets or [])
     except ValueError as exc:
         raise _fail(str(exc)) from None
-    opts = UpOptions(preset, root, namesrv, base_port, overrides, timeout, tls=tls)
+    opts = UpOptions(preset, root, namesrv, base_port, overrides, timeout, tls=tls, netns=netns)
     try:
         state = cluster_up(opts, progress=typer.echo)
     except (PresetError, LaunchError) as exc:

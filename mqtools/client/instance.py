@@ -92,6 +92,7 @@ class ClientInstance:
         self.timeout = timeout
         self.remoting = remoting or RemotingClient(addrs, on_request=self._on_request, security=security)
         self.routes: dict[str, TopicRoute] = {}
+        self._doubted: set[str] = set()
         self.producer_groups: set[str] = set()
         self.consumers: dict[str, ConsumerHooks] = {}
         #: Producer group -> its TransactionProducer's handler of CHECK_TRANSACTION_STATE.
@@ -125,14 +126,15 @@ class ClientInstance:
         """Every route and a heartbeat each period, as RocketMQ's clients; besides, every second, the routes
         in which a broker group has no master (a failover under way: in controller mode a new master is
         elected within a second, and waiting for the next period would keep the group's queues unused for
-        up to 30 s)."""
+        up to 30 s), and those a send doubted (refresh_soon)."""
         loop = asyncio.get_running_loop()
         last_full = loop.time()
         while True:
             await asyncio.sleep(HEADLESS_ROUTE_RECHECK)
             full = loop.time() - last_full >= min(ROUTE_REFRESH_INTERVAL, HEARTBEAT_INTERVAL)
+            doubted, self._doubted = self._doubted, set()
             for topic, route in list(self.routes.items()):
-                if full or route.headless:
+                if full or route.headless or topic in doubted:
                     with contextlib.suppress(MQClientError):
                         await self.route(topic, refresh=True)
             if full:
@@ -150,6 +152,12 @@ class ClientInstance:
         if not resp.body:
             raise broker_error(ResponseCode.SYSTEM_ERROR, f"the route of {topic} came without a body")
         return TopicRouteData.from_json(resp.body)
+
+    def refresh_soon(self, topic: str) -> None:
+        """Re-read the topic's route at the next half-second tick: a master answered a send as stored but not
+        replicated (FLUSH_SLAVE_TIMEOUT), which is what a master cut off from its group answers while the
+        controllers elect another."""
+        self._doubted.add(topic)
 
     async def route(self, topic: str, *, refresh: bool = False) -> TopicRoute | None:
         if not refresh and topic in self.routes:

@@ -335,8 +335,10 @@ class Producer:
                 await self._refresh_after_failure(msg.topic)
                 continue
             self.fault.update_fault_item(mq.broker_name, (self._clock() - started) * 1000, isolation=False)
-            if result.status.value != "SEND_OK" and self.retry_another_broker_when_not_store_ok:
-                continue
+            if result.status.value != "SEND_OK":
+                self.instance.refresh_soon(msg.topic)
+                if self.retry_another_broker_when_not_store_ok:
+                    continue
             return result
         if result is not None:
             return result
@@ -361,12 +363,15 @@ class Producer:
                 raise MQClientError(f"No writable queue for topic {msg.topic}")
             queue = selector(list(route.publish), msg, arg)  # type: ignore[misc]
         try:
-            return await self._send_once(msg, body, flag, queue, budget, batch=batch)
+            result = await self._send_once(msg, body, flag, queue, budget, batch=batch)
         except MQClientError:
             # the route shows a dead master's group without it once the name servers dropped it, and the
             # instance then re-reads it until a new master (controller mode) is in it
             await self._refresh_after_failure(msg.topic)
             raise
+        if result.status.value != "SEND_OK":
+            self.instance.refresh_soon(msg.topic)
+        return result
 
     async def _send_once(self, msg: Message, body: bytes, flag: int, mq: MessageQueue, timeout: float, *,
                          batch: bool = False) -> SendResult:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mqtools.cluster import netns
 from mqtools.cluster import supervisor as sv
 from mqtools.cluster.certs import LocalCertificates, make_local_certificates
 from mqtools.cluster.health import ProcHealth, collect_once, wait_healthy
@@ -52,6 +53,8 @@ class UpOptions:
     timeout: float = 60.0
     tls: bool = False
     """Make a local CA and run every port (remoting and HA) in TLS enforcing mode."""
+    netns: bool = False
+    """Run every process in a network namespace of its own (root only), so drills can partition them."""
 
 
 def tls_properties(certs: LocalCertificates) -> dict[str, str]:
@@ -70,8 +73,15 @@ def plan(opts: UpOptions) -> ClusterState:
     secured = tls_properties(certs) if certs is not None else {}
     taken: set[int] = set()
     count = ns_spec.count or opts.namesrv_count
+    layout = netns.Layout(opts.base_port) if opts.netns else None
+
+    def place(k: int) -> tuple[str, str]:
+        """(host, namespace) of process k: its own namespace with --netns, else the loopback."""
+        return (layout.host(k), layout.namespace(k)) if layout is not None else ("127.0.0.1", "")
+
     ports = [sv.pick_ports(opts.base_port + i, 1, taken) for i in range(count)]
-    controllers = _controller_peers(opts.base_port, count, taken) if ns_spec.with_controller else {}
+    controllers = _controller_peers(opts.base_port, [place(i)[0] for i in range(count)], taken) \
+        if ns_spec.with_controller else {}
     namesrvs = []
     for i, port in enumerate(ports):
         name = f"namesrv-{i}"
@@ -85,7 +95,8 @@ def plan(opts: UpOptions) -> ClusterState:
             config.parent.mkdir(parents=True, exist_ok=True)
             config.write_text(render_properties(props))
             args += ["-c", str(config)]
-        namesrvs.append(ProcInfo(name, "namesrv", NAMESRV_ROLE, port, args=args))
+        host, ns = place(i)
+        namesrvs.append(ProcInfo(name, "namesrv", NAMESRV_ROLE, port, args=args, host=host, netns=ns))
     namesrv_addr = ";".join(p.addr for p in namesrvs)
     controller_addr = ";".join(controllers.values()) or None
     brokers = []
@@ -93,13 +104,15 @@ def plan(opts: UpOptions) -> ClusterState:
         # four ports from listenPort - 2: the VIP channel, one unused, listenPort and the HA port
         port = sv.pick_ports(opts.base_port + BROKER_PORT_OFFSET - VIP_CHANNEL_OFFSET + BROKER_PORT_STEP * i, 4,
                              taken, step=BROKER_PORT_STEP) + VIP_CHANNEL_OFFSET
+        host, ns = place(count + i)
         brokers.append(ProcInfo(spec.name, "broker", CONTROLLED_ROLE if spec.controlled else spec.role, port,
-                                port + 1, spec.broker_name, spec.broker_id))
+                                port + 1, spec.broker_name, spec.broker_id, host=host, netns=ns))
     state = ClusterState(opts.preset, namesrv_addr, [*namesrvs, *brokers],
-                         str(certs.ca) if certs is not None else None, controller_addr)
+                         str(certs.ca) if certs is not None else None, controller_addr,
+                         opts.base_port if layout is not None else None)
     for broker, spec in zip(brokers, specs, strict=True):
         props = {**spec.props, "listenPort": str(broker.port), "haListenPort": str(broker.ha_port),
-                 "namesrvAddr": namesrv_addr, "brokerIP1": "127.0.0.1",
+                 "namesrvAddr": namesrv_addr, "brokerIP1": broker.host,
                  "storePathRootDir": str(opts.root / broker.name / "store"), **secured, **(opts.overrides or {})}
         if controller_addr is not None:
             props["controllerAddr"] = controller_addr
@@ -110,11 +123,11 @@ def plan(opts: UpOptions) -> ClusterState:
     return state
 
 
-def _controller_peers(base_port: int, count: int, taken: set[int]) -> dict[str, str]:
-    """Controller id -> remoting address of the controller inside each name server; each takes two ports,
-    the second for the controllers' Raft traffic."""
-    return {f"n{i}": f"127.0.0.1:{sv.pick_ports(base_port + CONTROLLER_PORT_OFFSET + 2 * i, 2, taken, step=2)}"
-            for i in range(count)}
+def _controller_peers(base_port: int, hosts: list[str], taken: set[int]) -> dict[str, str]:
+    """Controller id -> remoting address of the controller inside each name server (on that name server's
+    host); each takes two ports, the second for the controllers' Raft traffic."""
+    return {f"n{i}": f"{host}:{sv.pick_ports(base_port + CONTROLLER_PORT_OFFSET + 2 * i, 2, taken, step=2)}"
+            for i, host in enumerate(hosts)}
 
 
 def up(opts: UpOptions, progress: Callable[[str], None] = lambda _: None) -> ClusterState:
@@ -122,8 +135,15 @@ def up(opts: UpOptions, progress: Callable[[str], None] = lambda _: None) -> Clu
     existing = sv.load_state(opts.root)
     if existing is not None and any(sv.alive(p) for p in existing.procs):
         raise LaunchError(f"a cluster is already running in {opts.root} (mq cluster down --dir {opts.root})")
+    if opts.netns and (why := netns.unavailable()) is not None:
+        raise LaunchError(why)
     state = plan(opts)
     deadline = time.monotonic() + opts.timeout
+    if state.netns_tag is not None:
+        try:
+            netns.create(netns.Layout(state.netns_tag), len(state.procs))
+        except netns.NetnsError as exc:
+            raise LaunchError(f"cannot make the network namespaces: {exc}") from None
     try:
         for proc in state.procs:  # name servers, then masters, then slaves (plan order)
             sv.spawn(opts.root, proc)
@@ -134,8 +154,14 @@ def up(opts: UpOptions, progress: Callable[[str], None] = lambda _: None) -> Clu
     except BaseException:
         for proc in reversed(state.procs):
             sv.stop(proc, grace=5.0)
+        _remove_namespaces(state)
         raise
     return state
+
+
+def _remove_namespaces(state: ClusterState) -> None:
+    if state.netns_tag is not None:
+        netns.destroy(netns.Layout(state.netns_tag), len(state.procs))
 
 
 @dataclass(frozen=True, slots=True)
@@ -197,7 +223,9 @@ def down(root: Path, grace: float = 15.0) -> list[tuple[str, str]]:
     """Stop slaves, then masters, then name servers; returns (name, what happened)."""
     state = _require(root)
     order = sorted(state.procs, key=lambda p: {BrokerRole.SLAVE.value: 0, NAMESRV_ROLE: 2}.get(p.role, 1))
-    return [(proc.name, sv.stop(proc, grace)) for proc in order]
+    done = [(proc.name, sv.stop(proc, grace)) for proc in order]
+    _remove_namespaces(state)
+    return done
 
 
 def stop_one(root: Path, name: str, grace: float = 15.0) -> str:

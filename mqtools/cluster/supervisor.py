@@ -54,10 +54,13 @@ class ProcInfo:
     args: list[str] = field(default_factory=list)
     pid: int = 0
     create_time: float = 0.0
+    host: str = "127.0.0.1"
+    netns: str = ""
+    """The network namespace it runs in (mq cluster up --netns); empty: the root namespace."""
 
     @property
     def addr(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
 
 @dataclass
@@ -69,6 +72,8 @@ class ClusterState:
     """With --tls: the CA file that signs every process's certificate (what clients must trust)."""
     controller_addr: str | None = None
     """Controller presets: the controllers' addresses (brokers' controllerAddr), ';'-separated."""
+    netns_tag: int | None = None
+    """mq cluster up --netns: the tag of its namespaces' layout (mqtools.cluster.netns.Layout)."""
 
     def security(self) -> ClientSecurity | None:
         """What a client of this cluster needs: TLS verified against the cluster's CA, when it has one, and
@@ -98,7 +103,7 @@ def load_state(root: Path) -> ClusterState | None:
         return None
     raw = json.loads(path.read_text())
     return ClusterState(raw["preset"], raw["namesrv_addr"], [ProcInfo(**p) for p in raw["procs"]], raw.get("tls_ca"),
-                        raw.get("controller_addr"))
+                        raw.get("controller_addr"), raw.get("netns_tag"))
 
 
 def log_path(root: Path, name: str) -> Path:
@@ -163,8 +168,9 @@ def spawn(root: Path, proc: ProcInfo, env: dict[str, str] | None = None) -> None
         _log_starts[proc.name] = out.tell()
         out.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {proc.name}\n".encode())
         out.flush()
+        netns = ["ip", "netns", "exec", proc.netns] if proc.netns else []
         child = subprocess.Popen(
-            [*mq_command(), *proc.args], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            [*netns, *mq_command(), *proc.args], stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
             cwd=str(root / proc.name))
     proc.pid = child.pid

@@ -70,6 +70,8 @@ class Integrity:
     consumed: int = 0
     consumed_unique: int = 0
     lost: list[str] = field(default_factory=list)
+    lost_not_ok: list[str] = field(default_factory=list)
+    """Of `lost`, those answered stored-but-not-OK (FLUSH_SLAVE_TIMEOUT, SLAVE_NOT_AVAILABLE)."""
     duplicated: list[str] = field(default_factory=list)
     duplicate_deliveries: int = 0
     redelivered: int = 0
@@ -88,7 +90,8 @@ class Integrity:
         return {
             "sent": self.sent, "acked": self.acked, "ackedNotOk": self.acked_not_ok, "failed": self.failed,
             "failedByCode": self.failed_by_code, "unknown": self.unknown, "consumed": self.consumed,
-            "consumedUnique": self.consumed_unique, "lost": ids(self.lost), "duplicated": ids(self.duplicated),
+            "consumedUnique": self.consumed_unique, "lost": ids(self.lost), "lostNotOk": ids(self.lost_not_ok),
+            "duplicated": ids(self.duplicated),
             "duplicateDeliveries": self.duplicate_deliveries, "redelivered": self.redelivered,
             "storedTwice": self.stored_twice, "recovered": ids(self.recovered),
             "unexpected": ids(self.unexpected), "failedButConsumed": ids(self.failed_but_consumed),
@@ -137,6 +140,8 @@ def check(history: History) -> Integrity:
     out.consumed = len(receives)
     out.consumed_unique = len(deliveries)
     out.lost = sorted(by_result[OK] - deliveries.keys())
+    not_ok = {op.id for op in sends if op.result == OK and op.status and op.status != "SEND_OK"}
+    out.lost_not_ok = [i for i in out.lost if i in not_ok]
     out.duplicated = sorted(i for i, n in deliveries.items() if n > 1)
     out.duplicate_deliveries = sum(n - 1 for n in deliveries.values() if n > 1)
     out.stored_twice = sum(len(p) - 1 for i, p in positions.items() if deliveries[i] > 1)

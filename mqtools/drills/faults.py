@@ -1,7 +1,8 @@
 """How faults reach the cluster, and the `FaultContext` scenarios run against.
 
 `LocalActions`: real signals to the real processes of a local cluster (pids from its state dir,
-mqtools.cluster), graceful stops and starts through the launcher. `CommandActions`: the operator's
+mqtools.cluster), graceful stops and starts through the launcher, partitions of processes that run in
+network namespaces (mq cluster up --netns). `CommandActions`: the operator's
 --fault-cmd / --heal-cmd (ssh, systemctl) for clusters elsewhere, run through the shell with the node in
 MQ_DRILL_NODE / MQ_DRILL_ADDR / MQ_DRILL_ACTION. `DrillContext` records every step as a history event.
 """
@@ -19,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import psutil
 
 from mqtools.client.errors import MQClientError
-from mqtools.cluster import launcher
+from mqtools.cluster import launcher, netns
 from mqtools.cluster import supervisor as sv
 from mqtools.cluster.health import wait_healthy
 from mqtools.drills.history import History
@@ -41,6 +42,7 @@ SYNC_STATE_SET_TIMEOUT = 30.0
 
 class Actions(Protocol):
     async def fault(self, node: Node, sig: int) -> str: ...
+    async def partition(self, node: Node) -> str: ...
     async def heal(self, node: Node, how: str) -> str: ...
     async def stop(self, node: Node) -> str: ...
     async def restore(self) -> list[str]: ...
@@ -52,6 +54,7 @@ class LocalActions:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.touched: set[str] = set()
+        self.partitioned: set[int] = set()
 
     def _proc(self, node: Node) -> sv.ProcInfo:
         state = sv.load_state(self.root)
@@ -69,7 +72,26 @@ class LocalActions:
         ps.send_signal(sig)
         return f"{signal.Signals(sig).name} {node.name} (pid {proc.pid}, {node.addr})"
 
+    def _slot(self, node: Node) -> tuple[netns.Layout, int]:
+        state = sv.load_state(self.root)
+        proc = self._proc(node)
+        if state is None or state.netns_tag is None or not proc.netns:
+            raise ScenarioError("a partition needs a cluster whose processes run in network namespaces "
+                                "(mq cluster up --netns, as root)")
+        return netns.Layout(state.netns_tag), state.procs.index(proc)
+
+    async def partition(self, node: Node) -> str:
+        layout, k = self._slot(node)
+        self.partitioned.add(k)
+        await asyncio.to_thread(netns.partition, layout, k)
+        return f"cut {node.name} ({node.addr}) off from every other process; clients still reach it"
+
     async def heal(self, node: Node, how: str) -> str:
+        if how == "reconnect":
+            layout, k = self._slot(node)
+            await asyncio.to_thread(netns.heal, layout, k)
+            self.partitioned.discard(k)
+            return f"{node.name} ({node.addr}) reconnected"
         if how == "cont":
             proc = self._proc(node)
             ps = sv.alive(proc)
@@ -99,9 +121,15 @@ class LocalActions:
         return done
 
     async def restore(self) -> list[str]:
-        """Leave the cluster as found: resume paused processes, start killed ones, wait until healthy."""
+        """Leave the cluster as found: reconnect partitioned processes, resume paused ones, start killed ones,
+        wait until healthy."""
         done = self.resume_paused()
         state = sv.load_state(self.root)
+        if state is not None and state.netns_tag is not None:
+            for k in sorted(self.partitioned):
+                await asyncio.to_thread(netns.heal, netns.Layout(state.netns_tag), k)
+                done.append(f"reconnected {state.procs[k].name}")
+            self.partitioned.clear()
         for proc in state.procs if state else []:
             if proc.name in self.touched and sv.alive(proc) is None:
                 started = await asyncio.to_thread(launcher.start_one, self.root, proc.name, 60.0)
@@ -133,6 +161,10 @@ class CommandActions:
     async def fault(self, node: Node, sig: int) -> str:
         self._last = node
         return await self._run(self.fault_cmd, node, ACTIONS.get(sig, "kill"))
+
+    async def partition(self, node: Node) -> str:
+        self._last = node
+        return await self._run(self.fault_cmd, node, "partition")
 
     async def heal(self, node: Node, how: str) -> str:
         if self.heal_cmd is None:
@@ -184,6 +216,13 @@ class DrillContext:
     async def heal(self, node: Node, how: str) -> None:
         detail = await self.actions.heal(node, how)
         self.event("heal", detail, node=node.name, how=how)
+
+    async def partition(self, node: Node) -> None:
+        """Cut `node` off from the cluster's other processes (the clients still reach it)."""
+        if self.target.controller_mode and node == self.target.master:
+            self._offsets_before_fault = await self._committed(node.addr)
+        detail = await self.actions.partition(node)
+        self.history.event(self.clock(), "fault", detail, node=node.name, addr=node.addr, signal=None)
 
     async def stop_gracefully(self, node: Node) -> None:
         self.event("master-stopping", f"graceful stop of {node.name}")

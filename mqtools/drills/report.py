@@ -77,6 +77,13 @@ def judge(i: Integrity, t: Timeline, c: Criteria, aborted: str | None,
                               f"lost {len(i.lost)}: ASYNC_MASTER may lose only what lay beyond {where}"
                               if i.loss.unexplained == 0 else
                               f"lost {len(i.lost)}, {i.loss.unexplained} of them not beyond {where}"))
+    elif c.lost_send_ok_only:
+        limit = c.max_lost if c.max_lost is not None else 0
+        send_ok = len(i.lost) - len(i.lost_not_ok)
+        reasons.append(_bound(send_ok <= limit, "SEND_OK lost", send_ok, limit))
+        if i.lost_not_ok:
+            reasons.append(Reason(True, f"{len(i.lost_not_ok)} answered stored-but-not-replicated never consumed "
+                                        "(not acknowledged: cut from the old master's log)"))
     else:
         limit = c.max_lost if c.max_lost is not None else 0
         reasons.append(_bound(len(i.lost) <= limit, "lost", len(i.lost), limit))

@@ -125,7 +125,8 @@ def run_drill(settings: DrillSettings, progress: Progress = lambda _: None) -> H
     try:
         try:
             launcher.up(launcher.UpOptions(settings.preset, root, count, settings.base_port, settings.overrides,
-                                           timeout=60.0, tls=settings.tls), progress=lambda line: progress(
+                                           timeout=60.0, tls=settings.tls, netns=scenario.netns),
+                        progress=lambda line: progress(
                 DrillStatus("starting cluster", 0.0, settings.load.duration, Counters(), line)))
         except PresetError as exc:
             raise DrillError(str(exc), EXIT_USAGE) from None

@@ -39,6 +39,9 @@ class Criteria:
     """Controller mode: seconds from the fault to the first send the target group acknowledges."""
     split_brain: bool = False
     """Judge that no two brokers of the target group acknowledged writes at the same time."""
+    lost_send_ok_only: bool = False
+    """Count as lost only SEND_OK messages never consumed: a master cut off from its group answers
+    FLUSH_SLAVE_TIMEOUT (stored, not replicated), and cuts those when it comes back as a slave."""
 
     def to_json(self) -> dict[str, Any]:
         return {_camel(k): v for k, v in asdict(self).items()}
@@ -111,6 +114,8 @@ class FaultContext(Protocol):
     async def wait_in_route(self, node: Node) -> bool: ...
     async def kill_producers(self) -> None: ...
     async def restart_producers(self) -> None: ...
+    async def partition(self, node: Node) -> None:
+        """Cut `node` off from every other process; the clients still reach it."""
     async def controller_leader(self) -> Node:
         """The controller that leads now (controller mode)."""
     async def wait_in_sync_state_set(self, node: Node) -> bool:
@@ -141,6 +146,8 @@ class Scenario:
     """Used instead when the target group is in controller mode (a new master is elected)."""
     modes: frozenset[str] = frozenset({CLASSIC})
     """The clusters the scenario is made for: classic master/slave, controller mode, or both."""
+    netns: bool = False
+    """It partitions processes: a fresh preset cluster for it runs in network namespaces."""
 
     def criteria_for(self, send_mode: str | None, controller_mode: bool = False) -> Criteria:
         if controller_mode and self.controller_criteria is not None:
@@ -195,6 +202,23 @@ async def kill_master_and_controller_leader(ctx: FaultContext) -> None:
     await ctx.record_slave_offset()
 
 
+async def partition_master(ctx: FaultContext) -> None:
+    """Controller mode: the master cut off from the controllers, its slaves and the name servers, while the
+    clients still reach it; reconnected after --fault-for seconds, when it must follow the new master."""
+    master = _need(ctx.target.master, "master")
+    await ctx.partition(master)
+    await ctx.sleep(ctx.fault_for)
+    await ctx.heal(master, "reconnect")
+    await ctx.wait_in_sync_state_set(master)
+
+
+async def partition_controller_leader(ctx: FaultContext) -> None:
+    leader = await ctx.controller_leader()
+    await ctx.partition(leader)
+    await ctx.sleep(ctx.fault_for)
+    await ctx.heal(leader, "reconnect")
+
+
 async def kill_slave(ctx: FaultContext) -> None:
     await ctx.fault(_need(ctx.target.slave, "slave"), signal.SIGKILL)
 
@@ -236,6 +260,11 @@ CONTROLLER_GROUP_RTO = 5.0
 #: timeout (controllerHeartBeatTimeoutMills) instead of the channel closing: the presets' 3 s, plus its election.
 CONTROLLER_LEADER_LOSS_GROUP_RTO = 10.0
 _ELECTED = replace(_SYNC_LOSS, max_group_rto=CONTROLLER_GROUP_RTO, split_brain=True)
+#: A partition is found by the heartbeat timeout (the presets' 3 s) instead of a closed connection: the issue's
+#: bound is that timeout plus 2 s.
+CONTROLLER_PARTITION_GROUP_RTO = 5.0
+#: How long a partition drill keeps the process cut off: past the heartbeat timeout and an election.
+PARTITION_TIME = 8.0
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("kill-master", "SIGKILL the target group's master and keep the load going (no restart).",
@@ -291,4 +320,20 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "elects a slave; nothing acknowledged is lost.",
              "controller-master", kill_master_and_controller_leader,
              replace(_ELECTED, max_group_rto=CONTROLLER_LEADER_LOSS_GROUP_RTO), modes=frozenset({CONTROLLER})),
+    Scenario("partition-master", "Controller mode: cut the target group's master off from every other process "
+                                 "(controllers, slaves, name servers) for --fault-for seconds; clients still reach "
+                                 "it. Needs mq cluster up --netns (root).",
+             "The controllers elect a slave within their heartbeat timeout; the cut-off master acknowledges "
+             "nothing as replicated meanwhile (its sends answer FLUSH_SLAVE_TIMEOUT, or fail), so there is never "
+             "a second master taking writes; reconnected, it follows the new master, cutting what only it had. "
+             "No SEND_OK message is lost.",
+             "controller-master", partition_master,
+             replace(_ELECTED, max_group_rto=CONTROLLER_PARTITION_GROUP_RTO, lost_send_ok_only=True),
+             fault_for=PARTITION_TIME, modes=frozenset({CONTROLLER}), netns=True),
+    Scenario("partition-controller-leader",
+             "Controller mode: cut the controller leader (and the name server it runs in) off for --fault-for "
+             "seconds. Needs mq cluster up --netns (root).",
+             "The other controllers elect a leader; no broker changes role, nothing is lost.",
+             "controller", partition_controller_leader, replace(_SYNC_LOSS, split_brain=True),
+             fault_for=PARTITION_TIME, modes=frozenset({CONTROLLER}), netns=True),
 )}

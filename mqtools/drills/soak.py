@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from mqtools.cluster import netns
 from mqtools.cluster.presets import load_preset
 from mqtools.drills.history import History
 from mqtools.drills.load import LoadSpec
@@ -82,7 +83,9 @@ class SoakPlan:
     def schedule(self) -> list[SoakRun]:
         """Round by round (every cell once per round), so a soak cut short has covered every cell evenly."""
         rng = random.Random(self.seed)
-        cells = [(p, s) for p in self.presets for s in self.scenarios if preset_mode(p) in SCENARIOS[s].modes]
+        can_partition = netns.unavailable() is None
+        cells = [(p, s) for p in self.presets for s in self.scenarios
+                 if preset_mode(p) in SCENARIOS[s].modes and (can_partition or not SCENARIOS[s].netns)]
         out = []
         for _ in range(self.runs):
             for preset, scenario in cells:
@@ -242,6 +245,8 @@ def validate(scenarios: Iterable[str], vary: Iterable[str], presets: Iterable[st
         if modes and not modes & SCENARIOS[name].modes:
             raise ValueError(f"{name} is for {' or '.join(sorted(SCENARIOS[name].modes))} clusters: no chosen "
                              "preset is one")
+        if modes and SCENARIOS[name].netns and (why := netns.unavailable()) is not None:
+            raise ValueError(f"{name}: {why}")
     for kind in vary:
         if kind not in VARY_KINDS:
             raise ValueError(f"unknown --vary kind {kind!r} (known: {', '.join(VARY_KINDS)})")

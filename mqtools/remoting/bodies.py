@@ -175,8 +175,10 @@ class DataVersion(Body):
     counter: int = 0
     state_version: int = 0
 
-    def next(self, now_ms: int) -> DataVersion:
-        return DataVersion(timestamp=now_ms, counter=self.counter + 1, state_version=self.state_version)
+    def next(self, now_ms: int, state_version: int | None = None) -> DataVersion:
+        """The next version; `state_version` (controller mode: the master epoch) replaces the current one."""
+        return DataVersion(timestamp=now_ms, counter=self.counter + 1,
+                           state_version=self.state_version if state_version is None else state_version)
 
     def same(self, other: DataVersion | None) -> bool:
         return other is not None and (self.timestamp, self.counter) == (other.timestamp, other.counter)

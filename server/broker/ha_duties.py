@@ -105,7 +105,10 @@ class HADuties:
             await b.schedule.start()
             await b.transaction_check.start()
             self._diff_task = asyncio.create_task(self._diff_log_loop(), name="ha-diff-log")
-        b.topics.data_version = b.topics.data_version.next(int(b.clock() * 1000))
+        # the name servers keep an id's address only for the highest state version: a master cut off and
+        # back, still registering as brokerId 0 until it learns it was replaced, is refused (Apache does
+        # the same with the master epoch)
+        b.topics.data_version = b.topics.data_version.next(int(b.clock() * 1000), epoch)
         b.registrar.kick()
 
     async def become_slave(self, controller_id: int, master_addr: str) -> None:

@@ -174,30 +174,54 @@ class ReplicasManager:
 
     async def _call(self, code: int, header: Any = None, body: bytes | None = None,
                     addr: str | None = None, ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+        if addr is None and self.leader is None:
+            await self._find_leader()
         target = addr or self.leader
-        if target is None:
-            raise ControllerCallError(None, "no controller leader known")
+        assert target is not None
         req = RemotingCommand.request(code, header.to_ext() if header is not None else None, body)
-        resp = await self.b.client.invoke(target, req, CALL_TIMEOUT_S)
+        try:
+            resp = await self.b.client.invoke(target, req, CALL_TIMEOUT_S)
+        except (RemotingError, OSError, TimeoutError):
+            if addr is None:
+                self.leader = None  # dead or cut off: the next call looks for the leader again
+            raise
         if resp.code not in ok:
+            if addr is None and resp.code == ResponseCode.CONTROLLER_NOT_LEADER:
+                self.leader = None
             raise ControllerCallError(resp.code, resp.remark or f"request {code} refused by {target}")
         return resp
 
     async def _find_leader(self) -> None:
-        errors = []
-        for addr in self.controllers:
+        """Ask every controller at once; the first that names a leader decides (a controller that cannot be
+        reached costs no one else its timeout)."""
+        errors: list[str] = []
+
+        async def ask(addr: str) -> str:
             try:
                 resp = await self._call(RequestCode.CONTROLLER_GET_METADATA_INFO, addr=addr)
             except (ControllerCallError, RemotingError, OSError, TimeoutError) as exc:
                 errors.append(f"{addr}: {exc}")
-                continue
+                raise
             leader = GetMetaDataResponseHeader.from_ext(resp.ext_fields).controller_leader_address
-            if leader:
-                if leader != self.leader:
-                    log.info("controller leader: %s", leader)
-                self.leader = leader
-                return
-            errors.append(f"{addr}: no leader")
+            if not leader:
+                errors.append(f"{addr}: no leader")
+                raise ControllerCallError(None, "no leader")
+            return leader
+
+        pending = {asyncio.ensure_future(ask(addr)) for addr in self.controllers}
+        try:
+            while pending:
+                done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    if task.exception() is None:
+                        leader = task.result()
+                        if leader != self.leader:
+                            log.info("controller leader: %s", leader)
+                        self.leader = leader
+                        return
+        finally:
+            for task in pending:
+                task.cancel()
         raise ControllerCallError(None, "no controller leader (" + "; ".join(errors) + ")")
 
     # ------------------------------------------------------------------ id and registration
@@ -255,10 +279,13 @@ class ReplicasManager:
             cfg.broker_cluster_name, self.b.broker_addr, cfg.broker_name, self.broker_controller_id,
             self.ha.last_epoch, self.b.store.max_phy_offset, self.ha.confirm_offset,
             cfg.controller_heart_beat_timeout_mills, cfg.broker_election_priority).to_ext()
-        for addr in self.controllers:
-            req = RemotingCommand.request(RequestCode.BROKER_HEARTBEAT, dict(header), oneway=True)
-            with contextlib.suppress(RemotingError, OSError, TimeoutError):
-                await asyncio.wait_for(self.b.client.invoke_oneway(addr, req), cfg.broker_heartbeat_interval / 1000)
+        await asyncio.gather(*(self._heartbeat_to(addr, header) for addr in self.controllers))
+
+    async def _heartbeat_to(self, addr: str, header: dict[str, str]) -> None:
+        """One controller's heartbeat; one that cannot be reached delays no other's."""
+        req = RemotingCommand.request(RequestCode.BROKER_HEARTBEAT, dict(header), oneway=True)
+        with contextlib.suppress(RemotingError, OSError, TimeoutError):
+            await asyncio.wait_for(self.b.client.invoke_oneway(addr, req), self.b.config.broker_heartbeat_interval / 1000)
 
     async def _elect(self) -> bool:
         cfg = self.b.config

@@ -19,6 +19,8 @@ from pysyncobj.syncobj import _RAFT_STATE
 from mqtools.server.controller.replicas_info import Event, ReplicasInfoManager
 
 _LEADER = _RAFT_STATE.LEADER
+#: Seconds without a majority after which a leader steps down.
+LEADER_FALLBACK_S = 2.0
 
 
 class ReplicationError(Exception):
@@ -50,6 +52,9 @@ class ControllerRaft:
             journalFile=str(store / "raft.journal"), fullDumpFile=str(store / "raft.dump"),
             # elections within about a second of a controller's death; snapshots keep the journal short
             raftMinTimeout=0.4, raftMaxTimeout=1.0, appendEntriesPeriod=0.1, connectionTimeout=3.5,
+            # a leader cut off from the majority steps down within 2 s (pysyncobj's default: 30 s), so it
+            # does not go on telling brokers and tools that it leads (the partition-controller-leader drill)
+            leaderFallbackTimeout=LEADER_FALLBACK_S,
             logCompactionMinEntries=5000, logCompactionMinTime=300, dynamicMembershipChange=False,
             onStateChanged=self._on_state_changed, password=password or None,
         )

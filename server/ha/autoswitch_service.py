@@ -9,7 +9,10 @@ ReplicasManager asks the controller, and acknowledgements follow the set the con
 with the one in flight, so no write is acknowledged on fewer replicas than the controller may elect from
 (apache/rocketmq #9897 was the two disagreeing). With allAckInSyncStateSet a SYNC put waits for every
 member; otherwise for inSyncReplicas copies in all. minInSyncReplicas refuses puts, before they are
-written, while the set is smaller. As slave it runs an AutoSwitchHAClient to the master's HA address.
+written, while the set is smaller. The consume queues are built only up to that same point (the store's
+dispatch limit, RocketMQ 5's readUnCommitted=false): a consumer never reads a message the group may still
+lose, so a master cut off from its group exposes nothing it will later cut. As slave it runs an
+AutoSwitchHAClient to the master's HA address.
 """
 
 from __future__ import annotations
@@ -76,19 +79,28 @@ class AutoSwitchHAService(HAService):
         self.local_broker_id = broker_id
         await self._stop_slave_client()
         await self._close_connections()
+        torn = self.store.truncate_torn_tail()
+        if torn:
+            log.warning("HA: cut %d bytes of a torn last entry before leading epoch %d", torn, epoch)
         self.epoch_cache.truncate_from_epoch(epoch)
+        self.epoch_cache.truncate_from_offset(self.store.max_phy_offset + 1)
         self.epoch_cache.append(epoch, self.store.max_phy_offset)
         self.group.shutdown()
         self.progress = ReplicationProgress(self.config.ha_slave_fallbehind_max)
         self.group = GroupTransferService(self.progress, self._clock)
         self._proposed = None
         self.config.broker_role = BrokerRole.SYNC_MASTER
+        self.store.dispatch_limit = self.acked_offset
+        self.store.dispatch_confirmed()
         log.info("HA: master of epoch %d from offset %d", epoch, self.store.max_phy_offset)
 
     async def change_to_slave(self, broker_id: int) -> None:
         """Replicate from the group's new master (its HA address comes with update_master_address)."""
         self.local_broker_id = broker_id
         self.config.broker_role = BrokerRole.SLAVE
+        # replicated bytes are built into queues as they come; what only this broker wrote waits for the
+        # handshake, which keeps or cuts it
+        self.store.dispatch_limit = None
         self.group.shutdown()
         await self._close_connections()
         await self._stop_slave_client()
@@ -134,8 +146,14 @@ class AutoSwitchHAService(HAService):
         self.peer_log.info("connected", "HA slave connected from %s", conn.addr)
         return conn
 
-    def on_slave_ack(self, conn: HAConnection, offset: int) -> None:
+    def _acknowledge(self) -> None:
+        """Release the puts the group now has, and let consumers see them."""
         self.group.notify_ack(self.acked_offset())
+        if self.is_master:
+            self.store.dispatch_confirmed()
+
+    def on_slave_ack(self, conn: HAConnection, offset: int) -> None:
+        self._acknowledge()
         if isinstance(conn, AutoSwitchHAConnection) and conn.slave_broker_id not in self.effective_set() \
                 and self._eligible(conn):
             self.on_sync_state_set_change()
@@ -181,14 +199,14 @@ class AutoSwitchHAService(HAService):
 
     def clear_proposal(self) -> None:
         self._proposed = None
-        self.group.notify_ack(self.acked_offset())
+        self._acknowledge()
 
     def set_sync_state_set(self, ids: set[int], epoch: int) -> None:
         """The controller's answer (or its push): the set acknowledgements follow from now on."""
         if epoch < self.sync_state_set_epoch:
             return
         self.sync_state_set, self.sync_state_set_epoch, self._proposed = set(ids), epoch, None
-        self.group.notify_ack(self.acked_offset())
+        self._acknowledge()
 
     def acked_offset(self) -> int:
         """How far every replica a put must reach has the log."""

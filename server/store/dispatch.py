@@ -146,12 +146,16 @@ class DispatchService:
                 self.next_offset[key] = e.queue_offset + 1
         self.last_store_ts = e.store_timestamp
 
-    def reput(self) -> int:
-        """Dispatch every complete entry from ``reput_offset`` to the commitlog end."""
+    def reput(self, limit: int | None = None) -> int:
+        """Dispatch every complete entry from ``reput_offset`` to the commitlog end, or to ``limit`` (an entry
+        that would end past it waits)."""
         count = 0
         cl = self.commitlog
-        while self.reput_offset < cl.max_offset:
+        end = cl.max_offset if limit is None else min(cl.max_offset, limit)
+        while self.reput_offset < end:
             result, mf = cl.scan(self.reput_offset, False)
+            if isinstance(result, EntryInfo) and self.reput_offset + result.size > end:
+                break
             if isinstance(result, EntryInfo):
                 self.dispatch_entry(result)
                 self.reput_offset += result.size

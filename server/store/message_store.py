@@ -120,6 +120,10 @@ class MessageStore:
         self.checkpoint: StoreCheckpoint | None = None
         self.flusher: StoreFlusher | None = None
         self.ha_hook: ReplicationHook | None = None
+        #: Controller mode's master: how far the group has the log (the confirm offset); the consume queues
+        #: are built only up to it, so no consumer reads a message its group may yet lose to an election
+        #: (RocketMQ 5's readUnCommitted=false). None: built as soon as written.
+        self.dispatch_limit: Callable[[], int] | None = None
         self._lock = StoreDirectoryLock(config.root)
         self._group_commit: GroupCommitService | None = None
         self._tasks: list[asyncio.Task] = []
@@ -250,11 +254,14 @@ class MessageStore:
                                                    d.next_offset)
         except (EntryTooLarge, OSError) as exc:
             return self._reserve_failed(exc)
-        tags, keys, uniq = d.unit_values(msg.topic == SCHEDULE_TOPIC, props_b, store_ts)
-        d.dispatch(msg.topic, msg.queue_id, append.logics_offset, append.wrote_offset, append.wrote_bytes, sys_flag,
-                   store_ts, tags, keys, uniq)
-        d.reput_offset = append.end_offset
-        d.last_store_ts = store_ts
+        if self.dispatch_limit is not None:
+            self.dispatch_confirmed()
+        else:
+            tags, keys, uniq = d.unit_values(msg.topic == SCHEDULE_TOPIC, props_b, store_ts)
+            d.dispatch(msg.topic, msg.queue_id, append.logics_offset, append.wrote_offset, append.wrote_bytes,
+                       sys_flag, store_ts, tags, keys, uniq)
+            d.reput_offset = append.end_offset
+            d.last_store_ts = store_ts
         msg.store_timestamp, msg.queue_offset, msg.commit_log_offset = store_ts, append.logics_offset, \
             append.wrote_offset
         msg.msg_id = append.msg_id
@@ -295,9 +302,12 @@ class MessageStore:
                 d.unit_values if topic == SCHEDULE_TOPIC else None)
         except (EntryTooLarge, OSError) as exc:
             return self._reserve_failed(exc)
-        d.dispatch_batch(topic, qid, append.logics_offset, sys_flag, store_ts, units)
-        d.reput_offset = append.end_offset
-        d.last_store_ts = store_ts
+        if self.dispatch_limit is not None:
+            self.dispatch_confirmed()
+        else:
+            d.dispatch_batch(topic, qid, append.logics_offset, sys_flag, store_ts, units)
+            d.reput_offset = append.end_offset
+            d.last_store_ts = store_ts
         self.stats.put_times += len(entries)
         self.stats.put_size += total
         return self._settle(append, batch.properties.get(P.WAIT) != "false")
@@ -447,6 +457,19 @@ class MessageStore:
             self.dispatcher.reput_offset = start_offset
         self.dispatcher.reput()
         return True
+
+    def dispatch_confirmed(self) -> int:
+        """Build the consume queues and index up to the dispatch limit (everything without one)."""
+        limit = self.dispatch_limit() if self.dispatch_limit is not None else None
+        if limit is not None and limit <= self.dispatcher.reput_offset:
+            return 0
+        return self.dispatcher.reput(limit)
+
+    def truncate_torn_tail(self) -> int:
+        """Cut a last entry that is not whole (a slave's copy ends wherever its master's last frame did); the
+        bytes cut. A new master does this before it writes, so its own entries follow whole ones."""
+        end = recovery.scan(self.commitlog, self.dispatcher.reput_offset, False, None)
+        return self.truncate_commit_log(end)
 
     def truncate_commit_log(self, offset: int) -> int:
         """Controller mode: cut a divergent tail at `offset` (an entry boundary the master also has), the

@@ -107,7 +107,7 @@ def list_(output: OutputOpt = "table") -> None:
                            "faultFor": s.fault_for, "criteria": s.criteria.to_json(),
                            "asyncCriteria": s.async_criteria.to_json() if s.async_criteria else None,
                            "controllerCriteria": s.controller_criteria.to_json() if s.controller_criteria else None,
-                           "modes": sorted(s.modes)}
+                           "modes": sorted(s.modes), "netns": s.netns}
                           for s in SCENARIOS.values()]}
     render(View("DrillScenarioList", [Column("SCENARIO"), Column("WHAT IT DOES"), Column("EXPECTED")], rows, data),
            output)

@@ -22,6 +22,7 @@ import pytest
 from adminsupport import mq, one_line_error
 from ports import random_base_port
 
+from mqtools.cluster import netns
 from mqtools.common.presentation import load_schema
 
 pytestmark = pytest.mark.integration
@@ -194,7 +195,7 @@ def test_list_describes_every_scenario() -> None:
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     jsonschema.validate(doc, load_schema("DrillScenarioList"))
-    assert [s["name"] for s in doc["scenarios"]] == SCENARIO_NAMES + CONTROLLER_SCENARIOS[1:]
+    assert [s["name"] for s in doc["scenarios"]] == SCENARIO_NAMES + CONTROLLER_SCENARIOS[1:] + PARTITION_SCENARIOS
     modes = {s["name"]: s["modes"] for s in doc["scenarios"]}
     assert modes["kill-master"] == ["classic", "controller"] and modes["restart-old-master"] == ["controller"]
     assert "drain-master" in mq("admin", "drill", "list").stdout
@@ -244,8 +245,9 @@ CONTROLLER_SCENARIOS = ["kill-master", "restart-old-master", "kill-controller-le
 def controller_soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """Every scenario a controller-mode cluster runs, once, on 2m-2s-controller (three controllers in three name
     servers). The clients refresh routes at RocketMQ's 30 s: following the election is the client's own doing."""
-    return soak(tmp_path_factory.mktemp("ctlsoak"), "--presets", "2m-2s-controller", "--rate", "100", "--duration",
-                "6", "--set", "mappedFileSizeCommitLog=4194304")
+    return soak(tmp_path_factory.mktemp("ctlsoak"), "--presets", "2m-2s-controller", "--scenarios",
+                ",".join(CONTROLLER_SCENARIOS), "--rate", "100", "--duration", "6",
+                "--set", "mappedFileSizeCommitLog=4194304")
 
 
 def test_controller_mode_drills_pass(controller_soak: dict[str, Any]) -> None:
@@ -280,3 +282,27 @@ def test_losing_the_controller_leader_changes_no_broker_role(controller_soak: di
     assert t["elections"] == 0 and len(t["groupWriters"]) == 1
     assert "controller leader changed" in [m["label"] for m in t["moments"]]
     assert report["integrity"]["failed"] == 0 and report["integrity"]["lost"]["count"] == 0
+
+
+PARTITION_SCENARIOS = ["partition-master", "partition-controller-leader"]
+
+
+@pytest.mark.skipif(netns.unavailable() is not None, reason=f"partitions: {netns.unavailable()}")
+def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
+    """The partition drills on fresh 2m-2s-controller clusters whose processes run in network namespaces."""
+    done = soak(tmp_path, "--presets", "2m-2s-controller", "--scenarios", ",".join(PARTITION_SCENARIOS), "--rate",
+                "100", "--duration", "14", "--set", "mappedFileSizeCommitLog=4194304")
+    failing = {r["scenario"]: r["failing"] for r in done["soak"]["runs"] if r["verdict"] != "PASS"}
+    assert done["returncode"] == 0 and not failing, failing
+    master = done["reports"]["partition-master"]
+    t = master["timeline"]
+    assert t["elections"] == 1 and not t["splitBrain"] and t["groupRtoSeconds"] <= 5.0
+    assert "old master back in the SyncStateSet" in [m["label"] for m in t["moments"]]
+    leader = done["reports"]["partition-controller-leader"]["timeline"]
+    assert leader["elections"] == 0 and "controller leader changed" in [m["label"] for m in leader["moments"]]
+    assert leftovers(tmp_path) == [] and not [n for n in _namespaces() if n.startswith("mq")]
+
+
+def _namespaces() -> list[str]:
+    return [line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                                                        check=False).stdout.splitlines() if line.strip()]

@@ -40,3 +40,33 @@ async def test_a_truncated_store_recovers_to_the_point_after_a_restart(tmp_path)
     s = await _store(tmp_path)
     assert s.max_phy_offset == point and s.get_max_offset_in_queue("T", 0) == 5
     await s.shutdown()
+
+
+async def test_a_torn_last_entry_is_cut_and_whole_ones_stay(tmp_path):
+    s = await _store(tmp_path)
+    whole = [await s.put_message(inner()) for _ in range(3)][-1].append.end_offset
+    entry = bytes(s.commitlog.slice(0, whole // 3))
+    assert s.append_to_commit_log(whole, entry[:40])  # a slave's copy ending mid-entry
+    assert s.max_phy_offset == whole + 40
+    assert s.truncate_torn_tail() == 40 and s.max_phy_offset == whole
+    assert s.truncate_torn_tail() == 0
+    await s.shutdown()
+
+
+async def test_with_a_dispatch_limit_consumers_see_only_what_the_group_confirmed(tmp_path):
+    s = await _store(tmp_path)
+    confirmed = [0]
+    s.dispatch_limit = lambda: confirmed[0]
+    first = await s.put_message(inner())
+    second = await s.put_message(inner())
+    assert s.get_max_offset_in_queue("T", 0) == 0  # written, not yet built into the queue
+    confirmed[0] = first.append.end_offset
+    s.dispatch_confirmed()
+    assert s.get_max_offset_in_queue("T", 0) == 1
+    confirmed[0] = second.append.end_offset - 1  # an entry ending past the limit waits whole
+    s.dispatch_confirmed()
+    assert s.get_max_offset_in_queue("T", 0) == 1
+    s.dispatch_limit = None
+    s.dispatch_confirmed()
+    assert s.get_max_offset_in_queue("T", 0) == 2 and second.append.logics_offset == 1
+    await s.shutdown()
