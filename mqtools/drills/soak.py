@@ -133,13 +133,18 @@ class RunOutcome:
     regression: int | None = None
     order_violations: int | None = None
     history: str | None = None
+    group_rto: float | None = None
+    election: float | None = None
+    split_brain: bool | None = None
 
     @classmethod
     def of(cls, run: SoakRun, report: Report, seconds: float) -> RunOutcome:
         i, t = report.integrity, report.timeline
+        controlled = bool((report.meta.get("target") or {}).get("controllers"))
         return cls(run, report.verdict, [r.text for r in report.reasons if not r.ok], seconds, len(i.lost),
                    len(i.duplicated), i.failed, i.unknown, t.rto, None if i.regression is None else
-                   i.regression.messages, None if i.order is None else i.order.violations)
+                   i.regression.messages, None if i.order is None else i.order.violations,
+                   group_rto=t.group_rto, election=t.election, split_brain=t.split_brain if controlled else None)
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.run.index, "scenario": self.run.scenario, "preset": self.run.preset,
@@ -147,7 +152,8 @@ class RunOutcome:
                 "failing": self.failing, "seconds": round(self.seconds, 1), "lost": self.lost,
                 "duplicated": self.duplicated, "failed": self.failed, "unknown": self.unknown,
                 "rtoSeconds": self.rto, "offsetRegression": self.regression,
-                "orderViolations": self.order_violations, "history": self.history}
+                "orderViolations": self.order_violations, "history": self.history,
+                "groupRtoSeconds": self.group_rto, "electionSeconds": self.election, "splitBrain": self.split_brain}
 
 
 @dataclass(slots=True)
@@ -167,6 +173,10 @@ class Tally:
     rto_p99: float | None
     regression: int | None
     order_violations: int | None
+    group_rto_p50: float | None = None
+    group_rto_p99: float | None = None
+    election_p50: float | None = None
+    split_brains: int | None = None
 
     @classmethod
     def of(cls, scenario: str, preset: str, outcomes: list[RunOutcome]) -> Tally:
@@ -175,18 +185,25 @@ class Tally:
             return max(known) if known else None
 
         rtos = [o.rto for o in outcomes if o.rto is not None]
+        group = [o.group_rto for o in outcomes if o.group_rto is not None]
+        elections = [o.election for o in outcomes if o.election is not None]
+        brains = [o.split_brain for o in outcomes if o.split_brain is not None]
         return cls(scenario, preset, len(outcomes), sum(o.verdict == PASS for o in outcomes),
                    sum(o.verdict != PASS for o in outcomes), worst(o.lost for o in outcomes),
                    worst(o.duplicated for o in outcomes), worst(o.failed for o in outcomes),
                    worst(o.unknown for o in outcomes), percentile(rtos, 0.5), percentile(rtos, 0.99),
-                   worst(o.regression for o in outcomes), worst(o.order_violations for o in outcomes))
+                   worst(o.regression for o in outcomes), worst(o.order_violations for o in outcomes),
+                   percentile(group, 0.5), percentile(group, 0.99), percentile(elections, 0.5),
+                   sum(brains) if brains else None)
 
     def to_json(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "preset": self.preset, "runs": self.runs, "pass": self.passed,
                 "fail": self.failed_runs, "worstLost": self.lost, "worstDuplicated": self.duplicated,
                 "worstFailed": self.failed, "worstUnknown": self.unknown, "rtoP50Seconds": self.rto_p50,
                 "rtoP99Seconds": self.rto_p99, "worstOffsetRegression": self.regression,
-                "worstOrderViolations": self.order_violations}
+                "worstOrderViolations": self.order_violations, "groupRtoP50Seconds": self.group_rto_p50,
+                "groupRtoP99Seconds": self.group_rto_p99, "electionP50Seconds": self.election_p50,
+                "splitBrains": self.split_brains}
 
 
 @dataclass(slots=True)

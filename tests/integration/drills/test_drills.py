@@ -17,12 +17,16 @@ from pathlib import Path
 from typing import Any
 
 import jsonschema
-import psutil
 import pytest
 from adminsupport import mq, one_line_error
-from ports import random_base_port
+from integration.drills.drillsupport import (
+    CONTROLLER_SCENARIOS,
+    PARTITION_SCENARIOS,
+    base_port,
+    leftovers,
+    soak,
+)
 
-from mqtools.cluster import netns
 from mqtools.common.presentation import load_schema
 
 pytestmark = pytest.mark.integration
@@ -30,11 +34,6 @@ pytestmark = pytest.mark.integration
 SCENARIO_NAMES = ["kill-master", "pause-master", "restart-master", "kill-slave", "kill-namesrv", "drain-master",
                   "kill-producer-in-transaction"]
 LOAD = ["--duration", "5", "--rate", "100", "--poll-interval", "1", "--set", "mappedFileSizeCommitLog=4194304"]
-
-
-def base_port() -> int:
-    """A random high base so that parallel runs and real RocketMQ defaults do not collide."""
-    return random_base_port()
 
 
 def drill(tmp_path: Path, scenario: str, preset: str, *extra: str) -> tuple[subprocess.CompletedProcess[str],
@@ -53,19 +52,6 @@ def drill(tmp_path: Path, scenario: str, preset: str, *extra: str) -> tuple[subp
     assert {k: v for k, v in json.loads(again.stdout).items() if k != "header"} == \
         {k: v for k, v in report.items() if k != "header"}
     return result, report
-
-
-def leftovers(tmp_path: Path) -> list[str]:
-    """Processes whose command line mentions the test's tmp dir (a preset cluster lives there)."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        try:
-            cmdline = " ".join(proc.info["cmdline"] or [])
-            if str(tmp_path) in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
-                found.append(cmdline)
-        except psutil.Error:
-            continue
-    return found
 
 
 @contextlib.contextmanager
@@ -111,24 +97,6 @@ def short_soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     The scenario tests below judge its runs; the soak itself must PASS as a whole.
     """
     return soak(tmp_path_factory.mktemp("soak"), "--presets", "2m-2s-sync", "--keys", "8", "--rate", "100", *LOAD)
-
-
-def soak(tmp: Path, *args: str) -> dict[str, Any]:
-    """`mq admin drill soak ARGS`, one run per scenario, every history kept and judged again by `drill check`."""
-    result = mq("admin", "drill", "soak", "--runs", "1", "--vary", "none", "--base-port", str(base_port()), *args,
-                "--history-dir", str(tmp / "histories"), "--keep-all", "-o", "json", env={"TMPDIR": str(tmp)},
-                timeout=400)
-    assert result.returncode in (0, 1), result.stdout + result.stderr
-    doc = json.loads(result.stdout)
-    jsonschema.validate(doc, load_schema("DrillSoak"))
-    assert leftovers(tmp) == []
-    reports = {}
-    for run in doc["runs"]:
-        again = mq("admin", "drill", "check", run["history"], "-o", "json")
-        assert again.returncode == (0 if run["verdict"] == "PASS" else 1), again.stderr
-        reports[run["scenario"]] = json.loads(again.stdout)
-        jsonschema.validate(reports[run["scenario"]], load_schema("DrillReport"))
-    return {"soak": doc, "returncode": result.returncode, "reports": reports}
 
 
 def soak_report(short_soak: dict[str, Any], scenario: str) -> dict[str, Any]:
@@ -236,73 +204,3 @@ def test_kill_producer_in_transaction_settles_what_the_dead_producers_left_open(
     assert integrity["failedButConsumed"]["count"] == 0 and integrity["unexpected"]["count"] == 0
     assert integrity["failed"] > 0  # rolled back: by the local transaction, or undecided when the producer died
 
-
-CONTROLLER_SCENARIOS = ["kill-master", "restart-old-master", "kill-controller-leader",
-                        "kill-master-and-controller-leader"]
-
-
-@pytest.fixture(scope="module")
-def controller_soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    """Every scenario a controller-mode cluster runs, once, on 2m-2s-controller (three controllers in three name
-    servers). The clients refresh routes at RocketMQ's 30 s: following the election is the client's own doing."""
-    return soak(tmp_path_factory.mktemp("ctlsoak"), "--presets", "2m-2s-controller", "--scenarios",
-                ",".join(CONTROLLER_SCENARIOS), "--rate", "100", "--duration", "6",
-                "--set", "mappedFileSizeCommitLog=4194304")
-
-
-def test_controller_mode_drills_pass(controller_soak: dict[str, Any]) -> None:
-    doc = controller_soak["soak"]
-    assert [t["scenario"] for t in doc["tally"]] == CONTROLLER_SCENARIOS
-    failing = {r["scenario"]: r["failing"] for r in doc["runs"] if r["verdict"] != "PASS"}
-    assert controller_soak["returncode"] == 0 and doc["verdict"] == "PASS", failing
-
-
-@pytest.mark.parametrize("scenario", ["kill-master", "restart-old-master", "kill-master-and-controller-leader"])
-def test_an_election_moves_the_groups_writes_to_another_broker(controller_soak: dict[str, Any],
-                                                               scenario: str) -> None:
-    report = controller_soak["reports"][scenario]
-    t = report["timeline"]
-    assert report["integrity"]["lost"]["count"] == 0
-    assert t["elections"] >= 1 and t["electionSeconds"] is not None and not t["splitBrain"]
-    assert len(t["groupWriters"]) == 2 and t["groupRtoSeconds"] is not None
-    assert t["groupRtoSeconds"] <= report["criteria"]["maxGroupRto"]
-    assert [c["addr"] for c in report["header"]["target"]["controllers"]] == report["header"]["cluster"]["controllers"]
-
-
-def test_the_old_master_rejoins_as_a_slave(controller_soak: dict[str, Any]) -> None:
-    report = controller_soak["reports"]["restart-old-master"]
-    labels = [m["label"] for m in report["timeline"]["moments"]]
-    assert "old master back in the SyncStateSet" in labels
-    assert report["integrity"]["offsetRegression"]["messages"] == 0
-
-
-def test_losing_the_controller_leader_changes_no_broker_role(controller_soak: dict[str, Any]) -> None:
-    report = controller_soak["reports"]["kill-controller-leader"]
-    t = report["timeline"]
-    assert t["elections"] == 0 and len(t["groupWriters"]) == 1
-    assert "controller leader changed" in [m["label"] for m in t["moments"]]
-    assert report["integrity"]["failed"] == 0 and report["integrity"]["lost"]["count"] == 0
-
-
-PARTITION_SCENARIOS = ["partition-master", "partition-controller-leader"]
-
-
-@pytest.mark.skipif(netns.unavailable() is not None, reason=f"partitions: {netns.unavailable()}")
-def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
-    """The partition drills on fresh 2m-2s-controller clusters whose processes run in network namespaces."""
-    done = soak(tmp_path, "--presets", "2m-2s-controller", "--scenarios", ",".join(PARTITION_SCENARIOS), "--rate",
-                "100", "--duration", "14", "--set", "mappedFileSizeCommitLog=4194304")
-    failing = {r["scenario"]: r["failing"] for r in done["soak"]["runs"] if r["verdict"] != "PASS"}
-    assert done["returncode"] == 0 and not failing, failing
-    master = done["reports"]["partition-master"]
-    t = master["timeline"]
-    assert t["elections"] == 1 and not t["splitBrain"] and t["groupRtoSeconds"] <= 5.0
-    assert "old master back in the SyncStateSet" in [m["label"] for m in t["moments"]]
-    leader = done["reports"]["partition-controller-leader"]["timeline"]
-    assert leader["elections"] == 0 and "controller leader changed" in [m["label"] for m in leader["moments"]]
-    assert leftovers(tmp_path) == [] and not [n for n in _namespaces() if n.startswith("mq")]
-
-
-def _namespaces() -> list[str]:
-    return [line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                                                        check=False).stdout.splitlines() if line.strip()]

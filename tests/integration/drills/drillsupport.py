@@ -1,0 +1,55 @@
+"""What the drill tests share: ports, the process-table check, one soak run with every report judged again."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import psutil
+from adminsupport import mq
+from ports import random_base_port
+
+from mqtools.common.presentation import load_schema
+
+CONTROLLER_SCENARIOS = ["kill-master", "restart-old-master", "kill-controller-leader",
+                        "kill-master-and-controller-leader"]
+
+PARTITION_SCENARIOS = ["partition-master", "partition-controller-leader"]
+
+
+def base_port() -> int:
+    """A random high base so that parallel runs and real RocketMQ defaults do not collide."""
+    return random_base_port()
+
+
+def leftovers(tmp_path: Path) -> list[str]:
+    """Processes whose command line mentions the test's tmp dir (a preset cluster lives there)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        try:
+            cmdline = " ".join(proc.info["cmdline"] or [])
+            if str(tmp_path) in cmdline and proc.info["status"] != psutil.STATUS_ZOMBIE:
+                found.append(cmdline)
+        except psutil.Error:
+            continue
+    return found
+
+
+def soak(tmp: Path, *args: str) -> dict[str, Any]:
+    """`mq admin drill soak ARGS`, one run per scenario, every history kept and judged again by `drill check`."""
+    result = mq("admin", "drill", "soak", "--runs", "1", "--vary", "none", "--base-port", str(base_port()), *args,
+                "--history-dir", str(tmp / "histories"), "--keep-all", "-o", "json", env={"TMPDIR": str(tmp)},
+                timeout=400)
+    assert result.returncode in (0, 1), result.stdout + result.stderr
+    doc = json.loads(result.stdout)
+    jsonschema.validate(doc, load_schema("DrillSoak"))
+    assert leftovers(tmp) == []
+    reports = {}
+    for run in doc["runs"]:
+        again = mq("admin", "drill", "check", run["history"], "-o", "json")
+        assert again.returncode == (0 if run["verdict"] == "PASS" else 1), again.stderr
+        reports[run["scenario"]] = json.loads(again.stdout)
+        jsonschema.validate(reports[run["scenario"]], load_schema("DrillReport"))
+    return {"soak": doc, "returncode": result.returncode, "reports": reports}

@@ -1,0 +1,82 @@
+"""Controller-mode drills end to end: every scenario once on fresh 2m-2s-controller clusters (three
+controllers inside three name servers), and the partitions on clusters whose processes run in network
+namespaces (root only). Split from test_drills so the two files run on different workers."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from integration.drills.drillsupport import CONTROLLER_SCENARIOS, PARTITION_SCENARIOS, leftovers, soak
+
+from mqtools.cluster import netns
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(scope="module")
+def controller_soak(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every scenario a controller-mode cluster runs, once, on 2m-2s-controller (three controllers in three name
+    servers). The clients refresh routes at RocketMQ's 30 s: following the election is the client's own doing."""
+    return soak(tmp_path_factory.mktemp("ctlsoak"), "--presets", "2m-2s-controller", "--scenarios",
+                ",".join(CONTROLLER_SCENARIOS), "--rate", "100", "--duration", "6",
+                "--set", "mappedFileSizeCommitLog=4194304")
+
+
+def test_controller_mode_drills_pass(controller_soak: dict[str, Any]) -> None:
+    doc = controller_soak["soak"]
+    assert [t["scenario"] for t in doc["tally"]] == CONTROLLER_SCENARIOS
+    failing = {r["scenario"]: r["failing"] for r in doc["runs"] if r["verdict"] != "PASS"}
+    assert controller_soak["returncode"] == 0 and doc["verdict"] == "PASS", failing
+
+
+@pytest.mark.parametrize("scenario", ["kill-master", "restart-old-master", "kill-master-and-controller-leader"])
+def test_an_election_moves_the_groups_writes_to_another_broker(controller_soak: dict[str, Any],
+                                                               scenario: str) -> None:
+    report = controller_soak["reports"][scenario]
+    t = report["timeline"]
+    assert report["integrity"]["lost"]["count"] == 0
+    assert t["elections"] >= 1 and t["electionSeconds"] is not None and not t["splitBrain"]
+    assert len(t["groupWriters"]) == 2 and t["groupRtoSeconds"] is not None
+    assert t["groupRtoSeconds"] <= report["criteria"]["maxGroupRto"]
+    assert [c["addr"] for c in report["header"]["target"]["controllers"]] == report["header"]["cluster"]["controllers"]
+
+
+def test_the_old_master_rejoins_as_a_slave(controller_soak: dict[str, Any]) -> None:
+    report = controller_soak["reports"]["restart-old-master"]
+    labels = [m["label"] for m in report["timeline"]["moments"]]
+    assert "old master back in the SyncStateSet" in labels
+    assert report["integrity"]["offsetRegression"]["messages"] == 0
+
+
+def test_losing_the_controller_leader_changes_no_broker_role(controller_soak: dict[str, Any]) -> None:
+    report = controller_soak["reports"]["kill-controller-leader"]
+    t = report["timeline"]
+    assert t["elections"] == 0 and len(t["groupWriters"]) == 1
+    assert "controller leader changed" in [m["label"] for m in t["moments"]]
+    assert report["integrity"]["failed"] == 0 and report["integrity"]["lost"]["count"] == 0
+
+
+
+
+@pytest.mark.skipif(netns.unavailable() is not None, reason=f"partitions: {netns.unavailable()}")
+def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
+    """The partition drills on fresh 2m-2s-controller clusters whose processes run in network namespaces."""
+    done = soak(tmp_path, "--presets", "2m-2s-controller", "--scenarios", ",".join(PARTITION_SCENARIOS), "--rate",
+                "100", "--duration", "14", "--set", "mappedFileSizeCommitLog=4194304")
+    failing = {r["scenario"]: r["failing"] for r in done["soak"]["runs"] if r["verdict"] != "PASS"}
+    assert done["returncode"] == 0 and not failing, failing
+    master = done["reports"]["partition-master"]
+    t = master["timeline"]
+    assert t["elections"] == 1 and not t["splitBrain"] and t["groupRtoSeconds"] <= 5.0
+    assert "old master back in the SyncStateSet" in [m["label"] for m in t["moments"]]
+    leader = done["reports"]["partition-controller-leader"]["timeline"]
+    assert leader["elections"] == 0 and "controller leader changed" in [m["label"] for m in leader["moments"]]
+    assert leftovers(tmp_path) == [] and not [n for n in _namespaces() if n.startswith("mq")]
+
+
+def _namespaces() -> list[str]:
+    return [line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                                                        check=False).stdout.splitlines() if line.strip()]
