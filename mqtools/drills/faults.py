@@ -217,6 +217,9 @@ class DrillContext:
         detail = await self.actions.heal(node, how)
         self.event("heal", detail, node=node.name, how=how)
 
+    async def cut(self, node: Node) -> None:
+        self.event("cut", await self.actions.partition(node), node=node.name)
+
     async def partition(self, node: Node) -> None:
         """Cut `node` off from the cluster's other processes (the clients still reach it)."""
         if self.target.controller_mode and node == self.target.master:

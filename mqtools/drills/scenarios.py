@@ -116,6 +116,8 @@ class FaultContext(Protocol):
     async def restart_producers(self) -> None: ...
     async def partition(self, node: Node) -> None:
         """Cut `node` off from every other process; the clients still reach it."""
+    async def cut(self, node: Node) -> None:
+        """partition() again, as a step of a fault already under way (no new fault event)."""
     async def controller_leader(self) -> Node:
         """The controller that leads now (controller mode)."""
     async def wait_in_sync_state_set(self, node: Node) -> bool:
@@ -219,6 +221,21 @@ async def partition_controller_leader(ctx: FaultContext) -> None:
     await ctx.heal(leader, "reconnect")
 
 
+async def flaky_link(ctx: FaultContext) -> None:
+    """The slave's link drops in bursts for --fault-for seconds: cut FLAP_CUT seconds of every FLAP_PERIOD.
+    (Loss in bursts, no added delay: tc netem is missing on kernels like this project's machines'.)"""
+    slave = _need(ctx.target.slave, "slave")
+    cycles = max(1, round(ctx.fault_for / FLAP_PERIOD))
+    for i in range(cycles):
+        if i == 0:
+            await ctx.partition(slave)
+        else:
+            await ctx.cut(slave)
+        await ctx.sleep(FLAP_CUT)
+        await ctx.heal(slave, "reconnect")
+        await ctx.sleep(FLAP_PERIOD - FLAP_CUT)
+
+
 async def kill_slave(ctx: FaultContext) -> None:
     await ctx.fault(_need(ctx.target.slave, "slave"), signal.SIGKILL)
 
@@ -265,6 +282,9 @@ _ELECTED = replace(_SYNC_LOSS, max_group_rto=CONTROLLER_GROUP_RTO, split_brain=T
 CONTROLLER_PARTITION_GROUP_RTO = 5.0
 #: How long a partition drill keeps the process cut off: past the heartbeat timeout and an election.
 PARTITION_TIME = 8.0
+#: flaky-link: the slave's link is cut FLAP_CUT seconds of every FLAP_PERIOD (shorter than the heartbeat
+#: timeout, so no election is due).
+FLAP_PERIOD, FLAP_CUT = 1.0, 0.3
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("kill-master", "SIGKILL the target group's master and keep the load going (no restart).",
@@ -336,4 +356,9 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "The other controllers elect a leader; no broker changes role, nothing is lost.",
              "controller", partition_controller_leader, replace(_SYNC_LOSS, split_brain=True),
              fault_for=PARTITION_TIME, modes=frozenset({CONTROLLER}), netns=True),
+    Scenario("flaky-link", "Controller mode: the target group's slave loses its link in bursts (0.3 s of every "
+                           "second) for --fault-for seconds. Needs mq cluster up --netns (root).",
+             "Replication goes on through the gaps (TCP resends); no election, nothing lost, one master.",
+             "controller-master", flaky_link, replace(_SYNC_LOSS, split_brain=True), fault_for=PARTITION_TIME,
+             modes=frozenset({CONTROLLER}), netns=True),
 )}

@@ -17,7 +17,7 @@ from mqtools.drills.history import OK, History, Op, is_error
 
 STEADY_SHARE = 0.9
 PHASES = ("before", "during", "after")
-HIDDEN = frozenset({"load-start", "master-stopping"})
+HIDDEN = frozenset({"load-start", "master-stopping", "cut"})
 LABELS = {
     "master-left-route": "route dropped the master", "master-in-route": "master back in the route",
     "slave-left-route": "route dropped the slave", "slave-in-route": "slave back in the route",
@@ -161,7 +161,9 @@ def analyze(history: History) -> Timeline:
                         None if steady is None else round(steady - fault_at, 3), pre_rate, buckets=buckets)
     timeline.moments = _moments(history, sends, fault_at, rto, recovered, steady)
     broker = (history.meta.get("target") or {}).get("brokerName")
-    ok_group = sorted((o for o in sends if o.result == OK and o.broker == broker), key=lambda o: o.complete)
+    # acknowledged: SEND_OK (a cut-off master's FLUSH_SLAVE_TIMEOUT stores without acknowledging)
+    ok_group = sorted((o for o in sends if o.result == OK and o.broker == broker and o.status in (None, "SEND_OK")),
+                      key=lambda o: o.complete)
     first = next((o for o in ok_group if o.invoke >= fault_at), None)
     timeline.group_rto = None if first is None else round(first.complete - fault_at, 3)
     elected = [e for e in history.events if e.name == "master-elected" and e.time >= fault_at]

@@ -16,7 +16,7 @@ from mqtools.common.presentation import load_schema
 CONTROLLER_SCENARIOS = ["kill-master", "restart-old-master", "kill-controller-leader",
                         "kill-master-and-controller-leader"]
 
-PARTITION_SCENARIOS = ["partition-master", "partition-controller-leader"]
+PARTITION_SCENARIOS = ["partition-master", "partition-controller-leader", "flaky-link"]
 
 
 def base_port() -> int:

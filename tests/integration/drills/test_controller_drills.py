@@ -63,7 +63,8 @@ def test_losing_the_controller_leader_changes_no_broker_role(controller_soak: di
 
 @pytest.mark.skipif(netns.unavailable() is not None, reason=f"partitions: {netns.unavailable()}")
 def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
-    """The partition drills on fresh 2m-2s-controller clusters whose processes run in network namespaces."""
+    """The partition drills (and the flaky link) on fresh 2m-2s-controller clusters whose processes run in
+    network namespaces."""
     done = soak(tmp_path, "--presets", "2m-2s-controller", "--scenarios", ",".join(PARTITION_SCENARIOS), "--rate",
                 "100", "--duration", "14", "--set", "mappedFileSizeCommitLog=4194304")
     failing = {r["scenario"]: r["failing"] for r in done["soak"]["runs"] if r["verdict"] != "PASS"}
@@ -74,6 +75,9 @@ def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
     assert "old master back in the SyncStateSet" in [m["label"] for m in t["moments"]]
     leader = done["reports"]["partition-controller-leader"]["timeline"]
     assert leader["elections"] == 0 and "controller leader changed" in [m["label"] for m in leader["moments"]]
+    flaky = done["reports"]["flaky-link"]
+    assert flaky["timeline"]["elections"] == 0 and flaky["integrity"]["lost"]["count"] == 0
+    assert len([m for m in flaky["timeline"]["moments"] if m["label"] == "heal"]) >= 5  # the link came and went
     assert leftovers(tmp_path) == [] and not [n for n in _namespaces() if n.startswith("mq")]
 
 
