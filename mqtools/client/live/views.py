@@ -183,8 +183,11 @@ HA_COLUMNS = [
     Column("ACK OFFSET", True, key="ackOffset"), Column("DIFF", True, key="diffBytes"),
     Column("DIFF MSGS", True, key="diffMessages"), Column("SPEED", True, key="speedBytesPerS"),
     Column("CATCH-UP", True, key="catchUpMs"), Column("IN SYNC", key="inSync"), Column("TREND", key="diffTrend"),
-    Column("HISTORY", key="diffHistory"), Column("EPOCH", True, key="masterEpoch"), Column("IN SSS", key="inSyncStateSet"),
+    Column("HISTORY", key="diffHistory"),
 ]
+#: Shown when some group is in controller mode.
+CONTROLLER_COLUMNS = [Column("EPOCH", True, key="masterEpoch"), Column("IN SSS", key="inSyncStateSet")]
+HA_COLUMNS += CONTROLLER_COLUMNS
 #: Elections of a controller-mode group listed under the HA view, newest last.
 ELECTIONS_SHOWN = 5
 TREND_WINDOW = 10.0
@@ -241,7 +244,16 @@ def ha(state: LiveState, mono: float) -> Table:
                                   stale=slot.stale))
     if snap is not None and not snap.masters():
         table.notes.append("no master is registered with the name servers")
+    if snap is None or not any(state.value(f"controller:{m.addr}") for m in snap.masters()):
+        _drop_controller_columns(table)  # no group in controller mode: the classic view, no n/a columns
     return table
+
+
+def _drop_controller_columns(table: Table) -> None:
+    keep = len(HA_COLUMNS) - len(CONTROLLER_COLUMNS)
+    table.columns = table.columns[:keep]
+    for row in table.rows:
+        row.cells = row.cells[:keep]
 
 
 def _controller_cells(ctl: ControllerView | None, slave_addr: str | None) -> list[Cell]:
