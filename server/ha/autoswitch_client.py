@@ -27,9 +27,8 @@ from mqtools.server.ha.autoswitch_protocol import (
     encode_slave_report,
 )
 from mqtools.server.ha.epoch_file import EpochFileCache
-from mqtools.server.ha.master import SpeedMeter
 from mqtools.server.ha.protocol import ProtocolError, ReportSchedule
-from mqtools.server.ha.slave import CommitLogSink
+from mqtools.server.ha.slave import CommitLogSink, HAClient
 from mqtools.server.lifecycle import cancel_and_wait
 
 log = logging.getLogger("mq.ha.slave")
@@ -42,64 +41,29 @@ class TruncatableSink(CommitLogSink, Protocol):
     def truncate_commit_log(self, offset: int) -> int: ...
 
 
-class AutoSwitchHAClient:
-    """Replicates one master's commitlog and epochs into the local store."""
+class AutoSwitchHAClient(HAClient):
+    """Replicates one master's commitlog and epochs into the local store (the classic client's connection,
+    reconnect and report loops, with this protocol's session)."""
 
     def __init__(self, store: TruncatableSink, epochs: EpochFileCache, broker_id: int, *,
                  report_interval: float = 5.0, housekeeping_interval: float = 20.0,
                  reconnect_interval: float = 1.0, sync_from_last_file: bool = False,
                  clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time,
                  tls: ssl.SSLContext | None = None) -> None:
-        self._store = store
+        super().__init__(store, None, report_interval=report_interval, housekeeping_interval=housekeeping_interval,
+                         reconnect_interval=reconnect_interval, clock=clock, wall_clock=wall_clock, tls=tls)
+        self._sink = store
         self._epochs = epochs
         self.broker_id = broker_id
-        self.master_address: str | None = None
-        self._ssl = tls
-        self._report_interval = report_interval
-        self._housekeeping = housekeeping_interval
-        self._reconnect_interval = reconnect_interval
         self._sync_from_last_file = sync_from_last_file
-        self._clock = clock
-        self._wall = wall_clock
-        self._task: asyncio.Task[None] | None = None
-        self._address_changed = asyncio.Event()
-        self.connected = False
-        self.last_read_ms = 0
-        self.last_write_ms = 0
-        self.speed = SpeedMeter(clock)
-        self.sessions = 0
         #: Bytes this slave cut from its own log at handshakes (a divergent tail), in all.
         self.truncated_bytes = 0
         #: The master's confirm offset, as its last frame gave it (-1: none yet).
         self.master_confirm_offset = -1
 
-    def update_master_address(self, address: str | None) -> None:
-        if address and address != self.master_address:
-            log.info("HA master address %s -> %s", self.master_address, address)
-            self.master_address = address
-            self._address_changed.set()
-
-    def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="ha-autoswitch-client")
-
-    async def shutdown(self) -> None:
-        await cancel_and_wait(self._task)
-
-    async def _run(self) -> None:
-        while True:
-            address = self.master_address
-            if address:
-                try:
-                    await self._session(address)
-                except (OSError, ProtocolError, ValueError) as exc:
-                    log.warning("HA connection to %s ended: %s", address, exc)
-                except Exception:  # the client must outlive any one session
-                    log.exception("HA session with %s failed", address)
-                finally:
-                    self.connected = False
-            self._address_changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._address_changed.wait(), self._reconnect_interval)
+    @staticmethod
+    def _encode_report(offset: int) -> bytes:
+        return encode_slave_report(offset)
 
     async def _session(self, address: str) -> None:
         host, _, port = address.rpartition(":")
@@ -120,8 +84,8 @@ class AutoSwitchHAClient:
             await self._report(writer, schedule)
             reporter = asyncio.create_task(self._report_loop(writer, schedule))
             for item in pending:
-                self._apply(item)
-            await self._read_loop(reader, writer, frames, schedule)
+                self._take(item)
+            await self._transfer_loop(reader, writer, frames, schedule)
         finally:
             await cancel_and_wait(reporter)
             writer.close()
@@ -143,7 +107,7 @@ class AutoSwitchHAClient:
                     return [x for x in rest if isinstance(x, Transfer)]
 
     def _reconcile(self, answer: MasterHandshake) -> None:
-        local_max = self._store.max_phy_offset
+        local_max = self._sink.max_phy_offset
         if not self._epochs.entries():
             log.info("HA handshake: no local epochs, continuing from %d", local_max)
             return
@@ -157,29 +121,15 @@ class AutoSwitchHAClient:
             point = min(first, self._epochs.entries()[0].start_offset, local_max)
             log.warning("HA handshake: no epoch in common with the master (local %s, master %s): keeping %d bytes",
                         self._epochs.entries(local_max), answer.epochs, point)
-        cut = self._store.truncate_commit_log(point) if point < local_max else 0
+        cut = self._sink.truncate_commit_log(point) if point < local_max else 0
         self.truncated_bytes += cut
         self._epochs.truncate_from_offset(point)
         log.log(logging.WARNING if cut else logging.INFO,
                 "HA handshake: master max %d epoch %d; local log agrees up to %d, %d bytes past it cut",
                 answer.max_offset, answer.last_epoch, point, cut)
 
-    async def _report(self, writer: asyncio.StreamWriter, schedule: ReportSchedule) -> None:
-        offset = self._store.max_phy_offset
-        writer.write(encode_slave_report(offset))
-        await writer.drain()
-        schedule.reported(offset, self._clock())
-        self.last_write_ms = int(self._wall() * 1000)
-
-    async def _report_loop(self, writer: asyncio.StreamWriter, schedule: ReportSchedule) -> None:
-        while True:
-            if schedule.due(self._store.max_phy_offset, self._clock()):
-                await self._report(writer, schedule)
-            wait = self._report_interval - (self._clock() - schedule.last_report_time)
-            await asyncio.sleep(max(0.01, wait))
-
-    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                         frames: MasterStreamReader, schedule: ReportSchedule) -> None:
+    async def _transfer_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                             frames: MasterStreamReader, schedule: ReportSchedule) -> None:
         while True:
             try:
                 data = await asyncio.wait_for(reader.read(4 << 20), self._housekeeping)
@@ -191,11 +141,11 @@ class AutoSwitchHAClient:
             for item in frames.feed(data):
                 if isinstance(item, MasterHandshake):
                     raise ProtocolError("a handshake answer in the middle of the transfer")
-                self._apply(item)
+                self._take(item)
             if self._store.max_phy_offset > schedule.last_reported:
                 await self._report(writer, schedule)
 
-    def _apply(self, frame: Transfer) -> None:
+    def _take(self, frame: Transfer) -> None:
         own = self._store.max_phy_offset
         if own != 0 and own != frame.offset:
             raise ProtocolError(f"master pushed offset {frame.offset}, local log ends at {own}")

@@ -57,13 +57,17 @@ class AutoSwitchHAService(HAService):
         self._proposed: set[int] | None = None
         #: Called when the set this master wants may have changed (the ReplicasManager reconciles).
         self.on_sync_state_set_change: Callable[[], None] = lambda: None
-        self.slave_client: AutoSwitchHAClient | None = None
 
     # ------------------------------------------------------------------ role
 
     @property
     def is_master(self) -> bool:
         return not self.config.is_slave
+
+    @property
+    def slave_client(self) -> AutoSwitchHAClient | None:
+        """The HA client while this broker is a slave (kept in HAService.client, whose views read it)."""
+        return self.client if isinstance(self.client, AutoSwitchHAClient) else None
 
     def epochs(self) -> list[EpochEntry]:
         return self.epoch_cache.entries()
@@ -106,19 +110,19 @@ class AutoSwitchHAService(HAService):
         await self._stop_slave_client()
         self.sync_state_set, self._proposed = set(), None
         cfg = self.config
-        self.slave_client = AutoSwitchHAClient(
+        client = self.client = AutoSwitchHAClient(
             self._sink, self.epoch_cache, broker_id, report_interval=cfg.ha_send_heartbeat_interval / 1000,
             housekeeping_interval=cfg.ha_housekeeping_interval / 1000,
             sync_from_last_file=cfg.sync_from_last_file, clock=self._clock, wall_clock=self._wall,
             tls=self._client_tls)
-        self.slave_client.start()
+        client.start()
 
     def update_master_address(self, ha_address: str | None) -> None:
         if self.slave_client is not None and not self.is_master:
             self.slave_client.update_master_address(ha_address)
 
     async def _stop_slave_client(self) -> None:
-        client, self.slave_client = self.slave_client, None
+        client, self.client = self.client, None
         if client is not None:
             await client.shutdown()
 
@@ -257,21 +261,4 @@ class AutoSwitchHAService(HAService):
                 row["slaveBrokerId"] = conn.slave_broker_id
                 row["inSync"] = conn.slave_broker_id in effective and conns.get(conn.slave_broker_id) is conn
         info["inSyncSlaveNums"] = sum(1 for r in info["haConnectionInfo"] if r["inSync"])
-        return info
-
-    def _client_info(self) -> dict[str, Any]:
-        client = self.slave_client
-        if client is None:
-            return super()._client_info()
-        return {"masterAddr": client.master_address, "transferredByteInSecond": client.speed.rate(),
-                "maxOffset": self.store.max_phy_offset, "lastReadTimestamp": client.last_read_ms,
-                "lastWriteTimestamp": client.last_write_ms, "masterFlushOffset": 0,
-                "activated": client.connected}
-
-    def runtime_info(self) -> dict[str, str]:
-        info = {"haConnectionCount": str(len(self.connections))}
-        if self.slave_client is not None:
-            info["masterAddr"] = self.slave_client.master_address or ""
-        else:
-            info["slaveFallBehindMuch"] = str(self.fall_behind())
         return info

@@ -111,9 +111,13 @@ class HAClient:
             await cancel_and_wait(reporter)
             writer.close()
 
+    @staticmethod
+    def _encode_report(offset: int) -> bytes:
+        return encode_report(offset)
+
     async def _report(self, writer: asyncio.StreamWriter, schedule: ReportSchedule) -> None:
         offset = self._store.max_phy_offset
-        writer.write(encode_report(offset))
+        writer.write(self._encode_report(offset))
         await writer.drain()
         schedule.reported(offset, self._clock())
         self.last_write_ms = int(self._wall() * 1000)

@@ -29,10 +29,9 @@ Final API (what the broker and HA code call)::
     store.is_disk_full / store.is_os_page_cache_busy() ; store.ha_hook (see below)
     await store.clean_once(now=None)   # one retention pass (also run every cleanResourceInterval)
 
-``ha_hook`` (a ReplicationHook): on a SYNC_MASTER every put is first offered to its ``refuse_put()``
-(controller mode's minInSyncReplicas: IN_SYNC_REPLICAS_NOT_ENOUGH, nothing written), and a put whose
-WAIT property is not "false" awaits its ``wait_for_slave(end_offset, timeout_s)`` after the flush.
-``truncate_commit_log(offset)`` cuts a controller-mode slave's divergent tail.
+``ha_hook`` (a ReplicationHook): a SYNC_MASTER put is first offered to ``refuse_put()`` (controller
+mode's minInSyncReplicas), then, unless WAIT is "false", awaits ``wait_for_slave`` after the flush.
+Controller mode also uses ``dispatch_limit``, ``truncate_commit_log`` and ``truncate_torn_tail``.
 
 Results and statuses are in ``results``; the pieces behind the facade: ``dispatch`` (consume
 queues, index, listeners, reput), ``encoding`` (put size rules, batch packing), ``store_stats``,
@@ -45,9 +44,9 @@ without gaps (RocketMQ does that only with messageIndexSafe=true). A truncated *
 file is padded back to full size instead of refusing to start. OS_PAGE_CACHE_BUSY is never
 returned: appends hold no lock across an await.
 
-Master puts encode straight into the commitlog mapping and dispatch (consume queue unit, index
-keys, arrival listeners) in the same synchronous step; a slave's replicated bytes and abnormal
-recovery go through ``DispatchService.reput``, which parses the commitlog and dispatches the same way.
+Master puts encode into the commitlog mapping and dispatch (consume queue unit, index keys, arrival
+listeners) in the same step; a slave's bytes, controller mode and recovery go through
+``DispatchService.reput``, which parses the commitlog and dispatches the same way.
 """
 
 from __future__ import annotations
@@ -120,9 +119,8 @@ class MessageStore:
         self.checkpoint: StoreCheckpoint | None = None
         self.flusher: StoreFlusher | None = None
         self.ha_hook: ReplicationHook | None = None
-        #: Controller mode's master: how far the group has the log (the confirm offset); the consume queues
-        #: are built only up to it, so no consumer reads a message its group may yet lose to an election
-        #: (RocketMQ 5's readUnCommitted=false). None: built as soon as written.
+        #: Controller mode's master: the confirm offset, which the consume queues are built up to, so no
+        #: consumer reads what an election may lose (RocketMQ 5's readUnCommitted=false).
         self.dispatch_limit: Callable[[], int] | None = None
         self._lock = StoreDirectoryLock(config.root)
         self._group_commit: GroupCommitService | None = None
@@ -461,21 +459,16 @@ class MessageStore:
     def dispatch_confirmed(self) -> int:
         """Build the consume queues and index up to the dispatch limit (everything without one)."""
         limit = self.dispatch_limit() if self.dispatch_limit is not None else None
-        if limit is not None and limit <= self.dispatcher.reput_offset:
-            return 0
-        return self.dispatcher.reput(limit)
+        return 0 if limit is not None and limit <= self.dispatcher.reput_offset else self.dispatcher.reput(limit)
 
     def truncate_torn_tail(self) -> int:
-        """Cut a last entry that is not whole (a slave's copy ends wherever its master's last frame did); the
-        bytes cut. A new master does this before it writes, so its own entries follow whole ones."""
+        """Cut a last entry that is not whole (a slave's copy ends where its master's last frame did)."""
         end = recovery.scan(self.commitlog, self.dispatcher.reput_offset, False, None)
         return self.truncate_commit_log(end)
 
     def truncate_commit_log(self, offset: int) -> int:
-        """Controller mode: cut a divergent tail at `offset` (an entry boundary the master also has), the
-        consume queues and index entries beyond it with it, so a returning old master holds exactly its
-        new master's log. Returns the bytes dropped. The commitlog goes first: a crash before the rest is
-        repaired by recovery, which cuts what points past the commitlog's end."""
+        """Cut the log at entry boundary `offset`, queues and index with it; the bytes dropped. The
+        commitlog goes first: after a crash in between, recovery cuts what points past its end."""
         end = self.commitlog.max_offset
         if offset >= end:
             return 0
