@@ -10,9 +10,7 @@ this one reports its offset as soon as the handshake is done, so a rejoining sla
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
-import socket
 import ssl
 import time
 from collections.abc import Callable
@@ -66,14 +64,7 @@ class AutoSwitchHAClient(HAClient):
         return encode_slave_report(offset)
 
     async def _session(self, address: str) -> None:
-        host, _, port = address.rpartition(":")
-        reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port), ssl=self._ssl), 5.0)
-        sock = writer.get_extra_info("socket")
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.connected = True
-        self.sessions += 1
+        reader, writer = await self._connect(address)
         frames = MasterStreamReader()
         reporter: asyncio.Task[None] | None = None
         try:

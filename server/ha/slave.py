@@ -93,7 +93,8 @@ class HAClient:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._address_changed.wait(), self._reconnect_interval)
 
-    async def _session(self, address: str) -> None:
+    async def _connect(self, address: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+        """A session's connection to the master's HA port (TCP_NODELAY: acks and small frames go at once)."""
         host, _, port = address.rpartition(":")
         reader, writer = await asyncio.wait_for(asyncio.open_connection(host, int(port), ssl=self._ssl), 5.0)
         sock = writer.get_extra_info("socket")
@@ -102,6 +103,10 @@ class HAClient:
                 sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.connected = True
         self.sessions += 1
+        return reader, writer
+
+    async def _session(self, address: str) -> None:
+        reader, writer = await self._connect(address)
         log.info("HA client connected to %s at offset %d", address, self._store.max_phy_offset)
         schedule = ReportSchedule(self._report_interval)
         reporter = asyncio.create_task(self._report_loop(writer, schedule))
