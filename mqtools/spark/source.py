@@ -26,7 +26,7 @@ from mqtools.spark.columns import SCHEMA
 from mqtools.spark.offsets import QueueRange, parse_spec, plan_topic
 from mqtools.spark.reader import read_batches
 from mqtools.spark.security import security_from_options
-from mqtools.spark.writer import write_rows
+from mqtools.spark.writer import WRITE_WINDOW, write_rows
 
 NAME = "rocketmq"
 
@@ -117,6 +117,7 @@ class RocketMQWriter(DataSourceWriter):
         self.namesrv = _namesrv(options)
         self.topic = _get(options, "topic")
         self.send_timeout_ms = _int(options, "sendTimeoutMs", 3000) or 3000
+        self.in_flight = _int(options, "maxInFlight", WRITE_WINDOW) or WRITE_WINDOW
         self.security = security_from_options(options)
         self.last: list[WriteCommit] = []
 
@@ -126,7 +127,7 @@ class RocketMQWriter(DataSourceWriter):
         ctx = TaskContext.get()
         task = ctx.partitionId() if ctx is not None else 0
         stats = write_rows(self.namesrv, (row.asDict() for row in iterator), topic=self.topic, task=task,
-                           send_timeout_ms=self.send_timeout_ms, security=self.security)
+                           send_timeout_ms=self.send_timeout_ms, security=self.security, in_flight=self.in_flight)
         return WriteCommit(task, stats.messages, stats.failed, stats.bytes, stats.histogram)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:

@@ -45,9 +45,14 @@ class TaskStats:
 
 
 def error_code(exc: BaseException) -> str:
-    """The RocketMQ response code of a failure when the broker gave one, else the error's type name."""
-    code = getattr(exc, "code", None)
-    return str(code) if isinstance(code, int) else type(exc).__name__
+    """The RocketMQ response code of a failure when a broker gave one (also behind the producer's "failed
+    after its retries"), else the error's type name."""
+    cause: BaseException | None = exc
+    while cause is not None:
+        if isinstance(code := getattr(cause, "code", None), int):
+            return str(code)
+        cause = cause.__cause__
+    return type(exc).__name__
 
 
 def merged(encoded: list[str]) -> Any:

@@ -13,7 +13,12 @@ from typing import Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
-from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadLimit, ReadMaxRows
+from pyspark.sql.streaming.datasource import (
+    ReadAllAvailable,
+    ReadLimit,
+    ReadMaxRows,
+    SupportsTriggerAvailableNow,
+)
 
 from mqtools.spark.offsets import QueueRange, parse_spec, plan_ranges
 from mqtools.spark.reader import read_batches
@@ -54,8 +59,9 @@ class QueueStreamPartition(InputPartition):
         self.range = r
 
 
-class RocketMQStreamReader(DataSourceStreamReader):
-    """Micro-batches from the offsets Spark hands back; new queues start at their minimum."""
+class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
+    """Micro-batches from the offsets Spark hands back; new queues start at their minimum. With
+    trigger(availableNow=True) the query reads what the topic held when it started, then ends."""
 
     def __init__(self, options: dict[str, str], read_options: dict[str, Any]) -> None:
         self.namesrv = options["namesrv"]
@@ -67,6 +73,8 @@ class RocketMQStreamReader(DataSourceStreamReader):
         self.max_rows = int(cap_rows) if cap_rows else None
         self.commit_group = options.get("commitgroup") or None
         self.security = read_options["security"]
+        #: trigger(availableNow=True): each queue's end offset when the query started; never read past.
+        self.until: Offsets | None = None
 
     def _bounds(self) -> dict[tuple[str, int], tuple[int, int]]:
         from mqtools.client.admin.sync import SyncMQAdmin
@@ -87,13 +95,20 @@ class RocketMQStreamReader(DataSourceStreamReader):
                              fail_on_data_loss=self.fail_on_data_loss)
         return _table(ranges, "start")
 
+    def prepareForTriggerAvailableNow(self) -> None:
+        self.until = {}
+        for (broker, queue_id), (_low, high) in self._bounds().items():
+            self.until.setdefault(broker, {})[str(queue_id)] = high
+
     def getDefaultReadLimit(self) -> ReadLimit:
         return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
         bounds = self._bounds()
         latest: Offsets = {}
-        for (broker, queue_id), (_low, high) in bounds.items():
+        for (broker, queue_id), (low, high) in bounds.items():
+            if self.until is not None:  # availableNow: a queue made since the query started stays unread
+                high = min(high, self.until.get(broker, {}).get(str(queue_id), low))
             latest.setdefault(broker, {})[str(queue_id)] = high
         begun = {b: {q: start.get(b, {}).get(q, bounds[(b, int(q))][0]) for q in qs} for b, qs in latest.items()}
         if isinstance(limit, ReadMaxRows):

@@ -1,4 +1,4 @@
-"""Executor side of a write: one producer per task sends each row, without pyspark.
+"""Executor side of a write: one producer per task sends each row, pipelined, without pyspark.
 
 At-least-once: a send the broker refused (or that timed out after the producer's retries) fails the
 task with the RocketMQ code, and Spark's retry of the task sends its rows again.
@@ -6,18 +6,24 @@ task with the RocketMQ code, and Spark's retry of the task sends its rows again.
 
 from __future__ import annotations
 
+import asyncio
+import functools
 import time
 import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from mqtools.client.errors import MQClientError
-from mqtools.client.sync import SyncProducer
-from mqtools.client.types import SendStatus
+from mqtools.client.producer import Producer
+from mqtools.client.types import SendResult, SendStatus
 from mqtools.common import properties as P
+from mqtools.common.loop import run as run_loop
 from mqtools.common.message import Message
 from mqtools.common.security import ClientSecurity
 from mqtools.spark.stats import TaskStats, encode, error_code, new_histogram, record
+
+#: Sends in flight per write task by default (option maxInFlight).
+WRITE_WINDOW = 256
 
 
 class SendFailed(RuntimeError):
@@ -47,27 +53,52 @@ def row_message(row: Mapping[str, Any], default_topic: str | None) -> Message:
 
 
 def write_rows(namesrv: str, rows: Iterable[Mapping[str, Any]], *, topic: str | None, task: int,
-               send_timeout_ms: int = 3000, security: ClientSecurity | None = None) -> TaskStats:
-    """Send every row synchronously; the first failure raises SendFailed after the producer has stopped."""
+               send_timeout_ms: int = 3000, security: ClientSecurity | None = None,
+               in_flight: int = WRITE_WINDOW) -> TaskStats:
+    """Send every row with up to `in_flight` sends outstanding (rows bound for one queue travel together as
+    the producer's auto-batching packs them, as Kafka's producer batches per partition; 1 sends one row at
+    a time, in order); every answer is awaited. The first failure raises SendFailed once the sends in
+    flight have ended, and no further row is sent."""
+    return run_loop(_write(namesrv, rows, topic, task, send_timeout_ms / 1000, security, max(1, in_flight)))
+
+
+async def _write(namesrv: str, rows: Iterable[Mapping[str, Any]], topic: str | None, task: int, timeout: float,
+                 security: ClientSecurity | None, in_flight: int) -> TaskStats:
     stats = TaskStats(task, started=time.time())
     hist = new_histogram()
-    group = f"mq-spark-writer-{uuid.uuid4().hex[:12]}"
-    with SyncProducer(group, namesrv=namesrv, send_timeout=send_timeout_ms / 1000, security=security) as producer:
-        for row in rows:
-            msg = row_message(row, topic)
-            began = time.perf_counter()
-            try:
-                result = producer.send(msg)
-            except MQClientError as exc:
-                stats.fail(error_code(exc))
-                raise SendFailed(f"send to {msg.topic} failed after {stats.messages} sent: "
-                                 f"CODE {error_code(exc)} {exc}") from None
-            if result.status is not SendStatus.SEND_OK:
-                stats.fail(result.status.value)
-                raise SendFailed(f"send to {msg.topic} answered {result.status.value} after {stats.messages} sent")
+    window = asyncio.Semaphore(in_flight)
+    failure: list[str] = []
+
+    def answered(began: float, size: int, future: asyncio.Future[SendResult]) -> None:
+        window.release()
+        error = asyncio.CancelledError("send cancelled") if future.cancelled() else future.exception()
+        if error is not None:
+            code = error_code(error) if isinstance(error, MQClientError) else type(error).__name__
+            stats.fail(code)
+            failure.append(f"CODE {code} {error}")
+        elif (result := future.result()).status is not SendStatus.SEND_OK:
+            stats.fail(result.status.value)
+            failure.append(f"answered {result.status.value}")
+        else:
             record(hist, (time.perf_counter() - began) * 1_000_000)
             stats.messages += 1
-            stats.bytes += len(msg.body)
+            stats.bytes += size
+
+    group = f"mq-spark-writer-{uuid.uuid4().hex[:12]}"
+    async with Producer(group, namesrv=namesrv, send_timeout=timeout, security=security,
+                        auto_batch=in_flight > 1) as producer:
+        for row in rows:
+            msg = row_message(row, topic)
+            await window.acquire()
+            if failure:
+                break
+            producer.send_async(msg).add_done_callback(
+                functools.partial(answered, time.perf_counter(), len(msg.body)))
+        for _ in range(in_flight):  # every send has answered once the whole window is free again
+            await window.acquire()
     stats.ended = time.time()
     stats.histogram = encode(hist)
+    if failure:
+        where = topic or "a row's topic"
+        raise SendFailed(f"send to {where} failed after {stats.messages} sent: {failure[0]}")
     return stats

@@ -118,3 +118,24 @@ def test_cap_shares_the_limit_across_queues() -> None:
     moved = capped["a"]["0"] + capped["a"]["1"] - 10 + capped["b"]["0"]
     assert 1 <= moved <= 9 and all(capped[b][q] <= latest[b][q] for b in latest for q in latest[b])
     assert cap(start, {"a": {"0": 3, "1": 12}}, 9) == {"a": {"0": 3, "1": 12}}
+
+
+def test_stream_available_now_reads_what_was_there_in_capped_batches(spark: Any, cluster: Cluster,
+                                                                      tmp_path: Path) -> None:
+    """trigger(availableNow=True): every message present at the start, in batches of maxOffsetsPerTrigger (a
+    source without SupportsTriggerAvailableNow is read in one batch), then the query ends by itself while
+    messages still arrive."""
+    topic = "SparkAvailableNow"
+    asyncio.run(create_topic(cluster, topic, queues=2))
+    _send(cluster, 0, 20, topic=topic)
+    query = (spark.readStream.format("rocketmq").option("namesrv", cluster.namesrv.addr).option("topic", topic)
+             .option("startingOffsets", "earliest").option("maxOffsetsPerTrigger", "6").load()
+             .selectExpr("CAST(body AS STRING) AS body")
+             .writeStream.format("parquet").option("path", str(tmp_path / "out"))
+             .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(availableNow=True).start())
+    _send(cluster, 20, 5, topic=topic)
+    assert query.awaitTermination(90), "an availableNow query ends by itself"
+    sizes = [p["numInputRows"] for p in query.recentProgress if p["numInputRows"]]
+    bodies = sorted(r.body for r in spark.read.schema("body string").parquet(str(tmp_path / "out")).collect())
+    assert set(bodies) >= {f"m-{i}" for i in range(20)} and len(bodies) == len(set(bodies))
+    assert max(sizes) <= 6 and len(sizes) >= 4
