@@ -15,6 +15,11 @@ side's processes are stopped before the next side starts, so each broker has the
      PushConsumer (bench/client_consume.py's settings); both timed from their first message to their
      last, as the harness times it, each in a fresh group from the first offset
   d  SYNC_MASTER with one slave (same brokerName, brokerId=1): 64 threads of Java sync sends (sync64_slave)
+  e  start-up (startup): from launching the name server to the first SEND_OK, as an operator brings a
+     node up: the name server is launched and awaited (mq: its READY line; Apache: GET_BROKER_CLUSTER_INFO
+     answered, polled every 0.1 s), then the broker is launched while our Producer sends to a new topic
+     (auto-created through TBW102, allowed on both) every 20 ms until one returns SEND_OK; --startups runs
+     each, the median is reported
 
 The harness sends a fixed --count, so each Java case first runs a warm-up of about a fifth of
 --seconds (a guessed rate) and sizes its timed run from the warm-up's rate (and once more from the timed
@@ -27,7 +32,7 @@ commitlog, so RSS counts the page cache they touched; `anon` is RssAnon, the res
 No targets: the figures are reported, not judged.
 
 Usage: .venv/bin/python bench/reference.py [--seconds 10] [--backlog 200000]
-       [--cases a,b,c,d] [--dir D]
+       [--cases a,b,c,d,e] [--startups 3] [--dir D]
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ import asyncio
 import signal
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator
@@ -60,9 +66,10 @@ from mqproc import MqProcess, start_broker, start_namesrv
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError
+from mqtools.client.producer import Producer
 from mqtools.client.push_consumer import PushConsumer
-from mqtools.client.types import ConsumeFromWhere, ConsumeResult
-from mqtools.common.message import MessageExt
+from mqtools.client.types import ConsumeFromWhere, ConsumeResult, SendStatus
+from mqtools.common.message import Message, MessageExt
 from mqtools.remoting.bodies import TopicConfig
 
 TOPIC = broker_send.TOPIC  # client_produce's Producer driver sends to it
@@ -83,7 +90,10 @@ JAVA_SENDS: dict[str, tuple[tuple[str, ...], int]] = {
 #: Cases of (b): client_produce.run_producer's kind, sends in flight, auto-batching.
 PY_SENDS: dict[str, tuple[str, int, bool]] = {"py64": ("send", 64, False), "py_auto256": ("async", 256, True)}
 SYNC_CASE = ("--mode", "sync", "--threads", "64")
-CASES = {"a": list(JAVA_SENDS), "b": list(PY_SENDS), "c": ["consume_java", "consume_py"], "d": ["sync64_slave"]}
+CASES = {"a": list(JAVA_SENDS), "b": list(PY_SENDS), "c": ["consume_java", "consume_py"], "d": ["sync64_slave"],
+         "e": ["startup"]}
+#: (e): how often the start-up probe sends, and how long it tries.
+PROBE_STEP, STARTUP_TIMEOUT = 0.02, 120.0
 
 
 def note(msg: str) -> None:
@@ -286,6 +296,64 @@ async def push_drain(namesrv: str, total: int, timeout: float) -> dict[str, Any]
             "p50_ms": None, "p99_ms": None, "errors": max(0, total - seen)}
 
 
+async def first_send_ok(namesrv: str) -> float:
+    """perf_counter() of the first SEND_OK of a send to a new topic, tried every PROBE_STEP."""
+    topic, deadline = f"RefStart{uuid.uuid4().hex[:8]}", time.monotonic() + STARTUP_TIMEOUT
+    async with Producer("PG_REF_START", namesrv=namesrv, send_timeout=1.0, retry_times=0) as producer:
+        while time.monotonic() < deadline:
+            with suppress(MQClientError, OSError, TimeoutError):
+                if (await producer.send(Message(topic, b"up"))).status is SendStatus.SEND_OK:
+                    return time.perf_counter()
+            await asyncio.sleep(PROBE_STEP)
+    raise SystemExit(f"reference: no SEND_OK through {namesrv} within {STARTUP_TIMEOUT:g} s")
+
+
+def startup(name: str, root: Path) -> dict[str, Any]:
+    """One start-up of (e) on side `name`: seconds to the name server's readiness and to the first SEND_OK."""
+    stop: list[Callable[[], object]] = []
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        t0 = time.perf_counter()
+        if name == "apache":
+            ns = apache.start_namesrv(root, "apache-4")
+            stop.append(ns.kill)
+            launch: Callable[[], Any] = lambda: apache.start_broker(root, ns.addr, "apache-4", name=BROKER, cluster=CLUSTER,
+                                                                   **STORE)
+        else:
+            ns = start_namesrv(root)
+            stop.append(ns.stop)
+            launch = lambda: start_broker(root, ns.addr, "master", brokerName=BROKER, brokerClusterName=CLUSTER,
+                                          brokerId="0", **STORE)
+        ready = time.perf_counter()
+        # the probe runs in a thread and the broker starts from this one: a JVM dies with the thread that
+        # started it (tests/reference/apache.py's DIE_WITH_PARENT)
+        firsts: list[float] = []
+        probe = threading.Thread(target=lambda: firsts.append(run_client(first_send_ok(ns.addr))), daemon=True)
+        probe.start()
+        broker = launch()
+        stop.insert(0, broker.kill if name == "apache" else broker.stop)
+        probe.join(STARTUP_TIMEOUT)
+        if not firsts:
+            raise SystemExit(f"reference: {name}'s start-up probe never saw SEND_OK")
+        first = firsts[0]
+        rss = memory(broker.pid)
+        return {"namesrv_s": ready - t0, "total_s": first - t0, **rss}
+    finally:
+        for done in stop:
+            done()
+
+
+def startups(work: Path, count: int, res: dict[str, dict[str, dict]]) -> None:
+    """(e) `count` times on each side, Apache first; the median start-up of each."""
+    for name in ("apache", "mq"):
+        runs = []
+        for i in range(count):
+            note(f"{name}: startup {i + 1}/{count}")
+            runs.append(startup(name, work / f"{name}-startup-{i}"))
+        best = sorted(runs, key=lambda r: r["total_s"])[len(runs) // 2]
+        res.setdefault("startup", {})[name] = {**best, "runs": [round(r["total_s"], 3) for r in runs]}
+
+
 def run_side(side: Side, letters: list[str], args: argparse.Namespace, res: dict[str, dict[str, dict]]) -> None:
     """The selected cases of a, b, c on one side's ASYNC_MASTER, in that order."""
     def record(case: str, figures: dict[str, Any]) -> None:
@@ -338,13 +406,19 @@ def report(res: dict[str, dict[str, dict]], args: argparse.Namespace) -> None:
     peak = {side: max((res[c][side]["rss"] for c in done), default=0.0) for side in ("apache", "mq")}
     anon = {side: max((res[c][side]["anon"] for c in done), default=0.0) for side in ("apache", "mq")}
     speeds = " ".join(f"{case} {ratios(res[case])[0]}" for case in done)
+    if len(start := res.get("startup", {})) == 2:
+        a, m = start["apache"], start["mq"]
+        print(f"startup: Apache {a['total_s']:.2f} s (name server {a['namesrv_s']:.2f} s, runs {a['runs']}, broker rss "
+              f"{a['rss']:.0f} MiB) | mq {m['total_s']:.2f} s (name server {m['namesrv_s']:.2f} s, runs {m['runs']}, "
+              f"broker rss {m['rss']:.0f} MiB) | mq/Apache {m['total_s'] / a['total_s']:.2f}", flush=True)
+        speeds += f" startup {m['total_s'] / a['total_s']:.2f}"
     cores = " ".join(f"{case} {ratios(res[case])[1]}" for case in done)
+    memory_text = (f"rss peak {peak['mq'] / max(peak['apache'], 1e-9):.2f} (mq {peak['mq']:.0f} / Apache "
+                   f"{peak['apache']:.0f} MiB), anon {anon['mq'] / max(anon['apache'], 1e-9):.2f} (mq {anon['mq']:.0f} / "
+                   f"Apache {anon['apache']:.0f} MiB)") if done else "rss n/a (no load case run)"
     print(f"reference (Apache RocketMQ {SETS['apache-4'].name.removeprefix('apache-')} vs mq, 1 KiB, ASYNC_FLUSH, "
           f"{args.seconds:g} s per case, backlog {args.backlog:,}, client loop {client_loop()}): mq/Apache "
-          f"{speeds} | per broker core {cores} | rss peak {peak['mq'] / max(peak['apache'], 1e-9):.2f} "
-          f"(mq {peak['mq']:.0f} / Apache {peak['apache']:.0f} MiB), anon {anon['mq'] / max(anon['apache'], 1e-9):.2f} "
-          f"(mq {anon['mq']:.0f} / Apache {anon['apache']:.0f} MiB)",
-          flush=True)
+          f"{speeds.strip() or 'n/a'} | per broker core {cores or 'n/a'} | {memory_text}", flush=True)
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -355,12 +429,13 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=10.0, help="per timed case")
     parser.add_argument("--backlog", type=int, default=200_000, help="messages the consumers drain (c)")
-    parser.add_argument("--cases", default="a,b,c,d", help="which of a,b,c,d to run")
+    parser.add_argument("--cases", default="a,b,c,d,e", help="which of a,b,c,d,e to run")
+    parser.add_argument("--startups", type=int, default=3, help="start-ups per side (e)")
     parser.add_argument("--dir", type=Path, help="work directory (kept; default: a temp dir, removed)")
     args = parser.parse_args()
     letters = [c.strip() for c in args.cases.split(",") if c.strip()]
     if unknown := set(letters) - set(CASES):
-        parser.error(f"unknown cases {sorted(unknown)}: choose from a,b,c,d")
+        parser.error(f"unknown cases {sorted(unknown)}: choose from a,b,c,d,e")
     for key in ("apache-4", "harness"):
         if not SETS[key].ready():
             print(f"reference: {SETS[key].name} is not in {SETS[key].home.parent}; run `{FETCH_COMMAND}` first",
@@ -386,6 +461,8 @@ def main() -> int:
                 note(f"{name}: starting a name server, a SYNC_MASTER and its slave; sync64_slave (Java client)")
                 with start(work / f"{name}-sync", True) as side:
                     res.setdefault("sync64_slave", {})[name] = java_send_with_slave(side, args.seconds)
+        if "e" in letters:
+            startups(work, args.startups, res)
     report(res, args)
     return 0
 

@@ -32,12 +32,14 @@ RUNS = {
     "admin_latency": ["--runs", "1"],
     # one Apache JVM cluster and one mq one, one after the other: our Producer's cases and the Java and
     # Python consumers (case a's eight Java sends and case d's second cluster pair only add JVM starts)
-    "reference": ["--seconds", "0.5", "--backlog", "2000", "--cases", "b,c"],
+    "reference": ["--seconds", "0.5", "--backlog", "2000", "--cases", "b,c,e", "--startups", "1"],
+    # every part once on each side at a tiny size; two sizes where only a name server starts (growth line)
+    "scale": ["--topics", "20", "--brokers", "3,6", "--groups", "5", "--backlog", "2000", "--seconds", "0.3"],
 }
 
 
 #: Seconds a bench may take here; the rest get 110.
-SLOW = {"reference": 240}
+SLOW = {"reference": 240, "scale": 240}
 
 
 @pytest.mark.integration

@@ -22,8 +22,7 @@ class NamesrvProbeAdmin(AdminService):
         return list(await asyncio.gather(*(self._probe(addr) for addr in self.admin.namesrv_addrs)))
 
     async def _probe(self, addr: str) -> NamesrvStatus:
-        (info, rtt_ms), live = await asyncio.gather(
-            self._timed(addr), self.admin._settled(self.admin.call(addr, RequestCode.GET_BROKER_LIVE_TABLE)))
+        (info, rtt_ms), live = await asyncio.gather(self._timed(addr), self.admin.cluster.live_table(addr))
         if isinstance(info, MQClientError):
             return NamesrvStatus(addr, False, None, None, None, str(info))
         table = ClusterInfo.from_json(info.body or b"{}")

@@ -14,6 +14,8 @@ from clientsupport import until
 from refsupport import Clusters2m2s
 from tkworld import LAG, LIVE, TOPIC, World
 
+from mqtools.client.admin import MQAdmin
+from mqtools.client.admin.cluster import LIVE_TABLE_WAIT_S
 from mqtools.client.live.tables import CRIT, Row
 from mqtools.tui.app import TopApp
 from mqtools.tui.poller import Poller
@@ -42,6 +44,20 @@ def test_once_fills_every_view_on_apache(worlds: dict[str, World]) -> None:
     groups = {g["group"]: g for g in views["groups"]["rows"]}
     assert groups[LAG]["lag"] > 0 and groups[LIVE]["members"] == 1, groups
     assert all(n["reachable"] for n in views["namesrv"]["rows"])
+
+
+async def test_rounds_do_not_wait_for_what_apache_leaves_unanswered(worlds: dict[str, World]) -> None:
+    """Apache's name server never answers mq's private GET_BROKER_LIVE_TABLE: the first round gives it
+    LIVE_TABLE_WAIT_S, later ones do not ask (they used to wait out the session's timeout every round)."""
+    async with MQAdmin(worlds["apache"].namesrv, timeout=5.0) as admin:
+        began = time.monotonic()
+        first = await admin.cluster_snapshot(runtime=False)
+        first_s, began = time.monotonic() - began, time.monotonic()
+        await admin.cluster_snapshot(runtime=False)
+        probes = await admin.namesrv_probe()
+        later_s = time.monotonic() - began
+    assert not first.live_table_available and [p.live_table for p in probes] == [False] * len(probes)
+    assert first_s < LIVE_TABLE_WAIT_S + 1.0 and later_s < 0.5, (first_s, later_s)
 
 
 def rows_of(app: TopApp) -> dict[str, Row]:
