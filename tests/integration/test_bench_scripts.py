@@ -53,7 +53,7 @@ def test_bench_runs_to_its_summary_line(name: str, tmp_path: Path) -> None:
     assert any(line.startswith(name) for line in result.stdout.splitlines()), result.stdout[-3000:]
 
 
-@pytest.mark.parametrize("name", ["controller_failover", "peers", "spark_load", "trace_cost"])
+@pytest.mark.parametrize("name", ["controller_failover", "peers", "spark_kafka", "spark_load", "trace_cost"])
 def test_bench_not_run_here_still_imports(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(BENCH))
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")
