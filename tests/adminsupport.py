@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import traceback
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -15,14 +16,15 @@ from mqtools.common.presentation import load_schema
 
 
 def mq(*args: str, namesrv: str | None = None, stdin: str | None = None, timeout: float = 60.0,
-       env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`mq ARGS` with `-n namesrv` appended when given; stdout is a pipe (plain tables, no colour)."""
+       env: dict[str, str] | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+    """`mq ARGS` with `-n namesrv` appended when given; stdout is a pipe (plain tables, no colour); `cwd` for
+    commands that write files where they run (mqadmin's consumerStatus)."""
     argv = [sys.executable, "-m", "mqtools.cli.main", *args]
     if namesrv is not None:
         argv += ["-n", namesrv]
     base = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
     return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False, input=stdin,
-                          env={**base, "PYTHONUNBUFFERED": "1", **(env or {})})
+                          env={**base, "PYTHONUNBUFFERED": "1", **(env or {})}, cwd=cwd)
 
 
 def mq_here(*args: str, namesrv: str | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:

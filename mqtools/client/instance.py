@@ -58,6 +58,7 @@ class ConsumerHooks(Protocol):
     group: str
 
     def consumer_data(self) -> ConsumerData: ...
+    def running_info(self) -> bytes: ...
     def rebalance_soon(self) -> None: ...
     def reset_offsets(self, topic: str, offsets: dict) -> None: ...
 
@@ -282,6 +283,7 @@ class ClientInstance:
         handler: Callable[[RemotingCommand], RemotingCommand] | None = {
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._notify_ids_changed,
             RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._reset_offset,
+            RequestCode.GET_CONSUMER_RUNNING_INFO: self._running_info,
         }.get(req.code)
         if handler is None:
             resp = req.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, f" request type {req.code} not supported")
@@ -298,6 +300,13 @@ class ClientInstance:
         if consumer is not None:
             consumer.rebalance_soon()
         return req.response()
+
+    def _running_info(self, req: RemotingCommand) -> RemotingCommand:
+        group = req.ext_fields.get("consumerGroup", "")
+        consumer = self.consumers.get(group)
+        if consumer is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer")
+        return req.response(body=consumer.running_info())
 
     def _check_transaction(self, broker_addr: str, req: RemotingCommand) -> None:
         try:

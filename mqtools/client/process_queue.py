@@ -8,7 +8,9 @@ message still being consumed is never skipped by a commit.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
+from typing import Any
 
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.message import MessageExt
@@ -32,12 +34,19 @@ class ProcessQueue:
     dropped: bool = False
     locked: bool = False
     generation: int = 0
+    #: Epoch ms of the last pull answered, message consumed and lock granted (0: never), as a client's
+    #: running info reports them (GET_CONSUMER_RUNNING_INFO).
+    last_pull_ms: int = 0
+    last_consume_ms: int = 0
+    last_lock_ms: int = 0
     idle: asyncio.Event = field(default_factory=asyncio.Event)
     space: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         if not self.inflight:
             self.idle.set()
+        if self.locked:
+            self.last_lock_ms = _now_ms()
 
     def commit_point(self) -> int:
         """Every message before this offset is done: the offset safe to commit."""
@@ -59,7 +68,18 @@ class ProcessQueue:
     def remove(self, msg: MessageExt) -> None:
         """A message is done, whatever its outcome (RocketMQ's removeMessage)."""
         self.inflight.pop(msg.queue_offset, None)
+        self.last_consume_ms = _now_ms()
         self.settle()
+
+    def info(self, committed: int | None) -> dict[str, Any]:
+        """RocketMQ's ProcessQueueInfo of this queue (the fields this client keeps)."""
+        cached = list(self.inflight)
+        return {"commitOffset": committed if committed is not None else -1,
+                "cachedMsgMinOffset": min(cached, default=0), "cachedMsgMaxOffset": max(cached, default=0),
+                "cachedMsgCount": len(cached),
+                "cachedMsgSizeInMiB": sum(len(m.body) for m in self.inflight.values()) // (1024 * 1024),
+                "locked": self.locked, "lastLockTimestamp": self.last_lock_ms, "droped": self.dropped,
+                "lastPullTimestamp": self.last_pull_ms, "lastConsumeTimestamp": self.last_consume_ms}
 
     def restart(self, offset: int) -> None:
         """Forget what is in flight and pull from `offset` next; older work sees a new generation."""
@@ -70,3 +90,7 @@ class ProcessQueue:
         self.buffered.clear()
         self.next_offset = offset
         self.settle()
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import time
 from pathlib import Path
 from typing import Self
 
@@ -33,7 +34,9 @@ from mqtools.client.types import ConsumeFromWhere, MessageModel, PullResult, Pul
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC, retry_topic
+from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import ConsumerData, MessageQueue, SubscriptionData
+from mqtools.remoting.fastjson import ObjectKey
 
 log = logging.getLogger(__name__)
 
@@ -88,6 +91,7 @@ class PushConsumer(ConsumerBase):
         )
         self._consume: ConsumeService | None = None
         self._tasks: list[asyncio.Task] = []
+        self._started_ms = 0
 
     @property
     def clustering(self) -> bool:
@@ -134,6 +138,7 @@ class PushConsumer(ConsumerBase):
                 max_reconsume_times=self.max_reconsume_times,
             )
         self.instance.consumers[self.group] = self
+        self._started_ms = int(time.time() * 1000)
         await self.instance.start()
         if self.tracer is not None:
             await self.tracer.start()
@@ -169,6 +174,20 @@ class PushConsumer(ConsumerBase):
 
     def rebalance_soon(self) -> None:
         self._rebalance.wake()
+
+    def running_info(self) -> bytes:
+        """GET_CONSUMER_RUNNING_INFO's answer, as RocketMQ's ConsumerRunningInfo: what this consumer is, what it
+        subscribes to and the state of every queue it holds (dashboards, mqadmin consumerStatus, and
+        `mq admin diagnose` read it)."""
+        props = {"PROP_NAMESERVER_ADDR": ";".join(self.instance.namesrv_addrs), "PROP_CONSUME_TYPE": "CONSUME_PASSIVELY",
+                 "PROP_CONSUMEORDERLY": str(self.orderly).lower(),
+                 "PROP_THREADPOOL_CORE_SIZE": str(self.consume_concurrency),
+                 "PROP_CONSUMER_START_TIMESTAMP": str(self._started_ms), "messageModel": self.message_model.value,
+                 "consumeFromWhere": self.consume_from_where.value, "pullBatchSize": str(self.pull_batch_size)}
+        subs = [fastjson.loads(s.to_json()) for s in self.consumer_data().subscription_data_set]
+        table = {ObjectKey(topic=mq.topic, brokerName=mq.broker_name, queueId=mq.queue_id):
+                 pq.info(self.offsets.table.get(mq)) for mq, pq in self._rebalance.table.items()}
+        return fastjson.dumps({"properties": props, "subscriptionSet": subs, "mqTable": table})
 
     async def rebalance(self) -> bool:
         """Recompute the owned queues now; True when some queue is still waiting for its lock."""
@@ -239,6 +258,7 @@ class PushConsumer(ConsumerBase):
             self._after_pull(pq, result)
 
     def _after_pull(self, pq: ProcessQueue, result: PullResult) -> None:
+        pq.last_pull_ms = int(time.time() * 1000)
         pq.broker_id = result.suggest_which_broker_id
         pq.next_offset = result.next_begin_offset
         if result.status is PullStatus.OFFSET_ILLEGAL:

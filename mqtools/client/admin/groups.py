@@ -162,7 +162,7 @@ class GroupAdmin(AdminService):
 
     async def consumer_running_info(self, group: str, client_id: str, *, jstack: bool = False) -> ConsumerRunningInfo:
         """GET_CONSUMER_RUNNING_INFO, which a broker relays to the client; NotAvailable where the broker
-        or the client does not offer it (mq's own broker and Python clients do not)."""
+        or the client does not offer it (C++ clients before 2.x, for one)."""
         ext = {"consumerGroup": group, "clientId": client_id, "jstackEnable": str(jstack).lower()}
         addr = next(iter((await self.admin._group_brokers(group, None)).values()))
         resp = await self.admin.call(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, ext)

@@ -2,7 +2,8 @@
 queue-lock requests): heartbeats, unregistration, group membership, orderly queue locks.
 
 HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, GET_CONSUMER_CONNECTION_LIST,
-GET_PRODUCER_CONNECTION_LIST, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ. Registering also hooks the
+GET_PRODUCER_CONNECTION_LIST, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ, and GET_CONSUMER_RUNNING_INFO, which is
+relayed to the member's own connection (RocketMQ's AdminBrokerProcessor does the same). Registering also hooks the
 server's connection-close callback (a closed channel leaves its groups at once) and the
 consumer manager's ids-changed listener (oneway NOTIFY_CONSUMER_IDS_CHANGED to each member).
 """
@@ -43,6 +44,9 @@ if TYPE_CHECKING:
     from mqtools.remoting.transport import RemotingConnection
 
 log = logging.getLogger(__name__)
+
+#: How long a member has to answer a relayed GET_CONSUMER_RUNNING_INFO (RocketMQ waits 5 s too).
+RUNNING_INFO_TIMEOUT_S = 5.0
 
 
 class ClientProcessor:
@@ -155,6 +159,21 @@ class ClientProcessor:
         body = ProducerConnection(connection_set=[_connection(i) for i in members])
         return req.response(ResponseCode.SUCCESS, body=body.to_json())
 
+    async def get_consumer_running_info(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        """Ask the member itself (its connection to this broker) and hand its answer back."""
+        group, client_id = req.ext_fields.get("consumerGroup", ""), req.ext_fields.get("clientId", "")
+        group_info = self.c.consumers.find(group)
+        member = next((i for i in group_info.channels.values() if i.client_id == client_id), None) \
+            if group_info is not None else None
+        if member is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
+        relay = RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, dict(req.ext_fields))
+        try:
+            answer = await member.channel.invoke(relay, RUNNING_INFO_TIMEOUT_S)
+        except RemotingError as exc:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"invoke the consumer <{group}> <{client_id}> failed: {exc}")
+        return req.response(answer.code, answer.remark, body=answer.body)
+
     def lock_batch_mq(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         body = LockBatchRequestBody.from_request(req.body or b"{}")
         try:
@@ -194,4 +213,5 @@ def register(server: RemotingServer, controller: BrokerContext) -> ClientProcess
     server.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, proc.get_producer_connection_list)
     server.register(RequestCode.LOCK_BATCH_MQ, proc.lock_batch_mq)
     server.register(RequestCode.UNLOCK_BATCH_MQ, proc.unlock_batch_mq)
+    server.register(RequestCode.GET_CONSUMER_RUNNING_INFO, proc.get_consumer_running_info)
     return proc

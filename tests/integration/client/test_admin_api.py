@@ -156,6 +156,15 @@ async def test_consumer_progress_connections_and_reset_by_time(cluster: Cluster,
         assert [c.client_id for c in online.connections] == [consumer.instance.client_id]
         assert online.subscriptions == {"AdminReset": "*", "%RETRY%CG_ADMIN_RESET": "*"} and online.message_model == "CLUSTERING"
         assert "CG_ADMIN_RESET" in await admin.topic_consumed_by("AdminReset")
+        # our PushConsumer answers GET_CONSUMER_RUNNING_INFO as RocketMQ's clients do (relayed by a broker)
+        info = await admin.consumer_running_info("CG_ADMIN_RESET", consumer.instance.client_id)
+        assert set(info.queues) == set(consumer.owned_queues) and info.orderly is False
+        assert info.subscriptions == online.subscriptions and info.properties["messageModel"] == "CLUSTERING"
+        held = [info.process_queues[mq] for mq in info.queues if mq.topic == "AdminReset"]
+        assert len(held) == 4 and all(pq.locked and pq.last_pull_ms for pq in held)
+        assert sum(1 for pq in held if pq.last_consume_ms) >= 1 and all(pq.cached == 0 for pq in held)
+        with pytest.raises(MQBrokerError, match="The Consumer <CG_ADMIN_RESET> <nobody@1> not online"):
+            await admin.consumer_running_info("CG_ADMIN_RESET", "nobody@1")
     progress = await admin.consumer_progress("CG_ADMIN_RESET", "AdminReset")
     assert len(progress.queues) == 4 and progress.total_diff == 0
     assert sum(q.consumer_offset or 0 for q in progress.queues) == 20

@@ -84,7 +84,6 @@ STEPS = [
 #: command -> why mq's answer differs, as README's "Differences from Apache RocketMQ" says.
 DOCUMENTED: dict[str, str] = {
     "queryCq": "mq's broker does not serve QUERY_CONSUME_QUEUE (321)",
-    "consumerStatus": "mq's broker does not pass GET_CONSUMER_RUNNING_INFO (307) on to the consumer",
     "producer": "mq's broker does not serve GET_ALL_PRODUCER_INFO (328)",
     "cleanExpiredCQ": "mq's broker does not serve CLEAN_EXPIRED_CONSUMEQUEUE (306): it deletes a topic's "
                       "consume queues when the topic is deleted",

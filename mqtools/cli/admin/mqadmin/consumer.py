@@ -2,8 +2,8 @@
 mqadmin's options and output (RocketMQ 5 layouts).
 
 consumerStatus and `consumerProgress -s true` need each client's running info, which a broker relays
-to the client (GET_CONSUMER_RUNNING_INFO); mq's brokers and Python clients do not offer it, so there
-the output says so (and client IPs print N/A, as mqadmin prints them when unknown).
+to the client (GET_CONSUMER_RUNNING_INFO); where a broker or a client does not offer it, the output says
+so (and client IPs print N/A, as mqadmin prints them when unknown).
 """
 
 from __future__ import annotations

@@ -191,6 +191,31 @@ class ResetTarget:
 
 
 @dataclass(frozen=True, slots=True)
+class ProcessQueueInfo:
+    """A held queue's state as its client reports it (RocketMQ's ProcessQueueInfo); None where not told."""
+
+    committed: int | None
+    cached: int | None
+    locked: bool | None
+    last_pull_ms: int | None
+    last_consume_ms: int | None
+
+    @classmethod
+    def from_dict(cls, data: Any) -> ProcessQueueInfo:
+        data = data if isinstance(data, dict) else {}
+
+        def stamp(key: str) -> int | None:
+            value = data.get(key)
+            return int(value) if isinstance(value, (int, float)) and value > 0 else None
+
+        committed, cached, locked = data.get("commitOffset"), data.get("cachedMsgCount"), data.get("locked")
+        return cls(int(committed) if isinstance(committed, (int, float)) and committed >= 0 else None,
+                   int(cached) if isinstance(cached, (int, float)) else None,
+                   locked if isinstance(locked, bool) else None, stamp("lastPullTimestamp"),
+                   stamp("lastConsumeTimestamp"))
+
+
+@dataclass(frozen=True, slots=True)
 class ConsumerRunningInfo:
     """What a client reports about itself (GET_CONSUMER_RUNNING_INFO, relayed by a broker)."""
 
@@ -202,6 +227,14 @@ class ConsumerRunningInfo:
     """The queues this client holds after rebalance."""
     raw: str
     """The client's answer as JSON, for a file an operator reads."""
+    process_queues: dict[MessageQueue, ProcessQueueInfo] = field(default_factory=dict)
+    """Each held queue's state, as the client reports it."""
+
+    @property
+    def orderly(self) -> bool | None:
+        """Whether it consumes orderly (PROP_CONSUMEORDERLY); None when it does not say."""
+        value = self.properties.get("PROP_CONSUMEORDERLY")
+        return None if value is None else value.lower() == "true"
 
     @classmethod
     def from_json(cls, client_id: str, body: bytes) -> ConsumerRunningInfo:
@@ -215,7 +248,7 @@ class ConsumerRunningInfo:
         props = {str(k): str(v) for k, v in (data.get("properties") or {}).items()}
         readable = {**data, "mqTable": {f"{mq.topic}@{mq.broker_name}@{mq.queue_id}": v for mq, v in held}}
         raw = json.dumps(readable, indent=2, default=str)
-        return cls(client_id, props, subs, queues, raw)
+        return cls(client_id, props, subs, queues, raw, {mq: ProcessQueueInfo.from_dict(v) for mq, v in held})
 
 
 def same_subscriptions(infos: list[ConsumerRunningInfo]) -> bool:
