@@ -35,6 +35,10 @@ from mqtools.server.controller.raft import ControllerRaft
 from mqtools.server.controller.replicas_info import ControllerResult
 from mqtools.server.lifecycle import StartError, cancel_and_wait, listen, wall_clock_ms
 
+#: How often a controller checks whether it has just become the Raft leader (then it looks for sets whose
+#: master died while it followed).
+LEADERSHIP_POLL_S = 0.1
+
 log = logging.getLogger(__name__)
 
 
@@ -105,11 +109,19 @@ class ControllerManager:
                 self._spawn(self.elect(info.broker_name, closed_at if closed_at is not None else info.last_update))
 
     async def _scan_inactive_masters(self) -> None:
-        """A leader that took over after a master died (or a failed election) elects for those sets."""
+        """Elect for sets whose master is gone while others live: at once when this controller becomes the
+        leader (while it followed, its own scan may already have dropped the dead master, so no heartbeat
+        timeout will report it again), then every scanInactiveMasterInterval (a failed election)."""
+        leading, last = False, 0.0
         while True:
-            await asyncio.sleep(self.config.scan_inactive_master_interval / 1000)
+            await asyncio.sleep(LEADERSHIP_POLL_S)
             if self.raft is None or self.processor is None or not self.raft.is_leader():
+                leading = False
                 continue
+            now_s = asyncio.get_running_loop().time()
+            if leading and now_s - last < self.config.scan_inactive_master_interval / 1000:
+                continue
+            leading, last = True, now_s
             now = self.clock()
             with self.raft.lock:
                 orphaned = [b.broker_name for b in self.raft.manager.sets.values()
