@@ -35,6 +35,8 @@ _mq() {
             mq_admin_controller_elections) path="mq admin controller elections" ;;
             mq_admin_controller_metadata) path="mq admin controller metadata" ;;
             mq_admin_controller_sync-state-set) path="mq admin controller sync-state-set" ;;
+            mq_admin_diagnose) path="mq admin diagnose" ;;
+            mq_admin_diagnose_group) path="mq admin diagnose group" ;;
             mq_admin_dlq) path="mq admin dlq" ;;
             mq_admin_dlq_list) path="mq admin dlq list" ;;
             mq_admin_dlq_resend) path="mq admin dlq resend" ;;
@@ -120,7 +122,7 @@ _mq() {
     done
     case "${path// /_}" in
         mq) words="admin broker cluster context controller namesrv spark-load top version --help" ;;
-        mq_admin) words="acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn --tls --tls-ca --tls-cert --tls-key --help" ;;
+        mq_admin) words="acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn --tls --tls-ca --tls-cert --tls-key --help" ;;
         mq_admin_acl) words="delete get list update version white-addrs --help" ;;
         mq_admin_acl_delete) words="--broker-addr --cluster --context --namesrv --timeout -b -c -n --help" ;;
         mq_admin_acl_get) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
@@ -150,6 +152,8 @@ _mq() {
         mq_admin_controller_elections) words="--broker --controller --output --timeout -a -b -o --help" ;;
         mq_admin_controller_metadata) words="--controller --output --timeout -a -o --help" ;;
         mq_admin_controller_sync-state-set) words="--controller --output --timeout -a -o --help" ;;
+        mq_admin_diagnose) words="group --help" ;;
+        mq_admin_diagnose_group) words="--context --lag-ok --namesrv --output --retry-share --timeout --window -n -o --help" ;;
         mq_admin_dlq) words="list resend --help" ;;
         mq_admin_dlq_list) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_dlq_resend) words="--all --context --namesrv --output --timeout --yes -n -o -y --help" ;;

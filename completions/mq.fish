@@ -9,28 +9,29 @@ complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster conte
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context controller namesrv spark-load top version' -a top
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context controller namesrv spark-load top version' -a version
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context controller namesrv spark-load top version' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a acl
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a broker
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a cluster
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a controller
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a dlq
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a drill
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a group
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a ha
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a kv
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a msg
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a namesrv
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a offset
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a producer
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a schema
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a topic
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a txn
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls-ca
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls-cert
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls-key
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a acl
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a broker
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a controller
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a diagnose
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a dlq
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a drill
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a group
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a ha
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a kv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a msg
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a offset
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a producer
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a schema
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a topic
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -a txn
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l tls-key
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a delete
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a get
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a list
@@ -276,6 +277,18 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -s a
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and not __fish_seen_subcommand_from group' -a group
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and not __fish_seen_subcommand_from group' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l lag-ok
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l retry-share
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l window
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and not __fish_seen_subcommand_from list resend' -a list
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and not __fish_seen_subcommand_from list resend' -a resend
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and not __fish_seen_subcommand_from list resend' -l help

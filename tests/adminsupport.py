@@ -42,9 +42,10 @@ def mq_here(*args: str, namesrv: str | None = None, stdin: str | None = None) ->
     return subprocess.CompletedProcess(["mq", *argv], result.exit_code, result.stdout, stderr)
 
 
-def json_of(result: subprocess.CompletedProcess[str], kind: str) -> dict[str, Any]:
-    """The command's JSON document, validated against the schema of its kind."""
-    assert result.returncode == 0, result.stdout + result.stderr
+def json_of(result: subprocess.CompletedProcess[str], kind: str, exit_code: int = 0) -> dict[str, Any]:
+    """The command's JSON document, validated against the schema of its kind; the command exited `exit_code`
+    (verdicts exit by what they found)."""
+    assert result.returncode == exit_code, result.stdout + result.stderr
     doc = json.loads(result.stdout)
     assert doc["kind"] == kind
     jsonschema.validate(doc, load_schema(kind))

@@ -18,6 +18,7 @@ from mqtools.cli.admin import (
     broker,
     cluster,
     controller,
+    diagnose,
     dlq,
     drill,
     group,
@@ -75,6 +76,7 @@ app.add_typer(ha.app, name="ha")
 app.add_typer(acl.app, name="acl")
 app.add_typer(controller.app, name="controller")
 app.add_typer(txn.app, name="txn")
+app.add_typer(diagnose.app, name="diagnose")
 app.command("schema")(schema.schema)
 
 

@@ -301,6 +301,9 @@ class MQAdmin(AdminBase):
     async def resend_dead(self, group: str, msg_ids: list[str] | None = None) -> list[Resend]:
         return await self.dlq.resend_dead(group, msg_ids)
 
+    async def committed_offsets(self, group: str, topic: str) -> dict[MessageQueue, int | None]:
+        return await self.offsets.committed_offsets(group, topic)
+
     async def reset_group_to_latest(self, group: str) -> list[OffsetReset]:
         return await self.offsets.reset_group_to_latest(group)
 

@@ -119,6 +119,11 @@ class OffsetAdmin(AdminService):
             await self._apply(dest_group, topic, plan)
         return plan
 
+    async def committed_offsets(self, group: str, topic: str) -> dict[MessageQueue, int | None]:
+        """The group's committed offset of each of the topic's queues, asked of each queue's master; None where
+        it never committed. Unlike consume stats, whatever topics the broker thinks the group subscribes to."""
+        return await self._committed(group, await self._queues(topic, None))
+
     async def _queues(self, topic: str, target: ResetTarget | None) -> list[MessageQueue]:
         route = await self.admin._route(topic)
         masters = masters_of(route)

@@ -249,6 +249,9 @@ class SyncMQAdmin:
     def resend_dead(self, group: str, msg_ids: list[str] | None = None) -> list[Resend]:
         return self._loop.run(self._admin.resend_dead(group, msg_ids))
 
+    def committed_offsets(self, group: str, topic: str) -> dict[MessageQueue, int | None]:
+        return self._loop.run(self._admin.committed_offsets(group, topic))
+
     def reset_group_to_latest(self, group: str) -> list[OffsetReset]:
         return self._loop.run(self._admin.reset_group_to_latest(group))
 

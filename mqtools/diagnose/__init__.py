@@ -1,0 +1,5 @@
+"""`mq admin diagnose`: verdicts that name why a group lags or a broker is busy, with the figures that show it.
+
+Sans-IO judges (group.py, broker.py) take samples a collector read through the admin API (collect.py) and a
+clock's readings; they return models that own their JSON (findings.py). Views render them.
+"""

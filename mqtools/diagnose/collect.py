@@ -1,0 +1,112 @@
+"""What the judges read, through the admin API: samples of a group over a window.
+
+Each sample asks concurrently for the group's consume stats (every broker's offsets for its queues, the
+retry queue among them), its connections, each member's running info (relayed by a broker to the member)
+and the size of its dead-letter queue. A figure that cannot be read is None in the sample, so the judge
+can say which one it missed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, TypeVar
+
+from mqtools.client.errors import ConsumerNotOnlineError, MQClientError, TopicNotExistError
+from mqtools.common.mqversion import version_desc
+from mqtools.common.topics import dlq_topic, is_retry_topic
+from mqtools.diagnose.group import (
+    DEFAULTS,
+    GroupDiagnosis,
+    GroupSample,
+    HeldQueue,
+    Member,
+    QueueSample,
+    Thresholds,
+    judge,
+    unknown,
+)
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.groups import ClientConnection
+    from mqtools.remoting.bodies import MessageQueue
+
+T = TypeVar("T")
+#: Samples per window: its two ends and the middle, so a rebalance inside the window is seen.
+SAMPLES = 3
+
+
+async def _settled(call: Awaitable[T]) -> T | MQClientError:
+    try:
+        return await call
+    except MQClientError as exc:
+        return exc
+
+
+async def _member(admin: MQAdmin, group: str, conn: ClientConnection) -> tuple[Member, list[str]]:
+    """The member as its running info describes it, and the topics it subscribes to."""
+    info = await _settled(admin.consumer_running_info(group, conn.client_id))
+    if isinstance(info, MQClientError):
+        return Member(conn.client_id, version_desc(conn.version)), []
+    held = {mq: HeldQueue(pq.locked, pq.last_consume_ms, pq.cached) for mq, pq in info.process_queues.items()}
+    held.update({mq: HeldQueue() for mq in info.queues if mq not in held})
+    return Member(conn.client_id, version_desc(conn.version), info.orderly, held), list(info.subscriptions)
+
+
+async def _dlq_size(admin: MQAdmin, group: str) -> int | None:
+    try:
+        bounds = await admin.queue_bounds(dlq_topic(group))
+    except TopicNotExistError:
+        return 0  # no message was ever moved there
+    except MQClientError:
+        return None
+    return sum(high for _low, high in bounds.values())
+
+
+async def sample_group(admin: MQAdmin, group: str, clock: Callable[[], float] = time.monotonic) -> GroupSample:
+    at = clock()
+    progress, conns, dlq = await asyncio.gather(_settled(admin.consumer_progress(group)),
+                                                _settled(admin.consumer_connections(group)), _dlq_size(admin, group))
+    queues = {} if isinstance(progress, MQClientError) else {
+        q.queue: QueueSample(q.broker_offset, q.consumer_offset, q.last_timestamp_ms) for q in progress.queues}
+    members: list[Member] | None
+    if isinstance(conns, ConsumerNotOnlineError):
+        members = []
+    elif isinstance(conns, MQClientError):
+        members = None
+    else:
+        found = await asyncio.gather(*(_member(admin, group, c) for c in conns.connections))
+        members = [m for m, _ in found]
+        # a topic some member subscribes to that the consume stats leave out: the brokers keep the
+        # subscriptions of the latest heartbeat only, so members that subscribe differently hide each other's
+        missing = {t for _, topics in found for t in topics if not is_retry_topic(t)} - {mq.topic for mq in queues}
+        for topic in sorted(missing):
+            queues.update(await _topic_queues(admin, group, topic))
+    return GroupSample(at, queues, members, dlq)
+
+
+async def _topic_queues(admin: MQAdmin, group: str, topic: str) -> dict[MessageQueue, QueueSample]:
+    bounds, committed = await asyncio.gather(_settled(admin.queue_bounds(topic)),
+                                             _settled(admin.committed_offsets(group, topic)))
+    if isinstance(bounds, MQClientError):
+        return {}
+    known = {} if isinstance(committed, MQClientError) else committed
+    return {mq: QueueSample(high, known.get(mq), None) for mq, (_low, high) in bounds.items()}
+
+
+async def diagnose_group(admin: MQAdmin, group: str, window: float, thresholds: Thresholds = DEFAULTS, *,
+                         clock: Callable[[], float] = time.monotonic,
+                         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> GroupDiagnosis:
+    """SAMPLES samples spread over `window` seconds, then the verdict."""
+    samples = []
+    for i in range(SAMPLES):
+        if i:
+            await sleep(max(0.0, samples[0].at + window * i / (SAMPLES - 1) - clock()))
+        samples.append(await sample_group(admin, group, clock))
+    if not samples[-1].queues:
+        progress = await _settled(admin.consumer_progress(group))
+        why = str(progress) if isinstance(progress, MQClientError) else "no broker holds offsets of it"
+        return unknown(group, samples[-1].at - samples[0].at, f"the group's consume stats: {why}")
+    return judge(group, samples, thresholds)

@@ -1,0 +1,328 @@
+"""Why a consumer group lags: one verdict from samples of the group taken over a window (sans-IO).
+
+A sample is what the admin API reads at one moment: every queue's broker and committed offsets (consume
+stats, the group's retry queue among them), the members online with what each holds after rebalance and
+in what state (their running info), and the dead-letter queue's size. The judge compares the first and
+the last sample (and each pair in between for ownership changes) and picks the first verdict that holds,
+in this order:
+
+  offline            no member online
+  rebalancing        the members or who holds which queue changed in the window
+  stuck orderly queue an orderly member holds a queue (locked) with messages waiting and commits nothing
+  stalled            queues with messages waiting whose committed offset did not move in the window
+  unowned queues     members online, but queues no member holds
+  blocked by retries the retry queue grows by a share of what is consumed, or the dead-letter queue grows
+  slow               consuming, but the backlog is past the lag threshold and not shrinking
+  healthy            the backlog shrinks, or stays under the lag threshold
+
+Clients commit offsets every few seconds (persistConsumerOffsetInterval, 5 s), so a window shorter than
+twice that can mistake a working queue for a stalled one: Thresholds.min_window says so.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import pairwise
+from typing import Any
+
+from mqtools.common.topics import is_retry_topic
+from mqtools.diagnose.findings import Severity
+from mqtools.remoting.bodies import MessageQueue
+
+HEALTHY, SLOW, STALLED, UNOWNED, REBALANCING = "healthy", "slow", "stalled", "unowned queues", "rebalancing"
+RETRIES, OFFLINE, STUCK_ORDERLY, UNKNOWN = "blocked by retries", "offline", "stuck orderly queue", "unknown"
+SEVERITY = {HEALTHY: Severity.OK, REBALANCING: Severity.INFO, UNKNOWN: Severity.UNKNOWN}
+#: The verdicts, in the order the judge tries them (the first that holds is the verdict, the rest "also").
+ORDER = (OFFLINE, REBALANCING, STUCK_ORDERLY, STALLED, UNOWNED, RETRIES, SLOW)
+
+
+@dataclass(frozen=True, slots=True)
+class Thresholds:
+    """What the verdicts compare against; `mq admin diagnose` takes each as an option."""
+
+    lag_ok: int = 1000
+    """A backlog up to this many messages is healthy even when it does not shrink."""
+    retry_share: float = 0.05
+    """Retries arriving at this share of what is consumed (or more) block the group."""
+    min_window: float = 10.0
+    """Shortest window in which a committed offset that did not move means no progress (two commit periods)."""
+
+
+DEFAULTS = Thresholds()
+
+
+@dataclass(frozen=True, slots=True)
+class QueueSample:
+    broker_offset: int
+    consumer_offset: int | None
+    last_timestamp_ms: int | None
+    """Store time of the last message the group consumed from the queue; None when not known."""
+
+
+@dataclass(frozen=True, slots=True)
+class HeldQueue:
+    """A queue as its holder reports it (a ProcessQueueInfo of the client's running info)."""
+
+    locked: bool | None = None
+    last_consume_ms: int | None = None
+    cached: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Member:
+    client_id: str
+    version: str | None = None
+    orderly: bool | None = None
+    held: Mapping[MessageQueue, HeldQueue] | None = None
+    """What it holds after rebalance; None when its running info could not be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class GroupSample:
+    at: float
+    """Seconds on the collector's clock."""
+    queues: Mapping[MessageQueue, QueueSample]
+    members: Sequence[Member] | None
+    """None when the group's connections could not be read."""
+    dlq_offset: int | None = None
+    """Messages ever put to the group's %DLQ% topic; None when it has none or it could not be read."""
+
+
+@dataclass(frozen=True, slots=True)
+class QueueEvidence:
+    queue: MessageQueue
+    broker_offset: int
+    consumer_offset: int | None
+    lag: int
+    produced_per_s: float
+    consumed_per_s: float | None
+    owner: str | None
+    """The member holding it at the end of the window; None when none does or it is not known."""
+    last_consumed_ms: int | None
+    locked: bool | None
+
+    def to_json(self) -> dict[str, Any]:
+        return {"topic": self.queue.topic, "brokerName": self.queue.broker_name, "queueId": self.queue.queue_id,
+                "brokerOffset": self.broker_offset, "consumerOffset": self.consumer_offset, "lag": self.lag,
+                "producedPerSec": round(self.produced_per_s, 3),
+                "consumedPerSec": None if self.consumed_per_s is None else round(self.consumed_per_s, 3),
+                "owner": self.owner, "lastConsumedStoreTime": self.last_consumed_ms, "locked": self.locked}
+
+
+@dataclass(slots=True)
+class GroupDiagnosis:
+    group: str
+    verdict: str
+    summary: str
+    window_s: float
+    lag: int | None = None
+    lag_at_start: int | None = None
+    produce_tps: float | None = None
+    consume_tps: float | None = None
+    drain_s: float | None = None
+    """Seconds to a backlog of 0 at these rates; None when it would not drain."""
+    retry_growth: int | None = None
+    dlq_growth: int | None = None
+    queues: list[QueueEvidence] = field(default_factory=list)
+    members: list[Member] = field(default_factory=list)
+    also: list[str] = field(default_factory=list)
+    """Other verdicts that hold too, in the judge's order."""
+    actions: list[str] = field(default_factory=list)
+
+    @property
+    def severity(self) -> Severity:
+        return SEVERITY.get(self.verdict, Severity.ACTION)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"group": self.group, "verdict": self.verdict, "severity": self.severity.value,
+                "summary": self.summary, "windowSeconds": round(self.window_s, 3), "lag": self.lag,
+                "lagAtStart": self.lag_at_start, "produceTps": _round(self.produce_tps),
+                "consumeTps": _round(self.consume_tps), "drainSeconds": _round(self.drain_s),
+                "retryGrowth": self.retry_growth, "dlqGrowth": self.dlq_growth,
+                "queues": [q.to_json() for q in self.queues],
+                "members": [{"clientId": m.client_id, "version": m.version, "orderly": m.orderly,
+                             "queuesHeld": None if m.held is None else len(m.held)} for m in self.members],
+                "also": self.also, "actions": self.actions}
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+def unknown(group: str, window_s: float, missing: str) -> GroupDiagnosis:
+    """A group whose figures could not be read: the verdict names the missing one."""
+    return GroupDiagnosis(group, UNKNOWN, f"cannot judge: {missing}", window_s,
+                          actions=[f"mq admin group progress {group}"])
+
+
+def _owners(members: Sequence[Member] | None) -> dict[MessageQueue, str] | None:
+    """Queue -> holder, None when some member's holdings are not known."""
+    if members is None or any(m.held is None for m in members):
+        return None
+    return {mq: m.client_id for m in members for mq in (m.held or {})}
+
+
+def _held(members: Sequence[Member], mq: MessageQueue) -> HeldQueue | None:
+    for m in members:
+        if m.held and mq in m.held:
+            return m.held[mq]
+    return None
+
+
+def judge(group: str, samples: Sequence[GroupSample], thresholds: Thresholds = DEFAULTS) -> GroupDiagnosis:
+    """The verdict over `samples` (at least two, oldest first)."""
+    if len(samples) < 2:
+        raise ValueError("a verdict needs two samples at least")
+    first, last = samples[0], samples[-1]
+    window = last.at - first.at
+    if last.members is None:
+        return unknown(group, window, "the group's connections (GET_CONSUMER_CONNECTION_LIST) did not answer")
+    if not last.queues:
+        return unknown(group, window, "no consume stats: the group has no offsets on any broker")
+    members = list(last.members)
+    owners = _owners(members)
+    rows: list[QueueEvidence] = []
+    for mq, end in sorted(last.queues.items(), key=lambda kv: (kv[0].topic, kv[0].broker_name, kv[0].queue_id)):
+        start = first.queues.get(mq, end)
+        consumed = None if end.consumer_offset is None or start.consumer_offset is None \
+            else (end.consumer_offset - start.consumer_offset) / window if window > 0 else 0.0
+        held = _held(members, mq)
+        rows.append(QueueEvidence(mq, end.broker_offset, end.consumer_offset,
+                                  max(0, end.broker_offset - (end.consumer_offset or 0)),
+                                  (end.broker_offset - start.broker_offset) / window if window > 0 else 0.0,
+                                  consumed, owners.get(mq) if owners is not None else None, end.last_timestamp_ms,
+                                  held.locked if held else None))
+    plain = [r for r in rows if not is_retry_topic(r.queue.topic)]
+    retry = [r for r in rows if is_retry_topic(r.queue.topic)]
+    lag = sum(r.lag for r in plain)
+    lag_start = sum(max(0, s.broker_offset - (s.consumer_offset or 0)) for mq, s in first.queues.items()
+                    if not is_retry_topic(mq.topic))
+    produce = sum(r.produced_per_s for r in plain)
+    consume = sum(r.consumed_per_s or 0.0 for r in plain)
+    out = GroupDiagnosis(group, HEALTHY, "", window, lag, lag_start, produce, consume,
+                         lag / (consume - produce) if consume > produce else (0.0 if lag == 0 else None),
+                         queues=rows, members=members)
+    out.retry_growth = sum(r.broker_offset - first.queues.get(r.queue, last.queues[r.queue]).broker_offset
+                           for r in retry)
+    if last.dlq_offset is not None:
+        out.dlq_growth = last.dlq_offset - (first.dlq_offset if first.dlq_offset is not None else 0)
+    holds = {v: f(out, plain, owners, samples, thresholds) for v, f in _CHECKS.items()}
+    found = [v for v in ORDER if holds[v]]
+    if found:
+        out.verdict, out.also = found[0], found[1:]
+        out.summary = holds[found[0]]  # type: ignore[assignment]
+    else:
+        out.summary = (f"backlog {lag:,} (was {lag_start:,}): shrinking" if lag < lag_start else
+                       f"backlog {lag:,} is within the {thresholds.lag_ok:,} threshold")
+    out.actions = _actions(out)
+    return out
+
+
+def _offline(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None, samples: Sequence[GroupSample],
+             t: Thresholds) -> str | None:
+    if out.members:
+        return None
+    return f"no member online; {out.lag:,} message(s) wait on {sum(1 for r in plain if r.lag):,} queue(s)"
+
+
+def _rebalancing(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None,
+                 samples: Sequence[GroupSample], t: Thresholds) -> str | None:
+    changes = []
+    for before, after in pairwise(samples):
+        if before.members is None or after.members is None:
+            continue
+        was, now = {m.client_id for m in before.members}, {m.client_id for m in after.members}
+        if was != now:
+            joined, left = sorted(now - was), sorted(was - now)
+            changes.append(" ".join(filter(None, [f"joined {', '.join(joined)}" if joined else "",
+                                                  f"left {', '.join(left)}" if left else ""])))
+            continue
+        o1, o2 = _owners(before.members), _owners(after.members)
+        if o1 is not None and o2 is not None:
+            moved = [mq for mq in set(o1) | set(o2) if o1.get(mq) != o2.get(mq)]
+            if moved:
+                changes.append(f"{len(moved)} queue(s) changed hands")
+    return f"ownership changed in the window: {'; '.join(changes)}" if changes else None
+
+
+def _no_progress(out: GroupDiagnosis, plain: list[QueueEvidence], t: Thresholds) -> list[QueueEvidence]:
+    if out.window_s < t.min_window:
+        return []
+    return [r for r in plain if r.lag > 0 and r.consumed_per_s == 0.0]
+
+
+def _locked_by_orderly(out: GroupDiagnosis, r: QueueEvidence) -> bool:
+    return bool(r.locked) and any(m.orderly and m.client_id == r.owner for m in out.members)
+
+
+def _stuck_orderly(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None,
+                   samples: Sequence[GroupSample], t: Thresholds) -> str | None:
+    stuck = [r for r in _no_progress(out, plain, t) if _locked_by_orderly(out, r)]
+    if not stuck:
+        return None
+    holders = sorted({r.owner for r in stuck if r.owner})
+    return (f"{len(stuck)} locked queue(s) of an orderly consumer commit nothing with {sum(r.lag for r in stuck):,} "
+            f"message(s) waiting; held by {', '.join(holders)}")
+
+
+def _stalled(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None, samples: Sequence[GroupSample],
+             t: Thresholds) -> str | None:
+    stalled = [r for r in _no_progress(out, plain, t)
+               if (owners is None or r.owner is not None) and not _locked_by_orderly(out, r)]
+    if not stalled:
+        return None
+    holders = sorted({r.owner for r in stalled if r.owner})
+    who = f"; held by {', '.join(holders)}" if holders else ""
+    return (f"{len(stalled)} queue(s) made no progress in {out.window_s:.0f} s with "
+            f"{sum(r.lag for r in stalled):,} message(s) waiting{who}")
+
+
+def _unowned(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None, samples: Sequence[GroupSample],
+             t: Thresholds) -> str | None:
+    if owners is None or not out.members:
+        return None
+    free = [r for r in plain if r.queue not in owners]
+    if not free:
+        return None
+    return (f"{len(free)} queue(s) held by no online member ({sum(r.lag for r in free):,} message(s) waiting), "
+            f"{len(out.members)} member(s) online")
+
+
+def _retries(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None, samples: Sequence[GroupSample],
+             t: Thresholds) -> str | None:
+    consumed = sum(r.consumed_per_s or 0.0 for r in plain) * out.window_s
+    parts = []
+    if out.retry_growth and out.retry_growth >= max(1.0, t.retry_share * consumed):
+        parts.append(f"{out.retry_growth:,} message(s) sent back for retry in {out.window_s:.0f} s "
+                     f"({consumed:,.0f} consumed)")
+    if out.dlq_growth:
+        parts.append(f"{out.dlq_growth:,} moved to the dead-letter queue")
+    return "; ".join(parts) or None
+
+
+def _slow(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None, samples: Sequence[GroupSample],
+          t: Thresholds) -> str | None:
+    if out.lag is None or out.lag <= t.lag_ok or out.lag < (out.lag_at_start or 0):
+        return None
+    drain = f"drains in {out.drain_s:,.0f} s" if out.drain_s else "does not drain at these rates"
+    return (f"consuming {out.consume_tps or 0:,.1f} msgs/s against {out.produce_tps or 0:,.1f} produced: backlog "
+            f"{out.lag:,} (was {out.lag_at_start:,}), {drain}")
+
+
+_CHECKS = {OFFLINE: _offline, REBALANCING: _rebalancing, STUCK_ORDERLY: _stuck_orderly, STALLED: _stalled,
+           UNOWNED: _unowned, RETRIES: _retries, SLOW: _slow}
+
+
+def _actions(out: GroupDiagnosis) -> list[str]:
+    """The one or two commands that act on the verdict (or look closer)."""
+    g = out.group
+    return {
+        OFFLINE: [f"mq admin group connections {g}", f"mq admin offset reset {g} --to latest  # if nobody will read it"],
+        REBALANCING: [f"mq admin diagnose group {g}  # again once the members settle"],
+        STUCK_ORDERLY: [f"mq admin group status {g}", "restart the holder shown; its lock expires after 60 s"],
+        STALLED: [f"mq admin group connections {g}", "inspect the holder shown (jstack, its logs)"],
+        UNOWNED: [f"mq admin group connections {g}", "check the members' subscriptions are the same"],
+        RETRIES: [f"mq admin dlq list {g}", f"mq admin group progress {g}"],
+        SLOW: [f"mq admin group progress {g}", "add consumers (up to the queue count) or consume threads"],
+    }.get(out.verdict, [])

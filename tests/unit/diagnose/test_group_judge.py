@@ -1,0 +1,131 @@
+"""The group judge on hand-made samples: each condition gives its verdict and no other."""
+
+from __future__ import annotations
+
+from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
+from mqtools.diagnose import group as G
+from mqtools.diagnose.findings import Severity, exit_code
+from mqtools.remoting.bodies import MessageQueue
+
+T = "Orders"
+QUEUES = [MessageQueue(T, "broker-a", q) for q in range(4)]
+RETRY = MessageQueue("%RETRY%cg", "broker-a", 0)
+WINDOW = 12.0
+
+
+def sample(at: float, offsets: dict[MessageQueue, tuple[int, int]], members: list[G.Member] | None,
+           dlq: int | None = None) -> G.GroupSample:
+    return G.GroupSample(at, {mq: G.QueueSample(b, c, 1_000) for mq, (b, c) in offsets.items()}, members, dlq)
+
+
+def member(cid: str, queues: list[MessageQueue], *, orderly: bool = False, locked: bool = False) -> G.Member:
+    return G.Member(cid, "V4_9_8", orderly, {mq: G.HeldQueue(locked=locked) for mq in queues})
+
+
+ALL = [member("c1", [*QUEUES, RETRY])]
+
+
+def offsets(broker: int, consumer: int, retry: tuple[int, int] = (0, 0)) -> dict[MessageQueue, tuple[int, int]]:
+    return {**{mq: (broker, consumer) for mq in QUEUES}, RETRY: retry}
+
+
+def judged(first: G.GroupSample, last: G.GroupSample, *between: G.GroupSample) -> G.GroupDiagnosis:
+    return G.judge("cg", [first, *between, last])
+
+
+def test_healthy_when_the_backlog_shrinks_or_stays_low() -> None:
+    d = judged(sample(0, offsets(1000, 500), ALL), sample(WINDOW, offsets(1100, 1000), ALL))
+    assert (d.verdict, d.also, d.severity) == (G.HEALTHY, [], Severity.OK)
+    assert d.lag == 400 and d.lag_at_start == 2000 and "shrinking" in d.summary
+    assert d.drain_s is not None and d.drain_s > 0
+
+
+def test_slow_when_consuming_slower_than_producing_past_the_threshold() -> None:
+    d = judged(sample(0, offsets(10_000, 9_000), ALL), sample(WINDOW, offsets(12_000, 10_000), ALL))
+    assert (d.verdict, d.also) == (G.SLOW, [])
+    assert d.drain_s is None and "does not drain" in d.summary
+    assert round(d.produce_tps or 0) == round(4 * 2000 / WINDOW) and round(d.consume_tps or 0) == round(4 * 1000 / WINDOW)
+
+
+def test_stalled_names_the_queues_and_their_holder() -> None:
+    first = offsets(1000, 900)
+    last = offsets(1100, 1100)
+    last[QUEUES[2]] = (1100, 900)  # no progress on one queue
+    d = judged(sample(0, first, ALL), sample(WINDOW, last, ALL))
+    assert (d.verdict, d.also) == (G.STALLED, [])
+    assert "1 queue(s) made no progress" in d.summary and "c1" in d.summary
+    stuck = [q for q in d.queues if q.consumed_per_s == 0.0 and q.lag]
+    assert [q.queue for q in stuck] == [QUEUES[2]] and stuck[0].owner == "c1"
+
+
+def test_no_stall_is_claimed_in_a_window_shorter_than_two_commit_periods() -> None:
+    d = judged(sample(0, offsets(1000, 900), ALL), sample(4.0, offsets(1000, 900), ALL))
+    assert d.verdict == G.HEALTHY
+
+
+def test_unowned_queues_when_no_member_holds_them() -> None:
+    half = [member("c1", [*QUEUES[:2], RETRY])]
+    d = judged(sample(0, offsets(1000, 990), half), sample(WINDOW, offsets(1010, 1000), half))
+    assert (d.verdict, d.also) == (G.UNOWNED, [])
+    assert d.summary.startswith("2 queue(s) held by no online member")
+
+
+def test_rebalancing_when_a_member_joins() -> None:
+    two = [member("c1", QUEUES[:2]), member("c2", [*QUEUES[2:], RETRY])]
+    d = judged(sample(0, offsets(1000, 990), ALL), sample(WINDOW, offsets(1010, 1005), two),
+               sample(WINDOW / 2, offsets(1005, 1000), two))
+    assert (d.verdict, d.also, d.severity) == (G.REBALANCING, [], Severity.INFO)
+    assert "joined c2" in d.summary
+
+
+def test_rebalancing_when_queues_change_hands() -> None:
+    before = [member("c1", QUEUES[:2]), member("c2", [*QUEUES[2:], RETRY])]
+    after = [member("c1", QUEUES[:3]), member("c2", [QUEUES[3], RETRY])]
+    d = judged(sample(0, offsets(1000, 990), before), sample(WINDOW, offsets(1010, 1005), after))
+    assert d.verdict == G.REBALANCING and "1 queue(s) changed hands" in d.summary
+
+
+def test_blocked_by_retries_when_the_retry_queue_grows() -> None:
+    d = judged(sample(0, offsets(1000, 990, (0, 0)), ALL, dlq=0),
+               sample(WINDOW, offsets(1100, 1090, (400, 0)), ALL, dlq=0))
+    assert (d.verdict, d.also) == (G.RETRIES, [])
+    assert d.retry_growth == 400 and d.dlq_growth == 0
+
+
+def test_blocked_by_retries_when_the_dlq_grows() -> None:
+    d = judged(sample(0, offsets(1000, 990), ALL, dlq=3), sample(WINDOW, offsets(1010, 1000), ALL, dlq=5))
+    assert d.verdict == G.RETRIES and d.dlq_growth == 2 and "dead-letter" in d.summary
+
+
+def test_offline_when_no_member_is_online() -> None:
+    d = judged(sample(0, offsets(1000, 900), []), sample(WINDOW, offsets(1100, 900), []))
+    assert (d.verdict, d.also) == (G.OFFLINE, [])
+    assert d.lag == 800 and "no member online" in d.summary
+
+
+def test_stuck_orderly_queue_when_the_lock_holder_makes_no_progress() -> None:
+    holder = [member("c1", [*QUEUES, RETRY], orderly=True, locked=True)]
+    last = offsets(1100, 1100)
+    last[QUEUES[1]] = (1100, 950)
+    d = judged(sample(0, offsets(1000, 950), holder), sample(WINDOW, last, holder))
+    assert (d.verdict, d.also) == (G.STUCK_ORDERLY, [])
+    assert "held by c1" in d.summary
+
+
+def test_unknown_names_what_is_missing() -> None:
+    d = judged(sample(0, offsets(1000, 900), ALL), sample(WINDOW, offsets(1000, 900), None))
+    assert d.verdict == G.UNKNOWN and d.severity == Severity.UNKNOWN and "GET_CONSUMER_CONNECTION_LIST" in d.summary
+
+
+def test_json_keeps_unknowns_null() -> None:
+    unknown_holdings = [G.Member("c1", None, None, None)]
+    d = judged(sample(0, offsets(1000, 990), unknown_holdings), sample(WINDOW, offsets(1010, 1000), unknown_holdings))
+    doc = d.to_json()
+    assert doc["verdict"] == G.HEALTHY and all(q["owner"] is None for q in doc["queues"])
+    assert doc["members"] == [{"clientId": "c1", "version": None, "orderly": None, "queuesHeld": None}]
+
+
+def test_exit_code_by_the_worst_verdict() -> None:
+    assert exit_code([Severity.OK, Severity.INFO]) == EXIT_OK
+    assert exit_code([Severity.OK, Severity.UNKNOWN]) == EXIT_UNREACHABLE
+    assert exit_code([Severity.UNKNOWN, Severity.ACTION, Severity.OK]) == EXIT_REFUSED
