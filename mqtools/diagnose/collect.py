@@ -1,4 +1,4 @@
-"""What the judges read, through the admin API: samples of a group over a window.
+"""What the judges read, through the admin API: samples of a group, or of a broker's nodes, over a window.
 
 Each sample asks concurrently for the group's consume stats (every broker's offsets for its queues, the
 retry queue among them), its connections, each member's running info (relayed by a broker to the member)
@@ -13,9 +13,17 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
-from mqtools.client.errors import ConsumerNotOnlineError, MQClientError, TopicNotExistError
+from mqtools.client.errors import (
+    ConsumerNotOnlineError,
+    MQClientError,
+    TopicNotExistError,
+    UnknownTargetError,
+)
 from mqtools.common.mqversion import version_desc
 from mqtools.common.topics import dlq_topic, is_retry_topic
+from mqtools.diagnose.broker import BrokerDiagnosis
+from mqtools.diagnose.broker import judge as judge_broker
+from mqtools.diagnose.broker import unknown as broker_unknown
 from mqtools.diagnose.group import (
     DEFAULTS,
     GroupDiagnosis,
@@ -30,6 +38,7 @@ from mqtools.diagnose.group import (
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.brokers import BrokerRuntime
     from mqtools.client.admin.models.groups import ClientConnection
     from mqtools.remoting.bodies import MessageQueue
 
@@ -110,3 +119,34 @@ async def diagnose_group(admin: MQAdmin, group: str, window: float, thresholds: 
         why = str(progress) if isinstance(progress, MQClientError) else "no broker holds offsets of it"
         return unknown(group, samples[-1].at - samples[0].at, f"the group's consume stats: {why}")
     return judge(group, samples, thresholds)
+
+
+async def diagnose_broker(admin: MQAdmin, broker: str, window: float, *,
+                          clock: Callable[[], float] = time.monotonic,
+                          sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> list[BrokerDiagnosis]:
+    """Each node of `broker` (a broker name: its master and slaves; or one address): SAMPLES runtime samples
+    over `window` seconds and its config, judged."""
+    info = await admin.cluster_info()
+    nodes = [(name, addr) for name, data in info.broker_addr_table.items()
+             for _bid, addr in sorted(data.broker_addrs.items()) if broker in (name, addr)]
+    if not nodes:
+        raise UnknownTargetError(f"no broker named {broker} (nor at that address) in the cluster")
+    began = clock()
+    samples: dict[str, list[BrokerRuntime]] = {addr: [] for _, addr in nodes}
+    for i in range(SAMPLES):
+        if i:
+            await sleep(max(0.0, began + window * i / (SAMPLES - 1) - clock()))
+        answers = await asyncio.gather(*(_settled(admin.broker_runtime_info(addr)) for _, addr in nodes))
+        for (_, addr), answer in zip(nodes, answers, strict=True):
+            if not isinstance(answer, MQClientError):
+                samples[addr].append(answer)
+    configs = await asyncio.gather(*(_settled(admin.broker_config(addr)) for _, addr in nodes))
+    out = []
+    for (name, addr), config in zip(nodes, configs, strict=True):
+        if not samples[addr]:
+            out.append(broker_unknown(name, addr, clock() - began, "its runtime info (GET_BROKER_RUNTIME_INFO) "
+                                                                   "did not answer"))
+            continue
+        out.append(judge_broker(name, addr, samples[addr], None if isinstance(config, MQClientError) else config,
+                                clock() - began))
+    return out

@@ -6,16 +6,19 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from mqtools.cli.admin.common import usage
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View
+from mqtools.diagnose.broker import BrokerDiagnosis
 from mqtools.diagnose.findings import exit_code
 from mqtools.diagnose.group import DEFAULTS, GroupDiagnosis, Thresholds
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
 
-app = typer.Typer(help="Verdicts with evidence: why a group lags (healthy, slow, stalled, unowned queues, "
-                       "rebalancing, blocked by retries, offline, stuck orderly queue).", no_args_is_help=True)
+app = typer.Typer(help="Verdicts with evidence: why a group lags, why a broker is busy.", no_args_is_help=True)
+FINDING_COLUMNS = [Column("BROKER"), Column("ADDR"), Column("FINDING"), Column("FIGURE", True), Column("LIMIT", True),
+                   Column("CONFIG KEY"), Column("CLIENTS GET")]
 QUEUE_COLUMNS = [Column("TOPIC"), Column("BROKER"), Column("QID", True), Column("BROKER OFFSET", True),
                  Column("CONSUMER OFFSET", True), Column("LAG", True), Column("IN/S", True), Column("OUT/S", True),
                  Column("OWNER"), Column("LOCKED")]
@@ -74,3 +77,49 @@ def group(
     result = s.run(job)
     s.render(group_view(result))
     raise typer.Exit(exit_code([result.severity]))
+
+
+def broker_view(found: list[BrokerDiagnosis]) -> View:
+    rows = [[d.broker, d.addr, f.name, f.figure, f.limit, f.config_key, f.answers] for d in found for f in d.findings]
+    footer = [f"{d.broker} {d.addr} ({d.role or 'n/a'}): {d.verdict.upper()}: {d.summary}" for d in found]
+    for d in found:
+        fig = d.figures
+        footer.append(f"{d.addr}: put TPS {_n(fig.get('putTps10s'))} (10 s) {_n(fig.get('putTps10m'))} (10 min), "
+                      f"send queue {_n(fig.get('sendQueueSize'))} waiting {_n(fig.get('sendQueueHeadWaitMs'), 'ms')}, "
+                      f"page cache lock {_n(fig.get('pageCacheLockMs'), 'ms')}, dispatch behind "
+                      f"{_n(fig.get('dispatchBehindBytes'), 'B')}, disk {_pct(fig.get('diskRatio'))}")
+    return View("BrokerDiagnosis", FINDING_COLUMNS, rows, {"brokers": [d.to_json() for d in found]},
+                title=" ".join(f"{d.addr}: {d.verdict.upper()}" for d in found), footer=footer)
+
+
+def _pct(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.0%}"
+
+
+@admin_command(app, "broker", output=True, timeout=5.0)
+def broker(
+    s: Session,
+    name: Annotated[str, typer.Argument(help="A broker name (its master and slaves) or one broker's address.")],
+    window: Annotated[float, typer.Option("--window", help="Seconds of samples the findings are taken over.",
+                                          min=0.0)] = 5.0,
+) -> None:
+    """Why is this broker busy or slow? Findings from its runtime figures against its config: the send queue,
+    page cache lock, disk, replication, dispatch and flush, traffic against its own 10-minute figure; what
+    RocketMQ answers clients meanwhile and which config key moves the limit. Exit 0 healthy, 1 a finding needs
+    action, 3 unknown.
+
+    Example: mq admin diagnose broker broker-a -o json
+    """
+    from mqtools.diagnose.collect import diagnose_broker
+
+    async def job(admin: MQAdmin) -> list[BrokerDiagnosis]:
+        from mqtools.client.errors import UnknownTargetError
+
+        try:
+            return await diagnose_broker(admin, name, window)
+        except UnknownTargetError as exc:
+            raise usage(str(exc)) from None
+
+    found = s.run(job)
+    s.render(broker_view(found))
+    raise typer.Exit(exit_code([d.severity for d in found]))

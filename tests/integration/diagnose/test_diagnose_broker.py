@@ -1,0 +1,50 @@
+"""`mq admin diagnose broker` against `mq cluster up --preset 2m-2s-sync`: findings made by real conditions."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from adminsupport import json_of, mq
+from presetcluster import PresetCluster, preset_cluster, wait_for
+
+from mqtools.client.admin.sync import SyncMQAdmin
+from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+
+@pytest.fixture(scope="module")
+def sync(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
+    with preset_cluster(tmp_path_factory.mktemp("diagnose-broker"), "2m-2s-sync") as cluster:
+        yield cluster
+
+
+def diagnose(cluster: PresetCluster, broker: str, exit_code: int) -> dict:
+    return json_of(mq("admin", "diagnose", "broker", broker, "--window", "1", "-o", "json", namesrv=cluster.namesrv),
+                   "BrokerDiagnosis", exit_code)
+
+
+def test_healthy_then_waiting_for_its_stopped_slave(sync: PresetCluster) -> None:
+    healthy = diagnose(sync, "broker-a", EXIT_OK)
+    nodes = {b["addr"]: b for b in healthy["brokers"]}
+    assert set(nodes) == {sync.addr("broker-a"), sync.addr("broker-a-s")}
+    assert all(b["verdict"] == "healthy" and b["findings"] == [] for b in nodes.values()), nodes
+    assert nodes[sync.addr("broker-a")]["role"] == "SYNC_MASTER"
+    assert nodes[sync.addr("broker-a")]["figures"]["haConnections"] == 1
+    sync.stop("broker-a-s")
+    try:
+        with SyncMQAdmin(sync.namesrv) as admin:
+            wait_for(lambda: admin.broker_runtime_info(sync.addr("broker-a")).ha_connection_count == 0, 30,
+                     "the master to see its slave gone")
+        alone = diagnose(sync, sync.addr("broker-a"), EXIT_REFUSED)
+    finally:
+        sync.start("broker-a-s")
+    (master,) = alone["brokers"]
+    assert (master["verdict"], [f["name"] for f in master["findings"]]) == ("waiting for slave", ["waiting for slave"])
+    assert master["findings"][0]["answers"] == "SLAVE_NOT_AVAILABLE"
+
+
+def test_an_unknown_broker_is_a_usage_error(sync: PresetCluster) -> None:
+    done = mq("admin", "diagnose", "broker", "broker-z", namesrv=sync.namesrv)
+    assert done.returncode == EXIT_USAGE and "no broker named broker-z" in done.stderr

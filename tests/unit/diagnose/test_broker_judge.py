@@ -1,0 +1,57 @@
+"""The broker judge on runtime tables as brokers answer them: each condition gives its finding."""
+
+from __future__ import annotations
+
+from mqtools.client.admin.models.brokers import BrokerRuntime
+from mqtools.diagnose import broker as B
+from mqtools.diagnose.findings import Severity
+
+CALM = {"putTps": "100.00 100.00 100.00", "sendThreadPoolQueueSize": "0", "sendThreadPoolQueueCapacity": "10000",
+        "sendThreadPoolQueueHeadWaitTimeMills": "0", "pageCacheLockTimeMills": "0", "commitLogDiskRatio": "0.20",
+        "dispatchBehindBytes": "0", "remainHowManyDataToFlush": "0", "haConnectionCount": "1",
+        "slaveFallBehindMuch": "0"}
+
+
+def judged(role: str = "ASYNC_MASTER", config: dict[str, str] | None = None, **changes: str) -> B.BrokerDiagnosis:
+    samples = [BrokerRuntime.from_table(CALM), BrokerRuntime.from_table({**CALM, **changes})]
+    return B.judge("broker-a", "127.0.0.1:10911", samples, {"brokerRole": role, **(config or {})}, 5.0)
+
+
+def test_calm_broker_is_healthy() -> None:
+    d = judged()
+    assert (d.verdict, d.findings, d.severity) == ("healthy", [], Severity.OK)
+    assert d.figures["putTps10m"] == 100.0 and d.to_json()["findings"] == []
+
+
+def test_send_queue_wait_past_the_limit_is_busy_with_timeout_clean_queue() -> None:
+    d = judged(config={"waitTimeMillsInSendQueue": "50"}, sendThreadPoolQueueHeadWaitTimeMills="80")
+    assert d.verdict == "busy: send queue" and d.severity == Severity.ACTION
+    f = d.findings[0]
+    assert (f.figure, f.limit, f.config_key, f.answers) == (80, 50, "waitTimeMillsInSendQueue",
+                                                            "SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE]")
+    assert judged(sendThreadPoolQueueHeadWaitTimeMills="80").verdict == "healthy"  # Apache's 200 ms default
+
+
+def test_page_cache_lock_and_disk_and_sync_master_without_slave() -> None:
+    assert judged(pageCacheLockTimeMills="1500").findings[0].answers == "SYSTEM_BUSY [PC_SYNCHRONIZED]"
+    full = judged(commitLogDiskRatio="0.93")
+    assert full.verdict == "disk full" and full.findings[0].answers == "SERVICE_NOT_AVAILABLE"
+    nearly = judged(commitLogDiskRatio="0.80")
+    assert (nearly.verdict, nearly.severity) == ("disk nearly full", Severity.INFO)
+    alone = judged("SYNC_MASTER", haConnectionCount="0")
+    assert alone.verdict == "waiting for slave" and alone.findings[0].answers == "SLAVE_NOT_AVAILABLE"
+    assert judged("ASYNC_MASTER", haConnectionCount="0").verdict == "healthy"
+
+
+def test_action_findings_come_before_information_and_all_are_listed() -> None:
+    d = judged("SYNC_MASTER", commitLogDiskRatio="0.80", haConnectionCount="0", dispatchBehindBytes=str(64 << 20),
+               putTps="5.00 90.00 100.00")
+    assert [f.name for f in d.findings] == ["waiting for slave", "dispatch behind", "disk nearly full",
+                                            "traffic changed"]
+    assert d.verdict == "waiting for slave"
+
+
+def test_unknown_figures_stay_null() -> None:
+    d = B.judge("broker-a", "a:1", [BrokerRuntime.from_table({})], None, 0.0)
+    assert d.verdict == "healthy" and all(v is None for v in d.figures.values())
+    assert B.unknown("broker-a", "a:1", 5.0, "its runtime info").severity == Severity.UNKNOWN
