@@ -37,6 +37,7 @@ _mq() {
             mq_admin_controller_sync-state-set) path="mq admin controller sync-state-set" ;;
             mq_admin_diagnose) path="mq admin diagnose" ;;
             mq_admin_diagnose_broker) path="mq admin diagnose broker" ;;
+            mq_admin_diagnose_cluster) path="mq admin diagnose cluster" ;;
             mq_admin_diagnose_group) path="mq admin diagnose group" ;;
             mq_admin_dlq) path="mq admin dlq" ;;
             mq_admin_dlq_list) path="mq admin dlq list" ;;
@@ -153,8 +154,9 @@ _mq() {
         mq_admin_controller_elections) words="--broker --controller --output --timeout -a -b -o --help" ;;
         mq_admin_controller_metadata) words="--controller --output --timeout -a -o --help" ;;
         mq_admin_controller_sync-state-set) words="--controller --output --timeout -a -o --help" ;;
-        mq_admin_diagnose) words="broker group --help" ;;
+        mq_admin_diagnose) words="broker cluster group --help" ;;
         mq_admin_diagnose_broker) words="--context --namesrv --output --timeout --window -n -o --help" ;;
+        mq_admin_diagnose_cluster) words="--context --lag-ok --namesrv --output --timeout --watch --window -n -o -w --help" ;;
         mq_admin_diagnose_group) words="--context --lag-ok --namesrv --output --retry-share --timeout --window -n -o --help" ;;
         mq_admin_dlq) words="list resend --help" ;;
         mq_admin_dlq_list) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;

@@ -277,9 +277,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -s a
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and not __fish_seen_subcommand_from broker group' -a broker
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and not __fish_seen_subcommand_from broker group' -a group
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and not __fish_seen_subcommand_from broker group' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and not __fish_seen_subcommand_from broker cluster group' -a broker
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and not __fish_seen_subcommand_from broker cluster group' -a cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and not __fish_seen_subcommand_from broker cluster group' -a group
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and not __fish_seen_subcommand_from broker cluster group' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l output
@@ -288,6 +289,17 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l lag-ok
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l watch
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l window
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -s w
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l lag-ok
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l namesrv

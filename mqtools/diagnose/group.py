@@ -24,11 +24,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import pairwise
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from mqtools.common.topics import is_retry_topic
 from mqtools.diagnose.findings import Severity
-from mqtools.remoting.bodies import MessageQueue
+
+if TYPE_CHECKING:
+    from mqtools.remoting.bodies import MessageQueue
 
 HEALTHY, SLOW, STALLED, UNOWNED, REBALANCING = "healthy", "slow", "stalled", "unowned queues", "rebalancing"
 RETRIES, OFFLINE, STUCK_ORDERLY, UNKNOWN = "blocked by retries", "offline", "stuck orderly queue", "unknown"

@@ -9,12 +9,13 @@ import typer
 from mqtools.cli.admin.common import usage
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View
-from mqtools.diagnose.broker import BrokerDiagnosis
 from mqtools.diagnose.findings import exit_code
 from mqtools.diagnose.group import DEFAULTS, GroupDiagnosis, Thresholds
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.diagnose.broker import BrokerDiagnosis
+    from mqtools.diagnose.cluster import ClusterDiagnosis
 
 app = typer.Typer(help="Verdicts with evidence: why a group lags, why a broker is busy.", no_args_is_help=True)
 FINDING_COLUMNS = [Column("BROKER"), Column("ADDR"), Column("FINDING"), Column("FIGURE", True), Column("LIMIT", True),
@@ -123,3 +124,46 @@ def broker(
     found = s.run(job)
     s.render(broker_view(found))
     raise typer.Exit(exit_code([d.severity for d in found]))
+
+
+CLUSTER_COLUMNS = [Column("KIND"), Column("NAME"), Column("VERDICT"), Column("SEVERITY"), Column("SUMMARY")]
+
+
+def cluster_view(d: ClusterDiagnosis) -> View:
+    rows = [[i.kind, i.name, i.verdict, i.severity.value, i.summary] for i in d.items]
+    footer = [f"{len(d.unused_groups)} group(s) configured but never used: {', '.join(d.unused_groups)}"] \
+        if d.unused_groups else []
+    return View("ClusterDiagnosis", CLUSTER_COLUMNS, rows, d.to_json(),
+                title=f"cluster: {d.worst.value.upper()} ({len(d.items)} verdicts, worst first)", footer=footer)
+
+
+@admin_command(app, "cluster", output=True, watch=True, timeout=5.0)
+def cluster(
+    s: Session,
+    window: Annotated[float, typer.Option("--window", help="Seconds of samples every verdict is taken over.",
+                                          min=DEFAULTS.min_window)] = DEFAULTS.min_window,
+    lag_ok: Annotated[int, typer.Option("--lag-ok", help="A group's backlog up to this many messages is healthy.",
+                                        min=0)] = DEFAULTS.lag_ok,
+) -> None:
+    """Every broker, group and HA pair in one pass, worst first (as `diagnose broker`, `diagnose group` and
+    `ha ready` judge them). Exit by the worst: 0 healthy, 1 something needs action, 3 unknown.
+
+    Example: mq admin diagnose cluster -o json; mq admin diagnose cluster --watch 30
+    """
+    from mqtools.diagnose.cluster import diagnose_cluster
+
+    thresholds = Thresholds(lag_ok=lag_ok)
+
+    async def build(admin: MQAdmin) -> View:
+        return cluster_view(await diagnose_cluster(admin, window, thresholds))
+
+    if s.watch is not None:
+        s.show(build)
+        return
+
+    async def job(admin: MQAdmin) -> ClusterDiagnosis:
+        return await diagnose_cluster(admin, window, thresholds)
+
+    found = s.run(job)
+    s.render(cluster_view(found))
+    raise typer.Exit(found.exit_code)

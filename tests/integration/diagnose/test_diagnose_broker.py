@@ -10,6 +10,7 @@ from presetcluster import PresetCluster, preset_cluster, wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
+from mqtools.remoting.bodies import SubscriptionGroupConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -48,3 +49,15 @@ def test_healthy_then_waiting_for_its_stopped_slave(sync: PresetCluster) -> None
 def test_an_unknown_broker_is_a_usage_error(sync: PresetCluster) -> None:
     done = mq("admin", "diagnose", "broker", "broker-z", namesrv=sync.namesrv)
     assert done.returncode == EXIT_USAGE and "no broker named broker-z" in done.stderr
+
+
+def test_the_cluster_pass_judges_every_broker_and_ha_pair(sync: PresetCluster) -> None:
+    with SyncMQAdmin(sync.namesrv) as admin:
+        admin.create_subscription_group(SubscriptionGroupConfig("CG_DG_NEVER_USED"), cluster="DefaultCluster")
+    doc = json_of(mq("admin", "diagnose", "cluster", "--window", "10", "-o", "json", namesrv=sync.namesrv, timeout=120),
+                  "ClusterDiagnosis", EXIT_OK)
+    kinds = sorted((i["kind"], i["name"]) for i in doc["items"])
+    assert [k for k in kinds if k[0] == "ha"] == [("ha", "broker-a"), ("ha", "broker-b")]
+    assert len([k for k in kinds if k[0] == "broker"]) == 4
+    assert doc["worst"] == "ok" and all(i["severity"] == "ok" for i in doc["items"]), doc["items"]
+    assert "CG_DG_NEVER_USED" in doc["unusedGroups"]

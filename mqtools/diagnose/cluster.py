@@ -1,0 +1,100 @@
+"""Every broker, group and HA pair of a cluster in one pass, worst first.
+
+Brokers and groups are judged as `diagnose broker` and `diagnose group` judge them, all over the same
+window and concurrently; each broker group with a slave gets `ha ready`'s verdict (safe: ok, not safe:
+action). Groups that hold no offsets anywhere and have no member online (configured, never used) are
+counted, not judged.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from mqtools.client.errors import MQClientError
+from mqtools.diagnose.collect import diagnose_broker, diagnose_group
+from mqtools.diagnose.findings import Severity, exit_code, rank
+from mqtools.diagnose.group import DEFAULTS, Thresholds
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.ha import HAReadiness
+
+HA_SEVERITY = {"safe": Severity.OK, "not safe": Severity.ACTION, "unknown": Severity.UNKNOWN}
+#: `ha ready`'s own window inside the pass (its trend needs two samples, not the whole window).
+HA_WINDOW_S = 2.0
+
+
+@dataclass(frozen=True, slots=True)
+class Item:
+    kind: str
+    """broker, group or ha."""
+    name: str
+    verdict: str
+    severity: Severity
+    summary: str
+    detail: dict[str, Any]
+
+    def to_json(self) -> dict[str, Any]:
+        return {"kind": self.kind, "name": self.name, "verdict": self.verdict, "severity": self.severity.value,
+                "summary": self.summary, "detail": self.detail}
+
+
+@dataclass(slots=True)
+class ClusterDiagnosis:
+    window_s: float
+    items: list[Item] = field(default_factory=list)
+    unused_groups: list[str] = field(default_factory=list)
+
+    @property
+    def exit_code(self) -> int:
+        return exit_code([i.severity for i in self.items])
+
+    @property
+    def worst(self) -> Severity:
+        return min((i.severity for i in self.items), key=rank, default=Severity.OK)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"windowSeconds": self.window_s, "worst": self.worst.value,
+                "items": [i.to_json() for i in self.items], "unusedGroups": self.unused_groups}
+
+
+def _ha_item(ready: HAReadiness) -> Item:
+    failed = next((c for c in ready.checks if c.ok is False), None)
+    summary = f"{failed.name}: {failed.detail}" if failed else "safe to stop the master now"
+    return Item("ha", ready.broker_name, ready.verdict, HA_SEVERITY.get(ready.verdict, Severity.UNKNOWN), summary,
+                {"verdict": ready.verdict, "checks": [{"name": c.name, "ok": c.ok, "detail": c.detail}
+                                                      for c in ready.checks]})
+
+
+async def _used(admin: MQAdmin, group: str) -> bool:
+    """Whether the group holds offsets somewhere or has a member online."""
+    try:
+        if (await admin.consumer_progress(group)).queues:
+            return True
+    except MQClientError:
+        pass
+    try:
+        return bool((await admin.consumer_connections(group)).connections)
+    except MQClientError:
+        return False
+
+
+async def diagnose_cluster(admin: MQAdmin, window: float, thresholds: Thresholds = DEFAULTS) -> ClusterDiagnosis:
+    info = await admin.cluster_info()
+    names = sorted(info.broker_addr_table)
+    paired = [n for n in names if any(bid > 0 for bid in info.broker_addr_table[n].broker_addrs)]
+    groups = sorted(e.group for e in await admin.group_list() if not e.system)
+    used = await asyncio.gather(*(_used(admin, g) for g in groups))
+    judged = [g for g, u in zip(groups, used, strict=True) if u]
+    brokers, group_results, ha = await asyncio.gather(
+        asyncio.gather(*(diagnose_broker(admin, n, window) for n in names)),
+        asyncio.gather(*(diagnose_group(admin, g, window, thresholds) for g in judged)),
+        asyncio.gather(*(admin.ha_ready(n, window=HA_WINDOW_S) for n in paired)))
+    items = [Item("broker", f"{d.broker} {d.addr}", d.verdict, d.severity, d.summary, d.to_json())
+             for nodes in brokers for d in nodes]
+    items += [Item("group", d.group, d.verdict, d.severity, d.summary, d.to_json()) for d in group_results]
+    items += [_ha_item(r) for r in ha]
+    items.sort(key=lambda i: (rank(i.severity), i.kind, i.name))
+    return ClusterDiagnosis(window, items, [g for g, u in zip(groups, used, strict=True) if not u])
