@@ -1,0 +1,41 @@
+"""BrokerFastFailure's arithmetic and its verdict for a send arriving now."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from mqtools.server.broker.fast_failure import BrokerFastFailure, LoopLag
+
+
+def test_lag_is_how_late_the_probe_fired_and_the_peak_survives_one_read() -> None:
+    lag = LoopLag()
+    assert lag.observe(10.0, 10.004) == 4
+    assert lag.observe(10.05, 10.35) == 300
+    assert lag.observe(10.4, 10.401) == 1
+    assert lag.take_peak() == 300 and lag.take_peak() == 1
+    assert lag.observe(11.0, 10.999) == 0  # early is not negative
+
+
+def test_refusal_from_the_limit_on_and_only_when_enabled() -> None:
+    ff = BrokerFastFailure(True, 200)
+    ff.lag.observe(0.0, 0.199)
+    assert ff.refusal() is None
+    ff.lag.observe(0.0, 0.25)
+    assert ff.refusal() == ("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "
+                            "250ms, size of queue: 0")
+    assert BrokerFastFailure(False, 200).refusal() is None
+
+
+def test_a_blocked_loop_shows_in_the_probe() -> None:
+    async def run() -> int:
+        ff = BrokerFastFailure(True, 50)
+        await ff.start()
+        await asyncio.sleep(0.12)
+        time.sleep(0.3)  # noqa: ASYNC251 - the loop is blocked on purpose, as by a long put
+        await asyncio.sleep(0.01)
+        peak = ff.lag.take_peak()
+        await ff.shutdown()
+        return peak
+
+    assert asyncio.run(run()) >= 200
