@@ -68,8 +68,13 @@ class RemotingClient:
         if pending is None:
             pending = asyncio.ensure_future(self._connect(addr))
             self._connecting[addr] = pending
-            pending.add_done_callback(lambda _f: self._connecting.pop(addr, None))
+            pending.add_done_callback(lambda f: self._connected(addr, f))
         return await asyncio.shield(pending)
+
+    def _connected(self, addr: str, attempt: asyncio.Future[RemotingConnection]) -> None:
+        self._connecting.pop(addr, None)
+        if not attempt.cancelled():
+            attempt.exception()  # retrieved here too: every caller may have given up waiting (shield)
 
     async def _connect(self, addr: str) -> RemotingConnection:
         host, port = parse_addr(addr)
