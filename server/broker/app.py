@@ -38,6 +38,7 @@ from mqtools.server.broker.acl.service import AclService
 from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
+from mqtools.server.broker.fast_failure import BrokerFastFailure
 from mqtools.server.broker.ha_duties import HADuties
 from mqtools.server.broker.long_polling import HeldPull, PullRequestHoldService
 from mqtools.server.broker.pre_online import take_offsets_from_slaves
@@ -91,6 +92,7 @@ class BrokerController:
         self.producers = ProducerManager(clock)
         self.locks = RebalanceLockManager(clock)
         self.stats = BrokerStats(clock)
+        self.fast_failure = BrokerFastFailure(config)
         self.store = MessageStore(config.store_config(), clock=clock)
         self.schedule = ScheduleMessageService(self.store, config_dir, config.message_delay_level,
                                                clock=clock)
@@ -170,6 +172,7 @@ class BrokerController:
             ports = ", ".join(str(p) for p in (cfg.listen_port, *self.server.extra_ports))
             raise StartError(f"cannot listen on {cfg.bind_address}:{ports}: {exc.strerror or exc}") from None
         self.store.config.listen_port = self.server.port  # STOREHOST and offset msg ids use the real port
+        await self.fast_failure.start()
         self.store.add_arrival_listener(self.long_polling.arrival_listener)
         await self.long_polling.start()
         await self.offsets.start()
@@ -210,6 +213,7 @@ class BrokerController:
             ("registration", self.registrar.shutdown),
             ("unregister", self.registrar.unregister_all),
             ("server", self.server.shutdown),
+            ("fast failure", self.fast_failure.shutdown),
             ("acl", lambda: self.acl.manager.shutdown() if self.acl is not None else None),
             ("long polling", self.long_polling.shutdown),
             ("schedule", self.schedule.shutdown),

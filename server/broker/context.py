@@ -16,6 +16,7 @@ from mqtools.remoting.server import RemotingServer
 from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
+from mqtools.server.broker.fast_failure import BrokerFastFailure
 from mqtools.server.broker.long_polling import PullRequestHoldService
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
 from mqtools.server.broker.registration import NamesrvRegistrar
@@ -48,6 +49,7 @@ class BrokerContext(Protocol):
     producers: ProducerManager
     locks: RebalanceLockManager
     stats: BrokerStats
+    fast_failure: BrokerFastFailure
     long_polling: PullRequestHoldService
     registrar: NamesrvRegistrar
     #: The HA service once started (every broker runs one); None before.

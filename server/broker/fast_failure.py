@@ -14,6 +14,10 @@ from __future__ import annotations
 
 import asyncio
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from mqtools.server.broker.config import BrokerConfig
 
 #: How often the loop's lag is probed.
 PROBE_S = 0.05
@@ -41,9 +45,8 @@ class LoopLag:
 class BrokerFastFailure:
     """The probe timer and the verdict for a send arriving now."""
 
-    def __init__(self, enabled: bool, wait_limit_ms: int) -> None:
-        self.enabled = enabled
-        self.wait_limit_ms = wait_limit_ms
+    def __init__(self, config: BrokerConfig) -> None:
+        self.config = config  # brokerFastFailureEnable and waitTimeMillsInSendQueue, changeable at run time
         self.lag = LoopLag()
         self._task: asyncio.Task[None] | None = None
 
@@ -65,7 +68,7 @@ class BrokerFastFailure:
     def refusal(self) -> str | None:
         """The remark of RocketMQ's SYSTEM_BUSY for a send arriving now, or None to take it."""
         waited = self.lag.lag_ms
-        if not self.enabled or waited < self.wait_limit_ms:
+        if not self.config.broker_fast_failure_enable or waited < self.config.wait_time_mills_in_send_queue:
             return None
         return (f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: {waited}ms, "
                 "size of queue: 0")

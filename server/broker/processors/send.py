@@ -96,7 +96,10 @@ class SendProcessor:
 
     def _check(self, conn: RemotingConnection, req: RemotingCommand, h: SendMessageRequestHeader
                ) -> RemotingCommand | TopicConfig:
-        """RocketMQ's msgCheck: the error response, or the topic's config."""
+        """RocketMQ's msgCheck (after its fast failure): the error response, or the topic's config."""
+        busy = self.c.fast_failure.refusal()
+        if busy is not None:
+            return req.response(ResponseCode.SYSTEM_BUSY, busy)
         cfg = self.c.config
         if cfg.is_slave:
             return req.response(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is refused")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -9,8 +11,11 @@ from adminsupport import json_of, mq
 from presetcluster import PresetCluster, preset_cluster, wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
+from mqtools.client.errors import MQBrokerError
+from mqtools.client.producer import Producer
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
-from mqtools.remoting.bodies import SubscriptionGroupConfig
+from mqtools.common.message import Message
+from mqtools.remoting.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -61,3 +66,42 @@ def test_the_cluster_pass_judges_every_broker_and_ha_pair(sync: PresetCluster) -
     assert len([k for k in kinds if k[0] == "broker"]) == 4
     assert doc["worst"] == "ok" and all(i["severity"] == "ok" for i in doc["items"]), doc["items"]
     assert "CG_DG_NEVER_USED" in doc["unusedGroups"]
+
+
+def test_busy_when_sends_wait_past_a_tiny_limit(sync: PresetCluster) -> None:
+    """waitTimeMillsInSendQueue=1 under load: the send queue's head wait (the broker's loop lag) passes it,
+    producers get RocketMQ's SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE], the diagnosis names the key."""
+    addr = sync.addr("broker-b")
+    refused: list[str] = []
+    stop = threading.Event()
+
+    async def push() -> None:
+        async with Producer("PG_DG_BUSY", namesrv=sync.namesrv, retry_times=0) as producer:
+            async def one(i: int) -> None:
+                try:
+                    await producer.send(Message("DgBusy", b"x" * 1024), queue=MessageQueue("DgBusy", "broker-b", i % 4))
+                except MQBrokerError as exc:
+                    refused.append(str(exc))
+
+            while not stop.is_set():
+                await asyncio.gather(*(one(i) for i in range(64)))
+
+    with SyncMQAdmin(sync.namesrv) as admin:
+        admin.create_topic(TopicConfig("DgBusy", 4, 4), broker_addr=addr)
+        admin.update_broker_config(addr, {"waitTimeMillsInSendQueue": "1"})
+    pushing = threading.Thread(target=lambda: asyncio.run(push()), daemon=True)
+    pushing.start()
+    try:
+        busy = diagnose(sync, addr, EXIT_REFUSED)
+    finally:
+        stop.set()
+        pushing.join(30)
+        with SyncMQAdmin(sync.namesrv) as admin:
+            admin.update_broker_config(addr, {"waitTimeMillsInSendQueue": "200"})
+    (node,) = busy["brokers"]
+    first = node["findings"][0]
+    assert (node["verdict"], first["configKey"], first["answers"]) == (
+        "busy: send queue", "waitTimeMillsInSendQueue", "SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE]"), node
+    assert first["figure"] >= 1 and first["limit"] == 1
+    assert all(f["severity"] == "info" for f in node["findings"][1:]), node["findings"]
+    assert refused and all("[TIMEOUT_CLEAN_QUEUE]broker busy" in r for r in refused), refused[:3]

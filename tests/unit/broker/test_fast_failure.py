@@ -5,7 +5,12 @@ from __future__ import annotations
 import asyncio
 import time
 
+from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.fast_failure import BrokerFastFailure, LoopLag
+
+
+def config(enabled: bool, wait_ms: int) -> BrokerConfig:
+    return BrokerConfig(broker_fast_failure_enable=enabled, wait_time_mills_in_send_queue=wait_ms)
 
 
 def test_lag_is_how_late_the_probe_fired_and_the_peak_survives_one_read() -> None:
@@ -18,18 +23,20 @@ def test_lag_is_how_late_the_probe_fired_and_the_peak_survives_one_read() -> Non
 
 
 def test_refusal_from_the_limit_on_and_only_when_enabled() -> None:
-    ff = BrokerFastFailure(True, 200)
+    ff = BrokerFastFailure(config(True, 200))
     ff.lag.observe(0.0, 0.199)
     assert ff.refusal() is None
     ff.lag.observe(0.0, 0.25)
     assert ff.refusal() == ("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "
                             "250ms, size of queue: 0")
-    assert BrokerFastFailure(False, 200).refusal() is None
+    off = BrokerFastFailure(config(False, 200))
+    off.lag.observe(0.0, 0.25)
+    assert off.refusal() is None
 
 
 def test_a_blocked_loop_shows_in_the_probe() -> None:
     async def run() -> int:
-        ff = BrokerFastFailure(True, 50)
+        ff = BrokerFastFailure(config(True, 50))
         await ff.start()
         await asyncio.sleep(0.12)
         time.sleep(0.3)  # noqa: ASYNC251 - the loop is blocked on purpose, as by a long put
