@@ -5,7 +5,9 @@ bridge holds the subnet's first address (what the drill's clients and `mq admin`
 has address .(10+k) on its link `mq0` (a veth whose other end is on the bridge) and a default route
 through the bridge. Names and the subnet come from the cluster's base port, so two clusters never share
 them. A partition moves a process's link to a bridge of its own that only the root namespace (the clients)
-shares (`partition`). All of it needs root and iproute2's `ip`; `unavailable()` says so in one line where
+shares (`partition`). A slow link (`throttle`) puts a token bucket (tc tbf) on both ends of a process's link:
+tc netem, which adds a fixed delay, is missing on kernels like this project's machines', but a full bucket
+both delays (its queue) and drops (past the queue). All of it needs root and iproute2's `ip`; `unavailable()` says so in one line where
 they are missing.
 """
 
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 #: The link inside every namespace (names are per namespace).
 LINK = "mq0"
 FIRST_HOST = 10
+#: A throttled link: its rate, burst and queue (how long a packet may wait before it is dropped).
+SLOW_LINK_RATE, SLOW_LINK_BURST, SLOW_LINK_QUEUE = "1mbit", "16kb", "200ms"
 
 
 class NetnsError(RuntimeError):
@@ -126,3 +130,21 @@ def heal(layout: Layout, k: int) -> None:
     _run("ip", "route", "del", f"{layout.host(k)}/32", check=False)
     _run("ip", "link", "set", layout.veth(k), "master", layout.bridge, check=False)
     _run("ip", "link", "del", layout.isolated(k), check=False)
+
+
+def _link_ends(layout: Layout, k: int) -> list[tuple[list[str], str]]:
+    """tc and the device of each end of process k's link: the bridge's end (towards k) and k's own (from k)."""
+    return [(["tc"], layout.veth(k)), ([*layout.exec_prefix(layout.namespace(k)), "tc"], LINK)]
+
+
+def throttle(layout: Layout, k: int) -> None:
+    """Make process k's link slow both ways: SLOW_LINK_RATE, packets queued up to SLOW_LINK_QUEUE, then dropped."""
+    for tc, dev in _link_ends(layout, k):
+        _run(*tc, "qdisc", "replace", "dev", dev, "root", "tbf", "rate", SLOW_LINK_RATE, "burst", SLOW_LINK_BURST,
+             "latency", SLOW_LINK_QUEUE)
+
+
+def unthrottle(layout: Layout, k: int) -> None:
+    """Undo throttle(k); a link already at full speed is skipped."""
+    for tc, dev in _link_ends(layout, k):
+        _run(*tc, "qdisc", "del", "dev", dev, "root", check=False)

@@ -43,6 +43,7 @@ SYNC_STATE_SET_TIMEOUT = 30.0
 class Actions(Protocol):
     async def fault(self, node: Node, sig: int) -> str: ...
     async def partition(self, node: Node) -> str: ...
+    async def throttle(self, node: Node) -> str: ...
     async def heal(self, node: Node, how: str) -> str: ...
     async def stop(self, node: Node) -> str: ...
     async def restore(self) -> list[str]: ...
@@ -55,6 +56,7 @@ class LocalActions:
         self.root = root
         self.touched: set[str] = set()
         self.partitioned: set[int] = set()
+        self.throttled: set[int] = set()
 
     def _proc(self, node: Node) -> sv.ProcInfo:
         state = sv.load_state(self.root)
@@ -86,12 +88,24 @@ class LocalActions:
         await asyncio.to_thread(netns.partition, layout, k)
         return f"cut {node.name} ({node.addr}) off from every other process; clients still reach it"
 
+    async def throttle(self, node: Node) -> str:
+        layout, k = self._slot(node)
+        self.throttled.add(k)
+        await asyncio.to_thread(netns.throttle, layout, k)
+        return (f"{node.name}'s link ({node.addr}) slowed to {netns.SLOW_LINK_RATE} both ways, packets queued "
+                f"up to {netns.SLOW_LINK_QUEUE} then dropped")
+
     async def heal(self, node: Node, how: str) -> str:
         if how == "reconnect":
             layout, k = self._slot(node)
             await asyncio.to_thread(netns.heal, layout, k)
             self.partitioned.discard(k)
             return f"{node.name} ({node.addr}) reconnected"
+        if how == "full-speed":
+            layout, k = self._slot(node)
+            await asyncio.to_thread(netns.unthrottle, layout, k)
+            self.throttled.discard(k)
+            return f"{node.name}'s link ({node.addr}) back to full speed"
         if how == "cont":
             proc = self._proc(node)
             ps = sv.alive(proc)
@@ -129,7 +143,11 @@ class LocalActions:
             for k in sorted(self.partitioned):
                 await asyncio.to_thread(netns.heal, netns.Layout(state.netns_tag), k)
                 done.append(f"reconnected {state.procs[k].name}")
+            for k in sorted(self.throttled):
+                await asyncio.to_thread(netns.unthrottle, netns.Layout(state.netns_tag), k)
+                done.append(f"{state.procs[k].name}'s link back to full speed")
             self.partitioned.clear()
+            self.throttled.clear()
         for proc in state.procs if state else []:
             if proc.name in self.touched and sv.alive(proc) is None:
                 started = await asyncio.to_thread(launcher.start_one, self.root, proc.name, 60.0)
@@ -165,6 +183,10 @@ class CommandActions:
     async def partition(self, node: Node) -> str:
         self._last = node
         return await self._run(self.fault_cmd, node, "partition")
+
+    async def throttle(self, node: Node) -> str:
+        self._last = node
+        return await self._run(self.fault_cmd, node, "throttle")
 
     async def heal(self, node: Node, how: str) -> str:
         if self.heal_cmd is None:
@@ -219,6 +241,11 @@ class DrillContext:
 
     async def cut(self, node: Node) -> None:
         self.event("cut", await self.actions.partition(node), node=node.name)
+
+    async def throttle(self, node: Node) -> None:
+        """Slow `node`'s link (delay and loss): the fault of flaky-link."""
+        detail = await self.actions.throttle(node)
+        self.history.event(self.clock(), "fault", detail, node=node.name, addr=node.addr, signal=None)
 
     async def partition(self, node: Node) -> None:
         """Cut `node` off from the cluster's other processes (the clients still reach it)."""

@@ -13,6 +13,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
+from mqtools.cluster import netns
+
 CLASSIC, CONTROLLER = "classic", "controller"
 BOTH = frozenset({CLASSIC, CONTROLLER})
 #: Default ceiling on the outage a client sees (OpenChaos's RTO).
@@ -116,6 +118,8 @@ class FaultContext(Protocol):
     async def restart_producers(self) -> None: ...
     async def partition(self, node: Node) -> None:
         """Cut `node` off from every other process; the clients still reach it."""
+    async def throttle(self, node: Node) -> None:
+        """Slow `node`'s link both ways (delay, and loss past the queue)."""
     async def cut(self, node: Node) -> None:
         """partition() again, as a step of a fault already under way (no new fault event)."""
     async def controller_leader(self) -> Node:
@@ -222,18 +226,16 @@ async def partition_controller_leader(ctx: FaultContext) -> None:
 
 
 async def flaky_link(ctx: FaultContext) -> None:
-    """The slave's link drops in bursts for --fault-for seconds: cut FLAP_CUT seconds of every FLAP_PERIOD.
-    (Loss in bursts, no added delay: tc netem is missing on kernels like this project's machines'.)"""
+    """For --fault-for seconds the slave's link is slow (a token bucket: delay, and loss past its queue) and
+    also cut FLAP_CUT seconds of every FLAP_PERIOD."""
     slave = _need(ctx.target.slave, "slave")
-    cycles = max(1, round(ctx.fault_for / FLAP_PERIOD))
-    for i in range(cycles):
-        if i == 0:
-            await ctx.partition(slave)
-        else:
-            await ctx.cut(slave)
+    await ctx.throttle(slave)
+    for _ in range(max(1, round(ctx.fault_for / FLAP_PERIOD))):
+        await ctx.cut(slave)
         await ctx.sleep(FLAP_CUT)
         await ctx.heal(slave, "reconnect")
         await ctx.sleep(FLAP_PERIOD - FLAP_CUT)
+    await ctx.heal(slave, "full-speed")
 
 
 async def kill_slave(ctx: FaultContext) -> None:
@@ -356,9 +358,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "The other controllers elect a leader; no broker changes role, nothing is lost.",
              "controller", partition_controller_leader, replace(_SYNC_LOSS, split_brain=True),
              fault_for=PARTITION_TIME, modes=frozenset({CONTROLLER}), netns=True),
-    Scenario("flaky-link", "Controller mode: the target group's slave loses its link in bursts (0.3 s of every "
-                           "second) for --fault-for seconds. Needs mq cluster up --netns (root).",
-             "Replication goes on through the gaps (TCP resends); no election, nothing lost, one master.",
+    Scenario("flaky-link", "Controller mode: for --fault-for seconds the target group's slave has a slow link "
+                           f"(tc tbf: {netns.SLOW_LINK_RATE}, a {netns.SLOW_LINK_QUEUE} queue, drops past it) that is also "
+                           f"cut {FLAP_CUT} s of every {FLAP_PERIOD} s. "
+                           "Needs mq cluster up --netns (root).",
+             "Replication goes on through the gaps (TCP resends) or the slave leaves the SyncStateSet; no "
+             "election, no acknowledged message lost, one master.",
              "controller-master", flaky_link, replace(_SYNC_LOSS, split_brain=True), fault_for=PARTITION_TIME,
              modes=frozenset({CONTROLLER}), netns=True),
 )}
