@@ -136,6 +136,9 @@ class RunOutcome:
     group_rto: float | None = None
     election: float | None = None
     split_brain: bool | None = None
+    lost_not_ok: int | None = None
+    """Of `lost`: answered with a status other than SEND_OK (stored on a master cut off from its slaves,
+    then cut with its tail when it rejoined); the rest were acknowledged."""
 
     @classmethod
     def of(cls, run: SoakRun, report: Report, seconds: float) -> RunOutcome:
@@ -144,7 +147,8 @@ class RunOutcome:
         return cls(run, report.verdict, [r.text for r in report.reasons if not r.ok], seconds, len(i.lost),
                    len(i.duplicated), i.failed, i.unknown, t.rto, None if i.regression is None else
                    i.regression.messages, None if i.order is None else i.order.violations,
-                   group_rto=t.group_rto, election=t.election, split_brain=t.split_brain if controlled else None)
+                   group_rto=t.group_rto, election=t.election, split_brain=t.split_brain if controlled else None,
+                   lost_not_ok=len(i.lost_not_ok))
 
     def to_json(self) -> dict[str, Any]:
         return {"index": self.run.index, "scenario": self.run.scenario, "preset": self.run.preset,
@@ -153,7 +157,8 @@ class RunOutcome:
                 "duplicated": self.duplicated, "failed": self.failed, "unknown": self.unknown,
                 "rtoSeconds": self.rto, "offsetRegression": self.regression,
                 "orderViolations": self.order_violations, "history": self.history,
-                "groupRtoSeconds": self.group_rto, "electionSeconds": self.election, "splitBrain": self.split_brain}
+                "groupRtoSeconds": self.group_rto, "electionSeconds": self.election, "splitBrain": self.split_brain,
+                "lostNotOk": self.lost_not_ok}
 
 
 @dataclass(slots=True)
@@ -177,6 +182,8 @@ class Tally:
     group_rto_p99: float | None = None
     election_p50: float | None = None
     split_brains: int | None = None
+    lost_send_ok: int | None = None
+    """The worst run's acknowledged (SEND_OK) messages lost: `lost` less what was answered otherwise."""
 
     @classmethod
     def of(cls, scenario: str, preset: str, outcomes: list[RunOutcome]) -> Tally:
@@ -194,7 +201,9 @@ class Tally:
                    worst(o.unknown for o in outcomes), percentile(rtos, 0.5), percentile(rtos, 0.99),
                    worst(o.regression for o in outcomes), worst(o.order_violations for o in outcomes),
                    percentile(group, 0.5), percentile(group, 0.99), percentile(elections, 0.5),
-                   sum(brains) if brains else None)
+                   sum(brains) if brains else None,
+                   worst(None if o.lost is None or o.lost_not_ok is None else o.lost - o.lost_not_ok
+                         for o in outcomes))
 
     def to_json(self) -> dict[str, Any]:
         return {"scenario": self.scenario, "preset": self.preset, "runs": self.runs, "pass": self.passed,
@@ -203,7 +212,7 @@ class Tally:
                 "rtoP99Seconds": self.rto_p99, "worstOffsetRegression": self.regression,
                 "worstOrderViolations": self.order_violations, "groupRtoP50Seconds": self.group_rto_p50,
                 "groupRtoP99Seconds": self.group_rto_p99, "electionP50Seconds": self.election_p50,
-                "splitBrains": self.split_brains}
+                "splitBrains": self.split_brains, "worstLostSendOk": self.lost_send_ok}
 
 
 @dataclass(slots=True)

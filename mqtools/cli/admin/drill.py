@@ -408,9 +408,10 @@ def _secs(value: float | None) -> str | None:
 
 def _soak_view(result: SoakResult) -> View:
     columns = [Column("SCENARIO"), Column("PRESET"), *(Column(h, right=True) for h in (
-        "RUNS", "PASS", "FAIL", "LOST", "DUP", "FAILED", "UNKNOWN", "RTO P50", "RTO P99", "REGRESSION", "ORDER",
+        "RUNS", "PASS", "FAIL", "LOST", "LOST SEND_OK", "DUP", "FAILED", "UNKNOWN", "RTO P50", "RTO P99", "REGRESSION", "ORDER",
         "GROUP RTO P50", "GROUP RTO P99", "ELECTION P50", "SPLIT BRAIN"))]
-    rows = [[t.scenario, t.preset, t.runs, t.passed, t.failed_runs, t.lost, t.duplicated, t.failed, t.unknown,
+    rows = [[t.scenario, t.preset, t.runs, t.passed, t.failed_runs, t.lost, t.lost_send_ok, t.duplicated, t.failed,
+             t.unknown,
              _secs(t.rto_p50), _secs(t.rto_p99), t.regression, t.order_violations, _secs(t.group_rto_p50),
              _secs(t.group_rto_p99), _secs(t.election_p50), t.split_brains] for t in result.tally()]
     done, fails = len(result.outcomes), [o for o in result.outcomes if o.verdict != "PASS"]
