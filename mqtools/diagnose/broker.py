@@ -130,10 +130,13 @@ def judge(broker: str, addr: str, samples: Sequence[BrokerRuntime], config: Mapp
         found.append(Finding("disk full", act, f"commitlog disk {disk:.0%} used: puts are refused", disk,
                              DISK_WARNING_LEVEL, "diskMaxUsedSpaceRatio", "SERVICE_NOT_AVAILABLE"))
     wait_limit = _limit(config, "waitTimeMillsInSendQueue")
+    refuses = (config or {}).get("brokerFastFailureEnable", "true").lower() != "false"
     if head_wait is not None and head_wait >= wait_limit:
+        outcome = "such sends are answered without being stored" if refuses else \
+            "stored late (brokerFastFailureEnable=false: nothing refused)"
         found.append(Finding("busy: send queue", act, f"a send waited {head_wait} ms in the send queue (limit "
-                             f"{wait_limit:.0f} ms): such sends are answered without being stored", head_wait,
-                             wait_limit, "waitTimeMillsInSendQueue", "SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE]"))
+                             f"{wait_limit:.0f} ms): {outcome}", head_wait, wait_limit, "waitTimeMillsInSendQueue",
+                             "SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE]" if refuses else None))
     elif queue_size is not None and capacity and queue_size >= QUEUE_NEARLY_FULL * capacity:
         found.append(Finding("busy: send queue", act, f"the send queue holds {queue_size:,} of {capacity:,}",
                              queue_size, capacity, "sendThreadPoolQueueCapacity", "SYSTEM_BUSY [TOO_MANY_REQUESTS]"))

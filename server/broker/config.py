@@ -67,8 +67,9 @@ class BrokerConfig:
     flush_disk_type: str = "ASYNC_FLUSH"
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     max_message_size: int = 4 * 1024 * 1024
-    # flow control (server/broker/fast_failure.py)
-    broker_fast_failure_enable: bool = True
+    # flow control (server/broker/fast_failure.py); off by default, unlike RocketMQ: mq measures a send's wait
+    # as its loop's lag, which also counts time the OS did not run the broker (README, Differences)
+    broker_fast_failure_enable: bool = False
     wait_time_mills_in_send_queue: int = 200
     # topics and groups
     auto_create_topic_enable: bool = True

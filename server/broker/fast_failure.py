@@ -1,13 +1,14 @@
 """BrokerFastFailure: how long a send waits before the broker gets to it, and the SYSTEM_BUSY answer
-RocketMQ gives while that is too long.
+RocketMQ gives when that is too long.
 
 RocketMQ's broker queues sends for a thread pool and answers those that waited waitTimeMillsInSendQueue
 or longer with SYSTEM_BUSY "[TIMEOUT_CLEAN_QUEUE]" instead of storing them (cleanExpiredRequest), and
 reports the oldest one's wait as sendThreadPoolQueueHeadWaitTimeMills. mq's broker runs sends on its
 event loop: a send waits while the loop finishes earlier work. A timer due every PROBE_S measures how late
-it fires, the wait a send arriving then had; that is the head wait the broker reports, and while it is at
-or over waitTimeMillsInSendQueue new sends get RocketMQ's answer. `LoopLag` is the arithmetic (clock
-readings in, the lag out); `BrokerFastFailure` runs the timer.
+it fires: the head wait the broker reports (the peak since the last read). A send handled while that timer
+is overdue by waitTimeMillsInSendQueue or more arrived during a stall that long, and gets RocketMQ's
+answer; once the loop catches up nothing is refused. `LoopLag` is the arithmetic (clock readings in, the
+lag out); `BrokerFastFailure` runs the timer.
 """
 
 from __future__ import annotations
@@ -49,6 +50,8 @@ class BrokerFastFailure:
         self.config = config  # brokerFastFailureEnable and waitTimeMillsInSendQueue, changeable at run time
         self.lag = LoopLag()
         self._task: asyncio.Task[None] | None = None
+        self._due: float | None = None
+        """When the running probe's timer is due (loop time); None before the first."""
 
     async def start(self) -> None:
         self._task = asyncio.create_task(self._probe(), name="fast-failure-probe")
@@ -61,14 +64,16 @@ class BrokerFastFailure:
     async def _probe(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            due = loop.time() + PROBE_S
+            self._due = due = loop.time() + PROBE_S
             await asyncio.sleep(PROBE_S)
             self.lag.observe(due, loop.time())
 
-    def refusal(self) -> str | None:
-        """The remark of RocketMQ's SYSTEM_BUSY for a send arriving now, or None to take it."""
-        waited = self.lag.lag_ms
-        if not self.config.broker_fast_failure_enable or waited < self.config.wait_time_mills_in_send_queue:
+    def refusal(self, now: float | None = None) -> str | None:
+        """The remark of RocketMQ's SYSTEM_BUSY for a send handled now (loop time), or None to take it."""
+        if not self.config.broker_fast_failure_enable or self._due is None:
+            return None
+        waited = round(((asyncio.get_running_loop().time() if now is None else now) - self._due) * 1000)
+        if waited < self.config.wait_time_mills_in_send_queue:
             return None
         return (f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: {waited}ms, "
                 "size of queue: 0")

@@ -69,8 +69,9 @@ def test_the_cluster_pass_judges_every_broker_and_ha_pair(sync: PresetCluster) -
 
 
 def test_busy_when_sends_wait_past_a_tiny_limit(sync: PresetCluster) -> None:
-    """waitTimeMillsInSendQueue=1 under load: the send queue's head wait (the broker's loop lag) passes it,
-    producers get RocketMQ's SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE], the diagnosis names the key."""
+    """waitTimeMillsInSendQueue=1 with brokerFastFailureEnable under load: the send queue's head wait (the
+    broker's loop lag) passes it, producers get RocketMQ's SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE], the diagnosis
+    names the key."""
     addr = sync.addr("broker-b")
     refused: list[str] = []
     stop = threading.Event()
@@ -88,7 +89,7 @@ def test_busy_when_sends_wait_past_a_tiny_limit(sync: PresetCluster) -> None:
 
     with SyncMQAdmin(sync.namesrv) as admin:
         admin.create_topic(TopicConfig("DgBusy", 4, 4), broker_addr=addr)
-        admin.update_broker_config(addr, {"waitTimeMillsInSendQueue": "1"})
+        admin.update_broker_config(addr, {"waitTimeMillsInSendQueue": "1", "brokerFastFailureEnable": "true"})
     pushing = threading.Thread(target=lambda: asyncio.run(push()), daemon=True)
     pushing.start()
     try:
@@ -97,7 +98,7 @@ def test_busy_when_sends_wait_past_a_tiny_limit(sync: PresetCluster) -> None:
         stop.set()
         pushing.join(30)
         with SyncMQAdmin(sync.namesrv) as admin:
-            admin.update_broker_config(addr, {"waitTimeMillsInSendQueue": "200"})
+            admin.update_broker_config(addr, {"waitTimeMillsInSendQueue": "200", "brokerFastFailureEnable": "false"})
     (node,) = busy["brokers"]
     first = node["findings"][0]
     assert (node["verdict"], first["configKey"], first["answers"]) == (

@@ -22,16 +22,16 @@ def test_lag_is_how_late_the_probe_fired_and_the_peak_survives_one_read() -> Non
     assert lag.observe(11.0, 10.999) == 0  # early is not negative
 
 
-def test_refusal_from_the_limit_on_and_only_when_enabled() -> None:
+def test_refusal_while_the_probe_is_overdue_by_the_limit_and_only_when_enabled() -> None:
     ff = BrokerFastFailure(config(True, 200))
-    ff.lag.observe(0.0, 0.199)
-    assert ff.refusal() is None
-    ff.lag.observe(0.0, 0.25)
-    assert ff.refusal() == ("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: "
-                            "250ms, size of queue: 0")
+    assert ff.refusal(5.0) is None  # no probe yet
+    ff._due = 10.0
+    assert ff.refusal(10.199) is None
+    assert ff.refusal(10.25) == ("[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in "
+                                 "queue: 250ms, size of queue: 0")
     off = BrokerFastFailure(config(False, 200))
-    off.lag.observe(0.0, 0.25)
-    assert off.refusal() is None
+    off._due = 10.0
+    assert off.refusal(10.25) is None
 
 
 def test_a_blocked_loop_shows_in_the_probe() -> None:

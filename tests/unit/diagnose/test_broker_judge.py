@@ -30,6 +30,9 @@ def test_send_queue_wait_past_the_limit_is_busy_with_timeout_clean_queue() -> No
     assert (f.figure, f.limit, f.config_key, f.answers) == (80, 50, "waitTimeMillsInSendQueue",
                                                             "SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE]")
     assert judged(sendThreadPoolQueueHeadWaitTimeMills="80").verdict == "healthy"  # Apache's 200 ms default
+    late = judged(config={"waitTimeMillsInSendQueue": "50", "brokerFastFailureEnable": "false"},
+                  sendThreadPoolQueueHeadWaitTimeMills="80")
+    assert late.verdict == "busy: send queue" and late.findings[0].answers is None and "stored late" in late.summary
 
 
 def test_page_cache_lock_and_disk_and_sync_master_without_slave() -> None:
