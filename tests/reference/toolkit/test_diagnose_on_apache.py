@@ -18,11 +18,21 @@ from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 
+def settled(namesrv: str, group: str) -> dict:
+    """The live group's diagnosis; "rebalancing" (a test before this one changed routes or offsets) is asked
+    again, as its own advice says, up to twice."""
+    for _ in range(3):
+        doc = json_of(mq("admin", "diagnose", "group", group, "-o", "json", namesrv=namesrv, timeout=120),
+                      "GroupDiagnosis", EXIT_OK)
+        if doc["verdict"] != "rebalancing":
+            break
+    return doc
+
+
 def test_group_verdicts_agree(worlds: dict[str, World]) -> None:
     got = {}
     for side, world in worlds.items():
-        live = json_of(mq("admin", "diagnose", "group", LIVE, "-o", "json", namesrv=world.namesrv, timeout=120),
-                       "GroupDiagnosis", EXIT_OK)
+        live = settled(world.namesrv, LIVE)
         lag = json_of(mq("admin", "diagnose", "group", LAG, "-o", "json", namesrv=world.namesrv, timeout=120),
                       "GroupDiagnosis", EXIT_REFUSED)
         got[side] = (live, lag)
