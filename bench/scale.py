@@ -59,7 +59,7 @@ from javaclient import run_java
 from mqproc import mq_command, start_broker, start_namesrv
 
 from mqtools.client.admin import MQAdmin
-from mqtools.client.live.collect import Collector, Wanted
+from mqtools.live.collect import Collector, Wanted
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import (
     ConsumerData,

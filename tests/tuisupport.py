@@ -15,8 +15,10 @@ from mqtools.client.admin.models.groups import (
 from mqtools.client.admin.models.ha import HAStatus
 from mqtools.client.admin.models.live import NamesrvStatus, TopicLine, TopicOverview
 from mqtools.client.admin.models.topics import QueueStats, TopicStatus
-from mqtools.client.live.collect import GroupDetail, TopicDetail
-from mqtools.client.live.state import LiveState, Outcome
+from mqtools.live.collect import GroupDetail, TopicDetail
+from mqtools.live.state import LiveState, Outcome
+from mqtools.live.tables import Cell, Row
+from mqtools.live.views import BROKER_COLUMNS
 from mqtools.remoting.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
 
 NOW_MONO = 1000.0
@@ -97,3 +99,12 @@ def view_of(app: Any) -> str | None:
 
 def notes_of(app: Any) -> list[str]:
     return app.current_table.notes if app.current_table is not None else []
+
+
+#: Where a broker row's STATUS is (the column before it moves as columns are added).
+STATUS = next(i for i, c in enumerate(BROKER_COLUMNS) if c.key == "status")
+
+
+def status_of(row: Row) -> Cell:
+    """A broker row's STATUS cell."""
+    return row.cells[STATUS]

@@ -19,10 +19,10 @@ from textual.app import App
 from textual.css.query import NoMatches
 from textual.widgets import Static
 
-from mqtools.client.live import export
-from mqtools.client.live.state import LiveState, Outcome
-from mqtools.client.live.tables import Row, Table, filtered, sorted_rows
-from mqtools.client.live.views import build
+from mqtools.live import export
+from mqtools.live.state import LiveState, Outcome
+from mqtools.live.tables import Row, Table, filtered, sorted_rows
+from mqtools.live.views import build
 from mqtools.tui.navigation import Navigation, view_named
 from mqtools.tui.poller import Poller
 from mqtools.tui.screens.confirm import ConfirmScreen

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mqtools.client.live.collect import Wanted
-from mqtools.client.live.tables import Table
-from mqtools.client.live.views import VIEWS
+from mqtools.live.collect import Wanted
+from mqtools.live.tables import Table
+from mqtools.live.views import VIEWS
 
 ALIASES = {"ns": "namesrv", "nameserver": "namesrv", "namesrvs": "namesrv", "broker": "brokers",
            "topic": "topics", "group": "groups", "slaves": "ha"}
@@ -29,7 +29,7 @@ def view_named(text: str) -> str | None:
 @dataclass(slots=True)
 class Level:
     view: str
-    """brokers, ha, topics, groups, namesrv; or topic / group for a drill-down."""
+    """brokers, ha, topics, groups, namesrv; or topic / group / broker for a drill-down."""
     target: str | None = None
     filter_text: str | None = None
     sort_column: int | None = None
@@ -56,7 +56,7 @@ class Navigation:
         self.levels = [Level(view)]
 
     def drill(self, target: str) -> bool:
-        kind = {"topics": "topic", "groups": "group"}.get(self.current.view)
+        kind = {"topics": "topic", "groups": "group", "brokers": "broker"}.get(self.current.view)
         if kind is None:
             return False
         self.levels.append(Level(kind, target))

@@ -15,11 +15,11 @@ from collections.abc import Awaitable, Callable
 from typing import TypeVar
 
 from mqtools.client.admin import MQAdmin
-from mqtools.client.live.collect import Collector, Wanted
-from mqtools.client.live.state import Outcome
 from mqtools.client.sync import LoopThread
 from mqtools.cluster.procstats import ProcSampler
 from mqtools.common.security import ClientSecurity
+from mqtools.live.collect import Collector, Wanted
+from mqtools.live.state import Outcome
 
 log = logging.getLogger(__name__)
 SWITCH_INTERVAL = 0.001

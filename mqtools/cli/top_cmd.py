@@ -72,7 +72,7 @@ def top(
         return
     if not is_terminal(sys.stdout) or not is_terminal(sys.stdin):
         raise usage("mq top needs a terminal; use --once (-o json) for a snapshot")
-    from mqtools.client.live.views import VIEWS
+    from mqtools.live.views import VIEWS
 
     if view not in VIEWS:
         raise usage(f"--view must be one of {', '.join(VIEWS)}, not {view!r}")
@@ -89,11 +89,11 @@ def _once(namesrv: str, context: str | None, state_dir: str | None, output: str,
     import json
 
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.live import export
-    from mqtools.client.live.collect import Wanted, collect_once
-    from mqtools.client.live.state import LiveState
-    from mqtools.client.live.views import VIEWS, build
     from mqtools.common.loop import run as run_loop
+    from mqtools.live import export
+    from mqtools.live.collect import Wanted, collect_once
+    from mqtools.live.state import LiveState
+    from mqtools.live.views import VIEWS, build
 
     sampler = None
     if state_dir:

@@ -242,9 +242,12 @@ def _rebalancing(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict |
             continue
         o1, o2 = _owners(before.members), _owners(after.members)
         if o1 is not None and o2 is not None:
-            moved = [mq for mq in set(o1) | set(o2) if o1.get(mq) != o2.get(mq)]
+            moved = sorted((mq for mq in set(o1) | set(o2) if o1.get(mq) != o2.get(mq)),
+                           key=lambda mq: (mq.topic, mq.broker_name, mq.queue_id))
             if moved:
-                changes.append(f"{len(moved)} queue(s) changed hands")
+                named = ", ".join(f"{mq.topic}@{mq.broker_name}:{mq.queue_id} {o1.get(mq) or 'nobody'} -> "
+                                  f"{o2.get(mq) or 'nobody'}" for mq in moved[:3])
+                changes.append(f"{len(moved)} queue(s) changed hands ({named}{', ...' if len(moved) > 3 else ''})")
     return f"ownership changed in the window: {'; '.join(changes)}" if changes else None
 
 

@@ -3,12 +3,14 @@ RocketMQ gives when that is too long.
 
 RocketMQ's broker queues sends for a thread pool and answers those that waited waitTimeMillsInSendQueue
 or longer with SYSTEM_BUSY "[TIMEOUT_CLEAN_QUEUE]" instead of storing them (cleanExpiredRequest), and
-reports the oldest one's wait as sendThreadPoolQueueHeadWaitTimeMills. mq's broker runs sends on its
-event loop: a send waits while the loop finishes earlier work. A timer due every PROBE_S measures how late
-it fires: the head wait the broker reports (the peak since the last read). A send handled while that timer
-is overdue by waitTimeMillsInSendQueue or more arrived during a stall that long, and gets RocketMQ's
-answer; once the loop catches up nothing is refused. `LoopLag` is the arithmetic (clock readings in, the
-lag out); `BrokerFastFailure` runs the timer.
+reports the oldest one's wait as sendThreadPoolQueueHeadWaitTimeMills (0 while no send waits). mq's
+broker runs sends on its event loop: a send waits while the loop finishes earlier work. A timer is due
+every PROBE_S; a send handled while it is overdue arrived during a stall at most that long. That wait is
+the head wait the broker reports (the peak since the last read, over sends only: a stall with no send
+waiting, such as a slave's or an idle broker's on a busy machine, is no busy send queue), and a send that
+waited waitTimeMillsInSendQueue or more gets RocketMQ's answer; once the loop catches up nothing is
+refused. `SendWait` is the arithmetic (clock readings in, the wait out); `BrokerFastFailure` runs the
+timer.
 """
 
 from __future__ import annotations
@@ -25,21 +27,21 @@ PROBE_S = 0.05
 
 
 @dataclass(slots=True)
-class LoopLag:
-    """The latest probe's lag, and the peak since it was last read (what runtime info reports)."""
+class SendWait:
+    """The longest a send waited since the last read (what runtime info reports)."""
 
-    lag_ms: int = 0
     peak_ms: int = 0
 
-    def observe(self, due: float, fired: float) -> int:
-        """A probe due at `due` fired at `fired` (seconds): its lag, remembered."""
-        self.lag_ms = max(0, round((fired - due) * 1000))
-        self.peak_ms = max(self.peak_ms, self.lag_ms)
-        return self.lag_ms
+    def observe(self, due: float | None, handled: float) -> int:
+        """A send handled at `handled` while the probe was due at `due` (seconds; None before the first
+        probe): how long it waited, remembered."""
+        waited = 0 if due is None else max(0, round((handled - due) * 1000))
+        self.peak_ms = max(self.peak_ms, waited)
+        return waited
 
     def take_peak(self) -> int:
-        """The highest lag since the last call: a reader polling now and then still sees a stall between."""
-        peak, self.peak_ms = self.peak_ms, self.lag_ms
+        """The longest wait since the last call: a reader polling now and then still sees a stall between."""
+        peak, self.peak_ms = self.peak_ms, 0
         return peak
 
 
@@ -48,7 +50,7 @@ class BrokerFastFailure:
 
     def __init__(self, config: BrokerConfig) -> None:
         self.config = config  # brokerFastFailureEnable and waitTimeMillsInSendQueue, changeable at run time
-        self.lag = LoopLag()
+        self.wait = SendWait()
         self._task: asyncio.Task[None] | None = None
         self._due: float | None = None
         """When the running probe's timer is due (loop time); None before the first."""
@@ -64,16 +66,14 @@ class BrokerFastFailure:
     async def _probe(self) -> None:
         loop = asyncio.get_running_loop()
         while True:
-            self._due = due = loop.time() + PROBE_S
+            self._due = loop.time() + PROBE_S
             await asyncio.sleep(PROBE_S)
-            self.lag.observe(due, loop.time())
 
     def refusal(self, now: float | None = None) -> str | None:
-        """The remark of RocketMQ's SYSTEM_BUSY for a send handled now (loop time), or None to take it."""
-        if not self.config.broker_fast_failure_enable or self._due is None:
-            return None
-        waited = round(((asyncio.get_running_loop().time() if now is None else now) - self._due) * 1000)
-        if waited < self.config.wait_time_mills_in_send_queue:
+        """The remark of RocketMQ's SYSTEM_BUSY for a send handled now (loop time), or None to take it; the
+        send's wait is remembered either way."""
+        waited = self.wait.observe(self._due, asyncio.get_running_loop().time() if now is None else now)
+        if not self.config.broker_fast_failure_enable or waited < self.config.wait_time_mills_in_send_queue:
             return None
         return (f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: {waited}ms, "
                 "size of queue: 0")

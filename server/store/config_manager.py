@@ -20,8 +20,9 @@ fire-and-forget ``persist_soon`` and the periodic ``persist_loop`` log it and le
 dirty so the next periodic or shutdown persist writes it.
 
 A request that changed the table is answered once its change is on disk, as RocketMQ's
-synchronous persist has it before it answers: ``persist_soon`` keeps its write in ``unwritten``
-until it ends, and ``until_written`` waits for it (the broker's processors/durable.py). The
+synchronous persist has it before it answers: ``persist_soon`` keeps the write that will hold its
+change in ``unwritten`` until it ends (the running one, or the one queued behind it), and
+``until_written`` waits for it (the broker's processors/durable.py). The
 loop still never waits for fsync; only the answers to the requests that changed the table do.
 
 fastjson (RocketMQ's Java side) writes integer map keys unquoted (``{0:12}``), which ``json``
@@ -31,7 +32,6 @@ rejects; ``loads`` quotes them first (string literals are left untouched).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import itertools
 import json
 import logging
@@ -79,8 +79,11 @@ class ConfigManager(ABC):
         self._seq = itertools.count(1)
         self._written_seq = 0
         self._write_lock = threading.Lock()
-        #: The latest persist_soon's write while it runs: it holds every change made so far.
+        #: Settles when every change persist_soon was told of so far is written (or its write failed).
         self.unwritten: asyncio.Future[bool] | None = None
+        self._writing = False
+        #: What the write after the running one settles, once a change came in while it ran.
+        self._next: asyncio.Future[bool] | None = None
 
     @abstractmethod
     def encode(self) -> bytes:
@@ -140,31 +143,49 @@ class ConfigManager(ABC):
 
     def persist_soon(self) -> None:
         """Write without blocking the event loop and without waiting (a change on a request path);
-        outside a running loop, write now."""
+        outside a running loop, write now. While a write runs, changes wait for the next one, which
+        starts when it ends and snapshots every change made meanwhile: a burst of n changes costs a few
+        snapshots, not n (each snapshot encodes the whole table, so n of them grow as n squared)."""
         try:
             loop = asyncio.get_running_loop()
         except RuntimeError:
             self.persist()
             return
+        if self._writing:
+            if self._next is None:
+                self._next = loop.create_future()
+            self.dirty = True
+            self.unwritten = self._next
+            return
+        self._start_write(loop, loop.create_future())
+
+    def _start_write(self, loop: asyncio.AbstractEventLoop, done: asyncio.Future[bool]) -> None:
+        """Snapshot now, write in a worker thread, settle `done` when it ends (True, or False if it failed)."""
         seq, data = self.snapshot()
-        self.unwritten = loop.run_in_executor(None, self.write, seq, data)
-        self.unwritten.add_done_callback(self._check_write)
+        self._writing = True
+        self.unwritten = done
+        loop.run_in_executor(None, self.write, seq, data).add_done_callback(
+            lambda fut: self._written(loop, done, fut))
+
+    def _written(self, loop: asyncio.AbstractEventLoop, done: asyncio.Future[bool], fut: asyncio.Future) -> None:
+        self._writing = False
+        exc = None if fut.cancelled() else fut.exception()
+        if exc is not None:
+            log.error("persisting %s failed: %s", self.path, exc, exc_info=exc)
+            self.dirty = True
+        done.set_result(exc is None)
+        if self.unwritten is done:
+            self.unwritten = None
+        if self._next is not None:
+            waiting, self._next = self._next, None
+            self._start_write(loop, waiting)
 
     async def until_written(self) -> None:
         """Wait until the changes made so far are on disk, or their write failed (it was logged, and
         the table stays dirty for the next persist)."""
         unwritten = self.unwritten
         if unwritten is not None:
-            with contextlib.suppress(OSError):
-                await asyncio.shield(unwritten)  # one waiter cancelled must not cancel the write for all
-
-    def _check_write(self, fut: asyncio.Future) -> None:
-        if self.unwritten is fut:
-            self.unwritten = None
-        exc = None if fut.cancelled() else fut.exception()
-        if exc is not None:
-            log.error("persisting %s failed: %s", self.path, exc, exc_info=exc)
-            self.dirty = True
+            await asyncio.shield(unwritten)  # one waiter cancelled must not cancel the write for all
 
     async def persist_loop(self, interval_s: float) -> None:
         """Every ``interval_s``, persist if the table changed (RocketMQ's scheduled persist of

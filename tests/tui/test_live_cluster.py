@@ -17,12 +17,12 @@ import pytest
 from adminsupport import mq
 from clientsupport import until
 from presetcluster import PresetCluster, preset_cluster
-from tuisupport import view_of
+from tuisupport import status_of, view_of
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
-from mqtools.client.live.tables import CRIT, OK, Row
 from mqtools.common.presentation import load_schema
+from mqtools.live.tables import CRIT, OK, Row
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 from mqtools.tui.app import TopApp
 from mqtools.tui.poller import Poller
@@ -69,12 +69,12 @@ def addr_of(app: TopApp, broker: str, broker_id: int) -> str:
 
 
 def all_answered(app: TopApp) -> bool:
-    return len(app.current_rows) == 4 and all(r.cells[-1].value == "ok" for r in app.current_rows)
+    return len(app.current_rows) == 4 and all(status_of(r).value == "ok" for r in app.current_rows)
 
 
 async def test_brokers_view_heartbeat_grows_and_resets_after_a_registration(cluster, tmp_path) -> None:
     app = make_app(cluster, tmp_path)
-    async with app.run_test(size=SIZE):
+    async with app.run_test(size=SIZE) as pilot:
         await until(lambda: all_answered(app), 20, "four brokers with runtime figures")
         assert sorted((r.cells[1].value, r.cells[3].value) for r in app.current_rows) == [
             ("broker-a", "MASTER"), ("broker-a", "SLAVE"), ("broker-b", "MASTER"), ("broker-b", "SLAVE")]
@@ -85,11 +85,19 @@ async def test_brokers_view_heartbeat_grows_and_resets_after_a_registration(clus
         await until(lambda: app.state.rounds >= rounds + 2, 10, "two more refreshes")
         grown = cell(app, master, "heartbeatAgeMs")
         assert grown > first
+        # two runtime answers judged as `mq admin diagnose broker` judges them: nothing to find on an idle cluster
+        assert all(cell(app, r.key, "verdict") == "healthy" for r in app.current_rows), app.current_rows
         # a topic created on the master makes it register at once: its age starts again from zero
         await app.poller.call(lambda admin: admin.create_topic(TopicConfig("TopRegistration", 1, 1),
                                                                broker_addr=master))
         await until(lambda: cell(app, master, "heartbeatAgeMs") < grown, 10, "a fresh registration")
         assert app.current_rows and view_of(app) == "brokers"
+        # enter on a broker: its verdict's evidence (no finding; the figures it was held against)
+        app.screen.query_one("#table").move_cursor(row=[r.key for r in app.current_rows].index(master))
+        await pilot.press("enter")
+        await until(lambda: view_of(app) == "broker", 5, "the broker's findings")
+        assert app.current_table.info[0].startswith("verdict: healthy — ") and not app.current_rows
+        assert "sendQueueHeadWaitMs" in app.current_table.info[1]
 
 
 async def test_filter_sort_drill_down_back_pause_snapshot_and_help(cluster, tmp_path) -> None:
@@ -163,10 +171,14 @@ async def test_group_progress_drill_down_and_reset_to_latest(cluster, tmp_path) 
         await app.poller.call(prepare)
         await until(lambda: cell(app, GROUP, "lag") == 3, 20, "the group's lag")
         assert cell(app, GROUP, "members") == 0
+        # messages wait and nobody is online: sampled over the diagnose window, the verdict says so
+        await until(lambda: cell(app, GROUP, "verdict") == "offline", 25, "the group's verdict")
         table = app.screen.query_one("#table")
         table.move_cursor(row=[r.key for r in app.current_rows].index(GROUP))
         await pilot.press("enter")
         await until(lambda: len(app.current_rows) == 4, 10, "per-queue progress")
+        info = app.current_table.info
+        assert info[0].startswith("verdict: offline — ") and f"next: mq admin group connections {GROUP}" in info
         assert sorted((r.cells[0].value, r.cells[1].value, r.cells[3].value, r.cells[4].value, r.cells[5].value)
                       for r in app.current_rows) == [
             ("broker-a", 0, 2, 0, 2), ("broker-a", 1, 1, 0, 1), ("broker-a", 2, 0, 0, 0), ("broker-a", 3, 0, 0, 0)]

@@ -7,13 +7,16 @@ import dataclasses
 
 import jsonschema
 import pytest
-from tuisupport import NOW_MONO, NOW_WALL, NS, fixed_state
+from tuisupport import NOW_MONO, NOW_WALL, NS, fixed_state, status_of
 
-from mqtools.client.live import export
-from mqtools.client.live.state import Outcome, Series
-from mqtools.client.live.tables import CRIT, OK, WARN, age, filtered, size, sorted_rows, sparkline
-from mqtools.client.live.views import VIEWS, build
+from mqtools.client.admin.models.brokers import BrokerRuntime
 from mqtools.common.presentation import load_schema, schema_version
+from mqtools.diagnose.group import GroupSample, QueueSample
+from mqtools.live import export, verdicts
+from mqtools.live.state import LiveState, Outcome, Series
+from mqtools.live.tables import CRIT, OK, WARN, age, filtered, size, sorted_rows, sparkline
+from mqtools.live.views import VIEWS, build
+from mqtools.remoting.bodies import MessageQueue
 from mqtools.tui.navigation import Navigation, view_named
 
 
@@ -28,7 +31,7 @@ def test_heartbeat_thresholds_missing_name_server_and_unreachable_broker() -> No
     assert rows["10.0.1.1:10911"].cells[6].value == {NS[0]: 4_000, NS[1]: 5_000}
     master_b = rows["10.0.2.1:10911"]  # 45 s at the first name server, missing from the second, no answer
     assert master_b.cells[6].level == CRIT and master_b.cells[6].text == "45.0s missing"
-    assert master_b.cells[-1].text == "unreachable" and master_b.level == CRIT
+    assert status_of(master_b).text == "unreachable" and master_b.level == CRIT
     assert rows["10.0.2.2:10911"].cells[6].level == CRIT  # 95 s at the first name server
     later = rows_of("brokers", now=NOW_MONO + 10)  # ages move on between refreshes
     assert later["10.0.1.1:10911"].cells[6].value == {NS[0]: 14_000, NS[1]: 15_000}
@@ -41,7 +44,7 @@ def test_a_broker_that_leaves_the_name_servers_stays_as_gone_with_its_age_growin
     state.apply(Outcome("snapshot", dataclasses.replace(snap, brokers=snap.brokers[:3]), None, NOW_WALL, NOW_MONO + 5))
     table = build(state, "brokers", None, NOW_MONO + 25, NOW_WALL)
     gone = next(r for r in table.rows if r.key == "10.0.2.2:10911")
-    assert gone.level == CRIT and gone.cells[-1].value == "gone"
+    assert gone.level == CRIT and status_of(gone).value == "gone"
     assert gone.cells[6].value == {NS[0]: 95_000 + 25_000, NS[1]: 1_000 + 25_000}
 
 
@@ -101,6 +104,8 @@ def test_navigation() -> None:
     assert nav.back() and nav.breadcrumb() == ["topics"] and nav.current.filter_text == "Ord"
     assert nav.back() and nav.current.filter_text is None and not nav.back()
     nav.switch("brokers")
+    assert nav.drill("10.0.1.1:10911") and nav.breadcrumb() == ["brokers", "broker 10.0.1.1:10911"]
+    nav.switch("namesrv")
     assert not nav.drill("x")
 
 
@@ -116,3 +121,38 @@ def test_documents_match_their_schemas() -> None:
                                    filter_text=None, sort=("TOPIC", False))
         jsonschema.validate(doc, load_schema("TopView"))
         assert doc["schemaVersion"] == schema_version("TopView")
+
+
+def test_verdict_columns_and_evidence_from_the_samples_the_state_keeps() -> None:
+    """A broker's verdict from its runtime answers within 10 s (one waited 450 ms in the send queue: busy),
+    a group's from samples spanning the diagnose window; before that both are n/a."""
+    state = LiveState()
+    snap = fixed_state().value("snapshot")
+    state.apply(Outcome("snapshot", snap, None, NOW_WALL, NOW_MONO - 30))
+    addr = snap.brokers[0].addr
+    busy = BrokerRuntime.from_table({"putTps": "50 50 50", "sendThreadPoolQueueHeadWaitTimeMills": "450"})
+    state.apply(Outcome(f"runtime:{addr}", busy, None, NOW_WALL, NOW_MONO - 30))  # too old to count
+    assert verdicts.broker_verdict(state, "broker-a", addr) is None
+    quiet = BrokerRuntime.from_table({"putTps": "50 50 50", "sendThreadPoolQueueHeadWaitTimeMills": "0"})
+    state.apply(Outcome(f"runtime:{addr}", quiet, None, NOW_WALL, NOW_MONO - 4))
+    state.apply(Outcome(f"runtime:{addr}", busy, None, NOW_WALL, NOW_MONO - 2))
+    state.apply(Outcome(f"config:{addr}", {"waitTimeMillsInSendQueue": "200"}, None, NOW_WALL, NOW_MONO))
+    rows = {r.key: r for r in build(state, "brokers", None, NOW_MONO, NOW_WALL).rows}
+    cell = rows[addr].cells[-1]
+    assert (cell.value, cell.level) == ("busy: send queue", CRIT) and rows[addr].drill == addr
+    detail = build(state, "broker", addr, NOW_MONO, NOW_WALL)
+    assert detail.info[0].startswith("verdict: busy: send queue — a send waited 450 ms")
+    assert [(r.cells[0].value, r.cells[3].value, r.cells[4].value, r.cells[5].value) for r in detail.rows] == [
+        ("busy: send queue", 450, 200.0, "waitTimeMillsInSendQueue")]
+
+    mq = MessageQueue("T", "broker-a", 0)
+    taken = [GroupSample(at, {mq: QueueSample(100 + n, 10, None)}, []) for n, at in enumerate((0.0, 4.0, 6.0, 9.0))]
+    assert verdicts.window_of(taken) is None  # 9 s: not a window yet
+    taken.append(GroupSample(12.0, {mq: QueueSample(110, 10, None)}, []))
+    assert [s.at for s in verdicts.window_of(taken)] == [0.0, 6.0, 12.0]
+    for sample in taken:
+        state.apply(Outcome("sample:G", sample, None, NOW_WALL, sample.at))
+    found = verdicts.group_verdict(state, "G")
+    assert found is not None and found.verdict == "offline"
+    assert verdicts.group_evidence(None, True)[0] == "verdict: n/a (sampling: a verdict needs 10 s of samples)"
+    assert verdicts.group_evidence(found, True)[0].startswith("verdict: offline — ")

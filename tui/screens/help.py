@@ -13,7 +13,7 @@ from textual.widgets import Static
 KEYS = [
     (":VIEW", "switch view: brokers, ha, topics, groups, namesrv (a prefix is enough)"),
     ("/REGEX", "filter rows by a regex; /!REGEX keeps the rows that do not match"),
-    ("enter", "drill down: a topic's route and queues, a group's progress per queue"),
+    ("enter", "drill down: a topic's route and queues, a group's progress per queue and verdict, a broker's findings"),
     ("esc", "clear the filter, then go back along the breadcrumb"),
     ("shift+LETTER", "sort by the column whose name starts with LETTER; again: reverse"),
     ("up/down, pgup/pgdn", "move"),

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import Static
 
-from mqtools.client.live.tables import age
+from mqtools.live.tables import age
 
 
 @dataclass(frozen=True, slots=True)

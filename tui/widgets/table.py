@@ -10,7 +10,7 @@ from __future__ import annotations
 from rich.text import Text
 from textual.widgets import DataTable
 
-from mqtools.client.live.tables import CRIT, WARN, Row, Table
+from mqtools.live.tables import CRIT, WARN, Row, Table
 
 STYLES = {CRIT: "bold #ff5f5f", WARN: "#ffd75f"}
 

@@ -177,7 +177,7 @@ class AdminProcessor:
             "commitLogDiskRatio": f"{disk_ratio(c.config.store_path_root_dir):.4f}",
             "sendThreadPoolQueueSize": "0",
             "sendThreadPoolQueueCapacity": "10000",
-            "sendThreadPoolQueueHeadWaitTimeMills": str(c.fast_failure.lag.take_peak()),
+            "sendThreadPoolQueueHeadWaitTimeMills": str(c.fast_failure.wait.take_peak()),
             "pullThreadPoolQueueSize": str(len(c.long_polling.table)),
             "pullThreadPoolQueueCapacity": "100000",
             "pullThreadPoolQueueHeadWaitTimeMills": "0",

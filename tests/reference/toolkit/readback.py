@@ -15,7 +15,8 @@ from tkworld import World
 def mqadmin(root: Path, namesrv: str, *args: str) -> str:
     """What Apache's mqadmin printed; it must have succeeded."""
     done = apache.mqadmin(root, *args, "-n", namesrv)
-    assert done.returncode == 0 and "Exception" not in done.stdout + done.stderr, done.stdout + done.stderr
+    assert done.returncode == 0 and "Exception" not in done.stdout + done.stderr, (
+        f"exit {done.returncode}\n{done.stderr}\n{done.stdout}")
     return done.stdout
 
 

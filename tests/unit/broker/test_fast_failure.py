@@ -6,20 +6,21 @@ import asyncio
 import time
 
 from mqtools.server.broker.config import BrokerConfig
-from mqtools.server.broker.fast_failure import BrokerFastFailure, LoopLag
+from mqtools.server.broker.fast_failure import BrokerFastFailure, SendWait
 
 
 def config(enabled: bool, wait_ms: int) -> BrokerConfig:
     return BrokerConfig(broker_fast_failure_enable=enabled, wait_time_mills_in_send_queue=wait_ms)
 
 
-def test_lag_is_how_late_the_probe_fired_and_the_peak_survives_one_read() -> None:
-    lag = LoopLag()
-    assert lag.observe(10.0, 10.004) == 4
-    assert lag.observe(10.05, 10.35) == 300
-    assert lag.observe(10.4, 10.401) == 1
-    assert lag.take_peak() == 300 and lag.take_peak() == 1
-    assert lag.observe(11.0, 10.999) == 0  # early is not negative
+def test_a_sends_wait_is_how_overdue_the_probe_was_and_the_peak_survives_one_read() -> None:
+    wait = SendWait()
+    assert wait.observe(None, 5.0) == 0  # no probe yet
+    assert wait.observe(10.0, 10.004) == 4
+    assert wait.observe(10.05, 10.35) == 300
+    assert wait.observe(10.4, 10.401) == 1
+    assert wait.take_peak() == 300 and wait.take_peak() == 0
+    assert wait.observe(11.0, 10.999) == 0  # before the probe was due is no wait
 
 
 def test_refusal_while_the_probe_is_overdue_by_the_limit_and_only_when_enabled() -> None:
@@ -34,15 +35,19 @@ def test_refusal_while_the_probe_is_overdue_by_the_limit_and_only_when_enabled()
     assert off.refusal(10.25) is None
 
 
-def test_a_blocked_loop_shows_in_the_probe() -> None:
-    async def run() -> int:
+def test_a_blocked_loop_shows_in_the_wait_of_a_send_handled_after_it_and_only_then() -> None:
+    async def run() -> tuple[int, int, str | None]:
         ff = BrokerFastFailure(config(True, 50))
         await ff.start()
         await asyncio.sleep(0.12)
         time.sleep(0.3)  # noqa: ASYNC251 - the loop is blocked on purpose, as by a long put
         await asyncio.sleep(0.01)
-        peak = ff.lag.take_peak()
+        idle = ff.wait.take_peak()  # the stall, with no send waiting through it
+        time.sleep(0.3)  # noqa: ASYNC251
+        busy = ff.refusal()  # a send that arrived during this one
+        peak = ff.wait.take_peak()
         await ff.shutdown()
-        return peak
+        return idle, peak, busy
 
-    assert asyncio.run(run()) >= 200
+    idle, peak, busy = asyncio.run(run())
+    assert idle == 0 and peak >= 250 and busy is not None and "[TIMEOUT_CLEAN_QUEUE]" in busy

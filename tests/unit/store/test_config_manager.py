@@ -186,6 +186,37 @@ async def test_until_written_waits_for_the_latest_change_and_a_cancelled_waiter_
     assert on_disk(t.path) == {"a": 2} and t.unwritten is None
 
 
+async def test_changes_made_while_a_write_runs_share_the_next_one(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A burst of changes (a thousand groups created at once) costs a few snapshots of the whole table, not
+    one each: that was quadratic. Each change's waiter still returns only once it is on disk."""
+    gate = threading.Event()
+    real = config_manager.write_atomic
+    written: list[dict[str, int]] = []
+
+    def held(path: Path, data: bytes) -> None:
+        gate.wait(5)
+        real(path, data)
+        written.append(on_disk(path))
+
+    monkeypatch.setattr(config_manager, "write_atomic", held)
+    t = Table(tmp_path / "t.json")
+    t.set("k0", 0)
+    t.persist_soon()
+    first = asyncio.ensure_future(t.until_written())
+    for i in range(1, 100):
+        t.set(f"k{i}", i)
+        t.persist_soon()
+    last = asyncio.ensure_future(t.until_written())
+    await asyncio.sleep(0.05)
+    assert not first.done() and not last.done()
+    gate.set()
+    await asyncio.wait_for(first, 5)
+    await asyncio.wait_for(last, 5)
+    assert len(written) == 2 and written[0] == {"k0": 0} and len(written[1]) == 100
+    assert t.unwritten is None and not t.dirty
+
+
 async def test_until_written_returns_after_a_failed_write_which_stays_for_the_next_persist(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _failing_writes(monkeypatch, 1)

@@ -23,9 +23,15 @@ from mqtools.client.admin.models.groups import (
 )
 from mqtools.client.admin.models.topics import TopicStatus
 from mqtools.client.errors import MQClientError
-from mqtools.client.live.state import Outcome
+from mqtools.diagnose.collect import sample_group
+from mqtools.live.state import Outcome
+from mqtools.live.verdicts import GROUP_SAMPLE_EVERY
 from mqtools.remoting.bodies import TopicRouteData
 
+#: How often each broker's config is read again (the limits its verdict is held against).
+CONFIG_EVERY = 60.0
+#: Groups sampled for a verdict each round: the used ones with the largest lag (a sample is four requests).
+VERDICT_GROUPS = 50
 Publish = Callable[[Outcome], None]
 Launch = Callable[[str, Callable[[], Awaitable[Any]]], None]
 
@@ -82,6 +88,8 @@ class Collector:
         self.publish = publish
         self.procs = procs
         self.inflight: set[str] = set()
+        self.last_started: dict[str, float] = {}
+        """Monotonic time each periodic job (`config:ADDR`, `sample:GROUP`) was last started."""
 
     async def round(self, wanted: Wanted) -> float:
         """Start every job not already running, wait for the ones this round started (and what they
@@ -109,11 +117,23 @@ class Collector:
         if wanted.topics:
             launch("topics", admin.topic_overview)
         if wanted.groups:
-            launch("groups", self.group_summaries)
+            launch("groups", lambda: self._groups(launch))
         for topic in wanted.topic_details:
             launch(f"topic:{topic}", lambda t=topic: self.topic_detail(t))
         for group in wanted.group_details:
             launch(f"group:{group}", lambda g=group: self.group_detail(g))
+            self._sample(launch, group)
+
+    def _every(self, launch: Launch, key: str, every: float, make: Callable[[], Awaitable[Any]]) -> None:
+        """Launch `key` when it was last started `every` seconds ago or more."""
+        now = time.monotonic()
+        if now - self.last_started.get(key, -every) >= every and key not in self.inflight:
+            self.last_started[key] = now
+            launch(key, make)
+
+    def _sample(self, launch: Launch, group: str) -> None:
+        """A sample of the group for its verdict (mqtools.live.verdicts), every GROUP_SAMPLE_EVERY."""
+        self._every(launch, f"sample:{group}", GROUP_SAMPLE_EVERY, lambda: sample_group(self.admin, group))
 
     async def _run(self, key: str, make: Callable[[], Awaitable[Any]]) -> None:
         try:
@@ -131,6 +151,7 @@ class Collector:
         snap = await self.admin.cluster_snapshot(runtime=False)
         for row in snap.brokers:
             launch(f"runtime:{row.addr}", lambda a=row.addr: self.admin.broker_runtime_info(a))
+            self._every(launch, f"config:{row.addr}", CONFIG_EVERY, lambda a=row.addr: self.admin.broker_config(a))
             if row.is_master:
                 slaves = [s.addr for s in snap.brokers if s.broker_name == row.broker_name and not s.is_master]
                 launch(f"ha:{row.addr}", lambda a=row.addr, s=slaves: self.admin.master_replication(a, s))
@@ -138,10 +159,15 @@ class Collector:
                        lambda a=row.addr, n=row.broker_name: self.admin.ha.controller_view(a, n))
         return snap
 
-    async def group_summaries(self) -> list[GroupSummary]:
-        """Every configured group but the system ones, one line each."""
+    async def _groups(self, launch: Launch) -> list[GroupSummary]:
+        """Every configured group but the system ones, one line each; then a sample of each of the
+        VERDICT_GROUPS used groups with the largest lag, for their verdicts."""
         names = [e.group for e in await self.admin.group_list() if not e.system]
-        return await self.admin.group_summaries(names) if names else []
+        summaries = await self.admin.group_summaries(names) if names else []
+        used = [s for s in summaries if s.online or s.diff_total]
+        for s in sorted(used, key=lambda s: -(s.diff_total or 0))[:VERDICT_GROUPS]:
+            self._sample(launch, s.group)
+        return summaries
 
     async def topic_detail(self, topic: str) -> TopicDetail:
         route, status = await asyncio.gather(self.admin.topic_route(topic), self.admin.topic_status(topic))

@@ -1,5 +1,5 @@
 """The views of a live cluster, built from a LiveState at one instant: brokers, HA, topics, groups,
-name servers, and the drill-downs of a topic and a group.
+name servers, and the drill-downs of a topic, a group and a broker (its verdict's findings).
 
 Only ages and rates are computed here (a heartbeat's age moves on between refreshes; diffs and lags
 turn into speeds and trends through the state's histories). Threshold levels: a heartbeat older than
@@ -26,9 +26,10 @@ from mqtools.client.admin.models.ha import (
     trend_of,
 )
 from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
-from mqtools.client.live.collect import GroupDetail, TopicDetail
-from mqtools.client.live.state import LiveState, Slot
-from mqtools.client.live.tables import (
+from mqtools.common.perm import perm_to_string
+from mqtools.live.collect import GroupDetail, TopicDetail
+from mqtools.live.state import LiveState, Slot
+from mqtools.live.tables import (
     CRIT,
     NA,
     OK,
@@ -45,7 +46,7 @@ from mqtools.client.live.tables import (
     size,
     sparkline,
 )
-from mqtools.common.perm import perm_to_string
+from mqtools.live.verdicts import broker_detail, broker_verdict, group_evidence, group_verdict, verdict_cell
 
 HEARTBEAT_WARN_MS = 30_000
 HEARTBEAT_CRIT_MS = 90_000
@@ -62,6 +63,8 @@ def build(state: LiveState, view: str, target: str | None = None, now: float | N
         return topic_detail(state, target, mono, wall_ms)
     if view == "group" and target is not None:
         return group_detail(state, target, mono, wall_ms)
+    if view == "broker" and target is not None:
+        return broker_detail(state, target)
     return {"brokers": brokers, "ha": ha, "topics": topics, "groups": groups, "namesrv": namesrv}[view](state, mono)
 
 
@@ -91,7 +94,7 @@ BROKER_COLUMNS = [
     Column("IN TPS", True, key="inTps"), Column("OUT TPS", True, key="outTps"),
     Column("MAX OFFSET", True, key="commitLogMaxOffset"), Column("DISK", True, key="diskRatio"),
     Column("CPU", True, key="cpuPercent"), Column("RSS", True, key="rssBytes"), Column("FILES", True, key="openFiles"),
-    Column("STATUS", key="status"),
+    Column("STATUS", key="status"), Column("VERDICT", key="verdict"),
 ]
 
 
@@ -137,8 +140,9 @@ def brokers(state: LiveState, mono: float) -> Table:
             _cell(rt and rt.commitlog_max_offset), _cell(rt and rt.commitlog_disk_ratio, percent),
             _cell(proc and proc.cpu_percent, lambda v: f"{v:.1f}%"), _cell(proc and proc.rss_bytes, size),
             _cell(proc and proc.open_files), status,
+            verdict_cell(None if is_gone else broker_verdict(state, b.broker_name, b.addr)),
         ]
-        table.rows.append(Row(b.addr, cells, stale=(slot.stale or is_gone) and rt is not None))
+        table.rows.append(Row(b.addr, cells, stale=(slot.stale or is_gone) and rt is not None, drill=b.addr))
     return table
 
 
@@ -348,7 +352,7 @@ def topics(state: LiveState, mono: float) -> Table:
 GROUP_COLUMNS = [
     Column("GROUP", key="group"), Column("MEMBERS", True, key="members"), Column("LAG", True, key="lag"),
     Column("CONSUME TPS", True, key="consumeTps"), Column("TREND", True, key="lagTrend"), Column("TYPE", key="type"),
-    Column("MODEL", key="model"), Column("VERSION", key="version"),
+    Column("MODEL", key="model"), Column("VERSION", key="version"), Column("VERDICT", key="verdict"),
 ]
 
 
@@ -366,6 +370,7 @@ def groups(state: LiveState, mono: float) -> Table:
             Cell(s.group, s.group), _cell(s.online), _cell(s.diff_total), _cell(s.consume_tps, num),
             Cell(trend, signed_rate(trend), WARN if trend is not None and trend > 0 else OK),
             _cell(s.pull_or_push), _cell(s.message_model), _cell(s.version_desc),
+            verdict_cell(group_verdict(state, s.group)),
         ], stale=slot.stale, drill=s.group))
     return table
 
@@ -443,6 +448,7 @@ PROGRESS_COLUMNS = [
 
 def group_detail(state: LiveState, group: str, mono: float, now_ms: float) -> Table:
     slot, table = _drill(state, "group", group, PROGRESS_COLUMNS, mono)
+    table.info += group_evidence(group_verdict(state, group), group in state.group_samples)
     detail: GroupDetail | None = slot.value
     if detail is None:
         return table

@@ -7,8 +7,8 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from mqtools.client.live.tables import Row, Table, plain
 from mqtools.common.presentation import document
+from mqtools.live.tables import Row, Table, plain
 
 
 def iso(wall: float | None) -> str | None:

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 HISTORY_SECONDS = 300.0
+VERDICT_HISTORY = 30.0
+"""How far back the runtime answers and group samples the verdicts are judged from go (mqtools.live.verdicts)."""
 """How far back histories go: the HA sparkline spans this, rates use the last RATE_WINDOW of it."""
 RATE_WINDOW = 10.0
 
@@ -71,8 +73,9 @@ class Series:
 
 class LiveState:
     """Slots by job key ("snapshot", "probe", "procs", "topics", "groups", "runtime:ADDR", "ha:ADDR",
-    "topic:NAME", "group:NAME") and series by figure ("ha-ack:MASTER:SLAVE", "ha-diff:MASTER:SLAVE",
-    "lag:GROUP")."""
+    "topic:NAME", "group:NAME", "config:ADDR", "sample:GROUP") and series by figure ("ha-ack:MASTER:SLAVE",
+    "ha-diff:MASTER:SLAVE", "lag:GROUP"); for the verdicts, each broker's recent runtime answers and each
+    sampled group's recent samples."""
 
     def __init__(self) -> None:
         self.slots: dict[str, Slot] = {}
@@ -82,6 +85,10 @@ class LiveState:
         self.rounds = 0
         self.memo: dict[str, dict[Any, Any]] = {}
         """Rows a view built from the same figures before (views of thousands of rows reuse them)."""
+        self.runtimes: dict[str, deque[tuple[float, Any]]] = {}
+        """broker address -> (monotonic time, BrokerRuntime) of its answers in the last VERDICT_HISTORY."""
+        self.group_samples: dict[str, deque[tuple[float, Any]]] = {}
+        """group -> (its clock reading, GroupSample of mqtools.diagnose) of the last VERDICT_HISTORY."""
         self.seen_brokers: dict[str, tuple[Any, float]] = {}
         """broker address -> (its last BrokerRow, monotonic time of that snapshot): a broker that
         leaves the name servers' table (killed: its connection closed) stays on screen as gone."""
@@ -122,6 +129,10 @@ class LiveState:
                     self._add(f"ha-ack:{addr}:{conn.addr}", outcome.mono, conn.ack_offset)
                 if conn.diff_bytes is not None:
                     self._add(f"ha-diff:{addr}:{conn.addr}", outcome.mono, conn.diff_bytes)
+        elif kind == "runtime":
+            _keep(self.runtimes.setdefault(addr, deque()), (outcome.mono, outcome.value), outcome.mono)
+        elif kind == "sample":
+            _keep(self.group_samples.setdefault(addr, deque()), (outcome.value.at, outcome.value), outcome.value.at)
         elif kind == "groups":
             for summary in outcome.value:
                 if summary.diff_total is not None:
@@ -132,3 +143,10 @@ class LiveState:
 
     def stale_keys(self) -> list[str]:
         return sorted(k for k, s in self.slots.items() if s.stale)
+
+
+def _keep(history: deque[tuple[float, Any]], item: tuple[float, Any], now: float) -> None:
+    """Append, and drop what is older than VERDICT_HISTORY."""
+    history.append(item)
+    while now - history[0][0] > VERDICT_HISTORY:
+        history.popleft()

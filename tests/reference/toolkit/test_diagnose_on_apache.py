@@ -1,0 +1,85 @@
+"""`mq admin diagnose` on Apache's 2m-2s SYNC cluster beside mq's, the same world on each (tkworld): the same
+verdicts where Apache reports the figures the verdict rests on.
+
+TkLive is a running Java push consumer that has consumed everything (healthy); TkLag consumed some and
+stopped, so messages wait and no member is online (offline); every broker is idle and every SYNC_MASTER has
+its slave (healthy). The Java client answers GET_CONSUMER_RUNNING_INFO on both sides (Apache's broker and
+mq's relay it), so owners are known on both. Every diagnosis samples for its window (10 s at least), so all
+of one test's run at once, both sides together.
+"""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import pytest
+from adminsupport import json_of, mq
+from tkworld import LAG, LIVE, World
+
+from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+
+
+def settled(namesrv: str, group: str) -> dict:
+    """The live group's diagnosis; "rebalancing" (a test before this one changed routes or offsets) is asked
+    again, as its own advice says, up to twice."""
+    for _ in range(3):
+        doc = json_of(mq("admin", "diagnose", "group", group, "-o", "json", namesrv=namesrv, timeout=120),
+                      "GroupDiagnosis", EXIT_OK)
+        if doc["verdict"] != "rebalancing":
+            break
+        print(f"{namesrv}: {group} rebalancing: {doc['summary']}")
+    return doc
+
+
+def lagging(namesrv: str) -> dict[str, Any]:
+    return json_of(mq("admin", "diagnose", "group", LAG, "-o", "json", namesrv=namesrv, timeout=120),
+                   "GroupDiagnosis", EXIT_REFUSED)
+
+
+def test_group_verdicts_agree(worlds: dict[str, World]) -> None:
+    with ThreadPoolExecutor() as pool:
+        runs = {side: (pool.submit(settled, w.namesrv, LIVE), pool.submit(lagging, w.namesrv))
+                for side, w in worlds.items()}
+    got = {side: (live.result(), lag.result()) for side, (live, lag) in runs.items()}
+    for side, (live, lag) in got.items():
+        assert (live["verdict"], live["also"]) == ("healthy", []), (side, live)
+        assert all(q["owner"] == live["members"][0]["clientId"] for q in live["queues"]), (side, live["queues"])
+        assert live["members"][0]["orderly"] is False and live["members"][0]["version"].startswith("V4_9")
+        assert (lag["verdict"], lag["also"], lag["members"]) == ("offline", [], []), (side, lag)
+    assert got["apache"][1]["lag"] == got["mq"][1]["lag"] > 0
+
+
+def broker_a(namesrv: str) -> dict[str, Any]:
+    return json_of(mq("admin", "diagnose", "broker", "broker-a", "--window", "1", "-o", "json", namesrv=namesrv),
+                   "BrokerDiagnosis", EXIT_OK)
+
+
+def cluster(namesrv: str) -> dict[str, Any]:
+    """The cluster pass; asked again (up to twice) while the live group is found rebalancing, as `settled`."""
+    for _ in range(3):
+        doc = json_of(mq("admin", "diagnose", "cluster", "-o", "json", namesrv=namesrv, timeout=180),
+                      "ClusterDiagnosis", EXIT_REFUSED)
+        live = next(i for i in doc["items"] if (i["kind"], i["name"]) == ("group", LIVE))
+        if live["verdict"] != "rebalancing":
+            break
+        print(f"{namesrv}: {LIVE} rebalancing: {live['summary']}")
+    return doc
+
+
+def test_broker_and_cluster_verdicts_agree(worlds: dict[str, World]) -> None:
+    with ThreadPoolExecutor() as pool:
+        runs = {side: (pool.submit(broker_a, w.namesrv), pool.submit(cluster, w.namesrv))
+                for side, w in worlds.items()}
+    for side, (one, every) in runs.items():
+        doc, whole = one.result(), every.result()
+        roles = sorted(b["role"] for b in doc["brokers"])
+        assert roles == ["SLAVE", "SYNC_MASTER"] and all(b["verdict"] == "healthy" for b in doc["brokers"]), (side, doc)
+        verdicts = {(i["kind"], i["name"]): (i["verdict"], i["summary"]) for i in whole["items"]}
+        assert verdicts[("group", LAG)][0] == "offline" and verdicts[("group", LIVE)][0] == "healthy", (side, verdicts)
+        assert whole["items"][0]["severity"] == "action"  # worst first
+        assert all(i["severity"] == "ok" for i in whole["items"] if i["kind"] != "group"), (side, whole["items"])
+        assert {(i["kind"], i["name"]) for i in whole["items"] if i["kind"] == "ha"} == {("ha", "broker-a"),
+                                                                                       ("ha", "broker-b")}
