@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo lint layers completions clean java reference
+.PHONY: install test demo lint layers completions clean java reference prometheus
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -22,6 +22,14 @@ java:
 	  echo "java not found: installing a JRE with apt-get"; \
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q default-jre-headless; }
+
+# Prometheus and promtool for the metrics tests (a real server scrapes `mq exporter`; promtool checks the
+# shipped alert rules): Debian's package, installed only when missing.
+prometheus:
+	@command -v prometheus >/dev/null 2>&1 && command -v promtool >/dev/null 2>&1 || { \
+	  echo "prometheus not found: installing it with apt-get"; \
+	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
+	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends prometheus; }
 
 # The layering contracts in pyproject.toml. server/ and tui/ install as mqtools.server and
 # mqtools.tui; the symlinks mqtools/server and mqtools/tui show import-linter the same layout.
@@ -41,7 +49,7 @@ reference: install
 # one, so there is never more than one JVM cluster. The unit and store suites run a second time on the
 # pure-Python codec (the compiled one, built at install where a C compiler is present, is what the first
 # run uses).
-test: install layers reference
+test: install layers reference prometheus
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/unit tests/integration
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/compat tests/tui tests/spark tests/reference
 	MQ_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/unit tests/integration/store

@@ -49,6 +49,7 @@ setup(
     ext_modules=_extensions(),
     packages=_packages(),
     package_dir=MAPPED,
-    package_data={**DATA_PACKAGES, "mqtools.spark": ["*.schema.json"], "mqtools.tui": ["*.tcss"]},
+    package_data={**DATA_PACKAGES, "mqtools.spark": ["*.schema.json"], "mqtools.tui": ["*.tcss"],
+                  "mqtools.exporter": ["*.yml", "*.json"]},
     include_package_data=True,
 )

@@ -17,6 +17,7 @@ from mqtools.cli import (
     cluster_cmd,
     context_cmd,
     controller_cmd,
+    exporter_cmd,
     namesrv_cmd,
     spark_cmd,
     top_cmd,
@@ -38,6 +39,7 @@ app.add_typer(admin.app, name="admin")
 app.add_typer(context_cmd.app, name="context")
 app.add_typer(spark_cmd.app, name="spark-load")
 app.command("top")(top_cmd.top)
+app.command("exporter")(exporter_cmd.exporter)
 
 
 @app.command()

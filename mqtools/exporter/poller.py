@@ -1,0 +1,209 @@
+"""The exporter's polls: jobs on the admin API every interval, each keeping its latest samples.
+
+Every broker node, broker group, topic and consumer group is a job of its own, run concurrently: a slow
+broker delays only its own series, and a job still running when the next round starts is left to finish,
+not started twice. A scrape reads what the jobs last stored and never waits for one. A job that fails
+drops its samples (absent, not stale and not 0) until it succeeds again; an item that left the cluster
+(a topic deleted, a broker gone) drops its samples at the next round.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from mqtools.client.admin import MQAdmin
+from mqtools.client.admin.models.brokers import BrokerRuntime, ClusterSnapshot
+from mqtools.client.admin.models.groups import GroupConnections
+from mqtools.client.errors import ConsumerNotOnlineError, MQClientError
+from mqtools.common.topics import is_system_topic
+from mqtools.exporter.series import (
+    Sample,
+    commitlog_diffs,
+    group_samples,
+    ha_samples,
+    heartbeat_samples,
+    runtime_samples,
+    stats_sample,
+    topic_samples,
+)
+
+log = logging.getLogger(__name__)
+Job = Callable[[], Awaitable[list[Sample]]]
+
+
+class ExporterPoller:
+    """Runs the rounds on the calling loop; `samples()` may be called from any thread (the HTTP server's)."""
+
+    def __init__(self, admin: MQAdmin, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.admin = admin
+        self.interval = interval
+        self.clock = clock
+        self.latest: dict[str, list[Sample]] = {}
+        """job key -> the samples of its last successful poll."""
+        self.polls: dict[str, tuple[float, bool]] = {}
+        """job key -> (seconds its last poll took, whether it succeeded)."""
+        self.snapshot: ClusterSnapshot | None = None
+        self.runtimes: dict[str, BrokerRuntime] = {}
+        self._inflight: dict[str, asyncio.Task[None]] = {}
+
+    async def run(self) -> None:
+        """A round every interval, until cancelled."""
+        while True:
+            began = self.clock()
+            await self.round()
+            await asyncio.sleep(max(0.0, self.interval - (self.clock() - began)))
+
+    async def round(self) -> None:
+        """Start every job of one round (the cluster's shape first: the per-broker jobs depend on it)."""
+        try:
+            snap = await self.admin.cluster_snapshot(runtime=False)
+        except MQClientError as exc:
+            log.warning("the name servers did not answer: %s", exc)
+            return
+        self.snapshot = snap
+        self.latest["cluster"] = heartbeat_samples(snap)
+        nodes = {b.addr for b in snap.brokers}
+        self._prune("runtime:", nodes)
+        self._prune("stats:", {b.addr for b in snap.masters()})
+        self._prune("ha:", {b.broker_name for b in snap.masters()})
+        self.runtimes = {a: rt for a, rt in self.runtimes.items() if a in nodes}
+        cluster_of = {b.broker_name: b.cluster for b in snap.brokers}
+        for b in snap.brokers:
+            self._launch(f"runtime:{b.addr}", lambda b=b: self._runtime(b.cluster, b.addr, b.is_master))
+        for m in snap.masters():
+            self._launch(f"stats:{m.addr}", lambda m=m: self._broker_stats(m.cluster, m.addr, m.broker_name))
+            if len(snap.group(m.broker_name)) > 1:
+                self._launch(f"ha:{m.broker_name}", lambda m=m: self._ha(m.broker_name))
+        self._launch("topics", lambda: self._topics(cluster_of))
+        self._launch("groups", lambda: self._groups(cluster_of))
+
+    def samples(self) -> list[Sample]:
+        """Everything known now: the jobs' samples, the slaves' commitlog diffs and the polls' own figures."""
+        out = [s for samples in list(self.latest.values()) for s in samples]
+        if self.snapshot is not None:
+            out += commitlog_diffs(self.snapshot, dict(self.runtimes))
+        for key, (seconds, ok) in list(self.polls.items()):
+            out.append(Sample("mq_exporter_poll_seconds", (key,), round(seconds, 6)))
+            out.append(Sample("mq_exporter_poll_ok", (key,), 1.0 if ok else 0.0))
+        return out
+
+    # -- jobs ------------------------------------------------------------------------------------
+
+    def _launch(self, key: str, job: Job) -> None:
+        if key in self._inflight:
+            return
+        self._inflight[key] = asyncio.get_running_loop().create_task(self._run(key, job), name=f"poll {key}")
+
+    async def _run(self, key: str, job: Job) -> None:
+        began = self.clock()
+        try:
+            self.latest[key] = await job()
+            ok = True
+        except Exception as exc:  # noqa: BLE001 - any failure of a poll drops its series, and is counted
+            log.info("poll %s failed: %s", key, exc)
+            self.latest.pop(key, None)
+            ok = False
+        finally:
+            self._inflight.pop(key, None)
+        self.polls[key] = (self.clock() - began, ok)
+
+    def _masters(self) -> dict[str, str]:
+        """broker name -> master address, as the last round saw them (where stats counters are asked)."""
+        return {b.broker_name: b.addr for b in (self.snapshot.masters() if self.snapshot else [])}
+
+    def _prune(self, prefix: str, keep: set[str]) -> None:
+        """Forget the jobs under `prefix` whose item is no longer in the cluster."""
+        for key in [k for k in list(self.latest) + list(self.polls) if k.startswith(prefix)]:
+            if key[len(prefix):] not in keep:
+                self.latest.pop(key, None)
+                self.polls.pop(key, None)
+
+    async def _runtime(self, cluster: str, addr: str, is_master: bool) -> list[Sample]:
+        runtime = await self.admin.broker_runtime_info(addr)
+        self.runtimes[addr] = runtime
+        # as rocketmq-exporter: masters only (a slave's figures would add to the dashboard's sums)
+        return runtime_samples(cluster, addr, runtime) if is_master else []
+
+    async def _broker_stats(self, cluster: str, addr: str, broker: str) -> list[Sample]:
+        put, get = await asyncio.gather(self.admin.broker_stats(addr, "BROKER_PUT_NUMS", cluster),
+                                        self.admin.broker_stats(addr, "BROKER_GET_NUMS", cluster),
+                                        return_exceptions=True)
+        labels = (cluster, addr, broker)
+        return [*_tps("rocketmq_broker_tps", labels, put), *_tps("rocketmq_broker_qps", labels, get)]
+
+    async def _ha(self, broker_name: str) -> list[Sample]:
+        return ha_samples(await self.admin.ha_ready(broker_name))
+
+    async def _topics(self, cluster_of: dict[str, str]) -> list[Sample]:
+        topics = [t for t in await self.admin.topic_list() if not is_system_topic(t)]
+        self._prune("topic:", set(topics))
+        for topic in topics:
+            self._launch(f"topic:{topic}", lambda t=topic: self._topic(cluster_of, t))
+        return []
+
+    async def _topic(self, cluster_of: dict[str, str], topic: str) -> list[Sample]:
+        status = await self.admin.topic_status(topic)
+        out = topic_samples(cluster_of, status)
+        masters = self._masters()
+        brokers = sorted({q.queue.broker_name for q in status.queues} & masters.keys())
+        answers = await asyncio.gather(*(self.admin.broker_stats(masters[b], "TOPIC_PUT_NUMS", topic)
+                                         for b in brokers), return_exceptions=True)
+        for broker, answer in zip(brokers, answers, strict=True):
+            out += _tps("rocketmq_producer_tps", (cluster_of.get(broker, ""), broker, topic), answer)
+        return out
+
+    async def _groups(self, cluster_of: dict[str, str]) -> list[Sample]:
+        groups = [e.group for e in await self.admin.group_list() if not e.system]
+        self._prune("group:", set(groups))
+        for group in groups:
+            self._launch(f"group:{group}", lambda g=group: self._group(cluster_of, g))
+        return []
+
+    async def _group(self, cluster_of: dict[str, str], group: str) -> list[Sample]:
+        progress = await self.admin.consumer_progress(group)
+        try:
+            conns: GroupConnections | None = await self.admin.consumer_connections(group)
+        except ConsumerNotOnlineError:
+            conns = None
+        latency = await self._store_latency(progress.queues)
+        out = group_samples(cluster_of, progress, conns, latency)
+        masters = self._masters()
+        pairs = sorted({(q.queue.broker_name, q.queue.topic) for q in progress.queues
+                        if q.queue.broker_name in masters})
+        answers = await asyncio.gather(*(self.admin.broker_stats(masters[b], "GROUP_GET_NUMS", f"{t}@{group}")
+                                         for b, t in pairs), return_exceptions=True)
+        for (broker, topic), answer in zip(pairs, answers, strict=True):
+            out += _tps("rocketmq_consumer_tps", (cluster_of.get(broker, ""), broker, topic, group), answer)
+        return out
+
+    async def _store_latency(self, queues: list) -> dict[tuple[str, str], int]:
+        """Per (broker, topic): the age of the oldest message not yet consumed (0 for a caught-up queue), as
+        rocketmq-exporter measures rocketmq_group_get_latency_by_storetime; where some queue's message cannot
+        be read (or its offset is not known) the figure is not known and left out."""
+        now_ms = int(time.time() * 1000)
+        behind = [q for q in queues if q.consumer_offset is not None and q.diff > 0]
+        found = await asyncio.gather(*(self.admin.message_at(q.queue, q.consumer_offset) for q in behind),
+                                     return_exceptions=True)
+        out: dict[tuple[str, str], int] = {}
+        unknown: set[tuple[str, str]] = set()
+        for q in queues:
+            out.setdefault((q.queue.broker_name, q.queue.topic), 0)
+            if q.consumer_offset is None and q.broker_offset > 0:
+                unknown.add((q.queue.broker_name, q.queue.topic))
+        for q, msg in zip(behind, found, strict=True):
+            key = (q.queue.broker_name, q.queue.topic)
+            if isinstance(msg, BaseException) or msg is None:
+                unknown.add(key)
+            else:
+                out[key] = max(out[key], now_ms - msg.store_timestamp)
+        return {key: ms for key, ms in out.items() if key not in unknown}
+
+def _tps(name: str, labels: tuple[str, ...], answer: object) -> list[Sample]:
+    """A stats answer's minute TPS as a sample; nothing when the broker did not answer (an Apache broker
+    without that counter yet answers an error)."""
+    if isinstance(answer, BaseException):
+        return []
+    return list(stats_sample(name, labels, answer.stats_minute.tps))  # type: ignore[attr-defined]

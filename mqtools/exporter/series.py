@@ -1,0 +1,162 @@
+"""Admin API answers in, samples out (sans-IO): what each poll of `mq exporter` contributes to a scrape.
+
+A figure the cluster did not give (a key missing from a runtime table, a slave whose diff is not known, a
+value that does not parse) gives no sample: the series is absent from the scrape, never 0.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from mqtools.client.admin.models.brokers import BrokerRuntime, ClusterSnapshot
+from mqtools.client.admin.models.groups import ConsumerProgress, GroupConnections
+from mqtools.client.admin.models.ha import HAReadiness
+from mqtools.client.admin.models.topics import TopicStatus
+from mqtools.common.topics import is_dlq_topic, is_retry_topic
+from mqtools.exporter.catalogue import PUT_DISTRIBUTION, RUNTIME_KEYS
+
+#: rocketmq-exporter's msgModel label: MessageModel's ordinal (BROADCASTING 0, CLUSTERING 1); a group with
+#: nobody online counts as CLUSTERING, as there.
+MSG_MODEL = {"BROADCASTING": "0", "CLUSTERING": "1"}
+UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4, "KB": 1024, "MB": 1024**2,
+         "GB": 1024**3, "TB": 1024**4}
+_SIZE = re.compile(r"(Total|Free)\s*:\s*([\d.]+)\s*([KMGT]i?B|B)")
+
+
+class Sample(NamedTuple):
+    name: str
+    labels: tuple[str, ...]
+    """Values in the order the family's label names go (catalogue.FAMILIES)."""
+    value: float
+
+
+def _number(text: str | None, index: int | None = None) -> float | None:
+    if text is None:
+        return None
+    parts = text.split()
+    if index is not None:
+        if index >= len(parts):
+            return None
+        text = parts[index]
+    elif len(parts) == 2 and parts[1] in UNITS:  # "12.5 MiB", as 4.x writes remainHowManyDataToFlush
+        value = _number(parts[0])
+        return None if value is None else value * UNITS[parts[1]]
+    try:
+        return float(text)
+    except ValueError:
+        return None
+
+
+def runtime_samples(cluster: str, addr: str, runtime: BrokerRuntime) -> list[Sample]:
+    """rocketmq_brokeruntime_* of one broker node, labelled as rocketmq-exporter labels them."""
+    raw = runtime.raw
+    labels = (cluster, addr, "", runtime.version_desc or "", raw.get("bootTimestamp", ""), raw.get("brokerVersion", ""))
+    out = []
+    for suffix, (key, index) in RUNTIME_KEYS.items():
+        value = _number(raw.get(key), index)
+        if value is not None:
+            out.append(Sample(f"rocketmq_brokeruntime_{suffix}", labels, value))
+    for kind, amount, unit in _SIZE.findall(raw.get("commitLogDirCapacity", "")):
+        out.append(Sample(f"rocketmq_brokeruntime_commitlogdir_capacity_{kind.lower()}", labels,
+                          float(amount) * UNITS[unit]))
+    buckets = dict(re.findall(r"\[([^\]]+)\]:(\d+)", raw.get("putMessageDistributeTime", "")))
+    for suffix, bucket in PUT_DISTRIBUTION.items():
+        if bucket in buckets:
+            out.append(Sample(f"rocketmq_brokeruntime_pmdt_{suffix}", labels, float(buckets[bucket])))
+    return out
+
+
+def commitlog_diffs(snapshot: ClusterSnapshot, runtimes: Mapping[str, BrokerRuntime]) -> list[Sample]:
+    """rocketmq_broker_commitlog_diff: each slave's distance from its master, both max offsets known."""
+    out = []
+    for master in snapshot.masters():
+        top = runtimes.get(master.addr)
+        for slave in snapshot.group(master.broker_name):
+            low = runtimes.get(slave.addr)
+            if slave.is_master or top is None or low is None or top.commitlog_max_offset is None \
+                    or low.commitlog_max_offset is None:
+                continue
+            out.append(Sample("rocketmq_broker_commitlog_diff", (slave.cluster, slave.addr, slave.broker_name),
+                              float(top.commitlog_max_offset - low.commitlog_max_offset)))
+    return out
+
+
+def heartbeat_samples(snapshot: ClusterSnapshot) -> list[Sample]:
+    """mq_namesrv_heartbeat_age_seconds, where the name server tells it (mq's live table; not Apache's)."""
+    return [Sample("mq_namesrv_heartbeat_age_seconds", (ns, b.cluster, b.broker_name, b.addr), beat.age_ms / 1000)
+            for b in snapshot.brokers for ns, beat in b.heartbeats.items() if beat is not None]
+
+
+def topic_samples(cluster_of: Mapping[str, str], status: TopicStatus) -> list[Sample]:
+    """rocketmq_producer_offset (rocketmq_topic_retry_offset for a retry topic) per broker."""
+    if is_dlq_topic(status.topic):
+        return []
+    sums: dict[str, int] = {}
+    for q in status.queues:
+        sums[q.queue.broker_name] = sums.get(q.queue.broker_name, 0) + q.max_offset
+    name = "rocketmq_topic_retry_offset" if is_retry_topic(status.topic) else "rocketmq_producer_offset"
+    return [Sample(name, (cluster_of.get(broker, ""), broker, status.topic), float(total))
+            for broker, total in sorted(sums.items())]
+
+
+def group_samples(cluster_of: Mapping[str, str], progress: ConsumerProgress, conns: GroupConnections | None,
+                  store_latency_ms: Mapping[tuple[str, str], int]) -> list[Sample]:
+    """A group's diff per topic (retry and dead-letter topics in their own families), its committed offsets
+    per broker and topic, and the store-time latency per broker and topic (`store_latency_ms`, read by the
+    poll: the oldest unconsumed message's age, 0 when caught up)."""
+    online = str(len(conns.connections)) if conns is not None else "0"
+    model = MSG_MODEL.get((conns.message_model or "CLUSTERING") if conns is not None else "CLUSTERING", "1")
+    diffs: dict[str, int] = {}
+    offsets: dict[tuple[str, str], int] = {}
+    for q in progress.queues:
+        diffs[q.queue.topic] = diffs.get(q.queue.topic, 0) + q.diff
+        if q.consumer_offset is not None:
+            key = (q.queue.broker_name, q.queue.topic)
+            offsets[key] = offsets.get(key, 0) + q.consumer_offset
+    out = []
+    if model == MSG_MODEL["CLUSTERING"]:  # as rocketmq-exporter: a broadcast group's diff means nothing
+        for topic, diff in sorted(diffs.items()):
+            name = "rocketmq_group_retrydiff" if is_retry_topic(topic) else \
+                "rocketmq_group_dlqdiff" if is_dlq_topic(topic) else "rocketmq_group_diff"
+            out.append(Sample(name, (progress.group, topic, online, model), float(diff)))
+    for (broker, topic), total in sorted(offsets.items()):
+        out.append(Sample("rocketmq_consumer_offset", (cluster_of.get(broker, ""), broker, topic, progress.group),
+                          float(total)))
+    for (broker, topic), ms in sorted(store_latency_ms.items()):
+        out.append(Sample("rocketmq_group_get_latency_by_storetime",
+                          (cluster_of.get(broker, ""), broker, topic, progress.group), float(ms)))
+    return out
+
+
+def ha_samples(ready: HAReadiness) -> list[Sample]:
+    """mq_ha_*: each slave's replication, the group's readiness and, in controller mode, its epoch and
+    SyncStateSet size."""
+    group = ready.group
+    cluster = (group.cluster if group is not None else None) or ""
+    out = []
+    if ready.safe is not None:
+        out.append(Sample("mq_ha_ready", (cluster, ready.broker_name), 1.0 if ready.safe else 0.0))
+    if group is None:
+        return out
+    master = group.master_addr or ""
+    for s in group.slaves:
+        slave = s.slave.broker_addr if s.slave is not None else s.connection
+        labels = (cluster, ready.broker_name, master, slave or "")
+        figures = (("mq_ha_diff_bytes", s.diff_bytes), ("mq_ha_diff_messages", s.diff_messages),
+                   ("mq_ha_catchup_seconds", s.catch_up_s),
+                   ("mq_ha_in_sync", None if s.in_sync is None else int(s.in_sync)))
+        out += [Sample(name, labels, float(v)) for name, v in figures if v is not None]
+    ctl = group.controller
+    if ctl is not None and ctl.error is None:
+        if ctl.master_epoch is not None:
+            out.append(Sample("mq_controller_epoch", (cluster, ready.broker_name), float(ctl.master_epoch)))
+        out.append(Sample("mq_controller_sync_state_set_size", (cluster, ready.broker_name),
+                          float(len(ctl.sync_state_set))))
+    return out
+
+
+def stats_sample(name: str, labels: tuple[str, ...], tps: float | None) -> Iterable[Sample]:
+    """A VIEW_BROKER_STATS_DATA figure (its minute's TPS), rounded as rocketmq-exporter rounds it."""
+    return [] if tps is None else [Sample(name, labels, round(tps, 2))]

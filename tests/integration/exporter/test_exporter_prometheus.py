@@ -1,0 +1,67 @@
+"""`mq exporter` scraped by a real Prometheus: PromQL through its HTTP API gives what `mq admin` says.
+
+A 2m-2s cluster with a topic of 7 messages on broker-a and a group reset to offset 0 (lag 7, nobody online).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+from adminsupport import mq
+from presetcluster import PresetCluster, preset_cluster, wait_for
+from promsupport import exporter, prometheus, scrape, until_value
+
+from mqtools.client.admin import SyncMQAdmin
+from mqtools.client.admin.models.groups import ResetTarget
+from mqtools.exporter.catalogue import FAMILIES
+from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+TOPIC, GROUP, SENT = "ExpTopic", "ExpGroup", 7
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
+    with preset_cluster(tmp_path_factory.mktemp("exporter"), "2m-2s-async") as running:
+        with SyncMQAdmin(running.namesrv) as admin:
+            admin.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=admin.master_addrs()["broker-a"])
+            for i in range(SENT):
+                admin.send_message(TOPIC, b"x" * 100, broker_name="broker-a", queue_id=i % 4)
+            admin.create_subscription_group(SubscriptionGroupConfig(GROUP), cluster="DefaultCluster")
+            admin.reset_offsets(GROUP, TOPIC, ResetTarget("offset", 0))
+        yield running
+
+
+def doc(*args: str, namesrv: str) -> dict:
+    result = mq("admin", *args, "-o", "json", namesrv=namesrv)
+    assert result.returncode == 0, result.stdout + result.stderr
+    return json.loads(result.stdout)
+
+
+def test_prometheus_reads_what_mq_admin_says(cluster: PresetCluster, tmp_path) -> None:
+    ns = cluster.namesrv
+    with exporter(ns) as addr, prometheus(tmp_path / "prom", {"mq": addr}) as prom:
+        lag = doc("group", "progress", GROUP, namesrv=ns)["diffTotal"]
+        assert lag == SENT
+        until_value(prom, f'sum(rocketmq_group_diff{{group="{GROUP}",countOfOnlineConsumers="0",msgModel="1"}})', lag)
+        assert prom.value(f'rocketmq_producer_offset{{topic="{TOPIC}",broker="broker-a"}}') == SENT
+        assert prom.value(f'sum(rocketmq_consumer_offset{{group="{GROUP}"}})') == 0
+        assert prom.value(f'max(rocketmq_group_get_latency_by_storetime{{group="{GROUP}"}})') > 0
+        # replication as `mq admin ha status` has it, and both groups safe to stop
+        slaves = [s for g in doc("ha", "status", namesrv=ns)["groups"] for s in g["slaves"]]
+        assert len(slaves) == 2 and all(s["diffBytes"] is not None for s in slaves)
+        until_value(prom, "count(mq_ha_diff_bytes)", 2)
+        assert prom.value("sum(mq_ha_diff_bytes)") == sum(s["diffBytes"] for s in slaves)
+        until_value(prom, "sum(mq_ha_ready)", 2)
+        assert prom.value("count(mq_namesrv_heartbeat_age_seconds)") == 4
+        assert prom.value("count(rocketmq_brokeruntime_commitlog_maxoffset)") == 2  # masters, as rocketmq-exporter
+        assert prom.value("count(rocketmq_broker_commitlog_diff)") == 2
+        # a figure mq's broker does not give is absent, not 0
+        assert prom.query("rocketmq_brokeruntime_put_latency_99") == []
+        wait_for(prom.targets_up, 10, "the exporter's target up")
+        text = scrape(addr)
+    names = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
+    assert names <= FAMILIES.keys() and "rocketmq_group_diff" in names

@@ -1,0 +1,42 @@
+"""Admin answers into samples: rocketmq-exporter's names and labels, and nothing for what was not given."""
+
+from __future__ import annotations
+
+from mqtools.client.admin.models.brokers import BrokerRuntime
+from mqtools.client.admin.models.groups import ConsumerProgress, QueueProgress
+from mqtools.exporter.catalogue import FAMILIES
+from mqtools.exporter.series import group_samples, runtime_samples
+from mqtools.remoting.bodies import MessageQueue
+
+
+def test_runtime_figures_by_rocketmq_exporters_names_and_only_those_given() -> None:
+    rt = BrokerRuntime.from_table({
+        "brokerVersionDesc": "V4_9_8", "brokerVersion": "413", "bootTimestamp": "1700000000000",
+        "putTps": "12.5 10.0 8.25", "commitLogMaxOffset": "4096", "remainHowManyDataToFlush": "1.5 KiB",
+        "commitLogDirCapacity": "Total : 2.0 GiB, Free : 512.0 MiB.",
+        "putMessageDistributeTime": "[<=0ms]:7 [0~10ms]:3 [10~50ms]:0 [10s~]:1", "pageCacheLockTimeMills": "n/a"})
+    got = {s.name: s for s in runtime_samples("C", "10.0.0.1:10911", rt)}
+    assert got["rocketmq_brokeruntime_put_tps10"].value == 12.5 and got["rocketmq_brokeruntime_put_tps600"].value == 8.25
+    assert got["rocketmq_brokeruntime_commitlog_maxoffset"].labels == (
+        "C", "10.0.0.1:10911", "", "V4_9_8", "1700000000000", "413")
+    assert got["rocketmq_brokeruntime_remain_howmanydata_toflush"].value == 1536
+    assert got["rocketmq_brokeruntime_commitlogdir_capacity_total"].value == 2 * 1024**3
+    assert got["rocketmq_brokeruntime_commitlogdir_capacity_free"].value == 512 * 1024**2
+    assert (got["rocketmq_brokeruntime_pmdt_0ms"].value, got["rocketmq_brokeruntime_pmdt_10stomore"].value) == (7, 1)
+    assert "rocketmq_brokeruntime_pagecache_lock_time_mills" not in got  # not a number: absent, not 0
+    assert "rocketmq_brokeruntime_getmiss_tps10" not in got  # not given
+    assert got.keys() <= FAMILIES.keys()
+
+
+def test_a_groups_diff_per_topic_with_its_retry_topic_apart_and_offsets_per_broker() -> None:
+    a0, a1 = MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1)
+    retry = MessageQueue("%RETRY%G", "broker-b", 0)
+    progress = ConsumerProgress("G", [QueueProgress(a0, 10, 4, None), QueueProgress(a1, 5, None, None),
+                                      QueueProgress(retry, 3, 3, None)])
+    got = group_samples({"broker-a": "C", "broker-b": "C"}, progress, None, {("broker-a", "T"): 900})
+    assert [(s.name, s.labels, s.value) for s in got] == [
+        ("rocketmq_group_retrydiff", ("G", "%RETRY%G", "0", "1"), 0.0),
+        ("rocketmq_group_diff", ("G", "T", "0", "1"), 11.0),
+        ("rocketmq_consumer_offset", ("C", "broker-a", "T", "G"), 4.0),
+        ("rocketmq_consumer_offset", ("C", "broker-b", "%RETRY%G", "G"), 3.0),
+        ("rocketmq_group_get_latency_by_storetime", ("C", "broker-a", "T", "G"), 900.0)]
