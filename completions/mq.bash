@@ -113,6 +113,7 @@ _mq() {
             mq_controller) path="mq controller" ;;
             mq_controller_start) path="mq controller start" ;;
             mq_exporter) path="mq exporter" ;;
+            mq_mcp) path="mq mcp" ;;
             mq_namesrv) path="mq namesrv" ;;
             mq_namesrv_start) path="mq namesrv start" ;;
             mq_spark-load) path="mq spark-load" ;;
@@ -124,7 +125,7 @@ _mq() {
         esac
     done
     case "${path// /_}" in
-        mq) words="admin broker cluster context controller exporter namesrv spark-load top version --help" ;;
+        mq) words="admin broker cluster context controller exporter mcp namesrv spark-load top version --help" ;;
         mq_admin) words="acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn --tls --tls-ca --tls-cert --tls-key --help" ;;
         mq_admin_acl) words="delete get list update version white-addrs --help" ;;
         mq_admin_acl_delete) words="--broker-addr --cluster --context --namesrv --timeout -b -c -n --help" ;;
@@ -233,6 +234,7 @@ _mq() {
         mq_controller) words="start --help" ;;
         mq_controller_start) words="--config --listen-port --store-dir -c --help" ;;
         mq_exporter) words="--context --interval --listen --namesrv --timeout --tls --tls-ca --tls-cert --tls-key -n --help" ;;
+        mq_mcp) words="--allow-writes --context --namesrv -n --help" ;;
         mq_namesrv) words="start --help" ;;
         mq_namesrv_start) words="--config --host --kv-config-path --listen-port --store-dir -c --help" ;;
         mq_spark-load) words="consume e2e produce --help" ;;

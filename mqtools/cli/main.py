@@ -18,6 +18,7 @@ from mqtools.cli import (
     context_cmd,
     controller_cmd,
     exporter_cmd,
+    mcp_cmd,
     namesrv_cmd,
     spark_cmd,
     top_cmd,
@@ -40,6 +41,7 @@ app.add_typer(context_cmd.app, name="context")
 app.add_typer(spark_cmd.app, name="spark-load")
 app.command("top")(top_cmd.top)
 app.command("exporter")(exporter_cmd.exporter)
+app.command("mcp")(mcp_cmd.mcp)
 
 
 @app.command()

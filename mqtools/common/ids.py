@@ -54,6 +54,8 @@ def decode_offset_msg_id(msg_id: str) -> tuple[Host, int]:
         raise ValueError(f"not an offset message id: {msg_id!r}")
     addr = ipaddress.ip_address(raw[:-12])
     port, offset = struct.unpack(">iq", raw[-12:])
+    if not 0 < port < 65536 or offset < 0:  # a client msgId (UNIQ_KEY) read as an offset msgId
+        raise ValueError(f"not an offset message id: {msg_id!r} (port {port}, offset {offset})")
     return (str(addr), port), offset
 
 

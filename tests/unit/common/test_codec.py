@@ -157,6 +157,8 @@ def test_offset_msg_id_roundtrip():
     assert decode_offset_msg_id(mid) == (("10.0.0.5", 10911), 0x1234)
     with pytest.raises(ValueError):
         decode_offset_msg_id("ABCD")
+    with pytest.raises(ValueError, match="port 259529407"):  # a client msgId: pid and loader hash read as a port
+        decode_offset_msg_id("C0000202" + "0F781ABF" + "0000000000000000")
 
 
 def test_unique_key_layout():

@@ -1,0 +1,32 @@
+"""`mq mcp`: a Model Context Protocol server over stdio for agents (the official mcp SDK)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from mqtools.cli.admin.common import ContextOpt, NamesrvOpt, fail
+from mqtools.common.exitcodes import EXIT_USAGE
+
+
+def mcp(
+    namesrv: NamesrvOpt = None,
+    context: ContextOpt = None,
+    allow_writes: Annotated[bool, typer.Option(
+        "--allow-writes", help="Also offer the writes (topic create/update, offset reset, perm wipe/add).")] = False,
+) -> None:
+    """MCP server over stdio: the admin API's reads as tools (cluster, topics, groups, HA, messages, drills,
+    diagnose), each returning the same JSON document as `-o json`, with its schema as output schema.
+
+    Example (an MCP client's config): {"command": "mq", "args": ["mcp", "-n", "127.0.0.1:9876"]}
+    """
+    try:
+        import anyio
+
+        from mqtools.mcp.server import MQTools, serve
+    except ImportError as exc:
+        raise fail(f"mq mcp needs the mcp SDK ({exc.name} is missing): pip install 'mqtools[mcp]'", EXIT_USAGE) \
+            from None
+    connection = ["-n", namesrv] if namesrv else ["--context", context] if context else []
+    anyio.run(serve, MQTools(connection, allow_writes))
