@@ -41,6 +41,7 @@ from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.fast_failure import BrokerFastFailure
 from mqtools.server.broker.ha_duties import HADuties
 from mqtools.server.broker.long_polling import HeldPull, PullRequestHoldService
+from mqtools.server.broker.metrics import BrokerMetricsManager
 from mqtools.server.broker.pre_online import take_offsets_from_slaves
 from mqtools.server.broker.processors import admin, end_transaction, pull, query, send
 from mqtools.server.broker.processors import client as client_proc
@@ -92,6 +93,7 @@ class BrokerController:
         self.producers = ProducerManager(clock)
         self.locks = RebalanceLockManager(clock)
         self.stats = BrokerStats(clock)
+        self.metrics = BrokerMetricsManager(config, self.stats, self.topics, self.groups)
         self.fast_failure = BrokerFastFailure(config)
         self.store = MessageStore(config.store_config(), clock=clock)
         self.schedule = ScheduleMessageService(self.store, config_dir, config.message_delay_level,
@@ -173,6 +175,7 @@ class BrokerController:
             raise StartError(f"cannot listen on {cfg.bind_address}:{ports}: {exc.strerror or exc}") from None
         self.store.config.listen_port = self.server.port  # STOREHOST and offset msg ids use the real port
         await self.fast_failure.start()
+        await self.metrics.start()
         self.store.add_arrival_listener(self.long_polling.arrival_listener)
         await self.long_polling.start()
         await self.offsets.start()
@@ -214,6 +217,7 @@ class BrokerController:
             ("unregister", self.registrar.unregister_all),
             ("server", self.server.shutdown),
             ("fast failure", self.fast_failure.shutdown),
+            ("metrics", self.metrics.shutdown),
             ("acl", lambda: self.acl.manager.shutdown() if self.acl is not None else None),
             ("long polling", self.long_polling.shutdown),
             ("schedule", self.schedule.shutdown),

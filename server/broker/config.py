@@ -71,6 +71,10 @@ class BrokerConfig:
     # as its loop's lag, which also counts time the OS did not run the broker (README, Differences)
     broker_fast_failure_enable: bool = False
     wait_time_mills_in_send_queue: int = 200
+    # metrics (server/broker/metrics.py): RocketMQ 5's names; PROM serves them, DISABLE does not
+    metrics_exporter_type: str = "DISABLE"
+    metrics_prom_exporter_host: str = ""
+    metrics_prom_exporter_port: int = 5557
     # topics and groups
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True

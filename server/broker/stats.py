@@ -123,7 +123,10 @@ class BrokerStats:
         self.get_found = RateCounter()
         self.get_miss = RateCounter()
         self.topic_put: dict[str, RateCounter] = {}
+        self.topic_put_bytes: dict[str, int] = {}
         self.group_get: dict[tuple[str, str], RateCounter] = {}
+        self.group_get_bytes: dict[tuple[str, str], int] = {}
+        """Bytes per topic, and per (topic, group): RocketMQ 5's throughput counters (server/broker/metrics.py)."""
         self.boot_timestamp = int(clock() * 1000)
         self._day_end = _next_day(clock())
         self.put_today_morning = 0
@@ -148,6 +151,7 @@ class BrokerStats:
         if counter is None:
             counter = self.topic_put[topic] = RateCounter()
         counter.add(now, msgs)
+        self.topic_put_bytes[topic] = self.topic_put_bytes.get(topic, 0) + size
 
     def on_get(self, group: str, topic: str, msgs: int, size: int) -> None:
         now = self.clock()
@@ -157,6 +161,7 @@ class BrokerStats:
             self.get_bytes.add(now, size)
             self.get_found.add(now, 1)
             self.group_get.setdefault((topic, group), RateCounter()).add(now, msgs)
+            self.group_get_bytes[topic, group] = self.group_get_bytes.get((topic, group), 0) + size
         else:
             self.get_miss.add(now, 1)
 

@@ -30,6 +30,7 @@ RUNS = {
     "ha_replication": ["--seconds", "0.5", "--rate", "500"],
     "top_refresh": ["--topics", "20", "--groups", "5", "--rounds", "1"],
     "admin_latency": ["--runs", "1"],
+    "metrics_cost": ["--seconds", "1.2", "--repeat", "1"],
     # one Apache JVM cluster and one mq one, one after the other: our Producer's cases and the Java and
     # Python consumers (case a's eight Java sends and case d's second cluster pair only add JVM starts)
     "reference": ["--seconds", "0.5", "--backlog", "2000", "--cases", "b,c,e", "--startups", "1"],

@@ -10,13 +10,14 @@ from collections.abc import Iterator
 
 import pytest
 from adminsupport import mq
+from mqproc import start_broker, start_namesrv
 from presetcluster import PresetCluster, preset_cluster, wait_for
-from promsupport import exporter, prometheus, scrape, until_value
+from promsupport import exporter, free_port, prometheus, scrape, until_value
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.exporter.catalogue import FAMILIES
-from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
+from mqtools.remoting.bodies import MessageQueue, SubscriptionGroupConfig, TopicConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
@@ -65,3 +66,34 @@ def test_prometheus_reads_what_mq_admin_says(cluster: PresetCluster, tmp_path) -
         text = scrape(addr)
     names = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
     assert names <= FAMILIES.keys() and "rocketmq_group_diff" in names
+
+
+def test_a_broker_serves_its_own_metrics_as_rocketmq_5_names_them(tmp_path) -> None:
+    """metricsExporterType=PROM: Prometheus scrapes the broker itself; what it counted agrees with what was sent
+    and pulled (rocketmq_messages_in_total, rocketmq_messages_out_total, the throughput counters)."""
+    port = free_port()
+    namesrv = start_namesrv(tmp_path)
+    try:
+        broker = start_broker(tmp_path, namesrv.addr, "broker-m", brokerClusterName="MetricsCluster",
+                              metricsExporterType="PROM", metricsPromExporterHost="127.0.0.1",
+                              metricsPromExporterPort=str(port))
+        try:
+            with SyncMQAdmin(namesrv.addr) as admin:
+                admin.create_topic(TopicConfig(TOPIC, 2, 2), broker_addr=broker.addr)
+                for i in range(SENT):
+                    admin.send_message(TOPIC, b"y" * 50, broker_name="broker-m", queue_id=i % 2)
+                pulled = sum(len(admin.pull_messages(MessageQueue(TOPIC, "broker-m", q), 0, group=GROUP).messages)
+                             for q in (0, 1))
+            assert pulled == SENT
+            with prometheus(tmp_path / "prom", {"broker": f"127.0.0.1:{port}"}) as prom:
+                base = 'cluster="MetricsCluster",node_type="broker",node_id="broker-m"'
+                until_value(prom, f'rocketmq_messages_in_total{{{base},topic="{TOPIC}",is_system="false"}}', SENT)
+                assert prom.value(f'rocketmq_throughput_in_total{{topic="{TOPIC}"}}') >= SENT * 50
+                assert prom.value(f'rocketmq_messages_out_total{{topic="{TOPIC}",consumer_group="{GROUP}",'
+                                  'is_retry="false"}') == SENT
+                assert prom.value(f"rocketmq_topic_number{{{base}}}") > 1
+                assert prom.value("rocketmq_broker_permission") == 6
+        finally:
+            broker.stop()
+    finally:
+        namesrv.stop()
