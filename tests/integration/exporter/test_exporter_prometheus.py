@@ -6,7 +6,9 @@ A 2m-2s cluster with a topic of 7 messages on broker-a and a group reset to offs
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from adminsupport import mq
@@ -14,6 +16,7 @@ from mqproc import start_broker, start_namesrv
 from presetcluster import PresetCluster, preset_cluster, wait_for
 from promsupport import exporter, free_port, prometheus, scrape, until_value
 
+import mqtools.exporter
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.exporter.catalogue import FAMILIES
@@ -34,6 +37,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]
             admin.create_subscription_group(SubscriptionGroupConfig(GROUP), cluster="DefaultCluster")
             admin.reset_offsets(GROUP, TOPIC, ResetTarget("offset", 0))
         yield running
+
+
+def dashboard_queries() -> list[str]:
+    board = json.loads(Path(mqtools.exporter.__file__).with_name("mq-dashboard.json").read_text())
+    return [t["expr"] for p in board["panels"] for t in p.get("targets", [])]
 
 
 def doc(*args: str, namesrv: str) -> dict:
@@ -63,6 +71,12 @@ def test_prometheus_reads_what_mq_admin_says(cluster: PresetCluster, tmp_path) -
         # a figure mq's broker does not give is absent, not 0
         assert prom.query("rocketmq_brokeruntime_put_latency_99") == []
         wait_for(prom.targets_up, 10, "the exporter's target up")
+        # every query of the shipped dashboard runs, on metrics the exporter serves; those not about controller
+        # mode, retries or consumption (none here) have data
+        for expr in dashboard_queries():
+            assert set(re.findall(r"\b(?:rocketmq|mq)_[a-z0-9_]+", expr)) <= FAMILIES.keys(), expr
+            found = prom.query(expr)
+            assert found or re.search(r"controller|retrydiff|consumer_tps", expr), expr
         text = scrape(addr)
     names = {line.split()[2] for line in text.splitlines() if line.startswith("# TYPE ")}
     assert names <= FAMILIES.keys() and "rocketmq_group_diff" in names
