@@ -8,6 +8,7 @@ import struct
 from collections.abc import AsyncIterator, Iterable
 
 import pytest
+from clientsupport import until
 
 from mqtools.common.addresses import parse_addr, parse_namesrv_list
 from mqtools.remoting.client import RemotingClient
@@ -26,6 +27,8 @@ async def server() -> AsyncIterator[RemotingServer]:
     srv = RemotingServer("127.0.0.1", 0)
     seen: list[RemotingCommand] = []
     srv.seen = seen  # type: ignore[attr-defined]
+    waiting: list[RemotingCommand] = []
+    srv.waiting = waiting  # type: ignore[attr-defined]
 
     def echo(conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         seen.append(req)
@@ -39,6 +42,7 @@ async def server() -> AsyncIterator[RemotingServer]:
         return req.response(remark="slow")
 
     async def never(conn: RemotingConnection, req: RemotingCommand) -> None:
+        waiting.append(req)
         await asyncio.sleep(3600)
 
     async def async_boom(conn: RemotingConnection, req: RemotingCommand) -> None:
@@ -143,7 +147,7 @@ async def test_pending_requests_fail_at_once_when_the_connection_drops(server: R
     client = RemotingClient()
     calls = [asyncio.ensure_future(client.invoke(addr(server), RemotingCommand.request(NEVER), 60))
              for _ in range(3)]
-    await asyncio.sleep(0.1)
+    await until(lambda: len(server.waiting) == 3, 5, "the three requests at the server")  # type: ignore[attr-defined]
     for conn in list(server.connections):
         conn.abort()
     results = await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 5)

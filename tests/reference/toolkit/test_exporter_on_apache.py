@@ -1,0 +1,58 @@
+"""`mq exporter` on Apache's 2m-2s SYNC cluster beside mq's (the same world on each, tkworld): the same metric
+families with the same label names, and the same lag for the same group. The families mq's side has and
+Apache's lacks are only those Apache does not tell (KNOWN), and the other way round none."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from presetcluster import wait_for
+from promsupport import exporter, scrape
+from tkworld import LAG, World
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
+
+#: Families only mq's cluster gives: heartbeat ages (Apache's name server does not answer GET_BROKER_LIVE_TABLE).
+ONLY_MQ = {"mq_namesrv_heartbeat_age_seconds"}
+SAMPLE = re.compile(r"^([a-z_0-9]+)\{([^}]*)\} (\S+)$")
+
+
+def families(text: str) -> dict[str, set[tuple[str, ...]]]:
+    """Family name -> the label-name tuples its samples carry."""
+    out: dict[str, set[tuple[str, ...]]] = {}
+    for line in text.splitlines():
+        m = SAMPLE.match(line)
+        if m:
+            names = tuple(sorted(part.split("=", 1)[0] for part in re.findall(r'(\w+)="', m.group(2))))
+            out.setdefault(m.group(1), set()).add(names)
+    return out
+
+
+def lag_of(text: str, group: str) -> float:
+    return sum(float(m.group(3)) for line in text.splitlines() if (m := SAMPLE.match(line))
+               and m.group(1) == "rocketmq_group_diff" and f'group="{group}"' in m.group(2))
+
+
+def settled_scrape(addr: str) -> str:
+    """A scrape once every poll of the first rounds has answered (groups and topics are polls of their own)."""
+
+    def full() -> str | None:
+        text = scrape(addr)
+        return text if all(f in text for f in ("rocketmq_group_diff", "mq_ha_ready", "rocketmq_producer_offset",
+                                                "rocketmq_consumer_offset")) else None
+
+    return wait_for(full, 60, "a full scrape")
+
+
+def test_the_same_families_and_labels_on_apache_as_on_mq(worlds: dict[str, World]) -> None:
+    seen = {}
+    for side, world in worlds.items():
+        with exporter(world.namesrv) as addr:
+            text = settled_scrape(addr)
+            seen[side] = (families(text), lag_of(text, LAG))
+    (apache, apache_lag), (ours, our_lag) = seen["apache"], seen["mq"]
+    assert set(apache) - set(ours) == set(), sorted(set(apache) - set(ours))
+    assert set(ours) - set(apache) == ONLY_MQ, sorted(set(ours) - set(apache))
+    assert all(apache[name] == ours[name] for name in apache), [n for n in apache if apache[n] != ours[n]]
+    assert apache_lag == our_lag > 0
