@@ -208,6 +208,7 @@ class BrokerStats:
             "getTotalTps": self.tps_triple(self.get_found),
             "putMessageTimesTotal": str(self.put_times_total),
             "putMessageSizeTotal": str(self.put_bytes_total),
+            "putMessageAverageSize": str(self.put_bytes_total / (self.put_times_total or 1)),  # 0.0 before any, as there
             "msgPutTotalTodayNow": str(self.put_msgs.total),
             "msgGetTotalTodayNow": str(self.get_msgs.total),
             "msgPutTotalTodayMorning": str(self.put_today_morning),

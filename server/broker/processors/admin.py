@@ -10,6 +10,7 @@ written back to the broker's properties file, as RocketMQ's Configuration does.
 
 from __future__ import annotations
 
+import math
 import shutil
 from collections.abc import Awaitable
 from typing import TYPE_CHECKING
@@ -67,6 +68,23 @@ def disk_ratio(path: str) -> float:
     except OSError:
         return -1.0
     return (usage.total - usage.free) / usage.total if usage.total else -1.0
+
+
+def capacity_text(path: str) -> str | None:
+    """commitLogDirCapacity as RocketMQ writes it ("Total : 49.1 GiB, Free : 10.2 GiB."); None if unreadable."""
+    try:
+        usage = shutil.disk_usage(path)
+    except OSError:
+        return None
+    return f"Total : {_binary_size(usage.total)}, Free : {_binary_size(usage.free)}."
+
+
+def _binary_size(n: int) -> str:
+    """Bytes in RocketMQ's humanReadableByteCount(n, false) style: 512 B, 1.5 KiB, 49.1 GiB."""
+    if n < 1024:
+        return f"{n} B"
+    exp = min(int(math.log(n, 1024)), 6)
+    return f"{n / 1024**exp:.1f} {'KMGTPE'[exp - 1]}iB"
 
 
 class AdminProcessor:
@@ -186,6 +204,9 @@ class AdminProcessor:
             "pageCacheLockTimeMills": "0",
         })
         info.setdefault("earliestMessageTimeStamp", str(self._earliest_message_time()))
+        capacity = capacity_text(c.config.store_path_root_dir)
+        if capacity is not None:
+            info["commitLogDirCapacity"] = capacity
         if c.ha is not None:
             info.update(c.ha.runtime_info())
         for level, offset in sorted(c.schedule.offset_table.items()):

@@ -18,8 +18,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 #: command -> why mq's answer differs, as README's "Differences from Apache RocketMQ" says.
 DOCUMENTED: dict[str, str] = {
-    "brokerStatus": "mq's broker reports the runtime figures it has: 14 of 4.9.7's keys are missing (putLatency99, "
-                    "putMessageDistributeTime, EndTransactionQueueSize, commitLogDirCapacity, ...), 6 are its own",
+    "brokerStatus": "mq's broker reports the runtime figures it has: 12 of 4.9.7's keys are missing (putLatency99, "
+                    "putMessageDistributeTime, EndTransactionQueueSize, ...), 6 are its own",
     "getBrokerConfig": "mq's broker lists the broker.properties keys it reads, not Apache's ~200",
     "getNamesrvConfig": "mq's name server lists the namesrv.properties keys it reads (no Netty server keys)",
 }
