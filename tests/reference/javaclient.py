@@ -25,11 +25,17 @@ from fetch import require
 MAIN = "mqref.Main"
 
 
+#: The client's periodic rebalance, 20 s by default, every second: a retry topic's queue (whose route appears
+#: after a consumer's first send-back) is taken at the next rebalance, so a retry test waited 20 s on each
+#: side for it. The same on both sides, so Apache's run stays the oracle.
+REBALANCE_EVERY = "-Drocketmq.client.rebalance.waitInterval=1000"
+
+
 def java_argv(command: str, namesrv: str, *args: str, client: str = "harness") -> list[str]:
     """The harness on the client set `client` ("harness": rocketmq-client 4.9.8, "harness-5": 5.5.0)."""
     aset = require(client)
     return [*DIE_WITH_PARENT, "java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-            "-cp", aset.classpath(), MAIN, command, "--namesrv", namesrv, *args]
+            REBALANCE_EVERY, "-cp", aset.classpath(), MAIN, command, "--namesrv", namesrv, *args]
 
 
 def _parse(lines: list[str]) -> tuple[list[dict[str, Any]], list[str]]:

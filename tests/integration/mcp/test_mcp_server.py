@@ -4,6 +4,7 @@ exist only with --allow-writes."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import sys
 from collections.abc import Iterator
@@ -41,7 +42,9 @@ async def session_run(namesrv: str, *extra: str, calls: list[tuple[str, dict[str
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         listed = (await session.list_tools()).tools
-        results = [await session.call_tool(name, args, read_timeout_seconds=120) for name, args in calls]
+        # concurrently, as an agent's client may: the server runs each call as a child of its own
+        results = list(await asyncio.gather(*(session.call_tool(name, args, read_timeout_seconds=120)
+                                              for name, args in calls)))
     return listed, results
 
 
