@@ -83,8 +83,9 @@ class ExporterPoller:
     def samples(self) -> list[Sample]:
         """Everything known now: the jobs' samples, the slaves' commitlog diffs and the polls' own figures."""
         out = [s for samples in list(self.latest.values()) for s in samples]
-        if self.snapshot is not None:
-            out += commitlog_diffs(self.snapshot, dict(self.runtimes))
+        if self.snapshot is not None:  # from the runtimes whose last poll succeeded: a failed one is not known
+            known = {a: rt for a, rt in list(self.runtimes.items()) if f"runtime:{a}" in self.latest}
+            out += commitlog_diffs(self.snapshot, known)
         for key, (seconds, ok) in list(self.polls.items()):
             out.append(Sample("mq_exporter_poll_seconds", (key,), round(seconds, 6)))
             out.append(Sample("mq_exporter_poll_ok", (key,), 1.0 if ok else 0.0))
