@@ -11,6 +11,9 @@ into these (`unreachable_error`).
 
 from __future__ import annotations
 
+from collections.abc import Awaitable
+from typing import TypeVar
+
 from mqtools.remoting.codes import ResponseCode, code_name
 from mqtools.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
@@ -193,3 +196,15 @@ def for_code(code: int) -> type[MQBrokerError]:
 def broker_error(code: int, remark: str | None) -> MQBrokerError:
     """The exception to raise for a server's non-success answer."""
     return for_code(code)(code, remark)
+
+
+T = TypeVar("T")
+
+
+async def settled(call: Awaitable[T]) -> T | MQClientError:
+    """The call's result, or the client error it raised: for optional figures (one dead broker, one member
+    that does not answer) that must not sink everything read beside them."""
+    try:
+        return await call
+    except MQClientError as exc:
+        return exc

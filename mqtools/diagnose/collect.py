@@ -11,13 +11,14 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING
 
 from mqtools.client.errors import (
     ConsumerNotOnlineError,
     MQClientError,
     TopicNotExistError,
     UnknownTargetError,
+    settled,
 )
 from mqtools.common.mqversion import version_desc
 from mqtools.common.topics import dlq_topic, is_retry_topic
@@ -42,21 +43,13 @@ if TYPE_CHECKING:
     from mqtools.client.admin.models.groups import ClientConnection
     from mqtools.remoting.bodies import MessageQueue
 
-T = TypeVar("T")
 #: Samples per window: its two ends and the middle, so a rebalance inside the window is seen.
 SAMPLES = 3
 
 
-async def _settled(call: Awaitable[T]) -> T | MQClientError:
-    try:
-        return await call
-    except MQClientError as exc:
-        return exc
-
-
 async def _member(admin: MQAdmin, group: str, conn: ClientConnection) -> tuple[Member, list[str]]:
     """The member as its running info describes it, and the topics it subscribes to."""
-    info = await _settled(admin.consumer_running_info(group, conn.client_id))
+    info = await settled(admin.consumer_running_info(group, conn.client_id))
     if isinstance(info, MQClientError):
         return Member(conn.client_id, version_desc(conn.version)), []
     held = {mq: HeldQueue(pq.locked, pq.last_consume_ms, pq.cached) for mq, pq in info.process_queues.items()}
@@ -76,8 +69,8 @@ async def _dlq_size(admin: MQAdmin, group: str) -> int | None:
 
 async def sample_group(admin: MQAdmin, group: str, clock: Callable[[], float] = time.monotonic) -> GroupSample:
     at = clock()
-    progress, conns, dlq = await asyncio.gather(_settled(admin.consumer_progress(group)),
-                                                _settled(admin.consumer_connections(group)), _dlq_size(admin, group))
+    progress, conns, dlq = await asyncio.gather(settled(admin.consumer_progress(group)),
+                                                settled(admin.consumer_connections(group)), _dlq_size(admin, group))
     queues = {} if isinstance(progress, MQClientError) else {
         q.queue: QueueSample(q.broker_offset, q.consumer_offset, q.last_timestamp_ms) for q in progress.queues}
     members: list[Member] | None
@@ -97,8 +90,8 @@ async def sample_group(admin: MQAdmin, group: str, clock: Callable[[], float] = 
 
 
 async def _topic_queues(admin: MQAdmin, group: str, topic: str) -> dict[MessageQueue, QueueSample]:
-    bounds, committed = await asyncio.gather(_settled(admin.queue_bounds(topic)),
-                                             _settled(admin.committed_offsets(group, topic)))
+    bounds, committed = await asyncio.gather(settled(admin.queue_bounds(topic)),
+                                             settled(admin.committed_offsets(group, topic)))
     if isinstance(bounds, MQClientError):
         return {}
     known = {} if isinstance(committed, MQClientError) else committed
@@ -115,7 +108,7 @@ async def diagnose_group(admin: MQAdmin, group: str, window: float, thresholds: 
             await sleep(max(0.0, samples[0].at + window * i / (SAMPLES - 1) - clock()))
         samples.append(await sample_group(admin, group, clock))
     if not samples[-1].queues:
-        progress = await _settled(admin.consumer_progress(group))
+        progress = await settled(admin.consumer_progress(group))
         why = str(progress) if isinstance(progress, MQClientError) else "no broker holds offsets of it"
         return unknown(group, samples[-1].at - samples[0].at, f"the group's consume stats: {why}")
     return judge(group, samples, thresholds)
@@ -136,11 +129,11 @@ async def diagnose_broker(admin: MQAdmin, broker: str, window: float, *,
     for i in range(SAMPLES):
         if i:
             await sleep(max(0.0, began + window * i / (SAMPLES - 1) - clock()))
-        answers = await asyncio.gather(*(_settled(admin.broker_runtime_info(addr)) for _, addr in nodes))
+        answers = await asyncio.gather(*(settled(admin.broker_runtime_info(addr)) for _, addr in nodes))
         for (_, addr), answer in zip(nodes, answers, strict=True):
             if not isinstance(answer, MQClientError):
                 samples[addr].append(answer)
-    configs = await asyncio.gather(*(_settled(admin.broker_config(addr)) for _, addr in nodes))
+    configs = await asyncio.gather(*(settled(admin.broker_config(addr)) for _, addr in nodes))
     out = []
     for (name, addr), config in zip(nodes, configs, strict=True):
         if not samples[addr]:

@@ -22,7 +22,7 @@ from mqtools.client.admin.models.groups import (
     GroupSummary,
 )
 from mqtools.client.admin.models.topics import TopicStatus
-from mqtools.client.errors import MQClientError
+from mqtools.client.errors import MQClientError, settled
 from mqtools.diagnose.collect import sample_group
 from mqtools.live.state import Outcome
 from mqtools.live.verdicts import GROUP_SAMPLE_EVERY
@@ -70,14 +70,6 @@ def describe(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "timed out"
     return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
-
-
-async def _or_error(call: Awaitable[Any]) -> Any:
-    """The call's result, or the admin error it raised: optional figures never fail a job."""
-    try:
-        return await call
-    except MQClientError as exc:
-        return exc
 
 
 class Collector:
@@ -175,10 +167,10 @@ class Collector:
 
     async def group_detail(self, group: str) -> GroupDetail:
         progress, conns = await asyncio.gather(self.admin.consumer_progress(group),
-                                               _or_error(self.admin.consumer_connections(group)))
+                                               settled(self.admin.consumer_connections(group)))
         if not isinstance(conns, GroupConnections):
             return GroupDetail(progress, None)
-        infos = await asyncio.gather(*(_or_error(self.admin.consumer_running_info(group, c.client_id))
+        infos = await asyncio.gather(*(settled(self.admin.consumer_running_info(group, c.client_id))
                                        for c in conns.connections))
         holders = {(mq.topic, mq.broker_name, mq.queue_id): info.client_id for info in infos
                    if isinstance(info, ConsumerRunningInfo) for mq in info.queues}

@@ -12,7 +12,7 @@ import contextlib
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Self, TypeVar
 
-from mqtools.client.errors import MQClientError, TopicNotExistError, broker_error
+from mqtools.client.errors import MQClientError, TopicNotExistError, broker_error, settled
 from mqtools.client.instance import ClientInstance
 from mqtools.client.route import TopicRoute
 from mqtools.common.addresses import parse_namesrv_list
@@ -110,13 +110,8 @@ class AdminBase:
                 out[name] = data.broker_addrs[MASTER_ID]
         return out
 
-    @staticmethod
-    async def _settled(call: Awaitable[T]) -> T | MQClientError:
-        """The call's result, or the client error it raised: one dead broker never sinks a snapshot."""
-        try:
-            return await call
-        except MQClientError as exc:
-            return exc
+    _settled = staticmethod(settled)
+    """One dead broker never sinks a snapshot (mqtools.client.errors.settled)."""
 
     async def _route(self, topic: str) -> TopicRoute:
         """Fetch and cache the route, so offset and pull helpers find the topic's brokers."""
