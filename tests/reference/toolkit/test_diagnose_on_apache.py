@@ -4,19 +4,24 @@ verdicts where Apache reports the figures the verdict rests on.
 TkLive is a running Java push consumer that has consumed everything (healthy); TkLag consumed some and
 stopped, so messages wait and no member is online (offline); every broker is idle and every SYNC_MASTER has
 its slave (healthy). The Java client answers GET_CONSUMER_RUNNING_INFO on both sides (Apache's broker and
-mq's relay it), so owners are known on both. Every diagnosis samples for its window (10 s at least), so all
-of one test's run at once, both sides together.
+mq's relay it), so owners are known on both. Then the same consumer paused with SIGSTOP while messages wait
+(stalled). Every diagnosis samples for its window (10 s at least), so all of one test's run at once, both
+sides together.
 """
 
 from __future__ import annotations
 
+import os
+import signal
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
 from adminsupport import json_of, mq
-from tkworld import LAG, LIVE, World
+from tkworld import LAG, LIVE, TOPIC, World
+from tkworld import settled as tk_settled
 
+from mqtools.client.admin import SyncMQAdmin
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
@@ -83,3 +88,29 @@ def test_broker_and_cluster_verdicts_agree(worlds: dict[str, World]) -> None:
         assert all(i["severity"] == "ok" for i in whole["items"] if i["kind"] != "group"), (side, whole["items"])
         assert {(i["kind"], i["name"]) for i in whole["items"] if i["kind"] == "ha"} == {("ha", "broker-a"),
                                                                                        ("ha", "broker-b")}
+
+
+def test_a_paused_java_consumer_is_stalled_on_both(worlds: dict[str, World]) -> None:
+    """TkLive's Java consumer SIGSTOPped with new messages waiting: no committed offset moves in the window, on
+    Apache's brokers as on mq's. It is resumed after and catches up (settled), as the tests after this expect."""
+    for world in worlds.values():
+        os.kill(world.consumer.proc.pid, signal.SIGSTOP)  # first: it would take the messages before the window
+        with SyncMQAdmin(world.namesrv) as admin:
+            for i in range(8):
+                admin.send_message(TOPIC, f"stall-{i}".encode(), keys=f"stall-{i}")
+    try:
+        with ThreadPoolExecutor() as pool:
+            runs = {side: pool.submit(lambda ns: json_of(mq("admin", "diagnose", "group", LIVE, "-o", "json",
+                                                            namesrv=ns, timeout=120), "GroupDiagnosis", EXIT_REFUSED),
+                                      w.namesrv) for side, w in worlds.items()}
+        got = {side: run.result() for side, run in runs.items()}
+    finally:
+        for world in worlds.values():
+            os.kill(world.consumer.proc.pid, signal.SIGCONT)
+    for side, doc in got.items():
+        assert doc["verdict"] == "stalled", (side, doc["verdict"], doc["summary"], doc["also"])
+        waiting = [q for q in doc["queues"] if q["topic"] == TOPIC and q["lag"]]
+        assert waiting and all(q["consumedPerSec"] == 0 for q in waiting), (side, waiting)
+    assert got["apache"]["lag"] == got["mq"]["lag"] == 8
+    for world in worlds.values():
+        tk_settled(world.namesrv, timeout=60)
