@@ -95,9 +95,13 @@ def test_a_paused_java_consumer_is_stalled_on_both(worlds: dict[str, World]) -> 
     Apache's brokers as on mq's. It is resumed after and catches up (settled), as the tests after this expect."""
     for world in worlds.values():
         os.kill(world.consumer.proc.pid, signal.SIGSTOP)  # first: it would take the messages before the window
-        with SyncMQAdmin(world.namesrv) as admin:
-            for i in range(8):
-                admin.send_message(TOPIC, f"stall-{i}".encode(), keys=f"stall-{i}")
+        with SyncMQAdmin(world.namesrv) as admin:  # as the world's own sends, recorded with them (test_spark reads all)
+            for j in range(8):
+                i = len(world.sent)
+                r = admin.send_message(TOPIC, f"body-{i}".encode(), tags="TagA", keys=f"stall-{j}")
+                world.sent.append({"event": "sent", "i": i, "key": f"stall-{j}", "msgId": r.msg_id,
+                                   "offsetMsgId": r.offset_msg_id, "broker": r.queue.broker_name,
+                                   "queueId": r.queue.queue_id, "queueOffset": r.queue_offset, "tag": "TagA"})
     try:
         with ThreadPoolExecutor() as pool:
             runs = {side: pool.submit(lambda ns: json_of(mq("admin", "diagnose", "group", LIVE, "-o", "json",
