@@ -148,13 +148,9 @@ class ExporterPoller:
     async def _topic(self, cluster_of: dict[str, str], topic: str) -> list[Sample]:
         status = await self.admin.topic_status(topic)
         out = topic_samples(cluster_of, status)
-        masters = self._masters()
-        brokers = sorted({q.queue.broker_name for q in status.queues} & masters.keys())
-        answers = await asyncio.gather(*(self.admin.broker_stats(masters[b], "TOPIC_PUT_NUMS", topic)
-                                         for b in brokers), return_exceptions=True)
-        for broker, answer in zip(brokers, answers, strict=True):
-            out += _tps("rocketmq_producer_tps", (cluster_of.get(broker, ""), broker, topic), answer)
-        return out
+        brokers = sorted({q.queue.broker_name for q in status.queues})
+        return out + await self._minute_tps("rocketmq_producer_tps", "TOPIC_PUT_NUMS", [
+            (b, topic, (cluster_of.get(b, ""), b, topic)) for b in brokers])
 
     async def _groups(self, cluster_of: dict[str, str]) -> list[Sample]:
         groups = [e.group for e in await self.admin.group_list() if not e.system]
@@ -171,14 +167,18 @@ class ExporterPoller:
             conns = None
         latency = await self._store_latency(progress.queues)
         out = group_samples(cluster_of, progress, conns, latency)
+        pairs = sorted({(q.queue.broker_name, q.queue.topic) for q in progress.queues})
+        return out + await self._minute_tps("rocketmq_consumer_tps", "GROUP_GET_NUMS", [
+            (b, f"{t}@{group}", (cluster_of.get(b, ""), b, t, group)) for b, t in pairs])
+
+    async def _minute_tps(self, name: str, stats_name: str,
+                          asks: list[tuple[str, str, tuple[str, ...]]]) -> list[Sample]:
+        """One VIEW_BROKER_STATS_DATA per (broker name, stats key, labels), to that broker's master, at once."""
         masters = self._masters()
-        pairs = sorted({(q.queue.broker_name, q.queue.topic) for q in progress.queues
-                        if q.queue.broker_name in masters})
-        answers = await asyncio.gather(*(self.admin.broker_stats(masters[b], "GROUP_GET_NUMS", f"{t}@{group}")
-                                         for b, t in pairs), return_exceptions=True)
-        for (broker, topic), answer in zip(pairs, answers, strict=True):
-            out += _tps("rocketmq_consumer_tps", (cluster_of.get(broker, ""), broker, topic, group), answer)
-        return out
+        asks = [a for a in asks if a[0] in masters]
+        answers = await asyncio.gather(*(self.admin.broker_stats(masters[b], stats_name, key) for b, key, _ in asks),
+                                       return_exceptions=True)
+        return [s for (_, _, labels), answer in zip(asks, answers, strict=True) for s in _tps(name, labels, answer)]
 
     async def _store_latency(self, queues: list) -> dict[tuple[str, str], int]:
         """Per (broker, topic): the age of the oldest message not yet consumed (0 for a caught-up queue), as

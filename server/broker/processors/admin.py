@@ -61,22 +61,17 @@ def black_listed(key: str) -> bool:
     return key in CONFIG_BLACK_LIST or key.startswith(TLS_KEY_PREFIX)
 
 
-def disk_ratio(path: str) -> float:
-    """Used fraction of the file system holding `path` (commitLogDiskRatio)."""
+def disk_figures(path: str) -> dict[str, str]:
+    """commitLogDiskRatio (the used fraction of the file system holding `path`; -1 when unreadable) and
+    commitLogDirCapacity as RocketMQ writes it ("Total : 49.1 GiB, Free : 10.2 GiB."; left out when unreadable),
+    from one read of the file system."""
     try:
         usage = shutil.disk_usage(path)
     except OSError:
-        return -1.0
-    return (usage.total - usage.free) / usage.total if usage.total else -1.0
-
-
-def capacity_text(path: str) -> str | None:
-    """commitLogDirCapacity as RocketMQ writes it ("Total : 49.1 GiB, Free : 10.2 GiB."); None if unreadable."""
-    try:
-        usage = shutil.disk_usage(path)
-    except OSError:
-        return None
-    return f"Total : {_binary_size(usage.total)}, Free : {_binary_size(usage.free)}."
+        return {"commitLogDiskRatio": f"{-1.0:.4f}"}
+    ratio = (usage.total - usage.free) / usage.total if usage.total else -1.0
+    return {"commitLogDiskRatio": f"{ratio:.4f}",
+            "commitLogDirCapacity": f"Total : {_binary_size(usage.total)}, Free : {_binary_size(usage.free)}."}
 
 
 def _binary_size(n: int) -> str:
@@ -192,7 +187,7 @@ class AdminProcessor:
             "brokerActive": "true",
             "commitLogMinOffset": str(store.min_phy_offset),
             "commitLogMaxOffset": str(store.max_phy_offset),
-            "commitLogDiskRatio": f"{disk_ratio(c.config.store_path_root_dir):.4f}",
+            **disk_figures(c.config.store_path_root_dir),
             "sendThreadPoolQueueSize": "0",
             "sendThreadPoolQueueCapacity": "10000",
             "sendThreadPoolQueueHeadWaitTimeMills": str(c.fast_failure.wait.take_peak()),
@@ -204,9 +199,6 @@ class AdminProcessor:
             "pageCacheLockTimeMills": "0",
         })
         info.setdefault("earliestMessageTimeStamp", str(self._earliest_message_time()))
-        capacity = capacity_text(c.config.store_path_root_dir)
-        if capacity is not None:
-            info["commitLogDirCapacity"] = capacity
         if c.ha is not None:
             info.update(c.ha.runtime_info())
         for level, offset in sorted(c.schedule.offset_table.items()):
