@@ -105,3 +105,15 @@ def throughput(results: list[dict]) -> dict[str, float]:
         "p50_ms": statistics.median(lat) * 1000 if lat else 0.0,
         "p99_ms": lat[int(len(lat) * 0.99) - 1] * 1000 if lat else 0.0,
     }
+
+
+def best_of_ab(run: Callable[[bool], dict], repeat: int) -> tuple[dict, dict]:
+    """`run(False)` and `run(True)` in turns (A, B, A, B...), `repeat` times each; each side's run with the most
+    msgs/s, A's first (turns, so a machine that slows down mid-run slows both sides)."""
+    best: dict[bool, dict] = {}
+    for _ in range(repeat):
+        for side in (False, True):
+            got = run(side)
+            if side not in best or got["msgs_s"] > best[side]["msgs_s"]:
+                best[side] = got
+    return best[False], best[True]

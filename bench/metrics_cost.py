@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import broker_send
 import client_produce
-from benchsupport import client_loop, namesrv_and_broker, run_client, run_processes, throughput
+from benchsupport import best_of_ab, client_loop, namesrv_and_broker, run_client, run_processes, throughput
 from promsupport import free_port
 
 SCRAPE_EVERY_S = 1.0
@@ -73,14 +73,8 @@ def main() -> None:
                                metricsPromExporterHost="127.0.0.1", metricsPromExporterPort=str(port)) as (prom_ns, _b):
         url = f"http://127.0.0.1:{port}/metrics"
         for name, (kind, inflight) in cases.items():
-            best: dict[bool, dict] = {}
-            for _ in range(args.repeat):
-                for metrics in (False, True):
-                    got = run(prom_ns.addr if metrics else plain_ns.addr, kind, inflight, args.seconds,
-                              url if metrics else None)
-                    if metrics not in best or got["msgs_s"] > best[metrics]["msgs_s"]:
-                        best[metrics] = got
-            off, on = best[False], best[True]
+            off, on = best_of_ab(lambda metrics, k=kind, n=inflight: run(
+                prom_ns.addr if metrics else plain_ns.addr, k, n, args.seconds, url if metrics else None), args.repeat)
             parts.append(f"{name}: without {off['msgs_s']:,.0f} msgs/s p99 {off['p99_ms']:.2f} ms, with metrics "
                          f"{on['msgs_s']:,.0f} msgs/s p99 {on['p99_ms']:.2f} ms, ratio {on['msgs_s'] / off['msgs_s']:.2f}")
     print(f"metrics_cost (best of {args.repeat}, scraped every {SCRAPE_EVERY_S:g} s, client loop {client_loop()}) | "

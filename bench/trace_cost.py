@@ -22,7 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import broker_send
 import client_produce
-from benchsupport import client_loop, namesrv_and_broker, run_client, run_processes, throughput
+from benchsupport import best_of_ab, client_loop, namesrv_and_broker, run_client, run_processes, throughput
 
 
 def _child(args: tuple, out: mp.Queue) -> None:
@@ -43,13 +43,8 @@ def main() -> None:
     parts = []
     with namesrv_and_broker(broker_send.TOPIC, broker_send.QUEUES, traceTopicEnable="true") as (namesrv, _broker):
         for name, (kind, inflight) in cases.items():
-            best: dict[bool, dict] = {}
-            for _ in range(args.repeat):
-                for trace in (False, True):
-                    got = run(namesrv.addr, kind, inflight, args.seconds, trace)
-                    if trace not in best or got["msgs_s"] > best[trace]["msgs_s"]:
-                        best[trace] = got
-            off, on = best[False], best[True]
+            off, on = best_of_ab(lambda trace, k=kind, n=inflight: run(namesrv.addr, k, n, args.seconds, trace),
+                                 args.repeat)
             parts.append(f"{name}: untraced {off['msgs_s']:,.0f} msgs/s p99 {off['p99_ms']:.2f} ms, traced "
                          f"{on['msgs_s']:,.0f} msgs/s p99 {on['p99_ms']:.2f} ms, ratio {on['msgs_s'] / off['msgs_s']:.2f}")
     print(f"trace_cost (best of {args.repeat}, client loop {client_loop()}) | " + " | ".join(parts)
