@@ -174,7 +174,9 @@ def render(report: Report) -> str:
                   f"  open when the producers died  {_g(tx.get('openAtKill'))}",
                   (f"  checks answered               COMMIT {_g(tx.get('checkedCommit'))}, ROLLBACK "
                   f"{_g(tx.get('checkedRollback'))}"),
-                  f"  still open at the end         {_g(tx.get('openLeft'))}"]
+                  f"  still open at the end         {_g(tx.get('openLeft'))}",
+                  (f"  check after the half stored   p50 {_s(tx.get('checkBackP50S'))}, max "
+                   f"{_s(tx.get('checkBackMaxS'))}")]
     lines += ["", "Latency of acknowledged sends, ms from the planned send time",
               f"  {'phase':<8}{'count':>8}{'p50':>10}{'p99':>10}{'max':>10}"]
     for phase, lat in report.timeline.latency.items():

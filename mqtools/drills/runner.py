@@ -38,7 +38,7 @@ from mqtools.drills.load import BALANCE_TIMEOUT, Counters, Load, LoadSpec
 from mqtools.drills.monitor import Monitor
 from mqtools.drills.preflight import UnknownTarget, choose_target, ha_verdict, layout
 from mqtools.drills.scenarios import SCENARIOS, Criteria, Node, ScenarioError
-from mqtools.drills.txn_load import TransactionLoad
+from mqtools.drills.txn_load import TransactionLoad, check_back
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 
 QUEUES_PER_BROKER = 4
@@ -291,7 +291,7 @@ async def _settle_transactions(txn: TransactionLoad, admin: MQAdmin, master: Nod
     checks = txn.checks()
     history.meta["transactions"] = {"producerGroup": txn.group, "openAtKill": txn.open_at_kill(),
                                     "checkedCommit": checks["commit"], "checkedRollback": checks["rollback"],
-                                    "openLeft": left}
+                                    "openLeft": left, **check_back(checks["waits"])}
     history.event(clock(), "transactions-settled", f"{'n/a' if left is None else left} transaction(s) left open",
                   open=left)
     ops = txn.ops()

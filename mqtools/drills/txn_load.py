@@ -23,12 +23,14 @@ import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQClientError
 from mqtools.common.security import ClientSecurity
 from mqtools.drills.history import FAIL, OK, ROLLED_BACK, SEND, UNKNOWN, Op
 from mqtools.drills.load import LoadSpec
+from mqtools.drills.timeline import percentile
 from mqtools.drills.txn_producer import SECURITY_ENV, read_journals
 
 READY_TIMEOUT = 30.0
@@ -186,8 +188,25 @@ class TransactionLoad:
                 ended.add(e.get("id"))
         return len(begun - ended)
 
-    def checks(self) -> dict[str, int]:
-        """How the checks went: answered COMMIT, answered ROLLBACK."""
-        answered = [e for e in read_journals(self.journals) if e.get("e") == "checked"]
+    def checks(self) -> dict[str, Any]:
+        """How the checks went: answered COMMIT, answered ROLLBACK, and `waits`: for each transaction the
+        checks settled, seconds from its half message stored to the first check answered (how long a
+        dead producer's transaction stayed open, which transactionTimeOut and the check period bound)."""
+        entries = read_journals(self.journals)
+        answered = [e for e in entries if e.get("e") == "checked"]
+        stored = {e["id"]: e["t"] for e in entries if e.get("e") == "half"}
+        first: dict[str, float] = {}
+        for e in answered:
+            if e["id"] in stored:
+                first[e["id"]] = min(first.get(e["id"], e["t"]), e["t"])
         return {"commit": sum(1 for e in answered if e["d"] == "COMMIT"),
-                "rollback": sum(1 for e in answered if e["d"] != "COMMIT")}
+                "rollback": sum(1 for e in answered if e["d"] != "COMMIT"),
+                "waits": [t - stored[i] for i, t in first.items()]}
+
+
+def check_back(waits: list[float]) -> dict[str, float | None]:
+    """The report's check-back figures from `TransactionLoad.checks()`'s waits: median and longest, in
+    seconds; None when no check was answered."""
+    p50 = percentile(waits, 0.5)
+    return {"checkBackP50S": None if p50 is None else round(p50, 2),
+            "checkBackMaxS": round(max(waits), 2) if waits else None}

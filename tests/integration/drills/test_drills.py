@@ -200,6 +200,7 @@ def test_kill_producer_in_transaction_settles_what_the_dead_producers_left_open(
     tx, integrity = report["transactions"], report["integrity"]
     assert tx["openLeft"] == 0 and tx["openAtKill"] > 0, tx  # the SIGKILL caught transactions in flight
     assert tx["checkedCommit"] + tx["checkedRollback"] > 0, tx  # and the next generation answered for them
+    assert 0 < tx["checkBackP50S"] <= tx["checkBackMaxS"], tx  # each after its half message waited
     assert integrity["lost"]["count"] == 0 and integrity["duplicateDeliveries"] == 0
     assert integrity["failedButConsumed"]["count"] == 0 and integrity["unexpected"]["count"] == 0
     assert integrity["failed"] > 0  # rolled back: by the local transaction, or undecided when the producer died

@@ -9,7 +9,7 @@ from mqtools.drills.history import FAIL, OK, RECEIVE, UNKNOWN, History, Op
 from mqtools.drills.load import LoadSpec
 from mqtools.drills.report import build
 from mqtools.drills.scenarios import SCENARIOS
-from mqtools.drills.txn_load import TransactionLoad
+from mqtools.drills.txn_load import TransactionLoad, check_back
 
 
 def journal(directory: Path, name: str, *entries: dict, torn: bool = False) -> None:
@@ -33,14 +33,18 @@ def test_journals_become_send_operations(tmp_path: Path) -> None:
             {"e": "decided", "id": "e", "d": "COMMIT", "t": 1.7},
             torn=True)
     journal(tmp_path, "g1p0", {"e": "checked", "id": "e", "d": "COMMIT", "t": 9.0},
-            {"e": "checked", "id": "c", "d": "ROLLBACK", "t": 9.1})
+            {"e": "checked", "id": "c", "d": "ROLLBACK", "t": 9.1}, {"e": "checked", "id": "e", "d": "COMMIT", "t": 12.0})
     txn = load(tmp_path)
     ops = {op.id: op for op in txn.ops()}
     assert {k: (op.result, op.msg_id) for k, op in ops.items()} == {
         "a": (OK, "U-a"), "b": (FAIL, "U-b"), "c": (FAIL, "U-c"), "d": (UNKNOWN, None), "e": (OK, "U-e")}
     assert ops["b"].status == "ROLLBACK_MESSAGE" and ops["c"].status is None  # b rolled back on purpose, c died
     assert txn.open_at_kill() == 3  # b, c and e began and never ended
-    assert txn.checks() == {"commit": 1, "rollback": 1}
+    checks = txn.checks()  # e was asked twice: its wait runs to the first answer
+    assert (checks["commit"], checks["rollback"]) == (2, 1)
+    assert sorted(round(w, 2) for w in checks["waits"]) == [7.39, 7.69]
+    assert check_back(checks["waits"]) == {"checkBackP50S": 7.39, "checkBackMaxS": 7.69}
+    assert check_back([]) == {"checkBackP50S": None, "checkBackMaxS": None}
 
 
 def test_a_rolled_back_transaction_that_is_consumed_fails_the_drill(tmp_path: Path) -> None:
