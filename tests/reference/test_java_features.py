@@ -187,3 +187,36 @@ def test_transactions(pair, outcome):
     out = on_both(pair, scenario)
     assert out["apache"]["failed"] == 0
     assert_same(out)
+
+
+def test_a_killed_transaction_producer_is_checked_through_its_restart(pair):
+    """A TransactionMQProducer SIGKILLed after its half messages were stored, its local transactions
+    undecided; a new producer of the same group, started after, is asked by the brokers' checks and commits:
+    each message is delivered once."""
+
+    def scenario(ns: str) -> dict[str, Any]:
+        topic, group = name("JTXK"), name("PGTXK")
+        make_topic(ns, topic)
+        consumer = JavaClient("consume", ns, "--topic", topic, "--group", name("CGTXK"), "--expect", "0",
+                              "--timeout-s", "90")
+        try:
+            started(consumer)
+            dying = JavaClient("transaction", ns, "--topic", topic, "--count", "3", "--outcome", "unknown-then-commit",
+                               "--group", group, "--wait-check-s", "60")
+            try:
+                dying.wait_for(lambda ev: sum(e["event"] == "sent" for e in ev) >= 3, 30, "3 half messages")
+            finally:
+                dying.proc.kill()  # SIGKILL: no END_TRANSACTION, no unregistering
+                dying.close()
+            again = run_java("transaction", ns, "--topic", topic, "--count", "0", "--outcome", "unknown-then-commit",
+                             "--group", group, "--wait-check-s", "45", "--expect-checks", "3")
+            consumer.wait_for(lambda ev: sum(e["event"] == "received" for e in ev) >= 3, 30, "3 committed")
+        finally:
+            run = consumer.close()
+        return {"halves": [e["localState"] for e in dying.of("sent")],
+                "checkedKeys": sorted({e["keys"] for e in again.of("checked")}),
+                "received": sorted(e["body"] for e in run.of("received"))}
+
+    out = on_both(pair, scenario)
+    assert out["apache"]["checkedKeys"] == ["key-0", "key-1", "key-2"], out["apache"]
+    assert_same(out)

@@ -36,14 +36,18 @@ TopicArg = Annotated[str, typer.Argument(help="Topic.")]
 def reset_view(group: str, topic: str, operation: str, target: str, rows: list[OffsetReset], *, dry_run: bool,
                source: str | None = None) -> View:
     """old -> new per queue, and how far each moved (negative: back, to be consumed again)."""
+    from mqtools.client.admin.models.groups import unpushed_warning
+
     table = [[r.queue.broker_name, r.queue.queue_id, r.old, r.new, None if r.old is None else r.new - r.old]
              for r in rows]
     data = {"group": group, "topic": topic, "operation": operation, "target": target, "source": source,
             "dryRun": dry_run, "queues": [{"brokerName": r.queue.broker_name, "queueId": r.queue.queue_id,
-                                           "old": r.old, "new": r.new} for r in rows]}
+                                           "old": r.old, "new": r.new, "pushed": r.pushed} for r in rows]}
     title = f"{'dry run, nothing changed: ' if dry_run else ''}{operation} {group} on {topic} to {target}"
+    warning = unpushed_warning(group, rows)
     return View("OffsetReset", [Column("BROKER"), Column("QID", True), Column("OLD", True), Column("NEW", True),
-                                Column("MOVE", True)], table, data, title=title)
+                                Column("MOVE", True)], table, data, title=title,
+                footer=[f"warning: {warning}"] if warning else [])
 
 
 def _target(to_time: str | None, to_offset: int | None, shift: int | None, earliest: bool, latest: bool,

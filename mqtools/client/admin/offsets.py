@@ -73,12 +73,12 @@ class OffsetAdmin(AdminService):
                 mine = [mq for mq in queues if mq.broker_name == name]
                 plan = await self._by_time(mine, before, timestamp_ms, force)
                 await self._commit(group, plan)
-                rows += plan
+                rows += [dataclasses.replace(r, pushed=False) for r in plan]
             elif isinstance(answer, MQClientError):
                 raise answer
             else:
                 table = ResetOffsetBody.from_json(answer.body or b"{}").offset_table
-                rows += [OffsetReset(mq, before.get(mq), new) for mq, new in table.items()]
+                rows += [OffsetReset(mq, before.get(mq), new, pushed=True) for mq, new in table.items()]
         return sorted(rows, key=lambda r: queue_key(r.queue))
 
     async def reset_offsets(self, group: str, topic: str, target: ResetTarget, *,

@@ -56,6 +56,8 @@ async def test_dry_run_then_reset_lands_on_the_plan_and_the_online_consumer_rere
         done = json_of(await amq("admin", "offset", "reset", "OcResetGroup", "OcReset", "--to-time", str(middle),
                                  "--yes", "-o", "json", namesrv=ns), "OffsetReset")
         assert not done["dryRun"] and moves(done) == moves(plan)
+        assert {q["pushed"] for q in done["queues"]} == {True}  # both brokers told the online consumer
+        assert {q["pushed"] for q in plan["queues"]} == {None}
         await until(lambda: len(got) >= before + len(late), 30, "the late messages consumed again")
         again = got[before:]
         assert sorted(m.body.decode() for m in again) == sorted(late)

@@ -5,11 +5,15 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from pathlib import Path
 
 import apache
 from adminsupport import mq_here
-from tkworld import World
+from tkworld import LAGGING, LIVE, SENT, TOPIC, World, settled
+
+from mqtools.client.admin.sync import SyncMQAdmin
+from mqtools.client.errors import ConsumerNotOnlineError
 
 
 def mqadmin(root: Path, namesrv: str, *args: str) -> str:
@@ -29,7 +33,13 @@ def ok(*args: str, world: World, stdin: str | None = None) -> str:
 
 def route(root: Path, namesrv: str, topic: str) -> dict[str, tuple[int, int, int]]:
     """Apache's topicRoute: per broker name, (read queues, write queues, perm)."""
-    doc = json.loads(re.sub(r"([{,]\s*)(\d+):", r'\1"\2":', mqadmin(root, namesrv, "topicRoute", "-t", topic)))
+    return parse_route(mqadmin(root, namesrv, "topicRoute", "-t", topic))
+
+
+def parse_route(text: str) -> dict[str, tuple[int, int, int]]:
+    """What mqadmin's topicRoute printed (JSON with bare integer keys): per broker name, (read queues,
+    write queues, perm)."""
+    doc = json.loads(re.sub(r"([{,]\s*)(\d+):", r'\1"\2":', text))
     return {q["brokerName"]: (q["readQueueNums"], q["writeQueueNums"], q["perm"]) for q in doc["queueDatas"]}
 
 
@@ -38,9 +48,14 @@ _BROKER_HEADER = re.compile(r"^=+[^:]*:(\S+?)=+$")
 
 def consumer_config(root: Path, world: World, group: str) -> dict[str, dict[str, str]]:
     """Apache's getConsumerConfig: per broker name, the group's config fields (none: the group is gone)."""
+    return parse_consumer_config(mqadmin(root, world.namesrv, "getConsumerConfig", "-g", group))
+
+
+def parse_consumer_config(text: str) -> dict[str, dict[str, str]]:
+    """What mqadmin's getConsumerConfig printed: per broker name, the group's config fields."""
     configs: dict[str, dict[str, str]] = {}
     current: dict[str, str] | None = None
-    for line in mqadmin(root, world.namesrv, "getConsumerConfig", "-g", group).splitlines():
+    for line in text.splitlines():
         header = _BROKER_HEADER.match(line.strip())
         if header:
             current = configs.setdefault(header.group(1), {})
@@ -50,7 +65,47 @@ def consumer_config(root: Path, world: World, group: str) -> dict[str, dict[str,
     return configs
 
 
+def broker_config_value(text: str, key: str) -> str:
+    """One key's value in what mqadmin's getBrokerConfig printed."""
+    return next(line.split("=", 1)[1].strip() for line in text.splitlines() if line.split("=", 1)[0].strip() == key)
+
+
 def diff_total(root: Path, world: World, group: str) -> int:
     """Apache's consumerProgress -g GROUP: its 'Diff Total' line."""
     out = mqadmin(root, world.namesrv, "consumerProgress", "-g", group)
     return int(next(line.split(":", 1)[1] for line in out.splitlines() if line.startswith("Diff Total:")))
+
+
+def reset_followed(world: World) -> None:
+    """`mq admin offset reset` of the live group to its first lagging message while its Java consumer runs:
+    the broker tells the consumer, which receives again every message stored since (the lagging ones, and
+    what other tests sent to the topic meanwhile) and none from before, then commits back to no lag."""
+    registered_everywhere(world, LIVE)
+    before = len(world.consumer.received())
+    lagging = {f"tk-{SENT}-{i}" for i in range(LAGGING)}
+    ok("offset", "reset", LIVE, TOPIC, "--to-time", str(world.lagging_since_ms), "--yes", world=world)
+
+    def redelivered(events: list[dict]) -> list[dict]:
+        got = [e for e in events if e.get("event") == "received"][before:]
+        return got if lagging <= {e.get("keys") for e in got} else []
+
+    again = world.consumer.wait_for(redelivered, 60, "the reset's redeliveries")
+    assert all(e["storeTimestamp"] >= world.lagging_since_ms for e in again), again
+    settled(world.namesrv)
+
+
+def registered_everywhere(world: World, group: str, timeout: float = 40.0) -> None:
+    """Until every master lists the group's consumer. A broker restarted by an earlier test (the drill's)
+    learns of a running consumer from its next heartbeat (every 30 s); until then it answers a reset with
+    CONSUMER_NOT_ONLINE, the offsets are only committed there, and the running consumer, told nothing,
+    commits its own over them (CI at 0a86da8: the reset test's redeliveries never came)."""
+    deadline = time.monotonic() + timeout
+    with SyncMQAdmin(world.namesrv) as admin:
+        for addr in world.brokers.values():
+            while True:
+                try:
+                    admin.consumer_connections(group, addr)
+                    break
+                except ConsumerNotOnlineError:
+                    assert time.monotonic() < deadline, f"{group}'s consumer never registered at {addr}"
+                    time.sleep(0.5)

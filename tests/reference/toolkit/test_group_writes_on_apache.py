@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 from javaclient import JavaClient, run_java
-from readback import consumer_config, diff_total, ok
+from readback import consumer_config, diff_total, ok, reset_followed
 from refsupport import CLUSTER, Clusters2m2s, make_topic
-from tkworld import KV_NAMESPACE, LAGGING, LIVE, SENT, TOPIC, World, settled
+from tkworld import KV_NAMESPACE, LIVE, World
 
 from mqtools.client.admin.sync import SyncMQAdmin
 
@@ -39,21 +39,8 @@ def test_group_create_update_delete_read_back_by_apaches_mqadmin(worlds: dict[st
 
 
 def test_offset_reset_online_redelivers_to_the_live_java_consumer(worlds: dict[str, World], ref_root: Path) -> None:
-    """The live group is moved back to the first lagging message while its Java consumer runs: the broker
-    tells the consumer, which receives again every message stored since (the lagging ones, and what other
-    tests sent to the topic meanwhile) and none from before, then commits back to no lag."""
     world = worlds["apache"]
-    before = len(world.consumer.received())
-    lagging = {f"tk-{SENT}-{i}" for i in range(LAGGING)}
-    ok("offset", "reset", LIVE, TOPIC, "--to-time", str(world.lagging_since_ms), "--yes", world=world)
-
-    def redelivered(events: list[dict]) -> list[dict]:
-        got = [e for e in events if e.get("event") == "received"][before:]
-        return got if lagging <= {e.get("keys") for e in got} else []
-
-    again = world.consumer.wait_for(redelivered, 60, "the reset's redeliveries")
-    assert all(e["storeTimestamp"] >= world.lagging_since_ms for e in again), again
-    settled(world.namesrv)
+    reset_followed(world)
     assert diff_total(ref_root, world, LIVE) == 0
 
 

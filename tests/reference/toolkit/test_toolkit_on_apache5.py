@@ -4,11 +4,13 @@ groups, a live Java consumer, a backlog), with Apache's mqadmin 5.5.0 as the ora
 Every reading command of mq's dialect answers (-o table and -o json, valid JSON); the mqadmin dialect
 prints what mqadmin 5.5.0 prints, haStatus included; `ha status` gives the same diff in bytes as Apache's
 haStatus while the slave is frozen (SIGSTOP) behind its master, and `ha ready` says not safe, then safe once
-the slave runs again; `mq top --once` fills every view.
+the slave runs again; `mq top --once` fills every view; writes (topics, groups, the broker's write
+permission, broker config, KV) read back by Apache, and an online offset reset the live Java consumer follows.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -21,8 +23,9 @@ import pytest
 from adminsupport import json_of, mq_here
 from checks import dialect_rows, reading_problems
 from mqadminbatch import MqadminBatch
+from readback import broker_config_value, ok, parse_consumer_config, parse_route, reset_followed
 from refsupport import BROKER_PROPS, CLUSTER
-from tkworld import LAG, LIVE, TOPIC, World, make_world
+from tkworld import KV_NAMESPACE, LAG, LIVE, TOPIC, World, make_world
 
 from mqtools.client.sync import SyncProducer
 from mqtools.common.message import Message
@@ -34,6 +37,8 @@ DOCUMENTED: dict[str, str] = {
     "queryMsgByKey": "mqadmin 5.5.0 adds an #IndexKey column from what 5.x brokers' index answers carry; mq's "
                      "dialect prints the three columns of mqadmin 4.9",
 }
+NEW_TOPIC = "Tk5Written"
+NEW_GROUP = "Tk5GroupWritten"
 
 
 @pytest.fixture(scope="module")
@@ -114,3 +119,74 @@ def test_ha_status_and_ready_beside_apaches_hastatus(apache5_1m1s: tuple[apache.
         assert time.monotonic() < deadline, ready.stdout + ready.stderr
         time.sleep(0.5)
     assert _apache_diff(mqadmin5, world) == 0
+
+
+def _read(mqadmin5: MqadminBatch, *args: str) -> str:
+    """What mqadmin 5.5.0 printed; it must have succeeded."""
+    done = mqadmin5.run(*args)
+    assert "Exception" not in done.out + done.err, f"{args}\n{done.err}\n{done.out}"
+    return done.out
+
+
+def test_writes_read_back_by_apache5(apache5_1m1s: tuple[apache.ApacheCluster, World],
+                                     mqadmin5: MqadminBatch) -> None:
+    """Topic create/update/perm/delete, group create/update/delete, the broker's write permission wiped and
+    added back, a broker config value and a KV entry, each read back by Apache: mqadmin 5.5.0, or its name
+    server's kvConfig.json. The cluster is left as it was found."""
+    cluster, world = apache5_1m1s
+    ns, addr = world.namesrv, world.brokers["broker-a"]
+
+    def route(topic: str) -> dict[str, tuple[int, int, int]]:
+        return parse_route(_read(mqadmin5, "topicRoute", "-t", topic, "-n", ns))
+
+    def group() -> dict[str, tuple[str, str]]:
+        configs = parse_consumer_config(_read(mqadmin5, "getConsumerConfig", "-g", NEW_GROUP, "-n", ns))
+        return {broker: (c["retryMaxTimes"], c["consumeEnable"]) for broker, c in configs.items()}
+
+    def max_message_size() -> str:
+        return broker_config_value(_read(mqadmin5, "getBrokerConfig", "-b", addr, "-n", ns), "maxMessageSize")
+
+    def kv() -> dict[str, str]:
+        kv_file = cluster.namesrv.workdir / "namesrv" / "kvConfig.json"
+        return json.loads(kv_file.read_text())["configTable"][KV_NAMESPACE]
+
+    ok("topic", "create", NEW_TOPIC, "-c", CLUSTER, "--read-queues", "3", "--write-queues", "3", world=world)
+    assert route(NEW_TOPIC) == {"broker-a": (3, 3, 6)}
+    ok("topic", "update", NEW_TOPIC, "-c", CLUSTER, "--write-queues", "2", world=world)
+    assert route(NEW_TOPIC) == {"broker-a": (3, 2, 6)}
+    ok("topic", "perm", NEW_TOPIC, "-c", CLUSTER, "--perm", "r", world=world)
+    assert route(NEW_TOPIC) == {"broker-a": (3, 2, 4)}
+    ok("topic", "delete", NEW_TOPIC, "-c", CLUSTER, "--yes", world=world)
+    assert NEW_TOPIC not in _read(mqadmin5, "topicList", "-n", ns).split()
+
+    before = route(TOPIC)
+    ok("broker", "perm", "wipe", "broker-a", "--yes", world=world)
+    try:
+        assert route(TOPIC)["broker-a"][2] == 4
+    finally:
+        ok("broker", "perm", "add", "broker-a", world=world)
+    assert route(TOPIC) == before
+
+    ok("group", "create", NEW_GROUP, "-c", CLUSTER, "--retry-max-times", "3", world=world)
+    assert group() == {"broker-a": ("3", "true")}
+    ok("group", "update", NEW_GROUP, "--retry-max-times", "5", "--no-consume", world=world)
+    assert group() == {"broker-a": ("5", "false")}
+    ok("group", "delete", NEW_GROUP, "-c", CLUSTER, "--yes", world=world)
+    assert group() == {}
+
+    was = max_message_size()
+    ok("broker", "config", "set", addr, "maxMessageSize", "4194305", world=world)
+    try:
+        assert max_message_size() == "4194305"
+    finally:
+        ok("broker", "config", "set", addr, "maxMessageSize", was, world=world)
+    assert max_message_size() == was
+
+    ok("kv", "set", KV_NAMESPACE, "k2", "written by mq", world=world)
+    assert kv() == {"k1": "v1", "k2": "written by mq"}
+    ok("kv", "delete", KV_NAMESPACE, "k2", world=world)
+    assert kv() == {"k1": "v1"}
+
+
+def test_offset_reset_online_redelivers_to_the_live_java_consumer_on_apache5(world5: World) -> None:
+    reset_followed(world5)

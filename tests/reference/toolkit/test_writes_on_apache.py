@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from readback import mqadmin, ok, route
+from readback import broker_config_value, mqadmin, ok, route
 from refsupport import CLUSTER
 from tkworld import TOPIC, World
 
@@ -46,9 +46,7 @@ def test_broker_config_set_read_back_by_apaches_mqadmin(worlds: dict[str, World]
     addr = world.brokers["broker-a"]
 
     def value() -> str:
-        out = mqadmin(ref_root, world.namesrv, "getBrokerConfig", "-b", addr)
-        return next(line.split("=", 1)[1].strip() for line in out.splitlines()
-                    if line.split("=", 1)[0].strip() == "maxMessageSize")
+        return broker_config_value(mqadmin(ref_root, world.namesrv, "getBrokerConfig", "-b", addr), "maxMessageSize")
 
     was = value()
     ok("broker", "config", "set", addr, "maxMessageSize", "4194305", world=world)

@@ -6,9 +6,11 @@ import pytest
 
 from mqtools.client.admin.models.groups import (
     ConsumerRunningInfo,
+    OffsetReset,
     ResetTarget,
     rebalance_ok,
     same_subscriptions,
+    unpushed_warning,
 )
 from mqtools.common.mqversion import version_desc
 from mqtools.remoting.bodies import MessageQueue
@@ -49,3 +51,15 @@ def test_client_versions_are_named_as_mqadmin_names_them() -> None:
     assert [version_desc(v) for v in (0, 15, 16, 212, 407, 412)] == [
         "V3_0_0_SNAPSHOT", "V3_0_0_FINAL", "V3_0_1_SNAPSHOT", "V4_0_0_SNAPSHOT", "V4_9_7", "V5_0_0_SNAPSHOT"]
     assert version_desc(10_000) == "HIGHER_VERSION"
+
+
+def test_a_reset_some_brokers_could_not_push_is_named_with_what_to_do() -> None:
+    def row(broker: str, pushed: bool | None) -> OffsetReset:
+        return OffsetReset(MessageQueue("T", broker, 0), 5, 2, pushed=pushed)
+
+    warning = unpushed_warning("G", [row("broker-a", True), row("broker-b", False), row("broker-c", False)])
+    assert warning is not None and warning.startswith("broker-b, broker-c had no consumer of G registered")
+    assert "run the reset again after its next heartbeat" in warning
+    assert unpushed_warning("G", [row("broker-a", True), row("broker-b", True)]) is None  # every broker pushed
+    assert unpushed_warning("G", [row("broker-a", False), row("broker-b", False)]) is None  # nobody online at all
+    assert unpushed_warning("G", [row("broker-a", None)]) is None  # not a reset by time

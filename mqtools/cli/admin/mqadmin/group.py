@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import run, usage
+from mqtools.cli.admin.common import note, run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command, front, java_format
 from mqtools.cli.admin.mqadmin.topic import attributes_of, java_bool, java_map
 
@@ -154,6 +154,7 @@ def reset_offset_by_time(
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin resetOffsetByTime -g OrderConsumers -t Orders -s now"""
+    from mqtools.client.admin.models.groups import unpushed_warning
     from mqtools.common.timeparse import parse_time_ms
 
     del cplus  # accepted for old runbooks; the broker picks the C++ body per client
@@ -191,3 +192,5 @@ def reset_offset_by_time(
                f"force[{str(forced).lower()}], timestamp(string)[{text}], timestamp(long)[{stamp}]")
     for line in reset_lines(rows):
         typer.echo(line)
+    if warning := unpushed_warning(name, rows):
+        note(warning)

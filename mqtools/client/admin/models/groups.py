@@ -65,6 +65,23 @@ class OffsetReset:
     old: int | None
     """The committed offset before the reset; None when the group had none."""
     new: int
+    pushed: bool | None = None
+    """A reset by time: True when the queue's broker pushed the offset to the group's consumers registered
+    there, False when none was (CONSUMER_NOT_ONLINE) and the offset was only committed; None otherwise."""
+
+
+def unpushed_warning(group: str, rows: list[OffsetReset]) -> str | None:
+    """Why a reset may not hold: some brokers pushed it to online consumers and others had none of the group
+    registered (a broker restarted since the consumers' last heartbeat, every 30 s). A consumer running on
+    those brokers' queues was told nothing and commits its own offsets over the committed ones."""
+    if not any(r.pushed for r in rows):
+        return None
+    brokers = sorted({r.queue.broker_name for r in rows if r.pushed is False})
+    if not brokers:
+        return None
+    return (f"{', '.join(brokers)} had no consumer of {group} registered while other brokers did: the offsets "
+            "there were committed, not pushed, and a consumer running on those queues will commit its own over "
+            "them; run the reset again after its next heartbeat (every 30 s)")
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,10 @@ import org.apache.rocketmq.common.message.Message;
 import org.apache.rocketmq.common.message.MessageClientIDSetter;
 import org.apache.rocketmq.common.message.MessageExt;
 
-/** The transaction command: half messages whose local outcome and check-back answer are set by --outcome. */
+/**
+ * The transaction command: half messages whose local outcome and check-back answer are set by --outcome;
+ * then up to --wait-check-s seconds for the brokers' checks, fewer once --expect-checks were answered.
+ */
 final class Transaction {
     private Transaction() {
     }
@@ -20,6 +23,7 @@ final class Transaction {
         int count = o.integer("count", 1);
         String outcome = o.str("outcome", "commit");
         long waitCheckMs = o.lng("wait-check-s", 0) * 1000;
+        int expectChecks = o.integer("expect-checks", 0);
         long timeoutMs = o.lng("send-timeout-ms", 3000);
         String tag = o.str("tag", null);
         String keysPrefix = o.str("keys-prefix", "key-");
@@ -101,8 +105,9 @@ final class Transaction {
                 Out.emit("send_failed", "i", i, "error", Out.describe(ex));
             }
         }
-        if (waitCheckMs > 0) {
-            Thread.sleep(waitCheckMs);
+        long deadline = System.currentTimeMillis() + waitCheckMs;
+        while (System.currentTimeMillis() < deadline && (expectChecks <= 0 || checks.get() < expectChecks)) {
+            Thread.sleep(50);
         }
         p.shutdown();
         Map<String, Object> done = Out.event("done");
