@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqtools.client.types import ConsumeResult, SendResult, SendStatus, message_id
 from mqtools.common import properties as P
+from mqtools.common.loop import wait_event
 from mqtools.common.message import Message, MessageExt
 from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC
 from mqtools.common.trace_data import DEFAULT_REGION, MessageType, TraceRecord, TraceType, encode, trace_keys
@@ -81,8 +82,7 @@ class TraceDispatcher:
     async def _run(self) -> None:
         assert self._wake is not None
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), FLUSH_INTERVAL)
+            await wait_event(self._wake, FLUSH_INTERVAL)
             self._wake.clear()
             self._flush()
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from mqtools.common.log_limiter import LimitedLog
+from mqtools.common.loop import wait_event
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.controller import (
@@ -398,8 +399,7 @@ class ReplicasManager:
     async def _sync_state_set_loop(self) -> None:
         period = self.b.config.check_sync_state_set_period / 1000
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._alter_wake.wait(), period)
+            await wait_event(self._alter_wake, period)
             self._alter_wake.clear()
             try:
                 await self._reconcile_sync_state_set()

@@ -12,11 +12,11 @@ after it starts, so a master that dies within those seconds leaves it without th
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 
 from mqtools.common.atomic_file import write_atomic
+from mqtools.common.loop import wait_event
 from mqtools.remoting.bodies import (
     ConsumerOffsetSerializeWrapper,
     SubscriptionGroupWrapper,
@@ -68,8 +68,7 @@ class SlaveSynchronize:
         loop = asyncio.get_running_loop()
         due = loop.time() + self.first_delay
         while True:
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._wake.wait(), max(0.0, due - loop.time()))
+            await wait_event(self._wake, max(0.0, due - loop.time()))
             if self._wake.is_set():
                 self._wake.clear()
             else:

@@ -18,6 +18,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
+from mqtools.common.loop import wait_event
 from mqtools.server.ha.master import SpeedMeter
 from mqtools.server.ha.protocol import (
     Frame,
@@ -90,8 +91,7 @@ class HAClient:
                 finally:
                     self.connected = False
             self._address_changed.clear()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._address_changed.wait(), self._reconnect_interval)
+            await wait_event(self._address_changed, self._reconnect_interval)
 
     async def _connect(self, address: str) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
         """A session's connection to the master's HA port (TCP_NODELAY: acks and small frames go at once)."""
