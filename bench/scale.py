@@ -335,7 +335,7 @@ def java_drain(ns: str, count: int) -> float:
     """msgs/s of the harness's push consumer reading `count` messages (fresh group, first offset)."""
     timeout = int(120 + count / 2000)
     run = run_java("consume", ns, "--topic", BACKLOG_TOPIC, "--group", f"CG_SCALE_{uuid.uuid4().hex[:8]}",
-                   "--expect", str(count), "--quiet", "--threads", "20", "--timeout-s", str(timeout),
+                   "--expect", str(count), "--quiet", "--distinct-by", "offset", "--threads", "20", "--timeout-s", str(timeout),
                    timeout=timeout + 60, ok=(0,))
     return float(run.done["msgs_per_s"])
 

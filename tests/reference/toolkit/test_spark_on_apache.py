@@ -8,77 +8,19 @@ start the system python3 for the source's workers, which has no pyarrow and no m
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
-from adminsupport import json_of, mq
 from mqadminbatch import MqadminBatch
-from tkworld import TOPIC, World
-
-from mqtools.client.admin.sync import SyncMQAdmin
+from sparkjob import produces, reads_exactly
+from tkworld import World
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-SCRIPT = """
-import json, sys
-from pyspark.sql import SparkSession
-import mqtools.spark
-
-spark = (SparkSession.builder.master("local[2]").appName("newcomer").config("spark.ui.enabled", "false")
-         .config("spark.driver.bindAddress", "127.0.0.1").config("spark.driver.host", "127.0.0.1").getOrCreate())
-spark.sparkContext.setLogLevel("ERROR")
-mqtools.spark.register(spark)
-rows = (spark.read.format("rocketmq").option("namesrv", sys.argv[1]).option("topic", sys.argv[2]).load()
-        .select("broker", "queue_id", "queue_offset", "keys", "tags", "body", "properties").collect())
-print(json.dumps([{"broker": r.broker, "queue": r.queue_id, "offset": r.queue_offset, "keys": r.keys,
-                   "tags": r.tags, "body": bytes(r.body).decode(), "properties": dict(r.properties)} for r in rows]))
-spark.stop()
-"""
-
-
-def newcomer_env() -> dict[str, str]:
-    """The environment of a shell where the venv was never activated."""
-    venv_bin = str(Path(sys.executable).parent)
-    path = os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep) if p != venv_bin)
-    return {k: v for k, v in os.environ.items() if k not in ("PYSPARK_PYTHON", "VIRTUAL_ENV")} | {"PATH": path}
-
 
 def test_the_data_source_reads_an_apache_topic_exactly(worlds: dict[str, World], tmp_path: Path) -> None:
-    world = worlds["apache"]
-    script = tmp_path / "job.py"
-    script.write_text(SCRIPT)
-    done = subprocess.run([sys.executable, str(script), world.namesrv, TOPIC], capture_output=True, text=True,
-                          env=newcomer_env(), cwd=tmp_path, timeout=300, check=False)
-    assert done.returncode == 0, done.stderr[-3000:]
-    rows = json.loads(done.stdout.strip().splitlines()[-1])
-    with SyncMQAdmin(world.namesrv) as admin:
-        stored = sum(q.max_offset - q.min_offset for q in admin.topic_status(TOPIC).queues)
-    assert len(rows) == stored == len(world.sent)
-    sent = {e["msgId"]: e for e in world.sent}
-    assert {r["properties"]["UNIQ_KEY"] for r in rows} == set(sent)
-    for row in rows:
-        e = sent[row["properties"]["UNIQ_KEY"]]
-        assert (row["broker"], row["queue"], row["offset"]) == (e["broker"], e["queueId"], e["queueOffset"])
-        assert (row["keys"], row["tags"], row["body"]) == (e["key"], "TagA", f"body-{e['i']}"), (row, e)
-        assert row["properties"]["TAGS"] == "TagA" and row["properties"]["KEYS"] == e["key"]
+    reads_exactly(worlds["apache"], tmp_path)
 
 
 def test_spark_load_produces_to_apache(worlds: dict[str, World], mqadmin: MqadminBatch) -> None:
-    world = worlds["apache"]
-
-    def stored() -> int:
-        out = mqadmin.run("topicStatus", "-n", world.namesrv, "-t", TOPIC).out
-        rows = [line.split() for line in out.splitlines() if re.match(r"\S+\s+\d+\s+\d+\s+\d+", line)]
-        return sum(int(r[3]) - int(r[2]) for r in rows)  # broker, queue, min offset, max offset, last updated
-
-    before = stored()
-    result = mq("spark-load", "produce", "-t", TOPIC, "--messages", "400", "--tasks", "2", "--master", "local[2]",
-                "-o", "json", namesrv=world.namesrv, timeout=300)
-    report = json_of(result, "SparkLoadReport")
-    assert (report["messages"], report["failed"]) == (400, {})
-    assert stored() - before == 400
+    produces(worlds["apache"], mqadmin)

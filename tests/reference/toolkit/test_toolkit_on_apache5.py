@@ -5,7 +5,8 @@ Every reading command of mq's dialect answers (-o table and -o json, valid JSON)
 prints what mqadmin 5.5.0 prints, haStatus included; `ha status` gives the same diff in bytes as Apache's
 haStatus while the slave is frozen (SIGSTOP) behind its master, and `ha ready` says not safe, then safe once
 the slave runs again; `mq top --once` fills every view; writes (topics, groups, the broker's write
-permission, broker config, KV) read back by Apache, and an online offset reset the live Java consumer follows.
+permission, broker config, KV) read back by Apache, and an online offset reset the live Java consumer follows;
+the `rocketmq` Spark source reads the topic exactly and `mq spark-load produce` writes to it.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from checks import dialect_rows, reading_problems
 from mqadminbatch import MqadminBatch
 from readback import broker_config_value, ok, parse_consumer_config, parse_route, reset_followed
 from refsupport import BROKER_PROPS, CLUSTER
+from sparkjob import produces, reads_exactly
 from tkworld import KV_NAMESPACE, LAG, LIVE, TOPIC, World, make_world
 
 from mqtools.client.sync import SyncProducer
@@ -83,6 +85,14 @@ def test_top_once_fills_every_view_on_apache5(world5: World) -> None:
     assert TOPIC in {t["topic"] for t in views["topics"]["rows"]}
     groups = {g["group"]: g for g in views["groups"]["rows"]}
     assert groups[LAG]["lag"] > 0 and groups[LIVE]["members"] == 1, groups
+
+
+def test_the_spark_source_reads_an_apache5_topic_exactly(world5: World, tmp_path: Path) -> None:
+    reads_exactly(world5, tmp_path)  # before the tests that add messages the world does not record
+
+
+def test_spark_load_produces_to_apache5(world5: World, mqadmin5: MqadminBatch) -> None:
+    produces(world5, mqadmin5)
 
 
 def _apache_diff(mqadmin5: MqadminBatch, world: World) -> int:

@@ -1,5 +1,6 @@
 package mqref;
 
+import java.util.BitSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -10,12 +11,19 @@ import java.util.concurrent.atomic.AtomicLong;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 
-/** Counts deliveries and distinct successfully consumed msgIds; releases a latch at --expect. */
+/**
+ * Counts deliveries and distinct successfully consumed messages (by msgId, or with --distinct-by offset by
+ * queue offset: a bit per offset instead of an id per message, so a 10-million backlog fits in a few MB);
+ * releases a latch at --expect.
+ */
 final class Receipts {
     private final int expect;
     private final boolean quiet;
     private final boolean printProps;
+    private final boolean byOffset;
     private final Set<String> distinct = ConcurrentHashMap.newKeySet();
+    private final Map<String, BitSet> offsets = new ConcurrentHashMap<>();
+    private final AtomicLong distinctOffsets = new AtomicLong();
     private final AtomicLong deliveries = new AtomicLong();
     private final AtomicLong firstNs = new AtomicLong(-1);
     private final AtomicLong lastNs = new AtomicLong(-1);
@@ -25,6 +33,7 @@ final class Receipts {
         expect = o.integer("expect", 0);
         quiet = o.flag("quiet");
         printProps = o.flag("print-props");
+        byOffset = "offset".equals(o.str("distinct-by", "msgId"));
     }
 
     int expect() {
@@ -42,8 +51,12 @@ final class Receipts {
                 Out.emit(Msgs.received(m, mq, printProps, failed));
             }
             if (!failed) {
-                distinct.add(m.getMsgId());
-                if (expect > 0 && distinct.size() >= expect) {
+                if (byOffset) {
+                    markOffset(mq, m.getQueueOffset());
+                } else {
+                    distinct.add(m.getMsgId());
+                }
+                if (expect > 0 && distinctCount() >= expect) {
                     reached.countDown();
                 }
             }
@@ -61,7 +74,19 @@ final class Receipts {
     }
 
     int distinctCount() {
-        return distinct.size();
+        return byOffset ? (int) distinctOffsets.get() : distinct.size();
+    }
+
+    private void markOffset(MessageQueue mq, long offset) {
+        BitSet bits = offsets.computeIfAbsent(mq.getBrokerName() + "/" + mq.getTopic() + "/" + mq.getQueueId(),
+                k -> new BitSet());
+        synchronized (bits) {
+            if (bits.get((int) offset)) {
+                return;
+            }
+            bits.set((int) offset);
+        }
+        distinctOffsets.incrementAndGet();
     }
 
     /**
@@ -80,7 +105,7 @@ final class Receipts {
 
     private void fill(Map<String, Object> done) {
         done.put("received", deliveries.get());
-        done.put("distinct", distinct.size());
+        done.put("distinct", distinctCount());
         long span = lastNs.get() - firstNs.get();
         if (deliveries.get() > 1 && span > 0) {
             done.put("msgs_per_s", Math.round((deliveries.get() - 1) * 1e9 / span));
