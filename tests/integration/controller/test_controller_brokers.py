@@ -69,9 +69,13 @@ async def test_kill_the_master_then_bring_it_back_with_a_tail_to_cut(tmp_path: P
     ctl = start_mq(["controller", "start", "--listen-port", "0", "--store-dir", str(tmp_path / "ctl")])
     procs = [namesrv, ctl]
     try:
+        # a broker given no role within its first 5 s serves fenced (READY with id -1) and is elected later: on
+        # a loaded machine (CI at 4cc9886) a fresh controller's start can take that long
+        assert await until(lambda: _leader_known(ctl.addr), 30, "the controller's leader")
         first = controller_broker(tmp_path, "a", namesrv.addr, ctl.addr)
         procs.append(first)
-        assert first.extra["id"] == "0"  # the first of the set is elected and serves as brokerId 0
+        assert await until(lambda: _registered_as(namesrv.addr, first.addr, 0), 30,
+                           "the first of the set elected, registered as brokerId 0")
         second = controller_broker(tmp_path, "b", namesrv.addr, ctl.addr)
         procs.append(second)
         assert await until(lambda: _state_is(ctl.addr, (1, [1, 2])), 30, "both brokers in the SyncStateSet")
@@ -129,6 +133,21 @@ async def test_kill_the_master_then_bring_it_back_with_a_tail_to_cut(tmp_path: P
         for proc in reversed(procs):
             proc.signal(signal.SIGCONT)
             proc.stop()
+
+
+async def _registered_as(namesrv: str, addr: str, broker_id: int) -> bool:
+    async with MQAdmin(namesrv) as admin:
+        data = (await admin.cluster_info()).broker_addr_table.get(SET)
+    return data is not None and data.broker_addrs.get(broker_id) == addr
+
+
+async def _leader_known(controller: str) -> bool:
+    async with MQAdmin(controller) as admin:
+        try:
+            await admin.controllers.leader([controller])
+        except MQClientError:
+            return False
+    return True
 
 
 async def _state_is(controller: str, expected: tuple[int, list[int]]) -> bool:
