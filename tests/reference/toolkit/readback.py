@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import apache
@@ -68,6 +69,22 @@ def parse_consumer_config(text: str) -> dict[str, dict[str, str]]:
 def broker_config_value(text: str, key: str) -> str:
     """One key's value in what mqadmin's getBrokerConfig printed."""
     return next(line.split("=", 1)[1].strip() for line in text.splitlines() if line.split("=", 1)[0].strip() == key)
+
+
+def config_set_read_back(world: World, addr: str, get_broker_config: Callable[[], str]) -> None:
+    """`mq admin broker config set` of maxMessageSize on `addr`, read back from what Apache's getBrokerConfig
+    prints (`get_broker_config`, whichever mqadmin), then the old value restored and read back too."""
+
+    def value() -> str:
+        return broker_config_value(get_broker_config(), "maxMessageSize")
+
+    was = value()
+    ok("broker", "config", "set", addr, "maxMessageSize", "4194305", world=world)
+    try:
+        assert value() == "4194305"
+    finally:
+        ok("broker", "config", "set", addr, "maxMessageSize", was, world=world)
+    assert value() == was
 
 
 def diff_total(root: Path, world: World, group: str) -> int:

@@ -24,7 +24,7 @@ import pytest
 from adminsupport import json_of, mq_here
 from checks import dialect_rows, reading_problems
 from mqadminbatch import MqadminBatch
-from readback import broker_config_value, ok, parse_consumer_config, parse_route, reset_followed
+from readback import config_set_read_back, ok, parse_consumer_config, parse_route, reset_followed
 from refsupport import BROKER_PROPS, CLUSTER
 from sparkjob import produces, reads_exactly
 from tkworld import KV_NAMESPACE, LAG, LIVE, TOPIC, World, make_world
@@ -153,9 +153,6 @@ def test_writes_read_back_by_apache5(apache5_1m1s: tuple[apache.ApacheCluster, W
         configs = parse_consumer_config(_read(mqadmin5, "getConsumerConfig", "-g", NEW_GROUP, "-n", ns))
         return {broker: (c["retryMaxTimes"], c["consumeEnable"]) for broker, c in configs.items()}
 
-    def max_message_size() -> str:
-        return broker_config_value(_read(mqadmin5, "getBrokerConfig", "-b", addr, "-n", ns), "maxMessageSize")
-
     def kv() -> dict[str, str]:
         kv_file = cluster.namesrv.workdir / "namesrv" / "kvConfig.json"
         return json.loads(kv_file.read_text())["configTable"][KV_NAMESPACE]
@@ -186,13 +183,7 @@ def test_writes_read_back_by_apache5(apache5_1m1s: tuple[apache.ApacheCluster, W
     # written config is gone when the read finds the defaults again
     assert group() == {"broker-a": ("16", "true")}
 
-    was = max_message_size()
-    ok("broker", "config", "set", addr, "maxMessageSize", "4194305", world=world)
-    try:
-        assert max_message_size() == "4194305"
-    finally:
-        ok("broker", "config", "set", addr, "maxMessageSize", was, world=world)
-    assert max_message_size() == was
+    config_set_read_back(world, addr, lambda: _read(mqadmin5, "getBrokerConfig", "-b", addr, "-n", ns))
 
     ok("kv", "set", KV_NAMESPACE, "k2", "written by mq", world=world)
     assert kv() == {"k1": "v1", "k2": "written by mq"}

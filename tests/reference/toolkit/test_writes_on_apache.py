@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from readback import broker_config_value, mqadmin, ok, route
+from readback import config_set_read_back, mqadmin, ok, route
 from refsupport import CLUSTER
 from tkworld import TOPIC, World
 
@@ -44,14 +44,4 @@ def test_write_permission_wiped_and_added_back(worlds: dict[str, World], ref_roo
 def test_broker_config_set_read_back_by_apaches_mqadmin(worlds: dict[str, World], ref_root: Path) -> None:
     world = worlds["apache"]
     addr = world.brokers["broker-a"]
-
-    def value() -> str:
-        return broker_config_value(mqadmin(ref_root, world.namesrv, "getBrokerConfig", "-b", addr), "maxMessageSize")
-
-    was = value()
-    ok("broker", "config", "set", addr, "maxMessageSize", "4194305", world=world)
-    try:
-        assert value() == "4194305"
-    finally:
-        ok("broker", "config", "set", addr, "maxMessageSize", was, world=world)
-    assert value() == was
+    config_set_read_back(world, addr, lambda: mqadmin(ref_root, world.namesrv, "getBrokerConfig", "-b", addr))
