@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -17,6 +16,7 @@ from pathlib import Path
 import pytest
 from cppclient import cpp_env
 from mqproc import MqProcess, start_mq
+from ports import free_port
 
 from mqtools.remoting.bodies import (
     DataVersion,
@@ -61,12 +61,6 @@ async def run_probe(namesrv: str, topic: str, home: Path) -> tuple[dict, str]:
     return json.loads(lines[-1]), "\n".join(p.read_text(errors="replace") for p in logs)
 
 
-def closed_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_unknown_topic_is_reported_as_no_route(namesrv: MqProcess, tmp_path: Path) -> None:
     result, log = await run_probe(namesrv.addr, "COMPAT_NO_SUCH_TOPIC", tmp_path)
     assert not result["ok"]
@@ -78,7 +72,7 @@ async def test_unknown_topic_is_reported_as_no_route(namesrv: MqProcess, tmp_pat
 
 
 async def test_registered_route_is_parsed(namesrv: MqProcess, tmp_path: Path) -> None:
-    broker_addr = f"127.0.0.1:{closed_port()}"  # nothing listens: the send itself must fail
+    broker_addr = f"127.0.0.1:{free_port()}"  # nothing listens: the send itself must fail
     header = RegisterBrokerRequestHeader(broker_name="compat-broker-a", broker_addr=broker_addr,
                                          cluster_name="CompatCluster", ha_server_addr="127.0.0.1:1",
                                          broker_id=0)

@@ -11,9 +11,7 @@ stops what is left at the end of a test session, so no JVM outlives an interrupt
 from __future__ import annotations
 
 import os
-import random
 import signal
-import socket
 import subprocess
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -22,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fetch import SETS, ArtifactSet, require
+from ports import free_port
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError
@@ -66,43 +65,6 @@ _started: list[ApacheProcess] = []
 #: Prefix of every JVM command: the kernel SIGKILLs the JVM when the process that started it dies
 #: (util-linux's setpriv sets PR_SET_PDEATHSIG and execs), so an interrupted session leaves none behind.
 DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL")
-
-
-def _below_ephemeral() -> range:
-    """Ports the kernel never hands out by itself: those below its ephemeral range (a JVM's outgoing
-    connections take ephemeral ports, and took a slave's HA port in the seconds before it bound it)."""
-    with suppress(OSError, ValueError):
-        low = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
-        return range(max(1024, low - 12000), low - 2)
-    return range(20000, 30000)
-
-
-_given: set[int] = set()
-
-
-def free_port(span: tuple[int, ...] = (0,)) -> int:
-    """A port p with p+d free on 127.0.0.1 for every d in `span` (checked by binding, then released),
-    below the ephemeral range and never handed out twice in this process."""
-    ports = _below_ephemeral()
-    for _ in range(500):
-        port = random.randrange(ports.start + 2, ports.stop)
-        block = [port + d for d in span]
-        if _given.intersection(block):
-            continue
-        socks: list[socket.socket] = []
-        try:
-            for p in block:
-                s = socket.socket()
-                socks.append(s)
-                s.bind(("127.0.0.1", p))
-        except OSError:
-            continue
-        finally:
-            for s in socks:
-                s.close()
-        _given.update(block)
-        return port
-    raise RuntimeError(f"no free port block {span} on 127.0.0.1")
 
 
 def home(aset: ArtifactSet, root: Path) -> Path:

@@ -14,6 +14,7 @@ from typing import Any
 import apache
 from clientsupport import until
 from mqproc import MqProcess, start_mq, write_broker_props
+from ports import free_port
 from refsupport import name
 
 from mqtools.client.admin import MQAdmin
@@ -28,7 +29,7 @@ CONTROLLER_MAIN = "org.apache.rocketmq.controller.ControllerStartup"
 def controller_broker(root: Path, namesrv: str, controller: str, tag: str) -> apache.ApacheProcess:
     """An Apache 5 broker in controller mode; its id and role come from the controller."""
     aset = apache.require("apache-5")
-    port = apache.free_port((-2, 0, 1))
+    port = free_port((-2, 0, 1))
     store = root / tag / "store"
     conf = {
         "brokerClusterName": CLUSTER, "brokerName": BROKER, "brokerId": "-1", "brokerRole": "SLAVE",
@@ -46,7 +47,7 @@ def controller_broker(root: Path, namesrv: str, controller: str, tag: str) -> ap
 def apache_controller(root: Path, tag: str) -> apache.ApacheProcess:
     """Apache 5's own controller (DLedger, one node), ready when it names itself leader."""
     aset = apache.require("apache-5")
-    port = apache.free_port()
+    port = free_port()
     conf = {"controllerDLegerGroup": "group1", "controllerDLegerPeers": f"n0-127.0.0.1:{port}",
             "controllerDLegerSelfId": "n0", "controllerStorePath": str(root / tag / "store")}
     process = apache._spawn("controller", aset, root, root / tag, port, CONTROLLER_MAIN, conf)

@@ -16,6 +16,7 @@ import apache
 import pytest
 from javaclient import run_java
 from mqproc import MqProcess, start_broker
+from ports import free_port
 from presetcluster import wait_for
 from refsupport import consume_all, make_topic, name, slaves_in_sync
 
@@ -110,7 +111,7 @@ def test_apache_slave_of_mq_sync_master(ref_root, mq_single):
     # a fixed listenPort, so the mq master serves its VIP channel (listenPort - 2), from which Apache's slave
     # takes the topic configs
     master = mq_broker(root, mq_single, "broker-hm", "HaMixM", brokerRole="SYNC_MASTER",
-                       listenPort=str(apache.free_port((-2, 0, 1))))
+                       listenPort=str(free_port((-2, 0, 1))))
     topic, probe = topics_before_the_slave(mq_single, "HaMixM")
     slave = apache.start_broker(root, mq_single, "apache-4", name="broker-hm", broker_id=1, cluster="HaMixM",
                                 mappedFileSizeCommitLog=FILE_SIZE, autoCreateTopicEnable="false")

@@ -4,13 +4,13 @@ that answers garbage. The app starts, says so in the view, and keeps refreshing 
 from __future__ import annotations
 
 import asyncio
-import socket
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from clientsupport import until
 from mqproc import MqProcess, start_mq, start_namesrv
+from ports import free_port
 from tuisupport import notes_of, status_of
 
 from mqtools.live.tables import CRIT
@@ -25,12 +25,6 @@ from mqtools.tui.poller import Poller
 pytestmark = pytest.mark.integration
 
 REFRESH = 0.3
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture

@@ -3,17 +3,15 @@ and `mq --help` does not import Textual."""
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 
 from adminsupport import mq, one_line_error
+from ports import free_port
 
 
 def free_addr() -> str:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return f"127.0.0.1:{sock.getsockname()[1]}"
+    return f"127.0.0.1:{free_port()}"
 
 
 def test_without_a_terminal_it_asks_for_once() -> None:

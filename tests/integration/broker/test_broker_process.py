@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 from clientsupport import until
 from mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
+from ports import free_port
 
 from mqtools.remoting.bodies import ClusterInfo, KVTable, TopicConfigSerializeWrapper, TopicRouteData
 from mqtools.remoting.client import RemotingClient
@@ -312,26 +313,10 @@ async def test_sigkill_restart_recovers_topics_and_messages(namesrv, tmp_path: P
         again.stop()
 
 
-def _free_block() -> int:
-    """A port p with p - 2 free too (checked by binding both)."""
-    for _ in range(100):
-        with socket.socket() as probe:
-            probe.bind(("127.0.0.1", 0))
-            port = probe.getsockname()[1]
-        with socket.socket() as a, socket.socket() as b:
-            try:
-                a.bind(("127.0.0.1", port))
-                b.bind(("127.0.0.1", port - 2))
-            except OSError:
-                continue
-        return port
-    raise RuntimeError("no free port pair")
-
-
 async def test_vip_channel_serves_the_same_requests(tmp_path: Path) -> None:
     """listenPort - 2 answers as listenPort does (Apache's slave fetches its master's topic configs there)."""
     namesrv = start_namesrv(tmp_path)
-    port = _free_block()
+    port = free_port((-2, 0, 1))
     conf = write_props(tmp_path / "b.properties", namesrv.addr, tmp_path / "store", listenPort=str(port))
     broker = start_mq(["broker", "start", "-c", str(conf)], timeout=30)
     try:

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import time
+
+from ports import free_port
 
 from mqtools.remoting.bodies import (
     DataVersion,
@@ -21,12 +22,8 @@ from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar,
 
 
 def dead_addr() -> str:
-    """A port nothing listens on: bind, read the port, close."""
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return f"127.0.0.1:{port}"
+    """A port nothing listens on."""
+    return f"127.0.0.1:{free_port()}"
 
 
 async def start_fake_namesrv(seen: list) -> RemotingServer:

@@ -9,7 +9,6 @@ import asyncio
 import contextlib
 import json
 import signal
-import socket
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from adminsupport import mq
 from clientsupport import until
 from mqproc import MqProcess, start_mq
+from ports import free_ports
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQClientError
@@ -45,17 +45,6 @@ from mqtools.remoting.server import RemotingServer
 pytestmark = pytest.mark.integration
 
 CLUSTER, NAME = "CtlCluster", "broker-a"
-
-
-def free_ports(n: int) -> list[int]:
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 class Controllers:

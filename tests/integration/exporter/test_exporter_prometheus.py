@@ -14,8 +14,9 @@ from pathlib import Path
 import pytest
 from adminsupport import mq
 from mqproc import start_broker, start_namesrv
+from ports import free_port
 from presetcluster import PresetCluster, preset_cluster, wait_for
-from promsupport import exporter, free_port, prometheus, scrape, until_value
+from promsupport import exporter, prometheus, scrape, until_value
 
 import mqtools.exporter
 from mqtools.client.admin import SyncMQAdmin

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-import socket
 import struct
 from collections.abc import AsyncIterator, Iterable
 
 import pytest
 from clientsupport import until
+from ports import free_port
 
 from mqtools.common.addresses import parse_addr, parse_namesrv_list
 from mqtools.remoting.client import RemotingClient
@@ -190,14 +190,8 @@ async def test_garbage_closes_only_that_connection(server: RemotingServer) -> No
     await client.close()
 
 
-def _dead_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_namesrv_selection_sticks_and_rotates(server: RemotingServer) -> None:
-    dead = f"127.0.0.1:{_dead_port()}"
+    dead = f"127.0.0.1:{free_port()}"
     client = RemotingClient([dead, addr(server)])
     attempts: list[str] = []
     real_connect = client._connect
@@ -216,14 +210,14 @@ async def test_namesrv_selection_sticks_and_rotates(server: RemotingServer) -> N
 
 
 async def test_namesrv_all_dead_raises_connect_error() -> None:
-    client = RemotingClient([f"127.0.0.1:{_dead_port()}", f"127.0.0.1:{_dead_port()}"])
+    client = RemotingClient([f"127.0.0.1:{free_port()}", f"127.0.0.1:{free_port()}"])
     with pytest.raises(RemotingConnectError):
         await client.invoke_namesrv(RemotingCommand.request(ECHO), 1)
     await client.close()
 
 
 async def test_invoke_each_namesrv_reports_per_address(server: RemotingServer) -> None:
-    dead = f"127.0.0.1:{_dead_port()}"
+    dead = f"127.0.0.1:{free_port()}"
     client = RemotingClient([addr(server), dead])
     results = await client.invoke_each_namesrv(lambda: RemotingCommand.request(ECHO), 5)
     assert isinstance(results[addr(server)], RemotingCommand)
