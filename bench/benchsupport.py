@@ -17,9 +17,11 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Coroutine, Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import Any, TypeVar
+
+import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
@@ -117,3 +119,14 @@ def best_of_ab(run: Callable[[bool], dict], repeat: int) -> tuple[dict, dict]:
             if side not in best or got["msgs_s"] > best[side]["msgs_s"]:
                 best[side] = got
     return best[False], best[True]
+
+
+def memory(pid: int) -> dict[str, float]:
+    """The process's RSS and its anonymous part (RssAnon: without mapped file pages), in MiB."""
+    rss = psutil.Process(pid).memory_info().rss / 2**20
+    anon = rss
+    with suppress(OSError, ValueError):
+        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+            if line.startswith("RssAnon:"):
+                anon = int(line.split()[1]) / 1024
+    return {"rss": rss, "anon": anon}

@@ -58,8 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "refer
 import apache
 import broker_send
 import client_produce
-import psutil
-from benchsupport import client_loop, run_client
+from benchsupport import client_loop, memory, run_client
 from fetch import FETCH_COMMAND, SETS
 from javaclient import run_java
 from mqproc import MqProcess, start_broker, start_namesrv
@@ -180,17 +179,6 @@ def mq_side(root: Path, sync: bool) -> Iterator[Side]:
     finally:
         for proc in reversed(procs):
             proc.stop()
-
-
-def memory(pid: int) -> dict[str, float]:
-    """The process's RSS and its anonymous part (RssAnon: without mapped file pages), in MiB."""
-    rss = psutil.Process(pid).memory_info().rss / 2**20
-    anon = rss
-    with suppress(OSError, ValueError):
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("RssAnon:"):
-                anon = int(line.split()[1]) / 1024
-    return {"rss": rss, "anon": anon}
 
 
 def measured(side: Side, case: Callable[[], dict[str, Any]]) -> dict[str, Any]:

@@ -17,8 +17,11 @@ starts is stopped before the next one starts.
            round creates the groups), `mq admin group list` as a user runs it, and one groups-view round
            of `mq top`'s data (its Collector's round, without drawing)
   backlog  B 1 KiB messages (--backlog, default 10,000,000) written by the Java client's batches and drained
-           by the Java push consumer (fresh group, first offset) from the page cache, then again after the
-           page cache is dropped (needs root: /proc/sys/vm/drop_caches), with the broker's RSS meanwhile
+           by the Java push consumer (fresh group, first offset) from the page cache; then the broker stops
+           cleanly, the page cache is dropped (needs root: /proc/sys/vm/drop_caches; a page stays cached
+           while a process maps it, so the broker must not run then), the broker starts again on the same
+           store (restart_s) and the consumer drains it again from disk; the broker's RSS and its
+           anonymous part (without mapped file pages) after each drain
 
 Per figure: Apache, mq, mq/Apache. For topics, brokers and groups the last line per part is the growth:
 cost per topic (group, broker) at the largest size over the smallest, where 1.0 is linear; above
@@ -52,7 +55,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "refer
 import apache
 import namesrv_route_qps
 import psutil
-from benchsupport import client_loop, run_client
+from benchsupport import client_loop, memory, run_client
 from broker_send import cpu_seconds
 from fetch import FETCH_COMMAND, SETS
 from javaclient import run_java
@@ -342,23 +345,34 @@ def java_drain(ns: str, count: int) -> float:
 
 def backlog_part(side: str, root: Path, count: int) -> dict[str, float | None]:
     with namesrv(side, root / "ns") as ns:
-        broker = launch_broker(side, root, ns.addr, [BACKLOG_TOPIC], flushDiskType="ASYNC_FLUSH",
-                               mappedFileSizeCommitLog=str(1024**3))()
+        start = launch_broker(side, root, ns.addr, [BACKLOG_TOPIC], flushDiskType="ASYNC_FLUSH",
+                              mappedFileSizeCommitLog=str(1024**3))
+        broker = start()
         try:
             note(f"{side}: writing {count:,} messages (Java client, batches of 32)")
             run_java("produce", ns.addr, "--topic", BACKLOG_TOPIC, "--count", str(count), "--body-size", "1024",
                      "--quiet", "--mode", "batch", "--batch-size", "32", timeout=300 + count / 2000, ok=(0,))
             note(f"{side}: draining from the page cache")
-            cached = java_drain(ns.addr, count)
-            cached_rss = rss_mib(broker.pid)
-            disk = disk_rss = None
+            out: dict[str, float | None] = {"cached_msgs_s": java_drain(ns.addr, count)}
+            mem = memory(broker.pid)
+            out |= {"cached_rss": mem["rss"], "cached_anon": mem["anon"]}
+            # A mapped page stays cached while a process maps it: the broker stops (cleanly) before the
+            # cache is dropped and starts again on the same store, so the second drain reads the disk.
+            broker.stop(60)
+            broker = None
             if drop_page_cache():
-                note(f"{side}: page cache dropped, draining from disk")
-                disk = java_drain(ns.addr, count)
-                disk_rss = rss_mib(broker.pid)
-            return {"cached_msgs_s": cached, "cached_rss": cached_rss, "disk_msgs_s": disk, "disk_rss": disk_rss}
+                began = time.perf_counter()
+                broker = start()
+                out["restart_s"] = time.perf_counter() - began
+                note(f"{side}: broker stopped, page cache dropped, restarted in {out['restart_s']:.1f} s; "
+                     "draining from disk")
+                out["disk_msgs_s"] = java_drain(ns.addr, count)
+                mem = memory(broker.pid)
+                out |= {"disk_rss": mem["rss"], "disk_anon": mem["anon"]}
+            return out
         finally:
-            stop_broker(side, broker)
+            if broker is not None:
+                stop_broker(side, broker)
 
 
 def fmt(value: float | None) -> str:
