@@ -142,13 +142,22 @@ class CommitLog:
 
     def slice(self, offset: int, size: int) -> memoryview | None:
         """Zero-copy view of ``size`` written bytes at ``offset`` (None if absent or not written)."""
+        view = self.file_view(offset)
+        if view is None:
+            return None
+        start, written, mv = view
+        pos = offset - start
+        if pos + size > written:
+            return None
+        return mv[pos:pos + size]
+
+    def file_view(self, offset: int) -> tuple[int, int, memoryview] | None:
+        """The file holding ``offset``: its start offset, its bytes written so far and its mapping. A pull
+        reads its messages through one of these while they stay in the file, not a lookup per message."""
         mf = self.queue.find(offset)
         if mf is None or mf.closed:
             return None
-        pos = offset - mf.start
-        if pos < 0 or pos + size > mf.wrote:
-            return None
-        return mf.mv[pos:pos + size]
+        return mf.start, mf.wrote, mf.mv
 
     def entry(self, offset: int) -> memoryview | None:
         """The whole stored entry at ``offset``, using its TOTALSIZE."""

@@ -126,6 +126,8 @@ class QueueReader:
         scanned = 0
         mem_bytes = cfg.max_transfer_bytes_on_message_in_memory
         mem_count = cfg.max_transfer_count_on_message_in_memory
+        file_lo = file_hi = 0  # the commitlog file read last: [file_lo, file_hi) written, mapped at file_mv
+        file_mv = memoryview(b"")
         for phys, size, tags in UNIT.iter_unpack(units):
             if size == BLANK_UNIT_SIZE or phys < next_phy_file_start or phys < min_phy:
                 scanned += 1
@@ -144,13 +146,16 @@ class QueueReader:
                 if not buffers:
                     status = GetMessageStatus.NO_MATCHED_MESSAGE
                 continue
-            buf = cl.slice(phys, size)
-            if buf is None:
-                if not buffers:
-                    status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                next_phy_file_start = cl.next_file_start(phys)
-                continue
-            buffers.append(buf)
+            if not file_lo <= phys <= file_hi - size:
+                view = cl.file_view(phys)
+                if view is None or phys + size > view[0] + view[1]:
+                    if not buffers:
+                        status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                    next_phy_file_start = cl.next_file_start(phys)
+                    continue
+                file_lo, written, file_mv = view
+                file_hi = file_lo + written
+            buffers.append(file_mv[phys - file_lo:phys - file_lo + size])
             total += size
         if buffers:
             status = GetMessageStatus.FOUND
