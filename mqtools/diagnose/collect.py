@@ -11,8 +11,10 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mqtools.client.admin.models.groups import ConsumerProgress, ConsumerRunningInfo, GroupConnections
 from mqtools.client.errors import (
     ConsumerNotOnlineError,
     MQClientError,
@@ -36,25 +38,24 @@ from mqtools.diagnose.group import (
     judge,
     unknown,
 )
+from mqtools.remoting.bodies import MessageQueue
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
     from mqtools.client.admin.models.brokers import BrokerRuntime
     from mqtools.client.admin.models.groups import ClientConnection
-    from mqtools.remoting.bodies import MessageQueue
 
 #: Samples per window: its two ends and the middle, so a rebalance inside the window is seen.
 SAMPLES = 3
 
 
-async def _member(admin: MQAdmin, group: str, conn: ClientConnection) -> tuple[Member, list[str]]:
-    """The member as its running info describes it, and the topics it subscribes to."""
-    info = await settled(admin.consumer_running_info(group, conn.client_id))
+def _member(conn: ClientConnection, info: ConsumerRunningInfo | MQClientError) -> Member:
+    """The member as its running info describes it."""
     if isinstance(info, MQClientError):
-        return Member(conn.client_id, version_desc(conn.version)), []
+        return Member(conn.client_id, version_desc(conn.version))
     held = {mq: HeldQueue(pq.locked, pq.last_consume_ms, pq.cached) for mq, pq in info.process_queues.items()}
     held.update({mq: HeldQueue() for mq in info.queues if mq not in held})
-    return Member(conn.client_id, version_desc(conn.version), info.orderly, held), list(info.subscriptions)
+    return Member(conn.client_id, version_desc(conn.version), info.orderly, held)
 
 
 async def _dlq_size(admin: MQAdmin, group: str) -> int | None:
@@ -67,26 +68,58 @@ async def _dlq_size(admin: MQAdmin, group: str) -> int | None:
     return sum(high for _low, high in bounds.values())
 
 
-async def sample_group(admin: MQAdmin, group: str, clock: Callable[[], float] = time.monotonic) -> GroupSample:
+@dataclass(frozen=True, slots=True)
+class GroupReading:
+    """What one read of a group returned, each answer or its error: a sample for the judge is made of it,
+    and `mq top`'s group view shows the same answers, so a drilled-into group is read once a round."""
+
+    at: float
+    progress: ConsumerProgress | MQClientError
+    connections: GroupConnections | MQClientError
+    infos: list[ConsumerRunningInfo | MQClientError]
+    """Each connection's running info, in the connections' order."""
+    dlq: int | None = None
+    hidden: dict[MessageQueue, QueueSample] = field(default_factory=dict)
+    """Queues of topics some member subscribes to that the consume stats leave out (read for a sample)."""
+
+    def sample(self) -> GroupSample:
+        queues = {} if isinstance(self.progress, MQClientError) else {
+            q.queue: QueueSample(q.broker_offset, q.consumer_offset, q.last_timestamp_ms) for q in self.progress.queues}
+        members: list[Member] | None
+        if isinstance(self.connections, ConsumerNotOnlineError):
+            members = []
+        elif isinstance(self.connections, MQClientError):
+            members = None
+        else:
+            members = [_member(c, info) for c, info in zip(self.connections.connections, self.infos, strict=True)]
+        return GroupSample(self.at, queues | self.hidden, members, self.dlq)
+
+
+async def read_group(admin: MQAdmin, group: str, *, for_sample: bool = True,
+                     clock: Callable[[], float] = time.monotonic) -> GroupReading:
+    """The group's consume stats, connections and each member's running info; `for_sample` adds what only
+    the judge needs (the dead-letter queue's size, the queues the consume stats leave out)."""
     at = clock()
+    dlq_size = _dlq_size(admin, group) if for_sample else asyncio.sleep(0, None)
     progress, conns, dlq = await asyncio.gather(settled(admin.consumer_progress(group)),
-                                                settled(admin.consumer_connections(group)), _dlq_size(admin, group))
-    queues = {} if isinstance(progress, MQClientError) else {
-        q.queue: QueueSample(q.broker_offset, q.consumer_offset, q.last_timestamp_ms) for q in progress.queues}
-    members: list[Member] | None
-    if isinstance(conns, ConsumerNotOnlineError):
-        members = []
-    elif isinstance(conns, MQClientError):
-        members = None
-    else:
-        found = await asyncio.gather(*(_member(admin, group, c) for c in conns.connections))
-        members = [m for m, _ in found]
+                                                settled(admin.consumer_connections(group)), dlq_size)
+    if isinstance(conns, MQClientError):
+        return GroupReading(at, progress, conns, [], dlq)
+    infos = list(await asyncio.gather(*(settled(admin.consumer_running_info(group, c.client_id))
+                                        for c in conns.connections)))
+    hidden: dict[MessageQueue, QueueSample] = {}
+    if for_sample:
         # a topic some member subscribes to that the consume stats leave out: the brokers keep the
         # subscriptions of the latest heartbeat only, so members that subscribe differently hide each other's
-        missing = {t for _, topics in found for t in topics if not is_retry_topic(t)} - {mq.topic for mq in queues}
-        for topic in sorted(missing):
-            queues.update(await _topic_queues(admin, group, topic))
-    return GroupSample(at, queues, members, dlq)
+        stats = set() if isinstance(progress, MQClientError) else {q.queue.topic for q in progress.queues}
+        subscribed = {t for info in infos if not isinstance(info, MQClientError) for t in info.subscriptions}
+        for topic in sorted({t for t in subscribed if not is_retry_topic(t)} - stats):
+            hidden.update(await _topic_queues(admin, group, topic))
+    return GroupReading(at, progress, conns, infos, dlq, hidden)
+
+
+async def sample_group(admin: MQAdmin, group: str, clock: Callable[[], float] = time.monotonic) -> GroupSample:
+    return (await read_group(admin, group, clock=clock)).sample()
 
 
 async def _topic_queues(admin: MQAdmin, group: str, topic: str) -> dict[MessageQueue, QueueSample]:

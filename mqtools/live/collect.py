@@ -22,8 +22,8 @@ from mqtools.client.admin.models.groups import (
     GroupSummary,
 )
 from mqtools.client.admin.models.topics import TopicStatus
-from mqtools.client.errors import MQClientError, settled
-from mqtools.diagnose.collect import sample_group
+from mqtools.client.errors import MQClientError
+from mqtools.diagnose.collect import read_group, sample_group
 from mqtools.live.state import Outcome
 from mqtools.live.verdicts import GROUP_SAMPLE_EVERY
 from mqtools.remoting.bodies import TopicRouteData
@@ -113,14 +113,22 @@ class Collector:
         for topic in wanted.topic_details:
             launch(f"topic:{topic}", lambda t=topic: self.topic_detail(t))
         for group in wanted.group_details:
-            launch(f"group:{group}", lambda g=group: self.group_detail(g))
-            self._sample(launch, group)
+            if f"group:{group}" not in self.inflight:
+                # the drilled-into group's read is also its sample for the verdict when one is due
+                due = self._due(f"sample:{group}", GROUP_SAMPLE_EVERY)
+                launch(f"group:{group}", lambda g=group, d=due: self.group_detail(g, sample=d))
+
+    def _due(self, key: str, every: float) -> bool:
+        """Whether `key` was last started `every` seconds ago or more (and is not running); marks it started."""
+        now = time.monotonic()
+        if now - self.last_started.get(key, -every) < every or key in self.inflight:
+            return False
+        self.last_started[key] = now
+        return True
 
     def _every(self, launch: Launch, key: str, every: float, make: Callable[[], Awaitable[Any]]) -> None:
         """Launch `key` when it was last started `every` seconds ago or more."""
-        now = time.monotonic()
-        if now - self.last_started.get(key, -every) >= every and key not in self.inflight:
-            self.last_started[key] = now
+        if self._due(key, every):
             launch(key, make)
 
     def _sample(self, launch: Launch, group: str) -> None:
@@ -165,16 +173,20 @@ class Collector:
         route, status = await asyncio.gather(self.admin.topic_route(topic), self.admin.topic_status(topic))
         return TopicDetail(route, status)
 
-    async def group_detail(self, group: str) -> GroupDetail:
-        progress, conns = await asyncio.gather(self.admin.consumer_progress(group),
-                                               settled(self.admin.consumer_connections(group)))
+    async def group_detail(self, group: str, *, sample: bool = False) -> GroupDetail:
+        """The group's consume stats, connections and who holds which queue; with `sample`, the same read
+        is published as the group's sample (`sample:GROUP`) too."""
+        reading = await read_group(self.admin, group, for_sample=sample)
+        if sample:
+            self.publish(Outcome(f"sample:{group}", reading.sample(), None, time.time(), time.monotonic()))
+        if isinstance(reading.progress, MQClientError):
+            raise reading.progress
+        conns = reading.connections
         if not isinstance(conns, GroupConnections):
-            return GroupDetail(progress, None)
-        infos = await asyncio.gather(*(settled(self.admin.consumer_running_info(group, c.client_id))
-                                       for c in conns.connections))
-        holders = {(mq.topic, mq.broker_name, mq.queue_id): info.client_id for info in infos
+            return GroupDetail(reading.progress, None)
+        holders = {(mq.topic, mq.broker_name, mq.queue_id): info.client_id for info in reading.infos
                    if isinstance(info, ConsumerRunningInfo) for mq in info.queues}
-        return GroupDetail(progress, conns, holders)
+        return GroupDetail(reading.progress, conns, holders)
 
 
 async def collect_once(admin: MQAdmin, wanted: Wanted, procs: Callable[[], Any] | None = None) -> list[Outcome]:
