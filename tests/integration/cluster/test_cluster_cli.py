@@ -83,7 +83,7 @@ def squat(ports: tuple[int, ...]) -> list[socket.socket] | None:
 
 def test_taken_ports_are_skipped_and_single_roles_stop_and_start(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    for _ in range(50):  # the random base may fall on a port another process has (the ephemeral range)
+    for _ in range(50):  # the random base may fall on ports another test's preset holds
         base = base_port()
         squatters = squat((base, base + 1035, base + 1036))  # the name server's and broker-a's default ports
         if squatters is not None:
