@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test demo lint layers completions clean java reference prometheus
+.PHONY: install test check demo lint layers completions clean java reference prometheus
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -31,8 +31,7 @@ prometheus:
 	  SUDO=$$(command -v sudo >/dev/null 2>&1 && [ "$$(id -u)" != 0 ] && echo sudo); \
 	  $$SUDO apt-get update -q && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -q --no-install-recommends prometheus; }
 
-# The layering contracts in pyproject.toml. server/ and tui/ install as mqtools.server and
-# mqtools.tui; the symlinks mqtools/server and mqtools/tui show import-linter the same layout.
+# The layering contracts in pyproject.toml.
 layers: install
 	$(BIN)/lint-imports --no-cache --no-logo
 
@@ -53,6 +52,11 @@ test: install layers reference prometheus
 	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/unit tests/integration
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/compat tests/tui tests/spark tests/reference
 	MQ_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/unit tests/integration/store
+
+# The fast tier for the edit-test loop (under 3 minutes on 2 cores): lint, the layer contracts and the unit
+# tests, which include the CLI's help goldens and every document kind rendered from hand-made models.
+check: lint layers
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 tests/unit
 
 lint: install
 	$(BIN)/ruff check .

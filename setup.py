@@ -1,7 +1,6 @@
-"""Package discovery for the mapped top-level directories, and the optional compiled modules.
+"""Package discovery, and the optional compiled modules.
 
-`server/` installs as `mqtools.server` and `tui/` as `mqtools.tui`; listing their
-sub-packages by hand would go stale, so they are discovered here. `mqtools/common/_ccodec.pyx`
+Sub-packages are discovered rather than listed (a list by hand goes stale). `mqtools/common/_ccodec.pyx`
 and `mqtools/spark/_columns.pyx` are compiled when Cython and a C compiler (with zlib's header)
 are present; a failed build is skipped (`optional`), and the pure-Python forms run instead
 (mqtools/common/speedups.py).
@@ -11,20 +10,13 @@ import os
 
 from setuptools import Extension, find_packages, setup
 
-MAPPED = {"mqtools": "mqtools", "mqtools.server": "server", "mqtools.tui": "tui"}
-
-
 #: Directories of data files only. Listed as packages of their own (namespace packages) with their
 #: data, because setuptools warns that it will stop installing data a package does not list.
 DATA_PACKAGES = {"mqtools.common.schemas": ["*.json"], "mqtools.cluster.conf": ["*/*.properties"]}
 
 
 def _packages() -> list[str]:
-    found: list[str] = list(DATA_PACKAGES)
-    for name, path in MAPPED.items():
-        found.append(name)
-        found.extend(f"{name}.{sub}" for sub in find_packages(path))
-    return sorted(set(found))
+    return sorted({*DATA_PACKAGES, *find_packages(include=["mqtools", "mqtools.*"])})
 
 
 def _extensions() -> list[Extension]:
@@ -48,7 +40,6 @@ def _extensions() -> list[Extension]:
 setup(
     ext_modules=_extensions(),
     packages=_packages(),
-    package_dir=MAPPED,
     package_data={**DATA_PACKAGES, "mqtools.spark": ["*.schema.json"], "mqtools.tui": ["*.tcss"],
                   "mqtools.exporter": ["*.yml", "*.json"]},
     include_package_data=True,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from mqproc import start_broker, start_namesrv
+from support.mqproc import start_broker, start_namesrv
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.producer import Producer

@@ -25,7 +25,7 @@ import psutil
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
-from mqproc import MqProcess, start_broker, start_namesrv
+from support.mqproc import MqProcess, start_broker, start_namesrv
 
 from mqtools.common.loop import loop_name
 from mqtools.common.loop import run as run_loop

@@ -50,7 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 
 import psutil
 from benchsupport import client_loop, create_topic, run_client, run_processes, throughput
-from mqproc import start_mq
+from support.mqproc import start_mq
 
 from mqtools.cluster.certs import make_local_certificates
 from mqtools.common.ids import UniqueKeyGenerator

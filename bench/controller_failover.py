@@ -35,8 +35,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "refer
 import apache
 from controllerworld import CLUSTER, apache_controller, form_set, master_and_slave, send_through_a_kill
 from fetch import FETCH_COMMAND, SETS
-from mqproc import start_mq, start_namesrv
 from refsupport import consume_all, make_topic, name
+from support.mqproc import start_mq, start_namesrv
 
 SIGNALS = {"kill": signal.SIGKILL, "pause": signal.SIGSTOP}
 SIGNAL_NAMES = {"kill": "SIGKILL", "pause": "SIGSTOP"}

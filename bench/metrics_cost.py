@@ -1,7 +1,7 @@
 """What the broker's own Prometheus metrics cost the send path: a broker with metricsExporterType=PROM scraped
 every second, against one with DISABLE, one summary line.
 
-Two real `mq namesrv` + `mq broker` pairs (ASYNC_FLUSH), one of them serving its metrics (server/broker/metrics.py)
+Two real `mq namesrv` + `mq broker` pairs (ASYNC_FLUSH), one of them serving its metrics (mqtools/server/broker/metrics.py)
 and scraped once a second by a thread of this process while it is measured (a scrape a second is fifteen
 times Prometheus's usual rate). One client process (bench/client_produce.py's driver) sends 1 KiB messages,
 sync with 64 in flight and async with 256 in flight, to each broker in turns (A, B, A, B...), keeping each
@@ -26,7 +26,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import broker_send
 import client_produce
 from benchsupport import best_of_ab, client_loop, namesrv_and_broker, run_client, run_processes, throughput
-from promsupport import free_port
+from support.promsupport import free_port
 
 SCRAPE_EVERY_S = 1.0
 

@@ -61,7 +61,7 @@ import client_produce
 from benchsupport import client_loop, memory, run_client
 from fetch import FETCH_COMMAND, SETS
 from javaclient import run_java
-from mqproc import MqProcess, start_broker, start_namesrv
+from support.mqproc import MqProcess, start_broker, start_namesrv
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError

@@ -59,7 +59,7 @@ from benchsupport import client_loop, memory, run_client
 from broker_send import cpu_seconds
 from fetch import FETCH_COMMAND, SETS
 from javaclient import run_java
-from mqproc import mq_command, start_broker, start_namesrv
+from support.mqproc import mq_command, start_broker, start_namesrv
 
 from mqtools.client.admin import MQAdmin
 from mqtools.live.collect import Collector, Wanted

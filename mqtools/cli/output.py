@@ -1,7 +1,7 @@
 """How `mq` commands print: rich tables on a terminal, plain aligned text when piped, JSON and CSV.
 
-A command builds a `View` (columns, rows, footer) from typed models and hands it here; it never
-formats by hand. Unknown values are None in the row and print as `n/a` (tables, CSV) or `null`
+A command gets a `View` (columns, rows, footer) from its model's renderer (mqtools.common.presentation)
+and hands it here; it never formats by hand. Unknown values are None in the row and print as `n/a` (tables, CSV) or `null`
 (JSON). Every JSON document carries `kind` and `schemaVersion` (mqtools.common.presentation, where the
 JSON Schemas ship); `mq admin schema` prints them.
 """
@@ -10,44 +10,15 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, TextIO
+from typing import TextIO
 
-from mqtools.common import presentation
-from mqtools.common.presentation import NA, Column
+from mqtools.common.presentation import NA, Column, View, cell
 
 FORMATS = ("table", "json", "csv")
 
 
-@dataclass(slots=True)
-class View:
-    """What a read command shows: a table for people and the JSON document for scripts."""
-
-    kind: str
-    columns: list[Column]
-    rows: list[list[Any]]
-    data: dict[str, Any]
-    """The JSON body (without kind/schemaVersion); values None where unknown."""
-    title: str | None = None
-    footer: list[str] = field(default_factory=list)
-
-
-def cell(value: Any) -> str:
-    if value is None:
-        return NA
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
 def is_terminal(stream: TextIO) -> bool:
     return bool(getattr(stream, "isatty", lambda: False)())
-
-
-def document(view: View) -> dict[str, Any]:
-    return presentation.document(view.kind, view.data)
 
 
 def render(view: View, fmt: str, stream: TextIO | None = None) -> None:
@@ -55,7 +26,7 @@ def render(view: View, fmt: str, stream: TextIO | None = None) -> None:
 
     out = stream or sys.stdout
     if fmt == "json":
-        out.write(json.dumps(document(view), indent=2, default=str) + "\n")
+        out.write(json.dumps(view.document(), indent=2, default=str) + "\n")
     elif fmt == "csv":
         import csv
 

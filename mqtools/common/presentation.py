@@ -4,14 +4,20 @@ A value that is not known is None in a row and reads `NA`; a `Column` is a heade
 where rows become JSON generically (mq top), the key it has there. Every JSON document carries `kind`
 and `schemaVersion`; the JSON Schemas ship beside this module (`schemas/<kind>.json`) and are the one
 place a schema version is written.
+
+Documents are owned by the models: a renderer, registered for its kind with `@renders(kind)` beside the
+model it renders (mqtools.client.admin.models, mqtools.live, the drills), turns a model into a `View`:
+columns, rows and footer for people, the JSON body for scripts. `mq admin`, `mq top`, the exporter and
+`mq mcp` call the same renderer, so a field is added in one place; `renderer(kind)` finds it.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any
+from typing import Any, TypeVar
 
 NA = "n/a"
 
@@ -23,6 +29,68 @@ class Column:
     """Numbers are right-aligned."""
     key: str | None = None
     """The row's key in JSON documents, where rows are turned into JSON generically."""
+
+
+@dataclass(slots=True)
+class View:
+    """What a read shows: a table for people and the JSON document for scripts."""
+
+    kind: str
+    columns: list[Column]
+    rows: list[list[Any]]
+    data: dict[str, Any]
+    """The JSON body (without kind/schemaVersion); values None where unknown."""
+    title: str | None = None
+    footer: list[str] = field(default_factory=list)
+
+    def document(self) -> dict[str, Any]:
+        """The JSON document: kind and schema version, then the body."""
+        return document(self.kind, self.data)
+
+
+def cell(value: Any) -> str:
+    """How one value reads in a table or CSV: None is NA, booleans yes/no, floats with two decimals."""
+    if value is None:
+        return NA
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def when(ms: int | None) -> str | None:
+    """Local time with milliseconds; None for RocketMQ's 0 ('never')."""
+    if not ms:
+        return None
+    from datetime import datetime
+
+    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+R = TypeVar("R", bound=Callable[..., View])
+_RENDERERS: dict[str, Callable[..., View]] = {}
+
+
+def renders(kind: str) -> Callable[[R], R]:
+    """Register `fn(model, ...) -> View` as the renderer of document `kind` (one per kind)."""
+
+    def register(fn: R) -> R:
+        if kind in _RENDERERS and _RENDERERS[kind] is not fn:
+            raise ValueError(f"two renderers for document kind {kind}")
+        _RENDERERS[kind] = fn
+        return fn
+
+    return register
+
+
+def renderer(kind: str) -> Callable[..., View]:
+    """The registered renderer of `kind`; KeyError when none is (its module not imported, or none exists)."""
+    return _RENDERERS[kind]
+
+
+def rendered_kinds() -> list[str]:
+    return sorted(_RENDERERS)
 
 
 def load_schema(kind: str) -> dict[str, Any]:

@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clientsupport import Cluster, broker_cluster, until
-from cppclient import run_cpp
+from support.clientsupport import Cluster, broker_cluster, until
+from support.cppclient import run_cpp
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQBrokerError

@@ -15,9 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clientsupport import Cluster, broker_cluster, call, create_topic, until
-from cppclient import SEND_SYNC, CppClient
-from mqproc import MqProcess
+from support.clientsupport import Cluster, broker_cluster, call, create_topic, until
+from support.cppclient import SEND_SYNC, CppClient
+from support.mqproc import MqProcess
 
 from mqtools.remoting.bodies import ConsumerListBody
 from mqtools.remoting.codes import RequestCode, ResponseCode

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clientsupport import Cluster, broker_cluster, call, create_topic
-from cppclient import SEND_SYNC, run_cpp
-from mqproc import MqProcess
+from support.clientsupport import Cluster, broker_cluster, call, create_topic
+from support.cppclient import SEND_SYNC, run_cpp
+from support.mqproc import MqProcess
 
 from mqtools.remoting.bodies import TopicRouteData
 from mqtools.remoting.codes import RequestCode, ResponseCode

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clientsupport import Cluster, create_topic, two_broker_cluster, until
-from cppclient import CppClient
+from support.clientsupport import Cluster, create_topic, two_broker_cluster, until
+from support.cppclient import CppClient
 
 from mqtools.client.producer import Producer
 from mqtools.client.push_consumer import PushConsumer

@@ -16,9 +16,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from clientsupport import until
-from cppclient import SEND_SYNC, run_cpp
-from mqproc import mq_command
+from support.clientsupport import until
+from support.cppclient import SEND_SYNC, run_cpp
+from support.mqproc import mq_command
 
 from mqtools.remoting.bodies import TopicRouteData
 from mqtools.remoting.client import RemotingClient

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from cppclient import cpp_env
-from mqproc import MqProcess, start_mq
-from ports import free_port
+from support.cppclient import cpp_env
+from support.mqproc import MqProcess, start_mq
+from support.ports import free_port
 
 from mqtools.remoting.bodies import (
     DataVersion,

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from adminsupport import json_of, mq, one_line_error
-from clientsupport import Cluster, broker_cluster, until
+from support.adminsupport import json_of, mq, one_line_error
+from support.clientsupport import Cluster, broker_cluster, until
 
 from mqtools.common.javaprops import parse_properties
 from mqtools.common.security import ClientSecurity, SessionCredentials

@@ -31,8 +31,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from clientsupport import Cluster, broker_cluster, until
-from mqproc import MqProcess
+from support.clientsupport import Cluster, broker_cluster, until
+from support.mqproc import MqProcess
 
 from mqtools.remoting import headers as H
 from mqtools.remoting.bodies import TopicRouteData

@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from adminsupport import mq, one_line_error
 from integration.ha.hasupport import pull_all, ready_for_drill, send, start_group
-from mqproc import start_mq
-from ports import random_base_port
-from presetcluster import wait_for
+from support.adminsupport import mq, one_line_error
+from support.mqproc import start_mq
+from support.ports import random_base_port
+from support.presetcluster import wait_for
 
 from mqtools.client.producer import Producer
 from mqtools.client.pull_consumer import PullConsumer

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from fetch import SETS, ArtifactSet, require
-from ports import free_port
+from support.ports import free_port
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError

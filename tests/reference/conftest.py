@@ -14,8 +14,6 @@ from pathlib import Path
 
 import apache
 import pytest
-from mqproc import start_broker, start_mq
-from presetcluster import preset_cluster
 from refsupport import (
     ACL_ACCOUNT,
     ACL_CLUSTER,
@@ -27,6 +25,8 @@ from refsupport import (
     name,
     slaves_in_sync,
 )
+from support.mqproc import start_broker, start_mq
+from support.presetcluster import preset_cluster
 
 from mqtools.cluster.certs import make_local_certificates
 from mqtools.common.security import ClientSecurity, SessionCredentials

@@ -12,10 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import apache
-from clientsupport import until
-from mqproc import MqProcess, start_mq, write_broker_props
-from ports import free_port
 from refsupport import name
+from support.clientsupport import until
+from support.mqproc import MqProcess, start_mq, write_broker_props
+from support.ports import free_port
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQClientError

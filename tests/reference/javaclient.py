@@ -1,7 +1,7 @@
 """Run our Java harness (tests/reference/java, on Apache's rocketmq-client 4.9.8) in a subprocess.
 
 The harness prints one JSON event per line on stdout (`sent`, `received`, `done`, ...), as
-tests/cppclient.py's scripts do for the C++ client; client logs go to the process's own directory.
+tests/support/cppclient.py's scripts do for the C++ client; client logs go to the process's own directory.
 `run_java` runs a command to its end; `JavaClient` keeps one running (a consumer), its events
 gathered by a thread, and stops it by closing its stdin (`--expect 0`).
 """

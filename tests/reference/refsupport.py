@@ -11,7 +11,7 @@ from typing import Any
 
 from apache import ApacheCluster
 from javaclient import JavaRun, run_java
-from presetcluster import PresetCluster, wait_for
+from support.presetcluster import PresetCluster, wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError

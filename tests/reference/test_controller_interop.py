@@ -16,7 +16,6 @@ from typing import Any
 
 import apache
 import pytest
-from adminsupport import json_of, mq
 from controllerworld import (
     BROKER,
     CLUSTER,
@@ -27,8 +26,9 @@ from controllerworld import (
     send_through_a_kill,
     sync_state,
 )
-from mqproc import start_mq, start_namesrv
 from refsupport import consume_all, make_topic, name
+from support.adminsupport import json_of, mq
+from support.mqproc import start_mq, start_namesrv
 
 from mqtools.client.admin import MQAdmin
 

@@ -11,7 +11,6 @@ from typing import Any
 
 import apache
 import pytest
-from adminsupport import mq_here
 from javaclient import JavaClient, run_java
 from refsupport import (
     ACL_ACCOUNT,
@@ -23,6 +22,7 @@ from refsupport import (
     on_both,
     sent_outcome,
 )
+from support.adminsupport import mq_here
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.common.security import ClientSecurity, SessionCredentials

@@ -15,10 +15,10 @@ from pathlib import Path
 import apache
 import pytest
 from javaclient import run_java
-from mqproc import MqProcess, start_broker
-from ports import free_port
-from presetcluster import wait_for
 from refsupport import consume_all, make_topic, name, slaves_in_sync
+from support.mqproc import MqProcess, start_broker
+from support.ports import free_port
+from support.presetcluster import wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
 

@@ -10,8 +10,8 @@ from collections import defaultdict
 
 import apache
 import pytest
-from clientsupport import until
 from refsupport import CLUSTER, make_topic, name, wait_stored
+from support.clientsupport import until
 
 from mqtools.client.admin.client import MQAdmin
 from mqtools.client.producer import Producer, select_by_hash

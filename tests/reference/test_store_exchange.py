@@ -11,8 +11,8 @@ from typing import Any
 import apache
 import pytest
 from javaclient import run_java
-from mqproc import start_broker
 from refsupport import consume_all, make_topic, name
+from support.mqproc import start_broker
 
 pytestmark = pytest.mark.timeout(300)
 

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from clientsupport import Cluster, two_broker_cluster
+from support.clientsupport import Cluster, two_broker_cluster
 
 pyspark = pytest.importorskip("pyspark")
 

@@ -9,9 +9,9 @@ import sys
 from collections.abc import Iterator
 
 import pytest
-from adminsupport import json_of, mq, one_line_error
-from clientsupport import Cluster, create_topic
-from sparkproc import spark_bin, stop, wait_for
+from support.adminsupport import json_of, mq, one_line_error
+from support.clientsupport import Cluster, create_topic
+from support.sparkproc import spark_bin, stop, wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
 

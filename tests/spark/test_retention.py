@@ -11,8 +11,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from clientsupport import Cluster, create_topic, until
-from mqproc import start_broker, start_namesrv
+from support.clientsupport import Cluster, create_topic, until
+from support.mqproc import start_broker, start_namesrv
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.producer import Producer

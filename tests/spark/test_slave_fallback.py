@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from presetcluster import PresetCluster, preset_cluster
+from support.presetcluster import PresetCluster, preset_cluster
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.remoting.bodies import TopicConfig

@@ -11,7 +11,7 @@ from collections import Counter
 from typing import Any
 
 import pytest
-from clientsupport import Cluster, create_topic
+from support.clientsupport import Cluster, create_topic
 
 from mqtools.client.admin.sync import SyncMQAdmin
 

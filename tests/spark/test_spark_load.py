@@ -12,8 +12,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from adminsupport import json_of, mq, one_line_error
-from clientsupport import Cluster, create_topic
+from support.adminsupport import json_of, mq, one_line_error
+from support.clientsupport import Cluster, create_topic
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.spark.export import omb_schema

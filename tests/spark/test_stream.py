@@ -8,7 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from clientsupport import Cluster, create_topic
+from support.clientsupport import Cluster, create_topic
 
 from mqtools.client.sync import SyncProducer, SyncPullConsumer
 from mqtools.common.message import Message

@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mqproc import MqProcess, start_broker, start_mq
-from presetcluster import wait_for
+from support.mqproc import MqProcess, start_broker, start_mq
+from support.presetcluster import wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError

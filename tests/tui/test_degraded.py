@@ -8,10 +8,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clientsupport import until
-from mqproc import MqProcess, start_mq, start_namesrv
-from ports import free_port
-from tuisupport import notes_of, status_of
+from support.clientsupport import until
+from support.mqproc import MqProcess, start_mq, start_namesrv
+from support.ports import free_port
+from support.tuisupport import notes_of, status_of
 
 from mqtools.live.tables import CRIT
 from mqtools.remoting.bodies import DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper

@@ -14,10 +14,10 @@ from typing import Any
 
 import jsonschema
 import pytest
-from adminsupport import mq
-from clientsupport import until
-from presetcluster import PresetCluster, preset_cluster
-from tuisupport import status_of, view_of
+from support.adminsupport import mq
+from support.clientsupport import until
+from support.presetcluster import PresetCluster, preset_cluster
+from support.tuisupport import status_of, view_of
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget

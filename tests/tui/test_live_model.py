@@ -7,7 +7,7 @@ import dataclasses
 
 import jsonschema
 import pytest
-from tuisupport import NOW_MONO, NOW_WALL, NS, fixed_state, status_of
+from support.tuisupport import NOW_MONO, NOW_WALL, NS, fixed_state, status_of
 
 from mqtools.client.admin.models.brokers import BrokerRuntime
 from mqtools.common.presentation import load_schema, schema_version

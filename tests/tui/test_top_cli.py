@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from adminsupport import mq, one_line_error
-from ports import free_port
+from support.adminsupport import mq, one_line_error
+from support.ports import free_port
 
 
 def free_addr() -> str:

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from tuisupport import NOW_MONO, NOW_WALL, NS, fixed_state
+from support.tuisupport import NOW_MONO, NOW_WALL, NS, fixed_state
 
 from mqtools.tui.app import TopApp
 

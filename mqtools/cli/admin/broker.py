@@ -10,10 +10,10 @@ import typer
 from mqtools.cli.admin.common import (
     YesOpt,
     confirm,
-    when,
 )
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View
+from mqtools.common.presentation import when
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

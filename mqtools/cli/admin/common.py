@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Optional, TypeVar
 
 import typer
 
-from mqtools.cli.output import FORMATS, View, document, is_terminal, render
+from mqtools.cli.output import FORMATS, View, is_terminal, render
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -83,15 +83,6 @@ def one_target(cluster: str | None, broker_addr: str | None) -> None:
     """Write commands act on every master of a cluster (-c) or on one broker (-b): exactly one."""
     if (cluster is None) == (broker_addr is None):
         raise usage("give -c CLUSTER or -b BROKER_ADDR (one of them)")
-
-
-def when(ms: int | None) -> str | None:
-    """Local time with milliseconds; None for RocketMQ's 0 ('never')."""
-    if not ms:
-        return None
-    from datetime import datetime
-
-    return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
 def check_output(fmt: str) -> str:
@@ -182,7 +173,7 @@ def show(namesrv: str | None, fmt: str, build: Callable[[MQAdmin], Awaitable[Vie
             elif fmt == "table":
                 sys.stdout.write(f"# {time.strftime('%Y-%m-%d %H:%M:%S')}\n")
             if fmt == "json" and not redraw:
-                sys.stdout.write(json.dumps(document(view), default=str) + "\n")
+                sys.stdout.write(json.dumps(view.document(), default=str) + "\n")
             else:
                 render(view, fmt)
             sys.stdout.flush()

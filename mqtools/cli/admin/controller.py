@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import OutputOpt, TimeoutOpt, check_output, run, show, when
+from mqtools.cli.admin.common import OutputOpt, TimeoutOpt, check_output, run, show
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View, render
 from mqtools.common.addresses import parse_namesrv_list
+from mqtools.common.presentation import when
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

@@ -18,11 +18,11 @@ from mqtools.cli.admin.common import (
     confirm,
     one_target,
     usage,
-    when,
 )
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View, cell
 from mqtools.common.mqversion import version_desc
+from mqtools.common.presentation import when
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

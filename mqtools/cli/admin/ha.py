@@ -15,11 +15,11 @@ import typer
 
 from mqtools.cli.admin.common import (
     usage,
-    when,
 )
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
+from mqtools.common.presentation import when
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

@@ -14,11 +14,11 @@ import typer
 from mqtools.cli.admin.common import (
     fail,
     usage,
-    when,
 )
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import Column, View
 from mqtools.common.exitcodes import EXIT_REFUSED
+from mqtools.common.presentation import when
 from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC
 
 if TYPE_CHECKING:

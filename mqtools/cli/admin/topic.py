@@ -7,7 +7,7 @@ none, so a typo never makes a new topic; queue numbers are 1..1024 and the permi
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -19,17 +19,20 @@ from mqtools.cli.admin.common import (
     fail,
     one_target,
     usage,
-    when,
 )
 from mqtools.cli.admin.session import Session, admin_command
-from mqtools.cli.output import Column, View, cell
+from mqtools.cli.output import View
+from mqtools.client.admin.models.topics import (
+    topic_change_view,
+    topic_clusters_view,
+    topic_list_view,
+    topic_route_view,
+    topic_status_view,
+)
 from mqtools.common.exitcodes import EXIT_REFUSED
-from mqtools.common.perm import perm_to_string
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.configs import TopicConfig
-    from mqtools.client.admin.models.topics import TopicChange
 
 app = typer.Typer(help="Topics: list, route, status, clusters, create, update, delete, perm.", no_args_is_help=True)
 TopicArg = Annotated[str, typer.Argument(help="Topic name.")]
@@ -60,12 +63,7 @@ def list_(
     """
 
     async def build(admin: MQAdmin) -> View:
-        entries = await admin.topic_catalogue(cluster)
-        rows = [[e.topic, e.kind, ",".join(e.clusters) or None] for e in entries]
-        data = {"cluster": cluster, "topics": [{"topic": e.topic, "kind": e.kind, "clusters": e.clusters}
-                                               for e in entries]}
-        return View("TopicList", [Column("TOPIC"), Column("KIND"), Column("CLUSTERS")], rows, data,
-                    footer=[f"{len(entries)} topics"])
+        return topic_list_view(await admin.topic_catalogue(cluster), cluster)
 
     s.show(build)
 
@@ -81,30 +79,7 @@ def route(
     """
 
     async def build(admin: MQAdmin) -> View:
-        data = await admin.topic_route(topic)
-        queues = {q.broker_name: q for q in data.queue_datas}
-        brokers = []
-        for b in sorted(data.broker_datas, key=lambda b: b.broker_name):
-            q = queues.get(b.broker_name)
-            brokers.append({
-                "brokerName": b.broker_name, "cluster": b.cluster,
-                "addrs": {str(i): a for i, a in sorted(b.broker_addrs.items())},
-                "readQueues": q.read_queue_nums if q else None, "writeQueues": q.write_queue_nums if q else None,
-                "perm": q.perm if q else None, "permText": perm_to_string(q.perm) if q else None,
-                "topicSysFlag": q.topic_sys_flag if q else None})
-        total_r = sum(q.read_queue_nums for q in data.queue_datas)
-        total_w = sum(q.write_queue_nums for q in data.queue_datas)
-        rows = [[b["brokerName"], b["cluster"], b["addrs"].get("0"),
-                 ",".join(a for i, a in b["addrs"].items() if i != "0") or None,
-                 b["readQueues"], b["writeQueues"], b["permText"]] for b in brokers]
-        footer = [f"total: {len(brokers)} brokers, {total_r} read queues, {total_w} write queues"]
-        if data.order_topic_conf:
-            footer.append(f"ordered: {data.order_topic_conf}")
-        doc = {"topic": topic, "orderTopicConf": data.order_topic_conf, "brokers": brokers,
-               "totalReadQueues": total_r, "totalWriteQueues": total_w}
-        return View("TopicRoute", [Column("BROKER"), Column("CLUSTER"), Column("MASTER"), Column("SLAVES"),
-                                   Column("READ Q", True), Column("WRITE Q", True), Column("PERM")],
-                    rows, doc, footer=footer)
+        return topic_route_view(topic, await admin.topic_route(topic))
 
     s.show(build)
 
@@ -122,16 +97,7 @@ def status(
     """
 
     async def build(admin: MQAdmin) -> View:
-        st = await admin.topic_status(topic, cluster)
-        rows = [[q.queue.broker_name, q.queue.queue_id, q.min_offset, q.max_offset, q.messages,
-                 when(q.last_update_ms)] for q in st.queues]
-        data = {"topic": topic, "putTps": st.put_tps, "messages": st.messages, "queues": [
-            {"brokerName": q.queue.broker_name, "queueId": q.queue.queue_id, "minOffset": q.min_offset,
-             "maxOffset": q.max_offset, "messages": q.messages, "lastUpdateMs": q.last_update_ms} for q in st.queues]}
-        tps = "n/a" if st.put_tps is None else f"{st.put_tps:.2f}"
-        return View("TopicStatus", [Column("BROKER"), Column("QID", True), Column("MIN", True), Column("MAX", True),
-                                    Column("MESSAGES", True), Column("LAST STORED")], rows, data,
-                    footer=[f"total: {len(st.queues)} queues, {st.messages} messages; put TPS {tps}"])
+        return topic_status_view(await admin.topic_status(topic, cluster))
 
     s.show(build)
 
@@ -147,38 +113,9 @@ def clusters(
     """
 
     async def build(admin: MQAdmin) -> View:
-        names = await admin.topic_clusters(topic)
-        return View("TopicClusters", [Column("CLUSTER")], [[n] for n in names], {"topic": topic, "clusters": names})
+        return topic_clusters_view(topic, await admin.topic_clusters(topic))
 
     s.show(build)
-
-
-def _config_json(config: TopicConfig | None) -> dict[str, Any] | None:
-    if config is None:
-        return None
-    return {"readQueues": config.read_queue_nums, "writeQueues": config.write_queue_nums, "perm": config.perm,
-            "permText": perm_to_string(config.perm), "order": config.order}
-
-
-def _arrow(old: Any, new: Any) -> Any:
-    return new if old is None or old == new else f"{cell(old)} -> {cell(new)}"
-
-
-def change_view(topic: str, operation: str, changes: list[TopicChange]) -> View:
-    """What a create, update or perm change wrote, broker by broker (old -> new where it changed)."""
-    rows = []
-    for c in changes:
-        o = c.old
-        rows.append([c.broker_name, c.addr,
-                     _arrow(o and o.read_queue_nums, c.new.read_queue_nums),
-                     _arrow(o and o.write_queue_nums, c.new.write_queue_nums),
-                     _arrow(o and perm_to_string(o.perm), perm_to_string(c.new.perm)),
-                     _arrow(None if o is None else o.order, c.new.order)])
-    data = {"topic": topic, "operation": operation, "brokers": [
-        {"brokerName": c.broker_name, "addr": c.addr, "old": _config_json(c.old), "new": _config_json(c.new)}
-        for c in changes]}
-    return View("TopicChange", [Column("BROKER"), Column("ADDR"), Column("READ Q"), Column("WRITE Q"),
-                                Column("PERM"), Column("ORDER")], rows, data, title=f"{operation} {topic}")
 
 
 @admin_command(app, "create", output=True)
@@ -202,7 +139,7 @@ def create(
     async def job(admin: MQAdmin) -> View:
         addrs = await admin.create_topic(config, cluster=cluster, broker_addr=broker_addr, exist_ok=False)
         names = {addr: name for name, addr in (await admin.master_addrs()).items()}
-        return change_view(topic, "create", [TopicChange(names.get(a), a, None, config) for a in addrs])
+        return topic_change_view(topic, "create", [TopicChange(names.get(a), a, None, config) for a in addrs])
 
     s.render(s.run(job))
 
@@ -229,7 +166,7 @@ def update(
         changes = await admin.update_topic(topic, cluster=cluster, broker_addr=broker_addr,
                                            read_queue_nums=read_queues, write_queue_nums=write_queues,
                                            perm=new_perm, order=order)
-        return change_view(topic, "update", changes)
+        return topic_change_view(topic, "update", changes)
 
     s.render(s.run(job))
 
@@ -250,7 +187,7 @@ def perm_(
     new_perm = parse_perm(perm)
 
     async def job(admin: MQAdmin) -> View:
-        return change_view(topic, "perm", await admin.update_topic(topic, cluster=cluster, broker_addr=broker_addr,
+        return topic_change_view(topic, "perm", await admin.update_topic(topic, cluster=cluster, broker_addr=broker_addr,
                                                                    perm=new_perm))
 
     s.render(s.run(job))

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from clientsupport import until
-from mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
-from ports import free_port
+from support.clientsupport import until
+from support.mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
+from support.ports import free_port
 
 from mqtools.remoting.bodies import ClusterInfo, KVTable, TopicConfigSerializeWrapper, TopicRouteData
 from mqtools.remoting.client import RemotingClient

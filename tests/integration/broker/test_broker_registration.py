@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from ports import free_port
+from support.ports import free_port
 
 from mqtools.remoting.bodies import (
     DataVersion,

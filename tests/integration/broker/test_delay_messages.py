@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 import pytest
-from mqproc import MqProcess, start_mq
+from support.mqproc import MqProcess, start_mq
 
 from mqtools.common import properties as P
 from mqtools.common.codec import decode_stored

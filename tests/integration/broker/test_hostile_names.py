@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from clientsupport import Cluster, broker_cluster, call
+from support.clientsupport import Cluster, broker_cluster, call
 
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.headers import ConsumerSendMsgBackRequestHeader, SendMessageRequestHeader

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import orjson
 import pytest
-from clientsupport import call
-from mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
+from support.clientsupport import call
+from support.mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
 
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import (

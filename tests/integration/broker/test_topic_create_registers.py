@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from mqproc import start_broker, start_namesrv
+from support.mqproc import start_broker, start_namesrv
 
 from mqtools.client.admin import MQAdmin
 from mqtools.remoting.bodies import TopicConfig

@@ -11,9 +11,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from adminsupport import json_of, mq_here
-from clientsupport import Cluster, broker_cluster, call, create_topic, until
-from mqproc import start_broker
+from support.adminsupport import json_of, mq_here
+from support.clientsupport import Cluster, broker_cluster, call, create_topic, until
+from support.mqproc import start_broker
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.producer import Producer

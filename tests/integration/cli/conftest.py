@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from clientsupport import Cluster, two_broker_cluster
+from support.clientsupport import Cluster, two_broker_cluster
 
 
 @pytest.fixture(scope="module")

@@ -15,9 +15,9 @@ from pathlib import Path
 import jsonschema
 import psutil
 import pytest
-from adminsupport import json_of, mq, one_line_error
-from clientsupport import Cluster, broker_cluster, create_topic
-from mqproc import start_broker
+from support.adminsupport import json_of, mq, one_line_error
+from support.clientsupport import Cluster, broker_cluster, create_topic
+from support.mqproc import start_broker
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.producer import Producer

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from adminsupport import json_of, mq, one_line_error
-from clientsupport import Cluster
+from support.adminsupport import json_of, mq, one_line_error
+from support.clientsupport import Cluster
 
 from mqtools.common.presentation import load_schema, schema_kinds
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-from adminsupport import json_of, mq, one_line_error
-from clientsupport import Cluster
+from support.adminsupport import json_of, mq, one_line_error
+from support.clientsupport import Cluster
 
 pytestmark = pytest.mark.integration
 

@@ -19,8 +19,8 @@ from typing import Any
 
 import jsonschema
 import pytest
-from adminsupport import json_of, mq, one_line_error
-from presetcluster import PresetCluster, preset_cluster, wait_for
+from support.adminsupport import json_of, mq, one_line_error
+from support.presetcluster import PresetCluster, preset_cluster, wait_for
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.sync import SyncProducer

@@ -13,9 +13,9 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from adminsupport import mq
-from clientsupport import Cluster, two_broker_cluster
-from jsongolden import COMMANDS, GROUP, TOPIC, load, shape, write
+from support.adminsupport import mq
+from support.clientsupport import Cluster, two_broker_cluster
+from support.jsongolden import COMMANDS, GROUP, TOPIC, load, shape, write
 
 pytestmark = pytest.mark.integration
 

@@ -10,8 +10,8 @@ import subprocess
 import sys
 
 import pytest
-from adminsupport import mq, one_line_error
-from clientsupport import Cluster
+from support.adminsupport import mq, one_line_error
+from support.clientsupport import Cluster
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig

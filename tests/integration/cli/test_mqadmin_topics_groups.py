@@ -9,9 +9,9 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from adminsupport import mq, one_line_error
-from clientsupport import Cluster, until
-from trafficsupport import amq, commit, online, send_to
+from support.adminsupport import mq, one_line_error
+from support.clientsupport import Cluster, until
+from support.trafficsupport import amq, commit, online, send_to
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.producer import Producer

@@ -9,9 +9,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from adminsupport import json_of, mq, one_line_error
-from clientsupport import Cluster, create_topic, until
-from cppclient import CppClient
+from support.adminsupport import json_of, mq, one_line_error
+from support.clientsupport import Cluster, create_topic, until
+from support.cppclient import CppClient
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.push_consumer import PushConsumer

@@ -7,9 +7,9 @@ import asyncio
 import time
 
 import pytest
-from adminsupport import json_of, mq, one_line_error
-from clientsupport import Cluster, until
-from trafficsupport import amq, commit, online, send_to
+from support.adminsupport import json_of, mq, one_line_error
+from support.clientsupport import Cluster, until
+from support.trafficsupport import amq, commit, online, send_to
 
 from mqtools.common.message import MessageExt
 

@@ -8,9 +8,9 @@ import sys
 import time
 
 import pytest
-from adminsupport import json_of, mq, one_line_error
-from clientsupport import Cluster
-from trafficsupport import send_to
+from support.adminsupport import json_of, mq, one_line_error
+from support.clientsupport import Cluster
+from support.trafficsupport import send_to
 
 pytestmark = pytest.mark.integration
 CLUSTER = "ClientIT"

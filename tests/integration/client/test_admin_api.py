@@ -7,7 +7,7 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
-from clientsupport import Cluster, create_topic, until
+from support.clientsupport import Cluster, create_topic, until
 
 from mqtools.client.admin import MQAdmin, SyncMQAdmin
 from mqtools.client.errors import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from clientsupport import Cluster, create_topic
+from support.clientsupport import Cluster, create_topic
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.producer import Producer

@@ -7,7 +7,7 @@ import time
 from collections import Counter
 
 import pytest
-from clientsupport import Cluster, create_topic, until
+from support.clientsupport import Cluster, create_topic, until
 
 from mqtools.client.instance import ClientInstance
 from mqtools.client.producer import Producer, select_by_hash

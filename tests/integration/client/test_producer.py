@@ -7,7 +7,7 @@ import signal
 import time
 
 import pytest
-from clientsupport import Cluster, create_topic
+from support.clientsupport import Cluster, create_topic
 
 from mqtools.client.errors import MQClientError
 from mqtools.client.producer import Producer, select_by_hash

@@ -7,8 +7,8 @@ import asyncio
 from collections.abc import Iterator
 
 import pytest
-from adminsupport import json_of, mq_here
-from clientsupport import Cluster, broker_cluster, create_topic, until
+from support.adminsupport import json_of, mq_here
+from support.clientsupport import Cluster, broker_cluster, create_topic, until
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQClientError

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from ports import random_base_port
+from support.ports import random_base_port
 
 pytestmark = pytest.mark.integration
 

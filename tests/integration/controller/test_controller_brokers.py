@@ -16,9 +16,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from adminsupport import mq
-from clientsupport import until
-from mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
+from support.adminsupport import mq
+from support.clientsupport import until
+from support.mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQClientError

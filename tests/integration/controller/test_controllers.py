@@ -15,10 +15,10 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from adminsupport import mq
-from clientsupport import until
-from mqproc import MqProcess, start_mq
-from ports import free_ports
+from support.adminsupport import mq
+from support.clientsupport import until
+from support.mqproc import MqProcess, start_mq
+from support.ports import free_ports
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQClientError

@@ -7,8 +7,8 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from adminsupport import json_of, mq
-from presetcluster import PresetCluster, preset_cluster, wait_for
+from support.adminsupport import json_of, mq
+from support.presetcluster import PresetCluster, preset_cluster, wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQBrokerError

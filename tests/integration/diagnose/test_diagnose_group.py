@@ -1,6 +1,6 @@
 """`mq admin diagnose group` against real conditions on a local cluster, each giving its verdict and no other.
 
-Members are consumer processes (tests/consumerproc.py), so one can be paused with SIGSTOP; load comes from
+Members are consumer processes (tests/support/consumerproc.py), so one can be paused with SIGSTOP; load comes from
 a producer thread of this process. Each test has its own topic and group.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from adminsupport import json_of, mq
-from clientsupport import Cluster, create_topic, two_broker_cluster, until
-from consumerproc import ConsumerProc
+from support.adminsupport import json_of, mq
+from support.clientsupport import Cluster, create_topic, two_broker_cluster, until
+from support.consumerproc import ConsumerProc
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.sync import SyncProducer

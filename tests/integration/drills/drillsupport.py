@@ -8,8 +8,8 @@ from typing import Any
 
 import jsonschema
 import psutil
-from adminsupport import mq
-from ports import random_base_port
+from support.adminsupport import mq
+from support.ports import random_base_port
 
 from mqtools.common.presentation import load_schema
 

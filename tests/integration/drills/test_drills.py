@@ -18,7 +18,6 @@ from typing import Any
 
 import jsonschema
 import pytest
-from adminsupport import mq, one_line_error
 from integration.drills.drillsupport import (
     CONTROLLER_SCENARIOS,
     PARTITION_SCENARIOS,
@@ -26,6 +25,7 @@ from integration.drills.drillsupport import (
     leftovers,
     soak,
 )
+from support.adminsupport import mq, one_line_error
 
 from mqtools.common.presentation import load_schema
 

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from promsupport import binary
+from support.promsupport import binary
 
 import mqtools.exporter
 

@@ -12,11 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from adminsupport import mq
-from mqproc import start_broker, start_namesrv
-from ports import free_port
-from presetcluster import PresetCluster, preset_cluster, wait_for
-from promsupport import exporter, prometheus, scrape, until_value
+from support.adminsupport import mq
+from support.mqproc import start_broker, start_namesrv
+from support.ports import free_port
+from support.presetcluster import PresetCluster, preset_cluster, wait_for
+from support.promsupport import exporter, prometheus, scrape, until_value
 
 import mqtools.exporter
 from mqtools.client.admin import SyncMQAdmin

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqproc import MqProcess, start_mq
+from support.mqproc import MqProcess, start_mq
 
 from mqtools.common.codec import decode_stored
 from mqtools.remoting.client import RemotingClient

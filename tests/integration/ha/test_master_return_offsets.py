@@ -2,7 +2,7 @@
 
 A consumer keeps consuming through a SIGKILL of broker-a's master: it reads the rest from the slave
 and commits its offsets there. The master is started again (`mq cluster start broker-a`); before it
-serves anyone it takes the slave's newer offsets (server/broker/pre_online.py), so the group's
+serves anyone it takes the slave's newer offsets (mqtools/server/broker/pre_online.py), so the group's
 committed offsets on the master are the newer ones and a consumer that continues the group receives
 only new messages: nothing twice.
 """
@@ -14,8 +14,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from clientsupport import until
-from presetcluster import PresetCluster, preset_cluster, wait_for
+from support.clientsupport import until
+from support.presetcluster import PresetCluster, preset_cluster, wait_for
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.producer import Producer

@@ -14,7 +14,7 @@ import jsonschema
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from presetcluster import PresetCluster, preset_cluster
+from support.presetcluster import PresetCluster, preset_cluster
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget

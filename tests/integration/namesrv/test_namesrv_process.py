@@ -12,7 +12,7 @@ from pathlib import Path
 
 import orjson
 import pytest
-from mqproc import MqProcess, mq_command, start_mq
+from support.mqproc import MqProcess, mq_command, start_mq
 
 from mqtools.remoting.bodies import (
     BrokerLiveTable,

@@ -7,8 +7,8 @@ import struct
 from collections.abc import AsyncIterator, Iterable
 
 import pytest
-from clientsupport import until
-from ports import free_port
+from support.clientsupport import until
+from support.ports import free_port
 
 from mqtools.common.addresses import parse_addr, parse_namesrv_list
 from mqtools.remoting.client import RemotingClient

@@ -6,7 +6,6 @@ from __future__ import annotations
 import json
 
 import jsonschema
-from adminsupport import mq_here
 from catalogue import (
     LIVE_FIGURES,
     MQADMIN_4X_ARGS,
@@ -20,6 +19,7 @@ from catalogue import (
     shape,
 )
 from mqadminbatch import MqadminBatch
+from support.adminsupport import mq_here
 from tkworld import World
 
 from mqtools.common.presentation import load_schema

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 import apache
-from adminsupport import mq_here
+from support.adminsupport import mq_here
 from tkworld import LAGGING, LIVE, SENT, TOPIC, World, settled
 
 from mqtools.client.admin.sync import SyncMQAdmin

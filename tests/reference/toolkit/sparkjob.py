@@ -10,8 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from adminsupport import json_of, mq
 from mqadminbatch import MqadminBatch
+from support.adminsupport import json_of, mq
 from tkworld import TOPIC, World
 
 from mqtools.client.admin.sync import SyncMQAdmin

@@ -14,11 +14,11 @@ from typing import Any
 import apache
 import pytest
 import yaml
-from adminsupport import mq_here, one_line_error
 from fetch import require
 from mqadminbatch import MqadminBatch
 from readback import route
 from refsupport import ACL_ACCOUNT
+from support.adminsupport import mq_here, one_line_error
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.credentials import ACCESS_KEY_ENV, SECRET_KEY_ENV, write_file

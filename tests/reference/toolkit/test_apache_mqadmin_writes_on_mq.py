@@ -11,9 +11,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
-from adminsupport import mq_here
 from catalogue import ORDER_FREE, shape
 from mqadminbatch import MqadminBatch, MqadminOutput
+from support.adminsupport import mq_here
 from tkworld import KV_NAMESPACE, LAG, LIVE, TOPIC, World
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300), pytest.mark.faults]

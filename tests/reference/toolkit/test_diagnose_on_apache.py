@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
-from adminsupport import json_of, mq
+from support.adminsupport import json_of, mq
 from tkworld import LAG, LIVE, TOPIC, World
 from tkworld import settled as tk_settled
 

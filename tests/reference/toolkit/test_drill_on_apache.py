@@ -19,8 +19,8 @@ from typing import Any
 import apache
 import jsonschema
 import pytest
-from adminsupport import mq
 from refsupport import Clusters2m2s
+from support.adminsupport import mq
 
 from mqtools.common.presentation import load_schema
 

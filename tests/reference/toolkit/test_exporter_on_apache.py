@@ -7,8 +7,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from presetcluster import wait_for
-from promsupport import exporter, scrape
+from support.presetcluster import wait_for
+from support.promsupport import exporter, scrape
 from tkworld import LAG, World
 
 from mqtools.exporter.catalogue import PUT_DISTRIBUTION

@@ -21,12 +21,12 @@ from pathlib import Path
 
 import apache
 import pytest
-from adminsupport import json_of, mq_here
 from checks import dialect_rows, reading_problems
 from mqadminbatch import MqadminBatch
 from readback import config_set_read_back, ok, parse_consumer_config, parse_route, reset_followed
 from refsupport import BROKER_PROPS, CLUSTER
 from sparkjob import produces, reads_exactly
+from support.adminsupport import json_of, mq_here
 from tkworld import KV_NAMESPACE, LAG, LIVE, TOPIC, World, make_world
 
 from mqtools.client.sync import SyncProducer

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import apache
 import pytest
-from adminsupport import json_of, mq
-from clientsupport import until
 from refsupport import Clusters2m2s
+from support.adminsupport import json_of, mq
+from support.clientsupport import until
+from support.tuisupport import status_of
 from tkworld import LAG, LIVE, TOPIC, World
-from tuisupport import status_of
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.admin.cluster import LIVE_TABLE_WAIT_S

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from helpgolden import GOLDEN, help_texts
+from support.helpgolden import GOLDEN, help_texts
 
 
 def test_every_commands_help_matches_its_golden() -> None:

@@ -12,7 +12,7 @@ import struct
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from puresupport import pure_copy
+from support.puresupport import pure_copy
 
 from mqtools.common import codec, hashing, ids, properties, speedups
 from mqtools.common.codec import CorruptMessageError, encode_batch, encode_stored

@@ -12,7 +12,7 @@ import zlib
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from puresupport import pure_copy
+from support.puresupport import pure_copy
 
 pa = pytest.importorskip("pyarrow")
 

@@ -67,11 +67,11 @@ class BrokerConfig:
     flush_disk_type: str = "ASYNC_FLUSH"
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     max_message_size: int = 4 * 1024 * 1024
-    # flow control (server/broker/fast_failure.py); off by default, unlike RocketMQ: mq measures a send's wait
+    # flow control (mqtools/server/broker/fast_failure.py); off by default, unlike RocketMQ: mq measures a send's wait
     # as its loop's lag, which also counts time the OS did not run the broker (README, Differences)
     broker_fast_failure_enable: bool = False
     wait_time_mills_in_send_queue: int = 200
-    # metrics (server/broker/metrics.py): RocketMQ 5's names; PROM serves them, DISABLE does not
+    # metrics (mqtools/server/broker/metrics.py): RocketMQ 5's names; PROM serves them, DISABLE does not
     metrics_exporter_type: str = "DISABLE"
     metrics_prom_exporter_host: str = ""
     metrics_prom_exporter_port: int = 5557
@@ -97,13 +97,13 @@ class BrokerConfig:
     notify_consumer_ids_changed_enable: bool = True
     # offsets: ms between consumerOffset.json writes, the most a killed broker loses
     flush_consumer_offset_interval: int = int(FLUSH_INTERVAL_S * 1000)
-    # transactions (server/broker/transaction): a half message older than transactionTimeOut ms is asked
+    # transactions (mqtools/server/broker/transaction): a half message older than transactionTimeOut ms is asked
     # about every transactionCheckInterval ms, at most transactionCheckMax times (4.9.x's defaults)
     transaction_time_out: int = 6_000
     transaction_check_max: int = 15
     transaction_check_interval: int = 60_000
     reject_transaction_message: bool = False
-    # ACL 1.0 (server/broker/acl): plain_acl.yml from aclFilePath, else $ROCKETMQ_HOME/conf/
+    # ACL 1.0 (mqtools/server/broker/acl): plain_acl.yml from aclFilePath, else $ROCKETMQ_HOME/conf/
     acl_enable: bool = False
     acl_file_path: str = ""
     acl_watch_interval_mills: int = 1_000

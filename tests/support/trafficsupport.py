@@ -8,14 +8,13 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
-from adminsupport import mq
-
 from mqtools.client.producer import Producer
 from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult
 from mqtools.common.message import Message, MessageExt
 from mqtools.remoting.bodies import MessageQueue
+from support.adminsupport import mq
 
 Placement = dict[tuple[str, int], int]
 """(broker name, queue id) -> how many messages."""

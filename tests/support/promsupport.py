@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ports import free_port
-from presetcluster import wait_for
+from support.ports import free_port
+from support.presetcluster import wait_for
 
 
 @dataclass

@@ -1,6 +1,6 @@
 """The broker's side of HA (what RocketMQ's BrokerController does around its HAService).
 
-server/ha replicates the commitlog and knows nothing of brokers. Around it the broker:
+mqtools/server/ha replicates the commitlog and knows nothing of brokers. Around it the broker:
 builds the HAService from its properties, opens the HA port before it registers (the
 registration advertises that port), makes the service the store's `ha_hook` (SYNC_MASTER
 puts wait on it), answers GET_BROKER_HA_STATUS, hands a SLAVE its master's HA address from

@@ -10,10 +10,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from mqproc import MqProcess, start_broker, start_namesrv
-
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.command import RemotingCommand
+from support.mqproc import MqProcess, start_broker, start_namesrv
 
 #: Every delay level is one second, so retries come back fast.
 ONE_SECOND_LEVELS = " ".join(["1s"] * 18)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from typer.testing import CliRunner
 
-GOLDEN = Path(__file__).parent / "unit" / "cli" / "help_golden.json"
+GOLDEN = Path(__file__).parent.parent / "unit" / "cli" / "help_golden.json"
 ENV = {"COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
 
 

@@ -126,7 +126,7 @@ class BrokerStats:
         self.topic_put_bytes: dict[str, int] = {}
         self.group_get: dict[tuple[str, str], RateCounter] = {}
         self.group_get_bytes: dict[tuple[str, str], int] = {}
-        """Bytes per topic, and per (topic, group): RocketMQ 5's throughput counters (server/broker/metrics.py)."""
+        """Bytes per topic, and per (topic, group): RocketMQ 5's throughput counters (mqtools/server/broker/metrics.py)."""
         self.boot_timestamp = int(clock() * 1000)
         self._day_end = _next_day(clock())
         self.put_today_morning = 0

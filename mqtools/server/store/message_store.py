@@ -97,7 +97,7 @@ log = logging.getLogger(__name__)
 
 
 class ReplicationHook(Protocol):
-    """What a SYNC_MASTER put asks the HA service (server/ha): whether to take it, then to wait for it."""
+    """What a SYNC_MASTER put asks the HA service (mqtools/server/ha): whether to take it, then to wait for it."""
 
     def refuse_put(self) -> str | None: ...
 

@@ -5,7 +5,7 @@ permission, topic name rules, topics clients may not send to, topic lookup with
 auto-creation from the template topic (TBW102) when allowed, topic write permission,
 queue id range. Then: sends to a %RETRY% topic past the group's retry limit go to the
 %DLQ% topic, a DELAY property moves the message to SCHEDULE_TOPIC_XXXX (the store's
-ScheduleMessageService), a TRAN_MSG send is stored as a half message (server/broker/transaction),
+ScheduleMessageService), a TRAN_MSG send is stored as a half message (mqtools/server/broker/transaction),
 and the store's put status maps to RocketMQ's response codes.
 """
 

@@ -1,6 +1,6 @@
 """A PushConsumer in a process of its own, for tests that pause (SIGSTOP) or stop a group's member.
 
-`python tests/consumerproc.py NAMESRV GROUP TOPIC [--sleep S] [--threads N] [--fail] [--orderly] [--hang]`
+`python tests/support/consumerproc.py NAMESRV GROUP TOPIC [--sleep S] [--threads N] [--fail] [--orderly] [--hang]`
 prints `READY consumer <client id>` once it holds its queues, then consumes until SIGTERM:
 --sleep S sleeps S seconds per message (a slow listener), --fail answers RECONSUME_LATER to every message,
 --hang never finishes its first message (an orderly holder that keeps its lock and commits nothing).

@@ -17,8 +17,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from adminsupport import mq
-from ports import random_base_port
+from support.adminsupport import mq
+from support.ports import random_base_port
 
 
 def mq_run(*args: str) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ import threading
 from collections.abc import Iterable
 from pathlib import Path
 
-from clientsupport import until
+from support.clientsupport import until
 
 #: Source for C++-client scripts that send: `send_sync(producer, msg)`, librocketmq's send_sync tried up
 #: to three times. librocketmq 1.2.x tries a send five times back to back and reports any failure as

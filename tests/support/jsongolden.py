@@ -13,7 +13,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-GOLDEN = Path(__file__).parent / "integration" / "cli" / "json_golden.json"
+GOLDEN = Path(__file__).parent.parent / "integration" / "cli" / "json_golden.json"
 
 ADDR = re.compile(r"^[0-9.]+:[0-9]+$")
 TOPIC = "GoldenTopic"

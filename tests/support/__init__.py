@@ -1,0 +1,1 @@
+"""Helpers the tests share: processes, clusters, ports, goldens (see tests/README.md)."""

@@ -1,0 +1,54 @@
+"""The topic documents, rendered from hand-made models (no cluster)."""
+
+from __future__ import annotations
+
+from support.documents import check
+
+from mqtools.client.admin.models.topics import (
+    QueueStats,
+    TopicChange,
+    TopicEntry,
+    TopicStatus,
+    topic_change_view,
+    topic_clusters_view,
+    topic_list_view,
+    topic_route_view,
+    topic_status_view,
+)
+from mqtools.remoting.bodies import BrokerData, MessageQueue, QueueData, TopicConfig, TopicRouteData
+
+
+def test_topic_list() -> None:
+    view = topic_list_view([TopicEntry("Orders", "normal", ["DefaultCluster"]), TopicEntry("%RETRY%G", "retry", [])])
+    doc = check(view, "topic list")
+    assert view.rows[1] == ["%RETRY%G", "retry", None]
+    assert doc["topics"][0] == {"topic": "Orders", "kind": "normal", "clusters": ["DefaultCluster"]}
+
+
+def test_topic_route() -> None:
+    route = TopicRouteData(
+        queue_datas=[QueueData("broker-a", 4, 4, 6, 0)],
+        broker_datas=[BrokerData("DefaultCluster", "broker-a", {0: "10.0.0.1:10911", 1: "10.0.0.2:10911"}),
+                      BrokerData("DefaultCluster", "broker-b", {0: "10.0.0.3:10911"})])
+    view = topic_route_view("Orders", route)
+    doc = check(view, "topic route")
+    assert view.rows[0] == ["broker-a", "DefaultCluster", "10.0.0.1:10911", "10.0.0.2:10911", 4, 4, "RW"]
+    assert doc["brokers"][1]["readQueues"] is None
+    assert view.footer == ["total: 2 brokers, 4 read queues, 4 write queues"]
+
+
+def test_topic_status_unknown_tps_is_null() -> None:
+    st = TopicStatus("Orders", [QueueStats(MessageQueue("Orders", "broker-a", 0), 5, 12, None)], None)
+    view = topic_status_view(st)
+    doc = check(view, "topic status")
+    assert doc["putTps"] is None and doc["messages"] == 7
+    assert view.footer == ["total: 1 queues, 7 messages; put TPS n/a"]
+
+
+def test_topic_clusters_and_change() -> None:
+    check(topic_clusters_view("Orders", ["A", "B"]), "topic clusters")
+    old = TopicConfig("Orders", 4, 4, 6)
+    view = topic_change_view("Orders", "update", [TopicChange("broker-a", "10.0.0.1:10911", old,
+                                                              TopicConfig("Orders", 8, 8, 6))])
+    check(view, "topic update")
+    assert view.rows[0][2:4] == ["4 -> 8", "4 -> 8"]
