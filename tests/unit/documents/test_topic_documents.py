@@ -32,7 +32,7 @@ def test_topic_route() -> None:
                       BrokerData("DefaultCluster", "broker-b", {0: "10.0.0.3:10911"})])
     view = topic_route_view("Orders", route)
     doc = check(view, "topic route")
-    assert view.rows[0] == ["broker-a", "DefaultCluster", "10.0.0.1:10911", "10.0.0.2:10911", 4, 4, "RW"]
+    assert view.rows[0] == ["broker-a", "DefaultCluster", "10.0.0.1:10911", "10.0.0.2:10911", 4, 4, "RW-"]
     assert doc["brokers"][1]["readQueues"] is None
     assert view.footer == ["total: 2 brokers, 4 read queues, 4 write queues"]
 
