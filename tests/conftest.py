@@ -5,6 +5,10 @@ signal stays ignored across exec: pytest, and every `mq` process a test starts, 
 SIGINT, and the tests that stop `mq ... --watch` with it would wait forever. The suite takes
 SIGINT back for itself, so its children start with the default whatever launched pytest.
 
+pytest's own formatter fails on a traceback entry without a line number (TypeError on tb_lineno None:
+seen at a drill fixture's setup on a loaded machine), and the run then ends in INTERNALERROR without the
+real error. Such a report is rebuilt from the standard library's formatting, so the cause is shown.
+
 Every test is marked by the directory it lives in (unit, integration, compat, reference, spark, tui),
 and the directories that start JVMs, a SparkSession or third-party clients are also `slow`, so
 `-m "not slow"` or `-m "not reference"` select what they say (tests/README.md).
@@ -13,7 +17,10 @@ and the directories that start JVMs, a SparkSession or third-party clients are a
 from __future__ import annotations
 
 import signal
+import traceback
+from collections.abc import Generator, Iterator
 from pathlib import Path
+from types import TracebackType
 
 import pytest
 
@@ -38,3 +45,33 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(top)
             if top in SLOW:
                 item.add_marker("slow")
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Generator[None, object, object]:
+    try:
+        return (yield)
+    except TypeError:
+        if call.excinfo is None:
+            raise
+        return pytest.TestReport(item.nodeid, item.location, {k: 1 for k in item.keywords}, "failed",
+                                 _plain_traceback(call.excinfo.value), call.when, duration=call.duration,
+                                 start=call.start, stop=call.stop)
+
+
+def _plain_traceback(exc: BaseException) -> str:
+    """Each frame as file:line in function (`?` where the line is not known), then the error and its causes."""
+    parts = []
+    while exc is not None:
+        frames = [f"  {tb.tb_frame.f_code.co_filename}:{tb.tb_lineno or '?'} in {tb.tb_frame.f_code.co_name}"
+                  for tb in _walk(exc.__traceback__)]
+        parts.append("\n".join(["Traceback (pytest could not format it; its frames):", *frames,
+                                 *traceback.format_exception_only(exc)]))
+        exc = exc.__cause__ or exc.__context__
+    return "\n\nwhich was raised while handling:\n\n".join(parts)
+
+
+def _walk(tb: TracebackType | None) -> Iterator[TracebackType]:
+    while tb is not None:
+        yield tb
+        tb = tb.tb_next

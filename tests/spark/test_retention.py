@@ -45,16 +45,26 @@ def _bounds(cluster: Cluster) -> tuple[int, int]:
         return next(iter(admin.queue_bounds(TOPIC).values()))
 
 
+def _commitlog_files(cluster: Cluster) -> int:
+    return sum(1 for _ in (cluster.workdir / BROKER / "commitlog").iterdir())
+
+
 @pytest.fixture(scope="module")
 def trimmed(retained: Cluster) -> tuple[int, int]:
-    """The topic (one queue) after retention removed its first messages: (min, max) offsets."""
+    """The topic (one queue) after retention removed everything it will: (min, max) offsets.
+
+    The cleaner (every 200 ms) never removes the file being written, so once that is the only file left
+    and the queue's minimum has moved, the minimum stays where it is; before that, a later pass could
+    move it between the fixture's read and the test's (a slow machine sees that race).
+    """
 
     async def fill() -> None:
         await create_topic(retained, TOPIC, queues=1)
         async with Producer("spark-retention", namesrv=retained.namesrv.addr) as producer:
             for i in range(MESSAGES):
                 await producer.send(Message(TOPIC, BODY, properties={"KEYS": f"r{i}"}))
-        await until(lambda: _bounds(retained)[0] > 0, 30, "the cleaner to remove the first commitlog file")
+        await until(lambda: _commitlog_files(retained) == 1 and _bounds(retained)[0] > 0, 60,
+                    "the cleaner to remove every commitlog file but the one being written")
 
     asyncio.run(fill())
     low, high = _bounds(retained)
