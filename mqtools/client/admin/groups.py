@@ -57,7 +57,7 @@ class GroupAdmin(AdminService):
         """
         addrs = await self.admin._targets(cluster, broker_addr)
         if not exist_ok:
-            held = [a for a, c in (await self._group_configs_at(config.group_name, addrs)).items() if c is not None]
+            held = [a for a, c in (await self.group_configs_at(config.group_name, addrs)).items() if c is not None]
             if held:
                 raise MQClientError(f"group {config.group_name} already exists on {', '.join(held)}; update it instead")
         body = config.to_json()
@@ -75,7 +75,7 @@ class GroupAdmin(AdminService):
             entry = await self.subscription_group(group)
             current: dict[str, SubscriptionGroupConfig | None] = {p.addr: p.config for p in entry.placements}
         else:
-            current = await self._group_configs_at(group, await self.admin._targets(cluster, broker_addr))
+            current = await self.group_configs_at(group, await self.admin._targets(cluster, broker_addr))
         base = next((c for c in current.values() if c is not None), None)
         if base is None:
             raise SubscriptionGroupNotExistError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -99,7 +99,8 @@ class GroupAdmin(AdminService):
         resp = await self.admin.call(broker_addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         return SubscriptionGroupWrapper.from_json(resp.body or b"{}").subscription_group_table
 
-    async def _group_configs_at(self, group: str, addrs: list[str]) -> dict[str, SubscriptionGroupConfig | None]:
+    async def group_configs_at(self, group: str, addrs: list[str]) -> dict[str, SubscriptionGroupConfig | None]:
+        """The group's config on each broker (None where it does not exist)."""
         tables = await self.admin._each(addrs, self.subscription_groups)
         return {addr: table.get(group) for addr, table in tables.items()}
 
@@ -127,10 +128,11 @@ class GroupAdmin(AdminService):
         consume time per queue. SubscriptionGroupNotExistError for a group no master knows."""
         brokers = await (self.admin.master_addrs(cluster) if cluster is not None else self.admin._group_brokers(group, topic))
         _, progress = await asyncio.gather(self.subscription_group(group),
-                                           self._consume_stats(group, topic, list(brokers.values())))
+                                           self.consume_stats_at(group, topic, list(brokers.values())))
         return progress
 
-    async def _consume_stats(self, group: str, topic: str | None, addrs: list[str]) -> ConsumerProgress:
+    async def consume_stats_at(self, group: str, topic: str | None, addrs: list[str]) -> ConsumerProgress:
+        """The group's consume stats read from the given brokers only."""
         ext = GetConsumeStatsRequestHeader(group, topic).to_ext()
         answers = await self.admin._each(addrs, lambda a: self.admin.call(
             a, RequestCode.GET_CONSUME_STATS, ext, ok=(ResponseCode.SUCCESS, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,

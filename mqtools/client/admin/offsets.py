@@ -111,7 +111,7 @@ class OffsetAdmin(AdminService):
         if not plan:
             raise MQClientError(f"group {src_group} has no committed offset on topic {topic}")
         if not dry_run:
-            held = await self.admin.groups._group_configs_at(dest_group, [p.addr for p in source.placements])
+            held = await self.admin.groups.group_configs_at(dest_group, [p.addr for p in source.placements])
             for place in source.placements:
                 if held[place.addr] is None:
                     config = dataclasses.replace(place.config, group_name=dest_group)

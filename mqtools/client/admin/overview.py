@@ -30,7 +30,7 @@ class OverviewAdmin(AdminService):
         the topic's put TPS over the last minute."""
         masters = await self.admin.topics.topic_masters(topic, cluster)
         table, (tps, _) = await asyncio.gather(self.admin.topics.topic_stats(topic, cluster),
-                                               self.admin.tracking._summed(list(masters.values()), TOPIC_PUT_NUMS, topic))
+                                               self.admin.tracking.summed(list(masters.values()), TOPIC_PUT_NUMS, topic))
         queues = [QueueStats(mq, o.min_offset, o.max_offset, o.last_update_timestamp or None) for mq, o in table.items()]
         return TopicStatus(topic, queues, tps)
 
@@ -63,7 +63,7 @@ class OverviewAdmin(AdminService):
     async def _summary(self, group: str) -> GroupSummary:
         brokers = list((await self.admin._group_brokers(group, None)).values())
         conns, stats = await asyncio.gather(self.admin._settled(self.admin.groups.consumer_connections(group)),
-                                            self.admin._settled(self.admin.groups._consume_stats(group, None, brokers)))
+                                            self.admin._settled(self.admin.groups.consume_stats_at(group, None, brokers)))
         known = stats if isinstance(stats, ConsumerProgress) else None
         tps, diff = (known.consume_tps, known.total_diff) if known else (None, None)
         if isinstance(conns, ConsumerNotOnlineError):

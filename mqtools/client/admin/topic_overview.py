@@ -60,7 +60,7 @@ class TopicOverviewAdmin(AdminService):
             asyncio.gather(*(self.admin._settled(self.admin.call(a, RequestCode.GET_TOPIC_STATS_INFO, ext,
                                                      ok=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)))
                              for a in addrs)),
-            self.admin.tracking._summed(addrs, TOPIC_PUT_NUMS, topic))
+            self.admin.tracking.summed(addrs, TOPIC_PUT_NUMS, topic))
         messages: int | None = 0
         for answer in answers:
             if isinstance(answer, MQClientError):

@@ -68,7 +68,7 @@ class TrackingAdmin(AdminService):
 
     async def _topic_stats_rows(self, topic: str, active_only: bool) -> list[TopicGroupStats]:
         masters = list((await self.admin.route_masters(topic)).values())
-        in_tps, in_24h = await self._summed(masters, TOPIC_PUT_NUMS, topic)
+        in_tps, in_24h = await self.summed(masters, TOPIC_PUT_NUMS, topic)
         groups = await self.admin.topics.topic_consumed_by(topic)
         if not groups:
             if active_only and not in_24h:
@@ -76,7 +76,7 @@ class TrackingAdmin(AdminService):
             return [TopicGroupStats(topic, None, 0, in_tps, None, in_24h, None)]
         rows = []
         for group in groups:
-            out_tps, out_24h = await self._summed(masters, GROUP_GET_NUMS, f"{topic}@{group}")
+            out_tps, out_24h = await self.summed(masters, GROUP_GET_NUMS, f"{topic}@{group}")
             progress = await self.admin._settled(self.admin.groups.consumer_progress(group, topic))
             backlog = None if isinstance(progress, MQClientError) else progress.total_diff
             if active_only and not in_24h and not out_24h:
@@ -84,7 +84,8 @@ class TrackingAdmin(AdminService):
             rows.append(TopicGroupStats(topic, group, backlog, in_tps, out_tps, in_24h, out_24h))
         return rows
 
-    async def _summed(self, addrs: list[str], stats_name: str, key: str) -> tuple[float | None, int | None]:
+    async def summed(self, addrs: list[str], stats_name: str, key: str) -> tuple[float | None, int | None]:
+        """A stats item's minute TPS and day total summed over brokers; (None, None) when one could not be asked."""
         answers = await asyncio.gather(*(self.admin._settled(self.admin.brokers.broker_stats(a, stats_name, key)) for a in addrs))
         if any(isinstance(a, MQClientError) and not isinstance(a, MQBrokerError) for a in answers):
             return None, None
