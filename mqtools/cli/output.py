@@ -46,8 +46,8 @@ def plain(view: View) -> str:
     lines = [view.title] if view.title else []
     lines.append(_line([c.header for c in view.columns], view.columns, widths))
     lines += [_line(r, view.columns, widths) for r in cells]
-    if view.footer:
-        lines += ["", *view.footer]
+    if view.footer or view.partial:
+        lines += ["", *view.footer, *view.notes()]
     return "\n".join(lines) + "\n"
 
 
@@ -70,3 +70,5 @@ def _rich(view: View, out: TextIO) -> None:
     console.print(table)
     for line in view.footer:
         console.print(Text(line))
+    for line in view.notes():
+        console.print(Text(line, style="bold yellow"))

@@ -9,6 +9,10 @@ Documents are owned by the models: a renderer, registered for its kind with `@re
 model it renders (mqtools.client.admin.models, mqtools.live, the drills), turns a model into a `View`:
 columns, rows and footer for people, the JSON body for scripts. `mq admin`, `mq top`, the exporter and
 `mq mcp` call the same renderer, so a field is added in one place; `renderer(kind)` finds it.
+
+A read that could not reach every part of the cluster says so, here and only here: a View carries the
+`Unreachable` parts its model named, every document gets `partial` and `unreachable`, and tables end with
+a note naming them (mqtools.cli.output), so no view prints a total that silently leaves a broker out.
 """
 
 from __future__ import annotations
@@ -31,6 +35,23 @@ class Column:
     """The row's key in JSON documents, where rows are turned into JSON generically."""
 
 
+@dataclass(frozen=True, slots=True)
+class Unreachable:
+    """A part of the cluster a read could not reach, and why (`no master registered`, `timed out`,
+    `connection refused`, `not registered`, ...)."""
+
+    broker_name: str | None
+    addr: str | None
+    reason: str
+
+    def to_json(self) -> dict[str, Any]:
+        return {"brokerName": self.broker_name, "addr": self.addr, "reason": self.reason}
+
+    def __str__(self) -> str:
+        where = " ".join(p for p in (self.broker_name, self.addr) if p)
+        return f"{where or 'name servers'}: {self.reason}"
+
+
 @dataclass(slots=True)
 class View:
     """What a read shows: a table for people and the JSON document for scripts."""
@@ -42,10 +63,22 @@ class View:
     """The JSON body (without kind/schemaVersion); values None where unknown."""
     title: str | None = None
     footer: list[str] = field(default_factory=list)
+    unreachable: list[Unreachable] = field(default_factory=list)
+    """What the read could not reach: the view is partial when this is not empty."""
+
+    @property
+    def partial(self) -> bool:
+        return bool(self.unreachable)
 
     def document(self) -> dict[str, Any]:
-        """The JSON document: kind and schema version, then the body."""
-        return document(self.kind, self.data)
+        """The JSON document: kind and schema version, whether it is partial and what was missed, the body."""
+        return document(self.kind, self.data, self.unreachable)
+
+    def notes(self) -> list[str]:
+        """The line a table ends with when the view is partial."""
+        if not self.unreachable:
+            return []
+        return ["partial: could not read " + "; ".join(str(u) for u in self.unreachable)]
 
 
 def cell(value: Any) -> str:
@@ -111,6 +144,8 @@ def schema_kinds() -> list[str]:
     return sorted(e.name.removesuffix(".json") for e in folder.iterdir() if e.name.endswith(".json"))
 
 
-def document(kind: str, body: dict[str, Any]) -> dict[str, Any]:
-    """A JSON document: its kind and schema version, then its body."""
-    return {"kind": kind, "schemaVersion": schema_version(kind), **body}
+def document(kind: str, body: dict[str, Any], unreachable: list[Unreachable] | tuple[()] = ()) -> dict[str, Any]:
+    """A JSON document: its kind and schema version, whether it is partial and what could not be read,
+    then its body."""
+    return {"kind": kind, "schemaVersion": schema_version(kind), "partial": bool(unreachable),
+            "unreachable": [u.to_json() for u in unreachable], **body}

@@ -36,7 +36,7 @@ def _same_keys(got: object, want: object) -> bool:
     if isinstance(want, list):
         if not isinstance(got, list):
             return False
-        return all(any(_same_keys(g, w) for w in want) for g in got)
+        return not want or all(any(_same_keys(g, w) for w in want) for g in got)
     return True
 
 

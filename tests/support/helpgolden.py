@@ -1,6 +1,6 @@
 """Every command's `--help` (both `mq admin` dialects), as the goldens of tests/unit/cli/test_help_golden.py hold it.
 
-`python tests/helpgolden.py` rewrites the goldens: do that only when a command's help is
+`python tests/support/helpgolden.py` rewrites the goldens: do that only when a command's help is
 meant to change, and say so in the commit.
 """
 

@@ -2,8 +2,8 @@
 
 Exit codes (documented in `mq admin --help` and the README): 0 done; 1 the cluster refused or the
 thing does not exist (the RocketMQ code and remark are in the message); 2 usage (bad argument, no
-name server); 3 the cluster could not be reached or did not answer in time. Each failure prints one
-line on stderr: `mq: error: ...`.
+name server); 3 the cluster could not be reached or did not answer in time; 4 a read answered in part
+(what it could not read is named in the output). Each failure prints one line on stderr: `mq: error: ...`.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Optional, TypeVar
 import typer
 
 from mqtools.cli.output import FORMATS, View, is_terminal, render
-from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE
+from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -26,7 +26,8 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 EXIT_CODES_HELP = ("Exit codes: 0 done; 1 refused by the cluster or not found (RocketMQ code and remark "
-                   "in the message); 2 usage error or no name server; 3 cluster unreachable or timed out.")
+                   "in the message); 2 usage error or no name server; 3 cluster unreachable or timed out; "
+                   "4 a partial answer (what could not be read is named).")
 DEFAULT_TIMEOUT = 5.0
 
 NamesrvOpt = Annotated[
@@ -158,7 +159,10 @@ def show(namesrv: str | None, fmt: str, build: Callable[[MQAdmin], Awaitable[Vie
     """Print what `build` returns once, or every `watch` seconds until Ctrl-C (which exits 0)."""
     check_output(fmt)
     if watch is None:
-        render(run(namesrv, build, context=context, timeout=timeout), fmt)
+        view = run(namesrv, build, context=context, timeout=timeout)
+        render(view, fmt)
+        if view.partial:
+            raise typer.Exit(EXIT_PARTIAL)
         return
 
     import asyncio

@@ -32,7 +32,7 @@ from mqtools.cli.admin.common import (
 )
 from mqtools.cli.output import Column, View, is_terminal, render
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
-from mqtools.common.presentation import schema_version
+from mqtools.common.presentation import document
 
 if TYPE_CHECKING:
     from mqtools.common.security import ClientSecurity, TlsClientOptions
@@ -118,7 +118,7 @@ def _print(report: Report, output: str) -> None:
     from mqtools.drills.report import to_json
 
     if output == "json":
-        doc = {"kind": "DrillReport", "schemaVersion": schema_version("DrillReport"), **to_json(report)}
+        doc = document("DrillReport", to_json(report))
         sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
     else:
         sys.stdout.write(render_text(report))

@@ -3,20 +3,34 @@
 One ClientInstance (connections, route cache, and the gateway every request goes through: a code
 outside the accepted set becomes the named MQBrokerError subclass, a connection failure or timeout
 UnreachableError), one timeout, and fan-out helpers that ask several brokers or name servers at once.
+
+Reads of a broker set go to its master, else to a slave, as Apache's mqadmin reads them (`read_sets`): a
+master that is gone or does not answer costs one timeout per set, not one per queue, and what no replica
+answered for comes back as `Unreachable`, for the document to say it is partial.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Any, Self, TypeVar
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
-from mqtools.client.errors import MQClientError, TopicNotExistError, broker_error, settled
+from mqtools.client.errors import (
+    ConnectFailedError,
+    MQClientError,
+    RequestTimeoutError,
+    TopicNotExistError,
+    UnreachableError,
+    broker_error,
+    settled,
+)
 from mqtools.client.instance import ClientInstance
 from mqtools.client.route import TopicRoute
 from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.presentation import Unreachable
 from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.bodies import ClusterInfo
@@ -44,6 +58,45 @@ def cluster_nodes(info: ClusterInfo, cluster: str) -> list[tuple[str, list[str]]
         if MASTER_ID in addrs:
             out.append((addrs[MASTER_ID], [a for i, a in addrs.items() if i != MASTER_ID]))
     return out
+
+
+MASTER = "master"
+SLAVE = "slave"
+NO_MASTER = "no master registered"
+
+
+def broker_sets(route: TopicRoute) -> dict[str, dict[int, str]]:
+    """broker name -> {broker id: address} of a route's broker sets, master-less ones included."""
+    return {name: dict(addrs) for name, addrs in route.broker_addrs.items()}
+
+
+def reason_of(exc: UnreachableError) -> str:
+    """The short reason a document names for a replica that did not answer."""
+    if isinstance(exc, ConnectFailedError):
+        return "connection refused"
+    if isinstance(exc, RequestTimeoutError):
+        return "timed out"
+    return str(exc) or type(exc).__name__
+
+
+@dataclass(frozen=True, slots=True)
+class SetRead(Generic[T]):
+    """One broker set's answer, the replica that gave it and whether that was its master or a slave."""
+
+    addr: str
+    source: str
+    value: T
+
+
+@dataclass(slots=True)
+class SetReads(Generic[T]):
+    """What `read_sets` got: an answer per broker set that answered, and the sets no replica answered for."""
+
+    reads: dict[str, SetRead[T]]
+    unreachable: list[Unreachable]
+
+    def from_slaves(self) -> list[str]:
+        return sorted(name for name, r in self.reads.items() if r.source == SLAVE)
 
 
 class AdminBase:
@@ -109,6 +162,36 @@ class AdminBase:
             if data is not None and MASTER_ID in data.broker_addrs:
                 out[name] = data.broker_addrs[MASTER_ID]
         return out
+
+    async def read_sets(self, sets: Mapping[str, Mapping[int, str]],
+                        fn: Callable[[str], Awaitable[T]]) -> SetReads[T]:
+        """`fn(addr)` once per broker set: its master, else (gone or not answering) each slave by id until
+        one answers. Errors other than unreachability (a refusal) are answers and propagate."""
+
+        async def one(name: str, addrs: Mapping[int, str]) -> SetRead[T] | Unreachable:
+            order = sorted(addrs, key=lambda i: (i != MASTER_ID, i))
+            if not order:
+                return Unreachable(name, None, "not registered")
+            tried: list[str] = [] if MASTER_ID in addrs else [NO_MASTER]
+            for broker_id in order:
+                addr = addrs[broker_id]
+                try:
+                    return SetRead(addr, MASTER if broker_id == MASTER_ID else SLAVE, await fn(addr))
+                except UnreachableError as exc:
+                    tried.append(reason_of(exc) if broker_id == MASTER_ID else f"slave {addr}: {reason_of(exc)}")
+            master = addrs.get(MASTER_ID)
+            return Unreachable(name, master or addrs[order[0]], "; ".join(tried))
+
+        names = sorted(sets)
+        results = await asyncio.gather(*(one(n, sets[n]) for n in names))
+        reads: dict[str, SetRead[T]] = {}
+        missed: list[Unreachable] = []
+        for name, result in zip(names, results, strict=True):
+            if isinstance(result, Unreachable):
+                missed.append(result)
+            else:
+                reads[name] = result
+        return SetReads(reads, missed)
 
     _settled = staticmethod(settled)
     """One dead broker never sinks a snapshot (mqtools.client.errors.settled)."""

@@ -9,7 +9,7 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
 
-from mqtools.client.admin.base import AdminService
+from mqtools.client.admin.base import MASTER, AdminService
 from mqtools.client.admin.models.groups import ConsumerProgress, GroupConnections, GroupSummary
 from mqtools.client.admin.models.topics import QueueStats, TopicStatus, TopicUsage
 from mqtools.client.admin.tracking import TOPIC_PUT_NUMS
@@ -26,13 +26,18 @@ class OverviewAdmin(AdminService):
     """Views across topics, groups and brokers: topic status, topic usage, group summaries."""
 
     async def topic_status(self, topic: str, cluster: str | None = None) -> TopicStatus:
-        """Every queue's min/max offset and last update (over the brokers `topic_masters` names), with
-        the topic's put TPS over the last minute."""
-        masters = await self.admin.topics.topic_masters(topic, cluster)
-        table, (tps, _) = await asyncio.gather(self.admin.topics.topic_stats(topic, cluster),
-                                               self.admin.tracking.summed(list(masters.values()), TOPIC_PUT_NUMS, topic))
-        queues = [QueueStats(mq, o.min_offset, o.max_offset, o.last_update_timestamp or None) for mq, o in table.items()]
-        return TopicStatus(topic, queues, tps)
+        """Every queue's min/max offset and last update, each broker set read from its master or else a
+        slave (the queue says which), with the topic's put TPS over the last minute; the sets no replica
+        answered for are named, and the TPS is then unknown."""
+        topics = self.admin.topics
+        read = await topics.topic_stats_read(topic, cluster)
+        table = topics.stats_table(topic, read)
+        answered = [r.addr for r in read.reads.values()]
+        tps, _ = await self.admin.tracking.summed(answered, TOPIC_PUT_NUMS, topic)
+        source = {name: r.source for name, r in read.reads.items()}
+        queues = [QueueStats(mq, o.min_offset, o.max_offset, o.last_update_timestamp or None,
+                             source.get(mq.broker_name, MASTER)) for mq, o in table.items()]
+        return TopicStatus(topic, queues, None if read.unreachable else tps, read.unreachable)
 
     async def topic_usage(self) -> list[TopicUsage]:
         """Every topic but retry and DLQ ones, with its clusters and consuming groups (mqadmin's topicList -c)."""

@@ -6,9 +6,10 @@ there and waits. The methods are written out, so signatures, types and completio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
-from typing import Any, Self
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Self, TypeVar
 
+from mqtools.client.admin.base import SetReads
 from mqtools.client.admin.client import MQAdmin
 from mqtools.client.admin.messages import SEND_GROUP
 from mqtools.client.admin.models.acl import AclConfig, AclVersion
@@ -59,6 +60,8 @@ from mqtools.remoting.bodies import (
 )
 from mqtools.remoting.codes import ResponseCode
 from mqtools.remoting.command import RemotingCommand
+
+T = TypeVar("T")
 
 
 class SyncMQAdmin:
@@ -251,6 +254,9 @@ class SyncMQAdmin:
 
     def committed_offsets(self, group: str, topic: str) -> dict[MessageQueue, int | None]:
         return self._loop.run(self._admin.committed_offsets(group, topic))
+
+    def read_sets(self, sets: Mapping[str, Mapping[int, str]], fn: Callable[[str], Awaitable[T]]) -> SetReads[T]:
+        return self._loop.run(self._admin.read_sets(sets, fn))
 
     def reset_group_to_latest(self, group: str) -> list[OffsetReset]:
         return self._loop.run(self._admin.reset_group_to_latest(group))

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 from collections import defaultdict
 
-from mqtools.client.admin.base import AdminService
+from mqtools.client.admin.base import AdminService, SetReads, broker_sets
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.admin.models.topics import TopicChange, TopicEntry, topic_kind
 from mqtools.client.errors import MQClientError, TopicNotExistError
@@ -160,20 +160,49 @@ class TopicAdmin(AdminService):
         return TopicConfigSerializeWrapper.from_json(resp.body or b"{}").topic_config_table
 
     async def topic_stats(self, topic: str, cluster: str | None = None) -> dict[MessageQueue, TopicOffset]:
-        """Min/max offset and last update per queue, sorted, over every master serving the topic, or
-        over the masters `cluster` leads to (mqadmin's `topicStatus -c`: a cluster name, or an LMQ
-        parent topic whose route names the brokers)."""
+        """Min/max offset and last update per queue, sorted, over every broker set serving the topic (its
+        master, else a slave), or over the sets `cluster` leads to (mqadmin's `topicStatus -c`: a cluster
+        name, or an LMQ parent topic whose route names the brokers). Sets no replica answered for are left
+        out: `topic_stats_read` names them."""
+        return self.stats_table(topic, await self.topic_stats_read(topic, cluster))
+
+    async def topic_stats_read(self, topic: str, cluster: str | None = None
+                               ) -> SetReads[dict[MessageQueue, TopicOffset] | None]:
+        """Each broker set's queue stats (None where the set does not hold the topic), who answered, and the
+        sets nobody answered for."""
         ext = TopicRequestHeader(topic).to_ext()
-        masters = await self.topic_masters(topic, cluster)
-        answers = await self.admin._each(list(masters.values()), lambda a: self.admin.call(
-            a, RequestCode.GET_TOPIC_STATS_INFO, ext, ok=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST)))
+
+        async def stats(addr: str) -> dict[MessageQueue, TopicOffset] | None:
+            resp = await self.admin.call(addr, RequestCode.GET_TOPIC_STATS_INFO, ext,
+                                         ok=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST))
+            if resp.code != ResponseCode.SUCCESS:
+                return None
+            return TopicStatsTable.from_json(resp.body or b"{}").offset_table
+
+        return await self.admin.read_sets(await self.topic_sets(topic, cluster), stats)
+
+    @staticmethod
+    def stats_table(topic: str, read: SetReads[dict[MessageQueue, TopicOffset] | None]
+                    ) -> dict[MessageQueue, TopicOffset]:
+        """The queues of a stats read, sorted; TopicNotExistError when no set that answered holds the topic
+        (and every set answered)."""
         table: dict[MessageQueue, TopicOffset] = {}
-        for resp in answers.values():
-            if resp.code == ResponseCode.SUCCESS:
-                table.update(TopicStatsTable.from_json(resp.body or b"{}").offset_table)
-        if not table:
+        for r in read.reads.values():
+            table.update(r.value or {})
+        if not table and not read.unreachable:
             raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, f"topic {topic} is on none of those brokers")
         return dict(sorted(table.items(), key=lambda kv: queue_key(kv[0])))
+
+    async def topic_sets(self, topic: str, cluster: str | None = None) -> dict[str, dict[int, str]]:
+        """broker name -> {id: address} of the sets to ask about a topic, as `topic_masters` chooses them,
+        master-less sets included."""
+        if cluster is None:
+            return broker_sets(await self.admin._route(topic))
+        info = await self.admin.cluster_info()
+        if cluster in info.cluster_addr_table:
+            return {n: dict(info.broker_addr_table[n].broker_addrs) for n in sorted(info.cluster_addr_table[cluster])
+                    if n in info.broker_addr_table}
+        return broker_sets(await self.admin._route(cluster))
 
     async def topic_masters(self, topic: str, cluster: str | None = None) -> dict[str, str]:
         """broker name -> master address to ask about a topic: its route's, or `cluster`'s masters, or

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from support.documents import check
 
+from mqtools.cli.output import plain
 from mqtools.client.admin.models.topics import (
     QueueStats,
     TopicChange,
@@ -15,6 +16,7 @@ from mqtools.client.admin.models.topics import (
     topic_route_view,
     topic_status_view,
 )
+from mqtools.common.presentation import Unreachable
 from mqtools.remoting.bodies import BrokerData, MessageQueue, QueueData, TopicConfig, TopicRouteData
 
 
@@ -52,3 +54,24 @@ def test_topic_clusters_and_change() -> None:
                                                               TopicConfig("Orders", 8, 8, 6))])
     check(view, "topic update")
     assert view.rows[0][2:4] == ["4 -> 8", "4 -> 8"]
+
+
+def test_topic_status_with_a_set_read_from_its_slave_and_one_unreachable_is_partial() -> None:
+    st = TopicStatus("Orders", [QueueStats(MessageQueue("Orders", "broker-a", 0), 0, 10, 1_700_000_000_000, "slave"),
+                                QueueStats(MessageQueue("Orders", "broker-b", 0), 0, 4, None)], None,
+                     [Unreachable("broker-c", "10.0.0.5:10911", "timed out")])
+    view = topic_status_view(st)
+    doc = check(view, "topic status")
+    assert doc["partial"] is True
+    assert doc["unreachable"] == [{"brokerName": "broker-c", "addr": "10.0.0.5:10911", "reason": "timed out"}]
+    assert [q["source"] for q in doc["queues"]] == ["slave", "master"]
+    assert view.rows[0][0] == "broker-a*" and view.rows[1][0] == "broker-b"
+    assert view.footer[0] == "total: at least 2 queues, at least 14 messages; put TPS n/a"
+    assert view.footer[1] == "* read from a slave (no master answering): broker-a"
+    assert view.notes() == ["partial: could not read broker-c 10.0.0.5:10911: timed out"]
+    assert plain(view).splitlines()[-1] == "partial: could not read broker-c 10.0.0.5:10911: timed out"
+
+
+def test_a_complete_document_says_it_is_not_partial() -> None:
+    doc = check(topic_clusters_view("Orders", ["A"]))
+    assert (doc["partial"], doc["unreachable"]) == (False, [])

@@ -10,7 +10,7 @@ from pathlib import Path
 import jsonschema
 import pytest
 
-from mqtools.common.presentation import load_schema, schema_version
+from mqtools.common.presentation import document, load_schema
 from mqtools.drills import soak as soak_mod
 from mqtools.drills.history import OK, RECEIVE, SEND, History, Op
 from mqtools.drills.report import FAIL, PASS
@@ -146,7 +146,7 @@ def test_run_soak_keeps_fail_histories_counts_errors_and_stops_on_ctrl_c(
     assert kept == ["002-kill-slave-2m-2s-sync.jsonl"] and result.outcomes[1].history is not None
     assert History.read(tmp_path / "h" / kept[0]).meta["scenario"] == "kill-slave"
     assert seen[-1] == (5, 2)
-    doc = {"kind": "DrillSoak", "schemaVersion": schema_version("DrillSoak"), **result.to_json()}
+    doc = document("DrillSoak", result.to_json())
     jsonschema.validate(doc, load_schema("DrillSoak"))
     assert doc["verdict"] == FAIL
 

@@ -6,11 +6,11 @@ result's document (table and JSON) is rendered here, by the renderer registered 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from mqtools.common.perm import perm_to_string
-from mqtools.common.presentation import Column, View, cell, renders, when
+from mqtools.common.presentation import Column, Unreachable, View, cell, renders, when
 from mqtools.common.topics import is_dlq_topic, is_retry_topic, is_system_topic
 from mqtools.remoting.bodies import MessageQueue, TopicConfig, TopicRouteData
 
@@ -55,6 +55,8 @@ class QueueStats:
     max_offset: int
     last_update_ms: int | None
     """Store time of the newest message; None for an empty queue."""
+    source: str = "master"
+    """Which replica of the broker set answered: master, or slave when the master is gone or silent."""
 
     @property
     def messages(self) -> int:
@@ -69,6 +71,8 @@ class TopicStatus:
     queues: list[QueueStats]
     put_tps: float | None
     """Summed over the masters of the last minute; None when no master's stats could be read."""
+    unreachable: list[Unreachable] = field(default_factory=list)
+    """Broker sets no replica answered for: their queues are not in `queues`."""
 
     @property
     def messages(self) -> int:
@@ -124,17 +128,30 @@ def topic_route_view(topic: str, route: TopicRouteData) -> View:
                 rows, doc, footer=footer)
 
 
+def slave_marked(broker_name: str, source: str) -> str:
+    """A table's broker cell: a figure read from a slave carries `*` (the footer says what it means)."""
+    return f"{broker_name}*" if source == "slave" else broker_name
+
+
+def from_slaves_note(names: list[str]) -> list[str]:
+    return [f"* read from a slave (no master answering): {', '.join(names)}"] if names else []
+
+
 @renders("TopicStatus")
 def topic_status_view(st: TopicStatus) -> View:
-    rows = [[q.queue.broker_name, q.queue.queue_id, q.min_offset, q.max_offset, q.messages,
+    rows = [[slave_marked(q.queue.broker_name, q.source), q.queue.queue_id, q.min_offset, q.max_offset, q.messages,
              when(q.last_update_ms)] for q in st.queues]
     data = {"topic": st.topic, "putTps": st.put_tps, "messages": st.messages, "queues": [
         {"brokerName": q.queue.broker_name, "queueId": q.queue.queue_id, "minOffset": q.min_offset,
-         "maxOffset": q.max_offset, "messages": q.messages, "lastUpdateMs": q.last_update_ms} for q in st.queues]}
+         "maxOffset": q.max_offset, "messages": q.messages, "lastUpdateMs": q.last_update_ms, "source": q.source}
+        for q in st.queues]}
     tps = "n/a" if st.put_tps is None else f"{st.put_tps:.2f}"
+    least = "at least " if st.unreachable else ""
+    slaves = sorted({q.queue.broker_name for q in st.queues if q.source == "slave"})
     return View("TopicStatus", [Column("BROKER"), Column("QID", True), Column("MIN", True), Column("MAX", True),
                                 Column("MESSAGES", True), Column("LAST STORED")], rows, data,
-                footer=[f"total: {len(st.queues)} queues, {st.messages} messages; put TPS {tps}"])
+                footer=[f"total: {least}{len(st.queues)} queues, {least}{st.messages} messages; put TPS {tps}",
+                        *from_slaves_note(slaves)], unreachable=st.unreachable)
 
 
 @renders("TopicClusters")
