@@ -103,7 +103,8 @@ def test_list_flags_kinds_and_clusters(cluster: Cluster) -> None:
     assert only["cluster"] == CLUSTER and {t["topic"] for t in only["topics"]} == set(kinds)
     one_line_error(mq("admin", "topic", "list", "-c", "Nope", namesrv=ns), 1, "cluster Nope not found")
     clusters = json_of(mq("admin", "topic", "clusters", "TcList", "-o", "json", namesrv=ns), "TopicClusters")
-    assert clusters == {"kind": "TopicClusters", "schemaVersion": 1, "topic": "TcList", "clusters": [CLUSTER]}
+    assert clusters == {"kind": "TopicClusters", "schemaVersion": 1, "partial": False, "unreachable": [],
+                        "topic": "TcList", "clusters": [CLUSTER]}
 
 
 def test_delete_asks_first_then_removes_the_topic_everywhere(cluster: Cluster) -> None:
