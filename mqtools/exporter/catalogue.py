@@ -87,6 +87,8 @@ FAMILIES: dict[str, Family] = {
     "mq_ha_diff_messages": Family("messages the slave is behind (the diff over the master's average size)", HA),
     "mq_ha_catchup_seconds": Family("seconds for the slave to catch up at its current transfer speed", HA),
     "mq_ha_in_sync": Family("1 when the master counts the slave in sync", HA),
+    "mq_broker_set_master_up": Family("1 when the broker set has a registered master that answers, 0 when it has none "
+                                      "(its slaves serve reads only) or the master does not answer", HA_GROUP),
     "mq_ha_ready": Family("1 when stopping the group's master now is safe (`mq admin ha ready`)", HA_GROUP),
     "mq_controller_epoch": Family("the group's master epoch at the controllers (controller mode)", HA_GROUP),
     "mq_controller_sync_state_set_size": Family("brokers in the group's SyncStateSet (controller mode)", HA_GROUP),

@@ -25,6 +25,7 @@ from mqtools.exporter.series import (
     group_samples,
     ha_samples,
     heartbeat_samples,
+    master_up_samples,
     runtime_samples,
     stats_sample,
     topic_samples,
@@ -86,6 +87,9 @@ class ExporterPoller:
         if self.snapshot is not None:  # from the runtimes whose last poll succeeded: a failed one is not known
             known = {a: rt for a, rt in list(self.runtimes.items()) if f"runtime:{a}" in self.latest}
             out += commitlog_diffs(self.snapshot, known)
+            answered = {key.removeprefix("runtime:"): ok for key, (_, ok) in list(self.polls.items())
+                        if key.startswith("runtime:")}
+            out += master_up_samples(self.snapshot, answered)
         for key, (seconds, ok) in list(self.polls.items()):
             out.append(Sample("mq_exporter_poll_seconds", (key,), round(seconds, 6)))
             out.append(Sample("mq_exporter_poll_ok", (key,), 1.0 if ok else 0.0))

@@ -83,6 +83,18 @@ def commitlog_diffs(snapshot: ClusterSnapshot, runtimes: Mapping[str, BrokerRunt
     return out
 
 
+def master_up_samples(snapshot: ClusterSnapshot, answered: Mapping[str, bool]) -> list[Sample]:
+    """mq_broker_set_master_up per broker set the name servers list: 0 without a registered master, or when the
+    master's last runtime poll failed (`answered`: address -> its last poll's outcome; not polled yet counts as up)."""
+    out = []
+    for cluster, names in sorted(snapshot.clusters.items()):
+        for name in names:
+            master = next((b for b in snapshot.group(name) if b.is_master), None)
+            up = master is not None and answered.get(master.addr, True)
+            out.append(Sample("mq_broker_set_master_up", (cluster, name), 1.0 if up else 0.0))
+    return out
+
+
 def heartbeat_samples(snapshot: ClusterSnapshot) -> list[Sample]:
     """mq_namesrv_heartbeat_age_seconds, where the name server tells it (mq's live table; not Apache's)."""
     return [Sample("mq_namesrv_heartbeat_age_seconds", (ns, b.cluster, b.broker_name, b.addr), beat.age_ms / 1000)

@@ -67,6 +67,7 @@ def test_prometheus_reads_what_mq_admin_says(cluster: PresetCluster, tmp_path) -
         until_value(prom, "count(mq_ha_diff_bytes)", 2)
         assert prom.value("sum(mq_ha_diff_bytes)") == sum(s["diffBytes"] for s in slaves)
         until_value(prom, "sum(mq_ha_ready)", 2)
+        assert prom.value("sum(mq_broker_set_master_up)") == prom.value("count(mq_broker_set_master_up)") == 2
         assert prom.value("count(mq_namesrv_heartbeat_age_seconds)") == 4
         assert prom.value("count(rocketmq_brokeruntime_commitlog_maxoffset)") == 2  # masters, as rocketmq-exporter
         assert prom.value("count(rocketmq_broker_commitlog_diff)") == 2

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from mqtools.client.admin.models.brokers import BrokerRuntime
+from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, ClusterSnapshot
 from mqtools.client.admin.models.groups import ConsumerProgress, QueueProgress
 from mqtools.exporter.catalogue import FAMILIES
-from mqtools.exporter.series import group_samples, runtime_samples
+from mqtools.exporter.series import group_samples, master_up_samples, runtime_samples
 from mqtools.remoting.bodies import MessageQueue
 
 
@@ -40,3 +40,16 @@ def test_a_groups_diff_per_topic_with_its_retry_topic_apart_and_offsets_per_brok
         ("rocketmq_consumer_offset", ("C", "broker-a", "T", "G"), 4.0),
         ("rocketmq_consumer_offset", ("C", "broker-b", "%RETRY%G", "G"), 3.0),
         ("rocketmq_group_get_latency_by_storetime", ("C", "broker-a", "T", "G"), 900.0)]
+
+
+def test_a_broker_set_without_a_master_or_with_a_silent_one_is_down() -> None:
+    snap = ClusterSnapshot(["n:9876"], {"C": ["broker-a", "broker-b", "broker-c"]}, [
+        BrokerRow("C", "broker-a", 1, "s-a:10911"),
+        BrokerRow("C", "broker-b", 0, "m-b:10911"), BrokerRow("C", "broker-b", 1, "s-b:10911"),
+        BrokerRow("C", "broker-c", 0, "m-c:10911")], True)
+    got = master_up_samples(snap, {"m-b:10911": True, "m-c:10911": False})
+    assert [(s.name, s.labels, s.value) for s in got] == [
+        ("mq_broker_set_master_up", ("C", "broker-a"), 0.0),
+        ("mq_broker_set_master_up", ("C", "broker-b"), 1.0),
+        ("mq_broker_set_master_up", ("C", "broker-c"), 0.0)]
+    assert {s.name for s in got} <= FAMILIES.keys()
