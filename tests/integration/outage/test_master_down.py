@@ -1,0 +1,116 @@
+"""The toolkit's reads in an outage, against known ground truth (issue: the toolkit tells the truth while the
+cluster is broken).
+
+One 2m-2s-sync preset (every acknowledged message is on the slave too), a topic with 4 queues on each master
+and a known number of messages sent; then faults applied in place, each test building on the one before:
+broker-b's master hung (SIGSTOP) and resumed, broker-a's master SIGKILLed (its slave alive), then broker-a's
+slave hung too (registered, not answering: a set whose replicas are all SIGKILLed leaves the name servers'
+tables, and with it every trace a one-shot read could find; `mq top` remembers the sets it has seen). Each read must equal the ground truth, reading a master-less set from its slave, or say
+it is partial and name exactly what it missed (exit 4), within one timeout per broker set.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+
+import pytest
+from support.adminsupport import mq
+from support.presetcluster import PresetCluster, preset_cluster, wait_for
+
+from mqtools.client.admin import SyncMQAdmin
+from mqtools.client.sync import SyncProducer
+from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL
+from mqtools.common.message import Message
+from mqtools.remoting.bodies import MessageQueue, TopicConfig
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.headers import TopicRequestHeader
+
+pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.timeout(300)]
+TOPIC = "OutageTopic"
+PER_QUEUE = 25
+BROKERS = ("broker-a", "broker-b")
+SENT = PER_QUEUE * 4 * len(BROKERS)
+TIMEOUT = "2"
+ANY_CODE = tuple(ResponseCode)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
+    with preset_cluster(tmp_path_factory.mktemp("outage"), "2m-2s-sync") as running:
+        with SyncMQAdmin(running.namesrv) as admin:
+            for broker in BROKERS:
+                admin.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=running.addr(broker))
+        with SyncMQAdmin(running.namesrv) as admin:  # slaves learn topic configs every 10 s
+            for slave in ("broker-a-s", "broker-b-s"):
+                wait_for(lambda s=slave: admin.call(running.addr(s), RequestCode.GET_TOPIC_STATS_INFO,
+                                                    TopicRequestHeader(TOPIC).to_ext(), ok=ANY_CODE).code
+                         == ResponseCode.SUCCESS, 30, f"{slave} to know {TOPIC}")
+        with SyncProducer("outage-producer", namesrv=running.namesrv) as producer:
+            for i in range(SENT):
+                broker = BROKERS[i % 2]
+                producer.send(Message(TOPIC, f"m{i}".encode()), queue=MessageQueue(TOPIC, broker, (i // 2) % 4))
+        yield running
+
+
+def topic_status(cluster: PresetCluster) -> tuple[int, dict, float]:
+    began = time.monotonic()
+    result = mq("admin", "topic", "status", TOPIC, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    assert result.returncode in (EXIT_OK, EXIT_PARTIAL), result.stderr
+    return result.returncode, json.loads(result.stdout), time.monotonic() - began
+
+
+def sources(doc: dict) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for q in doc["queues"]:
+        found.setdefault(q["brokerName"], set()).add(q["source"])
+    return found
+
+
+def test_healthy_every_queue_from_its_master(cluster: PresetCluster) -> None:
+    code, doc, _ = topic_status(cluster)
+    assert (code, doc["partial"], doc["unreachable"]) == (EXIT_OK, False, [])
+    assert doc["messages"] == SENT and len(doc["queues"]) == 8
+    assert sources(doc) == {"broker-a": {"master"}, "broker-b": {"master"}}
+
+
+def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: PresetCluster) -> None:
+    cluster.pause("broker-b")
+    try:
+        code, doc, took = topic_status(cluster)
+    finally:
+        cluster.resume("broker-b")
+    assert (code, doc["partial"]) == (EXIT_OK, False)
+    assert doc["messages"] == SENT and len(doc["queues"]) == 8
+    assert sources(doc) == {"broker-a": {"master"}, "broker-b": {"slave"}}
+    # one timeout for the set (not one per queue), plus the command's own start-up
+    assert took < 2 * float(TIMEOUT) + 10
+
+
+def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
+    cluster.kill("broker-a")
+    code, doc, _ = topic_status(cluster)
+    assert (code, doc["partial"], doc["unreachable"]) == (EXIT_OK, False, [])
+    assert doc["messages"] == SENT and len(doc["queues"]) == 8
+    assert sources(doc) == {"broker-a": {"slave"}, "broker-b": {"master"}}
+    table = mq("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    assert table.returncode == EXIT_OK and "* read from a slave (no master answering): broker-a" in table.stdout
+
+
+def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: PresetCluster) -> None:
+    slave = cluster.addr("broker-a-s")
+    cluster.pause("broker-a-s")
+    try:
+        code, doc, _ = topic_status(cluster)
+        table = mq("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    finally:
+        cluster.resume("broker-a-s")
+    assert (code, doc["partial"]) == (EXIT_PARTIAL, True)
+    assert [(u["brokerName"], u["addr"]) for u in doc["unreachable"]] == [("broker-a", slave)]
+    assert doc["messages"] == SENT // 2 and sources(doc) == {"broker-b": {"master"}}
+    assert doc["putTps"] is None
+    assert doc["unreachable"][0]["reason"].startswith("no master registered; slave")
+    assert table.returncode == EXIT_PARTIAL
+    assert f"total: at least 4 queues, at least {SENT // 2} messages" in table.stdout
+    assert table.stdout.rstrip().splitlines()[-1].startswith("partial: could not read broker-a")
