@@ -18,7 +18,7 @@ from mqtools.cli.admin.common import (
 )
 from mqtools.cli.admin.msg import message_list
 from mqtools.cli.admin.session import Session, admin_command
-from mqtools.cli.output import Column, View
+from mqtools.cli.output import View
 from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
@@ -67,18 +67,9 @@ def resend(
         confirm(f"Resend every message in the DLQ of {group}?", yes)
 
     async def job(admin: MQAdmin) -> View:
-        results = await admin.resend_dead(group, None if all_ else msg_ids)
-        rows = [[r.msg_id, r.topic, "resent" if r.error is None else "failed",
-                 r.queue.broker_name if r.queue else None, r.queue.queue_id if r.queue else None,
-                 r.offset_msg_id, r.error] for r in results]
-        data = {"group": group, "results": [
-            {"msgId": r.msg_id, "topic": r.topic, "resent": r.error is None,
-             "brokerName": r.queue.broker_name if r.queue else None, "queueId": r.queue.queue_id if r.queue else None,
-             "offsetMsgId": r.offset_msg_id, "error": r.error} for r in results]}
-        done = sum(1 for r in results if r.error is None)
-        return View("DlqResend", [Column("MSG ID"), Column("TOPIC"), Column("RESULT"), Column("BROKER"),
-                                  Column("QID", True), Column("NEW OFFSET MSG ID"), Column("ERROR")], rows, data,
-                    footer=[f"{done} of {len(results)} resent to %RETRY%{group}"])
+        from mqtools.client.admin.models.messages import dlq_resend_view
+
+        return dlq_resend_view(group, await admin.resend_dead(group, None if all_ else msg_ids))
 
     view = s.run(job)
     s.render(view)

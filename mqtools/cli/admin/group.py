@@ -20,30 +20,14 @@ from mqtools.cli.admin.common import (
     usage,
 )
 from mqtools.cli.admin.session import Session, admin_command
-from mqtools.cli.output import Column, View, cell
-from mqtools.common.mqversion import version_desc
-from mqtools.common.presentation import when
+from mqtools.cli.output import View
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.configs import SubscriptionGroupConfig
-    from mqtools.client.admin.models.groups import ClientConnection, GroupChange
 
 app = typer.Typer(help="Consumer groups: list, create, update, delete, progress, connections, status.",
                   no_args_is_help=True)
 GroupArg = Annotated[str, typer.Argument(help="Consumer group.")]
-CONFIG_FIELDS = {
-    # option value name -> (SubscriptionGroupConfig field, JSON name, column)
-    "consume": ("consume_enable", "consumeEnable", "CONSUME"),
-    "broadcast": ("consume_broadcast_enable", "consumeBroadcastEnable", "BROADCAST"),
-    "orderly": ("consume_message_orderly", "consumeMessageOrderly", "ORDERLY"),
-    "from_min": ("consume_from_min_enable", "consumeFromMinEnable", "FROM MIN"),
-    "retry_queues": ("retry_queue_nums", "retryQueueNums", "RETRY Q"),
-    "retry_max": ("retry_max_times", "retryMaxTimes", "RETRY MAX"),
-    "broker_id": ("broker_id", "brokerId", "READ FROM"),
-    "slow_broker_id": ("which_broker_when_consume_slowly", "whichBrokerWhenConsumeSlowly", "WHEN SLOW"),
-    "notify": ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable", "NOTIFY"),
-}
 ConsumeOpt = Annotated[Optional[bool], typer.Option("--consume/--no-consume", help="Consuming allowed.")]  # noqa: UP045
 BroadcastOpt = Annotated[Optional[bool], typer.Option(  # noqa: UP045
     "--broadcast/--no-broadcast", help="Broadcast consumption allowed.")]
@@ -61,44 +45,11 @@ NotifyOpt = Annotated[Optional[bool], typer.Option(  # noqa: UP045
     "--notify/--no-notify", help="Tell clients when the group's members change.")]
 
 
-CLIENT_COLUMNS = [Column("CLIENT ID"), Column("ADDR"), Column("LANGUAGE"), Column("VERSION")]
-
-
-def client_row(c: ClientConnection) -> list[Any]:
-    return [c.client_id, c.client_addr, c.language, version_desc(c.version)]
-
-
-def client_json(c: ClientConnection) -> dict[str, Any]:
-    """An online client (consumer or producer) as the JSON documents give it."""
-    return {"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language, "version": c.version,
-            "versionDesc": version_desc(c.version)}
-
-
 def _given(**values: Any) -> dict[str, Any]:
     """The SubscriptionGroupConfig fields the user gave, by field name."""
-    return {CONFIG_FIELDS[k][0]: v for k, v in values.items() if v is not None}
+    from mqtools.client.admin.models.groups import GROUP_CONFIG_FIELDS
 
-
-def _config_json(config: SubscriptionGroupConfig | None) -> dict[str, Any] | None:
-    if config is None:
-        return None
-    return {json_name: getattr(config, name) for name, json_name, _ in CONFIG_FIELDS.values()}
-
-
-def change_view(group: str, operation: str, changes: list[GroupChange]) -> View:
-    """What a create or update wrote, broker by broker (old -> new where it changed)."""
-    rows = []
-    for c in changes:
-        row: list[Any] = [c.broker_name, c.addr]
-        for name, _, _ in CONFIG_FIELDS.values():
-            old, new = (None if c.old is None else getattr(c.old, name)), getattr(c.new, name)
-            row.append(new if old is None or old == new else f"{cell(old)} -> {cell(new)}")
-        rows.append(row)
-    data = {"group": group, "operation": operation, "brokers": [
-        {"brokerName": c.broker_name, "addr": c.addr, "old": _config_json(c.old), "new": _config_json(c.new)}
-        for c in changes]}
-    return View("GroupChange", [Column("BROKER"), Column("ADDR"), *(Column(f[2]) for f in CONFIG_FIELDS.values())],
-                rows, data, title=f"{operation} {group}")
+    return {GROUP_CONFIG_FIELDS[k][0]: v for k, v in values.items() if v is not None}
 
 
 @admin_command(app, "list", output=True, watch=True)
@@ -109,15 +60,9 @@ def list_(s: Session) -> None:
     """
 
     async def build(admin: MQAdmin) -> View:
-        entries = await admin.group_list()
-        rows = [[e.group, e.system, p.broker_name, *(getattr(p.config, f[0]) for f in CONFIG_FIELDS.values())]
-                for e in entries for p in e.placements]
-        data = {"groups": [{"group": e.group, "system": e.system, "brokers": [
-            {"brokerName": p.broker_name, "addr": p.addr, **(_config_json(p.config) or {})} for p in e.placements]}
-            for e in entries]}
-        columns = [Column("GROUP"), Column("SYSTEM"), Column("BROKER"), *(Column(f[2]) for f in CONFIG_FIELDS.values())]
-        return View("GroupList", columns, rows, data,
-                    footer=[f"{len(entries)} groups, {sum(e.system for e in entries)} of them system groups"])
+        from mqtools.client.admin.models.groups import group_list_view
+
+        return group_list_view(await admin.group_list())
 
     s.show(build)
 
@@ -138,7 +83,7 @@ def create(
     import dataclasses
 
     from mqtools.client.admin.models.configs import SubscriptionGroupConfig
-    from mqtools.client.admin.models.groups import GroupChange
+    from mqtools.client.admin.models.groups import GroupChange, group_change_view
     one_target(cluster, broker_addr)
     config = dataclasses.replace(
         SubscriptionGroupConfig(group, consume_broadcast_enable=False, consume_from_min_enable=False),
@@ -148,7 +93,7 @@ def create(
     async def job(admin: MQAdmin) -> View:
         addrs = await admin.create_subscription_group(config, cluster=cluster, broker_addr=broker_addr, exist_ok=False)
         names = {addr: name for name, addr in (await admin.master_addrs()).items()}
-        return change_view(group, "create", [GroupChange(names.get(a), a, None, config) for a in addrs])
+        return group_change_view(group, "create", [GroupChange(names.get(a), a, None, config) for a in addrs])
 
     s.render(s.run(job))
 
@@ -175,8 +120,10 @@ def update(
         raise usage("nothing to change: give at least one option (see --help)")
 
     async def job(admin: MQAdmin) -> View:
+        from mqtools.client.admin.models.groups import group_change_view
+
         done = await admin.update_subscription_group(group, changes, cluster=cluster, broker_addr=broker_addr)
-        return change_view(group, "update", done)
+        return group_change_view(group, "update", done)
 
     s.render(s.run(job))
 
@@ -229,21 +176,9 @@ def progress(
     """
 
     async def build(admin: MQAdmin) -> View:
-        p = await admin.consumer_progress(group, topic)
-        rows = [[q.queue.topic, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset, q.diff,
-                 q.inflight, when(q.last_timestamp_ms)] for q in p.queues]
-        inflight = [q.inflight for q in p.queues]
-        inflight_total = None if None in inflight else sum(i for i in inflight if i is not None)
-        data = {"group": group, "topic": topic, "consumeTps": p.consume_tps, "diffTotal": p.total_diff,
-                "inflightTotal": inflight_total, "queues": [
-                    {"topic": q.queue.topic, "brokerName": q.queue.broker_name, "queueId": q.queue.queue_id,
-                     "brokerOffset": q.broker_offset, "consumerOffset": q.consumer_offset, "diff": q.diff,
-                     "inflight": q.inflight, "lastTimestampMs": q.last_timestamp_ms} for q in p.queues]}
-        footer = [f"total: diff {p.total_diff}, in flight {cell(inflight_total)}, consume TPS {cell(p.consume_tps)}"]
-        return View("GroupProgress", [Column("TOPIC"), Column("BROKER"), Column("QID", True),
-                                      Column("BROKER OFFSET", True), Column("CONSUMER OFFSET", True),
-                                      Column("DIFF", True), Column("INFLIGHT", True), Column("LAST CONSUMED")],
-                    rows, data, footer=footer)
+        from mqtools.client.admin.models.groups import group_progress_view
+
+        return group_progress_view(await admin.consumer_progress(group, topic), topic)
 
     s.show(build)
 
@@ -259,6 +194,7 @@ def connections(
     """
 
     async def build(admin: MQAdmin) -> View:
+        from mqtools.client.admin.models.groups import group_connections_view
         from mqtools.client.errors import ConsumerNotOnlineError
 
         await admin.subscription_group(group)
@@ -266,16 +202,7 @@ def connections(
             online = await admin.consumer_connections(group)
         except ConsumerNotOnlineError:
             online = None
-        conns = online.connections if online else []
-        subs = online.subscriptions if online else {}
-        data = {"group": group, "clients": [client_json(c) for c in conns], "subscriptions": subs, "consumeType": online.consume_type if online else None,
-            "messageModel": online.message_model if online else None,
-            "consumeFromWhere": online.consume_from_where if online else None}
-        footer = [f"subscription: {t} {e}" for t, e in subs.items()] if online else [f"no client of {group} is online"]
-        if online:
-            footer.append(f"consume type {online.consume_type}, model {online.message_model}, "
-                          f"from {online.consume_from_where}")
-        return View("GroupConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
+        return group_connections_view(group, online)
 
     s.show(build)
 
@@ -292,14 +219,8 @@ def status(
     """
 
     async def build(admin: MQAdmin) -> View:
-        found = await admin.group_summaries(groups or None)
-        rows = [[s.group, s.online, s.version_desc, s.pull_or_push, s.message_model, s.consume_tps, s.diff_total]
-                for s in found]
-        data = {"groups": [
-            {"group": s.group, "online": s.online, "minVersion": s.min_version, "versionDesc": s.version_desc,
-             "consumeType": s.consume_type, "messageModel": s.message_model, "consumeTps": s.consume_tps,
-             "diffTotal": s.diff_total} for s in found]}
-        return View("GroupStatus", [Column("GROUP"), Column("ONLINE", True), Column("VERSION"), Column("TYPE"),
-                                    Column("MODEL"), Column("TPS", True), Column("DIFF", True)], rows, data)
+        from mqtools.client.admin.models.groups import group_status_view
+
+        return group_status_view(await admin.group_summaries(groups or None))
 
     s.show(build)

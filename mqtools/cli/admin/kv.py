@@ -8,7 +8,8 @@ import typer
 
 from mqtools.cli.admin.common import fail
 from mqtools.cli.admin.session import Session, admin_command
-from mqtools.cli.output import Column, View
+from mqtools.cli.output import View
+from mqtools.client.admin.models.configs import kv_list_view, kv_view
 from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
@@ -34,8 +35,7 @@ def get(
         value = await admin.get_kv(namespace, key)
         if value is None:
             raise fail(f"no key {key} in namespace {namespace}", EXIT_REFUSED)
-        return View("KV", [Column("NAMESPACE"), Column("KEY"), Column("VALUE")], [[namespace, key, value]],
-                    {"namespace": namespace, "key": key, "value": value})
+        return kv_view(namespace, key, value)
 
     s.show(build)
 
@@ -51,9 +51,7 @@ def list_(
     """
 
     async def build(admin: MQAdmin) -> View:
-        entries = dict(sorted((await admin.kv_list(namespace)).items()))
-        return View("KVList", [Column("KEY"), Column("VALUE")], [[k, v] for k, v in entries.items()],
-                    {"namespace": namespace, "entries": entries})
+        return kv_list_view(namespace, await admin.kv_list(namespace))
 
     s.show(build)
 

@@ -7,7 +7,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mqtools.cli.admin.session import Session, admin_command
-from mqtools.cli.output import Column, View
+from mqtools.cli.output import View
+from mqtools.client.admin.models.configs import namesrv_config_view
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -25,10 +26,7 @@ def config_get(s: Session) -> None:
     """
 
     async def build(admin: MQAdmin) -> View:
-        configs = await admin.namesrv_config()
-        rows = [[ns, k, v] for ns, config in configs.items() for k, v in sorted(config.items())]
-        return View("NamesrvConfig", [Column("NAMESRV"), Column("KEY"), Column("VALUE")], rows,
-                    {"namesrv": {ns: dict(sorted(c.items())) for ns, c in configs.items()}})
+        return namesrv_config_view(await admin.namesrv_config())
 
     s.show(build)
 

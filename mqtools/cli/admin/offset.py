@@ -19,35 +19,18 @@ from mqtools.cli.admin.common import (
     usage,
 )
 from mqtools.cli.admin.session import Session, admin_command
-from mqtools.cli.output import Column, View
+from mqtools.cli.output import View
 from mqtools.common.timeparse import FORMATS_HELP, parse_time_ms
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.groups import OffsetReset, ResetTarget
+    from mqtools.client.admin.models.groups import ResetTarget
 
 app = typer.Typer(help="Committed offsets of a group: reset, skip, clone.", no_args_is_help=True)
 GroupArg = Annotated[str, typer.Argument(help="Consumer group.")]
 TopicArg = Annotated[str, typer.Argument(help="Topic.")]
-
-
-def reset_view(group: str, topic: str, operation: str, target: str, rows: list[OffsetReset], *, dry_run: bool,
-               source: str | None = None) -> View:
-    """old -> new per queue, and how far each moved (negative: back, to be consumed again)."""
-    from mqtools.client.admin.models.groups import unpushed_warning
-
-    table = [[r.queue.broker_name, r.queue.queue_id, r.old, r.new, None if r.old is None else r.new - r.old]
-             for r in rows]
-    data = {"group": group, "topic": topic, "operation": operation, "target": target, "source": source,
-            "dryRun": dry_run, "queues": [{"brokerName": r.queue.broker_name, "queueId": r.queue.queue_id,
-                                           "old": r.old, "new": r.new, "pushed": r.pushed} for r in rows]}
-    title = f"{'dry run, nothing changed: ' if dry_run else ''}{operation} {group} on {topic} to {target}"
-    warning = unpushed_warning(group, rows)
-    return View("OffsetReset", [Column("BROKER"), Column("QID", True), Column("OLD", True), Column("NEW", True),
-                                Column("MOVE", True)], table, data, title=title,
-                footer=[f"warning: {warning}"] if warning else [])
 
 
 def _target(to_time: str | None, to_offset: int | None, shift: int | None, earliest: bool, latest: bool,
@@ -107,8 +90,10 @@ def reset(
     target = _target(to_time, to_offset, shift, earliest, latest, broker_name, queue_id)
 
     async def job(admin: MQAdmin) -> View:
+        from mqtools.client.admin.models.groups import offset_reset_view
+
         rows = await admin.reset_offsets(group, topic, target, dry_run=dry_run)
-        return reset_view(group, topic, "reset", target.describe(), rows, dry_run=dry_run)
+        return offset_reset_view(group, topic, "reset", target.describe(), rows, dry_run=dry_run)
 
     _apply(s, yes, dry_run,
            f"Reset the offsets of group {group} on topic {topic} to {target.describe()}?", job)
@@ -123,12 +108,12 @@ def skip(
 
     Example: mq admin offset skip OrderConsumers Orders --yes
     """
-    from mqtools.client.admin.models.groups import ResetTarget
+    from mqtools.client.admin.models.groups import ResetTarget, offset_reset_view
     target = ResetTarget("latest")
 
     async def job(admin: MQAdmin) -> View:
         rows = await admin.reset_offsets(group, topic, target, dry_run=dry_run)
-        return reset_view(group, topic, "skip", "latest", rows, dry_run=dry_run)
+        return offset_reset_view(group, topic, "skip", "latest", rows, dry_run=dry_run)
 
     _apply(s, yes, dry_run,
            f"Skip every message group {group} has not consumed on topic {topic}?", job)
@@ -148,9 +133,11 @@ def clone(
     """
 
     async def job(admin: MQAdmin) -> View:
+        from mqtools.client.admin.models.groups import offset_reset_view
+
         rows = await admin.clone_group_offset(src_group, dest_group, topic, dry_run=dry_run)
-        return reset_view(dest_group, topic, "clone", f"the offsets of {src_group}", rows, dry_run=dry_run,
-                          source=src_group)
+        return offset_reset_view(dest_group, topic, "clone", f"the offsets of {src_group}", rows, dry_run=dry_run,
+                                 source=src_group)
 
     _apply(s, yes, dry_run,
            f"Overwrite the offsets of group {dest_group} on topic {topic} with those of {src_group}?", job)

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtools.cli.admin.group import CLIENT_COLUMNS, client_json, client_row
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import View
 
@@ -28,9 +27,8 @@ def connections(
     """
 
     async def build(admin: MQAdmin) -> View:
-        conns = await admin.producer_connections(group, topic)
-        data = {"group": group, "topic": topic, "clients": [client_json(c) for c in conns]}
-        footer = [] if conns else [f"no producer of {group} is connected to the brokers of {topic}"]
-        return View("ProducerConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
+        from mqtools.client.admin.models.groups import producer_connections_view
+
+        return producer_connections_view(group, topic, await admin.producer_connections(group, topic))
 
     s.show(build)

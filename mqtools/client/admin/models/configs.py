@@ -1,11 +1,18 @@
-"""The configurations the admin API takes and gives back whole: RocketMQ's own classes.
+"""The configurations the admin API takes and gives back whole: RocketMQ's own classes, and the name
+servers' key-value settings.
 
 A topic's TopicConfig, a group's SubscriptionGroupConfig, an ACL account's PlainAccessConfig, a
 MessageQueue, the ClusterInfo and TopicRouteData a name server answers: RocketMQ's admin API
 (DefaultMQAdminExt) hands these to its callers as they are, and so does MQAdmin. The tools name them
 from here, the admin API's vocabulary, rather than from the wire layer that encodes them.
+
+The name servers' KV config and their own configuration are plain key -> value maps; their documents
+are rendered here.
 """
 
+from __future__ import annotations
+
+from mqtools.common.presentation import Column, View, renders
 from mqtools.remoting.bodies import (
     ClusterInfo,
     MessageQueue,
@@ -17,4 +24,26 @@ from mqtools.remoting.bodies import (
 )
 
 __all__ = ["ClusterInfo", "MessageQueue", "PlainAccessConfig", "SubscriptionGroupConfig", "TopicConfig",
-           "TopicRouteData", "comma_list"]
+           "TopicRouteData", "comma_list", "kv_list_view", "kv_view", "namesrv_config_view"]
+
+
+@renders("KV")
+def kv_view(namespace: str, key: str, value: str) -> View:
+    return View("KV", [Column("NAMESPACE"), Column("KEY"), Column("VALUE")], [[namespace, key, value]],
+                {"namespace": namespace, "key": key, "value": value})
+
+
+@renders("KVList")
+def kv_list_view(namespace: str, entries: dict[str, str]) -> View:
+    """Every key of a namespace, sorted."""
+    ordered = dict(sorted(entries.items()))
+    return View("KVList", [Column("KEY"), Column("VALUE")], [[k, v] for k, v in ordered.items()],
+                {"namespace": namespace, "entries": ordered})
+
+
+@renders("NamesrvConfig")
+def namesrv_config_view(configs: dict[str, dict[str, str]]) -> View:
+    """Each name server's configuration (name server address -> key -> value), keys sorted."""
+    rows = [[ns, k, v] for ns, config in configs.items() for k, v in sorted(config.items())]
+    return View("NamesrvConfig", [Column("NAMESRV"), Column("KEY"), Column("VALUE")], rows,
+                {"namesrv": {ns: dict(sorted(c.items())) for ns, c in configs.items()}})

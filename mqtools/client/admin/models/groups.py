@@ -1,7 +1,8 @@
 """Typed results of the group and offset operations: where a group is configured, what a change did,
 one-line summaries, reset targets and the running info a Java client reports about itself.
 
-Like `models.py`, a figure the cluster did not give is None (never 0 or -1), so views print n/a.
+Like `models.py`, a figure the cluster did not give is None (never 0 or -1), so views print n/a. Each
+result's document (table and JSON) is rendered here, by the renderer registered for its kind.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from typing import Any
 
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.common.mqversion import version_desc
+from mqtools.common.presentation import Column, View, cell, renders, when
 from mqtools.common.topics import is_system_group
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import (
@@ -277,3 +279,140 @@ def rebalance_ok(infos: list[ConsumerRunningInfo]) -> bool:
     """No queue is held by two clients at once."""
     held = [mq for i in infos for mq in i.queues]
     return len(held) == len(set(held))
+
+
+# -- documents ---------------------------------------------------------------------------------------
+
+GROUP_CONFIG_FIELDS = {
+    # short name (the CLI's option) -> (SubscriptionGroupConfig field, JSON name, column)
+    "consume": ("consume_enable", "consumeEnable", "CONSUME"),
+    "broadcast": ("consume_broadcast_enable", "consumeBroadcastEnable", "BROADCAST"),
+    "orderly": ("consume_message_orderly", "consumeMessageOrderly", "ORDERLY"),
+    "from_min": ("consume_from_min_enable", "consumeFromMinEnable", "FROM MIN"),
+    "retry_queues": ("retry_queue_nums", "retryQueueNums", "RETRY Q"),
+    "retry_max": ("retry_max_times", "retryMaxTimes", "RETRY MAX"),
+    "broker_id": ("broker_id", "brokerId", "READ FROM"),
+    "slow_broker_id": ("which_broker_when_consume_slowly", "whichBrokerWhenConsumeSlowly", "WHEN SLOW"),
+    "notify": ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable", "NOTIFY"),
+}
+"""The subscription group settings the documents show, in their order."""
+CLIENT_COLUMNS = [Column("CLIENT ID"), Column("ADDR"), Column("LANGUAGE"), Column("VERSION")]
+
+
+def client_row(c: ClientConnection) -> list[Any]:
+    return [c.client_id, c.client_addr, c.language, version_desc(c.version)]
+
+
+def client_json(c: ClientConnection) -> dict[str, Any]:
+    """An online client (consumer or producer) as the JSON documents give it."""
+    return {"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language, "version": c.version,
+            "versionDesc": version_desc(c.version)}
+
+
+def group_config_json(config: SubscriptionGroupConfig | None) -> dict[str, Any] | None:
+    if config is None:
+        return None
+    return {json_name: getattr(config, name) for name, json_name, _ in GROUP_CONFIG_FIELDS.values()}
+
+
+def _config_columns() -> list[Column]:
+    return [Column(column) for _, _, column in GROUP_CONFIG_FIELDS.values()]
+
+
+@renders("GroupList")
+def group_list_view(entries: list[GroupEntry]) -> View:
+    rows = [[e.group, e.system, p.broker_name, *(getattr(p.config, f[0]) for f in GROUP_CONFIG_FIELDS.values())]
+            for e in entries for p in e.placements]
+    data = {"groups": [{"group": e.group, "system": e.system, "brokers": [
+        {"brokerName": p.broker_name, "addr": p.addr, **(group_config_json(p.config) or {})} for p in e.placements]}
+        for e in entries]}
+    return View("GroupList", [Column("GROUP"), Column("SYSTEM"), Column("BROKER"), *_config_columns()], rows, data,
+                footer=[f"{len(entries)} groups, {sum(e.system for e in entries)} of them system groups"])
+
+
+@renders("GroupChange")
+def group_change_view(group: str, operation: str, changes: list[GroupChange]) -> View:
+    """What a create or update wrote, broker by broker (old -> new where it changed)."""
+    rows = []
+    for c in changes:
+        row: list[Any] = [c.broker_name, c.addr]
+        for name, _, _ in GROUP_CONFIG_FIELDS.values():
+            old, new = (None if c.old is None else getattr(c.old, name)), getattr(c.new, name)
+            row.append(new if old is None or old == new else f"{cell(old)} -> {cell(new)}")
+        rows.append(row)
+    data = {"group": group, "operation": operation, "brokers": [
+        {"brokerName": c.broker_name, "addr": c.addr, "old": group_config_json(c.old),
+         "new": group_config_json(c.new)} for c in changes]}
+    return View("GroupChange", [Column("BROKER"), Column("ADDR"), *_config_columns()], rows, data,
+                title=f"{operation} {group}")
+
+
+@renders("GroupProgress")
+def group_progress_view(p: ConsumerProgress, topic: str | None = None) -> View:
+    """Per queue, with totals; `topic` is the filter the progress was read with (None: every topic)."""
+    rows = [[q.queue.topic, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset, q.diff,
+             q.inflight, when(q.last_timestamp_ms)] for q in p.queues]
+    inflight = [q.inflight for q in p.queues]
+    inflight_total = None if None in inflight else sum(i for i in inflight if i is not None)
+    data = {"group": p.group, "topic": topic, "consumeTps": p.consume_tps, "diffTotal": p.total_diff,
+            "inflightTotal": inflight_total, "queues": [
+                {"topic": q.queue.topic, "brokerName": q.queue.broker_name, "queueId": q.queue.queue_id,
+                 "brokerOffset": q.broker_offset, "consumerOffset": q.consumer_offset, "diff": q.diff,
+                 "inflight": q.inflight, "lastTimestampMs": q.last_timestamp_ms} for q in p.queues]}
+    footer = [f"total: diff {p.total_diff}, in flight {cell(inflight_total)}, consume TPS {cell(p.consume_tps)}"]
+    return View("GroupProgress", [Column("TOPIC"), Column("BROKER"), Column("QID", True),
+                                  Column("BROKER OFFSET", True), Column("CONSUMER OFFSET", True),
+                                  Column("DIFF", True), Column("INFLIGHT", True), Column("LAST CONSUMED")],
+                rows, data, footer=footer)
+
+
+@renders("GroupConnections")
+def group_connections_view(group: str, online: GroupConnections | None) -> View:
+    """The group's online clients; `online` is None when no client of the group is online."""
+    conns = online.connections if online else []
+    subs = online.subscriptions if online else {}
+    data = {"group": group, "clients": [client_json(c) for c in conns], "subscriptions": subs,
+            "consumeType": online.consume_type if online else None,
+            "messageModel": online.message_model if online else None,
+            "consumeFromWhere": online.consume_from_where if online else None}
+    footer = [f"subscription: {t} {e}" for t, e in subs.items()] if online else [f"no client of {group} is online"]
+    if online:
+        footer.append(f"consume type {online.consume_type}, model {online.message_model}, "
+                      f"from {online.consume_from_where}")
+    return View("GroupConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
+
+
+@renders("GroupStatus")
+def group_status_view(summaries: list[GroupSummary]) -> View:
+    rows = [[s.group, s.online, s.version_desc, s.pull_or_push, s.message_model, s.consume_tps, s.diff_total]
+            for s in summaries]
+    data = {"groups": [
+        {"group": s.group, "online": s.online, "minVersion": s.min_version, "versionDesc": s.version_desc,
+         "consumeType": s.consume_type, "messageModel": s.message_model, "consumeTps": s.consume_tps,
+         "diffTotal": s.diff_total} for s in summaries]}
+    return View("GroupStatus", [Column("GROUP"), Column("ONLINE", True), Column("VERSION"), Column("TYPE"),
+                                Column("MODEL"), Column("TPS", True), Column("DIFF", True)], rows, data)
+
+
+@renders("ProducerConnections")
+def producer_connections_view(group: str, topic: str, conns: list[ClientConnection]) -> View:
+    """The producers of `group` connected to the brokers serving `topic` (the ones asked)."""
+    data = {"group": group, "topic": topic, "clients": [client_json(c) for c in conns]}
+    footer = [] if conns else [f"no producer of {group} is connected to the brokers of {topic}"]
+    return View("ProducerConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
+
+
+@renders("OffsetReset")
+def offset_reset_view(group: str, topic: str, operation: str, target: str, rows: list[OffsetReset], *,
+                      dry_run: bool, source: str | None = None) -> View:
+    """old -> new per queue, and how far each moved (negative: back, to be consumed again)."""
+    table = [[r.queue.broker_name, r.queue.queue_id, r.old, r.new, None if r.old is None else r.new - r.old]
+             for r in rows]
+    data = {"group": group, "topic": topic, "operation": operation, "target": target, "source": source,
+            "dryRun": dry_run, "queues": [{"brokerName": r.queue.broker_name, "queueId": r.queue.queue_id,
+                                           "old": r.old, "new": r.new, "pushed": r.pushed} for r in rows]}
+    title = f"{'dry run, nothing changed: ' if dry_run else ''}{operation} {group} on {topic} to {target}"
+    warning = unpushed_warning(group, rows)
+    return View("OffsetReset", [Column("BROKER"), Column("QID", True), Column("OLD", True), Column("NEW", True),
+                                Column("MOVE", True)], table, data, title=title,
+                footer=[f"warning: {warning}"] if warning else [])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mqtools.common.presentation import Column, View, renders
 from mqtools.common.trace_data import TraceRecord
 from mqtools.remoting.bodies import MessageQueue
 
@@ -57,3 +58,19 @@ class MessageTrace:
     msg_id: str
     trace_topic: str
     entries: list[TraceEntry]
+
+
+@renders("DlqResend")
+def dlq_resend_view(group: str, results: list[Resend]) -> View:
+    """Each dead message put back (or not) on the group's retry topic."""
+    rows = [[r.msg_id, r.topic, "resent" if r.error is None else "failed",
+             r.queue.broker_name if r.queue else None, r.queue.queue_id if r.queue else None,
+             r.offset_msg_id, r.error] for r in results]
+    data = {"group": group, "results": [
+        {"msgId": r.msg_id, "topic": r.topic, "resent": r.error is None,
+         "brokerName": r.queue.broker_name if r.queue else None, "queueId": r.queue.queue_id if r.queue else None,
+         "offsetMsgId": r.offset_msg_id, "error": r.error} for r in results]}
+    done = sum(1 for r in results if r.error is None)
+    return View("DlqResend", [Column("MSG ID"), Column("TOPIC"), Column("RESULT"), Column("BROKER"),
+                              Column("QID", True), Column("NEW OFFSET MSG ID"), Column("ERROR")], rows, data,
+                footer=[f"{done} of {len(results)} resent to %RETRY%{group}"])

@@ -1,0 +1,145 @@
+"""The group, producer and offset documents, rendered from hand-made models (no cluster)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from support.documents import check
+
+from mqtools.cli.output import plain
+from mqtools.client.admin.models.configs import SubscriptionGroupConfig
+from mqtools.client.admin.models.groups import (
+    ClientConnection,
+    ConsumerProgress,
+    GroupChange,
+    GroupConnections,
+    GroupEntry,
+    GroupPlacement,
+    GroupSummary,
+    OffsetReset,
+    QueueProgress,
+    group_change_view,
+    group_connections_view,
+    group_list_view,
+    group_progress_view,
+    group_status_view,
+    offset_reset_view,
+    producer_connections_view,
+)
+from mqtools.common.presentation import cell
+from mqtools.remoting.bodies import MessageQueue
+
+CONFIG = SubscriptionGroupConfig("Orders")
+CLIENT = ClientConnection("10.0.0.9@4711", "10.0.0.9:50123", "JAVA", 453)
+
+
+def test_group_list_flags_system_groups_and_gives_each_placement_its_config() -> None:
+    entries = [GroupEntry("Orders", [GroupPlacement("broker-a", "10.0.0.1:10911", CONFIG),
+                                     GroupPlacement("broker-b", "10.0.0.2:10911",
+                                                    dataclasses.replace(CONFIG, retry_max_times=3))]),
+               GroupEntry("TOOLS_CONSUMER", [GroupPlacement("broker-a", "10.0.0.1:10911", CONFIG)])]
+    view = group_list_view(entries)
+    doc = check(view, "group list")
+    assert view.rows[1][:3] == ["Orders", False, "broker-b"] and view.rows[1][8] == 3
+    assert [c.header for c in view.columns][3:5] == ["CONSUME", "BROADCAST"]
+    assert doc["groups"][1]["system"] is True
+    assert doc["groups"][0]["brokers"][1]["retryMaxTimes"] == 3
+    assert view.footer == ["2 groups, 1 of them system groups"]
+
+
+def test_group_change_shows_old_to_new() -> None:
+    changed = dataclasses.replace(CONFIG, retry_max_times=3, consume_enable=False)
+    view = group_change_view("Orders", "update", [GroupChange("broker-a", "10.0.0.1:10911", CONFIG, changed)])
+    doc = check(view, "group update")
+    assert view.title == "update Orders"
+    assert view.rows[0][2] == "yes -> no" and view.rows[0][7] == "16 -> 3" and view.rows[0][3] is True
+    assert doc["brokers"][0]["old"]["consumeEnable"] is True and doc["brokers"][0]["new"]["consumeEnable"] is False
+
+
+def test_group_created_on_a_broker_whose_name_is_unknown() -> None:
+    view = group_change_view("Orders", "create", [GroupChange(None, "10.0.0.3:10911", None, CONFIG)])
+    doc = check(view, "group create")
+    assert [cell(v) for v in view.rows[0][:4]] == ["n/a", "10.0.0.3:10911", "yes", "yes"]
+    assert doc["brokers"][0]["brokerName"] is None and doc["brokers"][0]["old"] is None
+    assert doc["brokers"][0]["new"]["retryMaxTimes"] == 16
+
+
+def test_group_progress_with_an_uncommitted_queue_has_unknown_inflight_and_tps() -> None:
+    p = ConsumerProgress("Orders", [
+        QueueProgress(MessageQueue("Orders", "broker-a", 0), 10, 4, 1_700_000_000_123, 6),
+        QueueProgress(MessageQueue("Orders", "broker-b", 1), 3, None, None)])
+    view = group_progress_view(p)
+    doc = check(view, "group progress")
+    assert (doc["group"], doc["topic"], doc["diffTotal"]) == ("Orders", None, 9)
+    assert doc["inflightTotal"] is None and doc["consumeTps"] is None
+    assert doc["queues"][0]["inflight"] == 2 and doc["queues"][1]["consumerOffset"] is None
+    assert view.rows[0][5:7] == [6, 2]
+    assert [cell(v) for v in view.rows[1][4:]] == ["n/a", "3", "n/a", "n/a"]
+    assert view.footer == ["total: diff 9, in flight n/a, consume TPS n/a"]
+
+
+def test_group_progress_of_one_topic_sums_inflight() -> None:
+    p = ConsumerProgress("Orders", [QueueProgress(MessageQueue("Orders", "broker-a", 0), 10, 4, None, 6)], 2.5)
+    doc = check(group_progress_view(p, "Orders"), "group progress")
+    assert (doc["topic"], doc["inflightTotal"], doc["consumeTps"]) == ("Orders", 2, 2.5)
+
+
+def test_group_connections_online_and_offline() -> None:
+    online = GroupConnections("Orders", [CLIENT], {"Orders": "*"}, "CONSUME_PASSIVELY", "CLUSTERING",
+                              "CONSUME_FROM_LAST_OFFSET")
+    view = group_connections_view("Orders", online)
+    doc = check(view, "group connections")
+    assert view.rows == [["10.0.0.9@4711", "10.0.0.9:50123", "JAVA", "V5_2_0"]]
+    assert doc["clients"][0] == {"clientId": "10.0.0.9@4711", "clientAddr": "10.0.0.9:50123", "language": "JAVA",
+                                 "version": 453, "versionDesc": "V5_2_0"}
+    assert view.footer == ["subscription: Orders *",
+                           "consume type CONSUME_PASSIVELY, model CLUSTERING, from CONSUME_FROM_LAST_OFFSET"]
+
+    view = group_connections_view("Orders", None)
+    doc = check(view, "group connections")
+    assert (doc["clients"], doc["subscriptions"], doc["consumeType"], doc["messageModel"]) == ([], {}, None, None)
+    assert view.footer == ["no client of Orders is online"]
+
+
+def test_group_status_unknown_group_reads_n_a() -> None:
+    view = group_status_view([GroupSummary("Orders", 2, 453, "CONSUME_ACTIVELY", "CLUSTERING", 3.25, 10),
+                              GroupSummary("Gone", None, None, None, None, None, None)])
+    doc = check(view, "group status")
+    assert view.rows[0] == ["Orders", 2, "V5_2_0", "PULL", "CLUSTERING", 3.25, 10]
+    assert doc["groups"][1] == {"group": "Gone", "online": None, "minVersion": None, "versionDesc": None,
+                                "consumeType": None, "messageModel": None, "consumeTps": None, "diffTotal": None}
+    assert plain(view).splitlines()[1].split() == ["Orders", "2", "V5_2_0", "PULL", "CLUSTERING", "3.25", "10"]
+    assert plain(view).splitlines()[2].split() == ["Gone", *["n/a"] * 6]
+
+
+def test_producer_connections() -> None:
+    view = producer_connections_view("OrderProducers", "Orders", [CLIENT])
+    doc = check(view, "producer connections")
+    assert (doc["group"], doc["topic"], doc["clients"][0]["versionDesc"]) == ("OrderProducers", "Orders", "V5_2_0")
+    assert view.footer == []
+    empty = producer_connections_view("OrderProducers", "Orders", [])
+    assert check(empty, "producer connections")["clients"] == []
+    assert empty.footer == ["no producer of OrderProducers is connected to the brokers of Orders"]
+
+
+def test_offset_reset_moves_and_warns_about_a_broker_that_did_not_push() -> None:
+    rows = [OffsetReset(MessageQueue("Orders", "broker-a", 0), 5, 0, True),
+            OffsetReset(MessageQueue("Orders", "broker-b", 0), None, 7, False)]
+    view = offset_reset_view("G", "Orders", "reset", "time 1700000000000", rows, dry_run=False)
+    doc = check(view, "offset reset")
+    assert view.title == "reset G on Orders to time 1700000000000"
+    assert view.rows[0] == ["broker-a", 0, 5, 0, -5]
+    assert [cell(v) for v in view.rows[1]] == ["broker-b", "0", "n/a", "7", "n/a"]
+    assert doc["queues"][1] == {"brokerName": "broker-b", "queueId": 0, "old": None, "new": 7, "pushed": False}
+    assert (doc["source"], doc["dryRun"]) == (None, False)
+    assert len(view.footer) == 1 and view.footer[0].startswith("warning: broker-b had no consumer of G registered")
+
+
+def test_offset_skip_and_clone_dry_runs() -> None:
+    rows = [OffsetReset(MessageQueue("Orders", "broker-a", 0), 2, 9)]
+    skip = offset_reset_view("G", "Orders", "skip", "latest", rows, dry_run=True)
+    assert check(skip, "offset skip")["dryRun"] is True
+    assert skip.title == "dry run, nothing changed: skip G on Orders to latest" and skip.footer == []
+    clone = offset_reset_view("G2", "Orders", "clone", "the offsets of G", rows, dry_run=True, source="G")
+    doc = check(clone, "offset clone")
+    assert (doc["group"], doc["source"], doc["queues"][0]["pushed"]) == ("G2", "G", None)
