@@ -1,10 +1,12 @@
-"""Slave side of classic HA: the HA client (RocketMQ's HAService.HAClient).
+"""Slave side of HA: the HA client (RocketMQ's HAService.HAClient), the byte pump of both HA flavours.
 
-Connects to the master's HA address, reports its commitlog max offset (right after
-connecting, after every appended frame and every report interval), checks that each frame
-starts at its own max offset and appends the raw bytes through the store facade, whose
-dispatcher builds consume queues and the index.  Any error closes the connection; it is
-re-established after the reconnect interval, which re-reports the real offset.
+The session's decisions (when to report, whether a frame fits, the AutoSwitch handshake) live in the sans-IO
+slave_session.py; this module only moves bytes: it connects to the master's HA address (TLS when the
+broker's client TLS is on, TCP_NODELAY so reports and small frames go at once), feeds what it reads to the
+session, writes what the session says, and waits for data no longer than the session's next deadline. When
+the session gives up (or the socket fails) the connection is closed and re-established after the reconnect
+interval, which re-reports the real offset. AutoSwitchHAClient (autoswitch_client.py) is this client with
+controller mode's session.
 """
 
 from __future__ import annotations
@@ -16,28 +18,21 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from typing import Protocol
 
 from mqtools.common.loop import wait_event
 from mqtools.server.ha.master import SpeedMeter
-from mqtools.server.ha.protocol import (
-    Frame,
-    FrameReader,
-    ProtocolError,
-    ReportSchedule,
-    check_frame,
-    encode_report,
-)
+from mqtools.server.ha.protocol import ProtocolError
+from mqtools.server.ha.slave_session import CommitLogSink, Output, SlaveSession
 from mqtools.server.lifecycle import cancel_and_wait
+
+__all__ = ["CommitLogSink", "HAClient"]
 
 log = logging.getLogger("mq.ha.slave")
 
-
-class CommitLogSink(Protocol):
-    @property
-    def max_phy_offset(self) -> int: ...
-
-    def append_to_commit_log(self, start_offset: int, data: bytes) -> bool: ...
+#: The most bytes one read takes from the socket.
+READ_SIZE = 4 << 20
+#: The shortest wait for data: a timer that fires a hair early must not make the pump spin.
+MIN_WAIT_S = 0.01
 
 
 class HAClient:
@@ -46,24 +41,30 @@ class HAClient:
     def __init__(self, store: CommitLogSink, master_address: str | None = None, *,
                  report_interval: float = 5.0, housekeeping_interval: float = 20.0,
                  reconnect_interval: float = 5.0, clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time, tls: ssl.SSLContext | None = None) -> None:
+                 wall_clock: Callable[[], float] = time.time, tls: ssl.SSLContext | None = None,
+                 session: SlaveSession | None = None) -> None:
+        """`session`: the protocol's state machine (classic HA's when None)."""
         self._store = store
         self.master_address = master_address
         #: The broker's client TLS (tls.enable): the connection to the master's HA port is wrapped in it.
         self._ssl = tls
-        self._report_interval = report_interval
-        self._housekeeping = housekeeping_interval
         self._reconnect_interval = reconnect_interval
         self._clock = clock
         self._wall = wall_clock
+        self.session = session or SlaveSession(store, report_interval=report_interval,
+                                               housekeeping_interval=housekeeping_interval)
         self._task: asyncio.Task[None] | None = None
         self._address_changed = asyncio.Event()
         self.connected = False
         self.last_read_ms = 0
         self.last_write_ms = 0
         self.speed = SpeedMeter(clock)
-        self.mismatches = 0
         self.sessions = 0
+
+    @property
+    def mismatches(self) -> int:
+        """Frames that did not start at the own max offset (each closed a connection)."""
+        return self.session.mismatches
 
     def update_master_address(self, address: str | None) -> None:
         """From the registration result; used at the next (re)connect, like RocketMQ."""
@@ -106,61 +107,45 @@ class HAClient:
         return reader, writer
 
     async def _session(self, address: str) -> None:
+        """One connection: the session sees it open, every byte read, every deadline, and its end."""
         reader, writer = await self._connect(address)
         log.info("HA client connected to %s at offset %d", address, self._store.max_phy_offset)
-        schedule = ReportSchedule(self._report_interval)
-        reporter = asyncio.create_task(self._report_loop(writer, schedule))
         try:
-            await self._read_loop(reader, writer, schedule)
+            await self._pump(reader, writer)
+        except BaseException as exc:  # the loop only ends by an exception; the session must hear of it
+            self.session.closed(str(exc) or type(exc).__name__)
+            raise
         finally:
-            await cancel_and_wait(reporter)
             writer.close()
 
-    @staticmethod
-    def _encode_report(offset: int) -> bytes:
-        return encode_report(offset)
-
-    async def _report(self, writer: asyncio.StreamWriter, schedule: ReportSchedule) -> None:
-        offset = self._store.max_phy_offset
-        writer.write(self._encode_report(offset))
-        await writer.drain()
-        schedule.reported(offset, self._clock())
-        self.last_write_ms = int(self._wall() * 1000)
-
-    async def _report_loop(self, writer: asyncio.StreamWriter, schedule: ReportSchedule) -> None:
-        """The first report (the request offset) goes out at once, then every interval."""
+    async def _pump(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        session = self.session
+        out = session.connected(self._clock())
         while True:
-            if schedule.due(self._store.max_phy_offset, self._clock()):
-                await self._report(writer, schedule)
-            wait = self._report_interval - (self._clock() - schedule.last_report_time)
-            await asyncio.sleep(max(0.01, wait))
-
-    async def _read_loop(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
-                         schedule: ReportSchedule) -> None:
-        frames = FrameReader()
-        while True:
+            await self._perform(writer, out)
+            deadline = session.next_deadline()
+            wait = None if deadline is None else max(MIN_WAIT_S, deadline - self._clock())
+            timer = asyncio.timeout(wait)
             try:
-                data = await asyncio.wait_for(reader.read(4 << 20), self._housekeeping)
+                async with timer:
+                    data = await reader.read(READ_SIZE)
             except TimeoutError:
-                raise ProtocolError(f"nothing from master for {self._housekeeping}s") from None
+                if not timer.expired():
+                    raise  # the socket's own ETIMEDOUT, not the deadline
+                out = session.tick(self._clock())
+                continue
             if not data:
                 raise ProtocolError("master closed the connection")
             self.last_read_ms = int(self._wall() * 1000)
-            for frame in frames.feed(data):
-                self._apply(frame)
-            if schedule.due(self._store.max_phy_offset, self._clock()) and \
-                    self._store.max_phy_offset > schedule.last_reported:
-                await self._report(writer, schedule)
+            out = session.data_received(data, self._clock())
 
-    def _apply(self, frame: Frame) -> None:
-        own = self._store.max_phy_offset
-        try:
-            check_frame(own, frame)
-        except ProtocolError:
-            self.mismatches += 1
-            raise
-        if frame.body:
-            if not self._store.append_to_commit_log(frame.from_offset, frame.body):
-                raise ProtocolError(
-                    f"store refused {len(frame.body)} bytes at {frame.from_offset} (own max {own})")
-            self.speed.add(len(frame.body))
+    async def _perform(self, writer: asyncio.StreamWriter, out: Output) -> None:
+        """What the session decided: count what it appended, send its bytes, close when it gave up."""
+        if out.appended:
+            self.speed.add(out.appended)
+        if out.send:
+            writer.write(out.send)
+            await writer.drain()
+            self.last_write_ms = int(self._wall() * 1000)
+        if out.error is not None:
+            raise out.error
