@@ -101,6 +101,15 @@ def when(ms: int | None) -> str | None:
     return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
+def slave_marked(broker_name: str, source: str) -> str:
+    """A table's broker cell: a figure read from a slave carries `*` (the footer says what it means)."""
+    return f"{broker_name}*" if source == "slave" else broker_name
+
+
+def from_slaves_note(names: list[str]) -> list[str]:
+    return [f"* read from a slave (no master answering): {', '.join(names)}"] if names else []
+
+
 R = TypeVar("R", bound=Callable[..., View])
 _RENDERERS: dict[str, Callable[..., View]] = {}
 

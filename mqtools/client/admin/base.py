@@ -218,6 +218,23 @@ class AdminBase:
             raise MQClientError(f"cluster {cluster} has no master broker")
         return list(masters.values())
 
+    async def all_sets(self, cluster: str | None = None) -> dict[str, dict[int, str]]:
+        """broker name -> {id: address} of every broker set (of one cluster), master-less ones included."""
+        info = await self.cluster_info()
+        if cluster is not None and cluster not in info.cluster_addr_table:
+            raise MQClientError(f"cluster {cluster} not found (known: {', '.join(sorted(info.cluster_addr_table))})")
+        names = info.cluster_addr_table[cluster] if cluster else set(info.broker_addr_table)
+        return {n: dict(info.broker_addr_table[n].broker_addrs) for n in sorted(names) if n in info.broker_addr_table}
+
+    async def group_sets(self, group: str, topic: str | None) -> dict[str, dict[int, str]]:
+        """Where a group's offsets live, as broker sets: the topic's, else its retry topic's, else every set."""
+        for candidate in (topic, RETRY_GROUP_TOPIC_PREFIX + group):
+            if candidate is None:
+                continue
+            with contextlib.suppress(TopicNotExistError):
+                return broker_sets(await self._route(candidate))
+        return await self.all_sets()
+
     async def _group_brokers(self, group: str, topic: str | None) -> dict[str, str]:
         """Where a group's offsets live: the topic's brokers, else its retry topic's, else every master."""
         for candidate in (topic, RETRY_GROUP_TOPIC_PREFIX + group):

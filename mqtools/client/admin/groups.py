@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from mqtools.client.admin.base import AdminService
+from mqtools.client.admin.base import MASTER, SLAVE, AdminService
 from mqtools.client.admin.models.groups import (
     ClientConnection,
     ConsumerProgress,
@@ -21,6 +21,7 @@ from mqtools.client.admin.models.groups import (
 )
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.errors import MQBrokerError, MQClientError, SubscriptionGroupNotExistError
+from mqtools.common.presentation import Unreachable
 from mqtools.remoting.bodies import (
     ConsumerConnection,
     ConsumeStats,
@@ -39,11 +40,12 @@ from mqtools.remoting.headers import (
 )
 
 
-def _queue(mq: MessageQueue, w: OffsetWrapper) -> QueueProgress:
+def _queue(mq: MessageQueue, w: OffsetWrapper, source: str = MASTER) -> QueueProgress:
     consumer = w.consumer_offset if w.consumer_offset >= 0 else None
     # A 4.x broker's OffsetWrapper has no pullOffset (it reads as 0 here): unknown, not "nothing pulled".
     pull = None if w.pull_offset <= 0 < w.consumer_offset else w.pull_offset
-    return QueueProgress(mq, w.broker_offset, consumer, w.last_timestamp if w.last_timestamp > 0 else None, pull)
+    return QueueProgress(mq, w.broker_offset, consumer, w.last_timestamp if w.last_timestamp > 0 else None, pull,
+                         source)
 
 
 class GroupAdmin(AdminService):
@@ -105,13 +107,13 @@ class GroupAdmin(AdminService):
         return {addr: table.get(group) for addr, table in tables.items()}
 
     async def group_list(self) -> list[GroupEntry]:
-        """Every group configured on any master, with the masters that hold it, sorted by name."""
-        masters = await self.admin.master_addrs()
-        tables = await self.admin._each(list(masters.values()), self.subscription_groups)
+        """Every group configured on any broker set (read from its master, else a slave), with the brokers
+        that hold it, sorted by name."""
+        read = await self.admin.read_sets(await self.admin.all_sets(), self.subscription_groups)
         found: dict[str, list[GroupPlacement]] = {}
-        for name, addr in masters.items():
-            for group, config in tables[addr].items():
-                found.setdefault(group, []).append(GroupPlacement(name, addr, config))
+        for name, r in sorted(read.reads.items()):
+            for group, config in r.value.items():
+                found.setdefault(group, []).append(GroupPlacement(name, r.addr, config))
         return [GroupEntry(g, found[g]) for g in sorted(found)]
 
     async def subscription_group(self, group: str) -> GroupEntry:
@@ -124,24 +126,40 @@ class GroupAdmin(AdminService):
 
     async def consumer_progress(self, group: str, topic: str | None = None, *,
                                 cluster: str | None = None) -> ConsumerProgress:
-        """GET_CONSUME_STATS on every broker of the group (or of `cluster`): offsets, lag and last
-        consume time per queue. SubscriptionGroupNotExistError for a group no master knows."""
-        brokers = await (self.admin.master_addrs(cluster) if cluster is not None else self.admin._group_brokers(group, topic))
-        _, progress = await asyncio.gather(self.subscription_group(group),
-                                           self.consume_stats_at(group, topic, list(brokers.values())))
+        """GET_CONSUME_STATS on every broker set of the group (or of `cluster`), each from its master, else a
+        slave: offsets, lag and last consume time per queue; the sets no replica answered for are named.
+        SubscriptionGroupNotExistError for a group no broker knows."""
+        sets = await (self.admin.all_sets(cluster) if cluster is not None else self.admin.group_sets(group, topic))
+        _, read = await asyncio.gather(self.subscription_group(group), self.admin.read_sets(
+            sets, lambda a: self._consume_stats(a, group, topic)))
+        progress = ConsumerProgress(group)
+        for name, r in sorted(read.reads.items()):
+            if r.value is None:
+                if r.source == SLAVE:  # a slave syncs groups and offsets from its master every few seconds
+                    read.unreachable.append(Unreachable(name, r.addr, "no master answering; the slave does not know "
+                                                                      "the group yet"))
+                continue
+            progress.consume_tps = (progress.consume_tps or 0.0) + r.value.consume_tps
+            progress.queues.extend(_queue(mq, w, r.source) for mq, w in r.value.offset_table.items())
+        progress.queues.sort(key=lambda q: queue_key(q.queue))
+        progress.unreachable = sorted(read.unreachable, key=lambda u: u.broker_name or "")
+        if progress.unreachable:
+            progress.consume_tps = None
         return progress
+
+    async def _consume_stats(self, addr: str, group: str, topic: str | None) -> ConsumeStats | None:
+        resp = await self.admin.call(addr, RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(group, topic).to_ext(),
+                                     ok=(ResponseCode.SUCCESS, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                         ResponseCode.TOPIC_NOT_EXIST))
+        return ConsumeStats.from_json(resp.body) if resp.code == ResponseCode.SUCCESS and resp.body else None
 
     async def consume_stats_at(self, group: str, topic: str | None, addrs: list[str]) -> ConsumerProgress:
         """The group's consume stats read from the given brokers only."""
-        ext = GetConsumeStatsRequestHeader(group, topic).to_ext()
-        answers = await self.admin._each(addrs, lambda a: self.admin.call(
-            a, RequestCode.GET_CONSUME_STATS, ext, ok=(ResponseCode.SUCCESS, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                                      ResponseCode.TOPIC_NOT_EXIST)))
+        answers = await self.admin._each(addrs, lambda a: self._consume_stats(a, group, topic))
         progress = ConsumerProgress(group)
-        for resp in answers.values():
-            if resp.code != ResponseCode.SUCCESS or not resp.body:
+        for stats in answers.values():
+            if stats is None:
                 continue
-            stats = ConsumeStats.from_json(resp.body)
             progress.consume_tps = (progress.consume_tps or 0.0) + stats.consume_tps
             progress.queues.extend(_queue(mq, w) for mq, w in stats.offset_table.items())
         progress.queues.sort(key=lambda q: queue_key(q.queue))

@@ -20,18 +20,22 @@ from support.adminsupport import mq
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
 
 from mqtools.client.admin import SyncMQAdmin
+from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.sync import SyncProducer
 from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL
 from mqtools.common.message import Message
-from mqtools.remoting.bodies import MessageQueue, TopicConfig
+from mqtools.remoting.bodies import ConsumeStats, MessageQueue, SubscriptionGroupConfig, TopicConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
-from mqtools.remoting.headers import TopicRequestHeader
+from mqtools.remoting.headers import GetConsumeStatsRequestHeader, TopicRequestHeader
 
 pytestmark = [pytest.mark.integration, pytest.mark.faults, pytest.mark.timeout(300)]
 TOPIC = "OutageTopic"
 PER_QUEUE = 25
 BROKERS = ("broker-a", "broker-b")
 SENT = PER_QUEUE * 4 * len(BROKERS)
+GROUP = "OutageGroup"
+COMMITTED = 10
+LAG = (PER_QUEUE - COMMITTED) * 4 * len(BROKERS)
 TIMEOUT = "2"
 ANY_CODE = tuple(ResponseCode)
 
@@ -42,16 +46,33 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]
         with SyncMQAdmin(running.namesrv) as admin:
             for broker in BROKERS:
                 admin.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=running.addr(broker))
-        with SyncMQAdmin(running.namesrv) as admin:  # slaves learn topic configs every 10 s
-            for slave in ("broker-a-s", "broker-b-s"):
-                wait_for(lambda s=slave: admin.call(running.addr(s), RequestCode.GET_TOPIC_STATS_INFO,
-                                                    TopicRequestHeader(TOPIC).to_ext(), ok=ANY_CODE).code
-                         == ResponseCode.SUCCESS, 30, f"{slave} to know {TOPIC}")
+                admin.create_subscription_group(SubscriptionGroupConfig(GROUP), broker_addr=running.addr(broker))
         with SyncProducer("outage-producer", namesrv=running.namesrv) as producer:
             for i in range(SENT):
                 broker = BROKERS[i % 2]
                 producer.send(Message(TOPIC, f"m{i}".encode()), queue=MessageQueue(TOPIC, broker, (i // 2) % 4))
+        with SyncMQAdmin(running.namesrv) as admin:
+            admin.reset_offsets(GROUP, TOPIC, ResetTarget("offset", COMMITTED))
+            # slaves learn topic configs, groups and offsets from their masters every 10 s
+            for slave in ("broker-a-s", "broker-b-s"):
+                wait_for(lambda s=slave: slave_knows(admin, running.addr(s)), 40, f"{slave} to know {TOPIC}, {GROUP}")
         yield running
+
+
+def slave_knows(admin: SyncMQAdmin, addr: str) -> bool:
+    stats = admin.call(addr, RequestCode.GET_TOPIC_STATS_INFO, TopicRequestHeader(TOPIC).to_ext(), ok=ANY_CODE)
+    consume = admin.call(addr, RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(GROUP, TOPIC).to_ext(),
+                         ok=ANY_CODE)
+    if stats.code != ResponseCode.SUCCESS or consume.code != ResponseCode.SUCCESS or not consume.body:
+        return False
+    offsets = ConsumeStats.from_json(consume.body).offset_table.values()
+    return len(offsets) == 4 and all(w.consumer_offset == COMMITTED for w in offsets)
+
+
+def group_progress(cluster: PresetCluster) -> tuple[int, dict]:
+    result = mq("admin", "group", "progress", GROUP, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    assert result.returncode in (EXIT_OK, EXIT_PARTIAL), result.stderr
+    return result.returncode, json.loads(result.stdout)
 
 
 def topic_status(cluster: PresetCluster) -> tuple[int, dict, float]:
@@ -73,14 +94,19 @@ def test_healthy_every_queue_from_its_master(cluster: PresetCluster) -> None:
     assert (code, doc["partial"], doc["unreachable"]) == (EXIT_OK, False, [])
     assert doc["messages"] == SENT and len(doc["queues"]) == 8
     assert sources(doc) == {"broker-a": {"master"}, "broker-b": {"master"}}
+    code, progress = group_progress(cluster)
+    assert (code, progress["partial"], progress["diffTotal"]) == (EXIT_OK, False, LAG)
 
 
 def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: PresetCluster) -> None:
     cluster.pause("broker-b")
     try:
         code, doc, took = topic_status(cluster)
+        progress_code, progress = group_progress(cluster)
     finally:
         cluster.resume("broker-b")
+    assert (progress_code, progress["partial"], progress["diffTotal"]) == (EXIT_OK, False, LAG)
+    assert sources(progress) == {"broker-a": {"master"}, "broker-b": {"slave"}}
     assert (code, doc["partial"]) == (EXIT_OK, False)
     assert doc["messages"] == SENT and len(doc["queues"]) == 8
     assert sources(doc) == {"broker-a": {"master"}, "broker-b": {"slave"}}
@@ -94,6 +120,9 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
     assert (code, doc["partial"], doc["unreachable"]) == (EXIT_OK, False, [])
     assert doc["messages"] == SENT and len(doc["queues"]) == 8
     assert sources(doc) == {"broker-a": {"slave"}, "broker-b": {"master"}}
+    code, progress = group_progress(cluster)
+    assert (code, progress["partial"], progress["diffTotal"]) == (EXIT_OK, False, LAG)
+    assert sources(progress) == {"broker-a": {"slave"}, "broker-b": {"master"}}
     table = mq("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert table.returncode == EXIT_OK and "* read from a slave (no master answering): broker-a" in table.stdout
 
@@ -104,6 +133,7 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     try:
         code, doc, _ = topic_status(cluster)
         table = mq("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+        progress_code, progress = group_progress(cluster)
     finally:
         cluster.resume("broker-a-s")
     assert (code, doc["partial"]) == (EXIT_PARTIAL, True)
@@ -111,6 +141,8 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     assert doc["messages"] == SENT // 2 and sources(doc) == {"broker-b": {"master"}}
     assert doc["putTps"] is None
     assert doc["unreachable"][0]["reason"].startswith("no master registered; slave")
+    assert (progress_code, progress["partial"], progress["diffTotal"]) == (EXIT_PARTIAL, True, LAG // 2)
+    assert [u["brokerName"] for u in progress["unreachable"]] == ["broker-a"] and progress["consumeTps"] is None
     assert table.returncode == EXIT_PARTIAL
     assert f"total: at least 4 queues, at least {SENT // 2} messages" in table.stdout
     assert table.stdout.rstrip().splitlines()[-1].startswith("partial: could not read broker-a")

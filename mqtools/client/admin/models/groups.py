@@ -13,7 +13,16 @@ from typing import Any
 
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.common.mqversion import version_desc
-from mqtools.common.presentation import Column, View, cell, renders, when
+from mqtools.common.presentation import (
+    Column,
+    Unreachable,
+    View,
+    cell,
+    from_slaves_note,
+    renders,
+    slave_marked,
+    when,
+)
 from mqtools.common.topics import is_system_group
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import (
@@ -36,6 +45,8 @@ class QueueProgress:
     """Store time of the last consumed message; None when nothing was consumed."""
     pull_offset: int | None = None
     """Where the group's clients pull next (RocketMQ 5 brokers); None when the broker did not say."""
+    source: str = "master"
+    """Which replica of the broker set answered: master, or slave when the master is gone or silent."""
 
     @property
     def diff(self) -> int:
@@ -54,7 +65,9 @@ class ConsumerProgress:
     group: str
     queues: list[QueueProgress] = field(default_factory=list)
     consume_tps: float | None = None
-    """Summed over brokers; None when no broker answered."""
+    """Summed over brokers; None when no broker answered, or some broker set could not be read."""
+    unreachable: list[Unreachable] = field(default_factory=list)
+    """Broker sets no replica answered for: their queues (and lag) are not in `queues`."""
 
     @property
     def total_diff(self) -> int:
@@ -350,20 +363,24 @@ def group_change_view(group: str, operation: str, changes: list[GroupChange]) ->
 @renders("GroupProgress")
 def group_progress_view(p: ConsumerProgress, topic: str | None = None) -> View:
     """Per queue, with totals; `topic` is the filter the progress was read with (None: every topic)."""
-    rows = [[q.queue.topic, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset, q.diff,
-             q.inflight, when(q.last_timestamp_ms)] for q in p.queues]
+    rows = [[q.queue.topic, slave_marked(q.queue.broker_name, q.source), q.queue.queue_id, q.broker_offset,
+             q.consumer_offset, q.diff, q.inflight, when(q.last_timestamp_ms)] for q in p.queues]
     inflight = [q.inflight for q in p.queues]
     inflight_total = None if None in inflight else sum(i for i in inflight if i is not None)
     data = {"group": p.group, "topic": topic, "consumeTps": p.consume_tps, "diffTotal": p.total_diff,
             "inflightTotal": inflight_total, "queues": [
                 {"topic": q.queue.topic, "brokerName": q.queue.broker_name, "queueId": q.queue.queue_id,
                  "brokerOffset": q.broker_offset, "consumerOffset": q.consumer_offset, "diff": q.diff,
-                 "inflight": q.inflight, "lastTimestampMs": q.last_timestamp_ms} for q in p.queues]}
-    footer = [f"total: diff {p.total_diff}, in flight {cell(inflight_total)}, consume TPS {cell(p.consume_tps)}"]
+                 "inflight": q.inflight, "lastTimestampMs": q.last_timestamp_ms, "source": q.source}
+                for q in p.queues]}
+    least = "at least " if p.unreachable else ""
+    footer = [(f"total: diff {least}{p.total_diff}, in flight {cell(inflight_total)}, "
+               f"consume TPS {cell(p.consume_tps)}"),
+              *from_slaves_note(sorted({q.queue.broker_name for q in p.queues if q.source == "slave"}))]
     return View("GroupProgress", [Column("TOPIC"), Column("BROKER"), Column("QID", True),
                                   Column("BROKER OFFSET", True), Column("CONSUMER OFFSET", True),
                                   Column("DIFF", True), Column("INFLIGHT", True), Column("LAST CONSUMED")],
-                rows, data, footer=footer)
+                rows, data, footer=footer, unreachable=p.unreachable)
 
 
 @renders("GroupConnections")

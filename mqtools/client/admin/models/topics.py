@@ -10,7 +10,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mqtools.common.perm import perm_to_string
-from mqtools.common.presentation import Column, Unreachable, View, cell, renders, when
+from mqtools.common.presentation import (
+    Column,
+    Unreachable,
+    View,
+    cell,
+    from_slaves_note,
+    renders,
+    slave_marked,
+    when,
+)
 from mqtools.common.topics import is_dlq_topic, is_retry_topic, is_system_topic
 from mqtools.remoting.bodies import MessageQueue, TopicConfig, TopicRouteData
 
@@ -126,15 +135,6 @@ def topic_route_view(topic: str, route: TopicRouteData) -> View:
     return View("TopicRoute", [Column("BROKER"), Column("CLUSTER"), Column("MASTER"), Column("SLAVES"),
                                Column("READ Q", True), Column("WRITE Q", True), Column("PERM")],
                 rows, doc, footer=footer)
-
-
-def slave_marked(broker_name: str, source: str) -> str:
-    """A table's broker cell: a figure read from a slave carries `*` (the footer says what it means)."""
-    return f"{broker_name}*" if source == "slave" else broker_name
-
-
-def from_slaves_note(names: list[str]) -> list[str]:
-    return [f"* read from a slave (no master answering): {', '.join(names)}"] if names else []
 
 
 @renders("TopicStatus")
