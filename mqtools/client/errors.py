@@ -22,6 +22,17 @@ class MQClientError(Exception):
     """A client-side failure: validation, no route, no broker, a budget spent."""
 
 
+class NoMasterError(MQClientError):
+    """A write needs every broker set it targets to have a master, and some have none registered: nothing
+    was written (a half-applied change would leave the sets disagreeing in silence)."""
+
+    def __init__(self, broker_names: list[str], what: str) -> None:
+        self.broker_names = broker_names
+        sets = ", ".join(broker_names)
+        super().__init__(f"broker set {sets} has no master registered (read-only until one returns or is "
+                         f"elected): {what} not written anywhere")
+
+
 class UnreachableError(MQClientError):
     """No connection to a name server or broker, or it dropped, or no answer came in time."""
 

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 from mqtools.client.errors import (
     ConnectFailedError,
     MQClientError,
+    NoMasterError,
     RequestTimeoutError,
     TopicNotExistError,
     UnreachableError,
@@ -209,14 +210,24 @@ class AdminBase:
         return masters_of(await self._route(topic))
 
     async def _targets(self, cluster: str | None, broker_addr: str | None) -> list[str]:
+        """Where a write goes: one broker, or every master of a cluster; NoMasterError (nothing written) when
+        a set of the cluster has no master."""
         if (cluster is None) == (broker_addr is None):
             raise MQClientError("give exactly one of cluster= or broker_addr=")
         if broker_addr is not None:
             return [broker_addr]
-        masters = await self.master_addrs(cluster)
-        if not masters:
-            raise MQClientError(f"cluster {cluster} has no master broker")
-        return list(masters.values())
+        return self.masters_of_all(await self.all_sets(cluster), f"cluster {cluster}'s change")
+
+    @staticmethod
+    def masters_of_all(sets: Mapping[str, Mapping[int, str]], what: str) -> list[str]:
+        """The masters of every set, for a write that must reach them all; NoMasterError naming the sets
+        without one (and MQClientError for no set at all)."""
+        if not sets:
+            raise MQClientError(f"no broker set to write {what} to")
+        missing = sorted(n for n, addrs in sets.items() if MASTER_ID not in addrs)
+        if missing:
+            raise NoMasterError(missing, what)
+        return [sets[n][MASTER_ID] for n in sorted(sets)]
 
     async def all_sets(self, cluster: str | None = None) -> dict[str, dict[int, str]]:
         """broker name -> {id: address} of every broker set (of one cluster), master-less ones included."""

@@ -98,7 +98,7 @@ class TopicAdmin(AdminService):
         """
         names = {addr: name for name, addr in (await self.admin.master_addrs()).items()}
         if cluster is None and broker_addr is None:
-            addrs = list((await self.admin.route_masters(topic)).values())
+            addrs = self.admin.masters_of_all(broker_sets(await self.admin._route(topic)), f"topic {topic}'s change")
         else:
             addrs = await self.admin._targets(cluster, broker_addr)
         current = await self._configs_at(topic, addrs)

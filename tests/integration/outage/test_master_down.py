@@ -22,7 +22,7 @@ from support.presetcluster import PresetCluster, preset_cluster, wait_for
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.sync import SyncProducer
-from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL
+from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED
 from mqtools.common.message import Message
 from mqtools.remoting.bodies import ConsumeStats, MessageQueue, SubscriptionGroupConfig, TopicConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -125,6 +125,20 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
     assert sources(progress) == {"broker-a": {"slave"}, "broker-b": {"master"}}
     table = mq("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert table.returncode == EXIT_OK and "* read from a slave (no master answering): broker-a" in table.stdout
+
+
+def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: PresetCluster) -> None:
+    with SyncMQAdmin(cluster.namesrv) as admin:
+        (name,) = admin.cluster_info().cluster_addr_table
+        before = admin.topic_configs(cluster.addr("broker-b"))[TOPIC]
+        for args in (["topic", "update", TOPIC, "-w", "2"], ["topic", "create", "OutageNew", "-c", name],
+                     ["group", "create", "OutageNewGroup", "-c", name]):
+            result = mq("admin", *args, namesrv=cluster.namesrv)
+            assert result.returncode == EXIT_REFUSED, (args, result.stdout, result.stderr)
+            assert result.stderr.startswith("mq: error: broker set broker-a has no master registered"), result.stderr
+        b = cluster.addr("broker-b")
+        assert admin.topic_configs(b)[TOPIC].write_queue_nums == before.write_queue_nums == 4
+        assert "OutageNew" not in admin.topic_configs(b) and "OutageNewGroup" not in admin.subscription_groups(b)
 
 
 def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: PresetCluster) -> None:
