@@ -14,7 +14,6 @@ from mqtools.cli.admin.common import (
     TlsCertOpt,
     TlsKeyOpt,
     TlsOpt,
-    exit_for,
     tls_flags,
     usage,
 )
@@ -49,7 +48,6 @@ def exporter(
 
     from mqtools.client.admin import MQAdmin
     from mqtools.client.contexts import resolve
-    from mqtools.client.errors import MQClientError
     from mqtools.common.loop import run as run_loop
     from mqtools.exporter.collector import registry_for
     from mqtools.exporter.poller import ExporterPoller
@@ -58,10 +56,7 @@ def exporter(
         host, port = listen_addr(listen)
     except ValueError as exc:
         raise usage(f"--listen: {exc}") from None
-    try:
-        target = resolve(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key))
-    except MQClientError as exc:
-        raise exit_for(exc) from None
+    target = resolve(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key))
 
     async def serve() -> None:
         async with MQAdmin(target.namesrv, timeout=timeout, security=target.security) as admin:

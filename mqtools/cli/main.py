@@ -23,9 +23,11 @@ from mqtools.cli import (
     spark_cmd,
     top_cmd,
 )
+from mqtools.cli.frame import FramedGroup
 from mqtools.common.exitcodes import EXIT_USAGE
 
 app = typer.Typer(
+    cls=FramedGroup,
     name="mq",
     help="RocketMQ-compatible message queue and ops toolkit.",
     no_args_is_help=True,

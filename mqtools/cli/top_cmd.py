@@ -21,7 +21,6 @@ from mqtools.cli.admin.common import (
     TlsCertOpt,
     TlsKeyOpt,
     TlsOpt,
-    exit_for,
     fail,
     tls_flags,
     usage,
@@ -57,14 +56,10 @@ def top(
     Example: mq top -n 127.0.0.1:9876 --refresh 1
     """
     from mqtools.client.contexts import resolve
-    from mqtools.client.errors import MQClientError
 
     if output not in ONCE_FORMATS:
         raise usage(f"-o must be one of {', '.join(ONCE_FORMATS)}, not {output!r}")
-    try:
-        target = resolve(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key))
-    except MQClientError as exc:
-        raise exit_for(exc) from None
+    target = resolve(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key))
     chosen_dir = str(state_dir) if state_dir else (target.context.state_dir if target.context else None)
     context_name = target.context.name if target.context else None
     if once:

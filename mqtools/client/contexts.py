@@ -18,6 +18,7 @@ from mqtools.client.errors import MQClientError
 from mqtools.client.tls import options_from_json, options_to_json
 from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.atomic_file import write_atomic
+from mqtools.common.exitcodes import EXIT_USAGE
 from mqtools.common.security import ClientSecurity, TlsClientOptions
 
 CONFIG_ENV = "MQ_CONFIG_DIR"
@@ -28,9 +29,13 @@ CONTEXTS_FILE = "contexts.json"
 class ContextError(MQClientError):
     """No such context, a bad context name or an unreadable contexts file."""
 
+    exit_code = EXIT_USAGE
+
 
 class NoNamesrvError(MQClientError):
     """Neither -n, NAMESRV_ADDR nor a current context says where the name servers are."""
+
+    exit_code = EXIT_USAGE
 
 
 def config_dir() -> Path:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 from mqtools.client.errors import MQClientError
 from mqtools.common.atomic_file import write_atomic
+from mqtools.common.exitcodes import EXIT_USAGE
 from mqtools.common.security import SessionCredentials
 
 ACCESS_KEY_ENV = "MQ_ACCESS_KEY"
@@ -25,6 +26,8 @@ MASK = "****"
 
 class CredentialsError(MQClientError):
     """Credentials that cannot be used (half set in the environment, unreadable or open file)."""
+
+    exit_code = EXIT_USAGE
 
 
 def from_env(environ: Mapping[str, str] | None = None) -> SessionCredentials | None:

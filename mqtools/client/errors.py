@@ -14,11 +14,13 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import TypeVar
 
+from mqtools.common.errors import ToolkitError
+from mqtools.common.exitcodes import EXIT_UNREACHABLE
 from mqtools.remoting.codes import ResponseCode, code_name
 from mqtools.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
 
-class MQClientError(Exception):
+class MQClientError(ToolkitError):
     """A client-side failure: validation, no route, no broker, a budget spent."""
 
 
@@ -35,6 +37,8 @@ class NoMasterError(MQClientError):
 
 class UnreachableError(MQClientError):
     """No connection to a name server or broker, or it dropped, or no answer came in time."""
+
+    exit_code = EXIT_UNREACHABLE
 
 
 class ConnectFailedError(UnreachableError):
@@ -77,6 +81,9 @@ class MQBrokerError(MQClientError):
     def code_name(self) -> str:
         """ResponseCode's name for the code (the number itself when RocketMQ has no name for it)."""
         return code_name(self.code, response=True)
+
+    def summary(self) -> str:
+        return f"{self.remark or 'refused'} (CODE {self.code} {self.code_name})"
 
 
 class BrokerSystemError(MQBrokerError):

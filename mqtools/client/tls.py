@@ -13,12 +13,15 @@ from typing import Any
 
 from mqtools.client.errors import MQClientError
 from mqtools.common.configkeys import ConfigError
+from mqtools.common.exitcodes import EXIT_USAGE
 from mqtools.common.security import TlsClientOptions
 from mqtools.common.tls import client_context
 
 
 class TlsOptionError(MQClientError):
     """A TLS flag or a context's TLS entry that cannot be used (missing file, cert without key)."""
+
+    exit_code = EXIT_USAGE
 
 
 def options_from_flags(tls: bool, ca: str | None = None, cert: str | None = None,

@@ -23,9 +23,10 @@ LINK = "mq0"
 FIRST_HOST = 10
 #: A throttled link: its rate, burst and queue (how long a packet may wait before it is dropped).
 SLOW_LINK_RATE, SLOW_LINK_BURST, SLOW_LINK_QUEUE = "1mbit", "16kb", "200ms"
+from mqtools.common.errors import ToolkitError
 
 
-class NetnsError(RuntimeError):
+class NetnsError(ToolkitError, RuntimeError):
     """An `ip` or `tc` command failed; the message has the command and what it printed."""
 
 

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from importlib import resources
 
 from mqtools.common.brokerrole import BrokerRole
+from mqtools.common.errors import ToolkitError
+from mqtools.common.exitcodes import EXIT_USAGE
 from mqtools.common.javaprops import parse_properties
 
 #: A preset's name server settings (not a broker file); its namesrvCount key is the launcher's, not RocketMQ's.
@@ -13,8 +15,10 @@ NAMESRV_FILE = "namesrv.properties"
 NAMESRV_COUNT_KEY = "namesrvCount"
 
 
-class PresetError(ValueError):
+class PresetError(ToolkitError, ValueError):
     """Unknown preset or a broken preset file; the message is one line for the user."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass(frozen=True)

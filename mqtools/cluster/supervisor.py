@@ -27,6 +27,8 @@ from pathlib import Path
 import psutil
 
 from mqtools.client import credentials
+from mqtools.common.errors import ToolkitError
+from mqtools.common.exitcodes import EXIT_UNREACHABLE
 from mqtools.common.security import ClientSecurity, TlsClientOptions
 
 STATE_FILE = "cluster.json"
@@ -36,8 +38,10 @@ CONTROLLED_ROLE = "CONTROLLED"
 """ProcInfo.role of a broker in controller mode: its controllers decide whether it is master."""
 
 
-class LaunchError(RuntimeError):
+class LaunchError(ToolkitError, RuntimeError):
     """A process did not come up; the message says which and where its log is."""
+
+    exit_code = EXIT_UNREACHABLE
 
 
 @dataclass

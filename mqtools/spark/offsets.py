@@ -20,13 +20,17 @@ if TYPE_CHECKING:
 
 EARLIEST = -2
 LATEST = -1
+from mqtools.common.errors import ToolkitError
+from mqtools.common.exitcodes import EXIT_USAGE
 
 
-class OffsetSpecError(ValueError):
+class OffsetSpecError(ToolkitError, ValueError):
     """A startingOffsets/endingOffsets value that is none of the accepted forms."""
 
+    exit_code = EXIT_USAGE
 
-class DataLossError(RuntimeError):
+
+class DataLossError(ToolkitError, RuntimeError):
     """Asked-for offsets are below a queue's minimum (gone after retention) and failOnDataLoss is true."""
 
 

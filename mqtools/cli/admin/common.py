@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Optional, TypeVar
 
 import typer
 
+from mqtools.cli.frame import fail
 from mqtools.cli.output import FORMATS, View, is_terminal, render
-from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE
+from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED, EXIT_USAGE
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -63,11 +64,6 @@ TlsKeyOpt = Annotated[
     Optional[str],  # noqa: UP045
     typer.Option("--tls-key", metavar="FILE", help="The client certificate's private key."),
 ]
-
-
-def fail(message: str, code: int) -> typer.Exit:
-    typer.echo(f"mq: error: {message}", err=True)
-    return typer.Exit(code)
 
 
 def usage(message: str) -> typer.Exit:
@@ -119,26 +115,15 @@ def cli_tls() -> TlsClientOptions | None:
 
 
 def exit_for(exc: MQClientError) -> typer.Exit:
-    """One line and the documented exit code for every failure the admin API raises."""
-    from mqtools.client.contexts import ContextError, NoNamesrvError
-    from mqtools.client.errors import MQBrokerError, UnreachableError
-    from mqtools.client.tls import TlsOptionError
-
-    if isinstance(exc, (NoNamesrvError, ContextError, TlsOptionError)):
-        return usage(str(exc))
-    if isinstance(exc, UnreachableError):
-        return fail(str(exc), EXIT_UNREACHABLE)
-    if isinstance(exc, MQBrokerError):
-        return fail(f"{exc.remark or 'refused'} (CODE {exc.code} {exc.code_name})", EXIT_REFUSED)
-    return fail(str(exc), EXIT_REFUSED)
+    """One line and the exit code the failure's class carries (what the frame does for uncaught ones)."""
+    return fail(exc.summary(), exc.exit_code)
 
 
 def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context: str | None = None,
         timeout: float = DEFAULT_TIMEOUT) -> T:
-    """Open an admin session on the resolved name servers, run `job`, close; failures become exits."""
+    """Open an admin session on the resolved name servers, run `job`, close (failures reach the frame)."""
     from mqtools.client.admin import MQAdmin
     from mqtools.client.contexts import resolve
-    from mqtools.client.errors import MQClientError
     from mqtools.common.loop import run as run_loop
 
     tls = cli_tls()
@@ -148,10 +133,7 @@ def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context:
         async with MQAdmin(target.namesrv, timeout=timeout, security=target.security) as admin:
             return await job(admin)
 
-    try:
-        return run_loop(session())
-    except MQClientError as exc:
-        raise exit_for(exc) from None
+    return run_loop(session())
 
 
 def show(namesrv: str | None, fmt: str, build: Callable[[MQAdmin], Awaitable[View]], *,
