@@ -13,12 +13,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 
-from mqtools.client.admin.base import AdminService, masters_of
+from mqtools.client.admin.base import AdminBase, AdminService, broker_sets, masters_of
 from mqtools.client.admin.models.groups import OffsetReset, ResetTarget
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.client_api import queue_offset
 from mqtools.client.errors import ConsumerNotOnlineError, MQClientError
 from mqtools.client.offset_store import RemoteOffsetStore
+from mqtools.client.route import TopicRoute
 from mqtools.common.topics import is_dlq_topic, is_retry_topic
 from mqtools.remoting.bodies import MessageQueue, ResetOffsetBody
 from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -56,7 +57,7 @@ class OffsetAdmin(AdminService):
         """
         await self.admin.groups.subscription_group(group)
         route = await self.admin._route(topic)
-        masters = masters_of(route)
+        masters = self._writable(group, topic, route)
         if cluster is not None:
             masters = {n: a for n, a in (await self.admin.topics.topic_masters(topic, cluster)).items() if n in masters}
         queues = [mq for mq in route.subscribe if mq.broker_name in masters]
@@ -90,7 +91,7 @@ class OffsetAdmin(AdminService):
             stamp = LATEST if target.value is None else target.value
             return await self.reset_offset_by_time(group, topic, stamp, dry_run=dry_run)
         await self.admin.groups.subscription_group(group)
-        queues = await self._queues(topic, target)
+        queues = await self._queues(topic, target, group)
         plan = await self._plan(queues, await self._committed(group, queues), target)
         if not plan:
             raise MQClientError(f"group {group} has no committed offset on topic {topic} to shift; "
@@ -105,7 +106,7 @@ class OffsetAdmin(AdminService):
         destination group not yet configured gets the source's subscription config on each master that
         has it, so the new group is known before its first consumer starts."""
         source = await self.admin.groups.subscription_group(src_group)
-        queues = await self._queues(topic, None)
+        queues = await self._queues(topic, None, dest_group)
         src, dest = await asyncio.gather(self._committed(src_group, queues), self._committed(dest_group, queues))
         plan = [OffsetReset(mq, dest.get(mq), offset) for mq, offset in src.items() if offset is not None]
         if not plan:
@@ -124,9 +125,17 @@ class OffsetAdmin(AdminService):
         it never committed. Unlike consume stats, whatever topics the broker thinks the group subscribes to."""
         return await self._committed(group, await self._queues(topic, None))
 
-    async def _queues(self, topic: str, target: ResetTarget | None) -> list[MessageQueue]:
+    @staticmethod
+    def _writable(group: str, topic: str, route: TopicRoute) -> dict[str, str]:
+        """The route's masters, when every set has one: offsets live on masters, and a reset that moved some
+        queues and not others would leave the group half moved (NoMasterError names the sets, nothing moves)."""
+        sets = broker_sets(route)
+        AdminBase.masters_of_all(sets, f"the offsets of group {group} on topic {topic}")
+        return masters_of(route)
+
+    async def _queues(self, topic: str, target: ResetTarget | None, group: str | None = None) -> list[MessageQueue]:
         route = await self.admin._route(topic)
-        masters = masters_of(route)
+        masters = masters_of(route) if group is None else self._writable(group, topic, route)
         queues = [mq for mq in route.subscribe if mq.broker_name in masters]
         if target is None or not target.single_queue:
             return queues

@@ -132,13 +132,20 @@ def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: Preset
         (name,) = admin.cluster_info().cluster_addr_table
         before = admin.topic_configs(cluster.addr("broker-b"))[TOPIC]
         for args in (["topic", "update", TOPIC, "-w", "2"], ["topic", "create", "OutageNew", "-c", name],
-                     ["group", "create", "OutageNewGroup", "-c", name]):
+                     ["group", "create", "OutageNewGroup", "-c", name],
+                     ["offset", "reset", GROUP, TOPIC, "--earliest", "--yes"],
+                     ["offset", "reset", GROUP, TOPIC, "--earliest", "--dry-run"]):
             result = mq("admin", *args, namesrv=cluster.namesrv)
             assert result.returncode == EXIT_REFUSED, (args, result.stdout, result.stderr)
             assert result.stderr.startswith("mq: error: broker set broker-a has no master registered"), result.stderr
         b = cluster.addr("broker-b")
         assert admin.topic_configs(b)[TOPIC].write_queue_nums == before.write_queue_nums == 4
         assert "OutageNew" not in admin.topic_configs(b) and "OutageNewGroup" not in admin.subscription_groups(b)
+        committed = admin.committed_offsets(GROUP, TOPIC)
+        assert [v for q, v in committed.items() if q.broker_name == "broker-b"] == [COMMITTED] * 4
+    # mqadmin's topicStatus reads the master-less set from its slave too, as Apache's does
+    classic = mq("admin", "topicStatus", "-t", TOPIC, namesrv=cluster.namesrv)
+    assert classic.returncode == EXIT_OK and classic.stdout.count("broker-a") == 4, classic.stdout
 
 
 def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: PresetCluster) -> None:
