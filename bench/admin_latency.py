@@ -44,9 +44,9 @@ TARGET_HELP_S = 0.25
 async def populate(namesrv: str, broker: str) -> None:
     async with MQAdmin(namesrv, timeout=30) as admin:
         for start in range(0, TOPICS, 50):
-            await asyncio.gather(*(admin.create_topic(TopicConfig(f"BenchTopic{i}", 4, 4), broker_addr=broker)
+            await asyncio.gather(*(admin.topics.create_topic(TopicConfig(f"BenchTopic{i}", 4, 4), broker_addr=broker)
                                    for i in range(start, min(start + 50, TOPICS))))
-        await asyncio.gather(*(admin.create_subscription_group(SubscriptionGroupConfig(f"BenchGroup{i}"),
+        await asyncio.gather(*(admin.groups.create_subscription_group(SubscriptionGroupConfig(f"BenchGroup{i}"),
                                                                broker_addr=broker) for i in range(GROUPS)))
     async with Producer("bench_admin_producer", namesrv=namesrv) as producer:
         for i in range(200):
@@ -105,9 +105,9 @@ def main() -> None:
             asyncio.run(populate(namesrv.addr, broker.addr))
             setup = time.perf_counter() - began
             cases: list[tuple[str, list[str], Callable[[MQAdmin], Awaitable[object]]]] = [
-                ("topic list", ["admin", "topic", "list"], lambda a: a.topic_list()),
-                ("cluster list", ["admin", "cluster", "list"], lambda a: a.cluster_snapshot()),
-                ("group progress", ["admin", "group", "progress", GROUP], lambda a: a.consumer_progress(GROUP)),
+                ("topic list", ["admin", "topic", "list"], lambda a: a.topics.topic_list()),
+                ("cluster list", ["admin", "cluster", "list"], lambda a: a.cluster.cluster_snapshot()),
+                ("group progress", ["admin", "group", "progress", GROUP], lambda a: a.groups.consumer_progress(GROUP)),
             ]
             parts, worst = [], 0.0
             for name, args, call in cases:

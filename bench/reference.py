@@ -124,11 +124,11 @@ def prepare(namesrv: str, brokers: int) -> None:
                 raise SystemExit(f"reference: {brokers} broker(s) never registered with {namesrv}")
             time.sleep(0.2)
         for topic in (TOPIC, BACKLOG_TOPIC):
-            admin.create_topic(TopicConfig(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES), cluster=CLUSTER)
+            admin.topics.create_topic(TopicConfig(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES), cluster=CLUSTER)
         for topic in (TOPIC, BACKLOG_TOPIC):
             while True:
                 with suppress(MQClientError, OSError, TimeoutError):
-                    if len(admin.message_queues(topic)) >= QUEUES:
+                    if len(admin.messages.message_queues(topic)) >= QUEUES:
                         break
                 if time.monotonic() > deadline:
                     raise SystemExit(f"reference: no route for {topic} on {namesrv}")

@@ -285,7 +285,7 @@ async def groups_rounds(ns: str, broker_addr: str, broker_pid: int, count: int) 
     host, port = broker_addr.rsplit(":", 1)
     topic = "ScaleGroupsTopic"
     async with MQAdmin(ns, timeout=30) as admin:
-        await admin.create_topic(TopicConfig(topic, QUEUES, QUEUES), cluster=CLUSTER)
+        await admin.topics.create_topic(TopicConfig(topic, QUEUES, QUEUES), cluster=CLUSTER)
     loop = asyncio.get_running_loop()
     clients: list[tuple[asyncio.BaseTransport, SimClient]] = []
     for i in range(count):

@@ -50,9 +50,9 @@ async def populate(namesrv: str, topics: int, groups: int) -> None:
             async with gate:
                 await make(admin)
 
-        await asyncio.gather(*(one(lambda a, i=i: a.create_topic(TopicConfig(f"BenchTopic{i:04d}", 4, 4),
+        await asyncio.gather(*(one(lambda a, i=i: a.topics.create_topic(TopicConfig(f"BenchTopic{i:04d}", 4, 4),
                                                                   cluster=CLUSTER)) for i in range(topics)))
-        await asyncio.gather(*(one(lambda a, i=i: a.create_subscription_group(
+        await asyncio.gather(*(one(lambda a, i=i: a.groups.create_subscription_group(
             SubscriptionGroupConfig(f"BenchGroup{i:03d}"), cluster=CLUSTER)) for i in range(groups)))
 
 
@@ -61,15 +61,15 @@ async def bare_round(admin: MQAdmin, view: str) -> float:
     began = time.perf_counter()
 
     async def brokers() -> None:
-        snap = await admin.cluster_snapshot(runtime=False)
-        await asyncio.gather(*(admin.broker_runtime_info(b.addr) for b in snap.brokers),
-                             *(admin.ha_status(b.addr) for b in snap.masters()))
+        snap = await admin.cluster.cluster_snapshot(runtime=False)
+        await asyncio.gather(*(admin.brokers.broker_runtime_info(b.addr) for b in snap.brokers),
+                             *(admin.brokers.ha_status(b.addr) for b in snap.masters()))
 
     async def groups() -> None:
-        names = [e.group for e in await admin.group_list() if not e.system]
-        await admin.group_summaries(names)
+        names = [e.group for e in await admin.groups.group_list() if not e.system]
+        await admin.overview.group_summaries(names)
 
-    await asyncio.gather(brokers(), admin.namesrv_probe(), admin.topic_overview() if view == "topics" else groups())
+    await asyncio.gather(brokers(), admin.namesrv_probes.namesrv_probe(), admin.topic_views.topic_overview() if view == "topics" else groups())
     return time.perf_counter() - began
 
 

@@ -85,7 +85,7 @@ async def ha_status(namesrv: str) -> Table:
     async with MQAdmin(namesrv) as admin:
         for name, addr in (await admin.master_addrs()).items():
             try:
-                ha = await admin.ha_status(addr)
+                ha = await admin.brokers.ha_status(addr)
             except MQClientError as exc:
                 table.add_row(name, "n/a", "n/a", "n/a", "n/a", f"n/a ({exc})")
                 continue

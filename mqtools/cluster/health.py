@@ -32,7 +32,7 @@ class ProcHealth:
 
 async def collect(admin: MQAdmin, state: ClusterState) -> dict[str, ProcHealth]:
     """Per process name: registered with every name server, and a broker's HA status."""
-    tables = await admin.broker_live_tables()
+    tables = await admin.cluster.broker_live_tables()
     known = [{e.broker_addr for e in table.brokers} for table in tables.values() if table is not None]
     brokers = [p for p in state.procs if p.kind == "broker"]
     statuses = await asyncio.gather(*(_ha(admin, p) for p in brokers))
@@ -44,7 +44,7 @@ async def collect(admin: MQAdmin, state: ClusterState) -> dict[str, ProcHealth]:
 
 async def _ha(admin: MQAdmin, proc: ProcInfo) -> HAStatus | None:
     try:
-        return await admin.ha_status(proc.addr)
+        return await admin.brokers.ha_status(proc.addr)
     except MQClientError:
         return None
 

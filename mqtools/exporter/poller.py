@@ -60,7 +60,7 @@ class ExporterPoller:
     async def round(self) -> None:
         """Start every job of one round (the cluster's shape first: the per-broker jobs depend on it)."""
         try:
-            snap = await self.admin.cluster_snapshot(runtime=False)
+            snap = await self.admin.cluster.cluster_snapshot(runtime=False)
         except MQClientError as exc:
             log.warning("the name servers did not answer: %s", exc)
             return
@@ -127,46 +127,46 @@ class ExporterPoller:
                 self.polls.pop(key, None)
 
     async def _runtime(self, cluster: str, addr: str, is_master: bool) -> list[Sample]:
-        runtime = await self.admin.broker_runtime_info(addr)
+        runtime = await self.admin.brokers.broker_runtime_info(addr)
         self.runtimes[addr] = runtime
         # as rocketmq-exporter: masters only (a slave's figures would add to the dashboard's sums)
         return runtime_samples(cluster, addr, runtime) if is_master else []
 
     async def _broker_stats(self, cluster: str, addr: str, broker: str) -> list[Sample]:
-        put, get = await asyncio.gather(self.admin.broker_stats(addr, "BROKER_PUT_NUMS", cluster),
-                                        self.admin.broker_stats(addr, "BROKER_GET_NUMS", cluster),
+        put, get = await asyncio.gather(self.admin.brokers.broker_stats(addr, "BROKER_PUT_NUMS", cluster),
+                                        self.admin.brokers.broker_stats(addr, "BROKER_GET_NUMS", cluster),
                                         return_exceptions=True)
         labels = (cluster, addr, broker)
         return [*_tps("rocketmq_broker_tps", labels, put), *_tps("rocketmq_broker_qps", labels, get)]
 
     async def _ha(self, broker_name: str) -> list[Sample]:
-        return ha_samples(await self.admin.ha_ready(broker_name))
+        return ha_samples(await self.admin.ha.ha_ready(broker_name))
 
     async def _topics(self, cluster_of: dict[str, str]) -> list[Sample]:
-        topics = [t for t in await self.admin.topic_list() if not is_system_topic(t)]
+        topics = [t for t in await self.admin.topics.topic_list() if not is_system_topic(t)]
         self._prune("topic:", set(topics))
         for topic in topics:
             self._launch(f"topic:{topic}", lambda t=topic: self._topic(cluster_of, t))
         return []
 
     async def _topic(self, cluster_of: dict[str, str], topic: str) -> list[Sample]:
-        status = await self.admin.topic_status(topic)
+        status = await self.admin.overview.topic_status(topic)
         out = topic_samples(cluster_of, status)
         brokers = sorted({q.queue.broker_name for q in status.queues})
         return out + await self._minute_tps("rocketmq_producer_tps", "TOPIC_PUT_NUMS", [
             (b, topic, (cluster_of.get(b, ""), b, topic)) for b in brokers])
 
     async def _groups(self, cluster_of: dict[str, str]) -> list[Sample]:
-        groups = [e.group for e in await self.admin.group_list() if not e.system]
+        groups = [e.group for e in await self.admin.groups.group_list() if not e.system]
         self._prune("group:", set(groups))
         for group in groups:
             self._launch(f"group:{group}", lambda g=group: self._group(cluster_of, g))
         return []
 
     async def _group(self, cluster_of: dict[str, str], group: str) -> list[Sample]:
-        progress = await self.admin.consumer_progress(group)
+        progress = await self.admin.groups.consumer_progress(group)
         try:
-            conns: GroupConnections | None = await self.admin.consumer_connections(group)
+            conns: GroupConnections | None = await self.admin.groups.consumer_connections(group)
         except ConsumerNotOnlineError:
             conns = None
         latency = await self._store_latency(progress.queues)
@@ -180,7 +180,7 @@ class ExporterPoller:
         """One VIEW_BROKER_STATS_DATA per (broker name, stats key, labels), to that broker's master, at once."""
         masters = self._masters()
         asks = [a for a in asks if a[0] in masters]
-        answers = await asyncio.gather(*(self.admin.broker_stats(masters[b], stats_name, key) for b, key, _ in asks),
+        answers = await asyncio.gather(*(self.admin.brokers.broker_stats(masters[b], stats_name, key) for b, key, _ in asks),
                                        return_exceptions=True)
         return [s for (_, _, labels), answer in zip(asks, answers, strict=True) for s in _tps(name, labels, answer)]
 
@@ -190,7 +190,7 @@ class ExporterPoller:
         be read (or its offset is not known) the figure is not known and left out."""
         now_ms = int(time.time() * 1000)
         behind = [q for q in queues if q.consumer_offset is not None and q.diff > 0]
-        found = await asyncio.gather(*(self.admin.message_at(q.queue, q.consumer_offset) for q in behind),
+        found = await asyncio.gather(*(self.admin.messages.message_at(q.queue, q.consumer_offset) for q in behind),
                                      return_exceptions=True)
         out: dict[tuple[str, str], int] = {}
         unknown: set[tuple[str, str]] = set()

@@ -103,11 +103,11 @@ class Collector:
     def _plan(self, wanted: Wanted, launch: Launch) -> None:
         admin = self.admin
         launch("snapshot", lambda: self._snapshot(launch))
-        launch("probe", admin.namesrv_probe)
+        launch("probe", admin.namesrv_probes.namesrv_probe)
         if self.procs is not None:
             launch("procs", lambda: asyncio.to_thread(self.procs))  # type: ignore[arg-type]
         if wanted.topics:
-            launch("topics", admin.topic_overview)
+            launch("topics", admin.topic_views.topic_overview)
         if wanted.groups:
             launch("groups", lambda: self._groups(launch))
         for topic in wanted.topic_details:
@@ -148,13 +148,13 @@ class Collector:
         """The name servers' broker table; then each broker's runtime, each master's replication (HA status,
         or its and its slaves' runtime offsets where the master has no HA status) and, in controller mode, its
         group at the controllers, as jobs of their own."""
-        snap = await self.admin.cluster_snapshot(runtime=False)
+        snap = await self.admin.cluster.cluster_snapshot(runtime=False)
         for row in snap.brokers:
-            launch(f"runtime:{row.addr}", lambda a=row.addr: self.admin.broker_runtime_info(a))
-            self._every(launch, f"config:{row.addr}", CONFIG_EVERY, lambda a=row.addr: self.admin.broker_config(a))
+            launch(f"runtime:{row.addr}", lambda a=row.addr: self.admin.brokers.broker_runtime_info(a))
+            self._every(launch, f"config:{row.addr}", CONFIG_EVERY, lambda a=row.addr: self.admin.brokers.broker_config(a))
             if row.is_master:
                 slaves = [s.addr for s in snap.brokers if s.broker_name == row.broker_name and not s.is_master]
-                launch(f"ha:{row.addr}", lambda a=row.addr, s=slaves: self.admin.master_replication(a, s))
+                launch(f"ha:{row.addr}", lambda a=row.addr, s=slaves: self.admin.ha.master_replication(a, s))
                 launch(f"controller:{row.addr}",
                        lambda a=row.addr, n=row.broker_name: self.admin.ha.controller_view(a, n))
         return snap
@@ -162,15 +162,15 @@ class Collector:
     async def _groups(self, launch: Launch) -> list[GroupSummary]:
         """Every configured group but the system ones, one line each; then a sample of each of the
         VERDICT_GROUPS used groups with the largest lag, for their verdicts."""
-        names = [e.group for e in await self.admin.group_list() if not e.system]
-        summaries = await self.admin.group_summaries(names) if names else []
+        names = [e.group for e in await self.admin.groups.group_list() if not e.system]
+        summaries = await self.admin.overview.group_summaries(names) if names else []
         used = [s for s in summaries if s.online or s.diff_total]
         for s in sorted(used, key=lambda s: -(s.diff_total or 0))[:VERDICT_GROUPS]:
             self._sample(launch, s.group)
         return summaries
 
     async def topic_detail(self, topic: str) -> TopicDetail:
-        route, status = await asyncio.gather(self.admin.topic_route(topic), self.admin.topic_status(topic))
+        route, status = await asyncio.gather(self.admin.topics.topic_route(topic), self.admin.overview.topic_status(topic))
         return TopicDetail(route, status)
 
     async def group_detail(self, group: str, *, sample: bool = False) -> GroupDetail:

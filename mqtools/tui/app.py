@@ -261,11 +261,11 @@ class TopApp(App[None]):
         assert self.poller is not None
         try:
             if what == "reset":
-                moved = await self.poller.call(lambda admin: admin.reset_group_to_latest(name))
+                moved = await self.poller.call(lambda admin: admin.offsets.reset_group_to_latest(name))
                 self.notify(f"group {name}: {len(moved)} queues reset to latest")
             else:
-                counts = await self.poller.call(lambda admin: admin.wipe_write_perm(name) if what == "wipe"
-                                                else admin.add_write_perm(name))
+                counts = await self.poller.call(lambda admin: admin.namesrv.wipe_write_perm(name) if what == "wipe"
+                                                else admin.namesrv.add_write_perm(name))
                 done = ", ".join(f"{ns}: {n} topics" for ns, n in counts.items())
                 self.notify(f"{'wiped' if what == 'wipe' else 'added'} write permission of {name} ({done})")
         except Exception as exc:  # noqa: BLE001 - a refused action is reported, the view goes on

@@ -85,11 +85,11 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 async def _prepare(cluster: Cluster) -> None:
     async with MQAdmin(cluster.namesrv.addr, security=ClientSecurity(credentials=ADMIN)) as admin:
         for topic in (TOPIC, NO_PUB_TOPIC):
-            await admin.create_topic(TopicConfig(topic, 2, 2), broker_addr=cluster.broker.addr)
+            await admin.topics.create_topic(TopicConfig(topic, 2, 2), broker_addr=cluster.broker.addr)
 
         async def routed() -> bool:
             try:
-                return all([await admin.topic_route(t) for t in (TOPIC, NO_PUB_TOPIC)])
+                return all([await admin.topics.topic_route(t) for t in (TOPIC, NO_PUB_TOPIC)])
             except MQBrokerError:
                 return False
 
@@ -98,7 +98,7 @@ async def _prepare(cluster: Cluster) -> None:
 
 async def _stored(cluster: Cluster, topic: str) -> int:
     async with MQAdmin(cluster.namesrv.addr, security=ClientSecurity(credentials=ADMIN)) as admin:
-        stats = await admin.topic_stats(topic)
+        stats = await admin.topics.topic_stats(topic)
     return sum(offset.max_offset for offset in stats.values())
 
 

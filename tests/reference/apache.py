@@ -213,7 +213,7 @@ def _await_broker(process: ApacheProcess, security: ClientSecurity | None, timeo
             data = admin.cluster_info().broker_addr_table.get(name)
             if data is None or data.broker_addrs.get(broker_id) != process.addr:
                 return False
-            admin.broker_runtime_info(process.addr)
+            admin.brokers.broker_runtime_info(process.addr)
         return True
 
     _await(process, ready, timeout, f"broker {name}/{broker_id}")

@@ -110,7 +110,7 @@ async def master_and_slave(namesrv: str, brokers: list[Any], topic: str) -> tupl
 
 
 async def _has_topic(admin: MQAdmin, addr: str, topic: str) -> bool:
-    return topic in await admin.topic_configs(addr)
+    return topic in await admin.topics.topic_configs(addr)
 
 
 async def send_through_a_kill(namesrv: str, topic: str, victim: Any, before: int = 50,

@@ -49,7 +49,7 @@ def make_topic(namesrv: str, topic: str, queues: int = QUEUES, *, order: bool = 
                cluster: str = CLUSTER) -> None:
     """The topic on every master of `cluster`, created through the name server's cluster table."""
     with SyncMQAdmin(namesrv) as admin:
-        admin.create_topic(TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues, order=order),
+        admin.topics.create_topic(TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues, order=order),
                            cluster=cluster)
 
 
@@ -57,7 +57,7 @@ def wait_stored(namesrv: str, topic: str, count: int, timeout: float = 10.0) -> 
     """Until the topic's queues hold `count` messages: Apache's broker answers SEND_OK before it dispatches a
     message to its consume queue and index (1 ms apart when idle; CI once read 3 of 4 sent at once)."""
     with SyncMQAdmin(namesrv) as admin:
-        wait_for(lambda: sum(hi - lo for lo, hi in admin.queue_bounds(topic).values()) == count, timeout,
+        wait_for(lambda: sum(hi - lo for lo, hi in admin.queue_offsets.queue_bounds(topic).values()) == count, timeout,
                  f"{count} messages stored in {topic}")
 
 
@@ -80,7 +80,7 @@ def slaves_in_sync(namesrv: str, probe: str, brokers: list[str]) -> None:
 
 def make_group(namesrv: str, group: str, *, retries: int = 16, orderly: bool = False) -> None:
     with SyncMQAdmin(namesrv) as admin:
-        admin.create_subscription_group(
+        admin.groups.create_subscription_group(
             SubscriptionGroupConfig(group, retry_max_times=retries, consume_message_orderly=orderly),
             cluster=CLUSTER)
 

@@ -104,7 +104,7 @@ def test_tls_client(pair):
 def _acl_topic(ns: str) -> str:
     topic = name("JACL")
     with SyncMQAdmin(ns, security=ClientSecurity(SessionCredentials(*ACL_ACCOUNT))) as admin:
-        admin.create_topic(TopicConfig(topic, read_queue_nums=2, write_queue_nums=2), cluster=ACL_CLUSTER)
+        admin.topics.create_topic(TopicConfig(topic, read_queue_nums=2, write_queue_nums=2), cluster=ACL_CLUSTER)
     return topic
 
 

@@ -75,7 +75,7 @@ def commitlog(store: Path, upto: int) -> bytes:
 
 def max_offset(namesrv: str, addr: str) -> int:
     with SyncMQAdmin(namesrv) as admin:
-        return admin.broker_runtime_info(addr).commitlog_max_offset or 0
+        return admin.brokers.broker_runtime_info(addr).commitlog_max_offset or 0
 
 
 def topics_before_the_slave(namesrv: str, cluster: str) -> tuple[str, str]:

@@ -144,11 +144,11 @@ async def test_admin_reads(any_side):
     async with MQAdmin(any_side) as admin:
         info = await admin.cluster_info()
         assert "broker-a" in info.cluster_addr_table[CLUSTER]
-        found = await admin.query_by_key(topic, "adm-2")
+        found = await admin.messages.query_by_key(topic, "adm-2")
         assert [m.body for m in found] == [b"a-2"]
-        by_id = await admin.find_message(topic, sent[0].msg_id)
+        by_id = await admin.messages.find_message(topic, sent[0].msg_id)
         assert by_id is not None and by_id.body == b"a-0"
-        runtime = await admin.broker_runtime_info(info.broker_addr_table["broker-a"].master_addr())
+        runtime = await admin.brokers.broker_runtime_info(info.broker_addr_table["broker-a"].master_addr())
         assert runtime is not None
 
 
@@ -199,4 +199,4 @@ async def test_transaction_producer_and_trace(any_side, ref_root, request):
 
 
 async def _no_open(admin: MQAdmin, group: str) -> bool:
-    return not [t for b in await admin.open_transactions() for t in b.open if t.producer_group == group]
+    return not [t for b in await admin.transactions.open_transactions() for t in b.open if t.producer_group == group]

@@ -41,7 +41,7 @@ def test_spark_load_over_spark_connect(cluster: Cluster, connect: str) -> None:
     assert produced["messages"] == 100 and produced["master"] == connect
     assert [t["messages"] for t in produced["tasks"]] == [50, 50]
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
-        assert sum(high - low for low, high in admin.queue_bounds(TOPIC).values()) == 100
+        assert sum(high - low for low, high in admin.queue_offsets.queue_bounds(TOPIC).values()) == 100
     consumed = json_of(mq("spark-load", "consume", "-t", TOPIC, "--remote", connect, "-o", "json",
                           namesrv=cluster.namesrv.addr, timeout=180), "SparkLoadReport")
     assert consumed["messages"] == 100 and consumed["latencyMs"]["max"] is not None

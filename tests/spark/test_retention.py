@@ -42,7 +42,7 @@ def retained(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 def _bounds(cluster: Cluster) -> tuple[int, int]:
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
-        return next(iter(admin.queue_bounds(TOPIC).values()))
+        return next(iter(admin.queue_offsets.queue_bounds(TOPIC).values()))
 
 
 def _commitlog_files(cluster: Cluster) -> int:

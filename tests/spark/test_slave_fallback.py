@@ -26,16 +26,16 @@ def test_read_survives_a_killed_master(spark: Any, sync_cluster: PresetCluster) 
     namesrv = sync_cluster.namesrv
     with SyncMQAdmin(namesrv) as admin:
         for name in ("broker-a", "broker-b"):
-            admin.create_topic(TopicConfig(TOPIC, 2, 2), broker_addr=sync_cluster.addr(name))
+            admin.topics.create_topic(TopicConfig(TOPIC, 2, 2), broker_addr=sync_cluster.addr(name))
         deadline = time.monotonic() + 30
-        while len(admin.topic_queues(TOPIC)) < 4:
+        while len(admin.queue_offsets.topic_queues(TOPIC)) < 4:
             assert time.monotonic() < deadline, "route of the topic on both brokers"
             time.sleep(0.2)
     rows = [(f"acked-{i}".encode(),) for i in range(N)]
     (spark.createDataFrame(rows, "body binary").repartition(2).write.format("rocketmq")
      .option("namesrv", namesrv).option("topic", TOPIC).mode("append").save())
     with SyncMQAdmin(namesrv) as admin:
-        on_a = sum(h - lo for mq, (lo, h) in admin.queue_bounds(TOPIC).items() if mq.broker_name == "broker-a")
+        on_a = sum(h - lo for mq, (lo, h) in admin.queue_offsets.queue_bounds(TOPIC).items() if mq.broker_name == "broker-a")
     assert on_a > 0
     sync_cluster.kill("broker-a")
     got = (spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", TOPIC)

@@ -20,7 +20,7 @@ N = 40
 
 def _stored(cluster: Cluster, topic: str) -> int:
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
-        return sum(high - low for low, high in admin.queue_bounds(topic).values())
+        return sum(high - low for low, high in admin.queue_offsets.queue_bounds(topic).values())
 
 
 def _reader(spark: Any, cluster: Cluster, topic: str, **options: str) -> Any:
@@ -143,7 +143,7 @@ def test_a_refused_write_fails_the_task_with_the_code(cluster: Cluster) -> None:
     async def read_only() -> None:
         async with MQAdmin(cluster.namesrv.addr) as admin:
             for broker in cluster.brokers.values():
-                await admin.create_topic(TopicConfig("SparkReadOnly", 2, 2, perm=4), broker_addr=broker.addr)
+                await admin.topics.create_topic(TopicConfig("SparkReadOnly", 2, 2, perm=4), broker_addr=broker.addr)
 
     asyncio.run(create_topic(cluster, "SparkReadOnly", queues=2))
     asyncio.run(read_only())

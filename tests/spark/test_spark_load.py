@@ -23,7 +23,7 @@ TOPIC = "SparkLoad"
 
 def _stored(cluster: Cluster, topic: str) -> int:
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
-        return sum(high - low for low, high in admin.queue_bounds(topic).values())
+        return sum(high - low for low, high in admin.queue_offsets.queue_bounds(topic).values())
 
 
 @pytest.fixture(scope="module")

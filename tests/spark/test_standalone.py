@@ -45,7 +45,7 @@ def test_spark_load_on_a_standalone_cluster(cluster: Cluster, standalone: str) -
                        "SparkLoadReport")
     assert produced["messages"] == 120 and produced["master"] == standalone and produced["publishDelayMs"] is None
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
-        stored = sum(high - low for low, high in admin.queue_bounds(TOPIC).values())
+        stored = sum(high - low for low, high in admin.queue_offsets.queue_bounds(TOPIC).values())
     assert stored == 120
     consumed = json_of(mq("spark-load", "consume", "-t", TOPIC, "--master", standalone, *conf, "-o", "json",
                           namesrv=cluster.namesrv.addr, timeout=240), "SparkLoadReport")

@@ -106,7 +106,7 @@ def _stored(cluster: Cluster, topic: str) -> int:
     from mqtools.client.admin.sync import SyncMQAdmin
 
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
-        return sum(high - low for low, high in admin.queue_bounds(topic).values())
+        return sum(high - low for low, high in admin.queue_offsets.queue_bounds(topic).values())
 
 
 def test_cap_shares_the_limit_across_queues() -> None:

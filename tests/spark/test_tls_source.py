@@ -25,7 +25,7 @@ TOPIC = "SparkTls"
 
 def _routed(admin: SyncMQAdmin) -> bool:
     try:
-        return len(admin.topic_queues(TOPIC)) == 2
+        return len(admin.queue_offsets.topic_queues(TOPIC)) == 2
     except MQClientError:
         return False
 
@@ -43,7 +43,7 @@ def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[MqProces
                                                           "tls.client.trustCertPath": str(certs.ca)})
     try:
         with SyncMQAdmin(namesrv.addr, security=ClientSecurity(tls=TlsClientOptions(str(certs.ca)))) as admin:
-            admin.create_topic(TopicConfig(TOPIC, 2, 2), broker_addr=broker.addr)
+            admin.topics.create_topic(TopicConfig(TOPIC, 2, 2), broker_addr=broker.addr)
             wait_for(lambda: _routed(admin), 15, f"{TOPIC} in the route")
         yield namesrv, certs
     finally:

@@ -86,11 +86,11 @@ async def create_topic(cluster: Cluster, topic: str, queues: int = 4, *, order: 
 
     async with MQAdmin(cluster.namesrv.addr) as admin:
         for broker in cluster.brokers.values():
-            await admin.create_topic(TopicConfig(topic, queues, queues, order=order), broker_addr=broker.addr)
+            await admin.topics.create_topic(TopicConfig(topic, queues, queues, order=order), broker_addr=broker.addr)
 
         async def routed() -> bool:
             try:
-                route = await admin.topic_route(topic)
+                route = await admin.topics.topic_route(topic)
             except MQBrokerError:
                 return False
             return sum(q.read_queue_nums for q in route.queue_datas) == queues * len(cluster.brokers)

@@ -40,9 +40,9 @@ TOPIC, GROUP = "TopTest", "TopGroup"
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
     with preset_cluster(tmp_path_factory.mktemp("top"), "2m-2s-async", "haSlaveFallbehindMax=4096") as running:
         with SyncMQAdmin(running.namesrv) as admin:  # TOPIC: 4 queues on broker-a, 3 messages (2 in queue 0)
-            admin.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=admin.master_addrs()["broker-a"])
+            admin.topics.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=admin.master_addrs()["broker-a"])
             for queue in (0, 1, 0):
-                admin.send_message(TOPIC, b"x" * 100, broker_name="broker-a", queue_id=queue)
+                admin.messages.send_message(TOPIC, b"x" * 100, broker_name="broker-a", queue_id=queue)
         yield running
 
 
@@ -88,7 +88,7 @@ async def test_brokers_view_heartbeat_grows_and_resets_after_a_registration(clus
         # two runtime answers judged as `mq admin diagnose broker` judges them: nothing to find on an idle cluster
         assert all(cell(app, r.key, "verdict") == "healthy" for r in app.current_rows), app.current_rows
         # a topic created on the master makes it register at once: its age starts again from zero
-        await app.poller.call(lambda admin: admin.create_topic(TopicConfig("TopRegistration", 1, 1),
+        await app.poller.call(lambda admin: admin.topics.create_topic(TopicConfig("TopRegistration", 1, 1),
                                                                broker_addr=master))
         await until(lambda: cell(app, master, "heartbeatAgeMs") < grown, 10, "a fresh registration")
         assert app.current_rows and view_of(app) == "brokers"
@@ -165,8 +165,8 @@ async def test_group_progress_drill_down_and_reset_to_latest(cluster, tmp_path) 
     app = make_app(cluster, tmp_path, allow_writes=True, view="groups")
     async with app.run_test(size=SIZE) as pilot:
         async def prepare(admin: Any) -> None:
-            await admin.create_subscription_group(SubscriptionGroupConfig(GROUP), cluster="DefaultCluster")
-            await admin.reset_offsets(GROUP, TOPIC, ResetTarget("offset", 0))
+            await admin.groups.create_subscription_group(SubscriptionGroupConfig(GROUP), cluster="DefaultCluster")
+            await admin.offsets.reset_offsets(GROUP, TOPIC, ResetTarget("offset", 0))
 
         await app.poller.call(prepare)
         await until(lambda: cell(app, GROUP, "lag") == 3, 20, "the group's lag")
@@ -238,7 +238,7 @@ async def test_ha_view_after_sigstop_and_sigcont_of_a_slave(cluster, tmp_path) -
         try:
             diffs = []
             for _ in range(5):  # 5 x ~1.2 KiB: past the 4 KiB a slave may lag and stay in sync
-                await app.poller.call(lambda admin: admin.send_message(TOPIC, b"y" * 1024, broker_name="broker-a",
+                await app.poller.call(lambda admin: admin.messages.send_message(TOPIC, b"y" * 1024, broker_name="broker-a",
                                                                        queue_id=0))
                 rounds = app.state.rounds
                 await until(lambda r=rounds: app.state.rounds > r, 10, "a refresh")

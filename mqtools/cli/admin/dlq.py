@@ -40,7 +40,7 @@ def list_(
     from mqtools.common.topics import dlq_topic
 
     async def build(admin: MQAdmin) -> View:
-        return message_list(dlq_topic(group), await admin.dead_messages(group))
+        return message_list(dlq_topic(group), await admin.dlq.dead_messages(group))
 
     s.show(build)
 
@@ -69,7 +69,7 @@ def resend(
     async def job(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.messages import dlq_resend_view
 
-        return dlq_resend_view(group, await admin.resend_dead(group, None if all_ else msg_ids))
+        return dlq_resend_view(group, await admin.dlq.resend_dead(group, None if all_ else msg_ids))
 
     view = s.run(job)
     s.render(view)

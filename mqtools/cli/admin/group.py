@@ -62,7 +62,7 @@ def list_(s: Session) -> None:
     async def build(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.groups import group_list_view
 
-        return group_list_view(await admin.group_list())
+        return group_list_view(await admin.groups.group_list())
 
     s.show(build)
 
@@ -91,7 +91,7 @@ def create(
                  retry_max=retry_max, broker_id=broker_id, slow_broker_id=slow_broker_id, notify=notify))
 
     async def job(admin: MQAdmin) -> View:
-        addrs = await admin.create_subscription_group(config, cluster=cluster, broker_addr=broker_addr, exist_ok=False)
+        addrs = await admin.groups.create_subscription_group(config, cluster=cluster, broker_addr=broker_addr, exist_ok=False)
         names = {addr: name for name, addr in (await admin.master_addrs()).items()}
         return group_change_view(group, "create", [GroupChange(names.get(a), a, None, config) for a in addrs])
 
@@ -122,7 +122,7 @@ def update(
     async def job(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.groups import group_change_view
 
-        done = await admin.update_subscription_group(group, changes, cluster=cluster, broker_addr=broker_addr)
+        done = await admin.groups.update_subscription_group(group, changes, cluster=cluster, broker_addr=broker_addr)
         return group_change_view(group, "update", done)
 
     s.render(s.run(job))
@@ -145,18 +145,18 @@ def delete(
     one_target(cluster, broker_addr)
 
     async def known(admin: MQAdmin) -> None:
-        await admin.subscription_group(group)
+        await admin.groups.subscription_group(group)
 
     s.run(known)
     where = f"cluster {cluster}" if cluster else f"broker {broker_addr}"
     confirm(f"Delete group {group} from {where}{' with its offsets' if remove_offsets else ''}?", yes)
 
     async def job(admin: MQAdmin) -> list[str]:
-        addrs = await admin.delete_subscription_group(group, cluster=cluster, broker_addr=broker_addr,
+        addrs = await admin.groups.delete_subscription_group(group, cluster=cluster, broker_addr=broker_addr,
                                                       clean_offset=remove_offsets)
         if cluster is not None:
             for topic in (retry_topic(group), dlq_topic(group)):
-                await admin.delete_topic(topic, cluster)
+                await admin.topics.delete_topic(topic, cluster)
         return addrs
 
     addrs = s.run(job)
@@ -178,7 +178,7 @@ def progress(
     async def build(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.groups import group_progress_view
 
-        return group_progress_view(await admin.consumer_progress(group, topic), topic)
+        return group_progress_view(await admin.groups.consumer_progress(group, topic), topic)
 
     s.show(build)
 
@@ -197,9 +197,9 @@ def connections(
         from mqtools.client.admin.models.groups import group_connections_view
         from mqtools.client.errors import ConsumerNotOnlineError
 
-        await admin.subscription_group(group)
+        await admin.groups.subscription_group(group)
         try:
-            online = await admin.consumer_connections(group)
+            online = await admin.groups.consumer_connections(group)
         except ConsumerNotOnlineError:
             online = None
         return group_connections_view(group, online)
@@ -221,6 +221,6 @@ def status(
     async def build(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.groups import group_status_view
 
-        return group_status_view(await admin.group_summaries(groups or None))
+        return group_status_view(await admin.overview.group_summaries(groups or None))
 
     s.show(build)

@@ -32,7 +32,7 @@ def get(
     """
 
     async def build(admin: MQAdmin) -> View:
-        value = await admin.get_kv(namespace, key)
+        value = await admin.namesrv.get_kv(namespace, key)
         if value is None:
             raise fail(f"no key {key} in namespace {namespace}", EXIT_REFUSED)
         return kv_view(namespace, key, value)
@@ -51,7 +51,7 @@ def list_(
     """
 
     async def build(admin: MQAdmin) -> View:
-        return kv_list_view(namespace, await admin.kv_list(namespace))
+        return kv_list_view(namespace, await admin.namesrv.kv_list(namespace))
 
     s.show(build)
 
@@ -84,7 +84,7 @@ def delete(
     """
 
     async def job(admin: MQAdmin) -> None:
-        await admin.delete_kv(namespace, key)
+        await admin.namesrv.delete_kv(namespace, key)
 
     s.run(job)
     typer.echo(f"{namespace} {key} deleted")

@@ -26,7 +26,7 @@ def config_get(s: Session) -> None:
     """
 
     async def build(admin: MQAdmin) -> View:
-        return namesrv_config_view(await admin.namesrv_config())
+        return namesrv_config_view(await admin.namesrv.namesrv_config())
 
     s.show(build)
 
@@ -43,7 +43,7 @@ def config_set(
     """
 
     async def job(admin: MQAdmin) -> list[str]:
-        return await admin.update_namesrv_config({key: value})
+        return await admin.namesrv.update_namesrv_config({key: value})
 
     for ns in s.run(job):
         typer.echo(f"{ns}: {key}={value}")

@@ -92,7 +92,7 @@ def reset(
     async def job(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.groups import offset_reset_view
 
-        rows = await admin.reset_offsets(group, topic, target, dry_run=dry_run)
+        rows = await admin.offsets.reset_offsets(group, topic, target, dry_run=dry_run)
         return offset_reset_view(group, topic, "reset", target.describe(), rows, dry_run=dry_run)
 
     _apply(s, yes, dry_run,
@@ -112,7 +112,7 @@ def skip(
     target = ResetTarget("latest")
 
     async def job(admin: MQAdmin) -> View:
-        rows = await admin.reset_offsets(group, topic, target, dry_run=dry_run)
+        rows = await admin.offsets.reset_offsets(group, topic, target, dry_run=dry_run)
         return offset_reset_view(group, topic, "skip", "latest", rows, dry_run=dry_run)
 
     _apply(s, yes, dry_run,
@@ -135,7 +135,7 @@ def clone(
     async def job(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.groups import offset_reset_view
 
-        rows = await admin.clone_group_offset(src_group, dest_group, topic, dry_run=dry_run)
+        rows = await admin.offsets.clone_group_offset(src_group, dest_group, topic, dry_run=dry_run)
         return offset_reset_view(dest_group, topic, "clone", f"the offsets of {src_group}", rows, dry_run=dry_run,
                                  source=src_group)
 

@@ -29,6 +29,6 @@ def connections(
     async def build(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.groups import producer_connections_view
 
-        return producer_connections_view(group, topic, await admin.producer_connections(group, topic))
+        return producer_connections_view(group, topic, await admin.groups.producer_connections(group, topic))
 
     s.show(build)

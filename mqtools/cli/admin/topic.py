@@ -63,7 +63,7 @@ def list_(
     """
 
     async def build(admin: MQAdmin) -> View:
-        return topic_list_view(await admin.topic_catalogue(cluster), cluster)
+        return topic_list_view(await admin.topics.topic_catalogue(cluster), cluster)
 
     s.show(build)
 
@@ -79,7 +79,7 @@ def route(
     """
 
     async def build(admin: MQAdmin) -> View:
-        return topic_route_view(topic, await admin.topic_route(topic))
+        return topic_route_view(topic, await admin.topics.topic_route(topic))
 
     s.show(build)
 
@@ -97,7 +97,7 @@ def status(
     """
 
     async def build(admin: MQAdmin) -> View:
-        return topic_status_view(await admin.topic_status(topic, cluster))
+        return topic_status_view(await admin.overview.topic_status(topic, cluster))
 
     s.show(build)
 
@@ -113,7 +113,7 @@ def clusters(
     """
 
     async def build(admin: MQAdmin) -> View:
-        return topic_clusters_view(topic, await admin.topic_clusters(topic))
+        return topic_clusters_view(topic, await admin.topics.topic_clusters(topic))
 
     s.show(build)
 
@@ -137,7 +137,7 @@ def create(
     config = TopicConfig(topic, read_queues, write_queues, parse_perm(perm), order=order)
 
     async def job(admin: MQAdmin) -> View:
-        addrs = await admin.create_topic(config, cluster=cluster, broker_addr=broker_addr, exist_ok=False)
+        addrs = await admin.topics.create_topic(config, cluster=cluster, broker_addr=broker_addr, exist_ok=False)
         names = {addr: name for name, addr in (await admin.master_addrs()).items()}
         return topic_change_view(topic, "create", [TopicChange(names.get(a), a, None, config) for a in addrs])
 
@@ -163,7 +163,7 @@ def update(
     new_perm = None if perm is None else parse_perm(perm)
 
     async def job(admin: MQAdmin) -> View:
-        changes = await admin.update_topic(topic, cluster=cluster, broker_addr=broker_addr,
+        changes = await admin.topics.update_topic(topic, cluster=cluster, broker_addr=broker_addr,
                                            read_queue_nums=read_queues, write_queue_nums=write_queues,
                                            perm=new_perm, order=order)
         return topic_change_view(topic, "update", changes)
@@ -187,7 +187,7 @@ def perm_(
     new_perm = parse_perm(perm)
 
     async def job(admin: MQAdmin) -> View:
-        return topic_change_view(topic, "perm", await admin.update_topic(topic, cluster=cluster, broker_addr=broker_addr,
+        return topic_change_view(topic, "perm", await admin.topics.update_topic(topic, cluster=cluster, broker_addr=broker_addr,
                                                                    perm=new_perm))
 
     s.render(s.run(job))
@@ -208,7 +208,7 @@ def delete(
     """
 
     async def where(admin: MQAdmin) -> list[str]:
-        return await admin.topic_clusters(topic)
+        return await admin.topics.topic_clusters(topic)
 
     hosting = s.run(where)
     if cluster is not None and cluster not in hosting:
@@ -218,7 +218,7 @@ def delete(
     confirm(f"Delete topic {topic} from cluster {', '.join(targets)} and the name servers?", yes)
 
     async def job(admin: MQAdmin) -> list[str]:
-        return [a for c in targets for a in await admin.delete_topic(topic, c)]
+        return [a for c in targets for a in await admin.topics.delete_topic(topic, c)]
 
     addrs = s.run(job)
     typer.echo(f"deleted topic {topic} from {', '.join(addrs)} (cluster {', '.join(targets)}) and the name servers")

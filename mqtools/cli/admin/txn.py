@@ -30,6 +30,6 @@ def list_(
     async def build(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.transactions import open_transactions_view
 
-        return open_transactions_view(await admin.open_transactions(), group)
+        return open_transactions_view(await admin.transactions.open_transactions(), group)
 
     s.show(build)

@@ -20,10 +20,10 @@ async def test_route_is_at_every_name_server_when_create_topic_returns(tmp_path:
         async with MQAdmin(f"{first.addr};{second.addr}") as admin:
             for i in range(5):
                 topic = f"FreshTopic{i}"
-                await admin.create_topic(TopicConfig(topic, 8, 8), broker_addr=broker.addr)
+                await admin.topics.create_topic(TopicConfig(topic, 8, 8), broker_addr=broker.addr)
                 for ns in (first.addr, second.addr):
                     async with MQAdmin(ns) as one:
-                        route = await one.topic_route(topic)
+                        route = await one.topics.topic_route(topic)
                     assert [(q.broker_name, q.read_queue_nums, q.write_queue_nums) for q in route.queue_datas] == [
                         ("broker-a", 8, 8)], ns
     finally:

@@ -55,7 +55,7 @@ async def stored(namesrv: str, topic: str) -> list[MessageExt]:
 
 async def total(namesrv: str, topic: str) -> int:
     async with MQAdmin(namesrv) as admin:
-        return sum(o.max_offset for o in (await admin.topic_stats(topic)).values())
+        return sum(o.max_offset for o in (await admin.topics.topic_stats(topic)).values())
 
 
 async def open_transactions(cluster: Cluster, group: str) -> list[dict]:

@@ -52,7 +52,7 @@ async def test_consume_stats_show_each_groups_lag(cluster: Cluster) -> None:
     on_b = [r for r in results if r.queue.broker_name == "broker-b"]
     assert on_b
     async with MQAdmin(ns) as admin:  # the broker reports the groups it has a subscription config for
-        await admin.create_subscription_group(SubscriptionGroupConfig("CG_ADM_LAG"), cluster="ClientIT")
+        await admin.groups.create_subscription_group(SubscriptionGroupConfig("CG_ADM_LAG"), cluster="ClientIT")
     async with PullConsumer("CG_ADM_LAG", namesrv=ns) as consumer:
         await consumer.instance.route("AdmBrkLag", refresh=True)
         await consumer.commit_offset(on_b[0].queue, 1)

@@ -38,7 +38,7 @@ def ha(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
     # a paused slave keeps its HA connection for the whole test (the default housekeeping is 20 s)
     with preset_cluster(tmp_path_factory.mktemp("ha"), "2m-2s-async", "haHousekeepingInterval=60000") as cluster:
         with SyncMQAdmin(cluster.namesrv) as admin:
-            admin.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=cluster.addr("broker-a"))
+            admin.topics.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=cluster.addr("broker-a"))
         yield cluster
 
 
@@ -77,7 +77,7 @@ def load(ns: str) -> Iterator[list[int]]:
 
 
 def in_sync(admin: SyncMQAdmin, master: str) -> bool:
-    status = admin.ha_status(master)
+    status = admin.brokers.ha_status(master)
     return bool(status.slaves) and all(s.diff_bytes == 0 for s in status.slaves)
 
 
@@ -103,7 +103,7 @@ def test_idle_figures_are_what_the_brokers_report(ha: PresetCluster, admin: Sync
     master, slave = ha.addr("broker-a"), ha.addr("broker-a-s")
     wait_for(lambda: in_sync(admin, master), 20, "broker-a's slave in sync")
     doc = json_of(mq("admin", "ha", "status", "--window", "1", "-o", "json", namesrv=ha.namesrv), "HAStatus")
-    raw, own, runtime = admin.ha_status(master), admin.ha_status(slave), admin.broker_runtime_info(master)
+    raw, own, runtime = admin.brokers.ha_status(master), admin.brokers.ha_status(slave), admin.brokers.broker_runtime_info(master)
     assert {g["brokerName"] for g in doc["groups"]} == {"broker-a", "broker-b"}
     g = group_of(doc, "broker-a")
     assert (g["masterAddr"], g["role"], g["cluster"]) == (master, "ASYNC_MASTER", "DefaultCluster")
@@ -138,10 +138,10 @@ def test_figures_under_load_are_between_what_the_brokers_said_before_and_after(
     master, slave = ha.addr("broker-a"), ha.addr("broker-a-s")
     with load(ha.namesrv):
         time.sleep(1.0)
-        before, before_own = admin.ha_status(master), admin.ha_status(slave)
+        before, before_own = admin.brokers.ha_status(master), admin.brokers.ha_status(slave)
         doc = json_of(mq("admin", "ha", "status", "-b", master, "--window", "2", "-o", "json",
                          namesrv=ha.namesrv), "HAStatus")
-        after, after_own = admin.ha_status(master), admin.ha_status(slave)
+        after, after_own = admin.brokers.ha_status(master), admin.brokers.ha_status(slave)
     (g,) = doc["groups"]
     (s,) = g["slaves"]
     assert before.commitlog_max_offset <= g["commitLogMaxOffset"] <= after.commitlog_max_offset
@@ -203,7 +203,7 @@ def test_mqadmin_ha_status_in_rocketmq_5_layout(ha: PresetCluster, admin: SyncMQ
     master, slave = ha.addr("broker-a"), ha.addr("broker-a-s")
     wait_for(lambda: in_sync(admin, master), 30, "broker-a's slave in sync")
     time.sleep(2.5)  # the transfer speed of an idle connection falls to 0 after two quiet seconds
-    raw = admin.ha_status(master)
+    raw = admin.brokers.ha_status(master)
     (conn,) = raw.slaves
     out = mq("admin", "haStatus", "-b", master, namesrv=ha.namesrv)
     assert out.returncode == 0, out.stderr
@@ -228,7 +228,7 @@ def test_mqadmin_ha_status_in_rocketmq_5_layout(ha: PresetCluster, admin: SyncMQ
 def test_no_slave_is_not_safe(ha: PresetCluster, admin: SyncMQAdmin) -> None:
     ha.stop("broker-a-s")
     try:
-        wait_for(lambda: not admin.ha_status(ha.addr("broker-a")).slaves, 30, "the slave's connection gone")
+        wait_for(lambda: not admin.brokers.ha_status(ha.addr("broker-a")).slaves, 30, "the slave's connection gone")
         doc = doc_of(mq("admin", "ha", "ready", "broker-a", "--window", "0", "-o", "json", namesrv=ha.namesrv),
                      "HAReady", 1)
         assert doc["verdict"] == "not safe" and failed(doc) == ["slave connected"]

@@ -31,7 +31,7 @@ def sent(cluster: Cluster) -> dict[str, str]:
     """One message sent with sendMessage to queue 1 of broker-a, its id read from the row."""
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
         for broker in cluster.brokers.values():
-            admin.create_topic(TopicConfig("AdmGold", 2, 2), broker_addr=broker.addr)
+            admin.topics.create_topic(TopicConfig("AdmGold", 2, 2), broker_addr=broker.addr)
     out = mq("admin", "sendMessage", "-t", "AdmGold", "-p", "gold body", "-c", "TagG", "-k", "gold-key", "-b",
              "broker-a", "-i", "1", namesrv=cluster.namesrv.addr)
     assert out.returncode == 0, out.stderr
@@ -73,7 +73,7 @@ def test_query_msg_by_id_and_unique_key_print_every_field(cluster: Cluster, sent
 def test_query_msg_by_offset_and_its_tracks(cluster: Cluster, sent: dict[str, str]) -> None:
     ns = cluster.namesrv.addr
     with SyncMQAdmin(ns) as admin:
-        admin.create_subscription_group(SubscriptionGroupConfig("CG_ADM_GOLD"), cluster="ClientIT")
+        admin.groups.create_subscription_group(SubscriptionGroupConfig("CG_ADM_GOLD"), cluster="ClientIT")
         admin.call(cluster.brokers["broker-a"].addr, 15, {"consumerGroup": "CG_ADM_GOLD", "topic": "AdmGold",
                                                            "queueId": "1", "commitOffset": "1"})
     out = mq("admin", "queryMsgByOffset", "-t", "AdmGold", "-b", "broker-a", "-i", "1", "-o", "0", "-f", "UTF-8",
@@ -132,7 +132,7 @@ def test_broker_status_and_config_layouts(cluster: Cluster) -> None:
 def test_broker_consume_stats_layout(cluster: Cluster, sent: dict[str, str]) -> None:
     ns, addr = cluster.namesrv.addr, cluster.brokers["broker-a"].addr
     with SyncMQAdmin(ns) as admin:
-        admin.create_subscription_group(SubscriptionGroupConfig("CG_ADM_GOLD2"), cluster="ClientIT")
+        admin.groups.create_subscription_group(SubscriptionGroupConfig("CG_ADM_GOLD2"), cluster="ClientIT")
         admin.call(addr, 15, {"consumerGroup": "CG_ADM_GOLD2", "topic": "AdmGold", "queueId": "1", "commitOffset": "1"})
     lines = mq("admin", "brokerConsumeStats", "-b", addr, namesrv=ns).stdout.splitlines()
     assert lines[0] == ("#Topic" + " " * 60 + "#Group" + " " * 60 + "#Broker Name" + " " * 22 + "#QID  "

@@ -49,7 +49,7 @@ def test_update_topic_route_and_delete_print_what_mqadmin_prints(cluster: Cluste
     broker = "\t\t{\n\t\t\t\"brokerAddrs\":{\n\t\t\t\t0:\"%s\"\n\t\t\t},\n\t\t\t\"brokerName\":\"%s\",\n" \
              "\t\t\t\"cluster\":\"ClientIT\",\n\t\t\t\"enableActingMaster\":false\n\t\t}"
     with SyncMQAdmin(ns) as admin:  # mqadmin keeps the name server's order of brokers and queues
-        route = admin.topic_route("MaRoute")
+        route = admin.topics.topic_route("MaRoute")
     brokers = ",\n".join(broker % (d.broker_addrs[0], d.broker_name) for d in route.broker_datas)
     queues = ",\n".join(queue % q.broker_name for q in route.queue_datas)
     assert mq("admin", "topicRoute", "-t", "MaRoute", namesrv=ns).stdout == (
@@ -73,7 +73,7 @@ def test_update_topic_on_one_broker_records_its_order_layout(cluster: Cluster) -
         ("TopicConfig [topicName=MaOrder, readQueueNums=2, writeQueueNums=2, perm=RW-, topicFilterType=SINGLE_TAG, "
         "topicSysFlag=0, order=true, attributes={+k=v}]")]
     with SyncMQAdmin(ns) as admin:
-        assert admin.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, "MaOrder") == "broker-a:2"
+        assert admin.namesrv.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, "MaOrder") == "broker-a:2"
 
 
 async def test_topic_status_and_topic_list(cluster: Cluster) -> None:
@@ -82,7 +82,7 @@ async def test_topic_status_and_topic_list(cluster: Cluster) -> None:
     await send_to(ns, "MaStatus", {("broker-a", 1): 3, ("broker-b", 0): 1})
     await commit(ns, "MaStatusGroup", "MaStatus", {("broker-a", 1): 1})
     with SyncMQAdmin(ns) as admin:
-        stats = {(mq_.broker_name, mq_.queue_id): o for mq_, o in admin.topic_stats("MaStatus").items()}
+        stats = {(mq_.broker_name, mq_.queue_id): o for mq_, o in admin.topics.topic_stats("MaStatus").items()}
     head, row = "%-32s  %-4s  %-20s  %-20s    %s", "%-32s  %-4d  %-20d  %-20d    %s"
     lines = ok("topicStatus", "-t", "MaStatus", ns=ns)
     assert lines[:5] == [head % ("#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated"),
@@ -105,7 +105,7 @@ async def test_consumer_progress_connection_status_and_producer_connection(clust
     await send_to(ns, "MaProgress", {("broker-a", 0): 3, ("broker-b", 0): 2})
     await commit(ns, "MaOffline", "MaProgress", {("broker-a", 0): 2, ("broker-b", 0): 0})
     with SyncMQAdmin(ns) as admin:
-        last = {q.queue.broker_name: q.last_timestamp_ms for q in admin.consumer_progress("MaOffline").queues}
+        last = {q.queue.broker_name: q.last_timestamp_ms for q in admin.groups.consumer_progress("MaOffline").queues}
     head = "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s%s"
     row = "%-64s  %-32s  %-4d  %-20d  %-20d  %-20d %-20d %s"
     lines = ok("consumerProgress", "-g", "MaOffline", ns=ns)
@@ -130,8 +130,8 @@ async def test_consumer_progress_connection_status_and_producer_connection(clust
         await producer.send(Message("MaProgress", b"p"))
         await producer.instance.heartbeat()
         with SyncMQAdmin(ns) as admin:
-            conn = admin.consumer_connections("MaOnline").connections[0]
-            maker = admin.producer_connections("MaProducers", "MaProgress")[0]
+            conn = admin.groups.consumer_connections("MaOnline").connections[0]
+            maker = admin.groups.producer_connections("MaProducers", "MaProgress")[0]
         assert (await amq("admin", "consumerConnection", "-g", "MaOnline", namesrv=ns)).stdout.splitlines() == [
             printf("%-36s %-22s %-10s %s", "#ClientId", "#ClientAddr", "#Language", "#Version"),
             printf("%-36s %-22s %-10s %s", consumer.instance.client_id, conn.client_addr, "PYTHON", "V4_9_7"),
@@ -172,7 +172,7 @@ def test_update_and_delete_sub_group(cluster: Cluster) -> None:
     assert ok("updateSubGroup", "-b", b, "-g", "MaGroup", "-r", "3", ns=ns) == [
         f"create subscription group to {b} success.", config % 3]
     with SyncMQAdmin(ns) as admin:
-        assert {p.broker_name: p.config.retry_max_times for p in admin.subscription_group("MaGroup").placements} == {
+        assert {p.broker_name: p.config.retry_max_times for p in admin.groups.subscription_group("MaGroup").placements} == {
             "broker-a": 5, "broker-b": 3}
     assert ok("deleteSubGroup", "-b", a, "-g", "MaGroup", ns=ns) == [
         f"delete subscription group [MaGroup] from broker [{a}] success."]
@@ -203,7 +203,7 @@ async def test_reset_offset_by_time_and_stats_all(cluster: Cluster) -> None:
                         rf"queueId\[0], broker\[{re.escape(a)}], timestamp\(string\)\[now], timestamp\(long\)\[\d+]",
                         one[0]) and one[1:] == ["reset consumer offset to 1"]
     with SyncMQAdmin(ns) as admin:
-        offsets = {q.queue.broker_name: q.consumer_offset for q in admin.consumer_progress("MaResetGroup").queues}
+        offsets = {q.queue.broker_name: q.consumer_offset for q in admin.groups.consumer_progress("MaResetGroup").queues}
     assert offsets == {"broker-a": 1, "broker-b": 2}
 
     stats = ok("statsAll", ns=ns)
@@ -258,5 +258,5 @@ def test_bad_input_is_one_line_with_the_documented_exit_code(cluster: Cluster, a
                                                              fragment: str) -> None:
     one_line_error(mq("admin", *args, namesrv=cluster.namesrv.addr), code, fragment)
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
-        assert "MaBad" not in admin.topic_list()
-        assert "MaBad" not in {e.group for e in admin.group_list()}
+        assert "MaBad" not in admin.topics.topic_list()
+        assert "MaBad" not in {e.group for e in admin.groups.group_list()}

@@ -85,7 +85,7 @@ async def test_a_dead_message_resent_reaches_the_groups_consumer(cluster: Cluste
     ns = cluster.namesrv.addr
     await create_topic(cluster, "AdmDlqT", 1)
     async with MQAdmin(ns) as admin:
-        await admin.create_subscription_group(SubscriptionGroupConfig("CG_ADM_DLQ", retry_max_times=1),
+        await admin.groups.create_subscription_group(SubscriptionGroupConfig("CG_ADM_DLQ", retry_max_times=1),
                                               cluster="ClientIT")
     deliveries: list[MessageExt] = []
     failing = True

@@ -44,7 +44,7 @@ async def test_2000_async_sends_each_find_their_message_at_their_queue_offset(cl
 
         async def check(msg: Message, result) -> None:  # type: ignore[no-untyped-def]
             async with limit:
-                stored = await admin.message_at(result.queue, result.queue_offset)
+                stored = await admin.messages.message_at(result.queue, result.queue_offset)
             assert stored is not None, f"nothing at {result.queue} {result.queue_offset}"
             assert stored.properties[P.UNIQ_KEY] == result.msg_id == msg.properties[P.UNIQ_KEY]
             assert (bytes(stored.body), stored.properties["KEYS"]) == (bytes(msg.body), msg.properties["KEYS"])

@@ -39,7 +39,7 @@ async def trace_of(cluster: Cluster, msg_id: str, kinds: set[str]) -> dict:
 
 async def _has(admin: MQAdmin, msg_id: str, kinds: set[str]) -> bool:
     try:
-        trace = await admin.message_trace(msg_id)
+        trace = await admin.traces.message_trace(msg_id)
     except MQClientError:  # the trace topic is not routed yet
         return False
     return kinds <= {e.record.type.value for e in trace.entries}

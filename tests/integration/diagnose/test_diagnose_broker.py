@@ -41,7 +41,7 @@ def test_healthy_then_waiting_for_its_stopped_slave(sync: PresetCluster) -> None
     sync.stop("broker-a-s")
     try:
         with SyncMQAdmin(sync.namesrv) as admin:
-            wait_for(lambda: admin.broker_runtime_info(sync.addr("broker-a")).ha_connection_count == 0, 30,
+            wait_for(lambda: admin.brokers.broker_runtime_info(sync.addr("broker-a")).ha_connection_count == 0, 30,
                      "the master to see its slave gone")
         alone = diagnose(sync, sync.addr("broker-a"), EXIT_REFUSED)
     finally:
@@ -58,7 +58,7 @@ def test_an_unknown_broker_is_a_usage_error(sync: PresetCluster) -> None:
 
 def test_the_cluster_pass_judges_every_broker_and_ha_pair(sync: PresetCluster) -> None:
     with SyncMQAdmin(sync.namesrv) as admin:
-        admin.create_subscription_group(SubscriptionGroupConfig("CG_DG_NEVER_USED"), cluster="DefaultCluster")
+        admin.groups.create_subscription_group(SubscriptionGroupConfig("CG_DG_NEVER_USED"), cluster="DefaultCluster")
     doc = json_of(mq("admin", "diagnose", "cluster", "--window", "10", "-o", "json", namesrv=sync.namesrv, timeout=120),
                   "ClusterDiagnosis", EXIT_OK)
     kinds = sorted((i["kind"], i["name"]) for i in doc["items"])
@@ -88,8 +88,8 @@ def test_busy_when_sends_wait_past_a_tiny_limit(sync: PresetCluster) -> None:
                 await asyncio.gather(*(one(i) for i in range(64)))
 
     with SyncMQAdmin(sync.namesrv) as admin:
-        admin.create_topic(TopicConfig("DgBusy", 4, 4), broker_addr=addr)
-        admin.update_broker_config(addr, {"waitTimeMillsInSendQueue": "1", "brokerFastFailureEnable": "true"})
+        admin.topics.create_topic(TopicConfig("DgBusy", 4, 4), broker_addr=addr)
+        admin.brokers.update_broker_config(addr, {"waitTimeMillsInSendQueue": "1", "brokerFastFailureEnable": "true"})
     pushing = threading.Thread(target=lambda: asyncio.run(push()), daemon=True)
     pushing.start()
     try:
@@ -98,7 +98,7 @@ def test_busy_when_sends_wait_past_a_tiny_limit(sync: PresetCluster) -> None:
         stop.set()
         pushing.join(30)
         with SyncMQAdmin(sync.namesrv) as admin:
-            admin.update_broker_config(addr, {"waitTimeMillsInSendQueue": "200", "brokerFastFailureEnable": "false"})
+            admin.brokers.update_broker_config(addr, {"waitTimeMillsInSendQueue": "200", "brokerFastFailureEnable": "false"})
     (node,) = busy["brokers"]
     first = node["findings"][0]
     assert (node["verdict"], first["configKey"], first["answers"]) == (

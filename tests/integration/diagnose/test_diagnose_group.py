@@ -82,7 +82,7 @@ def topic(cluster: Cluster, name: str) -> str:
 
 def lag(cluster: Cluster, group: str) -> int:
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
-        return admin.consumer_progress(group).total_diff
+        return admin.groups.consumer_progress(group).total_diff
 
 
 def wait(check: Any, timeout: float, what: str) -> None:

@@ -33,11 +33,11 @@ TOPIC, GROUP, SENT = "ExpTopic", "ExpGroup", 7
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
     with preset_cluster(tmp_path_factory.mktemp("exporter"), "2m-2s-async") as running:
         with SyncMQAdmin(running.namesrv) as admin:
-            admin.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=admin.master_addrs()["broker-a"])
+            admin.topics.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=admin.master_addrs()["broker-a"])
             for i in range(SENT):
-                admin.send_message(TOPIC, b"x" * 100, broker_name="broker-a", queue_id=i % 4)
-            admin.create_subscription_group(SubscriptionGroupConfig(GROUP), cluster="DefaultCluster")
-            admin.reset_offsets(GROUP, TOPIC, ResetTarget("offset", 0))
+                admin.messages.send_message(TOPIC, b"x" * 100, broker_name="broker-a", queue_id=i % 4)
+            admin.groups.create_subscription_group(SubscriptionGroupConfig(GROUP), cluster="DefaultCluster")
+            admin.offsets.reset_offsets(GROUP, TOPIC, ResetTarget("offset", 0))
         yield running
 
 
@@ -96,10 +96,10 @@ def test_a_broker_serves_its_own_metrics_as_rocketmq_5_names_them(tmp_path) -> N
                               metricsPromExporterPort=str(port))
         try:
             with SyncMQAdmin(namesrv.addr) as admin:
-                admin.create_topic(TopicConfig(TOPIC, 2, 2), broker_addr=broker.addr)
+                admin.topics.create_topic(TopicConfig(TOPIC, 2, 2), broker_addr=broker.addr)
                 for i in range(SENT):
-                    admin.send_message(TOPIC, b"y" * 50, broker_name="broker-m", queue_id=i % 2)
-                pulled = sum(len(admin.pull_messages(MessageQueue(TOPIC, "broker-m", q), 0, group=GROUP).messages)
+                    admin.messages.send_message(TOPIC, b"y" * 50, broker_name="broker-m", queue_id=i % 2)
+                pulled = sum(len(admin.messages.pull_messages(MessageQueue(TOPIC, "broker-m", q), 0, group=GROUP).messages)
                              for q in (0, 1))
             assert pulled == SENT
             with prometheus(tmp_path / "prom", {"broker": f"127.0.0.1:{port}"}) as prom:

@@ -59,7 +59,7 @@ def consumer(namesrv: str, got: list[str], pace: float = 0.0) -> PushConsumer:
 
 
 async def replicated(admin: MQAdmin, master: str) -> bool:
-    status = await admin.ha_status(master)
+    status = await admin.brokers.ha_status(master)
     return bool(status.slaves) and all(s.diff_bytes == 0 for s in status.slaves)
 
 
@@ -71,7 +71,7 @@ async def test_a_returning_master_serves_the_offsets_committed_to_its_slave(tmp_
 async def _scenario(cluster: PresetCluster) -> None:
     master, slave, ns = cluster.addr("broker-a"), cluster.addr("broker-a-s"), cluster.namesrv
     async with MQAdmin(ns) as admin:
-        await admin.create_topic(TopicConfig(TOPIC, QUEUES, QUEUES), broker_addr=master)
+        await admin.topics.create_topic(TopicConfig(TOPIC, QUEUES, QUEUES), broker_addr=master)
         # the slave learns topics from its master's metadata every 10 s; it must know this one to serve it
         await until(lambda: _knows(admin, slave), 30, "the topic on the slave")
 
@@ -106,7 +106,7 @@ async def _scenario(cluster: PresetCluster) -> None:
 
 
 async def _knows(admin: MQAdmin, addr: str) -> bool:
-    return TOPIC in await admin.topic_configs(addr)
+    return TOPIC in await admin.topics.topic_configs(addr)
 
 
 async def _enough(got: list[str], n: int) -> bool:

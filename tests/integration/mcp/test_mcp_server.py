@@ -30,10 +30,10 @@ TOPIC, GROUP, KEY = "McpTopic", "McpGroup", "mcp-key-1"
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
     with preset_cluster(tmp_path_factory.mktemp("mcp"), "2m-2s-async") as running:
         with SyncMQAdmin(running.namesrv) as admin:
-            admin.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=admin.master_addrs()["broker-a"])
-            admin.send_message(TOPIC, b"hello", broker_name="broker-a", queue_id=0, keys=KEY)
-            admin.create_subscription_group(SubscriptionGroupConfig(GROUP), cluster="DefaultCluster")
-            admin.reset_offsets(GROUP, TOPIC, ResetTarget("offset", 0))
+            admin.topics.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=admin.master_addrs()["broker-a"])
+            admin.messages.send_message(TOPIC, b"hello", broker_name="broker-a", queue_id=0, keys=KEY)
+            admin.groups.create_subscription_group(SubscriptionGroupConfig(GROUP), cluster="DefaultCluster")
+            admin.offsets.reset_offsets(GROUP, TOPIC, ResetTarget("offset", 0))
         yield running
 
 
@@ -85,4 +85,4 @@ async def test_writes_only_with_allow_writes_and_a_reset_is_a_dry_run_first(clus
     assert not dry.is_error, dry.content
     assert bad.is_error and "needs topic" in bad.content[0].text
     with SyncMQAdmin(cluster.namesrv) as admin:  # the dry run changed nothing
-        assert admin.consumer_progress(GROUP).total_diff == 1
+        assert admin.groups.consumer_progress(GROUP).total_diff == 1

@@ -45,14 +45,14 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]
     with preset_cluster(tmp_path_factory.mktemp("outage"), "2m-2s-sync") as running:
         with SyncMQAdmin(running.namesrv) as admin:
             for broker in BROKERS:
-                admin.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=running.addr(broker))
-                admin.create_subscription_group(SubscriptionGroupConfig(GROUP), broker_addr=running.addr(broker))
+                admin.topics.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=running.addr(broker))
+                admin.groups.create_subscription_group(SubscriptionGroupConfig(GROUP), broker_addr=running.addr(broker))
         with SyncProducer("outage-producer", namesrv=running.namesrv) as producer:
             for i in range(SENT):
                 broker = BROKERS[i % 2]
                 producer.send(Message(TOPIC, f"m{i}".encode()), queue=MessageQueue(TOPIC, broker, (i // 2) % 4))
         with SyncMQAdmin(running.namesrv) as admin:
-            admin.reset_offsets(GROUP, TOPIC, ResetTarget("offset", COMMITTED))
+            admin.offsets.reset_offsets(GROUP, TOPIC, ResetTarget("offset", COMMITTED))
             # slaves learn topic configs, groups and offsets from their masters every 10 s
             for slave in ("broker-a-s", "broker-b-s"):
                 wait_for(lambda s=slave: slave_knows(admin, running.addr(s)), 40, f"{slave} to know {TOPIC}, {GROUP}")
@@ -130,7 +130,7 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
 def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: PresetCluster) -> None:
     with SyncMQAdmin(cluster.namesrv) as admin:
         (name,) = admin.cluster_info().cluster_addr_table
-        before = admin.topic_configs(cluster.addr("broker-b"))[TOPIC]
+        before = admin.topics.topic_configs(cluster.addr("broker-b"))[TOPIC]
         for args in (["topic", "update", TOPIC, "-w", "2"], ["topic", "create", "OutageNew", "-c", name],
                      ["group", "create", "OutageNewGroup", "-c", name],
                      ["offset", "reset", GROUP, TOPIC, "--earliest", "--yes"],
@@ -139,9 +139,9 @@ def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: Preset
             assert result.returncode == EXIT_REFUSED, (args, result.stdout, result.stderr)
             assert result.stderr.startswith("mq: error: broker set broker-a has no master registered"), result.stderr
         b = cluster.addr("broker-b")
-        assert admin.topic_configs(b)[TOPIC].write_queue_nums == before.write_queue_nums == 4
-        assert "OutageNew" not in admin.topic_configs(b) and "OutageNewGroup" not in admin.subscription_groups(b)
-        committed = admin.committed_offsets(GROUP, TOPIC)
+        assert admin.topics.topic_configs(b)[TOPIC].write_queue_nums == before.write_queue_nums == 4
+        assert "OutageNew" not in admin.topics.topic_configs(b) and "OutageNewGroup" not in admin.groups.subscription_groups(b)
+        committed = admin.offsets.committed_offsets(GROUP, TOPIC)
         assert [v for q, v in committed.items() if q.broker_name == "broker-b"] == [COMMITTED] * 4
     # mqadmin's topicStatus reads the master-less set from its slave too, as Apache's does
     classic = mq("admin", "topicStatus", "-t", TOPIC, namesrv=cluster.namesrv)

@@ -121,7 +121,7 @@ def registered_everywhere(world: World, group: str, timeout: float = 40.0) -> No
         for addr in world.brokers.values():
             while True:
                 try:
-                    admin.consumer_connections(group, addr)
+                    admin.groups.consumer_connections(group, addr)
                     break
                 except ConsumerNotOnlineError:
                     assert time.monotonic() < deadline, f"{group}'s consumer never registered at {addr}"

@@ -50,7 +50,7 @@ def reads_exactly(world: World, tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     rows = json.loads(done.stdout.strip().splitlines()[-1])
     with SyncMQAdmin(world.namesrv) as admin:
-        stored = sum(q.max_offset - q.min_offset for q in admin.topic_status(TOPIC).queues)
+        stored = sum(q.max_offset - q.min_offset for q in admin.overview.topic_status(TOPIC).queues)
     assert len(rows) == stored == len(world.sent)
     sent = {e["msgId"]: e for e in world.sent}
     assert {r["properties"]["UNIQ_KEY"] for r in rows} == set(sent)

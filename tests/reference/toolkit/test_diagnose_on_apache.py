@@ -98,7 +98,7 @@ def test_a_paused_java_consumer_is_stalled_on_both(worlds: dict[str, World]) -> 
         with SyncMQAdmin(world.namesrv) as admin:  # as the world's own sends, recorded with them (test_spark reads all)
             for j in range(8):
                 i = len(world.sent)
-                r = admin.send_message(TOPIC, f"body-{i}".encode(), tags="TagA", keys=f"stall-{j}")
+                r = admin.messages.send_message(TOPIC, f"body-{i}".encode(), tags="TagA", keys=f"stall-{j}")
                 world.sent.append({"event": "sent", "i": i, "key": f"stall-{j}", "msgId": r.msg_id,
                                    "offsetMsgId": r.offset_msg_id, "broker": r.queue.broker_name,
                                    "queueId": r.queue.queue_id, "queueOffset": r.queue_offset, "tag": "TagA"})

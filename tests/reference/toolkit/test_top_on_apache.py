@@ -52,10 +52,10 @@ async def test_rounds_do_not_wait_for_what_apache_leaves_unanswered(worlds: dict
     LIVE_TABLE_WAIT_S, later ones do not ask (they used to wait out the session's timeout every round)."""
     async with MQAdmin(worlds["apache"].namesrv, timeout=5.0) as admin:
         began = time.monotonic()
-        first = await admin.cluster_snapshot(runtime=False)
+        first = await admin.cluster.cluster_snapshot(runtime=False)
         first_s, began = time.monotonic() - began, time.monotonic()
-        await admin.cluster_snapshot(runtime=False)
-        probes = await admin.namesrv_probe()
+        await admin.cluster.cluster_snapshot(runtime=False)
+        probes = await admin.namesrv_probes.namesrv_probe()
         later_s = time.monotonic() - began
     assert not first.live_table_available and [p.live_table for p in probes] == [False] * len(probes)
     assert first_s < LIVE_TABLE_WAIT_S + 1.0 and later_s < 0.5, (first_s, later_s)

@@ -63,7 +63,7 @@ def make_world(side: str, namesrv: str) -> World:
     make_topic(namesrv, TOPIC)
     with SyncMQAdmin(namesrv) as admin:
         for group in (LIVE, LAG):
-            admin.create_subscription_group(SubscriptionGroupConfig(group), cluster=CLUSTER)
+            admin.groups.create_subscription_group(SubscriptionGroupConfig(group), cluster=CLUSTER)
         admin.put_kv(KV_NAMESPACE, "k1", "v1")
         brokers = {name: data.master_addr() for name, data in sorted(admin.cluster_info().broker_addr_table.items())}
     sent = produce(namesrv, SENT)
@@ -107,7 +107,7 @@ def settled(namesrv: str, timeout: float = 30.0) -> None:
     then 0 too early (CI at 59a4220: mq's broker-a had no TkLive offsets yet when the comparisons ran)."""
     deadline = time.monotonic() + timeout
     with SyncMQAdmin(namesrv) as admin:
-        while (None in admin.committed_offsets(LIVE, TOPIC).values()
-               or admin.consumer_progress(LIVE).total_diff != 0):
+        while (None in admin.offsets.committed_offsets(LIVE, TOPIC).values()
+               or admin.groups.consumer_progress(LIVE).total_diff != 0):
             assert time.monotonic() < deadline, f"{LIVE} never caught up on {namesrv}"
             time.sleep(0.2)

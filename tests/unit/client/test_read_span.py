@@ -32,7 +32,7 @@ def queue_of(size: int, *, filtered: frozenset[int] = frozenset(), end_status: P
 
 
 async def read(admin: MQAdmin, begin: int, end: int, **kwargs: object) -> list[PullResult]:
-    return [r async for r in admin.read_span(MQ, begin, end, **kwargs)]  # type: ignore[arg-type]
+    return [r async for r in admin.messages.read_span(MQ, begin, end, **kwargs)]  # type: ignore[arg-type]
 
 
 @pytest.fixture

@@ -101,7 +101,7 @@ async def running_infos(admin: MQAdmin, group: str, conns: GroupConnections,
     failed: dict[str, MQClientError] = {}
     for c in conns.connections:
         try:
-            found[c.client_id] = await admin.consumer_running_info(group, c.client_id)
+            found[c.client_id] = await admin.groups.consumer_running_info(group, c.client_id)
         except MQClientError as exc:
             failed[c.client_id] = exc
     return found, failed
@@ -124,14 +124,14 @@ def consumer_progress(
         from mqtools.client.errors import ConsumerNotOnlineError
 
         if group is None:
-            return groups_text(await admin.group_summaries())
+            return groups_text(await admin.overview.group_summaries())
         name = group.strip()
-        p = await admin.consumer_progress(name, topic.strip() if topic else None,
+        p = await admin.groups.consumer_progress(name, topic.strip() if topic else None,
                                           cluster=cluster.strip() if cluster and topic else None)
         if not with_ips:
             return progress_text(p, None)
         try:
-            infos, _ = await running_infos(admin, name, await admin.consumer_connections(name))
+            infos, _ = await running_infos(admin, name, await admin.groups.consumer_connections(name))
         except ConsumerNotOnlineError:
             infos = {}
         ips = {mq: client.split("@")[0] for client, info in infos.items() for mq in info.queues}
@@ -153,9 +153,9 @@ def consumer_status(
     name = group.strip()
 
     async def job(admin: MQAdmin) -> list[str]:
-        conns = await admin.consumer_connections(name, broker_addr.strip() if broker_addr else None)
+        conns = await admin.groups.consumer_connections(name, broker_addr.strip() if broker_addr else None)
         if client_id is not None:
-            return [(await admin.consumer_running_info(name, client_id.strip(), jstack=jstack)).raw]
+            return [(await admin.groups.consumer_running_info(name, client_id.strip(), jstack=jstack)).raw]
         infos, failed = await running_infos(admin, name, conns)
         now = int(time.time() * 1000)
         lines = [STATUS_ROW % ("#Index", "#ClientId", "#Version", "#ConsumerRunningInfoFile")]
@@ -189,7 +189,7 @@ def consumer_connection(group: GroupOpt, broker_addr: BrokerAddrOpt = None, name
     """Example: mq admin consumerConnection -g OrderConsumers"""
 
     async def job(admin: MQAdmin) -> GroupConnections:
-        return await admin.consumer_connections(group.strip(), broker_addr.strip() if broker_addr else None)
+        return await admin.groups.consumer_connections(group.strip(), broker_addr.strip() if broker_addr else None)
 
     cc = run(namesrv, job)
     typer.echo(CONNECTION_ROW % ("#ClientId", "#ClientAddr", "#Language", "#Version"))
@@ -216,7 +216,7 @@ def stats_all(
     async def job(admin: MQAdmin) -> list[str]:
         lines = [STATS_HEADER % ("#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour",
                                  "#OutMsg24Hour")]
-        for r in await admin.stats_all(topic.strip() if topic else None, active_only=active):
+        for r in await admin.tracking.stats_all(topic.strip() if topic else None, active_only=active):
             if r.group is None:
                 lines.append(row(STATS_IDLE, front(r.topic, 64), "", 0, r.in_tps, "", r.in_24h, "NO_CONSUMER"))
             else:

@@ -91,8 +91,8 @@ def update_sub_group(
 
     async def job(admin: MQAdmin) -> list[str]:
         if broker_addr is not None:
-            return await admin.create_subscription_group(config, broker_addr=broker_addr.strip())
-        return await admin.create_subscription_group(config, cluster=(cluster or "").strip())
+            return await admin.groups.create_subscription_group(config, broker_addr=broker_addr.strip())
+        return await admin.groups.create_subscription_group(config, cluster=(cluster or "").strip())
 
     for addr in run(namesrv, job):
         typer.echo(f"create subscription group to {addr} success.")
@@ -116,14 +116,14 @@ def delete_sub_group(
     name, clean = group.strip(), java_bool(remove_offset)
 
     async def job(admin: MQAdmin) -> list[str]:
-        await admin.subscription_group(name)
+        await admin.groups.subscription_group(name)
         if broker_addr is not None:
-            await admin.delete_subscription_group(name, broker_addr=broker_addr.strip(), clean_offset=clean)
+            await admin.groups.delete_subscription_group(name, broker_addr=broker_addr.strip(), clean_offset=clean)
             return [f"delete subscription group [{name}] from broker [{broker_addr.strip()}] success."]
         where = (cluster or "").strip()
-        addrs = await admin.delete_subscription_group(name, cluster=where, clean_offset=clean)
+        addrs = await admin.groups.delete_subscription_group(name, cluster=where, clean_offset=clean)
         for topic in (retry_topic(name), dlq_topic(name)):
-            await admin.delete_topic(topic, where)
+            await admin.topics.delete_topic(topic, where)
         return [f"delete subscription group [{name}] from broker [{a}] in cluster [{where}] success." for a in addrs]
 
     for line in run(namesrv, job):
@@ -178,13 +178,13 @@ def reset_offset_by_time(
                 raise usage(f"{addr} is not a master serving topic {where}")
             target = ResetTarget("offset", offset, broker, queue_id) if offset is not None else \
                 ResetTarget("time", stamp, broker, queue_id)
-            return (await admin.reset_offsets(name, where, target))[0].new
+            return (await admin.offsets.reset_offsets(name, where, target))[0].new
 
         typer.echo(java_format("reset consumer offset to %d", run(namesrv, one_queue)))
         return
 
     async def every_queue(admin: MQAdmin) -> list[OffsetReset]:
-        return await admin.reset_offset_by_time(name, where, stamp, force=forced,
+        return await admin.offsets.reset_offset_by_time(name, where, stamp, force=forced,
                                                 cluster=cluster.strip() if cluster else None)
 
     rows = run(namesrv, every_queue)

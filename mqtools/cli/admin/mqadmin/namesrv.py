@@ -23,7 +23,7 @@ def get_namesrv_config(namesrv: NamesrvOpt = None) -> None:
     """Example: mq admin getNamesrvConfig -n 127.0.0.1:9876"""
 
     async def job(admin: MQAdmin) -> dict[str, dict[str, str]]:
-        return await admin.namesrv_config()
+        return await admin.namesrv.namesrv_config()
 
     for addr, config in run(namesrv, job).items():
         typer.echo(f"============{addr}============")
@@ -40,7 +40,7 @@ def update_namesrv_config(
     """Example: mq admin updateNamesrvConfig -k orderMessageEnable -v true"""
 
     async def job(admin: MQAdmin) -> list[str]:
-        return await admin.update_namesrv_config({key.strip(): value.strip()})
+        return await admin.namesrv.update_namesrv_config({key.strip(): value.strip()})
 
     servers = run(namesrv, job)
     listed = f"[{', '.join(servers)}]" if namesrv else ""
@@ -67,7 +67,7 @@ def delete_kv_config(namespace: NamespaceOpt, key: KeyOpt, namesrv: NamesrvOpt =
     """Example: mq admin deleteKvConfig -s ORDER_TOPIC_CONFIG -k Orders"""
 
     async def job(admin: MQAdmin) -> None:
-        await admin.delete_kv(namespace.strip(), key.strip())
+        await admin.namesrv.delete_kv(namespace.strip(), key.strip())
 
     run(namesrv, job)
     typer.echo("delete kv config from namespace success.")
@@ -79,7 +79,7 @@ def wipe_write_perm(broker_name: BrokerNameOpt, namesrv: NamesrvOpt = None) -> N
     """Example: mq admin wipeWritePerm -b broker-a"""
 
     async def job(admin: MQAdmin) -> dict[str, int]:
-        return await admin.wipe_write_perm(broker_name.strip())
+        return await admin.namesrv.wipe_write_perm(broker_name.strip())
 
     for addr, count in run(namesrv, job).items():
         typer.echo(f"wipe write perm of broker[{broker_name.strip()}] in name server[{addr}] OK, {count}")
@@ -91,7 +91,7 @@ def add_write_perm(broker_name: BrokerNameOpt, namesrv: NamesrvOpt = None) -> No
     """Example: mq admin addWritePerm -b broker-a"""
 
     async def job(admin: MQAdmin) -> dict[str, int]:
-        return await admin.add_write_perm(broker_name.strip())
+        return await admin.namesrv.add_write_perm(broker_name.strip())
 
     for addr, count in run(namesrv, job).items():
         typer.echo(f"add write perm of broker[{broker_name.strip()}] in name server[{addr}] OK, {count}")

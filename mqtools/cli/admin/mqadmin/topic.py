@@ -139,7 +139,7 @@ def update_topic(
                          attributes=attributes_of(attributes))
 
     async def job(admin: MQAdmin) -> None:
-        addrs = await admin.create_topic(config, cluster=cluster, broker_addr=broker_addr)
+        addrs = await admin.topics.create_topic(config, cluster=cluster, broker_addr=broker_addr)
         if broker_addr is not None:
             if config.order:
                 name = next((n for n, a in (await admin.master_addrs()).items() if a == broker_addr), broker_addr)
@@ -166,7 +166,7 @@ def delete_topic(
     name, where = topic.strip(), cluster.strip()
 
     async def job(admin: MQAdmin) -> None:
-        await admin.delete_topic(name, where)
+        await admin.topics.delete_topic(name, where)
 
     run(namesrv, job)
     typer.echo(f"delete topic [{name}] from cluster [{where}] success.")
@@ -182,9 +182,9 @@ def topic_list(
 
     async def job(admin: MQAdmin) -> list[str]:
         if not cluster_model:
-            return await admin.topic_list()
+            return await admin.topics.topic_list()
         lines = [USAGE_HEADER % ("#Cluster Name", "#Topic", "#Consumer Group")]
-        for u in await admin.topic_usage():
+        for u in await admin.overview.topic_usage():
             for group in u.groups or [""]:
                 lines.append(USAGE_ROW % (front(",".join(u.clusters), 20), front(u.topic, 64), front(group, 64)))
         return lines
@@ -202,7 +202,7 @@ def topic_route(
     """Example: mq admin topicRoute -t Orders -l"""
 
     async def job(admin: MQAdmin) -> TopicRouteData:
-        return await admin.topic_route(topic.strip())
+        return await admin.topics.topic_route(topic.strip())
 
     route = run(namesrv, job)
     typer.echo(route_list(route) if as_list else route_json(route))
@@ -218,7 +218,7 @@ def topic_status(
     """Example: mq admin topicStatus -t Orders"""
 
     async def job(admin: MQAdmin) -> list[str]:
-        status = await admin.topic_status(topic.strip(), cluster.strip() if cluster else None)
+        status = await admin.overview.topic_status(topic.strip(), cluster.strip() if cluster else None)
         lines = [STATUS_HEADER % ("#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated")]
         lines += [STATUS_ROW % (front(q.queue.broker_name, 32), q.queue.queue_id, q.min_offset, q.max_offset,
                                 java_time(q.last_update_ms) if q.last_update_ms else "") for q in status.queues]
@@ -234,7 +234,7 @@ def topic_cluster_list(topic: TopicOpt, namesrv: NamesrvOpt = None) -> None:
     """Example: mq admin topicClusterList -t Orders"""
 
     async def job(admin: MQAdmin) -> list[str]:
-        return await admin.topic_clusters(topic.strip())
+        return await admin.topics.topic_clusters(topic.strip())
 
     for name in run(namesrv, job):
         typer.echo(name)
