@@ -22,6 +22,8 @@ class RecordingAdmin:
 
     def __init__(self) -> None:
         self.calls: Counter[str] = Counter()
+        # the areas the collector asks (admin.cluster.cluster_snapshot, admin.groups.consumer_progress, ...)
+        self.cluster = self.namesrv_probes = self.groups = self.queue_offsets = self
 
     async def cluster_snapshot(self, runtime: bool) -> Any:
         return SimpleNamespace(brokers=[])
