@@ -170,7 +170,7 @@ def _queues(namesrv: str, topic: str, security: ClientSecurity | None) -> int:
 
     def ask() -> int:
         with SyncMQAdmin(namesrv, security=security) as admin:
-            return len(admin.topic_queues(topic))
+            return len(admin.queue_offsets.topic_queues(topic))
 
     return _cluster_call(ask)
 
@@ -192,7 +192,7 @@ def _stored_counter(namesrv: str, topic: str, security: ClientSecurity | None, e
 
     with SyncMQAdmin(namesrv, security=security) as admin:
         def stored() -> int:
-            return sum(high for _, high in admin.queue_bounds(topic).values())
+            return sum(high for _, high in admin.queue_offsets.queue_bounds(topic).values())
 
         base = stored()
         yield lambda: stored() - base

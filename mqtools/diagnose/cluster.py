@@ -71,12 +71,12 @@ def _ha_item(ready: HAReadiness) -> Item:
 async def _used(admin: MQAdmin, group: str) -> bool:
     """Whether the group holds offsets somewhere or has a member online."""
     try:
-        if (await admin.consumer_progress(group)).queues:
+        if (await admin.groups.consumer_progress(group)).queues:
             return True
     except MQClientError:
         pass
     try:
-        return bool((await admin.consumer_connections(group)).connections)
+        return bool((await admin.groups.consumer_connections(group)).connections)
     except MQClientError:
         return False
 
@@ -85,13 +85,13 @@ async def diagnose_cluster(admin: MQAdmin, window: float, thresholds: Thresholds
     info = await admin.cluster_info()
     names = sorted(info.broker_addr_table)
     paired = [n for n in names if any(bid > 0 for bid in info.broker_addr_table[n].broker_addrs)]
-    groups = sorted(e.group for e in await admin.group_list() if not e.system)
+    groups = sorted(e.group for e in await admin.groups.group_list() if not e.system)
     used = await asyncio.gather(*(_used(admin, g) for g in groups))
     judged = [g for g, u in zip(groups, used, strict=True) if u]
     brokers, group_results, ha = await asyncio.gather(
         asyncio.gather(*(diagnose_broker(admin, n, window) for n in names)),
         asyncio.gather(*(diagnose_group(admin, g, window, thresholds) for g in judged)),
-        asyncio.gather(*(admin.ha_ready(n, window=HA_WINDOW_S) for n in paired)))
+        asyncio.gather(*(admin.ha.ha_ready(n, window=HA_WINDOW_S) for n in paired)))
     items = [Item("broker", f"{d.broker} {d.addr}", d.verdict, d.severity, d.summary, d.to_json())
              for nodes in brokers for d in nodes]
     items += [Item("group", d.group, d.verdict, d.severity, d.summary, d.to_json()) for d in group_results]

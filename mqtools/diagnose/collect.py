@@ -60,7 +60,7 @@ def _member(conn: ClientConnection, info: ConsumerRunningInfo | MQClientError) -
 
 async def _dlq_size(admin: MQAdmin, group: str) -> int | None:
     try:
-        bounds = await admin.queue_bounds(dlq_topic(group))
+        bounds = await admin.queue_offsets.queue_bounds(dlq_topic(group))
     except TopicNotExistError:
         return 0  # no message was ever moved there
     except MQClientError:
@@ -101,11 +101,11 @@ async def read_group(admin: MQAdmin, group: str, *, for_sample: bool = True,
     the judge needs (the dead-letter queue's size, the queues the consume stats leave out)."""
     at = clock()
     dlq_size = _dlq_size(admin, group) if for_sample else asyncio.sleep(0, None)
-    progress, conns, dlq = await asyncio.gather(settled(admin.consumer_progress(group)),
-                                                settled(admin.consumer_connections(group)), dlq_size)
+    progress, conns, dlq = await asyncio.gather(settled(admin.groups.consumer_progress(group)),
+                                                settled(admin.groups.consumer_connections(group)), dlq_size)
     if isinstance(conns, MQClientError):
         return GroupReading(at, progress, conns, [], dlq)
-    infos = list(await asyncio.gather(*(settled(admin.consumer_running_info(group, c.client_id))
+    infos = list(await asyncio.gather(*(settled(admin.groups.consumer_running_info(group, c.client_id))
                                         for c in conns.connections)))
     hidden: dict[MessageQueue, QueueSample] = {}
     if for_sample:
@@ -123,8 +123,8 @@ async def sample_group(admin: MQAdmin, group: str, clock: Callable[[], float] = 
 
 
 async def _topic_queues(admin: MQAdmin, group: str, topic: str) -> dict[MessageQueue, QueueSample]:
-    bounds, committed = await asyncio.gather(settled(admin.queue_bounds(topic)),
-                                             settled(admin.committed_offsets(group, topic)))
+    bounds, committed = await asyncio.gather(settled(admin.queue_offsets.queue_bounds(topic)),
+                                             settled(admin.offsets.committed_offsets(group, topic)))
     if isinstance(bounds, MQClientError):
         return {}
     known = {} if isinstance(committed, MQClientError) else committed
@@ -141,7 +141,7 @@ async def diagnose_group(admin: MQAdmin, group: str, window: float, thresholds: 
             await sleep(max(0.0, samples[0].at + window * i / (SAMPLES - 1) - clock()))
         samples.append(await sample_group(admin, group, clock))
     if not samples[-1].queues:
-        progress = await settled(admin.consumer_progress(group))
+        progress = await settled(admin.groups.consumer_progress(group))
         why = str(progress) if isinstance(progress, MQClientError) else "no broker holds offsets of it"
         return unknown(group, samples[-1].at - samples[0].at, f"the group's consume stats: {why}")
     return judge(group, samples, thresholds)
@@ -162,11 +162,11 @@ async def diagnose_broker(admin: MQAdmin, broker: str, window: float, *,
     for i in range(SAMPLES):
         if i:
             await sleep(max(0.0, began + window * i / (SAMPLES - 1) - clock()))
-        answers = await asyncio.gather(*(settled(admin.broker_runtime_info(addr)) for _, addr in nodes))
+        answers = await asyncio.gather(*(settled(admin.brokers.broker_runtime_info(addr)) for _, addr in nodes))
         for (_, addr), answer in zip(nodes, answers, strict=True):
             if not isinstance(answer, MQClientError):
                 samples[addr].append(answer)
-    configs = await asyncio.gather(*(settled(admin.broker_config(addr)) for _, addr in nodes))
+    configs = await asyncio.gather(*(settled(admin.brokers.broker_config(addr)) for _, addr in nodes))
     out = []
     for (name, addr), config in zip(nodes, configs, strict=True):
         if not samples[addr]:

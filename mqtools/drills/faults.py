@@ -269,7 +269,7 @@ class DrillContext:
         await asyncio.sleep(0.3)  # bytes already on the wire land first
         offset = None
         try:
-            status = await self.admin.ha_status(slave.addr)
+            status = await self.admin.brokers.ha_status(slave.addr)
             offset = status.client.max_offset if status.client else status.commitlog_max_offset
         except MQClientError as exc:
             self.event("slave-offset", f"{slave.name} did not answer: {exc}", broker=self.target.broker_name,
@@ -280,7 +280,7 @@ class DrillContext:
 
     async def _committed(self, addr: str) -> dict[str, int] | None:
         try:
-            stats = await self.admin.broker_consume_stats(addr)
+            stats = await self.admin.brokers.broker_consume_stats(addr)
         except MQClientError:
             return None
         return {str(q.queue.queue_id): q.consumer_offset for q in stats.queues
@@ -304,7 +304,7 @@ class DrillContext:
 
     async def _record_offsets_after_election(self, old: Node) -> None:
         try:
-            route = await self.admin.topic_route(self.topic)
+            route = await self.admin.topics.topic_route(self.topic)
             elected = next((b.broker_addrs.get(0) for b in route.broker_datas
                             if b.broker_name == self.target.broker_name), None)
         except MQClientError:
@@ -324,12 +324,12 @@ class DrillContext:
     async def wipe_write_perm(self) -> None:
         """drain-master's first step, and its fault: no new writes to the group."""
         at = self.clock()
-        counts = await self.admin.wipe_write_perm(self.target.broker_name)
+        counts = await self.admin.namesrv.wipe_write_perm(self.target.broker_name)
         self.history.event(at, "fault", f"wiped the write permission of {self.target.broker_name} "
                                         f"({sum(counts.values())} topic(s) on {len(counts)} name server(s))")
 
     async def add_write_perm(self) -> None:
-        counts = await self.admin.add_write_perm(self.target.broker_name)
+        counts = await self.admin.namesrv.add_write_perm(self.target.broker_name)
         self.event("perm-added", f"write permission of {self.target.broker_name} back "
                                  f"({sum(counts.values())} topic(s))")
 
@@ -341,7 +341,7 @@ class DrillContext:
         last, still_since = None, self.clock()
         while self.clock() < deadline:
             try:
-                offset = (await self.admin.broker_runtime_info(master.addr)).commitlog_max_offset
+                offset = (await self.admin.brokers.broker_runtime_info(master.addr)).commitlog_max_offset
             except MQClientError:
                 offset = None
             if offset != last:
@@ -372,7 +372,7 @@ class DrillContext:
         deadline = self.clock() + ROUTE_TIMEOUT
         while self.clock() < deadline:
             try:
-                route = await self.admin.topic_route(self.topic)
+                route = await self.admin.topics.topic_route(self.topic)
                 if any(node.addr in b.broker_addrs.values() for b in route.broker_datas):
                     return True
             except MQClientError:

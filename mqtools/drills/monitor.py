@@ -86,7 +86,7 @@ class Monitor:
         present: dict[str, bool | None] = {kind: None for _, kind in nodes}
         while True:
             try:
-                route = await admin.topic_route(self.topic)
+                route = await admin.topics.topic_route(self.topic)
                 addrs = {a for b in route.broker_datas if b.broker_name == self.target.broker_name
                          for a in b.broker_addrs.values()}
             except MQClientError:
@@ -114,7 +114,7 @@ class Monitor:
         in_sync: bool | None = None
         while True:
             try:
-                status = await admin.ha_status(master.addr)
+                status = await admin.brokers.ha_status(master.addr)
                 now = any(s.in_sync for s in status.slaves)
                 why = "" if now else "the master has no in-sync slave"
             except MQClientError as exc:

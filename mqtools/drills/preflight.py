@@ -50,7 +50,7 @@ async def layout(admin: MQAdmin, names: dict[str, str]) -> dict[str, Any]:
 
 async def _config(admin: MQAdmin, addr: str) -> dict[str, str]:
     try:
-        return await admin.broker_config(addr)
+        return await admin.brokers.broker_config(addr)
     except MQClientError:
         return {}
 
@@ -91,7 +91,7 @@ def choose_target(view: dict[str, Any], wanted: str | None, needs: str) -> Targe
 async def ha_verdict(admin: MQAdmin, target: Target, window: float = HA_WINDOW) -> dict[str, Any]:
     """`mq admin ha ready` for the target group (MQAdmin.ha_ready): safe / not safe / unknown, with its checks."""
     try:
-        ready = await admin.ha_ready(target.broker_name, window=window)
+        ready = await admin.ha.ha_ready(target.broker_name, window=window)
     except MQClientError as exc:
         return {"verdict": "unknown", "checks": [{"name": "ha ready", "ok": None, "detail": str(exc)}],
                 "lossBytes": None, "lossMessages": None}

@@ -284,7 +284,7 @@ async def _settle_transactions(txn: TransactionLoad, admin: MQAdmin, master: Nod
     ticker.phase = "brokers checking open transactions"
     cap = TXN_SETTLE_DEFAULT
     with contextlib.suppress(MQClientError, ValueError):
-        config = await admin.broker_config(master.addr) if master is not None else {}
+        config = await admin.brokers.broker_config(master.addr) if master is not None else {}
         cap = (int(config.get("transactionCheckInterval", 60_000)) + int(config.get("transactionTimeOut", 6_000))) \
             / 1000 + TXN_SETTLE_MARGIN
     left = await txn.settle(admin, cap)
@@ -338,8 +338,8 @@ async def _create(admin: MQAdmin, view: dict[str, Any], topic: str, group: str) 
     try:
         for b in brokers:
             try:
-                await admin.create_topic(config, broker_addr=b["addr"])
-                await admin.create_subscription_group(SubscriptionGroupConfig(group), broker_addr=b["addr"])
+                await admin.topics.create_topic(config, broker_addr=b["addr"])
+                await admin.groups.create_subscription_group(SubscriptionGroupConfig(group), broker_addr=b["addr"])
             except MQBrokerError:
                 if b["brokerId"] == 0:
                     raise
@@ -350,7 +350,7 @@ async def _create(admin: MQAdmin, view: dict[str, Any], topic: str, group: str) 
     while unsynced and time.monotonic() < deadline:
         for addr in list(unsynced):
             with contextlib.suppress(MQClientError):
-                if topic in await admin.topic_configs(addr):
+                if topic in await admin.topics.topic_configs(addr):
                     unsynced.remove(addr)
         if unsynced:
             await asyncio.sleep(0.5)
@@ -360,7 +360,7 @@ async def _create(admin: MQAdmin, view: dict[str, Any], topic: str, group: str) 
     deadline = time.monotonic() + 15.0
     while time.monotonic() < deadline:
         with contextlib.suppress(MQClientError):
-            route = await admin.topic_route(topic)
+            route = await admin.topics.topic_route(topic)
             if {q.broker_name for q in route.queue_datas} >= masters:
                 return
         await asyncio.sleep(0.1)
@@ -385,10 +385,10 @@ async def _remove(admin: MQAdmin, topic: str, group: str, view: dict[str, Any]) 
     """Best effort: the drill's topic and group leave the cluster with it."""
     for name in (topic, retry_topic(group)):
         with contextlib.suppress(MQClientError):
-            await admin.delete_topic(name)
+            await admin.topics.delete_topic(name)
     for addr in [b["addr"] for b in view["brokers"] if b["brokerId"] == 0]:
         with contextlib.suppress(MQClientError):
-            await admin.delete_subscription_group(group, broker_addr=addr, clean_offset=True)
+            await admin.groups.delete_subscription_group(group, broker_addr=addr, clean_offset=True)
 
 
 def _utc() -> str:

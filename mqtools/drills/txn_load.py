@@ -119,7 +119,7 @@ class TransactionLoad:
     async def open_left(self, admin: MQAdmin) -> int | None:
         """Transactions of the group the brokers still hold open; None when they could not be read."""
         try:
-            brokers = await admin.open_transactions()
+            brokers = await admin.transactions.open_transactions()
         except MQClientError:
             return None
         return sum(1 for b in brokers for t in b.open if t.producer_group == self.group)

@@ -166,11 +166,11 @@ def plan_topic(namesrv: str, topic: str, start: OffsetSpec, end: OffsetSpec, *, 
 
     admin = SyncMQAdmin(namesrv, timeout=timeout, security=security)
     try:
-        bounds = {(mq.broker_name, mq.queue_id): b for mq, b in admin.queue_bounds(topic).items()}
+        bounds = {(mq.broker_name, mq.queue_id): b for mq, b in admin.queue_offsets.queue_bounds(topic).items()}
         times = {}
         for side, spec in (("start", start), ("end", end)):
             if spec.kind == "time" and spec.timestamp_ms is not None:
-                found = admin.offsets_for_time(topic, spec.timestamp_ms)
+                found = admin.queue_offsets.offsets_for_time(topic, spec.timestamp_ms)
                 times[side] = {(mq.broker_name, mq.queue_id): o for mq, o in found.items()}
     finally:
         admin.close()

@@ -80,7 +80,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         from mqtools.client.admin.sync import SyncMQAdmin
 
         with SyncMQAdmin(self.namesrv, security=self.security) as admin:
-            return {(mq.broker_name, mq.queue_id): b for mq, b in admin.queue_bounds(self.topic).items()}
+            return {(mq.broker_name, mq.queue_id): b for mq, b in admin.queue_offsets.queue_bounds(self.topic).items()}
 
     def initialOffset(self) -> dict:
         latest = parse_spec("latest", "latest")
@@ -89,7 +89,7 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
             from mqtools.client.admin.sync import SyncMQAdmin
 
             with SyncMQAdmin(self.namesrv, security=self.security) as admin:
-                found = admin.offsets_for_time(self.topic, self.start.timestamp_ms)
+                found = admin.queue_offsets.offsets_for_time(self.topic, self.start.timestamp_ms)
             times = {(mq.broker_name, mq.queue_id): o for mq, o in found.items()}
         ranges = plan_ranges(self.topic, self._bounds(), self.start, latest, start_times=times,
                              fail_on_data_loss=self.fail_on_data_loss)

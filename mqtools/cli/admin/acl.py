@@ -71,7 +71,7 @@ def list_(
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
-        return accounts_view(await admin.acl_configs(where["cluster"], where["broker_addr"]))
+        return accounts_view(await admin.acl.acl_configs(where["cluster"], where["broker_addr"]))
 
     s.render(s.run(job))
 
@@ -88,7 +88,7 @@ def get(
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
-        found = await admin.acl_configs(where["cluster"], where["broker_addr"])
+        found = await admin.acl.acl_configs(where["cluster"], where["broker_addr"])
         kept = [type(c)(c.broker_addr, c.global_white_addrs, [a for a in c.accounts if a.access_key == access_key])
                 for c in found]
         if not any(c.accounts for c in kept):
@@ -109,7 +109,7 @@ def read_secret(prompt: str = "secret key") -> str:
 def apply_update(namesrv: str | None, context: str | None, timeout: float, account: PlainAccessConfig,
                  where: dict[str, str | None]) -> list[str]:
     async def job(admin: MQAdmin) -> list[str]:
-        return await admin.update_acl_account(account, cluster=where["cluster"], broker_addr=where["broker_addr"])
+        return await admin.acl.update_acl_account(account, cluster=where["cluster"], broker_addr=where["broker_addr"])
 
     return run(namesrv, job, context=context, timeout=timeout)
 
@@ -155,7 +155,7 @@ def delete(
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> list[str]:
-        return await admin.delete_acl_account(access_key, cluster=where["cluster"], broker_addr=where["broker_addr"])
+        return await admin.acl.delete_acl_account(access_key, cluster=where["cluster"], broker_addr=where["broker_addr"])
 
     addrs = s.run(job)
     typer.echo(f"account {access_key} deleted on {', '.join(addrs)}")
@@ -174,7 +174,7 @@ def white_addrs(
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> list[str]:
-        return await admin.update_global_white_addrs(patterns, cluster=where["cluster"],
+        return await admin.acl.update_global_white_addrs(patterns, cluster=where["cluster"],
                                                      broker_addr=where["broker_addr"])
 
     addrs = s.run(job)
@@ -193,7 +193,7 @@ def version(
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
-        found = await admin.acl_versions(where["cluster"], where["broker_addr"])
+        found = await admin.acl.acl_versions(where["cluster"], where["broker_addr"])
         rows = [[v.cluster, v.broker_name, v.broker_addr, v.counter, v.timestamp] for v in found]
         doc = {"brokers": [{"cluster": v.cluster, "brokerName": v.broker_name, "brokerAddr": v.broker_addr,
                             "counter": v.counter, "timestamp": v.timestamp} for v in found]}

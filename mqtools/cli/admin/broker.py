@@ -44,7 +44,7 @@ def status(
     """
 
     async def build(admin: MQAdmin) -> View:
-        return table_of("BrokerStatus", broker_addr, (await admin.broker_runtime_info(broker_addr)).raw, "runtime")
+        return table_of("BrokerStatus", broker_addr, (await admin.brokers.broker_runtime_info(broker_addr)).raw, "runtime")
 
     s.show(build)
 
@@ -60,7 +60,7 @@ def config_get(
     """
 
     async def build(admin: MQAdmin) -> View:
-        return table_of("BrokerConfig", broker_addr, await admin.broker_config(broker_addr), "config")
+        return table_of("BrokerConfig", broker_addr, await admin.brokers.broker_config(broker_addr), "config")
 
     s.show(build)
 
@@ -78,8 +78,8 @@ def config_set(
     """
 
     async def job(admin: MQAdmin) -> str | None:
-        before = (await admin.broker_config(broker_addr)).get(key)
-        await admin.update_broker_config(broker_addr, {key: value})
+        before = (await admin.brokers.broker_config(broker_addr)).get(key)
+        await admin.brokers.update_broker_config(broker_addr, {key: value})
         return before
 
     before = s.run(job)
@@ -99,7 +99,7 @@ def consume_stats(
     """
 
     async def build(admin: MQAdmin) -> View:
-        stats = await admin.broker_consume_stats(broker_addr, order_only=order, timeout=max(s.timeout, 50.0))
+        stats = await admin.brokers.broker_consume_stats(broker_addr, order_only=order, timeout=max(s.timeout, 50.0))
         shown = [q for q in stats.queues if q.diff >= level]
         rows = [[q.queue.topic, q.group, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset,
                  q.diff, when(q.last_timestamp_ms)] for q in shown]
@@ -127,7 +127,7 @@ def stats(
     """
 
     async def build(admin: MQAdmin) -> View:
-        rows = await admin.stats_all(topic, active_only=active)
+        rows = await admin.tracking.stats_all(topic, active_only=active)
         table = [[r.topic, r.group, r.accumulation, r.in_tps, r.out_tps, r.in_24h, r.out_24h] for r in rows]
         data = {"rows": [{"topic": r.topic, "group": r.group, "accumulation": r.accumulation, "inTps": r.in_tps,
                           "outTps": r.out_tps, "inMsg24Hour": r.in_24h, "outMsg24Hour": r.out_24h} for r in rows]}
@@ -158,7 +158,7 @@ def perm_wipe(
     confirm(f"Stop new sends to {broker_name} on every name server?", yes)
 
     async def job(admin: MQAdmin) -> dict[str, int]:
-        return await admin.wipe_write_perm(broker_name)
+        return await admin.namesrv.wipe_write_perm(broker_name)
 
     _perm_lines(broker_name, s.run(job), "wiped")
 
@@ -174,7 +174,7 @@ def perm_add(
     """
 
     async def job(admin: MQAdmin) -> dict[str, int]:
-        return await admin.add_write_perm(broker_name)
+        return await admin.namesrv.add_write_perm(broker_name)
 
     _perm_lines(broker_name, s.run(job), "restored")
 
@@ -190,7 +190,7 @@ def clean_expired_cq(
     """
 
     async def job(admin: MQAdmin) -> None:
-        await admin.clean_expired_consume_queue(broker_addr)
+        await admin.brokers.clean_expired_consume_queue(broker_addr)
 
     s.run(job)
     typer.echo(f"{broker_addr}: expired consume queues cleaned")

@@ -104,7 +104,7 @@ def list_(
     """
 
     async def build(admin: MQAdmin) -> View:
-        snap = await admin.cluster_snapshot()
+        snap = await admin.cluster.cluster_snapshot()
         if cluster is not None and cluster not in snap.clusters:
             raise usage(f"cluster {cluster} not found (known: {', '.join(sorted(snap.clusters)) or 'none'})")
         return cluster_view(snap, cluster, more)
@@ -128,7 +128,7 @@ def rt(
     async def measure(admin: MQAdmin) -> View:
         masters = await admin.master_addrs(cluster)
         with Progress("measuring send RT", total=amount * len(masters)) as progress:
-            probes = await admin.send_rt(list(masters), amount, size, group=RT_GROUP, on_send=progress.advance)
+            probes = await admin.messages.send_rt(list(masters), amount, size, group=RT_GROUP, on_send=progress.advance)
         rows = [[p.broker_name, masters[p.broker_name], p.ok, p.failed, p.avg_ok_ms] for p in probes]
         data = [{"brokerName": p.broker_name, "addr": masters[p.broker_name], "ok": p.ok, "failed": p.failed,
                  "avgRtMs": p.avg_ok_ms} for p in probes]

@@ -160,7 +160,7 @@ def status(
         from mqtools.client.errors import UnknownTargetError
 
         try:
-            groups = await admin.ha_replication(broker_addr=broker_addr, cluster=cluster, window=window)
+            groups = await admin.ha.ha_replication(broker_addr=broker_addr, cluster=cluster, window=window)
         except UnknownTargetError as exc:
             raise usage(str(exc)) from None
         return status_view(groups, window)
@@ -190,7 +190,7 @@ def ready(
         from mqtools.client.errors import UnknownTargetError
 
         try:
-            return await admin.ha_ready(broker_name, max_diff=max_diff, max_catchup_s=max_catchup, window=window)
+            return await admin.ha.ha_ready(broker_name, max_diff=max_diff, max_catchup_s=max_catchup, window=window)
         except UnknownTargetError as exc:
             raise usage(str(exc)) from None
 

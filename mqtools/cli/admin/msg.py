@@ -94,7 +94,7 @@ def message_detail(m: MessageExt, tracks: list[MessageTrack]) -> View:
 async def _detail(admin: MQAdmin, m: MessageExt | None, what: str) -> View:
     if m is None:
         raise fail(f"message not found: {what}", EXIT_REFUSED)
-    return message_detail(m, await admin.message_tracks(m))
+    return message_detail(m, await admin.tracking.message_tracks(m))
 
 
 @admin_command(app, "get", output=True, watch=True)
@@ -116,8 +116,8 @@ def get(
                 decode_offset_msg_id(msg_id)
             except ValueError:
                 raise usage(f"{msg_id} is not an offset msgId: give --topic to look up a client msgId") from None
-            return await _detail(admin, await admin.view_message(msg_id), msg_id)
-        return await _detail(admin, await admin.find_message(topic, msg_id), msg_id)
+            return await _detail(admin, await admin.messages.view_message(msg_id), msg_id)
+        return await _detail(admin, await admin.messages.find_message(topic, msg_id), msg_id)
 
     s.show(build)
 
@@ -137,7 +137,7 @@ def key(
     begin_ms, end_ms = times(start, end)
 
     async def build(admin: MQAdmin) -> View:
-        found = await admin.query_by_key(topic, msg_key, max_num=max_num, begin_ms=begin_ms or 0, end_ms=end_ms)
+        found = await admin.messages.query_by_key(topic, msg_key, max_num=max_num, begin_ms=begin_ms or 0, end_ms=end_ms)
         return message_list(topic, found)
 
     s.show(build)
@@ -155,7 +155,7 @@ def unique(
     """
 
     async def build(admin: MQAdmin) -> View:
-        return message_list(topic, await admin.query_by_unique_key(topic, uniq_key))
+        return message_list(topic, await admin.messages.query_by_unique_key(topic, uniq_key))
 
     s.show(build)
 
@@ -175,7 +175,7 @@ def at(
     from mqtools.client.admin.models.configs import MessageQueue
 
     async def build(admin: MQAdmin) -> View:
-        m = await admin.message_at(MessageQueue(topic, broker, queue_id), offset)
+        m = await admin.messages.message_at(MessageQueue(topic, broker, queue_id), offset)
         return await _detail(admin, m, f"{topic} {broker} queue {queue_id} offset {offset}")
 
     s.show(build)
@@ -230,7 +230,7 @@ def trace(
     """
 
     async def build(admin: MQAdmin) -> View:
-        found = await admin.message_trace(msg_id, trace_topic)
+        found = await admin.traces.message_trace(msg_id, trace_topic)
         if not found.entries:
             raise fail(f"no trace of {msg_id} in {trace_topic} (clients write traces only with tracing on)",
                        EXIT_REFUSED)
@@ -250,7 +250,7 @@ async def read_spans(admin: MQAdmin, spans: list[QueueSpan], limit: int | None, 
         for span in spans:
             offset = span.begin
             left = None if limit is None else limit - len(found)
-            async for result in admin.read_span(span.queue, span.begin, span.end, expression=expression, limit=left):
+            async for result in admin.messages.read_span(span.queue, span.begin, span.end, expression=expression, limit=left):
                 found += result.messages
                 progress.advance(max(len(result.messages), result.next_begin_offset - offset))
                 offset = result.next_begin_offset
@@ -272,7 +272,7 @@ def print_(
     begin_ms, end_ms = times(start, end)
 
     async def build(admin: MQAdmin) -> View:
-        spans = [await admin.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await admin.message_queues(topic)]
+        spans = [await admin.messages.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await admin.messages.message_queues(topic)]
         found = await read_spans(admin, spans, None, expression)
         return message_list(topic, found, [f"{len(found)} messages from {len(spans)} queues"])
 
@@ -293,7 +293,7 @@ def consume(
     begin_ms, end_ms = times(start, end)
 
     async def build(admin: MQAdmin) -> View:
-        spans = [await admin.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await admin.message_queues(topic)]
+        spans = [await admin.messages.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await admin.messages.message_queues(topic)]
         return message_list(topic, await read_spans(admin, spans, count))
 
     s.show(build)
@@ -317,7 +317,7 @@ def send(
         raise usage("--broker and --queue go together")
 
     async def job(admin: MQAdmin) -> View:
-        r = await admin.send_message(topic, body.encode("utf-8"), tags=tags, keys=keys, broker_name=broker,
+        r = await admin.messages.send_message(topic, body.encode("utf-8"), tags=tags, keys=keys, broker_name=broker,
                                      queue_id=queue_id)
         row = [r.queue.broker_name, r.queue.queue_id, r.queue_offset, r.status.value, r.msg_id, r.offset_msg_id]
         return View("SendResult", [Column("BROKER"), Column("QID", True), Column("OFFSET", True), Column("STATUS"),

@@ -60,7 +60,7 @@ def delete_acl_config(
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> list[str]:
-        return await admin.delete_acl_account(access_key, cluster=where["cluster"], broker_addr=where["broker_addr"])
+        return await admin.acl.delete_acl_account(access_key, cluster=where["cluster"], broker_addr=where["broker_addr"])
 
     for addr in run(namesrv, job):
         typer.echo(f"delete plain access config account from {addr} success.")
@@ -78,7 +78,7 @@ def update_global_white_addr(
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> list[str]:
-        return await admin.update_global_white_addrs(comma_list(addrs), cluster=where["cluster"],
+        return await admin.acl.update_global_white_addrs(comma_list(addrs), cluster=where["cluster"],
                                                      broker_addr=where["broker_addr"])
 
     for addr in run(namesrv, job):
@@ -91,7 +91,7 @@ def get_acl_config(broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> None:
-        for config in await admin.acl_configs(where["cluster"], where["broker_addr"]):
+        for config in await admin.acl.acl_configs(where["cluster"], where["broker_addr"]):
             typer.echo("")
             typer.echo(java_format("%-20s: %s", "globalWhiteRemoteAddresses", "[" + ", ".join(config.global_white_addrs) + "]"))
             typer.echo("")
@@ -119,7 +119,7 @@ def cluster_acl_config_version(
     async def job(admin: MQAdmin) -> None:
         typer.echo(java_format(VERSION_ROW, "#Cluster Name", "#Broker Name", "#Broker Addr", "#AclFilePath",
                                "#AclConfigVersionNum", "#AclLastUpdateTime"))
-        for v in await admin.acl_versions(where["cluster"], where["broker_addr"]):
+        for v in await admin.acl.acl_versions(where["cluster"], where["broker_addr"]):
             when = (datetime.fromtimestamp(v.timestamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
                     if v.timestamp is not None else "n/a")
             typer.echo(java_format(VERSION_ROW, v.cluster, v.broker_name, v.broker_addr, "plain_acl.yml",

@@ -48,12 +48,12 @@ def broker_status(
 
     async def job(admin: MQAdmin) -> None:
         if broker_addr is not None:
-            for key, value in sorted((await admin.broker_runtime_info(broker_addr)).raw.items()):
+            for key, value in sorted((await admin.brokers.broker_runtime_info(broker_addr)).raw.items()):
                 typer.echo(java_format("%-32s: %s", key, value))
             return
         for master, slaves in group_addrs(await admin.cluster_info(), cluster or "", slaves=True):
             for addr in (master, *slaves):
-                for key, value in sorted((await admin.broker_runtime_info(addr)).raw.items()):
+                for key, value in sorted((await admin.brokers.broker_runtime_info(addr)).raw.items()):
                     typer.echo(java_format("%-24s %-32s: %s", addr, key, value))
 
     run(namesrv, job)
@@ -76,14 +76,14 @@ def get_broker_config(
     async def job(admin: MQAdmin) -> None:
         if broker_addr is not None:
             typer.echo(_config_block(f"============{broker_addr}============\n",
-                                     await admin.broker_config(broker_addr)), nl=False)
+                                     await admin.brokers.broker_config(broker_addr)), nl=False)
             return
         for master, slaves in group_addrs(await admin.cluster_info(), cluster or "", slaves=True):
             typer.echo(_config_block(f"============Master: {master}============\n",
-                                     await admin.broker_config(master)), nl=False)
+                                     await admin.brokers.broker_config(master)), nl=False)
             for slave in slaves:
                 typer.echo(_config_block(f"============My Master: {master}=====Slave: {slave}============\n",
-                                         await admin.broker_config(slave)), nl=False)
+                                         await admin.brokers.broker_config(slave)), nl=False)
 
     run(namesrv, job)
 
@@ -109,7 +109,7 @@ def update_broker_config(
             groups = group_addrs(await admin.cluster_info(), cluster or "", slaves=all_brokers is not None)
             targets = [a for master, slaves in groups for a in (master, *slaves)]
         for addr in targets:
-            await admin.update_broker_config(addr, values)
+            await admin.brokers.update_broker_config(addr, values)
             typer.echo(f"update broker config success, {addr}")
 
     run(namesrv, job)
@@ -126,7 +126,7 @@ def broker_consume_stats(
     """Example: mq admin brokerConsumeStats -b 127.0.0.1:10911 -l 100"""
 
     async def job(admin: MQAdmin) -> None:
-        stats = await admin.broker_consume_stats(broker_addr, order_only=order.strip().lower() == "true",
+        stats = await admin.brokers.broker_consume_stats(broker_addr, order_only=order.strip().lower() == "true",
                                                  timeout=timeout_ms / 1000)
         typer.echo(java_format(CONSUME_HEADER, "#Topic", "#Group", "#Broker Name", "#QID", "#Broker Offset",
                                "#Consumer Offset", "#Diff", "#LastTime"))
@@ -157,7 +157,7 @@ def clean_expired_cq(
             names = [cluster] if cluster else sorted(info.cluster_addr_table)
             targets = [a for name in names for m, slaves in group_addrs(info, name, slaves=True) for a in (m, *slaves)]
         for addr in targets:
-            await admin.clean_expired_consume_queue(addr)
+            await admin.brokers.clean_expired_consume_queue(addr)
         typer.echo("success", nl=False)
 
     run(namesrv, job)
@@ -191,7 +191,7 @@ def cluster_rt(
                 if brokers is None:
                     typer.echo(f"cluster [{name}] not exist", nl=False)
                     break
-                for probe in await admin.send_rt(sorted(brokers), amount, size, group=group):
+                for probe in await admin.messages.send_rt(sorted(brokers), amount, size, group=group):
                     rt = probe.mqadmin_rt_ms  # -a is at least 2, so never None here
                     if as_tlog:
                         stamp = datetime.now(timezone(timedelta(hours=8))).strftime("%Y-%m-%d %H:%M:%S")

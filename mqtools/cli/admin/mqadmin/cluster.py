@@ -84,7 +84,7 @@ def cluster_list(
 
     async def once(admin: MQAdmin) -> None:
         while True:
-            snap = await admin.cluster_snapshot()
+            snap = await admin.cluster.cluster_snapshot()
             typer.echo(cluster_list_text(snap, cluster, more, int(time.time() * 1000)))
             if not interval:
                 return

@@ -82,7 +82,7 @@ def ha_status(
             lacking = []
             for addr in addrs:
                 try:
-                    typer.echo(ha_status_text(addr, await admin.ha_status(addr)))
+                    typer.echo(ha_status_text(addr, await admin.brokers.ha_status(addr)))
                 except NotAvailable:
                     lacking.append(addr)
             if lacking:

@@ -150,12 +150,12 @@ def query_msg_by_id(
     async def job(admin: MQAdmin) -> bool:
         found_all = True
         for one in (i.strip() for i in msg_id.split(",") if i.strip()):
-            m = await admin.find_message(topic, one)
+            m = await admin.messages.find_message(topic, one)
             if m is None:
                 typer.echo("\nMessage not found!", nl=False)
                 found_all = False
                 continue
-            typer.echo(detail(m, await admin.message_tracks(m), charset=charset))
+            typer.echo(detail(m, await admin.tracking.message_tracks(m), charset=charset))
         return found_all
 
     if not run(namesrv, job):
@@ -178,7 +178,7 @@ def query_msg_by_key(
     begin_ms, end_ms = _ms(begin, 0), _ms(end, None)
 
     async def job(admin: MQAdmin) -> list[MessageExt]:
-        return await admin.query_by_key(topic, msg_key, max_num=max_num, begin_ms=begin_ms or 0, end_ms=end_ms)
+        return await admin.messages.query_by_key(topic, msg_key, max_num=max_num, begin_ms=begin_ms or 0, end_ms=end_ms)
 
     found = run(namesrv, job)
     typer.echo(java_format("%-50s %4s %40s", "#Message ID", "#QID", "#Offset"))
@@ -197,9 +197,9 @@ def query_msg_by_unique_key(
     """Example: mq admin queryMsgByUniqueKey -t Orders -i C0A8010A00002A9F0000000000000001"""
 
     async def job(admin: MQAdmin) -> None:
-        found = await admin.query_by_unique_key(topic, msg_id)
+        found = await admin.messages.query_by_unique_key(topic, msg_id)
         for index, m in enumerate(found if show_all else found[:1]):
-            typer.echo(detail(m, await admin.message_tracks(m), offset_id=False, index=index), nl=False)
+            typer.echo(detail(m, await admin.tracking.message_tracks(m), offset_id=False, index=index), nl=False)
 
     run(namesrv, job)
 
@@ -220,13 +220,13 @@ def query_msg_by_offset(
     mq = MessageQueue(topic, broker, queue_id)
 
     async def job(admin: MQAdmin) -> None:
-        await admin.message_queues(topic)  # an unknown topic fails here, with the name server's answer
-        result = await admin.pull_messages(mq, offset, max_nums=1)
+        await admin.messages.message_queues(topic)  # an unknown topic fails here, with the name server's answer
+        result = await admin.messages.pull_messages(mq, offset, max_nums=1)
         hit = next((m for m in result.messages if m.queue_offset == offset), None)
         if hit is None:
             raise fail(f"no message at {java_queue(mq)} offset {offset} ({result.status.value})", EXIT_REFUSED)
         m = with_pull_offsets(hit, result)
-        typer.echo(detail(m, await admin.message_tracks(m), charset=charset))
+        typer.echo(detail(m, await admin.tracking.message_tracks(m), charset=charset))
 
     run(namesrv, job)
 
@@ -267,10 +267,10 @@ def print_msg(
     body = print_body.strip().lower() == "true"
 
     async def job(admin: MQAdmin) -> None:
-        for mq in await admin.message_queues(topic):
-            span = await admin.queue_span(mq, begin_ms=begin_ms, end_ms=end_ms)
+        for mq in await admin.messages.message_queues(topic):
+            span = await admin.messages.queue_span(mq, begin_ms=begin_ms, end_ms=end_ms)
             typer.echo(f"minOffset={span.begin}, maxOffset={span.end}, {java_queue(mq)}")
-            async for result in admin.read_span(mq, span.begin, span.end, expression=expression, exact=False):
+            async for result in admin.messages.read_span(mq, span.begin, span.end, expression=expression, exact=False):
                 print_result(result, mq, charset, body)
             typer.echo(SEPARATOR)
 
@@ -292,7 +292,7 @@ def send_message(
         raise usage("Broker name must be set if the queue is chosen!")
 
     async def job(admin: MQAdmin) -> str:
-        r = await admin.send_message(topic, body.strip().encode("utf-8"), tags=tags, keys=keys,
+        r = await admin.messages.send_message(topic, body.strip().encode("utf-8"), tags=tags, keys=keys,
                                      broker_name=broker if queue_id is not None else None, queue_id=queue_id)
         return java_format(SEND, r.queue.broker_name, r.queue.queue_id, r.status.value, r.msg_id)
 
@@ -333,17 +333,17 @@ def consume_message(
 
     async def pull_queue(admin: MQAdmin, mq: MessageQueue, low: int, high: int) -> None:
         """ConsumeMessageCommand.pullMessageByQueue: offsets low..high inclusive."""
-        async for result in admin.read_span(mq, low, high + 1, group=group):
+        async for result in admin.messages.read_span(mq, low, high + 1, group=group):
             if result.status.value == "FOUND":
                 typer.echo("Consume ok")
             print_result(result, mq, "utf-8", True)
 
     async def bounds(admin: MQAdmin, mq: MessageQueue) -> tuple[int, int]:
-        span = await admin.queue_span(mq, begin_ms=begin_ms or None, end_ms=end_ms or None)
+        span = await admin.messages.queue_span(mq, begin_ms=begin_ms or None, end_ms=end_ms or None)
         return span.begin, span.end
 
     async def job(admin: MQAdmin) -> None:
-        queues = await admin.message_queues(topic)
+        queues = await admin.messages.message_queues(topic)
         if queue_id is not None:
             mq = MessageQueue(topic, broker or "", queue_id)
             low, high = await bounds(admin, mq)

@@ -46,7 +46,7 @@ def query_msg_trace_by_id(
     """Example: mq admin queryMsgTraceById -i C0A8010A00002A9F0000000000000001"""
 
     async def job(admin: MQAdmin) -> MessageTrace:
-        return await admin.message_trace(msg_id, trace_topic)
+        return await admin.traces.message_trace(msg_id, trace_topic)
 
     trace = run(namesrv, job)
     consumers: dict[str, list[TraceEntry]] = {}
