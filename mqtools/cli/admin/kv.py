@@ -67,7 +67,7 @@ def set_(
     """
 
     async def job(admin: MQAdmin) -> None:
-        await admin.put_kv(namespace, key, value)
+        await admin.namesrv.put_kv(namespace, key, value)
 
     s.run(job)
     typer.echo(f"{namespace} {key}={value}")

@@ -101,8 +101,8 @@ async def test_ordered_topic_records_its_layout_in_kv(cluster: Cluster, admin: M
 
 
 async def test_kv_config_round_trip(admin: MQAdmin) -> None:
-    await admin.put_kv("AdminNS", "k1", "v1")
-    await admin.put_kv("AdminNS", "k2", "v2")
+    await admin.namesrv.put_kv("AdminNS", "k1", "v1")
+    await admin.namesrv.put_kv("AdminNS", "k2", "v2")
     assert await admin.namesrv.get_kv("AdminNS", "k1") == "v1"
     assert await admin.namesrv.kv_list("AdminNS") == {"k1": "v1", "k2": "v2"}
     await admin.namesrv.delete_kv("AdminNS", "k1")

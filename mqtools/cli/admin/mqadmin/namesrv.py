@@ -56,7 +56,7 @@ def update_kv_config(
     """Example: mq admin updateKvConfig -s ORDER_TOPIC_CONFIG -k Orders -v 'broker-a:4'"""
 
     async def job(admin: MQAdmin) -> None:
-        await admin.put_kv(namespace.strip(), key.strip(), value.strip())
+        await admin.namesrv.put_kv(namespace.strip(), key.strip(), value.strip())
 
     run(namesrv, job)
     typer.echo("create or update kv config to namespace success.")
