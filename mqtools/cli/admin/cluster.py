@@ -49,9 +49,16 @@ def cluster_view(snap: ClusterSnapshot, cluster: str | None, more: bool) -> View
     footer = [] if snap.live_table_available else [
         "heartbeat ages: n/a (the name servers do not answer mq's private GET_BROKER_LIVE_TABLE)"]
     footer += [f"{b.addr}: {b.error}" for b in rows if b.error]
+    orphans = snap.without_master(cluster)
+    for c, name in orphans:
+        marker = [] if more else ["no master"]
+        table.append([c, name, 0, *marker, *([None] * (len(columns) - 3 - len(marker)))])
+        footer.append(f"broker set {name} has no master registered: its slaves serve reads only "
+                      f"(mq admin ha status -b {name})")
     data = {"namesrv": snap.namesrv_addrs, "clusters": {c: n for c, n in snap.clusters.items()
                                                         if cluster is None or c == cluster},
-            "brokers": [_broker_json(b) for b in rows]}
+            "brokers": [_broker_json(b) for b in rows],
+            "brokerSetsWithoutMaster": [{"cluster": c, "brokerName": name} for c, name in orphans]}
     return View("ClusterList", columns, table, data, footer=footer)
 
 

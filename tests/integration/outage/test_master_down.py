@@ -143,6 +143,12 @@ def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: Preset
         assert "OutageNew" not in admin.topics.topic_configs(b) and "OutageNewGroup" not in admin.groups.subscription_groups(b)
         committed = admin.offsets.committed_offsets(GROUP, TOPIC)
         assert [v for q, v in committed.items() if q.broker_name == "broker-b"] == [COMMITTED] * 4
+    listing = mq("admin", "cluster", "list", "-o", "json", namesrv=cluster.namesrv)
+    assert listing.returncode == EXIT_OK
+    assert [s["brokerName"] for s in json.loads(listing.stdout)["brokerSetsWithoutMaster"]] == ["broker-a"]
+    table = mq("admin", "cluster", "list", namesrv=cluster.namesrv).stdout
+    assert "broker set broker-a has no master registered" in table
+    assert any(line.split()[1:4] == ["broker-a", "0", "no"] for line in table.splitlines()[1:] if line.strip())
     # mqadmin's topicStatus reads the master-less set from its slave too, as Apache's does
     classic = mq("admin", "topicStatus", "-t", TOPIC, namesrv=cluster.namesrv)
     assert classic.returncode == EXIT_OK and classic.stdout.count("broker-a") == 4, classic.stdout

@@ -147,6 +147,12 @@ class ClusterSnapshot:
     def group(self, broker_name: str) -> list[BrokerRow]:
         return [b for b in self.brokers if b.broker_name == broker_name]
 
+    def without_master(self, cluster: str | None = None) -> list[tuple[str, str]]:
+        """(cluster, broker name) of the sets with brokers registered but no master among them: read-only
+        until a master returns or is elected."""
+        return [(c, name) for c, names in sorted(self.clusters.items()) if cluster is None or c == cluster
+                for name in names if self.group(name) and not any(b.is_master for b in self.group(name))]
+
 
 @dataclass(frozen=True, slots=True)
 class QueueLag:
