@@ -143,7 +143,19 @@ def brokers(state: LiveState, mono: float) -> Table:
             verdict_cell(None if is_gone else broker_verdict(state, b.broker_name, b.addr)),
         ]
         table.rows.append(Row(b.addr, cells, stale=(slot.stale or is_gone) and rt is not None, drill=b.addr))
+    for cluster, name in snap.without_master():
+        table.rows.append(_no_master_row(cluster, name))
+        table.notes.append(f"{name}: no master registered: its slaves serve reads only, sends and commits there "
+                           "fail (mq admin diagnose cluster)")
     return table
+
+
+def _no_master_row(cluster: str, name: str) -> Row:
+    """A broker set without a master, as a red row of its own: the missing master is what the operator must see."""
+    cells = [Cell(cluster, cluster), Cell(name, name), Cell(0, "0"), Cell("MASTER", "master"), Cell(None, NA)]
+    cells += [Cell(None, NA) for _ in BROKER_COLUMNS[len(cells):-2]]
+    cells += [Cell("no master", "no master", CRIT), Cell(None, NA)]
+    return Row(f"{name}/no-master", cells)
 
 
 def _cell(value: Any, fmt: Any = None, level: int = OK) -> Cell:

@@ -149,6 +149,12 @@ def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: Preset
     table = mq("admin", "cluster", "list", namesrv=cluster.namesrv).stdout
     assert "broker set broker-a has no master registered" in table
     assert any(line.split()[1:4] == ["broker-a", "0", "no"] for line in table.splitlines()[1:] if line.strip())
+    top = mq("top", "--once", "-o", "json", namesrv=cluster.namesrv)
+    assert top.returncode == EXIT_OK, top.stderr
+    brokers = json.loads(top.stdout)["views"]["brokers"]
+    missing = [r for r in brokers["rows"] if r["status"] == "no master"]
+    assert [(r["brokerName"], r["brokerId"]) for r in missing] == [("broker-a", 0)]
+    assert any(n.startswith("broker-a: no master registered") for n in brokers["notes"])
     # mqadmin's topicStatus reads the master-less set from its slave too, as Apache's does
     classic = mq("admin", "topicStatus", "-t", TOPIC, namesrv=cluster.namesrv)
     assert classic.returncode == EXIT_OK and classic.stdout.count("broker-a") == 4, classic.stdout
