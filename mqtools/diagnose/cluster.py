@@ -1,6 +1,7 @@
 """Every broker, group and HA pair of a cluster in one pass, worst first.
 
-Brokers and groups are judged as `diagnose broker` and `diagnose group` judge them, all over the same
+A broker set without a master comes first (kind `set`, action): its queues take no sends and no commits,
+and the commands that act on it are named. Brokers and groups are judged as `diagnose broker` and `diagnose group` judge them, all over the same
 window and concurrently; each broker group with a slave gets `ha ready`'s verdict (safe: ok, not safe:
 action). Groups that hold no offsets anywhere and have no member online (configured, never used) are
 counted, not judged.
@@ -13,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mqtools.client.errors import MQClientError
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.diagnose.collect import diagnose_broker, diagnose_group
 from mqtools.diagnose.findings import Severity, exit_code, rank
 from mqtools.diagnose.group import DEFAULTS, Thresholds
@@ -68,6 +70,17 @@ def _ha_item(ready: HAReadiness) -> Item:
                                                       for c in ready.checks]})
 
 
+def _set_item(name: str, slaves: dict[int, str]) -> Item:
+    """A broker set with no master registered: read-only until one returns or is elected."""
+    where = ", ".join(f"{i}={a}" for i, a in sorted(slaves.items())) or "none"
+    elect = f"mq admin controller elect-master {name} -i {min(slaves, default=1)}"
+    commands = [f"mq admin ha status -b {name}", elect]
+    summary = (f"no master registered (slaves {where}): sends and commits there fail; restart the master, or in "
+               f"controller mode `{elect}`; `{commands[0]}`")
+    return Item("set", name, "no master", Severity.ACTION, summary,
+                {"slaves": {str(i): a for i, a in sorted(slaves.items())}, "commands": commands})
+
+
 async def _used(admin: MQAdmin, group: str) -> bool:
     """Whether the group holds offsets somewhere or has a member online."""
     try:
@@ -96,5 +109,7 @@ async def diagnose_cluster(admin: MQAdmin, window: float, thresholds: Thresholds
              for nodes in brokers for d in nodes]
     items += [Item("group", d.group, d.verdict, d.severity, d.summary, d.to_json()) for d in group_results]
     items += [_ha_item(r) for r in ha]
-    items.sort(key=lambda i: (rank(i.severity), i.kind, i.name))
+    items += [_set_item(n, dict(info.broker_addr_table[n].broker_addrs)) for n in names
+              if MASTER_ID not in info.broker_addr_table[n].broker_addrs]
+    items.sort(key=lambda i: (rank(i.severity), i.kind != "set", i.kind, i.name))
     return ClusterDiagnosis(window, items, [g for g, u in zip(groups, used, strict=True) if not u])

@@ -155,6 +155,11 @@ def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: Preset
     missing = [r for r in brokers["rows"] if r["status"] == "no master"]
     assert [(r["brokerName"], r["brokerId"]) for r in missing] == [("broker-a", 0)]
     assert any(n.startswith("broker-a: no master registered") for n in brokers["notes"])
+    verdicts = mq("admin", "diagnose", "cluster", "-o", "json", namesrv=cluster.namesrv, timeout=90)
+    assert verdicts.returncode == EXIT_REFUSED, verdicts.stderr  # something needs action
+    first = json.loads(verdicts.stdout)["items"][0]
+    assert (first["kind"], first["name"], first["verdict"], first["severity"]) == ("set", "broker-a", "no master",
+                                                                                     "action")
     # mqadmin's topicStatus reads the master-less set from its slave too, as Apache's does
     classic = mq("admin", "topicStatus", "-t", TOPIC, namesrv=cluster.namesrv)
     assert classic.returncode == EXIT_OK and classic.stdout.count("broker-a") == 4, classic.stdout
