@@ -18,7 +18,7 @@ import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE
+from mqtools.common.exitcodes import EXIT_PARTIAL, EXIT_REFUSED, EXIT_UNREACHABLE
 from mqtools.common.presentation import load_schema
 from mqtools.mcp.tools import READS, WRITES, Tool, catalogue
 
@@ -66,7 +66,9 @@ class MQTools:
             await child.wait()
             return _error(f"{tool.name} took longer than {CALL_TIMEOUT:.0f} s")
         text, problem = out.decode(), err.decode().strip()
-        ok = child.returncode == 0 or (tool.verdict and child.returncode in (EXIT_REFUSED, EXIT_UNREACHABLE))
+        # a partial answer is a result: its document says what it could not read (partial, unreachable)
+        ok = child.returncode in (0, EXIT_PARTIAL) or (tool.verdict and child.returncode in (EXIT_REFUSED,
+                                                                                            EXIT_UNREACHABLE))
         if tool.kind is None:
             return _text(text) if child.returncode == 0 else _error(problem or text.strip())
         try:

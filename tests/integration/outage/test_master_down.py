@@ -11,11 +11,16 @@ it is partial and name exactly what it missed (exit 4), within one timeout per b
 
 from __future__ import annotations
 
+import asyncio
 import json
+import sys
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from mcp.client.session import ClientSession
+from mcp.client.stdio import StdioServerParameters, stdio_client
 from support.adminsupport import mq
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
 
@@ -73,6 +78,13 @@ def group_progress(cluster: PresetCluster) -> tuple[int, dict]:
     result = mq("admin", "group", "progress", GROUP, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert result.returncode in (EXIT_OK, EXIT_PARTIAL), result.stderr
     return result.returncode, json.loads(result.stdout)
+
+
+async def mcp_call(namesrv: str, name: str, args: dict) -> Any:
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mqtools.cli.main", "mcp", "-n", namesrv])
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        return await session.call_tool(name, args, read_timeout_seconds=60)
 
 
 def topic_status(cluster: PresetCluster) -> tuple[int, dict, float]:
@@ -172,8 +184,13 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
         code, doc, _ = topic_status(cluster)
         table = mq("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
         progress_code, progress = group_progress(cluster)
+        tool = asyncio.run(mcp_call(cluster.namesrv, "topic_status", {"topic": TOPIC}))
     finally:
         cluster.resume("broker-a-s")
+    # an MCP client gets the partial document as a result, not an error
+    assert not tool.is_error, tool.content
+    assert tool.structured_content["partial"] is True
+    assert [u["brokerName"] for u in tool.structured_content["unreachable"]] == ["broker-a"]
     assert (code, doc["partial"]) == (EXIT_PARTIAL, True)
     assert [(u["brokerName"], u["addr"]) for u in doc["unreachable"]] == [("broker-a", slave)]
     assert doc["messages"] == SENT // 2 and sources(doc) == {"broker-b": {"master"}}
