@@ -64,7 +64,7 @@ def make_world(side: str, namesrv: str) -> World:
     with SyncMQAdmin(namesrv) as admin:
         for group in (LIVE, LAG):
             admin.groups.create_subscription_group(SubscriptionGroupConfig(group), cluster=CLUSTER)
-        admin.put_kv(KV_NAMESPACE, "k1", "v1")
+        admin.namesrv.put_kv(KV_NAMESPACE, "k1", "v1")
         brokers = {name: data.master_addr() for name, data in sorted(admin.cluster_info().broker_addr_table.items())}
     sent = produce(namesrv, SENT)
     run_java("consume", namesrv, "--topic", TOPIC, "--group", LAG, "--expect", str(SENT), "--timeout-s", "60")
