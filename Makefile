@@ -64,6 +64,8 @@ lint: install
 demo: install
 	$(BIN)/python -m mqtools.demo
 
+docs: install ; $(BIN)/python -m mqtools.cli.reference docs/reference.md
+
 completions: install
 	$(BIN)/python -m mqtools.cli.completions completions
 
