@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, ClusterSnapshot
+from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, ClusterSnapshot, broker_json
 from mqtools.client.admin.models.groups import GroupSummary
 from mqtools.client.admin.models.ha import (
     GROWING,
@@ -87,6 +87,8 @@ def _missing(probe: list[NamesrvStatus] | None, addr: str) -> list[str]:
 
 # -- brokers ---------------------------------------------------------------------------------------
 
+#: The keys of a broker row, as `mq admin cluster list` has them (models.brokers.broker_json gives the figures
+#: they share); HEARTBEAT and EXPIRES IN are aged here since the read, and a map per name server when several.
 BROKER_COLUMNS = [
     Column("CLUSTER", key="cluster"), Column("BROKER", key="brokerName"), Column("ID", True, key="brokerId"),
     Column("ROLE", key="role"), Column("ADDR", key="addr"), Column("VERSION", key="version"),
@@ -132,12 +134,13 @@ def brokers(state: LiveState, mono: float) -> Table:
             table.notes.append(f"{b.broker_name}/{b.broker_id} {b.addr}: {slot.error}")
         elif rt is None:
             status = Cell(None, "waiting")
+        doc = broker_json(b, rt)
         cells = [
-            Cell(b.cluster, b.cluster), Cell(b.broker_name, b.broker_name), Cell(b.broker_id, str(b.broker_id)),
-            Cell("MASTER" if b.is_master else "SLAVE", "master" if b.is_master else "slave"), Cell(b.addr, b.addr),
-            _cell(rt and rt.version_desc), beat, expires,
-            _cell(rt and rt.put_tps, num), _cell(rt and rt.get_transferred_tps, num),
-            _cell(rt and rt.commitlog_max_offset), _cell(rt and rt.commitlog_disk_ratio, percent),
+            Cell(doc["cluster"], b.cluster), Cell(doc["brokerName"], b.broker_name), Cell(doc["brokerId"], str(b.broker_id)),
+            Cell(doc["role"], doc["role"].lower()), Cell(doc["addr"], b.addr),
+            _cell(doc["version"]), beat, expires,
+            _cell(doc["inTps"], num), _cell(doc["outTps"], num),
+            _cell(doc["commitLogMaxOffset"]), _cell(doc["diskRatio"], percent),
             _cell(proc and proc.cpu_percent, lambda v: f"{v:.1f}%"), _cell(proc and proc.rss_bytes, size),
             _cell(proc and proc.open_files), status,
             verdict_cell(None if is_gone else broker_verdict(state, b.broker_name, b.addr)),

@@ -20,12 +20,11 @@ from mqtools.cli.admin.common import (
     usage,
 )
 from mqtools.cli.admin.session import Session, admin_command
-from mqtools.cli.output import Column, View
+from mqtools.cli.output import View
 from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.acl import AclConfig
     from mqtools.client.admin.models.configs import PlainAccessConfig
 
 app = typer.Typer(help="ACL 1.0 accounts and global white addresses (plain_acl.yml) of the brokers.",
@@ -40,25 +39,6 @@ def where_of(cluster: str | None, broker_addr: str | None) -> dict[str, str | No
     return {"cluster": cluster, "broker_addr": broker_addr}
 
 
-def account_doc(account: PlainAccessConfig) -> dict[str, object]:
-    """An account as `-o json` shows it: every field but the secret, None where unset."""
-    return {"accessKey": account.access_key, "admin": account.admin,
-            "whiteRemoteAddress": account.white_remote_address, "defaultTopicPerm": account.default_topic_perm,
-            "defaultGroupPerm": account.default_group_perm, "topicPerms": list(account.topic_perms),
-            "groupPerms": list(account.group_perms)}
-
-
-def accounts_view(found: list[AclConfig]) -> View:
-    rows = [[c.broker_addr, a.access_key, "yes" if a.admin else "no", a.white_remote_address or None,
-             a.default_topic_perm or None, a.default_group_perm or None, ",".join(a.topic_perms) or None,
-             ",".join(a.group_perms) or None] for c in found for a in c.accounts]
-    doc = {"brokers": [{"brokerAddr": c.broker_addr, "globalWhiteAddrs": c.global_white_addrs,
-                        "accounts": [account_doc(a) for a in c.accounts]} for c in found]}
-    columns = [Column("BROKER"), Column("ACCESS KEY"), Column("ADMIN"), Column("WHITE ADDRESS"),
-               Column("DEFAULT TOPIC"), Column("DEFAULT GROUP"), Column("TOPIC PERMS"), Column("GROUP PERMS")]
-    return View("AclConfig", columns, rows, doc)
-
-
 @admin_command(app, "list", output=True)
 def list_(
     s: Session,
@@ -68,10 +48,12 @@ def list_(
 
     Example: mq admin acl list -c DefaultCluster -o json
     """
+    from mqtools.client.admin.models.acl import acl_config_view
+
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
-        return accounts_view(await admin.acl.acl_configs(where["cluster"], where["broker_addr"]))
+        return acl_config_view(await admin.acl.acl_configs(where["cluster"], where["broker_addr"]))
 
     s.render(s.run(job))
 
@@ -85,6 +67,8 @@ def get(
 
     Example: mq admin acl get RocketMQ -b 127.0.0.1:10911
     """
+    from mqtools.client.admin.models.acl import acl_config_view
+
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
@@ -93,7 +77,7 @@ def get(
                 for c in found]
         if not any(c.accounts for c in kept):
             raise fail(f"no ACL account {access_key} on {', '.join(c.broker_addr for c in found)}", EXIT_REFUSED)
-        return accounts_view(kept)
+        return acl_config_view(kept)
 
     s.render(s.run(job))
 
@@ -190,14 +174,11 @@ def version(
 
     Example: mq admin acl version -c DefaultCluster
     """
+    from mqtools.client.admin.models.acl import acl_version_view
+
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
-        found = await admin.acl.acl_versions(where["cluster"], where["broker_addr"])
-        rows = [[v.cluster, v.broker_name, v.broker_addr, v.counter, v.timestamp] for v in found]
-        doc = {"brokers": [{"cluster": v.cluster, "brokerName": v.broker_name, "brokerAddr": v.broker_addr,
-                            "counter": v.counter, "timestamp": v.timestamp} for v in found]}
-        return View("AclVersion", [Column("CLUSTER"), Column("BROKER NAME"), Column("ADDR"), Column("COUNTER"),
-                                   Column("TIMESTAMP")], rows, doc)
+        return acl_version_view(await admin.acl.acl_versions(where["cluster"], where["broker_addr"]))
 
     s.render(s.run(job))

@@ -12,8 +12,7 @@ from mqtools.cli.admin.common import (
     confirm,
 )
 from mqtools.cli.admin.session import Session, admin_command
-from mqtools.cli.output import Column, View
-from mqtools.common.presentation import when
+from mqtools.cli.output import View
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -28,11 +27,6 @@ AddrArg = Annotated[str, typer.Argument(help="Broker address host:port.")]
 NameArg = Annotated[str, typer.Argument(help="Broker name, e.g. broker-a.")]
 
 
-def table_of(kind: str, addr: str, values: dict[str, str], field: str) -> View:
-    rows = [[k, v] for k, v in sorted(values.items())]
-    return View(kind, [Column("KEY"), Column("VALUE")], rows, {"brokerAddr": addr, field: dict(sorted(values.items()))})
-
-
 @admin_command(app, "status", output=True, watch=True)
 def status(
     s: Session,
@@ -42,9 +36,10 @@ def status(
 
     Example: mq admin broker status 127.0.0.1:10911 --watch 2
     """
+    from mqtools.client.admin.models.brokers import broker_status_view
 
     async def build(admin: MQAdmin) -> View:
-        return table_of("BrokerStatus", broker_addr, (await admin.brokers.broker_runtime_info(broker_addr)).raw, "runtime")
+        return broker_status_view(broker_addr, await admin.brokers.broker_runtime_info(broker_addr))
 
     s.show(build)
 
@@ -58,9 +53,10 @@ def config_get(
 
     Example: mq admin broker config get 127.0.0.1:10911 -o json
     """
+    from mqtools.client.admin.models.brokers import broker_config_view
 
     async def build(admin: MQAdmin) -> View:
-        return table_of("BrokerConfig", broker_addr, await admin.brokers.broker_config(broker_addr), "config")
+        return broker_config_view(broker_addr, await admin.brokers.broker_config(broker_addr))
 
     s.show(build)
 
@@ -97,20 +93,11 @@ def consume_stats(
 
     Example: mq admin broker consume-stats 127.0.0.1:10911 --level 100
     """
+    from mqtools.client.admin.models.brokers import broker_consume_stats_view
 
     async def build(admin: MQAdmin) -> View:
         stats = await admin.brokers.broker_consume_stats(broker_addr, order_only=order, timeout=max(s.timeout, 50.0))
-        shown = [q for q in stats.queues if q.diff >= level]
-        rows = [[q.queue.topic, q.group, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset,
-                 q.diff, when(q.last_timestamp_ms)] for q in shown]
-        data = {"brokerAddr": broker_addr, "totalDiff": stats.total_diff, "queues": [
-            {"topic": q.queue.topic, "group": q.group, "brokerName": q.queue.broker_name, "queueId": q.queue.queue_id,
-             "brokerOffset": q.broker_offset, "consumerOffset": q.consumer_offset, "diff": q.diff,
-             "lastTimestamp": q.last_timestamp_ms} for q in shown]}
-        return View("BrokerConsumeStats", [Column("TOPIC"), Column("GROUP"), Column("BROKER"), Column("QID", True),
-                                           Column("BROKER OFFSET", True), Column("CONSUMER OFFSET", True),
-                                           Column("DIFF", True), Column("LAST CONSUMED")], rows, data,
-                    footer=[f"total diff: {stats.total_diff}"])
+        return broker_consume_stats_view(broker_addr, stats, level)
 
     s.show(build)
 
@@ -125,14 +112,10 @@ def stats(
 
     Example: mq admin broker stats --active
     """
+    from mqtools.client.admin.models.brokers import stats_all_view
 
     async def build(admin: MQAdmin) -> View:
-        rows = await admin.tracking.stats_all(topic, active_only=active)
-        table = [[r.topic, r.group, r.accumulation, r.in_tps, r.out_tps, r.in_24h, r.out_24h] for r in rows]
-        data = {"rows": [{"topic": r.topic, "group": r.group, "accumulation": r.accumulation, "inTps": r.in_tps,
-                          "outTps": r.out_tps, "inMsg24Hour": r.in_24h, "outMsg24Hour": r.out_24h} for r in rows]}
-        return View("StatsAll", [Column("TOPIC"), Column("GROUP"), Column("BACKLOG", True), Column("IN TPS", True),
-                                 Column("OUT TPS", True), Column("IN 24H", True), Column("OUT 24H", True)], table, data)
+        return stats_all_view(await admin.tracking.stats_all(topic, active_only=active))
 
     s.show(build)
 

@@ -12,13 +12,12 @@ import typer
 
 from mqtools.cli.admin.common import OutputOpt, TimeoutOpt, check_output, run, show
 from mqtools.cli.admin.session import Session, admin_command
-from mqtools.cli.output import Column, View, render
+from mqtools.cli.output import View, render
 from mqtools.common.addresses import parse_namesrv_list
-from mqtools.common.presentation import when
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.controller import BrokerSetState, Election
+    from mqtools.client.admin.models.controller import Election
 
 app = typer.Typer(help="RocketMQ 5 controllers: leader, masters, epochs, SyncStateSets, elections.",
                   no_args_is_help=True)
@@ -37,37 +36,14 @@ def metadata(controller: ControllerOpt, output: OutputOpt = "table", timeout: Ti
 
     Example: mq admin controller metadata -a 127.0.0.1:9878
     """
+    from mqtools.client.admin.models.controller import controller_metadata_view
     check_output(output)
     addrs = controllers(controller)
 
     async def build(admin: MQAdmin) -> View:
-        metas = [await admin.controllers.metadata(a) for a in addrs]
-        rows = [[m.address, m.group, m.leader_id, m.leader_address, m.is_leader, len(m.peers)] for m in metas]
-        data = {"controllers": [{"address": m.address, "group": m.group, "leaderId": m.leader_id,
-                                 "leaderAddress": m.leader_address, "isLeader": m.is_leader, "peers": m.peers}
-                                for m in metas]}
-        return View("ControllerMetadata", [Column("CONTROLLER"), Column("GROUP"), Column("LEADER ID"),
-                                           Column("LEADER ADDRESS"), Column("IS LEADER"), Column("PEERS", True)],
-                    rows, data)
+        return controller_metadata_view([await admin.controllers.metadata(a) for a in addrs])
 
     show(controller, output, build, timeout=timeout)
-
-
-def sync_state_view(sets: list[BrokerSetState], asked: list[str]) -> View:
-    rows = [[b.broker_name, b.master_broker_id, b.master_address, b.master_epoch, b.sync_state_set_epoch,
-             ",".join(str(r.broker_id) for r in b.replicas if r.in_sync) or None,
-             ",".join(str(r.broker_id) for r in b.replicas if not r.in_sync) or None,
-             ",".join(str(r.broker_id) for r in b.replicas if not r.alive) or None] for b in sets]
-    found = {b.broker_name for b in sets}
-    footer = [f"{name}: the controller does not know this broker set" for name in asked if name not in found]
-    data = {"brokerSets": [{"brokerName": b.broker_name, "masterBrokerId": b.master_broker_id,
-                            "masterAddress": b.master_address, "masterEpoch": b.master_epoch,
-                            "syncStateSetEpoch": b.sync_state_set_epoch,
-                            "replicas": [{"brokerId": r.broker_id, "address": r.address, "alive": r.alive,
-                                          "inSync": r.in_sync} for r in b.replicas]} for b in sets]}
-    return View("SyncStateSets", [Column("BROKER"), Column("MASTER ID", True), Column("MASTER ADDRESS"),
-                                  Column("MASTER EPOCH", True), Column("SSS EPOCH", True), Column("IN SYNC"),
-                                  Column("NOT IN SYNC"), Column("DEAD")], rows, data, footer=footer)
 
 
 @app.command("sync-state-set")
@@ -82,23 +58,13 @@ def sync_state_set(
 
     Example: mq admin controller sync-state-set broker-a broker-b -a 127.0.0.1:9878
     """
+    from mqtools.client.admin.models.controller import sync_state_sets_view
     check_output(output)
 
     async def build(admin: MQAdmin) -> View:
-        return sync_state_view(await admin.controllers.broker_sets(controllers(controller), brokers), brokers)
+        return sync_state_sets_view(await admin.controllers.broker_sets(controllers(controller), brokers), brokers)
 
     show(controller, output, build, timeout=timeout)
-
-
-def election_view(e: Election) -> View:
-    footer = [] if e.changed else [f"{e.broker_name}: the master did not change"]
-    return View("Election", [Column("BROKER"), Column("MASTER ID", True), Column("MASTER ADDRESS"),
-                             Column("MASTER EPOCH", True), Column("SSS EPOCH", True), Column("CHANGED")],
-                [[e.broker_name, e.master_broker_id, e.master_address, e.master_epoch, e.sync_state_set_epoch,
-                  e.changed]],
-                {"brokerName": e.broker_name, "masterBrokerId": e.master_broker_id, "masterAddress": e.master_address,
-                 "masterEpoch": e.master_epoch, "syncStateSetEpoch": e.sync_state_set_epoch, "changed": e.changed},
-                footer=footer)
 
 
 @app.command("elect-master")
@@ -115,6 +81,7 @@ def elect_master(
 
     Example: mq admin controller elect-master broker-a --broker-id 2 -a 127.0.0.1:9878
     """
+    from mqtools.client.admin.models.controller import election_view
     check_output(output)
 
     async def job(admin: MQAdmin) -> Election:
@@ -163,18 +130,11 @@ def elections(
 
     Example: mq admin controller elections -a 127.0.0.1:9878 -b broker-a
     """
+    from mqtools.client.admin.models.controller import controller_elections_view
     check_output(output)
 
     async def build(admin: MQAdmin) -> View:
-        events = await admin.controllers.elections(controllers(controller), broker)
-        rows = [[when(e.at_ms), e.broker_name, e.old_master, e.new_master, e.master_epoch, e.cause,
-                 None if e.unwritable_ms is None else f"{e.unwritable_ms / 1000:.3f}s"] for e in events]
-        data = {"elections": [{"atMs": e.at_ms, "brokerName": e.broker_name, "oldMaster": e.old_master,
-                               "newMaster": e.new_master, "masterEpoch": e.master_epoch, "cause": e.cause,
-                               "unwritableMs": e.unwritable_ms} for e in events]}
-        return View("ControllerElections", [Column("WHEN"), Column("BROKER"), Column("OLD MASTER", True),
-                                            Column("NEW MASTER", True), Column("MASTER EPOCH", True),
-                                            Column("CAUSE"), Column("UNWRITABLE", True)], rows, data)
+        return controller_elections_view(await admin.controllers.elections(controllers(controller), broker))
 
     show(controller, output, build, timeout=timeout)
 
@@ -185,14 +145,12 @@ def config(controller: ControllerOpt, output: OutputOpt = "table", timeout: Time
 
     Example: mq admin controller config -a 127.0.0.1:9878
     """
+    from mqtools.client.admin.models.controller import controller_config_view
     check_output(output)
     addrs = controllers(controller)
 
     async def build(admin: MQAdmin) -> View:
-        configs = {a: await admin.controllers.config(a) for a in addrs}
-        rows = [[a, k, v] for a, conf in configs.items() for k, v in sorted(conf.items())]
-        return View("ControllerConfig", [Column("CONTROLLER"), Column("KEY"), Column("VALUE")], rows,
-                    {"controllers": [{"address": a, "config": dict(sorted(c.items()))} for a, c in configs.items()]})
+        return controller_config_view({a: await admin.controllers.config(a) for a in addrs})
 
     show(controller, output, build, timeout=timeout)
 
@@ -208,18 +166,9 @@ def broker_epoch(
 
     Example: mq admin controller broker-epoch -c DefaultCluster -b broker-a
     """
+    from mqtools.client.admin.models.controller import broker_epochs_view
 
     async def build(admin: MQAdmin) -> View:
-        found = await admin.controllers.broker_epochs(cluster, broker)
-        rows = [[b.broker_name, b.broker_id, b.broker_addr, e.epoch, e.start_offset,
-                 b.max_offset if i == len(b.epochs) - 1 else e.end_offset, b.max_offset]
-                for b in found for i, e in enumerate(b.epochs)]
-        data = {"brokers": [{"clusterName": b.cluster_name, "brokerName": b.broker_name, "brokerAddr": b.broker_addr,
-                             "brokerId": b.broker_id, "maxOffset": b.max_offset,
-                             "epochs": [{"epoch": e.epoch, "startOffset": e.start_offset, "endOffset": e.end_offset}
-                                        for e in b.epochs]} for b in found]}
-        return View("BrokerEpochs", [Column("BROKER"), Column("ID", True), Column("ADDRESS"), Column("EPOCH", True),
-                                     Column("START OFFSET", True), Column("END OFFSET", True),
-                                     Column("MAX OFFSET", True)], rows, data)
+        return broker_epochs_view(await admin.controllers.broker_epochs(cluster, broker))
 
     s.show(build)

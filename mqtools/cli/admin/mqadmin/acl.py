@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.acl import account_doc, apply_update, read_secret, where_of
+from mqtools.cli.admin.acl import apply_update, read_secret, where_of
 from mqtools.cli.admin.common import run
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
 from mqtools.client.credentials import MASK
@@ -88,6 +88,8 @@ def update_global_white_addr(
 @command("getAclConfig", "mq admin acl list", "List all of acl config information in cluster.")
 def get_acl_config(broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None, namesrv: NamesrvOpt = None) -> None:
     """Example: mq admin getAclConfig -c DefaultCluster"""
+    from mqtools.client.admin.models.acl import account_doc
+
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> None:

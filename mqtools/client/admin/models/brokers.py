@@ -1,11 +1,17 @@
-"""Typed results about brokers and the cluster: runtime figures, heartbeats, consume stats, send RT."""
+"""Typed results about brokers and the cluster: runtime figures, heartbeats, consume stats, send RT.
+
+Their documents (cluster list and RT, a broker's status, configuration, consume stats, statsAll) are
+rendered here; `broker_json` is a broker's row wherever a document lists brokers (mq top's too).
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from mqtools.client.admin.models.parse import opt_bool, opt_float, opt_int, opt_ms
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.presentation import Column, View, renders, when
 from mqtools.remoting.bodies import MessageQueue
 
 
@@ -219,3 +225,140 @@ class SendRT:
         failed ones included; None with fewer than two sends."""
         rest = [ms for ms, _ in self.samples[1:]]
         return sum(rest) / len(rest) if rest else None
+
+
+# -- documents ---------------------------------------------------------------------------------------
+
+
+def _diff(now: int | None, then: int | None) -> int | None:
+    return None if now is None or then is None else now - then
+
+
+def _totals(r: BrokerRuntime | None) -> list[int | None]:
+    """Messages in and out yesterday and today so far (mqadmin's clusterList -m)."""
+    if r is None:
+        return [None] * 4
+    return [_diff(r.put_total_today_morning, r.put_total_yesterday_morning),
+            _diff(r.get_total_today_morning, r.get_total_yesterday_morning),
+            _diff(r.put_total_today_now, r.put_total_today_morning),
+            _diff(r.get_total_today_now, r.get_total_today_morning)]
+
+
+def _expires(b: BrokerRow) -> int | None:
+    known = [h.expires_in_ms for h in b.heartbeats.values() if h is not None]
+    return max(known) if known else None
+
+
+def _age(ms: int | None) -> str | None:
+    return None if ms is None else f"{ms / 1000:.1f}s"
+
+
+def _ratio(value: float | None) -> str | None:
+    return None if value is None else f"{value * 100:.1f}%"
+
+
+def broker_json(b: BrokerRow, runtime: BrokerRuntime | None) -> dict[str, Any]:
+    """One broker as a JSON document lists it (cluster list; mq top's brokers view takes the keys it shares);
+    `runtime` is the broker's latest runtime answer, None when it has none."""
+    r = runtime
+    in_y, out_y, in_t, out_t = _totals(r)
+    return {
+        "cluster": b.cluster, "brokerName": b.broker_name, "brokerId": b.broker_id, "addr": b.addr,
+        "role": "MASTER" if b.is_master else "SLAVE", "version": r.version_desc if r else None,
+        "inTps": r.put_tps if r else None, "outTps": r.get_transferred_tps if r else None,
+        "heartbeatAgeMs": b.heartbeat_age_ms, "expiresInMs": _expires(b),
+        "heartbeats": {ns: None if h is None else {"ageMs": h.age_ms, "timeoutMs": h.timeout_ms}
+                       for ns, h in b.heartbeats.items()},
+        "commitLogMinOffset": r.commitlog_min_offset if r else None,
+        "commitLogMaxOffset": r.commitlog_max_offset if r else None,
+        "diskRatio": r.commitlog_disk_ratio if r else None,
+        "inTotalYesterday": in_y, "outTotalYesterday": out_y, "inTotalToday": in_t, "outTotalToday": out_t,
+        "error": b.error,
+    }
+
+
+@renders("ClusterList")
+def cluster_list_view(snap: ClusterSnapshot, cluster: str | None, more: bool) -> View:
+    """Every broker of `cluster` (None: all), with a row of its own for each broker set without a master;
+    `more`: yesterday's and today's message totals in place of load, heartbeats and disk."""
+    rows = [b for b in snap.brokers if cluster is None or b.cluster == cluster]
+    if more:
+        columns = [Column("CLUSTER"), Column("BROKER"), Column("BID", True), Column("IN YESTERDAY", True),
+                   Column("OUT YESTERDAY", True), Column("IN TODAY", True), Column("OUT TODAY", True)]
+        table = [[b.cluster, b.broker_name, b.broker_id, *_totals(b.runtime)] for b in rows]
+    else:
+        columns = [Column("CLUSTER"), Column("BROKER"), Column("BID", True), Column("ROLE"), Column("ADDR"),
+                   Column("VERSION"), Column("IN TPS", True), Column("OUT TPS", True), Column("HEARTBEAT", True),
+                   Column("EXPIRES IN", True), Column("COMMITLOG MAX", True), Column("DISK", True)]
+        table = [[b.cluster, b.broker_name, b.broker_id, "master" if b.is_master else "slave", b.addr,
+                  b.runtime.version_desc if b.runtime else None,
+                  b.runtime.put_tps if b.runtime else None, b.runtime.get_transferred_tps if b.runtime else None,
+                  _age(b.heartbeat_age_ms), _age(_expires(b)),
+                  b.runtime.commitlog_max_offset if b.runtime else None,
+                  _ratio(b.runtime.commitlog_disk_ratio) if b.runtime else None] for b in rows]
+    footer = [] if snap.live_table_available else [
+        "heartbeat ages: n/a (the name servers do not answer mq's private GET_BROKER_LIVE_TABLE)"]
+    footer += [f"{b.addr}: {b.error}" for b in rows if b.error]
+    orphans = snap.without_master(cluster)
+    for c, name in orphans:
+        marker = [] if more else ["no master"]
+        table.append([c, name, 0, *marker, *([None] * (len(columns) - 3 - len(marker)))])
+        footer.append(f"broker set {name} has no master registered: its slaves serve reads only "
+                      f"(mq admin ha status -b {name})")
+    data = {"namesrv": snap.namesrv_addrs, "clusters": {c: n for c, n in snap.clusters.items()
+                                                        if cluster is None or c == cluster},
+            "brokers": [broker_json(b, b.runtime) for b in rows],
+            "brokerSetsWithoutMaster": [{"cluster": c, "brokerName": name} for c, name in orphans]}
+    return View("ClusterList", columns, table, data, footer=footer)
+
+
+@renders("ClusterRT")
+def cluster_rt_view(probes: list[SendRT], masters: dict[str, str], amount: int, size: int) -> View:
+    """Send RT per master; `masters` maps each probed broker name to its address."""
+    rows = [[p.broker_name, masters[p.broker_name], p.ok, p.failed, p.avg_ok_ms] for p in probes]
+    data = [{"brokerName": p.broker_name, "addr": masters[p.broker_name], "ok": p.ok, "failed": p.failed,
+             "avgRtMs": p.avg_ok_ms} for p in probes]
+    return View("ClusterRT", [Column("BROKER"), Column("ADDR"), Column("OK", True), Column("FAILED", True),
+                              Column("AVG RT MS", True)], rows, {"amount": amount, "size": size, "brokers": data})
+
+
+def _key_values(kind: str, addr: str, values: dict[str, str], field_name: str) -> View:
+    ordered = dict(sorted(values.items()))
+    return View(kind, [Column("KEY"), Column("VALUE")], [[k, v] for k, v in ordered.items()],
+                {"brokerAddr": addr, field_name: ordered})
+
+
+@renders("BrokerStatus")
+def broker_status_view(addr: str, runtime: BrokerRuntime) -> View:
+    """The broker's runtime table as it sent it (strings), sorted by key."""
+    return _key_values("BrokerStatus", addr, runtime.raw, "runtime")
+
+
+@renders("BrokerConfig")
+def broker_config_view(addr: str, config: dict[str, str]) -> View:
+    return _key_values("BrokerConfig", addr, config, "config")
+
+
+@renders("BrokerConsumeStats")
+def broker_consume_stats_view(addr: str, stats: BrokerConsumeStats, level: int = 0) -> View:
+    """The queues with a lag of at least `level`; the total is the broker's, over every queue."""
+    shown = [q for q in stats.queues if q.diff >= level]
+    rows = [[q.queue.topic, q.group, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset,
+             q.diff, when(q.last_timestamp_ms)] for q in shown]
+    data = {"brokerAddr": addr, "totalDiff": stats.total_diff, "queues": [
+        {"topic": q.queue.topic, "group": q.group, "brokerName": q.queue.broker_name, "queueId": q.queue.queue_id,
+         "brokerOffset": q.broker_offset, "consumerOffset": q.consumer_offset, "diff": q.diff,
+         "lastTimestamp": q.last_timestamp_ms} for q in shown]}
+    return View("BrokerConsumeStats", [Column("TOPIC"), Column("GROUP"), Column("BROKER"), Column("QID", True),
+                                       Column("BROKER OFFSET", True), Column("CONSUMER OFFSET", True),
+                                       Column("DIFF", True), Column("LAST CONSUMED")], rows, data,
+                footer=[f"total diff: {stats.total_diff}"])
+
+
+@renders("StatsAll")
+def stats_all_view(rows: list[TopicGroupStats]) -> View:
+    table = [[r.topic, r.group, r.accumulation, r.in_tps, r.out_tps, r.in_24h, r.out_24h] for r in rows]
+    data = {"rows": [{"topic": r.topic, "group": r.group, "accumulation": r.accumulation, "inTps": r.in_tps,
+                      "outTps": r.out_tps, "inMsg24Hour": r.in_24h, "outMsg24Hour": r.out_24h} for r in rows]}
+    return View("StatsAll", [Column("TOPIC"), Column("GROUP"), Column("BACKLOG", True), Column("IN TPS", True),
+                             Column("OUT TPS", True), Column("IN 24H", True), Column("OUT 24H", True)], table, data)

@@ -1,9 +1,12 @@
 """Typed results about RocketMQ 5 controllers (controller mode): who leads, each broker set's master,
-epochs and SyncStateSet, and the epochs a broker's commitlog went through."""
+epochs and SyncStateSet, and the epochs a broker's commitlog went through; their documents are
+rendered here."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+
+from mqtools.common.presentation import Column, View, renders, when
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,3 +101,83 @@ class ElectionEvent:
         """How long the set had no master that could take writes, as the controller saw it: from the old
         master's last sign of life to the election (clients add their own route refresh)."""
         return None if self.down_since_ms is None else max(0, self.at_ms - self.down_since_ms)
+
+
+# -- documents ---------------------------------------------------------------------------------------
+
+
+@renders("ControllerMetadata")
+def controller_metadata_view(metas: list[ControllerMetadata]) -> View:
+    rows = [[m.address, m.group, m.leader_id, m.leader_address, m.is_leader, len(m.peers)] for m in metas]
+    data = {"controllers": [{"address": m.address, "group": m.group, "leaderId": m.leader_id,
+                             "leaderAddress": m.leader_address, "isLeader": m.is_leader, "peers": m.peers}
+                            for m in metas]}
+    return View("ControllerMetadata", [Column("CONTROLLER"), Column("GROUP"), Column("LEADER ID"),
+                                       Column("LEADER ADDRESS"), Column("IS LEADER"), Column("PEERS", True)],
+                rows, data)
+
+
+@renders("SyncStateSets")
+def sync_state_sets_view(sets: list[BrokerSetState], asked: list[str]) -> View:
+    """The broker sets the controller leader holds; a footer line for each of `asked` it does not know."""
+    rows = [[b.broker_name, b.master_broker_id, b.master_address, b.master_epoch, b.sync_state_set_epoch,
+             ",".join(str(r.broker_id) for r in b.replicas if r.in_sync) or None,
+             ",".join(str(r.broker_id) for r in b.replicas if not r.in_sync) or None,
+             ",".join(str(r.broker_id) for r in b.replicas if not r.alive) or None] for b in sets]
+    found = {b.broker_name for b in sets}
+    footer = [f"{name}: the controller does not know this broker set" for name in asked if name not in found]
+    data = {"brokerSets": [{"brokerName": b.broker_name, "masterBrokerId": b.master_broker_id,
+                            "masterAddress": b.master_address, "masterEpoch": b.master_epoch,
+                            "syncStateSetEpoch": b.sync_state_set_epoch,
+                            "replicas": [{"brokerId": r.broker_id, "address": r.address, "alive": r.alive,
+                                          "inSync": r.in_sync} for r in b.replicas]} for b in sets]}
+    return View("SyncStateSets", [Column("BROKER"), Column("MASTER ID", True), Column("MASTER ADDRESS"),
+                                  Column("MASTER EPOCH", True), Column("SSS EPOCH", True), Column("IN SYNC"),
+                                  Column("NOT IN SYNC"), Column("DEAD")], rows, data, footer=footer)
+
+
+@renders("Election")
+def election_view(e: Election) -> View:
+    footer = [] if e.changed else [f"{e.broker_name}: the master did not change"]
+    return View("Election", [Column("BROKER"), Column("MASTER ID", True), Column("MASTER ADDRESS"),
+                             Column("MASTER EPOCH", True), Column("SSS EPOCH", True), Column("CHANGED")],
+                [[e.broker_name, e.master_broker_id, e.master_address, e.master_epoch, e.sync_state_set_epoch,
+                  e.changed]],
+                {"brokerName": e.broker_name, "masterBrokerId": e.master_broker_id, "masterAddress": e.master_address,
+                 "masterEpoch": e.master_epoch, "syncStateSetEpoch": e.sync_state_set_epoch, "changed": e.changed},
+                footer=footer)
+
+
+@renders("ControllerElections")
+def controller_elections_view(events: list[ElectionEvent]) -> View:
+    rows = [[when(e.at_ms), e.broker_name, e.old_master, e.new_master, e.master_epoch, e.cause,
+             None if e.unwritable_ms is None else f"{e.unwritable_ms / 1000:.3f}s"] for e in events]
+    data = {"elections": [{"atMs": e.at_ms, "brokerName": e.broker_name, "oldMaster": e.old_master,
+                           "newMaster": e.new_master, "masterEpoch": e.master_epoch, "cause": e.cause,
+                           "unwritableMs": e.unwritable_ms} for e in events]}
+    return View("ControllerElections", [Column("WHEN"), Column("BROKER"), Column("OLD MASTER", True),
+                                        Column("NEW MASTER", True), Column("MASTER EPOCH", True),
+                                        Column("CAUSE"), Column("UNWRITABLE", True)], rows, data)
+
+
+@renders("ControllerConfig")
+def controller_config_view(configs: dict[str, dict[str, str]]) -> View:
+    """Each controller's settings (controller address -> key -> value), keys sorted."""
+    rows = [[a, k, v] for a, conf in configs.items() for k, v in sorted(conf.items())]
+    return View("ControllerConfig", [Column("CONTROLLER"), Column("KEY"), Column("VALUE")], rows,
+                {"controllers": [{"address": a, "config": dict(sorted(c.items()))} for a, c in configs.items()]})
+
+
+@renders("BrokerEpochs")
+def broker_epochs_view(found: list[BrokerEpochs]) -> View:
+    """One row per epoch; the last epoch of a broker is still open: it ends at the broker's max offset."""
+    rows = [[b.broker_name, b.broker_id, b.broker_addr, e.epoch, e.start_offset,
+             b.max_offset if i == len(b.epochs) - 1 else e.end_offset, b.max_offset]
+            for b in found for i, e in enumerate(b.epochs)]
+    data = {"brokers": [{"clusterName": b.cluster_name, "brokerName": b.broker_name, "brokerAddr": b.broker_addr,
+                         "brokerId": b.broker_id, "maxOffset": b.max_offset,
+                         "epochs": [{"epoch": e.epoch, "startOffset": e.start_offset, "endOffset": e.end_offset}
+                                    for e in b.epochs]} for b in found]}
+    return View("BrokerEpochs", [Column("BROKER"), Column("ID", True), Column("ADDRESS"), Column("EPOCH", True),
+                                 Column("START OFFSET", True), Column("END OFFSET", True),
+                                 Column("MAX OFFSET", True)], rows, data)

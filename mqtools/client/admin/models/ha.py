@@ -4,7 +4,8 @@ GET_BROKER_HA_STATUS gives a byte diff per slave connection and nothing else. Fr
 runtime figures and the slaves' own answers, these models derive what an operator asks: how many
 messages the slave lacks, how long it needs to catch up, whether it is falling behind, and whether
 stopping the master now is safe. The computations are plain functions so they can be tested alone
-and reused by drills. As elsewhere, a figure nobody gave is None, never 0 or -1.
+and reused by drills. As elsewhere, a figure nobody gave is None, never 0 or -1. Their documents are
+rendered in `ha_views`.
 """
 
 from __future__ import annotations
