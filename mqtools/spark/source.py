@@ -1,7 +1,7 @@
 """The `rocketmq` PySpark data source (pyspark.sql.datasource): batch reads and writes of a topic.
 
 Imported only by `mqtools.spark.register`, so nothing else in mq needs pyspark. Options follow Spark's
-Kafka source where they mean the same thing; see the README's Spark section.
+Kafka source where they mean the same thing; see docs/spark.md.
 """
 
 from __future__ import annotations

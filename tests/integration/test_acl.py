@@ -237,7 +237,7 @@ async def test_tampered_replay_is_refused_and_stores_nothing(prepared: AclCluste
     answer = await request(addr, tampered, None)  # sent as captured: no new signature
     assert answer.code == ResponseCode.NO_PERMISSION and "signature" in answer.remark
     assert await snapshot(addr) == before
-    # RocketMQ 4.x signs no nonce or time: the untouched request replays (documented in the README)
+    # RocketMQ 4.x signs no nonce or time: the untouched request replays (documented in docs/compatibility.md)
     replay = RemotingCommand.request(signed.code, dict(signed.ext_fields), b"original")
     assert (await request(addr, replay, None)).code == ResponseCode.SUCCESS
 

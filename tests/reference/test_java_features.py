@@ -111,7 +111,7 @@ def _acl_topic(ns: str) -> str:
 def test_acl_signed_client_and_refusals(acl_pair):
     """AclClientRPCHook: the right secret sends and consumes; a wrong secret and no credentials are refused.
     Apache 4.x answers a refusal with SYSTEM_ERROR (1) and the AclException's text, mq with NO_PERMISSION
-    (16) and a remark naming the key and resource (README, Differences from Apache RocketMQ)."""
+    (16) and a remark naming the key and resource (docs/compatibility.md, Differences from Apache RocketMQ)."""
     ak, sk = ACL_ACCOUNT
 
     def scenario(ns: str) -> dict[str, Any]:

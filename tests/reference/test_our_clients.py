@@ -184,7 +184,7 @@ async def test_transaction_producer_and_trace(any_side, ref_root, request):
     if request.node.callspec.params["any_side"] == "apache-5":
         # Apache 5 may commit a checked transaction twice: its op messages are written in batches, so a
         # check round can ask again about a copy whose commit is not written yet, and a second commit is
-        # put again (mq refuses an end for a transaction already ended: README, Differences)
+        # put again (mq refuses an end for a transaction already ended: docs/compatibility.md, Differences)
         assert set(bodies) == {b"commit", b"open-commit"} and bodies.count(b"commit") == 1
     else:
         assert bodies == [b"commit", b"open-commit"]

@@ -68,7 +68,7 @@ class BrokerConfig:
     message_delay_level: str = DEFAULT_DELAY_LEVELS
     max_message_size: int = 4 * 1024 * 1024
     # flow control (mqtools/server/broker/fast_failure.py); off by default, unlike RocketMQ: mq measures a send's wait
-    # as its loop's lag, which also counts time the OS did not run the broker (README, Differences)
+    # as its loop's lag, which also counts time the OS did not run the broker (docs/compatibility.md, Differences)
     broker_fast_failure_enable: bool = False
     wait_time_mills_in_send_queue: int = 200
     # metrics (mqtools/server/broker/metrics.py): RocketMQ 5's names; PROM serves them, DISABLE does not

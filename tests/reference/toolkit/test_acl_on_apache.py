@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 WRONG_SECRET = "not-the-secret"
 ACCOUNT = "TkAclUser"
 REFUSED_ACCOUNT = "TkAclRefused"
-#: What each side's broker answers a wrong signature with (README, Differences from Apache RocketMQ).
+#: What each side's broker answers a wrong signature with (docs/compatibility.md, Differences from Apache RocketMQ).
 REFUSAL = {"apache": "SYSTEM_ERROR", "mq": "NO_PERMISSION"}
 
 

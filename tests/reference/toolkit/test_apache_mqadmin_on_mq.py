@@ -3,7 +3,7 @@ cluster and on Apache's built the same way (the toolkit world), outputs compared
 legitimately differs (addresses, times, ids, figures: catalogue.shape).
 
 The test prints the table the issue asks for: command, Apache, mq, same / differs / documented. A
-command documented as a deviation (README, "Differences from Apache RocketMQ") must still differ: when
+command documented as a deviation (docs/compatibility.md, "Differences from Apache RocketMQ") must still differ: when
 mq is fixed, the entry goes.
 """
 
@@ -16,7 +16,7 @@ from tkworld import World
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-#: command -> why mq's answer differs, as README's "Differences from Apache RocketMQ" says.
+#: command -> why mq's answer differs, as docs/compatibility.md's "Differences from Apache RocketMQ" says.
 DOCUMENTED: dict[str, str] = {
     "brokerStatus": "mq's broker reports the runtime figures it has: 12 of 4.9.7's keys are missing (putLatency99, "
                     "putMessageDistributeTime, EndTransactionQueueSize, ...), 6 are its own",

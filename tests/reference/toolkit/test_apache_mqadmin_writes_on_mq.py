@@ -81,7 +81,7 @@ STEPS = [
     Step("cleanUnusedTopic", ("cleanUnusedTopic", "-c", "{cluster}")),
 ]
 
-#: command -> why mq's answer differs, as README's "Differences from Apache RocketMQ" says.
+#: command -> why mq's answer differs, as docs/compatibility.md's "Differences from Apache RocketMQ" says.
 DOCUMENTED: dict[str, str] = {
     "queryCq": "mq's broker does not serve QUERY_CONSUME_QUEUE (321)",
     "producer": "mq's broker does not serve GET_ALL_PRODUCER_INFO (328)",

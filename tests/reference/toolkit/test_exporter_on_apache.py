@@ -21,7 +21,7 @@ ONLY_MQ = {"mq_namesrv_heartbeat_age_seconds"}
 UPTIME = {f"rocketmq_brokeruntime_{k}_tps{w}" for k in ("put", "getfound", "getmiss", "gettransfered", "gettotal")
           for w in (60, 600)}
 #: Runtime figures of Apache's thread pools, transient store pool and put/get timings that mq's broker does not
-#: keep (README, Differences): its runtime info leaves them out.
+#: keep (docs/compatibility.md, Differences): its runtime info leaves them out.
 #: Its puts' time distribution too, which it reports once it has had puts (the pmdt_* families).
 PUT_TIMES = {f"rocketmq_brokeruntime_pmdt_{k}" for k in PUT_DISTRIBUTION}
 ONLY_APACHE = {f"rocketmq_brokeruntime_{k}" for k in (

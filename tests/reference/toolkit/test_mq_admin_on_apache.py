@@ -14,7 +14,7 @@ from tkworld import World
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-#: mqadmin command -> why mq's dialect prints something else, as README's "Differences from Apache
+#: mqadmin command -> why mq's dialect prints something else, as docs/compatibility.md's "Differences from Apache
 #: RocketMQ" says. An entry whose command comes out the same fails the test: it goes.
 DOCUMENTED: dict[str, str] = {}
 

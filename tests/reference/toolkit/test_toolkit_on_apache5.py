@@ -34,7 +34,7 @@ from mqtools.common.message import Message
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
-#: mqadmin command -> why mq's dialect prints something else on 5.5.0 (README, Differences from Apache).
+#: mqadmin command -> why mq's dialect prints something else on 5.5.0 (docs/compatibility.md, Differences from Apache).
 DOCUMENTED: dict[str, str] = {
     "queryMsgByKey": "mqadmin 5.5.0 adds an #IndexKey column from what 5.x brokers' index answers carry; mq's "
                      "dialect prints the three columns of mqadmin 4.9",
