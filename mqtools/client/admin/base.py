@@ -99,6 +99,18 @@ class SetReads(Generic[T]):
     def from_slaves(self) -> list[str]:
         return sorted(name for name, r in self.reads.items() if r.source == SLAVE)
 
+    def doubt_slaves(self, what: str) -> SetReads[T]:
+        """A slave learns topics, groups and offsets from its master every few seconds: its "no such `what`"
+        (a None answer) for a set whose master did not answer is not a fact, so that set becomes unreachable.
+        Unreachable sets are kept sorted by name."""
+        for name, r in list(self.reads.items()):
+            if r.source == SLAVE and r.value is None:
+                del self.reads[name]
+                self.unreachable.append(Unreachable(name, r.addr, f"no master answering; the slave does not know "
+                                                                  f"the {what} yet"))
+        self.unreachable.sort(key=lambda u: u.broker_name or "")
+        return self
+
 
 class AdminBase:
     """Connections, timeout and request plumbing shared by every admin operation."""

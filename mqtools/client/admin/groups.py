@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from mqtools.client.admin.base import MASTER, SLAVE, AdminService
+from mqtools.client.admin.base import MASTER, AdminService
 from mqtools.client.admin.models.groups import (
     ClientConnection,
     ConsumerProgress,
@@ -21,7 +21,6 @@ from mqtools.client.admin.models.groups import (
 )
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.errors import MQBrokerError, MQClientError, SubscriptionGroupNotExistError
-from mqtools.common.presentation import Unreachable
 from mqtools.remoting.bodies import (
     ConsumerConnection,
     ConsumeStats,
@@ -132,17 +131,15 @@ class GroupAdmin(AdminService):
         sets = await (self.admin.all_sets(cluster) if cluster is not None else self.admin.group_sets(group, topic))
         _, read = await asyncio.gather(self.subscription_group(group), self.admin.read_sets(
             sets, lambda a: self._consume_stats(a, group, topic)))
+        read.doubt_slaves("group")
         progress = ConsumerProgress(group)
-        for name, r in sorted(read.reads.items()):
+        for _, r in sorted(read.reads.items()):
             if r.value is None:
-                if r.source == SLAVE:  # a slave syncs groups and offsets from its master every few seconds
-                    read.unreachable.append(Unreachable(name, r.addr, "no master answering; the slave does not know "
-                                                                      "the group yet"))
                 continue
             progress.consume_tps = (progress.consume_tps or 0.0) + r.value.consume_tps
             progress.queues.extend(_queue(mq, w, r.source) for mq, w in r.value.offset_table.items())
         progress.queues.sort(key=lambda q: queue_key(q.queue))
-        progress.unreachable = sorted(read.unreachable, key=lambda u: u.broker_name or "")
+        progress.unreachable = read.unreachable
         if progress.unreachable:
             progress.consume_tps = None
         return progress

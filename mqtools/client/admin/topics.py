@@ -6,11 +6,10 @@ import asyncio
 import dataclasses
 from collections import defaultdict
 
-from mqtools.client.admin.base import SLAVE, AdminService, SetReads, broker_sets
+from mqtools.client.admin.base import AdminService, SetReads, broker_sets
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.admin.models.topics import TopicChange, TopicEntry, topic_kind
 from mqtools.client.errors import MQClientError, TopicNotExistError
-from mqtools.common.presentation import Unreachable
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, NAMESPACE_ORDER_TOPIC_CONFIG
 from mqtools.remoting.bodies import (
     GroupList,
@@ -180,16 +179,7 @@ class TopicAdmin(AdminService):
                 return None
             return TopicStatsTable.from_json(resp.body or b"{}").offset_table
 
-        read = await self.admin.read_sets(await self.topic_sets(topic, cluster), stats)
-        for name, r in list(read.reads.items()):
-            if r.source == SLAVE and r.value is None:
-                # a slave learns topic configs from its master every few seconds: its "no such topic" for a set
-                # the master could not answer for is not a fact about the topic
-                del read.reads[name]
-                read.unreachable.append(Unreachable(name, r.addr, "no master answering; the slave does not know "
-                                                                  "the topic yet"))
-        read.unreachable.sort(key=lambda u: u.broker_name or "")
-        return read
+        return (await self.admin.read_sets(await self.topic_sets(topic, cluster), stats)).doubt_slaves("topic")
 
     @staticmethod
     def stats_table(topic: str, read: SetReads[dict[MessageQueue, TopicOffset] | None]
