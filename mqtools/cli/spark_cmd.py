@@ -32,7 +32,7 @@ from mqtools.cli.admin.common import (
     tls_flags,
     usage,
 )
-from mqtools.cli.output import Column, View, is_terminal, render
+from mqtools.cli.output import is_terminal, render
 from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ if TYPE_CHECKING:
     from mqtools.common.security import ClientSecurity
     from mqtools.spark.load import ProducePlan
     from mqtools.spark.offsets import QueueRange
-    from mqtools.spark.stats import Summary, TaskStats
+    from mqtools.spark.stats import TaskStats
 
 app = typer.Typer(help="Load and read throughput with Spark tasks as producers and readers (needs pyspark).",
                   no_args_is_help=True)
@@ -198,57 +198,6 @@ def _stored_counter(namesrv: str, topic: str, security: ClientSecurity | None, e
         yield lambda: stored() - base
 
 
-def _ms(value: float | None) -> float | None:
-    return None if value is None else round(value, 3)
-
-
-def _view(action: str, topic: str, master: str, summary: Summary, produced: Summary | None = None) -> View:
-    """Tasks, then the aggregate; for e2e the rows are the reading tasks and `produced` the producers'."""
-    columns = [Column("TASK", True), Column("MESSAGES", True), Column("FAILED", True), Column("MB", True),
-               Column("SECONDS", True), Column("MSGS/S", True), Column("P50 MS", True), Column("P99 MS", True)]
-    from mqtools.spark.stats import percentiles
-
-    rows, tasks = [], []
-    for t in summary.tasks:
-        lat = percentiles([t.histogram])
-        secs = max(t.ended - t.started, 0.0)
-        failed = sum(t.failed.values())
-        rows.append([t.task, t.messages, failed, round(t.bytes / 1e6, 3), round(secs, 3),
-                     round(t.messages / secs, 1) if secs else None, lat["p50"], lat["p99"]])
-        tasks.append({"task": t.task, "messages": t.messages, "failed": dict(t.failed), "bytes": t.bytes,
-                      "seconds": round(secs, 3), "latencyMs": lat})
-    lat = summary.latency_ms
-    failed = ", ".join(f"{code}: {n}" for code, n in sorted(summary.failed.items())) or "none"
-    footer = [(f"{action} {topic} on {master}: {summary.messages} messages in {summary.seconds:.2f}s, "
-               f"{summary.msgs_per_s:.1f} msgs/s, {summary.mb_per_s:.3f} MB/s; failed: {failed}"),
-              "latency ms: " + "  ".join(f"{k} {v}" for k, v in lat.items())]
-    if summary.delay_ms is not None:
-        footer.append("publish delay ms (planned vs actual start): "
-                      + "  ".join(f"{k} {v}" for k, v in summary.delay_ms.items()))
-    if produced is not None:
-        sent_failed = ", ".join(f"{code}: {n}" for code, n in sorted(produced.failed.items())) or "none"
-        footer[0] = f"e2e {topic} on {master}: read {summary.messages} messages in {summary.seconds:.2f}s"
-        footer[1] = "end-to-end latency ms (born to read): " + "  ".join(f"{k} {v}" for k, v in lat.items())
-        footer.append(f"produced {produced.messages} messages, {produced.msgs_per_s:.1f} msgs/s; failed: "
-                      f"{sent_failed}; send latency ms: "
-                      + "  ".join(f"{k} {v}" for k, v in produced.latency_ms.items()))
-        if produced.delay_ms is not None:
-            footer.append("publish delay ms (planned vs actual start): "
-                          + "  ".join(f"{k} {v}" for k, v in produced.delay_ms.items()))
-    data: dict[str, Any] = {
-            "action": action, "topic": topic, "master": master, "tasks": tasks, "messages": summary.messages,
-            "failed": dict(summary.failed), "bytes": summary.bytes, "seconds": round(summary.seconds, 3),
-            "msgsPerSec": round(summary.msgs_per_s, 3), "mbPerSec": round(summary.mb_per_s, 6),
-            "latencyMs": {k: _ms(v) for k, v in lat.items()},
-            "publishDelayMs": None if summary.delay_ms is None else {k: _ms(v) for k, v in summary.delay_ms.items()}}
-    if produced is not None:
-        data["publishDelayMs"] = None if produced.delay_ms is None else {k: _ms(v) for k, v in produced.delay_ms.items()}
-        data["produced"] = {"messages": produced.messages, "failed": dict(produced.failed),
-                            "msgsPerSec": round(produced.msgs_per_s, 3),
-                            "latencyMs": {k: _ms(v) for k, v in produced.latency_ms.items()}}
-    return View("SparkLoadReport", columns, rows, data, title=f"spark-load {action} {topic}", footer=footer)
-
-
 @dataclass(frozen=True, slots=True)
 class Files:
     """Where the report also goes, and what OMB's result needs that the tasks do not know."""
@@ -269,11 +218,11 @@ def _check_files(files: Files) -> None:
 def _report(action: str, topic: str, master: str, tasks: list[TaskStats], fmt: str, with_delay: bool,
             files: Files, producers: list[TaskStats] | None = None) -> None:
     from mqtools.spark.export import omb_result, write_csv, write_omb
-    from mqtools.spark.stats import summarize
+    from mqtools.spark.stats import load_report_view, summarize
 
     summary = summarize(tasks, with_delay=with_delay)
     produced = None if producers is None else summarize(producers, with_delay=with_delay)
-    render(_view(action, topic, master, summary, produced), fmt)
+    render(load_report_view(action, topic, master, summary, produced), fmt)
     try:
         if files.csv is not None:
             write_csv(files.csv, summary)

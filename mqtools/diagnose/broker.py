@@ -27,7 +27,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mqtools.client.admin.models.brokers import BrokerRuntime
-from mqtools.diagnose.findings import Severity
+from mqtools.common.presentation import NA, Column, View, renders
+from mqtools.diagnose.findings import Severity, number
 
 HEALTHY, UNKNOWN = "healthy", "unknown"
 #: Apache RocketMQ's defaults for the keys a finding is held against, used where the broker's config omits one.
@@ -185,3 +186,27 @@ def _int(text: str | None) -> int | None:
         return int(text) if text is not None else None
     except ValueError:
         return None
+
+
+FINDING_COLUMNS = [Column("BROKER"), Column("ADDR"), Column("FINDING"), Column("FIGURE", True), Column("LIMIT", True),
+                   Column("CONFIG KEY"), Column("CLIENTS GET")]
+
+
+@renders("BrokerDiagnosis")
+def broker_diagnosis_view(found: list[BrokerDiagnosis]) -> View:
+    """Every finding of each broker diagnosed (a name's master and slaves), its verdict and runtime figures."""
+    rows = [[d.broker, d.addr, f.name, f.figure, f.limit, f.config_key, f.answers] for d in found for f in d.findings]
+    footer = [f"{d.broker} {d.addr} ({d.role or NA}): {d.verdict.upper()}: {d.summary}" for d in found]
+    for d in found:
+        fig = d.figures
+        footer.append(f"{d.addr}: put TPS {number(fig.get('putTps10s'))} (10 s) {number(fig.get('putTps10m'))} "
+                      f"(10 min), send queue {number(fig.get('sendQueueSize'))} waiting "
+                      f"{number(fig.get('sendQueueHeadWaitMs'), 'ms')}, page cache lock "
+                      f"{number(fig.get('pageCacheLockMs'), 'ms')}, dispatch behind "
+                      f"{number(fig.get('dispatchBehindBytes'), 'B')}, disk {_pct(fig.get('diskRatio'))}")
+    return View("BrokerDiagnosis", FINDING_COLUMNS, rows, {"brokers": [d.to_json() for d in found]},
+                title=" ".join(f"{d.addr}: {d.verdict.upper()}" for d in found), footer=footer)
+
+
+def _pct(value: float | None) -> str:
+    return NA if value is None else f"{value:.0%}"

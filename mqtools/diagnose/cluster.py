@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqtools.client.errors import MQClientError
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.presentation import Column, View, renders
 from mqtools.diagnose.collect import diagnose_broker, diagnose_group
 from mqtools.diagnose.findings import Severity, exit_code, rank
 from mqtools.diagnose.group import DEFAULTS, Thresholds
@@ -113,3 +114,16 @@ async def diagnose_cluster(admin: MQAdmin, window: float, thresholds: Thresholds
               if MASTER_ID not in info.broker_addr_table[n].broker_addrs]
     items.sort(key=lambda i: (rank(i.severity), i.kind != "set", i.kind, i.name))
     return ClusterDiagnosis(window, items, [g for g, u in zip(groups, used, strict=True) if not u])
+
+
+CLUSTER_COLUMNS = [Column("KIND"), Column("NAME"), Column("VERDICT"), Column("SEVERITY"), Column("SUMMARY")]
+
+
+@renders("ClusterDiagnosis")
+def cluster_diagnosis_view(d: ClusterDiagnosis) -> View:
+    """One row per verdict, worst first; the groups configured but never used are only counted."""
+    rows = [[i.kind, i.name, i.verdict, i.severity.value, i.summary] for i in d.items]
+    footer = [f"{len(d.unused_groups)} group(s) configured but never used: {', '.join(d.unused_groups)}"] \
+        if d.unused_groups else []
+    return View("ClusterDiagnosis", CLUSTER_COLUMNS, rows, d.to_json(),
+                title=f"cluster: {d.worst.value.upper()} ({len(d.items)} verdicts, worst first)", footer=footer)

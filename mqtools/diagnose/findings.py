@@ -1,10 +1,11 @@
-"""What every diagnosis shares: its verdict's severity and what that means for an exit code."""
+"""What every diagnosis shares: its verdict's severity, what that means for an exit code, how its figures read."""
 
 from __future__ import annotations
 
 from enum import Enum
 
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
+from mqtools.common.presentation import NA
 
 
 class Severity(str, Enum):
@@ -33,3 +34,10 @@ def exit_code(severities: list[Severity]) -> int:
 def rank(severity: Severity) -> int:
     """Sort key, worst first (action, unknown, info, ok)."""
     return {Severity.ACTION: 0, Severity.UNKNOWN: 1, Severity.INFO: 2, Severity.OK: 3}[severity]
+
+
+def number(value: float | None, unit: str = "") -> str:
+    """A figure in a diagnosis's footer: thousands separated, no decimals, its unit; n/a when not known."""
+    if value is None:
+        return NA
+    return f"{value:,.0f}{' ' + unit if unit else ''}"

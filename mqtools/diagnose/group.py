@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
+from mqtools.common.presentation import NA, Column, View, renders
 from mqtools.common.topics import is_retry_topic
-from mqtools.diagnose.findings import Severity
+from mqtools.diagnose.findings import Severity, number
 
 if TYPE_CHECKING:
     from mqtools.remoting.bodies import MessageQueue
@@ -331,3 +332,29 @@ def _actions(out: GroupDiagnosis) -> list[str]:
         RETRIES: [f"mq admin dlq list {g}", f"mq admin group progress {g}"],
         SLOW: [f"mq admin group progress {g}", "add consumers (up to the queue count) or consume threads"],
     }.get(out.verdict, [])
+
+
+QUEUE_COLUMNS = [Column("TOPIC"), Column("BROKER"), Column("QID", True), Column("BROKER OFFSET", True),
+                 Column("CONSUMER OFFSET", True), Column("LAG", True), Column("IN/S", True), Column("OUT/S", True),
+                 Column("OWNER"), Column("LOCKED")]
+
+
+@renders("GroupDiagnosis")
+def group_diagnosis_view(d: GroupDiagnosis) -> View:
+    """The verdict as the title, the queues that show it, the window's figures, the members and what to run next."""
+    rows = [[q.queue.topic, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset, q.lag,
+             q.produced_per_s, q.consumed_per_s, q.owner, q.locked] for q in d.queues]
+    footer = [f"{d.summary}",
+              (f"window {d.window_s:.1f} s: lag {number(d.lag)} (was {number(d.lag_at_start)}), in "
+               f"{_rate(d.produce_tps)}, out {_rate(d.consume_tps)}, drains in {number(d.drain_s, 's')}, retries "
+               f"{number(d.retry_growth)}, to DLQ {number(d.dlq_growth)}")]
+    footer += [f"member {m.client_id} {m.version or NA}{' orderly' if m.orderly else ''}, holds "
+               f"{NA if m.held is None else len(m.held)} queue(s)" for m in d.members]
+    footer += [f"also: {', '.join(d.also)}"] if d.also else []
+    footer += [f"next: {a}" for a in d.actions]
+    return View("GroupDiagnosis", QUEUE_COLUMNS, rows, d.to_json(), title=f"{d.group}: {d.verdict.upper()}",
+                footer=footer)
+
+
+def _rate(value: float | None) -> str:
+    return NA if value is None else f"{value:,.1f} msgs/s"

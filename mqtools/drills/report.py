@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from mqtools.common.presentation import View, renders
 from mqtools.drills.checkers import SHOWN_IDS, Integrity, check
 from mqtools.drills.history import History
 from mqtools.drills.scenarios import SCENARIOS, Criteria
@@ -142,6 +143,12 @@ def to_json(report: Report) -> dict[str, Any]:
         "integrity": report.integrity.to_json(), "timeline": report.timeline.to_json(),
         "transactions": meta.get("transactions"),
     }
+
+
+@renders("DrillReport")
+def drill_report_view(report: Report) -> View:
+    """The report's document: its body is `to_json`; people read the report as text (`render`), not a table."""
+    return View("DrillReport", [], [], to_json(report))
 
 
 # -- text -----------------------------------------------------------------------------------------

@@ -9,11 +9,12 @@ so a scenario reads as its runbook.
 from __future__ import annotations
 
 import signal
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
 from mqtools.cluster import netns
+from mqtools.common.presentation import Column, View, renders
 
 CLASSIC, CONTROLLER = "classic", "controller"
 BOTH = frozenset({CLASSIC, CONTROLLER})
@@ -367,3 +368,16 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
              "controller-master", flaky_link, replace(_SYNC_LOSS, split_brain=True), fault_for=PARTITION_TIME,
              modes=frozenset({CONTROLLER}), netns=True),
 )}
+
+
+@renders("DrillScenarioList")
+def scenario_list_view(scenarios: Collection[Scenario]) -> View:
+    """What each scenario does and predicts; the document adds how it is judged and where it runs."""
+    rows = [[s.name, s.summary, s.expected] for s in scenarios]
+    data = {"scenarios": [{"name": s.name, "summary": s.summary, "expected": s.expected, "needs": s.needs,
+                           "faultFor": s.fault_for, "criteria": s.criteria.to_json(),
+                           "asyncCriteria": s.async_criteria.to_json() if s.async_criteria else None,
+                           "controllerCriteria": s.controller_criteria.to_json() if s.controller_criteria else None,
+                           "modes": sorted(s.modes), "netns": s.netns}
+                          for s in scenarios]}
+    return View("DrillScenarioList", [Column("SCENARIO"), Column("WHAT IT DOES"), Column("EXPECTED")], rows, data)

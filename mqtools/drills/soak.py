@@ -21,6 +21,7 @@ from typing import Any
 
 from mqtools.cluster import netns
 from mqtools.cluster.presets import load_preset
+from mqtools.common.presentation import Column, View, renders
 from mqtools.drills.history import History
 from mqtools.drills.load import LoadSpec
 from mqtools.drills.report import FAIL, PASS, Report, build
@@ -241,6 +242,32 @@ class SoakResult:
                 "plan": self.plan.to_json(), "historyDir": None if self.history_dir is None else
                 str(self.history_dir), "tally": [t.to_json() for t in self.tally()],
                 "runs": [o.to_json() for o in self.outcomes]}
+
+
+@renders("DrillSoak")
+def soak_view(result: SoakResult) -> View:
+    """The tally, a row per (scenario, preset) cell with the worst of its runs; each FAIL and the verdict after."""
+    columns = [Column("SCENARIO"), Column("PRESET"), *(Column(h, right=True) for h in (
+        "RUNS", "PASS", "FAIL", "LOST", "LOST SEND_OK", "DUP", "FAILED", "UNKNOWN", "RTO P50", "RTO P99", "REGRESSION", "ORDER",
+        "GROUP RTO P50", "GROUP RTO P99", "ELECTION P50", "SPLIT BRAIN"))]
+    rows = [[t.scenario, t.preset, t.runs, t.passed, t.failed_runs, t.lost, t.lost_send_ok, t.duplicated, t.failed,
+             t.unknown,
+             _secs(t.rto_p50), _secs(t.rto_p99), t.regression, t.order_violations, _secs(t.group_rto_p50),
+             _secs(t.group_rto_p99), _secs(t.election_p50), t.split_brains] for t in result.tally()]
+    done, fails = len(result.outcomes), [o for o in result.outcomes if o.verdict != PASS]
+    plan = result.plan
+    footer = [(f"{done} run(s), {done - len(fails)} PASS, {len(fails)} FAIL; seed {plan.seed} "
+              f"(--seed {plan.seed} replays this plan); figures are the worst of each cell's runs")]
+    footer += [f"FAIL {o.run.label()}: {'; '.join(o.failing)}" + (f" (history {o.history})" if o.history else "")
+               for o in fails]
+    if result.interrupted:
+        footer.append("interrupted: the runs above are all that ran")
+    footer.append(f"Verdict: {PASS if result.passed else FAIL}")
+    return View("DrillSoak", columns, rows, result.to_json(), footer=footer)
+
+
+def _secs(value: float | None) -> str | None:
+    return None if value is None else f"{value:.2f}s"
 
 
 @dataclass(slots=True)

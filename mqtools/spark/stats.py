@@ -1,4 +1,5 @@
-"""Per-task figures that travel from executors to the driver and merge there.
+"""Per-task figures that travel from executors to the driver and merge there, and the report they make
+(`load_report_view`, the SparkLoadReport document of `mq spark-load`).
 
 Latency is an HDR histogram per task (microseconds), shipped encoded and added on the driver, so the
 aggregate percentiles are those of all samples: never an average of per-task percentiles.
@@ -8,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from typing import Any
+
+from mqtools.common.presentation import Column, View, renders
 
 LOWEST_US = 1
 HIGHEST_US = 3_600_000_000
@@ -113,3 +116,54 @@ def summarize(tasks: list[TaskStats], *, with_delay: bool = False) -> Summary:
     return Summary(sorted(tasks, key=lambda t: t.task), sum(t.messages for t in tasks), failed,
                    sum(t.bytes for t in tasks), seconds, percentiles([t.histogram for t in tasks]),
                    percentiles([t.delay_histogram for t in tasks]) if with_delay else None)
+
+
+def _ms(value: float | None) -> float | None:
+    return None if value is None else round(value, 3)
+
+
+@renders("SparkLoadReport")
+def load_report_view(action: str, topic: str, master: str, summary: Summary, produced: Summary | None = None
+                     ) -> View:
+    """Tasks, then the aggregate; for e2e the rows are the reading tasks and `produced` the producers'."""
+    columns = [Column("TASK", True), Column("MESSAGES", True), Column("FAILED", True), Column("MB", True),
+               Column("SECONDS", True), Column("MSGS/S", True), Column("P50 MS", True), Column("P99 MS", True)]
+    rows, tasks = [], []
+    for t in summary.tasks:
+        lat = percentiles([t.histogram])
+        secs = max(t.ended - t.started, 0.0)
+        failed = sum(t.failed.values())
+        rows.append([t.task, t.messages, failed, round(t.bytes / 1e6, 3), round(secs, 3),
+                     round(t.messages / secs, 1) if secs else None, lat["p50"], lat["p99"]])
+        tasks.append({"task": t.task, "messages": t.messages, "failed": dict(t.failed), "bytes": t.bytes,
+                      "seconds": round(secs, 3), "latencyMs": lat})
+    lat = summary.latency_ms
+    failed = ", ".join(f"{code}: {n}" for code, n in sorted(summary.failed.items())) or "none"
+    footer = [(f"{action} {topic} on {master}: {summary.messages} messages in {summary.seconds:.2f}s, "
+               f"{summary.msgs_per_s:.1f} msgs/s, {summary.mb_per_s:.3f} MB/s; failed: {failed}"),
+              "latency ms: " + "  ".join(f"{k} {v}" for k, v in lat.items())]
+    if summary.delay_ms is not None:
+        footer.append("publish delay ms (planned vs actual start): "
+                      + "  ".join(f"{k} {v}" for k, v in summary.delay_ms.items()))
+    if produced is not None:
+        sent_failed = ", ".join(f"{code}: {n}" for code, n in sorted(produced.failed.items())) or "none"
+        footer[0] = f"e2e {topic} on {master}: read {summary.messages} messages in {summary.seconds:.2f}s"
+        footer[1] = "end-to-end latency ms (born to read): " + "  ".join(f"{k} {v}" for k, v in lat.items())
+        footer.append(f"produced {produced.messages} messages, {produced.msgs_per_s:.1f} msgs/s; failed: "
+                      f"{sent_failed}; send latency ms: "
+                      + "  ".join(f"{k} {v}" for k, v in produced.latency_ms.items()))
+        if produced.delay_ms is not None:
+            footer.append("publish delay ms (planned vs actual start): "
+                          + "  ".join(f"{k} {v}" for k, v in produced.delay_ms.items()))
+    data: dict[str, Any] = {
+        "action": action, "topic": topic, "master": master, "tasks": tasks, "messages": summary.messages,
+        "failed": dict(summary.failed), "bytes": summary.bytes, "seconds": round(summary.seconds, 3),
+        "msgsPerSec": round(summary.msgs_per_s, 3), "mbPerSec": round(summary.mb_per_s, 6),
+        "latencyMs": {k: _ms(v) for k, v in lat.items()},
+        "publishDelayMs": None if summary.delay_ms is None else {k: _ms(v) for k, v in summary.delay_ms.items()}}
+    if produced is not None:
+        data["publishDelayMs"] = None if produced.delay_ms is None else {k: _ms(v) for k, v in produced.delay_ms.items()}
+        data["produced"] = {"messages": produced.messages, "failed": dict(produced.failed),
+                            "msgsPerSec": round(produced.msgs_per_s, 3),
+                            "latencyMs": {k: _ms(v) for k, v in produced.latency_ms.items()}}
+    return View("SparkLoadReport", columns, rows, data, title=f"spark-load {action} {topic}", footer=footer)

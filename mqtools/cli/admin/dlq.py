@@ -16,9 +16,9 @@ from mqtools.cli.admin.common import (
     confirm,
     usage,
 )
-from mqtools.cli.admin.msg import message_list
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import View
+from mqtools.client.admin.models.messages import message_list_view
 from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
@@ -40,7 +40,7 @@ def list_(
     from mqtools.common.topics import dlq_topic
 
     async def build(admin: MQAdmin) -> View:
-        return message_list(dlq_topic(group), await admin.dlq.dead_messages(group))
+        return message_list_view(dlq_topic(group), await admin.dlq.dead_messages(group))
 
     s.show(build)
 

@@ -9,7 +9,6 @@ run passed.
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Optional
@@ -30,15 +29,14 @@ from mqtools.cli.admin.common import (
     tls_flags,
     usage,
 )
-from mqtools.cli.output import Column, View, is_terminal, render
+from mqtools.cli.output import is_terminal, render
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
-from mqtools.common.presentation import document
 
 if TYPE_CHECKING:
     from mqtools.common.security import ClientSecurity, TlsClientOptions
     from mqtools.drills.report import Report
     from mqtools.drills.runner import DrillStatus
-    from mqtools.drills.soak import SoakResult, SoakStatus
+    from mqtools.drills.soak import SoakStatus
 
 app = typer.Typer(help="Failover drills: load, a real fault, a checked history and a PASS/FAIL verdict; soaks "
                        "that repeat them.",
@@ -99,27 +97,18 @@ def list_(output: OutputOpt = "table") -> None:
 
     Example: mq admin drill list
     """
-    from mqtools.drills.scenarios import SCENARIOS
+    from mqtools.drills.scenarios import SCENARIOS, scenario_list_view
 
     check_output(output)
-    rows = [[s.name, s.summary, s.expected] for s in SCENARIOS.values()]
-    data = {"scenarios": [{"name": s.name, "summary": s.summary, "expected": s.expected, "needs": s.needs,
-                           "faultFor": s.fault_for, "criteria": s.criteria.to_json(),
-                           "asyncCriteria": s.async_criteria.to_json() if s.async_criteria else None,
-                           "controllerCriteria": s.controller_criteria.to_json() if s.controller_criteria else None,
-                           "modes": sorted(s.modes), "netns": s.netns}
-                          for s in SCENARIOS.values()]}
-    render(View("DrillScenarioList", [Column("SCENARIO"), Column("WHAT IT DOES"), Column("EXPECTED")], rows, data),
-           output)
+    render(scenario_list_view(SCENARIOS.values()), output)
 
 
 def _print(report: Report, output: str) -> None:
+    from mqtools.drills.report import drill_report_view
     from mqtools.drills.report import render as render_text
-    from mqtools.drills.report import to_json
 
     if output == "json":
-        doc = document("DrillReport", to_json(report))
-        sys.stdout.write(json.dumps(doc, indent=2, default=str) + "\n")
+        render(drill_report_view(report), output)
     else:
         sys.stdout.write(render_text(report))
     sys.stdout.flush()
@@ -373,7 +362,7 @@ def soak(
 
     from mqtools.cluster.presets import list_presets
     from mqtools.drills.scenarios import SCENARIOS
-    from mqtools.drills.soak import VARY_KINDS, SoakPlan, Variation, run_soak, validate
+    from mqtools.drills.soak import VARY_KINDS, SoakPlan, Variation, run_soak, soak_view, validate
 
     _check_format(output)
     chosen = _names(scenarios, list(SCENARIOS))
@@ -398,29 +387,6 @@ def soak(
         result = run_soak(plan, where, keep_all=keep_all, progress=display)
     finally:
         display.close()
-    render(_soak_view(result), output)
+    render(soak_view(result), output)
     raise typer.Exit(EXIT_OK if result.passed else EXIT_REFUSED)
 
-
-def _secs(value: float | None) -> str | None:
-    return None if value is None else f"{value:.2f}s"
-
-
-def _soak_view(result: SoakResult) -> View:
-    columns = [Column("SCENARIO"), Column("PRESET"), *(Column(h, right=True) for h in (
-        "RUNS", "PASS", "FAIL", "LOST", "LOST SEND_OK", "DUP", "FAILED", "UNKNOWN", "RTO P50", "RTO P99", "REGRESSION", "ORDER",
-        "GROUP RTO P50", "GROUP RTO P99", "ELECTION P50", "SPLIT BRAIN"))]
-    rows = [[t.scenario, t.preset, t.runs, t.passed, t.failed_runs, t.lost, t.lost_send_ok, t.duplicated, t.failed,
-             t.unknown,
-             _secs(t.rto_p50), _secs(t.rto_p99), t.regression, t.order_violations, _secs(t.group_rto_p50),
-             _secs(t.group_rto_p99), _secs(t.election_p50), t.split_brains] for t in result.tally()]
-    done, fails = len(result.outcomes), [o for o in result.outcomes if o.verdict != "PASS"]
-    plan = result.plan
-    footer = [(f"{done} run(s), {done - len(fails)} PASS, {len(fails)} FAIL; seed {plan.seed} "
-              f"(--seed {plan.seed} replays this plan); figures are the worst of each cell's runs")]
-    footer += [f"FAIL {o.run.label()}: {'; '.join(o.failing)}" + (f" (history {o.history})" if o.history else "")
-               for o in fails]
-    if result.interrupted:
-        footer.append("interrupted: the runs above are all that ran")
-    footer.append(f"Verdict: {'PASS' if result.passed else 'FAIL'}")
-    return View("DrillSoak", columns, rows, result.to_json(), footer=footer)

@@ -7,7 +7,7 @@ group has consumed it); `print` and `consume` read queues with tools pulls that 
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -16,23 +16,25 @@ from mqtools.cli.admin.common import (
     usage,
 )
 from mqtools.cli.admin.session import Session, admin_command
-from mqtools.cli.output import Column, View
+from mqtools.cli.output import View
+from mqtools.client.admin.models.messages import (
+    message_list_view,
+    message_trace_view,
+    message_view,
+    send_result_view,
+)
 from mqtools.common.exitcodes import EXIT_REFUSED
-from mqtools.common.presentation import when
 from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.messages import MessageTrace, MessageTrack, QueueSpan
+    from mqtools.client.admin.models.messages import QueueSpan
     from mqtools.common.message import MessageExt
 
 app = typer.Typer(help="Messages: find by id or key, trace, read queues, send.", no_args_is_help=True)
 TopicArg = Annotated[str, typer.Argument(help="Topic.")]
 FromOpt = Annotated[Optional[str], typer.Option("--from", help="Stored at or after (epoch ms, ISO, -15m, ...).")]  # noqa: UP045
 ToOpt = Annotated[Optional[str], typer.Option("--to", help="Stored before (epoch ms, ISO, now, ...).")]  # noqa: UP045
-BODY_PREVIEW = 48
-LIST_COLUMNS = [Column("MSG ID"), Column("TOPIC"), Column("STORE HOST"), Column("QID", True), Column("OFFSET", True),
-                Column("TAGS"), Column("KEYS"), Column("STORED"), Column("RECONSUME", True), Column("BODY")]
 
 
 def times(start: str | None, end: str | None) -> tuple[int | None, int | None]:
@@ -46,55 +48,10 @@ def times(start: str | None, end: str | None) -> tuple[int | None, int | None]:
         raise usage(str(exc)) from None
 
 
-def host(h: tuple[str, int]) -> str:
-    return f"{h[0]}:{h[1]}"
-
-
-def message_json(m: MessageExt) -> dict[str, Any]:
-    from mqtools.client.types import message_id
-
-    return {
-        "msgId": message_id(m), "offsetMsgId": m.msg_id, "topic": m.topic, "tags": m.tags, "keys": m.keys,
-        "queueId": m.queue_id, "queueOffset": m.queue_offset, "commitLogOffset": m.commit_log_offset,
-        "reconsumeTimes": m.reconsume_times, "bornTimestamp": m.born_timestamp or None,
-        "storeTimestamp": m.store_timestamp or None, "bornHost": host(m.born_host), "storeHost": host(m.store_host),
-        "sysFlag": m.sys_flag, "properties": dict(m.properties), "bodySize": len(m.body),
-        "body": m.body.decode("utf-8", errors="replace"),
-    }
-
-
-def message_row(m: MessageExt) -> list[Any]:
-    from mqtools.client.types import message_id
-
-    body = m.body.decode("utf-8", errors="replace").replace("\n", " ")
-    return [message_id(m), m.topic, host(m.store_host), m.queue_id, m.queue_offset, m.tags,
-            " ".join(m.keys) or None, when(m.store_timestamp), m.reconsume_times,
-            body if len(body) <= BODY_PREVIEW else body[:BODY_PREVIEW - 3] + "..."]
-
-
-def message_list(topic: str, messages: list[MessageExt], footer: list[str] | None = None) -> View:
-    return View("MessageList", LIST_COLUMNS, [message_row(m) for m in messages],
-                {"topic": topic, "count": len(messages), "messages": [message_json(m) for m in messages]},
-                footer=footer or [])
-
-
-def message_detail(m: MessageExt, tracks: list[MessageTrack]) -> View:
-    doc = message_json(m)
-    shown = {**doc, "keys": " ".join(m.keys) or None, "bornTimestamp": when(m.born_timestamp),
-             "storeTimestamp": when(m.store_timestamp)}
-    rows = [[k, v] for k, v in shown.items() if k != "properties"]
-    rows += [[f"property {k}", v] for k, v in sorted(m.properties.items())]
-    footer = [f"group {t.group}: {t.track_type}" + (f" ({t.exception_desc})" if t.exception_desc else "")
-              for t in tracks] or ["no consumer group consumes this topic"]
-    tracks_json = [{"group": t.group, "trackType": t.track_type, "exceptionDesc": t.exception_desc} for t in tracks]
-    return View("Message", [Column("FIELD"), Column("VALUE")], rows, {"message": doc, "tracks": tracks_json},
-                footer=footer)
-
-
 async def _detail(admin: MQAdmin, m: MessageExt | None, what: str) -> View:
     if m is None:
         raise fail(f"message not found: {what}", EXIT_REFUSED)
-    return message_detail(m, await admin.tracking.message_tracks(m))
+    return message_view(m, await admin.tracking.message_tracks(m))
 
 
 @admin_command(app, "get", output=True, watch=True)
@@ -138,7 +95,7 @@ def key(
 
     async def build(admin: MQAdmin) -> View:
         found = await admin.messages.query_by_key(topic, msg_key, max_num=max_num, begin_ms=begin_ms or 0, end_ms=end_ms)
-        return message_list(topic, found)
+        return message_list_view(topic, found)
 
     s.show(build)
 
@@ -155,7 +112,7 @@ def unique(
     """
 
     async def build(admin: MQAdmin) -> View:
-        return message_list(topic, await admin.messages.query_by_unique_key(topic, uniq_key))
+        return message_list_view(topic, await admin.messages.query_by_unique_key(topic, uniq_key))
 
     s.show(build)
 
@@ -181,40 +138,6 @@ def at(
     s.show(build)
 
 
-def trace_view(trace: MessageTrace) -> View:
-    """A message's trace as a timeline: its send, each delivery (before and after the listener), its
-    transaction's end."""
-    rows, records = [], []
-    for entry in trace.entries:
-        r = entry.record
-        if r.type.value in ("Pub", "SubAfter"):
-            status = None if r.success is None else "success" if r.success else "failed"
-        elif r.type.value == "SubBefore":
-            status = "delivered"
-        else:
-            status = r.transaction_state
-        detail = {
-            "Pub": f"topic {r.topic}, stored on {r.store_host}, {r.body_length} bytes",
-            "SubBefore": f"reconsume {r.retry_times}, request {r.request_id}",
-            "SubAfter": f"request {r.request_id}, return code {r.context_code}",
-            "EndTransaction": f"transaction {r.transaction_id}" + (" (answering a check)" if r.from_transaction_check
-                                                                   else ""),
-        }[r.type.value]
-        rows.append([r.type.value, r.group, entry.client_host, when(r.timestamp), r.cost_ms, status, detail])
-        records.append({
-            "type": r.type.value, "group": r.group, "clientHost": entry.client_host, "timestamp": r.timestamp,
-            "costMs": r.cost_ms, "success": r.success, "region": r.region, "topic": r.topic, "tags": r.tags,
-            "keys": r.keys, "storeHost": r.store_host, "bodyLength": r.body_length, "msgType": r.msg_type,
-            "offsetMsgId": r.offset_msg_id, "requestId": r.request_id, "retryTimes": r.retry_times,
-            "contextCode": r.context_code, "transactionId": r.transaction_id,
-            "transactionState": r.transaction_state, "fromTransactionCheck": r.from_transaction_check,
-        })
-    return View("MessageTrace", [Column("TYPE"), Column("GROUP"), Column("CLIENT HOST"), Column("TIME"),
-                                 Column("COST MS", True), Column("STATUS"), Column("DETAIL")], rows,
-                {"msgId": trace.msg_id, "traceTopic": trace.trace_topic, "records": records},
-                footer=[f"{len(rows)} trace records in {trace.trace_topic}"])
-
-
 @admin_command(app, "trace", output=True, watch=True)
 def trace(
     s: Session,
@@ -234,7 +157,7 @@ def trace(
         if not found.entries:
             raise fail(f"no trace of {msg_id} in {trace_topic} (clients write traces only with tracing on)",
                        EXIT_REFUSED)
-        return trace_view(found)
+        return message_trace_view(found)
 
     s.show(build)
 
@@ -274,7 +197,7 @@ def print_(
     async def build(admin: MQAdmin) -> View:
         spans = [await admin.messages.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await admin.messages.message_queues(topic)]
         found = await read_spans(admin, spans, None, expression)
-        return message_list(topic, found, [f"{len(found)} messages from {len(spans)} queues"])
+        return message_list_view(topic, found, [f"{len(found)} messages from {len(spans)} queues"])
 
     s.show(build)
 
@@ -294,7 +217,7 @@ def consume(
 
     async def build(admin: MQAdmin) -> View:
         spans = [await admin.messages.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await admin.messages.message_queues(topic)]
-        return message_list(topic, await read_spans(admin, spans, count))
+        return message_list_view(topic, await read_spans(admin, spans, count))
 
     s.show(build)
 
@@ -318,12 +241,7 @@ def send(
 
     async def job(admin: MQAdmin) -> View:
         r = await admin.messages.send_message(topic, body.encode("utf-8"), tags=tags, keys=keys, broker_name=broker,
-                                     queue_id=queue_id)
-        row = [r.queue.broker_name, r.queue.queue_id, r.queue_offset, r.status.value, r.msg_id, r.offset_msg_id]
-        return View("SendResult", [Column("BROKER"), Column("QID", True), Column("OFFSET", True), Column("STATUS"),
-                                   Column("MSG ID"), Column("OFFSET MSG ID")], [row],
-                    {"topic": topic, "brokerName": r.queue.broker_name, "queueId": r.queue.queue_id,
-                     "queueOffset": r.queue_offset, "status": r.status.value, "msgId": r.msg_id,
-                     "offsetMsgId": r.offset_msg_id})
+                                              queue_id=queue_id)
+        return send_result_view(topic, r)
 
     s.render(s.run(job))

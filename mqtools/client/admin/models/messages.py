@@ -1,12 +1,18 @@
-"""Typed results about messages: where a message was consumed, a queue span to read, a DLQ resend, its trace."""
+"""Typed results about messages: where a message was consumed, a queue span to read, a DLQ resend, its trace;
+the documents of messages, their traces and a send."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from mqtools.common.presentation import Column, View, renders
+from mqtools.common.presentation import Column, View, renders, when
 from mqtools.common.trace_data import TraceRecord
 from mqtools.remoting.bodies import MessageQueue
+
+if TYPE_CHECKING:
+    from mqtools.client.types import SendResult
+    from mqtools.common.message import MessageExt
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +80,105 @@ def dlq_resend_view(group: str, results: list[Resend]) -> View:
     return View("DlqResend", [Column("MSG ID"), Column("TOPIC"), Column("RESULT"), Column("BROKER"),
                               Column("QID", True), Column("NEW OFFSET MSG ID"), Column("ERROR")], rows, data,
                 footer=[f"{done} of {len(results)} resent to %RETRY%{group}"])
+
+
+BODY_PREVIEW = 48
+"""Characters of a body a message list shows."""
+LIST_COLUMNS = [Column("MSG ID"), Column("TOPIC"), Column("STORE HOST"), Column("QID", True), Column("OFFSET", True),
+                Column("TAGS"), Column("KEYS"), Column("STORED"), Column("RECONSUME", True), Column("BODY")]
+
+
+def _host(h: tuple[str, int]) -> str:
+    return f"{h[0]}:{h[1]}"
+
+
+def _msg_id(m: MessageExt) -> str:
+    """The id users see: the client unique key when the producer set one, else the offset id."""
+    return m.unique_key or m.msg_id
+
+
+def message_json(m: MessageExt) -> dict[str, Any]:
+    return {
+        "msgId": _msg_id(m), "offsetMsgId": m.msg_id, "topic": m.topic, "tags": m.tags, "keys": m.keys,
+        "queueId": m.queue_id, "queueOffset": m.queue_offset, "commitLogOffset": m.commit_log_offset,
+        "reconsumeTimes": m.reconsume_times, "bornTimestamp": m.born_timestamp or None,
+        "storeTimestamp": m.store_timestamp or None, "bornHost": _host(m.born_host), "storeHost": _host(m.store_host),
+        "sysFlag": m.sys_flag, "properties": dict(m.properties), "bodySize": len(m.body),
+        "body": m.body.decode("utf-8", errors="replace"),
+    }
+
+
+def _message_row(m: MessageExt) -> list[Any]:
+    body = m.body.decode("utf-8", errors="replace").replace("\n", " ")
+    return [_msg_id(m), m.topic, _host(m.store_host), m.queue_id, m.queue_offset, m.tags,
+            " ".join(m.keys) or None, when(m.store_timestamp), m.reconsume_times,
+            body if len(body) <= BODY_PREVIEW else body[:BODY_PREVIEW - 3] + "..."]
+
+
+@renders("MessageList")
+def message_list_view(topic: str, messages: list[MessageExt], footer: list[str] | None = None) -> View:
+    """One row per message, its body cut to a preview; the document has every field."""
+    return View("MessageList", LIST_COLUMNS, [_message_row(m) for m in messages],
+                {"topic": topic, "count": len(messages), "messages": [message_json(m) for m in messages]},
+                footer=footer or [])
+
+
+@renders("Message")
+def message_view(m: MessageExt, tracks: list[MessageTrack]) -> View:
+    """Every field of one message, a row each, and whether each consuming group has consumed it."""
+    doc = message_json(m)
+    shown = {**doc, "keys": " ".join(m.keys) or None, "bornTimestamp": when(m.born_timestamp),
+             "storeTimestamp": when(m.store_timestamp)}
+    rows = [[k, v] for k, v in shown.items() if k != "properties"]
+    rows += [[f"property {k}", v] for k, v in sorted(m.properties.items())]
+    footer = [f"group {t.group}: {t.track_type}" + (f" ({t.exception_desc})" if t.exception_desc else "")
+              for t in tracks] or ["no consumer group consumes this topic"]
+    tracks_json = [{"group": t.group, "trackType": t.track_type, "exceptionDesc": t.exception_desc} for t in tracks]
+    return View("Message", [Column("FIELD"), Column("VALUE")], rows, {"message": doc, "tracks": tracks_json},
+                footer=footer)
+
+
+@renders("MessageTrace")
+def message_trace_view(trace: MessageTrace) -> View:
+    """A message's trace as a timeline: its send, each delivery (before and after the listener), its
+    transaction's end."""
+    rows, records = [], []
+    for entry in trace.entries:
+        r = entry.record
+        if r.type.value in ("Pub", "SubAfter"):
+            status = None if r.success is None else "success" if r.success else "failed"
+        elif r.type.value == "SubBefore":
+            status = "delivered"
+        else:
+            status = r.transaction_state
+        detail = {
+            "Pub": f"topic {r.topic}, stored on {r.store_host}, {r.body_length} bytes",
+            "SubBefore": f"reconsume {r.retry_times}, request {r.request_id}",
+            "SubAfter": f"request {r.request_id}, return code {r.context_code}",
+            "EndTransaction": f"transaction {r.transaction_id}" + (" (answering a check)" if r.from_transaction_check
+                                                                   else ""),
+        }[r.type.value]
+        rows.append([r.type.value, r.group, entry.client_host, when(r.timestamp), r.cost_ms, status, detail])
+        records.append({
+            "type": r.type.value, "group": r.group, "clientHost": entry.client_host, "timestamp": r.timestamp,
+            "costMs": r.cost_ms, "success": r.success, "region": r.region, "topic": r.topic, "tags": r.tags,
+            "keys": r.keys, "storeHost": r.store_host, "bodyLength": r.body_length, "msgType": r.msg_type,
+            "offsetMsgId": r.offset_msg_id, "requestId": r.request_id, "retryTimes": r.retry_times,
+            "contextCode": r.context_code, "transactionId": r.transaction_id,
+            "transactionState": r.transaction_state, "fromTransactionCheck": r.from_transaction_check,
+        })
+    return View("MessageTrace", [Column("TYPE"), Column("GROUP"), Column("CLIENT HOST"), Column("TIME"),
+                                 Column("COST MS", True), Column("STATUS"), Column("DETAIL")], rows,
+                {"msgId": trace.msg_id, "traceTopic": trace.trace_topic, "records": records},
+                footer=[f"{len(rows)} trace records in {trace.trace_topic}"])
+
+
+@renders("SendResult")
+def send_result_view(topic: str, r: SendResult) -> View:
+    """Where one sent message was stored."""
+    row = [r.queue.broker_name, r.queue.queue_id, r.queue_offset, r.status.value, r.msg_id, r.offset_msg_id]
+    return View("SendResult", [Column("BROKER"), Column("QID", True), Column("OFFSET", True), Column("STATUS"),
+                               Column("MSG ID"), Column("OFFSET MSG ID")], [row],
+                {"topic": topic, "brokerName": r.queue.broker_name, "queueId": r.queue.queue_id,
+                 "queueOffset": r.queue_offset, "status": r.status.value, "msgId": r.msg_id,
+                 "offsetMsgId": r.offset_msg_id})
