@@ -28,5 +28,8 @@ def mcp(
     except ImportError as exc:
         raise fail(f"mq mcp needs the mcp SDK ({exc.name} is missing): pip install 'mqtools[mcp]'", EXIT_USAGE) \
             from None
-    connection = ["-n", namesrv] if namesrv else ["--context", context] if context else []
-    anyio.run(serve, MQTools(connection, allow_writes))
+    from functools import partial
+
+    from mqtools.client.contexts import resolve
+
+    anyio.run(serve, MQTools(partial(resolve, namesrv, context), allow_writes))

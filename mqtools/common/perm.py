@@ -7,6 +7,8 @@ PERM_READ = 0x4
 PERM_WRITE = 0x2
 PERM_INHERIT = 0x1
 PERM_RW = PERM_READ | PERM_WRITE
+PERM_BY_NAME = {"rw": PERM_RW, "r": PERM_READ, "w": PERM_WRITE, "6": PERM_RW, "4": PERM_READ, "2": PERM_WRITE}
+"""The spellings a tool accepts for a topic's permission: rw/r/w, or mqadmin's 6/4/2."""
 
 
 def is_readable(perm: int) -> bool:

@@ -1,37 +1,44 @@
 """The MCP server over stdio (the official SDK's low-level Server): tools listed from the catalogue with
-their input and output schemas, each call run as its `mq admin ... -o json` command.
+their input and output schemas, each call one admin session in this process.
 
-A call runs the command as a child process (its own event loop, its own failure): the result is the
-command's JSON document as structured content (and as text), or, when the command failed, an error result
-carrying its one-line message. Secrets never reach a result: the commands mask them, and no tool reads ACL
-accounts. Writes are not even listed without --allow-writes, and a call to one is refused by name.
+A call opens an admin session on the target, makes the tool's call and returns the model's document (the
+one `mq admin ... -o json` prints) as structured content and as text; a failure is an error result carrying
+its one-line message. A partial answer, an unsafe `ha ready` or an action verdict of a diagnosis is a
+result: the document says so. Secrets never reach a result: the documents mask them, and no tool reads
+ACL accounts. Writes are not even listed without --allow-writes, and a call to one is refused by name.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server.lowlevel import Server
 from mcp.server.stdio import stdio_server
 
-from mqtools.common.exitcodes import EXIT_PARTIAL, EXIT_REFUSED, EXIT_UNREACHABLE
-from mqtools.common.presentation import load_schema
+from mqtools.common.errors import ToolkitError
+from mqtools.common.presentation import View, load_schema
 from mqtools.mcp.tools import READS, WRITES, Tool, catalogue
 
-#: Seconds a tool's command may take (the diagnoses sample for 10 s).
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from mqtools.client.contexts import Target
+
+#: Seconds a tool's call may take (the diagnoses sample for 10 s).
 CALL_TIMEOUT = 120.0
+#: Seconds one request to a broker or name server may take, as `mq admin`'s default --timeout.
+REQUEST_TIMEOUT = 5.0
 
 
 class MQTools:
     """The tools of one `mq mcp` session: which exist, and how a call runs."""
 
-    def __init__(self, connection: list[str], allow_writes: bool) -> None:
-        self.connection = connection
-        """-n NS or --context C, appended to every cluster command."""
+    def __init__(self, target: Callable[[], Target], allow_writes: bool) -> None:
+        self.target = target
+        """Where the cluster tools connect, resolved per call (no name server known: that call's error)."""
         self.allow_writes = allow_writes
         self.tools = catalogue(allow_writes)
 
@@ -52,33 +59,27 @@ class MQTools:
         missing = [p for p in tool.required if args.get(p) in (None, "")]
         if missing:
             return _error(f"{name} needs {', '.join(missing)}")
-        return await self._run(tool, args)
-
-    async def _run(self, tool: Tool, args: dict[str, Any]) -> types.CallToolResult:
-        argv = [*tool.argv(args), *(self.connection if tool.cluster else []), *(["-o", "json"] if tool.kind else [])]
-        child = await asyncio.create_subprocess_exec(sys.executable, "-m", "mqtools.cli.main", *argv,
-                                                     stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
-                                                     stderr=asyncio.subprocess.PIPE)
         try:
-            out, err = await asyncio.wait_for(child.communicate(), CALL_TIMEOUT)
+            answer = await asyncio.wait_for(self._run(tool, args), CALL_TIMEOUT)
         except TimeoutError:
-            child.kill()
-            await child.wait()
             return _error(f"{tool.name} took longer than {CALL_TIMEOUT:.0f} s")
-        text, problem = out.decode(), err.decode().strip()
-        # a partial answer is a result: its document says what it could not read (partial, unreachable)
-        ok = child.returncode in (0, EXIT_PARTIAL) or (tool.verdict and child.returncode in (EXIT_REFUSED,
-                                                                                            EXIT_UNREACHABLE))
-        if tool.kind is None:
-            return _text(text) if child.returncode == 0 else _error(problem or text.strip())
-        try:
-            doc = json.loads(text) if ok else None
-        except json.JSONDecodeError:
-            doc = None
-        if doc is None:
-            return _error(problem.splitlines()[-1] if problem else f"{tool.name} printed no document")
-        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(doc))],
-                                    structured_content=doc)
+        except (ToolkitError, ValueError, OSError) as exc:  # what the CLI's frame turns into one line
+            return _error(exc.summary() if isinstance(exc, ToolkitError) else str(exc))
+        if isinstance(answer, str):
+            return _text(answer)
+        doc = answer.document()
+        return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(doc, default=str))],
+                                    structured_content=json.loads(json.dumps(doc, default=str)))
+
+    async def _run(self, tool: Tool, args: dict[str, Any]) -> View | str:
+        if tool.local is not None:
+            return tool.local(args)
+        assert tool.build is not None
+        from mqtools.client.admin import MQAdmin
+
+        target = self.target()
+        async with MQAdmin(target.namesrv, timeout=REQUEST_TIMEOUT, security=target.security) as admin:
+            return await tool.build(admin, args)
 
 
 def _text(text: str) -> types.CallToolResult:
@@ -98,7 +99,7 @@ def build(tools: MQTools) -> Server[Any]:
 
     return Server("mq", version=_version(), instructions=(
         "Tools over one RocketMQ cluster (mq's or Apache's): each returns the JSON document `mq admin ... -o json` "
-        f"prints. {len(READS)} reads" + (f"; {len(WRITES)} writes, each naming its risk." if tools.allow_writes
+        f"prints, in this process. {len(READS)} reads" + (f"; {len(WRITES)} writes, each naming its risk." if tools.allow_writes
                                          else "; writes are off (start with --allow-writes).")),
         on_list_tools=list_tools, on_call_tool=call_tool)
 

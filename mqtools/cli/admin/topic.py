@@ -30,6 +30,7 @@ from mqtools.client.admin.models.topics import (
     topic_status_view,
 )
 from mqtools.common.exitcodes import EXIT_REFUSED
+from mqtools.common.perm import PERM_BY_NAME
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -41,12 +42,11 @@ ReadOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
 WriteOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
     "--write-queues", "-w", min=1, max=1024, help="Write queue count, 1..1024.")]
 PermOpt = Annotated[Optional[str], typer.Option("--perm", "-p", help="rw, r or w (or 6, 4, 2).")]  # noqa: UP045
-PERMS = {"rw": 6, "r": 4, "w": 2, "6": 6, "4": 4, "2": 2}
 
 
 def parse_perm(text: str) -> int:
     """rw/r/w or mqadmin's 6/4/2; anything else is a usage error."""
-    perm = PERMS.get(text.strip().lower())
+    perm = PERM_BY_NAME.get(text.strip().lower())
     if perm is None:
         raise usage(f"bad perm {text!r}: use rw, r or w (or 6, 4, 2)")
     return perm

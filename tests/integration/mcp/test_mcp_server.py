@@ -42,7 +42,7 @@ async def session_run(namesrv: str, *extra: str, calls: list[tuple[str, dict[str
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         listed = (await session.list_tools()).tools
-        # concurrently, as an agent's client may: the server runs each call as a child of its own
+        # concurrently, as an agent's client may: each call is its own admin session in the server
         results = list(await asyncio.gather(*(session.call_tool(name, args, read_timeout_seconds=120)
                                               for name, args in calls)))
     return listed, results
