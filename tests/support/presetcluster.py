@@ -82,10 +82,12 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, every: flo
 
 
 @contextmanager
-def preset_cluster(root: Path, preset: str = "2m-2s-async", *props: str) -> Iterator[PresetCluster]:
+def preset_cluster(root: Path, preset: str = "2m-2s-async", *props: str, namesrvs: int = 1) -> Iterator[PresetCluster]:
     """`mq cluster up --preset` on a random base port (ports.random_base_port); always `cluster down`."""
     state = root / "cluster"
     sets = [arg for prop in props for arg in ("--set", prop)]
+    if namesrvs != 1:
+        sets += ["--namesrv", str(namesrvs)]
     try:
         up = mq_run("cluster", "up", "--preset", preset, "--dir", str(state), "--base-port",
                     str(random_base_port()), *sets)

@@ -5,7 +5,9 @@ One 2m-2s-sync preset (every acknowledged message is on the slave too), a topic 
 and a known number of messages sent; then faults applied in place, each test building on the one before:
 broker-b's master hung (SIGSTOP) and resumed, broker-a's master SIGKILLed (its slave alive), then broker-a's
 slave hung too (registered, not answering: a set whose replicas are all SIGKILLed leaves the name servers'
-tables, and with it every trace a one-shot read could find; `mq top` remembers the sets it has seen). Each read must equal the ground truth, reading a master-less set from its slave, or say
+tables, and with it every trace a one-shot read could find; `mq top` remembers the sets it has seen), and last
+broker-b's slave SIGKILLed. One of the two name servers is SIGKILLed first and stays down throughout. Each
+read must equal the ground truth, reading a master-less set from its slave, or say
 it is partial and name exactly what it missed (exit 4), within one timeout per broker set.
 """
 
@@ -27,7 +29,7 @@ from support.presetcluster import PresetCluster, preset_cluster, wait_for
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.sync import SyncProducer
-from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED
+from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED, EXIT_UNREACHABLE
 from mqtools.common.message import Message
 from mqtools.remoting.bodies import ConsumeStats, MessageQueue, SubscriptionGroupConfig, TopicConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -47,7 +49,7 @@ ANY_CODE = tuple(ResponseCode)
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
-    with preset_cluster(tmp_path_factory.mktemp("outage"), "2m-2s-sync") as running:
+    with preset_cluster(tmp_path_factory.mktemp("outage"), "2m-2s-sync", namesrvs=2) as running:
         with SyncMQAdmin(running.namesrv) as admin:
             for broker in BROKERS:
                 admin.topics.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=running.addr(broker))
@@ -110,6 +112,21 @@ def test_healthy_every_queue_from_its_master(cluster: PresetCluster) -> None:
     assert (code, progress["partial"], progress["diffTotal"]) == (EXIT_OK, False, LAG)
 
 
+def test_one_name_server_down_every_read_is_whole_and_top_names_it(cluster: PresetCluster) -> None:
+    dead = cluster.addr("namesrv-1")
+    cluster.kill("namesrv-1")  # F4; the name server stays down for the faults after this one
+    code, doc, _ = topic_status(cluster)
+    assert (code, doc["partial"], doc["messages"], len(doc["queues"])) == (EXIT_OK, False, SENT, 8)
+    code, progress = group_progress(cluster)
+    assert (code, progress["partial"], progress["diffTotal"]) == (EXIT_OK, False, LAG)
+    top = mq("top", "--once", "-o", "json", namesrv=cluster.namesrv)
+    assert top.returncode == EXIT_OK, top.stderr
+    views = json.loads(top.stdout)["views"]
+    reachable = {r["addr"]: r["reachable"] for r in views["namesrv"]["rows"]}
+    assert reachable == {cluster.addr("namesrv-0"): True, dead: False}
+    assert {r["brokerName"] for r in views["brokers"]["rows"] if r["status"] == "ok"} == set(BROKERS)
+
+
 def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: PresetCluster) -> None:
     cluster.pause("broker-b")
     try:
@@ -137,6 +154,14 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
     assert sources(progress) == {"broker-a": {"slave"}, "broker-b": {"master"}}
     table = mq("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert table.returncode == EXIT_OK and "* read from a slave (no master answering): broker-a" in table.stdout
+    ha = mq("admin", "ha", "status", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    assert ha.returncode == EXIT_OK, ha.stderr
+    (lost,) = [g for g in json.loads(ha.stdout)["groups"] if g["brokerName"] == "broker-a"]
+    assert (lost["masterAddr"], lost["error"]) == (None, "no master registered")
+    (slave,) = lost["slaves"]
+    assert slave["brokerAddr"] == cluster.addr("broker-a-s") and slave["slaveReport"]["maxOffset"] > 0
+    ready = mq("admin", "ha", "ready", "broker-a", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    assert ready.returncode == EXIT_UNREACHABLE and "no master of broker-a is registered" in ready.stdout
 
 
 def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: PresetCluster) -> None:
@@ -201,3 +226,15 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     assert table.returncode == EXIT_PARTIAL
     assert f"total: at least 4 queues, at least {SENT // 2} messages" in table.stdout
     assert table.stdout.rstrip().splitlines()[-1].startswith("partial: could not read broker-a")
+
+
+def test_a_slave_down_leaves_every_read_whole_and_its_master_unsafe_to_stop(cluster: PresetCluster) -> None:
+    cluster.kill("broker-b-s")  # F3
+    code, doc, _ = topic_status(cluster)
+    assert (code, doc["partial"]) == (EXIT_OK, False)
+    assert doc["messages"] == SENT and sources(doc) == {"broker-a": {"slave"}, "broker-b": {"master"}}
+    ha = mq("admin", "ha", "status", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    assert ha.returncode == EXIT_OK and "broker-b: no slave registered" in ha.stdout, ha.stdout
+    ready = mq("admin", "ha", "ready", "broker-b", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    assert ready.returncode == EXIT_REFUSED, ready.stdout + ready.stderr
+    assert json.loads(ready.stdout)["verdict"] == "not safe"

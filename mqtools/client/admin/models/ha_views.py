@@ -94,6 +94,8 @@ def ha_status_view(groups: list[ReplicationGroup], window: float) -> View:
     rows = [_row(g, s) for g in groups for s in (g.slaves or [None])]
     footer = [f"{g.broker_name or g.master_addr}: master {g.master_addr or 'not registered'}: {g.error}"
               for g in groups if g.error]
+    footer += [f"{g.broker_name}: no slave registered (nothing replicates {g.master_addr})" for g in groups
+               if g.master_addr and not g.slaves and not g.error]
     footer += [f"{s.slave.broker_addr}: {s.slave.error}" for g in groups for s in g.slaves
                if s.slave is not None and s.slave.error]
     footer += [f"{g.broker_name}: from each broker's runtime commitLogMaxOffset (the master less the slave's); "
