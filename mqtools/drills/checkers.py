@@ -208,8 +208,9 @@ def check_regression(history: History) -> Regression | None:
     return Regression(len(returns), queues, messages, detail)
 
 
-def explain_loss(history: History, lost: list[str], sends: list[Op], receives: list[Op]) -> LossExplanation | None:
-    """For an ASYNC_MASTER fault: lost messages should be those the slave had not replicated."""
+def beyond_slave(history: History, sends: list[Op], receives: list[Op]) -> tuple[str, int, set[str]] | None:
+    """An ASYNC_MASTER fault: (broker, the slave's commitlog offset at the fault, the acknowledged sends that
+    lay beyond it), or None when the drill recorded no such offset."""
     ev = history.first_event("slave-offset")
     if ev is None or ev.data.get("role") != "ASYNC_MASTER" or ev.data.get("offset") is None:
         return None
@@ -218,8 +219,17 @@ def explain_loss(history: History, lost: list[str], sends: list[Op], receives: l
     # A send's stored size is not in its answer; the largest delivered one of that broker stands in (the
     # drill's messages differ by a few property bytes), so a message straddling the offset counts as beyond.
     size = max((r.size for r in receives if r.broker == broker and r.size), default=0)
-    beyond = {op.id for op in sends if op.result == OK and op.broker == broker and op.commitlog_offset is not None
-              and op.invoke <= ev.time and op.commitlog_offset + size > slave_offset}
+    return broker, slave_offset, {op.id for op in sends if op.result == OK and op.broker == broker
+                                  and op.commitlog_offset is not None and op.invoke <= ev.time
+                                  and op.commitlog_offset + size > slave_offset}
+
+
+def explain_loss(history: History, lost: list[str], sends: list[Op], receives: list[Op]) -> LossExplanation | None:
+    """For an ASYNC_MASTER fault: lost messages should be those the slave had not replicated."""
+    found = beyond_slave(history, sends, receives)
+    if found is None:
+        return None
+    broker, slave_offset, beyond = found
     explained = [i for i in lost if i in beyond]
     unexplained = [i for i in lost if i not in beyond]
     return LossExplanation(broker, slave_offset, len(beyond), len(explained), len(unexplained), unexplained)

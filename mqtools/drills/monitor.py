@@ -5,7 +5,8 @@ Two loops on their own admin session (short timeouts, so a stopped broker delays
 topic's route every quarter second (when the name servers drop the dead master, by the channel close
 or the 120 s expiry, and when it is back) and the master's HA status every half second (slave in
 sync, lost, in sync again); in controller mode the group's master and epoch, and the controller leader,
-every tenth of a second. Only changes become history events.
+every tenth of a second. Only changes become history events. Once, a second after the fault, the toolkit's
+own reads (toolkit_truth.py) are recorded for the toolkitTruth criterion.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from mqtools.client.errors import MQClientError
 from mqtools.common.security import ClientSecurity
 from mqtools.drills.history import History
 from mqtools.drills.scenarios import Node, Target
+from mqtools.drills.toolkit_truth import READ_DELAY, READ_EVENT, READ_TIMEOUT, read_toolkit
 
 ROUTE_POLL = 0.25
 HA_POLL = 0.5
@@ -28,10 +30,12 @@ MONITOR_TIMEOUT = 1.0
 
 class Monitor:
     def __init__(self, namesrv: str, topic: str, target: Target, history: History, clock: Callable[[], float],
-                 security: ClientSecurity | None = None) -> None:
+                 security: ClientSecurity | None = None, truth_group: str | None = None) -> None:
         self.namesrv = namesrv
         self.security = security
         self.topic = topic
+        self.truth_group = truth_group
+        """The drill's group, when the toolkit's reads during the fault are to be judged (toolkitTruth)."""
         self.target = target
         self.history = history
         self.clock = clock
@@ -48,7 +52,22 @@ class Monitor:
 
     async def _run(self) -> None:
         async with MQAdmin(self.namesrv, timeout=MONITOR_TIMEOUT, security=self.security) as admin:
-            await asyncio.gather(self._route_loop(admin), self._ha_loop(admin), self._controller_loop(admin))
+            await asyncio.gather(self._route_loop(admin), self._ha_loop(admin), self._controller_loop(admin),
+                                 self._toolkit_read())
+
+    async def _toolkit_read(self) -> None:
+        """Once, READ_DELAY after the fault: the reads an operator runs, on an admin session of their own."""
+        if self.truth_group is None:
+            return
+        while self.history.first_event("fault") is None:
+            await asyncio.sleep(ROUTE_POLL)
+        await asyncio.sleep(READ_DELAY)
+        async with MQAdmin(self.namesrv, timeout=READ_TIMEOUT, security=self.security) as admin:
+            started = self.clock()
+            figures = await read_toolkit(admin, self.topic, self.truth_group, self.target.broker_name)
+            ended = self.clock()
+        self.history.event(started, READ_EVENT, f"topic status, group progress, ha status read in {ended - started:.2f}s",
+                           started=round(started, 4), ended=round(ended, 4), **figures)
 
     async def _controller_loop(self, admin: MQAdmin) -> None:
         """Controller mode: the group's master and epoch as the controller leader holds them, and who leads."""

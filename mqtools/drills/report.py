@@ -15,6 +15,7 @@ from mqtools.drills.checkers import SHOWN_IDS, Integrity, check
 from mqtools.drills.history import History
 from mqtools.drills.scenarios import SCENARIOS, Criteria
 from mqtools.drills.timeline import Bucket, Timeline, analyze
+from mqtools.drills.toolkit_truth import judge_truth
 
 PASS = "PASS"
 FAIL = "FAIL"
@@ -52,6 +53,8 @@ def build(history: History) -> Report:
     report = Report(history, check(history), analyze(history), criteria)
     report.reasons = judge(report.integrity, report.timeline, criteria, history.meta.get("aborted"),
                            history.meta.get("transactions"))
+    if criteria.toolkit_truth:
+        report.reasons += [Reason(f.ok, f.text) for f in judge_truth(history, report.integrity)]
     report.verdict = PASS if all(r.ok for r in report.reasons) else FAIL
     return report
 

@@ -213,7 +213,8 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
         ctx = DrillContext(admin, actions, target, history, clock, topic=topic, group=group,
                            fault_for=history.meta["settings"]["faultFor"], poll_interval=spec.poll_interval)
         ctx.txn, ctx.txn_send_for = txn, max(2.0, spec.duration / 3)
-        monitor = Monitor(namesrv, topic, target, history, clock, security)
+        truth = history.meta["criteria"].get("toolkitTruth")
+        monitor = Monitor(namesrv, topic, target, history, clock, security, truth_group=group if truth else None)
         ticker = Ticker(progress, load, history, clock, spec.duration)
         sending: asyncio.Task | None = None
         try:

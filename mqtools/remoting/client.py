@@ -150,9 +150,13 @@ class RemotingClient:
         if not addrs:
             raise RemotingConnectError("<no name server>", "no name server address configured")
         last_error: RemotingError | None = None
-        for _ in range(len(addrs)):
-            index = self._namesrv_index % len(addrs)
-            self._namesrv_index = index + 1
+        start = self._namesrv_index
+        for step in range(len(addrs)):
+            chosen = self._namesrv_chosen  # a concurrent caller may have found a live one while this one waited
+            conn = self._conns.get(chosen) if chosen is not None else None
+            if conn is not None and conn.is_open:
+                return conn
+            index = (start + step) % len(addrs)
             addr = addrs[index]
             try:
                 conn = await self.connection(addr)
@@ -160,6 +164,7 @@ class RemotingClient:
                 log.info("name server %s unreachable: %s", addr, exc)
                 last_error = exc
                 continue
+            self._namesrv_index = index + 1
             self._namesrv_chosen = addr
             return conn
         assert last_error is not None

@@ -79,6 +79,9 @@ def test_kill_master_sync_loses_nothing_and_measures_rto(tmp_path: Path) -> None
     assert timeline["rtoSeconds"] is not None and 0 <= timeline["rtoSeconds"] <= 10
     assert moment(report, "fault") == 0.0 and moment(report, "route dropped the master") is not None
     assert report["preflight"]["verdict"] == "safe"
+    assert report["criteria"]["toolkitTruth"] is True
+    truth = [r for r in report["reasons"] if r["text"].startswith("toolkit read at")]
+    assert [r["ok"] for r in truth] == [True], truth  # topic status, group progress, ha status during the fault
     assert "Verdict: PASS" in mq("admin", "drill", "check", str(tmp_path / "kill-master.jsonl")).stdout
 
 
@@ -88,6 +91,7 @@ def test_kill_master_async_loss_is_what_the_slave_offset_explains(tmp_path: Path
     assert loss is not None and loss["slaveOffset"] > 0
     assert report["integrity"]["lost"]["count"] == loss["explained"] and loss["unexplained"] == 0
     assert result.returncode == 0, failed_texts(report)
+    assert any(r["ok"] and r["text"].startswith("toolkit read at") for r in report["reasons"])
 
 
 @pytest.fixture(scope="module")

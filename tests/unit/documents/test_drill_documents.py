@@ -56,7 +56,7 @@ META = {
                                                            "role": "SYNC_MASTER", "flushDiskType": None}]},
     "target": {"brokerName": "broker-a", "master": MASTER, "slave": None, "sendMode": "SYNC_MASTER", "namesrv": None},
     "preflight": {"verdict": "unknown", "lossBytes": None, "lossMessages": None, "checks": []},
-    "criteria": Criteria().to_json(),
+    "criteria": Criteria(toolkit_truth=False).to_json(),
     "settings": {"rate": 10.0, "duration": 4.0, "producers": 1, "consumers": 1, "size": 256, "keys": 0,
                  "faultAt": 2.0, "faultFor": 5.0},
 }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from mqtools.drills.checkers import check
@@ -15,7 +16,7 @@ FAULT_AT = 2.0
 
 def history(keys: int = 0, criteria: Criteria | None = None, **meta: Any) -> History:
     h = History(meta={"scenario": "kill-master", "settings": {"keys": keys},
-                      "criteria": (criteria or Criteria()).to_json(), **meta})
+                      "criteria": replace(criteria or Criteria(), toolkit_truth=False).to_json(), **meta})
     h.event(0.0, "load-start")
     h.event(FAULT_AT, "fault", "SIGKILL broker-a")
     h.event(4.0, "load-end")
