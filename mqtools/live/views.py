@@ -261,11 +261,29 @@ def ha(state: LiveState, mono: float) -> Table:
                                   [*head, Cell(label, label), *_slave_cells(state, master.addr, conn, rt, mono),
                                    *_controller_cells(ctl, slave.addr if slave is not None else None)],
                                   stale=slot.stale))
+    for _cluster, name in snap.without_master() if snap else []:
+        _no_master_ha_rows(state, snap, name, table, mono)
     if snap is not None and not snap.masters():
         table.notes.append("no master is registered with the name servers")
     if snap is None or not any(state.value(f"controller:{m.addr}") for m in snap.masters()):
         _drop_controller_columns(table)  # no group in controller mode: the classic view, no n/a columns
     return table
+
+
+def _no_master_ha_rows(state: LiveState, snap: ClusterSnapshot, name: str, table: Table, mono: float) -> None:
+    """A set whose master is gone: a red row per slave, and a note with how long the master has been missing
+    (since `mq top` last saw it registered) and how far each slave's own commitlog reaches."""
+    last_seen = [seen for row, seen in state.seen_brokers.values() if row.broker_name == name and row.broker_id == 0
+                 and row.addr not in {b.addr for b in snap.brokers}]
+    since = f"missing for {age((mono - max(last_seen)) * 1000)}" if last_seen else "not seen by this session"
+    head = [Cell(name, name), Cell(None, "no master", CRIT)]
+    for slave in snap.group(name):
+        rt: BrokerRuntime | None = state.value(f"runtime:{slave.addr}")
+        offset = rt.commitlog_max_offset if rt else None
+        table.rows.append(Row(f"{name}/no-master>{slave.addr}", [*head, Cell(slave.addr, slave.addr),
+                                                                 *_blank(len(HA_COLUMNS) - 3)]))
+        table.notes.append(f"{name}: no master registered ({since}); slave {slave.addr} holds commitlog up to "
+                           f"{na(offset)}")
 
 
 def _drop_controller_columns(table: Table) -> None:

@@ -156,3 +156,17 @@ def test_verdict_columns_and_evidence_from_the_samples_the_state_keeps() -> None
     assert found is not None and found.verdict == "offline"
     assert verdicts.group_evidence(None, True)[0] == "verdict: n/a (sampling: a verdict needs 10 s of samples)"
     assert verdicts.group_evidence(found, True)[0].startswith("verdict: offline — ")
+
+
+def test_a_set_whose_master_left_has_a_red_ha_row_and_says_since_when() -> None:
+    state = fixed_state()
+    snap = state.value("snapshot")
+    left = [b for b in snap.brokers if b.addr != "10.0.2.1:10911"]
+    state.apply(Outcome("snapshot", dataclasses.replace(snap, brokers=left), None, NOW_WALL, NOW_MONO + 5))
+    table = build(state, "ha", None, NOW_MONO + 25, NOW_WALL)
+    (row,) = [r for r in table.rows if r.cells[0].value == "broker-b"]
+    assert (row.cells[1].text, row.cells[1].level, row.cells[2].value) == ("no master", CRIT, "10.0.2.2:10911")
+    assert row.level == CRIT
+    (note,) = [n for n in table.notes if n.startswith("broker-b: no master registered")]
+    # last seen in the first snapshot (NOW_MONO), 25 s before this refresh; the slave's own runtime offset
+    assert note == "broker-b: no master registered (missing for 25.0s); slave 10.0.2.2:10911 holds commitlog up to 3000000"
