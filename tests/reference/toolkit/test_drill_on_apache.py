@@ -3,7 +3,9 @@
 On Apache the drill runs as on any cluster elsewhere: -n, --fault-cmd SIGKILLs the master's JVM by pid,
 --heal-cmd asks this test (through a FIFO) to start the same broker again with its config and store.
 On mq it runs on the preset's state dir, whose faults the drill makes itself. Both reports are printed
-side by side; both must PASS with nothing lost, and `drill check` must re-judge each the same offline.
+side by side; both must PASS with nothing lost and with what the toolkit read during the fault right
+(toolkitTruth: on Apache, broker-a's queues read from its slave), and `drill check` must re-judge each the
+same offline.
 """
 
 from __future__ import annotations
@@ -77,7 +79,8 @@ def figures(report: dict[str, Any]) -> dict[str, Any]:
             "acked": integrity["acked"], "lost": integrity["lost"]["count"],
             "duplicated": integrity["duplicated"]["count"], "failed": integrity["failed"],
             "rtoSeconds": timeline["rtoSeconds"], "unavailable": timeline["unavailable"],
-            "offsetRegression": integrity.get("offsetRegression")}
+            "offsetRegression": integrity.get("offsetRegression"),
+            "toolkitTruth": [r["ok"] for r in report["reasons"] if r["text"].startswith("toolkit read at")]}
 
 
 def test_kill_master_on_apache_beside_mq(clusters_2m2s: Clusters2m2s, tmp_path: Path) -> None:
@@ -100,3 +103,4 @@ def test_kill_master_on_apache_beside_mq(clusters_2m2s: Clusters2m2s, tmp_path: 
         print(f"{key:<18} " + " ".join(f"{side[key]!s:>14}" for side in sides.values()))
     for name, side in sides.items():
         assert side["verdict"] == "PASS" and side["lost"] == 0, (name, side)
+        assert side["toolkitTruth"] == [True], (name, side)  # topic status, group progress, ha status in the fault
