@@ -9,6 +9,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from mqtools.cli.frame import fail
+from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_USAGE
+
 if TYPE_CHECKING:
     from mqtools.cluster.launcher import ProcStatus
     from mqtools.cluster.supervisor import ClusterState
@@ -23,27 +26,10 @@ DirOpt = Annotated[
 ]
 
 
-def _fail(message: str) -> typer.Exit:
-    typer.echo(f"mq: error: {message}", err=True)
-    return typer.Exit(1)
-
-
 def _root(path: Path | None) -> Path:
     from mqtools.cluster.launcher import default_state_dir
 
     return (path or default_state_dir()).expanduser().resolve()
-
-
-def parse_sets(items: list[str]) -> dict[str, str]:
-    """Repeated `--set key=value` broker properties (also `mq admin drill run --preset`); ValueError names
-    the bad one."""
-    out: dict[str, str] = {}
-    for item in items:
-        key, sep, value = item.partition("=")
-        if not sep or not key.strip():
-            raise ValueError(f"--set wants key=value, got {item!r}")
-        out[key.strip()] = value.strip()
-    return out
 
 
 @app.command()
@@ -72,19 +58,12 @@ def up(
     """
     from mqtools.cluster.launcher import UpOptions
     from mqtools.cluster.launcher import up as cluster_up
-    from mqtools.cluster.presets import PresetError
-    from mqtools.cluster.supervisor import CONTROLLED_ROLE, LaunchError
+    from mqtools.cluster.presets import parse_sets
+    from mqtools.cluster.supervisor import CONTROLLED_ROLE
 
     root = _root(state_dir)
-    try:
-        overrides = parse_sets(sets or [])
-    except ValueError as exc:
-        raise _fail(str(exc)) from None
-    opts = UpOptions(preset, root, namesrv, base_port, overrides, timeout, tls=tls, netns=netns)
-    try:
-        state = cluster_up(opts, progress=typer.echo)
-    except (PresetError, LaunchError) as exc:
-        raise _fail(str(exc)) from None
+    opts = UpOptions(preset, root, namesrv, base_port, parse_sets(sets or []), timeout, tls=tls, netns=netns)
+    state = cluster_up(opts, progress=typer.echo)
     typer.echo(f"cluster {preset} up in {root}")
     typer.echo(f"NAMESRV_ADDR={state.namesrv_addr}")
     if state.controller_addr:
@@ -111,7 +90,7 @@ def _save_context(name: str, state: ClusterState, root: Path) -> None:
         store.add(name, state.namesrv_addr, str(root), security.tls if security else None)
         store.save()
     except (ContextError, OSError) as exc:
-        raise _fail(f"the cluster is up, but its context was not saved: {exc}") from None
+        raise fail(f"the cluster is up, but its context was not saved: {exc}", EXIT_REFUSED) from None
     if state.tls_ca:
         typer.echo(f"TLS CA: {state.tls_ca}")
     typer.echo(f"context {name}: mq admin cluster list --context {name}")
@@ -124,13 +103,9 @@ def down(
 ) -> None:
     """Stop every process (slaves, masters, then name servers) gracefully; data stays."""
     from mqtools.cluster.launcher import down as cluster_down
-    from mqtools.cluster.supervisor import LaunchError
 
-    try:
-        for name, how in cluster_down(_root(state_dir), grace):
-            typer.echo(f"{name}: {how}")
-    except LaunchError as exc:
-        raise _fail(str(exc)) from None
+    for name, how in cluster_down(_root(state_dir), grace):
+        typer.echo(f"{name}: {how}")
 
 
 def _fmt_bytes(value: int | None) -> str:
@@ -175,14 +150,10 @@ def status(
 ) -> None:
     """Each process: pid, role, ports, alive, CPU/RSS, registered with the name servers."""
     from mqtools.cluster.launcher import status as cluster_status
-    from mqtools.cluster.supervisor import LaunchError
 
     if output not in ("table", "json"):
-        raise _fail(f"-o must be table or json, not {output!r}")
-    try:
-        rows = cluster_status(_root(state_dir))
-    except LaunchError as exc:
-        raise _fail(str(exc)) from None
+        raise fail(f"-o must be table or json, not {output!r}", EXIT_USAGE)
+    rows = cluster_status(_root(state_dir))
     typer.echo(json.dumps([r.to_json() for r in rows], indent=2) if output == "json" else _table(rows))
 
 
@@ -194,12 +165,8 @@ def stop(
 ) -> None:
     """Stop one role (failover drills)."""
     from mqtools.cluster.launcher import stop_one
-    from mqtools.cluster.supervisor import LaunchError
 
-    try:
-        typer.echo(f"{name}: {stop_one(_root(state_dir), name, grace)}")
-    except LaunchError as exc:
-        raise _fail(str(exc)) from None
+    typer.echo(f"{name}: {stop_one(_root(state_dir), name, grace)}")
 
 
 @app.command()
@@ -209,10 +176,6 @@ def start(
 ) -> None:
     """Start one stopped role again with its recorded config (same ports, same store)."""
     from mqtools.cluster.launcher import start_one
-    from mqtools.cluster.supervisor import LaunchError
 
-    try:
-        proc = start_one(_root(state_dir), name)
-    except LaunchError as exc:
-        raise _fail(str(exc)) from None
+    proc = start_one(_root(state_dir), name)
     typer.echo(f"{name}: started pid {proc.pid} on {proc.addr}")

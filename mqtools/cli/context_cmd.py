@@ -20,22 +20,15 @@ NameArg = Annotated[str, typer.Argument(help="Context name.")]
 
 
 def _store():
-    from mqtools.client.contexts import ContextError, ContextStore
+    """The contexts file; a bad one is a ContextError, which the frame turns into exit 2."""
+    from mqtools.client.contexts import ContextStore
 
-    try:
-        return ContextStore.load()
-    except ContextError as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
+    return ContextStore.load()
 
 
 def _saved(action):
-    from mqtools.client.contexts import ContextError
-
     store = _store()
-    try:
-        result = action(store)
-    except ContextError as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
+    result = action(store)
     store.save()
     return result
 
@@ -98,12 +91,9 @@ def show(namesrv: NamesrvOpt = None,
 
     Example: mq context show
     """
-    from mqtools.client.contexts import ContextError, NoNamesrvError, resolve
+    from mqtools.client.contexts import resolve
 
-    try:
-        target = resolve(namesrv, context)
-    except (NoNamesrvError, ContextError) as exc:
-        raise fail(str(exc), EXIT_USAGE) from None
+    target = resolve(namesrv, context)
     typer.echo(f"namesrv: {target.namesrv}")
     typer.echo(f"from:    {target.source}")
     if target.context and target.context.state_dir:

@@ -27,7 +27,6 @@ from mqtools.cli.admin.common import (
     TlsKeyOpt,
     TlsOpt,
     check_output,
-    exit_for,
     fail,
     tls_flags,
     usage,
@@ -143,17 +142,14 @@ def _confs(pairs: list[str] | None) -> dict[str, str]:
 def _target(namesrv: str | None, context: str | None, tls: bool, ca: str | None, cert: str | None,
             key: str | None) -> Target:
     """Name servers and security (TLS from the flags, else the context), as `mq admin` resolves them."""
-    from mqtools.client.contexts import ContextError, NoNamesrvError, resolve
+    from mqtools.client.contexts import resolve
 
-    try:
-        return resolve(namesrv, context, tls_flags(tls, ca, cert, key))
-    except (NoNamesrvError, ContextError) as exc:
-        raise usage(str(exc)) from None
+    return resolve(namesrv, context, tls_flags(tls, ca, cert, key))
 
 
 def _cluster_call(fn: Any) -> Any:
     """Run a driver-side check; an unknown topic is bad input (2), anything else as every command maps it."""
-    from mqtools.client.errors import MQClientError, TopicNotExistError, UnreachableError
+    from mqtools.client.errors import TopicNotExistError, UnreachableError
 
     try:
         return fn()
@@ -161,8 +157,6 @@ def _cluster_call(fn: Any) -> Any:
         raise usage(f"unknown topic: {exc.remark or exc}") from None
     except UnreachableError as exc:
         raise fail(f"cluster unreachable: {exc}", EXIT_UNREACHABLE) from None
-    except MQClientError as exc:
-        raise exit_for(exc) from None
 
 
 def _queues(namesrv: str, topic: str, security: ClientSecurity | None) -> int:

@@ -134,7 +134,7 @@ def up(opts: UpOptions, progress: Callable[[str], None] = lambda _: None) -> Clu
     """Start every role, wait for registration and replication; on failure stop what started."""
     existing = sv.load_state(opts.root)
     if existing is not None and any(sv.alive(p) for p in existing.procs):
-        raise LaunchError(f"a cluster is already running in {opts.root} (mq cluster down --dir {opts.root})")
+        raise sv.ClusterStateError(f"a cluster is already running in {opts.root} (mq cluster down --dir {opts.root})")
     if opts.netns and (why := netns.unavailable()) is not None:
         raise LaunchError(why)
     state = plan(opts)
@@ -238,7 +238,7 @@ def start_one(root: Path, name: str, timeout: float = 30.0) -> ProcInfo:
     state = _require(root)
     proc = _proc(state, name)
     if sv.alive(proc):
-        raise LaunchError(f"{name} is already running (pid {proc.pid})")
+        raise sv.ClusterStateError(f"{name} is already running (pid {proc.pid})")
     sv.spawn(root, proc)
     sv.save_state(root, state)
     sv.wait_ready(root, proc, timeout)
@@ -248,12 +248,12 @@ def start_one(root: Path, name: str, timeout: float = 30.0) -> ProcInfo:
 def _require(root: Path) -> ClusterState:
     state = sv.load_state(root)
     if state is None:
-        raise LaunchError(f"no cluster in {root} (start one with mq cluster up)")
+        raise sv.ClusterStateError(f"no cluster in {root} (start one with mq cluster up)")
     return state
 
 
 def _proc(state: ClusterState, name: str) -> ProcInfo:
     proc = state.find(name)
     if proc is None:
-        raise LaunchError(f"no process named {name!r} (known: {', '.join(p.name for p in state.procs)})")
+        raise sv.ClusterStateError(f"no process named {name!r} (known: {', '.join(p.name for p in state.procs)})")
     return proc

@@ -95,3 +95,15 @@ def load_namesrv_spec(name: str) -> NamesrvSpec:
     except ValueError:
         raise PresetError(f"preset {name!r}: {NAMESRV_COUNT_KEY}={raw!r} is not a number") from None
     return NamesrvSpec(props, count)
+
+
+def parse_sets(items: list[str]) -> dict[str, str]:
+    """Repeated `--set key=value` broker properties (`mq cluster up`, `mq admin drill run --preset`); a bad one
+    is a PresetError naming it."""
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = item.partition("=")
+        if not sep or not key.strip():
+            raise PresetError(f"--set wants key=value, got {item!r}")
+        out[key.strip()] = value.strip()
+    return out

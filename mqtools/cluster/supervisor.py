@@ -28,7 +28,7 @@ import psutil
 
 from mqtools.client import credentials
 from mqtools.common.errors import ToolkitError
-from mqtools.common.exitcodes import EXIT_UNREACHABLE
+from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE
 from mqtools.common.security import ClientSecurity, TlsClientOptions
 
 STATE_FILE = "cluster.json"
@@ -42,6 +42,12 @@ class LaunchError(ToolkitError, RuntimeError):
     """A process did not come up; the message says which and where its log is."""
 
     exit_code = EXIT_UNREACHABLE
+
+
+class ClusterStateError(LaunchError):
+    """The state dir refuses the request: a cluster already running there, none there, no such process."""
+
+    exit_code = EXIT_REFUSED
 
 
 @dataclass

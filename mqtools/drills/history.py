@@ -17,6 +17,9 @@ from typing import Any
 
 import orjson
 
+from mqtools.common.errors import ToolkitError
+from mqtools.common.exitcodes import EXIT_USAGE
+
 OK = "ok"
 FAIL = "fail"
 UNKNOWN = "unknown"
@@ -32,8 +35,10 @@ _OP_JSON = {"msg_id": "msgId", "commitlog_offset": "commitlogOffset", "store_hos
 _OP_PY = {v: k for k, v in _OP_JSON.items()}
 
 
-class HistoryError(ValueError):
+class HistoryError(ToolkitError, ValueError):
     """A history file that cannot be read; the message names the line."""
+
+    exit_code = EXIT_USAGE
 
 
 @dataclass(slots=True)

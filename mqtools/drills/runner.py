@@ -29,6 +29,7 @@ from mqtools.client.errors import MQBrokerError, MQClientError, UnreachableError
 from mqtools.cluster import launcher
 from mqtools.cluster import supervisor as sv
 from mqtools.cluster.presets import PresetError
+from mqtools.common.errors import ToolkitError
 from mqtools.common.exitcodes import EXIT_UNREACHABLE, EXIT_USAGE
 from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import retry_topic
@@ -52,12 +53,12 @@ TXN_SETTLE_DEFAULT = 90.0
 """The bound on settling when the master's config cannot be read (60 s checks + 6 s timeout, and margin)."""
 
 
-class DrillError(Exception):
-    """The drill could not run; `code` is the CLI's exit code (2 usage, 3 unreachable)."""
+class DrillError(ToolkitError):
+    """The drill could not run; `exit_code` is the CLI's (2 usage, 3 unreachable)."""
 
     def __init__(self, message: str, code: int) -> None:
         super().__init__(message)
-        self.code = code
+        self.exit_code = code
 
 
 @dataclass

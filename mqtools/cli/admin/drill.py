@@ -30,6 +30,7 @@ from mqtools.cli.admin.common import (
     usage,
 )
 from mqtools.cli.output import is_terminal, render
+from mqtools.cluster.presets import parse_sets
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
 
 if TYPE_CHECKING:
@@ -120,15 +121,6 @@ def _check_format(output: str) -> str:
     return output
 
 
-def _sets(items: list[str]) -> dict[str, str]:
-    from mqtools.cli.cluster_cmd import parse_sets
-
-    try:
-        return parse_sets(items)
-    except ValueError as exc:
-        raise usage(str(exc)) from None
-
-
 class _Display:
     """The progress display: one live status block on stderr while the drill runs (terminals only)."""
 
@@ -217,25 +209,22 @@ def run(
     options = None if preset is not None else tls_flags(tls, tls_ca, tls_cert, tls_key) or cli_tls()
     from mqtools.drills.load import LoadSpec
     from mqtools.drills.report import build
-    from mqtools.drills.runner import DrillError, DrillSettings, run_drill
+    from mqtools.drills.runner import DrillSettings, run_drill
 
     addr, state_dir, security = _where(namesrv, context, state_dir, preset, options)
     settings = DrillSettings(
         scenario, LoadSpec(rate, duration, producers, consumers, size, keys, poll_interval=poll_interval),
         state_dir=state_dir, preset=preset, base_port=base_port, namesrv_count=namesrvs,
-        overrides=_sets(sets or []), namesrv=addr, fault_cmd=fault_cmd, heal_cmd=heal_cmd, target=target,
+        overrides=parse_sets(sets or []), namesrv=addr, fault_cmd=fault_cmd, heal_cmd=heal_cmd, target=target,
         fault_at=fault_at, fault_for=fault_for, max_rto=max_rto, max_lost=max_lost, max_duplicates=max_duplicates,
         seed=seed, security=security, tls=tls and preset is not None)
     display = _Display(scenario)
     try:
         result = run_drill(settings, display)
-    except DrillError as exc:
-        display.close()
-        raise fail(str(exc), exc.code) from None
     except KeyboardInterrupt:
-        display.close()
         raise fail("interrupted: the cluster was restored as far as the drill got", EXIT_REFUSED) from None
-    display.close()
+    finally:
+        display.close()
     if history is not None:
         try:
             result.write(history)
@@ -250,14 +239,11 @@ def _where(namesrv: str | None, context: str | None, state_dir: Path | None, pre
            tls: TlsClientOptions | None) -> tuple[str | None, Path | None, ClientSecurity | None]:
     """-n / --context name a cluster elsewhere, unless the context is a local cluster with a state dir;
     the security the TLS flags (or the context) ask for."""
-    from mqtools.client.contexts import ContextError, client_security, resolve
+    from mqtools.client.contexts import client_security, resolve
 
     if preset is not None or state_dir is not None or (namesrv is None and context is None):
         return None, state_dir, client_security(None, tls)
-    try:
-        found = resolve(namesrv, context, tls)
-    except ContextError as exc:
-        raise usage(str(exc)) from None
+    found = resolve(namesrv, context, tls)
     if found.context is not None and found.context.state_dir:
         return None, Path(found.context.state_dir), client_security(None, tls)
     return found.namesrv, None, found.security
@@ -273,13 +259,10 @@ def check(
     Example: mq admin drill check kill-master.jsonl
     """
     _check_format(output)
-    from mqtools.drills.history import History, HistoryError
+    from mqtools.drills.history import History
     from mqtools.drills.report import build
 
-    try:
-        report = build(History.read(file))
-    except HistoryError as exc:
-        raise usage(str(exc)) from None
+    report = build(History.read(file))
     _print(report, output)
     raise typer.Exit(EXIT_OK if report.passed else EXIT_REFUSED)
 
@@ -381,7 +364,7 @@ def soak(
     if where.exists() and not where.is_dir():
         raise usage(f"--history-dir {where} is not a directory")
     plan = SoakPlan(chosen, chosen_presets, runs, frozenset(kinds), seed, Variation(keys, rate, size, False),
-                    duration, producers, consumers, poll_interval, base_port, _sets(sets or []))
+                    duration, producers, consumers, poll_interval, base_port, parse_sets(sets or []))
     display = _SoakDisplay(len(plan.schedule()))
     try:
         result = run_soak(plan, where, keep_all=keep_all, progress=display)
