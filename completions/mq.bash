@@ -126,7 +126,7 @@ _mq() {
     done
     case "${path// /_}" in
         mq) words="admin broker cluster context controller exporter mcp namesrv spark-load top version --help" ;;
-        mq_admin) words="acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn --tls --tls-ca --tls-cert --tls-key --help" ;;
+        mq_admin) words="acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn --context --namesrv --tls --tls-ca --tls-cert --tls-key -n --help" ;;
         mq_admin_acl) words="delete get list update version white-addrs --help" ;;
         mq_admin_acl_delete) words="--broker-addr --cluster --context --namesrv --timeout -b -c -n --help" ;;
         mq_admin_acl_get) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;

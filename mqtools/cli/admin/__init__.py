@@ -34,11 +34,14 @@ from mqtools.cli.admin import (
 )
 from mqtools.cli.admin.common import (
     EXIT_CODES_HELP,
+    ContextOpt,
+    GroupOptions,
+    NamesrvOpt,
     TlsCaOpt,
     TlsCertOpt,
     TlsKeyOpt,
     TlsOpt,
-    remember_tls,
+    remember_group,
     tls_flags,
     usage,
 )
@@ -81,13 +84,14 @@ app.command("schema")(schema.schema)
 
 
 @app.callback()
-def catalogue(ctx: typer.Context, tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None,
-              tls_key: TlsKeyOpt = None) -> None:
+def catalogue(ctx: typer.Context, namesrv: NamesrvOpt = None, context: ContextOpt = None, tls: TlsOpt = False,
+              tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None) -> None:
     """With no command: the mqadmin command list, each with its mq-dialect twin.
 
-    TLS options go before the command: mq admin --tls-ca ca.pem topic list
+    TLS options go before the command: mq admin --tls-ca ca.pem topic list. The name servers and the
+    context may go before it too (mq admin -n 127.0.0.1:9876 topic list); the command's own win.
     """
-    remember_tls(tls_flags(tls, tls_ca, tls_cert, tls_key))
+    remember_group(GroupOptions(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key)))
     if ctx.invoked_subcommand is None:
         from mqtools.cli.admin.mqadmin import listing
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sys
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Optional, TypeVar
 
 import typer
@@ -98,20 +99,36 @@ def tls_flags(tls: bool, ca: str | None, cert: str | None, key: str | None) -> T
         raise usage(str(exc)) from None
 
 
-_group_tls: list[TlsClientOptions | None] = [None]
-"""The TLS flags of this `mq admin` invocation: its callback sets them before any subcommand runs
-(a module slot: the click context typer bundles is not reachable from a helper without threading the
-context through every call, and each `mq` process runs one command)."""
+@dataclass(frozen=True, slots=True)
+class GroupOptions:
+    """The cluster options given to `mq admin` itself, before the command: a command's own -n/--context win."""
+
+    namesrv: str | None = None
+    context: str | None = None
+    tls: TlsClientOptions | None = None
 
 
-def remember_tls(options: TlsClientOptions | None) -> None:
-    """Called by `mq admin`'s callback on every invocation, so flags never leak into the next one."""
-    _group_tls[0] = options
+_group: list[GroupOptions] = [GroupOptions()]
+"""The options of this `mq admin` invocation: its callback sets them before any subcommand runs (a module
+slot: the click context typer bundles is not reachable from a helper without threading the context through
+every call, and each `mq` process runs one command)."""
+
+
+def remember_group(options: GroupOptions) -> None:
+    """Called by `mq admin`'s callback on every invocation, so options never leak into the next one."""
+    _group[0] = options
 
 
 def cli_tls() -> TlsClientOptions | None:
     """The TLS flags given to `mq admin` (before the subcommand), if any."""
-    return _group_tls[0]
+    return _group[0].tls
+
+
+def cluster_given(namesrv: str | None, context: str | None) -> tuple[str | None, str | None]:
+    """-n/--context as the command was given them, else as `mq admin` was (mq admin -n NS topic list)."""
+    if namesrv or context:
+        return namesrv, context
+    return _group[0].namesrv, _group[0].context
 
 
 def exit_for(exc: MQClientError) -> typer.Exit:
@@ -129,7 +146,7 @@ def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context:
     tls = cli_tls()
 
     async def session() -> T:
-        target = resolve(namesrv, context, tls)
+        target = resolve(*cluster_given(namesrv, context), tls)
         async with MQAdmin(target.namesrv, timeout=timeout, security=target.security) as admin:
             return await job(admin)
 

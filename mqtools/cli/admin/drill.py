@@ -25,6 +25,7 @@ from mqtools.cli.admin.common import (
     TlsOpt,
     check_output,
     cli_tls,
+    cluster_given,
     fail,
     tls_flags,
     usage,
@@ -241,6 +242,7 @@ def _where(namesrv: str | None, context: str | None, state_dir: Path | None, pre
     the security the TLS flags (or the context) ask for."""
     from mqtools.client.contexts import client_security, resolve
 
+    namesrv, context = cluster_given(namesrv, context)
     if preset is not None or state_dir is not None or (namesrv is None and context is None):
         return None, state_dir, client_security(None, tls)
     found = resolve(namesrv, context, tls)

@@ -3,7 +3,8 @@
 `@admin_command(app, "list", output=True, watch=True)` registers a command whose own parameters come
 first and the shared tail (-n/--namesrv, --context, [-o], [--watch], --timeout) after them, in that order,
 exactly as each command declared them by hand before; the command receives them as one `Session` (its
-parameter `s`). The TLS flags given to `mq admin` itself are kept by `common.remember_tls`.
+parameter `s`). The options given to `mq admin` itself (-n, --context, TLS) are kept by
+`common.remember_group`; a command's own -n/--context win over them.
 """
 
 from __future__ import annotations

@@ -38,3 +38,24 @@ def test_each_section_is_plain_help_at_100_columns() -> None:
     assert "intro[2:W 4:R; 6:RW]" in text  # rich's markup escape undone, as `--help` shows it
     blocks = text.split("```text\n")[1:]
     assert all(len(line) <= 100 for block in blocks for line in block.split("```")[0].splitlines())
+
+
+def test_cluster_options_may_go_before_the_command() -> None:
+    """`mq admin -n NS topic list` is the command with -n (not 'No such option'): an address nothing listens on
+    is unreachable (exit 3), not a usage error; the command's own -n wins over the one before it."""
+    import socket
+
+    from typer.testing import CliRunner
+
+    from mqtools.cli.main import app
+    from mqtools.common.exitcodes import EXIT_UNREACHABLE
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{sock.getsockname()[1]}"
+    runner = CliRunner()
+    before = runner.invoke(app, ["admin", "-n", dead, "topic", "list", "--timeout", "1"], prog_name="mq")
+    assert before.exit_code == EXIT_UNREACHABLE and dead in before.output, before.output
+    own = runner.invoke(app, ["admin", "-n", "no-such-host-at-all:1", "topic", "list", "-n", dead, "--timeout", "1"],
+                        prog_name="mq")
+    assert own.exit_code == EXIT_UNREACHABLE and dead in own.output, own.output
