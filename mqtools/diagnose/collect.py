@@ -84,7 +84,10 @@ class GroupReading:
 
     def sample(self) -> GroupSample:
         queues = {} if isinstance(self.progress, MQClientError) else {
-            q.queue: QueueSample(q.broker_offset, q.consumer_offset, q.last_timestamp_ms) for q in self.progress.queues}
+            q.queue: QueueSample(q.broker_offset, q.consumer_offset, q.last_timestamp_ms, q.source)
+            for q in self.progress.queues}
+        lost = () if isinstance(self.progress, MQClientError) else tuple(
+            sorted({u.broker_name or u.addr or "?" for u in self.progress.unreachable}))
         members: list[Member] | None
         if isinstance(self.connections, ConsumerNotOnlineError):
             members = []
@@ -92,7 +95,7 @@ class GroupReading:
             members = None
         else:
             members = [_member(c, info) for c, info in zip(self.connections.connections, self.infos, strict=True)]
-        return GroupSample(self.at, queues | self.hidden, members, self.dlq)
+        return GroupSample(self.at, queues | self.hidden, members, self.dlq, lost)
 
 
 async def read_group(admin: MQAdmin, group: str, *, for_sample: bool = True,

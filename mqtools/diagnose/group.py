@@ -35,9 +35,10 @@ if TYPE_CHECKING:
 
 HEALTHY, SLOW, STALLED, UNOWNED, REBALANCING = "healthy", "slow", "stalled", "unowned queues", "rebalancing"
 RETRIES, OFFLINE, STUCK_ORDERLY, UNKNOWN = "blocked by retries", "offline", "stuck orderly queue", "unknown"
+NO_MASTER = "no master"
 SEVERITY = {HEALTHY: Severity.OK, REBALANCING: Severity.INFO, UNKNOWN: Severity.UNKNOWN}
 #: The verdicts, in the order the judge tries them (the first that holds is the verdict, the rest "also").
-ORDER = (OFFLINE, REBALANCING, STUCK_ORDERLY, STALLED, UNOWNED, RETRIES, SLOW)
+ORDER = (OFFLINE, NO_MASTER, REBALANCING, STUCK_ORDERLY, STALLED, UNOWNED, RETRIES, SLOW)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +62,8 @@ class QueueSample:
     consumer_offset: int | None
     last_timestamp_ms: int | None
     """Store time of the last message the group consumed from the queue; None when not known."""
+    source: str = "master"
+    """Which replica answered for the queue: master, or slave when its set has no master answering."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -90,6 +93,8 @@ class GroupSample:
     """None when the group's connections could not be read."""
     dlq_offset: int | None = None
     """Messages ever put to the group's %DLQ% topic; None when it has none or it could not be read."""
+    unreachable: tuple[str, ...] = ()
+    """Broker sets no replica answered for: their queues are not in `queues`."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,13 +109,15 @@ class QueueEvidence:
     """The member holding it at the end of the window; None when none does or it is not known."""
     last_consumed_ms: int | None
     locked: bool | None
+    source: str = "master"
 
     def to_json(self) -> dict[str, Any]:
         return {"topic": self.queue.topic, "brokerName": self.queue.broker_name, "queueId": self.queue.queue_id,
                 "brokerOffset": self.broker_offset, "consumerOffset": self.consumer_offset, "lag": self.lag,
                 "producedPerSec": round(self.produced_per_s, 3),
                 "consumedPerSec": None if self.consumed_per_s is None else round(self.consumed_per_s, 3),
-                "owner": self.owner, "lastConsumedStoreTime": self.last_consumed_ms, "locked": self.locked}
+                "owner": self.owner, "lastConsumedStoreTime": self.last_consumed_ms, "locked": self.locked,
+                "source": self.source}
 
 
 @dataclass(slots=True)
@@ -195,7 +202,7 @@ def judge(group: str, samples: Sequence[GroupSample], thresholds: Thresholds = D
                                   max(0, end.broker_offset - (end.consumer_offset or 0)),
                                   (end.broker_offset - start.broker_offset) / window if window > 0 else 0.0,
                                   consumed, owners.get(mq) if owners is not None else None, end.last_timestamp_ms,
-                                  held.locked if held else None))
+                                  held.locked if held else None, end.source))
     plain = [r for r in rows if not is_retry_topic(r.queue.topic)]
     retry = [r for r in rows if is_retry_topic(r.queue.topic)]
     lag = sum(r.lag for r in plain)
@@ -227,6 +234,25 @@ def _offline(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | Non
     if out.members:
         return None
     return f"no member online; {out.lag:,} message(s) wait on {sum(1 for r in plain if r.lag):,} queue(s)"
+
+
+def _no_master(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None,
+               samples: Sequence[GroupSample], t: Thresholds) -> str | None:
+    """Queues on a broker set with no master answering: read from its slave, consumers read there but their
+    commits fail (RocketMQ 4 clients commit to the master), so that lag stands still; sets not read at all."""
+    slave_read = [r for r in plain if r.source != "master"]
+    lost = samples[-1].unreachable
+    if not slave_read and not lost:
+        return None
+    parts = []
+    if slave_read:
+        sets = sorted({r.queue.broker_name for r in slave_read})
+        parts.append(f"{len(slave_read)} queue(s) with {sum(r.lag for r in slave_read):,} message(s) waiting are on "
+                     f"{', '.join(sets)}, which has no master answering: read from its slave, consumers can read "
+                     "there but cannot commit until a master returns or is elected")
+    if lost:
+        parts.append(f"could not read {', '.join(lost)} at all: the lag shown leaves its queues out")
+    return "; ".join(parts)
 
 
 def _rebalancing(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None,
@@ -316,7 +342,7 @@ def _slow(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None, 
             f"{out.lag:,} (was {out.lag_at_start:,}), {drain}")
 
 
-_CHECKS = {OFFLINE: _offline, REBALANCING: _rebalancing, STUCK_ORDERLY: _stuck_orderly, STALLED: _stalled,
+_CHECKS = {OFFLINE: _offline, NO_MASTER: _no_master, REBALANCING: _rebalancing, STUCK_ORDERLY: _stuck_orderly, STALLED: _stalled,
            UNOWNED: _unowned, RETRIES: _retries, SLOW: _slow}
 
 
@@ -325,6 +351,7 @@ def _actions(out: GroupDiagnosis) -> list[str]:
     g = out.group
     return {
         OFFLINE: [f"mq admin group connections {g}", f"mq admin offset reset {g} --to latest  # if nobody will read it"],
+        NO_MASTER: ["mq admin ha status", "restart the set's master (controller mode: mq admin controller elect-master)"],
         REBALANCING: [f"mq admin diagnose group {g}  # again once the members settle"],
         STUCK_ORDERLY: [f"mq admin group status {g}", "restart the holder shown; its lock expires after 60 s"],
         STALLED: [f"mq admin group connections {g}", "inspect the holder shown (jstack, its logs)"],

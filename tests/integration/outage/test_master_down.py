@@ -162,6 +162,10 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
     assert slave["brokerAddr"] == cluster.addr("broker-a-s") and slave["slaveReport"]["maxOffset"] > 0
     ready = mq("admin", "ha", "ready", "broker-a", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert ready.returncode == EXIT_UNREACHABLE and "no master of broker-a is registered" in ready.stdout
+    judged = mq("admin", "diagnose", "group", GROUP, "-o", "json", namesrv=cluster.namesrv, timeout=90)
+    verdict = json.loads(judged.stdout)
+    assert verdict["lag"] == LAG, verdict  # broker-a's queues counted, from its slave
+    assert (verdict["verdict"], verdict["also"][:1]) == ("offline", ["no master"]), verdict
 
 
 def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: PresetCluster) -> None:

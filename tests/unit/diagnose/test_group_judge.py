@@ -129,3 +129,20 @@ def test_exit_code_by_the_worst_verdict() -> None:
     assert exit_code([Severity.OK, Severity.INFO]) == EXIT_OK
     assert exit_code([Severity.OK, Severity.UNKNOWN]) == EXIT_UNREACHABLE
     assert exit_code([Severity.UNKNOWN, Severity.ACTION, Severity.OK]) == EXIT_REFUSED
+
+
+def test_queues_on_a_set_without_master_are_counted_and_judged() -> None:
+    """broker-a's queues read from its slave (its master gone): counted in the lag, and the verdict says the
+    consumers cannot commit there; a set not read at all is named."""
+    def on_slave(at: float, consumer: int, unreachable: tuple[str, ...] = ()) -> G.GroupSample:
+        queues = {mq: G.QueueSample(1000, consumer, 1_000, "slave") for mq in QUEUES}
+        return G.GroupSample(at, queues, ALL, None, unreachable)
+
+    d = judged(on_slave(0, 900), on_slave(WINDOW, 900))
+    assert d.verdict == G.NO_MASTER and d.severity == Severity.ACTION and d.lag == 400
+    assert d.summary.startswith("4 queue(s) with 400 message(s) waiting are on broker-a, which has no master")
+    assert {q.to_json()["source"] for q in d.queues if q.queue in QUEUES} == {"slave"}
+    assert "mq admin ha status" in d.actions
+    gone = judged(sample(0, offsets(1000, 1000), ALL), G.GroupSample(WINDOW, {mq: G.QueueSample(1000, 1000, 1_000)
+                                                                              for mq in QUEUES}, ALL, None, ("broker-b",)))
+    assert gone.verdict == G.NO_MASTER and "could not read broker-b at all" in gone.summary
