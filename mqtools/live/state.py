@@ -17,6 +17,8 @@ VERDICT_HISTORY = 30.0
 """How far back the runtime answers and group samples the verdicts are judged from go (mqtools.live.verdicts)."""
 """How far back histories go: the HA sparkline spans this, rates use the last RATE_WINDOW of it."""
 RATE_WINDOW = 10.0
+SILENT_ROUNDS = 2
+"""Rounds after which a job that has not answered is shown as not answering (`mq top`: red within two refreshes)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,6 +48,12 @@ class Slot:
     def stale(self) -> bool:
         """The last attempt failed (whatever value is shown is older than the last refresh)."""
         return self.error is not None
+
+    @property
+    def last_heard(self) -> float | None:
+        """Monotonic time of the last outcome, good or failed: a job still running since is not heard from."""
+        heard = [m for m in (self.ok_mono, self.failed_mono) if m is not None]
+        return max(heard) if heard else None
 
 
 @dataclass(slots=True)
@@ -83,6 +91,8 @@ class LiveState:
         self.last_round_wall: float | None = None
         self.last_round_mono: float | None = None
         self.rounds = 0
+        self.round_monos: deque[float] = deque(maxlen=SILENT_ROUNDS + 1)
+        """When the last few rounds ended: a job not heard from over SILENT_ROUNDS of them does not answer."""
         self.memo: dict[str, dict[Any, Any]] = {}
         """Rows a view built from the same figures before (views of thousands of rows reuse them)."""
         self.runtimes: dict[str, deque[tuple[float, Any]]] = {}
@@ -113,6 +123,16 @@ class LiveState:
         self.rounds += 1
         self.last_round_wall = time.time() if wall is None else wall
         self.last_round_mono = time.monotonic() if mono is None else mono
+        self.round_monos.append(self.last_round_mono)
+
+    def silent(self, key: str, since_key: str = "snapshot") -> bool:
+        """Whether job `key` has not been heard from over SILENT_ROUNDS rounds, while `since_key` (the job that
+        starts it again each round) answered after it: a broker that is registered but does not answer (hung,
+        or a timeout longer than the refresh) is red within two refreshes instead of one timeout later."""
+        heard, starter = self.slot(key).last_heard, self.slot(since_key).ok_mono
+        if heard is None or starter is None or starter <= heard:
+            return False
+        return sum(1 for m in self.round_monos if m > heard) >= SILENT_ROUNDS
 
     def series_of(self, name: str) -> Series:
         return self.series.get(name) or Series()

@@ -109,6 +109,11 @@ def brokers(state: LiveState, mono: float) -> Table:
         elif slot.error is not None:
             status = Cell(slot.error, "stale" if rt is not None else "unreachable", CRIT)
             table.notes.append(f"{b.broker_name}/{b.broker_id} {b.addr}: {slot.error}")
+        elif state.silent(f"runtime:{b.addr}"):
+            heard = slot.last_heard
+            status = Cell("not answering", "not answering", CRIT)
+            table.notes.append(f"{b.broker_name}/{b.broker_id} {b.addr}: registered, but has not answered for "
+                               f"{age((mono - heard) * 1000) if heard is not None else NA}")
         elif rt is None:
             status = Cell(None, "waiting")
         doc = broker_json(b, rt)

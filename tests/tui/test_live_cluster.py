@@ -257,6 +257,26 @@ async def test_ha_view_after_sigstop_and_sigcont_of_a_slave(cluster, tmp_path) -
         await until(lambda: row().level == OK, 15, "no longer marked")
 
 
+async def test_a_hung_master_is_red_within_two_refreshes_and_ok_again_after(cluster, tmp_path) -> None:
+    """SIGSTOP: registered, not answering. The round under way when it stops may have read it already; the
+    next one cannot, so the row is red by the end of the second round after the signal (counted in rounds,
+    not seconds, so a slow machine waits as long as it must)."""
+    app = make_app(cluster, tmp_path)
+    async with app.run_test(size=SIZE):
+        await until(lambda: all_answered(app), 20, "brokers")
+        master = addr_of(app, "broker-a", 0)
+        cluster.pause("broker-a")
+        try:
+            rounds = app.state.rounds
+            await until(lambda: by_key(app)[master].level == CRIT or app.state.rounds > rounds + 2, 30, "two refreshes")
+            assert by_key(app)[master].level == CRIT, app.state.rounds - rounds
+            assert app.state.rounds <= rounds + 2
+            assert status_of(by_key(app)[master]).text in ("not answering", "stale", "unreachable")
+        finally:
+            cluster.resume("broker-a")
+        await until(lambda: by_key(app)[master].level != CRIT, 20, "answering again")
+
+
 async def test_sigkill_of_a_master_turns_its_row_critical_while_the_slave_stays_readable(cluster, tmp_path) -> None:
     app = make_app(cluster, tmp_path)
     async with app.run_test(size=SIZE):

@@ -170,3 +170,23 @@ def test_a_set_whose_master_left_has_a_red_ha_row_and_says_since_when() -> None:
     (note,) = [n for n in table.notes if n.startswith("broker-b: no master registered")]
     # last seen in the first snapshot (NOW_MONO), 25 s before this refresh; the slave's own runtime offset
     assert note == "broker-b: no master registered (missing for 25.0s); slave 10.0.2.2:10911 holds commitlog up to 3000000"
+
+
+def test_a_broker_not_heard_from_over_two_rounds_is_red_while_the_name_servers_answer() -> None:
+    state = fixed_state()
+    addr = "10.0.1.1:10911"  # answered at NOW_MONO in the fixed state
+    state.apply(Outcome("snapshot", state.value("snapshot"), None, NOW_WALL, NOW_MONO + 1))
+    state.round_done(NOW_WALL, NOW_MONO + 1.1)
+    assert not state.silent(f"runtime:{addr}")  # one round: its answer may still be on the way
+    state.round_done(NOW_WALL, NOW_MONO + 2.1)
+    assert state.silent(f"runtime:{addr}")
+    row = rows_of_state(state, "brokers", NOW_MONO + 3)[addr]
+    assert (status_of(row).text, row.level) == ("not answering", CRIT)
+    quiet = fixed_state()  # the name servers silent too: nothing started the job again, nothing to blame it for
+    quiet.round_done(NOW_WALL, NOW_MONO + 1.1)
+    quiet.round_done(NOW_WALL, NOW_MONO + 2.1)
+    assert not quiet.silent(f"runtime:{addr}")
+
+
+def rows_of_state(state: LiveState, view: str, now: float) -> dict:
+    return {r.key: r for r in build(state, view, None, now, NOW_WALL).rows}
