@@ -132,8 +132,14 @@ def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: Preset
     try:
         code, doc, took = topic_status(cluster)
         progress_code, progress = group_progress(cluster)
+        began = time.monotonic()
+        hung = mq("admin", "broker", "status", cluster.addr("broker-b"), "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+        hung_took = time.monotonic() - began
     finally:
         cluster.resume("broker-b")
+    # the hung broker itself: unreachable (exit 3) in one line, after one timeout, not a hang or a traceback
+    assert hung.returncode == EXIT_UNREACHABLE and hung.stderr.startswith("mq: error:"), hung.stderr
+    assert hung.stderr.count("\n") == 1 and hung_took < 2 * float(TIMEOUT) + 10
     assert (progress_code, progress["partial"], progress["diffTotal"]) == (EXIT_OK, False, LAG)
     assert sources(progress) == {"broker-a": {"master"}, "broker-b": {"slave"}}
     assert (code, doc["partial"]) == (EXIT_OK, False)
