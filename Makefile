@@ -4,14 +4,17 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test check demo lint layers completions clean java reference prometheus
+.PHONY: install test check demo lint layers completions clean java reference prometheus protos
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
 $(STAMP): $(BIN)/python pyproject.toml setup.py mqtools/common/_ccodec.pyx
-	$(BIN)/pip install -q -e '.[dev,spark,mcp]'
+	$(BIN)/pip install -q -e '.[dev,spark,mcp,proxy]'
+	@# rocketmq==0.4.4 (C++ client) and rocketmq-python-client (5.x, gRPC) both ship rocketmq/__init__.py: the 5.x
+	@# client needs its own (the C++ client's is empty and works under either), so it is written last.
+	$(BIN)/pip install -q --no-deps --force-reinstall rocketmq-python-client==5.1.2
 	touch $(STAMP)
 
 install: $(STAMP) java
@@ -65,6 +68,11 @@ demo: install
 	$(BIN)/python -m mqtools.demo
 
 docs: install ; $(BIN)/python -m mqtools.cli.reference docs/reference.md
+
+# The proxy's generated apache.rocketmq.v2 modules, from the .proto files beside them (kept in the tree, so an
+# install needs no protoc; grpcio-tools is a dev dependency).
+protos: install
+	$(BIN)/python -m mqtools.proxy.protos.generate
 
 completions: install
 	$(BIN)/python -m mqtools.cli.completions completions

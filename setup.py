@@ -41,6 +41,7 @@ setup(
     ext_modules=_extensions(),
     packages=_packages(),
     package_data={**DATA_PACKAGES, "mqtools.spark": ["*.schema.json"], "mqtools.tui": ["*.tcss"],
-                  "mqtools.exporter": ["*.yml", "*.json"]},
+                  "mqtools.exporter": ["*.yml", "*.json"],
+                  "mqtools.proxy.protos.apache.rocketmq.v2": ["*.proto", "*.pyi"]},
     include_package_data=True,
 )

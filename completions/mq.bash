@@ -13,6 +13,14 @@ _mq() {
             mq_admin_acl_update) path="mq admin acl update" ;;
             mq_admin_acl_version) path="mq admin acl version" ;;
             mq_admin_acl_white-addrs) path="mq admin acl white-addrs" ;;
+            mq_admin_acl2) path="mq admin acl2" ;;
+            mq_admin_acl2_copy) path="mq admin acl2 copy" ;;
+            mq_admin_acl2_create) path="mq admin acl2 create" ;;
+            mq_admin_acl2_delete) path="mq admin acl2 delete" ;;
+            mq_admin_acl2_get) path="mq admin acl2 get" ;;
+            mq_admin_acl2_list) path="mq admin acl2 list" ;;
+            mq_admin_acl2_migrate) path="mq admin acl2 migrate" ;;
+            mq_admin_acl2_update) path="mq admin acl2 update" ;;
             mq_admin_broker) path="mq admin broker" ;;
             mq_admin_broker_clean-expired-cq) path="mq admin broker clean-expired-cq" ;;
             mq_admin_broker_config) path="mq admin broker config" ;;
@@ -95,6 +103,13 @@ _mq() {
             mq_admin_topic_update) path="mq admin topic update" ;;
             mq_admin_txn) path="mq admin txn" ;;
             mq_admin_txn_list) path="mq admin txn list" ;;
+            mq_admin_user) path="mq admin user" ;;
+            mq_admin_user_copy) path="mq admin user copy" ;;
+            mq_admin_user_create) path="mq admin user create" ;;
+            mq_admin_user_delete) path="mq admin user delete" ;;
+            mq_admin_user_get) path="mq admin user get" ;;
+            mq_admin_user_list) path="mq admin user list" ;;
+            mq_admin_user_update) path="mq admin user update" ;;
             mq_broker) path="mq broker" ;;
             mq_broker_start) path="mq broker start" ;;
             mq_cluster) path="mq cluster" ;;
@@ -116,6 +131,8 @@ _mq() {
             mq_mcp) path="mq mcp" ;;
             mq_namesrv) path="mq namesrv" ;;
             mq_namesrv_start) path="mq namesrv start" ;;
+            mq_proxy) path="mq proxy" ;;
+            mq_proxy_start) path="mq proxy start" ;;
             mq_spark-load) path="mq spark-load" ;;
             mq_spark-load_consume) path="mq spark-load consume" ;;
             mq_spark-load_e2e) path="mq spark-load e2e" ;;
@@ -125,8 +142,8 @@ _mq() {
         esac
     done
     case "${path// /_}" in
-        mq) words="admin broker cluster context controller exporter mcp namesrv spark-load top version --help" ;;
-        mq_admin) words="acl broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn --context --namesrv --tls --tls-ca --tls-cert --tls-key -n --help" ;;
+        mq) words="admin broker cluster context controller exporter mcp namesrv proxy spark-load top version --help" ;;
+        mq_admin) words="acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn user --context --namesrv --tls --tls-ca --tls-cert --tls-key -n --help" ;;
         mq_admin_acl) words="delete get list update version white-addrs --help" ;;
         mq_admin_acl_delete) words="--broker-addr --cluster --context --namesrv --timeout -b -c -n --help" ;;
         mq_admin_acl_get) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
@@ -134,6 +151,14 @@ _mq() {
         mq_admin_acl_update) words="--admin --broker-addr --cluster --context --default-group-perm --default-topic-perm --group-perm --namesrv --timeout --topic-perm --white-addr -b -c -n --help" ;;
         mq_admin_acl_version) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
         mq_admin_acl_white-addrs) words="--broker-addr --cluster --context --namesrv --timeout -b -c -n --help" ;;
+        mq_admin_acl2) words="copy create delete get list migrate update --help" ;;
+        mq_admin_acl2_copy) words="--context --dry-run --from --namesrv --output --subjects --timeout --to -n -o -s --help" ;;
+        mq_admin_acl2_create) words="--actions --broker-addr --cluster --context --decision --dry-run --namesrv --output --resources --source-ip --timeout -a -b -c -d -i -n -o -r --help" ;;
+        mq_admin_acl2_delete) words="--broker-addr --cluster --context --dry-run --namesrv --output --policy-type --resource --timeout -b -c -n -o -r --help" ;;
+        mq_admin_acl2_get) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
+        mq_admin_acl2_list) words="--broker-addr --cluster --context --namesrv --output --resource --subject --timeout -b -c -n -o -r -s --help" ;;
+        mq_admin_acl2_migrate) words="--apply --broker-addr --cluster --context --dry-run --file --namesrv --output --timeout -b -c -f -n -o --help" ;;
+        mq_admin_acl2_update) words="--actions --broker-addr --cluster --context --decision --dry-run --namesrv --output --resources --source-ip --timeout -a -b -c -d -i -n -o -r --help" ;;
         mq_admin_broker) words="clean-expired-cq config consume-stats perm stats status --help" ;;
         mq_admin_broker_clean-expired-cq) words="--context --namesrv --timeout -n --help" ;;
         mq_admin_broker_config) words="get set --help" ;;
@@ -216,6 +241,13 @@ _mq() {
         mq_admin_topic_update) words="--broker-addr --cluster --context --namesrv --no-order --order --output --perm --read-queues --timeout --write-queues -b -c -n -o -p -r -w --help" ;;
         mq_admin_txn) words="list --help" ;;
         mq_admin_txn_list) words="--context --group --namesrv --output --timeout --watch -g -n -o -w --help" ;;
+        mq_admin_user) words="copy create delete get list update --help" ;;
+        mq_admin_user_copy) words="--context --dry-run --from --namesrv --output --timeout --to --users -n -o -u --help" ;;
+        mq_admin_user_create) words="--broker-addr --cluster --context --dry-run --namesrv --output --password-file --timeout --type -b -c -n -o -t --help" ;;
+        mq_admin_user_delete) words="--broker-addr --cluster --context --dry-run --namesrv --output --timeout -b -c -n -o --help" ;;
+        mq_admin_user_get) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
+        mq_admin_user_list) words="--broker-addr --cluster --context --filter --namesrv --output --timeout -b -c -f -n -o --help" ;;
+        mq_admin_user_update) words="--broker-addr --cluster --context --dry-run --namesrv --output --password --password-file --status --timeout --type -b -c -n -o -s -t --help" ;;
         mq_broker) words="start --help" ;;
         mq_broker_start) words="--broker-name --config --listen-port --namesrv-addr --store-dir -c -n --help" ;;
         mq_cluster) words="down start status stop up --help" ;;
@@ -237,6 +269,8 @@ _mq() {
         mq_mcp) words="--allow-writes --context --namesrv -n --help" ;;
         mq_namesrv) words="start --help" ;;
         mq_namesrv_start) words="--config --host --kv-config-path --listen-port --store-dir -c --help" ;;
+        mq_proxy) words="start --help" ;;
+        mq_proxy_start) words="--config --grpc-port --host --namesrv-addr --remoting-port -c -n --help" ;;
         mq_spark-load) words="consume e2e produce --help" ;;
         mq_spark-load_consume) words="--conf --context --csv --from --master --min-partitions --namesrv --omb --output --remote --tls --tls-ca --tls-cert --tls-key --topic --until -n -o -t --help" ;;
         mq_spark-load_e2e) words="--batch-size --conf --context --csv --drain --duration --master --messages --mode --namesrv --omb --output --rate --size --tasks --tls --tls-ca --tls-cert --tls-key --topic -n -o -t --help" ;;

@@ -20,6 +20,7 @@ from mqtools.cli import (
     exporter_cmd,
     mcp_cmd,
     namesrv_cmd,
+    proxy_cmd,
     spark_cmd,
     top_cmd,
 )
@@ -37,6 +38,7 @@ app = typer.Typer(
 app.add_typer(namesrv_cmd.app, name="namesrv")
 app.add_typer(broker_cmd.app, name="broker")
 app.add_typer(controller_cmd.app, name="controller")
+app.add_typer(proxy_cmd.app, name="proxy")
 app.add_typer(cluster_cmd.app, name="cluster")
 app.add_typer(admin.app, name="admin")
 app.add_typer(context_cmd.app, name="context")

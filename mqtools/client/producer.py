@@ -261,8 +261,9 @@ class Producer:
 
     @staticmethod
     def _batchable(msg: Message, flag: int) -> bool:
-        """What a batch cannot carry as it is sent alone: a delay, a retry topic, a compressed body."""
-        return not flag and P.DELAY not in msg.properties and not is_retry_topic(msg.topic)
+        """What a batch cannot carry as it is sent alone: a delay (a level or a timer's delivery time, as the
+        Java producer's canBatch), a retry topic, a compressed body."""
+        return not flag and P.DELAY not in msg.properties and not msg.is_timed and not is_retry_topic(msg.topic)
 
     async def _send_gathered(self, msgs: list[Message], budget: float) -> SendResult:
         """Auto-batching's way out: one batch through the async send loop."""

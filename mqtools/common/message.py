@@ -35,6 +35,44 @@ class Message:
     def unique_key(self) -> str | None:
         return self.properties.get(P.UNIQ_KEY)
 
+    # --- timer messages (RocketMQ 5): the Java Message's setDeliverTimeMs / setDelayTimeMs / setDelayTimeSec.
+    # A RocketMQ 5 broker keeps such a message in its timer wheel until then; a 4.x broker ignores them.
+
+    @property
+    def deliver_time_ms(self) -> int | None:
+        """When the message is to be delivered (epoch ms, TIMER_DELIVER_MS); None when not set."""
+        value = self.properties.get(P.TIMER_DELIVER_MS)
+        return int(value) if value is not None else None
+
+    @deliver_time_ms.setter
+    def deliver_time_ms(self, epoch_ms: int) -> None:
+        self.properties[P.TIMER_DELIVER_MS] = str(int(epoch_ms))
+
+    @property
+    def delay_time_ms(self) -> int | None:
+        """Delay from the broker's receipt (TIMER_DELAY_MS); None when not set."""
+        value = self.properties.get(P.TIMER_DELAY_MS)
+        return int(value) if value is not None else None
+
+    @delay_time_ms.setter
+    def delay_time_ms(self, ms: int) -> None:
+        self.properties[P.TIMER_DELAY_MS] = str(int(ms))
+
+    @property
+    def delay_time_sec(self) -> int | None:
+        """Delay in seconds from the broker's receipt (TIMER_DELAY_SEC); None when not set."""
+        value = self.properties.get(P.TIMER_DELAY_SEC)
+        return int(value) if value is not None else None
+
+    @delay_time_sec.setter
+    def delay_time_sec(self, sec: int) -> None:
+        self.properties[P.TIMER_DELAY_SEC] = str(int(sec))
+
+    @property
+    def is_timed(self) -> bool:
+        """Whether a delivery time or timer delay is set (such a message is never batched)."""
+        return any(k in self.properties for k in (P.TIMER_DELIVER_MS, P.TIMER_DELAY_MS, P.TIMER_DELAY_SEC))
+
 
 @dataclass(slots=True)
 class MessageExt(Message):

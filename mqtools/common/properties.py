@@ -34,6 +34,16 @@ TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
 CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 SHARDING_KEY = "__SHARDINGKEY"
 INSTANCE_ID = "INSTANCE_ID"
+# timer messages (RIP-43, RocketMQ 5's MessageConst): what a producer asks for ...
+TIMER_DELIVER_MS = "TIMER_DELIVER_MS"
+TIMER_DELAY_SEC = "TIMER_DELAY_SEC"
+TIMER_DELAY_MS = "TIMER_DELAY_MS"
+# ... and what the broker's timer writes
+TIMER_OUT_MS = "TIMER_OUT_MS"
+TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
+TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
+TIMER_ROLL_TIMES = "TIMER_ROLL_TIMES"
+TIMER_DEL_UNIQKEY = "TIMER_DEL_UNIQKEY"
 
 def properties_to_string(props: dict[str, str] | None) -> str:
     """Encode as RocketMQ does: every pair ends with \\x02; None values are skipped."""

@@ -55,6 +55,9 @@ class RequestCode(enum.IntEnum):
     GET_BROKER_CLUSTER_ACL_INFO = 52
     UPDATE_GLOBAL_WHITE_ADDRS_CONFIG = 53
     GET_BROKER_CLUSTER_ACL_CONFIG = 54
+    # RocketMQ 5's timer messages (RIP-43; mqtools/server/store/timer)
+    GET_TIMER_CHECK_POINT = 60
+    GET_TIMER_METRICS = 61
     PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
     DELETE_KV_CONFIG = 102
@@ -118,6 +121,18 @@ class RequestCode(enum.IntEnum):
     BROKER_HEARTBEAT = 904
     EXCHANGE_BROKER_HA_INFO = 906
     GET_BROKER_HA_STATUS = 907
+    # RocketMQ 5's POP consumption (mqtools.remoting.pop has their headers); see `java_short` for the
+    # 16-bit form the binary ROCKETMQ header serializer turns them into.
+    QUERY_ASSIGNMENT = 400
+    SET_MESSAGE_REQUEST_MODE = 401
+    GET_ALL_MESSAGE_REQUEST_MODE = 402
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    BATCH_ACK_MESSAGE = 200151
     # RocketMQ 5's controller mode (mqtools.remoting.controller has their headers and bodies)
     CONTROLLER_ALTER_SYNC_STATE_SET = 1001
     CONTROLLER_ELECT_MASTER = 1002
@@ -132,6 +147,17 @@ class RequestCode(enum.IntEnum):
     CLEAN_BROKER_DATA = 1011
     CONTROLLER_GET_NEXT_BROKER_ID = 1012
     CONTROLLER_APPLY_BROKER_ID = 1013
+    # RocketMQ 5.3+'s ACL 2.0 users and ACL rules (mqtools.server.broker.auth answers them)
+    AUTH_CREATE_USER = 3001
+    AUTH_UPDATE_USER = 3002
+    AUTH_DELETE_USER = 3003
+    AUTH_GET_USER = 3004
+    AUTH_LIST_USER = 3005
+    AUTH_CREATE_ACL = 3006
+    AUTH_UPDATE_ACL = 3007
+    AUTH_DELETE_ACL = 3008
+    AUTH_GET_ACL = 3009
+    AUTH_LIST_ACL = 3010
     # mq's private range (see PRIVATE_CODE_RANGE): the name server's broker live table, and the
     # controller's election history.
     GET_BROKER_LIVE_TABLE = 40001
@@ -175,6 +201,9 @@ class ResponseCode(enum.IntEnum):
     NO_MESSAGE = 208
     UPDATE_AND_CREATE_ACL_CONFIG_FAILED = 209
     DELETE_ACL_CONFIG_FAILED = 210
+    # RocketMQ 5 reuses 209/210 (4.x's ACL failure codes, which keep the names) for a POP that found nothing.
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
     BROKER_NOT_EXIST = 211
     FLOW_CONTROL = 215
     ILLEGAL_OPERATION = 604
@@ -216,6 +245,12 @@ class LanguageCode(enum.IntEnum):
 class SerializeType(enum.IntEnum):
     JSON = 0
     ROCKETMQ = 1
+
+
+def java_short(code: int) -> int:
+    """The code as the ROCKETMQ header serializer carries it: Java's (short) cast, so 200050 arrives as 3442
+    (apache/rocketmq issues 5684, 6953). Brokers serve POP under both numbers."""
+    return ((code & 0xFFFF) ^ 0x8000) - 0x8000
 
 
 def code_name(code: int, *, response: bool = False) -> str:

@@ -15,6 +15,7 @@ from typer.core import TyperGroup
 
 from mqtools.cli.admin import (
     acl,
+    acl2,
     broker,
     cluster,
     controller,
@@ -31,6 +32,7 @@ from mqtools.cli.admin import (
     schema,
     topic,
     txn,
+    user,
 )
 from mqtools.cli.admin.common import (
     EXIT_CODES_HELP,
@@ -77,6 +79,8 @@ app.add_typer(producer.app, name="producer")
 app.add_typer(drill.app, name="drill")
 app.add_typer(ha.app, name="ha")
 app.add_typer(acl.app, name="acl")
+app.add_typer(acl2.app, name="acl2")
+app.add_typer(user.app, name="user")
 app.add_typer(controller.app, name="controller")
 app.add_typer(txn.app, name="txn")
 app.add_typer(diagnose.app, name="diagnose")

@@ -14,6 +14,7 @@ connections and plumbing (AdminBase). SyncMQAdmin derives its blocking twins fro
 from __future__ import annotations
 
 from mqtools.client.admin.acl import AclAdmin
+from mqtools.client.admin.auth import AuthAdmin
 from mqtools.client.admin.base import AdminBase
 from mqtools.client.admin.brokers import BrokerAdmin
 from mqtools.client.admin.cluster import ClusterAdmin
@@ -61,3 +62,4 @@ class MQAdmin(AdminBase):
         self.namesrv_probes = NamesrvProbeAdmin(self)
         self.acl = AclAdmin(self)
         self.controllers = ControllerAdmin(self)
+        self.auth = AuthAdmin(self)

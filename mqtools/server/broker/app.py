@@ -43,9 +43,13 @@ from mqtools.server.broker.ha_duties import HADuties
 from mqtools.server.broker.long_polling import HeldPull, PullRequestHoldService
 from mqtools.server.broker.metrics import BrokerMetricsManager
 from mqtools.server.broker.pre_online import take_offsets_from_slaves
+from mqtools.server.broker.processors import ack as ack_proc  # POP (RocketMQ 5)
 from mqtools.server.broker.processors import admin, end_transaction, pull, query, send
+from mqtools.server.broker.processors import change_invisible as change_invisible_proc  # POP
 from mqtools.server.broker.processors import client as client_proc
 from mqtools.server.broker.processors import consumer as consumer_proc
+from mqtools.server.broker.processors import pop as pop_proc  # POP
+from mqtools.server.broker.processors import pop_peek as pop_peek_proc  # POP
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
 from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar, RegisterResult
 from mqtools.server.broker.replicas_manager import FIRST_ROLE_WAIT_S, ReplicasManager
@@ -60,6 +64,7 @@ from mqtools.server.store.config import STORE_PROPERTIES
 from mqtools.server.store.delay_levels import DelayLevelTable
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import ScheduleMessageService
+from mqtools.server.store.timer.timer_message_store import TimerMessageStore
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +101,9 @@ class BrokerController:
         self.metrics = BrokerMetricsManager(config, self.stats, self.topics, self.groups)
         self.fast_failure = BrokerFastFailure(config)
         self.store = MessageStore(config.store_config(), clock=clock)
+        # timer messages (RIP-43): the wheel, when timerWheelEnable (Apache's default)
+        self.timer = TimerMessageStore(self.store, self.store.config, clock=clock) \
+            if self.store.config.timer_wheel_enable else None
         self.schedule = ScheduleMessageService(self.store, config_dir, config.message_delay_level,
                                                clock=clock)
         self.transactions = TransactionalMessageBridge(self)
@@ -115,6 +123,7 @@ class BrokerController:
         )
         self.pull_processor = self._register_processors()
         self.acl: AclService | None = None
+        self.auth: object | None = None  # ACL 2.0's AuthService, when configured
         self._started = False
 
     # ------------------------------------------------------------------ identity
@@ -165,6 +174,7 @@ class BrokerController:
         self.groups.load()
         self.schedule.load()
         await self._start_acl()
+        await self._start_auth()  # ACL 2.0 (mqtools/server/broker/auth)
         # a returning master first takes the newer offsets its slaves took while it was down (pre_online.py)
         await take_offsets_from_slaves(self, cfg.register_broker_timeout_mills / 1000)
         try:
@@ -178,11 +188,14 @@ class BrokerController:
         await self.metrics.start()
         self.store.add_arrival_listener(self.long_polling.arrival_listener)
         await self.long_polling.start()
+        await self.pop.s.start()  # POP: its long polling, and the revive service on a master
         await self.offsets.start()
         await self.consumers.start()
         await self.producers.start()
         if not cfg.is_slave:
             await self.schedule.start()
+            if self.timer is not None:
+                await self.timer.start()  # timer messages (RIP-43): masters deliver them
             await self.transaction_check.start()
         await self._start_ha()  # before registration, which advertises the HA port
         self.topics.on_change = self.registrar.kick
@@ -208,6 +221,11 @@ class BrokerController:
         client_proc.register(self.server, self)
         consumer_proc.register(self.server, self)
         end_transaction.register(self.server, self, self.transactions)
+        # POP (RocketMQ 5): pop, peek / notification, acks, invisible time; self.pop.s starts the revive service
+        self.pop = pop_proc.register(self.server, self)
+        pop_peek_proc.register(self.server, self.pop)
+        ack_proc.register(self.server, self.pop)
+        change_invisible_proc.register(self.server, self.pop)
         return pull_processor
 
     async def shutdown(self) -> None:
@@ -220,7 +238,9 @@ class BrokerController:
             ("metrics", self.metrics.shutdown),
             ("acl", lambda: self.acl.manager.shutdown() if self.acl is not None else None),
             ("long polling", self.long_polling.shutdown),
+            ("pop", self.pop.s.shutdown),  # POP: before the offsets persist its revive progress
             ("schedule", self.schedule.shutdown),
+            ("timer", lambda: self.timer.shutdown() if self.timer is not None else None),
             ("transaction check", self.transaction_check.shutdown),
             ("producers", self.producers.shutdown),
             ("consumers", self.consumers.shutdown),
@@ -256,6 +276,36 @@ class BrokerController:
         self.acl = AclService(manager, lambda: (cfg.broker_cluster_name, cfg.broker_name, self.broker_addr))
         self.acl.install(self.server)
         await manager.start(cfg.acl_watch_interval_mills / 1000)
+
+    # --- ACL 2.0 hook (mqtools/server/broker/auth): Apache 5.5's auth keys switch it on --------------
+    async def _start_auth(self) -> None:
+        """Users and ACLs from the store's config dir when a metadata provider is named; the check when
+        authenticationEnabled or authorizationEnabled. A bad key or unreadable metadata stops start-up."""
+        from mqtools.server.broker.auth.config import AuthConfig
+        from mqtools.server.broker.auth.service import AuthService
+        from mqtools.server.broker.auth.store import AuthMetadataStore
+
+        cfg = self.config
+        try:
+            auth = AuthConfig.from_properties(cfg.to_properties())
+            if not (auth.any_enabled or auth.has_metadata):
+                return
+            store = AuthMetadataStore(cfg.config_dir)
+            store.load()
+            service = AuthService(auth, store, cfg.broker_cluster_name, self.clock)
+            service.init_users()
+            if auth.migrate_from_v1:
+                from mqtools.server.broker.acl.plain_acl import PlainAclFile
+
+                path = default_acl_path(cfg.acl_file_path)
+                accounts = PlainAclFile.parse(path.read_text()).accounts if path.exists() else []
+                log.info("ACL 2.0: migrated plain ACL accounts %s", service.migrate(accounts))
+        except (OSError, ValueError) as exc:
+            await self.store.shutdown()
+            raise StartError(f"ACL 2.0: {exc}") from None
+        service.install(self.server)
+        self.auth = service
+    # --- end of the ACL 2.0 hook ----------------------------------------------------------------------
 
     async def _start_ha(self) -> None:
         duties = HADuties(self)

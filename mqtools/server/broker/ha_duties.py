@@ -104,6 +104,9 @@ class HADuties:
             self._set_role(BrokerRole.SYNC_MASTER, MASTER_ID)
             await b.schedule.start()
             await b.transaction_check.start()
+            timer = getattr(b, "timer", None)  # timer messages (RIP-43): masters deliver them
+            if timer is not None:
+                await timer.start()
             self._diff_task = asyncio.create_task(self._diff_log_loop(), name="ha-diff-log")
         # the name servers keep an id's address only for the highest state version: a master cut off and
         # back, still registering as brokerId 0 until it learns it was replaced, is refused (Apache does
@@ -123,6 +126,9 @@ class HADuties:
         if was_master:
             await b.schedule.shutdown()
             await b.transaction_check.shutdown()
+            timer = getattr(b, "timer", None)  # timer messages (RIP-43)
+            if timer is not None:
+                await timer.shutdown()
         self._set_role(BrokerRole.SLAVE, controller_id)
         self._start_slave_sync()
         b.registrar.kick()

@@ -68,6 +68,19 @@ class MessageStoreConfig:
     #: nothing, as flushes sync the written range only (mapped_file.py).
     warm_mapped_file_enable: bool = True
     message_delay_level: str = DEFAULT_DELAY_LEVELS
+    # --- timer messages (RIP-43, mqtools/server/store/timer): Apache 5's keys and defaults ---
+    timer_wheel_enable: bool = True
+    #: Snapped down to 100, 200, 500 or 1000 by the timer, as Apache's setter does.
+    timer_precision_ms: int = 1000
+    timer_max_delay_sec: int = 3600 * 24 * 3
+    timer_roll_window_slot: int = 3600 * 24 * 2
+    mapped_file_size_timer_log: int = 100 * 1024 * 1024
+    timer_flush_interval_ms: int = 1000
+    timer_congest_num_each_slot: int = 2**31 - 1
+    timer_stop_enqueue: bool = False
+    timer_stop_dequeue: bool = False
+    timer_enable_retry_until_success: bool = False
+    # --- end of the timer keys ---
     #: Address written as STOREHOST and used in offset message ids when a put carries none.
     broker_ip1: str = "127.0.0.1"
     listen_port: int = 10911

@@ -17,7 +17,7 @@ import typer
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-AREAS = ("cluster", "message", "trace", "broker", "namesrv", "topic", "consumer", "group", "producer", "ha", "acl",
+AREAS = ("cluster", "message", "trace", "broker", "namesrv", "topic", "consumer", "group", "producer", "ha", "acl", "auth",
          "controller")
 """Modules of this package that register commands; imported on first lookup, not at `mq` start-up."""
 

@@ -39,9 +39,11 @@ from mqtools.remoting.headers import (
     TopicRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
+from mqtools.server.broker.auth.config import CONFIG_KEYS as AUTH_CONFIG_KEYS
 from mqtools.server.broker.config import MQ_VERSION_DESC, ConfigError
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.processors.durable import when_written
+from mqtools.server.store.timer.timer_message_store import TimerMessageStore
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import ProcessorResult, RemotingServer
@@ -54,7 +56,7 @@ CONFIG_BLACK_LIST = frozenset({
     "brokerConfigPath", "rocketmqHome", "configBlackList", "storePathRootDir", "storePathCommitLog",
     "listenPort", "haListenPort", "brokerName", "brokerClusterName", "brokerId", "brokerRole", "brokerIP1",
     "aclEnable", "aclFilePath",
-})
+}) | AUTH_CONFIG_KEYS  # ACL 2.0 hook: Apache's auth keys are not changed remotely either
 
 
 def black_listed(key: str) -> bool:
@@ -201,6 +203,7 @@ class AdminProcessor:
         info.setdefault("earliestMessageTimeStamp", str(self._earliest_message_time()))
         if c.ha is not None:
             info.update(c.ha.runtime_info())
+        info.update(self.timer_runtime_info(getattr(c, "timer", None)))  # timer messages (RIP-43)
         for level, offset in sorted(c.schedule.offset_table.items()):
             max_off = store.get_max_offset_in_queue(T.SCHEDULE_TOPIC, level - 1)
             info[f"scheduleMessageOffset_{level}"] = f"{offset},{max_off}"
@@ -245,6 +248,31 @@ class AdminProcessor:
     def get_all_delay_offset(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         return req.response(body=self.c.schedule.encode())
 
+    # --- timer messages (RIP-43, mqtools/server/store/timer): Apache's AdminBrokerProcessor answers -------
+
+    def get_timer_check_point(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        """The timer checkpoint's 56 bytes (TimerCheckpoint.encode), as the broker last took them."""
+        service = getattr(self.c, "timer", None)
+        if service is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, "The checkpoint is null")
+        return req.response(body=service.checkpoint.value.encode())
+
+    def get_timer_metrics(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        """The per-topic pending counts, TimerMetricsSerializeWrapper's JSON."""
+        service = getattr(self.c, "timer", None)
+        if service is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, "The timer message store is null")
+        return req.response(body=service.metrics.encode())
+
+    @staticmethod
+    def timer_runtime_info(service: TimerMessageStore | None) -> dict[str, str]:
+        """The timer figures of GET_BROKER_RUNTIME_INFO; zeros without a wheel, as Apache writes them."""
+        if service is None:
+            return {"timerReadBehind": "0", "timerOffsetBehind": "0", "timerCongestNum": "0",
+                    "timerEnqueueTps": "0.0", "timerDequeueTps": "0.0"}
+        return service.runtime_info()
+    # --- end of timer messages ----------------------------------------------------------------------------
+
 
 def register(server: RemotingServer, controller: BrokerContext) -> AdminProcessor:
     proc = AdminProcessor(controller)
@@ -258,5 +286,7 @@ def register(server: RemotingServer, controller: BrokerContext) -> AdminProcesso
     server.register(RequestCode.GET_ALL_DELAY_OFFSET, proc.get_all_delay_offset)
     server.register(RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, proc.query_topic_consume_by_who)
     server.register(RequestCode.VIEW_BROKER_STATS_DATA, proc.view_broker_stats_data)
+    server.register(RequestCode.GET_TIMER_CHECK_POINT, proc.get_timer_check_point)  # timer messages (RIP-43)
+    server.register(RequestCode.GET_TIMER_METRICS, proc.get_timer_metrics)
     return proc
 

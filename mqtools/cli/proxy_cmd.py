@@ -1,0 +1,78 @@
+"""`mq proxy ...`: the gRPC proxy role (RocketMQ 5's rocketmq-proxy, cluster mode)."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from mqtools.cli.serve import fail, run_server
+
+app = typer.Typer(help="gRPC proxy role (RocketMQ 5 clients over gRPC, brokers over remoting).",
+                  no_args_is_help=True)
+
+
+@app.command()
+def start(
+    config_file: Annotated[
+        Optional[Path],  # noqa: UP045 - typer needs Optional here
+        typer.Option("-c", "--config", help="Apache-style rmq-proxy.json (rocketMQClusterName, namesrvAddr, "
+                                            "grpcServerPort, proxyMode, ...)."),
+    ] = None,
+    namesrv: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("-n", "--namesrv-addr", help="Name servers, 'host:9876;host2:9876' (else NAMESRV_ADDR)."),
+    ] = None,
+    grpc_port: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--grpc-port", help="gRPC port (grpcServerPort); 0 lets the OS choose. Default 8081."),
+    ] = None,
+    remoting_port: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--remoting-port", help="remotingListenPort (accepted; the remoting protocol is not served "
+                                             "by the proxy yet)."),
+    ] = None,
+    host: Annotated[
+        Optional[str],  # noqa: UP045
+        typer.Option("--host", help="Address the gRPC server binds. Default 0.0.0.0."),
+    ] = None,
+) -> None:
+    """Start a proxy in cluster mode; flags override the file. Stops cleanly on SIGINT/SIGTERM."""
+    try:
+        from mqtools.proxy.config import ProxyConfig, ProxyConfigError, load_file
+        from mqtools.proxy.server import ProxyServer
+    except ImportError as exc:
+        raise fail(f"the proxy needs grpcio and protobuf (pip install 'mqtools[proxy]'): {exc}") from None
+    from mqtools.server.lifecycle import listen, serve
+
+    config = ProxyConfig()
+    overrides: dict[str, object] = {k: v for k, v in {"namesrvAddr": namesrv, "grpcServerPort": grpc_port,
+                                                      "remotingListenPort": remoting_port,
+                                                      "grpcBindAddress": host}.items() if v is not None}
+    try:
+        if config_file is not None:
+            config.apply(load_file(config_file))
+        config.apply(overrides)
+        config.namesrv_list  # noqa: B018 - no name server is a start failure, in one line
+    except ProxyConfigError as exc:
+        raise fail(str(exc)) from None
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    proxy = ProxyServer(config)
+
+    class _Listening:
+        async def start(self) -> None:
+            await listen(proxy, f"{config.grpc_bind_address}:{config.grpc_server_port}")
+
+        async def shutdown(self) -> None:
+            await proxy.shutdown()
+
+    def ready() -> None:
+        bind = config.grpc_bind_address
+        shown = "127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind
+        typer.echo(f"The Proxy boot success. gRPC {bind}:{proxy.port}, cluster {config.rocketmq_cluster_name}, "
+                   f"name servers {config.namesrv_list}")
+        typer.echo(f"READY proxy {shown}:{proxy.port} mode=cluster")
+
+    run_server(serve(_Listening(), ready))

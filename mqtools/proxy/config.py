@@ -1,0 +1,130 @@
+"""The proxy's configuration: Apache's rmq-proxy.json keys (ProxyConfig), their defaults, flags over the file.
+
+Apache's proxy reads a JSON object whose keys are ProxyConfig's field names (rocketMQClusterName, namesrvAddr,
+proxyMode, grpcServerPort, remotingListenPort, ...). The same file works here: the keys this proxy uses are
+fields below; any other key Apache knows is kept in `extra` and ignored, so a real rmq-proxy.json loads as is.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+class ProxyConfigError(ValueError):
+    """A config file or value the proxy cannot use; the message is one line for the user."""
+
+
+def _camel(name: str) -> str:
+    head, *rest = name.split("_")
+    return head + "".join(p[:1].upper() + p[1:] for p in rest)
+
+
+#: Field names whose camelCase form is not the mechanical one (Apache spells the cluster key oddly).
+_KEY_OF = {"rocketmq_cluster_name": "rocketMQClusterName"}
+
+
+@dataclass
+class ProxyConfig:
+    """What `mq proxy start` runs with (ProxyConfig's names and defaults, Apache 5.5)."""
+
+    rocketmq_cluster_name: str = "DefaultCluster"
+    namesrv_addr: str | None = None
+    proxy_mode: str = "cluster"
+    grpc_server_port: int = 8081
+    remoting_listen_port: int = 8080
+    #: Address the gRPC server binds (not an Apache key: Apache binds every interface).
+    grpc_bind_address: str = "0.0.0.0"
+    #: The host answered in QueryRoute; empty: the host the client reached the proxy at (its access point).
+    grpc_advertised_host: str = ""
+    grpc_max_inbound_message_size: int = 130 * 1024 * 1024
+    max_message_size: int = 4 * 1024 * 1024
+    enable_message_body_empty_check: bool = True
+    max_user_property_size: int = 16 * 1024
+    user_property_max_num: int = 128
+    max_message_group_size: int = 64
+    min_invisible_time_mills_for_recv: int = 10_000
+    max_invisible_time_mills: int = 12 * 3600 * 1000
+    max_delay_time_mills: int = 24 * 3600 * 1000
+    max_transaction_recovery_second: int = 3600
+    enable_topic_message_type_check: bool = True
+    grpc_client_producer_max_attempts: int = 3
+    grpc_client_producer_backoff_initial_millis: int = 10
+    grpc_client_producer_backoff_max_millis: int = 1000
+    grpc_client_producer_backoff_multiplier: int = 2
+    grpc_client_consumer_min_long_polling_timeout_millis: int = 5_000
+    grpc_client_consumer_max_long_polling_timeout_millis: int = 20_000
+    grpc_client_consumer_long_polling_batch_size: int = 32
+    transaction_heartbeat_period_second: int = 20
+    transaction_data_expire_millis: int = 30_000
+    long_polling_reserve_time_in_millis: int = 100
+    #: Concurrent ReceiveMessage calls (each one holds a broker long poll); more are answered TOO_MANY_REQUESTS.
+    max_concurrent_receive: int = 1024
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def keys(cls) -> dict[str, str]:
+        """Apache's key -> field name, for every field the file may set."""
+        return {_KEY_OF.get(f.name, _camel(f.name)): f.name for f in dataclasses.fields(cls) if f.name != "extra"}
+
+    def apply(self, values: dict[str, Any]) -> None:
+        """Set the known keys (type-checked against the defaults), keep the rest in `extra`."""
+        keys = self.keys()
+        for key, value in values.items():
+            name = keys.get(key)
+            if name is None:
+                self.extra[key] = value
+                continue
+            setattr(self, name, _coerce(key, value, type(getattr(self, name)) if getattr(self, name) is not None
+                                        else str))
+        self.validate()
+
+    def validate(self) -> None:
+        if self.proxy_mode.lower() != "cluster":
+            raise ProxyConfigError(f"proxyMode {self.proxy_mode!r} is not served by `mq proxy start`: only 'cluster' "
+                                   "(local mode is the broker's enableProxy, not yet here)")
+        if not 0 <= self.grpc_server_port <= 65535:
+            raise ProxyConfigError(f"grpcServerPort {self.grpc_server_port} is not a port")
+        if self.max_message_size <= 0 or self.grpc_max_inbound_message_size <= 0:
+            raise ProxyConfigError("maxMessageSize and grpcMaxInboundMessageSize must be > 0")
+
+    @property
+    def namesrv_list(self) -> str:
+        addr = self.namesrv_addr or os.environ.get("NAMESRV_ADDR")
+        if not addr:
+            raise ProxyConfigError("no name server: set namesrvAddr in the config, -n, or NAMESRV_ADDR")
+        return addr
+
+
+def _coerce(key: str, value: Any, kind: type) -> Any:
+    if kind is bool:
+        if isinstance(value, bool):
+            return value
+        if str(value).lower() in ("true", "false"):
+            return str(value).lower() == "true"
+    elif kind is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, str) and re.fullmatch(r"-?\d+", value.strip()):
+            return int(value)
+    elif kind is str:
+        return str(value)
+    raise ProxyConfigError(f"{key}: {value!r} is not a {kind.__name__}")
+
+
+def load_file(path: Path) -> dict[str, Any]:
+    """The JSON object of an rmq-proxy.json."""
+    try:
+        data = json.loads(path.read_text())
+    except OSError as exc:
+        raise ProxyConfigError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except ValueError as exc:
+        raise ProxyConfigError(f"{path} is not JSON: {exc}") from None
+    if not isinstance(data, dict):
+        raise ProxyConfigError(f"{path}: a JSON object of settings is expected")
+    return data

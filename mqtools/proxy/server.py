@@ -1,0 +1,203 @@
+"""The gRPC server of `mq proxy`: grpc.aio, MessagingService registered by hand over raw bytes.
+
+Requests arrive as bytes and are parsed here, so a malformed protobuf is answered INVALID_ARGUMENT with what was
+wrong (grpc's own deserializer would answer INTERNAL and log a traceback). A request over
+grpcMaxInboundMessageSize is refused by grpc itself (RESOURCE_EXHAUSTED); an unknown method is UNIMPLEMENTED
+("Method not found"); the methods of the 5.1.2 client's proto that this proxy does not serve are UNIMPLEMENTED
+with a sentence naming them. An unexpected error in a method is INTERNAL with one log line, and the proxy keeps
+serving the other calls.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import grpc
+from google.protobuf.message import DecodeError, Message
+
+from mqtools.client.instance import ClientInstance
+from mqtools.proxy.config import ProxyConfig
+from mqtools.proxy.errors import Code, ProxyError
+from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.proxy.service import Call, MessagingService
+
+log = logging.getLogger(__name__)
+
+SERVICE = "apache.rocketmq.v2.MessagingService"
+
+UNARY: dict[str, type[Message]] = {
+    "QueryRoute": spb.QueryRouteRequest,
+    "Heartbeat": spb.HeartbeatRequest,
+    "SendMessage": spb.SendMessageRequest,
+    "QueryAssignment": spb.QueryAssignmentRequest,
+    "AckMessage": spb.AckMessageRequest,
+    "ForwardMessageToDeadLetterQueue": spb.ForwardMessageToDeadLetterQueueRequest,
+    "EndTransaction": spb.EndTransactionRequest,
+    "NotifyClientTermination": spb.NotifyClientTerminationRequest,
+    "ChangeInvisibleDuration": spb.ChangeInvisibleDurationRequest,
+}
+#: In the protos (and the 5.1.2 Python client's) but not served here yet.
+NOT_SERVED = {
+    "PullMessage": "unary_stream", "UpdateOffset": "unary_unary", "GetOffset": "unary_unary",
+    "QueryOffset": "unary_unary", "RecallMessage": "unary_unary", "SyncLiteSubscription": "unary_unary",
+}
+
+
+def _call(context: grpc.aio.ServicerContext) -> Call:
+    meta = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+    remaining = context.time_remaining()
+    peer = context.peer() or ""
+    return Call(client_id=meta.get("x-mq-client-id", ""), language=meta.get("x-mq-language", ""),
+                version=meta.get("x-mq-client-version", ""), peer=_peer_address(peer), time_left=remaining)
+
+
+def _peer_address(peer: str) -> str:
+    """grpc's `ipv4:127.0.0.1:5555` / `ipv6:[::1]:5555` as `host:port`."""
+    for prefix in ("ipv4:", "ipv6:"):
+        if peer.startswith(prefix):
+            return peer[len(prefix):]
+    return peer
+
+
+def _parse(kind: type[Message], raw: bytes, method: str) -> Message:
+    try:
+        return kind.FromString(raw)
+    except (DecodeError, RuntimeWarning, ValueError) as exc:
+        raise ProxyError(Code.BAD_REQUEST, f"malformed {kind.DESCRIPTOR.name} in {method}: {exc}") from None
+
+
+async def _abort_for(context: grpc.aio.ServicerContext, exc: BaseException, method: str) -> None:
+    if isinstance(exc, ProxyError):
+        await context.abort(grpc.StatusCode.INVALID_ARGUMENT, exc.message)
+    log.warning("%s failed: %s: %s", method, type(exc).__name__, exc)
+    await context.abort(grpc.StatusCode.INTERNAL, f"{method} failed: {type(exc).__name__}: {exc}")
+
+
+def _require_client_id(call: Call) -> None:
+    if not call.client_id:
+        raise ProxyError(Code.CLIENT_ID_REQUIRED, "the x-mq-client-id header is required")
+
+
+def _unary(service: MessagingService, name: str, kind: type[Message]) -> grpc.RpcMethodHandler:
+    method: Callable[[Any, Call], Awaitable[Message]] = getattr(service, name)
+
+    async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        try:
+            call = _call(context)
+            _require_client_id(call)
+            request = _parse(kind, raw, name)
+            response = await method(request, call)
+        except Exception as exc:
+            await _abort_for(context, exc, name)
+            raise
+        return response.SerializeToString()
+
+    return grpc.unary_unary_rpc_method_handler(handle)
+
+
+def _receive(service: MessagingService) -> grpc.RpcMethodHandler:
+    async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+        try:
+            call = _call(context)
+            _require_client_id(call)
+            request = _parse(spb.ReceiveMessageRequest, raw, "ReceiveMessage")
+            async for response in service.ReceiveMessage(request, call):
+                yield response.SerializeToString()
+        except Exception as exc:  # noqa: BLE001 - every failure becomes a status, the server goes on
+            await _abort_for(context, exc, "ReceiveMessage")
+
+    return grpc.unary_stream_rpc_method_handler(handle)
+
+
+def _telemetry(service: MessagingService) -> grpc.RpcMethodHandler:
+    async def handle(raw_requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+        async def parsed() -> AsyncIterator[spb.TelemetryCommand]:
+            async for raw in raw_requests:
+                yield _parse(spb.TelemetryCommand, raw, "Telemetry")
+
+        try:
+            call = _call(context)
+            _require_client_id(call)
+            async for response in service.Telemetry(parsed(), call):
+                yield response.SerializeToString()
+        except Exception as exc:  # noqa: BLE001
+            await _abort_for(context, exc, "Telemetry")
+
+    return grpc.stream_stream_rpc_method_handler(handle)
+
+
+def _not_served(name: str, shape: str) -> grpc.RpcMethodHandler:
+    text = f"{name} is not implemented by mq proxy (MessagingService methods served: " \
+           f"{', '.join(sorted([*UNARY, 'ReceiveMessage', 'Telemetry']))})"
+
+    async def unary(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, text)
+        raise AssertionError("abort returns by raising")
+
+    async def stream(raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
+        await context.abort(grpc.StatusCode.UNIMPLEMENTED, text)
+        yield b""  # pragma: no cover - abort raised
+
+    if shape == "unary_stream":
+        return grpc.unary_stream_rpc_method_handler(stream)
+    return grpc.unary_unary_rpc_method_handler(unary)
+
+
+def handlers(service: MessagingService) -> grpc.GenericRpcHandler:
+    table = {name: _unary(service, name, kind) for name, kind in UNARY.items()}
+    table["ReceiveMessage"] = _receive(service)
+    table["Telemetry"] = _telemetry(service)
+    table.update({name: _not_served(name, shape) for name, shape in NOT_SERVED.items()})
+    return grpc.method_handlers_generic_handler(SERVICE, table)
+
+
+class ProxyServer:
+    """`mq proxy start`'s service: the proxy's link to the cluster and its gRPC server."""
+
+    def __init__(self, config: ProxyConfig, *, instance: ClientInstance | None = None) -> None:
+        self.config = config
+        self.instance = instance or ClientInstance(config.namesrv_list, instance_name=f"proxy-{id(self)}")
+        self.port = config.grpc_server_port
+        self.service: MessagingService | None = None
+        self._server: grpc.aio.Server | None = None
+        self._sweeper: asyncio.Task | None = None
+
+    async def start(self) -> None:
+        size = self.config.grpc_max_inbound_message_size
+        self._server = grpc.aio.server(options=[
+            ("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size),
+            ("grpc.so_reuseport", 0), ("grpc.keepalive_permit_without_calls", 1),
+            ("grpc.http2.min_ping_interval_without_data_ms", 5000)])
+        bound = self._server.add_insecure_port(f"{self.config.grpc_bind_address}:{self.config.grpc_server_port}")
+        if bound == 0:
+            raise OSError(f"cannot listen on {self.config.grpc_bind_address}:{self.config.grpc_server_port}")
+        self.port = bound
+        self.service = MessagingService(self.config, self.instance, port=bound)
+        self._server.add_generic_rpc_handlers((handlers(self.service),))
+        await self.instance.start()
+        await self._server.start()
+        self._sweeper = asyncio.create_task(self._sweep())
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(2)
+            if self.service is not None:
+                try:
+                    await self.service.sweep()
+                except Exception as exc:  # noqa: BLE001 - the next round tries again
+                    log.warning("proxy sweep failed: %s: %s", type(exc).__name__, exc)
+
+    async def shutdown(self, grace: float = 3.0) -> None:
+        """Stop taking calls, let running ones end within `grace` seconds, then leave the cluster."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+        if self._server is not None:
+            await self._server.stop(grace)
+            self._server = None
+        await self.instance.shutdown()

@@ -1,0 +1,490 @@
+"""apache.rocketmq.v2.MessagingService: each gRPC method as Apache's proxy answers it (the *Activity classes).
+
+Methods take a parsed request and a `Call` (the client's headers, its address, the time left) and return the
+response message; a refusal is a `status` in the response, never an exception out of here (server.py turns an
+unexpected one into INTERNAL with one log line). ReceiveMessage and Telemetry are streams (async generators).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from mqtools.client.errors import MQClientError
+from mqtools.client.instance import ClientInstance
+from mqtools.common import properties as P
+from mqtools.common.message import MessageExt
+from mqtools.proxy import route as routes
+from mqtools.proxy import settings as client_settings
+from mqtools.proxy.clients import Clients
+from mqtools.proxy.config import ProxyConfig
+from mqtools.proxy.convert import duration_ms, to_grpc, to_remoting, validate_group, validate_topic
+from mqtools.proxy.errors import Code, ProxyError, code_for_response, ok, status, status_of
+from mqtools.proxy.metadata import Metadata
+from mqtools.proxy.popping import FOUND, POLLING_FULL, Popper, PopResult, tag_matched, tags_of
+from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.proxy.receipt import ReceiptHandle
+from mqtools.proxy.renewal import Renewals
+from mqtools.proxy.sending import Sender, Transactions
+from mqtools.remoting.bodies import TopicRouteData
+from mqtools.remoting.transaction import CheckTransactionStateRequestHeader
+
+log = logging.getLogger(__name__)
+
+#: ReceiveMessageResponseStreamWriter.NACK_INVISIBLE_TIME: a popped message that could not be written is made
+#: visible again this soon.
+NACK_INVISIBLE_MS = 1_000
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """What a method knows of its caller."""
+
+    client_id: str
+    language: str
+    version: str
+    peer: str
+    time_left: float | None
+    """Seconds to the call's deadline; None without one."""
+
+
+def _now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class MessagingService:
+    """The proxy's gRPC methods over one ClientInstance (the proxy's link to the cluster)."""
+
+    def __init__(self, config: ProxyConfig, instance: ClientInstance, *, port: int) -> None:
+        self.config = config
+        self.instance = instance
+        self.port = port
+        self.clients = Clients(idle_ms=120_000)
+        self.metadata = Metadata(instance)
+        self.transactions = Transactions(config.transaction_data_expire_millis)
+        self.sender = Sender(instance, self.transactions)
+        self.popper = Popper(instance)
+        self._receiving = 0
+        self._relayed_groups: set[str] = set()
+        self._background: set[asyncio.Task] = set()
+        self.renewals = Renewals()
+
+    # ---------------------------------------------------------------- routes
+
+    async def _route(self, topic: str) -> TopicRouteData:
+        route = await self.instance.route(topic)
+        if route is None:
+            raise ProxyError(Code.TOPIC_NOT_FOUND, f"topic {topic} does not exist")
+        return route.data
+
+    def _broker_addrs(self, data: TopicRouteData) -> list[str]:
+        return [bd.broker_addrs[0] for bd in data.broker_datas if 0 in bd.broker_addrs]
+
+    def _endpoints(self, requested: pb.Endpoints) -> pb.Endpoints:
+        if not requested.addresses and not self.config.grpc_advertised_host:
+            raise ProxyError(Code.ILLEGAL_ACCESS_POINT, "the endpoints of the request are empty")
+        return routes.proxy_endpoints(requested, self.config.grpc_advertised_host, self.port)
+
+    async def QueryRoute(self, req: spb.QueryRouteRequest, call: Call) -> spb.QueryRouteResponse:
+        try:
+            topic = validate_topic(req.topic.name)
+            endpoints = self._endpoints(req.endpoints)
+            data = await self._route(topic)
+            kind = await self.metadata.topic_message_type(topic, self._broker_addrs(data))
+            queues = routes.route_queues(req.topic, data, endpoints, kind)
+        except (ProxyError, MQClientError) as exc:
+            return spb.QueryRouteResponse(status=status_of(exc))
+        return spb.QueryRouteResponse(status=ok(), message_queues=queues)
+
+    async def QueryAssignment(self, req: spb.QueryAssignmentRequest, call: Call) -> spb.QueryAssignmentResponse:
+        try:
+            topic = validate_topic(req.topic.name)
+            group = validate_group(req.group.name)
+            endpoints = self._endpoints(req.endpoints)
+            data = await self._route(topic)
+            policy = await self.metadata.group_policy(group, self._broker_addrs(data))
+            found = routes.assignments(req.topic, data, endpoints, policy.consume_message_orderly)
+        except (ProxyError, MQClientError) as exc:
+            return spb.QueryAssignmentResponse(status=status_of(exc))
+        if not found:
+            return spb.QueryAssignmentResponse(status=status(Code.FORBIDDEN, "no readable queue"))
+        return spb.QueryAssignmentResponse(status=ok(), assignments=found)
+
+    # ---------------------------------------------------------------- clients
+
+    async def Heartbeat(self, req: spb.HeartbeatRequest, call: Call) -> spb.HeartbeatResponse:
+        client = self.clients.touch(call.client_id, language=call.language, version=call.version, peer=call.peer)
+        if client.settings is None:
+            return spb.HeartbeatResponse(status=status(Code.UNRECOGNIZED_CLIENT_TYPE,
+                                                       "cannot find client settings for this client"))
+        if client.settings.client_type == pb.PRODUCER:
+            await self._register_producer(client.publishing_topics)
+        elif client.settings.client_type in (pb.PUSH_CONSUMER, pb.SIMPLE_CONSUMER):
+            try:
+                validate_group(req.group.name)
+            except ProxyError as exc:
+                return spb.HeartbeatResponse(status=status_of(exc))
+        else:
+            return spb.HeartbeatResponse(status=status(Code.UNRECOGNIZED_CLIENT_TYPE,
+                                                       pb.ClientType.Name(client.settings.client_type)))
+        return spb.HeartbeatResponse(status=ok())
+
+    async def NotifyClientTermination(self, req: spb.NotifyClientTerminationRequest, call: Call
+                                      ) -> spb.NotifyClientTerminationResponse:
+        client = self.clients.remove(call.client_id)
+        if client is None or client.settings is None:
+            return spb.NotifyClientTerminationResponse(status=status(Code.UNRECOGNIZED_CLIENT_TYPE,
+                                                                     "cannot find client settings for this client"))
+        self.renewals.forget_client(call.client_id)
+        self._forget_groups()
+        return spb.NotifyClientTerminationResponse(status=ok())
+
+    async def _register_producer(self, topics: set[str]) -> None:
+        """Producer group = topic (Apache): the proxy's instance heartbeats each as a producer group, so the
+        brokers ask it about half messages of those topics; the checks are relayed to a producer's stream."""
+        new = topics - self._relayed_groups
+        if not new:
+            return
+        for topic in new:
+            self._relayed_groups.add(topic)
+            self.instance.producer_groups.add(topic)
+            self.instance.transaction_checkers[topic] = self._on_transaction_check
+            with contextlib.suppress(MQClientError):
+                await self.instance.route(topic)
+        await self.instance.heartbeat()
+
+    def _forget_groups(self) -> None:
+        live = self.clients.published_topics()
+        for topic in self._relayed_groups - live:
+            self._relayed_groups.discard(topic)
+            self.instance.producer_groups.discard(topic)
+            self.instance.transaction_checkers.pop(topic, None)
+
+    async def sweep(self) -> None:
+        """Renew the held receipt handles that are due, forget idle clients (called every few seconds)."""
+        await self.renewals.renew_due(self.popper.change_invisible)
+        gone = self.clients.expire()
+        for client in gone:
+            self.renewals.forget_client(client.client_id)
+        if gone:
+            self._forget_groups()
+
+    def _broker_name_of(self, addr: str) -> str | None:
+        for route in self.instance.routes.values():
+            for name, addrs in route.broker_addrs.items():
+                if addr in addrs.values():
+                    return name
+        return None
+
+    def _on_transaction_check(self, broker_addr: str, header: CheckTransactionStateRequestHeader,
+                              msg: MessageExt) -> None:
+        """A broker asks about a half message: remember where it is, hand it to a producer of its topic."""
+        group = msg.properties.get(P.PGROUP, "")
+        transaction_id = header.transaction_id or msg.properties.get(P.UNIQ_KEY) or msg.msg_id
+        broker_name = self._broker_name_of(broker_addr)
+        if broker_name is None:
+            log.warning("transaction check from %s, which is in no route known here", broker_addr)
+            return
+        self.transactions.add(group, broker_name, msg.topic, header.tran_state_table_offset,
+                              header.commit_log_offset, transaction_id)
+        command = spb.TelemetryCommand(recover_orphaned_transaction_command=spb.RecoverOrphanedTransactionCommand(
+            message=to_grpc(msg, now_ms=_now_ms()), transaction_id=transaction_id))
+        if self.clients.send_to_one(self.clients.producers_of(group), command) is None:
+            self.transactions.poll(group, transaction_id)
+            log.warning("transaction check of %s (group %s): no producer of it is connected", transaction_id, group)
+
+    async def Telemetry(self, requests: AsyncIterator[spb.TelemetryCommand], call: Call
+                        ) -> AsyncIterator[spb.TelemetryCommand]:
+        """Settings in, settings out; later the proxy's commands out. Ends when the client closes its side."""
+        client = self.clients.touch(call.client_id, language=call.language, version=call.version, peer=call.peer)
+        outbound = self.clients.open_stream(client.client_id)
+        done = asyncio.Event()
+
+        async def read() -> None:
+            try:
+                async for command in requests:
+                    client.last_seen_ms = _now_ms()
+                    if command.WhichOneof("command") == "settings":
+                        await outbound.put(await self._settings_answer(client.client_id, command.settings))
+            finally:
+                done.set()
+
+        reader = asyncio.create_task(read())
+        closed = asyncio.ensure_future(done.wait())
+        getter: asyncio.Future | None = None
+        try:
+            while True:
+                getter = asyncio.ensure_future(outbound.get())
+                await asyncio.wait({getter, closed}, return_when=asyncio.FIRST_COMPLETED)
+                if getter.done():
+                    yield getter.result()
+                    continue
+                while not outbound.empty():
+                    yield outbound.get_nowait()
+                break
+            failure = reader.exception() if reader.done() and not reader.cancelled() else None
+            if failure is not None:  # a refused or unreadable command: the stream ends with its status
+                raise failure
+        finally:
+            for task in (getter, closed, reader):
+                if task is not None:
+                    task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await asyncio.gather(*(t for t in (getter, closed, reader) if t is not None), return_exceptions=True)
+            self.clients.close_stream(client.client_id, outbound)
+
+    async def _settings_answer(self, client_id: str, reported: pb.Settings) -> spb.TelemetryCommand:
+        """processAndWriteClientSettings: INVALID_ARGUMENT for settings with neither publishing nor subscription."""
+        client = self.clients.touch(client_id)
+        which = reported.WhichOneof("pub_sub")
+        if which is None:
+            raise ProxyError(Code.BAD_REQUEST, "there is no publishing or subscription data in settings")
+        policy = None
+        if which == "publishing":
+            for topic in reported.publishing.topics:
+                validate_topic(topic.name)
+            client.settings = reported
+            await self._register_producer(client.publishing_topics)
+        else:
+            group = validate_group(reported.subscription.group.name)
+            client.settings = reported
+            addrs = sorted(self.instance.all_broker_addrs())
+            for entry in reported.subscription.subscriptions:
+                with contextlib.suppress(MQClientError, ProxyError):
+                    addrs = self._broker_addrs(await self._route(entry.topic.name)) or addrs
+            policy = await self.metadata.group_policy(group, addrs)
+        answer = client_settings.answer(reported, self.config, policy)
+        return spb.TelemetryCommand(status=ok(), settings=answer)
+
+    # ---------------------------------------------------------------- producing
+
+    async def SendMessage(self, req: spb.SendMessageRequest, call: Call) -> spb.SendMessageResponse:
+        try:
+            if not req.messages:
+                raise ProxyError(Code.MESSAGE_CORRUPTED, "no message to send")
+            topic = validate_topic(req.messages[0].topic.name)
+            now = _now_ms()
+            items = []
+            for msg in req.messages:
+                if msg.topic.name != topic or msg.topic.resource_namespace != req.messages[0].topic.resource_namespace:
+                    raise ProxyError(Code.MESSAGE_CORRUPTED, "topic in message is not same")
+                items.append(to_remoting(msg, self.config, producer_group=topic, peer=call.peer, now_ms=now))
+            await self._check_type(topic, items[0].message.properties)
+            outcomes = await self.sender.send(topic, items)
+        except (ProxyError, MQClientError) as exc:
+            failed = status_of(exc)
+            return spb.SendMessageResponse(status=failed, entries=[spb.SendResultEntry(status=failed)
+                                                                   for _ in req.messages])
+        entries = []
+        for outcome in outcomes:
+            name = outcome.status.value
+            if name == "SEND_OK":
+                entries.append(spb.SendResultEntry(status=ok(), message_id=outcome.message_id,
+                                                   transaction_id=outcome.transaction_id, offset=outcome.offset))
+                continue
+            code = {"FLUSH_DISK_TIMEOUT": Code.MASTER_PERSISTENCE_TIMEOUT,
+                    "FLUSH_SLAVE_TIMEOUT": Code.SLAVE_PERSISTENCE_TIMEOUT,
+                    "SLAVE_NOT_AVAILABLE": Code.HA_NOT_AVAILABLE}.get(name, Code.INTERNAL_SERVER_ERROR)
+            entries.append(spb.SendResultEntry(status=status(code, f"send message failed, sendStatus={name}")))
+        codes = {e.status.code for e in entries}
+        overall = status(Code.MULTIPLE_RESULTS) if len(codes) > 1 else status(codes.pop())
+        return spb.SendMessageResponse(status=overall, entries=entries)
+
+    async def _check_type(self, topic: str, props: dict[str, str]) -> None:
+        """DefaultTopicMessageTypeValidator, when enableTopicMessageTypeCheck (the topic's type is known)."""
+        if not self.config.enable_topic_message_type_check:
+            return
+        route = self.instance.routes.get(topic)
+        if route is None:
+            return
+        expected = await self.metadata.topic_message_type(topic, self._broker_addrs(route.data))
+        if props.get(P.TRAN_MSG) == "true":
+            actual = "TRANSACTION"
+        elif {P.DELAY, "TIMER_DELIVER_MS", "TIMER_DELAY_SEC", "TIMER_DELAY_MS"} & props.keys():
+            actual = "DELAY"
+        elif P.SHARDING_KEY in props:
+            actual = "FIFO"
+        else:
+            actual = "NORMAL"
+        if expected != routes.MIXED and actual != expected:
+            raise ProxyError(Code.MESSAGE_PROPERTY_CONFLICT_WITH_TYPE, f"TopicMessageType validate failed, the "
+                             f"expected type is {expected}, but actual type is {actual}")
+
+    async def EndTransaction(self, req: spb.EndTransactionRequest, call: Call) -> spb.EndTransactionResponse:
+        try:
+            topic = validate_topic(req.topic.name)
+            if not req.transaction_id.strip():
+                raise ProxyError(Code.INVALID_TRANSACTION_ID, "transaction id cannot be empty")
+            await self.sender.end_transaction(topic, req.transaction_id, req.message_id, req.resolution,
+                                              req.source == pb.SOURCE_SERVER_CHECK)
+        except (ProxyError, MQClientError) as exc:
+            return spb.EndTransactionResponse(status=status_of(exc))
+        return spb.EndTransactionResponse(status=ok())
+
+    # ---------------------------------------------------------------- consuming
+
+    def _poll_ms(self, req: spb.ReceiveMessageRequest, call: Call, settings: pb.Settings) -> int:
+        """ReceiveMessageActivity's polling time: the request's, else what the deadline leaves past half the
+        request timeout; within [min, max]; ILLEGAL_POLLING_TIME when the deadline leaves less than min."""
+        left = int(call.time_left * 1000) if call.time_left is not None else 30_000
+        lo = self.config.grpc_client_consumer_min_long_polling_timeout_millis
+        hi = self.config.grpc_client_consumer_max_long_polling_timeout_millis
+        if req.HasField("long_polling_timeout"):
+            poll = duration_ms(req.long_polling_timeout)
+        else:
+            poll = left - duration_ms(settings.request_timeout) // 2
+        poll = min(max(poll, lo), hi)
+        if poll > left:
+            if left < lo:
+                raise ProxyError(Code.ILLEGAL_POLLING_TIME, "The deadline time remaining is not enough for polling, "
+                                 "please check network condition")
+            poll = left
+        return poll
+
+    async def ReceiveMessage(self, req: spb.ReceiveMessageRequest, call: Call
+                             ) -> AsyncIterator[spb.ReceiveMessageResponse]:
+        try:
+            result, topic, group = await self._receive(req, call)
+        except (ProxyError, MQClientError) as exc:
+            yield spb.ReceiveMessageResponse(status=status_of(exc))
+        else:
+            if result.status == FOUND and result.messages:
+                yield spb.ReceiveMessageResponse(status=ok())
+                written = 0
+                try:
+                    for msg in result.messages:
+                        yield spb.ReceiveMessageResponse(message=to_grpc(msg, now_ms=_now_ms()))
+                        written += 1
+                finally:
+                    if written < len(result.messages):  # the client left: make the rest visible again soon
+                        task = asyncio.ensure_future(self._nack(result.messages[written:], group, topic))
+                        self._background.add(task)
+                        task.add_done_callback(self._background.discard)
+            elif result.status == FOUND:
+                yield spb.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no match message"))
+            elif result.status == POLLING_FULL:
+                yield spb.ReceiveMessageResponse(status=status(Code.TOO_MANY_REQUESTS, "polling full"))
+            else:
+                yield spb.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no new message"))
+        response = spb.ReceiveMessageResponse()
+        response.delivery_timestamp.FromMilliseconds(_now_ms())
+        yield response
+
+    async def _receive(self, req: spb.ReceiveMessageRequest, call: Call) -> tuple[PopResult, str, str]:
+        client = self.clients.touch(call.client_id, language=call.language, version=call.version, peer=call.peer)
+        settings = client.settings or pb.Settings()
+        if self._receiving >= self.config.max_concurrent_receive:
+            raise ProxyError(Code.TOO_MANY_REQUESTS, "too many concurrent receive calls on this proxy")
+        poll_ms = self._poll_ms(req, call, settings)
+        topic = validate_topic(req.message_queue.topic.name)
+        group = validate_group(req.group.name)
+        invisible_ms = self.renewals.invisible_ms if req.auto_renew else duration_ms(req.invisible_duration)
+        if not req.auto_renew:
+            if invisible_ms < self.config.min_invisible_time_mills_for_recv:
+                raise ProxyError(Code.ILLEGAL_INVISIBLE_TIME, f"the invisibleTime is too small. min is "
+                                 f"{self.config.min_invisible_time_mills_for_recv}")
+            if 0 < self.config.max_invisible_time_mills < invisible_ms:
+                raise ProxyError(Code.ILLEGAL_INVISIBLE_TIME,
+                                 f"the invisibleTime is too large. max is {self.config.max_invisible_time_mills}")
+        expr = req.filter_expression
+        exp_type = "SQL92" if expr.type == pb.SQL else "TAG"
+        expression = expr.expression or "*"
+        data = await self._route(topic)
+        readable = [qd for qd in data.queue_datas if qd.perm & routes.PERM_READ]
+        broker = req.message_queue.broker.name
+        if broker not in {qd.broker_name for qd in readable}:
+            if not readable:
+                raise ProxyError(Code.FORBIDDEN, "no readable queue")
+            broker = readable[self._receiving % len(readable)].broker_name
+        fifo = settings.subscription.fifo if settings.HasField("subscription") else False
+        max_attempts = settings.backoff_policy.max_attempts or 17
+        self._receiving += 1
+        try:
+            left = call.time_left if call.time_left is not None else poll_ms / 1000 + 5
+            result = await self.popper.pop(
+                broker_name=broker, group=group, topic=topic, queue_id=-1,
+                max_nums=req.batch_size or 32, invisible_ms=invisible_ms, poll_ms=poll_ms, exp_type=exp_type,
+                exp=expression, fifo=fifo, attempt_id=req.attempt_id if req.HasField("attempt_id") else None,
+                timeout_s=max(left, 1.0))
+        finally:
+            self._receiving -= 1
+        if result.status == FOUND:
+            tags = tags_of(expression) if exp_type == "TAG" else set()
+            kept = []
+            for msg in result.messages:
+                handle = ReceiptHandle.decode(msg.properties["POP_CK"])
+                if not tag_matched(tags, msg.tags):
+                    with contextlib.suppress(MQClientError, ProxyError):
+                        await self.popper.ack(handle, group, topic)
+                elif msg.reconsume_times >= max_attempts:
+                    with contextlib.suppress(MQClientError, ProxyError):
+                        await self.popper.to_dead_letter(handle, group, topic, msg.properties.get(P.UNIQ_KEY, ""))
+                else:
+                    kept.append(msg)
+                    if req.auto_renew:
+                        self.renewals.add(call.client_id, group, topic, msg.properties.get(P.UNIQ_KEY, ""), handle)
+            result.messages = kept
+        return result, topic, group
+
+    async def _nack(self, msgs: list[MessageExt], group: str, topic: str) -> None:
+        for msg in msgs:
+            with contextlib.suppress(MQClientError, ProxyError):
+                handle = ReceiptHandle.decode(msg.properties["POP_CK"])
+                await self.popper.change_invisible(handle, group, topic, NACK_INVISIBLE_MS)
+
+    def _held(self, call: Call, group: str, message_id: str, text: str) -> ReceiptHandle:
+        """The handle to act with: the newest the proxy renewed for this message, else the client's own."""
+        return self.renewals.take(call.client_id, group, message_id, ReceiptHandle.decode(text))
+
+    async def AckMessage(self, req: spb.AckMessageRequest, call: Call) -> spb.AckMessageResponse:
+        try:
+            topic = validate_topic(req.topic.name)
+            group = validate_group(req.group.name)
+        except ProxyError as exc:
+            return spb.AckMessageResponse(status=status_of(exc))
+
+        async def one(entry: spb.AckMessageEntry) -> spb.AckMessageResultEntry:
+            try:
+                handle = self._held(call, group, entry.message_id, entry.receipt_handle)
+                await self.popper.ack(handle, group, topic)
+                result = ok()
+            except (ProxyError, MQClientError) as exc:
+                result = status_of(exc)
+            return spb.AckMessageResultEntry(message_id=entry.message_id, receipt_handle=entry.receipt_handle,
+                                             status=result)
+
+        entries = list(await asyncio.gather(*(one(e) for e in req.entries)))
+        codes = {e.status.code for e in entries}
+        overall = status(Code.MULTIPLE_RESULTS) if len(codes) > 1 else (status(codes.pop()) if codes else ok())
+        return spb.AckMessageResponse(status=overall, entries=entries)
+
+    async def ChangeInvisibleDuration(self, req: spb.ChangeInvisibleDurationRequest, call: Call
+                                      ) -> spb.ChangeInvisibleDurationResponse:
+        try:
+            topic = validate_topic(req.topic.name)
+            group = validate_group(req.group.name)
+            invisible_ms = duration_ms(req.invisible_duration)
+            if invisible_ms < 0 or 0 < self.config.max_invisible_time_mills < invisible_ms:
+                raise ProxyError(Code.ILLEGAL_INVISIBLE_TIME, f"the invisibleTime is not in [0, "
+                                 f"{self.config.max_invisible_time_mills}]")
+            held = self._held(call, group, req.message_id, req.receipt_handle)
+            handle = await self.popper.change_invisible(held, group, topic, invisible_ms)
+        except (ProxyError, MQClientError) as exc:
+            return spb.ChangeInvisibleDurationResponse(status=status_of(exc))
+        return spb.ChangeInvisibleDurationResponse(status=ok(), receipt_handle=handle)
+
+    async def ForwardMessageToDeadLetterQueue(self, req: spb.ForwardMessageToDeadLetterQueueRequest, call: Call
+                                              ) -> spb.ForwardMessageToDeadLetterQueueResponse:
+        try:
+            topic = validate_topic(req.topic.name)
+            group = validate_group(req.group.name)
+            held = self._held(call, group, req.message_id, req.receipt_handle)
+            code, remark = await self.popper.to_dead_letter(held, group, topic, req.message_id)
+        except (ProxyError, MQClientError) as exc:
+            return spb.ForwardMessageToDeadLetterQueueResponse(status=status_of(exc))
+        return spb.ForwardMessageToDeadLetterQueueResponse(status=status(code_for_response(code), remark or str(code)))

@@ -1,0 +1,200 @@
+"""The ACL 2.0 metadata rules: what creating, updating and deleting users and ACLs checks, with the
+remarks of Apache's AuthenticationMetadataManagerImpl and AuthorizationMetadataManagerImpl.
+
+A refusal raises AuthError (the service answers NO_PERMISSION with its text, as Apache does for its
+Authentication/AuthorizationException). Conversions between the wire bodies (UserInfo, AclInfo)
+and the model are here too (Apache's UserConverter and AclConverter).
+"""
+
+from __future__ import annotations
+
+from mqtools.remoting.auth_bodies import AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo
+from mqtools.server.broker.auth.model import (
+    Acl,
+    Action,
+    Decision,
+    Policy,
+    PolicyEntry,
+    PolicyType,
+    Resource,
+    User,
+    UserStatus,
+    UserType,
+    subject_username,
+    valid_ip_or_cidr,
+)
+from mqtools.server.broker.auth.policy import AuthError
+from mqtools.server.broker.auth.store import AuthMetadataStore
+
+# -- conversions -------------------------------------------------------------------------------------
+
+
+def user_of(info: UserInfo) -> User:
+    return User(info.username or "", info.password, UserType.by_name(info.user_type),
+                UserStatus.by_name(info.user_status))
+
+
+def info_of(user: User) -> UserInfo:
+    return UserInfo(user.username, user.password, user.user_type.label if user.user_type else None,
+                    user.user_status.label if user.user_status else None)
+
+
+def acl_of(info: AclInfo, subject: str | None) -> Acl:
+    """AclConverter.convertAcl: unknown action names are dropped; the subject defaults to the header's."""
+    policies = []
+    for p in info.policies or []:
+        if not p.entries:
+            continue
+        entries = [PolicyEntry(Resource.parse(e.resource),  # type: ignore[arg-type]
+                               [a for a in (Action.by_name(n) for n in e.actions or []) if a is not None],
+                               list(e.source_ips) if e.source_ips else None, Decision.by_name(e.decision))
+                   for e in p.entries]
+        policies.append(Policy(PolicyType.by_name(p.policy_type), entries))
+    return Acl(info.subject or subject or "", policies)
+
+
+def acl_info_of(acl: Acl) -> AclInfo:
+    return AclInfo(acl.subject, [PolicyInfo(p.policy_type.label, [
+        PolicyEntryInfo(e.resource.key, [a.label for a in e.actions] or None, list(e.source_ips) if e.source_ips else None,
+                        e.decision.label) for e in p.entries]) for p in acl.policies])
+
+
+# -- the rules ---------------------------------------------------------------------------------------
+
+
+class AuthMetadataManager:
+    """Users and ACLs with Apache's checks over an AuthMetadataStore."""
+
+    def __init__(self, store: AuthMetadataStore) -> None:
+        self.store = store
+
+    def init_user(self, username: str, password: str) -> bool:
+        """initAuthenticationUser / innerClientAuthenticationCredentials: a Super user, made when missing."""
+        if self.store.user(username) is not None:
+            return False
+        self.store.users[username] = User(username, password, UserType.SUPER, UserStatus.ENABLE)
+        return True
+
+    async def create_user(self, user: User) -> None:
+        if not user.username.strip():
+            raise AuthError("username can not be blank")
+        if not (user.password or "").strip():
+            raise AuthError("password can not be blank")
+        user.user_type = user.user_type or UserType.NORMAL
+        user.user_status = user.user_status or UserStatus.ENABLE
+        if self.store.user(user.username) is not None:
+            raise AuthError("The user is existed")
+        await self.store.put_user(user)
+
+    async def update_user(self, user: User) -> None:
+        if not user.username.strip():
+            raise AuthError("username can not be blank")
+        old = self.store.user(user.username)
+        if old is None:
+            raise AuthError("The user is not exist")
+        new = User(old.username, user.password if (user.password or "").strip() else old.password,
+                   user.user_type or old.user_type, user.user_status or old.user_status)
+        await self.store.put_user(new)
+
+    async def delete_user(self, username: str) -> None:
+        """The user and its ACL go together."""
+        if not username.strip():
+            raise AuthError("username can not be blank")
+        await self.store.delete_user(username)
+        await self.store.delete_acl(f"User:{username}")
+
+    def is_super(self, username: str) -> bool:
+        user = self.store.user(username)
+        if user is None:
+            raise AuthError(f"User:{username} is not found")
+        return user.user_type is UserType.SUPER
+
+    def list_users(self, filter_: str | None) -> list[User]:
+        return [u for k, u in sorted(self.store.users.items()) if not filter_ or filter_ in k]
+
+    # ACLs ----------------------------------------------------------------------------------------
+
+    def _check_subject(self, subject: str, remark: str) -> None:
+        name = subject_username(subject)
+        if name is None:
+            raise AuthError("The subject type is null.")
+        if self.store.user(name) is None:
+            raise AuthError(remark)
+
+    @staticmethod
+    def _validate(acl: Acl) -> None:
+        if subject_username(acl.subject) is None:
+            raise AuthError("The subject type is null.")
+        if not acl.policies:
+            raise AuthError("The policies is empty.")
+        for policy in acl.policies:
+            if not policy.entries:
+                raise AuthError("The policy entries is empty.")
+            for entry in policy.entries:
+                if entry.resource is None:
+                    raise AuthError("The resource is null.")
+                if not entry.actions:
+                    raise AuthError("The actions is empty.")
+                if Action.ANY in entry.actions:
+                    raise AuthError("The actions can not be Any.")
+                for ip in entry.source_ips or []:
+                    if not ip.strip():
+                        raise AuthError("The source ip is empty.")
+                    if not valid_ip_or_cidr(ip):
+                        raise AuthError("The source ip is invalid.")
+                if entry.decision is None:
+                    raise AuthError("The decision is null or illegal.")
+
+    async def create_or_update_acl(self, acl: Acl) -> None:
+        """createAcl and updateAcl do the same in Apache: merge into the subject's ACL, or create it."""
+        self._validate(acl)
+        for policy in acl.policies:
+            policy.policy_type = policy.policy_type or PolicyType.CUSTOM
+        self._check_subject(acl.subject, f"The subject of {acl.subject} is not exist.")
+        old = self.store.acl(acl.subject)
+        if old is None:
+            await self.store.put_acl(acl)
+            return
+        old.update_policies(acl.policies)
+        await self.store.put_acl(old)
+
+    async def delete_acl(self, subject: str, policy_type: PolicyType | None, resource: Resource | None) -> None:
+        """The subject's whole ACL, or (with a resource) one entry of one policy (Custom by default)."""
+        if not subject:
+            raise AuthError("The subject is null.")
+        name = subject_username(subject)
+        if name is None or self.store.user(name) is None:
+            raise AuthError("The subject is not exist.")
+        old = self.store.acl(subject)
+        if old is None:
+            raise AuthError("The acl is not exist.")
+        if resource is not None:
+            old.delete_entry(policy_type or PolicyType.CUSTOM, resource)
+        if resource is None or not old.policies:
+            await self.store.delete_acl(subject)
+        else:
+            await self.store.put_acl(old)
+
+    def get_acl(self, subject: str) -> Acl | None:
+        name = subject_username(subject)
+        if name is None or self.store.user(name) is None:
+            raise AuthError("The subject is not exist.")
+        return self.store.acl(subject)
+
+    def list_acls(self, subject_filter: str | None, resource_filter: str | None) -> list[Acl]:
+        """LocalAuthorizationMetadataProvider.listAcl: subjects containing the filter; with a resource
+        filter (that the subject key does not contain) only entries whose resource key contains it."""
+        out = []
+        for key, acl in sorted(self.store.acls.items()):
+            if subject_filter and subject_filter not in key:
+                continue
+            policies = []
+            for p in acl.policies:
+                entries = p.entries
+                if resource_filter and resource_filter not in key:
+                    entries = [e for e in entries if resource_filter in e.resource.key]
+                if entries:
+                    policies.append(Policy(p.policy_type, entries))
+            if policies:
+                out.append(Acl(key, policies))
+        return out

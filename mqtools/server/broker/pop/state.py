@@ -1,0 +1,101 @@
+"""What the POP processors (pop, ack, change invisible time) share on one broker.
+
+The revive topic and its queue count, the revive service, the FIFO table, the rotation counters, and a
+long-polling service of its own: mq's `PullRequestHoldService`, reused as is with this module's answer
+callback, since a parked POP waits on several queues (every queue of the topic and its retry topic) where
+a parked pull waits on one.
+
+Settings read from broker.properties (Apache's BrokerConfig names): reviveQueueNum (8), reviveInterval
+(200 ms here, Apache 1000), popFromRetryProbability (20: the share of POPs that read the retry topic first).
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING
+
+from mqtools.common.message import Host, MessageExtBrokerInner
+from mqtools.server.broker.long_polling import HeldPull, PullRequestHoldService
+from mqtools.server.broker.pop.order import OrderTable
+from mqtools.server.broker.pop.records import DEFAULT_REVIVE_QUEUE_NUM, revive_topic
+from mqtools.server.broker.pop.revive import PopReviveService
+from mqtools.server.store.results import PutMessageResult
+
+if TYPE_CHECKING:
+    from mqtools.server.broker.context import BrokerContext
+
+log = logging.getLogger(__name__)
+
+
+def _setting(extra: dict[str, str], key: str, default: int, lo: int, hi: int) -> int:
+    raw = extra.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        log.warning("ignoring %s=%r: not a number", key, raw)
+        return default
+    return min(max(value, lo), hi)
+
+
+class PopState:
+    def __init__(self, c: BrokerContext, answer: Callable[[HeldPull], None]) -> None:
+        self.c = c
+        extra = c.config.extra
+        self.revive_topic = revive_topic(c.config.broker_cluster_name)
+        self.revive_queue_num = _setting(extra, "reviveQueueNum", DEFAULT_REVIVE_QUEUE_NUM, 1, 512)
+        self.retry_share = _setting(extra, "popFromRetryProbability", 20, 0, 100)
+        interval_ms = _setting(extra, "reviveInterval", 200, 10, 60_000)
+        self.revive = PopReviveService(
+            c, self.revive_topic, self.revive_queue_num, interval_s=interval_ms / 1000
+        )
+        self.order = OrderTable()
+        self.hold = PullRequestHoldService(answer, c.clock)
+        self._ck_numbers = itertools.count()
+        self._turns: dict[tuple[str, str], int] = {}
+
+    async def start(self) -> None:
+        self.c.store.add_arrival_listener(self.hold.arrival_listener)
+        await self.hold.start()
+        await self.revive.start()
+
+    async def shutdown(self) -> None:
+        await self.hold.shutdown()
+        await self.revive.shutdown()
+
+    @property
+    def host(self) -> Host:
+        return self.c.store.config.store_host
+
+    def now_ms(self) -> int:
+        return int(self.c.clock() * 1000)
+
+    def next_revive_qid(self) -> int:
+        """Checkpoints spread over the revive queues in turn (Apache: ckMessageNumber % reviveQueueNum)."""
+        return next(self._ck_numbers) % self.revive_queue_num
+
+    def turn(self, group: str, topic: str) -> int:
+        """A per (group, topic) POP counter: which queue a POP starts at, and whether it reads retry first."""
+        key = (group, topic)
+        n = self._turns.get(key, 0)
+        self._turns[key] = n + 1
+        return n
+
+    def retry_first(self, turn: int) -> bool:
+        """The fair rule that replaces Apache's random draw: every k-th POP of a group on a topic reads the
+        retry topic first (k = 100 / popFromRetryProbability, so 1 in 5 by default); the others read it
+        only to fill what the topic's queues left. Neither side can starve the other."""
+        if self.retry_share <= 0:
+            return False
+        return turn % max(1, round(100 / self.retry_share)) == 0
+
+    def put_record(self, msg: MessageExtBrokerInner) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """Append a checkpoint or ack to the revive topic now; what is left to wait for (flush, slave)."""
+        return self.c.store.put_message_inline(msg)
+
+    def wake_queue(self, topic: str, queue_id: int) -> None:
+        """A held FIFO queue was released: POPs parked on it look again."""
+        self.hold.notify(topic, queue_id, 1 << 62)

@@ -1,0 +1,504 @@
+"""TimerMessageStore: takes timer messages from ``rmq_sys_wheel_timer`` into the wheel and puts them
+back into their topics when their tick comes (RIP-43, Apache's TimerMessageStore, in asyncio).
+
+Enqueue walks the wheel topic's consume queue (queue 0) from ``curr_queue_offset``: a message whose
+TIMER_OUT_MS tick has already begun is put back at once; any other gets a TimerLog record chained
+into its slot (rolled to the window's end when it is due beyond the roll window). Dequeue reads the
+slot of ``curr_read_time_ms`` once that tick is over (``curr_read < curr_write``, the write time being
+the start of the current tick), puts each message back to REAL_TOPIC / REAL_QID (or, with the roll
+bit, into the wheel topic again), then moves to the next tick. A message is therefore never
+delivered before TIMER_OUT_MS + precision, which the send path made no later than the time asked.
+
+Every timerFlushIntervalMs (Apache's TimerFlushService) the checkpoint values are taken, then the
+TimerLog, the wheel and the checkpoint are synced, in that order, in a worker thread.
+
+Recovery (``load``, blocking, run in a thread): the TimerLog is scanned from a file before the
+checkpoint's flushed position, torn records are cut, each record's slot gets its lastPos back, and
+the queue offset resumes at min(the last record's message + 1, the checkpoint's). Reading resumes at
+the checkpoint's read time, so ticks between it and now are delivered after a crash: at least once,
+never early; what was delivered but not yet checkpointed may come twice, as with Apache.
+
+Only masters run it (the broker decides); a delete marker (TIMER_DEL_UNIQKEY) cancels the message
+it names when both fall in the same tick, as in Apache.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mqtools.common import properties as P
+from mqtools.common.codec import CorruptMessageError, decode_stored
+from mqtools.common.hashing import java_hash
+from mqtools.common.message import MessageExt
+from mqtools.server.lifecycle import cancel_and_wait
+from mqtools.server.store.config import MessageStoreConfig
+from mqtools.server.store.results import PutMessageResult
+from mqtools.server.store.timer import timer_logic as L
+from mqtools.server.store.timer.timer_checkpoint import TimerCheckpointFile
+from mqtools.server.store.timer.timer_log import (
+    UNIT_SIZE,
+    TimerLog,
+    TimerRecord,
+    need_delete,
+    need_roll,
+)
+from mqtools.server.store.timer.timer_metrics import TimerMetrics
+from mqtools.server.store.timer.timer_wheel import IGNORE, SLOTS_TOTAL, TimerWheel
+
+log = logging.getLogger(__name__)
+
+BATCH = 32
+CLEAN_INTERVAL = 30.0
+#: Empty ticks skipped in one dequeue step before the loop yields (a first start begins a week back).
+SKIP_PER_STEP = 4096
+MAX_PUT_ATTEMPTS = 3
+_NO_RETRY = frozenset({"MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED"})
+
+
+class TimerMessageStore:
+    """The timer service over a MessageStore (any object with its facade)."""
+
+    def __init__(
+        self,
+        store: Any,
+        config: MessageStoreConfig,
+        *,
+        clock: Callable[[], float] = time.time,
+        slots_total: int = SLOTS_TOTAL,
+    ) -> None:
+        self.store = store
+        self.config = config
+        self.clock = clock
+        self.precision_ms = L.snap_precision(config.timer_precision_ms)
+        self.slots_total = slots_total
+        self.window_slots = L.roll_window_slots(config.timer_roll_window_slot, slots_total)
+        root = config.root
+        self.wheel_path = root / "timerwheel"
+        self.wheel: TimerWheel | None = None
+        self.log = TimerLog(root / "timerlog", config.mapped_file_size_timer_log)
+        self.checkpoint = TimerCheckpointFile(config.config_dir / "timercheck")
+        self.metrics = TimerMetrics(config.config_dir / "timermetrics", self.now_ms)
+        self.curr_read_time_ms = 0
+        self.curr_write_time_ms = 0
+        self.commit_read_time_ms = 0
+        self.curr_queue_offset = 0
+        self.commit_queue_offset = 0
+        self._last_commit = (0, 0)
+        self.congest_num = 0
+        self.enqueued = 0
+        self.dequeued = 0
+        self.enqueue_tps = 0.0
+        self.dequeue_tps = 0.0
+        self.dequeue_running = False
+        self.loaded = False
+        self._wake = asyncio.Event()
+        self._flush_lock = threading.Lock()
+        self._listening = False
+        self._tasks: list[asyncio.Task] = []
+
+    def now_ms(self) -> int:
+        return int(self.clock() * 1000)
+
+    def format_time(self, ms: int) -> int:
+        return ms // self.precision_ms * self.precision_ms
+
+    # ================================================================== load / recovery
+
+    def load(self) -> None:
+        """Open the wheel and the log, read the metrics, recover (blocking: call it from a thread)."""
+        fresh = not self.wheel_path.exists()
+        self.wheel = TimerWheel(self.wheel_path, self.slots_total, self.precision_ms)
+        self.log.load()
+        self.metrics.load()
+        self.recover(fresh)
+        self.loaded = True
+
+    def recover(self, fresh_wheel: bool = False) -> None:
+        """Apache's recover(): revise the wheel from the log, then pick the queue offset and read time."""
+        assert self.wheel is not None
+        cp = self.checkpoint.value
+        begin = cp.last_timer_log_flush_pos
+        if self.log.queue.files:
+            begin -= self.log.file_size
+        process_offset = self._recover_and_revise(max(begin, 0), check=True)
+        self.log.queue.flushed_where = process_offset
+        last = self._revise_queue_offset(process_offset)
+        offset = cp.last_timer_queue_offset if last == -1 else last + 1
+        offset = min(offset, cp.master_timer_queue_offset)
+        low = self.store.get_min_offset_in_queue(L.TIMER_TOPIC, 0)
+        high = self.store.get_max_offset_in_queue(L.TIMER_TOPIC, 0)
+        self.curr_queue_offset = min(max(offset, low), high)
+        now = self.format_time(self.now_ms())
+        read = cp.last_read_time_ms
+        if not self.checkpoint.existed and not self.log.queue.files:
+            read = now  # nothing was ever filed: no week of empty ticks to walk
+        self.curr_read_time_ms = max(
+            read, now - self.slots_total * self.precision_ms + L.TIMER_BLANK_SLOTS * self.precision_ms
+        )
+        if self.log.queue.files:
+            min_first = self.wheel.check_phy_pos(self.curr_read_time_ms, process_offset)
+            if min_first < process_offset:
+                log.warning(
+                    "timer: wheel points past the log end %d, re-reading from %d", process_offset, min_first
+                )
+                self._recover_and_revise(min_first, check=False)
+        self.commit_read_time_ms = self.curr_read_time_ms
+        self.commit_queue_offset = self.curr_queue_offset
+        busy = self.log.queue.files and not fresh_wheel
+        self.congest_num = self.wheel.get_all_num(self.curr_read_time_ms) if busy else 0
+        log.info(
+            "timer recovered: read %d, queue offset %d, log end %d",
+            self.curr_read_time_ms,
+            self.curr_queue_offset,
+            process_offset,
+        )
+        self.prepare_checkpoint()
+
+    def _recover_and_revise(self, begin: int, check: bool) -> int:
+        assert self.wheel is not None
+        end, records = self.log.scan_valid(begin, check)
+        for pos, rec in records:
+            self.wheel.revise_slot(rec.delayed_time, IGNORE, pos, True)
+        if check and self.log.queue.files:
+            self.log.truncate_dirty(end)
+        return end
+
+    def _revise_queue_offset(self, process_offset: int) -> int:
+        """The wheel-topic queue offset of the last record's message, checked against the queue; -1."""
+        mf = self.log.queue.find(process_offset - UNIT_SIZE) if process_offset >= UNIT_SIZE else None
+        if mf is None or process_offset - mf.start < UNIT_SIZE:
+            return -1
+        rec = self.log.read(process_offset - UNIT_SIZE)
+        msg = self.store.look_message_by_offset(rec.offset_py, rec.size_py) if rec is not None else None
+        if msg is None or rec is None:
+            return -1
+        for cq_offset in range(msg.queue_offset, max(msg.queue_offset - 20000, -1), -1):
+            if (
+                self.store.get_commit_log_offset_in_queue(L.TIMER_TOPIC, msg.queue_id, cq_offset)
+                == rec.offset_py
+            ):
+                return cq_offset
+        return msg.queue_offset
+
+    # ================================================================== checkpoint
+
+    def prepare_checkpoint(self) -> None:
+        """Take the values the next checkpoint write records (Apache's prepareTimerCheckPoint)."""
+        cp = self.checkpoint.value
+        cp.last_timer_log_flush_pos = self.log.flushed_where
+        cp.last_read_time_ms = self.commit_read_time_ms
+        if self.dequeue_running:
+            cp.master_timer_queue_offset = self.commit_queue_offset
+            now = (self.commit_read_time_ms, self.commit_queue_offset)
+            if now != self._last_commit:
+                cp.data_version.next_version(self.now_ms())
+                self._last_commit = now
+        cp.last_timer_queue_offset = min(self.commit_queue_offset, cp.master_timer_queue_offset)
+
+    def flush_files(self, snapshot: bytes) -> None:
+        """TimerLog, wheel, then checkpoint to disk (blocking: a worker thread). One at a time: a flush
+        whose task was cancelled at shutdown still runs in its thread, and the files close after it."""
+        with self._flush_lock:
+            self.log.flush()
+            if self.wheel is not None:
+                self.wheel.flush()
+            self.checkpoint.flush(snapshot)
+
+    async def flush_once(self) -> None:
+        self.prepare_checkpoint()
+        await asyncio.to_thread(self.flush_files, self.checkpoint.value.encode())
+        if self.metrics.dirty:
+            await self.metrics.persist_async()
+
+    # ================================================================== enqueue
+
+    def maybe_move_write_time(self) -> None:
+        now = self.format_time(self.now_ms())
+        self.curr_write_time_ms = max(self.curr_write_time_ms, now)
+
+    async def enqueue_once(self) -> int:
+        """File (or deliver) the wheel topic's next messages; how many were taken."""
+        if self.config.timer_stop_enqueue:
+            return 0
+        store = self.store
+        low = store.get_min_offset_in_queue(L.TIMER_TOPIC, 0)
+        if self.curr_queue_offset < low:
+            log.warning("timer queue offset %d below the queue's minimum %d", self.curr_queue_offset, low)
+            self.curr_queue_offset = low
+        offset = self.curr_queue_offset
+        taken = 0
+        if store.get_max_offset_in_queue(L.TIMER_TOPIC, 0) > offset:
+            result = store.get_message("TIMER_SERVICE", L.TIMER_TOPIC, 0, offset, BATCH)
+            for buf in result.buffers:
+                try:
+                    msg = decode_stored(buf)
+                except CorruptMessageError:
+                    log.exception("timer: undecodable message at queue offset %d skipped", offset + taken)
+                    msg = None
+                if msg is not None:
+                    await self._enqueue_message(msg)
+                taken += 1
+                self.curr_queue_offset = self.commit_queue_offset = offset + taken
+        self.commit_queue_offset = self.curr_queue_offset
+        self.maybe_move_write_time()
+        return taken
+
+    async def _enqueue_message(self, msg: MessageExt) -> None:
+        try:
+            delayed = int(msg.properties[L.TIMER_OUT_MS])
+        except (KeyError, ValueError):
+            log.error("timer message without a valid TIMER_OUT_MS dropped: %s", msg.msg_id)
+            return
+        self.enqueued += 1
+        if self.dequeue_running and delayed < self.curr_write_time_ms:
+            msg.properties[L.TIMER_ENQUEUE_MS] = str(L.NEVER_ENQUEUED)
+            await self._put_back(msg, L.NEVER_ENQUEUED, roll=False)
+            return
+        self.do_enqueue(msg.commit_log_offset, msg.store_size, delayed, msg)
+
+    def do_enqueue(self, offset_py: int, size_py: int, delayed_ms: int, msg: MessageExt) -> int:
+        """Append the record and chain it into its slot; the record's position."""
+        wheel = self.wheel
+        assert wheel is not None
+        write_time = self.curr_write_time_ms
+        delete = L.TIMER_DEL_UNIQKEY in msg.properties
+        slot_time, magic = L.plan_enqueue(
+            delayed_ms, write_time, self.window_slots, self.precision_ms, delete
+        )
+        real_topic = msg.properties.get(P.REAL_TOPIC)
+        slot = wheel.get_slot(slot_time)
+        record = TimerRecord(
+            slot.last_pos,
+            magic,
+            write_time,
+            slot_time - write_time,
+            offset_py,
+            size_py,
+            java_hash(real_topic) if real_topic else 0,
+        )
+        pos = self.log.append(record.encode())
+        delta = -1 if delete else 1
+        wheel.put_slot(
+            slot_time, pos if slot.first_pos == -1 else slot.first_pos, pos, slot.num + delta, slot.magic
+        )
+        self.congest_num += delta
+        self._add_metric(msg, delta)
+        return pos
+
+    def _add_metric(self, msg: MessageExt, value: int) -> None:
+        if msg.properties.get(L.TIMER_ENQUEUE_MS) == str(L.NEVER_ENQUEUED):
+            return
+        self.metrics.add(msg.properties.get(P.REAL_TOPIC), value)
+
+    # ================================================================== dequeue
+
+    def move_read_time(self) -> None:
+        self.curr_read_time_ms += self.precision_ms
+        self.commit_read_time_ms = self.curr_read_time_ms
+
+    async def dequeue_once(self) -> int:
+        """Deliver the tick at the read time if it is over: 1 done, 0 empty tick(s) skipped, -1 not yet."""
+        if self.config.timer_stop_dequeue or not self.dequeue_running:
+            return -1
+        wheel = self.wheel
+        assert wheel is not None
+        self.maybe_move_write_time()
+        for _ in range(SKIP_PER_STEP):
+            if self.curr_read_time_ms >= self.curr_write_time_ms:
+                return -1
+            slot = wheel.get_slot(self.curr_read_time_ms)
+            if slot.time_ms != -1:
+                break
+            self.move_read_time()
+        else:
+            return 0
+        records = self._chain(slot.last_pos)
+        deletes: set[str] = set()
+        normal: list[TimerRecord] = []
+        for rec in records:
+            if need_delete(rec.magic) and not need_roll(rec.magic):
+                marker = self.store.look_message_by_offset(rec.offset_py, rec.size_py)
+                key = marker.properties.get(L.TIMER_DEL_UNIQKEY) if marker is not None else None
+                if key is not None:
+                    deletes.add(key)
+            else:
+                normal.append(rec)
+        for rec in normal:
+            msg = self.store.look_message_by_offset(rec.offset_py, rec.size_py)
+            if msg is None:
+                log.warning("timer: message at %d (%d bytes) is gone", rec.offset_py, rec.size_py)
+                continue
+            uniq = msg.properties.get(P.UNIQ_KEY)
+            if (
+                uniq is not None
+                and deletes
+                and L.delete_key(msg.properties.get(P.REAL_TOPIC), uniq) in deletes
+            ):
+                continue
+            self._add_metric(msg, -1)
+            await self._put_back(msg, rec.write_time, need_roll(rec.magic))
+        self.congest_num -= slot.num
+        self.move_read_time()
+        return 1
+
+    def _chain(self, last_pos: int) -> list[TimerRecord]:
+        """The slot's records from first to last (the chain is walked from its last record)."""
+        out: list[TimerRecord] = []
+        pos = last_pos
+        while pos != -1:
+            rec = self.log.read(pos)
+            if rec is None:
+                break
+            out.append(rec)
+            pos = rec.prev_pos
+        out.reverse()
+        return out
+
+    async def _put_back(self, msg: MessageExt, enqueue_time: int, roll: bool) -> bool:
+        """Put the message to its topic (or, rolling, into the wheel again); Apache's retry rules."""
+        if not roll and L.TIMER_DEL_UNIQKEY in msg.properties:
+            return False
+        if not roll and (P.REAL_TOPIC not in msg.properties or P.REAL_QID not in msg.properties):
+            log.error("timer message without REAL_TOPIC/REAL_QID dropped: %s", msg.msg_id)
+            return False
+        attempts = 0
+        while True:
+            inner = L.written_back(msg, enqueue_time, roll, self.now_ms())
+            put = self.store.put_message_inline(inner)
+            result = put if isinstance(put, PutMessageResult) else await put
+            name = result.status.name
+            if name == "PUT_OK":
+                self.dequeued += 1
+                return True
+            if name in _NO_RETRY:
+                log.warning("timer: message %s refused by the store (%s), skipped", msg.msg_id, name)
+                return False
+            attempts += 1
+            if not self.config.timer_enable_retry_until_success and attempts >= MAX_PUT_ATTEMPTS:
+                log.error("timer: message %s not put after %d attempts (%s)", msg.msg_id, attempts, name)
+                return False
+            await asyncio.sleep(0.5 * self.precision_ms / 1000)
+
+    # ================================================================== figures
+
+    def is_reject(self, deliver_ms: int) -> bool:
+        """timerCongestNumEachSlot flow control for the send path."""
+        if self.wheel is None:
+            return False
+        limit = self.config.timer_congest_num_each_slot
+        return L.is_reject(self.wheel.get_num(deliver_ms), limit, random.randrange(1000))
+
+    def enqueue_behind_messages(self) -> int:
+        return max(self.store.get_max_offset_in_queue(L.TIMER_TOPIC, 0) - self.curr_queue_offset, 0)
+
+    def dequeue_behind_seconds(self) -> int:
+        if not self.loaded:
+            return 0
+        return (self.now_ms() - self.curr_read_time_ms) // 1000
+
+    def runtime_info(self) -> dict[str, str]:
+        """The timer figures Apache's broker adds to GET_BROKER_RUNTIME_INFO."""
+        return {
+            "timerReadBehind": str(self.dequeue_behind_seconds()),
+            "timerOffsetBehind": str(self.enqueue_behind_messages()),
+            "timerCongestNum": str(max(self.congest_num, 0)),
+            "timerEnqueueTps": str(round(self.enqueue_tps, 2)),
+            "timerDequeueTps": str(round(self.dequeue_tps, 2)),
+        }
+
+    # ================================================================== lifecycle
+
+    async def start(self, dequeue: bool = True) -> None:
+        """Load (in a thread) and run enqueue, dequeue (masters), flush and cleaning loops."""
+        if not self.loaded:
+            await asyncio.to_thread(self.load)
+        self.dequeue_running = dequeue
+        self.maybe_move_write_time()
+        if not self._listening:
+            self.store.add_arrival_listener(self._on_arrival)
+            self._listening = True
+        self._tasks = [
+            asyncio.create_task(self._enqueue_loop(), name="timer-enqueue"),
+            asyncio.create_task(self._dequeue_loop(), name="timer-dequeue"),
+            asyncio.create_task(self._flush_loop(), name="timer-flush"),
+        ]
+
+    def _on_arrival(self, topic: str, *_args: Any) -> None:
+        if topic == L.TIMER_TOPIC:
+            self._wake.set()
+
+    async def _enqueue_loop(self) -> None:
+        """Take what arrives; idle, wait for the next arrival (or Apache's 100 ms poll)."""
+        idle = 0.1 * self.precision_ms / 1000
+        while True:
+            self._wake.clear()  # an arrival from here on runs the next pass at once
+            try:
+                taken = await self.enqueue_once()
+            except Exception:  # keep the timer going; the batch is retried
+                log.exception("timer enqueue failed")
+                taken = 0
+            if taken:
+                await asyncio.sleep(0)
+                continue
+            try:
+                await asyncio.wait_for(self._wake.wait(), idle)
+            except TimeoutError:
+                pass
+
+    async def _dequeue_loop(self) -> None:
+        """Deliver ticks as they end; between them sleep until the next one ends (100 ms at most)."""
+        idle = 0.1 * self.precision_ms / 1000
+        while True:
+            try:
+                done = await self.dequeue_once()
+            except Exception:  # keep the timer going; the tick is read again
+                log.exception("timer dequeue failed")
+                done = -1
+            if done != -1:
+                await asyncio.sleep(0)
+                continue
+            if self.curr_read_time_ms < self.curr_write_time_ms:  # stopped, or the tick failed: poll
+                await asyncio.sleep(idle)
+                continue
+            until_due = (self.curr_read_time_ms + self.precision_ms - self.now_ms()) / 1000
+            await asyncio.sleep(min(max(until_due, 0.005), idle))
+
+    async def _flush_loop(self) -> None:
+        interval = self.config.timer_flush_interval_ms / 1000
+        last, last_in, last_out, last_clean = time.monotonic(), 0, 0, 0.0
+        while True:
+            await asyncio.sleep(interval)
+            try:
+                await self.flush_once()
+                now = time.monotonic()
+                span = max(now - last, 1e-3)
+                self.enqueue_tps = (self.enqueued - last_in) / span
+                self.dequeue_tps = (self.dequeued - last_out) / span
+                last, last_in, last_out = now, self.enqueued, self.dequeued
+                if now - last_clean >= CLEAN_INTERVAL:
+                    last_clean = now
+                    self.log.delete_expired(self.store.min_phy_offset)
+            except Exception:  # retried on the next interval
+                log.exception("timer flush failed")
+
+    async def shutdown(self) -> None:
+        """Stop the loops, then checkpoint and close the files (before the store shuts down)."""
+        await cancel_and_wait(*self._tasks)
+        self._tasks = []
+        if not self.loaded:
+            return
+        self.prepare_checkpoint()
+        await asyncio.to_thread(self.flush_files, self.checkpoint.value.encode())
+        self.metrics.persist()
+        with self._flush_lock:
+            if self.wheel is not None:
+                self.wheel.close()
+            self.log.close()
+        self.log = TimerLog(self.log.queue.dir, self.log.file_size)  # a later start (a new master) reloads
+        self.loaded = False

@@ -1,0 +1,366 @@
+"""POP consumption against a real `mq namesrv` + `mq broker`: pop and ack, revive after the invisible time,
+change of invisible time, the DLQ, more consumers than queues, FIFO, and a broker SIGKILLed mid-flight.
+
+Invisible times are 1-3 s; every wait is a poll with a generous deadline, never a bare sleep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+from support.clientsupport import Cluster, broker_cluster, call, create_topic, until
+from support.mqproc import start_broker
+
+from mqtools.client.admin import MQAdmin
+from mqtools.client.pop_consumer import PopConsumer, PopStatus, SyncPopConsumer
+from mqtools.client.producer import Producer
+from mqtools.common.codec import decode_entries
+from mqtools.common.message import Message, MessageExt
+from mqtools.common.topics import dlq_topic
+from mqtools.remoting.bodies import SubscriptionGroupConfig
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode, ResponseCode, SerializeType, java_short
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.pop import (
+    ExtraInfo,
+    NotificationRequestHeader,
+    PeekMessageRequestHeader,
+    PopMessageRequestHeader,
+    pop_retry_topic_v1,
+)
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+#: Generous deadlines: a machine twice as slow must pass.
+DEADLINE = 30.0
+#: Broker and test read the same wall clock; this covers its rounding to milliseconds.
+CLOCK_SLACK = 0.01
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    yield from broker_cluster(tmp_path_factory.mktemp("pop"), ("broker-a",), brokerClusterName="PopIT")
+
+
+@pytest.fixture
+async def consumer_factory(cluster: Cluster) -> AsyncIterator:
+    made: list[PopConsumer] = []
+
+    async def make(group: str) -> PopConsumer:
+        consumer = await PopConsumer(group, namesrv=cluster.namesrv.addr).start()
+        made.append(consumer)
+        return consumer
+
+    yield make
+    for consumer in made:
+        await consumer.shutdown()
+
+
+async def send(namesrv: str, topic: str, bodies: list[str], **props: str) -> None:
+    async with Producer(f"PG_{topic}", namesrv=namesrv) as producer:
+        for body in bodies:
+            await producer.send(Message(topic, body.encode(), properties=dict(props)))
+
+
+def body(msg: MessageExt) -> str:
+    return bytes(msg.body).decode()
+
+
+def pop_time(msg: MessageExt) -> float:
+    """When the broker popped the message (its receipt's pop time), in epoch seconds."""
+    return ExtraInfo.parse(msg.properties["POP_CK"]).pop_time / 1000
+
+
+async def pop_until(
+    consumer: PopConsumer,
+    topic: str,
+    count: int,
+    *,
+    invisible_ms: int = 60_000,
+    deadline: float = DEADLINE,
+    **kwargs,
+) -> list[MessageExt]:
+    """Pop (long polling) until `count` messages came; fail after `deadline` seconds."""
+    got: list[MessageExt] = []
+    loop = asyncio.get_running_loop()
+    end = loop.time() + deadline
+    while len(got) < count:
+        assert loop.time() < end, f"only {len(got)} of {count} messages popped from {topic}"
+        result = await consumer.pop(topic, min(32, count - len(got)), invisible_ms, 1000, **kwargs)
+        got.extend(result.messages)
+    return got
+
+
+async def nothing_for(consumer: PopConsumer, topic: str, seconds: float, **kwargs) -> None:
+    """Long-poll for `seconds`: nothing may come."""
+    result = await consumer.pop(topic, 32, 60_000, int(seconds * 1000), **kwargs)
+    assert result.status is PopStatus.POLLING_NOT_FOUND, [body(m) for m in result.messages]
+
+
+async def group_offset(addr: str, group: str, topic: str, queue_id: int) -> int:
+    ext = {"consumerGroup": group, "topic": topic, "queueId": str(queue_id)}
+    resp = await call(addr, RequestCode.QUERY_CONSUMER_OFFSET, ext)
+    return int(resp.ext_fields.get("offset", -1)) if resp.code == ResponseCode.SUCCESS else -1
+
+
+async def max_offset(addr: str, topic: str, queue_id: int = 0) -> int:
+    resp = await call(addr, RequestCode.GET_MAX_OFFSET, {"topic": topic, "queueId": str(queue_id)})
+    return int(resp.ext_fields.get("offset", 0)) if resp.code == ResponseCode.SUCCESS else 0
+
+
+async def test_pop_then_ack_and_the_group_offset_moves(cluster: Cluster, consumer_factory) -> None:
+    await create_topic(cluster, "PopAck", 2)
+    await send(cluster.namesrv.addr, "PopAck", [f"a-{i}" for i in range(10)])
+    consumer = await consumer_factory("CG_POP_ACK")
+    got = await pop_until(consumer, "PopAck", 10)
+    assert sorted(body(m) for m in got) == sorted(f"a-{i}" for i in range(10))
+    assert all(m.reconsume_times == 0 and "POP_CK" in m.properties for m in got)
+    await consumer.batch_ack(got[:5])
+    for msg in got[5:]:
+        await consumer.ack(msg)
+    addr = cluster.broker.addr
+    assert sum([await group_offset(addr, "CG_POP_ACK", "PopAck", q) for q in range(2)]) == 10
+    async with MQAdmin(cluster.namesrv.addr) as admin:  # what `mq admin group progress` shows
+        progress = await admin.groups.consumer_progress("CG_POP_ACK", "PopAck")
+    assert len(progress.queues) == 2 and progress.total_diff == 0
+    await nothing_for(consumer, "PopAck", 2.5)  # past the 1 s revive tick and more: nothing acked returns
+
+
+async def test_unacked_comes_back_after_its_invisible_time_with_reconsume_times_plus_one(
+    cluster: Cluster, consumer_factory
+) -> None:
+    await create_topic(cluster, "PopRevive", 2)
+    await send(cluster.namesrv.addr, "PopRevive", ["r-0"])
+    consumer = await consumer_factory("CG_POP_REVIVE")
+    (first,) = await pop_until(consumer, "PopRevive", 1, invisible_ms=1000)
+    (again,) = await pop_until(consumer, "PopRevive", 1, invisible_ms=1000)
+    assert time.time() >= pop_time(first) + 1.0 - CLOCK_SLACK
+    assert body(again) == "r-0" and again.reconsume_times == 1
+    assert again.properties.get("UNIQ_KEY") == first.properties.get("UNIQ_KEY")
+    assert again.properties["POP_CK"].split(" ")[4] == "1"  # from the POP retry topic
+    await consumer.ack(again)
+    await nothing_for(consumer, "PopRevive", 2.5)
+    assert await max_offset(cluster.broker.addr, pop_retry_topic_v1("PopRevive", "CG_POP_REVIVE")) == 1
+
+
+async def test_change_invisible_time_postpones_and_the_new_receipt_acks(
+    cluster: Cluster, consumer_factory
+) -> None:
+    await create_topic(cluster, "PopChange", 1)
+    await send(cluster.namesrv.addr, "PopChange", ["c-0", "c-1"])
+    consumer = await consumer_factory("CG_POP_CHANGE")
+    msgs = await pop_until(consumer, "PopChange", 2, invisible_ms=1000)
+    by_body = {body(m): m for m in msgs}
+    await consumer.change_invisible_time(by_body["c-0"], 4000)  # postponed, then comes back
+    await consumer.change_invisible_time(by_body["c-1"], 1000)
+    await consumer.ack(by_body["c-1"])  # acked with its new receipt: never back
+    await nothing_for(consumer, "PopChange", 2.5)
+    (back,) = await pop_until(consumer, "PopChange", 1, invisible_ms=60_000)
+    assert body(back) == "c-0" and back.reconsume_times == 1
+    assert time.time() >= pop_time(by_body["c-0"]) + 4.0 - CLOCK_SLACK  # the receipt names the new pop
+    await consumer.ack(back)
+
+
+async def test_past_max_reconsume_times_the_message_goes_to_the_dlq(
+    cluster: Cluster, consumer_factory
+) -> None:
+    group = "CG_POP_DLQ"
+    resp = await call(
+        cluster.broker.addr,
+        RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+        body=SubscriptionGroupConfig(group_name=group, retry_max_times=1).to_json(),
+    )
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    await create_topic(cluster, "PopDlq", 1)
+    await send(cluster.namesrv.addr, "PopDlq", ["d-0"])
+    consumer = await consumer_factory(group)
+    (first,) = await pop_until(consumer, "PopDlq", 1, invisible_ms=1000)
+    (second,) = await pop_until(consumer, "PopDlq", 1, invisible_ms=1000)
+    assert (first.reconsume_times, second.reconsume_times) == (0, 1)
+    await until(lambda: max_offset(cluster.broker.addr, dlq_topic(group)), DEADLINE, "the message in the DLQ")
+    await nothing_for(consumer, "PopDlq", 1.5)
+
+
+async def test_more_consumers_than_queues_all_receive(cluster: Cluster, consumer_factory) -> None:
+    await create_topic(cluster, "PopMany", 2)
+    await send(cluster.namesrv.addr, "PopMany", [f"m-{i}" for i in range(40)])
+    consumers = [await consumer_factory("CG_POP_MANY") for _ in range(5)]
+    got: dict[int, list[str]] = {i: [] for i in range(5)}
+
+    async def run(i: int) -> None:
+        loop = asyncio.get_running_loop()
+        end = loop.time() + DEADLINE
+        while sum(map(len, got.values())) < 40 and loop.time() < end:
+            result = await consumers[i].pop("PopMany", 2, 60_000, 300)
+            got[i].extend(body(m) for m in result.messages)
+            for msg in result.messages:
+                await consumers[i].ack(msg)
+            await asyncio.sleep(0.01)
+
+    await asyncio.gather(*(run(i) for i in range(5)))
+    everything = [b for bodies in got.values() for b in bodies]
+    assert sorted(everything) == sorted(f"m-{i}" for i in range(40)), Counter(everything)  # each once
+    assert all(got.values()), {i: len(v) for i, v in got.items()}
+
+
+async def test_fifo_pop_holds_the_queue_until_acked(cluster: Cluster, consumer_factory) -> None:
+    await create_topic(cluster, "PopFifo", 1)
+    await send(cluster.namesrv.addr, "PopFifo", [f"f-{i}" for i in range(3)])
+    a = await consumer_factory("CG_POP_FIFO")
+    b = await consumer_factory("CG_POP_FIFO")
+    batch = (await a.pop("PopFifo", 2, 2500, 2000, order=True)).messages
+    assert [body(m) for m in batch] == ["f-0", "f-1"]
+    await nothing_for(b, "PopFifo", 0.5, order=True)  # held by a's batch
+    # a never acks: b's POP, parked on the held queue, is answered when a's batch expires (not at its poll end)
+    again = (await b.pop("PopFifo", 2, 60_000, 20_000, order=True)).messages
+    assert pop_time(batch[0]) + 2.5 - CLOCK_SLACK <= time.time() < pop_time(batch[0]) + 15
+    assert [body(m) for m in again] == ["f-0", "f-1"] and [m.reconsume_times for m in again] == [1, 1]
+    await nothing_for(a, "PopFifo", 0.5, order=True)
+    for msg in again:
+        await b.ack(msg)
+    (last,) = await pop_until(a, "PopFifo", 1, invisible_ms=60_000, order=True)
+    assert body(last) == "f-2" and last.reconsume_times == 0
+    await a.ack(last)
+    assert await group_offset(cluster.broker.addr, "CG_POP_FIFO", "PopFifo", 0) == 3
+
+
+async def test_the_16_bit_code_of_the_binary_serializer_is_served(cluster: Cluster) -> None:
+    await create_topic(cluster, "PopShort", 1)
+    header = PopMessageRequestHeader("CG_POP_SHORT", "PopShort", -1, 4, 30_000, 0, 0, 0)
+    cmd = RemotingCommand.request(
+        java_short(RequestCode.POP_MESSAGE), header.to_ext(), serialize_type=SerializeType.ROCKETMQ
+    )
+    client = RemotingClient()
+    try:
+        resp = await client.invoke(cluster.broker.addr, cmd, 10)
+    finally:
+        await client.close()
+    assert resp.code == ResponseCode.POLLING_TIMEOUT, resp.remark
+    pop = header.to_ext()
+    receipt = "0 1 30000 0 0 broker-a 0 0"
+    target = {"consumerGroup": "CG_POP_SHORT", "topic": "PopShort", "queueId": "0", "offset": "0"}
+    refusals = [  # Apache's codes for each bad request; the broker stays up and answers them all
+        (RequestCode.POP_MESSAGE, {**pop, "maxMsgNums": "33"}, None, ResponseCode.INVALID_PARAMETER),
+        (RequestCode.POP_MESSAGE, {**pop, "queueId": "7"}, None, ResponseCode.INVALID_PARAMETER),
+        (RequestCode.POP_MESSAGE, {**pop, "topic": "NoSuchTopic"}, None, ResponseCode.TOPIC_NOT_EXIST),
+        (
+            RequestCode.POP_MESSAGE,
+            {**pop, "expType": "SQL92", "exp": "a > 1"},
+            None,
+            ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+        ),
+        (RequestCode.POP_MESSAGE, {"topic": "PopShort"}, None, ResponseCode.SYSTEM_ERROR),  # fields missing
+        (RequestCode.ACK_MESSAGE, {**target, "extraInfo": "x"}, None, ResponseCode.SYSTEM_ERROR),
+        (
+            RequestCode.ACK_MESSAGE,
+            {**target, "extraInfo": receipt, "offset": "5"},
+            None,
+            ResponseCode.NO_MESSAGE,
+        ),
+        (
+            RequestCode.ACK_MESSAGE,
+            {**target, "extraInfo": receipt, "queueId": "3"},
+            None,
+            ResponseCode.MESSAGE_ILLEGAL,
+        ),
+        (
+            RequestCode.ACK_MESSAGE,
+            {**target, "extraInfo": receipt, "topic": "NoSuchTopic"},
+            None,
+            ResponseCode.TOPIC_NOT_EXIST,
+        ),
+        (
+            RequestCode.CHANGE_MESSAGE_INVISIBLETIME,
+            {**target, "extraInfo": receipt, "invisibleTime": "1000"},
+            None,
+            ResponseCode.NO_MESSAGE,
+        ),  # nothing at offset 0 yet
+        (RequestCode.BATCH_ACK_MESSAGE, {}, b'{"acks":[]}', ResponseCode.NO_MESSAGE),
+        (RequestCode.BATCH_ACK_MESSAGE, {}, b"not json", ResponseCode.SYSTEM_ERROR),
+    ]
+    for code, ext, body_bytes, expected in refusals:
+        resp = await call(cluster.broker.addr, code, ext, body_bytes)
+        assert resp.code == expected, (code, ext, resp.code, resp.remark)
+        assert resp.remark or expected == ResponseCode.NO_MESSAGE
+
+
+async def test_notification_long_polls_and_peek_takes_nothing(cluster: Cluster, consumer_factory) -> None:
+    await create_topic(cluster, "PopNotify", 1)
+    addr, group = cluster.broker.addr, "CG_POP_NOTIFY"
+
+    def notification(poll_ms: int) -> dict[str, str]:
+        return NotificationRequestHeader(group, "PopNotify", -1, poll_ms, int(time.time() * 1000)).to_ext()
+
+    resp = await call(addr, java_short(RequestCode.NOTIFICATION), notification(0))
+    assert resp.code == ResponseCode.SUCCESS and resp.ext_fields["hasMsg"] == "false"
+    held = asyncio.ensure_future(call(addr, RequestCode.NOTIFICATION, notification(20_000), timeout=30))
+    await asyncio.sleep(0.3)  # let it park: the answer must come from the arrival, not the poll time
+    started = time.monotonic()
+    await send(cluster.namesrv.addr, "PopNotify", ["n-0"])
+    resp = await held
+    assert resp.code == ResponseCode.SUCCESS and resp.ext_fields["hasMsg"] == "true"
+    assert time.monotonic() - started < 15
+    peek = PeekMessageRequestHeader(group, "PopNotify", -1, 4).to_ext()
+    for _ in range(2):  # peeking twice sees the same message: nothing is taken
+        resp = await call(addr, RequestCode.PEEK_MESSAGE, peek)
+        assert resp.code == ResponseCode.SUCCESS
+        assert [body(m) for m in decode_entries(resp.body)] == ["n-0"]
+    consumer = await consumer_factory(group)
+    (msg,) = await pop_until(consumer, "PopNotify", 1)
+    assert body(msg) == "n-0"
+    await consumer.ack(msg)
+
+
+def test_the_blocking_twin_pops_and_acks(cluster: Cluster) -> None:
+    asyncio.run(create_topic(cluster, "PopSync", 1))
+    asyncio.run(send(cluster.namesrv.addr, "PopSync", ["s-0"]))
+    with SyncPopConsumer("CG_POP_SYNC", namesrv=cluster.namesrv.addr) as consumer:
+        result = consumer.pop("PopSync", 4, 60_000, 5_000)
+        assert [body(m) for m in result.messages] == ["s-0"]
+        consumer.change_invisible_time(result.messages[0], 30_000)
+        consumer.ack(result.messages[0])
+        assert consumer.pop("PopSync", 4, 1_000, 1_000).status is PopStatus.POLLING_NOT_FOUND
+
+
+async def test_broker_sigkill_loses_no_unacked_and_returns_no_acked(cluster: Cluster, tmp_path: Path) -> None:
+    """A broker of its own (beside the module's name server), SIGKILLed right after the acks."""
+    namesrv = cluster.namesrv.addr
+    own = Cluster(
+        cluster.namesrv,
+        {"broker-k": start_broker(tmp_path, namesrv, "broker-k", brokerClusterName="PopKillCluster")},
+        tmp_path,
+    )
+    try:
+        await create_topic(own, "PopKill", 2)
+        bodies = [f"k-{i}" for i in range(20)]
+        await send(namesrv, "PopKill", bodies)
+        async with PopConsumer("CG_POP_KILL", namesrv=namesrv) as consumer:
+            got = await pop_until(consumer, "PopKill", 20, invisible_ms=3000)
+            acked = {body(m) for m in got if int(body(m)[2:]) % 2 == 0}
+            for msg in got:
+                if body(msg) in acked:
+                    await consumer.ack(msg)
+        own.broker.kill()
+        own.brokers["broker-k"] = start_broker(
+            tmp_path, namesrv, "broker-k", brokerClusterName="PopKillCluster"
+        )
+        async with PopConsumer("CG_POP_KILL", namesrv=namesrv) as consumer:
+
+            async def routed() -> bool:
+                route = await consumer.instance.route("PopKill", refresh=True)
+                return (
+                    route is not None and own.broker.addr in route.broker_addrs.get("broker-k", {}).values()
+                )
+
+            await until(routed, DEADLINE, "the restarted broker in the route")
+            back = await pop_until(consumer, "PopKill", 10, invisible_ms=60_000)
+            await nothing_for(consumer, "PopKill", 2.5)
+        assert {body(m) for m in back} == set(bodies) - acked, Counter(body(m) for m in back)
+        assert all(m.reconsume_times == 1 for m in back)
+    finally:
+        own.broker.stop()

@@ -1,0 +1,325 @@
+"""`mq proxy start` as a real process in front of mq's name server and broker, driven by the official RocketMQ 5
+Python client (rocketmq-python-client 5.1.2, gRPC): sync, async, FIFO, timer and transactional sends (a
+transaction left open is resolved through the proxy's relay of the broker's check), SimpleConsumer receive, ack
+and change of invisible duration on the broker's POP; bad gRPC input gets clear status codes and the proxy goes
+on serving; SIGTERM stops it cleanly."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+from rocketmq.grpc_protocol import TransactionResolution
+from rocketmq.v5.client import ClientConfiguration, Credentials
+from rocketmq.v5.consumer import ConsumeResult, MessageListener, PushConsumer, SimpleConsumer
+from rocketmq.v5.model import FilterExpression, Message
+from rocketmq.v5.producer import Producer, TransactionChecker
+from support.clientsupport import Cluster, broker_cluster, create_topic
+from support.mqproc import MqProcess, start_mq
+
+from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2_grpc
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
+
+TOPICS = ("PxNormal", "PxFifo", "PxTimer", "PxTx", "PxInvisible", "PxPush")
+MAX_BODY = 64 * 1024
+MAX_INBOUND = 512 * 1024
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    # half messages older than 1 s are checked every second, so an open transaction is asked about soon
+    yield from broker_cluster(tmp_path_factory.mktemp("proxy"), ("broker-p",), brokerClusterName="ProxyIT",
+                              transactionTimeOut="1000", transactionCheckInterval="1000")
+
+
+@pytest.fixture(scope="module")
+def proxy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MqProcess]:
+    for topic in TOPICS:
+        asyncio.run(create_topic(cluster, topic, 4))
+    conf = tmp_path_factory.mktemp("proxyconf") / "rmq-proxy.json"
+    conf.write_text(json.dumps({"rocketMQClusterName": "ProxyIT", "namesrvAddr": cluster.namesrv.addr,
+                                "proxyMode": "cluster", "grpcServerPort": 0, "remotingListenPort": 0,
+                                "maxMessageSize": MAX_BODY, "grpcMaxInboundMessageSize": MAX_INBOUND}))
+    proc = start_mq(["proxy", "start", "-c", str(conf), "--host", "127.0.0.1"], timeout=60)
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+def config(proxy: MqProcess) -> ClientConfiguration:
+    return ClientConfiguration(proxy.addr, Credentials(), request_timeout=10)
+
+
+class Checker(TransactionChecker):
+    """Answers a broker's check (relayed by the proxy) with COMMIT, and records what it was asked."""
+
+    def __init__(self) -> None:
+        self.asked: list[bytes] = []
+        self.event = threading.Event()
+
+    def check(self, message: Message) -> TransactionResolution:
+        self.asked.append(message.body)
+        self.event.set()
+        return TransactionResolution.COMMIT
+
+
+@pytest.fixture(scope="module")
+def producer(proxy: MqProcess) -> Iterator[tuple[Producer, Checker]]:
+    checker = Checker()
+    p = Producer(config(proxy), TOPICS, checker)
+    p.startup()
+    try:
+        yield p, checker
+    finally:
+        p.shutdown()
+
+
+def consumer(proxy: MqProcess, group: str, topic: str, expression: FilterExpression | None = None) -> SimpleConsumer:
+    c = SimpleConsumer(config(proxy), group, {topic: expression or FilterExpression()}, await_duration=5)
+    c.startup()
+    return c
+
+
+def drain(c: SimpleConsumer, want: int, timeout: float, *, ack: bool = True, invisible: int = 20) -> list:
+    """Receive until `want` messages came (acking each) or `timeout` seconds passed."""
+    got: list = []
+    deadline = time.monotonic() + timeout
+    while len(got) < want and time.monotonic() < deadline:
+        for m in c.receive(32, invisible):
+            got.append((m, now_ms()))
+            if ack:
+                c.ack(m)
+    return got
+
+
+def queue_of(message: Message) -> int:
+    """The queue id inside a receipt handle (`start time invisible revive type broker queueId offset ...`)."""
+    return int(message.receipt_handle.split(" ")[6])
+
+
+def new_message(topic: str, body: bytes, **fields: object) -> Message:
+    m = Message()
+    m.topic = topic
+    m.body = body
+    for k, v in fields.items():
+        setattr(m, k, v)
+    return m
+
+
+def test_sync_and_async_sends_are_received_with_their_properties(proxy: MqProcess, producer) -> None:
+    p, _ = producer
+    sent = {}
+    for i in range(3):
+        m = new_message("PxNormal", f"sync-{i}".encode(), tag="TagA", keys="key-" + str(i))
+        m.add_property("color", "red")
+        sent[p.send(m).message_id] = f"sync-{i}".encode()
+    futures = [p.send_async(new_message("PxNormal", f"async-{i}".encode(), tag="TagA")) for i in range(3)]
+    for i, f in enumerate(futures):
+        sent[f.result(30).message_id] = f"async-{i}".encode()
+    c = consumer(proxy, "PxGroupNormal", "PxNormal")
+    try:
+        got = drain(c, len(sent), 60)
+    finally:
+        c.shutdown()
+    assert {m.message_id: m.body for m, _ in got} == sent
+    sync = [m for m, _ in got if m.body.startswith(b"sync")]
+    assert all(m.tag == "TagA" and m.properties.get("color") == "red" for m in sync)
+    assert sorted(k for m in sync for k in m.keys) == ["key-0", "key-1", "key-2"]
+    assert all(m.delivery_attempt == 1 and m.topic == "PxNormal" for m, _ in got)
+
+
+def test_fifo_messages_of_a_group_share_a_queue_in_order(proxy: MqProcess, producer) -> None:
+    p, _ = producer
+    for i in range(12):
+        group = f"order-{i % 3}"
+        p.send(new_message("PxFifo", f"{group}:{i}".encode(), message_group=group))
+    c = consumer(proxy, "PxGroupFifo", "PxFifo")
+    try:
+        got = drain(c, 12, 60)
+    finally:
+        c.shutdown()
+    assert len(got) == 12
+    by_group: dict[str, list] = {}
+    for m, _ in got:
+        assert m.message_group == m.body.decode().split(":")[0]
+        by_group.setdefault(m.message_group, []).append(m)
+    for group, msgs in by_group.items():
+        assert len({queue_of(m) for m in msgs}) == 1, f"{group} spread over queues"
+        offsets = [int(m.receipt_handle.split(" ")[7]) for m in msgs]
+        bodies = [int(m.body.decode().split(":")[1]) for m in sorted(msgs, key=lambda m: int(
+            m.receipt_handle.split(" ")[7]))]
+        assert bodies == sorted(bodies), f"{group}: queue order {bodies} (offsets {offsets})"
+
+
+def test_timer_message_is_delivered_not_before_its_time(proxy: MqProcess, producer) -> None:
+    p, _ = producer
+    deliver_at = now_ms() + 3_000
+    receipt = p.send(new_message("PxTimer", b"later", delivery_timestamp=deliver_at))
+    c = consumer(proxy, "PxGroupTimer", "PxTimer")
+    try:
+        got = drain(c, 1, 60)
+    finally:
+        c.shutdown()
+    assert [m.message_id for m, _ in got] == [receipt.message_id]
+    message, received_at = got[0]
+    assert received_at >= deliver_at, f"received {deliver_at - received_at} ms early"
+    assert message.delivery_timestamp == deliver_at
+
+
+def test_transactions_commit_roll_back_and_open_ones_are_checked(proxy: MqProcess, producer) -> None:
+    p, checker = producer
+    committed = p.begin_transaction()
+    p.send(new_message("PxTx", b"commit"), committed)
+    committed.commit()
+    rolled = p.begin_transaction()
+    p.send(new_message("PxTx", b"rollback"), rolled)
+    rolled.rollback()
+    p.send(new_message("PxTx", b"open"), p.begin_transaction())  # neither: the broker asks, the checker commits
+    assert checker.event.wait(60), "no transaction check reached the producer through the proxy"
+    assert b"open" in checker.asked
+    c = consumer(proxy, "PxGroupTx", "PxTx")
+    try:
+        got = drain(c, 2, 60)
+        later = drain(c, 1, 6)  # a rolled-back message never shows up
+    finally:
+        c.shutdown()
+    assert sorted(m.body for m, _ in got) == [b"commit", b"open"]
+    assert later == []
+
+
+def test_unacked_message_comes_back_and_invisible_duration_can_change(proxy: MqProcess, producer) -> None:
+    p, _ = producer
+    p.send(new_message("PxInvisible", b"again"))
+    c = consumer(proxy, "PxGroupInvisible", "PxInvisible")
+    try:
+        first = drain(c, 1, 60, ack=False, invisible=20)
+        assert len(first) == 1
+        c.change_invisible_duration(first[0][0], 2)  # visible again in 2 s instead of 20
+        again = drain(c, 1, 45, ack=True, invisible=20)
+    finally:
+        c.shutdown()
+    assert [m.body for m, _ in again] == [b"again"]
+    assert again[0][0].delivery_attempt == 2
+    assert again[0][1] - first[0][1] < 20_000
+
+
+class Listener(MessageListener):
+    """Fails each message's first delivery (so it comes back), takes the second."""
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[bytes, int]] = []
+        self.lock = threading.Lock()
+
+    def consume(self, message: Message) -> ConsumeResult:
+        with self.lock:
+            self.seen.append((message.body, message.delivery_attempt))
+        return ConsumeResult.SUCCESS if message.delivery_attempt > 1 else ConsumeResult.FAILURE
+
+    def done(self, bodies: set[bytes]) -> bool:
+        with self.lock:
+            return {b for b, attempt in self.seen if attempt > 1} >= bodies
+
+
+def test_push_consumer_consumes_and_a_failure_is_redelivered(proxy: MqProcess, producer) -> None:
+    p, _ = producer
+    bodies = {f"push-{i}".encode() for i in range(3)}
+    for body in sorted(bodies):
+        p.send(new_message("PxPush", body))
+    listener = Listener()
+    c = PushConsumer(config(proxy), "PxGroupPush", listener, {"PxPush": FilterExpression()})
+    c.startup()
+    try:
+        deadline = time.monotonic() + 90
+        while not listener.done(bodies) and time.monotonic() < deadline:
+            time.sleep(0.2)
+    finally:
+        c.shutdown()
+    assert listener.done(bodies), listener.seen
+    firsts = sorted(b for b, attempt in listener.seen if attempt == 1)
+    assert firsts == sorted(bodies)
+
+
+def raw(proxy: MqProcess, method: str, body: bytes, stream: bool = False) -> grpc.RpcError | bytes:
+    with grpc.insecure_channel(proxy.addr) as channel:
+        path = f"/apache.rocketmq.v2.MessagingService/{method}"
+        call = channel.unary_stream(path) if stream else channel.unary_unary(path)
+        try:
+            out = call(body, metadata=[("x-mq-client-id", "raw-test")], timeout=15)
+            return b"".join(out) if stream else out
+        except grpc.RpcError as exc:
+            return exc
+
+
+def test_bad_input_gets_clear_status_codes_and_the_proxy_goes_on(proxy: MqProcess, producer) -> None:
+    malformed = raw(proxy, "SendMessage", b"\xff\xff\xff\xff")
+    assert isinstance(malformed, grpc.RpcError) and malformed.code() == grpc.StatusCode.INVALID_ARGUMENT
+    assert "malformed SendMessageRequest" in malformed.details()
+    unknown = raw(proxy, "NoSuchMethod", b"")
+    assert isinstance(unknown, grpc.RpcError) and unknown.code() == grpc.StatusCode.UNIMPLEMENTED
+    pull = raw(proxy, "PullMessage", b"", stream=True)
+    assert isinstance(pull, grpc.RpcError) and pull.code() == grpc.StatusCode.UNIMPLEMENTED
+    assert "PullMessage is not implemented by mq proxy" in pull.details()
+    huge = raw(proxy, "SendMessage", b"\x0a" + b"\xff" * (MAX_INBOUND + 10))
+    assert isinstance(huge, grpc.RpcError) and huge.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
+
+    with grpc.insecure_channel(proxy.addr) as channel:
+        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        meta = [("x-mq-client-id", "raw-test")]
+        big = pb.Message(body=b"x" * (MAX_BODY + 1))
+        big.topic.name = "PxNormal"
+        big.system_properties.message_id = "RAW-BIG"
+        answer = stub.SendMessage(spb.SendMessageRequest(messages=[big]), metadata=meta, timeout=15)
+        assert answer.status.code == pb.MESSAGE_BODY_TOO_LARGE
+        route = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name="NoSuchTopicHere"), endpoints=pb.Endpoints(
+            scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=proxy.port)])), metadata=meta, timeout=15)
+        assert route.status.code == pb.TOPIC_NOT_FOUND
+        lost = pb.Message(body=b"x")
+        lost.topic.name = "NoSuchTopicHere"
+        lost.system_properties.message_id = "RAW-LOST"
+        answer = stub.SendMessage(spb.SendMessageRequest(messages=[lost]), metadata=meta, timeout=15)
+        assert answer.status.code == pb.TOPIC_NOT_FOUND and answer.entries[0].status.code == pb.TOPIC_NOT_FOUND
+        assignment = stub.QueryAssignment(spb.QueryAssignmentRequest(
+            topic=pb.Resource(name="PxNormal"), group=pb.Resource(name="PxGroupNormal"), endpoints=pb.Endpoints(
+                scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=proxy.port)])), metadata=meta, timeout=15)
+        assert assignment.status.code == pb.OK
+        assert [(a.message_queue.broker.name, a.message_queue.id) for a in assignment.assignments] == [("broker-p", -1)]
+        assert assignment.assignments[0].message_queue.broker.endpoints.addresses[0].port == proxy.port
+        empty_settings = stub.Telemetry(iter([spb.TelemetryCommand(settings=pb.Settings())]), metadata=meta,
+                                        timeout=15)
+        with pytest.raises(grpc.RpcError) as refused:
+            list(empty_settings)
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+        assert "no publishing or subscription" in refused.value.details()
+        no_id = raw(proxy, "QueryRoute", b"")
+        assert isinstance(no_id, bytes)  # a request without fields parses; its answer carries the status
+        assert spb.QueryRouteResponse.FromString(no_id).status.code == pb.ILLEGAL_TOPIC
+
+    p, _ = producer
+    assert p.send(new_message("PxNormal", b"still serving")).message_id
+    assert proxy.proc.poll() is None
+
+
+def test_sigterm_stops_the_proxy_cleanly(cluster: Cluster, tmp_path: Path) -> None:
+    proc = start_mq(["proxy", "start", "-n", cluster.namesrv.addr, "--grpc-port", "0", "--host", "127.0.0.1"],
+                    timeout=60)
+    try:
+        proc.signal(signal.SIGTERM)
+        assert proc.proc.wait(30) == 0
+    finally:
+        proc.stop()
+    assert "Traceback" not in proc.output()

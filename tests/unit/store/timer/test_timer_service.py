@@ -1,0 +1,209 @@
+"""TimerMessageStore over a real MessageStore in a temp dir, driven step by step with a fake clock."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+from unit.store.store_helpers import inner, tiny_config
+
+from mqtools.common import properties as P
+from mqtools.common.codec import decode_stored
+from mqtools.common.message import MessageExt
+from mqtools.server.store.message_store import MessageStore
+from mqtools.server.store.timer import timer_logic as L
+from mqtools.server.store.timer.timer_checkpoint import TimerCheckpointFile
+from mqtools.server.store.timer.timer_message_store import TimerMessageStore
+
+T0 = 1_700_000_000_000  # a whole second, ms
+SETTINGS = L.TimerSettings(precision_ms=1000, max_delay_sec=3600)
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.ms = T0
+
+    def __call__(self) -> float:
+        return self.ms / 1000
+
+
+async def open_store(root: Path, clock: Clock) -> tuple[MessageStore, TimerMessageStore]:
+    cfg = tiny_config(
+        root,
+        mapped_file_size_commit_log=256 * 1024,
+        timer_roll_window_slot=20,
+        mapped_file_size_timer_log=52 * 8 + 16,
+    )
+    store = MessageStore(cfg, clock=clock)
+    await store.start()
+    timer = TimerMessageStore(store, cfg, clock=clock, slots_total=3600)
+    timer.load()
+    timer.dequeue_running = True
+    timer.maybe_move_write_time()
+    return store, timer
+
+
+async def send(store: MessageStore, clock: Clock, body: bytes, **props: str) -> None:
+    msg = inner(topic="Orders", body=body, queue_id=1, **props)
+    outcome = L.rewrite_for_timer(msg, clock.ms, SETTINGS)
+    assert outcome in (L.Rewrite.REWRITTEN, L.Rewrite.DUE_NOW)
+    assert (await store.put_message(msg)).ok
+
+
+def delivered(store: MessageStore) -> list[MessageExt]:
+    out: list[MessageExt] = []
+    while len(out) < store.get_max_offset_in_queue("Orders", 1):
+        result = store.get_message("test", "Orders", 1, len(out), 1000)
+        out += [decode_stored(b) for b in result.buffers]
+    return out
+
+
+async def run(timer: TimerMessageStore) -> None:
+    """Enqueue what arrived, then deliver every tick that is over."""
+    while await timer.enqueue_once():
+        pass
+    while await timer.dequeue_once() != -1:
+        pass
+
+
+async def test_delivered_once_its_tick_is_over_never_before(tmp_path: Path) -> None:
+    clock = Clock()
+    store, timer = await open_store(tmp_path, clock)
+    await send(store, clock, b"a", TIMER_DELIVER_MS=str(T0 + 3500), KEYS="k")
+    await send(store, clock, b"b", TIMER_DELAY_SEC="2")
+    await run(timer)
+    assert delivered(store) == [] and timer.congest_num == 2
+    assert timer.metrics.count("Orders") == 2
+    clock.ms = T0 + 1999
+    await run(timer)
+    assert delivered(store) == []
+    clock.ms = T0 + 2000  # TIMER_DELAY_SEC=2 at T0 is due at T0+2000: filed under T0+1000, a tick over then
+    await run(timer)
+    assert [m.body for m in delivered(store)] == [b"b"]
+    clock.ms = T0 + 3999
+    await run(timer)
+    assert len(delivered(store)) == 1
+    clock.ms = T0 + 4000
+    await run(timer)
+    out = delivered(store)
+    assert [m.body for m in out] == [b"b", b"a"]
+    a = out[1]
+    assert a.store_timestamp >= int(a.properties[P.TIMER_DELIVER_MS])
+    assert a.properties[L.TIMER_OUT_MS] == str(T0 + 3000) and a.properties[P.KEYS] == "k"
+    assert a.properties[L.TIMER_ENQUEUE_MS] == str(T0) and a.properties[L.TIMER_DEQUEUE_MS] == str(T0 + 4000)
+    assert timer.congest_num == 0 and timer.metrics.count("Orders") == 0
+    timer.log.close()
+    await store.shutdown()
+
+
+async def test_already_due_at_enqueue_goes_straight_back(tmp_path: Path) -> None:
+    clock = Clock()
+    store, timer = await open_store(tmp_path, clock)
+    await send(store, clock, b"late", TIMER_DELAY_MS="1500")
+    clock.ms = T0 + 10_000  # the wheel was busy: the message reaches it after its time
+    timer.maybe_move_write_time()
+    assert await timer.enqueue_once() == 1
+    (msg,) = delivered(store)
+    assert msg.properties[L.TIMER_ENQUEUE_MS] == str(L.NEVER_ENQUEUED) and timer.log.max_offset == 0
+    assert timer.metrics.count("Orders") == 0
+    timer.log.close()
+    await store.shutdown()
+
+
+async def test_long_delays_roll_round_the_window(tmp_path: Path) -> None:
+    clock = Clock()
+    store, timer = await open_store(tmp_path, clock)  # a window of 20 ticks
+    await send(store, clock, b"far", TIMER_DELIVER_MS=str(T0 + 50_500))
+    for second in range(1, 51):
+        clock.ms = T0 + second * 1000
+        await run(timer)
+        assert delivered(store) == [], second
+    clock.ms = T0 + 51_000
+    await run(timer)
+    (msg,) = delivered(store)
+    assert msg.properties[L.TIMER_ROLL_TIMES] == "2" and msg.body == b"far"
+    assert msg.store_timestamp >= T0 + 50_500
+    timer.log.close()
+    await store.shutdown()
+
+
+async def test_a_delete_marker_cancels_its_message(tmp_path: Path) -> None:
+    clock = Clock()
+    store, timer = await open_store(tmp_path, clock)
+    await send(store, clock, b"keep", TIMER_DELIVER_MS=str(T0 + 2500), UNIQ_KEY="U1")
+    await send(store, clock, b"cancel", TIMER_DELIVER_MS=str(T0 + 2500), UNIQ_KEY="U2")
+    await send(
+        store, clock, b"", TIMER_DELIVER_MS=str(T0 + 2500), TIMER_DEL_UNIQKEY="Orders+U2", UNIQ_KEY="U3"
+    )
+    clock.ms = T0 + 3000
+    await run(timer)
+    assert [m.body for m in delivered(store)] == [b"keep"]
+    timer.log.close()
+    await store.shutdown()
+
+
+async def test_recovery_after_a_crash_loses_nothing(tmp_path: Path) -> None:
+    clock = Clock()
+    store, timer = await open_store(tmp_path, clock)
+    for i in range(12):  # more than one 8-record timerlog file
+        await send(store, clock, b"m%d" % i, TIMER_DELIVER_MS=str(T0 + 5000 + i * 1000))
+    assert await timer.enqueue_once() == 12
+    await timer.flush_once()  # a checkpoint ...
+    for i in range(12, 15):  # ... then more, and the process dies before the next one
+        await send(store, clock, b"m%d" % i, TIMER_DELIVER_MS=str(T0 + 5000 + i * 1000))
+    assert await timer.enqueue_once() == 3
+    assert timer.checkpoint.value.master_timer_queue_offset == 12
+    timer.wheel.close()
+    timer.log.close()
+    (tmp_path / "timerwheel").unlink()  # even the wheel is lost: the log alone must bring it back
+    await store.shutdown()
+
+    clock.ms = T0 + 1000
+    store, timer = await open_store(tmp_path, clock)
+    assert timer.curr_queue_offset == 12  # the checkpoint's: the last three are taken again
+    assert len(timer.log.queue.files) == 2
+    clock.ms = T0 + 30_000
+    await run(timer)
+    bodies = [m.body for m in delivered(store)]
+    assert set(bodies) == {b"m%d" % i for i in range(15)}
+    for m in delivered(store):
+        assert m.store_timestamp >= int(m.properties[P.TIMER_DELIVER_MS])
+    timer.log.close()
+    await store.shutdown()
+
+
+async def test_running_service_delivers_and_checkpoints_on_shutdown(tmp_path: Path) -> None:
+    """The loops themselves, on the real clock: a message 1 s ahead comes out once its tick is over, and
+    shutdown leaves a checkpoint a restart resumes from."""
+    cfg = tiny_config(tmp_path, mapped_file_size_commit_log=256 * 1024, timer_flush_interval_ms=100)
+    store = MessageStore(cfg)
+    await store.start()
+    timer = TimerMessageStore(store, cfg, slots_total=3600)
+    await timer.start()
+    start = int(time.time() * 1000)
+    msg = inner(topic="Orders", body=b"live", queue_id=1, TIMER_DELIVER_MS=str(start + 1000))
+    assert L.redirect_to_timer(msg, start, SETTINGS) is L.Rewrite.REWRITTEN
+    assert (await store.put_message(msg)).ok
+    deadline = time.monotonic() + 30
+    while not delivered(store):
+        assert time.monotonic() < deadline, "the timer message never came out"
+        await asyncio.sleep(0.05)
+    (out,) = delivered(store)
+    assert out.store_timestamp >= start + 1000
+    await timer.shutdown()
+    cp = TimerCheckpointFile(tmp_path / "config" / "timercheck").value
+    assert cp.master_timer_queue_offset == cp.last_timer_queue_offset == 1
+    assert cp.last_read_time_ms > int(out.properties[L.TIMER_OUT_MS])
+    assert cp.last_timer_log_flush_pos == 52
+    # started again, as a broker the controller makes master once more: it carries on from there
+    await timer.start()
+    assert timer.curr_queue_offset == 1 and timer.log.max_offset == 52
+    again = inner(topic="Orders", body=b"again", queue_id=1, TIMER_DELAY_MS="500")
+    assert L.redirect_to_timer(again, int(time.time() * 1000), SETTINGS) is L.Rewrite.REWRITTEN
+    assert (await store.put_message(again)).ok
+    while len(delivered(store)) < 2:
+        assert time.monotonic() < deadline + 30, "the second timer message never came out"
+        await asyncio.sleep(0.05)
+    await timer.shutdown()
+    await store.shutdown()
