@@ -91,14 +91,8 @@ async def _group_progress(admin: MQAdmin, a: Args) -> View:
 
 async def _group_connections(admin: MQAdmin, a: Args) -> View:
     from mqtools.client.admin.models.groups import group_connections_view
-    from mqtools.client.errors import ConsumerNotOnlineError
 
-    await admin.groups.subscription_group(a["group"])
-    try:
-        online = await admin.groups.consumer_connections(a["group"])
-    except ConsumerNotOnlineError:
-        online = None
-    return group_connections_view(a["group"], online)
+    return group_connections_view(a["group"], await admin.groups.online_connections(a["group"]))
 
 
 async def _ha_status(admin: MQAdmin, a: Args) -> View:

@@ -195,14 +195,8 @@ def connections(
 
     async def build(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.groups import group_connections_view
-        from mqtools.client.errors import ConsumerNotOnlineError
 
-        await admin.groups.subscription_group(group)
-        try:
-            online = await admin.groups.consumer_connections(group)
-        except ConsumerNotOnlineError:
-            online = None
-        return group_connections_view(group, online)
+        return group_connections_view(group, await admin.groups.online_connections(group))
 
     s.show(build)
 

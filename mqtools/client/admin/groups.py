@@ -20,7 +20,12 @@ from mqtools.client.admin.models.groups import (
     producer_connections,
 )
 from mqtools.client.admin.models.parse import queue_key
-from mqtools.client.errors import MQBrokerError, MQClientError, SubscriptionGroupNotExistError
+from mqtools.client.errors import (
+    ConsumerNotOnlineError,
+    MQBrokerError,
+    MQClientError,
+    SubscriptionGroupNotExistError,
+)
 from mqtools.remoting.bodies import (
     ConsumerConnection,
     ConsumeStats,
@@ -161,6 +166,15 @@ class GroupAdmin(AdminService):
             progress.queues.extend(_queue(mq, w) for mq, w in stats.offset_table.items())
         progress.queues.sort(key=lambda q: queue_key(q.queue))
         return progress
+
+    async def online_connections(self, group: str) -> GroupConnections | None:
+        """Who is online in a configured group; None when nobody is (SubscriptionGroupNotExistError when no
+        master knows the group): what `group connections` and MCP's group_connections show."""
+        await self.subscription_group(group)
+        try:
+            return await self.consumer_connections(group)
+        except ConsumerNotOnlineError:
+            return None
 
     async def consumer_connections(self, group: str, broker_addr: str | None = None) -> GroupConnections:
         """Who is online in a group, with its subscriptions, as the group's brokers (or `broker_addr`)
