@@ -92,6 +92,8 @@ _mq() {
             mq_admin_producer) path="mq admin producer" ;;
             mq_admin_producer_connections) path="mq admin producer connections" ;;
             mq_admin_schema) path="mq admin schema" ;;
+            mq_admin_timer) path="mq admin timer" ;;
+            mq_admin_timer_status) path="mq admin timer status" ;;
             mq_admin_topic) path="mq admin topic" ;;
             mq_admin_topic_clusters) path="mq admin topic clusters" ;;
             mq_admin_topic_create) path="mq admin topic create" ;;
@@ -143,7 +145,7 @@ _mq() {
     done
     case "${path// /_}" in
         mq) words="admin broker cluster context controller exporter mcp namesrv proxy spark-load top version --help" ;;
-        mq_admin) words="acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema topic txn user --context --namesrv --tls --tls-ca --tls-cert --tls-key -n --help" ;;
+        mq_admin) words="acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user --context --namesrv --tls --tls-ca --tls-cert --tls-key -n --help" ;;
         mq_admin_acl) words="delete get list update version white-addrs --help" ;;
         mq_admin_acl_delete) words="--broker-addr --cluster --context --namesrv --timeout -b -c -n --help" ;;
         mq_admin_acl_get) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
@@ -230,6 +232,8 @@ _mq() {
         mq_admin_producer) words="connections --help" ;;
         mq_admin_producer_connections) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_schema) words="--help" ;;
+        mq_admin_timer) words="status --help" ;;
+        mq_admin_timer_status) words="--broker-addr --cluster --context --namesrv --output --timeout --watch -b -c -n -o -w --help" ;;
         mq_admin_topic) words="clusters create delete list perm route status update --help" ;;
         mq_admin_topic_clusters) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_topic_create) words="--broker-addr --cluster --context --namesrv --order --output --perm --read-queues --timeout --write-queues -b -c -n -o -p -r -w --help" ;;

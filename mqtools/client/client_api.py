@@ -10,9 +10,11 @@ from __future__ import annotations
 import contextlib
 import zlib
 from collections.abc import Iterable
+from typing import Self
 
 from mqtools.client.errors import MQClientError
 from mqtools.client.instance import ClientInstance
+from mqtools.client.lifecycle import Lifecycle
 from mqtools.client.subscription import matches
 from mqtools.client.types import PULL_STATUS_BY_CODE, PullResult, PullStatus
 from mqtools.common import properties as P
@@ -175,8 +177,9 @@ async def send_back(instance: ClientInstance, group: str, mq: MessageQueue, msg:
     return True
 
 
-class ConsumerBase:
-    """What both consumers share: their ClientInstance and the queue queries of RocketMQ's MQAdminImpl."""
+class ConsumerBase(Lifecycle):
+    """What the consumers share: their ClientInstance (started and shut down with them unless a consumer
+    does more) and the queue queries of RocketMQ's MQAdminImpl."""
 
     def __init__(self, group: str, namesrv: str | list[str] | None, instance: ClientInstance | None,
                  security: ClientSecurity | None = None) -> None:
@@ -184,6 +187,13 @@ class ConsumerBase:
             raise MQClientError("a consumer needs namesrv= or instance=")
         self.group = group
         self.instance = instance or ClientInstance(namesrv, security=security)  # type: ignore[arg-type]
+
+    async def start(self) -> Self:
+        await self.instance.start()
+        return self
+
+    async def shutdown(self) -> None:
+        await self.instance.shutdown()
 
     async def fetch_queues(self, topic: str) -> list[MessageQueue]:
         route = await self.instance.route(topic, refresh=True)

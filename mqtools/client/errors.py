@@ -66,6 +66,10 @@ class UnknownTargetError(MQClientError):
     """The broker name, address or cluster is unknown to the name servers: a usage error, not an outage."""
 
 
+class MessageNotFoundError(MQClientError):
+    """No message has the id, or stands at the queue offset, asked for (a lookup's not found: exit 1)."""
+
+
 class MQBrokerError(MQClientError):
     """A broker or name server answered with a non-success response code."""
 

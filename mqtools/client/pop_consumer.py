@@ -16,7 +16,7 @@ import enum
 import itertools
 import time
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any
 
 from mqtools.client.client_api import ConsumerBase, decode_pull_body
 from mqtools.client.errors import MQClientError, TopicNotExistError
@@ -116,19 +116,6 @@ class PopConsumer(ConsumerBase):
         super().__init__(group, namesrv, instance, security)
         self.init_mode = init_mode
         self._turn = itertools.count()
-
-    async def start(self) -> PopConsumer:
-        await self.instance.start()
-        return self
-
-    async def shutdown(self) -> None:
-        await self.instance.shutdown()
-
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     async def _broker_for(self, topic: str, broker_name: str | None) -> tuple[str, str]:
         route = await self.instance.route(topic)

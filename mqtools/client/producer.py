@@ -32,6 +32,7 @@ from mqtools.client.batch_accumulator import AutoBatcher, BatchAccumulator
 from mqtools.client.errors import MQBrokerError, MQClientError
 from mqtools.client.fault import MQFaultStrategy, QueueRotation
 from mqtools.client.instance import ClientInstance
+from mqtools.client.lifecycle import Lifecycle
 from mqtools.client.route import TopicRoute
 from mqtools.client.types import SEND_STATUS_BY_CODE, SendResult
 from mqtools.common import properties as P
@@ -68,7 +69,7 @@ def select_by_hash(queues: list[MessageQueue], _msg: Message, arg: Any) -> Messa
     return queues[zlib.crc32(str(arg).encode()) % len(queues)]
 
 
-class Producer:
+class Producer(Lifecycle):
     """`async with Producer("group", namesrv="127.0.0.1:9876") as p: await p.send(msg)`."""
 
     def __init__(
@@ -123,7 +124,7 @@ class Producer:
             accumulator = BatchAccumulator(batch_max_delay_ms / 1000, batch_max_bytes, total_batch_max_bytes)
             self._batcher = AutoBatcher(accumulator, self._send_gathered, clock, self._pending, self._running_loop)
 
-    async def start(self) -> Producer:
+    async def start(self) -> Self:
         self.instance.producer_groups.add(self.group)
         await self.instance.start()
         if self.tracer is not None:
@@ -143,12 +144,6 @@ class Producer:
         self.instance.producer_groups.discard(self.group)
         await self.instance.unregister(producer_group=self.group)
         await self.instance.shutdown()
-
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     # public sends ---------------------------------------------------------------------
 

@@ -6,8 +6,6 @@ which is what a Spark executor reading a fixed offset range wants.
 
 from __future__ import annotations
 
-from typing import Self
-
 from mqtools.client.client_api import ConsumerBase, pull_once
 from mqtools.client.instance import ClientInstance
 from mqtools.client.offset_store import RemoteOffsetStore
@@ -24,19 +22,6 @@ class PullConsumer(ConsumerBase):
                  instance: ClientInstance | None = None, security: ClientSecurity | None = None) -> None:
         super().__init__(group, namesrv, instance, security)
         self.offsets = RemoteOffsetStore(self.instance, group)
-
-    async def start(self) -> PullConsumer:
-        await self.instance.start()
-        return self
-
-    async def shutdown(self) -> None:
-        await self.instance.shutdown()
-
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     async def pull(self, mq: MessageQueue, expression: str | None, offset: int, max_nums: int = 32, *,
                    suspend: float = 0.0, decode: bool = True) -> PullResult:

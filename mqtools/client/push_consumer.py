@@ -126,7 +126,7 @@ class PushConsumer(ConsumerBase):
 
     # life cycle -----------------------------------------------------------------------
 
-    async def start(self) -> PushConsumer:
+    async def start(self) -> Self:
         if self.listener is None or not self.subscriptions:
             raise MQClientError("subscribe to a topic and register a listener before start()")
         listener = self.listener if self.tracer is None else traced_listener(self.listener, self.tracer)
@@ -165,12 +165,6 @@ class PushConsumer(ConsumerBase):
         self.instance.consumers.pop(self.group, None)
         await self.instance.unregister(consumer_group=self.group)
         await self.instance.shutdown()
-
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     def rebalance_soon(self) -> None:
         self._rebalance.wake()

@@ -28,6 +28,7 @@ from typing import Any, Self
 
 from mqtools.client.errors import MQClientError
 from mqtools.client.instance import ClientInstance
+from mqtools.client.lifecycle import Lifecycle
 from mqtools.client.producer import Producer
 from mqtools.client.types import SendResult, SendStatus
 from mqtools.common import properties as P
@@ -87,7 +88,7 @@ async def _answer(call: Callable[..., Any], *args: Any) -> tuple[LocalTransactio
     return state, None
 
 
-class TransactionProducer:
+class TransactionProducer(Lifecycle):
     """A Producer whose sends are transactions; `check` answers the brokers' questions about them."""
 
     def __init__(self, group: str, *, execute: Execute, check: Check, namesrv: str | list[str] | None = None,
@@ -122,12 +123,6 @@ class TransactionProducer:
         if self._checks:
             await asyncio.wait(set(self._checks), timeout=self.producer.send_timeout)
         await self.producer.shutdown()
-
-    async def __aenter__(self) -> Self:
-        return await self.start()
-
-    async def __aexit__(self, *exc: object) -> None:
-        await self.shutdown()
 
     async def send_in_transaction(self, msg: Message, arg: Any = None) -> TransactionSendResult:
         sent = await self.producer.send_half(msg)

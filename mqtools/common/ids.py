@@ -59,6 +59,15 @@ def decode_offset_msg_id(msg_id: str) -> tuple[Host, int]:
     return (str(addr), port), offset
 
 
+def is_offset_msg_id(msg_id: str) -> bool:
+    """Whether `msg_id` names its storing broker (an offset msgId), so it can be read without its topic."""
+    try:
+        decode_offset_msg_id(msg_id)
+    except ValueError:
+        return False
+    return True
+
+
 def _month_start_ms(now_s: float) -> int:
     d = datetime.fromtimestamp(now_s)
     return int(d.replace(day=1, hour=0, minute=0, second=0, microsecond=0).timestamp() * 1000)

@@ -33,6 +33,7 @@ from mqtools.diagnose.group import (
     GroupSample,
     HeldQueue,
     Member,
+    PopSample,
     QueueSample,
     Thresholds,
     judge,
@@ -95,7 +96,11 @@ class GroupReading:
             members = None
         else:
             members = [_member(c, info) for c, info in zip(self.connections.connections, self.infos, strict=True)]
-        return GroupSample(self.at, queues | self.hidden, members, self.dlq, lost)
+        pop = None
+        if not isinstance(self.progress, MQClientError) and self.progress.pop is not None and self.progress.pop.popped:
+            p = self.progress.pop
+            pop = PopSample(p.inflight, p.revive_due, p.revived)
+        return GroupSample(self.at, queues | self.hidden, members, self.dlq, lost, pop)
 
 
 async def read_group(admin: MQAdmin, group: str, *, for_sample: bool = True,

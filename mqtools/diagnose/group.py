@@ -10,10 +10,15 @@ in this order:
   rebalancing        the members or who holds which queue changed in the window
   stuck orderly queue an orderly member holds a queue (locked) with messages waiting and commits nothing
   stalled            queues with messages waiting whose committed offset did not move in the window
-  unowned queues     members online, but queues no member holds
+  not acknowledging  a POP group whose popped messages come back after their invisible time
+  unowned queues     members online, but queues no member holds (not judged for a POP group)
   blocked by retries the retry queue grows by a share of what is consumed, or the dead-letter queue grows
   slow               consuming, but the backlog is past the lag threshold and not shrinking
   healthy            the backlog shrinks, or stays under the lag threshold
+
+A POP group (mq's brokers say so: GET_POP_IN_FLIGHT) is judged on what it pops: the broker moves its
+offsets when it pops, and its members hold no queues, so what shows a consumer that stopped acknowledging
+is the messages in flight and those that came back after their invisible time (revived).
 
 Clients commit offsets every few seconds (persistConsumerOffsetInterval, 5 s), so a window shorter than
 twice that can mistake a working queue for a stalled one: Thresholds.min_window says so.
@@ -36,9 +41,10 @@ if TYPE_CHECKING:
 HEALTHY, SLOW, STALLED, UNOWNED, REBALANCING = "healthy", "slow", "stalled", "unowned queues", "rebalancing"
 RETRIES, OFFLINE, STUCK_ORDERLY, UNKNOWN = "blocked by retries", "offline", "stuck orderly queue", "unknown"
 NO_MASTER = "no master"
+NOT_ACKED = "not acknowledging"
 SEVERITY = {HEALTHY: Severity.OK, REBALANCING: Severity.INFO, UNKNOWN: Severity.UNKNOWN}
 #: The verdicts, in the order the judge tries them (the first that holds is the verdict, the rest "also").
-ORDER = (OFFLINE, NO_MASTER, REBALANCING, STUCK_ORDERLY, STALLED, UNOWNED, RETRIES, SLOW)
+ORDER = (OFFLINE, NO_MASTER, REBALANCING, STUCK_ORDERLY, STALLED, NOT_ACKED, UNOWNED, RETRIES, SLOW)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +91,18 @@ class Member:
 
 
 @dataclass(frozen=True, slots=True)
+class PopSample:
+    """A POP group's figures at one moment, summed over the brokers that gave them."""
+
+    inflight: int
+    """Popped and not acknowledged."""
+    revive_due: int
+    """Of those, past their invisible time."""
+    revived: int
+    """Came back after their invisible time since the brokers started (a counter)."""
+
+
+@dataclass(frozen=True, slots=True)
 class GroupSample:
     at: float
     """Seconds on the collector's clock."""
@@ -95,6 +113,8 @@ class GroupSample:
     """Messages ever put to the group's %DLQ% topic; None when it has none or it could not be read."""
     unreachable: tuple[str, ...] = ()
     """Broker sets no replica answered for: their queues are not in `queues`."""
+    pop: PopSample | None = None
+    """Set for a group that pops (as mq's brokers report it); None otherwise or when not known."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -139,6 +159,10 @@ class GroupDiagnosis:
     also: list[str] = field(default_factory=list)
     """Other verdicts that hold too, in the judge's order."""
     actions: list[str] = field(default_factory=list)
+    pop: PopSample | None = None
+    """A POP group's figures at the end of the window."""
+    revived_growth: int | None = None
+    """POP: messages that came back after their invisible time during the window."""
 
     @property
     def severity(self) -> Severity:
@@ -153,6 +177,9 @@ class GroupDiagnosis:
                 "queues": [q.to_json() for q in self.queues],
                 "members": [{"clientId": m.client_id, "version": m.version, "orderly": m.orderly,
                              "queuesHeld": None if m.held is None else len(m.held)} for m in self.members],
+                "pop": None if self.pop is None else {
+                    "inflight": self.pop.inflight, "reviveDue": self.pop.revive_due,
+                    "revivedInWindow": self.revived_growth},
                 "also": self.also, "actions": self.actions}
 
 
@@ -191,7 +218,8 @@ def judge(group: str, samples: Sequence[GroupSample], thresholds: Thresholds = D
     if not last.queues:
         return unknown(group, window, "no consume stats: the group has no offsets on any broker")
     members = list(last.members)
-    owners = _owners(members)
+    pop = last.pop
+    owners = None if pop is not None else _owners(members)  # POP members hold no queues
     rows: list[QueueEvidence] = []
     for mq, end in sorted(last.queues.items(), key=lambda kv: (kv[0].topic, kv[0].broker_name, kv[0].queue_id)):
         start = first.queues.get(mq, end)
@@ -212,7 +240,9 @@ def judge(group: str, samples: Sequence[GroupSample], thresholds: Thresholds = D
     consume = sum(r.consumed_per_s or 0.0 for r in plain)
     out = GroupDiagnosis(group, HEALTHY, "", window, lag, lag_start, produce, consume,
                          lag / (consume - produce) if consume > produce else (0.0 if lag == 0 else None),
-                         queues=rows, members=members)
+                         queues=rows, members=members, pop=pop)
+    if pop is not None and first.pop is not None:
+        out.revived_growth = max(0, pop.revived - first.pop.revived)
     out.retry_growth = sum(r.broker_offset - first.queues.get(r.queue, last.queues[r.queue]).broker_offset
                            for r in retry)
     if last.dlq_offset is not None:
@@ -310,9 +340,25 @@ def _stalled(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | Non
             f"{sum(r.lag for r in stalled):,} message(s) waiting{who}")
 
 
+def _not_acked(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None,
+               samples: Sequence[GroupSample], t: Thresholds) -> str | None:
+    """POP messages came back after their invisible time in the window, or wait past it now: the members
+    pop but do not acknowledge (or not within the invisible time)."""
+    pop = out.pop
+    if pop is None or not (out.revived_growth or pop.revive_due):
+        return None
+    parts = []
+    if out.revived_growth:
+        parts.append(f"{out.revived_growth:,} popped message(s) came back after their invisible time in "
+                     f"{out.window_s:.0f} s")
+    if pop.revive_due:
+        parts.append(f"{pop.revive_due:,} wait past it")
+    return f"{'; '.join(parts)}: not acknowledged in time; {pop.inflight:,} popped and not acknowledged now"
+
+
 def _unowned(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None, samples: Sequence[GroupSample],
              t: Thresholds) -> str | None:
-    if owners is None or not out.members:
+    if owners is None or not out.members or out.pop is not None:
         return None
     free = [r for r in plain if r.queue not in owners]
     if not free:
@@ -343,7 +389,7 @@ def _slow(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None, 
 
 
 _CHECKS = {OFFLINE: _offline, NO_MASTER: _no_master, REBALANCING: _rebalancing, STUCK_ORDERLY: _stuck_orderly, STALLED: _stalled,
-           UNOWNED: _unowned, RETRIES: _retries, SLOW: _slow}
+           NOT_ACKED: _not_acked, UNOWNED: _unowned, RETRIES: _retries, SLOW: _slow}
 
 
 def _actions(out: GroupDiagnosis) -> list[str]:
@@ -355,6 +401,8 @@ def _actions(out: GroupDiagnosis) -> list[str]:
         REBALANCING: [f"mq admin diagnose group {g}  # again once the members settle"],
         STUCK_ORDERLY: [f"mq admin group status {g}", "restart the holder shown; its lock expires after 60 s"],
         STALLED: [f"mq admin group connections {g}", "inspect the holder shown (jstack, its logs)"],
+        NOT_ACKED: [f"mq admin group progress {g}  # POP: in flight, past their invisible time, revived",
+                    "make the consumers ack (or change the invisible time) within the invisible time they pop with"],
         UNOWNED: [f"mq admin group connections {g}", "check the members' subscriptions are the same"],
         RETRIES: [f"mq admin dlq list {g}", f"mq admin group progress {g}"],
         SLOW: [f"mq admin group progress {g}", "add consumers (up to the queue count) or consume threads"],
@@ -375,6 +423,9 @@ def group_diagnosis_view(d: GroupDiagnosis) -> View:
               (f"window {d.window_s:.1f} s: lag {number(d.lag)} (was {number(d.lag_at_start)}), in "
                f"{_rate(d.produce_tps)}, out {_rate(d.consume_tps)}, drains in {number(d.drain_s, 's')}, retries "
                f"{number(d.retry_growth)}, to DLQ {number(d.dlq_growth)}")]
+    if d.pop is not None:
+        footer.append(f"POP: {d.pop.inflight:,} popped and not acknowledged, {d.pop.revive_due:,} past their invisible "
+                      f"time, {number(d.revived_growth)} came back in the window")
     footer += [f"member {m.client_id} {m.version or NA}{' orderly' if m.orderly else ''}, holds "
                f"{NA if m.held is None else len(m.held)} queue(s)" for m in d.members]
     footer += [f"also: {', '.join(d.also)}"] if d.also else []

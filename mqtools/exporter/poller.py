@@ -142,12 +142,17 @@ class ExporterPoller:
     async def _ha(self, broker_name: str) -> list[Sample]:
         return ha_samples(await self.admin.ha.ha_ready(broker_name))
 
+    def _each(self, prefix: str, names: list[str], poll: Callable[[str], Awaitable[list[Sample]]]) -> list[Sample]:
+        """One job per topic or group, keyed `prefix` + name, those gone from the cluster forgotten; their
+        samples arrive as each job ends, so this step has none of its own."""
+        self._prune(prefix, set(names))
+        for name in names:
+            self._launch(f"{prefix}{name}", lambda n=name: poll(n))
+        return []
+
     async def _topics(self, cluster_of: dict[str, str]) -> list[Sample]:
         topics = [t for t in await self.admin.topics.topic_list() if not is_system_topic(t)]
-        self._prune("topic:", set(topics))
-        for topic in topics:
-            self._launch(f"topic:{topic}", lambda t=topic: self._topic(cluster_of, t))
-        return []
+        return self._each("topic:", topics, lambda t: self._topic(cluster_of, t))
 
     async def _topic(self, cluster_of: dict[str, str], topic: str) -> list[Sample]:
         status = await self.admin.overview.topic_status(topic)
@@ -158,10 +163,7 @@ class ExporterPoller:
 
     async def _groups(self, cluster_of: dict[str, str]) -> list[Sample]:
         groups = [e.group for e in await self.admin.groups.group_list() if not e.system]
-        self._prune("group:", set(groups))
-        for group in groups:
-            self._launch(f"group:{group}", lambda g=group: self._group(cluster_of, g))
-        return []
+        return self._each("group:", groups, lambda g: self._group(cluster_of, g))
 
     async def _group(self, cluster_of: dict[str, str], group: str) -> list[Sample]:
         progress = await self.admin.groups.consumer_progress(group)

@@ -114,22 +114,14 @@ async def _message_by_key(admin: MQAdmin, a: Args) -> View:
     return message_list_view(a["topic"], await admin.messages.query_by_key(a["topic"], a["key"]))
 
 
-async def _message_by_id(admin: MQAdmin, a: Args) -> View | str:
+async def _message_by_id(admin: MQAdmin, a: Args) -> View:
     from mqtools.client.admin.models.messages import message_view
-    from mqtools.common.ids import decode_offset_msg_id
+    from mqtools.common.ids import is_offset_msg_id
 
     msg_id, topic = a["msg_id"], a.get("topic")
-    if topic is None:
-        try:
-            decode_offset_msg_id(msg_id)
-        except ValueError:
-            raise ValueError(f"{msg_id} is not an offset msgId: give topic to look up a client msgId") from None
-        found = await admin.messages.view_message(msg_id)
-    else:
-        found = await admin.messages.find_message(topic, msg_id)
-    if found is None:
-        raise ValueError(f"message not found: {msg_id}")
-    return message_view(found, await admin.tracking.message_tracks(found))
+    if topic is None and not is_offset_msg_id(msg_id):
+        raise ValueError(f"{msg_id} is not an offset msgId: give topic to look up a client msgId")
+    return message_view(await admin.messages.message_by_id(msg_id, topic))
 
 
 def _drill_list(a: Args) -> View:

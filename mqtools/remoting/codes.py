@@ -158,10 +158,11 @@ class RequestCode(enum.IntEnum):
     AUTH_DELETE_ACL = 3008
     AUTH_GET_ACL = 3009
     AUTH_LIST_ACL = 3010
-    # mq's private range (see PRIVATE_CODE_RANGE): the name server's broker live table, and the
-    # controller's election history.
+    # mq's private range (see PRIVATE_CODE_RANGE): the name server's broker live table, the
+    # controller's election history, and a broker's POP messages in flight per group.
     GET_BROKER_LIVE_TABLE = 40001
     GET_CONTROLLER_ELECTIONS = 40002
+    GET_POP_IN_FLIGHT = 40003
 
 
 class ResponseCode(enum.IntEnum):

@@ -51,6 +51,7 @@ COMMANDS: dict[str, list[str]] = {
     "offset clone": ["admin", "offset", "clone", GROUP, "GoldenGroup2", TOPIC, "--dry-run", "-n", "{ns}"],
     "dlq list": ["admin", "dlq", "list", GROUP, "-n", "{ns}"],
     "ha status": ["admin", "ha", "status", "-c", "{cluster}", "-n", "{ns}"],
+    "timer status": ["admin", "timer", "status", "-n", "{ns}"],
     "namesrv config get": ["admin", "namesrv", "config", "get", "-n", "{ns}"],
     "kv get": ["admin", "kv", "get", "GOLDEN", "k1", "-n", "{ns}"],
     "kv list": ["admin", "kv", "list", "GOLDEN", "-n", "{ns}"],

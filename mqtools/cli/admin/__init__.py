@@ -30,6 +30,7 @@ from mqtools.cli.admin import (
     offset,
     producer,
     schema,
+    timer,
     topic,
     txn,
     user,
@@ -78,6 +79,7 @@ app.add_typer(offset.app, name="offset")
 app.add_typer(producer.app, name="producer")
 app.add_typer(drill.app, name="drill")
 app.add_typer(ha.app, name="ha")
+app.add_typer(timer.app, name="timer")
 app.add_typer(acl.app, name="acl")
 app.add_typer(acl2.app, name="acl2")
 app.add_typer(user.app, name="user")

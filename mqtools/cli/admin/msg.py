@@ -24,6 +24,7 @@ from mqtools.client.admin.models.messages import (
     send_result_view,
 )
 from mqtools.common.exitcodes import EXIT_REFUSED
+from mqtools.common.ids import is_offset_msg_id
 from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC
 
 if TYPE_CHECKING:
@@ -38,20 +39,11 @@ ToOpt = Annotated[Optional[str], typer.Option("--to", help="Stored before (epoch
 
 
 def times(start: str | None, end: str | None) -> tuple[int | None, int | None]:
-    """--from/--to as epoch ms; a bad value is a usage error naming the accepted forms."""
+    """--from/--to as epoch ms; a bad value is a usage error naming the accepted forms (TimeSpecError)."""
     from mqtools.common.timeparse import parse_time_ms
 
     now = int(time.time() * 1000)
-    try:
-        return (None if start is None else parse_time_ms(start, now)), (None if end is None else parse_time_ms(end, now))
-    except ValueError as exc:
-        raise usage(str(exc)) from None
-
-
-async def _detail(admin: MQAdmin, m: MessageExt | None, what: str) -> View:
-    if m is None:
-        raise fail(f"message not found: {what}", EXIT_REFUSED)
-    return message_view(m, await admin.tracking.message_tracks(m))
+    return (None if start is None else parse_time_ms(start, now)), (None if end is None else parse_time_ms(end, now))
 
 
 @admin_command(app, "get", output=True, watch=True)
@@ -66,15 +58,9 @@ def get(
     """
 
     async def build(admin: MQAdmin) -> View:
-        if topic is None:
-            from mqtools.common.ids import decode_offset_msg_id
-
-            try:
-                decode_offset_msg_id(msg_id)
-            except ValueError:
-                raise usage(f"{msg_id} is not an offset msgId: give --topic to look up a client msgId") from None
-            return await _detail(admin, await admin.messages.view_message(msg_id), msg_id)
-        return await _detail(admin, await admin.messages.find_message(topic, msg_id), msg_id)
+        if topic is None and not is_offset_msg_id(msg_id):
+            raise usage(f"{msg_id} is not an offset msgId: give --topic to look up a client msgId")
+        return message_view(await admin.messages.message_by_id(msg_id, topic))
 
     s.show(build)
 
@@ -133,7 +119,7 @@ def at(
 
     async def build(admin: MQAdmin) -> View:
         m = await admin.messages.message_at(MessageQueue(topic, broker, queue_id), offset)
-        return await _detail(admin, m, f"{topic} {broker} queue {queue_id} offset {offset}")
+        return message_view(await admin.messages.message_detail(m, f"{topic} {broker} queue {queue_id} offset {offset}"))
 
     s.show(build)
 
@@ -195,7 +181,7 @@ def print_(
     begin_ms, end_ms = times(start, end)
 
     async def build(admin: MQAdmin) -> View:
-        spans = [await admin.messages.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await admin.messages.message_queues(topic)]
+        spans = await admin.messages.topic_spans(topic, begin_ms=begin_ms, end_ms=end_ms)
         found = await read_spans(admin, spans, None, expression)
         return message_list_view(topic, found, [f"{len(found)} messages from {len(spans)} queues"])
 
@@ -216,7 +202,7 @@ def consume(
     begin_ms, end_ms = times(start, end)
 
     async def build(admin: MQAdmin) -> View:
-        spans = [await admin.messages.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await admin.messages.message_queues(topic)]
+        spans = await admin.messages.topic_spans(topic, begin_ms=begin_ms, end_ms=end_ms)
         return message_list_view(topic, await read_spans(admin, spans, count))
 
     s.show(build)

@@ -48,10 +48,7 @@ def _target(to_time: str | None, to_offset: int | None, shift: int | None, earli
     if queue_id is not None and to_offset is None:
         raise usage("-b/-q go with --to-offset")
     if to_time is not None:
-        try:
-            return ResetTarget("time", parse_time_ms(to_time, int(time.time() * 1000)))
-        except ValueError as exc:
-            raise usage(str(exc)) from None
+        return ResetTarget("time", parse_time_ms(to_time, int(time.time() * 1000)))
     if to_offset is not None:
         return ResetTarget("offset", to_offset, broker_name, queue_id)
     if shift is not None:

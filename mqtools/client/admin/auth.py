@@ -24,6 +24,7 @@ from mqtools.client.admin.models.auth import (
     BrokerUsers,
 )
 from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.common.exitcodes import EXIT_USAGE
 from mqtools.common.presentation import Unreachable
 from mqtools.remoting.auth_bodies import (
     AclInfo,
@@ -59,15 +60,22 @@ def acl_body(acl: AuthAcl) -> AclInfo:
         for p in acl.policies])
 
 
+class AclRuleError(MQClientError, ValueError):
+    """An action or decision RocketMQ does not know, in a rule given to `rule_acl`: a usage error (exit 2),
+    caught by no command (the CLI's frame prints it); a ValueError still for callers that parse values."""
+
+    exit_code = EXIT_USAGE
+
+
 def rule_acl(subject: str, resources: list[str], actions: list[str], source_ips: list[str],
              decision: str) -> AuthAcl:
     """The ACL mqadmin's createAcl sends: one Custom policy, an entry per resource, same actions/IPs/decision.
-    ValueError for an action or decision RocketMQ does not know (the broker would drop or refuse it)."""
+    AclRuleError for an action or decision RocketMQ does not know (the broker would drop or refuse it)."""
     bad = [a for a in actions if a.lower() not in {x.lower() for x in ACTIONS}]
     if bad:
-        raise ValueError(f"unknown action {', '.join(bad)} (one of {', '.join(ACTIONS)})")
+        raise AclRuleError(f"unknown action {', '.join(bad)} (one of {', '.join(ACTIONS)})")
     if decision.lower() not in {d.lower() for d in DECISIONS}:
-        raise ValueError(f"unknown decision {decision} (Allow or Deny)")
+        raise AclRuleError(f"unknown decision {decision} (Allow or Deny)")
     if not subject.startswith("User:"):
         subject = f"User:{subject}"
     entries = tuple(AuthRule(r, tuple(actions), tuple(source_ips), decision) for r in resources)

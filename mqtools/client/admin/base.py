@@ -99,12 +99,13 @@ class SetReads(Generic[T]):
     def from_slaves(self) -> list[str]:
         return sorted(name for name, r in self.reads.items() if r.source == SLAVE)
 
-    def doubt_slaves(self, what: str) -> SetReads[T]:
-        """A slave learns topics, groups and offsets from its master every few seconds: its "no such `what`"
-        (a None answer) for a set whose master did not answer is not a fact, so that set becomes unreachable.
-        Unreachable sets are kept sorted by name."""
+    def doubt_slaves(self, what: str, empty: Callable[[T], bool] = lambda value: value is None) -> SetReads[T]:
+        """A slave learns topics, groups and offsets from its master every few seconds (Apache 5.5's every 60 s,
+        or never: see docs/outages.md): its "no such `what`" (an answer `empty` says holds nothing) for a set
+        whose master did not answer is not a fact, so that set becomes unreachable. Unreachable sets are kept
+        sorted by name."""
         for name, r in list(self.reads.items()):
-            if r.source == SLAVE and r.value is None:
+            if r.source == SLAVE and empty(r.value):
                 del self.reads[name]
                 self.unreachable.append(Unreachable(name, r.addr, f"no master answering; the slave does not know "
                                                                   f"the {what} yet"))

@@ -28,6 +28,7 @@ from mqtools.client.admin.namesrv_probe import NamesrvProbeAdmin
 from mqtools.client.admin.offsets import LATEST, OffsetAdmin
 from mqtools.client.admin.overview import OverviewAdmin
 from mqtools.client.admin.queue_offsets import QueueOffsetAdmin
+from mqtools.client.admin.timer import TimerAdmin
 from mqtools.client.admin.topic_overview import TopicOverviewAdmin
 from mqtools.client.admin.topics import TopicAdmin
 from mqtools.client.admin.trace import TraceAdmin
@@ -63,3 +64,4 @@ class MQAdmin(AdminBase):
         self.acl = AclAdmin(self)
         self.controllers = ControllerAdmin(self)
         self.auth = AuthAdmin(self)
+        self.timer = TimerAdmin(self)

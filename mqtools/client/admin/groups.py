@@ -16,6 +16,7 @@ from mqtools.client.admin.models.groups import (
     GroupConnections,
     GroupEntry,
     GroupPlacement,
+    PopFigures,
     QueueProgress,
     producer_connections,
 )
@@ -26,6 +27,7 @@ from mqtools.client.errors import (
     MQClientError,
     SubscriptionGroupNotExistError,
 )
+from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import (
     ConsumerConnection,
     ConsumeStats,
@@ -42,6 +44,22 @@ from mqtools.remoting.headers import (
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
 )
+from mqtools.remoting.pop_stats import PopInFlightBody, PopInFlightRequestHeader
+
+
+def _pop_figures(acc: PopFigures | None, pop: PopInFlightBody | None) -> PopFigures | None:
+    """Add one set's POP answer to the group's sums; a set without one makes them incomplete."""
+    if pop is None:
+        if acc is not None:
+            acc.complete = False
+        return acc
+    out = acc if acc is not None else PopFigures()
+    out.popped = out.popped or pop.popped
+    out.inflight += sum(q.in_flight + q.revive_due for q in pop.queues)
+    out.revive_due += sum(q.revive_due for q in pop.queues)
+    out.retry_inflight += sum(q.in_flight + q.revive_due for q in pop.queues if is_retry_topic(q.topic))
+    out.revived += pop.revived
+    return out
 
 
 def _queue(mq: MessageQueue, w: OffsetWrapper, source: str = MASTER) -> QueueProgress:
@@ -132,22 +150,51 @@ class GroupAdmin(AdminService):
                                 cluster: str | None = None) -> ConsumerProgress:
         """GET_CONSUME_STATS on every broker set of the group (or of `cluster`), each from its master, else a
         slave: offsets, lag and last consume time per queue; the sets no replica answered for are named.
-        SubscriptionGroupNotExistError for a group no broker knows."""
+        From the same replica, mq's private GET_POP_IN_FLIGHT: what a POP group has popped and not acknowledged
+        per queue (None where the broker does not say). SubscriptionGroupNotExistError for a group no broker
+        knows."""
         sets = await (self.admin.all_sets(cluster) if cluster is not None else self.admin.group_sets(group, topic))
-        _, read = await asyncio.gather(self.subscription_group(group), self.admin.read_sets(
-            sets, lambda a: self._consume_stats(a, group, topic)))
-        read.doubt_slaves("group")
+
+        async def both(addr: str) -> tuple[ConsumeStats, PopInFlightBody | None] | None:
+            stats, pop = await asyncio.gather(self._consume_stats(addr, group, topic),
+                                              self._pop_in_flight(addr, group, topic))
+            return None if stats is None else (stats, pop)
+
+        _, read = await asyncio.gather(self.subscription_group(group), self.admin.read_sets(sets, both))
+        # a slave with no offsets of the group may not have them yet: not "nothing to consume there"
+        read.doubt_slaves("group", lambda value: value is None or not value[0].offset_table)
         progress = ConsumerProgress(group)
         for _, r in sorted(read.reads.items()):
             if r.value is None:
                 continue
-            progress.consume_tps = (progress.consume_tps or 0.0) + r.value.consume_tps
-            progress.queues.extend(_queue(mq, w, r.source) for mq, w in r.value.offset_table.items())
+            stats, pop = r.value
+            progress.consume_tps = (progress.consume_tps or 0.0) + stats.consume_tps
+            per_queue = {(q.topic, q.queue_id): q for q in pop.queues} if pop is not None else {}
+            for mq, w in stats.offset_table.items():
+                queue = _queue(mq, w, r.source)
+                if pop is not None:
+                    found = per_queue.get((mq.topic, mq.queue_id))
+                    queue = dataclasses.replace(queue, pop_inflight=found.in_flight + found.revive_due if found else 0,
+                                                revive_due=found.revive_due if found else 0)
+                progress.queues.append(queue)
+            progress.pop = _pop_figures(progress.pop, pop)
         progress.queues.sort(key=lambda q: queue_key(q.queue))
         progress.unreachable = read.unreachable
         if progress.unreachable:
             progress.consume_tps = None
         return progress
+
+    async def _pop_in_flight(self, addr: str, group: str, topic: str | None) -> PopInFlightBody | None:
+        """mq's private GET_POP_IN_FLIGHT; None where the broker does not answer it (Apache: not supported, or
+        refused by an ACL that does not know the code) or tracks nothing (a slave)."""
+        resp = await self.admin.call(addr, RequestCode.GET_POP_IN_FLIGHT,
+                                     PopInFlightRequestHeader(group, topic).to_ext(),
+                                     ok=(ResponseCode.SUCCESS, ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+                                         ResponseCode.NO_PERMISSION))
+        if resp.code != ResponseCode.SUCCESS or not resp.body:
+            return None
+        body = PopInFlightBody.from_json(resp.body)
+        return body if body.tracked else None
 
     async def _consume_stats(self, addr: str, group: str, topic: str | None) -> ConsumeStats | None:
         resp = await self.admin.call(addr, RequestCode.GET_CONSUME_STATS, GetConsumeStatsRequestHeader(group, topic).to_ext(),

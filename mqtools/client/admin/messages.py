@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Callable
 
 from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.brokers import SendRT
-from mqtools.client.admin.models.messages import QueueSpan
+from mqtools.client.admin.models.messages import MessageDetail, QueueSpan
 from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
-from mqtools.client.errors import MQClientError
+from mqtools.client.errors import MessageNotFoundError, MQClientError
 from mqtools.client.producer import Producer
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.types import PullResult, PullStatus, SendResult
@@ -85,6 +85,19 @@ class MessageAdmin(AdminService):
         found = await self.query_by_unique_key(topic, msg_id)
         return found[0] if found else None
 
+    async def message_by_id(self, msg_id: str, topic: str | None = None) -> MessageDetail:
+        """One message with its consuming groups' tracks (`msg get`, MCP's message_by_id): without a topic
+        `msg_id` is read as an offset msgId, with one either id is (find_message); MessageNotFoundError."""
+        found = await (self.view_message(msg_id) if topic is None else self.find_message(topic, msg_id))
+        return await self.message_detail(found, msg_id)
+
+    async def message_detail(self, found: MessageExt | None, what: str) -> MessageDetail:
+        """`found` with whether each group consuming its topic has consumed it; MessageNotFoundError naming
+        `what` when there is no message (one not-found for every lookup that shows a message)."""
+        if found is None:
+            raise MessageNotFoundError(f"message not found: {what}")
+        return MessageDetail(found, await self.admin.tracking.message_tracks(found))
+
     async def message_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, in mqadmin's order (broker name, queue id)."""
         route = await self.admin._route(topic)
@@ -101,6 +114,11 @@ class MessageAdmin(AdminService):
                      else queue_offset(self.admin.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP,
                                        timestamp=end_ms))
         return QueueSpan(mq, begin, end)
+
+    async def topic_spans(self, topic: str, *, begin_ms: int | None = None,
+                          end_ms: int | None = None) -> list[QueueSpan]:
+        """queue_span of each of the topic's readable queues, in mqadmin's order: what reading a topic reads."""
+        return [await self.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await self.message_queues(topic)]
 
     async def pull_messages(self, mq: MessageQueue, offset: int, *, max_nums: int = 32, expression: str = "*",
                             group: str = TOOLS_CONSUMER_GROUP) -> PullResult:

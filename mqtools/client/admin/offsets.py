@@ -4,8 +4,9 @@ end of each queue), skip to the end, copy one group's offsets to another.
 A time or end-of-queue reset of every queue is the broker's own (INVOKE_BROKER_TO_RESET_OFFSET): it
 commits and pushes the new offsets to online consumers at once. Explicit offsets are committed with
 UPDATE_CONSUMER_OFFSET and then pushed the same way, asking the broker for a reset that moves nothing
-(not forced, to the end: RocketMQ then pushes each queue's committed offset), which works on mq's
-brokers and Apache RocketMQ's alike. Every operation can be a dry run: the plan, nothing written.
+(not forced, to the end: RocketMQ 4 then pushes each queue's committed offset) and naming each queue and its
+target (RocketMQ 5's server-side reset then sets exactly that), which works on mq's brokers and Apache
+RocketMQ's 4.x and 5.x alike. Every operation can be a dry run: the plan, nothing written.
 """
 
 from __future__ import annotations
@@ -215,22 +216,37 @@ class OffsetAdmin(AdminService):
         and the plan committed again, once."""
         masters = masters_of(await self.admin._route(topic))
         wanted = {r.queue: r.new for r in plan}
-        ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=LATEST, is_force=False).to_ext()
         for attempt in range(2):
             await self._commit(group, plan)
-            addrs = [masters[name] for name in sorted({mq.broker_name for mq in wanted})]
-            answers = await self.admin._each(addrs, lambda a: self.admin._settled(
-                self.admin.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)))
-            pushed: dict[MessageQueue, int] = {}
-            for answer in answers.values():
-                if isinstance(answer, ConsumerNotOnlineError):
-                    continue  # nobody online to push to: the commit is the reset
-                if isinstance(answer, MQClientError):
-                    raise answer
-                pushed.update(ResetOffsetBody.from_json(answer.body or b"{}").offset_table)
+            by_broker: dict[str, list[MessageQueue]] = {}
+            for mq in wanted:
+                by_broker.setdefault(mq.broker_name, []).append(mq)
+            tables = await asyncio.gather(*(self._push(masters[name], group, topic, sorted(mqs, key=queue_key), wanted)
+                                            for name, mqs in sorted(by_broker.items())))
+            pushed = {mq: offset for table in tables for mq, offset in table.items()}
             moved = [mq for mq, offset in wanted.items() if mq in pushed and pushed[mq] != offset]
             if not moved:
                 return
             if attempt:
                 raise MQClientError("an online consumer committed its own offsets during the reset of "
                                     f"{', '.join(f'{mq.broker_name}:{mq.queue_id}' for mq in moved)}; run it again")
+
+    async def _push(self, addr: str, group: str, topic: str, queues: list[MessageQueue],
+                    wanted: dict[MessageQueue, int]) -> dict[MessageQueue, int]:
+        """One master's reset request per queue, naming the queue and its target: a RocketMQ 5 broker
+        (useServerSideResetOffset, on by default) sets exactly that queue's offset and answers it alone,
+        where a request without them would move every queue to its end; a 4.x broker (and mq's) ignores
+        both fields, pushes every queue's committed offset and answers them all, so one request is
+        enough there. What the broker answered it pushed, by queue."""
+        pushed: dict[MessageQueue, int] = {}
+        for mq in queues:
+            if mq in pushed:
+                continue
+            ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=LATEST, is_force=False,
+                                           queue_id=mq.queue_id, offset=wanted[mq]).to_ext()
+            try:
+                answer = await self.admin.call(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
+            except ConsumerNotOnlineError:
+                return pushed  # nobody online to push to: the commit is the reset
+            pushed.update(ResetOffsetBody.from_json(answer.body or b"{}").offset_table)
+        return pushed

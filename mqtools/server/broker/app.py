@@ -42,14 +42,18 @@ from mqtools.server.broker.fast_failure import BrokerFastFailure
 from mqtools.server.broker.ha_duties import HADuties
 from mqtools.server.broker.long_polling import HeldPull, PullRequestHoldService
 from mqtools.server.broker.metrics import BrokerMetricsManager
+from mqtools.server.broker.pop.request_mode import MessageRequestModeManager
 from mqtools.server.broker.pre_online import take_offsets_from_slaves
 from mqtools.server.broker.processors import ack as ack_proc  # POP (RocketMQ 5)
 from mqtools.server.broker.processors import admin, end_transaction, pull, query, send
+from mqtools.server.broker.processors import assignment as assignment_proc  # server-side load balancing
 from mqtools.server.broker.processors import change_invisible as change_invisible_proc  # POP
 from mqtools.server.broker.processors import client as client_proc
 from mqtools.server.broker.processors import consumer as consumer_proc
+from mqtools.server.broker.processors import polling_info as polling_info_proc  # POP
 from mqtools.server.broker.processors import pop as pop_proc  # POP
 from mqtools.server.broker.processors import pop_peek as pop_peek_proc  # POP
+from mqtools.server.broker.processors import pop_stats as pop_stats_proc  # POP: in-flight figures
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
 from mqtools.server.broker.registration import BrokerIdentity, NamesrvRegistrar, RegisterResult
 from mqtools.server.broker.replicas_manager import FIRST_ROLE_WAIT_S, ReplicasManager
@@ -94,6 +98,7 @@ class BrokerController:
         self.offsets = ConsumerOffsetManager(config_dir, clock,
                                              flush_interval=config.flush_consumer_offset_interval / 1000)
         self.groups = SubscriptionGroupManager(config_dir, clock, auto_create=config.auto_create_subscription_group)
+        self.request_modes = MessageRequestModeManager.from_config(config_dir, config.extra)
         self.consumers = ConsumerManager(clock)
         self.producers = ProducerManager(clock)
         self.locks = RebalanceLockManager(clock)
@@ -172,6 +177,7 @@ class BrokerController:
         self.topics.load()
         self.offsets.load()
         self.groups.load()
+        self.request_modes.load()
         self.schedule.load()
         await self._start_acl()
         await self._start_auth()  # ACL 2.0 (mqtools/server/broker/auth)
@@ -226,6 +232,10 @@ class BrokerController:
         pop_peek_proc.register(self.server, self.pop)
         ack_proc.register(self.server, self.pop)
         change_invisible_proc.register(self.server, self.pop)
+        polling_info_proc.register(self.server, self.pop)
+        pop_stats_proc.register(self.server, self.pop)
+        # QUERY_ASSIGNMENT and the message request modes (messageRequestMode.json)
+        self.assignment = assignment_proc.register(self.server, self)
         return pull_processor
 
     async def shutdown(self) -> None:

@@ -18,6 +18,7 @@ from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.fast_failure import BrokerFastFailure
 from mqtools.server.broker.long_polling import PullRequestHoldService
+from mqtools.server.broker.pop.request_mode import MessageRequestModeManager
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
 from mqtools.server.broker.registration import NamesrvRegistrar
 from mqtools.server.broker.stats import BrokerStats
@@ -45,6 +46,8 @@ class BrokerContext(Protocol):
     topics: TopicConfigManager
     offsets: ConsumerOffsetManager
     groups: SubscriptionGroupManager
+    #: config/messageRequestMode.json: PULL or POP per topic and group (QUERY_ASSIGNMENT).
+    request_modes: MessageRequestModeManager
     consumers: ConsumerManager
     producers: ProducerManager
     locks: RebalanceLockManager

@@ -3,7 +3,7 @@
 Items and rules as RocketMQ 4.x applies them: topic configs and subscription groups are
 replaced when the master's dataVersion differs; consumer offsets are merged every time
 (master wins on common keys, slave-only entries survive); the delay offsets body is written
-verbatim to delayOffset.json and reloaded.  Runs every 10 s while the master address (from the
+verbatim to delayOffset.json and reloaded; the message request modes (RocketMQ 5) are replaced.  Runs every 10 s while the master address (from the
 registration result) is known and is not this broker (first after 3 s), as Apache's; and besides, at
 once when a registration names a master it has not synced from yet (Apache's slave first syncs 3 s
 after it starts, so a master that dies within those seconds leaves it without the topics it holds).
@@ -84,7 +84,8 @@ class SlaveSynchronize:
             return False
         steps: list[tuple[str, Callable[[str], Awaitable[None]]]] = [
             ("topic config", self.sync_topic_config), ("consumer offsets", self.sync_consumer_offsets),
-            ("delay offsets", self.sync_delay_offsets), ("subscription groups", self.sync_subscription_groups)]
+            ("delay offsets", self.sync_delay_offsets), ("subscription groups", self.sync_subscription_groups),
+            ("message request modes", self.sync_message_request_modes)]
         ok = True
         for name, step in steps:
             try:
@@ -135,3 +136,17 @@ class SlaveSynchronize:
             groups.table.clear()
             groups.decode(body)
             await asyncio.to_thread(groups.persist)
+
+    async def sync_message_request_modes(self, master: str) -> None:
+        """Apache's syncMessageRequestMode: the master's messageRequestMode.json replaces the slave's. A master
+        that does not know the request (RocketMQ 4) has no modes: nothing to copy, and nothing failed."""
+        cmd = RemotingCommand.request(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
+        resp = await self.broker.client.invoke(master, cmd, self.timeout)
+        if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            return
+        if resp.code != ResponseCode.SUCCESS:
+            raise ValueError(f"code {resp.code}: {resp.remark}")
+        body = bytes(resp.body or b"")
+        modes = self.broker.request_modes
+        modes.replace(body)
+        await modes.persist_async()

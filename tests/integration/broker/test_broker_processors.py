@@ -4,10 +4,13 @@ MessageStore on a temp dir, driven over loopback by our RemotingClient (no name 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import struct
 import time
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -83,19 +86,28 @@ def decode_bodies(body: bytes) -> list[tuple[bytes, dict[str, str]]]:
     return out
 
 
-@pytest.fixture
-async def broker(tmp_path: Path):
-    cfg = BrokerConfig(broker_name="b1", listen_port=0, bind_address="127.0.0.1",
-                       store_path_root_dir=str(tmp_path / "store"))
-    cfg.extra["mappedFileSizeCommitLog"] = str(4 * 1024 * 1024)
+@contextlib.asynccontextmanager
+async def running_broker(store: Path, commitlog_file_size: int = 1024 * 1024,
+                         **fields: Any) -> AsyncIterator[BrokerController]:
+    """An in-process broker on an ephemeral loopback port, with the client `call` uses (`test_client`);
+    both stopped when the test leaves, however."""
+    cfg = BrokerConfig(listen_port=0, bind_address="127.0.0.1", store_path_root_dir=str(store), **fields)
+    cfg.extra["mappedFileSizeCommitLog"] = str(commitlog_file_size)
     cfg.validate()
     controller = BrokerController(cfg)
     await controller.start()
-    client = RemotingClient()
-    controller.test_client = client
-    yield controller
-    await client.close()
-    await controller.shutdown()
+    controller.test_client = RemotingClient()
+    try:
+        yield controller
+    finally:
+        await controller.test_client.close()
+        await controller.shutdown()
+
+
+@pytest.fixture
+async def broker(tmp_path: Path) -> AsyncIterator[BrokerController]:
+    async with running_broker(tmp_path / "store", 4 * 1024 * 1024, broker_name="b1") as controller:
+        yield controller
 
 
 async def call(broker: BrokerController, cmd: RemotingCommand, timeout: float = 10.0) -> RemotingCommand:
@@ -143,18 +155,8 @@ async def test_send_validation_codes(broker) -> None:
 
 
 async def test_auto_create_disabled(tmp_path: Path) -> None:
-    cfg = BrokerConfig(broker_name="b2", listen_port=0, bind_address="127.0.0.1", auto_create_topic_enable=False,
-                       store_path_root_dir=str(tmp_path / "s"))
-    cfg.extra["mappedFileSizeCommitLog"] = str(1024 * 1024)
-    controller = BrokerController(cfg)
-    await controller.start()
-    client = RemotingClient()
-    try:
-        resp = await client.invoke(controller.broker_addr, send_cmd("NewT", b"x"), 10)
-        assert resp.code == ResponseCode.TOPIC_NOT_EXIST
-    finally:
-        await client.close()
-        await controller.shutdown()
+    async with running_broker(tmp_path / "s", broker_name="b2", auto_create_topic_enable=False) as broker:
+        assert (await call(broker, send_cmd("NewT", b"x"))).code == ResponseCode.TOPIC_NOT_EXIST
 
 
 def encode_batch(bodies: list[bytes], tags: str = "") -> bytes:
@@ -376,21 +378,11 @@ async def test_delay_property_goes_through_schedule_topic(broker) -> None:
 
 async def test_sync_flush_sends_wait_for_the_group_commit(tmp_path: Path) -> None:
     """SYNC_FLUSH puts suspend on the flush; the processor continues them as tasks."""
-    cfg = BrokerConfig(broker_name="b3", listen_port=0, bind_address="127.0.0.1", flush_disk_type="SYNC_FLUSH",
-                       store_path_root_dir=str(tmp_path / "s"))
-    cfg.extra["mappedFileSizeCommitLog"] = str(1024 * 1024)
-    controller = BrokerController(cfg)
-    await controller.start()
-    client = RemotingClient()
-    try:
-        resps = await asyncio.gather(*(client.invoke(controller.broker_addr, send_cmd("SyncT", b"x", 0), 10)
-                                       for _ in range(20)))
+    async with running_broker(tmp_path / "s", broker_name="b3", flush_disk_type="SYNC_FLUSH") as broker:
+        resps = await asyncio.gather(*(call(broker, send_cmd("SyncT", b"x", 0)) for _ in range(20)))
         assert all(r.code == ResponseCode.SUCCESS for r in resps), [r.remark for r in resps]
         offsets = sorted(int(r.ext_fields["queueOffset"]) for r in resps)
         assert offsets == list(range(20))
-    finally:
-        await client.close()
-        await controller.shutdown()
 
 
 def test_parse_v2_matches_the_generic_decoder() -> None:
@@ -402,6 +394,8 @@ def test_parse_v2_matches_the_generic_decoder() -> None:
     assert parse_v2(full.to_v2()) == SendMessageRequestHeader.from_v2(full.to_v2()) == full
     short = SendMessageRequestHeader("PG", "T", "TBW102", 4, -1, 0, 123, 0)
     assert parse_v2(short.to_v2()) == short
+    for unit, mode in (("false", False), ("true", True), (" True ", True), ("FALSE", False), ("no", False)):
+        assert parse_v2({**short.to_v2(), "k": unit}).unit_mode is mode
     fast = send_v2_fields("PG", "T", "TBW102", "4", 2, 0, 123, 7, props(TAGS="a"), reconsume_times=3,
                           max_reconsume_times=16, batch=True)  # the encoder clients use agrees with the generic one
     assert fast == {**SendMessageRequestHeader("PG", "T", "TBW102", 4, 2, 0, 123, 7, props(TAGS="a"), 3, False, True,
@@ -415,25 +409,16 @@ def test_parse_v2_matches_the_generic_decoder() -> None:
 
 
 async def test_slave_refuses_sends_and_sends_pulls_back_to_the_master(tmp_path: Path) -> None:
-    cfg = BrokerConfig(broker_name="b4", broker_id=1, broker_role="SLAVE", listen_port=0, ha_listen_port=0,
-                       bind_address="127.0.0.1", store_path_root_dir=str(tmp_path / "s"))
-    cfg.extra["mappedFileSizeCommitLog"] = str(1024 * 1024)
-    cfg.validate()
-    controller = BrokerController(cfg)
-    await controller.start()
-    client = RemotingClient()
-    try:
-        resp = await client.invoke(controller.broker_addr, send_cmd("SlaveT", b"x"), 10)
+    async with running_broker(tmp_path / "s", broker_name="b4", broker_id=1, broker_role="SLAVE",
+                              ha_listen_port=0) as broker:
+        resp = await call(broker, send_cmd("SlaveT", b"x"))
         assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE
-        controller.topics.create_topic_in_send_message_back_method("SlaveT", 1)
-        resp = await client.invoke(controller.broker_addr, pull_cmd("SlaveT", 0, 0), 10)
+        broker.topics.create_topic_in_send_message_back_method("SlaveT", 1)
+        resp = await call(broker, pull_cmd("SlaveT", 0, 0))
         assert resp.code == ResponseCode.PULL_NOT_FOUND  # 4.x: served like a master
         assert PullMessageResponseHeader.from_ext(resp.ext_fields).suggest_which_broker_id == 0
-        resp = await client.invoke(controller.broker_addr, pull_cmd("SlaveT", 0, 5), 10)
+        resp = await call(broker, pull_cmd("SlaveT", 0, 5))
         assert resp.code == ResponseCode.PULL_RETRY_IMMEDIATELY  # no offset correction on a slave
-    finally:
-        await client.close()
-        await controller.shutdown()
 
 
 async def test_pull_respects_max_nums_and_byte_limit(broker) -> None:

@@ -6,8 +6,10 @@ Imported as `integration.ha.hasupport` (tests/ is on sys.path).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -96,6 +98,19 @@ def start_group(root: Path, role: str = "SYNC_MASTER", with_slave: bool = True, 
         group.stop()
         raise
     return group
+
+
+@contextlib.asynccontextmanager
+async def running_group(root: Path, role: str = "SYNC_MASTER", with_slave: bool = True,
+                        **extra: str) -> AsyncIterator[tuple[Group, RemotingClient]]:
+    """A started group (start_group) and a remoting client, both stopped when the test leaves, however."""
+    group = start_group(root, role, with_slave, **extra)
+    client = RemotingClient()
+    try:
+        yield group, client
+    finally:
+        await client.close()
+        group.stop()
 
 
 def add_slave(group: Group, name: str = "slave") -> Node:

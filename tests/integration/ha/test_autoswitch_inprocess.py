@@ -5,7 +5,8 @@ that comes back as a slave and cuts the tail nobody acknowledged."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import contextlib
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -53,6 +54,19 @@ class Replica:
         await self.store.shutdown()
 
 
+@contextlib.asynccontextmanager
+async def two_replicas(root: Path) -> AsyncIterator[tuple[Replica, Replica]]:
+    """Replicas a (id 1) and b (id 2), started, and stopped when the test leaves, however."""
+    a, b = Replica(root / "a", 1), Replica(root / "b", 2)
+    await a.start()
+    await b.start()
+    try:
+        yield a, b
+    finally:
+        await a.stop()
+        await b.stop()
+
+
 async def until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> None:
     deadline = asyncio.get_running_loop().time() + timeout
     while not check():
@@ -62,10 +76,7 @@ async def until(check: Callable[[], bool], what: str, timeout: float = 10.0) -> 
 
 
 async def test_acknowledgements_follow_the_sync_state_set_and_a_returning_master_cuts_its_tail(tmp_path):
-    a, b = Replica(tmp_path / "a", 1), Replica(tmp_path / "b", 2)
-    await a.start()
-    await b.start()
-    try:
+    async with two_replicas(tmp_path) as (a, b):
         await a.master(1)
         a.ha.set_sync_state_set({1}, 1)
         assert (await a.store.put_message(inner())).ok  # alone in the set: acknowledged at once
@@ -99,16 +110,10 @@ async def test_acknowledgements_follow_the_sync_state_set_and_a_returning_master
         assert [(e.epoch, e.start_offset) for e in a.ha.epochs()] == [(1, 0), (2, agreed)] == \
             [(e.epoch, e.start_offset) for e in b.ha.epochs()]
         assert EpochFileCache.load(tmp_path / "a").entries() == a.ha.epochs()
-    finally:
-        await a.stop()
-        await b.stop()
 
 
 async def test_a_waiting_put_is_answered_when_the_controller_shrinks_the_set(tmp_path):
-    a, b = Replica(tmp_path / "a", 1), Replica(tmp_path / "b", 2)
-    await a.start()
-    await b.start()
-    try:
+    async with two_replicas(tmp_path) as (a, b):
         await a.master(1)
         await b.slave_of(a)
         a.ha.set_sync_state_set({1, 2}, 1)
@@ -124,9 +129,6 @@ async def test_a_waiting_put_is_answered_when_the_controller_shrinks_the_set(tmp
         assert not pending.done()  # in flight: still both
         a.ha.set_sync_state_set({1}, 2)
         assert (await asyncio.wait_for(pending, 1.0)).ok
-    finally:
-        await a.stop()
-        await b.stop()
 
 
 async def test_min_in_sync_replicas_refuses_puts_before_they_are_written(tmp_path):

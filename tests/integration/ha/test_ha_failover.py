@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from integration.ha.hasupport import call, pull, ready_for_drill, send, start_group, until
+from integration.ha.hasupport import call, pull, ready_for_drill, running_group, send, until
 
 from mqtools.remoting.bodies import TopicRouteData
 from mqtools.remoting.client import RemotingClient
@@ -30,10 +30,8 @@ async def committed(client: RemotingClient, addr: str) -> int:
 
 
 async def test_consume_from_slave_while_master_is_down(tmp_path: Path) -> None:
-    group = start_group(tmp_path, role="SYNC_MASTER")
-    assert group.slave is not None and group.master.proc is not None
-    client = RemotingClient()
-    try:
+    async with running_group(tmp_path, role="SYNC_MASTER") as (group, client):
+        assert group.slave is not None and group.master.proc is not None
         await ready_for_drill(client, group, TOPIC)
         refused = await send(client, group.slave.addr, TOPIC, b"to-the-slave")
         assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE  # a slave never takes writes
@@ -67,9 +65,6 @@ async def test_consume_from_slave_while_master_is_down(tmp_path: Path) -> None:
         assert got == bodies[15:]
         assert await commit(client, group.slave.addr, offset) == ResponseCode.SUCCESS
         assert await committed(client, group.slave.addr) == 41
-    finally:
-        await client.close()
-        group.stop()
 
 
 async def _is(value_coro, expected: int) -> bool:

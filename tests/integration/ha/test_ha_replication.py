@@ -15,9 +15,9 @@ from integration.ha.hasupport import (
     max_offset,
     pull_all,
     read_range,
+    running_group,
     send,
     slave_knows_topic,
-    start_group,
     until,
 )
 
@@ -44,9 +44,7 @@ async def caught_up(client: RemotingClient, master: str, slave: str) -> bool:
 
 
 async def test_slave_bytes_and_consume_queues_equal_the_masters(tmp_path: Path) -> None:
-    group = start_group(tmp_path, role="ASYNC_MASTER")
-    client = RemotingClient()
-    try:
+    async with running_group(tmp_path, role="ASYNC_MASTER") as (group, client):
         sent = await load(client, group.master.addr, 600)  # ~600 KB: several 256 KB files roll
         assert all(s.code == ResponseCode.SUCCESS for s in sent)
         assert group.slave is not None
@@ -63,16 +61,11 @@ async def test_slave_bytes_and_consume_queues_equal_the_masters(tmp_path: Path) 
         assert len(from_slave) == 150
         status = await ha_status(client, group.master.addr)
         assert status["inSyncSlaveNums"] == 1 and status["haConnectionInfo"][0]["diff"] == 0
-    finally:
-        await client.close()
-        group.stop()
 
 
 async def test_slave_restarted_mid_load_resumes_from_its_own_offset(tmp_path: Path) -> None:
-    group = start_group(tmp_path, role="ASYNC_MASTER")
-    client = RemotingClient()
-    assert group.slave is not None and group.slave.proc is not None
-    try:
+    async with running_group(tmp_path, role="ASYNC_MASTER") as (group, client):
+        assert group.slave is not None and group.slave.proc is not None
         await load(client, group.master.addr, 200, tag="a")
         await until(lambda: caught_up(client, group.master.addr, group.slave.addr), 30, "first catch-up")
         first = await commitlog_max(client, group.slave.addr)
@@ -92,15 +85,10 @@ async def test_slave_restarted_mid_load_resumes_from_its_own_offset(tmp_path: Pa
         await until(lambda: slave_knows_topic(client, group.slave.addr, TOPIC), 20, "topic sync")
         bodies = await pull_all(client, group.slave.addr, TOPIC, 2)
         assert len(bodies) == 150 and len({b[:8] for b in bodies}) == 150
-    finally:
-        await client.close()
-        group.stop()
 
 
 async def test_empty_slave_after_the_master_rolled_starts_at_its_last_file(tmp_path: Path) -> None:
-    group = start_group(tmp_path, role="ASYNC_MASTER", with_slave=False)
-    client = RemotingClient()
-    try:
+    async with running_group(tmp_path, role="ASYNC_MASTER", with_slave=False) as (group, client):
         await load(client, group.master.addr, 700)
         end = await commitlog_max(client, group.master.addr)
         last_file = end - end % FILE_SIZE
@@ -110,6 +98,3 @@ async def test_empty_slave_after_the_master_rolled_starts_at_its_last_file(tmp_p
         files = group.slave.commitlog_files()
         assert int(files[0].name) == last_file
         assert read_range(files, last_file, end) == read_range(group.master.commitlog_files(), last_file, end)
-    finally:
-        await client.close()
-        group.stop()

@@ -14,9 +14,9 @@ from integration.ha.hasupport import (
     ha_status,
     pull_all,
     ready_for_drill,
+    running_group,
     send,
     slave_knows_topic,
-    start_group,
     until,
 )
 
@@ -53,10 +53,8 @@ async def slave_bodies(client: RemotingClient, addr: str) -> set[bytes]:
 
 
 async def test_sync_master_acked_messages_survive_sigkill(tmp_path: Path) -> None:
-    group = start_group(tmp_path, role="SYNC_MASTER")
-    assert group.slave is not None and group.master.proc is not None
-    client = RemotingClient()
-    try:
+    async with running_group(tmp_path, role="SYNC_MASTER") as (group, client):
+        assert group.slave is not None and group.master.proc is not None
         await ready_for_drill(client, group, TOPIC)
         first = await burst(client, group.master.addr, 300)
         acked = [s for s in first if s is not None and s.code == ResponseCode.SUCCESS]
@@ -70,16 +68,11 @@ async def test_sync_master_acked_messages_survive_sigkill(tmp_path: Path) -> Non
         on_slave = await slave_bodies(client, group.slave.addr)
         missing = [s for s in acked if s.body not in on_slave]
         assert not missing, f"{len(missing)} SEND_OK messages are not on the slave"
-    finally:
-        await client.close()
-        group.stop()
 
 
 async def test_async_master_loss_is_explained_by_the_slave_offset(tmp_path: Path) -> None:
-    group = start_group(tmp_path, role="ASYNC_MASTER")
-    assert group.slave is not None and group.master.proc is not None
-    client = RemotingClient()
-    try:
+    async with running_group(tmp_path, role="ASYNC_MASTER") as (group, client):
+        assert group.slave is not None and group.master.proc is not None
         await ready_for_drill(client, group, TOPIC)
         done: list[int] = []
         racing = asyncio.ensure_future(burst(client, group.master.addr, 20000, done=done))
@@ -99,16 +92,11 @@ async def test_async_master_loss_is_explained_by_the_slave_offset(tmp_path: Path
         if lost:
             assert min(s.phy_offset for s in lost) > max(s.phy_offset for s in found)
             assert all(s.phy_offset > slave_end - 1024 for s in lost)
-    finally:
-        await client.close()
-        group.stop()
 
 
 async def test_frozen_slave_gives_flush_slave_timeout_then_recovers(tmp_path: Path) -> None:
-    group = start_group(tmp_path, role="SYNC_MASTER")
-    assert group.slave is not None and group.slave.proc is not None
-    client = RemotingClient()
-    try:
+    async with running_group(tmp_path, role="SYNC_MASTER") as (group, client):
+        assert group.slave is not None and group.slave.proc is not None
         await ready_for_drill(client, group, TOPIC)
         ok = await send(client, group.master.addr, TOPIC, b"before")
         assert ok.code == ResponseCode.SUCCESS
@@ -120,19 +108,14 @@ async def test_frozen_slave_gives_flush_slave_timeout_then_recovers(tmp_path: Pa
         assert elapsed < 2.0 + 5.0  # the configured timeout (2 s) plus scheduling slack
         group.slave.proc.signal(signal.SIGCONT)
         await until(lambda: _send_ok(client, group.master.addr), 20, "SEND_OK after SIGCONT")
-    finally:
-        await client.close()
-        group.stop()
 
 
 async def test_a_send_waiting_for_a_slave_that_dies_is_answered_at_once(tmp_path: Path) -> None:
     """The slave is frozen while a SYNC send waits for it, then SIGKILLed: its HA connection closes and the
     send is answered SLAVE_NOT_AVAILABLE (stored on the master) at once, not FLUSH_SLAVE_TIMEOUT when
     syncFlushTimeout (2 s here) runs out; a client's 3 s timeout would otherwise leave the outcome unknown."""
-    group = start_group(tmp_path, role="SYNC_MASTER")
-    assert group.slave is not None and group.slave.proc is not None
-    client = RemotingClient()
-    try:
+    async with running_group(tmp_path, role="SYNC_MASTER") as (group, client):
+        assert group.slave is not None and group.slave.proc is not None
         await ready_for_drill(client, group, TOPIC)
         group.slave.proc.signal(signal.SIGSTOP)
         t0 = time.monotonic()
@@ -145,9 +128,6 @@ async def test_a_send_waiting_for_a_slave_that_dies_is_answered_at_once(tmp_path
         assert answered.code == ResponseCode.SLAVE_NOT_AVAILABLE
         assert answered.queue_offset >= 0
         assert elapsed < 1.8, elapsed  # well before the 2 s syncFlushTimeout
-    finally:
-        await client.close()
-        group.stop()
 
 
 async def _send_ok(client: RemotingClient, addr: str) -> bool:
@@ -155,22 +135,15 @@ async def _send_ok(client: RemotingClient, addr: str) -> bool:
 
 
 async def test_no_slave_means_slave_not_available(tmp_path: Path) -> None:
-    group = start_group(tmp_path, role="SYNC_MASTER", with_slave=False)
-    client = RemotingClient()
-    try:
+    async with running_group(tmp_path, role="SYNC_MASTER", with_slave=False) as (group, client):
         sent = await send(client, group.master.addr, TOPIC, b"lonely")
         assert sent.code == ResponseCode.SLAVE_NOT_AVAILABLE
         assert sent.queue_offset >= 0  # stored on the master all the same
-    finally:
-        await client.close()
-        group.stop()
 
 
 async def test_master_drops_a_silent_slave_after_housekeeping(tmp_path: Path) -> None:
-    group = start_group(tmp_path, role="ASYNC_MASTER")
-    assert group.slave is not None and group.slave.proc is not None
-    client = RemotingClient()
-    try:
+    async with running_group(tmp_path, role="ASYNC_MASTER") as (group, client):
+        assert group.slave is not None and group.slave.proc is not None
         await until(lambda: _connections(client, group.master.addr, 1), 20, "slave connected")
         group.slave.proc.signal(signal.SIGSTOP)
         t0 = time.monotonic()
@@ -178,9 +151,6 @@ async def test_master_drops_a_silent_slave_after_housekeeping(tmp_path: Path) ->
         assert time.monotonic() - t0 >= 2.0  # not before the 3 s housekeeping interval (minus poll slack)
         group.slave.proc.signal(signal.SIGCONT)
         await until(lambda: _connections(client, group.master.addr, 1), 20, "slave back")
-    finally:
-        await client.close()
-        group.stop()
 
 
 async def _connections(client: RemotingClient, addr: str, n: int) -> bool:

@@ -2,7 +2,8 @@
 
 Topic configs and groups are replaced only when the master's dataVersion differs; consumer
 offsets are merged every round (master wins, slave-only entries survive); delay offsets are
-written verbatim and reloaded.
+written verbatim and reloaded; the message request modes are replaced (and a master that does not
+know the request, as RocketMQ 4, leaves them alone without failing the round).
 """
 
 from __future__ import annotations
@@ -11,12 +12,14 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
+from mqtools.remoting.assignment import SetMessageRequestModeRequestBody
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.server import RemotingServer
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
+from mqtools.server.broker.pop.request_mode import MessageRequestModeManager
 from mqtools.server.broker.slave_sync import SlaveSynchronize
 from mqtools.server.broker.subscription import SubscriptionGroupManager
 from mqtools.server.broker.topic_config import TopicConfigManager
@@ -28,11 +31,15 @@ def managers(root: Path) -> SimpleNamespace:
     root.mkdir(parents=True, exist_ok=True)
     return SimpleNamespace(
         config=cfg, topics=TopicConfigManager(root, cfg), offsets=ConsumerOffsetManager(root),
-        groups=SubscriptionGroupManager(root, time.time), schedule=ScheduleMessageService(None, root))
+        groups=SubscriptionGroupManager(root, time.time), schedule=ScheduleMessageService(None, root),
+        request_modes=MessageRequestModeManager(root))
 
 
-async def serve_master(master: SimpleNamespace) -> RemotingServer:
+async def serve_master(master: SimpleNamespace, *, modes: bool = True) -> RemotingServer:
     server = RemotingServer("127.0.0.1", 0)
+    if modes:  # RocketMQ 5's; a 4.x master answers REQUEST_CODE_NOT_SUPPORTED
+        server.register(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE,
+                        lambda c, r: r.response(body=master.request_modes.encode()))
     server.register(RequestCode.GET_ALL_TOPIC_CONFIG, lambda c, r: r.response(body=master.topics.encode()))
     server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, lambda c, r: r.response(body=master.offsets.encode()))
     server.register(RequestCode.GET_ALL_DELAY_OFFSET, lambda c, r: r.response(body=master.schedule.encode()))
@@ -48,6 +55,7 @@ async def test_sync_rules(tmp_path: Path) -> None:
     master.offsets.commit_offset("c", "G", "T", 0, 42)
     master.groups.update(SubscriptionGroupConfig("GroupM"))
     master.schedule.offset_table = {1: 7, 3: 9}
+    master.request_modes.set(SetMessageRequestModeRequestBody("T", "G", "POP", 1))
     server = await serve_master(master)
     slave = managers(tmp_path / "slave")
     slave.offsets.commit_offset("c", "G", "T", 0, 5)
@@ -65,6 +73,9 @@ async def test_sync_rules(tmp_path: Path) -> None:
         assert slave.schedule.offset_table == {1: 7, 3: 9}
         assert (tmp_path / "slave" / "delayOffset.json").read_bytes() == master.schedule.encode()
         assert ConsumerOffsetManager(tmp_path / "slave").load()  # persisted
+        assert slave.request_modes.get("T", "G") == SetMessageRequestModeRequestBody("T", "G", "POP", 1)
+        again = MessageRequestModeManager(tmp_path / "slave")
+        assert again.load() and again.get("T", "G") is not None  # persisted
 
         # same dataVersion: a local topic edit is not overwritten; a new master version replaces it
         slave.topics.table["LocalOnly"] = TopicConfig("LocalOnly")
@@ -96,3 +107,19 @@ async def test_unreachable_master_is_survived(tmp_path: Path) -> None:
         assert not await SlaveSynchronize(controller, timeout=1.0).sync_all()
     finally:
         await client.close()
+
+
+async def test_a_master_without_request_modes_fails_no_round(tmp_path: Path) -> None:
+    master = managers(tmp_path / "master")
+    server = await serve_master(master, modes=False)
+    slave = managers(tmp_path / "slave")
+    slave.request_modes.set(SetMessageRequestModeRequestBody("T", "G", "POP", 0))
+    client = RemotingClient()
+    controller = SimpleNamespace(**vars(slave), client=client, broker_addr="127.0.0.1:1",
+                                 master_addr=f"127.0.0.1:{server.port}")
+    try:
+        assert await SlaveSynchronize(controller).sync_all()
+        assert slave.request_modes.get("T", "G") is not None  # left alone
+    finally:
+        await client.close()
+        await server.shutdown()

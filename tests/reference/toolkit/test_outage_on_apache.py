@@ -1,15 +1,21 @@
 """The outage matrix on Apache RocketMQ 4.9.7 (issue: the toolkit tells the truth while the cluster is
-broken): broker-a's master SIGKILLed on Apache's 2m-2s SYNC cluster, its slave alive, with known ground
-truth written before the fault (messages sent to every queue, a group's committed offsets).
+broken), on Apache's 2m-2s SYNC cluster with known ground truth written first (messages sent to every queue,
+a group's committed offsets, both known to the slaves). Faults applied and healed in place, in order: one of
+two name servers given does not answer (F4), broker-a's master hung (F2), broker-b's slave SIGKILLed (F3),
+broker-a's master SIGKILLed (F1) and then its slave hung too (no replica of the set answers).
 
-mq's dialect must give the whole truth, broker-a's queues read from its slave (exit 0); the mqadmin dialect
-must print what Apache's mqadmin 4.9.8 prints in the same state (normalised as the other reference tests
-normalise); writes refuse and name the set. The master is started again at the end, for the tests after.
+mq's dialect must give the whole truth, a master-less set read from its slave (exit 0), or say it is partial
+and name what it missed (exit 4); the mqadmin dialect must print what Apache's mqadmin 4.9.8 prints in the
+same state (normalised as the other reference tests normalise); writes refuse and name the set. What was
+killed is started again after, for the tests after.
 """
 
 from __future__ import annotations
 
 import json
+import os
+import signal
+import time
 from collections.abc import Iterator
 
 import apache
@@ -18,12 +24,13 @@ from catalogue import as_4x, normalise
 from mqadminbatch import MqadminBatch
 from refsupport import CLUSTER, Clusters2m2s, make_topic, name, slaves_in_sync
 from support.adminsupport import mq_here
+from support.ports import free_port
 from support.presetcluster import wait_for
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.sync import SyncProducer
-from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED
+from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED, EXIT_UNREACHABLE
 from mqtools.common.message import Message
 from mqtools.common.topics import retry_topic
 from mqtools.remoting.bodies import ConsumeStats, MessageQueue, SubscriptionGroupConfig
@@ -37,6 +44,7 @@ BROKERS = ("broker-a", "broker-b")
 SENT = PER_QUEUE * QUEUES * len(BROKERS)
 LAG = (PER_QUEUE - COMMITTED) * QUEUES * len(BROKERS)
 ANY_CODE = tuple(ResponseCode)
+TIMEOUT = "2"
 
 
 def slave_knows(admin: SyncMQAdmin, addr: str, topic: str, group: str) -> bool:
@@ -50,53 +58,146 @@ def slave_knows(admin: SyncMQAdmin, addr: str, topic: str, group: str) -> bool:
     return len(offsets) == QUEUES and all(w.consumer_offset == COMMITTED for w in offsets)
 
 
-@pytest.fixture
-def master_down(clusters_2m2s: Clusters2m2s) -> Iterator[tuple[str, str, str]]:
-    """(name server, topic, group) on Apache's cluster with broker-a's master SIGKILLed; restarted after."""
+def probe_of(topic: str) -> str:
+    """Where a healed set's slaves are awaited (refsupport.slaves_in_sync sends there), not the ground truth."""
+    return f"{topic}_PROBE"
+
+
+@pytest.fixture(scope="module")
+def written(clusters_2m2s: Clusters2m2s) -> tuple[str, str, str]:
+    """(name server, topic, group) on Apache's cluster with the ground truth written: SENT messages on every
+    queue of both sets, the group's offsets committed at COMMITTED, and the slaves knowing both."""
     cluster = clusters_2m2s.apache
     topic, group = name("OUTAGE"), name("OUTAGE_CG")
     make_topic(cluster.addr, topic, QUEUES)
     make_topic(cluster.addr, retry_topic(group), 1)  # as a consumer's start creates it: Apache's mqadmin needs its route
+    make_topic(cluster.addr, probe_of(topic))
     with SyncProducer(name("OUTAGE_P"), namesrv=cluster.addr) as producer:
         for i in range(SENT):
             producer.send(Message(topic, f"m{i}".encode()), queue=MessageQueue(topic, BROKERS[i % 2], (i // 2) % QUEUES))
     with SyncMQAdmin(cluster.addr) as admin:
         admin.groups.create_subscription_group(SubscriptionGroupConfig(group), cluster=CLUSTER)
         admin.offsets.reset_offsets(group, topic, ResetTarget("offset", COMMITTED))
-        slave = cluster.brokers["broker-a-s"].addr
-        wait_for(lambda: slave_knows(admin, slave, topic, group), 40, f"broker-a's slave to know {topic}, {group}")
+        for slave in ("broker-a-s", "broker-b-s"):
+            addr = cluster.brokers[slave].addr
+            wait_for(lambda a=addr: slave_knows(admin, a, topic, group), 40, f"{slave} to know {topic}, {group}")
+    return cluster.addr, topic, group
+
+
+def whole(namesrv: str, topic: str, group: str) -> tuple[dict[str, set[str]], dict[str, set[str]]]:
+    """mq's topic status and group progress, asserted whole (exit 0, every message and the whole lag); the
+    source of each set's figures in each."""
+    status = mq_here("admin", "topic", "status", topic, "-o", "json", "--timeout", TIMEOUT, namesrv=namesrv)
+    assert status.returncode == EXIT_OK, status.stderr
+    doc = json.loads(status.stdout)
+    assert (doc["partial"], doc["messages"], len(doc["queues"])) == (False, SENT, QUEUES * len(BROKERS))
+    progress = mq_here("admin", "group", "progress", group, "-o", "json", "--timeout", TIMEOUT, namesrv=namesrv)
+    assert progress.returncode == EXIT_OK, progress.stderr
+    lag = json.loads(progress.stdout)
+    assert (lag["partial"], lag["diffTotal"]) == (False, LAG)
+    return sources(doc), sources(lag)
+
+
+def sources(doc: dict) -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for q in doc["queues"]:
+        found.setdefault(q["brokerName"], set()).add(q["source"])
+    return found
+
+
+def same_as_mqadmin(mqadmin: MqadminBatch, namesrv: str, topic: str, group: str) -> list[str]:
+    """topicStatus and consumerProgress in mq's mqadmin dialect equal Apache's mqadmin 4.9.8's (normalised);
+    mq's topicStatus lines."""
+    ours = normalise(mq_here("admin", "topicStatus", "-t", topic, namesrv=namesrv).stdout)
+    theirs = mqadmin.run("topicStatus", "-t", topic, "-n", namesrv)
+    assert sorted(as_4x("topicStatus", ours)) == sorted(normalise(theirs.out)), theirs.out + theirs.err
+    progress = normalise(mq_here("admin", "consumerProgress", "-g", group, namesrv=namesrv).stdout)
+    theirs = mqadmin.run("consumerProgress", "-g", group, "-n", namesrv)
+    assert sorted(as_4x("consumerProgress", progress)) == sorted(normalise(theirs.out)), theirs.out + theirs.err
+    return ours
+
+
+def test_one_name_server_down_on_apache_every_read_is_whole(written: tuple[str, str, str],
+                                                             mqadmin: MqadminBatch) -> None:
+    """F4 as a client meets it: the first of two name servers given does not answer."""
+    live, topic, group = written
+    dead = f"127.0.0.1:{free_port()}"
+    namesrv = f"{dead};{live}"
+    assert whole(namesrv, topic, group) == ({"broker-a": {"master"}, "broker-b": {"master"}},) * 2
+    same_as_mqadmin(mqadmin, namesrv, topic, group)
+    top = mq_here("top", "--once", "-o", "json", namesrv=namesrv)
+    assert top.returncode == EXIT_OK, top.stderr
+    views = json.loads(top.stdout)["views"]
+    assert {r["addr"]: r["reachable"] for r in views["namesrv"]["rows"]} == {dead: False, live: True}
+    assert {r["brokerName"] for r in views["brokers"]["rows"] if r["status"] == "ok"} == set(BROKERS)
+
+
+def test_a_hung_master_on_apache_is_read_from_its_slave_within_one_timeout(
+        clusters_2m2s: Clusters2m2s, written: tuple[str, str, str]) -> None:
+    """F2: broker-a's master SIGSTOPped, still registered; mq's dialect reads the set from its slave after one
+    timeout for the set."""
+    namesrv, topic, group = written
+    master = clusters_2m2s.apache.brokers["broker-a"]
+    os.kill(master.pid, signal.SIGSTOP)
+    try:
+        began = time.monotonic()
+        found = whole(namesrv, topic, group)
+        took = time.monotonic() - began
+        hung = mq_here("admin", "broker", "status", master.addr, "--timeout", TIMEOUT, namesrv=namesrv)
+    finally:
+        os.kill(master.pid, signal.SIGCONT)
+    assert found == ({"broker-a": {"slave"}, "broker-b": {"master"}},) * 2
+    assert took < 4 * float(TIMEOUT) + 10  # two commands, one timeout each for the hung set, not one per queue
+    assert hung.returncode == EXIT_UNREACHABLE and hung.stderr.startswith("mq: error:"), hung.stderr
+    assert hung.stderr.count("\n") == 1, hung.stderr
+
+
+def test_a_killed_slave_on_apache_leaves_every_read_whole(clusters_2m2s: Clusters2m2s, written: tuple[str, str, str],
+                                                           mqadmin: MqadminBatch) -> None:
+    """F3: broker-b's slave SIGKILLed; every read whole from the masters, as Apache's mqadmin prints it, and
+    `ha` names the missing slave. The slave is started again after."""
+    namesrv, topic, group = written
+    cluster = clusters_2m2s.apache
+    cluster.brokers["broker-b-s"].kill()
+    try:
+        with SyncMQAdmin(namesrv) as admin:
+            wait_for(lambda: len(admin.cluster_info().broker_addr_table["broker-b"].broker_addrs) == 1, 30,
+                     "the name server to drop broker-b's slave")
+        assert whole(namesrv, topic, group) == ({"broker-a": {"master"}, "broker-b": {"master"}},) * 2
+        same_as_mqadmin(mqadmin, namesrv, topic, group)
+        ha = mq_here("admin", "ha", "status", "--timeout", TIMEOUT, namesrv=namesrv)
+        assert ha.returncode == EXIT_OK and "broker-b: no slave registered" in ha.stdout, ha.stdout
+        ready = mq_here("admin", "ha", "ready", "broker-b", "-o", "json", "--timeout", TIMEOUT, namesrv=namesrv)
+        assert ready.returncode == EXIT_REFUSED and json.loads(ready.stdout)["verdict"] == "not safe", ready.stdout
+    finally:
+        cluster.brokers["broker-b-s"] = apache.restart_broker(cluster.brokers["broker-b-s"])
+        slaves_in_sync(namesrv, probe_of(topic), list(BROKERS))
+
+
+@pytest.fixture
+def master_down(clusters_2m2s: Clusters2m2s, written: tuple[str, str, str]) -> Iterator[tuple[str, str, str]]:
+    """The written world with broker-a's master SIGKILLed; started again after."""
+    cluster = clusters_2m2s.apache
     cluster.brokers["broker-a"].kill()
     try:
         with SyncMQAdmin(cluster.addr) as admin:
             wait_for(lambda: 0 not in admin.cluster_info().broker_addr_table["broker-a"].broker_addrs, 30,
                      "the name server to drop broker-a's master")
-        yield cluster.addr, topic, group
+        yield written
     finally:
         cluster.brokers["broker-a"] = apache.restart_broker(cluster.brokers["broker-a"])
-        slaves_in_sync(cluster.addr, topic, list(BROKERS))
+        slaves_in_sync(cluster.addr, probe_of(written[1]), list(BROKERS))
 
 
 def test_a_killed_master_on_apache_reads_from_its_slave_as_apaches_mqadmin_does(
-        master_down: tuple[str, str, str], mqadmin: MqadminBatch) -> None:
+        clusters_2m2s: Clusters2m2s, master_down: tuple[str, str, str], mqadmin: MqadminBatch) -> None:
+    """F1, then F5's one-shot form: broker-a's slave hung too, so no replica of the set answers."""
     namesrv, topic, group = master_down
-    status = mq_here("admin", "topic", "status", topic, "-o", "json", "--timeout", "2", namesrv=namesrv)
-    assert status.returncode == EXIT_OK, status.stderr
-    doc = json.loads(status.stdout)
-    assert (doc["partial"], doc["messages"], len(doc["queues"])) == (False, SENT, QUEUES * len(BROKERS))
-    assert {q["brokerName"]: q["source"] for q in doc["queues"]} == {"broker-a": "slave", "broker-b": "master"}
-    progress = mq_here("admin", "group", "progress", group, "-o", "json", "--timeout", "2", namesrv=namesrv)
-    assert progress.returncode == EXIT_OK, progress.stderr
-    assert (json.loads(progress.stdout)["partial"], json.loads(progress.stdout)["diffTotal"]) == (False, LAG)
-
-    ours = normalise(mq_here("admin", "topicStatus", "-t", topic, namesrv=namesrv).stdout)
-    theirs = mqadmin.run("topicStatus", "-t", topic, "-n", namesrv)
-    assert sorted(as_4x("topicStatus", ours)) == sorted(normalise(theirs.out)), theirs.out + theirs.err
+    assert whole(namesrv, topic, group) == ({"broker-a": {"slave"}, "broker-b": {"master"}},) * 2
+    ours = same_as_mqadmin(mqadmin, namesrv, topic, group)
     assert sum(line.count("broker-a") for line in ours) == QUEUES  # Apache's too: the set read from its slave
-    ours = normalise(mq_here("admin", "consumerProgress", "-g", group, namesrv=namesrv).stdout)
-    theirs = mqadmin.run("consumerProgress", "-g", group, "-n", namesrv)
-    assert sorted(as_4x("consumerProgress", ours)) == sorted(normalise(theirs.out)), theirs.out + theirs.err
 
-    ha = mq_here("admin", "ha", "status", "-o", "json", "--timeout", "2", namesrv=namesrv)
+    ha = mq_here("admin", "ha", "status", "-o", "json", "--timeout", TIMEOUT, namesrv=namesrv)
     (lost,) = [g for g in json.loads(ha.stdout)["groups"] if g["brokerName"] == "broker-a"]
     assert (lost["masterAddr"], lost["error"]) == (None, "no master registered")
     listing = json.loads(mq_here("admin", "cluster", "list", "-o", "json", namesrv=namesrv).stdout)
@@ -104,3 +205,15 @@ def test_a_killed_master_on_apache_reads_from_its_slave_as_apaches_mqadmin_does(
     refused = mq_here("admin", "topic", "update", topic, "-w", "2", namesrv=namesrv)
     assert refused.returncode == EXIT_REFUSED
     assert refused.stderr.startswith("mq: error: broker set broker-a has no master registered"), refused.stderr
+
+    slave = clusters_2m2s.apache.brokers["broker-a-s"]
+    os.kill(slave.pid, signal.SIGSTOP)
+    try:
+        status = mq_here("admin", "topic", "status", topic, "-o", "json", "--timeout", TIMEOUT, namesrv=namesrv)
+        progress = mq_here("admin", "group", "progress", group, "-o", "json", "--timeout", TIMEOUT, namesrv=namesrv)
+    finally:
+        os.kill(slave.pid, signal.SIGCONT)
+    doc, lag = json.loads(status.stdout), json.loads(progress.stdout)
+    assert (status.returncode, doc["partial"], doc["messages"]) == (EXIT_PARTIAL, True, SENT // 2), status.stderr
+    assert [(u["brokerName"], u["addr"]) for u in doc["unreachable"]] == [("broker-a", slave.addr)]
+    assert (progress.returncode, lag["partial"], lag["diffTotal"]) == (EXIT_PARTIAL, True, LAG // 2)

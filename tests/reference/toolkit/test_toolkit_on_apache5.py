@@ -21,16 +21,25 @@ from pathlib import Path
 
 import apache
 import pytest
+from catalogue import normalise
 from checks import dialect_rows, reading_problems
 from mqadminbatch import MqadminBatch
 from readback import config_set_read_back, ok, parse_consumer_config, parse_route, reset_followed
 from refsupport import BROKER_PROPS, CLUSTER
 from sparkjob import produces, reads_exactly
 from support.adminsupport import json_of, mq_here
+from support.presetcluster import wait_for
 from tkworld import KV_NAMESPACE, LAG, LIVE, TOPIC, World, make_world
 
+from mqtools.client.admin import SyncMQAdmin
+from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.sync import SyncProducer
+from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED
 from mqtools.common.message import Message
+from mqtools.common.topics import retry_topic
+from mqtools.remoting.bodies import ConsumeStats, MessageQueue, SubscriptionGroupConfig, TopicConfig
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.headers import GetConsumeStatsRequestHeader, TopicRequestHeader
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -41,6 +50,7 @@ DOCUMENTED: dict[str, str] = {
 }
 NEW_TOPIC = "Tk5Written"
 NEW_GROUP = "Tk5GroupWritten"
+OUTAGE_TOPIC, OUTAGE_GROUP, OUTAGE_SENT, OUTAGE_COMMITTED = "Tk5Outage", "Tk5OutageGroup", 40, 4
 
 
 @pytest.fixture(scope="module")
@@ -52,6 +62,7 @@ def apache5_1m1s(ref_root: Path) -> Iterator[tuple[apache.ApacheCluster, World]]
     world = None
     try:
         world = make_world("apache-5", cluster.addr)
+        _write_outage_truth(cluster.addr)
         yield cluster, world
     finally:
         if world is not None:
@@ -193,3 +204,86 @@ def test_writes_read_back_by_apache5(apache5_1m1s: tuple[apache.ApacheCluster, W
 
 def test_offset_reset_online_redelivers_to_the_live_java_consumer_on_apache5(world5: World) -> None:
     reset_followed(world5)
+
+
+
+def _write_outage_truth(ns: str) -> None:
+    """The outage test's ground truth, written with the world (Apache 5.5's slave learns topics and offsets
+    up to 60 s later): OUTAGE_SENT messages over 4 queues, the group committed at OUTAGE_COMMITTED on each."""
+    with SyncMQAdmin(ns) as admin:
+        admin.topics.create_topic(TopicConfig(OUTAGE_TOPIC, 4, 4), cluster=CLUSTER)
+        admin.groups.create_subscription_group(SubscriptionGroupConfig(OUTAGE_GROUP), cluster=CLUSTER)
+        # as a consumer's start creates it: mqadmin's consumerProgress needs its route
+        admin.topics.create_topic(TopicConfig(retry_topic(OUTAGE_GROUP), 1, 1), cluster=CLUSTER)
+        with SyncProducer("Tk5OutageProducers", namesrv=ns) as producer:
+            for i in range(OUTAGE_SENT):
+                producer.send(Message(OUTAGE_TOPIC, f"m{i}".encode()), queue=MessageQueue(OUTAGE_TOPIC, "broker-a", i % 4))
+        admin.offsets.reset_offsets(OUTAGE_GROUP, OUTAGE_TOPIC, ResetTarget("offset", OUTAGE_COMMITTED))
+
+
+def _outage_reads(namesrv: str) -> tuple[set[str], dict]:
+    """mq's topic status on the outage topic, asserted whole (exit 0, every message); the sources it read its
+    queues from, and the group's progress document (exit 0 whole, 4 partial)."""
+    status = json_of(mq_here("admin", "topic", "status", OUTAGE_TOPIC, "-o", "json", "--timeout", "2",
+                             namesrv=namesrv), "TopicStatus")
+    assert (status["partial"], status["messages"], len(status["queues"])) == (False, OUTAGE_SENT, 4), status
+    progress = mq_here("admin", "group", "progress", OUTAGE_GROUP, "-o", "json", "--timeout", "2", namesrv=namesrv)
+    doc = json.loads(progress.stdout)
+    assert progress.returncode == (EXIT_PARTIAL if doc["partial"] else EXIT_OK), progress.stderr
+    return {q["source"] for q in status["queues"]}, doc
+
+
+def test_an_outage_on_apache5_is_read_from_the_slave_as_mqadmin5_does(
+        apache5_1m1s: tuple[apache.ApacheCluster, World], mqadmin5: MqadminBatch) -> None:
+    """The outage matrix's master faults on 5.5.0 (last in this module: the master stays down): broker-a's
+    master hung (F2), then SIGKILLed (F1); every message read from its slave, and the mqadmin dialect's
+    topicStatus and consumerProgress as mqadmin 5.5.0 prints them in the same state.
+
+    The group's lag cannot be read from this slave: Apache 5.5.0's slave stops taking its master's consumer
+    offsets once the master has recorded a pull offset (its fastjson2 cannot skip the numeric keys of
+    pullOffsetTable in GET_ALL_CONSUMER_OFFSET's answer: 'not support unquoted name' every 60 s in the slave's
+    broker.log), and this world's consumers pulled before the group's offsets were committed. The slave
+    answers the group's consume stats with no queue at all; mq's group progress says it could not read the
+    set (partial, exit 4) where mqadmin 5.5.0 prints an empty table and a diff total of 0."""
+    cluster, world = apache5_1m1s
+    ns, master, slave = world.namesrv, cluster.brokers["broker-a"], cluster.brokers["broker-a-s"].addr
+    with SyncMQAdmin(ns) as admin:
+        def slave_has_topic() -> bool:  # Apache 5.5's slave syncs topic configs from its master every 60 s
+            stats = admin.call(slave, RequestCode.GET_TOPIC_STATS_INFO, TopicRequestHeader(OUTAGE_TOPIC).to_ext(),
+                               ok=tuple(ResponseCode))
+            return stats.code == ResponseCode.SUCCESS
+
+        wait_for(slave_has_topic, 80, "broker-a's slave to know the outage topic")
+        header = GetConsumeStatsRequestHeader(OUTAGE_GROUP, OUTAGE_TOPIC).to_ext()
+        held = ConsumeStats.from_json(admin.call(slave, RequestCode.GET_CONSUME_STATS, header).body or b"{}")
+    sources, progress = _outage_reads(ns)
+    assert sources == {"master"}
+    assert (progress["partial"], progress["diffTotal"]) == (False, OUTAGE_SENT - 4 * OUTAGE_COMMITTED), progress
+    assert all(w.consumer_offset == 0 for w in held.offset_table.values()), held  # Apache's defect, above
+
+    def through_the_slave() -> None:
+        sources, progress = _outage_reads(ns)
+        assert sources == {"slave"}
+        assert (progress["partial"], progress["queues"]) == (True, []), progress
+        (missing,) = progress["unreachable"]
+        assert (missing["brokerName"], missing["addr"]) == ("broker-a", slave), missing
+        assert "the slave does not know the group" in missing["reason"], missing
+
+    os.kill(master.pid, signal.SIGSTOP)  # F2
+    try:
+        through_the_slave()
+    finally:
+        os.kill(master.pid, signal.SIGCONT)
+
+    master.kill()  # F1
+    with SyncMQAdmin(ns) as admin:
+        wait_for(lambda: 0 not in admin.cluster_info().broker_addr_table["broker-a"].broker_addrs, 30,
+                 "the name server to drop broker-a's master")
+    through_the_slave()
+    for args in (("topicStatus", "-t", OUTAGE_TOPIC), ("consumerProgress", "-g", OUTAGE_GROUP)):
+        ours = normalise(mq_here("admin", *args, namesrv=ns).stdout)
+        theirs = mqadmin5.run(*args, "-n", ns)
+        assert sorted(ours) == sorted(normalise(theirs.out)), theirs.out + theirs.err
+    refused = mq_here("admin", "topic", "update", OUTAGE_TOPIC, "-w", "2", namesrv=ns)
+    assert refused.returncode == EXIT_REFUSED
+    assert refused.stderr.startswith("mq: error: broker set broker-a has no master registered"), refused.stderr

@@ -6,7 +6,8 @@ from datetime import UTC, datetime
 
 import pytest
 
-from mqtools.common.timeparse import parse_time_ms
+from mqtools.common.exitcodes import EXIT_USAGE
+from mqtools.common.timeparse import TimeSpecError, parse_time_ms
 
 NOW = 1_763_900_000_000
 
@@ -34,5 +35,6 @@ def test_accepted_forms(text: str, expected: int) -> None:
 
 @pytest.mark.parametrize("text", ["yesterday", "-15x", "2026-13-01", "2026-11-23#10:00", "", "+5m"])
 def test_rejected_forms_name_what_is_accepted(text: str) -> None:
-    with pytest.raises(ValueError, match="yyyy-MM-dd#HH:mm:ss:SSS"):
+    with pytest.raises(ValueError, match="yyyy-MM-dd#HH:mm:ss:SSS") as raised:
         parse_time_ms(text, NOW)
+    assert isinstance(raised.value, TimeSpecError) and raised.value.exit_code == EXIT_USAGE  # the frame's usage exit

@@ -146,3 +146,33 @@ def test_queues_on_a_set_without_master_are_counted_and_judged() -> None:
     gone = judged(sample(0, offsets(1000, 1000), ALL), G.GroupSample(WINDOW, {mq: G.QueueSample(1000, 1000, 1_000)
                                                                               for mq in QUEUES}, ALL, None, ("broker-b",)))
     assert gone.verdict == G.NO_MASTER and "could not read broker-b at all" in gone.summary
+
+
+def pop_sample(at: float, offsets: dict[MessageQueue, tuple[int, int]], pop: G.PopSample) -> G.GroupSample:
+    pops = [G.Member("p1", "V5_5_0", False, {}), G.Member("p2", "V5_5_0", False, {})]  # POP members hold nothing
+    return G.GroupSample(at, {mq: G.QueueSample(b, c, 1_000) for mq, (b, c) in offsets.items()}, pops, 0, (), pop)
+
+
+def test_a_pop_group_acknowledging_in_time_is_healthy_and_never_unowned() -> None:
+    d = judged(pop_sample(0, offsets(1000, 900), G.PopSample(30, 0, 5)),
+               pop_sample(WINDOW, offsets(1100, 1090), G.PopSample(28, 0, 5)))
+    assert (d.verdict, d.also) == (G.HEALTHY, [])
+    assert d.to_json()["pop"] == {"inflight": 28, "reviveDue": 0, "revivedInWindow": 0}
+
+
+def test_a_pop_group_whose_messages_come_back_is_not_acknowledging() -> None:
+    d = judged(pop_sample(0, offsets(1000, 900), G.PopSample(100, 0, 0)),
+               pop_sample(WINDOW, offsets(1100, 1100, retry=(40, 40)), G.PopSample(120, 12, 40)))
+    assert d.verdict == G.NOT_ACKED
+    assert d.summary == ("40 popped message(s) came back after their invisible time in 12 s; 12 wait past it: not "
+                         "acknowledged in time; 120 popped and not acknowledged now")
+    assert G.RETRIES in d.also and G.UNOWNED not in d.also
+    assert d.actions[0] == "mq admin group progress cg  # POP: in flight, past their invisible time, revived"
+    view = G.group_diagnosis_view(d)
+    assert "POP: 120 popped and not acknowledged, 12 past their invisible time, 40 came back in the window" in view.footer
+
+
+def test_a_pop_group_with_messages_past_their_invisible_time_only_is_not_acknowledging() -> None:
+    d = judged(pop_sample(0, offsets(1000, 1000), G.PopSample(5, 0, 0)),
+               pop_sample(WINDOW, offsets(1000, 1000), G.PopSample(5, 5, 0)))
+    assert d.verdict == G.NOT_ACKED and d.summary.startswith("5 wait past it")

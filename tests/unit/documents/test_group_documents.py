@@ -17,6 +17,7 @@ from mqtools.client.admin.models.groups import (
     GroupPlacement,
     GroupSummary,
     OffsetReset,
+    PopFigures,
     QueueProgress,
     group_change_view,
     group_connections_view,
@@ -74,7 +75,7 @@ def test_group_progress_with_an_uncommitted_queue_has_unknown_inflight_and_tps()
     assert doc["inflightTotal"] is None and doc["consumeTps"] is None
     assert doc["queues"][0]["inflight"] == 2 and doc["queues"][1]["consumerOffset"] is None
     assert view.rows[0][5:7] == [6, 2]
-    assert [cell(v) for v in view.rows[1][4:]] == ["n/a", "3", "n/a", "n/a"]
+    assert [cell(v) for v in view.rows[1][4:]] == ["n/a", "3", "n/a", "n/a", "n/a"]
     assert view.footer == ["total: diff 9, in flight n/a, consume TPS n/a"]
 
 
@@ -82,6 +83,25 @@ def test_group_progress_of_one_topic_sums_inflight() -> None:
     p = ConsumerProgress("Orders", [QueueProgress(MessageQueue("Orders", "broker-a", 0), 10, 4, None, 6)], 2.5)
     doc = check(group_progress_view(p, "Orders"), "group progress")
     assert (doc["topic"], doc["inflightTotal"], doc["consumeTps"]) == ("Orders", 2, 2.5)
+
+
+def test_group_progress_of_a_pop_group_shows_what_is_popped_and_not_acknowledged() -> None:
+    p = ConsumerProgress("Pops", [
+        QueueProgress(MessageQueue("Orders", "broker-a", 0), 10, 10, None, 10, pop_inflight=4, revive_due=1),
+        QueueProgress(MessageQueue("Orders", "broker-b", 0), 5, 5, None, 5, "slave")], 1.0,
+        pop=PopFigures(True, 6, 1, 7, 2, complete=False))
+    view = group_progress_view(p)
+    doc = check(view)
+    assert doc["pop"] == {"popped": True, "inflightTotal": 6, "reviveDueTotal": 1, "retryInflight": 2, "revived": 7,
+                          "complete": False}
+    assert (doc["queues"][0]["popInflight"], doc["queues"][0]["reviveDue"]) == (4, 1)
+    assert doc["queues"][1]["popInflight"] is None  # the slave that answered does not track them
+    assert view.rows[0][6:8] == [0, 4] and view.rows[1][7] is None
+    assert view.footer[1] == ("POP: at least 6 popped and not acknowledged (1 past their invisible time, 2 from retry "
+                              "topics), 7 came back since the brokers started; consumer offsets move when the broker "
+                              "pops")
+    plain = group_progress_view(ConsumerProgress("Orders", [], pop=PopFigures()))
+    assert check(plain)["pop"]["popped"] is False and len(plain.footer) == 1  # not a POP group: no POP line
 
 
 def test_group_connections_online_and_offline() -> None:

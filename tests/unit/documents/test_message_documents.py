@@ -6,6 +6,7 @@ from support.documents import check
 
 from mqtools.cli.output import plain
 from mqtools.client.admin.models.messages import (
+    MessageDetail,
     MessageTrace,
     MessageTrack,
     TraceEntry,
@@ -63,7 +64,7 @@ def test_a_message_without_a_unique_key_is_named_by_its_offset_id() -> None:
 
 
 def test_message_detail_with_tracks() -> None:
-    view = message_view(ONE, [MessageTrack("G1", "CONSUMED"), MessageTrack("G2", "NOT_ONLINE", "no consumer")])
+    view = message_view(MessageDetail(ONE, [MessageTrack("G1", "CONSUMED"), MessageTrack("G2", "NOT_ONLINE", "no consumer")]))
     doc = check(view, "msg get")
     rows = dict(view.rows)
     assert rows["msgId"] == "C0A8010A00002A9F0000000000000001" and rows["offsetMsgId"] == ONE.msg_id
@@ -77,7 +78,7 @@ def test_message_detail_with_tracks() -> None:
 
 
 def test_message_detail_never_stored_time_and_no_group() -> None:
-    view = message_view(LONG, [])
+    view = message_view(MessageDetail(LONG, []))
     doc = check(view, "msg at")
     assert dict(view.rows)["storeTimestamp"] is None and doc["message"]["storeTimestamp"] is None
     assert view.footer == ["no consumer group consumes this topic"]

@@ -9,11 +9,17 @@ printf patterns (`java_format`); exit codes are mq's (mqadmin exits 0 even when 
 from __future__ import annotations
 
 import importlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
+
+from mqtools.cli.admin.common import run
+from mqtools.common.exitcodes import EXIT_OK
+
+if TYPE_CHECKING:
+    from mqtools.client.admin import MQAdmin
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -32,6 +38,11 @@ NamesrvOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer needs Optional
     typer.Option("-n", "--namesrvAddr", help="Name server address list, eg: '192.168.0.1:9876;192.168.0.2:9876'"),
 ]
+TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="topic name")]
+MsgIdOpt = Annotated[str, typer.Option("-i", "--msgId", help="Message Id")]
+LmqClusterOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "-c", "--cluster", help="Cluster name or lmq parent topic, lmq is used to find the route.")]
+"""The -c that mqadmin's message and consumer commands take to find a route (a cluster or an lmq's parent)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,6 +92,15 @@ def listing() -> str:
     lines += [f"   {e.name:<35} {e.purpose}  [{e.twin}]" for e in CATALOGUE.values()]
     lines += ["", "See 'mq admin help <command>' for more information on a specific command."]
     return "\n".join(lines)
+
+
+def run_until_interrupted(namesrv: str | None, rounds: Callable[[MQAdmin], Awaitable[None]]) -> None:
+    """Run a command that repeats every -i seconds (or once without it): Ctrl-C ends it with exit 0, as it
+    ends mqadmin's loops."""
+    try:
+        run(namesrv, rounds)
+    except KeyboardInterrupt:
+        raise typer.Exit(EXIT_OK) from None
 
 
 def java_format(pattern: str, *values: Any) -> str:

@@ -9,6 +9,7 @@ password the broker sends, mq never prints one.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -19,7 +20,7 @@ from mqtools.cli.admin.user import checked, read_password
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.auth import AuthAcl, AuthUser
+    from mqtools.client.admin.models.auth import AuthAcl, AuthChange, AuthUser
 
 BrokerAddrOpt = Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="which broker")]  # noqa: UP045
 ClusterOpt = Annotated[Optional[str], typer.Option("-c", "--clusterName", help="which cluster")]  # noqa: UP045
@@ -27,6 +28,10 @@ UserOpt = Annotated[str, typer.Option("-u", "--username", help="the username of 
 PasswordOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "-p", "--password", help="the password of user (visible in ps and shell history: prefer stdin)")]
 SubjectOpt = Annotated[str, typer.Option("-s", "--subject", help="the subject of acl")]
+ResourcesOpt = Annotated[str, typer.Option("-r", "--resources")]
+ActionsOpt = Annotated[str, typer.Option("-a", "--actions")]
+DecisionOpt = Annotated[str, typer.Option("-d", "--decision")]
+SourceIpOpt = Annotated[Optional[str], typer.Option("-i", "--sourceIp")]  # noqa: UP045
 USER_ROW = "%-16s %-22s %-22s %-22s"
 USER_LIST_ROW = "%-16s  %-22s  %-22s  %-22s"
 ACL_ROW = "%-16s %-10s %-22s %-20s %-24s %-10s"
@@ -140,40 +145,34 @@ def list_user(filter_: Annotated[Optional[str], typer.Option("-f", "--filter")] 
         typer.echo(line)
 
 
-def _acl_of(subject: str, resources: str, actions: str, source_ip: str | None, decision: str) -> AuthAcl:
+def _put_acl(namesrv: str | None, cluster: str | None, broker_addr: str | None, verb: str,
+             put: Callable[[MQAdmin], Callable[..., Awaitable[AuthChange]]], subject: str,
+             resources: str, actions: str, source_ip: str | None, decision: str) -> None:
+    """createAcl and updateAcl: the same rule from the same options, created or updated."""
     from mqtools.client.admin.auth import rule_acl
     from mqtools.client.admin.models.configs import comma_list
 
-    try:
-        return rule_acl(subject, comma_list(resources), comma_list(actions), comma_list(source_ip), decision)
-    except ValueError as exc:
-        raise usage(str(exc)) from None
+    where = _one(cluster, broker_addr)
+    acl = rule_acl(subject, comma_list(resources), comma_list(actions), comma_list(source_ip), decision)
+    _write(namesrv, where, lambda admin, w: put(admin)(acl, **w), verb)
 
 
 @command("createAcl", "mq admin acl2 create", "Create acl to cluster.")
-def create_acl(subject: SubjectOpt,
-               resources: Annotated[str, typer.Option("-r", "--resources")],
-               actions: Annotated[str, typer.Option("-a", "--actions")],
-               decision: Annotated[str, typer.Option("-d", "--decision")],
-               source_ip: Annotated[Optional[str], typer.Option("-i", "--sourceIp")] = None,  # noqa: UP045
-               cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None, namesrv: NamesrvOpt = None) -> None:
+def create_acl(subject: SubjectOpt, resources: ResourcesOpt, actions: ActionsOpt, decision: DecisionOpt,
+               source_ip: SourceIpOpt = None, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None,
+               namesrv: NamesrvOpt = None) -> None:
     """Example: mq admin createAcl -c DefaultCluster -s User:app1 -r Topic:orders -a Pub -d Allow"""
-    where = _one(cluster, broker_addr)
-    acl = _acl_of(subject, resources, actions, source_ip, decision)
-    _write(namesrv, where, lambda admin, w: admin.auth.create_acl(acl, **w), "create acl")
+    _put_acl(namesrv, cluster, broker_addr, "create acl", lambda admin: admin.auth.create_acl,
+             subject, resources, actions, source_ip, decision)
 
 
 @command("updateAcl", "mq admin acl2 update", "Update acl to cluster.")
-def update_acl(subject: SubjectOpt,
-               resources: Annotated[str, typer.Option("-r", "--resources")],
-               actions: Annotated[str, typer.Option("-a", "--actions")],
-               decision: Annotated[str, typer.Option("-d", "--decision")],
-               source_ip: Annotated[Optional[str], typer.Option("-i", "--sourceIp")] = None,  # noqa: UP045
-               cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None, namesrv: NamesrvOpt = None) -> None:
+def update_acl(subject: SubjectOpt, resources: ResourcesOpt, actions: ActionsOpt, decision: DecisionOpt,
+               source_ip: SourceIpOpt = None, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None,
+               namesrv: NamesrvOpt = None) -> None:
     """Example: mq admin updateAcl -c DefaultCluster -s User:app1 -r Topic:orders -a Pub -d Deny"""
-    where = _one(cluster, broker_addr)
-    acl = _acl_of(subject, resources, actions, source_ip, decision)
-    _write(namesrv, where, lambda admin, w: admin.auth.update_acl(acl, **w), "update acl")
+    _put_acl(namesrv, cluster, broker_addr, "update acl", lambda admin: admin.auth.update_acl,
+             subject, resources, actions, source_ip, decision)
 
 
 @command("deleteAcl", "mq admin acl2 delete", "Delete acl from cluster.")

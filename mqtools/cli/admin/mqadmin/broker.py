@@ -11,9 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, front, java_format
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, front, java_format, run_until_interrupted
 from mqtools.cli.admin.mqadmin.message import java_time
-from mqtools.common.exitcodes import EXIT_OK
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -201,7 +200,4 @@ def cluster_rt(
                                                probe.ok, probe.failed))
             await asyncio.sleep(interval)
 
-    try:
-        run(namesrv, rounds)
-    except KeyboardInterrupt:
-        raise typer.Exit(EXIT_OK) from None
+    run_until_interrupted(namesrv, rounds)

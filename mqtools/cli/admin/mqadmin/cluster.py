@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import run
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format, run_until_interrupted
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -92,7 +91,4 @@ def cluster_list(
 
             await asyncio.sleep(interval)
 
-    try:
-        run(namesrv, once)
-    except KeyboardInterrupt:
-        raise typer.Exit(0) from None
+    run_until_interrupted(namesrv, once)

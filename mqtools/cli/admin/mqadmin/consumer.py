@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from mqtools.cli.admin.common import run
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, front, java_format
+from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command, front, java_format
 from mqtools.common.mqversion import version_desc
 
 if TYPE_CHECKING:
@@ -113,8 +113,7 @@ def consumer_progress(
     topic: Annotated[Optional[str], typer.Option("-t", "--topicName", help="topic name")] = None,  # noqa: UP045
     show_ip: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "-s", "--showClientIP", help="Show Client IP per Queue")] = None,
-    cluster: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "-c", "--cluster", help="Cluster name or lmq parent topic, lmq is used to find the route.")] = None,
+    cluster: LmqClusterOpt = None,
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin consumerProgress -g OrderConsumers"""
@@ -128,6 +127,9 @@ def consumer_progress(
         name = group.strip()
         p = await admin.groups.consumer_progress(name, topic.strip() if topic else None,
                                           cluster=cluster.strip() if cluster and topic else None)
+        if not p.queues:  # as mqadmin's examineConsumeStats refuses an empty answer (nothing printed)
+            raise ConsumerNotOnlineError(ConsumerNotOnlineError.CODE, "Not found the consumer group consume stats, "
+                                         "because return offset table is empty, maybe the consumer not online")
         if not with_ips:
             return progress_text(p, None)
         try:

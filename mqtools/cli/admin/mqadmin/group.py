@@ -3,13 +3,14 @@ resetOffsetByTime, with mqadmin's options and output (RocketMQ 5 layouts)."""
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from mqtools.cli.admin.common import note, run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, front, java_format
+from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command, front, java_format
 from mqtools.cli.admin.mqadmin.topic import attributes_of, java_bool, java_map
 
 if TYPE_CHECKING:
@@ -22,6 +23,8 @@ RESET_HEADER = "%-40s  %-40s  %-40s"
 RESET_ROW = "%-40s  %-40d  %-40d"
 DEFAULT_RETRY_POLICY = "GroupRetryPolicy{type=CUSTOMIZED, exponentialRetryPolicy=null, customizedRetryPolicy=null}"
 """What RocketMQ 5 prints for the retry policy of a group created without one (mq cannot set another)."""
+JAVA_LONG = re.compile(r"-?\d+")
+"""A timestamp mqadmin takes as a long, as it is."""
 
 
 def group_config_text(c: SubscriptionGroupConfig) -> str:
@@ -149,8 +152,7 @@ def reset_offset_by_time(
     queue_id: Annotated[Optional[int], typer.Option("-q", "--queue", help="queue id")] = None,  # noqa: UP045
     offset: Annotated[Optional[int], typer.Option(  # noqa: UP045
         "-o", "--offset", help="Expect queue offset, not support old version broker")] = None,
-    cluster: Annotated[Optional[str], typer.Option(  # noqa: UP045
-        "-c", "--cluster", help="Cluster name or lmq parent topic, lmq is used to find the route.")] = None,
+    cluster: LmqClusterOpt = None,
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin resetOffsetByTime -g OrderConsumers -t Orders -s now"""
@@ -159,10 +161,8 @@ def reset_offset_by_time(
 
     del cplus  # accepted for old runbooks; the broker picks the C++ body per client
     name, where, text = group.strip(), topic.strip(), timestamp.strip()
-    try:  # mqadmin reads any long as epoch ms, -1 too (the end of each queue)
-        stamp = int(text) if text.lstrip("-").isdigit() else parse_time_ms(text, int(time.time() * 1000))
-    except ValueError as exc:
-        raise usage(str(exc)) from None
+    # mqadmin reads any long as epoch ms, -1 too (the end of each queue); a bad time is a TimeSpecError
+    stamp = int(text) if JAVA_LONG.fullmatch(text) else parse_time_ms(text, int(time.time() * 1000))
     forced = force is None or java_bool(force)
 
     if broker_addr is not None and queue_id is not None and queue_id >= 0:

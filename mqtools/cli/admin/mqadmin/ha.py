@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import note, run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+from mqtools.cli.admin.common import note, usage
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format, run_until_interrupted
 from mqtools.cli.admin.mqadmin.broker import group_addrs
 from mqtools.cli.admin.mqadmin.message import java_time
 
@@ -92,7 +92,4 @@ def ha_status(
                 return
             await asyncio.sleep(every)
 
-    try:
-        run(namesrv, rounds)
-    except KeyboardInterrupt:
-        raise typer.Exit(0) from None
+    run_until_interrupted(namesrv, rounds)

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import fail, run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+from mqtools.cli.admin.mqadmin import LmqClusterOpt, MsgIdOpt, NamesrvOpt, TopicOpt, command, java_format
 from mqtools.common.exitcodes import EXIT_REFUSED
 
 if TYPE_CHECKING:
@@ -26,8 +26,12 @@ BODY_DIR = Path("/tmp/rocketmq/msgbodys")
 """Where mqadmin writes each shown message's body."""
 SEPARATOR = "-" * 56
 SEND = "%-32s  %-4s  %-20s    %s"
-ClusterOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
-    "-c", "--cluster", help="Cluster name or lmq parent topic, lmq is used to find the route.")]
+TopicNameOpt = Annotated[str, typer.Option("-t", "--topic", help="Topic name")]
+"""-t as the commands mqadmin wrote later spell its help (the older ones: TopicOpt)."""
+BodyFormatOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "-f", "--bodyFormat", help="print message body by the specified format")]
+EndTimestampOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "-e", "--endTimestamp", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")]
 
 
 def java_time(ms: int, millis: bool = True) -> str:
@@ -130,18 +134,15 @@ def _ms(value: str | None, default: int | None) -> int | None:
 
     if value is None:
         return default
-    try:
-        return parse_time_ms(value, int(time.time() * 1000))
-    except ValueError as exc:
-        raise usage(str(exc)) from None
+    return parse_time_ms(value, int(time.time() * 1000))
 
 
 @command("queryMsgById", "mq admin msg get", "Query Message by Id.")
 def query_msg_by_id(
-    topic: Annotated[str, typer.Option("-t", "--topic", help="topic name")],
-    msg_id: Annotated[str, typer.Option("-i", "--msgId", help="Message Id")],
-    body_format: Annotated[Optional[str], typer.Option("-f", "--bodyFormat", help="print message body by the specified format")] = None,  # noqa: UP045
-    cluster: ClusterOpt = None,
+    topic: TopicOpt,
+    msg_id: MsgIdOpt,
+    body_format: BodyFormatOpt = None,
+    cluster: LmqClusterOpt = None,
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin queryMsgById -t Orders -i 7F00000100002A9F0000000000000000"""
@@ -164,12 +165,12 @@ def query_msg_by_id(
 
 @command("queryMsgByKey", "mq admin msg key", "Query Message by Key.")
 def query_msg_by_key(
-    topic: Annotated[str, typer.Option("-t", "--topic", help="Topic name")],
+    topic: TopicNameOpt,
     msg_key: Annotated[str, typer.Option("-k", "--msgKey", help="Message Key")],
     begin: Annotated[Optional[str], typer.Option("-b", "--beginTimestamp", help="Begin timestamp(ms). default:0, eg:1676730526212")] = None,  # noqa: UP045
     end: Annotated[Optional[str], typer.Option("-e", "--endTimestamp", help="End timestamp(ms). default:Long.MAX_VALUE, eg:1676730526212")] = None,  # noqa: UP045
     max_num: Annotated[int, typer.Option("-m", "--maxNum", help="The maximum number of messages returned by the query, default:64")] = 64,
-    cluster: ClusterOpt = None,
+    cluster: LmqClusterOpt = None,
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin queryMsgByKey -t Orders -k order-1001"""
@@ -188,10 +189,10 @@ def query_msg_by_key(
 
 @command("queryMsgByUniqueKey", "mq admin msg unique", "Query Message by Unique key.")
 def query_msg_by_unique_key(
-    msg_id: Annotated[str, typer.Option("-i", "--msgId", help="Message Id")],
+    msg_id: MsgIdOpt,
     topic: Annotated[str, typer.Option("-t", "--topic", help="The topic of msg")],
     show_all: Annotated[bool, typer.Option("-a", "--showAll", help="Print all message, the limit is 32")] = False,
-    cluster: ClusterOpt = None,
+    cluster: LmqClusterOpt = None,
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin queryMsgByUniqueKey -t Orders -i C0A8010A00002A9F0000000000000001"""
@@ -206,11 +207,11 @@ def query_msg_by_unique_key(
 
 @command("queryMsgByOffset", "mq admin msg at", "Query Message by offset.")
 def query_msg_by_offset(
-    topic: Annotated[str, typer.Option("-t", "--topic", help="topic name")],
+    topic: TopicOpt,
     broker: Annotated[str, typer.Option("-b", "--brokerName", help="Broker Name")],
     queue_id: Annotated[int, typer.Option("-i", "--queueId", help="Queue Id")],
     offset: Annotated[int, typer.Option("-o", "--offset", help="Queue Offset")],
-    body_format: Annotated[Optional[str], typer.Option("-f", "--bodyFormat", help="print message body by the specified format")] = None,  # noqa: UP045
+    body_format: BodyFormatOpt = None,
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin queryMsgByOffset -t Orders -b broker-a -i 0 -o 42"""
@@ -253,11 +254,11 @@ def print_result(result: PullResult, mq: MessageQueue, charset: str, print_body:
 
 @command("printMsg", "mq admin msg print", "Print Message Detail.")
 def print_msg(
-    topic: Annotated[str, typer.Option("-t", "--topic", help="topic name")],
+    topic: TopicOpt,
     charset_name: Annotated[str, typer.Option("-c", "--charsetName", help="CharsetName(eg: UTF-8,GBK)")] = "UTF-8",
     expression: Annotated[str, typer.Option("-s", "--subExpression", help="Subscribe Expression(eg: TagA || TagB)")] = "*",
     begin: Annotated[Optional[str], typer.Option("-b", "--beginTimestamp", help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")] = None,  # noqa: UP045
-    end: Annotated[Optional[str], typer.Option("-e", "--endTimestamp", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")] = None,  # noqa: UP045
+    end: EndTimestampOpt = None,
     print_body: Annotated[str, typer.Option("-d", "--printBody", help="print body")] = "true",
     namesrv: NamesrvOpt = None,
 ) -> None:
@@ -279,7 +280,7 @@ def print_msg(
 
 @command("sendMessage", "mq admin msg send", "Send a message.")
 def send_message(
-    topic: Annotated[str, typer.Option("-t", "--topic", help="Topic name")],
+    topic: TopicNameOpt,
     body: Annotated[str, typer.Option("-p", "--body", help="UTF-8 string format of the message body")],
     keys: Annotated[Optional[str], typer.Option("-k", "--key", help="Message keys")] = None,  # noqa: UP045
     tags: Annotated[Optional[str], typer.Option("-c", "--tags", help="Message tags")] = None,  # noqa: UP045
@@ -303,13 +304,13 @@ def send_message(
 
 @command("consumeMessage", "mq admin msg consume", "Consume message.")
 def consume_message(
-    topic: Annotated[str, typer.Option("-t", "--topic", help="Topic name")],
+    topic: TopicNameOpt,
     broker: Annotated[Optional[str], typer.Option("-b", "--brokerName", help="Broker name")] = None,  # noqa: UP045
     queue_id: Annotated[Optional[int], typer.Option("-i", "--queueId", help="Queue Id")] = None,  # noqa: UP045
     offset: Annotated[Optional[int], typer.Option("-o", "--offset", help="Queue offset")] = None,  # noqa: UP045
     group: Annotated[str, typer.Option("-g", "--consumerGroup", help="Consumer group name")] = "TOOLS_CONSUMER",
     begin: Annotated[Optional[str], typer.Option("-s", "--beginTimestamp", help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")] = None,  # noqa: UP045
-    end: Annotated[Optional[str], typer.Option("-e", "--endTimestamp", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")] = None,  # noqa: UP045
+    end: EndTimestampOpt = None,
     count: Annotated[int, typer.Option("-c", "--MessageNumber", help="Number of message to be consumed")] = 128,
     namesrv: NamesrvOpt = None,
 ) -> None:

@@ -3,6 +3,7 @@ deleteKvConfig, wipeWritePerm, addWritePerm, in mqadmin's output format."""
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -73,25 +74,27 @@ def delete_kv_config(namespace: NamespaceOpt, key: KeyOpt, namesrv: NamesrvOpt =
     typer.echo("delete kv config from namespace success.")
 
 
+def _write_perm(namesrv: str | None, broker_name: str, verb: str,
+                change: Callable[[MQAdmin, str], Awaitable[dict[str, int]]]) -> None:
+    """wipeWritePerm and addWritePerm: one change on every name server, a line each with its topic count."""
+    name = broker_name.strip()
+
+    async def job(admin: MQAdmin) -> dict[str, int]:
+        return await change(admin, name)
+
+    for addr, count in run(namesrv, job).items():
+        typer.echo(f"{verb} write perm of broker[{name}] in name server[{addr}] OK, {count}")
+
+
 @command("wipeWritePerm", "mq admin broker perm wipe",
          "Wipe write perm of broker in all name server you defined in the -n param.")
 def wipe_write_perm(broker_name: BrokerNameOpt, namesrv: NamesrvOpt = None) -> None:
     """Example: mq admin wipeWritePerm -b broker-a"""
-
-    async def job(admin: MQAdmin) -> dict[str, int]:
-        return await admin.namesrv.wipe_write_perm(broker_name.strip())
-
-    for addr, count in run(namesrv, job).items():
-        typer.echo(f"wipe write perm of broker[{broker_name.strip()}] in name server[{addr}] OK, {count}")
+    _write_perm(namesrv, broker_name, "wipe", lambda admin, name: admin.namesrv.wipe_write_perm(name))
 
 
 @command("addWritePerm", "mq admin broker perm add",
          "Add write perm of broker in all name server you defined in the -n param.")
 def add_write_perm(broker_name: BrokerNameOpt, namesrv: NamesrvOpt = None) -> None:
     """Example: mq admin addWritePerm -b broker-a"""
-
-    async def job(admin: MQAdmin) -> dict[str, int]:
-        return await admin.namesrv.add_write_perm(broker_name.strip())
-
-    for addr, count in run(namesrv, job).items():
-        typer.echo(f"add write perm of broker[{broker_name.strip()}] in name server[{addr}] OK, {count}")
+    _write_perm(namesrv, broker_name, "add", lambda admin, name: admin.namesrv.add_write_perm(name))

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mqtools.cli.admin.common import fail, run
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+from mqtools.cli.admin.mqadmin import NamesrvOpt, TopicOpt, command, java_format
 from mqtools.common.exitcodes import EXIT_REFUSED
 from mqtools.common.mqversion import version_desc
 
@@ -22,7 +22,7 @@ ROW = "%04d  %-32s %-22s %-8s %s"
          "Query producer's socket connection and client version.")
 def producer_connection(
     group: Annotated[str, typer.Option("-g", "--producerGroup", help="producer group name")],
-    topic: Annotated[str, typer.Option("-t", "--topic", help="topic name")],
+    topic: TopicOpt,
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin producerConnection -g OrderProducers -t Orders"""

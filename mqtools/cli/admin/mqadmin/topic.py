@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from mqtools.cli.admin.common import run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, front, java_format
+from mqtools.cli.admin.mqadmin import NamesrvOpt, TopicOpt, command, front, java_format
 from mqtools.cli.admin.mqadmin.message import java_time
 from mqtools.common.perm import perm_to_string
 
@@ -17,7 +17,6 @@ if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
     from mqtools.client.admin.models.configs import TopicConfig, TopicRouteData
 
-TopicOpt = Annotated[str, typer.Option("-t", "--topic", help="topic name")]
 STATUS_HEADER = "%-32s  %-4s  %-20s  %-20s    %s"
 STATUS_ROW = "%-32s  %-4d  %-20d  %-20d    %s"
 ROUTE_LIST = "%-45s %-32s %-50s %-10s %-11s %-5s"

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mqtools.cli.admin.common import run
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+from mqtools.cli.admin.mqadmin import MsgIdOpt, NamesrvOpt, command, java_format
 from mqtools.common.hashing import java_hash
 from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC
 
@@ -38,7 +38,7 @@ def _hash_map_order(groups: list[str]) -> list[str]:
 
 @command("queryMsgTraceById", "mq admin msg trace", "query a message trace")
 def query_msg_trace_by_id(
-    msg_id: Annotated[str, typer.Option("-i", "--msgId", help="Message Id")],
+    msg_id: MsgIdOpt,
     trace_topic: Annotated[str, typer.Option("-t", "--traceTopic", help="The name value of message trace topic")] = (
         RMQ_SYS_TRACE_TOPIC),
     namesrv: NamesrvOpt = None,

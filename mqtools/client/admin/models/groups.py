@@ -47,6 +47,11 @@ class QueueProgress:
     """Where the group's clients pull next (RocketMQ 5 brokers); None when the broker did not say."""
     source: str = "master"
     """Which replica of the broker set answered: master, or slave when the master is gone or silent."""
+    pop_inflight: int | None = None
+    """POP: popped and not acknowledged (the broker committed past them when it popped them, so `diff`
+    leaves them out); None when the broker does not say (Apache's, a slave's)."""
+    revive_due: int | None = None
+    """POP: of `pop_inflight`, those past their invisible time: about to come back through the retry topic."""
 
     @property
     def diff(self) -> int:
@@ -68,10 +73,30 @@ class ConsumerProgress:
     """Summed over brokers; None when no broker answered, or some broker set could not be read."""
     unreachable: list[Unreachable] = field(default_factory=list)
     """Broker sets no replica answered for: their queues (and lag) are not in `queues`."""
+    pop: PopFigures | None = None
+    """The group's POP figures, summed over the sets whose broker gave them; None when none did."""
 
     @property
     def total_diff(self) -> int:
         return sum(q.diff for q in self.queues)
+
+
+@dataclass(slots=True)
+class PopFigures:
+    """What mq's brokers say of a group's POP consumption (mq's private GET_POP_IN_FLIGHT)."""
+
+    popped: bool = False
+    """The group pops (since a broker started, or has messages in flight): its offsets are the broker's."""
+    inflight: int = 0
+    """Popped and not acknowledged."""
+    revive_due: int = 0
+    """Of `inflight`, those past their invisible time."""
+    revived: int = 0
+    """Messages put back after their invisible time since the brokers started."""
+    retry_inflight: int = 0
+    """Of `inflight` and `revive_due`, those popped from the POP retry topics (not in `queues`)."""
+    complete: bool = True
+    """Every set read gave them (False: some broker is Apache's or a slave, so the sums leave it out)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -364,22 +389,34 @@ def group_change_view(group: str, operation: str, changes: list[GroupChange]) ->
 def group_progress_view(p: ConsumerProgress, topic: str | None = None) -> View:
     """Per queue, with totals; `topic` is the filter the progress was read with (None: every topic)."""
     rows = [[q.queue.topic, slave_marked(q.queue.broker_name, q.source), q.queue.queue_id, q.broker_offset,
-             q.consumer_offset, q.diff, q.inflight, when(q.last_timestamp_ms)] for q in p.queues]
+             q.consumer_offset, q.diff, q.inflight, q.pop_inflight, when(q.last_timestamp_ms)] for q in p.queues]
     inflight = [q.inflight for q in p.queues]
     inflight_total = None if None in inflight else sum(i for i in inflight if i is not None)
+    pop = p.pop
     data = {"group": p.group, "topic": topic, "consumeTps": p.consume_tps, "diffTotal": p.total_diff,
-            "inflightTotal": inflight_total, "queues": [
+            "inflightTotal": inflight_total,
+            "pop": None if pop is None else {
+                "popped": pop.popped, "inflightTotal": pop.inflight, "reviveDueTotal": pop.revive_due,
+                "retryInflight": pop.retry_inflight, "revived": pop.revived, "complete": pop.complete},
+            "queues": [
                 {"topic": q.queue.topic, "brokerName": q.queue.broker_name, "queueId": q.queue.queue_id,
                  "brokerOffset": q.broker_offset, "consumerOffset": q.consumer_offset, "diff": q.diff,
-                 "inflight": q.inflight, "lastTimestampMs": q.last_timestamp_ms, "source": q.source}
+                 "inflight": q.inflight, "popInflight": q.pop_inflight, "reviveDue": q.revive_due,
+                 "lastTimestampMs": q.last_timestamp_ms, "source": q.source}
                 for q in p.queues]}
     least = "at least " if p.unreachable else ""
     footer = [(f"total: diff {least}{p.total_diff}, in flight {cell(inflight_total)}, "
-               f"consume TPS {cell(p.consume_tps)}"),
-              *from_slaves_note(sorted({q.queue.broker_name for q in p.queues if q.source == "slave"}))]
+               f"consume TPS {cell(p.consume_tps)}")]
+    if pop is not None and pop.popped:
+        some = "" if pop.complete and not p.unreachable else "at least "
+        footer.append(f"POP: {some}{pop.inflight} popped and not acknowledged ({pop.revive_due} past their "
+                      f"invisible time, {pop.retry_inflight} from retry topics), {pop.revived} came back since the "
+                      f"brokers started; consumer offsets move when the broker pops")
+    footer += from_slaves_note(sorted({q.queue.broker_name for q in p.queues if q.source == "slave"}))
     return View("GroupProgress", [Column("TOPIC"), Column("BROKER"), Column("QID", True),
                                   Column("BROKER OFFSET", True), Column("CONSUMER OFFSET", True),
-                                  Column("DIFF", True), Column("INFLIGHT", True), Column("LAST CONSUMED")],
+                                  Column("DIFF", True), Column("INFLIGHT", True), Column("POP INFLIGHT", True),
+                                  Column("LAST CONSUMED")],
                 rows, data, footer=footer, unreachable=p.unreachable)
 
 

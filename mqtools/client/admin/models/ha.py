@@ -174,26 +174,27 @@ def trend_of(samples: Sequence[tuple[float, int]]) -> str | None:
     return STEADY
 
 
-def catch_up_seconds(diff_bytes: int | None, bytes_per_s: float | None) -> float | None:
-    """Diff over transfer speed: 0 when nothing is missing, None (n/a, never infinity) when not moving."""
+def _diff_over(diff_bytes: int | None, per: float | None) -> float | None:
+    """A slave's byte diff over a per-unit figure: 0 when nothing is missing, None (n/a, never infinity)
+    when the diff or the figure is unknown or not positive."""
     if diff_bytes is None:
         return None
     if diff_bytes <= 0:
         return 0.0
-    if not bytes_per_s or bytes_per_s <= 0:
+    if not per or per <= 0:
         return None
-    return diff_bytes / bytes_per_s
+    return diff_bytes / per
+
+
+def catch_up_seconds(diff_bytes: int | None, bytes_per_s: float | None) -> float | None:
+    """Diff over transfer speed: 0 when nothing is missing, None (n/a, never infinity) when not moving."""
+    return _diff_over(diff_bytes, bytes_per_s)
 
 
 def diff_messages(diff_bytes: int | None, average_size: float | None) -> int | None:
     """The byte diff as a message count, over the master's average stored message size."""
-    if diff_bytes is None:
-        return None
-    if diff_bytes <= 0:
-        return 0
-    if not average_size or average_size <= 0:
-        return None
-    return round(diff_bytes / average_size)
+    count = _diff_over(diff_bytes, average_size)
+    return None if count is None else round(count)
 
 
 def host_of(addr: str | None) -> str | None:

@@ -26,6 +26,15 @@ class MessageTrack:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageDetail:
+    """One message and, for each group consuming its topic, whether it has consumed it (a group that
+    could not be asked has an UNKNOWN or NOT_ONLINE track saying why)."""
+
+    message: MessageExt
+    tracks: list[MessageTrack]
+
+
+@dataclass(frozen=True, slots=True)
 class QueueSpan:
     """The offsets of a queue to read: [begin, end)."""
 
@@ -124,8 +133,9 @@ def message_list_view(topic: str, messages: list[MessageExt], footer: list[str] 
 
 
 @renders("Message")
-def message_view(m: MessageExt, tracks: list[MessageTrack]) -> View:
+def message_view(detail: MessageDetail) -> View:
     """Every field of one message, a row each, and whether each consuming group has consumed it."""
+    m, tracks = detail.message, detail.tracks
     doc = message_json(m)
     shown = {**doc, "keys": " ".join(m.keys) or None, "bornTimestamp": when(m.born_timestamp),
              "storeTimestamp": when(m.store_timestamp)}

@@ -69,6 +69,8 @@ RULES: dict[int, _Rule] = {
     RequestCode.GET_CONSUMER_CONNECTION_LIST: _Rule(None, (Action.GET,), (("consumerGroup", ResourceType.GROUP, None),)),
     RequestCode.GET_CONSUMER_LIST_BY_GROUP: _Rule(None, (Action.SUB,), (("consumerGroup", ResourceType.GROUP, None),)),
     RequestCode.GET_CONSUMER_RUNNING_INFO: _Rule(None, (Action.GET,), (("consumerGroup", ResourceType.GROUP, None),)),
+    # mq's private GET_POP_IN_FLIGHT reads what GET_CONSUME_STATS reads, and needs what it needs
+    RequestCode.GET_POP_IN_FLIGHT: _Rule(None, (Action.GET,), (("consumerGroup", ResourceType.GROUP, None), ("topic", ResourceType.TOPIC, None))),
     RequestCode.GET_CONSUME_STATS: _Rule(None, (Action.GET,), (("consumerGroup", ResourceType.GROUP, None), ("topic", ResourceType.TOPIC, None), ("topicList", ResourceType.TOPIC, ';'))),
     RequestCode.GET_EARLIEST_MSG_STORETIME: _Rule(None, (Action.GET,), (("topic", ResourceType.TOPIC, None),)),
     RequestCode.GET_KVLIST_BY_NAMESPACE: _Rule(ResourceType.CLUSTER, (Action.GET,), ()),

@@ -71,6 +71,9 @@ class PopReviveService:
         self.interval_s = interval_s
         self.clock = clock or c.clock
         self.ledgers: dict[int, ReviveLedger] = {}
+        #: Messages put back after their invisible time since start (to retry, or past the limit to the DLQ),
+        #: per group (GET_POP_IN_FLIGHT).
+        self.revived: dict[str, int] = {}
         self._catching_up = True
         self._task: asyncio.Task | None = None
         self._kick = asyncio.Event()
@@ -212,6 +215,7 @@ class PopReviveService:
             if not await self._put_back(ck, msg, group_cfg.retry_max_times):
                 return -1
             count += 1
+            self.revived[ck.cid] = self.revived.get(ck.cid, 0) + 1
         return count
 
     async def _put_back(self, ck: PopCheckPoint, msg: MessageExt, max_times: int) -> bool:

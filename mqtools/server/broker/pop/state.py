@@ -84,6 +84,10 @@ class PopState:
         self._turns[key] = n + 1
         return n
 
+    def popped_topics(self, group: str) -> set[str]:
+        """The topics the group popped from on this broker since it started (GET_POP_IN_FLIGHT's `popped`)."""
+        return {topic for g, topic in self._turns if g == group}
+
     def retry_first(self, turn: int) -> bool:
         """The fair rule that replaces Apache's random draw: every k-th POP of a group on a topic reads the
         retry topic first (k = 100 / popFromRetryProbability, so 1 in 5 by default); the others read it

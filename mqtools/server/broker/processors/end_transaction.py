@@ -6,6 +6,9 @@ puts the message on its real topic and queue with the commit type in its sys fla
 op message, so the check service never asks about it again. A pending answer (neither commit nor
 rollback) gets no response, as Apache gives none.
 
+The committed message is timed (TIMER_* properties) or delayed (a delay level) from the commit, as Apache's
+put hook times it (transaction/schedule_hook.py).
+
 Where mq goes further than Apache: a transaction that has already ended (through this copy or another
 the check service made) is refused with a remark instead of being committed a second time, and every
 refusal is one rate-limited log line. Producers send END_TRANSACTION oneway, so a refusal is seen in
@@ -25,6 +28,7 @@ from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.transaction import COMMIT, ROLLBACK, EndTransactionRequestHeader
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.transaction.bridge import TransactionalMessageBridge, transaction_id
+from mqtools.server.broker.transaction.schedule_hook import handle_schedule
 from mqtools.server.store.results import STORED, PutMessageResult
 
 if TYPE_CHECKING:
@@ -79,10 +83,20 @@ class EndTransactionProcessor:
         return req.response(code, remark)
 
     async def _commit(self, req: RemotingCommand, half: MessageExt) -> RemotingCommand:
-        result = await self.b.store.put_message(self.bridge.committed(half))
+        committed = self.bridge.committed(half)
+        refused = handle_schedule(self.b, committed)  # timer or delay level: from the commit, as Apache
+        if refused is not None:
+            return self._refuse_commit(req, *refused)
+        result = await self.b.store.put_message(committed)
         if result.status.name not in STORED:
             return req.response(ResponseCode.SYSTEM_ERROR, f"putting the committed message failed: {result.status.name}")
         return await self._op_written(req, self.bridge.put_op(half))
+
+    def _refuse_commit(self, req: RemotingCommand, code: int, remark: str) -> RemotingCommand:
+        """The committed message cannot be put (a timer value not legal now): no op message, so the half
+        message stays and the check service asks again, as Apache leaves it."""
+        self.refusals.warning("end-transaction", "commit of %s refused: %s", req.ext_fields.get("msgId"), remark)
+        return req.response(code, remark)
 
     def _after_op(self, req: RemotingCommand, put: PutMessageResult | Awaitable[PutMessageResult]
                   ) -> RemotingCommand | Awaitable[RemotingCommand]:

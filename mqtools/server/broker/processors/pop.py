@@ -377,6 +377,18 @@ class PopProcessor:
 
     # ------------------------------------------------------------------ long polling
 
+    def parked_pops(self, group: str, topic: str, queue_id: int) -> int:
+        """POP requests of the group parked for the topic and queue id they asked for (POLLING_INFO's
+        pollingNum; a POP of queue -1 counts under -1, as Apache keys its polling map)."""
+        codes = (RequestCode.POP_MESSAGE, java_short(RequestCode.POP_MESSAGE))
+        n = 0
+        for parked in self._parked.values():
+            ext = parked.request.ext_fields
+            if (parked.request.code in codes and parked.conn.is_open and ext.get("consumerGroup") == group
+                    and ext.get("topic") == topic and ext.get("queueId") == str(queue_id)):
+                n += 1
+        return n
+
     def park(
         self,
         conn: RemotingConnection,

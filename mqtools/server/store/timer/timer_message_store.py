@@ -12,11 +12,7 @@ delivered before TIMER_OUT_MS + precision, which the send path made no later tha
 Every timerFlushIntervalMs (Apache's TimerFlushService) the checkpoint values are taken, then the
 TimerLog, the wheel and the checkpoint are synced, in that order, in a worker thread.
 
-Recovery (``load``, blocking, run in a thread): the TimerLog is scanned from a file before the
-checkpoint's flushed position, torn records are cut, each record's slot gets its lastPos back, and
-the queue offset resumes at min(the last record's message + 1, the checkpoint's). Reading resumes at
-the checkpoint's read time, so ticks between it and now are delivered after a crash: at least once,
-never early; what was delivered but not yet checkpointed may come twice, as with Apache.
+Recovery at start (``load``, in a thread) is ``timer_recovery``'s.
 
 Only masters run it (the broker decides); a delete marker (TIMER_DEL_UNIQKEY) cancels the message
 it names when both fall in the same tick, as in Apache.
@@ -40,16 +36,11 @@ from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.results import PutMessageResult
 from mqtools.server.store.timer import timer_logic as L
+from mqtools.server.store.timer import timer_recovery
 from mqtools.server.store.timer.timer_checkpoint import TimerCheckpointFile
-from mqtools.server.store.timer.timer_log import (
-    UNIT_SIZE,
-    TimerLog,
-    TimerRecord,
-    need_delete,
-    need_roll,
-)
+from mqtools.server.store.timer.timer_log import TimerLog, TimerRecord, need_delete, need_roll
 from mqtools.server.store.timer.timer_metrics import TimerMetrics
-from mqtools.server.store.timer.timer_wheel import IGNORE, SLOTS_TOTAL, TimerWheel
+from mqtools.server.store.timer.timer_wheel import SLOTS_TOTAL, TimerWheel
 
 log = logging.getLogger(__name__)
 
@@ -116,75 +107,8 @@ class TimerMessageStore:
         self.wheel = TimerWheel(self.wheel_path, self.slots_total, self.precision_ms)
         self.log.load()
         self.metrics.load()
-        self.recover(fresh)
+        timer_recovery.recover(self, fresh)
         self.loaded = True
-
-    def recover(self, fresh_wheel: bool = False) -> None:
-        """Apache's recover(): revise the wheel from the log, then pick the queue offset and read time."""
-        assert self.wheel is not None
-        cp = self.checkpoint.value
-        begin = cp.last_timer_log_flush_pos
-        if self.log.queue.files:
-            begin -= self.log.file_size
-        process_offset = self._recover_and_revise(max(begin, 0), check=True)
-        self.log.queue.flushed_where = process_offset
-        last = self._revise_queue_offset(process_offset)
-        offset = cp.last_timer_queue_offset if last == -1 else last + 1
-        offset = min(offset, cp.master_timer_queue_offset)
-        low = self.store.get_min_offset_in_queue(L.TIMER_TOPIC, 0)
-        high = self.store.get_max_offset_in_queue(L.TIMER_TOPIC, 0)
-        self.curr_queue_offset = min(max(offset, low), high)
-        now = self.format_time(self.now_ms())
-        read = cp.last_read_time_ms
-        if not self.checkpoint.existed and not self.log.queue.files:
-            read = now  # nothing was ever filed: no week of empty ticks to walk
-        self.curr_read_time_ms = max(
-            read, now - self.slots_total * self.precision_ms + L.TIMER_BLANK_SLOTS * self.precision_ms
-        )
-        if self.log.queue.files:
-            min_first = self.wheel.check_phy_pos(self.curr_read_time_ms, process_offset)
-            if min_first < process_offset:
-                log.warning(
-                    "timer: wheel points past the log end %d, re-reading from %d", process_offset, min_first
-                )
-                self._recover_and_revise(min_first, check=False)
-        self.commit_read_time_ms = self.curr_read_time_ms
-        self.commit_queue_offset = self.curr_queue_offset
-        busy = self.log.queue.files and not fresh_wheel
-        self.congest_num = self.wheel.get_all_num(self.curr_read_time_ms) if busy else 0
-        log.info(
-            "timer recovered: read %d, queue offset %d, log end %d",
-            self.curr_read_time_ms,
-            self.curr_queue_offset,
-            process_offset,
-        )
-        self.prepare_checkpoint()
-
-    def _recover_and_revise(self, begin: int, check: bool) -> int:
-        assert self.wheel is not None
-        end, records = self.log.scan_valid(begin, check)
-        for pos, rec in records:
-            self.wheel.revise_slot(rec.delayed_time, IGNORE, pos, True)
-        if check and self.log.queue.files:
-            self.log.truncate_dirty(end)
-        return end
-
-    def _revise_queue_offset(self, process_offset: int) -> int:
-        """The wheel-topic queue offset of the last record's message, checked against the queue; -1."""
-        mf = self.log.queue.find(process_offset - UNIT_SIZE) if process_offset >= UNIT_SIZE else None
-        if mf is None or process_offset - mf.start < UNIT_SIZE:
-            return -1
-        rec = self.log.read(process_offset - UNIT_SIZE)
-        msg = self.store.look_message_by_offset(rec.offset_py, rec.size_py) if rec is not None else None
-        if msg is None or rec is None:
-            return -1
-        for cq_offset in range(msg.queue_offset, max(msg.queue_offset - 20000, -1), -1):
-            if (
-                self.store.get_commit_log_offset_in_queue(L.TIMER_TOPIC, msg.queue_id, cq_offset)
-                == rec.offset_py
-            ):
-                return cq_offset
-        return msg.queue_offset
 
     # ================================================================== checkpoint
 

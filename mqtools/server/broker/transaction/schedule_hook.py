@@ -1,0 +1,49 @@
+"""A committed transactional message is timed at its commit (Apache's HookUtils.handleScheduleMessage).
+
+Apache runs that hook on every put of a single message whose transaction type is "not a transaction" or
+"commit": a half message (prepared) is stored as it came, and the message END_TRANSACTION puts on its real
+topic goes through the hook. So a transactional message with TIMER_DELAY_SEC / TIMER_DELAY_MS is due that
+long after its commit, one with TIMER_DELIVER_MS at that time (at once when the commit comes later), and
+one with a delay level is delayed from its commit; a timer value that is not legal refuses the commit
+(the half message stays, and the check service asks again). A batch is never timed (the hook skips
+MessageExtBatch), which mq's send path already matches.
+
+The send path (processors/send.py) applies the same rules to plain sends; this module gives them to the
+commit, with Apache's answers for a refusal.
+"""
+
+from __future__ import annotations
+
+from mqtools.common import properties as P
+from mqtools.common.message import MessageExtBrokerInner
+from mqtools.remoting.codes import ResponseCode
+from mqtools.server.broker.context import BrokerContext
+from mqtools.server.store.timer import timer_logic as timer
+
+
+def handle_schedule(c: BrokerContext, msg: MessageExtBrokerInner) -> tuple[int, str] | None:
+    """Point `msg` at the timer wheel or the schedule topic when it asks for it; (code, remark) when the put
+    must be refused instead, None when it may go ahead."""
+    if not msg.properties.keys().isdisjoint(timer.REQUEST_KEYS):
+        cfg = c.store.config
+        service = getattr(c, "timer", None)
+        settings = timer.TimerSettings(cfg.timer_wheel_enable, timer.snap_precision(cfg.timer_precision_ms),
+                                       cfg.timer_max_delay_sec)
+        outcome = timer.redirect_to_timer(msg, int(c.clock() * 1000), settings,
+                                          service.is_reject if service is not None else None)
+        if outcome is timer.Rewrite.WHEEL_TIMER_MSG_ILLEGAL:
+            return ResponseCode.MESSAGE_ILLEGAL, (
+                "timer message illegal, the delay time should not be bigger than the max delay "
+                f"{cfg.timer_max_delay_sec * 1000}ms; or if set del msg, the delay time should be bigger than "
+                "the current time")
+        if outcome is timer.Rewrite.WHEEL_TIMER_NOT_ENABLE:
+            return ResponseCode.SYSTEM_ERROR, ("accurate timer message is not enabled, timerWheelEnable is "
+                                               f"{str(cfg.timer_wheel_enable).lower()}")
+        if outcome is timer.Rewrite.WHEEL_TIMER_FLOW_CONTROL:
+            limit = cfg.timer_congest_num_each_slot
+            return ResponseCode.SYSTEM_ERROR, (
+                f"timer message is under flow control, max num limit is {limit * 2} or the current value is "
+                f"greater than {limit} and less than {limit * 2}, trigger random flow control")
+    if P.DELAY in msg.properties:
+        c.schedule.redirect(msg)
+    return None
