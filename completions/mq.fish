@@ -1117,6 +1117,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subco
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l dir
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l namesrv-set
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l netns
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l preset
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l set

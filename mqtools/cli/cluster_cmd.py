@@ -43,6 +43,11 @@ def up(
         Optional[list[str]],  # noqa: UP045
         typer.Option("--set", help="Extra broker property key=value for every broker (repeatable)."),
     ] = None,
+    namesrv_sets: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--namesrv-set", help="Extra name server property key=value for every name server "
+                     "(repeatable), e.g. brokerChannelExpiredTime=30000."),
+    ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for a healthy cluster.")] = 90.0,
     netns: Annotated[bool, typer.Option("--netns", help="Every process in a network namespace of its own on one "
                                         "bridge (root only), so drills can partition them.")] = False,
@@ -62,7 +67,8 @@ def up(
     from mqtools.cluster.supervisor import CONTROLLED_ROLE
 
     root = _root(state_dir)
-    opts = UpOptions(preset, root, namesrv, base_port, parse_sets(sets or []), timeout, tls=tls, netns=netns)
+    opts = UpOptions(preset, root, namesrv, base_port, parse_sets(sets or []), timeout, tls=tls, netns=netns,
+                     namesrv_overrides=parse_sets(namesrv_sets or [], option="--namesrv-set"))
     state = cluster_up(opts, progress=typer.echo)
     typer.echo(f"cluster {preset} up in {root}")
     typer.echo(f"NAMESRV_ADDR={state.namesrv_addr}")

@@ -55,6 +55,8 @@ class UpOptions:
     """Make a local CA and run every port (remoting and HA) in TLS enforcing mode."""
     netns: bool = False
     """Run every process in a network namespace of its own (root only), so drills can partition them."""
+    namesrv_overrides: dict[str, str] | None = None
+    """Extra name server properties (`--namesrv-set`), over the preset's namesrv.properties."""
 
 
 def tls_properties(certs: LocalCertificates) -> dict[str, str]:
@@ -86,7 +88,7 @@ def plan(opts: UpOptions) -> ClusterState:
     for i, port in enumerate(ports):
         name = f"namesrv-{i}"
         args = ["namesrv", "start", "--listen-port", str(port), "--store-dir", str(opts.root / name)]
-        props = {**ns_spec.props, **secured}
+        props = {**ns_spec.props, **secured, **(opts.namesrv_overrides or {})}
         if controllers:
             props.update({"controllerDLegerPeers": ";".join(f"{pid}-{a}" for pid, a in controllers.items()),
                           "controllerDLegerSelfId": f"n{i}", "controllerStorePath": str(opts.root / name / "controller")})

@@ -97,13 +97,13 @@ def load_namesrv_spec(name: str) -> NamesrvSpec:
     return NamesrvSpec(props, count)
 
 
-def parse_sets(items: list[str]) -> dict[str, str]:
-    """Repeated `--set key=value` broker properties (`mq cluster up`, `mq admin drill run --preset`); a bad one
-    is a PresetError naming it."""
+def parse_sets(items: list[str], option: str = "--set") -> dict[str, str]:
+    """Repeated `--set key=value` broker properties (`mq cluster up`, `mq admin drill run --preset`) or
+    `--namesrv-set` name server ones; a bad one is a PresetError naming it."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key.strip():
-            raise PresetError(f"--set wants key=value, got {item!r}")
+            raise PresetError(f"{option} wants key=value, got {item!r}")
         out[key.strip()] = value.strip()
     return out
