@@ -28,7 +28,7 @@ from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls import TlsServerSettings
 from mqtools.common.tls_acceptor import TlsAcceptor
 from mqtools.remoting.codes import ResponseCode, code_name
-from mqtools.remoting.command import FLAG_ONEWAY, RemotingCommand
+from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from mqtools.remoting.errors import BadRequestError, ProtocolError, RemotingError
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME
 from mqtools.remoting.transport import RemotingConnection
@@ -164,6 +164,6 @@ class RemotingServer:
         if resp is None or req.flag & FLAG_ONEWAY or not conn.is_open:
             return
         resp.opaque = req.opaque
-        resp.flag |= 1
+        resp.flag |= FLAG_RESPONSE
         resp.serialize_type = req.serialize_type
         conn.send(resp)

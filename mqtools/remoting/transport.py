@@ -13,7 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
-from mqtools.remoting.command import FLAG_ONEWAY, RemotingCommand
+from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from mqtools.remoting.errors import ProtocolError, RemotingConnectionClosed, RemotingTimeoutError
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME, FrameDecoder
 
@@ -90,7 +90,7 @@ class RemotingConnection(asyncio.Protocol):
         self._reading = True
         try:
             for cmd in commands:
-                if cmd.is_response:
+                if cmd.flag & FLAG_RESPONSE:  # not the is_response property: this runs for every command
                     self.answered = True
                     waiting = self._pending.pop(cmd.opaque, None)
                     if waiting is not None and not waiting[0].done():

@@ -25,6 +25,7 @@ RUNS = {
     "store_read": ["--messages", "2000"],
     "namesrv_route_qps": ["--seconds", "0.3"],
     "broker_send": ["--seconds", "0.3", "--clients", "1"],
+    "broker_cpu": ["--seconds", "0.3", "--repeat", "1"],
     "client_produce": ["--seconds", "0.3", "--clients", "1", "--repeat", "1"],
     "client_consume": ["--seconds", "0.3", "--repeat", "1"],
     "ha_replication": ["--seconds", "0.5", "--rate", "500"],

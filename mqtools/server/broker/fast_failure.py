@@ -35,7 +35,9 @@ class SendWait:
     def observe(self, due: float | None, handled: float) -> int:
         """A send handled at `handled` while the probe was due at `due` (seconds; None before the first
         probe): how long it waited, remembered."""
-        waited = 0 if due is None else max(0, round((handled - due) * 1000))
+        if due is None or handled <= due:  # comparisons, not max(): this runs for every send
+            return 0
+        waited = round((handled - due) * 1000)
         self.peak_ms = max(self.peak_ms, waited)
         return waited
 
@@ -52,10 +54,12 @@ class BrokerFastFailure:
         self.config = config  # brokerFastFailureEnable and waitTimeMillsInSendQueue, changeable at run time
         self.wait = SendWait()
         self._task: asyncio.Task[None] | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._due: float | None = None
         """When the running probe's timer is due (loop time); None before the first."""
 
     async def start(self) -> None:
+        self._loop = asyncio.get_running_loop()
         self._task = asyncio.create_task(self._probe(), name="fast-failure-probe")
 
     async def shutdown(self) -> None:
@@ -72,8 +76,11 @@ class BrokerFastFailure:
     def refusal(self, now: float | None = None) -> str | None:
         """The remark of RocketMQ's SYSTEM_BUSY for a send handled now (loop time), or None to take it; the
         send's wait is remembered either way."""
-        waited = self.wait.observe(self._due, asyncio.get_running_loop().time() if now is None else now)
-        if not self.config.broker_fast_failure_enable or waited < self.config.wait_time_mills_in_send_queue:
+        if now is None:  # the loop kept from start(): asking asyncio for it cost every send
+            now = (self._loop or asyncio.get_running_loop()).time()
+        waited = self.wait.observe(self._due, now)
+        cfg = self.config
+        if waited < cfg.wait_time_mills_in_send_queue or not cfg.broker_fast_failure_enable:
             return None
         return (f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, period in queue: {waited}ms, "
                 "size of queue: 0")

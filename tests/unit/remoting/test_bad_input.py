@@ -64,6 +64,14 @@ def test_json_header_numbers_outside_java_int_are_protocol_errors() -> None:
     with pytest.raises(ProtocolError):
         decode_json_header(orjson.dumps({"code": 2**40, "opaque": 1, "flag": 0, "version": 1}))
     assert decode_json_header(orjson.dumps({"code": 10, "opaque": 2**31 - 1})).opaque == 2**31 - 1
+    for key in ("code", "opaque", "flag", "version"):  # each field, at both edges of Java's int
+        for edge, fits in ((-(2**31), True), (2**31 - 1, True), (-(2**31) - 1, False), (2**31, False)):
+            raw = orjson.dumps({"code": 10, "opaque": 1, "flag": 0, "version": 1, key: edge})
+            if fits:
+                assert getattr(decode_json_header(raw), key) == edge
+            else:
+                with pytest.raises(ProtocolError):
+                    decode_json_header(raw)
 
 
 def test_limiter_admits_limit_per_interval_then_reports_what_it_left_out() -> None:

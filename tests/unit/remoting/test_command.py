@@ -76,6 +76,18 @@ def test_response_uses_the_request_serialize_type() -> None:
         assert _roundtrip(resp).serialize_type == st_
 
 
+def test_response_is_the_command_the_keyword_form_builds() -> None:
+    """response() passes RemotingCommand's fields positionally (a send's hot path): same command, same bytes."""
+    for st_ in SerializeType:
+        req = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, {"b": "T"}, serialize_type=st_)
+        resp = req.response(ResponseCode.SUCCESS, "fine", {"msgId": "ID", "queueOffset": "3"}, b"body")
+        assert resp == RemotingCommand(code=0, ext_fields={"msgId": "ID", "queueOffset": "3"}, body=b"body",
+                                       remark="fine", opaque=req.opaque, flag=1, language=LanguageCode.JAVA,
+                                       version=resp.version, serialize_type=st_)
+        assert type(resp.code) is int and resp.language == LanguageCode.JAVA and resp.ext_fields is not None
+        assert _roundtrip(resp).encode() == resp.encode()
+
+
 def test_typed_headers_map_camel_case_ext_fields() -> None:
     h = RegisterBrokerRequestHeader(broker_name="b", broker_addr="h:1", cluster_name="c", ha_server_addr="h:2",
                                     broker_id=1, compressed=False)
