@@ -8,9 +8,9 @@ from collections.abc import AsyncIterator, Callable
 
 from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.brokers import SendRT
-from mqtools.client.admin.models.messages import MessageDetail, QueueSpan
+from mqtools.client.admin.models.messages import MessageDetail, MessageHits, QueueSpan
 from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
-from mqtools.client.errors import MessageNotFoundError, MQClientError
+from mqtools.client.errors import MessageNotFoundError, MQClientError, UnreachableError
 from mqtools.client.producer import Producer
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.types import PullResult, PullStatus, SendResult
@@ -31,45 +31,87 @@ class MessageAdmin(AdminService):
     """Messages: by offset msgId, by key, by unique key, at a queue offset; pulls and sends."""
 
     async def view_message(self, offset_msg_id: str) -> MessageExt:
-        """By offsetMsgId: the id names the storing broker and the commit log offset."""
+        """By offsetMsgId: the id names the storing broker and the commit log offset. When that broker does
+        not answer (a master gone), the slaves of the sets without a master are asked for the same commit log
+        offset (a slave's commit log is its master's, byte for byte); a message there whose store host is
+        the id's is the one."""
         try:
             (host, port), offset = decode_offset_msg_id(offset_msg_id)
         except ValueError as exc:
             raise MQClientError(f"not an offset message id: {offset_msg_id!r} ({exc})") from None
-        resp = await self.admin.call(f"{host}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, ViewMessageRequestHeader(offset).to_ext())
+        ext = ViewMessageRequestHeader(offset).to_ext()
+        try:
+            resp = await self.admin.call(f"{host}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, ext)
+        except UnreachableError:
+            found = await self._view_on_slaves((host, port), ext)
+            if found is None:
+                raise
+            return found
         messages = decode_pull_body(resp.body)
         if not messages:
             raise MQClientError(f"no message at {offset_msg_id}")
         return messages[0]
 
+    async def _view_on_slaves(self, store_host: tuple[str, int], ext: dict[str, str]) -> MessageExt | None:
+        """The message at a commit log offset, from a slave of a master-less set, stored by `store_host`."""
+        slaves = [a for addrs in (await self.admin.all_sets()).values() if MASTER_ID not in addrs
+                  for a in addrs.values()]
+        answers = await self.admin._each(slaves, lambda a: self.admin._settled(
+            self.admin.call(a, RequestCode.VIEW_MESSAGE_BY_ID, ext, ok=tuple(ResponseCode))))
+        for answer in answers.values():
+            if isinstance(answer, Exception) or answer.code != ResponseCode.SUCCESS:
+                continue
+            for m in decode_pull_body(answer.body):
+                if tuple(m.store_host) == store_host:
+                    return m
+        return None
+
     async def query_by_key(self, topic: str, key: str, *, max_num: int = 64, begin_ms: int = 0,
-                           end_ms: int | None = None) -> list[MessageExt]:
-        """QUERY_MESSAGE on every broker of the topic: messages whose KEYS hold `key`, oldest first."""
+                           end_ms: int | None = None) -> MessageHits:
+        """QUERY_MESSAGE on every broker set of the topic (its master, else a slave): messages whose KEYS hold
+        `key`, oldest first, and the sets no replica answered for."""
         return await self._query(topic, key, max_num, begin_ms, end_ms, unique=False)
 
     async def query_by_unique_key(self, topic: str, uniq_key: str, *, begin_ms: int = 0,
-                                  end_ms: int | None = None) -> list[MessageExt]:
+                                  end_ms: int | None = None) -> MessageHits:
         """By msgId (the producer's UNIQ_KEY); more than one hit means the message was sent again."""
         found = await self._query(topic, uniq_key, 32, begin_ms, end_ms, unique=True)
-        return [m for m in found if m.properties.get(P.UNIQ_KEY) == uniq_key]
+        return MessageHits([m for m in found.messages if m.properties.get(P.UNIQ_KEY) == uniq_key], found.unreachable)
 
     async def _query(self, topic: str, key: str, max_num: int, begin_ms: int, end_ms: int | None, *,
-                     unique: bool) -> list[MessageExt]:
+                     unique: bool) -> MessageHits:
         end = end_ms if end_ms is not None else int(time.time() * 1000) + 60_000
         ext = QueryMessageRequestHeader(topic, key, max_num, begin_ms, end).to_ext()
         if unique:
             ext[UNIQUE_KEY_QUERY] = "true"
-        answers = await self.admin._each(list((await self.admin.route_masters(topic)).values()), lambda a: self.admin.call(
-            a, RequestCode.QUERY_MESSAGE, ext, ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)))
-        found = [m for r in answers.values() if r.code == ResponseCode.SUCCESS for m in decode_pull_body(r.body)]
-        return sorted(found, key=lambda m: (m.store_timestamp, m.commit_log_offset))[:max_num]
+
+        async def query(addr: str) -> list[MessageExt]:
+            resp = await self.admin.call(addr, RequestCode.QUERY_MESSAGE, ext,
+                                         ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+            return decode_pull_body(resp.body) if resp.code == ResponseCode.SUCCESS else []
+
+        read = await self.admin.read_sets(await self.admin.topics.topic_sets(topic), query)
+        found = sorted((m for r in read.reads.values() for m in r.value),
+                       key=lambda m: (m.store_timestamp, m.commit_log_offset))
+        return MessageHits(found[:max_num], read.unreachable)
 
     async def message_at(self, mq: MessageQueue, offset: int, group: str = TOOLS_CONSUMER_GROUP) -> MessageExt | None:
-        """The message at one queue offset, None past the end or before the start of the queue."""
-        if MASTER_ID not in (await self.admin._route(mq.topic)).broker_addrs.get(mq.broker_name, {}):
-            raise MQClientError(f"broker {mq.broker_name} has no master serving {mq.topic}")
-        result = await pull_once(self.admin.instance, group, mq, parse_subscription(mq.topic, "*"), offset, max_nums=1)
-        return next((m for m in result.messages if m.queue_offset == offset), None)
+        """The message at one queue offset, from the queue's master, else a slave of its set; None past the
+        end or before the start of the queue. UnreachableError when no replica of the set answers."""
+        sets = await self.admin.topics.topic_sets(mq.topic)
+        if mq.broker_name not in sets:
+            raise MQClientError(f"broker {mq.broker_name} does not serve {mq.topic}")
+        ids = {addr: broker_id for broker_id, addr in sets[mq.broker_name].items()}
+
+        async def pull(addr: str) -> MessageExt | None:
+            result = await pull_once(self.admin.instance, group, mq, parse_subscription(mq.topic, "*"), offset,
+                                     max_nums=1, broker_id=ids[addr])
+            return next((m for m in result.messages if m.queue_offset == offset), None)
+
+        read = await self.admin.read_sets({mq.broker_name: sets[mq.broker_name]}, pull)
+        if read.unreachable:
+            raise UnreachableError(f"could not read {read.unreachable[0]}")
+        return read.reads[mq.broker_name].value
 
     async def find_message(self, topic: str, msg_id: str) -> MessageExt | None:
         """By either id, as mqadmin's queryMsgById: an offset msgId naming a broker of the cluster is
@@ -82,7 +124,7 @@ class MessageAdmin(AdminService):
         known = {a for b in info.broker_addr_table.values() for a in b.broker_addrs.values()}
         if f"{host}:{port}" in known:
             return await self.view_message(msg_id)
-        found = await self.query_by_unique_key(topic, msg_id)
+        found = (await self.query_by_unique_key(topic, msg_id)).messages
         return found[0] if found else None
 
     async def message_by_id(self, msg_id: str, topic: str | None = None) -> MessageDetail:

@@ -19,10 +19,10 @@ class TraceAdmin(AdminService):
     async def message_trace(self, msg_id: str, trace_topic: str = RMQ_SYS_TRACE_TOPIC) -> MessageTrace:
         found = await self.admin.messages.query_by_key(trace_topic, msg_id, max_num=MAX_TRACE_MESSAGES)
         entries = []
-        for message in found:
+        for message in found.messages:
             host = message.born_host[0] if message.born_host and message.born_host[0] else None
             for record in decode(message.body.decode("utf-8", errors="replace")):
                 if record.msg_id == msg_id:
                     entries.append(TraceEntry(record, host))
         entries.sort(key=lambda e: (e.record.timestamp is None, e.record.timestamp or 0))
-        return MessageTrace(msg_id, trace_topic, entries)
+        return MessageTrace(msg_id, trace_topic, entries, found.unreachable)

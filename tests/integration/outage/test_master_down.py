@@ -29,6 +29,7 @@ from support.presetcluster import PresetCluster, preset_cluster, wait_for
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.sync import SyncProducer
+from mqtools.common import properties as P
 from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED, EXIT_UNREACHABLE
 from mqtools.common.message import Message
 from mqtools.remoting.bodies import ConsumeStats, MessageQueue, SubscriptionGroupConfig, TopicConfig
@@ -45,6 +46,8 @@ COMMITTED = 10
 LAG = (PER_QUEUE - COMMITTED) * 4 * len(BROKERS)
 TIMEOUT = "2"
 ANY_CODE = tuple(ResponseCode)
+FIRST_ON_A: dict[str, str] = {}
+"""broker-a's queue 0, offset 0 (key0, body m0): its offsetMsgId and msgId, filled by the fixture."""
 
 
 @pytest.fixture(scope="module")
@@ -57,7 +60,10 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]
         with SyncProducer("outage-producer", namesrv=running.namesrv) as producer:
             for i in range(SENT):
                 broker = BROKERS[i % 2]
-                producer.send(Message(TOPIC, f"m{i}".encode()), queue=MessageQueue(TOPIC, broker, (i // 2) % 4))
+                sent = producer.send(Message(TOPIC, f"m{i}".encode(), properties={P.KEYS: f"key{i}"}),
+                                     queue=MessageQueue(TOPIC, broker, (i // 2) % 4))
+                if i == 0:  # broker-a's first: read in the tests as it would be after the master is gone
+                    FIRST_ON_A.update(offsetMsgId=sent.offset_msg_id, msgId=sent.msg_id)
         with SyncMQAdmin(running.namesrv) as admin:
             admin.offsets.reset_offsets(GROUP, TOPIC, ResetTarget("offset", COMMITTED))
             # slaves learn topic configs, groups and offsets from their masters every 10 s
@@ -168,6 +174,15 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
     assert slave["brokerAddr"] == cluster.addr("broker-a-s") and slave["slaveReport"]["maxOffset"] > 0
     ready = mq("admin", "ha", "ready", "broker-a", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert ready.returncode == EXIT_UNREACHABLE and "no master of broker-a is registered" in ready.stdout
+    # messages of the master-less set, read from its slave: by offset msgId, key, unique key and queue offset
+    for args in (["msg", "get", FIRST_ON_A["offsetMsgId"]], ["msg", "key", TOPIC, "key0"],
+                 ["msg", "unique", TOPIC, FIRST_ON_A["msgId"]], ["msg", "at", TOPIC, "broker-a", "0", "0"]):
+        read = mq("admin", *args, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+        assert read.returncode == EXIT_OK, (args, read.stdout, read.stderr)
+        doc = json.loads(read.stdout)
+        found = doc["messages"] if "messages" in doc else [doc["message"]]
+        stored = [(m["body"], m["queueId"], m["storeHost"]) for m in found]
+        assert doc["partial"] is False and stored == [("m0", 0, cluster.addr("broker-a"))], doc
     judged = mq("admin", "diagnose", "group", GROUP, "-o", "json", namesrv=cluster.namesrv, timeout=90)
     verdict = json.loads(judged.stdout)
     assert verdict["lag"] == LAG, verdict  # broker-a's queues counted, from its slave
@@ -220,6 +235,7 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
         table = mq("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
         progress_code, progress = group_progress(cluster)
         tool = asyncio.run(mcp_call(cluster.namesrv, "topic_status", {"topic": TOPIC}))
+        by_key = mq("admin", "msg", "key", TOPIC, "key0", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     finally:
         cluster.resume("broker-a-s")
     # an MCP client gets the partial document as a result, not an error
@@ -233,6 +249,9 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     assert doc["unreachable"][0]["reason"].startswith("no master registered; slave")
     assert (progress_code, progress["partial"], progress["diffTotal"]) == (EXIT_PARTIAL, True, LAG // 2)
     assert [u["brokerName"] for u in progress["unreachable"]] == ["broker-a"] and progress["consumeTps"] is None
+    keyed = json.loads(by_key.stdout)  # key0 is on broker-a only: nothing found, and the list says why
+    assert (by_key.returncode, keyed["partial"], keyed["count"]) == (EXIT_PARTIAL, True, 0), by_key.stderr
+    assert [u["brokerName"] for u in keyed["unreachable"]] == ["broker-a"]
     assert table.returncode == EXIT_PARTIAL
     assert f"total: at least 4 queues, at least {SENT // 2} messages" in table.stdout
     assert table.stdout.rstrip().splitlines()[-1].startswith("partial: could not read broker-a")

@@ -179,7 +179,9 @@ def query_msg_by_key(
     begin_ms, end_ms = _ms(begin, 0), _ms(end, None)
 
     async def job(admin: MQAdmin) -> list[MessageExt]:
-        return await admin.messages.query_by_key(topic, msg_key, max_num=max_num, begin_ms=begin_ms or 0, end_ms=end_ms)
+        hits = await admin.messages.query_by_key(topic, msg_key, max_num=max_num, begin_ms=begin_ms or 0,
+                                                 end_ms=end_ms)
+        return hits.messages
 
     found = run(namesrv, job)
     typer.echo(java_format("%-50s %4s %40s", "#Message ID", "#QID", "#Offset"))
@@ -198,7 +200,7 @@ def query_msg_by_unique_key(
     """Example: mq admin queryMsgByUniqueKey -t Orders -i C0A8010A00002A9F0000000000000001"""
 
     async def job(admin: MQAdmin) -> None:
-        found = await admin.messages.query_by_unique_key(topic, msg_id)
+        found = (await admin.messages.query_by_unique_key(topic, msg_id)).messages
         for index, m in enumerate(found if show_all else found[:1]):
             typer.echo(detail(m, await admin.tracking.message_tracks(m), offset_id=False, index=index), nl=False)
 

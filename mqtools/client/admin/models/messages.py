@@ -3,10 +3,10 @@ the documents of messages, their traces and a send."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mqtools.common.presentation import Column, View, renders, when
+from mqtools.common.presentation import Column, Unreachable, View, renders, when
 from mqtools.common.trace_data import TraceRecord
 from mqtools.remoting.bodies import MessageQueue
 
@@ -32,6 +32,15 @@ class MessageDetail:
 
     message: MessageExt
     tracks: list[MessageTrack]
+
+
+@dataclass(frozen=True, slots=True)
+class MessageHits:
+    """What an index query found, oldest first, and the broker sets no replica answered for (their
+    messages, if any, are not in the list)."""
+
+    messages: list[MessageExt]
+    unreachable: list[Unreachable] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +82,8 @@ class MessageTrace:
     msg_id: str
     trace_topic: str
     entries: list[TraceEntry]
+    unreachable: list[Unreachable] = field(default_factory=list)
+    """Sets of the trace topic no replica answered for: records there are missing."""
 
 
 @renders("DlqResend")
@@ -125,11 +136,14 @@ def _message_row(m: MessageExt) -> list[Any]:
 
 
 @renders("MessageList")
-def message_list_view(topic: str, messages: list[MessageExt], footer: list[str] | None = None) -> View:
-    """One row per message, its body cut to a preview; the document has every field."""
-    return View("MessageList", LIST_COLUMNS, [_message_row(m) for m in messages],
-                {"topic": topic, "count": len(messages), "messages": [message_json(m) for m in messages]},
-                footer=footer or [])
+def message_list_view(topic: str, messages: list[MessageExt] | MessageHits, footer: list[str] | None = None) -> View:
+    """One row per message, its body cut to a preview; the document has every field. Hits of an index query
+    carry the sets that could not be asked: the list is then partial."""
+    unreachable = messages.unreachable if isinstance(messages, MessageHits) else []
+    found = messages.messages if isinstance(messages, MessageHits) else messages
+    return View("MessageList", LIST_COLUMNS, [_message_row(m) for m in found],
+                {"topic": topic, "count": len(found), "messages": [message_json(m) for m in found]},
+                footer=footer or [], unreachable=unreachable)
 
 
 @renders("Message")
@@ -180,7 +194,7 @@ def message_trace_view(trace: MessageTrace) -> View:
     return View("MessageTrace", [Column("TYPE"), Column("GROUP"), Column("CLIENT HOST"), Column("TIME"),
                                  Column("COST MS", True), Column("STATUS"), Column("DETAIL")], rows,
                 {"msgId": trace.msg_id, "traceTopic": trace.trace_topic, "records": records},
-                footer=[f"{len(rows)} trace records in {trace.trace_topic}"])
+                footer=[f"{len(rows)} trace records in {trace.trace_topic}"], unreachable=trace.unreachable)
 
 
 @renders("SendResult")
