@@ -30,6 +30,7 @@ HA_COLUMNS = [
 ]
 #: Shown when some group is in controller mode.
 CONTROLLER_COLUMNS = [Column("EPOCH", True, key="masterEpoch"), Column("IN SSS", key="inSyncStateSet")]
+HISTORY_AT = len(HA_COLUMNS) - 1
 HA_COLUMNS += CONTROLLER_COLUMNS
 #: Elections of a controller-mode group listed under the HA view, newest last.
 ELECTIONS_SHOWN = 5
@@ -104,8 +105,9 @@ def _no_master_ha_rows(state: LiveState, snap: ClusterSnapshot, name: str, table
     for slave in snap.group(name):
         rt: BrokerRuntime | None = state.value(f"runtime:{slave.addr}")
         offset = rt.commitlog_max_offset if rt else None
-        table.rows.append(Row(f"{name}/no-master>{slave.addr}", [*head, Cell(slave.addr, slave.addr),
-                                                                 *blank(len(HA_COLUMNS) - 3)]))
+        figures = blank(len(HA_COLUMNS) - 3)
+        figures[HISTORY_AT - 3] = Cell([], "")  # nothing to follow without a master: no history, not an unknown
+        table.rows.append(Row(f"{name}/no-master>{slave.addr}", [*head, Cell(slave.addr, slave.addr), *figures]))
         table.notes.append(f"{name}: no master registered ({since}); slave {slave.addr} holds commitlog up to "
                            f"{na(offset)}")
 

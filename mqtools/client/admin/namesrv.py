@@ -3,11 +3,14 @@ configuration, sent to every name server."""
 
 from __future__ import annotations
 
-from mqtools.client.admin.base import AdminService
-from mqtools.client.errors import MQClientError
+from mqtools.client.admin.base import AdminService, reason_of
+from mqtools.client.admin.models.configs import NamesrvConfigs
+from mqtools.client.errors import MQClientError, UnreachableError, broker_error
 from mqtools.common.javaprops import parse_properties, render_properties
+from mqtools.common.presentation import Unreachable
 from mqtools.remoting.bodies import KVTable
 from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import (
     BrokerNameRequestHeader,
     GetKVConfigResponseHeader,
@@ -49,10 +52,25 @@ class NamesrvAdmin(AdminService):
         results = await self.admin._each_namesrv(code, BrokerNameRequestHeader(broker_name).to_ext())
         return {addr: int(resp.ext_fields.get(count_key, 0)) for addr, resp in results.items()}
 
-    async def namesrv_config(self) -> dict[str, dict[str, str]]:
-        """GET_NAMESRV_CONFIG from every name server: address -> its configuration, in its own order."""
-        results = await self.admin._each_namesrv(RequestCode.GET_NAMESRV_CONFIG, {})
-        return {addr: parse_properties((resp.body or b"").decode("utf-8")) for addr, resp in results.items()}
+    async def namesrv_config(self) -> NamesrvConfigs:
+        """GET_NAMESRV_CONFIG from every name server: address -> its configuration, in its own order, and the
+        name servers that did not answer (the first one's error when none did; a refusal raises)."""
+        results = await self.admin.instance.invoke_each_namesrv(
+            lambda: RemotingCommand.request(RequestCode.GET_NAMESRV_CONFIG, {}))
+        configs: dict[str, dict[str, str]] = {}
+        unreachable: list[Unreachable] = []
+        for addr, resp in results.items():
+            if isinstance(resp, UnreachableError):
+                unreachable.append(Unreachable(None, addr, reason_of(resp)))
+            elif isinstance(resp, MQClientError):
+                raise resp
+            elif resp.code != ResponseCode.SUCCESS:
+                raise broker_error(resp.code, resp.remark)
+            else:
+                configs[addr] = parse_properties((resp.body or b"").decode("utf-8"))
+        if not configs and unreachable:
+            raise UnreachableError("no name server answered: " + "; ".join(str(u) for u in unreachable))
+        return NamesrvConfigs(configs, unreachable)
 
     async def update_namesrv_config(self, values: dict[str, str]) -> list[str]:
         """UPDATE_NAMESRV_CONFIG on every name server (applied live); the addresses changed."""

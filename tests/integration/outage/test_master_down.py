@@ -24,6 +24,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from support.adminsupport import mq
+from support.outagesweep import sweep
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
 
 from mqtools.client.admin import SyncMQAdmin
@@ -52,7 +53,10 @@ FIRST_ON_A: dict[str, str] = {}
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
-    with preset_cluster(tmp_path_factory.mktemp("outage"), "2m-2s-sync", namesrvs=2) as running:
+    # a hung broker stays registered for the whole module (the name servers expire a silent one after 120 s,
+    # and a sweep of every read against a hung set takes about a minute): the state stays the one under test
+    with preset_cluster(tmp_path_factory.mktemp("outage"), "2m-2s-sync", namesrvs=2,
+                        namesrv_props=("brokerChannelExpiredTime=600000",)) as running:
         with SyncMQAdmin(running.namesrv) as admin:
             for broker in BROKERS:
                 admin.topics.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=running.addr(broker))
@@ -80,6 +84,11 @@ def slave_knows(admin: SyncMQAdmin, addr: str) -> bool:
         return False
     offsets = ConsumeStats.from_json(consume.body).offset_table.values()
     return len(offsets) == 4 and all(w.consumer_offset == COMMITTED for w in offsets)
+
+
+def sweep_values(cluster: PresetCluster) -> dict[str, str]:
+    return {"topic": TOPIC, "group": GROUP, "addr": cluster.addr("broker-b"), "msg": FIRST_ON_A["offsetMsgId"],
+            "uniq": FIRST_ON_A["msgId"], "key": "key0"}
 
 
 def group_progress(cluster: PresetCluster) -> tuple[int, dict]:
@@ -183,6 +192,13 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
         found = doc["messages"] if "messages" in doc else [doc["message"]]
         stored = [(m["body"], m["queueId"], m["storeHost"]) for m in found]
         assert doc["partial"] is False and stored == [("m0", 0, cluster.addr("broker-a"))], doc
+    codes = sweep(cluster.namesrv, sweep_values(cluster))
+    # every other read whole; the name server killed first makes theirs partial (mqadmin's fails, as Apache's);
+    # the writes' dry runs refuse the master-less set; mqadmin's queryMsgById, like Apache's, finds the
+    # offset msgId's broker gone and tries it as a unique key
+    assert {name: code for name, code in codes.items() if code != EXIT_OK} == {
+        "ha ready": EXIT_UNREACHABLE, "namesrv config get": EXIT_PARTIAL, "getNamesrvConfig": EXIT_UNREACHABLE,
+        "offset reset --dry-run": EXIT_REFUSED, "offset skip --dry-run": EXIT_REFUSED, "queryMsgById": EXIT_REFUSED}
     judged = mq("admin", "diagnose", "group", GROUP, "-o", "json", namesrv=cluster.namesrv, timeout=90)
     verdict = json.loads(judged.stdout)
     assert verdict["lag"] == LAG, verdict  # broker-a's queues counted, from its slave
@@ -236,6 +252,7 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
         progress_code, progress = group_progress(cluster)
         tool = asyncio.run(mcp_call(cluster.namesrv, "topic_status", {"topic": TOPIC}))
         by_key = mq("admin", "msg", "key", TOPIC, "key0", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+        codes = sweep(cluster.namesrv, sweep_values(cluster))
     finally:
         cluster.resume("broker-a-s")
     # an MCP client gets the partial document as a result, not an error
@@ -249,6 +266,13 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     assert doc["unreachable"][0]["reason"].startswith("no master registered; slave")
     assert (progress_code, progress["partial"], progress["diffTotal"]) == (EXIT_PARTIAL, True, LAG // 2)
     assert [u["brokerName"] for u in progress["unreachable"]] == ["broker-a"] and progress["consumeTps"] is None
+    # whatever needs broker-a is partial (4) or, asked of broker-a alone, unreachable (3)
+    assert {name: code for name, code in codes.items() if code != EXIT_OK} == {
+        "topic status": EXIT_PARTIAL, "group progress": EXIT_PARTIAL, "msg unique": EXIT_PARTIAL,
+        "msg key": EXIT_PARTIAL, "timer status": EXIT_PARTIAL, "namesrv config get": EXIT_PARTIAL,
+        "msg get": EXIT_UNREACHABLE, "msg at": EXIT_UNREACHABLE, "queryMsgByOffset": EXIT_UNREACHABLE,
+        "ha ready": EXIT_UNREACHABLE, "getNamesrvConfig": EXIT_UNREACHABLE, "offset reset --dry-run": EXIT_REFUSED,
+        "offset skip --dry-run": EXIT_REFUSED, "queryMsgById": EXIT_REFUSED}
     keyed = json.loads(by_key.stdout)  # key0 is on broker-a only: nothing found, and the list says why
     assert (by_key.returncode, keyed["partial"], keyed["count"]) == (EXIT_PARTIAL, True, 0), by_key.stderr
     assert [u["brokerName"] for u in keyed["unreachable"]] == ["broker-a"]

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from support.documents import check
 
-from mqtools.client.admin.models.configs import kv_list_view, kv_view, namesrv_config_view
+from mqtools.client.admin.models.configs import NamesrvConfigs, kv_list_view, kv_view, namesrv_config_view
+from mqtools.common.presentation import Unreachable
 
 
 def test_kv_get() -> None:
@@ -25,10 +26,20 @@ def test_kv_list_is_sorted_and_an_empty_namespace_is_an_empty_map() -> None:
 
 
 def test_namesrv_config_one_row_per_name_server_and_key() -> None:
-    view = namesrv_config_view({"10.0.0.1:9876": {"orderMessageEnable": "true", "listenPort": "9876"},
-                                "10.0.0.2:9876": {"listenPort": "9876"}})
+    view = namesrv_config_view(NamesrvConfigs({"10.0.0.1:9876": {"orderMessageEnable": "true", "listenPort": "9876"},
+                                               "10.0.0.2:9876": {"listenPort": "9876"}}))
     doc = check(view, "namesrv config get")
     assert view.rows == [["10.0.0.1:9876", "listenPort", "9876"], ["10.0.0.1:9876", "orderMessageEnable", "true"],
                          ["10.0.0.2:9876", "listenPort", "9876"]]
     assert list(doc["namesrv"]["10.0.0.1:9876"]) == ["listenPort", "orderMessageEnable"]
     assert (doc["partial"], doc["unreachable"]) == (False, [])
+
+
+def test_namesrv_config_of_a_name_server_that_did_not_answer_is_partial() -> None:
+    read = NamesrvConfigs({"10.0.0.1:9876": {"listenPort": "9876"}},
+                          [Unreachable(None, "10.0.0.2:9876", "connection refused")])
+    view = namesrv_config_view(read)
+    doc = check(view, "namesrv config get")
+    assert (doc["partial"], list(doc["namesrv"])) == (True, ["10.0.0.1:9876"])
+    assert doc["unreachable"] == [{"brokerName": None, "addr": "10.0.0.2:9876", "reason": "connection refused"}]
+    assert view.notes()[-1] == "partial: could not read 10.0.0.2:9876: connection refused"

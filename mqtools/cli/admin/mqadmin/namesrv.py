@@ -24,7 +24,12 @@ def get_namesrv_config(namesrv: NamesrvOpt = None) -> None:
     """Example: mq admin getNamesrvConfig -n 127.0.0.1:9876"""
 
     async def job(admin: MQAdmin) -> dict[str, dict[str, str]]:
-        return await admin.namesrv.namesrv_config()
+        from mqtools.client.errors import UnreachableError
+
+        read = await admin.namesrv.namesrv_config()
+        if read.unreachable:  # mqadmin fails the whole command on the first name server that does not answer
+            raise UnreachableError("; ".join(str(u) for u in read.unreachable))
+        return read.configs
 
     for addr, config in run(namesrv, job).items():
         typer.echo(f"============{addr}============")

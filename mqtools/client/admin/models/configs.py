@@ -12,7 +12,9 @@ are rendered here.
 
 from __future__ import annotations
 
-from mqtools.common.presentation import Column, View, renders
+from dataclasses import dataclass, field
+
+from mqtools.common.presentation import Column, Unreachable, View, renders
 from mqtools.remoting.bodies import (
     ClusterInfo,
     MessageQueue,
@@ -23,8 +25,19 @@ from mqtools.remoting.bodies import (
     comma_list,
 )
 
-__all__ = ["ClusterInfo", "MessageQueue", "PlainAccessConfig", "SubscriptionGroupConfig", "TopicConfig",
-           "TopicRouteData", "comma_list", "kv_list_view", "kv_view", "namesrv_config_view"]
+__all__ = [
+    "ClusterInfo",
+    "MessageQueue",
+    "NamesrvConfigs",
+    "PlainAccessConfig",
+    "SubscriptionGroupConfig",
+    "TopicConfig",
+    "TopicRouteData",
+    "comma_list",
+    "kv_list_view",
+    "kv_view",
+    "namesrv_config_view",
+]
 
 
 @renders("KV")
@@ -41,9 +54,19 @@ def kv_list_view(namespace: str, entries: dict[str, str]) -> View:
                 {"namespace": namespace, "entries": ordered})
 
 
+@dataclass(frozen=True, slots=True)
+class NamesrvConfigs:
+    """Each answering name server's configuration, and the name servers that did not answer."""
+
+    configs: dict[str, dict[str, str]]
+    unreachable: list[Unreachable] = field(default_factory=list)
+
+
 @renders("NamesrvConfig")
-def namesrv_config_view(configs: dict[str, dict[str, str]]) -> View:
-    """Each name server's configuration (name server address -> key -> value), keys sorted."""
-    rows = [[ns, k, v] for ns, config in configs.items() for k, v in sorted(config.items())]
+def namesrv_config_view(read: NamesrvConfigs) -> View:
+    """Each name server's configuration (name server address -> key -> value), keys sorted; partial when a
+    name server did not answer."""
+    rows = [[ns, k, v] for ns, config in read.configs.items() for k, v in sorted(config.items())]
     return View("NamesrvConfig", [Column("NAMESRV"), Column("KEY"), Column("VALUE")], rows,
-                {"namesrv": {ns: dict(sorted(c.items())) for ns, c in configs.items()}})
+                {"namesrv": {ns: dict(sorted(c.items())) for ns, c in read.configs.items()}},
+                unreachable=read.unreachable)
