@@ -253,13 +253,13 @@ _mq() {
         mq_admin_user_list) words="--broker-addr --cluster --context --filter --namesrv --output --timeout -b -c -f -n -o --help" ;;
         mq_admin_user_update) words="--broker-addr --cluster --context --dry-run --namesrv --output --password --password-file --status --timeout --type -b -c -n -o -s -t --help" ;;
         mq_broker) words="start --help" ;;
-        mq_broker_start) words="--broker-name --config --listen-port --namesrv-addr --store-dir -c -n --help" ;;
+        mq_broker_start) words="--broker-name --config --enable-proxy --grpc-port --listen-port --namesrv-addr --proxy-config --store-dir -c -n --help" ;;
         mq_cluster) words="down start status stop up --help" ;;
         mq_cluster_down) words="--dir --grace --help" ;;
         mq_cluster_start) words="--dir --help" ;;
         mq_cluster_status) words="--dir --output -o --help" ;;
         mq_cluster_stop) words="--dir --grace --help" ;;
-        mq_cluster_up) words="--base-port --context --dir --namesrv --namesrv-set --netns --preset --set --timeout --tls -p --help" ;;
+        mq_cluster_up) words="--base-port --context --dir --namesrv --namesrv-set --netns --preset --proxies --proxy --set --timeout --tls -p --help" ;;
         mq_context) words="add credentials list remove show use --help" ;;
         mq_context_add) words="--credentials --dir --namesrv --tls --tls-ca --tls-cert --tls-key -n --help" ;;
         mq_context_credentials) words="--access-key --help" ;;

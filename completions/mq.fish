@@ -1089,8 +1089,11 @@ complete -c mq -f -n '__fish_seen_subcommand_from broker; and not __fish_seen_su
 complete -c mq -f -n '__fish_seen_subcommand_from broker; and not __fish_seen_subcommand_from start' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start; and true' -l broker-name
 complete -c mq -f -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start; and true' -l config
+complete -c mq -f -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start; and true' -l enable-proxy
+complete -c mq -f -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start; and true' -l grpc-port
 complete -c mq -f -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start; and true' -l listen-port
 complete -c mq -f -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start; and true' -l namesrv-addr
+complete -c mq -f -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start; and true' -l proxy-config
 complete -c mq -f -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start; and true' -l store-dir
 complete -c mq -f -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from broker; and __fish_seen_subcommand_from start; and true' -s n
@@ -1120,6 +1123,8 @@ complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subco
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l namesrv-set
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l netns
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l preset
+complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l proxies
+complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l proxy
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l set
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l timeout
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l tls

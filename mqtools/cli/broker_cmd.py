@@ -35,11 +35,24 @@ def start(
         Optional[str],  # noqa: UP045
         typer.Option("--broker-name", help="brokerName."),
     ] = None,
+    enable_proxy: Annotated[
+        bool,
+        typer.Option("--enable-proxy", help="Also serve gRPC (RocketMQ 5 clients) in this process: the proxy's "
+                                            "local mode, as mqbroker --enable-proxy (or enableProxy=true)."),
+    ] = False,
+    proxy_config: Annotated[
+        Optional[Path],  # noqa: UP045
+        typer.Option("--proxy-config", help="rmq-proxy.json for --enable-proxy (grpcServerPort, ...)."),
+    ] = None,
+    grpc_port: Annotated[
+        Optional[int],  # noqa: UP045
+        typer.Option("--grpc-port", help="gRPC port with --enable-proxy; 0 lets the OS choose. Default 8081."),
+    ] = None,
 ) -> None:
     """Start a broker; flags override the properties file. Stops cleanly on SIGINT/SIGTERM."""
     from mqtools.server.broker.app import BrokerController
     from mqtools.server.broker.config import ConfigError, load_config
-    from mqtools.server.lifecycle import serve
+    from mqtools.server.lifecycle import Together, serve
 
     overrides = option_overrides({"namesrvAddr": namesrv, "listenPort": listen_port,
                                   "storePathRootDir": store_dir, "brokerName": broker_name})
@@ -49,4 +62,17 @@ def start(
         raise fail(str(exc)) from None
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     controller = BrokerController(config, config_path=config_file)
-    run_server(serve(controller, lambda: typer.echo(controller.ready_line())))
+    if not (enable_proxy or config.extra.get("enableProxy", "").lower() == "true"):
+        run_server(serve(controller, lambda: typer.echo(controller.ready_line())))
+        return
+    try:
+        from mqtools.cli.proxy_cmd import LocalProxy
+        proxy = LocalProxy(config.to_properties(), proxy_config, grpc_port)
+    except ImportError as exc:
+        raise fail(f"enableProxy needs grpcio and protobuf (pip install 'mqtools[proxy]'): {exc}") from None
+
+    def ready() -> None:
+        typer.echo(controller.ready_line())
+        typer.echo(proxy.ready_line(config.broker_ip1))
+
+    run_server(serve(Together(controller, proxy), ready))

@@ -53,6 +53,10 @@ def up(
                                         "bridge (root only), so drills can partition them.")] = False,
     tls: Annotated[bool, typer.Option("--tls", help="Make a local CA and run every port in TLS enforcing mode.")]
     = False,
+    proxy: Annotated[bool, typer.Option("--proxy", help="Add a gRPC proxy (mq proxy start, cluster mode; first "
+                                        "port base-1795, 8081 by default) for RocketMQ 5 clients.")] = False,
+    proxies: Annotated[int, typer.Option("--proxies", min=0, max=9, help="Number of gRPC proxies (--proxy is "
+                                         "--proxies 1).")] = 0,
     context: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "--context", help="Save a context of this name for the cluster (with --tls: 'local' unless given).")] = None,
 ) -> None:
@@ -68,12 +72,16 @@ def up(
 
     root = _root(state_dir)
     opts = UpOptions(preset, root, namesrv, base_port, parse_sets(sets or []), timeout, tls=tls, netns=netns,
-                     namesrv_overrides=parse_sets(namesrv_sets or [], option="--namesrv-set"))
+                     namesrv_overrides=parse_sets(namesrv_sets or [], option="--namesrv-set"),
+                     proxies=max(proxies, 1 if proxy else 0))
     state = cluster_up(opts, progress=typer.echo)
     typer.echo(f"cluster {preset} up in {root}")
     typer.echo(f"NAMESRV_ADDR={state.namesrv_addr}")
     if state.controller_addr:
         typer.echo(f"CONTROLLER_ADDR={state.controller_addr}")
+    proxy_addrs = [p.addr for p in state.procs if p.kind == "proxy"]
+    if proxy_addrs:
+        typer.echo(f"PROXY_ADDR={';'.join(proxy_addrs)}")
     for proc in state.procs:
         ha = f" ha={proc.ha_port}" if proc.ha_port else ""
         ident = f" {proc.broker_name}" if proc.kind == "broker" else ""
@@ -119,6 +127,8 @@ def _fmt_bytes(value: int | None) -> str:
 
 
 def _replication(row: ProcStatus) -> str:
+    if row.proc.kind == "proxy":
+        return _grpc(row)
     ha = row.health.ha if row.health else None
     if ha is None:
         return "-"
@@ -126,6 +136,21 @@ def _replication(row: ProcStatus) -> str:
         return "replicating" if ha.replicating else "not connected"
     in_sync = "n/a" if ha.in_sync_slaves is None else str(ha.in_sync_slaves)
     return f"{len(ha.slaves)} slave(s), {in_sync} in sync"
+
+
+def _grpc(row: ProcStatus) -> str:
+    """A proxy's line in the last column: whether it answered a gRPC call (and over TLS)."""
+    probe = row.health.grpc if row.health else None
+    if probe is None:
+        return "-"
+    tls = " over TLS" if probe.tls else ""
+    return f"gRPC answering{tls} ({probe.latency_ms} ms)" if probe.answering else f"gRPC not answering: {probe.error}"
+
+
+def _registered(row: ProcStatus) -> str:
+    if row.proc.kind == "proxy":
+        return "-"
+    return "yes" if row.health and row.health.registered else "no"
 
 
 def _role(row: ProcStatus) -> str:
@@ -142,7 +167,7 @@ def _table(rows: list[ProcStatus]) -> str:
     lines = [[r.proc.name, _role(r), str(r.proc.pid) if r.alive else "-", str(r.proc.port),
               str(r.proc.ha_port or "-"), "yes" if r.alive else "no",
               "-" if r.cpu_percent is None else f"{r.cpu_percent:.1f}", _fmt_bytes(r.rss_bytes),
-              "yes" if r.health and r.health.registered else "no", _replication(r)] for r in rows]
+              _registered(r), _replication(r)] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
     out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
     out += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
@@ -154,7 +179,8 @@ def status(
     state_dir: DirOpt = None,
     output: Annotated[str, typer.Option("-o", "--output", help="table or json.")] = "table",
 ) -> None:
-    """Each process: pid, role, ports, alive, CPU/RSS, registered with the name servers."""
+    """Each process: pid, role, ports, alive, CPU/RSS, registered with the name servers; a proxy: whether it
+    answers a gRPC call (last column)."""
     from mqtools.cluster.launcher import status as cluster_status
 
     if output not in ("table", "json"):
@@ -165,7 +191,7 @@ def status(
 
 @app.command()
 def stop(
-    name: Annotated[str, typer.Argument(help="Process name, e.g. broker-a or namesrv-0.")],
+    name: Annotated[str, typer.Argument(help="Process name, e.g. broker-a, namesrv-0 or proxy-0.")],
     state_dir: DirOpt = None,
     grace: Annotated[float, typer.Option("--grace", help="Seconds before SIGKILL.")] = 15.0,
 ) -> None:
@@ -177,7 +203,7 @@ def stop(
 
 @app.command()
 def start(
-    name: Annotated[str, typer.Argument(help="Process name, e.g. broker-a or namesrv-0.")],
+    name: Annotated[str, typer.Argument(help="Process name, e.g. broker-a, namesrv-0 or proxy-0.")],
     state_dir: DirOpt = None,
 ) -> None:
     """Start one stopped role again with its recorded config (same ports, same store)."""

@@ -42,7 +42,7 @@ def start(
     """Start a proxy in cluster mode; flags override the file. Stops cleanly on SIGINT/SIGTERM."""
     try:
         from mqtools.proxy.config import ProxyConfig, ProxyConfigError, load_file
-        from mqtools.proxy.server import ProxyServer
+        from mqtools.proxy.server import ProxyServer, server_credentials
     except ImportError as exc:
         raise fail(f"the proxy needs grpcio and protobuf (pip install 'mqtools[proxy]'): {exc}") from None
     from mqtools.server.lifecycle import listen, serve
@@ -56,8 +56,12 @@ def start(
             config.apply(load_file(config_file))
         config.apply(overrides)
         config.namesrv_list  # noqa: B018 - no name server is a start failure, in one line
+        server_credentials(config)  # unreadable TLS files too
     except ProxyConfigError as exc:
         raise fail(str(exc)) from None
+    if config.proxy_mode.lower() == "local":
+        raise fail("proxyMode local runs inside a broker: mq broker start -c broker.properties --enable-proxy "
+                   "(or enableProxy=true in its properties)")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     proxy = ProxyServer(config)
 
@@ -73,6 +77,58 @@ def start(
         shown = "127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind
         typer.echo(f"The Proxy boot success. gRPC {bind}:{proxy.port}, cluster {config.rocketmq_cluster_name}, "
                    f"name servers {config.namesrv_list}")
-        typer.echo(f"READY proxy {shown}:{proxy.port} mode=cluster")
+        tls = " tls=true" if config.tls_cert_path else ""
+        auth = " authentication=true" if config.authentication_enabled else ""
+        typer.echo(f"READY proxy {shown}:{proxy.port} mode=cluster{tls}{auth}")
 
     run_server(serve(_Listening(), ready))
+
+
+#: Broker properties a local-mode proxy takes over: its cluster, limits and authentication follow the broker's
+#: (not authenticationWhitelist: the broker's lists remoting codes, the proxy's gRPC request names).
+_FROM_BROKER = {"brokerClusterName": "rocketMQClusterName", "namesrvAddr": "namesrvAddr",
+                "maxMessageSize": "maxMessageSize", "authenticationEnabled": "authenticationEnabled",
+                "innerClientAuthenticationCredentials": "innerClientAuthenticationCredentials",
+                "tls.enable": "tls.enable", "tls.client.trustCertPath": "tls.client.trustCertPath",
+                "tls.server.certPath": "tlsCertPath", "tls.server.keyPath": "tlsKeyPath"}
+
+
+class LocalProxy:
+    """Apache's local mode (`mqbroker --enable-proxy`): the gRPC proxy in the broker's process and loop, started
+    after the broker and stopped before it. It reaches the broker over loopback remoting like a cluster-mode
+    proxy (Apache's calls the broker's processors directly), with the broker's cluster, name servers,
+    maxMessageSize, authentication and TLS (the gRPC port serves TLS when the broker's port does)."""
+
+    def __init__(self, broker_props: dict[str, str], config_file: Path | None, grpc_port: int | None) -> None:
+        from mqtools.proxy.config import ProxyConfig, ProxyConfigError, load_file
+        from mqtools.proxy.server import ProxyServer, server_credentials
+
+        config = ProxyConfig()
+        taken = {mine: broker_props[theirs] for theirs, mine in _FROM_BROKER.items() if broker_props.get(theirs)}
+        if broker_props.get("tls.server.mode", "").lower() != "enforcing":
+            taken.pop("tlsCertPath", None)
+            taken.pop("tlsKeyPath", None)
+        try:
+            if config_file is not None:
+                config.apply(load_file(config_file))
+            config.apply({**taken, "proxyMode": "local", **({"grpcServerPort": grpc_port} if grpc_port is not None
+                                                             else {})})
+            config.namesrv_list  # noqa: B018
+            server_credentials(config)
+        except ProxyConfigError as exc:
+            raise fail(f"enableProxy: {exc}") from None
+        self.config = config
+        self.server = ProxyServer(config)
+
+    async def start(self) -> None:
+        from mqtools.server.lifecycle import listen
+
+        await listen(self.server, f"{self.config.grpc_bind_address}:{self.config.grpc_server_port}")
+
+    async def shutdown(self) -> None:
+        await self.server.shutdown()
+
+    def ready_line(self, host: str) -> str:
+        tls = " tls=true" if self.config.tls_cert_path else ""
+        auth = " authentication=true" if self.config.authentication_enabled else ""
+        return f"READY proxy {host}:{self.server.port} mode=local{tls}{auth}"

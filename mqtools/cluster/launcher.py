@@ -8,6 +8,7 @@ first registration already returns its master's HA address.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import time
 from collections.abc import Callable
@@ -20,7 +21,14 @@ from mqtools.cluster import supervisor as sv
 from mqtools.cluster.certs import LocalCertificates, make_local_certificates
 from mqtools.cluster.health import ProcHealth, collect_once, wait_healthy
 from mqtools.cluster.presets import load_namesrv_spec, load_preset
-from mqtools.cluster.supervisor import CONTROLLED_ROLE, NAMESRV_ROLE, ClusterState, LaunchError, ProcInfo
+from mqtools.cluster.supervisor import (
+    CONTROLLED_ROLE,
+    NAMESRV_ROLE,
+    PROXY_ROLE,
+    ClusterState,
+    LaunchError,
+    ProcInfo,
+)
 from mqtools.common import tls as keys
 from mqtools.common.brokerrole import VIP_CHANNEL_OFFSET, BrokerRole
 from mqtools.common.javaprops import render_properties
@@ -30,6 +38,12 @@ BROKER_PORT_OFFSET = 10911 - DEFAULT_BASE_PORT  # the first broker gets RocketMQ
 BROKER_PORT_STEP = 10
 #: Controllers inside the name servers (controller presets) listen from base port + 100.
 CONTROLLER_PORT_OFFSET = 100
+#: A proxy's gRPC port: the first gets Apache's grpcServerPort 8081 with the default base port.
+PROXY_PORT_OFFSET = 8081 - DEFAULT_BASE_PORT
+#: Broker properties a proxy of the cluster takes over (its authentication follows the brokers').
+#: (Not authenticationWhitelist: the brokers' lists remoting codes, the proxy's gRPC request names.)
+_PROXY_KEYS_FROM_BROKERS = ("brokerClusterName", "maxMessageSize", "authenticationEnabled",
+                            "innerClientAuthenticationCredentials")
 
 
 def default_state_dir() -> Path:
@@ -57,6 +71,8 @@ class UpOptions:
     """Run every process in a network namespace of its own (root only), so drills can partition them."""
     namesrv_overrides: dict[str, str] | None = None
     """Extra name server properties (`--namesrv-set`), over the preset's namesrv.properties."""
+    proxies: int = 0
+    """gRPC proxies (`mq proxy start`, cluster mode) on the cluster's name servers, started after the brokers."""
 
 
 def tls_properties(certs: LocalCertificates) -> dict[str, str]:
@@ -109,7 +125,12 @@ def plan(opts: UpOptions) -> ClusterState:
         host, ns = place(count + i)
         brokers.append(ProcInfo(spec.name, "broker", CONTROLLED_ROLE if spec.controlled else spec.role, port,
                                 port + 1, spec.broker_name, spec.broker_id, host=host, netns=ns))
-    state = ClusterState(opts.preset, namesrv_addr, [*namesrvs, *brokers],
+    proxies = []
+    for i in range(opts.proxies):
+        port = sv.pick_ports(max(1024, opts.base_port + PROXY_PORT_OFFSET + i), 1, taken)
+        host, ns = place(count + len(specs) + i)
+        proxies.append(ProcInfo(f"proxy-{i}", "proxy", PROXY_ROLE, port, host=host, netns=ns))
+    state = ClusterState(opts.preset, namesrv_addr, [*namesrvs, *brokers, *proxies],
                          str(certs.ca) if certs is not None else None, controller_addr,
                          opts.base_port if layout is not None else None)
     for broker, spec in zip(brokers, specs, strict=True):
@@ -122,7 +143,26 @@ def plan(opts: UpOptions) -> ClusterState:
         config.parent.mkdir(parents=True, exist_ok=True)
         config.write_text(render_properties(props))
         broker.args = ["broker", "start", "-c", str(config)]
+    broker_props = {**(specs[0].props if specs else {}), **(opts.overrides or {})}
+    for proxy in proxies:
+        proxy.args = ["proxy", "start", "-c", str(_proxy_config(opts.root, proxy, namesrv_addr, broker_props, certs))]
     return state
+
+
+def _proxy_config(root: Path, proxy: ProcInfo, namesrv_addr: str, broker_props: dict[str, str],
+                  certs: LocalCertificates | None) -> Path:
+    """Write the proxy's rmq-proxy.json: the brokers' cluster and limits, its port, TLS like the others."""
+    taken = {k: broker_props[k] for k in _PROXY_KEYS_FROM_BROKERS if k in broker_props}
+    conf: dict[str, Any] = {"rocketMQClusterName": taken.pop("brokerClusterName", "DefaultCluster"),
+                            "namesrvAddr": namesrv_addr, "proxyMode": "cluster", "grpcServerPort": proxy.port,
+                            "grpcBindAddress": proxy.host, **taken}
+    if certs is not None:
+        conf.update({"tlsCertPath": str(certs.cert), "tlsKeyPath": str(certs.key), "tls.enable": "true",
+                     "tls.client.trustCertPath": str(certs.ca)})
+    path = root / proxy.name / "rmq-proxy.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(conf, indent=2) + "\n")
+    return path
 
 
 def _controller_peers(base_port: int, hosts: list[str], taken: set[int]) -> dict[str, str]:
@@ -147,7 +187,7 @@ def up(opts: UpOptions, progress: Callable[[str], None] = lambda _: None) -> Clu
         except netns.NetnsError as exc:
             raise LaunchError(f"cannot make the network namespaces: {exc}") from None
     try:
-        for proc in state.procs:  # name servers, then masters, then slaves (plan order)
+        for proc in state.procs:  # name servers, then masters, then slaves, then proxies (plan order)
             sv.spawn(opts.root, proc)
             sv.save_state(opts.root, state)
             sv.wait_ready(opts.root, proc, max(1.0, deadline - time.monotonic()))
@@ -197,7 +237,14 @@ class ProcStatus:
             "brokerId": p.broker_id if p.kind == "broker" and not controlled else None, "alive": self.alive,
             "cpuPercent": self.cpu_percent, "rssBytes": self.rss_bytes,
             "registered": bool(self.health and self.health.registered), "ha": self._ha_json(), "log": str(self.log),
+            **({"grpc": self._grpc_json()} if p.kind == "proxy" else {}),
         }
+
+    def _grpc_json(self) -> dict[str, Any] | None:
+        probe = self.health.grpc if self.health else None
+        if probe is None:
+            return None
+        return {"answering": probe.answering, "tls": probe.tls, "latencyMs": probe.latency_ms, "error": probe.error}
 
     def _ha_json(self) -> dict[str, Any] | None:
         ha = self.health.ha if self.health else None
@@ -222,9 +269,10 @@ def status(root: Path) -> list[ProcStatus]:
 
 
 def down(root: Path, grace: float = 15.0) -> list[tuple[str, str]]:
-    """Stop slaves, then masters, then name servers; returns (name, what happened)."""
+    """Stop proxies, slaves, then masters, then name servers; returns (name, what happened)."""
     state = _require(root)
-    order = sorted(state.procs, key=lambda p: {BrokerRole.SLAVE.value: 0, NAMESRV_ROLE: 2}.get(p.role, 1))
+    order = sorted(state.procs, key=lambda p: {PROXY_ROLE: -1, BrokerRole.SLAVE.value: 0, NAMESRV_ROLE: 2}
+                   .get(p.role, 1))
     done = [(proc.name, sv.stop(proc, grace)) for proc in order]
     _remove_namespaces(state)
     return done

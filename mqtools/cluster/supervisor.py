@@ -7,6 +7,7 @@ Layout of a state dir:
     <name>/store/             a broker's storePathRootDir (a name server's kvConfig.json lives in <name>/)
     <name>/broker.properties  the broker's full config (preset + ports + name servers + overrides)
     <name>/namesrv.properties a name server's TLS keys (only with mq cluster up --tls)
+    <name>/rmq-proxy.json     a proxy's config (mq cluster up --proxy)
     tls/                      the local CA and server certificate (only with mq cluster up --tls)
 Processes run in their own session so they outlive the `mq cluster up` that started them.
 """
@@ -36,6 +37,8 @@ NAMESRV_ROLE = "NAMESRV"
 """ProcInfo.role of a name server; a broker's role is its BrokerRole value."""
 CONTROLLED_ROLE = "CONTROLLED"
 """ProcInfo.role of a broker in controller mode: its controllers decide whether it is master."""
+PROXY_ROLE = "PROXY"
+"""ProcInfo.role of a gRPC proxy (`mq proxy start`, cluster mode); its port is the gRPC port."""
 
 
 class LaunchError(ToolkitError, RuntimeError):
@@ -52,11 +55,11 @@ class ClusterStateError(LaunchError):
 
 @dataclass
 class ProcInfo:
-    """One supervised process (name server or broker)."""
+    """One supervised process (name server, broker or proxy)."""
 
     name: str
-    kind: str  # "namesrv" | "broker"
-    role: str  # NAMESRV_ROLE or a BrokerRole value
+    kind: str  # "namesrv" | "broker" | "proxy"
+    role: str  # NAMESRV_ROLE, PROXY_ROLE or a BrokerRole value
     port: int
     ha_port: int = 0
     broker_name: str = ""

@@ -26,7 +26,8 @@ def _camel(name: str) -> str:
 
 
 #: Field names whose camelCase form is not the mechanical one (Apache spells the cluster key oddly).
-_KEY_OF = {"rocketmq_cluster_name": "rocketMQClusterName"}
+_KEY_OF = {"rocketmq_cluster_name": "rocketMQClusterName", "tls_enable": "tls.enable",
+           "tls_client_trust_cert_path": "tls.client.trustCertPath"}
 
 
 @dataclass
@@ -35,6 +36,7 @@ class ProxyConfig:
 
     rocketmq_cluster_name: str = "DefaultCluster"
     namesrv_addr: str | None = None
+    #: cluster: `mq proxy start`; local: inside a broker's process (`mq broker start --enable-proxy`).
     proxy_mode: str = "cluster"
     grpc_server_port: int = 8081
     remoting_listen_port: int = 8080
@@ -63,6 +65,22 @@ class ProxyConfig:
     transaction_heartbeat_period_second: int = 20
     transaction_data_expire_millis: int = 30_000
     long_polling_reserve_time_in_millis: int = 100
+    #: Serve TLS on the gRPC port with this certificate and key (PEM) when both are set; empty: plaintext.
+    #: Apache's keys, but Apache's port takes TLS and plaintext alike (see docs/compatibility.md).
+    tls_cert_path: str = ""
+    tls_key_path: str = ""
+    #: RocketMQ's tls.enable / tls.client.trustCertPath for the proxy's own connections to the brokers and
+    #: name servers (Apache reads them as JVM properties; here they may sit in the JSON file).
+    tls_enable: bool = False
+    tls_client_trust_cert_path: str = ""
+    #: AuthConfig (ACL 2.0): check every call's signature against the brokers' users.
+    authentication_enabled: bool = False
+    #: Request names (e.g. apache.rocketmq.v2.QueryRouteRequest), comma-separated, that skip authentication.
+    authentication_whitelist: str = ""
+    #: JSON {"accessKey": ..., "secretKey": ...}: the proxy's own user towards brokers that authenticate.
+    inner_client_authentication_credentials: str = ""
+    user_cache_max_num: int = 1000
+    user_cache_refresh_second: int = 60
     #: Concurrent ReceiveMessage calls (each one holds a broker long poll); more are answered TOO_MANY_REQUESTS.
     max_concurrent_receive: int = 1024
     extra: dict[str, Any] = field(default_factory=dict)
@@ -85,13 +103,27 @@ class ProxyConfig:
         self.validate()
 
     def validate(self) -> None:
-        if self.proxy_mode.lower() != "cluster":
-            raise ProxyConfigError(f"proxyMode {self.proxy_mode!r} is not served by `mq proxy start`: only 'cluster' "
-                                   "(local mode is the broker's enableProxy, not yet here)")
+        if self.proxy_mode.lower() not in ("cluster", "local"):
+            raise ProxyConfigError(f"proxyMode {self.proxy_mode!r}: 'cluster' or 'local'")
         if not 0 <= self.grpc_server_port <= 65535:
             raise ProxyConfigError(f"grpcServerPort {self.grpc_server_port} is not a port")
         if self.max_message_size <= 0 or self.grpc_max_inbound_message_size <= 0:
             raise ProxyConfigError("maxMessageSize and grpcMaxInboundMessageSize must be > 0")
+        if bool(self.tls_cert_path) != bool(self.tls_key_path):
+            raise ProxyConfigError("tlsCertPath and tlsKeyPath go together: set both to serve TLS, or neither")
+        self.inner_credentials()
+
+    def inner_credentials(self) -> tuple[str, str] | None:
+        """(accessKey, secretKey) of innerClientAuthenticationCredentials, None when not set."""
+        raw = self.inner_client_authentication_credentials.strip()
+        if not raw:
+            return None
+        try:
+            data = json.loads(raw)
+            return str(data["accessKey"]), str(data["secretKey"])
+        except (ValueError, KeyError, TypeError):
+            raise ProxyConfigError("innerClientAuthenticationCredentials must be JSON with accessKey and "
+                                   "secretKey") from None
 
     @property
     def namesrv_list(self) -> str:

@@ -6,6 +6,10 @@ grpcMaxInboundMessageSize is refused by grpc itself (RESOURCE_EXHAUSTED); an unk
 ("Method not found"); the methods of the 5.1.2 client's proto that this proxy does not serve are UNIMPLEMENTED
 with a sentence naming them. An unexpected error in a method is INTERNAL with one log line, and the proxy keeps
 serving the other calls.
+
+Before a method runs, a call passes the `Gate`: the ACL 2.0 signature (authenticationEnabled, mqtools.proxy.auth),
+then the client id; a refusal there is the method's own response with a status (UNAUTHORIZED,
+CLIENT_ID_REQUIRED), as Apache answers it. With tlsCertPath/tlsKeyPath the port serves TLS only.
 """
 
 from __future__ import annotations
@@ -14,14 +18,17 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError, Message
 
 from mqtools.client.instance import ClientInstance
-from mqtools.proxy.config import ProxyConfig
-from mqtools.proxy.errors import Code, ProxyError
+from mqtools.common.security import ClientSecurity, SessionCredentials, TlsClientOptions
+from mqtools.proxy.auth import Authenticator
+from mqtools.proxy.config import ProxyConfig, ProxyConfigError
+from mqtools.proxy.errors import Code, ProxyError, status
 from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.proxy.service import Call, MessagingService
 
@@ -47,8 +54,12 @@ NOT_SERVED = {
 }
 
 
+def _headers(context: grpc.aio.ServicerContext) -> dict[str, str]:
+    return {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+
+
 def _call(context: grpc.aio.ServicerContext) -> Call:
-    meta = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
+    meta = _headers(context)
     remaining = context.time_remaining()
     peer = context.peer() or ""
     return Call(client_id=meta.get("x-mq-client-id", ""), language=meta.get("x-mq-language", ""),
@@ -77,20 +88,41 @@ async def _abort_for(context: grpc.aio.ServicerContext, exc: BaseException, meth
     await context.abort(grpc.StatusCode.INTERNAL, f"{method} failed: {type(exc).__name__}: {exc}")
 
 
-def _require_client_id(call: Call) -> None:
-    if not call.client_id:
-        raise ProxyError(Code.CLIENT_ID_REQUIRED, "the x-mq-client-id header is required")
+class Admission(ProxyError):
+    """A call refused before its method runs (authentication, no client id): Apache answers these in the
+    response's status (GrpcMessagingApplication.writeResponse), the gRPC call itself ends OK."""
 
 
-def _unary(service: MessagingService, name: str, kind: type[Message]) -> grpc.RpcMethodHandler:
+class Gate:
+    """What every call passes before its method: the ACL 2.0 signature check (when enabled), then the client
+    id (ContextInitPipeline, AuthenticationPipeline, then validateContext, in Apache's order)."""
+
+    def __init__(self, authenticator: Authenticator | None = None) -> None:
+        self.authenticator = authenticator
+
+    async def admit(self, context: grpc.aio.ServicerContext, request: Message) -> Call:
+        call = _call(context)
+        if self.authenticator is not None:
+            try:
+                await self.authenticator.authenticate(_headers(context), request.DESCRIPTOR.full_name)
+            except ProxyError as exc:
+                raise Admission(exc.code, exc.message) from None
+        if not call.client_id:
+            raise Admission(Code.CLIENT_ID_REQUIRED, "client id cannot be empty")
+        return call
+
+
+def _unary(service: MessagingService, gate: Gate, name: str, kind: type[Message]) -> grpc.RpcMethodHandler:
     method: Callable[[Any, Call], Awaitable[Message]] = getattr(service, name)
+    answer: type[Message] = getattr(spb, f"{name}Response")
 
     async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> bytes:
         try:
-            call = _call(context)
-            _require_client_id(call)
             request = _parse(kind, raw, name)
+            call = await gate.admit(context, request)
             response = await method(request, call)
+        except Admission as refused:
+            return answer(status=status(refused.code, refused.message)).SerializeToString()  # type: ignore[call-arg]
         except Exception as exc:
             await _abort_for(context, exc, name)
             raise
@@ -99,12 +131,15 @@ def _unary(service: MessagingService, name: str, kind: type[Message]) -> grpc.Rp
     return grpc.unary_unary_rpc_method_handler(handle)
 
 
-def _receive(service: MessagingService) -> grpc.RpcMethodHandler:
+def _receive(service: MessagingService, gate: Gate) -> grpc.RpcMethodHandler:
     async def handle(raw: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
         try:
-            call = _call(context)
-            _require_client_id(call)
             request = _parse(spb.ReceiveMessageRequest, raw, "ReceiveMessage")
+            try:
+                call = await gate.admit(context, request)
+            except Admission as refused:
+                yield spb.ReceiveMessageResponse(status=status(refused.code, refused.message)).SerializeToString()
+                return
             async for response in service.ReceiveMessage(request, call):
                 yield response.SerializeToString()
         except Exception as exc:  # noqa: BLE001 - every failure becomes a status, the server goes on
@@ -113,16 +148,33 @@ def _receive(service: MessagingService) -> grpc.RpcMethodHandler:
     return grpc.unary_stream_rpc_method_handler(handle)
 
 
-def _telemetry(service: MessagingService) -> grpc.RpcMethodHandler:
+def _telemetry(service: MessagingService, gate: Gate) -> grpc.RpcMethodHandler:
     async def handle(raw_requests: AsyncIterator[bytes], context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
         async def parsed() -> AsyncIterator[spb.TelemetryCommand]:
             async for raw in raw_requests:
                 yield _parse(spb.TelemetryCommand, raw, "Telemetry")
 
         try:
-            call = _call(context)
-            _require_client_id(call)
-            async for response in service.Telemetry(parsed(), call):
+            call: Call | None = None
+            commands = parsed()
+            # admitted on its first command (Apache checks each one; the headers are the stream's, so only a user
+            # disabled while the stream is open would be judged differently)
+            async for first in commands:
+                try:
+                    call = await gate.admit(context, first)
+                except Admission as refused:  # every command gets the refusal until the client gives up
+                    yield spb.TelemetryCommand(status=status(refused.code, refused.message)).SerializeToString()
+                    continue
+                break
+            if call is None:
+                return
+
+            async def replay() -> AsyncIterator[spb.TelemetryCommand]:
+                yield first
+                async for command in commands:
+                    yield command
+
+            async for response in service.Telemetry(replay(), call):
                 yield response.SerializeToString()
         except Exception as exc:  # noqa: BLE001
             await _abort_for(context, exc, "Telemetry")
@@ -147,12 +199,32 @@ def _not_served(name: str, shape: str) -> grpc.RpcMethodHandler:
     return grpc.unary_unary_rpc_method_handler(unary)
 
 
-def handlers(service: MessagingService) -> grpc.GenericRpcHandler:
-    table = {name: _unary(service, name, kind) for name, kind in UNARY.items()}
-    table["ReceiveMessage"] = _receive(service)
-    table["Telemetry"] = _telemetry(service)
+def handlers(service: MessagingService, gate: Gate | None = None) -> grpc.GenericRpcHandler:
+    gate = gate or Gate()
+    table = {name: _unary(service, gate, name, kind) for name, kind in UNARY.items()}
+    table["ReceiveMessage"] = _receive(service, gate)
+    table["Telemetry"] = _telemetry(service, gate)
     table.update({name: _not_served(name, shape) for name, shape in NOT_SERVED.items()})
     return grpc.method_handlers_generic_handler(SERVICE, table)
+
+
+def client_security(config: ProxyConfig) -> ClientSecurity | None:
+    """The proxy's own side towards the cluster: TLS (tls.enable, the trusted CA) and its inner credentials."""
+    tls = TlsClientOptions(config.tls_client_trust_cert_path or None) if config.tls_enable else None
+    inner = config.inner_credentials()
+    creds = SessionCredentials(*inner) if inner is not None else None
+    return ClientSecurity(creds, tls) if tls is not None or creds is not None else None
+
+
+def server_credentials(config: ProxyConfig) -> grpc.ServerCredentials | None:
+    """TLS for the gRPC port when tlsCertPath and tlsKeyPath are set (read once, at start)."""
+    if not config.tls_cert_path:
+        return None
+    try:
+        key, cert = Path(config.tls_key_path).read_bytes(), Path(config.tls_cert_path).read_bytes()
+    except OSError as exc:
+        raise ProxyConfigError(f"cannot read the TLS key or certificate: {exc}") from None
+    return grpc.ssl_server_credentials([(key, cert)])
 
 
 class ProxyServer:
@@ -160,7 +232,8 @@ class ProxyServer:
 
     def __init__(self, config: ProxyConfig, *, instance: ClientInstance | None = None) -> None:
         self.config = config
-        self.instance = instance or ClientInstance(config.namesrv_list, instance_name=f"proxy-{id(self)}")
+        self.instance = instance or ClientInstance(config.namesrv_list, instance_name=f"proxy-{id(self)}",
+                                                   security=client_security(config))
         self.port = config.grpc_server_port
         self.service: MessagingService | None = None
         self._server: grpc.aio.Server | None = None
@@ -172,12 +245,21 @@ class ProxyServer:
             ("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size),
             ("grpc.so_reuseport", 0), ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.min_ping_interval_without_data_ms", 5000)])
-        bound = self._server.add_insecure_port(f"{self.config.grpc_bind_address}:{self.config.grpc_server_port}")
+        where = f"{self.config.grpc_bind_address}:{self.config.grpc_server_port}"
+        credentials = server_credentials(self.config)
+        bound = self._server.add_insecure_port(where) if credentials is None \
+            else self._server.add_secure_port(where, credentials)
         if bound == 0:
-            raise OSError(f"cannot listen on {self.config.grpc_bind_address}:{self.config.grpc_server_port}")
+            raise OSError(f"cannot listen on {where}")
         self.port = bound
         self.service = MessagingService(self.config, self.instance, port=bound)
-        self._server.add_generic_rpc_handlers((handlers(self.service),))
+        authenticator = None
+        if self.config.authentication_enabled:
+            whitelist = frozenset(w.strip() for w in self.config.authentication_whitelist.split(",") if w.strip())
+            authenticator = Authenticator(self.instance, self.config.rocketmq_cluster_name, whitelist=whitelist,
+                                          ttl=self.config.user_cache_refresh_second,
+                                          max_users=self.config.user_cache_max_num)
+        self._server.add_generic_rpc_handlers((handlers(self.service, Gate(authenticator)),))
         await self.instance.start()
         await self._server.start()
         self._sweeper = asyncio.create_task(self._sweep())

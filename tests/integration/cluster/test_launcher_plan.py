@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
 from pathlib import Path
@@ -12,6 +13,7 @@ pytestmark = pytest.mark.integration
 from mqtools.cluster import supervisor as sv
 from mqtools.cluster.launcher import UpOptions, plan
 from mqtools.common.javaprops import parse_properties
+from mqtools.proxy.config import ProxyConfig
 
 
 def test_pick_ports_skips_taken_and_handed_out() -> None:
@@ -40,6 +42,28 @@ def test_plan_writes_complete_broker_configs(tmp_path: Path) -> None:
     assert props["listenPort"] == str(slave.port) and props["haListenPort"] == str(slave.ha_port)
     assert props["namesrvAddr"] == state.namesrv_addr and props["mappedFileSizeCommitLog"] == "1048576"
     assert "haMasterAddress" not in props  # slaves learn it from their registration result
+
+
+def test_plan_places_proxies_after_the_brokers_with_the_brokers_settings(tmp_path: Path) -> None:
+    state = plan(UpOptions("2m-noslave", tmp_path, base_port=41000, proxies=2, tls=True,
+                           overrides={"brokerClusterName": "PxPlan", "maxMessageSize": "65536",
+                                      "authenticationEnabled": "true", "authenticationWhitelist": "10"}))
+    assert [p.name for p in state.procs] == ["namesrv-0", "broker-a", "broker-b", "proxy-0", "proxy-1"]
+    proxies = [p for p in state.procs if p.kind == "proxy"]
+    assert [p.role for p in proxies] == [sv.PROXY_ROLE] * 2
+    assert proxies[0].port >= 41000 - 1795 and proxies[1].port > proxies[0].port
+    ports = [p.port for p in state.procs] + [p.ha_port for p in state.procs if p.ha_port]
+    assert len(ports) == len(set(ports))
+    assert proxies[0].args[:3] == ["proxy", "start", "-c"]
+    conf = json.loads(Path(proxies[0].args[3]).read_text())
+    assert conf == {"rocketMQClusterName": "PxPlan", "namesrvAddr": state.namesrv_addr, "proxyMode": "cluster",
+                    "grpcServerPort": proxies[0].port, "grpcBindAddress": "127.0.0.1", "maxMessageSize": "65536",
+                    "authenticationEnabled": "true", "tlsCertPath": str(tmp_path / "tls" / "server.pem"),
+                    "tlsKeyPath": str(tmp_path / "tls" / "server.key"), "tls.enable": "true",
+                    "tls.client.trustCertPath": state.tls_ca}
+    config = ProxyConfig()
+    config.apply(conf)  # the proxy takes the file as written
+    assert config.tls_enable and config.max_message_size == 65536 and config.authentication_enabled
 
 
 def test_state_round_trip_and_dead_or_reused_pids(tmp_path: Path) -> None:

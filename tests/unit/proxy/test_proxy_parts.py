@@ -107,7 +107,7 @@ def test_config_reads_apaches_json_keys(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("values", "words"), [
-    ({"proxyMode": "local"}, "local"),
+    ({"proxyMode": "remote"}, "'cluster' or 'local'"),  # local: `mq proxy start` refuses it (the broker hosts it)
     ({"grpcServerPort": "x"}, "grpcServerPort"),
     ({"grpcServerPort": 70000}, "port"),
 ])
