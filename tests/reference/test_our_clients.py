@@ -145,7 +145,7 @@ async def test_admin_reads(any_side):
         info = await admin.cluster_info()
         assert "broker-a" in info.cluster_addr_table[CLUSTER]
         found = await admin.messages.query_by_key(topic, "adm-2")
-        assert [m.body for m in found] == [b"a-2"]
+        assert [m.body for m in found.messages] == [b"a-2"]
         by_id = await admin.messages.find_message(topic, sent[0].msg_id)
         assert by_id is not None and by_id.body == b"a-0"
         runtime = await admin.brokers.broker_runtime_info(info.broker_addr_table["broker-a"].master_addr())

@@ -200,10 +200,11 @@ async def test_query_messages_by_id_key_unique_key_and_offset(cluster: Cluster, 
     by_id = await admin.messages.view_message(first.offset_msg_id)
     assert by_id.body == b"q-0" and by_id.topic == "AdminQuery"
     by_key = await admin.messages.query_by_key("AdminQuery", "order-42")
-    assert sorted(m.body for m in by_key) == sorted(f"q-{i}".encode() for i in range(6))
-    assert await admin.messages.query_by_key("AdminQuery", "no-such-key") == []
+    assert sorted(m.body for m in by_key.messages) == sorted(f"q-{i}".encode() for i in range(6))
+    assert by_key.unreachable == []
+    assert (await admin.messages.query_by_key("AdminQuery", "no-such-key")).messages == []
     by_uniq = await admin.messages.query_by_unique_key("AdminQuery", results[3].msg_id)
-    assert [m.body for m in by_uniq] == [b"q-3"]
+    assert [m.body for m in by_uniq.messages] == [b"q-3"]
     at = await admin.messages.message_at(first.queue, first.queue_offset)
     assert at is not None and at.body == b"q-0"
     assert await admin.messages.message_at(MessageQueue("AdminQuery", first.queue.broker_name, 0), 10_000) is None
