@@ -15,7 +15,6 @@ from mqtools.client.producer import Producer
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.types import PullResult, PullStatus, SendResult
 from mqtools.common import properties as P
-from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.ids import decode_offset_msg_id
 from mqtools.common.message import Message, MessageExt
 from mqtools.common.topics import TOOLS_CONSUMER_GROUP
@@ -32,9 +31,9 @@ class MessageAdmin(AdminService):
 
     async def view_message(self, offset_msg_id: str) -> MessageExt:
         """By offsetMsgId: the id names the storing broker and the commit log offset. When that broker does
-        not answer (a master gone), the slaves of the sets without a master are asked for the same commit log
-        offset (a slave's commit log is its master's, byte for byte); a message there whose store host is
-        the id's is the one."""
+        not answer (a master gone), every other registered replica is asked for the same commit log offset (a
+        slave's commit log, or a newly elected master's, is the old master's byte for byte); a message there
+        whose store host is the id's is the one."""
         try:
             (host, port), offset = decode_offset_msg_id(offset_msg_id)
         except ValueError as exc:
@@ -43,7 +42,7 @@ class MessageAdmin(AdminService):
         try:
             resp = await self.admin.call(f"{host}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, ext)
         except UnreachableError:
-            found = await self._view_on_slaves((host, port), ext)
+            found = await self._view_on_replicas((host, port), ext)
             if found is None:
                 raise
             return found
@@ -52,11 +51,11 @@ class MessageAdmin(AdminService):
             raise MQClientError(f"no message at {offset_msg_id}")
         return messages[0]
 
-    async def _view_on_slaves(self, store_host: tuple[str, int], ext: dict[str, str]) -> MessageExt | None:
-        """The message at a commit log offset, from a slave of a master-less set, stored by `store_host`."""
-        slaves = [a for addrs in (await self.admin.all_sets()).values() if MASTER_ID not in addrs
-                  for a in addrs.values()]
-        answers = await self.admin._each(slaves, lambda a: self.admin._settled(
+    async def _view_on_replicas(self, store_host: tuple[str, int], ext: dict[str, str]) -> MessageExt | None:
+        """The message at a commit log offset stored by `store_host`, from any other registered replica."""
+        gone = f"{store_host[0]}:{store_host[1]}"
+        replicas = [a for addrs in (await self.admin.all_sets()).values() for a in addrs.values() if a != gone]
+        answers = await self.admin._each(replicas, lambda a: self.admin._settled(
             self.admin.call(a, RequestCode.VIEW_MESSAGE_BY_ID, ext, ok=tuple(ResponseCode))))
         for answer in answers.values():
             if isinstance(answer, Exception) or answer.code != ResponseCode.SUCCESS:
