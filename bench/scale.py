@@ -8,7 +8,9 @@ starts is stopped before the next one starts.
            of its last topic), the broker's and the name server's RSS after it, the registration body
            (bytes), what a registration with that body costs the name server (CPU and wall ms per
            REGISTER_BROKER, sent by this process with an unchanged data version, as the broker's periodic
-           registration is: its heartbeat), and route lookups per second (16 connections, closed loop)
+           registration is: its heartbeat), what the first registration of a new broker with that body costs
+           (first_ms, first_cpu_ms) and the slowest route lookup answered meanwhile on another connection
+           (first_route_max_ms), and route lookups per second (16 connections, closed loop)
   brokers  M brokers (--brokers, default 100; 64 topics of 8 queues each, one topic on all) registering with
            one name server, simulated from this process: the name server's CPU per registration round,
            and route lookups per second of the shared topic while rounds run back to back, against idle
@@ -25,10 +27,12 @@ starts is stopped before the next one starts.
 
 Per figure: Apache, mq, mq/Apache. For topics, brokers and groups the last line per part is the growth:
 cost per topic (group, broker) at the largest size over the smallest, where 1.0 is linear; above
-SUPERLINEAR it is flagged as super-linear. Needs `make reference`'s jars.
+SUPERLINEAR it is flagged as super-linear. Needs `make reference`'s jars, except `--sides mq`, which runs
+mq alone (no JVM; the topics, brokers and groups parts only: backlog's load is the Java client) and prints
+mq's figures and growth without ratios.
 
 Usage: .venv/bin/python bench/scale.py [--parts topics,brokers,groups,backlog] [--topics 1000,10000]
-       [--brokers 10,100] [--groups 100,1000] [--backlog 10000000] [--seconds 3]
+       [--brokers 10,100] [--groups 100,1000] [--backlog 10000000] [--seconds 3] [--sides apache,mq]
 """
 
 from __future__ import annotations
@@ -160,24 +164,49 @@ def register_command(name: str, addr: str, topics: dict[str, TopicConfig], versi
     return RemotingCommand.request(RequestCode.REGISTER_BROKER, header.to_ext(), body)
 
 
+async def routes_meanwhile(ns: str, topic: str, stop: asyncio.Event, started: asyncio.Event) -> list[float]:
+    """Route lookups of `topic` back to back on a connection of their own until `stop`: each one's ms."""
+    client = RemotingClient()
+    took: list[float] = []
+    try:
+        while not stop.is_set():
+            began = time.perf_counter()
+            await route_code(client, ns, topic)
+            took.append((time.perf_counter() - began) * 1000)
+            started.set()
+        return took
+    finally:
+        await client.close()
+
+
 async def registration_cost(ns: str, ns_pid: int, names: list[str]) -> dict[str, float]:
-    """REGISTRATIONS registrations of a simulated broker holding `names`: bytes, first and steady costs."""
+    """REGISTRATIONS registrations of a simulated broker holding `names`: bytes, first and steady costs, and
+    the slowest route lookup answered while the first one was handled (does the name server keep answering)."""
     command = register_command("scale-sim", "127.0.0.2:10911", {t: TopicConfig(t, QUEUES, QUEUES) for t in names},
                                DataVersion(1, 1))
     client = RemotingClient()
+    stop, started = asyncio.Event(), asyncio.Event()
+    lookups = asyncio.ensure_future(routes_meanwhile(ns, names[0], stop, started))
     try:
-        began = time.perf_counter()
+        await started.wait()
+        cpu, began = cpu_seconds(ns_pid), time.perf_counter()
         first = await client.invoke(ns, command, 60)
         first_ms = (time.perf_counter() - began) * 1000
+        first_cpu_ms = (cpu_seconds(ns_pid) - cpu) * 1000
+        stop.set()
+        during = await lookups
         if first.code != 0:
             raise SystemExit(f"scale: registration refused by {ns}: {first.code} {first.remark}")
         cpu, began = cpu_seconds(ns_pid), time.perf_counter()
         for _ in range(REGISTRATIONS):
             await client.invoke(ns, command, 60)
         wall = (time.perf_counter() - began) / REGISTRATIONS * 1000
-        return {"body_bytes": len(command.body or b""), "first_ms": first_ms, "reg_ms": wall,
+        return {"body_bytes": len(command.body or b""), "first_ms": first_ms, "first_cpu_ms": first_cpu_ms,
+                "first_route_max_ms": max(during), "reg_ms": wall,
                 "reg_cpu_ms": (cpu_seconds(ns_pid) - cpu) / REGISTRATIONS * 1000}
     finally:
+        stop.set()
+        await asyncio.gather(lookups, return_exceptions=True)
         await client.close()
 
 
@@ -386,17 +415,20 @@ def ratio(m: float | None, a: float | None) -> str:
 
 
 def table(part: str, size: int, res: dict[str, dict[str, Any]]) -> list[str]:
-    """One line per figure of one part at one size."""
+    """One line per figure of one part at one size (mq's alone when Apache did not run)."""
+    if "apache" not in res:
+        return [f"{part} {size:,} {key}: mq {fmt(value)}" for key, value in res["mq"].items()]
     keys = [k for k in res["apache"] if k in res["mq"]]
     return [f"{part} {size:,} {key}: Apache {fmt(res['apache'][key])} | mq {fmt(res['mq'][key])} | "
             f"mq/Apache {ratio(res['mq'][key], res['apache'][key])}" for key in keys]
 
 
-def growth(part: str, sizes: list[int], res: dict[int, dict[str, dict[str, Any]]], keys: list[str]) -> str:
+def growth(part: str, sizes: list[int], res: dict[int, dict[str, dict[str, Any]]], keys: list[str],
+           sides: tuple[str, ...] = SIDES) -> str:
     """Cost per unit at the largest size over the smallest, per side (1.0 = linear)."""
     lo, hi = min(sizes), max(sizes)
     parts = []
-    for side in SIDES:
+    for side in sides:
         for key in keys:
             a, b = res[lo][side].get(key), res[hi][side].get(key)
             if a and b is not None:
@@ -406,8 +438,8 @@ def growth(part: str, sizes: list[int], res: dict[int, dict[str, dict[str, Any]]
 
 
 #: Costs whose growth is judged, per part.
-GROWTH_KEYS = {"topics": ["start_s", "reg_cpu_ms", "body_bytes"], "brokers": ["round_cpu_ms"],
-               "groups": ["round_cpu_ms", "group_list_s", "top_groups_s"]}
+GROWTH_KEYS = {"topics": ["start_s", "first_ms", "first_cpu_ms", "reg_cpu_ms", "body_bytes"], "brokers": ["round_cpu_ms"],
+               "groups": ["first_round_cpu_ms", "round_cpu_ms", "group_list_s", "top_groups_s"]}
 
 
 def _sizes(text: str) -> list[int]:
@@ -426,11 +458,18 @@ def main() -> int:
     parser.add_argument("--groups", default="100,1000", help="group counts of the groups part")
     parser.add_argument("--backlog", type=int, default=10_000_000, help="messages of the backlog part")
     parser.add_argument("--seconds", type=float, default=3.0, help="per route-lookup measurement")
+    parser.add_argument("--sides", default="apache,mq",
+                        help="apache,mq (default) or mq alone: no JVM, no ratios (not the backlog part)")
     args = parser.parse_args()
     parts = [p.strip() for p in args.parts.split(",") if p.strip()]
     if unknown := set(parts) - {"topics", "brokers", "groups", "backlog"}:
         parser.error(f"unknown parts {sorted(unknown)}: choose from topics,brokers,groups,backlog")
-    for key in ("apache-4", "harness"):
+    sides = tuple(s for s in SIDES if s in {x.strip() for x in args.sides.split(",")})
+    if sides not in (SIDES, ("mq",)):
+        parser.error("--sides: apache,mq or mq")
+    if sides == ("mq",) and "backlog" in parts:
+        parser.error("the backlog part loads the broker with the Java client: it needs --sides apache,mq")
+    for key in ("apache-4", "harness") if "apache" in sides else ():
         if not SETS[key].ready():
             print(f"scale: {SETS[key].name} is missing; run `{FETCH_COMMAND}` first", file=sys.stderr)
             return 2
@@ -450,16 +489,17 @@ def main() -> int:
         for part in parts:
             res: dict[int, dict[str, dict[str, Any]]] = {}
             for size in sizes[part]:
-                for side in SIDES:
+                for side in sides:
                     note(f"{side}: {part} at {size:,}")
                     res.setdefault(size, {})[side] = runs[part](side, Path(tmp) / f"{part}-{size}-{side}", size)
                 lines += table(part, size, res[size])
                 print("\n".join(table(part, size, res[size])), flush=True)
             if part in GROWTH_KEYS and len(sizes[part]) > 1:
-                line = growth(part, sizes[part], res, GROWTH_KEYS[part])
+                line = growth(part, sizes[part], res, GROWTH_KEYS[part], sides)
                 print(line, flush=True)
                 summary.append(line.split(": ", 1)[1].replace(", ", " "))
-    print(f"scale (Apache RocketMQ {SETS['apache-4'].name.removeprefix('apache-')} vs mq, client loop {client_loop()}): "
+    against = f"Apache RocketMQ {SETS['apache-4'].name.removeprefix('apache-')} vs mq" if "apache" in sides else "mq alone"
+    print(f"scale ({against}, client loop {client_loop()}): "
           f"{len(lines)} figures; growth per unit: {' | '.join(summary) or 'n/a'}", flush=True)
     return 0
 

@@ -55,6 +55,19 @@ def test_bench_runs_to_its_summary_line(name: str, tmp_path: Path) -> None:
     assert any(line.startswith(name) for line in result.stdout.splitlines()), result.stdout[-3000:]
 
 
+@pytest.mark.integration
+@pytest.mark.timeout(120)
+def test_scale_runs_mq_alone_without_the_jvm(tmp_path: Path) -> None:
+    """`--sides mq`: mq's figures and growth, no ratios, no Apache started (what a machine without the jars runs)."""
+    result = subprocess.run([sys.executable, str(BENCH / "scale.py"), "--sides", "mq", "--parts", "topics,groups",
+                             "--topics", "20,40", "--groups", "5", "--seconds", "0.3"],
+                            cwd=tmp_path, capture_output=True, text=True, timeout=110, check=False)
+    assert result.returncode == 0, result.stderr[-3000:]
+    lines = result.stdout.splitlines()
+    assert "topics 40 first_route_max_ms: mq " in "\n".join(lines) and not any("Apache" in line for line in lines[:-1])
+    assert lines[-1].startswith("scale (mq alone") and "mq first_ms" in lines[-1]
+
+
 @pytest.mark.parametrize("name", ["controller_failover", "peers", "spark_kafka", "spark_load", "trace_cost"])
 def test_bench_not_run_here_still_imports(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(BENCH))

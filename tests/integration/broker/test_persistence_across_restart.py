@@ -12,13 +12,19 @@ import pytest
 from support.clientsupport import call
 from support.mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
 
+from mqtools.common.topics import retry_topic
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import (
+    ConsumerData,
     ConsumerOffsetSerializeWrapper,
+    HeartbeatData,
+    SubscriptionData,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
 )
+from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
 from mqtools.server.broker.consumer_offsets import FLUSH_INTERVAL_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(90)]
@@ -75,6 +81,43 @@ async def test_a_group_update_acknowledged_right_before_a_sigkill_survives(tmp_p
             table = SubscriptionGroupWrapper.from_json(resp.body).subscription_group_table
             assert [table[f"CG_KILL{j}"].retry_max_times for j in range(i + 1) if f"CG_KILL{j}" in table] == \
                 list(range(1, i + 2))
+    finally:
+        broker.stop()
+
+
+#: New groups in one heartbeat burst: enough that a write of subscriptionGroup.json is under way while most
+#: of them arrive, so they share the coalesced writes that follow it.
+BURST_GROUPS = 300
+
+
+async def test_a_burst_of_new_groups_is_on_disk_when_answered_and_survives_a_sigkill(
+        tmp_path: Path, namesrv: MqProcess) -> None:
+    """A first heartbeat round of many new groups (each auto-created, with its %RETRY% topic) is answered only
+    once every group is in subscriptionGroup.json and every retry topic in topics.json, although the writes
+    are coalesced; a SIGKILL right after the last answer loses none of them."""
+    props = write_props(tmp_path, namesrv.addr)
+    broker = start_mq(["broker", "start", "-c", str(props)], timeout=30)
+    groups = [f"CG_BURST_{i:04d}" for i in range(BURST_GROUPS)]
+    try:
+        client = RemotingClient()
+        try:
+            beats = [HeartbeatData(client_id=f"127.0.0.1@burst{i}", consumer_data_set=[ConsumerData(
+                group, subscription_data_set=[SubscriptionData("BurstTopic", sub_version=1)])]).to_json()
+                for i, group in enumerate(groups)]
+            answers = await asyncio.gather(*(client.invoke(broker.addr, RemotingCommand.request(
+                RequestCode.HEART_BEAT, {}, body), 30) for body in beats))
+        finally:
+            await client.close()
+        assert [a.code for a in answers] == [ResponseCode.SUCCESS] * BURST_GROUPS
+        config_dir = tmp_path / "store" / "config"
+        on_disk = orjson.loads((config_dir / "subscriptionGroup.json").read_bytes())["subscriptionGroupTable"]
+        assert set(groups) <= set(on_disk)
+        topics = orjson.loads((config_dir / "topics.json").read_bytes())["topicConfigTable"]
+        assert {retry_topic(g) for g in groups} <= set(topics)
+        broker.kill()
+        broker = start_mq(["broker", "start", "-c", str(props)], timeout=30)
+        resp = await call(broker.addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        assert set(groups) <= set(SubscriptionGroupWrapper.from_json(resp.body).subscription_group_table)
     finally:
         broker.stop()
 
