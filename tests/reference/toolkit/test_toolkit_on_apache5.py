@@ -28,6 +28,7 @@ from readback import config_set_read_back, ok, parse_consumer_config, parse_rout
 from refsupport import BROKER_PROPS, CLUSTER
 from sparkjob import produces, reads_exactly
 from support.adminsupport import json_of, mq_here
+from support.ports import free_port
 from support.presetcluster import wait_for
 from tkworld import KV_NAMESPACE, LAG, LIVE, TOPIC, World, make_world
 
@@ -235,9 +236,10 @@ def _outage_reads(namesrv: str) -> tuple[set[str], dict]:
 
 def test_an_outage_on_apache5_is_read_from_the_slave_as_mqadmin5_does(
         apache5_1m1s: tuple[apache.ApacheCluster, World], mqadmin5: MqadminBatch) -> None:
-    """The outage matrix's master faults on 5.5.0 (last in this module: the master stays down): broker-a's
-    master hung (F2), then SIGKILLed (F1); every message read from its slave, and the mqadmin dialect's
-    topicStatus and consumerProgress as mqadmin 5.5.0 prints them in the same state.
+    """The outage matrix on 5.5.0 (last in this module: the master stays down): one of two name servers given
+    dead (F4), broker-a's slave SIGKILLed and started again (F3), its master hung (F2), then SIGKILLed (F1);
+    every message read from its slave, and the mqadmin dialect's topicStatus and consumerProgress as
+    mqadmin 5.5.0 prints them in the same state.
 
     The group's lag cannot be read from this slave: Apache 5.5.0's slave stops taking its master's consumer
     offsets once the master has recorded a pull offset (its fastjson2 cannot skip the numeric keys of
@@ -260,6 +262,31 @@ def test_an_outage_on_apache5_is_read_from_the_slave_as_mqadmin5_does(
     assert sources == {"master"}
     assert (progress["partial"], progress["diffTotal"]) == (False, OUTAGE_SENT - 4 * OUTAGE_COMMITTED), progress
     assert all(w.consumer_offset == 0 for w in held.offset_table.values()), held  # Apache's defect, above
+
+    # F4 as a client meets it: the first of two name servers given does not answer; both dialects whole
+    # (mqadmin 5.5.0 itself fails with RemotingConnectException when the name server it picks is the dead
+    # one, where 4.9.8 tries the next: mq's dialect tries the next, as 4.9.8 does)
+    both = f"127.0.0.1:{free_port()};{ns}"
+    assert _outage_reads(both)[0] == {"master"}
+    ours = normalise(mq_here("admin", "topicStatus", "-t", OUTAGE_TOPIC, namesrv=both).stdout)
+    assert sorted(ours) == sorted(normalise(mqadmin5.run("topicStatus", "-t", OUTAGE_TOPIC, "-n", ns).out))
+
+    # F3: the slave SIGKILLed: every read whole from the master, `ha` names the missing slave; started again
+    cluster.brokers["broker-a-s"].kill()
+    try:
+        with SyncMQAdmin(ns) as admin:
+            wait_for(lambda: list(admin.cluster_info().broker_addr_table["broker-a"].broker_addrs) == [0], 30,
+                     "the name server to drop broker-a's slave")
+        sources, progress = _outage_reads(ns)
+        assert (sources, progress["partial"]) == ({"master"}, False), progress
+        ha = mq_here("admin", "ha", "status", "--timeout", "2", namesrv=ns)
+        assert ha.returncode == EXIT_OK and "broker-a: no slave registered" in ha.stdout, ha.stdout
+    finally:
+        cluster.brokers["broker-a-s"] = apache.restart_broker(cluster.brokers["broker-a-s"])
+    with SyncMQAdmin(ns) as admin:
+        wait_for(lambda: 1 in admin.cluster_info().broker_addr_table["broker-a"].broker_addrs, 60,
+                 "broker-a's slave to register again")
+        wait_for(slave_has_topic, 80, "broker-a's slave to know the outage topic again")
 
     def through_the_slave() -> None:
         sources, progress = _outage_reads(ns)
