@@ -9,7 +9,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqtools.remoting import fastjson
-from mqtools.remoting.bodies import REQUEST_LENIENT_MAX, Body, PlainAccessConfig, from_obj, to_obj
+from mqtools.remoting.bodies import REQUEST_LENIENT_MAX, Body, PlainAccessConfig
+from mqtools.remoting.body_codec import from_obj, to_obj
 from mqtools.remoting.errors import BodyError
 
 T = typing.TypeVar("T")

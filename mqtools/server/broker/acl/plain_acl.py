@@ -18,7 +18,8 @@ from dataclasses import dataclass, field
 import yaml
 
 from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC, is_retry_topic
-from mqtools.remoting.bodies import DataVersion, PlainAccessConfig, from_obj, to_obj
+from mqtools.remoting.bodies import DataVersion, PlainAccessConfig
+from mqtools.remoting.body_codec import from_obj, to_obj
 from mqtools.remoting.command import RemotingCommand
 from mqtools.server.broker.acl import addresses, permission
 
