@@ -7,7 +7,6 @@ proxy logs no traceback and no password."""
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import Iterator
@@ -35,16 +34,6 @@ OFF = ("app-off", "off-XYZZY-proxy-3")
 PASSWORDS = (ROOT[1], APP[1], OFF[1], "not-the-secret")
 TOPIC = "PxAuth"
 ROOT_ENV = {"MQ_ACCESS_KEY": ROOT[0], "MQ_SECRET_KEY": ROOT[1]}
-
-
-@pytest.fixture(autouse=True)
-def main_thread_loop() -> Iterator[None]:
-    """The 5.1.2 client needs an event loop in the calling thread (see test_proxy_python_client.py)."""
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield
-    asyncio.set_event_loop(None)
-    loop.close()
 
 
 @pytest.fixture(scope="module")

@@ -40,16 +40,6 @@ PROBE = "/apache.rocketmq.v2.MessagingService/QueryRoute"
 PROXY_READY = re.compile(r"^READY proxy (\S+):(\d+) mode=local")
 
 
-@pytest.fixture(autouse=True)
-def main_thread_loop() -> Iterator[None]:
-    """The 5.1.2 client needs an event loop in the calling thread (see test_proxy_python_client.py)."""
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield
-    asyncio.set_event_loop(None)
-    loop.close()
-
-
 @pytest.fixture(scope="module")
 def namesrv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MqProcess]:
     proc = start_namesrv(tmp_path_factory.mktemp("localns"))

@@ -39,19 +39,6 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-@pytest.fixture(autouse=True)
-def main_thread_loop() -> Iterator[None]:
-    """The 5.1.2 client calls asyncio.get_event_loop() from the caller's thread while it opens its telemetry
-    stream; after an asyncio.run (this module's fixtures, or any earlier test of the worker) the main thread has
-    none, the call raises, the stream never opens and startup waits 10 s for settings that never come (CI at
-    f5ea4e7, seen in the client's own log). A real program has its loop; so does each test here."""
-    loop = asyncio.new_event_loop()
-    asyncio.set_event_loop(loop)
-    yield
-    asyncio.set_event_loop(None)
-    loop.close()
-
-
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
     # half messages older than 1 s are checked every second, so an open transaction is asked about soon
