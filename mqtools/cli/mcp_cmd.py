@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from mqtools.cli.admin.common import ContextOpt, NamesrvOpt, fail
+from mqtools.cli.admin.common import ContextOpt, NamesrvOpt, TimeoutOpt, fail
 from mqtools.common.exitcodes import EXIT_USAGE
 
 
@@ -15,6 +15,7 @@ def mcp(
     context: ContextOpt = None,
     allow_writes: Annotated[bool, typer.Option(
         "--allow-writes", help="Also offer the writes (topic create/update, offset reset, perm wipe/add).")] = False,
+    timeout: TimeoutOpt = 5.0,
 ) -> None:
     """MCP server over stdio: the admin API's reads as tools (cluster, topics, groups, HA, messages, drills,
     diagnose), each returning the same JSON document as `-o json`, with its schema as output schema.
@@ -32,4 +33,4 @@ def mcp(
 
     from mqtools.client.contexts import resolve
 
-    anyio.run(serve, MQTools(partial(resolve, namesrv, context), allow_writes))
+    anyio.run(serve, MQTools(partial(resolve, namesrv, context), allow_writes, timeout))

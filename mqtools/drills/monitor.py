@@ -51,7 +51,8 @@ class Monitor:
                 await self._task
 
     async def _run(self) -> None:
-        async with MQAdmin(self.namesrv, timeout=MONITOR_TIMEOUT, security=self.security) as admin:
+        # the loops time the recovery: every poll asks, even a broker whose last answer timed out
+        async with MQAdmin(self.namesrv, timeout=MONITOR_TIMEOUT, security=self.security, silent_for=0) as admin:
             await asyncio.gather(self._route_loop(admin), self._ha_loop(admin), self._controller_loop(admin),
                                  self._toolkit_read())
 

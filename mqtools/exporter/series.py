@@ -115,8 +115,8 @@ def topic_samples(cluster_of: Mapping[str, str], status: TopicStatus) -> list[Sa
 
 def group_samples(cluster_of: Mapping[str, str], progress: ConsumerProgress, conns: GroupConnections | None,
                   store_latency_ms: Mapping[tuple[str, str], int]) -> list[Sample]:
-    """A group's diff per topic (retry and dead-letter topics in their own families), its committed offsets
-    per broker and topic, and the store-time latency per broker and topic (`store_latency_ms`, read by the
+    """A group's diff per topic (retry and dead-letter topics in their own families; none while some broker set
+    could not be read), its committed offsets per broker and topic, and the store-time latency per broker and topic (`store_latency_ms`, read by the
     poll: the oldest unconsumed message's age, 0 when caught up)."""
     online = str(len(conns.connections)) if conns is not None else "0"
     model = MSG_MODEL.get((conns.message_model or "CLUSTERING") if conns is not None else "CLUSTERING", "1")
@@ -128,7 +128,9 @@ def group_samples(cluster_of: Mapping[str, str], progress: ConsumerProgress, con
             key = (q.queue.broker_name, q.queue.topic)
             offsets[key] = offsets.get(key, 0) + q.consumer_offset
     out = []
-    if model == MSG_MODEL["CLUSTERING"]:  # as rocketmq-exporter: a broadcast group's diff means nothing
+    # as rocketmq-exporter, a broadcast group's diff means nothing; and a diff summed without a broker set that
+    # could not be read is an undercount (the series has no broker label to say which): not known, so absent
+    if model == MSG_MODEL["CLUSTERING"] and not progress.unreachable:
         for topic, diff in sorted(diffs.items()):
             name = "rocketmq_group_retrydiff" if is_retry_topic(topic) else \
                 "rocketmq_group_dlqdiff" if is_dlq_topic(topic) else "rocketmq_group_diff"

@@ -29,17 +29,16 @@ if TYPE_CHECKING:
 
 #: Seconds a tool's call may take (the diagnoses sample for 10 s).
 CALL_TIMEOUT = 120.0
-#: Seconds one request to a broker or name server may take, as `mq admin`'s default --timeout.
-REQUEST_TIMEOUT = 5.0
-
 
 class MQTools:
     """The tools of one `mq mcp` session: which exist, and how a call runs."""
 
-    def __init__(self, target: Callable[[], Target], allow_writes: bool) -> None:
+    def __init__(self, target: Callable[[], Target], allow_writes: bool, timeout: float) -> None:
         self.target = target
         """Where the cluster tools connect, resolved per call (no name server known: that call's error)."""
         self.allow_writes = allow_writes
+        self.timeout = timeout
+        """Seconds one request to a broker or name server may take (`mq mcp --timeout`)."""
         self.tools = catalogue(allow_writes)
 
     def listing(self) -> list[types.Tool]:
@@ -78,7 +77,7 @@ class MQTools:
         from mqtools.client.admin import MQAdmin
 
         target = self.target()
-        async with MQAdmin(target.namesrv, timeout=REQUEST_TIMEOUT, security=target.security) as admin:
+        async with MQAdmin(target.namesrv, timeout=self.timeout, security=target.security) as admin:
             return await tool.build(admin, args)
 
 

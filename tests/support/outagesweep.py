@@ -83,7 +83,7 @@ def sweep(namesrv: str, values: dict[str, str]) -> dict[str, int]:
     runs = [(name, ["admin", *[a.format(**values) for a in args], "-o", "json", "--timeout", TIMEOUT], True)
             for name, args in READS.items()]
     runs += [(name, ["admin", *[a.format(**values) for a in args]], False) for name, args in MQADMIN_READS.items()]
-    runs.append(("top --once", ["top", "--once", "-o", "json"], True))
+    runs.append(("top --once", ["top", "--once", "-o", "json", "--timeout", TIMEOUT], True))
     for name, argv, is_json in runs:
         began = time.monotonic()
         result = mq_here(*argv, namesrv=namesrv)
@@ -111,3 +111,61 @@ def sweep(namesrv: str, values: dict[str, str]) -> dict[str, int]:
             problems.append(f"{name}: {problem}")
     assert not problems, "\n".join(problems)
     return codes
+
+
+#: `mq mcp`'s read tools with their arguments ({...} filled as for `sweep`); the diagnoses, which sample for
+#: ten seconds each, and the drill tools, which read local files, are left to the tests that judge them.
+MCP_READS: dict[str, dict[str, str]] = {
+    "cluster_list": {},
+    "topic_list": {},
+    "topic_status": {"topic": "{topic}"},
+    "topic_route": {"topic": "{topic}"},
+    "group_list": {},
+    "group_progress": {"group": "{group}"},
+    "group_connections": {"group": "{group}"},
+    "ha_status": {},
+    "ha_ready": {"broker": "broker-a"},
+    "message_by_key": {"topic": "{topic}", "key": "{key}"},
+    "message_by_id": {"msg_id": "{msg}"},
+}
+
+
+def mcp_sweep(namesrv: str, values: dict[str, str]) -> dict[str, str]:
+    """Every read tool of `mq mcp`, called as an MCP client's call runs (MQTools.call, in this process): the
+    outcome of each by name, "whole", "partial" or "error". A result is a document valid against the tool's
+    output schema, or an error of one line; a partial document is a result, never an error. Raises
+    AssertionError naming every tool that broke a rule."""
+    import asyncio
+
+    from mqtools.client.contexts import Target
+    from mqtools.mcp.server import MQTools
+
+    tools = MQTools(lambda: Target(namesrv, "test"), allow_writes=False, timeout=float(TIMEOUT))
+    assert set(MCP_READS) | {"drill_list", "drill_check", "diagnose_group", "diagnose_broker",
+                             "diagnose_cluster"} == set(tools.tools), "a read tool is missing from the sweep"
+    problems: list[str] = []
+    outcomes: dict[str, str] = {}
+    for name, args in MCP_READS.items():
+        began = time.monotonic()
+        result = asyncio.run(tools.call(name, {k: v.format(**values) for k, v in args.items()}))
+        took = time.monotonic() - began
+        text = result.content[0].text if result.content else ""
+        problem = None
+        if took > BOUND_SECONDS:
+            problem = f"took {took:.1f} s"
+        elif result.is_error:
+            outcomes[name] = "error"
+            if "\n" in text or "Traceback" in text or not text:
+                problem = f"error not one line: {text[-300:]!r}"
+        else:
+            doc = result.structured_content
+            assert doc is not None
+            outcomes[name] = "partial" if doc.get("partial") else "whole"
+            try:
+                jsonschema.validate(doc, load_schema(tools.tools[name].kind or ""))
+            except jsonschema.ValidationError as exc:
+                problem = f"schema at {exc.json_path}: {exc.message}"
+        if problem:
+            problems.append(f"mcp {name}: {problem}")
+    assert not problems, "\n".join(problems)
+    return outcomes

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
@@ -60,6 +61,10 @@ def cluster_nodes(info: ClusterInfo, cluster: str) -> list[tuple[str, list[str]]
             out.append((addrs[MASTER_ID], [a for i, a in addrs.items() if i != MASTER_ID]))
     return out
 
+
+SILENT_FOR = 10.0
+"""Seconds an admin session leaves a broker alone after a request to it timed out (a long-lived session, `mq top`
+or the exporter, asks it again after that)."""
 
 MASTER = "master"
 SLAVE = "slave"
@@ -117,12 +122,17 @@ class AdminBase:
     """Connections, timeout and request plumbing shared by every admin operation."""
 
     def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0,
-                 security: ClientSecurity | None = None) -> None:
+                 security: ClientSecurity | None = None, silent_for: float = SILENT_FOR) -> None:
         addrs = parse_namesrv_list(namesrv) if isinstance(namesrv, str) else list(namesrv)
         if not addrs:
             raise MQClientError("no name server address given")
         self.timeout = timeout
         self.instance = ClientInstance(addrs, timeout=timeout, security=security)
+        self.silent_for = silent_for
+        """Seconds a broker that let a request time out is not asked again (0: always asked, for a session that
+        measures recovery)."""
+        self._silent: dict[str, float] = {}
+        """Broker address -> monotonic time until which it is not asked again."""
 
     async def close(self) -> None:
         await self.instance.shutdown()
@@ -141,9 +151,19 @@ class AdminBase:
 
     async def call(self, addr: str | None, code: int, ext: dict[str, str] | None = None, body: bytes | None = None,
                    *, ok: tuple[int, ...] = (ResponseCode.SUCCESS,), timeout: float | None = None) -> RemotingCommand:
-        """One request (to a name server when addr is None); a code outside `ok` raises."""
-        return await self.instance.invoke(addr, RemotingCommand.request(code, ext or {}, body), timeout or self.timeout,
-                                          ok=ok)
+        """One request (to a name server when addr is None); a code outside `ok` raises. A broker that let a
+        request time out is not asked again for `silent_for` seconds: a hung broker costs a command one
+        timeout, not one per request (a read that tries it again gets the same RequestTimeoutError at once)."""
+        if addr is not None and self._silent.get(addr, 0.0) > time.monotonic():
+            raise RequestTimeoutError(f"{addr} let a request time out in the last {self.silent_for:g} s; "
+                                      "not asked again yet")
+        try:
+            return await self.instance.invoke(addr, RemotingCommand.request(code, ext or {}, body),
+                                              timeout or self.timeout, ok=ok)
+        except RequestTimeoutError:
+            if addr is not None:
+                self._silent[addr] = time.monotonic() + self.silent_for
+            raise
 
     async def _each_namesrv(self, code: int, ext: dict[str, str],
                             body: bytes | None = None) -> dict[str, RemotingCommand]:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from mqtools.client.admin.acl import AclAdmin
 from mqtools.client.admin.auth import AuthAdmin
-from mqtools.client.admin.base import AdminBase
+from mqtools.client.admin.base import SILENT_FOR, AdminBase
 from mqtools.client.admin.brokers import BrokerAdmin
 from mqtools.client.admin.cluster import ClusterAdmin
 from mqtools.client.admin.controllers import ControllerAdmin
@@ -43,8 +43,8 @@ class MQAdmin(AdminBase):
     """Async admin client; `async with MQAdmin("127.0.0.1:9876") as admin: ...`."""
 
     def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0,
-                 security: ClientSecurity | None = None) -> None:
-        super().__init__(namesrv, timeout=timeout, security=security)
+                 security: ClientSecurity | None = None, silent_for: float = SILENT_FOR) -> None:
+        super().__init__(namesrv, timeout=timeout, security=security, silent_for=silent_for)
         self.namesrv = NamesrvAdmin(self)
         self.topics = TopicAdmin(self)
         self.groups = GroupAdmin(self)

@@ -26,7 +26,9 @@ from mqtools.client.errors import (
     MQBrokerError,
     MQClientError,
     SubscriptionGroupNotExistError,
+    UnreachableError,
 )
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import (
     ConsumerConnection,
@@ -225,17 +227,26 @@ class GroupAdmin(AdminService):
 
     async def consumer_connections(self, group: str, broker_addr: str | None = None) -> GroupConnections:
         """Who is online in a group, with its subscriptions, as the group's brokers (or `broker_addr`)
-        see it; ConsumerNotOnlineError when nobody is."""
+        see it; ConsumerNotOnlineError when nobody is. Consumers heartbeat to slaves too, so a slave answers
+        for a set whose master is gone or does not answer."""
         ext = ConsumerGroupRequestHeader(group).to_ext()
-        last: MQBrokerError | None = None
-        addrs = [broker_addr] if broker_addr else list((await self.admin._group_brokers(group, None)).values())
-        for addr in addrs:
-            try:
-                resp = await self.admin.call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
-            except MQBrokerError as exc:
-                last = exc
-                continue
-            return GroupConnections.from_wire(group, ConsumerConnection.from_json(resp.body or b"{}"))
+        last: MQClientError | None = None
+        if broker_addr:
+            replicas = [[broker_addr]]
+        else:  # per set: its master, then its slaves (asked only when the master is gone or does not answer)
+            sets = await self.admin.group_sets(group, None)
+            replicas = [[ids[i] for i in sorted(ids, key=lambda i: (i != MASTER_ID, i))] for _, ids in sorted(sets.items())]
+        for addrs in replicas:
+            for addr in addrs:
+                try:
+                    resp = await self.admin.call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
+                except UnreachableError as exc:
+                    last = exc
+                    continue
+                except MQBrokerError as exc:  # this set answered (nobody online there): the next set
+                    last = exc
+                    break
+                return GroupConnections.from_wire(group, ConsumerConnection.from_json(resp.body or b"{}"))
         raise last or MQClientError(f"no broker to ask about group {group}")
 
     async def consumer_running_info(self, group: str, client_id: str, *, jstack: bool = False) -> ConsumerRunningInfo:

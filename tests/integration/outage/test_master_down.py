@@ -23,9 +23,11 @@ from typing import Any
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
+from prometheus_client.parser import text_string_to_metric_families
 from support.adminsupport import mq
-from support.outagesweep import sweep
+from support.outagesweep import MCP_READS, mcp_sweep, sweep
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
+from support.promsupport import exporter, scrape
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
@@ -98,10 +100,28 @@ def group_progress(cluster: PresetCluster) -> tuple[int, dict]:
 
 
 async def mcp_call(namesrv: str, name: str, args: dict) -> Any:
-    params = StdioServerParameters(command=sys.executable, args=["-m", "mqtools.cli.main", "mcp", "-n", namesrv])
+    params = StdioServerParameters(command=sys.executable, args=["-m", "mqtools.cli.main", "mcp", "-n", namesrv, "--timeout", TIMEOUT])
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         return await session.call_tool(name, args, read_timeout_seconds=60)
+
+
+def exported(cluster: PresetCluster) -> dict[str, dict[str, float]]:
+    """What `mq exporter` serves once its topic and group polls have each succeeded: family -> the broker
+    (or, for the diff, the topic) it is about -> value."""
+    with exporter(cluster.namesrv, "--timeout", TIMEOUT) as addr:
+        def polled() -> str | None:
+            text = scrape(addr)
+            done = all(f'mq_exporter_poll_ok{{job="{job}"}} 1.0' in text for job in (f"topic:{TOPIC}", f"group:{GROUP}"))
+            return text if done else None
+        text = wait_for(polled, 60, "the exporter's topic and group polls")
+    out: dict[str, dict[str, float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.labels.get("topic", TOPIC) == TOPIC and sample.labels.get("group", GROUP) == GROUP:
+                about = sample.labels.get("broker") or sample.labels.get("topic") or ""
+                out.setdefault(sample.name, {})[about] = sample.value
+    return out
 
 
 def topic_status(cluster: PresetCluster) -> tuple[int, dict, float]:
@@ -150,6 +170,7 @@ def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: Preset
         began = time.monotonic()
         hung = mq("admin", "broker", "status", cluster.addr("broker-b"), "--timeout", TIMEOUT, namesrv=cluster.namesrv)
         hung_took = time.monotonic() - began
+        figures = exported(cluster)
     finally:
         cluster.resume("broker-b")
     # the hung broker itself: unreachable (exit 3) in one line, after one timeout, not a hang or a traceback
@@ -162,6 +183,10 @@ def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: Preset
     assert sources(doc) == {"broker-a": {"master"}, "broker-b": {"slave"}}
     # one timeout for the set (not one per queue), plus the command's own start-up
     assert took < 2 * float(TIMEOUT) + 10
+    # the exporter: the hung master is down, its set's figures come from its slave
+    assert figures["mq_broker_set_master_up"] == {"broker-a": 1.0, "broker-b": 0.0}
+    assert figures["rocketmq_producer_offset"] == {"broker-a": SENT / 2, "broker-b": SENT / 2}
+    assert figures["rocketmq_group_diff"] == {TOPIC: LAG}
 
 
 def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
@@ -199,6 +224,12 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
     assert {name: code for name, code in codes.items() if code != EXIT_OK} == {
         "ha ready": EXIT_UNREACHABLE, "namesrv config get": EXIT_PARTIAL, "getNamesrvConfig": EXIT_UNREACHABLE,
         "offset reset --dry-run": EXIT_REFUSED, "offset skip --dry-run": EXIT_REFUSED, "queryMsgById": EXIT_REFUSED}
+    assert mcp_sweep(cluster.namesrv, sweep_values(cluster)) == dict.fromkeys(MCP_READS, "whole")
+    figures = exported(cluster)
+    assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
+    assert figures["rocketmq_producer_offset"] == {"broker-a": SENT / 2, "broker-b": SENT / 2}
+    assert figures["rocketmq_group_diff"] == {TOPIC: LAG}
+    assert figures["rocketmq_consumer_offset"] == {"broker-a": COMMITTED * 4, "broker-b": COMMITTED * 4}
     judged = mq("admin", "diagnose", "group", GROUP, "-o", "json", namesrv=cluster.namesrv, timeout=90)
     verdict = json.loads(judged.stdout)
     assert verdict["lag"] == LAG, verdict  # broker-a's queues counted, from its slave
@@ -253,8 +284,18 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
         tool = asyncio.run(mcp_call(cluster.namesrv, "topic_status", {"topic": TOPIC}))
         by_key = mq("admin", "msg", "key", TOPIC, "key0", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
         codes = sweep(cluster.namesrv, sweep_values(cluster))
+        tools = mcp_sweep(cluster.namesrv, sweep_values(cluster))
+        figures = exported(cluster)
     finally:
         cluster.resume("broker-a-s")
+    # MCP: what needs broker-a is a partial document, or an error of one line when only broker-a has it
+    assert {name: outcome for name, outcome in tools.items() if outcome != "whole"} == {
+        "topic_status": "partial", "group_progress": "partial", "message_by_key": "partial", "message_by_id": "error"}
+    # the exporter: broker-a's figures absent (never 0), and no diff, which summed without it would undercount
+    assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
+    assert figures["rocketmq_producer_offset"] == {"broker-b": SENT / 2}
+    assert "rocketmq_group_diff" not in figures
+    assert figures["rocketmq_consumer_offset"] == {"broker-b": COMMITTED * 4}
     # an MCP client gets the partial document as a result, not an error
     assert not tool.is_error, tool.content
     assert tool.structured_content["partial"] is True

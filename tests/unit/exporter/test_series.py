@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, ClusterSnapshot
 from mqtools.client.admin.models.groups import ConsumerProgress, QueueProgress
+from mqtools.common.presentation import Unreachable
 from mqtools.exporter.catalogue import FAMILIES
 from mqtools.exporter.series import group_samples, master_up_samples, runtime_samples
 from mqtools.remoting.bodies import MessageQueue
@@ -40,6 +41,14 @@ def test_a_groups_diff_per_topic_with_its_retry_topic_apart_and_offsets_per_brok
         ("rocketmq_consumer_offset", ("C", "broker-a", "T", "G"), 4.0),
         ("rocketmq_consumer_offset", ("C", "broker-b", "%RETRY%G", "G"), 3.0),
         ("rocketmq_group_get_latency_by_storetime", ("C", "broker-a", "T", "G"), 900.0)]
+
+
+def test_a_group_read_without_some_broker_set_has_no_diff_only_the_offsets_it_read() -> None:
+    """The diff series has no broker label: summed without broker-b it would be an undercount in silence."""
+    progress = ConsumerProgress("G", [QueueProgress(MessageQueue("T", "broker-a", 0), 10, 4, None)],
+                                unreachable=[Unreachable("broker-b", "s-b:10911", "timed out")])
+    got = group_samples({"broker-a": "C"}, progress, None, {})
+    assert [(s.name, s.labels, s.value) for s in got] == [("rocketmq_consumer_offset", ("C", "broker-a", "T", "G"), 4.0)]
 
 
 def test_a_broker_set_without_a_master_or_with_a_silent_one_is_down() -> None:

@@ -18,14 +18,14 @@ def _nowhere() -> Target:
 
 
 async def test_a_local_tool_returns_the_document_its_schema_accepts() -> None:
-    result = await MQTools(_nowhere, allow_writes=False).call("drill_list", {})
+    result = await MQTools(_nowhere, allow_writes=False, timeout=5.0).call("drill_list", {})
     assert not result.is_error, result.content
     jsonschema.validate(result.structured_content, load_schema("DrillScenarioList"))
     assert {s["name"] for s in result.structured_content["scenarios"]} >= {"kill-master", "kill-slave"}
 
 
 async def test_failures_are_one_line_error_results(tmp_path: Path) -> None:
-    tools = MQTools(_nowhere, allow_writes=False)
+    tools = MQTools(_nowhere, allow_writes=False, timeout=5.0)
     no_cluster = await tools.call("topic_list", {})
     assert no_cluster.is_error and no_cluster.content[0].text.startswith("no name server")
     missing = await tools.call("drill_check", {"file": str(tmp_path / "absent.jsonl")})
