@@ -1,6 +1,6 @@
-"""Start Apache RocketMQ's name servers and brokers as real JVMs, and run Apache's mqadmin.
+"""Start Apache RocketMQ's name servers, brokers and proxies as real JVMs, and run Apache's mqadmin.
 
-Each process runs its own main class (NamesrvStartup, BrokerStartup, MQAdminStartup) on the jars
+Each process runs its own main class (NamesrvStartup, BrokerStartup, ProxyStartup, MQAdminStartup) on the jars
 `fetch.py` put in the cache, with a ROCKETMQ_HOME and logback configs this module writes, a small heap
 and the JDK 17 module flags RocketMQ's store needs. Ports are picked free on 127.0.0.1 (a broker needs
 three: listenPort-2 for its VIP channel, listenPort, listenPort+1 for HA); readiness is a real request,
@@ -10,6 +10,7 @@ stops what is left at the end of a test session, so no JVM outlives an interrupt
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -19,12 +20,16 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import grpc
 from fetch import SETS, ArtifactSet, require
 from support.ports import free_port
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError
 from mqtools.common.security import ClientSecurity
+from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2_grpc as stubs
 
 #: Commitlog file size of every reference broker, Apache's and mq's alike: stores handed from one side to
 #: the other, and commitlogs compared byte for byte, need the same file layout (str: a properties value).
@@ -48,6 +53,7 @@ MODULE_FLAGS = (
 NAMESRV_MAIN = "org.apache.rocketmq.namesrv.NamesrvStartup"
 BROKER_MAIN = "org.apache.rocketmq.broker.BrokerStartup"
 MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
+PROXY_MAIN = "org.apache.rocketmq.proxy.ProxyStartup"
 
 #: 4.x reads $ROCKETMQ_HOME/conf/logback_<role>.xml; 5.x ships its own configs in its jars.
 _LOGBACK = """<configuration>
@@ -140,9 +146,15 @@ def _spawn(role: str, aset: ArtifactSet, root: Path, workdir: Path, port: int, m
     workdir.mkdir(parents=True, exist_ok=True)
     props_file = workdir / f"{role}.properties"
     props_file.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
+    return _launch(role, aset, root, workdir, port, main, conf, ("-c", str(props_file)), heap)
+
+
+def _launch(role: str, aset: ArtifactSet, root: Path, workdir: Path, port: int, main: str, conf: dict[str, str],
+            args: tuple[str, ...], heap: str = HEAP) -> ApacheProcess:
+    """Start `main args` in `workdir` (its user.home: its logs go there) and register it for kill_all."""
     env = {**os.environ, "ROCKETMQ_HOME": str(home(aset, root))}
     with open(workdir / "stdout.log", "ab") as out:
-        proc = subprocess.Popen(java_command(aset, main, workdir, "-c", str(props_file), heap=heap), stdout=out,
+        proc = subprocess.Popen(java_command(aset, main, workdir, *args, heap=heap), stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=workdir)
     started = ApacheProcess(role, aset, workdir, port, proc, conf)
     _started.append(started)
@@ -217,6 +229,41 @@ def _await_broker(process: ApacheProcess, security: ClientSecurity | None, timeo
         return True
 
     _await(process, ready, timeout, f"broker {name}/{broker_id}")
+
+
+def start_proxy(root: Path, namesrv: str, version: str = "apache-5", *, name: str = "proxy",
+                cluster: str = "RefCluster", timeout: float = 90.0, **config: object) -> ApacheProcess:
+    """Apache's rocketmq-proxy (5.x) in cluster mode in front of the brokers of `cluster` that `namesrv`
+    knows; its `addr` is the gRPC port (the remoting one is in `props`). `config`: rmq-proxy.json keys
+    (ProxyConfig's field names) over these. Ready when it answers a QueryRoute, which it can only do through
+    the name server. Its own logback config writes to <workdir>/logs/rocketmqlogs (user.home)."""
+    aset = require(version)
+    grpc_port, remoting_port = free_port(), free_port()
+    workdir = root / name
+    workdir.mkdir(parents=True, exist_ok=True)
+    conf = {"rocketMQClusterName": cluster, "namesrvAddr": namesrv, "proxyMode": "cluster",
+            "grpcServerPort": grpc_port, "remotingListenPort": remoting_port, **config}
+    conf_file = workdir / "rmq-proxy.json"
+    conf_file.write_text(json.dumps(conf, indent=1))
+    process = _launch("proxy", aset, root, workdir, grpc_port, PROXY_MAIN, {k: str(v) for k, v in conf.items()},
+                      ("-pc", str(conf_file), "-pm", "cluster"))
+    _await(process, lambda: _answers_query_route(process.addr), timeout, "proxy")
+    return process
+
+
+def _answers_query_route(addr: str) -> bool:
+    """A QueryRoute on the proxy's gRPC port answered with any status (a topic no one has: TOPIC_NOT_FOUND
+    comes from the name server, so the proxy is serving and connected)."""
+    host, port = addr.rsplit(":", 1)
+    request = spb.QueryRouteRequest(topic=pb.Resource(name="ReadinessProbeTopic"), endpoints=pb.Endpoints(
+        scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))]))
+    with grpc.insecure_channel(addr) as channel:
+        try:
+            answer = stubs.MessagingServiceStub(channel).QueryRoute(
+                request, metadata=[("x-mq-client-id", "reference-readiness")], timeout=2)
+        except grpc.RpcError:
+            return False
+    return answer.HasField("status")
 
 
 def restart_broker(process: ApacheProcess, timeout: float = 90.0) -> ApacheProcess:

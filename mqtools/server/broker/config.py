@@ -78,6 +78,8 @@ class BrokerConfig:
     # topics and groups
     auto_create_topic_enable: bool = True
     auto_create_subscription_group: bool = True
+    enable_mixed_message_type: bool = False
+    """Whether a topic may be created with message.type MIXED (RocketMQ 5 refuses it by default)."""
     default_topic_queue_nums: int = 8
     broker_permission: int = 6
     cluster_topic_enable: bool = True

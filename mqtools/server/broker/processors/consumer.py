@@ -178,6 +178,15 @@ class ConsumerProcessor:
     def get_all_subscription_group_config(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         return req.response(ResponseCode.SUCCESS, body=self.c.groups.encode())
 
+    def get_subscription_group_config(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        """GET_SUBSCRIPTIONGROUP_CONFIG: one group's config (RocketMQ 5's proxy reads its orderliness and retry
+        policy here), auto-created where the broker allows it, as Apache's findSubscriptionGroupConfig does."""
+        group = req.ext_fields.get("group", "")
+        config = self.c.groups.find(group)
+        if config is None:
+            return req.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
+        return req.response(ResponseCode.SUCCESS, body=config.to_json())
+
     def get_all_consumer_offset(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         return req.response(ResponseCode.SUCCESS, body=self.c.offsets.encode())
 
@@ -313,6 +322,7 @@ def register(server: RemotingServer, controller: BrokerContext) -> ConsumerProce
     server.register(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, proc.update_and_create_subscription_group)
     server.register(RequestCode.DELETE_SUBSCRIPTIONGROUP, proc.delete_subscription_group)
     server.register(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, proc.get_all_subscription_group_config)
+    server.register(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, proc.get_subscription_group_config)
     server.register(RequestCode.GET_ALL_CONSUMER_OFFSET, proc.get_all_consumer_offset)
     server.register(RequestCode.GET_CONSUME_STATS, proc.get_consume_stats)
     server.register(RequestCode.GET_BROKER_CONSUME_STATS, proc.get_broker_consume_stats)

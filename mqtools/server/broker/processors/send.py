@@ -244,7 +244,9 @@ class SendProcessor:
                 return req.response(ResponseCode.NO_PERMISSION,
                                     f"the broker[{self.c.config.broker_ip1}] sending transaction message is forbidden")
             # answered as Apache does: the producer's queue id, the half queue's offset, stats of the half topic
-            return self._finish(req, T.RMQ_SYS_TRANS_HALF_TOPIC, self.c.transactions.put_half(msg), queue_id)
+            # and, as Apache, the message's UNIQ_KEY as transactionId (a 5.x proxy ends the transaction by it)
+            return self._finish(req, T.RMQ_SYS_TRANS_HALF_TOPIC, self.c.transactions.put_half(msg), queue_id,
+                                msg.properties.get(P.UNIQ_KEY))
         refused = self._timer(req, msg)  # timer messages (RIP-43), beside the delay levels
         if refused is not None:
             return refused
@@ -296,24 +298,26 @@ class SendProcessor:
         return self._finish(req, h.topic, self.c.store.put_messages_inline(batch), batch.queue_id)
 
     def _finish(self, req: RemotingCommand, topic: str, put: PutMessageResult | Awaitable[PutMessageResult],
-                queue_id: int) -> RemotingCommand | Awaitable:
+                queue_id: int, transaction_id: str | None = None) -> RemotingCommand | Awaitable:
         """Answer inline when the put completes without waiting (ASYNC_FLUSH, no slave wait) and no topic
         change is being written: no coroutine or task per message. A put that waits (group commit,
         SYNC_MASTER), or a send while a topic it may have auto-created is written (processors/durable.py),
         goes on as a task."""
         if isinstance(put, PutMessageResult) and self.c.topics.unwritten is None:
-            return self._response(req, topic, put, queue_id)
-        return self._later(req, topic, put, queue_id)
+            return self._response(req, topic, put, queue_id, transaction_id)
+        return self._later(req, topic, put, queue_id, transaction_id)
 
     async def _later(self, req: RemotingCommand, topic: str, put: PutMessageResult | Awaitable[PutMessageResult],
-                     queue_id: int) -> RemotingCommand:
+                     queue_id: int, transaction_id: str | None) -> RemotingCommand:
         result = put if isinstance(put, PutMessageResult) else await put
         await self.c.topics.until_written()
-        return self._response(req, topic, result, queue_id)
+        return self._response(req, topic, result, queue_id, transaction_id)
 
-    def _response(self, req: RemotingCommand, topic: str, result: Any, queue_id: int) -> RemotingCommand:
+    def _response(self, req: RemotingCommand, topic: str, result: Any, queue_id: int,
+                  transaction_id: str | None = None) -> RemotingCommand:
         append = result.append
-        if result.status is PutMessageStatus.PUT_OK and append is not None and not append.phys_offsets:
+        if transaction_id is None and result.status is PutMessageStatus.PUT_OK and append is not None \
+                and not append.phys_offsets:
             # the common answer, without the status table (an Enum's .name is a descriptor call per send)
             self.c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
             return req.response(ResponseCode.SUCCESS, None, {
@@ -326,6 +330,8 @@ class SendProcessor:
         self.c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
         msg_id = ",".join(append.msg_ids) if len(append.phys_offsets) > 1 else append.msg_id
         ext = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(append.logics_offset)}
+        if transaction_id is not None:
+            ext["transactionId"] = transaction_id
         return req.response(code, remark, ext)
 
 
