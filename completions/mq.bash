@@ -236,13 +236,13 @@ _mq() {
         mq_admin_timer_status) words="--broker-addr --cluster --context --namesrv --output --timeout --watch -b -c -n -o -w --help" ;;
         mq_admin_topic) words="clusters create delete list perm route status update --help" ;;
         mq_admin_topic_clusters) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
-        mq_admin_topic_create) words="--broker-addr --cluster --context --namesrv --order --output --perm --read-queues --timeout --write-queues -b -c -n -o -p -r -w --help" ;;
+        mq_admin_topic_create) words="--broker-addr --cluster --context --message-type --namesrv --order --output --perm --read-queues --timeout --write-queues -b -c -n -o -p -r -w --help" ;;
         mq_admin_topic_delete) words="--cluster --context --namesrv --timeout --yes -c -n -y --help" ;;
         mq_admin_topic_list) words="--cluster --context --namesrv --output --timeout --watch -c -n -o -w --help" ;;
         mq_admin_topic_perm) words="--broker-addr --cluster --context --namesrv --output --perm --timeout -b -c -n -o -p --help" ;;
         mq_admin_topic_route) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_topic_status) words="--cluster --context --namesrv --output --timeout --watch -c -n -o -w --help" ;;
-        mq_admin_topic_update) words="--broker-addr --cluster --context --namesrv --no-order --order --output --perm --read-queues --timeout --write-queues -b -c -n -o -p -r -w --help" ;;
+        mq_admin_topic_update) words="--broker-addr --cluster --context --message-type --namesrv --no-order --order --output --perm --read-queues --timeout --write-queues -b -c -n -o -p -r -w --help" ;;
         mq_admin_txn) words="list --help" ;;
         mq_admin_txn_list) words="--context --group --namesrv --output --timeout --watch -g -n -o -w --help" ;;
         mq_admin_user) words="copy create delete get list update --help" ;;

@@ -897,6 +897,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l broker-addr
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l cluster
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l message-type
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l order
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l output
@@ -968,6 +969,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l broker-addr
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l cluster
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l message-type
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l no-order
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l order

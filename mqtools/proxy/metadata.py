@@ -1,14 +1,13 @@
 """What the proxy reads of the brokers' metadata: a topic's message type and a group's consume policy.
 
 Apache's proxy reads them with GET_TOPIC_CONFIG and GET_SUBSCRIPTIONGROUP_CONFIG and caches them; a broker
-that does not serve those codes (mq's brokers today) is asked for the whole table instead
+that does not serve those codes (mq's brokers before they did) is asked for the whole table instead
 (GET_ALL_TOPIC_CONFIG, GET_ALL_SUBSCRIPTIONGROUP_CONFIG). Answers are cached for `ttl` seconds.
 
-A topic's type is its `message.type` attribute. Two deviations from Apache, both MIXED (every type accepted):
-a topic without the attribute (Apache's TopicConfig says NORMAL), because mq's brokers keep no topic attributes
-(UPDATE_AND_CREATE_TOPIC drops them), so under Apache's rule no topic on mq could take a FIFO, delay or
-transactional message from a 5.x client; and a topic no broker could tell about (Apache answers UNSPECIFIED,
-with which the 5.x clients refuse every send).
+A topic's type is its `message.type` attribute, NORMAL without one (Apache's TopicConfig default: a FIFO,
+delay or transactional topic must say so, `mq admin topic create --message-type`). One deviation from Apache:
+a topic no broker could tell about is MIXED (every type accepted), where Apache answers UNSPECIFIED, with
+which the 5.x clients refuse every send.
 """
 
 from __future__ import annotations
@@ -19,7 +18,7 @@ from typing import Any
 
 from mqtools.client.errors import MQClientError, NotAvailable
 from mqtools.client.instance import ClientInstance
-from mqtools.proxy.route import MIXED
+from mqtools.proxy.route import MIXED, NORMAL
 from mqtools.proxy.settings import GroupPolicy
 from mqtools.remoting.bodies import (
     SubscriptionGroupConfig,
@@ -57,7 +56,7 @@ class Metadata:
         for addr in broker_addrs:
             config = await self._topic_config(addr, topic)
             if config is not None:
-                value = (config.attributes or {}).get(TOPIC_MESSAGE_TYPE, MIXED).upper()
+                value = (config.attributes or {}).get(TOPIC_MESSAGE_TYPE, NORMAL).upper()
                 break
         self._cache[("topic", topic)] = (self._clock(), value)
         return value

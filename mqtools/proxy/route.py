@@ -20,7 +20,7 @@ ACCEPT_TYPES: dict[str, list[int]] = {
     "TRANSACTION": [pb.TRANSACTION],
     "MIXED": [pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION],
 }
-MIXED = "MIXED"
+MIXED, NORMAL = "MIXED", "NORMAL"
 PERM_READ, PERM_WRITE = 0x4, 0x2
 
 

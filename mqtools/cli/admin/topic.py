@@ -31,6 +31,7 @@ from mqtools.client.admin.models.topics import (
 )
 from mqtools.common.exitcodes import EXIT_REFUSED
 from mqtools.common.perm import PERM_BY_NAME
+from mqtools.common.topic_attributes import MESSAGE_TYPE
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -42,6 +43,19 @@ ReadOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
 WriteOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
     "--write-queues", "-w", min=1, max=1024, help="Write queue count, 1..1024.")]
 PermOpt = Annotated[Optional[str], typer.Option("--perm", "-p", help="rw, r or w (or 6, 4, 2).")]  # noqa: UP045
+TypeOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
+    "--message-type", help="RocketMQ 5's message.type attribute: NORMAL, FIFO, DELAY or TRANSACTION (a 5.x proxy "
+    "takes only that type's sends; a topic without it is NORMAL there).")]
+MESSAGE_TYPES = ("NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED")
+
+
+def parse_type(text: str | None) -> str | None:
+    """A message type, upper-cased; anything else is a usage error (MIXED: brokers refuse it by default)."""
+    if text is None:
+        return None
+    if text.upper() not in MESSAGE_TYPES:
+        raise usage(f"bad message type {text!r}: use {', '.join(MESSAGE_TYPES[:-1])} (or MIXED)")
+    return text.upper()
 
 
 def parse_perm(text: str) -> int:
@@ -126,6 +140,7 @@ def create(
     write_queues: Annotated[int, typer.Option("--write-queues", "-w", min=1, max=1024, help="1..1024.")] = 8,
     perm: Annotated[str, typer.Option("--perm", "-p", help="rw, r or w (or 6, 4, 2).")] = "rw",
     order: Annotated[bool, typer.Option("--order", help="Ordered: record the layout on the name servers.")] = False,
+    message_type: TypeOpt = None,
 ) -> None:
     """Create a topic on every master of a cluster or on one broker; refused if it exists on any of them.
 
@@ -134,7 +149,9 @@ def create(
     from mqtools.client.admin.models.configs import TopicConfig
     from mqtools.client.admin.models.topics import TopicChange
     one_target(cluster, broker_addr)
-    config = TopicConfig(topic, read_queues, write_queues, parse_perm(perm), order=order)
+    kind = parse_type(message_type)
+    config = TopicConfig(topic, read_queues, write_queues, parse_perm(perm), order=order,
+                         attributes={MESSAGE_TYPE: kind} if kind else {})
 
     async def job(admin: MQAdmin) -> View:
         addrs = await admin.topics.create_topic(config, cluster=cluster, broker_addr=broker_addr, exist_ok=False)
@@ -150,6 +167,7 @@ def update(
     topic: TopicArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
     read_queues: ReadOpt = None, write_queues: WriteOpt = None, perm: PermOpt = None,
     order: Annotated[Optional[bool], typer.Option("--order/--no-order", help="Ordered or not.")] = None,  # noqa: UP045
+    message_type: TypeOpt = None,
 ) -> None:
     """Change what is given and keep the rest; on one broker, a cluster's masters, or (default) every
     master serving the topic. Refused when the topic exists on none of them.
@@ -158,14 +176,16 @@ def update(
     """
     if cluster is not None and broker_addr is not None:
         raise usage("give -c CLUSTER or -b BROKER_ADDR, not both")
-    if read_queues is None and write_queues is None and perm is None and order is None:
-        raise usage("nothing to change: give --read-queues, --write-queues, --perm or --order/--no-order")
+    if read_queues is None and write_queues is None and perm is None and order is None and message_type is None:
+        raise usage("nothing to change: give --read-queues, --write-queues, --perm, --order/--no-order or "
+                    "--message-type")
     new_perm = None if perm is None else parse_perm(perm)
+    kind = parse_type(message_type)
 
     async def job(admin: MQAdmin) -> View:
         changes = await admin.topics.update_topic(topic, cluster=cluster, broker_addr=broker_addr,
                                            read_queue_nums=read_queues, write_queue_nums=write_queues,
-                                           perm=new_perm, order=order)
+                                           perm=new_perm, order=order, message_type=kind)
         return topic_change_view(topic, "update", changes)
 
     s.render(s.run(job))

@@ -10,6 +10,7 @@ from mqtools.client.admin.base import AdminService, SetReads, broker_sets
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.admin.models.topics import TopicChange, TopicEntry, topic_kind
 from mqtools.client.errors import MQClientError, TopicNotExistError
+from mqtools.common.topic_attributes import MESSAGE_TYPE
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, NAMESPACE_ORDER_TOPIC_CONFIG
 from mqtools.remoting.bodies import (
     GroupList,
@@ -81,15 +82,17 @@ class TopicAdmin(AdminService):
             if held:
                 raise MQClientError(f"topic {config.topic_name} already exists on {', '.join(held)}; "
                                     "update it instead")
-        await self.admin._each(addrs, lambda a: self._write_topic(a, config))
+        await self.admin._each(addrs, lambda a: self._write_topic(a, config, created=True))
         if config.order:
             await self._record_order(config, cluster, broker_addr)
         return addrs
 
     async def update_topic(self, topic: str, *, cluster: str | None = None, broker_addr: str | None = None,
                            read_queue_nums: int | None = None, write_queue_nums: int | None = None,
-                           perm: int | None = None, order: bool | None = None) -> list[TopicChange]:
-        """Change what is given of an existing topic and keep the rest, per broker.
+                           perm: int | None = None, order: bool | None = None,
+                           message_type: str | None = None) -> list[TopicChange]:
+        """Change what is given of an existing topic and keep the rest, per broker (`message_type`: RocketMQ 5's
+        `message.type` attribute, which its proxies check each send against).
 
         Targets: one broker, every master of a cluster, or (neither given) every master serving the
         topic. A target without the topic gets it, copied from one that has it (growing the topic to
@@ -104,19 +107,29 @@ class TopicAdmin(AdminService):
         base = next((c for c in current.values() if c is not None), None)
         if base is None:
             raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, f"topic {topic} does not exist on {', '.join(addrs)}")
-        given = {"read_queue_nums": read_queue_nums, "write_queue_nums": write_queue_nums, "perm": perm,
-                 "order": order}
+        given: dict[str, object] = {"read_queue_nums": read_queue_nums, "write_queue_nums": write_queue_nums,
+                                    "perm": perm, "order": order}
+        if message_type is not None:
+            given["attributes"] = {**base.attributes, MESSAGE_TYPE: message_type}
         changes = sorted((TopicChange(names.get(addr), addr, old, dataclasses.replace(
             old or base, **{k: v for k, v in given.items() if v is not None})) for addr, old in current.items()),
                          key=lambda c: (c.broker_name or "", c.addr))
-        planned = {c.addr: c.new for c in changes}
-        await self.admin._each(addrs, lambda a: self._write_topic(a, planned[a]))
+        planned = {c.addr: c for c in changes}
+        changed = {MESSAGE_TYPE: message_type} if message_type is not None else {}
+        await self.admin._each(addrs, lambda a: self._write_topic(a, planned[a].new, created=planned[a].old is None,
+                                                                  changed=changed))
         if order:
             await self._record_order(changes[0].new, cluster, broker_addr)
         return changes
 
-    async def _write_topic(self, addr: str, config: TopicConfig) -> None:
-        attributes = ",".join(f"{k}={v}" for k, v in config.attributes.items()) or None
+    async def _write_topic(self, addr: str, config: TopicConfig, *, created: bool,
+                           changed: dict[str, str] | None = None) -> None:
+        """UPDATE_AND_CREATE_TOPIC. Attributes travel as a modification (`+k=v`, `-k`): a topic new on the broker
+        gets all of its own (keys given signed are sent as they are), an existing one only those `changed`
+        (a broker keeps the rest, and refuses an unchangeable one sent again)."""
+        own = config.attributes if created else (changed or {})
+        attributes = ",".join(k if k.startswith("-") else f"{k}={v}" if k.startswith("+") else f"+{k}={v}"
+                              for k, v in own.items()) or None
         ext = CreateTopicRequestHeader(
             topic=config.topic_name, default_topic=AUTO_CREATE_TOPIC_KEY, read_queue_nums=config.read_queue_nums,
             write_queue_nums=config.write_queue_nums, perm=config.perm, topic_filter_type=config.topic_filter_type,

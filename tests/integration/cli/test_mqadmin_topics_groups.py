@@ -68,10 +68,11 @@ def test_update_topic_route_and_delete_print_what_mqadmin_prints(cluster: Cluste
 
 def test_update_topic_on_one_broker_records_its_order_layout(cluster: Cluster) -> None:
     ns, a = cluster.namesrv.addr, cluster.brokers["broker-a"].addr
-    assert ok("updateTopic", "-b", a, "-t", "MaOrder", "-r", "2", "-w", "2", "-o", "true", "-a", "+k=v", ns=ns) == [
+    assert ok("updateTopic", "-b", a, "-t", "MaOrder", "-r", "2", "-w", "2", "-o", "true", "-a", "+message.type=FIFO",
+              ns=ns) == [
         "set broker orderConf. isOrder=true, orderConf=[broker-a:2]", f"create topic to {a} success.",
         ("TopicConfig [topicName=MaOrder, readQueueNums=2, writeQueueNums=2, perm=RW-, topicFilterType=SINGLE_TAG, "
-        "topicSysFlag=0, order=true, attributes={+k=v}]")]
+        "topicSysFlag=0, order=true, attributes={+message.type=FIFO}]")]
     with SyncMQAdmin(ns) as admin:
         assert admin.namesrv.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, "MaOrder") == "broker-a:2"
 

@@ -12,6 +12,8 @@ from support.adminsupport import json_of, mq, one_line_error
 from support.clientsupport import Cluster
 from support.trafficsupport import send_to
 
+from mqtools.client.admin import SyncMQAdmin
+
 pytestmark = pytest.mark.integration
 CLUSTER = "ClientIT"
 
@@ -28,7 +30,7 @@ def test_created_topic_is_routed_with_its_queue_counts_the_moment_create_returns
     assert created["operation"] == "create"
     assert sorted(b["brokerName"] for b in created["brokers"]) == ["broker-a", "broker-b"]
     assert all(b["old"] is None and b["new"] == {"readQueues": 8, "writeQueues": 8, "perm": 6, "permText": "RW-",
-                                                 "order": False} for b in created["brokers"])
+                                                 "order": False, "attributes": {}} for b in created["brokers"])
     doc = json_of(mq("admin", "topic", "route", "TcRoute", "-o", "json", namesrv=ns), "TopicRoute")
     assert (doc["totalReadQueues"], doc["totalWriteQueues"], doc["orderTopicConf"]) == (16, 16, None)
     for b in doc["brokers"]:
@@ -69,6 +71,24 @@ def test_update_keeps_what_is_not_given_and_perm_changes_only_the_permission(clu
         "broker-a": (8, 4, 6), "broker-b": (8, 4, 4)}
     table = mq("admin", "topic", "perm", "TcUpdate", "-p", "6", namesrv=ns)
     assert table.returncode == 0 and "R-- -> RW-" in table.stdout and "RW-  " in table.stdout
+
+
+def test_a_message_type_is_kept_changed_alone_and_kept_by_other_updates(cluster: Cluster) -> None:
+    """RocketMQ 5's message.type attribute (what a 5.x proxy checks each send against): set at create, changed
+    by update without touching the rest, and kept by an update of something else."""
+    ns = cluster.namesrv.addr
+    made = json_of(mq("admin", "topic", "create", "TcTyped", "-c", CLUSTER, "-r", "2", "-w", "2", "--message-type",
+                      "fifo", "-o", "json", namesrv=ns), "TopicChange")
+    assert {b["new"]["attributes"]["message.type"] for b in made["brokers"]} == {"FIFO"}
+    changed = json_of(mq("admin", "topic", "update", "TcTyped", "--message-type", "TRANSACTION", "-o", "json",
+                         namesrv=ns), "TopicChange")
+    assert [(b["old"]["attributes"], b["new"]["attributes"], b["new"]["writeQueues"]) for b in changed["brokers"]] \
+        == [({"message.type": "FIFO"}, {"message.type": "TRANSACTION"}, 2)] * 2
+    kept = json_of(mq("admin", "topic", "update", "TcTyped", "-w", "4", "-o", "json", namesrv=ns), "TopicChange")
+    assert {b["new"]["attributes"]["message.type"] for b in kept["brokers"]} == {"TRANSACTION"}
+    with SyncMQAdmin(ns) as admin:
+        stored = admin.topics.topic_configs(cluster.brokers["broker-a"].addr)["TcTyped"]
+    assert (stored.attributes, stored.write_queue_nums) == ({"message.type": "TRANSACTION"}, 4)
 
 
 async def test_status_counts_what_each_queue_holds(cluster: Cluster) -> None:
@@ -129,6 +149,7 @@ def test_delete_asks_first_then_removes_the_topic_everywhere(cluster: Cluster) -
     (("create", "TcBad", "-c", CLUSTER, "-p", "5"), "bad perm '5'"),
     (("create", "TcBad"), "give -c CLUSTER or -b BROKER_ADDR"),
     (("update", "TcBad", "-c", CLUSTER), "nothing to change"),
+    (("create", "TcBad", "-c", CLUSTER, "--message-type", "BLUE"), "bad message type 'BLUE'"),
     (("status", "TcBad", "-o", "yaml"), "-o must be one of"),
 ])
 def test_bad_input_is_one_line_exit_2_and_creates_nothing(cluster: Cluster, args: tuple[str, ...],

@@ -30,7 +30,9 @@ from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
-TOPICS = ("PxNormal", "PxFifo", "PxTimer", "PxTx", "PxInvisible", "PxPush")
+#: Each topic with the message type its sends are (a 5.x proxy takes only that type; NORMAL without one).
+TOPICS = {"PxNormal": "NORMAL", "PxFifo": "FIFO", "PxTimer": "DELAY", "PxTx": "TRANSACTION", "PxInvisible": "NORMAL",
+          "PxPush": "NORMAL"}
 MAX_BODY = 64 * 1024
 MAX_INBOUND = 512 * 1024
 
@@ -48,8 +50,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 @pytest.fixture(scope="module")
 def proxy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MqProcess]:
-    for topic in TOPICS:
-        asyncio.run(create_topic(cluster, topic, 4))
+    for topic, kind in TOPICS.items():
+        asyncio.run(create_topic(cluster, topic, 4, message_type=kind))
     conf = tmp_path_factory.mktemp("proxyconf") / "rmq-proxy.json"
     conf.write_text(json.dumps({"rocketMQClusterName": "ProxyIT", "namesrvAddr": cluster.namesrv.addr,
                                 "proxyMode": "cluster", "grpcServerPort": 0, "remotingListenPort": 0,
@@ -81,7 +83,7 @@ class Checker(TransactionChecker):
 @pytest.fixture(scope="module")
 def producer(proxy: MqProcess) -> Iterator[tuple[Producer, Checker]]:
     checker = Checker()
-    p = Producer(config(proxy), TOPICS, checker)
+    p = Producer(config(proxy), tuple(TOPICS), checker)
     p.startup()
     try:
         yield p, checker

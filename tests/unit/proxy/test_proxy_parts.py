@@ -155,9 +155,6 @@ async def test_topic_type_is_its_message_type_attribute() -> None:
     assert await fifo.topic_message_type("T", ["10.0.0.1:10911"]) == "FIFO"
 
 
-@pytest.mark.xfail(strict=True, reason="deviation: mq's brokers keep no topic attributes (UPDATE_AND_CREATE_TOPIC "
-                   "drops them), so a topic without message.type is MIXED here; Apache's TopicConfig says NORMAL, "
-                   "which on mq would refuse every FIFO, delay and transactional send of a 5.x client")
 async def test_topic_without_a_message_type_is_normal_as_in_apache() -> None:
     from mqtools.proxy.metadata import Metadata
 

@@ -163,7 +163,8 @@ def topic_config_json(config: TopicConfig | None) -> dict[str, Any] | None:
     if config is None:
         return None
     return {"readQueues": config.read_queue_nums, "writeQueues": config.write_queue_nums, "perm": config.perm,
-            "permText": perm_to_string(config.perm), "order": config.order}
+            "permText": perm_to_string(config.perm), "order": config.order,
+            "attributes": {k.lstrip("+"): v for k, v in config.attributes.items() if not k.startswith("-")}}
 
 
 def _arrow(old: Any, new: Any) -> Any:
