@@ -26,8 +26,10 @@ from mqtools.exporter.series import (
     ha_samples,
     heartbeat_samples,
     master_up_samples,
+    pop_samples,
     runtime_samples,
     stats_sample,
+    timer_samples,
     topic_samples,
 )
 
@@ -80,6 +82,7 @@ class ExporterPoller:
                 self._launch(f"ha:{m.broker_name}", lambda m=m: self._ha(m.broker_name))
         self._launch("topics", lambda: self._topics(cluster_of))
         self._launch("groups", lambda: self._groups(cluster_of))
+        self._launch("timer", lambda: self._timer(cluster_of))
 
     def samples(self) -> list[Sample]:
         """Everything known now: the jobs' samples, the slaves' commitlog diffs and the polls' own figures."""
@@ -172,10 +175,13 @@ class ExporterPoller:
         except ConsumerNotOnlineError:
             conns = None
         latency = await self._store_latency(progress.queues)
-        out = group_samples(cluster_of, progress, conns, latency)
+        out = group_samples(cluster_of, progress, conns, latency) + pop_samples(progress)
         pairs = sorted({(q.queue.broker_name, q.queue.topic) for q in progress.queues})
         return out + await self._minute_tps("rocketmq_consumer_tps", "GROUP_GET_NUMS", [
             (b, f"{t}@{group}", (cluster_of.get(b, ""), b, t, group)) for b, t in pairs])
+
+    async def _timer(self, cluster_of: dict[str, str]) -> list[Sample]:
+        return timer_samples(cluster_of, await self.admin.timer.timer_status())
 
     async def _minute_tps(self, name: str, stats_name: str,
                           asks: list[tuple[str, str, tuple[str, ...]]]) -> list[Sample]:

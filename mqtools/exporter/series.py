@@ -13,6 +13,7 @@ from typing import NamedTuple
 from mqtools.client.admin.models.brokers import BrokerRuntime, ClusterSnapshot
 from mqtools.client.admin.models.groups import ConsumerProgress, GroupConnections
 from mqtools.client.admin.models.ha import HAReadiness
+from mqtools.client.admin.models.timer import TimerStatus
 from mqtools.client.admin.models.topics import TopicStatus
 from mqtools.common.topics import is_dlq_topic, is_retry_topic
 from mqtools.exporter.catalogue import PUT_DISTRIBUTION, RUNTIME_KEYS
@@ -142,6 +143,31 @@ def group_samples(cluster_of: Mapping[str, str], progress: ConsumerProgress, con
         out.append(Sample("rocketmq_group_get_latency_by_storetime",
                           (cluster_of.get(broker, ""), broker, topic, progress.group), float(ms)))
     return out
+
+
+def timer_samples(cluster_of: Mapping[str, str], status: TimerStatus) -> list[Sample]:
+    """mq_timer_*: per broker set read (its master, else a slave), what its timer wheel holds and how far
+    behind it is; a broker without a timer store, or a figure it did not give, has no sample."""
+    out = []
+    for b in status.brokers:
+        cluster = cluster_of.get(b.broker_name, "")
+        for topic, count in sorted((b.pending or {}).items()):
+            out.append(Sample("mq_timer_pending", (cluster, b.broker_name, topic), float(max(count, 0))))
+        for name, value in (("mq_timer_read_behind_seconds", b.read_behind_s),
+                            ("mq_timer_offset_behind", b.offset_behind)):
+            if b.enabled and value is not None:
+                out.append(Sample(name, (cluster, b.broker_name), float(value)))
+    return out
+
+
+def pop_samples(progress: ConsumerProgress) -> list[Sample]:
+    """mq_group_pop_*: a POP group's messages in flight, only where every set read gave the figures (a sum
+    leaving out an Apache broker, a slave or an unreachable set would undercount)."""
+    pop = progress.pop
+    if pop is None or not pop.popped or not pop.complete or progress.unreachable:
+        return []
+    return [Sample("mq_group_pop_inflight", (progress.group,), float(pop.inflight)),
+            Sample("mq_group_pop_revive_due", (progress.group,), float(pop.revive_due))]
 
 
 def ha_samples(ready: HAReadiness) -> list[Sample]:

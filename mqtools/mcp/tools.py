@@ -108,6 +108,12 @@ async def _ha_ready(admin: MQAdmin, a: Args) -> View:
     return ha_ready_view(await admin.ha.ha_ready(a["broker"], window=HA_WINDOW), HA_WINDOW)
 
 
+async def _timer_status(admin: MQAdmin, a: Args) -> View:
+    from mqtools.client.admin.models.timer import timer_status_view
+
+    return timer_status_view(await admin.timer.timer_status())
+
+
 async def _message_by_key(admin: MQAdmin, a: Args) -> View:
     from mqtools.client.admin.models.messages import message_list_view
 
@@ -178,6 +184,8 @@ READS: list[Tool] = [
          {"broker": _s("Only the group holding this broker address (optional).")}, (), _ha_status, "HAStatus"),
     Tool("ha_ready", "Is it safe to stop this group's master now? The verdict (safe, not safe, unknown) and why.",
          {"broker": BROKER}, ("broker",), _ha_ready, "HAReady"),
+    Tool("timer_status", "Timer messages (RocketMQ 5) per broker set: pending per topic, how far delivery got, "
+         "dequeue and enqueue lag, congestion.", {}, (), _timer_status, "TimerStatus"),
     Tool("message_by_key", "Messages of a topic with this key (the index).", {"topic": TOPIC, "key": _s("Message key.")},
          ("topic", "key"), _message_by_key, "MessageList"),
     Tool("message_by_id", "One message by its offset msgId (or a client msgId with its topic).",

@@ -125,6 +125,7 @@ MCP_READS: dict[str, dict[str, str]] = {
     "group_connections": {"group": "{group}"},
     "ha_status": {},
     "ha_ready": {"broker": "broker-a"},
+    "timer_status": {},
     "message_by_key": {"topic": "{topic}", "key": "{key}"},
     "message_by_id": {"msg_id": "{msg}"},
 }

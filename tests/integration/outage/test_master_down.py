@@ -290,7 +290,8 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
         cluster.resume("broker-a-s")
     # MCP: what needs broker-a is a partial document, or an error of one line when only broker-a has it
     assert {name: outcome for name, outcome in tools.items() if outcome != "whole"} == {
-        "topic_status": "partial", "group_progress": "partial", "message_by_key": "partial", "message_by_id": "error"}
+        "topic_status": "partial", "group_progress": "partial", "message_by_key": "partial", "timer_status": "partial",
+        "message_by_id": "error"}
     # the exporter: broker-a's figures absent (never 0), and no diff, which summed without it would undercount
     assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
     assert figures["rocketmq_producer_offset"] == {"broker-b": SENT / 2}

@@ -9,8 +9,11 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from support.adminsupport import json_of, mq, one_line_error
 from support.clientsupport import Cluster, broker_cluster, create_topic, until
+from support.presetcluster import wait_for as until_sync
+from support.promsupport import exporter, scrape
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.producer import Producer
@@ -68,6 +71,16 @@ async def test_timer_status_counts_pending_and_goes_partial_when_a_set_dies(clus
     assert "most pending: TimerLate 6" in table.stdout
     one_line_error(mq("admin", "timer", "status", "-b", "127.0.0.1:1", namesrv=cluster.namesrv.addr), 2,
                    "no broker 127.0.0.1:1")
+
+    # the exporter serves the same figures: pending per broker and topic, the wheel's lag per broker
+    with exporter(cluster.namesrv.addr, "--timeout", "2") as addr:
+        text = until_sync(lambda: (t := scrape(addr)) and 'mq_exporter_poll_ok{job="timer"} 1.0' in t and t,
+                          DEADLINE, "the exporter's timer poll")
+    pending = {(s.labels["broker"], s.labels["topic"]): s.value for f in text_string_to_metric_families(text)
+               for s in f.samples if s.name == "mq_timer_pending"}
+    assert sum(v for (_, topic), v in pending.items() if topic == "TimerLate") == 6
+    assert {b for b, _ in pending} == {"broker-a", "broker-b"}
+    assert 'mq_timer_read_behind_seconds{broker="broker-a",cluster="TimerStatusIT"}' in text
 
     b_pending = next(b["pendingTotal"] for b in doc["brokers"] if b["brokerName"] == "broker-b")
     hung = cluster.brokers["broker-b"]

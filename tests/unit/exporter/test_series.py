@@ -62,3 +62,31 @@ def test_a_broker_set_without_a_master_or_with_a_silent_one_is_down() -> None:
         ("mq_broker_set_master_up", ("C", "broker-b"), 1.0),
         ("mq_broker_set_master_up", ("C", "broker-c"), 0.0)]
     assert {s.name for s in got} <= FAMILIES.keys()
+
+
+def test_timer_figures_per_broker_set_and_pending_per_topic_where_a_wheel_gave_them() -> None:
+    from mqtools.client.admin.models.timer import TimerBrokerStatus, TimerStatus
+    from mqtools.exporter.series import timer_samples
+
+    status = TimerStatus([
+        TimerBrokerStatus("broker-a", "a:10911", "master", True, pending={"T1": 3, "T2": 0}, read_behind_s=2,
+                          offset_behind=None),
+        TimerBrokerStatus("broker-b", "b:10911", "slave", False),  # no timer store: nothing, never a 0
+        TimerBrokerStatus("broker-c", "c:10911", "master", None)])  # RocketMQ 4: not known
+    got = timer_samples({"broker-a": "C"}, status)
+    assert [(s.name, s.labels, s.value) for s in got] == [
+        ("mq_timer_pending", ("C", "broker-a", "T1"), 3.0), ("mq_timer_pending", ("C", "broker-a", "T2"), 0.0),
+        ("mq_timer_read_behind_seconds", ("C", "broker-a"), 2.0)]
+    assert {s.name for s in got} <= FAMILIES.keys()
+
+
+def test_pop_in_flight_only_when_every_set_gave_it() -> None:
+    from mqtools.client.admin.models.groups import PopFigures
+    from mqtools.exporter.series import pop_samples
+
+    whole = ConsumerProgress("G", pop=PopFigures(popped=True, inflight=5, revive_due=2))
+    assert [(s.name, s.value) for s in pop_samples(whole)] == [("mq_group_pop_inflight", 5.0),
+                                                                ("mq_group_pop_revive_due", 2.0)]
+    assert pop_samples(ConsumerProgress("G", pop=PopFigures(popped=True, inflight=5, complete=False))) == []
+    assert pop_samples(ConsumerProgress("G", pop=PopFigures(popped=False))) == []
+    assert pop_samples(ConsumerProgress("G")) == []
