@@ -7,7 +7,7 @@ op message, so the check service never asks about it again. A pending answer (ne
 rollback) gets no response, as Apache gives none.
 
 The committed message is timed (TIMER_* properties) or delayed (a delay level) from the commit, as Apache's
-put hook times it (transaction/schedule_hook.py).
+put hook times it (schedule_hook.py).
 
 Where mq goes further than Apache: a transaction that has already ended (through this copy or another
 the check service made) is refused with a remark instead of being committed a second time, and every
@@ -27,8 +27,8 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.transaction import COMMIT, ROLLBACK, EndTransactionRequestHeader
 from mqtools.server.broker.context import BrokerContext
+from mqtools.server.broker.schedule_hook import handle_schedule
 from mqtools.server.broker.transaction.bridge import TransactionalMessageBridge, transaction_id
-from mqtools.server.broker.transaction.schedule_hook import handle_schedule
 from mqtools.server.store.results import STORED, PutMessageResult
 
 if TYPE_CHECKING:

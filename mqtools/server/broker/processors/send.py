@@ -26,8 +26,8 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import INT_RANGE, LONG_RANGE, SendMessageRequestHeader, parse_send_v2
 from mqtools.server.broker.context import BrokerContext
+from mqtools.server.broker.schedule_hook import handle_schedule
 from mqtools.server.store.results import STORED, PutMessageResult, PutMessageStatus
-from mqtools.server.store.timer import timer_logic as timer
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
@@ -247,42 +247,11 @@ class SendProcessor:
             # and, as Apache, the message's UNIQ_KEY as transactionId (a 5.x proxy ends the transaction by it)
             return self._finish(req, T.RMQ_SYS_TRANS_HALF_TOPIC, self.c.transactions.put_half(msg), queue_id,
                                 msg.properties.get(P.UNIQ_KEY))
-        refused = self._timer(req, msg)  # timer messages (RIP-43), beside the delay levels
+        refused = handle_schedule(self.c, msg)  # timer messages (RIP-43), or a delay level
         if refused is not None:
-            return refused
-        if P.DELAY in msg.properties:
-            self.c.schedule.redirect(msg)
+            return req.response(*refused)
         return self._finish(req, h.topic, self.c.store.put_message_inline(msg), queue_id)
 
-    # --- timer messages (RIP-43, mqtools/server/store/timer): Apache's HookUtils.handleScheduleMessage -------
-    def _timer(self, req: RemotingCommand, msg: MessageExtBrokerInner) -> RemotingCommand | None:
-        """TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS: the message moves to rmq_sys_wheel_timer
-        (REAL_TOPIC / REAL_QID keep its destination), or is stored as it is when already due; a bad
-        value or a delay past timerMaxDelaySec is refused as Apache refuses it. A DELAY level wins and
-        the timer properties go."""
-        if msg.properties.keys().isdisjoint(timer.REQUEST_KEYS):
-            return None
-        store_cfg = self.c.store.config
-        service = getattr(self.c, "timer", None)
-        settings = timer.TimerSettings(store_cfg.timer_wheel_enable, timer.snap_precision(store_cfg.timer_precision_ms),
-                                       store_cfg.timer_max_delay_sec)
-        outcome = timer.redirect_to_timer(msg, int(self.c.clock() * 1000), settings,
-                                          service.is_reject if service is not None else None)
-        if outcome is timer.Rewrite.WHEEL_TIMER_MSG_ILLEGAL:
-            return req.response(ResponseCode.MESSAGE_ILLEGAL, (
-                "timer message illegal, the delay time should not be bigger than the max delay "
-                f"{store_cfg.timer_max_delay_sec * 1000}ms; or if set del msg, the delay time should be bigger "
-                "than the current time"))
-        elif outcome is timer.Rewrite.WHEEL_TIMER_NOT_ENABLE:
-            return req.response(ResponseCode.SYSTEM_ERROR, "accurate timer message is not enabled, "
-                                f"timerWheelEnable is {str(store_cfg.timer_wheel_enable).lower()}")
-        elif outcome is timer.Rewrite.WHEEL_TIMER_FLOW_CONTROL:
-            limit = store_cfg.timer_congest_num_each_slot
-            return req.response(ResponseCode.SYSTEM_ERROR, (
-                f"timer message is under flow control, max num limit is {limit * 2} or the current value is "
-                f"greater than {limit} and less than {limit * 2}, trigger random flow control"))
-        return None
-    # --- end of timer messages ----------------------------------------------------------------------------
 
     def send_batch(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | Awaitable:
         h = self._header(req)

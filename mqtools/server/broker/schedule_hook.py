@@ -1,15 +1,12 @@
-"""A committed transactional message is timed at its commit (Apache's HookUtils.handleScheduleMessage).
+"""A message's timer or delay level applied at its put (Apache's HookUtils.handleScheduleMessage), for the send
+path and for the message END_TRANSACTION puts on its real topic.
 
 Apache runs that hook on every put of a single message whose transaction type is "not a transaction" or
-"commit": a half message (prepared) is stored as it came, and the message END_TRANSACTION puts on its real
-topic goes through the hook. So a transactional message with TIMER_DELAY_SEC / TIMER_DELAY_MS is due that
-long after its commit, one with TIMER_DELIVER_MS at that time (at once when the commit comes later), and
-one with a delay level is delayed from its commit; a timer value that is not legal refuses the commit
-(the half message stays, and the check service asks again). A batch is never timed (the hook skips
-MessageExtBatch), which mq's send path already matches.
-
-The send path (processors/send.py) applies the same rules to plain sends; this module gives them to the
-commit, with Apache's answers for a refusal.
+"commit": a half message (prepared) is stored as it came, and a committed transactional message is timed at
+its commit. So TIMER_DELAY_SEC / TIMER_DELAY_MS are due that long after the put (or the commit),
+TIMER_DELIVER_MS at that time (at once when it has passed), and a delay level counts from the put; a timer
+value that is not legal refuses the put (for a commit, the half message stays and the check service asks
+again). A batch is never timed (the hook skips MessageExtBatch): mq's batch path does not call this.
 """
 
 from __future__ import annotations
