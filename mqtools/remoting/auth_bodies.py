@@ -1,6 +1,7 @@
-"""ACL 2.0 bodies (RocketMQ 5.3+ auth module): users and ACL rules as the AUTH_* requests carry them, and the
-migration of an ACL 1.0 account (plain_acl.yml) to a 2.0 user and rule, which the broker and the toolkit both
-need (neither may import the other)."""
+"""ACL 2.0 bodies (RocketMQ 5.3+ auth module): users and ACL rules as the AUTH_* requests carry them, their
+conversion to the model (mqtools.common.auth) the broker and the gRPC proxy decide with, and the migration of
+an ACL 1.0 account (plain_acl.yml) to a 2.0 user and rule, which the broker and the toolkit both need (neither
+may import the other)."""
 
 from __future__ import annotations
 
@@ -8,6 +9,18 @@ import typing
 from dataclasses import dataclass
 from typing import Any
 
+from mqtools.common.auth.model import (
+    Acl,
+    Action,
+    Decision,
+    Policy,
+    PolicyEntry,
+    PolicyType,
+    Resource,
+    User,
+    UserStatus,
+    UserType,
+)
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import REQUEST_LENIENT_MAX, Body, PlainAccessConfig
 from mqtools.remoting.body_codec import from_obj, to_obj
@@ -115,3 +128,36 @@ def migrate_plain_access(account: PlainAccessConfig) -> tuple[UserInfo, AclInfo 
         [PolicyInfo("Default", defaults)] if defaults else []
     )
     return user, (AclInfo(f"User:{account.access_key}", policies) if policies else None)
+
+
+# -- the model (Apache's UserConverter and AclConverter) ---------------------------------------------
+
+
+def user_of(info: UserInfo) -> User:
+    return User(info.username or "", info.password, UserType.by_name(info.user_type),
+                UserStatus.by_name(info.user_status))
+
+
+def info_of(user: User) -> UserInfo:
+    return UserInfo(user.username, user.password, user.user_type.label if user.user_type else None,
+                    user.user_status.label if user.user_status else None)
+
+
+def acl_of(info: AclInfo, subject: str | None) -> Acl:
+    """AclConverter.convertAcl: unknown action names are dropped; the subject defaults to the header's."""
+    policies = []
+    for p in info.policies or []:
+        if not p.entries:
+            continue
+        entries = [PolicyEntry(Resource.parse(e.resource),  # type: ignore[arg-type]
+                               [a for a in (Action.by_name(n) for n in e.actions or []) if a is not None],
+                               list(e.source_ips) if e.source_ips else None, Decision.by_name(e.decision))
+                   for e in p.entries]
+        policies.append(Policy(PolicyType.by_name(p.policy_type), entries))
+    return Acl(info.subject or subject or "", policies)
+
+
+def acl_info_of(acl: Acl) -> AclInfo:
+    return AclInfo(acl.subject, [PolicyInfo(p.policy_type.label, [
+        PolicyEntryInfo(e.resource.key, [a.label for a in e.actions] or None, list(e.source_ips) if e.source_ips else None,
+                        e.decision.label) for e in p.entries]) for p in acl.policies])

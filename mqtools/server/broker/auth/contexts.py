@@ -12,12 +12,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mqtools.common.auth.model import RETRY_PREFIX, Action, Resource, ResourcePattern, ResourceType
+from mqtools.common.auth.policy import AccessRequest, AuthError
+from mqtools.common.auth.signature import ACCESS_KEY
 from mqtools.remoting.bodies import HeartbeatData, LockBatchRequestBody
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.server.broker.auth.model import RETRY_PREFIX, Action, Resource, ResourcePattern, ResourceType
-from mqtools.server.broker.auth.policy import AccessRequest, AuthError
-from mqtools.server.broker.auth.signature import ACCESS_KEY
 
 
 @dataclass(frozen=True, slots=True)

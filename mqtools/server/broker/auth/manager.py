@@ -2,19 +2,15 @@
 remarks of Apache's AuthenticationMetadataManagerImpl and AuthorizationMetadataManagerImpl.
 
 A refusal raises AuthError (the service answers NO_PERMISSION with its text, as Apache does for its
-Authentication/AuthorizationException). Conversions between the wire bodies (UserInfo, AclInfo)
-and the model are here too (Apache's UserConverter and AclConverter).
+Authentication/AuthorizationException).
 """
 
 from __future__ import annotations
 
-from mqtools.remoting.auth_bodies import AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo
-from mqtools.server.broker.auth.model import (
+from mqtools.common.auth.model import (
     Acl,
     Action,
-    Decision,
     Policy,
-    PolicyEntry,
     PolicyType,
     Resource,
     User,
@@ -23,41 +19,8 @@ from mqtools.server.broker.auth.model import (
     subject_username,
     valid_ip_or_cidr,
 )
-from mqtools.server.broker.auth.policy import AuthError
+from mqtools.common.auth.policy import AuthError
 from mqtools.server.broker.auth.store import AuthMetadataStore
-
-# -- conversions -------------------------------------------------------------------------------------
-
-
-def user_of(info: UserInfo) -> User:
-    return User(info.username or "", info.password, UserType.by_name(info.user_type),
-                UserStatus.by_name(info.user_status))
-
-
-def info_of(user: User) -> UserInfo:
-    return UserInfo(user.username, user.password, user.user_type.label if user.user_type else None,
-                    user.user_status.label if user.user_status else None)
-
-
-def acl_of(info: AclInfo, subject: str | None) -> Acl:
-    """AclConverter.convertAcl: unknown action names are dropped; the subject defaults to the header's."""
-    policies = []
-    for p in info.policies or []:
-        if not p.entries:
-            continue
-        entries = [PolicyEntry(Resource.parse(e.resource),  # type: ignore[arg-type]
-                               [a for a in (Action.by_name(n) for n in e.actions or []) if a is not None],
-                               list(e.source_ips) if e.source_ips else None, Decision.by_name(e.decision))
-                   for e in p.entries]
-        policies.append(Policy(PolicyType.by_name(p.policy_type), entries))
-    return Acl(info.subject or subject or "", policies)
-
-
-def acl_info_of(acl: Acl) -> AclInfo:
-    return AclInfo(acl.subject, [PolicyInfo(p.policy_type.label, [
-        PolicyEntryInfo(e.resource.key, [a.label for a in e.actions] or None, list(e.source_ips) if e.source_ips else None,
-                        e.decision.label) for e in p.entries]) for p in acl.policies])
-
 
 # -- the rules ---------------------------------------------------------------------------------------
 

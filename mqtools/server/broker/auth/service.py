@@ -20,8 +20,20 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from mqtools.common.auth.model import PolicyType, Resource, UserType
+from mqtools.common.auth.policy import AuthError, authenticate, authorize
+from mqtools.common.auth.signature import ACCESS_KEY, SignedRequest
 from mqtools.common.log_limiter import LimitedLog
-from mqtools.remoting.auth_bodies import AclInfo, UserInfo, bodies_to_json, migrate_plain_access
+from mqtools.remoting.auth_bodies import (
+    AclInfo,
+    UserInfo,
+    acl_info_of,
+    acl_of,
+    bodies_to_json,
+    info_of,
+    migrate_plain_access,
+    user_of,
+)
 from mqtools.remoting.bodies import PlainAccessConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode, code_name
 from mqtools.remoting.command import RemotingCommand
@@ -29,10 +41,7 @@ from mqtools.remoting.errors import BodyError
 from mqtools.server.broker.acl.addresses import host_of
 from mqtools.server.broker.auth.config import AuthConfig
 from mqtools.server.broker.auth.contexts import ContextBuilder
-from mqtools.server.broker.auth.manager import AuthMetadataManager, acl_info_of, acl_of, info_of, user_of
-from mqtools.server.broker.auth.model import PolicyType, Resource, UserType
-from mqtools.server.broker.auth.policy import AuthError, authenticate, authorize
-from mqtools.server.broker.auth.signature import ACCESS_KEY, SignedRequest
+from mqtools.server.broker.auth.manager import AuthMetadataManager
 from mqtools.server.broker.auth.store import AuthMetadataStore
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from mqtools.common.atomic_file import write_atomic
-from mqtools.server.broker.auth.model import Acl, User
+from mqtools.common.auth.model import Acl, User
 
 log = logging.getLogger(__name__)
 

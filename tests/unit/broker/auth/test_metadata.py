@@ -9,15 +9,24 @@ from pathlib import Path
 
 import pytest
 
-from mqtools.remoting.auth_bodies import AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo, migrate_plain_access
+from mqtools.common.auth.model import Action, PolicyType, Resource, UserStatus, UserType
+from mqtools.common.auth.policy import AuthError
+from mqtools.remoting.auth_bodies import (
+    AclInfo,
+    PolicyEntryInfo,
+    PolicyInfo,
+    UserInfo,
+    acl_info_of,
+    acl_of,
+    migrate_plain_access,
+    user_of,
+)
 from mqtools.remoting.bodies import ConsumerData, HeartbeatData, PlainAccessConfig, SubscriptionData
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.server.broker.auth.config import AuthConfig
 from mqtools.server.broker.auth.contexts import ContextBuilder
-from mqtools.server.broker.auth.manager import AuthMetadataManager, acl_info_of, acl_of, user_of
-from mqtools.server.broker.auth.model import Action, PolicyType, Resource, UserStatus, UserType
-from mqtools.server.broker.auth.policy import AuthError
+from mqtools.server.broker.auth.manager import AuthMetadataManager
 from mqtools.server.broker.auth.store import AuthMetadataStore
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from mqtools.server.broker.auth.model import (
+from mqtools.common.auth.model import (
     Acl,
     Action,
     Decision,
@@ -19,14 +19,14 @@ from mqtools.server.broker.auth.model import (
     UserStatus,
     UserType,
 )
-from mqtools.server.broker.auth.policy import (
+from mqtools.common.auth.policy import (
     AccessRequest,
     AuthError,
     authenticate,
     authorize,
     matching_entry,
 )
-from mqtools.server.broker.auth.signature import SignedRequest, signature_of
+from mqtools.common.auth.signature import SignedRequest, signature_of
 
 APP = User("app", "pw", UserType.NORMAL, UserStatus.ENABLE)
 ROOT = User("root", "rootpw", UserType.SUPER, UserStatus.ENABLE)

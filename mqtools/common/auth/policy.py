@@ -16,7 +16,7 @@ import functools
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mqtools.server.broker.auth.model import (
+from mqtools.common.auth.model import (
     Acl,
     Action,
     Decision,
@@ -29,7 +29,7 @@ from mqtools.server.broker.auth.model import (
     UserStatus,
     UserType,
 )
-from mqtools.server.broker.auth.signature import SignedRequest, signature_matches
+from mqtools.common.auth.signature import SignedRequest, signature_matches
 
 
 class AuthError(Exception):
