@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import pytest
 from support.adminsupport import mq
+from support.authprops import AUTH_PROPS, ROOT, ROOT_ENV
 from support.clientsupport import Cluster, broker_cluster, until
 
 from mqtools.client.errors import MQClientError, NoPermissionError
@@ -28,25 +29,10 @@ from mqtools.remoting.headers import SendMessageRequestHeader
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
-ROOT = SessionCredentials("rocketmq", "root-XYZZY-12345678")
 APP = SessionCredentials("app1", "app-XYZZY-pass1")
 OTHER = SessionCredentials("app2", "app-XYZZY-pass2")
 PASSWORDS = (ROOT.secret_key, APP.secret_key, OTHER.secret_key)
 TOPIC, SECRET_TOPIC, FREE_TOPIC = "orders", "orders_secret", "audit"
-AUTH_PROPS = {
-    "authenticationEnabled": "true",
-    "authenticationProvider": "org.apache.rocketmq.auth.authentication.provider.DefaultAuthenticationProvider",
-    "authenticationMetadataProvider":
-        "org.apache.rocketmq.auth.authentication.provider.LocalAuthenticationMetadataProvider",
-    "authorizationEnabled": "true",
-    "authorizationProvider": "org.apache.rocketmq.auth.authorization.provider.DefaultAuthorizationProvider",
-    "authorizationMetadataProvider":
-        "org.apache.rocketmq.auth.authorization.provider.LocalAuthorizationMetadataProvider",
-    "initAuthenticationUser": json.dumps({"username": ROOT.access_key, "password": ROOT.secret_key}),
-    "innerClientAuthenticationCredentials": json.dumps({"accessKey": ROOT.access_key, "secretKey": ROOT.secret_key}),
-    "autoCreateTopicEnable": "false",
-}
-ROOT_ENV = {"MQ_ACCESS_KEY": ROOT.access_key, "MQ_SECRET_KEY": ROOT.secret_key}
 
 
 @dataclass
