@@ -88,6 +88,7 @@ def start(
 #: (not authenticationWhitelist: the broker's lists remoting codes, the proxy's gRPC request names).
 _FROM_BROKER = {"brokerClusterName": "rocketMQClusterName", "namesrvAddr": "namesrvAddr",
                 "maxMessageSize": "maxMessageSize", "authenticationEnabled": "authenticationEnabled",
+                "authorizationEnabled": "authorizationEnabled",
                 "innerClientAuthenticationCredentials": "innerClientAuthenticationCredentials",
                 "tls.enable": "tls.enable", "tls.client.trustCertPath": "tls.client.trustCertPath",
                 "tls.server.certPath": "tlsCertPath", "tls.server.keyPath": "tlsKeyPath"}
@@ -130,5 +131,6 @@ class LocalProxy:
 
     def ready_line(self, host: str) -> str:
         tls = " tls=true" if self.config.tls_cert_path else ""
-        auth = " authentication=true" if self.config.authentication_enabled else ""
+        auth = (" authentication=true" if self.config.authentication_enabled else "") + \
+            (" authorization=true" if self.config.authorization_enabled else "")
         return f"READY proxy {host}:{self.server.port} mode=local{tls}{auth}"

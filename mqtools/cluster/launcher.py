@@ -40,9 +40,9 @@ BROKER_PORT_STEP = 10
 CONTROLLER_PORT_OFFSET = 100
 #: A proxy's gRPC port: the first gets Apache's grpcServerPort 8081 with the default base port.
 PROXY_PORT_OFFSET = 8081 - DEFAULT_BASE_PORT
-#: Broker properties a proxy of the cluster takes over (its authentication follows the brokers').
+#: Broker properties a proxy of the cluster takes over (its authentication and authorization follow the brokers').
 #: (Not authenticationWhitelist: the brokers' lists remoting codes, the proxy's gRPC request names.)
-_PROXY_KEYS_FROM_BROKERS = ("brokerClusterName", "maxMessageSize", "authenticationEnabled",
+_PROXY_KEYS_FROM_BROKERS = ("brokerClusterName", "maxMessageSize", "authenticationEnabled", "authorizationEnabled",
                             "innerClientAuthenticationCredentials")
 
 

@@ -16,8 +16,9 @@ import hashlib
 import hmac
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from mqtools.client.errors import MQClientError
 from mqtools.client.instance import ClientInstance
@@ -29,7 +30,7 @@ from mqtools.remoting.command import RemotingCommand
 
 AUTHORIZATION = "authorization"
 DATE_TIME = "x-mq-date-time"
-_NOT_FOUND = object()
+V = TypeVar("V")
 
 
 class AuthenticationRefused(ProxyError):
@@ -91,6 +92,31 @@ def check(call: SignedCall, user: UserInfo | None) -> None:
         raise AuthenticationRefused("check signature failed.")
 
 
+class TtlCache(Generic[V]):
+    """Answers by key, each kept `ttl` seconds (a None answer too, so a flood of unknown names costs one load
+    each per ttl), at most `max_size` of them, the least recently used dropped first."""
+
+    def __init__(self, load: Callable[[str], Awaitable[V | None]], ttl: float, max_size: int,
+                 clock: Callable[[], float]) -> None:
+        self.load = load
+        self.ttl = ttl
+        self.max_size = max(1, max_size)
+        self._clock = clock
+        self.entries: OrderedDict[str, tuple[float, V | None]] = OrderedDict()
+
+    async def get(self, key: str) -> V | None:
+        hit = self.entries.get(key)
+        if hit is not None and self._clock() - hit[0] < self.ttl:
+            self.entries.move_to_end(key)
+            return hit[1]
+        found = await self.load(key)
+        self.entries[key] = (self._clock(), found)
+        self.entries.move_to_end(key)
+        while len(self.entries) > self.max_size:
+            self.entries.popitem(last=False)
+        return found
+
+
 class Authenticator:
     """The proxy's authentication: users read from the brokers of its cluster, kept `ttl` seconds."""
 
@@ -99,10 +125,7 @@ class Authenticator:
         self.instance = instance
         self.cluster = cluster
         self.whitelist = whitelist
-        self.ttl = ttl
-        self.max_users = max(1, max_users)
-        self._clock = clock
-        self._users: OrderedDict[str, tuple[float, object]] = OrderedDict()
+        self._users: TtlCache[UserInfo] = TtlCache(self._load, ttl, max_users, clock)
 
     async def authenticate(self, headers: Mapping[str, str], rpc: str) -> None:
         """Raise AuthenticationRefused unless the call is signed by an enabled user with its password.
@@ -116,21 +139,12 @@ class Authenticator:
         check(call, await self.user(call.username))
 
     async def user(self, username: str) -> UserInfo | None:
-        hit = self._users.get(username)
-        if hit is not None and self._clock() - hit[0] < self.ttl:
-            self._users.move_to_end(username)
-            return None if hit[1] is _NOT_FOUND else hit[1]  # type: ignore[return-value]
-        found = await self._load(username)
-        self._users[username] = (self._clock(), _NOT_FOUND if found is None else found)
-        self._users.move_to_end(username)
-        while len(self._users) > self.max_users:
-            self._users.popitem(last=False)
-        return found
+        return await self._users.get(username)
 
     async def _load(self, username: str) -> UserInfo | None:
         """ClusterUserCacheLoader: AUTH_GET_USER to one broker of the cluster (its master when it has one)."""
         try:
-            addr = await self._one_broker()
+            addr = await self.one_broker()
             if addr is None:
                 return None
             resp = await self.instance.invoke(addr, RemotingCommand.request(RequestCode.AUTH_GET_USER,
@@ -139,7 +153,7 @@ class Authenticator:
         except (MQClientError, ValueError, binascii.Error) as exc:
             raise ProxyError(Code.INTERNAL_SERVER_ERROR, f"load user {username} failed: {exc}") from None
 
-    async def _one_broker(self) -> str | None:
+    async def one_broker(self) -> str | None:
         resp = await self.instance.invoke(None, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
         info = ClusterInfo.from_json(resp.body or b"{}")
         for name in sorted(info.cluster_addr_table.get(self.cluster, ())):

@@ -81,6 +81,12 @@ class ProxyConfig:
     inner_client_authentication_credentials: str = ""
     user_cache_max_num: int = 1000
     user_cache_refresh_second: int = 60
+    #: AuthConfig (ACL 2.0): check what every call asks against the signed user's rules (Super users pass).
+    authorization_enabled: bool = False
+    #: Request names, comma-separated, that skip authorization.
+    authorization_whitelist: str = ""
+    acl_cache_max_num: int = 1000
+    acl_cache_refresh_second: int = 60
     #: Concurrent ReceiveMessage calls (each one holds a broker long poll); more are answered TOO_MANY_REQUESTS.
     max_concurrent_receive: int = 1024
     extra: dict[str, Any] = field(default_factory=dict)

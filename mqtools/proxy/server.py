@@ -8,7 +8,7 @@ with a sentence naming them. An unexpected error in a method is INTERNAL with on
 serving the other calls.
 
 Before a method runs, a call passes the `Gate`: the ACL 2.0 signature (authenticationEnabled, mqtools.proxy.auth),
-then the client id; a refusal there is the method's own response with a status (UNAUTHORIZED,
+the user's rules (authorizationEnabled, mqtools.proxy.authorize), then the client id; a refusal there is the method's own response with a status (UNAUTHORIZED,
 CLIENT_ID_REQUIRED), as Apache answers it. With tlsCertPath/tlsKeyPath the port serves TLS only.
 """
 
@@ -27,6 +27,7 @@ from google.protobuf.message import DecodeError, Message
 from mqtools.client.instance import ClientInstance
 from mqtools.common.security import ClientSecurity, SessionCredentials, TlsClientOptions
 from mqtools.proxy.auth import Authenticator
+from mqtools.proxy.authorize import Authorizer
 from mqtools.proxy.config import ProxyConfig, ProxyConfigError
 from mqtools.proxy.errors import Code, ProxyError, status
 from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
@@ -93,20 +94,29 @@ class Admission(ProxyError):
     response's status (GrpcMessagingApplication.writeResponse), the gRPC call itself ends OK."""
 
 
-class Gate:
-    """What every call passes before its method: the ACL 2.0 signature check (when enabled), then the client
-    id (ContextInitPipeline, AuthenticationPipeline, then validateContext, in Apache's order)."""
+def _names(text: str) -> frozenset[str]:
+    """A comma-separated whitelist of request names (apache.rocketmq.v2.QueryRouteRequest, ...)."""
+    return frozenset(w.strip() for w in text.split(",") if w.strip())
 
-    def __init__(self, authenticator: Authenticator | None = None) -> None:
+
+class Gate:
+    """What every call passes before its method: the ACL 2.0 signature check and the user's rules (each when
+    enabled), then the client id (ContextInitPipeline, AuthenticationPipeline, AuthorizationPipeline, then
+    validateContext, in Apache's order)."""
+
+    def __init__(self, authenticator: Authenticator | None = None, authorizer: Authorizer | None = None) -> None:
         self.authenticator = authenticator
+        self.authorizer = authorizer
 
     async def admit(self, context: grpc.aio.ServicerContext, request: Message) -> Call:
         call = _call(context)
-        if self.authenticator is not None:
-            try:
+        try:
+            if self.authenticator is not None:
                 await self.authenticator.authenticate(_headers(context), request.DESCRIPTOR.full_name)
-            except ProxyError as exc:
-                raise Admission(exc.code, exc.message) from None
+            if self.authorizer is not None:
+                await self.authorizer.authorize(_headers(context), request, call.peer.rpartition(":")[0] or None)
+        except ProxyError as exc:
+            raise Admission(exc.code, exc.message) from None
         if not call.client_id:
             raise Admission(Code.CLIENT_ID_REQUIRED, "client id cannot be empty")
         return call
@@ -253,13 +263,13 @@ class ProxyServer:
             raise OSError(f"cannot listen on {where}")
         self.port = bound
         self.service = MessagingService(self.config, self.instance, port=bound)
-        authenticator = None
-        if self.config.authentication_enabled:
-            whitelist = frozenset(w.strip() for w in self.config.authentication_whitelist.split(",") if w.strip())
-            authenticator = Authenticator(self.instance, self.config.rocketmq_cluster_name, whitelist=whitelist,
-                                          ttl=self.config.user_cache_refresh_second,
-                                          max_users=self.config.user_cache_max_num)
-        self._server.add_generic_rpc_handlers((handlers(self.service, Gate(authenticator)),))
+        cfg = self.config
+        users = Authenticator(self.instance, cfg.rocketmq_cluster_name, whitelist=_names(cfg.authentication_whitelist),
+                              ttl=cfg.user_cache_refresh_second, max_users=cfg.user_cache_max_num)
+        authorizer = Authorizer(users, whitelist=_names(cfg.authorization_whitelist), ttl=cfg.acl_cache_refresh_second,
+                                max_acls=cfg.acl_cache_max_num) if cfg.authorization_enabled else None
+        gate = Gate(users if cfg.authentication_enabled else None, authorizer)
+        self._server.add_generic_rpc_handlers((handlers(self.service, gate),))
         await self.instance.start()
         await self._server.start()
         self._sweeper = asyncio.create_task(self._sweep())

@@ -2,7 +2,9 @@
 (`authorization: MQv2-HMAC-SHA1 Credential=..., SignedHeaders=x-mq-date-time, Signature=<hex>`) is checked
 against the broker's users (read with AUTH_GET_USER, as Apache's proxy does in cluster mode). The right secret
 sends and receives; a wrong secret, an unknown user, a disabled user, an unsigned call and a garbled signature
-get Code.UNAUTHORIZED with Apache's messages in the response status, on unary calls and on both streams; the
+get Code.UNAUTHORIZED with Apache's messages in the response status, on unary calls and on both streams. With
+authorizationEnabled the proxy enforces the signed user's ACL 2.0 rules itself (the broker sees the proxy's own
+user): a topic or group the rules do not grant is UNAUTHORIZED with Apache's message and nothing is stored. The
 proxy logs no traceback and no password."""
 
 from __future__ import annotations
@@ -32,7 +34,7 @@ ROOT = ("rocketmq", "root-XYZZY-proxy-1")
 APP = ("app1", "app-XYZZY-proxy-2")
 OFF = ("app-off", "off-XYZZY-proxy-3")
 PASSWORDS = (ROOT[1], APP[1], OFF[1], "not-the-secret")
-TOPIC = "PxAuth"
+TOPIC, OTHER = "PxAuth", "PxAuthOther"
 ROOT_ENV = {"MQ_ACCESS_KEY": ROOT[0], "MQ_SECRET_KEY": ROOT[1]}
 
 
@@ -56,14 +58,17 @@ def admin(cluster: Cluster, *args: str, stdin: str | None = None) -> None:
 @pytest.fixture(scope="module")
 def proxy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MqProcess]:
     broker = cluster.broker.addr
-    admin(cluster, "topic", "create", TOPIC, "-b", broker)
+    for topic in (TOPIC, OTHER):
+        admin(cluster, "topic", "create", topic, "-b", broker)
     for name, secret in (APP, OFF):
         admin(cluster, "user", "create", name, "-b", broker, stdin=secret)
     admin(cluster, "user", "update", OFF[0], "--status", "disable", "-b", broker)
+    admin(cluster, "acl2", "create", APP[0], "-r", f"Topic:{TOPIC},Group:PxAuthGroup", "-a", "Pub,Sub", "-d", "Allow",
+          "-b", broker)
     conf = tmp_path_factory.mktemp("proxyauthconf") / "rmq-proxy.json"
     conf.write_text(json.dumps({
         "rocketMQClusterName": "ProxyAuthIT", "namesrvAddr": cluster.namesrv.addr, "grpcServerPort": 0,
-        "authenticationEnabled": True,
+        "authenticationEnabled": True, "authorizationEnabled": True,
         "innerClientAuthenticationCredentials": json.dumps({"accessKey": ROOT[0], "secretKey": ROOT[1]})}))
     proc = start_mq(["proxy", "start", "-c", str(conf), "--host", "127.0.0.1"], timeout=60)
     try:
@@ -83,10 +88,10 @@ def signed(user: str, secret: str, *, date_time: str | None = None) -> list[tupl
                                f"Signature={Signature.sign(secret, stamp)}"))]
 
 
-def query_route(proxy: MqProcess, metadata: list[tuple[str, str]]) -> pb.Status:
+def query_route(proxy: MqProcess, metadata: list[tuple[str, str]], topic: str = TOPIC) -> pb.Status:
     with grpc.insecure_channel(proxy.addr) as channel:
         stub = service_pb2_grpc.MessagingServiceStub(channel)
-        answer = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=TOPIC), endpoints=pb.Endpoints(
+        answer = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=pb.Endpoints(
             scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=proxy.port)])), metadata=metadata, timeout=15)
         return answer.status
 
@@ -159,3 +164,24 @@ def test_the_python_client_with_a_wrong_secret_cannot_send(proxy: MqProcess) -> 
     finally:
         producer.shutdown()
     assert query_route(proxy, signed(*APP)).code == pb.OK  # and the proxy goes on serving the right ones
+
+
+def test_the_users_rules_are_enforced_by_the_proxy(proxy: MqProcess, cluster: Cluster) -> None:
+    def refusal(resource: str) -> tuple[int, str]:
+        return pb.UNAUTHORIZED, f"User:{APP[0]} has no permission to access {resource} from 127.0.0.1, no matched policies."
+
+    status = query_route(proxy, signed(*APP), OTHER)
+    assert (status.code, status.message) == refusal(f"Topic:{OTHER}")
+    assert query_route(proxy, signed(*ROOT), OTHER).code == pb.OK  # a Super user may do anything
+    with grpc.insecure_channel(proxy.addr) as channel:
+        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        sent = stub.SendMessage(spb.SendMessageRequest(messages=[pb.Message(
+            topic=pb.Resource(name=OTHER), body=b"x", system_properties=pb.SystemProperties(message_id="01AUTHZ"))]),
+            metadata=signed(*APP), timeout=15)
+        assert (sent.status.code, sent.status.message) == refusal(f"Topic:{OTHER}")
+        received = list(stub.ReceiveMessage(spb.ReceiveMessageRequest(
+            group=pb.Resource(name="PxAuthOtherGroup"), message_queue=pb.MessageQueue(topic=pb.Resource(name=TOPIC))),
+            metadata=signed(*APP), timeout=15))
+        assert [(r.status.code, r.status.message) for r in received] == [refusal("Group:PxAuthOtherGroup")]
+    status_doc = mq("admin", "topic", "status", OTHER, "-o", "json", "-n", cluster.namesrv.addr, env=ROOT_ENV)
+    assert json.loads(status_doc.stdout)["messages"] == 0, status_doc.stdout + status_doc.stderr

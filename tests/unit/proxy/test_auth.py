@@ -7,19 +7,12 @@ from __future__ import annotations
 import asyncio
 
 import pytest
-from rocketmq.v5.util.signature import Signature
+from support.proxyauth import STAMP, FakeAuthenticator, headers
 
-from mqtools.proxy.auth import AuthenticationRefused, Authenticator, check, signed_call
+from mqtools.proxy.auth import AuthenticationRefused, check, signed_call
 from mqtools.proxy.config import ProxyConfig, ProxyConfigError
 from mqtools.proxy.errors import Code
 from mqtools.remoting.auth_bodies import UserInfo
-
-STAMP = "20261129T030000Z"
-
-
-def headers(user: str, secret: str, stamp: str = STAMP) -> dict[str, str]:
-    return {"x-mq-date-time": stamp, "authorization": f"MQv2-HMAC-SHA1 Credential={user}, "
-            f"SignedHeaders=x-mq-date-time, Signature={Signature.sign(secret, stamp)}"}
 
 
 def test_the_clients_signature_matches_the_users_password() -> None:
@@ -51,19 +44,6 @@ def test_malformed_headers_are_refused_with_apaches_messages(given: dict[str, st
     assert (refused.value.code, refused.value.message) == (Code.UNAUTHORIZED, message)
 
 
-class FakeAuthenticator(Authenticator):
-    """Users from a dict instead of a broker, counting the loads."""
-
-    def __init__(self, users: dict[str, UserInfo], clock: list[float], **kw: object) -> None:
-        super().__init__(None, "C", clock=lambda: clock[0], **kw)  # type: ignore[arg-type]
-        self.users = users
-        self.loads: list[str] = []
-
-    async def _load(self, username: str) -> UserInfo | None:
-        self.loads.append(username)
-        return self.users.get(username)
-
-
 def test_users_are_cached_for_the_ttl_and_the_cache_is_bounded() -> None:
     clock = [0.0]
     auth = FakeAuthenticator({"app1": UserInfo("app1", "pw", "Normal", "enable")}, clock, ttl=60.0, max_users=3,
@@ -79,7 +59,7 @@ def test_users_are_cached_for_the_ttl_and_the_cache_is_bounded() -> None:
         for name in ("u1", "u2", "u3", "u4"):
             with pytest.raises(AuthenticationRefused, match=f"User:{name} is not found"):
                 await auth.authenticate(headers(name, "pw"), "apache.rocketmq.v2.SendMessageRequest")
-        assert len(auth._users) == 3  # an unknown-user flood does not grow the cache
+        assert len(auth._users.entries) == 3  # an unknown-user flood does not grow the cache
         clock[0] = 61.0
         auth.users["u4"] = UserInfo("u4", "pw", "Normal", "enable")
         await auth.authenticate(headers("u4", "pw"), "apache.rocketmq.v2.SendMessageRequest")  # reloaded
