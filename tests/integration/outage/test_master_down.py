@@ -160,6 +160,11 @@ def test_one_name_server_down_every_read_is_whole_and_top_names_it(cluster: Pres
     reachable = {r["addr"]: r["reachable"] for r in views["namesrv"]["rows"]}
     assert reachable == {cluster.addr("namesrv-0"): True, dead: False}
     assert {r["brokerName"] for r in views["brokers"]["rows"] if r["status"] == "ok"} == set(BROKERS)
+    # MCP and the exporter read whole through the other name server
+    assert mcp_sweep(cluster.namesrv, sweep_values(cluster)) == dict.fromkeys(MCP_READS, "whole")
+    figures = exported(cluster)
+    assert figures["mq_broker_set_master_up"] == {"broker-a": 1.0, "broker-b": 1.0}
+    assert figures["rocketmq_group_diff"] == {TOPIC: LAG}
 
 
 def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: PresetCluster) -> None:
@@ -171,8 +176,12 @@ def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: Preset
         hung = mq("admin", "broker", "status", cluster.addr("broker-b"), "--timeout", TIMEOUT, namesrv=cluster.namesrv)
         hung_took = time.monotonic() - began
         figures = exported(cluster)
+        judged = mq("admin", "diagnose", "broker", cluster.addr("broker-b"), "--window", "1", "--timeout", TIMEOUT,
+                    "-o", "json", namesrv=cluster.namesrv, timeout=60)
     finally:
         cluster.resume("broker-b")
+    # diagnose broker on the hung master: not answering, never healthy
+    assert judged.returncode == EXIT_UNREACHABLE and "Traceback" not in judged.stderr, judged.stdout + judged.stderr
     # the hung broker itself: unreachable (exit 3) in one line, after one timeout, not a hang or a traceback
     assert hung.returncode == EXIT_UNREACHABLE and hung.stderr.startswith("mq: error:"), hung.stderr
     assert hung.stderr.count("\n") == 1 and hung_took < 2 * float(TIMEOUT) + 10
@@ -333,3 +342,7 @@ def test_a_slave_down_leaves_every_read_whole_and_its_master_unsafe_to_stop(clus
     ready = mq("admin", "ha", "ready", "broker-b", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert ready.returncode == EXIT_REFUSED, ready.stdout + ready.stderr
     assert json.loads(ready.stdout)["verdict"] == "not safe"
+    assert mcp_sweep(cluster.namesrv, sweep_values(cluster)) == dict.fromkeys(MCP_READS, "whole")
+    figures = exported(cluster)  # broker-a still has no master; broker-b's lost slave leaves no HA figure
+    assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
+    assert "broker-b" not in figures.get("mq_ha_diff_bytes", {})
