@@ -24,6 +24,9 @@ MSG_MODEL = {"BROADCASTING": "0", "CLUSTERING": "1"}
 UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3, "TiB": 1024**4, "KB": 1024, "MB": 1024**2,
          "GB": 1024**3, "TB": 1024**4}
 _SIZE = re.compile(r"(Total|Free)\s*:\s*([\d.]+)\s*([KMGT]i?B|B)")
+#: Runtime info keys RocketMQ 5 renamed (apache/rocketmq #4785, a spelling fix): the 4.x name catalogue.RUNTIME_KEYS
+#: reads -> the 5.x one, read where the 4.x one is missing (an Apache 5.5.0 broker gives only the new one).
+RENAMED_KEYS = {"getTransferedTps": "getTransferredTps"}
 
 
 class Sample(NamedTuple):
@@ -56,7 +59,7 @@ def runtime_samples(cluster: str, addr: str, runtime: BrokerRuntime) -> list[Sam
     labels = (cluster, addr, "", runtime.version_desc or "", raw.get("bootTimestamp", ""), raw.get("brokerVersion", ""))
     out = []
     for suffix, (key, index) in RUNTIME_KEYS.items():
-        value = _number(raw.get(key), index)
+        value = _number(raw.get(key, raw.get(RENAMED_KEYS.get(key, ""))), index)
         if value is not None:
             out.append(Sample(f"rocketmq_brokeruntime_{suffix}", labels, value))
     for kind, amount, unit in _SIZE.findall(raw.get("commitLogDirCapacity", "")):

@@ -6,7 +6,9 @@ prints what mqadmin 5.5.0 prints, haStatus included; `ha status` gives the same 
 haStatus while the slave is frozen (SIGSTOP) behind its master, and `ha ready` says not safe, then safe once
 the slave runs again; `mq top --once` fills every view; writes (topics, groups, the broker's write
 permission, broker config, KV) read back by Apache, and an online offset reset the live Java consumer follows;
-the `rocketmq` Spark source reads the topic exactly and `mq spark-load produce` writes to it.
+the `rocketmq` Spark source reads the topic exactly and `mq spark-load produce` writes to it; `timer status`
+reads Apache's timer wheel (RIP-43); the exporter serves every rocketmq_* family Apache has the figure for; and
+`diagnose group|broker|cluster` give their verdicts on it.
 """
 
 from __future__ import annotations
@@ -17,27 +19,35 @@ import re
 import signal
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import apache
 import pytest
 from catalogue import normalise
 from checks import dialect_rows, reading_problems
 from mqadminbatch import MqadminBatch
+from prometheus_client.parser import text_string_to_metric_families
+from prometheus_client.samples import Sample
 from readback import config_set_read_back, ok, parse_consumer_config, parse_route, reset_followed
-from refsupport import BROKER_PROPS, CLUSTER
+from refsupport import BROKER_PROPS, CLUSTER, make_topic
 from sparkjob import produces, reads_exactly
-from support.adminsupport import json_of, mq_here
+from support.adminsupport import json_of, mq, mq_here
 from support.ports import free_port
 from support.presetcluster import wait_for
+from support.promsupport import exporter, scrape
 from tkworld import KV_NAMESPACE, LAG, LIVE, TOPIC, World, make_world
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.sync import SyncProducer
+from mqtools.common import properties as P
 from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED
 from mqtools.common.message import Message
 from mqtools.common.topics import retry_topic
+from mqtools.exporter.catalogue import FAMILIES, PUT_DISTRIBUTION
 from mqtools.remoting.bodies import ConsumeStats, MessageQueue, SubscriptionGroupConfig, TopicConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.headers import GetConsumeStatsRequestHeader, TopicRequestHeader
@@ -52,6 +62,7 @@ DOCUMENTED: dict[str, str] = {
 NEW_TOPIC = "Tk5Written"
 NEW_GROUP = "Tk5GroupWritten"
 OUTAGE_TOPIC, OUTAGE_GROUP, OUTAGE_SENT, OUTAGE_COMMITTED = "Tk5Outage", "Tk5OutageGroup", 40, 4
+TIMER_LATE, TIMER_SOON, TIMER_LATE_N, TIMER_SOON_N = "Tk5TimerLate", "Tk5TimerSoon", 5, 3
 
 
 @pytest.fixture(scope="module")
@@ -205,6 +216,171 @@ def test_writes_read_back_by_apache5(apache5_1m1s: tuple[apache.ApacheCluster, W
 
 def test_offset_reset_online_redelivers_to_the_live_java_consumer_on_apache5(world5: World) -> None:
     reset_followed(world5)
+
+
+@dataclass(frozen=True)
+class Timers:
+    """How many timer messages (RIP-43) went to Apache 5.5.0's broker-a: `late` due in 600 s (pending while this
+    module runs), `soon` due in 2 s (delivered: their topic holds them)."""
+
+    late: int
+    soon: int
+
+
+@pytest.fixture(scope="module")
+def timers5(apache5_1m1s: tuple[apache.ApacheCluster, World]) -> Timers:
+    """Sent with mq's own SyncProducer (P.TIMER_DELAY_SEC), then awaited until Apache put the short ones into
+    their real topic: delivery is what the broker did, not what its metrics say."""
+    ns = apache5_1m1s[1].namesrv
+    make_topic(ns, TIMER_LATE)
+    make_topic(ns, TIMER_SOON)
+    with SyncProducer("Tk5TimerProducers", namesrv=ns) as producer:
+        for i in range(TIMER_LATE_N):
+            producer.send(Message(TIMER_LATE, f"late-{i}".encode(), properties={P.TIMER_DELAY_SEC: "600"}))
+        for i in range(TIMER_SOON_N):
+            producer.send(Message(TIMER_SOON, f"soon-{i}".encode(), properties={P.TIMER_DELAY_SEC: "2"}))
+    with SyncMQAdmin(ns) as admin:
+        wait_for(lambda: admin.overview.topic_status(TIMER_SOON).messages == TIMER_SOON_N, 30,
+                 "Apache's wheel to deliver the 2 s timer messages")
+        assert admin.overview.topic_status(TIMER_LATE).messages == 0  # still in rmq_sys_wheel_timer
+    return Timers(TIMER_LATE_N, TIMER_SOON_N)
+
+
+def test_timer_status_on_apache5(world5: World, timers5: Timers) -> None:
+    """`mq admin timer status` reads Apache's GET_TIMER_CHECK_POINT, GET_TIMER_METRICS and runtime figures: the
+    600 s messages pending per topic, the 2 s ones delivered, the wheel at the present second.
+
+    Apache counts per real topic, +1 as a message enters the wheel and -1 as it leaves it, and keeps the key of
+    a topic whose messages all went out at 0 (until its daily metrics revision or the topic's deletion): the
+    delivered topic shows as 0 pending, which it truly is. Its timerCongestNum is every message in the wheel
+    from the read position on (TimerWheel.getAllNum), not a measure of congestion: here the pending ones."""
+    doc = json_of(mq_here("admin", "timer", "status", "-o", "json", namesrv=world5.namesrv), "TimerStatus")
+    assert (doc["partial"], doc["pendingTotal"]) == (False, timers5.late), doc
+    (b,) = doc["brokers"]
+    assert (b["brokerName"], b["addr"], b["source"], b["timerEnabled"]) == (
+        "broker-a", world5.brokers["broker-a"], "master", True), b
+    assert b["pending"] == {TIMER_LATE: timers5.late, TIMER_SOON: 0}, b["pending"]
+    # every timer message went through the wheel (rmq_sys_wheel_timer's consume queue offset)
+    assert b["timerQueueOffset"] == b["masterTimerQueueOffset"] == timers5.late + timers5.soon, b
+    assert abs(b["lastReadTimeMs"] - time.time() * 1000) < 20_000, b
+    # an idle wheel: under a second behind (1 when read as it turns the second on a busy machine)
+    assert b["readBehindSeconds"] in (0, 1) and (b["offsetBehind"], b["congestNum"]) == (0, timers5.late), b
+    table = mq_here("admin", "timer", "status", namesrv=world5.namesrv)
+    assert table.returncode == EXIT_OK, table.stdout + table.stderr
+    assert "total: 5 pending timer messages on 1 broker sets" in table.stdout, table.stdout
+    assert f"most pending: {TIMER_LATE} {timers5.late}\n" in table.stdout, table.stdout
+
+
+#: Figures an Apache broker gives only once it has run this long (seconds): the 1- and 10-minute put, found, miss
+#: and transferred TPS (StoreStatsService answers "" until it has that many 1 s samples; getTotalTps answers
+#: 0.0 instead, so gettotal_* are there from the start) and its puts' time distribution (taken once a minute).
+UPTIME_NEEDED = {
+    **{f"rocketmq_brokeruntime_{k}_tps{w}": w + 1 for k in ("put", "getfound", "getmiss", "gettransfered")
+       for w in (60, 600)},
+    **{f"rocketmq_brokeruntime_pmdt_{k}": 60 for k in PUT_DISTRIBUTION},
+}
+#: rocketmq_* families with no figure in this world: no group has a dead-letter queue.
+NO_FIGURE = {"rocketmq_group_dlqdiff"}
+
+
+def _families(text: str) -> dict[str, list[Sample]]:
+    """Family name -> its samples, from one scrape."""
+    return {f.name: f.samples for f in text_string_to_metric_families(text)}
+
+
+def _uptime(families: dict[str, list[Sample]]) -> float:
+    """Seconds since broker-a's master booted (the runtime families' boottime label)."""
+    (sample,) = families["rocketmq_brokeruntime_put_tps10"]
+    return time.time() - int(sample.labels["boottime"]) / 1000
+
+
+def test_the_exporter_on_apache5(apache5_1m1s: tuple[apache.ApacheCluster, World], timers5: Timers) -> None:
+    """One `mq exporter`, one scrape once every poll answered (the 4.9 module proves the families through
+    Prometheus; here the scrape is parsed as Prometheus parses it): every rocketmq_* family Apache 5.5.0 has a
+    figure for, TkLag's lag as `mq admin group progress` reads it, the set's master up, its slave's replication,
+    and the timer wheel's pending messages as `timer status` counts them (the delivered topic at 0)."""
+    cluster, world = apache5_1m1s
+    ns = world.namesrv
+
+    def full() -> dict[str, list[Sample]] | None:
+        """Every poll of the first rounds answered, TkLive's retry queue committed (its Java consumer commits it
+        after its first empty pull there) and the master old enough for its minute figures (in the full module
+        it is: this waits only when the test runs alone)."""
+        families = _families(scrape(addr))
+        polls = {s.labels["job"]: s.value for s in families.get("mq_exporter_poll_ok", [])}
+        wanted = ("timer", f"group:{LAG}", f"group:{LIVE}", f"topic:{TOPIC}")
+        done = all(polls.get(job) == 1 for job in wanted) and {"mq_ha_ready", "rocketmq_group_retrydiff",
+                                                               "rocketmq_brokeruntime_put_tps10"} <= families.keys()
+        return families if done and _uptime(families) > 75 else None
+
+    with exporter(ns, "--timeout", "2") as addr:
+        families = wait_for(full, 90, "a full scrape")
+    uptime = _uptime(families)
+    young = {name for name, needs in UPTIME_NEEDED.items() if uptime < needs}
+    unsure = {name for name, needs in UPTIME_NEEDED.items() if abs(uptime - needs) < 10}
+    absent = {n for n in FAMILIES if n.startswith("rocketmq_")} - families.keys()
+    assert absent - unsure == (NO_FIGURE | young) - unsure, (uptime, sorted(absent))
+
+    progress = json_of(mq_here("admin", "group", "progress", LAG, "-o", "json", namesrv=ns), "GroupProgress")
+    lag = sum(s.value for s in families["rocketmq_group_diff"] if s.labels["group"] == LAG)
+    assert lag == progress["diffTotal"] > 0, (lag, progress["diffTotal"])
+    assert [(s.labels["broker"], s.value) for s in families["mq_broker_set_master_up"]] == [("broker-a", 1)]
+    assert [(s.labels["broker"], s.value) for s in families["mq_ha_ready"]] == [("broker-a", 1)]
+    master, slave = world.brokers["broker-a"], cluster.brokers["broker-a-s"].addr
+    ha = {name: [(s.labels["master"], s.labels["slave"], s.value) for s in families[name]]
+          for name in ("mq_ha_diff_bytes", "mq_ha_diff_messages", "mq_ha_catchup_seconds", "mq_ha_in_sync")}
+    assert ha == {"mq_ha_diff_bytes": [(master, slave, 0)], "mq_ha_diff_messages": [(master, slave, 0)],
+                  "mq_ha_catchup_seconds": [(master, slave, 0)], "mq_ha_in_sync": [(master, slave, 1)]}, ha
+
+    pending = {s.labels["topic"]: s.value for s in families["mq_timer_pending"]}
+    assert pending == {TIMER_LATE: timers5.late, TIMER_SOON: 0}, pending
+    assert [s.value for s in families["mq_timer_offset_behind"]] == [0]
+    assert [s.value for s in families["mq_timer_read_behind_seconds"]] in ([0], [1])
+
+
+def _diagnose(kind: str, *args: str, ns: str, code: int) -> dict[str, Any]:
+    """`mq admin diagnose KIND ... -o json` in a process of its own (the three run at once), schema-checked."""
+    names = {"group": "GroupDiagnosis", "broker": "BrokerDiagnosis", "cluster": "ClusterDiagnosis"}
+    return json_of(mq("admin", "diagnose", kind, *args, "-o", "json", namesrv=ns, timeout=120), names[kind], code)
+
+
+def _live_verdict(group: dict[str, Any], whole: dict[str, Any]) -> set[str]:
+    """TkLive's verdict in the group pass and in the cluster pass."""
+    return {group["verdict"], next(i["verdict"] for i in whole["items"] if (i["kind"], i["name"]) == ("group", LIVE))}
+
+
+def test_diagnose_on_apache5(world5: World) -> None:
+    """diagnose group, broker and cluster at once over their shortest windows (a group's is 10 s at least): the
+    live Java consumer healthy and owning every queue, broker-a's master and slave without a finding, and the
+    cluster pass worst first (the two member-less groups with a backlog offline). A pass that finds TkLive
+    rebalancing (the offset reset before this test moves its queues) is asked again, as its advice says."""
+    ns = world5.namesrv
+    for _ in range(3):
+        with ThreadPoolExecutor() as pool:
+            group = pool.submit(_diagnose, "group", LIVE, "--window", "10", ns=ns, code=EXIT_OK)
+            broker = pool.submit(_diagnose, "broker", "broker-a", "--window", "2", ns=ns, code=EXIT_OK)
+            whole = pool.submit(_diagnose, "cluster", "--window", "10", ns=ns, code=EXIT_REFUSED)
+            live, one, every = group.result(), broker.result(), whole.result()
+        if "rebalancing" not in _live_verdict(live, every):
+            break
+        print(f"{LIVE} rebalancing: {live['summary']}")
+    (member,) = live["members"]
+    assert (live["verdict"], live["also"], live["lag"]) == ("healthy", [], 0), live
+    assert live["queues"] and all(q["owner"] == member["clientId"] for q in live["queues"]), live["queues"]
+    assert member["orderly"] is False and member["version"].startswith("V4_9"), member  # tkworld's Java client
+
+    brokers = {b["role"]: b for b in one["brokers"]}
+    assert sorted(brokers) == ["SLAVE", "SYNC_MASTER"], one
+    assert all((b["verdict"], b["findings"]) == ("healthy", []) for b in brokers.values()), one
+    assert brokers["SYNC_MASTER"]["addr"] == world5.brokers["broker-a"]
+
+    verdicts = {(i["kind"], i["name"]): i["verdict"] for i in every["items"]}
+    print(verdicts)
+    assert (verdicts[("group", LAG)], verdicts[("group", OUTAGE_GROUP)], verdicts[("group", LIVE)]) == (
+        "offline", "offline", "healthy"), verdicts
+    assert every["worst"] == every["items"][0]["severity"] == "action"  # worst first
+    assert all(i["severity"] == "ok" for i in every["items"] if i["kind"] != "group"), every["items"]
+    assert {k for k in verdicts if k[0] == "ha"} == {("ha", "broker-a")}, verdicts
 
 
 

@@ -90,3 +90,10 @@ def test_pop_in_flight_only_when_every_set_gave_it() -> None:
     assert pop_samples(ConsumerProgress("G", pop=PopFigures(popped=True, inflight=5, complete=False))) == []
     assert pop_samples(ConsumerProgress("G", pop=PopFigures(popped=False))) == []
     assert pop_samples(ConsumerProgress("G")) == []
+
+
+def test_a_rocketmq_5_broker_gives_the_transferred_tps_under_its_new_name() -> None:
+    rt = BrokerRuntime.from_table({"getTransferredTps": "3.0 2.0 1.0"})  # Apache 5.x: the 4.x key is gone
+    got = {s.name: s.value for s in runtime_samples("C", "a:10911", rt)}
+    assert (got["rocketmq_brokeruntime_gettransfered_tps10"], got["rocketmq_brokeruntime_gettransfered_tps600"]) == (
+        3.0, 1.0)

@@ -49,6 +49,8 @@ class TimerBrokerStatus:
     offset_behind: int | None = None
     """Enqueue lag: timer messages stored but not yet in the wheel (timerOffsetBehind)."""
     congest_num: int | None = None
+    """timerCongestNum: every message in the wheel from its read position on (Apache's TimerWheel.getAllNum),
+    the pending ones while the wheel keeps up; not a congestion measure of its own."""
     enqueue_tps: float | None = None
     dequeue_tps: float | None = None
 
