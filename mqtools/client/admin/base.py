@@ -66,6 +66,11 @@ SILENT_FOR = 10.0
 """Seconds an admin session leaves a broker alone after a request to it timed out (a long-lived session, `mq top`
 or the exporter, asks it again after that)."""
 
+#: Requests a broker passes on to a client and answers with the client's answer: a paused or slow client
+#: makes them time out while the broker is fine, so such a timeout does not silence the broker.
+RELAYED = frozenset({RequestCode.GET_CONSUMER_RUNNING_INFO, RequestCode.CONSUME_MESSAGE_DIRECTLY,
+                     RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS})
+
 MASTER = "master"
 SLAVE = "slave"
 NO_MASTER = "no master registered"
@@ -153,7 +158,8 @@ class AdminBase:
                    *, ok: tuple[int, ...] = (ResponseCode.SUCCESS,), timeout: float | None = None) -> RemotingCommand:
         """One request (to a name server when addr is None); a code outside `ok` raises. A broker that let a
         request time out is not asked again for `silent_for` seconds: a hung broker costs a command one
-        timeout, not one per request (a read that tries it again gets the same RequestTimeoutError at once)."""
+        timeout, not one per request (a read that tries it again gets the same RequestTimeoutError at once). A
+        request the broker relays to a client (RELAYED) that times out says nothing of the broker."""
         if addr is not None and self._silent.get(addr, 0.0) > time.monotonic():
             raise RequestTimeoutError(f"{addr} let a request time out in the last {self.silent_for:g} s; "
                                       "not asked again yet")
@@ -161,7 +167,7 @@ class AdminBase:
             return await self.instance.invoke(addr, RemotingCommand.request(code, ext or {}, body),
                                               timeout or self.timeout, ok=ok)
         except RequestTimeoutError:
-            if addr is not None:
+            if addr is not None and code not in RELAYED:
                 self._silent[addr] = time.monotonic() + self.silent_for
             raise
 
