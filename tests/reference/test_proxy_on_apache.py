@@ -64,7 +64,9 @@ class World:
     namesrv: str
 
     def config(self) -> ClientConfiguration:
-        return ClientConfiguration(self.proxy, Credentials(), request_timeout=10)
+        # 30 s: late in a CI session Apache's proxy and broker, under the load of four worlds at once, once took
+        # more than 10 s over a transaction call (DEADLINE_EXCEEDED on the oracle's side)
+        return ClientConfiguration(self.proxy, Credentials(), request_timeout=30)
 
     def topic(self, prefix: str, kind: str, queues: int = 4) -> str:
         """A new topic of message type `kind` (Apache's `message.type` attribute) on the world's cluster."""

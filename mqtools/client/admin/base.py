@@ -159,7 +159,8 @@ class AdminBase:
         """One request (to a name server when addr is None); a code outside `ok` raises. A broker that let a
         request time out is not asked again for `silent_for` seconds: a hung broker costs a command one
         timeout, not one per request (a read that tries it again gets the same RequestTimeoutError at once). A
-        request the broker relays to a client (RELAYED) that times out says nothing of the broker."""
+        request the broker relays to a client (RELAYED) that times out says nothing of the broker; a name server
+        is always asked (Apache's leaves mq's private requests unanswered, and the other requests still work)."""
         if addr is not None and self._silent.get(addr, 0.0) > time.monotonic():
             raise RequestTimeoutError(f"{addr} let a request time out in the last {self.silent_for:g} s; "
                                       "not asked again yet")
@@ -167,7 +168,7 @@ class AdminBase:
             return await self.instance.invoke(addr, RemotingCommand.request(code, ext or {}, body),
                                               timeout or self.timeout, ok=ok)
         except RequestTimeoutError:
-            if addr is not None and code not in RELAYED:
+            if addr is not None and code not in RELAYED and addr not in self.instance.namesrv_addrs:
                 self._silent[addr] = time.monotonic() + self.silent_for
             raise
 

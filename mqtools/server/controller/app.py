@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 from collections.abc import Callable, Coroutine
 from contextlib import suppress
 from pathlib import Path
@@ -59,11 +60,17 @@ class ControllerManager:
         return self.server.port
 
     async def start(self) -> None:
+        lone = not self.config.controller_d_leger_peers.strip()
+        ephemeral = lone and self.config.listen_port == 0 and not self.config.controller_raft_peers.strip()
         await listen(self.server, f"{self.config.bind_address}:{self.config.address_port()}")
-        if not self.config.controller_d_leger_peers.strip():
+        if lone:
             self.config.listen_port = self.server.port  # a lone controller on port 0 names the port it got
         raft_peers = self.config.raft_peers()
         me = raft_peers[self.config.self_id()]
+        if ephemeral:  # its port + 1 is nobody's promise: another process may hold it, and Raft would never bind
+            host = me.rpartition(":")[0]
+            me = f"{host}:{_free_port(host)}"
+            self.config.controller_raft_peers = f"{self.config.self_id()}-{me}"  # where metadata finds the leader
         others = [addr for pid, addr in raft_peers.items() if pid != self.config.self_id()]
         try:
             self.raft = ControllerRaft(me, others, Path(self.config.controller_store_path).expanduser(),
@@ -174,3 +181,10 @@ class ControllerManager:
         task = asyncio.get_running_loop().create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+
+def _free_port(host: str) -> int:
+    """A port the OS says is free on `host` now (for a lone controller's Raft, which binds it itself)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind((host, 0))
+        return int(probe.getsockname()[1])
