@@ -110,11 +110,12 @@ class Gate:
 
     async def admit(self, context: grpc.aio.ServicerContext, request: Message) -> Call:
         call = _call(context)
+        headers = _headers(context) if self.authenticator is not None or self.authorizer is not None else {}
         try:
             if self.authenticator is not None:
-                await self.authenticator.authenticate(_headers(context), request.DESCRIPTOR.full_name)
+                await self.authenticator.authenticate(headers, request.DESCRIPTOR.full_name)
             if self.authorizer is not None:
-                await self.authorizer.authorize(_headers(context), request, call.peer.rpartition(":")[0] or None)
+                await self.authorizer.authorize(headers, request, call.peer.rpartition(":")[0] or None)
         except ProxyError as exc:
             raise Admission(exc.code, exc.message) from None
         if not call.client_id:

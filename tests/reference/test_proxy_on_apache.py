@@ -30,6 +30,7 @@ from rocketmq.v5.model import FilterExpression, Message
 from rocketmq.v5.producer import Producer, TransactionChecker
 from support.eventloop import own_event_loop
 from support.mqproc import MqProcess, start_mq
+from support.proxyclient import new_message, now_ms
 
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.remoting.bodies import TopicConfig
@@ -158,17 +159,6 @@ def worlds_but(**xfails: str) -> list[Any]:
 # ------------------------------------------------------------------------------------------------ the client
 
 
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-def new_message(topic: str, body: bytes, **fields: Any) -> Message:
-    m = Message()
-    m.topic = topic
-    m.body = body
-    for key, value in fields.items():
-        setattr(m, key, value)
-    return m
 
 
 def started(client: Any) -> Any:

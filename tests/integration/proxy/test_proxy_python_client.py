@@ -23,6 +23,7 @@ from rocketmq.v5.model import FilterExpression, Message
 from rocketmq.v5.producer import Producer, TransactionChecker
 from support.clientsupport import Cluster, broker_cluster, create_topic
 from support.mqproc import MqProcess, start_mq
+from support.proxyclient import new_message, now_ms
 
 from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
@@ -36,9 +37,6 @@ TOPICS = {"PxNormal": "NORMAL", "PxFifo": "FIFO", "PxTimer": "DELAY", "PxTx": "T
 MAX_BODY = 64 * 1024
 MAX_INBOUND = 512 * 1024
 
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 @pytest.fixture(scope="module")
@@ -113,14 +111,6 @@ def queue_of(message: Message) -> int:
     """The queue id inside a receipt handle (`start time invisible revive type broker queueId offset ...`)."""
     return int(message.receipt_handle.split(" ")[6])
 
-
-def new_message(topic: str, body: bytes, **fields: object) -> Message:
-    m = Message()
-    m.topic = topic
-    m.body = body
-    for k, v in fields.items():
-        setattr(m, k, v)
-    return m
 
 
 def test_sync_and_async_sends_are_received_with_their_properties(proxy: MqProcess, producer) -> None:
