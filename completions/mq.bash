@@ -57,6 +57,7 @@ _mq() {
             mq_admin_drill_soak) path="mq admin drill soak" ;;
             mq_admin_group) path="mq admin group" ;;
             mq_admin_group_connections) path="mq admin group connections" ;;
+            mq_admin_group_consume-mode) path="mq admin group consume-mode" ;;
             mq_admin_group_create) path="mq admin group create" ;;
             mq_admin_group_delete) path="mq admin group delete" ;;
             mq_admin_group_list) path="mq admin group list" ;;
@@ -195,8 +196,9 @@ _mq() {
         mq_admin_drill_list) words="--output -o --help" ;;
         mq_admin_drill_run) words="--base-port --consumers --context --dir --duration --fault-at --fault-cmd --fault-for --heal-cmd --history --keys --max-duplicates --max-lost --max-rto --namesrv --namesrvs --output --poll-interval --preset --producers --rate --seed --set --size --target --tls --tls-ca --tls-cert --tls-key -n -o --help" ;;
         mq_admin_drill_soak) words="--base-port --consumers --duration --history-dir --keep-all --keys --output --poll-interval --presets --producers --rate --runs --scenarios --seed --set --size --vary -o --help" ;;
-        mq_admin_group) words="connections create delete list progress status update --help" ;;
+        mq_admin_group) words="connections consume-mode create delete list progress status update --help" ;;
         mq_admin_group_connections) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
+        mq_admin_group_consume-mode) words="--broker-addr --cluster --context --namesrv --output --set --share-queues --timeout --topic -b -c -n -o -t --help" ;;
         mq_admin_group_create) words="--broadcast --broker-addr --broker-id --cluster --consume --context --from-min --namesrv --no-broadcast --no-consume --no-from-min --no-notify --no-orderly --notify --orderly --output --retry-max-times --retry-queues --slow-broker-id --timeout -b -c -n -o --help" ;;
         mq_admin_group_delete) words="--broker-addr --cluster --context --namesrv --remove-offsets --timeout --yes -b -c -n -y --help" ;;
         mq_admin_group_list) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;

@@ -519,14 +519,15 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l vary
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from soak; and true' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a connections
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a create
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a delete
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a list
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a progress
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a status
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -a update
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections create delete list progress status update' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections consume-mode create delete list progress status update' -a connections
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections consume-mode create delete list progress status update' -a consume-mode
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections consume-mode create delete list progress status update' -a create
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections consume-mode create delete list progress status update' -a delete
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections consume-mode create delete list progress status update' -a list
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections consume-mode create delete list progress status update' -a progress
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections consume-mode create delete list progress status update' -a status
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections consume-mode create delete list progress status update' -a update
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and not __fish_seen_subcommand_from connections consume-mode create delete list progress status update' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l output
@@ -536,6 +537,21 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -s w
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l broker-addr
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l set
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l share-queues
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l topic
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -s b
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -s c
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -s t
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -l broadcast
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -l broker-addr
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -l broker-id

@@ -114,6 +114,12 @@ async def _timer_status(admin: MQAdmin, a: Args) -> View:
     return timer_status_view(await admin.timer.timer_status())
 
 
+async def _group_consume_mode(admin: MQAdmin, a: Args) -> View:
+    from mqtools.client.admin.models.consume_modes import consume_modes_view
+
+    return consume_modes_view(await admin.consume_modes.consume_modes(a["group"], a.get("topic")))
+
+
 async def _message_by_key(admin: MQAdmin, a: Args) -> View:
     from mqtools.client.admin.models.messages import message_list_view
 
@@ -180,6 +186,9 @@ READS: list[Tool] = [
          {"group": GROUP, "topic": _s("Only this topic (optional).")}, ("group",), _group_progress, "GroupProgress"),
     Tool("group_connections", "Who is online in a group: clients, versions, subscriptions, consume type.",
          {"group": GROUP}, ("group",), _group_connections, "GroupConnections"),
+    Tool("group_consume_mode", "How each broker serves a group: PULL (client rebalance) or POP (RocketMQ 5), per topic.",
+         {"group": GROUP, "topic": _s("Only this topic (optional).")}, ("group",), _group_consume_mode,
+         "ConsumeModes"),
     Tool("ha_status", "Replication of each master's slaves: ack offset, diff in bytes and messages, catch-up.",
          {"broker": _s("Only the group holding this broker address (optional).")}, (), _ha_status, "HAStatus"),
     Tool("ha_ready", "Is it safe to stop this group's master now? The verdict (safe, not safe, unknown) and why.",

@@ -98,8 +98,9 @@ def run_java(command: str, namesrv: str, *args: str, timeout: float = 120.0, log
 class JavaClient:
     """A long-running harness process (a consumer); `close()` ends it through stdin and waits for `done`."""
 
-    def __init__(self, command: str, namesrv: str, *args: str, log_dir: Path | None = None) -> None:
-        self.argv = java_argv(command, namesrv, *args)
+    def __init__(self, command: str, namesrv: str, *args: str, log_dir: Path | None = None,
+                 client: str = "harness") -> None:
+        self.argv = java_argv(command, namesrv, *args, client=client)
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (read by run(), closed by close())
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                      text=True, env=_env(log_dir))

@@ -8,9 +8,10 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
+import apache
 import pytest
-from javaclient import run_java
-from refsupport import assert_same, consume_all, make_topic, name, on_both, sent_outcome
+from javaclient import JavaClient, run_java
+from refsupport import CLUSTER, assert_same, consume_all, make_topic, name, on_both, sent_outcome
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -57,4 +58,36 @@ def test_retry(pair5):
 
     out = on_both(pair5, scenario)
     assert out["apache"]["reconsume"][1] == 4
+    assert_same(out)
+
+
+def test_pop_consumers_outnumbering_the_queues_all_receive(pair5, ref_root):
+    """5.x's DefaultMQPushConsumer with client rebalance off on a group that Apache's mqadmin 5.5.0 set to POP
+    (setConsumeMode): two consumers on a topic of one queue both receive, every message once, none left."""
+    count = 40
+
+    def scenario(ns: str) -> dict[str, Any]:
+        topic, group = name("J5POP"), name("CG_J5POP")
+        make_topic(ns, topic, 1)
+        mode = apache.mqadmin(ref_root, "setConsumeMode", "-c", CLUSTER, "-t", topic, "-g", group, "-m", "POP",
+                              version="harness-5", namesrv=ns)
+        assert "success" in mode.stdout, mode.stdout + mode.stderr
+        consumers = [JavaClient("consume", ns, "--topic", topic, "--group", group, "--pop", "--expect", "0",
+                                "--timeout-s", "90", client=CLIENT) for _ in range(2)]
+        try:
+            for c in consumers:
+                c.wait_for(lambda ev: [e for e in ev if e.get("event") == "started"], 60, "the consumer started")
+            sent = run_java("produce", ns, "--topic", topic, "--count", str(count), client=CLIENT)
+            consumers[0].wait_for(lambda ev: sum(len(c.received()) for c in consumers) >= count, 60,
+                                  f"{count} messages received by the two")
+        finally:
+            runs = [c.close() for c in consumers]
+        got = [e for r in runs for e in r.of("received")]
+        return {**sent_outcome(sent), "bodies": sorted(e["body"] for e in got),
+                "every_consumer_received": all(r.of("received") for r in runs),
+                "queues_owned": [r.of("started")[0]["queues"] for r in runs],
+                "reconsumed": sum(1 for e in got if e["reconsumeTimes"] > 0)}
+
+    out = on_both(pair5, scenario)
+    assert out["apache"]["every_consumer_received"] and len(out["apache"]["bodies"]) == count
     assert_same(out)

@@ -39,6 +39,8 @@ COMMANDS: dict[str, list[str]] = {
     "group progress": ["admin", "group", "progress", GROUP, "-n", "{ns}"],
     "group status": ["admin", "group", "status", GROUP, "-n", "{ns}"],
     "group connections": ["admin", "group", "connections", GROUP, "-n", "{ns}"],
+    "group consume-mode": ["admin", "group", "consume-mode", GROUP, "-t", TOPIC, "--set", "POP", "-c", "{cluster}",
+                           "-n", "{ns}"],
     "producer connections": ["admin", "producer", "connections", "GoldenProducers", TOPIC, "-n", "{ns}"],
     "msg get": ["admin", "msg", "get", "{msg}", "-n", "{ns}"],
     "msg unique": ["admin", "msg", "unique", TOPIC, "{uniq}", "-n", "{ns}"],

@@ -1,4 +1,4 @@
-"""`mq admin group list|create|update|delete|progress|connections|status`: consumer groups.
+"""`mq admin group list|create|update|delete|progress|connections|status|consume-mode`: consumer groups.
 
 progress is per queue (broker offset, committed offset, lag, in flight, last consume time) with
 totals; status is one line per group. create refuses a group some target already has and update one
@@ -25,7 +25,7 @@ from mqtools.cli.output import View
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
 
-app = typer.Typer(help="Consumer groups: list, create, update, delete, progress, connections, status.",
+app = typer.Typer(help="Consumer groups: list, create, update, delete, progress, connections, status, consume-mode.",
                   no_args_is_help=True)
 GroupArg = Annotated[str, typer.Argument(help="Consumer group.")]
 ConsumeOpt = Annotated[Optional[bool], typer.Option("--consume/--no-consume", help="Consuming allowed.")]  # noqa: UP045
@@ -216,5 +216,42 @@ def status(
         from mqtools.client.admin.models.groups import group_status_view
 
         return group_status_view(await admin.overview.group_summaries(groups or None))
+
+    s.show(build)
+
+
+@admin_command(app, "consume-mode", output=True)
+def consume_mode(
+    s: Session,
+    group: GroupArg,
+    topic: Annotated[Optional[str], typer.Option("-t", "--topic", help="The topic (needed with --set).")] = None,  # noqa: UP045
+    mode: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "--set", help="POP or PULL: how brokers serve the group's 5.x consumers that leave rebalance to them.")] = None,
+    share: Annotated[int, typer.Option("--share-queues", min=0, help="POP: each member also reads the queues "
+                                       "of the next N members.")] = 0,
+    cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
+) -> None:
+    """Per broker: PULL (client rebalance, the default) or POP (RocketMQ 5) for the group on a topic, or on
+    every topic it has one set for; --set writes it on one broker or a cluster's masters, then reads it back.
+
+    Example: mq admin group consume-mode OrderConsumers -t Orders --set POP -c DefaultCluster
+    """
+    from mqtools.client.admin.models.consume_modes import MODES, consume_modes_view
+
+    if mode is not None:
+        mode = mode.upper()
+        if mode not in MODES:
+            raise usage(f"bad consume mode {mode!r}: use POP or PULL")
+        if topic is None:
+            raise usage("--set needs -t TOPIC")
+        one_target(cluster, broker_addr)
+    elif broker_addr is not None:
+        raise usage("-b is for --set; to read, give -c CLUSTER or nothing")
+
+    async def build(admin: MQAdmin) -> View:
+        if mode is not None:
+            await admin.consume_modes.set_consume_mode(topic, group, mode, share, cluster=cluster,
+                                                       broker_addr=broker_addr)
+        return consume_modes_view(await admin.consume_modes.consume_modes(group, topic, cluster))
 
     s.show(build)

@@ -18,6 +18,7 @@ from mqtools.client.admin.auth import AuthAdmin
 from mqtools.client.admin.base import SILENT_FOR, AdminBase
 from mqtools.client.admin.brokers import BrokerAdmin
 from mqtools.client.admin.cluster import ClusterAdmin
+from mqtools.client.admin.consume_modes import ConsumeModeAdmin
 from mqtools.client.admin.controllers import ControllerAdmin
 from mqtools.client.admin.dlq import DeadLetterAdmin
 from mqtools.client.admin.groups import GroupAdmin
@@ -65,3 +66,4 @@ class MQAdmin(AdminBase):
         self.controllers = ControllerAdmin(self)
         self.auth = AuthAdmin(self)
         self.timer = TimerAdmin(self)
+        self.consume_modes = ConsumeModeAdmin(self)

@@ -62,21 +62,23 @@ class OverviewAdmin(AdminService):
                 raise SubscriptionGroupNotExistError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                                                      f"subscription group {', '.join(missing)} does not exist on any master")
         names = groups if groups is not None else await self.consumer_groups()
-        found = await _bounded([partial(self._summary, g) for g in names])
+        pop_groups = await self.admin.consume_modes.pop_groups()
+        found = await _bounded([partial(self._summary, g, pop_groups) for g in names])
         return sorted(found, key=lambda s: (-(s.online or 0), -(s.diff_total or 0), s.group))
 
-    async def _summary(self, group: str) -> GroupSummary:
+    async def _summary(self, group: str, pop_groups: set[str] | None) -> GroupSummary:
         brokers = list((await self.admin._group_brokers(group, None)).values())
         conns, stats = await asyncio.gather(self.admin._settled(self.admin.groups.consumer_connections(group)),
                                             self.admin._settled(self.admin.groups.consume_stats_at(group, None, brokers)))
         known = stats if isinstance(stats, ConsumerProgress) else None
         tps, diff = (known.consume_tps, known.total_diff) if known else (None, None)
+        pop = None if pop_groups is None else group in pop_groups
         if isinstance(conns, ConsumerNotOnlineError):
-            return GroupSummary(group, 0, None, None, None, tps, diff)
+            return GroupSummary(group, 0, None, None, None, tps, diff, pop)
         if not isinstance(conns, GroupConnections):
-            return GroupSummary(group, None, None, None, None, tps, diff)
+            return GroupSummary(group, None, None, None, None, tps, diff, pop)
         return GroupSummary(group, len(conns.connections), min((c.version for c in conns.connections), default=None),
-                            conns.consume_type, conns.message_model, tps, diff)
+                            conns.consume_type, conns.message_model, tps, diff, pop)
 
 
 async def _bounded(jobs: list[Callable[[], Awaitable[T]]]) -> list[T]:

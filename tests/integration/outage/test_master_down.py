@@ -300,7 +300,7 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     # MCP: what needs broker-a is a partial document, or an error of one line when only broker-a has it
     assert {name: outcome for name, outcome in tools.items() if outcome != "whole"} == {
         "topic_status": "partial", "group_progress": "partial", "message_by_key": "partial", "timer_status": "partial",
-        "message_by_id": "error"}
+        "group_consume_mode": "partial", "message_by_id": "error"}
     # the exporter: broker-a's figures absent (never 0), and no diff, which summed without it would undercount
     assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
     assert figures["rocketmq_producer_offset"] == {"broker-b": SENT / 2}
@@ -321,6 +321,7 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     assert {name: code for name, code in codes.items() if code != EXIT_OK} == {
         "topic status": EXIT_PARTIAL, "group progress": EXIT_PARTIAL, "msg unique": EXIT_PARTIAL,
         "msg key": EXIT_PARTIAL, "timer status": EXIT_PARTIAL, "namesrv config get": EXIT_PARTIAL,
+        "group consume-mode": EXIT_PARTIAL,
         "msg get": EXIT_UNREACHABLE, "msg at": EXIT_UNREACHABLE, "queryMsgByOffset": EXIT_UNREACHABLE,
         "ha ready": EXIT_UNREACHABLE, "getNamesrvConfig": EXIT_UNREACHABLE, "offset reset --dry-run": EXIT_REFUSED,
         "offset skip --dry-run": EXIT_REFUSED, "queryMsgById": EXIT_REFUSED}

@@ -127,9 +127,20 @@ def test_group_status_unknown_group_reads_n_a() -> None:
     doc = check(view, "group status")
     assert view.rows[0] == ["Orders", 2, "V5_2_0", "PULL", "CLUSTERING", 3.25, 10]
     assert doc["groups"][1] == {"group": "Gone", "online": None, "minVersion": None, "versionDesc": None,
-                                "consumeType": None, "messageModel": None, "consumeTps": None, "diffTotal": None}
+                                "consumeType": None, "messageModel": None, "consumeTps": None, "diffTotal": None,
+                                "pop": None}
     assert plain(view).splitlines()[1].split() == ["Orders", "2", "V5_2_0", "PULL", "CLUSTERING", "3.25", "10"]
     assert plain(view).splitlines()[2].split() == ["Gone", *["n/a"] * 6]
+
+
+def test_group_status_marks_the_groups_served_by_pop() -> None:
+    view = group_status_view([GroupSummary("Pushed", 2, 453, "CONSUME_PASSIVELY", "CLUSTERING", 1.0, 0, True),
+                              GroupSummary("Grpc", 1, 453, "CONSUME_POP", "CLUSTERING", 1.0, 0, False),
+                              GroupSummary("Idle", 0, None, None, None, 0.0, 0, True),
+                              GroupSummary("Plain", 1, 453, "CONSUME_PASSIVELY", "CLUSTERING", 1.0, 0, False)])
+    doc = check(view, "group status")
+    assert [r[3] for r in view.rows] == ["PUSH (POP)", "POP", "POP", "PUSH"]
+    assert [g["pop"] for g in doc["groups"]] == [True, False, True, False]
 
 
 def test_producer_connections() -> None:
@@ -163,3 +174,22 @@ def test_offset_skip_and_clone_dry_runs() -> None:
     clone = offset_reset_view("G2", "Orders", "clone", "the offsets of G", rows, dry_run=True, source="G")
     doc = check(clone, "offset clone")
     assert (doc["group"], doc["source"], doc["queues"][0]["pushed"]) == ("G2", "G", None)
+
+
+def test_consume_modes_name_their_origin_and_a_set_no_replica_answered() -> None:
+    from mqtools.client.admin.models.consume_modes import ConsumeMode, ConsumeModes, consume_modes_view
+    from mqtools.common.presentation import Unreachable
+
+    view = consume_modes_view(ConsumeModes("G", None, [
+        ConsumeMode("broker-a", "10.0.0.1:10911", "master", "T", "POP", 1, "set"),
+        ConsumeMode("broker-b", "10.0.0.4:10911", "slave", None, "PULL", None, "default"),
+        ConsumeMode("broker-c", "10.0.0.5:10911", "master", None, "PULL", None, "no POP (RocketMQ 4)")],
+        [Unreachable("broker-d", "10.0.0.7:10911", "timed out")]))
+    doc = check(view)
+    assert doc["partial"] and doc["topic"] is None
+    assert view.rows[1] == ["broker-b*", "10.0.0.4:10911", None, "PULL", None, "default"]
+    assert doc["brokers"][0] == {"brokerName": "broker-a", "addr": "10.0.0.1:10911", "source": "master",
+                                 "topic": "T", "mode": "POP", "popShareQueueNum": 1, "origin": "set"}
+    text = plain(view)
+    assert "read from a slave (no master answering): broker-b" in text
+    assert "partial: could not read broker-d" in text

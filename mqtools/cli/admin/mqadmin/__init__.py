@@ -23,8 +23,8 @@ if TYPE_CHECKING:
 
 F = TypeVar("F", bound=Callable[..., Any])
 
-AREAS = ("cluster", "message", "trace", "broker", "namesrv", "topic", "consumer", "group", "producer", "ha", "acl", "auth",
-         "controller")
+AREAS = ("cluster", "message", "trace", "broker", "namesrv", "topic", "consumer", "group", "pop", "producer", "ha", "acl",
+         "auth", "controller")
 """Modules of this package that register commands; imported on first lookup, not at `mq` start-up."""
 
 app = typer.Typer(add_completion=False)

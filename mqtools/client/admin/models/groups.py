@@ -206,6 +206,9 @@ class GroupSummary:
     consume_tps: float | None
     """None when the group's consume stats could not be read."""
     diff_total: int | None
+    pop: bool | None = None
+    """RocketMQ 5: some broker serves the group by POP (its consume mode set so on a topic) or its clients pop
+    (gRPC); None when no broker told."""
 
     @property
     def version_desc(self) -> str | None:
@@ -213,9 +216,12 @@ class GroupSummary:
 
     @property
     def pull_or_push(self) -> str | None:
+        """PULL, PUSH or POP (a gRPC client's), with " (POP)" when the brokers serve a pulling or pushing
+        client by POP; POP alone for a group nobody is online in that brokers would serve by POP."""
         if not self.online or self.consume_type is None:
-            return None
-        return "PULL" if self.consume_type == "CONSUME_ACTIVELY" else "PUSH"
+            return "POP" if self.pop else None
+        kind = {"CONSUME_ACTIVELY": "PULL", "CONSUME_POP": "POP"}.get(self.consume_type, "PUSH")
+        return f"{kind} (POP)" if self.pop and kind != "POP" else kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -443,7 +449,7 @@ def group_status_view(summaries: list[GroupSummary]) -> View:
     data = {"groups": [
         {"group": s.group, "online": s.online, "minVersion": s.min_version, "versionDesc": s.version_desc,
          "consumeType": s.consume_type, "messageModel": s.message_model, "consumeTps": s.consume_tps,
-         "diffTotal": s.diff_total} for s in summaries]}
+         "diffTotal": s.diff_total, "pop": s.pop} for s in summaries]}
     return View("GroupStatus", [Column("GROUP"), Column("ONLINE", True), Column("VERSION"), Column("TYPE"),
                                 Column("MODEL"), Column("TPS", True), Column("DIFF", True)], rows, data)
 

@@ -10,7 +10,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
 /**
  * The few client calls whose types moved between rocketmq-client 4.9 and 5.x, reached by reflection so
  * one harness source builds on both: MessageModel left common.protocol.heartbeat for
- * remoting.protocol.heartbeat, and viewMessage(offsetMsgId) lost its one-argument form.
+ * remoting.protocol.heartbeat, viewMessage(offsetMsgId) lost its one-argument form, and 5.x added
+ * server-side rebalance (setClientRebalance, POP process queues).
  */
 final class Compat {
     private Compat() {
@@ -30,15 +31,42 @@ final class Compat {
     }
 
     /**
+     * setClientRebalance(false): the broker assigns queues and may hand them out for POP, each message
+     * invisible to the others for {@code invisibleMs} (5.x only).
+     */
+    static void serverRebalance(DefaultMQPushConsumer c, long invisibleMs) throws ReflectiveOperationException {
+        c.getClass().getMethod("setClientRebalance", boolean.class).invoke(c, false);
+        c.getClass().getMethod("setPopInvisibleTime", long.class).invoke(c, invisibleMs);
+    }
+
+    /** The POP process queues of a 5.x rebalance (none on 4.x, which has no such table). */
+    @SuppressWarnings("unchecked")
+    static Iterable<MessageQueue> popQueues(Object rebalance) {
+        try {
+            return ((java.util.Map<MessageQueue, ?>) rebalance.getClass().getMethod("getPopProcessQueueTable")
+                    .invoke(rebalance)).keySet();
+        } catch (ReflectiveOperationException e) {
+            return java.util.Collections.emptyList();
+        }
+    }
+
+    /**
      * Waits until the consumer's rebalance holds queues of {@code topic} (at most {@code maxMs}); the
-     * number it holds then. The process queue table is where both 4.x and 5.x keep them.
+     * number it holds then. The process queue table is where both 4.x and 5.x keep them; 5.x keeps
+     * the queues it POPs in a table of their own.
      */
     static int awaitOwnedQueues(DefaultMQPushConsumer c, String topic, long maxMs) throws InterruptedException {
         long end = System.currentTimeMillis() + maxMs;
         while (true) {
             int owned = 0;
+            Object rebalance = c.getDefaultMQPushConsumerImpl().getRebalanceImpl();
             for (MessageQueue mq : c.getDefaultMQPushConsumerImpl().getRebalanceImpl().getProcessQueueTable()
                     .keySet()) {
+                if (mq.getTopic().equals(topic)) {
+                    owned++;
+                }
+            }
+            for (MessageQueue mq : popQueues(rebalance)) {
                 if (mq.getTopic().equals(topic)) {
                     owned++;
                 }

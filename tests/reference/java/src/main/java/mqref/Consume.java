@@ -52,6 +52,9 @@ final class Consume {
             default:
                 throw new IllegalArgumentException("unknown --model " + model);
         }
+        if (o.has("pop")) {  // 5.x: rebalance on the broker, which answers POP where setConsumeMode said so
+            Compat.serverRebalance(c, o.lng("pop-invisible-ms", 60_000));
+        }
         c.setConsumeFromWhere(fromWhere(o.str("from", "first")));
         if (o.has("timestamp")) {
             c.setConsumeTimestamp(o.str("timestamp", null));
