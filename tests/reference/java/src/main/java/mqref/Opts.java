@@ -13,7 +13,7 @@ import org.apache.rocketmq.remoting.RPCHook;
 /** "--key value" options and bare flags, plus the settings every client shares. */
 final class Opts {
     /** Options that take no value. */
-    private static final Set<String> FLAGS = Set.of("tls", "trace", "latency", "quiet", "print-props");
+    private static final Set<String> FLAGS = Set.of("tls", "trace", "latency", "quiet", "print-props", "pop");
 
     private final Map<String, String> values = new HashMap<>();
 
