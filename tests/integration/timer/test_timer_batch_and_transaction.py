@@ -1,7 +1,8 @@
 """Timer properties where Apache's put hook does or does not see them, through real `mq` processes:
 
 * a batch is never timed (the hook sees the batch, not its messages): timer messages sent in one
-  SEND_BATCH_MESSAGE are stored in their topic at once, their timer properties kept;
+  SEND_BATCH_MESSAGE are stored in their topic at once, their timer properties kept, and timer properties
+  on the batch's own header are appended to each of its messages as any batch property is, untimed;
 * a transactional message is timed from its commit (the half message is stored as it came; the committed
   message goes through the hook): TIMER_DELAY_SEC counts from the commit, not from the send.
 """
@@ -20,8 +21,10 @@ from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.transaction import LocalTransactionState, TransactionProducer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult
 from mqtools.common import properties as P
+from mqtools.common.codec import encode_batch
 from mqtools.common.message import Message, MessageExt
 from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.headers import send_v2_fields
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -81,6 +84,22 @@ async def test_a_batch_of_timer_messages_is_stored_at_once_with_its_properties(c
     for m in got:
         assert m.properties[P.TIMER_DELAY_SEC] == "600" and P.TIMER_OUT_MS not in m.properties
         assert m.store_timestamp < sent + 10_000
+
+
+async def test_timer_properties_on_a_batch_header_are_kept_untimed(cluster: Cluster) -> None:
+    topic = "TimerBatchHeader"
+    await create_topic(cluster, topic, 1)
+    addr = cluster.broker.addr
+    wheel_before = await max_offset(addr, TIMER_TOPIC)
+    header = P.properties_to_string({P.TIMER_DELAY_SEC: "600", P.TIMER_DELIVER_MS: str(now_ms() + 600_000)})
+    body = encode_batch([Message(topic, f"h-{i}".encode()) for i in range(2)])
+    ext = send_v2_fields("PG_TIMER_HEADER", topic, "TBW102", "4", 0, 0, now_ms(), 0, header, batch=True)
+    resp = await call(addr, RequestCode.SEND_BATCH_MESSAGE, ext, body)
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    assert await max_offset(addr, topic) == 2 and await max_offset(addr, TIMER_TOPIC) == wheel_before
+    got = await consume(cluster, "CG_TIMER_HEADER", topic, 2, 30)
+    assert sorted(bytes(m.body) for m in got) == [b"h-0", b"h-1"]
+    assert all(m.properties[P.TIMER_DELAY_SEC] == "600" and P.TIMER_OUT_MS not in m.properties for m in got)
 
 
 async def test_a_transactional_timer_message_is_timed_from_its_commit(cluster: Cluster) -> None:
