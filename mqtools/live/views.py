@@ -223,7 +223,7 @@ def groups(state: LiveState, mono: float) -> Table:
         table.rows.append(Row(s.group, [
             Cell(s.group, s.group), cell(s.online), cell(s.diff_total), cell(s.consume_tps, num),
             Cell(trend, signed_rate(trend), WARN if trend is not None and trend > 0 else OK),
-            cell(s.pull_or_push), cell(s.message_model), cell(s.version_desc),
+            cell(s.kind), cell(s.message_model), cell(s.version_desc),
             verdict_cell(group_verdict(state, s.group)),
         ], stale=slot.stale, drill=s.group))
     return table

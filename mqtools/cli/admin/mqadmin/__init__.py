@@ -103,12 +103,5 @@ def run_until_interrupted(namesrv: str | None, rounds: Callable[[MQAdmin], Await
         raise typer.Exit(EXIT_OK) from None
 
 
-def java_format(pattern: str, *values: Any) -> str:
-    """Java's String.format for the patterns mqadmin uses: None prints as Java's null."""
-    return pattern % tuple("null" if v is None else v for v in values)
 
 
-def front(text: str | None, width: int) -> str:
-    """mqadmin's UtilAll.frontStringAtLeast: a long name cut to the column width."""
-    value = "null" if text is None else text
-    return value[:width]

@@ -16,8 +16,9 @@ import typer
 
 from mqtools.cli.admin.acl import apply_update, read_secret, where_of
 from mqtools.cli.admin.common import run
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command
 from mqtools.client.credentials import MASK
+from mqtools.common.javatext import java_format
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

@@ -15,8 +15,9 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command
 from mqtools.cli.admin.user import checked, read_password
+from mqtools.common.javatext import java_format, java_list
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -44,9 +45,6 @@ def _one(cluster: str | None, broker_addr: str | None) -> dict[str, str | None]:
     return {"cluster": cluster, "broker_addr": broker_addr}
 
 
-def _java_list(items: tuple[str, ...] | list[str] | None) -> str:
-    """Java's List.toString, or null."""
-    return "null" if items is None else "[" + ", ".join(items) + "]"
 
 
 def _write(namesrv: str | None, where: dict[str, str | None], job, verb: str) -> None:  # type: ignore[no-untyped-def]
@@ -69,8 +67,8 @@ def _acl_lines(acls: list[AuthAcl]) -> list[str]:
         if not acl.policies:
             lines.append(java_format(ACL_ROW, acl.subject, "", "", "", "", ""))
         for p in acl.policies:
-            lines += [java_format(ACL_ROW, acl.subject, p.policy_type, e.resource, _java_list(e.actions),
-                                  _java_list(e.source_ips), e.decision) for e in p.entries]
+            lines += [java_format(ACL_ROW, acl.subject, p.policy_type, e.resource, java_list(e.actions),
+                                  java_list(e.source_ips), e.decision) for e in p.entries]
     return lines
 
 

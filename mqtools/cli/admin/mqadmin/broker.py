@@ -11,8 +11,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, front, java_format, run_until_interrupted
-from mqtools.cli.admin.mqadmin.message import java_time
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, run_until_interrupted
+from mqtools.common.javatext import front, java_format, java_time
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

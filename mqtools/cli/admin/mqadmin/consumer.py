@@ -8,34 +8,27 @@ so (and client IPs print N/A, as mqadmin prints them when unknown).
 
 from __future__ import annotations
 
-import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from mqtools.cli.admin.common import run
-from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command, front, java_format
+from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command
+from mqtools.client.admin.models.mqadmin_text import groups_text, progress_text, row
+from mqtools.common.javatext import front, java_format
 from mqtools.common.mqversion import version_desc
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
     from mqtools.client.admin.models.groups import (
-        ConsumerProgress,
         ConsumerRunningInfo,
         GroupConnections,
-        GroupSummary,
     )
     from mqtools.client.errors import MQClientError
 
 NA = "n/a"
-PROGRESS_HEADER = "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s%s"
-PROGRESS_ROW = ("%-64s", "  %-32s", "  %-4d", "  %-20d", "  %-20d", "  %-20d", " %-20d", " %s")
-PROGRESS_IP_HEADER = "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s %-20s%s"
-PROGRESS_IP_ROW = ("%-64s", "  %-32s", "  %-4d", "  %-20d", "  %-20d", "  %-20s", " %-20d", " %-20d", " %s")
-GROUPS_HEADER = "%-64s  %-6s  %-24s %-5s  %-14s  %-7s  %s"
-GROUPS_ROW = ("%-64s", "  %-6d", "  %-24s", " %-5s", "  %-14s", "  %-7d", "  %d")
 STATUS_ROW = "%-10s %-40s %-20s %s"
 CONNECTION_ROW = "%-36s %-22s %-10s %s"
 SUBSCRIPTION_ROW = "%-20s %s"
@@ -46,50 +39,12 @@ GroupOpt = Annotated[str, typer.Option("-g", "--consumerGroup", help="consumer g
 BrokerAddrOpt = Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="broker address")]  # noqa: UP045
 
 
-def row(specs: tuple[str, ...], *values: Any) -> str:
-    """One printf row, spec by spec: an unknown value (None) prints n/a in the same width."""
-    return "".join(re.sub(r"%(-?\d*)(?:\.\d+)?[df]", r"%\1s", spec) % NA if v is None else java_format(spec, v)
-                   for spec, v in zip(specs, values, strict=True))
 
 
-def last_time(ms: int | None) -> str:
-    """yyyy-MM-dd HH:mm:ss, local time; N/A when the group consumed nothing (mqadmin's words)."""
-    from mqtools.cli.admin.mqadmin.message import java_time
-
-    return "N/A" if not ms else java_time(ms, millis=False)
 
 
-def progress_text(p: ConsumerProgress, client_ips: dict[Any, str] | None) -> list[str]:
-    if client_ips is None:
-        lines = [PROGRESS_HEADER % ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset", "#Diff",
-                                    "#Inflight", "#LastTime")]
-    else:
-        lines = [PROGRESS_IP_HEADER % ("#Topic", "#Broker Name", "#QID", "#Broker Offset", "#Consumer Offset",
-                                       "#Client IP", "#Diff", "#Inflight", "#LastTime")]
-    for q in p.queues:
-        head = (front(q.queue.topic, 64), front(q.queue.broker_name, 32), q.queue.queue_id, q.broker_offset,
-                q.consumer_offset)
-        tail = (q.diff, q.inflight, last_time(q.last_timestamp_ms))
-        if client_ips is None:
-            lines.append(row(PROGRESS_ROW, *head, *tail))
-        else:
-            lines.append(row(PROGRESS_IP_ROW, *head, client_ips.get(q.queue, "N/A"), *tail))
-    inflight = [q.inflight for q in p.queues]
-    total = NA if None in inflight else str(sum(i for i in inflight if i is not None))
-    tps = NA if p.consume_tps is None else f"{p.consume_tps:.2f}"
-    return [*lines, "", f"Consume TPS: {tps}", f"Consume Diff Total: {p.total_diff}",
-            f"Consume Inflight Total: {total}"]
 
 
-def groups_text(summaries: list[GroupSummary]) -> list[str]:
-    lines = [GROUPS_HEADER % ("#Group", "#Count", "#Version", "#Type", "#Model", "#TPS", "#Diff Total")]
-    for s in summaries:
-        version = s.version_desc if s.online else ("OFFLINE" if s.online == 0 else None)
-        model = s.message_model if s.pull_or_push == "PUSH" else ""
-        tps = None if s.consume_tps is None else int(s.consume_tps)
-        lines.append(row(GROUPS_ROW, front(s.group, 64), s.online, version, s.pull_or_push or "", model or "", tps,
-                         s.diff_total))
-    return lines
 
 
 async def running_infos(admin: MQAdmin, group: str, conns: GroupConnections,

@@ -10,37 +10,22 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import note, run, usage
-from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command, front, java_format
-from mqtools.cli.admin.mqadmin.topic import attributes_of, java_bool, java_map
+from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command
+from mqtools.cli.admin.mqadmin.topic import attributes_of
+from mqtools.client.admin.models.mqadmin_text import group_config_text
+from mqtools.common.javatext import front, java_bool, java_format
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.configs import SubscriptionGroupConfig
     from mqtools.client.admin.models.groups import OffsetReset
 
 GroupNameOpt = Annotated[str, typer.Option("-g", "--groupName", help="consumer group name")]
 RESET_HEADER = "%-40s  %-40s  %-40s"
 RESET_ROW = "%-40s  %-40d  %-40d"
-DEFAULT_RETRY_POLICY = "GroupRetryPolicy{type=CUSTOMIZED, exponentialRetryPolicy=null, customizedRetryPolicy=null}"
-"""What RocketMQ 5 prints for the retry policy of a group created without one (mq cannot set another)."""
 JAVA_LONG = re.compile(r"-?\d+")
 """A timestamp mqadmin takes as a long, as it is."""
 
 
-def group_config_text(c: SubscriptionGroupConfig) -> str:
-    """SubscriptionGroupConfig.toString of RocketMQ 5 (Guava's toStringHelper)."""
-    def b(v: bool) -> str:
-        return str(v).lower()
-
-    return (f"SubscriptionGroupConfig{{groupName={c.group_name}, consumeEnable={b(c.consume_enable)}, "
-            f"consumeFromMinEnable={b(c.consume_from_min_enable)}, "
-            f"consumeBroadcastEnable={b(c.consume_broadcast_enable)}, "
-            f"consumeMessageOrderly={b(c.consume_message_orderly)}, retryQueueNums={c.retry_queue_nums}, "
-            f"retryMaxTimes={c.retry_max_times}, groupRetryPolicy={DEFAULT_RETRY_POLICY}, brokerId={c.broker_id}, "
-            f"whichBrokerWhenConsumeSlowly={c.which_broker_when_consume_slowly}, "
-            f"notifyConsumerIdsChangedEnable={b(c.notify_consumer_ids_changed_enable)}, "
-            f"groupSysFlag={c.group_sys_flag}, consumeTimeoutMinute={c.consume_timeout_minute}, "
-            f"subscriptionDataSet=null, attributes={java_map(c.attributes)}}}")
 
 
 def one_of(broker_addr: str | None, cluster: str | None) -> None:

@@ -8,42 +8,16 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import note, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format, run_until_interrupted
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, run_until_interrupted
 from mqtools.cli.admin.mqadmin.broker import group_addrs
-from mqtools.cli.admin.mqadmin.message import java_time
+from mqtools.client.admin.models.mqadmin_text import ha_status_text
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.ha import HAStatus
 
-SLAVE_HEADER = "%-32s  %-16s %16s %16s %16s %16s"
-SLAVE_ROW = "%-32s  %-16d %16d %16.2f %16s %16d"
 DEFAULT_INTERVAL_S = 3
 
 
-def ha_status_text(addr: str, status: HAStatus) -> str:
-    """One broker's block, as HAStatusSubCommand prints it: it starts with an empty line."""
-    if status.is_master:
-        max_offset = status.commitlog_max_offset or 0
-        lines = ["", f"#MasterAddr\t{addr}", f"#MasterCommitLogMaxOffset\t{max_offset}",
-                 f"#SlaveNum\t{len(status.slaves)}", f"#InSyncSlaveNum\t{status.in_sync_slaves or 0}",
-                 SLAVE_HEADER % ("#SlaveAddr", "#SlaveAckOffset", "#Diff", "#TransferSpeed(KB/s)", "#Status",
-                                 "#TransferFromWhere")]
-        for c in status.slaves:
-            ack = -1 if c.ack_offset is None else c.ack_offset
-            diff = c.diff_bytes if c.diff_bytes is not None else max_offset
-            lines.append(java_format(SLAVE_ROW, c.addr, ack, diff, (c.transfer_bytes_per_s or 0) / 1024.0,
-                                     "OK" if c.in_sync else "Fall Behind", c.transfer_from or 0))
-        return "\n".join(lines)
-    client = status.client
-    return "\n".join([
-        "", java_format("#MasterAddr\t%s", client.master_addr if client else None),
-        f"#CommitLogMaxOffset\t{(client.max_offset if client else None) or 0}",
-        f"#TransferSpeed(KB/s)\t{((client.transfer_bytes_per_s if client else None) or 0) / 1024.0:.2f}",
-        f"#LastReadTime\t{java_time((client.last_read_ms if client else None) or 0)}",
-        f"#LastWriteTime\t{java_time((client.last_write_ms if client else None) or 0)}",
-        f"#MasterFlushOffset\t{(client.master_flush_offset if client else None) or 0}",
-    ])
 
 
 def _interval(value: str | None) -> int | None:

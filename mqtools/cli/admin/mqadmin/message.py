@@ -5,15 +5,16 @@ MessageQueue and HashMap included, so scripts that cut its output keep working).
 from __future__ import annotations
 
 import time
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from mqtools.cli.admin.common import fail, run, usage
-from mqtools.cli.admin.mqadmin import LmqClusterOpt, MsgIdOpt, NamesrvOpt, TopicOpt, command, java_format
+from mqtools.cli.admin.mqadmin import LmqClusterOpt, MsgIdOpt, NamesrvOpt, TopicOpt, command
+from mqtools.client.admin.models.mqadmin_text import java_message, java_queue, java_track
 from mqtools.common.exitcodes import EXIT_REFUSED
+from mqtools.common.javatext import java_format, java_hash_map, java_null, java_time
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -34,44 +35,14 @@ EndTimestampOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "-e", "--endTimestamp", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")]
 
 
-def java_time(ms: int, millis: bool = True) -> str:
-    """UtilAll.timeMillisToHumanString2 (`yyyy-MM-dd HH:mm:ss,SSS`) or yyyy-MM-dd HH:mm:ss, local time."""
-    text = datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S,%f")
-    return text[:-3] if millis else text[:19]
 
 
-def java_map(props: dict[str, str]) -> str:
-    """HashMap.toString of the map RocketMQ decodes properties into (capacity 128): bucket order,
-    insertion order within a bucket."""
-    from mqtools.common.hashing import java_hash
-
-    def bucket(key: str) -> int:
-        h = java_hash(key) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & 127
-
-    ordered = sorted(enumerate(props.items()), key=lambda e: (bucket(e[1][0]), e[0]))
-    return "{" + ", ".join(f"{k}={v}" for _, (k, v) in ordered) + "}"
 
 
-def java_queue(mq: MessageQueue) -> str:
-    return f"MessageQueue [topic={mq.topic}, brokerName={mq.broker_name}, queueId={mq.queue_id}]"
 
 
-def java_message(m: MessageExt, broker_name: str | None) -> str:
-    """MessageExt.toString, with Message.toString inside."""
-    signed = ", ".join(str(b - 256 if b > 127 else b) for b in m.body)
-    inner = (f"Message{{topic='{m.topic}', flag={m.flag}, properties={java_map(m.properties)}, body=[{signed}], "
-             f"transactionId='null'}}")
-    return (f"MessageExt [brokerName={broker_name}, queueId={m.queue_id}, storeSize={m.store_size}, "
-            f"queueOffset={m.queue_offset}, sysFlag={m.sys_flag}, bornTimestamp={m.born_timestamp}, "
-            f"bornHost=/{m.born_host[0]}:{m.born_host[1]}, storeTimestamp={m.store_timestamp}, "
-            f"storeHost=/{m.store_host[0]}:{m.store_host[1]}, msgId={m.msg_id}, commitLogOffset={m.commit_log_offset}, "
-            f"bodyCRC={m.body_crc}, reconsumeTimes={m.reconsume_times}, "
-            f"preparedTransactionOffset={m.prepared_transaction_offset}, toString()={inner}]")
 
 
-def java_track(t: MessageTrack) -> str:
-    return f"MessageTrack [consumerGroup={t.group}, trackType={t.track_type}, exceptionDesc={_java(t.exception_desc)}]"
 
 
 def with_pull_offsets(m: MessageExt, result: PullResult) -> MessageExt:
@@ -96,12 +67,12 @@ def detail(m: MessageExt, tracks: list[MessageTrack], *, offset_id: bool = True,
     """§3.13: one `%-20s %s` line per field, the body file, then each group's track."""
     lines = [java_format("%-20s %s", "OffsetID:", m.msg_id)] if offset_id else []
     fields: list[tuple[str, object]] = [
-        ("Topic:", m.topic), ("Tags:", f"[{_java(m.tags)}]"), ("Keys:", f"[{_java(m.properties.get('KEYS'))}]"),
+        ("Topic:", m.topic), ("Tags:", f"[{java_null(m.tags)}]"), ("Keys:", f"[{java_null(m.properties.get('KEYS'))}]"),
         ("Queue ID:", m.queue_id), ("Queue Offset:", m.queue_offset), ("CommitLog Offset:", m.commit_log_offset),
         ("Reconsume Times:", m.reconsume_times), ("Born Timestamp:", java_time(m.born_timestamp)),
         ("Store Timestamp:", java_time(m.store_timestamp)), ("Born Host:", f"{m.born_host[0]}:{m.born_host[1]}"),
         ("Store Host:", f"{m.store_host[0]}:{m.store_host[1]}"), ("System Flag:", m.sys_flag),
-        ("Properties:", java_map(m.properties)), ("Message Body Path:", body_file(m, index))]
+        ("Properties:", java_hash_map(m.properties)), ("Message Body Path:", body_file(m, index))]
     if charset is not None:
         fields.append(("Message Body:", m.body.decode(charset, errors="replace")))
     lines += [java_format("%-20s %s", name, value) for name, value in fields]
@@ -113,9 +84,6 @@ def detail(m: MessageExt, tracks: list[MessageTrack], *, offset_id: bool = True,
     return text + "\n\n" + "".join(java_track(t) for t in tracks)
 
 
-def _java(value: str | None) -> str:
-    """A Java string in string concatenation: null when absent."""
-    return "null" if value is None else value
 
 
 def _charset(name: str | None) -> str | None:

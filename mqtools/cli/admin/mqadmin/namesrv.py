@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mqtools.cli.admin.common import run
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, java_format
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command
+from mqtools.common.javatext import java_format
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

@@ -7,8 +7,9 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mqtools.cli.admin.common import fail, run
-from mqtools.cli.admin.mqadmin import NamesrvOpt, TopicOpt, command, java_format
+from mqtools.cli.admin.mqadmin import NamesrvOpt, TopicOpt, command
 from mqtools.common.exitcodes import EXIT_REFUSED
+from mqtools.common.javatext import java_format
 from mqtools.common.mqversion import version_desc
 
 if TYPE_CHECKING:

@@ -3,23 +3,21 @@ topicClusterList, with mqadmin's options and output (RocketMQ 5 layouts)."""
 
 from __future__ import annotations
 
-import json
-from typing import TYPE_CHECKING, Annotated, Any, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from mqtools.cli.admin.common import run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, TopicOpt, command, front, java_format
-from mqtools.cli.admin.mqadmin.message import java_time
-from mqtools.common.perm import perm_to_string
+from mqtools.cli.admin.mqadmin import NamesrvOpt, TopicOpt, command
+from mqtools.client.admin.models.mqadmin_text import route_json, route_list, topic_config_text
+from mqtools.common.javatext import front, java_bool, java_time
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.configs import TopicConfig, TopicRouteData
+    from mqtools.client.admin.models.configs import TopicRouteData
 
 STATUS_HEADER = "%-32s  %-4s  %-20s  %-20s    %s"
 STATUS_ROW = "%-32s  %-4d  %-20d  %-20d    %s"
-ROUTE_LIST = "%-45s %-32s %-50s %-10s %-11s %-5s"
 USAGE_HEADER = "%-20s  %-48s  %-48s"
 USAGE_ROW = "%-20s  %-64s  %-64s"
 FLAG_UNIT = 0x1
@@ -27,14 +25,8 @@ FLAG_UNIT_SUB = 0x2
 PERMS = (2, 4, 6)
 
 
-def java_bool(text: str | None) -> bool:
-    """Boolean.parseBoolean: "true" in any case is true, anything else false."""
-    return text is not None and text.strip().lower() == "true"
 
 
-def java_map(values: dict[Any, Any]) -> str:
-    """AbstractMap.toString: {k=v, k=v}."""
-    return "{" + ", ".join(f"{k}={v}" for k, v in values.items()) + "}"
 
 
 def attributes_of(text: str | None) -> dict[str, str]:
@@ -48,65 +40,12 @@ def attributes_of(text: str | None) -> dict[str, str]:
     return found
 
 
-def topic_config_text(config: TopicConfig) -> str:
-    """TopicConfig.toString of RocketMQ 5."""
-    return (f"TopicConfig [topicName={config.topic_name}, readQueueNums={config.read_queue_nums}, "
-            f"writeQueueNums={config.write_queue_nums}, perm={perm_to_string(config.perm)}, "
-            f"topicFilterType={config.topic_filter_type}, topicSysFlag={config.topic_sys_flag}, "
-            f"order={str(config.order).lower()}, attributes={java_map(config.attributes)}]")
 
 
-def fastjson_pretty(value: Any, level: int = 0) -> str:
-    """RemotingSerializable.toJson(true) as mqadmin 5.x prints it: tab indents, one entry a line, number keys
-    unquoted, empty containers as {} and []. (4.9's older fastjson kept a map with number keys on one line,
-    `{0:"addr",1:"addr"` then the closing brace on its own line.)"""
-    pad, inner = "\t" * level, "\t" * (level + 1)
-    if isinstance(value, dict):
-        if not value:
-            return "{}"
-        parts = [f"\n{inner}{json.dumps(k, ensure_ascii=False) if isinstance(k, str) else k}:"
-                 f"{fastjson_pretty(v, level + 1)}" for k, v in value.items()]
-        return "{" + ",".join(parts) + f"\n{pad}}}"
-    if isinstance(value, list):
-        if not value:
-            return "[]"
-        return "[" + ",".join(f"\n{inner}{fastjson_pretty(v, level + 1)}" for v in value) + f"\n{pad}]"
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    return str(value)
 
 
-def route_json(route: TopicRouteData) -> str:
-    """TopicRouteData as mqadmin's topicRoute prints it: fields sorted, null fields left out."""
-    doc: dict[str, Any] = {
-        "brokerDatas": [{"brokerAddrs": dict(sorted(b.broker_addrs.items())), "brokerName": b.broker_name,
-                         "cluster": b.cluster, "enableActingMaster": False} for b in route.broker_datas],
-        "filterServerTable": route.filter_server_table,
-    }
-    if route.order_topic_conf:
-        doc["orderTopicConf"] = route.order_topic_conf
-    doc["queueDatas"] = [{"brokerName": q.broker_name, "perm": q.perm, "readQueueNums": q.read_queue_nums,
-                          "topicSysFlag": q.topic_sys_flag, "writeQueueNums": q.write_queue_nums}
-                         for q in route.queue_datas]
-    return fastjson_pretty(doc)
 
 
-def route_list(route: TopicRouteData) -> str:
-    """topicRoute -l: one row per broker by name, a rule of 158 dashes, the totals."""
-    queues = {q.broker_name: q for q in route.queue_datas}
-    lines = [ROUTE_LIST % ("#ClusterName", "#BrokerName", "#BrokerAddrs", "#ReadQueue", "#WriteQueue", "#Perm")]
-    for b in sorted(route.broker_datas, key=lambda b: b.broker_name):
-        q = queues.get(b.broker_name)
-        if q is None:
-            continue  # a broker without queue data serves none of the topic's queues
-        lines.append(java_format(ROUTE_LIST, b.cluster, b.broker_name, java_map(dict(sorted(b.broker_addrs.items()))),
-                                 q.read_queue_nums, q.write_queue_nums, q.perm))
-    lines.append("-" * 158)
-    lines.append(java_format(ROUTE_LIST, "Total:", len(queues), "", sum(q.read_queue_nums for q in queues.values()),
-                             sum(q.write_queue_nums for q in queues.values()), ""))
-    return "\n".join(lines)
 
 
 @command("updateTopic", "mq admin topic create|update", "Update or create topic.")

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from mqtools.cli.admin.common import run
-from mqtools.cli.admin.mqadmin import MsgIdOpt, NamesrvOpt, command, java_format
-from mqtools.common.hashing import java_hash
+from mqtools.cli.admin.mqadmin import MsgIdOpt, NamesrvOpt, command
+from mqtools.common.javatext import java_format, java_hash_order
 from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC
 
 if TYPE_CHECKING:
@@ -27,13 +27,6 @@ def _row(kind: str, entry: TraceEntry) -> str:
                        "success" if r.success else "failed")
 
 
-def _hash_map_order(groups: list[str]) -> list[str]:
-    """A HashMap<String, ...> of 16 buckets iterates by (h ^ h >>> 16) & 15, then insertion order."""
-    def bucket(name: str) -> int:
-        h = java_hash(name) & 0xFFFFFFFF
-        return (h ^ (h >> 16)) & 15
-
-    return sorted(groups, key=lambda g: (bucket(g), groups.index(g)))
 
 
 @command("queryMsgTraceById", "mq admin msg trace", "query a message trace")
@@ -58,7 +51,7 @@ def query_msg_trace_by_id(
             typer.echo("")
         elif kind == "SubAfter":
             consumers.setdefault(entry.record.group or "null", []).append(entry)
-    for group in _hash_map_order(list(consumers)):
+    for group in java_hash_order(list(consumers), 16):
         typer.echo(java_format(ROW, "#Type", "#ConsumerGroup", "#ClientHost", "#ConsumerTime", "#CostTimes", "#Status"))
         for entry in consumers[group]:
             typer.echo(_row("Sub", entry))

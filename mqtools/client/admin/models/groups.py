@@ -216,11 +216,18 @@ class GroupSummary:
 
     @property
     def pull_or_push(self) -> str | None:
+        """What mqadmin's consumerProgress prints (GroupConsumeInfo.consumeTypeDesc): PULL, else PUSH."""
+        if not self.online or self.consume_type is None:
+            return None
+        return "PULL" if self.consume_type == "CONSUME_ACTIVELY" else "PUSH"
+
+    @property
+    def kind(self) -> str | None:
         """PULL, PUSH or POP (a gRPC client's), with " (POP)" when the brokers serve a pulling or pushing
         client by POP; POP alone for a group nobody is online in that brokers would serve by POP."""
         if not self.online or self.consume_type is None:
             return "POP" if self.pop else None
-        kind = {"CONSUME_ACTIVELY": "PULL", "CONSUME_POP": "POP"}.get(self.consume_type, "PUSH")
+        kind = "POP" if self.consume_type == "CONSUME_POP" else self.pull_or_push
         return f"{kind} (POP)" if self.pop and kind != "POP" else kind
 
 
@@ -444,7 +451,7 @@ def group_connections_view(group: str, online: GroupConnections | None) -> View:
 
 @renders("GroupStatus")
 def group_status_view(summaries: list[GroupSummary]) -> View:
-    rows = [[s.group, s.online, s.version_desc, s.pull_or_push, s.message_model, s.consume_tps, s.diff_total]
+    rows = [[s.group, s.online, s.version_desc, s.kind, s.message_model, s.consume_tps, s.diff_total]
             for s in summaries]
     data = {"groups": [
         {"group": s.group, "online": s.online, "minVersion": s.min_version, "versionDesc": s.version_desc,
