@@ -1,0 +1,204 @@
+"""RocketMQ 5's timer messages and POP consumption on Apache 5.5.0's broker and mq's, one after the other in
+one run (issue 44's targets; Apache's broker is the baseline).
+
+Each side gets its own name server and broker (ASYNC_MASTER, ASYNC_FLUSH, the timer wheel at its defaults:
+1 s precision), Apache's first; a side's processes are stopped before the next starts.
+
+  timer  --timers messages (1 KiB) whose TIMER_DELIVER_MS is spread evenly over the next --window seconds,
+         sent by our Producer with 256 in flight: the enqueue rate (msgs/s); then every queue of the topic
+         is read until all came out: per message, its lateness (the delivered message's store time minus
+         the time it asked for; p50/p99/max from an HDR histogram), how many came out early (store time
+         before the asked time: must be 0) or twice, and the broker's anonymous RSS growth over the case (MiB, RssAnon: the mapped files left out).
+  pop    --pops messages (1 KiB) stored first, then --poppers POP loops of our PopConsumer (32 a pop, 60 s
+         invisible) receive and acknowledge each one: receive+ack msgs/s over the whole drain.
+
+Targets (README's Benchmarks): timer lateness p99 <= 1.0 s, none early, enqueue >= 1.0x Apache's; POP
+receive+ack >= 1.0x Apache's. The issue's full timer case is --timers 1000000 --window 600; the default is
+a tenth of it over a minute.
+
+Usage: .venv/bin/python bench/timer_pop.py [--timers 100000] [--window 60] [--pops 100000] [--poppers 4]
+       [--sides apache,mq]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "reference"))
+
+import apache
+from benchsupport import memory, run_client
+from hdrh.histogram import HdrHistogram
+from support.mqproc import MqProcess, start_broker, start_namesrv
+
+from mqtools.client.admin.sync import SyncMQAdmin
+from mqtools.client.pop_consumer import PopConsumer
+from mqtools.client.producer import Producer
+from mqtools.client.pull_consumer import PullConsumer
+from mqtools.client.types import PullStatus
+from mqtools.common import properties as P
+from mqtools.common.message import Message
+from mqtools.remoting.bodies import TopicConfig
+
+CLUSTER, BROKER = "BenchT5", "broker-t5"
+TIMER_TOPIC, POP_TOPIC, GROUP = "BenchTimer", "BenchPop", "CG_BENCH_POP"
+QUEUES = 8
+BODY = b"x" * 1024
+STORE = {"flushDiskType": "ASYNC_FLUSH", "mappedFileSizeCommitLog": str(1024 * 1024 * 1024)}
+IN_FLIGHT = 256
+
+
+def note(msg: str) -> None:
+    print(f"[timer_pop {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
+
+
+@contextmanager
+def apache_side(root: Path) -> Iterator[tuple[str, int]]:
+    """Apache 5.5.0's name server and broker; (name server, broker pid), killed on exit."""
+    namesrv = apache.start_namesrv(root, "apache-5")
+    try:
+        broker = apache.start_broker(root, namesrv.addr, "apache-5", name=BROKER, cluster=CLUSTER, **STORE)
+        try:
+            yield namesrv.addr, broker.pid
+        finally:
+            broker.kill()
+    finally:
+        namesrv.kill()
+
+
+@contextmanager
+def mq_side(root: Path) -> Iterator[tuple[str, int]]:
+    procs: list[MqProcess] = []
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        namesrv = start_namesrv(root)
+        procs.append(namesrv)
+        broker = start_broker(root, namesrv.addr, BROKER, brokerClusterName=CLUSTER, **STORE)
+        procs.append(broker)
+        yield namesrv.addr, broker.pid
+    finally:
+        for proc in reversed(procs):
+            proc.stop()
+
+
+def make_topics(namesrv: str) -> None:
+    with SyncMQAdmin(namesrv) as admin:
+        for topic in (TIMER_TOPIC, POP_TOPIC):
+            admin.topics.create_topic(TopicConfig(topic, read_queue_nums=QUEUES, write_queue_nums=QUEUES),
+                                      cluster=CLUSTER)
+
+
+async def send_all(namesrv: str, topic: str, count: int, props_of: Any) -> float:
+    """Send `count` messages with IN_FLIGHT outstanding; the seconds it took."""
+    gate = asyncio.Semaphore(IN_FLIGHT)
+    async with Producer(f"PG_{topic}", namesrv=namesrv) as producer:
+        async def one(i: int) -> None:
+            async with gate:
+                await producer.send(Message(topic, BODY, properties=props_of(i)))
+
+        began = time.monotonic()
+        await asyncio.gather(*(one(i) for i in range(count)))
+        return time.monotonic() - began
+
+
+async def timer_case(namesrv: str, count: int, window: float) -> dict[str, Any]:
+    start_ms = int(time.time() * 1000) + 2000
+    step = window * 1000 / count
+    due = [int(start_ms + i * step) for i in range(count)]
+    seconds = await send_all(namesrv, TIMER_TOPIC, count,
+                             lambda i: {P.TIMER_DELIVER_MS: str(due[i]), P.KEYS: str(i)})
+    lateness = HdrHistogram(1, 3_600_000, 3)
+    seen: set[int] = set()
+    early = twice = 0
+    async with PullConsumer("CG_BENCH_TIMER", namesrv=namesrv) as reader:
+        queues = await reader.fetch_queues(TIMER_TOPIC)
+        offsets = dict.fromkeys(queues, 0)
+        deadline = time.monotonic() + window + 120
+        while len(seen) < count and time.monotonic() < deadline:
+            for mq in queues:
+                result = await reader.pull(mq, "*", offsets[mq], suspend=0.2)
+                if result.status is not PullStatus.FOUND:
+                    continue
+                offsets[mq] = result.next_begin_offset
+                for m in result.messages:
+                    i = int(m.properties[P.KEYS])
+                    if i in seen:
+                        twice += 1
+                        continue
+                    seen.add(i)
+                    late = m.store_timestamp - due[i]
+                    early += late < 0
+                    lateness.record_value(max(late, 1))
+    return {"enqueue_s": count / seconds, "delivered": len(seen), "early": early, "twice": twice,
+            "p50_ms": lateness.get_value_at_percentile(50), "p99_ms": lateness.get_value_at_percentile(99),
+            "max_ms": lateness.get_max_value()}
+
+
+async def pop_case(namesrv: str, count: int, poppers: int) -> dict[str, Any]:
+    await send_all(namesrv, POP_TOPIC, count, lambda i: {})
+    acked = 0
+    async with PopConsumer(GROUP, namesrv=namesrv) as consumer:
+        async def loop() -> None:
+            nonlocal acked
+            while acked < count:
+                result = await consumer.pop(POP_TOPIC, 32, 60_000, 1000)
+                for m in result.messages:
+                    await consumer.ack(m)
+                acked += len(result.messages)
+                if not result.messages and acked >= count:
+                    return
+
+        began = time.monotonic()
+        await asyncio.wait_for(asyncio.gather(*(loop() for _ in range(poppers))), timeout=count / 100 + 120)
+        return {"pop_ack_s": acked / (time.monotonic() - began), "acked": acked}
+
+
+def run_side(name: str, side: Any, root: Path, args: argparse.Namespace) -> dict[str, Any]:
+    with side(root / name) as (namesrv, pid):
+        make_topics(namesrv)
+        anon_before = memory(pid)["anon"]
+        note(f"{name}: timer case ({args.timers} over {args.window:.0f} s)")
+        timer = run_client(timer_case(namesrv, args.timers, args.window))
+        timer["anon_growth_mib"] = memory(pid)["anon"] - anon_before
+        note(f"{name}: pop case ({args.pops} messages, {args.poppers} poppers)")
+        return {**timer, **run_client(pop_case(namesrv, args.pops, args.poppers))}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--timers", type=int, default=100_000)
+    parser.add_argument("--window", type=float, default=60.0)
+    parser.add_argument("--pops", type=int, default=100_000)
+    parser.add_argument("--poppers", type=int, default=4)
+    parser.add_argument("--sides", default="apache,mq")
+    args = parser.parse_args()
+    sides = {"apache": apache_side, "mq": mq_side}
+    res: dict[str, dict[str, Any]] = {}
+    with tempfile.TemporaryDirectory(prefix="timer-pop-") as tmp:
+        for name in args.sides.split(","):
+            res[name] = run_side(name, sides[name], Path(tmp), args)
+    parts = []
+    for name, r in res.items():
+        parts.append(f"{name}: timer enqueue {r['enqueue_s']:,.0f} msgs/s, delivered {r['delivered']}/{args.timers} "
+                     f"(early {r['early']}, twice {r['twice']}), lateness p50 {r['p50_ms']} ms p99 {r['p99_ms']} ms "
+                     f"max {r['max_ms']} ms, anonymous RSS +{r['anon_growth_mib']:.0f} MiB; pop+ack {r['pop_ack_s']:,.0f} msgs/s")
+    if {"apache", "mq"} <= res.keys():
+        a, m = res["apache"], res["mq"]
+        parts.append(f"mq/Apache: timer enqueue {m['enqueue_s'] / a['enqueue_s']:.2f}x, "
+                     f"pop+ack {m['pop_ack_s'] / a['pop_ack_s']:.2f}x")
+    print(f"timer_pop ({args.timers} timers over {args.window:.0f} s, {args.pops} pops) | " + " | ".join(parts))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
