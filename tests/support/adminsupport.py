@@ -27,15 +27,17 @@ def mq(*args: str, namesrv: str | None = None, stdin: str | None = None, timeout
                           env={**base, "PYTHONUNBUFFERED": "1", **(env or {})}, cwd=cwd)
 
 
-def mq_here(*args: str, namesrv: str | None = None, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+def mq_here(*args: str, namesrv: str | None = None, stdin: str | None = None,
+            env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     """`mq ARGS` run inside this process by typer's CliRunner, for tests that run dozens of commands (a
-    process start costs 0.4 s of CPU); stdout and stderr apart, the exit code as returncode."""
+    process start costs 0.4 s of CPU), with `env` set meanwhile; stdout and stderr apart, the exit code as
+    returncode."""
     from typer.testing import CliRunner
 
     from mqtools.cli.main import app
 
     argv = [*args, *(["-n", namesrv] if namesrv is not None else [])]
-    result = CliRunner().invoke(app, argv, input=stdin, env={"NAMESRV_ADDR": None})
+    result = CliRunner().invoke(app, argv, input=stdin, env={"NAMESRV_ADDR": None, **(env or {})})
     stderr = result.stderr
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         stderr += "Traceback (most recent call last):\n" + "".join(traceback.format_exception(*result.exc_info))

@@ -8,6 +8,7 @@ name server); 3 the cluster could not be reached or did not answer in time; 4 a 
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
@@ -31,6 +32,9 @@ EXIT_CODES_HELP = ("Exit codes: 0 done; 1 refused by the cluster or not found (R
                    "in the message); 2 usage error or no name server; 3 cluster unreachable or timed out; "
                    "4 a partial answer (what could not be read is named).")
 DEFAULT_TIMEOUT = 5.0
+TIMEOUT_ENV = "MQ_TIMEOUT"
+"""Seconds to wait for each answer where no --timeout is given: every admin command, and the mqadmin
+dialect's (mqadmin has no such option), so a script can bound its reads of a cluster with a hung broker."""
 
 NamesrvOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer needs Optional
@@ -46,7 +50,8 @@ WatchOpt = Annotated[
     typer.Option("--watch", "-w", help="Redraw every SECONDS (appends a record per round when piped).",
                  min=0.1),
 ]
-TimeoutOpt = Annotated[float, typer.Option("--timeout", help="Seconds to wait for each answer.", min=0.1)]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", envvar=TIMEOUT_ENV, help="Seconds to wait for each answer.",
+                                           min=0.1)]
 ClusterOpt = Annotated[Optional[str], typer.Option("-c", "--cluster", help="Every master of this cluster.")]  # noqa: UP045
 BrokerOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "-b", "--broker-addr", help="One broker, by address (host:port).")]
@@ -136,14 +141,30 @@ def exit_for(exc: MQClientError) -> typer.Exit:
     return fail(exc.summary(), exc.exit_code)
 
 
+def default_timeout() -> float:
+    """$MQ_TIMEOUT, else DEFAULT_TIMEOUT; a value that is not a number of seconds (0.1 or more) is a usage error."""
+    text = os.environ.get(TIMEOUT_ENV, "").strip()
+    if not text:
+        return DEFAULT_TIMEOUT
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value >= 0.1:
+        raise usage(f"{TIMEOUT_ENV}={text!r}: give the seconds to wait for each answer (0.1 or more)")
+    return value
+
+
 def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT) -> T:
-    """Open an admin session on the resolved name servers, run `job`, close (failures reach the frame)."""
+        timeout: float | None = None) -> T:
+    """Open an admin session on the resolved name servers, run `job`, close (failures reach the frame);
+    `timeout` None: default_timeout()."""
     from mqtools.client.admin import MQAdmin
     from mqtools.client.contexts import resolve
     from mqtools.common.loop import run as run_loop
 
     tls = cli_tls()
+    timeout = default_timeout() if timeout is None else timeout
 
     async def session() -> T:
         target = resolve(*cluster_given(namesrv, context), tls)
@@ -154,7 +175,7 @@ def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context:
 
 
 def show(namesrv: str | None, fmt: str, build: Callable[[MQAdmin], Awaitable[View]], *,
-         watch: float | None = None, context: str | None = None, timeout: float = DEFAULT_TIMEOUT) -> None:
+         watch: float | None = None, context: str | None = None, timeout: float | None = None) -> None:
     """Print what `build` returns once, or every `watch` seconds until Ctrl-C (which exits 0)."""
     check_output(fmt)
     if watch is None:

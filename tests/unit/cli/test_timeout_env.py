@@ -1,0 +1,31 @@
+"""MQ_TIMEOUT: the answer timeout of admin commands given no --timeout (the mqadmin dialect has none)."""
+
+from __future__ import annotations
+
+import pytest
+import typer
+
+from mqtools.cli.admin.common import DEFAULT_TIMEOUT, default_timeout
+
+
+def test_unset_or_empty_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("MQ_TIMEOUT", raising=False)
+    assert default_timeout() == DEFAULT_TIMEOUT
+    monkeypatch.setenv("MQ_TIMEOUT", " ")
+    assert default_timeout() == DEFAULT_TIMEOUT
+
+
+def test_seconds_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MQ_TIMEOUT", "1.5")
+    assert default_timeout() == 1.5
+
+
+@pytest.mark.parametrize("bad", ["abc", "0", "-3", "nan"])
+def test_anything_else_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+                                        bad: str) -> None:
+    monkeypatch.setenv("MQ_TIMEOUT", bad)
+    with pytest.raises(typer.Exit) as exc:
+        default_timeout()
+    assert exc.value.exit_code == 2
+    err = capsys.readouterr().err.strip()
+    assert "MQ_TIMEOUT" in err and "\n" not in err
