@@ -31,8 +31,9 @@ POP_CK = "POP_CK"
 DLQ_ORIGIN_TOPIC = "DLQ_ORIGIN_TOPIC"
 DLQ_ORIGIN_MESSAGE_ID = "DLQ_ORIGIN_MESSAGE_ID"
 
-#: MessageConst.STRING_HASH_SET: property names a client may not set as user properties, and that are not
-#: handed back to a consumer as user properties.
+#: MessageConst.STRING_HASH_SET (5.5.0): property names a client may not set as user properties, and that are not
+#: handed back to a consumer as user properties (ORIGIN_GROUP: Apache 5's broker stamps it on a message its POP
+#: revive service puts back for a consumer group).
 SYSTEM_PROPERTIES = frozenset({
     "TRACE_ON", "MSG_REGION", "KEYS", "TAGS", "WAIT", "DELAY", "RETRY_TOPIC", "REAL_TOPIC", "REAL_QID", "TRAN_MSG",
     "PGROUP", "MIN_OFFSET", "MAX_OFFSET", "BUYER_ID", "ORIGIN_MESSAGE_ID", "TRANSFER_FLAG", "CORRECTION_FLAG",
@@ -41,7 +42,8 @@ SYSTEM_PROPERTIES = frozenset({
     "CORRELATION_ID", "REPLY_TO_CLIENT", "TTL", "ARRIVE_TIME", "PUSH_REPLY_TIME", "CLUSTER", "MSG_TYPE",
     "INNER_MULTI_QUEUE_OFFSET", TIMER_DELAY_MS, TIMER_DELAY_SEC, TIMER_DELIVER_MS, "TIMER_ENQUEUE_MS",
     "TIMER_DEQUEUE_MS", "TIMER_ROLL_TIMES", "TIMER_OUT_MS", "TIMER_DEL_UNIQKEY", "TIMER_DELAY_LEVEL", BORN_HOST,
-    BORN_TIMESTAMP, DLQ_ORIGIN_TOPIC, DLQ_ORIGIN_MESSAGE_ID, "__CRC32#",
+    BORN_TIMESTAMP, DLQ_ORIGIN_TOPIC, DLQ_ORIGIN_MESSAGE_ID, "__CRC32#", "ORIGIN_GROUP", "_SYS_MSG_PRIORITY_",
+    "__LITE_TOPIC",
 })
 
 

@@ -3,7 +3,8 @@
 `pair` gives the name server address of an Apache 4.9.7 single broker and of an mq single broker,
 both with the same settings (ASYNC_MASTER, ASYNC_FLUSH, refsupport.BROKER_PROPS, auto-created topics,
 TLS permissive: Apache's servers make a throwaway certificate, mq's are given one); a scenario runs on
-both and Apache's outcome is the oracle. Every JVM started here is SIGKILLed when
+both and Apache's outcome is the oracle. `proxy_worlds` puts Apache's proxy and `mq proxy` in front of Apache
+5.5.0 and of mq (proxyworlds.py), for the gRPC clients' modules. Every JVM started here is SIGKILLed when
 the session ends, whatever happened (apache.kill_all), and each dies with pytest anyway.
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 
 import apache
 import pytest
+from proxyworlds import World, start_worlds
 from refsupport import (
     ACL_ACCOUNT,
     ACL_CLUSTER,
@@ -41,10 +43,20 @@ def ref_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("reference")
 
 
-def _apache_single(root: Path, version: str) -> Iterator[str]:
+#: Apache 5's broker gives each thread that writes to its commit log a direct buffer of maxMessageSize + 64 KiB
+#: (4 MiB: MessageExtEncoder, a thread local kept for the thread's life), and apache.py caps direct memory at
+#: 256 MiB. With the default pools (20 pull threads, which write POP checkpoints; 16 admin threads; 12
+#: end-transaction threads) a session of POP and transactions through the proxies reached the cap: every put from
+#: a thread new to it failed with OutOfMemoryError (POP, EndTransaction), and the clients timed out. Smaller pools
+#: keep the broker well under it; they bound only how many requests of a kind it serves at once.
+APACHE5_POOLS = {"pullMessageThreadPoolNums": "4", "adminBrokerThreadPoolNums": "4",
+                 "endTransactionThreadPoolNums": "4"}
+
+
+def _apache_single(root: Path, version: str, **props: str) -> Iterator[str]:
     """An Apache name server and ASYNC_MASTER broker of `version` with BROKER_PROPS; yields the name server."""
     namesrv = apache.start_namesrv(root, version)
-    broker = apache.start_broker(root, namesrv.addr, version, cluster=CLUSTER, **BROKER_PROPS)
+    broker = apache.start_broker(root, namesrv.addr, version, cluster=CLUSTER, **BROKER_PROPS, **props)
     yield namesrv.addr
     broker.kill()
     namesrv.kill()
@@ -58,8 +70,8 @@ def apache4(ref_root: Path) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def apache5(ref_root: Path) -> Iterator[str]:
-    """Apache 5.5.0 (its remoting protocol; no proxy), for our own clients."""
-    yield from _apache_single(ref_root / "apache5", "apache-5")
+    """Apache 5.5.0, for our own clients, the 5.x Java client, and the proxies' worlds."""
+    yield from _apache_single(ref_root / "apache5", "apache-5", **APACHE5_POOLS)
 
 
 @pytest.fixture(scope="session")
@@ -84,6 +96,13 @@ def any_side(request: pytest.FixtureRequest) -> str:
     """Each side in turn, for our own clients, which must behave the same against all three; the name
     server address."""
     return request.getfixturevalue({"apache-4": "apache4", "apache-5": "apache5", "mq": "mq_single"}[request.param])
+
+
+@pytest.fixture(scope="session")
+def proxy_worlds(ref_root: Path, apache5: str, mq_single: str) -> Iterator[dict[str, World]]:
+    """The four proxy worlds (proxyworlds.py): Apache's and mq's proxy each over Apache 5.5.0 and over mq, once
+    per session for every module that compares a gRPC client's outcomes across them."""
+    yield from start_worlds(ref_root / "proxies", apache5, mq_single)
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ the repository; and build our Java harness on Apache's client.
     java-harness/lib/*.jar       rocketmq-client, -acl and -tools 4.9.8 (Apache's mqadmin 4.9.8 too)
     java-harness/mq-java-harness-1.jar
     java-harness-5.5.0/...       the same harness on rocketmq-client and -tools 5.5.0
+    grpc-java-harness-5.0.8/...  the gRPC harness (tests/reference/java-grpc) on rocketmq-client-java 5.0.8
 
 Each set keeps a stamp: the hash of what produced it (the pom, and the harness's sources). A set whose
 stamp matches is not fetched again, so a second run downloads nothing and works offline. A fetch that
@@ -34,6 +35,8 @@ CACHE = Path(os.environ.get("MQ_REFERENCE_CACHE", Path.home() / ".cache" / "mq-r
 V4_SERVER = "4.9.7"
 V4_CLIENT = "4.9.8"
 V5 = "5.5.0"
+#: Apache's gRPC client for Java (rocketmq-client-java), which talks to a proxy; its own version line.
+GRPC_JAVA = "5.0.8"
 
 #: What `make reference` runs to fill the cache; the one line a reference test fails with names it.
 FETCH_COMMAND = "make reference"
@@ -89,6 +92,8 @@ SETS = {
                            (f"-Drocketmq.client.version={V4_CLIENT}",), sources=HERE / "java" / "src"),
     "harness-5": ArtifactSet(f"java-harness-{V5}", HERE / "java" / "pom.xml",
                              (f"-Drocketmq.client.version={V5}", "-Pfive"), sources=HERE / "java" / "src"),
+    "grpc-java": ArtifactSet(f"grpc-java-harness-{GRPC_JAVA}", HERE / "java-grpc" / "pom.xml",
+                             (f"-Drocketmq.client.java.version={GRPC_JAVA}",), sources=HERE / "java-grpc" / "src"),
 }
 
 

@@ -1,9 +1,11 @@
-"""Run our Java harness (tests/reference/java, on Apache's rocketmq-client 4.9.8) in a subprocess.
+"""Run our Java harnesses in a subprocess: tests/reference/java (on Apache's rocketmq-client 4.9.8 or 5.5.0, to a
+name server) and tests/reference/java-grpc (on Apache's gRPC client rocketmq-client-java, to a proxy).
 
 The harness prints one JSON event per line on stdout (`sent`, `received`, `done`, ...), as
 tests/support/cppclient.py's scripts do for the C++ client; client logs go to the process's own directory.
 `run_java` runs a command to its end; `JavaClient` keeps one running (a consumer), its events
-gathered by a thread, and stops it by closing its stdin (`--expect 0`).
+gathered by a thread, and stops it by closing its stdin (`--expect 0`); `run_grpc_java` runs a command of the
+gRPC harness to its end.
 """
 
 from __future__ import annotations
@@ -23,6 +25,10 @@ from apache import DIE_WITH_PARENT
 from fetch import require
 
 MAIN = "mqref.Main"
+GRPC_MAIN = "mqgrpc.Main"
+
+#: The JVM flags of a short client run: a small heap and the quickest start (C1 only, no perf data).
+CLIENT_JVM = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
 
 
 #: The client's periodic rebalance, 20 s by default, every second: a retry topic's queue (whose route appears
@@ -34,8 +40,8 @@ REBALANCE_EVERY = "-Drocketmq.client.rebalance.waitInterval=1000"
 def java_argv(command: str, namesrv: str, *args: str, client: str = "harness") -> list[str]:
     """The harness on the client set `client` ("harness": rocketmq-client 4.9.8, "harness-5": 5.5.0)."""
     aset = require(client)
-    return [*DIE_WITH_PARENT, "java", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData",
-            REBALANCE_EVERY, "-cp", aset.classpath(), MAIN, command, "--namesrv", namesrv, *args]
+    return [*DIE_WITH_PARENT, "java", *CLIENT_JVM, REBALANCE_EVERY, "-cp", aset.classpath(), MAIN, command,
+            "--namesrv", namesrv, *args]
 
 
 def _parse(lines: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
@@ -75,24 +81,39 @@ class JavaRun:
                 f"noise: {self.noise[-5:]}\nstderr: {self.stderr[-3000:]}")
 
 
-def _env(log_dir: Path | None) -> dict[str, str]:
+def _env(log_dir: Path | None, var: str = "MQREF_LOG_DIR") -> dict[str, str]:
     env = dict(os.environ)
     if log_dir is not None:
-        env["MQREF_LOG_DIR"] = str(log_dir)
+        env[var] = str(log_dir)
     return env
+
+
+def _run(argv: list[str], timeout: float, env: dict[str, str], ok: tuple[int, ...]) -> JavaRun:
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+                          env=env, check=False)
+    events, noise = _parse(done.stdout.splitlines())
+    run = JavaRun(argv, done.returncode, events, done.stderr, noise)
+    assert done.returncode in ok, run.describe()
+    return run
 
 
 def run_java(command: str, namesrv: str, *args: str, timeout: float = 120.0, log_dir: Path | None = None,
              ok: tuple[int, ...] = (0,), client: str = "harness") -> JavaRun:
     """Run `mqref.Main command --namesrv NS args...` to its end; fail with its events and stderr unless
     its exit code is in `ok`."""
-    argv = java_argv(command, namesrv, *args, client=client)
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                          env=_env(log_dir), check=False)
-    events, noise = _parse(done.stdout.splitlines())
-    run = JavaRun(argv, done.returncode, events, done.stderr, noise)
-    assert done.returncode in ok, run.describe()
-    return run
+    return _run(java_argv(command, namesrv, *args, client=client), timeout, _env(log_dir), ok)
+
+
+def run_grpc_java(command: str, endpoints: str, *args: str, timeout: float = 120.0, log_dir: Path | None = None,
+                  ok: tuple[int, ...] = (0,)) -> JavaRun:
+    """Run `mqgrpc.Main command --endpoints PROXY args...` (the gRPC harness on rocketmq-client-java) to its end;
+    fail with its events and stderr unless its exit code is in `ok`."""
+    return _run(grpc_java_argv(command, endpoints, *args), timeout, _env(log_dir, "MQGRPC_LOG_DIR"), ok)
+
+
+def grpc_java_argv(command: str, endpoints: str, *args: str) -> list[str]:
+    return [*DIE_WITH_PARENT, "java", *CLIENT_JVM, "-cp", require("grpc-java").classpath(), GRPC_MAIN, command,
+            "--endpoints", endpoints, *args]
 
 
 class JavaClient:
@@ -100,10 +121,13 @@ class JavaClient:
 
     def __init__(self, command: str, namesrv: str, *args: str, log_dir: Path | None = None,
                  client: str = "harness") -> None:
-        self.argv = java_argv(command, namesrv, *args, client=client)
+        self._start(java_argv(command, namesrv, *args, client=client), _env(log_dir))
+
+    def _start(self, argv: list[str], env: dict[str, str]) -> None:
+        self.argv = argv
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (read by run(), closed by close())
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
-                                     text=True, env=_env(log_dir))
+                                     text=True, env=env)
         self.lines: list[str] = []
         self._cond = threading.Condition()
         threading.Thread(target=self._pump, daemon=True).start()
@@ -161,3 +185,11 @@ class JavaClient:
         run = self.run()
         self._stderr.close()
         return run
+
+
+class GrpcJavaClient(JavaClient):
+    """A gRPC harness command running beside the test (a consumer started before the producer); it ends by itself
+    (its --expect or --timeout-ms), and `close()` waits for that, killing it if it hangs."""
+
+    def __init__(self, command: str, endpoints: str, *args: str, log_dir: Path | None = None) -> None:
+        self._start(grpc_java_argv(command, endpoints, *args), _env(log_dir, "MQGRPC_LOG_DIR"))

@@ -1,164 +1,55 @@
 """Apache's rocketmq-proxy 5.5.0 as the oracle for `mq proxy`, both driven by the official Python gRPC client
 (rocketmq-python-client 5.1.2).
 
-The same scenarios run in four worlds: Apache's proxy over Apache 5.5.0 (the oracle), `mq proxy` over mq,
-`mq proxy` over Apache's brokers (mixed-1) and Apache's proxy over mq's (mixed-2). Each scenario runs in all
-four at once (one thread each) and reduces what the client saw to an outcome free of message ids, times and
-addresses; each other world's outcome must equal Apache's. Both proxies get the same rmq-proxy.json
-(PROXY_CONF: short minimum invisible time and long polling, so redelivery and an empty receive take about a
-second).
+The same scenarios run in four worlds (proxyworlds.py, started once per session): Apache's proxy over Apache
+5.5.0 (the oracle), `mq proxy` over mq, `mq proxy` over Apache's brokers (mixed-1) and Apache's proxy over mq's
+(mixed-2). Each scenario runs in all four at once (one thread each) and reduces what the client saw to an outcome
+free of message ids, times and addresses; each other world's outcome must equal Apache's. Both proxies get the
+same rmq-proxy.json (PROXY_CONF: short minimum invisible time and long polling, so redelivery and an empty receive
+take about a second).
 """
 
 from __future__ import annotations
 
-import json
 import threading
 import time
-from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
-from pathlib import Path
+from collections.abc import Callable
 from typing import Any
 
-import apache
 import pytest
-from refsupport import CLUSTER, make_group, name
+from proxyworlds import Outcomes, World, like_apache, worlds_but
+from refsupport import make_group, name
 from rocketmq.grpc_protocol import TransactionResolution
 from rocketmq.v5.client import ClientConfiguration, Credentials
 from rocketmq.v5.consumer import SimpleConsumer
 from rocketmq.v5.model import FilterExpression, Message
 from rocketmq.v5.producer import Producer, TransactionChecker
 from support.eventloop import own_event_loop
-from support.mqproc import MqProcess, start_mq
 from support.proxyclient import new_message, now_ms
 
-from mqtools.client.admin.sync import SyncMQAdmin
-from mqtools.remoting.bodies import TopicConfig
-
 pytestmark = pytest.mark.timeout(300)
-
-WORLDS = ("apache", "mq", "mixed-1", "mixed-2")
-OTHERS = WORLDS[1:]
 
 #: mq's proxy reads a Timestamp past year 9999 as milliseconds (docs/compatibility.md); Apache's refuses it.
 LENIENT_TIMESTAMP = ("mq proxy takes the 5.1.2 client's millisecond delivery time in Timestamp.seconds, which "
                      "Apache's proxy refuses with INTERNAL_SERVER_ERROR (a deliberate leniency)")
-
-#: rmq-proxy.json keys both proxies get: receive may ask for 1 s of invisibility (Apache's floor is 10 s) and
-#: a long poll may last 1 s (5 s), so a message left unacked returns soon and an empty receive is short; the
-#: proxy tells the brokers of its clients' producer groups every second (20 s): until it has, Apache's broker
-#: finds no one to ask about an open transaction, and after 15 checks (a second apart here) drops it.
-PROXY_CONF = {"minInvisibleTimeMillsForRecv": 1000, "grpcClientConsumerMinLongPollingTimeoutMillis": 1000,
-              "transactionHeartbeatPeriodSecond": 1}
 
 #: The client's long poll (seconds) and the invisible time (seconds) of a receive that acks what it gets.
 AWAIT_S = 2
 INVISIBLE_S = 20
 
 
-@dataclass(frozen=True)
-class World:
-    """A proxy (its gRPC address) in front of a cluster (its name server)."""
-
-    name: str
-    proxy: str
-    namesrv: str
-
-    def config(self) -> ClientConfiguration:
-        # 30 s: late in a CI session Apache's proxy and broker, under the load of four worlds at once, once took
-        # more than 10 s over a transaction call (DEADLINE_EXCEEDED on the oracle's side)
-        return ClientConfiguration(self.proxy, Credentials(), request_timeout=30)
-
-    def topic(self, prefix: str, kind: str, queues: int = 4) -> str:
-        """A new topic of message type `kind` (Apache's `message.type` attribute) on the world's cluster."""
-        topic = name(prefix)
-        with SyncMQAdmin(self.namesrv) as admin:
-            admin.topics.create_topic(TopicConfig(topic, read_queue_nums=queues, write_queue_nums=queues,
-                                                  attributes={"+message.type": kind}), cluster=CLUSTER)
-        return topic
-
-
-def _proxy_conf(path: Path, namesrv: str) -> Path:
-    path.write_text(json.dumps({"rocketMQClusterName": CLUSTER, "namesrvAddr": namesrv, "proxyMode": "cluster",
-                                "grpcServerPort": 0, "remotingListenPort": 0, **PROXY_CONF}))
-    return path
-
-
 @pytest.fixture(scope="module")
-def worlds(ref_root: Path, apache5: str, mq_single: str) -> Iterator[dict[str, World]]:
-    """The four proxies, started one after the other (a JVM dies with the thread that started it)."""
-    work = ref_root / "proxies"
-    work.mkdir()
-    started: list[apache.ApacheProcess | MqProcess] = []
-    try:
-        out: dict[str, World] = {}
-        for world, namesrv in (("apache", apache5), ("mixed-2", mq_single)):
-            proc = apache.start_proxy(work, namesrv, name=f"proxy-{world}", cluster=CLUSTER, **PROXY_CONF)
-            started.append(proc)
-            out[world] = World(world, proc.addr, namesrv)
-        for world, namesrv in (("mq", mq_single), ("mixed-1", apache5)):
-            conf = _proxy_conf(work / f"mq-proxy-{world}.json", namesrv)
-            proc = start_mq(["proxy", "start", "-c", str(conf), "--host", "127.0.0.1"], timeout=60)
-            started.append(proc)
-            out[world] = World(world, proc.addr, namesrv)
-        yield {w: out[w] for w in WORLDS}
-    finally:
-        for proc in started:
-            proc.kill()
-
-
-Scenario = Callable[[World], dict[str, Any]]
-
-
-class Outcomes:
-    """Each scenario's outcome per world, run once (in all worlds at once) for the tests that compare them."""
-
-    def __init__(self, worlds: dict[str, World]) -> None:
-        self.worlds = worlds
-        self._done: dict[str, dict[str, Any]] = {}
-
-    def of(self, scenario: Scenario) -> dict[str, Any]:
-        if scenario.__name__ not in self._done:
-            with ThreadPoolExecutor(len(self.worlds)) as pool:
-                futures = {w: pool.submit(_in_own_loop, scenario, world) for w, world in self.worlds.items()}
-                self._done[scenario.__name__] = {w: f.result() for w, f in futures.items()}
-        return self._done[scenario.__name__]
-
-
-def _in_own_loop(scenario: Scenario, world: World) -> dict[str, Any]:
-    """The scenario in a worker thread with its own event loop (the client needs one); an exception is the
-    outcome (its type and message), so one world's failure does not hide the others'."""
-    with own_event_loop():
-        try:
-            return scenario(world)
-        except Exception as exc:  # noqa: BLE001 - the outcome to compare
-            return {"error": f"{type(exc).__name__}: {exc}"}
-
-
-@pytest.fixture(scope="module")
-def outcomes(worlds: dict[str, World]) -> Outcomes:
-    return Outcomes(worlds)
-
-
-def like_apache(outcomes: Outcomes, scenario: Scenario, world: str) -> None:
-    """`world`'s outcome of `scenario` equals Apache's; the message names each differing item."""
-    out = outcomes.of(scenario)
-    oracle, seen = out["apache"], out[world]
-    assert "error" not in oracle, f"the oracle failed: {oracle['error']}"
-    diffs = [f"{k}: Apache {oracle.get(k)!r} / {world} {seen.get(k)!r}" for k in sorted(oracle.keys() | seen.keys())
-             if oracle.get(k) != seen.get(k)]
-    assert not diffs, f"{world} differs from Apache:\n" + "\n".join(diffs)
-
-
-def worlds_but(**xfails: str) -> list[Any]:
-    """OTHERS as parameters, those named (mixed_2= for mixed-2) marked strict xfail with the reason given."""
-    return [pytest.param(w, marks=pytest.mark.xfail(strict=True, reason=xfails[w.replace("-", "_")]))
-            if w.replace("-", "_") in xfails else w for w in OTHERS]
+def outcomes(proxy_worlds: dict[str, World]) -> Outcomes:
+    return Outcomes(proxy_worlds, own_event_loop)
 
 
 # ------------------------------------------------------------------------------------------------ the client
 
 
+def client_config(world: World) -> ClientConfiguration:
+    # 30 s: late in a CI session Apache's proxy and broker, under the load of four worlds at once, once took
+    # more than 10 s over a transaction call (DEADLINE_EXCEEDED on the oracle's side)
+    return ClientConfiguration(world.proxy, Credentials(), request_timeout=30)
 
 
 def started(client: Any) -> Any:
@@ -171,7 +62,7 @@ def started(client: Any) -> Any:
 
 
 def consumer(world: World, group: str, topic: str, expression: str = "*") -> SimpleConsumer:
-    return started(SimpleConsumer(world.config(), group, {topic: FilterExpression(expression)},
+    return started(SimpleConsumer(client_config(world), group, {topic: FilterExpression(expression)},
                                   await_duration=AWAIT_S))
 
 
@@ -206,7 +97,7 @@ def bodies(got: list[tuple[Message, int]]) -> list[str]:
 def normal(world: World) -> dict[str, Any]:
     """Sync sends with tags, keys and a user property; every one received once, as sent."""
     topic = world.topic("PxNormal", "NORMAL")
-    p = started(Producer(world.config(), (topic,)))
+    p = started(Producer(client_config(world), (topic,)))
     try:
         sent = []
         for i in range(3):
@@ -229,7 +120,7 @@ def fifo(world: World) -> dict[str, Any]:
     topic = world.topic("PxFifo", "FIFO")
     group = name("PxGroupFifo")
     make_group(world.namesrv, group, orderly=True)
-    p = started(Producer(world.config(), (topic,)))
+    p = started(Producer(client_config(world), (topic,)))
     try:
         for i in range(8):
             p.send(new_message(topic, f"g{i % 2}:{i}".encode(), message_group=f"g{i % 2}"))
@@ -253,7 +144,7 @@ def timer(world: World) -> dict[str, Any]:
     `Timestamp.seconds`, so a time in milliseconds (its documented unit) is a timestamp past year 9999, which
     Apache's proxy refuses (INTERNAL_SERVER_ERROR) and mq's reads as milliseconds (docs/compatibility.md)."""
     topic = world.topic("PxTimer", "DELAY")
-    p = started(Producer(world.config(), (topic,)))
+    p = started(Producer(client_config(world), (topic,)))
     try:
         deliver_s = now_ms() // 1000 + 3
         deliver_at = deliver_s * 1000
@@ -275,7 +166,7 @@ def timer_in_milliseconds(world: World) -> dict[str, Any]:
     """A delivery time in milliseconds, as the 5.1.2 client documents it (and writes into `Timestamp.seconds`):
     sent, or refused with which code."""
     topic = world.topic("PxTimerMs", "DELAY")
-    p = started(Producer(world.config(), (topic,)))
+    p = started(Producer(client_config(world), (topic,)))
     try:
         p.send(new_message(topic, b"later", delivery_timestamp=now_ms() + 2_000))
         return {"send": "ok"}
@@ -289,7 +180,7 @@ def tag_filter(world: World) -> dict[str, Any]:
     """TagA and TagB into one queue, a consumer of `TagA || TagC`: only the TagA ones, in order (the last one
     marks the end, so nothing is awaited)."""
     topic = world.topic("PxTag", "NORMAL", queues=1)
-    p = started(Producer(world.config(), (topic,)))
+    p = started(Producer(client_config(world), (topic,)))
     try:
         for i, tag in enumerate(("TagA", "TagB", "TagA", "TagB", "TagC")):
             p.send(new_message(topic, f"{tag}-{i}".encode(), tag=tag))
@@ -306,7 +197,7 @@ def tag_filter(world: World) -> dict[str, Any]:
 def redelivery(world: World) -> dict[str, Any]:
     """Received with 1 s of invisibility and not acked: it comes back, one delivery attempt more."""
     topic = world.topic("PxAgain", "NORMAL")
-    p = started(Producer(world.config(), (topic,)))
+    p = started(Producer(client_config(world), (topic,)))
     try:
         p.send(new_message(topic, b"again"))
     finally:
@@ -326,7 +217,7 @@ def redelivery(world: World) -> dict[str, Any]:
 def change_invisible(world: World) -> dict[str, Any]:
     """Received for 20 s, changed to 1 s: back well before 20 s; its next handle changed again and acked: gone."""
     topic = world.topic("PxChange", "NORMAL")
-    p = started(Producer(world.config(), (topic,)))
+    p = started(Producer(client_config(world), (topic,)))
     try:
         p.send(new_message(topic, b"change"))
     finally:
@@ -368,7 +259,7 @@ def transaction(world: World) -> dict[str, Any]:
     one never."""
     topic = world.topic("PxTx", "TRANSACTION")
     checker = Checker()
-    p = started(Producer(world.config(), (topic,), checker))
+    p = started(Producer(client_config(world), (topic,), checker))
     try:
         for body, end in (("commit", "commit"), ("rollback", "rollback"), ("open", None)):
             tx = p.begin_transaction()

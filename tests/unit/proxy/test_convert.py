@@ -187,3 +187,14 @@ def test_round_trip_keeps_what_the_client_set() -> None:
     assert back.system_properties.message_group == "grp" and back.system_properties.message_type == pb.FIFO
     assert back.system_properties.message_id == msg.system_properties.message_id
     assert back.user_properties["color"] == "red" and back.body == b"hello"
+
+
+@pytest.mark.parametrize("name", ["ORIGIN_GROUP", "_SYS_MSG_PRIORITY_", "__LITE_TOPIC"])
+def test_apache_5_5_system_properties_are_neither_handed_out_nor_taken(name: str) -> None:
+    """5.5.0's MessageConst.STRING_HASH_SET: Apache 5's revive stamps ORIGIN_GROUP on a message it puts back."""
+    assert name not in to_grpc(stored(**{name: "x", "color": "red"})).user_properties
+    msg = grpc_message()
+    msg.user_properties[name] = "x"
+    with pytest.raises(ProxyError) as exc:
+        convert(msg)
+    assert exc.value.code == Code.ILLEGAL_MESSAGE_PROPERTY_KEY
