@@ -148,6 +148,23 @@ async def test_unacked_comes_back_after_its_invisible_time_with_reconsume_times_
     assert await max_offset(cluster.broker.addr, pop_retry_topic_v1("PopRevive", "CG_POP_REVIVE")) == 1
 
 
+async def test_a_parked_pop_wakes_when_the_first_revived_message_creates_the_retry_topic(
+    cluster: Cluster, consumer_factory
+) -> None:
+    """A POP parked before the group's retry topic exists gets the message the revive puts there first, as
+    the message comes back, not when its 20 s poll ends (Apache's arrival notice for POP retry topics)."""
+    await create_topic(cluster, "PopWakeRetry", 1)
+    await send(cluster.namesrv.addr, "PopWakeRetry", ["w-0"])
+    consumer = await consumer_factory("CG_POP_WAKE")
+    await pop_until(consumer, "PopWakeRetry", 1, invisible_ms=1000)  # not acknowledged: back in 1 s
+    began = time.monotonic()
+    parked = await consumer.pop("PopWakeRetry", 1, 60_000, 20_000)
+    waited = time.monotonic() - began
+    assert [(body(m), m.reconsume_times) for m in parked.messages] == [("w-0", 1)], parked.status
+    assert waited < 12, f"woken after {waited:.1f} s: at the end of the poll, not at the message's return"
+    await consumer.ack(parked.messages[0])
+
+
 async def test_change_invisible_time_postpones_and_the_new_receipt_acks(
     cluster: Cluster, consumer_factory
 ) -> None:

@@ -168,6 +168,13 @@ class PopProcessor:
                 retry.extend((name, q) for q in range(rtc.read_queue_nums))
         return retry + normal if self.s.retry_first(turn) else normal + retry
 
+    def _future_retry(self, group: str, topic: str, order: bool) -> list[Wait]:
+        """The group's POP retry topic when it does not exist yet: the revive creates it (one queue) with the
+        first message it puts back, which must wake a POP parked now, as Apache's arrival notice does
+        (notifyMessageArrivingWithRetryTopic), not leave it to its poll time."""
+        retry = pop_retry_topic_v1(topic, group)
+        return [] if order or self.c.topics.select(retry) is not None else [(retry, 0, 0)]
+
     def pop_offset(
         self, group: str, topic: str, queue_id: int, init_mode: int, *, commit: bool = True
     ) -> int:
@@ -250,7 +257,8 @@ class PopProcessor:
         if h.poll_time > 0:
             until = deadline if deadline is not None else c.clock() + h.poll_time / 1000
             if c.clock() < until:
-                self.park(conn, req, until, out.waits, tag_filter, self.process_pop)
+                self.park(conn, req, until, out.waits + self._future_retry(h.consumer_group, tc.topic_name, order),
+                          tag_filter, self.process_pop)
                 self._wake_at_release(out.held, now_ms, until)
                 return None
         header = PopMessageResponseHeader(now_ms, h.invisible_time, revive_qid, out.rest, "", "")
