@@ -6,7 +6,9 @@ Apache runs that hook on every put of a single message whose transaction type is
 its commit. So TIMER_DELAY_SEC / TIMER_DELAY_MS are due that long after the put (or the commit),
 TIMER_DELIVER_MS at that time (at once when it has passed), and a delay level counts from the put; a timer
 value that is not legal refuses the put (for a commit, the half message stays and the check service asks
-again). A batch is never timed (the hook skips MessageExtBatch): mq's batch path does not call this.
+again). A batch is never timed: mq's batch path does not call this. (Apache's hook does see a batch, by its
+header's properties only; a timer there would send the whole batch to the wheel, but 5.x's batch encoder writes
+no header property into the messages, so they would reach the wheel without their real topic or due time.)
 """
 
 from __future__ import annotations

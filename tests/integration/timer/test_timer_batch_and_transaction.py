@@ -1,8 +1,11 @@
 """Timer properties where Apache's put hook does or does not see them, through real `mq` processes:
 
 * a batch is never timed (the hook sees the batch, not its messages): timer messages sent in one
-  SEND_BATCH_MESSAGE are stored in their topic at once, their timer properties kept, and timer properties
-  on the batch's own header are appended to each of its messages as any batch property is, untimed;
+  SEND_BATCH_MESSAGE are stored in their topic at once, their timer properties kept; timer properties on
+  the batch's own header are appended to each of its messages as any batch property is (4.x's encoding),
+  untimed. (Apache 5.5.0's hook would send such a batch to rmq_sys_wheel_timer, but its 5.x batch encoder
+  writes no header property into the messages, so the wheel would get them without their real topic or due
+  time: read from its source, docs/compatibility.md);
 * a transactional message is timed from its commit (the half message is stored as it came; the committed
   message goes through the hook): TIMER_DELAY_SEC counts from the commit, not from the send.
 """
