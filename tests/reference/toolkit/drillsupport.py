@@ -48,11 +48,11 @@ def heal_channel(work: Path, heal: Callable[[], None]) -> Iterator[str]:
     assert not errors, errors
 
 
-def drill(work: Path, *where: str, scenario: str = "kill-master") -> dict[str, Any]:
-    """`mq admin drill run SCENARIO` at `where` under LOAD: its report, valid, and `drill check` of its history
+def drill(work: Path, *where: str, scenario: str = "kill-master", load: list[str] = LOAD) -> dict[str, Any]:
+    """`mq admin drill run SCENARIO` at `where` under `load`: its report, valid, and `drill check` of its history
     judging the same."""
     history = work / "drill.jsonl"
-    result = mq("admin", "drill", "run", scenario, *where, *LOAD, "--history", str(history), "-o", "json",
+    result = mq("admin", "drill", "run", scenario, *where, *load, "--history", str(history), "-o", "json",
                 timeout=240)
     assert result.returncode in (0, 1), result.stdout + result.stderr
     report = json.loads(result.stdout)
