@@ -52,8 +52,8 @@ reference: install
 # pure-Python codec (the compiled one, built at install where a C compiler is present, is what the first
 # run uses).
 test: install layers reference prometheus
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 tests/unit tests/integration
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=20 tests/compat tests/tui tests/spark tests/reference
+	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 tests/unit tests/integration tests/compat tests/tui
+	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=20 tests/spark tests/reference
 	MQ_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/unit tests/integration/store
 
 # The fast tier for the edit-test loop (under 3 minutes on 2 cores): lint, the layer contracts and the unit
