@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.consume_modes import DEFAULT, NO_POP, SET, ConsumeMode, ConsumeModes
-from mqtools.client.errors import MQClientError
+from mqtools.client.errors import MQBrokerError, MQClientError
 from mqtools.remoting.assignment import (
     MODE_POP,
     MODE_PULL,
@@ -62,8 +62,12 @@ class ConsumeModeAdmin(AdminService):
         return ConsumeModes(group, topic, modes, read.unreachable)
 
     async def pop_groups(self) -> set[str] | None:
-        """The groups some broker serves by POP on some topic; None when no broker set answered."""
-        read = await self.admin.read_sets(await self.admin.all_sets(), self.request_mode_table)
+        """The groups some broker serves by POP on some topic; None when no broker set answered, or one refused
+        (the request is an admin one: an ACL account without it still gets `group status` and `mq top`)."""
+        try:
+            read = await self.admin.read_sets(await self.admin.all_sets(), self.request_mode_table)
+        except MQBrokerError:
+            return None
         if not read.reads:
             return None
         return {group for r in read.reads.values() if r.value is not None
