@@ -49,4 +49,4 @@ async def test_consume_modes_per_set_with_their_origin() -> None:
                                                                          ("b", "PULL", "no POP (RocketMQ 4)")]
     assert [u.broker_name for u in modes.unreachable] == ["c"]
     other = await admin.consume_modes("G2", "T")
-    assert [(m.broker_name, m.mode, m.origin) for m in other.modes][0] == ("a", "PULL", "default")
+    assert (other.modes[0].broker_name, other.modes[0].mode, other.modes[0].origin) == ("a", "PULL", "default")
