@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
-from mqtools.cli.admin.common import run
+from mqtools.cli.admin.common import run, usage
 from mqtools.common.exitcodes import EXIT_OK
 
 if TYPE_CHECKING:
@@ -92,6 +92,12 @@ def listing() -> str:
     lines += [f"   {e.name:<35} {e.purpose}  [{e.twin}]" for e in CATALOGUE.values()]
     lines += ["", "See 'mq admin help <command>' for more information on a specific command."]
     return "\n".join(lines)
+
+
+def one_of(broker_addr: str | None, cluster: str | None) -> None:
+    """mqadmin's write commands take -b or -c: neither is a usage error."""
+    if broker_addr is None and cluster is None:
+        raise usage("give -b/--brokerAddr or -c/--clusterName")
 
 
 def run_until_interrupted(namesrv: str | None, rounds: Callable[[MQAdmin], Awaitable[None]]) -> None:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import note, run, usage
-from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command
+from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command, one_of
 from mqtools.cli.admin.mqadmin.topic import attributes_of
 from mqtools.client.admin.models.mqadmin_text import group_config_text
 from mqtools.common.javatext import front, java_bool, java_format
@@ -26,11 +26,6 @@ JAVA_LONG = re.compile(r"-?\d+")
 """A timestamp mqadmin takes as a long, as it is."""
 
 
-
-
-def one_of(broker_addr: str | None, cluster: str | None) -> None:
-    if broker_addr is None and cluster is None:
-        raise usage("give -b/--brokerAddr or -c/--clusterName")
 
 
 @command("updateSubGroup", "mq admin group create|update", "Update or create subscription group.")

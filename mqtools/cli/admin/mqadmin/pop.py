@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, one_of
 from mqtools.client.admin.models.consume_modes import MODES
 
 if TYPE_CHECKING:
@@ -29,8 +29,7 @@ def set_consume_mode(
     """Example: mq admin setConsumeMode -c DefaultCluster -t Orders -g OrderConsumers -m POP -q 1"""
     if mode.strip() not in MODES:  # MessageRequestMode.valueOf: exact names only
         raise usage(f"bad mode {mode!r}: use PULL or POP")
-    if broker_addr is None and cluster is None:
-        raise usage("give -b/--brokerAddr or -c/--clusterName")
+    one_of(broker_addr, cluster)
 
     async def job(admin: MQAdmin) -> list[str]:
         return await admin.consume_modes.set_consume_mode(topic.strip(), group.strip(), mode.strip(), share,
