@@ -38,14 +38,10 @@ final class LitePull {
                 c.start();
                 Collection<MessageQueue> mqs = c.fetchMessageQueues(topic);
                 assigned.addAll(mqs);
+                // No seekToBegin/seekToEnd here: assign() has already started a pull task per queue,
+                // and seek() racing with a task whose pull is in flight can hand one queue's messages
+                // over twice (seen on a fast broker). The group is new, so ConsumeFromWhere decides.
                 c.assign(mqs);
-                for (MessageQueue mq : mqs) {
-                    if ("first".equals(from)) {
-                        c.seekToBegin(mq);
-                    } else if ("last".equals(from)) {
-                        c.seekToEnd(mq);
-                    }
-                }
                 break;
             default:
                 throw new IllegalArgumentException("unknown --mode " + mode);
