@@ -92,6 +92,9 @@ _mq() {
             mq_admin_offset_skip) path="mq admin offset skip" ;;
             mq_admin_producer) path="mq admin producer" ;;
             mq_admin_producer_connections) path="mq admin producer connections" ;;
+            mq_admin_proxy) path="mq admin proxy" ;;
+            mq_admin_proxy_clients) path="mq admin proxy clients" ;;
+            mq_admin_proxy_status) path="mq admin proxy status" ;;
             mq_admin_schema) path="mq admin schema" ;;
             mq_admin_timer) path="mq admin timer" ;;
             mq_admin_timer_status) path="mq admin timer status" ;;
@@ -146,7 +149,7 @@ _mq() {
     done
     case "${path// /_}" in
         mq) words="admin broker cluster context controller exporter mcp namesrv proxy spark-load top version --help" ;;
-        mq_admin) words="acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user --context --namesrv --tls --tls-ca --tls-cert --tls-key -n --help" ;;
+        mq_admin) words="acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user --context --namesrv --tls --tls-ca --tls-cert --tls-key -n --help" ;;
         mq_admin_acl) words="delete get list update version white-addrs --help" ;;
         mq_admin_acl_delete) words="--broker-addr --cluster --context --namesrv --timeout -b -c -n --help" ;;
         mq_admin_acl_get) words="--broker-addr --cluster --context --namesrv --output --timeout -b -c -n -o --help" ;;
@@ -233,6 +236,9 @@ _mq() {
         mq_admin_offset_skip) words="--context --dry-run --namesrv --output --timeout --yes -n -o -y --help" ;;
         mq_admin_producer) words="connections --help" ;;
         mq_admin_producer_connections) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
+        mq_admin_proxy) words="clients status --help" ;;
+        mq_admin_proxy_clients) words="--context --group --namesrv --output --proxy --timeout --topic --watch -g -n -o -p -t -w --help" ;;
+        mq_admin_proxy_status) words="--context --group --namesrv --output --proxy --timeout --topic --watch -g -n -o -p -t -w --help" ;;
         mq_admin_schema) words="--help" ;;
         mq_admin_timer) words="status --help" ;;
         mq_admin_timer_status) words="--broker-addr --cluster --context --namesrv --output --timeout --watch -b -c -n -o -w --help" ;;

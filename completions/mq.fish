@@ -12,35 +12,36 @@ complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster conte
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context controller exporter mcp namesrv proxy spark-load top version' -a top
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context controller exporter mcp namesrv proxy spark-load top version' -a version
 complete -c mq -f -n 'not __fish_seen_subcommand_from admin broker cluster context controller exporter mcp namesrv proxy spark-load top version' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a acl
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a acl2
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a broker
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a cluster
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a controller
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a diagnose
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a dlq
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a drill
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a group
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a ha
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a kv
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a msg
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a namesrv
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a offset
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a producer
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a schema
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a timer
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a topic
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a txn
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -a user
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -l context
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -l namesrv
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -l tls
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -l tls-ca
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -l tls-cert
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -l tls-key
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -s n
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer schema timer topic txn user' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a acl
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a acl2
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a broker
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a cluster
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a controller
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a diagnose
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a dlq
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a drill
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a group
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a ha
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a kv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a msg
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a offset
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a producer
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a proxy
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a schema
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a timer
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a topic
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a txn
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -a user
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -l tls-key
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and not __fish_seen_subcommand_from acl acl2 broker cluster controller diagnose dlq drill group ha help kv msg namesrv offset producer proxy schema timer topic txn user' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a delete
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a get
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and not __fish_seen_subcommand_from delete get list update version white-addrs' -a list
@@ -876,6 +877,39 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -s w
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and not __fish_seen_subcommand_from clients status' -a clients
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and not __fish_seen_subcommand_from clients status' -a status
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and not __fish_seen_subcommand_from clients status' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l group
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l proxy
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l topic
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l watch
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -s g
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -s p
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -s t
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -s w
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l group
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l proxy
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l topic
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l watch
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -s g
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -s p
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -s t
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -s w
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from schema; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and not __fish_seen_subcommand_from status' -a status
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and not __fish_seen_subcommand_from status' -l help

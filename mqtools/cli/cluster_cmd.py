@@ -83,7 +83,7 @@ def up(
     if proxy_addrs:
         typer.echo(f"PROXY_ADDR={';'.join(proxy_addrs)}")
     for proc in state.procs:
-        ha = f" ha={proc.ha_port}" if proc.ha_port else ""
+        ha = f" ha={proc.ha_port}" if proc.ha_port else f" remoting={proc.remoting_port}" if proc.remoting_port else ""
         ident = f" {proc.broker_name}" if proc.kind == "broker" else ""
         if proc.kind == "broker" and proc.role != CONTROLLED_ROLE:
             ident += f" id={proc.broker_id}"

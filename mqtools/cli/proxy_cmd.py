@@ -31,8 +31,8 @@ def start(
     ] = None,
     remoting_port: Annotated[
         Optional[int],  # noqa: UP045
-        typer.Option("--remoting-port", help="remotingListenPort (accepted; the remoting protocol is not served "
-                                             "by the proxy yet)."),
+        typer.Option("--remoting-port", help="remotingListenPort: the port tools ask about the proxy's gRPC clients "
+                                             "(mq admin proxy ...); 0 lets the OS choose. Default 8080."),
     ] = None,
     host: Annotated[
         Optional[str],  # noqa: UP045
@@ -67,7 +67,9 @@ def start(
 
     class _Listening:
         async def start(self) -> None:
-            await listen(proxy, f"{config.grpc_bind_address}:{config.grpc_server_port}")
+            bind = config.grpc_bind_address
+            await listen(proxy, f"{bind}:{config.grpc_server_port} (gRPC) or {bind}:{config.remoting_listen_port} "
+                                f"(remoting)")
 
         async def shutdown(self) -> None:
             await proxy.shutdown()
@@ -79,7 +81,8 @@ def start(
                    f"name servers {config.namesrv_list}")
         tls = " tls=true" if config.tls_cert_path else ""
         auth = " authentication=true" if config.authentication_enabled else ""
-        typer.echo(f"READY proxy {shown}:{proxy.port} mode=cluster{tls}{auth}")
+        remoting = f" remoting={proxy.remoting.port}" if proxy.remoting is not None else ""
+        typer.echo(f"READY proxy {shown}:{proxy.port} mode=cluster{remoting}{tls}{auth}")
 
     run_server(serve(_Listening(), ready))
 

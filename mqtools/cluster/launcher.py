@@ -127,9 +127,10 @@ def plan(opts: UpOptions) -> ClusterState:
                                 port + 1, spec.broker_name, spec.broker_id, host=host, netns=ns))
     proxies = []
     for i in range(opts.proxies):
-        port = sv.pick_ports(max(1024, opts.base_port + PROXY_PORT_OFFSET + i), 1, taken)
+        # two ports: remotingListenPort, then the gRPC port (Apache's 8080 and 8081)
+        port = sv.pick_ports(max(1024, opts.base_port + PROXY_PORT_OFFSET - 1 + 2 * i), 2, taken) + 1
         host, ns = place(count + len(specs) + i)
-        proxies.append(ProcInfo(f"proxy-{i}", "proxy", PROXY_ROLE, port, host=host, netns=ns))
+        proxies.append(ProcInfo(f"proxy-{i}", "proxy", PROXY_ROLE, port, host=host, netns=ns, remoting_port=port - 1))
     state = ClusterState(opts.preset, namesrv_addr, [*namesrvs, *brokers, *proxies],
                          str(certs.ca) if certs is not None else None, controller_addr,
                          opts.base_port if layout is not None else None)
@@ -155,7 +156,7 @@ def _proxy_config(root: Path, proxy: ProcInfo, namesrv_addr: str, broker_props: 
     taken = {k: broker_props[k] for k in _PROXY_KEYS_FROM_BROKERS if k in broker_props}
     conf: dict[str, Any] = {"rocketMQClusterName": taken.pop("brokerClusterName", "DefaultCluster"),
                             "namesrvAddr": namesrv_addr, "proxyMode": "cluster", "grpcServerPort": proxy.port,
-                            "grpcBindAddress": proxy.host, **taken}
+                            "remotingListenPort": proxy.remoting_port, "grpcBindAddress": proxy.host, **taken}
     if certs is not None:
         conf.update({"tlsCertPath": str(certs.cert), "tlsKeyPath": str(certs.key), "tls.enable": "true",
                      "tls.client.trustCertPath": str(certs.ca)})
@@ -237,7 +238,7 @@ class ProcStatus:
             "brokerId": p.broker_id if p.kind == "broker" and not controlled else None, "alive": self.alive,
             "cpuPercent": self.cpu_percent, "rssBytes": self.rss_bytes,
             "registered": bool(self.health and self.health.registered), "ha": self._ha_json(), "log": str(self.log),
-            **({"grpc": self._grpc_json()} if p.kind == "proxy" else {}),
+            **({"grpc": self._grpc_json(), "remotingPort": p.remoting_port or None} if p.kind == "proxy" else {}),
         }
 
     def _grpc_json(self) -> dict[str, Any] | None:

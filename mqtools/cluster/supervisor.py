@@ -70,6 +70,8 @@ class ProcInfo:
     host: str = "127.0.0.1"
     netns: str = ""
     """The network namespace it runs in (mq cluster up --netns); empty: the root namespace."""
+    remoting_port: int = 0
+    """A proxy's remoting port (remotingListenPort), where tools ask about its gRPC clients; 0: none."""
 
     @property
     def addr(self) -> str:

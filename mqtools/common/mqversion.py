@@ -27,3 +27,15 @@ def version_desc(ordinal: int) -> str:
     """MQVersion.getVersionDesc: the enum name, HIGHER_VERSION past the end."""
     names = _names()
     return names[min(max(ordinal, 0), len(names) - 1)]
+
+
+def version_ordinal(text: str) -> int | None:
+    """The ordinal of a version given by name (`V5_0_8`, as MQVersion.Version.valueOf takes it) or as a release
+    (`5.0.8`, what RocketMQ 5's gRPC clients send); None for anything else."""
+    name = text.strip().upper()
+    if name and name[0].isdigit():
+        name = "V" + name.replace(".", "_").replace("-", "_")
+    try:
+        return _names().index(name)
+    except ValueError:
+        return None

@@ -85,6 +85,13 @@ class Clients:
     def remove(self, client_id: str) -> GrpcClient | None:
         return self._clients.pop(client_id, None)
 
+    def all(self) -> list[GrpcClient]:
+        return list(self._clients.values())
+
+    def consumers_of(self, group: str) -> list[GrpcClient]:
+        """The clients whose settings name `group` as their consumer group."""
+        return [c for c in self._clients.values() if group and c.consumer_group == group]
+
     def producers_of(self, topic: str) -> list[GrpcClient]:
         """Producers that publish `topic` and have a Telemetry stream open."""
         return [c for c in self._clients.values() if c.streams and topic in c.publishing_topics]

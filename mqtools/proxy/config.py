@@ -111,8 +111,9 @@ class ProxyConfig:
     def validate(self) -> None:
         if self.proxy_mode.lower() not in ("cluster", "local"):
             raise ProxyConfigError(f"proxyMode {self.proxy_mode!r}: 'cluster' or 'local'")
-        if not 0 <= self.grpc_server_port <= 65535:
-            raise ProxyConfigError(f"grpcServerPort {self.grpc_server_port} is not a port")
+        for key, port in (("grpcServerPort", self.grpc_server_port), ("remotingListenPort", self.remoting_listen_port)):
+            if not 0 <= port <= 65535:
+                raise ProxyConfigError(f"{key} {port} is not a port")
         if self.max_message_size <= 0 or self.grpc_max_inbound_message_size <= 0:
             raise ProxyConfigError("maxMessageSize and grpcMaxInboundMessageSize must be > 0")
         if bool(self.tls_cert_path) != bool(self.tls_key_path):

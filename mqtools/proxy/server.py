@@ -31,6 +31,7 @@ from mqtools.proxy.authorize import Authorizer
 from mqtools.proxy.config import ProxyConfig, ProxyConfigError
 from mqtools.proxy.errors import Code, ProxyError, status
 from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.proxy.remoting import ProxyRemoting
 from mqtools.proxy.service import Call, MessagingService
 
 log = logging.getLogger(__name__)
@@ -239,7 +240,8 @@ def server_credentials(config: ProxyConfig) -> grpc.ServerCredentials | None:
 
 
 class ProxyServer:
-    """`mq proxy start`'s service: the proxy's link to the cluster and its gRPC server."""
+    """`mq proxy start`'s service: the proxy's link to the cluster, its gRPC server and (cluster mode) its remoting
+    port for the operators' tools (mqtools.proxy.remoting)."""
 
     def __init__(self, config: ProxyConfig, *, instance: ClientInstance | None = None) -> None:
         self.config = config
@@ -248,6 +250,7 @@ class ProxyServer:
         self.port = config.grpc_server_port
         self.service: MessagingService | None = None
         self._server: grpc.aio.Server | None = None
+        self.remoting: ProxyRemoting | None = None
         self._sweeper: asyncio.Task | None = None
 
     async def start(self) -> None:
@@ -272,6 +275,9 @@ class ProxyServer:
         gate = Gate(users if cfg.authentication_enabled else None, authorizer)
         self._server.add_generic_rpc_handlers((handlers(self.service, gate),))
         await self.instance.start()
+        if cfg.proxy_mode.lower() == "cluster":
+            self.remoting = ProxyRemoting(self.service.clients, cfg.grpc_bind_address, cfg.remoting_listen_port)
+            await self.remoting.start()
         await self._server.start()
         self._sweeper = asyncio.create_task(self._sweep())
 
@@ -293,4 +299,7 @@ class ProxyServer:
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None
+        if self.remoting is not None:
+            await self.remoting.shutdown()
+            self.remoting = None
         await self.instance.shutdown()

@@ -44,6 +44,8 @@ class World:
     name: str
     proxy: str
     namesrv: str
+    remoting: str
+    """The proxy's remoting port (remotingListenPort), where tools ask about its gRPC clients."""
 
     def topic(self, prefix: str, kind: str, queues: int = 4) -> str:
         """A new topic of message type `kind` (Apache's `message.type` attribute) on the world's cluster."""
@@ -70,12 +72,12 @@ def start_worlds(work: Path, apache5: str, mq_single: str) -> Iterator[dict[str,
         for world, namesrv in (("apache", apache5), ("mixed-2", mq_single)):
             proc = apache.start_proxy(work, namesrv, name=f"proxy-{world}", cluster=CLUSTER, **PROXY_CONF)
             started.append(proc)
-            out[world] = World(world, proc.addr, namesrv)
+            out[world] = World(world, proc.addr, namesrv, f"127.0.0.1:{proc.props['remotingListenPort']}")
         for world, namesrv in (("mq", mq_single), ("mixed-1", apache5)):
             conf = _mq_proxy_conf(work / f"mq-proxy-{world}.json", namesrv)
             proc = start_mq(["proxy", "start", "-c", str(conf), "--host", "127.0.0.1"], timeout=60)
             started.append(proc)
-            out[world] = World(world, proc.addr, namesrv)
+            out[world] = World(world, proc.addr, namesrv, f"127.0.0.1:{proc.extra['remoting']}")
         yield {w: out[w] for w in WORLDS}
     finally:
         for proc in started:

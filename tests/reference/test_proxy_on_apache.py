@@ -27,6 +27,8 @@ from rocketmq.v5.producer import Producer, TransactionChecker
 from support.eventloop import own_event_loop
 from support.proxyclient import new_message, now_ms
 
+from mqtools.client.admin.sync import SyncMQAdmin
+
 pytestmark = pytest.mark.timeout(300)
 
 #: mq's proxy reads a Timestamp past year 9999 as milliseconds (docs/compatibility.md); Apache's refuses it.
@@ -279,6 +281,25 @@ def transaction(world: World) -> dict[str, Any]:
             "types": sorted({Message.message_type_desc(m.message_type) for m, _ in got})}
 
 
+def seen_by_the_toolkit(world: World) -> dict[str, Any]:
+    """A SimpleConsumer and a producer on the proxy: what `mq admin proxy clients` reads of them from the proxy's
+    remoting port (the brokers see no gRPC consumer). Versions and producers are left out: Apache's proxy
+    reports its own version for every client and answers nothing about producers (docs/compatibility.md)."""
+    topic = world.topic("PxSeen", "NORMAL")
+    group = name("PxGroupSeen")
+    p = started(Producer(client_config(world), (topic,)))
+    c = consumer(world, group, topic, "TagA")
+    try:
+        with SyncMQAdmin(world.namesrv) as admin:
+            read = admin.proxies.proxy_clients([world.remoting], [group])
+            online = admin.groups.online_connections(group)
+    finally:
+        c.shutdown()
+        p.shutdown()
+    return {"clients": [(x.kind, x.group == group, x.language) for x in read.clients if x.group == group],
+            "unreachable": read.unreachable, "at_brokers": online.connections if online else []}
+
+
 # ------------------------------------------------------------------------------------------------ the tests
 
 
@@ -320,3 +341,10 @@ def test_change_invisible_duration(outcomes: Outcomes, world: str) -> None:
 @pytest.mark.parametrize("world", worlds_but())
 def test_transactions(outcomes: Outcomes, world: str) -> None:
     like_apache(outcomes, transaction, world)
+
+
+@pytest.mark.parametrize("world", worlds_but())
+def test_the_toolkit_reads_the_proxys_grpc_clients(outcomes: Outcomes, world: str) -> None:
+    oracle = outcomes.of(seen_by_the_toolkit)["apache"]
+    assert oracle.get("clients") == [("SIMPLE", True, "PYTHON")] and oracle["at_brokers"] == [], oracle
+    like_apache(outcomes, seen_by_the_toolkit, world)

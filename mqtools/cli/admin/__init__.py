@@ -29,6 +29,7 @@ from mqtools.cli.admin import (
     namesrv,
     offset,
     producer,
+    proxy,
     schema,
     timer,
     topic,
@@ -80,6 +81,7 @@ app.add_typer(producer.app, name="producer")
 app.add_typer(drill.app, name="drill")
 app.add_typer(ha.app, name="ha")
 app.add_typer(timer.app, name="timer")
+app.add_typer(proxy.app, name="proxy")
 app.add_typer(acl.app, name="acl")
 app.add_typer(acl2.app, name="acl2")
 app.add_typer(user.app, name="user")

@@ -28,6 +28,7 @@ from mqtools.client.admin.namesrv import NamesrvAdmin
 from mqtools.client.admin.namesrv_probe import NamesrvProbeAdmin
 from mqtools.client.admin.offsets import LATEST, OffsetAdmin
 from mqtools.client.admin.overview import OverviewAdmin
+from mqtools.client.admin.proxies import ProxyAdmin
 from mqtools.client.admin.queue_offsets import QueueOffsetAdmin
 from mqtools.client.admin.timer import TimerAdmin
 from mqtools.client.admin.topic_overview import TopicOverviewAdmin
@@ -67,3 +68,4 @@ class MQAdmin(AdminBase):
         self.auth = AuthAdmin(self)
         self.timer = TimerAdmin(self)
         self.consume_modes = ConsumeModeAdmin(self)
+        self.proxies = ProxyAdmin(self)

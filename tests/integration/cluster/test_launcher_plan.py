@@ -52,12 +52,15 @@ def test_plan_places_proxies_after_the_brokers_with_the_brokers_settings(tmp_pat
     proxies = [p for p in state.procs if p.kind == "proxy"]
     assert [p.role for p in proxies] == [sv.PROXY_ROLE] * 2
     assert proxies[0].port >= 41000 - 1795 and proxies[1].port > proxies[0].port
-    ports = [p.port for p in state.procs] + [p.ha_port for p in state.procs if p.ha_port]
+    assert [p.remoting_port for p in proxies] == [proxies[0].port - 1, proxies[1].port - 1]  # Apache's 8080 beside 8081
+    ports = [p.port for p in state.procs] + [p.ha_port or p.remoting_port for p in state.procs
+                                             if p.ha_port or p.remoting_port]
     assert len(ports) == len(set(ports))
     assert proxies[0].args[:3] == ["proxy", "start", "-c"]
     conf = json.loads(Path(proxies[0].args[3]).read_text())
     assert conf == {"rocketMQClusterName": "PxPlan", "namesrvAddr": state.namesrv_addr, "proxyMode": "cluster",
-                    "grpcServerPort": proxies[0].port, "grpcBindAddress": "127.0.0.1", "maxMessageSize": "65536",
+                    "grpcServerPort": proxies[0].port,
+                    "remotingListenPort": proxies[0].remoting_port, "grpcBindAddress": "127.0.0.1", "maxMessageSize": "65536",
                     "authenticationEnabled": "true", "tlsCertPath": str(tmp_path / "tls" / "server.pem"),
                     "tlsKeyPath": str(tmp_path / "tls" / "server.key"), "tls.enable": "true",
                     "tls.client.trustCertPath": state.tls_ca}

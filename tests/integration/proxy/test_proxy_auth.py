@@ -67,7 +67,7 @@ def proxy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterato
           "-b", broker)
     conf = tmp_path_factory.mktemp("proxyauthconf") / "rmq-proxy.json"
     conf.write_text(json.dumps({
-        "rocketMQClusterName": "ProxyAuthIT", "namesrvAddr": cluster.namesrv.addr, "grpcServerPort": 0,
+        "rocketMQClusterName": "ProxyAuthIT", "namesrvAddr": cluster.namesrv.addr, "grpcServerPort": 0, "remotingListenPort": 0,
         "authenticationEnabled": True, "authorizationEnabled": True,
         "innerClientAuthenticationCredentials": json.dumps({"accessKey": ROOT[0], "secretKey": ROOT[1]})}))
     proc = start_mq(["proxy", "start", "-c", str(conf), "--host", "127.0.0.1"], timeout=60)

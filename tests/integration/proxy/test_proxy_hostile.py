@@ -76,7 +76,7 @@ def proxy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     asyncio.run(create_topic(cluster, TOPIC, 4))
     conf = tmp_path_factory.mktemp("proxyhostileconf") / "rmq-proxy.json"
     conf.write_text(json.dumps({"rocketMQClusterName": "HostileIT", "namesrvAddr": cluster.namesrv.addr,
-                                "grpcServerPort": 0}))  # maxMessageSize left at Apache's 4 MiB
+                                "grpcServerPort": 0, "remotingListenPort": 0}))  # maxMessageSize left at Apache's 4 MiB
     proc = start_mq(["proxy", "start", "-c", str(conf), "--host", "127.0.0.1"], timeout=60)
     try:
         yield proc

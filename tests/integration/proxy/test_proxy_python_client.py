@@ -21,6 +21,7 @@ from rocketmq.v5.client import ClientConfiguration, Credentials
 from rocketmq.v5.consumer import ConsumeResult, MessageListener, PushConsumer, SimpleConsumer
 from rocketmq.v5.model import FilterExpression, Message
 from rocketmq.v5.producer import Producer, TransactionChecker
+from support.adminsupport import json_of, mq
 from support.clientsupport import Cluster, broker_cluster, create_topic
 from support.mqproc import MqProcess, start_mq
 from support.proxyclient import new_message, now_ms
@@ -257,6 +258,41 @@ def raw(proxy: MqProcess, method: str, body: bytes, stream: bool = False) -> grp
             return exc
 
 
+def test_the_toolkit_reads_the_proxys_grpc_clients_where_the_brokers_see_none(proxy: MqProcess, cluster: Cluster,
+                                                                               producer) -> None:
+    """The brokers never see gRPC consumers; `mq admin proxy` asks the proxy's remoting port. A dead proxy makes the
+    document partial; without a name server only the groups given are asked, and the document says so."""
+    c = consumer(proxy, "PxGroupSeen", "PxNormal", FilterExpression("TagA"))
+    try:
+        remoting = f"127.0.0.1:{proxy.extra['remoting']}"
+        doc = json_of(mq("admin", "proxy", "clients", "-p", remoting, "-o", "json", namesrv=cluster.namesrv.addr),
+                      "ProxyClients")
+        seen = [x for x in doc["clients"] if x["group"] == "PxGroupSeen"]
+        assert [(x["kind"], x["language"], x["version"], x["proxy"]) for x in seen] == \
+            [("SIMPLE", "PYTHON", "V5_1_2", remoting)]
+        published = {x["group"] for x in doc["clients"] if x["kind"] == "PRODUCER"}
+        assert published == set(TOPICS) and doc["listingError"] is None
+        assert json_of(mq("admin", "group", "connections", "PxGroupSeen", "-o", "json", namesrv=cluster.namesrv.addr),
+                       "GroupConnections")["clients"] == []
+
+        dead = "127.0.0.1:1"
+        status = json_of(mq("admin", "proxy", "status", "-p", remoting, "-p", dead, "-o", "json",
+                            namesrv=cluster.namesrv.addr), "ProxyStatus", exit_code=4)
+        assert status["partial"] and [u["addr"] for u in status["unreachable"]] == [dead]
+        (mine,) = status["proxies"]
+        assert mine["addr"] == remoting and mine["consumers"] >= 1 and mine["producers"] >= 1
+        assert mine["languages"]["PYTHON"] >= 2
+
+        blind = json_of(mq("admin", "proxy", "clients", "-p", remoting, "-g", "PxGroupSeen", "-o", "json",
+                           namesrv=dead), "ProxyClients")
+        assert blind["listingError"] and blind["groupsAsked"] == 1
+        assert [x["group"] for x in blind["clients"]] == ["PxGroupSeen"]
+        table = mq("admin", "proxy", "status", "-p", remoting, "-g", "PxGroupSeen", namesrv=dead)
+        assert table.returncode == 0 and "could not be listed" in table.stdout, table.stdout + table.stderr
+    finally:
+        c.shutdown()
+
+
 def test_bad_input_gets_clear_status_codes_and_the_proxy_goes_on(proxy: MqProcess, producer) -> None:
     malformed = raw(proxy, "SendMessage", b"\xff\xff\xff\xff")
     assert isinstance(malformed, grpc.RpcError) and malformed.code() == grpc.StatusCode.INVALID_ARGUMENT
@@ -307,7 +343,7 @@ def test_bad_input_gets_clear_status_codes_and_the_proxy_goes_on(proxy: MqProces
 
 
 def test_sigterm_stops_the_proxy_cleanly(cluster: Cluster, tmp_path: Path) -> None:
-    proc = start_mq(["proxy", "start", "-n", cluster.namesrv.addr, "--grpc-port", "0", "--host", "127.0.0.1"],
+    proc = start_mq(["proxy", "start", "-n", cluster.namesrv.addr, "--grpc-port", "0", "--remoting-port", "0", "--host", "127.0.0.1"],
                     timeout=60)
     try:
         proc.signal(signal.SIGTERM)

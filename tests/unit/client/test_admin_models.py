@@ -119,5 +119,5 @@ def test_no_area_service_hides_a_facade_method() -> None:
     """MQAdmin keeps its areas as attributes; one named like a method would shadow that method."""
     admin = MQAdmin("127.0.0.1:9876")
     areas = [name for name, value in vars(admin).items() if isinstance(value, AdminService)]
-    assert len(areas) == 21
+    assert len(areas) == 22
     assert [name for name in areas if hasattr(MQAdmin, name)] == []

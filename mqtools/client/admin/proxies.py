@@ -1,0 +1,93 @@
+"""RocketMQ 5 proxies and their gRPC clients: `mq admin proxy status|clients`.
+
+A proxy answers GET_CONSUMER_CONNECTION_LIST for a group on its remoting port (Apache's rocketmq-proxy and
+mq's); it has no request that lists its groups, so the groups asked are the cluster's (every broker set's
+subscription groups) plus those given. mq's proxy also answers GET_PRODUCER_CONNECTION_LIST for a topic (the
+group of a gRPC producer); Apache's refuses the code, and its producers are then not known. With the name
+server down the cluster's groups and topics cannot be listed: only the ones given are asked, and the document
+says so. A proxy that does not answer is named in `unreachable`, the others are read.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from mqtools.client.admin.base import AdminService, reason_of
+from mqtools.client.admin.models.proxies import CONSUMER_KINDS, PRODUCER, ProxyClient, ProxyClients, ProxyRead
+from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.common.mqversion import version_desc
+from mqtools.common.presentation import Unreachable
+from mqtools.common.topics import is_dlq_topic, is_retry_topic, is_system_group, is_system_topic
+from mqtools.remoting.bodies import Connection, ConsumerConnection, ProducerConnection
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.headers import ConsumerGroupRequestHeader, GetProducerConnectionListRequestHeader
+
+
+def _client(proxy: str, kind: str, group: str, conn: Connection) -> ProxyClient:
+    return ProxyClient(proxy, kind, group, conn.client_id, conn.client_addr, conn.language, version_desc(conn.version))
+
+
+class ProxyAdmin(AdminService):
+    """What each proxy reports of its gRPC clients."""
+
+    async def _names(self) -> tuple[list[str], list[str]]:
+        """The cluster's consumer groups and topics, without the system ones."""
+        groups = [e.group for e in await self.admin.groups.group_list() if not is_system_group(e.group)]
+        topics = [t for t in await self.admin.topics.topic_list()
+                  if not (is_system_topic(t) or is_retry_topic(t) or is_dlq_topic(t))]
+        return groups, topics
+
+    async def consumers(self, proxy: str, group: str) -> list[ProxyClient]:
+        """The group's clients on `proxy` (none: the proxy answered CONSUMER_NOT_ONLINE)."""
+        resp = await self.admin.call(proxy, RequestCode.GET_CONSUMER_CONNECTION_LIST,
+                                     ConsumerGroupRequestHeader(group).to_ext(),
+                                     ok=(ResponseCode.SUCCESS, ResponseCode.CONSUMER_NOT_ONLINE))
+        if resp.code != ResponseCode.SUCCESS:
+            return []
+        body = ConsumerConnection.from_json(resp.body or b"{}")
+        kind = CONSUMER_KINDS.get(body.consume_type or "", body.consume_type or "n/a")
+        return [_client(proxy, kind, group, c) for c in body.connection_set]
+
+    async def producers(self, proxy: str, topic: str) -> list[ProxyClient] | None:
+        """The topic's producers on `proxy`; None when the proxy does not answer for producers."""
+        resp = await self.admin.call(proxy, RequestCode.GET_PRODUCER_CONNECTION_LIST,
+                                     GetProducerConnectionListRequestHeader(topic).to_ext(),
+                                     ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR,
+                                         ResponseCode.REQUEST_CODE_NOT_SUPPORTED))
+        if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            return None
+        if resp.code != ResponseCode.SUCCESS:
+            return []
+        body = ProducerConnection.from_json(resp.body or b"{}")
+        return [_client(proxy, PRODUCER, topic, c) for c in body.connection_set]
+
+    async def _read(self, proxy: str, groups: list[str], topics: list[str]) -> ProxyRead | Unreachable:
+        try:
+            found = [c for g in await asyncio.gather(*(self.consumers(proxy, g) for g in groups)) for c in g]
+            lists_producers = True
+            for topic in topics:  # one by one: a proxy that refuses the code is asked once
+                got = await self.producers(proxy, topic)
+                if got is None:
+                    lists_producers = False
+                    break
+                found += got
+        except UnreachableError as exc:
+            return Unreachable(None, proxy, reason_of(exc))
+        return ProxyRead(proxy, sorted(found, key=lambda c: (c.kind == PRODUCER, c.group, c.client_id)),
+                         lists_producers)
+
+    async def proxy_clients(self, proxies: list[str], groups: list[str] = (), topics: list[str] = ()  # type: ignore[assignment]
+                            ) -> ProxyClients:
+        """Ask each proxy about the cluster's groups and topics and those given."""
+        if not proxies:
+            raise MQClientError("no proxy to ask: give its remoting address (host:8080)")
+        listing_error = None
+        try:
+            cluster_groups, cluster_topics = await self._names()
+        except MQClientError as exc:
+            cluster_groups, cluster_topics, listing_error = [], [], str(exc) or type(exc).__name__
+        asked_groups = sorted({*cluster_groups, *groups})
+        asked_topics = sorted({*cluster_topics, *topics})
+        reads = await asyncio.gather(*(self._read(p, asked_groups, asked_topics) for p in proxies))
+        return ProxyClients([r for r in reads if isinstance(r, ProxyRead)], asked_groups, asked_topics,
+                            listing_error, [r for r in reads if isinstance(r, Unreachable)])
