@@ -1218,6 +1218,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from exporter; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from exporter; and true' -l interval
 complete -c mq -f -n '__fish_seen_subcommand_from exporter; and true' -l listen
 complete -c mq -f -n '__fish_seen_subcommand_from exporter; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from exporter; and true' -l proxy
 complete -c mq -f -n '__fish_seen_subcommand_from exporter; and true' -l timeout
 complete -c mq -f -n '__fish_seen_subcommand_from exporter; and true' -l tls
 complete -c mq -f -n '__fish_seen_subcommand_from exporter; and true' -l tls-ca

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Optional
 
 import typer
 
@@ -37,10 +37,14 @@ def exporter(
     interval: Annotated[float, typer.Option("--interval", help="Seconds between polls of the cluster.", min=1.0)]
     = 15.0,
     timeout: TimeoutOpt = 5.0,
+    proxies: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045 - typer needs Optional here
+        "--proxy", help="Also a RocketMQ 5 proxy's remoting address (host:8080; repeat for more): its gRPC clients, "
+                        "which the brokers never see.")] = None,
     tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """Prometheus exporter: rocketmq-exporter's metrics (dashboard 10477 works unchanged) plus mq's own
-    (HA diff and catch-up, ha ready, heartbeat ages, controller epoch). Runs until interrupted.
+    (HA diff and catch-up, ha ready, heartbeat ages, controller epoch, with --proxy the proxies' gRPC clients).
+    Runs until interrupted.
 
     Example: mq exporter -n 127.0.0.1:9876 --listen 0.0.0.0:5557
     """
@@ -60,7 +64,7 @@ def exporter(
 
     async def serve() -> None:
         async with MQAdmin(target.namesrv, timeout=timeout, security=target.security) as admin:
-            poller = ExporterPoller(admin, interval)
+            poller = ExporterPoller(admin, interval, proxies=proxies or [])
             try:
                 server, _thread = start_http_server(port, addr=host, registry=registry_for(poller))
             except OSError as exc:

@@ -97,6 +97,11 @@ FAMILIES: dict[str, Family] = {
     "mq_timer_offset_behind": Family("timer messages stored but not yet in the broker's wheel", HA_GROUP),
     "mq_group_pop_inflight": Family("messages popped by the group (POP) and not yet acknowledged", ("group",)),
     "mq_group_pop_revive_due": Family("of those, the ones past their invisible time (coming back)", ("group",)),
+    "mq_proxy_up": Family("1 when the proxy (mq exporter --proxy) answered the last poll on its remoting port, 0 when "
+                          "it did not", ("proxy",)),
+    "mq_proxy_clients": Family("gRPC clients the proxy serves, by kind (PUSH, SIMPLE consumer, PRODUCER) and language",
+                               ("proxy", "kind", "language")),
+    "mq_proxy_consumer_groups": Family("consumer groups with a gRPC client on the proxy", ("proxy",)),
     "mq_namesrv_heartbeat_age_seconds": Family("seconds since the name server last heard from the broker",
                                                ("namesrv", "cluster", "broker", "brokerIP")),
     "mq_exporter_poll_seconds": Family("how long the exporter's last poll of this job took", ("job",)),

@@ -27,6 +27,7 @@ from mqtools.exporter.series import (
     heartbeat_samples,
     master_up_samples,
     pop_samples,
+    proxy_samples,
     runtime_samples,
     stats_sample,
     timer_samples,
@@ -40,9 +41,12 @@ Job = Callable[[], Awaitable[list[Sample]]]
 class ExporterPoller:
     """Runs the rounds on the calling loop; `samples()` may be called from any thread (the HTTP server's)."""
 
-    def __init__(self, admin: MQAdmin, interval: float, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, admin: MQAdmin, interval: float, clock: Callable[[], float] = time.monotonic,
+                 proxies: list[str] | None = None) -> None:
         self.admin = admin
         self.interval = interval
+        #: proxies' remoting addresses (mq exporter --proxy): their gRPC clients, which no broker knows of
+        self.proxies = proxies or []
         self.clock = clock
         self.latest: dict[str, list[Sample]] = {}
         """job key -> the samples of its last successful poll."""
@@ -60,7 +64,10 @@ class ExporterPoller:
             await asyncio.sleep(max(0.0, self.interval - (self.clock() - began)))
 
     async def round(self) -> None:
-        """Start every job of one round (the cluster's shape first: the per-broker jobs depend on it)."""
+        """Start every job of one round (the cluster's shape first: the per-broker jobs depend on it; the proxies
+        answer whether the name servers do or not)."""
+        if self.proxies:
+            self._launch("proxies", self._proxies)
         try:
             snap = await self.admin.cluster.cluster_snapshot(runtime=False)
         except MQClientError as exc:
@@ -179,6 +186,9 @@ class ExporterPoller:
         pairs = sorted({(q.queue.broker_name, q.queue.topic) for q in progress.queues})
         return out + await self._minute_tps("rocketmq_consumer_tps", "GROUP_GET_NUMS", [
             (b, f"{t}@{group}", (cluster_of.get(b, ""), b, t, group)) for b, t in pairs])
+
+    async def _proxies(self) -> list[Sample]:
+        return proxy_samples(await self.admin.proxies.proxy_clients(self.proxies))
 
     async def _timer(self, cluster_of: dict[str, str]) -> list[Sample]:
         return timer_samples(cluster_of, await self.admin.timer.timer_status())

@@ -7,12 +7,14 @@ value that does not parse) gives no sample: the series is absent from the scrape
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import NamedTuple
 
 from mqtools.client.admin.models.brokers import BrokerRuntime, ClusterSnapshot
 from mqtools.client.admin.models.groups import ConsumerProgress, GroupConnections
 from mqtools.client.admin.models.ha import HAReadiness
+from mqtools.client.admin.models.proxies import ProxyClients
 from mqtools.client.admin.models.timer import TimerStatus
 from mqtools.client.admin.models.topics import TopicStatus
 from mqtools.common.topics import is_dlq_topic, is_retry_topic
@@ -160,6 +162,23 @@ def timer_samples(cluster_of: Mapping[str, str], status: TimerStatus) -> list[Sa
                             ("mq_timer_offset_behind", b.offset_behind)):
             if b.enabled and value is not None:
                 out.append(Sample(name, (cluster, b.broker_name), float(value)))
+    return out
+
+
+def proxy_samples(read: ProxyClients) -> list[Sample]:
+    """mq_proxy_*: per proxy asked, whether it answered, and its clients by kind and language (distinct client
+    ids); a proxy that does not list producers (Apache's) has no PRODUCER series, not 0."""
+    out = [Sample("mq_proxy_up", (u.addr or "",), 0.0) for u in read.unreachable]
+    for p in read.proxies:
+        out.append(Sample("mq_proxy_up", (p.addr,), 1.0))
+        out.append(Sample("mq_proxy_consumer_groups", (p.addr,), float(p.consumer_groups)))
+        kinds = {"PUSH", "SIMPLE", *(["PRODUCER"] if p.lists_producers else [])}
+        seen = {(c.kind, c.language, c.client_id) for c in p.clients}
+        counts = Counter((kind, lang) for kind, lang, _ in seen)
+        languages = {lang for _, lang, _ in seen}
+        for kind in sorted(kinds | {k for k, _, _ in seen}):
+            for lang in sorted(languages):
+                out.append(Sample("mq_proxy_clients", (p.addr, kind, lang), float(counts.get((kind, lang), 0))))
     return out
 
 

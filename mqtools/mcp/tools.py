@@ -120,6 +120,14 @@ async def _group_consume_mode(admin: MQAdmin, a: Args) -> View:
     return consume_modes_view(await admin.consume_modes.consume_modes(a["group"], a.get("topic")))
 
 
+async def _proxy_clients(admin: MQAdmin, a: Args) -> View:
+    from mqtools.client.admin.models.proxies import proxy_clients_view
+
+    proxies = [p.strip() for p in str(a["proxies"]).split(",") if p.strip()]
+    groups = [g.strip() for g in str(a.get("groups") or "").split(",") if g.strip()]
+    return proxy_clients_view(await admin.proxies.proxy_clients(proxies, groups))
+
+
 async def _message_by_key(admin: MQAdmin, a: Args) -> View:
     from mqtools.client.admin.models.messages import message_list_view
 
@@ -195,6 +203,11 @@ READS: list[Tool] = [
          {"broker": BROKER}, ("broker",), _ha_ready, "HAReady"),
     Tool("timer_status", "Timer messages (RocketMQ 5) per broker set: pending per topic, how far delivery got, "
          "dequeue and enqueue lag, congestion.", {}, (), _timer_status, "TimerStatus"),
+    Tool("proxy_clients", "The gRPC clients RocketMQ 5 proxies serve (the brokers never see them): per client its "
+         "proxy, PUSH/SIMPLE consumer or PRODUCER, group or topic, language, version.",
+         {"proxies": _s("Proxies' remoting addresses (host:8080), comma-separated."),
+          "groups": _s("Also ask about these consumer groups, comma-separated (optional).")}, ("proxies",),
+         _proxy_clients, "ProxyClients"),
     Tool("message_by_key", "Messages of a topic with this key (the index).", {"topic": TOPIC, "key": _s("Message key.")},
          ("topic", "key"), _message_by_key, "MessageList"),
     Tool("message_by_id", "One message by its offset msgId (or a client msgId with its topic).",

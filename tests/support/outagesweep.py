@@ -54,6 +54,12 @@ READS: dict[str, list[str]] = {
     "offset skip --dry-run": ["offset", "skip", "{group}", "{topic}", "--dry-run"],
 }
 
+#: Reads of a cluster's proxies, {proxy} its remoting address: swept when the world has a proxy.
+PROXY_READS: dict[str, list[str]] = {
+    "proxy status": ["proxy", "status", "-p", "{proxy}"],
+    "proxy clients": ["proxy", "clients", "-p", "{proxy}"],
+}
+
 #: The mqadmin dialect's names for reading commands (plain text, mqadmin's options and exit codes).
 MQADMIN_READS: dict[str, list[str]] = {
     "clusterList": ["clusterList"],
@@ -82,7 +88,7 @@ def sweep(namesrv: str, values: dict[str, str]) -> dict[str, int]:
     problems: list[str] = []
     codes: dict[str, int] = {}
     runs = [(name, ["admin", *[a.format(**values) for a in args], "-o", "json", "--timeout", TIMEOUT], True)
-            for name, args in READS.items()]
+            for name, args in (READS | (PROXY_READS if "proxy" in values else {})).items()]
     # the mqadmin dialect has no --timeout, as mqadmin has none: MQ_TIMEOUT bounds its reads
     runs += [(name, ["admin", *[a.format(**values) for a in args]], False) for name, args in MQADMIN_READS.items()]
     runs.append(("top --once", ["top", "--once", "-o", "json", "--timeout", TIMEOUT], True))
@@ -131,6 +137,7 @@ MCP_READS: dict[str, dict[str, str]] = {
     "timer_status": {},
     "message_by_key": {"topic": "{topic}", "key": "{key}"},
     "message_by_id": {"msg_id": "{msg}"},
+    "proxy_clients": {"proxies": "{proxy}"},
 }
 
 
@@ -150,6 +157,8 @@ def mcp_sweep(namesrv: str, values: dict[str, str]) -> dict[str, str]:
     problems: list[str] = []
     outcomes: dict[str, str] = {}
     for name, args in MCP_READS.items():
+        if "{proxy}" in args.get("proxies", "") and "proxy" not in values:
+            continue  # a world without a proxy
         began = time.monotonic()
         result = asyncio.run(tools.call(name, {k: v.format(**values) for k, v in args.items()}))
         took = time.monotonic() - began

@@ -58,7 +58,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]
     # a hung broker stays registered for the whole module (the name servers expire a silent one after 120 s,
     # and a sweep of every read against a hung set takes about a minute): the state stays the one under test
     with preset_cluster(tmp_path_factory.mktemp("outage"), "2m-2s-sync", namesrvs=2,
-                        namesrv_props=("brokerChannelExpiredTime=600000",)) as running:
+                        namesrv_props=("brokerChannelExpiredTime=600000",), proxy=True) as running:
         with SyncMQAdmin(running.namesrv) as admin:
             for broker in BROKERS:
                 admin.topics.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=running.addr(broker))
@@ -90,7 +90,7 @@ def slave_knows(admin: SyncMQAdmin, addr: str) -> bool:
 
 def sweep_values(cluster: PresetCluster) -> dict[str, str]:
     return {"topic": TOPIC, "group": GROUP, "addr": cluster.addr("broker-b"), "msg": FIRST_ON_A["offsetMsgId"],
-            "uniq": FIRST_ON_A["msgId"], "key": "key0"}
+            "uniq": FIRST_ON_A["msgId"], "key": "key0", "proxy": f"127.0.0.1:{cluster.rows['proxy-0']['remotingPort']}"}
 
 
 def group_progress(cluster: PresetCluster) -> tuple[int, dict]:

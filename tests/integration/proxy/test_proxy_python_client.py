@@ -16,6 +16,7 @@ from pathlib import Path
 
 import grpc
 import pytest
+from prometheus_client.parser import text_string_to_metric_families
 from rocketmq.grpc_protocol import TransactionResolution
 from rocketmq.v5.client import ClientConfiguration, Credentials
 from rocketmq.v5.consumer import ConsumeResult, MessageListener, PushConsumer, SimpleConsumer
@@ -24,6 +25,8 @@ from rocketmq.v5.producer import Producer, TransactionChecker
 from support.adminsupport import json_of, mq
 from support.clientsupport import Cluster, broker_cluster, create_topic
 from support.mqproc import MqProcess, start_mq
+from support.presetcluster import wait_for
+from support.promsupport import exporter, scrape
 from support.proxyclient import new_message, now_ms
 
 from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
@@ -289,6 +292,18 @@ def test_the_toolkit_reads_the_proxys_grpc_clients_where_the_brokers_see_none(pr
         assert [x["group"] for x in blind["clients"]] == ["PxGroupSeen"]
         table = mq("admin", "proxy", "status", "-p", remoting, "-g", "PxGroupSeen", namesrv=dead)
         assert table.returncode == 0 and "could not be listed" in table.stdout, table.stdout + table.stderr
+
+        with exporter(cluster.namesrv.addr, "--proxy", remoting, "--proxy", dead) as addr:
+            def polled() -> str | None:
+                text = scrape(addr)
+                return text if 'mq_exporter_poll_ok{job="proxies"} 1.0' in text else None
+
+            text = wait_for(polled, 30, "the exporter's proxy poll")
+        figures = {(s.name, tuple(sorted(s.labels.items()))): s.value
+                   for f in text_string_to_metric_families(text) for s in f.samples if s.name.startswith("mq_proxy")}
+        assert figures[("mq_proxy_up", (("proxy", remoting),))] == 1
+        assert figures[("mq_proxy_up", (("proxy", dead),))] == 0
+        assert figures[("mq_proxy_clients", (("kind", "SIMPLE"), ("language", "PYTHON"), ("proxy", remoting)))] >= 1
     finally:
         c.shutdown()
 

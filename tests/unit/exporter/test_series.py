@@ -97,3 +97,24 @@ def test_a_rocketmq_5_broker_gives_the_transferred_tps_under_its_new_name() -> N
     got = {s.name: s.value for s in runtime_samples("C", "a:10911", rt)}
     assert (got["rocketmq_brokeruntime_gettransfered_tps10"], got["rocketmq_brokeruntime_gettransfered_tps600"]) == (
         3.0, 1.0)
+
+
+def test_proxies_up_or_down_and_their_clients_by_kind_and_language() -> None:
+    from mqtools.client.admin.models.proxies import ProxyClient, ProxyClients, ProxyRead
+    from mqtools.exporter.series import proxy_samples
+
+    mine = ProxyRead("mq:8080", [ProxyClient("mq:8080", "PUSH", "G", "c1", "a", "JAVA", "V5_0_8"),
+                                 ProxyClient("mq:8080", "PRODUCER", "T1", "p1", "b", "PYTHON", "V5_1_2"),
+                                 ProxyClient("mq:8080", "PRODUCER", "T2", "p1", "b", "PYTHON", "V5_1_2")], True)
+    apaches = ProxyRead("apache:8080", [ProxyClient("apache:8080", "SIMPLE", "H", "c2", "c", "JAVA", "V5_5_0")], False)
+    got = {(s.name, s.labels): s.value for s in proxy_samples(ProxyClients(
+        [mine, apaches], ["G", "H"], ["T1", "T2"], None, [Unreachable(None, "dead:8080", "connection refused")]))}
+    assert {k[1][0]: v for k, v in got.items() if k[0] == "mq_proxy_up"} == {"mq:8080": 1, "apache:8080": 1,
+                                                                            "dead:8080": 0}
+    assert got[("mq_proxy_clients", ("mq:8080", "PRODUCER", "PYTHON"))] == 1  # one client of two topics
+    assert got[("mq_proxy_clients", ("mq:8080", "PUSH", "JAVA"))] == 1
+    assert got[("mq_proxy_clients", ("mq:8080", "SIMPLE", "PYTHON"))] == 0  # known to be none
+    assert not any(k[1][:2] == ("apache:8080", "PRODUCER") for k in got)  # Apache's lists no producers: unknown
+    assert not any(k[1][0] == "dead:8080" and k[0] != "mq_proxy_up" for k in got)
+    assert got[("mq_proxy_consumer_groups", ("apache:8080",))] == 1
+    assert {name for name, _ in got} <= FAMILIES.keys()
