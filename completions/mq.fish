@@ -1331,6 +1331,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l dir
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l once
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l proxy
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l refresh
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l snapshot-dir
 complete -c mq -f -n '__fish_seen_subcommand_from top; and true' -l timeout

@@ -44,14 +44,17 @@ def top(
         "--allow-writes", help="Enable wipe/add write permission and reset group to latest (each confirmed).")] = False,
     state_dir: Annotated[Optional[Path], typer.Option(  # noqa: UP045 - typer needs Optional
         "--dir", help="A local cluster's state dir (mq cluster up --dir): show its processes' CPU, RSS, files.")] = None,
-    view: Annotated[str, typer.Option("--view", help="Start in this view: brokers, ha, topics, groups, namesrv.")]
-    = "brokers",
+    view: Annotated[str, typer.Option("--view", help="Start in this view: brokers, ha, topics, groups, namesrv, "
+                                                     "proxies.")] = "brokers",
+    proxies: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--proxy", help="A RocketMQ 5 proxy's remoting address (host:8080; repeat for more) for the proxies view: the "
+                        "gRPC clients it serves, which the brokers never see.")] = None,
     snapshot_dir: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--snapshot-dir", help="Where `s` saves snapshots (default: the current directory).")] = None,
     timeout: TimeoutOpt = 5.0,
     tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
-    """Live view: brokers and heartbeats, HA, topics, groups, name servers (k9s-style keys; ? for help).
+    """Live view: brokers and heartbeats, HA, topics, groups, name servers, proxies (k9s-style keys; ? for help).
 
     Example: mq top -n 127.0.0.1:9876 --refresh 1
     """
@@ -63,7 +66,7 @@ def top(
     chosen_dir = str(state_dir) if state_dir else (target.context.state_dir if target.context else None)
     context_name = target.context.name if target.context else None
     if once:
-        _once(target.namesrv, context_name, chosen_dir, output, timeout, target.security)
+        _once(target.namesrv, context_name, chosen_dir, output, timeout, target.security, tuple(proxies or ()))
         return
     if not is_terminal(sys.stdout) or not is_terminal(sys.stdin):
         raise usage("mq top needs a terminal; use --once (-o json) for a snapshot")
@@ -76,11 +79,11 @@ def top(
 
     poller = Poller(target.namesrv, timeout=timeout, state_dir=chosen_dir, security=target.security)
     TopApp(poller=poller, namesrv=poller.namesrv_addrs, context=context_name, refresh=refresh,
-           allow_writes=allow_writes, snapshot_dir=snapshot_dir, view=view).run()
+           allow_writes=allow_writes, snapshot_dir=snapshot_dir, view=view, proxies=tuple(proxies or ())).run()
 
 
 def _once(namesrv: str, context: str | None, state_dir: str | None, output: str, timeout: float,
-          security: ClientSecurity | None) -> None:
+          security: ClientSecurity | None, proxies: tuple[str, ...]) -> None:
     import json
 
     from mqtools.client.admin import MQAdmin
@@ -101,7 +104,7 @@ def _once(namesrv: str, context: str | None, state_dir: str | None, output: str,
     async def session() -> tuple[list[str], LiveState]:
         state = LiveState()
         async with MQAdmin(namesrv, timeout=timeout, security=security) as admin:
-            for outcome in await collect_once(admin, Wanted(topics=True, groups=True), sampler):
+            for outcome in await collect_once(admin, Wanted(topics=True, groups=True, proxies=proxies), sampler):
                 state.apply(outcome)
             state.round_done()
             return list(admin.namesrv_addrs), state

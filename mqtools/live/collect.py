@@ -44,6 +44,8 @@ class Wanted:
     groups: bool = False
     topic_details: tuple[str, ...] = ()
     group_details: tuple[str, ...] = ()
+    proxies: tuple[str, ...] = ()
+    """Proxies' remoting addresses whose gRPC clients to read (`mq top --proxy`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +112,8 @@ class Collector:
             launch("topics", admin.topic_views.topic_overview)
         if wanted.groups:
             launch("groups", lambda: self._groups(launch))
+        if wanted.proxies:
+            launch("proxies", lambda: admin.proxies.proxy_clients(list(wanted.proxies)))
         for topic in wanted.topic_details:
             launch(f"topic:{topic}", lambda t=topic: self.topic_detail(t))
         for group in wanted.group_details:

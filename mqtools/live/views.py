@@ -15,8 +15,9 @@ from typing import Any
 from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, ClusterSnapshot, broker_json
 from mqtools.client.admin.models.groups import GroupSummary
 from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
+from mqtools.client.admin.models.proxies import ProxyClients
 from mqtools.common.perm import perm_to_string
-from mqtools.live.cells import cell, since, stale_note
+from mqtools.live.cells import blank, cell, since, stale_note
 from mqtools.live.collect import GroupDetail, TopicDetail
 from mqtools.live.ha_view import ha
 from mqtools.live.state import LiveState, Slot
@@ -39,7 +40,7 @@ from mqtools.live.verdicts import broker_detail, broker_verdict, group_evidence,
 
 HEARTBEAT_WARN_MS = 30_000
 HEARTBEAT_CRIT_MS = 90_000
-VIEWS = ("brokers", "ha", "topics", "groups", "namesrv")
+VIEWS = ("brokers", "ha", "topics", "groups", "namesrv", "proxies")
 
 
 def build(state: LiveState, view: str, target: str | None = None, now: float | None = None,
@@ -54,7 +55,8 @@ def build(state: LiveState, view: str, target: str | None = None, now: float | N
         return group_detail(state, target, mono, wall_ms)
     if view == "broker" and target is not None:
         return broker_detail(state, target)
-    return {"brokers": brokers, "ha": ha, "topics": topics, "groups": groups, "namesrv": namesrv}[view](state, mono)
+    return {"brokers": brokers, "ha": ha, "topics": topics, "groups": groups, "namesrv": namesrv,
+            "proxies": proxies}[view](state, mono)
 
 
 def _missing(probe: list[NamesrvStatus] | None, addr: str) -> list[str]:
@@ -254,6 +256,37 @@ def namesrv(state: LiveState, mono: float) -> Table:
             Cell(missing, NA if missing is None else ",".join(missing) or "-", CRIT if missing else OK),
             Cell(s.error, s.error or ""),
         ], stale=slot.stale))
+    return table
+
+
+PROXY_COLUMNS = [
+    Column("PROXY", key="proxy"), Column("ANSWERING", key="answering"), Column("GROUPS", True, key="consumerGroups"),
+    Column("CONSUMERS", True, key="consumers"), Column("PRODUCERS", True, key="producers"),
+    Column("LANGUAGES", key="languages"), Column("ERROR", key="error"),
+]
+
+
+def proxies(state: LiveState, mono: float) -> Table:
+    """The proxies given with --proxy and the gRPC clients each serves (the brokers never see them); a proxy
+    that does not answer is critical, producers are n/a for a proxy that lists none (Apache's)."""
+    slot = state.slot("proxies")
+    read: ProxyClients | None = slot.value
+    table = Table("proxies", "proxies", PROXY_COLUMNS, [], notes=stale_note("proxies", slot, mono))
+    if read is None:
+        if not slot.stale:
+            table.notes.append("no proxy given: mq top --proxy HOST:8080 (a proxy's remoting port)")
+        return table
+    table.notes += read.footer()
+    for p in read.proxies:
+        langs = p.languages
+        table.rows.append(Row(p.addr, [
+            Cell(p.addr, p.addr), Cell(True, "yes", OK), cell(p.consumer_groups), cell(p.consumers),
+            cell(p.producers), Cell(langs, ", ".join(f"{k} {n}" for k, n in langs.items()) or "-"), Cell(None, ""),
+        ], stale=slot.stale))
+    for u in read.unreachable:
+        addr = u.addr or "?"
+        table.rows.append(Row(addr, [Cell(addr, addr), Cell(False, "no", CRIT), *blank(4), Cell(u.reason, u.reason)],
+                              stale=slot.stale))
     return table
 
 

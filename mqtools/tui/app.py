@@ -33,7 +33,7 @@ from mqtools.tui.widgets.table import LiveTable
 
 RENDER_DELAY = 0.1
 """Outcomes arriving within this of each other are drawn once."""
-TIMELESS = {"topics": ("topics",), "groups": ("groups",), "namesrv": ("probe", "snapshot")}
+TIMELESS = {"topics": ("topics",), "groups": ("groups",), "namesrv": ("probe", "snapshot"), "proxies": ("proxies",)}
 """Views whose rows change only with these jobs' outcomes (see TopApp._signature)."""
 
 
@@ -45,7 +45,7 @@ class TopApp(App[None]):
 
     def __init__(self, *, poller: Poller | None, namesrv: list[str], context: str | None = None,
                  refresh: float = 2.0, allow_writes: bool = False, snapshot_dir: Path | None = None,
-                 view: str = "brokers", state: LiveState | None = None,
+                 view: str = "brokers", state: LiveState | None = None, proxies: tuple[str, ...] = (),
                  clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time) -> None:
         super().__init__()
         self.poller = poller
@@ -56,6 +56,7 @@ class TopApp(App[None]):
         self.snapshot_dir = snapshot_dir or Path.cwd()
         self.state = state or LiveState()
         self.nav = Navigation(view)
+        self.proxies = proxies
         self.clock, self.wall_clock = clock, wall_clock
         self.paused = False
         self.current_table: Table | None = None
@@ -88,7 +89,7 @@ class TopApp(App[None]):
 
     async def _round(self) -> None:
         assert self.poller is not None
-        self.last_round_seconds = await self.poller.round(self.nav.wanted())
+        self.last_round_seconds = await self.poller.round(self.nav.wanted(self.proxies))
         self.state.round_done(self.wall_clock(), self.clock())
         self.redraw()
 

@@ -10,7 +10,7 @@ from mqtools.live.tables import Table
 from mqtools.live.views import VIEWS
 
 ALIASES = {"ns": "namesrv", "nameserver": "namesrv", "namesrvs": "namesrv", "broker": "brokers",
-           "topic": "topics", "group": "groups", "slaves": "ha"}
+           "topic": "topics", "group": "groups", "slaves": "ha", "proxy": "proxies", "px": "proxies"}
 
 
 def view_named(text: str) -> str | None:
@@ -29,7 +29,7 @@ def view_named(text: str) -> str | None:
 @dataclass(slots=True)
 class Level:
     view: str
-    """brokers, ha, topics, groups, namesrv; or topic / group / broker for a drill-down."""
+    """brokers, ha, topics, groups, namesrv, proxies; or topic / group / broker for a drill-down."""
     target: str | None = None
     filter_text: str | None = None
     sort_column: int | None = None
@@ -90,9 +90,11 @@ class Navigation:
             return None
         return table.columns[col].header, self.current.descending
 
-    def wanted(self) -> Wanted:
-        """What the current level needs polled beyond brokers, HA and name servers."""
+    def wanted(self, proxies: tuple[str, ...] = ()) -> Wanted:
+        """What the current level needs polled beyond brokers, HA and name servers (`proxies`: the ones
+        given, read while their view shows)."""
         level = self.current
         return Wanted(topics=level.view == "topics", groups=level.view == "groups",
                       topic_details=(level.target,) if level.view == "topic" and level.target else (),
-                      group_details=(level.target,) if level.view == "group" and level.target else ())
+                      group_details=(level.target,) if level.view == "group" and level.target else (),
+                      proxies=proxies if level.view == "proxies" else ())

@@ -14,7 +14,9 @@ from mqtools.client.admin.models.groups import (
 )
 from mqtools.client.admin.models.ha import HAStatus
 from mqtools.client.admin.models.live import NamesrvStatus, TopicLine, TopicOverview
+from mqtools.client.admin.models.proxies import ProxyClient, ProxyClients, ProxyRead
 from mqtools.client.admin.models.topics import QueueStats, TopicStatus
+from mqtools.common.presentation import Unreachable
 from mqtools.live.collect import GroupDetail, TopicDetail
 from mqtools.live.state import LiveState, Outcome
 from mqtools.live.tables import Cell, Row
@@ -88,6 +90,16 @@ def fixed_state() -> LiveState:
                                   "inSync": diff < 8_192, "transferredByteInSecond": 0}]}), None, NOW_WALL, at))
         groups[0] = GroupSummary("orders-svc", 3, 397, "CONSUME_PASSIVELY", "CLUSTERING", 240.0, lag)
         state.apply(Outcome("groups", list(groups), None, NOW_WALL, at))
+    # two proxies: mq's (consumers and producers) and Apache's (consumers only), and one that does not answer
+    px = ProxyRead("10.0.3.1:8080", [ProxyClient("10.0.3.1:8080", "PUSH", "orders-svc", "c-1", "10.0.9.3:1", "JAVA",
+                                                 "V5_0_8"),
+                                     ProxyClient("10.0.3.1:8080", "PRODUCER", "Orders", "p-1", "10.0.9.4:1", "PYTHON",
+                                                 "V5_1_2")], True)
+    apache = ProxyRead("10.0.3.2:8080", [ProxyClient("10.0.3.2:8080", "SIMPLE", "billing", "c-2", "10.0.9.5:1",
+                                                     "JAVA", "V5_5_0")], False)
+    state.apply(Outcome("proxies", ProxyClients([px, apache], ["billing", "orders-svc"], ["Orders"], None,
+                                                [Unreachable(None, "10.0.3.3:8080", "connection refused")]),
+                        None, NOW_WALL, NOW_MONO))
     state.round_done(NOW_WALL, NOW_MONO)
     return state
 

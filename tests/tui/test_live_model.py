@@ -190,3 +190,18 @@ def test_a_broker_not_heard_from_over_two_rounds_is_red_while_the_name_servers_a
 
 def rows_of_state(state: LiveState, view: str, now: float) -> dict:
     return {r.key: r for r in build(state, view, None, now, NOW_WALL).rows}
+
+
+def test_proxies_answering_not_answering_and_producers_not_known() -> None:
+    table = build(fixed_state(), "proxies", None, NOW_MONO, NOW_WALL)
+    rows = {r.key: r for r in table.rows}
+    mine, apaches, dead = rows["10.0.3.1:8080"], rows["10.0.3.2:8080"], rows["10.0.3.3:8080"]
+    assert [c.text for c in mine.cells] == ["10.0.3.1:8080", "yes", "1", "1", "1", "JAVA 1, PYTHON 1", ""]
+    assert table.value(apaches, "producers") is None and apaches.cells[4].text == "n/a"
+    assert dead.level == CRIT and table.value(dead, "error") == "connection refused"
+    assert any("n/a producers" in n for n in table.notes)
+    empty = build(LiveState(), "proxies", None, NOW_MONO, NOW_WALL)
+    assert empty.rows == [] and empty.notes == ["no proxy given: mq top --proxy HOST:8080 (a proxy's remoting port)"]
+    assert view_named("px") == view_named("prox") == "proxies"
+    assert Navigation("proxies").wanted(("p:8080",)).proxies == ("p:8080",)
+    assert Navigation("brokers").wanted(("p:8080",)).proxies == ()

@@ -40,7 +40,7 @@ def fixed_app(view: str = "brokers") -> TopApp:
                   clock=lambda: NOW_MONO, wall_clock=lambda: NOW_WALL, snapshot_dir=Path("/nonexistent"))
 
 
-@pytest.mark.parametrize("view", ["brokers", "ha", "topics", "groups", "namesrv"])
+@pytest.mark.parametrize("view", ["brokers", "ha", "topics", "groups", "namesrv", "proxies"])
 def test_view(snap_compare, view: str) -> None:
     assert snap_compare(fixed_app(view), terminal_size=SIZE)
 

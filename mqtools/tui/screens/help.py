@@ -11,7 +11,7 @@ from textual.screen import ModalScreen
 from textual.widgets import Static
 
 KEYS = [
-    (":VIEW", "switch view: brokers, ha, topics, groups, namesrv (a prefix is enough)"),
+    (":VIEW", "switch view: brokers, ha, topics, groups, namesrv, proxies (a prefix is enough)"),
     ("/REGEX", "filter rows by a regex; /!REGEX keeps the rows that do not match"),
     ("enter", "drill down: a topic's route and queues, a group's progress per queue and verdict, a broker's findings"),
     ("esc", "clear the filter, then go back along the breadcrumb"),

@@ -27,7 +27,7 @@ class Prompt(Input):
 
     def open(self, mode: str, value: str = "") -> None:
         self.mode = mode
-        self.placeholder = "brokers | ha | topics | groups | namesrv" if mode == ":" else "regex (!regex inverts)"
+        self.placeholder = "brokers | ha | topics | groups | namesrv | proxies" if mode == ":" else "regex (!regex inverts)"
         self.value = value
         self.display = True
         self.focus()
