@@ -190,7 +190,7 @@ _mq() {
         mq_admin_diagnose) words="broker cluster group --help" ;;
         mq_admin_diagnose_broker) words="--context --namesrv --output --timeout --window -n -o --help" ;;
         mq_admin_diagnose_cluster) words="--context --lag-ok --namesrv --output --timeout --watch --window -n -o -w --help" ;;
-        mq_admin_diagnose_group) words="--context --lag-ok --namesrv --output --retry-share --timeout --window -n -o --help" ;;
+        mq_admin_diagnose_group) words="--context --lag-ok --namesrv --output --proxy --retry-share --timeout --window -n -o --help" ;;
         mq_admin_dlq) words="list resend --help" ;;
         mq_admin_dlq_list) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
         mq_admin_dlq_resend) words="--all --context --namesrv --output --timeout --yes -n -o -y --help" ;;

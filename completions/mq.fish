@@ -430,6 +430,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l lag-ok
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l proxy
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l retry-share
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l timeout
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l window

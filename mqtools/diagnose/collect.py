@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -82,6 +82,9 @@ class GroupReading:
     dlq: int | None = None
     hidden: dict[MessageQueue, QueueSample] = field(default_factory=dict)
     """Queues of topics some member subscribes to that the consume stats leave out (read for a sample)."""
+    grpc: list[Member] | None = field(default_factory=list)
+    """The group's gRPC clients on the proxies asked (they pop, holding no queue; the brokers never see them);
+    None when a proxy asked did not answer."""
 
     def sample(self) -> GroupSample:
         queues = {} if isinstance(self.progress, MQClientError) else {
@@ -96,6 +99,8 @@ class GroupReading:
             members = None
         else:
             members = [_member(c, info) for c, info in zip(self.connections.connections, self.infos, strict=True)]
+        if members is not None:  # nobody at the brokers and a proxy that did not answer: not known
+            members = None if self.grpc is None and not members else members + (self.grpc or [])
         pop = None
         if not isinstance(self.progress, MQClientError) and self.progress.pop is not None and self.progress.pop.popped:
             p = self.progress.pop
@@ -103,16 +108,26 @@ class GroupReading:
         return GroupSample(self.at, queues | self.hidden, members, self.dlq, lost, pop)
 
 
+async def _grpc_members(admin: MQAdmin, group: str, proxies: Sequence[str]) -> list[Member] | None:
+    """The group's gRPC clients on `proxies`; None when one of them did not answer."""
+    found = await asyncio.gather(*(settled(admin.proxies.consumers(p, group)) for p in proxies))
+    if any(isinstance(f, MQClientError) for f in found):
+        return None
+    return [Member(c.client_id, c.version) for clients in found for c in clients]  # type: ignore[union-attr]
+
+
 async def read_group(admin: MQAdmin, group: str, *, for_sample: bool = True,
-                     clock: Callable[[], float] = time.monotonic) -> GroupReading:
-    """The group's consume stats, connections and each member's running info; `for_sample` adds what only
-    the judge needs (the dead-letter queue's size, the queues the consume stats leave out)."""
+                     clock: Callable[[], float] = time.monotonic, proxies: Sequence[str] = ()) -> GroupReading:
+    """The group's consume stats, connections and each member's running info, and its gRPC clients on `proxies`;
+    `for_sample` adds what only the judge needs (the dead-letter queue's size, the queues the consume stats
+    leave out)."""
     at = clock()
     dlq_size = _dlq_size(admin, group) if for_sample else asyncio.sleep(0, None)
-    progress, conns, dlq = await asyncio.gather(settled(admin.groups.consumer_progress(group)),
-                                                settled(admin.groups.consumer_connections(group)), dlq_size)
+    progress, conns, dlq, grpc = await asyncio.gather(
+        settled(admin.groups.consumer_progress(group)), settled(admin.groups.consumer_connections(group)), dlq_size,
+        _grpc_members(admin, group, proxies) if proxies else asyncio.sleep(0, []))
     if isinstance(conns, MQClientError):
-        return GroupReading(at, progress, conns, [], dlq)
+        return GroupReading(at, progress, conns, [], dlq, grpc=grpc)
     infos = list(await asyncio.gather(*(settled(admin.groups.consumer_running_info(group, c.client_id))
                                         for c in conns.connections)))
     hidden: dict[MessageQueue, QueueSample] = {}
@@ -123,11 +138,12 @@ async def read_group(admin: MQAdmin, group: str, *, for_sample: bool = True,
         subscribed = {t for info in infos if not isinstance(info, MQClientError) for t in info.subscriptions}
         for topic in sorted({t for t in subscribed if not is_retry_topic(t)} - stats):
             hidden.update(await _topic_queues(admin, group, topic))
-    return GroupReading(at, progress, conns, infos, dlq, hidden)
+    return GroupReading(at, progress, conns, infos, dlq, hidden, grpc)
 
 
-async def sample_group(admin: MQAdmin, group: str, clock: Callable[[], float] = time.monotonic) -> GroupSample:
-    return (await read_group(admin, group, clock=clock)).sample()
+async def sample_group(admin: MQAdmin, group: str, clock: Callable[[], float] = time.monotonic,
+                       proxies: Sequence[str] = ()) -> GroupSample:
+    return (await read_group(admin, group, clock=clock, proxies=proxies)).sample()
 
 
 async def _topic_queues(admin: MQAdmin, group: str, topic: str) -> dict[MessageQueue, QueueSample]:
@@ -141,13 +157,15 @@ async def _topic_queues(admin: MQAdmin, group: str, topic: str) -> dict[MessageQ
 
 async def diagnose_group(admin: MQAdmin, group: str, window: float, thresholds: Thresholds = DEFAULTS, *,
                          clock: Callable[[], float] = time.monotonic,
-                         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> GroupDiagnosis:
-    """SAMPLES samples spread over `window` seconds, then the verdict."""
+                         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+                         proxies: Sequence[str] = ()) -> GroupDiagnosis:
+    """SAMPLES samples spread over `window` seconds, then the verdict; the group's gRPC clients on `proxies`
+    count as members (the brokers never see them)."""
     samples = []
     for i in range(SAMPLES):
         if i:
             await sleep(max(0.0, samples[0].at + window * i / (SAMPLES - 1) - clock()))
-        samples.append(await sample_group(admin, group, clock))
+        samples.append(await sample_group(admin, group, clock, proxies))
     if not samples[-1].queues:
         progress = await settled(admin.groups.consumer_progress(group))
         why = str(progress) if isinstance(progress, MQClientError) else "no broker holds offsets of it"

@@ -396,7 +396,8 @@ def _actions(out: GroupDiagnosis) -> list[str]:
     """The one or two commands that act on the verdict (or look closer)."""
     g = out.group
     return {
-        OFFLINE: [f"mq admin group connections {g}", f"mq admin offset reset {g} --to latest  # if nobody will read it"],
+        OFFLINE: [f"mq admin group connections {g}", f"mq admin offset reset {g} --to latest  # if nobody will read it",
+                  f"mq admin diagnose group {g} --proxy PROXY  # gRPC clients are seen by their proxies only"],
         NO_MASTER: ["mq admin ha status", "restart the set's master (controller mode: mq admin controller elect-master)"],
         REBALANCING: [f"mq admin diagnose group {g}  # again once the members settle"],
         STUCK_ORDERLY: [f"mq admin group status {g}", "restart the holder shown; its lock expires after 60 s"],

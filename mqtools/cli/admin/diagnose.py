@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
@@ -32,9 +32,13 @@ def group(
                                         min=0)] = DEFAULTS.lag_ok,
     retry_share: Annotated[float, typer.Option(
         "--retry-share", help="Retries at this share of what is consumed block the group.", min=0.0)] = DEFAULTS.retry_share,
+    proxies: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+        "--proxy", help="A RocketMQ 5 proxy's remoting address (host:8080; repeat for more): the group's gRPC clients "
+                        "there count as members (the brokers never see them).")] = None,
 ) -> None:
     """Why does this group lag? One verdict, the queues, members and rates that show it, and what to run next.
-    Exit 0 healthy or rebalancing, 1 needs action, 3 unknown.
+    Exit 0 healthy or rebalancing, 1 needs action, 3 unknown. A group consumed only through RocketMQ 5 proxies
+    reads as offline unless its proxies are given with --proxy.
 
     Example: mq admin diagnose group OrderConsumers --window 15 -o json
     """
@@ -43,7 +47,7 @@ def group(
     thresholds = Thresholds(lag_ok=lag_ok, retry_share=retry_share)
 
     async def job(admin: MQAdmin) -> GroupDiagnosis:
-        return await diagnose_group(admin, name, window, thresholds)
+        return await diagnose_group(admin, name, window, thresholds, proxies=proxies or ())
 
     result = s.run(job)
     s.render(group_diagnosis_view(result))

@@ -267,6 +267,8 @@ def test_the_toolkit_reads_the_proxys_grpc_clients_where_the_brokers_see_none(pr
     document partial; without a name server only the groups given are asked, and the document says so."""
     c = consumer(proxy, "PxGroupSeen", "PxNormal", FilterExpression("TagA"))
     try:
+        producer[0].send(new_message("PxNormal", b"seen", tag="TagA"))
+        assert drain(c, 1, 30)  # the group has consumed: the brokers hold its offsets (diagnose reads them)
         remoting = f"127.0.0.1:{proxy.extra['remoting']}"
         doc = json_of(mq("admin", "proxy", "clients", "-p", remoting, "-o", "json", namesrv=cluster.namesrv.addr),
                       "ProxyClients")
@@ -292,6 +294,11 @@ def test_the_toolkit_reads_the_proxys_grpc_clients_where_the_brokers_see_none(pr
         assert [x["group"] for x in blind["clients"]] == ["PxGroupSeen"]
         table = mq("admin", "proxy", "status", "-p", remoting, "-g", "PxGroupSeen", namesrv=dead)
         assert table.returncode == 0 and "could not be listed" in table.stdout, table.stdout + table.stderr
+
+        judged = mq("admin", "diagnose", "group", "PxGroupSeen", "--proxy", remoting, "-o", "json",
+                    namesrv=cluster.namesrv.addr, timeout=90)
+        verdict = json.loads(judged.stdout)
+        assert verdict["verdict"] != "offline" and [m["clientId"] for m in verdict["members"]] == [seen[0]["clientId"]]
 
         with exporter(cluster.namesrv.addr, "--proxy", remoting, "--proxy", dead) as addr:
             def polled() -> str | None:
