@@ -11,6 +11,7 @@ says so. A proxy that does not answer is named in `unreachable`, the others are 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 
 from mqtools.client.admin.base import AdminService, reason_of
 from mqtools.client.admin.models.proxies import CONSUMER_KINDS, PRODUCER, ProxyClient, ProxyClients, ProxyRead
@@ -61,7 +62,7 @@ class ProxyAdmin(AdminService):
         body = ProducerConnection.from_json(resp.body or b"{}")
         return [_client(proxy, PRODUCER, topic, c) for c in body.connection_set]
 
-    async def _read(self, proxy: str, groups: list[str], topics: list[str]) -> ProxyRead | Unreachable:
+    async def _read(self, proxy: str, groups: Sequence[str], topics: Sequence[str]) -> ProxyRead | Unreachable:
         try:
             found = [c for g in await asyncio.gather(*(self.consumers(proxy, g) for g in groups)) for c in g]
             lists_producers = True
@@ -76,7 +77,7 @@ class ProxyAdmin(AdminService):
         return ProxyRead(proxy, sorted(found, key=lambda c: (c.kind == PRODUCER, c.group, c.client_id)),
                          lists_producers)
 
-    async def proxy_clients(self, proxies: list[str], groups: list[str] = (), topics: list[str] = ()  # type: ignore[assignment]
+    async def proxy_clients(self, proxies: Sequence[str], groups: Sequence[str] = (), topics: Sequence[str] = ()
                             ) -> ProxyClients:
         """Ask each proxy about the cluster's groups and topics and those given."""
         if not proxies:

@@ -59,7 +59,7 @@ class Admin:
         return RemotingCommand(ResponseCode.SUCCESS, body=body.to_json())
 
 
-def read(admin: Admin, proxies: list[str], groups: list[str] = ()) -> Any:  # type: ignore[assignment]
+def read(admin: Admin, proxies: list[str], groups: tuple[str, ...] = ()) -> Any:
     return asyncio.run(ProxyAdmin(admin).proxy_clients(proxies, groups))  # type: ignore[arg-type]
 
 
@@ -88,7 +88,7 @@ def test_a_proxy_that_does_not_answer_makes_it_partial() -> None:
 
 def test_without_a_name_server_only_the_groups_given_are_asked() -> None:
     admin = Admin(down=True)
-    got = read(admin, ["mq:8080"], ["G"])
+    got = read(admin, ["mq:8080"], ("G",))
     assert [n for _, _, n in admin.asked] == ["G"]
     doc = check(proxy_status_view(got))
     assert doc["listingError"] == "no name server answered" and (doc["groupsAsked"], doc["topicsAsked"]) == (1, 0)
