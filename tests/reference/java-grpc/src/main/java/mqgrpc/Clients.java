@@ -12,6 +12,7 @@ import org.apache.rocketmq.client.apis.ClientServiceProvider;
 import org.apache.rocketmq.client.apis.consumer.FilterExpression;
 import org.apache.rocketmq.client.apis.consumer.FilterExpressionType;
 import org.apache.rocketmq.client.apis.message.MessageView;
+import org.apache.rocketmq.client.java.message.MessageViewImpl;
 
 /** What every command shares: the client provider, its configuration, and what an event says of a message. */
 final class Clients {
@@ -44,7 +45,8 @@ final class Clients {
         return Out.event(event, "messageId", m.getMessageId().toString(), "topic", m.getTopic(), "body", body(m),
                 "tag", m.getTag(), "keys", keys, "properties", new TreeMap<>(m.getProperties()),
                 "group", m.getMessageGroup(), "attempt", m.getDeliveryAttempt(),
-                "deliveryTimestamp", m.getDeliveryTimestamp(), "bornTimestamp", m.getBornTimestamp());
+                "deliveryTimestamp", m.getDeliveryTimestamp(), "bornTimestamp", m.getBornTimestamp(),
+                "receiptHandle", m instanceof MessageViewImpl ? ((MessageViewImpl) m).getReceiptHandle() : null);
     }
 
     static Duration ms(long millis) {
