@@ -12,8 +12,8 @@ a side's processes are stopped before the next starts. The client is the officia
   rss      the proxy's RSS after the run, and its anonymous part (MiB)
 
 Targets (issue 45): publish and receive+ack >= 1.0x Apache's proxy, proxy RSS <= 0.5x, start-up <= 0.3x. The
-client is the same on both sides, so where it is the bottleneck both sides read alike; the proxy's CPU seconds
-per 1,000 messages are printed too (what the proxy itself costs).
+client is the same on both sides, so where it is the bottleneck both sides read alike; the proxy's CPU microseconds
+per message are printed too (what the proxy itself costs).
 
 Usage: .venv/bin/python bench/proxy_grpc.py [--seconds 10] [--inflight 64] [--consumers 4] [--sides apache,mq]
 """
@@ -195,7 +195,7 @@ def run_side(name: str, side: Any, root: Path, args: argparse.Namespace) -> dict
         mem = memory(pid)
         return {"start_s": started, "publish_s": sent / took, "receive_s": acked / drained, "acked": acked,
                 "sent": sent, "rss_mib": mem["rss"], "anon_mib": mem["anon"],
-                "publish_cpu_ms_per_k": (cpu1 - cpu0) / sent * 1e6, "receive_cpu_ms_per_k": (cpu2 - cpu1) / max(acked, 1) * 1e6}
+                "publish_cpu_us": (cpu1 - cpu0) / sent * 1e6, "receive_cpu_us": (cpu2 - cpu1) / max(acked, 1) * 1e6}
 
 
 def main() -> int:
@@ -211,8 +211,8 @@ def main() -> int:
         for name in args.sides.split(","):
             res[name] = run_side(name, sides[name], Path(tmp), args)
     parts = [f"{n}: start {r['start_s']:.1f} s, publish {r['publish_s']:,.0f} msgs/s "
-             f"({r['publish_cpu_ms_per_k']:.0f} proxy CPU ms/1k), receive+ack {r['receive_s']:,.0f} msgs/s "
-             f"({r['receive_cpu_ms_per_k']:.0f} ms/1k; {r['acked']}/{r['sent']}), RSS {r['rss_mib']:.0f} MiB "
+             f"({r['publish_cpu_us']:.0f} proxy CPU us/msg), receive+ack {r['receive_s']:,.0f} msgs/s "
+             f"({r['receive_cpu_us']:.0f} us/msg; {r['acked']}/{r['sent']}), RSS {r['rss_mib']:.0f} MiB "
              f"(anon {r['anon_mib']:.0f})" for n, r in res.items()]
     if {"apache", "mq"} <= res.keys():
         a, m = res["apache"], res["mq"]
