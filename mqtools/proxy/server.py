@@ -26,6 +26,7 @@ from google.protobuf.message import DecodeError, Message
 
 from mqtools.client.instance import ClientInstance
 from mqtools.common.security import ClientSecurity, SessionCredentials, TlsClientOptions
+from mqtools.common.tls import TlsMode, TlsServerSettings
 from mqtools.proxy.auth import Authenticator
 from mqtools.proxy.authorize import Authorizer
 from mqtools.proxy.config import ProxyConfig, ProxyConfigError
@@ -276,7 +277,12 @@ class ProxyServer:
         self._server.add_generic_rpc_handlers((handlers(self.service, gate),))
         await self.instance.start()
         if cfg.proxy_mode.lower() == "cluster":
-            self.remoting = ProxyRemoting(self.service.clients, cfg.grpc_bind_address, cfg.remoting_listen_port)
+            # TLS as Apache's remoting ports default to (tls.server.mode permissive): TLS or plain per connection
+            tls = TlsServerSettings(TlsMode.PERMISSIVE, cfg.tls_cert_path, cfg.tls_key_path) if cfg.tls_cert_path \
+                else None
+            self.remoting = ProxyRemoting(self.service.clients, cfg.grpc_bind_address, cfg.remoting_listen_port,
+                                          authenticator=users if cfg.authentication_enabled else None,
+                                          authorizer=authorizer, cluster=cfg.rocketmq_cluster_name, tls=tls)
             await self.remoting.start()
         await self._server.start()
         self._sweeper = asyncio.create_task(self._sweep())

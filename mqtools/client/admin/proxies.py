@@ -5,7 +5,8 @@ mq's); it has no request that lists its groups, so the groups asked are the clus
 subscription groups) plus those given. mq's proxy also answers GET_PRODUCER_CONNECTION_LIST for a topic (the
 group of a gRPC producer); Apache's refuses the code, and its producers are then not known. With the name
 server down the cluster's groups and topics cannot be listed: only the ones given are asked, and the document
-says so. A proxy that does not answer is named in `unreachable`, the others are read.
+says so. A proxy that does not answer, or refuses the user (a proxy with authenticationEnabled), is named in
+`unreachable` with why, the others are read.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from collections.abc import Sequence
 
 from mqtools.client.admin.base import AdminService, reason_of
 from mqtools.client.admin.models.proxies import CONSUMER_KINDS, PRODUCER, ProxyClient, ProxyClients, ProxyRead
-from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.client.errors import MQBrokerError, MQClientError, UnreachableError
 from mqtools.common.mqversion import version_desc
 from mqtools.common.presentation import Unreachable
 from mqtools.common.topics import is_dlq_topic, is_retry_topic, is_system_group, is_system_topic
@@ -74,6 +75,8 @@ class ProxyAdmin(AdminService):
                 found += got
         except UnreachableError as exc:
             return Unreachable(None, proxy, reason_of(exc))
+        except MQBrokerError as exc:  # a proxy that checks users refused this one (or answered an error)
+            return Unreachable(None, proxy, f"refused: {exc.remark or exc}")
         return ProxyRead(proxy, sorted(found, key=lambda c: (c.kind == PRODUCER, c.group, c.client_id)),
                          lists_producers)
 

@@ -185,3 +185,18 @@ def test_the_users_rules_are_enforced_by_the_proxy(proxy: MqProcess, cluster: Cl
         assert [(r.status.code, r.status.message) for r in received] == [refusal("Group:PxAuthOtherGroup")]
     status_doc = mq("admin", "topic", "status", OTHER, "-o", "json", "-n", cluster.namesrv.addr, env=ROOT_ENV)
     assert json.loads(status_doc.stdout)["messages"] == 0, status_doc.stdout + status_doc.stderr
+
+
+def test_the_remoting_port_tells_about_clients_only_a_user_allowed_to_know(proxy: MqProcess, cluster: Cluster) -> None:
+    """mq admin proxy asks the proxy's remoting port, which checks users as the gRPC port does: unsigned, or signed
+    by a user without Get on the group, the proxy is refused (partial, exit 4, the reason given); root reads it."""
+    remoting = f"127.0.0.1:{proxy.extra['remoting']}"
+    args = ("admin", "proxy", "clients", "-p", remoting, "-g", "PxAuthGroup", "-o", "json", "-n", cluster.namesrv.addr)
+    for env in ({}, {"MQ_ACCESS_KEY": APP[0], "MQ_SECRET_KEY": APP[1]}):
+        refused = mq(*args, env=env)
+        assert refused.returncode == 4, refused.stdout + refused.stderr
+        (why,) = json.loads(refused.stdout)["unreachable"]
+        assert why["addr"] == remoting and why["reason"].startswith("refused: "), why
+    allowed = mq(*args, env=ROOT_ENV)
+    assert allowed.returncode == 0, allowed.stdout + allowed.stderr
+    assert json.loads(allowed.stdout)["unreachable"] == []

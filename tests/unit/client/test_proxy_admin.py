@@ -12,7 +12,7 @@ from support.documents import check
 from mqtools.client.admin.models.groups import GroupEntry
 from mqtools.client.admin.models.proxies import proxy_clients_view, proxy_status_view
 from mqtools.client.admin.proxies import ProxyAdmin
-from mqtools.client.errors import ConnectFailedError, MQClientError
+from mqtools.client.errors import ConnectFailedError, MQClientError, broker_error
 from mqtools.remoting.bodies import Connection, ConsumerConnection, ProducerConnection
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
@@ -47,6 +47,8 @@ class Admin:
         self.asked.append((addr, code, name))
         if addr == "dead:8080":
             raise ConnectFailedError("connection refused")
+        if addr == "locked:8080":
+            raise broker_error(ResponseCode.NO_PERMISSION, "check signature failed.")
         if code == RequestCode.GET_CONSUMER_CONNECTION_LIST:
             if name != "G":
                 return RemotingCommand(ResponseCode.CONSUMER_NOT_ONLINE)
@@ -78,11 +80,12 @@ def test_every_group_and_topic_of_the_cluster_is_asked_but_the_system_ones() -> 
     assert len(check(proxy_clients_view(got))["clients"]) == 3
 
 
-def test_a_proxy_that_does_not_answer_makes_it_partial() -> None:
-    got = read(Admin(), ["mq:8080", "dead:8080"])
+def test_a_proxy_that_does_not_answer_or_refuses_makes_it_partial() -> None:
+    got = read(Admin(), ["mq:8080", "dead:8080", "locked:8080"])
     doc = check(proxy_clients_view(got))
-    assert doc["partial"] and doc["unreachable"] == [{"brokerName": None, "addr": "dead:8080",
-                                                      "reason": "connection refused"}]
+    assert doc["partial"] and doc["unreachable"] == [
+        {"brokerName": None, "addr": "dead:8080", "reason": "connection refused"},
+        {"brokerName": None, "addr": "locked:8080", "reason": "refused: check signature failed."}]
     assert {c["proxy"] for c in doc["clients"]} == {"mq:8080"}
 
 
