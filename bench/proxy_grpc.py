@@ -11,11 +11,16 @@ a side's processes are stopped before the next starts. The client is the officia
            published message came (msgs/s over the drain)
   rss      the proxy's RSS after the run, and its anonymous part (MiB)
 
+With --client java the client is Apache's rocketmq-client-java 5.0.8 (the reference harness in its own JVM): publish
+is its async sends with --inflight outstanding (`load`), receive is a PushConsumer (4 consume threads) consuming
+the backlog, timed from its first consumption to its last (the JVM's start-up left out).
+
 Targets (issue 45): publish and receive+ack >= 1.0x Apache's proxy, proxy RSS <= 0.5x, start-up <= 0.3x. The
 client is the same on both sides, so where it is the bottleneck both sides read alike; the proxy's CPU microseconds
 per message are printed too (what the proxy itself costs).
 
-Usage: .venv/bin/python bench/proxy_grpc.py [--seconds 10] [--inflight 64] [--consumers 4] [--sides apache,mq]
+Usage: .venv/bin/python bench/proxy_grpc.py [--seconds 10] [--inflight 64] [--consumers 4] [--client python|java]
+       [--sides apache,mq]
 """
 
 from __future__ import annotations
@@ -178,6 +183,25 @@ def receive(proxy: str, want: int, consumers: int) -> tuple[int, float]:
             c.shutdown()
 
 
+def java_publish(proxy: str, seconds: float, inflight: int) -> tuple[int, float]:
+    from javaclient import run_grpc_java
+
+    run = run_grpc_java("load", proxy, "--topic", TOPIC, "--seconds", str(int(seconds)), "--inflight", str(inflight),
+                        timeout=seconds + 120)
+    (done,) = run.of("done")
+    return int(done["sent"]), done["elapsedMs"] / 1000
+
+
+def java_receive(proxy: str, want: int, consumers: int) -> tuple[int, float]:
+    from javaclient import run_grpc_java
+
+    run = run_grpc_java("push", proxy, "--topic", TOPIC, "--group", GROUP, "--expect", str(want), "--quiet", "true",
+                        "--threads", str(consumers), "--timeout-ms", str(int((want / 50 + 120) * 1000)),
+                        timeout=want / 50 + 240)
+    (done,) = run.of("done")
+    return int(done["succeeded"]), max(done["lastMs"] - done["firstMs"], 1) / 1000
+
+
 def cpu_seconds(pid: int) -> float:
     times = psutil.Process(pid).cpu_times()
     return times.user + times.system
@@ -187,10 +211,11 @@ def run_side(name: str, side: Any, root: Path, args: argparse.Namespace) -> dict
     with side(root / name) as (proxy, pid, started):
         note(f"{name}: proxy up in {started:.1f} s; publish for {args.seconds:.0f} s")
         cpu0 = cpu_seconds(pid)
-        sent, took = publish(proxy, args.seconds, args.inflight)
+        java = args.client == "java"
+        sent, took = (java_publish if java else publish)(proxy, args.seconds, args.inflight)
         cpu1 = cpu_seconds(pid)
         note(f"{name}: {sent} sent; receive+ack with {args.consumers} consumers")
-        acked, drained = receive(proxy, sent, args.consumers)
+        acked, drained = (java_receive if java else receive)(proxy, sent, args.consumers)
         cpu2 = cpu_seconds(pid)
         mem = memory(pid)
         return {"start_s": started, "publish_s": sent / took, "receive_s": acked / drained, "acked": acked,
@@ -203,6 +228,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--inflight", type=int, default=64)
     parser.add_argument("--consumers", type=int, default=4)
+    parser.add_argument("--client", choices=("python", "java"), default="python")
     parser.add_argument("--sides", default="apache,mq")
     args = parser.parse_args()
     sides = {"apache": apache_side, "mq": mq_side}
@@ -219,7 +245,7 @@ def main() -> int:
         parts.append(f"mq/Apache: publish {m['publish_s'] / a['publish_s']:.2f}x (target >= 1.0), receive+ack "
                      f"{m['receive_s'] / a['receive_s']:.2f}x (>= 1.0), RSS {m['rss_mib'] / a['rss_mib']:.2f}x (<= 0.5), "
                      f"start-up {m['start_s'] / a['start_s']:.2f}x (<= 0.3)")
-    print("proxy_grpc | " + " | ".join(parts))
+    print(f"proxy_grpc ({args.client} client) | " + " | ".join(parts))
     return 0
 
 

@@ -27,7 +27,9 @@ import java.util.stream.Stream;
  *                 events: received, changed, acked, done{received,acked,complete}
  * push            --topic T --group G --expr '*' --expect N (messages consumed with SUCCESS) --fail b0,b1,..
  *                 (FAILURE the first time) --threads 4 --timeout-ms 30000 --linger-ms 0
+ *                 --quiet true (no consumed events: done gives firstMs and lastMs, the first and last consumption)
  *                 events: consumed, done{consumed,succeeded,complete}; exits without closing the consumer
+ * load            --topic T --seconds 10 --inflight 64 --size 1024: async sends for benchmarks; done{sent,failed,elapsedMs}
  * </pre>
  * A fatal error prints {"event":"error","error":...} and exits 1.
  */
@@ -40,13 +42,14 @@ public final class Main {
         try {
             configureLogging();
             if (args.length == 0) {
-                throw new IllegalArgumentException("usage: mqgrpc.Main produce|simple-receive|push --endpoints ADDR");
+                throw new IllegalArgumentException("usage: mqgrpc.Main produce|simple-receive|push|load --endpoints ADDR");
             }
             Opts o = new Opts(args, 1);
             int code = switch (args[0]) {
                 case "produce" -> Produce.run(o);
                 case "simple-receive" -> SimpleReceive.run(o);
                 case "push" -> Push.run(o);
+                case "load" -> Load.run(o);
                 default -> throw new IllegalArgumentException("unknown command: " + args[0]);
             };
             exit(code);

@@ -15,10 +15,14 @@ import org.apache.rocketmq.client.apis.message.MessageView;
 final class Push {
     private final Set<String> toFail = new HashSet<>();
     private final Set<String> succeeded = new HashSet<>();
+    private final boolean quiet;
     private int consumed;
+    private long firstMs;
+    private long lastMs;
 
     private Push(Opts o) {
         toFail.addAll(o.list("fail"));
+        quiet = "true".equals(o.str("quiet", "false"));
     }
 
     static int run(Opts o) throws Exception {
@@ -37,7 +41,8 @@ final class Push {
         boolean complete = await(expect, o.lng("timeout-ms", 30_000));
         await(Integer.MAX_VALUE, complete ? o.lng("linger-ms", 0) : 0);
         synchronized (this) {
-            Out.finish(Out.event("done", "consumed", consumed, "succeeded", succeeded.size(), "complete", complete));
+            Out.finish(Out.event("done", "consumed", consumed, "succeeded", succeeded.size(), "complete", complete,
+                    "firstMs", firstMs, "lastMs", lastMs));
         }
         return 0;
     }
@@ -50,9 +55,13 @@ final class Push {
             if (result == ConsumeResult.SUCCESS) {
                 succeeded.add(m.getMessageId().toString());
             }
-            Map<String, Object> event = Clients.seen("consumed", m);
-            event.put("result", result.name());
-            Out.emit(event);  // before the main thread, woken, may print done
+            lastMs = System.currentTimeMillis();
+            firstMs = firstMs == 0 ? lastMs : firstMs;
+            if (!quiet) {
+                Map<String, Object> event = Clients.seen("consumed", m);
+                event.put("result", result.name());
+                Out.emit(event);  // before the main thread, woken, may print done
+            }
             notifyAll();
             return result;
         }
