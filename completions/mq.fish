@@ -1193,6 +1193,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from context; and not __fish_seen_s
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l credentials
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l dir
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l proxy
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l tls
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l tls-ca
 complete -c mq -f -n '__fish_seen_subcommand_from context; and __fish_seen_subcommand_from add; and true' -l tls-cert

@@ -95,13 +95,15 @@ def up(
 
 
 def _save_context(name: str, state: ClusterState, root: Path) -> None:
-    """Record the cluster as a context: name servers, state dir and, with --tls, the CA to trust."""
+    """Record the cluster as a context: name servers, state dir, its proxies' remoting ports and, with --tls, the
+    CA to trust."""
     from mqtools.client.contexts import ContextError, ContextStore
 
     security = state.security()
     try:
         store = ContextStore.load()
-        store.add(name, state.namesrv_addr, str(root), security.tls if security else None)
+        proxies = tuple(f"{p.host}:{p.remoting_port}" for p in state.procs if p.kind == "proxy" and p.remoting_port)
+        store.add(name, state.namesrv_addr, str(root), security.tls if security else None, proxies=proxies)
         store.save()
     except (ContextError, OSError) as exc:
         raise fail(f"the cluster is up, but its context was not saved: {exc}", EXIT_REFUSED) from None

@@ -46,6 +46,11 @@ def add(
         Optional[str],  # noqa: UP045
         typer.Option("--credentials", help="ACL credentials file (YAML accessKey/secretKey, mode 600)."),
     ] = None,
+    proxies: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--proxy", help="A RocketMQ 5 proxy's remoting address (host:8080; repeat for more), asked "
+                                     "about gRPC clients when a command gets no --proxy."),
+    ] = None,
 ) -> None:
     """Add (or replace) a context; the first one added becomes current.
 
@@ -55,7 +60,7 @@ def add(
     """
     options = tls_flags(tls, tls_ca, tls_cert, tls_key)
     creds_path = str(Path(credentials).expanduser().resolve()) if credentials else None
-    context = _saved(lambda s: s.add(name, namesrv, state_dir, options, creds_path))
+    context = _saved(lambda s: s.add(name, namesrv, state_dir, options, creds_path, tuple(proxies or ())))
     typer.echo(f"context {context.name}: {context.namesrv}")
 
 
@@ -98,6 +103,8 @@ def show(namesrv: NamesrvOpt = None,
     typer.echo(f"from:    {target.source}")
     if target.context and target.context.state_dir:
         typer.echo(f"dir:     {target.context.state_dir}")
+    if target.context and target.context.proxies:
+        typer.echo(f"proxies: {' '.join(target.context.proxies)}")
     tls = target.security.tls if target.security else None
     if tls is not None:
         client = f", client certificate {tls.cert_file}" if tls.cert_file else ""

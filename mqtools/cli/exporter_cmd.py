@@ -64,7 +64,7 @@ def exporter(
 
     async def serve() -> None:
         async with MQAdmin(target.namesrv, timeout=timeout, security=target.security) as admin:
-            poller = ExporterPoller(admin, interval, proxies=proxies or [])
+            poller = ExporterPoller(admin, interval, proxies=list(proxies or (target.context.proxies if target.context else ())))
             try:
                 server, _thread = start_http_server(port, addr=host, registry=registry_for(poller))
             except OSError as exc:

@@ -66,7 +66,8 @@ def top(
     chosen_dir = str(state_dir) if state_dir else (target.context.state_dir if target.context else None)
     context_name = target.context.name if target.context else None
     if once:
-        _once(target.namesrv, context_name, chosen_dir, output, timeout, target.security, tuple(proxies or ()))
+        asked = tuple(proxies or (target.context.proxies if target.context else ()))
+        _once(target.namesrv, context_name, chosen_dir, output, timeout, target.security, asked)
         return
     if not is_terminal(sys.stdout) or not is_terminal(sys.stdin):
         raise usage("mq top needs a terminal; use --once (-o json) for a snapshot")
@@ -79,7 +80,8 @@ def top(
 
     poller = Poller(target.namesrv, timeout=timeout, state_dir=chosen_dir, security=target.security)
     TopApp(poller=poller, namesrv=poller.namesrv_addrs, context=context_name, refresh=refresh,
-           allow_writes=allow_writes, snapshot_dir=snapshot_dir, view=view, proxies=tuple(proxies or ())).run()
+           allow_writes=allow_writes, snapshot_dir=snapshot_dir, view=view,
+           proxies=tuple(proxies or (target.context.proxies if target.context else ()))).run()
 
 
 def _once(namesrv: str, context: str | None, state_dir: str | None, output: str, timeout: float,

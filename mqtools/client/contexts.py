@@ -16,7 +16,7 @@ from pathlib import Path
 from mqtools.client import credentials
 from mqtools.client.errors import MQClientError
 from mqtools.client.tls import options_from_json, options_to_json
-from mqtools.common.addresses import parse_namesrv_list
+from mqtools.common.addresses import parse_addr, parse_namesrv_list
 from mqtools.common.atomic_file import write_atomic
 from mqtools.common.exitcodes import EXIT_USAGE
 from mqtools.common.security import ClientSecurity, TlsClientOptions
@@ -61,6 +61,9 @@ class Context:
     """TLS for this cluster (CA file, client certificate), when it needs it."""
     credentials: str | None = None
     """Path of this cluster's ACL credentials file (mqtools.client.credentials); the secret is never here."""
+    proxies: tuple[str, ...] = ()
+    """RocketMQ 5 proxies' remoting addresses (host:8080): where `mq admin proxy`, `mq top`, `mq exporter` and
+    `diagnose group` ask about gRPC clients when no --proxy is given."""
 
 
 @dataclass(slots=True)
@@ -81,7 +84,7 @@ class ContextStore:
         except (OSError, ValueError) as exc:
             raise ContextError(f"cannot read {path}: {exc}") from None
         contexts = {c["name"]: Context(c["name"], c["namesrv"], c.get("stateDir"),
-                                   options_from_json(c.get("tls")), c.get("credentials"))
+                                   options_from_json(c.get("tls")), c.get("credentials"), tuple(c.get("proxies") or ()))
                     for c in raw.get("contexts", [])}
         current = raw.get("current")
         return cls(path, contexts, current if current in contexts else None)
@@ -89,18 +92,25 @@ class ContextStore:
     def save(self) -> None:
         body = {"current": self.current,
                 "contexts": [{"name": c.name, "namesrv": c.namesrv, "stateDir": c.state_dir,
-                                 "tls": options_to_json(c.tls) if c.tls else None, "credentials": c.credentials}
+                                 "tls": options_to_json(c.tls) if c.tls else None, "credentials": c.credentials,
+                              "proxies": list(c.proxies)}
                              for c in sorted(self.contexts.values(), key=lambda c: c.name)]}
         self.path.parent.mkdir(parents=True, exist_ok=True)
         write_atomic(self.path, json.dumps(body, indent=2).encode("utf-8"))
 
     def add(self, name: str, namesrv: str, state_dir: str | None = None,
-            tls: TlsClientOptions | None = None, credentials: str | None = None) -> Context:
+            tls: TlsClientOptions | None = None, credentials: str | None = None,
+            proxies: tuple[str, ...] = ()) -> Context:
         if not name or any(ch.isspace() for ch in name):
             raise ContextError(f"a context name has no spaces and is not empty: {name!r}")
         if not parse_namesrv_list(namesrv):
             raise ContextError(f"no name server address in {namesrv!r} (want host:port;host:port)")
-        context = Context(name, namesrv, state_dir, tls, credentials)
+        for proxy in proxies:
+            try:
+                parse_addr(proxy)
+            except ValueError:
+                raise ContextError(f"not a proxy's host:port: {proxy!r}") from None
+        context = Context(name, namesrv, state_dir, tls, credentials, tuple(proxies))
         self.contexts[name] = context
         if self.current is None:
             self.current = name

@@ -136,6 +136,25 @@ def cluster_given(namesrv: str | None, context: str | None) -> tuple[str | None,
     return _group[0].namesrv, _group[0].context
 
 
+def proxies_given(proxies: list[str] | None, namesrv: str | None, context: str | None, *,
+                  required: bool) -> tuple[str, ...]:
+    """--proxy as given, else the proxies of the context the command resolves to (mq cluster up --proxy --context,
+    mq context add --proxy); `required`: a usage error when there are none."""
+    if proxies:
+        return tuple(proxies)
+    from mqtools.client.contexts import ContextError, NoNamesrvError, resolve
+
+    try:
+        target = resolve(*cluster_given(namesrv, context), cli_tls())
+    except (ContextError, NoNamesrvError):
+        target = None
+    found = target.context.proxies if target is not None and target.context is not None else ()
+    if required and not found:
+        raise usage("no proxy to ask: give -p HOST:8080 (a proxy's remoting port), or use a context with proxies "
+                    "(mq cluster up --proxy --context NAME, mq context add NAME -n NS --proxy HOST:8080)")
+    return found
+
+
 def exit_for(exc: MQClientError) -> typer.Exit:
     """One line and the exit code the failure's class carries (what the frame does for uncaught ones)."""
     return fail(exc.summary(), exc.exit_code)

@@ -33,8 +33,8 @@ def group(
     retry_share: Annotated[float, typer.Option(
         "--retry-share", help="Retries at this share of what is consumed block the group.", min=0.0)] = DEFAULTS.retry_share,
     proxies: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
-        "--proxy", help="A RocketMQ 5 proxy's remoting address (host:8080; repeat for more): the group's gRPC clients "
-                        "there count as members (the brokers never see them).")] = None,
+        "--proxy", help="A RocketMQ 5 proxy's remoting address (host:8080; repeat for more; default: the context's): "
+                        "the group's gRPC clients there count as members (the brokers never see them).")] = None,
 ) -> None:
     """Why does this group lag? One verdict, the queues, members and rates that show it, and what to run next.
     Exit 0 healthy or rebalancing, 1 needs action, 3 unknown. A group consumed only through RocketMQ 5 proxies
@@ -45,9 +45,10 @@ def group(
     from mqtools.diagnose.collect import diagnose_group
 
     thresholds = Thresholds(lag_ok=lag_ok, retry_share=retry_share)
+    asked = s.proxies(proxies)
 
     async def job(admin: MQAdmin) -> GroupDiagnosis:
-        return await diagnose_group(admin, name, window, thresholds, proxies=proxies or ())
+        return await diagnose_group(admin, name, window, thresholds, proxies=asked)
 
     result = s.run(job)
     s.render(group_diagnosis_view(result))

@@ -21,21 +21,22 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="RocketMQ 5 proxies: their gRPC clients, per proxy and per client.", no_args_is_help=True)
 
-ProxiesOpt = Annotated[list[str], typer.Option(
-    "-p", "--proxy", help="A proxy's remoting address (host:port, its remotingListenPort; repeat for more).")]
+ProxiesOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "-p", "--proxy", help="A proxy's remoting address (host:port, its remotingListenPort; repeat for more). "
+                          "Default: the context's proxies.")]
 GroupsOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "-g", "--group", help="Also ask about this consumer group (with the name server down, only these are asked).")]
 TopicsOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "-t", "--topic", help="Also ask about this topic's producers.")]
 
 
-async def _read(admin: MQAdmin, proxies: list[str], groups: list[str] | None, topics: list[str] | None
+async def _read(admin: MQAdmin, proxies: tuple[str, ...], groups: list[str] | None, topics: list[str] | None
                 ) -> ProxyClients:
     return await admin.proxies.proxy_clients(proxies, groups or [], topics or [])
 
 
 @admin_command(app, "status", output=True, watch=True)
-def status(s: Session, proxies: ProxiesOpt, groups: GroupsOpt = None, topics: TopicsOpt = None) -> None:
+def status(s: Session, proxies: ProxiesOpt = None, groups: GroupsOpt = None, topics: TopicsOpt = None) -> None:
     """One line per proxy: consumer groups and consumers it serves, producers, clients per language.
 
     A proxy that does not answer makes the output partial; producers are n/a for a proxy that answers only
@@ -44,25 +45,29 @@ def status(s: Session, proxies: ProxiesOpt, groups: GroupsOpt = None, topics: To
     Example: mq admin proxy status -p 127.0.0.1:8080 -p 127.0.0.1:8082
     """
 
+    asked = s.proxies(proxies, required=True)
+
     async def build(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.proxies import proxy_status_view
 
-        return proxy_status_view(await _read(admin, proxies, groups, topics))
+        return proxy_status_view(await _read(admin, asked, groups, topics))
 
     s.show(build)
 
 
 @admin_command(app, "clients", output=True, watch=True)
-def clients(s: Session, proxies: ProxiesOpt, groups: GroupsOpt = None, topics: TopicsOpt = None) -> None:
+def clients(s: Session, proxies: ProxiesOpt = None, groups: GroupsOpt = None, topics: TopicsOpt = None) -> None:
     """One line per gRPC client: its proxy, PUSH/SIMPLE consumer or PRODUCER, group (a producer's topic),
     client id, address, language and version.
 
     Example: mq admin proxy clients -p 127.0.0.1:8080 -o json
     """
 
+    asked = s.proxies(proxies, required=True)
+
     async def build(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.proxies import proxy_clients_view
 
-        return proxy_clients_view(await _read(admin, proxies, groups, topics))
+        return proxy_clients_view(await _read(admin, asked, groups, topics))
 
     s.show(build)

@@ -24,6 +24,7 @@ from mqtools.cli.admin.common import (
     TimeoutOpt,
     WatchOpt,
     check_output,
+    proxies_given,
     run,
     show,
 )
@@ -55,6 +56,10 @@ class Session:
 
     def render(self, view: View) -> None:
         render(view, self.output)
+
+    def proxies(self, given: list[str] | None, *, required: bool = False) -> tuple[str, ...]:
+        """--proxy as given, else the resolved context's proxies."""
+        return proxies_given(given, self.namesrv, self.context, required=required)
 
 
 def _tail(output: bool, watch: bool, timeout: float) -> list[inspect.Parameter]:

@@ -155,6 +155,13 @@ def test_tls_cluster_proxy_serves_tls_with_the_cluster_ca(tmp_path: Path) -> Non
         assert created.returncode == 0, created.stderr
         sent = send(addr, "PxClusterTls", ca=ca)
         assert sent.returncode == 0 and "SENT " in sent.stdout, sent.stdout + sent.stderr
+        # the context names the proxy's remoting port, which serves TLS (or plain) beside the gRPC port
+        remoting = f"127.0.0.1:{proxy['remotingPort']}"
+        shown = mq("context", "show", "--context", "local", env=env)
+        assert f"proxies: {remoting}" in shown.stdout, shown.stdout
+        status = mq("admin", "proxy", "status", "--context", "local", "-o", "json", env=env)
+        assert status.returncode == 0, status.stdout + status.stderr
+        assert [p["addr"] for p in json.loads(status.stdout)["proxies"]] == [remoting]
     finally:
         down = mq("cluster", "down", "--dir", str(state))
     assert down.returncode == 0, down.stdout + down.stderr

@@ -1,0 +1,28 @@
+"""A context keeps its proxies' remoting addresses (the default of every --proxy); files written before contexts had
+proxies still load."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from mqtools.client.contexts import CONTEXTS_FILE, ContextError, ContextStore
+
+
+def test_proxies_round_trip_and_old_files_load(tmp_path: Path) -> None:
+    store = ContextStore.load(tmp_path)
+    store.add("local", "127.0.0.1:9876", proxies=("127.0.0.1:8080", "127.0.0.1:8082"))
+    store.add("plain", "127.0.0.1:9876")
+    store.save()
+    again = ContextStore.load(tmp_path)
+    assert again.get("local").proxies == ("127.0.0.1:8080", "127.0.0.1:8082")
+    assert again.get("plain").proxies == ()
+    raw = json.loads((tmp_path / CONTEXTS_FILE).read_text())
+    for c in raw["contexts"]:
+        del c["proxies"]
+    (tmp_path / CONTEXTS_FILE).write_text(json.dumps(raw))
+    assert ContextStore.load(tmp_path).get("local").proxies == ()
+    with pytest.raises(ContextError, match="not a proxy's host:port"):
+        store.add("bad", "127.0.0.1:9876", proxies=("nowhere",))
