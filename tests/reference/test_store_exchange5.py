@@ -26,7 +26,8 @@ from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.types import PullStatus
 from mqtools.common import properties as P
 from mqtools.common.message import Message, MessageExt
-from mqtools.remoting.bodies import TopicConfig
+from mqtools.remoting.bodies import MessageQueue, TopicConfig
+from mqtools.remoting.pop import POP_CK
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -38,6 +39,8 @@ FIRST_DUE_MS = 6_000
 STEP_MS = 2_000
 POPPED = 10
 INVISIBLE_MS = 12_000
+#: reviveQueueNum: the revive topic's queues (8 on both brokers by default).
+REVIVE_QUEUES = 8
 
 
 @dataclass
@@ -77,7 +80,26 @@ async def write(namesrv: str, cluster: str, broker: str) -> Written:
                 await consumer.ack(msg)
             else:
                 unacked.add(body(msg))
+        await records_stored(consumer, cluster, broker, got, POPPED - len(unacked))
     return Written(timer_topic, pop_topic, group, due, unacked)
+
+
+async def records_stored(consumer: PopConsumer, cluster: str, broker: str, got: list[MessageExt], acks: int) -> None:
+    """Until the broker's revive topic holds a checkpoint per (pop, queue) and a record per ack: Apache 5.5's
+    AckMessageProcessor may answer before its put of the ack record completes, and a broker stopped meanwhile
+    leaves the ack out of the store (then every popped message comes back, on either side)."""
+    from mqtools.client.client_api import queue_offset
+    from mqtools.remoting.codes import RequestCode
+
+    checkpoints = {tuple(m.properties[POP_CK].split(" ")[:2]) + (m.queue_id,) for m in got}
+    revive = f"rmq_sys_REVIVE_LOG_{cluster}"
+
+    async def stored() -> bool:
+        offsets = [await queue_offset(consumer.instance, MessageQueue(revive, broker, qid), RequestCode.GET_MAX_OFFSET)
+                   for qid in range(REVIVE_QUEUES)]
+        return sum(offsets) >= len(checkpoints) + acks
+
+    await until(stored, 30, f"{len(checkpoints)} checkpoints and {acks} acks in {revive}")
 
 
 async def pull_all(reader: PullConsumer, topic: str) -> list[MessageExt]:
