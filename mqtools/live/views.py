@@ -278,10 +278,9 @@ def proxies(state: LiveState, mono: float) -> Table:
         return table
     table.notes += read.footer()
     for p in read.proxies:
-        langs = p.languages
         table.rows.append(Row(p.addr, [
             Cell(p.addr, p.addr), Cell(True, "yes", OK), cell(p.consumer_groups), cell(p.consumers),
-            cell(p.producers), Cell(langs, ", ".join(f"{k} {n}" for k, n in langs.items()) or "-"), Cell(None, ""),
+            cell(p.producers), Cell(p.languages, p.languages_text), Cell(None, ""),
         ], stale=slot.stale))
     for u in read.unreachable:
         addr = u.addr or "?"

@@ -67,6 +67,11 @@ class ProxyRead:
         seen = {(c.client_id, c.language) for c in self.clients}
         return dict(sorted(Counter(lang for _, lang in seen).items()))
 
+    @property
+    def languages_text(self) -> str:
+        """`JAVA 2, PYTHON 1`, or `-` for a proxy without clients: how tables show `languages`."""
+        return ", ".join(f"{lang} {n}" for lang, n in self.languages.items()) or "-"
+
     def to_json(self) -> dict[str, Any]:
         return {"addr": self.addr, "consumerGroups": self.consumer_groups, "consumers": self.consumers,
                 "producers": self.producers, "languages": self.languages}
@@ -100,8 +105,7 @@ class ProxyClients:
 
 @renders("ProxyStatus")
 def proxy_status_view(p: ProxyClients) -> View:
-    rows = [[r.addr, r.consumer_groups, r.consumers, r.producers,
-             ", ".join(f"{lang} {n}" for lang, n in r.languages.items()) or "-"] for r in p.proxies]
+    rows = [[r.addr, r.consumer_groups, r.consumers, r.producers, r.languages_text] for r in p.proxies]
     data = {"proxies": [r.to_json() for r in p.proxies], **p._json()}
     return View("ProxyStatus", [Column("PROXY"), Column("GROUPS", True), Column("CONSUMERS", True),
                                 Column("PRODUCERS", True), Column("LANGUAGES")],
