@@ -20,6 +20,9 @@ from mqtools.common.presentation import load_schema
 from support.adminsupport import mq_here
 
 TIMEOUT = "2"
+HUNG_TIMEOUT = "1"
+"""The timeout of a sweep in a state where every read waits out a hung broker: one second is still some hundred
+times what an answering broker takes here, and the sweep ends in half the time."""
 BOUND_SECONDS = 30.0
 """A read may wait one timeout per broker set it cannot reach, and start up; never a hang."""
 
@@ -82,19 +85,19 @@ MQADMIN_READS: dict[str, list[str]] = {
 DOCUMENTED = {EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_PARTIAL}
 
 
-def sweep(namesrv: str, values: dict[str, str]) -> dict[str, int]:
-    """Run every read; the exit code of each by name. Raises AssertionError naming every read that broke
+def sweep(namesrv: str, values: dict[str, str], timeout: str = TIMEOUT) -> dict[str, int]:
+    """Run every read, each with `timeout`; the exit code of each by name. Raises AssertionError naming every read that broke
     a rule, one line each."""
     problems: list[str] = []
     codes: dict[str, int] = {}
-    runs = [(name, ["admin", *[a.format(**values) for a in args], "-o", "json", "--timeout", TIMEOUT], True)
+    runs = [(name, ["admin", *[a.format(**values) for a in args], "-o", "json", "--timeout", timeout], True)
             for name, args in (READS | (PROXY_READS if "proxy" in values else {})).items()]
     # the mqadmin dialect has no --timeout, as mqadmin has none: MQ_TIMEOUT bounds its reads
     runs += [(name, ["admin", *[a.format(**values) for a in args]], False) for name, args in MQADMIN_READS.items()]
-    runs.append(("top --once", ["top", "--once", "-o", "json", "--timeout", TIMEOUT], True))
+    runs.append(("top --once", ["top", "--once", "-o", "json", "--timeout", timeout], True))
     for name, argv, is_json in runs:
         began = time.monotonic()
-        result = mq_here(*argv, namesrv=namesrv, env={"MQ_TIMEOUT": TIMEOUT})
+        result = mq_here(*argv, namesrv=namesrv, env={"MQ_TIMEOUT": timeout})
         took = time.monotonic() - began
         codes[name] = result.returncode
         problem = None
@@ -141,7 +144,7 @@ MCP_READS: dict[str, dict[str, str]] = {
 }
 
 
-def mcp_sweep(namesrv: str, values: dict[str, str]) -> dict[str, str]:
+def mcp_sweep(namesrv: str, values: dict[str, str], timeout: str = TIMEOUT) -> dict[str, str]:
     """Every read tool of `mq mcp`, called as an MCP client's call runs (MQTools.call, in this process): the
     outcome of each by name, "whole", "partial" or "error". A result is a document valid against the tool's
     output schema, or an error of one line; a partial document is a result, never an error. Raises
@@ -151,7 +154,7 @@ def mcp_sweep(namesrv: str, values: dict[str, str]) -> dict[str, str]:
     from mqtools.client.contexts import Target
     from mqtools.mcp.server import MQTools
 
-    tools = MQTools(lambda: Target(namesrv, "test"), allow_writes=False, timeout=float(TIMEOUT))
+    tools = MQTools(lambda: Target(namesrv, "test"), allow_writes=False, timeout=float(timeout))
     assert set(MCP_READS) | {"drill_list", "drill_check", "diagnose_group", "diagnose_broker",
                              "diagnose_cluster"} == set(tools.tools), "a read tool is missing from the sweep"
     problems: list[str] = []

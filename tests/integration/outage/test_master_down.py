@@ -25,7 +25,7 @@ from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from prometheus_client.parser import text_string_to_metric_families
 from support.adminsupport import mq
-from support.outagesweep import MCP_READS, mcp_sweep, sweep
+from support.outagesweep import HUNG_TIMEOUT, MCP_READS, mcp_sweep, sweep
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
 from support.promsupport import exporter, scrape
 
@@ -292,8 +292,8 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
         progress_code, progress = group_progress(cluster)
         tool = asyncio.run(mcp_call(cluster.namesrv, "topic_status", {"topic": TOPIC}))
         by_key = mq("admin", "msg", "key", TOPIC, "key0", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
-        codes = sweep(cluster.namesrv, sweep_values(cluster))
-        tools = mcp_sweep(cluster.namesrv, sweep_values(cluster))
+        codes = sweep(cluster.namesrv, sweep_values(cluster), HUNG_TIMEOUT)
+        tools = mcp_sweep(cluster.namesrv, sweep_values(cluster), HUNG_TIMEOUT)
         figures = exported(cluster)
     finally:
         cluster.resume("broker-a-s")
