@@ -106,7 +106,8 @@ class RemotingServer:
             await server.wait_closed()
 
     def _make_connection(self) -> RemotingConnection:
-        conn = RemotingConnection(self._on_request, self._closed, self.max_frame, on_bad_frame=self._bad_frame)
+        conn = RemotingConnection(self._on_request, self._closed, self.max_frame, on_bad_frame=self._bad_frame,
+                                  fair_reads=True)
         self.connections.add(conn)
         if self.on_connect is not None:
             asyncio.get_running_loop().call_soon(self.on_connect, conn)

@@ -242,6 +242,15 @@ class RecordingTransport(asyncio.Transport):
         super().__init__()
         self.writes: list[bytes] = []
         self.closing = False
+        self.reading = True
+        self.pauses = 0
+
+    def pause_reading(self) -> None:
+        self.reading = False
+        self.pauses += 1
+
+    def resume_reading(self) -> None:
+        self.reading = True
 
     def write(self, data: bytes | bytearray | memoryview) -> None:
         self.writes.append(bytes(data))
@@ -309,3 +318,29 @@ async def test_close_writes_what_was_sent_first() -> None:
     conn.send(RemotingCommand.request(ECHO, {}))
     conn.close()
     assert len(transport.writes) == 1 and transport.closing
+
+
+async def test_a_server_connection_lets_the_loop_turn_after_128_kb_read() -> None:
+    """libuv reads on while a socket fills its buffer: a producer keeping the socket full held the loop for
+    100-200 ms. A server connection pauses reading once it has read 128 KB since the loop last turned, and
+    reads on at the next turn; a client connection (one peer, the server) reads on."""
+    request = RemotingCommand.request(ECHO, {}, b"m" * 1000).encode()
+    chunk = request * (64 * 1024 // len(request) + 1)  # a little over 64 KB, whole frames
+    server_side, client_side = RecordingTransport(), RecordingTransport()
+    handled: list[int] = []
+    conn = RemotingConnection(lambda c, req: handled.append(1), fair_reads=True)
+    conn.connection_made(server_side)
+    client = RemotingConnection(lambda c, req: None)
+    client.connection_made(client_side)
+    conn.data_received(chunk)
+    assert server_side.reading
+    conn.data_received(chunk)
+    assert not server_side.reading and server_side.pauses == 1
+    assert len(handled) == 2 * (len(chunk) // len(request))  # what was read is handled, nothing is dropped
+    await asyncio.sleep(0)
+    assert server_side.reading
+    conn.data_received(chunk)
+    assert server_side.reading and server_side.pauses == 1  # the count starts again after the turn
+    for _ in range(4):
+        client.data_received(chunk)
+    assert client_side.reading and client_side.pauses == 0
