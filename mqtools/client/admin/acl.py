@@ -1,5 +1,9 @@
 """ACL 1.0 administration (mqadmin's updateAclConfig, deleteAclConfig, updateGlobalWhiteAddr,
-getAclConfig, clusterAclConfigVersion): one broker, or every master of a cluster, as mqadmin does."""
+getAclConfig, clusterAclConfigVersion): one broker, or every master of a cluster, as mqadmin does.
+
+RocketMQ 5.3 removed ACL 1.0 for ACL 2.0's users and rules: Apache 5.5.0's brokers answer every one of these
+codes REQUEST_CODE_NOT_SUPPORTED (and its mqadmin has none of these commands), which is said as that, not as
+an unknown request code."""
 
 from __future__ import annotations
 
@@ -9,13 +13,23 @@ import orjson
 
 from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.acl import AclConfig, AclVersion
+from mqtools.client.errors import NotAvailable
 from mqtools.remoting.bodies import AclConfigBody, PlainAccessConfig
 from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.command import RemotingCommand
 
 
 class AclAdmin(AdminService):
+    async def _call(self, broker_addr: str, code: int, ext: dict[str, str] | None = None) -> RemotingCommand:
+        """One ACL 1.0 request; a broker without ACL 1.0 (RocketMQ 5.3 and later) raises NotAvailable saying so."""
+        try:
+            return await self.admin.call(broker_addr, code, ext)
+        except NotAvailable as exc:
+            raise NotAvailable(exc.code, f"{broker_addr} has no ACL 1.0 (plain_acl.yml): RocketMQ 5.3 and later "
+                                         "replaced it with ACL 2.0's users and ACL rules") from exc
+
     async def acl_config(self, broker_addr: str) -> AclConfig:
-        resp = await self.admin.call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
+        resp = await self._call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG)
         body = AclConfigBody.from_json(resp.body or b"{}")
         return AclConfig(broker_addr, body.global_white_addrs,
                          [dataclasses.replace(a, secret_key=None) for a in body.plain_access_configs])
@@ -26,7 +40,7 @@ class AclAdmin(AdminService):
         return list((await self.admin._each(addrs, self.acl_config)).values())
 
     async def acl_version(self, broker_addr: str) -> AclVersion:
-        ext = (await self.admin.call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)).ext_fields
+        ext = (await self._call(broker_addr, RequestCode.GET_BROKER_CLUSTER_ACL_INFO)).ext_fields
         try:
             version = orjson.loads(ext.get("version") or "{}")
         except orjson.JSONDecodeError:
@@ -42,19 +56,19 @@ class AclAdmin(AdminService):
                                  broker_addr: str | None = None) -> list[str]:
         addrs = await self.admin._targets(cluster, broker_addr)
         ext = account.to_ext()
-        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, ext))
+        await self.admin._each(addrs, lambda a: self._call(a, RequestCode.UPDATE_AND_CREATE_ACL_CONFIG, ext))
         return addrs
 
     async def delete_acl_account(self, access_key: str, *, cluster: str | None = None,
                                  broker_addr: str | None = None) -> list[str]:
         addrs = await self.admin._targets(cluster, broker_addr)
         ext = {"accessKey": access_key}
-        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.DELETE_ACL_CONFIG, ext))
+        await self.admin._each(addrs, lambda a: self._call(a, RequestCode.DELETE_ACL_CONFIG, ext))
         return addrs
 
     async def update_global_white_addrs(self, addrs_patterns: list[str], *, cluster: str | None = None,
                                         broker_addr: str | None = None) -> list[str]:
         addrs = await self.admin._targets(cluster, broker_addr)
         ext = {"globalWhiteAddrs": ",".join(addrs_patterns), "aclFileFullPath": ""}
-        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, ext))
+        await self.admin._each(addrs, lambda a: self._call(a, RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, ext))
         return addrs

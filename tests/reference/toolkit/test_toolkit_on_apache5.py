@@ -127,6 +127,26 @@ def _apache_diff(mqadmin5: MqadminBatch, world: World) -> int:
     return int(lines[header + 1][lines[header].index("#Diff")])
 
 
+def test_acl1_commands_say_apache5_has_no_acl1(world5: World) -> None:
+    """RocketMQ 5.3 removed ACL 1.0 (plain_acl.yml) for ACL 2.0, and Apache 5.5.0's brokers answer its codes
+    REQUEST_CODE_NOT_SUPPORTED (mqadmin 5.5.0 has none of its commands): every ACL 1.0 command, in both dialects,
+    says in one line that the broker has no ACL 1.0, and exits 1, changing nothing."""
+    addr = world5.brokers["broker-a"]
+    runs = {
+        "acl list": mq_here("admin", "acl", "list", "-b", addr, namesrv=world5.namesrv),
+        "acl version": mq_here("admin", "acl", "version", "-c", CLUSTER, "-o", "json", namesrv=world5.namesrv),
+        "acl update": mq_here("admin", "acl", "update", "-b", addr, "Tk5Acl1", "--default-topic-perm", "PUB",
+                              namesrv=world5.namesrv, stdin="12345678\n"),
+        "acl delete": mq_here("admin", "acl", "delete", "-b", addr, "Tk5Acl1", namesrv=world5.namesrv),
+        "acl white-addrs": mq_here("admin", "acl", "white-addrs", "-b", addr, "10.0.0.*", namesrv=world5.namesrv),
+        "getAclConfig": mq_here("admin", "getAclConfig", "-b", addr, namesrv=world5.namesrv),
+    }
+    for name, run in runs.items():
+        assert run.returncode == EXIT_REFUSED, f"{name}: {run.returncode} {run.stdout} {run.stderr}"
+        assert run.stderr.count("\n") == 1 and f"{addr} has no ACL 1.0" in run.stderr, f"{name}: {run.stderr}"
+        assert "ACL 2.0" in run.stderr and "Traceback" not in run.stderr, run.stderr
+
+
 def test_ha_status_and_ready_beside_apaches_hastatus(apache5_1m1s: tuple[apache.ApacheCluster, World],
                                                       mqadmin5: MqadminBatch) -> None:
     cluster, world = apache5_1m1s
