@@ -93,7 +93,9 @@ def judge_truth(history: History, integrity: Integrity) -> list[Finding]:
 
 
 def bounds(history: History, integrity: Integrity, broker: str, started: float, ended: float) -> tuple[int, int]:
-    """(at least, at most) messages stored on `broker`'s queues of the drill topic during a read."""
+    """(at least, at most) messages stored on `broker`'s queues of the drill topic during a read. A send that
+    took more than one attempt may have stored a copy wherever an earlier attempt went (a master killed after
+    it stored and replicated, before it answered): its earlier attempts count towards every set's most."""
     sends = history.sends()
     doubtful = set(integrity.lost)
     found = beyond_slave(history, sends, history.receives())
@@ -101,7 +103,7 @@ def bounds(history: History, integrity: Integrity, broker: str, started: float, 
         doubtful |= found[2]
     low = sum(1 for o in sends if o.result == OK and o.broker == broker and o.complete <= started
               and o.id not in doubtful)
-    high = sum(o.attempts or 1 for o in sends if o.invoke <= ended and o.broker in (broker, None))
+    high = sum((o.attempts or 1) - (o.broker not in (broker, None)) for o in sends if o.invoke <= ended)
     return low, high
 
 

@@ -74,6 +74,25 @@ def test_an_undercount_and_an_overcount_fail() -> None:
         assert any(f"counted {wrong} on broker-a (slave); the history says 10 to 10" in t for t in texts), texts
 
 
+def test_a_copy_stored_by_an_unanswered_attempt_counts_where_the_attempt_went() -> None:
+    """A send to broker-a whose master stored and replicated it, then died before answering, is retried on
+    broker-b: the slave of broker-a holds a copy the history acknowledged on broker-b (an Apache 4.9.7 drill in
+    CI read 202 where the bound said 200)."""
+    def retried() -> History:
+        h = drill()
+        h.ops.append(Op("producer-0", SEND, "again", 2.0, 2.5, OK, broker="broker-b", queue=0, offset=10, attempts=2))
+        h.ops.append(Op("consumer-0", RECEIVE, "again", 2.6, 2.6, OK, broker="broker-b", queue=0, offset=10, size=300))
+        return h
+
+    once = retried()
+    read(once, figures(11, 11))
+    assert verdict(once)[0], verdict(once)[1]
+    three = retried()
+    read(three, figures(12, 11))  # one earlier attempt cannot have stored two copies
+    passed, texts = verdict(three)
+    assert not passed and any("counted 12 on broker-a (slave); the history says 10 to 11" in t for t in texts), texts
+
+
 def test_a_failed_read_and_no_read_fail() -> None:
     failed = drill()
     read(failed, {"error": "UnreachableError: no name server answered"}, figures(10, 10))
