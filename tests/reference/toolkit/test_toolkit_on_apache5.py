@@ -447,8 +447,10 @@ def test_restart_master_drill_on_apache5_says_which_way_it_went(apache5_1m1s: tu
     master confirmed (5.x reads up to the confirm offset), so a read from the slave may count a few acknowledged
     messages less than were stored: the drill's toolkit check names that, and this test does not judge it.
     Acknowledged messages the drill did not read back by its end: 0 in two runs here, 823 of 4,314 in one CI run
-    (its RTO 16 s against 12 s), not yet explained (Apache's recovery after SIGKILL, or the drill's read-back after
-    the regression); the test asserts the drill counts and names them, not that Apache keeps them."""
+    (its RTO 16 s against 12 s), and 828 of 3,506 in a run started moments after the slave itself had been
+    restarted (the drill's pre-flight said not safe: the slave was still catching up; RTO 21.7 s). So the loss
+    goes with a slave behind its master at the kill; why Apache's returning master then does not serve them is not
+    yet read out of its recovery. The test asserts the drill counts and names them, not that Apache keeps them."""
     cluster, world = apache5_1m1s
 
     def restart() -> None:
@@ -470,6 +472,27 @@ def test_restart_master_drill_on_apache5_says_which_way_it_went(apache5_1m1s: tu
         {"lost"} if side["lost"] > 0 else set())
     assert {next((e for e in expected if t.startswith(e)), t) for t in failing} <= expected, failing
     assert (side["verdict"] == "FAIL") == bool(failing)
+
+
+def test_kill_slave_drill_on_apache5(apache5_1m1s: tuple[apache.ApacheCluster, World], tmp_path: Path) -> None:
+    """kill-slave on Apache 5.5.0's SYNC_MASTER, drilled as a cluster mq did not start: --fault-cmd SIGKILLs the
+    slave's JVM by pid, and at the drill's end --heal-cmd starts it again. The master answers every send while it
+    has no slave (SLAVE_NOT_AVAILABLE: stored, not replicated), so the drill PASSes with no send failed and
+    nothing lost, and what the toolkit read meanwhile (from the master) is right."""
+    cluster, world = apache5_1m1s
+    slave = cluster.brokers["broker-a-s"]
+
+    def restart() -> None:
+        cluster.brokers["broker-a-s"] = apache.restart_broker(cluster.brokers["broker-a-s"])
+
+    with heal_channel(tmp_path, restart) as heal_cmd:
+        report = drill(tmp_path, "-n", world.namesrv, "--fault-cmd", f"kill -9 {slave.pid}", "--heal-cmd", heal_cmd,
+                       scenario="kill-slave")
+    assert cluster.brokers["broker-a-s"].alive
+    side = figures(report)
+    print(f"\nkill-slave on Apache 5.5.0: {json.dumps(side)}")
+    assert (side["verdict"], side["lost"], side["failed"]) == ("PASS", 0, 0), side
+    assert side["acked"] > 0 and side["toolkitTruth"] == [True], side
 
 
 def test_an_outage_on_apache5_is_read_from_the_slave_as_mqadmin5_does(
