@@ -132,11 +132,11 @@ def test_retry_then_dlq(pair):
         make_topic(ns, topic)
         make_group(ns, dlq_group, retries=2)
         run_java("produce", ns, "--topic", topic, "--count", "3")
-        # routes refreshed each second: the %RETRY% topics appear after the consumers start, and the default
-        # 30 s refresh made each scenario wait for them (70-94 s a run)
-        retried = consume_all(ns, topic, 3, "--fail-times", "1", "--poll-name-server-ms", "1000", group=ok_group)
+        # the harness's consumers refresh routes each second (javaclient.ROUTE_POLL): the %RETRY% topics appear
+        # after the consumers start, and the default 30 s refresh made each scenario wait for them (70-94 s a run)
+        retried = consume_all(ns, topic, 3, "--fail-times", "1", group=ok_group)
         dead = JavaClient("consume", ns, "--topic", topic, "--group", dlq_group, "--fail-times", "99",
-                          "--max-reconsume", "2", "--expect", "0", "--timeout-s", "90", "--poll-name-server-ms", "1000")
+                          "--max-reconsume", "2", "--expect", "0", "--timeout-s", "90")
         try:
             dead.wait_for(lambda ev: sum(e["event"] == "received" for e in ev) >= 9, 60, "3 deliveries of 3")
         finally:
