@@ -24,9 +24,14 @@ log = logging.getLogger(__name__)
 def disk_used_ratio(path: Path) -> float:
     """used / (used + available) of the partition holding ``path``, rounded up to a whole percent."""
     try:
-        st = os.statvfs(path)
+        return used_ratio(os.statvfs(path))
     except OSError:
         return -1.0
+
+
+def used_ratio(st: os.statvfs_result) -> float:
+    """RocketMQ's UtilAll.getDiskPartitionSpaceUsedPercent: used / (used + what an unprivileged user may still
+    write), rounded up to a whole percent; blocks reserved for root count in neither (-1 for an empty file system)."""
     used = (st.f_blocks - st.f_bfree) * st.f_frsize
     avail = st.f_bavail * st.f_frsize
     if used + avail <= 0:

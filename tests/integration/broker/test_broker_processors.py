@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import os
 import struct
 import time
 from collections.abc import AsyncIterator
@@ -349,7 +350,11 @@ async def test_runtime_info_moves(broker) -> None:
     assert int(after["msgPutTotalTodayNow"]) == int(before["msgPutTotalTodayNow"]) + 5
     assert int(after["msgGetTotalTodayNow"]) == int(before["msgGetTotalTodayNow"]) + 5
     assert int(after["commitLogMaxOffset"]) > int(before["commitLogMaxOffset"])
-    assert 0.0 <= float(after["commitLogDiskRatio"]) <= 1.0
+    # as Apache's broker reads it (UtilAll.getDiskPartitionSpaceUsedPercent): used over used plus available, the
+    # blocks reserved for root in neither; 1 - available/total read 0.76 where Apache read 0.32 on this machine
+    st = os.statvfs(broker.config.store_path_root_dir)
+    used, avail = (st.f_blocks - st.f_bfree) * st.f_frsize, st.f_bavail * st.f_frsize
+    assert abs(float(after["commitLogDiskRatio"]) - used / (used + avail)) <= 0.011, (after, used, avail)
 
 
 async def test_broker_config_get_and_update(broker, tmp_path: Path) -> None:
