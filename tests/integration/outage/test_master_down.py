@@ -58,7 +58,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]
     # a hung broker stays registered for the whole module (the name servers expire a silent one after 120 s,
     # and a sweep of every read against a hung set takes about a minute): the state stays the one under test
     with preset_cluster(tmp_path_factory.mktemp("outage"), "2m-2s-sync", namesrvs=2,
-                        namesrv_props=("brokerChannelExpiredTime=600000",), proxy=True) as running:
+                        namesrv_props=("brokerChannelExpiredTime=600000",), proxies=1) as running:
         with SyncMQAdmin(running.namesrv) as admin:
             for broker in BROKERS:
                 admin.topics.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=running.addr(broker))
