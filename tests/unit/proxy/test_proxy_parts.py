@@ -200,3 +200,41 @@ async def test_a_failed_renewal_and_a_gone_client_drop_their_handles() -> None:
     assert len(renewals) == 1
     renewals.forget_client("b")
     assert len(renewals) == 0
+
+
+class _DeadMaster:
+    """An instance whose topic routes to one master that refuses connections (SIGKILLed a moment ago)."""
+
+    def __init__(self) -> None:
+        from types import SimpleNamespace
+
+        from mqtools.remoting.bodies import MessageQueue
+
+        self.routes = {"T": SimpleNamespace(topic="T", publish=[MessageQueue("T", "broker-a", 0)])}
+        self.doubted: list[str] = []
+
+    def broker_addr(self, name: str, *, any_node: bool) -> str:
+        return "127.0.0.1:10911"
+
+    async def invoke(self, addr, cmd, timeout=None, *, ok=(0,)):
+        from mqtools.client.errors import ConnectFailedError
+
+        raise ConnectFailedError(f"connect to {addr} failed: [Errno 111] Connection refused")
+
+    def refresh_soon(self, topic: str) -> None:
+        self.doubted.append(topic)
+
+
+async def test_a_send_to_an_unreachable_master_has_the_route_read_again_soon() -> None:
+    from mqtools.client.errors import ConnectFailedError
+    from mqtools.common import properties as P
+    from mqtools.common.message import Message
+    from mqtools.proxy.convert import Outgoing
+    from mqtools.proxy.sending import Sender
+
+    instance = _DeadMaster()
+    sender = Sender(instance, Transactions(60_000))  # type: ignore[arg-type]
+    message = Message("T", b"x", properties={P.UNIQ_KEY: "U1"})
+    with pytest.raises(ConnectFailedError):
+        await sender.send("T", [Outgoing(message, 0, "", 0)])
+    assert instance.doubted == ["T"]  # the name server has dropped the dead master: the next sends skip it
