@@ -208,7 +208,7 @@ class OffsetAdmin(AdminService):
 
     async def _commit(self, group: str, plan: list[OffsetReset]) -> None:
         store = RemoteOffsetStore(self.admin.instance, group)
-        await asyncio.gather(*(store.commit(r.queue, r.new) for r in plan))
+        await store.commit_all({r.queue: r.new for r in plan})
 
     async def _apply(self, group: str, topic: str, plan: list[OffsetReset]) -> None:
         """Commit the plan, then have each broker push committed offsets to online consumers; an online
