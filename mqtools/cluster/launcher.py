@@ -156,7 +156,9 @@ def _proxy_config(root: Path, proxy: ProcInfo, namesrv_addr: str, broker_props: 
     taken = {k: broker_props[k] for k in _PROXY_KEYS_FROM_BROKERS if k in broker_props}
     conf: dict[str, Any] = {"rocketMQClusterName": taken.pop("brokerClusterName", "DefaultCluster"),
                             "namesrvAddr": namesrv_addr, "proxyMode": "cluster", "grpcServerPort": proxy.port,
-                            "remotingListenPort": proxy.remoting_port, "grpcBindAddress": proxy.host, **taken}
+                            "remotingListenPort": proxy.remoting_port, "grpcBindAddress": proxy.host,
+                            # the proxies share a host on different ports: a client given them all moves between them
+                            "useEndpointPortFromRequest": True, **taken}
     if certs is not None:
         conf.update({"tlsCertPath": str(certs.cert), "tlsKeyPath": str(certs.key), "tls.enable": "true",
                      "tls.client.trustCertPath": str(certs.ca)})

@@ -44,6 +44,9 @@ class ProxyConfig:
     grpc_bind_address: str = "0.0.0.0"
     #: The host answered in QueryRoute; empty: the host the client reached the proxy at (its access point).
     grpc_advertised_host: str = ""
+    #: QueryRoute answers the ports of the client's access point, not this proxy's own gRPC port (Apache's key):
+    #: for proxies on one host with different ports, so a client given all of them can move between them.
+    use_endpoint_port_from_request: bool = False
     grpc_max_inbound_message_size: int = 130 * 1024 * 1024
     max_message_size: int = 4 * 1024 * 1024
     enable_message_body_empty_check: bool = True

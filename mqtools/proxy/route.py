@@ -94,12 +94,13 @@ def assignments(topic: pb.Resource, data: TopicRouteData, endpoints: pb.Endpoint
     return out
 
 
-def proxy_endpoints(requested: pb.Endpoints, advertised_host: str, port: int) -> pb.Endpoints:
+def proxy_endpoints(requested: pb.Endpoints, advertised_host: str, port: int, *,
+                    requested_ports: bool = False) -> pb.Endpoints:
     """The endpoints answered for every broker: the client's own access point (convertToAddressList, with the
-    proxy's gRPC port), or the configured advertised host."""
+    proxy's gRPC port, or each address's own port with `requested_ports`), or the configured advertised host."""
     if advertised_host:
         scheme = pb.IPv6 if ":" in advertised_host else (
             pb.DOMAIN_NAME if any(c.isalpha() for c in advertised_host) else pb.IPv4)
         return pb.Endpoints(scheme=scheme, addresses=[pb.Address(host=advertised_host, port=port)])
-    return pb.Endpoints(scheme=requested.scheme,
-                        addresses=[pb.Address(host=a.host, port=port) for a in requested.addresses])
+    return pb.Endpoints(scheme=requested.scheme, addresses=[
+        pb.Address(host=a.host, port=a.port if requested_ports and a.port else port) for a in requested.addresses])

@@ -88,7 +88,8 @@ class MessagingService:
     def _endpoints(self, requested: pb.Endpoints) -> pb.Endpoints:
         if not requested.addresses and not self.config.grpc_advertised_host:
             raise ProxyError(Code.ILLEGAL_ACCESS_POINT, "the endpoints of the request are empty")
-        return routes.proxy_endpoints(requested, self.config.grpc_advertised_host, self.port)
+        return routes.proxy_endpoints(requested, self.config.grpc_advertised_host, self.port,
+                                      requested_ports=self.config.use_endpoint_port_from_request)
 
     async def QueryRoute(self, req: spb.QueryRouteRequest, call: Call) -> spb.QueryRouteResponse:
         try:
@@ -159,11 +160,18 @@ class MessagingService:
         await self.instance.heartbeat()
 
     def _forget_groups(self) -> None:
+        """Stop relaying the producer groups no client publishes to any more, and unregister each from the
+        brokers (UNREGISTER_CLIENT, as a Java producer's shutdown does): a group left to expire makes a broker
+        close the channel its heartbeats came on 120 s later (ProducerManager.scanNotActiveChannel, Apache's
+        and mq's), which is the proxy's one connection to that broker, failing every request in flight on it."""
         live = self.clients.published_topics()
         for topic in self._relayed_groups - live:
             self._relayed_groups.discard(topic)
             self.instance.producer_groups.discard(topic)
             self.instance.transaction_checkers.pop(topic, None)
+            task = asyncio.ensure_future(self.instance.unregister(producer_group=topic))
+            self._background.add(task)
+            task.add_done_callback(self._background.discard)
 
     async def sweep(self) -> None:
         """Renew the held receipt handles that are due, forget idle clients (called every few seconds)."""

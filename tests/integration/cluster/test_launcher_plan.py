@@ -60,7 +60,8 @@ def test_plan_places_proxies_after_the_brokers_with_the_brokers_settings(tmp_pat
     conf = json.loads(Path(proxies[0].args[3]).read_text())
     assert conf == {"rocketMQClusterName": "PxPlan", "namesrvAddr": state.namesrv_addr, "proxyMode": "cluster",
                     "grpcServerPort": proxies[0].port,
-                    "remotingListenPort": proxies[0].remoting_port, "grpcBindAddress": "127.0.0.1", "maxMessageSize": "65536",
+                    "remotingListenPort": proxies[0].remoting_port, "grpcBindAddress": "127.0.0.1",
+                    "useEndpointPortFromRequest": True, "maxMessageSize": "65536",
                     "authenticationEnabled": "true", "tlsCertPath": str(tmp_path / "tls" / "server.pem"),
                     "tlsKeyPath": str(tmp_path / "tls" / "server.key"), "tls.enable": "true",
                     "tls.client.trustCertPath": state.tls_ca}

@@ -6,10 +6,11 @@ while its brokers still hold messages (mq's own POP consumer drains the same bro
 The client is given both proxies (`a;b`, as a user gives a proxy fleet; gRPC then uses one and moves on
 when it fails). One run, two faults, as the drills judge them:
 - broker-a's master SIGKILLed while the client sends and while it holds messages it received and did not
-  acknowledge: sends recover within the drills' RTO bound; once the master is back, every acknowledged
-  message is received and the unacknowledged ones come again with their delivery attempt counted;
-- the proxy the client uses SIGKILLed: the client moves to the other one (which then lists it among its
-  clients) within the same bound, and nothing it had acknowledged is lost.
+  acknowledge: sends recover within the drills' RTO bound; the master is started again, and in the end every
+  acknowledged message is received and the unacknowledged ones come again with their delivery attempt counted;
+- the proxy the client uses SIGKILLed: the client's sends move to the other one within the same bound (the
+  preset's proxies answer routes with the client's own access points, useEndpointPortFromRequest), and nothing
+  it had acknowledged is lost.
 """
 
 from __future__ import annotations
@@ -176,18 +177,17 @@ def test_a_master_and_the_clients_proxy_killed_lose_nothing_acknowledged(cluster
         master_killed = send_while(producer, sends, lambda: cluster.kill(master), 4.0)
         master_rto = sends.longest_gap(master_killed)
         master_failed = sends.failing_for(master_killed, time.monotonic())
+        cluster.start(master)  # back before the second fault: the client's route refresh (30 s) finds it meanwhile
 
         users = wait_for(lambda: client_proxy(cluster, proxies), 30, "the proxies listing the clients")
         used = [name for name, kinds in users.items() if "P" in kinds]
         assert len(used) == 1, users
-        other = next(name for name in proxies if name != used[0])
         proxy_killed = send_while(producer, sends, lambda: cluster.kill(used[0]), 4.0)
         proxy_rto = sends.longest_gap(proxy_killed)
         proxy_failed = sends.failing_for(proxy_killed, time.monotonic())
-        moved = client_proxy(cluster, [other])
-        assert "P" in moved.get(other, ""), f"the producer is not listed by {other}: {moved}"
+        # the other proxy serves the sends; the 5.1.2 client does not open its telemetry stream there again, so
+        # that proxy does not list it among its producers (seen for 30 s)
 
-        cluster.start(master)
         got: dict[str, int] = {}
         deadline = time.monotonic() + 90
         while not (set(sends.acked) | set(held)) <= set(got) and time.monotonic() < deadline:

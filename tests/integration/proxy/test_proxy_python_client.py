@@ -29,9 +29,11 @@ from support.presetcluster import wait_for
 from support.promsupport import exporter, scrape
 from support.proxyclient import new_message, now_ms
 
+from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2_grpc
+from mqtools.remoting.bodies import TopicConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -313,6 +315,23 @@ def test_the_toolkit_reads_the_proxys_grpc_clients_where_the_brokers_see_none(pr
         assert figures[("mq_proxy_clients", (("kind", "SIMPLE"), ("language", "PYTHON"), ("proxy", remoting)))] >= 1
     finally:
         c.shutdown()
+
+
+def test_a_producer_that_leaves_is_unregistered_at_the_brokers(proxy: MqProcess, cluster: Cluster) -> None:
+    """The proxy heartbeats a producer's topic to the brokers as a producer group; once the producer leaves, the
+    group is unregistered there at once. Left to expire, it would make a broker close the proxy's connection
+    120 s later with whatever was in flight on it (CI: 'connection to ... closed' under a waiting POP)."""
+    topic = "PxLeaving"  # published by no other producer of the module
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:
+        admin.topics.create_topic(TopicConfig(topic, 4, 4), cluster="ProxyIT")
+        p = Producer(config(proxy), (topic,))
+        p.startup()
+        try:
+            p.send(new_message(topic, b"registered"))
+            assert wait_for(lambda: admin.groups.producer_connections(topic, topic), 30, "the proxy registered")
+        finally:
+            p.shutdown()
+        wait_for(lambda: admin.groups.producer_connections(topic, topic) == [], 30, "the proxy unregistered")
 
 
 def test_bad_input_gets_clear_status_codes_and_the_proxy_goes_on(proxy: MqProcess, producer) -> None:
