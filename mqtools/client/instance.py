@@ -226,6 +226,16 @@ class ClientInstance:
                                           f"{resp.remark}")
         raise broker_error(resp.code, resp.remark)
 
+    async def invoke_routed(self, topic: str, addr: str, cmd: RemotingCommand, timeout: float | None = None, *,
+                            ok: Collection[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+        """invoke to a broker chosen from `topic`'s route; one that cannot be reached has the route read again at
+        the next tick (refresh_soon), so the requests after it skip a dead master the name server dropped."""
+        try:
+            return await self.invoke(addr, cmd, timeout, ok=ok)
+        except UnreachableError:
+            self.refresh_soon(topic)
+            raise
+
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:
         """A request no answer comes for (e.g. a reply to the broker, END_TRANSACTION)."""
         try:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 
-from mqtools.client.errors import MQBrokerError, MQClientError, UnreachableError
+from mqtools.client.errors import MQBrokerError, MQClientError
 from mqtools.client.instance import ClientInstance
 from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_entries
@@ -105,11 +105,7 @@ class Popper:
             invisible_time=invisible_ms, poll_time=poll_ms, born_time=int(time.time() * 1000),
             init_mode=wire.INIT_MODE_MAX, exp_type=exp_type, exp=exp, order=fifo, attempt_id=attempt_id)
         cmd = RemotingCommand.request(RequestCode.POP_MESSAGE, header.to_ext())
-        try:
-            resp = await self.instance.invoke(self._master(broker_name), cmd, timeout_s, ok=_POP_ANSWERS)
-        except UnreachableError:
-            self.instance.refresh_soon(topic)
-            raise
+        resp = await self.instance.invoke_routed(topic, self._master(broker_name), cmd, timeout_s, ok=_POP_ANSWERS)
         if resp.code == ResponseCode.POLLING_FULL:
             return PopResult(POLLING_FULL)
         if resp.code != ResponseCode.SUCCESS:

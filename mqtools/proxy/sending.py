@@ -5,8 +5,8 @@ Java hash, over the topic's writable queues, as Apache's SendMessageQueueSelecto
 robin. One attempt: the 5.x client retries with the backoff the settings answer gave it. A broker that cannot be
 reached has the topic's route read again at the next half-second tick, so the sends after it skip a dead master
 (the name server drops it at once); Apache's proxy keeps sending to it until its route cache refreshes (20 s).
-The producer group is
-the topic's name, as in Apache (so a broker's CHECK_TRANSACTION_STATE names the topic the proxy relays on).
+The producer group is the topic's name, as in Apache (so a broker's CHECK_TRANSACTION_STATE names the topic the
+proxy relays on).
 
 A stored half message is remembered (TransactionDataManager: producer group + transaction id -> broker,
 offsets) until its EndTransaction, or until `expire_ms` passes; a broker's check adds it again.
@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.client.errors import MQClientError
 from mqtools.client.fault import QueueRotation
 from mqtools.client.instance import ClientInstance
 from mqtools.client.route import TopicRoute
@@ -146,11 +146,7 @@ class Sender:
             ext = send_v2_fields(topic, topic, AUTO_CREATE_TOPIC_KEY, "4", mq.queue_id, first.sys_flag, first.born_ms,
                                  0, P.properties_to_string(batch.properties), batch=True)
             cmd = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, batch.body)
-        try:
-            resp = await self.instance.invoke(addr, cmd, self.timeout, ok=SEND_STATUS_BY_CODE)
-        except UnreachableError:
-            self.instance.refresh_soon(topic)  # a dead master leaves the name server's route at once
-            raise
+        resp = await self.instance.invoke_routed(topic, addr, cmd, self.timeout, ok=SEND_STATUS_BY_CODE)
         status = SEND_STATUS_BY_CODE[resp.code]  # type: ignore[index]
         offset_ids = (resp.ext_fields.get("msgId") or "").split(",")
         queue_offset = int(resp.ext_fields.get("queueOffset", -1))

@@ -202,27 +202,31 @@ async def test_a_failed_renewal_and_a_gone_client_drop_their_handles() -> None:
     assert len(renewals) == 0
 
 
-class _DeadMaster:
-    """An instance whose topic routes to one master that refuses connections (SIGKILLed a moment ago)."""
+def _dead_master():
+    """A real ClientInstance whose topic routes to one master that refuses connections (SIGKILLed a moment ago);
+    `doubted` records the topics it is asked to re-read."""
+    from types import SimpleNamespace
 
-    def __init__(self) -> None:
-        from types import SimpleNamespace
+    from mqtools.client.errors import ConnectFailedError
+    from mqtools.client.instance import ClientInstance
+    from mqtools.remoting.bodies import MessageQueue
 
-        from mqtools.remoting.bodies import MessageQueue
+    class DeadMaster(ClientInstance):
+        doubted: list[str]
 
-        self.routes = {"T": SimpleNamespace(topic="T", publish=[MessageQueue("T", "broker-a", 0)])}
-        self.doubted: list[str] = []
+        def broker_addr(self, name: str, broker_id: int = 0, *, any_node: bool = True) -> str:
+            return "127.0.0.1:10911"
 
-    def broker_addr(self, name: str, *, any_node: bool) -> str:
-        return "127.0.0.1:10911"
+        async def invoke(self, addr, cmd, timeout=None, *, ok=(0,)):
+            raise ConnectFailedError(f"connect to {addr} failed: [Errno 111] Connection refused")
 
-    async def invoke(self, addr, cmd, timeout=None, *, ok=(0,)):
-        from mqtools.client.errors import ConnectFailedError
+        def refresh_soon(self, topic: str) -> None:
+            self.doubted.append(topic)
 
-        raise ConnectFailedError(f"connect to {addr} failed: [Errno 111] Connection refused")
-
-    def refresh_soon(self, topic: str) -> None:
-        self.doubted.append(topic)
+    instance = DeadMaster(["127.0.0.1:9876"])
+    instance.doubted = []
+    instance.routes["T"] = SimpleNamespace(topic="T", publish=[MessageQueue("T", "broker-a", 0)])  # type: ignore[assignment]
+    return instance
 
 
 async def test_a_send_to_an_unreachable_master_has_the_route_read_again_soon() -> None:
@@ -232,8 +236,8 @@ async def test_a_send_to_an_unreachable_master_has_the_route_read_again_soon() -
     from mqtools.proxy.convert import Outgoing
     from mqtools.proxy.sending import Sender
 
-    instance = _DeadMaster()
-    sender = Sender(instance, Transactions(60_000))  # type: ignore[arg-type]
+    instance = _dead_master()
+    sender = Sender(instance, Transactions(60_000))
     message = Message("T", b"x", properties={P.UNIQ_KEY: "U1"})
     with pytest.raises(ConnectFailedError):
         await sender.send("T", [Outgoing(message, 0, "", 0)])
