@@ -14,6 +14,23 @@ Host = tuple[str, int]
 NO_HOST: Host = ("0.0.0.0", 0)
 
 
+class _IntProperty:
+    """A message property read and written as an integer; None when the message does not carry it."""
+
+    def __init__(self, key: str, doc: str) -> None:
+        self.key = key
+        self.__doc__ = doc
+
+    def __get__(self, msg: Message | None, owner: type | None = None) -> int | None:
+        if msg is None:
+            return self  # type: ignore[return-value]
+        value = msg.properties.get(self.key)
+        return int(value) if value is not None else None
+
+    def __set__(self, msg: Message, value: int) -> None:
+        msg.properties[self.key] = str(int(value))
+
+
 @dataclass(slots=True)
 class Message:
     """A message as a producer builds it: topic, body, user flag and string properties."""
@@ -38,35 +55,9 @@ class Message:
     # --- timer messages (RocketMQ 5): the Java Message's setDeliverTimeMs / setDelayTimeMs / setDelayTimeSec.
     # A RocketMQ 5 broker keeps such a message in its timer wheel until then; a 4.x broker ignores them.
 
-    @property
-    def deliver_time_ms(self) -> int | None:
-        """When the message is to be delivered (epoch ms, TIMER_DELIVER_MS); None when not set."""
-        value = self.properties.get(P.TIMER_DELIVER_MS)
-        return int(value) if value is not None else None
-
-    @deliver_time_ms.setter
-    def deliver_time_ms(self, epoch_ms: int) -> None:
-        self.properties[P.TIMER_DELIVER_MS] = str(int(epoch_ms))
-
-    @property
-    def delay_time_ms(self) -> int | None:
-        """Delay from the broker's receipt (TIMER_DELAY_MS); None when not set."""
-        value = self.properties.get(P.TIMER_DELAY_MS)
-        return int(value) if value is not None else None
-
-    @delay_time_ms.setter
-    def delay_time_ms(self, ms: int) -> None:
-        self.properties[P.TIMER_DELAY_MS] = str(int(ms))
-
-    @property
-    def delay_time_sec(self) -> int | None:
-        """Delay in seconds from the broker's receipt (TIMER_DELAY_SEC); None when not set."""
-        value = self.properties.get(P.TIMER_DELAY_SEC)
-        return int(value) if value is not None else None
-
-    @delay_time_sec.setter
-    def delay_time_sec(self, sec: int) -> None:
-        self.properties[P.TIMER_DELAY_SEC] = str(int(sec))
+    deliver_time_ms = _IntProperty(P.TIMER_DELIVER_MS, "When the message is to be delivered (epoch ms).")
+    delay_time_ms = _IntProperty(P.TIMER_DELAY_MS, "Delay in ms from the broker's receipt.")
+    delay_time_sec = _IntProperty(P.TIMER_DELAY_SEC, "Delay in seconds from the broker's receipt.")
 
     @property
     def is_timed(self) -> bool:
