@@ -148,6 +148,29 @@ async def test_unacked_comes_back_after_its_invisible_time_with_reconsume_times_
     assert await max_offset(cluster.broker.addr, pop_retry_topic_v1("PopRevive", "CG_POP_REVIVE")) == 1
 
 
+async def test_a_checkpoint_whose_group_the_broker_lost_is_revived_into_the_group_created_again(
+    cluster: Cluster, consumer_factory
+) -> None:
+    """The revive finds a checkpoint of a group the broker has no config for (a slave promoted before it synced a
+    group its old master first saw; here the group deleted): it creates the group, as Apache's revive does
+    through findSubscriptionGroupConfig, and puts the message back, where it used to drop the checkpoint."""
+    await create_topic(cluster, "PopLostGroup", 1)
+    await send(cluster.namesrv.addr, "PopLostGroup", ["l-0"])
+    consumer = await consumer_factory("CG_POP_LOST")
+    await pop_until(consumer, "PopLostGroup", 1, invisible_ms=1000)  # not acknowledged: due in 1 s
+    resp = await call(cluster.broker.addr, RequestCode.DELETE_SUBSCRIPTIONGROUP,
+                      {"groupName": "CG_POP_LOST", "cleanOffset": "false"})
+    assert resp.code == ResponseCode.SUCCESS, resp.remark
+    retry = pop_retry_topic_v1("PopLostGroup", "CG_POP_LOST")
+    end = time.monotonic() + DEADLINE
+    while await max_offset(cluster.broker.addr, retry) < 1:  # no POP meanwhile: nothing else creates the group
+        assert time.monotonic() < end, "the checkpoint of the deleted group was dropped, not revived"
+        await asyncio.sleep(0.1)
+    (again,) = await pop_until(consumer, "PopLostGroup", 1, invisible_ms=60_000)
+    assert (body(again), again.reconsume_times) == ("l-0", 1)
+    await consumer.ack(again)
+
+
 async def test_a_parked_pop_wakes_when_the_first_revived_message_creates_the_retry_topic(
     cluster: Cluster, consumer_factory
 ) -> None:

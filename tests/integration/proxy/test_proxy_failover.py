@@ -48,9 +48,9 @@ PACE_S = 0.02
 """Between sends: fifty a second show a gap to a few tens of milliseconds, and leave little to consume."""
 
 
-@pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
-    with preset_cluster(tmp_path_factory.mktemp("proxy-failover"), "2m-2s-sync", "mappedFileSizeCommitLog=4194304",
+@pytest.fixture(scope="module", params=["2m-2s-sync", "2m-2s-controller"])
+def cluster(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
+    with preset_cluster(tmp_path_factory.mktemp("proxy-failover"), request.param, "mappedFileSizeCommitLog=4194304",
                         proxies=2) as running:
         with SyncMQAdmin(running.namesrv) as admin:
             # on every replica, as the drills make theirs: a slave then serves it before its metadata sync

@@ -197,7 +197,9 @@ class PopReviveService:
     async def _revive(self, ck: PopCheckPoint, ledger: ReviveLedger) -> int:
         """Put back the checkpoint's unacknowledged messages: how many, or -1 when a put failed."""
         c = self.c
-        group_cfg = c.groups.find(ck.cid, create=False)
+        # auto-created where the broker allows it, as Apache's findSubscriptionGroupConfig does: a slave promoted
+        # by the controllers may not have synced a group first seen by its old master a moment before it died
+        group_cfg = c.groups.find(ck.cid)
         if group_cfg is None or c.topics.select(normal_topic(ck.topic, ck.cid)) is None:
             log.warning("dropping POP checkpoint of %s/%s: group or topic gone", ck.cid, ck.topic)
             return 0
