@@ -267,7 +267,7 @@ _mq() {
         mq_cluster_start) words="--dir --help" ;;
         mq_cluster_status) words="--dir --output -o --help" ;;
         mq_cluster_stop) words="--dir --grace --help" ;;
-        mq_cluster_up) words="--base-port --context --dir --namesrv --namesrv-set --netns --preset --proxies --proxy --set --timeout --tls -p --help" ;;
+        mq_cluster_up) words="--base-port --context --dir --namesrv --namesrv-set --netns --preset --proxies --proxy --proxy-set --set --timeout --tls -p --help" ;;
         mq_context) words="add credentials list remove show use --help" ;;
         mq_context_add) words="--credentials --dir --namesrv --proxy --tls --tls-ca --tls-cert --tls-key -n --help" ;;
         mq_context_credentials) words="--access-key --help" ;;

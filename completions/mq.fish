@@ -1178,6 +1178,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subco
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l preset
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l proxies
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l proxy
+complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l proxy-set
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l set
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l timeout
 complete -c mq -f -n '__fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from up; and true' -l tls

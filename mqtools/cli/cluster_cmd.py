@@ -48,6 +48,11 @@ def up(
         typer.Option("--namesrv-set", help="Extra name server property key=value for every name server "
                      "(repeatable), e.g. brokerChannelExpiredTime=30000."),
     ] = None,
+    proxy_sets: Annotated[
+        Optional[list[str]],  # noqa: UP045
+        typer.Option("--proxy-set", help="Extra proxy key=value (rmq-proxy.json) for every proxy (repeatable), e.g. "
+                     "grpcClientConsumerMinLongPollingTimeoutMillis=1000."),
+    ] = None,
     timeout: Annotated[float, typer.Option("--timeout", help="Seconds to wait for a healthy cluster.")] = 90.0,
     netns: Annotated[bool, typer.Option("--netns", help="Every process in a network namespace of its own on one "
                                         "bridge (root only), so drills can partition them.")] = False,
@@ -73,7 +78,8 @@ def up(
     root = _root(state_dir)
     opts = UpOptions(preset, root, namesrv, base_port, parse_sets(sets or []), timeout, tls=tls, netns=netns,
                      namesrv_overrides=parse_sets(namesrv_sets or [], option="--namesrv-set"),
-                     proxies=max(proxies, 1 if proxy else 0))
+                     proxies=max(proxies, 1 if proxy else 0),
+                     proxy_overrides=parse_sets(proxy_sets or [], option="--proxy-set"))
     state = cluster_up(opts, progress=typer.echo)
     typer.echo(f"cluster {preset} up in {root}")
     typer.echo(f"NAMESRV_ADDR={state.namesrv_addr}")

@@ -73,6 +73,8 @@ class UpOptions:
     """Extra name server properties (`--namesrv-set`), over the preset's namesrv.properties."""
     proxies: int = 0
     """gRPC proxies (`mq proxy start`, cluster mode) on the cluster's name servers, started after the brokers."""
+    proxy_overrides: dict[str, str] | None = None
+    """Extra proxy keys (`--proxy-set`), over what the launcher writes in each proxy's rmq-proxy.json."""
 
 
 def tls_properties(certs: LocalCertificates) -> dict[str, str]:
@@ -146,13 +148,15 @@ def plan(opts: UpOptions) -> ClusterState:
         broker.args = ["broker", "start", "-c", str(config)]
     broker_props = {**(specs[0].props if specs else {}), **(opts.overrides or {})}
     for proxy in proxies:
-        proxy.args = ["proxy", "start", "-c", str(_proxy_config(opts.root, proxy, namesrv_addr, broker_props, certs))]
+        config = _proxy_config(opts.root, proxy, namesrv_addr, broker_props, certs, opts.proxy_overrides or {})
+        proxy.args = ["proxy", "start", "-c", str(config)]
     return state
 
 
 def _proxy_config(root: Path, proxy: ProcInfo, namesrv_addr: str, broker_props: dict[str, str],
-                  certs: LocalCertificates | None) -> Path:
-    """Write the proxy's rmq-proxy.json: the brokers' cluster and limits, its port, TLS like the others."""
+                  certs: LocalCertificates | None, overrides: dict[str, str]) -> Path:
+    """Write the proxy's rmq-proxy.json: the brokers' cluster and limits, its port, TLS like the others, then
+    the `--proxy-set` keys over all of it (the proxy reads numbers and flags from their text)."""
     taken = {k: broker_props[k] for k in _PROXY_KEYS_FROM_BROKERS if k in broker_props}
     conf: dict[str, Any] = {"rocketMQClusterName": taken.pop("brokerClusterName", "DefaultCluster"),
                             "namesrvAddr": namesrv_addr, "proxyMode": "cluster", "grpcServerPort": proxy.port,
@@ -162,6 +166,7 @@ def _proxy_config(root: Path, proxy: ProcInfo, namesrv_addr: str, broker_props: 
     if certs is not None:
         conf.update({"tlsCertPath": str(certs.cert), "tlsKeyPath": str(certs.key), "tls.enable": "true",
                      "tls.client.trustCertPath": str(certs.ca)})
+    conf.update(overrides)
     path = root / proxy.name / "rmq-proxy.json"
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(conf, indent=2) + "\n")

@@ -98,8 +98,8 @@ def load_namesrv_spec(name: str) -> NamesrvSpec:
 
 
 def parse_sets(items: list[str], option: str = "--set") -> dict[str, str]:
-    """Repeated `--set key=value` broker properties (`mq cluster up`, `mq admin drill run --preset`) or
-    `--namesrv-set` name server ones; a bad one is a PresetError naming it."""
+    """Repeated `--set key=value` broker properties (`mq cluster up`, `mq admin drill run --preset`), or
+    `--namesrv-set` name server ones, or `--proxy-set` proxy ones; a bad one is a PresetError naming it."""
     out: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")

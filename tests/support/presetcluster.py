@@ -83,12 +83,15 @@ def wait_for(predicate: Callable[[], Any], timeout: float, what: str, every: flo
 
 @contextmanager
 def preset_cluster(root: Path, preset: str = "2m-2s-async", *props: str, namesrvs: int = 1,
-                   namesrv_props: tuple[str, ...] = (), proxies: int = 0) -> Iterator[PresetCluster]:
+                   namesrv_props: tuple[str, ...] = (), proxies: int = 0,
+                   proxy_props: tuple[str, ...] = ()) -> Iterator[PresetCluster]:
     """`mq cluster up --preset` on a random base port (ports.random_base_port), `props` for every broker
-    and `namesrv_props` for every name server, with `proxies` gRPC proxies (proxy-0, ...); always `cluster down`."""
+    and `namesrv_props` for every name server, with `proxies` gRPC proxies (proxy-0, ...) and `proxy_props` for
+    each of them; always `cluster down`."""
     state = root / "cluster"
     sets = [arg for prop in props for arg in ("--set", prop)]
     sets += [arg for prop in namesrv_props for arg in ("--namesrv-set", prop)]
+    sets += [arg for prop in proxy_props for arg in ("--proxy-set", prop)]
     sets += ["--proxies", str(proxies)] if proxies else []
     if namesrvs != 1:
         sets += ["--namesrv", str(namesrvs)]

@@ -70,6 +70,19 @@ def test_plan_places_proxies_after_the_brokers_with_the_brokers_settings(tmp_pat
     assert config.tls_enable and config.max_message_size == 65536 and config.authentication_enabled
 
 
+def test_proxy_set_keys_go_over_what_the_launcher_writes(tmp_path: Path) -> None:
+    state = plan(UpOptions("2m-noslave", tmp_path, base_port=41500, proxies=1,
+                           proxy_overrides={"grpcClientConsumerMinLongPollingTimeoutMillis": "1000",
+                                            "useEndpointPortFromRequest": "false"}))
+    (proxy,) = [p for p in state.procs if p.kind == "proxy"]
+    conf = json.loads(Path(proxy.args[3]).read_text())
+    config = ProxyConfig()
+    config.apply(conf)
+    assert config.grpc_client_consumer_min_long_polling_timeout_millis == 1000
+    assert config.use_endpoint_port_from_request is False
+    assert conf["grpcServerPort"] == proxy.port  # the rest as the launcher writes it
+
+
 def test_state_round_trip_and_dead_or_reused_pids(tmp_path: Path) -> None:
     state = plan(UpOptions("2m-noslave", tmp_path, base_port=42000))
     me = state.procs[0]
