@@ -50,6 +50,20 @@ def tag_matched(tags: set[str], msg_tag: str | None) -> bool:
     return not tags or (msg_tag is not None and msg_tag in tags)
 
 
+def _sorted_key(m: MessageExt) -> str:
+    """buildQueueOffsetSortedMap's key: the retry mark of the message's POP_CK where the broker put one in (a
+    message from a POP retry topic, its topic rewritten to the one asked for), else of its topic. Keyed by topic
+    alone, retry queue 0's messages counted among the normal queue 0's, and the normal ones got the offsets of
+    later messages in their receipts, so their acks acknowledged others (and came back as duplicates)."""
+    ck = m.properties.get(wire.POP_CK)
+    if ck:
+        try:
+            return f"{wire.ExtraInfo.parse(ck).retry}@{m.queue_id}"
+        except ValueError:
+            pass
+    return wire.queue_key(m.topic, m.queue_id)
+
+
 def apply_receipts(msgs: list[MessageExt], header: wire.PopMessageResponseHeader, topic: str, broker_name: str,
                    order: bool) -> None:
     """processPopResponse: POP_CK, reconsume times of an orderly pop, FIRST_POP_TIME, topic back to `topic`."""
@@ -58,7 +72,7 @@ def apply_receipts(msgs: list[MessageExt], header: wire.PopMessageResponseHeader
     counts = wire.parse_order_count_info(header.order_count_info) if header.order_count_info else None
     seen: dict[str, list[int]] = {}
     for m in msgs:
-        seen.setdefault(wire.queue_key(m.topic, m.queue_id), []).append(m.queue_offset)
+        seen.setdefault(_sorted_key(m), []).append(m.queue_offset)
     first: dict[str, str] = {}
     for m in msgs:
         if start is None:

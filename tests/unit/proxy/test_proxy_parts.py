@@ -53,6 +53,20 @@ def test_pop_answer_gives_each_message_its_receipt() -> None:
     assert all(m.properties["1ST_POP_TIME"] == "1000" and m.topic == "T" for m in msgs)
 
 
+def test_pop_answer_with_retry_and_normal_messages_of_one_queue_id_gives_each_its_own_offset() -> None:
+    """The broker rewrites a POP retry message's topic to the one asked for and puts its POP_CK in: such a message
+    must not count among the normal queue's when the receipts' offsets are matched by position."""
+    retried = [MessageExt(topic="T", queue_id=0, queue_offset=o,
+                          properties={"POP_CK": f"0 1000 30000 0 1 broker-a 0 {o}"}) for o in range(4)]
+    normal = [MessageExt(topic="T", queue_id=0, queue_offset=o, properties={}) for o in range(4, 10)]
+    header = PopMessageResponseHeader(pop_time=1000, invisible_time=30000, revive_qid=0, rest_num=0,
+                                      start_offset_info="1 0 0;0 0 4", msg_offset_info="1 0 0,1,2,3;0 0 4,5,6,7,8,9",
+                                      order_count_info=None)
+    apply_receipts(retried + normal, header, "T", "broker-a", order=False)
+    assert [m.properties["POP_CK"].split(" ")[7] for m in normal] == ["4", "5", "6", "7", "8", "9"]
+    assert [m.properties["POP_CK"].split(" ")[0] for m in normal] == ["4"] * 6
+
+
 def test_pop_answer_of_an_orderly_pop_sets_reconsume_times() -> None:
     msgs = [MessageExt(topic="T", queue_id=1, queue_offset=10, properties={})]
     header = PopMessageResponseHeader(pop_time=1000, invisible_time=30000, revive_qid=999, rest_num=0,
