@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 
 from mqtools.client.errors import MQClientError
@@ -169,9 +169,13 @@ class MessagingService:
             self._relayed_groups.discard(topic)
             self.instance.producer_groups.discard(topic)
             self.instance.transaction_checkers.pop(topic, None)
-            task = asyncio.ensure_future(self.instance.unregister(producer_group=topic))
-            self._background.add(task)
-            task.add_done_callback(self._background.discard)
+            self._spawn(self.instance.unregister(producer_group=topic))
+
+    def _spawn(self, work: Awaitable[None]) -> None:
+        """Run `work` in the background, held until it ends (the loop keeps only weak references to tasks)."""
+        task = asyncio.ensure_future(work)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
 
     async def sweep(self) -> None:
         """Renew the held receipt handles that are due, forget idle clients (called every few seconds)."""
@@ -370,9 +374,7 @@ class MessagingService:
                         written += 1
                 finally:
                     if written < len(result.messages):  # the client left: make the rest visible again soon
-                        task = asyncio.ensure_future(self._nack(result.messages[written:], group, topic))
-                        self._background.add(task)
-                        task.add_done_callback(self._background.discard)
+                        self._spawn(self._nack(result.messages[written:], group, topic))
             elif result.status == FOUND:
                 yield spb.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no match message"))
             elif result.status == POLLING_FULL:
