@@ -241,10 +241,10 @@ class EntryInfo(NamedTuple):
     properties: dict[str, str]
 
 
-def _entry_layout(mv: memoryview, offset: int) -> tuple[int, struct.Struct, int, int, int, int] | int:
-    """Where the parts of the entry at ``offset`` lie, after the structural checks that recovery and
-    dispatch share: (total, header, body_end, topic_start, topic_len, props_start), ``0`` for an
-    end-of-file blank record, ``-1`` for anything invalid. May raise struct.error or IndexError."""
+def entry_size(buf, offset: int, check_crc: bool) -> int:
+    """Size of the valid entry at ``offset``; 0 for a blank record, -1 if invalid. What normal
+    recovery needs: the structural checks and CRC of check_entry without decoding strings."""
+    mv = memoryview(buf)
     avail = len(mv) - offset
     if avail < 8:
         return -1
@@ -253,35 +253,25 @@ def _entry_layout(mv: memoryview, offset: int) -> tuple[int, struct.Struct, int,
         return 0
     if magic not in (MAGIC_V1, MAGIC_V2) or total < FIXED_V4 + 1 or total > avail:
         return -1
-    header = HEADERS[INT.unpack_from(mv, offset + 36)[0] & 0x30]
-    body_end = offset + header.size + INT.unpack_from(mv, offset + header.size - 4)[0]
-    if body_end < offset + header.size or body_end + 3 > offset + total:
-        return -1
-    if magic == MAGIC_V1:
-        topic_len, t = mv[body_end], body_end + 1
-        if topic_len > 127:
-            return -1
-    else:
-        topic_len, t = SHORT.unpack_from(mv, body_end)[0], body_end + 2
-    props_len = SHORT.unpack_from(mv, t + topic_len)[0]
-    pp = t + topic_len + 2
-    if props_len < 0 or pp + props_len != offset + total:
-        return -1
-    return total, header, body_end, t, topic_len, pp
-
-
-def entry_size(buf, offset: int, check_crc: bool) -> int:
-    """Size of the valid entry at ``offset``; 0 for a blank record, -1 if invalid. What normal
-    recovery needs: the structural checks and CRC of check_entry without decoding strings."""
-    mv = memoryview(buf)
     try:
-        layout = _entry_layout(mv, offset)
-        if isinstance(layout, int):
-            return layout
-        total, header, body_end = layout[:3]
-        if check_crc and body_crc(mv[offset + header.size:body_end]) != INT.unpack_from(mv, offset + 8)[0]:
+        header = HEADERS[INT.unpack_from(mv, offset + 36)[0] & 0x30]
+        crc = INT.unpack_from(mv, offset + 8)[0]
+        body_len = INT.unpack_from(mv, offset + header.size - 4)[0]
+        body_end = offset + header.size + body_len
+        if body_len < 0 or body_end + 3 > offset + total:
+            return -1
+        if magic == MAGIC_V1:
+            topic_len, t = mv[body_end], body_end + 1
+            if topic_len > 127:
+                return -1
+        else:
+            topic_len, t = SHORT.unpack_from(mv, body_end)[0], body_end + 2
+        props_len = SHORT.unpack_from(mv, t + topic_len)[0]
+        if props_len < 0 or t + topic_len + 2 + props_len != offset + total:
             return -1
     except (struct.error, IndexError):
+        return -1
+    if check_crc and body_crc(mv[offset + header.size:body_end]) != crc:
         return -1
     return total
 
@@ -294,16 +284,36 @@ def check_entry(buf, offset: int, check_crc: bool) -> EntryInfo | int:
     decode_stored: hosts, body and message id are not materialised.
     """
     mv = memoryview(buf)
+    avail = len(mv) - offset
+    if avail < 8:
+        return -1
+    total, magic = INT2.unpack_from(mv, offset)
+    if magic == BLANK_MAGIC:
+        return 0
+    if magic not in (MAGIC_V1, MAGIC_V2) or total < FIXED_V4 + 1 or total > avail:
+        return -1
     try:
-        layout = _entry_layout(mv, offset)
-        if isinstance(layout, int):
-            return layout
-        total, header, body_end, t, topic_len, pp = layout
+        header = HEADERS[INT.unpack_from(mv, offset + 36)[0] & 0x30]
         fields = header.unpack_from(mv, offset)
-        if check_crc and body_crc(mv[offset + header.size:body_end]) != fields[2]:
+        body_len = fields[16]
+        p = offset + header.size
+        body_end = p + body_len
+        if body_len < 0 or body_end + 3 > offset + total:
+            return -1
+        if magic == MAGIC_V1:
+            topic_len, t = mv[body_end], body_end + 1
+            if topic_len > 127:
+                return -1
+        else:
+            topic_len, t = SHORT.unpack_from(mv, body_end)[0], body_end + 2
+        props_len = SHORT.unpack_from(mv, t + topic_len)[0]
+        pp = t + topic_len + 2
+        if props_len < 0 or pp + props_len != offset + total:
+            return -1
+        if check_crc and body_crc(mv[p:body_end]) != fields[2]:
             return -1
         topic = bytes(mv[t:t + topic_len]).decode(errors="replace")
-        props = P.string_to_properties(bytes(mv[pp:offset + total]).decode(errors="replace"))
+        props = P.string_to_properties(bytes(mv[pp:pp + props_len]).decode(errors="replace"))
     except (struct.error, IndexError, UnicodeDecodeError):
         return -1
     return EntryInfo(total, topic, fields[3], fields[5], fields[6], fields[7], fields[11],
