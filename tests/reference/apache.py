@@ -86,7 +86,9 @@ def home(aset: ArtifactSet, root: Path) -> Path:
 
 def java_command(aset: ArtifactSet, main: str, workdir: Path, *args: str, heap: str = HEAP) -> list[str]:
     return [*DIE_WITH_PARENT, "java", f"-Xms{heap}", f"-Xmx{heap}", "-XX:MaxDirectMemorySize=256m", "-XX:+UseG1GC",
-            "-XX:-UsePerfData", *MODULE_FLAGS, f"-Duser.home={workdir}", "-Drocketmq.client.logUseSlf4j=false",
+            "-XX:-UsePerfData", *MODULE_FLAGS, f"-Duser.home={workdir}",
+            # Netty's self-signed certificate (Apache's tlsTestModeEnable, on by default) lands in the temp dir
+            f"-Djava.io.tmpdir={workdir}", "-Drocketmq.client.logUseSlf4j=false",
             "-cp", aset.classpath(), main, *args]
 
 
