@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mqtools.common.javanum import LONG_MAX
+
 MESSAGE_TYPE = "message.type"
 
 
@@ -41,7 +43,7 @@ ALL: dict[str, TopicAttribute] = {a.name: a for a in (
     TopicAttribute("queue.type", False, frozenset({"BatchCQ", "SimpleCQ"})),
     TopicAttribute("cleanup.policy", False, frozenset({"DELETE", "COMPACTION"})),
     TopicAttribute(MESSAGE_TYPE, True, frozenset({"UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", "MIXED"})),
-    TopicAttribute("reserve.time", True, None, -1, 2**63 - 1),
+    TopicAttribute("reserve.time", True, None, -1, LONG_MAX),
 )}
 
 

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 import orjson
 
+from mqtools.common.javanum import INT_MAX, INT_MIN
 from mqtools.remoting.codes import PROTOCOL_VERSION, LanguageCode, SerializeType
 from mqtools.remoting.errors import ProtocolError
 
@@ -29,7 +30,6 @@ _I16 = struct.Struct(">h")
 _PREFIX = struct.Struct(">ii")
 _opaque_counter = itertools.count(1)
 _JAVA = int(LanguageCode.JAVA)
-_INT_MIN, _INT_MAX = -(2**31), 2**31 - 1
 
 
 def next_opaque() -> int:
@@ -181,8 +181,8 @@ def decode_json_header(data: bytes | memoryview) -> RemotingCommand:
     version = obj.get("version", 0)
     if type(code) is not int or type(opaque) is not int or type(flag) is not int or type(version) is not int:
         code, opaque, flag, version = (_as_int(obj, k) for k in ("code", "opaque", "flag", "version"))
-    if not (_INT_MIN <= code <= _INT_MAX and _INT_MIN <= opaque <= _INT_MAX and _INT_MIN <= flag <= _INT_MAX
-            and _INT_MIN <= version <= _INT_MAX):
+    if not (INT_MIN <= code <= INT_MAX and INT_MIN <= opaque <= INT_MAX and INT_MIN <= flag <= INT_MAX
+            and INT_MIN <= version <= INT_MAX):
         # Java ints: a bigger number is not a frame a RocketMQ peer could send, nor could the answer carry it
         raise ProtocolError("code, opaque, flag or version is outside Java's int range")
     ext = obj.get("extFields") or {}

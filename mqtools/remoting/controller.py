@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mqtools.common.javanum import INT_MAX, LONG_MAX
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import Body
 from mqtools.remoting.errors import BodyError
@@ -21,7 +22,7 @@ FIRST_BROKER_CONTROLLER_ID = 1
 
 #: Heartbeat fields a broker leaves out get these values (the controller's defaults).
 DEFAULT_HEARTBEAT_TIMEOUT_MS = 10_000
-LOWEST_ELECTION_PRIORITY = 2**31 - 1
+LOWEST_ELECTION_PRIORITY = INT_MAX
 
 
 # ---------------------------------------------------------------- headers
@@ -213,7 +214,7 @@ class BrokerReplicasInfo(Body):
 class EpochEntry(Body):
     epoch: int = 0
     start_offset: int = 0
-    end_offset: int = 2**63 - 1
+    end_offset: int = LONG_MAX
 
 
 @dataclass(slots=True)

@@ -14,6 +14,7 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Self
 
+from mqtools.common.javanum import LONG_RANGE
 from mqtools.remoting.errors import HeaderError
 
 
@@ -43,10 +44,8 @@ def _base_type(hint: Any) -> type:
     return args[0] if args else hint
 
 
-#: Header numbers are Java ints and longs; anything outside a long is refused at decoding, and
-#: processors check the int fields that must fit 32 bits (the stored message layout, for one).
-INT_RANGE = range(-(2**31), 2**31)
-LONG_RANGE = range(-(2**63), 2**63)
+# Header numbers are Java ints and longs; anything outside a long is refused at decoding, and
+# processors check the int fields that must fit 32 bits (the stored message layout, for one).
 #: How much of a bad value an error message quotes (values can be megabytes long).
 _QUOTE = 64
 

@@ -20,9 +20,10 @@ from typing import Any
 
 import orjson
 
+from mqtools.common.javanum import INT_RANGE, LONG_RANGE
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.errors import BodyError
-from mqtools.remoting.headers import INT_RANGE, LONG_RANGE, Header
+from mqtools.remoting.headers import Header
 
 #: MessageConst.PROPERTY_POP_CK: the extra info of a popped message; PROPERTY_FIRST_POP_TIME.
 POP_CK = "POP_CK"

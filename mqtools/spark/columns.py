@@ -17,6 +17,7 @@ from mqtools.client.client_api import decode_pull_body
 from mqtools.common import properties as P
 from mqtools.common import speedups
 from mqtools.common.codec import CorruptMessageError
+from mqtools.common.javanum import LONG_MAX
 from mqtools.common.message import Host
 
 #: The rows' schema as Spark DDL; ARROW_SCHEMA is the same in Arrow, as Spark's own conversion makes it
@@ -29,7 +30,7 @@ ARROW_SCHEMA = pa.schema([
     ("msg_id", pa.string()), ("keys", pa.string()), ("tags", pa.string()), ("body", pa.binary()),
     ("properties", pa.map_(pa.string(), pa.string())), ("born_timestamp", pa.timestamp("us", tz="UTC")),
     ("store_timestamp", pa.timestamp("us", tz="UTC")), ("born_host", pa.string()), ("store_host", pa.string())])
-MAX_MILLIS = (2**63 - 1) // 1000
+MAX_MILLIS = LONG_MAX // 1000
 """Timestamps are stored in milliseconds and shown in microseconds: one beyond this is damage."""
 
 

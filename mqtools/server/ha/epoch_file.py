@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from mqtools.common.atomic_file import write_atomic
+from mqtools.common.javanum import LONG_MAX
 
 #: The end offset of the newest epoch: open-ended (Long.MAX_VALUE).
-OPEN_END = 2**63 - 1
+OPEN_END = LONG_MAX
 FILE_NAME = "epochFileCheckpoint"
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.configkeys import PropertyMap
+from mqtools.common.javanum import INT_MAX
 from mqtools.common.message import Host
 from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS
 
@@ -76,7 +77,7 @@ class MessageStoreConfig:
     timer_roll_window_slot: int = 3600 * 24 * 2
     mapped_file_size_timer_log: int = 100 * 1024 * 1024
     timer_flush_interval_ms: int = 1000
-    timer_congest_num_each_slot: int = 2**31 - 1
+    timer_congest_num_each_slot: int = INT_MAX
     timer_stop_enqueue: bool = False
     timer_stop_dequeue: bool = False
     timer_enable_retry_until_success: bool = False

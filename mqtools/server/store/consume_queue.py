@@ -12,6 +12,7 @@ import logging
 import struct
 from pathlib import Path
 
+from mqtools.common.javanum import INT_MAX
 from mqtools.server.store.mapped_file import MappedFileQueue
 
 log = logging.getLogger(__name__)
@@ -20,7 +21,7 @@ UNIT = struct.Struct(">qiq")
 UNIT_SIZE = 20
 SIZE_FIELD = struct.Struct(">i")
 #: Size field of a unit that fills the tail of a queue file (it points at no message).
-BLANK_UNIT_SIZE = 0x7FFFFFFF
+BLANK_UNIT_SIZE = INT_MAX
 BLANK_UNIT = UNIT.pack(0, BLANK_UNIT_SIZE, 0)
 
 

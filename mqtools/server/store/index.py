@@ -17,6 +17,7 @@ from pathlib import Path
 
 from mqtools.common import speedups
 from mqtools.common.hashing import index_key_hash, index_key_hashes
+from mqtools.common.javanum import INT_MAX
 from mqtools.server.store.mapped_file import MappedFile
 
 log = logging.getLogger(__name__)
@@ -26,7 +27,6 @@ HEADER_SIZE = 40
 SLOT = struct.Struct(">i")
 ENTRY = struct.Struct(">iqii")
 ENTRY_SIZE = 20
-INT_MAX = 0x7FFFFFFF
 _SLOT_UNPACK = SLOT.unpack_from
 _SLOT_PACK = SLOT.pack_into
 _ENTRY_PACK = ENTRY.pack_into

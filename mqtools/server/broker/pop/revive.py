@@ -24,11 +24,11 @@ from typing import TYPE_CHECKING
 
 from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
+from mqtools.common.javanum import INT_MAX
 from mqtools.common.message import MessageExt, reput_copy
 from mqtools.common.perm import PERM_RW
 from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import TopicConfig
-from mqtools.remoting.headers import INT_RANGE
 from mqtools.remoting.pop import FIRST_POP_TIME, normal_topic
 from mqtools.server.broker.pop.ledger import ReviveLedger, destination
 from mqtools.server.broker.pop.records import (
@@ -241,7 +241,7 @@ class PopReviveService:
             and c.offsets.query_offset(ck.cid, where.topic, 0) < 0
         ):
             c.offsets.commit_offset(REVIVE_CLIENT_HOST, ck.cid, where.topic, 0, 0)
-        reconsume = min(msg.reconsume_times + 1, INT_RANGE.stop - 1)
+        reconsume = min(msg.reconsume_times + 1, INT_MAX)
         inner = reput_copy(msg, where.topic, 0, props, reconsume_times=reconsume)
         inner.store_host = None  # this broker stores it
         result = await c.store.put_message(inner)

@@ -14,6 +14,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from mqtools.common import properties as P
+from mqtools.common.javanum import INT_MAX, LONG_MAX, LONG_MIN
 from mqtools.common.message import MessageExt, MessageExtBrokerInner, reput_copy
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
 from mqtools.common.topics import dlq_topic, retry_topic
@@ -32,8 +33,6 @@ from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.headers import (
-    INT_RANGE,
-    LONG_RANGE,
     ConsumerSendMsgBackRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     GetConsumeStatsInBrokerHeader,
@@ -152,7 +151,7 @@ class ConsumerProcessor:
         if not props.get(P.ORIGIN_MESSAGE_ID):
             props[P.ORIGIN_MESSAGE_ID] = msg.msg_id
         # The count is a stored int32 that a producer may have set to its maximum: it stops there.
-        reconsume_times = min(msg.reconsume_times + 1, INT_RANGE.stop - 1)
+        reconsume_times = min(msg.reconsume_times + 1, INT_MAX)
         return reput_copy(msg, topic, queue_id, props, reconsume_times=reconsume_times, delay_level=delay_level)
 
     # ------------------------------------------------------------------ groups
@@ -232,7 +231,7 @@ class ConsumerProcessor:
                 per_topic.append(stats)
             answer.consume_stats_list.append({group: per_topic})
         # Committed offsets are anything a client sent: the sum stays a Java long, as the body needs.
-        answer.total_diff = min(max(answer.total_diff, LONG_RANGE.start), LONG_RANGE.stop - 1)
+        answer.total_diff = min(max(answer.total_diff, LONG_MIN), LONG_MAX)
         return req.response(ResponseCode.SUCCESS, body=answer.to_json())
 
     def _offset_wrapper(self, group: str, topic: str, queue_id: int) -> OffsetWrapper:

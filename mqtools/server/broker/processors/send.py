@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from mqtools.common import properties as P
 from mqtools.common import topics as T
+from mqtools.common.javanum import INT_MAX, INT_MIN, INT_RANGE, LONG_MAX, LONG_MIN, LONG_RANGE
 from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
 from mqtools.common.validation import ValidationError, check_topic
 from mqtools.remoting.bodies import TopicConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.headers import INT_RANGE, LONG_RANGE, SendMessageRequestHeader, parse_send_v2
+from mqtools.remoting.headers import SendMessageRequestHeader, parse_send_v2
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.schedule_hook import handle_schedule
 from mqtools.server.store.results import STORED, PutMessageResult, PutMessageStatus
@@ -61,19 +62,15 @@ _PUT_STATUS = {
 }
 
 
-_INT_MIN, _INT_MAX = INT_RANGE.start, INT_RANGE.stop - 1
-_LONG_MIN, _LONG_MAX = LONG_RANGE.start, LONG_RANGE.stop - 1
-
-
 def _in_ranges(h: SendMessageRequestHeader) -> bool:
     """All of _FIELD_RANGES' fields in range, checked as chained comparisons: the loop over them with getattr
     cost every send about a microsecond; it only runs now to name the field that is not."""
     times, max_times = h.reconsume_times, h.max_reconsume_times
     try:
-        return (_INT_MIN <= h.flag <= _INT_MAX and _INT_MIN <= h.sys_flag <= _INT_MAX
-                and _LONG_MIN <= h.born_timestamp <= _LONG_MAX
-                and (times is None or _INT_MIN <= times <= _INT_MAX)
-                and (max_times is None or _INT_MIN <= max_times <= _INT_MAX))
+        return (INT_MIN <= h.flag <= INT_MAX and INT_MIN <= h.sys_flag <= INT_MAX
+                and LONG_MIN <= h.born_timestamp <= LONG_MAX
+                and (times is None or INT_MIN <= times <= INT_MAX)
+                and (max_times is None or INT_MIN <= max_times <= INT_MAX))
     except TypeError:  # a None where a number belongs: the loop tells which
         return False
 

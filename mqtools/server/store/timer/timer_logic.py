@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from mqtools.common import properties as P
+from mqtools.common.javanum import LONG_MAX, LONG_RANGE
 from mqtools.common.message import MessageExt, MessageExtBrokerInner
 from mqtools.server.store.delay_levels import delay_level_of
 from mqtools.server.store.timer.timer_log import MAGIC_DEFAULT, MAGIC_DELETE, MAGIC_ROLL
@@ -42,7 +43,7 @@ TIMER_DEL_UNIQKEY = P.TIMER_DEL_UNIQKEY
 #: The properties a producer sets to ask for a delivery time.
 REQUEST_KEYS = (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)
 #: Long.MAX_VALUE: TIMER_ENQUEUE_MS of a message that was already due when it reached the wheel.
-NEVER_ENQUEUED = 2**63 - 1
+NEVER_ENQUEUED = LONG_MAX
 #: Apache's TIMER_BLANK_SLOTS: ticks kept free at the wheel's far end.
 TIMER_BLANK_SLOTS = 60
 #: The precisions Apache accepts (setTimerPrecisionMs snaps a value down to one of them).
@@ -82,7 +83,7 @@ def parse_java_long(text: str) -> int:
     if not _JAVA_LONG.fullmatch(text):
         raise ValueError(f"not a long: {text!r}")
     value = int(text)
-    if not -(2**63) <= value < 2**63:
+    if value not in LONG_RANGE:
         raise ValueError(f"out of the long range: {text!r}")
     return value
 

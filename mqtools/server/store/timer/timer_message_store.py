@@ -31,6 +31,7 @@ from typing import Any
 from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
 from mqtools.common.hashing import java_hash
+from mqtools.common.javanum import INT_MAX
 from mqtools.common.message import MessageExt
 from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.config import MessageStoreConfig
@@ -312,11 +313,13 @@ class TimerMessageStore:
     # ================================================================== figures
 
     def is_reject(self, deliver_ms: int) -> bool:
-        """timerCongestNumEachSlot flow control for the send path."""
-        if self.wheel is None:
-            return False
+        """timerCongestNumEachSlot flow control for the send path. At the default limit (Integer.MAX_VALUE,
+        above any slot's int count) no slot is read, and the random draw is made only where it decides."""
         limit = self.config.timer_congest_num_each_slot
-        return L.is_reject(self.wheel.get_num(deliver_ms), limit, random.randrange(1000))
+        if self.wheel is None or limit >= INT_MAX:
+            return False
+        num = self.wheel.get_num(deliver_ms)
+        return num > limit and L.is_reject(num, limit, random.randrange(1000))
 
     def enqueue_behind_messages(self) -> int:
         return max(self.store.get_max_offset_in_queue(L.TIMER_TOPIC, 0) - self.curr_queue_offset, 0)

@@ -26,6 +26,8 @@ from dataclasses import dataclass
 from itertools import compress
 from pathlib import Path
 
+from mqtools.common.javanum import LONG_MAX
+
 SLOT = struct.Struct(">qqqii")
 SLOT_SIZE = SLOT.size  # 32
 DAY_SECS = 24 * 3600
@@ -149,7 +151,7 @@ class TimerWheel(WheelGeometry):
     def check_phy_pos(self, time_start_ms: int, max_offset: int) -> int:
         """The smallest firstPos of a live slot whose lastPos lies past ``max_offset`` (a log end
         recovery cut back); a huge number when there is none. Whole-wheel scan: run it in a thread."""
-        min_first = 2**63 - 1
+        min_first = LONG_MAX
         for first, last, _num in self._live_slots(time_start_ms):
             if last > max_offset and first < min_first:
                 min_first = first

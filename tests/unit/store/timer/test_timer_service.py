@@ -207,3 +207,32 @@ async def test_running_service_delivers_and_checkpoints_on_shutdown(tmp_path: Pa
         await asyncio.sleep(0.05)
     await timer.shutdown()
     await store.shutdown()
+
+
+async def test_flow_control_reads_the_slot_only_under_a_limit_that_a_slot_can_reach(tmp_path: Path) -> None:
+    """timerCongestNumEachSlot: at Apache's default (Integer.MAX_VALUE) nothing is refused and no slot is read;
+    under a limit of 2, a slot of 4 refuses every send and a slot of 4 under a limit of 4 none."""
+    clock = Clock()
+    store, timer = await open_store(tmp_path, clock)
+    for i in range(4):
+        await send(store, clock, b"x%d" % i, TIMER_DELIVER_MS=str(T0 + 5000))
+    await run(timer)
+    slot = T0 + 4000  # due on a whole second: filed under the tick before, as the send path asks
+    wheel = timer.wheel
+    assert wheel is not None and wheel.get_num(slot) == 4
+
+    class Unread:
+        def get_num(self, _time_ms: int) -> int:
+            raise AssertionError("the wheel was read")
+
+    timer.wheel = Unread()  # type: ignore[assignment]
+    try:
+        assert not timer.is_reject(slot)
+    finally:
+        timer.wheel = wheel
+    timer.config.timer_congest_num_each_slot = 2
+    assert all(timer.is_reject(slot) for _ in range(50))
+    timer.config.timer_congest_num_each_slot = 4
+    assert not any(timer.is_reject(slot) for _ in range(50))
+    timer.log.close()
+    await store.shutdown()
