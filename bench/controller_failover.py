@@ -1,20 +1,27 @@
-"""Write RTO of a broker set after a SIGKILL of its master: under Apache's controller and under mq's.
+"""Write RTO of a broker set after a fault in controller mode: under Apache's controller and under mq's.
 
 The same broker set each time: two Apache RocketMQ 5.5.0 brokers in controller mode (allAckInSyncStateSet,
-the second in the SyncStateSet before the kill) behind an mq name server, first under Apache 5.5.0's own
-controller (DLedger, one node), then under `mq controller` (one node), one run after the other, each on
-fresh processes and stores. Our Producer sends one SYNC message at a time; 50 acks in, the master is
-SIGKILLed, and a failed send refreshes the route and tries again at once, so what is measured is the
-servers' part: the controller noticing the death and electing, the new master taking over and registering.
-RTO is the time from the kill to the first acknowledged send after it. Also counted: acknowledged
-messages missing afterwards (read back by Apache's Java consumer).
+the second in the SyncStateSet before the fault) behind an mq name server, first under Apache 5.5.0's own
+controller (DLedger), then under `mq controller` (pysyncobj's Raft), one run after the other, each on
+fresh processes and stores. Our Producer sends one SYNC message at a time; 50 acks in, the fault comes,
+and a failed send refreshes the route and tries again at once, so what is measured is the servers' part:
+the controller noticing the death and electing, the new master taking over and registering. RTO is the
+time from the fault to the first acknowledged send after it. Also counted: acknowledged messages missing
+afterwards (read back by Apache's Java consumer).
 
-`--fault pause` sends SIGSTOP instead: the master's connections stay open and only its heartbeats stop,
-so the controller finds it by the broker's heartbeat timeout (controllerHeartBeatTimeoutMills, 10 s).
+--fault kill         SIGKILL of the master, one controller.
+--fault pause        SIGSTOP of the master instead: its connections stay open and only its heartbeats stop,
+                     so the controller finds it by the broker's heartbeat timeout (controllerHeartBeatTimeoutMills, 10 s).
+--fault kill-leader  three controllers; SIGKILL of their leader (the master untouched): also the seconds until
+                     a surviving controller says it leads.
+--fault kill-both    three controllers; SIGKILL of the master and of the controller leader at the same moment:
+                     the new controller leader must elect the new master.
 
-Prints one summary line: the RTO's p50 and p99 per controller, and mq/Apache at p50.
+Prints one summary line: the RTO's p50 and p99 per controller (and the controller election's where the
+leader was killed), and mq/Apache at p50.
 
-Usage: .venv/bin/python bench/controller_failover.py [--runs 3] [--fault kill|pause]
+Usage: .venv/bin/python bench/controller_failover.py [--runs 3] [--fault kill|pause|kill-leader|kill-both]
+       [--sides apache,mq]
 """
 
 from __future__ import annotations
@@ -28,49 +35,104 @@ import sys
 import tempfile
 import time
 from contextlib import ExitStack
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "reference"))
 
 import apache
-from controllerworld import CLUSTER, apache_controller, form_set, master_and_slave, send_through_a_kill
+from controllerworld import (
+    CLUSTER,
+    apache_controller,
+    apache_controllers,
+    form_set,
+    leading,
+    master_and_slave,
+    mq_controllers,
+    send_through_a_kill,
+)
 from fetch import FETCH_COMMAND, SETS
 from refsupport import consume_all, make_topic, name
 from support.mqproc import start_mq, start_namesrv
 
-SIGNALS = {"kill": signal.SIGKILL, "pause": signal.SIGSTOP}
-SIGNAL_NAMES = {"kill": "SIGKILL", "pause": "SIGSTOP"}
+#: fault -> (what the master is sent, the controller leader killed too, controllers in the group)
+FAULTS = {
+    "kill": (signal.SIGKILL, False, 1),
+    "pause": (signal.SIGSTOP, False, 1),
+    "kill-leader": (None, True, 3),
+    "kill-both": (signal.SIGKILL, True, 3),
+}
+DESCRIPTIONS = {
+    "kill": "a master SIGKILL",
+    "pause": "a master SIGSTOP",
+    "kill-leader": "a SIGKILL of the controller leader (of 3)",
+    "kill-both": "a SIGKILL of a master and of the controller leader (of 3) at once",
+}
 
 
 def note(msg: str) -> None:
     print(f"[controller_failover {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
 
 
-async def one_run(root: Path, side: str, run: int, sig: int) -> tuple[float, int]:
-    """(RTO seconds, acknowledged messages lost) of one fault under `side`'s controller."""
+@dataclass
+class Outcome:
+    rto: float
+    lost: int
+    election: float | None
+    """Seconds from the kill until a surviving controller leads (faults that kill the controller leader)."""
+
+
+async def watch_election(survivors: list[str], since: list[float]) -> float:
+    """Seconds from since[0] (set when the signal went) until one of `survivors` says it leads."""
+    while not since:
+        await asyncio.sleep(0.001)
+    while await leading(survivors) is None:
+        await asyncio.sleep(0.02)
+    return time.monotonic() - since[0]
+
+
+async def one_run(root: Path, side: str, run: int, fault: str) -> Outcome:
+    """One fault under `side`'s controller(s)."""
+    sig, kill_leader, count = FAULTS[fault]
     work = root / f"{side}-{run}"
     work.mkdir(parents=True)
     with ExitStack() as stack:  # what started is stopped, also when a later start fails
         namesrv = start_namesrv(work)
         stack.callback(namesrv.stop)
+        controllers: list[Any] = []
+        stack.callback(lambda: [ctl.kill() for ctl in controllers])
+        tag = f"{side}-{run}-controller"
         if side == "apache":
-            ctl = apache_controller(root, f"{side}-{run}-controller")
-            stack.callback(ctl.kill)
+            controllers += [apache_controller(root, tag)] if count == 1 else apache_controllers(root, tag, count)
+        elif count == 1:
+            controllers.append(start_mq(["controller", "start", "--listen-port", "0", "--store-dir",
+                                         str(work / "ctl")]))
         else:
-            mq_ctl = start_mq(["controller", "start", "--listen-port", "0", "--store-dir", str(work / "ctl")])
-            ctl = mq_ctl
-            stack.callback(mq_ctl.stop)
+            controllers += mq_controllers(root, tag, count)
         brokers: list[apache.ApacheProcess] = []
         stack.callback(lambda: [broker.kill() for broker in brokers])
-        brokers += await form_set(root, namesrv.addr, ctl.addr, f"{side}-{run}")
+        brokers += await form_set(root, namesrv.addr, ";".join(c.addr for c in controllers), f"{side}-{run}")
         topic = name("CTLBENCH")
         make_topic(namesrv.addr, topic, cluster=CLUSTER)
         master, _slave = await master_and_slave(namesrv.addr, brokers, topic)
-        acked, rto = await send_through_a_kill(namesrv.addr, topic, master, sig=sig)
-        master.kill()  # a paused one too: its successor must be the only master the consumer reads
+        victims, election = [], None
+        since: list[float] = []
+        if kill_leader:
+            leader_addr = await leading([c.addr for c in controllers])
+            leader = next(c for c in controllers if c.addr == leader_addr)
+            victims.append(leader)
+            election = asyncio.ensure_future(watch_election([c.addr for c in controllers if c is not leader], since))
+        acked, rto = await send_through_a_kill(namesrv.addr, topic, master if sig is not None else None,
+                                               sig=sig or signal.SIGKILL, also=victims,
+                                               on_signal=lambda: since.append(time.monotonic()))
+        elected = await asyncio.wait_for(election, 120) if election is not None else None
+        if sig is not None:
+            master.kill()  # a paused one too: its successor must be the only master the consumer reads
         got = {e["body"] for e in consume_all(namesrv.addr, topic, len(acked))}
-        return rto, len(set(acked) - got)
+        return Outcome(rto, len(set(acked) - got), elected)
+
 
 def nearest_rank(values: list[float], q: float) -> float:
     """The q-quantile by nearest rank (with 20 runs, p99 is the slowest)."""
@@ -81,33 +143,50 @@ def nearest_rank(values: list[float], q: float) -> float:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=3, help="faults per controller")
-    parser.add_argument("--fault", choices=("kill", "pause"), default="kill",
-                        help="kill: SIGKILL (connections close at once); pause: SIGSTOP (only heartbeats stop, "
-                             "found by controllerHeartBeatTimeoutMills, 10 s)")
+    parser.add_argument("--fault", choices=tuple(FAULTS), default="kill",
+                        help="kill: SIGKILL of the master (connections close at once); pause: SIGSTOP (only "
+                             "heartbeats stop, found by controllerHeartBeatTimeoutMills, 10 s); kill-leader: "
+                             "SIGKILL of the controller leader of three; kill-both: the master and the leader")
+    parser.add_argument("--sides", default="apache,mq", help="controllers to measure, in this order")
     args = parser.parse_args()
+    sides = args.sides.split(",")
+    if not sides or not set(sides) <= {"apache", "mq"}:
+        print("controller_failover: --sides takes apache, mq or both", file=sys.stderr)
+        return 2
     for key in ("apache-5", "harness"):
         if not SETS[key].ready():
             print(f"controller_failover: {SETS[key].name} is missing; run `{FETCH_COMMAND}` first", file=sys.stderr)
             return 2
-    figures: dict[str, list[float]] = {"apache": [], "mq": []}
-    lost = {"apache": 0, "mq": 0}
+    outcomes: dict[str, list[Outcome]] = {side: [] for side in sides}
     with tempfile.TemporaryDirectory(prefix="ctl-failover-") as tmp:
         try:
-            for side in ("apache", "mq"):
+            for side in sides:
                 for run in range(args.runs):
-                    rto, missing = asyncio.run(one_run(Path(tmp), side, run, SIGNALS[args.fault]))
-                    note(f"{side} run {run + 1}: RTO {rto:.2f} s, {missing} acknowledged lost")
-                    figures[side].append(rto)
-                    lost[side] += missing
+                    out = asyncio.run(one_run(Path(tmp), side, run, args.fault))
+                    elected = "" if out.election is None else f", a controller leads again after {out.election:.2f} s"
+                    note(f"{side} run {run + 1}: RTO {out.rto:.2f} s{elected}, {out.lost} acknowledged lost")
+                    outcomes[side].append(out)
         finally:
             apache.kill_all()
-    med = {side: statistics.median(values) for side, values in figures.items()}
-    p99 = {side: nearest_rank(values, 0.99) for side, values in figures.items()}
-    detail = "; ".join(f"{side} " + " ".join(f"{v:.2f}" for v in values) for side, values in figures.items())
-    print(f"controller_failover: write RTO after a master {SIGNAL_NAMES[args.fault]}, p50/p99: Apache's controller "
-          f"{med['apache']:.2f}/{p99['apache']:.2f} s, mq's {med['mq']:.2f}/{p99['mq']:.2f} s, mq/Apache p50 "
-          f"{med['mq'] / med['apache']:.2f} ({args.runs} runs each: {detail}; "
-          f"acknowledged lost: apache {lost['apache']}, mq {lost['mq']})")
+    owners = {"apache": "Apache's controller", "mq": "mq's"}
+
+    def quantiles(values: list[float]) -> str:
+        return f"{statistics.median(values):.2f}/{nearest_rank(values, 0.99):.2f} s"
+
+    parts = []
+    for side, outs in outcomes.items():
+        part = f"{owners[side]} RTO {quantiles([o.rto for o in outs])}"
+        if FAULTS[args.fault][1]:
+            part += f", controller election {quantiles([o.election for o in outs if o.election is not None])}"
+        parts.append(part)
+    ratio = ""
+    if len(sides) == 2:
+        p50 = {side: statistics.median(o.rto for o in outs) for side, outs in outcomes.items()}
+        ratio = f", mq/Apache RTO p50 {p50['mq'] / p50['apache']:.2f}"
+    detail = "; ".join(f"{side} RTO " + " ".join(f"{o.rto:.2f}" for o in outs) for side, outs in outcomes.items())
+    lost = ", ".join(f"{side} {sum(o.lost for o in outs)}" for side, outs in outcomes.items())
+    print(f"controller_failover: after {DESCRIPTIONS[args.fault]}, p50/p99: " + "; ".join(parts)
+          + f"{ratio} ({args.runs} runs each: {detail}; acknowledged lost: {lost})")
     return 0
 
 

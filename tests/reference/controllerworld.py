@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -63,9 +63,63 @@ def apache_controller(root: Path, tag: str) -> apache.ApacheProcess:
     return process
 
 
+def apache_controllers(root: Path, tag: str, count: int = 3) -> list[apache.ApacheProcess]:
+    """`count` of Apache 5's controllers in one DLedger group (each serves the controller's requests on its
+    DLedger port), ready when one of them leads."""
+    aset = apache.require("apache-5")
+    ports = [free_port() for _ in range(count)]
+    peers = ";".join(f"n{i}-127.0.0.1:{port}" for i, port in enumerate(ports))
+    processes = [apache._spawn("controller", aset, root, root / f"{tag}-{i}", port, CONTROLLER_MAIN,
+                               {"controllerDLegerGroup": "group1", "controllerDLegerPeers": peers,
+                                "controllerDLegerSelfId": f"n{i}", "controllerStorePath": str(root / f"{tag}-{i}" / "store")})
+                 for i, port in enumerate(ports)]
+    _until_led([p.addr for p in processes], 90)
+    return processes
+
+
+def mq_controllers(root: Path, tag: str, count: int = 3) -> list[MqProcess]:
+    """`count` of mq's controllers in one Raft group (each takes its port and the next, for Raft), ready
+    when one of them leads."""
+    ports = [free_port((0, 1)) for _ in range(count)]
+    peers = ";".join(f"n{i}-127.0.0.1:{port}" for i, port in enumerate(ports))
+    processes = []
+    for i in range(count):
+        conf = root / f"{tag}-{i}" / "controller.properties"
+        conf.parent.mkdir(parents=True, exist_ok=True)
+        conf.write_text(f"controllerDLegerGroup=group1\ncontrollerDLegerPeers={peers}\n"
+                        f"controllerDLegerSelfId=n{i}\ncontrollerStorePath={root / f'{tag}-{i}' / 'store'}\n")
+        processes.append(start_mq(["controller", "start", "-c", str(conf)]))
+    _until_led([p.addr for p in processes], 60)
+    return processes
+
+
+async def leading(addrs: list[str]) -> str | None:
+    """The controller among `addrs` that says it leads now, None while none does (a follower may still name
+    a dead leader)."""
+    async with MQAdmin(addrs[0], timeout=1.0) as admin:
+        for addr in addrs:
+            try:
+                if (await admin.controllers.metadata(addr)).is_leader:
+                    return addr
+            except MQClientError:
+                continue
+    return None
+
+
+def _until_led(addrs: list[str], timeout: float) -> None:
+    deadline = time.monotonic() + timeout
+    with ThreadPoolExecutor(1) as pool:  # called from an event loop: the requests run on a loop of their own
+        while time.monotonic() < deadline:
+            if pool.submit(asyncio.run, leading(addrs)).result() is not None:
+                return
+            time.sleep(0.2)
+    raise AssertionError(f"no controller of {addrs} leads after {timeout:g} s")
+
+
 async def sync_state(admin: MQAdmin, controller: str) -> tuple[int | None, list[int]]:
-    """The set's master id and SyncStateSet as the controller holds them."""
-    sets = await admin.controllers.broker_sets([controller], [BROKER])
+    """The set's master id and SyncStateSet as the controller holds them (`controller`: addresses joined
+    by ';', as a broker's controllerAddr)."""
+    sets = await admin.controllers.broker_sets(controller.split(";"), [BROKER])
     return (sets[0].master_broker_id, sets[0].sync_state_set) if sets else (None, [])
 
 
@@ -115,10 +169,12 @@ async def _has_topic(admin: MQAdmin, addr: str, topic: str) -> bool:
 
 async def send_through_a_kill(namesrv: str, topic: str, victim: Any, before: int = 50,
                               after: int = 50, give_up: float = 120.0, sig: int = signal.SIGKILL,
+                              also: Sequence[Any] = (), on_signal: Callable[[], None] = lambda: None,
                               ) -> tuple[list[str], float]:
-    """SYNC sends one at a time, the master sent `sig` after `before` acks (SIGKILL: its connections close;
-    SIGSTOP: they stay open and only its heartbeats stop); a failed send refreshes the route and tries again
-    at once. The acked bodies and the seconds from the signal to the first ack after it."""
+    """SYNC sends one at a time, the master (`victim`, None for none) sent `sig` after `before` acks (SIGKILL: its connections close;
+    SIGSTOP: they stay open and only its heartbeats stop), `also` the processes given (SIGKILL) at the same
+    moment, then `on_signal` called; a failed send refreshes the route and tries again at once. The acked
+    bodies and the seconds from the signal to the first ack after it."""
     acked: list[str] = []
     errors: list[str] = []
     killed_at = recovered_at = None
@@ -127,8 +183,12 @@ async def send_through_a_kill(namesrv: str, topic: str, victim: Any, before: int
         deadline = time.monotonic() + give_up
         while len(acked) < before + after and time.monotonic() < deadline:
             if killed_at is None and len(acked) == before:
-                victim.proc.send_signal(sig)
+                if victim is not None:
+                    victim.proc.send_signal(sig)
+                for other in also:
+                    other.proc.send_signal(signal.SIGKILL)
                 killed_at = time.monotonic()
+                on_signal()
             body = f"m-{i}"
             i += 1
             try:
