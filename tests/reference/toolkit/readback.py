@@ -106,7 +106,11 @@ def reset_followed(world: World) -> None:
         got = [e for e in events if e.get("event") == "received"][before:]
         return got if lagging <= {e.get("keys") for e in got} else []
 
-    again = world.consumer.wait_for(redelivered, 60, "the reset's redeliveries")
+    try:
+        again = world.consumer.wait_for(redelivered, 60, "the reset's redeliveries")
+    except AssertionError as exc:  # say which lagging messages never came again (CI at ae1670d did not)
+        got = {e.get("keys") for e in world.consumer.received()[before:]}
+        raise AssertionError(f"never redelivered: {sorted(lagging - got)}\n{exc}") from None
     assert all(e["storeTimestamp"] >= world.lagging_since_ms for e in again), again
     settled(world.namesrv)
 
