@@ -84,13 +84,11 @@ class Outcome:
     """Seconds from the kill until a surviving controller leads (faults that kill the controller leader)."""
 
 
-async def watch_election(survivors: list[str], since: list[float]) -> float:
-    """Seconds from since[0] (set when the signal went) until one of `survivors` says it leads."""
-    while not since:
-        await asyncio.sleep(0.001)
+async def watch_election(survivors: list[str], since: float) -> float:
+    """Seconds from `since` (when the signal went) until one of `survivors` says it leads."""
     while await leading(survivors) is None:
         await asyncio.sleep(0.02)
-    return time.monotonic() - since[0]
+    return time.monotonic() - since
 
 
 async def one_run(root: Path, side: str, run: int, fault: str) -> Outcome:
@@ -117,17 +115,20 @@ async def one_run(root: Path, side: str, run: int, fault: str) -> Outcome:
         topic = name("CTLBENCH")
         make_topic(namesrv.addr, topic, cluster=CLUSTER)
         master, _slave = await master_and_slave(namesrv.addr, brokers, topic)
-        victims, election = [], None
-        since: list[float] = []
+        victims: list[Any] = []
+        watchers: list[asyncio.Future[float]] = []
         if kill_leader:
             leader_addr = await leading([c.addr for c in controllers])
-            leader = next(c for c in controllers if c.addr == leader_addr)
-            victims.append(leader)
-            election = asyncio.ensure_future(watch_election([c.addr for c in controllers if c is not leader], since))
+            victims.append(next(c for c in controllers if c.addr == leader_addr))
+        survivors = [c.addr for c in controllers if c not in victims]
+
+        def watch() -> None:  # started the moment the signals went
+            if kill_leader:
+                watchers.append(asyncio.ensure_future(watch_election(survivors, time.monotonic())))
+
         acked, rto = await send_through_a_kill(namesrv.addr, topic, master if sig is not None else None,
-                                               sig=sig or signal.SIGKILL, also=victims,
-                                               on_signal=lambda: since.append(time.monotonic()))
-        elected = await asyncio.wait_for(election, 120) if election is not None else None
+                                               sig=sig or signal.SIGKILL, also=victims, on_signal=watch)
+        elected = await asyncio.wait_for(watchers[0], 120) if watchers else None
         if sig is not None:
             master.kill()  # a paused one too: its successor must be the only master the consumer reads
         got = {e["body"] for e in consume_all(namesrv.addr, topic, len(acked))}
