@@ -442,7 +442,9 @@ def test_restart_master_drill_on_apache5_says_which_way_it_went(apache5_1m1s: tu
     RocketMQ 5's returning master serves the offsets it had, not the newer ones the group committed to the slave
     meanwhile (it takes them only in slave-acting-master mode; mq's does). So every queue the group advanced on
     the slave during the downtime regresses at the master's return (master < slave at that moment, the drill
-    FAILs on it, and those messages are delivered again); a run whose consumer committed nothing to the slave
+    FAILs on it, and those messages are delivered again: at most as many re-deliveries as it counts, 910
+messages of 2,253
+in one CI run); a run whose consumer committed nothing to the slave
     while the master was away has nothing to regress. While the master is down its slave serves only what the
     master confirmed (5.x reads up to the confirm offset), so a read from the slave may count a few acknowledged
     messages less than were stored: the drill's toolkit check names that, and this test does not judge it.
@@ -468,8 +470,11 @@ def test_restart_master_drill_on_apache5_says_which_way_it_went(apache5_1m1s: tu
     assert side["acked"] > 0, side
     assert side["rtoSeconds"] is not None and side["rtoSeconds"] <= 90, side  # sends came back after the restart
     assert all(d["master"] < d["slave"] for d in regression["detail"]), regression
-    expected = {"toolkit read at"} | ({"consumer offset regression"} if regression["messages"] > 0 else set()) | (
-        {"lost"} if side["lost"] > 0 else set())
+    # what regressed is consumed again: re-deliveries are expected then, and never more than regressed
+    redelivered = report["integrity"]["redelivered"]
+    assert redelivered <= regression["messages"], (redelivered, regression)
+    expected = {"toolkit read at"} | ({"consumer offset regression", "re-delivered"} if regression["messages"] > 0
+                                      else set()) | ({"lost"} if side["lost"] > 0 else set())
     assert {next((e for e in expected if t.startswith(e)), t) for t in failing} <= expected, failing
     assert (side["verdict"] == "FAIL") == bool(failing)
 
