@@ -16,11 +16,17 @@ afterwards (read back by Apache's Java consumer).
                      a surviving controller says it leads.
 --fault kill-both    three controllers; SIGKILL of the master and of the controller leader at the same moment:
                      the new controller leader must elect the new master.
+--fault restart-old-master
+                     one controller; SIGKILL of the master, then, once writes went on at its slave, the old master
+                     started again on its store: also the seconds from that start until it is back in the
+                     SyncStateSet beside the new master, and whether the name server ever named it master
+                     meanwhile (two masters: split brain), then 50 more sends.
 
 Prints one summary line: the RTO's p50 and p99 per controller (and the controller election's where the
-leader was killed), and mq/Apache at p50.
+leader was killed, the rejoin's where the old master came back), and mq/Apache at p50.
 
-Usage: .venv/bin/python bench/controller_failover.py [--runs 3] [--fault kill|pause|kill-leader|kill-both]
+Usage: .venv/bin/python bench/controller_failover.py [--runs 3]
+       [--fault kill|pause|kill-leader|kill-both|restart-old-master]
        [--sides apache,mq]
 """
 
@@ -44,6 +50,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests" / "refer
 
 import apache
 from controllerworld import (
+    BROKER,
     CLUSTER,
     apache_controller,
     apache_controllers,
@@ -51,11 +58,18 @@ from controllerworld import (
     leading,
     master_and_slave,
     mq_controllers,
+    restart_controller_broker,
     send_through_a_kill,
+    sync_state,
 )
 from fetch import FETCH_COMMAND, SETS
 from refsupport import consume_all, make_topic, name
 from support.mqproc import start_mq, start_namesrv
+
+from mqtools.client.admin import MQAdmin
+from mqtools.client.errors import MQClientError
+from mqtools.client.producer import Producer
+from mqtools.common.message import Message
 
 #: fault -> (what the master is sent, the controller leader killed too, controllers in the group)
 FAULTS = {
@@ -63,12 +77,14 @@ FAULTS = {
     "pause": (signal.SIGSTOP, False, 1),
     "kill-leader": (None, True, 3),
     "kill-both": (signal.SIGKILL, True, 3),
+    "restart-old-master": (signal.SIGKILL, False, 1),
 }
 DESCRIPTIONS = {
     "kill": "a master SIGKILL",
     "pause": "a master SIGSTOP",
     "kill-leader": "a SIGKILL of the controller leader (of 3)",
     "kill-both": "a SIGKILL of a master and of the controller leader (of 3) at once",
+    "restart-old-master": "a master SIGKILL and its restart once writes went on",
 }
 
 
@@ -82,6 +98,10 @@ class Outcome:
     lost: int
     election: float | None
     """Seconds from the kill until a surviving controller leads (faults that kill the controller leader)."""
+    rejoin: float | None = None
+    """Seconds from the old master's start until it is back in the SyncStateSet (restart-old-master)."""
+    split_brain: bool = False
+    """The name server named the restarted old master master while the new one was (restart-old-master)."""
 
 
 async def watch_election(survivors: list[str], since: float) -> float:
@@ -89,6 +109,38 @@ async def watch_election(survivors: list[str], since: float) -> float:
     while await leading(survivors) is None:
         await asyncio.sleep(0.02)
     return time.monotonic() - since
+
+
+async def watch_rejoin(namesrv: str, controller: str, new_master: Any, old: Any, since: float,
+                       timeout: float = 120.0) -> tuple[float, bool]:
+    """Seconds from `since` until `old` (restarted) is listed beside `new_master` at the name server and the
+    controller's SyncStateSet holds both, `new_master` still its master; and whether the name server named
+    `old` master at any poll meanwhile."""
+    split = False
+    async with MQAdmin(namesrv, timeout=2.0) as admin, MQAdmin(controller, timeout=2.0) as ctl:
+        master_id, _ = await sync_state(ctl, controller)
+        while time.monotonic() < since + timeout:
+            try:
+                addrs = (await admin.cluster_info()).broker_addr_table[BROKER].broker_addrs
+                split |= addrs.get(0) == old.addr
+                now_master, members = await sync_state(ctl, controller)
+            except (MQClientError, KeyError):
+                await asyncio.sleep(0.05)
+                continue
+            if (now_master == master_id and len(members) == 2 and addrs.get(0) == new_master.addr
+                    and old.addr in addrs.values()):
+                return time.monotonic() - since, split
+            await asyncio.sleep(0.05)
+    raise AssertionError(f"the old master {old.addr} was not back in the SyncStateSet after {timeout:g} s")
+
+
+async def send_more(namesrv: str, topic: str, count: int) -> list[str]:
+    """`count` SYNC sends after the rejoin (the set acknowledges only once both have the message)."""
+    async with Producer(name("PCTL"), namesrv=namesrv, send_timeout=5.0) as producer:
+        bodies = [f"after-{i}" for i in range(count)]
+        for body in bodies:
+            await producer.send(Message(topic, body.encode()))
+    return bodies
 
 
 async def one_run(root: Path, side: str, run: int, fault: str) -> Outcome:
@@ -114,7 +166,7 @@ async def one_run(root: Path, side: str, run: int, fault: str) -> Outcome:
         brokers += await form_set(root, namesrv.addr, ";".join(c.addr for c in controllers), f"{side}-{run}")
         topic = name("CTLBENCH")
         make_topic(namesrv.addr, topic, cluster=CLUSTER)
-        master, _slave = await master_and_slave(namesrv.addr, brokers, topic)
+        master, slave = await master_and_slave(namesrv.addr, brokers, topic)
         victims: list[Any] = []
         watchers: list[asyncio.Future[float]] = []
         if kill_leader:
@@ -129,10 +181,18 @@ async def one_run(root: Path, side: str, run: int, fault: str) -> Outcome:
         acked, rto = await send_through_a_kill(namesrv.addr, topic, master if sig is not None else None,
                                                sig=sig or signal.SIGKILL, also=victims, on_signal=watch)
         elected = await asyncio.wait_for(watchers[0], 120) if watchers else None
+        rejoin, split = None, False
+        if fault == "restart-old-master":
+            began = time.monotonic()
+            again = await asyncio.to_thread(restart_controller_broker, master)
+            brokers.append(again)
+            rejoin, split = await watch_rejoin(namesrv.addr, ";".join(c.addr for c in controllers), slave, again,
+                                               began)
+            acked += await send_more(namesrv.addr, topic, 50)
         if sig is not None:
             master.kill()  # a paused one too: its successor must be the only master the consumer reads
         got = {e["body"] for e in consume_all(namesrv.addr, topic, len(acked))}
-        return Outcome(rto, len(set(acked) - got), elected)
+        return Outcome(rto, len(set(acked) - got), elected, rejoin, split)
 
 
 def nearest_rank(values: list[float], q: float) -> float:
@@ -147,7 +207,8 @@ def main() -> int:
     parser.add_argument("--fault", choices=tuple(FAULTS), default="kill",
                         help="kill: SIGKILL of the master (connections close at once); pause: SIGSTOP (only "
                              "heartbeats stop, found by controllerHeartBeatTimeoutMills, 10 s); kill-leader: "
-                             "SIGKILL of the controller leader of three; kill-both: the master and the leader")
+                             "SIGKILL of the controller leader of three; kill-both: the master and the leader; "
+                             "restart-old-master: a kill, then the old master started again")
     parser.add_argument("--sides", default="apache,mq", help="controllers to measure, in this order")
     args = parser.parse_args()
     sides = args.sides.split(",")
@@ -165,6 +226,9 @@ def main() -> int:
                 for run in range(args.runs):
                     out = asyncio.run(one_run(Path(tmp), side, run, args.fault))
                     elected = "" if out.election is None else f", a controller leads again after {out.election:.2f} s"
+                    if out.rejoin is not None:
+                        elected += (f", the old master back in the SyncStateSet {out.rejoin:.2f} s after its start"
+                                    + (", SPLIT BRAIN: named master beside the new one" if out.split_brain else ""))
                     note(f"{side} run {run + 1}: RTO {out.rto:.2f} s{elected}, {out.lost} acknowledged lost")
                     outcomes[side].append(out)
         finally:
@@ -179,6 +243,9 @@ def main() -> int:
         part = f"{owners[side]} RTO {quantiles([o.rto for o in outs])}"
         if FAULTS[args.fault][1]:
             part += f", controller election {quantiles([o.election for o in outs if o.election is not None])}"
+        if args.fault == "restart-old-master":
+            part += (f", rejoin {quantiles([o.rejoin for o in outs if o.rejoin is not None])}, split brain "
+                     f"{sum(o.split_brain for o in outs)} of {len(outs)}")
         parts.append(part)
     ratio = ""
     if len(sides) == 2:

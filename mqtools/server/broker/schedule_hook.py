@@ -26,8 +26,7 @@ def handle_schedule(c: BrokerContext, msg: MessageExtBrokerInner) -> tuple[int, 
     if not msg.properties.keys().isdisjoint(timer.REQUEST_KEYS):
         cfg = c.store.config
         service = getattr(c, "timer", None)
-        settings = timer.TimerSettings(cfg.timer_wheel_enable, timer.snap_precision(cfg.timer_precision_ms),
-                                       cfg.timer_max_delay_sec)
+        settings = timer.timer_settings(cfg.timer_wheel_enable, cfg.timer_precision_ms, cfg.timer_max_delay_sec)
         outcome = timer.redirect_to_timer(msg, int(c.clock() * 1000), settings,
                                           service.is_reject if service is not None else None)
         if outcome is timer.Rewrite.WHEEL_TIMER_MSG_ILLEGAL:

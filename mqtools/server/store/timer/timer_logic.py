@@ -23,6 +23,7 @@ import enum
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from mqtools.common import properties as P
@@ -44,6 +45,7 @@ TIMER_DEL_UNIQKEY = P.TIMER_DEL_UNIQKEY
 REQUEST_KEYS = (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)
 #: Long.MAX_VALUE: TIMER_ENQUEUE_MS of a message that was already due when it reached the wheel.
 NEVER_ENQUEUED = LONG_MAX
+NEVER_ENQUEUED_TEXT = str(NEVER_ENQUEUED)
 #: Apache's TIMER_BLANK_SLOTS: ticks kept free at the wheel's far end.
 TIMER_BLANK_SLOTS = 60
 #: The precisions Apache accepts (setTimerPrecisionMs snaps a value down to one of them).
@@ -92,7 +94,7 @@ def is_timer_request(topic: str, props: dict[str, str]) -> bool:
     """Apache's checkIfTimerMessage, after a delay level was ruled out."""
     if topic == TIMER_TOPIC or TIMER_OUT_MS in props:
         return False
-    return any(k in props for k in REQUEST_KEYS)
+    return not props.keys().isdisjoint(REQUEST_KEYS)
 
 
 def drop_timer_request(props: dict[str, str]) -> bool:
@@ -111,6 +113,14 @@ class TimerSettings:
     enabled: bool = True
     precision_ms: int = 1000
     max_delay_sec: int = 3 * 24 * 3600
+
+
+@lru_cache(maxsize=8)
+def timer_settings(enabled: bool, precision_ms: int, max_delay_sec: int) -> TimerSettings:
+    """The settings for these config values (timerWheelEnable, timerPrecisionMs as configured,
+    timerMaxDelaySec), built once: the send path asks for them on every timer message, and the config can
+    change at run time."""
+    return TimerSettings(enabled, snap_precision(precision_ms), max_delay_sec)
 
 
 def rewrite_for_timer(
@@ -162,7 +172,7 @@ def redirect_to_timer(
     checkpoints, which Apache also times this way): a DELAY level wins and the timer properties go;
     otherwise ``rewrite_for_timer``. Stored properties (without WAIT) are re-rendered when changed."""
     props = msg.properties
-    if not any(k in props for k in REQUEST_KEYS):
+    if props.keys().isdisjoint(REQUEST_KEYS):
         return Rewrite.NOT_TIMER
     if delay_level_of(props) > 0:
         if drop_timer_request(props):

@@ -162,19 +162,22 @@ class TimerMessageStore:
             result = store.get_message("TIMER_SERVICE", L.TIMER_TOPIC, 0, offset, BATCH)
             for buf in result.buffers:
                 try:
-                    msg = decode_stored(buf)
+                    # filing it needs the properties and the position, not the body (read again to put it back)
+                    msg = decode_stored(buf, read_body=False)
                 except CorruptMessageError:
                     log.exception("timer: undecodable message at queue offset %d skipped", offset + taken)
                     msg = None
                 if msg is not None:
-                    await self._enqueue_message(msg)
+                    await self._enqueue_message(msg, buf)
                 taken += 1
                 self.curr_queue_offset = self.commit_queue_offset = offset + taken
         self.commit_queue_offset = self.curr_queue_offset
         self.maybe_move_write_time()
         return taken
 
-    async def _enqueue_message(self, msg: MessageExt) -> None:
+    async def _enqueue_message(self, msg: MessageExt, stored: Any) -> None:
+        """File `msg` (decoded without its body from `stored`, its entry) in the wheel, or put it back at once
+        when its tick has already been read."""
         try:
             delayed = int(msg.properties[L.TIMER_OUT_MS])
         except (KeyError, ValueError):
@@ -182,7 +185,8 @@ class TimerMessageStore:
             return
         self.enqueued += 1
         if self.dequeue_running and delayed < self.curr_write_time_ms:
-            msg.properties[L.TIMER_ENQUEUE_MS] = str(L.NEVER_ENQUEUED)
+            msg = decode_stored(stored)
+            msg.properties[L.TIMER_ENQUEUE_MS] = L.NEVER_ENQUEUED_TEXT
             await self._put_back(msg, L.NEVER_ENQUEUED, roll=False)
             return
         self.do_enqueue(msg.commit_log_offset, msg.store_size, delayed, msg)
@@ -217,7 +221,7 @@ class TimerMessageStore:
         return pos
 
     def _add_metric(self, msg: MessageExt, value: int) -> None:
-        if msg.properties.get(L.TIMER_ENQUEUE_MS) == str(L.NEVER_ENQUEUED):
+        if msg.properties.get(L.TIMER_ENQUEUE_MS) == L.NEVER_ENQUEUED_TEXT:
             return
         self.metrics.add(msg.properties.get(P.REAL_TOPIC), value)
 
