@@ -27,7 +27,7 @@ leader was killed, the rejoin's where the old master came back), and mq/Apache a
 
 Usage: .venv/bin/python bench/controller_failover.py [--runs 3]
        [--fault kill|pause|kill-leader|kill-both|restart-old-master]
-       [--sides apache,mq]
+       [--sides apache,mq] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ import statistics
 import sys
 import tempfile
 import time
-from contextlib import ExitStack
+from contextlib import ExitStack, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -210,6 +210,9 @@ def main() -> int:
                              "SIGKILL of the controller leader of three; kill-both: the master and the leader; "
                              "restart-old-master: a kill, then the old master started again")
     parser.add_argument("--sides", default="apache,mq", help="controllers to measure, in this order")
+    parser.add_argument("--keep", type=Path, default=None,
+                        help="run in this new directory and keep it (every process's logs and stores, a folder a run) "
+                             "instead of a temporary one")
     args = parser.parse_args()
     sides = args.sides.split(",")
     if not sides or not set(sides) <= {"apache", "mq"}:
@@ -220,7 +223,10 @@ def main() -> int:
             print(f"controller_failover: {SETS[key].name} is missing; run `{FETCH_COMMAND}` first", file=sys.stderr)
             return 2
     outcomes: dict[str, list[Outcome]] = {side: [] for side in sides}
-    with tempfile.TemporaryDirectory(prefix="ctl-failover-") as tmp:
+    if args.keep is not None:
+        args.keep.mkdir(parents=True)  # a new one: each run's folders are made afresh
+    place = nullcontext(str(args.keep)) if args.keep is not None else tempfile.TemporaryDirectory(prefix="ctl-failover-")
+    with place as tmp:
         try:
             for side in sides:
                 for run in range(args.runs):
