@@ -58,7 +58,6 @@ from controllerworld import (
     leading,
     master_and_slave,
     mq_controllers,
-    restart_controller_broker,
     send_through_a_kill,
     sync_state,
 )
@@ -163,7 +162,8 @@ async def one_run(root: Path, side: str, run: int, fault: str) -> Outcome:
             controllers += mq_controllers(root, tag, count)
         brokers: list[apache.ApacheProcess] = []
         stack.callback(lambda: [broker.kill() for broker in brokers])
-        brokers += await form_set(root, namesrv.addr, ";".join(c.addr for c in controllers), f"{side}-{run}")
+        controller = ";".join(c.addr for c in controllers)  # as a broker's controllerAddr
+        brokers += await form_set(root, namesrv.addr, controller, f"{side}-{run}")
         topic = name("CTLBENCH")
         make_topic(namesrv.addr, topic, cluster=CLUSTER)
         master, slave = await master_and_slave(namesrv.addr, brokers, topic)
@@ -184,10 +184,9 @@ async def one_run(root: Path, side: str, run: int, fault: str) -> Outcome:
         rejoin, split = None, False
         if fault == "restart-old-master":
             began = time.monotonic()
-            again = await asyncio.to_thread(restart_controller_broker, master)
+            again = await asyncio.to_thread(apache.respawn_broker, master)
             brokers.append(again)
-            rejoin, split = await watch_rejoin(namesrv.addr, ";".join(c.addr for c in controllers), slave, again,
-                                               began)
+            rejoin, split = await watch_rejoin(namesrv.addr, controller, slave, again, began)
             acked += await send_more(namesrv.addr, topic, 50)
         if sig is not None:
             master.kill()  # a paused one too: its successor must be the only master the consumer reads

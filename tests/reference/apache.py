@@ -268,20 +268,26 @@ def _answers_query_route(addr: str) -> bool:
     return answer.HasField("status")
 
 
-def restart_broker(process: ApacheProcess, timeout: float = 90.0) -> ApacheProcess:
-    """The same broker again after it died (same config, ports and store), as a new process once ready.
+def respawn_broker(process: ApacheProcess) -> ApacheProcess:
+    """The same broker again after it died (same config, ports and store), as a new process, not waited for
+    (a broker in controller mode gets its id from the controller, so when it is back is the caller's to judge).
 
     PR_SET_PDEATHSIG fires when the *thread* that started a process ends: a JVM started from a helper
     thread (a drill's heal) would die with that thread. So the JVM is started by a spawner thread that
     lives as long as the test process."""
-    assert not process.alive, "restart_broker restarts a broker that is down"
-    again = _SPAWNER.submit(_spawn, "broker", process.aset, process.workdir.parent, process.workdir, process.port,
-                            BROKER_MAIN, process.props).result()
+    assert not process.alive, "respawn_broker restarts a broker that is down"
+    return _SPAWNER.submit(_spawn, "broker", process.aset, process.workdir.parent, process.workdir, process.port,
+                           BROKER_MAIN, process.props).result()
+
+
+def restart_broker(process: ApacheProcess, timeout: float = 90.0) -> ApacheProcess:
+    """respawn_broker, once the name server lists the broker at the id of its config and it answers."""
+    again = respawn_broker(process)
     _await_broker(again, None, timeout)
     return again
 
 
-#: One thread for the life of the process, from which restarted JVMs are started (see restart_broker).
+#: One thread for the life of the process, from which restarted JVMs are started (see respawn_broker).
 _SPAWNER = ThreadPoolExecutor(max_workers=1, thread_name_prefix="jvm-spawner")
 
 

@@ -44,15 +44,6 @@ def controller_broker(root: Path, namesrv: str, controller: str, tag: str) -> ap
     return apache._spawn("broker", aset, root, root / tag, port, apache.BROKER_MAIN, conf)
 
 
-def restart_controller_broker(process: apache.ApacheProcess) -> apache.ApacheProcess:
-    """The same controller-mode broker again after it died (same config, port and store), at once: its id and
-    role come from the controller, so when it is back is for the caller to judge (apache.restart_broker
-    waits for the broker id of its config, -1 here)."""
-    assert not process.alive, "restart_controller_broker restarts a broker that is down"
-    return apache._SPAWNER.submit(apache._spawn, "broker", process.aset, process.workdir.parent, process.workdir,
-                                  process.port, apache.BROKER_MAIN, process.props).result()
-
-
 def apache_controller(root: Path, tag: str) -> apache.ApacheProcess:
     """Apache 5's own controller (DLedger, one node), ready when it names itself leader."""
     aset = apache.require("apache-5")

@@ -442,10 +442,9 @@ def test_restart_master_drill_on_apache5_says_which_way_it_went(apache5_1m1s: tu
     RocketMQ 5's returning master serves the offsets it had, not the newer ones the group committed to the slave
     meanwhile (it takes them only in slave-acting-master mode; mq's does). So every queue the group advanced on
     the slave during the downtime regresses at the master's return (master < slave at that moment, the drill
-    FAILs on it, and those messages are delivered again: at most as many re-deliveries as it counts, 910
-messages of 2,253
-in one CI run); a run whose consumer committed nothing to the slave
-    while the master was away has nothing to regress. While the master is down its slave serves only what the
+    FAILs on it, and those messages are delivered again: at most as many re-deliveries as it counts, 910 of
+    2,253 in one CI run); a run whose consumer committed nothing to the slave while the master was away has
+    nothing to regress. While the master is down its slave serves only what the
     master confirmed (5.x reads up to the confirm offset), so a read from the slave may count a few acknowledged
     messages less than were stored: the drill's toolkit check names that, and this test does not judge it.
     Acknowledged messages the drill did not read back by its end: 0 in two runs here, 823 of 4,314 in one CI run

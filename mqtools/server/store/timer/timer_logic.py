@@ -45,6 +45,7 @@ TIMER_DEL_UNIQKEY = P.TIMER_DEL_UNIQKEY
 REQUEST_KEYS = (TIMER_DELIVER_MS, TIMER_DELAY_SEC, TIMER_DELAY_MS)
 #: Long.MAX_VALUE: TIMER_ENQUEUE_MS of a message that was already due when it reached the wheel.
 NEVER_ENQUEUED = LONG_MAX
+#: NEVER_ENQUEUED as the TIMER_ENQUEUE_MS property holds it.
 NEVER_ENQUEUED_TEXT = str(NEVER_ENQUEUED)
 #: Apache's TIMER_BLANK_SLOTS: ticks kept free at the wheel's far end.
 TIMER_BLANK_SLOTS = 60
