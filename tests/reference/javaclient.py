@@ -128,8 +128,14 @@ class JavaClient:
                  client: str = "harness") -> None:
         self._start(java_argv(command, namesrv, *args, client=client), _env(log_dir))
 
-    def _start(self, argv: list[str], env: dict[str, str]) -> None:
+    def _start(self, argv: list[str], env: dict[str, str], var: str = "MQREF_LOG_DIR") -> None:
         self.argv = argv
+        # the client's log kept until close(), so a wait that times out can say what the client logged
+        # (a broadcasting consumer on Apache's broker once received nothing in 60 s in CI, with no trace)
+        self._own_logs = None if env.get(var) else tempfile.TemporaryDirectory(prefix="mqref-log")
+        if self._own_logs is not None:
+            env = {**env, var: self._own_logs.name}
+        self.log_dir = Path(env[var])
         self._stderr = tempfile.TemporaryFile(mode="w+")  # noqa: SIM115 (read by run(), closed by close())
         self.proc = subprocess.Popen(self.argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self._stderr,
                                      text=True, env=env)
@@ -163,8 +169,15 @@ class JavaClient:
                     return value
                 left = deadline - time.monotonic()
                 if left <= 0 or (self.proc.poll() is not None and not value):
-                    raise AssertionError(f"timed out waiting for {what}\n{self.run().describe()}")
+                    raise AssertionError(f"timed out waiting for {what}\n{self.run().describe()}\n"
+                                         f"client log:\n{self.client_log()}")
                 self._cond.wait(min(left, 1.0))
+
+    def client_log(self, lines: int = 20) -> str:
+        """The first line of each of the client's last `lines` WARN and ERROR records."""
+        records = [line for log in sorted(self.log_dir.rglob("*.log"))
+                   for line in log.read_text(errors="replace").splitlines() if " WARN " in line or " ERROR " in line]
+        return "\n".join(records[-lines:]) or "(no WARN or ERROR)"
 
     def received(self) -> list[dict[str, Any]]:
         return self.of("received")
@@ -189,6 +202,8 @@ class JavaClient:
             self.proc.wait(5)
         run = self.run()
         self._stderr.close()
+        if self._own_logs is not None:
+            self._own_logs.cleanup()
         return run
 
 
@@ -197,4 +212,4 @@ class GrpcJavaClient(JavaClient):
     (its --expect or --timeout-ms), and `close()` waits for that, killing it if it hangs."""
 
     def __init__(self, command: str, endpoints: str, *args: str, log_dir: Path | None = None) -> None:
-        self._start(grpc_java_argv(command, endpoints, *args), _env(log_dir, "MQGRPC_LOG_DIR"))
+        self._start(grpc_java_argv(command, endpoints, *args), _env(log_dir, "MQGRPC_LOG_DIR"), "MQGRPC_LOG_DIR")
