@@ -72,7 +72,7 @@ docs: install ; $(BIN)/python -m mqtools.cli.reference docs/reference.md
 # The proxy's generated apache.rocketmq.v2 modules, from the .proto files beside them (kept in the tree, so an
 # install needs no protoc; grpcio-tools is a dev dependency).
 protos: install
-	$(BIN)/python -m mqtools.proxy.protos.generate
+	$(BIN)/python -m mqtools.apis.generate
 
 completions: install
 	$(BIN)/python -m mqtools.cli.completions completions

@@ -42,6 +42,6 @@ setup(
     packages=_packages(),
     package_data={**DATA_PACKAGES, "mqtools.spark": ["*.schema.json"], "mqtools.tui": ["*.tcss"],
                   "mqtools.exporter": ["*.yml", "*.json"],
-                  "mqtools.proxy.protos.apache.rocketmq.v2": ["*.proto", "*.pyi"]},
+                  "mqtools.apis.apache.rocketmq.v2": ["*.proto", "*.pyi"]},
     include_package_data=True,
 )

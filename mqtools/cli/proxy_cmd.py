@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
 from mqtools.cli.serve import fail, run_server
+
+if TYPE_CHECKING:
+    from mqtools.proxy.config import ProxyConfig
 
 app = typer.Typer(help="gRPC proxy role (RocketMQ 5 clients over gRPC, brokers over remoting).",
                   no_args_is_help=True)
@@ -79,10 +82,9 @@ def start(
         shown = "127.0.0.1" if bind in ("0.0.0.0", "::", "") else bind
         typer.echo(f"The Proxy boot success. gRPC {bind}:{proxy.port}, cluster {config.rocketmq_cluster_name}, "
                    f"name servers {config.namesrv_list}")
-        tls = " tls=true" if config.tls_cert_path else ""
         auth = " authentication=true" if config.authentication_enabled else ""
         remoting = f" remoting={proxy.remoting.port}" if proxy.remoting is not None else ""
-        typer.echo(f"READY proxy {shown}:{proxy.port} mode=cluster{remoting}{tls}{auth}")
+        typer.echo(f"READY proxy {shown}:{proxy.port} mode=cluster{remoting}{_tls_words(config)}{auth}")
 
     run_server(serve(_Listening(), ready))
 
@@ -94,7 +96,16 @@ _FROM_BROKER = {"brokerClusterName": "rocketMQClusterName", "namesrvAddr": "name
                 "authorizationEnabled": "authorizationEnabled",
                 "innerClientAuthenticationCredentials": "innerClientAuthenticationCredentials",
                 "tls.enable": "tls.enable", "tls.client.trustCertPath": "tls.client.trustCertPath",
-                "tls.server.certPath": "tlsCertPath", "tls.server.keyPath": "tlsKeyPath"}
+                "tls.server.certPath": "tlsCertPath", "tls.server.keyPath": "tlsKeyPath",
+                "tls.server.mode": "tls.server.mode"}
+
+
+def _tls_words(config: ProxyConfig) -> str:
+    """The READY line's TLS words: nothing when the gRPC port is plaintext only."""
+    from mqtools.common.tls import TlsMode
+
+    mode = config.tls_mode
+    return "" if mode is TlsMode.DISABLED else f" tls=true tls.server.mode={mode.value}"
 
 
 class LocalProxy:
@@ -109,9 +120,6 @@ class LocalProxy:
 
         config = ProxyConfig()
         taken = {mine: broker_props[theirs] for theirs, mine in _FROM_BROKER.items() if broker_props.get(theirs)}
-        if broker_props.get("tls.server.mode", "").lower() != "enforcing":
-            taken.pop("tlsCertPath", None)
-            taken.pop("tlsKeyPath", None)
         try:
             if config_file is not None:
                 config.apply(load_file(config_file))
@@ -133,7 +141,7 @@ class LocalProxy:
         await self.server.shutdown()
 
     def ready_line(self, host: str) -> str:
-        tls = " tls=true" if self.config.tls_cert_path else ""
+        tls = _tls_words(self.config)
         auth = (" authentication=true" if self.config.authentication_enabled else "") + \
             (" authorization=true" if self.config.authorization_enabled else "")
         return f"READY proxy {host}:{self.server.port} mode=local{tls}{auth}"

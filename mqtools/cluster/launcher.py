@@ -165,7 +165,7 @@ def _proxy_config(root: Path, proxy: ProcInfo, namesrv_addr: str, broker_props: 
                             "useEndpointPortFromRequest": True, **taken}
     if certs is not None:
         conf.update({"tlsCertPath": str(certs.cert), "tlsKeyPath": str(certs.key), "tls.enable": "true",
-                     "tls.client.trustCertPath": str(certs.ca)})
+                     "tls.client.trustCertPath": str(certs.ca), keys.TLS_SERVER_MODE: keys.TlsMode.ENFORCING.value})
     conf.update(overrides)
     path = root / proxy.name / "rmq-proxy.json"
     path.parent.mkdir(parents=True, exist_ok=True)

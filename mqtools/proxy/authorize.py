@@ -18,13 +18,13 @@ from collections.abc import Callable, Mapping
 
 from google.protobuf.message import Message
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.client.errors import MQClientError
 from mqtools.common.auth.model import Acl, Action, Resource
 from mqtools.common.auth.policy import AccessRequest, AuthError, authorize
 from mqtools.proxy.auth import AuthenticationRefused, Authenticator, TtlCache, signed_call
 from mqtools.proxy.errors import Code, ProxyError
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.remoting.auth_bodies import AclInfo, acl_of, user_of
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand

@@ -15,8 +15,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
 
 log = logging.getLogger(__name__)
 

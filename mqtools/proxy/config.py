@@ -15,6 +15,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from mqtools.common.configkeys import ConfigError
+from mqtools.common.tls import TLS_SERVER_MODE, TlsMode
+
 
 class ProxyConfigError(ValueError):
     """A config file or value the proxy cannot use; the message is one line for the user."""
@@ -27,7 +30,7 @@ def _camel(name: str) -> str:
 
 #: Field names whose camelCase form is not the mechanical one (Apache spells the cluster key oddly).
 _KEY_OF = {"rocketmq_cluster_name": "rocketMQClusterName", "tls_enable": "tls.enable",
-           "tls_client_trust_cert_path": "tls.client.trustCertPath"}
+           "tls_client_trust_cert_path": "tls.client.trustCertPath", "tls_server_mode": TLS_SERVER_MODE}
 
 
 @dataclass
@@ -68,10 +71,12 @@ class ProxyConfig:
     transaction_heartbeat_period_second: int = 20
     transaction_data_expire_millis: int = 30_000
     long_polling_reserve_time_in_millis: int = 100
-    #: Serve TLS on the gRPC port with this certificate and key (PEM) when both are set; empty: plaintext.
-    #: Apache's keys, but Apache's port takes TLS and plaintext alike (see docs/compatibility.md).
+    #: The gRPC port's certificate and key (PEM), Apache's keys; empty: plaintext only.
     tls_cert_path: str = ""
     tls_key_path: str = ""
+    #: tls.server.mode (a JVM property of Apache's proxy): permissive takes TLS and plaintext on the one port,
+    #: enforcing TLS only, disabled plaintext only. Empty: permissive with a certificate, else disabled.
+    tls_server_mode: str = ""
     #: RocketMQ's tls.enable / tls.client.trustCertPath for the proxy's own connections to the brokers and
     #: name servers (Apache reads them as JVM properties; here they may sit in the JSON file).
     tls_enable: bool = False
@@ -121,6 +126,9 @@ class ProxyConfig:
             raise ProxyConfigError("maxMessageSize and grpcMaxInboundMessageSize must be > 0")
         if bool(self.tls_cert_path) != bool(self.tls_key_path):
             raise ProxyConfigError("tlsCertPath and tlsKeyPath go together: set both to serve TLS, or neither")
+        if self.tls_mode is not TlsMode.DISABLED and not self.tls_cert_path:
+            raise ProxyConfigError(f"{TLS_SERVER_MODE}={self.tls_mode.value} needs tlsCertPath and tlsKeyPath "
+                                   "(mq makes no test-mode certificates; mq cluster up --tls makes a local CA)")
         self.inner_credentials()
 
     def inner_credentials(self) -> tuple[str, str] | None:
@@ -134,6 +142,16 @@ class ProxyConfig:
         except (ValueError, KeyError, TypeError):
             raise ProxyConfigError("innerClientAuthenticationCredentials must be JSON with accessKey and "
                                    "secretKey") from None
+
+    @property
+    def tls_mode(self) -> TlsMode:
+        """What the gRPC port takes: tls.server.mode, by default permissive with a certificate (Apache's default)."""
+        if not self.tls_server_mode.strip():
+            return TlsMode.PERMISSIVE if self.tls_cert_path else TlsMode.DISABLED
+        try:
+            return TlsMode.parse(self.tls_server_mode)
+        except ConfigError as exc:
+            raise ProxyConfigError(str(exc)) from None
 
     @property
     def namesrv_list(self) -> str:

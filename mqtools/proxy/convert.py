@@ -11,6 +11,7 @@ import hashlib
 import unicodedata
 from dataclasses import dataclass
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.common import properties as P
 from mqtools.common import sysflag
 from mqtools.common.message import Message, MessageExt
@@ -18,7 +19,6 @@ from mqtools.common.topics import is_system_group, is_system_topic
 from mqtools.common.validation import ValidationError, check_group, check_topic
 from mqtools.proxy.config import ProxyConfig
 from mqtools.proxy.errors import Code, ProxyError
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
 
 # MessageConst property names the common module does not name.
 TIMER_DELIVER_MS = "TIMER_DELIVER_MS"

@@ -6,8 +6,8 @@ into the response's `status`. Broker answers and client-side failures map to cod
 
 from __future__ import annotations
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.client.errors import MQBrokerError, MQClientError, RequestTimeoutError, UnreachableError
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.remoting.codes import ResponseCode
 
 Code = pb.Code

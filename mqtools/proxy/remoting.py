@@ -21,6 +21,7 @@ remoting clients to the brokers.
 
 from __future__ import annotations
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.client.subscription import parse_subscription
 from mqtools.common.auth.model import Action, Resource
 from mqtools.common.auth.policy import AccessRequest, AuthError, authenticate, authorize
@@ -31,7 +32,6 @@ from mqtools.proxy.auth import Authenticator
 from mqtools.proxy.authorize import Authorizer
 from mqtools.proxy.clients import Clients, GrpcClient
 from mqtools.proxy.errors import ProxyError
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.remoting.auth_bodies import user_of
 from mqtools.remoting.bodies import Connection, ConsumerConnection, ProducerConnection, SubscriptionData
 from mqtools.remoting.codes import PROTOCOL_VERSION, LanguageCode, RequestCode, ResponseCode

@@ -8,8 +8,8 @@ write-only, read-write, none), once per broker id in the route.
 
 from __future__ import annotations
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.common.perm import is_readable, is_writeable
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.remoting.bodies import QueueData, TopicRouteData
 
 #: TopicMessageType names (the topic attribute `message.type`) -> the message types its queues accept.

@@ -9,7 +9,8 @@ serving the other calls.
 
 Before a method runs, a call passes the `Gate`: the ACL 2.0 signature (authenticationEnabled, mqtools.proxy.auth),
 the user's rules (authorizationEnabled, mqtools.proxy.authorize), then the client id; a refusal there is the method's own response with a status (UNAUTHORIZED,
-CLIENT_ID_REQUIRED), as Apache answers it. With tlsCertPath/tlsKeyPath the port serves TLS only.
+CLIENT_ID_REQUIRED), as Apache answers it. With tlsCertPath/tlsKeyPath the port takes TLS and plaintext
+(tls.server.mode permissive, through mqtools.proxy.negotiator), or TLS only (enforcing).
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from pathlib import Path
 from typing import Any
 
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.client.instance import ClientInstance
 from mqtools.common.security import ClientSecurity, SessionCredentials, TlsClientOptions
 from mqtools.common.tls import TlsMode, TlsServerSettings
@@ -31,7 +33,7 @@ from mqtools.proxy.auth import Authenticator
 from mqtools.proxy.authorize import Authorizer
 from mqtools.proxy.config import ProxyConfig, ProxyConfigError
 from mqtools.proxy.errors import Code, ProxyError, status
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.proxy.negotiator import ProtocolNegotiator
 from mqtools.proxy.remoting import ProxyRemoting
 from mqtools.proxy.service import Call, MessagingService
 
@@ -61,12 +63,12 @@ def _headers(context: grpc.aio.ServicerContext) -> dict[str, str]:
     return {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
 
 
-def _call(context: grpc.aio.ServicerContext) -> Call:
+def _call(context: grpc.aio.ServicerContext, peers: Mapping[str, str]) -> Call:
     meta = _headers(context)
     remaining = context.time_remaining()
-    peer = context.peer() or ""
+    peer = _peer_address(context.peer() or "")
     return Call(client_id=meta.get("x-mq-client-id", ""), language=meta.get("x-mq-language", ""),
-                version=meta.get("x-mq-client-version", ""), peer=_peer_address(peer), time_left=remaining)
+                version=meta.get("x-mq-client-version", ""), peer=peers.get(peer, peer), time_left=remaining)
 
 
 def _peer_address(peer: str) -> str:
@@ -106,12 +108,15 @@ class Gate:
     enabled), then the client id (ContextInitPipeline, AuthenticationPipeline, AuthorizationPipeline, then
     validateContext, in Apache's order)."""
 
-    def __init__(self, authenticator: Authenticator | None = None, authorizer: Authorizer | None = None) -> None:
+    def __init__(self, authenticator: Authenticator | None = None, authorizer: Authorizer | None = None,
+                 peers: Mapping[str, str] | None = None) -> None:
         self.authenticator = authenticator
         self.authorizer = authorizer
+        #: the negotiator's relay addresses -> the clients' own (permissive TLS); empty when grpc faces the clients
+        self.peers: Mapping[str, str] = peers if peers is not None else {}
 
     async def admit(self, context: grpc.aio.ServicerContext, request: Message) -> Call:
-        call = _call(context)
+        call = _call(context, self.peers)
         headers = _headers(context) if self.authenticator is not None or self.authorizer is not None else {}
         try:
             if self.authenticator is not None:
@@ -230,8 +235,9 @@ def client_security(config: ProxyConfig) -> ClientSecurity | None:
 
 
 def server_credentials(config: ProxyConfig) -> grpc.ServerCredentials | None:
-    """TLS for the gRPC port when tlsCertPath and tlsKeyPath are set (read once, at start)."""
-    if not config.tls_cert_path:
+    """TLS for the gRPC port when tlsCertPath and tlsKeyPath are set and tls.server.mode is not disabled (read
+    once, at start)."""
+    if config.tls_mode is TlsMode.DISABLED:
         return None
     try:
         key, cert = Path(config.tls_key_path).read_bytes(), Path(config.tls_cert_path).read_bytes()
@@ -251,6 +257,7 @@ class ProxyServer:
         self.port = config.grpc_server_port
         self.service: MessagingService | None = None
         self._server: grpc.aio.Server | None = None
+        self.negotiator: ProtocolNegotiator | None = None
         self.remoting: ProxyRemoting | None = None
         self._sweeper: asyncio.Task | None = None
 
@@ -260,12 +267,7 @@ class ProxyServer:
             ("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size),
             ("grpc.so_reuseport", 0), ("grpc.keepalive_permit_without_calls", 1),
             ("grpc.http2.min_ping_interval_without_data_ms", 5000)])
-        where = f"{self.config.grpc_bind_address}:{self.config.grpc_server_port}"
-        credentials = server_credentials(self.config)
-        bound = self._server.add_insecure_port(where) if credentials is None \
-            else self._server.add_secure_port(where, credentials)
-        if bound == 0:
-            raise OSError(f"cannot listen on {where}")
+        bound = await self._bind()
         self.port = bound
         self.service = MessagingService(self.config, self.instance, port=bound)
         cfg = self.config
@@ -273,19 +275,43 @@ class ProxyServer:
                               ttl=cfg.user_cache_refresh_second, max_users=cfg.user_cache_max_num)
         authorizer = Authorizer(users, whitelist=_names(cfg.authorization_whitelist), ttl=cfg.acl_cache_refresh_second,
                                 max_acls=cfg.acl_cache_max_num) if cfg.authorization_enabled else None
-        gate = Gate(users if cfg.authentication_enabled else None, authorizer)
+        gate = Gate(users if cfg.authentication_enabled else None, authorizer,
+                    self.negotiator.peers if self.negotiator is not None else None)
         self._server.add_generic_rpc_handlers((handlers(self.service, gate),))
         await self.instance.start()
         if cfg.proxy_mode.lower() == "cluster":
-            # TLS as Apache's remoting ports default to (tls.server.mode permissive): TLS or plain per connection
-            tls = TlsServerSettings(TlsMode.PERMISSIVE, cfg.tls_cert_path, cfg.tls_key_path) if cfg.tls_cert_path \
-                else None
+            # the remoting port follows tls.server.mode as the gRPC port does (permissive: TLS or plain per connection)
+            tls = TlsServerSettings(cfg.tls_mode, cfg.tls_cert_path, cfg.tls_key_path) \
+                if cfg.tls_mode is not TlsMode.DISABLED else None
             self.remoting = ProxyRemoting(self.service.clients, cfg.grpc_bind_address, cfg.remoting_listen_port,
                                           authenticator=users if cfg.authentication_enabled else None,
                                           authorizer=authorizer, cluster=cfg.rocketmq_cluster_name, tls=tls)
             await self.remoting.start()
         await self._server.start()
         self._sweeper = asyncio.create_task(self._sweep())
+
+    async def _bind(self) -> int:
+        """The public gRPC port: grpc's own (plaintext, or TLS when enforcing), or in permissive mode the
+        negotiator's, in front of a TLS and a plaintext loopback port of the same grpc server."""
+        assert self._server is not None
+        where = f"{self.config.grpc_bind_address}:{self.config.grpc_server_port}"
+        credentials = server_credentials(self.config)
+        if credentials is not None and self.config.tls_mode is TlsMode.PERMISSIVE:
+            inner = (self._server.add_secure_port("127.0.0.1:0", credentials), self._server.add_insecure_port(
+                "127.0.0.1:0"))
+            if 0 in inner:
+                raise OSError("cannot listen on the loopback ports behind the gRPC port")
+            self.negotiator = ProtocolNegotiator(self.config.grpc_bind_address, self.config.grpc_server_port,
+                                                 tls_port=inner[0], plain_port=inner[1])
+            try:
+                return await self.negotiator.start()
+            except OSError as exc:
+                raise OSError(f"cannot listen on {where}: {exc.strerror or exc}") from None
+        bound = self._server.add_insecure_port(where) if credentials is None \
+            else self._server.add_secure_port(where, credentials)
+        if bound == 0:
+            raise OSError(f"cannot listen on {where}")
+        return bound
 
     async def _sweep(self) -> None:
         while True:
@@ -302,6 +328,9 @@ class ProxyServer:
             self._sweeper.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
+        if self.negotiator is not None:
+            await self.negotiator.close()
+            self.negotiator = None
         if self._server is not None:
             await self._server.stop(grace)
             self._server = None

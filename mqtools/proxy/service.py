@@ -14,6 +14,8 @@ import time
 from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.client.errors import MQClientError
 from mqtools.client.instance import ClientInstance
 from mqtools.common import properties as P
@@ -26,8 +28,6 @@ from mqtools.proxy.convert import duration_ms, to_grpc, to_remoting, validate_gr
 from mqtools.proxy.errors import Code, ProxyError, code_for_response, ok, status, status_of
 from mqtools.proxy.metadata import Metadata
 from mqtools.proxy.popping import FOUND, POLLING_FULL, Popper, PopResult, tag_matched, tags_of
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.proxy.receipt import ReceiptHandle
 from mqtools.proxy.renewal import Renewals
 from mqtools.proxy.sending import Sender, Transactions

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.proxy.config import ProxyConfig
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
 
 #: CustomizedRetryPolicy's default `next` (ms): the delay levels of 4.x from level 3 on.
 DEFAULT_CUSTOMIZED_BACKOFF_MS = (1_000, 5_000, 10_000, 30_000, 60_000, 120_000, 180_000, 240_000, 300_000, 360_000,

@@ -24,12 +24,12 @@ import grpc
 from fetch import SETS, ArtifactSet, require
 from support.ports import free_port
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc as stubs
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError
 from mqtools.common.security import ClientSecurity
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2_grpc as stubs
 
 #: Commitlog file size of every reference broker, Apache's and mq's alike: stores handed from one side to
 #: the other, and commitlogs compared byte for byte, need the same file layout (str: a properties value).

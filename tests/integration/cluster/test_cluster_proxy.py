@@ -15,9 +15,9 @@ import psutil
 import pytest
 from support.ports import random_base_port
 
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2_grpc
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 

@@ -24,9 +24,9 @@ from support.adminsupport import mq
 from support.clientsupport import Cluster, broker_cluster
 from support.mqproc import MqProcess, start_mq
 
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2_grpc
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 

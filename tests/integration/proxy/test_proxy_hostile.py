@@ -19,9 +19,9 @@ import pytest
 from support.clientsupport import Cluster, broker_cluster, create_topic
 from support.mqproc import MqProcess, start_mq
 
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2_grpc
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -32,7 +32,7 @@ STREAMS = 200
 FLOOD = """
 import asyncio, sys
 import grpc
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb, service_pb2 as spb
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb, service_pb2 as spb
 addr, topic, n = sys.argv[1], sys.argv[2], int(sys.argv[3])
 receive = spb.ReceiveMessageRequest(group=pb.Resource(name="PxFloodGroup"), batch_size=32,
                                     message_queue=pb.MessageQueue(topic=pb.Resource(name=topic)))

@@ -24,14 +24,14 @@ from rocketmq.v5.producer import Producer
 from support.clientsupport import Cluster, create_topic, until
 from support.mqproc import MqProcess, start_mq, start_namesrv, write_broker_props
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQBrokerError
 from mqtools.cluster.certs import make_local_certificates
 from mqtools.cluster.launcher import tls_properties
 from mqtools.common.javaprops import render_properties
 from mqtools.common.security import ClientSecurity, TlsClientOptions
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.remoting.bodies import TopicConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

@@ -29,10 +29,10 @@ from support.presetcluster import wait_for
 from support.promsupport import exporter, scrape
 from support.proxyclient import new_message, now_ms
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc
 from mqtools.client.admin.sync import SyncMQAdmin
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2_grpc
 from mqtools.remoting.bodies import TopicConfig
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]

@@ -9,13 +9,13 @@ import asyncio
 import pytest
 from support.proxyauth import FakeAuthenticator, headers
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.common.auth.model import Acl, Action, ResourceType
 from mqtools.proxy.auth import AuthenticationRefused
 from mqtools.proxy.authorize import Authorizer, access_requests
 from mqtools.proxy.config import ProxyConfig
 from mqtools.proxy.errors import Code
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
-from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.remoting.auth_bodies import AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo, acl_of
 
 

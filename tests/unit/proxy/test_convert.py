@@ -7,13 +7,13 @@ import hashlib
 
 import pytest
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.common import properties as P
 from mqtools.common import sysflag
 from mqtools.common.message import MessageExt
 from mqtools.proxy.config import ProxyConfig
 from mqtools.proxy.convert import delivery_ms, to_grpc, to_remoting
 from mqtools.proxy.errors import Code, ProxyError
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
 
 NOW = 1_790_000_000_000
 

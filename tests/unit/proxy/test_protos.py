@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import mqtools.proxy.protos as protos_pkg
-from mqtools.proxy.protos.generate import PROTOS, generate
+import mqtools.apis as protos_pkg
+from mqtools.apis.generate import PROTOS, generate
 
 ROOT = Path(protos_pkg.__file__).parent
 V2 = ROOT / "apache" / "rocketmq" / "v2"
@@ -36,8 +36,8 @@ def test_generated_modules_load_beside_the_official_clients_copy() -> None:
     default pool) and these load in one process."""
     from rocketmq.grpc_protocol import definition_pb2 as theirs
 
-    from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as ours
-    from mqtools.proxy.protos.apache.rocketmq.v2 import service_pb2
+    from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as ours
+    from mqtools.apis.apache.rocketmq.v2 import service_pb2
 
     msg = ours.Message(body=b"x")
     msg.topic.name = "T"

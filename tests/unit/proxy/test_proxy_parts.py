@@ -10,6 +10,7 @@ import pytest
 
 from mqtools.common.hashing import java_hash
 from mqtools.common.message import MessageExt
+from mqtools.common.tls import TlsMode
 from mqtools.proxy.config import ProxyConfig, ProxyConfigError, load_file
 from mqtools.proxy.errors import Code, ProxyError, status_of
 from mqtools.proxy.popping import apply_receipts, tag_matched, tags_of
@@ -124,10 +125,25 @@ def test_config_reads_apaches_json_keys(tmp_path: Path) -> None:
     ({"proxyMode": "remote"}, "'cluster' or 'local'"),  # local: `mq proxy start` refuses it (the broker hosts it)
     ({"grpcServerPort": "x"}, "grpcServerPort"),
     ({"grpcServerPort": 70000}, "port"),
+    ({"tls.server.mode": "lenient"}, "expected one of disabled, permissive, enforcing"),
+    ({"tls.server.mode": "permissive"}, "needs tlsCertPath and tlsKeyPath"),
 ])
 def test_config_refuses_what_it_cannot_use(values: dict, words: str) -> None:
     with pytest.raises(ProxyConfigError, match=words):
         ProxyConfig().apply(values)
+
+
+@pytest.mark.parametrize(("values", "mode"), [
+    ({}, TlsMode.DISABLED),
+    ({"tlsCertPath": "c.pem", "tlsKeyPath": "k.pem"}, TlsMode.PERMISSIVE),  # Apache's default with a certificate
+    ({"tlsCertPath": "c.pem", "tlsKeyPath": "k.pem", "tls.server.mode": "ENFORCING"}, TlsMode.ENFORCING),
+    ({"tlsCertPath": "c.pem", "tlsKeyPath": "k.pem", "tls.server.mode": "disabled"}, TlsMode.DISABLED),
+    ({"tls.server.mode": "disabled"}, TlsMode.DISABLED),
+])
+def test_config_tls_server_mode(values: dict, mode: TlsMode) -> None:
+    config = ProxyConfig()
+    config.apply(values)
+    assert config.tls_mode is mode
 
 
 def test_config_file_that_is_not_json_is_one_line(tmp_path: Path) -> None:

@@ -5,11 +5,11 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.common.auth.model import Acl
 from mqtools.common.mqversion import version_desc
 from mqtools.common.security import SessionCredentials
 from mqtools.proxy.clients import Clients
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.proxy.remoting import ProxyRemoting, connection, consumer_connection
 from mqtools.remoting.acl import sign
 from mqtools.remoting.auth_bodies import AclInfo, UserInfo, acl_of

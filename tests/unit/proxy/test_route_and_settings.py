@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.proxy.config import ProxyConfig
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.proxy.route import accept_types, assignments, proxy_endpoints, route_queues
 from mqtools.proxy.settings import GroupPolicy, answer
 from mqtools.remoting.bodies import BrokerData, QueueData, TopicRouteData

@@ -1,5 +1,5 @@
 # ruff: noqa
-# Generated from apache/rocketmq/v2/definition.proto (apache/rocketmq-apis) by grpcio-tools, then by mqtools/proxy/protos/generate.py: imports under mqtools.proxy.protos,
+# Generated from apache/rocketmq/v2/definition.proto (apache/rocketmq-apis) by grpcio-tools, then by mqtools/apis/generate.py: imports under mqtools.apis,
 # descriptors in the private pool of _pool.py. Do not edit: regenerate with `make protos`.
 import datetime
 

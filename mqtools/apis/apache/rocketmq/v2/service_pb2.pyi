@@ -1,11 +1,11 @@
 # ruff: noqa
-# Generated from apache/rocketmq/v2/service.proto (apache/rocketmq-apis) by grpcio-tools, then by mqtools/proxy/protos/generate.py: imports under mqtools.proxy.protos,
+# Generated from apache/rocketmq/v2/service.proto (apache/rocketmq-apis) by grpcio-tools, then by mqtools/apis/generate.py: imports under mqtools.apis,
 # descriptors in the private pool of _pool.py. Do not edit: regenerate with `make protos`.
 import datetime
 
 from google.protobuf import duration_pb2 as _duration_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
-from mqtools.proxy.protos.apache.rocketmq.v2 import definition_pb2 as _definition_pb2
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as _definition_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message

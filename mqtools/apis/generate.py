@@ -3,7 +3,7 @@
 The three .proto files beside this script are Apache's, unmodified. Their generated modules are kept in
 the tree (so `make install` needs no protoc), with two changes made here after protoc runs:
 
-* imports are absolute under `mqtools.proxy.protos`, so the modules load without the protos directory
+* imports are absolute under `mqtools.apis`, so the modules load without the protos directory
   on sys.path;
 * the descriptors go into a private pool (`_pool.POOL`), not protobuf's default one. The official Python
   client (`rocketmq-python-client`) registers its own, older copy of `apache.rocketmq.v2` in the default
@@ -12,7 +12,7 @@ the tree (so `make install` needs no protoc), with two changes made here after p
   classes of that pool, so set them with FromMilliseconds/FromDatetime, never with CopyFrom of a
   `google.protobuf.duration_pb2.Duration`.
 
-    python -m mqtools.proxy.protos.generate     # needs grpcio-tools
+    python -m mqtools.apis.generate     # needs grpcio-tools
 """
 
 from __future__ import annotations
@@ -24,21 +24,21 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 PROTOS = ("definition.proto", "service.proto", "admin.proto")
 HEADER = ("# ruff: noqa\n# Generated from {proto} (apache/rocketmq-apis) by grpcio-tools, then by {script}: imports "
-          "under mqtools.proxy.protos,\n# descriptors in the private pool of _pool.py. Do not edit: regenerate with "
+          "under mqtools.apis,\n# descriptors in the private pool of _pool.py. Do not edit: regenerate with "
           "`make protos`.\n")
 
 
 def _rewrite(path: Path, proto: str) -> None:
     text = path.read_text()
-    text = re.sub(r"^from apache\.rocketmq\.v2 import", "from mqtools.proxy.protos.apache.rocketmq.v2 import", text,
+    text = re.sub(r"^from apache\.rocketmq\.v2 import", "from mqtools.apis.apache.rocketmq.v2 import", text,
                   flags=re.MULTILINE)
     if path.name.endswith("_pb2.py"):
         if "_descriptor_pool.Default()" not in text:
             raise SystemExit(f"{path.name}: protoc's output changed shape (no _descriptor_pool.Default())")
         text = text.replace("from google.protobuf import descriptor_pool as _descriptor_pool\n",
-                            "from mqtools.proxy.protos._pool import POOL as _POOL\n")
+                            "from mqtools.apis._pool import POOL as _POOL\n")
         text = text.replace("_descriptor_pool.Default()", "_POOL")
-    path.write_text(HEADER.format(proto=f"apache/rocketmq/v2/{proto}", script="mqtools/proxy/protos/generate.py")
+    path.write_text(HEADER.format(proto=f"apache/rocketmq/v2/{proto}", script="mqtools/apis/generate.py")
                     + text)
 
 
