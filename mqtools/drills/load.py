@@ -103,14 +103,12 @@ class Counters:
     inflight: int = 0
 
 
-class Load:
-    """Producers and consumers on one topic and group; `run` sends until `end` (which may move)."""
+class LoadSchedule:
+    """What every drill load shares: the open-loop schedule, the counters, and waiting for what was sent to arrive.
+    A load sends message `i` in `_send` and records each operation with `_sent` and `_delivered`."""
 
-    def __init__(self, namesrv: str, topic: str, group: str, spec: LoadSpec, history: History,
-                 clock: Callable[[], float], brokers_by_addr: dict[str, str], run_id: str,
-                 security: ClientSecurity | None = None) -> None:
-        self.namesrv = namesrv
-        self.security = security
+    def __init__(self, topic: str, group: str, spec: LoadSpec, history: History, clock: Callable[[], float],
+                 brokers_by_addr: dict[str, str], run_id: str) -> None:
         self.topic = topic
         self.group = group
         self.spec = spec
@@ -120,13 +118,87 @@ class Load:
         self.run_id = run_id
         self.end = spec.duration
         self.counters = Counters()
-        self.producers: list[RecordingProducer] = []
-        self.consumers: list[PushConsumer] = []
         self._tasks: set[asyncio.Task] = set()
-        self._refresher: asyncio.Task | None = None
         self._expected: set[str] = set()
         self._received: set[str] = set()
         self._last_receive = 0.0
+
+    async def run(self, start: float) -> None:
+        """The constant-rate schedule from `start` until `self.end` (seconds on the drill clock)."""
+        i = 0
+        while True:
+            planned = start + i / self.spec.rate
+            if planned >= self.end:
+                break
+            delay = planned - self.clock()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            task = asyncio.create_task(self._send(i, planned))
+            self._tasks.add(task)
+            task.add_done_callback(self._tasks.discard)
+            i += 1
+        if self._tasks:
+            await asyncio.wait(set(self._tasks))
+
+    async def _send(self, i: int, planned: float) -> None:
+        raise NotImplementedError
+
+    def _sending(self, msg_id: str) -> float:
+        """A send begins: counted, expected; its invoke time."""
+        self._expected.add(msg_id)
+        self.counters.sent += 1
+        self.counters.inflight += 1
+        return self.clock()
+
+    def _sent(self, op: Op) -> None:
+        """A send ended: counted by its result (a definite failure is no longer expected) and kept."""
+        self.counters.inflight -= 1
+        if op.result == OK:
+            self.counters.ok += 1
+        elif op.result == FAIL:
+            self.counters.failed += 1
+            self._expected.discard(op.id)
+        else:
+            self.counters.unknown += 1
+        self.history.ops.append(op)
+
+    def _delivered(self, ops: list[Op], now: float) -> None:
+        self._received.update(op.id for op in ops)
+        self.history.ops.extend(ops)
+        self.counters.received += len(ops)
+        self._last_receive = now
+
+    def expect(self, ids: Iterable[str]) -> None:
+        """Messages sent outside `run` (the transactional load's) that `settle` waits for too."""
+        ids = set(ids)
+        self._expected |= ids
+        self.counters.sent += len(ids)
+        self.counters.ok += len(ids)
+
+    async def settle(self, quiet: float, cap: float) -> None:
+        """After the last send: until every sent message arrived, or none arrived for `quiet` s, or `cap` s."""
+        began = self.clock()
+        self._last_receive = max(self._last_receive, began)
+        while self.clock() - began < cap:
+            if not self._expected - self._received:
+                return
+            if self.clock() - self._last_receive >= quiet:
+                return
+            await asyncio.sleep(0.1)
+
+
+class Load(LoadSchedule):
+    """Producers and consumers on one topic and group; `run` sends until `end` (which may move)."""
+
+    def __init__(self, namesrv: str, topic: str, group: str, spec: LoadSpec, history: History,
+                 clock: Callable[[], float], brokers_by_addr: dict[str, str], run_id: str,
+                 security: ClientSecurity | None = None) -> None:
+        super().__init__(topic, group, spec, history, clock, brokers_by_addr, run_id)
+        self.namesrv = namesrv
+        self.security = security
+        self.producers: list[RecordingProducer] = []
+        self.consumers: list[PushConsumer] = []
+        self._refresher: asyncio.Task | None = None
 
     # life cycle ---------------------------------------------------------------------------
 
@@ -198,23 +270,6 @@ class Load:
 
     # sending ------------------------------------------------------------------------------
 
-    async def run(self, start: float) -> None:
-        """The constant-rate schedule from `start` until `self.end` (seconds on the drill clock)."""
-        i = 0
-        while True:
-            planned = start + i / self.spec.rate
-            if planned >= self.end:
-                break
-            delay = planned - self.clock()
-            if delay > 0:
-                await asyncio.sleep(delay)
-            task = asyncio.create_task(self._send(i, planned))
-            self._tasks.add(task)
-            task.add_done_callback(self._tasks.discard)
-            i += 1
-        if self._tasks:
-            await asyncio.wait(set(self._tasks))
-
     def _message(self, i: int) -> tuple[Message, str, str | None, int]:
         keys = self.spec.keys
         key = f"k{i % keys}" if keys else None
@@ -233,10 +288,7 @@ class Load:
         producer = self.producers[i % len(self.producers)]
         noted: list[tuple[str, int | None]] = []
         _attempts.set(noted)
-        self._expected.add(msg_id)
-        self.counters.sent += 1
-        self.counters.inflight += 1
-        invoke = self.clock()
+        invoke = self._sending(msg_id)
         op = Op(f"producer-{i % len(self.producers)}", SEND, msg_id, invoke, invoke, UNKNOWN, key=key, seq=seq,
                 planned=round(planned, 4))
         try:
@@ -253,25 +305,14 @@ class Load:
         op.complete = round(self.clock(), 4)
         op.invoke = round(invoke, 4)
         op.attempts = len(noted) or None
-        self.counters.inflight -= 1
-        if op.result == OK:
-            self.counters.ok += 1
-        elif op.result == FAIL:
-            self.counters.failed += 1
-            self._expected.discard(msg_id)
-        else:
-            self.counters.unknown += 1
-        self.history.ops.append(op)
+        self._sent(op)
 
     # receiving ----------------------------------------------------------------------------
 
     def _listener(self, client: str) -> Callable[[list[MessageExt]], ConsumeResult]:
         def listener(msgs: list[MessageExt]) -> ConsumeResult:
             now = round(self.clock(), 4)
-            for m in msgs:
-                self.history.ops.append(self._receive_op(client, m, now))
-            self.counters.received += len(msgs)
-            self._last_receive = now
+            self._delivered([self._receive_op(client, m, now) for m in msgs], now)
             return ConsumeResult.CONSUME_SUCCESS
 
         return listener
@@ -279,31 +320,12 @@ class Load:
     def _receive_op(self, client: str, m: MessageExt, now: float) -> Op:
         uniq = m.properties.get(P.UNIQ_KEY) or m.msg_id
         drill_id = m.properties.get(P.KEYS) or f"foreign:{uniq}"
-        self._received.add(drill_id)
         host = f"{m.store_host[0]}:{m.store_host[1]}"
         seq = m.properties.get(SEQ_PROPERTY)
         return Op(client, RECEIVE, drill_id, now, now, OK, key=m.properties.get(KEY_PROPERTY),
                   seq=int(seq) if seq and seq.isdigit() else None, msg_id=uniq,
                   broker=self.brokers_by_addr.get(host), queue=m.queue_id, offset=m.queue_offset,
                   commitlog_offset=m.commit_log_offset, size=m.store_size, store_host=host)
-
-    def expect(self, ids: Iterable[str]) -> None:
-        """Messages sent outside `run` (the transactional load's) that `settle` waits for too."""
-        ids = set(ids)
-        self._expected |= ids
-        self.counters.sent += len(ids)
-        self.counters.ok += len(ids)
-
-    async def settle(self, quiet: float, cap: float) -> None:
-        """After the last send: until every sent message arrived, or none arrived for `quiet` s, or `cap` s."""
-        began = self.clock()
-        self._last_receive = max(self._last_receive, began)
-        while self.clock() - began < cap:
-            if not self._expected - self._received:
-                return
-            if self.clock() - self._last_receive >= quiet:
-                return
-            await asyncio.sleep(0.1)
 
 
 def record_success(op: Op, result: SendResult) -> None:

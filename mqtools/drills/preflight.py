@@ -74,7 +74,8 @@ def choose_target(view: dict[str, Any], wanted: str | None, needs: str) -> Targe
     controllers = tuple(Node(n, a, "CONTROLLER")
                         for n, a in zip(view.get("controllerNames", []), view.get("controllers", []), strict=True)
                         ) if controlled else ()
-    target = Target(name, master, slave, master.role if master else None, namesrv, controllers)
+    proxies = tuple(Node(p["name"], p["addr"], "PROXY") for p in view.get("proxies", []))
+    target = Target(name, master, slave, master.role if master else None, namesrv, controllers, proxies)
     if needs.startswith("controller") and not controllers:
         raise ScenarioError(f"broker group {name} is not in controller mode: this drill needs a controller "
                             "(mq cluster up --preset 2m-2s-controller)")
@@ -83,6 +84,9 @@ def choose_target(view: dict[str, Any], wanted: str | None, needs: str) -> Targe
         raise ScenarioError(f"broker group {name} has no master registered")
     if needs in ("master", "slave") and slave is None:
         raise ScenarioError(f"broker group {name} has no slave: a {needs} drill needs one (try preset 2m-2s-sync)")
+    if needs == "proxy" and len(proxies) < 2:
+        raise ScenarioError("kill-proxy needs a local cluster with two or more gRPC proxies to move between (mq "
+                            "cluster up --proxies 2, or --preset, which brings two)")
     if needs == "namesrv" and namesrv is None:
         raise ScenarioError("kill-namesrv needs at least two name servers (mq cluster up --namesrv 2)")
     return target

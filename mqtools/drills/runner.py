@@ -35,10 +35,11 @@ from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import retry_topic
 from mqtools.drills.faults import Actions, CommandActions, DrillContext, LocalActions
 from mqtools.drills.history import OK, History
-from mqtools.drills.load import BALANCE_TIMEOUT, Counters, Load, LoadSpec
+from mqtools.drills.load import BALANCE_TIMEOUT, Counters, Load, LoadSchedule, LoadSpec
 from mqtools.drills.monitor import Monitor
 from mqtools.drills.preflight import UnknownTarget, choose_target, ha_verdict, layout
-from mqtools.drills.scenarios import SCENARIOS, Criteria, Node, ScenarioError
+from mqtools.drills.proxy_load import ProxyLoad
+from mqtools.drills.scenarios import PROXIES, SCENARIOS, Criteria, Node, ScenarioError
 from mqtools.drills.txn_load import TransactionLoad, check_back
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 
@@ -126,7 +127,8 @@ def run_drill(settings: DrillSettings, progress: Progress = lambda _: None) -> H
     try:
         try:
             launcher.up(launcher.UpOptions(settings.preset, root, count, settings.base_port, settings.overrides,
-                                           timeout=60.0, tls=settings.tls, netns=scenario.netns),
+                                           timeout=60.0, tls=settings.tls, netns=scenario.netns,
+                                           proxies=PROXIES if scenario.proxied else 0),
                         progress=lambda line: progress(
                 DrillStatus("starting cluster", 0.0, settings.load.duration, Counters(), line)))
         except PresetError as exc:
@@ -177,6 +179,9 @@ def _cluster(settings: DrillSettings) -> tuple[str, Path | None, ClientSecurity 
 async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progress: Progress,
                  fresh: bool, security: ClientSecurity | None) -> History:
     scenario = SCENARIOS[settings.scenario]
+    if scenario.proxied and settings.load.keys:
+        # the proxied load's clients send unordered (no message groups): the report says keys 0, not what was asked
+        settings = replace(settings, load=replace(settings.load, keys=0))
     spec = settings.load
     seed = settings.seed if settings.seed is not None else random.randrange(1 << 31)
     run_id = f"{random.Random(seed).randrange(16 ** 8):08x}"
@@ -191,6 +196,8 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
     async with MQAdmin(namesrv, timeout=3.0, security=security) as admin:
         try:
             view = await layout(admin, names)
+            view["proxies"] = [{"name": p.name, "addr": p.addr} for p in state.procs if p.kind == "proxy"] \
+                if state is not None else []
             target = choose_target(view, settings.target, scenario.needs)
         except UnreachableError as exc:
             raise DrillError(f"cluster unreachable: {exc}", EXIT_UNREACHABLE) from None
@@ -209,8 +216,12 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
         txn = TransactionLoad(namesrv, topic, f"{group}_TX", spec, run_id, clock.base,
                               Path(tempfile.mkdtemp(prefix="mq-drill-txn-")), security) if scenario.transactional \
             else None
-        load = Load(namesrv, topic, group, spec if txn is None else replace(spec, producers=0), history, clock,
-                    {b["addr"]: b["brokerName"] for b in view["brokers"]}, run_id, security)
+        brokers_by_addr = {b["addr"]: b["brokerName"] for b in view["brokers"]}
+        load: Load | ProxyLoad = \
+            ProxyLoad([p.addr for p in target.proxies], topic, group, spec, history, clock, brokers_by_addr, run_id,
+                      security) if scenario.proxied else \
+            Load(namesrv, topic, group, spec if txn is None else replace(spec, producers=0), history, clock,
+                 brokers_by_addr, run_id, security)
         ctx = DrillContext(admin, actions, target, history, clock, topic=topic, group=group,
                            fault_for=history.meta["settings"]["faultFor"], poll_interval=spec.poll_interval)
         ctx.txn, ctx.txn_send_for = txn, max(2.0, spec.duration / 3)
@@ -262,7 +273,7 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
     return history
 
 
-async def _inject(ctx: DrillContext, inject: Any, load: Load, fault_at: float, spec: LoadSpec) -> None:
+async def _inject(ctx: DrillContext, inject: Any, load: LoadSchedule, fault_at: float, spec: LoadSpec) -> None:
     """At the fault moment, run the scenario; then keep the load going at least a third of the duration."""
     await asyncio.sleep(max(0.0, fault_at - ctx.clock()))
     load.end = math.inf  # the schedule keeps going however long the scenario's steps take
@@ -304,7 +315,7 @@ async def _settle_transactions(txn: TransactionLoad, admin: MQAdmin, master: Nod
 class Ticker:
     """Feeds the progress display four times a second with the phase, the counters and the last event."""
 
-    def __init__(self, progress: Progress, load: Load, history: History, clock: Callable[[], float],
+    def __init__(self, progress: Progress, load: LoadSchedule, history: History, clock: Callable[[], float],
                  duration: float) -> None:
         self.progress = progress
         self.load = load

@@ -84,6 +84,9 @@ class Target:
     namesrv: Node | None
     controllers: tuple[Node, ...] = ()
     """Controller mode: the group's controllers (its brokers' controllerAddr); empty otherwise."""
+    proxies: tuple[Node, ...] = ()
+    """The cluster's gRPC proxies (local clusters: the state dir's), in the order the proxied load's clients try
+    them; empty when it has none."""
 
     @property
     def controller_mode(self) -> bool:
@@ -95,7 +98,7 @@ class Target:
 
         return {"brokerName": self.broker_name, "master": node(self.master), "slave": node(self.slave),
                 "sendMode": self.send_mode, "namesrv": node(self.namesrv),
-                "controllers": [node(n) for n in self.controllers]}
+                "controllers": [node(n) for n in self.controllers], "proxies": [node(n) for n in self.proxies]}
 
 
 class FaultContext(Protocol):
@@ -142,8 +145,8 @@ class Scenario:
     summary: str
     expected: str
     needs: str
-    """"master", "slave", "namesrv", "controller" or "controller-master": what must exist for the drill to make
-    sense (the last two: a controller-mode group, and for the second one with a master and a slave)."""
+    """"master", "slave", "namesrv", "proxy", "controller" or "controller-master": what must exist for the drill to
+    make sense (the last two: a controller-mode group, and for the second one with a master and a slave)."""
     inject: Callable[[FaultContext], Awaitable[None]]
     criteria: Criteria
     async_criteria: Criteria | None = None
@@ -158,6 +161,9 @@ class Scenario:
     """The clusters the scenario is made for: classic master/slave, controller mode, or both."""
     netns: bool = False
     """It partitions processes: a fresh preset cluster for it runs in network namespaces."""
+    proxied: bool = False
+    """The load reaches the cluster through its gRPC proxies (mqtools.drills.proxy_load); a fresh preset cluster
+    for it gets PROXIES of them."""
 
     def criteria_for(self, send_mode: str | None, controller_mode: bool = False) -> Criteria:
         if controller_mode and self.controller_criteria is not None:
@@ -246,6 +252,11 @@ async def kill_slave(ctx: FaultContext) -> None:
     await ctx.fault(_need(ctx.target.slave, "slave"), signal.SIGKILL)
 
 
+async def kill_proxy(ctx: FaultContext) -> None:
+    """The proxy every client of the proxied load starts on: all of them must move to another."""
+    await ctx.fault(_need(ctx.target.proxies[0] if ctx.target.proxies else None, "proxy"), signal.SIGKILL)
+
+
 async def kill_namesrv(ctx: FaultContext) -> None:
     await ctx.fault(_need(ctx.target.namesrv, "second name server"), signal.SIGKILL)
 
@@ -291,6 +302,8 @@ PARTITION_TIME = 8.0
 #: flaky-link: the slave's link is cut FLAP_CUT seconds of every FLAP_PERIOD (shorter than the heartbeat
 #: timeout, so no election is due).
 FLAP_PERIOD, FLAP_CUT = 1.0, 0.3
+#: The proxies a fresh preset cluster gets for a proxied drill: the one killed and one to move to.
+PROXIES = 2
 
 SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("kill-master", "SIGKILL the target group's master and keep the load going (no restart).",
@@ -314,6 +327,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("kill-namesrv", "SIGKILL one of several name servers (the first).",
              "Clients move to the other name server: no send fails, nothing is lost, order holds.",
              "namesrv", kill_namesrv, replace(_SYNC_LOSS, max_failed=0, max_order_violations=0)),
+    Scenario("kill-proxy", "SIGKILL the gRPC proxy the clients use (of two or more); producers and consumers reach "
+                           "the cluster only through the proxies (RocketMQ 5's gRPC clients).",
+             "The clients move to another proxy: no acknowledged message is lost and sends come back within the RTO "
+             "bound; what a consumer received through the dead proxy and had not acknowledged comes again after its "
+             "invisible time (a duplicate, not a loss).",
+             "proxy", kill_proxy, replace(_SYNC_LOSS, toolkit_truth=False), modes=BOTH, proxied=True),
     Scenario("drain-master", "The maintenance runbook: wipe the group's write permission, wait until producers "
                              "have left it and its slave has caught up (ha ready), stop the master gracefully, "
                              "start it, add the permission back.",
@@ -382,6 +401,6 @@ def scenario_list_view(scenarios: Collection[Scenario]) -> View:
                            "faultFor": s.fault_for, "criteria": s.criteria.to_json(),
                            "asyncCriteria": s.async_criteria.to_json() if s.async_criteria else None,
                            "controllerCriteria": s.controller_criteria.to_json() if s.controller_criteria else None,
-                           "modes": sorted(s.modes), "netns": s.netns}
+                           "modes": sorted(s.modes), "netns": s.netns, "proxied": s.proxied}
                           for s in scenarios]}
     return View("DrillScenarioList", [Column("SCENARIO"), Column("WHAT IT DOES"), Column("EXPECTED")], rows, data)

@@ -156,7 +156,7 @@ class _Display:
 @app.command("run")
 def run(
     scenario: Annotated[str, typer.Argument(help="kill-master, pause-master, restart-master, kill-slave, "
-                                                 "kill-namesrv, drain-master; in controller mode also "
+                                                 "kill-namesrv, drain-master, kill-proxy; in controller mode also "
                                                  "restart-old-master, kill-controller-leader, "
                                                  "kill-master-and-controller-leader (mq admin drill list).")],
     state_dir: DirOpt = None,
