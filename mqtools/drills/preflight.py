@@ -85,8 +85,8 @@ def choose_target(view: dict[str, Any], wanted: str | None, needs: str) -> Targe
     if needs in ("master", "slave") and slave is None:
         raise ScenarioError(f"broker group {name} has no slave: a {needs} drill needs one (try preset 2m-2s-sync)")
     if needs == "proxy" and len(proxies) < 2:
-        raise ScenarioError("kill-proxy needs a local cluster with two or more gRPC proxies to move between (mq "
-                            "cluster up --proxies 2, or --preset, which brings two)")
+        raise ScenarioError("kill-proxy needs two or more gRPC proxies to move between (a local cluster from mq "
+                            "cluster up --proxies 2, --preset, which brings two, or -n with --proxies A,B)")
     if needs == "namesrv" and namesrv is None:
         raise ScenarioError("kill-namesrv needs at least two name servers (mq cluster up --namesrv 2)")
     return target

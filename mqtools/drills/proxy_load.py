@@ -43,10 +43,14 @@ MOVE_ON = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEE
 
 
 class ProxyClient:
-    """One client's channels to every proxy and the one it uses now; `move_on` takes the next."""
+    """One client's channels to every proxy and the one it uses now; `move_on` takes the next. Before its first call
+    to a proxy it opens a Telemetry stream there and reports its settings, as the 5.x clients do (Apache's proxy
+    reads a consumer's settings in ReceiveMessage and has none for a client that never reported them)."""
 
-    def __init__(self, name: str, proxies: list[str], security: ClientSecurity | None) -> None:
+    def __init__(self, name: str, proxies: list[str], security: ClientSecurity | None,
+                 settings: pb.Settings) -> None:
         self.name = name
+        self.settings = settings
         self.client_id = f"mq-drill-{name}-{id(self):x}"
         self.proxies = proxies
         self.current = 0
@@ -58,6 +62,7 @@ class ProxyClient:
                           else grpc.aio.insecure_channel(p) for p in proxies]
         self._meta = (("x-mq-client-id", self.client_id), ("x-mq-language", "PYTHON"),
                       ("x-mq-client-version", "mq-drill"), ("x-mq-protocol", "v2"))
+        self._telemetry: dict[int, tuple[asyncio.Queue[bytes | None], asyncio.Task]] = {}
 
     @property
     def proxy(self) -> str:
@@ -72,18 +77,62 @@ class ProxyClient:
         host, port = self.proxy.rsplit(":", 1)
         return pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))])
 
+    async def _reported(self, at: int, timeout: float) -> None:
+        """The proxy `at` has this client's settings: a Telemetry stream opened there once, its first command the
+        settings, answered before the first call (a stream that broke is opened again)."""
+        opened = self._telemetry.get(at)
+        if opened is not None and not opened[1].done():
+            return
+        outbound: asyncio.Queue[bytes | None] = asyncio.Queue()
+        settings = pb.Settings()
+        settings.CopyFrom(self.settings)
+        host, port = self.proxies[at].rsplit(":", 1)
+        settings.access_point.CopyFrom(pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))]))
+        outbound.put_nowait(spb.TelemetryCommand(settings=settings).SerializeToString())
+
+        async def commands() -> Any:
+            while (command := await outbound.get()) is not None:
+                yield command
+
+        stream = self._channels[at].stream_stream(SERVICE + "Telemetry")(commands(), metadata=self._meta)
+        answered = asyncio.get_running_loop().create_future()
+
+        async def read() -> None:
+            with contextlib.suppress(grpc.aio.AioRpcError, asyncio.CancelledError):
+                async for raw in stream:
+                    if not answered.done():
+                        answered.set_result(spb.TelemetryCommand.FromString(raw))
+            if not answered.done():
+                answered.set_exception(grpc.aio.AioRpcError(grpc.StatusCode.UNAVAILABLE, grpc.aio.Metadata(),
+                                                            grpc.aio.Metadata(), "the Telemetry stream ended"))
+
+        answered.add_done_callback(lambda f: f.cancelled() or f.exception())  # read here or not at all
+        self._telemetry[at] = (outbound, asyncio.create_task(read()))
+        try:
+            await asyncio.wait_for(asyncio.shield(answered), timeout)
+        except TimeoutError:
+            raise grpc.aio.AioRpcError(grpc.StatusCode.DEADLINE_EXCEEDED, grpc.aio.Metadata(), grpc.aio.Metadata(),
+                                       "no answer to the client's settings") from None
+
     async def unary(self, method: str, request: Any, answer: type, timeout: float) -> Any:
         """The answer of the proxy in use; grpc.aio.AioRpcError for a transport failure."""
-        raw = await self._channels[self.current].unary_unary(SERVICE + method)(
+        at = self.current
+        await self._reported(at, timeout)
+        raw = await self._channels[at].unary_unary(SERVICE + method)(
             request.SerializeToString(), metadata=self._meta, timeout=timeout)
         return answer.FromString(raw)
 
-    def receive(self, request: spb.ReceiveMessageRequest) -> tuple[int, Any]:
+    async def receive(self, request: spb.ReceiveMessageRequest) -> tuple[int, Any]:
         at = self.current
+        await self._reported(at, LONG_POLL)
         return at, self._channels[at].unary_stream(SERVICE + "ReceiveMessage")(
             request.SerializeToString(), metadata=self._meta, timeout=LONG_POLL + 5)
 
     async def close(self) -> None:
+        for outbound, reader in self._telemetry.values():
+            outbound.put_nowait(None)
+            reader.cancel()
+        await asyncio.gather(*(r for _, r in self._telemetry.values()), return_exceptions=True)
         await asyncio.gather(*(c.close() for c in self._channels), return_exceptions=True)
 
 
@@ -95,12 +144,27 @@ class ProxyLoad(LoadSchedule):
                  security: ClientSecurity | None = None) -> None:
         super().__init__(topic, group, spec, history, clock, brokers_by_addr, run_id)
         self.proxies = proxies
-        self.producers = [ProxyClient(f"producer-{i}", proxies, security) for i in range(max(1, spec.producers))]
-        self.consumers = [ProxyClient(f"consumer-{i}", proxies, security) for i in range(max(1, spec.consumers))]
+        self.producers = [ProxyClient(f"producer-{i}", proxies, security, self._settings(pb.PRODUCER))
+                          for i in range(max(1, spec.producers))]
+        self.consumers = [ProxyClient(f"consumer-{i}", proxies, security, self._settings(pb.SIMPLE_CONSUMER))
+                          for i in range(max(1, spec.consumers))]
         self._ids = UniqueKeyGenerator()
         self._receivers: list[asyncio.Task] = []
         self._queues: dict[str, list[pb.MessageQueue]] = {}
         self._stopping = False
+
+    def _settings(self, kind: int) -> pb.Settings:
+        """What a 5.x producer or SimpleConsumer reports of itself (the access point is added per proxy)."""
+        settings = pb.Settings(client_type=kind, user_agent=pb.UA(language=pb.PYTHON, version="mq-drill"))
+        settings.request_timeout.FromMilliseconds(int(self.spec.send_timeout * 1000))
+        topic = pb.Resource(name=self.topic)
+        if kind == pb.PRODUCER:
+            settings.publishing.CopyFrom(pb.Publishing(topics=[topic], validate_message_type=True))
+        else:
+            settings.subscription.CopyFrom(pb.Subscription(group=pb.Resource(name=self.group), subscriptions=[
+                pb.SubscriptionEntry(topic=topic, expression=pb.FilterExpression(type=pb.TAG, expression="*"))]))
+            settings.subscription.long_polling_timeout.FromMilliseconds(int(LONG_POLL * 1000))
+        return settings
 
     # life cycle ---------------------------------------------------------------------------
 
@@ -213,8 +277,9 @@ class ProxyLoad(LoadSchedule):
             request.invisible_duration.FromMilliseconds(int(INVISIBLE * 1000))
             request.long_polling_timeout.FromMilliseconds(int(LONG_POLL * 1000))
             got: list[pb.Message] = []
-            at, call = consumer.receive(request)
+            at = consumer.current
             try:
+                at, call = await consumer.receive(request)
                 async for raw in call:
                     answer = spb.ReceiveMessageResponse.FromString(raw)
                     if answer.WhichOneof("content") == "message":

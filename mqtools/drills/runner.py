@@ -86,6 +86,8 @@ class DrillSettings:
     """For a cluster given by -n: TLS (and credentials) its clients need; a local cluster's come from its state."""
     tls: bool = False
     """With --preset: bring the cluster up with TLS on every port (mq cluster up --tls)."""
+    proxies: list[str] = field(default_factory=list)
+    """For a cluster given by -n: its gRPC proxies (host:port), in the order the proxied load's clients try them."""
 
 
 @dataclass(slots=True)
@@ -197,7 +199,7 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
         try:
             view = await layout(admin, names)
             view["proxies"] = [{"name": p.name, "addr": p.addr} for p in state.procs if p.kind == "proxy"] \
-                if state is not None else []
+                if state is not None else [{"name": a, "addr": a} for a in settings.proxies]
             target = choose_target(view, settings.target, scenario.needs)
         except UnreachableError as exc:
             raise DrillError(f"cluster unreachable: {exc}", EXIT_UNREACHABLE) from None

@@ -71,7 +71,8 @@ def test_scale_runs_mq_alone_without_the_jvm(tmp_path: Path) -> None:
     assert lines[-1].startswith("scale (mq alone") and "mq first_ms" in lines[-1]
 
 
-@pytest.mark.parametrize("name", ["controller_failover", "peers", "spark_kafka", "spark_load", "trace_cost"])
+@pytest.mark.parametrize("name", ["controller_failover", "peers", "proxy_failover", "spark_kafka", "spark_load",
+                                  "trace_cost"])
 def test_bench_not_run_here_still_imports(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.syspath_prepend(str(BENCH))
     spec = importlib.util.spec_from_file_location(f"bench_{name}", BENCH / f"{name}.py")

@@ -168,6 +168,9 @@ def run(
     fault_cmd: FaultCmdOpt = None,
     heal_cmd: HealCmdOpt = None,
     target: TargetOpt = None,
+    proxies: Annotated[Optional[str], typer.Option(  # noqa: UP045 - typer needs Optional
+        "--proxies", help="With -n: the cluster's gRPC proxies (host:port, comma-separated) in the order "
+                          "kill-proxy's clients try them; a local cluster's come from its state.")] = None,
     rate: Annotated[float, typer.Option("--rate", min=0.1, help="Messages per second (constant).")] = 100.0,
     duration: Annotated[float, typer.Option("--duration", min=1.0, help="Seconds of load.")] = 60.0,
     producers: Annotated[int, typer.Option("--producers", min=1, help="Producer clients.")] = 2,
@@ -213,12 +216,15 @@ def run(
     from mqtools.drills.runner import DrillSettings, run_drill
 
     addr, state_dir, security = _where(namesrv, context, state_dir, preset, options)
+    if proxies is not None and addr is None:
+        raise usage("--proxies names the proxies of a cluster given by -n; a local cluster's are in its state")
     settings = DrillSettings(
         scenario, LoadSpec(rate, duration, producers, consumers, size, keys, poll_interval=poll_interval),
         state_dir=state_dir, preset=preset, base_port=base_port, namesrv_count=namesrvs,
         overrides=parse_sets(sets or []), namesrv=addr, fault_cmd=fault_cmd, heal_cmd=heal_cmd, target=target,
         fault_at=fault_at, fault_for=fault_for, max_rto=max_rto, max_lost=max_lost, max_duplicates=max_duplicates,
-        seed=seed, security=security, tls=tls and preset is not None)
+        seed=seed, security=security, tls=tls and preset is not None,
+        proxies=[p.strip() for p in (proxies or "").split(",") if p.strip()])
     display = _Display(scenario)
     try:
         result = run_drill(settings, display)

@@ -200,6 +200,8 @@ def test_an_unknown_scenario_and_a_missing_state_dir_are_usage_errors(tmp_path: 
     one_line_error(mq("admin", "drill", "run", "kill-everything", "--preset", "2m-2s-sync"), 2, "unknown scenario")
     one_line_error(mq("admin", "drill", "run", "kill-master", "--dir", str(tmp_path / "none")), 2, "no cluster")
     one_line_error(mq("admin", "drill", "run", "kill-master", "--preset", "9m-0s"), 2, "unknown preset")
+    one_line_error(mq("admin", "drill", "run", "kill-proxy", "--dir", str(tmp_path), "--proxies", "127.0.0.1:1"), 2,
+                   "--proxies names the proxies of a cluster given by -n")
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not a history\n")
     one_line_error(mq("admin", "drill", "check", str(bad)), 2, "line 1")
