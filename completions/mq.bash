@@ -200,7 +200,7 @@ _mq() {
         mq_admin_drill_run) words="--base-port --consumers --context --dir --duration --fault-at --fault-cmd --fault-for --heal-cmd --history --keys --max-duplicates --max-lost --max-rto --namesrv --namesrvs --output --poll-interval --preset --producers --proxies --rate --seed --set --size --target --tls --tls-ca --tls-cert --tls-key -n -o --help" ;;
         mq_admin_drill_soak) words="--base-port --consumers --duration --history-dir --keep-all --keys --output --poll-interval --presets --producers --rate --runs --scenarios --seed --set --size --vary -o --help" ;;
         mq_admin_group) words="connections consume-mode create delete list progress status update --help" ;;
-        mq_admin_group_connections) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
+        mq_admin_group_connections) words="--context --namesrv --output --proxy --timeout --watch -n -o -p -w --help" ;;
         mq_admin_group_consume-mode) words="--broker-addr --cluster --context --namesrv --output --set --share-queues --timeout --topic -b -c -n -o -t --help" ;;
         mq_admin_group_create) words="--broadcast --broker-addr --broker-id --cluster --consume --context --from-min --namesrv --no-broadcast --no-consume --no-from-min --no-notify --no-orderly --notify --orderly --output --retry-max-times --retry-queues --slow-broker-id --timeout -b -c -n -o --help" ;;
         mq_admin_group_delete) words="--broker-addr --cluster --context --namesrv --remove-offsets --timeout --yes -b -c -n -y --help" ;;

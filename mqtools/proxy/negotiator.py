@@ -41,10 +41,18 @@ class ProtocolNegotiator:
         self._server: asyncio.Server | None = None
         self._relays: set[asyncio.Task] = set()
 
-    async def start(self) -> int:
-        """Listen; the bound port (the one asked for, or the one chosen for port 0)."""
-        self._server = await asyncio.start_server(self._accept, self.host, self.port)
+    async def bind(self) -> int:
+        """Bind and listen without accepting yet; the bound port (the one asked for, or the one chosen for 0)."""
+        self._server = await asyncio.start_server(self._accept, self.host, self.port, start_serving=False)
         self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def start(self) -> int:
+        """Accept connections (once grpc's loopback ports serve: a relay made earlier would be refused)."""
+        if self._server is None:
+            await self.bind()
+        assert self._server is not None
+        await self._server.start_serving()
         return self.port
 
     async def close(self) -> None:

@@ -288,6 +288,8 @@ class ProxyServer:
                                           authorizer=authorizer, cluster=cfg.rocketmq_cluster_name, tls=tls)
             await self.remoting.start()
         await self._server.start()
+        if self.negotiator is not None:
+            await self.negotiator.start()
         self._sweeper = asyncio.create_task(self._sweep())
 
     async def _bind(self) -> int:
@@ -304,7 +306,7 @@ class ProxyServer:
             self.negotiator = ProtocolNegotiator(self.config.grpc_bind_address, self.config.grpc_server_port,
                                                  tls_port=inner[0], plain_port=inner[1])
             try:
-                return await self.negotiator.start()
+                return await self.negotiator.bind()
             except OSError as exc:
                 raise OSError(f"cannot listen on {where}: {exc.strerror or exc}") from None
         bound = self._server.add_insecure_port(where) if credentials is None \

@@ -136,6 +136,11 @@ def cluster_given(namesrv: str | None, context: str | None) -> tuple[str | None,
     return _group[0].namesrv, _group[0].context
 
 
+ProxiesOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
+    "-p", "--proxy", help="A proxy's remoting address (host:port, its remotingListenPort; repeat for more). "
+                          "Default: the context's proxies.")]
+
+
 def proxies_given(proxies: list[str] | None, namesrv: str | None, context: str | None, *,
                   required: bool) -> tuple[str, ...]:
     """--proxy as given, else the proxies of the context the command resolves to (mq cluster up --proxy --context,

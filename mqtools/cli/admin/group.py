@@ -14,6 +14,7 @@ import typer
 from mqtools.cli.admin.common import (
     BrokerOpt,
     ClusterOpt,
+    ProxiesOpt,
     YesOpt,
     confirm,
     one_target,
@@ -187,16 +188,21 @@ def progress(
 def connections(
     s: Session,
     group: GroupArg,
+    proxies: ProxiesOpt = None,
 ) -> None:
-    """The group's online clients and what they subscribe to (none online: an empty list).
+    """The group's online clients and what they subscribe to (none online: an empty list); with proxies (-p, or
+    the context's) also its RocketMQ 5 gRPC clients, which only the proxies see.
 
     Example: mq admin group connections OrderConsumers
     """
+    asked = s.proxies(proxies)
 
     async def build(admin: MQAdmin) -> View:
         from mqtools.client.admin.models.groups import group_connections_view
 
-        return group_connections_view(group, await admin.groups.online_connections(group))
+        online = await admin.groups.online_connections(group)
+        return group_connections_view(group, online, await admin.proxies.group_clients(asked, group) if asked
+                                      else None)
 
     s.show(build)
 

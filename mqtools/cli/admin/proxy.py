@@ -1,7 +1,7 @@
 """`mq admin proxy status|clients`: RocketMQ 5 proxies and the gRPC clients they serve.
 
-The brokers never see a proxy's gRPC consumers, so `group connections` calls a group served through proxies
-"not online"; each proxy answers for its own clients on its remoting port (Apache's remotingListenPort,
+The brokers never see a proxy's gRPC consumers, so `group connections` lists them only from the proxies it is
+given (-p, or the context's); each proxy answers for its own clients on its remoting port (Apache's remotingListenPort,
 8080). Every consumer group and topic of the cluster is asked about, plus those given with -g/-t. Apache's
 mqadmin 5.5 has no proxy command, so there is no classic spelling.
 """
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
+from mqtools.cli.admin.common import ProxiesOpt
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import View
 
@@ -21,9 +22,6 @@ if TYPE_CHECKING:
 
 app = typer.Typer(help="RocketMQ 5 proxies: their gRPC clients, per proxy and per client.", no_args_is_help=True)
 
-ProxiesOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
-    "-p", "--proxy", help="A proxy's remoting address (host:port, its remotingListenPort; repeat for more). "
-                          "Default: the context's proxies.")]
 GroupsOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
     "-g", "--group", help="Also ask about this consumer group (with the name server down, only these are asked).")]
 TopicsOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045

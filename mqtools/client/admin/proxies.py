@@ -15,7 +15,14 @@ import asyncio
 from collections.abc import Sequence
 
 from mqtools.client.admin.base import AdminService, reason_of
-from mqtools.client.admin.models.proxies import CONSUMER_KINDS, PRODUCER, ProxyClient, ProxyClients, ProxyRead
+from mqtools.client.admin.models.proxies import (
+    CONSUMER_KINDS,
+    PRODUCER,
+    GroupProxyClients,
+    ProxyClient,
+    ProxyClients,
+    ProxyRead,
+)
 from mqtools.client.errors import MQBrokerError, MQClientError, UnreachableError
 from mqtools.common.mqversion import version_desc
 from mqtools.common.presentation import Unreachable
@@ -94,3 +101,9 @@ class ProxyAdmin(AdminService):
         reads = await asyncio.gather(*(self._read(p, asked_groups, asked_topics) for p in proxies))
         return ProxyClients([r for r in reads if isinstance(r, ProxyRead)], asked_groups, asked_topics,
                             listing_error, [r for r in reads if isinstance(r, Unreachable)])
+
+    async def group_clients(self, proxies: Sequence[str], group: str) -> GroupProxyClients:
+        """One group's gRPC clients on each of `proxies` (asked about that group alone)."""
+        reads = await asyncio.gather(*(self._read(p, [group], []) for p in proxies))
+        return GroupProxyClients(list(proxies), [c for r in reads if isinstance(r, ProxyRead) for c in r.clients],
+                                 [r for r in reads if isinstance(r, Unreachable)])

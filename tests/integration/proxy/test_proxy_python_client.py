@@ -281,6 +281,14 @@ def test_the_toolkit_reads_the_proxys_grpc_clients_where_the_brokers_see_none(pr
         assert published == set(TOPICS) and doc["listingError"] is None
         assert json_of(mq("admin", "group", "connections", "PxGroupSeen", "-o", "json", namesrv=cluster.namesrv.addr),
                        "GroupConnections")["clients"] == []
+        # given the proxy, group connections lists the gRPC consumer beside the brokers' (none), and a dead proxy
+        # makes it partial
+        through = json_of(mq("admin", "group", "connections", "PxGroupSeen", "-p", remoting, "-p", "127.0.0.1:1",
+                             "-o", "json", namesrv=cluster.namesrv.addr), "GroupConnections", exit_code=4)
+        assert through["clients"] == [] and through["proxyClients"] == seen and through["partial"]
+        assert [u["addr"] for u in through["unreachable"]] == ["127.0.0.1:1"]
+        table = mq("admin", "group", "connections", "PxGroupSeen", "-p", remoting, namesrv=cluster.namesrv.addr)
+        assert "(SIMPLE)" in table.stdout and "1 through the proxies asked" in table.stdout, table.stdout + table.stderr
 
         dead = "127.0.0.1:1"
         status = json_of(mq("admin", "proxy", "status", "-p", remoting, "-p", dead, "-o", "json",

@@ -27,7 +27,8 @@ from mqtools.client.admin.models.groups import (
     offset_reset_view,
     producer_connections_view,
 )
-from mqtools.common.presentation import cell
+from mqtools.client.admin.models.proxies import GroupProxyClients, ProxyClient
+from mqtools.common.presentation import Unreachable, cell
 from mqtools.remoting.bodies import MessageQueue
 
 CONFIG = SubscriptionGroupConfig("Orders")
@@ -119,6 +120,24 @@ def test_group_connections_online_and_offline() -> None:
     doc = check(view, "group connections")
     assert (doc["clients"], doc["subscriptions"], doc["consumeType"], doc["messageModel"]) == ([], {}, None, None)
     assert view.footer == ["no client of Orders is online"]
+
+
+def test_group_connections_through_proxies() -> None:
+    """A group consumed through RocketMQ 5 proxies: its gRPC clients come from the proxies asked, a proxy that did
+    not answer makes the document partial."""
+    grpc_client = ProxyClient("10.0.0.5:8080", "SIMPLE", "Orders", "py@1", "10.0.0.7:40000", "PYTHON", "V5_0_8")
+    through = GroupProxyClients(["10.0.0.5:8080", "10.0.0.6:8080"], [grpc_client],
+                                [Unreachable(None, "10.0.0.6:8080", "connection refused")])
+    view = group_connections_view("Orders", None, through)
+    doc = check(view, "group connections")
+    assert view.rows == [["py@1", "10.0.0.7:40000", "PYTHON", "V5_0_8", "proxy 10.0.0.5:8080 (SIMPLE)"]]
+    assert doc["partial"] is True and doc["proxiesAsked"] == ["10.0.0.5:8080", "10.0.0.6:8080"]
+    assert doc["proxyClients"] == [grpc_client.to_json()] and doc["clients"] == []
+    assert view.footer == ["no client of Orders is online at the brokers; 1 through the proxies asked"]
+    both = group_connections_view("Orders", GroupConnections("Orders", [CLIENT], {"Orders": "*"}, "CONSUME_PASSIVELY",
+                                                             "CLUSTERING", "CONSUME_FROM_LAST_OFFSET"),
+                                  GroupProxyClients(["10.0.0.5:8080"], [grpc_client]))
+    assert [r[-1] for r in both.rows] == ["broker", "proxy 10.0.0.5:8080 (SIMPLE)"] and check(both)["partial"] is False
 
 
 def test_group_status_unknown_group_reads_n_a() -> None:

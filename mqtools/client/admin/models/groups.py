@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mqtools.client.admin.models.parse import queue_key
+from mqtools.client.admin.models.proxies import GroupProxyClients
 from mqtools.common.mqversion import version_desc
 from mqtools.common.presentation import (
     Column,
@@ -434,19 +435,32 @@ def group_progress_view(p: ConsumerProgress, topic: str | None = None) -> View:
 
 
 @renders("GroupConnections")
-def group_connections_view(group: str, online: GroupConnections | None) -> View:
-    """The group's online clients; `online` is None when no client of the group is online."""
+def group_connections_view(group: str, online: GroupConnections | None,
+                           through: GroupProxyClients | None = None) -> View:
+    """The group's online clients; `online` is None when no client of the group is online at the brokers.
+    `through`: its gRPC clients as the proxies asked report them (the brokers never see those), as rows after
+    the brokers' with the proxy in VIA; a proxy that did not answer makes the document partial."""
     conns = online.connections if online else []
     subs = online.subscriptions if online else {}
+    via = through.clients if through is not None else []
     data = {"group": group, "clients": [client_json(c) for c in conns], "subscriptions": subs,
             "consumeType": online.consume_type if online else None,
             "messageModel": online.message_model if online else None,
-            "consumeFromWhere": online.consume_from_where if online else None}
-    footer = [f"subscription: {t} {e}" for t, e in subs.items()] if online else [f"no client of {group} is online"]
+            "consumeFromWhere": online.consume_from_where if online else None,
+            "proxiesAsked": through.asked if through is not None else [],
+            "proxyClients": [c.to_json() for c in via]}
+    footer = [f"subscription: {t} {e}" for t, e in subs.items()] if online else \
+        [f"no client of {group} is online" + ("" if through is None else
+                                              f" at the brokers; {len(via)} through the proxies asked")]
     if online:
         footer.append(f"consume type {online.consume_type}, model {online.message_model}, "
                       f"from {online.consume_from_where}")
-    return View("GroupConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
+    if through is None:
+        return View("GroupConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
+    rows = [[*client_row(c), "broker"] for c in conns] + \
+        [[c.client_id, c.client_addr, c.language, c.version, f"proxy {c.proxy} ({c.kind})"] for c in via]
+    return View("GroupConnections", [*CLIENT_COLUMNS, Column("VIA")], rows, data, footer=footer,
+                unreachable=through.unreachable)
 
 
 @renders("GroupStatus")

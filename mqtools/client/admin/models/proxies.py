@@ -1,8 +1,9 @@
 """What RocketMQ 5 proxies know of their gRPC clients: `mq admin proxy status` (one line per proxy) and
 `mq admin proxy clients` (one line per client).
 
-The brokers never see a proxy's gRPC consumers, so a group served only through proxies is "not online" to
-`group connections`; each proxy answers for its own clients on its remoting port. A consumer is listed under its
+The brokers never see a proxy's gRPC consumers, so a group served only through proxies is "not online" at the
+brokers; `group connections` lists them from the proxies it is given, and each proxy answers for its own clients on
+its remoting port. A consumer is listed under its
 group, a producer under its topic (a gRPC producer's group is its topic). A proxy that lists no producers
 (Apache's answers only about consumers) has `producers` unknown, not 0.
 """
@@ -15,7 +16,7 @@ from typing import Any
 
 from mqtools.common.presentation import Column, Unreachable, View, renders
 
-__all__ = ["ProxyClient", "ProxyClients", "ProxyRead", "proxy_clients_view", "proxy_status_view"]
+__all__ = ["GroupProxyClients", "ProxyClient", "ProxyClients", "ProxyRead", "proxy_clients_view", "proxy_status_view"]
 
 #: ProxyClient.kind by the ConsumeType a proxy reports for a group (a PushConsumer, a SimpleConsumer).
 CONSUMER_KINDS = {"CONSUME_PASSIVELY": "PUSH", "CONSUME_ACTIVELY": "SIMPLE"}
@@ -75,6 +76,15 @@ class ProxyRead:
     def to_json(self) -> dict[str, Any]:
         return {"addr": self.addr, "consumerGroups": self.consumer_groups, "consumers": self.consumers,
                 "producers": self.producers, "languages": self.languages}
+
+
+@dataclass(frozen=True, slots=True)
+class GroupProxyClients:
+    """One consumer group's gRPC clients, as the proxies asked report them (`group connections --proxy`)."""
+
+    asked: list[str]
+    clients: list[ProxyClient]
+    unreachable: list[Unreachable] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)
