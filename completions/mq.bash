@@ -235,7 +235,7 @@ _mq() {
         mq_admin_offset_reset) words="--broker --context --dry-run --earliest --latest --namesrv --output --queue --shift --timeout --to-offset --to-time --yes -b -n -o -q -y --help" ;;
         mq_admin_offset_skip) words="--context --dry-run --namesrv --output --timeout --yes -n -o -y --help" ;;
         mq_admin_producer) words="connections --help" ;;
-        mq_admin_producer_connections) words="--context --namesrv --output --timeout --watch -n -o -w --help" ;;
+        mq_admin_producer_connections) words="--context --namesrv --output --proxy --timeout --watch -n -o -p -w --help" ;;
         mq_admin_proxy) words="clients status --help" ;;
         mq_admin_proxy_clients) words="--context --group --namesrv --output --proxy --timeout --topic --watch -g -n -o -p -t -w --help" ;;
         mq_admin_proxy_status) words="--context --group --namesrv --output --proxy --timeout --topic --watch -g -n -o -p -t -w --help" ;;

@@ -875,10 +875,12 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l proxy
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l timeout
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -s p
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -s w
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and not __fish_seen_subcommand_from clients status' -a clients

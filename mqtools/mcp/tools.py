@@ -90,7 +90,7 @@ async def _group_progress(admin: MQAdmin, a: Args) -> View:
 
 
 async def _group_connections(admin: MQAdmin, a: Args) -> View:
-    from mqtools.client.admin.models.groups import group_connections_view
+    from mqtools.client.admin.models.connections import group_connections_view
 
     return group_connections_view(a["group"], await admin.groups.online_connections(a["group"]))
 

@@ -198,7 +198,7 @@ def connections(
     asked = s.proxies(proxies)
 
     async def build(admin: MQAdmin) -> View:
-        from mqtools.client.admin.models.groups import group_connections_view
+        from mqtools.client.admin.models.connections import group_connections_view
 
         online = await admin.groups.online_connections(group)
         return group_connections_view(group, online, await admin.proxies.group_clients(asked, group) if asked

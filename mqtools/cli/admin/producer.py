@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
+from mqtools.cli.admin.common import ProxiesOpt
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import View
 
@@ -20,15 +21,20 @@ def connections(
     s: Session,
     group: Annotated[str, typer.Argument(help="Producer group.")],
     topic: Annotated[str, typer.Argument(help="A topic the group sends to (its brokers are asked).")],
+    proxies: ProxiesOpt = None,
 ) -> None:
-    """The group's producers connected to the brokers serving TOPIC (none online: an empty list).
+    """The group's producers connected to the brokers serving TOPIC (none online: an empty list); with proxies (-p,
+    or the context's) also TOPIC's RocketMQ 5 gRPC producers, which only the proxies see.
 
     Example: mq admin producer connections OrderProducers Orders
     """
+    asked = s.proxies(proxies)
 
     async def build(admin: MQAdmin) -> View:
-        from mqtools.client.admin.models.groups import producer_connections_view
+        from mqtools.client.admin.models.connections import producer_connections_view
 
-        return producer_connections_view(group, topic, await admin.groups.producer_connections(group, topic))
+        conns = await admin.groups.producer_connections(group, topic)
+        return producer_connections_view(group, topic, conns, await admin.proxies.topic_producers(asked, topic)
+                                         if asked else None)
 
     s.show(build)

@@ -13,6 +13,7 @@ pytestmark = pytest.mark.integration
 from mqtools.cluster import supervisor as sv
 from mqtools.cluster.launcher import UpOptions, plan
 from mqtools.common.javaprops import parse_properties
+from mqtools.common.tls import TlsMode
 from mqtools.proxy.config import ProxyConfig
 
 
@@ -64,10 +65,11 @@ def test_plan_places_proxies_after_the_brokers_with_the_brokers_settings(tmp_pat
                     "useEndpointPortFromRequest": True, "maxMessageSize": "65536",
                     "authenticationEnabled": "true", "tlsCertPath": str(tmp_path / "tls" / "server.pem"),
                     "tlsKeyPath": str(tmp_path / "tls" / "server.key"), "tls.enable": "true",
-                    "tls.client.trustCertPath": state.tls_ca}
+                    "tls.client.trustCertPath": state.tls_ca, "tls.server.mode": "enforcing"}
     config = ProxyConfig()
     config.apply(conf)  # the proxy takes the file as written
     assert config.tls_enable and config.max_message_size == 65536 and config.authentication_enabled
+    assert config.tls_mode is TlsMode.ENFORCING  # TLS only, as the cluster's brokers
 
 
 def test_proxy_set_keys_go_over_what_the_launcher_writes(tmp_path: Path) -> None:

@@ -289,6 +289,11 @@ def test_the_toolkit_reads_the_proxys_grpc_clients_where_the_brokers_see_none(pr
         assert [u["addr"] for u in through["unreachable"]] == ["127.0.0.1:1"]
         table = mq("admin", "group", "connections", "PxGroupSeen", "-p", remoting, namesrv=cluster.namesrv.addr)
         assert "(SIMPLE)" in table.stdout and "1 through the proxies asked" in table.stdout, table.stdout + table.stderr
+        producers = json_of(mq("admin", "producer", "connections", "PxNormal", "PxNormal", "-p", remoting, "-o", "json",
+                               namesrv=cluster.namesrv.addr), "ProducerConnections")
+        grpc_producers = [x for x in doc["clients"] if x["kind"] == "PRODUCER" and x["group"] == "PxNormal"]
+        assert grpc_producers and producers["proxyClients"] == grpc_producers, producers
+        assert producers["proxiesAsked"] == [remoting] and producers["proxiesNotListing"] == []
 
         dead = "127.0.0.1:1"
         status = json_of(mq("admin", "proxy", "status", "-p", remoting, "-p", dead, "-o", "json",

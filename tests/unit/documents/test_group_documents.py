@@ -8,6 +8,7 @@ from support.documents import check
 
 from mqtools.cli.output import plain
 from mqtools.client.admin.models.configs import SubscriptionGroupConfig
+from mqtools.client.admin.models.connections import group_connections_view, producer_connections_view
 from mqtools.client.admin.models.groups import (
     ClientConnection,
     ConsumerProgress,
@@ -20,14 +21,12 @@ from mqtools.client.admin.models.groups import (
     PopFigures,
     QueueProgress,
     group_change_view,
-    group_connections_view,
     group_list_view,
     group_progress_view,
     group_status_view,
     offset_reset_view,
-    producer_connections_view,
 )
-from mqtools.client.admin.models.proxies import GroupProxyClients, ProxyClient
+from mqtools.client.admin.models.proxies import ProxiedClients, ProxyClient
 from mqtools.common.presentation import Unreachable, cell
 from mqtools.remoting.bodies import MessageQueue
 
@@ -122,11 +121,26 @@ def test_group_connections_online_and_offline() -> None:
     assert view.footer == ["no client of Orders is online"]
 
 
+def test_producer_connections_through_proxies() -> None:
+    """A topic's gRPC producers from the proxies asked; a proxy that answers only about consumers (Apache's) leaves
+    its producers unknown, said in the footer and the document."""
+    grpc_producer = ProxyClient("10.0.0.5:8080", "PRODUCER", "Orders", "py@2", "10.0.0.7:40001", "PYTHON", "V5_0_8")
+    view = producer_connections_view("PG", "Orders", [CLIENT], ProxiedClients(["10.0.0.5:8080", "10.0.0.6:8080"],
+                                                                                [grpc_producer],
+                                                                                not_listing=["10.0.0.6:8080"]))
+    doc = check(view, "producer connections")
+    assert [r[-1] for r in view.rows] == ["broker", "proxy 10.0.0.5:8080"]
+    assert doc["proxyClients"] == [grpc_producer.to_json()] and doc["proxiesNotListing"] == ["10.0.0.6:8080"]
+    assert doc["partial"] is False and view.footer == [
+        "1 gRPC producer(s) of Orders through the proxies asked",
+        "n/a producers on 10.0.0.6:8080: it answers only about consumers (Apache's rocketmq-proxy)"]
+
+
 def test_group_connections_through_proxies() -> None:
     """A group consumed through RocketMQ 5 proxies: its gRPC clients come from the proxies asked, a proxy that did
     not answer makes the document partial."""
     grpc_client = ProxyClient("10.0.0.5:8080", "SIMPLE", "Orders", "py@1", "10.0.0.7:40000", "PYTHON", "V5_0_8")
-    through = GroupProxyClients(["10.0.0.5:8080", "10.0.0.6:8080"], [grpc_client],
+    through = ProxiedClients(["10.0.0.5:8080", "10.0.0.6:8080"], [grpc_client],
                                 [Unreachable(None, "10.0.0.6:8080", "connection refused")])
     view = group_connections_view("Orders", None, through)
     doc = check(view, "group connections")
@@ -136,7 +150,7 @@ def test_group_connections_through_proxies() -> None:
     assert view.footer == ["no client of Orders is online at the brokers; 1 through the proxies asked"]
     both = group_connections_view("Orders", GroupConnections("Orders", [CLIENT], {"Orders": "*"}, "CONSUME_PASSIVELY",
                                                              "CLUSTERING", "CONSUME_FROM_LAST_OFFSET"),
-                                  GroupProxyClients(["10.0.0.5:8080"], [grpc_client]))
+                                  ProxiedClients(["10.0.0.5:8080"], [grpc_client]))
     assert [r[-1] for r in both.rows] == ["broker", "proxy 10.0.0.5:8080 (SIMPLE)"] and check(both)["partial"] is False
 
 

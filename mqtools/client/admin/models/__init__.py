@@ -6,5 +6,5 @@ did not give (a key missing from runtime info, a private request Apache RocketMQ
 broker that timed out) is None, never 0 or -1, so views can print `n/a` and JSON `null`.
 
 
-One module per area: `brokers`, `ha`, `groups`, `topics`, `messages`, `live`, `acl`; `parse` holds the
+One module per area: `brokers`, `ha`, `groups` (with `connections`: who is connected), `topics`, `messages`, `live`, `acl`; `parse` holds the
 helpers they share."""

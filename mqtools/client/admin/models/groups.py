@@ -12,7 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mqtools.client.admin.models.parse import queue_key
-from mqtools.client.admin.models.proxies import GroupProxyClients
 from mqtools.common.mqversion import version_desc
 from mqtools.common.presentation import (
     Column,
@@ -348,19 +347,6 @@ GROUP_CONFIG_FIELDS = {
     "notify": ("notify_consumer_ids_changed_enable", "notifyConsumerIdsChangedEnable", "NOTIFY"),
 }
 """The subscription group settings the documents show, in their order."""
-CLIENT_COLUMNS = [Column("CLIENT ID"), Column("ADDR"), Column("LANGUAGE"), Column("VERSION")]
-
-
-def client_row(c: ClientConnection) -> list[Any]:
-    return [c.client_id, c.client_addr, c.language, version_desc(c.version)]
-
-
-def client_json(c: ClientConnection) -> dict[str, Any]:
-    """An online client (consumer or producer) as the JSON documents give it."""
-    return {"clientId": c.client_id, "clientAddr": c.client_addr, "language": c.language, "version": c.version,
-            "versionDesc": version_desc(c.version)}
-
-
 def group_config_json(config: SubscriptionGroupConfig | None) -> dict[str, Any] | None:
     if config is None:
         return None
@@ -434,35 +420,6 @@ def group_progress_view(p: ConsumerProgress, topic: str | None = None) -> View:
                 rows, data, footer=footer, unreachable=p.unreachable)
 
 
-@renders("GroupConnections")
-def group_connections_view(group: str, online: GroupConnections | None,
-                           through: GroupProxyClients | None = None) -> View:
-    """The group's online clients; `online` is None when no client of the group is online at the brokers.
-    `through`: its gRPC clients as the proxies asked report them (the brokers never see those), as rows after
-    the brokers' with the proxy in VIA; a proxy that did not answer makes the document partial."""
-    conns = online.connections if online else []
-    subs = online.subscriptions if online else {}
-    via = through.clients if through is not None else []
-    data = {"group": group, "clients": [client_json(c) for c in conns], "subscriptions": subs,
-            "consumeType": online.consume_type if online else None,
-            "messageModel": online.message_model if online else None,
-            "consumeFromWhere": online.consume_from_where if online else None,
-            "proxiesAsked": through.asked if through is not None else [],
-            "proxyClients": [c.to_json() for c in via]}
-    footer = [f"subscription: {t} {e}" for t, e in subs.items()] if online else \
-        [f"no client of {group} is online" + ("" if through is None else
-                                              f" at the brokers; {len(via)} through the proxies asked")]
-    if online:
-        footer.append(f"consume type {online.consume_type}, model {online.message_model}, "
-                      f"from {online.consume_from_where}")
-    if through is None:
-        return View("GroupConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
-    rows = [[*client_row(c), "broker"] for c in conns] + \
-        [[c.client_id, c.client_addr, c.language, c.version, f"proxy {c.proxy} ({c.kind})"] for c in via]
-    return View("GroupConnections", [*CLIENT_COLUMNS, Column("VIA")], rows, data, footer=footer,
-                unreachable=through.unreachable)
-
-
 @renders("GroupStatus")
 def group_status_view(summaries: list[GroupSummary]) -> View:
     rows = [[s.group, s.online, s.version_desc, s.kind, s.message_model, s.consume_tps, s.diff_total]
@@ -473,14 +430,6 @@ def group_status_view(summaries: list[GroupSummary]) -> View:
          "diffTotal": s.diff_total, "pop": s.pop} for s in summaries]}
     return View("GroupStatus", [Column("GROUP"), Column("ONLINE", True), Column("VERSION"), Column("TYPE"),
                                 Column("MODEL"), Column("TPS", True), Column("DIFF", True)], rows, data)
-
-
-@renders("ProducerConnections")
-def producer_connections_view(group: str, topic: str, conns: list[ClientConnection]) -> View:
-    """The producers of `group` connected to the brokers serving `topic` (the ones asked)."""
-    data = {"group": group, "topic": topic, "clients": [client_json(c) for c in conns]}
-    footer = [] if conns else [f"no producer of {group} is connected to the brokers of {topic}"]
-    return View("ProducerConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
 
 
 @renders("OffsetReset")

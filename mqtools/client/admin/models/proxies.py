@@ -16,7 +16,7 @@ from typing import Any
 
 from mqtools.common.presentation import Column, Unreachable, View, renders
 
-__all__ = ["GroupProxyClients", "ProxyClient", "ProxyClients", "ProxyRead", "proxy_clients_view", "proxy_status_view"]
+__all__ = ["ProxiedClients", "ProxyClient", "ProxyClients", "ProxyRead", "proxy_clients_view", "proxy_status_view"]
 
 #: ProxyClient.kind by the ConsumeType a proxy reports for a group (a PushConsumer, a SimpleConsumer).
 CONSUMER_KINDS = {"CONSUME_PASSIVELY": "PUSH", "CONSUME_ACTIVELY": "SIMPLE"}
@@ -79,12 +79,15 @@ class ProxyRead:
 
 
 @dataclass(frozen=True, slots=True)
-class GroupProxyClients:
-    """One consumer group's gRPC clients, as the proxies asked report them (`group connections --proxy`)."""
+class ProxiedClients:
+    """A consumer group's gRPC clients, or a topic's gRPC producers, as the proxies asked report them (`group
+    connections -p`, `producer connections -p`)."""
 
     asked: list[str]
     clients: list[ProxyClient]
     unreachable: list[Unreachable] = field(default_factory=list)
+    not_listing: list[str] = field(default_factory=list)
+    """Proxies that answer only about consumers (Apache's): their producers are not known."""
 
 
 @dataclass(frozen=True, slots=True)
