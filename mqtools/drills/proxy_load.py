@@ -73,8 +73,9 @@ class ProxyClient:
         if self.current == failed:
             self.current = (failed + 1) % len(self.proxies)
 
-    def endpoints(self) -> pb.Endpoints:
-        host, port = self.proxy.rsplit(":", 1)
+    def endpoints(self, at: int | None = None) -> pb.Endpoints:
+        """The access point of the proxy `at` (an index; default: the one in use), as the requests name it."""
+        host, port = self.proxies[self.current if at is None else at].rsplit(":", 1)
         return pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))])
 
     async def _reported(self, at: int, timeout: float) -> None:
@@ -86,8 +87,7 @@ class ProxyClient:
         outbound: asyncio.Queue[bytes | None] = asyncio.Queue()
         settings = pb.Settings()
         settings.CopyFrom(self.settings)
-        host, port = self.proxies[at].rsplit(":", 1)
-        settings.access_point.CopyFrom(pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))]))
+        settings.access_point.CopyFrom(self.endpoints(at))
         outbound.put_nowait(spb.TelemetryCommand(settings=settings).SerializeToString())
 
         async def commands() -> Any:

@@ -201,7 +201,7 @@ def connections(
         from mqtools.client.admin.models.connections import group_connections_view
 
         online = await admin.groups.online_connections(group)
-        return group_connections_view(group, online, await admin.proxies.group_clients(asked, group) if asked
+        return group_connections_view(group, online, await admin.proxies.clients_of(asked, groups=[group]) if asked
                                       else None)
 
     s.show(build)

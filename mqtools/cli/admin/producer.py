@@ -34,7 +34,7 @@ def connections(
         from mqtools.client.admin.models.connections import producer_connections_view
 
         conns = await admin.groups.producer_connections(group, topic)
-        return producer_connections_view(group, topic, conns, await admin.proxies.topic_producers(asked, topic)
+        return producer_connections_view(group, topic, conns, await admin.proxies.clients_of(asked, topics=[topic])
                                          if asked else None)
 
     s.show(build)

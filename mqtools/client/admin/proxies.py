@@ -102,23 +102,13 @@ class ProxyAdmin(AdminService):
         return ProxyClients([r for r in reads if isinstance(r, ProxyRead)], asked_groups, asked_topics,
                             listing_error, [r for r in reads if isinstance(r, Unreachable)])
 
-    async def group_clients(self, proxies: Sequence[str], group: str) -> ProxiedClients:
-        """One group's gRPC clients on each of `proxies` (asked about that group alone)."""
-        reads = await asyncio.gather(*(self._read(p, [group], []) for p in proxies))
-        return ProxiedClients(list(proxies), [c for r in reads if isinstance(r, ProxyRead) for c in r.clients],
-                                 [r for r in reads if isinstance(r, Unreachable)])
-
-    async def topic_producers(self, proxies: Sequence[str], topic: str) -> ProxiedClients:
-        """A topic's gRPC producers on each of `proxies` (a gRPC producer's group is its topic)."""
-        async def one(proxy: str) -> list[ProxyClient] | None | Unreachable:
-            try:
-                return await self.producers(proxy, topic)
-            except UnreachableError as exc:
-                return Unreachable(None, proxy, reason_of(exc))
-            except MQBrokerError as exc:
-                return Unreachable(None, proxy, f"refused: {exc.remark or exc}")
-
-        reads = dict(zip(proxies, await asyncio.gather(*(one(p) for p in proxies)), strict=True))
-        return ProxiedClients(list(proxies), [c for r in reads.values() if isinstance(r, list) for c in r],
-                              [r for r in reads.values() if isinstance(r, Unreachable)],
-                              [p for p, r in reads.items() if r is None])
+    async def clients_of(self, proxies: Sequence[str], groups: Sequence[str] = (), topics: Sequence[str] = ()
+                         ) -> ProxiedClients:
+        """The given groups' gRPC consumers and topics' gRPC producers on each of `proxies`, asked about those alone
+        (`group connections -p`, `producer connections -p`); a proxy that answers only about consumers is named
+        in `not_listing` when topics were asked."""
+        reads = await asyncio.gather(*(self._read(p, groups, topics) for p in proxies))
+        answered = [r for r in reads if isinstance(r, ProxyRead)]
+        return ProxiedClients(list(proxies), [c for r in answered for c in r.clients],
+                              [r for r in reads if isinstance(r, Unreachable)],
+                              [r.addr for r in answered if topics and not r.lists_producers])
