@@ -336,7 +336,7 @@ class PopProcessor:
         revive_qid: int,
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
         broker = self.c.config.broker_name
-        parts: list[bytes] = []
+        parts: list[bytes | memoryview] = []
         counts = []
         for read in out.reads:
             if is_retry_topic(read.topic):
@@ -358,7 +358,7 @@ class PopProcessor:
                     msg.topic = h.topic
                     parts.append(encode_stored(msg))
             else:
-                parts.extend(bytes(b) for b in read.buffers)
+                parts.extend(read.buffers)
             counts.extend((read.topic, read.queue_id, o, read.counts.get(o, 0)) for o in read.offsets)
         body = b"".join(parts)
         header = PopMessageResponseHeader(

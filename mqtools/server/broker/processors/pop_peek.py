@@ -40,7 +40,7 @@ class PeekNotificationProcessor:
         tc = self.pop.refusal(req, h.consumer_group, h.topic, h.queue_id)
         if isinstance(tc, RemotingCommand):
             return tc
-        parts: list[bytes] = []
+        parts: list[bytes | memoryview] = []
         rest = 0
         qids = [h.queue_id] if h.queue_id >= 0 else list(range(tc.read_queue_nums))
         for qid in qids:
@@ -50,7 +50,7 @@ class PeekNotificationProcessor:
                 rest += max(self.pop.c.store.get_max_offset_in_queue(h.topic, qid) - offset, 0)
                 continue
             result = self.pop.c.store.get_message(h.consumer_group, h.topic, qid, offset, want)
-            parts.extend(bytes(b) for b in result.buffers)
+            parts.extend(result.buffers)
             rest += max(result.max_offset - result.next_begin_offset, 0)
         header = PopMessageResponseHeader(0, 0, 0, rest)
         if not parts:
