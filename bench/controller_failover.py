@@ -21,12 +21,20 @@ afterwards (read back by Apache's Java consumer).
                      started again on its store: also the seconds from that start until it is back in the
                      SyncStateSet beside the new master, and whether the name server ever named it master
                      meanwhile (two masters: split brain), then 50 more sends.
+--fault partition    one controller; every server in a network namespace of its own (needs root and iproute2,
+                     as `mq cluster up --netns`); the master's link is moved off the others' bridge (the
+                     clients still reach it, so it answers sends it cannot replicate: not SEND_OK, not counted),
+                     then, once writes went on at its slave, healed: also the seconds from the heal until it is
+                     back in the SyncStateSet, split brain as above, then 50 more sends.
+--fault partition-leader
+                     three controllers in namespaces; their leader cut off from the other controllers and the
+                     brokers (the master untouched): also the seconds until a surviving controller leads.
 
 Prints one summary line: the RTO's p50 and p99 per controller (and the controller election's where the
 leader was killed, the rejoin's where the old master came back), and mq/Apache at p50.
 
 Usage: .venv/bin/python bench/controller_failover.py [--runs 3]
-       [--fault kill|pause|kill-leader|kill-both|restart-old-master]
+       [--fault kill|pause|kill-leader|kill-both|restart-old-master|partition|partition-leader]
        [--sides apache,mq] [--keep DIR]
 """
 
@@ -34,6 +42,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import math
 import signal
 import statistics
@@ -52,6 +61,8 @@ import apache
 from controllerworld import (
     BROKER,
     CLUSTER,
+    LOOPBACK,
+    Place,
     apache_controller,
     apache_controllers,
     form_set,
@@ -63,27 +74,37 @@ from controllerworld import (
 )
 from fetch import FETCH_COMMAND, SETS
 from refsupport import consume_all, make_topic, name
-from support.mqproc import start_mq, start_namesrv
+from support.mqproc import start_mq
+from support.ports import free_port
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQClientError
 from mqtools.client.producer import Producer
+from mqtools.cluster import netns
 from mqtools.common.message import Message
 
-#: fault -> (what the master is sent, the controller leader killed too, controllers in the group)
+
+@dataclass(frozen=True)
+class Fault:
+    description: str
+    sig: int | None = None
+    """What the master is sent."""
+    kill_leader: bool = False
+    """The controller leader is SIGKILLed at the same moment."""
+    controllers: int = 1
+    cut: str | None = None
+    """Cut off instead ("master" or "leader"): every server runs in a network namespace of its own."""
+
+
 FAULTS = {
-    "kill": (signal.SIGKILL, False, 1),
-    "pause": (signal.SIGSTOP, False, 1),
-    "kill-leader": (None, True, 3),
-    "kill-both": (signal.SIGKILL, True, 3),
-    "restart-old-master": (signal.SIGKILL, False, 1),
-}
-DESCRIPTIONS = {
-    "kill": "a master SIGKILL",
-    "pause": "a master SIGSTOP",
-    "kill-leader": "a SIGKILL of the controller leader (of 3)",
-    "kill-both": "a SIGKILL of a master and of the controller leader (of 3) at once",
-    "restart-old-master": "a master SIGKILL and its restart once writes went on",
+    "kill": Fault("a master SIGKILL", signal.SIGKILL),
+    "pause": Fault("a master SIGSTOP", signal.SIGSTOP),
+    "kill-leader": Fault("a SIGKILL of the controller leader (of 3)", None, True, 3),
+    "kill-both": Fault("a SIGKILL of a master and of the controller leader (of 3) at once", signal.SIGKILL, True, 3),
+    "restart-old-master": Fault("a master SIGKILL and its restart once writes went on", signal.SIGKILL),
+    "partition": Fault("a master cut off from its controller, name server and slave, then healed", cut="master"),
+    "partition-leader": Fault("the controller leader (of 3) cut off from the other controllers and the brokers",
+                              controllers=3, cut="leader"),
 }
 
 
@@ -142,53 +163,84 @@ async def send_more(namesrv: str, topic: str, count: int) -> list[str]:
     return bodies
 
 
-async def one_run(root: Path, side: str, run: int, fault: str) -> Outcome:
+def namespaces(stack: ExitStack, fault: Fault) -> tuple[netns.Layout | None, list[Place]]:
+    """Where each server runs (name server, the controllers, the two brokers, in that order): loopback, or for
+    a cut a network namespace each, removed when the run ends (after its processes: the stack unwinds first)."""
+    count = 1 + fault.controllers + 2
+    if fault.cut is None:
+        return None, [LOOPBACK] * count
+    layout = netns.Layout(free_port())
+    netns.create(layout, count)
+    stack.callback(netns.destroy, layout, count)
+    return layout, [Place(layout.host(k), tuple(layout.exec_prefix(layout.namespace(k)))) for k in range(count)]
+
+
+async def one_run(root: Path, side: str, run: int, name_: str) -> Outcome:
     """One fault under `side`'s controller(s)."""
-    sig, kill_leader, count = FAULTS[fault]
+    fault = FAULTS[name_]
     work = root / f"{side}-{run}"
     work.mkdir(parents=True)
     with ExitStack() as stack:  # what started is stopped, also when a later start fails
-        namesrv = start_namesrv(work)
+        layout, places = namespaces(stack, fault)
+        ns_place, ctl_places, broker_places = places[0], places[1:-2], places[-2:]
+        namesrv = start_mq(["namesrv", "start", "--listen-port", "0", "--store-dir", str(work / "namesrv")],
+                           prefix=ns_place.prefix)
+        namesrv = dataclasses.replace(namesrv, host=ns_place.host)
         stack.callback(namesrv.stop)
         controllers: list[Any] = []
         stack.callback(lambda: [ctl.kill() for ctl in controllers])
         tag = f"{side}-{run}-controller"
         if side == "apache":
-            controllers += [apache_controller(root, tag)] if count == 1 else apache_controllers(root, tag, count)
-        elif count == 1:
-            controllers.append(start_mq(["controller", "start", "--listen-port", "0", "--store-dir",
-                                         str(work / "ctl")]))
+            controllers += ([apache_controller(root, tag, ctl_places[0])] if fault.controllers == 1
+                            else apache_controllers(root, tag, fault.controllers, ctl_places))
+        elif fault.controllers == 1:
+            lone = start_mq(["controller", "start", "--listen-port", "0", "--store-dir", str(work / "ctl")],
+                            prefix=ctl_places[0].prefix)
+            controllers.append(dataclasses.replace(lone, host=ctl_places[0].host))
         else:
-            controllers += mq_controllers(root, tag, count)
+            controllers += mq_controllers(root, tag, fault.controllers, ctl_places)
         brokers: list[apache.ApacheProcess] = []
         stack.callback(lambda: [broker.kill() for broker in brokers])
         controller = ";".join(c.addr for c in controllers)  # as a broker's controllerAddr
-        brokers += await form_set(root, namesrv.addr, controller, f"{side}-{run}")
+        brokers += await form_set(root, namesrv.addr, controller, f"{side}-{run}", places=tuple(broker_places))
         topic = name("CTLBENCH")
         make_topic(namesrv.addr, topic, cluster=CLUSTER)
         master, slave = await master_and_slave(namesrv.addr, brokers, topic)
         victims: list[Any] = []
         watchers: list[asyncio.Future[float]] = []
-        if kill_leader:
+        leader = None
+        if fault.kill_leader or fault.cut == "leader":
             leader_addr = await leading([c.addr for c in controllers])
-            victims.append(next(c for c in controllers if c.addr == leader_addr))
-        survivors = [c.addr for c in controllers if c not in victims]
+            leader = next(c for c in controllers if c.addr == leader_addr)
+            victims += [leader] if fault.kill_leader else []
+        survivors = [c.addr for c in controllers if c is not leader]
+        # the process cut off: its namespace's index (the order of `places`)
+        cut = (1 + fault.controllers + brokers.index(master) if fault.cut == "master"
+               else 1 + controllers.index(leader) if fault.cut == "leader" else None)
 
-        def watch() -> None:  # started the moment the signals went
-            if kill_leader:
+        def at_fault() -> None:  # the moment the signals went
+            if layout is not None and cut is not None:
+                netns.partition(layout, cut)
+            if leader is not None:
                 watchers.append(asyncio.ensure_future(watch_election(survivors, time.monotonic())))
 
-        acked, rto = await send_through_a_kill(namesrv.addr, topic, master if sig is not None else None,
-                                               sig=sig or signal.SIGKILL, also=victims, on_signal=watch)
+        acked, rto = await send_through_a_kill(namesrv.addr, topic, master if fault.sig is not None else None,
+                                               sig=fault.sig or signal.SIGKILL, also=victims, on_signal=at_fault)
         elected = await asyncio.wait_for(watchers[0], 120) if watchers else None
         rejoin, split = None, False
-        if fault == "restart-old-master":
+        if name_ == "restart-old-master":
             began = time.monotonic()
             again = await asyncio.to_thread(apache.respawn_broker, master)
             brokers.append(again)
             rejoin, split = await watch_rejoin(namesrv.addr, controller, slave, again, began)
+        if layout is not None and cut is not None:
+            began = time.monotonic()
+            netns.heal(layout, cut)
+            if fault.cut == "master":
+                rejoin, split = await watch_rejoin(namesrv.addr, controller, slave, master, began)
+        if rejoin is not None:
             acked += await send_more(namesrv.addr, topic, 50)
-        if sig is not None:
+        if fault.sig is not None:
             master.kill()  # a paused one too: its successor must be the only master the consumer reads
         got = {e["body"] for e in consume_all(namesrv.addr, topic, len(acked))}
         return Outcome(rto, len(set(acked) - got), elected, rejoin, split)
@@ -207,7 +259,9 @@ def main() -> int:
                         help="kill: SIGKILL of the master (connections close at once); pause: SIGSTOP (only "
                              "heartbeats stop, found by controllerHeartBeatTimeoutMills, 10 s); kill-leader: "
                              "SIGKILL of the controller leader of three; kill-both: the master and the leader; "
-                             "restart-old-master: a kill, then the old master started again")
+                             "restart-old-master: a kill, then the old master started again; partition: the "
+                             "master cut off from the other servers, then healed; partition-leader: the "
+                             "controller leader of three cut off (both: network namespaces, as root)")
     parser.add_argument("--sides", default="apache,mq", help="controllers to measure, in this order")
     parser.add_argument("--keep", type=Path, default=None,
                         help="run in this new directory and keep it (every process's logs and stores, a folder a run) "
@@ -216,6 +270,10 @@ def main() -> int:
     sides = args.sides.split(",")
     if not sides or not set(sides) <= {"apache", "mq"}:
         print("controller_failover: --sides takes apache, mq or both", file=sys.stderr)
+        return 2
+    why = netns.unavailable() if FAULTS[args.fault].cut else None
+    if why is not None:
+        print(f"controller_failover: --fault {args.fault}: {why}", file=sys.stderr)
         return 2
     for key in ("apache-5", "harness"):
         if not SETS[key].ready():
@@ -246,9 +304,9 @@ def main() -> int:
     parts = []
     for side, outs in outcomes.items():
         part = f"{owners[side]} RTO {quantiles([o.rto for o in outs])}"
-        if FAULTS[args.fault][1]:
+        if FAULTS[args.fault].kill_leader or FAULTS[args.fault].cut == "leader":
             part += f", controller election {quantiles([o.election for o in outs if o.election is not None])}"
-        if args.fault == "restart-old-master":
+        if args.fault in ("restart-old-master", "partition"):
             part += (f", rejoin {quantiles([o.rejoin for o in outs if o.rejoin is not None])}, split brain "
                      f"{sum(o.split_brain for o in outs)} of {len(outs)}")
         parts.append(part)
@@ -258,7 +316,7 @@ def main() -> int:
         ratio = f", mq/Apache RTO p50 {p50['mq'] / p50['apache']:.2f}"
     detail = "; ".join(f"{side} RTO " + " ".join(f"{o.rto:.2f}" for o in outs) for side, outs in outcomes.items())
     lost = ", ".join(f"{side} {sum(o.lost for o in outs)}" for side, outs in outcomes.items())
-    print(f"controller_failover: after {DESCRIPTIONS[args.fault]}, p50/p99: " + "; ".join(parts)
+    print(f"controller_failover: after {FAULTS[args.fault].description}, p50/p99: " + "; ".join(parts)
           + f"{ratio} ({args.runs} runs each: {detail}; acknowledged lost: {lost})")
     return 0
 

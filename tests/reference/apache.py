@@ -102,10 +102,13 @@ class ApacheProcess:
     port: int
     proc: subprocess.Popen
     props: dict[str, str] = field(default_factory=dict)
+    host: str = "127.0.0.1"
+    #: What its command ran after (`ip netns exec NS`: in a network namespace); a respawn runs there too.
+    prefix: tuple[str, ...] = ()
 
     @property
     def addr(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @property
     def pid(self) -> int:
@@ -144,21 +147,24 @@ class ApacheProcess:
 
 
 def _spawn(role: str, aset: ArtifactSet, root: Path, workdir: Path, port: int, main: str, conf: dict[str, str],
-           heap: str = HEAP) -> ApacheProcess:
+           heap: str = HEAP, *, host: str = "127.0.0.1", prefix: tuple[str, ...] = ()) -> ApacheProcess:
     workdir.mkdir(parents=True, exist_ok=True)
     props_file = workdir / f"{role}.properties"
     props_file.write_text("".join(f"{k}={v}\n" for k, v in conf.items()))
-    return _launch(role, aset, root, workdir, port, main, conf, ("-c", str(props_file)), heap)
+    return _launch(role, aset, root, workdir, port, main, conf, ("-c", str(props_file)), heap, host=host,
+                   prefix=prefix)
 
 
 def _launch(role: str, aset: ArtifactSet, root: Path, workdir: Path, port: int, main: str, conf: dict[str, str],
-            args: tuple[str, ...], heap: str = HEAP) -> ApacheProcess:
-    """Start `main args` in `workdir` (its user.home: its logs go there) and register it for kill_all."""
+            args: tuple[str, ...], heap: str = HEAP, *, host: str = "127.0.0.1",
+            prefix: tuple[str, ...] = ()) -> ApacheProcess:
+    """Start `main args` in `workdir` (its user.home: its logs go there), after `prefix` (a network
+    namespace's `ip netns exec NS`, where it is reached at `host`), and register it for kill_all."""
     env = {**os.environ, "ROCKETMQ_HOME": str(home(aset, root))}
     with open(workdir / "stdout.log", "ab") as out:
-        proc = subprocess.Popen(java_command(aset, main, workdir, *args, heap=heap), stdout=out,
+        proc = subprocess.Popen([*prefix, *java_command(aset, main, workdir, *args, heap=heap)], stdout=out,
                                 stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env, cwd=workdir)
-    started = ApacheProcess(role, aset, workdir, port, proc, conf)
+    started = ApacheProcess(role, aset, workdir, port, proc, conf, host, prefix)
     _started.append(started)
     return started
 
@@ -277,7 +283,7 @@ def respawn_broker(process: ApacheProcess) -> ApacheProcess:
     lives as long as the test process."""
     assert not process.alive, "respawn_broker restarts a broker that is down"
     return _SPAWNER.submit(_spawn, "broker", process.aset, process.workdir.parent, process.workdir, process.port,
-                           BROKER_MAIN, process.props).result()
+                           BROKER_MAIN, process.props, host=process.host, prefix=process.prefix).result()
 
 
 def restart_broker(process: ApacheProcess, timeout: float = 90.0) -> ApacheProcess:

@@ -4,10 +4,12 @@ and the SIGKILL-mid-load measurement; used by test_controller_interop and bench/
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import signal
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -20,20 +22,34 @@ from support.ports import free_port
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import MQClientError
 from mqtools.client.producer import Producer
+from mqtools.client.types import SendStatus
 from mqtools.common.message import Message
 
 BROKER, CLUSTER = "broker-ctl", "CtlRef"
 CONTROLLER_MAIN = "org.apache.rocketmq.controller.ControllerStartup"
 
 
-def controller_broker(root: Path, namesrv: str, controller: str, tag: str) -> apache.ApacheProcess:
+@dataclass(frozen=True)
+class Place:
+    """Where a process runs: the address others reach it at, and what its command runs after (a network
+    namespace's `ip netns exec NS`, so that a bench can cut it off)."""
+
+    host: str = "127.0.0.1"
+    prefix: tuple[str, ...] = ()
+
+
+LOOPBACK = Place()
+
+
+def controller_broker(root: Path, namesrv: str, controller: str, tag: str,
+                      place: Place = LOOPBACK) -> apache.ApacheProcess:
     """An Apache 5 broker in controller mode; its id and role come from the controller."""
     aset = apache.require("apache-5")
     port = free_port((-2, 0, 1))
     store = root / tag / "store"
     conf = {
         "brokerClusterName": CLUSTER, "brokerName": BROKER, "brokerId": "-1", "brokerRole": "SLAVE",
-        "namesrvAddr": namesrv, "listenPort": str(port), "brokerIP1": "127.0.0.1",
+        "namesrvAddr": namesrv, "listenPort": str(port), "brokerIP1": place.host,
         "storePathRootDir": str(store), "storePathCommitLog": str(store / "commitlog"),
         "mappedFileSizeCommitLog": apache.COMMITLOG_FILE_SIZE, "flushDiskType": "ASYNC_FLUSH",
         "enableControllerMode": "true", "controllerAddr": controller, "allAckInSyncStateSet": "true",
@@ -41,16 +57,20 @@ def controller_broker(root: Path, namesrv: str, controller: str, tag: str) -> ap
         # a slave catches up and joins the SyncStateSet sooner than with the 5 s defaults
         "haSendHeartbeatInterval": "1000", "checkSyncStateSetPeriod": "1000", "syncBrokerMetadataPeriod": "1000",
     }
-    return apache._spawn("broker", aset, root, root / tag, port, apache.BROKER_MAIN, conf)
+    if place is not LOOPBACK:  # its HA address (brokerIP2) is otherwise the machine's first address
+        conf["brokerIP2"] = place.host
+    return apache._spawn("broker", aset, root, root / tag, port, apache.BROKER_MAIN, conf, host=place.host,
+                         prefix=place.prefix)
 
 
-def apache_controller(root: Path, tag: str) -> apache.ApacheProcess:
+def apache_controller(root: Path, tag: str, place: Place = LOOPBACK) -> apache.ApacheProcess:
     """Apache 5's own controller (DLedger, one node), ready when it names itself leader."""
     aset = apache.require("apache-5")
     port = free_port()
-    conf = {"controllerDLegerGroup": "group1", "controllerDLegerPeers": f"n0-127.0.0.1:{port}",
+    conf = {"controllerDLegerGroup": "group1", "controllerDLegerPeers": f"n0-{place.host}:{port}",
             "controllerDLegerSelfId": "n0", "controllerStorePath": str(root / tag / "store")}
-    process = apache._spawn("controller", aset, root, root / tag, port, CONTROLLER_MAIN, conf)
+    process = apache._spawn("controller", aset, root, root / tag, port, CONTROLLER_MAIN, conf, host=place.host,
+                            prefix=place.prefix)
 
     def ready() -> bool:
         async def leader() -> str:
@@ -63,32 +83,37 @@ def apache_controller(root: Path, tag: str) -> apache.ApacheProcess:
     return process
 
 
-def apache_controllers(root: Path, tag: str, count: int = 3) -> list[apache.ApacheProcess]:
+def apache_controllers(root: Path, tag: str, count: int = 3,
+                       places: Sequence[Place] | None = None) -> list[apache.ApacheProcess]:
     """`count` of Apache 5's controllers in one DLedger group (each serves the controller's requests on its
     DLedger port), ready when one of them leads."""
     aset = apache.require("apache-5")
+    places = places or [LOOPBACK] * count
     ports = [free_port() for _ in range(count)]
-    peers = ";".join(f"n{i}-127.0.0.1:{port}" for i, port in enumerate(ports))
+    peers = ";".join(f"n{i}-{places[i].host}:{port}" for i, port in enumerate(ports))
     processes = [apache._spawn("controller", aset, root, root / f"{tag}-{i}", port, CONTROLLER_MAIN,
                                {"controllerDLegerGroup": "group1", "controllerDLegerPeers": peers,
-                                "controllerDLegerSelfId": f"n{i}", "controllerStorePath": str(root / f"{tag}-{i}" / "store")})
+                                "controllerDLegerSelfId": f"n{i}", "controllerStorePath": str(root / f"{tag}-{i}" / "store")},
+                               host=places[i].host, prefix=places[i].prefix)
                  for i, port in enumerate(ports)]
     _until_led([p.addr for p in processes], 90)
     return processes
 
 
-def mq_controllers(root: Path, tag: str, count: int = 3) -> list[MqProcess]:
+def mq_controllers(root: Path, tag: str, count: int = 3, places: Sequence[Place] | None = None) -> list[MqProcess]:
     """`count` of mq's controllers in one Raft group (each takes its port and the next, for Raft), ready
     when one of them leads."""
+    places = places or [LOOPBACK] * count
     ports = [free_port((0, 1)) for _ in range(count)]
-    peers = ";".join(f"n{i}-127.0.0.1:{port}" for i, port in enumerate(ports))
+    peers = ";".join(f"n{i}-{places[i].host}:{port}" for i, port in enumerate(ports))
     processes = []
     for i in range(count):
         conf = root / f"{tag}-{i}" / "controller.properties"
         conf.parent.mkdir(parents=True, exist_ok=True)
         conf.write_text(f"controllerDLegerGroup=group1\ncontrollerDLegerPeers={peers}\n"
                         f"controllerDLegerSelfId=n{i}\ncontrollerStorePath={root / f'{tag}-{i}' / 'store'}\n")
-        processes.append(start_mq(["controller", "start", "-c", str(conf)]))
+        started = start_mq(["controller", "start", "-c", str(conf)], prefix=places[i].prefix)
+        processes.append(dataclasses.replace(started, host=places[i].host))
     _until_led([p.addr for p in processes], 60)
     return processes
 
@@ -123,23 +148,26 @@ async def sync_state(admin: MQAdmin, controller: str) -> tuple[int | None, list[
     return (sets[0].master_broker_id, sets[0].sync_state_set) if sets else (None, [])
 
 
-def mq_controller_broker(root: Path, namesrv: str, controller: str, tag: str) -> MqProcess:
+def mq_controller_broker(root: Path, namesrv: str, controller: str, tag: str, place: Place = LOOPBACK) -> MqProcess:
     """An mq broker in controller mode, in the same broker set as controller_broker's."""
     conf = write_broker_props(
         root / f"{tag}.properties", namesrv, root / tag / "store", brokerClusterName=CLUSTER, brokerName=BROKER,
         brokerId="-1", brokerRole="SLAVE", enableControllerMode="true", controllerAddr=controller,
         allAckInSyncStateSet="true", autoCreateTopicEnable="false", haSendHeartbeatInterval="1000",
-        checkSyncStateSetPeriod="1000", syncBrokerMetadataPeriod="1000")
-    return start_mq(["broker", "start", "-c", str(conf)], timeout=60)
+        checkSyncStateSetPeriod="1000", syncBrokerMetadataPeriod="1000", brokerIP1=place.host)
+    started = start_mq(["broker", "start", "-c", str(conf)], timeout=60, prefix=place.prefix)
+    return dataclasses.replace(started, host=place.host)
 
 
 async def form_set(root: Path, namesrv: str, controller: str, tag: str,
-                   make: Callable[[Path, str, str, str], Any] = controller_broker) -> list[Any]:
-    """Two brokers (Apache's by default, or `make`'s): the first elected master, the second in the SyncStateSet."""
-    brokers = [make(root, namesrv, controller, f"{tag}-a")]
+                   make: Callable[[Path, str, str, str, Place], Any] = controller_broker,
+                   places: tuple[Place, Place] = (LOOPBACK, LOOPBACK)) -> list[Any]:
+    """Two brokers (Apache's by default, or `make`'s, at `places`): the first elected master, the second in the
+    SyncStateSet."""
+    brokers = [make(root, namesrv, controller, f"{tag}-a", places[0])]
     async with MQAdmin(controller) as admin:
         await until(lambda: _state_is(admin, controller, 1), 90, "the first broker elected master")
-        brokers.append(make(root, namesrv, controller, f"{tag}-b"))
+        brokers.append(make(root, namesrv, controller, f"{tag}-b", places[1]))
         await until(lambda: _state_is(admin, controller, 2), 90, "the second broker in the SyncStateSet")
     return brokers
 
@@ -171,9 +199,10 @@ async def send_through_a_kill(namesrv: str, topic: str, victim: Any, before: int
                               after: int = 50, give_up: float = 120.0, sig: int = signal.SIGKILL,
                               also: Sequence[Any] = (), on_signal: Callable[[], None] = lambda: None,
                               ) -> tuple[list[str], float]:
-    """SYNC sends one at a time, the master (`victim`, None for none) sent `sig` after `before` acks (SIGKILL: its connections close;
-    SIGSTOP: they stay open and only its heartbeats stop), `also` the processes given (SIGKILL) at the same
-    moment, then `on_signal` called; a failed send refreshes the route and tries again at once. The acked
+    """SYNC sends one at a time, the master (`victim`, None for none) sent `sig` after `before` acks (SIGKILL:
+    its connections close; SIGSTOP: they stay open and only its heartbeats stop), `also` the processes given
+    (SIGKILL) at the same moment, then `on_signal` called; a failed send, or one answered other than SEND_OK
+    (stored on a master cut off from its slave), refreshes the route and tries again at once. The acked
     bodies and the seconds from the signal to the first ack after it."""
     acked: list[str] = []
     errors: list[str] = []
@@ -192,9 +221,13 @@ async def send_through_a_kill(namesrv: str, topic: str, victim: Any, before: int
             body = f"m-{i}"
             i += 1
             try:
-                await producer.send(Message(topic, body.encode()))
+                status = (await producer.send(Message(topic, body.encode()))).status
             except MQClientError as exc:
+                status = None
                 errors.append(str(exc))
+            if status is not SendStatus.SEND_OK:  # stored but not replicated (a cut-off master) is not acked
+                if status is not None:
+                    errors.append(status.name)
                 await asyncio.sleep(0.1)
                 await producer.instance.route(topic, refresh=True)
                 continue

@@ -5,7 +5,8 @@ The Apache brokers apply for ids, register, elect their first master and grow th
 mq's controller as they would through Apache's; SYNC sends with allAckInSyncStateSet succeed. The master
 is then SIGKILLed while our producer keeps sending: mq's controller elects the Apache slave, the set
 takes writes again, and every acknowledged message is read back by Apache's Java consumer. Apache's own
-mqadmin reads mq's controller (getControllerMetaData, getSyncStateSet).
+mqadmin reads mq's controller (getControllerMetaData, getSyncStateSet), and `mq admin controller` and
+`ha status` read Apache's.
 """
 
 from __future__ import annotations
@@ -79,6 +80,20 @@ async def test_mq_brokers_fail_over_under_apaches_controller(ref_root: Path, tmp
         async with MQAdmin(ctl.addr) as admin:
             master, in_sync = await sync_state(admin, ctl.addr)
         assert sorted(in_sync) == [1, 2] and master in (1, 2)
+        # mq's toolkit reads Apache's controller as it reads its own
+        meta = json_of(mq("admin", "controller", "metadata", "-a", ctl.addr, "-o", "json"), "ControllerMetadata")
+        assert [(c["address"], c["isLeader"], c["leaderAddress"]) for c in meta["controllers"]] == [
+            (ctl.addr, True, ctl.addr)], meta
+        sets = json_of(mq("admin", "controller", "sync-state-set", BROKER, "-a", ctl.addr, "-o", "json"),
+                       "SyncStateSets")
+        (bset,) = sets["brokerSets"]
+        assert bset["masterBrokerId"] == master and bset["masterEpoch"] == 1, bset
+        assert sorted((r["brokerId"], r["alive"], r["inSync"]) for r in bset["replicas"]) == [
+            (1, True, True), (2, True, True)], bset
+        status = json_of(mq("admin", "ha", "status", "-c", CLUSTER, "--window", "0", "-o", "json",
+                            namesrv=namesrv.addr), "HAStatus")
+        (group,) = status["groups"]
+        assert group["controller"]["syncStateSet"] == [1, 2] and group["controller"]["error"] is None, group
         await kill_master_and_read_back(namesrv.addr, ctl.addr, brokers, master, name("CTLMQ"))
         # Apache's mqadmin reads the survivor's epoch cache (GET_BROKER_EPOCH_CACHE, served by mq's broker)
         shown = apache.mqadmin(ref_root, "getBrokerEpoch", "-n", namesrv.addr, "-b", BROKER,

@@ -13,6 +13,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -63,11 +64,12 @@ def mq_command() -> list[str]:
 
 
 def start_mq(args: list[str], *, timeout: float = 20.0, env: dict[str, str] | None = None,
-             cwd: Path | None = None) -> MqProcess:
-    """Run `mq <args>` and wait for its READY line; raise with its output if it never comes."""
+             cwd: Path | None = None, prefix: Sequence[str] = ()) -> MqProcess:
+    """Run `mq <args>` (after `prefix`: `ip netns exec NS` runs it in a network namespace) and wait for its
+    READY line; raise with its output if it never comes."""
     full_env = {**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}
     proc = subprocess.Popen(
-        [*mq_command(), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        [*prefix, *mq_command(), *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
         env=full_env, cwd=cwd,
     )
     lines: list[str] = []

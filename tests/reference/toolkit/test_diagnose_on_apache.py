@@ -29,13 +29,15 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
 def settled(namesrv: str, group: str) -> dict:
     """The live group's diagnosis; "rebalancing" (a test before this one changed routes or offsets) is asked
-    again, as its own advice says, up to twice."""
+    again, as its own advice says, up to twice, and so are queues whose owner is not known (the Java client
+    did not answer its running info in time: on a loaded machine it can be seconds late)."""
     for _ in range(3):
         doc = json_of(mq("admin", "diagnose", "group", group, "-o", "json", namesrv=namesrv, timeout=120),
                       "GroupDiagnosis", EXIT_OK)
-        if doc["verdict"] != "rebalancing":
+        unowned = [q for q in doc["queues"] if q["owner"] is None]
+        if doc["verdict"] != "rebalancing" and not unowned:
             break
-        print(f"{namesrv}: {group} rebalancing: {doc['summary']}")
+        print(f"{namesrv}: {group} {doc['verdict']}, {len(unowned)} queues without a known owner: {doc['summary']}")
     return doc
 
 
@@ -92,17 +94,18 @@ def test_broker_and_cluster_verdicts_agree(worlds: dict[str, World]) -> None:
 
 def test_a_paused_java_consumer_is_stalled_on_both(worlds: dict[str, World]) -> None:
     """TkLive's Java consumer SIGSTOPped with new messages waiting: no committed offset moves in the window, on
-    Apache's brokers as on mq's. It is resumed after and catches up (settled), as the tests after this expect."""
-    for world in worlds.values():
-        os.kill(world.consumer.proc.pid, signal.SIGSTOP)  # first: it would take the messages before the window
-        with SyncMQAdmin(world.namesrv) as admin:  # as the world's own sends, recorded with them (test_spark reads all)
-            for j in range(8):
-                i = len(world.sent)
-                r = admin.messages.send_message(TOPIC, f"body-{i}".encode(), tags="TagA", keys=f"stall-{j}")
-                world.sent.append({"event": "sent", "i": i, "key": f"stall-{j}", "msgId": r.msg_id,
-                                   "offsetMsgId": r.offset_msg_id, "broker": r.queue.broker_name,
-                                   "queueId": r.queue.queue_id, "queueOffset": r.queue_offset, "tag": "TagA"})
+    Apache's brokers as on mq's. It is resumed after and catches up (settled), as the tests after this expect,
+    also when this one fails."""
     try:
+        for world in worlds.values():
+            os.kill(world.consumer.proc.pid, signal.SIGSTOP)  # first: it would take the messages before the window
+            with SyncMQAdmin(world.namesrv) as admin:  # as the world's own sends, recorded (test_spark reads all)
+                for j in range(8):
+                    i = len(world.sent)
+                    r = admin.messages.send_message(TOPIC, f"body-{i}".encode(), tags="TagA", keys=f"stall-{j}")
+                    world.sent.append({"event": "sent", "i": i, "key": f"stall-{j}", "msgId": r.msg_id,
+                                       "offsetMsgId": r.offset_msg_id, "broker": r.queue.broker_name,
+                                       "queueId": r.queue.queue_id, "queueOffset": r.queue_offset, "tag": "TagA"})
         with ThreadPoolExecutor() as pool:
             runs = {side: pool.submit(lambda ns: json_of(mq("admin", "diagnose", "group", LIVE, "-o", "json",
                                                             namesrv=ns, timeout=120), "GroupDiagnosis", EXIT_REFUSED),

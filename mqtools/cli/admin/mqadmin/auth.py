@@ -45,8 +45,6 @@ def _one(cluster: str | None, broker_addr: str | None) -> dict[str, str | None]:
     return {"cluster": cluster, "broker_addr": broker_addr}
 
 
-
-
 def _write(namesrv: str | None, where: dict[str, str | None], job, verb: str) -> None:  # type: ignore[no-untyped-def]
     async def go(admin: MQAdmin) -> list[str]:
         return (await job(admin, where)).brokers

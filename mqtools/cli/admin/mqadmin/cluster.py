@@ -14,15 +14,6 @@ if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
 
 
-
-
-
-
-
-
-
-
-
 @command("clusterList", "mq admin cluster list", "List cluster infos")
 def cluster_list(
     more: Annotated[bool, typer.Option("-m", "--moreStats", help="Print more stats")] = False,

@@ -39,14 +39,6 @@ GroupOpt = Annotated[str, typer.Option("-g", "--consumerGroup", help="consumer g
 BrokerAddrOpt = Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="broker address")]  # noqa: UP045
 
 
-
-
-
-
-
-
-
-
 async def running_infos(admin: MQAdmin, group: str, conns: GroupConnections,
                         ) -> tuple[dict[str, ConsumerRunningInfo], dict[str, MQClientError]]:
     """Each online client's running info, or why it could not be had."""

@@ -26,8 +26,6 @@ JAVA_LONG = re.compile(r"-?\d+")
 """A timestamp mqadmin takes as a long, as it is."""
 
 
-
-
 @command("updateSubGroup", "mq admin group create|update", "Update or create subscription group.")
 def update_sub_group(
     group: GroupNameOpt,

@@ -18,8 +18,6 @@ if TYPE_CHECKING:
 DEFAULT_INTERVAL_S = 3
 
 
-
-
 def _interval(value: str | None) -> int | None:
     """-i: seconds between rounds; present but empty means mqadmin's 3 s."""
     if value is None:

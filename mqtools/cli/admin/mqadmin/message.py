@@ -35,16 +35,6 @@ EndTimestampOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "-e", "--endTimestamp", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")]
 
 
-
-
-
-
-
-
-
-
-
-
 def with_pull_offsets(m: MessageExt, result: PullResult) -> MessageExt:
     """What a Java pull consumer adds to each message it returns: the queue's MIN_OFFSET and MAX_OFFSET."""
     from dataclasses import replace
@@ -82,8 +72,6 @@ def detail(m: MessageExt, tracks: list[MessageTrack], *, offset_id: bool = True,
     if offset_id:
         return text + "\n\n" + "\n".join(java_track(t) for t in tracks)
     return text + "\n\n" + "".join(java_track(t) for t in tracks)
-
-
 
 
 def _charset(name: str | None) -> str | None:

@@ -25,10 +25,6 @@ FLAG_UNIT_SUB = 0x2
 PERMS = (2, 4, 6)
 
 
-
-
-
-
 def attributes_of(text: str | None) -> dict[str, str]:
     """AttributeParser.parseToMap: `+a=b,+c=d,-e`; a malformed entry is a usage error."""
     found: dict[str, str] = {}
@@ -38,14 +34,6 @@ def attributes_of(text: str | None) -> dict[str, str]:
             raise usage(f"bad attribute {item!r}: use +key=value to add or alter, -key to delete, each key once")
         found[key] = value
     return found
-
-
-
-
-
-
-
-
 
 
 @command("updateTopic", "mq admin topic create|update", "Update or create topic.")

@@ -27,8 +27,6 @@ def _row(kind: str, entry: TraceEntry) -> str:
                        "success" if r.success else "failed")
 
 
-
-
 @command("queryMsgTraceById", "mq admin msg trace", "query a message trace")
 def query_msg_trace_by_id(
     msg_id: MsgIdOpt,
