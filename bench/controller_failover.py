@@ -193,11 +193,10 @@ async def one_run(root: Path, side: str, run: int, name_: str) -> Outcome:
         if side == "apache":
             controllers += ([apache_controller(root, tag, ctl_places[0])] if fault.controllers == 1
                             else apache_controllers(root, tag, fault.controllers, ctl_places))
-        elif fault.controllers == 1:
-            lone = start_mq(["controller", "start", "--listen-port", "0", "--store-dir", str(work / "ctl")],
-                            prefix=ctl_places[0].prefix)
-            controllers.append(dataclasses.replace(lone, host=ctl_places[0].host))
-        else:
+        elif fault.controllers == 1 and fault.cut is None:
+            controllers.append(start_mq(["controller", "start", "--listen-port", "0", "--store-dir",
+                                         str(work / "ctl")]))
+        else:  # a group of them, or one in a namespace: it names itself to brokers by its peer address
             controllers += mq_controllers(root, tag, fault.controllers, ctl_places)
         brokers: list[apache.ApacheProcess] = []
         stack.callback(lambda: [broker.kill() for broker in brokers])
@@ -290,7 +289,8 @@ def main() -> int:
                     out = asyncio.run(one_run(Path(tmp), side, run, args.fault))
                     elected = "" if out.election is None else f", a controller leads again after {out.election:.2f} s"
                     if out.rejoin is not None:
-                        elected += (f", the old master back in the SyncStateSet {out.rejoin:.2f} s after its start"
+                        since = "the heal" if FAULTS[args.fault].cut else "its start"
+                        elected += (f", the old master back in the SyncStateSet {out.rejoin:.2f} s after {since}"
                                     + (", SPLIT BRAIN: named master beside the new one" if out.split_brain else ""))
                     note(f"{side} run {run + 1}: RTO {out.rto:.2f} s{elected}, {out.lost} acknowledged lost")
                     outcomes[side].append(out)
