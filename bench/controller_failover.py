@@ -7,7 +7,8 @@ fresh processes and stores. Our Producer sends one SYNC message at a time; 50 ac
 and a failed send refreshes the route and tries again at once, so what is measured is the servers' part:
 the controller noticing the death and electing, the new master taking over and registering. RTO is the
 time from the fault to the first acknowledged send after it. Also counted: acknowledged messages missing
-afterwards (read back by Apache's Java consumer).
+afterwards (read back by Apache's Java consumer). With `--brokers mq` the set is two mq brokers in controller
+mode instead (mixed under Apache's controller; not with restart-old-master).
 
 --fault kill         SIGKILL of the master, one controller.
 --fault pause        SIGSTOP of the master instead: its connections stay open and only its heartbeats stop,
@@ -35,7 +36,7 @@ leader was killed, the rejoin's where the old master came back), and mq/Apache a
 
 Usage: .venv/bin/python bench/controller_failover.py [--runs 3]
        [--fault kill|pause|kill-leader|kill-both|restart-old-master|partition|partition-leader]
-       [--sides apache,mq] [--keep DIR]
+       [--sides apache,mq] [--brokers apache|mq] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -65,9 +66,11 @@ from controllerworld import (
     Place,
     apache_controller,
     apache_controllers,
+    controller_broker,
     form_set,
     leading,
     master_and_slave,
+    mq_controller_broker,
     mq_controllers,
     send_through_a_kill,
     sync_state,
@@ -175,8 +178,8 @@ def namespaces(stack: ExitStack, fault: Fault) -> tuple[netns.Layout | None, lis
     return layout, [Place(layout.host(k), tuple(layout.exec_prefix(layout.namespace(k)))) for k in range(count)]
 
 
-async def one_run(root: Path, side: str, run: int, name_: str) -> Outcome:
-    """One fault under `side`'s controller(s)."""
+async def one_run(root: Path, side: str, run: int, name_: str, kind: str = "apache") -> Outcome:
+    """One fault under `side`'s controller(s), to a set of `kind`'s brokers."""
     fault = FAULTS[name_]
     work = root / f"{side}-{run}"
     work.mkdir(parents=True)
@@ -198,10 +201,11 @@ async def one_run(root: Path, side: str, run: int, name_: str) -> Outcome:
                                          str(work / "ctl")]))
         else:  # a group of them, or one in a namespace: it names itself to brokers by its peer address
             controllers += mq_controllers(root, tag, fault.controllers, ctl_places)
-        brokers: list[apache.ApacheProcess] = []
+        brokers: list[Any] = []
         stack.callback(lambda: [broker.kill() for broker in brokers])
         controller = ";".join(c.addr for c in controllers)  # as a broker's controllerAddr
-        brokers += await form_set(root, namesrv.addr, controller, f"{side}-{run}", places=tuple(broker_places))
+        make = controller_broker if kind == "apache" else mq_controller_broker
+        brokers += await form_set(root, namesrv.addr, controller, f"{side}-{run}", make, tuple(broker_places))
         topic = name("CTLBENCH")
         make_topic(namesrv.addr, topic, cluster=CLUSTER)
         master, slave = await master_and_slave(namesrv.addr, brokers, topic)
@@ -262,6 +266,8 @@ def main() -> int:
                              "master cut off from the other servers, then healed; partition-leader: the "
                              "controller leader of three cut off (both: network namespaces, as root)")
     parser.add_argument("--sides", default="apache,mq", help="controllers to measure, in this order")
+    parser.add_argument("--brokers", choices=("apache", "mq"), default="apache",
+                        help="whose brokers form the set (mq: mq's brokers in controller mode)")
     parser.add_argument("--keep", type=Path, default=None,
                         help="run in this new directory and keep it (every process's logs and stores, a folder a run) "
                              "instead of a temporary one")
@@ -269,6 +275,9 @@ def main() -> int:
     sides = args.sides.split(",")
     if not sides or not set(sides) <= {"apache", "mq"}:
         print("controller_failover: --sides takes apache, mq or both", file=sys.stderr)
+        return 2
+    if args.brokers == "mq" and args.fault == "restart-old-master":
+        print("controller_failover: --fault restart-old-master restarts Apache's brokers only", file=sys.stderr)
         return 2
     why = netns.unavailable() if FAULTS[args.fault].cut else None
     if why is not None:
@@ -286,7 +295,7 @@ def main() -> int:
         try:
             for side in sides:
                 for run in range(args.runs):
-                    out = asyncio.run(one_run(Path(tmp), side, run, args.fault))
+                    out = asyncio.run(one_run(Path(tmp), side, run, args.fault, args.brokers))
                     elected = "" if out.election is None else f", a controller leads again after {out.election:.2f} s"
                     if out.rejoin is not None:
                         since = "the heal" if FAULTS[args.fault].cut else "its start"
@@ -316,7 +325,8 @@ def main() -> int:
         ratio = f", mq/Apache RTO p50 {p50['mq'] / p50['apache']:.2f}"
     detail = "; ".join(f"{side} RTO " + " ".join(f"{o.rto:.2f}" for o in outs) for side, outs in outcomes.items())
     lost = ", ".join(f"{side} {sum(o.lost for o in outs)}" for side, outs in outcomes.items())
-    print(f"controller_failover: after {FAULTS[args.fault].description}, p50/p99: " + "; ".join(parts)
+    whose = "" if args.brokers == "apache" else " (a set of mq's brokers)"
+    print(f"controller_failover: after {FAULTS[args.fault].description}{whose}, p50/p99: " + "; ".join(parts)
           + f"{ratio} ({args.runs} runs each: {detail}; acknowledged lost: {lost})")
     return 0
 
