@@ -43,7 +43,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import dataclasses
 import math
 import signal
 import statistics
@@ -73,6 +72,7 @@ from controllerworld import (
     mq_controller_broker,
     mq_controllers,
     send_through_a_kill,
+    start_mq_at,
     sync_state,
 )
 from fetch import FETCH_COMMAND, SETS
@@ -186,9 +186,8 @@ async def one_run(root: Path, side: str, run: int, name_: str, kind: str = "apac
     with ExitStack() as stack:  # what started is stopped, also when a later start fails
         layout, places = namespaces(stack, fault)
         ns_place, ctl_places, broker_places = places[0], places[1:-2], places[-2:]
-        namesrv = start_mq(["namesrv", "start", "--listen-port", "0", "--store-dir", str(work / "namesrv")],
-                           prefix=ns_place.prefix)
-        namesrv = dataclasses.replace(namesrv, host=ns_place.host)
+        namesrv = start_mq_at(ns_place, ["namesrv", "start", "--listen-port", "0", "--store-dir",
+                                         str(work / "namesrv")])
         stack.callback(namesrv.stop)
         controllers: list[Any] = []
         stack.callback(lambda: [ctl.kill() for ctl in controllers])

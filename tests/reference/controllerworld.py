@@ -41,6 +41,12 @@ class Place:
 LOOPBACK = Place()
 
 
+def start_mq_at(place: Place, args: list[str], **kwargs: Any) -> MqProcess:
+    """`mq ARGS` run at `place`, known by the address others reach it at (its READY line names the one it
+    bound, which from another namespace is not it)."""
+    return dataclasses.replace(start_mq(args, prefix=place.prefix, **kwargs), host=place.host)
+
+
 def controller_broker(root: Path, namesrv: str, controller: str, tag: str,
                       place: Place = LOOPBACK) -> apache.ApacheProcess:
     """An Apache 5 broker in controller mode; its id and role come from the controller."""
@@ -57,7 +63,7 @@ def controller_broker(root: Path, namesrv: str, controller: str, tag: str,
         # a slave catches up and joins the SyncStateSet sooner than with the 5 s defaults
         "haSendHeartbeatInterval": "1000", "checkSyncStateSetPeriod": "1000", "syncBrokerMetadataPeriod": "1000",
     }
-    if place is not LOOPBACK:  # its HA address (brokerIP2) is otherwise the machine's first address
+    if place != LOOPBACK:  # its HA address (brokerIP2) is otherwise the machine's first address
         conf["brokerIP2"] = place.host
     return apache._spawn("broker", aset, root, root / tag, port, apache.BROKER_MAIN, conf, host=place.host,
                          prefix=place.prefix)
@@ -112,8 +118,7 @@ def mq_controllers(root: Path, tag: str, count: int = 3, places: Sequence[Place]
         conf.parent.mkdir(parents=True, exist_ok=True)
         conf.write_text(f"controllerDLegerGroup=group1\ncontrollerDLegerPeers={peers}\n"
                         f"controllerDLegerSelfId=n{i}\ncontrollerStorePath={root / f'{tag}-{i}' / 'store'}\n")
-        started = start_mq(["controller", "start", "-c", str(conf)], prefix=places[i].prefix)
-        processes.append(dataclasses.replace(started, host=places[i].host))
+        processes.append(start_mq_at(places[i], ["controller", "start", "-c", str(conf)]))
     _until_led([p.addr for p in processes], 60)
     return processes
 
@@ -155,8 +160,7 @@ def mq_controller_broker(root: Path, namesrv: str, controller: str, tag: str, pl
         brokerId="-1", brokerRole="SLAVE", enableControllerMode="true", controllerAddr=controller,
         allAckInSyncStateSet="true", autoCreateTopicEnable="false", haSendHeartbeatInterval="1000",
         checkSyncStateSetPeriod="1000", syncBrokerMetadataPeriod="1000", brokerIP1=place.host)
-    started = start_mq(["broker", "start", "-c", str(conf)], timeout=60, prefix=place.prefix)
-    return dataclasses.replace(started, host=place.host)
+    return start_mq_at(place, ["broker", "start", "-c", str(conf)], timeout=60)
 
 
 async def form_set(root: Path, namesrv: str, controller: str, tag: str,

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -157,13 +158,12 @@ class PopReviveService:
             self._commit(qid, ledger)
         return revived
 
-    def _read(self, qid: int, ledger: ReviveLedger, batches: int | None = None) -> bool:
+    def _read(self, qid: int, ledger: ReviveLedger, batches: float = math.inf) -> bool:
         """Read the queue on from the ledger's offset, to its end or for `batches` reads: whether it reached
         the end."""
         store = self.c.store
-        while batches is None or batches > 0:
-            if batches is not None:
-                batches -= 1
+        while batches > 0:
+            batches -= 1
             offset = ledger.read_offset + 1
             result = store.get_message(REVIVE_GROUP, self.topic, qid, offset, READ_BATCH)
             if result.status in _SKIP and result.next_begin_offset > offset:
