@@ -11,6 +11,11 @@ a side's processes are stopped before the next starts. The client is the officia
            published message came (msgs/s over the drain)
   rss      the proxy's RSS after the run, and its anonymous part (MiB)
 
+With --proxy apache both sides run Apache's rocketmq-proxy 5.5.0, mq's side over mq's name server and broker:
+the same proxy in front of each broker, so the figures compare the brokers' POP and send paths (issue 44's
+target: POP receive and ack through Apache's proxy, mq's broker >= 1.0x Apache's); start-up and RSS are then
+the same proxy's and are not compared.
+
 With --client java the client is Apache's rocketmq-client-java 5.0.8 (the reference harness in its own JVM): publish
 is its async sends with --inflight outstanding (`load`), receive is a PushConsumer (4 consume threads) consuming
 the backlog, timed from its first consumption to its last (the JVM's start-up left out).
@@ -20,13 +25,14 @@ client is the same on both sides, so where it is the bottleneck both sides read 
 per message are printed too (what the proxy itself costs).
 
 Usage: .venv/bin/python bench/proxy_grpc.py [--seconds 10] [--inflight 64] [--consumers 4] [--client python|java]
-       [--sides apache,mq]
+       [--sides apache,mq] [--proxy own|apache]
 """
 
 from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import functools
 import json
 import sys
 import tempfile
@@ -85,14 +91,21 @@ def apache_side(root: Path) -> Iterator[tuple[str, int, float]]:
 
 
 @contextmanager
-def mq_side(root: Path) -> Iterator[tuple[str, int, float]]:
-    procs: list[MqProcess] = []
+def mq_side(root: Path, proxy_kind: str = "own") -> Iterator[tuple[str, int, float]]:
+    """mq's name server and broker, and `mq proxy` over them, or Apache's proxy (`proxy_kind` "apache")."""
+    procs: list[MqProcess | apache.ApacheProcess] = []
     root.mkdir(parents=True, exist_ok=True)
     try:
         namesrv = start_namesrv(root)
         procs.append(namesrv)
         procs.append(start_broker(root, namesrv.addr, BROKER, brokerClusterName=CLUSTER, **STORE))
         make_topic(namesrv.addr)
+        if proxy_kind == "apache":
+            began = time.monotonic()
+            theirs = apache.start_proxy(root, namesrv.addr, cluster=CLUSTER)
+            procs.append(theirs)
+            yield theirs.addr, theirs.pid, time.monotonic() - began
+            return
         conf = root / "rmq-proxy.json"
         conf.write_text(json.dumps({"rocketMQClusterName": CLUSTER, "namesrvAddr": namesrv.addr,
                                     "grpcServerPort": 0, "remotingListenPort": 0}))
@@ -107,7 +120,10 @@ def mq_side(root: Path) -> Iterator[tuple[str, int, float]]:
         yield proxy.addr, proxy.proc.pid, time.monotonic() - began
     finally:
         for proc in reversed(procs):
-            proc.stop()
+            if isinstance(proc, MqProcess):
+                proc.stop()
+            else:
+                proc.kill()
 
 
 def make_topic(namesrv: str) -> None:
@@ -230,8 +246,10 @@ def main() -> int:
     parser.add_argument("--consumers", type=int, default=4)
     parser.add_argument("--client", choices=("python", "java"), default="python")
     parser.add_argument("--sides", default="apache,mq")
+    parser.add_argument("--proxy", choices=("own", "apache"), default="own",
+                        help="apache: Apache's proxy in front of mq's broker too (compares the brokers)")
     args = parser.parse_args()
-    sides = {"apache": apache_side, "mq": mq_side}
+    sides = {"apache": apache_side, "mq": functools.partial(mq_side, proxy_kind=args.proxy)}
     res: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="proxy-grpc-") as tmp:
         for name in args.sides.split(","):
@@ -240,12 +258,17 @@ def main() -> int:
              f"({r['publish_cpu_us']:.0f} proxy CPU us/msg), receive+ack {r['receive_s']:,.0f} msgs/s "
              f"({r['receive_cpu_us']:.0f} us/msg; {r['acked']}/{r['sent']}), RSS {r['rss_mib']:.0f} MiB "
              f"(anon {r['anon_mib']:.0f})" for n, r in res.items()]
-    if {"apache", "mq"} <= res.keys():
+    if {"apache", "mq"} <= res.keys() and args.proxy == "apache":
+        a, m = res["apache"], res["mq"]
+        parts.append(f"mq's broker / Apache's, both behind Apache's proxy: publish {m['publish_s'] / a['publish_s']:.2f}x, "
+                     f"receive+ack {m['receive_s'] / a['receive_s']:.2f}x (target >= 1.0)")
+    elif {"apache", "mq"} <= res.keys():
         a, m = res["apache"], res["mq"]
         parts.append(f"mq/Apache: publish {m['publish_s'] / a['publish_s']:.2f}x (target >= 1.0), receive+ack "
                      f"{m['receive_s'] / a['receive_s']:.2f}x (>= 1.0), RSS {m['rss_mib'] / a['rss_mib']:.2f}x (<= 0.5), "
                      f"start-up {m['start_s'] / a['start_s']:.2f}x (<= 0.3)")
-    print(f"proxy_grpc ({args.client} client) | " + " | ".join(parts))
+    proxies = "Apache's proxy on both sides" if args.proxy == "apache" else "each side's own proxy"
+    print(f"proxy_grpc ({args.client} client, {proxies}) | " + " | ".join(parts))
     return 0
 
 
