@@ -258,15 +258,19 @@ def main() -> int:
              f"({r['publish_cpu_us']:.0f} proxy CPU us/msg), receive+ack {r['receive_s']:,.0f} msgs/s "
              f"({r['receive_cpu_us']:.0f} us/msg; {r['acked']}/{r['sent']}), RSS {r['rss_mib']:.0f} MiB "
              f"(anon {r['anon_mib']:.0f})" for n, r in res.items()]
-    if {"apache", "mq"} <= res.keys() and args.proxy == "apache":
+    if {"apache", "mq"} <= res.keys():
         a, m = res["apache"], res["mq"]
-        parts.append(f"mq's broker / Apache's, both behind Apache's proxy: publish {m['publish_s'] / a['publish_s']:.2f}x, "
-                     f"receive+ack {m['receive_s'] / a['receive_s']:.2f}x (target >= 1.0)")
-    elif {"apache", "mq"} <= res.keys():
-        a, m = res["apache"], res["mq"]
-        parts.append(f"mq/Apache: publish {m['publish_s'] / a['publish_s']:.2f}x (target >= 1.0), receive+ack "
-                     f"{m['receive_s'] / a['receive_s']:.2f}x (>= 1.0), RSS {m['rss_mib'] / a['rss_mib']:.2f}x (<= 0.5), "
-                     f"start-up {m['start_s'] / a['start_s']:.2f}x (<= 0.3)")
+
+        def ratio(key: str) -> str:
+            """mq's figure over Apache's; n/a when Apache's side measured nothing (a receive that got none)."""
+            return f"{m[key] / a[key]:.2f}x" if a[key] else "n/a"
+
+        if args.proxy == "apache":
+            parts.append(f"mq's broker / Apache's, both behind Apache's proxy: publish {ratio('publish_s')}, "
+                         f"receive+ack {ratio('receive_s')} (target >= 1.0)")
+        else:
+            parts.append(f"mq/Apache: publish {ratio('publish_s')} (target >= 1.0), receive+ack {ratio('receive_s')} "
+                         f"(>= 1.0), RSS {ratio('rss_mib')} (<= 0.5), start-up {ratio('start_s')} (<= 0.3)")
     proxies = "Apache's proxy on both sides" if args.proxy == "apache" else "each side's own proxy"
     print(f"proxy_grpc ({args.client} client, {proxies}) | " + " | ".join(parts))
     return 0
