@@ -37,6 +37,9 @@ PRODUCERS_QUIET = 1.0
 """Seconds the master's commitlog must stand still before producers count as gone."""
 HA_READY_TIMEOUT = 20.0
 ROUTE_TIMEOUT = 30.0
+#: How long a started master has to answer again: an operator's --heal-cmd may return before the process serves,
+#: and Apache's broker JVM takes 10-20 s to (longer on a slow machine).
+RETURN_TIMEOUT = 90.0
 SYNC_STATE_SET_TIMEOUT = 30.0
 
 
@@ -254,9 +257,19 @@ class DrillContext:
         detail = await self.actions.partition(node)
         self.history.event(self.clock(), "fault", detail, node=node.name, addr=node.addr, signal=None)
 
-    async def stop_gracefully(self, node: Node) -> None:
+    async def stop_gracefully(self, node: Node) -> bool:
+        """Stop `node` and wait until it no longer answers (an operator's --fault-cmd may return while the process
+        still shuts down); False, the drill aborted, when it still answers after RETURN_TIMEOUT."""
         self.event("master-stopping", f"graceful stop of {node.name}")
         self.event("master-stopped", await self.actions.stop(node), node=node.name)
+        deadline = self.clock() + RETURN_TIMEOUT
+        while await self._committed(node.addr) is not None:
+            if self.clock() >= deadline:
+                self.aborted = f"{node.name} still answered {RETURN_TIMEOUT:.0f}s after its stop"
+                self.event("aborted", self.aborted)
+                return False
+            await asyncio.sleep(STEADY_POLL)
+        return True
 
     async def sleep(self, seconds: float) -> None:
         await asyncio.sleep(seconds)
@@ -366,6 +379,18 @@ class DrillContext:
         failing = "; ".join(c["detail"] for c in verdict.get("checks", []) if c["ok"] is False)
         self.aborted = f"ha ready never said safe within {HA_READY_TIMEOUT:.0f}s ({failing or 'unknown'})"
         self.event("aborted", self.aborted, checks=verdict.get("checks", []))
+        return False
+
+    async def wait_answering(self, node: Node) -> bool:
+        """Until the started `node` answers (its consume stats: what record_offsets_at_return reads), so nothing
+        is read of it before it serves; the drill is aborted when it does not within RETURN_TIMEOUT."""
+        deadline = self.clock() + RETURN_TIMEOUT
+        while self.clock() < deadline:
+            if await self._committed(node.addr) is not None:
+                return True
+            await asyncio.sleep(STEADY_POLL)
+        self.aborted = f"{node.name} did not answer within {RETURN_TIMEOUT:.0f}s of its start"
+        self.event("aborted", self.aborted)
         return False
 
     async def wait_in_route(self, node: Node) -> bool:

@@ -112,10 +112,13 @@ class FaultContext(Protocol):
         """The fault: `sig` to a local process, or the operator's --fault-cmd."""
     async def heal(self, node: Node, how: str) -> None:
         """`cont` (SIGCONT) or `start`; the operator's --heal-cmd for remote clusters."""
-    async def stop_gracefully(self, node: Node) -> None: ...
+    async def stop_gracefully(self, node: Node) -> bool:
+        """Stop `node` and wait until it no longer answers; False (aborted) when it still does."""
     async def sleep(self, seconds: float) -> None: ...
     async def record_slave_offset(self) -> None: ...
     async def record_offsets_at_return(self) -> None: ...
+    async def wait_answering(self, node: Node) -> bool:
+        """Until a started node answers (the operator's --heal-cmd may return before it serves)."""
     async def wipe_write_perm(self) -> None: ...
     async def add_write_perm(self) -> None: ...
     async def wait_producers_left(self) -> bool: ...
@@ -196,7 +199,8 @@ async def restart_master(ctx: FaultContext) -> None:
     await ctx.record_slave_offset()
     await ctx.sleep(ctx.fault_for)
     await ctx.heal(master, "start")
-    await ctx.record_offsets_at_return()
+    if await ctx.wait_answering(master):
+        await ctx.record_offsets_at_return()
 
 
 async def restart_old_master(ctx: FaultContext) -> None:
@@ -271,10 +275,13 @@ async def drain_master(ctx: FaultContext) -> None:
     if not await ctx.wait_ha_ready():
         await ctx.add_write_perm()
         return
-    await ctx.stop_gracefully(master)
+    if not await ctx.stop_gracefully(master):
+        await ctx.add_write_perm()
+        return
     await ctx.heal(master, "start")
-    await ctx.record_offsets_at_return()
-    await ctx.wait_in_route(master)
+    if await ctx.wait_answering(master):
+        await ctx.record_offsets_at_return()
+        await ctx.wait_in_route(master)
     await ctx.add_write_perm()
 
 

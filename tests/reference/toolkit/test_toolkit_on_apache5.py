@@ -440,7 +440,10 @@ def test_restart_master_drill_on_apache5_says_which_way_it_went(apache5_1m1s: tu
     What Apache does is reported, and the drill must judge it right and the same offline. The consumer offsets
     are where runs differ, and the drill says which way:
     RocketMQ 5's returning master serves the offsets it had, not the newer ones the group committed to the slave
-    meanwhile (it takes them only in slave-acting-master mode; mq's does). So every queue the group advanced on
+    meanwhile (it takes them only in slave-acting-master mode; mq's does): 419-421 per queue against the slave's
+    562-564 in a run at stop 61, once the drill read them after the restarted JVM answered (before, it read a master
+    that was not up yet and counted its offsets as 0, which this file used to report as Apache's). So every queue
+    the group advanced on
     the slave during the downtime regresses at the master's return (master < slave at that moment, the drill
     FAILs on it, and those messages are delivered again: at most as many re-deliveries as it counts, 910 of
     2,253 in one CI run); a run whose consumer committed nothing to the slave while the master was away has

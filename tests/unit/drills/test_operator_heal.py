@@ -1,0 +1,162 @@
+"""Drills on clusters elsewhere (--fault-cmd/--heal-cmd): an operator's command may return before the process it
+starts or stops has done so. restart-master and drain-master read the returning master's committed offsets only
+once it answers again, and drain-master starts it only once the stopped one is silent; what a master that never
+came back would have served is not read as zeros (Apache 5.5.0's restart-master once read as a regression to 0)."""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass, field
+from typing import Any
+
+from mqtools.client.admin.models.brokers import BrokerConsumeStats, QueueLag
+from mqtools.client.errors import MQClientError
+from mqtools.drills import faults
+from mqtools.drills.checkers import check_regression
+from mqtools.drills.faults import DrillContext
+from mqtools.drills.history import History
+from mqtools.drills.scenarios import SCENARIOS, Node, Target
+from mqtools.remoting.bodies import MessageQueue
+
+MASTER, SLAVE = Node("m", "127.0.0.1:1", "master"), Node("s", "127.0.0.1:2", "slave")
+TOPIC, GROUP = "T", "G"
+
+
+@dataclass
+class Broker:
+    """A broker as the drill's admin sees it: up or not, and the offsets it serves."""
+
+    offsets: dict[int, int]
+    up: bool = True
+    #: Reads that still fail after a start (the JVM has not opened its port yet).
+    starting: int = 0
+
+
+@dataclass
+class Brokers:
+    """MQAdmin's broker service, over Broker objects by address."""
+
+    by_addr: dict[str, Broker]
+
+    async def broker_consume_stats(self, addr: str) -> BrokerConsumeStats:
+        broker = self.by_addr[addr]
+        if broker.starting:
+            broker.starting -= 1
+        if not broker.up or broker.starting:
+            raise MQClientError(f"{addr} does not answer")
+        return BrokerConsumeStats(addr, 0, [QueueLag(GROUP, MessageQueue(TOPIC, "b", q), o + 10, o, None)
+                                            for q, o in broker.offsets.items()])
+
+
+@dataclass
+class Admin:
+    brokers: Brokers
+
+
+@dataclass
+class OperatorActions:
+    """An operator's commands: they return at once; the start takes `start_reads` reads to show, the stop
+    `stop_reads` (a JVM running its shutdown hooks still answers)."""
+
+    by_addr: dict[str, Broker]
+    start_reads: int = 5
+    stop_reads: int = 3
+    done: list[str] = field(default_factory=list)
+
+    async def fault(self, node: Node, sig: int) -> str:
+        self.by_addr[node.addr].up = False
+        self.done.append(f"fault {node.name}")
+        return "ok"
+
+    async def stop(self, node: Node) -> str:
+        broker = self.by_addr[node.addr]
+
+        async def later() -> None:
+            for _ in range(self.stop_reads):
+                await asyncio.sleep(faults.STEADY_POLL)
+            broker.up = False
+
+        asyncio.get_running_loop().create_task(later())
+        self.done.append(f"stop {node.name}")
+        return "ok"
+
+    async def heal(self, node: Node, how: str) -> str:
+        broker = self.by_addr[node.addr]
+        assert not broker.up, "started while the old process still ran"
+        broker.up, broker.starting = True, self.start_reads
+        self.done.append(f"{how} {node.name}")
+        return "ok"
+
+
+def context(actions: OperatorActions, admin: Admin) -> tuple[DrillContext, History]:
+    history = History()
+    target = Target("b", MASTER, SLAVE, "SYNC_MASTER", None)
+    loop = asyncio.get_running_loop()
+    ctx = DrillContext(admin, actions, target, history, loop.time, topic=TOPIC, group=GROUP,  # type: ignore[arg-type]
+                       fault_for=0.0, poll_interval=0.1)
+    return ctx, history
+
+
+def test_restart_master_reads_the_returning_masters_offsets_once_it_answers(monkeypatch: Any) -> None:
+    monkeypatch.setattr(faults, "STEADY_POLL", 0.001)
+    by_addr = {MASTER.addr: Broker({0: 40, 1: 41}), SLAVE.addr: Broker({0: 50, 1: 51})}
+
+    async def run() -> History:
+        ctx, history = context(OperatorActions(by_addr), Admin(Brokers(by_addr)))
+        monkeypatch.setattr(ctx, "record_slave_offset", _nothing)
+        await SCENARIOS["restart-master"].inject(ctx)
+        assert ctx.aborted is None
+        return history
+
+    history = asyncio.run(run())
+    (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
+    assert ev.data["master"] == {"0": 40, "1": 41}  # what it serves, not the zeros of a broker not yet up
+    regression = check_regression(history)
+    assert regression is not None and regression.messages == 20
+
+
+def test_a_master_that_never_answers_again_aborts_the_drill_instead_of_reading_zeros(monkeypatch: Any) -> None:
+    monkeypatch.setattr(faults, "STEADY_POLL", 0.001)
+    monkeypatch.setattr(faults, "RETURN_TIMEOUT", 0.05)
+    by_addr = {MASTER.addr: Broker({0: 40}), SLAVE.addr: Broker({0: 50})}
+
+    async def run() -> tuple[DrillContext, History]:
+        ctx, history = context(OperatorActions(by_addr, start_reads=10**9), Admin(Brokers(by_addr)))
+        monkeypatch.setattr(ctx, "record_slave_offset", _nothing)
+        await SCENARIOS["restart-master"].inject(ctx)
+        return ctx, history
+
+    ctx, history = asyncio.run(run())
+    assert ctx.aborted is not None and "did not answer" in ctx.aborted
+    assert not [e for e in history.events if e.name == "offsets-at-return"]
+    assert check_regression(history) is None  # unknown, never "regressed to 0"
+
+
+def test_drain_master_starts_the_master_only_once_the_stopped_one_is_silent(monkeypatch: Any) -> None:
+    monkeypatch.setattr(faults, "STEADY_POLL", 0.001)
+    by_addr = {MASTER.addr: Broker({0: 40}), SLAVE.addr: Broker({0: 40})}
+    actions = OperatorActions(by_addr)
+
+    async def run() -> tuple[DrillContext, History]:
+        ctx, history = context(actions, Admin(Brokers(by_addr)))
+        for step in ("wipe_write_perm", "add_write_perm"):
+            monkeypatch.setattr(ctx, step, _nothing)
+        for check in ("wait_producers_left", "wait_ha_ready", "wait_in_route"):
+            monkeypatch.setattr(ctx, check, _yes)
+        await SCENARIOS["drain-master"].inject(ctx)
+        return ctx, history
+
+    ctx, history = asyncio.run(run())
+    assert ctx.aborted is None
+    assert actions.done == ["stop m", "start m"]  # heal asserts the old process was down first
+    (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
+    assert ev.data["master"] == {"0": 40}
+
+
+async def _nothing(*_args: Any) -> None:
+    return None
+
+
+async def _yes(*_args: Any) -> bool:
+    return True
+
