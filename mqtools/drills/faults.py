@@ -232,6 +232,12 @@ class DrillContext:
     def event(self, name: str, detail: str = "", **data: Any) -> None:
         self.history.event(self.clock(), name, detail, **data)
 
+    def _abort(self, why: str, **data: Any) -> bool:
+        """The drill stops short of its steps (its report FAILs saying why); False, for the step that waited."""
+        self.aborted = why
+        self.event("aborted", why, **data)
+        return False
+
     async def fault(self, node: Node, sig: int) -> None:
         if self.target.controller_mode and node == self.target.master:
             self._offsets_before_fault = await self._committed(node.addr)  # what an election must not lose
@@ -262,11 +268,16 @@ class DrillContext:
         still shuts down); False, the drill aborted, when it still answers after RETURN_TIMEOUT."""
         self.event("master-stopping", f"graceful stop of {node.name}")
         self.event("master-stopped", await self.actions.stop(node), node=node.name)
+        if await self._until_answering(node, False):
+            return True
+        return self._abort(f"{node.name} still answered {RETURN_TIMEOUT:.0f}s after its stop")
+
+    async def _until_answering(self, node: Node, answering: bool) -> bool:
+        """Until `node` answers (its consume stats, what record_offsets_at_return reads) or, `answering` False, no
+        longer does; False when that has not happened within RETURN_TIMEOUT."""
         deadline = self.clock() + RETURN_TIMEOUT
-        while await self._committed(node.addr) is not None:
+        while (await self._committed(node.addr) is not None) is not answering:
             if self.clock() >= deadline:
-                self.aborted = f"{node.name} still answered {RETURN_TIMEOUT:.0f}s after its stop"
-                self.event("aborted", self.aborted)
                 return False
             await asyncio.sleep(STEADY_POLL)
         return True
@@ -363,9 +374,7 @@ class DrillContext:
                 self.event("producers-left", f"{master.name}'s commitlog stopped growing at offset {offset}")
                 return True
             await asyncio.sleep(STEADY_POLL)
-        self.aborted = f"producers still wrote to {master.name} {self.poll_interval + 15:.0f}s after the wipe"
-        self.event("aborted", self.aborted)
-        return False
+        return self._abort(f"producers still wrote to {master.name} {self.poll_interval + 15:.0f}s after the wipe")
 
     async def wait_ha_ready(self) -> bool:
         deadline = self.clock() + HA_READY_TIMEOUT
@@ -377,21 +386,15 @@ class DrillContext:
                 return True
             await asyncio.sleep(STEADY_POLL)
         failing = "; ".join(c["detail"] for c in verdict.get("checks", []) if c["ok"] is False)
-        self.aborted = f"ha ready never said safe within {HA_READY_TIMEOUT:.0f}s ({failing or 'unknown'})"
-        self.event("aborted", self.aborted, checks=verdict.get("checks", []))
-        return False
+        return self._abort(f"ha ready never said safe within {HA_READY_TIMEOUT:.0f}s ({failing or 'unknown'})",
+                           checks=verdict.get("checks", []))
 
     async def wait_answering(self, node: Node) -> bool:
-        """Until the started `node` answers (its consume stats: what record_offsets_at_return reads), so nothing
-        is read of it before it serves; the drill is aborted when it does not within RETURN_TIMEOUT."""
-        deadline = self.clock() + RETURN_TIMEOUT
-        while self.clock() < deadline:
-            if await self._committed(node.addr) is not None:
-                return True
-            await asyncio.sleep(STEADY_POLL)
-        self.aborted = f"{node.name} did not answer within {RETURN_TIMEOUT:.0f}s of its start"
-        self.event("aborted", self.aborted)
-        return False
+        """Until the started `node` answers, so nothing is read of it before it serves; the drill is aborted when it
+        does not within RETURN_TIMEOUT."""
+        if await self._until_answering(node, True):
+            return True
+        return self._abort(f"{node.name} did not answer within {RETURN_TIMEOUT:.0f}s of its start")
 
     async def wait_in_route(self, node: Node) -> bool:
         deadline = self.clock() + ROUTE_TIMEOUT
@@ -430,9 +433,8 @@ class DrillContext:
                                                       "SyncStateSet again", brokerId=member.broker_id)
                 return True
             await asyncio.sleep(STEADY_POLL)
-        self.aborted = f"{node.name} was not back in the SyncStateSet {SYNC_STATE_SET_TIMEOUT:.0f}s after its restart"
-        self.event("aborted", self.aborted)
-        return False
+        return self._abort(f"{node.name} was not back in the SyncStateSet {SYNC_STATE_SET_TIMEOUT:.0f}s after its "
+                           "restart")
 
     async def kill_producers(self) -> None:
         """SIGKILL every transactional producer process of the drill (the fault is the load's, not the cluster's)."""
