@@ -194,20 +194,27 @@ async def pause_master(ctx: FaultContext) -> None:
 
 
 async def restart_master(ctx: FaultContext) -> None:
-    master = _need(ctx.target.master, "master")
+    await _restart(ctx, _need(ctx.target.master, "master"))
+
+
+async def _restart(ctx: FaultContext, master: Node) -> bool:
+    """SIGKILL, --fault-for seconds down, start, and the committed offsets it serves once it answers; whether it
+    answered (the drill is aborted when not)."""
     await ctx.fault(master, signal.SIGKILL)
     await ctx.record_slave_offset()
     await ctx.sleep(ctx.fault_for)
     await ctx.heal(master, "start")
-    if await ctx.wait_answering(master):
-        await ctx.record_offsets_at_return()
+    if not await ctx.wait_answering(master):
+        return False
+    await ctx.record_offsets_at_return()
+    return True
 
 
 async def restart_old_master(ctx: FaultContext) -> None:
     """Controller mode: the killed master returns as a slave, cuts what it alone had, rejoins the set."""
     master = _need(ctx.target.master, "master")
-    await restart_master(ctx)
-    await ctx.wait_in_sync_state_set(master)
+    if await _restart(ctx, master):  # a master that never answered again is not waited for in the set
+        await ctx.wait_in_sync_state_set(master)
 
 
 async def kill_controller_leader(ctx: FaultContext) -> None:
