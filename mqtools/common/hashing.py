@@ -47,14 +47,14 @@ def java_hash(s: str) -> int:
 
 
 @lru_cache(maxsize=4096)
-def _cached_hash(s: str) -> int:
+def cached_java_hash(s: str) -> int:
+    """java_hash of a value that repeats from message to message (tags, topic names), computed once."""
     return java_hash(s)
 
 
 def tags_code(tags: str | None) -> int:
-    """The consume-queue tag code of a message: Java hash of the whole TAGS value, 0 without tags.
-    Tag values repeat across messages, so results are cached."""
-    return _cached_hash(tags) if tags else 0
+    """The consume-queue tag code of a message: Java hash of the whole TAGS value, 0 without tags."""
+    return cached_java_hash(tags) if tags else 0
 
 
 def index_key_hash(key: str) -> int:

@@ -80,22 +80,20 @@ class TimerRecord:
         return self.write_time + self.delay
 
     def encode(self) -> bytes:
-        return UNIT.pack(
-            self.size,
-            self.prev_pos,
-            self.magic,
-            self.write_time,
-            self.delay,
-            self.offset_py,
-            self.size_py,
-            self.topic_hash,
-            self.reserved,
-        )
+        return UNIT.pack(self.size, self.prev_pos, self.magic, self.write_time, self.delay, self.offset_py,
+                         self.size_py, self.topic_hash, self.reserved)
 
     @classmethod
     def decode(cls, buf: bytes | memoryview, pos: int = 0) -> TimerRecord:
         size, prev, magic, write, delay, off, sz, th, res = UNIT.unpack_from(buf, pos)
         return cls(prev, magic, write, delay, off, sz, th, res, size)
+
+
+def encode_record(prev_pos: int, magic: int, write_time: int, delay: int, offset_py: int, size_py: int,
+                  topic_hash: int) -> bytes:
+    """A new record's bytes, as TimerRecord(...).encode() gives them without building the record: the
+    enqueue path writes one per timer message."""
+    return UNIT.pack(UNIT_SIZE, prev_pos, magic, write_time, delay, offset_py, size_py, topic_hash, 0)
 
 
 def offset_for_last_unit(file_size: int) -> int:

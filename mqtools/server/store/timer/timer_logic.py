@@ -52,6 +52,8 @@ TIMER_BLANK_SLOTS = 60
 #: The precisions Apache accepts (setTimerPrecisionMs snaps a value down to one of them).
 PRECISION_CANDIDATES = (100, 200, 500, 1000)
 _JAVA_LONG = re.compile(r"[+-]?\d+")
+#: What rewrite_for_timer adds besides TIMER_OUT_MS (whose presence means no rewrite).
+_WHEEL_KEYS = (P.REAL_TOPIC, P.REAL_QID)
 
 
 class Rewrite(enum.Enum):
@@ -83,6 +85,8 @@ def roll_window_slots(configured: int, slots_total: int) -> int:
 
 def parse_java_long(text: str) -> int:
     """Long.parseLong: ValueError on anything else (spaces, underscores, decimals, overflow)."""
+    if text.isdigit() and text.isascii() and len(text) < 19:  # the common case: plain, well within range
+        return int(text)
     if not _JAVA_LONG.fullmatch(text):
         raise ValueError(f"not a long: {text!r}")
     value = int(text)
@@ -171,7 +175,9 @@ def redirect_to_timer(
 ) -> Rewrite:
     """For any put of a MessageExtBrokerInner (a send, or the broker's own puts such as POP's revive
     checkpoints, which Apache also times this way): a DELAY level wins and the timer properties go;
-    otherwise ``rewrite_for_timer``. Stored properties (without WAIT) are re-rendered when changed."""
+    otherwise ``rewrite_for_timer``. The properties string (what the store writes, WAIT already left out) is
+    re-rendered from the map when a property went (or it was not rendered yet), and has the rewrite's three
+    appended when only they came."""
     props = msg.properties
     if props.keys().isdisjoint(REQUEST_KEYS):
         return Rewrite.NOT_TIMER
@@ -179,10 +185,19 @@ def redirect_to_timer(
         if drop_timer_request(props):
             msg.properties_string = stored_properties(props)
         return Rewrite.NOT_TIMER
+    appendable = msg.properties_string is not None and props.keys().isdisjoint(_WHEEL_KEYS)
     outcome = rewrite_for_timer(msg, now_ms, settings, is_reject)
     if outcome is Rewrite.REWRITTEN:
-        msg.properties_string = stored_properties(props)
+        msg.properties_string = _with_wheel_keys(msg.properties_string, props) if appendable \
+            else stored_properties(props)
     return outcome
+
+
+def _with_wheel_keys(stored: str, props: dict[str, str]) -> str:
+    """``stored`` with the properties rewrite_for_timer added after it."""
+    sep = P.PROPERTY_SEPARATOR if stored and not stored.endswith(P.PROPERTY_SEPARATOR) else ""
+    return (f"{stored}{sep}{TIMER_OUT_MS}\x01{props[TIMER_OUT_MS]}\x02{P.REAL_TOPIC}\x01{props[P.REAL_TOPIC]}"
+            f"\x02{P.REAL_QID}\x01{props[P.REAL_QID]}\x02")
 
 
 def stored_properties(props: dict[str, str]) -> str:

@@ -30,7 +30,7 @@ from typing import Any
 
 from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
-from mqtools.common.hashing import java_hash
+from mqtools.common.hashing import cached_java_hash
 from mqtools.common.javanum import INT_MAX
 from mqtools.common.message import MessageExt
 from mqtools.server.lifecycle import cancel_and_wait
@@ -39,7 +39,7 @@ from mqtools.server.store.results import PutMessageResult
 from mqtools.server.store.timer import timer_logic as L
 from mqtools.server.store.timer import timer_recovery
 from mqtools.server.store.timer.timer_checkpoint import TimerCheckpointFile
-from mqtools.server.store.timer.timer_log import TimerLog, TimerRecord, need_delete, need_roll
+from mqtools.server.store.timer.timer_log import TimerLog, TimerRecord, encode_record, need_delete, need_roll
 from mqtools.server.store.timer.timer_metrics import TimerMetrics
 from mqtools.server.store.timer.timer_wheel import SLOTS_TOTAL, TimerWheel
 
@@ -196,22 +196,22 @@ class TimerMessageStore:
         wheel = self.wheel
         assert wheel is not None
         write_time = self.curr_write_time_ms
-        delete = L.TIMER_DEL_UNIQKEY in msg.properties
+        props = msg.properties
+        delete = L.TIMER_DEL_UNIQKEY in props
         slot_time, magic = L.plan_enqueue(
             delayed_ms, write_time, self.window_slots, self.precision_ms, delete
         )
-        real_topic = msg.properties.get(P.REAL_TOPIC)
+        real_topic = props.get(P.REAL_TOPIC)
         slot = wheel.get_slot(slot_time)
-        record = TimerRecord(
+        pos = self.log.append(encode_record(
             slot.last_pos,
             magic,
             write_time,
             slot_time - write_time,
             offset_py,
             size_py,
-            java_hash(real_topic) if real_topic else 0,
-        )
-        pos = self.log.append(record.encode())
+            cached_java_hash(real_topic) if real_topic else 0,
+        ))
         delta = -1 if delete else 1
         wheel.put_slot(
             slot_time, pos if slot.first_pos == -1 else slot.first_pos, pos, slot.num + delta, slot.magic
