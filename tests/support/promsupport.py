@@ -107,3 +107,23 @@ def until_value(server: Prometheus, promql: str, expected: float, timeout: float
 def scrape(addr: str) -> str:
     with urllib.request.urlopen(f"http://{addr}/metrics", timeout=10) as answer:
         return answer.read().decode()
+
+
+def exported(namesrv: str, topic: str, group: str, timeout: str = "2") -> dict[str, dict[str, float]]:
+    """What `mq exporter` serves once its polls of `topic` and `group` have each succeeded: family -> the
+    broker (or, for the diff, the topic) it is about -> value; series of other topics and groups left out."""
+    from prometheus_client.parser import text_string_to_metric_families
+
+    with exporter(namesrv, "--timeout", timeout) as addr:
+        def polled() -> str | None:
+            text = scrape(addr)
+            done = all(f'mq_exporter_poll_ok{{job="{job}"}} 1.0' in text for job in (f"topic:{topic}", f"group:{group}"))
+            return text if done else None
+        text = wait_for(polled, 60, "the exporter's topic and group polls")
+    out: dict[str, dict[str, float]] = {}
+    for family in text_string_to_metric_families(text):
+        for sample in family.samples:
+            if sample.labels.get("topic", topic) == topic and sample.labels.get("group", group) == group:
+                about = sample.labels.get("broker") or sample.labels.get("topic") or ""
+                out.setdefault(sample.name, {})[about] = sample.value
+    return out

@@ -14,8 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 from support.adminsupport import mq
-from support.outagesweep import sweep
+from support.outagesweep import MCP_READS, mcp_sweep, sweep
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
+from support.promsupport import exported
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
@@ -98,6 +99,12 @@ def test_reads_stay_whole_across_the_election_and_writes_resume_after_it(cluster
     # mqadmin's queryMsgById, as Apache's, finds the id's broker gone and tries it as a unique key
     assert {name: code for name, code in codes.items() if code != EXIT_OK} == {
         "ha ready": EXIT_REFUSED, "queryMsgById": EXIT_REFUSED}
+    # MCP's read tools and the exporter the same: whole, the new master up, every message and the lag counted
+    assert mcp_sweep(cluster.namesrv, values) == dict.fromkeys(set(MCP_READS) - {"proxy_clients"}, "whole")
+    figures = exported(cluster.namesrv, TOPIC, GROUP)
+    assert figures["mq_broker_set_master_up"] == {"broker-a": 1.0, "broker-b": 1.0}
+    assert figures["rocketmq_producer_offset"] == {"broker-a": SENT / 2, "broker-b": SENT / 2}
+    assert figures["rocketmq_group_diff"] == {TOPIC: LAG}
     write = mq("admin", "topic", "update", TOPIC, "-w", "4", namesrv=cluster.namesrv)
     assert write.returncode == EXIT_OK, write.stderr  # the set has a master again: writes are taken
 

@@ -23,11 +23,10 @@ from typing import Any
 import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
-from prometheus_client.parser import text_string_to_metric_families
+from support import promsupport
 from support.adminsupport import mq
 from support.outagesweep import HUNG_TIMEOUT, MCP_READS, mcp_sweep, sweep
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
-from support.promsupport import exporter, scrape
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
@@ -107,21 +106,7 @@ async def mcp_call(namesrv: str, name: str, args: dict) -> Any:
 
 
 def exported(cluster: PresetCluster) -> dict[str, dict[str, float]]:
-    """What `mq exporter` serves once its topic and group polls have each succeeded: family -> the broker
-    (or, for the diff, the topic) it is about -> value."""
-    with exporter(cluster.namesrv, "--timeout", TIMEOUT) as addr:
-        def polled() -> str | None:
-            text = scrape(addr)
-            done = all(f'mq_exporter_poll_ok{{job="{job}"}} 1.0' in text for job in (f"topic:{TOPIC}", f"group:{GROUP}"))
-            return text if done else None
-        text = wait_for(polled, 60, "the exporter's topic and group polls")
-    out: dict[str, dict[str, float]] = {}
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.labels.get("topic", TOPIC) == TOPIC and sample.labels.get("group", GROUP) == GROUP:
-                about = sample.labels.get("broker") or sample.labels.get("topic") or ""
-                out.setdefault(sample.name, {})[about] = sample.value
-    return out
+    return promsupport.exported(cluster.namesrv, TOPIC, GROUP, TIMEOUT)
 
 
 def topic_status(cluster: PresetCluster) -> tuple[int, dict, float]:

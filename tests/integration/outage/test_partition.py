@@ -19,14 +19,17 @@ from collections.abc import Iterator
 
 import pytest
 from support.adminsupport import mq
+from support.outagesweep import MCP_READS, mcp_sweep
 from support.ports import random_base_port
 from support.presetcluster import wait_for
+from support.promsupport import exported
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.sync import SyncProducer
 from mqtools.cluster import netns
 from mqtools.cluster import supervisor as sv
+from mqtools.common import properties as P
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED
 from mqtools.common.message import Message
 from mqtools.remoting.bodies import ConsumeStats, MessageQueue, SubscriptionGroupConfig, TopicConfig
@@ -40,6 +43,8 @@ BROKERS = ("broker-a", "broker-b")
 PER_QUEUE, COMMITTED = 10, 4
 SENT = PER_QUEUE * 4 * len(BROKERS)
 LAG = (PER_QUEUE - COMMITTED) * 4 * len(BROKERS)
+FIRST_ON_A: dict[str, str] = {}
+"""broker-a's first message (key0): its offset msgId, filled by the fixture."""
 
 
 def cli(*args: str) -> subprocess.CompletedProcess[str]:
@@ -75,7 +80,10 @@ def write_truth(state: sv.ClusterState) -> None:
             admin.groups.create_subscription_group(SubscriptionGroupConfig(GROUP), broker_addr=addr(state, broker))
         with SyncProducer("partition-producer", namesrv=state.namesrv_addr) as producer:
             for i in range(SENT):
-                producer.send(Message(TOPIC, f"m{i}".encode()), queue=MessageQueue(TOPIC, BROKERS[i % 2], (i // 2) % 4))
+                sent = producer.send(Message(TOPIC, f"m{i}".encode(), properties={P.KEYS: f"key{i}"}),
+                                     queue=MessageQueue(TOPIC, BROKERS[i % 2], (i // 2) % 4))
+                if i == 0:
+                    FIRST_ON_A["msg"] = sent.offset_msg_id
         admin.offsets.reset_offsets(GROUP, TOPIC, ResetTarget("offset", COMMITTED))
 
         def knows(slave: str) -> bool:
@@ -135,6 +143,14 @@ def test_a_master_cut_off_from_the_name_servers_is_read_from_its_slave_once_drop
         assert top.returncode == EXIT_OK, top.stderr
         brokers = json.loads(top.stdout)["views"]["brokers"]["rows"]
         assert [(r["brokerName"], r["brokerId"]) for r in brokers if r["status"] == "no master"] == [("broker-a", 0)]
+        # MCP's read tools whole (the set from its slave), and the exporter: the set has no master, its
+        # figures are read from the slave, and the lag is counted whole
+        values = {"topic": TOPIC, "group": GROUP, "addr": addr(state, "broker-b"), "key": "key0", **FIRST_ON_A}
+        assert mcp_sweep(ns, values) == dict.fromkeys(set(MCP_READS) - {"proxy_clients"}, "whole")
+        figures = exported(ns, TOPIC, GROUP)
+        assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
+        assert figures["rocketmq_producer_offset"] == {"broker-a": SENT / 2, "broker-b": SENT / 2}
+        assert figures["rocketmq_group_diff"] == {TOPIC: LAG}
         # the master is alive: a client that asks it directly is answered
         alive = cli("admin", "broker", "status", addr(state, "broker-a"), "-o", "json", "--timeout", "2", "-n", ns)
         assert alive.returncode == EXIT_OK, alive.stdout + alive.stderr

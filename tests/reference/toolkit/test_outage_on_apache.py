@@ -24,12 +24,15 @@ from catalogue import as_4x, normalise
 from mqadminbatch import MqadminBatch
 from refsupport import CLUSTER, Clusters2m2s, make_topic, name, slaves_in_sync
 from support.adminsupport import mq_here
+from support.outagesweep import MCP_READS, mcp_sweep
 from support.ports import free_port
 from support.presetcluster import wait_for
+from support.promsupport import exported
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.sync import SyncProducer
+from mqtools.common import properties as P
 from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED, EXIT_UNREACHABLE
 from mqtools.common.message import Message
 from mqtools.common.topics import retry_topic
@@ -45,6 +48,8 @@ SENT = PER_QUEUE * QUEUES * len(BROKERS)
 LAG = (PER_QUEUE - COMMITTED) * QUEUES * len(BROKERS)
 ANY_CODE = tuple(ResponseCode)
 TIMEOUT = "2"
+FIRST_ON_A: dict[str, str] = {}
+"""broker-a's first message (key0): its offset msgId, filled by the `written` fixture."""
 
 
 def slave_knows(admin: SyncMQAdmin, addr: str, topic: str, group: str) -> bool:
@@ -74,7 +79,10 @@ def written(clusters_2m2s: Clusters2m2s) -> tuple[str, str, str]:
     make_topic(cluster.addr, probe_of(topic))
     with SyncProducer(name("OUTAGE_P"), namesrv=cluster.addr) as producer:
         for i in range(SENT):
-            producer.send(Message(topic, f"m{i}".encode()), queue=MessageQueue(topic, BROKERS[i % 2], (i // 2) % QUEUES))
+            sent = producer.send(Message(topic, f"m{i}".encode(), properties={P.KEYS: f"key{i}"}),
+                                 queue=MessageQueue(topic, BROKERS[i % 2], (i // 2) % QUEUES))
+            if i == 0:
+                FIRST_ON_A["msg"] = sent.offset_msg_id
     with SyncMQAdmin(cluster.addr) as admin:
         admin.groups.create_subscription_group(SubscriptionGroupConfig(group), cluster=CLUSTER)
         admin.offsets.reset_offsets(group, topic, ResetTarget("offset", COMMITTED))
@@ -205,6 +213,15 @@ def test_a_killed_master_on_apache_reads_from_its_slave_as_apaches_mqadmin_does(
     refused = mq_here("admin", "topic", "update", topic, "-w", "2", namesrv=namesrv)
     assert refused.returncode == EXIT_REFUSED
     assert refused.stderr.startswith("mq: error: broker set broker-a has no master registered"), refused.stderr
+    # MCP's read tools whole (the set from its slave, a message of it by its offset msgId too), and the
+    # exporter: the set has no master, its figures are read from Apache's slave, the lag counted whole
+    values = {"topic": topic, "group": group, "addr": clusters_2m2s.apache.brokers["broker-b"].addr, "key": "key0",
+              **FIRST_ON_A}
+    assert mcp_sweep(namesrv, values) == dict.fromkeys(set(MCP_READS) - {"proxy_clients"}, "whole")
+    figures = exported(namesrv, topic, group, TIMEOUT)
+    assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
+    assert figures["rocketmq_producer_offset"] == {"broker-a": SENT / 2, "broker-b": SENT / 2}
+    assert figures["rocketmq_group_diff"] == {topic: LAG}
 
     slave = clusters_2m2s.apache.brokers["broker-a-s"]
     os.kill(slave.pid, signal.SIGSTOP)

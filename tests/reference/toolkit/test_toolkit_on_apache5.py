@@ -35,7 +35,9 @@ from prometheus_client.samples import Sample
 from readback import config_set_read_back, ok, parse_consumer_config, parse_route, reset_followed
 from refsupport import BROKER_PROPS, CLUSTER, make_topic
 from sparkjob import produces, reads_exactly
+from support import promsupport
 from support.adminsupport import json_of, mq, mq_here
+from support.outagesweep import mcp_sweep
 from support.ports import free_port
 from support.presetcluster import wait_for
 from support.promsupport import exporter, scrape
@@ -63,6 +65,8 @@ DOCUMENTED: dict[str, str] = {
 NEW_TOPIC = "Tk5Written"
 NEW_GROUP = "Tk5GroupWritten"
 OUTAGE_TOPIC, OUTAGE_GROUP, OUTAGE_SENT, OUTAGE_COMMITTED = "Tk5Outage", "Tk5OutageGroup", 40, 4
+OUTAGE_FIRST: dict[str, str] = {}
+"""The outage topic's first message (key0): its offset msgId, filled with the world."""
 TIMER_LATE, TIMER_SOON, TIMER_LATE_N, TIMER_SOON_N = "Tk5TimerLate", "Tk5TimerSoon", 5, 3
 
 
@@ -415,7 +419,10 @@ def _write_outage_truth(ns: str) -> None:
         admin.topics.create_topic(TopicConfig(retry_topic(OUTAGE_GROUP), 1, 1), cluster=CLUSTER)
         with SyncProducer("Tk5OutageProducers", namesrv=ns) as producer:
             for i in range(OUTAGE_SENT):
-                producer.send(Message(OUTAGE_TOPIC, f"m{i}".encode()), queue=MessageQueue(OUTAGE_TOPIC, "broker-a", i % 4))
+                sent = producer.send(Message(OUTAGE_TOPIC, f"m{i}".encode(), properties={P.KEYS: f"key{i}"}),
+                                     queue=MessageQueue(OUTAGE_TOPIC, "broker-a", i % 4))
+                if i == 0:
+                    OUTAGE_FIRST["msg"] = sent.offset_msg_id
         admin.offsets.reset_offsets(OUTAGE_GROUP, OUTAGE_TOPIC, ResetTarget("offset", OUTAGE_COMMITTED))
 
 
@@ -582,3 +589,13 @@ def test_an_outage_on_apache5_is_read_from_the_slave_as_mqadmin5_does(
     refused = mq_here("admin", "topic", "update", OUTAGE_TOPIC, "-w", "2", namesrv=ns)
     assert refused.returncode == EXIT_REFUSED
     assert refused.stderr.startswith("mq: error: broker set broker-a has no master registered"), refused.stderr
+    # MCP's read tools and the exporter in the same state: the group's progress partial (the slave's defect,
+    # above), every other tool whole from the slave; the set has no master, its messages are counted from the
+    # slave, and the group's diff is absent (never 0: summed without the set it would undercount)
+    values = {"topic": OUTAGE_TOPIC, "group": OUTAGE_GROUP, "addr": slave, "key": "key0", **OUTAGE_FIRST}
+    outcomes = mcp_sweep(ns, values)
+    assert {tool: got for tool, got in outcomes.items() if got != "whole"} == {"group_progress": "partial"}, outcomes
+    exported = promsupport.exported(ns, OUTAGE_TOPIC, OUTAGE_GROUP)
+    assert exported["mq_broker_set_master_up"] == {"broker-a": 0.0}
+    assert exported["rocketmq_producer_offset"] == {"broker-a": OUTAGE_SENT}
+    assert "rocketmq_group_diff" not in exported, exported.get("rocketmq_group_diff")
