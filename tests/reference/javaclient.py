@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import tempfile
 import threading
@@ -29,6 +30,9 @@ GRPC_MAIN = "mqgrpc.Main"
 
 #: The JVM flags of a short client run: a small heap and the quickest start (C1 only, no perf data).
 CLIENT_JVM = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:-UsePerfData")
+
+#: How a record of the Java client's log begins (its logback pattern).
+_LOG_RECORD = re.compile(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d")
 
 
 #: The client's periodic rebalance, 20 s by default, every second: a retry topic's queue (whose route appears
@@ -174,10 +178,27 @@ class JavaClient:
                 self._cond.wait(min(left, 1.0))
 
     def client_log(self, lines: int = 20) -> str:
-        """The first line of each of the client's last `lines` WARN and ERROR records."""
-        records = [line for log in sorted(self.log_dir.rglob("*.log"))
-                   for line in log.read_text(errors="replace").splitlines() if " WARN " in line or " ERROR " in line]
-        return "\n".join(records[-lines:]) or "(no WARN or ERROR)"
+        """The client's last `lines` distinct WARN and ERROR records, each with its exception's message (the
+        lines after it that are not stack frames), and how many times each came."""
+        records: list[str] = []
+        for log in sorted(self.log_dir.rglob("*.log")):
+            current: list[str] | None = None
+            for line in log.read_text(errors="replace").splitlines():
+                if _LOG_RECORD.match(line):
+                    current = [line] if " WARN " in line or " ERROR " in line else None
+                    if current is not None:
+                        records.append("")
+                elif current is not None and line.strip() and not line.lstrip().startswith("at ") and len(current) < 3:
+                    current.append(line.strip())
+                if current is not None:
+                    records[-1] = " | ".join(current)
+        counts: dict[str, int] = {}
+        for record in records:  # the same record again and again, once, with its count (timestamps left out)
+            key = record.split(" ", 2)[-1]
+            counts[key] = counts.get(key, 0) + 1
+        last = {record.split(" ", 2)[-1]: record for record in records}
+        shown = [f"{last[key]}  (x{n})" for key, n in counts.items()]
+        return "\n".join(shown[-lines:]) or "(no WARN or ERROR)"
 
     def received(self) -> list[dict[str, Any]]:
         return self.of("received")
