@@ -73,6 +73,10 @@ class ProtocolNegotiator:
             await self._relay(reader, writer)
         except (OSError, asyncio.IncompleteReadError, TimeoutError):
             pass  # the client went away or never spoke: that connection alone ends
+        except asyncio.CancelledError:
+            # close() ends the relays: the handler ends as done, not cancelled, because Python 3.11's streams
+            # ask a finished handler for its exception, which for a cancelled one raises and is logged
+            pass
         finally:
             self._relays.discard(task)
             writer.close()

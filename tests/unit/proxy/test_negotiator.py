@@ -96,3 +96,21 @@ async def test_a_target_that_is_gone_ends_that_connection_only(relay) -> None:
     writer.write(b"still")
     assert await reader.readexactly(7) == b"P:still"
     writer.close()
+
+
+async def test_closing_with_a_relay_in_flight_ends_it_without_an_error_logged(relay) -> None:
+    """The proxy's shutdown cancels the relays; a cancelled connection handler made Python 3.11's streams log
+    'Exception in callback ... CancelledError' with a traceback (CI saw it in the proxy's output)."""
+    front, _ = relay
+    loop = asyncio.get_running_loop()
+    errors: list[dict] = []
+    loop.set_exception_handler(lambda _loop, context: errors.append(context))
+    reader, writer = await asyncio.open_connection("127.0.0.1", front.port)
+    writer.write(b"live")
+    assert await reader.readexactly(6) == b"P:live"
+    await front.close()
+    assert await asyncio.wait_for(reader.read(), 5) == b""
+    for _ in range(5):  # the streams' done-callback runs on a later turn of the loop
+        await asyncio.sleep(0)
+    writer.close()
+    assert errors == []
