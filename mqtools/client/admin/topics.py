@@ -9,7 +9,7 @@ from collections import defaultdict
 from mqtools.client.admin.base import AdminService, SetReads, broker_sets
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.admin.models.topics import TopicChange, TopicEntry, topic_kind
-from mqtools.client.errors import MQClientError, TopicNotExistError
+from mqtools.client.errors import MQClientError, TopicNotExistError, UnreachableError
 from mqtools.common.topic_attributes import MESSAGE_TYPE
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, NAMESPACE_ORDER_TOPIC_CONFIG
 from mqtools.remoting.bodies import (
@@ -227,8 +227,17 @@ class TopicAdmin(AdminService):
         return await self.admin.route_masters(cluster)
 
     async def topic_consumed_by(self, topic: str) -> list[str]:
+        """The groups consuming the topic, from each broker set of its route (its master, else a slave, which
+        knows the groups by their synced offsets); a set no replica answers for is left out, and only when
+        none answers is this UnreachableError (a hung master used to fail `msg get`'s tracks outright)."""
         ext = TopicRequestHeader(topic).to_ext()
-        answers = await self.admin._each(list((await self.admin.route_masters(topic)).values()),
-                                   lambda a: self.admin.call(a, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, ext))
-        return sorted({g for r in answers.values() for g in GroupList.from_json(r.body or b"{}").group_list})
+
+        async def ask(addr: str) -> list[str]:
+            resp = await self.admin.call(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, ext)
+            return GroupList.from_json(resp.body or b"{}").group_list
+
+        read = await self.admin.read_sets(await self.topic_sets(topic), ask)
+        if read.unreachable and not read.reads:
+            raise UnreachableError(f"could not read {read.unreachable[0]}")
+        return sorted({g for r in read.reads.values() for g in r.value})
 

@@ -24,7 +24,7 @@ from catalogue import as_4x, normalise
 from mqadminbatch import MqadminBatch
 from refsupport import CLUSTER, Clusters2m2s, make_topic, name, slaves_in_sync
 from support.adminsupport import mq_here
-from support.outagesweep import MCP_READS, mcp_sweep
+from support.outagesweep import HUNG_TIMEOUT, MCP_READS, mcp_sweep
 from support.ports import free_port
 from support.presetcluster import wait_for
 from support.promsupport import exported
@@ -113,6 +113,16 @@ def sources(doc: dict) -> dict[str, set[str]]:
     return found
 
 
+def mcp_values(clusters: Clusters2m2s, topic: str, group: str) -> dict[str, str]:
+    """What the MCP sweep fills in: the world's topic and group, broker-b's master, broker-a's first message."""
+    return {"topic": topic, "group": group, "addr": clusters.apache.brokers["broker-b"].addr, "key": "key0",
+            **FIRST_ON_A}
+
+
+NO_PROXY = set(MCP_READS) - {"proxy_clients"}
+"""The MCP read tools a world without a proxy sweeps."""
+
+
 def same_as_mqadmin(mqadmin: MqadminBatch, namesrv: str, topic: str, group: str) -> list[str]:
     """topicStatus and consumerProgress in mq's mqadmin dialect equal Apache's mqadmin 4.9.8's (normalised);
     mq's topicStatus lines."""
@@ -125,9 +135,10 @@ def same_as_mqadmin(mqadmin: MqadminBatch, namesrv: str, topic: str, group: str)
     return ours
 
 
-def test_one_name_server_down_on_apache_every_read_is_whole(written: tuple[str, str, str],
+def test_one_name_server_down_on_apache_every_read_is_whole(clusters_2m2s: Clusters2m2s, written: tuple[str, str, str],
                                                              mqadmin: MqadminBatch) -> None:
-    """F4 as a client meets it: the first of two name servers given does not answer."""
+    """F4 as a client meets it: the first of two name servers given does not answer; MCP's read tools and the
+    exporter whole too."""
     live, topic, group = written
     dead = f"127.0.0.1:{free_port()}"
     namesrv = f"{dead};{live}"
@@ -138,12 +149,17 @@ def test_one_name_server_down_on_apache_every_read_is_whole(written: tuple[str, 
     views = json.loads(top.stdout)["views"]
     assert {r["addr"]: r["reachable"] for r in views["namesrv"]["rows"]} == {dead: False, live: True}
     assert {r["brokerName"] for r in views["brokers"]["rows"] if r["status"] == "ok"} == set(BROKERS)
+    assert mcp_sweep(namesrv, mcp_values(clusters_2m2s, topic, group)) == dict.fromkeys(NO_PROXY, "whole")
+    figures = exported(namesrv, topic, group, TIMEOUT)
+    assert figures["mq_broker_set_master_up"] == dict.fromkeys(BROKERS, 1.0)
+    assert figures["rocketmq_producer_offset"] == dict.fromkeys(BROKERS, SENT / 2)
+    assert figures["rocketmq_group_diff"] == {topic: LAG}
 
 
 def test_a_hung_master_on_apache_is_read_from_its_slave_within_one_timeout(
         clusters_2m2s: Clusters2m2s, written: tuple[str, str, str]) -> None:
     """F2: broker-a's master SIGSTOPped, still registered; mq's dialect reads the set from its slave after one
-    timeout for the set."""
+    timeout for the set; so do MCP's read tools and the exporter, and diagnose calls the master unreachable."""
     namesrv, topic, group = written
     master = clusters_2m2s.apache.brokers["broker-a"]
     os.kill(master.pid, signal.SIGSTOP)
@@ -152,8 +168,17 @@ def test_a_hung_master_on_apache_is_read_from_its_slave_within_one_timeout(
         found = whole(namesrv, topic, group)
         took = time.monotonic() - began
         hung = mq_here("admin", "broker", "status", master.addr, "--timeout", TIMEOUT, namesrv=namesrv)
+        judged = mq_here("admin", "diagnose", "broker", master.addr, "--window", "1", "--timeout", TIMEOUT, "-o",
+                         "json", namesrv=namesrv)
+        tools = mcp_sweep(namesrv, mcp_values(clusters_2m2s, topic, group), HUNG_TIMEOUT)
+        figures = exported(namesrv, topic, group, TIMEOUT)
     finally:
         os.kill(master.pid, signal.SIGCONT)
+    assert judged.returncode == EXIT_UNREACHABLE and "Traceback" not in judged.stderr, judged.stdout + judged.stderr
+    assert tools == dict.fromkeys(NO_PROXY, "whole")
+    assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
+    assert figures["rocketmq_producer_offset"] == dict.fromkeys(BROKERS, SENT / 2)
+    assert figures["rocketmq_group_diff"] == {topic: LAG}
     assert found == ({"broker-a": {"slave"}, "broker-b": {"master"}},) * 2
     assert took < 4 * float(TIMEOUT) + 10  # two commands, one timeout each for the hung set, not one per queue
     assert hung.returncode == EXIT_UNREACHABLE and hung.stderr.startswith("mq: error:"), hung.stderr
@@ -215,21 +240,37 @@ def test_a_killed_master_on_apache_reads_from_its_slave_as_apaches_mqadmin_does(
     assert refused.stderr.startswith("mq: error: broker set broker-a has no master registered"), refused.stderr
     # MCP's read tools whole (the set from its slave, a message of it by its offset msgId too), and the
     # exporter: the set has no master, its figures are read from Apache's slave, the lag counted whole
-    values = {"topic": topic, "group": group, "addr": clusters_2m2s.apache.brokers["broker-b"].addr, "key": "key0",
-              **FIRST_ON_A}
-    assert mcp_sweep(namesrv, values) == dict.fromkeys(set(MCP_READS) - {"proxy_clients"}, "whole")
+    assert mcp_sweep(namesrv, mcp_values(clusters_2m2s, topic, group)) == dict.fromkeys(NO_PROXY, "whole")
     figures = exported(namesrv, topic, group, TIMEOUT)
     assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
     assert figures["rocketmq_producer_offset"] == {"broker-a": SENT / 2, "broker-b": SENT / 2}
     assert figures["rocketmq_group_diff"] == {topic: LAG}
+    # diagnose: the group's lag counted whole from the slave, the set without a master the cluster's first action
+    judged = json.loads(mq_here("admin", "diagnose", "group", group, "-o", "json", namesrv=namesrv).stdout)
+    assert judged["lag"] == LAG and (judged["verdict"], judged["also"][:1]) == ("offline", ["no master"]), judged
+    verdicts = mq_here("admin", "diagnose", "cluster", "-o", "json", namesrv=namesrv)
+    assert verdicts.returncode == EXIT_REFUSED, verdicts.stderr
+    first = json.loads(verdicts.stdout)["items"][0]
+    assert (first["kind"], first["name"], first["verdict"], first["severity"]) == ("set", "broker-a", "no master",
+                                                                                     "action")
 
     slave = clusters_2m2s.apache.brokers["broker-a-s"]
     os.kill(slave.pid, signal.SIGSTOP)
     try:
         status = mq_here("admin", "topic", "status", topic, "-o", "json", "--timeout", TIMEOUT, namesrv=namesrv)
         progress = mq_here("admin", "group", "progress", group, "-o", "json", "--timeout", TIMEOUT, namesrv=namesrv)
+        tools = mcp_sweep(namesrv, mcp_values(clusters_2m2s, topic, group), HUNG_TIMEOUT)
+        figures = exported(namesrv, topic, group, TIMEOUT)
     finally:
         os.kill(slave.pid, signal.SIGCONT)
+    # MCP: what needs broker-a is partial, or an error of one line where only broker-a has it; the exporter
+    # leaves broker-a's figures out (never 0) and the diff, which summed without them would undercount
+    assert {name: outcome for name, outcome in tools.items() if outcome != "whole"} == {
+        "topic_status": "partial", "group_progress": "partial", "message_by_key": "partial", "timer_status": "partial",
+        "group_consume_mode": "partial", "message_by_id": "error"}
+    assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
+    assert figures["rocketmq_producer_offset"] == {"broker-b": SENT / 2}
+    assert "rocketmq_group_diff" not in figures
     doc, lag = json.loads(status.stdout), json.loads(progress.stdout)
     assert (status.returncode, doc["partial"], doc["messages"]) == (EXIT_PARTIAL, True, SENT // 2), status.stderr
     assert [(u["brokerName"], u["addr"]) for u in doc["unreachable"]] == [("broker-a", slave.addr)]
