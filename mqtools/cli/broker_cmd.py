@@ -51,15 +51,12 @@ def start(
 ) -> None:
     """Start a broker; flags override the properties file. Stops cleanly on SIGINT/SIGTERM."""
     from mqtools.server.broker.app import BrokerController
-    from mqtools.server.broker.config import ConfigError, load_config
+    from mqtools.server.broker.config import load_config
     from mqtools.server.lifecycle import Together, serve
 
     overrides = option_overrides({"namesrvAddr": namesrv, "listenPort": listen_port,
                                   "storePathRootDir": store_dir, "brokerName": broker_name})
-    try:
-        config = load_config(config_file, overrides)
-    except ConfigError as exc:
-        raise fail(str(exc)) from None
+    config = load_config(config_file, overrides)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     controller = BrokerController(config, config_path=config_file)
     if not (enable_proxy or config.extra.get("enableProxy", "").lower() == "true"):

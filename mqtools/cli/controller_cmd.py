@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.serve import fail, option_overrides, run_server
+from mqtools.cli.serve import option_overrides, run_server
 
 if TYPE_CHECKING:
     from mqtools.server.controller.app import ControllerManager
@@ -55,21 +55,15 @@ def announce_controller(controller: ControllerManager) -> None:
 
 
 def _load(config_file: Path | None) -> dict[str, str]:
-    from mqtools.server.namesrv.config import ConfigError, load_file
+    from mqtools.server.namesrv.config import load_file
 
-    try:
-        return load_file(config_file) if config_file is not None else {}
-    except ConfigError as exc:
-        raise fail(str(exc)) from None
+    return load_file(config_file) if config_file is not None else {}
 
 
 def _build(props: dict[str, str]) -> ControllerManager:
     from mqtools.server.controller.app import ControllerManager
-    from mqtools.server.controller.config import ConfigError, ControllerConfig
+    from mqtools.server.controller.config import ControllerConfig
 
     config = ControllerConfig()
-    try:
-        config.apply(props)
-    except ConfigError as exc:
-        raise fail(str(exc)) from None
+    config.apply(props)
     return ControllerManager(config)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from mqtools.cli.serve import fail, option_overrides, run_server
+from mqtools.cli.serve import option_overrides, run_server
 
 app = typer.Typer(help="Name server role.", no_args_is_help=True)
 
@@ -43,7 +43,7 @@ def start(
     from mqtools.cli.controller_cmd import announce_controller, embedded_controller
     from mqtools.server.lifecycle import Together, serve
     from mqtools.server.namesrv.app import NamesrvController
-    from mqtools.server.namesrv.config import ConfigError, NamesrvConfig, load_file
+    from mqtools.server.namesrv.config import NamesrvConfig, load_file
 
     config = NamesrvConfig()
     overrides: dict[str, str] = {}
@@ -52,14 +52,11 @@ def start(
         overrides["configStorePath"] = str(store_dir / "namesrv.properties")
     overrides.update(option_overrides({"listenPort": listen_port, "bindAddress": host,
                                        "kvConfigPath": kv_config_path}))
-    try:
-        if config_file is not None:
-            config.apply(load_file(config_file))
-            config.config_store_path = str(config_file)
-        config.apply(overrides)
-        config.tls_server().context()  # the certificate and key load, or the start fails here in one line
-    except ConfigError as exc:
-        raise fail(str(exc)) from None
+    if config_file is not None:
+        config.apply(load_file(config_file))
+        config.config_store_path = str(config_file)
+    config.apply(overrides)
+    config.tls_server().context()  # the certificate and key load, or the start fails here in one line
 
     namesrv = NamesrvController(config)
     controller = embedded_controller(config_file, config.extra) if config.enable_controller_in_namesrv else None

@@ -44,7 +44,7 @@ def start(
 ) -> None:
     """Start a proxy in cluster mode; flags override the file. Stops cleanly on SIGINT/SIGTERM."""
     try:
-        from mqtools.proxy.config import ProxyConfig, ProxyConfigError, load_file
+        from mqtools.proxy.config import ProxyConfig, load_file
         from mqtools.proxy.server import ProxyServer, server_credentials
     except ImportError as exc:
         raise fail(f"the proxy needs grpcio and protobuf (pip install 'mqtools[proxy]'): {exc}") from None
@@ -54,14 +54,11 @@ def start(
     overrides: dict[str, object] = {k: v for k, v in {"namesrvAddr": namesrv, "grpcServerPort": grpc_port,
                                                       "remotingListenPort": remoting_port,
                                                       "grpcBindAddress": host}.items() if v is not None}
-    try:
-        if config_file is not None:
-            config.apply(load_file(config_file))
-        config.apply(overrides)
-        config.namesrv_list  # noqa: B018 - no name server is a start failure, in one line
-        server_credentials(config)  # unreadable TLS files too
-    except ProxyConfigError as exc:
-        raise fail(str(exc)) from None
+    if config_file is not None:
+        config.apply(load_file(config_file))
+    config.apply(overrides)
+    config.namesrv_list  # noqa: B018 - no name server is a start failure, in one line
+    server_credentials(config)  # unreadable TLS files too
     if config.proxy_mode.lower() == "local":
         raise fail("proxyMode local runs inside a broker: mq broker start -c broker.properties --enable-proxy "
                    "(or enableProxy=true in its properties)")

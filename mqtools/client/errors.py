@@ -15,7 +15,7 @@ from collections.abc import Awaitable
 from typing import TypeVar
 
 from mqtools.common.errors import ToolkitError
-from mqtools.common.exitcodes import EXIT_UNREACHABLE
+from mqtools.common.exitcodes import EXIT_UNREACHABLE, EXIT_USAGE
 from mqtools.remoting.codes import ResponseCode, code_name
 from mqtools.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
@@ -64,6 +64,8 @@ def unreachable_error(exc: RemotingError) -> UnreachableError:
 
 class UnknownTargetError(MQClientError):
     """The broker name, address or cluster is unknown to the name servers: a usage error, not an outage."""
+
+    exit_code = EXIT_USAGE
 
 
 class MessageNotFoundError(MQClientError):

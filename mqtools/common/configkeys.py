@@ -17,12 +17,15 @@ import typing
 from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
+from mqtools.common.errors import ToolkitError
+
 C = TypeVar("C")
 _SCALARS = (int, bool, str)
 
 
-class ConfigError(ValueError):
-    """A config file or value that cannot be used; the message is one line for the user."""
+class ConfigError(ToolkitError, ValueError):
+    """A config file or value that cannot be used; the message is one line for the user (a server's start
+    refused: exit 1 through the CLI's frame)."""
 
 
 def camel(name: str, overrides: Mapping[str, str] | None = None) -> str:

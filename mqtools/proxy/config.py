@@ -16,11 +16,13 @@ from pathlib import Path
 from typing import Any
 
 from mqtools.common.configkeys import ConfigError
+from mqtools.common.errors import ToolkitError
 from mqtools.common.tls import TLS_SERVER_MODE, TlsMode
 
 
-class ProxyConfigError(ValueError):
-    """A config file or value the proxy cannot use; the message is one line for the user."""
+class ProxyConfigError(ToolkitError, ValueError):
+    """A config file or value the proxy cannot use; the message is one line for the user (exit 1 through the
+    CLI's frame)."""
 
 
 def _camel(name: str) -> str:

@@ -76,6 +76,14 @@ def usage(message: str) -> typer.Exit:
     return fail(message, EXIT_USAGE)
 
 
+def broker_ids(ids: str | None, option: str) -> list[int] | None:
+    """Broker ids as both dialects give them, '1;2;3'; None for none given; a usage error naming `option`."""
+    try:
+        return [int(i) for i in ids.split(";") if i.strip()] if ids else None
+    except ValueError:
+        raise usage(f"{option} {ids!r}: expected broker ids separated by ';'") from None
+
+
 def note(message: str) -> None:
     """One line on stderr about something the cluster could not tell (a request it does not offer); the
     command goes on and its output says n/a where the answer would be."""

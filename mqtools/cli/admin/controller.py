@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import OutputOpt, TimeoutOpt, check_output, run, show
+from mqtools.cli.admin.common import OutputOpt, TimeoutOpt, broker_ids, check_output, run, show
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import View, render
 from mqtools.common.addresses import parse_namesrv_list
@@ -103,12 +103,7 @@ def clean_broker_metadata(
 
     Example: mq admin controller clean-broker-metadata broker-a --ids 3 -a 127.0.0.1:9878
     """
-    try:
-        id_list = [int(i) for i in ids.split(";") if i.strip()] if ids else None
-    except ValueError:
-        from mqtools.cli.admin.common import usage
-
-        raise usage(f"--ids {ids!r}: expected broker ids separated by ';'") from None
+    id_list = broker_ids(ids, "--ids")
 
     async def job(admin: MQAdmin) -> None:
         await admin.controllers.clean_broker_metadata(controllers(controller), cluster, broker, id_list, clean_living)

@@ -6,7 +6,6 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import usage
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import View
 from mqtools.diagnose.findings import exit_code
@@ -73,12 +72,7 @@ def broker(
     from mqtools.diagnose.collect import diagnose_broker
 
     async def job(admin: MQAdmin) -> list[BrokerDiagnosis]:
-        from mqtools.client.errors import UnknownTargetError
-
-        try:
-            return await diagnose_broker(admin, name, window)
-        except UnknownTargetError as exc:
-            raise usage(str(exc)) from None
+        return await diagnose_broker(admin, name, window)
 
     found = s.run(job)
     s.render(broker_diagnosis_view(found))

@@ -50,12 +50,7 @@ def status(
     from mqtools.client.admin.models.ha_views import ha_status_view
 
     async def build(admin: MQAdmin) -> View:
-        from mqtools.client.errors import UnknownTargetError
-
-        try:
-            groups = await admin.ha.ha_replication(broker_addr=broker_addr, cluster=cluster, window=window)
-        except UnknownTargetError as exc:
-            raise usage(str(exc)) from None
+        groups = await admin.ha.ha_replication(broker_addr=broker_addr, cluster=cluster, window=window)
         return ha_status_view(groups, window)
 
     s.show(build)
@@ -81,12 +76,7 @@ def ready(
     from mqtools.client.admin.models.ha_views import EXIT_BY_VERDICT, ha_ready_view
 
     async def assess(admin: MQAdmin) -> HAReadiness:
-        from mqtools.client.errors import UnknownTargetError
-
-        try:
-            return await admin.ha.ha_ready(broker_name, max_diff=max_diff, max_catchup_s=max_catchup, window=window)
-        except UnknownTargetError as exc:
-            raise usage(str(exc)) from None
+        return await admin.ha.ha_ready(broker_name, max_diff=max_diff, max_catchup_s=max_catchup, window=window)
 
     result = s.run(assess)
     s.render(ha_ready_view(result, window))

@@ -40,11 +40,6 @@ def status(
     from mqtools.client.admin.models.timer import timer_status_view
 
     async def build(admin: MQAdmin) -> View:
-        from mqtools.client.errors import UnknownTargetError
-
-        try:
-            return timer_status_view(await admin.timer.timer_status(cluster, broker_addr))
-        except UnknownTargetError as exc:
-            raise usage(str(exc)) from None
+        return timer_status_view(await admin.timer.timer_status(cluster, broker_addr))
 
     s.show(build)

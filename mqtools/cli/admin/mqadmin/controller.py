@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import run, usage
+from mqtools.cli.admin.common import broker_ids, run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command
 from mqtools.common.addresses import parse_namesrv_list
 
@@ -119,10 +119,7 @@ def clean_broker_metadata(
     """Example: mq admin cleanBrokerMetadata -a 127.0.0.1:9878 -bn broker-a -b 3 -c DefaultCluster"""
     if cluster is None and not clean_living:
         raise usage("give -c clusterName (or -l)")
-    try:
-        id_list = [int(i) for i in ids.split(";") if i.strip()] if ids else None
-    except ValueError:
-        raise usage(f"-b {ids!r}: expected broker ids separated by ';'") from None
+    id_list = broker_ids(ids, "-b")
 
     async def job(admin: MQAdmin) -> None:
         await admin.controllers.clean_broker_metadata(parse_namesrv_list(controller), cluster, broker_name, id_list,
