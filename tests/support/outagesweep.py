@@ -143,6 +143,13 @@ MCP_READS: dict[str, dict[str, str]] = {
     "proxy_clients": {"proxies": "{proxy}"},
 }
 
+#: What `mcp_sweep` gives that is not "whole" when no replica of broker-a answers (its master gone, its slave hung),
+#: on mq's cluster and on Apache's alike: what needs broker-a is a partial document, or an error of one line when
+#: only broker-a has it (broker-a's first message, by its offset msgId).
+NO_REPLICA_OF_A: dict[str, str] = {
+    "topic_status": "partial", "group_progress": "partial", "message_by_key": "partial", "timer_status": "partial",
+    "group_consume_mode": "partial", "message_by_id": "error"}
+
 
 def mcp_sweep(namesrv: str, values: dict[str, str], timeout: str = TIMEOUT) -> dict[str, str]:
     """Every read tool of `mq mcp`, called as an MCP client's call runs (MQTools.call, in this process): the
