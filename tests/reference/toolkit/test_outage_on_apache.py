@@ -188,7 +188,8 @@ def test_a_hung_master_on_apache_is_read_from_its_slave_within_one_timeout(
 def test_a_killed_slave_on_apache_leaves_every_read_whole(clusters_2m2s: Clusters2m2s, written: tuple[str, str, str],
                                                            mqadmin: MqadminBatch) -> None:
     """F3: broker-b's slave SIGKILLed; every read whole from the masters, as Apache's mqadmin prints it, and
-    `ha` names the missing slave. The slave is started again after."""
+    `ha` names the missing slave; MCP's read tools whole, and the exporter has every set's figures but no HA
+    figure for the lost slave. The slave is started again after."""
     namesrv, topic, group = written
     cluster = clusters_2m2s.apache
     cluster.brokers["broker-b-s"].kill()
@@ -202,6 +203,12 @@ def test_a_killed_slave_on_apache_leaves_every_read_whole(clusters_2m2s: Cluster
         assert ha.returncode == EXIT_OK and "broker-b: no slave registered" in ha.stdout, ha.stdout
         ready = mq_here("admin", "ha", "ready", "broker-b", "-o", "json", "--timeout", TIMEOUT, namesrv=namesrv)
         assert ready.returncode == EXIT_REFUSED and json.loads(ready.stdout)["verdict"] == "not safe", ready.stdout
+        assert mcp_sweep(namesrv, mcp_values(clusters_2m2s, topic, group)) == dict.fromkeys(NO_PROXY, "whole")
+        figures = exported(namesrv, topic, group, TIMEOUT)
+        assert figures["mq_broker_set_master_up"] == dict.fromkeys(BROKERS, 1.0)
+        assert figures["rocketmq_producer_offset"] == dict.fromkeys(BROKERS, SENT / 2)
+        assert figures["rocketmq_group_diff"] == {topic: LAG}
+        assert "broker-b" not in figures.get("mq_ha_diff_bytes", {}), figures.get("mq_ha_diff_bytes")
     finally:
         cluster.brokers["broker-b-s"] = apache.restart_broker(cluster.brokers["broker-b-s"])
         slaves_in_sync(namesrv, probe_of(topic), list(BROKERS))
