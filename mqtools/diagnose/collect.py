@@ -90,8 +90,7 @@ class GroupReading:
         queues = {} if isinstance(self.progress, MQClientError) else {
             q.queue: QueueSample(q.broker_offset, q.consumer_offset, q.last_timestamp_ms, q.source)
             for q in self.progress.queues}
-        lost = () if isinstance(self.progress, MQClientError) else tuple(
-            sorted({u.broker_name or u.addr or "?" for u in self.progress.unreachable}))
+        lost = () if isinstance(self.progress, MQClientError) else tuple(self.progress.unreachable)
         members: list[Member] | None
         if isinstance(self.connections, ConsumerNotOnlineError):
             members = []
@@ -168,8 +167,10 @@ async def diagnose_group(admin: MQAdmin, group: str, window: float, thresholds: 
         samples.append(await sample_group(admin, group, clock, proxies))
     if not samples[-1].queues:
         progress = await settled(admin.groups.consumer_progress(group))
-        why = str(progress) if isinstance(progress, MQClientError) else "no broker holds offsets of it"
-        return unknown(group, samples[-1].at - samples[0].at, f"the group's consume stats: {why}")
+        lost = () if isinstance(progress, MQClientError) else progress.unreachable
+        why = (str(progress) if isinstance(progress, MQClientError) else
+               "could not read " + "; ".join(str(u) for u in lost) if lost else "no broker holds offsets of it")
+        return unknown(group, samples[-1].at - samples[0].at, f"the group's consume stats: {why}", lost)
     return judge(group, samples, thresholds)
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from mqtools.common.presentation import NA, Column, View, renders
+from mqtools.common.presentation import NA, Column, Unreachable, View, renders
 from mqtools.common.topics import is_retry_topic
 from mqtools.diagnose.findings import Severity, number
 
@@ -111,8 +111,8 @@ class GroupSample:
     """None when the group's connections could not be read."""
     dlq_offset: int | None = None
     """Messages ever put to the group's %DLQ% topic; None when it has none or it could not be read."""
-    unreachable: tuple[str, ...] = ()
-    """Broker sets no replica answered for: their queues are not in `queues`."""
+    unreachable: tuple[Unreachable, ...] = ()
+    """Broker sets no replica answered for, and why: their queues are not in `queues`."""
     pop: PopSample | None = None
     """Set for a group that pops (as mq's brokers report it); None otherwise or when not known."""
 
@@ -163,6 +163,8 @@ class GroupDiagnosis:
     """A POP group's figures at the end of the window."""
     revived_growth: int | None = None
     """POP: messages that came back after their invisible time during the window."""
+    unreachable: list[Unreachable] = field(default_factory=list)
+    """Broker sets the last sample could not read: the figures leave their queues out (the document is partial)."""
 
     @property
     def severity(self) -> Severity:
@@ -187,10 +189,10 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
-def unknown(group: str, window_s: float, missing: str) -> GroupDiagnosis:
-    """A group whose figures could not be read: the verdict names the missing one."""
+def unknown(group: str, window_s: float, missing: str, unreachable: Sequence[Unreachable] = ()) -> GroupDiagnosis:
+    """A group whose figures could not be read: the verdict names the missing one (and the sets not read)."""
     return GroupDiagnosis(group, UNKNOWN, f"cannot judge: {missing}", window_s,
-                          actions=[f"mq admin group progress {group}"])
+                          actions=[f"mq admin group progress {group}"], unreachable=list(unreachable))
 
 
 def _owners(members: Sequence[Member] | None) -> dict[MessageQueue, str] | None:
@@ -240,7 +242,7 @@ def judge(group: str, samples: Sequence[GroupSample], thresholds: Thresholds = D
     consume = sum(r.consumed_per_s or 0.0 for r in plain)
     out = GroupDiagnosis(group, HEALTHY, "", window, lag, lag_start, produce, consume,
                          lag / (consume - produce) if consume > produce else (0.0 if lag == 0 else None),
-                         queues=rows, members=members, pop=pop)
+                         queues=rows, members=members, pop=pop, unreachable=list(last.unreachable))
     if pop is not None and first.pop is not None:
         out.revived_growth = max(0, pop.revived - first.pop.revived)
     out.retry_growth = sum(r.broker_offset - first.queues.get(r.queue, last.queues[r.queue]).broker_offset
@@ -271,7 +273,7 @@ def _no_master(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | N
     """Queues on a broker set with no master answering: read from its slave, consumers read there but their
     commits fail (RocketMQ 4 clients commit to the master), so that lag stands still; sets not read at all."""
     slave_read = [r for r in plain if r.source != "master"]
-    lost = samples[-1].unreachable
+    lost = sorted({u.broker_name or u.addr or "?" for u in samples[-1].unreachable})
     if not slave_read and not lost:
         return None
     parts = []
@@ -432,7 +434,7 @@ def group_diagnosis_view(d: GroupDiagnosis) -> View:
     footer += [f"also: {', '.join(d.also)}"] if d.also else []
     footer += [f"next: {a}" for a in d.actions]
     return View("GroupDiagnosis", QUEUE_COLUMNS, rows, d.to_json(), title=f"{d.group}: {d.verdict.upper()}",
-                footer=footer)
+                footer=footer, unreachable=d.unreachable)
 
 
 def _rate(value: float | None) -> str:

@@ -231,11 +231,7 @@ class GroupAdmin(AdminService):
         for a set whose master is gone or does not answer."""
         ext = ConsumerGroupRequestHeader(group).to_ext()
         last: MQClientError | None = None
-        if broker_addr:
-            replicas = [[broker_addr]]
-        else:  # per set: its master, then its slaves (asked only when the master is gone or does not answer)
-            sets = await self.admin.group_sets(group, None)
-            replicas = [[ids[i] for i in sorted(ids, key=lambda i: (i != MASTER_ID, i))] for _, ids in sorted(sets.items())]
+        replicas = [[broker_addr]] if broker_addr else await self._replicas(group)
         for addrs in replicas:
             for addr in addrs:
                 try:
@@ -253,9 +249,22 @@ class GroupAdmin(AdminService):
         """GET_CONSUMER_RUNNING_INFO, which a broker relays to the client; NotAvailable where the broker
         or the client does not offer it (C++ clients before 2.x, for one)."""
         ext = {"consumerGroup": group, "clientId": client_id, "jstackEnable": str(jstack).lower()}
-        addr = next(iter((await self.admin._group_brokers(group, None)).values()))
-        resp = await self.admin.call(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
-        return ConsumerRunningInfo.from_json(client_id, resp.body or b"{}")
+        last: MQClientError | None = None
+        for addrs in await self._replicas(group):  # a slave relays too: the client heartbeats to it
+            for addr in addrs:
+                try:
+                    resp = await self.admin.call(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
+                except (UnreachableError, MQBrokerError) as exc:  # gone, or the client is not connected there
+                    last = exc
+                    continue
+                return ConsumerRunningInfo.from_json(client_id, resp.body or b"{}")
+        raise last or MQClientError(f"no broker to ask about group {group}")
+
+    async def _replicas(self, group: str) -> list[list[str]]:
+        """The group's broker sets, each as its master then its slaves: the order a question about the group's
+        clients goes in (a slave is asked only when the master is gone or does not answer)."""
+        sets = await self.admin.group_sets(group, None)
+        return [[ids[i] for i in sorted(ids, key=lambda i: (i != MASTER_ID, i))] for _, ids in sorted(sets.items())]
 
     async def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
         """Online producers of a group, over every master serving the topic, each client once."""

@@ -47,7 +47,7 @@ from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
 from mqtools.client.sync import SyncProducer
 from mqtools.common import properties as P
-from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED
+from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED, EXIT_UNREACHABLE
 from mqtools.common.message import Message
 from mqtools.common.topics import retry_topic
 from mqtools.exporter.catalogue import FAMILIES, PUT_DISTRIBUTION
@@ -616,3 +616,16 @@ def test_an_outage_on_apache5_is_read_from_the_slave_as_mqadmin5_does(
     assert exported["mq_broker_set_master_up"] == {"broker-a": 0.0}
     assert exported["rocketmq_producer_offset"] == {"broker-a": OUTAGE_SENT}
     assert "rocketmq_group_diff" not in exported, exported.get("rocketmq_group_diff")
+    # diagnose in the same state: the group cannot be judged, its one set read from a slave that does not know
+    # it (unknown, exit 3, the document partial and the set named; never a lag of 0 judged healthy), and the set
+    # without a master is the cluster's first action
+    judged = mq_here("admin", "diagnose", "group", OUTAGE_GROUP, "--window", "10", "-o", "json", namesrv=ns)
+    assert judged.stdout, judged.stderr
+    doc = json.loads(judged.stdout)
+    assert (judged.returncode, doc["verdict"], doc["lag"]) == (EXIT_UNREACHABLE, "unknown", None), doc
+    assert (doc["partial"], [u["brokerName"] for u in doc["unreachable"]]) == (True, ["broker-a"]), doc
+    assert "the slave does not know the group" in doc["summary"], doc["summary"]
+    verdicts = mq_here("admin", "diagnose", "cluster", "--window", "10", "-o", "json", namesrv=ns)
+    assert verdicts.stdout, verdicts.stderr
+    first = json.loads(verdicts.stdout)["items"][0]
+    assert (first["kind"], first["name"], first["verdict"]) == ("set", "broker-a", "no master"), first

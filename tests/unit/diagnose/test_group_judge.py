@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
+from mqtools.common.presentation import Unreachable
 from mqtools.diagnose import group as G
 from mqtools.diagnose.findings import Severity, exit_code
 from mqtools.remoting.bodies import MessageQueue
@@ -143,9 +144,24 @@ def test_queues_on_a_set_without_master_are_counted_and_judged() -> None:
     assert d.summary.startswith("4 queue(s) with 400 message(s) waiting are on broker-a, which has no master")
     assert {q.to_json()["source"] for q in d.queues if q.queue in QUEUES} == {"slave"}
     assert "mq admin ha status" in d.actions
+    lost = Unreachable("broker-b", "127.0.0.1:10921", "no master registered; slave 127.0.0.1:10921: timed out")
     gone = judged(sample(0, offsets(1000, 1000), ALL), G.GroupSample(WINDOW, {mq: G.QueueSample(1000, 1000, 1_000)
-                                                                              for mq in QUEUES}, ALL, None, ("broker-b",)))
+                                                                              for mq in QUEUES}, ALL, None, (lost,)))
     assert gone.verdict == G.NO_MASTER and "could not read broker-b at all" in gone.summary
+    # the document says so too: its lag leaves broker-b's queues out
+    view = G.group_diagnosis_view(gone)
+    doc = view.document()
+    assert (doc["partial"], doc["unreachable"]) == (True, [lost.to_json()])
+    assert view.notes() == [f"partial: could not read {lost}"]
+    assert G.group_diagnosis_view(d).document()["partial"] is False
+
+
+def test_a_group_no_set_of_which_could_be_read_is_unknown_and_partial() -> None:
+    lost = Unreachable("broker-a", "127.0.0.1:10911", "no master registered; slave: the slave does not know the group")
+    d = G.unknown("cg", WINDOW, f"the group's consume stats: could not read {lost}", [lost])
+    doc = G.group_diagnosis_view(d).document()
+    assert (doc["verdict"], doc["lag"], doc["partial"], doc["unreachable"]) == ("unknown", None, True, [lost.to_json()])
+    assert "the slave does not know the group" in doc["summary"]
 
 
 def pop_sample(at: float, offsets: dict[MessageQueue, tuple[int, int]], pop: G.PopSample) -> G.GroupSample:
