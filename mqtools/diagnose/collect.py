@@ -168,8 +168,12 @@ async def diagnose_group(admin: MQAdmin, group: str, window: float, thresholds: 
     if not samples[-1].queues:
         progress = await settled(admin.groups.consumer_progress(group))
         lost = () if isinstance(progress, MQClientError) else progress.unreachable
-        why = (str(progress) if isinstance(progress, MQClientError) else
-               "could not read " + "; ".join(str(u) for u in lost) if lost else "no broker holds offsets of it")
+        if isinstance(progress, MQClientError):
+            why = str(progress)
+        elif lost:
+            why = "could not read " + "; ".join(str(u) for u in lost)
+        else:
+            why = "no broker holds offsets of it"
         return unknown(group, samples[-1].at - samples[0].at, f"the group's consume stats: {why}", lost)
     return judge(group, samples, thresholds)
 

@@ -216,9 +216,10 @@ def judge(group: str, samples: Sequence[GroupSample], thresholds: Thresholds = D
     first, last = samples[0], samples[-1]
     window = last.at - first.at
     if last.members is None:
-        return unknown(group, window, "the group's connections (GET_CONSUMER_CONNECTION_LIST) did not answer")
+        return unknown(group, window, "the group's connections (GET_CONSUMER_CONNECTION_LIST) did not answer",
+                       last.unreachable)
     if not last.queues:
-        return unknown(group, window, "no consume stats: the group has no offsets on any broker")
+        return unknown(group, window, "no consume stats: the group has no offsets on any broker", last.unreachable)
     members = list(last.members)
     pop = last.pop
     owners = None if pop is not None else _owners(members)  # POP members hold no queues

@@ -40,6 +40,7 @@ from mqtools.remoting.bodies import (
     SubscriptionGroupWrapper,
 )
 from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import (
     ConsumerGroupRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -230,41 +231,38 @@ class GroupAdmin(AdminService):
         see it; ConsumerNotOnlineError when nobody is. Consumers heartbeat to slaves too, so a slave answers
         for a set whose master is gone or does not answer."""
         ext = ConsumerGroupRequestHeader(group).to_ext()
-        last: MQClientError | None = None
-        replicas = [[broker_addr]] if broker_addr else await self._replicas(group)
-        for addrs in replicas:
-            for addr in addrs:
-                try:
-                    resp = await self.admin.call(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext)
-                except UnreachableError as exc:
-                    last = exc
-                    continue
-                except MQBrokerError as exc:  # this set answered (nobody online there): the next set
-                    last = exc
-                    break
-                return GroupConnections.from_wire(group, ConsumerConnection.from_json(resp.body or b"{}"))
-        raise last or MQClientError(f"no broker to ask about group {group}")
+        resp = await self._ask_about_clients(group, RequestCode.GET_CONSUMER_CONNECTION_LIST, ext, broker_addr)
+        return GroupConnections.from_wire(group, ConsumerConnection.from_json(resp.body or b"{}"))
 
     async def consumer_running_info(self, group: str, client_id: str, *, jstack: bool = False) -> ConsumerRunningInfo:
         """GET_CONSUMER_RUNNING_INFO, which a broker relays to the client; NotAvailable where the broker
         or the client does not offer it (C++ clients before 2.x, for one)."""
         ext = {"consumerGroup": group, "clientId": client_id, "jstackEnable": str(jstack).lower()}
+        resp = await self._ask_about_clients(group, RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
+        return ConsumerRunningInfo.from_json(client_id, resp.body or b"{}")
+
+    async def _ask_about_clients(self, group: str, code: int, ext: dict[str, str],
+                                 broker_addr: str | None = None) -> RemotingCommand:
+        """The first answer to a question about the group's clients, asked of `broker_addr`, else of each of the
+        group's broker sets in turn: its master, then its slaves (clients heartbeat to both, so a slave answers
+        for a set whose master is gone or does not answer). A set that answers with a refusal (nobody online
+        there, the client not connected) passes the question to the next set; the last failure is raised."""
         last: MQClientError | None = None
-        for addrs in await self._replicas(group):  # a slave relays too: the client heartbeats to it
+        if broker_addr:
+            replicas = [[broker_addr]]
+        else:
+            sets = await self.admin.group_sets(group, None)
+            replicas = [[ids[i] for i in sorted(ids, key=lambda i: (i != MASTER_ID, i))] for _, ids in sorted(sets.items())]
+        for addrs in replicas:
             for addr in addrs:
                 try:
-                    resp = await self.admin.call(addr, RequestCode.GET_CONSUMER_RUNNING_INFO, ext)
-                except (UnreachableError, MQBrokerError) as exc:  # gone, or the client is not connected there
+                    return await self.admin.call(addr, code, ext)
+                except UnreachableError as exc:
                     last = exc
-                    continue
-                return ConsumerRunningInfo.from_json(client_id, resp.body or b"{}")
+                except MQBrokerError as exc:
+                    last = exc
+                    break
         raise last or MQClientError(f"no broker to ask about group {group}")
-
-    async def _replicas(self, group: str) -> list[list[str]]:
-        """The group's broker sets, each as its master then its slaves: the order a question about the group's
-        clients goes in (a slave is asked only when the master is gone or does not answer)."""
-        sets = await self.admin.group_sets(group, None)
-        return [[ids[i] for i in sorted(ids, key=lambda i: (i != MASTER_ID, i))] for _, ids in sorted(sets.items())]
 
     async def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
         """Online producers of a group, over every master serving the topic, each client once."""

@@ -118,6 +118,13 @@ def test_unknown_names_what_is_missing() -> None:
     assert d.verdict == G.UNKNOWN and d.severity == Severity.UNKNOWN and "GET_CONSUMER_CONNECTION_LIST" in d.summary
 
 
+def test_an_unknown_verdict_still_names_the_sets_not_read() -> None:
+    lost = Unreachable("broker-b", None, "no master registered; no slave registered")
+    last = G.GroupSample(WINDOW, {mq: G.QueueSample(1000, 900, 1_000) for mq in QUEUES}, None, None, (lost,))
+    doc = G.group_diagnosis_view(judged(sample(0, offsets(1000, 900), ALL), last)).document()
+    assert (doc["verdict"], doc["partial"], doc["unreachable"]) == ("unknown", True, [lost.to_json()])
+
+
 def test_json_keeps_unknowns_null() -> None:
     unknown_holdings = [G.Member("c1", None, None, None)]
     d = judged(sample(0, offsets(1000, 990), unknown_holdings), sample(WINDOW, offsets(1010, 1000), unknown_holdings))
