@@ -7,16 +7,14 @@ import json
 
 import jsonschema
 from catalogue import (
-    LIVE_FIGURES,
     MQADMIN_4X_ARGS,
     MQADMIN_READS,
     ORDER_FREE,
     READS,
     as_4x,
+    comparable,
     fill,
-    normalise,
     same_lines,
-    shape,
 )
 from mqadminbatch import MqadminBatch
 from support.adminsupport import mq_here
@@ -59,15 +57,14 @@ def dialect_rows(world: World, mqadmin5: MqadminBatch, mqadmin4: MqadminBatch | 
         five = mqadmin5.run(*args, "-n", world.namesrv)
         ours = mq_here("admin", *args, namesrv=world.namesrv)
         order = sorted if name in ORDER_FREE else list
-        read = shape if name in LIVE_FIGURES else normalise
-        mine = read(ours.stdout)
+        mine = comparable(name, ours.stdout)
         four_out = ""
-        if same_lines(order(mine), order(read(five.out))):
+        if same_lines(order(mine), order(comparable(name, five.out))):
             verdict = "same as 5.5.0"
         else:
             if mqadmin4 is not None:
                 four_out = mqadmin4.run(*fill(MQADMIN_4X_ARGS.get(name, template), world.values), "-n", world.namesrv).out
-            if mqadmin4 is not None and same_lines(order(as_4x(name, mine)), order(read(four_out))):
+            if mqadmin4 is not None and same_lines(order(as_4x(name, mine)), order(comparable(name, four_out))):
                 verdict = "same as 4.9.8"
             else:
                 verdict = "documented" if name in documented else "differs"
