@@ -8,7 +8,8 @@ from typing import Annotated, Optional
 
 import typer
 
-from mqtools.cli.serve import fail, option_overrides, run_server
+from mqtools.cli.frame import needs_extra
+from mqtools.cli.serve import option_overrides, run_server
 
 app = typer.Typer(help="Broker role.", no_args_is_help=True)
 
@@ -62,11 +63,9 @@ def start(
     if not (enable_proxy or config.extra.get("enableProxy", "").lower() == "true"):
         run_server(serve(controller, lambda: typer.echo(controller.ready_line())))
         return
-    try:
+    with needs_extra("proxy", "enableProxy (grpcio and protobuf)"):
         from mqtools.cli.proxy_cmd import LocalProxy
         proxy = LocalProxy(config.to_properties(), proxy_config, grpc_port)
-    except ImportError as exc:
-        raise fail(f"enableProxy needs grpcio and protobuf (pip install 'mqtools[proxy]'): {exc}") from None
 
     def ready() -> None:
         typer.echo(controller.ready_line())

@@ -17,6 +17,8 @@ from mqtools.cli.admin.common import (
     tls_flags,
     usage,
 )
+from mqtools.cli.frame import on_interrupt
+from mqtools.common.exitcodes import EXIT_OK
 
 DEFAULT_LISTEN = "127.0.0.1:5557"
 
@@ -76,7 +78,5 @@ def exporter(
             finally:
                 server.shutdown()
 
-    try:
-        run_loop(serve())
-    except KeyboardInterrupt:
-        pass
+    on_interrupt(EXIT_OK)
+    run_loop(serve())

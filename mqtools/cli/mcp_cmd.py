@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
-from mqtools.cli.admin.common import ContextOpt, NamesrvOpt, TimeoutOpt, fail
-from mqtools.common.exitcodes import EXIT_USAGE
+from mqtools.cli.admin.common import ContextOpt, NamesrvOpt, TimeoutOpt
+from mqtools.cli.frame import needs_extra
 
 
 def mcp(
@@ -22,13 +22,10 @@ def mcp(
 
     Example (an MCP client's config): {"command": "mq", "args": ["mcp", "-n", "127.0.0.1:9876"]}
     """
-    try:
+    with needs_extra("mcp", "mq mcp (the mcp SDK)"):
         import anyio
 
         from mqtools.mcp.server import MQTools, serve
-    except ImportError as exc:
-        raise fail(f"mq mcp needs the mcp SDK ({exc.name} is missing): pip install 'mqtools[mcp]'", EXIT_USAGE) \
-            from None
     from functools import partial
 
     from mqtools.client.contexts import resolve

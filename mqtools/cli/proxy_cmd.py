@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.serve import fail, run_server
+from mqtools.cli.frame import needs_extra
+from mqtools.cli.serve import run_server
 
 if TYPE_CHECKING:
     from mqtools.proxy.config import ProxyConfig
@@ -43,11 +44,9 @@ def start(
     ] = None,
 ) -> None:
     """Start a proxy in cluster mode; flags override the file. Stops cleanly on SIGINT/SIGTERM."""
-    try:
-        from mqtools.proxy.config import ProxyConfig, load_file
+    with needs_extra("proxy", "the proxy (grpcio and protobuf)"):
+        from mqtools.proxy.config import ProxyConfig, ProxyConfigError, load_file
         from mqtools.proxy.server import ProxyServer, server_credentials
-    except ImportError as exc:
-        raise fail(f"the proxy needs grpcio and protobuf (pip install 'mqtools[proxy]'): {exc}") from None
     from mqtools.server.lifecycle import listen, serve
 
     config = ProxyConfig()
@@ -60,8 +59,8 @@ def start(
     config.namesrv_list  # noqa: B018 - no name server is a start failure, in one line
     server_credentials(config)  # unreadable TLS files too
     if config.proxy_mode.lower() == "local":
-        raise fail("proxyMode local runs inside a broker: mq broker start -c broker.properties --enable-proxy "
-                   "(or enableProxy=true in its properties)")
+        raise ProxyConfigError("proxyMode local runs inside a broker: mq broker start -c broker.properties "
+                               "--enable-proxy (or enableProxy=true in its properties)")
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     proxy = ProxyServer(config)
 
@@ -125,7 +124,7 @@ class LocalProxy:
             config.namesrv_list  # noqa: B018
             server_credentials(config)
         except ProxyConfigError as exc:
-            raise fail(f"enableProxy: {exc}") from None
+            raise ProxyConfigError(f"enableProxy: {exc}") from None
         self.config = config
         self.server = ProxyServer(config)
 

@@ -9,14 +9,6 @@ from __future__ import annotations
 from collections.abc import Coroutine
 from typing import Any
 
-import typer
-
-
-def fail(message: str) -> typer.Exit:
-    """Print `mq: error: <message>` on stderr; raise the result to exit with status 1."""
-    typer.echo(f"mq: error: {message}", err=True)
-    return typer.Exit(1)
-
 
 def option_overrides(options: dict[str, object | None]) -> dict[str, str]:
     """The flags that were given, as properties (RocketMQ key -> string); unset (None) ones left out."""
@@ -24,11 +16,7 @@ def option_overrides(options: dict[str, object | None]) -> dict[str, str]:
 
 
 def run_server(main: Coroutine[Any, Any, Any]) -> None:
-    """Run the server coroutine until it stops; a StartError becomes a one-line exit 1."""
+    """Run the server coroutine until it stops (a StartError reaches the frame: one line, exit 1)."""
     from mqtools.common.loop import run  # asyncio loads when a server starts, not for `mq --help`
-    from mqtools.server.lifecycle import StartError
 
-    try:
-        run(main)
-    except StartError as exc:
-        raise fail(str(exc)) from None
+    run(main)

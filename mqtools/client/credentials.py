@@ -40,6 +40,16 @@ def from_env(environ: Mapping[str, str] | None = None) -> SessionCredentials | N
     return SessionCredentials(access, secret)
 
 
+def read_secret(path: Path) -> str:
+    """The first line of a file holding one secret (a user's password), stripped; '' for an empty file.
+    CredentialsError when it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise CredentialsError(f"cannot read {path}: {exc.strerror or exc}") from None
+    return text.splitlines()[0].strip() if text.strip() else ""
+
+
 def read_file(path: str | Path) -> SessionCredentials:
     import yaml  # here, not at the top: every mq command imports this module, few read a file
 

@@ -7,7 +7,7 @@ command catches an error only to translate it.
 
 from __future__ import annotations
 
-from mqtools.common.exitcodes import EXIT_REFUSED
+from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_USAGE
 
 
 class ToolkitError(Exception):
@@ -18,3 +18,9 @@ class ToolkitError(Exception):
     def summary(self) -> str:
         """The one line an operator reads."""
         return str(self)
+
+
+class UsageError(ToolkitError):
+    """A bad argument, file or combination of options: the command did nothing."""
+
+    exit_code = EXIT_USAGE

@@ -36,7 +36,7 @@ _OP_PY = {v: k for k, v in _OP_JSON.items()}
 
 
 class HistoryError(ToolkitError, ValueError):
-    """A history file that cannot be read; the message names the line."""
+    """A history file that cannot be read (the message names the line) or written."""
 
     exit_code = EXIT_USAGE
 
@@ -133,7 +133,11 @@ class History:
         return [orjson.dumps({"type": "meta", **self.meta}), *(orjson.dumps(doc) for _, _, doc in items)]
 
     def write(self, path: Path) -> None:
-        path.write_bytes(b"\n".join(self.lines()) + b"\n")
+        """HistoryError when the file cannot be written."""
+        try:
+            path.write_bytes(b"\n".join(self.lines()) + b"\n")
+        except OSError as exc:
+            raise HistoryError(f"cannot write {path}: {exc.strerror or exc}") from None
 
     @classmethod
     def read(cls, path: Path) -> History:

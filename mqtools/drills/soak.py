@@ -21,6 +21,8 @@ from typing import Any
 
 from mqtools.cluster import netns
 from mqtools.cluster.presets import load_preset
+from mqtools.common.errors import ToolkitError
+from mqtools.common.exitcodes import EXIT_USAGE
 from mqtools.common.presentation import Column, View, renders
 from mqtools.drills.history import History
 from mqtools.drills.load import LoadSpec
@@ -289,20 +291,26 @@ def preset_mode(preset: str) -> str:
     return CONTROLLER if any(spec.controlled for spec in load_preset(preset)) else CLASSIC
 
 
+class SoakPlanError(ToolkitError, ValueError):
+    """A soak asked for a scenario or --vary kind that does not exist, or that no chosen preset can run."""
+
+    exit_code = EXIT_USAGE
+
+
 def validate(scenarios: Iterable[str], vary: Iterable[str], presets: Iterable[str] = ()) -> None:
-    """ValueError naming the first unknown scenario or --vary kind, or a scenario no chosen preset can run."""
+    """SoakPlanError naming the first unknown scenario or --vary kind, or a scenario no chosen preset can run."""
     modes = {preset_mode(p) for p in presets}
     for name in scenarios:
         if name not in SCENARIOS:
-            raise ValueError(f"unknown scenario {name!r} (known: {', '.join(SCENARIOS)})")
+            raise SoakPlanError(f"unknown scenario {name!r} (known: {', '.join(SCENARIOS)})")
         if modes and not modes & SCENARIOS[name].modes:
-            raise ValueError(f"{name} is for {' or '.join(sorted(SCENARIOS[name].modes))} clusters: no chosen "
+            raise SoakPlanError(f"{name} is for {' or '.join(sorted(SCENARIOS[name].modes))} clusters: no chosen "
                              "preset is one")
         if modes and SCENARIOS[name].netns and (why := netns.unavailable()) is not None:
-            raise ValueError(f"{name}: {why}")
+            raise SoakPlanError(f"{name}: {why}")
     for kind in vary:
         if kind not in VARY_KINDS:
-            raise ValueError(f"unknown --vary kind {kind!r} (known: {', '.join(VARY_KINDS)})")
+            raise SoakPlanError(f"unknown --vary kind {kind!r} (known: {', '.join(VARY_KINDS)})")
 
 
 PORT_TAKEN = "address already in use"

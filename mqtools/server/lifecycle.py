@@ -15,6 +15,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Protocol
 
+from mqtools.common.errors import ToolkitError
+
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
 log = logging.getLogger(__name__)
@@ -24,9 +26,9 @@ def wall_clock_ms() -> int:
     return int(time.time() * 1000)
 
 
-class StartError(RuntimeError):
+class StartError(ToolkitError, RuntimeError):
     """A server cannot start (port taken, store locked, unreadable kvConfig.json, ...); the message
-    is one line for the user."""
+    is one line for the user (exit 1 through the CLI's frame)."""
 
 
 class Service(Protocol):

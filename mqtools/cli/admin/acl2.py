@@ -41,10 +41,7 @@ def split(text: str | None) -> list[str]:
 def _rule(subject: str, resources: str, actions: str, source_ip: str | None, decision: str):  # type: ignore[no-untyped-def]
     from mqtools.client.admin.auth import rule_acl
 
-    try:
-        return rule_acl(subject_of(subject), split(resources), split(actions), split(source_ip), decision)
-    except ValueError as exc:
-        raise usage(str(exc)) from None
+    return rule_acl(subject_of(subject), split(resources), split(actions), split(source_ip), decision)
 
 
 @admin_command(app, "list", output=True)
@@ -141,13 +138,9 @@ def migrate(s: Session,
     Example: mq admin acl2 migrate -f conf/plain_acl.yml -c DefaultCluster --apply
     """
     from mqtools.client.admin.auth import read_plain_acl
-    from mqtools.client.errors import MQClientError
 
     if apply and dry_run:
         raise usage("--apply and --dry-run contradict each other")
     where = where_of(cluster, broker_addr)
-    try:
-        accounts = read_plain_acl(acl_file)
-    except (OSError, ValueError, MQClientError) as exc:
-        raise usage(f"cannot read {acl_file}: {exc}") from None
+    accounts = read_plain_acl(acl_file)
     show_changes(s, lambda admin: admin.auth.migrate_plain_acl(accounts, dry_run=not apply, **where))

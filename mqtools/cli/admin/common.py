@@ -17,9 +17,10 @@ from typing import TYPE_CHECKING, Annotated, Optional, TypeVar
 
 import typer
 
-from mqtools.cli.frame import fail
+from mqtools.cli.frame import fail, on_interrupt
 from mqtools.cli.output import FORMATS, View, is_terminal, render
-from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED, EXIT_USAGE
+from mqtools.common.errors import UsageError
+from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -72,8 +73,9 @@ TlsKeyOpt = Annotated[
 ]
 
 
-def usage(message: str) -> typer.Exit:
-    return fail(message, EXIT_USAGE)
+def usage(message: str) -> UsageError:
+    """The error to raise for a bad argument: the frame prints it and exits EXIT_USAGE."""
+    return UsageError(message)
 
 
 def broker_ids(ids: str | None, option: str) -> list[int] | None:
@@ -235,10 +237,8 @@ def show(namesrv: str | None, fmt: str, build: Callable[[MQAdmin], Awaitable[Vie
             sys.stdout.flush()
             await asyncio.sleep(watch)
 
-    try:
-        run(namesrv, rounds, context=context, timeout=timeout)
-    except KeyboardInterrupt:
-        raise typer.Exit(EXIT_OK) from None
+    on_interrupt(EXIT_OK)
+    run(namesrv, rounds, context=context, timeout=timeout)
 
 
 def confirm(question: str, yes: bool) -> None:

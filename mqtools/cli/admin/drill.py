@@ -26,13 +26,13 @@ from mqtools.cli.admin.common import (
     check_output,
     cli_tls,
     cluster_given,
-    fail,
     tls_flags,
     usage,
 )
+from mqtools.cli.frame import on_interrupt
 from mqtools.cli.output import is_terminal, render
 from mqtools.cluster.presets import parse_sets
-from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
+from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED
 
 if TYPE_CHECKING:
     from mqtools.common.security import ClientSecurity, TlsClientOptions
@@ -226,17 +226,13 @@ def run(
         seed=seed, security=security, tls=tls and preset is not None,
         proxies=[p.strip() for p in (proxies or "").split(",") if p.strip()])
     display = _Display(scenario)
+    on_interrupt(EXIT_REFUSED, "interrupted: the cluster was restored as far as the drill got")
     try:
         result = run_drill(settings, display)
-    except KeyboardInterrupt:
-        raise fail("interrupted: the cluster was restored as far as the drill got", EXIT_REFUSED) from None
     finally:
         display.close()
     if history is not None:
-        try:
-            result.write(history)
-        except OSError as exc:
-            raise fail(f"cannot write --history {history}: {exc.strerror or exc}", EXIT_USAGE) from None
+        result.write(history)
     report = build(result)
     _print(report, output)
     raise typer.Exit(EXIT_OK if report.passed else EXIT_REFUSED)
@@ -363,10 +359,7 @@ def soak(
     if unknown or not chosen or not chosen_presets:
         raise usage(f"unknown preset {unknown[0]!r} (known: {', '.join(list_presets())})" if unknown else
                     "--scenarios and --presets name at least one each")
-    try:
-        validate(chosen, kinds, chosen_presets if scenarios.strip() != "all" else ())
-    except ValueError as exc:
-        raise usage(str(exc)) from None
+    validate(chosen, kinds, chosen_presets if scenarios.strip() != "all" else ())
     seed = seed if seed is not None else random.randrange(1 << 31)
     where = history_dir or Path(tempfile.gettempdir()) / f"mq-soak-{seed}"
     if where.exists() and not where.is_dir():

@@ -21,7 +21,6 @@ def schema(
     if kind is None:
         typer.echo("\n".join(schema_kinds()))
         return
-    try:
-        typer.echo(json.dumps(load_schema(kind), indent=2))
-    except KeyError:
-        raise usage(f"unknown kind {kind} (known: {', '.join(schema_kinds())})") from None
+    if kind not in schema_kinds():
+        raise usage(f"unknown kind {kind} (known: {', '.join(schema_kinds())})")
+    typer.echo(json.dumps(load_schema(kind), indent=2))

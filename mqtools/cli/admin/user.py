@@ -42,10 +42,9 @@ def where_of(cluster: str | None, broker_addr: str | None) -> dict[str, str | No
 def read_password(path: Path | None, what: str = "password") -> str:
     """The secret from a file (first line), else a hidden prompt on a terminal, else the first line of stdin."""
     if path is not None:
-        try:
-            secret = path.read_text(encoding="utf-8").splitlines()[0].strip() if path.stat().st_size else ""
-        except OSError as exc:
-            raise usage(f"cannot read {path}: {exc.strerror or exc}") from None
+        from mqtools.client.credentials import read_secret
+
+        secret = read_secret(path)
     else:
         secret = (typer.prompt(what, hide_input=True) if sys.stdin.isatty() else sys.stdin.readline()).strip()
     if not secret:

@@ -82,13 +82,25 @@ def rule_acl(subject: str, resources: list[str], actions: list[str], source_ips:
     return AuthAcl(subject, (AuthPolicy("Custom", entries),))
 
 
+class AclFileError(MQClientError):
+    """A plain_acl.yml that cannot be read or is not one: a usage error (exit 2)."""
+
+    exit_code = EXIT_USAGE
+
+
 def read_plain_acl(path: str | Path) -> list[PlainAccessConfig]:
-    """The accounts of a plain_acl.yml (RocketMQ 4.x ACL 1.0), for migration."""
+    """The accounts of a plain_acl.yml (RocketMQ 4.x ACL 1.0), for migration; AclFileError when the file
+    cannot be read or is not one."""
     import yaml
 
-    raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    try:
+        raw = yaml.safe_load(Path(path).read_text(encoding="utf-8")) or {}
+    except OSError as exc:
+        raise AclFileError(f"cannot read {path}: {exc.strerror or exc}") from None
+    except yaml.YAMLError as exc:
+        raise AclFileError(f"cannot read {path}: not valid YAML ({exc})") from None
     if not isinstance(raw, dict):
-        raise MQClientError(f"{path} is not a plain_acl.yml (not a mapping)")
+        raise AclFileError(f"cannot read {path}: not a plain_acl.yml (not a mapping)")
     out = []
     for item in raw.get("accounts") or []:
         if not isinstance(item, dict) or not item.get("accessKey"):

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-import typer
 
 from mqtools.cli.admin.common import DEFAULT_TIMEOUT, default_timeout
+from mqtools.common.errors import UsageError
 
 
 def test_unset_or_empty_is_the_default(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -21,11 +21,10 @@ def test_seconds_are_taken(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.mark.parametrize("bad", ["abc", "0", "-3", "nan"])
-def test_anything_else_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
-                                        bad: str) -> None:
+def test_anything_else_is_a_usage_error(monkeypatch: pytest.MonkeyPatch, bad: str) -> None:
     monkeypatch.setenv("MQ_TIMEOUT", bad)
-    with pytest.raises(typer.Exit) as exc:
+    with pytest.raises(UsageError) as exc:
         default_timeout()
     assert exc.value.exit_code == 2
-    err = capsys.readouterr().err.strip()
-    assert "MQ_TIMEOUT" in err and "\n" not in err
+    line = exc.value.summary()
+    assert "MQ_TIMEOUT" in line and "\n" not in line

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 import typer
 
 from mqtools.cli.admin.common import run, usage
+from mqtools.cli.frame import on_interrupt
 from mqtools.common.exitcodes import EXIT_OK
 
 if TYPE_CHECKING:
@@ -100,13 +101,35 @@ def one_of(broker_addr: str | None, cluster: str | None) -> None:
         raise usage("give -b/--brokerAddr or -c/--clusterName")
 
 
+def interval_option(value: str | None, default: int) -> int | None:
+    """-i: whole seconds between rounds (at least 1); present but empty means `default`, absent None (once)."""
+    if value is None:
+        return None
+    if not value.strip():
+        return default
+    try:
+        return max(1, int(value))
+    except ValueError:
+        raise usage(f"-i must be a number of seconds, not {value!r}") from None
+
+
+def charset_option(name: str | None) -> str | None:
+    """A charset option (-f, -c) as Python names the codec; None when not given."""
+    import codecs
+
+    if name is None:
+        return None
+    try:
+        return codecs.lookup(name).name
+    except LookupError:
+        raise usage(f"unknown charset {name}") from None
+
+
 def run_until_interrupted(namesrv: str | None, rounds: Callable[[MQAdmin], Awaitable[None]]) -> None:
     """Run a command that repeats every -i seconds (or once without it): Ctrl-C ends it with exit 0, as it
     ends mqadmin's loops."""
-    try:
-        run(namesrv, rounds)
-    except KeyboardInterrupt:
-        raise typer.Exit(EXIT_OK) from None
+    on_interrupt(EXIT_OK)
+    run(namesrv, rounds)
 
 
 

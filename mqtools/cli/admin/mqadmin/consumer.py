@@ -42,15 +42,16 @@ BrokerAddrOpt = Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help
 async def running_infos(admin: MQAdmin, group: str, conns: GroupConnections,
                         ) -> tuple[dict[str, ConsumerRunningInfo], dict[str, MQClientError]]:
     """Each online client's running info, or why it could not be had."""
-    from mqtools.client.errors import MQClientError
+    from mqtools.client.errors import MQClientError, settled
 
     found: dict[str, ConsumerRunningInfo] = {}
     failed: dict[str, MQClientError] = {}
     for c in conns.connections:
-        try:
-            found[c.client_id] = await admin.groups.consumer_running_info(group, c.client_id)
-        except MQClientError as exc:
-            failed[c.client_id] = exc
+        info = await settled(admin.groups.consumer_running_info(group, c.client_id))
+        if isinstance(info, MQClientError):
+            failed[c.client_id] = info
+        else:
+            found[c.client_id] = info
     return found, failed
 
 
@@ -67,7 +68,7 @@ def consumer_progress(
     with_ips = show_ip is not None and show_ip.strip().lower() == "true"
 
     async def job(admin: MQAdmin) -> list[str]:
-        from mqtools.client.errors import ConsumerNotOnlineError
+        from mqtools.client.errors import ConsumerNotOnlineError, MQClientError, settled
 
         if group is None:
             return groups_text(await admin.overview.group_summaries())
@@ -79,10 +80,13 @@ def consumer_progress(
                                          "because return offset table is empty, maybe the consumer not online")
         if not with_ips:
             return progress_text(p, None)
-        try:
-            infos, _ = await running_infos(admin, name, await admin.groups.consumer_connections(name))
-        except ConsumerNotOnlineError:
-            infos = {}
+        conns = await settled(admin.groups.consumer_connections(name))
+        if isinstance(conns, ConsumerNotOnlineError):
+            infos: dict[str, ConsumerRunningInfo] = {}
+        elif isinstance(conns, MQClientError):
+            raise conns
+        else:
+            infos, _ = await running_infos(admin, name, conns)
         ips = {mq: client.split("@")[0] for client, info in infos.items() for mq in info.queues}
         return progress_text(p, ips)
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import note, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, run_until_interrupted
+from mqtools.cli.admin.mqadmin import NamesrvOpt, command, interval_option, run_until_interrupted
 from mqtools.cli.admin.mqadmin.broker import group_addrs
 from mqtools.client.admin.models.mqadmin_text import ha_status_text
 
@@ -16,18 +16,6 @@ if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
 
 DEFAULT_INTERVAL_S = 3
-
-
-def _interval(value: str | None) -> int | None:
-    """-i: seconds between rounds; present but empty means mqadmin's 3 s."""
-    if value is None:
-        return None
-    if not value.strip():
-        return DEFAULT_INTERVAL_S
-    try:
-        return max(1, int(value))
-    except ValueError:
-        raise usage(f"-i must be a number of seconds, not {value!r}") from None
 
 
 @command("haStatus", "mq admin ha status", "Fetch ha runtime status data.")
@@ -41,10 +29,10 @@ def ha_status(
     """Example: mq admin haStatus -c DefaultCluster"""
     if broker_addr is None and cluster is None:
         raise usage("give one of -b/--brokerAddr and -c/--clusterName")
-    every = _interval(interval)
+    every = interval_option(interval, DEFAULT_INTERVAL_S)
 
     async def rounds(admin: MQAdmin) -> None:
-        from mqtools.client.errors import NotAvailable
+        from mqtools.client.errors import MQClientError, NotAvailable, settled
 
         while True:
             if broker_addr is not None:
@@ -53,10 +41,13 @@ def ha_status(
                 addrs = [m for m, _ in group_addrs(await admin.cluster_info(), cluster or "", slaves=False)]
             lacking = []
             for addr in addrs:
-                try:
-                    typer.echo(ha_status_text(addr, await admin.brokers.ha_status(addr)))
-                except NotAvailable:
+                status = await settled(admin.brokers.ha_status(addr))
+                if isinstance(status, NotAvailable):
                     lacking.append(addr)
+                elif isinstance(status, MQClientError):
+                    raise status
+                else:
+                    typer.echo(ha_status_text(addr, status))
             if lacking:
                 note(f"{', '.join(lacking)} answer no GET_BROKER_HA_STATUS (Apache RocketMQ 4.x has none): "
                      "`mq admin ha status` derives their slaves' diff from runtime offsets")

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import fail, run, usage
-from mqtools.cli.admin.mqadmin import LmqClusterOpt, MsgIdOpt, NamesrvOpt, TopicOpt, command
+from mqtools.cli.admin.mqadmin import LmqClusterOpt, MsgIdOpt, NamesrvOpt, TopicOpt, charset_option, command
 from mqtools.client.admin.models.mqadmin_text import java_message, java_queue, java_track
 from mqtools.common.exitcodes import EXIT_REFUSED
 from mqtools.common.javatext import java_format, java_hash_map, java_null, java_time
@@ -74,17 +74,6 @@ def detail(m: MessageExt, tracks: list[MessageTrack], *, offset_id: bool = True,
     return text + "\n\n" + "".join(java_track(t) for t in tracks)
 
 
-def _charset(name: str | None) -> str | None:
-    import codecs
-
-    if name is None:
-        return None
-    try:
-        return codecs.lookup(name).name
-    except LookupError:
-        raise usage(f"unknown charset {name}") from None
-
-
 def _ms(value: str | None, default: int | None) -> int | None:
     from mqtools.common.timeparse import parse_time_ms
 
@@ -102,7 +91,7 @@ def query_msg_by_id(
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin queryMsgById -t Orders -i 7F00000100002A9F0000000000000000"""
-    charset = _charset(body_format)
+    charset = charset_option(body_format)
 
     async def job(admin: MQAdmin) -> bool:
         found_all = True
@@ -175,7 +164,7 @@ def query_msg_by_offset(
     """Example: mq admin queryMsgByOffset -t Orders -b broker-a -i 0 -o 42"""
     from mqtools.client.admin.models.configs import MessageQueue
 
-    charset = _charset(body_format)
+    charset = charset_option(body_format)
     mq = MessageQueue(topic, broker, queue_id)
 
     async def job(admin: MQAdmin) -> None:
@@ -221,7 +210,7 @@ def print_msg(
     namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin printMsg -t Orders -b 2026-11-23#10:00:00:000"""
-    charset = _charset(charset_name) or "utf-8"
+    charset = charset_option(charset_name) or "utf-8"
     begin_ms, end_ms = _ms(begin, None), _ms(end, None)
     body = print_body.strip().lower() == "true"
 
