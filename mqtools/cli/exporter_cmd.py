@@ -24,10 +24,10 @@ DEFAULT_LISTEN = "127.0.0.1:5557"
 
 
 def listen_addr(text: str) -> tuple[str, int]:
-    """HOST:PORT, port 0 allowed (any free one)."""
+    """--listen's HOST:PORT, port 0 allowed (any free one)."""
     host, sep, port = text.strip().rpartition(":")
     if not sep or not host or not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"expected HOST:PORT, not {text!r}")
+        raise usage(f"--listen: expected HOST:PORT, not {text!r}")
     return host.strip("[]"), int(port)
 
 
@@ -50,28 +50,20 @@ def exporter(
 
     Example: mq exporter -n 127.0.0.1:9876 --listen 0.0.0.0:5557
     """
-    from prometheus_client import start_http_server
-
     from mqtools.client.admin import MQAdmin
     from mqtools.client.contexts import resolve
     from mqtools.common.loop import run as run_loop
-    from mqtools.exporter.collector import registry_for
+    from mqtools.exporter.collector import serve_metrics
     from mqtools.exporter.poller import ExporterPoller
 
-    try:
-        host, port = listen_addr(listen)
-    except ValueError as exc:
-        raise usage(f"--listen: {exc}") from None
+    host, port = listen_addr(listen)
     target = resolve(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key))
 
     async def serve() -> None:
         async with MQAdmin(target.namesrv, timeout=timeout, security=target.security) as admin:
             poller = ExporterPoller(admin, interval, proxies=list(proxies or (target.context.proxies if target.context else ())))
-            try:
-                server, _thread = start_http_server(port, addr=host, registry=registry_for(poller))
-            except OSError as exc:
-                raise usage(f"--listen {listen}: {exc.strerror or exc}") from None
-            typer.echo(f"serving metrics on http://{host}:{server.server_port}/metrics (polling {target.namesrv} "
+            server, bound = serve_metrics(poller, host, port)
+            typer.echo(f"serving metrics on http://{host}:{bound}/metrics (polling {target.namesrv} "
                        f"every {interval:g} s)", err=False)
             try:
                 await poller.run()
