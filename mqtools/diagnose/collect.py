@@ -160,13 +160,14 @@ async def diagnose_group(admin: MQAdmin, group: str, window: float, thresholds: 
                          proxies: Sequence[str] = ()) -> GroupDiagnosis:
     """SAMPLES samples spread over `window` seconds, then the verdict; the group's gRPC clients on `proxies`
     count as members (the brokers never see them)."""
-    samples = []
+    samples: list[GroupSample] = []
     for i in range(SAMPLES):
         if i:
             await sleep(max(0.0, samples[0].at + window * i / (SAMPLES - 1) - clock()))
-        samples.append(await sample_group(admin, group, clock, proxies))
-    if not samples[-1].queues:
-        progress = await settled(admin.groups.consumer_progress(group))
+        reading = await read_group(admin, group, clock=clock, proxies=proxies)
+        samples.append(reading.sample())
+    if not samples[-1].queues:  # why, from the last reading's consume stats (not read again: a hung set costs a timeout)
+        progress = reading.progress
         lost = () if isinstance(progress, MQClientError) else progress.unreachable
         if isinstance(progress, MQClientError):
             why = str(progress)
