@@ -43,8 +43,8 @@ class OverviewAdmin(AdminService):
         """Every topic but retry and DLQ ones, with its clusters and consuming groups (mqadmin's topicList -c)."""
         entries = [e for e in await self.admin.topics.topic_catalogue() if e.kind not in ("retry", "dlq")]
         groups = await _bounded([partial(self.admin._settled, self.admin.topics.topic_consumed_by(e.topic)) for e in entries])
-        return [TopicUsage(e.topic, e.clusters, None if isinstance(g, MQClientError) else g)
-                for e, g in zip(entries, groups, strict=True)]
+        return [TopicUsage(e.topic, e.clusters, None, []) if isinstance(g, MQClientError) else
+                TopicUsage(e.topic, e.clusters, g.groups, g.unreachable) for e, g in zip(entries, groups, strict=True)]
 
     async def consumer_groups(self) -> list[str]:
         """Groups that ever had a consumer online: those with a %RETRY% topic (how mqadmin finds them)."""

@@ -8,7 +8,7 @@ from collections import defaultdict
 
 from mqtools.client.admin.base import AdminService, SetReads, broker_sets
 from mqtools.client.admin.models.parse import queue_key
-from mqtools.client.admin.models.topics import TopicChange, TopicEntry, topic_kind
+from mqtools.client.admin.models.topics import TopicChange, TopicConsumers, TopicEntry, topic_kind
 from mqtools.client.errors import MQClientError, TopicNotExistError, UnreachableError
 from mqtools.common.topic_attributes import MESSAGE_TYPE
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY, NAMESPACE_ORDER_TOPIC_CONFIG
@@ -226,10 +226,10 @@ class TopicAdmin(AdminService):
             return await self.admin.master_addrs(cluster)
         return await self.admin.route_masters(cluster)
 
-    async def topic_consumed_by(self, topic: str) -> list[str]:
+    async def topic_consumed_by(self, topic: str) -> TopicConsumers:
         """The groups consuming the topic, from each broker set of its route (its master, else a slave, which
-        knows the groups by their synced offsets); a set no replica answers for is left out, and only when
-        none answers is this UnreachableError (a hung master used to fail `msg get`'s tracks outright)."""
+        knows the groups by their synced offsets); a set no replica answers for is named as unreachable, and
+        only when none answers is this UnreachableError (a hung master used to fail `msg get`'s tracks)."""
         ext = TopicRequestHeader(topic).to_ext()
 
         async def ask(addr: str) -> list[str]:
@@ -239,5 +239,5 @@ class TopicAdmin(AdminService):
         read = await self.admin.read_sets(await self.topic_sets(topic), ask)
         if read.unreachable and not read.reads:
             raise UnreachableError(f"could not read {read.unreachable[0]}")
-        return sorted({g for r in read.reads.values() for g in r.value})
+        return TopicConsumers(sorted({g for r in read.reads.values() for g in r.value}), read.unreachable)
 

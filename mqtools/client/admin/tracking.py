@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import asyncio
 
-from mqtools.client.admin.base import AdminService
-from mqtools.client.admin.models.brokers import TopicGroupStats
-from mqtools.client.admin.models.messages import MessageTrack
+from mqtools.client.admin.base import NO_MASTER, AdminService
+from mqtools.client.admin.models.brokers import StatsAll, TopicGroupStats
+from mqtools.client.admin.models.messages import MessageTrack, MessageTracks
 from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.message import MessageExt
+from mqtools.common.presentation import Unreachable
 from mqtools.common.topics import is_dlq_topic, is_retry_topic
 from mqtools.remoting.bodies import BrokerStatsData
 from mqtools.remoting.codes import ResponseCode
@@ -21,10 +23,12 @@ GROUP_GET_NUMS = "GROUP_GET_NUMS"
 class TrackingAdmin(AdminService):
     """Message tracks and statsAll: answers that need topics, groups and brokers together."""
 
-    async def message_tracks(self, msg: MessageExt) -> list[MessageTrack]:
-        """For each group consuming the message's topic: consumed, not yet, offline or pulling."""
+    async def message_tracks(self, msg: MessageExt) -> MessageTracks:
+        """For each group consuming the message's topic: consumed, not yet, offline or pulling; and the sets
+        whose groups could not be read."""
+        consumers = await self.admin.topics.topic_consumed_by(msg.topic)
         tracks = []
-        for group in await self.admin.topics.topic_consumed_by(msg.topic):
+        for group in consumers.groups:
             try:
                 conns = await self.admin.groups.consumer_connections(group)
             except MQBrokerError as exc:
@@ -40,7 +44,7 @@ class TrackingAdmin(AdminService):
                 tracks.append(MessageTrack(group, await self._push_track(msg, group, conns.subscriptions)))
             else:
                 tracks.append(MessageTrack(group, "UNKNOWN"))
-        return tracks
+        return MessageTracks(tracks, consumers.unreachable)
 
     async def _push_track(self, msg: MessageExt, group: str, subscriptions: dict[str, str]) -> str:
         """CONSUMED once the group's offset on the message's queue (at its storing master) is past it."""
@@ -55,21 +59,34 @@ class TrackingAdmin(AdminService):
         tags = {t.strip() for t in expression.split("||") if t.strip()} if expression else set()
         return "CONSUMED" if not tags or "*" in tags or msg.tags in tags else "CONSUMED_BUT_FILTERED"
 
-    async def stats_all(self, topic: str | None = None, *, active_only: bool = False) -> list[TopicGroupStats]:
+    async def stats_all(self, topic: str | None = None, *, active_only: bool = False) -> StatsAll:
         """statsAll: per topic (all but retry and DLQ topics) and consuming group, backlog, TPS over the
         last minute and messages in and out over 24 hours; a broker that cannot be asked makes a
-        figure None, a counter a broker never started counts 0 (nothing happened there)."""
+        figure None, a counter a broker never started counts 0 (nothing happened there). A set with no
+        master, or whose groups no replica answered for, is named: its figures are not in the sums."""
         topics = [topic] if topic else [t for t in await self.admin.topics.topic_list()
                                         if not is_retry_topic(t) and not is_dlq_topic(t)]
         rows: list[TopicGroupStats] = []
+        missed: dict[str, Unreachable] = {}
         for name in topics:
-            rows += await self._topic_stats_rows(name, active_only)
-        return rows
+            rows += await self._topic_stats_rows(name, active_only, missed)
+        return StatsAll(rows, [missed[n] for n in sorted(missed)])
 
-    async def _topic_stats_rows(self, topic: str, active_only: bool) -> list[TopicGroupStats]:
-        masters = list((await self.admin.route_masters(topic)).values())
+    async def _topic_stats_rows(self, topic: str, active_only: bool,
+                                missed: dict[str, Unreachable]) -> list[TopicGroupStats]:
+        """The topic's rows; the sets left out of its figures go into `missed` (by broker name, the first
+        reason kept)."""
+        sets = await self.admin.topics.topic_sets(topic)
+        masters = [addrs[MASTER_ID] for addrs in sets.values() if MASTER_ID in addrs]
         in_tps, in_24h = await self.summed(masters, TOPIC_PUT_NUMS, topic)
-        groups = await self.admin.topics.topic_consumed_by(topic)
+        consumers = await self.admin.topics.topic_consumed_by(topic)
+        for u in consumers.unreachable:  # first: its reason says the master is gone too, where it is
+            missed.setdefault(u.broker_name or "", u)
+        for name, addrs in sets.items():
+            if MASTER_ID not in addrs:
+                missed.setdefault(name, Unreachable(name, None, f"{NO_MASTER}: the put and get counters are "
+                                                                "its master's"))
+        groups = consumers.groups
         if not groups:
             if active_only and not in_24h:
                 return []

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mqtools.client.admin import MQAdmin
-from mqtools.client.admin.models.messages import MessageTrack
+from mqtools.client.admin.models.messages import MessageTrack, MessageTracks
 from mqtools.client.errors import MessageNotFoundError
 from mqtools.common.exitcodes import EXIT_REFUSED
 from mqtools.common.ids import create_offset_msg_id, is_offset_msg_id
@@ -15,7 +15,7 @@ from mqtools.common.message import MessageExt
 OFFSET_ID = create_offset_msg_id(("10.0.0.1", 10911), 4096)
 CLIENT_ID = "C0A8010A1234ABCD0000000000000001"
 FOUND = MessageExt("Orders", b"x", msg_id=OFFSET_ID)
-TRACKS = [MessageTrack("G1", "CONSUMED")]
+TRACKS = MessageTracks([MessageTrack("G1", "CONSUMED")])
 
 
 @pytest.fixture
@@ -31,7 +31,7 @@ def admin(monkeypatch: pytest.MonkeyPatch) -> tuple[MQAdmin, list[tuple[str, ...
         asked.append(("find", topic, msg_id))
         return FOUND if msg_id == CLIENT_ID else None
 
-    async def message_tracks(msg: MessageExt) -> list[MessageTrack]:
+    async def message_tracks(msg: MessageExt) -> MessageTracks:
         return TRACKS
 
     monkeypatch.setattr(admin.messages, "view_message", view_message)

@@ -15,6 +15,7 @@ from mqtools.client.admin.models.brokers import (
     Heartbeat,
     QueueLag,
     SendRT,
+    StatsAll,
     TopicGroupStats,
     broker_config_view,
     broker_consume_stats_view,
@@ -24,6 +25,7 @@ from mqtools.client.admin.models.brokers import (
     cluster_rt_view,
     stats_all_view,
 )
+from mqtools.common.presentation import Unreachable
 from mqtools.remoting.bodies import MessageQueue
 
 NS = "10.0.0.9:9876"
@@ -121,13 +123,24 @@ def test_broker_consume_stats_keeps_the_lag_over_the_level_and_the_whole_total()
 
 
 def test_stats_all_of_a_topic_nobody_consumes() -> None:
-    view = stats_all_view([TopicGroupStats("T1", "G1", 10, 1.5, 2.25, 100, 90),
-                           TopicGroupStats("T2", None, None, 0.5, None, 7, None)])
+    view = stats_all_view(StatsAll([TopicGroupStats("T1", "G1", 10, 1.5, 2.25, 100, 90),
+                                    TopicGroupStats("T2", None, None, 0.5, None, 7, None)]))
     doc = check(view, "broker stats")
     assert view.rows[1] == ["T2", None, None, 0.5, None, 7, None]
     assert doc["rows"][1] == {"topic": "T2", "group": None, "accumulation": None, "inTps": 0.5, "outTps": None,
                               "inMsg24Hour": 7, "outMsg24Hour": None}
     assert plain(view).splitlines()[2].split() == ["T2", "n/a", "n/a", "0.50", "n/a", "7", "n/a"]
+    assert (doc["partial"], doc["unreachable"]) == (False, [])
+
+
+def test_stats_all_without_a_set_says_which_and_is_partial() -> None:
+    """A set with no master: its put and get counters are not in the sums, and the document says so."""
+    gone = Unreachable("broker-a", None, "no master registered: the put and get counters are its master's")
+    view = stats_all_view(StatsAll([TopicGroupStats("T1", "G1", 10, 1.5, 2.25, 100, 90)], [gone]))
+    doc = check(view, "broker stats")
+    assert (doc["partial"], doc["unreachable"]) == (True, [gone.to_json()])
+    assert plain(view).rstrip().splitlines()[-1] == ("partial: could not read broker-a: no master registered: the "
+                                                     "put and get counters are its master's")
 
 
 def test_mq_top_brokers_view_and_cluster_list_share_a_broker_row() -> None:

@@ -9,6 +9,7 @@ from mqtools.client.admin.models.messages import (
     MessageDetail,
     MessageTrace,
     MessageTrack,
+    MessageTracks,
     TraceEntry,
     message_json,
     message_list_view,
@@ -18,7 +19,7 @@ from mqtools.client.admin.models.messages import (
 )
 from mqtools.client.types import SendResult, SendStatus
 from mqtools.common.message import MessageExt
-from mqtools.common.presentation import cell, when
+from mqtools.common.presentation import Unreachable, cell, when
 from mqtools.common.trace_data import TraceRecord, TraceType
 from mqtools.remoting.bodies import MessageQueue
 
@@ -64,7 +65,8 @@ def test_a_message_without_a_unique_key_is_named_by_its_offset_id() -> None:
 
 
 def test_message_detail_with_tracks() -> None:
-    view = message_view(MessageDetail(ONE, [MessageTrack("G1", "CONSUMED"), MessageTrack("G2", "NOT_ONLINE", "no consumer")]))
+    view = message_view(MessageDetail(ONE, MessageTracks([MessageTrack("G1", "CONSUMED"),
+                                                         MessageTrack("G2", "NOT_ONLINE", "no consumer")])))
     doc = check(view, "msg get")
     rows = dict(view.rows)
     assert rows["msgId"] == "C0A8010A00002A9F0000000000000001" and rows["offsetMsgId"] == ONE.msg_id
@@ -77,8 +79,16 @@ def test_message_detail_with_tracks() -> None:
     assert view.footer == ["group G1: CONSUMED", "group G2: NOT_ONLINE (no consumer)"]
 
 
+def test_message_detail_whose_groups_were_not_all_read_is_partial() -> None:
+    """A set of the topic's route no replica answered for: a group consuming only there has no track."""
+    gone = Unreachable("broker-a", "10.0.0.1:10911", "no master registered; slave 10.0.0.2:10911: timed out")
+    view = message_view(MessageDetail(ONE, MessageTracks([MessageTrack("G1", "CONSUMED")], [gone])))
+    doc = check(view, "msg get")
+    assert (doc["partial"], doc["unreachable"], doc["tracks"][0]["group"]) == (True, [gone.to_json()], "G1")
+
+
 def test_message_detail_never_stored_time_and_no_group() -> None:
-    view = message_view(MessageDetail(LONG, []))
+    view = message_view(MessageDetail(LONG, MessageTracks([])))
     doc = check(view, "msg at")
     assert dict(view.rows)["storeTimestamp"] is None and doc["message"]["storeTimestamp"] is None
     assert view.footer == ["no consumer group consumes this topic"]

@@ -169,7 +169,7 @@ def stats_all(
     async def job(admin: MQAdmin) -> list[str]:
         lines = [STATS_HEADER % ("#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour",
                                  "#OutMsg24Hour")]
-        for r in await admin.tracking.stats_all(topic.strip() if topic else None, active_only=active):
+        for r in (await admin.tracking.stats_all(topic.strip() if topic else None, active_only=active)).rows:
             if r.group is None:
                 lines.append(row(STATS_IDLE, front(r.topic, 64), "", 0, r.in_tps, "", r.in_24h, "NO_CONSUMER"))
             else:

@@ -101,7 +101,7 @@ def query_msg_by_id(
                 typer.echo("\nMessage not found!", nl=False)
                 found_all = False
                 continue
-            typer.echo(detail(m, await admin.tracking.message_tracks(m), charset=charset))
+            typer.echo(detail(m, (await admin.tracking.message_tracks(m)).tracks, charset=charset))
         return found_all
 
     if not run(namesrv, job):
@@ -147,7 +147,7 @@ def query_msg_by_unique_key(
     async def job(admin: MQAdmin) -> None:
         found = (await admin.messages.query_by_unique_key(topic, msg_id)).messages
         for index, m in enumerate(found if show_all else found[:1]):
-            typer.echo(detail(m, await admin.tracking.message_tracks(m), offset_id=False, index=index), nl=False)
+            typer.echo(detail(m, (await admin.tracking.message_tracks(m)).tracks, offset_id=False, index=index), nl=False)
 
     run(namesrv, job)
 
@@ -174,7 +174,7 @@ def query_msg_by_offset(
         if hit is None:
             raise fail(f"no message at {java_queue(mq)} offset {offset} ({result.status.value})", EXIT_REFUSED)
         m = with_pull_offsets(hit, result)
-        typer.echo(detail(m, await admin.tracking.message_tracks(m), charset=charset))
+        typer.echo(detail(m, (await admin.tracking.message_tracks(m)).tracks, charset=charset))
 
     run(namesrv, job)
 

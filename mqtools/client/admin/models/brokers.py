@@ -11,7 +11,7 @@ from typing import Any
 
 from mqtools.client.admin.models.parse import opt_bool, opt_float, opt_int, opt_ms
 from mqtools.common.brokerrole import MASTER_ID
-from mqtools.common.presentation import Column, View, renders, when
+from mqtools.common.presentation import Column, Unreachable, View, renders, when
 from mqtools.remoting.bodies import MessageQueue
 
 
@@ -199,6 +199,15 @@ class TopicGroupStats:
 
 
 @dataclass(frozen=True, slots=True)
+class StatsAll:
+    """statsAll's rows, and the broker sets whose figures are not in them: a set of a topic's route with no
+    master (the put and get counters are its master's), or whose groups no replica answered for."""
+
+    rows: list[TopicGroupStats]
+    unreachable: list[Unreachable] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
 class SendRT:
     """Timed sync sends to one broker (clusterRT's probe): per send, milliseconds and whether it was stored."""
 
@@ -356,9 +365,11 @@ def broker_consume_stats_view(addr: str, stats: BrokerConsumeStats, level: int =
 
 
 @renders("StatsAll")
-def stats_all_view(rows: list[TopicGroupStats]) -> View:
+def stats_all_view(stats: StatsAll) -> View:
+    rows = stats.rows
     table = [[r.topic, r.group, r.accumulation, r.in_tps, r.out_tps, r.in_24h, r.out_24h] for r in rows]
     data = {"rows": [{"topic": r.topic, "group": r.group, "accumulation": r.accumulation, "inTps": r.in_tps,
                       "outTps": r.out_tps, "inMsg24Hour": r.in_24h, "outMsg24Hour": r.out_24h} for r in rows]}
     return View("StatsAll", [Column("TOPIC"), Column("GROUP"), Column("BACKLOG", True), Column("IN TPS", True),
-                             Column("OUT TPS", True), Column("IN 24H", True), Column("OUT 24H", True)], table, data)
+                             Column("OUT TPS", True), Column("IN 24H", True), Column("OUT 24H", True)], table, data,
+                unreachable=stats.unreachable)

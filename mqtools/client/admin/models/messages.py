@@ -26,12 +26,21 @@ class MessageTrack:
 
 
 @dataclass(frozen=True, slots=True)
+class MessageTracks:
+    """For each group consuming a message's topic, whether it has consumed the message (a group that could
+    not be asked has an UNKNOWN or NOT_ONLINE track saying why), and the sets of the topic's route no replica
+    answered for: a group consuming only there has no track."""
+
+    tracks: list[MessageTrack]
+    unreachable: list[Unreachable] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
 class MessageDetail:
-    """One message and, for each group consuming its topic, whether it has consumed it (a group that
-    could not be asked has an UNKNOWN or NOT_ONLINE track saying why)."""
+    """One message and its tracks: partial when the groups of some set could not be read."""
 
     message: MessageExt
-    tracks: list[MessageTrack]
+    tracks: MessageTracks
 
 
 @dataclass(frozen=True, slots=True)
@@ -149,7 +158,7 @@ def message_list_view(topic: str, messages: list[MessageExt] | MessageHits, foot
 @renders("Message")
 def message_view(detail: MessageDetail) -> View:
     """Every field of one message, a row each, and whether each consuming group has consumed it."""
-    m, tracks = detail.message, detail.tracks
+    m, tracks = detail.message, detail.tracks.tracks
     doc = message_json(m)
     shown = {**doc, "keys": " ".join(m.keys) or None, "bornTimestamp": when(m.born_timestamp),
              "storeTimestamp": when(m.store_timestamp)}
@@ -159,7 +168,7 @@ def message_view(detail: MessageDetail) -> View:
               for t in tracks] or ["no consumer group consumes this topic"]
     tracks_json = [{"group": t.group, "trackType": t.track_type, "exceptionDesc": t.exception_desc} for t in tracks]
     return View("Message", [Column("FIELD"), Column("VALUE")], rows, {"message": doc, "tracks": tracks_json},
-                footer=footer)
+                footer=footer, unreachable=detail.tracks.unreachable)
 
 
 @renders("MessageTrace")

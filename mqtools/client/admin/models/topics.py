@@ -46,6 +46,15 @@ class TopicEntry:
 
 
 @dataclass(frozen=True, slots=True)
+class TopicConsumers:
+    """The groups consuming a topic, as the broker sets of its route know them, and the sets no replica
+    answered for: a group that consumes only there is missing from `groups`."""
+
+    groups: list[str]
+    unreachable: list[Unreachable] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
 class TopicUsage:
     """A topic with its clusters and the groups consuming it (mqadmin's `topicList -c`)."""
 
@@ -53,6 +62,8 @@ class TopicUsage:
     clusters: list[str]
     groups: list[str] | None
     """None when the topic's brokers could not be asked."""
+    unreachable: list[Unreachable] = field(default_factory=list)
+    """Sets of the topic's route no replica answered for: groups consuming only there are not in `groups`."""
 
 
 @dataclass(frozen=True, slots=True)
