@@ -14,12 +14,13 @@ import asyncio
 import time
 from contextlib import suppress
 
-from mqtools.client.admin.base import AdminService
+from mqtools.client.admin.base import NO_MASTER, AdminService, broker_sets
 from mqtools.client.admin.models.transactions import BrokerTransactions, OpenTransaction
 from mqtools.client.client_api import queue_offset
 from mqtools.client.errors import MQClientError
 from mqtools.client.types import PullStatus, message_id
 from mqtools.common import properties as P
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.message import MessageExt
 from mqtools.common.topics import CID_RMQ_SYS_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, RMQ_SYS_TRANS_OP_HALF_TOPIC
 from mqtools.remoting.bodies import MessageQueue
@@ -33,14 +34,22 @@ MAX_SCAN = 10_000
 
 class TransactionAdmin(AdminService):
     async def open_transactions(self) -> list[BrokerTransactions]:
-        """Each master's open transactions, oldest first; [] when no broker ever stored a half message."""
+        """Each master's open transactions, oldest first; [] when no broker ever stored a half message. A set
+        without a master is listed with its first slave's address and the error that says so: the check
+        service that settles its transactions is the master's, and nothing of it was read."""
         try:
-            masters = await self.admin.route_masters(RMQ_SYS_TRANS_HALF_TOPIC)
+            sets = broker_sets(await self.admin._route(RMQ_SYS_TRANS_HALF_TOPIC))
         except MQClientError:
             return []
         with suppress(MQClientError):
             await self.admin.instance.route(RMQ_SYS_TRANS_OP_HALF_TOPIC, refresh=True)
-        return list(await asyncio.gather(*(self._broker(name, addr) for name, addr in sorted(masters.items()))))
+        masters = {name: addrs[MASTER_ID] for name, addrs in sets.items() if MASTER_ID in addrs}
+        read = dict(zip(sorted(masters), await asyncio.gather(*(self._broker(n, masters[n]) for n in sorted(masters))),
+                        strict=True))
+        for name, addrs in sets.items():
+            if name not in read and addrs:
+                read[name] = BrokerTransactions(name, addrs[min(addrs)], [], 0, False, error=NO_MASTER)
+        return [read[n] for n in sorted(read)]
 
     async def _broker(self, name: str, addr: str) -> BrokerTransactions:
         try:

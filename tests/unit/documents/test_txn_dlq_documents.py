@@ -31,8 +31,11 @@ def test_open_transactions_with_an_unknown_group_a_cut_scan_and_a_silent_broker(
     assert doc["brokers"][1] == {"brokerName": "broker-b", "brokerAddr": "10.0.0.2:10911", "scanned": 0,
                                  "cut": False, "error": "timed out"}
     assert view.footer == ["1 open in producer group None", "1 open in producer group OrderTx",
-                           "broker-a: more than 100 half messages; only those were read",
-                           "broker-b: not known (timed out)"]
+                           "broker-a: more than 100 half messages; only those were read"]
+    # broker-b's transactions are not known: the document is partial and names it (the table's last line too)
+    assert (doc["partial"], doc["unreachable"]) == (True, [{"brokerName": "broker-b", "addr": "10.0.0.2:10911",
+                                                            "reason": "timed out"}])
+    assert view.notes() == ["partial: could not read broker-b 10.0.0.2:10911: timed out"]
 
 
 def test_open_transactions_of_one_group_keep_every_broker() -> None:

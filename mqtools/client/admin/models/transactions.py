@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from mqtools.common.presentation import Column, View, renders, when
+from mqtools.common.presentation import Column, Unreachable, View, renders, when
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +33,14 @@ class BrokerTransactions:
     cut: bool
     """More half messages were left unread (MAX_SCAN)."""
     error: str | None = None
-    """Why this broker's transactions are not known (it refused or did not answer); `open` is then empty."""
+    """Why this broker's transactions are not known (it refused or did not answer, or its set has no master);
+    `open` is then empty."""
 
 
 @renders("OpenTransactions")
 def open_transactions_view(brokers: list[BrokerTransactions], group: str | None = None) -> View:
-    """Every broker's scan, and the open transactions (only those of producer group `group` when given)."""
+    """Every broker's scan, and the open transactions (only those of producer group `group` when given); partial
+    when some broker's are not known."""
     open_ = [t for b in brokers for t in b.open if group is None or t.producer_group == group]
     rows = [[t.broker_name, t.producer_group, t.topic, t.msg_id, when(t.born_timestamp),
              round(t.age_ms / 1000, 1), t.checks] for t in open_]
@@ -46,7 +48,6 @@ def open_transactions_view(brokers: list[BrokerTransactions], group: str | None 
     footer = [f"{n} open in producer group {g}" for g, n in sorted(per_group.items(), key=lambda e: str(e[0]))]
     footer += [f"{b.broker_name}: more than {b.scanned} half messages; only those were read" for b in brokers
                if b.cut]
-    footer += [f"{b.broker_name}: not known ({b.error})" for b in brokers if b.error]
     if not brokers:
         footer.append("no broker has stored a transactional message")
     data = {"brokers": [{"brokerName": b.broker_name, "brokerAddr": b.broker_addr, "scanned": b.scanned,
@@ -56,4 +57,5 @@ def open_transactions_view(brokers: list[BrokerTransactions], group: str | None 
                               "checks": t.checks} for t in open_]}
     return View("OpenTransactions", [Column("BROKER"), Column("PRODUCER GROUP"), Column("TOPIC"), Column("MSG ID"),
                                      Column("BORN"), Column("AGE S", True), Column("CHECKS", True)],
-                rows, data, footer=footer)
+                rows, data, footer=footer,
+                unreachable=[Unreachable(b.broker_name, b.broker_addr, b.error) for b in brokers if b.error])
