@@ -43,6 +43,7 @@ READS: dict[str, list[str]] = {
     "group status": ["group", "status", "{group}"],
     "group connections": ["group", "connections", "{group}"],
     "group consume-mode": ["group", "consume-mode", "{group}", "-t", "{topic}"],
+    "producer connections": ["producer", "connections", "{group}", "{topic}"],
     "msg get": ["msg", "get", "{msg}"],
     "msg unique": ["msg", "unique", "{topic}", "{uniq}"],
     "msg key": ["msg", "key", "{topic}", "{key}"],

@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from mqtools.client.admin.base import MASTER, AdminService
+from mqtools.client.admin.base import MASTER, AdminService, reason_of
 from mqtools.client.admin.models.groups import (
     ClientConnection,
     ConsumerProgress,
@@ -17,6 +17,7 @@ from mqtools.client.admin.models.groups import (
     GroupEntry,
     GroupPlacement,
     PopFigures,
+    ProducerClients,
     QueueProgress,
     producer_connections,
 )
@@ -27,8 +28,10 @@ from mqtools.client.errors import (
     MQClientError,
     SubscriptionGroupNotExistError,
     UnreachableError,
+    settled,
 )
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.presentation import Unreachable
 from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import (
     ConsumerConnection,
@@ -264,15 +267,24 @@ class GroupAdmin(AdminService):
                     break
         raise last or MQClientError(f"no broker to ask about group {group}")
 
-    async def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
-        """Online producers of a group, over every master serving the topic, each client once."""
+    async def producer_connections(self, group: str, topic: str) -> ProducerClients:
+        """Online producers of a group, over every master serving the topic, each client once; a master that
+        does not answer is named (a set without one has no producer connected: producers send to masters)."""
         ext = GetProducerConnectionListRequestHeader(group).to_ext()
+        masters = sorted((await self.admin.route_masters(topic)).items())
+        answers = await asyncio.gather(*(settled(self.admin.call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ext,
+                                                                  ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR)))
+                                         for _, addr in masters))
         seen: dict[str, ClientConnection] = {}
-        for addr in (await self.admin.route_masters(topic)).values():
-            resp = await self.admin.call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ext,
-                                   ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
+        missed: list[Unreachable] = []
+        for (name, addr), resp in zip(masters, answers, strict=True):
+            if isinstance(resp, UnreachableError):
+                missed.append(Unreachable(name, addr, reason_of(resp)))
+                continue
+            if isinstance(resp, MQClientError):
+                raise resp
             if resp.code != ResponseCode.SUCCESS or not resp.body:
                 continue
             for conn in producer_connections(ProducerConnection.from_json(resp.body)):
                 seen.setdefault(conn.client_id, conn)
-        return list(seen.values())
+        return ProducerClients(list(seen.values()), missed)

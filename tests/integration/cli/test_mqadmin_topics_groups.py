@@ -132,7 +132,7 @@ async def test_consumer_progress_connection_status_and_producer_connection(clust
         await producer.instance.heartbeat()
         with SyncMQAdmin(ns) as admin:
             conn = admin.groups.consumer_connections("MaOnline").connections[0]
-            maker = admin.groups.producer_connections("MaProducers", "MaProgress")[0]
+            maker = admin.groups.producer_connections("MaProducers", "MaProgress").clients[0]
         assert (await amq("admin", "consumerConnection", "-g", "MaOnline", namesrv=ns)).stdout.splitlines() == [
             printf("%-36s %-22s %-10s %s", "#ClientId", "#ClientAddr", "#Language", "#Version"),
             printf("%-36s %-22s %-10s %s", consumer.instance.client_id, conn.client_addr, "PYTHON", "V4_9_7"),

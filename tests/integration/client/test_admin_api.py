@@ -188,7 +188,7 @@ async def test_producer_connections(cluster: Cluster, admin: MQAdmin) -> None:
     async with Producer("PG_ADMIN_CONN", namesrv=cluster.namesrv.addr) as producer:
         await producer.send(Message("AdminProd", b"x"))
         await producer.instance.heartbeat()
-        conns = await admin.groups.producer_connections("PG_ADMIN_CONN", "AdminProd")
+        conns = (await admin.groups.producer_connections("PG_ADMIN_CONN", "AdminProd")).clients
         assert [c.client_id for c in conns] == [producer.instance.client_id]
         assert conns[0].language == "PYTHON"
 

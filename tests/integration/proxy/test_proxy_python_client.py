@@ -341,10 +341,10 @@ def test_a_producer_that_leaves_is_unregistered_at_the_brokers(proxy: MqProcess,
         p.startup()
         try:
             p.send(new_message(topic, b"registered"))
-            assert wait_for(lambda: admin.groups.producer_connections(topic, topic), 30, "the proxy registered")
+            assert wait_for(lambda: admin.groups.producer_connections(topic, topic).clients, 30, "the proxy registered")
         finally:
             p.shutdown()
-        wait_for(lambda: admin.groups.producer_connections(topic, topic) == [], 30, "the proxy unregistered")
+        wait_for(lambda: admin.groups.producer_connections(topic, topic).clients == [], 30, "the proxy unregistered")
 
 
 def test_bad_input_gets_clear_status_codes_and_the_proxy_goes_on(proxy: MqProcess, producer) -> None:

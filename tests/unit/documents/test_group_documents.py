@@ -19,6 +19,7 @@ from mqtools.client.admin.models.groups import (
     GroupSummary,
     OffsetReset,
     PopFigures,
+    ProducerClients,
     QueueProgress,
     group_change_view,
     group_list_view,
@@ -125,9 +126,9 @@ def test_producer_connections_through_proxies() -> None:
     """A topic's gRPC producers from the proxies asked; a proxy that answers only about consumers (Apache's) leaves
     its producers unknown, said in the footer and the document."""
     grpc_producer = ProxyClient("10.0.0.5:8080", "PRODUCER", "Orders", "py@2", "10.0.0.7:40001", "PYTHON", "V5_0_8")
-    view = producer_connections_view("PG", "Orders", [CLIENT], ProxiedClients(["10.0.0.5:8080", "10.0.0.6:8080"],
-                                                                                [grpc_producer],
-                                                                                not_listing=["10.0.0.6:8080"]))
+    view = producer_connections_view("PG", "Orders", ProducerClients([CLIENT]),
+                                     ProxiedClients(["10.0.0.5:8080", "10.0.0.6:8080"], [grpc_producer],
+                                                    not_listing=["10.0.0.6:8080"]))
     doc = check(view, "producer connections")
     assert [r[-1] for r in view.rows] == ["broker", "proxy 10.0.0.5:8080"]
     assert doc["proxyClients"] == [grpc_producer.to_json()] and doc["proxiesNotListing"] == ["10.0.0.6:8080"]
@@ -177,13 +178,21 @@ def test_group_status_marks_the_groups_served_by_pop() -> None:
 
 
 def test_producer_connections() -> None:
-    view = producer_connections_view("OrderProducers", "Orders", [CLIENT])
+    view = producer_connections_view("OrderProducers", "Orders", ProducerClients([CLIENT]))
     doc = check(view, "producer connections")
     assert (doc["group"], doc["topic"], doc["clients"][0]["versionDesc"]) == ("OrderProducers", "Orders", "V5_2_0")
-    assert view.footer == []
-    empty = producer_connections_view("OrderProducers", "Orders", [])
+    assert view.footer == [] and doc["partial"] is False
+    empty = producer_connections_view("OrderProducers", "Orders", ProducerClients([]))
     assert check(empty, "producer connections")["clients"] == []
     assert empty.footer == ["no producer of OrderProducers is connected to the brokers of Orders"]
+
+
+def test_producer_connections_with_a_master_not_answering_are_partial() -> None:
+    """A producer connected only to the hung master is not listed: the document says so, naming it."""
+    hung = Unreachable("broker-b", "10.0.0.2:10911", "timed out")
+    view = producer_connections_view("OrderProducers", "Orders", ProducerClients([CLIENT], [hung]))
+    doc = check(view, "producer connections")
+    assert (doc["partial"], doc["unreachable"], len(doc["clients"])) == (True, [hung.to_json()], 1)
 
 
 def test_offset_reset_moves_and_warns_about_a_broker_that_did_not_push() -> None:

@@ -30,7 +30,7 @@ def producer_connection(
     name, where = group.strip(), topic.strip()
 
     async def job(admin: MQAdmin) -> list[ClientConnection]:
-        return await admin.groups.producer_connections(name, where)
+        return (await admin.groups.producer_connections(name, where)).clients
 
     conns = run(namesrv, job)
     if not conns:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from mqtools.client.admin.models.groups import ClientConnection, GroupConnections
+from mqtools.client.admin.models.groups import ClientConnection, GroupConnections, ProducerClients
 from mqtools.client.admin.models.proxies import ProxiedClients
 from mqtools.common.mqversion import version_desc
 from mqtools.common.presentation import Column, View, renders
@@ -56,11 +56,12 @@ def group_connections_view(group: str, online: GroupConnections | None,
 
 
 @renders("ProducerConnections")
-def producer_connections_view(group: str, topic: str, conns: list[ClientConnection],
+def producer_connections_view(group: str, topic: str, producers: ProducerClients,
                               through: ProxiedClients | None = None) -> View:
     """The producers of `group` connected to the brokers serving `topic` (the ones asked); `through`: the topic's
     gRPC producers as the proxies asked report them (a gRPC producer has no group: the proxy files it under the
     topic), with the proxy in VIA."""
+    conns = producers.clients
     via = through.clients if through is not None else []
     data = {"group": group, "topic": topic, "clients": [client_json(c) for c in conns],
             "proxiesAsked": through.asked if through is not None else [],
@@ -68,11 +69,12 @@ def producer_connections_view(group: str, topic: str, conns: list[ClientConnecti
             "proxiesNotListing": through.not_listing if through is not None else []}
     footer = [] if conns else [f"no producer of {group} is connected to the brokers of {topic}"]
     if through is None:
-        return View("ProducerConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer)
+        return View("ProducerConnections", CLIENT_COLUMNS, [client_row(c) for c in conns], data, footer=footer,
+                    unreachable=producers.unreachable)
     footer.append(f"{len(via)} gRPC producer(s) of {topic} through the proxies asked")
     footer += [f"n/a producers on {p}: it answers only about consumers (Apache's rocketmq-proxy)"
                for p in through.not_listing]
     rows = [[*client_row(c), "broker"] for c in conns] + \
         [[c.client_id, c.client_addr, c.language, c.version, f"proxy {c.proxy}"] for c in via]
     return View("ProducerConnections", [*CLIENT_COLUMNS, Column("VIA")], rows, data, footer=footer,
-                unreachable=through.unreachable)
+                unreachable=[*producers.unreachable, *through.unreachable])

@@ -162,6 +162,15 @@ def producer_connections(body: ProducerConnection) -> list[ClientConnection]:
 
 
 @dataclass(frozen=True, slots=True)
+class ProducerClients:
+    """A producer group's clients connected to the masters serving a topic, each once, and the masters that
+    did not answer: a producer connected only to one of those is not in `clients`."""
+
+    clients: list[ClientConnection]
+    unreachable: list[Unreachable] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
 class GroupPlacement:
     """A group's subscription config on one master."""
 
