@@ -18,7 +18,7 @@ a note naming them (mqtools.cli.output), so no view prints a total that silently
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, TypeVar
@@ -50,6 +50,16 @@ class Unreachable:
     def __str__(self) -> str:
         where = " ".join(p for p in (self.broker_name, self.addr) if p)
         return f"{where or 'name servers'}: {self.reason}"
+
+
+def sets_missed(reads: Iterable[Iterable[Unreachable]]) -> list[Unreachable]:
+    """What several reads (one a group, a topic, ...) could not reach, each part once with the first reason
+    given for it, in broker-name order: the gaps of a document that joins them."""
+    first: dict[tuple[str, str], Unreachable] = {}
+    for missed in reads:
+        for u in missed:
+            first.setdefault((u.broker_name or "", u.addr or ""), u)
+    return [first[k] for k in sorted(first)]
 
 
 @dataclass(slots=True)

@@ -17,6 +17,7 @@ from mqtools.client.admin.models.groups import GroupSummary
 from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
 from mqtools.client.admin.models.proxies import ProxyClients
 from mqtools.common.perm import perm_to_string
+from mqtools.common.presentation import sets_missed
 from mqtools.live.cells import blank, cell, since, stale_note
 from mqtools.live.collect import GroupDetail, TopicDetail
 from mqtools.live.ha_view import ha
@@ -228,6 +229,9 @@ def groups(state: LiveState, mono: float) -> Table:
             cell(s.kind), cell(s.message_model), cell(s.version_desc),
             verdict_cell(group_verdict(state, s.group)),
         ], stale=slot.stale, drill=s.group))
+    missed = sets_missed(s.unreachable for s in summaries)
+    if missed:
+        table.notes.append("partial: lag and TPS leave out " + "; ".join(str(u) for u in missed))
     return table
 
 

@@ -286,15 +286,6 @@ class AdminBase:
                 return broker_sets(await self._route(candidate))
         return await self.all_sets()
 
-    async def _group_brokers(self, group: str, topic: str | None) -> dict[str, str]:
-        """Where a group's offsets live: the topic's brokers, else its retry topic's, else every master."""
-        for candidate in (topic, RETRY_GROUP_TOPIC_PREFIX + group):
-            if candidate is None:
-                continue
-            with contextlib.suppress(TopicNotExistError):
-                return await self.route_masters(candidate)
-        return await self.master_addrs()
-
 
 class AdminService:
     """One area of the admin API (topics, groups, offsets, ...): its operations, over the facade's

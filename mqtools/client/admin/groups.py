@@ -152,21 +152,22 @@ class GroupAdmin(AdminService):
                                                  f"subscription group {group} does not exist on any master")
         return entry
 
-    async def consumer_progress(self, group: str, topic: str | None = None, *,
-                                cluster: str | None = None) -> ConsumerProgress:
+    async def consumer_progress(self, group: str, topic: str | None = None, *, cluster: str | None = None,
+                                known: bool = False) -> ConsumerProgress:
         """GET_CONSUME_STATS on every broker set of the group (or of `cluster`), each from its master, else a
         slave: offsets, lag and last consume time per queue; the sets no replica answered for are named.
         From the same replica, mq's private GET_POP_IN_FLIGHT: what a POP group has popped and not acknowledged
         per queue (None where the broker does not say). SubscriptionGroupNotExistError for a group no broker
-        knows."""
+        knows, unless `known` (a caller that listed the groups: one request a set, no POP figures)."""
         sets = await (self.admin.all_sets(cluster) if cluster is not None else self.admin.group_sets(group, topic))
 
         async def both(addr: str) -> tuple[ConsumeStats, PopInFlightBody | None] | None:
             stats, pop = await asyncio.gather(self._consume_stats(addr, group, topic),
-                                              self._pop_in_flight(addr, group, topic))
+                                              asyncio.sleep(0, None) if known else self._pop_in_flight(addr, group, topic))
             return None if stats is None else (stats, pop)
 
-        _, read = await asyncio.gather(self.subscription_group(group), self.admin.read_sets(sets, both))
+        _, read = await asyncio.gather(asyncio.sleep(0) if known else self.subscription_group(group),
+                                       self.admin.read_sets(sets, both))
         # a slave with no offsets of the group may not have them yet: not "nothing to consume there"
         read.doubt_slaves("group", lambda value: value is None or not value[0].offset_table)
         progress = ConsumerProgress(group)
@@ -207,18 +208,6 @@ class GroupAdmin(AdminService):
                                      ok=(ResponseCode.SUCCESS, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                                          ResponseCode.TOPIC_NOT_EXIST))
         return ConsumeStats.from_json(resp.body) if resp.code == ResponseCode.SUCCESS and resp.body else None
-
-    async def consume_stats_at(self, group: str, topic: str | None, addrs: list[str]) -> ConsumerProgress:
-        """The group's consume stats read from the given brokers only."""
-        answers = await self.admin._each(addrs, lambda a: self._consume_stats(a, group, topic))
-        progress = ConsumerProgress(group)
-        for stats in answers.values():
-            if stats is None:
-                continue
-            progress.consume_tps = (progress.consume_tps or 0.0) + stats.consume_tps
-            progress.queues.extend(_queue(mq, w) for mq, w in stats.offset_table.items())
-        progress.queues.sort(key=lambda q: queue_key(q.queue))
-        return progress
 
     async def online_connections(self, group: str) -> GroupConnections | None:
         """Who is online in a configured group; None when nobody is (SubscriptionGroupNotExistError when no

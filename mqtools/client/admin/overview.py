@@ -67,18 +67,21 @@ class OverviewAdmin(AdminService):
         return sorted(found, key=lambda s: (-(s.online or 0), -(s.diff_total or 0), s.group))
 
     async def _summary(self, group: str, pop_groups: set[str] | None) -> GroupSummary:
-        brokers = list((await self.admin._group_brokers(group, None)).values())
+        """Each set's consume stats from its master, else a slave: a set no replica answers for is named, its
+        lag left out of the total (the whole total unknown when no set answered)."""
         conns, stats = await asyncio.gather(self.admin._settled(self.admin.groups.consumer_connections(group)),
-                                            self.admin._settled(self.admin.groups.consume_stats_at(group, None, brokers)))
-        known = stats if isinstance(stats, ConsumerProgress) else None
-        tps, diff = (known.consume_tps, known.total_diff) if known else (None, None)
+                                            self.admin._settled(self.admin.groups.consumer_progress(group, known=True)))
+        read = stats if isinstance(stats, ConsumerProgress) else None
+        tps = read.consume_tps if read else None
+        diff = read.total_diff if read and (read.queues or not read.unreachable) else None
+        missed = list(read.unreachable) if read else []
         pop = None if pop_groups is None else group in pop_groups
         if isinstance(conns, ConsumerNotOnlineError):
-            return GroupSummary(group, 0, None, None, None, tps, diff, pop)
+            return GroupSummary(group, 0, None, None, None, tps, diff, pop, missed)
         if not isinstance(conns, GroupConnections):
-            return GroupSummary(group, None, None, None, None, tps, diff, pop)
+            return GroupSummary(group, None, None, None, None, tps, diff, pop, missed)
         return GroupSummary(group, len(conns.connections), min((c.version for c in conns.connections), default=None),
-                            conns.consume_type, conns.message_model, tps, diff, pop)
+                            conns.consume_type, conns.message_model, tps, diff, pop, missed)
 
 
 async def _bounded(jobs: list[Callable[[], Awaitable[T]]]) -> list[T]:

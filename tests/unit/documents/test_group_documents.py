@@ -167,6 +167,16 @@ def test_group_status_unknown_group_reads_n_a() -> None:
     assert plain(view).splitlines()[2].split() == ["Gone", *["n/a"] * 6]
 
 
+def test_group_status_with_a_set_not_read_names_it_once() -> None:
+    """Two groups on the set no replica answered for: the document is partial and names the set once."""
+    gone = Unreachable("broker-a", "10.0.0.1:10911", "no master registered; slave 10.0.0.2:10911: timed out")
+    view = group_status_view([GroupSummary("G1", 1, 453, "CONSUME_PASSIVELY", "CLUSTERING", None, 5, None, [gone]),
+                              GroupSummary("G2", 0, None, None, None, None, 7, None, [gone])])
+    doc = check(view, "group status")
+    assert (doc["partial"], doc["unreachable"]) == (True, [gone.to_json()])
+    assert [g["diffTotal"] for g in doc["groups"]] == [5, 7]
+
+
 def test_group_status_marks_the_groups_served_by_pop() -> None:
     view = group_status_view([GroupSummary("Pushed", 2, 453, "CONSUME_PASSIVELY", "CLUSTERING", 1.0, 0, True),
                               GroupSummary("Grpc", 1, 453, "CONSUME_POP", "CLUSTERING", 1.0, 0, False),

@@ -20,6 +20,7 @@ from mqtools.common.presentation import (
     cell,
     from_slaves_note,
     renders,
+    sets_missed,
     slave_marked,
     when,
 )
@@ -218,6 +219,8 @@ class GroupSummary:
     pop: bool | None = None
     """RocketMQ 5: some broker serves the group by POP (its consume mode set so on a topic) or its clients pop
     (gRPC); None when no broker told."""
+    unreachable: list[Unreachable] = field(default_factory=list)
+    """Sets of the group no replica answered for: their lag is not in `diff_total`."""
 
     @property
     def version_desc(self) -> str | None:
@@ -438,7 +441,8 @@ def group_status_view(summaries: list[GroupSummary]) -> View:
          "consumeType": s.consume_type, "messageModel": s.message_model, "consumeTps": s.consume_tps,
          "diffTotal": s.diff_total, "pop": s.pop} for s in summaries]}
     return View("GroupStatus", [Column("GROUP"), Column("ONLINE", True), Column("VERSION"), Column("TYPE"),
-                                Column("MODEL"), Column("TPS", True), Column("DIFF", True)], rows, data)
+                                Column("MODEL"), Column("TPS", True), Column("DIFF", True)], rows, data,
+                unreachable=sets_missed(s.unreachable for s in summaries))
 
 
 @renders("OffsetReset")
