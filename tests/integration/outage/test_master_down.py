@@ -5,8 +5,9 @@ One 2m-2s-sync preset (every acknowledged message is on the slave too), a topic 
 and a known number of messages sent; then faults applied in place, each test building on the one before:
 broker-b's master hung (SIGSTOP) and resumed, broker-a's master SIGKILLed (its slave alive), then broker-a's
 slave hung too (registered, not answering: a set whose replicas are all SIGKILLed leaves the name servers'
-tables, and with it every trace a one-shot read could find; `mq top` remembers the sets it has seen), and last
-broker-b's slave SIGKILLed. One of the two name servers is SIGKILLed first and stays down throughout. Each
+tables, and with it every trace a one-shot read could find; `mq top` remembers the sets it has seen), then
+broker-b's master SIGKILLed as well (no set with a master) and started again, and last broker-b's slave
+SIGKILLed. One of the two name servers is SIGKILLed first and stays down throughout. Each
 read must equal the ground truth, reading a master-less set from its slave, or say
 it is partial and name exactly what it missed (exit 4), within one timeout per broker set.
 """
@@ -213,10 +214,13 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
         assert doc["partial"] is False and stored == [("m0", 0, cluster.addr("broker-a"))], doc
     codes = sweep(cluster.namesrv, sweep_values(cluster))
     # every other read whole; the name server killed first makes theirs partial (mqadmin's fails, as Apache's);
-    # the writes' dry runs refuse the master-less set; mqadmin's queryMsgById, like Apache's, finds the
-    # offset msgId's broker gone and tries it as a unique key
+    # statsAll's put and get counters of the master-less set are its master's, and so is the check service of
+    # its open transactions: both partial; the writes' dry runs
+    # refuse the master-less set; mqadmin's queryMsgById, like Apache's, finds the offset msgId's broker gone
+    # and tries it as a unique key
     assert {name: code for name, code in codes.items() if code != EXIT_OK} == {
         "ha ready": EXIT_UNREACHABLE, "namesrv config get": EXIT_PARTIAL, "getNamesrvConfig": EXIT_UNREACHABLE,
+        "broker stats": EXIT_PARTIAL, "txn list": EXIT_PARTIAL,
         "offset reset --dry-run": EXIT_REFUSED, "offset skip --dry-run": EXIT_REFUSED, "queryMsgById": EXIT_REFUSED}
     assert mcp_sweep(cluster.namesrv, sweep_values(cluster)) == dict.fromkeys(MCP_READS, "whole")
     figures = exported(cluster)
@@ -304,7 +308,8 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     assert {name: code for name, code in codes.items() if code != EXIT_OK} == {
         "topic status": EXIT_PARTIAL, "group progress": EXIT_PARTIAL, "msg unique": EXIT_PARTIAL,
         "msg key": EXIT_PARTIAL, "timer status": EXIT_PARTIAL, "namesrv config get": EXIT_PARTIAL,
-        "group consume-mode": EXIT_PARTIAL,
+        "group consume-mode": EXIT_PARTIAL, "broker stats": EXIT_PARTIAL, "txn list": EXIT_PARTIAL,
+        "group status": EXIT_PARTIAL,
         "msg get": EXIT_UNREACHABLE, "msg at": EXIT_UNREACHABLE, "queryMsgByOffset": EXIT_UNREACHABLE,
         "ha ready": EXIT_UNREACHABLE, "getNamesrvConfig": EXIT_UNREACHABLE, "offset reset --dry-run": EXIT_REFUSED,
         "offset skip --dry-run": EXIT_REFUSED, "queryMsgById": EXIT_REFUSED}
@@ -314,6 +319,52 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     assert table.returncode == EXIT_PARTIAL
     assert f"total: at least 4 queues, at least {SENT // 2} messages" in table.stdout
     assert table.stdout.rstrip().splitlines()[-1].startswith("partial: could not read broker-a")
+
+
+def master_registered(cluster: PresetCluster, broker: str) -> bool:
+    with SyncMQAdmin(cluster.namesrv) as admin:
+        data = admin.cluster_info().broker_addr_table.get(broker)
+    return data is not None and 0 in data.broker_addrs
+
+
+def test_every_master_down_every_set_is_read_from_its_slave(cluster: PresetCluster) -> None:
+    """No set with a master (broker-a's killed before, broker-b's now): every figure still whole, each set
+    read from its slave; the group judged without any master to relay a member's running info (that state
+    once ended `diagnose group` in a traceback); broker-b's master started again for the next test."""
+    cluster.kill("broker-b")
+    try:
+        code, doc, _ = topic_status(cluster)
+        progress_code, progress = group_progress(cluster)
+        status = mq("admin", "group", "status", GROUP, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+        top = mq("top", "--once", "-o", "json", namesrv=cluster.namesrv)
+        figures = exported(cluster)
+        judged = mq("admin", "diagnose", "group", GROUP, "-o", "json", namesrv=cluster.namesrv, timeout=90)
+        write = mq("admin", "topic", "update", TOPIC, "-w", "2", namesrv=cluster.namesrv)
+    finally:
+        cluster.start("broker-b")
+    assert (code, doc["partial"], doc["messages"]) == (EXIT_OK, False, SENT)
+    assert sources(doc) == {"broker-a": {"slave"}, "broker-b": {"slave"}}
+    assert (progress_code, progress["partial"], progress["diffTotal"]) == (EXIT_OK, False, LAG)
+    assert sources(progress) == {"broker-a": {"slave"}, "broker-b": {"slave"}}
+    # the group's one line (group status, mq top's groups view): its lag whole, each set from its slave
+    assert status.returncode == EXIT_OK, status.stdout + status.stderr
+    (line,) = json.loads(status.stdout)["groups"]
+    assert line["diffTotal"] == LAG, line
+    assert top.returncode == EXIT_OK, top.stderr
+    views = json.loads(top.stdout)["views"]
+    rows = views["brokers"]["rows"]
+    assert sorted((r["brokerName"], r["brokerId"]) for r in rows if r["status"] == "no master") == [
+        ("broker-a", 0), ("broker-b", 0)]
+    assert [r["lag"] for r in views["groups"]["rows"] if r["group"] == GROUP] == [LAG]
+    assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 0.0}
+    assert figures["rocketmq_producer_offset"] == {"broker-a": SENT / 2, "broker-b": SENT / 2}
+    assert figures["rocketmq_group_diff"] == {TOPIC: LAG}
+    verdict = json.loads(judged.stdout)
+    assert "Traceback" not in judged.stderr, judged.stderr
+    assert (verdict["lag"], verdict["partial"], verdict["verdict"]) == (LAG, False, "offline"), verdict
+    assert verdict["also"][:1] == ["no master"], verdict
+    assert write.returncode == EXIT_REFUSED and "has no master registered" in write.stderr, write.stderr
+    wait_for(lambda: master_registered(cluster, "broker-b"), 60, "broker-b's master registered again")
 
 
 def test_a_slave_down_leaves_every_read_whole_and_its_master_unsafe_to_stop(cluster: PresetCluster) -> None:
