@@ -57,8 +57,6 @@ class FramedGroup(TyperGroup):
             if meant is None:
                 raise
             code, message = meant
-            if message is not None:
-                typer.echo(f"mq: error: {message}", err=True)
-            raise typer.Exit(code) from None
+            raise (typer.Exit(code) if message is None else fail(message, code)) from None
         finally:
             _interrupt.reset(token)

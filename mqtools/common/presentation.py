@@ -53,12 +53,12 @@ class Unreachable:
 
 
 def sets_missed(reads: Iterable[Iterable[Unreachable]]) -> list[Unreachable]:
-    """What several reads (one a group, a topic, ...) could not reach, each part once with the first reason
-    given for it, in broker-name order: the gaps of a document that joins them."""
-    first: dict[tuple[str, str], Unreachable] = {}
+    """What several reads (one a group, a topic, ...) could not reach, each broker set (or, unnamed, address)
+    once with the first reason given for it, in name order: the gaps of a document that joins them."""
+    first: dict[str, Unreachable] = {}
     for missed in reads:
         for u in missed:
-            first.setdefault((u.broker_name or "", u.addr or ""), u)
+            first.setdefault(u.broker_name or u.addr or "", u)
     return [first[k] for k in sorted(first)]
 
 

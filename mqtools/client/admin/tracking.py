@@ -11,7 +11,7 @@ from mqtools.client.admin.models.messages import MessageTrack, MessageTracks
 from mqtools.client.errors import MQBrokerError, MQClientError
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.message import MessageExt
-from mqtools.common.presentation import Unreachable
+from mqtools.common.presentation import Unreachable, sets_missed
 from mqtools.common.topics import is_dlq_topic, is_retry_topic
 from mqtools.remoting.bodies import BrokerStatsData
 from mqtools.remoting.codes import ResponseCode
@@ -67,25 +67,21 @@ class TrackingAdmin(AdminService):
         topics = [topic] if topic else [t for t in await self.admin.topics.topic_list()
                                         if not is_retry_topic(t) and not is_dlq_topic(t)]
         rows: list[TopicGroupStats] = []
-        missed: dict[str, Unreachable] = {}
+        missed: list[Unreachable] = []
         for name in topics:
             rows += await self._topic_stats_rows(name, active_only, missed)
-        return StatsAll(rows, [missed[n] for n in sorted(missed)])
+        return StatsAll(rows, sets_missed([missed]))
 
     async def _topic_stats_rows(self, topic: str, active_only: bool,
-                                missed: dict[str, Unreachable]) -> list[TopicGroupStats]:
-        """The topic's rows; the sets left out of its figures go into `missed` (by broker name, the first
-        reason kept)."""
+                                missed: list[Unreachable]) -> list[TopicGroupStats]:
+        """The topic's rows; the sets left out of its figures are added to `missed`."""
         sets = await self.admin.topics.topic_sets(topic)
         masters = [addrs[MASTER_ID] for addrs in sets.values() if MASTER_ID in addrs]
         in_tps, in_24h = await self.summed(masters, TOPIC_PUT_NUMS, topic)
         consumers = await self.admin.topics.topic_consumed_by(topic)
-        for u in consumers.unreachable:  # first: its reason says the master is gone too, where it is
-            missed.setdefault(u.broker_name or "", u)
-        for name, addrs in sets.items():
-            if MASTER_ID not in addrs:
-                missed.setdefault(name, Unreachable(name, None, f"{NO_MASTER}: the put and get counters are "
-                                                                "its master's"))
+        missed += consumers.unreachable  # first: its reason says the master is gone too, where it is
+        missed += [Unreachable(name, None, f"{NO_MASTER}: the put and get counters are its master's")
+                   for name, addrs in sets.items() if MASTER_ID not in addrs]
         groups = consumers.groups
         if not groups:
             if active_only and not in_24h:
