@@ -15,10 +15,16 @@ from mqtools.remoting.bodies import SubscriptionData
 SUB_ALL = "*"
 
 
+def subscription_version() -> int:
+    """A new subVersion: a broker keeps a group's newest subscription per topic by it, and refuses a pull whose
+    version is newer than the one it holds (SUBSCRIPTION_NOT_LATEST)."""
+    return time.time_ns() // 1000
+
+
 def parse_subscription(topic: str, expression: str | None) -> SubscriptionData:
     """`TagA || TagB` -> the tags and their hash codes; `*` or empty subscribes to all."""
     expr = (expression or SUB_ALL).strip()
-    version = time.time_ns() // 1000
+    version = subscription_version()
     if expr in ("", SUB_ALL):
         return SubscriptionData(topic=topic, sub_string=SUB_ALL, sub_version=version)
     tags = {t.strip() for t in expr.split("||") if t.strip()}

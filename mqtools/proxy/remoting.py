@@ -22,7 +22,7 @@ remoting clients to the brokers.
 from __future__ import annotations
 
 from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
-from mqtools.client.subscription import parse_subscription
+from mqtools.client.subscription import parse_subscription, subscription_version
 from mqtools.common.auth.model import Action, Resource
 from mqtools.common.auth.policy import AccessRequest, AuthError, authenticate, authorize
 from mqtools.common.auth.signature import SignedRequest
@@ -55,7 +55,8 @@ def connection(client: GrpcClient) -> Connection:
 
 def subscription(entry: pb.SubscriptionEntry) -> SubscriptionData:
     if entry.expression.type == pb.SQL:
-        return SubscriptionData(topic=entry.topic.name, sub_string=entry.expression.expression, expression_type="SQL92")
+        return SubscriptionData(topic=entry.topic.name, sub_string=entry.expression.expression, expression_type="SQL92",
+                                sub_version=subscription_version())
     return parse_subscription(entry.topic.name, entry.expression.expression or "*")
 
 

@@ -150,14 +150,22 @@ class ConsumerManager:
 
     @staticmethod
     def _update_subscriptions(group_info: ConsumerGroupInfo, subscriptions: Iterable[SubscriptionData]) -> bool:
-        """Keep the newest subscription per topic (RocketMQ drops topics a heartbeat no longer has)."""
+        """Keep the newest subscription per topic by subVersion, as RocketMQ's ConsumerGroupInfo does, and drop
+        topics a heartbeat no longer has. Members of one group each heartbeat their own version: taking the
+        last heartbeat's would put an older version back under a member whose pulls carry a newer one, refused
+        SUBSCRIPTION_NOT_LATEST until its next heartbeat (CI at 373f07f: a broadcasting Java consumer got 3 of
+        12 messages)."""
         new = {sub.topic: sub for sub in subscriptions}
         changed = set(new) != set(group_info.subscriptions)
+        kept: dict[str, SubscriptionData] = {}
         for topic, sub in new.items():
             old = group_info.subscriptions.get(topic)
-            if old is None or old.sub_string != sub.sub_string:
-                changed = True
-        group_info.subscriptions = new
+            if old is None or sub.sub_version > old.sub_version:
+                changed = changed or old is None or old.sub_string != sub.sub_string
+                kept[topic] = sub
+            else:
+                kept[topic] = old
+        group_info.subscriptions = kept
         return changed
 
     def unregister(self, group: str, channel: Channel, *, notify: bool = True) -> bool:

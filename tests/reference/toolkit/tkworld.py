@@ -26,6 +26,10 @@ PRODUCERS = "TkProducers"
 SENT = 40
 LAGGING = 12
 KV_NAMESPACE = "TK_NS"
+LIVE_LIFETIME_S = 4 * 3600
+"""The live consumer ends when the session closes its stdin; this bound only stops an orphan. It was 900 s,
+which the reference phase outgrew (CI at 373f07f, 44 min): TkLive's Java consumer shut itself down mid-session
+and the tests after that found no member ("TkLive's consumer never registered", `members 0`)."""
 
 
 @dataclass
@@ -70,7 +74,7 @@ def make_world(side: str, namesrv: str) -> World:
     run_java("consume", namesrv, "--topic", TOPIC, "--group", LAG, "--expect", str(SENT), "--timeout-s", "60")
     commit_to_end(namesrv, LAG)
     consumer = JavaClient("consume", namesrv, "--topic", TOPIC, "--group", LIVE, "--expect", "0",
-                          "--timeout-s", "900")
+                          "--timeout-s", str(LIVE_LIFETIME_S))
     consumer.wait_for(lambda events: any(e.get("event") == "started" for e in events), 60, "the live consumer")
     sent += produce(namesrv, LAGGING, SENT)
     lagging = {f"tk-{SENT}-{i}" for i in range(LAGGING)}

@@ -156,13 +156,31 @@ def test_consumer_subscription_change_notifies() -> None:
     events: list[str] = []
     mgr = ConsumerManager(Clock(), on_ids_changed=lambda g, m: events.append(g))
     a = Chan("a")
-    mgr.register("cg", _info(a, "A"), 1, 1, 0, [SubscriptionData(topic="T", sub_string="*")])
-    mgr.register("cg", _info(a, "A"), 1, 1, 0, [SubscriptionData(topic="T", sub_string="tagA")])
+    mgr.register("cg", _info(a, "A"), 1, 1, 0, [SubscriptionData(topic="T", sub_string="*", sub_version=1)])
+    mgr.register("cg", _info(a, "A"), 1, 1, 0, [SubscriptionData(topic="T", sub_string="tagA", sub_version=2)])
     assert len(events) == 2
     assert mgr.find_subscription("cg", "T").sub_string == "tagA"
-    mgr.register("cg", _info(a, "A"), 1, 1, 0, [SubscriptionData(topic="T", sub_string="tagA")], notify=False)
+    mgr.register("cg", _info(a, "A"), 1, 1, 0, [SubscriptionData(topic="T", sub_string="tagA", sub_version=3)],
+                 notify=False)
     mgr.register("cg", _info(a, "A"), 1, 1, 0, [SubscriptionData(topic="U")], notify=False)
     assert len(events) == 2
+
+
+def test_a_members_older_subscription_does_not_replace_a_newer_one() -> None:
+    """Two members heartbeat their own subVersion (broadcasting consumers, each rebalance bumps it): the broker
+    keeps the newest, so neither member's pulls are refused SUBSCRIPTION_NOT_LATEST by the other's heartbeat."""
+    events: list[str] = []
+    mgr = ConsumerManager(Clock(), on_ids_changed=lambda g, m: events.append(g))
+    a, b = Chan("a"), Chan("b")
+    mgr.register("cg", _info(a, "A"), 1, 1, 0, [SubscriptionData(topic="T", sub_version=20)])
+    mgr.register("cg", _info(b, "B"), 1, 1, 0, [SubscriptionData(topic="T", sub_version=10)])
+    assert mgr.find_subscription("cg", "T").sub_version == 20
+    assert not mgr.register("cg", _info(b, "B"), 1, 1, 0, [SubscriptionData(topic="T", sub_string="tagB",
+                                                                             sub_version=15)])
+    assert mgr.find_subscription("cg", "T").sub_string == "*"
+    assert mgr.register("cg", _info(b, "B"), 1, 1, 0, [SubscriptionData(topic="T", sub_string="tagB",
+                                                                         sub_version=30)])
+    assert mgr.find_subscription("cg", "T").sub_string == "tagB"
 
 
 def test_consumer_channel_expiry_uses_clock() -> None:
