@@ -366,13 +366,21 @@ def test_a_signed_java_client_is_let_in_and_refused_as_on_apache(worlds: dict[st
         disabled = admin(world, "user", "update", DISABLED.access_key, "--status", "disable")
         assert disabled.returncode == 0, (world.side, disabled.stderr)
 
-    def send(world: World, case: str) -> tuple[Any, ...]:
+    def attempt(world: World, case: str) -> tuple[Any, ...]:
         user, password, topic = JAVA_CASES[case]
         signed = ("--ak", user, "--sk", password) if user and password else ()
-        # no retry (a refusal is final); a long send timeout, as four JVMs share two cores
         run = run_java("produce", world.namesrv, "--topic", topic, *signed, "--group", "PG_ACL2", "--retries", "0",
                        "--send-timeout-ms", "10000", client="harness-5", ok=(0, 2))
         return send_outcome(world, run)
+
+    def send(world: World, case: str) -> tuple[Any, ...]:
+        """No retry of a refusal (it is final); a long send timeout, as four JVMs share two cores. A case that
+        got no answer at all runs once more: CI at 373f07f saw Apache's name server time out the route lookup
+        (RemotingTimeoutException, 1555 ms) under that load, which says nothing about ACL."""
+        outcome = attempt(world, case)
+        if outcome[0] == "failed" and "RemotingTimeoutException" in outcome[1]:
+            outcome = attempt(world, case)
+        return outcome
 
     # one short JVM per case and side, Apache's submitted first, a few at once (most of a run is JVM start)
     with ThreadPoolExecutor(4) as pool:
