@@ -53,7 +53,8 @@ def list_(
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
-        return acl_config_view(await admin.acl.acl_configs(where["cluster"], where["broker_addr"]))
+        read = await admin.acl.acl_configs(where["cluster"], where["broker_addr"])
+        return acl_config_view(read.found, read.unreachable)
 
     s.render(s.run(job))
 
@@ -63,7 +64,7 @@ def get(
     s: Session,
     access_key: AccessKeyArg, cluster: ClusterOpt = None, broker_addr: BrokerOpt = None,
 ) -> None:
-    """One account on each broker; exit 1 when no broker has it.
+    """One account on each broker; exit 1 when no broker has it (4, partial, when a broker set could not be read).
 
     Example: mq admin acl get RocketMQ -b 127.0.0.1:10911
     """
@@ -72,12 +73,12 @@ def get(
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
-        found = await admin.acl.acl_configs(where["cluster"], where["broker_addr"])
+        read = await admin.acl.acl_configs(where["cluster"], where["broker_addr"])
         kept = [type(c)(c.broker_addr, c.global_white_addrs, [a for a in c.accounts if a.access_key == access_key])
-                for c in found]
-        if not any(c.accounts for c in kept):
-            raise fail(f"no ACL account {access_key} on {', '.join(c.broker_addr for c in found)}", EXIT_REFUSED)
-        return acl_config_view(kept)
+                for c in read.found]
+        if not any(c.accounts for c in kept) and not read.unreachable:
+            raise fail(f"no ACL account {access_key} on {', '.join(c.broker_addr for c in read.found)}", EXIT_REFUSED)
+        return acl_config_view(kept, read.unreachable)
 
     s.render(s.run(job))
 
@@ -179,6 +180,7 @@ def version(
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> View:
-        return acl_version_view(await admin.acl.acl_versions(where["cluster"], where["broker_addr"]))
+        read = await admin.acl.acl_versions(where["cluster"], where["broker_addr"])
+        return acl_version_view(read.found, read.unreachable)
 
     s.render(s.run(job))

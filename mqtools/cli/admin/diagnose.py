@@ -50,7 +50,7 @@ def group(
         return await diagnose_group(admin, name, window, thresholds, proxies=asked)
 
     result = s.run(job)
-    s.render(group_diagnosis_view(result))
+    s.print(group_diagnosis_view(result))
     raise typer.Exit(exit_code([result.severity]))
 
 
@@ -75,7 +75,7 @@ def broker(
         return await diagnose_broker(admin, name, window)
 
     found = s.run(job)
-    s.render(broker_diagnosis_view(found))
+    s.print(broker_diagnosis_view(found))
     raise typer.Exit(exit_code([d.severity for d in found]))
 
 
@@ -107,5 +107,5 @@ def cluster(
         return await diagnose_cluster(admin, window, thresholds)
 
     found = s.run(job)
-    s.render(cluster_diagnosis_view(found))
+    s.print(cluster_diagnosis_view(found))
     raise typer.Exit(found.exit_code)

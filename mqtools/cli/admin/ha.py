@@ -79,5 +79,5 @@ def ready(
         return await admin.ha.ha_ready(broker_name, max_diff=max_diff, max_catchup_s=max_catchup, window=window)
 
     result = s.run(assess)
-    s.render(ha_ready_view(result, window))
+    s.print(ha_ready_view(result, window))
     raise typer.Exit(EXIT_BY_VERDICT[result.verdict])

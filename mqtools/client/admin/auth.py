@@ -2,14 +2,14 @@
 with the AUTH_* requests of Apache's RequestCode, as mqadmin's createUser ... copyAcl send them.
 
 Writes to a cluster go to every broker of it, masters and slaves, as mqadmin's createUser does (each
-broker keeps its own users and rules); reads ask every master. A broker that does not answer a read
-is named in the result (`AuthRead.unreachable`) instead of sinking it. Every write can be planned
+broker keeps its own users and rules); reads ask each broker set's master, else a slave. A set no
+replica answered for is named in the result (`AuthRead.unreachable`) instead of sinking it or being
+left out. Every write can be planned
 first: `dry_run=True` returns the same AuthChange list and sends nothing.
 """
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 from mqtools.client.admin.base import AdminService
@@ -23,9 +23,8 @@ from mqtools.client.admin.models.auth import (
     BrokerAcls,
     BrokerUsers,
 )
-from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.client.errors import MQClientError
 from mqtools.common.exitcodes import EXIT_USAGE
-from mqtools.common.presentation import Unreachable
 from mqtools.remoting.auth_bodies import (
     AclInfo,
     PolicyEntryInfo,
@@ -116,33 +115,9 @@ def read_plain_acl(path: str | Path) -> list[PlainAccessConfig]:
 class AuthAdmin(AdminService):
     # -- where -------------------------------------------------------------------------------------
 
-    async def write_targets(self, cluster: str | None, broker_addr: str | None) -> list[str]:
-        """One broker, or every broker (masters and slaves) of a cluster."""
-        if (cluster is None) == (broker_addr is None):
-            raise MQClientError("give exactly one of cluster= or broker_addr=")
-        if broker_addr is not None:
-            return [broker_addr]
-        sets = await self.admin.all_sets(cluster)
-        addrs = [a for name in sorted(sets) for _, a in sorted(sets[name].items())]
-        if not addrs:
-            raise MQClientError(f"no broker in cluster {cluster}")
-        return addrs
-
     async def _read(self, cluster: str | None, broker_addr: str | None, fn) -> AuthRead:  # type: ignore[no-untyped-def]
-        addrs = ([broker_addr] if broker_addr is not None
-                 else list((await self.admin.master_addrs(cluster)).values()))
-        if cluster is not None and not addrs:
-            raise MQClientError(f"no master in cluster {cluster}")
-        results = await asyncio.gather(*(self.admin._settled(fn(a)) for a in addrs))
-        read = AuthRead()
-        for addr, result in zip(addrs, results, strict=True):
-            if isinstance(result, UnreachableError):
-                read.unreachable.append(Unreachable(None, addr, str(result) or type(result).__name__))
-            elif isinstance(result, MQClientError):
-                raise result
-            else:
-                read.found.append(result)
-        return read
+        found, unreachable = await self.admin.read_brokers(cluster, broker_addr, fn)
+        return AuthRead(found, unreachable)
 
     async def _each_write(self, addrs: list[str], code: int, ext: dict[str, str], body: bytes | None) -> None:
         await self.admin._each(addrs, lambda a: self.admin.call(a, code, ext, body))
@@ -176,7 +151,7 @@ class AuthAdmin(AdminService):
 
     async def _user_write(self, code: int, action: str, user: AuthUser, cluster: str | None,
                           broker_addr: str | None, dry_run: bool) -> AuthChange:
-        addrs = await self.write_targets(cluster, broker_addr)
+        addrs = await self.admin.every_broker(cluster, broker_addr)
         sets = [f"type={user.user_type}" if user.user_type else "", f"status={user.user_status}" if user.user_status
                 else "", "password" if user.password else ""]
         change = AuthChange(action, user.username, addrs, dry_run, " ".join(s for s in sets if s))
@@ -187,7 +162,7 @@ class AuthAdmin(AdminService):
 
     async def delete_user(self, username: str, *, cluster: str | None = None, broker_addr: str | None = None,
                           dry_run: bool = False) -> AuthChange:
-        addrs = await self.write_targets(cluster, broker_addr)
+        addrs = await self.admin.every_broker(cluster, broker_addr)
         if not dry_run:
             await self._each_write(addrs, RequestCode.AUTH_DELETE_USER, {"username": username}, None)
         return AuthChange("delete-user", username, addrs, dry_run, "the user and its ACL")
@@ -221,7 +196,7 @@ class AuthAdmin(AdminService):
 
     async def _acl_write(self, code: int, action: str, acl: AuthAcl, cluster: str | None, broker_addr: str | None,
                          dry_run: bool) -> AuthChange:
-        addrs = await self.write_targets(cluster, broker_addr)
+        addrs = await self.admin.every_broker(cluster, broker_addr)
         detail = "; ".join(f"{p.policy_type} {e.resource} {','.join(e.actions)} {e.decision}"
                            + (f" from {','.join(e.source_ips)}" if e.source_ips else "")
                            for p in acl.policies for e in p.entries)
@@ -232,7 +207,7 @@ class AuthAdmin(AdminService):
     async def delete_acl(self, subject: str, resource: str | None = None, policy_type: str | None = None, *,
                          cluster: str | None = None, broker_addr: str | None = None,
                          dry_run: bool = False) -> AuthChange:
-        addrs = await self.write_targets(cluster, broker_addr)
+        addrs = await self.admin.every_broker(cluster, broker_addr)
         ext = {"subject": subject}
         if resource:
             ext["resource"] = resource
@@ -278,7 +253,7 @@ class AuthAdmin(AdminService):
         """ACL 1.0 accounts to 2.0 users and rules, as Apache's AuthMigrator converts them (a dry run unless
         dry_run=False). A user that already exists on a target broker is skipped there, as AuthMigrator
         skips it; the rest are created with their rules."""
-        addrs = await self.write_targets(cluster, broker_addr)
+        addrs = await self.admin.every_broker(cluster, broker_addr)
         changes: list[AuthChange] = []
         for account in accounts:
             info, acl_info = migrate_plain_access(account)

@@ -269,6 +269,38 @@ class AdminBase:
             raise NoMasterError(missing, what)
         return [sets[n][MASTER_ID] for n in sorted(sets)]
 
+    async def every_broker(self, cluster: str | None, broker_addr: str | None) -> list[str]:
+        """Where a change each broker keeps on its own goes (ACL accounts, users and rules): one broker, or every
+        broker of a cluster, masters and slaves, as mqadmin's `-c` sends it; a set without a master still gets
+        it on its slaves."""
+        if (cluster is None) == (broker_addr is None):
+            raise MQClientError("give exactly one of cluster= or broker_addr=")
+        if broker_addr is not None:
+            return [broker_addr]
+        sets = await self.all_sets(cluster)
+        addrs = [a for name in sorted(sets) for _, a in sorted(sets[name].items())]
+        if not addrs:
+            raise MQClientError(f"no broker in cluster {cluster}")
+        return addrs
+
+    async def read_brokers(self, cluster: str | None, broker_addr: str | None,
+                           fn: Callable[[str], Awaitable[T]]) -> tuple[list[T], list[Unreachable]]:
+        """A read of what each broker keeps on its own: one broker, or each set of a cluster from its master,
+        else a slave (which `every_broker` writes reach too). What did not answer is named, never left out;
+        other errors (a refusal) propagate."""
+        if (cluster is None) == (broker_addr is None):
+            raise MQClientError("give exactly one of cluster= or broker_addr=")
+        if broker_addr is not None:
+            try:
+                return [await fn(broker_addr)], []
+            except UnreachableError as exc:
+                return [], [Unreachable(None, broker_addr, reason_of(exc))]
+        sets = await self.all_sets(cluster)
+        if not sets:
+            raise MQClientError(f"no broker in cluster {cluster}")
+        read = await self.read_sets(sets, fn)
+        return [read.reads[name].value for name in sorted(read.reads)], read.unreachable
+
     async def all_sets(self, cluster: str | None = None) -> dict[str, dict[int, str]]:
         """broker name -> {id: address} of every broker set (of one cluster), master-less ones included."""
         info = await self.cluster_info()

@@ -94,7 +94,7 @@ def get_acl_config(broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> None:
-        for config in await admin.acl.acl_configs(where["cluster"], where["broker_addr"]):
+        for config in (await admin.acl.acl_configs(where["cluster"], where["broker_addr"])).found:
             typer.echo("")
             typer.echo(java_format("%-20s: %s", "globalWhiteRemoteAddresses", "[" + ", ".join(config.global_white_addrs) + "]"))
             typer.echo("")
@@ -122,7 +122,7 @@ def cluster_acl_config_version(
     async def job(admin: MQAdmin) -> None:
         typer.echo(java_format(VERSION_ROW, "#Cluster Name", "#Broker Name", "#Broker Addr", "#AclFilePath",
                                "#AclConfigVersionNum", "#AclLastUpdateTime"))
-        for v in await admin.acl.acl_versions(where["cluster"], where["broker_addr"]):
+        for v in (await admin.acl.acl_versions(where["cluster"], where["broker_addr"])).found:
             when = (datetime.fromtimestamp(v.timestamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
                     if v.timestamp is not None else "n/a")
             typer.echo(java_format(VERSION_ROW, v.cluster, v.broker_name, v.broker_addr, "plain_acl.yml",

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mqtools.common.presentation import Column, View, renders
+from mqtools.common.presentation import Column, Unreachable, View, renders
 from mqtools.remoting.bodies import PlainAccessConfig
 
 
@@ -42,8 +42,9 @@ def account_doc(account: PlainAccessConfig) -> dict[str, object]:
 
 
 @renders("AclConfig")
-def acl_config_view(found: list[AclConfig]) -> View:
-    """Every account of every broker asked, one row each, and each broker's global white addresses."""
+def acl_config_view(found: list[AclConfig], unreachable: list[Unreachable] | None = None) -> View:
+    """Every account of every broker read, one row each, and each broker's global white addresses; partial
+    where a broker set could not be read."""
     rows = [[c.broker_addr, a.access_key, "yes" if a.admin else "no", a.white_remote_address or None,
              a.default_topic_perm or None, a.default_group_perm or None, ",".join(a.topic_perms) or None,
              ",".join(a.group_perms) or None] for c in found for a in c.accounts]
@@ -51,13 +52,13 @@ def acl_config_view(found: list[AclConfig]) -> View:
                         "accounts": [account_doc(a) for a in c.accounts]} for c in found]}
     columns = [Column("BROKER"), Column("ACCESS KEY"), Column("ADMIN"), Column("WHITE ADDRESS"),
                Column("DEFAULT TOPIC"), Column("DEFAULT GROUP"), Column("TOPIC PERMS"), Column("GROUP PERMS")]
-    return View("AclConfig", columns, rows, doc)
+    return View("AclConfig", columns, rows, doc, unreachable=list(unreachable or []))
 
 
 @renders("AclVersion")
-def acl_version_view(found: list[AclVersion]) -> View:
+def acl_version_view(found: list[AclVersion], unreachable: list[Unreachable] | None = None) -> View:
     rows = [[v.cluster, v.broker_name, v.broker_addr, v.counter, v.timestamp] for v in found]
     doc = {"brokers": [{"cluster": v.cluster, "brokerName": v.broker_name, "brokerAddr": v.broker_addr,
                         "counter": v.counter, "timestamp": v.timestamp} for v in found]}
     return View("AclVersion", [Column("CLUSTER"), Column("BROKER NAME"), Column("ADDR"), Column("COUNTER"),
-                               Column("TIMESTAMP")], rows, doc)
+                               Column("TIMESTAMP")], rows, doc, unreachable=list(unreachable or []))
