@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.frame import fail
-from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_USAGE
+from mqtools.common.exitcodes import EXIT_USAGE
 
 if TYPE_CHECKING:
     from mqtools.cluster.launcher import ProcStatus
@@ -103,16 +103,11 @@ def up(
 def _save_context(name: str, state: ClusterState, root: Path) -> None:
     """Record the cluster as a context: name servers, state dir, its proxies' remoting ports and, with --tls, the
     CA to trust."""
-    from mqtools.client.contexts import ContextError, ContextStore
+    from mqtools.client.contexts import record_cluster
 
     security = state.security()
-    try:
-        store = ContextStore.load()
-        proxies = tuple(f"{p.host}:{p.remoting_port}" for p in state.procs if p.kind == "proxy" and p.remoting_port)
-        store.add(name, state.namesrv_addr, str(root), security.tls if security else None, proxies=proxies)
-        store.save()
-    except (ContextError, OSError) as exc:
-        raise fail(f"the cluster is up, but its context was not saved: {exc}", EXIT_REFUSED) from None
+    proxies = tuple(f"{p.host}:{p.remoting_port}" for p in state.procs if p.kind == "proxy" and p.remoting_port)
+    record_cluster(name, state.namesrv_addr, str(root), security.tls if security else None, proxies)
     if state.tls_ca:
         typer.echo(f"TLS CA: {state.tls_ca}")
     typer.echo(f"context {name}: mq admin cluster list --context {name}")

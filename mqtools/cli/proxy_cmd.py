@@ -4,15 +4,12 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import Annotated, Optional
 
 import typer
 
 from mqtools.cli.frame import needs_extra
 from mqtools.cli.serve import run_server
-
-if TYPE_CHECKING:
-    from mqtools.proxy.config import ProxyConfig
 
 app = typer.Typer(help="gRPC proxy role (RocketMQ 5 clients over gRPC, brokers over remoting).",
                   no_args_is_help=True)
@@ -46,6 +43,7 @@ def start(
     """Start a proxy in cluster mode; flags override the file. Stops cleanly on SIGINT/SIGTERM."""
     with needs_extra("proxy", "the proxy (grpcio and protobuf)"):
         from mqtools.proxy.config import ProxyConfig, ProxyConfigError, load_file
+        from mqtools.proxy.local import tls_words
         from mqtools.proxy.server import ProxyServer, server_credentials
     from mqtools.server.lifecycle import listen, serve
 
@@ -80,28 +78,9 @@ def start(
                    f"name servers {config.namesrv_list}")
         auth = " authentication=true" if config.authentication_enabled else ""
         remoting = f" remoting={proxy.remoting.port}" if proxy.remoting is not None else ""
-        typer.echo(f"READY proxy {shown}:{proxy.port} mode=cluster{remoting}{_tls_words(config)}{auth}")
+        typer.echo(f"READY proxy {shown}:{proxy.port} mode=cluster{remoting}{tls_words(config)}{auth}")
 
     run_server(serve(_Listening(), ready))
-
-
-#: Broker properties a local-mode proxy takes over: its cluster, limits and authentication follow the broker's
-#: (not authenticationWhitelist: the broker's lists remoting codes, the proxy's gRPC request names).
-_FROM_BROKER = {"brokerClusterName": "rocketMQClusterName", "namesrvAddr": "namesrvAddr",
-                "maxMessageSize": "maxMessageSize", "authenticationEnabled": "authenticationEnabled",
-                "authorizationEnabled": "authorizationEnabled",
-                "innerClientAuthenticationCredentials": "innerClientAuthenticationCredentials",
-                "tls.enable": "tls.enable", "tls.client.trustCertPath": "tls.client.trustCertPath",
-                "tls.server.certPath": "tlsCertPath", "tls.server.keyPath": "tlsKeyPath",
-                "tls.server.mode": "tls.server.mode"}
-
-
-def _tls_words(config: ProxyConfig) -> str:
-    """The READY line's TLS words: nothing when the gRPC port is plaintext only."""
-    from mqtools.common.tls import TlsMode
-
-    mode = config.tls_mode
-    return "" if mode is TlsMode.DISABLED else f" tls=true tls.server.mode={mode.value}"
 
 
 class LocalProxy:
@@ -111,22 +90,11 @@ class LocalProxy:
     maxMessageSize, authentication and TLS (the gRPC port serves TLS when the broker's port does)."""
 
     def __init__(self, broker_props: dict[str, str], config_file: Path | None, grpc_port: int | None) -> None:
-        from mqtools.proxy.config import ProxyConfig, ProxyConfigError, load_file
-        from mqtools.proxy.server import ProxyServer, server_credentials
+        from mqtools.proxy.local import local_config
+        from mqtools.proxy.server import ProxyServer
 
-        config = ProxyConfig()
-        taken = {mine: broker_props[theirs] for theirs, mine in _FROM_BROKER.items() if broker_props.get(theirs)}
-        try:
-            if config_file is not None:
-                config.apply(load_file(config_file))
-            config.apply({**taken, "proxyMode": "local", **({"grpcServerPort": grpc_port} if grpc_port is not None
-                                                             else {})})
-            config.namesrv_list  # noqa: B018
-            server_credentials(config)
-        except ProxyConfigError as exc:
-            raise ProxyConfigError(f"enableProxy: {exc}") from None
-        self.config = config
-        self.server = ProxyServer(config)
+        self.config = local_config(broker_props, config_file, grpc_port)
+        self.server = ProxyServer(self.config)
 
     async def start(self) -> None:
         from mqtools.server.lifecycle import listen
@@ -137,7 +105,8 @@ class LocalProxy:
         await self.server.shutdown()
 
     def ready_line(self, host: str) -> str:
-        tls = _tls_words(self.config)
+        from mqtools.proxy.local import tls_words
+
         auth = (" authentication=true" if self.config.authentication_enabled else "") + \
             (" authorization=true" if self.config.authorization_enabled else "")
-        return f"READY proxy {host}:{self.server.port} mode=local{tls}{auth}"
+        return f"READY proxy {host}:{self.server.port} mode=local{tls_words(self.config)}{auth}"

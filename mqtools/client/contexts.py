@@ -32,6 +32,10 @@ class ContextError(MQClientError):
     exit_code = EXIT_USAGE
 
 
+class ClusterContextNotSaved(MQClientError):
+    """A local cluster started and its context could not be written (the cluster runs on)."""
+
+
 class NoNamesrvError(MQClientError):
     """Neither -n, NAMESRV_ADDR nor a current context says where the name servers are."""
 
@@ -178,3 +182,14 @@ def resolve(namesrv: str | None = None, context: str | None = None, tls: TlsClie
     raise NoNamesrvError(
         "no name server: give -n host:9876, set NAMESRV_ADDR, or add a context (mq context add NAME -n host:9876)")
 
+
+def record_cluster(name: str, namesrv: str, state_dir: str, tls: TlsClientOptions | None,
+                   proxies: tuple[str, ...]) -> None:
+    """`mq cluster up --context NAME`: the cluster just started added to the contexts file; ClusterContextNotSaved
+    (exit 1: the cluster is up) saying why not."""
+    try:
+        store = ContextStore.load()
+        store.add(name, namesrv, state_dir, tls, proxies=proxies)
+        store.save()
+    except (ContextError, OSError) as exc:
+        raise ClusterContextNotSaved(f"the cluster is up, but its context was not saved: {exc}") from None

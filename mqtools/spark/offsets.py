@@ -73,8 +73,18 @@ def parse_time(text: str) -> int | None:
     return int(when.timestamp() * 1000)
 
 
-def parse_spec(text: str | None, default: str) -> OffsetSpec:
-    """Parse an offsets option; OffsetSpecError with the reason for anything else."""
+def parse_spec(text: str | None, default: str, option: str | None = None) -> OffsetSpec:
+    """Parse an offsets option; OffsetSpecError with the reason for anything else, led by the `option`'s
+    name where one is given (the CLI's --from)."""
+    try:
+        return _spec(text, default)
+    except OffsetSpecError as exc:
+        if option is None:
+            raise
+        raise OffsetSpecError(f"{option}: {exc}") from None
+
+
+def _spec(text: str | None, default: str) -> OffsetSpec:
     text = (text or default).strip()
     lowered = text.lower()
     if lowered in ("earliest", "latest"):

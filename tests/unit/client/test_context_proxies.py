@@ -26,3 +26,19 @@ def test_proxies_round_trip_and_old_files_load(tmp_path: Path) -> None:
     assert ContextStore.load(tmp_path).get("local").proxies == ()
     with pytest.raises(ContextError, match="not a proxy's host:port"):
         store.add("bad", "127.0.0.1:9876", proxies=("nowhere",))
+
+
+def test_a_cluster_context_that_cannot_be_saved_is_a_refusal_not_usage(tmp_path: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """`mq cluster up --context`: the cluster is up either way; a contexts file that cannot be read or written is
+    exit 1 saying so, not the usage error a bad context name is."""
+    from mqtools.client.contexts import CONFIG_ENV, ClusterContextNotSaved, record_cluster
+    from mqtools.common.exitcodes import EXIT_REFUSED
+
+    monkeypatch.setenv(CONFIG_ENV, str(tmp_path))
+    record_cluster("local", "127.0.0.1:9876", "/tmp/state", None, ("127.0.0.1:8080",))
+    assert ContextStore.load(tmp_path).get("local").proxies == ("127.0.0.1:8080",)
+    (tmp_path / CONTEXTS_FILE).write_text("{not json")
+    with pytest.raises(ClusterContextNotSaved, match="the cluster is up, but its context was not saved") as caught:
+        record_cluster("local", "127.0.0.1:9876", "/tmp/state", None, ())
+    assert caught.value.exit_code == EXIT_REFUSED

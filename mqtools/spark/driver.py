@@ -1,0 +1,216 @@
+"""What `mq spark-load` does on the driver around a job: the input checked before Spark starts (each mistake
+a UsageError, one line and exit 2), the plan read from the cluster (an unknown topic is bad input, a cluster
+that does not answer exit 3), the Spark session, and the report files written afterwards.
+
+Nothing heavy is imported at module level: pyspark only when a session starts.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from mqtools.common.errors import ToolkitError, UsageError
+from mqtools.common.exitcodes import EXIT_UNREACHABLE
+
+if TYPE_CHECKING:
+    from mqtools.common.security import ClientSecurity
+    from mqtools.spark.load import ProducePlan
+    from mqtools.spark.offsets import QueueRange
+    from mqtools.spark.stats import Summary
+
+T = TypeVar("T")
+
+CONNECT_PORT = 15002
+"""Spark Connect's default port, when --remote names none."""
+CONNECT_CHECK_S = 5.0
+REQUIRED = (("pyspark", "pyspark>=4.2"), ("pyarrow", "pyarrow"), ("hdrh", "hdrhistogram"))
+#: What pyspark's Spark Connect client needs beyond pyspark (its `connect` extra).
+REQUIRED_CONNECT = (("grpc", "grpcio"), ("grpc_status", "grpcio-status"), ("google.rpc", "googleapis-common-protos"),
+                    ("zstandard", "zstandard"))
+
+
+class SparkConnectUnreachable(ToolkitError):
+    """The Spark Connect server's port does not answer (exit 3, as an unreachable cluster)."""
+
+    exit_code = EXIT_UNREACHABLE
+
+
+class ClusterUnreachable(ToolkitError):
+    """The RocketMQ cluster did not answer the driver's planning request."""
+
+    exit_code = EXIT_UNREACHABLE
+
+
+class ReportFileError(ToolkitError):
+    """A report file (--csv, --omb) could not be written after the job ran."""
+
+
+def importable(module: str) -> bool:
+    """Whether `module` can be found, without importing it (pyspark takes a while)."""
+    try:
+        return importlib.util.find_spec(module) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def need_spark(remote: str | None) -> None:
+    """Without the spark extra: say which packages to install, before anything else."""
+    needed = REQUIRED + (REQUIRED_CONNECT if remote is not None else ())
+    missing = [pkg for mod, pkg in needed if not importable(mod)]
+    if missing:
+        raise UsageError(f"mq spark-load needs {', '.join(missing)}: pip install 'mqtools[spark]'")
+
+
+def where(master: str, remote: str | None) -> str:
+    """Where the job runs, as the report names it; a --remote that is not a Spark Connect URL is bad input."""
+    if remote is None:
+        return master
+    host, _, port = remote.removeprefix("sc://").split("/")[0].partition(":")
+    if not remote.startswith("sc://") or not host or (port and not port.isdigit()):
+        raise UsageError(f"--remote wants a Spark Connect URL like sc://HOST:15002, not {remote!r}")
+    return remote
+
+
+def check_connect(remote: str) -> None:
+    """Reach the Connect server's port first: pyspark's client retries an unreachable server for
+    minutes before it gives up, and a person wants one line now (exit 3, as in `mq admin`)."""
+    import socket
+
+    host, _, port = remote.removeprefix("sc://").split("/")[0].partition(":")
+    try:
+        socket.create_connection((host, int(port or CONNECT_PORT)), timeout=CONNECT_CHECK_S).close()
+    except OSError as exc:
+        raise SparkConnectUnreachable(f"Spark Connect server {remote} unreachable: {exc}") from None
+
+
+@contextmanager
+def session(master: str, remote: str | None, confs: dict[str, str], app: str) -> Iterator[Any]:
+    """A Spark session for one job, stopped afterwards."""
+    from mqtools.spark.load import spark_session
+
+    if remote is not None:
+        check_connect(remote)
+    spark = spark_session(master, confs, app, remote)
+    try:
+        yield spark
+    finally:
+        spark.stop()
+
+
+def confs(pairs: list[str] | None) -> dict[str, str]:
+    """--conf key=value pairs."""
+    out = {}
+    for pair in pairs or []:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise UsageError(f"--conf wants key=value, not {pair!r}")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def cluster_call(fn: Callable[[], T]) -> T:
+    """Run a driver-side read of the cluster: an unknown topic is bad input (exit 2), no answer exit 3."""
+    from mqtools.client.errors import TopicNotExistError, UnreachableError
+
+    try:
+        return fn()
+    except TopicNotExistError as exc:
+        raise UsageError(f"unknown topic: {exc.remark or exc}") from None
+    except UnreachableError as exc:
+        raise ClusterUnreachable(f"cluster unreachable: {exc}") from None
+
+
+def queue_count(namesrv: str, topic: str, security: ClientSecurity | None) -> int:
+    """How many queues the topic has over its brokers (OMB's partitions)."""
+    from mqtools.client.admin.sync import SyncMQAdmin
+
+    def ask() -> int:
+        with SyncMQAdmin(namesrv, security=security) as admin:
+            return len(admin.queue_offsets.topic_queues(topic))
+
+    return cluster_call(ask)
+
+
+@contextmanager
+def stored_counter(namesrv: str, topic: str, security: ClientSecurity | None, enabled: bool
+                   ) -> Iterator[Callable[[], int] | None]:
+    """Messages the brokers stored in `topic` since now: live progress for a produce run."""
+    if not enabled:
+        yield None
+        return
+    from mqtools.client.admin.sync import SyncMQAdmin
+
+    with SyncMQAdmin(namesrv, security=security) as admin:
+        def stored() -> int:
+            return sum(high for _, high in admin.queue_offsets.queue_bounds(topic).values())
+
+        base = stored()
+        yield lambda: stored() - base
+
+
+@dataclass(frozen=True, slots=True)
+class Files:
+    """Where the report also goes, and what OMB's result needs that the tasks do not know."""
+
+    csv: Path | None
+    omb: Path | None
+    message_size: int | None = None
+    partitions: int | None = None
+
+    def check(self) -> None:
+        """A report file whose directory is missing is bad input, found before Spark starts."""
+        for path in (self.csv, self.omb):
+            if path is not None and not path.resolve().parent.is_dir():
+                raise UsageError(f"no such directory for {path}: {path.resolve().parent}")
+
+    def write(self, action: str, topic: str, master: str, summary: Summary, produced: Summary | None) -> None:
+        from mqtools.spark.export import omb_result, write_csv, write_omb
+
+        try:
+            if self.csv is not None:
+                write_csv(self.csv, summary)
+            if self.omb is not None:
+                write_omb(self.omb, omb_result(action, topic, f"mq spark-load on {master}", summary,
+                                               message_size=self.message_size, partitions=self.partitions,
+                                               produced=produced))
+        except OSError as exc:
+            raise ReportFileError(f"cannot write the report file: {exc}") from None
+
+
+def produce_plan(topic: str, messages: int | None, duration: float | None, rate: float | None, size: int,
+                 tasks: int, mode: str, batch_size: int, keys: bool, tags: int) -> ProducePlan:
+    """The producers' plan from the options, each mistake one line (exit 2) before Spark starts."""
+    from mqtools.spark.load import MODES, ProducePlan
+
+    if (messages is None) == (duration is None):
+        raise UsageError("give exactly one of --messages N or --duration SECONDS")
+    if (messages is not None and messages <= 0) or (duration is not None and duration <= 0):
+        raise UsageError("--messages and --duration must be above zero")
+    if rate is not None and rate <= 0:
+        raise UsageError(f"--rate must be above zero, not {rate:g}")
+    if mode not in MODES:
+        raise UsageError(f"--mode must be one of {', '.join(MODES)}, not {mode!r}")
+    if size < 0 or tasks <= 0 or batch_size <= 0 or tags < 0:
+        raise UsageError("--size, --tags must be >= 0 and --tasks, --batch-size above zero")
+    return ProducePlan(topic, messages, duration, rate, size, tasks, mode, batch_size, keys, tags)
+
+
+def read_plan(addr: str, topic: str, start: str, until: str, security: ClientSecurity | None) -> list[QueueRange]:
+    """The queue ranges a read takes: from --from to the end now, or to N messages (--until)."""
+    from mqtools.spark.load import limit_ranges
+    from mqtools.spark.offsets import parse_spec, plan_topic
+
+    limit = None
+    if until.strip().isdigit():
+        limit, until = int(until), "latest"
+    elif until.strip().lower() != "latest":
+        raise UsageError(f"--until must be latest or a number of messages, not {until!r}")
+    spec = parse_spec(start, "earliest", option="--from")
+    ranges = cluster_call(lambda: plan_topic(addr, topic, spec, parse_spec("latest", "latest"),
+                                             fail_on_data_loss=False, security=security))
+    return limit_ranges(ranges, limit)

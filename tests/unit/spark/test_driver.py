@@ -1,0 +1,70 @@
+"""`mq spark-load`'s driver-side checks: each mistake a ToolkitError with the exit it means, before Spark starts."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from mqtools.client.errors import ConnectFailedError, TopicNotExistError
+from mqtools.common.errors import ToolkitError, UsageError
+from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE
+from mqtools.remoting.codes import ResponseCode
+from mqtools.spark import driver
+from mqtools.spark.offsets import OffsetSpecError, parse_spec
+from mqtools.spark.stats import summarize
+
+
+def test_a_produce_plan_refuses_each_bad_option() -> None:
+    plan = driver.produce_plan("T", 10, None, None, 128, 2, "sync", 16, False, 0)
+    assert (plan.topic, plan.messages, plan.tasks) == ("T", 10, 2)
+    for args, says in [((None, None, None), "exactly one of"), ((10, None, 0.0), "--rate must be above zero"),
+                       ((0, None, None), "above zero")]:
+        with pytest.raises(UsageError, match=says):
+            driver.produce_plan("T", *args, 128, 2, "sync", 16, False, 0)
+    with pytest.raises(UsageError, match="--mode must be one of"):
+        driver.produce_plan("T", 10, None, None, 128, 2, "fast", 16, False, 0)
+
+
+def test_confs_where_and_files_are_checked_before_spark(tmp_path: Path) -> None:
+    assert driver.confs(["a=1", " b = two "]) == {"a": "1", "b": "two"}
+    with pytest.raises(UsageError, match="key=value"):
+        driver.confs(["novalue"])
+    assert driver.where("local[2]", None) == "local[2]"
+    assert driver.where("local[2]", "sc://host:15002") == "sc://host:15002"
+    with pytest.raises(UsageError, match="Spark Connect URL"):
+        driver.where("local[2]", "http://host")
+    driver.Files(tmp_path / "r.csv", None).check()
+    with pytest.raises(UsageError, match="no such directory"):
+        driver.Files(None, tmp_path / "missing" / "r.json").check()
+
+
+def test_a_report_file_that_cannot_be_written_is_one_refusal(tmp_path: Path) -> None:
+    files = driver.Files(tmp_path / "r.csv", None)
+    (tmp_path / "r.csv").mkdir()  # a directory where the file goes
+    with pytest.raises(driver.ReportFileError, match="cannot write the report file") as caught:
+        files.write("produce", "T", "local[2]", summarize([], with_delay=False), None)
+    assert caught.value.exit_code == EXIT_REFUSED
+
+
+def test_cluster_reads_map_to_usage_and_unreachable() -> None:
+    def unknown() -> int:
+        raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, "topic[X] not exist")
+
+    def down() -> int:
+        raise ConnectFailedError("connect to 127.0.0.1:1 failed")
+
+    with pytest.raises(UsageError, match=r"unknown topic: topic\[X\] not exist"):
+        driver.cluster_call(unknown)
+    with pytest.raises(ToolkitError, match="cluster unreachable: connect to") as caught:
+        driver.cluster_call(down)
+    assert caught.value.exit_code == EXIT_UNREACHABLE
+    assert driver.cluster_call(lambda: 4) == 4
+
+
+def test_an_offsets_option_names_itself_in_its_error() -> None:
+    with pytest.raises(OffsetSpecError, match=r"^--from: offsets JSON is not valid JSON") as caught:
+        parse_spec('{"broker-a": ', "earliest", option="--from")
+    assert caught.value.exit_code == EXIT_USAGE
+    with pytest.raises(OffsetSpecError, match=r"^offsets must be"):
+        parse_spec("soon", "earliest")
