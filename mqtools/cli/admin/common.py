@@ -208,15 +208,20 @@ def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context:
     return run_loop(session())
 
 
+def render_once(view: View, fmt: str) -> None:
+    """Print a command's one answer; exit 4 when it is partial (a document says partial exactly when the exit
+    is 4)."""
+    render(view, fmt)
+    if view.partial:
+        raise typer.Exit(EXIT_PARTIAL)
+
+
 def show(namesrv: str | None, fmt: str, build: Callable[[MQAdmin], Awaitable[View]], *,
          watch: float | None = None, context: str | None = None, timeout: float | None = None) -> None:
     """Print what `build` returns once, or every `watch` seconds until Ctrl-C (which exits 0)."""
     check_output(fmt)
     if watch is None:
-        view = run(namesrv, build, context=context, timeout=timeout)
-        render(view, fmt)
-        if view.partial:
-            raise typer.Exit(EXIT_PARTIAL)
+        render_once(run(namesrv, build, context=context, timeout=timeout), fmt)
         return
 
     import asyncio

@@ -25,11 +25,11 @@ from mqtools.cli.admin.common import (
     WatchOpt,
     check_output,
     proxies_given,
+    render_once,
     run,
     show,
 )
 from mqtools.cli.output import View, render
-from mqtools.common.exitcodes import EXIT_PARTIAL
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -56,10 +56,8 @@ class Session:
         show(self.namesrv, self.output, build, watch=self.watch, context=self.context, timeout=self.timeout)
 
     def render(self, view: View) -> None:
-        """Print the view; exit 4 when it is partial (a document says partial exactly when the exit is 4)."""
-        render(view, self.output)
-        if view.partial:
-            raise typer.Exit(EXIT_PARTIAL)
+        """Print the view; exit 4 when it is partial."""
+        render_once(view, self.output)
 
     def print(self, view: View) -> None:
         """Print the view and go on: for commands whose exit is a verdict (diagnose, ha ready)."""
