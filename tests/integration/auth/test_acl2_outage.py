@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import signal
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,6 +15,7 @@ import pytest
 from support.adminsupport import mq
 from support.authprops import AUTH_PROPS, ROOT_ENV
 from support.mqproc import MqProcess, start_broker, start_namesrv
+from support.presetcluster import wait_for
 
 from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL
 
@@ -44,14 +44,6 @@ def registered(namesrv: str) -> dict[str, str]:
     return {str(b["brokerId"]): b["addr"] for b in json.loads(out)["brokers"] if b["brokerName"] == "broker-a"}
 
 
-def wait_until(predicate, timeout: float, what: str):  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + timeout
-    while not (value := predicate()):
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
-        time.sleep(0.2)
-    return value
-
-
 @pytest.fixture
 def one_set(tmp_path: Path) -> Iterator[Set]:
     namesrv = start_namesrv(tmp_path)
@@ -61,7 +53,7 @@ def one_set(tmp_path: Path) -> Iterator[Set]:
         started.append(start_broker(tmp_path, namesrv.addr, "broker-a", **props))
         started.append(start_broker(tmp_path, namesrv.addr, "broker-a-s", **props, brokerId="1",
                                     brokerRole="SLAVE"))
-        wait_until(lambda: set(registered(namesrv.addr)) == {"0", "1"}, 30, "the master and its slave registered")
+        wait_for(lambda: set(registered(namesrv.addr)) == {"0", "1"}, 30, "the master and its slave registered")
         yield Set(namesrv.addr, *started)
     finally:
         for proc in started:
@@ -84,7 +76,7 @@ def test_users_and_rules_are_read_from_the_slave_and_named_when_none_answers(one
     assert code == EXIT_OK, err
 
     one_set.master.kill()
-    wait_until(lambda: set(registered(ns)) == {"1"}, 60, "the name server to drop the killed master")
+    wait_for(lambda: set(registered(ns)) == {"1"}, 60, "the name server to drop the killed master")
 
     code, out, err = admin(ns, "user", "list", "-c", CLUSTER, "-o", "json")
     doc = json.loads(out)
