@@ -157,15 +157,15 @@ class ConsumerManager:
         12 messages)."""
         new = {sub.topic: sub for sub in subscriptions}
         changed = set(new) != set(group_info.subscriptions)
-        kept: dict[str, SubscriptionData] = {}
         for topic, sub in new.items():
             old = group_info.subscriptions.get(topic)
-            if old is None or sub.sub_version > old.sub_version:
-                changed = changed or old is None or old.sub_string != sub.sub_string
-                kept[topic] = sub
-            else:
-                kept[topic] = old
-        group_info.subscriptions = kept
+            if old is None:
+                continue
+            if sub.sub_version <= old.sub_version:
+                new[topic] = old
+            elif old.sub_string != sub.sub_string:
+                changed = True
+        group_info.subscriptions = new
         return changed
 
     def unregister(self, group: str, channel: Channel, *, notify: bool = True) -> bool:
