@@ -90,6 +90,12 @@ def reason_of(exc: UnreachableError) -> str:
     return str(exc) or type(exc).__name__
 
 
+def one_target(cluster: str | None, broker_addr: str | None) -> None:
+    """A cluster-or-broker operation is given exactly one of the two."""
+    if (cluster is None) == (broker_addr is None):
+        raise MQClientError("give exactly one of cluster= or broker_addr=")
+
+
 @dataclass(frozen=True, slots=True)
 class SetRead(Generic[T]):
     """One broker set's answer, the replica that gave it and whether that was its master or a slave."""
@@ -252,8 +258,7 @@ class AdminBase:
     async def _targets(self, cluster: str | None, broker_addr: str | None) -> list[str]:
         """Where a write goes: one broker, or every master of a cluster; NoMasterError (nothing written) when
         a set of the cluster has no master."""
-        if (cluster is None) == (broker_addr is None):
-            raise MQClientError("give exactly one of cluster= or broker_addr=")
+        one_target(cluster, broker_addr)
         if broker_addr is not None:
             return [broker_addr]
         return self.masters_of_all(await self.all_sets(cluster), f"cluster {cluster}'s change")
@@ -273,8 +278,7 @@ class AdminBase:
         """Where a change each broker keeps on its own goes (ACL accounts, users and rules): one broker, or every
         broker of a cluster, masters and slaves, as mqadmin's `-c` sends it; a set without a master still gets
         it on its slaves."""
-        if (cluster is None) == (broker_addr is None):
-            raise MQClientError("give exactly one of cluster= or broker_addr=")
+        one_target(cluster, broker_addr)
         if broker_addr is not None:
             return [broker_addr]
         sets = await self.all_sets(cluster)
@@ -288,8 +292,7 @@ class AdminBase:
         """A read of what each broker keeps on its own: one broker, or each set of a cluster from its master,
         else a slave (which `every_broker` writes reach too). What did not answer is named, never left out;
         other errors (a refusal) propagate."""
-        if (cluster is None) == (broker_addr is None):
-            raise MQClientError("give exactly one of cluster= or broker_addr=")
+        one_target(cluster, broker_addr)
         if broker_addr is not None:
             try:
                 return [await fn(broker_addr)], []
