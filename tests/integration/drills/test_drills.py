@@ -171,7 +171,9 @@ def test_kill_proxy_moves_the_clients_to_the_other_proxy(short_soak: dict[str, A
     integrity, latency = report["integrity"], report["timeline"]["latencyMs"]
     assert integrity["lost"]["count"] == 0 and integrity["unexpected"]["count"] == 0
     assert integrity["acked"] > 300 and integrity["consumedUnique"] >= integrity["acked"]
-    assert latency["after"]["count"] > 0  # acknowledged after the fault: only the second proxy was there to do it
+    # sends started after the kill and acknowledged: only the second proxy was there to do it. "after" alone
+    # counts only from the return to a steady rate, which a loaded machine may not reach in the 5 s load
+    assert latency["during"]["count"] + latency["after"]["count"] > 0, report["timeline"]["moments"]
 
 
 def test_soak_usage_errors_are_one_line() -> None:
