@@ -4,7 +4,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install test check demo lint layers completions clean java reference prometheus protos
+.PHONY: install test soak check demo lint layers completions clean java reference prometheus protos
 
 $(BIN)/python:
 	$(PY) -m venv $(VENV)
@@ -51,10 +51,16 @@ reference: install
 # one, so there is never more than one JVM cluster. The unit and store suites run a second time on the
 # pure-Python codec (the compiled one, built at install where a C compiler is present, is what the first
 # run uses).
+# Tests marked `soak` (a combination another test already proves on the other Apache version, fault or deployment)
+# are left to `make soak`.
 test: install layers reference prometheus
-	$(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile --durations=15 tests/unit tests/integration tests/compat tests/tui
-	$(BIN)/python -m pytest -q -p no:cacheprovider --durations=20 tests/spark tests/reference
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not soak" -n 2 --dist loadfile --durations=30 tests/unit tests/integration tests/compat tests/tui
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not soak" --durations=30 tests/spark tests/reference
 	MQ_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/unit tests/integration/store
+
+# The long combinations make test leaves out, one at a time (they start JVM clusters and Spark).
+soak: install reference prometheus
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m soak --durations=15 tests/integration tests/spark tests/reference
 
 # The fast tier for the edit-test loop (under 3 minutes on 2 cores): lint, the layer contracts and the unit
 # tests, which include the CLI's help goldens and every document kind rendered from hand-made models.

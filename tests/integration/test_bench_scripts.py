@@ -45,11 +45,14 @@ RUNS = {
 
 #: Seconds a bench may take here; the rest get 110.
 SLOW = {"reference": 240, "scale": 240}
+JVM = frozenset(SLOW)
+"""The benches that start Apache's JVMs beside mq: `make soak` runs them (scale's mq side runs in `make test`,
+test_scale_runs_mq_alone_without_the_jvm)."""
 
 
 @pytest.mark.integration
 @pytest.mark.timeout(300)
-@pytest.mark.parametrize("name", sorted(RUNS))
+@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.soak) if n in JVM else n for n in sorted(RUNS)])
 def test_bench_runs_to_its_summary_line(name: str, tmp_path: Path) -> None:
     args = [*RUNS[name], *(["--dir", str(tmp_path)] if name.startswith("store_") else [])]
     result = subprocess.run([sys.executable, str(BENCH / f"{name}.py"), *args], cwd=tmp_path,

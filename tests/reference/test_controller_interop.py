@@ -36,6 +36,7 @@ from mqtools.client.admin import MQAdmin
 pytestmark = pytest.mark.timeout(300)
 
 
+@pytest.mark.soak  # the mixed pair in make test: mq's brokers under Apache's controller, below
 async def test_apache5_brokers_fail_over_under_mqs_controller(ref_root: Path, tmp_path: Path):
     # a name server of its own: on a shared one, a producer that lost the topic's only master would fall back
     # to another cluster's broker that creates topics on demand

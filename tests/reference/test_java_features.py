@@ -166,7 +166,8 @@ def test_message_trace(pair, ref_root):
     assert_same(out)
 
 
-@pytest.mark.parametrize("outcome", ["commit", "rollback", "unknown-then-commit", "unknown-then-rollback"])
+@pytest.mark.parametrize("outcome", ["commit", "rollback", "unknown-then-commit",
+                                     pytest.param("unknown-then-rollback", marks=pytest.mark.soak)])
 def test_transactions(pair, outcome):
     def scenario(ns: str) -> dict[str, Any]:
         topic = name("JTX")

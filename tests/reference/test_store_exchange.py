@@ -43,7 +43,7 @@ def check(read_back: dict[str, Any], placed: dict[str, tuple[int, int]]) -> None
     assert read_back["by_key"] == ["sk-7"]
 
 
-@pytest.mark.parametrize("stop", ["clean", "sigkill"])
+@pytest.mark.parametrize("stop", ["clean", pytest.param("sigkill", marks=pytest.mark.soak)])
 def test_apache_serves_a_store_mq_wrote(ref_root: Path, mq_single: str, apache4: str, stop: str) -> None:
     root = ref_root / f"store-by-mq-{stop}"
     root.mkdir()
@@ -63,7 +63,7 @@ def test_apache_serves_a_store_mq_wrote(ref_root: Path, mq_single: str, apache4:
         reader.kill()
 
 
-@pytest.mark.parametrize("stop", ["clean", "sigkill"])
+@pytest.mark.parametrize("stop", ["clean", pytest.param("sigkill", marks=pytest.mark.soak)])
 def test_mq_serves_a_store_apache_wrote(ref_root: Path, mq_single: str, apache4: str, stop: str) -> None:
     root = ref_root / f"store-by-apache-{stop}"
     cluster, broker = f"StoreAp{stop}", f"broker-sa-{stop}"

@@ -36,6 +36,7 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
         stop(procs)
 
 
+@pytest.mark.soak  # the same jobs on local[*] run in make test (test_spark_load)
 def test_spark_load_on_a_standalone_cluster(cluster: Cluster, standalone: str) -> None:
     asyncio.run(create_topic(cluster, TOPIC, queues=2))
     conf = ["--conf", "spark.executor.memory=512m", "--conf", "spark.cores.max=2"]

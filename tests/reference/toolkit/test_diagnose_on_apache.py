@@ -92,6 +92,7 @@ def test_broker_and_cluster_verdicts_agree(worlds: dict[str, World]) -> None:
                                                                                        ("ha", "broker-b")}
 
 
+@pytest.mark.soak  # `stalled` from a real paused consumer: tests/integration/diagnose on mq's; here beside Apache's
 def test_a_paused_java_consumer_is_stalled_on_both(worlds: dict[str, World]) -> None:
     """TkLive's Java consumer SIGSTOPped with new messages waiting: no committed offset moves in the window, on
     Apache's brokers as on mq's. It is resumed after and catches up (settled), as the tests after this expect,

@@ -38,6 +38,7 @@ def test_group_create_update_delete_read_back_by_apaches_mqadmin(worlds: dict[st
     assert consumer_config(ref_root, world, NEW_GROUP) == {}
 
 
+@pytest.mark.soak  # the same reset on Apache 5.5.0 (test_toolkit_on_apache5) runs in make test
 def test_offset_reset_online_redelivers_to_the_live_java_consumer(worlds: dict[str, World], ref_root: Path) -> None:
     world = worlds["apache"]
     reset_followed(world)

@@ -229,6 +229,7 @@ def master_down(clusters_2m2s: Clusters2m2s, written: tuple[str, str, str]) -> I
         slaves_in_sync(cluster.addr, probe_of(written[1]), list(BROKERS))
 
 
+@pytest.mark.soak  # Apache 5.5.0's killed master (test_toolkit_on_apache5) runs in make test
 def test_a_killed_master_on_apache_reads_from_its_slave_as_apaches_mqadmin_does(
         clusters_2m2s: Clusters2m2s, master_down: tuple[str, str, str], mqadmin: MqadminBatch) -> None:
     """F1, then F5's one-shot form: broker-a's slave hung too, so no replica of the set answers."""

@@ -15,7 +15,8 @@ from mqadminbatch import MqadminBatch
 from sparkjob import produces, reads_exactly
 from tkworld import World
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
+#: Apache 5.5.0 (test_toolkit_on_apache5) proves the same reads and writes in make test
+pytestmark = [pytest.mark.integration, pytest.mark.soak, pytest.mark.timeout(300)]
 
 
 def test_the_data_source_reads_an_apache_topic_exactly(worlds: dict[str, World], tmp_path: Path) -> None:

@@ -441,6 +441,7 @@ def _outage_reads(namesrv: str) -> tuple[set[str], dict]:
     return {q["source"] for q in status["queues"]}, doc
 
 
+@pytest.mark.soak  # the drills on Apache in make test: kill-master on 4.9.7 (test_drill_on_apache)
 def test_restart_master_drill_on_apache5_says_which_way_it_went(apache5_1m1s: tuple[apache.ApacheCluster, World],
                                                                 tmp_path: Path) -> None:
     """restart-master on Apache 5.5.0's SYNC_MASTER with its slave, drilled as a cluster mq did not start:
@@ -491,6 +492,7 @@ def test_restart_master_drill_on_apache5_says_which_way_it_went(apache5_1m1s: tu
     assert (side["verdict"] == "FAIL") == bool(failing)
 
 
+@pytest.mark.soak
 def test_kill_slave_drill_on_apache5(apache5_1m1s: tuple[apache.ApacheCluster, World], tmp_path: Path) -> None:
     """kill-slave on Apache 5.5.0's SYNC_MASTER, drilled as a cluster mq did not start: --fault-cmd SIGKILLs the
     slave's JVM by pid, and at the drill's end --heal-cmd starts it again. The master answers every send while it
