@@ -10,8 +10,9 @@ from typing import Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import NamesrvOpt, TlsCaOpt, TlsCertOpt, TlsKeyOpt, TlsOpt, fail, tls_flags
-from mqtools.client.credentials import ACCESS_KEY_ENV, MASK
+from mqtools.client.credentials import ACCESS_KEY_ENV
 from mqtools.common.exitcodes import EXIT_USAGE
+from mqtools.common.security import MASK
 
 app = typer.Typer(help="Named contexts: which cluster the tools talk to (kept in the user's config dir).",
                   no_args_is_help=True)

@@ -21,7 +21,6 @@ from mqtools.common.security import SessionCredentials
 
 ACCESS_KEY_ENV = "MQ_ACCESS_KEY"
 SECRET_KEY_ENV = "MQ_SECRET_KEY"
-MASK = "****"
 
 
 class CredentialsError(MQClientError):

@@ -10,6 +10,9 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 from typing import Any
 
+MASK = "****"
+"""What the toolkit prints where a secret (a secret key, a password) stands."""
+
 
 @dataclass(frozen=True, slots=True)
 class SessionCredentials:

@@ -3,14 +3,26 @@ them (HashMap orders taken from JDK 17's), and the models as Apache's mqadmin pr
 
 from __future__ import annotations
 
-from mqtools.client.admin.models.configs import SubscriptionGroupConfig, TopicConfig
+from mqtools.client.admin.models.auth import AuthAcl, AuthPolicy, AuthRule, AuthUser
+from mqtools.client.admin.models.configs import MessageQueue, SubscriptionGroupConfig, TopicConfig
+from mqtools.client.admin.models.groups import OffsetReset
+from mqtools.client.admin.models.messages import MessageTrack
 from mqtools.client.admin.models.mqadmin_text import (
+    USER_LIST_ROW,
+    USER_ROW,
+    acl_lines,
+    config_block,
     group_config_text,
+    message_detail,
+    pull_result_lines,
+    reset_lines,
     route_json,
     route_list,
     row,
     topic_config_text,
+    user_lines,
 )
+from mqtools.client.types import PullResult, PullStatus
 from mqtools.common.javatext import (
     fastjson_pretty,
     front,
@@ -22,6 +34,7 @@ from mqtools.common.javatext import (
     java_map,
     java_null,
 )
+from mqtools.common.message import MessageExt
 from mqtools.remoting.bodies import BrokerData, QueueData, TopicRouteData
 
 PROPS = ["UNIQ_KEY", "KEYS", "TAGS", "WAIT", "CLUSTER", "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME", "TRACE_ON",
@@ -73,3 +86,67 @@ def test_route_as_topic_route_prints_it() -> None:
 def test_a_row_prints_an_unknown_figure_as_n_a_in_its_width() -> None:
     assert row(("%-6d", " %5.2f", " %s"), None, None, "x") == "n/a      n/a x"
     assert row(("%-6d", " %5.2f"), 3, 1.5) == "3       1.50"
+
+
+def _message(**props: str) -> MessageExt:
+    return MessageExt("Orders", b"hi", properties={"TAGS": "TagA", "KEYS": "k1", **props}, queue_id=1, store_size=120,
+                      queue_offset=7, born_host=("10.0.0.2", 50000), store_host=("10.0.0.1", 10911),
+                      msg_id="0A00000100002A9F0000000000000400", commit_log_offset=1024)
+
+
+def test_a_message_as_query_msg_by_id_prints_it() -> None:
+    m = _message()
+    text = message_detail(m, [MessageTrack("G1", "CONSUMED"), MessageTrack("G2", "NOT_ONLINE", "gone")], "/tmp/x",
+                          charset="utf-8")
+    lines = text.split("\n")
+    assert lines[0] == "OffsetID:            0A00000100002A9F0000000000000400"
+    assert "Tags:                [TagA]" in lines and "Keys:                [k1]" in lines
+    assert "Message Body Path:   /tmp/x" in lines and "Message Body:        hi" in lines
+    assert text.endswith("\n\nMessageTrack [consumerGroup=G1, trackType=CONSUMED, exceptionDesc=null]\n"
+                         "MessageTrack [consumerGroup=G2, trackType=NOT_ONLINE, exceptionDesc=gone]")
+    # queryMsgByUniqueKey: no OffsetID line, no body, the tracks run together; no group at all is a warning
+    unique = message_detail(m, [MessageTrack("G1", "CONSUMED"), MessageTrack("G2", "CONSUMED")], "/tmp/x",
+                            offset_id=False)
+    assert unique.startswith("Topic:") and "Message Body:" not in unique
+    assert unique.endswith("exceptionDesc=null]MessageTrack [consumerGroup=G2, trackType=CONSUMED, exceptionDesc=null]")
+    assert message_detail(m, [], "/tmp/x").endswith("\n\nWARN: No Consumer")
+
+
+def test_a_pull_as_print_msg_prints_it() -> None:
+    mq = MessageQueue("Orders", "broker-a", 1)
+    found = PullResult(PullStatus.FOUND, 8, 0, 8, [_message(UNIQ_KEY="U1")])
+    (line,) = pull_result_lines(found, mq, "utf-8", True)
+    assert line.startswith("MSGID: U1 MessageExt [brokerName=broker-a, queueId=1, storeSize=120, queueOffset=7, ")
+    assert "MIN_OFFSET=0" in line and "MAX_OFFSET=8" in line and line.endswith(" BODY: hi")
+    assert pull_result_lines(found, mq, "utf-8", False)[0].endswith(" BODY: NOT PRINT BODY")
+    queue = "MessageQueue [topic=Orders, brokerName=broker-a, queueId=1]"
+    assert pull_result_lines(PullResult(PullStatus.NO_MATCHED_MSG, 9, 0, 9), mq, "utf-8", True) == [
+        f"{queue} no matched msg. status=NO_MATCHED_MSG, offset=9"]
+    assert pull_result_lines(PullResult(PullStatus.NO_NEW_MSG, 9, 0, 9), mq, "utf-8", True) == [
+        f"{queue} print msg finished. status=NO_NEW_MSG, offset=9"]
+
+
+def test_users_and_rules_as_mqadmin5_prints_them() -> None:
+    users = [AuthUser("alice", "secret", "Super", "enable"), AuthUser("bob")]
+    assert user_lines(users, USER_ROW) == [
+        "#UserName        #Password              #UserType              #UserStatus           ",
+        "alice            ****                   Super                  enable                ",
+        "bob              null                   null                   null                  "]
+    assert user_lines(users, USER_LIST_ROW)[1].startswith("alice             ****  ")
+    rules = [AuthAcl("User:alice", (AuthPolicy("Custom", (AuthRule("Topic:o*", ("Pub", "Sub"), ("10.0.0.0/8",)),
+                                                         AuthRule("Group:g", ("Sub",), (), "Deny"))),)),
+             AuthAcl("User:bob", ())]
+    lines = acl_lines(rules)
+    assert len(lines) == 4 and lines[0].startswith("#Subject         #PolicyType #Resource")
+    assert lines[1].split() == ["User:alice", "Custom", "Topic:o*", "[Pub,", "Sub]", "[10.0.0.0/8]", "Allow"]
+    assert lines[2].split() == ["User:alice", "Custom", "Group:g", "[Sub]", "[]", "Deny"]
+    assert lines[3].split() == ["User:bob"]
+
+
+def test_resets_and_broker_configs_as_mqadmin_prints_them() -> None:
+    rows = [OffsetReset(MessageQueue("Orders", "broker-a", 0), 3, 10), OffsetReset(MessageQueue("Orders", "b" * 40, 1),
+                                                                                 None, 0)]
+    assert [line.split() for line in reset_lines(rows)] == [["#brokerName", "#queueId", "#offset"],
+                                                           ["broker-a", "0", "10"], ["b" * 32, "1", "0"]]
+    assert config_block("====x====", {"brokerName": "broker-a", "listenPort": "10911"}) == (
+        "====x====\n" + "brokerName" + " " * 40 + "=  broker-a\n" + "listenPort" + " " * 40 + "=  10911\n\n")

@@ -17,8 +17,8 @@ import typer
 from mqtools.cli.admin.acl import apply_update, read_secret, where_of
 from mqtools.cli.admin.common import run
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command
-from mqtools.client.credentials import MASK
 from mqtools.common.javatext import java_format
+from mqtools.common.security import MASK
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

@@ -17,11 +17,11 @@ import typer
 from mqtools.cli.admin.common import run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command
 from mqtools.cli.admin.user import checked, read_password
-from mqtools.common.javatext import java_format, java_list
+from mqtools.client.admin.models.mqadmin_text import USER_LIST_ROW, USER_ROW, acl_lines, user_lines
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.auth import AuthAcl, AuthChange, AuthUser
+    from mqtools.client.admin.models.auth import AuthChange
 
 BrokerAddrOpt = Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="which broker")]  # noqa: UP045
 ClusterOpt = Annotated[Optional[str], typer.Option("-c", "--clusterName", help="which cluster")]  # noqa: UP045
@@ -33,10 +33,6 @@ ResourcesOpt = Annotated[str, typer.Option("-r", "--resources")]
 ActionsOpt = Annotated[str, typer.Option("-a", "--actions")]
 DecisionOpt = Annotated[str, typer.Option("-d", "--decision")]
 SourceIpOpt = Annotated[Optional[str], typer.Option("-i", "--sourceIp")]  # noqa: UP045
-USER_ROW = "%-16s %-22s %-22s %-22s"
-USER_LIST_ROW = "%-16s  %-22s  %-22s  %-22s"
-ACL_ROW = "%-16s %-10s %-22s %-20s %-24s %-10s"
-MASK = "****"
 
 
 def _one(cluster: str | None, broker_addr: str | None) -> dict[str, str | None]:
@@ -51,23 +47,6 @@ def _write(namesrv: str | None, where: dict[str, str | None], job, verb: str) ->
 
     for addr in run(namesrv, go):
         typer.echo(f"{verb} to {addr} success.")
-
-
-def _user_lines(users: list[AuthUser], pattern: str) -> list[str]:
-    lines = [java_format(pattern, "#UserName", "#Password", "#UserType", "#UserStatus")]
-    lines += [java_format(pattern, u.username, MASK if u.password else None, u.user_type, u.user_status) for u in users]
-    return lines
-
-
-def _acl_lines(acls: list[AuthAcl]) -> list[str]:
-    lines = [java_format(ACL_ROW, "#Subject", "#PolicyType", "#Resource", "#Actions", "#SourceIp", "#Decision")]
-    for acl in acls:
-        if not acl.policies:
-            lines.append(java_format(ACL_ROW, acl.subject, "", "", "", "", ""))
-        for p in acl.policies:
-            lines += [java_format(ACL_ROW, acl.subject, p.policy_type, e.resource, java_list(e.actions),
-                                  java_list(e.source_ips), e.decision) for e in p.entries]
-    return lines
 
 
 @command("createUser", "mq admin user create", "Create user to cluster.")
@@ -116,7 +95,7 @@ def get_user(username: UserOpt, cluster: ClusterOpt = None, broker_addr: BrokerA
         read = await admin.auth.get_user(username, **where)
         for broker in read.found:  # -c: the first master that has the user, as mqadmin
             if broker.users:
-                return _user_lines(broker.users, USER_ROW)
+                return user_lines(broker.users, USER_ROW)
         return []
 
     for line in run(namesrv, job):
@@ -134,7 +113,7 @@ def list_user(filter_: Annotated[Optional[str], typer.Option("-f", "--filter")] 
         for broker in read.found:
             if broker.users:
                 tail = [f"get user from {broker.broker_addr} success."] if cluster is not None else []
-                return _user_lines(broker.users, USER_LIST_ROW) + tail
+                return user_lines(broker.users, USER_LIST_ROW) + tail
         return []
 
     for line in run(namesrv, job):
@@ -188,7 +167,7 @@ def get_acl(subject: SubjectOpt, cluster: ClusterOpt = None, broker_addr: Broker
 
     async def job(admin: MQAdmin) -> list[str]:
         read = await admin.auth.get_acl(subject, **where)
-        return [line for broker in read.found if broker.acls for line in _acl_lines(broker.acls)]
+        return [line for broker in read.found if broker.acls for line in acl_lines(broker.acls)]
 
     for line in run(namesrv, job):
         typer.echo(line)
@@ -203,7 +182,7 @@ def list_acl(subject: Annotated[Optional[str], typer.Option("-s", "--subject")] 
 
     async def job(admin: MQAdmin) -> list[str]:
         read = await admin.auth.list_acls(subject, resource, **where)
-        return [line for broker in read.found if broker.acls for line in _acl_lines(broker.acls)]
+        return [line for broker in read.found if broker.acls for line in acl_lines(broker.acls)]
 
     for line in run(namesrv, job):
         typer.echo(line)

@@ -12,6 +12,7 @@ import typer
 
 from mqtools.cli.admin.common import run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command, run_until_interrupted
+from mqtools.client.admin.models.mqadmin_text import config_block
 from mqtools.common.javatext import front, java_format, java_time
 
 if TYPE_CHECKING:
@@ -58,10 +59,6 @@ def broker_status(
     run(namesrv, job)
 
 
-def _config_block(prefix: str, config: dict[str, str]) -> str:
-    return prefix + "".join(java_format("%-50s=  %s\n", k, v) for k, v in config.items()) + "\n"
-
-
 @command("getBrokerConfig", "mq admin broker config get", "Get broker config by cluster or special broker.")
 def get_broker_config(
     broker_addr: Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="get which broker")] = None,  # noqa: UP045
@@ -74,14 +71,14 @@ def get_broker_config(
 
     async def job(admin: MQAdmin) -> None:
         if broker_addr is not None:
-            typer.echo(_config_block(f"============{broker_addr}============\n",
+            typer.echo(config_block(f"============{broker_addr}============",
                                      await admin.brokers.broker_config(broker_addr)), nl=False)
             return
         for master, slaves in group_addrs(await admin.cluster_info(), cluster or "", slaves=True):
-            typer.echo(_config_block(f"============Master: {master}============\n",
+            typer.echo(config_block(f"============Master: {master}============",
                                      await admin.brokers.broker_config(master)), nl=False)
             for slave in slaves:
-                typer.echo(_config_block(f"============My Master: {master}=====Slave: {slave}============\n",
+                typer.echo(config_block(f"============My Master: {master}=====Slave: {slave}============",
                                          await admin.brokers.broker_config(slave)), nl=False)
 
     run(namesrv, job)

@@ -12,16 +12,14 @@ import typer
 from mqtools.cli.admin.common import note, run, usage
 from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command, one_of
 from mqtools.cli.admin.mqadmin.topic import attributes_of
-from mqtools.client.admin.models.mqadmin_text import group_config_text
-from mqtools.common.javatext import front, java_bool, java_format
+from mqtools.client.admin.models.mqadmin_text import group_config_text, reset_lines
+from mqtools.common.javatext import java_bool, java_format
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
     from mqtools.client.admin.models.groups import OffsetReset
 
 GroupNameOpt = Annotated[str, typer.Option("-g", "--groupName", help="consumer group name")]
-RESET_HEADER = "%-40s  %-40s  %-40s"
-RESET_ROW = "%-40s  %-40d  %-40d"
 JAVA_LONG = re.compile(r"-?\d+")
 """A timestamp mqadmin takes as a long, as it is."""
 
@@ -109,11 +107,6 @@ def delete_sub_group(
 
     for line in run(namesrv, job):
         typer.echo(line)
-
-
-def reset_lines(rows: list[OffsetReset]) -> list[str]:
-    lines = [RESET_HEADER % ("#brokerName", "#queueId", "#offset")]
-    return lines + [RESET_ROW % (front(r.queue.broker_name, 32), r.queue.queue_id, r.new) for r in rows]
 
 
 @command("resetOffsetByTime", "mq admin offset reset", "Reset consumer offset by timestamp(without client restart).")

@@ -12,9 +12,14 @@ import typer
 
 from mqtools.cli.admin.common import fail, run, usage
 from mqtools.cli.admin.mqadmin import LmqClusterOpt, MsgIdOpt, NamesrvOpt, TopicOpt, charset_option, command
-from mqtools.client.admin.models.mqadmin_text import java_message, java_queue, java_track
+from mqtools.client.admin.models.mqadmin_text import (
+    java_queue,
+    message_detail,
+    pull_result_lines,
+    with_pull_offsets,
+)
 from mqtools.common.exitcodes import EXIT_REFUSED
-from mqtools.common.javatext import java_format, java_hash_map, java_null, java_time
+from mqtools.common.javatext import java_format
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -35,14 +40,6 @@ EndTimestampOpt = Annotated[Optional[str], typer.Option(  # noqa: UP045
     "-e", "--endTimestamp", help="End timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")]
 
 
-def with_pull_offsets(m: MessageExt, result: PullResult) -> MessageExt:
-    """What a Java pull consumer adds to each message it returns: the queue's MIN_OFFSET and MAX_OFFSET."""
-    from dataclasses import replace
-
-    return replace(m, properties={**m.properties, "MIN_OFFSET": str(result.min_offset),
-                                  "MAX_OFFSET": str(result.max_offset)})
-
-
 def body_file(m: MessageExt, index: int = 0) -> str:
     from mqtools.client.types import message_id
 
@@ -54,24 +51,8 @@ def body_file(m: MessageExt, index: int = 0) -> str:
 
 def detail(m: MessageExt, tracks: list[MessageTrack], *, offset_id: bool = True, charset: str | None = None,
            index: int = 0) -> str:
-    """§3.13: one `%-20s %s` line per field, the body file, then each group's track."""
-    lines = [java_format("%-20s %s", "OffsetID:", m.msg_id)] if offset_id else []
-    fields: list[tuple[str, object]] = [
-        ("Topic:", m.topic), ("Tags:", f"[{java_null(m.tags)}]"), ("Keys:", f"[{java_null(m.properties.get('KEYS'))}]"),
-        ("Queue ID:", m.queue_id), ("Queue Offset:", m.queue_offset), ("CommitLog Offset:", m.commit_log_offset),
-        ("Reconsume Times:", m.reconsume_times), ("Born Timestamp:", java_time(m.born_timestamp)),
-        ("Store Timestamp:", java_time(m.store_timestamp)), ("Born Host:", f"{m.born_host[0]}:{m.born_host[1]}"),
-        ("Store Host:", f"{m.store_host[0]}:{m.store_host[1]}"), ("System Flag:", m.sys_flag),
-        ("Properties:", java_hash_map(m.properties)), ("Message Body Path:", body_file(m, index))]
-    if charset is not None:
-        fields.append(("Message Body:", m.body.decode(charset, errors="replace")))
-    lines += [java_format("%-20s %s", name, value) for name, value in fields]
-    text = "\n".join(lines) + "\n"
-    if not tracks:
-        return text + "\n\nWARN: No Consumer"
-    if offset_id:
-        return text + "\n\n" + "\n".join(java_track(t) for t in tracks)
-    return text + "\n\n" + "".join(java_track(t) for t in tracks)
+    """The message as queryMsgBy* print it, its body written to mqadmin's body file first."""
+    return message_detail(m, tracks, body_file(m, index), offset_id=offset_id, charset=charset)
 
 
 def _ms(value: str | None, default: int | None) -> int | None:
@@ -179,24 +160,9 @@ def query_msg_by_offset(
     run(namesrv, job)
 
 
-def print_pulled(result: PullResult, mq: MessageQueue, charset: str, print_body: bool) -> None:
-    """PrintMessageSubCommand.printMessage: `MSGID: <id> <MessageExt> BODY: <body>` per message."""
-    from mqtools.client.types import message_id
-
-    for m in result.messages:
-        body = m.body.decode(charset, errors="replace") if print_body else "NOT PRINT BODY"
-        typer.echo(f"MSGID: {message_id(m)} {java_message(with_pull_offsets(m, result), mq.broker_name)} BODY: {body}")
-
-
 def print_result(result: PullResult, mq: MessageQueue, charset: str, print_body: bool) -> None:
-    """One pull answer as mqadmin prints it: a FOUND's messages, a line for anything else."""
-    status, offset = result.status.value, result.next_begin_offset
-    if status == "FOUND":
-        print_pulled(result, mq, charset, print_body)
-    elif status == "NO_MATCHED_MSG":
-        typer.echo(f"{java_queue(mq)} no matched msg. status={status}, offset={offset}")
-    else:
-        typer.echo(f"{java_queue(mq)} print msg finished. status={status}, offset={offset}")
+    for line in pull_result_lines(result, mq, charset, print_body):
+        typer.echo(line)
 
 
 @command("printMsg", "mq admin msg print", "Print Message Detail.")

@@ -10,8 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from mqtools.common.presentation import Column, Unreachable, View, renders
-
-MASK = "****"
+from mqtools.common.security import MASK
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,10 +1,12 @@
 """The models as Apache's mqadmin prints them (its printf patterns and Java's toString), for the mqadmin
 dialect of `mq admin`: clusterList, consumerProgress, haStatus, topicRoute, TopicConfig, SubscriptionGroupConfig,
-MessageQueue, MessageExt and MessageTrack. Scripts that cut mqadmin's output keep working on mq's."""
+getBrokerConfig, resetOffsetByTime, MessageQueue, MessageExt (queryMsgBy*, printMsg, consumeMessage),
+MessageTrack and ACL 2.0's users and rules. Scripts that cut mqadmin's output keep working on mq's."""
 
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from mqtools.common.javatext import (
@@ -12,13 +14,16 @@ from mqtools.common.javatext import (
     front,
     java_format,
     java_hash_map,
+    java_list,
     java_map,
     java_null,
     java_time,
 )
 from mqtools.common.perm import perm_to_string
+from mqtools.common.security import MASK
 
 if TYPE_CHECKING:
+    from mqtools.client.admin.models.auth import AuthAcl, AuthUser
     from mqtools.client.admin.models.brokers import BrokerRow, ClusterSnapshot
     from mqtools.client.admin.models.configs import (
         MessageQueue,
@@ -26,9 +31,10 @@ if TYPE_CHECKING:
         TopicConfig,
         TopicRouteData,
     )
-    from mqtools.client.admin.models.groups import ConsumerProgress, GroupSummary
+    from mqtools.client.admin.models.groups import ConsumerProgress, GroupSummary, OffsetReset
     from mqtools.client.admin.models.ha import HAStatus
     from mqtools.client.admin.models.messages import MessageTrack
+    from mqtools.client.types import PullResult
     from mqtools.common.message import MessageExt
 
 HEADER = "%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %-11s  %-12s  %-8s  %-10s"
@@ -244,3 +250,82 @@ def java_message(m: MessageExt, broker_name: str | None) -> str:
 
 def java_track(t: MessageTrack) -> str:
     return f"MessageTrack [consumerGroup={t.group}, trackType={t.track_type}, exceptionDesc={java_null(t.exception_desc)}]"
+
+
+RESET_HEADER = "%-40s  %-40s  %-40s"
+RESET_ROW = "%-40s  %-40d  %-40d"
+USER_ROW = "%-16s %-22s %-22s %-22s"
+USER_LIST_ROW = "%-16s  %-22s  %-22s  %-22s"
+ACL_ROW = "%-16s %-10s %-22s %-20s %-24s %-10s"
+
+
+def reset_lines(rows: list[OffsetReset]) -> list[str]:
+    """resetOffsetByTime's table: each queue's new offset."""
+    lines = [RESET_HEADER % ("#brokerName", "#queueId", "#offset")]
+    return lines + [RESET_ROW % (front(r.queue.broker_name, 32), r.queue.queue_id, r.new) for r in rows]
+
+
+def config_block(title: str, config: dict[str, str]) -> str:
+    """getBrokerConfig's block for one broker: its `====...====` title line, then `key =  value` per property."""
+    return f"{title}\n" + "".join(java_format("%-50s=  %s\n", k, v) for k, v in config.items()) + "\n"
+
+
+def user_lines(users: list[AuthUser], pattern: str) -> list[str]:
+    """getUser (USER_ROW) and listUser (USER_LIST_ROW): mqadmin prints the password the broker sends, mq a mask."""
+    lines = [java_format(pattern, "#UserName", "#Password", "#UserType", "#UserStatus")]
+    lines += [java_format(pattern, u.username, MASK if u.password else None, u.user_type, u.user_status) for u in users]
+    return lines
+
+
+def acl_lines(acls: list[AuthAcl]) -> list[str]:
+    """getAcl and listAcl: a line per policy entry, a subject without policies on one line of its own."""
+    lines = [java_format(ACL_ROW, "#Subject", "#PolicyType", "#Resource", "#Actions", "#SourceIp", "#Decision")]
+    for acl in acls:
+        if not acl.policies:
+            lines.append(java_format(ACL_ROW, acl.subject, "", "", "", "", ""))
+        for p in acl.policies:
+            lines += [java_format(ACL_ROW, acl.subject, p.policy_type, e.resource, java_list(e.actions),
+                                  java_list(e.source_ips), e.decision) for e in p.entries]
+    return lines
+
+
+def with_pull_offsets(m: MessageExt, result: PullResult) -> MessageExt:
+    """What a Java pull consumer adds to each message it returns: the queue's MIN_OFFSET and MAX_OFFSET."""
+    return replace(m, properties={**m.properties, "MIN_OFFSET": str(result.min_offset),
+                                  "MAX_OFFSET": str(result.max_offset)})
+
+
+def message_detail(m: MessageExt, tracks: list[MessageTrack], body_path: str, *, offset_id: bool = True,
+                   charset: str | None = None) -> str:
+    """queryMsgById's print (§3.13): one `%-20s %s` line per field, the body file's path, then each group's track;
+    queryMsgByUniqueKey's without the OffsetID line and with its tracks run together."""
+    lines = [java_format("%-20s %s", "OffsetID:", m.msg_id)] if offset_id else []
+    fields: list[tuple[str, object]] = [
+        ("Topic:", m.topic), ("Tags:", f"[{java_null(m.tags)}]"), ("Keys:", f"[{java_null(m.properties.get('KEYS'))}]"),
+        ("Queue ID:", m.queue_id), ("Queue Offset:", m.queue_offset), ("CommitLog Offset:", m.commit_log_offset),
+        ("Reconsume Times:", m.reconsume_times), ("Born Timestamp:", java_time(m.born_timestamp)),
+        ("Store Timestamp:", java_time(m.store_timestamp)), ("Born Host:", f"{m.born_host[0]}:{m.born_host[1]}"),
+        ("Store Host:", f"{m.store_host[0]}:{m.store_host[1]}"), ("System Flag:", m.sys_flag),
+        ("Properties:", java_hash_map(m.properties)), ("Message Body Path:", body_path)]
+    if charset is not None:
+        fields.append(("Message Body:", m.body.decode(charset, errors="replace")))
+    lines += [java_format("%-20s %s", name, value) for name, value in fields]
+    text = "\n".join(lines) + "\n"
+    if not tracks:
+        return text + "\n\nWARN: No Consumer"
+    return text + "\n\n" + ("\n" if offset_id else "").join(java_track(t) for t in tracks)
+
+
+def pull_result_lines(result: PullResult, mq: MessageQueue, charset: str, print_body: bool) -> list[str]:
+    """One pull answer as printMsg and consumeMessage print it: `MSGID: <id> <MessageExt> BODY: <body>` per message
+    of a FOUND (PrintMessageSubCommand.printMessage), one line for anything else."""
+    from mqtools.client.types import message_id
+
+    status, offset = result.status.value, result.next_begin_offset
+    if status == "FOUND":
+        return [f"MSGID: {message_id(m)} {java_message(with_pull_offsets(m, result), mq.broker_name)} BODY: "
+                + (m.body.decode(charset, errors="replace") if print_body else "NOT PRINT BODY")
+                for m in result.messages]
+    if status == "NO_MATCHED_MSG":
+        return [f"{java_queue(mq)} no matched msg. status={status}, offset={offset}"]
+    return [f"{java_queue(mq)} print msg finished. status={status}, offset={offset}"]
