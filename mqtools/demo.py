@@ -23,6 +23,7 @@ from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult, SendResult
 from mqtools.common.loop import run as run_loop
 from mqtools.common.message import Message, MessageExt
+from mqtools.common.presentation import NA
 
 STATE_DIR = Path(".mq-state") / "demo"
 TOPIC = "DemoTopic"
@@ -74,7 +75,7 @@ async def consume_all(namesrv: str, expected: set[bytes], timeout: float = 60.0)
 
 
 def na(value: object) -> str:
-    return "n/a" if value is None else str(value)
+    return NA if value is None else str(value)
 
 
 async def ha_status(namesrv: str) -> Table:
@@ -87,13 +88,13 @@ async def ha_status(namesrv: str) -> Table:
             try:
                 ha = await admin.brokers.ha_status(addr)
             except MQClientError as exc:
-                table.add_row(name, "n/a", "n/a", "n/a", "n/a", f"n/a ({exc})")
+                table.add_row(name, NA, NA, NA, NA, f"{NA} ({exc})")
                 continue
             for slave in ha.slaves or [None]:
                 if slave is None:
-                    table.add_row(name, na(ha.commitlog_max_offset), "no slave", "n/a", "n/a", "n/a")
+                    table.add_row(name, na(ha.commitlog_max_offset), "no slave", NA, NA, NA)
                     continue
-                in_sync = "n/a" if slave.in_sync is None else ("yes" if slave.in_sync else "no")
+                in_sync = NA if slave.in_sync is None else ("yes" if slave.in_sync else "no")
                 table.add_row(name, na(ha.commitlog_max_offset), slave.addr, na(slave.ack_offset),
                               na(slave.diff_bytes), in_sync)
     return table

@@ -11,6 +11,7 @@ import typer
 
 from mqtools.cli.frame import fail
 from mqtools.common.exitcodes import EXIT_USAGE
+from mqtools.common.presentation import NA
 
 if TYPE_CHECKING:
     from mqtools.cluster.launcher import ProcStatus
@@ -137,7 +138,7 @@ def _replication(row: ProcStatus) -> str:
         return "-"
     if not ha.is_master:
         return "replicating" if ha.replicating else "not connected"
-    in_sync = "n/a" if ha.in_sync_slaves is None else str(ha.in_sync_slaves)
+    in_sync = NA if ha.in_sync_slaves is None else str(ha.in_sync_slaves)
     return f"{len(ha.slaves)} slave(s), {in_sync} in sync"
 
 
@@ -162,7 +163,7 @@ def _role(row: ProcStatus) -> str:
 
     if row.proc.role != CONTROLLED_ROLE:
         return row.proc.role
-    return f"{row.role} (ctl)" if row.role else "n/a (ctl)"
+    return f"{row.role} (ctl)" if row.role else f"{NA} (ctl)"
 
 
 def _table(rows: list[ProcStatus]) -> str:

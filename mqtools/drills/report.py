@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqtools.common.presentation import View, renders
+from mqtools.common.presentation import NA, View, renders
 from mqtools.drills.checkers import SHOWN_IDS, Integrity, check
 from mqtools.drills.history import History
 from mqtools.drills.scenarios import SCENARIOS, Criteria
@@ -70,7 +70,7 @@ def judge(i: Integrity, t: Timeline, c: Criteria, aborted: str | None,
     if transactions is not None:
         left = transactions.get("openLeft")
         reasons.append(Reason(left == 0, f"transactions still open after the brokers' checks: "
-                                         f"{'n/a' if left is None else left}"))
+                                         f"{NA if left is None else left}"))
     if aborted:
         reasons.append(Reason(False, f"the drill did not complete its steps: {aborted}"))
     if t.fault_at is None:
@@ -158,7 +158,7 @@ def drill_report_view(report: Report) -> View:
 
 
 def _s(value: float | None, unit: str = "s") -> str:
-    return "n/a" if value is None else f"{value:.3f}{unit}" if unit == "s" else f"{value:g}{unit}"
+    return NA if value is None else f"{value:.3f}{unit}" if unit == "s" else f"{value:g}{unit}"
 
 
 def render(report: Report) -> str:
@@ -199,11 +199,11 @@ def render(report: Report) -> str:
 
 def _g(value: Any) -> str:
     """A settings figure from the history's meta; n/a when an older or hand-made history lacks it."""
-    return "n/a" if value is None else f"{value:g}" if isinstance(value, (int, float)) else str(value)
+    return NA if value is None else f"{value:g}" if isinstance(value, (int, float)) else str(value)
 
 
 def _ms(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:.1f}"
+    return NA if value is None else f"{value:.1f}"
 
 
 def _header(report: Report) -> list[str]:
@@ -218,12 +218,12 @@ def _header(report: Report) -> list[str]:
     cluster = meta.get("cluster") or {}
     for b in cluster.get("brokers", []):
         lines.append(f"  broker     {b['cluster']}/{b['brokerName']} id {b['brokerId']} {b['addr']} ({b['name']}): "
-                     f"{b.get('role') or 'n/a'}, {b.get('flushDiskType') or 'n/a'}")
+                     f"{b.get('role') or NA}, {b.get('flushDiskType') or NA}")
     lines.append(f"  namesrv    {', '.join(cluster.get('namesrv', []))}")
     if cluster.get("controllers"):
         lines.append(f"  controller {', '.join(cluster['controllers'])} (controller mode)")
     master, slave = target.get("master") or {}, target.get("slave") or {}
-    lines.append(f"  target     {target.get('brokerName')}: master {master.get('name', 'n/a')}, slave "
+    lines.append(f"  target     {target.get('brokerName')}: master {master.get('name', NA)}, slave "
                  f"{slave.get('name', 'n/a')}, replication {target.get('sendMode') or 'n/a'}")
     lines.append(f"  load       {_g(settings.get('rate'))} msg/s for {_g(settings.get('duration'))}s, "
                  f"{_g(settings.get('producers'))} producer(s), {_g(settings.get('consumers'))} consumer(s), "
@@ -264,9 +264,9 @@ def _integrity(i: Integrity) -> list[str]:
         ("recovered (unknown, consumed)", str(len(i.recovered)), ""),
         ("unexpected (never sent)", str(len(i.unexpected)), ids(i.unexpected)),
         ("failed but consumed", str(len(i.failed_but_consumed)), ids(i.failed_but_consumed)),
-        ("order violations", "n/a" if i.order is None else str(i.order.violations),
+        ("order violations", NA if i.order is None else str(i.order.violations),
          "  (no sharding keys)" if i.order is None else f"  over {i.order.keys} keys"),
-        ("offset regression", "n/a" if i.regression is None else str(i.regression.messages),
+        ("offset regression", NA if i.regression is None else str(i.regression.messages),
          "  (no master returned)" if i.regression is None else
          f"  messages over {i.regression.queues} queue(s) at {i.regression.returns} return(s)"),
     ]

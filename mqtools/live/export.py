@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime
 from typing import Any
 
-from mqtools.common.presentation import document
+from mqtools.common.presentation import NA, document
 from mqtools.live.tables import Row, Table, plain
 
 
@@ -41,7 +41,7 @@ def snapshot_document(tables: dict[str, Table], *, context: str | None, namesrv:
 
 
 def header_lines(*, context: str | None, namesrv: list[str], taken_at: float) -> list[str]:
-    return [f"mq top  context {context or 'n/a'}  name servers {';'.join(namesrv)}  at {iso(taken_at)}"]
+    return [f"mq top  context {context or NA}  name servers {';'.join(namesrv)}  at {iso(taken_at)}"]
 
 
 def view_text(table: Table, rows: list[Row], header: list[str]) -> str:

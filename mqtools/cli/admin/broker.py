@@ -13,6 +13,7 @@ from mqtools.cli.admin.common import (
 )
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import View
+from mqtools.common.presentation import NA
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -79,7 +80,7 @@ def config_set(
         return before
 
     before = s.run(job)
-    typer.echo(f"{broker_addr}: {key} {before if before is not None else 'n/a'} -> {value}")
+    typer.echo(f"{broker_addr}: {key} {before if before is not None else NA} -> {value}")
 
 
 @admin_command(app, "consume-stats", output=True, watch=True)

@@ -25,7 +25,7 @@ from mqtools.client.admin.models.proxies import (
 )
 from mqtools.client.errors import MQBrokerError, MQClientError, UnreachableError
 from mqtools.common.mqversion import version_desc
-from mqtools.common.presentation import Unreachable
+from mqtools.common.presentation import NA, Unreachable
 from mqtools.common.topics import is_dlq_topic, is_retry_topic, is_system_group, is_system_topic
 from mqtools.remoting.bodies import Connection, ConsumerConnection, ProducerConnection
 from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -54,7 +54,7 @@ class ProxyAdmin(AdminService):
         if resp.code != ResponseCode.SUCCESS:
             return []
         body = ConsumerConnection.from_json(resp.body or b"{}")
-        kind = CONSUMER_KINDS.get(body.consume_type or "", body.consume_type or "n/a")
+        kind = CONSUMER_KINDS.get(body.consume_type or "", body.consume_type or NA)
         return [_client(proxy, kind, group, c) for c in body.connection_set]
 
     async def producers(self, proxy: str, topic: str) -> list[ProxyClient] | None:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from rich.text import Text
 from textual.widgets import Static
 
+from mqtools.common.presentation import NA
 from mqtools.live.tables import age
 
 
@@ -30,7 +31,7 @@ class HeaderFacts:
 def header_text(f: HeaderFacts) -> Text:
     line = Text()
     line.append("mq top", style="bold")
-    line.append(f"  context {f.context or 'n/a'}  name servers {';'.join(f.namesrv)}  refresh {f.refresh:g}s  ")
+    line.append(f"  context {f.context or NA}  name servers {';'.join(f.namesrv)}  refresh {f.refresh:g}s  ")
     if f.last_round_wall is None:
         line.append("last refresh n/a")
     else:

@@ -18,6 +18,7 @@ from mqtools.cli.admin.acl import apply_update, read_secret, where_of
 from mqtools.cli.admin.common import run
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command
 from mqtools.common.javatext import java_format
+from mqtools.common.presentation import NA
 from mqtools.common.security import MASK
 
 if TYPE_CHECKING:
@@ -124,9 +125,9 @@ def cluster_acl_config_version(
                                "#AclConfigVersionNum", "#AclLastUpdateTime"))
         for v in (await admin.acl.acl_versions(where["cluster"], where["broker_addr"])).found:
             when = (datetime.fromtimestamp(v.timestamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
-                    if v.timestamp is not None else "n/a")
+                    if v.timestamp is not None else NA)
             typer.echo(java_format(VERSION_ROW, v.cluster, v.broker_name, v.broker_addr, "plain_acl.yml",
-                                   "n/a" if v.counter is None else str(v.counter), when))
+                                   NA if v.counter is None else str(v.counter), when))
         typer.echo("get cluster's plain access config version success." if where["cluster"]
                    else "get broker's plain access config version success.")
 

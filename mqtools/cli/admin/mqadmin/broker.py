@@ -14,6 +14,7 @@ from mqtools.cli.admin.common import run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command, run_until_interrupted
 from mqtools.client.admin.models.mqadmin_text import config_block
 from mqtools.common.javatext import front, java_format, java_time
+from mqtools.common.presentation import NA
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -191,9 +192,9 @@ def cluster_rt(
                     rt = probe.mqadmin_rt_ms  # -a is at least 2, so never None here
                     if as_tlog:
                         stamp = datetime.now(timezone(timedelta(hours=8))).strftime("%Y-%m-%d %H:%M:%S")
-                        typer.echo(f"{stamp}|{room}|{name}|{probe.broker_name}|{'n/a' if rt is None else round(rt)}")
+                        typer.echo(f"{stamp}|{room}|{name}|{probe.broker_name}|{NA if rt is None else round(rt)}")
                     else:
-                        typer.echo(java_format(RT_ROW, name, probe.broker_name, "n/a" if rt is None else f"{rt:.2f}",
+                        typer.echo(java_format(RT_ROW, name, probe.broker_name, NA if rt is None else f"{rt:.2f}",
                                                probe.ok, probe.failed))
             await asyncio.sleep(interval)
 

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     )
     from mqtools.client.errors import MQClientError
 
-NA = "n/a"
 STATUS_ROW = "%-10s %-40s %-20s %s"
 CONNECTION_ROW = "%-36s %-22s %-10s %s"
 SUBSCRIPTION_ROW = "%-20s %s"

@@ -11,6 +11,7 @@ from mqtools.cli.admin.common import run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, TopicOpt, command
 from mqtools.client.admin.models.mqadmin_text import route_json, route_list, topic_config_text
 from mqtools.common.javatext import front, java_bool, java_time
+from mqtools.common.presentation import NA
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -148,7 +149,7 @@ def topic_status(
         lines = [STATUS_HEADER % ("#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated")]
         lines += [STATUS_ROW % (front(q.queue.broker_name, 32), q.queue.queue_id, q.min_offset, q.max_offset,
                                 java_time(q.last_update_ms) if q.last_update_ms else "") for q in status.queues]
-        tps = "n/a" if status.put_tps is None else repr(float(status.put_tps))
+        tps = NA if status.put_tps is None else repr(float(status.put_tps))
         return [*lines, "", f"Topic Put TPS: {tps}"]
 
     for line in run(namesrv, job):

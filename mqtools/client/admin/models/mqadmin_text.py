@@ -20,6 +20,7 @@ from mqtools.common.javatext import (
     java_time,
 )
 from mqtools.common.perm import perm_to_string
+from mqtools.common.presentation import NA
 from mqtools.common.security import MASK
 
 if TYPE_CHECKING:
@@ -40,7 +41,6 @@ if TYPE_CHECKING:
 HEADER = "%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %-11s  %-12s  %-8s  %-10s"
 ROW = "%-22s  %-22s  %-4s  %-22s %-16s  %16s  %30s  %-22s  %11s  %-12s  %-8s  %10s"
 MORE = "%-16s  %-32s %14s %14s %14s %14s"
-NA = "n/a"
 PROGRESS_HEADER = "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s%s"
 PROGRESS_ROW = ("%-64s", "  %-32s", "  %-4d", "  %-20d", "  %-20d", "  %-20d", " %-20d", " %s")
 PROGRESS_IP_HEADER = "%-64s  %-32s  %-4s  %-20s  %-20s  %-20s %-20s %-20s%s"

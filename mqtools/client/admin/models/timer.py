@@ -15,6 +15,7 @@ from typing import Any
 
 from mqtools.client.admin.models.parse import opt_float, opt_int
 from mqtools.common.presentation import (
+    NA,
     Column,
     Unreachable,
     View,
@@ -117,7 +118,7 @@ def timer_status_view(st: TimerStatus) -> View:
     data = {"pendingTotal": st.pending_total, "brokers": [timer_broker_json(b) for b in st.brokers]}
     total = st.pending_total
     least = "at least " if st.unreachable and total is not None else ""
-    shown = "n/a" if total is None else total
+    shown = NA if total is None else total
     footer = [f"total: {least}{shown} pending timer messages on {len(st.brokers)} broker sets"]
     by_topic: dict[str, int] = {}
     for b in st.brokers:

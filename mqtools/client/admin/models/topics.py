@@ -11,6 +11,7 @@ from typing import Any
 
 from mqtools.common.perm import perm_to_string
 from mqtools.common.presentation import (
+    NA,
     Column,
     Unreachable,
     View,
@@ -156,7 +157,7 @@ def topic_status_view(st: TopicStatus) -> View:
         {"brokerName": q.queue.broker_name, "queueId": q.queue.queue_id, "minOffset": q.min_offset,
          "maxOffset": q.max_offset, "messages": q.messages, "lastUpdateMs": q.last_update_ms, "source": q.source}
         for q in st.queues]}
-    tps = "n/a" if st.put_tps is None else f"{st.put_tps:.2f}"
+    tps = NA if st.put_tps is None else f"{st.put_tps:.2f}"
     least = "at least " if st.unreachable else ""
     slaves = sorted({q.queue.broker_name for q in st.queues if q.source == "slave"})
     return View("TopicStatus", [Column("BROKER"), Column("QID", True), Column("MIN", True), Column("MAX", True),
