@@ -4,14 +4,16 @@ them (HashMap orders taken from JDK 17's), and the models as Apache's mqadmin pr
 from __future__ import annotations
 
 from mqtools.client.admin.models.auth import AuthAcl, AuthPolicy, AuthRule, AuthUser
+from mqtools.client.admin.models.brokers import TopicGroupStats
 from mqtools.client.admin.models.configs import MessageQueue, SubscriptionGroupConfig, TopicConfig
-from mqtools.client.admin.models.groups import OffsetReset
+from mqtools.client.admin.models.groups import ClientConnection, GroupConnections, OffsetReset
 from mqtools.client.admin.models.messages import MessageTrack
 from mqtools.client.admin.models.mqadmin_text import (
     USER_LIST_ROW,
     USER_ROW,
     acl_lines,
     config_block,
+    connection_lines,
     group_config_text,
     message_detail,
     pull_result_lines,
@@ -19,6 +21,7 @@ from mqtools.client.admin.models.mqadmin_text import (
     route_json,
     route_list,
     row,
+    stats_lines,
     topic_config_text,
     user_lines,
 )
@@ -150,3 +153,18 @@ def test_resets_and_broker_configs_as_mqadmin_prints_them() -> None:
                                                            ["broker-a", "0", "10"], ["b" * 32, "1", "0"]]
     assert config_block("====x====", {"brokerName": "broker-a", "listenPort": "10911"}) == (
         "====x====\n" + "brokerName" + " " * 40 + "=  broker-a\n" + "listenPort" + " " * 40 + "=  10911\n\n")
+
+
+def test_connections_and_stats_as_mqadmin_prints_them() -> None:
+    cc = GroupConnections("G", [ClientConnection("10.0.0.9@1234", "10.0.0.9:50000", "JAVA", 407)], {"Orders": "*"},
+                          "CONSUME_PASSIVELY", "CLUSTERING", None)
+    lines = connection_lines(cc)
+    assert lines[0].split() == ["#ClientId", "#ClientAddr", "#Language", "#Version"]
+    assert lines[1].split() == ["10.0.0.9@1234", "10.0.0.9:50000", "JAVA", "V4_9_7"]
+    assert lines[2:5] == ["\nBelow is subscription:", "#Topic               #SubExpression", "Orders               *"]
+    assert lines[5:] == ["", "ConsumeType: CONSUME_PASSIVELY", "MessageModel: CLUSTERING", "ConsumeFromWhere: null"]
+    rows = [TopicGroupStats("Orders", "G", 5, 1.5, None, 10, None), TopicGroupStats("Idle", None, None, 0.0, None, 0, None)]
+    header, busy, idle = stats_lines(rows)
+    assert header.split()[:3] == ["#Topic", "#Consumer", "Group"]
+    assert busy.split() == ["Orders", "G", "5", "1.50", "n/a", "10", "n/a"]  # a figure not read is n/a, never 0
+    assert idle.split() == ["Idle", "0", "0.00", "0", "NO_CONSUMER"]

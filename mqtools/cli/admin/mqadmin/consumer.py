@@ -16,8 +16,8 @@ import typer
 
 from mqtools.cli.admin.common import run
 from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command
-from mqtools.client.admin.models.mqadmin_text import groups_text, progress_text, row
-from mqtools.common.javatext import front, java_format
+from mqtools.client.admin.models.mqadmin_text import connection_lines, groups_text, progress_text, stats_lines
+from mqtools.common.javatext import java_format
 from mqtools.common.mqversion import version_desc
 
 if TYPE_CHECKING:
@@ -29,11 +29,6 @@ if TYPE_CHECKING:
     from mqtools.client.errors import MQClientError
 
 STATUS_ROW = "%-10s %-40s %-20s %s"
-CONNECTION_ROW = "%-36s %-22s %-10s %s"
-SUBSCRIPTION_ROW = "%-20s %s"
-STATS_HEADER = "%-64s  %-64s %12s %11s %11s %14s %14s"
-STATS_ROW = ("%-64s", "  %-64s", " %12d", " %11.2f", " %11.2f", " %14d", " %14d")
-STATS_IDLE = ("%-64s", "  %-64s", " %12d", " %11.2f", " %11s", " %14d", " %14s")
 GroupOpt = Annotated[str, typer.Option("-g", "--consumerGroup", help="consumer group name")]
 BrokerAddrOpt = Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="broker address")]  # noqa: UP045
 
@@ -143,18 +138,8 @@ def consumer_connection(group: GroupOpt, broker_addr: BrokerAddrOpt = None, name
     async def job(admin: MQAdmin) -> GroupConnections:
         return await admin.groups.consumer_connections(group.strip(), broker_addr.strip() if broker_addr else None)
 
-    cc = run(namesrv, job)
-    typer.echo(CONNECTION_ROW % ("#ClientId", "#ClientAddr", "#Language", "#Version"))
-    for c in cc.connections:
-        typer.echo(CONNECTION_ROW % (c.client_id, c.client_addr, c.language, version_desc(c.version)))
-    typer.echo("\nBelow is subscription:")
-    typer.echo(SUBSCRIPTION_ROW % ("#Topic", "#SubExpression"))
-    for topic_name, expression in cc.subscriptions.items():
-        typer.echo(java_format(SUBSCRIPTION_ROW, topic_name, expression))
-    typer.echo("")
-    for label, value in (("ConsumeType", cc.consume_type), ("MessageModel", cc.message_model),
-                         ("ConsumeFromWhere", cc.consume_from_where)):
-        typer.echo(java_format(f"{label}: %s", value))
+    for line in connection_lines(run(namesrv, job)):
+        typer.echo(line)
 
 
 @command("statsAll", "mq admin broker stats", "Topic and Consumer tps stats.")
@@ -166,15 +151,7 @@ def stats_all(
     """Example: mq admin statsAll -a"""
 
     async def job(admin: MQAdmin) -> list[str]:
-        lines = [STATS_HEADER % ("#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour",
-                                 "#OutMsg24Hour")]
-        for r in (await admin.tracking.stats_all(topic.strip() if topic else None, active_only=active)).rows:
-            if r.group is None:
-                lines.append(row(STATS_IDLE, front(r.topic, 64), "", 0, r.in_tps, "", r.in_24h, "NO_CONSUMER"))
-            else:
-                lines.append(row(STATS_ROW, front(r.topic, 64), front(r.group, 64), r.accumulation, r.in_tps,
-                                 r.out_tps, r.in_24h, r.out_24h))
-        return lines
+        return stats_lines((await admin.tracking.stats_all(topic.strip() if topic else None, active_only=active)).rows)
 
     for line in run(namesrv, job):
         typer.echo(line)

@@ -19,20 +19,26 @@ from mqtools.common.javatext import (
     java_null,
     java_time,
 )
+from mqtools.common.mqversion import version_desc
 from mqtools.common.perm import perm_to_string
 from mqtools.common.presentation import NA
 from mqtools.common.security import MASK
 
 if TYPE_CHECKING:
     from mqtools.client.admin.models.auth import AuthAcl, AuthUser
-    from mqtools.client.admin.models.brokers import BrokerRow, ClusterSnapshot
+    from mqtools.client.admin.models.brokers import BrokerRow, ClusterSnapshot, TopicGroupStats
     from mqtools.client.admin.models.configs import (
         MessageQueue,
         SubscriptionGroupConfig,
         TopicConfig,
         TopicRouteData,
     )
-    from mqtools.client.admin.models.groups import ConsumerProgress, GroupSummary, OffsetReset
+    from mqtools.client.admin.models.groups import (
+        ConsumerProgress,
+        GroupConnections,
+        GroupSummary,
+        OffsetReset,
+    )
     from mqtools.client.admin.models.ha import HAStatus
     from mqtools.client.admin.models.messages import MessageTrack
     from mqtools.client.types import PullResult
@@ -329,3 +335,36 @@ def pull_result_lines(result: PullResult, mq: MessageQueue, charset: str, print_
     if status == "NO_MATCHED_MSG":
         return [f"{java_queue(mq)} no matched msg. status={status}, offset={offset}"]
     return [f"{java_queue(mq)} print msg finished. status={status}, offset={offset}"]
+
+
+CONNECTION_ROW = "%-36s %-22s %-10s %s"
+SUBSCRIPTION_ROW = "%-20s %s"
+STATS_HEADER = "%-64s  %-64s %12s %11s %11s %14s %14s"
+STATS_ROW = ("%-64s", "  %-64s", " %12d", " %11.2f", " %11.2f", " %14d", " %14d")
+STATS_IDLE = ("%-64s", "  %-64s", " %12d", " %11.2f", " %11s", " %14d", " %14s")
+
+
+def connection_lines(cc: GroupConnections) -> list[str]:
+    """consumerConnection: each client, the group's subscription, then its consume type, model and start."""
+    lines = [CONNECTION_ROW % ("#ClientId", "#ClientAddr", "#Language", "#Version")]
+    lines += [CONNECTION_ROW % (c.client_id, c.client_addr, c.language, version_desc(c.version))
+              for c in cc.connections]
+    lines += ["\nBelow is subscription:", SUBSCRIPTION_ROW % ("#Topic", "#SubExpression")]
+    lines += [java_format(SUBSCRIPTION_ROW, topic, expression) for topic, expression in cc.subscriptions.items()]
+    lines.append("")
+    return lines + [java_format(f"{label}: %s", value) for label, value in (
+        ("ConsumeType", cc.consume_type), ("MessageModel", cc.message_model),
+        ("ConsumeFromWhere", cc.consume_from_where))]
+
+
+def stats_lines(rows: list[TopicGroupStats]) -> list[str]:
+    """statsAll: a line per topic and group; a topic no group consumes says NO_CONSUMER."""
+    lines = [STATS_HEADER % ("#Topic", "#Consumer Group", "#Accumulation", "#InTPS", "#OutTPS", "#InMsg24Hour",
+                             "#OutMsg24Hour")]
+    for r in rows:
+        if r.group is None:
+            lines.append(row(STATS_IDLE, front(r.topic, 64), "", 0, r.in_tps, "", r.in_24h, "NO_CONSUMER"))
+        else:
+            lines.append(row(STATS_ROW, front(r.topic, 64), front(r.group, 64), r.accumulation, r.in_tps,
+                             r.out_tps, r.in_24h, r.out_24h))
+    return lines
