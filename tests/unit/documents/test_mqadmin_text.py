@@ -6,14 +6,25 @@ from __future__ import annotations
 from mqtools.client.admin.models.auth import AuthAcl, AuthPolicy, AuthRule, AuthUser
 from mqtools.client.admin.models.brokers import TopicGroupStats
 from mqtools.client.admin.models.configs import MessageQueue, SubscriptionGroupConfig, TopicConfig
+from mqtools.client.admin.models.controller import (
+    BrokerEpochs,
+    BrokerSetState,
+    ControllerMetadata,
+    Election,
+    Epoch,
+    Replica,
+)
 from mqtools.client.admin.models.groups import ClientConnection, GroupConnections, OffsetReset
 from mqtools.client.admin.models.messages import MessageTrack
 from mqtools.client.admin.models.mqadmin_text import (
     USER_LIST_ROW,
     USER_ROW,
     acl_lines,
+    broker_epochs_text,
     config_block,
     connection_lines,
+    controller_metadata_text,
+    election_text,
     group_config_text,
     message_detail,
     pull_result_lines,
@@ -22,6 +33,7 @@ from mqtools.client.admin.models.mqadmin_text import (
     route_list,
     row,
     stats_lines,
+    sync_state_set_lines,
     topic_config_text,
     user_lines,
 )
@@ -168,3 +180,27 @@ def test_connections_and_stats_as_mqadmin_prints_them() -> None:
     assert header.split()[:3] == ["#Topic", "#Consumer", "Group"]
     assert busy.split() == ["Orders", "G", "5", "1.50", "n/a", "10", "n/a"]  # a figure not read is n/a, never 0
     assert idle.split() == ["Idle", "0", "0.00", "0", "NO_CONSUMER"]
+
+
+def test_controller_answers_as_mqadmin5_prints_them() -> None:
+    meta = ControllerMetadata("127.0.0.1:9878", "g1", "n0", "127.0.0.1:9878", True, {"n0": "127.0.0.1:9878"})
+    assert controller_metadata_text(meta) == ("\n#ControllerGroup\tg1\n#ControllerLeaderId\tn0\n"
+                                              "#ControllerLeaderAddress\t127.0.0.1:9878\n#Peer:\tn0:127.0.0.1:9878\n")
+    headless = ControllerMetadata("127.0.0.1:9878", None, None, None, False, {})
+    assert controller_metadata_text(headless).count("null") == 3
+    state = BrokerSetState("broker-a", None, None, 2, 3, [Replica(1, "10.0.0.1:10911", True, True),
+                                                          Replica(2, "10.0.0.2:10911", False, False)])
+    head, first, second = sync_state_set_lines(state)
+    assert head == ("\n#brokerName\tbroker-a\n#MasterBrokerId\tnull\n#MasterAddr\tnull\n#MasterEpoch\t2\n"
+                    "#SyncStateSetEpoch\t3\n#SyncStateSetNums\t1")
+    assert first == ("\nInSyncReplica:\tReplicaIdentity{brokerName='broker-a', brokerId=1, "
+                     "brokerAddress='10.0.0.1:10911', alive=true}")
+    assert second.startswith("\nNotInSyncReplica:\t") and second.endswith("alive=false}")
+    election = Election("broker-a", 2, "10.0.0.2:10911", 3, None, True)
+    assert election_text("C", "broker-a", election) == (
+        "\n#ClusterName\tC\n#BrokerName\tbroker-a\n#BrokerMasterAddr\t10.0.0.2:10911\n#MasterEpoch\t3\n"
+        "#SyncStateSetEpoch\tnull")
+    epochs = BrokerEpochs("C", "broker-a", "10.0.0.1:10911", 1, [Epoch(1, 0, 100), Epoch(2, 100, -1)], 250)
+    assert broker_epochs_text(epochs).split("\n")[-3:] == [  # the open last epoch ends at the broker's max offset
+        "#Epoch: EpochEntry{epoch=1, startOffset=0, endOffset=100}",
+        "#Epoch: EpochEntry{epoch=2, startOffset=100, endOffset=250}", ""]

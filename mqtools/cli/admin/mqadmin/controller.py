@@ -9,6 +9,12 @@ import typer
 
 from mqtools.cli.admin.common import broker_ids, run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command
+from mqtools.client.admin.models.mqadmin_text import (
+    broker_epochs_text,
+    controller_metadata_text,
+    election_text,
+    sync_state_set_lines,
+)
 from mqtools.common.addresses import parse_namesrv_list
 
 if TYPE_CHECKING:
@@ -31,11 +37,7 @@ def get_controller_meta_data(controller: ControllerAddrOpt) -> None:
     async def job(admin: MQAdmin) -> ControllerMetadata:
         return await admin.controllers.metadata(addr)
 
-    meta = run(controller, job)
-    text = f"\n#ControllerGroup\t{_n(meta.group)}\n#ControllerLeaderId\t{_n(meta.leader_id)}" \
-           f"\n#ControllerLeaderAddress\t{_n(meta.leader_address)}"
-    text += "".join(f"\n#Peer:\t{pid}:{peer}" for pid, peer in meta.peers.items())
-    typer.echo(text + "\n")
+    typer.echo(controller_metadata_text(run(controller, job)))
 
 
 @command("getSyncStateSet", "mq admin controller sync-state-set", "Fetch syncStateSet for target brokers")
@@ -60,14 +62,8 @@ def get_sync_state_set(
         return await admin.controllers.broker_sets(addrs, names)
 
     for b in run(controller, job):
-        in_sync = [r for r in b.replicas if r.in_sync]
-        typer.echo(f"\n#brokerName\t{b.broker_name}\n#MasterBrokerId\t{_n(b.master_broker_id)}\n#MasterAddr\t"
-                   f"{_n(b.master_address)}\n#MasterEpoch\t{b.master_epoch}\n#SyncStateSetEpoch\t"
-                   f"{b.sync_state_set_epoch}\n#SyncStateSetNums\t{len(in_sync)}")
-        for r in b.replicas:
-            label = "InSyncReplica" if r.in_sync else "NotInSyncReplica"
-            typer.echo(f"\n{label}:\tReplicaIdentity{{brokerName='{b.broker_name}', brokerId={r.broker_id}, "
-                       f"brokerAddress='{r.address}', alive={str(r.alive).lower()}}}")
+        for line in sync_state_set_lines(b):
+            typer.echo(line)
 
 
 @command("electMaster", "mq admin controller elect-master", "Re-elect the specified broker as master.")
@@ -83,9 +79,7 @@ def elect_master(
     async def job(admin: MQAdmin) -> Election:
         return await admin.controllers.elect_master(addrs, cluster, broker_name, broker_id)
 
-    e = run(controller, job)
-    typer.echo(f"\n#ClusterName\t{cluster}\n#BrokerName\t{broker_name}\n#BrokerMasterAddr\t{_n(e.master_address)}"
-               f"\n#MasterEpoch\t{_n(e.master_epoch)}\n#SyncStateSetEpoch\t{_n(e.sync_state_set_epoch)}")
+    typer.echo(election_text(cluster, broker_name, run(controller, job)))
 
 
 @command("getBrokerEpoch", "mq admin controller broker-epoch", "Fetch broker epoch entries")
@@ -100,12 +94,7 @@ def get_broker_epoch(
         return await admin.controllers.broker_epochs(cluster, broker)
 
     for b in run(namesrv, job):
-        text = f"\n#clusterName\t{b.cluster_name}\n#brokerName\t{b.broker_name}\n#brokerAddr\t{b.broker_addr}" \
-               f"\n#brokerId\t{b.broker_id}"
-        for i, e in enumerate(b.epochs):
-            end = b.max_offset if i == len(b.epochs) - 1 else e.end_offset
-            text += f"\n#Epoch: EpochEntry{{epoch={e.epoch}, startOffset={e.start_offset}, endOffset={end}}}"
-        typer.echo(text + "\n")
+        typer.echo(broker_epochs_text(b))
 
 
 @command("cleanBrokerMetadata", "mq admin controller clean-broker-metadata", "Clean metadata of broker on controller")
@@ -141,7 +130,3 @@ def get_controller_config(controller: ControllerAddrOpt) -> None:
         typer.echo(f"============{addr}============")
         for key, value in conf.items():
             typer.echo(f"{key:<50}=  {value}")
-
-
-def _n(value: object) -> str:
-    return "null" if value is None else str(value)
