@@ -4,7 +4,7 @@ them (HashMap orders taken from JDK 17's), and the models as Apache's mqadmin pr
 from __future__ import annotations
 
 from mqtools.client.admin.models.auth import AuthAcl, AuthPolicy, AuthRule, AuthUser
-from mqtools.client.admin.models.brokers import TopicGroupStats
+from mqtools.client.admin.models.brokers import BrokerConsumeStats, QueueLag, TopicGroupStats
 from mqtools.client.admin.models.configs import MessageQueue, SubscriptionGroupConfig, TopicConfig
 from mqtools.client.admin.models.controller import (
     BrokerEpochs,
@@ -16,15 +16,19 @@ from mqtools.client.admin.models.controller import (
 )
 from mqtools.client.admin.models.groups import ClientConnection, GroupConnections, OffsetReset
 from mqtools.client.admin.models.messages import MessageTrack
+from mqtools.client.admin.models.mqadmin_controller_text import (
+    broker_epochs_text,
+    controller_metadata_text,
+    election_text,
+    sync_state_set_lines,
+)
 from mqtools.client.admin.models.mqadmin_text import (
     USER_LIST_ROW,
     USER_ROW,
     acl_lines,
-    broker_epochs_text,
+    broker_consume_lines,
     config_block,
     connection_lines,
-    controller_metadata_text,
-    election_text,
     group_config_text,
     message_detail,
     pull_result_lines,
@@ -33,10 +37,12 @@ from mqtools.client.admin.models.mqadmin_text import (
     route_list,
     row,
     stats_lines,
-    sync_state_set_lines,
     topic_config_text,
+    topic_status_lines,
+    topic_usage_lines,
     user_lines,
 )
+from mqtools.client.admin.models.topics import QueueStats, TopicStatus, TopicUsage
 from mqtools.client.types import PullResult, PullStatus
 from mqtools.common.javatext import (
     fastjson_pretty,
@@ -204,3 +210,21 @@ def test_controller_answers_as_mqadmin5_prints_them() -> None:
     assert broker_epochs_text(epochs).split("\n")[-3:] == [  # the open last epoch ends at the broker's max offset
         "#Epoch: EpochEntry{epoch=1, startOffset=0, endOffset=100}",
         "#Epoch: EpochEntry{epoch=2, startOffset=100, endOffset=250}", ""]
+
+
+def test_topic_status_usage_and_broker_consume_stats_as_mqadmin_prints_them() -> None:
+    queues = [QueueStats(MessageQueue("Orders", "broker-a", 0), 0, 5, None),
+              QueueStats(MessageQueue("Orders", "broker-b", 0), 2, 9, None, "slave")]
+    lines = topic_status_lines(TopicStatus("Orders", queues, None))
+    assert [line.split() for line in lines[1:3]] == [["broker-a", "0", "0", "5"], ["broker-b", "0", "2", "9"]]
+    assert lines[-2:] == ["", "Topic Put TPS: n/a"]  # no master's stats read: not 0
+    assert topic_status_lines(TopicStatus("Orders", [], 2))[-1] == "Topic Put TPS: 2.0"
+    usage = topic_usage_lines([TopicUsage("Orders", ["C1", "C2"], ["G1", "G2"]), TopicUsage("Idle", ["C1"], None)])
+    assert [line.split() for line in usage] == [["#Cluster", "Name", "#Topic", "#Consumer", "Group"],
+                                                ["C1,C2", "Orders", "G1"], ["C1,C2", "Orders", "G2"], ["C1", "Idle"]]
+    lags = [QueueLag("G", MessageQueue("Orders", "broker-a", 0), 10, 4, 1_700_000_000_000),
+            QueueLag("G", MessageQueue("Orders", "broker-a", 1), 10, 9, 1_700_000_000_000),
+            QueueLag("G", MessageQueue("Orders", "broker-a", 2), 10, 0, None)]
+    out = broker_consume_lines(BrokerConsumeStats("10.0.0.1:10911", 17, lags), 2)
+    assert len(out) == 3 and out[1].split()[:7] == ["Orders", "G", "broker-a", "0", "10", "4", "6"]
+    assert out[-1] == "\nDiff Total: 17"  # below -l, or never consumed: not listed, still in the total

@@ -12,8 +12,8 @@ import typer
 
 from mqtools.cli.admin.common import run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command, run_until_interrupted
-from mqtools.client.admin.models.mqadmin_text import config_block
-from mqtools.common.javatext import front, java_format, java_time
+from mqtools.client.admin.models.mqadmin_text import broker_consume_lines, config_block
+from mqtools.common.javatext import java_format
 from mqtools.common.presentation import NA
 
 if TYPE_CHECKING:
@@ -21,8 +21,6 @@ if TYPE_CHECKING:
     from mqtools.client.admin.models.configs import ClusterInfo
 
 BrokerAddrOpt = Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="Broker address")]  # noqa: UP045
-CONSUME_HEADER = "%-64s  %-64s  %-32s  %-4s  %-20s  %-20s  %-20s  %s"
-CONSUME_ROW = "%-64s  %-64s  %-32s  %-4d  %-20d  %-20d  %-20d  %s"
 RT_HEADER = "%-24s  %-24s  %-4s  %-8s  %-8s"
 RT_ROW = "%-24s  %-24s  %-8s  %-16s  %-16s"
 
@@ -125,15 +123,8 @@ def broker_consume_stats(
     async def job(admin: MQAdmin) -> None:
         stats = await admin.brokers.broker_consume_stats(broker_addr, order_only=order.strip().lower() == "true",
                                                  timeout=timeout_ms / 1000)
-        typer.echo(java_format(CONSUME_HEADER, "#Topic", "#Group", "#Broker Name", "#QID", "#Broker Offset",
-                               "#Consumer Offset", "#Diff", "#LastTime"))
-        for q in stats.queues:
-            if q.diff < level or q.last_timestamp_ms is None:
-                continue
-            typer.echo(java_format(CONSUME_ROW, front(q.queue.topic, 64), q.group, front(q.queue.broker_name, 32),
-                                   q.queue.queue_id, q.broker_offset, q.consumer_offset, q.diff,
-                                   java_time(q.last_timestamp_ms, millis=False)))
-        typer.echo(f"\nDiff Total: {stats.total_diff}")
+        for line in broker_consume_lines(stats, level):
+            typer.echo(line)
 
     run(namesrv, job, timeout=max(5.0, timeout_ms / 1000))
 

@@ -9,7 +9,7 @@ import typer
 
 from mqtools.cli.admin.common import broker_ids, run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command
-from mqtools.client.admin.models.mqadmin_text import (
+from mqtools.client.admin.models.mqadmin_controller_text import (
     broker_epochs_text,
     controller_metadata_text,
     election_text,

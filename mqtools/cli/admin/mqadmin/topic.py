@@ -9,18 +9,19 @@ import typer
 
 from mqtools.cli.admin.common import run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, TopicOpt, command
-from mqtools.client.admin.models.mqadmin_text import route_json, route_list, topic_config_text
-from mqtools.common.javatext import front, java_bool, java_time
-from mqtools.common.presentation import NA
+from mqtools.client.admin.models.mqadmin_text import (
+    route_json,
+    route_list,
+    topic_config_text,
+    topic_status_lines,
+    topic_usage_lines,
+)
+from mqtools.common.javatext import java_bool
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
     from mqtools.client.admin.models.configs import TopicRouteData
 
-STATUS_HEADER = "%-32s  %-4s  %-20s  %-20s    %s"
-STATUS_ROW = "%-32s  %-4d  %-20d  %-20d    %s"
-USAGE_HEADER = "%-20s  %-48s  %-48s"
-USAGE_ROW = "%-20s  %-64s  %-64s"
 FLAG_UNIT = 0x1
 FLAG_UNIT_SUB = 0x2
 PERMS = (2, 4, 6)
@@ -110,11 +111,7 @@ def topic_list(
     async def job(admin: MQAdmin) -> list[str]:
         if not cluster_model:
             return await admin.topics.topic_list()
-        lines = [USAGE_HEADER % ("#Cluster Name", "#Topic", "#Consumer Group")]
-        for u in await admin.overview.topic_usage():
-            for group in u.groups or [""]:
-                lines.append(USAGE_ROW % (front(",".join(u.clusters), 20), front(u.topic, 64), front(group, 64)))
-        return lines
+        return topic_usage_lines(await admin.overview.topic_usage())
 
     for line in run(namesrv, job):
         typer.echo(line)
@@ -145,12 +142,7 @@ def topic_status(
     """Example: mq admin topicStatus -t Orders"""
 
     async def job(admin: MQAdmin) -> list[str]:
-        status = await admin.overview.topic_status(topic.strip(), cluster.strip() if cluster else None)
-        lines = [STATUS_HEADER % ("#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated")]
-        lines += [STATUS_ROW % (front(q.queue.broker_name, 32), q.queue.queue_id, q.min_offset, q.max_offset,
-                                java_time(q.last_update_ms) if q.last_update_ms else "") for q in status.queues]
-        tps = NA if status.put_tps is None else repr(float(status.put_tps))
-        return [*lines, "", f"Topic Put TPS: {tps}"]
+        return topic_status_lines(await admin.overview.topic_status(topic.strip(), cluster.strip() if cluster else None))
 
     for line in run(namesrv, job):
         typer.echo(line)

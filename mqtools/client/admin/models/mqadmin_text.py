@@ -26,18 +26,17 @@ from mqtools.common.security import MASK
 
 if TYPE_CHECKING:
     from mqtools.client.admin.models.auth import AuthAcl, AuthUser
-    from mqtools.client.admin.models.brokers import BrokerRow, ClusterSnapshot, TopicGroupStats
+    from mqtools.client.admin.models.brokers import (
+        BrokerConsumeStats,
+        BrokerRow,
+        ClusterSnapshot,
+        TopicGroupStats,
+    )
     from mqtools.client.admin.models.configs import (
         MessageQueue,
         SubscriptionGroupConfig,
         TopicConfig,
         TopicRouteData,
-    )
-    from mqtools.client.admin.models.controller import (
-        BrokerEpochs,
-        BrokerSetState,
-        ControllerMetadata,
-        Election,
     )
     from mqtools.client.admin.models.groups import (
         ConsumerProgress,
@@ -47,6 +46,7 @@ if TYPE_CHECKING:
     )
     from mqtools.client.admin.models.ha import HAStatus
     from mqtools.client.admin.models.messages import MessageTrack
+    from mqtools.client.admin.models.topics import TopicStatus, TopicUsage
     from mqtools.client.types import PullResult
     from mqtools.common.message import MessageExt
 
@@ -376,39 +376,37 @@ def stats_lines(rows: list[TopicGroupStats]) -> list[str]:
     return lines
 
 
-def _n(value: object) -> str:
-    return "null" if value is None else str(value)
+
+TOPIC_STATUS_HEADER = "%-32s  %-4s  %-20s  %-20s    %s"
+TOPIC_STATUS_ROW = "%-32s  %-4d  %-20d  %-20d    %s"
+USAGE_HEADER = "%-20s  %-48s  %-48s"
+USAGE_ROW = "%-20s  %-64s  %-64s"
+CONSUME_HEADER = "%-64s  %-64s  %-32s  %-4s  %-20s  %-20s  %-20s  %s"
+CONSUME_ROW = "%-64s  %-64s  %-32s  %-4d  %-20d  %-20d  %-20d  %s"
 
 
-def controller_metadata_text(meta: ControllerMetadata) -> str:
-    """getControllerMetaData: the group, the leader, then each peer."""
-    text = (f"\n#ControllerGroup\t{_n(meta.group)}\n#ControllerLeaderId\t{_n(meta.leader_id)}"
-            f"\n#ControllerLeaderAddress\t{_n(meta.leader_address)}")
-    return text + "".join(f"\n#Peer:\t{pid}:{peer}" for pid, peer in meta.peers.items()) + "\n"
+def topic_status_lines(status: TopicStatus) -> list[str]:
+    """topicStatus: each queue's offsets and last update, then the topic's put TPS (n/a when not read)."""
+    lines = [TOPIC_STATUS_HEADER % ("#Broker Name", "#QID", "#Min Offset", "#Max Offset", "#Last Updated")]
+    lines += [TOPIC_STATUS_ROW % (front(q.queue.broker_name, 32), q.queue.queue_id, q.min_offset, q.max_offset,
+                                  java_time(q.last_update_ms) if q.last_update_ms else "") for q in status.queues]
+    tps = NA if status.put_tps is None else repr(float(status.put_tps))
+    return [*lines, "", f"Topic Put TPS: {tps}"]
 
 
-def sync_state_set_lines(b: BrokerSetState) -> list[str]:
-    """getSyncStateSet for one broker set: its master and epochs, then each replica in or out of the set."""
-    in_sync = [r for r in b.replicas if r.in_sync]
-    head = (f"\n#brokerName\t{b.broker_name}\n#MasterBrokerId\t{_n(b.master_broker_id)}\n#MasterAddr\t"
-            f"{_n(b.master_address)}\n#MasterEpoch\t{b.master_epoch}\n#SyncStateSetEpoch\t"
-            f"{b.sync_state_set_epoch}\n#SyncStateSetNums\t{len(in_sync)}")
-    return [head] + [(f"\n{'InSyncReplica' if r.in_sync else 'NotInSyncReplica'}:\tReplicaIdentity{{brokerName="
-                      f"'{b.broker_name}', brokerId={r.broker_id}, brokerAddress='{r.address}', "
-                      f"alive={str(r.alive).lower()}}}") for r in b.replicas]
+def topic_usage_lines(usages: list[TopicUsage]) -> list[str]:
+    """topicList -c: a line per topic and consuming group, with the topic's clusters."""
+    lines = [USAGE_HEADER % ("#Cluster Name", "#Topic", "#Consumer Group")]
+    return lines + [USAGE_ROW % (front(",".join(u.clusters), 20), front(u.topic, 64), front(group, 64))
+                    for u in usages for group in u.groups or [""]]
 
 
-def election_text(cluster: str, broker_name: str, e: Election) -> str:
-    """electMaster's answer: the set's new master and epochs."""
-    return (f"\n#ClusterName\t{cluster}\n#BrokerName\t{broker_name}\n#BrokerMasterAddr\t{_n(e.master_address)}"
-            f"\n#MasterEpoch\t{_n(e.master_epoch)}\n#SyncStateSetEpoch\t{_n(e.sync_state_set_epoch)}")
-
-
-def broker_epochs_text(b: BrokerEpochs) -> str:
-    """getBrokerEpoch for one broker: its epoch entries, the last one ending at the broker's max offset."""
-    text = (f"\n#clusterName\t{b.cluster_name}\n#brokerName\t{b.broker_name}\n#brokerAddr\t{b.broker_addr}"
-            f"\n#brokerId\t{b.broker_id}")
-    for i, e in enumerate(b.epochs):
-        end = b.max_offset if i == len(b.epochs) - 1 else e.end_offset
-        text += f"\n#Epoch: EpochEntry{{epoch={e.epoch}, startOffset={e.start_offset}, endOffset={end}}}"
-    return text + "\n"
+def broker_consume_lines(stats: BrokerConsumeStats, level: int) -> list[str]:
+    """brokerConsumeStats: the queues whose lag is at least `level` and that were consumed, then the total."""
+    lines = [java_format(CONSUME_HEADER, "#Topic", "#Group", "#Broker Name", "#QID", "#Broker Offset",
+                         "#Consumer Offset", "#Diff", "#LastTime")]
+    lines += [java_format(CONSUME_ROW, front(q.queue.topic, 64), q.group, front(q.queue.broker_name, 32),
+                          q.queue.queue_id, q.broker_offset, q.consumer_offset, q.diff,
+                          java_time(q.last_timestamp_ms, millis=False))
+              for q in stats.queues if q.diff >= level and q.last_timestamp_ms is not None]
+    return [*lines, f"\nDiff Total: {stats.total_diff}"]
