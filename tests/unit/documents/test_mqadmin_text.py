@@ -3,9 +3,15 @@ them (HashMap orders taken from JDK 17's), and the models as Apache's mqadmin pr
 
 from __future__ import annotations
 
+from mqtools.client.admin.models.acl import AclConfig, AclVersion
 from mqtools.client.admin.models.auth import AuthAcl, AuthPolicy, AuthRule, AuthUser
 from mqtools.client.admin.models.brokers import BrokerConsumeStats, QueueLag, TopicGroupStats
-from mqtools.client.admin.models.configs import MessageQueue, SubscriptionGroupConfig, TopicConfig
+from mqtools.client.admin.models.configs import (
+    MessageQueue,
+    PlainAccessConfig,
+    SubscriptionGroupConfig,
+    TopicConfig,
+)
 from mqtools.client.admin.models.controller import (
     BrokerEpochs,
     BrokerSetState,
@@ -16,6 +22,14 @@ from mqtools.client.admin.models.controller import (
 )
 from mqtools.client.admin.models.groups import ClientConnection, GroupConnections, OffsetReset
 from mqtools.client.admin.models.messages import MessageTrack
+from mqtools.client.admin.models.mqadmin_acl_text import (
+    USER_LIST_ROW,
+    USER_ROW,
+    acl_config_lines,
+    acl_lines,
+    acl_version_lines,
+    user_lines,
+)
 from mqtools.client.admin.models.mqadmin_controller_text import (
     broker_epochs_text,
     controller_metadata_text,
@@ -23,9 +37,6 @@ from mqtools.client.admin.models.mqadmin_controller_text import (
     sync_state_set_lines,
 )
 from mqtools.client.admin.models.mqadmin_text import (
-    USER_LIST_ROW,
-    USER_ROW,
-    acl_lines,
     broker_consume_lines,
     config_block,
     connection_lines,
@@ -40,7 +51,6 @@ from mqtools.client.admin.models.mqadmin_text import (
     topic_config_text,
     topic_status_lines,
     topic_usage_lines,
-    user_lines,
 )
 from mqtools.client.admin.models.topics import QueueStats, TopicStatus, TopicUsage
 from mqtools.client.types import PullResult, PullStatus
@@ -228,3 +238,17 @@ def test_topic_status_usage_and_broker_consume_stats_as_mqadmin_prints_them() ->
     out = broker_consume_lines(BrokerConsumeStats("10.0.0.1:10911", 17, lags), 2)
     assert len(out) == 3 and out[1].split()[:7] == ["Orders", "G", "broker-a", "0", "10", "4", "6"]
     assert out[-1] == "\nDiff Total: 17"  # below -l, or never consumed: not listed, still in the total
+
+
+def test_acl1_config_and_versions_as_mqadmin4_prints_them() -> None:
+    account = PlainAccessConfig("RocketMQ", "12345678", "192.168.0.*", True, "DENY", "SUB",
+                                ["Orders=PUB"], ["G=SUB"])
+    lines = acl_config_lines(AclConfig("10.0.0.1:10911", ["10.10.*"], [account]))
+    assert lines[:4] == ["", "globalWhiteRemoteAddresses: [10.10.*]", "", "accounts:"]
+    assert lines[4:6] == ["  accessKey         : RocketMQ", "  secretKey         : ****"]  # never the secret
+    assert "  admin             : true" in lines and "  topicPerms        : [Orders=PUB]" in lines
+    versions = [AclVersion("C", "broker-a", "10.0.0.1:10911", None, None)]
+    out = acl_version_lines(versions, of_cluster=True)
+    assert out[1].split()[-3:] == ["plain_acl.yml", "n/a", "n/a"]  # a version not read is not 0
+    assert out[-1] == "get cluster's plain access config version success."
+    assert acl_version_lines([], of_cluster=False)[-1] == "get broker's plain access config version success."

@@ -9,7 +9,6 @@ printed (getAclConfig shows `****`: the broker does not send them).
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
@@ -17,16 +16,13 @@ import typer
 from mqtools.cli.admin.acl import apply_update, read_secret, where_of
 from mqtools.cli.admin.common import run
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command
-from mqtools.common.javatext import java_format
-from mqtools.common.presentation import NA
-from mqtools.common.security import MASK
+from mqtools.client.admin.models.mqadmin_acl_text import acl_config_lines, acl_version_lines
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
 
 BrokerAddrOpt = Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="Which broker")]  # noqa: UP045
 ClusterOpt = Annotated[Optional[str], typer.Option("-c", "--clusterName", help="Which cluster")]  # noqa: UP045
-VERSION_ROW = "%-16s  %-22s  %-22s  %-20s  %-22s  %-22s"
 
 
 @command("updateAclConfig", "mq admin acl update", "Update acl config yaml file in broker.")
@@ -90,25 +86,12 @@ def update_global_white_addr(
 @command("getAclConfig", "mq admin acl list", "List all of acl config information in cluster.")
 def get_acl_config(broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None, namesrv: NamesrvOpt = None) -> None:
     """Example: mq admin getAclConfig -c DefaultCluster"""
-    from mqtools.client.admin.models.acl import account_doc
-
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> None:
         for config in (await admin.acl.acl_configs(where["cluster"], where["broker_addr"])).found:
-            typer.echo("")
-            typer.echo(java_format("%-20s: %s", "globalWhiteRemoteAddresses", "[" + ", ".join(config.global_white_addrs) + "]"))
-            typer.echo("")
-            typer.echo("accounts:")
-            for account in config.accounts:
-                fields = {**account_doc(account), "secretKey": MASK}
-                for name in ("accessKey", "secretKey", "whiteRemoteAddress", "admin", "defaultTopicPerm",
-                             "defaultGroupPerm", "topicPerms", "groupPerms"):
-                    value = fields[name]
-                    shown = "" if value is None else ("[" + ", ".join(value) + "]" if isinstance(value, list)
-                                                      else str(value).lower() if isinstance(value, bool) else value)
-                    typer.echo(java_format("%-1s %-18s: %s", "", name, shown))
-                typer.echo("")
+            for line in acl_config_lines(config):
+                typer.echo(line)
 
     run(namesrv, job)
 
@@ -121,14 +104,8 @@ def cluster_acl_config_version(
     where = where_of(cluster, broker_addr)
 
     async def job(admin: MQAdmin) -> None:
-        typer.echo(java_format(VERSION_ROW, "#Cluster Name", "#Broker Name", "#Broker Addr", "#AclFilePath",
-                               "#AclConfigVersionNum", "#AclLastUpdateTime"))
-        for v in (await admin.acl.acl_versions(where["cluster"], where["broker_addr"])).found:
-            when = (datetime.fromtimestamp(v.timestamp / 1000).strftime("%Y-%m-%d %H:%M:%S")
-                    if v.timestamp is not None else NA)
-            typer.echo(java_format(VERSION_ROW, v.cluster, v.broker_name, v.broker_addr, "plain_acl.yml",
-                                   NA if v.counter is None else str(v.counter), when))
-        typer.echo("get cluster's plain access config version success." if where["cluster"]
-                   else "get broker's plain access config version success.")
+        versions = (await admin.acl.acl_versions(where["cluster"], where["broker_addr"])).found
+        for line in acl_version_lines(versions, of_cluster=bool(where["cluster"])):
+            typer.echo(line)
 
     run(namesrv, job)

@@ -17,7 +17,7 @@ import typer
 from mqtools.cli.admin.common import run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command
 from mqtools.cli.admin.user import checked, read_password
-from mqtools.client.admin.models.mqadmin_text import USER_LIST_ROW, USER_ROW, acl_lines, user_lines
+from mqtools.client.admin.models.mqadmin_acl_text import USER_LIST_ROW, USER_ROW, acl_lines, user_lines
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin

@@ -1,7 +1,7 @@
 """The models as Apache's mqadmin prints them (its printf patterns and Java's toString), for the mqadmin
 dialect of `mq admin`: clusterList, consumerProgress, haStatus, topicRoute, TopicConfig, SubscriptionGroupConfig,
 getBrokerConfig, resetOffsetByTime, MessageQueue, MessageExt (queryMsgBy*, printMsg, consumeMessage),
-MessageTrack and ACL 2.0's users and rules. Scripts that cut mqadmin's output keep working on mq's."""
+MessageTrack. Scripts that cut mqadmin's output keep working on mq's."""
 
 from __future__ import annotations
 
@@ -14,7 +14,6 @@ from mqtools.common.javatext import (
     front,
     java_format,
     java_hash_map,
-    java_list,
     java_map,
     java_null,
     java_time,
@@ -22,10 +21,8 @@ from mqtools.common.javatext import (
 from mqtools.common.mqversion import version_desc
 from mqtools.common.perm import perm_to_string
 from mqtools.common.presentation import NA
-from mqtools.common.security import MASK
 
 if TYPE_CHECKING:
-    from mqtools.client.admin.models.auth import AuthAcl, AuthUser
     from mqtools.client.admin.models.brokers import (
         BrokerConsumeStats,
         BrokerRow,
@@ -266,9 +263,6 @@ def java_track(t: MessageTrack) -> str:
 
 RESET_HEADER = "%-40s  %-40s  %-40s"
 RESET_ROW = "%-40s  %-40d  %-40d"
-USER_ROW = "%-16s %-22s %-22s %-22s"
-USER_LIST_ROW = "%-16s  %-22s  %-22s  %-22s"
-ACL_ROW = "%-16s %-10s %-22s %-20s %-24s %-10s"
 
 
 def reset_lines(rows: list[OffsetReset]) -> list[str]:
@@ -280,25 +274,6 @@ def reset_lines(rows: list[OffsetReset]) -> list[str]:
 def config_block(title: str, config: dict[str, str]) -> str:
     """getBrokerConfig's block for one broker: its `====...====` title line, then `key =  value` per property."""
     return f"{title}\n" + "".join(java_format("%-50s=  %s\n", k, v) for k, v in config.items()) + "\n"
-
-
-def user_lines(users: list[AuthUser], pattern: str) -> list[str]:
-    """getUser (USER_ROW) and listUser (USER_LIST_ROW): mqadmin prints the password the broker sends, mq a mask."""
-    lines = [java_format(pattern, "#UserName", "#Password", "#UserType", "#UserStatus")]
-    lines += [java_format(pattern, u.username, MASK if u.password else None, u.user_type, u.user_status) for u in users]
-    return lines
-
-
-def acl_lines(acls: list[AuthAcl]) -> list[str]:
-    """getAcl and listAcl: a line per policy entry, a subject without policies on one line of its own."""
-    lines = [java_format(ACL_ROW, "#Subject", "#PolicyType", "#Resource", "#Actions", "#SourceIp", "#Decision")]
-    for acl in acls:
-        if not acl.policies:
-            lines.append(java_format(ACL_ROW, acl.subject, "", "", "", "", ""))
-        for p in acl.policies:
-            lines += [java_format(ACL_ROW, acl.subject, p.policy_type, e.resource, java_list(e.actions),
-                                  java_list(e.source_ips), e.decision) for e in p.entries]
-    return lines
 
 
 def with_pull_offsets(m: MessageExt, result: PullResult) -> MessageExt:
