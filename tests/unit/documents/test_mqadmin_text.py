@@ -21,7 +21,7 @@ from mqtools.client.admin.models.controller import (
     Replica,
 )
 from mqtools.client.admin.models.groups import ClientConnection, GroupConnections, OffsetReset
-from mqtools.client.admin.models.messages import MessageTrack
+from mqtools.client.admin.models.messages import MessageTrace, MessageTrack, TraceEntry
 from mqtools.client.admin.models.mqadmin_acl_text import (
     USER_LIST_ROW,
     USER_ROW,
@@ -38,7 +38,7 @@ from mqtools.client.admin.models.mqadmin_controller_text import (
 )
 from mqtools.client.admin.models.mqadmin_text import (
     broker_consume_lines,
-    config_block,
+    config_lines,
     connection_lines,
     group_config_text,
     message_detail,
@@ -51,6 +51,7 @@ from mqtools.client.admin.models.mqadmin_text import (
     topic_config_text,
     topic_status_lines,
     topic_usage_lines,
+    trace_lines,
 )
 from mqtools.client.admin.models.topics import QueueStats, TopicStatus, TopicUsage
 from mqtools.client.types import PullResult, PullStatus
@@ -66,6 +67,7 @@ from mqtools.common.javatext import (
     java_null,
 )
 from mqtools.common.message import MessageExt
+from mqtools.common.trace_data import TraceRecord, TraceType
 from mqtools.remoting.bodies import BrokerData, QueueData, TopicRouteData
 
 PROPS = ["UNIQ_KEY", "KEYS", "TAGS", "WAIT", "CLUSTER", "MIN_OFFSET", "MAX_OFFSET", "CONSUME_START_TIME", "TRACE_ON",
@@ -179,8 +181,12 @@ def test_resets_and_broker_configs_as_mqadmin_prints_them() -> None:
                                                                                  None, 0)]
     assert [line.split() for line in reset_lines(rows)] == [["#brokerName", "#queueId", "#offset"],
                                                            ["broker-a", "0", "10"], ["b" * 32, "1", "0"]]
-    assert config_block("====x====", {"brokerName": "broker-a", "listenPort": "10911"}) == (
-        "====x====\n" + "brokerName" + " " * 40 + "=  broker-a\n" + "listenPort" + " " * 40 + "=  10911\n\n")
+    config = {"brokerName": "broker-a", "listenPort": "10911"}
+    assert config_lines("10.0.0.1:10911", config) == [
+        "============10.0.0.1:10911============", "brokerName" + " " * 40 + "=  broker-a",
+        "listenPort" + " " * 40 + "=  10911"]
+    assert config_lines("10.0.0.2:10911", {}, "My Master: m=====Slave: s") == [
+        "============My Master: m=====Slave: s============"]
 
 
 def test_connections_and_stats_as_mqadmin_prints_them() -> None:
@@ -252,3 +258,18 @@ def test_acl1_config_and_versions_as_mqadmin4_prints_them() -> None:
     assert out[1].split()[-3:] == ["plain_acl.yml", "n/a", "n/a"]  # a version not read is not 0
     assert out[-1] == "get cluster's plain access config version success."
     assert acl_version_lines([], of_cluster=False)[-1] == "get broker's plain access config version success."
+
+
+def test_a_trace_as_query_msg_trace_by_id_prints_it() -> None:
+    def entry(kind: TraceType, group: str, success: bool = True) -> TraceEntry:
+        return TraceEntry(TraceRecord(kind, "M1", None, group=group, cost_ms=3, success=success), "10.0.0.9")
+
+    trace = MessageTrace("M1", "RMQ_SYS_TRACE_TOPIC", [entry(TraceType.Pub, "P"), entry(TraceType.SubBefore, "G1"),
+                                                       entry(TraceType.SubAfter, "G1"),
+                                                       entry(TraceType.SubAfter, "G2", False)])
+    lines = trace_lines(trace)
+    assert lines[0].split() == ["#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes", "#Status"]
+    assert lines[1].split()[:3] == ["Pub", "P", "10.0.0.9"] and lines[1].split()[-2:] == ["3ms", "success"]
+    assert lines[2] == "" and [line.split()[1] for line in lines if line.startswith("#Type")][1:] == [
+        "#ConsumerGroup", "#ConsumerGroup"]  # one header per group; SubBefore records are not printed
+    assert sum(line.startswith("Sub ") for line in lines) == 2 and lines[-2].split()[-1] in ("success", "failed")

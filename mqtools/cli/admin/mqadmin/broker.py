@@ -12,7 +12,7 @@ import typer
 
 from mqtools.cli.admin.common import run, usage
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command, run_until_interrupted
-from mqtools.client.admin.models.mqadmin_text import broker_consume_lines, config_block
+from mqtools.client.admin.models.mqadmin_text import broker_consume_lines, config_lines
 from mqtools.common.javatext import java_format
 from mqtools.common.presentation import NA
 
@@ -58,6 +58,11 @@ def broker_status(
     run(namesrv, job)
 
 
+def echo_block(lines: list[str]) -> None:
+    """A broker's block of getBrokerConfig, with the blank line mqadmin leaves after each."""
+    typer.echo("\n".join(lines) + "\n")
+
+
 @command("getBrokerConfig", "mq admin broker config get", "Get broker config by cluster or special broker.")
 def get_broker_config(
     broker_addr: Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="get which broker")] = None,  # noqa: UP045
@@ -70,15 +75,13 @@ def get_broker_config(
 
     async def job(admin: MQAdmin) -> None:
         if broker_addr is not None:
-            typer.echo(config_block(f"============{broker_addr}============",
-                                     await admin.brokers.broker_config(broker_addr)), nl=False)
+            echo_block(config_lines(broker_addr, await admin.brokers.broker_config(broker_addr)))
             return
         for master, slaves in group_addrs(await admin.cluster_info(), cluster or "", slaves=True):
-            typer.echo(config_block(f"============Master: {master}============",
-                                     await admin.brokers.broker_config(master)), nl=False)
+            echo_block(config_lines(master, await admin.brokers.broker_config(master), f"Master: {master}"))
             for slave in slaves:
-                typer.echo(config_block(f"============My Master: {master}=====Slave: {slave}============",
-                                         await admin.brokers.broker_config(slave)), nl=False)
+                echo_block(config_lines(slave, await admin.brokers.broker_config(slave),
+                                        f"My Master: {master}=====Slave: {slave}"))
 
     run(namesrv, job)
 

@@ -15,6 +15,7 @@ from mqtools.client.admin.models.mqadmin_controller_text import (
     election_text,
     sync_state_set_lines,
 )
+from mqtools.client.admin.models.mqadmin_text import config_lines
 from mqtools.common.addresses import parse_namesrv_list
 
 if TYPE_CHECKING:
@@ -127,6 +128,4 @@ def get_controller_config(controller: ControllerAddrOpt) -> None:
         return {a: await admin.controllers.config(a) for a in addrs}
 
     for addr, conf in run(controller, job).items():
-        typer.echo(f"============{addr}============")
-        for key, value in conf.items():
-            typer.echo(f"{key:<50}=  {value}")
+        typer.echo("\n".join(config_lines(addr, conf)))

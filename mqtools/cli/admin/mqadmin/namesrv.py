@@ -10,7 +10,7 @@ import typer
 
 from mqtools.cli.admin.common import run
 from mqtools.cli.admin.mqadmin import NamesrvOpt, command
-from mqtools.common.javatext import java_format
+from mqtools.client.admin.models.mqadmin_text import config_lines
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -33,9 +33,7 @@ def get_namesrv_config(namesrv: NamesrvOpt = None) -> None:
         return read.configs
 
     for addr, config in run(namesrv, job).items():
-        typer.echo(f"============{addr}============")
-        for key, value in config.items():
-            typer.echo(java_format("%-50s=  %s", key, value))
+        typer.echo("\n".join(config_lines(addr, config)))
 
 
 @command("updateNamesrvConfig", "mq admin namesrv config set", "Update configs of name server.")

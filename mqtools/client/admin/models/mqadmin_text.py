@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
+from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from mqtools.common.javatext import (
@@ -14,6 +15,7 @@ from mqtools.common.javatext import (
     front,
     java_format,
     java_hash_map,
+    java_hash_order,
     java_map,
     java_null,
     java_time,
@@ -42,7 +44,7 @@ if TYPE_CHECKING:
         OffsetReset,
     )
     from mqtools.client.admin.models.ha import HAStatus
-    from mqtools.client.admin.models.messages import MessageTrack
+    from mqtools.client.admin.models.messages import MessageTrace, MessageTrack, TraceEntry
     from mqtools.client.admin.models.topics import TopicStatus, TopicUsage
     from mqtools.client.types import PullResult
     from mqtools.common.message import MessageExt
@@ -271,9 +273,10 @@ def reset_lines(rows: list[OffsetReset]) -> list[str]:
     return lines + [RESET_ROW % (front(r.queue.broker_name, 32), r.queue.queue_id, r.new) for r in rows]
 
 
-def config_block(title: str, config: dict[str, str]) -> str:
-    """getBrokerConfig's block for one broker: its `====...====` title line, then `key =  value` per property."""
-    return f"{title}\n" + "".join(java_format("%-50s=  %s\n", k, v) for k, v in config.items()) + "\n"
+def config_lines(addr: str, config: dict[str, str], title: str | None = None) -> list[str]:
+    """getNamesrvConfig, getControllerConfig and getBrokerConfig for one server: a `====addr====` title line
+    (getBrokerConfig's name the master and slave), then `key =  value` per property."""
+    return [f"============{title or addr}============", *(java_format("%-50s=  %s", k, v) for k, v in config.items())]
 
 
 def with_pull_offsets(m: MessageExt, result: PullResult) -> MessageExt:
@@ -385,3 +388,32 @@ def broker_consume_lines(stats: BrokerConsumeStats, level: int) -> list[str]:
                           java_time(q.last_timestamp_ms, millis=False))
               for q in stats.queues if q.diff >= level and q.last_timestamp_ms is not None]
     return [*lines, f"\nDiff Total: {stats.total_diff}"]
+
+
+TRACE_ROW = "%-10s %-20s %-20s %-20s %-10s %-10s"
+
+
+def _trace_row(kind: str, entry: TraceEntry) -> str:
+    r = entry.record
+    stamp = datetime.fromtimestamp((r.timestamp or 0) / 1000).strftime("%Y-%m-%d %H:%M:%S")
+    return java_format(TRACE_ROW, kind, r.group, entry.client_host, stamp, f"{r.cost_ms}ms",
+                       "success" if r.success else "failed")
+
+
+def trace_lines(trace: MessageTrace) -> list[str]:
+    """queryMsgTraceById as mqadmin 4.9 prints it: each send's row, then each consumer group's deliveries
+    (SubAfter records) under a header of their own, groups in a Java HashMap's order."""
+    lines: list[str] = []
+    consumers: dict[str, list[TraceEntry]] = {}
+    for entry in trace.entries:
+        kind = entry.record.type.value
+        if kind == "Pub":
+            lines += [java_format(TRACE_ROW, "#Type", "#ProducerGroup", "#ClientHost", "#SendTime", "#CostTimes",
+                                  "#Status"), _trace_row("Pub", entry), ""]
+        elif kind == "SubAfter":
+            consumers.setdefault(entry.record.group or "null", []).append(entry)
+    for group in java_hash_order(list(consumers), 16):
+        lines.append(java_format(TRACE_ROW, "#Type", "#ConsumerGroup", "#ClientHost", "#ConsumerTime", "#CostTimes",
+                                 "#Status"))
+        lines += [_trace_row("Sub", entry) for entry in consumers[group]] + [""]
+    return lines
