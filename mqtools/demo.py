@@ -23,7 +23,7 @@ from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult, SendResult
 from mqtools.common.loop import run as run_loop
 from mqtools.common.message import Message, MessageExt
-from mqtools.common.presentation import NA
+from mqtools.common.presentation import NA, cell
 
 STATE_DIR = Path(".mq-state") / "demo"
 TOPIC = "DemoTopic"
@@ -74,10 +74,6 @@ async def consume_all(namesrv: str, expected: set[bytes], timeout: float = 60.0)
     return got, time.monotonic() - began
 
 
-def na(value: object) -> str:
-    return NA if value is None else str(value)
-
-
 async def ha_status(namesrv: str) -> Table:
     """One row per slave of each master, from MQAdmin's typed HA status."""
     table = Table(title="HA status (GET_BROKER_HA_STATUS on each master)")
@@ -92,11 +88,10 @@ async def ha_status(namesrv: str) -> Table:
                 continue
             for slave in ha.slaves or [None]:
                 if slave is None:
-                    table.add_row(name, na(ha.commitlog_max_offset), "no slave", NA, NA, NA)
+                    table.add_row(name, cell(ha.commitlog_max_offset), "no slave", NA, NA, NA)
                     continue
-                in_sync = NA if slave.in_sync is None else ("yes" if slave.in_sync else "no")
-                table.add_row(name, na(ha.commitlog_max_offset), slave.addr, na(slave.ack_offset),
-                              na(slave.diff_bytes), in_sync)
+                table.add_row(name, cell(ha.commitlog_max_offset), slave.addr, cell(slave.ack_offset),
+                              cell(slave.diff_bytes), cell(slave.in_sync))
     return table
 
 

@@ -22,9 +22,9 @@ def front(text: str | None, width: int) -> str:
     return value[:width]
 
 
-def java_null(value: str | None) -> str:
-    """A Java string in string concatenation: null when absent."""
-    return "null" if value is None else value
+def java_null(value: object) -> str:
+    """A Java value in string concatenation: null when absent."""
+    return "null" if value is None else str(value)
 
 
 def java_bool(text: str | None) -> bool:

@@ -168,7 +168,7 @@ def render(report: Report) -> str:
     lines += ["", f"Timeline (seconds after the fault at {_s(report.timeline.fault_at)} into the load)"]
     width = max((len(m.label) for m in report.timeline.moments), default=10)
     for m in report.timeline.moments:
-        at = "    n/a" if m.at is None else f"{m.at:+8.3f}"
+        at = f"{NA:>7}" if m.at is None else f"{m.at:+8.3f}"
         lines.append(f"  {at}  {m.label.ljust(width)}  {m.detail}".rstrip())
     t = report.timeline
     if (report.meta.get("target") or {}).get("controllers"):
@@ -224,7 +224,7 @@ def _header(report: Report) -> list[str]:
         lines.append(f"  controller {', '.join(cluster['controllers'])} (controller mode)")
     master, slave = target.get("master") or {}, target.get("slave") or {}
     lines.append(f"  target     {target.get('brokerName')}: master {master.get('name', NA)}, slave "
-                 f"{slave.get('name', 'n/a')}, replication {target.get('sendMode') or 'n/a'}")
+                 f"{slave.get('name', NA)}, replication {target.get('sendMode') or NA}")
     lines.append(f"  load       {_g(settings.get('rate'))} msg/s for {_g(settings.get('duration'))}s, "
                  f"{_g(settings.get('producers'))} producer(s), {_g(settings.get('consumers'))} consumer(s), "
                  f"{_g(settings.get('size'))} bytes, {settings.get('keys') or 'no'} sharding keys, "
@@ -232,7 +232,7 @@ def _header(report: Report) -> list[str]:
     lines.append(f"  fault      at {_g(settings.get('faultAt'))}s, --fault-for {_g(settings.get('faultFor'))}s"
                  + (f", --fault-cmd {settings['faultCmd']!r}" if settings.get("faultCmd") else ""))
     lines.append(f"  run        {meta.get('runId')} seed {meta.get('seed')}, mq {meta.get('version')}, "
-                 f"{meta.get('startedUtc')} to {meta.get('finishedUtc') or 'n/a'} UTC, topic {meta.get('topic')}")
+                 f"{meta.get('startedUtc')} to {meta.get('finishedUtc') or NA} UTC, topic {meta.get('topic')}")
     return lines
 
 
@@ -240,7 +240,7 @@ def _preflight(pre: dict[str, Any]) -> list[str] | str:
     checks = pre.get("checks") or []
     mark = {True: "ok  ", False: "FAIL", None: "    "}
     body = "".join(f"\n  {mark[c.get('ok')]}  {c.get('name')}: {c.get('detail')}" for c in checks)
-    return f"{pre.get('verdict', 'n/a')}{body}"
+    return f"{pre.get('verdict', NA)}{body}"
 
 
 def _integrity(i: Integrity) -> list[str]:

@@ -31,6 +31,7 @@ from mqtools.cluster import supervisor as sv
 from mqtools.cluster.presets import PresetError
 from mqtools.common.errors import ToolkitError
 from mqtools.common.exitcodes import EXIT_UNREACHABLE, EXIT_USAGE
+from mqtools.common.presentation import NA
 from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import retry_topic
 from mqtools.drills.faults import Actions, CommandActions, DrillContext, LocalActions
@@ -307,7 +308,7 @@ async def _settle_transactions(txn: TransactionLoad, admin: MQAdmin, master: Nod
     history.meta["transactions"] = {"producerGroup": txn.group, "openAtKill": txn.open_at_kill(),
                                     "checkedCommit": checks["commit"], "checkedRollback": checks["rollback"],
                                     "openLeft": left, **check_back(checks["waits"])}
-    history.event(clock(), "transactions-settled", f"{'n/a' if left is None else left} transaction(s) left open",
+    history.event(clock(), "transactions-settled", f"{NA if left is None else left} transaction(s) left open",
                   open=left)
     ops = txn.ops()
     history.ops.extend(ops)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from mqtools.client.admin.models.acl import account_doc
 from mqtools.common.javatext import java_format, java_list
 from mqtools.common.presentation import NA
 from mqtools.common.security import MASK
@@ -25,8 +26,6 @@ ACCOUNT_FIELDS = ("accessKey", "secretKey", "whiteRemoteAddress", "admin", "defa
 
 def acl_config_lines(config: AclConfig) -> list[str]:
     """getAclConfig for one broker: its global white addresses, then each account's fields."""
-    from mqtools.client.admin.models.acl import account_doc
-
     lines = ["", java_format("%-20s: %s", "globalWhiteRemoteAddresses", "[" + ", ".join(config.global_white_addrs) + "]"),
              "", "accounts:"]
     for account in config.accounts:

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from mqtools.common.javatext import java_null
+
 if TYPE_CHECKING:
     from mqtools.client.admin.models.controller import (
         BrokerEpochs,
@@ -14,22 +16,18 @@ if TYPE_CHECKING:
     )
 
 
-def _n(value: object) -> str:
-    return "null" if value is None else str(value)
-
-
 def controller_metadata_text(meta: ControllerMetadata) -> str:
     """getControllerMetaData: the group, the leader, then each peer."""
-    text = (f"\n#ControllerGroup\t{_n(meta.group)}\n#ControllerLeaderId\t{_n(meta.leader_id)}"
-            f"\n#ControllerLeaderAddress\t{_n(meta.leader_address)}")
+    text = (f"\n#ControllerGroup\t{java_null(meta.group)}\n#ControllerLeaderId\t{java_null(meta.leader_id)}"
+            f"\n#ControllerLeaderAddress\t{java_null(meta.leader_address)}")
     return text + "".join(f"\n#Peer:\t{pid}:{peer}" for pid, peer in meta.peers.items()) + "\n"
 
 
 def sync_state_set_lines(b: BrokerSetState) -> list[str]:
     """getSyncStateSet for one broker set: its master and epochs, then each replica in or out of the set."""
     in_sync = [r for r in b.replicas if r.in_sync]
-    head = (f"\n#brokerName\t{b.broker_name}\n#MasterBrokerId\t{_n(b.master_broker_id)}\n#MasterAddr\t"
-            f"{_n(b.master_address)}\n#MasterEpoch\t{b.master_epoch}\n#SyncStateSetEpoch\t"
+    head = (f"\n#brokerName\t{b.broker_name}\n#MasterBrokerId\t{java_null(b.master_broker_id)}\n#MasterAddr\t"
+            f"{java_null(b.master_address)}\n#MasterEpoch\t{b.master_epoch}\n#SyncStateSetEpoch\t"
             f"{b.sync_state_set_epoch}\n#SyncStateSetNums\t{len(in_sync)}")
     return [head] + [(f"\n{'InSyncReplica' if r.in_sync else 'NotInSyncReplica'}:\tReplicaIdentity{{brokerName="
                       f"'{b.broker_name}', brokerId={r.broker_id}, brokerAddress='{r.address}', "
@@ -38,8 +36,8 @@ def sync_state_set_lines(b: BrokerSetState) -> list[str]:
 
 def election_text(cluster: str, broker_name: str, e: Election) -> str:
     """electMaster's answer: the set's new master and epochs."""
-    return (f"\n#ClusterName\t{cluster}\n#BrokerName\t{broker_name}\n#BrokerMasterAddr\t{_n(e.master_address)}"
-            f"\n#MasterEpoch\t{_n(e.master_epoch)}\n#SyncStateSetEpoch\t{_n(e.sync_state_set_epoch)}")
+    return (f"\n#ClusterName\t{cluster}\n#BrokerName\t{broker_name}\n#BrokerMasterAddr\t{java_null(e.master_address)}"
+            f"\n#MasterEpoch\t{java_null(e.master_epoch)}\n#SyncStateSetEpoch\t{java_null(e.sync_state_set_epoch)}")
 
 
 def broker_epochs_text(b: BrokerEpochs) -> str:

@@ -354,7 +354,6 @@ def stats_lines(rows: list[TopicGroupStats]) -> list[str]:
     return lines
 
 
-
 TOPIC_STATUS_HEADER = "%-32s  %-4s  %-20s  %-20s    %s"
 TOPIC_STATUS_ROW = "%-32s  %-4d  %-20d  %-20d    %s"
 USAGE_HEADER = "%-20s  %-48s  %-48s"
