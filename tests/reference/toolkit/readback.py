@@ -32,6 +32,14 @@ def ok(*args: str, world: World, stdin: str | None = None) -> str:
     return result.stdout
 
 
+def registered_now(world: World, topic: str) -> None:
+    """Bring Apache's name server up to broker-a's topic table version before a name-server-side change
+    to its routes (wipeWritePerm) is read. Such a change lasts until the broker next registers a changed
+    table, and Apache's deleteTopic changes the table without registering: the next 30 s registration
+    would undo the change mid-test. An update registers at once, with the broker's current version."""
+    ok("topic", "update", topic, "-b", world.brokers["broker-a"], "--perm", "rw", world=world)
+
+
 def route(root: Path, namesrv: str, topic: str) -> dict[str, tuple[int, int, int]]:
     """Apache's topicRoute: per broker name, (read queues, write queues, perm)."""
     return parse_route(mqadmin(root, namesrv, "topicRoute", "-t", topic))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pytest
 from catalogue import ORDER_FREE, shape
 from mqadminbatch import MqadminBatch, MqadminOutput
+from refsupport import QUEUES
 from support.adminsupport import mq_here
 from tkworld import KV_NAMESPACE, LAG, LIVE, TOPIC, World
 
@@ -63,6 +64,9 @@ STEPS = [
          then_mq=("admin", "broker", "config", "get", "{addr}", "maxMessageSize")),
     Step("updateBrokerConfig (back)", ("updateBrokerConfig", "-b", "{addr}", "-k", "maxMessageSize", "-v", "4194304"),
          then_mq=("admin", "broker", "config", "get", "{addr}", "maxMessageSize")),
+    # registers broker-a's topic table at once: the deleteTopic above left it unregistered until the next 30 s
+    # registration, which would give the wiped write bit back before the read after wipeWritePerm
+    Step("updateTopic (registers)", ("updateTopic", "-b", "{addr}", "-t", TOPIC, "-r", str(QUEUES), "-w", str(QUEUES))),
     Step("wipeWritePerm", ("wipeWritePerm", "-b", "broker-a"), ("topicRoute", "-t", TOPIC)),
     Step("addWritePerm", ("addWritePerm", "-b", "broker-a"), ("topicRoute", "-t", TOPIC)),
     Step("resetOffsetByTime", ("resetOffsetByTime", "-g", LAG, "-t", TOPIC, "-s", "now"),

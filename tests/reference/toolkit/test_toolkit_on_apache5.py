@@ -32,7 +32,14 @@ from drillsupport import LOAD, drill, figures, heal_channel
 from mqadminbatch import MqadminBatch
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
-from readback import config_set_read_back, ok, parse_consumer_config, parse_route, reset_followed
+from readback import (
+    config_set_read_back,
+    ok,
+    parse_consumer_config,
+    parse_route,
+    registered_now,
+    reset_followed,
+)
 from refsupport import BROKER_PROPS, CLUSTER, make_topic
 from sparkjob import produces, reads_exactly
 from support import promsupport
@@ -217,6 +224,7 @@ def test_writes_read_back_by_apache5(apache5_1m1s: tuple[apache.ApacheCluster, W
     ok("topic", "delete", NEW_TOPIC, "-c", CLUSTER, "--yes", world=world)
     assert NEW_TOPIC not in _read(mqadmin5, "topicList", "-n", ns).split()
 
+    registered_now(world, TOPIC)  # after the delete above
     before = route(TOPIC)
     ok("broker", "perm", "wipe", "broker-a", "--yes", world=world)
     try:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from readback import config_set_read_back, mqadmin, ok, route
+from readback import config_set_read_back, mqadmin, ok, registered_now, route
 from refsupport import CLUSTER
 from tkworld import TOPIC, World
 
@@ -31,11 +31,7 @@ def test_topic_writes_read_back_by_apaches_mqadmin(worlds: dict[str, World], ref
 
 def test_write_permission_wiped_and_added_back(worlds: dict[str, World], ref_root: Path) -> None:
     world = worlds["apache"]
-    # A name server's wipe lasts until the broker next registers a changed topic table. Apache's deleteTopic
-    # (the test before this one) changes the table without registering, so the next 30 s registration would
-    # give the bit back in the middle of this test. An update registers at once and brings the name server
-    # up to the broker's data version.
-    ok("topic", "update", TOPIC, "-b", world.brokers["broker-a"], "--perm", "rw", world=world)
+    registered_now(world, TOPIC)  # the test before deleted a topic
     before = route(ref_root, world.namesrv, TOPIC)
     ok("broker", "perm", "wipe", "broker-a", "--yes", world=world)
     try:
