@@ -24,13 +24,13 @@ def command_tree() -> Tree:
     tree: Tree = {}
 
     def walk(cmd: Any, path: str) -> None:
-        subs = sorted(getattr(cmd, "commands", {}))
+        subs = sorted(cmd.list_commands(None)) if hasattr(cmd, "list_commands") else []
         opts = sorted(
             {o for p in cmd.params if p.param_type_name == "option" for o in [*p.opts, *p.secondary_opts]}
         )
         tree[path] = (subs, [*opts, "--help"])
         for name in subs:
-            walk(cmd.commands[name], f"{path} {name}")
+            walk(cmd.get_command(None, name), f"{path} {name}")
 
     walk(root, "mq")
     return tree

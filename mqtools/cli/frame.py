@@ -9,13 +9,15 @@ runs until interrupted says once what Ctrl-C means for it (`on_interrupt`); for 
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+from typing import Any, ClassVar
 
 import typer
 from typer.core import TyperGroup
+from typer.models import TyperInfo
 
 from mqtools.common.errors import ToolkitError, UsageError
 
@@ -43,7 +45,42 @@ def needs_extra(extra: str, what: str) -> Iterator[None]:
                          f"pip install 'mqtools[{extra}]'") from None
 
 
-class FramedGroup(TyperGroup):
+class LazyGroup(TyperGroup):
+    """A group whose sub-apps are imported, and turned into click commands, when first asked for.
+
+    `mq admin topic list` then imports the topic commands and what they need, not the other thirty command
+    modules and their models (each a dozen dataclasses to build), and a shell's TAB completion does the
+    same. A listing (`--help`, completions, the reference) asks for every name and so loads them all.
+    """
+
+    #: Command name -> "module:attribute" of its typer app.
+    lazy: ClassVar[dict[str, str]] = {}
+    #: Every command's name in the order `--help` lists them (typer's: commands, then groups); commands
+    #: registered but not named here come last.
+    order: ClassVar[tuple[str, ...]] = ()
+
+    def list_commands(self, ctx: Any) -> list[str]:
+        known = [name for name in self.order if name in self.commands or name in self.lazy]
+        return [*known, *(name for name in self.commands if name not in known)]
+
+    def get_command(self, ctx: Any, cmd_name: str) -> Any:
+        found = self.commands.get(cmd_name)
+        if found is None and cmd_name in self.lazy:
+            module, _, attribute = self.lazy[cmd_name].partition(":")
+            sub = getattr(importlib.import_module(module), attribute)
+            found = self.commands[cmd_name] = typer.main.get_group_from_info(
+                TyperInfo(sub, name=cmd_name), pretty_exceptions_short=sub.pretty_exceptions_short,
+                suggest_commands=self.suggest_commands, rich_markup_mode=self.rich_markup_mode)
+        return found
+
+    def resolve_command(self, ctx: Any, args: list[str]) -> Any:
+        if args and self.get_command(ctx, args[0]) is None:
+            for name in self.lazy:  # a name no command has: "did you mean" looks among them all
+                self.get_command(ctx, name)
+        return super().resolve_command(ctx, args)
+
+
+class FramedGroup(LazyGroup):
     """The root command group: runs a command and maps the toolkit's errors and Ctrl-C to their exits."""
 
     def invoke(self, ctx: Any) -> Any:

@@ -1,4 +1,4 @@
-"""The `mq` command: one typer app, one module per command group.
+"""The `mq` command: one typer app, one module per command group (imported when used: frame.LazyGroup).
 
 `main()` is the console entry point: usage errors and other CLI failures print one line
 on stderr (`mq: error: ...`) and exit non-zero, instead of a multi-line panel.
@@ -7,42 +7,35 @@ on stderr (`mq: error: ...`) and exit non-zero, instead of a multi-line panel.
 from __future__ import annotations
 
 import sys
+from typing import ClassVar
 
 import typer
 
 from mqtools import __version__
-from mqtools.cli import (
-    admin,
-    broker_cmd,
-    cluster_cmd,
-    context_cmd,
-    controller_cmd,
-    exporter_cmd,
-    mcp_cmd,
-    namesrv_cmd,
-    proxy_cmd,
-    spark_cmd,
-    top_cmd,
-)
+from mqtools.cli import exporter_cmd, mcp_cmd, top_cmd
 from mqtools.cli.frame import FramedGroup
 from mqtools.common.exitcodes import EXIT_USAGE
 
+
+class Mq(FramedGroup):
+    """`mq`: its command groups are imported when a command line names one (LazyGroup)."""
+
+    lazy: ClassVar[dict[str, str]] = {
+        "namesrv": "mqtools.cli.namesrv_cmd:app", "broker": "mqtools.cli.broker_cmd:app",
+        "controller": "mqtools.cli.controller_cmd:app", "proxy": "mqtools.cli.proxy_cmd:app",
+        "cluster": "mqtools.cli.cluster_cmd:app", "admin": "mqtools.cli.admin:app",
+        "context": "mqtools.cli.context_cmd:app", "spark-load": "mqtools.cli.spark_cmd:app"}
+    order = ("top", "exporter", "mcp", "version", *lazy)
+
+
 app = typer.Typer(
-    cls=FramedGroup,
+    cls=Mq,
     name="mq",
     help="RocketMQ-compatible message queue and ops toolkit.",
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
 )
-app.add_typer(namesrv_cmd.app, name="namesrv")
-app.add_typer(broker_cmd.app, name="broker")
-app.add_typer(controller_cmd.app, name="controller")
-app.add_typer(proxy_cmd.app, name="proxy")
-app.add_typer(cluster_cmd.app, name="cluster")
-app.add_typer(admin.app, name="admin")
-app.add_typer(context_cmd.app, name="context")
-app.add_typer(spark_cmd.app, name="spark-load")
 app.command("top")(top_cmd.top)
 app.command("exporter")(exporter_cmd.exporter)
 app.command("mcp")(mcp_cmd.mcp)

@@ -83,7 +83,8 @@ def mqadmin_sections() -> Iterator[tuple[str, str]]:
     from mqtools.cli.admin.mqadmin import CATALOGUE, find
 
     root = _root()
-    admin_ctx = _context(root.commands["admin"], "admin", _context(root, "mq", None))
+    root_ctx = _context(root, "mq", None)
+    admin_ctx = _context(root.get_command(root_ctx, "admin"), "admin", root_ctx)
     find("")  # imports every area, which registers its commands in CATALOGUE
     for entry in sorted(CATALOGUE.values(), key=lambda e: e.name.lower()):
         cmd = find(entry.name)

@@ -8,34 +8,11 @@ runbook written for mqadmin works with `mq admin` in its place. Both call `mqtoo
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar
 
 import typer
-from typer.core import TyperGroup
 
-from mqtools.cli.admin import (
-    acl,
-    acl2,
-    broker,
-    cluster,
-    controller,
-    diagnose,
-    dlq,
-    drill,
-    group,
-    ha,
-    kv,
-    msg,
-    namesrv,
-    offset,
-    producer,
-    proxy,
-    schema,
-    timer,
-    topic,
-    txn,
-    user,
-)
+from mqtools.cli.admin import schema
 from mqtools.cli.admin.common import (
     EXIT_CODES_HELP,
     ContextOpt,
@@ -49,10 +26,18 @@ from mqtools.cli.admin.common import (
     tls_flags,
     usage,
 )
+from mqtools.cli.frame import LazyGroup
+
+NOUNS = ("cluster", "msg", "dlq", "broker", "namesrv", "kv", "topic", "group", "offset", "producer", "drill", "ha",
+         "timer", "proxy", "acl", "acl2", "user", "controller", "txn", "diagnose")
+"""The mq dialect's nouns, a module each, in the order `mq admin --help` lists them."""
 
 
-class AdminGroup(TyperGroup):
+class AdminGroup(LazyGroup):
     """Looks a command up by its mq name first, then by its mqadmin name in any letter case."""
+
+    lazy: ClassVar[dict[str, str]] = {noun: f"mqtools.cli.admin.{noun}:app" for noun in NOUNS}
+    order = ("schema", "help", *NOUNS)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         found = super().get_command(ctx, cmd_name)
@@ -68,26 +53,6 @@ app = typer.Typer(
     help=f"mqadmin-style operations on a RocketMQ cluster (ours or Apache's). {EXIT_CODES_HELP}",
     invoke_without_command=True,
 )
-app.add_typer(cluster.app, name="cluster")
-app.add_typer(msg.app, name="msg")
-app.add_typer(dlq.app, name="dlq")
-app.add_typer(broker.app, name="broker")
-app.add_typer(namesrv.app, name="namesrv")
-app.add_typer(kv.app, name="kv")
-app.add_typer(topic.app, name="topic")
-app.add_typer(group.app, name="group")
-app.add_typer(offset.app, name="offset")
-app.add_typer(producer.app, name="producer")
-app.add_typer(drill.app, name="drill")
-app.add_typer(ha.app, name="ha")
-app.add_typer(timer.app, name="timer")
-app.add_typer(proxy.app, name="proxy")
-app.add_typer(acl.app, name="acl")
-app.add_typer(acl2.app, name="acl2")
-app.add_typer(user.app, name="user")
-app.add_typer(controller.app, name="controller")
-app.add_typer(txn.app, name="txn")
-app.add_typer(diagnose.app, name="diagnose")
 app.command("schema")(schema.schema)
 
 

@@ -3,6 +3,9 @@ the running command declared (on_interrupt), else it aborts; a missing optional 
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 import typer
 
@@ -72,3 +75,20 @@ def test_ctrl_c_without_a_declared_meaning_aborts_and_a_declaration_ends_with_it
     assert run("once") == ABORTED
     assert run("watch") == EXIT_OK
     assert run("once") == ABORTED  # the watch's declaration did not outlive it
+
+
+def test_a_command_line_imports_only_the_command_group_it_names() -> None:
+    """`mq admin topic --help` imports the topic commands, not the other nouns' modules nor the other groups'
+    (each brings its models and their dataclasses: a third of a command's start-up before they were lazy); a
+    name no group has still gets its suggestion, which needs them all."""
+    probe = ("import sys\nfrom mqtools.cli.main import main\nmain({args})\n"
+             "print(' '.join(sorted(m for m in sys.modules if m.startswith('mqtools.cli.'))))")
+    run = subprocess.run([sys.executable, "-c", probe.format(args=["admin", "topic", "--help"])],
+                         capture_output=True, text=True, check=True)
+    loaded = set(run.stdout.splitlines()[-1].split())
+    assert "mqtools.cli.admin.topic" in loaded
+    assert not loaded & {"mqtools.cli.admin.group", "mqtools.cli.admin.drill", "mqtools.cli.admin.mqadmin",
+                         "mqtools.cli.spark_cmd", "mqtools.cli.cluster_cmd", "mqtools.cli.context_cmd"}, loaded
+    typo = subprocess.run([sys.executable, "-c", probe.format(args=["admin", "topik"])], capture_output=True,
+                          text=True, check=False)
+    assert "Did you mean 'topic'?" in typo.stderr, typo.stderr
