@@ -13,32 +13,51 @@ connections and plumbing (AdminBase). SyncMQAdmin derives its blocking twins fro
 
 from __future__ import annotations
 
-from mqtools.client.admin.acl import AclAdmin
-from mqtools.client.admin.auth import AuthAdmin
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from mqtools.client.admin.base import SILENT_FOR, AdminBase
-from mqtools.client.admin.brokers import BrokerAdmin
-from mqtools.client.admin.cluster import ClusterAdmin
-from mqtools.client.admin.consume_modes import ConsumeModeAdmin
-from mqtools.client.admin.controllers import ControllerAdmin
-from mqtools.client.admin.dlq import DeadLetterAdmin
-from mqtools.client.admin.groups import GroupAdmin
-from mqtools.client.admin.ha import HAAdmin
-from mqtools.client.admin.messages import MessageAdmin
-from mqtools.client.admin.namesrv import NamesrvAdmin
-from mqtools.client.admin.namesrv_probe import NamesrvProbeAdmin
-from mqtools.client.admin.offsets import LATEST, OffsetAdmin
-from mqtools.client.admin.overview import OverviewAdmin
-from mqtools.client.admin.proxies import ProxyAdmin
-from mqtools.client.admin.queue_offsets import QueueOffsetAdmin
-from mqtools.client.admin.timer import TimerAdmin
-from mqtools.client.admin.topic_overview import TopicOverviewAdmin
-from mqtools.client.admin.topics import TopicAdmin
-from mqtools.client.admin.trace import TraceAdmin
-from mqtools.client.admin.tracking import TrackingAdmin
-from mqtools.client.admin.transactions import TransactionAdmin
+from mqtools.client.admin.offsets import LATEST
 from mqtools.common.security import ClientSecurity
 
-__all__ = ["LATEST", "MQAdmin"]
+if TYPE_CHECKING:
+    from mqtools.client.admin.acl import AclAdmin
+    from mqtools.client.admin.auth import AuthAdmin
+    from mqtools.client.admin.brokers import BrokerAdmin
+    from mqtools.client.admin.cluster import ClusterAdmin
+    from mqtools.client.admin.consume_modes import ConsumeModeAdmin
+    from mqtools.client.admin.controllers import ControllerAdmin
+    from mqtools.client.admin.dlq import DeadLetterAdmin
+    from mqtools.client.admin.groups import GroupAdmin
+    from mqtools.client.admin.ha import HAAdmin
+    from mqtools.client.admin.messages import MessageAdmin
+    from mqtools.client.admin.namesrv import NamesrvAdmin
+    from mqtools.client.admin.namesrv_probe import NamesrvProbeAdmin
+    from mqtools.client.admin.offsets import OffsetAdmin
+    from mqtools.client.admin.overview import OverviewAdmin
+    from mqtools.client.admin.proxies import ProxyAdmin
+    from mqtools.client.admin.queue_offsets import QueueOffsetAdmin
+    from mqtools.client.admin.timer import TimerAdmin
+    from mqtools.client.admin.topic_overview import TopicOverviewAdmin
+    from mqtools.client.admin.topics import TopicAdmin
+    from mqtools.client.admin.trace import TraceAdmin
+    from mqtools.client.admin.tracking import TrackingAdmin
+    from mqtools.client.admin.transactions import TransactionAdmin
+
+__all__ = ["LATEST", "SERVICES", "MQAdmin"]
+
+SERVICES: dict[str, str] = {
+    "namesrv": "namesrv:NamesrvAdmin", "topics": "topics:TopicAdmin", "groups": "groups:GroupAdmin",
+    "brokers": "brokers:BrokerAdmin", "cluster": "cluster:ClusterAdmin", "messages": "messages:MessageAdmin",
+    "dlq": "dlq:DeadLetterAdmin", "offsets": "offsets:OffsetAdmin", "tracking": "tracking:TrackingAdmin",
+    "traces": "trace:TraceAdmin", "transactions": "transactions:TransactionAdmin",
+    "overview": "overview:OverviewAdmin", "topic_views": "topic_overview:TopicOverviewAdmin",
+    "queue_offsets": "queue_offsets:QueueOffsetAdmin", "ha": "ha:HAAdmin",
+    "namesrv_probes": "namesrv_probe:NamesrvProbeAdmin", "acl": "acl:AclAdmin",
+    "controllers": "controllers:ControllerAdmin", "auth": "auth:AuthAdmin", "timer": "timer:TimerAdmin",
+    "consume_modes": "consume_modes:ConsumeModeAdmin", "proxies": "proxies:ProxyAdmin"}
+"""MQAdmin's area services: attribute -> "module:class" in this package (the attribute annotations below say
+the same for type checkers)."""
 
 
 class MQAdmin(AdminBase):
@@ -47,25 +66,38 @@ class MQAdmin(AdminBase):
     def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0,
                  security: ClientSecurity | None = None, silent_for: float = SILENT_FOR) -> None:
         super().__init__(namesrv, timeout=timeout, security=security, silent_for=silent_for)
-        self.namesrv = NamesrvAdmin(self)
-        self.topics = TopicAdmin(self)
-        self.groups = GroupAdmin(self)
-        self.brokers = BrokerAdmin(self)
-        self.cluster = ClusterAdmin(self)
-        self.messages = MessageAdmin(self)
-        self.dlq = DeadLetterAdmin(self)
-        self.offsets = OffsetAdmin(self)
-        self.tracking = TrackingAdmin(self)
-        self.traces = TraceAdmin(self)
-        self.transactions = TransactionAdmin(self)
-        self.overview = OverviewAdmin(self)
-        self.topic_views = TopicOverviewAdmin(self)
-        self.queue_offsets = QueueOffsetAdmin(self)
-        self.ha = HAAdmin(self)
-        self.namesrv_probes = NamesrvProbeAdmin(self)
-        self.acl = AclAdmin(self)
-        self.controllers = ControllerAdmin(self)
-        self.auth = AuthAdmin(self)
-        self.timer = TimerAdmin(self)
-        self.consume_modes = ConsumeModeAdmin(self)
-        self.proxies = ProxyAdmin(self)
+
+    if TYPE_CHECKING:
+        namesrv: NamesrvAdmin
+        topics: TopicAdmin
+        groups: GroupAdmin
+        brokers: BrokerAdmin
+        cluster: ClusterAdmin
+        messages: MessageAdmin
+        dlq: DeadLetterAdmin
+        offsets: OffsetAdmin
+        tracking: TrackingAdmin
+        traces: TraceAdmin
+        transactions: TransactionAdmin
+        overview: OverviewAdmin
+        topic_views: TopicOverviewAdmin
+        queue_offsets: QueueOffsetAdmin
+        ha: HAAdmin
+        namesrv_probes: NamesrvProbeAdmin
+        acl: AclAdmin
+        controllers: ControllerAdmin
+        auth: AuthAdmin
+        timer: TimerAdmin
+        consume_modes: ConsumeModeAdmin
+        proxies: ProxyAdmin
+
+    def __getattr__(self, name: str) -> Any:
+        """An area service, made (and its module imported) when first used, then kept: a command that lists
+        topics does not import the other twenty areas and their models."""
+        where = SERVICES.get(name)
+        if where is None:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        module, _, cls = where.partition(":")
+        service = getattr(importlib.import_module(f"mqtools.client.admin.{module}"), cls)(self)
+        setattr(self, name, service)
+        return service
