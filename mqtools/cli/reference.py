@@ -80,12 +80,12 @@ def tree_sections() -> Iterator[tuple[str, str]]:
 
 def mqadmin_sections() -> Iterator[tuple[str, str]]:
     """(command path, help text) for every mqadmin-dialect command, sorted by name ignoring case."""
-    from mqtools.cli.admin.mqadmin import CATALOGUE, find
+    from mqtools.cli.admin.mqadmin import CATALOGUE, every, find
 
     root = _root()
     root_ctx = _context(root, "mq", None)
     admin_ctx = _context(root.get_command(root_ctx, "admin"), "admin", root_ctx)
-    find("")  # imports every area, which registers its commands in CATALOGUE
+    every()  # imports every area, which registers its commands in CATALOGUE
     for entry in sorted(CATALOGUE.values(), key=lambda e: e.name.lower()):
         cmd = find(entry.name)
         if cmd is not None and not cmd.hidden:

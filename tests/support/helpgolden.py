@@ -18,11 +18,11 @@ ENV = {"COLUMNS": "100", "TERM": "dumb", "NO_COLOR": "1"}
 
 def command_paths() -> list[list[str]]:
     """Every typer command path, then every mqadmin-dialect name (`mq admin NAME --help`)."""
-    from mqtools.cli.admin.mqadmin import _load
+    from mqtools.cli.admin.mqadmin import CATALOGUE, every
     from mqtools.cli.completions import command_tree
 
     paths = [p.split()[1:] for p in command_tree()]
-    return paths + [["admin", entry.name] for entry in _load().values()]
+    return paths + [["admin", CATALOGUE[name].name] for name in every()]
 
 
 def help_texts() -> dict[str, str]:

@@ -69,26 +69,37 @@ def command(name: str, twin: str, purpose: str) -> Callable[[F], F]:
     return register
 
 
-def _load() -> dict[str, Any]:
-    for area in AREAS:
+def _registered() -> dict[str, Any]:
+    """lower-case name -> the typer CommandInfo each area registered (the areas imported on first call)."""
+    for area in AREAS:  # each imported once (sys.modules); importing registers its commands
         importlib.import_module(f"mqtools.cli.admin.mqadmin.{area}")
-    group = typer.main.get_command(app)
-    return {name.lower(): cmd for name, cmd in group.commands.items()}  # type: ignore[attr-defined]
+    return {info.name.lower(): info for info in app.registered_commands}
 
 
 _commands: dict[str, Any] = {}
 
 
 def find(name: str) -> Any:
-    """The mqadmin-dialect command called `name` in any letter case, or None."""
-    if not _commands:
-        _commands.update(_load())
-    return _commands.get(name.lower())
+    """The mqadmin-dialect command called `name` in any letter case, or None. Only that command is turned
+    into a click command: turning all of them, on every call, was a third of the dialect's start-up."""
+    key = name.lower()
+    if key not in _commands:
+        info = _registered().get(key)
+        if info is None:
+            return None
+        _commands[key] = typer.main.get_command_from_info(
+            info, pretty_exceptions_short=app.pretty_exceptions_short, rich_markup_mode=app.rich_markup_mode)
+    return _commands[key]
+
+
+def every() -> list[str]:
+    """Every mqadmin-dialect name, lower case, in registration order."""
+    return list(_registered())
 
 
 def listing() -> str:
     """What `mqadmin` prints with no arguments, plus the mq-dialect twin of each command."""
-    find("")
+    every()
     lines = ["The most commonly used mqadmin commands are:"]
     lines += [f"   {e.name:<35} {e.purpose}  [{e.twin}]" for e in CATALOGUE.values()]
     lines += ["", "See 'mq admin help <command>' for more information on a specific command."]
