@@ -53,15 +53,15 @@ class LazyGroup(TyperGroup):
     same. A listing (`--help`, completions, the reference) asks for every name and so loads them all.
     """
 
-    #: Command name -> "module:attribute" of its typer app.
+    #: Command name -> "module:attribute" of its typer app, in the order `--help` lists them.
     lazy: ClassVar[dict[str, str]] = {}
-    #: Every command's name in the order `--help` lists them (typer's: commands, then groups); commands
-    #: registered but not named here come last.
-    order: ClassVar[tuple[str, ...]] = ()
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._registered = tuple(self.commands)  # typer's listing order: its commands, then the groups (lazy)
 
     def list_commands(self, ctx: Any) -> list[str]:
-        known = [name for name in self.order if name in self.commands or name in self.lazy]
-        return [*known, *(name for name in self.commands if name not in known)]
+        return [*self._registered, *self.lazy]
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         found = self.commands.get(cmd_name)

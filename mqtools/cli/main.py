@@ -25,7 +25,6 @@ class Mq(FramedGroup):
         "controller": "mqtools.cli.controller_cmd:app", "proxy": "mqtools.cli.proxy_cmd:app",
         "cluster": "mqtools.cli.cluster_cmd:app", "admin": "mqtools.cli.admin:app",
         "context": "mqtools.cli.context_cmd:app", "spark-load": "mqtools.cli.spark_cmd:app"}
-    order = ("top", "exporter", "mcp", "version", *lazy)
 
 
 app = typer.Typer(

@@ -85,8 +85,7 @@ def mqadmin_sections() -> Iterator[tuple[str, str]]:
     root = _root()
     root_ctx = _context(root, "mq", None)
     admin_ctx = _context(root.get_command(root_ctx, "admin"), "admin", root_ctx)
-    every()  # imports every area, which registers its commands in CATALOGUE
-    for entry in sorted(CATALOGUE.values(), key=lambda e: e.name.lower()):
+    for entry in sorted((CATALOGUE[name] for name in every()), key=lambda e: e.name.lower()):
         cmd = find(entry.name)
         if cmd is not None and not cmd.hidden:
             yield f"mq admin {entry.name}", _plain_help(cmd, _context(cmd, entry.name, admin_ctx))

@@ -37,7 +37,6 @@ class AdminGroup(LazyGroup):
     """Looks a command up by its mq name first, then by its mqadmin name in any letter case."""
 
     lazy: ClassVar[dict[str, str]] = {noun: f"mqtools.cli.admin.{noun}:app" for noun in NOUNS}
-    order = ("schema", "help", *NOUNS)
 
     def get_command(self, ctx: Any, cmd_name: str) -> Any:
         found = super().get_command(ctx, cmd_name)

@@ -16,9 +16,8 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from mqtools.client.admin.base import SILENT_FOR, AdminBase
+from mqtools.client.admin.base import AdminBase
 from mqtools.client.admin.offsets import LATEST
-from mqtools.common.security import ClientSecurity
 
 if TYPE_CHECKING:
     from mqtools.client.admin.acl import AclAdmin
@@ -56,40 +55,35 @@ SERVICES: dict[str, str] = {
     "namesrv_probes": "namesrv_probe:NamesrvProbeAdmin", "acl": "acl:AclAdmin",
     "controllers": "controllers:ControllerAdmin", "auth": "auth:AuthAdmin", "timer": "timer:TimerAdmin",
     "consume_modes": "consume_modes:ConsumeModeAdmin", "proxies": "proxies:ProxyAdmin"}
-"""MQAdmin's area services: attribute -> "module:class" in this package (the attribute annotations below say
-the same for type checkers)."""
+"""MQAdmin's area services: attribute -> "module:class" in this package (MQAdmin's annotations say the same
+for type checkers; a unit test holds the two to the same names)."""
 
 
 class MQAdmin(AdminBase):
     """Async admin client; `async with MQAdmin("127.0.0.1:9876") as admin: ...`."""
 
-    def __init__(self, namesrv: str | list[str], *, timeout: float = 5.0,
-                 security: ClientSecurity | None = None, silent_for: float = SILENT_FOR) -> None:
-        super().__init__(namesrv, timeout=timeout, security=security, silent_for=silent_for)
-
-    if TYPE_CHECKING:
-        namesrv: NamesrvAdmin
-        topics: TopicAdmin
-        groups: GroupAdmin
-        brokers: BrokerAdmin
-        cluster: ClusterAdmin
-        messages: MessageAdmin
-        dlq: DeadLetterAdmin
-        offsets: OffsetAdmin
-        tracking: TrackingAdmin
-        traces: TraceAdmin
-        transactions: TransactionAdmin
-        overview: OverviewAdmin
-        topic_views: TopicOverviewAdmin
-        queue_offsets: QueueOffsetAdmin
-        ha: HAAdmin
-        namesrv_probes: NamesrvProbeAdmin
-        acl: AclAdmin
-        controllers: ControllerAdmin
-        auth: AuthAdmin
-        timer: TimerAdmin
-        consume_modes: ConsumeModeAdmin
-        proxies: ProxyAdmin
+    namesrv: NamesrvAdmin
+    topics: TopicAdmin
+    groups: GroupAdmin
+    brokers: BrokerAdmin
+    cluster: ClusterAdmin
+    messages: MessageAdmin
+    dlq: DeadLetterAdmin
+    offsets: OffsetAdmin
+    tracking: TrackingAdmin
+    traces: TraceAdmin
+    transactions: TransactionAdmin
+    overview: OverviewAdmin
+    topic_views: TopicOverviewAdmin
+    queue_offsets: QueueOffsetAdmin
+    ha: HAAdmin
+    namesrv_probes: NamesrvProbeAdmin
+    acl: AclAdmin
+    controllers: ControllerAdmin
+    auth: AuthAdmin
+    timer: TimerAdmin
+    consume_modes: ConsumeModeAdmin
+    proxies: ProxyAdmin
 
     def __getattr__(self, name: str) -> Any:
         """An area service, made (and its module imported) when first used, then kept: a command that lists

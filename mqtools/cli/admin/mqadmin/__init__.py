@@ -99,9 +99,8 @@ def every() -> list[str]:
 
 def listing() -> str:
     """What `mqadmin` prints with no arguments, plus the mq-dialect twin of each command."""
-    every()
     lines = ["The most commonly used mqadmin commands are:"]
-    lines += [f"   {e.name:<35} {e.purpose}  [{e.twin}]" for e in CATALOGUE.values()]
+    lines += [f"   {e.name:<35} {e.purpose}  [{e.twin}]" for e in (CATALOGUE[name] for name in every())]
     lines += ["", "See 'mq admin help <command>' for more information on a specific command."]
     return "\n".join(lines)
 
