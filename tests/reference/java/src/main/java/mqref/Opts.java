@@ -117,6 +117,10 @@ final class Opts {
         if (flag("tls")) {
             c.setUseTLS(true);
         }
+        if (has("client-api-timeout-ms")) {
+            // Route lookups and heartbeats: 3 s by default, too short for a JVM starting beside three others on two cores.
+            c.setMqClientApiTimeout(integer("client-api-timeout-ms", 3000));
+        }
     }
 
     private static String instance;
