@@ -9,6 +9,8 @@ pytest's own formatter fails on a traceback entry without a line number (TypeErr
 seen at a drill fixture's setup on a loaded machine), and the run then ends in INTERNALERROR without the
 real error. Such a report is rebuilt from the standard library's formatting, so the cause is shown.
 
+A session fixture ends after the last test that needs it (support/session_fixtures.py).
+
 Every test is marked by the directory it lives in (unit, integration, compat, reference, spark, tui),
 and the directories that start JVMs, a SparkSession or third-party clients are also `slow`, so
 `-m "not slow"` or `-m "not reference"` select what they say (tests/README.md).
@@ -23,6 +25,8 @@ from pathlib import Path
 from types import TracebackType
 
 import pytest
+
+pytest_plugins = ["support.session_fixtures"]
 
 HERE = Path(__file__).parent
 #: The directories whose tests take a marker of their name; the second set are also `slow`.

@@ -92,10 +92,10 @@ def mq_single(ref_root: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session", params=["apache-4", "apache-5", "mq"])
-def any_side(request: pytest.FixtureRequest) -> str:
+def any_side(request: pytest.FixtureRequest, apache4: str, apache5: str, mq_single: str) -> str:
     """Each side in turn, for our own clients, which must behave the same against all three; the name
-    server address."""
-    return request.getfixturevalue({"apache-4": "apache4", "apache-5": "apache5", "mq": "mq_single"}[request.param])
+    server address. All three are arguments, so each world is known to be needed until the last of these."""
+    return {"apache-4": apache4, "apache-5": apache5, "mq": mq_single}[request.param]
 
 
 @pytest.fixture(scope="session")
@@ -142,10 +142,10 @@ def pair_2m2s(clusters_2m2s: Clusters2m2s) -> dict[str, str]:
 
 
 @pytest.fixture(scope="session", params=["single", "2m-2s-sync"])
-def topology(request: pytest.FixtureRequest) -> dict[str, str]:
+def topology(request: pytest.FixtureRequest, pair: dict[str, str], pair_2m2s: dict[str, str]) -> dict[str, str]:
     """`pair`, then `pair_2m2s`: the Java client's scenarios run on a single broker and on a 2m-2s
     SYNC_MASTER cluster of each side."""
-    return request.getfixturevalue("pair" if request.param == "single" else "pair_2m2s")
+    return pair if request.param == "single" else pair_2m2s
 
 
 

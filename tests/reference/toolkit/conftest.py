@@ -12,10 +12,17 @@ from tkworld import World, make_world
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Here, tests that kill processes of the shared 2m-2s clusters (marked `faults`) run after the
-    others, which read the world as it was made; the rest of the session keeps its order."""
+    others, which read the world as it was made; then the modules with worlds of their own (Apache 5.5.0's),
+    which so run after the 2m-2s clusters have ended (support/session_fixtures.py) rather than beside their
+    nine idle processes. The rest of the session keeps its order."""
     here = Path(__file__).parent
     mine = [i for i, item in enumerate(items) if here in item.path.parents]
-    ordered = sorted((items[i] for i in mine), key=lambda item: item.get_closest_marker("faults") is not None)
+
+    def key(item: pytest.Item) -> tuple[bool, bool]:
+        shared = "clusters_2m2s" in getattr(item, "fixturenames", ())
+        return not shared, shared and item.get_closest_marker("faults") is not None
+
+    ordered = sorted((items[i] for i in mine), key=key)
     for i, item in zip(mine, ordered, strict=True):
         items[i] = item
 
