@@ -115,7 +115,7 @@ def produce(
     plan = driver.produce_plan(topic, messages, duration, rate, size, tasks, mode, batch_size, keys, tags)
     confs = driver.confs(conf)
     driver.Files(csv, omb).check()
-    where = driver.where(master, remote)
+    driver.where(master, remote)  # a --remote that is not a Connect URL: one line, before Spark starts
     driver.need_spark(remote)
     target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
     addr = target.namesrv
@@ -129,6 +129,7 @@ def produce(
             driver.stored_counter(addr, topic, target.security, show) as counter, \
             JobProgress(spark, tasks, counter, show, f"produce {topic}"):
         stats = run_produce(spark, addr, plan, target.security)
+        where = driver.ran_on(spark, remote)
     _report("produce", topic, where, stats, output, rate is not None, driver.Files(csv, omb, size, queues))
 
 
@@ -157,7 +158,7 @@ def consume(
     check_output(output)
     confs = driver.confs(conf)
     driver.Files(csv, omb).check()
-    where = driver.where(master, remote)
+    driver.where(master, remote)  # a --remote that is not a Connect URL: one line, before Spark starts
     driver.need_spark(remote)
     target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
     addr = target.namesrv
@@ -171,6 +172,7 @@ def consume(
     with driver.session(master, remote, confs, f"mq spark-load consume {topic}") as spark, \
             JobProgress(spark, reads, None, _progress_on(output, remote), f"consume {topic}"):
         stats = run_consume(spark, addr, topic, ranges, partitions, target.security)
+        where = driver.ran_on(spark, remote)
     queues = len({(r.broker, r.queue_id) for r in ranges})
     _report("consume", topic, where, stats, output, False, driver.Files(csv, omb, None, queues))
 
@@ -214,5 +216,6 @@ def e2e(
 
     with driver.session(master, None, confs, f"mq spark-load e2e {topic}") as spark:
         producers, readers = run_e2e(spark, addr, plan, start, drain, target.security)
+        where = driver.ran_on(spark, None)
     queues = len({(r.broker, r.queue_id) for r in start})
-    _report("e2e", topic, master, readers, output, rate is not None, driver.Files(csv, omb, size, queues), producers)
+    _report("e2e", topic, where, readers, output, rate is not None, driver.Files(csv, omb, size, queues), producers)

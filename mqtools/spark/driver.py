@@ -90,16 +90,29 @@ def check_connect(remote: str) -> None:
 
 @contextmanager
 def session(master: str, remote: str | None, confs: dict[str, str], app: str) -> Iterator[Any]:
-    """A Spark session for one job, stopped afterwards."""
+    """A Spark session for one job, stopped afterwards, unless this process already runs one (a notebook,
+    a test session): that one is used, on its own master, and left running for its owner."""
     from mqtools.spark.load import spark_session
 
     if remote is not None:
         check_connect(remote)
+    running = None
+    if remote is None:
+        from pyspark.sql import SparkSession
+
+        running = SparkSession.getActiveSession()
     spark = spark_session(master, confs, app, remote)
     try:
         yield spark
     finally:
-        spark.stop()
+        if running is None:
+            spark.stop()
+
+
+def ran_on(spark: Any, remote: str | None) -> str:
+    """Where the job ran, as the report names it: the Connect URL, or the session's master (a session
+    this process already ran keeps its own, whatever --master said)."""
+    return remote if remote is not None else str(spark.sparkContext.master)
 
 
 def confs(pairs: list[str] | None) -> dict[str, str]:

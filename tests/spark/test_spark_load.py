@@ -1,4 +1,9 @@
-"""`mq spark-load produce` then `consume` on local[2]: the reports' counts equal what the brokers stored."""
+"""`mq spark-load produce` then `consume` on local[2]: the reports' counts equal what the brokers stored.
+
+The jobs run in this process (typer's CliRunner) on the session's SparkSession, which spark-load uses and
+leaves running, as it would a notebook's: one Spark for the suite. A run in a process of its own, with
+its own session, is the reference toolkit's `spark-load produce` to each Apache version.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from support.adminsupport import json_of, mq, one_line_error
+from support.adminsupport import json_of, mq, mq_here, one_line_error
 from support.clientsupport import Cluster, create_topic
 
 from mqtools.client.admin.sync import SyncMQAdmin
@@ -33,8 +38,7 @@ def topic(cluster: Cluster) -> str:
 
 
 def _load(cluster: Cluster, *args: str) -> subprocess.CompletedProcess[str]:
-    return mq("spark-load", *args, "--master", "local[2]", "-o", "json", namesrv=cluster.namesrv.addr,
-              timeout=180)
+    return mq_here("spark-load", *args, "--master", "local[2]", "-o", "json", namesrv=cluster.namesrv.addr)
 
 
 def _omb(path: Path) -> dict[str, Any]:
@@ -49,7 +53,8 @@ def _csv(path: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f))
 
 
-def test_produce_then_consume_counts_match_the_brokers(cluster: Cluster, topic: str, tmp_path: Path) -> None:
+def test_produce_then_consume_counts_match_the_brokers(spark: Any, cluster: Cluster, topic: str,
+                                                      tmp_path: Path) -> None:
     before = _stored(cluster, topic)
     produced = json_of(_load(cluster, "produce", "-t", topic, "--messages", "300", "--tasks", "2", "--mode",
                              "async", "--size", "64", "--keys", "--tags", "3", "--rate", "2000",
@@ -128,15 +133,16 @@ def test_without_pyspark_it_names_the_package(tmp_path: Any) -> None:
     assert mq("admin", "--help", env=env).returncode == 0
 
 
-def test_e2e_reads_every_message_it_produced(cluster: Cluster, tmp_path: Path) -> None:
+def test_e2e_reads_every_message_it_produced(spark: Any, cluster: Cluster, tmp_path: Path) -> None:
     """Producers and a streaming read at once: the stream reads exactly what was sent, with born-to-read
     latency; OMB's result has both the publish and the end-to-end side."""
     topic = "SparkLoadE2E"
     asyncio.run(create_topic(cluster, topic, queues=2))
     before = _stored(cluster, topic)
-    report = json_of(mq("spark-load", "e2e", "-t", topic, "--messages", "200", "--rate", "400", "--tasks", "1",
-                        "--master", "local[3]", "-o", "json", "--omb", str(tmp_path / "e.json"),
-                        namesrv=cluster.namesrv.addr, timeout=180), "SparkLoadReport")
+    report = json_of(mq_here("spark-load", "e2e", "-t", topic, "--messages", "200", "--rate", "400", "--tasks", "1",
+                             "--master", "local[3]", "-o", "json", "--omb", str(tmp_path / "e.json"),
+                             namesrv=cluster.namesrv.addr), "SparkLoadReport")
+    assert report["master"] == "local[2]"  # the running session's, not the --master asked for
     assert report["action"] == "e2e" and report["produced"]["messages"] == 200 and report["produced"]["failed"] == {}
     assert report["messages"] == 200 == _stored(cluster, topic) - before
     assert report["latencyMs"]["p50"] is not None and report["publishDelayMs"] is not None
