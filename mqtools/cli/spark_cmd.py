@@ -115,7 +115,7 @@ def produce(
     plan = driver.produce_plan(topic, messages, duration, rate, size, tasks, mode, batch_size, keys, tags)
     confs = driver.confs(conf)
     driver.Files(csv, omb).check()
-    driver.where(master, remote)  # a --remote that is not a Connect URL: one line, before Spark starts
+    driver.check_remote(remote)
     driver.need_spark(remote)
     target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
     addr = target.namesrv
@@ -158,7 +158,7 @@ def consume(
     check_output(output)
     confs = driver.confs(conf)
     driver.Files(csv, omb).check()
-    driver.where(master, remote)  # a --remote that is not a Connect URL: one line, before Spark starts
+    driver.check_remote(remote)
     driver.need_spark(remote)
     target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
     addr = target.namesrv

@@ -66,14 +66,13 @@ def need_spark(remote: str | None) -> None:
         raise UsageError(f"mq spark-load needs {', '.join(missing)}: pip install 'mqtools[spark]'")
 
 
-def where(master: str, remote: str | None) -> str:
-    """Where the job runs, as the report names it; a --remote that is not a Spark Connect URL is bad input."""
+def check_remote(remote: str | None) -> None:
+    """A --remote that is not a Spark Connect URL is bad input, said before Spark starts."""
     if remote is None:
-        return master
+        return
     host, _, port = remote.removeprefix("sc://").split("/")[0].partition(":")
     if not remote.startswith("sc://") or not host or (port and not port.isdigit()):
         raise UsageError(f"--remote wants a Spark Connect URL like sc://HOST:15002, not {remote!r}")
-    return remote
 
 
 def check_connect(remote: str) -> None:

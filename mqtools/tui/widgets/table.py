@@ -14,7 +14,6 @@ from __future__ import annotations
 from rich.cells import cell_len
 from rich.text import Text
 from textual.widgets import DataTable
-from textual.widgets.data_table import ColumnKey
 
 from mqtools.live.tables import CRIT, WARN, Row, Table
 
@@ -37,7 +36,6 @@ class LiveTable(DataTable[Text]):
         self._keys: list[str] = []
         self._shown: dict[str, list[tuple[str, int, bool]]] = {}
         """What each shown cell holds (text, level, stale): compared before any Text is made."""
-        self._widths: list[int] = []
         self.view_rows: list[Row] = []
 
     def show(self, table: Table, rows: list[Row]) -> None:
@@ -49,9 +47,10 @@ class LiveTable(DataTable[Text]):
         widths = [max([cell_len(c.header), *(cell_len(m[i][0]) for m in marks.values())])
                   for i, c in enumerate(table.columns)]
         if columns == self._columns_of and keys == self._keys:
-            grown = {i for i, (w, before) in enumerate(zip(widths, self._widths, strict=True)) if w > before}
+            shown = self.ordered_columns
+            grown = {i for i, (w, col) in enumerate(zip(widths, shown, strict=True)) if w > col.width}
             for i in grown:  # set before the cells change: a frame drawn in between is drawn at the new width
-                self.columns[ColumnKey(columns[i])].width = widths[i]
+                shown[i].width = widths[i]
             for key in keys:
                 old, new = self._shown[key], marks[key]
                 if old == new:
@@ -60,7 +59,7 @@ class LiveTable(DataTable[Text]):
                     if before != after:
                         self.update_cell(key, columns[i], styled(*after, table.columns[i].right),
                                          update_width=i in grown)
-            self._shown, self._widths = marks, [max(w, b) for w, b in zip(widths, self._widths, strict=True)]
+            self._shown = marks
             return
         selected = self._keys[self.cursor_row] if 0 <= self.cursor_row < len(self._keys) else None
         self.clear(columns=True)
@@ -69,7 +68,7 @@ class LiveTable(DataTable[Text]):
         rights = [c.right for c in table.columns]
         self.add_rows_keyed(rows, {k: [styled(*m, right) for m, right in zip(v, rights, strict=True)]
                                    for k, v in marks.items()})
-        self._columns_of, self._keys, self._shown, self._widths = columns, keys, marks, widths
+        self._columns_of, self._keys, self._shown = columns, keys, marks
         if selected in marks:
             self.move_cursor(row=keys.index(selected), animate=False)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -26,14 +27,17 @@ def test_a_produce_plan_refuses_each_bad_option() -> None:
         driver.produce_plan("T", 10, None, None, 128, 2, "fast", 16, False, 0)
 
 
-def test_confs_where_and_files_are_checked_before_spark(tmp_path: Path) -> None:
+def test_confs_remote_and_files_are_checked_before_spark(tmp_path: Path) -> None:
     assert driver.confs(["a=1", " b = two "]) == {"a": "1", "b": "two"}
     with pytest.raises(UsageError, match="key=value"):
         driver.confs(["novalue"])
-    assert driver.where("local[2]", None) == "local[2]"
-    assert driver.where("local[2]", "sc://host:15002") == "sc://host:15002"
+    driver.check_remote(None)
+    driver.check_remote("sc://host:15002")
     with pytest.raises(UsageError, match="Spark Connect URL"):
-        driver.where("local[2]", "http://host")
+        driver.check_remote("http://host")
+    local = SimpleNamespace(sparkContext=SimpleNamespace(master="local[2]"))
+    assert driver.ran_on(local, None) == "local[2]"
+    assert driver.ran_on(local, "sc://host:15002") == "sc://host:15002"
     driver.Files(tmp_path / "r.csv", None).check()
     with pytest.raises(UsageError, match="no such directory"):
         driver.Files(None, tmp_path / "missing" / "r.json").check()
