@@ -195,11 +195,13 @@ def up(opts: UpOptions, progress: Callable[[str], None] = lambda _: None) -> Clu
         except netns.NetnsError as exc:
             raise LaunchError(f"cannot make the network namespaces: {exc}") from None
     try:
-        for proc in state.procs:  # name servers, then masters, then slaves, then proxies (plan order)
-            sv.spawn(opts.root, proc)
-            sv.save_state(opts.root, state)
-            sv.wait_ready(opts.root, proc, max(1.0, deadline - time.monotonic()))
-            progress(f"started {proc.name} ({proc.role}) pid {proc.pid} on {proc.addr}")
+        for stage in start_stages(state.procs):
+            for proc in stage:
+                sv.spawn(opts.root, proc)
+                sv.save_state(opts.root, state)
+            for proc in stage:
+                sv.wait_ready(opts.root, proc, max(1.0, deadline - time.monotonic()))
+                progress(f"started {proc.name} ({proc.role}) pid {proc.pid} on {proc.addr}")
         asyncio.run(wait_healthy(state, deadline))
     except BaseException:
         for proc in reversed(state.procs):
@@ -207,6 +209,25 @@ def up(opts: UpOptions, progress: Callable[[str], None] = lambda _: None) -> Clu
         _remove_namespaces(state)
         raise
     return state
+
+
+def start_stages(procs: list[ProcInfo]) -> list[list[ProcInfo]]:
+    """The processes in plan order, grouped into stages whose members start together: the name servers, the first
+    broker of each set (its master; in controller mode the one that applies first), the others of each set (a
+    slave learns its master's address when it registers, so it starts once the master is ready), the proxies.
+    A cluster comes up in four waits for a READY line instead of one per process."""
+    seen: set[str] = set()
+    stages: dict[int, list[ProcInfo]] = {}
+    for proc in procs:
+        if proc.kind == "namesrv":
+            key = 0
+        elif proc.kind == "broker":
+            key = 2 if proc.broker_name in seen else 1
+            seen.add(proc.broker_name)
+        else:
+            key = 3
+        stages.setdefault(key, []).append(proc)
+    return [stages[key] for key in sorted(stages)]
 
 
 def _remove_namespaces(state: ClusterState) -> None:
