@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from support.adminsupport import json_of, mq, one_line_error
+from support.adminsupport import json_of, mq_here, one_line_error
 from support.clientsupport import Cluster, broker_cluster, until
 
 from mqtools.common.javaprops import parse_properties
@@ -286,7 +286,7 @@ def test_mq_admin_acl_commands(prepared: AclCluster) -> None:
     outputs: list[str] = []
 
     def run(*args: str, stdin: str | None = None, env: dict[str, str] | None = None):
-        result = mq("admin", *args, namesrv=ns, stdin=stdin, env=env if env is not None else admin_env())
+        result = mq_here("admin", *args, namesrv=ns, stdin=stdin, env=env if env is not None else admin_env())
         outputs.append(result.stdout + result.stderr)
         return result
 
@@ -329,16 +329,16 @@ def test_mq_admin_acl_commands(prepared: AclCluster) -> None:
 def test_context_credentials_reach_the_tools(prepared: AclCluster, tmp_path: Path) -> None:
     env = {"MQ_CONFIG_DIR": str(tmp_path), "MQ_ACCESS_KEY": "", "MQ_SECRET_KEY": ""}
     ns = prepared.cluster.namesrv.addr
-    assert mq("context", "add", "acl", "-n", ns, env=env).returncode == 0
-    assert mq("context", "credentials", "acl", "--access-key", ADMIN.access_key, stdin=ADMIN.secret_key + "\n",
+    assert mq_here("context", "add", "acl", "-n", ns, env=env).returncode == 0
+    assert mq_here("context", "credentials", "acl", "--access-key", ADMIN.access_key, stdin=ADMIN.secret_key + "\n",
               env=env).returncode == 0
-    shown = mq("context", "show", env=env)
+    shown = mq_here("context", "show", env=env)
     assert "accessKey adminkey1, secretKey ****" in shown.stdout and ADMIN.secret_key not in shown.stdout
-    listed = mq("admin", "acl", "version", "-b", prepared.broker, "-o", "json", env=env)
+    listed = mq_here("admin", "acl", "version", "-b", prepared.broker, "-o", "json", env=env)
     assert json_of(listed, "AclVersion")["brokers"][0]["brokerAddr"] == prepared.broker
     assert ADMIN.secret_key not in (tmp_path / "contexts.json").read_text()
     # mq top signs too: the broker answers its runtime questions (refused without credentials)
-    top = mq("top", "--once", "-o", "json", env=env)
+    top = mq_here("top", "--once", "-o", "json", env=env)
     assert top.returncode == 0, top.stderr
     (row,) = json.loads(top.stdout)["views"]["brokers"]["rows"]
     assert row["version"] == "V4_9_7" and row["status"] == "ok", row

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 from integration.ha.hasupport import pull_all, ready_for_drill, send, start_group
-from support.adminsupport import mq, one_line_error
+from support.adminsupport import mq, mq_here, one_line_error
 from support.mqproc import start_mq
 from support.ports import random_base_port
 from support.presetcluster import wait_for
@@ -49,7 +49,7 @@ class TlsCluster:
         return ClientSecurity(tls=TlsClientOptions(self.ca))
 
     def mq(self, *args: str) -> subprocess.CompletedProcess[str]:
-        return mq(*args, env={"MQ_CONFIG_DIR": str(self.config_dir)})
+        return mq_here(*args, env={"MQ_CONFIG_DIR": str(self.config_dir)})
 
 
 @pytest.fixture(scope="module")
@@ -88,7 +88,7 @@ def test_mq_admin_over_tls_by_context_and_by_flags(cluster: TlsCluster) -> None:
     by_context = cluster.mq("admin", "cluster", "list", "--context", "secure", "-o", "json")
     assert by_context.returncode == 0, by_context.stderr
     assert {"broker-a", "broker-b"} <= set(by_context.stdout.replace('"', " ").split())
-    by_flags = mq("admin", "--tls-ca", cluster.ca, "topic", "list", "-n", cluster.namesrv)
+    by_flags = mq_here("admin", "--tls-ca", cluster.ca, "topic", "list", "-n", cluster.namesrv)
     assert by_flags.returncode == 0, by_flags.stderr
     shown = cluster.mq("context", "show", "--context", "secure")
     assert f"tls:     CA {cluster.ca}" in shown.stdout
@@ -96,15 +96,15 @@ def test_mq_admin_over_tls_by_context_and_by_flags(cluster: TlsCluster) -> None:
 
 
 def test_untrusted_and_plain_clients_are_refused_in_enforcing_mode(cluster: TlsCluster) -> None:
-    untrusted = mq("admin", "--tls", "topic", "list", "-n", cluster.namesrv)  # system CAs do not know ours
+    untrusted = mq_here("admin", "--tls", "topic", "list", "-n", cluster.namesrv)  # system CAs do not know ours
     one_line_error(untrusted, 3, "CERTIFICATE_VERIFY_FAILED")
-    plain = mq("admin", "topic", "list", "-n", cluster.namesrv)
+    plain = mq_here("admin", "topic", "list", "-n", cluster.namesrv)
     one_line_error(plain, 3, "closed before answering anything (a server in TLS enforcing mode closes plain connections")
     log = (cluster.state / "namesrv-0" / "namesrv-0.log").read_text()
     assert "plain connection while this server is in TLS enforcing mode" in log
-    one_line_error(mq("admin", "--tls-ca", str(cluster.state / "nope.pem"), "topic", "list", "-n", cluster.namesrv),
+    one_line_error(mq_here("admin", "--tls-ca", str(cluster.state / "nope.pem"), "topic", "list", "-n", cluster.namesrv),
                    2, "nope.pem")
-    one_line_error(mq("admin", "--tls-cert", cluster.ca, "topic", "list", "-n", cluster.namesrv), 2, "--tls-key")
+    one_line_error(mq_here("admin", "--tls-cert", cluster.ca, "topic", "list", "-n", cluster.namesrv), 2, "--tls-key")
 
 
 async def test_plain_remoting_client_is_closed_by_enforcing_broker(cluster: TlsCluster) -> None:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
+import concurrent.futures
 import json
 import os
 import subprocess
 import sys
 import traceback
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import jsonschema
 
 from mqtools.common.presentation import load_schema
+
+T = TypeVar("T")
 
 
 def mq(*args: str, namesrv: str | None = None, stdin: str | None = None, timeout: float = 60.0,
@@ -29,19 +34,48 @@ def mq(*args: str, namesrv: str | None = None, stdin: str | None = None, timeout
 
 def mq_here(*args: str, namesrv: str | None = None, stdin: str | None = None,
             env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    """`mq ARGS` run inside this process by typer's CliRunner, for tests that run dozens of commands (a
-    process start costs 0.4 s of CPU), with `env` set meanwhile; stdout and stderr apart, the exit code as
-    returncode."""
+    """`mq ARGS` run inside this process through the console entry point (`main`), for tests that run dozens of
+    commands (a process start costs 0.7 s of CPU): stdin, stdout and stderr swapped for buffers by typer's
+    CliRunner and `env` set meanwhile; the exit code as returncode, a traceback on stderr as a process would print
+    it. Called from a running event loop (an async test), it runs on a thread and holds that loop until it is
+    done, as `mq` does. Not for calls from several threads at once (the swap is process-wide): those use `mq`."""
     from typer.testing import CliRunner
 
-    from mqtools.cli.main import app
+    from mqtools.cli.main import main
 
     argv = [*args, *(["-n", namesrv] if namesrv is not None else [])]
-    result = CliRunner().invoke(app, argv, input=stdin, env={"NAMESRV_ADDR": None, **(env or {})})
-    stderr = result.stderr
-    if result.exception is not None and not isinstance(result.exception, SystemExit):
-        stderr += "Traceback (most recent call last):\n" + "".join(traceback.format_exception(*result.exc_info))
-    return subprocess.CompletedProcess(["mq", *argv], result.exit_code, result.stdout, stderr)
+
+    def invoke() -> tuple[int, str, str]:
+        with CliRunner().isolation(input=stdin, env={"NAMESRV_ADDR": None, **(env or {})}) as (out, err, _):
+            try:
+                code = main(argv)
+            except SystemExit as exc:
+                code = exc.code if isinstance(exc.code, int) else 1
+            except Exception:  # noqa: BLE001 - what the process would print before dying with 1
+                sys.stderr.write(traceback.format_exc())
+                code = 1
+            finally:
+                sys.stdout.flush()
+                sys.stderr.flush()
+            return code, out.getvalue().decode(), err.getvalue().decode()
+
+    code, stdout, stderr = invoke() if not _loop_running() else _in_thread(invoke)
+    return subprocess.CompletedProcess(["mq", *argv], code, stdout, stderr)
+
+
+def _loop_running() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def _in_thread(call: Callable[[], T]) -> T:
+    """`call()` on a thread of its own, waited for: an async test calls the CLI as it calls a subprocess, holding its
+    loop meanwhile, and the CLI runs its own loop there."""
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        return pool.submit(call).result()
 
 
 def json_of(result: subprocess.CompletedProcess[str], kind: str, exit_code: int = 0) -> dict[str, Any]:

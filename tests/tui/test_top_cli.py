@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
-from support.adminsupport import mq, one_line_error
+from support.adminsupport import mq_here, one_line_error
 from support.ports import free_port
 
 
@@ -15,16 +15,16 @@ def free_addr() -> str:
 
 
 def test_without_a_terminal_it_asks_for_once() -> None:
-    one_line_error(mq("top", namesrv=free_addr()), 2, "mq top needs a terminal; use --once")
+    one_line_error(mq_here("top", namesrv=free_addr()), 2, "mq top needs a terminal; use --once")
 
 
 def test_bad_output_and_no_name_server() -> None:
-    one_line_error(mq("top", "--once", "-o", "csv", namesrv=free_addr()), 2, "-o must be one of table, json")
-    one_line_error(mq("top", "--once", env={"MQ_CONFIG_DIR": "/nonexistent/mq-top-test"}), 2, "no name server")
+    one_line_error(mq_here("top", "--once", "-o", "csv", namesrv=free_addr()), 2, "-o must be one of table, json")
+    one_line_error(mq_here("top", "--once", env={"MQ_CONFIG_DIR": "/nonexistent/mq-top-test"}), 2, "no name server")
 
 
 def test_once_against_a_cluster_that_does_not_answer() -> None:
-    one_line_error(mq("top", "--once", "-o", "json", "--timeout", "1", namesrv=free_addr()), 3,
+    one_line_error(mq_here("top", "--once", "-o", "json", "--timeout", "1", namesrv=free_addr()), 3,
                    "no name server answered")
 
 

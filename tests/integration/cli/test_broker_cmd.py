@@ -15,7 +15,7 @@ from pathlib import Path
 import jsonschema
 import psutil
 import pytest
-from support.adminsupport import json_of, mq, one_line_error
+from support.adminsupport import json_of, mq_here, one_line_error
 from support.clientsupport import Cluster, broker_cluster, create_topic
 from support.mqproc import start_broker
 
@@ -31,16 +31,16 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 def test_status_and_config_get_set(cluster: Cluster) -> None:
     ns, addr = cluster.namesrv.addr, cluster.brokers["broker-a"].addr
-    status = json_of(mq("admin", "broker", "status", addr, "-o", "json", namesrv=ns), "BrokerStatus")
+    status = json_of(mq_here("admin", "broker", "status", addr, "-o", "json", namesrv=ns), "BrokerStatus")
     assert status["brokerAddr"] == addr and status["runtime"]["brokerActive"] == "true"
     assert int(status["runtime"]["commitLogMaxOffset"]) >= 0
-    changed = mq("admin", "broker", "config", "set", addr, "defaultTopicQueueNums", "6", namesrv=ns)
+    changed = mq_here("admin", "broker", "config", "set", addr, "defaultTopicQueueNums", "6", namesrv=ns)
     assert changed.returncode == 0 and changed.stdout.strip().endswith("defaultTopicQueueNums 8 -> 6"), changed.stdout
-    config = json_of(mq("admin", "broker", "config", "get", addr, "-o", "json", namesrv=ns), "BrokerConfig")
+    config = json_of(mq_here("admin", "broker", "config", "get", addr, "-o", "json", namesrv=ns), "BrokerConfig")
     assert config["config"]["defaultTopicQueueNums"] == "6" and config["config"]["brokerName"] == "broker-a"
-    refused = mq("admin", "broker", "config", "set", addr, "brokerName", "other", namesrv=ns)
+    refused = mq_here("admin", "broker", "config", "set", addr, "brokerName", "other", namesrv=ns)
     one_line_error(refused, 1, "black list")
-    config = json_of(mq("admin", "broker", "config", "get", addr, "-o", "json", namesrv=ns), "BrokerConfig")
+    config = json_of(mq_here("admin", "broker", "config", "get", addr, "-o", "json", namesrv=ns), "BrokerConfig")
     assert config["config"]["brokerName"] == "broker-a"
 
 
@@ -56,16 +56,16 @@ async def test_consume_stats_show_each_groups_lag(cluster: Cluster) -> None:
     async with PullConsumer("CG_ADM_LAG", namesrv=ns) as consumer:
         await consumer.instance.route("AdmBrkLag", refresh=True)
         await consumer.commit_offset(on_b[0].queue, 1)
-    doc = json_of(mq("admin", "broker", "consume-stats", addr, "-o", "json", namesrv=ns), "BrokerConsumeStats")
+    doc = json_of(mq_here("admin", "broker", "consume-stats", addr, "-o", "json", namesrv=ns), "BrokerConsumeStats")
     rows = [q for q in doc["queues"] if q["group"] == "CG_ADM_LAG"]
     assert rows == [{"topic": "AdmBrkLag", "group": "CG_ADM_LAG", "brokerName": "broker-b", "queueId": 0,
                      "brokerOffset": len(on_b), "consumerOffset": 1, "diff": len(on_b) - 1,
                      "lastTimestamp": rows[0]["lastTimestamp"]}]
     assert rows[0]["lastTimestamp"] is not None and doc["totalDiff"] >= len(on_b) - 1
-    none_left = json_of(mq("admin", "broker", "consume-stats", addr, "--level", "100000", "-o", "json", namesrv=ns),
+    none_left = json_of(mq_here("admin", "broker", "consume-stats", addr, "--level", "100000", "-o", "json", namesrv=ns),
                         "BrokerConsumeStats")
     assert none_left["queues"] == []
-    stats = json_of(mq("admin", "broker", "stats", "-t", "AdmBrkLag", "-o", "json", namesrv=ns), "StatsAll")
+    stats = json_of(mq_here("admin", "broker", "stats", "-t", "AdmBrkLag", "-o", "json", namesrv=ns), "StatsAll")
     row = next(r for r in stats["rows"] if r["group"] == "CG_ADM_LAG")
     assert row["accumulation"] == 12 - 1 and row["inMsg24Hour"] == 12 and row["inTps"] > 0
 
@@ -73,12 +73,12 @@ async def test_consume_stats_show_each_groups_lag(cluster: Cluster) -> None:
 async def test_perm_wipe_drains_a_broker_and_add_brings_it_back(cluster: Cluster) -> None:
     ns = cluster.namesrv.addr
     await create_topic(cluster, "AdmBrkDrain", 4)
-    wiped = mq("admin", "broker", "perm", "wipe", "broker-a", "--yes", namesrv=ns)
+    wiped = mq_here("admin", "broker", "perm", "wipe", "broker-a", "--yes", namesrv=ns)
     assert wiped.returncode == 0 and f"{ns}: wiped write permission of broker-a" in wiped.stdout, wiped.stderr
     async with Producer("PG_ADM_DRAIN", namesrv=ns) as producer:
         drained = [await producer.send(Message("AdmBrkDrain", b"x")) for _ in range(20)]
     assert {r.queue.broker_name for r in drained} == {"broker-b"}
-    added = mq("admin", "broker", "perm", "add", "broker-a", namesrv=ns)
+    added = mq_here("admin", "broker", "perm", "add", "broker-a", namesrv=ns)
     assert added.returncode == 0 and f"{ns}: restored write permission of broker-a" in added.stdout
     async with Producer("PG_ADM_UNDRAIN", namesrv=ns) as producer:
         back = [await producer.send(Message("AdmBrkDrain", b"y")) for _ in range(20)]
@@ -86,7 +86,7 @@ async def test_perm_wipe_drains_a_broker_and_add_brings_it_back(cluster: Cluster
 
 
 def test_perm_wipe_refuses_without_yes_off_a_terminal(cluster: Cluster) -> None:
-    one_line_error(mq("admin", "broker", "perm", "wipe", "broker-a", namesrv=cluster.namesrv.addr), 2, "--yes")
+    one_line_error(mq_here("admin", "broker", "perm", "wipe", "broker-a", namesrv=cluster.namesrv.addr), 2, "--yes")
 
 
 def test_watch_stops_cleanly_on_sigint(cluster: Cluster) -> None:
@@ -128,7 +128,7 @@ def test_a_broker_killed_mid_command_leaves_na_in_its_row(tmp_path: Path) -> Non
         ns = small.namesrv.addr
 
         def both_listed() -> bool:
-            doc = json_of(mq("admin", "cluster", "list", "-o", "json", namesrv=ns), "ClusterList")
+            doc = json_of(mq_here("admin", "cluster", "list", "-o", "json", namesrv=ns), "ClusterList")
             return {b["brokerName"] for b in doc["brokers"]} == {"broker-x", "broker-y"}
 
         wait_for(both_listed, 30, "both brokers registered")
@@ -147,7 +147,7 @@ def test_a_broker_killed_mid_command_leaves_na_in_its_row(tmp_path: Path) -> Non
         dead = rows["broker-y"]
         assert dead["error"] and dead["version"] is None and dead["commitLogMaxOffset"] is None
         assert dead["inTps"] is None and dead["diskRatio"] is None
-        one_line_error(mq("admin", "broker", "status", doomed.addr, namesrv=ns), 3, doomed.addr)
+        one_line_error(mq_here("admin", "broker", "status", doomed.addr, namesrv=ns), 3, doomed.addr)
     finally:
         doomed.stop()
         gen.close()

@@ -19,7 +19,7 @@ from typing import Any
 
 import jsonschema
 import pytest
-from support.adminsupport import json_of, mq, one_line_error
+from support.adminsupport import json_of, mq_here, one_line_error
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
 
 from mqtools.client.admin import SyncMQAdmin
@@ -102,7 +102,7 @@ def test_idle_figures_are_what_the_brokers_report(ha: PresetCluster, admin: Sync
     send(ha.namesrv, 50)
     master, slave = ha.addr("broker-a"), ha.addr("broker-a-s")
     wait_for(lambda: in_sync(admin, master), 20, "broker-a's slave in sync")
-    doc = json_of(mq("admin", "ha", "status", "--window", "1", "-o", "json", namesrv=ha.namesrv), "HAStatus")
+    doc = json_of(mq_here("admin", "ha", "status", "--window", "1", "-o", "json", namesrv=ha.namesrv), "HAStatus")
     raw, own, runtime = admin.brokers.ha_status(master), admin.brokers.ha_status(slave), admin.brokers.broker_runtime_info(master)
     assert {g["brokerName"] for g in doc["groups"]} == {"broker-a", "broker-b"}
     g = group_of(doc, "broker-a")
@@ -125,7 +125,7 @@ def test_idle_figures_are_what_the_brokers_report(ha: PresetCluster, admin: Sync
     assert report["connected"] is True and report["error"] is None
     assert report["lastReadMs"] is not None and abs(report["lastReadMs"] - time.time() * 1000) < 30_000
 
-    table = mq("admin", "ha", "status", "--window", "0", namesrv=ha.namesrv)
+    table = mq_here("admin", "ha", "status", "--window", "0", namesrv=ha.namesrv)
     assert table.returncode == 0, table.stderr
     head, *rows = table.stdout.splitlines()
     assert head.split()[:5] == ["BROKER", "MASTER", "SLAVE", "ACK", "OFFSET"]
@@ -139,7 +139,7 @@ def test_figures_under_load_are_between_what_the_brokers_said_before_and_after(
     with load(ha.namesrv):
         time.sleep(1.0)
         before, before_own = admin.brokers.ha_status(master), admin.brokers.ha_status(slave)
-        doc = json_of(mq("admin", "ha", "status", "-b", master, "--window", "2", "-o", "json",
+        doc = json_of(mq_here("admin", "ha", "status", "-b", master, "--window", "2", "-o", "json",
                          namesrv=ha.namesrv), "HAStatus")
         after, after_own = admin.brokers.ha_status(master), admin.brokers.ha_status(slave)
     (g,) = doc["groups"]
@@ -164,7 +164,7 @@ def test_a_stopped_slave_far_behind_is_not_safe_and_shrinks_after_sigcont(
     ha.pause("broker-a-s")
     try:
         send(ha.namesrv, 3000)  # ~3.5 MiB the slave does not get
-        verdict = doc_of(mq("admin", "ha", "ready", "broker-a", "--window", "1", "--timeout", "2",
+        verdict = doc_of(mq_here("admin", "ha", "ready", "broker-a", "--window", "1", "--timeout", "2",
                             "--max-diff", "1000000", "-o", "json", namesrv=ha.namesrv), "HAReady", 1)
         assert verdict["verdict"] == "not safe" and verdict["safe"] is False and verdict["exitCode"] == 1
         assert {"slave answers", "diff under bound", "catching up"} <= set(failed(verdict))
@@ -172,7 +172,7 @@ def test_a_stopped_slave_far_behind_is_not_safe_and_shrinks_after_sigcont(
         assert s["diffBytes"] > 3_000_000 and s["slaveReport"]["error"]
         assert verdict["lossBytes"] == s["diffBytes"] and verdict["lossMessages"] == s["diffMessages"]
         assert abs(s["diffMessages"] - 3000) <= 30
-        table = mq("admin", "ha", "ready", "broker-a", "--window", "0", "--timeout", "2", namesrv=ha.namesrv)
+        table = mq_here("admin", "ha", "ready", "broker-a", "--window", "0", "--timeout", "2", namesrv=ha.namesrv)
         assert table.returncode == 1 and "NOT SAFE" in table.stdout and "verdict: not safe (exit 1)" in table.stdout
 
         watch = subprocess.Popen([sys.executable, "-m", "mqtools.cli.main", "admin", "ha", "status", "-b", master,
@@ -190,12 +190,12 @@ def test_a_stopped_slave_far_behind_is_not_safe_and_shrinks_after_sigcont(
 
 def test_an_in_sync_slave_is_safe(ha: PresetCluster, admin: SyncMQAdmin) -> None:
     wait_for(lambda: in_sync(admin, ha.addr("broker-a")), 30, "broker-a's slave in sync")
-    doc = json_of(mq("admin", "ha", "ready", "broker-a", "--window", "1", "-o", "json", namesrv=ha.namesrv),
+    doc = json_of(mq_here("admin", "ha", "ready", "broker-a", "--window", "1", "-o", "json", namesrv=ha.namesrv),
                   "HAReady")
     assert doc["verdict"] == "safe" and doc["safe"] is True and doc["exitCode"] == 0 and failed(doc) == []
     assert doc["slave"] == ha.addr("broker-a-s") and doc["role"] == "ASYNC_MASTER"
     assert (doc["lossBytes"], doc["lossMessages"], doc["maxDiffBytes"]) == (0, 0, 1024 * 1024)
-    table = mq("admin", "ha", "ready", "broker-a", "--window", "0", namesrv=ha.namesrv)
+    table = mq_here("admin", "ha", "ready", "broker-a", "--window", "0", namesrv=ha.namesrv)
     assert table.returncode == 0 and table.stdout.startswith("broker-a: SAFE to stop the master")
 
 
@@ -205,7 +205,7 @@ def test_mqadmin_ha_status_in_rocketmq_5_layout(ha: PresetCluster, admin: SyncMQ
     time.sleep(2.5)  # the transfer speed of an idle connection falls to 0 after two quiet seconds
     raw = admin.brokers.ha_status(master)
     (conn,) = raw.slaves
-    out = mq("admin", "haStatus", "-b", master, namesrv=ha.namesrv)
+    out = mq_here("admin", "haStatus", "-b", master, namesrv=ha.namesrv)
     assert out.returncode == 0, out.stderr
     top = raw.commitlog_max_offset
     assert out.stdout == (
@@ -213,27 +213,27 @@ def test_mqadmin_ha_status_in_rocketmq_5_layout(ha: PresetCluster, admin: SyncMQ
         "#SlaveAddr                        #SlaveAckOffset             #Diff #TransferSpeed(KB/s)          "
         "#Status #TransferFromWhere\n"
         f"{conn.addr:<32}  {top:<16} {0:>16} {'0.00':>16} {'OK':>16} {top:>16}\n")
-    own = mq("admin", "HASTATUS", "--brokerAddr", slave, namesrv=ha.namesrv)
+    own = mq_here("admin", "HASTATUS", "--brokerAddr", slave, namesrv=ha.namesrv)
     assert own.returncode == 0, own.stderr
     stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d{3}"
     assert re.fullmatch(rf"\n#MasterAddr\t{re.escape(ha.ha_addr('broker-a'))}\n#CommitLogMaxOffset\t{top}\n"
                         rf"#TransferSpeed\(KB/s\)\t0\.00\n#LastReadTime\t{stamp}\n#LastWriteTime\t{stamp}\n"
                         r"#MasterFlushOffset\t0\n", own.stdout), own.stdout
-    both = mq("admin", "haStatus", "-c", "DefaultCluster", namesrv=ha.namesrv)
+    both = mq_here("admin", "haStatus", "-c", "DefaultCluster", namesrv=ha.namesrv)
     assert both.returncode == 0 and both.stdout.count("#MasterAddr") == 2
     assert f"#MasterAddr\t{master}\n" in both.stdout and f"#MasterAddr\t{ha.addr('broker-b')}\n" in both.stdout
-    one_line_error(mq("admin", "haStatus", namesrv=ha.namesrv), 2, "-b")
+    one_line_error(mq_here("admin", "haStatus", namesrv=ha.namesrv), 2, "-b")
 
 
 def test_no_slave_is_not_safe(ha: PresetCluster, admin: SyncMQAdmin) -> None:
     ha.stop("broker-a-s")
     try:
         wait_for(lambda: not admin.brokers.ha_status(ha.addr("broker-a")).slaves, 30, "the slave's connection gone")
-        doc = doc_of(mq("admin", "ha", "ready", "broker-a", "--window", "0", "-o", "json", namesrv=ha.namesrv),
+        doc = doc_of(mq_here("admin", "ha", "ready", "broker-a", "--window", "0", "-o", "json", namesrv=ha.namesrv),
                      "HAReady", 1)
         assert doc["verdict"] == "not safe" and failed(doc) == ["slave connected"]
         assert doc["group"]["slaves"] == [] and doc["lossBytes"] is None
-        status = json_of(mq("admin", "ha", "status", "-b", ha.addr("broker-a"), "--window", "0", "-o", "json",
+        status = json_of(mq_here("admin", "ha", "status", "-b", ha.addr("broker-a"), "--window", "0", "-o", "json",
                             namesrv=ha.namesrv), "HAStatus")
         assert status["groups"][0]["slaves"] == []
     finally:
@@ -244,19 +244,19 @@ def test_no_slave_is_not_safe(ha: PresetCluster, admin: SyncMQAdmin) -> None:
 def test_unknown_when_the_master_or_the_name_servers_cannot_be_asked(ha: PresetCluster) -> None:
     ha.pause("broker-b")
     try:
-        doc = doc_of(mq("admin", "ha", "ready", "broker-b", "--window", "0", "--timeout", "1", "-o", "json",
+        doc = doc_of(mq_here("admin", "ha", "ready", "broker-b", "--window", "0", "--timeout", "1", "-o", "json",
                         namesrv=ha.namesrv), "HAReady", 3)
     finally:
         ha.resume("broker-b")
     assert doc["verdict"] == "unknown" and doc["safe"] is None and failed(doc) == ["master reachable"]
     assert doc["group"]["error"] and "timed out" in doc["group"]["error"]
-    gone = doc_of(mq("admin", "ha", "ready", "broker-a", "-o", "json", namesrv="127.0.0.1:1"), "HAReady", 3)
+    gone = doc_of(mq_here("admin", "ha", "ready", "broker-a", "-o", "json", namesrv="127.0.0.1:1"), "HAReady", 3)
     assert gone["group"] is None and failed(gone) == ["name servers reachable"]
 
 
 def test_usage_errors(ha: PresetCluster) -> None:
-    one_line_error(mq("admin", "ha", "ready", "broker-z", namesrv=ha.namesrv), 2, "broker-z", "broker-a")
-    one_line_error(mq("admin", "ha", "status", "-c", "Nope", namesrv=ha.namesrv), 2, "Nope")
-    one_line_error(mq("admin", "ha", "status", "-c", "DefaultCluster", "-b", "h:1", namesrv=ha.namesrv), 2, "-b")
-    one_line_error(mq("admin", "ha", "status", "-o", "yaml", namesrv=ha.namesrv), 2, "yaml")
-    one_line_error(mq("admin", "ha", "status"), 2, "no name server")
+    one_line_error(mq_here("admin", "ha", "ready", "broker-z", namesrv=ha.namesrv), 2, "broker-z", "broker-a")
+    one_line_error(mq_here("admin", "ha", "status", "-c", "Nope", namesrv=ha.namesrv), 2, "Nope")
+    one_line_error(mq_here("admin", "ha", "status", "-c", "DefaultCluster", "-b", "h:1", namesrv=ha.namesrv), 2, "-b")
+    one_line_error(mq_here("admin", "ha", "status", "-o", "yaml", namesrv=ha.namesrv), 2, "yaml")
+    one_line_error(mq_here("admin", "ha", "status"), 2, "no name server")

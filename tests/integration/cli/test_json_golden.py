@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from support.adminsupport import mq
+from support.adminsupport import mq_here as mq
 from support.clientsupport import Cluster, two_broker_cluster
 from support.jsongolden import COMMANDS, GROUP, TOPIC, load, shape, write
 
@@ -47,7 +47,7 @@ def test_every_json_document_keeps_its_shape(cluster: Cluster) -> None:
     shapes: dict[str, Any] = {}
     failed = []
     for name, template in COMMANDS.items():
-        result = mq(*(a.format(**fill) for a in template), "-o", "json", timeout=90)
+        result = mq(*(a.format(**fill) for a in template), "-o", "json")
         if result.returncode != 0:
             failed.append(f"{name}: exit {result.returncode} {result.stderr.strip()}")
             continue

@@ -10,7 +10,7 @@ import subprocess
 import sys
 
 import pytest
-from support.adminsupport import mq, one_line_error
+from support.adminsupport import mq_here, one_line_error
 from support.clientsupport import Cluster
 
 from mqtools.client.admin import SyncMQAdmin
@@ -32,7 +32,7 @@ def sent(cluster: Cluster) -> dict[str, str]:
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
         for broker in cluster.brokers.values():
             admin.topics.create_topic(TopicConfig("AdmGold", 2, 2), broker_addr=broker.addr)
-    out = mq("admin", "sendMessage", "-t", "AdmGold", "-p", "gold body", "-c", "TagG", "-k", "gold-key", "-b",
+    out = mq_here("admin", "sendMessage", "-t", "AdmGold", "-p", "gold body", "-c", "TagG", "-k", "gold-key", "-b",
              "broker-a", "-i", "1", namesrv=cluster.namesrv.addr)
     assert out.returncode == 0, out.stderr
     header, row = out.stdout.splitlines()
@@ -42,7 +42,7 @@ def sent(cluster: Cluster) -> dict[str, str]:
 
 
 def test_query_msg_by_key_table(cluster: Cluster, sent: dict[str, str]) -> None:
-    out = mq("admin", "queryMsgByKey", "-t", "AdmGold", "-k", "gold-key", namesrv=cluster.namesrv.addr)
+    out = mq_here("admin", "queryMsgByKey", "-t", "AdmGold", "-k", "gold-key", namesrv=cluster.namesrv.addr)
     header, row = out.stdout.splitlines()
     assert header == KEY_HEADER
     assert row == f"{sent['msg_id']:<50} {1:>4} {0:>40}"
@@ -50,7 +50,7 @@ def test_query_msg_by_key_table(cluster: Cluster, sent: dict[str, str]) -> None:
 
 def test_query_msg_by_id_and_unique_key_print_every_field(cluster: Cluster, sent: dict[str, str]) -> None:
     ns = cluster.namesrv.addr
-    out = mq("admin", "queryMsgById", "-t", "AdmGold", "-i", sent["msg_id"], namesrv=ns)
+    out = mq_here("admin", "queryMsgById", "-t", "AdmGold", "-i", sent["msg_id"], namesrv=ns)
     assert out.returncode == 0, out.stderr
     lines = out.stdout.splitlines()
     assert [line[:21].rstrip() for line in lines[:15]] == DETAIL_LABELS
@@ -63,10 +63,10 @@ def test_query_msg_by_id_and_unique_key_print_every_field(cluster: Cluster, sent
     with open(fields["Message Body Path:"], "rb") as body:
         assert body.read() == b"gold body"
     assert lines[15:] == ["", "", "WARN: No Consumer"]
-    unique = mq("admin", "queryMsgByUniqueKey", "-t", "AdmGold", "-i", sent["msg_id"], namesrv=ns)
+    unique = mq_here("admin", "queryMsgByUniqueKey", "-t", "AdmGold", "-i", sent["msg_id"], namesrv=ns)
     ulines = unique.stdout.splitlines()
     assert [line[:21].rstrip() for line in ulines[:14]] == DETAIL_LABELS[1:]
-    missing = mq("admin", "queryMsgById", "-t", "AdmGold", "-i", "C0A8010A00002A9F0000000000000001", namesrv=ns)
+    missing = mq_here("admin", "queryMsgById", "-t", "AdmGold", "-i", "C0A8010A00002A9F0000000000000001", namesrv=ns)
     assert missing.returncode == 1 and missing.stdout == "\nMessage not found!"
 
 
@@ -76,20 +76,20 @@ def test_query_msg_by_offset_and_its_tracks(cluster: Cluster, sent: dict[str, st
         admin.groups.create_subscription_group(SubscriptionGroupConfig("CG_ADM_GOLD"), cluster="ClientIT")
         admin.call(cluster.brokers["broker-a"].addr, 15, {"consumerGroup": "CG_ADM_GOLD", "topic": "AdmGold",
                                                            "queueId": "1", "commitOffset": "1"})
-    out = mq("admin", "queryMsgByOffset", "-t", "AdmGold", "-b", "broker-a", "-i", "1", "-o", "0", "-f", "UTF-8",
+    out = mq_here("admin", "queryMsgByOffset", "-t", "AdmGold", "-b", "broker-a", "-i", "1", "-o", "0", "-f", "UTF-8",
              namesrv=ns)
     lines = out.stdout.splitlines()
     assert lines[0].startswith("OffsetID:") and lines[15] == "Message Body:        gold body"
     assert "MIN_OFFSET=0" in lines[13] and "MAX_OFFSET=1" in lines[13]
     assert lines[16:] == ["", "", ("MessageTrack [consumerGroup=CG_ADM_GOLD, trackType=NOT_ONLINE, "
                                    "exceptionDesc=CODE:206 DESC:the consumer group[CG_ADM_GOLD] not online]")]
-    one_line_error(mq("admin", "queryMsgByOffset", "-t", "AdmGold", "-b", "broker-a", "-i", "1", "-o", "5",
+    one_line_error(mq_here("admin", "queryMsgByOffset", "-t", "AdmGold", "-b", "broker-a", "-i", "1", "-o", "5",
                       namesrv=ns), 1, "offset 5")
 
 
 def test_print_msg_and_consume_message(cluster: Cluster, sent: dict[str, str]) -> None:
     ns = cluster.namesrv.addr
-    out = mq("admin", "printMsg", "-t", "AdmGold", "-d", "false", namesrv=ns).stdout.splitlines()
+    out = mq_here("admin", "printMsg", "-t", "AdmGold", "-d", "false", namesrv=ns).stdout.splitlines()
     assert out[0] == "minOffset=0, maxOffset=0, MessageQueue [topic=AdmGold, brokerName=broker-a, queueId=0]"
     assert out[1] == "-" * 56
     assert out[2] == "minOffset=0, maxOffset=1, MessageQueue [topic=AdmGold, brokerName=broker-a, queueId=1]"
@@ -98,35 +98,35 @@ def test_print_msg_and_consume_message(cluster: Cluster, sent: dict[str, str]) -
     assert "body=[103, 111, 108, 100, 32, 98, 111, 100, 121], transactionId='null'}] BODY: NOT PRINT BODY" in out[3]
     assert out[4] == "-" * 56 and len(out) == 9
     assert out[5] == "minOffset=0, maxOffset=0, MessageQueue [topic=AdmGold, brokerName=broker-b, queueId=0]"
-    consumed = mq("admin", "consumeMessage", "-t", "AdmGold", "-b", "broker-a", "-i", "1", namesrv=ns)
+    consumed = mq_here("admin", "consumeMessage", "-t", "AdmGold", "-b", "broker-a", "-i", "1", namesrv=ns)
     lines = consumed.stdout.splitlines()
     assert lines[0] == "Consume ok" and lines[1].endswith("BODY: gold body")
     assert lines[2] == ("MessageQueue [topic=AdmGold, brokerName=broker-a, queueId=1] print msg finished. "
                         "status=NO_NEW_MSG, offset=1")
-    one_line_error(mq("admin", "consumeMessage", "-t", "AdmGold", "-i", "1", namesrv=ns), 2,
+    one_line_error(mq_here("admin", "consumeMessage", "-t", "AdmGold", "-i", "1", namesrv=ns), 2,
                    "Please set the brokerName before queueId!")
 
 
 def test_broker_status_and_config_layouts(cluster: Cluster) -> None:
     ns, addr = cluster.namesrv.addr, cluster.brokers["broker-a"].addr
-    status = mq("admin", "brokerStatus", "-b", addr, namesrv=ns).stdout.splitlines()
+    status = mq_here("admin", "brokerStatus", "-b", addr, namesrv=ns).stdout.splitlines()
     keys = [line[:32].rstrip() for line in status]
     assert keys == sorted(keys) and all(line.index(": ") >= 32 for line in status)
     assert f"{'brokerActive':<32}: true" in status
-    by_cluster = mq("admin", "brokerStatus", "-c", "ClientIT", namesrv=ns).stdout.splitlines()
+    by_cluster = mq_here("admin", "brokerStatus", "-c", "ClientIT", namesrv=ns).stdout.splitlines()
     assert {line[:24].rstrip() for line in by_cluster} == {b.addr for b in cluster.brokers.values()}
     assert f"{addr:<24} {'brokerActive':<32}: true" in by_cluster
-    config = mq("admin", "getBrokerConfig", "-b", addr, namesrv=ns).stdout.split("\n")
+    config = mq_here("admin", "getBrokerConfig", "-b", addr, namesrv=ns).stdout.split("\n")
     assert config[0] == f"============{addr}============" and f"{'brokerName':<50}=  broker-a" in config
     assert config[-2:] == ["", ""]
-    masters = mq("admin", "getBrokerConfig", "-c", "ClientIT", namesrv=ns).stdout.splitlines()
+    masters = mq_here("admin", "getBrokerConfig", "-c", "ClientIT", namesrv=ns).stdout.splitlines()
     assert [line for line in masters if line.startswith("====")] == [
         f"============Master: {cluster.brokers[n].addr}============" for n in ("broker-a", "broker-b")]
-    updated = mq("admin", "updateBrokerConfig", "-c", "ClientIT", "-k", "maxMessageSize", "-v", "4194305",
+    updated = mq_here("admin", "updateBrokerConfig", "-c", "ClientIT", "-k", "maxMessageSize", "-v", "4194305",
                  namesrv=ns)
     assert updated.stdout.splitlines() == [f"update broker config success, {cluster.brokers[n].addr}"
                                            for n in ("broker-a", "broker-b")]
-    one_line_error(mq("admin", "brokerStatus", namesrv=ns), 2, "-b/--brokerAddr")
+    one_line_error(mq_here("admin", "brokerStatus", namesrv=ns), 2, "-b/--brokerAddr")
 
 
 def test_broker_consume_stats_layout(cluster: Cluster, sent: dict[str, str]) -> None:
@@ -134,7 +134,7 @@ def test_broker_consume_stats_layout(cluster: Cluster, sent: dict[str, str]) -> 
     with SyncMQAdmin(ns) as admin:
         admin.groups.create_subscription_group(SubscriptionGroupConfig("CG_ADM_GOLD2"), cluster="ClientIT")
         admin.call(addr, 15, {"consumerGroup": "CG_ADM_GOLD2", "topic": "AdmGold", "queueId": "1", "commitOffset": "1"})
-    lines = mq("admin", "brokerConsumeStats", "-b", addr, namesrv=ns).stdout.splitlines()
+    lines = mq_here("admin", "brokerConsumeStats", "-b", addr, namesrv=ns).stdout.splitlines()
     assert lines[0] == ("#Topic" + " " * 60 + "#Group" + " " * 60 + "#Broker Name" + " " * 22 + "#QID  "
                         "#Broker Offset        #Consumer Offset      #Diff                 #LastTime")
     row = next(line for line in lines if "CG_ADM_GOLD2" in line)
@@ -144,15 +144,15 @@ def test_broker_consume_stats_layout(cluster: Cluster, sent: dict[str, str]) -> 
 
 
 def test_clean_expired_cq_reports_what_the_broker_lacks(cluster: Cluster) -> None:
-    one_line_error(mq("admin", "cleanExpiredCQ", "-b", cluster.brokers["broker-a"].addr,
+    one_line_error(mq_here("admin", "cleanExpiredCQ", "-b", cluster.brokers["broker-a"].addr,
                       namesrv=cluster.namesrv.addr), 1, "306")
 
 
 def test_wipe_and_add_write_perm_lines(cluster: Cluster) -> None:
     ns = cluster.namesrv.addr
-    wiped = mq("admin", "wipeWritePerm", "-b", "broker-b", namesrv=ns)
+    wiped = mq_here("admin", "wipeWritePerm", "-b", "broker-b", namesrv=ns)
     assert re.fullmatch(rf"wipe write perm of broker\[broker-b\] in name server\[{ns}\] OK, [1-9]\d*\n", wiped.stdout)
-    added = mq("admin", "addWritePerm", "--brokerName", "broker-b", namesrv=ns)
+    added = mq_here("admin", "addWritePerm", "--brokerName", "broker-b", namesrv=ns)
     assert re.fullmatch(rf"add write perm of broker\[broker-b\] in name server\[{ns}\] OK, [1-9]\d*\n", added.stdout)
 
 

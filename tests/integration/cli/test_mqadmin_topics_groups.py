@@ -9,7 +9,7 @@ from datetime import datetime
 from pathlib import Path
 
 import pytest
-from support.adminsupport import mq, one_line_error
+from support.adminsupport import mq_here, one_line_error
 from support.clientsupport import Cluster, until
 from support.trafficsupport import amq, commit, online, send_to
 
@@ -23,7 +23,7 @@ CLUSTER = "ClientIT"
 
 
 def ok(*args: str, ns: str) -> list[str]:
-    done = mq("admin", *args, namesrv=ns)
+    done = mq_here("admin", *args, namesrv=ns)
     assert done.returncode == 0 and not done.stderr, done.stderr
     return done.stdout.splitlines()
 
@@ -52,7 +52,7 @@ def test_update_topic_route_and_delete_print_what_mqadmin_prints(cluster: Cluste
         route = admin.topics.topic_route("MaRoute")
     brokers = ",\n".join(broker % (d.broker_addrs[0], d.broker_name) for d in route.broker_datas)
     queues = ",\n".join(queue % q.broker_name for q in route.queue_datas)
-    assert mq("admin", "topicRoute", "-t", "MaRoute", namesrv=ns).stdout == (
+    assert mq_here("admin", "topicRoute", "-t", "MaRoute", namesrv=ns).stdout == (
         "{\n\t\"brokerDatas\":[\n" + brokers + "\n\t],\n\t\"filterServerTable\":{},\n\t\"queueDatas\":[\n"
         + queues + "\n\t]\n}\n")
     listed = "%-45s %-32s %-50s %-10s %-11s %-5s"
@@ -63,7 +63,7 @@ def test_update_topic_route_and_delete_print_what_mqadmin_prints(cluster: Cluste
     assert ok("topicClusterList", "-t", "MaRoute", ns=ns) == [CLUSTER]
     assert ok("deleteTopic", "-c", CLUSTER, "-t", "MaRoute", ns=ns) == [
         f"delete topic [MaRoute] from cluster [{CLUSTER}] success.", "delete topic [MaRoute] from NameServer success."]
-    one_line_error(mq("admin", "topicRoute", "-t", "MaRoute", namesrv=ns), 1, "TOPIC_NOT_EXIST")
+    one_line_error(mq_here("admin", "topicRoute", "-t", "MaRoute", namesrv=ns), 1, "TOPIC_NOT_EXIST")
 
 
 def test_update_topic_on_one_broker_records_its_order_layout(cluster: Cluster) -> None:
@@ -155,8 +155,8 @@ async def test_consumer_progress_connection_status_and_producer_connection(clust
         assert (await amq("admin", "producerConnection", "-g", "MaProducers", "-t", "MaProgress",
                           namesrv=ns)).stdout == printf("%04d  %-32s %-22s %-8s %s\n", 
             1, producer.instance.client_id, maker.client_addr, "PYTHON", "V4_9_7")
-    one_line_error(mq("admin", "consumerConnection", "-g", "MaOffline", namesrv=ns), 1, "CONSUMER_NOT_ONLINE")
-    one_line_error(mq("admin", "producerConnection", "-g", "MaNobody", "-t", "MaProgress", namesrv=ns), 1,
+    one_line_error(mq_here("admin", "consumerConnection", "-g", "MaOffline", namesrv=ns), 1, "CONSUMER_NOT_ONLINE")
+    one_line_error(mq_here("admin", "producerConnection", "-g", "MaNobody", "-t", "MaProgress", namesrv=ns), 1,
                    "[MaNobody] has no producer")
 
 
@@ -180,9 +180,9 @@ def test_update_and_delete_sub_group(cluster: Cluster) -> None:
     assert ok("deleteSubGroup", "-c", CLUSTER, "-g", "MaGroup", "-r", "true", ns=ns) == [
         f"delete subscription group [MaGroup] from broker [{a}] in cluster [{CLUSTER}] success.",
         f"delete subscription group [MaGroup] from broker [{b}] in cluster [{CLUSTER}] success."]
-    one_line_error(mq("admin", "deleteSubGroup", "-c", CLUSTER, "-g", "MaGroup", namesrv=ns), 1,
+    one_line_error(mq_here("admin", "deleteSubGroup", "-c", CLUSTER, "-g", "MaGroup", namesrv=ns), 1,
                    "SUBSCRIPTION_GROUP_NOT_EXIST")
-    one_line_error(mq("admin", "updateSubGroup", "-c", CLUSTER, "-g", "MaGroup", "-p", "{}", namesrv=ns), 2,
+    one_line_error(mq_here("admin", "updateSubGroup", "-c", CLUSTER, "-g", "MaGroup", "-p", "{}", namesrv=ns), 2,
                    "-p/--groupRetryPolicy is not supported")
 
 
@@ -221,25 +221,25 @@ async def test_reset_offset_by_time_and_stats_all(cluster: Cluster) -> None:
 
 async def test_runbook_word_for_word(cluster: Cluster) -> None:
     ns = cluster.namesrv.addr
-    created = mq("admin", "updateTopic", "-n", ns, "-c", "ClientIT", "-t", "MaRunbook", "-r", "8", "-w", "8", "-p", "6",
+    created = mq_here("admin", "updateTopic", "-n", ns, "-c", "ClientIT", "-t", "MaRunbook", "-r", "8", "-w", "8", "-p", "6",
                  "-o", "false")
     assert created.returncode == 0 and created.stdout.count("success.") == 2, created.stderr
     sent = await send_to(ns, "MaRunbook", {("broker-a", 3): 5, ("broker-b", 7): 4})
     # A broker reports a group's lag only on topics it holds offsets of, so commit on both (as consumers do).
     await commit(ns, "MaRunbookGroup", "MaRunbook", {("broker-a", 3): 2, ("broker-b", 7): 1})
-    progress = mq("admin", "consumerProgress", "-n", ns, "-g", "MaRunbookGroup")
+    progress = mq_here("admin", "consumerProgress", "-n", ns, "-g", "MaRunbookGroup")
     assert progress.returncode == 0 and progress.stdout.splitlines()[-2:] == [
         f"Consume Diff Total: {len(sent) - 3}", "Consume Inflight Total: 0"], progress.stderr
-    reset = mq("admin", "resetOffsetByTime", "-n", ns, "-g", "MaRunbookGroup", "-t", "MaRunbook", "-s", "now")
+    reset = mq_here("admin", "resetOffsetByTime", "-n", ns, "-g", "MaRunbookGroup", "-t", "MaRunbook", "-s", "now")
     assert reset.returncode == 0, reset.stderr
     rows = {tuple(line.split()[:2]): int(line.split()[2]) for line in reset.stdout.splitlines()[2:]}
     assert rows[("broker-a", "3")] == 5 and rows[("broker-b", "7")] == 4 and len(rows) == 16
-    assert mq("admin", "consumerProgress", "-n", ns, "-g", "MaRunbookGroup").stdout.splitlines()[-2] == (
+    assert mq_here("admin", "consumerProgress", "-n", ns, "-g", "MaRunbookGroup").stdout.splitlines()[-2] == (
         "Consume Diff Total: 0")
-    deleted = mq("admin", "deleteTopic", "-n", ns, "-c", "ClientIT", "-t", "MaRunbook")
+    deleted = mq_here("admin", "deleteTopic", "-n", ns, "-c", "ClientIT", "-t", "MaRunbook")
     assert deleted.returncode == 0 and deleted.stdout.splitlines() == [
         "delete topic [MaRunbook] from cluster [ClientIT] success.", "delete topic [MaRunbook] from NameServer success."]
-    one_line_error(mq("admin", "topicRoute", "-n", ns, "-t", "MaRunbook"), 1, "TOPIC_NOT_EXIST")
+    one_line_error(mq_here("admin", "topicRoute", "-n", ns, "-t", "MaRunbook"), 1, "TOPIC_NOT_EXIST")
 
 
 @pytest.mark.parametrize(("args", "code", "fragment"), [
@@ -257,7 +257,7 @@ async def test_runbook_word_for_word(cluster: Cluster) -> None:
 ])
 def test_bad_input_is_one_line_with_the_documented_exit_code(cluster: Cluster, args: tuple[str, ...], code: int,
                                                              fragment: str) -> None:
-    one_line_error(mq("admin", *args, namesrv=cluster.namesrv.addr), code, fragment)
+    one_line_error(mq_here("admin", *args, namesrv=cluster.namesrv.addr), code, fragment)
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
         assert "MaBad" not in admin.topics.topic_list()
         assert "MaBad" not in {e.group for e in admin.groups.group_list()}

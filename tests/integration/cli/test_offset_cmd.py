@@ -7,7 +7,7 @@ import asyncio
 import time
 
 import pytest
-from support.adminsupport import json_of, mq, one_line_error
+from support.adminsupport import json_of, mq_here, one_line_error
 from support.clientsupport import Cluster, until
 from support.trafficsupport import amq, commit, online, send_to
 
@@ -19,12 +19,12 @@ QUEUES = (("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1))
 
 
 def create_topic(cluster: Cluster, topic: str) -> None:
-    done = mq("admin", "topic", "create", topic, "-c", CLUSTER, "-r", "2", "-w", "2", namesrv=cluster.namesrv.addr)
+    done = mq_here("admin", "topic", "create", topic, "-c", CLUSTER, "-r", "2", "-w", "2", namesrv=cluster.namesrv.addr)
     assert done.returncode == 0, done.stderr
 
 
 def committed(cluster: Cluster, group: str, topic: str) -> dict[tuple[str, int], int | None]:
-    doc = json_of(mq("admin", "group", "progress", group, "-t", topic, "-o", "json", namesrv=cluster.namesrv.addr),
+    doc = json_of(mq_here("admin", "group", "progress", group, "-t", topic, "-o", "json", namesrv=cluster.namesrv.addr),
                   "GroupProgress")
     return {(q["brokerName"], q["queueId"]): q["consumerOffset"] for q in doc["queues"]}
 
@@ -75,7 +75,7 @@ async def test_explicit_offsets_shift_earliest_latest_skip_and_clone(cluster: Cl
     await commit(ns, "OcMovesGroup", "OcMoves", {("broker-a", 0): 2, ("broker-a", 1): 3, ("broker-b", 0): 4})
 
     def reset(*args: str) -> dict:
-        return json_of(mq("admin", "offset", "reset", "OcMovesGroup", "OcMoves", *args, "--yes", "-o", "json",
+        return json_of(mq_here("admin", "offset", "reset", "OcMovesGroup", "OcMoves", *args, "--yes", "-o", "json",
                           namesrv=ns), "OffsetReset")
 
     one = reset("--to-offset", "1", "-b", "broker-a", "-q", "1")
@@ -89,18 +89,18 @@ async def test_explicit_offsets_shift_earliest_latest_skip_and_clone(cluster: Cl
     assert {k: v[1] for k, v in moves(reset("--earliest")).items()} == dict.fromkeys(QUEUES, 0)
     assert {k: v[1] for k, v in moves(reset("--latest")).items()} == dict.fromkeys(QUEUES, 4)
     reset("--earliest")
-    skip = json_of(mq("admin", "offset", "skip", "OcMovesGroup", "OcMoves", "--yes", "-o", "json", namesrv=ns),
+    skip = json_of(mq_here("admin", "offset", "skip", "OcMovesGroup", "OcMoves", "--yes", "-o", "json", namesrv=ns),
                    "OffsetReset")
     assert skip["operation"] == "skip" and moves(skip) == dict.fromkeys(QUEUES, (0, 4))
     reset("--to-offset", "3", "-b", "broker-b", "-q", "0")
-    cloned = json_of(mq("admin", "offset", "clone", "OcMovesGroup", "OcMovesCopy", "OcMoves", "--yes", "-o", "json",
+    cloned = json_of(mq_here("admin", "offset", "clone", "OcMovesGroup", "OcMovesCopy", "OcMoves", "--yes", "-o", "json",
                         namesrv=ns), "OffsetReset")
     assert cloned["source"] == "OcMovesGroup" and cloned["group"] == "OcMovesCopy"
     assert moves(cloned) == {("broker-a", 0): (None, 4), ("broker-a", 1): (None, 4), ("broker-b", 0): (None, 3),
                              ("broker-b", 1): (None, 4)}
     assert committed(cluster, "OcMovesCopy", "OcMoves") == {("broker-a", 0): 4, ("broker-a", 1): 4,
                                                            ("broker-b", 0): 3, ("broker-b", 1): 4}
-    table = mq("admin", "offset", "reset", "OcMovesGroup", "OcMoves", "--earliest", "--dry-run", namesrv=ns)
+    table = mq_here("admin", "offset", "reset", "OcMovesGroup", "OcMoves", "--earliest", "--dry-run", namesrv=ns)
     lines = table.stdout.splitlines()
     assert lines[0] == "dry run, nothing changed: reset OcMovesGroup on OcMoves to earliest"
     assert lines[1].split() == ["BROKER", "QID", "OLD", "NEW", "MOVE"] and lines[4].split() == ["broker-b", "0", "3",
@@ -124,11 +124,11 @@ async def test_bad_input_is_one_line_and_changes_nothing(cluster: Cluster) -> No
         (("--earliest",), 2, "Refusing without --yes"),
         (("--to-offset", "0", "-b", "broker-a", "-q", "9", "--yes"), 1, "broker-a:9 is not a queue of topic OcBad"),
     ]:
-        one_line_error(mq(*reset, *args, namesrv=ns), code, fragment)
-    one_line_error(mq("admin", "offset", "reset", "OcNoGroup", "OcBad", "--earliest", "--yes", namesrv=ns), 1,
+        one_line_error(mq_here(*reset, *args, namesrv=ns), code, fragment)
+    one_line_error(mq_here("admin", "offset", "reset", "OcNoGroup", "OcBad", "--earliest", "--yes", namesrv=ns), 1,
                    "OcNoGroup", "SUBSCRIPTION_GROUP_NOT_EXIST")
-    one_line_error(mq("admin", "offset", "reset", "OcBadGroup", "OcNoTopic", "--latest", "--yes", namesrv=ns), 1,
+    one_line_error(mq_here("admin", "offset", "reset", "OcBadGroup", "OcNoTopic", "--latest", "--yes", namesrv=ns), 1,
                    "OcNoTopic", "TOPIC_NOT_EXIST")
-    one_line_error(mq("admin", "offset", "clone", "OcNoGroup", "OcBadGroup", "OcBad", "--yes", namesrv=ns), 1,
+    one_line_error(mq_here("admin", "offset", "clone", "OcNoGroup", "OcBadGroup", "OcBad", "--yes", namesrv=ns), 1,
                    "OcNoGroup")
     assert committed(cluster, "OcBadGroup", "OcBad") == dict.fromkeys(QUEUES, 1)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import jsonschema
 import pytest
-from support.adminsupport import mq
+from support.adminsupport import mq, mq_here
 from support.clientsupport import until
 from support.mqproc import MqProcess, start_mq
 from support.ports import free_ports
@@ -214,7 +214,7 @@ async def test_raft_controllers_elect_a_new_master_on_a_dead_master_and_survive_
     # the killed controller comes back from its Raft journal, as a follower with the same table
     ctl.start(killed)
     result = await until(lambda: asyncio.to_thread(
-        lambda: _json(mq("admin", "controller", "sync-state-set", NAME, "-a", ctl.all, "-o", "json"))),
+        lambda: _json(mq_here("admin", "controller", "sync-state-set", NAME, "-a", ctl.all, "-o", "json"))),
         15, "the table from the controllers")
     jsonschema.validate(result, load_schema("SyncStateSets"))
     (bset,) = result["brokerSets"]
@@ -222,7 +222,7 @@ async def test_raft_controllers_elect_a_new_master_on_a_dead_master_and_survive_
     assert [(r["brokerId"], r["alive"], r["inSync"]) for r in bset["replicas"]] == [(1, False, False), (2, True, True)]
 
     def agreed() -> dict | None:
-        meta = _json(mq("admin", "controller", "metadata", "-a", ctl.all, "-o", "json"))
+        meta = _json(mq_here("admin", "controller", "metadata", "-a", ctl.all, "-o", "json"))
         if not meta or len({c["leaderAddress"] for c in meta["controllers"]} - {None}) != 1:
             return None  # (the returning one may start an election of its own: any one leader will do)
         return meta if all(c["leaderAddress"] for c in meta["controllers"]) else None
@@ -274,7 +274,7 @@ def test_a_name_server_runs_its_controller_with_enable_controller_in_namesrv(tmp
             time.sleep(0.05)
         assert f"READY controller {ctl}" in namesrv.lines
         while True:  # the controller leads itself once its Raft has elected it (about half a second)
-            shown = mq("admin", "getControllerMetaData", "-a", ctl)
+            shown = mq_here("admin", "getControllerMetaData", "-a", ctl)
             assert shown.returncode == 0, shown.stderr
             if f"#ControllerLeaderAddress\t{ctl}" in shown.stdout or time.monotonic() > deadline:
                 break

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
-from support.adminsupport import json_of, mq
+from support.adminsupport import json_of, mq, mq_here
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
@@ -27,7 +27,7 @@ def sync(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]:
 
 
 def diagnose(cluster: PresetCluster, broker: str, exit_code: int) -> dict:
-    return json_of(mq("admin", "diagnose", "broker", broker, "--window", "1", "-o", "json", namesrv=cluster.namesrv),
+    return json_of(mq_here("admin", "diagnose", "broker", broker, "--window", "1", "-o", "json", namesrv=cluster.namesrv),
                    "BrokerDiagnosis", exit_code)
 
 
@@ -52,7 +52,7 @@ def test_healthy_then_waiting_for_its_stopped_slave(sync: PresetCluster) -> None
 
 
 def test_an_unknown_broker_is_a_usage_error(sync: PresetCluster) -> None:
-    done = mq("admin", "diagnose", "broker", "broker-z", namesrv=sync.namesrv)
+    done = mq_here("admin", "diagnose", "broker", "broker-z", namesrv=sync.namesrv)
     assert done.returncode == EXIT_USAGE and "no broker named broker-z" in done.stderr
 
 
@@ -99,7 +99,7 @@ def test_busy_when_sends_wait_past_a_tiny_limit(sync: PresetCluster) -> None:
     try:
         assert answered.wait(30), "no send was answered"
         for _ in range(3):
-            result = mq("admin", "diagnose", "broker", addr, "--window", "1", "-o", "json", namesrv=sync.namesrv)
+            result = mq_here("admin", "diagnose", "broker", addr, "--window", "1", "-o", "json", namesrv=sync.namesrv)
             if result.returncode == EXIT_REFUSED:
                 break
         busy = json_of(result, "BrokerDiagnosis", EXIT_REFUSED)

@@ -8,7 +8,7 @@ from typing import Any
 
 import jsonschema
 import psutil
-from support.adminsupport import mq
+from support.adminsupport import mq, mq_here
 from support.ports import random_base_port
 
 from mqtools.common.presentation import load_schema
@@ -48,7 +48,7 @@ def soak(tmp: Path, *args: str) -> dict[str, Any]:
     assert leftovers(tmp) == []
     reports = {}
     for run in doc["runs"]:
-        again = mq("admin", "drill", "check", run["history"], "-o", "json")
+        again = mq_here("admin", "drill", "check", run["history"], "-o", "json")
         assert again.returncode == (0 if run["verdict"] == "PASS" else 1), again.stderr
         reports[run["scenario"]] = json.loads(again.stdout)
         jsonschema.validate(reports[run["scenario"]], load_schema("DrillReport"))

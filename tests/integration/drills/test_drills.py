@@ -25,7 +25,7 @@ from integration.drills.drillsupport import (
     leftovers,
     soak,
 )
-from support.adminsupport import mq, one_line_error
+from support.adminsupport import mq, mq_here, one_line_error
 
 from mqtools.common.presentation import load_schema
 
@@ -50,7 +50,7 @@ def drill(tmp_path: Path, scenario: str, preset: str, *extra: str) -> tuple[subp
     jsonschema.validate(report, load_schema("DrillReport"))
     assert report["verdict"] == ("PASS" if result.returncode == 0 else "FAIL")
     assert leftovers(tmp_path) == []
-    again = mq("admin", "drill", "check", str(history), "-o", "json")
+    again = mq_here("admin", "drill", "check", str(history), "-o", "json")
     assert again.returncode == result.returncode, again.stderr
     assert {k: v for k, v in json.loads(again.stdout).items() if k != "header"} == \
         {k: v for k, v in report.items() if k != "header"}
@@ -85,7 +85,7 @@ def test_kill_master_sync_loses_nothing_and_measures_rto(tmp_path: Path) -> None
     assert report["criteria"]["toolkitTruth"] is True
     truth = [r for r in report["reasons"] if r["text"].startswith("toolkit read at")]
     assert [r["ok"] for r in truth] == [True], truth  # topic status, group progress, ha status during the fault
-    assert "Verdict: PASS" in mq("admin", "drill", "check", str(tmp_path / "kill-master.jsonl")).stdout
+    assert "Verdict: PASS" in mq_here("admin", "drill", "check", str(tmp_path / "kill-master.jsonl")).stdout
 
 
 def test_kill_master_async_loss_is_what_the_slave_offset_explains(tmp_path: Path) -> None:
@@ -177,39 +177,39 @@ def test_kill_proxy_moves_the_clients_to_the_other_proxy(short_soak: dict[str, A
 
 
 def test_soak_usage_errors_are_one_line() -> None:
-    one_line_error(mq("admin", "drill", "soak", "--scenarios", "kill-all"), 2, "unknown scenario")
-    one_line_error(mq("admin", "drill", "soak", "--vary", "speed"), 2, "unknown --vary kind")
-    one_line_error(mq("admin", "drill", "soak", "--presets", "9m-0s"), 2, "unknown preset")
+    one_line_error(mq_here("admin", "drill", "soak", "--scenarios", "kill-all"), 2, "unknown scenario")
+    one_line_error(mq_here("admin", "drill", "soak", "--vary", "speed"), 2, "unknown --vary kind")
+    one_line_error(mq_here("admin", "drill", "soak", "--presets", "9m-0s"), 2, "unknown preset")
 
 
 def test_list_describes_every_scenario() -> None:
-    result = mq("admin", "drill", "list", "-o", "json")
+    result = mq_here("admin", "drill", "list", "-o", "json")
     assert result.returncode == 0, result.stderr
     doc = json.loads(result.stdout)
     jsonschema.validate(doc, load_schema("DrillScenarioList"))
     assert [s["name"] for s in doc["scenarios"]] == SCENARIO_NAMES + CONTROLLER_SCENARIOS[1:] + PARTITION_SCENARIOS
     modes = {s["name"]: s["modes"] for s in doc["scenarios"]}
     assert modes["kill-master"] == ["classic", "controller"] and modes["restart-old-master"] == ["controller"]
-    assert "drain-master" in mq("admin", "drill", "list").stdout
+    assert "drain-master" in mq_here("admin", "drill", "list").stdout
 
 
 def test_an_unreachable_cluster_is_exit_3(tmp_path: Path) -> None:
     with closed_port() as port:
-        result = mq("admin", "drill", "run", "kill-master", "-n", f"127.0.0.1:{port}", "--fault-cmd", "true",
+        result = mq_here("admin", "drill", "run", "kill-master", "-n", f"127.0.0.1:{port}", "--fault-cmd", "true",
                     env={"TMPDIR": str(tmp_path)})
     one_line_error(result, 3, "unreachable")
     assert leftovers(tmp_path) == []
 
 
 def test_an_unknown_scenario_and_a_missing_state_dir_are_usage_errors(tmp_path: Path) -> None:
-    one_line_error(mq("admin", "drill", "run", "kill-everything", "--preset", "2m-2s-sync"), 2, "unknown scenario")
-    one_line_error(mq("admin", "drill", "run", "kill-master", "--dir", str(tmp_path / "none")), 2, "no cluster")
-    one_line_error(mq("admin", "drill", "run", "kill-master", "--preset", "9m-0s"), 2, "unknown preset")
-    one_line_error(mq("admin", "drill", "run", "kill-proxy", "--dir", str(tmp_path), "--proxies", "127.0.0.1:1"), 2,
+    one_line_error(mq_here("admin", "drill", "run", "kill-everything", "--preset", "2m-2s-sync"), 2, "unknown scenario")
+    one_line_error(mq_here("admin", "drill", "run", "kill-master", "--dir", str(tmp_path / "none")), 2, "no cluster")
+    one_line_error(mq_here("admin", "drill", "run", "kill-master", "--preset", "9m-0s"), 2, "unknown preset")
+    one_line_error(mq_here("admin", "drill", "run", "kill-proxy", "--dir", str(tmp_path), "--proxies", "127.0.0.1:1"), 2,
                    "--proxies names the proxies of a cluster given by -n")
     bad = tmp_path / "bad.jsonl"
     bad.write_text("not a history\n")
-    one_line_error(mq("admin", "drill", "check", str(bad)), 2, "line 1")
+    one_line_error(mq_here("admin", "drill", "check", str(bad)), 2, "line 1")
     assert leftovers(tmp_path) == []
 
 

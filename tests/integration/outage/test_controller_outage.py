@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from support.adminsupport import mq
+from support.adminsupport import mq_here
 from support.outagesweep import MCP_READS, mcp_sweep, sweep
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
 from support.promsupport import exported
@@ -56,7 +56,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]
 
 
 def read(cluster: PresetCluster, *args: str) -> dict:
-    result = mq("admin", *args, "-o", "json", "--timeout", "2", namesrv=cluster.namesrv)
+    result = mq_here("admin", *args, "-o", "json", "--timeout", "2", namesrv=cluster.namesrv)
     assert result.returncode == EXIT_OK, result.stdout + result.stderr
     return json.loads(result.stdout)
 
@@ -78,7 +78,7 @@ def test_reads_stay_whole_across_the_election_and_writes_resume_after_it(cluster
     assert controllers is not None
     cluster.kill(name)
     for args in (["controller", "metadata"], ["controller", "sync-state-set", "broker-a"]):  # the controllers hold on
-        result = mq("admin", *args, "-a", controllers, "-o", "json", "--timeout", "2")
+        result = mq_here("admin", *args, "-a", controllers, "-o", "json", "--timeout", "2")
         assert result.returncode == EXIT_OK and json.loads(result.stdout)["partial"] is False, result.stderr
     during = read(cluster, "topic", "status", TOPIC)
     assert (during["partial"], during["messages"], len(during["queues"])) == (False, SENT, 8)
@@ -105,7 +105,7 @@ def test_reads_stay_whole_across_the_election_and_writes_resume_after_it(cluster
     assert figures["mq_broker_set_master_up"] == {"broker-a": 1.0, "broker-b": 1.0}
     assert figures["rocketmq_producer_offset"] == {"broker-a": SENT / 2, "broker-b": SENT / 2}
     assert figures["rocketmq_group_diff"] == {TOPIC: LAG}
-    write = mq("admin", "topic", "update", TOPIC, "-w", "4", namesrv=cluster.namesrv)
+    write = mq_here("admin", "topic", "update", TOPIC, "-w", "4", namesrv=cluster.namesrv)
     assert write.returncode == EXIT_OK, write.stderr  # the set has a master again: writes are taken
 
 

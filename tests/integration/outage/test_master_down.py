@@ -25,7 +25,7 @@ import pytest
 from mcp.client.session import ClientSession
 from mcp.client.stdio import StdioServerParameters, stdio_client
 from support import promsupport
-from support.adminsupport import mq
+from support.adminsupport import mq, mq_here
 from support.outagesweep import HUNG_TIMEOUT, MCP_READS, NO_REPLICA_OF_A, mcp_sweep, sweep
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
 
@@ -94,7 +94,7 @@ def sweep_values(cluster: PresetCluster) -> dict[str, str]:
 
 
 def group_progress(cluster: PresetCluster) -> tuple[int, dict]:
-    result = mq("admin", "group", "progress", GROUP, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    result = mq_here("admin", "group", "progress", GROUP, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert result.returncode in (EXIT_OK, EXIT_PARTIAL), result.stderr
     return result.returncode, json.loads(result.stdout)
 
@@ -112,7 +112,7 @@ def exported(cluster: PresetCluster) -> dict[str, dict[str, float]]:
 
 def topic_status(cluster: PresetCluster) -> tuple[int, dict, float]:
     began = time.monotonic()
-    result = mq("admin", "topic", "status", TOPIC, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    result = mq_here("admin", "topic", "status", TOPIC, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert result.returncode in (EXIT_OK, EXIT_PARTIAL), result.stderr
     return result.returncode, json.loads(result.stdout), time.monotonic() - began
 
@@ -140,7 +140,7 @@ def test_one_name_server_down_every_read_is_whole_and_top_names_it(cluster: Pres
     assert (code, doc["partial"], doc["messages"], len(doc["queues"])) == (EXIT_OK, False, SENT, 8)
     code, progress = group_progress(cluster)
     assert (code, progress["partial"], progress["diffTotal"]) == (EXIT_OK, False, LAG)
-    top = mq("top", "--once", "-o", "json", namesrv=cluster.namesrv)
+    top = mq_here("top", "--once", "-o", "json", namesrv=cluster.namesrv)
     assert top.returncode == EXIT_OK, top.stderr
     views = json.loads(top.stdout)["views"]
     reachable = {r["addr"]: r["reachable"] for r in views["namesrv"]["rows"]}
@@ -159,7 +159,7 @@ def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: Preset
         code, doc, took = topic_status(cluster)
         progress_code, progress = group_progress(cluster)
         began = time.monotonic()
-        hung = mq("admin", "broker", "status", cluster.addr("broker-b"), "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+        hung = mq_here("admin", "broker", "status", cluster.addr("broker-b"), "--timeout", TIMEOUT, namesrv=cluster.namesrv)
         hung_took = time.monotonic() - began
         figures = exported(cluster)
         judged = mq("admin", "diagnose", "broker", cluster.addr("broker-b"), "--window", "1", "--timeout", TIMEOUT,
@@ -193,20 +193,20 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
     code, progress = group_progress(cluster)
     assert (code, progress["partial"], progress["diffTotal"]) == (EXIT_OK, False, LAG)
     assert sources(progress) == {"broker-a": {"slave"}, "broker-b": {"master"}}
-    table = mq("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    table = mq_here("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert table.returncode == EXIT_OK and "* read from a slave (no master answering): broker-a" in table.stdout
-    ha = mq("admin", "ha", "status", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    ha = mq_here("admin", "ha", "status", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert ha.returncode == EXIT_OK, ha.stderr
     (lost,) = [g for g in json.loads(ha.stdout)["groups"] if g["brokerName"] == "broker-a"]
     assert (lost["masterAddr"], lost["error"]) == (None, "no master registered")
     (slave,) = lost["slaves"]
     assert slave["brokerAddr"] == cluster.addr("broker-a-s") and slave["slaveReport"]["maxOffset"] > 0
-    ready = mq("admin", "ha", "ready", "broker-a", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    ready = mq_here("admin", "ha", "ready", "broker-a", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert ready.returncode == EXIT_UNREACHABLE and "no master of broker-a is registered" in ready.stdout
     # messages of the master-less set, read from its slave: by offset msgId, key, unique key and queue offset
     for args in (["msg", "get", FIRST_ON_A["offsetMsgId"]], ["msg", "key", TOPIC, "key0"],
                  ["msg", "unique", TOPIC, FIRST_ON_A["msgId"]], ["msg", "at", TOPIC, "broker-a", "0", "0"]):
-        read = mq("admin", *args, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+        read = mq_here("admin", *args, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
         assert read.returncode == EXIT_OK, (args, read.stdout, read.stderr)
         doc = json.loads(read.stdout)
         found = doc["messages"] if "messages" in doc else [doc["message"]]
@@ -242,7 +242,7 @@ def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: Preset
                      ["group", "create", "OutageNewGroup", "-c", name],
                      ["offset", "reset", GROUP, TOPIC, "--earliest", "--yes"],
                      ["offset", "reset", GROUP, TOPIC, "--earliest", "--dry-run"]):
-            result = mq("admin", *args, namesrv=cluster.namesrv)
+            result = mq_here("admin", *args, namesrv=cluster.namesrv)
             assert result.returncode == EXIT_REFUSED, (args, result.stdout, result.stderr)
             assert result.stderr.startswith("mq: error: broker set broker-a has no master registered"), result.stderr
         b = cluster.addr("broker-b")
@@ -250,13 +250,13 @@ def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: Preset
         assert "OutageNew" not in admin.topics.topic_configs(b) and "OutageNewGroup" not in admin.groups.subscription_groups(b)
         committed = admin.offsets.committed_offsets(GROUP, TOPIC)
         assert [v for q, v in committed.items() if q.broker_name == "broker-b"] == [COMMITTED] * 4
-    listing = mq("admin", "cluster", "list", "-o", "json", namesrv=cluster.namesrv)
+    listing = mq_here("admin", "cluster", "list", "-o", "json", namesrv=cluster.namesrv)
     assert listing.returncode == EXIT_OK
     assert [s["brokerName"] for s in json.loads(listing.stdout)["brokerSetsWithoutMaster"]] == ["broker-a"]
-    table = mq("admin", "cluster", "list", namesrv=cluster.namesrv).stdout
+    table = mq_here("admin", "cluster", "list", namesrv=cluster.namesrv).stdout
     assert "broker set broker-a has no master registered" in table
     assert any(line.split()[1:4] == ["broker-a", "0", "no"] for line in table.splitlines()[1:] if line.strip())
-    top = mq("top", "--once", "-o", "json", namesrv=cluster.namesrv)
+    top = mq_here("top", "--once", "-o", "json", namesrv=cluster.namesrv)
     assert top.returncode == EXIT_OK, top.stderr
     brokers = json.loads(top.stdout)["views"]["brokers"]
     missing = [r for r in brokers["rows"] if r["status"] == "no master"]
@@ -268,7 +268,7 @@ def test_writes_to_a_set_without_master_refuse_and_write_nowhere(cluster: Preset
     assert (first["kind"], first["name"], first["verdict"], first["severity"]) == ("set", "broker-a", "no master",
                                                                                      "action")
     # mqadmin's topicStatus reads the master-less set from its slave too, as Apache's does
-    classic = mq("admin", "topicStatus", "-t", TOPIC, namesrv=cluster.namesrv)
+    classic = mq_here("admin", "topicStatus", "-t", TOPIC, namesrv=cluster.namesrv)
     assert classic.returncode == EXIT_OK and classic.stdout.count("broker-a") == 4, classic.stdout
 
 
@@ -277,10 +277,10 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     cluster.pause("broker-a-s")
     try:
         code, doc, _ = topic_status(cluster)
-        table = mq("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+        table = mq_here("admin", "topic", "status", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
         progress_code, progress = group_progress(cluster)
         tool = asyncio.run(mcp_call(cluster.namesrv, "topic_status", {"topic": TOPIC}))
-        by_key = mq("admin", "msg", "key", TOPIC, "key0", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+        by_key = mq_here("admin", "msg", "key", TOPIC, "key0", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
         codes = sweep(cluster.namesrv, sweep_values(cluster), HUNG_TIMEOUT)
         tools = mcp_sweep(cluster.namesrv, sweep_values(cluster), HUNG_TIMEOUT)
         figures = exported(cluster)
@@ -335,11 +335,11 @@ def test_every_master_down_every_set_is_read_from_its_slave(cluster: PresetClust
     try:
         code, doc, _ = topic_status(cluster)
         progress_code, progress = group_progress(cluster)
-        status = mq("admin", "group", "status", GROUP, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
-        top = mq("top", "--once", "-o", "json", namesrv=cluster.namesrv)
+        status = mq_here("admin", "group", "status", GROUP, "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+        top = mq_here("top", "--once", "-o", "json", namesrv=cluster.namesrv)
         figures = exported(cluster)
         judged = mq("admin", "diagnose", "group", GROUP, "-o", "json", namesrv=cluster.namesrv, timeout=90)
-        write = mq("admin", "topic", "update", TOPIC, "-w", "2", namesrv=cluster.namesrv)
+        write = mq_here("admin", "topic", "update", TOPIC, "-w", "2", namesrv=cluster.namesrv)
     finally:
         cluster.start("broker-b")
     assert (code, doc["partial"], doc["messages"]) == (EXIT_OK, False, SENT)
@@ -372,9 +372,9 @@ def test_a_slave_down_leaves_every_read_whole_and_its_master_unsafe_to_stop(clus
     code, doc, _ = topic_status(cluster)
     assert (code, doc["partial"]) == (EXIT_OK, False)
     assert doc["messages"] == SENT and sources(doc) == {"broker-a": {"slave"}, "broker-b": {"master"}}
-    ha = mq("admin", "ha", "status", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    ha = mq_here("admin", "ha", "status", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert ha.returncode == EXIT_OK and "broker-b: no slave registered" in ha.stdout, ha.stdout
-    ready = mq("admin", "ha", "ready", "broker-b", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    ready = mq_here("admin", "ha", "ready", "broker-b", "-o", "json", "--timeout", TIMEOUT, namesrv=cluster.namesrv)
     assert ready.returncode == EXIT_REFUSED, ready.stdout + ready.stderr
     assert json.loads(ready.stdout)["verdict"] == "not safe"
     assert mcp_sweep(cluster.namesrv, sweep_values(cluster)) == dict.fromkeys(MCP_READS, "whole")

@@ -13,7 +13,7 @@ import signal
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from support.adminsupport import json_of, mq, one_line_error
+from support.adminsupport import json_of, mq_here, one_line_error
 from support.clientsupport import Cluster, broker_cluster, call, create_topic, until
 
 from mqtools.client.pop_consumer import PopConsumer, PopStatus
@@ -172,35 +172,35 @@ async def test_consume_mode_commands_set_and_read_back_in_both_dialects(cluster:
     ns, a_addr = cluster.namesrv.addr, cluster.brokers["broker-a"].addr
     for topic in ("ModeCli", "ModeCli2"):
         await create_topic(cluster, topic, 2)
-    unset = json_of(mq("admin", "group", "consume-mode", "CG_MODE_CLI", "-t", "ModeCli", "-o", "json", namesrv=ns),
+    unset = json_of(mq_here("admin", "group", "consume-mode", "CG_MODE_CLI", "-t", "ModeCli", "-o", "json", namesrv=ns),
                     "ConsumeModes")
     assert [(b["brokerName"], b["mode"], b["origin"]) for b in unset["brokers"]] == [
         ("broker-a", "PULL", "default"), ("broker-b", "PULL", "default")]
 
-    out = mq("admin", "setConsumeMode", "-b", a_addr, "-t", "ModeCli", "-g", "CG_MODE_CLI", "-m", "POP", "-q", "2",
+    out = mq_here("admin", "setConsumeMode", "-b", a_addr, "-t", "ModeCli", "-g", "CG_MODE_CLI", "-m", "POP", "-q", "2",
              namesrv=ns)
     assert out.returncode == 0, out.stderr
     assert out.stdout == (f"set consume mode to {a_addr} success.\n"
                           "topic[ModeCli] group[CG_MODE_CLI] consume mode[POP] popShareQueueNum[2]")
-    one_line_error(mq("admin", "setConsumeMode", "-b", a_addr, "-t", "ModeCli", "-g", "CG_MODE_CLI", "-m", "pop",
+    one_line_error(mq_here("admin", "setConsumeMode", "-b", a_addr, "-t", "ModeCli", "-g", "CG_MODE_CLI", "-m", "pop",
                       namesrv=ns), 2, "bad mode 'pop'")
 
-    both = json_of(mq("admin", "group", "consume-mode", "CG_MODE_CLI", "--set", "pop", "-t", "ModeCli2",
+    both = json_of(mq_here("admin", "group", "consume-mode", "CG_MODE_CLI", "--set", "pop", "-t", "ModeCli2",
                       "-c", "AssignIT", "-o", "json", namesrv=ns), "ConsumeModes")
     assert [(b["brokerName"], b["topic"], b["mode"], b["popShareQueueNum"], b["origin"]) for b in both["brokers"]] == [
         ("broker-a", "ModeCli2", "POP", 0, "set"), ("broker-b", "ModeCli2", "POP", 0, "set")]
-    every = json_of(mq("admin", "group", "consume-mode", "CG_MODE_CLI", "-o", "json", namesrv=ns), "ConsumeModes")
+    every = json_of(mq_here("admin", "group", "consume-mode", "CG_MODE_CLI", "-o", "json", namesrv=ns), "ConsumeModes")
     assert [(b["brokerName"], b["topic"], b["popShareQueueNum"]) for b in every["brokers"]] == [
         ("broker-a", "ModeCli", 2), ("broker-a", "ModeCli2", 0), ("broker-b", "ModeCli2", 0)]
-    table = mq("admin", "group", "consume-mode", "CG_MODE_CLI", "-t", "ModeCli", namesrv=ns)
+    table = mq_here("admin", "group", "consume-mode", "CG_MODE_CLI", "-t", "ModeCli", namesrv=ns)
     assert table.returncode == 0 and "POP" in table.stdout and "default" in table.stdout
-    one_line_error(mq("admin", "group", "consume-mode", "CG_MODE_CLI", "--set", "POP", "-c", "AssignIT", namesrv=ns),
+    one_line_error(mq_here("admin", "group", "consume-mode", "CG_MODE_CLI", "--set", "POP", "-c", "AssignIT", namesrv=ns),
                    2, "--set needs -t TOPIC")
 
     b = cluster.brokers["broker-b"]
     b.proc.send_signal(signal.SIGSTOP)  # a hung set (no slave): named, the answer partial
     try:
-        hung = json_of(mq("admin", "group", "consume-mode", "CG_MODE_CLI", "-t", "ModeCli", "--timeout", "1",
+        hung = json_of(mq_here("admin", "group", "consume-mode", "CG_MODE_CLI", "-t", "ModeCli", "--timeout", "1",
                           "-o", "json", namesrv=ns), "ConsumeModes", exit_code=4)
     finally:
         b.proc.send_signal(signal.SIGCONT)

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Iterator
 
 import pytest
-from support.adminsupport import json_of, mq
+from support.adminsupport import json_of, mq, mq_here
 from support.clientsupport import Cluster, broker_cluster, call, create_topic, until
 
 from mqtools.client.admin import MQAdmin
@@ -86,10 +86,10 @@ async def test_progress_of_a_pop_group_shows_popped_and_not_acknowledged(cluster
     assert sum(q.pop_inflight or 0 for q in progress.queues) == 6
     assert all(q.pop_inflight is not None and q.revive_due == 0 for q in progress.queues)
 
-    doc = json_of(mq("admin", "group", "progress", "CG_POP_PROG", "-o", "json", namesrv=cluster.namesrv.addr),
+    doc = json_of(mq_here("admin", "group", "progress", "CG_POP_PROG", "-o", "json", namesrv=cluster.namesrv.addr),
                   "GroupProgress")
     assert doc["pop"]["popped"] and doc["pop"]["inflightTotal"] == 6
-    table = mq("admin", "group", "progress", "CG_POP_PROG", namesrv=cluster.namesrv.addr)
+    table = mq_here("admin", "group", "progress", "CG_POP_PROG", namesrv=cluster.namesrv.addr)
     assert table.returncode == 0 and "POP: 6 popped and not acknowledged" in table.stdout
 
     addr = cluster.broker.addr  # a group that never popped: figures, but no POP line
@@ -97,7 +97,7 @@ async def test_progress_of_a_pop_group_shows_popped_and_not_acknowledged(cluster
         await admin.groups.create_subscription_group(SubscriptionGroupConfig("CG_PLAIN_PROG"), broker_addr=addr)
     ext = UpdateConsumerOffsetRequestHeader("CG_PLAIN_PROG", "PopProg", 0, 3).to_ext()
     assert (await call(addr, RequestCode.UPDATE_CONSUMER_OFFSET, ext)).code == ResponseCode.SUCCESS
-    plain = json_of(mq("admin", "group", "progress", "CG_PLAIN_PROG", "-t", "PopProg", "-o", "json",
+    plain = json_of(mq_here("admin", "group", "progress", "CG_PLAIN_PROG", "-t", "PopProg", "-o", "json",
                        namesrv=cluster.namesrv.addr), "GroupProgress")
     assert plain["pop"]["popped"] is False and plain["pop"]["inflightTotal"] == 0
 

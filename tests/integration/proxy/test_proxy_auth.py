@@ -20,7 +20,7 @@ from rocketmq.v5.consumer import SimpleConsumer
 from rocketmq.v5.model import FilterExpression, Message
 from rocketmq.v5.producer import Producer
 from rocketmq.v5.util.signature import Signature
-from support.adminsupport import mq
+from support.adminsupport import mq_here
 from support.clientsupport import Cluster, broker_cluster
 from support.mqproc import MqProcess, start_mq
 
@@ -51,7 +51,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 
 
 def admin(cluster: Cluster, *args: str, stdin: str | None = None) -> None:
-    result = mq("admin", *args, "-n", cluster.namesrv.addr, stdin=stdin, env=ROOT_ENV)
+    result = mq_here("admin", *args, "-n", cluster.namesrv.addr, stdin=stdin, env=ROOT_ENV)
     assert result.returncode == 0, (result.stdout, result.stderr)
 
 
@@ -183,7 +183,7 @@ def test_the_users_rules_are_enforced_by_the_proxy(proxy: MqProcess, cluster: Cl
             group=pb.Resource(name="PxAuthOtherGroup"), message_queue=pb.MessageQueue(topic=pb.Resource(name=TOPIC))),
             metadata=signed(*APP), timeout=15))
         assert [(r.status.code, r.status.message) for r in received] == [refusal("Group:PxAuthOtherGroup")]
-    status_doc = mq("admin", "topic", "status", OTHER, "-o", "json", "-n", cluster.namesrv.addr, env=ROOT_ENV)
+    status_doc = mq_here("admin", "topic", "status", OTHER, "-o", "json", "-n", cluster.namesrv.addr, env=ROOT_ENV)
     assert json.loads(status_doc.stdout)["messages"] == 0, status_doc.stdout + status_doc.stderr
 
 
@@ -193,10 +193,10 @@ def test_the_remoting_port_tells_about_clients_only_a_user_allowed_to_know(proxy
     remoting = f"127.0.0.1:{proxy.extra['remoting']}"
     args = ("admin", "proxy", "clients", "-p", remoting, "-g", "PxAuthGroup", "-o", "json", "-n", cluster.namesrv.addr)
     for env in ({}, {"MQ_ACCESS_KEY": APP[0], "MQ_SECRET_KEY": APP[1]}):
-        refused = mq(*args, env=env)
+        refused = mq_here(*args, env=env)
         assert refused.returncode == 4, refused.stdout + refused.stderr
         (why,) = json.loads(refused.stdout)["unreachable"]
         assert why["addr"] == remoting and why["reason"].startswith("refused: "), why
-    allowed = mq(*args, env=ROOT_ENV)
+    allowed = mq_here(*args, env=ROOT_ENV)
     assert allowed.returncode == 0, allowed.stdout + allowed.stderr
     assert json.loads(allowed.stdout)["unreachable"] == []

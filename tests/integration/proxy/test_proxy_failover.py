@@ -31,7 +31,7 @@ from rocketmq.v5.client import ClientConfiguration, Credentials
 from rocketmq.v5.consumer import SimpleConsumer
 from rocketmq.v5.model import FilterExpression
 from rocketmq.v5.producer import Producer
-from support.adminsupport import mq
+from support.adminsupport import mq_here
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
 from support.proxyclient import new_message
 
@@ -148,7 +148,7 @@ def client_proxy(cluster: PresetCluster, proxies: list[str]) -> dict[str, str]:
     """Proxy process name -> the kinds of gRPC clients it lists for TOPIC/GROUP (`mq admin proxy clients`)."""
     remoting = {f"127.0.0.1:{cluster.rows[name]['remotingPort']}": name for name in proxies}
     args = [arg for addr in remoting for arg in ("-p", addr)]
-    out = mq("admin", "proxy", "clients", "-n", cluster.namesrv, "-t", TOPIC, "-g", GROUP, *args, "-o", "json")
+    out = mq_here("admin", "proxy", "clients", "-n", cluster.namesrv, "-t", TOPIC, "-g", GROUP, *args, "-o", "json")
     assert out.returncode in (EXIT_OK, EXIT_PARTIAL), out.stdout + out.stderr  # partial: a proxy is down
     doc = json.loads(out.stdout)
     found: dict[str, str] = {}
@@ -198,7 +198,7 @@ def test_a_master_and_the_clients_proxy_killed_lose_nothing_acknowledged(cluster
             for m in consumer.receive(32, 20):
                 got[m.message_id] = max(got.get(m.message_id, 0), m.delivery_attempt)
                 consumer.ack(m)
-        progress = mq("admin", "group", "progress", GROUP, "-n", cluster.namesrv).stdout
+        progress = mq_here("admin", "group", "progress", GROUP, "-n", cluster.namesrv).stdout
     finally:
         consumer.shutdown()
         producer.shutdown()

@@ -22,7 +22,7 @@ from rocketmq.v5.client import ClientConfiguration, Credentials
 from rocketmq.v5.consumer import ConsumeResult, MessageListener, PushConsumer, SimpleConsumer
 from rocketmq.v5.model import FilterExpression, Message
 from rocketmq.v5.producer import Producer, TransactionChecker
-from support.adminsupport import json_of, mq
+from support.adminsupport import json_of, mq, mq_here
 from support.clientsupport import Cluster, broker_cluster, create_topic
 from support.mqproc import MqProcess, start_mq
 from support.presetcluster import wait_for
@@ -272,42 +272,42 @@ def test_the_toolkit_reads_the_proxys_grpc_clients_where_the_brokers_see_none(pr
         producer[0].send(new_message("PxNormal", b"seen", tag="TagA"))
         assert drain(c, 1, 30)  # the group has consumed: the brokers hold its offsets (diagnose reads them)
         remoting = f"127.0.0.1:{proxy.extra['remoting']}"
-        doc = json_of(mq("admin", "proxy", "clients", "-p", remoting, "-o", "json", namesrv=cluster.namesrv.addr),
+        doc = json_of(mq_here("admin", "proxy", "clients", "-p", remoting, "-o", "json", namesrv=cluster.namesrv.addr),
                       "ProxyClients")
         seen = [x for x in doc["clients"] if x["group"] == "PxGroupSeen"]
         assert [(x["kind"], x["language"], x["version"], x["proxy"]) for x in seen] == \
             [("SIMPLE", "PYTHON", "V5_1_2", remoting)]
         published = {x["group"] for x in doc["clients"] if x["kind"] == "PRODUCER"}
         assert published == set(TOPICS) and doc["listingError"] is None
-        assert json_of(mq("admin", "group", "connections", "PxGroupSeen", "-o", "json", namesrv=cluster.namesrv.addr),
+        assert json_of(mq_here("admin", "group", "connections", "PxGroupSeen", "-o", "json", namesrv=cluster.namesrv.addr),
                        "GroupConnections")["clients"] == []
         # given the proxy, group connections lists the gRPC consumer beside the brokers' (none), and a dead proxy
         # makes it partial
-        through = json_of(mq("admin", "group", "connections", "PxGroupSeen", "-p", remoting, "-p", "127.0.0.1:1",
+        through = json_of(mq_here("admin", "group", "connections", "PxGroupSeen", "-p", remoting, "-p", "127.0.0.1:1",
                              "-o", "json", namesrv=cluster.namesrv.addr), "GroupConnections", exit_code=4)
         assert through["clients"] == [] and through["proxyClients"] == seen and through["partial"]
         assert [u["addr"] for u in through["unreachable"]] == ["127.0.0.1:1"]
-        table = mq("admin", "group", "connections", "PxGroupSeen", "-p", remoting, namesrv=cluster.namesrv.addr)
+        table = mq_here("admin", "group", "connections", "PxGroupSeen", "-p", remoting, namesrv=cluster.namesrv.addr)
         assert "(SIMPLE)" in table.stdout and "1 through the proxies asked" in table.stdout, table.stdout + table.stderr
-        producers = json_of(mq("admin", "producer", "connections", "PxNormal", "PxNormal", "-p", remoting, "-o", "json",
+        producers = json_of(mq_here("admin", "producer", "connections", "PxNormal", "PxNormal", "-p", remoting, "-o", "json",
                                namesrv=cluster.namesrv.addr), "ProducerConnections")
         grpc_producers = [x for x in doc["clients"] if x["kind"] == "PRODUCER" and x["group"] == "PxNormal"]
         assert grpc_producers and producers["proxyClients"] == grpc_producers, producers
         assert producers["proxiesAsked"] == [remoting] and producers["proxiesNotListing"] == []
 
         dead = "127.0.0.1:1"
-        status = json_of(mq("admin", "proxy", "status", "-p", remoting, "-p", dead, "-o", "json",
+        status = json_of(mq_here("admin", "proxy", "status", "-p", remoting, "-p", dead, "-o", "json",
                             namesrv=cluster.namesrv.addr), "ProxyStatus", exit_code=4)
         assert status["partial"] and [u["addr"] for u in status["unreachable"]] == [dead]
         (mine,) = status["proxies"]
         assert mine["addr"] == remoting and mine["consumers"] >= 1 and mine["producers"] >= 1
         assert mine["languages"]["PYTHON"] >= 2
 
-        blind = json_of(mq("admin", "proxy", "clients", "-p", remoting, "-g", "PxGroupSeen", "-o", "json",
+        blind = json_of(mq_here("admin", "proxy", "clients", "-p", remoting, "-g", "PxGroupSeen", "-o", "json",
                            namesrv=dead), "ProxyClients")
         assert blind["listingError"] and blind["groupsAsked"] == 1
         assert [x["group"] for x in blind["clients"]] == ["PxGroupSeen"]
-        table = mq("admin", "proxy", "status", "-p", remoting, "-g", "PxGroupSeen", namesrv=dead)
+        table = mq_here("admin", "proxy", "status", "-p", remoting, "-g", "PxGroupSeen", namesrv=dead)
         assert table.returncode == 0 and "could not be listed" in table.stdout, table.stdout + table.stderr
 
         judged = mq("admin", "diagnose", "group", "PxGroupSeen", "--proxy", remoting, "-o", "json",

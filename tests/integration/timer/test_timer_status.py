@@ -10,7 +10,7 @@ from collections.abc import Iterator
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
-from support.adminsupport import json_of, mq, one_line_error
+from support.adminsupport import json_of, mq_here, one_line_error
 from support.clientsupport import Cluster, broker_cluster, create_topic, until
 from support.presetcluster import wait_for as until_sync
 from support.promsupport import exporter, scrape
@@ -49,7 +49,7 @@ async def test_timer_status_counts_pending_and_goes_partial_when_a_set_dies(clus
 
         await until(settled, DEADLINE, "6 pending timer messages, the short ones delivered")
 
-    doc = json_of(mq("admin", "timer", "status", "-o", "json", namesrv=cluster.namesrv.addr), "TimerStatus")
+    doc = json_of(mq_here("admin", "timer", "status", "-o", "json", namesrv=cluster.namesrv.addr), "TimerStatus")
     assert doc["pendingTotal"] == 6 and not doc["partial"]
     assert [b["brokerName"] for b in doc["brokers"]] == ["broker-a", "broker-b"]
     for b in doc["brokers"]:
@@ -60,16 +60,16 @@ async def test_timer_status_counts_pending_and_goes_partial_when_a_set_dies(clus
     assert sum(b["timerQueueOffset"] for b in doc["brokers"]) == 9  # every timer message went through the wheel
 
     a_addr = cluster.brokers["broker-a"].addr
-    one = json_of(mq("admin", "timer", "status", "-b", a_addr, "-o", "json", namesrv=cluster.namesrv.addr),
+    one = json_of(mq_here("admin", "timer", "status", "-b", a_addr, "-o", "json", namesrv=cluster.namesrv.addr),
                   "TimerStatus")
     assert [(b["brokerName"], b["addr"]) for b in one["brokers"]] == [("broker-a", a_addr)]
-    by_cluster = json_of(mq("admin", "timer", "status", "-c", "TimerStatusIT", "-o", "json",
+    by_cluster = json_of(mq_here("admin", "timer", "status", "-c", "TimerStatusIT", "-o", "json",
                             namesrv=cluster.namesrv.addr), "TimerStatus")
     assert by_cluster["pendingTotal"] == 6
-    table = mq("admin", "timer", "status", namesrv=cluster.namesrv.addr)
+    table = mq_here("admin", "timer", "status", namesrv=cluster.namesrv.addr)
     assert table.returncode == 0 and "total: 6 pending timer messages on 2 broker sets" in table.stdout
     assert "most pending: TimerLate 6" in table.stdout
-    one_line_error(mq("admin", "timer", "status", "-b", "127.0.0.1:1", namesrv=cluster.namesrv.addr), 2,
+    one_line_error(mq_here("admin", "timer", "status", "-b", "127.0.0.1:1", namesrv=cluster.namesrv.addr), 2,
                    "no broker 127.0.0.1:1")
 
     # the exporter serves the same figures: pending per broker and topic, the wheel's lag per broker
@@ -86,13 +86,13 @@ async def test_timer_status_counts_pending_and_goes_partial_when_a_set_dies(clus
     hung = cluster.brokers["broker-b"]
     hung.signal(signal.SIGSTOP)  # registered, connected, silent
     try:
-        partial = json_of(mq("admin", "timer", "status", "-o", "json", "--timeout", "1",
+        partial = json_of(mq_here("admin", "timer", "status", "-o", "json", "--timeout", "1",
                              namesrv=cluster.namesrv.addr), "TimerStatus", 4)
         assert partial["partial"] and [u["brokerName"] for u in partial["unreachable"]] == ["broker-b"]
         assert partial["unreachable"][0]["reason"] == "timed out"
         assert [b["brokerName"] for b in partial["brokers"]] == ["broker-a"]
         assert partial["pendingTotal"] == 6 - b_pending
-        text = mq("admin", "timer", "status", "--timeout", "1", namesrv=cluster.namesrv.addr)
+        text = mq_here("admin", "timer", "status", "--timeout", "1", namesrv=cluster.namesrv.addr)
         assert text.returncode == 4 and "partial: could not read broker-b" in text.stdout + text.stderr
         assert f"at least {6 - b_pending} pending" in text.stdout
     finally:
