@@ -6,12 +6,11 @@ import json
 import os
 import signal
 import socket
-import subprocess
-import sys
 from pathlib import Path
 
 import psutil
 import pytest
+from support.adminsupport import mq_here
 from support.ports import random_base_port
 
 pytestmark = pytest.mark.integration
@@ -23,19 +22,13 @@ EXPECTED = {
 }
 
 
-def mq(*args: str, timeout: float = 120.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mqtools.cli.main", *args], check=False, capture_output=True,
-                          text=True,
-                          timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-
-
 def base_port() -> int:
     """A random high base so that parallel runs and real RocketMQ defaults do not collide."""
     return random_base_port()
 
 
 def status(state: Path) -> dict[str, dict]:
-    out = mq("cluster", "status", "--dir", str(state), "-o", "json")
+    out = mq_here("cluster", "status", "--dir", str(state), "-o", "json")
     assert out.returncode == 0, out.stderr
     return {row["name"]: row for row in json.loads(out.stdout)}
 
@@ -43,7 +36,7 @@ def status(state: Path) -> dict[str, dict]:
 @pytest.mark.parametrize("preset", sorted(EXPECTED))
 def test_up_status_down(preset: str, tmp_path: Path) -> None:
     state = tmp_path / "state"
-    up = mq("cluster", "up", "--preset", preset, "--dir", str(state), "--namesrv", "2",
+    up = mq_here("cluster", "up", "--preset", preset, "--dir", str(state), "--namesrv", "2",
             "--base-port", str(base_port()), "--set", "mappedFileSizeCommitLog=1048576")
     try:
         assert up.returncode == 0, up.stdout + up.stderr
@@ -57,10 +50,10 @@ def test_up_status_down(preset: str, tmp_path: Path) -> None:
             assert Path(row["log"]).exists()
             if row["role"] == "SLAVE":
                 assert row["ha"]["activated"] is True
-        table = mq("cluster", "status", "--dir", str(state))
+        table = mq_here("cluster", "status", "--dir", str(state))
         assert table.returncode == 0 and "REGISTERED" in table.stdout
     finally:
-        down = mq("cluster", "down", "--dir", str(state), "--grace", "10")
+        down = mq_here("cluster", "down", "--dir", str(state), "--grace", "10")
     assert down.returncode == 0, down.stderr
     assert all(not r["alive"] for r in status(state).values())
 
@@ -91,28 +84,28 @@ def test_taken_ports_are_skipped_and_single_roles_stop_and_start(tmp_path: Path)
     else:
         pytest.fail("no base port whose name server and broker-a ports were all free")
     try:
-        up = mq("cluster", "up", "--preset", "2m-2s-sync", "--dir", str(state), "--base-port", str(base))
+        up = mq_here("cluster", "up", "--preset", "2m-2s-sync", "--dir", str(state), "--base-port", str(base))
         assert up.returncode == 0, up.stdout + up.stderr
         rows = status(state)
         used = {r["port"] for r in rows.values()} | {r["haPort"] for r in rows.values() if r["haPort"]}
         assert not used & {base, base + 1035, base + 1036}
         assert all(r["alive"] and r["registered"] for r in rows.values())
 
-        again = mq("cluster", "up", "--preset", "2m-2s-sync", "--dir", str(state), "--base-port", str(base))
+        again = mq_here("cluster", "up", "--preset", "2m-2s-sync", "--dir", str(state), "--base-port", str(base))
         assert again.returncode != 0 and "already running" in again.stderr
 
-        stopped = mq("cluster", "stop", "broker-a", "--dir", str(state))
+        stopped = mq_here("cluster", "stop", "broker-a", "--dir", str(state))
         assert stopped.returncode == 0 and "stopped" in stopped.stdout
         assert not status(state)["broker-a"]["alive"]
-        started = mq("cluster", "start", "broker-a", "--dir", str(state))
+        started = mq_here("cluster", "start", "broker-a", "--dir", str(state))
         assert started.returncode == 0, started.stderr
         assert status(state)["broker-a"]["alive"]
 
-        unknown = mq("cluster", "stop", "broker-z", "--dir", str(state))
+        unknown = mq_here("cluster", "stop", "broker-z", "--dir", str(state))
         assert unknown.returncode != 0 and unknown.stderr.count("\n") == 1 and "broker-z" in unknown.stderr
 
         os.kill(status(state)["broker-b-s"]["pid"], signal.SIGSTOP)  # deaf to SIGTERM: down must escalate
-        down = mq("cluster", "down", "--dir", str(state), "--grace", "1")
+        down = mq_here("cluster", "down", "--dir", str(state), "--grace", "1")
         assert down.returncode == 0
         assert "broker-b-s: killed after grace period" in down.stdout
         assert "broker-a: stopped" in down.stdout
@@ -120,11 +113,11 @@ def test_taken_ports_are_skipped_and_single_roles_stop_and_start(tmp_path: Path)
     finally:
         for sock in squatters:
             sock.close()
-        mq("cluster", "down", "--dir", str(state), "--grace", "10")
+        mq_here("cluster", "down", "--dir", str(state), "--grace", "10")
 
 
 def test_bad_input_is_one_line(tmp_path: Path) -> None:
-    bad = mq("cluster", "up", "--preset", "3m-nothing", "--dir", str(tmp_path / "x"))
+    bad = mq_here("cluster", "up", "--preset", "3m-nothing", "--dir", str(tmp_path / "x"))
     assert bad.returncode != 0 and "unknown preset" in bad.stderr and bad.stderr.count("\n") == 1
-    missing = mq("cluster", "status", "--dir", str(tmp_path / "none"))
+    missing = mq_here("cluster", "status", "--dir", str(tmp_path / "none"))
     assert missing.returncode != 0 and "no cluster" in missing.stderr

@@ -13,6 +13,7 @@ from pathlib import Path
 import grpc
 import psutil
 import pytest
+from support.adminsupport import mq_here
 from support.ports import random_base_port
 
 from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
@@ -49,11 +50,6 @@ AUTH_SETS = [arg for key, value in AUTH_PROPS.items() for arg in ("--set", f"{ke
 ROOT_ENV = {"MQ_ACCESS_KEY": ROOT[0], "MQ_SECRET_KEY": ROOT[1]}
 
 
-def mq(*args: str, env: dict[str, str] | None = None, timeout: float = 150.0) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "mqtools.cli.main", *args], check=False, capture_output=True,
-                          text=True, timeout=timeout, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
-
-
 def base_port() -> int:
     """A preset base whose proxy port (base - 1795) stays inside the preset bases' range, above free_port's."""
     while True:
@@ -63,7 +59,7 @@ def base_port() -> int:
 
 
 def rows(state: Path) -> dict[str, dict]:
-    out = mq("cluster", "status", "--dir", str(state), "-o", "json")
+    out = mq_here("cluster", "status", "--dir", str(state), "-o", "json")
     assert out.returncode == 0, out.stderr
     return {row["name"]: row for row in json.loads(out.stdout)}
 
@@ -88,7 +84,7 @@ def probe(addr: str, ca: str | None) -> grpc.RpcError | bytes:
 
 def test_proxy_in_the_cluster_is_shown_stopped_started_and_downed(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    up = mq("cluster", "up", "--preset", "2m-noslave", "--proxy", "--dir", str(state), "--base-port", str(base_port()),
+    up = mq_here("cluster", "up", "--preset", "2m-noslave", "--proxy", "--dir", str(state), "--base-port", str(base_port()),
             "--set", "mappedFileSizeCommitLog=1048576", "--set", "maxMessageSize=65536")
     try:
         assert up.returncode == 0, up.stdout + up.stderr
@@ -102,11 +98,11 @@ def test_proxy_in_the_cluster_is_shown_stopped_started_and_downed(tmp_path: Path
         conf = json.loads((state / "proxy-0" / "rmq-proxy.json").read_text())
         assert conf["namesrvAddr"] == up.stdout.split("NAMESRV_ADDR=")[1].split()[0]
         assert conf["maxMessageSize"] == "65536"  # the brokers' limit is the proxy's
-        table = mq("cluster", "status", "--dir", str(state))
+        table = mq_here("cluster", "status", "--dir", str(state))
         line = next(x for x in table.stdout.splitlines() if x.startswith("proxy-0"))
         assert "PROXY" in line and str(proxy["port"]) in line and "gRPC answering" in line, table.stdout
 
-        created = mq("admin", "topic", "create", "PxCluster", "-c", "DefaultCluster", "-n", conf["namesrvAddr"])
+        created = mq_here("admin", "topic", "create", "PxCluster", "-c", "DefaultCluster", "-n", conf["namesrvAddr"])
         assert created.returncode == 0, created.stderr
         sent = send(addr, "PxCluster")
         assert sent.returncode == 0 and "SENT " in sent.stdout, sent.stdout + sent.stderr
@@ -117,20 +113,20 @@ def test_proxy_in_the_cluster_is_shown_stopped_started_and_downed(tmp_path: Path
                 spb.SendMessageRequest(messages=[big]), metadata=[("x-mq-client-id", "it")], timeout=15)
         assert answer.status.code == pb.MESSAGE_BODY_TOO_LARGE, answer.status  # over the brokers' maxMessageSize
 
-        stopped = mq("cluster", "stop", "proxy-0", "--dir", str(state))
+        stopped = mq_here("cluster", "stop", "proxy-0", "--dir", str(state))
         assert stopped.returncode == 0 and "proxy-0: stopped" in stopped.stdout, stopped.stdout + stopped.stderr
         after = rows(state)["proxy-0"]
         assert after["alive"] is False and after["grpc"] is None
         assert isinstance(probe(addr, None), grpc.RpcError)
         assert all(r["alive"] for n, r in rows(state).items() if n != "proxy-0")
 
-        started = mq("cluster", "start", "proxy-0", "--dir", str(state))
+        started = mq_here("cluster", "start", "proxy-0", "--dir", str(state))
         assert started.returncode == 0, started.stdout + started.stderr
         again = rows(state)["proxy-0"]
         assert again["alive"] and again["port"] == proxy["port"] and again["grpc"]["answering"], again
         assert isinstance(probe(addr, None), bytes)
     finally:
-        down = mq("cluster", "down", "--dir", str(state))
+        down = mq_here("cluster", "down", "--dir", str(state))
     assert down.returncode == 0 and "proxy-0: stopped" in down.stdout, down.stdout + down.stderr
     assert not psutil.pid_exists(proxy["pid"]) or psutil.Process(proxy["pid"]).status() == psutil.STATUS_ZOMBIE
     assert "Traceback" not in (state / "proxy-0" / "proxy-0.log").read_text()
@@ -139,7 +135,7 @@ def test_proxy_in_the_cluster_is_shown_stopped_started_and_downed(tmp_path: Path
 def test_tls_cluster_proxy_serves_tls_with_the_cluster_ca(tmp_path: Path) -> None:
     state = tmp_path / "state"
     env = {"MQ_CONFIG_DIR": str(tmp_path / "config")}
-    up = mq("cluster", "up", "--preset", "2m-noslave", "--proxy", "--tls", "--dir", str(state), "--base-port",
+    up = mq_here("cluster", "up", "--preset", "2m-noslave", "--proxy", "--tls", "--dir", str(state), "--base-port",
             str(base_port()), "--set", "mappedFileSizeCommitLog=1048576", env=env)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
@@ -151,32 +147,32 @@ def test_tls_cluster_proxy_serves_tls_with_the_cluster_ca(tmp_path: Path) -> Non
         assert isinstance(probe(addr, ca), bytes)
         plain = probe(addr, None)
         assert isinstance(plain, grpc.RpcError) and plain.code() == grpc.StatusCode.UNAVAILABLE
-        created = mq("admin", "topic", "create", "PxClusterTls", "-c", "DefaultCluster", "--context", "local", env=env)
+        created = mq_here("admin", "topic", "create", "PxClusterTls", "-c", "DefaultCluster", "--context", "local", env=env)
         assert created.returncode == 0, created.stderr
         sent = send(addr, "PxClusterTls", ca=ca)
         assert sent.returncode == 0 and "SENT " in sent.stdout, sent.stdout + sent.stderr
         # the context names the proxy's remoting port, which serves TLS (or plain) beside the gRPC port
         remoting = f"127.0.0.1:{proxy['remotingPort']}"
-        shown = mq("context", "show", "--context", "local", env=env)
+        shown = mq_here("context", "show", "--context", "local", env=env)
         assert f"proxies: {remoting}" in shown.stdout, shown.stdout
-        status = mq("admin", "proxy", "status", "--context", "local", "-o", "json", env=env)
+        status = mq_here("admin", "proxy", "status", "--context", "local", "-o", "json", env=env)
         assert status.returncode == 0, status.stdout + status.stderr
         assert [p["addr"] for p in json.loads(status.stdout)["proxies"]] == [remoting]
     finally:
-        down = mq("cluster", "down", "--dir", str(state))
+        down = mq_here("cluster", "down", "--dir", str(state))
     assert down.returncode == 0, down.stdout + down.stderr
     assert "Traceback" not in (state / "proxy-0" / "proxy-0.log").read_text()
 
 
 def test_proxy_of_an_authenticating_cluster_checks_the_brokers_users(tmp_path: Path) -> None:
     state = tmp_path / "state"
-    up = mq("cluster", "up", "--preset", "2m-noslave", "--proxy", "--dir", str(state), "--base-port", str(base_port()),
+    up = mq_here("cluster", "up", "--preset", "2m-noslave", "--proxy", "--dir", str(state), "--base-port", str(base_port()),
             "--set", "mappedFileSizeCommitLog=1048576", *AUTH_SETS, env=ROOT_ENV)
     try:
         assert up.returncode == 0, up.stdout + up.stderr
         conf = json.loads((state / "proxy-0" / "rmq-proxy.json").read_text())
         assert conf["authenticationEnabled"] == "true" and ROOT[1] in conf["innerClientAuthenticationCredentials"]
-        out = mq("cluster", "status", "--dir", str(state), "-o", "json", env=ROOT_ENV)
+        out = mq_here("cluster", "status", "--dir", str(state), "-o", "json", env=ROOT_ENV)
         row = next(r for r in json.loads(out.stdout) if r["name"] == "proxy-0")
         assert row["grpc"]["answering"], row  # a refusal in the status is still a gRPC answer
         namesrv = conf["namesrvAddr"]
@@ -192,7 +188,7 @@ def test_proxy_of_an_authenticating_cluster_checks_the_brokers_users(tmp_path: P
         refused = send(addr, "PxClusterAuth", user=("app1", "wrong"))
         assert refused.returncode != 0 and "failed to fetch topic:PxClusterAuth route" in refused.stderr, refused.stderr
     finally:
-        down = mq("cluster", "down", "--dir", str(state))
+        down = mq_here("cluster", "down", "--dir", str(state))
     assert down.returncode == 0, down.stdout + down.stderr
     log = (state / "proxy-0" / "proxy-0.log").read_text()
     assert "Traceback" not in log and "app-XYZZY-secret" not in log and ROOT[1] not in log
