@@ -202,10 +202,10 @@ def start_namesrv(root: Path, version: str = "apache-4", name: str = "namesrv", 
 
 def start_broker(root: Path, namesrv: str, version: str = "apache-4", *, name: str = "broker-a",
                  broker_id: int = 0, cluster: str = "RefCluster", timeout: float = 90.0,
-                 security: ClientSecurity | None = None, **props: str) -> ApacheProcess:
+                 security: ClientSecurity | None = None, wait: bool = True, **props: str) -> ApacheProcess:
     """An Apache broker registered with `namesrv`; ready when the name server lists it at its address and
     it answers GET_BROKER_RUNTIME_INFO (signed with `security` on an ACL broker). `props` are
-    broker.properties keys (brokerRole, flushDiskType...)."""
+    broker.properties keys (brokerRole, flushDiskType...). `wait=False`: started, not waited for (`await_broker`)."""
     aset = require(version)
     port = free_port((-2, 0, 1))
     workdir = root / f"{name}-{broker_id}"
@@ -219,11 +219,12 @@ def start_broker(root: Path, namesrv: str, version: str = "apache-4", *, name: s
         **props,
     }
     process = _spawn("broker", aset, root, workdir, port, BROKER_MAIN, conf)
-    _await_broker(process, security, timeout)
+    if wait:
+        await_broker(process, security, timeout)
     return process
 
 
-def _await_broker(process: ApacheProcess, security: ClientSecurity | None, timeout: float) -> None:
+def await_broker(process: ApacheProcess, security: ClientSecurity | None = None, timeout: float = 90.0) -> None:
     """Until the name server lists the broker at its address and the broker answers GET_BROKER_RUNTIME_INFO."""
     conf = process.props
     name, broker_id = conf["brokerName"], int(conf["brokerId"])
@@ -289,7 +290,7 @@ def respawn_broker(process: ApacheProcess) -> ApacheProcess:
 def restart_broker(process: ApacheProcess, timeout: float = 90.0) -> ApacheProcess:
     """respawn_broker, once the name server lists the broker at the id of its config and it answers."""
     again = respawn_broker(process)
-    _await_broker(again, None, timeout)
+    await_broker(again, None, timeout)
     return again
 
 
@@ -340,16 +341,19 @@ class ApacheCluster:
 def start_cluster(root: Path, version: str = "apache-4", *, masters: tuple[str, ...] = ("broker-a", "broker-b"),
                   role: str = "SYNC_MASTER", slaves: bool = True, cluster: str = "RefCluster",
                   **props: str) -> ApacheCluster:
-    """Apache's 2m-2s layout (as its conf/2m-2s-sync ships): a name server, then each master and its slave."""
+    """Apache's 2m-2s layout (as its conf/2m-2s-sync ships): a name server, then the masters together, then
+    their slaves together (a slave learns its master's HA address when it registers, so it starts once the
+    master is registered)."""
     namesrv = start_namesrv(root, version)
     brokers: dict[str, ApacheProcess] = {}
     try:
-        for broker in masters:
-            brokers[broker] = start_broker(root, namesrv.addr, version, name=broker, cluster=cluster,
-                                           brokerRole=role, **props)
-            if slaves:
-                brokers[f"{broker}-s"] = start_broker(root, namesrv.addr, version, name=broker, broker_id=1,
-                                                      cluster=cluster, **props)
+        for stage in ([(broker, 0) for broker in masters], [(broker, 1) for broker in masters] if slaves else []):
+            for broker, broker_id in stage:
+                brokers[f"{broker}-s" if broker_id else broker] = start_broker(
+                    root, namesrv.addr, version, name=broker, broker_id=broker_id, cluster=cluster, wait=False,
+                    **({"brokerRole": role} if broker_id == 0 else {}), **props)
+            for broker, broker_id in stage:
+                await_broker(brokers[f"{broker}-s" if broker_id else broker])
     except BaseException:
         ApacheCluster(namesrv, brokers).kill()
         raise
