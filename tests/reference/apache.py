@@ -241,11 +241,12 @@ def await_broker(process: ApacheProcess, security: ClientSecurity | None = None,
 
 
 def start_proxy(root: Path, namesrv: str, version: str = "apache-5", *, name: str = "proxy",
-                cluster: str = "RefCluster", timeout: float = 90.0, **config: object) -> ApacheProcess:
+                cluster: str = "RefCluster", timeout: float = 90.0, wait: bool = True, **config: object) -> ApacheProcess:
     """Apache's rocketmq-proxy (5.x) in cluster mode in front of the brokers of `cluster` that `namesrv`
     knows; its `addr` is the gRPC port (the remoting one is in `props`). `config`: rmq-proxy.json keys
     (ProxyConfig's field names) over these. Ready when it answers a QueryRoute, which it can only do through
-    the name server. Its own logback config writes to <workdir>/logs/rocketmqlogs (user.home)."""
+    the name server. Its own logback config writes to <workdir>/logs/rocketmqlogs (user.home). `wait=False`: started,
+    not waited for (`await_proxy`)."""
     aset = require(version)
     grpc_port, remoting_port = free_port(), free_port()
     workdir = root / name
@@ -256,8 +257,14 @@ def start_proxy(root: Path, namesrv: str, version: str = "apache-5", *, name: st
     conf_file.write_text(json.dumps(conf, indent=1))
     process = _launch("proxy", aset, root, workdir, grpc_port, PROXY_MAIN, {k: str(v) for k, v in conf.items()},
                       ("-pc", str(conf_file), "-pm", "cluster"))
-    _await(process, lambda: _answers_query_route(process.addr), timeout, "proxy")
+    if wait:
+        await_proxy(process, timeout)
     return process
+
+
+def await_proxy(process: ApacheProcess, timeout: float = 90.0) -> None:
+    """Until the proxy answers a QueryRoute (start_proxy with wait=False)."""
+    _await(process, lambda: _answers_query_route(process.addr), timeout, "proxy")
 
 
 def _answers_query_route(addr: str) -> bool:

@@ -63,16 +63,20 @@ def _mq_proxy_conf(path: Path, namesrv: str) -> Path:
 
 
 def start_worlds(work: Path, apache5: str, mq_single: str) -> Iterator[dict[str, World]]:
-    """The four proxies, started one after the other from the calling thread (a JVM dies with the thread that
-    started it), all stopped when the generator is closed."""
+    """The four proxies, started from the calling thread (a JVM dies with the thread that started it): Apache's two
+    together, then mq's one after the other; all stopped when the generator is closed."""
     work.mkdir()
     started: list[apache.ApacheProcess | MqProcess] = []
+    theirs: list[apache.ApacheProcess] = []
     try:
         out: dict[str, World] = {}
         for world, namesrv in (("apache", apache5), ("mixed-2", mq_single)):
-            proc = apache.start_proxy(work, namesrv, name=f"proxy-{world}", cluster=CLUSTER, **PROXY_CONF)
+            proc = apache.start_proxy(work, namesrv, name=f"proxy-{world}", cluster=CLUSTER, wait=False, **PROXY_CONF)
             started.append(proc)
             out[world] = World(world, proc.addr, namesrv, f"127.0.0.1:{proc.props['remotingListenPort']}")
+            theirs.append(proc)
+        for proc in theirs:
+            apache.await_proxy(proc)
         for world, namesrv in (("mq", mq_single), ("mixed-1", apache5)):
             conf = _mq_proxy_conf(work / f"mq-proxy-{world}.json", namesrv)
             proc = start_mq(["proxy", "start", "-c", str(conf), "--host", "127.0.0.1"], timeout=60)
