@@ -1,4 +1,5 @@
-"""Running `mq admin` as a user does (a subprocess), and checking its JSON against the shipped schema."""
+"""Running `mq` as a user does: in this process through its console entry point (`mq_here`, most tests) or as a
+process of its own (`mq`); checking its JSON against the shipped schema and its errors against the one-line rule."""
 
 from __future__ import annotations
 
