@@ -354,13 +354,15 @@ def start_cluster(root: Path, version: str = "apache-4", *, masters: tuple[str, 
     namesrv = start_namesrv(root, version)
     brokers: dict[str, ApacheProcess] = {}
     try:
-        for stage in ([(broker, 0) for broker in masters], [(broker, 1) for broker in masters] if slaves else []):
-            for broker, broker_id in stage:
-                brokers[f"{broker}-s" if broker_id else broker] = start_broker(
-                    root, namesrv.addr, version, name=broker, broker_id=broker_id, cluster=cluster, wait=False,
-                    **({"brokerRole": role} if broker_id == 0 else {}), **props)
-            for broker, broker_id in stage:
-                await_broker(brokers[f"{broker}-s" if broker_id else broker])
+        for broker_id in (0, 1) if slaves else (0,):
+            stage = []
+            for broker in masters:  # each in `brokers` as it starts, so a failure stops what started
+                process = start_broker(root, namesrv.addr, version, name=broker, broker_id=broker_id, cluster=cluster,
+                                       wait=False, **({"brokerRole": role} if broker_id == 0 else {}), **props)
+                brokers[f"{broker}-s" if broker_id else broker] = process
+                stage.append(process)
+            for process in stage:
+                await_broker(process)
     except BaseException:
         ApacheCluster(namesrv, brokers).kill()
         raise
