@@ -1,8 +1,8 @@
 """Package discovery, and the optional compiled modules.
 
-Sub-packages are discovered rather than listed (a list by hand goes stale). `mqtools/common/_ccodec.pyx`
-and `mqtools/spark/_columns.pyx` are compiled when Cython and a C compiler (with zlib's header)
-are present; a failed build is skipped (`optional`), and the pure-Python forms run instead
+Sub-packages are discovered rather than listed (a list by hand goes stale). `mqtools/common/_ccodec.pyx`,
+`mqtools/spark/_columns.pyx` and `mqtools/server/broker/processors/_csend.pyx` are compiled when Cython and
+a C compiler (with zlib's header) are present; a failed build is skipped (`optional`), and the pure-Python forms run instead
 (mqtools/common/speedups.py).
 """
 
@@ -30,7 +30,9 @@ def _extensions() -> list[Extension]:
     exts = [Extension("mqtools.common._ccodec", ["mqtools/common/_ccodec.pyx"], libraries=["z"],
                       extra_compile_args=["-O2"], optional=True),
             Extension("mqtools.spark._columns", ["mqtools/spark/_columns.pyx"], extra_compile_args=["-O2"],
-                      optional=True)]
+                      optional=True),
+            Extension("mqtools.server.broker.processors._csend", ["mqtools/server/broker/processors/_csend.pyx"],
+                      extra_compile_args=["-O2"], optional=True)]
     try:
         return cythonize(exts, quiet=True)
     except CompileError:

@@ -8,6 +8,7 @@ pure-Python forms as the reference, and use those when it is absent or ``MQ_PURE
 
 from __future__ import annotations
 
+import importlib
 import os
 from types import ModuleType
 
@@ -19,12 +20,12 @@ def pure_python_forced() -> bool:
     return os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0")
 
 
-def compiled() -> ModuleType | None:
-    """The compiled module, or None (not built here, or the pure path asked for)."""
+def compiled(name: str = "mqtools.common._ccodec") -> ModuleType | None:
+    """The compiled module `name` (the codec's by default), or None (not built here, or the pure path asked
+    for)."""
     if pure_python_forced():
         return None
     try:
-        from mqtools.common import _ccodec
+        return importlib.import_module(name)
     except ImportError:
         return None
-    return _ccodec

@@ -17,6 +17,7 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING, Any
 
 from mqtools.common import properties as P
+from mqtools.common import speedups
 from mqtools.common import topics as T
 from mqtools.common.javanum import INT_MAX, INT_MIN, INT_RANGE, LONG_MAX, LONG_MIN, LONG_RANGE
 from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
@@ -43,6 +44,8 @@ NOT_ALLOWED_SEND_TOPICS = frozenset({T.SCHEDULE_TOPIC, T.RMQ_SYS_TRANS_HALF_TOPI
 #: topic). Checked here because parse_send_v2, the fast path, converts numbers without range checks.
 _FIELD_RANGES = (("flag", INT_RANGE), ("sys_flag", INT_RANGE), ("reconsume_times", INT_RANGE),
                  ("max_reconsume_times", INT_RANGE), ("born_timestamp", LONG_RANGE))
+#: The common SEND_MESSAGE_V2 compiled (_csend.pyx), when it was built and the pure path is not asked for.
+_compiled = speedups.compiled("mqtools.server.broker.processors._csend")
 _ILLEGAL = ("the message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, "
             "msg properties length limit 32k.")
 _UNAVAILABLE = ("service not available now. It may be caused by one of the following reasons: the broker's disk is "
@@ -95,6 +98,11 @@ def split_host(addr: str) -> tuple[str, int]:
 
 
 class SendProcessor:
+    #: What the compiled path (_csend.pyx) asks of this module, so that it has one source.
+    topic_error = staticmethod(topic_error)
+    split_host = staticmethod(split_host)
+    not_allowed = NOT_ALLOWED_SEND_TOPICS | {T.AUTO_CREATE_TOPIC_KEY}
+
     def __init__(self, controller: BrokerContext) -> None:
         self.c = controller
 
@@ -109,12 +117,14 @@ class SendProcessor:
             return parse_send_v2(req.ext_fields)
         return SendMessageRequestHeader.from_ext(req.ext_fields)
 
+    def _busy(self, req: RemotingCommand) -> RemotingCommand | None:
+        """Fast failure's refusal, asked once a send (it also records the send's wait)."""
+        busy = self.c.fast_failure.refusal()
+        return None if busy is None else req.response(ResponseCode.SYSTEM_BUSY, busy)
+
     def _check(self, conn: RemotingConnection, req: RemotingCommand, h: SendMessageRequestHeader
                ) -> RemotingCommand | TopicConfig:
-        """RocketMQ's msgCheck (after its fast failure): the error response, or the topic's config."""
-        busy = self.c.fast_failure.refusal()
-        if busy is not None:
-            return req.response(ResponseCode.SYSTEM_BUSY, busy)
+        """RocketMQ's msgCheck (after its fast failure, _busy): the error response, or the topic's config."""
         cfg = self.c.config
         if cfg.is_slave:
             return req.response(ResponseCode.SERVICE_NOT_AVAILABLE, "the broker is a slave, sending is refused")
@@ -130,7 +140,7 @@ class SendProcessor:
                 if value is not None and value not in allowed:
                     return req.response(ResponseCode.SYSTEM_ERROR,
                                         f"the custom field <{name}> is out of range: {value}")
-        if h.topic in NOT_ALLOWED_SEND_TOPICS or h.topic == T.AUTO_CREATE_TOPIC_KEY:
+        if h.topic in self.not_allowed:
             return req.response(ResponseCode.NO_PERMISSION, f"Sending message to topic[{h.topic}] is forbidden.")
         tc = self.c.topics.select(h.topic)
         if tc is None:
@@ -226,6 +236,13 @@ class SendProcessor:
     # ------------------------------------------------------------------ processors
 
     def send_message(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | Awaitable:
+        busy = self._busy(req)
+        if busy is not None:
+            return busy
+        if _compiled is not None and req.code == RequestCode.SEND_MESSAGE_V2:
+            done = _compiled.send_v2(self, conn, req)
+            if done is not None:
+                return done
         h = self._header(req)
         tc = self._check(conn, req, h)
         if isinstance(tc, RemotingCommand):
@@ -251,6 +268,9 @@ class SendProcessor:
 
 
     def send_batch(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | Awaitable:
+        busy = self._busy(req)
+        if busy is not None:
+            return busy
         h = self._header(req)
         tc = self._check(conn, req, h)
         if isinstance(tc, RemotingCommand):

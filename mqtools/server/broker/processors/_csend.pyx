@@ -1,0 +1,130 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""The common SEND_MESSAGE_V2, compiled: header, checks, message and answer in one typed pass.
+
+send.py's SendProcessor is the source of truth and what runs without this module (not built, or
+MQ_PURE_PYTHON set). `send_v2` takes only the sends that need nothing more than a plain put: a short-named
+header whose every number parses and is in range, an existing writable topic that is not a retry topic,
+a queue id in range, and properties without a transaction, a delay level, a timer or a CLUSTER of their
+own. For anything else, and for every refusal after fast failure, it returns None before it has changed
+anything, and the processor's general path decides (with its exact remark). tests/unit/broker/test_csend.py
+holds the two paths to the same messages, answers and refusals.
+"""
+
+from libc.stdint cimport int64_t
+
+from mqtools.common.message import MessageExtBrokerInner
+from mqtools.common.properties import drop_property
+from mqtools.remoting.codes import ResponseCode
+from mqtools.server.store.results import PutMessageResult, PutMessageStatus
+
+cdef int64_t INT_MIN = -(2 ** 31)
+cdef int64_t INT_MAX = 2 ** 31 - 1
+cdef int PERM_WRITE = 0x2
+cdef str SEP = "\x02"
+cdef str NV = "\x01"
+cdef int SUCCESS = ResponseCode.SUCCESS
+cdef object PUT_OK = PutMessageStatus.PUT_OK
+#: Properties that send a message anywhere but the plain put: the general path handles them.
+cdef frozenset SPECIAL = frozenset({"TRAN_MSG", "DELAY", "CLUSTER", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC",
+                                    "TIMER_DELAY_MS"})
+
+
+cdef inline bint _int(object text, int64_t *out) except -1:
+    """A Java int's decimal text; False (the general path names the fault) when it is not one."""
+    if type(text) is not str:
+        return False
+    try:
+        value = int(text)
+    except ValueError:
+        return False
+    if not INT_MIN <= value <= INT_MAX:
+        return False
+    out[0] = value
+    return True
+
+
+cdef dict _properties(str text):
+    """string_to_properties, or None when a property asks for more than a plain put."""
+    cdef dict props = {}
+    cdef str item, name
+    cdef Py_ssize_t at
+    if not text:
+        return props
+    for item in text.split(SEP):
+        if len(item) < 3:
+            continue
+        at = item.find(NV)
+        if at < 0:
+            continue
+        name = item[:at]
+        if name in SPECIAL:
+            return None
+        props[name] = item[at + 1:]
+    return props
+
+
+def send_v2(proc, conn, req):
+    """The answer (or the awaitable of a put that waits) to a plain SEND_MESSAGE_V2, or None for the general
+    path. Fast failure has been asked already (SendProcessor.send_message)."""
+    cdef dict ext = req.ext_fields
+    cdef int64_t queue_id, sys_flag, flag, times = 0, born
+    cdef str topic, raw
+    cdef dict props
+    c = proc.c
+    cfg = c.config
+    topic = ext.get("b")
+    if topic is None or "a" not in ext or "c" not in ext or cfg.is_slave \
+            or not cfg.broker_permission & PERM_WRITE:
+        return None
+    try:
+        int(ext["d"])  # the default topic's queue count: only read when a topic is created, but it must parse
+    except (KeyError, ValueError, TypeError):
+        return None
+    if not (_int(ext.get("e"), &queue_id) and _int(ext.get("f"), &sys_flag) and _int(ext.get("h"), &flag)):
+        return None
+    born_text = ext.get("g")
+    if type(born_text) is not str:
+        return None
+    try:
+        born = int(born_text)  # a long: out of range raises OverflowError here
+    except (ValueError, OverflowError):
+        return None
+    times_text = ext.get("j")
+    if times_text is not None and not _int(times_text, &times):
+        return None
+    max_text = ext.get("l")
+    if max_text is not None or topic.startswith("%RETRY%") or proc.topic_error(topic) is not None:
+        return None
+    tc = c.topics.table.get(topic)
+    if tc is None or not tc.perm & PERM_WRITE or queue_id < 0 \
+            or queue_id >= max(<int64_t>tc.read_queue_nums, <int64_t>tc.write_queue_nums):
+        return None
+    if topic in proc.not_allowed:
+        return None
+    body = req.body
+    body = b"" if body is None else bytes(body)
+    if len(body) > cfg.max_message_size:
+        return None
+    raw = ext.get("i") or ""
+    props = _properties(raw)
+    if props is None:
+        return None
+    # the stored properties: the client's string without WAIT, then CLUSTER (SendProcessor._props_string)
+    cluster = cfg.broker_cluster_name
+    props["CLUSTER"] = cluster
+    wait = props.get("WAIT")
+    if wait is not None:
+        raw = drop_property(raw, "WAIT", wait)
+    if raw and not raw.endswith(SEP):
+        raw += SEP
+    msg = MessageExtBrokerInner(topic, body, flag, props, queue_id, sys_flag, born, proc.split_host(conn.peer),
+                                proc.split_host(c.broker_addr), times, 0, f"{raw}CLUSTER{NV}{cluster}{SEP}")
+    put = c.store.put_message_inline(msg)
+    if type(put) is not PutMessageResult or c.topics.unwritten is not None:
+        return proc._later(req, topic, put, queue_id, None)
+    append = put.append
+    if put.status is not PUT_OK or append is None or append.phys_offsets:
+        return proc._response(req, topic, put, queue_id)
+    c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
+    return req.response(SUCCESS, None, {"msgId": append.msg_id, "queueId": str(queue_id),
+                                        "queueOffset": str(append.logics_offset)})
