@@ -10,7 +10,7 @@ $(BIN)/python:
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
 
-$(STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard mqtools/*/*.pyx mqtools/*/*.pxd mqtools/*/*/*/*.pyx)
+$(STAMP): $(BIN)/python pyproject.toml setup.py $(wildcard mqtools/*/*.pyx mqtools/*/*.pxd mqtools/*/*/*.pyx mqtools/*/*/*/*.pyx)
 	$(BIN)/pip install -q -e '.[dev,spark,mcp,proxy]'
 	@# rocketmq==0.4.4 (C++ client) and rocketmq-python-client (5.x, gRPC) both ship rocketmq/__init__.py: the 5.x
 	@# client needs its own (the C++ client's is empty and works under either), so it is written last.

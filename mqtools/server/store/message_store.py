@@ -60,6 +60,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from mqtools.common import properties as P
+from mqtools.common import speedups
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.codec import (
     CorruptMessageError,
@@ -94,6 +95,8 @@ from mqtools.server.store.store_stats import StoreStatsService
 from mqtools.server.store.warmer import MappedFileWarmer
 
 log = logging.getLogger(__name__)
+#: A master's plain put compiled (_cput.pyx), when it was built and the pure path is not asked for.
+_compiled = speedups.compiled("mqtools.server.store._cput")
 
 
 class ReplicationHook(Protocol):
@@ -234,6 +237,10 @@ class MessageStore:
     def put_message_inline(self, msg: MessageExtBrokerInner) -> PutMessageResult | Awaitable[PutMessageResult]:
         """put_message's append, done now; its result, or what is left to wait for (flush, slave) as an
         awaitable. The send path answers inline without a coroutine per message when nothing waits."""
+        if _compiled is not None:
+            put = _compiled.put_message(self, msg)  # a running master's plain put (_cput.pyx), else None
+            if put is not None:
+                return put
         bad = self._check_service()
         if bad is not None:
             return bad

@@ -12,6 +12,7 @@ holds the two paths to the same messages, answers and refusals.
 
 from libc.stdint cimport int64_t
 
+from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.message import MessageExtBrokerInner
 from mqtools.common.properties import drop_property
 from mqtools.remoting.codes import ResponseCode
@@ -24,6 +25,7 @@ cdef str SEP = "\x02"
 cdef str NV = "\x01"
 cdef int SUCCESS = ResponseCode.SUCCESS
 cdef object PUT_OK = PutMessageStatus.PUT_OK
+cdef object SLAVE = BrokerRole.SLAVE
 #: Properties that send a message anywhere but the plain put: the general path handles them.
 cdef frozenset SPECIAL = frozenset({"TRAN_MSG", "DELAY", "CLUSTER", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC",
                                     "TIMER_DELAY_MS"})
@@ -63,6 +65,21 @@ cdef dict _properties(str text):
     return props
 
 
+cdef str _drop_wait(str raw, str wait):
+    """drop_property(raw, "WAIT", wait), without its calls where WAIT stands first or last (as the clients put
+    it) and nowhere before: the same string it gives, which it stays the judge of otherwise."""
+    cdef str item = f"WAIT{NV}{wait}"
+    cdef Py_ssize_t n = len(item), size = len(raw), at
+    if raw.startswith(item):
+        if size == n or raw[n] == SEP:
+            return raw[n + 1:]
+    else:
+        at = raw.find(f"{SEP}{item}")
+        if at >= 0 and at == size - n - 2 and raw[size - 1] == SEP:
+            return raw[:at + 1]
+    return drop_property(raw, "WAIT", wait)
+
+
 def send_v2(proc, conn, req):
     """The answer (or the awaitable of a put that waits) to a plain SEND_MESSAGE_V2, or None for the general
     path. Fast failure has been asked already (SendProcessor.send_message)."""
@@ -73,7 +90,7 @@ def send_v2(proc, conn, req):
     c = proc.c
     cfg = c.config
     topic = ext.get("b")
-    if topic is None or "a" not in ext or "c" not in ext or cfg.is_slave \
+    if topic is None or "a" not in ext or "c" not in ext or cfg.broker_role is SLAVE \
             or not cfg.broker_permission & PERM_WRITE:
         return None
     try:
@@ -114,7 +131,7 @@ def send_v2(proc, conn, req):
     props["CLUSTER"] = cluster
     wait = props.get("WAIT")
     if wait is not None:
-        raw = drop_property(raw, "WAIT", wait)
+        raw = _drop_wait(raw, wait)
     if raw and not raw.endswith(SEP):
         raw += SEP
     msg = MessageExtBrokerInner(topic, body, flag, props, queue_id, sys_flag, born, proc.split_host(conn.peer),

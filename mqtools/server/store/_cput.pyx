@@ -1,0 +1,115 @@
+# cython: language_level=3, boundscheck=False, wraparound=False
+"""A master's put of one message, compiled: checks, append, dispatch and settle in one typed pass.
+
+MessageStore.put_message_inline (message_store.py) is the source of truth and what runs without this module
+(not built, or MQ_PURE_PYTHON set). `put_message` takes the puts a running master makes of a message to any
+topic but the schedule topic while nothing holds dispatch back (a controller-mode master waiting to catch up);
+for anything else it returns None before it has changed anything, and the Python method decides.
+tests/unit/store/test_cput.py holds both to the same commitlog, consume queues, index and results.
+"""
+
+from libc.stdint cimport int64_t
+
+from mqtools.common._layout cimport BORNHOST_V6_FLAG, FIXED_V4, STOREHOST_V6_FLAG
+
+from mqtools.common import codec, sysflag
+from mqtools.common.brokerrole import BrokerRole
+from mqtools.common.codec import host_flags, write_stored
+from mqtools.common.hashing import tags_code
+from mqtools.common.ids import create_offset_msg_id
+from mqtools.common.properties import dispatch_values
+from mqtools.common.topics import SCHEDULE_TOPIC
+from mqtools.server.store.commitlog import EntryTooLarge
+from mqtools.server.store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
+
+cdef int64_t HOST_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOST_V6_FLAG
+cdef int64_t MAX_TOPIC_LEN = codec.MAX_TOPIC_LEN_V1
+cdef int64_t TRANSACTION_MASK = sysflag.TRANSACTION_MASK
+cdef int64_t TRANSACTION_PREPARED = sysflag.TRANSACTION_PREPARED_TYPE
+cdef int64_t TRANSACTION_ROLLBACK = sysflag.TRANSACTION_ROLLBACK_TYPE
+cdef Py_ssize_t MAX_PROPERTIES_LEN = codec.MAX_PROPERTIES_LEN
+cdef object PUT_OK = PutMessageStatus.PUT_OK
+cdef object SYNC_MASTER = BrokerRole.SYNC_MASTER
+cdef object SLAVE = BrokerRole.SLAVE
+
+
+def put_message(store, msg):
+    """put_message_inline's result for a plain put on a running master, or None for the Python path."""
+    cdef int64_t sys_flag, total, qoff = 0, phys, store_ts, mask
+    cdef Py_ssize_t body_len, topic_len, props_len
+    cdef bint consumable
+    cfg = store.config
+    role = cfg.broker_role  # cfg.is_slave without its two property calls
+    if not store._running or role is SLAVE or store.cleaner.disk_full or store.dispatch_limit is not None:
+        return None
+    ha_hook = store.ha_hook
+    if ha_hook is not None and role is SYNC_MASTER:
+        return None
+    topic = msg.topic
+    if topic == SCHEDULE_TOPIC:
+        return None
+    topic_b = topic.encode()
+    props_b = msg.encoded_properties().encode()
+    body_len = len(msg.body)
+    topic_len = len(topic_b)
+    props_len = len(props_b)
+    if topic_len == 0 or topic_len > 255 or props_len > MAX_PROPERTIES_LEN or body_len > cfg.max_message_size:
+        return None
+    store_host = msg.store_host or cfg.store_host
+    sys_flag = (<int64_t>msg.sys_flag & ~HOST_V6_FLAGS) | <int64_t>host_flags(msg.born_host, store_host)
+    store_ts = <int64_t>(store.clock() * 1000)
+    total = FIXED_V4 + body_len + topic_len + props_len + (1 if topic_len <= MAX_TOPIC_LEN else 2)
+    if sys_flag & BORNHOST_V6_FLAG:
+        total += 12
+    if sys_flag & STOREHOST_V6_FLAG:
+        total += 12
+    mask = sys_flag & TRANSACTION_MASK
+    consumable = mask != TRANSACTION_PREPARED and mask != TRANSACTION_ROLLBACK
+    d = store.dispatcher
+    queue_offsets = d.next_offset
+    queue_id = msg.queue_id
+    key = (topic, queue_id)
+    if consumable:
+        qoff = queue_offsets.get(key, 0)
+    commitlog = store.commitlog
+    try:
+        mf, pos = commitlog.reserve(total)
+    except (EntryTooLarge, OSError) as exc:
+        return store._reserve_failed(exc)
+    phys = <int64_t>mf.start + <int64_t>pos
+    write_stored(mf.mm, pos, msg, total=total, sys_flag=sys_flag, queue_offset=qoff, phys_offset=phys,
+                 store_timestamp=store_ts, store_host=store_host, topic=topic_b, properties=props_b)
+    mf.wrote = pos + total
+    if consumable:
+        queue_offsets[key] = qoff + 1
+    msg_id = create_offset_msg_id(store_host, phys)
+    append = AppendMessageResult(phys, total, msg_id, store_ts, qoff, 1)
+    # dispatch (DispatchService.unit_values and dispatch)
+    tag_value, keys, uniq = dispatch_values(props_b)
+    tags = tags_code(tag_value)
+    if consumable:
+        cq = d.cq(topic, queue_id, True)
+        if cq.put(phys, total, tags, qoff):
+            d.last_dispatch_ts = store_ts
+            if d.listeners:
+                d._notify(topic, queue_id, qoff + 1, tags, store_ts)
+    if (keys or uniq) and d.config.message_index_enable and mask != TRANSACTION_ROLLBACK:
+        d.index.build(topic, keys, uniq, phys, store_ts)
+    d.reput_offset = phys + total
+    d.last_store_ts = store_ts
+    msg.store_timestamp = store_ts
+    msg.queue_offset = qoff
+    msg.commit_log_offset = phys
+    msg.msg_id = msg_id
+    stats = store.stats
+    stats.put_times += 1
+    stats.put_size += total
+    # MessageStore._settle
+    gc = store._group_commit
+    if msg.properties.get("WAIT") == "false":
+        if gc is not None:
+            gc.wake()
+        return PutMessageResult(PUT_OK, append)
+    if gc is None and not (role is SYNC_MASTER and ha_hook is not None):
+        return PutMessageResult(PUT_OK, append)
+    return store._settle(append, True)
