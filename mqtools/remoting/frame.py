@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import struct
 
+from mqtools.common import speedups
 from mqtools.remoting.command import RemotingCommand, decode_header
 from mqtools.remoting.errors import ProtocolError
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 _I32 = struct.Struct(">i")
+#: The loop over complete frames compiled (_cframe.pyx), when it was built and the pure path is not asked for.
+_compiled = speedups.compiled("mqtools.remoting._cframe")
 
 
 class FrameDecoder:
@@ -33,19 +36,10 @@ class FrameDecoder:
             buf: bytes | bytearray | memoryview = self._buf
         else:
             buf = data
-        out: list[RemotingCommand] = []
         size = len(buf)
         pos = 0
         try:
-            while size - pos >= 4:
-                (length,) = _I32.unpack_from(buf, pos)
-                if length < 4 or length > self.max_frame:
-                    self._check_length(length)
-                end = pos + 4 + length
-                if end > size:
-                    break
-                out.append(self._decode(buf, pos + 4, end))
-                pos = end
+            out, pos = self._frames(buf) if _compiled is None else _compiled.frames(buf, self.max_frame)
         except ProtocolError:
             self._broken = True
             raise
@@ -56,6 +50,22 @@ class FrameDecoder:
             elif pos < size:
                 self._buf = bytearray(buf[pos:])
         return out
+
+    def _frames(self, buf: bytes | bytearray | memoryview) -> tuple[list[RemotingCommand], int]:
+        """The commands of the complete frames at the start of `buf`, and the bytes they took."""
+        out: list[RemotingCommand] = []
+        size = len(buf)
+        pos = 0
+        while size - pos >= 4:
+            (length,) = _I32.unpack_from(buf, pos)
+            if length < 4 or length > self.max_frame:
+                self._check_length(length)
+            end = pos + 4 + length
+            if end > size:
+                break
+            out.append(self._decode(buf, pos + 4, end))
+            pos = end
+        return out, pos
 
     def _check_length(self, length: int) -> None:
         if length < 4:

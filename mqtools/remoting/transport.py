@@ -13,6 +13,7 @@ import math
 from collections.abc import Callable
 from typing import Any
 
+from mqtools.common import speedups
 from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from mqtools.remoting.errors import ProtocolError, RemotingConnectionClosed, RemotingTimeoutError
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME, FrameDecoder
@@ -33,6 +34,9 @@ _EARLY_FLUSH_PARTS = 32
 #: other connection and every timer waiting meanwhile (and the send-queue wait fast failure judges by, with
 #: them). Pausing costs two cheap epoll updates per 128 KB, about a hundred 1 KB sends.
 _FAIR_READ_BYTES = 128 * 1024
+
+#: RemotingCommand.encode_parts, compiled (_cframe.pyx) when it was built and the pure path is not asked for.
+_encode_parts = getattr(speedups.compiled("mqtools.remoting._cframe"), "encode_parts", RemotingCommand.encode_parts)
 
 RequestCallback = Callable[["RemotingConnection", RemotingCommand], None]
 CloseCallback = Callable[["RemotingConnection"], None]
@@ -153,7 +157,7 @@ class RemotingConnection(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             raise RemotingConnectionClosed(self.peer)
-        head, body = cmd.encode_parts()
+        head, body = _encode_parts(cmd)
         self._out.append(head)
         self._out_size += len(head)
         if body is not None:
