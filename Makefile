@@ -49,8 +49,8 @@ reference: install
 # thirds busy) run on two workers, a file per worker at a time; everything that starts JVMs or a
 # SparkSession (compat's C++ client aside, tui shares no state but is timing-sensitive) runs after them on
 # one, so there is never more than one JVM cluster. The unit and store suites run a second time on the
-# pure-Python codec (the compiled one, built at install where a C compiler is present, is what the first
-# run uses).
+# pure-Python forms (the compiled codec, frame loop, send and put, built at install where a C compiler is
+# present, are what the first run uses; the unit suite holds each to its Python twin).
 # Tests marked `soak` (a combination another test already proves on the other Apache version, fault or deployment)
 # are left to `make soak`.
 test: install layers reference prometheus
