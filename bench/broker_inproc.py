@@ -1,0 +1,174 @@
+"""The broker's event-loop work per plain send, in-process, without sockets; one summary line.
+
+Frames of SEND_MESSAGE_V2 as our Producer sends them (its V2 header with a fresh UNIQ_KEY and WAIT, 1 KiB
+bodies, 64 frames to a read) are fed to a connection of a real broker (ASYNC_FLUSH, temp store, started in this
+process) whose transport only counts the answer bytes: what is measured is the broker's own work per send (the
+frame loop, the header, the checks, the put, the dispatch, the answer), none of the kernel's and none of a
+client's. The baseline, in the same run: our RemotingServer answering the same frames with a canned response
+(broker_send.py's ceiling), so `ratio` is how many times the remoting floor a send costs. Each side runs in a
+child process of its own.
+
+Two measures: the loop thread's CPU per send (the median of --repeat rounds; on a shared machine it moves with
+the neighbours), and with --callgrind, where valgrind is installed, the instructions the loop thread executes
+per send, counted by callgrind (the same to about 2% from run to run; how stop 72 measured the compiled send
+path: 220k instructions a send before it, 173.5k after, the floor 61k and 50k).
+
+Usage: .venv/bin/python bench/broker_inproc.py [--chunks 200] [--repeat 5] [--callgrind]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import functools
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import broker_send
+
+PER_READ = 64
+WARM_CHUNKS = 20
+
+
+class CountingTransport:
+    """What a connection writes its answers to: counted, not sent."""
+
+    def __init__(self) -> None:
+        self.written = 0
+        self.last = b""
+
+    def write(self, data: bytes) -> None:
+        self.written += len(data)
+        self.last = data
+
+    def writelines(self, parts: list[bytes]) -> None:
+        self.write(b"".join(parts))
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return ("127.0.0.1", 50000) if name == "peername" else default
+
+    def is_closing(self) -> bool:
+        return False
+
+    def pause_reading(self) -> None:
+        pass
+
+    def resume_reading(self) -> None:
+        pass
+
+
+async def _server(side: str, work: Path) -> tuple[Any, Any]:
+    """(the RemotingServer to feed, what stops it)."""
+    from mqtools.remoting.codes import RequestCode
+    from mqtools.remoting.headers import SendMessageResponseHeader
+    from mqtools.remoting.server import RemotingServer
+    from mqtools.server.broker.app import BrokerController
+    from mqtools.server.broker.config import load_config
+
+    if side == "ceiling":
+        server = RemotingServer("127.0.0.1", 0)
+        ext = SendMessageResponseHeader(msg_id="7F00000100002A9F0000000000000000", queue_id=0,
+                                        queue_offset=0).to_ext()
+        server.register(RequestCode.SEND_MESSAGE_V2, lambda conn, req: req.response(ext_fields=dict(ext)))
+        return server, None
+    conf = work / "broker.properties"
+    conf.write_text(f"brokerName=inproc\nlistenPort=0\nstorePathRootDir={work / 'store'}\n"
+                    "namesrvAddr=127.0.0.1:1\nflushDiskType=ASYNC_FLUSH\nmappedFileSizeCommitLog=1073741824\n")
+    controller = BrokerController(load_config(conf, {}))
+    await controller.start()
+    return controller.server, controller
+
+
+async def child(side: str, chunks: int, repeat: int, measured_once: bool) -> dict:
+    """One side: warm up, then feed `chunks` reads of PER_READ frames `repeat` times (once under callgrind)."""
+    import logging
+
+    from mqtools.common.ids import UniqueKeyGenerator
+    from mqtools.remoting.frame import FrameDecoder
+
+    logging.disable(logging.WARNING)  # the broker's name server (none) is unreachable on purpose
+    with tempfile.TemporaryDirectory() as tmp:
+        server, controller = await _server(side, Path(tmp))
+        conn = server._make_connection()
+        transport = CountingTransport()
+        conn.connection_made(transport)
+        keys = UniqueKeyGenerator()
+        reads = [b"".join(broker_send.send_cmd(i % broker_send.QUEUES,
+                                               properties=broker_send.keyed_properties(keys)).encode()
+                          for i in range(PER_READ)) for _ in range(chunks + WARM_CHUNKS)]
+
+        def feed(done: int, data: bytes) -> int:
+            conn.data_received(data)
+            conn._flush()
+            return done + 1
+
+        for data in reads[:WARM_CHUNKS]:  # not through reduce: --callgrind counts only the measured rounds
+            feed(0, data)
+        await asyncio.sleep(0)
+        per_send: list[float] = []
+        for _ in range(1 if measured_once else repeat):
+            begin = time.thread_time()
+            functools.reduce(feed, reads[WARM_CHUNKS:], 0)  # what --callgrind counts: the calls inside reduce
+            per_send.append((time.thread_time() - begin) / (chunks * PER_READ) * 1e6)
+            await asyncio.sleep(0)  # the loop's own work between reads (timers, flush callbacks)
+        if controller is not None:
+            await controller.shutdown()
+        codes = sorted({cmd.code for cmd in FrameDecoder().feed(transport.last)})
+        return {"us": statistics.median(per_send), "runs": per_send, "sends": chunks * PER_READ, "codes": codes}
+
+
+def run_side(side: str, args: argparse.Namespace) -> dict:
+    """A side in a child process; under callgrind (counting inside functools.reduce only) when asked."""
+    cmd = [sys.executable, __file__, "--side", side, "--chunks", str(args.chunks), "--repeat", str(args.repeat)]
+    if not args.callgrind:
+        return json.loads(subprocess.run(cmd, check=True, capture_output=True, text=True).stdout.splitlines()[-1])
+    with tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "callgrind.out"
+        proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                               "--toggle-collect=functools_reduce", *cmd, "--once"],
+                              check=True, capture_output=True, text=True)
+        result = json.loads(proc.stdout.splitlines()[-1])
+        totals = next(line for line in out.read_text().splitlines() if line.startswith(("totals:", "summary:")))
+        result["instructions"] = int(totals.split()[1]) / result["sends"]
+        return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--chunks", type=int, default=200, help=f"reads of {PER_READ} frames per round")
+    parser.add_argument("--repeat", type=int, default=5, help="rounds (CPU time: the median is reported)")
+    parser.add_argument("--callgrind", action="store_true", help="also count instructions (needs valgrind)")
+    parser.add_argument("--side", choices=("broker", "ceiling"), help=argparse.SUPPRESS)
+    parser.add_argument("--once", action="store_true", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        print(json.dumps(asyncio.run(child(args.side, args.chunks, args.repeat, args.once))))
+        return
+    if args.callgrind and shutil.which("valgrind") is None:
+        parser.error("--callgrind needs valgrind on the PATH")
+    compiled = "pure Python" if os.environ.get("MQ_PURE_PYTHON", "") not in ("", "0") else "compiled where built"
+    broker, ceiling = run_side("broker", args), run_side("ceiling", args)
+    if broker["codes"] != [0]:
+        sys.exit(f"broker_inproc: the broker answered codes {broker['codes']}, not only SUCCESS: no figure")
+    line = (f"broker_inproc ({compiled}, {broker['sends']:,} sends a round) | broker {broker['us']:.1f} us/send "
+            f"(runs {', '.join(f'{r:.1f}' for r in broker['runs'])}) ceiling {ceiling['us']:.1f} us/send "
+            f"ratio {broker['us'] / ceiling['us']:.2f}")
+    if args.callgrind:
+        line += (f" | instructions/send broker {broker['instructions'] / 1000:.1f}k ceiling "
+                 f"{ceiling['instructions'] / 1000:.1f}k ratio {broker['instructions'] / ceiling['instructions']:.2f}")
+    print(line + " | lower is better")
+
+
+if __name__ == "__main__":
+    main()
