@@ -11,7 +11,7 @@ child process of its own.
 Two measures: the loop thread's CPU per send (the median of --repeat rounds; on a shared machine it moves with
 the neighbours), and with --callgrind, where valgrind is installed, the instructions the loop thread executes
 per send, counted by callgrind (the same to about 2% from run to run; how stop 72 measured the compiled send
-path: 220k instructions a send before it, 173.5k after, the floor 61k and 50k).
+path: 220k instructions a send before it, 167k after, the floor 61k and 44k).
 
 Usage: .venv/bin/python bench/broker_inproc.py [--chunks 200] [--repeat 5] [--callgrind]
 """

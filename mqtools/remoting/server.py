@@ -29,7 +29,7 @@ from mqtools.common.tls import TlsServerSettings
 from mqtools.common.tls_acceptor import TlsAcceptor
 from mqtools.remoting.codes import ResponseCode, code_name
 from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
-from mqtools.remoting.errors import BadRequestError, ProtocolError, RemotingError
+from mqtools.remoting.errors import BadRequestError, ProtocolError, RemotingConnectionClosed, RemotingError
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME
 from mqtools.remoting.transport import RemotingConnection
 
@@ -162,9 +162,12 @@ class RemotingServer:
 
     @staticmethod
     def _reply(conn: RemotingConnection, req: RemotingCommand, resp: RemotingCommand | None) -> None:
-        if resp is None or req.flag & FLAG_ONEWAY or not conn.is_open:
+        if resp is None or req.flag & FLAG_ONEWAY:
             return
         resp.opaque = req.opaque
         resp.flag |= FLAG_RESPONSE
         resp.serialize_type = req.serialize_type
-        conn.send(resp)
+        try:
+            conn.send(resp)
+        except RemotingConnectionClosed:  # the peer left before its answer: nobody to tell
+            return

@@ -125,3 +125,14 @@ def test_the_encoder_writes_the_same_bytes(cmd: RemotingCommand) -> None:
     head, body = C.encode_parts(cmd)
     want_head, want_body = cmd.encode_parts()
     assert (head, body) == (want_head, want_body)
+
+
+java_int = st.integers(min_value=-(2**31), max_value=2**31 - 1)
+
+
+@given(java_int, java_int, java_int, java_int, st.sampled_from([*LanguageCode, 99]), st.none() | st.text(),
+       st.dictionaries(st.text(), st.text(), max_size=4), st.none() | st.binary(max_size=8))
+def test_any_json_command_encodes_to_the_same_bytes(code: int, version: int, opaque: int, flag: int, language: int,
+                                                    remark: str | None, ext: dict[str, str], body: bytes | None) -> None:
+    cmd = RemotingCommand(code, ext, body, remark, opaque, flag, language, version)
+    assert C.encode_parts(cmd) == cmd.encode_parts()
