@@ -15,6 +15,7 @@ from libc.stdio cimport snprintf
 
 import orjson
 
+from mqtools.common import javanum
 from mqtools.remoting import command as C
 from mqtools.remoting.codes import SerializeType
 from mqtools.remoting.errors import ProtocolError
@@ -31,8 +32,8 @@ cdef dict NAME_BY_LANG = {lang: name.encode() for lang, name in C._NAME_BY_LANG.
 cdef object JSON = SerializeType.JSON
 cdef object ROCKETMQ = SerializeType.ROCKETMQ
 cdef int JSON_TYPE = SerializeType.JSON
-cdef int64_t INT_MIN = -(2 ** 31)
-cdef int64_t INT_MAX = 2 ** 31 - 1
+cdef int64_t INT_MIN = javanum.INT_MIN
+cdef int64_t INT_MAX = javanum.INT_MAX
 
 
 cdef inline void _wr32(unsigned char *p, int64_t v) noexcept nogil:

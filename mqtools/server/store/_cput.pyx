@@ -17,6 +17,7 @@ from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.codec import host_flags, write_stored
 from mqtools.common.hashing import tags_code
 from mqtools.common.ids import create_offset_msg_id
+from mqtools.common import properties
 from mqtools.common.properties import dispatch_values
 from mqtools.common.topics import SCHEDULE_TOPIC
 from mqtools.server.store.commitlog import EntryTooLarge
@@ -31,6 +32,7 @@ cdef Py_ssize_t MAX_PROPERTIES_LEN = codec.MAX_PROPERTIES_LEN
 cdef object PUT_OK = PutMessageStatus.PUT_OK
 cdef object SYNC_MASTER = BrokerRole.SYNC_MASTER
 cdef object SLAVE = BrokerRole.SLAVE
+cdef str WAIT = properties.WAIT
 
 
 def put_message(store, msg):
@@ -106,7 +108,7 @@ def put_message(store, msg):
     stats.put_size += total
     # MessageStore._settle
     gc = store._group_commit
-    if msg.properties.get("WAIT") == "false":
+    if msg.properties.get(WAIT) == "false":
         if gc is not None:
             gc.wake()
         return PutMessageResult(PUT_OK, append)

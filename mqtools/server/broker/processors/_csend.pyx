@@ -12,23 +12,28 @@ holds the two paths to the same messages, answers and refusals.
 
 from libc.stdint cimport int64_t
 
+from mqtools.common import javanum, perm
+from mqtools.common import properties as P
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.message import MessageExtBrokerInner
 from mqtools.common.properties import drop_property
+from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.codes import ResponseCode
 from mqtools.server.store.results import PutMessageResult, PutMessageStatus
 
-cdef int64_t INT_MIN = -(2 ** 31)
-cdef int64_t INT_MAX = 2 ** 31 - 1
-cdef int PERM_WRITE = 0x2
-cdef str SEP = "\x02"
-cdef str NV = "\x01"
+cdef int64_t INT_MIN = javanum.INT_MIN
+cdef int64_t INT_MAX = javanum.INT_MAX
+cdef int PERM_WRITE = perm.PERM_WRITE
+cdef str SEP = P.PROPERTY_SEPARATOR
+cdef str NV = P.NAME_VALUE_SEPARATOR
+cdef str WAIT = P.WAIT
+cdef str CLUSTER = P.CLUSTER
 cdef int SUCCESS = ResponseCode.SUCCESS
 cdef object PUT_OK = PutMessageStatus.PUT_OK
 cdef object SLAVE = BrokerRole.SLAVE
 #: Properties that send a message anywhere but the plain put: the general path handles them.
-cdef frozenset SPECIAL = frozenset({"TRAN_MSG", "DELAY", "CLUSTER", "TIMER_DELIVER_MS", "TIMER_DELAY_SEC",
-                                    "TIMER_DELAY_MS"})
+cdef frozenset SPECIAL = frozenset({P.TRAN_MSG, P.DELAY, P.CLUSTER, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC,
+                                    P.TIMER_DELAY_MS})
 
 
 cdef inline bint _int(object text, int64_t *out) except -1:
@@ -68,7 +73,7 @@ cdef dict _properties(str text):
 cdef str _drop_wait(str raw, str wait):
     """drop_property(raw, "WAIT", wait), without its calls where WAIT stands first or last (as the clients put
     it) and nowhere before: the same string it gives, which it stays the judge of otherwise."""
-    cdef str item = f"WAIT{NV}{wait}"
+    cdef str item = f"{WAIT}{NV}{wait}"
     cdef Py_ssize_t n = len(item), size = len(raw), at
     if raw.startswith(item):
         if size == n or raw[n] == SEP:
@@ -77,7 +82,7 @@ cdef str _drop_wait(str raw, str wait):
         at = raw.find(f"{SEP}{item}")
         if at >= 0 and at == size - n - 2 and raw[size - 1] == SEP:
             return raw[:at + 1]
-    return drop_property(raw, "WAIT", wait)
+    return drop_property(raw, WAIT, wait)
 
 
 def send_v2(proc, conn, req):
@@ -110,7 +115,7 @@ def send_v2(proc, conn, req):
     if times_text is not None and not _int(times_text, &times):
         return None
     max_text = ext.get("l")
-    if max_text is not None or topic.startswith("%RETRY%") or proc.topic_error(topic) is not None:
+    if max_text is not None or topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or proc.topic_error(topic) is not None:
         return None
     tc = c.topics.table.get(topic)
     if tc is None or not tc.perm & PERM_WRITE or queue_id < 0 \
@@ -128,14 +133,14 @@ def send_v2(proc, conn, req):
         return None
     # the stored properties: the client's string without WAIT, then CLUSTER (SendProcessor._props_string)
     cluster = cfg.broker_cluster_name
-    props["CLUSTER"] = cluster
-    wait = props.get("WAIT")
+    props[CLUSTER] = cluster
+    wait = props.get(WAIT)
     if wait is not None:
         raw = _drop_wait(raw, wait)
     if raw and not raw.endswith(SEP):
         raw += SEP
     msg = MessageExtBrokerInner(topic, body, flag, props, queue_id, sys_flag, born, proc.split_host(conn.peer),
-                                proc.split_host(c.broker_addr), times, 0, f"{raw}CLUSTER{NV}{cluster}{SEP}")
+                                proc.split_host(c.broker_addr), times, 0, f"{raw}{CLUSTER}{NV}{cluster}{SEP}")
     put = c.store.put_message_inline(msg)
     if type(put) is not PutMessageResult or c.topics.unwritten is not None:
         return proc._later(req, topic, put, queue_id, None)
