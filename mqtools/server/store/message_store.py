@@ -474,25 +474,9 @@ class MessageStore:
         return self.truncate_commit_log(end)
 
     def truncate_commit_log(self, offset: int) -> int:
-        """Cut the log at entry boundary `offset`, queues and index with it; the bytes dropped. The
-        commitlog goes first: after a crash in between, recovery cuts what points past its end."""
-        end = self.commitlog.max_offset
-        if offset >= end:
-            return 0
-        cl = self.commitlog
-        cl.queue.truncate_to(offset)
-        d = self.dispatcher
-        for cq in d.all_cqs():
-            if cq.max_physic_offset > offset:
-                cq.truncate_dirty(offset)
-        self.index.truncate_beyond(offset)
-        max_cq_phy = max((cq.max_physic_offset for cq in d.all_cqs()), default=0)
-        d.reput_offset = max(min(max_cq_phy, offset, d.reput_offset), cl.min_offset)
-        d.rebuild_offset_table()
-        d.reput()
-        d.rebuild_offset_table()
-        log.warning("commitlog truncated from %d to %d (%d bytes)", end, offset, end - offset)
-        return end - offset
+        """Cut the log at entry boundary `offset`, queues and index with it (recovery.truncate); the bytes
+        dropped."""
+        return recovery.truncate(self.commitlog, self.dispatcher, self.index, offset)
 
     def add_arrival_listener(self, cb: ArrivalListener) -> None:
         self.dispatcher.listeners.append(cb)

@@ -132,3 +132,24 @@ def load_and_recover(cfg: MessageStoreConfig, cl: CommitLog, d: DispatchService,
     min_phy = cl.min_offset
     for cq in d.all_cqs():
         cq.correct_min_offset(min_phy)
+
+
+def truncate(cl: CommitLog, d: DispatchService, index: IndexService, offset: int) -> int:
+    """Cut the log at entry boundary `offset`, queues and index with it; the bytes dropped (controller mode's
+    truncation to the master's log, a torn tail). The commitlog goes first: after a crash in between,
+    recovery cuts what points past its end."""
+    end = cl.max_offset
+    if offset >= end:
+        return 0
+    cl.queue.truncate_to(offset)
+    for cq in d.all_cqs():
+        if cq.max_physic_offset > offset:
+            cq.truncate_dirty(offset)
+    index.truncate_beyond(offset)
+    max_cq_phy = max((cq.max_physic_offset for cq in d.all_cqs()), default=0)
+    d.reput_offset = max(min(max_cq_phy, offset, d.reput_offset), cl.min_offset)
+    d.rebuild_offset_table()
+    d.reput()
+    d.rebuild_offset_table()
+    log.warning("commitlog truncated from %d to %d (%d bytes)", end, offset, end - offset)
+    return end - offset
