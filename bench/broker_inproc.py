@@ -2,7 +2,7 @@
 
 Frames of SEND_MESSAGE_V2 as our Producer sends them (its V2 header with a fresh UNIQ_KEY and WAIT, 1 KiB
 bodies, 64 frames to a read) are fed to a connection of a real broker (ASYNC_FLUSH, temp store, started in this
-process) whose transport only counts the answer bytes: what is measured is the broker's own work per send (the
+process) whose transport keeps the answers instead of sending them: what is measured is the broker's own work per send (the
 frame loop, the header, the checks, the put, the dispatch, the answer), none of the kernel's and none of a
 client's. The baseline, in the same run: our RemotingServer answering the same frames with a canned response
 (broker_send.py's ceiling), so `ratio` is how many times the remoting floor a send costs. Each side runs in a
@@ -41,15 +41,13 @@ PER_READ = 64
 WARM_CHUNKS = 20
 
 
-class CountingTransport:
-    """What a connection writes its answers to: counted, not sent."""
+class AnswerSink:
+    """What a connection writes its answers to: kept (the last write), not sent."""
 
     def __init__(self) -> None:
-        self.written = 0
-        self.last = b""
+        self.last = b""  # the last write, whose answers are checked to be SUCCESS
 
     def write(self, data: bytes) -> None:
-        self.written += len(data)
         self.last = data
 
     def writelines(self, parts: list[bytes]) -> None:
@@ -101,7 +99,7 @@ async def child(side: str, chunks: int, repeat: int, measured_once: bool) -> dic
     with tempfile.TemporaryDirectory() as tmp:
         server, controller = await _server(side, Path(tmp))
         conn = server._make_connection()
-        transport = CountingTransport()
+        transport = AnswerSink()
         conn.connection_made(transport)
         keys = UniqueKeyGenerator()
         reads = [b"".join(broker_send.send_cmd(i % broker_send.QUEUES,

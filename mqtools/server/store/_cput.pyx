@@ -20,6 +20,7 @@ from mqtools.common.ids import create_offset_msg_id
 from mqtools.common import properties
 from mqtools.common.properties import dispatch_values
 from mqtools.common.topics import SCHEDULE_TOPIC
+from mqtools.server.store import encoding
 from mqtools.server.store.commitlog import EntryTooLarge
 from mqtools.server.store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
 
@@ -29,6 +30,7 @@ cdef int64_t TRANSACTION_MASK = sysflag.TRANSACTION_MASK
 cdef int64_t TRANSACTION_PREPARED = sysflag.TRANSACTION_PREPARED_TYPE
 cdef int64_t TRANSACTION_ROLLBACK = sysflag.TRANSACTION_ROLLBACK_TYPE
 cdef Py_ssize_t MAX_PROPERTIES_LEN = codec.MAX_PROPERTIES_LEN
+cdef Py_ssize_t MAX_TOPIC_BYTES = encoding.MAX_TOPIC_BYTES
 cdef object PUT_OK = PutMessageStatus.PUT_OK
 cdef object SYNC_MASTER = BrokerRole.SYNC_MASTER
 cdef object SLAVE = BrokerRole.SLAVE
@@ -55,7 +57,7 @@ def put_message(store, msg):
     body_len = len(msg.body)
     topic_len = len(topic_b)
     props_len = len(props_b)
-    if topic_len == 0 or topic_len > 255 or props_len > MAX_PROPERTIES_LEN or body_len > cfg.max_message_size:
+    if topic_len == 0 or topic_len > MAX_TOPIC_BYTES or props_len > MAX_PROPERTIES_LEN or body_len > cfg.max_message_size:
         return None
     store_host = msg.store_host or cfg.store_host
     sys_flag = (<int64_t>msg.sys_flag & ~HOST_V6_FLAGS) | <int64_t>host_flags(msg.born_host, store_host)

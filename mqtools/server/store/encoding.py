@@ -34,8 +34,12 @@ UnitValues = tuple[int, str | None, str | None]
 Refusal = tuple[PutMessageStatus, str]
 
 
+#: The longest topic the store takes, in UTF-8 bytes (RocketMQ's CommitLog checks the same).
+MAX_TOPIC_BYTES = 255
+
+
 def _check_topic(topic_b: bytes) -> Refusal | None:
-    if len(topic_b) > 255 or len(topic_b) == 0:
+    if len(topic_b) > MAX_TOPIC_BYTES or len(topic_b) == 0:
         return PutMessageStatus.MESSAGE_ILLEGAL, f"topic length {len(topic_b)} is illegal"
     return None
 

@@ -119,10 +119,9 @@ async def answer(processor: send.SendProcessor, ext: dict[str, str], body: bytes
     return resp.code, resp.remark, resp.ext_fields, resp.encode()
 
 
-def entries(controller: app.BrokerController) -> list[dict]:
+def entries(controller: app.BrokerController) -> list:
     cl = controller.store.commitlog
-    return [{k: v for k, v in vars(m).items()} if hasattr(m, "__dict__") else m
-            for m in decode_entries(cl.slice(0, cl.max_offset))]
+    return decode_entries(cl.slice(0, cl.max_offset))
 
 
 async def test_the_compiled_send_answers_and_stores_what_the_python_path_does(

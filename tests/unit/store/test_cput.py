@@ -63,8 +63,7 @@ async def store(root: Path) -> AsyncIterator[MessageStore]:
 
 
 def result(put: object) -> tuple:
-    return (put.status, put.remark, None if put.append is None else vars(put.append) if hasattr(put.append, "__dict__")
-            else put.append)
+    return put.status, put.remark, put.append
 
 
 async def test_the_compiled_put_stores_what_the_python_path_does(tmp_path: Path,
