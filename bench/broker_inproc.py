@@ -97,6 +97,7 @@ async def child(side: str, chunks: int, repeat: int, measured_once: bool) -> dic
 
     from mqtools.common.ids import UniqueKeyGenerator
     from mqtools.remoting.frame import FrameDecoder
+    from mqtools.server.broker.fast_failure import PROBE_S
 
     logging.disable(logging.WARNING)  # the broker's name server (none) is unreachable on purpose
     with tempfile.TemporaryDirectory() as tmp:
@@ -109,7 +110,12 @@ async def child(side: str, chunks: int, repeat: int, measured_once: bool) -> dic
                                                properties=broker_send.keyed_properties(keys)).encode()
                           for i in range(PER_READ)) for _ in range(chunks + WARM_CHUNKS)]
 
+        probe = controller.fast_failure if controller is not None else None
+        loop = asyncio.get_running_loop()
+
         def feed(done: int, data: bytes) -> int:
+            if probe is not None:  # what the fast-failure probe's timer does when a running loop fires it between
+                probe._due = loop.time() + PROBE_S  # reads: nothing here turns the loop while it is measured
             conn.data_received(data)
             conn._flush()
             return done + 1

@@ -69,8 +69,10 @@ def body_crc(body: bytes | memoryview) -> int:
     return zlib.crc32(body) & 0x7FFFFFFF if body else 0
 
 
+@functools.lru_cache(maxsize=4096)
 def host_flags(born_host: Host, store_host: Host) -> int:
-    """The sysflag bits 4/5 the hosts require (IPv6 addresses take 16 bytes)."""
+    """The sysflag bits 4/5 the hosts require (IPv6 addresses take 16 bytes); cached, as a send asks it for
+    its connection's address and the broker's each time."""
     flags = 0
     if len(host_address_bytes(born_host[0])) == 16:
         flags |= BORNHOST_V6_FLAG

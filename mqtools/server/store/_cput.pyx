@@ -8,7 +8,9 @@ for anything else it returns None before it has changed anything, and the Python
 tests/unit/store/test_cput.py holds both to the same commitlog, consume queues, index and results.
 """
 
+from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.stdint cimport int64_t
+from libc.stdio cimport snprintf
 
 from mqtools.common._layout cimport BORNHOST_V6_FLAG, FIXED_V4, STOREHOST_V6_FLAG
 
@@ -16,11 +18,11 @@ from mqtools.common import codec, sysflag
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.codec import host_flags, write_stored
 from mqtools.common.hashing import tags_code
-from mqtools.common.ids import create_offset_msg_id
+from mqtools.common.ids import offset_id_prefix
 from mqtools.common import properties
 from mqtools.common.properties import dispatch_values
 from mqtools.common.topics import SCHEDULE_TOPIC
-from mqtools.server.store import encoding
+from mqtools.server.store import consume_queue, encoding
 from mqtools.server.store.commitlog import EntryTooLarge
 from mqtools.server.store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
 
@@ -35,6 +37,32 @@ cdef object PUT_OK = PutMessageStatus.PUT_OK
 cdef object SYNC_MASTER = BrokerRole.SYNC_MASTER
 cdef object SLAVE = BrokerRole.SLAVE
 cdef str WAIT = properties.WAIT
+cdef int64_t END_BLANK = codec.END_FILE_MIN_BLANK_LENGTH
+cdef int64_t UNIT_SIZE = consume_queue.UNIT_SIZE
+cdef object pack_unit = consume_queue.UNIT.pack_into
+
+
+cdef str _offset_msg_id(object store_host, int64_t phys):
+    """create_offset_msg_id: the host's cached prefix and the offset's 16 upper-case hex digits."""
+    cdef char digits[17]
+    snprintf(digits, sizeof(digits), b"%016llX", <unsigned long long>phys)
+    return offset_id_prefix(store_host) + PyUnicode_DecodeASCII(digits, 16, NULL)
+
+
+cdef bint _cq_put(object cq, int64_t phys, int64_t size, int64_t tags, int64_t cq_offset) except -1:
+    """ConsumeQueue.put where the unit is the next of the queue's last file, which has room; else put itself."""
+    if phys + size <= <int64_t>cq.max_physic_offset:
+        return False
+    files = cq.queue.files
+    if files:
+        mf = files[len(files) - 1]  # not [-1]: this module is compiled with wraparound=False
+        wrote = <int64_t>mf.wrote
+        if <int64_t>mf.start + wrote == cq_offset * UNIT_SIZE and wrote < <int64_t>mf.size:
+            pack_unit(mf.mm, wrote, phys, size, tags)
+            mf.wrote = wrote + UNIT_SIZE
+            cq.max_physic_offset = phys + size
+            return True
+    return cq.put(phys, size, tags, cq_offset)
 
 
 def put_message(store, msg):
@@ -53,7 +81,8 @@ def put_message(store, msg):
     if topic == SCHEDULE_TOPIC:
         return None
     topic_b = topic.encode()
-    props_b = msg.encoded_properties().encode()
+    props_s = msg.properties_string  # encoded_properties() without its call when the string is there
+    props_b = (props_s if props_s is not None else msg.encoded_properties()).encode()
     body_len = len(msg.body)
     topic_len = len(topic_b)
     props_len = len(props_b)
@@ -76,26 +105,38 @@ def put_message(store, msg):
     if consumable:
         qoff = queue_offsets.get(key, 0)
     commitlog = store.commitlog
-    try:
-        mf, pos = commitlog.reserve(total)
-    except (EntryTooLarge, OSError) as exc:
-        return store._reserve_failed(exc)
+    # CommitLog.reserve where the entry fits the last file and the warmer is ahead of it; else reserve itself
+    files = commitlog.queue.files
+    mf = files[len(files) - 1] if files else None
+    if mf is not None and total + END_BLANK <= <int64_t>mf.size - <int64_t>mf.wrote:
+        pos = mf.wrote
+        warmer = commitlog.warmer
+        if warmer is not None and (pos > warmer.due or mf is not warmer.file):
+            warmer.request(mf, pos)
+    else:
+        try:
+            mf, pos = commitlog.reserve(total)
+        except (EntryTooLarge, OSError) as exc:
+            return store._reserve_failed(exc)
     phys = <int64_t>mf.start + <int64_t>pos
     write_stored(mf.mm, pos, msg, total=total, sys_flag=sys_flag, queue_offset=qoff, phys_offset=phys,
                  store_timestamp=store_ts, store_host=store_host, topic=topic_b, properties=props_b)
     mf.wrote = pos + total
     if consumable:
         queue_offsets[key] = qoff + 1
-    msg_id = create_offset_msg_id(store_host, phys)
+    msg_id = _offset_msg_id(store_host, phys)
     append = AppendMessageResult(phys, total, msg_id, store_ts, qoff, 1)
     # dispatch (DispatchService.unit_values and dispatch)
     tag_value, keys, uniq = dispatch_values(props_b)
     tags = tags_code(tag_value)
     if consumable:
-        cq = d.cq(topic, queue_id, True)
-        if cq.put(phys, total, tags, qoff):
+        queues = d.consume_queues.get(topic)
+        cq = queues.get(queue_id) if queues is not None else None
+        if cq is None:
+            cq = d.cq(topic, queue_id, True)
+        if _cq_put(cq, phys, total, tags, qoff):
             d.last_dispatch_ts = store_ts
-            if d.listeners:
+            if d.listeners:  # one call into Python, whose calls to each listener cost less than this module's
                 d._notify(topic, queue_id, qoff + 1, tags, store_ts)
     if (keys or uniq) and d.config.message_index_enable and mask != TRANSACTION_ROLLBACK:
         d.index.build(topic, keys, uniq, phys, store_ts)

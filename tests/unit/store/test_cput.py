@@ -66,11 +66,19 @@ def result(put: object) -> tuple:
     return put.status, put.remark, put.append
 
 
-async def test_the_compiled_put_stores_what_the_python_path_does(tmp_path: Path,
-                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+def failing_listener(*_args: object) -> None:
+    raise RuntimeError("a listener that fails")
+
+
+async def test_the_compiled_put_stores_what_the_python_path_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                 caplog: pytest.LogCaptureFixture) -> None:
     general: list[str] = []
     check = MessageStore._check_service
     async with store(tmp_path / "compiled") as fast, store(tmp_path / "python") as slow:
+        arrivals: dict[MessageStore, list[tuple]] = {fast: [], slow: []}
+        for side, seen in arrivals.items():  # one listener failing must not stop the next or fail the put
+            side.add_arrival_listener(failing_listener)
+            side.add_arrival_listener(lambda *args, seen=seen: seen.append(args))
         for (name, one, compiled), (_, two, _) in zip(puts(), puts(), strict=True):
             for msg in (one, two):
                 sys_flag = msg.properties.pop("sys", None)
@@ -102,3 +110,6 @@ async def test_the_compiled_put_stores_what_the_python_path_does(tmp_path: Path,
             (slow.stats.put_times, slow.stats.put_size, slow.stats.put_failures)
         assert (fast.dispatcher.reput_offset, fast.dispatcher.last_store_ts) == \
             (slow.dispatcher.reput_offset, slow.dispatcher.last_store_ts)
+        assert arrivals[fast] and arrivals[fast] == arrivals[slow]
+        failed = [r for r in caplog.records if r.getMessage().startswith("arrival listener") and r.exc_info]
+        assert len(failed) == 2 * len(arrivals[fast])

@@ -12,7 +12,7 @@ holds the two paths to the same messages, answers and refusals.
 
 from libc.stdint cimport int64_t
 
-from mqtools.common import javanum, perm
+from mqtools.common import javanum, perm, speedups
 from mqtools.common import properties as P
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.message import MessageExtBrokerInner
@@ -31,7 +31,11 @@ cdef str CLUSTER = P.CLUSTER
 cdef int SUCCESS = ResponseCode.SUCCESS
 cdef object PUT_OK = PutMessageStatus.PUT_OK
 cdef object SLAVE = BrokerRole.SLAVE
+#: The store's compiled put (_cput.pyx), called without MessageStore.put_message_inline's frame around it.
+cdef object compiled_put = getattr(speedups.compiled("mqtools.server.store._cput"), "put_message", None)
 #: Properties that send a message anywhere but the plain put: the general path handles them.
+#: (brokerIP1, listen port) -> the store host a message records: split_host(broker_addr), made once per address.
+cdef dict STORE_HOSTS = {}
 cdef frozenset SPECIAL = frozenset({P.TRAN_MSG, P.DELAY, P.CLUSTER, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC,
                                     P.TIMER_DELAY_MS})
 
@@ -139,9 +143,16 @@ def send_v2(proc, conn, req):
         raw = _drop_wait(raw, wait)
     if raw and not raw.endswith(SEP):
         raw += SEP
+    addr = (cfg.broker_ip1, c.server.port)  # the broker_addr property's parts, without its call
+    store_host = STORE_HOSTS.get(addr)
+    if store_host is None:
+        store_host = STORE_HOSTS[addr] = proc.split_host(c.broker_addr)
     msg = MessageExtBrokerInner(topic, body, flag, props, queue_id, sys_flag, born, proc.split_host(conn.peer),
-                                proc.split_host(c.broker_addr), times, 0, f"{raw}{CLUSTER}{NV}{cluster}{SEP}")
-    put = c.store.put_message_inline(msg)
+                                store_host, times, 0, f"{raw}{CLUSTER}{NV}{cluster}{SEP}")
+    store = c.store
+    put = compiled_put(store, msg) if compiled_put is not None else None
+    if put is None:
+        put = store.put_message_inline(msg)
     if type(put) is not PutMessageResult or c.topics.unwritten is not None:
         return proc._later(req, topic, put, queue_id, None)
     append = put.append
