@@ -33,9 +33,9 @@ cdef object PUT_OK = PutMessageStatus.PUT_OK
 cdef object SLAVE = BrokerRole.SLAVE
 #: The store's compiled put (_cput.pyx), called without MessageStore.put_message_inline's frame around it.
 cdef object compiled_put = getattr(speedups.compiled("mqtools.server.store._cput"), "put_message", None)
-#: Properties that send a message anywhere but the plain put: the general path handles them.
 #: (brokerIP1, listen port) -> the store host a message records: split_host(broker_addr), made once per address.
 cdef dict STORE_HOSTS = {}
+#: Properties that send a message anywhere but the plain put: the general path handles them.
 cdef frozenset SPECIAL = frozenset({P.TRAN_MSG, P.DELAY, P.CLUSTER, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC,
                                     P.TIMER_DELAY_MS})
 
