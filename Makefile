@@ -45,17 +45,16 @@ layers: install
 reference: install
 	-$(BIN)/python tests/reference/fetch.py
 
-# The unit and integration suites (our own processes only, mostly waiting on sockets: one core is about two
-# thirds busy) run on two workers, a file per worker at a time; everything that starts JVMs or a
-# SparkSession (compat's C++ client aside, tui shares no state but is timing-sensitive) runs after them on
-# one, so there is never more than one JVM cluster. The unit and store suites run a second time on the
-# pure-Python forms (the compiled codec, frame loop, send and put, built at install where a C compiler is
-# present, are what the first run uses; the unit suite holds each to its Python twin).
-# Tests marked `soak` (a combination another test already proves on the other Apache version, fault or deployment)
-# are left to `make soak`.
+# Everything but the soak tier in one run on three workers: a unit of work per file, except that every test
+# that starts JVMs or the SparkSession (reference/, spark/) is one unit, run in its order on one worker, so there
+# is never more than one JVM cluster; the other two take the files of our own processes (mostly waiting on
+# sockets) beside it. The JVM unit is the longest (about 27 of the run's minutes) and starts first. The unit and
+# store suites run a second time on the pure-Python forms (the compiled codec, frame loop, send and put, built at
+# install where a C compiler is present, are what the first run uses; the unit suite holds each to its Python
+# twin). Tests marked `soak` (a combination another test already proves on the other Apache version, fault or
+# deployment) are left to `make soak`.
 test: install layers reference prometheus
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not soak" -n 2 --dist loadfile --durations=30 tests/unit tests/integration tests/compat tests/tui
-	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not soak" --durations=30 tests/spark tests/reference
+	$(BIN)/python -m pytest -q -p no:cacheprovider -m "not soak" -n 3 --dist loadgroup --durations=40 tests/unit tests/integration tests/compat tests/tui tests/spark tests/reference
 	MQ_PURE_PYTHON=1 $(BIN)/python -m pytest -q -p no:cacheprovider -n 2 --dist loadfile tests/unit tests/integration/store
 
 # The long combinations make test leaves out, one at a time (they start JVM clusters and Spark).

@@ -11,6 +11,10 @@ real error. Such a report is rebuilt from the standard library's formatting, so 
 
 A session fixture ends after the last test that needs it (support/session_fixtures.py).
 
+`make test` runs everything under `--dist loadgroup`: each file is a unit of work (as `--dist loadfile`), except
+that every test that starts JVMs (`reference/`, `spark/`) is in one unit, run in order on one worker while the
+other workers take the rest: one JVM cluster at a time, and the JVM phase no longer waits for the others.
+
 Every test is marked by the directory it lives in (unit, integration, compat, reference, spark, tui),
 and the directories that start JVMs, a SparkSession or third-party clients are also `slow`, so
 `-m "not slow"` or `-m "not reference"` select what they say (tests/README.md).
@@ -32,6 +36,10 @@ HERE = Path(__file__).parent
 #: The directories whose tests take a marker of their name; the second set are also `slow`.
 DIRECTORY_MARKERS = ("unit", "integration", "compat", "reference", "spark", "tui")
 SLOW = frozenset({"compat", "reference", "spark", "tui"})
+#: The directories that start JVMs or the SparkSession: under `--dist loadgroup` they are one unit of work, run
+#: in their collected order on one worker (never two JVM clusters at once) beside the others' files.
+JVM = frozenset({"reference", "spark"})
+JVM_GROUP = "jvm"
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -39,16 +47,20 @@ def pytest_configure(config: pytest.Config) -> None:
         signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
+@pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """First (tryfirst): xdist's loadgroup reads the `xdist_group` marks given here."""
     for item in items:
         try:
-            top = Path(item.path).relative_to(HERE).parts[0]
+            relative = Path(item.path).relative_to(HERE)
         except ValueError:
             continue
+        top = relative.parts[0]
         if top in DIRECTORY_MARKERS:
             item.add_marker(top)
             if top in SLOW:
                 item.add_marker("slow")
+        item.add_marker(pytest.mark.xdist_group(JVM_GROUP if top in JVM else relative.as_posix()))
 
 
 @pytest.hookimpl(wrapper=True)

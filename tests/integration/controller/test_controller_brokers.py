@@ -89,7 +89,9 @@ async def test_kill_the_master_then_bring_it_back_with_a_tail_to_cut(tmp_path: P
             # the slave stops reading: what the master writes now is acknowledged to nobody, and past what the
             # sockets' buffers take, never reaches the slave
             second.signal(signal.SIGSTOP)
-            tail = await asyncio.gather(*(producer.send(Message(TOPIC, os.urandom(TAIL_BODY)))
+            # the broker answers these when its wait for the slave ends: 12 MiB stored and waited on take longer
+            # than the 2 s budget of the sends above on a loaded machine (three test workers on 2 cores)
+            tail = await asyncio.gather(*(producer.send(Message(TOPIC, os.urandom(TAIL_BODY)), timeout=15.0)
                                           for _ in range(TAIL_MESSAGES)))
             assert {r.status for r in tail} == {SendStatus.FLUSH_SLAVE_TIMEOUT}
             first.kill()
