@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from apache import DIE_WITH_PARENT
+from cds import Archive
 from fetch import require
 
 MAIN = "mqref.Main"
@@ -45,11 +46,13 @@ REBALANCE_EVERY = "-Drocketmq.client.rebalance.waitInterval=1000"
 ROUTE_POLL = ("--poll-name-server-ms", "1000")
 
 
-def java_argv(command: str, namesrv: str, *args: str, client: str = "harness") -> list[str]:
-    """The harness on the client set `client` ("harness": rocketmq-client 4.9.8, "harness-5": 5.5.0)."""
+def java_argv(command: str, namesrv: str, *args: str, client: str = "harness",
+              cds: list[str] | tuple[str, ...] = ()) -> list[str]:
+    """The harness on the client set `client` ("harness": rocketmq-client 4.9.8, "harness-5": 5.5.0), with the
+    class-data-sharing flags `cds`."""
     aset = require(client)
     poll = ROUTE_POLL if command in ("consume", "litepull") and ROUTE_POLL[0] not in args else ()
-    return [*DIE_WITH_PARENT, "java", *CLIENT_JVM, REBALANCE_EVERY, "-cp", aset.classpath(), MAIN, command,
+    return [*DIE_WITH_PARENT, "java", *CLIENT_JVM, *cds, REBALANCE_EVERY, "-cp", aset.classpath(), MAIN, command,
             "--namesrv", namesrv, *args, *poll]
 
 
@@ -106,22 +109,37 @@ def _run(argv: list[str], timeout: float, env: dict[str, str], ok: tuple[int, ..
     return run
 
 
+def _run_archived(archive: Archive, argv_for: Callable[[list[str]], list[str]], timeout: float,
+                  env: dict[str, str], ok: tuple[int, ...]) -> JavaRun:
+    """A run to its end that maps the harness's class archive, or writes it when there is none yet (cds.py)."""
+    flags, written = archive.flags(write=True)
+    ended_well = False
+    try:
+        run = _run(argv_for(flags), timeout, env, ok)
+        ended_well = run.returncode == 0
+        return run
+    finally:
+        archive.settle(written, ended_well)
+
+
 def run_java(command: str, namesrv: str, *args: str, timeout: float = 120.0, log_dir: Path | None = None,
              ok: tuple[int, ...] = (0,), client: str = "harness") -> JavaRun:
     """Run `mqref.Main command --namesrv NS args...` to its end; fail with its events and stderr unless
     its exit code is in `ok`."""
-    return _run(java_argv(command, namesrv, *args, client=client), timeout, _env(log_dir), ok)
+    return _run_archived(Archive(client), lambda cds: java_argv(command, namesrv, *args, client=client, cds=cds),
+                         timeout, _env(log_dir), ok)
 
 
 def run_grpc_java(command: str, endpoints: str, *args: str, timeout: float = 120.0, log_dir: Path | None = None,
                   ok: tuple[int, ...] = (0,)) -> JavaRun:
     """Run `mqgrpc.Main command --endpoints PROXY args...` (the gRPC harness on rocketmq-client-java) to its end;
     fail with its events and stderr unless its exit code is in `ok`."""
-    return _run(grpc_java_argv(command, endpoints, *args), timeout, _env(log_dir, "MQGRPC_LOG_DIR"), ok)
+    return _run_archived(Archive("grpc-java"), lambda cds: grpc_java_argv(command, endpoints, *args, cds=cds),
+                         timeout, _env(log_dir, "MQGRPC_LOG_DIR"), ok)
 
 
-def grpc_java_argv(command: str, endpoints: str, *args: str) -> list[str]:
-    return [*DIE_WITH_PARENT, "java", *CLIENT_JVM, "-cp", require("grpc-java").classpath(), GRPC_MAIN, command,
+def grpc_java_argv(command: str, endpoints: str, *args: str, cds: list[str] | tuple[str, ...] = ()) -> list[str]:
+    return [*DIE_WITH_PARENT, "java", *CLIENT_JVM, *cds, "-cp", require("grpc-java").classpath(), GRPC_MAIN, command,
             "--endpoints", endpoints, *args]
 
 
@@ -130,7 +148,8 @@ class JavaClient:
 
     def __init__(self, command: str, namesrv: str, *args: str, log_dir: Path | None = None,
                  client: str = "harness") -> None:
-        self._start(java_argv(command, namesrv, *args, client=client), _env(log_dir))
+        self._start(java_argv(command, namesrv, *args, client=client, cds=Archive(client).flags(write=False)[0]),
+                    _env(log_dir))
 
     def _start(self, argv: list[str], env: dict[str, str], var: str = "MQREF_LOG_DIR") -> None:
         self.argv = argv
@@ -233,4 +252,5 @@ class GrpcJavaClient(JavaClient):
     (its --expect or --timeout-ms), and `close()` waits for that, killing it if it hangs."""
 
     def __init__(self, command: str, endpoints: str, *args: str, log_dir: Path | None = None) -> None:
-        self._start(grpc_java_argv(command, endpoints, *args), _env(log_dir, "MQGRPC_LOG_DIR"), "MQGRPC_LOG_DIR")
+        self._start(grpc_java_argv(command, endpoints, *args, cds=Archive("grpc-java").flags(write=False)[0]),
+                    _env(log_dir, "MQGRPC_LOG_DIR"), "MQGRPC_LOG_DIR")
