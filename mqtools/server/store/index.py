@@ -190,18 +190,23 @@ class IndexService:
         self._waiting: list[tuple[str, int, list[Unit]]] = []
         self._waiting_units = 0
 
-    def load(self, abnormal: bool, index_checkpoint_ts: int) -> None:
-        """Open existing files; after a crash drop files not covered by the checkpoint (rebuilt by
-        the recovery re-dispatch)."""
+    def load(self, abnormal: bool, index_checkpoint_ts: int) -> int | None:
+        """Open existing files; after a crash drop files not covered by the checkpoint, and return the earliest
+        store timestamp a dropped file indexed (None: none dropped). The recovery re-dispatch must start at or
+        before it: a file can begin several commitlog files before the checkpoint's time (RocketMQ drops the
+        file the same way and rebuilds only from the checkpoint's commitlog file, losing the keys before it)."""
         if not self.dir.is_dir():
-            return
+            return None
+        dropped_from: int | None = None
         for path in sorted(p for p in self.dir.iterdir() if p.is_file() and p.name.isdigit()):
             f = IndexFile(path, self.slots, self.max_index, create=False)
             if abnormal and f.end_ts > index_checkpoint_ts:
                 log.info("dropping index file %s (newer than the checkpoint)", path.name)
+                dropped_from = f.begin_ts if dropped_from is None else min(dropped_from, f.begin_ts)
                 f.destroy()
                 continue
             self.files.append(f)
+        return dropped_from
 
     def _new_file(self) -> IndexFile:
         self.dir.mkdir(parents=True, exist_ok=True)

@@ -109,11 +109,13 @@ def load_and_recover(cfg: MessageStoreConfig, cl: CommitLog, d: DispatchService,
     DefaultMessageStore load + recover)."""
     cl.load()
     d.load_consume_queues()
-    index.load(abnormal, cp.index_msg_timestamp)
+    index_dropped_from = index.load(abnormal, cp.index_msg_timestamp)
     for cq in d.all_cqs():
         cq.recover()
     if abnormal:
         min_ts = cp.min_timestamp_index if cfg.message_index_enable else cp.min_timestamp
+        if index_dropped_from is not None and cfg.message_index_enable:
+            min_ts = min(min_ts, index_dropped_from)
         end = recover_abnormally(cl, cfg.check_crc_on_recover, min_ts, d.dispatch_entry)
     else:
         end = recover_normally(cl, cfg.check_crc_on_recover)
