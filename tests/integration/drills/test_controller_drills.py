@@ -13,7 +13,9 @@ from integration.drills.drillsupport import CONTROLLER_SCENARIOS, PARTITION_SCEN
 
 from mqtools.cluster import netns
 
-pytestmark = pytest.mark.integration
+# the soak fixture took 112 s and the partitions 119 s beside the JVM tests (make test's three workers), against the
+# default 120: a drill's own budgets bound them (as test_drills')
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
 
 
 @pytest.fixture(scope="module")
