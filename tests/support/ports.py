@@ -35,7 +35,7 @@ _bases_given: set[int] = set()
 def random_base_port() -> int:
     """A base in this worker's share whose preset stays inside the share, not given before in this process
     (while any is left)."""
-    share = _worker_slice(BASE_PORTS)
+    share = worker_share(BASE_PORTS)
     bases = [b for b in range(share.start, share.stop - PRESET_SPAN + 1, BASE_PORTS.step)]
     fresh = [b for b in bases if b not in _bases_given] or bases
     base = random.choice(fresh)
@@ -43,7 +43,7 @@ def random_base_port() -> int:
     return base
 
 
-def _worker_slice(ports: range) -> range:
+def worker_share(ports: range) -> range:
     """This xdist worker's share of `ports` (all of it outside xdist)."""
     worker = os.environ.get("PYTEST_XDIST_WORKER", "")
     count = max(int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1")), 1)
@@ -55,7 +55,7 @@ def _worker_slice(ports: range) -> range:
 
 def free_port(span: tuple[int, ...] = (0,)) -> int:
     """A port p with p+d free on 127.0.0.1 for every d in `span` (checked by binding, then released)."""
-    ports = _worker_slice(FIXED_PORTS)
+    ports = worker_share(FIXED_PORTS)
     low, high = ports.start - min(span), ports.stop - max(span)
     for _ in range(500):
         port = random.randrange(low, high)

@@ -4,12 +4,14 @@ namespaces (root only). Split from test_drills so the two files run on different
 
 from __future__ import annotations
 
+import re
 import subprocess
 from pathlib import Path
 from typing import Any
 
 import pytest
 from integration.drills.drillsupport import CONTROLLER_SCENARIOS, PARTITION_SCENARIOS, leftovers, soak
+from support.ports import BASE_PORTS, worker_share
 
 from mqtools.cluster import netns
 
@@ -83,9 +85,13 @@ def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
     assert "slowed to" in moments[0]["detail"]  # the slow link is the fault, cuts come and go on top
     assert len([m for m in moments if m["label"] == "heal"]) >= 5
     assert any("back to full speed" in m["detail"] for m in moments)
-    assert leftovers(tmp_path) == [] and not [n for n in _namespaces() if n.startswith("mq")]
+    assert leftovers(tmp_path) == [] and not _my_namespaces()
 
 
-def _namespaces() -> list[str]:
-    return [line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
-                                                        check=False).stdout.splitlines() if line.strip()]
+def _my_namespaces() -> list[str]:
+    """The `mq` namespaces of this worker's clusters (named by their base port, which lies in this worker's share:
+    another worker's partition tests may hold theirs at the same time)."""
+    names = [line.split()[0] for line in subprocess.run(["ip", "netns", "list"], capture_output=True, text=True,
+                                                         check=False).stdout.splitlines() if line.strip()]
+    share = worker_share(BASE_PORTS)
+    return [n for n in names if (m := re.match(r"mq(\d+)", n)) and int(m.group(1)) in share]
