@@ -12,6 +12,7 @@ its own. The JVM's warnings go to stderr, never into the event stream a harness 
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import itertools
 import os
@@ -26,8 +27,10 @@ LOG_TO_STDERR = ("-Xlog:disable", "-Xlog:all=warning:stderr")
 _names = itertools.count(1)
 
 
+@functools.cache
 def _jdk() -> str:
-    """The JDK on the PATH, as a directory name: its java binary's real path and modification time."""
+    """The JDK on the PATH, as a directory name: its java binary's real path and modification time (once a
+    session)."""
     java = os.path.realpath(shutil.which("java") or "java")
     stamp = os.stat(java).st_mtime_ns if os.path.exists(java) else 0
     return hashlib.sha1(f"{java}:{stamp}".encode()).hexdigest()[:12]
@@ -39,13 +42,17 @@ class Archive:
     def __init__(self, name: str) -> None:
         self.path = CACHE / "cds" / _jdk() / f"{name}.jsa"
 
-    def flags(self, write: bool) -> tuple[list[str], Path | None]:
-        """The JVM flags that map the archive, or (`write`, none there yet) write it to a name of its own, which
-        `settle` moves into place; and that name."""
+    def map_flags(self) -> list[str]:
+        """The JVM flags that map the archive where it is there (a JVM left running: it never writes one)."""
         if self.path.is_file():
-            return [f"-XX:SharedArchiveFile={self.path}", *LOG_TO_STDERR], None
-        if not write:
-            return [*LOG_TO_STDERR], None
+            return [f"-XX:SharedArchiveFile={self.path}", *LOG_TO_STDERR]
+        return [*LOG_TO_STDERR]
+
+    def flags(self) -> tuple[list[str], Path | None]:
+        """The JVM flags of a run to its end: they map the archive, or, none there yet, write it to a name of its
+        own, which `settle` moves into place; and that name."""
+        if self.path.is_file():
+            return self.map_flags(), None
         self.path.parent.mkdir(parents=True, exist_ok=True)
         written = self.path.with_name(f"{self.path.stem}.{os.getpid()}-{next(_names)}.writing")
         return [f"-XX:ArchiveClassesAtExit={written}", *LOG_TO_STDERR], written

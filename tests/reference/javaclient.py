@@ -112,7 +112,7 @@ def _run(argv: list[str], timeout: float, env: dict[str, str], ok: tuple[int, ..
 def _run_archived(archive: Archive, argv_for: Callable[[list[str]], list[str]], timeout: float,
                   env: dict[str, str], ok: tuple[int, ...]) -> JavaRun:
     """A run to its end that maps the harness's class archive, or writes it when there is none yet (cds.py)."""
-    flags, written = archive.flags(write=True)
+    flags, written = archive.flags()
     ended_well = False
     try:
         run = _run(argv_for(flags), timeout, env, ok)
@@ -148,7 +148,7 @@ class JavaClient:
 
     def __init__(self, command: str, namesrv: str, *args: str, log_dir: Path | None = None,
                  client: str = "harness") -> None:
-        self._start(java_argv(command, namesrv, *args, client=client, cds=Archive(client).flags(write=False)[0]),
+        self._start(java_argv(command, namesrv, *args, client=client, cds=Archive(client).map_flags()),
                     _env(log_dir))
 
     def _start(self, argv: list[str], env: dict[str, str], var: str = "MQREF_LOG_DIR") -> None:
@@ -252,5 +252,5 @@ class GrpcJavaClient(JavaClient):
     (its --expect or --timeout-ms), and `close()` waits for that, killing it if it hangs."""
 
     def __init__(self, command: str, endpoints: str, *args: str, log_dir: Path | None = None) -> None:
-        self._start(grpc_java_argv(command, endpoints, *args, cds=Archive("grpc-java").flags(write=False)[0]),
+        self._start(grpc_java_argv(command, endpoints, *args, cds=Archive("grpc-java").map_flags()),
                     _env(log_dir, "MQGRPC_LOG_DIR"), "MQGRPC_LOG_DIR")

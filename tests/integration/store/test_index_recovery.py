@@ -5,7 +5,6 @@ rebuild must start where that file began, which can be several commitlog files b
 from __future__ import annotations
 
 import asyncio
-import struct
 import sys
 from pathlib import Path
 
@@ -14,6 +13,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent))
 from crash_child import crash_config, message_for
 
+from mqtools.server.store.checkpoint import FIELDS
 from mqtools.server.store.message_store import MessageStore
 
 pytestmark = pytest.mark.integration
@@ -39,10 +39,11 @@ async def test_a_dropped_index_file_is_rebuilt_from_where_it_began(tmp_path: Pat
     # commitlog file than the one the checkpoint's time falls in
     (tmp_path / "abort").touch()
     checkpoint = tmp_path / "checkpoint"
-    physic, logics, _ = struct.unpack(">qqq", checkpoint.read_bytes()[:24])
+    data = checkpoint.read_bytes()
+    physic, logics, _ = FIELDS.unpack_from(data)
     newest_begin, newest_end = index_files[-1]
     assert newest_end - newest_begin > 3000, (newest_begin, newest_end)
-    checkpoint.write_bytes(struct.pack(">qqq", physic, logics, newest_end - 1) + checkpoint.read_bytes()[24:])
+    checkpoint.write_bytes(FIELDS.pack(physic, logics, newest_end - 1) + data[FIELDS.size:])
 
     store = MessageStore(crash_config(str(tmp_path)))
     await store.start()
