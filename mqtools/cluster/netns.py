@@ -18,12 +18,13 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from mqtools.common.errors import ToolkitError
+
 #: The link inside every namespace (names are per namespace).
 LINK = "mq0"
 FIRST_HOST = 10
 #: A throttled link: its rate, burst and queue (how long a packet may wait before it is dropped).
 SLOW_LINK_RATE, SLOW_LINK_BURST, SLOW_LINK_QUEUE = "1mbit", "16kb", "200ms"
-from mqtools.common.errors import ToolkitError
 
 
 class NetnsError(ToolkitError, RuntimeError):
@@ -81,8 +82,40 @@ def _run(*cmd: str, check: bool = True) -> None:
         raise NetnsError(f"{' '.join(cmd)}: {(done.stderr or done.stdout).strip()}")
 
 
+def _names(kind: str) -> set[str]:
+    """The names `ip KIND list` prints (namespaces or links), first word of each entry."""
+    cmd = ["ip", "netns", "list"] if kind == "netns" else ["ip", "-o", "link", "show"]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=False).stdout
+    if kind == "netns":
+        return {line.split()[0] for line in out.splitlines() if line.strip()}
+    return {line.split(":")[1].strip().split("@")[0] for line in out.splitlines() if line.count(":") >= 2}
+
+
+def leftovers(layout: Layout, count: int) -> tuple[list[str], list[int]]:
+    """What an earlier cluster on this tag left (its run killed before it could remove them): the names still
+    there, and the pids still running inside its namespaces."""
+    namespaces = _names("netns") & {layout.namespace(k) for k in range(count)}
+    links = _names("link") & {layout.bridge, *(layout.veth(k) for k in range(count)),
+                              *(layout.isolated(k) for k in range(count))}
+    pids: list[int] = []
+    for ns in sorted(namespaces):
+        out = subprocess.run(["ip", "netns", "pids", ns], capture_output=True, text=True, check=False).stdout
+        pids += [int(p) for p in out.split() if p.isdigit()]
+    return sorted(namespaces | links), pids
+
+
 def create(layout: Layout, count: int) -> None:
-    """The bridge and `count` namespaces with their links; NetnsError (after removing what was made) on failure."""
+    """The bridge and `count` namespaces with their links; NetnsError (after removing what was made) on failure.
+
+    Names an earlier cluster on this tag left behind with nothing running in them (a drill killed from outside)
+    are removed first; while processes still run inside, NetnsError names them, as stopping them is the
+    operator's call."""
+    names, pids = leftovers(layout, count)
+    if pids:
+        raise NetnsError(f"{', '.join(names)} still in use by pids {' '.join(map(str, pids))} (an earlier cluster "
+                         f"on base port {layout.tag}: mq cluster down --dir DIR, or stop those pids)")
+    if names:
+        destroy(layout, count)
     try:
         _run("ip", "link", "add", layout.bridge, "type", "bridge")
         _run("ip", "addr", "add", f"{layout.gateway}/24", "dev", layout.bridge)

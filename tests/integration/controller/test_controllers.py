@@ -45,6 +45,9 @@ from mqtools.remoting.server import RemotingServer
 pytestmark = pytest.mark.integration
 
 CLUSTER, NAME = "CtlCluster", "broker-a"
+#: The stand-ins' heartbeat timeout. A dead stand-in is seen by its closed connections, at once; the timeout only
+#: has to outlast a starved test process (at 3 s a CPU-hog run saw broker 2 expire and re-elected to no master).
+HEARTBEAT_TIMEOUT_MS = 10_000
 
 
 class Controllers:
@@ -139,7 +142,7 @@ class StandIn:
 
     async def heartbeat(self) -> None:
         header = BrokerHeartbeatRequestHeader(CLUSTER, self.addr, NAME, self.broker_id, 1, 1000 * self.broker_id,
-                                              0, 3000)
+                                              0, HEARTBEAT_TIMEOUT_MS)
         for addr in self.ctl.addrs.values():  # every controller, as Apache's brokers do
             with contextlib.suppress(MQClientError, RemotingError, OSError):  # a dead controller is part of the test
                 await self.client.invoke_oneway(addr, RemotingCommand.request(
@@ -229,7 +232,7 @@ async def test_raft_controllers_elect_a_new_master_on_a_dead_master_and_survive_
 
     meta = await until(lambda: asyncio.to_thread(agreed), 15, "all three controllers naming the same leader")
     jsonschema.validate(meta, load_schema("ControllerMetadata"))
-    # in a thread, as every CLI call here: the stand-in's heartbeats (3 s timeout) go on meanwhile, and a
+    # in a thread, as every CLI call here: the stand-in's heartbeats go on meanwhile, and a
     # loaded machine's `mq` start-up must not make the controllers see broker 2 die (CPU-hog run)
     shown = _json(await asyncio.to_thread(mq, "admin", "controller", "config", "-a", ctl.all, "-o", "json"))
     assert [c["config"]["controllerDLegerSelfId"] for c in shown["controllers"]] == ctl.ids
