@@ -169,6 +169,19 @@ class RemotingConnection(asyncio.Protocol):
             self._flush_scheduled = True
             self._loop.call_soon(self._flush)
 
+    def send_frame(self, frame: bytes) -> None:
+        """Write a frame encoded already (a compiled processor's answer, encoded as send() encodes its command);
+        dropped once the peer has gone, as RemotingServer drops an answer nobody waits for."""
+        if self._transport is None:
+            return
+        self._out.append(frame)
+        self._out_size += len(frame)
+        if len(self._out) >= _EARLY_FLUSH_PARTS:
+            self._flush()
+        elif not self._reading and not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.call_soon(self._flush)
+
     def _flush(self) -> None:
         """Write what this iteration produced: one syscall for many small responses."""
         self._flush_scheduled = False

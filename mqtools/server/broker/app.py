@@ -192,7 +192,7 @@ class BrokerController:
         self.store.config.listen_port = self.server.port  # STOREHOST and offset msg ids use the real port
         await self.fast_failure.start()
         await self.metrics.start()
-        self.store.add_arrival_listener(self.long_polling.arrival_listener)
+        self.store.add_arrival_listener(self.long_polling.arrival_listener, self.long_polling.table.by_queue)
         await self.long_polling.start()
         await self.pop.s.start()  # POP: its long polling, and the revive service on a master
         await self.offsets.start()

@@ -65,6 +65,14 @@ cdef bint _cq_put(object cq, int64_t phys, int64_t size, int64_t tags, int64_t c
     return cq.put(phys, size, tags, cq_offset)
 
 
+cdef bint _wanted(list watching, tuple key):
+    """Whether a listener watches the queue (or every queue): on the loop, the others would return at once."""
+    for w in watching:
+        if w is None or key in w:
+            return True
+    return False
+
+
 def put_message(store, msg):
     """put_message_inline's result for a plain put on a running master, or None for the Python path."""
     cdef int64_t sys_flag, total, qoff = 0, phys, store_ts, mask
@@ -136,7 +144,7 @@ def put_message(store, msg):
             cq = d.cq(topic, queue_id, True)
         if _cq_put(cq, phys, total, tags, qoff):
             d.last_dispatch_ts = store_ts
-            if d.listeners:  # one call into Python, whose calls to each listener cost less than this module's
+            if d.listeners and _wanted(d.watching, key):  # then one call into Python, which calls them all
                 d._notify(topic, queue_id, qoff + 1, tags, store_ts)
     if (keys or uniq) and d.config.message_index_enable and mask != TRANSACTION_ROLLBACK:
         d.index.build(topic, keys, uniq, phys, store_ts)

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Container
 
 from mqtools.common import properties as P
 from mqtools.common.codec import EntryInfo
@@ -32,6 +32,9 @@ log = logging.getLogger(__name__)
 
 #: ``cb(topic, queue_id, logic_offset_after, tags_code, store_ts)`` after a message is dispatched.
 ArrivalListener = Callable[[str, int, int, int, int | None], None]
+#: The (topic, queue id) keys a listener wants to hear of from the event loop's own puts (the queues it holds
+#: requests for, kept up to date by it), or None for every arrival. A put elsewhere calls it regardless.
+Watching = Container[tuple[str, int]] | None
 
 
 class DispatchService:
@@ -44,6 +47,9 @@ class DispatchService:
         self.consume_queues: dict[str, dict[int, ConsumeQueue]] = {}
         self.next_offset: dict[tuple[str, int], int] = {}
         self.listeners: list[ArrivalListener] = []
+        #: Per listener, what it watches (Watching): the compiled put (_cput.pyx) calls them only when one wants
+        #: the queue, which under a steady send with no consumer waiting is never.
+        self.watching: list[Watching] = []
         #: Everything before this commitlog offset is dispatched.
         self.reput_offset = 0
         self.last_store_ts = 0

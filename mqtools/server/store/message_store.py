@@ -23,7 +23,7 @@ Final API (what the broker and HA code call)::
     store.max_phy_offset / store.min_phy_offset
     store.get_commit_log_data(offset) -> memoryview | None          # rest of that file (HA transfer)
     store.append_to_commit_log(start_offset, data) -> bool          # slave; dispatches complete entries
-    store.add_arrival_listener(cb(topic, queue_id, logic_offset_after, tags_code, store_ts))
+    store.add_arrival_listener(cb(topic, queue_id, logic_offset_after, tags_code, store_ts), watching=None)
     store.delete_topics(topics) ; store.topic_queue_ids(topic) -> list[int]
     store.runtime_info() -> dict[str, str]
     store.is_disk_full / store.is_os_page_cache_busy() ; store.ha_hook (see below)
@@ -79,7 +79,7 @@ from mqtools.server.store.cleanup import CleanCommitLogService, disk_used_ratio
 from mqtools.server.store.commitlog import CommitLog, EntryTooLarge
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.delay_levels import DelayLevelTable
-from mqtools.server.store.dispatch import ArrivalListener, DispatchService
+from mqtools.server.store.dispatch import ArrivalListener, DispatchService, Watching
 from mqtools.server.store.flush import GroupCommitService, StoreFlusher, interval_loop, wait_flushed
 from mqtools.server.store.index import IndexService
 from mqtools.server.store.reader import QueueReader
@@ -478,8 +478,11 @@ class MessageStore:
         dropped."""
         return recovery.truncate(self.commitlog, self.dispatcher, self.index, offset)
 
-    def add_arrival_listener(self, cb: ArrivalListener) -> None:
+    def add_arrival_listener(self, cb: ArrivalListener, watching: Watching = None) -> None:
+        """`cb` after every message dispatched; with `watching`, only those to the queues in it need the call
+        when the put ran on the event loop (the listener still filters a call from elsewhere itself)."""
         self.dispatcher.listeners.append(cb)
+        self.dispatcher.watching.append(watching)
 
     # ================================================================== admin
 

@@ -2,17 +2,18 @@
 the same refusals and the same stored bytes, send for send (issue 46: less work per request).
 
 Two brokers in this process (a store each, no socket, one fixed clock) take the same requests, one with the
-compiled path and one without; their answers and then their whole commitlogs must be equal, and the plain
-sends must have been answered by the compiled path (or this test would compare the Python path with itself).
+compiled path and one without; the frames their connections write (the compiled path writes its answer's frame
+itself), then their whole commitlogs and their put statistics must be equal, and the plain sends must have been
+answered by the compiled path (or this test would compare the Python path with itself).
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import random
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -22,16 +23,39 @@ from mqtools.common.perm import PERM_READ
 from mqtools.remoting.bodies import TopicConfig
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.frame import FrameDecoder
 from mqtools.remoting.headers import send_v2_fields
+from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.broker import app
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.processors import send
+from mqtools.server.broker.stats import BrokerStats
 
 pytestmark = pytest.mark.skipif(send._compiled is None, reason="the compiled send path is not built here "
                                 "(no C compiler at install, or MQ_PURE_PYTHON set): nothing to compare")
 
 NOW = 1_700_000_000.123
-PEER = SimpleNamespace(peer="10.0.0.9:51234")
+PEER = ("10.0.0.9", 51234)
+
+
+class Wire:
+    """A connection's transport that keeps what is written."""
+
+    def __init__(self) -> None:
+        self.written = b""
+
+    def write(self, data: bytes) -> None:
+        self.written += data
+
+    def writelines(self, parts: list[bytes]) -> None:
+        self.written += b"".join(parts)
+
+    def get_extra_info(self, name: str, default: object = None) -> object:
+        return PEER if name == "peername" else default
+
+    def is_closing(self) -> bool:
+        return False
 
 
 def fields(topic: str = "T", queue_id: int = 3, props: str | None = None, **changes: str | None) -> dict[str, str]:
@@ -105,18 +129,24 @@ async def broker(store: Path) -> AsyncIterator[app.BrokerController]:
 
 
 async def answer(processor: send.SendProcessor, ext: dict[str, str], body: bytes) -> tuple:
-    """The answer's code, remark, fields and bytes; or the error a malformed header raises (the remoting server
-    answers it with SYSTEM_ERROR and its text)."""
+    """The answer's code, remark and fields and the frame the connection wrote, as the remoting server answers
+    what the processor returns; or the error a malformed header raises (the server answers it with
+    SYSTEM_ERROR and its text)."""
     req = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, dict(ext), body)
     req.opaque = 7
     random.seed(7)  # a negative queue id takes a random writable queue: the same one on both sides
+    wire, conn = Wire(), RemotingConnection()
+    conn.connection_made(wire)  # type: ignore[arg-type]
     try:
-        resp = processor.send_message(PEER, req)  # type: ignore[arg-type]
-        if not isinstance(resp, RemotingCommand):
+        resp = processor.send_message(conn, req)
+        if resp is not None and not isinstance(resp, RemotingCommand):
             resp = await resp
     except Exception as exc:  # noqa: BLE001 - compared, not handled
         return type(exc).__name__, str(exc)
-    return resp.code, resp.remark, resp.ext_fields, resp.encode()
+    RemotingServer._reply(conn, req, resp)
+    await asyncio.sleep(0)  # the connection's flush
+    (frame,) = FrameDecoder().feed(wire.written)
+    return frame.code, frame.remark, frame.ext_fields, wire.written
 
 
 def entries(controller: app.BrokerController) -> list:
@@ -144,6 +174,14 @@ async def test_the_compiled_send_answers_and_stores_what_the_python_path_does(
         assert fast.store.commitlog.max_offset == slow.store.commitlog.max_offset > 0
         assert entries(fast) == entries(slow)
         assert fast.stats.put_msgs.total == slow.stats.put_msgs.total > 0
+        assert vars_of(fast.stats) == vars_of(slow.stats)
+
+
+def vars_of(stats: BrokerStats) -> dict:
+    """The put figures of a broker's statistics (the compiled path counts most sends itself)."""
+    counters = {"total": stats.put_msgs, **{f"topic {t}": c for t, c in stats.topic_put.items()}}
+    return {"bytes": stats.put_bytes_total, "times": stats.put_times_total, "topic bytes": stats.topic_put_bytes,
+            **{name: (c.total, c.secs, c.mins, c._sec, c._cur) for name, c in counters.items()}}
 
 
 async def test_a_slave_or_a_write_forbidden_broker_is_refused_as_before(tmp_path: Path,

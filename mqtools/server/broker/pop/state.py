@@ -58,7 +58,7 @@ class PopState:
         self._turns: dict[tuple[str, str], int] = {}
 
     async def start(self) -> None:
-        self.c.store.add_arrival_listener(self.hold.arrival_listener)
+        self.c.store.add_arrival_listener(self.hold.arrival_listener, self.hold.table.by_queue)
         await self.hold.start()
         await self.revive.start()
 

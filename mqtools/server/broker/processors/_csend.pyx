@@ -10,7 +10,9 @@ anything, and the processor's general path decides (with its exact remark). test
 holds the two paths to the same messages, answers and refusals.
 """
 
+from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t
+from libc.stdio cimport snprintf
 
 from mqtools.common import javanum, perm, speedups
 from mqtools.common import properties as P
@@ -18,7 +20,8 @@ from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.message import MessageExtBrokerInner
 from mqtools.common.properties import drop_property
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
-from mqtools.remoting.codes import ResponseCode
+from mqtools.remoting.codes import PROTOCOL_VERSION, ResponseCode, SerializeType
+from mqtools.remoting.command import FLAG_ONEWAY
 from mqtools.server.store.results import PutMessageResult, PutMessageStatus
 
 cdef int64_t INT_MIN = javanum.INT_MIN
@@ -31,6 +34,11 @@ cdef str CLUSTER = P.CLUSTER
 cdef int SUCCESS = ResponseCode.SUCCESS
 cdef object PUT_OK = PutMessageStatus.PUT_OK
 cdef object SLAVE = BrokerRole.SLAVE
+cdef object JSON = SerializeType.JSON
+cdef int64_t ONEWAY = FLAG_ONEWAY
+cdef int VERSION = PROTOCOL_VERSION
+#: What send_v2 returns for a send it leaves to the processor's general path.
+GENERAL = object()
 #: The store's compiled put (_cput.pyx), called without MessageStore.put_message_inline's frame around it.
 cdef object compiled_put = getattr(speedups.compiled("mqtools.server.store._cput"), "put_message", None)
 #: (brokerIP1, listen port) -> the store host a message records: split_host(broker_addr), made once per address.
@@ -75,23 +83,75 @@ cdef dict _properties(str text):
 
 
 cdef str _drop_wait(str raw, str wait):
-    """drop_property(raw, "WAIT", wait), without its calls where WAIT stands first or last (as the clients put
-    it) and nowhere before: the same string it gives, which it stays the judge of otherwise."""
+    """drop_property(raw, "WAIT", wait) without its call where its first step decides (the item first, or
+    after a separator, and whole): the same string, which drop_property stays the judge of otherwise."""
     cdef str item = f"{WAIT}{NV}{wait}"
-    cdef Py_ssize_t n = len(item), size = len(raw), at
+    cdef Py_ssize_t n = len(item), size = len(raw), at, end
     if raw.startswith(item):
-        if size == n or raw[n] == SEP:
-            return raw[n + 1:]
+        at = 0
     else:
         at = raw.find(f"{SEP}{item}")
-        if at >= 0 and at == size - n - 2 and raw[size - 1] == SEP:
-            return raw[:at + 1]
+        if at < 0:
+            return drop_property(raw, WAIT, wait)
+        at += 1
+    end = at + n
+    if end == size:
+        return raw[:at]
+    if raw[end] == SEP:
+        return raw[:at] + raw[end + 1:]
     return drop_property(raw, WAIT, wait)
 
 
+cdef inline void _wr32(char *p, int64_t v) noexcept nogil:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+cdef bytes _answer(int64_t opaque, str msg_id, int64_t queue_id, int64_t queue_offset):
+    """The frame RemotingServer writes for SendProcessor._response's SUCCESS answer to a JSON request: the
+    header as _cframe.encode_parts writes it (its fixed fields, then extFields msgId, queueId, queueOffset),
+    without the response, the dict and the encoder."""
+    cdef char buf[400]
+    cdef bytes mid = msg_id.encode()  # upper-case hex digits: nothing to escape
+    cdef int n = snprintf(buf + 8, sizeof(buf) - 8,
+                          b'{"code":0,"language":"JAVA","version":%d,"opaque":%lld,"flag":1,'
+                          b'"serializeTypeCurrentRPC":"JSON","extFields":{"msgId":"%s","queueId":"%lld",'
+                          b'"queueOffset":"%lld"}}', VERSION, <long long>opaque, <char *>mid,
+                          <long long>queue_id, <long long>queue_offset)
+    if n < 0 or n >= <int>sizeof(buf) - 8:
+        return None
+    _wr32(buf, n + 4)
+    _wr32(buf + 4, n)  # the serialize type in the high byte: JSON, 0
+    return PyBytes_FromStringAndSize(buf, n + 8)
+
+
+cdef _on_put(stats, str topic, int64_t size):
+    """BrokerStats.on_put of one message: inline in the second and the day its counters last counted, once the
+    topic has its counter; the method itself otherwise (tests/unit/broker/test_csend.py compares the two)."""
+    now = stats.clock()
+    cdef int64_t sec = <int64_t>now
+    counter = stats.topic_put.get(topic)
+    total = stats.put_msgs
+    if counter is None or now >= stats._day_end or total._sec != sec or counter._sec != sec:
+        stats.on_put(topic, 1, size)
+        return
+    for c in (total, counter):
+        cur = c._cur
+        cur[0] += 1
+        cur[1] += 1
+        c.total += 1
+    stats.put_bytes_total += size
+    stats.put_times_total += 1
+    sizes = stats.topic_put_bytes
+    sizes[topic] = sizes.get(topic, 0) + size
+
+
 def send_v2(proc, conn, req):
-    """The answer (or the awaitable of a put that waits) to a plain SEND_MESSAGE_V2, or None for the general
-    path. Fast failure has been asked already (SendProcessor.send_message)."""
+    """The answer (or the awaitable of a put that waits) to a plain SEND_MESSAGE_V2; None when the answer is
+    written to `conn` already (or a oneway send needs none); GENERAL for the processor's general path. Fast
+    failure has been asked already (SendProcessor.send_message)."""
     cdef dict ext = req.ext_fields
     cdef int64_t queue_id, sys_flag, flag, times = 0, born
     cdef str topic, raw
@@ -101,40 +161,40 @@ def send_v2(proc, conn, req):
     topic = ext.get("b")
     if topic is None or "a" not in ext or "c" not in ext or cfg.broker_role is SLAVE \
             or not cfg.broker_permission & PERM_WRITE:
-        return None
+        return GENERAL
     try:
         int(ext["d"])  # the default topic's queue count: only read when a topic is created, but it must parse
     except (KeyError, ValueError, TypeError):
-        return None
+        return GENERAL
     if not (_int(ext.get("e"), &queue_id) and _int(ext.get("f"), &sys_flag) and _int(ext.get("h"), &flag)):
-        return None
+        return GENERAL
     born_text = ext.get("g")
     if type(born_text) is not str:
-        return None
+        return GENERAL
     try:
         born = int(born_text)  # a long: out of range raises OverflowError here
     except (ValueError, OverflowError):
-        return None
+        return GENERAL
     times_text = ext.get("j")
     if times_text is not None and not _int(times_text, &times):
-        return None
+        return GENERAL
     max_text = ext.get("l")
     if max_text is not None or topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or proc.topic_error(topic) is not None:
-        return None
+        return GENERAL
     tc = c.topics.table.get(topic)
     if tc is None or not tc.perm & PERM_WRITE or queue_id < 0 \
             or queue_id >= max(<int64_t>tc.read_queue_nums, <int64_t>tc.write_queue_nums):
-        return None
+        return GENERAL
     if topic in proc.not_allowed:
-        return None
+        return GENERAL
     body = req.body
     body = b"" if body is None else bytes(body)
     if len(body) > cfg.max_message_size:
-        return None
+        return GENERAL
     raw = ext.get("i") or ""
     props = _properties(raw)
     if props is None:
-        return None
+        return GENERAL
     # the stored properties: the client's string without WAIT, then CLUSTER (SendProcessor._props_string)
     cluster = cfg.broker_cluster_name
     props[CLUSTER] = cluster
@@ -158,6 +218,13 @@ def send_v2(proc, conn, req):
     append = put.append
     if put.status is not PUT_OK or append is None or append.phys_offsets:
         return proc._response(req, topic, put, queue_id)
-    c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
-    return req.response(SUCCESS, None, {"msgId": append.msg_id, "queueId": str(queue_id),
-                                        "queueOffset": str(append.logics_offset)})
+    _on_put(c.stats, topic, append.wrote_bytes)
+    if req.flag & ONEWAY:
+        return None
+    frame = _answer(req.opaque, append.msg_id, queue_id, append.logics_offset) \
+        if req.serialize_type is JSON else None
+    if frame is None:
+        return req.response(SUCCESS, None, {"msgId": append.msg_id, "queueId": str(queue_id),
+                                            "queueOffset": str(append.logics_offset)})
+    conn.send_frame(frame)
+    return None

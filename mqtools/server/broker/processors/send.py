@@ -241,7 +241,7 @@ class SendProcessor:
             return busy
         if _compiled is not None and req.code == RequestCode.SEND_MESSAGE_V2:
             done = _compiled.send_v2(self, conn, req)
-            if done is not None:
+            if done is not _compiled.GENERAL:
                 return done
         h = self._header(req)
         tc = self._check(conn, req, h)

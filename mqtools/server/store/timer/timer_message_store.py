@@ -352,7 +352,7 @@ class TimerMessageStore:
         self.dequeue_running = dequeue
         self.maybe_move_write_time()
         if not self._listening:
-            self.store.add_arrival_listener(self._on_arrival)
+            self.store.add_arrival_listener(self._on_arrival, frozenset({(L.TIMER_TOPIC, 0)}))  # rewrite_for_timer's queue
             self._listening = True
         self._tasks = [
             asyncio.create_task(self._enqueue_loop(), name="timer-enqueue"),
