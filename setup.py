@@ -33,8 +33,8 @@ def _extensions() -> list[Extension]:
                       optional=True),
             Extension("mqtools.server.broker.processors._csend", ["mqtools/server/broker/processors/_csend.pyx"],
                       extra_compile_args=["-O2"], optional=True),
-            Extension("mqtools.server.store._cput", ["mqtools/server/store/_cput.pyx"], extra_compile_args=["-O2"],
-                      optional=True),
+            Extension("mqtools.server.store._cput", ["mqtools/server/store/_cput.pyx"], libraries=["z"],
+                      extra_compile_args=["-O2"], optional=True),
             Extension("mqtools.remoting._cframe", ["mqtools/remoting/_cframe.pyx"], extra_compile_args=["-O2"],
                       optional=True)]
     try:

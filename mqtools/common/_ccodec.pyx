@@ -10,13 +10,11 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdio cimport snprintf
-from libc.string cimport memcmp, memcpy, memset
+from libc.string cimport memcmp, memcpy
 
 from mqtools.common._layout cimport (
     BORNHOST_V6_FLAG,
     FIXED_V4,
-    MAGIC_V1,
-    MAGIC_V2,
     STOREHOST_V6_FLAG,
     Entry,
     corrupt,
@@ -28,6 +26,7 @@ from mqtools.common._layout cimport (
     rd64,
     wr32,
     wr64,
+    write_entry,
 )
 
 cdef extern from "zlib.h":
@@ -444,15 +443,6 @@ def index_put_entries(unsigned char[:] mm, Py_ssize_t slots, Py_ssize_t entries_
 cdef object _address_bytes = None
 
 
-cdef inline unsigned char *_put_host(unsigned char *dst, bytes ip, int n, int32_t port) noexcept:
-    """An address of n bytes (struct's "Ns": cut or zero-padded to n) and its port."""
-    cdef Py_ssize_t have = len(ip)
-    memset(dst, 0, n)
-    memcpy(dst, PyBytes_AS_STRING(ip), have if have < n else n)
-    wr32(dst + n, port)
-    return dst + n + 4
-
-
 def write_stored(unsigned char[:] buf, Py_ssize_t pos, msg, *, int32_t total, int32_t sys_flag,
                  int64_t queue_offset, int64_t phys_offset, int64_t store_timestamp, tuple store_host,
                  bytes topic, bytes properties):
@@ -473,38 +463,13 @@ def write_stored(unsigned char[:] buf, Py_ssize_t pos, msg, *, int32_t total, in
         raise ValueError(f"a topic of {tlen} or properties of {plen} bytes do not fit their length fields")
     if pos < 0 or pos + need > buf.shape[0]:
         raise ValueError(f"an entry of {need} bytes does not fit the target at {pos}")
-    cdef unsigned char *dst = &buf[pos]
-    wr32(dst, total)
-    wr32(dst + 4, MAGIC_V1 if tlen <= 127 else MAGIC_V2)
-    wr32(dst + 8, (crc32(0, &body[0], blen) & 0x7FFFFFFF) if blen else 0)
-    wr32(dst + 12, <int32_t>msg.queue_id)
-    wr32(dst + 16, <int32_t>msg.flag)
-    wr64(dst + 20, queue_offset)
-    wr64(dst + 28, phys_offset)
-    wr32(dst + 36, sys_flag)
-    wr64(dst + 40, <int64_t>msg.born_timestamp)
-    dst = _put_host(dst + 48, born_ip, born_n, <int32_t>born_host[1])
-    wr64(dst, store_timestamp)
-    dst = _put_host(dst + 8, store_ip, store_n, <int32_t>store_host[1])
-    wr32(dst, <int32_t>msg.reconsume_times)
-    wr64(dst + 4, <int64_t>msg.prepared_transaction_offset)
-    wr32(dst + 12, blen)
-    dst += 16
-    if blen:
-        memcpy(dst, &body[0], blen)
-    dst += blen
-    if tlen <= 127:
-        dst[0] = tlen
-        dst += 1
-    else:
-        dst[0] = (tlen >> 8) & 0xFF
-        dst[1] = tlen & 0xFF
-        dst += 2
-    memcpy(dst, PyBytes_AS_STRING(topic), tlen)
-    dst += tlen
-    dst[0] = (plen >> 8) & 0xFF
-    dst[1] = plen & 0xFF
-    memcpy(dst + 2, PyBytes_AS_STRING(properties), plen)
+    write_entry(&buf[pos], total, (crc32(0, &body[0], blen) & 0x7FFFFFFF) if blen else 0, <int32_t>msg.queue_id,
+                <int32_t>msg.flag, queue_offset, phys_offset, sys_flag, <int64_t>msg.born_timestamp,
+                <const unsigned char *>PyBytes_AS_STRING(born_ip), len(born_ip), <int32_t>born_host[1],
+                store_timestamp, <const unsigned char *>PyBytes_AS_STRING(store_ip), len(store_ip),
+                <int32_t>store_host[1], <int32_t>msg.reconsume_times, <int64_t>msg.prepared_transaction_offset,
+                &body[0] if blen else NULL, blen, PyBytes_AS_STRING(topic), tlen, PyBytes_AS_STRING(properties),
+                plen)
 
 
 def create_offset_msg_ids(tuple host, offsets):

@@ -3,6 +3,7 @@
 reads and writes, and one check of an entry's fields, as codec.decode_stored makes it."""
 
 from libc.stdint cimport int16_t, int32_t, int64_t, uint32_t, uint64_t
+from libc.string cimport memcpy, memset
 
 cdef enum:
     MAGIC_V1 = -626843481
@@ -44,6 +45,59 @@ cdef inline char *put_hex(char *dst, const unsigned char *src, Py_ssize_t n) noe
         dst[2 * i] = digits[src[i] >> 4]
         dst[2 * i + 1] = digits[src[i] & 0xF]
     return dst + 2 * n
+
+
+cdef inline unsigned char *put_host(unsigned char *dst, const unsigned char *ip, Py_ssize_t have, int n,
+                                   int32_t port) noexcept nogil:
+    """An address of n bytes (struct's "Ns": `have` bytes cut or zero-padded to n) and its port; the end."""
+    memset(dst, 0, n)
+    memcpy(dst, ip, have if have < n else n)
+    wr32(dst + n, port)
+    return dst + n + 4
+
+
+cdef inline void write_entry(unsigned char *dst, int32_t total, uint32_t body_crc, int32_t queue_id, int32_t flag,
+                             int64_t queue_offset, int64_t phys_offset, int32_t sys_flag, int64_t born_timestamp,
+                             const unsigned char *born_ip, Py_ssize_t born_have, int32_t born_port,
+                             int64_t store_timestamp, const unsigned char *store_ip, Py_ssize_t store_have,
+                             int32_t store_port, int32_t reconsume_times, int64_t prepared_offset,
+                             const unsigned char *body, Py_ssize_t blen, const char *topic, Py_ssize_t tlen,
+                             const char *props, Py_ssize_t plen) noexcept nogil:
+    """One whole entry at `dst` (codec.write_stored's layout; the caller checked that it fits, the topic and
+    properties lengths, and computed BODYCRC): what the compiled writers of a single message share."""
+    cdef int born_n = 16 if sys_flag & BORNHOST_V6_FLAG else 4
+    cdef int store_n = 16 if sys_flag & STOREHOST_V6_FLAG else 4
+    wr32(dst, total)
+    wr32(dst + 4, MAGIC_V1 if tlen <= 127 else MAGIC_V2)
+    wr32(dst + 8, body_crc)
+    wr32(dst + 12, queue_id)
+    wr32(dst + 16, flag)
+    wr64(dst + 20, queue_offset)
+    wr64(dst + 28, phys_offset)
+    wr32(dst + 36, sys_flag)
+    wr64(dst + 40, born_timestamp)
+    dst = put_host(dst + 48, born_ip, born_have, born_n, born_port)
+    wr64(dst, store_timestamp)
+    dst = put_host(dst + 8, store_ip, store_have, store_n, store_port)
+    wr32(dst, reconsume_times)
+    wr64(dst + 4, prepared_offset)
+    wr32(dst + 12, blen)
+    dst += 16
+    if blen:
+        memcpy(dst, body, blen)
+    dst += blen
+    if tlen <= 127:
+        dst[0] = tlen
+        dst += 1
+    else:
+        dst[0] = (tlen >> 8) & 0xFF
+        dst[1] = tlen & 0xFF
+        dst += 2
+    memcpy(dst, topic, tlen)
+    dst += tlen
+    dst[0] = (plen >> 8) & 0xFF
+    dst[1] = plen & 0xFF
+    memcpy(dst + 2, props, plen)
 
 
 cdef inline Py_ssize_t piece_end(const unsigned char *p, Py_ssize_t n, Py_ssize_t start,

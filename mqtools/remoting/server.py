@@ -132,7 +132,9 @@ class RemotingServer:
         except Exception as exc:  # noqa: BLE001 - any processor failure becomes a response
             self._reply(conn, req, self._error(conn, req, exc))
             return
-        if result is None or type(result) is RemotingCommand or not inspect.isawaitable(result):
+        if result is None:  # no answer, or (a compiled processor) answered already
+            return
+        if type(result) is RemotingCommand or not inspect.isawaitable(result):
             self._reply(conn, req, result)  # type: ignore[arg-type]
         else:
             task = asyncio.ensure_future(self._finish(conn, req, result))

@@ -4,27 +4,35 @@
 MessageStore.put_message_inline (message_store.py) is the source of truth and what runs without this module
 (not built, or MQ_PURE_PYTHON set). `put_message` takes the puts a running master makes of a message to any
 topic but the schedule topic while nothing holds dispatch back (a controller-mode master waiting to catch up);
-for anything else it returns None before it has changed anything, and the Python method decides.
-tests/unit/store/test_cput.py holds both to the same commitlog, consume queues, index and results.
+for anything else it returns None before it has changed anything, and the Python method decides. `put_plain`
+is the same put from the message's fields, for the compiled SEND_MESSAGE_V2 (processors/_csend.pyx): no message
+object, and a put that needs no wait answers with its figures alone. tests/unit/store/test_cput.py holds both
+to the same commitlog, consume queues, index and results; tests/unit/broker/test_csend.py the sends.
 """
 
 from cpython.unicode cimport PyUnicode_DecodeASCII
-from libc.stdint cimport int64_t
+from libc.stdint cimport int32_t, int64_t
 from libc.stdio cimport snprintf
 
-from mqtools.common._layout cimport BORNHOST_V6_FLAG, FIXED_V4, STOREHOST_V6_FLAG
+from mqtools.common._layout cimport BORNHOST_V6_FLAG, FIXED_V4, STOREHOST_V6_FLAG, write_entry
 
 from mqtools.common import codec, sysflag
 from mqtools.common.brokerrole import BrokerRole
-from mqtools.common.codec import host_flags, write_stored
+from mqtools.common.codec import host_flags
 from mqtools.common.hashing import tags_code
-from mqtools.common.ids import offset_id_prefix
+from mqtools.common.ids import host_address_bytes, offset_id_prefix
 from mqtools.common import properties
 from mqtools.common.properties import dispatch_values
 from mqtools.common.topics import SCHEDULE_TOPIC
 from mqtools.server.store import consume_queue, encoding
 from mqtools.server.store.commitlog import EntryTooLarge
 from mqtools.server.store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
+
+cdef extern from "zlib.h":
+    unsigned long crc32(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
+
+cdef extern from "Python.h":
+    char *PyBytes_AS_STRING(object b)
 
 cdef int64_t HOST_V6_FLAGS = BORNHOST_V6_FLAG | STOREHOST_V6_FLAG
 cdef int64_t MAX_TOPIC_LEN = codec.MAX_TOPIC_LEN_V1
@@ -75,9 +83,30 @@ cdef bint _wanted(list watching, tuple key):
 
 def put_message(store, msg):
     """put_message_inline's result for a plain put on a running master, or None for the Python path."""
+    props_s = msg.properties_string  # encoded_properties() without its call when the string is there
+    return _put(store, msg, msg.topic, msg.body, msg.queue_id, msg.flag, msg.sys_flag, msg.born_timestamp,
+                msg.born_host, msg.store_host, msg.reconsume_times, msg.prepared_transaction_offset,
+                props_s if props_s is not None else msg.encoded_properties(), msg.properties.get(WAIT) == "false")
+
+
+def put_plain(store, str topic, bytes body, int64_t queue_id, int64_t flag, int64_t sys_flag, int64_t born_timestamp,
+              tuple born_host, tuple store_host, int64_t reconsume_times, str properties_string, bint wait_false):
+    """put_message of the message these fields make (no prepared transaction, its properties already encoded,
+    WAIT=false given as `wait_false`): (msg id, queue offset, stored size) for a put settled at once; a
+    PutMessageResult or an awaitable of one otherwise; None for the Python path."""
+    return _put(store, None, topic, body, queue_id, flag, sys_flag, born_timestamp, born_host, store_host,
+                reconsume_times, 0, properties_string, wait_false)
+
+
+cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t flag, int64_t sys_flag_in,
+                 int64_t born_ts, tuple born_host, object store_host, int64_t reconsume, int64_t prepared,
+                 str props_s, bint wait_false):
+    """Both entries' put; with `msg` its store fields are set and the result is put_message_inline's."""
     cdef int64_t sys_flag, total, qoff = 0, phys, store_ts, mask
-    cdef Py_ssize_t body_len, topic_len, props_len
+    cdef Py_ssize_t body_len, topic_len, props_len, at
     cdef bint consumable
+    cdef const unsigned char[:] body_view
+    cdef unsigned char[:] target
     cfg = store.config
     role = cfg.broker_role  # cfg.is_slave without its two property calls
     if not store._running or role is SLAVE or store.cleaner.disk_full or store.dispatch_limit is not None:
@@ -85,19 +114,18 @@ def put_message(store, msg):
     ha_hook = store.ha_hook
     if ha_hook is not None and role is SYNC_MASTER:
         return None
-    topic = msg.topic
     if topic == SCHEDULE_TOPIC:
         return None
     topic_b = topic.encode()
-    props_s = msg.properties_string  # encoded_properties() without its call when the string is there
-    props_b = (props_s if props_s is not None else msg.encoded_properties()).encode()
-    body_len = len(msg.body)
+    props_b = props_s.encode()
+    body_len = len(body)
     topic_len = len(topic_b)
     props_len = len(props_b)
     if topic_len == 0 or topic_len > MAX_TOPIC_BYTES or props_len > MAX_PROPERTIES_LEN or body_len > cfg.max_message_size:
         return None
-    store_host = msg.store_host or cfg.store_host
-    sys_flag = (<int64_t>msg.sys_flag & ~HOST_V6_FLAGS) | <int64_t>host_flags(msg.born_host, store_host)
+    if store_host is None:
+        store_host = cfg.store_host
+    sys_flag = (sys_flag_in & ~HOST_V6_FLAGS) | <int64_t>host_flags(born_host, store_host)
     store_ts = <int64_t>(store.clock() * 1000)
     total = FIXED_V4 + body_len + topic_len + props_len + (1 if topic_len <= MAX_TOPIC_LEN else 2)
     if sys_flag & BORNHOST_V6_FLAG:
@@ -108,7 +136,6 @@ def put_message(store, msg):
     consumable = mask != TRANSACTION_PREPARED and mask != TRANSACTION_ROLLBACK
     d = store.dispatcher
     queue_offsets = d.next_offset
-    queue_id = msg.queue_id
     key = (topic, queue_id)
     if consumable:
         qoff = queue_offsets.get(key, 0)
@@ -127,13 +154,23 @@ def put_message(store, msg):
         except (EntryTooLarge, OSError) as exc:
             return store._reserve_failed(exc)
     phys = <int64_t>mf.start + <int64_t>pos
-    write_stored(mf.mm, pos, msg, total=total, sys_flag=sys_flag, queue_offset=qoff, phys_offset=phys,
-                 store_timestamp=store_ts, store_host=store_host, topic=topic_b, properties=props_b)
-    mf.wrote = pos + total
+    # codec.write_stored: the entry, whose size `total` is (checked here as write_stored checks it)
+    target = mf.mm
+    at = pos
+    if at < 0 or at + total > target.shape[0]:
+        raise ValueError(f"an entry of {total} bytes does not fit the target at {at}")
+    body_view = body
+    born_ip = host_address_bytes(born_host[0])
+    store_ip = host_address_bytes(store_host[0])
+    write_entry(&target[at], total, (crc32(0, &body_view[0], body_len) & 0x7FFFFFFF) if body_len else 0,
+                queue_id, flag, qoff, phys, sys_flag, born_ts, <const unsigned char *>PyBytes_AS_STRING(born_ip),
+                len(born_ip), <int32_t>born_host[1], store_ts, <const unsigned char *>PyBytes_AS_STRING(store_ip),
+                len(store_ip), <int32_t>store_host[1], reconsume, prepared, &body_view[0] if body_len else NULL,
+                body_len, PyBytes_AS_STRING(topic_b), topic_len, PyBytes_AS_STRING(props_b), props_len)
+    mf.wrote = at + total
     if consumable:
         queue_offsets[key] = qoff + 1
     msg_id = _offset_msg_id(store_host, phys)
-    append = AppendMessageResult(phys, total, msg_id, store_ts, qoff, 1)
     # dispatch (DispatchService.unit_values and dispatch)
     tag_value, keys, uniq = dispatch_values(props_b)
     tags = tags_code(tag_value)
@@ -150,19 +187,20 @@ def put_message(store, msg):
         d.index.build(topic, keys, uniq, phys, store_ts)
     d.reput_offset = phys + total
     d.last_store_ts = store_ts
-    msg.store_timestamp = store_ts
-    msg.queue_offset = qoff
-    msg.commit_log_offset = phys
-    msg.msg_id = msg_id
+    if msg is not None:
+        msg.store_timestamp = store_ts
+        msg.queue_offset = qoff
+        msg.commit_log_offset = phys
+        msg.msg_id = msg_id
     stats = store.stats
     stats.put_times += 1
     stats.put_size += total
     # MessageStore._settle
     gc = store._group_commit
-    if msg.properties.get(WAIT) == "false":
-        if gc is not None:
+    if wait_false or gc is None and not (role is SYNC_MASTER and ha_hook is not None):
+        if wait_false and gc is not None:
             gc.wake()
-        return PutMessageResult(PUT_OK, append)
-    if gc is None and not (role is SYNC_MASTER and ha_hook is not None):
-        return PutMessageResult(PUT_OK, append)
-    return store._settle(append, True)
+        if msg is None:
+            return msg_id, qoff, total
+        return PutMessageResult(PUT_OK, AppendMessageResult(phys, total, msg_id, store_ts, qoff, 1))
+    return store._settle(AppendMessageResult(phys, total, msg_id, store_ts, qoff, 1), True)

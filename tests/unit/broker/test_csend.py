@@ -21,7 +21,7 @@ from mqtools.common import properties as P
 from mqtools.common.codec import decode_entries
 from mqtools.common.perm import PERM_READ
 from mqtools.remoting.bodies import TopicConfig
-from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.frame import FrameDecoder
 from mqtools.remoting.headers import send_v2_fields
@@ -128,7 +128,7 @@ async def broker(store: Path) -> AsyncIterator[app.BrokerController]:
         await controller.store.shutdown()
 
 
-async def answer(processor: send.SendProcessor, ext: dict[str, str], body: bytes) -> tuple:
+async def answer(processor: Callable, ext: dict[str, str], body: bytes) -> tuple:
     """The answer's code, remark and fields and the frame the connection wrote, as the remoting server answers
     what the processor returns; or the error a malformed header raises (the server answers it with
     SYSTEM_ERROR and its text)."""
@@ -138,7 +138,7 @@ async def answer(processor: send.SendProcessor, ext: dict[str, str], body: bytes
     wire, conn = Wire(), RemotingConnection()
     conn.connection_made(wire)  # type: ignore[arg-type]
     try:
-        resp = processor.send_message(conn, req)
+        resp = processor(conn, req)
         if resp is not None and not isinstance(resp, RemotingCommand):
             resp = await resp
     except Exception as exc:  # noqa: BLE001 - compared, not handled
@@ -160,16 +160,13 @@ async def test_the_compiled_send_answers_and_stores_what_the_python_path_does(
     header: Callable = send.SendProcessor._header
     monkeypatch.setattr(send.SendProcessor, "_header", lambda self, req: general.append("") or header(self, req))
     async with broker(tmp_path / "compiled") as fast, broker(tmp_path / "python") as slow:
-        fast_proc, slow_proc = send.SendProcessor(fast), send.SendProcessor(slow)
+        compiled_v2, python_v2 = send.SendProcessor(fast).send_v2, send.SendProcessor(slow).send_message
+        assert isinstance(compiled_v2, send._compiled.SendV2)
         for name, ext, body, compiled in CASES:
             general.clear()
-            got = await answer(fast_proc, ext, body)
+            got = await answer(compiled_v2, ext, body)
             assert bool(general) is not compiled, f"{name}: {'general' if general else 'compiled'} path answered"
-            monkeypatch.setattr(send, "_compiled", None)
-            want = await answer(slow_proc, ext, body)
-            monkeypatch.undo()
-            monkeypatch.setattr(send.SendProcessor, "_header",
-                                lambda self, req: general.append("") or header(self, req))
+            want = await answer(python_v2, ext, body)
             assert got == want, name
         assert fast.store.commitlog.max_offset == slow.store.commitlog.max_offset > 0
         assert entries(fast) == entries(slow)
@@ -184,12 +181,27 @@ def vars_of(stats: BrokerStats) -> dict:
             **{name: (c.total, c.secs, c.mins, c._sec, c._cur) for name, c in counters.items()}}
 
 
-async def test_a_slave_or_a_write_forbidden_broker_is_refused_as_before(tmp_path: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_a_slave_or_a_write_forbidden_broker_is_refused_as_before(tmp_path: Path) -> None:
     async with broker(tmp_path / "compiled") as fast, broker(tmp_path / "python") as slow:
         for controller in (fast, slow):
             controller.config.broker_permission = PERM_READ
-        got = await answer(send.SendProcessor(fast), fields(), b"x")
-        monkeypatch.setattr(send, "_compiled", None)
-        want = await answer(send.SendProcessor(slow), fields(), b"x")
+        got = await answer(send.SendProcessor(fast).send_v2, fields(), b"x")
+        want = await answer(send.SendProcessor(slow).send_message, fields(), b"x")
         assert got == want and got[0] != 0
+
+
+async def test_a_send_that_waited_too_long_is_refused_as_before(tmp_path: Path) -> None:
+    """Fast failure: the compiled processor asks it only once its probe is overdue, and then as the processor
+    does (the remark names the wait, which moves by the millisecond between the two)."""
+    loop = asyncio.get_running_loop()
+    async with broker(tmp_path / "compiled") as fast, broker(tmp_path / "python") as slow:
+        got = await answer(send.SendProcessor(fast).send_v2, fields(), b"x")
+        assert got[0] == ResponseCode.SUCCESS  # a probe not yet due: nothing waited
+        for controller in (fast, slow):
+            controller.config.broker_fast_failure_enable = True
+            controller.fast_failure._loop, controller.fast_failure._due = loop, loop.time() - 10.0
+        got = await answer(send.SendProcessor(fast).send_v2, fields(), b"x")
+        want = await answer(send.SendProcessor(slow).send_message, fields(), b"x")
+        assert got[0] == want[0] == ResponseCode.SYSTEM_BUSY
+        assert got[1].startswith("[TIMEOUT_CLEAN_QUEUE]broker busy") and want[1].startswith(got[1][:60])
+        assert fast.fast_failure.wait.peak_ms >= 10_000 and slow.fast_failure.wait.peak_ms >= 10_000

@@ -1,13 +1,15 @@
 # cython: language_level=3, boundscheck=False, wraparound=False
-"""The common SEND_MESSAGE_V2, compiled: header, checks, message and answer in one typed pass.
+"""The common SEND_MESSAGE_V2, compiled: fast failure, header, checks, message, put and answer frame in one
+typed pass.
 
 send.py's SendProcessor is the source of truth and what runs without this module (not built, or
-MQ_PURE_PYTHON set). `send_v2` takes only the sends that need nothing more than a plain put: a short-named
-header whose every number parses and is in range, an existing writable topic that is not a retry topic,
-a queue id in range, and properties without a transaction, a delay level, a timer or a CLUSTER of their
-own. For anything else, and for every refusal after fast failure, it returns None before it has changed
-anything, and the processor's general path decides (with its exact remark). tests/unit/broker/test_csend.py
-holds the two paths to the same messages, answers and refusals.
+MQ_PURE_PYTHON set). `SendV2` is the processor; its `send_v2` takes only the sends that need nothing more than
+a plain put: a short-named header whose every number parses and is in range, an existing writable topic that
+is not a retry topic, a queue id in range, and properties without a transaction, a delay level, a timer or a
+CLUSTER of their own. For anything else, and for every refusal after fast failure, it returns GENERAL before it
+has changed anything, and the processor's general path decides (with its exact remark). A stored send's
+SUCCESS answer is written to the connection as a frame made here. tests/unit/broker/test_csend.py holds the
+two paths to the same frames, messages, refusals and put statistics.
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
@@ -38,9 +40,9 @@ cdef object JSON = SerializeType.JSON
 cdef int64_t ONEWAY = FLAG_ONEWAY
 cdef int VERSION = PROTOCOL_VERSION
 #: What send_v2 returns for a send it leaves to the processor's general path.
-GENERAL = object()
-#: The store's compiled put (_cput.pyx), called without MessageStore.put_message_inline's frame around it.
-cdef object compiled_put = getattr(speedups.compiled("mqtools.server.store._cput"), "put_message", None)
+cdef object GENERAL = object()
+#: The store's compiled put of a message's fields (_cput.pyx), called without a message object.
+cdef object put_plain = getattr(speedups.compiled("mqtools.server.store._cput"), "put_plain", None)
 #: (brokerIP1, listen port) -> the store host a message records: split_host(broker_addr), made once per address.
 cdef dict STORE_HOSTS = {}
 #: Properties that send a message anywhere but the plain put: the general path handles them.
@@ -62,13 +64,13 @@ cdef inline bint _int(object text, int64_t *out) except -1:
     return True
 
 
-cdef dict _properties(str text):
-    """string_to_properties, or None when a property asks for more than a plain put."""
-    cdef dict props = {}
-    cdef str item, name
+cdef bint _plain(str text, list wait) except -1:
+    """string_to_properties's reading without building the map: False for a property asking more than a plain
+    put; else True, with WAIT's value (the last one, as the map keeps it) appended to `wait` when there is one."""
+    cdef str item
     cdef Py_ssize_t at
     if not text:
-        return props
+        return True
     for item in text.split(SEP):
         if len(item) < 3:
             continue
@@ -77,9 +79,10 @@ cdef dict _properties(str text):
             continue
         name = item[:at]
         if name in SPECIAL:
-            return None
-        props[name] = item[at + 1:]
-    return props
+            return False
+        if name == WAIT:
+            wait.append(item[at + 1:])
+    return True
 
 
 cdef str _drop_wait(str raw, str wait):
@@ -148,10 +151,30 @@ cdef _on_put(stats, str topic, int64_t size):
     sizes[topic] = sizes.get(topic, 0) + size
 
 
-def send_v2(proc, conn, req):
+cdef class SendV2:
+    """SEND_MESSAGE_V2's processor: fast failure, then send_v2, then the processor's general path
+    (SendProcessor.send_checked) for what it leaves. Fast failure is asked in Python only when its probe is
+    overdue: before that no send has waited, which is all SendProcessor._busy would find."""
+
+    cdef object proc
+
+    def __init__(self, proc):
+        self.proc = proc
+
+    def __call__(self, conn, req):
+        ff = self.proc.c.fast_failure
+        due = ff._due
+        if due is not None and ff._loop is not None and ff._loop.time() > due:
+            busy = self.proc._busy(req)
+            if busy is not None:
+                return busy
+        done = send_v2(self.proc, conn, req)
+        return self.proc.send_checked(conn, req) if done is GENERAL else done
+
+
+cdef object send_v2(proc, conn, req):
     """The answer (or the awaitable of a put that waits) to a plain SEND_MESSAGE_V2; None when the answer is
-    written to `conn` already (or a oneway send needs none); GENERAL for the processor's general path. Fast
-    failure has been asked already (SendProcessor.send_message)."""
+    written to `conn` already (or a oneway send needs none); GENERAL for the processor's general path."""
     cdef dict ext = req.ext_fields
     cdef int64_t queue_id, sys_flag, flag, times = 0, born
     cdef str topic, raw
@@ -191,40 +214,47 @@ def send_v2(proc, conn, req):
     body = b"" if body is None else bytes(body)
     if len(body) > cfg.max_message_size:
         return GENERAL
-    raw = ext.get("i") or ""
-    props = _properties(raw)
-    if props is None:
+    text = ext.get("i") or ""
+    waits = []
+    if not _plain(text, waits):
         return GENERAL
     # the stored properties: the client's string without WAIT, then CLUSTER (SendProcessor._props_string)
     cluster = cfg.broker_cluster_name
-    props[CLUSTER] = cluster
-    wait = props.get(WAIT)
-    if wait is not None:
-        raw = _drop_wait(raw, wait)
+    wait = waits[len(waits) - 1] if waits else None
+    raw = text if wait is None else _drop_wait(text, wait)
     if raw and not raw.endswith(SEP):
         raw += SEP
+    raw = f"{raw}{CLUSTER}{NV}{cluster}{SEP}"
     addr = (cfg.broker_ip1, c.server.port)  # the broker_addr property's parts, without its call
     store_host = STORE_HOSTS.get(addr)
     if store_host is None:
         store_host = STORE_HOSTS[addr] = proc.split_host(c.broker_addr)
-    msg = MessageExtBrokerInner(topic, body, flag, props, queue_id, sys_flag, born, proc.split_host(conn.peer),
-                                store_host, times, 0, f"{raw}{CLUSTER}{NV}{cluster}{SEP}")
+    born_host = proc.split_host(conn.peer)
     store = c.store
-    put = compiled_put(store, msg) if compiled_put is not None else None
-    if put is None:
-        put = store.put_message_inline(msg)
-    if type(put) is not PutMessageResult or c.topics.unwritten is not None:
-        return proc._later(req, topic, put, queue_id, None)
-    append = put.append
-    if put.status is not PUT_OK or append is None or append.phys_offsets:
-        return proc._response(req, topic, put, queue_id)
-    _on_put(c.stats, topic, append.wrote_bytes)
+    put = None
+    if put_plain is not None and c.topics.unwritten is None:
+        put = put_plain(store, topic, body, queue_id, flag, sys_flag, born, born_host, store_host, times, raw,
+                        wait == "false")
+    if put is None:  # the store's general put, of the message
+        props = P.string_to_properties(text)
+        props[CLUSTER] = cluster
+        put = store.put_message_inline(MessageExtBrokerInner(topic, body, flag, props, queue_id, sys_flag, born,
+                                                             born_host, store_host, times, 0, raw))
+    if type(put) is tuple:
+        msg_id, queue_offset, size = put
+    else:
+        if type(put) is not PutMessageResult or c.topics.unwritten is not None:
+            return proc._later(req, topic, put, queue_id, None)
+        append = put.append
+        if put.status is not PUT_OK or append is None or append.phys_offsets:
+            return proc._response(req, topic, put, queue_id)
+        msg_id, queue_offset, size = append.msg_id, append.logics_offset, append.wrote_bytes
+    _on_put(c.stats, topic, size)
     if req.flag & ONEWAY:
         return None
-    frame = _answer(req.opaque, append.msg_id, queue_id, append.logics_offset) \
-        if req.serialize_type is JSON else None
+    frame = _answer(req.opaque, msg_id, queue_id, queue_offset) if req.serialize_type is JSON else None
     if frame is None:
-        return req.response(SUCCESS, None, {"msgId": append.msg_id, "queueId": str(queue_id),
-                                            "queueOffset": str(append.logics_offset)})
+        return req.response(SUCCESS, None, {"msgId": msg_id, "queueId": str(queue_id),
+                                            "queueOffset": str(queue_offset)})
     conn.send_frame(frame)
     return None
