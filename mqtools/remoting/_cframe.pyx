@@ -12,6 +12,7 @@ commands, bytes and errors.
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint32_t
 from libc.stdio cimport snprintf
+from libc.string cimport memcmp
 
 import orjson
 
@@ -45,6 +46,258 @@ cdef inline void _wr32(unsigned char *p, int64_t v) noexcept nogil:
 
 cdef inline int64_t _rd32(const unsigned char *p) noexcept nogil:
     return <int64_t><int>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
+
+
+cdef extern from "Python.h":
+    object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
+
+cdef int64_t JAVA_LANG = LANG_BY_NAME["JAVA"]
+
+
+cdef inline Py_ssize_t _ws(const unsigned char *p, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    while i < n and (p[i] == 32 or p[i] == 10 or p[i] == 13 or p[i] == 9):
+        i += 1
+    return i
+
+
+cdef inline int _hex(unsigned char c) noexcept nogil:
+    if 48 <= c <= 57:
+        return c - 48
+    if 65 <= c <= 70:
+        return c - 55
+    if 97 <= c <= 102:
+        return c - 87
+    return -1
+
+
+cdef object _unescape(const unsigned char *q, Py_ssize_t m):
+    """A JSON string's text with escapes (UTF-8 out never longer than the escaped form); None for one this reader
+    leaves to orjson (a surrogate, a bad escape, bytes that are not UTF-8)."""
+    cdef bytearray out = bytearray(m)
+    cdef unsigned char *o = out
+    cdef Py_ssize_t i = 0, k = 0
+    cdef int cp, d, j
+    cdef unsigned char e
+    while i < m:
+        if q[i] != 92:
+            o[k] = q[i]
+            k += 1
+            i += 1
+            continue
+        if i + 1 >= m:
+            return None
+        e = q[i + 1]
+        if e == 117:  # \uXXXX
+            if i + 6 > m:
+                return None
+            cp = 0
+            for j in range(2, 6):
+                d = _hex(q[i + j])
+                if d < 0:
+                    return None
+                cp = cp * 16 + d
+            if 0xD800 <= cp <= 0xDFFF:
+                return None
+            if cp < 0x80:
+                o[k] = cp
+                k += 1
+            elif cp < 0x800:
+                o[k], o[k + 1] = 0xC0 | (cp >> 6), 0x80 | (cp & 0x3F)
+                k += 2
+            else:
+                o[k], o[k + 1], o[k + 2] = 0xE0 | (cp >> 12), 0x80 | ((cp >> 6) & 0x3F), 0x80 | (cp & 0x3F)
+                k += 3
+            i += 6
+            continue
+        if e == 34 or e == 92 or e == 47:
+            o[k] = e
+        elif e == 98:
+            o[k] = 8
+        elif e == 102:
+            o[k] = 12
+        elif e == 110:
+            o[k] = 10
+        elif e == 114:
+            o[k] = 13
+        elif e == 116:
+            o[k] = 9
+        else:
+            return None
+        k += 1
+        i += 2
+    try:
+        return PyUnicode_DecodeUTF8(<const char *>o, k, NULL)
+    except UnicodeDecodeError:
+        return None
+
+
+cdef object _string(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t n):
+    """The JSON string whose opening quote is at p[pos], pos moved past its closing one; None for one this
+    reader leaves to orjson (a raw control character, or as _unescape)."""
+    cdef Py_ssize_t i = pos[0] + 1, start = i
+    cdef bint escaped = False
+    while i < n and p[i] != 34:
+        if p[i] == 92:
+            escaped = True
+            i += 2
+            continue
+        if p[i] < 32:
+            return None
+        i += 1
+    if i >= n:
+        return None
+    pos[0] = i + 1
+    if escaped:
+        return _unescape(p + start, i - start)
+    try:
+        return PyUnicode_DecodeUTF8(<const char *>p + start, i - start, NULL)
+    except UnicodeDecodeError:
+        return None
+
+
+cdef bint _number(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t n, int64_t *out) noexcept nogil:
+    """A JSON integer of at most 18 digits at p[pos] (pos moved past it); False for anything else (a fraction,
+    an exponent, a leading zero, a longer one: orjson's)."""
+    cdef Py_ssize_t i = pos[0], first
+    cdef bint negative = i < n and p[i] == 45
+    cdef int64_t value = 0
+    if negative:
+        i += 1
+    first = i
+    while i < n and 48 <= p[i] <= 57 and i - first < 18:
+        value = value * 10 + (p[i] - 48)
+        i += 1
+    if i == first or i < n and (48 <= p[i] <= 57 or p[i] == 46 or p[i] == 101 or p[i] == 69) \
+            or p[first] == 48 and i - first > 1:
+        return False
+    pos[0] = i
+    out[0] = -value if negative else value
+    return True
+
+
+cdef inline bint _key(const unsigned char *p, Py_ssize_t at, Py_ssize_t length, const char *name,
+                      Py_ssize_t name_len) noexcept nogil:
+    return length == name_len and memcmp(p + at, name, length) == 0
+
+
+cdef object _read_json_command(const unsigned char *p, Py_ssize_t n):
+    """The usual JSON header read straight into a command (what _json_command makes of it through orjson), or
+    None for any header it leaves to that path: a flat object of these fields, extFields of strings only."""
+    cdef Py_ssize_t i = _ws(p, 0, n), at, length
+    cdef int64_t value, code = 0, opaque = 0, flag = 0, version = 0
+    cdef int64_t *field
+    language = JAVA_LANG
+    remark = None
+    ext = None
+    if i >= n or p[i] != 123:
+        return None
+    i = _ws(p, i + 1, n)
+    if i < n and p[i] == 125:
+        i += 1
+    else:
+        while True:
+            if i >= n or p[i] != 34:
+                return None
+            at = i + 1
+            i = at
+            while i < n and 32 <= p[i] < 127 and p[i] != 34 and p[i] != 92:
+                i += 1
+            if i >= n or p[i] != 34:
+                return None  # an escape, a control character or a byte past ASCII in a key: orjson's
+            length = i - at
+            i = _ws(p, i + 1, n)
+            if i >= n or p[i] != 58:
+                return None
+            i = _ws(p, i + 1, n)
+            if i >= n:
+                return None
+            field = NULL
+            if _key(p, at, length, b"code", 4):
+                field = &code
+            elif _key(p, at, length, b"opaque", 6):
+                field = &opaque
+            elif _key(p, at, length, b"flag", 4):
+                field = &flag
+            elif _key(p, at, length, b"version", 7):
+                field = &version
+            if field != NULL:
+                if not _number(p, &i, n, &value) or not INT_MIN <= value <= INT_MAX:
+                    return None
+                field[0] = value
+            elif _key(p, at, length, b"extFields", 9):
+                ext = _ext(p, &i, n)
+                if ext is None:
+                    return None
+            elif _key(p, at, length, b"language", 8):
+                if p[i] != 34:
+                    return None
+                name = _string(p, &i, n)
+                language = LANG_BY_NAME.get(name) if name is not None else None
+                if language is None:
+                    return None
+            elif _key(p, at, length, b"remark", 6) and p[i] == 34:
+                remark = _string(p, &i, n)
+                if remark is None:
+                    return None
+            elif p[i] == 34:  # serializeTypeCurrentRPC, or a field no decoder reads
+                if _string(p, &i, n) is None:
+                    return None
+            elif p[i] == 110 and i + 4 <= n and memcmp(p + i, b"null", 4) == 0:
+                if _key(p, at, length, b"remark", 6):
+                    remark = None
+                i += 4
+            elif not _number(p, &i, n, &value) or _key(p, at, length, b"remark", 6):
+                return None
+            i = _ws(p, i, n)
+            if i < n and p[i] == 44:
+                i = _ws(p, i + 1, n)
+                continue
+            if i < n and p[i] == 125:
+                i += 1
+                break
+            return None
+    if _ws(p, i, n) != n:
+        return None
+    return RemotingCommand(code, {} if ext is None else ext, None, remark, opaque, flag, language, version, JSON)
+
+
+cdef object _ext(const unsigned char *p, Py_ssize_t *pos, Py_ssize_t n):
+    """extFields: an object of string values (a new map for null), pos moved past it; None for anything else."""
+    cdef Py_ssize_t i = pos[0]
+    cdef dict ext = {}
+    if p[i] == 110 and i + 4 <= n and memcmp(p + i, b"null", 4) == 0:
+        pos[0] = i + 4
+        return ext
+    if p[i] != 123:
+        return None
+    i = _ws(p, i + 1, n)
+    if i < n and p[i] == 125:
+        pos[0] = i + 1
+        return ext
+    while True:
+        if i >= n or p[i] != 34:
+            return None
+        key = _string(p, &i, n)
+        if key is None:
+            return None
+        i = _ws(p, i, n)
+        if i >= n or p[i] != 58:
+            return None
+        i = _ws(p, i + 1, n)
+        if i >= n or p[i] != 34:
+            return None
+        value = _string(p, &i, n)
+        if value is None:
+            return None
+        ext[key] = value
+        i = _ws(p, i, n)
+        if i < n and p[i] == 44:
+            i = _ws(p, i + 1, n)
+            continue
+        if i < n and p[i] == 125:
+            pos[0] = i + 1
+            return ext
+        return None
 
 
 cdef object _json_command(object header):
@@ -103,7 +356,9 @@ def frames(buf, Py_ssize_t max_frame):
         if hend > end:
             raise ProtocolError(f"header length {header_len} exceeds the frame")
         if (ori >> 24) & 0xFF == JSON_TYPE:
-            cmd = _json_command(buf[hstart:hend])
+            cmd = _read_json_command(&view[hstart], hend - hstart) if hend > hstart else None
+            if cmd is None:
+                cmd = _json_command(buf[hstart:hend])
         else:
             cmd = decode_header((ori >> 24) & 0xFF, buf[hstart:hend])
         if end > hend:

@@ -5,6 +5,7 @@ the same commands from the same bytes, however split, the same errors for broken
 from __future__ import annotations
 
 import itertools
+import json
 import struct
 
 import orjson
@@ -136,3 +137,47 @@ def test_any_json_command_encodes_to_the_same_bytes(code: int, version: int, opa
                                                     remark: str | None, ext: dict[str, str], body: bytes | None) -> None:
     cmd = RemotingCommand(code, ext, body, remark, opaque, flag, language, version)
     assert C.encode_parts(cmd) == cmd.encode_parts()
+
+
+def both_frames(data: bytes) -> tuple[object, object]:
+    """The compiled loop's reading of `data` and the Python loop's (commands and bytes taken, or the error)."""
+    def read(frames: object) -> object:
+        try:
+            return frames(data)  # type: ignore[operator]
+        except ProtocolError as exc:
+            return "ProtocolError", str(exc)
+    return read(lambda d: C.frames(d, F.DEFAULT_MAX_FRAME)), read(F.FrameDecoder()._frames)
+
+
+any_int = java_int | st.integers(min_value=-(2**70), max_value=2**70)
+text = st.text(max_size=10)  # any code point but a lone surrogate: controls, escapes, astral ones
+HEADER_FIELDS = {"code": any_int | st.booleans() | text, "opaque": any_int, "flag": any_int, "version": any_int,
+                 "language": st.sampled_from(["JAVA", "CPP", "GO", "NOPE", ""]) | st.none() | st.integers(0, 9),
+                 "remark": st.none() | text | st.integers(),
+                 "extFields": st.none() | st.dictionaries(text, text, max_size=5)
+                 | st.dictionaries(text, text | st.integers() | st.none(), max_size=3) | st.lists(text, max_size=2),
+                 "serializeTypeCurrentRPC": st.just("JSON"),
+                 "other": text | any_int | st.floats(allow_nan=False) | st.booleans() | st.none()
+                 | st.lists(st.integers(), max_size=2)}
+
+
+@given(st.fixed_dictionaries({}, optional=HEADER_FIELDS), st.sampled_from(["compact", "ascii", "spaced"]))
+def test_any_json_header_reads_as_orjson_reads_it(header: dict, style: str) -> None:
+    """The compiled loop reads the usual headers itself (no orjson): every JSON header, written compactly, with
+    every non-ASCII character escaped (astral ones as surrogate pairs) or spread over lines, reads the same."""
+    layout = {"compact": {"separators": (",", ":")}, "ascii": {"ensure_ascii": True}, "spaced": {"indent": 1}}
+    raw = json.dumps(header, **{"ensure_ascii": False, **layout[style]}).encode()  # type: ignore[arg-type]
+    got, want = both_frames(raw_frame(raw, b"body") + json_frame(HEADERS[0]))
+    assert got == want
+
+
+@given(st.sampled_from(HEADERS[:3]), st.integers(min_value=0, max_value=200), st.binary(min_size=1, max_size=3),
+       st.integers(min_value=0, max_value=2))
+def test_a_damaged_json_header_reads_or_fails_alike(header: object, at: int, junk: bytes, how: int) -> None:
+    """Bytes put in, over or out of a header anywhere: the compiled reader takes what orjson takes, the same way,
+    and leaves the rest to it."""
+    raw = orjson.dumps(header)
+    at = at % (len(raw) + 1)
+    raw = [raw[:at] + junk + raw[at:], raw[:at] + junk + raw[at + len(junk):], raw[:at] + raw[at + len(junk):]][how]
+    got, want = both_frames(raw_frame(raw))
+    assert got == want
