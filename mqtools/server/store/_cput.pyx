@@ -19,12 +19,12 @@ from mqtools.common._layout cimport BORNHOST_V6_FLAG, FIXED_V4, STOREHOST_V6_FLA
 from mqtools.common import codec, sysflag
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.codec import host_flags
-from mqtools.common.hashing import tags_code
+from mqtools.common.hashing import cached_java_hash
 from mqtools.common.ids import host_address_bytes, offset_id_prefix
 from mqtools.common import properties
 from mqtools.common.properties import dispatch_values
 from mqtools.common.topics import SCHEDULE_TOPIC
-from mqtools.server.store import consume_queue, encoding
+from mqtools.server.store import consume_queue, encoding, index
 from mqtools.server.store.commitlog import EntryTooLarge
 from mqtools.server.store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
 
@@ -48,6 +48,7 @@ cdef str WAIT = properties.WAIT
 cdef int64_t END_BLANK = codec.END_FILE_MIN_BLANK_LENGTH
 cdef int64_t UNIT_SIZE = consume_queue.UNIT_SIZE
 cdef object pack_unit = consume_queue.UNIT.pack_into
+cdef int64_t WAITING_LIMIT = index.WAITING_LIMIT
 
 
 cdef str _offset_msg_id(object store_host, int64_t phys):
@@ -71,6 +72,23 @@ cdef bint _cq_put(object cq, int64_t phys, int64_t size, int64_t tags, int64_t c
             cq.max_physic_offset = phys + size
             return True
     return cq.put(phys, size, tags, cq_offset)
+
+
+cdef _index(ix, str topic, keys, uniq, int64_t phys, int64_t store_ts):
+    """IndexService.build without its call: the unit joins the waiting ones (written WAITING_LIMIT at a time)."""
+    waiting = ix._waiting
+    unit = (phys, 0, 0, keys, uniq)
+    if waiting:
+        last = waiting[len(waiting) - 1]
+        if last[0] == topic and last[1] == store_ts:
+            last[2].append(unit)
+        else:
+            waiting.append((topic, store_ts, [unit]))
+    else:
+        waiting.append((topic, store_ts, [unit]))
+    ix._waiting_units += 1
+    if ix._waiting_units >= WAITING_LIMIT:
+        ix.write_header()
 
 
 cdef bint _wanted(list watching, tuple key):
@@ -173,7 +191,7 @@ cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t f
     msg_id = _offset_msg_id(store_host, phys)
     # dispatch (DispatchService.unit_values and dispatch)
     tag_value, keys, uniq = dispatch_values(props_b)
-    tags = tags_code(tag_value)
+    tags = cached_java_hash(tag_value) if tag_value else 0  # hashing.tags_code without its call
     if consumable:
         queues = d.consume_queues.get(topic)
         cq = queues.get(queue_id) if queues is not None else None
@@ -184,7 +202,7 @@ cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t f
             if d.listeners and _wanted(d.watching, key):  # then one call into Python, which calls them all
                 d._notify(topic, queue_id, qoff + 1, tags, store_ts)
     if (keys or uniq) and d.config.message_index_enable and mask != TRANSACTION_ROLLBACK:
-        d.index.build(topic, keys, uniq, phys, store_ts)
+        _index(d.index, topic, keys, uniq, phys, store_ts)
     d.reput_offset = phys + total
     d.last_store_ts = store_ts
     if msg is not None:
