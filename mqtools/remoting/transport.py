@@ -157,26 +157,21 @@ class RemotingConnection(asyncio.Protocol):
         transport = self._transport
         if transport is None or transport.is_closing():
             raise RemotingConnectionClosed(self.peer)
-        head, body = _encode_parts(cmd)
-        self._out.append(head)
-        self._out_size += len(head)
-        if body is not None:
-            self._out.append(body)
-            self._out_size += len(body)
-        if len(self._out) >= _EARLY_FLUSH_PARTS:
-            self._flush()
-        elif not self._reading and not self._flush_scheduled:
-            self._flush_scheduled = True
-            self._loop.call_soon(self._flush)
+        self.send_frame(*_encode_parts(cmd))
 
-    def send_frame(self, frame: bytes) -> None:
-        """Write a frame encoded already (a compiled processor's answer, encoded as send() encodes its command);
-        dropped once the peer has gone, as RemotingServer drops an answer nobody waits for."""
+    def send_frame(self, frame: bytes, body: bytes | bytearray | memoryview | None = None) -> None:
+        """Write a frame encoded already (with its body apart, so that a large one is not copied): send()'s
+        command, or a compiled processor's answer; dropped once the peer has gone, as RemotingServer drops an
+        answer nobody waits for."""
         if self._transport is None:
             return
-        self._out.append(frame)
+        out = self._out
+        out.append(frame)
         self._out_size += len(frame)
-        if len(self._out) >= _EARLY_FLUSH_PARTS:
+        if body is not None:
+            out.append(body)
+            self._out_size += len(body)
+        if len(out) >= _EARLY_FLUSH_PARTS:
             self._flush()
         elif not self._reading and not self._flush_scheduled:
             self._flush_scheduled = True
