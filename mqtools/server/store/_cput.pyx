@@ -3,7 +3,8 @@
 
 MessageStore.put_message_inline (message_store.py) is the source of truth and what runs without this module
 (not built, or MQ_PURE_PYTHON set). `put_message` takes the puts a running master makes of a message to any
-topic but the schedule topic while nothing holds dispatch back (a controller-mode master waiting to catch up);
+topic but the schedule topic (a SYNC_MASTER's too: its wait for the slave is MessageStore._settle's) while nothing
+holds dispatch back (a controller-mode master waiting to catch up);
 for anything else it returns None before it has changed anything, and the Python method decides. `put_plain`
 is the same put from the message's fields, for the compiled SEND_MESSAGE_V2 (processors/_csend.pyx): no message
 object, and a put that needs no wait answers with its figures alone. tests/unit/store/test_cput.py holds both
@@ -130,8 +131,8 @@ cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t f
     if not store._running or role is SLAVE or store.cleaner.disk_full or store.dispatch_limit is not None:
         return None
     ha_hook = store.ha_hook
-    if ha_hook is not None and role is SYNC_MASTER:
-        return None
+    if ha_hook is not None and role is SYNC_MASTER and ha_hook.refuse_put() is not None:
+        return None  # the Python path answers the refusal (controller mode's minInSyncReplicas)
     if topic == SCHEDULE_TOPIC:
         return None
     topic_b = topic.encode()

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from unit.store.store_helpers import inner, tiny_config
 
+from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.sysflag import (
     TRANSACTION_COMMIT_TYPE,
     TRANSACTION_PREPARED_TYPE,
@@ -24,6 +25,7 @@ from mqtools.common.sysflag import (
 from mqtools.common.topics import SCHEDULE_TOPIC
 from mqtools.server.store import message_store
 from mqtools.server.store.message_store import MessageStore
+from mqtools.server.store.results import PutMessageResult, PutMessageStatus
 
 pytestmark = pytest.mark.skipif(message_store._compiled is None, reason="the compiled put is not built here (no C "
                                 "compiler at install, or MQ_PURE_PYTHON set): nothing to compare")
@@ -113,3 +115,44 @@ async def test_the_compiled_put_stores_what_the_python_path_does(tmp_path: Path,
         assert arrivals[fast] and arrivals[fast] == arrivals[slow]
         failed = [r for r in caplog.records if r.getMessage().startswith("arrival listener") and r.exc_info]
         assert len(failed) == 2 * len(arrivals[fast])
+
+
+class Replication:
+    """A SYNC_MASTER's ha_hook: refuses puts with `why` (controller mode's minInSyncReplicas), else acknowledges."""
+
+    def __init__(self, why: str | None = None) -> None:
+        self.why = why
+        self.waited: list[int] = []
+
+    def refuse_put(self) -> str | None:
+        return self.why
+
+    async def wait_for_slave(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
+        self.waited.append(end_offset)
+        return PutMessageStatus.PUT_OK
+
+
+@pytest.mark.parametrize("why", [None, "in-sync replicas not enough"])
+async def test_a_sync_master_put_waits_for_its_slave_or_is_refused_as_the_python_path_does(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, why: str | None) -> None:
+    general: list[str] = []
+    check = MessageStore._check_service
+    async with store(tmp_path / "compiled") as fast, store(tmp_path / "python") as slow:
+        hooks = {}
+        for side in (fast, slow):
+            side.config.broker_role = BrokerRole.SYNC_MASTER
+            side.ha_hook = hooks[side] = Replication(why)
+        for name, one, two in (("plain", inner(UNIQ_KEY="S1"), inner(UNIQ_KEY="S1")),
+                               ("WAIT false", inner(WAIT="false"), inner(WAIT="false"))):
+            monkeypatch.setattr(MessageStore, "_check_service", lambda self: general.append("") or check(self))
+            general.clear()
+            got = fast.put_message_inline(one)
+            assert bool(general) is (why is not None), name  # refused: the Python path answered
+            monkeypatch.setattr(message_store, "_compiled", None)
+            want = slow.put_message_inline(two)
+            monkeypatch.undo()
+            got = got if isinstance(got, PutMessageResult) else await got
+            want = want if isinstance(want, PutMessageResult) else await want
+            assert result(got) == result(want), name
+        assert hooks[fast].waited == hooks[slow].waited and len(hooks[fast].waited) == (0 if why else 1)
+        assert fast.commitlog.max_offset == slow.commitlog.max_offset
