@@ -10,9 +10,11 @@ commands, bytes and errors.
 """
 
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdint cimport int64_t, uint32_t
+from libc.stdint cimport int64_t
 from libc.stdio cimport snprintf
 from libc.string cimport memcmp
+
+from mqtools.common._layout cimport rd32, wr32
 
 import orjson
 
@@ -35,17 +37,6 @@ cdef object ROCKETMQ = SerializeType.ROCKETMQ
 cdef int JSON_TYPE = SerializeType.JSON
 cdef int64_t INT_MIN = javanum.INT_MIN
 cdef int64_t INT_MAX = javanum.INT_MAX
-
-
-cdef inline void _wr32(unsigned char *p, int64_t v) noexcept nogil:
-    p[0] = (v >> 24) & 0xFF
-    p[1] = (v >> 16) & 0xFF
-    p[2] = (v >> 8) & 0xFF
-    p[3] = v & 0xFF
-
-
-cdef inline int64_t _rd32(const unsigned char *p) noexcept nogil:
-    return <int64_t><int>((<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | p[3])
 
 
 cdef extern from "Python.h":
@@ -341,7 +332,7 @@ def frames(buf, Py_ssize_t max_frame):
     cdef list out = []
     cdef bint is_bytes = type(buf) is bytes
     while size - pos >= 4:
-        length = _rd32(&view[pos])
+        length = rd32(&view[pos])
         if length < 4:
             raise ProtocolError(f"frame length {length} is too small")
         if length > max_frame:
@@ -349,7 +340,7 @@ def frames(buf, Py_ssize_t max_frame):
         end = pos + 4 + length
         if end > size:
             break
-        ori = _rd32(&view[pos + 4])
+        ori = rd32(&view[pos + 4])
         header_len = ori & 0xFFFFFF
         hstart = pos + 8
         hend = hstart + header_len
@@ -401,6 +392,6 @@ def encode_parts(cmd):
     body = cmd.body
     body_len = len(body) if body is not None else 0
     header_len = PyBytes_GET_SIZE(header)
-    _wr32(prefix, 4 + header_len + body_len)
-    _wr32(prefix + 4, (<int64_t>serialize_type << 24) | header_len)
+    wr32(prefix, 4 + header_len + body_len)
+    wr32(prefix + 4, (<int64_t>serialize_type << 24) | header_len)
     return PyBytes_FromStringAndSize(<char *>prefix, 8) + header, body if body_len else None

@@ -16,6 +16,8 @@ from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t
 from libc.stdio cimport snprintf
 
+from mqtools.common._layout cimport wr32
+
 from mqtools.common import javanum, perm, speedups
 from mqtools.common import properties as P
 from mqtools.common.brokerrole import BrokerRole
@@ -64,13 +66,14 @@ cdef inline bint _int(object text, int64_t *out) except -1:
     return True
 
 
-cdef bint _plain(str text, list wait) except -1:
-    """string_to_properties's reading without building the map: False for a property asking more than a plain
-    put; else True, with WAIT's value (the last one, as the map keeps it) appended to `wait` when there is one."""
+cdef object _wait_of(str text):
+    """string_to_properties's reading without building the map: GENERAL for a property asking more than a plain
+    put; else WAIT's value (the last one, as the map keeps it), or None."""
     cdef str item
     cdef Py_ssize_t at
+    wait = None
     if not text:
-        return True
+        return None
     for item in text.split(SEP):
         if len(item) < 3:
             continue
@@ -79,10 +82,10 @@ cdef bint _plain(str text, list wait) except -1:
             continue
         name = item[:at]
         if name in SPECIAL:
-            return False
+            return GENERAL
         if name == WAIT:
-            wait.append(item[at + 1:])
-    return True
+            wait = item[at + 1:]
+    return wait
 
 
 cdef str _drop_wait(str raw, str wait):
@@ -105,13 +108,6 @@ cdef str _drop_wait(str raw, str wait):
     return drop_property(raw, WAIT, wait)
 
 
-cdef inline void _wr32(char *p, int64_t v) noexcept nogil:
-    p[0] = (v >> 24) & 0xFF
-    p[1] = (v >> 16) & 0xFF
-    p[2] = (v >> 8) & 0xFF
-    p[3] = v & 0xFF
-
-
 cdef bytes _answer(int64_t opaque, str msg_id, int64_t queue_id, int64_t queue_offset):
     """The frame RemotingServer writes for SendProcessor._response's SUCCESS answer to a JSON request: the
     header as _cframe.encode_parts writes it (its fixed fields, then extFields msgId, queueId, queueOffset),
@@ -125,8 +121,8 @@ cdef bytes _answer(int64_t opaque, str msg_id, int64_t queue_id, int64_t queue_o
                           <long long>queue_id, <long long>queue_offset)
     if n < 0 or n >= <int>sizeof(buf) - 8:
         return None
-    _wr32(buf, n + 4)
-    _wr32(buf + 4, n)  # the serialize type in the high byte: JSON, 0
+    wr32(<unsigned char *>buf, n + 4)
+    wr32(<unsigned char *>buf + 4, n)  # the serialize type in the high byte: JSON, 0
     return PyBytes_FromStringAndSize(buf, n + 8)
 
 
@@ -215,12 +211,11 @@ cdef object send_v2(proc, conn, req):
     if len(body) > cfg.max_message_size:
         return GENERAL
     text = ext.get("i") or ""
-    waits = []
-    if not _plain(text, waits):
+    wait = _wait_of(text)
+    if wait is GENERAL:
         return GENERAL
     # the stored properties: the client's string without WAIT, then CLUSTER (SendProcessor._props_string)
     cluster = cfg.broker_cluster_name
-    wait = waits[len(waits) - 1] if waits else None
     raw = text if wait is None else _drop_wait(text, wait)
     if raw and not raw.endswith(SEP):
         raw += SEP
