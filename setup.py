@@ -1,9 +1,9 @@
 """Package discovery, and the optional compiled modules.
 
 Sub-packages are discovered rather than listed (a list by hand goes stale). `mqtools/common/_ccodec.pyx`,
-`mqtools/spark/_columns.pyx`, `mqtools/remoting/_cframe.pyx`, `mqtools/server/broker/processors/_csend.pyx` and
-`mqtools/server/store/_cput.pyx` are compiled when Cython and a C compiler (with zlib's header) are present; a
-failed build is skipped (`optional`), and the pure-Python forms run instead (mqtools/common/speedups.py).
+`mqtools/spark/_columns.pyx`, `mqtools/remoting/_cframe.pyx`, `mqtools/server/broker/processors/_csend.pyx`,
+`mqtools/server/store/_cput.pyx` and `mqtools/server/store/_creader.pyx` are compiled when Cython and a C
+compiler (with zlib's header) are present; a failed build is skipped (`optional`), and the pure-Python forms run instead (mqtools/common/speedups.py).
 """
 
 import os
@@ -34,6 +34,8 @@ def _extensions() -> list[Extension]:
             Extension("mqtools.server.broker.processors._csend", ["mqtools/server/broker/processors/_csend.pyx"],
                       extra_compile_args=["-O2"], optional=True),
             Extension("mqtools.server.store._cput", ["mqtools/server/store/_cput.pyx"], libraries=["z"],
+                      extra_compile_args=["-O2"], optional=True),
+            Extension("mqtools.server.store._creader", ["mqtools/server/store/_creader.pyx"],
                       extra_compile_args=["-O2"], optional=True),
             Extension("mqtools.remoting._cframe", ["mqtools/remoting/_cframe.pyx"], extra_compile_args=["-O2"],
                       optional=True)]

@@ -11,12 +11,16 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 
+from mqtools.common import speedups
 from mqtools.server.store import recovery
 from mqtools.server.store.commitlog import CommitLog
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.consume_queue import BLANK_UNIT_SIZE, UNIT, UNIT_SIZE
 from mqtools.server.store.dispatch import DispatchService
 from mqtools.server.store.results import GetMessageResult, GetMessageStatus
+
+#: _read_units compiled (_creader.pyx), when it was built and the pure path is not asked for.
+_compiled = speedups.compiled("mqtools.server.store._creader")
 
 
 def _total_memory() -> int:
@@ -101,7 +105,10 @@ class QueueReader:
             per_file = cq.file_size // UNIT_SIZE
             return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL,
                                     self._correct(offset, offset + per_file - offset % per_file), lo, hi)
-        result = self._read_units(units, offset, max_msg_nums, tag_filter, max_total_bytes)
+        if _compiled is not None:
+            result = _compiled.read_units(self, units, offset, max_msg_nums, tag_filter, max_total_bytes)
+        else:
+            result = self._read_units(units, offset, max_msg_nums, tag_filter, max_total_bytes)
         result.min_offset, result.max_offset = lo, hi
         return result
 
