@@ -37,11 +37,29 @@ def next_opaque() -> int:
     return next(_opaque_counter) & 0x7FFFFFFF
 
 
+class GatheredBody:
+    """A body kept as the parts it is made of (a pull's messages: slices of the mapped commitlog). Its frame
+    goes to the socket in one vectored write, the parts never copied into one buffer first: in a backlog drain
+    the two copies of each 32 KiB answer were a sixth of the broker's time."""
+
+    __slots__ = ("parts", "size")
+
+    def __init__(self, parts: list[memoryview], size: int) -> None:
+        self.parts = parts
+        self.size = size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __bytes__(self) -> bytes:
+        return b"".join(self.parts)
+
+
 @dataclass(slots=True)
 class RemotingCommand:
     code: int
     ext_fields: dict[str, str] = field(default_factory=dict)
-    body: bytes | bytearray | memoryview | None = None
+    body: bytes | bytearray | memoryview | GatheredBody | None = None
     remark: str | None = None
     opaque: int = 0
     flag: int = 0
@@ -95,7 +113,7 @@ class RemotingCommand:
             return encode_rocketmq_header(self)
         return encode_json_header(self)
 
-    def encode_parts(self) -> tuple[bytes, bytes | bytearray | memoryview | None]:
+    def encode_parts(self) -> tuple[bytes, bytes | bytearray | memoryview | GatheredBody | None]:
         """Length prefix + header, and the body, kept apart so large bodies are not copied."""
         serialize_type = self.serialize_type
         if serialize_type == SerializeType.ROCKETMQ:

@@ -14,13 +14,14 @@ from collections.abc import Callable
 from typing import Any
 
 from mqtools.common import speedups
-from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
+from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, GatheredBody, RemotingCommand
 from mqtools.remoting.errors import ProtocolError, RemotingConnectionClosed, RemotingTimeoutError
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME, FrameDecoder
 
 log = logging.getLogger(__name__)
 
-#: Pending output up to this size is joined and written at once; bigger parts are not copied.
+#: Pending output up to this size is joined and written at once; bigger parts are not copied, nor a gathered
+#: body's (see GatheredBody): those go out by one vectored write.
 _JOIN_LIMIT = 64 * 1024
 #: Pending output of this many parts (a command is a header and maybe a body) is written at once
 #: instead of at the end of the iteration: with 64 requests in one read, answering all 64 in one
@@ -74,6 +75,8 @@ class RemotingConnection(asyncio.Protocol):
         #: Output of this loop iteration: every response to one read goes out in one write.
         self._out: list[bytes | memoryview] = []
         self._out_size = 0
+        #: The pending output holds a gathered body's parts: written as they are, not joined.
+        self._gathered = False
         self._flush_scheduled = False
         self._reading = False
         #: Free slot for the owner (a server's per-client state, for instance).
@@ -159,7 +162,7 @@ class RemotingConnection(asyncio.Protocol):
             raise RemotingConnectionClosed(self.peer)
         self.send_frame(*_encode_parts(cmd))
 
-    def send_frame(self, frame: bytes, body: bytes | bytearray | memoryview | None = None) -> None:
+    def send_frame(self, frame: bytes, body: bytes | bytearray | memoryview | GatheredBody | None = None) -> None:
         """Write a frame encoded already (with its body apart, so that a large one is not copied): send()'s
         command, or a compiled processor's answer; dropped once the peer has gone, as RemotingServer drops an
         answer nobody waits for."""
@@ -169,7 +172,11 @@ class RemotingConnection(asyncio.Protocol):
         out.append(frame)
         self._out_size += len(frame)
         if body is not None:
-            out.append(body)
+            if type(body) is GatheredBody:
+                out.extend(body.parts)
+                self._gathered = True
+            else:
+                out.append(body)
             self._out_size += len(body)
         if len(out) >= _EARLY_FLUSH_PARTS:
             self._flush()
@@ -185,12 +192,13 @@ class RemotingConnection(asyncio.Protocol):
             return
         self._out = []
         size, self._out_size = self._out_size, 0
+        gathered, self._gathered = self._gathered, False
         transport = self._transport
         if transport is None or transport.is_closing():
             return
         if len(out) == 1:
             transport.write(out[0])
-        elif size <= _JOIN_LIMIT:
+        elif size <= _JOIN_LIMIT and not gathered:
             transport.write(b"".join(out))
         else:
             transport.writelines(out)

@@ -4,7 +4,7 @@
 reader.py's method is the source of truth and what runs without this module (not built, or MQ_PURE_PYTHON
 set). A drain of a backlog spent a fifth of the broker's time in that loop (a struct unpack, a dozen
 comparisons and attribute reads per unit); here a unit is three big-endian reads. The answer is the same
-GetMessageResult, with the same zero-copy slices of the commitlog; tests/unit/store/test_creader.py holds
+GetMessageResult, with the same zero-copy slices of the commitlog (per message, and joined where adjacent); tests/unit/store/test_creader.py holds
 both to the same results over tag filters, limits, blank units, removed files and file boundaries.
 """
 
@@ -40,12 +40,14 @@ def read_units(reader, units, int64_t offset, int64_t max_msg_nums, tag_filter, 
     cdef int64_t cap = max_total_bytes if capped else 0
     cdef int64_t total = 0, next_phy_file_start = 0, scanned = 0, file_lo = 0, file_hi = 0
     cdef int64_t phys, limit_bytes, limit_count, count = 0
+    cdef int64_t span_lo = 0, span_hi = -1, span_file_lo = 0  # the last span: its commitlog range, its file's start
     cdef int32_t size
     cdef bint in_disk = False
     cdef Py_ssize_t i, n = unit_bytes.shape[0] // UNIT
     status = NO_MATCHED_MESSAGE
     buffers = []
-    file_mv = EMPTY
+    spans = []
+    file_mv = span_mv = EMPTY
     for i in range(n):
         p = &unit_bytes[i * UNIT]
         phys = rd64(p)
@@ -77,8 +79,14 @@ def read_units(reader, units, int64_t offset, int64_t max_msg_nums, tag_filter, 
             file_lo, written, file_mv = view
             file_hi = file_lo + written
         buffers.append(file_mv[phys - file_lo:phys - file_lo + size])
+        if phys != span_hi or span_mv is not file_mv:  # not right after the last message in the same file
+            if count:
+                spans.append(span_mv[span_lo - span_file_lo:span_hi - span_file_lo])
+            span_mv, span_file_lo, span_lo = file_mv, file_lo, phys
+        span_hi = phys + size
         count += 1
         total += size
     if count:
         status = FOUND
-    return GetMessageResult(status, offset + scanned, 0, 0, buffers, count, total, in_disk)
+        spans.append(span_mv[span_lo - span_file_lo:span_hi - span_file_lo])
+    return GetMessageResult(status, offset + scanned, 0, 0, buffers, count, total, in_disk, spans)

@@ -127,6 +127,8 @@ class QueueReader:
         min_phy = cl.min_offset
         status = GetMessageStatus.NO_MATCHED_MESSAGE
         buffers: list[memoryview] = []
+        spans: list[memoryview] = []
+        span_lo, span_hi, span_file_lo = 0, -1, 0  # the last span: its commitlog range, its file's start
         total = 0
         next_phy_file_start = 0
         in_disk = False
@@ -134,7 +136,7 @@ class QueueReader:
         mem_bytes = cfg.max_transfer_bytes_on_message_in_memory
         mem_count = cfg.max_transfer_count_on_message_in_memory
         file_lo = file_hi = 0  # the commitlog file read last: [file_lo, file_hi) written, mapped at file_mv
-        file_mv = memoryview(b"")
+        file_mv = span_mv = memoryview(b"")
         for phys, size, tags in UNIT.iter_unpack(units):
             if size == BLANK_UNIT_SIZE or phys < next_phy_file_start or phys < min_phy:
                 scanned += 1
@@ -163,7 +165,13 @@ class QueueReader:
                 file_lo, written, file_mv = view
                 file_hi = file_lo + written
             buffers.append(file_mv[phys - file_lo:phys - file_lo + size])
+            if phys != span_hi or span_mv is not file_mv:  # not right after the last message in the same file
+                if len(buffers) > 1:
+                    spans.append(span_mv[span_lo - span_file_lo:span_hi - span_file_lo])
+                span_mv, span_file_lo, span_lo = file_mv, file_lo, phys
+            span_hi = phys + size
             total += size
         if buffers:
             status = GetMessageStatus.FOUND
-        return GetMessageResult(status, offset + scanned, 0, 0, buffers, len(buffers), total, in_disk)
+            spans.append(span_mv[span_lo - span_file_lo:span_hi - span_file_lo])
+        return GetMessageResult(status, offset + scanned, 0, 0, buffers, len(buffers), total, in_disk, spans)

@@ -93,3 +93,6 @@ class GetMessageResult:
     message_count: int = 0
     buffer_total_size: int = 0
     suggest_pulling_from_slave: bool = False
+    #: The same bytes as ``buffers``, messages that lie next to each other in one commitlog file as one slice:
+    #: what a pull writes to its socket (a batch of 32 stored together is one slice, not 32).
+    spans: list[memoryview] = field(default_factory=list)

@@ -31,11 +31,15 @@ FILTERS = {"all": None, "a": {java_hash("a")}.__contains__, "b or c": {java_hash
 
 
 def facts(result: GetMessageResult) -> tuple:
+    joined = b"".join(result.buffers)
+    assert b"".join(result.spans) == joined and len(result.spans) <= len(result.buffers)
     return (result.status, result.next_begin_offset, [bytes(b) for b in result.buffers], result.message_count,
-            result.buffer_total_size, result.suggest_pulling_from_slave)
+            result.buffer_total_size, result.suggest_pulling_from_slave, [len(b) for b in result.spans],
+            len(result.spans))
 
 
 def both(reader, units: bytes | memoryview, offset: int, count: int, tag_filter, cap: int | None) -> tuple:
+    """The facts of both walks, which must be equal; the last is the number of spans."""
     python = facts(reader._read_units(units, offset, count, tag_filter, cap))
     c = facts(compiled.read_units(reader, units, offset, count, tag_filter, cap))
     assert c == python
@@ -43,13 +47,14 @@ def both(reader, units: bytes | memoryview, offset: int, count: int, tag_filter,
 
 
 async def filled(root) -> MessageStore:
-    """Tiny files, 120 messages of three tags over two queues, the first two commitlog files deleted."""
+    """Tiny files, 120 messages of three tags over two queues in runs of five (so a queue's messages lie next to
+    each other in places), the first two commitlog files deleted."""
     s = MessageStore(tiny_config(root, max_transfer_bytes_on_message_in_memory=700,
                                  max_transfer_count_on_message_in_disk=3, max_transfer_bytes_on_message_in_disk=500),
                      clock=lambda: 1_700_000_000.5)
     await s.start()
     for i in range(120):
-        assert (await s.put_message(inner(queue_id=i % 2, body=bytes([i]) * (50 + i * 7 % 200), TAGS=TAGS[i % 3]))).ok
+        assert (await s.put_message(inner(queue_id=i // 5 % 2, body=bytes([i]) * (50 + i * 7 % 200), TAGS=TAGS[i % 3]))).ok
     s.commitlog.queue.delete_first()
     s.commitlog.queue.delete_first()
     return s
@@ -71,7 +76,7 @@ async def test_the_store_units_from_every_offset(tmp_path, in_disk):
     reader = s.reader
     if in_disk:
         reader._in_disk_bytes = 0  # every message counts as in disk: the smaller limits apply
-    found = 0
+    found = joined = 0
     assert s.commitlog.min_offset > 0 and queue_units(s, 0)[0] != BLANK_UNIT  # some units point below the minimum
     for queue_id in (0, 1):
         cq = s.dispatcher.cq("T", queue_id)
@@ -80,8 +85,10 @@ async def test_the_store_units_from_every_offset(tmp_path, in_disk):
             for count in (1, 4, 32):
                 for tag_filter in FILTERS.values():
                     for cap in (None, 120, 10_000):
-                        found += both(reader, units, offset, count, tag_filter, cap)[3]
-    assert found > 0
+                        got = both(reader, units, offset, count, tag_filter, cap)
+                        found += got[3]
+                        joined += got[3] - got[-1]
+    assert found > 0 and joined > 0
     await s.shutdown()
 
 

@@ -24,7 +24,7 @@ from mqtools.common.hashing import tags_code
 from mqtools.common.perm import is_readable
 from mqtools.remoting.bodies import SubscriptionData, SubscriptionGroupConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
-from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.command import GatheredBody, RemotingCommand
 from mqtools.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.long_polling import HeldPull
@@ -163,8 +163,8 @@ class PullProcessor:
         header = PullMessageResponseHeader(suggest, result.next_begin_offset, result.min_offset, result.max_offset)
         body = None
         if code == ResponseCode.SUCCESS:
-            body = b"".join(result.buffers)
-            self.c.stats.on_get(h.consumer_group, h.topic, result.message_count, len(body))
+            body = GatheredBody(result.spans, result.buffer_total_size)
+            self.c.stats.on_get(h.consumer_group, h.topic, result.message_count, result.buffer_total_size)
         else:
             self.c.stats.on_get(h.consumer_group, h.topic, 0, 0)
         return req.response(code, name if code != ResponseCode.SUCCESS else None, header.to_ext(), body)
