@@ -23,8 +23,10 @@ cdef object MESSAGE_WAS_REMOVING = GetMessageStatus.MESSAGE_WAS_REMOVING
 cdef object EMPTY = memoryview(b"")
 
 
-def read_units(reader, units, int64_t offset, int64_t max_msg_nums, tag_filter, max_total_bytes):
-    """QueueReader._read_units(units, offset, max_msg_nums, tag_filter, max_total_bytes) of `reader`."""
+def read_units(reader, units, int64_t offset, int64_t max_msg_nums, tag_filter, max_total_bytes,
+               bint per_message=True):
+    """QueueReader._read_units(units, offset, max_msg_nums, tag_filter, max_total_bytes, per_message)
+    of `reader`."""
     cdef const unsigned char[::1] unit_bytes = units
     cdef const unsigned char *p
     cfg = reader.config
@@ -78,7 +80,8 @@ def read_units(reader, units, int64_t offset, int64_t max_msg_nums, tag_filter, 
                 continue
             file_lo, written, file_mv = view
             file_hi = file_lo + written
-        buffers.append(file_mv[phys - file_lo:phys - file_lo + size])
+        if per_message:
+            buffers.append(file_mv[phys - file_lo:phys - file_lo + size])
         if phys != span_hi or span_mv is not file_mv:  # not right after the last message in the same file
             if count:
                 spans.append(span_mv[span_lo - span_file_lo:span_hi - span_file_lo])

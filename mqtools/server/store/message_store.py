@@ -10,7 +10,7 @@ Final API (what the broker and HA code call)::
     store.put_message_inline(msg) / put_messages_inline(batch)      # the result, or an awaitable when
                                                                     # a flush or slave is waited for
     store.get_message(group, topic, queue_id, offset, max_msg_nums, tag_filter=None,
-                      max_total_bytes=None) -> GetMessageResult      # buffers are zero-copy memoryviews
+                      max_total_bytes=None, per_message=True) -> GetMessageResult  # zero-copy memoryviews
     store.get_max_offset_in_queue / get_min_offset_in_queue(topic, queue_id) -> int
     store.get_offset_in_queue_by_time(topic, queue_id, ts_ms) -> int
     store.get_earliest_message_time(topic, queue_id) -> int         # -1 when unknown
@@ -440,11 +440,13 @@ class MessageStore:
 
     def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msg_nums: int,
                     tag_filter: Callable[[int], bool] | None = None,
-                    max_total_bytes: int | None = None) -> GetMessageResult:
+                    max_total_bytes: int | None = None, per_message: bool = True) -> GetMessageResult:
         """Read up to ``max_msg_nums`` messages of a queue from ``offset`` (RocketMQ's getMessage);
-        ``group`` is the caller's consumer group, kept for RocketMQ's signature."""
+        ``group`` is the caller's consumer group, kept for RocketMQ's signature; ``per_message=False``
+        gives the spans alone (QueueReader.get_message)."""
         self.stats.get_times += 1
-        result = self.reader.get_message(topic, queue_id, offset, max_msg_nums, tag_filter, max_total_bytes)
+        result = self.reader.get_message(topic, queue_id, offset, max_msg_nums, tag_filter, max_total_bytes,
+                                         per_message)
         self.stats.get_found += result.message_count
         return result
 

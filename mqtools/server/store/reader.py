@@ -85,8 +85,12 @@ class QueueReader:
 
     def get_message(self, topic: str, queue_id: int, offset: int, max_msg_nums: int,
                     tag_filter: Callable[[int], bool] | None = None,
-                    max_total_bytes: int | None = None) -> GetMessageResult:
-        """Up to ``max_msg_nums`` messages of a queue from ``offset``, or the status saying why none."""
+                    max_total_bytes: int | None = None, per_message: bool = True) -> GetMessageResult:
+        """Up to ``max_msg_nums`` messages of a queue from ``offset``, or the status saying why none.
+
+        ``per_message=False`` leaves ``buffers`` empty (the spans, count and size are the same): a pull
+        writes the spans and never looks at a message alone, and 32 slices it would not use cost a
+        fifth of its walk."""
         cq = self.dispatcher.cq(topic, queue_id)
         if cq is None:
             return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, self._correct(offset, 0), 0, 0)
@@ -106,9 +110,10 @@ class QueueReader:
             return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL,
                                     self._correct(offset, offset + per_file - offset % per_file), lo, hi)
         if _compiled is not None:
-            result = _compiled.read_units(self, units, offset, max_msg_nums, tag_filter, max_total_bytes)
+            result = _compiled.read_units(self, units, offset, max_msg_nums, tag_filter, max_total_bytes,
+                                          per_message)
         else:
-            result = self._read_units(units, offset, max_msg_nums, tag_filter, max_total_bytes)
+            result = self._read_units(units, offset, max_msg_nums, tag_filter, max_total_bytes, per_message)
         result.min_offset, result.max_offset = lo, hi
         return result
 
@@ -120,7 +125,7 @@ class QueueReader:
 
     def _read_units(self, units: memoryview, offset: int, max_msg_nums: int,
                     tag_filter: Callable[[int], bool] | None,
-                    max_total_bytes: int | None) -> GetMessageResult:
+                    max_total_bytes: int | None, per_message: bool = True) -> GetMessageResult:
         cfg = self.config
         cl = self.commitlog
         max_phy = cl.max_offset
@@ -129,7 +134,7 @@ class QueueReader:
         buffers: list[memoryview] = []
         spans: list[memoryview] = []
         span_lo, span_hi, span_file_lo = 0, -1, 0  # the last span: its commitlog range, its file's start
-        total = 0
+        total = count = 0
         next_phy_file_start = 0
         in_disk = False
         scanned = 0
@@ -142,7 +147,6 @@ class QueueReader:
                 scanned += 1
                 continue
             in_disk = max_phy - phys > self._in_disk_bytes
-            count = len(buffers)
             if count:
                 limit_bytes, limit_count = ((cfg.max_transfer_bytes_on_message_in_disk,
                                              cfg.max_transfer_count_on_message_in_disk) if in_disk
@@ -152,26 +156,28 @@ class QueueReader:
                     break
             scanned += 1
             if tag_filter is not None and not tag_filter(tags):
-                if not buffers:
+                if not count:
                     status = GetMessageStatus.NO_MATCHED_MESSAGE
                 continue
             if not file_lo <= phys <= file_hi - size:
                 view = cl.file_view(phys)
                 if view is None or phys + size > view[0] + view[1]:
-                    if not buffers:
+                    if not count:
                         status = GetMessageStatus.MESSAGE_WAS_REMOVING
                     next_phy_file_start = cl.next_file_start(phys)
                     continue
                 file_lo, written, file_mv = view
                 file_hi = file_lo + written
-            buffers.append(file_mv[phys - file_lo:phys - file_lo + size])
+            if per_message:
+                buffers.append(file_mv[phys - file_lo:phys - file_lo + size])
             if phys != span_hi or span_mv is not file_mv:  # not right after the last message in the same file
-                if len(buffers) > 1:
+                if count:
                     spans.append(span_mv[span_lo - span_file_lo:span_hi - span_file_lo])
                 span_mv, span_file_lo, span_lo = file_mv, file_lo, phys
             span_hi = phys + size
+            count += 1
             total += size
-        if buffers:
+        if count:
             status = GetMessageStatus.FOUND
             spans.append(span_mv[span_lo - span_file_lo:span_hi - span_file_lo])
-        return GetMessageResult(status, offset + scanned, 0, 0, buffers, len(buffers), total, in_disk, spans)
+        return GetMessageResult(status, offset + scanned, 0, 0, buffers, count, total, in_disk, spans)

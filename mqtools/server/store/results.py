@@ -89,6 +89,7 @@ class GetMessageResult:
     next_begin_offset: int
     min_offset: int
     max_offset: int
+    #: One slice per message; empty when the caller asked for the spans alone (``per_message=False``).
     buffers: list[memoryview] = field(default_factory=list)
     message_count: int = 0
     buffer_total_size: int = 0

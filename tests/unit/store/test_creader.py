@@ -39,11 +39,22 @@ def facts(result: GetMessageResult) -> tuple:
 
 
 def both(reader, units: bytes | memoryview, offset: int, count: int, tag_filter, cap: int | None) -> tuple:
-    """The facts of both walks, which must be equal; the last is the number of spans."""
+    """The facts of both walks, which must be equal; the last is the number of spans. Asked for the spans alone
+    (a pull), each walk answers the same with no per-message slices."""
     python = facts(reader._read_units(units, offset, count, tag_filter, cap))
     c = facts(compiled.read_units(reader, units, offset, count, tag_filter, cap))
     assert c == python
+    spans_only = (python[0], python[1], [], *python[3:])
+    for result in (reader._read_units(units, offset, count, tag_filter, cap, per_message=False),
+                   compiled.read_units(reader, units, offset, count, tag_filter, cap, False)):
+        assert result.buffers == [] and b"".join(result.spans) == b"".join(python[2])
+        assert (result.status, result.next_begin_offset, [], *facts_of_spans(result)) == spans_only
     return python
+
+
+def facts_of_spans(result: GetMessageResult) -> tuple:
+    return (result.message_count, result.buffer_total_size, result.suggest_pulling_from_slave,
+            [len(b) for b in result.spans], len(result.spans))
 
 
 async def filled(root) -> MessageStore:

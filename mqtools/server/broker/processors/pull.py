@@ -108,7 +108,8 @@ class PullProcessor:
             return err
         tag_filter = tag_filter_of(sub)
         result = c.store.get_message(h.consumer_group, h.topic, h.queue_id, h.queue_offset, h.max_msg_nums,
-                                     tag_filter, h.max_msg_bytes or cfg.max_transfer_bytes_on_message_in_memory)
+                                     tag_filter, h.max_msg_bytes or cfg.max_transfer_bytes_on_message_in_memory,
+                                     per_message=False)
         resp = self._answer(req, h, result, group_cfg)
         if resp.code == ResponseCode.PULL_NOT_FOUND and allow_suspend and h.sys_flag & FLAG_SUSPEND:
             timeout_ms = h.suspend_timeout_millis if cfg.long_polling_enable else cfg.short_polling_time_mills
