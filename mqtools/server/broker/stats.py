@@ -155,13 +155,18 @@ class BrokerStats:
 
     def on_get(self, group: str, topic: str, msgs: int, size: int) -> None:
         now = self.clock()
-        self._roll_day(now)
+        if now >= self._day_end:
+            self._roll_day(now)
         if msgs:
             self.get_msgs.add(now, msgs)
             self.get_bytes.add(now, size)
             self.get_found.add(now, 1)
-            self.group_get.setdefault((topic, group), RateCounter()).add(now, msgs)
-            self.group_get_bytes[topic, group] = self.group_get_bytes.get((topic, group), 0) + size
+            key = (topic, group)
+            counter = self.group_get.get(key)
+            if counter is None:  # not setdefault: a drain's every pull would build a counter to throw away
+                counter = self.group_get[key] = RateCounter()
+            counter.add(now, msgs)
+            self.group_get_bytes[key] = self.group_get_bytes.get(key, 0) + size
         else:
             self.get_miss.add(now, 1)
 
