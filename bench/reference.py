@@ -1,4 +1,4 @@
-"""The same load against Apache RocketMQ 4.9.7's broker and mq's, one after the other in one run.
+"""The same load against Apache RocketMQ's broker (4.9.7, or 5.5.0 with --apache) and mq's, one after the other.
 
 Apache's broker is the baseline: the figures say how far mq's broker is from the server it imitates,
 under the same clients. Each side gets its own name server and broker (ASYNC_MASTER, ASYNC_FLUSH,
@@ -32,13 +32,14 @@ commitlog, so RSS counts the page cache they touched; `anon` is RssAnon, the res
 No targets: the figures are reported, not judged.
 
 Usage: .venv/bin/python bench/reference.py [--seconds 10] [--backlog 200000]
-       [--cases a,b,c,d,e] [--startups 3] [--dir D]
+       [--cases a,b,c,d,e] [--startups 3] [--dir D] [--apache 4.9.7|5.5.0]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import signal
 import sys
 import tempfile
@@ -89,6 +90,8 @@ JAVA_SENDS: dict[str, tuple[tuple[str, ...], int]] = {
 #: Cases of (b): client_produce.run_producer's kind, sends in flight, auto-batching.
 PY_SENDS: dict[str, tuple[str, int, bool]] = {"py64": ("send", 64, False), "py_auto256": ("async", 256, True)}
 SYNC_CASE = ("--mode", "sync", "--threads", "64")
+#: --apache: the reference set (bench/fetch.py) each Apache release runs from.
+RELEASES = {"4.9.7": "apache-4", "5.5.0": "apache-5"}
 CASES = {"a": list(JAVA_SENDS), "b": list(PY_SENDS), "c": ["consume_java", "consume_py"], "d": ["sync64_slave"],
          "e": ["startup"]}
 #: (e): how often the start-up probe sends, and how long it tries.
@@ -136,19 +139,19 @@ def prepare(namesrv: str, brokers: int) -> None:
 
 
 @contextmanager
-def apache_side(root: Path, sync: bool) -> Iterator[Side]:
-    """Apache 4.9.7: a name server and a master (ASYNC_MASTER, or SYNC_MASTER with one slave); all killed
-    on exit (the store is thrown away: no need for the shutdown hook's 10 s)."""
+def apache_side(root: Path, sync: bool, release: str = RELEASES["4.9.7"]) -> Iterator[Side]:
+    """Apache (the reference set `release`): a name server and a master (ASYNC_MASTER, or SYNC_MASTER with one
+    slave); all killed on exit (the store is thrown away: no need for the shutdown hook's 10 s)."""
     procs: list[apache.ApacheProcess] = []
     try:
-        namesrv = apache.start_namesrv(root, "apache-4")
+        namesrv = apache.start_namesrv(root, release)
         procs.append(namesrv)
-        master = apache.start_broker(root, namesrv.addr, "apache-4", name=BROKER, cluster=CLUSTER,
+        master = apache.start_broker(root, namesrv.addr, release, name=BROKER, cluster=CLUSTER,
                                      brokerRole="SYNC_MASTER" if sync else "ASYNC_MASTER", **STORE)
         procs.append(master)
         slave = None
         if sync:
-            slave = apache.start_broker(root, namesrv.addr, "apache-4", name=BROKER, broker_id=1, cluster=CLUSTER,
+            slave = apache.start_broker(root, namesrv.addr, release, name=BROKER, broker_id=1, cluster=CLUSTER,
                                         brokerRole="SLAVE", **STORE)
             procs.append(slave)
         prepare(namesrv.addr, 2 if sync else 1)
@@ -296,16 +299,16 @@ async def first_send_ok(namesrv: str) -> float:
     raise SystemExit(f"reference: no SEND_OK through {namesrv} within {STARTUP_TIMEOUT:g} s")
 
 
-def startup(name: str, root: Path) -> dict[str, Any]:
+def startup(name: str, root: Path, release: str) -> dict[str, Any]:
     """One start-up of (e) on side `name`: seconds to the name server's readiness and to the first SEND_OK."""
     stop: list[Callable[[], object]] = []
     root.mkdir(parents=True, exist_ok=True)
     try:
         t0 = time.perf_counter()
         if name == "apache":
-            ns = apache.start_namesrv(root, "apache-4")
+            ns = apache.start_namesrv(root, release)
             stop.append(ns.kill)
-            launch: Callable[[], Any] = lambda: apache.start_broker(root, ns.addr, "apache-4", name=BROKER, cluster=CLUSTER,
+            launch: Callable[[], Any] = lambda: apache.start_broker(root, ns.addr, release, name=BROKER, cluster=CLUSTER,
                                                                    **STORE)
         else:
             ns = start_namesrv(root)
@@ -331,13 +334,13 @@ def startup(name: str, root: Path) -> dict[str, Any]:
             done()
 
 
-def startups(work: Path, count: int, res: dict[str, dict[str, dict]]) -> None:
+def startups(work: Path, count: int, res: dict[str, dict[str, dict]], release: str) -> None:
     """(e) `count` times on each side, Apache first; the median start-up of each."""
     for name in ("apache", "mq"):
         runs = []
         for i in range(count):
             note(f"{name}: startup {i + 1}/{count}")
-            runs.append(startup(name, work / f"{name}-startup-{i}"))
+            runs.append(startup(name, work / f"{name}-startup-{i}", release))
         best = sorted(runs, key=lambda r: r["total_s"])[len(runs) // 2]
         res.setdefault("startup", {})[name] = {**best, "runs": [round(r["total_s"], 3) for r in runs]}
 
@@ -404,7 +407,7 @@ def report(res: dict[str, dict[str, dict]], args: argparse.Namespace) -> None:
     memory_text = (f"rss peak {peak['mq'] / max(peak['apache'], 1e-9):.2f} (mq {peak['mq']:.0f} / Apache "
                    f"{peak['apache']:.0f} MiB), anon {anon['mq'] / max(anon['apache'], 1e-9):.2f} (mq {anon['mq']:.0f} / "
                    f"Apache {anon['apache']:.0f} MiB)") if done else "rss n/a (no load case run)"
-    print(f"reference (Apache RocketMQ {SETS['apache-4'].name.removeprefix('apache-')} vs mq, 1 KiB, ASYNC_FLUSH, "
+    print(f"reference (Apache RocketMQ {SETS[RELEASES[args.apache]].name.removeprefix('apache-')} vs mq, 1 KiB, ASYNC_FLUSH, "
           f"{args.seconds:g} s per case, backlog {args.backlog:,}, client loop {client_loop()}): mq/Apache "
           f"{speeds.strip() or 'n/a'} | per broker core {cores or 'n/a'} | {memory_text}", flush=True)
 
@@ -420,11 +423,14 @@ def main() -> int:
     parser.add_argument("--cases", default="a,b,c,d,e", help="which of a,b,c,d,e to run")
     parser.add_argument("--startups", type=int, default=3, help="start-ups per side (e)")
     parser.add_argument("--dir", type=Path, help="work directory (kept; default: a temp dir, removed)")
+    parser.add_argument("--apache", choices=sorted(RELEASES), default="4.9.7",
+                        help="the Apache RocketMQ release on the other side (name server and broker)")
     args = parser.parse_args()
+    release = RELEASES[args.apache]
     letters = [c.strip() for c in args.cases.split(",") if c.strip()]
     if unknown := set(letters) - set(CASES):
         parser.error(f"unknown cases {sorted(unknown)}: choose from a,b,c,d,e")
-    for key in ("apache-4", "harness"):
+    for key in (release, "harness"):
         if not SETS[key].ready():
             print(f"reference: {SETS[key].name} is not in {SETS[key].home.parent}; run `{FETCH_COMMAND}` first",
                   file=sys.stderr)
@@ -439,18 +445,19 @@ def main() -> int:
         else:
             work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mq-bench-reference-")))
         note(f"work dir {work}")
-        for name, start in (("apache", apache_side), ("mq", mq_side)):
+        apache_start = functools.partial(apache_side, release=release)
+        for name, start in (("apache", apache_start), ("mq", mq_side)):
             if set(letters) & {"a", "b", "c"}:
                 note(f"{name}: starting a name server and an ASYNC_MASTER broker")
                 with start(work / name, False) as side:
                     run_side(side, letters, args, res)
         if "d" in letters:
-            for name, start in (("apache", apache_side), ("mq", mq_side)):
+            for name, start in (("apache", apache_start), ("mq", mq_side)):
                 note(f"{name}: starting a name server, a SYNC_MASTER and its slave; sync64_slave (Java client)")
                 with start(work / f"{name}-sync", True) as side:
                     res.setdefault("sync64_slave", {})[name] = java_send_with_slave(side, args.seconds)
         if "e" in letters:
-            startups(work, args.startups, res)
+            startups(work, args.startups, res, release)
     report(res, args)
     return 0
 
