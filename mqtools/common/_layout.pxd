@@ -8,6 +8,7 @@ from libc.string cimport memcpy, memset
 cdef enum:
     MAGIC_V1 = -626843481
     MAGIC_V2 = -626843477
+    BLANK_MAGIC = -875286124
     FIXED_V4 = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + 2
     BORNHOST_V6_FLAG = 0x1 << 4
     STOREHOST_V6_FLAG = 0x1 << 5

@@ -268,6 +268,8 @@ def entry_size(buf, offset: int, check_crc: bool) -> int:
                 return -1
         else:
             topic_len, t = SHORT.unpack_from(mv, body_end)[0], body_end + 2
+            if topic_len < 0:
+                return -1
         props_len = SHORT.unpack_from(mv, t + topic_len)[0]
         if props_len < 0 or t + topic_len + 2 + props_len != offset + total:
             return -1
@@ -276,6 +278,17 @@ def entry_size(buf, offset: int, check_crc: bool) -> int:
     if check_crc and body_crc(mv[offset + header.size:body_end]) != crc:
         return -1
     return total
+
+
+def walk_sizes(buf, offset: int, check_crc: bool) -> tuple[int, int]:
+    """entry_size from ``offset``, entry after entry, while they are valid: where the walk stopped and
+    entry_size's answer there (0 a blank record; -1 an invalid entry, or the buffer's end). Normal
+    recovery walks the last files so; the compiled twin does it without a call per entry."""
+    while True:
+        size = entry_size(buf, offset, check_crc)
+        if size <= 0:
+            return offset, size
+        offset += size
 
 
 def check_entry(buf, offset: int, check_crc: bool) -> EntryInfo | int:
@@ -477,3 +490,4 @@ if _compiled is not None:
     encode_batch = _compiled.encode_batch
     batch_entries = _compiled.batch_entries
     write_stored = _compiled.write_stored
+    walk_sizes = _compiled.walk_sizes

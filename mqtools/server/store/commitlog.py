@@ -21,8 +21,8 @@ from mqtools.common.codec import (
     END_FILE_MIN_BLANK_LENGTH,
     INT,
     check_entry,
-    entry_size,
     stored_size,
+    walk_sizes,
     write_stored,
 )
 from mqtools.common.ids import create_offset_msg_id
@@ -190,12 +190,15 @@ class CommitLog:
         pos = offset - mf.start
         return check_entry(mf.mv[:mf.wrote] if mf.wrote < mf.size else mf.mv, pos, check_crc), mf
 
-    def scan_size(self, offset: int, check_crc: bool) -> tuple[int, MappedFile | None]:
-        """Like scan, but only the entry size (normal recovery: nothing is dispatched)."""
+    def walk_sizes(self, offset: int, check_crc: bool) -> tuple[int, int, MappedFile | None]:
+        """Like scan, entry after entry within one file, sizes only (normal recovery: nothing is dispatched):
+        where the walk stopped, codec.walk_sizes' answer there (0 a blank record, -1 invalid or the end of what
+        is written), and the file."""
         mf = self.queue.find(offset)
         if mf is None:
-            return -1, None
-        return entry_size(mf.mv[:mf.wrote] if mf.wrote < mf.size else mf.mv, offset - mf.start, check_crc), mf
+            return offset, -1, None
+        end, result = walk_sizes(mf.mv[:mf.wrote] if mf.wrote < mf.size else mf.mv, offset - mf.start, check_crc)
+        return mf.start + end, result, mf
 
     def flush(self, least_pages: int = 0) -> int:
         return self.queue.flush(least_pages)

@@ -44,13 +44,13 @@ def scan(cl: CommitLog, start: int, check_crc: bool, dispatch: Callable[[EntryIn
     files = cl.queue.files
     while True:
         if dispatch is None:
-            size, mf = cl.scan_size(offset, check_crc)
-            if size > 0:
-                offset += size
-                if offset - mf.start >= mf.size and mf is files[-1]:
+            end, result, mf = cl.walk_sizes(offset, check_crc)
+            if mf is not None and end > offset and end - mf.start >= mf.size:  # the file ends with a whole entry
+                offset = end
+                if mf is files[-1]:
                     return offset
                 continue
-            result: EntryInfo | int = size
+            offset = end
         else:
             result, mf = cl.scan(offset, check_crc)
         if isinstance(result, EntryInfo):

@@ -340,3 +340,44 @@ def test_index_put_entries_refuses_entries_past_the_mapping_alike() -> None:
         with pytest.raises(ValueError):
             put(memoryview(bytearray(index.HEADER_SIZE + 4 + 2 * index.ENTRY_SIZE)), 1, index.HEADER_SIZE + 4, 1,
                 [5, 6], [0, 1], 0, 2, 0, 0)
+
+
+@needs_compiled
+@settings(max_examples=300, deadline=None)
+@given(bodies=st.lists(st.binary(max_size=40), min_size=1, max_size=5), host=hosts, long_topic=st.booleans(),
+       blank_at=st.none() | st.integers(0, 4), cut=st.integers(0, 600),
+       flips=st.lists(st.tuples(st.integers(0, 599), st.integers(0, 255)), max_size=3), start=st.integers(0, 3),
+       check_crc=st.booleans())
+def test_walk_sizes_stops_where_and_as_the_pure_walk_does(bodies: list[bytes], host: tuple[str, int],
+                                                          long_topic: bool, blank_at: int | None, cut: int,
+                                                          flips: list[tuple[int, int]], start: int,
+                                                          check_crc: bool) -> None:
+    """Normal recovery's walk over a file: whole entries (v1 and v2 topics, IPv4 and IPv6 hosts), a blank record,
+    damage and a torn end; from an entry's start or from inside one."""
+    entries = [encode_stored(MessageExt(topic="T" * (130 if long_topic else 1), body=body, born_host=host,
+                                        store_host=host, properties={"TAGS": "x"})) for body in bodies]
+    if blank_at is not None and blank_at < len(entries):
+        entries.insert(blank_at, struct.pack(">ii", 8, codec.BLANK_MAGIC))
+    raw = b"".join(entries)
+    raw = damage(raw, flips, cut) if flips or cut < len(raw) else raw
+    offset = sum(len(e) for e in entries[:start]) if start < len(entries) else start
+    offset = min(offset, len(raw))
+    assert ccodec.walk_sizes(raw, offset, check_crc) == pure_codec.walk_sizes(raw, offset, check_crc)
+    assert ccodec.walk_sizes(memoryview(bytearray(raw)), offset, check_crc) == pure_codec.walk_sizes(raw, offset,
+                                                                                                       check_crc)
+
+
+@needs_compiled
+def test_walk_sizes_reaches_every_kind_of_stop() -> None:
+    entry = encode_stored(MessageExt(topic="T", body=b"abc", born_host=("::1", 1), store_host=("1.2.3.4", 2)))
+    blank = struct.pack(">ii", 8, codec.BLANK_MAGIC)
+    cases = {"the end": (entry * 3, (3 * len(entry), -1)), "a blank": (entry + blank + entry, (len(entry), 0)),
+             "torn": (entry + entry[:50], (len(entry), -1)), "empty": (b"", (0, -1))}
+    for name, (raw, expected) in cases.items():
+        for walk in (ccodec.walk_sizes, pure_codec.walk_sizes):
+            assert walk(raw, 0, True) == expected, name
+    damaged = bytearray(entry)
+    damaged[damaged.index(b"abc")] ^= 0x01  # the body: only the CRC notices
+    for walk in (ccodec.walk_sizes, pure_codec.walk_sizes):
+        assert walk(bytes(damaged), 0, True) == (0, -1)
+        assert walk(bytes(damaged), 0, False) == (len(entry), -1)
