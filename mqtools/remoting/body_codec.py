@@ -17,13 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 from mqtools.remoting import fastjson
-from mqtools.remoting.headers import _camel
+from mqtools.remoting.header_codec import camel
 
 
 @functools.cache
 def _spec(cls: type) -> tuple[tuple[str, str, Any], ...]:
     hints = typing.get_type_hints(cls)
-    return tuple((f.name, f.metadata.get("wire", _camel(f.name)), hints[f.name]) for f in dataclasses.fields(cls))
+    return tuple((f.name, f.metadata.get("wire", camel(f.name)), hints[f.name]) for f in dataclasses.fields(cls))
 
 
 def to_obj(value: Any) -> Any:

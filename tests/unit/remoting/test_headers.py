@@ -14,7 +14,8 @@ from hypothesis import strategies as st
 from mqtools.common.javanum import LONG_RANGE
 from mqtools.remoting import assignment, controller, headers, pop, pop_stats, transaction
 from mqtools.remoting.errors import HeaderError
-from mqtools.remoting.headers import Header, _fields
+from mqtools.remoting.header_codec import fields_of
+from mqtools.remoting.headers import Header
 
 MODULES = (headers, controller, pop, pop_stats, transaction, assignment)
 CLASSES = sorted({obj for m in MODULES for obj in vars(m).values()
@@ -38,7 +39,7 @@ def oracle_parse(value: str, kind: type, wire_name: str) -> Any:
 
 def oracle_from_ext(cls: type, ext: dict[str, str]) -> Any:
     kwargs = {}
-    for name, wire_name, kind, required in _fields(cls):
+    for name, wire_name, kind, required in fields_of(cls):
         raw = ext.get(wire_name)
         if raw is None:
             if required:
@@ -50,7 +51,7 @@ def oracle_from_ext(cls: type, ext: dict[str, str]) -> Any:
 
 def oracle_to_ext(header: Any) -> dict[str, str]:
     ext = {}
-    for name, wire_name, _kind, _required in _fields(type(header)):
+    for name, wire_name, _kind, _required in fields_of(type(header)):
         value = getattr(header, name)
         if value is not None:
             ext[wire_name] = ("true" if value else "false") if isinstance(value, bool) else str(value)
@@ -76,7 +77,7 @@ def test_every_header_class_is_covered() -> None:
 @settings(max_examples=25, deadline=None)
 @given(data=st.data())
 def test_as_the_loop_over_the_fields(cls: type, data: st.DataObject) -> None:
-    wires = [wire for _name, wire, _kind, _required in _fields(cls)]
+    wires = [wire for _name, wire, _kind, _required in fields_of(cls)]
     ext = data.draw(st.dictionaries(st.sampled_from(wires) if wires else st.just("x"), VALUES))
     if data.draw(st.booleans()):  # every field there, most of the time a valid header
         ext = {wire: data.draw(VALUES) for wire in wires} | ext
@@ -86,6 +87,6 @@ def test_as_the_loop_over_the_fields(cls: type, data: st.DataObject) -> None:
         header = got[1]
         assert header.to_ext() == oracle_to_ext(header)
         assert cls.from_ext(header.to_ext()) == header
-        for name, _wire, kind, _required in _fields(cls):  # a value of another type than annotated
+        for name, _wire, kind, _required in fields_of(cls):  # a value of another type than annotated
             odd = dataclasses.replace(header, **{name: True if kind is not bool else 3})
             assert odd.to_ext() == oracle_to_ext(odd)
