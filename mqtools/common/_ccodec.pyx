@@ -16,8 +16,6 @@ from mqtools.common._layout cimport (
     BLANK_MAGIC,
     BORNHOST_V6_FLAG,
     FIXED_V4,
-    MAGIC_V1,
-    MAGIC_V2,
     STOREHOST_V6_FLAG,
     Entry,
     corrupt,
@@ -495,55 +493,26 @@ def create_offset_msg_ids(tuple host, offsets):
     return out
 
 
-cdef Py_ssize_t _entry_size(const unsigned char *e, Py_ssize_t avail, bint check_crc) noexcept nogil:
-    """codec.entry_size of the entry at `e` with `avail` bytes after it."""
-    if avail < 8:
-        return -1
-    cdef int32_t total = rd32(e), magic = rd32(e + 4)
-    if magic == BLANK_MAGIC:
-        return 0
-    if (magic != MAGIC_V1 and magic != MAGIC_V2) or total < FIXED_V4 + 1 or total > avail:
-        return -1
-    cdef int32_t sys_flag = rd32(e + 36)
-    cdef Py_ssize_t body_at = (48 + (16 if sys_flag & BORNHOST_V6_FLAG else 4) + 4 + 8
-                               + (16 if sys_flag & STOREHOST_V6_FLAG else 4) + 4 + 16)
-    if body_at > avail:
-        return -1
-    cdef int32_t body_len = rd32(e + body_at - 4)
-    cdef Py_ssize_t body_end = body_at + body_len, t, topic_len, props_len
-    if body_len < 0 or body_end + 3 > total:
-        return -1
-    if magic == MAGIC_V1:
-        topic_len = e[body_end]
-        if topic_len > 127:
-            return -1
-        t = body_end + 1
-    else:
-        topic_len = rd16(e + body_end)
-        if topic_len < 0:
-            return -1
-        t = body_end + 2
-    if t + topic_len + 2 > avail:
-        return -1
-    props_len = rd16(e + t + topic_len)
-    if props_len < 0 or t + topic_len + 2 + props_len != total:
-        return -1
-    if check_crc and <int32_t>((crc32(0, e + body_at, body_len) & 0x7FFFFFFF) if body_len else 0) != rd32(e + 8):
-        return -1
-    return total
-
-
 def walk_sizes(buf, Py_ssize_t offset, bint check_crc):
-    """codec.walk_sizes(buf, offset, check_crc): one loop, no call per entry."""
+    """codec.walk_sizes(buf, offset, check_crc): one loop, each entry checked by _layout's parse_entry (the
+    checks codec.entry_size makes) and its body CRC, no Python call per entry."""
     cdef const unsigned char[:] mv = buf
-    cdef Py_ssize_t n = mv.shape[0], size
+    cdef Py_ssize_t n = mv.shape[0]
+    cdef const unsigned char *e
+    cdef Entry f
     if offset < 0 or offset > n:
         return offset, -1
-    cdef const unsigned char *base = &mv[0] if n else NULL
-    with nogil:
-        while True:
-            size = _entry_size(base + offset, n - offset, check_crc) if offset < n else -1
-            if size <= 0:
-                break
-            offset += size
-    return offset, size
+    while True:
+        if n - offset < 8:
+            return offset, -1
+        e = &mv[0] + offset
+        if rd32(e + 4) == BLANK_MAGIC:
+            return offset, 0
+        try:
+            parse_entry(e, n - offset, &f)
+        except ValueError:  # parse_entry's CorruptMessageError: where the walk stops
+            return offset, -1
+        if check_crc and <int32_t>((crc32(0, e + f.body_at, f.body_len) & 0x7FFFFFFF) if f.body_len else 0) \
+                != rd32(e + 8):
+            return offset, -1
+        offset += f.total
