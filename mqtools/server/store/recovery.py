@@ -44,13 +44,11 @@ def scan(cl: CommitLog, start: int, check_crc: bool, dispatch: Callable[[EntryIn
     files = cl.queue.files
     while True:
         if dispatch is None:
-            end, result, mf = cl.walk_sizes(offset, check_crc)
-            if mf is not None and end > offset and end - mf.start >= mf.size:  # the file ends with a whole entry
-                offset = end
+            offset, result, mf = cl.walk_sizes(offset, check_crc)
+            if mf is not None and offset - mf.start >= mf.size:  # the file ends with a whole entry
                 if mf is files[-1]:
                     return offset
                 continue
-            offset = end
         else:
             result, mf = cl.scan(offset, check_crc)
         if isinstance(result, EntryInfo):

@@ -33,9 +33,7 @@ FILTERS = {"all": None, "a": {java_hash("a")}.__contains__, "b or c": {java_hash
 def facts(result: GetMessageResult) -> tuple:
     joined = b"".join(result.buffers)
     assert b"".join(result.spans) == joined and len(result.spans) <= len(result.buffers)
-    return (result.status, result.next_begin_offset, [bytes(b) for b in result.buffers], result.message_count,
-            result.buffer_total_size, result.suggest_pulling_from_slave, [len(b) for b in result.spans],
-            len(result.spans))
+    return (result.status, result.next_begin_offset, [bytes(b) for b in result.buffers], *facts_of_spans(result))
 
 
 def both(reader, units: bytes | memoryview, offset: int, count: int, tag_filter, cap: int | None) -> tuple:
