@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import logging
 import struct
+import sys
+from array import array
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -132,6 +134,30 @@ class IndexFile:
         self.dirty = True
         return end
 
+    def drop_uncounted_heads(self) -> int:
+        """Point every slot that holds an entry the header does not count back at the newest counted entry of
+        its chain; returns how many slots changed. A kill between a put's entries and its header leaves such
+        slots (the page cache keeps both): the uncounted entries are overwritten by the next put, and a slot
+        still pointing at them would hide every earlier entry of its chain from queries and from that put."""
+        count = self.index_count
+        heads = array("i")
+        heads.frombytes(self.mm[HEADER_SIZE:self.entries_at])
+        if sys.byteorder == "little":
+            heads.byteswap()
+        if max(heads, default=0) < count:
+            return 0
+        changed = 0
+        for i, head in enumerate(heads):
+            if head < count:
+                continue
+            while head >= count:  # an uncounted entry still holds the previous head of its slot
+                prev = ENTRY.unpack_from(self.mm, self.entries_at + head * ENTRY_SIZE)[3] if head < self.max_index else 0
+                head = prev if 0 < prev < head else 0
+            _SLOT_PACK(self.mm, HEADER_SIZE + i * 4, head)
+            changed += 1
+        self.dirty = True
+        return changed
+
     def overlaps(self, begin: int, end: int) -> bool:
         return self.begin_ts <= end and self.end_ts >= begin
 
@@ -205,6 +231,8 @@ class IndexService:
                 dropped_from = f.begin_ts if dropped_from is None else min(dropped_from, f.begin_ts)
                 f.destroy()
                 continue
+            if abnormal and f.drop_uncounted_heads():
+                log.info("index file %s: slots pointing past its header's count repaired", path.name)
             self.files.append(f)
         return dropped_from
 
