@@ -48,6 +48,28 @@ cdef inline char *put_hex(char *dst, const unsigned char *src, Py_ssize_t n) noe
     return dst + 2 * n
 
 
+cdef inline char *put_decimal(char *dst, int64_t v) noexcept nogil:
+    """v's decimal digits at `dst`, a '-' first when negative (printf's %lld); the end."""
+    cdef char digits[20]
+    cdef int n = 0
+    cdef uint64_t u = <uint64_t>v
+    if v < 0:
+        dst[0] = 45  # '-'
+        dst += 1
+        u = (<uint64_t>0) - u
+    while True:
+        digits[n] = <char>(48 + u % 10)
+        n += 1
+        u = u // 10
+        if u == 0:
+            break
+    while n > 0:
+        n -= 1
+        dst[0] = digits[n]
+        dst += 1
+    return dst
+
+
 cdef inline unsigned char *put_host(unsigned char *dst, const unsigned char *ip, Py_ssize_t have, int n,
                                    int32_t port) noexcept nogil:
     """An address of n bytes (struct's "Ns": `have` bytes cut or zero-padded to n) and its port; the end."""

@@ -13,9 +13,8 @@ to the same commitlog, consume queues, index and results; tests/unit/broker/test
 
 from cpython.unicode cimport PyUnicode_DecodeASCII
 from libc.stdint cimport int32_t, int64_t
-from libc.stdio cimport snprintf
 
-from mqtools.common._layout cimport BORNHOST_V6_FLAG, FIXED_V4, STOREHOST_V6_FLAG, write_entry
+from mqtools.common._layout cimport BORNHOST_V6_FLAG, FIXED_V4, STOREHOST_V6_FLAG, put_hex, wr64, write_entry
 
 from mqtools.common import codec, sysflag
 from mqtools.common.brokerrole import BrokerRole
@@ -54,8 +53,10 @@ cdef int64_t WAITING_LIMIT = index.WAITING_LIMIT
 
 cdef str _offset_msg_id(object store_host, int64_t phys):
     """create_offset_msg_id: the host's cached prefix and the offset's 16 upper-case hex digits."""
-    cdef char digits[17]
-    snprintf(digits, sizeof(digits), b"%016llX", <unsigned long long>phys)
+    cdef unsigned char raw[8]
+    cdef char digits[16]
+    wr64(raw, phys)
+    put_hex(digits, raw, 8)
     return offset_id_prefix(store_host) + PyUnicode_DecodeASCII(digits, 16, NULL)
 
 

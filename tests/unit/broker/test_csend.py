@@ -108,7 +108,40 @@ CASES: list[tuple[str, dict[str, str], bytes, bool]] = [
     ("schedule topic", fields(topic="SCHEDULE_TOPIC_XXXX", queue_id=0), b"x", False),
     ("bad topic name", fields(topic="bad topic!"), b"x", False),
     ("body too large", fields(), b"x" * (4 * 1024 * 1024 + 1), False),
+    ("numbers with leading zeros and signs", fields(e="-0", f="007", h="-00", j="+0"), b"x", True),
+    ("numbers as int() reads them", fields(e="0_1", f="0_0", h="\u0661"), b"x", True),
+    ("born at a long's edges", fields(g=str(-2**63)), b"x", True),
+    ("born of 19 digits", fields(g=str(2**63 - 1)), b"x", True),
+    ("born of 18 digits", fields(g="-999999999999999999"), b"x", True),
+    ("a bare minus", fields(e="-"), b"x", False),
+    ("characters next to the digits", fields(f="1:"), b"x", False),
+    ("a digit past a sign", fields(h="-/"), b"x", False),
+    ("an int's edges", fields(h=str(-2**31), f=str(2**31 - 1)), b"x", True),
+    ("under an int", fields(h=str(-2**31 - 1)), b"x", False),
+    ("default queue count of int() only", fields(d=" 4"), b"x", True),
+    ("Latin-1 properties", fields(props="K\x01v\xe9\x02WAIT\x01false\x02\xe9t\xe9\x01x\x02"), b"x", True),
+    ("wide properties", fields(props="K\x01\u4e2d\x02WAIT\x01true\x02"), b"x", True),
+    ("wide properties with a delay", fields(props="\u4e2d\x01x\x02DELAY\x012\x02"), b"x", False),
+    ("Latin-1 WAIT value", fields(props="WAIT\x01f\xe4lse\x02"), b"x", True),
+    ("a special name as a value", fields(props="K\x01DELAY\x02V\x01TRAN_MSG\x02"), b"x", True),
+    ("a special name's prefix", fields(props="DELA\x011\x02DELAYS\x011\x02"), b"x", True),
 ]
+
+
+def random_properties(rng: random.Random) -> str:
+    """A properties string of names, values and separators, some of them the ones the compiled send reads."""
+    tokens = ["WAIT", "true", "false", "DELAY", "TRAN_MSG", "CLUSTER", "K", "v", "\xe9", "\u4e2d", "", "ab"]
+    return "".join(rng.choice(tokens) + rng.choice(["\x01", "\x02", "", "\x01\x02"]) for _ in range(rng.randint(0, 8)))
+
+
+def specials_in(props: str) -> bool:
+    names = {P.TRAN_MSG, P.DELAY, P.CLUSTER, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC, P.TIMER_DELAY_MS}
+    return bool(names & set(P.string_to_properties(props)))
+
+
+_rng = random.Random(46)
+CASES += [(f"random properties {i}", fields(props=props), b"x", not specials_in(props))
+          for i, props in enumerate(random_properties(_rng) for _ in range(60))]
 
 
 @contextlib.asynccontextmanager
@@ -128,12 +161,12 @@ async def broker(store: Path) -> AsyncIterator[app.BrokerController]:
         await controller.store.shutdown()
 
 
-async def answer(processor: Callable, ext: dict[str, str], body: bytes) -> tuple:
+async def answer(processor: Callable, ext: dict[str, str], body: bytes, opaque: int = 7) -> tuple:
     """The answer's code, remark and fields and the frame the connection wrote, as the remoting server answers
     what the processor returns; or the error a malformed header raises (the server answers it with
     SYSTEM_ERROR and its text)."""
     req = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, dict(ext), body)
-    req.opaque = 7
+    req.opaque = opaque
     random.seed(7)  # a negative queue id takes a random writable queue: the same one on both sides
     wire, conn = Wire(), RemotingConnection()
     conn.connection_made(wire)  # type: ignore[arg-type]
@@ -172,6 +205,14 @@ async def test_the_compiled_send_answers_and_stores_what_the_python_path_does(
         assert entries(fast) == entries(slow)
         assert fast.stats.put_msgs.total == slow.stats.put_msgs.total > 0
         assert vars_of(fast.stats) == vars_of(slow.stats)
+
+
+async def test_the_answer_carries_any_opaque_as_the_python_path_writes_it(tmp_path: Path) -> None:
+    """A Java client's opaque counts up from 0 and wraps past 2**31 - 1 to negative numbers."""
+    async with broker(tmp_path / "compiled") as fast, broker(tmp_path / "python") as slow:
+        compiled_v2, python_v2 = send.SendProcessor(fast).send_v2, send.SendProcessor(slow).send_message
+        for opaque in (0, 1, 9, 10, 2**31 - 1, -(2**31), -1, -10):
+            assert await answer(compiled_v2, fields(), b"x", opaque) == await answer(python_v2, fields(), b"x", opaque)
 
 
 def vars_of(stats: BrokerStats) -> dict:

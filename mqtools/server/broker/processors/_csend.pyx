@@ -14,9 +14,17 @@ two paths to the same frames, messages, refusals and put statistics.
 
 from cpython.bytes cimport PyBytes_FromStringAndSize
 from libc.stdint cimport int64_t
-from libc.stdio cimport snprintf
+from libc.string cimport memcmp, memcpy
 
-from mqtools.common._layout cimport wr32
+from mqtools.common._layout cimport put_decimal, wr32
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object s)
+    int PyUnicode_KIND(object s)
+    const unsigned char *PyUnicode_1BYTE_DATA(object s)
+    Py_ssize_t PyUnicode_GET_LENGTH(object s)
+    const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
+    int PyUnicode_1BYTE_KIND
 
 from mqtools.common import javanum, perm, speedups
 from mqtools.common import properties as P
@@ -41,6 +49,16 @@ cdef object SLAVE = BrokerRole.SLAVE
 cdef object JSON = SerializeType.JSON
 cdef int64_t ONEWAY = FLAG_ONEWAY
 cdef int VERSION = PROTOCOL_VERSION
+#: The answer's header between its figures (_answer), and their lengths.
+cdef bytes ANSWER_HEAD = b'{"code":0,"language":"JAVA","version":'
+cdef bytes ANSWER_OPAQUE = b',"opaque":'
+cdef bytes ANSWER_MSG_ID = b',"flag":1,"serializeTypeCurrentRPC":"JSON","extFields":{"msgId":"'
+cdef bytes ANSWER_QUEUE_ID = b'","queueId":"'
+cdef bytes ANSWER_QUEUE_OFFSET = b'","queueOffset":"'
+cdef bytes ANSWER_TAIL = b'"}}'
+cdef Py_ssize_t ANSWER_HEAD_LEN = len(ANSWER_HEAD), ANSWER_OPAQUE_LEN = len(ANSWER_OPAQUE)
+cdef Py_ssize_t ANSWER_MSG_ID_LEN = len(ANSWER_MSG_ID), ANSWER_QUEUE_ID_LEN = len(ANSWER_QUEUE_ID)
+cdef Py_ssize_t ANSWER_QUEUE_OFFSET_LEN = len(ANSWER_QUEUE_OFFSET), ANSWER_TAIL_LEN = len(ANSWER_TAIL)
 #: What send_v2 returns for a send it leaves to the processor's general path.
 cdef object GENERAL = object()
 #: The store's compiled put of a message's fields (_cput.pyx), called without a message object.
@@ -50,16 +68,48 @@ cdef dict STORE_HOSTS = {}
 #: Properties that send a message anywhere but the plain put: the general path handles them.
 cdef frozenset SPECIAL = frozenset({P.TRAN_MSG, P.DELAY, P.CLUSTER, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC,
                                     P.TIMER_DELAY_MS})
+#: The same names as bytes, for _wait_of's scan in place; the separators as code units.
+cdef tuple SPECIAL_NAMES = tuple(name.encode() for name in SPECIAL)
+cdef Py_ssize_t N_SPECIAL = len(SPECIAL_NAMES)
+cdef bytes WAIT_BYTES = WAIT.encode()
+cdef const char *WAIT_B = WAIT_BYTES
+cdef Py_ssize_t WAIT_LEN = len(WAIT_BYTES)
+cdef unsigned char SEP_CODE = ord(SEP)
+cdef unsigned char NV_CODE = ord(NV)
+
+
+cdef inline bint _digits(str text, int64_t *out) noexcept:
+    """A '-' or nothing, then 1 to 18 ASCII digits: their value (int(text), which takes more forms, decides
+    the rest)."""
+    cdef Py_ssize_t n, i = 0
+    cdef const char *p
+    cdef int64_t value = 0
+    if not PyUnicode_IS_ASCII(text):
+        return False
+    p = PyUnicode_AsUTF8AndSize(text, &n)  # an ASCII string's own data: nothing is made
+    if n > 0 and p[0] == 45:
+        i = 1
+    if not 0 < n - i <= 18:
+        return False
+    while i < n:
+        if not 48 <= p[i] <= 57:
+            return False
+        value = value * 10 + (p[i] - 48)
+        i += 1
+    out[0] = -value if p[0] == 45 else value
+    return True
 
 
 cdef inline bint _int(object text, int64_t *out) except -1:
     """A Java int's decimal text; False (the general path names the fault) when it is not one."""
+    cdef int64_t value
     if type(text) is not str:
         return False
-    try:
-        value = int(text)
-    except ValueError:
-        return False
+    if not _digits(text, &value):
+        try:
+            value = int(text)
+        except (ValueError, OverflowError):
+            return False
     if not INT_MIN <= value <= INT_MAX:
         return False
     out[0] = value
@@ -68,12 +118,41 @@ cdef inline bint _int(object text, int64_t *out) except -1:
 
 cdef object _wait_of(str text):
     """string_to_properties's reading without building the map: GENERAL for a property asking more than a plain
-    put; else WAIT's value (the last one, as the map keeps it), or None."""
+    put; else WAIT's value (the last one, as the map keeps it), or None. A one-byte string is read in place."""
+    cdef Py_ssize_t size, start = 0, end, at, k
+    cdef const unsigned char *p
+    cdef bytes name_b
+    cdef Py_ssize_t wait_at = -1, wait_end = 0
+    if not text:
+        return None
+    if PyUnicode_KIND(text) != PyUnicode_1BYTE_KIND:
+        return _wait_of_items(text)
+    p = PyUnicode_1BYTE_DATA(text)
+    size = PyUnicode_GET_LENGTH(text)
+    while start <= size:
+        end = start
+        while end < size and p[end] != SEP_CODE:
+            end += 1
+        if end - start >= 3:
+            at = start
+            while at < end and p[at] != NV_CODE:
+                at += 1
+            if at < end:
+                for k in range(N_SPECIAL):
+                    name_b = <bytes>SPECIAL_NAMES[k]
+                    if len(name_b) == at - start and memcmp(<const char *>name_b, p + start, at - start) == 0:
+                        return GENERAL
+                if at - start == WAIT_LEN and memcmp(WAIT_B, p + start, WAIT_LEN) == 0:
+                    wait_at, wait_end = at + 1, end
+        start = end + 1
+    return text[wait_at:wait_end] if wait_at >= 0 else None
+
+
+cdef object _wait_of_items(str text):
+    """_wait_of by items, for a string wider than one byte a character."""
     cdef str item
     cdef Py_ssize_t at
     wait = None
-    if not text:
-        return None
     for item in text.split(SEP):
         if len(item) < 3:
             continue
@@ -111,16 +190,29 @@ cdef str _drop_wait(str raw, str wait):
 cdef bytes _answer(int64_t opaque, str msg_id, int64_t queue_id, int64_t queue_offset):
     """The frame RemotingServer writes for SendProcessor._response's SUCCESS answer to a JSON request: the
     header as _cframe.encode_parts writes it (its fixed fields, then extFields msgId, queueId, queueOffset),
-    without the response, the dict and the encoder."""
+    without the response, the dict and the encoder. None for a message id that is not short ASCII."""
     cdef char buf[400]
-    cdef bytes mid = msg_id.encode()  # upper-case hex digits: nothing to escape
-    cdef int n = snprintf(buf + 8, sizeof(buf) - 8,
-                          b'{"code":0,"language":"JAVA","version":%d,"opaque":%lld,"flag":1,'
-                          b'"serializeTypeCurrentRPC":"JSON","extFields":{"msgId":"%s","queueId":"%lld",'
-                          b'"queueOffset":"%lld"}}', VERSION, <long long>opaque, <char *>mid,
-                          <long long>queue_id, <long long>queue_offset)
-    if n < 0 or n >= <int>sizeof(buf) - 8:
+    cdef char *dst = buf + 8
+    cdef Py_ssize_t n
+    cdef const char *mid
+    if not PyUnicode_IS_ASCII(msg_id) or len(msg_id) > 128:
         return None
+    mid = PyUnicode_AsUTF8AndSize(msg_id, &n)  # upper-case hex digits: nothing to escape
+    memcpy(dst, <const char *>ANSWER_HEAD, ANSWER_HEAD_LEN)
+    dst = put_decimal(dst + ANSWER_HEAD_LEN, VERSION)
+    memcpy(dst, <const char *>ANSWER_OPAQUE, ANSWER_OPAQUE_LEN)
+    dst = put_decimal(dst + ANSWER_OPAQUE_LEN, opaque)
+    memcpy(dst, <const char *>ANSWER_MSG_ID, ANSWER_MSG_ID_LEN)
+    dst += ANSWER_MSG_ID_LEN
+    memcpy(dst, mid, n)
+    dst += n
+    memcpy(dst, <const char *>ANSWER_QUEUE_ID, ANSWER_QUEUE_ID_LEN)
+    dst = put_decimal(dst + ANSWER_QUEUE_ID_LEN, queue_id)
+    memcpy(dst, <const char *>ANSWER_QUEUE_OFFSET, ANSWER_QUEUE_OFFSET_LEN)
+    dst = put_decimal(dst + ANSWER_QUEUE_OFFSET_LEN, queue_offset)
+    memcpy(dst, <const char *>ANSWER_TAIL, ANSWER_TAIL_LEN)
+    dst += ANSWER_TAIL_LEN
+    n = dst - buf - 8
     wr32(<unsigned char *>buf, n + 4)
     wr32(<unsigned char *>buf + 4, n)  # the serialize type in the high byte: JSON, 0
     return PyBytes_FromStringAndSize(buf, n + 8)
@@ -172,7 +264,7 @@ cdef object send_v2(proc, conn, req):
     """The answer (or the awaitable of a put that waits) to a plain SEND_MESSAGE_V2; None when the answer is
     written to `conn` already (or a oneway send needs none); GENERAL for the processor's general path."""
     cdef dict ext = req.ext_fields
-    cdef int64_t queue_id, sys_flag, flag, times = 0, born
+    cdef int64_t queue_id, sys_flag, flag, times = 0, born, default_queue_nums
     cdef str topic, raw
     cdef dict props
     c = proc.c
@@ -181,19 +273,22 @@ cdef object send_v2(proc, conn, req):
     if topic is None or "a" not in ext or "c" not in ext or cfg.broker_role is SLAVE \
             or not cfg.broker_permission & PERM_WRITE:
         return GENERAL
-    try:
-        int(ext["d"])  # the default topic's queue count: only read when a topic is created, but it must parse
-    except (KeyError, ValueError, TypeError):
-        return GENERAL
+    default_queues = ext.get("d")  # the default topic's queue count: only read when a topic is created, but it must parse
+    if type(default_queues) is not str or not _digits(default_queues, &default_queue_nums):
+        try:
+            int(default_queues)
+        except (ValueError, TypeError):
+            return GENERAL
     if not (_int(ext.get("e"), &queue_id) and _int(ext.get("f"), &sys_flag) and _int(ext.get("h"), &flag)):
         return GENERAL
     born_text = ext.get("g")
     if type(born_text) is not str:
         return GENERAL
-    try:
-        born = int(born_text)  # a long: out of range raises OverflowError here
-    except (ValueError, OverflowError):
-        return GENERAL
+    if not _digits(born_text, &born):
+        try:
+            born = int(born_text)  # a long: out of range raises OverflowError here
+        except (ValueError, OverflowError):
+            return GENERAL
     times_text = ext.get("j")
     if times_text is not None and not _int(times_text, &times):
         return GENERAL
