@@ -11,10 +11,9 @@ commands, bytes and errors.
 
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t
-from libc.stdio cimport snprintf
-from libc.string cimport memcmp
+from libc.string cimport memcmp, memcpy
 
-from mqtools.common._layout cimport rd32, wr32
+from mqtools.common._layout cimport put_decimal, rd32, wr32
 
 import orjson
 
@@ -30,7 +29,7 @@ cdef object loads = orjson.loads
 cdef object dumps = orjson.dumps
 cdef object JSONDecodeError = orjson.JSONDecodeError
 cdef dict LANG_BY_NAME = C._LANG_BY_NAME
-#: The language names as the JSON header spells them, ready for snprintf.
+#: The language names as the JSON header spells them, as bytes for encode_parts.
 cdef dict NAME_BY_LANG = {lang: name.encode() for lang, name in C._NAME_BY_LANG.items()}
 cdef object JSON = SerializeType.JSON
 cdef object ROCKETMQ = SerializeType.ROCKETMQ
@@ -359,13 +358,44 @@ def frames(buf, Py_ssize_t max_frame):
     return out, pos
 
 
+cdef bytes FIXED_CODE = b'{"code":'
+cdef bytes FIXED_LANGUAGE = b',"language":"'
+cdef bytes FIXED_VERSION = b'","version":'
+cdef bytes FIXED_OPAQUE = b',"opaque":'
+cdef bytes FIXED_FLAG = b',"flag":'
+cdef bytes FIXED_TAIL = b',"serializeTypeCurrentRPC":"JSON"'
+#: encode_parts' room for the fixed fields: the texts, the longest language name and four numbers of up to 20
+#: characters each (a sign and 19 digits).
+cdef enum:
+    FIXED_SIZE = 200
+assert sum(map(len, (FIXED_CODE, FIXED_LANGUAGE, FIXED_VERSION, FIXED_OPAQUE, FIXED_FLAG, FIXED_TAIL))) \
+    + max(map(len, NAME_BY_LANG.values())) + 4 * 20 <= FIXED_SIZE
+
+
+cdef inline char *_text(char *dst, bytes text) noexcept:
+    memcpy(dst, <const char *>text, len(text))
+    return dst + len(text)
+
+
+cdef int _fixed_fields(char *dst, int64_t code, bytes language, int64_t version, int64_t opaque, int64_t flag):
+    """The header's fixed fields as encode_json_header orders them (printf's "%lld" for the numbers); their
+    length."""
+    cdef char *start = dst
+    dst = put_decimal(_text(dst, FIXED_CODE), code)
+    dst = _text(_text(dst, FIXED_LANGUAGE), language)
+    dst = put_decimal(_text(dst, FIXED_VERSION), version)
+    dst = put_decimal(_text(dst, FIXED_OPAQUE), opaque)
+    dst = _text(put_decimal(_text(dst, FIXED_FLAG), flag), FIXED_TAIL)
+    return dst - start
+
+
 def encode_parts(cmd):
     """RemotingCommand.encode_parts: (length prefix + header, the body or None). The JSON header is written
     as orjson writes encode_json_header's dict (its keys in that order, no spaces), orjson writing only the
     remark and the extFields; test_cframe.py compares the bytes."""
     cdef Py_ssize_t body_len, header_len
     cdef int64_t code, version, opaque, flag
-    cdef char fixed[200]
+    cdef char fixed[FIXED_SIZE]
     cdef int fixed_len
     cdef unsigned char prefix[8]
     serialize_type = cmd.serialize_type
@@ -374,10 +404,7 @@ def encode_parts(cmd):
     else:
         code, version, opaque, flag = cmd.code, cmd.version, cmd.opaque, cmd.flag
         language = NAME_BY_LANG.get(cmd.language, b"OTHER")
-        fixed_len = snprintf(fixed, sizeof(fixed),
-                             b'{"code":%lld,"language":"%s","version":%lld,"opaque":%lld,"flag":%lld,'
-                             b'"serializeTypeCurrentRPC":"JSON"', <long long>code, <char *>language,
-                             <long long>version, <long long>opaque, <long long>flag)
+        fixed_len = _fixed_fields(fixed, code, language, version, opaque, flag)
         parts = [PyBytes_FromStringAndSize(fixed, fixed_len)]
         remark = cmd.remark
         if remark is not None:
