@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import logging
 import struct
-import sys
-from array import array
 from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
@@ -138,24 +136,26 @@ class IndexFile:
         """Point every slot that holds an entry the header does not count back at the newest counted entry of
         its chain; returns how many slots changed. A kill between a put's entries and its header leaves such
         slots (the page cache keeps both): the uncounted entries are overwritten by the next put, and a slot
-        still pointing at them would hide every earlier entry of its chain from queries and from that put."""
-        count = self.index_count
-        heads = array("i")
-        heads.frombytes(self.mm[HEADER_SIZE:self.entries_at])
-        if sys.byteorder == "little":
-            heads.byteswap()
-        if max(heads, default=0) < count:
-            return 0
+        still pointing at them would hide every earlier entry of its chain from queries and from that put.
+        Such a slot is the slot of an uncounted entry (an entry is written before its slot), and the uncounted
+        entries run from the count to the first that was never written (files are created zeroed)."""
+        count, mm, at = self.index_count, self.mm, self.entries_at
         changed = 0
-        for i, head in enumerate(heads):
+        for k in range(count, self.max_index):
+            h, phys, diff, prev = ENTRY.unpack_from(mm, at + k * ENTRY_SIZE)
+            if not (h or phys or diff or prev):
+                break
+            slot_pos = HEADER_SIZE + (h % self.slots) * 4
+            head = _SLOT_UNPACK(mm, slot_pos)[0]
             if head < count:
                 continue
             while head >= count:  # an uncounted entry still holds the previous head of its slot
-                prev = ENTRY.unpack_from(self.mm, self.entries_at + head * ENTRY_SIZE)[3] if head < self.max_index else 0
+                prev = ENTRY.unpack_from(mm, at + head * ENTRY_SIZE)[3] if head < self.max_index else 0
                 head = prev if 0 < prev < head else 0
-            _SLOT_PACK(self.mm, HEADER_SIZE + i * 4, head)
+            _SLOT_PACK(mm, slot_pos, head)
             changed += 1
-        self.dirty = True
+        if changed:
+            self.dirty = True
         return changed
 
     def overlaps(self, begin: int, end: int) -> bool:
@@ -231,9 +231,10 @@ class IndexService:
                 dropped_from = f.begin_ts if dropped_from is None else min(dropped_from, f.begin_ts)
                 f.destroy()
                 continue
-            if abnormal and f.drop_uncounted_heads():
-                log.info("index file %s: slots pointing past its header's count repaired", path.name)
             self.files.append(f)
+        # Only the newest file can be cut short: creating the next one writes the header of the one before.
+        if abnormal and self.files and self.files[-1].drop_uncounted_heads():
+            log.info("index file %s: slots pointing past its header's count repaired", self.files[-1].path.name)
         return dropped_from
 
     def _new_file(self) -> IndexFile:
