@@ -118,6 +118,7 @@ CASES: list[tuple[str, dict[str, str], bytes, bool]] = [
     ("a digit past a sign", fields(h="-/"), b"x", False),
     ("an int's edges", fields(h=str(-2**31), f=str(2**31 - 1)), b"x", True),
     ("under an int", fields(h=str(-2**31 - 1)), b"x", False),
+    ("an int of 25 digits", fields(h="9" * 25), b"x", False),
     ("default queue count of int() only", fields(d=" 4"), b"x", True),
     ("Latin-1 properties", fields(props="K\x01v\xe9\x02WAIT\x01false\x02\xe9t\xe9\x01x\x02"), b"x", True),
     ("wide properties", fields(props="K\x01\u4e2d\x02WAIT\x01true\x02"), b"x", True),

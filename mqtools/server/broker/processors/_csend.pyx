@@ -273,7 +273,8 @@ cdef object send_v2(proc, conn, req):
     if topic is None or "a" not in ext or "c" not in ext or cfg.broker_role is SLAVE \
             or not cfg.broker_permission & PERM_WRITE:
         return GENERAL
-    default_queues = ext.get("d")  # the default topic's queue count: only read when a topic is created, but it must parse
+    # the default topic's queue count: only read when a topic is created, but it must parse
+    default_queues = ext.get("d")
     if type(default_queues) is not str or not _digits(default_queues, &default_queue_nums):
         try:
             int(default_queues)
