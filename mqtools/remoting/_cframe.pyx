@@ -11,9 +11,10 @@ commands, bytes and errors.
 
 from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t
-from libc.string cimport memcmp, memcpy
+from libc.string cimport memcmp
 
-from mqtools.common._layout cimport put_decimal, rd32, wr32
+from mqtools.common._layout cimport rd32, wr32
+from mqtools.remoting._header cimport FIXED_FIELDS_SIZE, LANGUAGE_MAX, put_fixed_fields
 
 import orjson
 
@@ -358,35 +359,7 @@ def frames(buf, Py_ssize_t max_frame):
     return out, pos
 
 
-cdef bytes FIXED_CODE = b'{"code":'
-cdef bytes FIXED_LANGUAGE = b',"language":"'
-cdef bytes FIXED_VERSION = b'","version":'
-cdef bytes FIXED_OPAQUE = b',"opaque":'
-cdef bytes FIXED_FLAG = b',"flag":'
-cdef bytes FIXED_TAIL = b',"serializeTypeCurrentRPC":"JSON"'
-#: encode_parts' room for the fixed fields: the texts, the longest language name and four numbers of up to 20
-#: characters each (a sign and 19 digits).
-cdef enum:
-    FIXED_SIZE = 200
-assert sum(map(len, (FIXED_CODE, FIXED_LANGUAGE, FIXED_VERSION, FIXED_OPAQUE, FIXED_FLAG, FIXED_TAIL))) \
-    + max(map(len, NAME_BY_LANG.values())) + 4 * 20 <= FIXED_SIZE
-
-
-cdef inline char *_text(char *dst, bytes text) noexcept:
-    memcpy(dst, <const char *>text, len(text))
-    return dst + len(text)
-
-
-cdef int _fixed_fields(char *dst, int64_t code, bytes language, int64_t version, int64_t opaque, int64_t flag):
-    """The header's fixed fields as encode_json_header orders them (printf's "%lld" for the numbers); their
-    length."""
-    cdef char *start = dst
-    dst = put_decimal(_text(dst, FIXED_CODE), code)
-    dst = _text(_text(dst, FIXED_LANGUAGE), language)
-    dst = put_decimal(_text(dst, FIXED_VERSION), version)
-    dst = put_decimal(_text(dst, FIXED_OPAQUE), opaque)
-    dst = _text(put_decimal(_text(dst, FIXED_FLAG), flag), FIXED_TAIL)
-    return dst - start
+assert max(map(len, NAME_BY_LANG.values())) <= LANGUAGE_MAX  # what put_fixed_fields has room for
 
 
 def encode_parts(cmd):
@@ -395,8 +368,8 @@ def encode_parts(cmd):
     remark and the extFields; test_cframe.py compares the bytes."""
     cdef Py_ssize_t body_len, header_len
     cdef int64_t code, version, opaque, flag
-    cdef char fixed[FIXED_SIZE]
-    cdef int fixed_len
+    cdef char fixed[FIXED_FIELDS_SIZE]
+    cdef Py_ssize_t fixed_len
     cdef unsigned char prefix[8]
     serialize_type = cmd.serialize_type
     if serialize_type == ROCKETMQ:
@@ -404,7 +377,7 @@ def encode_parts(cmd):
     else:
         code, version, opaque, flag = cmd.code, cmd.version, cmd.opaque, cmd.flag
         language = NAME_BY_LANG.get(cmd.language, b"OTHER")
-        fixed_len = _fixed_fields(fixed, code, language, version, opaque, flag)
+        fixed_len = put_fixed_fields(fixed, code, language, version, opaque, flag) - fixed
         parts = [PyBytes_FromStringAndSize(fixed, fixed_len)]
         remark = cmd.remark
         if remark is not None:

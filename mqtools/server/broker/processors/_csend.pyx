@@ -17,6 +17,7 @@ from libc.stdint cimport int64_t
 from libc.string cimport memcmp, memcpy
 
 from mqtools.common._layout cimport put_decimal, wr32
+from mqtools.remoting._header cimport FIXED_FIELDS_SIZE, put_fixed_fields, put_text
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object s)
@@ -33,7 +34,7 @@ from mqtools.common.message import MessageExtBrokerInner
 from mqtools.common.properties import drop_property
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.codes import PROTOCOL_VERSION, ResponseCode, SerializeType
-from mqtools.remoting.command import FLAG_ONEWAY
+from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE
 from mqtools.server.store.results import PutMessageResult, PutMessageStatus
 
 cdef int64_t INT_MIN = javanum.INT_MIN
@@ -48,17 +49,8 @@ cdef object PUT_OK = PutMessageStatus.PUT_OK
 cdef object SLAVE = BrokerRole.SLAVE
 cdef object JSON = SerializeType.JSON
 cdef int64_t ONEWAY = FLAG_ONEWAY
+cdef int64_t RESPONSE = FLAG_RESPONSE
 cdef int VERSION = PROTOCOL_VERSION
-#: The answer's header between its figures (_answer), and their lengths.
-cdef bytes ANSWER_HEAD = b'{"code":0,"language":"JAVA","version":'
-cdef bytes ANSWER_OPAQUE = b',"opaque":'
-cdef bytes ANSWER_MSG_ID = b',"flag":1,"serializeTypeCurrentRPC":"JSON","extFields":{"msgId":"'
-cdef bytes ANSWER_QUEUE_ID = b'","queueId":"'
-cdef bytes ANSWER_QUEUE_OFFSET = b'","queueOffset":"'
-cdef bytes ANSWER_TAIL = b'"}}'
-cdef Py_ssize_t ANSWER_HEAD_LEN = len(ANSWER_HEAD), ANSWER_OPAQUE_LEN = len(ANSWER_OPAQUE)
-cdef Py_ssize_t ANSWER_MSG_ID_LEN = len(ANSWER_MSG_ID), ANSWER_QUEUE_ID_LEN = len(ANSWER_QUEUE_ID)
-cdef Py_ssize_t ANSWER_QUEUE_OFFSET_LEN = len(ANSWER_QUEUE_OFFSET), ANSWER_TAIL_LEN = len(ANSWER_TAIL)
 #: What send_v2 returns for a send it leaves to the processor's general path.
 cdef object GENERAL = object()
 #: The store's compiled put of a message's fields (_cput.pyx), called without a message object.
@@ -191,27 +183,18 @@ cdef bytes _answer(int64_t opaque, str msg_id, int64_t queue_id, int64_t queue_o
     """The frame RemotingServer writes for SendProcessor._response's SUCCESS answer to a JSON request: the
     header as _cframe.encode_parts writes it (its fixed fields, then extFields msgId, queueId, queueOffset),
     without the response, the dict and the encoder. None for a message id that is not short ASCII."""
-    cdef char buf[400]
-    cdef char *dst = buf + 8
+    cdef char buf[8 + FIXED_FIELDS_SIZE + 300]  # the prefix, the fixed fields, extFields of up to 224 bytes
+    cdef char *dst
     cdef Py_ssize_t n
     cdef const char *mid
     if not PyUnicode_IS_ASCII(msg_id) or len(msg_id) > 128:
         return None
     mid = PyUnicode_AsUTF8AndSize(msg_id, &n)  # upper-case hex digits: nothing to escape
-    memcpy(dst, <const char *>ANSWER_HEAD, ANSWER_HEAD_LEN)
-    dst = put_decimal(dst + ANSWER_HEAD_LEN, VERSION)
-    memcpy(dst, <const char *>ANSWER_OPAQUE, ANSWER_OPAQUE_LEN)
-    dst = put_decimal(dst + ANSWER_OPAQUE_LEN, opaque)
-    memcpy(dst, <const char *>ANSWER_MSG_ID, ANSWER_MSG_ID_LEN)
-    dst += ANSWER_MSG_ID_LEN
+    dst = put_text(put_fixed_fields(buf + 8, SUCCESS, b"JAVA", VERSION, opaque, RESPONSE),
+                   b',"extFields":{"msgId":"')
     memcpy(dst, mid, n)
-    dst += n
-    memcpy(dst, <const char *>ANSWER_QUEUE_ID, ANSWER_QUEUE_ID_LEN)
-    dst = put_decimal(dst + ANSWER_QUEUE_ID_LEN, queue_id)
-    memcpy(dst, <const char *>ANSWER_QUEUE_OFFSET, ANSWER_QUEUE_OFFSET_LEN)
-    dst = put_decimal(dst + ANSWER_QUEUE_OFFSET_LEN, queue_offset)
-    memcpy(dst, <const char *>ANSWER_TAIL, ANSWER_TAIL_LEN)
-    dst += ANSWER_TAIL_LEN
+    dst = put_decimal(put_text(dst + n, b'","queueId":"'), queue_id)
+    dst = put_text(put_decimal(put_text(dst, b'","queueOffset":"'), queue_offset), b'"}}')
     n = dst - buf - 8
     wr32(<unsigned char *>buf, n + 4)
     wr32(<unsigned char *>buf + 4, n)  # the serialize type in the high byte: JSON, 0
