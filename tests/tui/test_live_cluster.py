@@ -136,7 +136,9 @@ async def test_filter_sort_drill_down_back_pause_snapshot_and_help(cluster, tmp_
 
         await pilot.press("p")
         assert app.paused
-        await pilot.pause(REFRESH * 2)  # a round under way when paused may still finish
+        # the rounds under way when paused still finish (on a slow machine, later than any fixed wait)
+        await until(lambda: not [w for w in app.workers if w.group == "rounds" and not w.is_finished], 30,
+                    "the rounds under way when paused")
         rounds = app.state.rounds
         await pilot.pause(REFRESH * 4)
         assert app.state.rounds == rounds

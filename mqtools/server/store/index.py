@@ -150,8 +150,8 @@ class IndexFile:
             if head < count:
                 continue
             while head >= count:  # an uncounted entry still holds the previous head of its slot
-                prev = ENTRY.unpack_from(mm, at + head * ENTRY_SIZE)[3] if head < self.max_index else 0
-                head = prev if 0 < prev < head else 0
+                earlier = ENTRY.unpack_from(mm, at + head * ENTRY_SIZE)[3] if head < self.max_index else 0
+                head = earlier if 0 < earlier < head else 0
             _SLOT_PACK(mm, slot_pos, head)
             changed += 1
         if changed:
