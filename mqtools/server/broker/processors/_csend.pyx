@@ -92,17 +92,23 @@ cdef inline bint _digits(str text, int64_t *out) noexcept:
     return True
 
 
+cdef inline bint _long(object text, int64_t *out) except -1:
+    """A Java long's decimal text as int() reads it; False (the general path names the fault) when it is not one."""
+    if type(text) is not str:
+        return False
+    if _digits(text, out):
+        return True
+    try:
+        out[0] = int(text)  # past a long's range: OverflowError
+    except (ValueError, OverflowError):
+        return False
+    return True
+
+
 cdef inline bint _int(object text, int64_t *out) except -1:
     """A Java int's decimal text; False (the general path names the fault) when it is not one."""
     cdef int64_t value
-    if type(text) is not str:
-        return False
-    if not _digits(text, &value):
-        try:
-            value = int(text)
-        except (ValueError, OverflowError):
-            return False
-    if not INT_MIN <= value <= INT_MAX:
+    if not _long(text, &value) or not INT_MIN <= value <= INT_MAX:
         return False
     out[0] = value
     return True
@@ -265,14 +271,8 @@ cdef object send_v2(proc, conn, req):
             return GENERAL
     if not (_int(ext.get("e"), &queue_id) and _int(ext.get("f"), &sys_flag) and _int(ext.get("h"), &flag)):
         return GENERAL
-    born_text = ext.get("g")
-    if type(born_text) is not str:
+    if not _long(ext.get("g"), &born):
         return GENERAL
-    if not _digits(born_text, &born):
-        try:
-            born = int(born_text)  # a long: out of range raises OverflowError here
-        except (ValueError, OverflowError):
-            return GENERAL
     times_text = ext.get("j")
     if times_text is not None and not _int(times_text, &times):
         return GENERAL
