@@ -65,6 +65,9 @@ class RemotingServer:
         self.access_check: AccessCheck | None = None
         self.on_connect = on_connect
         self.on_close = on_close
+        #: Run after each read's answers are written (RemotingConnection's after_read): a broker's deferred
+        #: dispatch.
+        self.after_read: Callable[[], None] | None = None
         self.connections: set[RemotingConnection] = set()
         self.tls = tls or TlsServerSettings()
         self._servers: list[asyncio.Server] = []
@@ -107,7 +110,7 @@ class RemotingServer:
 
     def _make_connection(self) -> RemotingConnection:
         conn = RemotingConnection(self._on_request, self._closed, self.max_frame, on_bad_frame=self._bad_frame,
-                                  fair_reads=True)
+                                  fair_reads=True, after_read=self.after_read)
         self.connections.add(conn)
         if self.on_connect is not None:
             asyncio.get_running_loop().call_soon(self.on_connect, conn)

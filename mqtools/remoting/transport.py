@@ -42,6 +42,7 @@ _encode_parts = getattr(speedups.compiled("mqtools.remoting._cframe"), "encode_p
 RequestCallback = Callable[["RemotingConnection", RemotingCommand], None]
 CloseCallback = Callable[["RemotingConnection"], None]
 BadFrameCallback = Callable[["RemotingConnection", ProtocolError], None]
+ReadDoneCallback = Callable[[], None]
 
 
 class RemotingConnection(asyncio.Protocol):
@@ -53,6 +54,7 @@ class RemotingConnection(asyncio.Protocol):
         *,
         on_bad_frame: BadFrameCallback | None = None,
         fair_reads: bool = False,
+        after_read: ReadDoneCallback | None = None,
     ) -> None:
         self._decoder = FrameDecoder(max_frame)
         #: Bytes read since the loop last turned (see _FAIR_READ_BYTES); None when this connection reads on
@@ -63,6 +65,11 @@ class RemotingConnection(asyncio.Protocol):
         self._on_bad_frame = on_bad_frame
         self._on_request = on_request
         self._on_close = on_close
+        #: Called once the answers to a read are written (see last_of_read).
+        self._after_read = after_read
+        #: True only while the last request of a read is handled: nothing else runs between it and the write of
+        #: the read's answers, then `after_read`, so work that may follow the answer (a put's dispatch) can wait.
+        self.last_of_read = False
         #: opaque -> (future, deadline on the loop's clock, request code, timeout) of each request in flight.
         self._pending: dict[int, tuple[asyncio.Future[RemotingCommand], float, int, float]] = {}
         #: One timer per connection, at the earliest deadline in flight (see invoke).
@@ -110,6 +117,7 @@ class RemotingConnection(asyncio.Protocol):
             self.close()
             return
         self._reading = True
+        last = commands[-1] if commands else None
         try:
             for cmd in commands:
                 if cmd.flag & FLAG_RESPONSE:  # not the is_response property: this runs for every command
@@ -118,10 +126,14 @@ class RemotingConnection(asyncio.Protocol):
                     if waiting is not None and not waiting[0].done():
                         waiting[0].set_result(cmd)
                 elif self._on_request is not None:
+                    self.last_of_read = cmd is last
                     self._on_request(self, cmd)
         finally:
             self._reading = False
+            self.last_of_read = False
             self._flush()
+            if self._after_read is not None:
+                self._after_read()
 
     def _read_again(self) -> None:
         """The loop has turned since reading was paused: read on."""

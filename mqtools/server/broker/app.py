@@ -106,6 +106,7 @@ class BrokerController:
         self.metrics = BrokerMetricsManager(config, self.stats, self.topics, self.groups)
         self.fast_failure = BrokerFastFailure(config)
         self.store = MessageStore(config.store_config(), clock=clock)
+        self.server.after_read = self.store.dispatcher.run_deferred
         # timer messages (RIP-43): the wheel, when timerWheelEnable (Apache's default)
         self.timer = TimerMessageStore(self.store, self.store.config, clock=clock) \
             if self.store.config.timer_wheel_enable else None

@@ -54,6 +54,8 @@ class DispatchService:
         self.reput_offset = 0
         self.last_store_ts = 0
         self.last_dispatch_ts = 0
+        #: Batch puts whose dispatch waits until their answer is written (put_batch's `later`).
+        self._deferred: list[tuple[str, int, int, int, int, list[BatchUnit], int]] = []
 
     # ------------------------------------------------------------------ consume queue table
 
@@ -129,6 +131,31 @@ class DispatchService:
         if self.config.message_index_enable and sys_flag & TRANSACTION_MASK != TRANSACTION_ROLLBACK_TYPE:
             self.index.build_many(topic, units, store_ts)
             self.index.write_header()
+
+    def put_batch(self, topic: str, qid: int, first_qoff: int, sys_flag: int, store_ts: int, units: list[BatchUnit],
+                  end_offset: int, *, later: bool = False) -> None:
+        """Dispatch a master's batch put, which ends the commitlog at `end_offset`; `later`: when run_deferred is
+        called, which the broker does once the answers of the read that carried the put are written. The
+        producer then has its answer while the queue units and index keys (a third of a batch's work) are
+        written, as Apache answers before its ReputMessageService dispatches; nothing reads the queues in
+        between (the caller defers only the last request of a read, and the write comes next)."""
+        if later:
+            self._deferred.append((topic, qid, first_qoff, sys_flag, store_ts, units, end_offset))
+            return
+        self.dispatch_batch(topic, qid, first_qoff, sys_flag, store_ts, units)
+        self.reput_offset = end_offset
+        self.last_store_ts = store_ts
+
+    def run_deferred(self) -> None:
+        """Dispatch the puts put_batch was told to defer, in put order."""
+        if not self._deferred:
+            return
+        work, self._deferred = self._deferred, []
+        for item in work:
+            try:
+                self.put_batch(*item)
+            except Exception:
+                log.exception("dispatch of the batch put ending at %d failed", item[-1])
 
     def _notify(self, topic: str, queue_id: int, offset_after: int, tags: int, store_ts: int) -> None:
         """Arrival listeners run after the message is stored; one failing must not fail the put."""

@@ -274,8 +274,9 @@ class MessageStore:
         self.stats.put_size += append.wrote_bytes
         return self._settle(append, msg.properties.get(P.WAIT) != "false")
 
-    def put_messages_inline(self, batch: MessageExtBatch) -> PutMessageResult | Awaitable[PutMessageResult]:
-        """put_messages as put_message_inline is put_message."""
+    def put_messages_inline(self, batch: MessageExtBatch, *,
+                            defer_dispatch: bool = False) -> PutMessageResult | Awaitable[PutMessageResult]:
+        """put_messages as put_message_inline is put_message; `defer_dispatch`: DispatchService.put_batch's later."""
         bad = self._check_service()
         if bad is not None:
             return bad
@@ -310,9 +311,8 @@ class MessageStore:
         if self.dispatch_limit is not None:
             self.dispatch_confirmed()
         else:
-            d.dispatch_batch(topic, qid, append.logics_offset, sys_flag, store_ts, units)
-            d.reput_offset = append.end_offset
-            d.last_store_ts = store_ts
+            d.put_batch(topic, qid, append.logics_offset, sys_flag, store_ts, units, append.end_offset,
+                        later=defer_dispatch)
         self.stats.put_times += len(entries)
         self.stats.put_size += total
         return self._settle(append, batch.properties.get(P.WAIT) != "false")

@@ -284,7 +284,8 @@ class SendProcessor:
         if not req.body:
             return req.response(ResponseCode.MESSAGE_ILLEGAL, "the batch body is empty")
         batch = self._batch(conn, h, bytes(req.body), tc)
-        return self._finish(req, h.topic, self.c.store.put_messages_inline(batch), batch.queue_id)
+        put = self.c.store.put_messages_inline(batch, defer_dispatch=conn.last_of_read)
+        return self._finish(req, h.topic, put, batch.queue_id)
 
     def _finish(self, req: RemotingCommand, topic: str, put: PutMessageResult | Awaitable[PutMessageResult],
                 queue_id: int, transaction_id: str | None = None) -> RemotingCommand | Awaitable:
