@@ -143,8 +143,13 @@ class HAClient:
         """What the session decided: count what it appended, send its bytes, close when it gave up."""
         if out.appended:
             self.speed.add(out.appended)
+        try:
+            if out.send:
+                writer.write(out.send)  # the report goes out now (the socket is rarely full) ...
+        finally:
+            if out.appended:
+                self._store.dispatch_appended()  # ... and the queues are built while the master answers
         if out.send:
-            writer.write(out.send)
             await writer.drain()
             self.last_write_ms = int(self._wall() * 1000)
         if out.error is not None:

@@ -58,6 +58,10 @@ class CommitLogSink(Protocol):
 
     def append_to_commit_log(self, start_offset: int, data: bytes) -> bool: ...
 
+    def dispatch_appended(self) -> None:
+        """Build the consume queues and index of what was appended: the driver calls it once the report of the
+        new offset is written, so a SYNC_MASTER's producers do not wait for this slave's dispatch."""
+
 
 class TruncatableSink(CommitLogSink, Protocol):
     """An AutoSwitch slave also cuts a divergent tail off its log."""

@@ -22,7 +22,7 @@ Final API (what the broker and HA code call)::
     store.query_message(topic, key, max_num, begin_ts, end_ts) -> list[MessageExt]  # hash hits only
     store.max_phy_offset / store.min_phy_offset
     store.get_commit_log_data(offset) -> memoryview | None          # rest of that file (HA transfer)
-    store.append_to_commit_log(start_offset, data) -> bool          # slave; dispatches complete entries
+    store.append_to_commit_log(start_offset, data) -> bool          # slave; then dispatch_appended()
     store.add_arrival_listener(cb(topic, queue_id, logic_offset_after, tags_code, store_ts), watching=None)
     store.delete_topics(topics) ; store.topic_queue_ids(topic) -> list[int]
     store.runtime_info() -> dict[str, str]
@@ -456,14 +456,17 @@ class MessageStore:
         return self.commitlog.data_from(offset)
 
     def append_to_commit_log(self, start_offset: int, data: bytes | memoryview) -> bool:
-        """Slave: append replicated bytes at exactly the current end, then dispatch complete entries."""
+        """Slave: append replicated bytes at exactly the current end; dispatch_appended dispatches them."""
         was_empty = not self.commitlog.queue.files
         if not self.commitlog.append_raw(start_offset, data):
             return False
         if was_empty:
             self.dispatcher.reput_offset = start_offset
-        self.dispatcher.reput()
         return True
+
+    def dispatch_appended(self) -> None:
+        """Slave: the consume queues and index of every complete entry appended (HAClient: after its report)."""
+        self.dispatcher.reput()
 
     def dispatch_confirmed(self) -> int:
         """Build the consume queues and index up to the dispatch limit (everything without one)."""

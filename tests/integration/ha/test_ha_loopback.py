@@ -52,6 +52,9 @@ class SegmentedLog:
         self.data += data
         return True
 
+    def dispatch_appended(self) -> None:
+        """Nothing to build: this log has no queues."""
+
     def range(self, start: int, end: int) -> bytes:
         return bytes(self.data[start - self.base:end - self.base])
 

@@ -43,6 +43,9 @@ class FakeStore:
     def __init__(self, base: int = 0, data: bytes = b"", refuse: bool = False) -> None:
         self.base, self.log, self.refuse = base, bytearray(data), refuse
         self.truncations: list[int] = []
+        #: What `seen()` returned at each dispatch_appended (the pump test: the bytes written by then).
+        self.dispatches: list[object] = []
+        self.seen: Callable[[], object] = lambda: self.max_phy_offset
 
     @property
     def max_phy_offset(self) -> int:
@@ -56,6 +59,9 @@ class FakeStore:
         assert start_offset == self.max_phy_offset
         self.log += data
         return True
+
+    def dispatch_appended(self) -> None:
+        self.dispatches.append(self.seen())
 
     def truncate_commit_log(self, offset: int) -> int:
         cut = self.max_phy_offset - offset
@@ -359,6 +365,7 @@ async def test_pump_feeds_the_session_writes_its_reports_and_ticks_at_its_deadli
     store = FakeStore()
     client = HAClient(store, "127.0.0.1:1", report_interval=0.05, housekeeping_interval=5.0)
     reader, writer = _pumped(client)
+    store.seen = lambda: bytes(writer.sent)
     task = asyncio.create_task(client._session("127.0.0.1:1"))
     reader.feed_data(frame(0, b"abc"))
     for _ in range(200):
@@ -366,6 +373,8 @@ async def test_pump_feeds_the_session_writes_its_reports_and_ticks_at_its_deadli
         if len(writer.sent) >= 24:
             break
     assert bytes(writer.sent[:16]) == encode_report(0) + encode_report(3)
+    # the append was dispatched once, after its report was written (a SYNC_MASTER's producers wait for the report)
+    assert store.dispatches == [encode_report(0) + encode_report(3)]
     assert bytes(writer.sent[16:24]) == encode_report(3)  # the interval's report, from a tick
     assert client.speed.total == 3 and client.last_read_ms > 0 and client.last_write_ms > 0
     reader.feed_eof()

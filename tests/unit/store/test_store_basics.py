@@ -128,6 +128,7 @@ async def test_batch_properties_are_appended_to_every_message(tmp_path):
     # a slave dispatching the same bytes from its commitlog builds the same consume queue and index
     slave = await _store(tmp_path / "s", broker_role="SLAVE", mapped_file_size_commit_log=1 << 16)
     assert slave.append_to_commit_log(0, bytes(s.get_commit_log_data(0)))
+    slave.dispatch_appended()
     assert bytes(slave.dispatcher.cq("T", 1).queue.files[0].mv[:60]) == bytes(cq[:60])
     s.index.write_header()
     slave.index.write_header()
@@ -255,6 +256,7 @@ async def test_slave_append_and_ha_data(tmp_path):
         data = master.get_commit_log_data(slave.max_phy_offset)
         chunk = bytes(data[:777])  # uneven chunks split entries
         assert slave.append_to_commit_log(slave.max_phy_offset, chunk)
+        slave.dispatch_appended()
     assert bytes(master.get_commit_log_data(0)) == bytes(slave.get_commit_log_data(0))
     for q in range(2):
         assert slave.get_max_offset_in_queue("T", q) == 15 + 5 * q
@@ -292,6 +294,7 @@ async def test_empty_slave_accepts_data_starting_at_a_later_file(tmp_path):
     slave = await _store(tmp_path / "s", broker_role="SLAVE")
     assert not slave.append_to_commit_log(last + 20, b"x")
     assert slave.append_to_commit_log(last, bytes(master.get_commit_log_data(last)))
+    slave.dispatch_appended()
     assert slave.max_phy_offset == master.max_phy_offset and slave.min_phy_offset == last
     assert slave.get_max_offset_in_queue("T", 0) == 40
     lo = slave.get_min_offset_in_queue("T", 0)
