@@ -1,5 +1,5 @@
 # cython: language_level=3, boundscheck=False, wraparound=False, cdivision=True
-"""Compiled forms of the per-message hot paths of codec, properties and hashing.
+"""Compiled forms of the per-message hot paths of codec, entry_check, properties and hashing.
 
 Each function here has a pure-Python twin of the same name and meaning (the source of truth, and
 what runs when this module was not built or MQ_PURE_PYTHON is set); tests/unit/test_ccodec.py
@@ -493,9 +493,60 @@ def create_offset_msg_ids(tuple host, offsets):
     return out
 
 
+cdef object EntryInfo = None
+cdef object _tags_code = None
+
+
+cdef object _check(const unsigned char[:] mv, Py_ssize_t offset, bint check_crc):
+    """walk_sizes' checks of the entry at `offset` (an int when it fails them: 0 a blank record, -1 invalid),
+    else its EntryInfo from the fields in place and the properties split as bytes (_properties)."""
+    cdef Py_ssize_t n = mv.shape[0]
+    cdef Entry f
+    if offset < 0 or n - offset < 8:
+        return -1
+    cdef const unsigned char *e = &mv[0] + offset
+    if rd32(e + 4) == BLANK_MAGIC:
+        return 0
+    try:
+        parse_entry(e, n - offset, &f)
+    except ValueError:  # parse_entry's CorruptMessageError: the entry is invalid
+        return -1
+    if check_crc and <int32_t>((crc32(0, e + f.body_at, f.body_len) & 0x7FFFFFFF) if f.body_len else 0) \
+            != rd32(e + 8):
+        return -1
+    global EntryInfo, _tags_code
+    if EntryInfo is None:
+        from mqtools.common.entry_check import EntryInfo
+        from mqtools.common.hashing import tags_code as _tags_code
+    props = _properties(e + f.props_at, f.props_len)
+    return EntryInfo(f.total, PyUnicode_DecodeUTF8(<const char *>e + f.topic_at, f.topic_len, "replace"),
+                     rd32(e + 12), rd64(e + 20), rd64(e + 28), f.sys_flag, rd64(e + 48 + f.born_n + 4),
+                     _tags_code(props.get("TAGS")), props.get("KEYS"), props.get("UNIQ_KEY"), props)
+
+
+def check_entry(buf, Py_ssize_t offset, bint check_crc):
+    """entry_check.check_entry."""
+    return _check(buf, offset, check_crc)
+
+
+def check_entries(buf, Py_ssize_t offset, Py_ssize_t limit, bint check_crc, Py_ssize_t max_count):
+    """entry_check.check_entries: one loop, no Python call per entry but the EntryInfo's."""
+    cdef const unsigned char[:] mv = buf
+    cdef list out = []
+    while len(out) < max_count:
+        info = _check(mv, offset, check_crc)
+        if type(info) is int:
+            return out, offset, info
+        if offset + (<tuple>info)[0] > limit:
+            break
+        out.append(info)
+        offset += <Py_ssize_t>(<tuple>info)[0]
+    return out, offset, 1
+
+
 def walk_sizes(buf, Py_ssize_t offset, bint check_crc):
-    """codec.walk_sizes(buf, offset, check_crc): one loop, each entry checked by _layout's parse_entry (the
-    checks codec.entry_size makes) and its body CRC, no Python call per entry."""
+    """entry_check.walk_sizes(buf, offset, check_crc): one loop, each entry checked by _layout's parse_entry (the
+    checks entry_check.entry_size makes) and its body CRC, no Python call per entry."""
     cdef const unsigned char[:] mv = buf
     cdef Py_ssize_t n = mv.shape[0]
     cdef const unsigned char *e

@@ -19,11 +19,10 @@ import ipaddress
 import struct
 import zlib
 from collections.abc import Callable, Iterator
-from typing import NamedTuple, Protocol
+from typing import Protocol
 
 from mqtools.common import properties as P
 from mqtools.common import speedups
-from mqtools.common.hashing import tags_code
 from mqtools.common.ids import create_offset_msg_id, host_address_bytes
 from mqtools.common.message import Host, Message, MessageExt
 from mqtools.common.sysflag import BORNHOST_V6_FLAG, STOREHOST_V6_FLAG
@@ -227,114 +226,6 @@ def decode_stored(buf, offset: int = 0, check_crc: bool = False, read_body: bool
         reconsume_times=reconsume, prepared_transaction_offset=prepared)
 
 
-class EntryInfo(NamedTuple):
-    """What dispatch needs from one entry (consume queue unit + index keys)."""
-
-    size: int
-    topic: str
-    queue_id: int
-    queue_offset: int
-    phys_offset: int
-    sys_flag: int
-    store_timestamp: int
-    tags_code: int
-    keys: str | None
-    uniq_key: str | None
-    properties: dict[str, str]
-
-
-def entry_size(buf, offset: int, check_crc: bool) -> int:
-    """Size of the valid entry at ``offset``; 0 for a blank record, -1 if invalid. What normal
-    recovery needs: the structural checks and CRC of check_entry without decoding strings."""
-    mv = memoryview(buf)
-    avail = len(mv) - offset
-    if avail < 8:
-        return -1
-    total, magic = INT2.unpack_from(mv, offset)
-    if magic == BLANK_MAGIC:
-        return 0
-    if magic not in (MAGIC_V1, MAGIC_V2) or total < FIXED_V4 + 1 or total > avail:
-        return -1
-    try:
-        header = HEADERS[INT.unpack_from(mv, offset + 36)[0] & 0x30]
-        crc = INT.unpack_from(mv, offset + 8)[0]
-        body_len = INT.unpack_from(mv, offset + header.size - 4)[0]
-        body_end = offset + header.size + body_len
-        if body_len < 0 or body_end + 3 > offset + total:
-            return -1
-        if magic == MAGIC_V1:
-            topic_len, t = mv[body_end], body_end + 1
-            if topic_len > 127:
-                return -1
-        else:
-            topic_len, t = SHORT.unpack_from(mv, body_end)[0], body_end + 2
-            if topic_len < 0:
-                return -1
-        props_len = SHORT.unpack_from(mv, t + topic_len)[0]
-        if props_len < 0 or t + topic_len + 2 + props_len != offset + total:
-            return -1
-    except (struct.error, IndexError):
-        return -1
-    if check_crc and body_crc(mv[offset + header.size:body_end]) != crc:
-        return -1
-    return total
-
-
-def walk_sizes(buf, offset: int, check_crc: bool) -> tuple[int, int]:
-    """entry_size from ``offset``, entry after entry, while they are valid: where the walk stopped and
-    entry_size's answer there (0 a blank record; -1 an invalid entry, or the buffer's end). Normal
-    recovery walks the last files so; the compiled twin does it without a call per entry."""
-    while True:
-        size = entry_size(buf, offset, check_crc)
-        if size <= 0:
-            return offset, size
-        offset += size
-
-
-def check_entry(buf, offset: int, check_crc: bool) -> EntryInfo | int:
-    """Validate the entry at ``offset`` for recovery and dispatch.
-
-    Returns its EntryInfo, ``0`` for an end-of-file blank record, ``-1`` for anything invalid
-    (zeros, bad magic, torn or inconsistent entry, CRC mismatch when asked). Lighter than
-    decode_stored: hosts, body and message id are not materialised.
-    """
-    mv = memoryview(buf)
-    avail = len(mv) - offset
-    if avail < 8:
-        return -1
-    total, magic = INT2.unpack_from(mv, offset)
-    if magic == BLANK_MAGIC:
-        return 0
-    if magic not in (MAGIC_V1, MAGIC_V2) or total < FIXED_V4 + 1 or total > avail:
-        return -1
-    try:
-        header = HEADERS[INT.unpack_from(mv, offset + 36)[0] & 0x30]
-        fields = header.unpack_from(mv, offset)
-        body_len = fields[16]
-        p = offset + header.size
-        body_end = p + body_len
-        if body_len < 0 or body_end + 3 > offset + total:
-            return -1
-        if magic == MAGIC_V1:
-            topic_len, t = mv[body_end], body_end + 1
-            if topic_len > 127:
-                return -1
-        else:
-            topic_len, t = SHORT.unpack_from(mv, body_end)[0], body_end + 2
-        props_len = SHORT.unpack_from(mv, t + topic_len)[0]
-        pp = t + topic_len + 2
-        if props_len < 0 or pp + props_len != offset + total:
-            return -1
-        if check_crc and body_crc(mv[p:body_end]) != fields[2]:
-            return -1
-        topic = bytes(mv[t:t + topic_len]).decode(errors="replace")
-        props = P.string_to_properties(bytes(mv[pp:pp + props_len]).decode(errors="replace"))
-    except (struct.error, IndexError, UnicodeDecodeError):
-        return -1
-    return EntryInfo(total, topic, fields[3], fields[5], fields[6], fields[7], fields[11],
-                     tags_code(props.get(P.TAGS)), props.get(P.KEYS), props.get(P.UNIQ_KEY), props)
-
-
 # ---------------------------------------------------------------------------- batch body
 
 BATCH_HEAD = struct.Struct(">iiiii")  # TOTALSIZE, MAGICCODE(0), BODYCRC(0), FLAG, BODY length
@@ -490,4 +381,4 @@ if _compiled is not None:
     encode_batch = _compiled.encode_batch
     batch_entries = _compiled.batch_entries
     write_stored = _compiled.write_stored
-    walk_sizes = _compiled.walk_sizes
+

@@ -20,11 +20,10 @@ from mqtools.common.codec import (
     BLANK_MAGIC,
     END_FILE_MIN_BLANK_LENGTH,
     INT,
-    check_entry,
     stored_size,
-    walk_sizes,
     write_stored,
 )
+from mqtools.common.entry_check import EntryInfo, check_entries, check_entry, walk_sizes
 from mqtools.common.ids import create_offset_msg_id
 from mqtools.common.message import Host, MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.sysflag import is_consumable
@@ -190,9 +189,19 @@ class CommitLog:
         pos = offset - mf.start
         return check_entry(mf.mv[:mf.wrote] if mf.wrote < mf.size else mf.mv, pos, check_crc), mf
 
+    def scan_run(self, offset: int, end: int, max_count: int) -> tuple[list[EntryInfo], int, int, MappedFile | None]:
+        """Like scan, entry after entry within one file, the entries ending by ``end`` (entry_check.check_entries,
+        no CRC check): those entries, where the walk stopped, check_entries' reason there, and the file."""
+        mf = self.queue.find(offset)
+        if mf is None:
+            return [], offset, -1, None
+        infos, stop, why = check_entries(mf.mv[:mf.wrote] if mf.wrote < mf.size else mf.mv, offset - mf.start,
+                                         end - mf.start, False, max_count)
+        return infos, mf.start + stop, why, mf
+
     def walk_sizes(self, offset: int, check_crc: bool) -> tuple[int, int, MappedFile | None]:
         """Like scan, entry after entry within one file, sizes only (normal recovery: nothing is dispatched):
-        where the walk stopped, codec.walk_sizes' answer there (0 a blank record, -1 invalid or the end of what
+        where the walk stopped, entry_check.walk_sizes' answer there (0 a blank record, -1 invalid or the end of what
         is written), and the file."""
         mf = self.queue.find(offset)
         if mf is None:

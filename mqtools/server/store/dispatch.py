@@ -17,7 +17,7 @@ import logging
 from collections.abc import Callable, Container
 
 from mqtools.common import properties as P
-from mqtools.common.codec import EntryInfo
+from mqtools.common.entry_check import EntryInfo
 from mqtools.common.hashing import tags_code as java_tags_code
 from mqtools.common.sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE, is_consumable
 from mqtools.common.topics import SCHEDULE_TOPIC
@@ -29,6 +29,9 @@ from mqtools.server.store.encoding import BatchUnit, UnitValues
 from mqtools.server.store.index import IndexService
 
 log = logging.getLogger(__name__)
+
+#: The most entries reput takes from the commitlog at once (then the index header is written, as every 1,024).
+REPUT_RUN = 1024
 
 #: ``cb(topic, queue_id, logic_offset_after, tags_code, store_ts)`` after a message is dispatched.
 ArrivalListener = Callable[[str, int, int, int, int | None], None]
@@ -186,18 +189,18 @@ class DispatchService:
         cl = self.commitlog
         end = cl.max_offset if limit is None else min(cl.max_offset, limit)
         while self.reput_offset < end:
-            result, mf = cl.scan(self.reput_offset, False)
-            if isinstance(result, EntryInfo) and self.reput_offset + result.size > end:
-                break
-            if isinstance(result, EntryInfo):
-                self.dispatch_entry(result)
-                self.reput_offset += result.size
-                count += 1
-                if count % 1024 == 0:
-                    self.index.write_header()
+            infos, _, why, mf = cl.scan_run(self.reput_offset, end, REPUT_RUN)
+            for info in infos:
+                self.dispatch_entry(info)
+                self.reput_offset += info.size
+            count += len(infos)
+            if why == 1:
+                if len(infos) < REPUT_RUN:
+                    break  # the next entry ends past `end`: it waits
+                self.index.write_header()
             elif mf is None:
                 break
-            elif result == 0 or (mf.wrote == mf.size and self.reput_offset >= mf.start + mf.size):
+            elif why == 0 or (mf.wrote == mf.size and self.reput_offset >= mf.start + mf.size):
                 # an end-of-file blank record, or the end of a full file: go on in the next file
                 self.reput_offset = cl.next_file_start(self.reput_offset)
             else:

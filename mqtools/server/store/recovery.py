@@ -14,7 +14,8 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from mqtools.common.codec import INT2, MAGIC_V1, MAGIC_V2, EntryInfo
+from mqtools.common.codec import INT2, MAGIC_V1, MAGIC_V2
+from mqtools.common.entry_check import EntryInfo
 from mqtools.server.store.checkpoint import StoreCheckpoint
 from mqtools.server.store.commitlog import CommitLog
 from mqtools.server.store.config import MessageStoreConfig

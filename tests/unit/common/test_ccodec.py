@@ -14,7 +14,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from support.puresupport import pure_copy
 
-from mqtools.common import codec, hashing, ids, properties, speedups
+from mqtools.common import codec, entry_check, hashing, ids, properties, speedups
 from mqtools.common.codec import CorruptMessageError, encode_batch, encode_stored
 from mqtools.common.hashing import tags_code
 from mqtools.common.message import Message, MessageExt
@@ -29,6 +29,7 @@ needs_compiled = pytest.mark.skipif(ccodec is None, reason="compiled codec not b
 
 
 pure_codec = pure_copy(codec)
+pure_entry_check = pure_copy(entry_check)
 pure_properties = pure_copy(properties)
 pure_hashing = pure_copy(hashing)
 pure_index = pure_copy(index)
@@ -347,24 +348,30 @@ def test_index_put_entries_refuses_entries_past_the_mapping_alike() -> None:
 @given(bodies=st.lists(st.binary(max_size=40), min_size=1, max_size=5), host=hosts, long_topic=st.booleans(),
        blank_at=st.none() | st.integers(0, 4), cut=st.integers(0, 600),
        flips=st.lists(st.tuples(st.integers(0, 599), st.integers(0, 255)), max_size=3), start=st.integers(0, 3),
-       check_crc=st.booleans())
-def test_walk_sizes_stops_where_and_as_the_pure_walk_does(bodies: list[bytes], host: tuple[str, int],
-                                                          long_topic: bool, blank_at: int | None, cut: int,
-                                                          flips: list[tuple[int, int]], start: int,
-                                                          check_crc: bool) -> None:
-    """Normal recovery's walk over a file: whole entries (v1 and v2 topics, IPv4 and IPv6 hosts), a blank record,
-    damage and a torn end; from an entry's start or from inside one."""
+       check_crc=st.booleans(), extra=props)
+def test_the_walks_stop_where_and_as_the_pure_walks_do(bodies: list[bytes], host: tuple[str, int],
+                                                       long_topic: bool, blank_at: int | None, cut: int,
+                                                       flips: list[tuple[int, int]], start: int,
+                                                       check_crc: bool, extra: dict[str, str]) -> None:
+    """Normal recovery's walk and a slave's dispatch walk over a file: whole entries (v1 and v2 topics, IPv4 and
+    IPv6 hosts, any properties), a blank record, damage and a torn end; from an entry's start or from inside one."""
     entries = [encode_stored(MessageExt(topic="T" * (130 if long_topic else 1), body=body, born_host=host,
-                                        store_host=host, properties={"TAGS": "x"})) for body in bodies]
+                                        store_host=host, properties={"TAGS": "x", "KEYS": "k1 k2", **extra}))
+               for body in bodies]
     if blank_at is not None and blank_at < len(entries):
         entries.insert(blank_at, struct.pack(">ii", 8, codec.BLANK_MAGIC))
     raw = b"".join(entries)
     raw = damage(raw, flips, cut) if flips or cut < len(raw) else raw
     offset = sum(len(e) for e in entries[:start]) if start < len(entries) else start
     offset = min(offset, len(raw))
-    assert ccodec.walk_sizes(raw, offset, check_crc) == pure_codec.walk_sizes(raw, offset, check_crc)
-    assert ccodec.walk_sizes(memoryview(bytearray(raw)), offset, check_crc) == pure_codec.walk_sizes(raw, offset,
+    assert ccodec.walk_sizes(raw, offset, check_crc) == pure_entry_check.walk_sizes(raw, offset, check_crc)
+    assert ccodec.walk_sizes(memoryview(bytearray(raw)), offset, check_crc) == pure_entry_check.walk_sizes(raw, offset,
                                                                                                        check_crc)
+    # a slave's dispatch walk over the same bytes: the same entries (fields, properties), the same stop
+    assert ccodec.check_entry(raw, offset, check_crc) == pure_entry_check.check_entry(raw, offset, check_crc)
+    for limit, max_count in ((len(raw), 10), (len(raw) // 2, 10), (len(raw), 1), (offset, 3)):
+        assert ccodec.check_entries(memoryview(bytearray(raw)), offset, limit, check_crc, max_count) == \
+            pure_entry_check.check_entries(raw, offset, limit, check_crc, max_count), (limit, max_count)
 
 
 @needs_compiled
@@ -374,10 +381,10 @@ def test_walk_sizes_reaches_every_kind_of_stop() -> None:
     cases = {"the end": (entry * 3, (3 * len(entry), -1)), "a blank": (entry + blank + entry, (len(entry), 0)),
              "torn": (entry + entry[:50], (len(entry), -1)), "empty": (b"", (0, -1))}
     for name, (raw, expected) in cases.items():
-        for walk in (ccodec.walk_sizes, pure_codec.walk_sizes):
+        for walk in (ccodec.walk_sizes, pure_entry_check.walk_sizes):
             assert walk(raw, 0, True) == expected, name
     damaged = bytearray(entry)
     damaged[damaged.index(b"abc")] ^= 0x01  # the body: only the CRC notices
-    for walk in (ccodec.walk_sizes, pure_codec.walk_sizes):
+    for walk in (ccodec.walk_sizes, pure_entry_check.walk_sizes):
         assert walk(bytes(damaged), 0, True) == (0, -1)
         assert walk(bytes(damaged), 0, False) == (len(entry), -1)

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mqtools.common import codec
+from mqtools.common import codec, entry_check
 from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored, encode_stored
 from mqtools.common.hashing import index_key_hash, java_hash, tags_code
@@ -107,7 +107,7 @@ def test_decode_rejects_corruption(mutate):
         raw = bytearray(len(raw))
     with pytest.raises(CorruptMessageError):
         decode_stored(bytes(raw), check_crc=True)
-    assert codec.check_entry(bytes(raw), 0, True) == -1
+    assert entry_check.check_entry(bytes(raw), 0, True) == -1
 
 
 def test_crc_mismatch_only_rejected_when_checked():
@@ -118,7 +118,7 @@ def test_crc_mismatch_only_rejected_when_checked():
 
 def test_blank_record_is_recognised():
     blank = struct.pack(">ii", 100, codec.BLANK_MAGIC)
-    assert codec.check_entry(blank, 0, True) == 0
+    assert entry_check.check_entry(blank, 0, True) == 0
 
 
 def test_java_hash_matches_jvm_values():
@@ -221,7 +221,7 @@ def test_dispatch_values_match_full_parse(props, trailing):
        st.sampled_from([("1.2.3.4", 1), ("::1", 2)]), st.integers(0, 2**40))
 def test_check_entry_agrees_with_decode(body, topic, host, phys):
     raw = encode_stored(_sample(body=body, topic=topic, born_host=host, commit_log_offset=phys))
-    info = codec.check_entry(raw, 0, True)
+    info = entry_check.check_entry(raw, 0, True)
     msg = decode_stored(raw, check_crc=True)
     assert (info.size, info.topic, info.queue_offset, info.phys_offset, info.store_timestamp) == (
         msg.store_size, msg.topic, msg.queue_offset, msg.commit_log_offset, msg.store_timestamp)
@@ -233,9 +233,9 @@ def test_check_entry_agrees_with_decode(body, topic, host, phys):
 def test_garbage_never_crashes_the_decoders(noise, cut):
     raw = bytearray(encode_stored(_sample()))
     raw[cut:cut + len(noise)] = noise
-    info = codec.check_entry(bytes(raw), 0, True)
-    assert info in (-1, 0) or isinstance(info, codec.EntryInfo)
-    assert codec.entry_size(bytes(raw), 0, True) == (info.size if isinstance(info, codec.EntryInfo) else info)
+    info = entry_check.check_entry(bytes(raw), 0, True)
+    assert info in (-1, 0) or isinstance(info, entry_check.EntryInfo)
+    assert entry_check.entry_size(bytes(raw), 0, True) == (info.size if isinstance(info, entry_check.EntryInfo) else info)
     try:
         decode_stored(bytes(raw), check_crc=True)
     except CorruptMessageError:
