@@ -2,8 +2,11 @@
 
 Apache's broker is the baseline: the figures say how far mq's broker is from the server it imitates,
 under the same clients. Each side gets its own name server and broker (ASYNC_MASTER, ASYNC_FLUSH,
-1 GiB commitlog files), the topics (8 queues) created before the load; Apache's side runs first, and a
-side's processes are stopped before the next side starts, so each broker has the machine to itself.
+1 GiB commitlog files), the topics (8 queues) created before the load. Both sides are up at once and take
+each case in turn, one right after the other (who goes first alternates from round to round, --rounds): a
+shared machine whose speed drifts over minutes (30% within half an hour, seen here) then moves both
+figures of a case together instead of deciding the ratio; the side not under load idles meanwhile (its CPU
+over the case is printed as `idle`).
 
   a  Apache's Java client (our harness, tests/reference/java, rocketmq-client 4.9.8): sync sends from 1
      and 64 threads (send1, send64), async sends with 256 in flight (async256), batches of 32 (batch32)
@@ -31,7 +34,10 @@ seconds) and msgs/s per broker core, the broker's RSS after the case (MiB; both 
 commitlog, so RSS counts the page cache they touched; `anon` is RssAnon, the rest), then mq/Apache.
 No targets: the figures are reported, not judged.
 
-Usage: .venv/bin/python bench/reference.py [--seconds 10] [--backlog 200000]
+With --rounds N (default 1) every case runs N times on each side; a case's line gives each side's median
+round (by msgs/s) and the median of the rounds' ratios, with every round's ratio.
+
+Usage: .venv/bin/python bench/reference.py [--seconds 10] [--backlog 200000] [--rounds 1]
        [--cases a,b,c,d,e] [--startups 3] [--dir D] [--apache 4.9.7|5.5.0]
 """
 
@@ -41,6 +47,7 @@ import argparse
 import asyncio
 import functools
 import signal
+import statistics
 import sys
 import tempfile
 import threading
@@ -94,6 +101,8 @@ SYNC_CASE = ("--mode", "sync", "--threads", "64")
 RELEASES = {"4.9.7": "apache-4", "5.5.0": "apache-5"}
 CASES = {"a": list(JAVA_SENDS), "b": list(PY_SENDS), "c": ["consume_java", "consume_py"], "d": ["sync64_slave"],
          "e": ["startup"]}
+#: case -> side name -> its rounds' figures (the start-up case keeps one dict of figures per side).
+Results = dict[str, dict[str, Any]]
 #: (e): how often the start-up probe sends, and how long it tries.
 PROBE_STEP, STARTUP_TIMEOUT = 0.02, 120.0
 
@@ -111,6 +120,11 @@ class Side:
     namesrv: str
     pid: int
     slave_pid: int | None = None
+
+    @property
+    def pids(self) -> list[int]:
+        """The broker's and its slave's."""
+        return [self.pid] + ([self.slave_pid] if self.slave_pid else [])
 
 
 def prepare(namesrv: str, brokers: int) -> None:
@@ -187,7 +201,7 @@ def mq_side(root: Path, sync: bool) -> Iterator[Side]:
 def measured(side: Side, case: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """`case`'s figures ("msgs", "elapsed" seconds, ...) with msgs/s, the broker's (and slave's) CPU
     microseconds per message over it, and the broker's memory after it."""
-    pids = [side.pid] + ([side.slave_pid] if side.slave_pid else [])
+    pids = side.pids
     before = [broker_send.cpu_seconds(pid) for pid in pids]
     result = case()
     cpu = [broker_send.cpu_seconds(pid) - b for pid, b in zip(pids, before, strict=True)]
@@ -334,7 +348,7 @@ def startup(name: str, root: Path, release: str) -> dict[str, Any]:
             done()
 
 
-def startups(work: Path, count: int, res: dict[str, dict[str, dict]], release: str) -> None:
+def startups(work: Path, count: int, res: Results, release: str) -> None:
     """(e) `count` times on each side, Apache first; the median start-up of each."""
     for name in ("apache", "mq"):
         runs = []
@@ -345,27 +359,36 @@ def startups(work: Path, count: int, res: dict[str, dict[str, dict]], release: s
         res.setdefault("startup", {})[name] = {**best, "runs": [round(r["total_s"], 3) for r in runs]}
 
 
-def run_side(side: Side, letters: list[str], args: argparse.Namespace, res: dict[str, dict[str, dict]]) -> None:
-    """The selected cases of a, b, c on one side's ASYNC_MASTER, in that order."""
-    def record(case: str, figures: dict[str, Any]) -> None:
-        res.setdefault(case, {})[side.name] = figures
-
+def run_cases(sides: list[Side], letters: list[str], args: argparse.Namespace, res: Results, rnd: int) -> None:
+    """The selected cases of a, b, c, each on every side in turn (the order alternating by round)."""
+    order = sides if rnd % 2 == 0 else sides[::-1]
     if "a" in letters:
         for case, (options, guess) in JAVA_SENDS.items():
-            note(f"{side.name}: {case} (Java client)")
-            record(case, java_send(side, options, guess, args.seconds))
+            each(order, case, rnd, res, lambda s, o=options, g=guess: java_send(s, o, g, args.seconds))
     if "b" in letters:
         for case, (kind, inflight, auto) in PY_SENDS.items():
-            note(f"{side.name}: {case} (Python Producer)")
-            record(case, py_send(side, kind, inflight, auto, args.seconds))
+            each(order, case, rnd, res, lambda s, k=kind, i=inflight, a=auto: py_send(s, k, i, a, args.seconds))
     if "c" in letters:
-        note(f"{side.name}: writing a backlog of {args.backlog:,} messages (Java client, batches of 32)")
-        java_produce(side.namesrv, BACKLOG_TOPIC, args.backlog, ("--mode", "batch", "--batch-size", "32"))
-        note(f"{side.name}: consume_java")
-        record("consume_java", measured(side, lambda: java_consume(side, args.backlog)))
-        note(f"{side.name}: consume_py")
-        record("consume_py", measured(side, lambda: run_client(push_drain(side.namesrv, args.backlog,
-                                                                          60 + args.backlog / 1000))))
+        if rnd == 0:
+            for side in order:
+                note(f"{side.name}: writing a backlog of {args.backlog:,} messages (Java client, batches of 32)")
+                java_produce(side.namesrv, BACKLOG_TOPIC, args.backlog, ("--mode", "batch", "--batch-size", "32"))
+        each(order, "consume_java", rnd, res, lambda s: measured(s, lambda: java_consume(s, args.backlog)))
+        each(order, "consume_py", rnd, res, lambda s: measured(s, lambda: run_client(
+            push_drain(s.namesrv, args.backlog, 60 + args.backlog / 1000))))
+
+
+def each(order: list[Side], case: str, rnd: int, res: Results, run: Callable[[Side], dict[str, Any]]) -> None:
+    """`run` on every side of `order`, one after the other, with the CPU the sides not under load use meanwhile."""
+    for side in order:
+        note(f"{side.name}: {case}" + (f" (round {rnd + 1})" if rnd else ""))
+        idle = [(other, [broker_send.cpu_seconds(pid) for pid in other.pids]) for other in order if other is not side]
+        t0 = time.perf_counter()
+        figures = run(side)
+        span = max(time.perf_counter() - t0, 1e-3)
+        figures["other_idle_cores"] = max((sum(broker_send.cpu_seconds(pid) for pid in other.pids) - sum(before)) / span
+                                    for other, before in idle) if idle else 0.0
+        res.setdefault(case, {}).setdefault(side.name, []).append(figures)
 
 
 def side_text(r: dict[str, Any]) -> str:
@@ -378,24 +401,34 @@ def side_text(r: dict[str, Any]) -> str:
             f"{per_core} msgs/s/core, rss {r['rss']:.0f} MiB (anon {r['anon']:.0f}){errors}")
 
 
-def ratios(r: dict[str, dict[str, Any]]) -> tuple[str, str]:
-    """mq/Apache: msgs/s, and msgs/s per broker core (= Apache's CPU per message over mq's; n/a when a
-    run was too short for psutil's 10 ms CPU ticks)."""
-    a, m = r["apache"], r["mq"]
-    per_core = f"{a['cpu_us'] / m['cpu_us']:.2f}" if a["cpu_us"] and m["cpu_us"] else "n/a"
-    return f"{m['msgs_s'] / max(a['msgs_s'], 1e-9):.2f}", per_core
+def ratios(r: dict[str, list[dict[str, Any]]]) -> tuple[str, str, str]:
+    """mq/Apache, the median over the rounds: msgs/s, and msgs/s per broker core (= Apache's CPU per message
+    over mq's; n/a when a run was too short for psutil's 10 ms CPU ticks); and each round's msgs/s ratio."""
+    pairs = list(zip(r["apache"], r["mq"], strict=True))
+    speeds = [m["msgs_s"] / max(a["msgs_s"], 1e-9) for a, m in pairs]
+    cores = [a["cpu_us"] / m["cpu_us"] for a, m in pairs if a["cpu_us"] and m["cpu_us"]]
+    rounds = f" (rounds {' '.join(f'{x:.2f}' for x in speeds)})" if len(speeds) > 1 else ""
+    return f"{statistics.median(speeds):.2f}", f"{statistics.median(cores):.2f}" if cores else "n/a", rounds
 
 
-def report(res: dict[str, dict[str, dict]], args: argparse.Namespace) -> None:
+def median_round(runs: list[dict[str, Any]]) -> dict[str, Any]:
+    """The round with the median msgs/s (the lower middle one of an even count)."""
+    return sorted(runs, key=lambda r: r["msgs_s"])[(len(runs) - 1) // 2]
+
+
+def report(res: Results, args: argparse.Namespace) -> None:
     """One line per case, then the summary line."""
     done = [case for case in (c for letter in "abcd" for c in CASES[letter]) if len(res.get(case, {})) == 2]
     for case in done:
-        speed, per_core = ratios(res[case])
-        print(f"{case}: Apache {side_text(res[case]['apache'])} | mq {side_text(res[case]['mq'])} | "
-              f"mq/Apache {speed}, per core {per_core}, rss {res[case]['mq']['rss'] / res[case]['apache']['rss']:.2f}",
-              flush=True)
-    peak = {side: max((res[c][side]["rss"] for c in done), default=0.0) for side in ("apache", "mq")}
-    anon = {side: max((res[c][side]["anon"] for c in done), default=0.0) for side in ("apache", "mq")}
+        speed, per_core, rounds = ratios(res[case])
+        a, m = median_round(res[case]["apache"]), median_round(res[case]["mq"])
+        print(f"{case}: Apache {side_text(a)} | mq {side_text(m)} | mq/Apache {speed}{rounds}, per core {per_core}, "
+              f"rss {m['rss'] / a['rss']:.2f}", flush=True)
+    peak = {side: max((r["rss"] for c in done for r in res[c][side]), default=0.0) for side in ("apache", "mq")}
+    anon = {side: max((r["anon"] for c in done for r in res[c][side]), default=0.0) for side in ("apache", "mq")}
+    # what a side used while it idled, as the runs of the other side recorded it
+    idle = {side: max((r.get("other_idle_cores", 0.0) for c in done for r in res[c][other]), default=0.0)
+            for side, other in (("apache", "mq"), ("mq", "apache"))}
     speeds = " ".join(f"{case} {ratios(res[case])[0]}" for case in done)
     if len(start := res.get("startup", {})) == 2:
         a, m = start["apache"], start["mq"]
@@ -404,12 +437,14 @@ def report(res: dict[str, dict[str, dict]], args: argparse.Namespace) -> None:
               f"broker rss {m['rss']:.0f} MiB) | mq/Apache {m['total_s'] / a['total_s']:.2f}", flush=True)
         speeds += f" startup {m['total_s'] / a['total_s']:.2f}"
     cores = " ".join(f"{case} {ratios(res[case])[1]}" for case in done)
+    idle_text = (f", idle while the other side ran at most {idle['apache']:.2f} cores (Apache) and {idle['mq']:.2f} (mq)"
+                 if done else "")
     memory_text = (f"rss peak {peak['mq'] / max(peak['apache'], 1e-9):.2f} (mq {peak['mq']:.0f} / Apache "
                    f"{peak['apache']:.0f} MiB), anon {anon['mq'] / max(anon['apache'], 1e-9):.2f} (mq {anon['mq']:.0f} / "
                    f"Apache {anon['apache']:.0f} MiB)") if done else "rss n/a (no load case run)"
     print(f"reference (Apache RocketMQ {SETS[RELEASES[args.apache]].name.removeprefix('apache-')} vs mq, 1 KiB, ASYNC_FLUSH, "
           f"{args.seconds:g} s per case, backlog {args.backlog:,}, client loop {client_loop()}): mq/Apache "
-          f"{speeds.strip() or 'n/a'} | per broker core {cores or 'n/a'} | {memory_text}", flush=True)
+          f"{speeds.strip() or 'n/a'} | per broker core {cores or 'n/a'} | {memory_text}{idle_text}", flush=True)
 
 
 def _terminate(signum: int, frame: object) -> None:
@@ -422,6 +457,7 @@ def main() -> int:
     parser.add_argument("--backlog", type=int, default=200_000, help="messages the consumers drain (c)")
     parser.add_argument("--cases", default="a,b,c,d,e", help="which of a,b,c,d,e to run")
     parser.add_argument("--startups", type=int, default=3, help="start-ups per side (e)")
+    parser.add_argument("--rounds", type=int, default=1, help="runs of each case of a-d per side (medians reported)")
     parser.add_argument("--dir", type=Path, help="work directory (kept; default: a temp dir, removed)")
     parser.add_argument("--apache", choices=sorted(RELEASES), default="4.9.7",
                         help="the Apache RocketMQ release on the other side (name server and broker)")
@@ -436,7 +472,7 @@ def main() -> int:
                   file=sys.stderr)
             return 2
     signal.signal(signal.SIGTERM, _terminate)
-    res: dict[str, dict[str, dict]] = {}
+    res: Results = {}
     with ExitStack() as stack:
         stack.callback(apache.kill_all)
         if args.dir is not None:
@@ -446,16 +482,17 @@ def main() -> int:
             work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mq-bench-reference-")))
         note(f"work dir {work}")
         apache_start = functools.partial(apache_side, release=release)
-        for name, start in (("apache", apache_start), ("mq", mq_side)):
-            if set(letters) & {"a", "b", "c"}:
-                note(f"{name}: starting a name server and an ASYNC_MASTER broker")
-                with start(work / name, False) as side:
-                    run_side(side, letters, args, res)
+        if set(letters) & {"a", "b", "c"}:
+            note("starting a name server and an ASYNC_MASTER broker on each side")
+            with apache_start(work / "apache", False) as apache_one, mq_side(work / "mq", False) as mq_one:
+                for rnd in range(args.rounds):
+                    run_cases([apache_one, mq_one], letters, args, res, rnd)
         if "d" in letters:
-            for name, start in (("apache", apache_start), ("mq", mq_side)):
-                note(f"{name}: starting a name server, a SYNC_MASTER and its slave; sync64_slave (Java client)")
-                with start(work / f"{name}-sync", True) as side:
-                    res.setdefault("sync64_slave", {})[name] = java_send_with_slave(side, args.seconds)
+            note("starting a name server, a SYNC_MASTER and its slave on each side; sync64_slave (Java client)")
+            with apache_start(work / "apache-sync", True) as apache_two, mq_side(work / "mq-sync", True) as mq_two:
+                for rnd in range(args.rounds):
+                    order = [apache_two, mq_two] if rnd % 2 == 0 else [mq_two, apache_two]
+                    each(order, "sync64_slave", rnd, res, lambda s: java_send_with_slave(s, args.seconds))
         if "e" in letters:
             startups(work, args.startups, res, release)
     report(res, args)
