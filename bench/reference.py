@@ -5,8 +5,10 @@ under the same clients. Each side gets its own name server and broker (ASYNC_MAS
 1 GiB commitlog files), the topics (8 queues) created before the load. Both sides are up at once and take
 each case in turn, one right after the other (who goes first alternates from round to round, --rounds): a
 shared machine whose speed drifts over minutes (30% within half an hour, seen here) then moves both
-figures of a case together instead of deciding the ratio; the side not under load idles meanwhile (its CPU
-over the case is printed as `idle`).
+figures of a case together instead of deciding the ratio. The side not under load is stopped meanwhile
+(SIGSTOP, then SIGCONT: an idle JVM broker used up to 0.12 cores), and what it used all the same is printed
+(`idle`). A side's first round is its JVM's first minutes: Apache's send1 then ran at 0.4-0.6 of its
+later rounds' rate, which --rounds 3 keeps out of the median.
 
   a  Apache's Java client (our harness, tests/reference/java, rocketmq-client 4.9.8): sync sends from 1
      and 64 threads (send1, send64), async sends with 256 in flight (async256), batches of 32 (batch32)
@@ -46,6 +48,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
+import os
 import signal
 import statistics
 import sys
@@ -120,6 +123,8 @@ class Side:
     namesrv: str
     pid: int
     slave_pid: int | None = None
+    #: Every process of the side (name server included): stopped (SIGSTOP) while the other side runs a case.
+    every_pid: tuple[int, ...] = ()
 
     @property
     def pids(self) -> list[int]:
@@ -169,7 +174,7 @@ def apache_side(root: Path, sync: bool, release: str = RELEASES["4.9.7"]) -> Ite
                                         brokerRole="SLAVE", **STORE)
             procs.append(slave)
         prepare(namesrv.addr, 2 if sync else 1)
-        yield Side("apache", namesrv.addr, master.pid, slave.pid if slave else None)
+        yield Side("apache", namesrv.addr, master.pid, slave.pid if slave else None, tuple(p.pid for p in procs))
     finally:
         for proc in reversed(procs):
             proc.kill()
@@ -192,7 +197,7 @@ def mq_side(root: Path, sync: bool) -> Iterator[Side]:
             slave = start_broker(root, namesrv.addr, "slave", brokerId="1", brokerRole="SLAVE", **common)
             procs.append(slave)
         prepare(namesrv.addr, 2 if sync else 1)
-        yield Side("mq", namesrv.addr, master.pid, slave.pid if slave else None)
+        yield Side("mq", namesrv.addr, master.pid, slave.pid if slave else None, tuple(p.pid for p in procs))
     finally:
         for proc in reversed(procs):
             proc.stop()
@@ -359,6 +364,19 @@ def startups(work: Path, count: int, res: Results, release: str) -> None:
         res.setdefault("startup", {})[name] = {**best, "runs": [round(r["total_s"], 3) for r in runs]}
 
 
+@contextmanager
+def paused(pids: list[int]) -> Iterator[None]:
+    """SIGSTOP `pids` for the block, SIGCONT after (also when it fails)."""
+    for pid in pids:
+        os.kill(pid, signal.SIGSTOP)
+    try:
+        yield
+    finally:
+        for pid in pids:
+            with suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+
 def run_cases(sides: list[Side], letters: list[str], args: argparse.Namespace, res: Results, rnd: int) -> None:
     """The selected cases of a, b, c, each on every side in turn (the order alternating by round)."""
     order = sides if rnd % 2 == 0 else sides[::-1]
@@ -379,12 +397,15 @@ def run_cases(sides: list[Side], letters: list[str], args: argparse.Namespace, r
 
 
 def each(order: list[Side], case: str, rnd: int, res: Results, run: Callable[[Side], dict[str, Any]]) -> None:
-    """`run` on every side of `order`, one after the other, with the CPU the sides not under load use meanwhile."""
+    """`run` on every side of `order`, one after the other, the other side's processes stopped meanwhile (an idle
+    JVM broker used up to 0.12 cores while mq's ran), and the CPU they used all the same (none, when stopped)."""
     for side in order:
         note(f"{side.name}: {case}" + (f" (round {rnd + 1})" if rnd else ""))
-        idle = [(other, [broker_send.cpu_seconds(pid) for pid in other.pids]) for other in order if other is not side]
+        others = [other for other in order if other is not side]
+        idle = [(other, [broker_send.cpu_seconds(pid) for pid in other.pids]) for other in others]
         t0 = time.perf_counter()
-        figures = run(side)
+        with paused([pid for other in others for pid in other.every_pid]):
+            figures = run(side)
         span = max(time.perf_counter() - t0, 1e-3)
         figures["other_idle_cores"] = max((sum(broker_send.cpu_seconds(pid) for pid in other.pids) - sum(before)) / span
                                     for other, before in idle) if idle else 0.0
