@@ -120,6 +120,8 @@ def check_entry(buf, offset: int, check_crc: bool) -> EntryInfo | int:
                 return -1
         else:
             topic_len, t = SHORT.unpack_from(mv, body_end)[0], body_end + 2
+            if topic_len < 0:
+                return -1
         props_len = SHORT.unpack_from(mv, t + topic_len)[0]
         pp = t + topic_len + 2
         if props_len < 0 or pp + props_len != offset + total:

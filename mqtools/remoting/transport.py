@@ -117,7 +117,7 @@ class RemotingConnection(asyncio.Protocol):
             self.close()
             return
         self._reading = True
-        last = commands[-1] if commands else None
+        last = commands[-1] if commands and self._after_read is not None else None  # deferred work needs the hook
         try:
             for cmd in commands:
                 if cmd.flag & FLAG_RESPONSE:  # not the is_response property: this runs for every command

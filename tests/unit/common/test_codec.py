@@ -253,3 +253,18 @@ def test_drop_property_leaves_the_rest_as_decoded(props, wait, at):
     expected = P.string_to_properties(text)
     expected.pop(P.WAIT)
     assert P.string_to_properties(P.drop_property(text, P.WAIT, wait)) == expected
+
+
+def test_a_negative_v2_topic_length_is_invalid_even_where_the_lengths_would_add_up():
+    """A topic length of -3 makes the properties' length the body's last byte and the length's own 0xFF: 0x01FF
+    when the body ends in 0x01, which the bytes after it can be made to match; entry_size (and the compiled check)
+    refused such an entry, and check_entry must too, or a slave would dispatch garbage."""
+    props = {"p": "x" * 375}  # 378 bytes encoded: 1 + 130 + 2 + 378 bytes follow the body's end + 1
+    raw = bytearray(encode_stored(_sample(body=b"ab\x01", topic="T" * 130, properties=props)))  # v2: a long topic
+    assert struct.unpack_from(">i", raw, 4)[0] == codec.MAGIC_V2
+    body_end = raw.index(b"ab\x01") + 3
+    assert len(raw) - (body_end + 1) == 0x01FF
+    struct.pack_into(">h", raw, body_end, -3)
+    assert entry_check.entry_size(bytes(raw), 0, False) == -1
+    assert entry_check.check_entry(bytes(raw), 0, False) == -1
+    assert entry_check.check_entries(bytes(raw), 0, len(raw), False, 4) == ([], 0, -1)
