@@ -15,7 +15,7 @@ import heapq
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 
 class Replicated(enum.Enum):
@@ -50,25 +50,26 @@ class ReplicationProgress:
         return max(0, master_max_offset - self.push2slave_max_offset)
 
 
-@dataclass(order=True)
+@dataclass(slots=True)
 class _Waiter:
     end_offset: int
     seq: int
-    deadline: float = field(compare=False)
-    done: bool = field(default=False, compare=False)
+    deadline: float
+    done: bool = False
 
 
 class GroupTransfer:
-    """Pending SYNC_MASTER requests; released in bulk by acks, expired by deadline."""
+    """Pending SYNC_MASTER requests; released in bulk by acks, expired by deadline. Both heaps hold tuples whose
+    first two items order them (the sequence number is unique), so the heaps compare in C, never a waiter."""
 
     def __init__(self) -> None:
-        self._by_offset: list[_Waiter] = []
+        self._by_offset: list[tuple[int, int, _Waiter]] = []
         self._by_deadline: list[tuple[float, int, _Waiter]] = []
         self._seq = itertools.count()
 
     def submit(self, end_offset: int, deadline: float) -> _Waiter:
         waiter = _Waiter(end_offset, next(self._seq), deadline)
-        heapq.heappush(self._by_offset, waiter)
+        heapq.heappush(self._by_offset, (end_offset, waiter.seq, waiter))
         heapq.heappush(self._by_deadline, (deadline, waiter.seq, waiter))
         return waiter
 
@@ -76,8 +77,8 @@ class GroupTransfer:
         """Every pending waiter with end_offset <= acked, in offset order."""
         released: list[_Waiter] = []
         heap = self._by_offset
-        while heap and (heap[0].done or heap[0].end_offset <= acked):
-            waiter = heapq.heappop(heap)
+        while heap and (heap[0][2].done or heap[0][0] <= acked):
+            waiter = heapq.heappop(heap)[2]
             if not waiter.done:
                 waiter.done = True
                 released.append(waiter)
@@ -96,7 +97,7 @@ class GroupTransfer:
 
     def drain(self) -> list[_Waiter]:
         """Every pending waiter, in offset order; none is left."""
-        drained = [w for w in sorted(self._by_offset) if not w.done]
+        drained = [w for _, _, w in sorted(self._by_offset) if not w.done]
         for waiter in drained:
             waiter.done = True
         self._by_offset.clear()
@@ -109,7 +110,7 @@ class GroupTransfer:
         return self._by_deadline[0][0] if self._by_deadline else None
 
     def __len__(self) -> int:
-        return sum(1 for w in self._by_offset if not w.done)
+        return sum(1 for _, _, w in self._by_offset if not w.done)
 
 
 class GroupTransferService:
