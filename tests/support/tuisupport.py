@@ -22,6 +22,8 @@ from mqtools.live.state import LiveState, Outcome
 from mqtools.live.tables import Cell, Row
 from mqtools.live.views import BROKER_COLUMNS
 from mqtools.remoting.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
+from mqtools.tui.widgets.prompt import Prompt
+from support.clientsupport import until
 
 NOW_MONO = 1000.0
 NOW_WALL = 1_700_000_000.0
@@ -120,3 +122,19 @@ STATUS = next(i for i, c in enumerate(BROKER_COLUMNS) if c.key == "status")
 def status_of(row: Row) -> Cell:
     """A broker row's STATUS cell."""
     return row.cells[STATUS]
+
+
+async def prompt(app: Any, pilot: Any, key: str, text: str, *, clear: bool = False) -> None:
+    """Open the `:` or `/` prompt with `key` ("colon" or "slash"), type `text` and press enter, each step once the
+    last has landed: Textual moves the focus to the prompt later (call_later), and keys pressed before that reach the
+    table instead (an upper-case letter sorts, `p` pauses), which a busy machine showed. `clear`: empty what the
+    prompt opened with (ctrl+a, ctrl+k) first."""
+    await pilot.press(key)
+    field = app.screen.query_one(Prompt)
+    await until(lambda: field.has_focus, 10, f"the {key} prompt")
+    if clear:
+        await pilot.press("ctrl+a", "ctrl+k")
+        await until(lambda: field.value == "", 10, "the prompt emptied")
+    await pilot.press(*text)
+    await until(lambda: field.value == text, 10, f"{text!r} in the prompt")
+    await pilot.press("enter")

@@ -11,7 +11,7 @@ import pytest
 from support.clientsupport import until
 from support.mqproc import MqProcess, start_mq, start_namesrv
 from support.ports import free_port
-from support.tuisupport import notes_of, status_of
+from support.tuisupport import notes_of, prompt, status_of
 
 from mqtools.live.tables import CRIT
 from mqtools.remoting.bodies import DataVersion, RegisterBrokerBody, TopicConfig, TopicConfigSerializeWrapper
@@ -66,7 +66,7 @@ async def test_dead_name_server_no_broker_then_a_broker_answering_garbage(namesr
         await until(lambda: "no broker is registered with the name servers" in notes_of(app),
                     15, "the empty cluster said")
         assert app.current_rows == []
-        await pilot.press("colon", *"namesrv", "enter")
+        await prompt(app, pilot, "colon", "namesrv")
         await until(lambda: len(app.current_rows) == 2, 10, "both name servers")
         rows = {r.key: r for r in app.current_rows}
         assert rows[dead].cells[1].value is False and rows[dead].level == CRIT and rows[dead].cells[-1].value
@@ -76,7 +76,7 @@ async def test_dead_name_server_no_broker_then_a_broker_answering_garbage(namesr
         client = RemotingClient([namesrv.addr])
         try:
             assert (await client.invoke_namesrv(register(junk), 5)).code == ResponseCode.SUCCESS
-            await pilot.press("colon", *"brokers", "enter")
+            await prompt(app, pilot, "colon", "brokers")
             await until(lambda: any(r.key == junk and status_of(r).value not in (None, "ok")
                                            for r in app.current_rows), 15, "the garbage broker's error")
             row = next(r for r in app.current_rows if r.key == junk)
@@ -84,7 +84,7 @@ async def test_dead_name_server_no_broker_then_a_broker_answering_garbage(namesr
             assert any(junk in note for note in notes_of(app))
             rounds = app.state.rounds
             await until(lambda: app.state.rounds >= rounds + 3, 10, "refreshing on")
-            await pilot.press("colon", *"namesrv", "enter")
+            await prompt(app, pilot, "colon", "namesrv")
             await until(lambda: any(r.key == namesrv.addr and r.cells[3].value == 1 for r in app.current_rows),
                         10, "the live name server knowing the broker")
         finally:

@@ -17,7 +17,7 @@ import pytest
 from support.adminsupport import mq
 from support.clientsupport import until
 from support.presetcluster import PresetCluster, preset_cluster
-from support.tuisupport import status_of, view_of
+from support.tuisupport import prompt, status_of, view_of
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.client.admin.models.groups import ResetTarget
@@ -105,13 +105,13 @@ async def test_filter_sort_drill_down_back_pause_snapshot_and_help(cluster, tmp_
     async with app.run_test(size=SIZE) as pilot:
         await until(lambda: all_answered(app), 20, "brokers")
         master = addr_of(app, "broker-a", 0)
-        await pilot.press("colon", *"topics", "enter")
+        await prompt(app, pilot, "colon", "topics")
         await until(lambda: TOPIC in by_key(app) and cell(app, TOPIC, "messages") == 3, 15, "the topic")
         assert app.nav.breadcrumb() == ["topics"]
 
-        await pilot.press("slash", *"^TopT", "enter")
+        await prompt(app, pilot, "slash", "^TopT")
         assert [r.key for r in app.current_rows] == [TOPIC]
-        await pilot.press("slash", "ctrl+a", "ctrl+k", *"!^TopT", "enter")
+        await prompt(app, pilot, "slash", "!^TopT", clear=True)
         assert TOPIC not in by_key(app) and len(app.current_rows) > 3
         await pilot.press("escape")
         assert app.nav.current.filter_text is None and TOPIC in by_key(app)
@@ -145,7 +145,7 @@ async def test_filter_sort_drill_down_back_pause_snapshot_and_help(cluster, tmp_
         await pilot.press("p")
         await until(lambda: app.state.rounds > rounds, 10, "refreshing again")
 
-        await pilot.press("slash", *TOPIC, "enter")
+        await prompt(app, pilot, "slash", TOPIC)
         # the round that refreshing again started may still be under way: the snapshot is of a view showing the row
         await until(lambda: [r.key for r in app.current_rows] == [TOPIC] and cell(app, TOPIC, "messages") == 3, 15,
                     "the filtered topic")
@@ -216,7 +216,7 @@ async def test_once_json_carries_the_figures_the_view_shows(cluster, tmp_path) -
         for name in shown:
             for key in ("queues", "perm", "messages", "brokers", "kind"):
                 assert printed[name][key] == shown[name][key], (name, key)
-        await pilot.press("colon", *"brokers", "enter")
+        await prompt(app, pilot, "colon", "brokers")
         await until(lambda: all_answered(app), 15, "brokers")
         shown = {r.key: r.json(app.current_table.columns) for r in app.current_rows}
         printed = {r["addr"]: r for r in doc["views"]["brokers"]["rows"]}
