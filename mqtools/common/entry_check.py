@@ -42,10 +42,10 @@ class EntryInfo(NamedTuple):
     properties: dict[str, str]
 
 
-def entry_size(buf, offset: int, check_crc: bool) -> int:
-    """Size of the valid entry at ``offset``; 0 for a blank record, -1 if invalid. What normal
-    recovery needs: the structural checks and CRC of check_entry without decoding strings."""
-    mv = memoryview(buf)
+def _layout(mv: memoryview, offset: int) -> tuple[int, struct.Struct, int, int, int, int, int] | int:
+    """Where the parts of the entry at ``offset`` lie, once its magic and lengths agree with each other and with
+    the bytes there: (total, header, body_end, topic start, topic length, properties start, properties length);
+    0 for a blank record, -1 for anything else. The one structural walk entry_size and check_entry share."""
     avail = len(mv) - offset
     if avail < 8:
         return -1
@@ -56,7 +56,6 @@ def entry_size(buf, offset: int, check_crc: bool) -> int:
         return -1
     try:
         header = HEADERS[INT.unpack_from(mv, offset + 36)[0] & 0x30]
-        crc = INT.unpack_from(mv, offset + 8)[0]
         body_len = INT.unpack_from(mv, offset + header.size - 4)[0]
         body_end = offset + header.size + body_len
         if body_len < 0 or body_end + 3 > offset + total:
@@ -70,11 +69,23 @@ def entry_size(buf, offset: int, check_crc: bool) -> int:
             if topic_len < 0:
                 return -1
         props_len = SHORT.unpack_from(mv, t + topic_len)[0]
-        if props_len < 0 or t + topic_len + 2 + props_len != offset + total:
+        pp = t + topic_len + 2
+        if props_len < 0 or pp + props_len != offset + total:
             return -1
     except (struct.error, IndexError):
         return -1
-    if check_crc and body_crc(mv[offset + header.size:body_end]) != crc:
+    return total, header, body_end, t, topic_len, pp, props_len
+
+
+def entry_size(buf, offset: int, check_crc: bool) -> int:
+    """Size of the valid entry at ``offset``; 0 for a blank record, -1 if invalid. What normal
+    recovery needs: the structural checks and CRC of check_entry without decoding strings."""
+    mv = memoryview(buf)
+    layout = _layout(mv, offset)
+    if isinstance(layout, int):
+        return layout
+    total, header, body_end = layout[:3]
+    if check_crc and body_crc(mv[offset + header.size:body_end]) != INT.unpack_from(mv, offset + 8)[0]:
         return -1
     return total
 
@@ -98,40 +109,15 @@ def check_entry(buf, offset: int, check_crc: bool) -> EntryInfo | int:
     decode_stored: hosts, body and message id are not materialised.
     """
     mv = memoryview(buf)
-    avail = len(mv) - offset
-    if avail < 8:
+    layout = _layout(mv, offset)
+    if isinstance(layout, int):
+        return layout
+    total, header, body_end, t, topic_len, pp, props_len = layout
+    fields = header.unpack_from(mv, offset)
+    if check_crc and body_crc(mv[offset + header.size:body_end]) != fields[2]:
         return -1
-    total, magic = INT2.unpack_from(mv, offset)
-    if magic == BLANK_MAGIC:
-        return 0
-    if magic not in (MAGIC_V1, MAGIC_V2) or total < FIXED_V4 + 1 or total > avail:
-        return -1
-    try:
-        header = HEADERS[INT.unpack_from(mv, offset + 36)[0] & 0x30]
-        fields = header.unpack_from(mv, offset)
-        body_len = fields[16]
-        p = offset + header.size
-        body_end = p + body_len
-        if body_len < 0 or body_end + 3 > offset + total:
-            return -1
-        if magic == MAGIC_V1:
-            topic_len, t = mv[body_end], body_end + 1
-            if topic_len > 127:
-                return -1
-        else:
-            topic_len, t = SHORT.unpack_from(mv, body_end)[0], body_end + 2
-            if topic_len < 0:
-                return -1
-        props_len = SHORT.unpack_from(mv, t + topic_len)[0]
-        pp = t + topic_len + 2
-        if props_len < 0 or pp + props_len != offset + total:
-            return -1
-        if check_crc and body_crc(mv[p:body_end]) != fields[2]:
-            return -1
-        topic = bytes(mv[t:t + topic_len]).decode(errors="replace")
-        props = P.string_to_properties(bytes(mv[pp:pp + props_len]).decode(errors="replace"))
-    except (struct.error, IndexError, UnicodeDecodeError):
-        return -1
+    topic = bytes(mv[t:t + topic_len]).decode(errors="replace")
+    props = P.string_to_properties(bytes(mv[pp:pp + props_len]).decode(errors="replace"))
     return EntryInfo(total, topic, fields[3], fields[5], fields[6], fields[7], fields[11],
                      tags_code(props.get(P.TAGS)), props.get(P.KEYS), props.get(P.UNIQ_KEY), props)
 
