@@ -9,7 +9,9 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Coroutine
 from types import ModuleType
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 def _uvloop() -> ModuleType | None:
@@ -47,3 +49,10 @@ async def wait_event(event: asyncio.Event, timeout: float) -> bool:
     except TimeoutError:
         return event.is_set()
     return True
+
+
+def settle(future: asyncio.Future[T], result: T) -> None:
+    """Set ``future``'s result unless it is done already (its awaiter cancelled): what a callback that ends
+    a wait calls, so a late answer to a wait nobody awaits any more is not an InvalidStateError."""
+    if not future.done():
+        future.set_result(result)

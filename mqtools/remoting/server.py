@@ -19,6 +19,7 @@ With TLS settings in permissive or enforcing mode the port is served by a `TlsAc
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import time
@@ -139,6 +140,8 @@ class RemotingServer:
             return
         if type(result) is RemotingCommand or not inspect.isawaitable(result):
             self._reply(conn, req, result)  # type: ignore[arg-type]
+        elif isinstance(result, asyncio.Future):  # answered when it is done: no task (a SYNC_MASTER send)
+            result.add_done_callback(functools.partial(self._settled, conn, req))
         else:
             task = asyncio.ensure_future(self._finish(conn, req, result))
             self._tasks.add(task)
@@ -152,6 +155,12 @@ class RemotingServer:
         except Exception as exc:  # noqa: BLE001
             resp = self._error(conn, req, exc)
         self._reply(conn, req, resp)
+
+    def _settled(self, conn: RemotingConnection, req: RemotingCommand, done: asyncio.Future) -> None:
+        if done.cancelled():
+            return
+        exc = done.exception()
+        self._reply(conn, req, done.result() if exc is None else self._error(conn, req, exc))
 
     def _error(self, conn: RemotingConnection, req: RemotingCommand, exc: Exception) -> RemotingCommand:
         if isinstance(exc, BadRequestError):

@@ -31,7 +31,8 @@ from mqtools.server.ha.autoswitch_connection import AutoSwitchHAConnection
 from mqtools.server.ha.epoch_file import EpochEntry, EpochFileCache
 from mqtools.server.ha.group_transfer import GroupTransferService, Replicated, ReplicationProgress
 from mqtools.server.ha.master import HAConnection
-from mqtools.server.ha.service import FLUSH_SLAVE_TIMEOUT, PUT_OK, SLAVE_NOT_AVAILABLE, HAConfig, HAService
+from mqtools.server.ha.service import HAConfig, HAService
+from mqtools.server.store.results import PutMessageStatus
 
 log = logging.getLogger("mq.ha")
 
@@ -241,14 +242,17 @@ class AutoSwitchHAService(HAService):
                     f"{self.config.min_in_sync_replicas}")
         return None
 
-    async def wait_result(self, end_offset: int, timeout_s: float) -> str:
+    def when_replicated(self, end_offset: int, timeout_s: float, done: Callable[[PutMessageStatus], None]) -> None:
+        """As the classic service's, against the SyncStateSet's acks: a wait that ends unacknowledged (timed out,
+        or the last slave gone) is FLUSH_SLAVE_TIMEOUT."""
         if not self.is_master:
-            return SLAVE_NOT_AVAILABLE
-        if self.acked_offset() >= end_offset:
-            return PUT_OK
-        self.wake_writers()
-        outcome = await self.group.wait(end_offset, timeout_s)
-        return PUT_OK if outcome is Replicated.ACKED else FLUSH_SLAVE_TIMEOUT
+            done(PutMessageStatus.SLAVE_NOT_AVAILABLE)
+        elif self.acked_offset() >= end_offset:
+            done(PutMessageStatus.PUT_OK)
+        else:
+            self.wake_writers()
+            self.group.when_replicated(end_offset, timeout_s, lambda outcome: done(
+                PutMessageStatus.PUT_OK if outcome is Replicated.ACKED else PutMessageStatus.FLUSH_SLAVE_TIMEOUT))
 
     # ------------------------------------------------------------------ visibility
 

@@ -4,7 +4,8 @@ Puts on a SYNC_MASTER wait until some slave acknowledged past their end offset. 
 RocketMQ's GroupTransferService the waiters are handled as a group: one ack releases
 every waiter whose end offset it covers (a heap ordered by end offset), instead of each
 waiter polling.  `ReplicationProgress` and `GroupTransfer` are sans-IO (explicit `now`);
-`GroupTransferService` is the thin asyncio layer that turns them into awaitable results.
+`GroupTransferService` is the thin asyncio layer: it calls each waiter's callback when its wait ends, so a put
+that waits for a slave costs a heap entry and a closure, not a task and a chain of coroutines.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ import heapq
 import itertools
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from mqtools.common.loop import settle
 
 
 class Replicated(enum.Enum):
@@ -56,6 +59,7 @@ class _Waiter:
     seq: int
     deadline: float
     done: bool = False
+    callback: Callable[[Replicated], None] = field(default=lambda outcome: None, repr=False)
 
 
 class GroupTransfer:
@@ -67,8 +71,9 @@ class GroupTransfer:
         self._by_deadline: list[tuple[float, int, _Waiter]] = []
         self._seq = itertools.count()
 
-    def submit(self, end_offset: int, deadline: float) -> _Waiter:
-        waiter = _Waiter(end_offset, next(self._seq), deadline)
+    def submit(self, end_offset: int, deadline: float,
+               callback: Callable[[Replicated], None] = lambda outcome: None) -> _Waiter:
+        waiter = _Waiter(end_offset, next(self._seq), deadline, False, callback)
         heapq.heappush(self._by_offset, (end_offset, waiter.seq, waiter))
         heapq.heappush(self._by_deadline, (deadline, waiter.seq, waiter))
         return waiter
@@ -114,62 +119,63 @@ class GroupTransfer:
 
 
 class GroupTransferService:
-    """Asyncio layer: `await wait(end_offset, timeout)` -> how it ended (a Replicated).
+    """Asyncio layer: `when_replicated(end_offset, timeout, callback)` calls the callback with how the wait
+    ended (a Replicated), once; `await wait(...)` is the same as a coroutine.
 
-    One timer is armed at the earliest deadline; acks resolve futures directly, so a single
-    ack wakes many puts at once.  The clock is injectable (monotonic seconds).
+    One timer is armed at the earliest deadline; an ack calls the callbacks of every put it covers at once,
+    inside the ack's own handling. The clock is injectable (monotonic seconds).
     """
 
     def __init__(self, progress: ReplicationProgress, clock: Callable[[], float] = time.monotonic) -> None:
         self.progress = progress
         self._clock = clock
         self._pending = GroupTransfer()
-        self._futures: dict[int, asyncio.Future[Replicated]] = {}
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = 0.0
 
-    async def wait(self, end_offset: int, timeout: float) -> Replicated:
+    def when_replicated(self, end_offset: int, timeout: float,
+                        callback: Callable[[Replicated], None]) -> _Waiter | None:
+        """Call ``callback`` once a slave acknowledged ``end_offset`` (now, if one has), when ``timeout``
+        seconds pass, or when the last slave leaves; the waiter, or None when it was answered at once.
+        Callbacks run inside an ack's or the timer's handling: they must not raise."""
         if self.progress.push2slave_max_offset >= end_offset:
-            return Replicated.ACKED
-        loop = asyncio.get_running_loop()
-        waiter = self._pending.submit(end_offset, self._clock() + timeout)
-        future: asyncio.Future[Replicated] = loop.create_future()
-        self._futures[waiter.seq] = future
-        self._arm(loop)
+            callback(Replicated.ACKED)
+            return None
+        waiter = self._pending.submit(end_offset, self._clock() + timeout, callback)
+        self._arm(asyncio.get_running_loop())
+        return waiter
+
+    async def wait(self, end_offset: int, timeout: float) -> Replicated:
+        future: asyncio.Future[Replicated] = asyncio.get_running_loop().create_future()
+        waiter = self.when_replicated(end_offset, timeout, lambda outcome: settle(future, outcome))
         try:
             return await future
         finally:
-            self._futures.pop(waiter.seq, None)
-            waiter.done = True
+            if waiter is not None:
+                waiter.done = True  # a cancelled wait leaves the heaps at their next pass
 
     def notify_ack(self, offset: int) -> None:
         """Called for every ack from any slave."""
         self.progress.on_ack(offset)
         for waiter in self._pending.release(self.progress.push2slave_max_offset):
-            self._resolve(waiter.seq, Replicated.ACKED)
+            waiter.callback(Replicated.ACKED)
 
     def no_slave_left(self) -> None:
         """The last slave connection closed: every waiting put is answered now, as not replicated,
         rather than when its wait times out (Apache keeps it waiting for the dead slave until
         syncFlushTimeout, past a client's 3 s send timeout, so the producer never learns the outcome)."""
         for waiter in self._pending.drain():
-            self._resolve(waiter.seq, Replicated.NO_SLAVE)
+            waiter.callback(Replicated.NO_SLAVE)
 
     def pending(self) -> int:
-        return len(self._futures)
+        return len(self._pending)
 
     def shutdown(self) -> None:
         """Fail every waiter."""
         if self._timer:
             self._timer.cancel()
-        for future in list(self._futures.values()):
-            if not future.done():
-                future.set_result(Replicated.TIMED_OUT)
-
-    def _resolve(self, seq: int, outcome: Replicated) -> None:
-        future = self._futures.get(seq)
-        if future is not None and not future.done():
-            future.set_result(outcome)
+        for waiter in self._pending.drain():
+            waiter.callback(Replicated.TIMED_OUT)
 
     def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
         deadline = self._pending.next_deadline()
@@ -185,5 +191,5 @@ class GroupTransferService:
     def _on_timer(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
         for waiter in self._pending.expire(self._clock()):
-            self._resolve(waiter.seq, Replicated.TIMED_OUT)
+            waiter.callback(Replicated.TIMED_OUT)
         self._arm(loop)

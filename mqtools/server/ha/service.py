@@ -1,8 +1,8 @@
 """HAService: the store's `ha_hook`, the HA accept socket, the HA client and runtime info.
 
 Every broker opens the HA accept socket (as RocketMQ does); a SLAVE also runs the HA client.
-`wait_for_slave` is what the store calls after appending a SYNC_MASTER put; it answers with
-the store's PutMessageStatus (PUT_OK, SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT).
+`when_replicated` is what the store calls after appending a SYNC_MASTER put; it answers, through a callback,
+with the store's PutMessageStatus (PUT_OK, SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT).
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.configkeys import PropertyMap
 from mqtools.common.log_limiter import LimitedLog
+from mqtools.common.loop import settle
 from mqtools.common.tls import TlsServerSettings
 from mqtools.server.ha.group_transfer import GroupTransferService, Replicated, ReplicationProgress
 from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection
@@ -26,11 +27,8 @@ from mqtools.server.store.results import PutMessageStatus
 
 log = logging.getLogger("mq.ha")
 
-PUT_OK = "PUT_OK"
-SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
-FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
-_STATUS = {Replicated.ACKED: PUT_OK, Replicated.TIMED_OUT: FLUSH_SLAVE_TIMEOUT,
-           Replicated.NO_SLAVE: SLAVE_NOT_AVAILABLE}
+_STATUS = {Replicated.ACKED: PutMessageStatus.PUT_OK, Replicated.TIMED_OUT: PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+           Replicated.NO_SLAVE: PutMessageStatus.SLAVE_NOT_AVAILABLE}
 
 
 @dataclass
@@ -164,18 +162,20 @@ class HAService:
         """Why a SYNC_MASTER put must be refused before it is written (classic HA: never)."""
         return None
 
-    async def wait_result(self, end_offset: int, timeout_s: float) -> str:
-        """SYNC_MASTER wait for `end_offset`, as a PutMessageStatus name."""
+    def when_replicated(self, end_offset: int, timeout_s: float, done: Callable[[PutMessageStatus], None]) -> None:
+        """The store's ha_hook: calls ``done`` with the SYNC_MASTER put's status once a slave has ``end_offset``,
+        the wait timed out or no slave can have it."""
         if not self.progress.is_slave_ok(end_offset):
-            return SLAVE_NOT_AVAILABLE
+            done(PutMessageStatus.SLAVE_NOT_AVAILABLE)
+            return
         self.wake_writers()
-        return _STATUS[await self.group.wait(end_offset, timeout_s)]
+        self.group.when_replicated(end_offset, timeout_s, lambda outcome: done(_STATUS[outcome]))
 
-    async def wait_for_slave(self, end_offset: int, timeout_s: float | None = None) -> PutMessageStatus:
-        """The store's ha_hook: returns a PutMessageStatus."""
-        if timeout_s is None:
-            timeout_s = self.config.sync_flush_timeout / 1000
-        return PutMessageStatus[await self.wait_result(end_offset, timeout_s)]
+    async def wait_result(self, end_offset: int, timeout_s: float) -> str:
+        """when_replicated awaited: the status's name."""
+        future: asyncio.Future[PutMessageStatus] = asyncio.get_running_loop().create_future()
+        self.when_replicated(end_offset, timeout_s, lambda status: settle(future, status))
+        return (await future).name
 
     def fall_behind(self) -> int:
         return self.progress.fall_behind(self.store.max_phy_offset)

@@ -30,7 +30,7 @@ Final API (what the broker and HA code call)::
     await store.clean_once(now=None)   # one retention pass (also run every cleanResourceInterval)
 
 ``ha_hook`` (a ReplicationHook): a SYNC_MASTER put is first offered to ``refuse_put()`` (controller
-mode's minInSyncReplicas), then, unless WAIT is "false", awaits ``wait_for_slave`` after the flush.
+mode's minInSyncReplicas), then, unless WAIT is "false", waits through ``when_replicated`` after the flush.
 Controller mode also uses ``dispatch_limit``, ``truncate_commit_log`` and ``truncate_torn_tail``.
 
 Results and statuses are in ``results``; the pieces behind the facade: ``dispatch`` (consume
@@ -69,6 +69,7 @@ from mqtools.common.codec import (
     decode_stored,
     host_flags,
 )
+from mqtools.common.loop import settle
 from mqtools.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.sysflag import HOST_V6_FLAGS
 from mqtools.common.topics import SCHEDULE_TOPIC
@@ -100,11 +101,13 @@ _compiled = speedups.compiled("mqtools.server.store._cput")
 
 
 class ReplicationHook(Protocol):
-    """What a SYNC_MASTER put asks the HA service (mqtools/server/ha): whether to take it, then to wait for it."""
+    """What a SYNC_MASTER put asks the HA service (mqtools/server/ha): whether to take it, then to call back
+    with its status once a slave has it (or cannot), without a task per waiting put."""
 
     def refuse_put(self) -> str | None: ...
 
-    async def wait_for_slave(self, end_offset: int, timeout_s: float) -> PutMessageStatus: ...
+    def when_replicated(self, end_offset: int, timeout_s: float,
+                        done: Callable[[PutMessageStatus], None]) -> None: ...
 
 
 class MessageStore:
@@ -326,23 +329,29 @@ class MessageStore:
                 gc.wake()
             return PutMessageResult(PutMessageStatus.PUT_OK, append)
         replicate = self.config.broker_role == BrokerRole.SYNC_MASTER and self.ha_hook is not None
-        if gc is None and not replicate:
-            return PutMessageResult(PutMessageStatus.PUT_OK, append)
-        return self._waited(append, replicate)
+        if gc is None:
+            return self._replicated(append) if replicate else PutMessageResult(PutMessageStatus.PUT_OK, append)
+        return self._waited(gc, append, replicate)
 
-    async def _waited(self, append: AppendMessageResult, replicate: bool) -> PutMessageResult:
+    def _replicated(self, append: AppendMessageResult) -> asyncio.Future[PutMessageResult]:
+        """The put's result once the SYNC_MASTER wait for a slave ends: a future the HA service's callback
+        settles (a send answered from it needs no task: remoting's server answers when it is done)."""
+        future: asyncio.Future[PutMessageResult] = asyncio.get_running_loop().create_future()
+        self.ha_hook.when_replicated(append.end_offset, self.config.slave_timeout / 1000,
+                                     lambda status: settle(future, PutMessageResult(status, append)))
+        return future
+
+    async def _waited(self, gc: GroupCommitService, append: AppendMessageResult, replicate: bool) -> PutMessageResult:
         """SYNC_FLUSH group commit, then SYNC_MASTER replication, for a producer that waits."""
         status = PutMessageStatus.PUT_OK
-        gc = self._group_commit
-        if gc is not None:
-            fut = gc.request(append.end_offset)
-            if not fut.done() and not await wait_flushed(fut, self.config.sync_flush_timeout / 1000):
-                log.warning("flush to %d not done within %d ms", append.end_offset, self.config.sync_flush_timeout)
-                status = PutMessageStatus.FLUSH_DISK_TIMEOUT
+        fut = gc.request(append.end_offset)
+        if not fut.done() and not await wait_flushed(fut, self.config.sync_flush_timeout / 1000):
+            log.warning("flush to %d not done within %d ms", append.end_offset, self.config.sync_flush_timeout)
+            status = PutMessageStatus.FLUSH_DISK_TIMEOUT
         if replicate:
-            ha_status = await self.ha_hook.wait_for_slave(append.end_offset, self.config.slave_timeout / 1000)
-            if ha_status is not PutMessageStatus.PUT_OK:
-                status = ha_status
+            replicated = await self._replicated(append)
+            if replicated.status is not PutMessageStatus.PUT_OK:
+                return replicated
         return PutMessageResult(status, append)
 
     # ================================================================== retention

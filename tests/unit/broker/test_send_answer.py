@@ -3,6 +3,7 @@ the header's numbers, and the PUT_OK answer built without the status table (issu
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from types import SimpleNamespace
 
@@ -12,6 +13,8 @@ import pytest
 from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import SendMessageRequestHeader
+from mqtools.remoting.server import RemotingServer
+from mqtools.server.broker.processors import send
 from mqtools.server.broker.processors.send import _FIELD_RANGES, SendProcessor, _in_ranges
 from mqtools.server.broker.stats import BrokerStats
 from mqtools.server.store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
@@ -89,3 +92,54 @@ def test_other_statuses_and_batches_still_go_through_the_table() -> None:
     resp = proc._response(request(SerializeType.JSON), "T",
                           PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, None), 1)
     assert resp.code == ResponseCode.SERVICE_NOT_AVAILABLE and not resp.ext_fields
+
+
+class Sink:
+    """A connection: the frames the processor writes itself, and the answers the server would send."""
+
+    def __init__(self) -> None:
+        self.wire: list[bytes] = []
+
+    def send_frame(self, frame: bytes) -> None:
+        self.wire.append(frame)
+
+    def send(self, resp: RemotingCommand) -> None:
+        self.wire.append(resp.encode())
+
+
+@pytest.mark.parametrize("serialize_type", [SerializeType.JSON, SerializeType.ROCKETMQ])
+async def test_a_send_that_waited_for_its_slave_is_answered_byte_for_byte_as_one_that_did_not(
+        serialize_type: SerializeType) -> None:
+    """A SYNC_MASTER put answers by a future: the processor answers from a callback on it (the compiled path's
+    frame, where it is built), and the wire holds what the general response makes."""
+    proc, general = processor(), processor()
+    proc.c.topics = SimpleNamespace(unwritten=None)
+    append = AppendMessageResult(4096, 1200, "7F00000100002A9F0000000000001000", 1, 17)
+    put: asyncio.Future[PutMessageResult] = asyncio.get_running_loop().create_future()
+    conn = Sink()
+    answer = proc._later(conn, request(serialize_type), "T", put, 3, None)  # type: ignore[arg-type]
+    await asyncio.sleep(0)
+    assert isinstance(answer, asyncio.Future) and not answer.done() and conn.wire == []
+    put.set_result(PutMessageResult(PutMessageStatus.PUT_OK, append))
+    resp = await answer
+    # None: the processor wrote the compiled path's frame itself (built for JSON requests only)
+    assert (resp is None) == (send._answer_frame is not None and serialize_type is SerializeType.JSON)
+    RemotingServer._reply(conn, request(serialize_type), resp)  # type: ignore[arg-type]
+    expected = general._response(request(serialize_type), "T", PutMessageResult(PutMessageStatus.PUT_OK, append), 3)
+    assert conn.wire == [expected.encode()]
+    assert proc.c.stats.put_msgs.total == 1 and proc.c.stats.topic_put_bytes["T"] == 1200
+
+
+async def test_a_waited_put_that_failed_or_was_cancelled_settles_the_answer_so() -> None:
+    proc = processor()
+    proc.c.topics = SimpleNamespace(unwritten=None)
+    loop = asyncio.get_running_loop()
+    failed, cancelled = loop.create_future(), loop.create_future()
+    answers = [proc._later(Sink(), request(SerializeType.JSON), "T", put, 3, None)  # type: ignore[arg-type]
+               for put in (failed, cancelled)]
+    failed.set_exception(OSError("disk gone"))
+    cancelled.cancel()
+    with pytest.raises(OSError, match="disk gone"):
+        await answers[0]
+    with pytest.raises(asyncio.CancelledError):
+        await answers[1]

@@ -10,7 +10,7 @@ the compiled one in `make test`'s first phase, on the Python one in its pure-Pyt
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import pytest
@@ -127,9 +127,9 @@ class Replication:
     def refuse_put(self) -> str | None:
         return self.why
 
-    async def wait_for_slave(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
+    def when_replicated(self, end_offset: int, timeout_s: float, done: Callable[[PutMessageStatus], None]) -> None:
         self.waited.append(end_offset)
-        return PutMessageStatus.PUT_OK
+        done(PutMessageStatus.PUT_OK)
 
 
 @pytest.mark.parametrize("why", [None, "in-sync replicas not enough"])

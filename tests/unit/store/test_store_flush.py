@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+from collections.abc import Callable
 
 from unit.store.store_helpers import batch, inner, tiny_config
 
@@ -68,9 +69,9 @@ class FakeHa:
     def refuse_put(self) -> str | None:
         return self.refusal
 
-    async def wait_for_slave(self, end_offset: int, timeout_s: float) -> PutMessageStatus:
+    def when_replicated(self, end_offset: int, timeout_s: float, done: Callable[[PutMessageStatus], None]) -> None:
         self.calls.append((end_offset, timeout_s))
-        return self.status
+        done(self.status)
 
 
 async def test_sync_master_waits_for_the_ha_hook(tmp_path):

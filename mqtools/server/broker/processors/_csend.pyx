@@ -207,6 +207,11 @@ cdef bytes _answer(int64_t opaque, str msg_id, int64_t queue_id, int64_t queue_o
     return PyBytes_FromStringAndSize(buf, n + 8)
 
 
+def answer_frame(int64_t opaque, str msg_id, int64_t queue_id, int64_t queue_offset):
+    """_answer for SendProcessor: a SYNC_MASTER send answered once its slave has it."""
+    return _answer(opaque, msg_id, queue_id, queue_offset)
+
+
 cdef _on_put(stats, str topic, int64_t size):
     """BrokerStats.on_put of one message: inline in the second and the day its counters last counted, once the
     topic has its counter; the method itself otherwise (tests/unit/broker/test_csend.py compares the two)."""
@@ -318,7 +323,7 @@ cdef object send_v2(proc, conn, req):
         msg_id, queue_offset, size = put
     else:
         if type(put) is not PutMessageResult or c.topics.unwritten is not None:
-            return proc._later(req, topic, put, queue_id, None)
+            return proc._later(conn, req, topic, put, queue_id, None)
         append = put.append
         if put.status is not PUT_OK or append is None or append.phys_offsets:
             return proc._response(req, topic, put, queue_id)

@@ -11,6 +11,8 @@ and the store's put status maps to RocketMQ's response codes.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import functools
 import random
 from collections.abc import Awaitable
@@ -24,8 +26,9 @@ from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.perm import PERM_READ, PERM_WRITE, is_writeable
 from mqtools.common.validation import ValidationError, check_topic
 from mqtools.remoting.bodies import TopicConfig
-from mqtools.remoting.codes import RequestCode, ResponseCode
-from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.codes import RequestCode, ResponseCode, SerializeType
+from mqtools.remoting.command import FLAG_ONEWAY, RemotingCommand
+from mqtools.remoting.errors import RemotingConnectionClosed
 from mqtools.remoting.headers import SendMessageRequestHeader, parse_send_v2
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.schedule_hook import handle_schedule
@@ -46,6 +49,8 @@ _FIELD_RANGES = (("flag", INT_RANGE), ("sys_flag", INT_RANGE), ("reconsume_times
                  ("max_reconsume_times", INT_RANGE), ("born_timestamp", LONG_RANGE))
 #: The common SEND_MESSAGE_V2 compiled (_csend.pyx), when it was built and the pure path is not asked for.
 _compiled = speedups.compiled("mqtools.server.broker.processors._csend")
+#: Its SUCCESS answer frame (a JSON request's), for a send answered once its slave has it.
+_answer_frame = None if _compiled is None else _compiled.answer_frame
 _ILLEGAL = ("the message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, "
             "msg properties length limit 32k.")
 _UNAVAILABLE = ("service not available now. It may be caused by one of the following reasons: the broker's disk is "
@@ -262,12 +267,12 @@ class SendProcessor:
                                     f"the broker[{self.c.config.broker_ip1}] sending transaction message is forbidden")
             # answered as Apache does: the producer's queue id, the half queue's offset, stats of the half topic
             # and, as Apache, the message's UNIQ_KEY as transactionId (a 5.x proxy ends the transaction by it)
-            return self._finish(req, T.RMQ_SYS_TRANS_HALF_TOPIC, self.c.transactions.put_half(msg), queue_id,
+            return self._finish(conn, req, T.RMQ_SYS_TRANS_HALF_TOPIC, self.c.transactions.put_half(msg), queue_id,
                                 msg.properties.get(P.UNIQ_KEY))
         refused = handle_schedule(self.c, msg)  # timer messages (RIP-43), or a delay level
         if refused is not None:
             return req.response(*refused)
-        return self._finish(req, h.topic, self.c.store.put_message_inline(msg), queue_id)
+        return self._finish(conn, req, h.topic, self.c.store.put_message_inline(msg), queue_id)
 
 
     def send_batch(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand | Awaitable:
@@ -285,9 +290,9 @@ class SendProcessor:
             return req.response(ResponseCode.MESSAGE_ILLEGAL, "the batch body is empty")
         batch = self._batch(conn, h, bytes(req.body), tc)
         put = self.c.store.put_messages_inline(batch, defer_dispatch=conn.last_of_read)
-        return self._finish(req, h.topic, put, batch.queue_id)
+        return self._finish(conn, req, h.topic, put, batch.queue_id)
 
-    def _finish(self, req: RemotingCommand, topic: str, put: PutMessageResult | Awaitable[PutMessageResult],
+    def _finish(self, conn: RemotingConnection, req: RemotingCommand, topic: str, put: PutMessageResult | Awaitable[PutMessageResult],
                 queue_id: int, transaction_id: str | None = None) -> RemotingCommand | Awaitable:
         """Answer inline when the put completes without waiting (ASYNC_FLUSH, no slave wait) and no topic
         change is being written: no coroutine or task per message. A put that waits (group commit,
@@ -295,10 +300,47 @@ class SendProcessor:
         goes on as a task."""
         if isinstance(put, PutMessageResult) and self.c.topics.unwritten is None:
             return self._response(req, topic, put, queue_id, transaction_id)
-        return self._later(req, topic, put, queue_id, transaction_id)
+        return self._later(conn, req, topic, put, queue_id, transaction_id)
 
-    async def _later(self, req: RemotingCommand, topic: str, put: PutMessageResult | Awaitable[PutMessageResult],
-                     queue_id: int, transaction_id: str | None) -> RemotingCommand:
+    def _later(self, conn: RemotingConnection, req: RemotingCommand, topic: str,
+               put: PutMessageResult | Awaitable[PutMessageResult], queue_id: int,
+               transaction_id: str | None) -> Awaitable[RemotingCommand | None]:
+        """The answer of a put that waits. A put the store answers by a future (a SYNC_MASTER's wait for its
+        slave) is answered by a callback on it, with no task or coroutine per send; the rest as a coroutine."""
+        if isinstance(put, asyncio.Future) and self.c.topics.unwritten is None:
+            answer: asyncio.Future[RemotingCommand | None] = put.get_loop().create_future()
+            put.add_done_callback(functools.partial(self._answer, answer, conn, req, topic, queue_id, transaction_id))
+            return answer
+        return self._awaited(req, topic, put, queue_id, transaction_id)
+
+    def _answer(self, answer: asyncio.Future[RemotingCommand | None], conn: RemotingConnection, req: RemotingCommand,
+                topic: str, queue_id: int, transaction_id: str | None, put: asyncio.Future[PutMessageResult]) -> None:
+        """Settle ``answer`` from the put: the common SUCCESS written here as the compiled send writes it (the
+        frame without a RemotingCommand; None tells the server it is answered), any other as a response."""
+        if put.cancelled():
+            answer.cancel()
+            return
+        if (exc := put.exception()) is not None:
+            answer.set_exception(exc)
+            return
+        result = put.result()
+        append = result.append
+        try:
+            if (_answer_frame is not None and transaction_id is None and result.status is PutMessageStatus.PUT_OK
+                    and append is not None and not append.phys_offsets and req.serialize_type is SerializeType.JSON
+                    and not req.flag & FLAG_ONEWAY
+                    and (frame := _answer_frame(req.opaque, append.msg_id, queue_id, append.logics_offset))):
+                self.c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
+                with contextlib.suppress(RemotingConnectionClosed):  # the producer left: nobody to tell
+                    conn.send_frame(frame)
+                answer.set_result(None)
+            else:
+                answer.set_result(self._response(req, topic, result, queue_id, transaction_id))
+        except Exception as exc:  # noqa: BLE001 - the server answers it as any processor failure
+            answer.set_exception(exc)
+
+    async def _awaited(self, req: RemotingCommand, topic: str, put: PutMessageResult | Awaitable[PutMessageResult],
+                       queue_id: int, transaction_id: str | None) -> RemotingCommand:
         result = put if isinstance(put, PutMessageResult) else await put
         await self.c.topics.until_written()
         return self._response(req, topic, result, queue_id, transaction_id)
