@@ -18,8 +18,6 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from mqtools.common.loop import settle
-
 
 class Replicated(enum.Enum):
     """How a SYNC_MASTER wait ended."""
@@ -120,7 +118,7 @@ class GroupTransfer:
 
 class GroupTransferService:
     """Asyncio layer: `when_replicated(end_offset, timeout, callback)` calls the callback with how the wait
-    ended (a Replicated), once; `await wait(...)` is the same as a coroutine.
+    ended (a Replicated), once.
 
     One timer is armed at the earliest deadline; an ack calls the callbacks of every put it covers at once,
     inside the ack's own handling. The clock is injectable (monotonic seconds).
@@ -144,15 +142,6 @@ class GroupTransferService:
         waiter = self._pending.submit(end_offset, self._clock() + timeout, callback)
         self._arm(asyncio.get_running_loop())
         return waiter
-
-    async def wait(self, end_offset: int, timeout: float) -> Replicated:
-        future: asyncio.Future[Replicated] = asyncio.get_running_loop().create_future()
-        waiter = self.when_replicated(end_offset, timeout, lambda outcome: settle(future, outcome))
-        try:
-            return await future
-        finally:
-            if waiter is not None:
-                waiter.done = True  # a cancelled wait leaves the heaps at their next pass
 
     def notify_ack(self, offset: int) -> None:
         """Called for every ack from any slave."""

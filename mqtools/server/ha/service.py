@@ -18,7 +18,6 @@ from typing import Any, Protocol
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.configkeys import PropertyMap
 from mqtools.common.log_limiter import LimitedLog
-from mqtools.common.loop import settle
 from mqtools.common.tls import TlsServerSettings
 from mqtools.server.ha.group_transfer import GroupTransferService, Replicated, ReplicationProgress
 from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection
@@ -170,12 +169,6 @@ class HAService:
             return
         self.wake_writers()
         self.group.when_replicated(end_offset, timeout_s, lambda outcome: done(_STATUS[outcome]))
-
-    async def wait_result(self, end_offset: int, timeout_s: float) -> str:
-        """when_replicated awaited: the status's name."""
-        future: asyncio.Future[PutMessageStatus] = asyncio.get_running_loop().create_future()
-        self.when_replicated(end_offset, timeout_s, lambda status: settle(future, status))
-        return (await future).name
 
     def fall_behind(self) -> int:
         return self.progress.fall_behind(self.store.max_phy_offset)

@@ -17,6 +17,7 @@ import pytest
 from mqtools.common.log_limiter import LIMIT
 from mqtools.server.ha.protocol import encode_header, encode_report
 from mqtools.server.ha.service import HAConfig, HAService
+from mqtools.server.store.results import PutMessageStatus
 
 FILE = 4096
 
@@ -124,12 +125,19 @@ async def test_restarted_slave_resumes_from_its_own_offset() -> None:
         assert slog.range(0, 3500) == mlog.range(0, 3500)
 
 
+
+async def wait_result(master: HAService, end_offset: int, timeout_s: float) -> str:
+    """The store's hook awaited: the status a SYNC_MASTER put gets, by name."""
+    future: asyncio.Future[PutMessageStatus] = asyncio.get_running_loop().create_future()
+    master.when_replicated(end_offset, timeout_s, future.set_result)
+    return (await future).name
+
 async def test_sync_wait_released_by_ack_and_many_waiters_at_once() -> None:
     mlog, slog = SegmentedLog(), SegmentedLog()
     async with pair(mlog, slog) as (master, _):
         await until(lambda: len(master.connections) == 1 and master.connections[0].slave_ack_offset >= 0)
         ends = [mlog.put(os.urandom(100)) for _ in range(50)]
-        results = await asyncio.gather(*(master.wait_result(end, 5.0) for end in ends))
+        results = await asyncio.gather(*(wait_result(master, end, 5.0) for end in ends))
         assert results == ["PUT_OK"] * 50
         assert slog.max_phy_offset >= ends[-1]
 
@@ -139,7 +147,7 @@ async def test_slave_not_available_without_slave() -> None:
     master = HAService(mlog, config("SYNC_MASTER"))
     await master.start()
     try:
-        assert await master.wait_result(mlog.put(b"x" * 10), 1.0) == "SLAVE_NOT_AVAILABLE"
+        assert await wait_result(master, mlog.put(b"x" * 10), 1.0) == "SLAVE_NOT_AVAILABLE"
     finally:
         await master.shutdown()
 
@@ -148,7 +156,7 @@ async def test_slave_too_far_behind_is_not_available() -> None:
     mlog, slog = SegmentedLog(), SegmentedLog()
     async with pair(mlog, slog, ha_slave_fallbehind_max=100) as (master, _):
         await until(lambda: len(master.connections) == 1)
-        assert await master.wait_result(mlog.put(b"x" * 500), 1.0) == "SLAVE_NOT_AVAILABLE"
+        assert await wait_result(master, mlog.put(b"x" * 500), 1.0) == "SLAVE_NOT_AVAILABLE"
 
 
 async def test_slave_refusing_data_is_not_available_then_recovers() -> None:
@@ -161,11 +169,11 @@ async def test_slave_refusing_data_is_not_available_then_recovers() -> None:
         slog.append_to_commit_log = lambda start, data: False  # type: ignore[method-assign]
         end = mlog.put(b"y" * 50)
         t0 = asyncio.get_running_loop().time()
-        assert await master.wait_result(end, 3.0) == "SLAVE_NOT_AVAILABLE"
+        assert await wait_result(master, end, 3.0) == "SLAVE_NOT_AVAILABLE"
         assert asyncio.get_running_loop().time() - t0 < 2.0
         slog.append_to_commit_log = real_append  # type: ignore[method-assign]
         await until(lambda: slog.max_phy_offset == end)
-        assert await master.wait_result(mlog.put(b"z" * 50), 3.0) == "PUT_OK"
+        assert await wait_result(master, mlog.put(b"z" * 50), 3.0) == "PUT_OK"
         assert slave.client is not None and slave.client.mismatches == 0
 
 

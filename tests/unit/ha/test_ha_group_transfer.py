@@ -61,9 +61,16 @@ def test_slave_ok_needs_a_connection_and_a_small_gap() -> None:
     assert not progress.is_slave_ok(1500)
 
 
+
+async def wait(service: GroupTransferService, end_offset: int, timeout: float) -> Replicated:
+    """when_replicated awaited, as a SYNC_MASTER put's answer waits on it."""
+    future: asyncio.Future[Replicated] = asyncio.get_running_loop().create_future()
+    service.when_replicated(end_offset, timeout, future.set_result)
+    return await future
+
 async def test_service_releases_many_waits_with_one_ack() -> None:
     service = GroupTransferService(ReplicationProgress())
-    tasks = [asyncio.create_task(service.wait(end, timeout=30.0)) for end in (10, 20, 30, 40)]
+    tasks = [asyncio.create_task(wait(service, end, timeout=30.0)) for end in (10, 20, 30, 40)]
     await asyncio.sleep(0)
     assert service.pending() == 4
     service.notify_ack(30)
@@ -77,8 +84,8 @@ async def test_service_releases_many_waits_with_one_ack() -> None:
 
 async def test_service_times_out_without_ack() -> None:
     service = GroupTransferService(ReplicationProgress())
-    slow = asyncio.create_task(service.wait(100, timeout=0.05))
-    fast_ok = asyncio.create_task(service.wait(50, timeout=10.0))
+    slow = asyncio.create_task(wait(service, 100, timeout=0.05))
+    fast_ok = asyncio.create_task(wait(service, 50, timeout=10.0))
     assert await slow is Replicated.TIMED_OUT
     service.notify_ack(60)
     assert await fast_ok is Replicated.ACKED
@@ -87,12 +94,12 @@ async def test_service_times_out_without_ack() -> None:
 async def test_already_acked_offset_returns_immediately() -> None:
     service = GroupTransferService(ReplicationProgress())
     service.notify_ack(100)
-    assert await service.wait(100, timeout=0.0) is Replicated.ACKED
+    assert await wait(service, 100, timeout=0.0) is Replicated.ACKED
 
 
 async def test_shutdown_fails_pending_waits() -> None:
     service = GroupTransferService(ReplicationProgress())
-    task = asyncio.create_task(service.wait(100, timeout=30.0))
+    task = asyncio.create_task(wait(service, 100, timeout=30.0))
     await asyncio.sleep(0)
     service.shutdown()
     assert await task is Replicated.TIMED_OUT
@@ -101,12 +108,12 @@ async def test_shutdown_fails_pending_waits() -> None:
 async def test_waits_end_at_once_when_no_slave_is_left() -> None:
     """The last slave connection closes: puts waiting for it are answered now, not at their deadline."""
     service = GroupTransferService(ReplicationProgress())
-    tasks = [asyncio.create_task(service.wait(end, timeout=30.0)) for end in (10, 20)]
+    tasks = [asyncio.create_task(wait(service, end, timeout=30.0)) for end in (10, 20)]
     await asyncio.sleep(0)
     service.no_slave_left()
     assert [await t for t in tasks] == [Replicated.NO_SLAVE, Replicated.NO_SLAVE]
     assert service.pending() == 0
-    later = asyncio.create_task(service.wait(30, timeout=30.0))
+    later = asyncio.create_task(wait(service, 30, timeout=30.0))
     await asyncio.sleep(0)
     service.notify_ack(30)
     assert await later is Replicated.ACKED
