@@ -14,9 +14,12 @@ import asyncio
 import enum
 import heapq
 import itertools
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+log = logging.getLogger("mq.ha")
 
 
 class Replicated(enum.Enum):
@@ -131,30 +134,28 @@ class GroupTransferService:
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = 0.0
 
-    def when_replicated(self, end_offset: int, timeout: float,
-                        callback: Callable[[Replicated], None]) -> _Waiter | None:
+    def when_replicated(self, end_offset: int, timeout: float, callback: Callable[[Replicated], None]) -> None:
         """Call ``callback`` once a slave acknowledged ``end_offset`` (now, if one has), when ``timeout``
-        seconds pass, or when the last slave leaves; the waiter, or None when it was answered at once.
-        Callbacks run inside an ack's or the timer's handling: they must not raise."""
+        seconds pass, or when the last slave leaves. Callbacks run inside an ack's or the timer's handling; one
+        that raises is logged, and the others released with it still run."""
         if self.progress.push2slave_max_offset >= end_offset:
             callback(Replicated.ACKED)
-            return None
-        waiter = self._pending.submit(end_offset, self._clock() + timeout, callback)
+            return
+        self._pending.submit(end_offset, self._clock() + timeout, callback)
         self._arm(asyncio.get_running_loop())
-        return waiter
 
     def notify_ack(self, offset: int) -> None:
         """Called for every ack from any slave."""
         self.progress.on_ack(offset)
         for waiter in self._pending.release(self.progress.push2slave_max_offset):
-            waiter.callback(Replicated.ACKED)
+            _call(waiter, Replicated.ACKED)
 
     def no_slave_left(self) -> None:
         """The last slave connection closed: every waiting put is answered now, as not replicated,
         rather than when its wait times out (Apache keeps it waiting for the dead slave until
         syncFlushTimeout, past a client's 3 s send timeout, so the producer never learns the outcome)."""
         for waiter in self._pending.drain():
-            waiter.callback(Replicated.NO_SLAVE)
+            _call(waiter, Replicated.NO_SLAVE)
 
     def pending(self) -> int:
         return len(self._pending)
@@ -164,7 +165,7 @@ class GroupTransferService:
         if self._timer:
             self._timer.cancel()
         for waiter in self._pending.drain():
-            waiter.callback(Replicated.TIMED_OUT)
+            _call(waiter, Replicated.TIMED_OUT)
 
     def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
         deadline = self._pending.next_deadline()
@@ -180,5 +181,12 @@ class GroupTransferService:
     def _on_timer(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
         for waiter in self._pending.expire(self._clock()):
-            waiter.callback(Replicated.TIMED_OUT)
+            _call(waiter, Replicated.TIMED_OUT)
         self._arm(loop)
+
+
+def _call(waiter: _Waiter, outcome: Replicated) -> None:
+    try:
+        waiter.callback(outcome)
+    except Exception:
+        log.exception("the callback of a SYNC_MASTER wait for offset %d failed", waiter.end_offset)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from mqtools.server.ha.group_transfer import (
     GroupTransfer,
     GroupTransferService,
@@ -117,3 +119,19 @@ async def test_waits_end_at_once_when_no_slave_is_left() -> None:
     await asyncio.sleep(0)
     service.notify_ack(30)
     assert await later is Replicated.ACKED
+
+
+async def test_a_failing_callback_is_logged_and_the_others_released_with_it_still_run(
+        caplog: pytest.LogCaptureFixture) -> None:
+    service = GroupTransferService(ReplicationProgress())
+    heard: list[tuple[int, Replicated]] = []
+
+    def failing(outcome: Replicated) -> None:
+        raise RuntimeError("a broken answer")
+
+    service.when_replicated(10, 30.0, lambda outcome: heard.append((10, outcome)))
+    service.when_replicated(20, 30.0, failing)
+    service.when_replicated(30, 30.0, lambda outcome: heard.append((30, outcome)))
+    service.notify_ack(30)
+    assert heard == [(10, Replicated.ACKED), (30, Replicated.ACKED)] and service.pending() == 0
+    assert any("offset 20 failed" in r.getMessage() and r.exc_info for r in caplog.records)

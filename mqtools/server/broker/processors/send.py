@@ -292,12 +292,13 @@ class SendProcessor:
         put = self.c.store.put_messages_inline(batch, defer_dispatch=conn.last_of_read)
         return self._finish(conn, req, h.topic, put, batch.queue_id)
 
-    def _finish(self, conn: RemotingConnection, req: RemotingCommand, topic: str, put: PutMessageResult | Awaitable[PutMessageResult],
-                queue_id: int, transaction_id: str | None = None) -> RemotingCommand | Awaitable:
+    def _finish(self, conn: RemotingConnection, req: RemotingCommand, topic: str,
+                put: PutMessageResult | Awaitable[PutMessageResult], queue_id: int,
+                transaction_id: str | None = None) -> RemotingCommand | Awaitable:
         """Answer inline when the put completes without waiting (ASYNC_FLUSH, no slave wait) and no topic
-        change is being written: no coroutine or task per message. A put that waits (group commit,
-        SYNC_MASTER), or a send while a topic it may have auto-created is written (processors/durable.py),
-        goes on as a task."""
+        change is being written: no coroutine or task per message. A put that waits is answered later (_later):
+        from a callback (a SYNC_MASTER's wait for its slave), or as a task (group commit, or a send while a topic
+        it may have auto-created is written, processors/durable.py)."""
         if isinstance(put, PutMessageResult) and self.c.topics.unwritten is None:
             return self._response(req, topic, put, queue_id, transaction_id)
         return self._later(conn, req, topic, put, queue_id, transaction_id)
