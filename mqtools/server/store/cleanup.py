@@ -11,12 +11,18 @@ from __future__ import annotations
 import logging
 import math
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.mapped_file import MappedFileQueue
+
+if TYPE_CHECKING:
+    from mqtools.server.store.commitlog import CommitLog
+    from mqtools.server.store.consume_queue import ConsumeQueue
+    from mqtools.server.store.index import IndexService
 
 log = logging.getLogger(__name__)
 
@@ -94,3 +100,19 @@ class CleanCommitLogService:
             queue.delete_first()
             deleted += 1
         return deleted
+
+
+def clean_store(cleaner: CleanCommitLogService, commitlog: CommitLog, cqs: Callable[[], Iterable[ConsumeQueue]],
+                index: IndexService, now: float) -> int:
+    """One retention pass: CleanCommitLogService's (commitlog files by age / disk usage), then RocketMQ's
+    CleanConsumeQueueService's (the queue units and index files below the commitlog's new minimum offset);
+    how many commitlog files went."""
+    before = commitlog.min_offset
+    deleted = cleaner.run(commitlog.queue, now)
+    min_phy = commitlog.min_offset
+    if min_phy > before:
+        for cq in cqs():
+            cq.delete_expired(min_phy)
+            cq.correct_min_offset(min_phy)
+        index.delete_expired(min_phy)
+    return deleted

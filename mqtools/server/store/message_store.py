@@ -76,7 +76,7 @@ from mqtools.common.topics import SCHEDULE_TOPIC
 from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store import encoding, recovery
 from mqtools.server.store.checkpoint import StoreCheckpoint
-from mqtools.server.store.cleanup import CleanCommitLogService, disk_used_ratio
+from mqtools.server.store.cleanup import CleanCommitLogService, clean_store, disk_used_ratio
 from mqtools.server.store.commitlog import CommitLog, EntryTooLarge
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.delay_levels import DelayLevelTable
@@ -365,17 +365,9 @@ class MessageStore:
                 log.exception("store cleaning failed")
 
     async def clean_once(self, now: float | None = None) -> int:
-        """One retention pass: commitlog files by age / disk usage, then consume queues and index."""
-        now = self.clock() if now is None else now
-        before = self.commitlog.min_offset
-        deleted = self.cleaner.run(self.commitlog.queue, now)
-        min_phy = self.commitlog.min_offset
-        if min_phy > before:
-            for cq in self.dispatcher.all_cqs():
-                cq.delete_expired(min_phy)
-                cq.correct_min_offset(min_phy)
-            self.index.delete_expired(min_phy)
-        return deleted
+        """One retention pass (cleanup.clean_store): commitlog files by age / disk usage, then queues and index."""
+        return clean_store(self.cleaner, self.commitlog, self.dispatcher.all_cqs, self.index,
+                           self.clock() if now is None else now)
 
     @property
     def is_disk_full(self) -> bool:
