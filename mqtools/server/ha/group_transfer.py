@@ -59,8 +59,8 @@ class _Waiter:
     end_offset: int
     seq: int
     deadline: float
+    callback: Callable[[Replicated], None] = field(repr=False)
     done: bool = False
-    callback: Callable[[Replicated], None] = field(default=lambda outcome: None, repr=False)
 
 
 class GroupTransfer:
@@ -74,7 +74,7 @@ class GroupTransfer:
 
     def submit(self, end_offset: int, deadline: float,
                callback: Callable[[Replicated], None] = lambda outcome: None) -> _Waiter:
-        waiter = _Waiter(end_offset, next(self._seq), deadline, False, callback)
+        waiter = _Waiter(end_offset, next(self._seq), deadline, callback)
         heapq.heappush(self._by_offset, (end_offset, waiter.seq, waiter))
         heapq.heappush(self._by_deadline, (deadline, waiter.seq, waiter))
         return waiter

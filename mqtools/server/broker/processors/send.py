@@ -32,7 +32,7 @@ from mqtools.remoting.errors import RemotingConnectionClosed
 from mqtools.remoting.headers import SendMessageRequestHeader, parse_send_v2
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.schedule_hook import handle_schedule
-from mqtools.server.store.results import STORED, PutMessageResult, PutMessageStatus
+from mqtools.server.store.results import STORED, AppendMessageResult, PutMessageResult, PutMessageStatus
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import RemotingServer
@@ -325,11 +325,9 @@ class SendProcessor:
             answer.set_exception(exc)
             return
         result = put.result()
-        append = result.append
         try:
-            if (_answer_frame is not None and transaction_id is None and result.status is PutMessageStatus.PUT_OK
-                    and append is not None and not append.phys_offsets and req.serialize_type is SerializeType.JSON
-                    and not req.flag & FLAG_ONEWAY
+            if (_answer_frame is not None and (append := _plain(result, transaction_id)) is not None
+                    and req.serialize_type is SerializeType.JSON and not req.flag & FLAG_ONEWAY
                     and (frame := _answer_frame(req.opaque, append.msg_id, queue_id, append.logics_offset))):
                 self.c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
                 with contextlib.suppress(RemotingConnectionClosed):  # the producer left: nobody to tell
@@ -348,9 +346,7 @@ class SendProcessor:
 
     def _response(self, req: RemotingCommand, topic: str, result: Any, queue_id: int,
                   transaction_id: str | None = None) -> RemotingCommand:
-        append = result.append
-        if transaction_id is None and result.status is PutMessageStatus.PUT_OK and append is not None \
-                and not append.phys_offsets:
+        if (append := _plain(result, transaction_id)) is not None:
             # the common answer, without the status table (an Enum's .name is a descriptor call per send)
             self.c.stats.on_put(topic, append.msg_num, append.wrote_bytes)
             return req.response(ResponseCode.SUCCESS, None, {
@@ -366,6 +362,15 @@ class SendProcessor:
         if transaction_id is not None:
             ext["transactionId"] = transaction_id
         return req.response(code, remark, ext)
+
+
+def _plain(result: PutMessageResult, transaction_id: str | None) -> AppendMessageResult | None:
+    """The append of a put answered the common way (PUT_OK of one message, no transaction id), else None."""
+    append = result.append
+    if transaction_id is None and result.status is PutMessageStatus.PUT_OK and append is not None \
+            and not append.phys_offsets:
+        return append
+    return None
 
 
 def register(server: RemotingServer, controller: BrokerContext) -> SendProcessor:
