@@ -1,5 +1,6 @@
 """Retention: which commitlog files to delete, and the disk-full flag (RocketMQ's
-CleanCommitLogService).
+CleanCommitLogService); then the queue units and index files below what is left
+(its CleanConsumeQueueService), in ``clean_store``.
 
 Decisions take ``now`` (seconds) and a disk-usage function explicitly so tests drive them with a
 fake clock and a fake disk. Files are deleted oldest first, never the last one, and the walk stops
