@@ -29,37 +29,25 @@ NameArg = Annotated[str, typer.Argument(help="Broker name, e.g. broker-a.")]
 
 
 @admin_command(app, "status", output=True, watch=True)
-def status(
-    s: Session,
-    broker_addr: AddrArg,
-) -> None:
+async def status(admin: MQAdmin, broker_addr: AddrArg) -> View:
     """The broker's runtime table (mqadmin brokerStatus): TPS, offsets, queues, disk, sorted by key.
 
     Example: mq admin broker status 127.0.0.1:10911 --watch 2
     """
     from mqtools.client.admin.models.brokers import broker_status_view
 
-    async def build(admin: MQAdmin) -> View:
-        return broker_status_view(broker_addr, await admin.brokers.broker_runtime_info(broker_addr))
-
-    s.show(build)
+    return broker_status_view(broker_addr, await admin.brokers.broker_runtime_info(broker_addr))
 
 
 @admin_command(config_app, "get", output=True, watch=True)
-def config_get(
-    s: Session,
-    broker_addr: AddrArg,
-) -> None:
+async def config_get(admin: MQAdmin, broker_addr: AddrArg) -> View:
     """Every configuration key of a broker, sorted.
 
     Example: mq admin broker config get 127.0.0.1:10911 -o json
     """
     from mqtools.client.admin.models.brokers import broker_config_view
 
-    async def build(admin: MQAdmin) -> View:
-        return broker_config_view(broker_addr, await admin.brokers.broker_config(broker_addr))
-
-    s.show(build)
+    return broker_config_view(broker_addr, await admin.brokers.broker_config(broker_addr))
 
 
 @admin_command(config_app, "set")
@@ -104,21 +92,18 @@ def consume_stats(
 
 
 @admin_command(app, "stats", output=True, watch=True)
-def stats(
-    s: Session,
+async def stats(
+    admin: MQAdmin,
     topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Only this topic.")] = None,  # noqa: UP045
     active: Annotated[bool, typer.Option("--active", "-a", help="Only rows with traffic in 24 hours.")] = False,
-) -> None:
+) -> View:
     """Per topic and consuming group: backlog, TPS in and out, messages in and out over 24 hours (statsAll).
 
     Example: mq admin broker stats --active
     """
     from mqtools.client.admin.models.brokers import stats_all_view
 
-    async def build(admin: MQAdmin) -> View:
-        return stats_all_view(await admin.tracking.stats_all(topic, active_only=active))
-
-    s.show(build)
+    return stats_all_view(await admin.tracking.stats_all(topic, active_only=active))
 
 
 def _perm_lines(broker_name: str, counts: dict[str, int], verb: str) -> None:

@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import OutputOpt, TimeoutOpt, broker_ids, check_output, run, show
-from mqtools.cli.admin.session import Session, admin_command
+from mqtools.cli.admin.session import admin_command
 from mqtools.cli.output import View, render
 from mqtools.common.addresses import parse_namesrv_list
 
@@ -151,11 +151,11 @@ def config(controller: ControllerOpt, output: OutputOpt = "table", timeout: Time
 
 
 @admin_command(app, "broker-epoch", output=True, watch=True)
-def broker_epoch(
-    s: Session,
+async def broker_epoch(
+    admin: MQAdmin,
     cluster: Annotated[str, typer.Option("-c", "--cluster", help="The cluster whose brokers to ask.")],
     broker: Annotated[Optional[str], typer.Option("-b", "--broker", help="Only this broker set.")] = None,  # noqa: UP045
-) -> None:
+) -> View:
     """Each controller-mode broker's epoch cache: which master epoch wrote which commitlog range, and its
     max offset (GET_BROKER_EPOCH_CACHE; brokers not in controller mode refuse it).
 
@@ -163,7 +163,4 @@ def broker_epoch(
     """
     from mqtools.client.admin.models.controller import broker_epochs_view
 
-    async def build(admin: MQAdmin) -> View:
-        return broker_epochs_view(await admin.controllers.broker_epochs(cluster, broker))
-
-    s.show(build)
+    return broker_epochs_view(await admin.controllers.broker_epochs(cluster, broker))

@@ -29,20 +29,14 @@ GroupArg = Annotated[str, typer.Argument(help="Consumer group.")]
 
 
 @admin_command(app, "list", output=True, watch=True)
-def list_(
-    s: Session,
-    group: GroupArg,
-) -> None:
+async def list_(admin: MQAdmin, group: GroupArg) -> View:
     """Every message in the group's DLQ, oldest first (none when the group never gave up on one).
 
     Example: mq admin dlq list OrderConsumers
     """
     from mqtools.common.topics import dlq_topic
 
-    async def build(admin: MQAdmin) -> View:
-        return message_list_view(dlq_topic(group), await admin.dlq.dead_messages(group))
-
-    s.show(build)
+    return message_list_view(dlq_topic(group), await admin.dlq.dead_messages(group))
 
 
 @admin_command(app, "resend", output=True)

@@ -54,18 +54,14 @@ def _given(**values: Any) -> dict[str, Any]:
 
 
 @admin_command(app, "list", output=True, watch=True)
-def list_(s: Session) -> None:
+async def list_(admin: MQAdmin) -> View:
     """Every group configured on any master, one row per group and broker; system groups flagged.
 
     Example: mq admin group list -o csv
     """
+    from mqtools.client.admin.models.groups import group_list_view
 
-    async def build(admin: MQAdmin) -> View:
-        from mqtools.client.admin.models.groups import group_list_view
-
-        return group_list_view(await admin.groups.group_list())
-
-    s.show(build)
+    return group_list_view(await admin.groups.group_list())
 
 
 @admin_command(app, "create", output=True)
@@ -166,22 +162,18 @@ def delete(
 
 
 @admin_command(app, "progress", output=True, watch=True)
-def progress(
-    s: Session,
+async def progress(
+    admin: MQAdmin,
     group: GroupArg,
     topic: Annotated[Optional[str], typer.Option("-t", "--topic", help="Only this topic.")] = None,  # noqa: UP045
-) -> None:
+) -> View:
     """Per queue: broker offset, committed offset, lag (diff), in flight and last consume time; totals.
 
     Example: mq admin group progress OrderConsumers -t Orders --watch 5
     """
+    from mqtools.client.admin.models.groups import group_progress_view
 
-    async def build(admin: MQAdmin) -> View:
-        from mqtools.client.admin.models.groups import group_progress_view
-
-        return group_progress_view(await admin.groups.consumer_progress(group, topic), topic)
-
-    s.show(build)
+    return group_progress_view(await admin.groups.consumer_progress(group, topic), topic)
 
 
 @admin_command(app, "connections", output=True, watch=True)
@@ -208,22 +200,18 @@ def connections(
 
 
 @admin_command(app, "status", output=True, watch=True)
-def status(
-    s: Session,
+async def status(
+    admin: MQAdmin,
     groups: Annotated[Optional[list[str]], typer.Argument(  # noqa: UP045
         help="Groups (default: every group that ever had a consumer online).")] = None,
-) -> None:
+) -> View:
     """One line per group: clients online, lowest client version, type, model, consume TPS, total lag.
 
     Example: mq admin group status OrderConsumers BillingConsumers
     """
+    from mqtools.client.admin.models.groups import group_status_view
 
-    async def build(admin: MQAdmin) -> View:
-        from mqtools.client.admin.models.groups import group_status_view
-
-        return group_status_view(await admin.overview.group_summaries(groups or None))
-
-    s.show(build)
+    return group_status_view(await admin.overview.group_summaries(groups or None))
 
 
 @admin_command(app, "consume-mode", output=True)

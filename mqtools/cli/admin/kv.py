@@ -22,38 +22,24 @@ KeyArg = Annotated[str, typer.Argument(help="Key.")]
 
 
 @admin_command(app, "get", output=True, watch=True)
-def get(
-    s: Session,
-    namespace: NamespaceArg, key: KeyArg,
-) -> None:
+async def get(admin: MQAdmin, namespace: NamespaceArg, key: KeyArg) -> View:
     """One value; exit 1 when the key is not set.
 
     Example: mq admin kv get ORDER_TOPIC_CONFIG Orders
     """
-
-    async def build(admin: MQAdmin) -> View:
-        value = await admin.namesrv.get_kv(namespace, key)
-        if value is None:
-            raise fail(f"no key {key} in namespace {namespace}", EXIT_REFUSED)
-        return kv_view(namespace, key, value)
-
-    s.show(build)
+    value = await admin.namesrv.get_kv(namespace, key)
+    if value is None:
+        raise fail(f"no key {key} in namespace {namespace}", EXIT_REFUSED)
+    return kv_view(namespace, key, value)
 
 
 @admin_command(app, "list", output=True, watch=True)
-def list_(
-    s: Session,
-    namespace: NamespaceArg,
-) -> None:
+async def list_(admin: MQAdmin, namespace: NamespaceArg) -> View:
     """Every key of a namespace, sorted (empty when the namespace has none).
 
     Example: mq admin kv list ORDER_TOPIC_CONFIG -o json
     """
-
-    async def build(admin: MQAdmin) -> View:
-        return kv_list_view(namespace, await admin.namesrv.kv_list(namespace))
-
-    s.show(build)
+    return kv_list_view(namespace, await admin.namesrv.kv_list(namespace))
 
 
 @admin_command(app, "set")

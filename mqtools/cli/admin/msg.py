@@ -47,22 +47,18 @@ def times(start: str | None, end: str | None) -> tuple[int | None, int | None]:
 
 
 @admin_command(app, "get", output=True, watch=True)
-def get(
-    s: Session,
+async def get(
+    admin: MQAdmin,
     msg_id: Annotated[str, typer.Argument(help="Offset msgId (names its broker), or a client msgId with --topic.")],
     topic: Annotated[Optional[str], typer.Option("--topic", "-t", help="Topic, to look a client msgId up.")] = None,  # noqa: UP045
-) -> None:
+) -> View:
     """Every field of one message and whether each consuming group has consumed it.
 
     Example: mq admin msg get 7F00000100002A9F0000000000000000
     """
-
-    async def build(admin: MQAdmin) -> View:
-        if topic is None and not is_offset_msg_id(msg_id):
-            raise usage(f"{msg_id} is not an offset msgId: give --topic to look up a client msgId")
-        return message_view(await admin.messages.message_by_id(msg_id, topic))
-
-    s.show(build)
+    if topic is None and not is_offset_msg_id(msg_id):
+        raise usage(f"{msg_id} is not an offset msgId: give --topic to look up a client msgId")
+    return message_view(await admin.messages.message_by_id(msg_id, topic))
 
 
 @admin_command(app, "key", output=True, watch=True)
@@ -87,65 +83,54 @@ def key(
 
 
 @admin_command(app, "unique", output=True, watch=True)
-def unique(
-    s: Session,
+async def unique(
+    admin: MQAdmin,
     topic: TopicArg,
     uniq_key: Annotated[str, typer.Argument(help="The client msgId (UNIQ_KEY) a producer got back.")],
-) -> None:
+) -> View:
     """Every stored copy of a message by its client msgId; more than one means it was sent again.
 
     Example: mq admin msg unique Orders C0A8010A00002A9F0000000000000001
     """
-
-    async def build(admin: MQAdmin) -> View:
-        return message_list_view(topic, await admin.messages.query_by_unique_key(topic, uniq_key))
-
-    s.show(build)
+    return message_list_view(topic, await admin.messages.query_by_unique_key(topic, uniq_key))
 
 
 @admin_command(app, "at", output=True, watch=True)
-def at(
-    s: Session,
+async def at(
+    admin: MQAdmin,
     topic: TopicArg,
     broker: Annotated[str, typer.Argument(help="Broker name.")],
     queue_id: Annotated[int, typer.Argument(help="Queue id.", min=0)],
     offset: Annotated[int, typer.Argument(help="Queue offset.", min=0)],
-) -> None:
+) -> View:
     """The message at one queue offset, every field.
 
     Example: mq admin msg at Orders broker-a 0 42
     """
     from mqtools.client.admin.models.configs import MessageQueue
 
-    async def build(admin: MQAdmin) -> View:
-        m = await admin.messages.message_at(MessageQueue(topic, broker, queue_id), offset)
-        return message_view(await admin.messages.message_detail(m, f"{topic} {broker} queue {queue_id} offset {offset}"))
-
-    s.show(build)
+    m = await admin.messages.message_at(MessageQueue(topic, broker, queue_id), offset)
+    return message_view(await admin.messages.message_detail(m, f"{topic} {broker} queue {queue_id} offset {offset}"))
 
 
 @admin_command(app, "trace", output=True, watch=True)
-def trace(
-    s: Session,
+async def trace(
+    admin: MQAdmin,
     msg_id: Annotated[str, typer.Argument(help="The client msgId (UNIQ_KEY) the producer got back.")],
     trace_topic: Annotated[str, typer.Option("--trace-topic", "-t", help="The brokers' msgTraceTopicName.")] = (
         RMQ_SYS_TRACE_TOPIC),
-) -> None:
+) -> View:
     """Who sent a message, where it was stored, who consumed it and how long each step took, from the
     records clients with tracing on wrote to the trace topic (mqadmin queryMsgTraceById). Exit 1 when
     there is none.
 
     Example: mq admin msg trace C0A8010A00002A9F0000000000000001
     """
-
-    async def build(admin: MQAdmin) -> View:
-        found = await admin.traces.message_trace(msg_id, trace_topic)
-        if not found.entries:
-            raise fail(f"no trace of {msg_id} in {trace_topic} (clients write traces only with tracing on)",
-                       EXIT_REFUSED)
-        return message_trace_view(found)
-
-    s.show(build)
+    found = await admin.traces.message_trace(msg_id, trace_topic)
+    if not found.entries:
+        raise fail(f"no trace of {msg_id} in {trace_topic} (clients write traces only with tracing on)",
+                   EXIT_REFUSED)
+    return message_trace_view(found)
 
 
 async def read_spans(admin: MQAdmin, spans: list[QueueSpan], limit: int | None, expression: str = "*"

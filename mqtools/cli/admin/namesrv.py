@@ -19,16 +19,12 @@ app.add_typer(config_app, name="config")
 
 
 @admin_command(config_app, "get", output=True, watch=True)
-def config_get(s: Session) -> None:
+async def config_get(admin: MQAdmin) -> View:
     """Every key of every name server's configuration, one row per name server and key.
 
     Example: mq admin namesrv config get -n '10.0.0.1:9876;10.0.0.2:9876'
     """
-
-    async def build(admin: MQAdmin) -> View:
-        return namesrv_config_view(await admin.namesrv.namesrv_config())
-
-    s.show(build)
+    return namesrv_config_view(await admin.namesrv.namesrv_config())
 
 
 @admin_command(config_app, "set")

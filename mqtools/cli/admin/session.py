@@ -3,7 +3,8 @@
 `@admin_command(app, "list", output=True, watch=True)` registers a command whose own parameters come
 first and the shared tail (-n/--namesrv, --context, [-o], [--watch], --timeout) after them, in that order,
 exactly as each command declared them by hand before; the command receives them as one `Session` (its
-parameter `s`). The options given to `mq admin` itself (-n, --context, TLS) are kept by
+parameter `s`). A read is just its call and its document: `async def f(admin, ...) -> View`, which the
+frame runs on the session and prints once, or every --watch seconds. The options given to `mq admin` itself (-n, --context, TLS) are kept by
 `common.remember_group`; a command's own -n/--context win over them.
 """
 
@@ -80,19 +81,36 @@ def _tail(output: bool, watch: bool, timeout: float) -> list[inspect.Parameter]:
     return params
 
 
+def _own(fn: Callable[..., Any]) -> list[inspect.Parameter]:
+    """fn's parameters after its first (the session or the admin client), their annotations evaluated as
+    `inspect.signature(eval_str=True)` would: the admin's type is imported for type checkers only."""
+    params = list(inspect.signature(fn).parameters.values())[1:]
+    return [p.replace(annotation=eval(p.annotation, fn.__globals__)) if isinstance(p.annotation, str) else p
+            for p in params]
+
+
+def _call(fn: Callable[..., Awaitable[View]], kwargs: dict[str, Any], admin: MQAdmin) -> Awaitable[View]:
+    return fn(admin, **kwargs)
+
+
 def admin_command(app: typer.Typer, name: str, *, output: bool = False, watch: bool = False,
                   timeout: float = 5.0) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Register `fn(s: Session, ...)` as `name` with the shared options after its own."""
+    """Register `fn(s: Session, ...)`, or a read `async fn(admin: MQAdmin, ...) -> View`, as `name` with the
+    shared options after its own."""
 
-    def register(fn: Callable[..., None]) -> Callable[..., None]:
-        own = [p for p in inspect.signature(fn, eval_str=True).parameters.values() if p.name != "s"]
+    def register(fn: Callable[..., Any]) -> Callable[..., None]:
+        reads = inspect.iscoroutinefunction(fn)
+        own = _own(fn)
 
         @functools.wraps(fn)
         def command(**kwargs: Any) -> None:
             fmt = check_output(kwargs.pop("output", "table"))
             session = Session(kwargs.pop("namesrv"), kwargs.pop("context"), fmt, kwargs.pop("watch", None),
                               kwargs.pop("timeout"))
-            fn(session, **kwargs)
+            if reads:
+                session.show(functools.partial(_call, fn, kwargs))
+            else:
+                fn(session, **kwargs)
 
         command.__signature__ = inspect.Signature([*own, *_tail(output, watch, timeout)])  # type: ignore[attr-defined]
         command.__annotations__ = {}

@@ -67,69 +67,47 @@ def parse_perm(text: str) -> int:
 
 
 @admin_command(app, "list", output=True, watch=True)
-def list_(
-    s: Session,
+async def list_(
+    admin: MQAdmin,
     cluster: Annotated[Optional[str], typer.Option("-c", "--cluster", help="Only this cluster's topics.")] = None,  # noqa: UP045
-) -> None:
+) -> View:
     """Every topic the name servers know, with its kind (normal, retry, dlq, system) and clusters.
 
     Example: mq admin topic list -c DefaultCluster
     """
-
-    async def build(admin: MQAdmin) -> View:
-        return topic_list_view(await admin.topics.topic_catalogue(cluster), cluster)
-
-    s.show(build)
+    return topic_list_view(await admin.topics.topic_catalogue(cluster), cluster)
 
 
 @admin_command(app, "route", output=True, watch=True)
-def route(
-    s: Session,
-    topic: TopicArg,
-) -> None:
+async def route(admin: MQAdmin, topic: TopicArg) -> View:
     """Which brokers serve the topic, with their addresses, queue counts and permission.
 
     Example: mq admin topic route Orders
     """
-
-    async def build(admin: MQAdmin) -> View:
-        return topic_route_view(topic, await admin.topics.topic_route(topic))
-
-    s.show(build)
+    return topic_route_view(topic, await admin.topics.topic_route(topic))
 
 
 @admin_command(app, "status", output=True, watch=True)
-def status(
-    s: Session,
+async def status(
+    admin: MQAdmin,
     topic: TopicArg,
     cluster: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "-c", "--cluster", help="Ask this cluster's masters instead of the route's.")] = None,
-) -> None:
+) -> View:
     """Per queue: min and max offset, messages held, last message stored; the topic's put TPS.
 
     Example: mq admin topic status Orders --watch 2
     """
-
-    async def build(admin: MQAdmin) -> View:
-        return topic_status_view(await admin.overview.topic_status(topic, cluster))
-
-    s.show(build)
+    return topic_status_view(await admin.overview.topic_status(topic, cluster))
 
 
 @admin_command(app, "clusters", output=True, watch=True)
-def clusters(
-    s: Session,
-    topic: TopicArg,
-) -> None:
+async def clusters(admin: MQAdmin, topic: TopicArg) -> View:
     """The clusters with at least one broker serving the topic.
 
     Example: mq admin topic clusters Orders
     """
-
-    async def build(admin: MQAdmin) -> View:
-        return topic_clusters_view(topic, await admin.topics.topic_clusters(topic))
-
-    s.show(build)
+    return topic_clusters_view(topic, await admin.topics.topic_clusters(topic))
 
 
 @admin_command(app, "create", output=True)
