@@ -80,10 +80,14 @@ class CommitLog:
             mf.wrote = mf.size
             mf = self.queue.last_writable()
         pos = mf.wrote
+        self._warm(mf, pos)
+        return mf, pos
+
+    def _warm(self, mf: MappedFile, pos: int) -> None:
+        """Ask the warmer for the pages ahead of `pos` once the write passes its mark (one comparison)."""
         warmer = self.warmer
         if warmer is not None and (pos > warmer.due or mf is not warmer.file):
             warmer.request(mf, pos)
-        return mf, pos
 
     def append_message(self, msg: MessageExtBrokerInner, topic_b: bytes, props_b: bytes, sys_flag: int,
                        store_host: Host, store_ts: int, queue_offsets: QueueOffsets) -> AppendMessageResult:
@@ -131,6 +135,7 @@ class CommitLog:
         mv = memoryview(data)
         while len(mv):
             mf = self.queue.last_writable(start_offset)
+            self._warm(mf, mf.wrote)  # a slave's appends fault as a master's would: off its loop too
             n = min(len(mv), mf.free())
             mf.mm[mf.wrote:mf.wrote + n] = mv[:n]
             mf.wrote += n

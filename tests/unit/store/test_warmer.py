@@ -132,3 +132,24 @@ async def test_the_store_warms_unless_warm_maped_file_enable_is_false(tmp_path) 
             assert warmer.caught_up.wait(5) and warmer.warmed == MIB  # the window is capped by the file
         await store.shutdown()
         assert store.commitlog.warmer is None
+
+
+async def test_a_slaves_replicated_appends_are_warmed_ahead_as_a_masters_are(tmp_path) -> None:
+    """A slave writes through append_to_commit_log, not the put path: without the warmer there, every page it
+    writes is faulted in (allocated and zeroed) on its event loop."""
+    from unit.store.store_helpers import inner, tiny_config
+
+    from mqtools.server.store.message_store import MessageStore
+
+    master = MessageStore(tiny_config(tmp_path / "m", mapped_file_size_commit_log=4 * MIB, warm_mapped_file_enable=False))
+    slave = MessageStore(tiny_config(tmp_path / "s", mapped_file_size_commit_log=4 * MIB, broker_role="SLAVE"))
+    await master.start()
+    await slave.start()
+    assert (await master.put_message(inner())).ok
+    warmer = slave.commitlog.warmer
+    assert warmer is not None and warmer.file is None
+    assert slave.append_to_commit_log(0, bytes(master.get_commit_log_data(0)))
+    assert warmer.file is slave.commitlog.queue.files[0] and warmer.caught_up.wait(5)
+    assert warmer.warmed == 4 * MIB and mapped_kib(warmer.file) >= 4 * 1024 - 64
+    await slave.shutdown()
+    await master.shutdown()
