@@ -8,14 +8,17 @@ printf patterns (`java_format`); exit codes are mq's (mqadmin exits 0 even when 
 
 from __future__ import annotations
 
+import functools
 import importlib
+import inspect
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
-from mqtools.cli.admin.common import run, usage
+from mqtools.cli.admin import common
+from mqtools.cli.admin.common import usage
 from mqtools.cli.frame import on_interrupt
 from mqtools.common.exitcodes import EXIT_OK
 
@@ -23,6 +26,7 @@ if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
 
 F = TypeVar("F", bound=Callable[..., Any])
+T = TypeVar("T")
 
 AREAS = ("cluster", "message", "trace", "broker", "namesrv", "topic", "consumer", "group", "pop", "producer", "ha", "acl",
          "auth", "controller")
@@ -58,15 +62,47 @@ CATALOGUE: dict[str, Entry] = {}
 """lower-case mqadmin name -> its entry, in registration order."""
 
 
-def command(name: str, twin: str, purpose: str) -> Callable[[F], F]:
-    """Register an mqadmin-dialect command under its mqadmin name."""
+def command(name: str, twin: str, purpose: str, *, namesrv: bool = True) -> Callable[[F], F]:
+    """Register an mqadmin-dialect command under its mqadmin name. `namesrv`: it reaches the cluster through
+    the name servers, so the frame adds mqadmin's -n/--namesrvAddr after its own options and the command's
+    `run` goes there (the controller commands that talk to controllers only have none)."""
 
     def register(fn: F) -> F:
         CATALOGUE[name.lower()] = Entry(name, twin, purpose)
-        app.command(name, help=f"{purpose} (mq dialect: {twin})")(fn)
+        app.command(name, help=f"{purpose} (mq dialect: {twin})")(_with_namesrv(fn) if namesrv else fn)
         return fn
 
     return register
+
+
+def _with_namesrv(fn: Callable[..., None]) -> Callable[..., None]:
+    """`fn` with -n/--namesrvAddr as its last option; the value is kept for `run` while the command runs."""
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> None:
+        _namesrv[0] = kwargs.pop("namesrv")
+        fn(**kwargs)
+
+    params = list(inspect.signature(fn, eval_str=True).parameters.values())
+    tail = inspect.Parameter("namesrv", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=NamesrvOpt)
+    command.__signature__ = inspect.Signature([*params, tail])  # type: ignore[attr-defined]
+    command.__annotations__ = {}
+    del command.__wrapped__  # typer must read the signature above, not fn's
+    return command
+
+
+_namesrv: list[str | None] = [None]
+"""The running command's -n (one command per `mq` process, as `common.remember_group`'s slot)."""
+
+
+def given_namesrv() -> str | None:
+    """-n as the command was given it (None: the one given to `mq admin`, the environment or the context)."""
+    return _namesrv[0]
+
+
+def run(job: Callable[[MQAdmin], Awaitable[T]], *, timeout: float | None = None) -> T:
+    """The command's job on an admin session at its name servers (common.run with the command's -n)."""
+    return common.run(_namesrv[0], job, timeout=timeout)
 
 
 def _registered() -> dict[str, Any]:
@@ -135,11 +171,11 @@ def charset_option(name: str | None) -> str | None:
         raise usage(f"unknown charset {name}") from None
 
 
-def run_until_interrupted(namesrv: str | None, rounds: Callable[[MQAdmin], Awaitable[None]]) -> None:
+def run_until_interrupted(rounds: Callable[[MQAdmin], Awaitable[None]]) -> None:
     """Run a command that repeats every -i seconds (or once without it): Ctrl-C ends it with exit 0, as it
     ends mqadmin's loops."""
     on_interrupt(EXIT_OK)
-    run(namesrv, rounds)
+    run(rounds)
 
 
 

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.acl import apply_update, read_secret, where_of
-from mqtools.cli.admin.common import run
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command
+from mqtools.cli.admin.mqadmin import command, given_namesrv, run
 from mqtools.client.admin.models.mqadmin_acl_text import acl_config_lines, acl_version_lines
 
 if TYPE_CHECKING:
@@ -36,7 +35,7 @@ def update_acl_config(
     topic_perms: Annotated[Optional[str], typer.Option("-t", "--topicPerms", help="topicA=DENY,topicD=SUB")] = None,  # noqa: UP045
     group_perms: Annotated[Optional[str], typer.Option("-g", "--groupPerms", help="groupD=DENY,groupD=SUB")] = None,  # noqa: UP045
     admin_flag: Annotated[Optional[str], typer.Option("-m", "--admin", help="true or false")] = None,  # noqa: UP045
-    broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None, namesrv: NamesrvOpt = None,
+    broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None,
 ) -> None:
     """Example: printf '%s' "$SECRET" | mq admin updateAclConfig -a app1key -c DefaultCluster -t Orders=PUB"""
     from mqtools.client.admin.models.configs import PlainAccessConfig, comma_list
@@ -44,7 +43,7 @@ def update_acl_config(
     where = where_of(cluster, broker_addr)
     account = PlainAccessConfig(access_key, secret_key or read_secret(), white, (admin_flag or "").lower() == "true",
                                topic_perm, group_perm, comma_list(topic_perms), comma_list(group_perms))
-    for addr in apply_update(namesrv, None, 5.0, account, where):
+    for addr in apply_update(given_namesrv(), None, 5.0, account, where):
         typer.echo(f"create or update plain access config to {addr} success.")
     typer.echo(repr(account))
 
@@ -52,7 +51,7 @@ def update_acl_config(
 @command("deleteAclConfig", "mq admin acl delete", "Delete Acl Config Account in broker.")
 def delete_acl_config(
     access_key: Annotated[str, typer.Option("-a", "--accessKey", help="which account to delete")],
-    broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None, namesrv: NamesrvOpt = None,
+    broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None,
 ) -> None:
     """Example: mq admin deleteAclConfig -a app1key -c DefaultCluster"""
     where = where_of(cluster, broker_addr)
@@ -60,7 +59,7 @@ def delete_acl_config(
     async def job(admin: MQAdmin) -> list[str]:
         return await admin.acl.delete_acl_account(access_key, cluster=where["cluster"], broker_addr=where["broker_addr"])
 
-    for addr in run(namesrv, job):
+    for addr in run(job):
         typer.echo(f"delete plain access config account from {addr} success.")
     typer.echo(f"account's accesskey is:{access_key}")
 
@@ -68,7 +67,7 @@ def delete_acl_config(
 @command("updateGlobalWhiteAddr", "mq admin acl white-addrs", "Update global white address for acl Config File in broker.")
 def update_global_white_addr(
     addrs: Annotated[str, typer.Option("-g", "--globalWhiteRemoteAddresses", help="eg: 10.10.103.*,192.168.0.*")],
-    broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None, namesrv: NamesrvOpt = None,
+    broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None,
 ) -> None:
     """Example: mq admin updateGlobalWhiteAddr -g '10.10.103.*' -c DefaultCluster"""
     from mqtools.client.admin.models.configs import comma_list
@@ -79,12 +78,12 @@ def update_global_white_addr(
         return await admin.acl.update_global_white_addrs(comma_list(addrs), cluster=where["cluster"],
                                                      broker_addr=where["broker_addr"])
 
-    for addr in run(namesrv, job):
+    for addr in run(job):
         typer.echo(f"update global white remote addresses to {addr} success.")
 
 
 @command("getAclConfig", "mq admin acl list", "List all of acl config information in cluster.")
-def get_acl_config(broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None, namesrv: NamesrvOpt = None) -> None:
+def get_acl_config(broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None) -> None:
     """Example: mq admin getAclConfig -c DefaultCluster"""
     where = where_of(cluster, broker_addr)
 
@@ -93,12 +92,12 @@ def get_acl_config(broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None
             for line in acl_config_lines(config):
                 typer.echo(line)
 
-    run(namesrv, job)
+    run(job)
 
 
 @command("clusterAclConfigVersion", "mq admin acl version", "List all of acl config version information in cluster.")
 def cluster_acl_config_version(
-    broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None, namesrv: NamesrvOpt = None,
+    broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None,
 ) -> None:
     """Example: mq admin clusterAclConfigVersion -c DefaultCluster"""
     where = where_of(cluster, broker_addr)
@@ -108,4 +107,4 @@ def cluster_acl_config_version(
         for line in acl_version_lines(versions, of_cluster=bool(where["cluster"])):
             typer.echo(line)
 
-    run(namesrv, job)
+    run(job)

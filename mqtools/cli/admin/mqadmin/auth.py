@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command
+from mqtools.cli.admin.common import usage
+from mqtools.cli.admin.mqadmin import command, run
 from mqtools.cli.admin.user import checked, read_password
 from mqtools.client.admin.models.mqadmin_acl_text import USER_LIST_ROW, USER_ROW, acl_lines, user_lines
 
@@ -41,31 +41,31 @@ def _one(cluster: str | None, broker_addr: str | None) -> dict[str, str | None]:
     return {"cluster": cluster, "broker_addr": broker_addr}
 
 
-def _write(namesrv: str | None, where: dict[str, str | None], job, verb: str) -> None:  # type: ignore[no-untyped-def]
+def _write(where: dict[str, str | None], job, verb: str) -> None:  # type: ignore[no-untyped-def]
     async def go(admin: MQAdmin) -> list[str]:
         return (await job(admin, where)).brokers
 
-    for addr in run(namesrv, go):
+    for addr in run(go):
         typer.echo(f"{verb} to {addr} success.")
 
 
 @command("createUser", "mq admin user create", "Create user to cluster.")
 def create_user(username: UserOpt, password: PasswordOpt = None,
                 user_type: Annotated[Optional[str], typer.Option("-t", "--userType")] = None,  # noqa: UP045
-                cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None, namesrv: NamesrvOpt = None) -> None:
+                cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: printf '%s' "$PASSWORD" | mq admin createUser -c DefaultCluster -u app1"""
     from mqtools.client.admin.models.auth import AuthUser
 
     where = _one(cluster, broker_addr)
     user = AuthUser(username, password or read_password(None), checked(user_type, ("Super", "Normal"), "-t"))
-    _write(namesrv, where, lambda admin, w: admin.auth.create_user(user, **w), "create user")
+    _write(where, lambda admin, w: admin.auth.create_user(user, **w), "create user")
 
 
 @command("updateUser", "mq admin user update", "Update user to cluster.")
 def update_user(username: UserOpt, password: PasswordOpt = None,
                 user_type: Annotated[Optional[str], typer.Option("-t", "--userType")] = None,  # noqa: UP045
                 status: Annotated[Optional[str], typer.Option("-s", "--userStatus")] = None,  # noqa: UP045
-                cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None, namesrv: NamesrvOpt = None) -> None:
+                cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: mq admin updateUser -c DefaultCluster -u app1 -s disable"""
     from mqtools.client.admin.models.auth import AuthUser
 
@@ -74,20 +74,18 @@ def update_user(username: UserOpt, password: PasswordOpt = None,
         password = read_password(None)
     user = AuthUser(username, password, checked(user_type, ("Super", "Normal"), "-t"),
                     checked(status, ("enable", "disable"), "-s"))
-    _write(namesrv, where, lambda admin, w: admin.auth.update_user(user, **w), "update user")
+    _write(where, lambda admin, w: admin.auth.update_user(user, **w), "update user")
 
 
 @command("deleteUser", "mq admin user delete", "Delete user from cluster.")
-def delete_user(username: UserOpt, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None,
-                namesrv: NamesrvOpt = None) -> None:
+def delete_user(username: UserOpt, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: mq admin deleteUser -c DefaultCluster -u app1"""
     where = _one(cluster, broker_addr)
-    _write(namesrv, where, lambda admin, w: admin.auth.delete_user(username, **w), "delete user")
+    _write(where, lambda admin, w: admin.auth.delete_user(username, **w), "delete user")
 
 
 @command("getUser", "mq admin user get", "Get user from cluster.")
-def get_user(username: UserOpt, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None,
-             namesrv: NamesrvOpt = None) -> None:
+def get_user(username: UserOpt, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: mq admin getUser -b 127.0.0.1:10911 -u app1"""
     where = _one(cluster, broker_addr)
 
@@ -98,13 +96,13 @@ def get_user(username: UserOpt, cluster: ClusterOpt = None, broker_addr: BrokerA
                 return user_lines(broker.users, USER_ROW)
         return []
 
-    for line in run(namesrv, job):
+    for line in run(job):
         typer.echo(line)
 
 
 @command("listUser", "mq admin user list", "List user from cluster.")
 def list_user(filter_: Annotated[Optional[str], typer.Option("-f", "--filter")] = None,  # noqa: UP045
-              cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None, namesrv: NamesrvOpt = None) -> None:
+              cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: mq admin listUser -c DefaultCluster"""
     where = _one(cluster, broker_addr)
 
@@ -116,11 +114,11 @@ def list_user(filter_: Annotated[Optional[str], typer.Option("-f", "--filter")] 
                 return user_lines(broker.users, USER_LIST_ROW) + tail
         return []
 
-    for line in run(namesrv, job):
+    for line in run(job):
         typer.echo(line)
 
 
-def _put_acl(namesrv: str | None, cluster: str | None, broker_addr: str | None, verb: str,
+def _put_acl(cluster: str | None, broker_addr: str | None, verb: str,
              put: Callable[[MQAdmin], Callable[..., Awaitable[AuthChange]]], subject: str,
              resources: str, actions: str, source_ip: str | None, decision: str) -> None:
     """createAcl and updateAcl: the same rule from the same options, created or updated."""
@@ -129,39 +127,36 @@ def _put_acl(namesrv: str | None, cluster: str | None, broker_addr: str | None, 
 
     where = _one(cluster, broker_addr)
     acl = rule_acl(subject, comma_list(resources), comma_list(actions), comma_list(source_ip), decision)
-    _write(namesrv, where, lambda admin, w: put(admin)(acl, **w), verb)
+    _write(where, lambda admin, w: put(admin)(acl, **w), verb)
 
 
 @command("createAcl", "mq admin acl2 create", "Create acl to cluster.")
 def create_acl(subject: SubjectOpt, resources: ResourcesOpt, actions: ActionsOpt, decision: DecisionOpt,
-               source_ip: SourceIpOpt = None, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None,
-               namesrv: NamesrvOpt = None) -> None:
+               source_ip: SourceIpOpt = None, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: mq admin createAcl -c DefaultCluster -s User:app1 -r Topic:orders -a Pub -d Allow"""
-    _put_acl(namesrv, cluster, broker_addr, "create acl", lambda admin: admin.auth.create_acl,
+    _put_acl(cluster, broker_addr, "create acl", lambda admin: admin.auth.create_acl,
              subject, resources, actions, source_ip, decision)
 
 
 @command("updateAcl", "mq admin acl2 update", "Update acl to cluster.")
 def update_acl(subject: SubjectOpt, resources: ResourcesOpt, actions: ActionsOpt, decision: DecisionOpt,
-               source_ip: SourceIpOpt = None, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None,
-               namesrv: NamesrvOpt = None) -> None:
+               source_ip: SourceIpOpt = None, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: mq admin updateAcl -c DefaultCluster -s User:app1 -r Topic:orders -a Pub -d Deny"""
-    _put_acl(namesrv, cluster, broker_addr, "update acl", lambda admin: admin.auth.update_acl,
+    _put_acl(cluster, broker_addr, "update acl", lambda admin: admin.auth.update_acl,
              subject, resources, actions, source_ip, decision)
 
 
 @command("deleteAcl", "mq admin acl2 delete", "Delete acl from cluster.")
 def delete_acl(subject: SubjectOpt,
                resource: Annotated[Optional[str], typer.Option("-r", "--resources")] = None,  # noqa: UP045
-               cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None, namesrv: NamesrvOpt = None) -> None:
+               cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: mq admin deleteAcl -c DefaultCluster -s User:app1 -r Topic:orders"""
     where = _one(cluster, broker_addr)
-    _write(namesrv, where, lambda admin, w: admin.auth.delete_acl(subject, resource, **w), "delete acl")
+    _write(where, lambda admin, w: admin.auth.delete_acl(subject, resource, **w), "delete acl")
 
 
 @command("getAcl", "mq admin acl2 get", "Get acl from cluster.")
-def get_acl(subject: SubjectOpt, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None,
-            namesrv: NamesrvOpt = None) -> None:
+def get_acl(subject: SubjectOpt, cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: mq admin getAcl -b 127.0.0.1:10911 -s User:app1"""
     where = _one(cluster, broker_addr)
 
@@ -169,14 +164,14 @@ def get_acl(subject: SubjectOpt, cluster: ClusterOpt = None, broker_addr: Broker
         read = await admin.auth.get_acl(subject, **where)
         return [line for broker in read.found if broker.acls for line in acl_lines(broker.acls)]
 
-    for line in run(namesrv, job):
+    for line in run(job):
         typer.echo(line)
 
 
 @command("listAcl", "mq admin acl2 list", "List acl from cluster.")
 def list_acl(subject: Annotated[Optional[str], typer.Option("-s", "--subject")] = None,  # noqa: UP045
              resource: Annotated[Optional[str], typer.Option("-r", "--resource")] = None,  # noqa: UP045
-             cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None, namesrv: NamesrvOpt = None) -> None:
+             cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: mq admin listAcl -c DefaultCluster -s User:app1"""
     where = _one(cluster, broker_addr)
 
@@ -184,35 +179,33 @@ def list_acl(subject: Annotated[Optional[str], typer.Option("-s", "--subject")] 
         read = await admin.auth.list_acls(subject, resource, **where)
         return [line for broker in read.found if broker.acls for line in acl_lines(broker.acls)]
 
-    for line in run(namesrv, job):
+    for line in run(job):
         typer.echo(line)
 
 
 @command("copyUser", "mq admin user copy", "Copy user to cluster.")
 def copy_user(from_broker: Annotated[str, typer.Option("-f", "--fromBroker")],
               to_broker: Annotated[str, typer.Option("-t", "--toBroker")],
-              usernames: Annotated[Optional[str], typer.Option("-u", "--usernames")] = None,  # noqa: UP045
-              namesrv: NamesrvOpt = None) -> None:
+              usernames: Annotated[Optional[str], typer.Option("-u", "--usernames")] = None) -> None:  # noqa: UP045
     """Example: mq admin copyUser -f 127.0.0.1:10911 -t 127.0.0.1:10921"""
     from mqtools.client.admin.models.configs import comma_list
 
     async def job(admin: MQAdmin) -> list[str]:
         return [c.target for c in await admin.auth.copy_users(from_broker, to_broker, comma_list(usernames) or None)]
 
-    for name in run(namesrv, job):
+    for name in run(job):
         typer.echo(f"copy user of {name} from {from_broker} to {to_broker} success.")
 
 
 @command("copyAcl", "mq admin acl2 copy", "Copy acl to cluster.")
 def copy_acl(from_broker: Annotated[str, typer.Option("-f", "--fromBroker")],
              to_broker: Annotated[str, typer.Option("-t", "--toBroker")],
-             subjects: Annotated[Optional[str], typer.Option("-s", "--subjects")] = None,  # noqa: UP045
-             namesrv: NamesrvOpt = None) -> None:
+             subjects: Annotated[Optional[str], typer.Option("-s", "--subjects")] = None) -> None:  # noqa: UP045
     """Example: mq admin copyAcl -f 127.0.0.1:10911 -t 127.0.0.1:10921 -s User:app1"""
     from mqtools.client.admin.models.configs import comma_list
 
     async def job(admin: MQAdmin) -> list[str]:
         return [c.target for c in await admin.auth.copy_acls(from_broker, to_broker, comma_list(subjects) or None)]
 
-    for name in run(namesrv, job):
+    for name in run(job):
         typer.echo(f"copy acl of {name} from {from_broker} to {to_broker} success.")

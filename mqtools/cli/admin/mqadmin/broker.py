@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, run_until_interrupted
+from mqtools.cli.admin.common import usage
+from mqtools.cli.admin.mqadmin import command, run, run_until_interrupted
 from mqtools.client.admin.models.mqadmin_text import broker_consume_lines, config_lines
 from mqtools.common.javatext import java_format
 from mqtools.common.presentation import NA
@@ -39,7 +39,6 @@ def group_addrs(info: ClusterInfo, cluster: str, *, slaves: bool) -> list[tuple[
 def broker_status(
     broker_addr: BrokerAddrOpt = None,
     cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="which cluster")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin brokerStatus -b 127.0.0.1:10911"""
     if (broker_addr is None) == (cluster is None):
@@ -55,7 +54,7 @@ def broker_status(
                 for key, value in sorted((await admin.brokers.broker_runtime_info(addr)).raw.items()):
                     typer.echo(java_format("%-24s %-32s: %s", addr, key, value))
 
-    run(namesrv, job)
+    run(job)
 
 
 def echo_block(lines: list[str]) -> None:
@@ -67,7 +66,6 @@ def echo_block(lines: list[str]) -> None:
 def get_broker_config(
     broker_addr: Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="get which broker")] = None,  # noqa: UP045
     cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="get which cluster")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin getBrokerConfig -c DefaultCluster"""
     if broker_addr is None and cluster is None:
@@ -83,7 +81,7 @@ def get_broker_config(
                 echo_block(config_lines(slave, await admin.brokers.broker_config(slave),
                                         f"My Master: {master}=====Slave: {slave}"))
 
-    run(namesrv, job)
+    run(job)
 
 
 @command("updateBrokerConfig", "mq admin broker config set", "Update broker's config.")
@@ -93,7 +91,6 @@ def update_broker_config(
     broker_addr: Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="update which broker")] = None,  # noqa: UP045
     cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="update which cluster")] = None,  # noqa: UP045
     all_brokers: Annotated[Optional[str], typer.Option("-a", "--updateAllBroker", help="update all brokers include slave")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin updateBrokerConfig -c DefaultCluster -k brokerPermission -v 4"""
     if broker_addr is None and cluster is None:
@@ -110,7 +107,7 @@ def update_broker_config(
             await admin.brokers.update_broker_config(addr, values)
             typer.echo(f"update broker config success, {addr}")
 
-    run(namesrv, job)
+    run(job)
 
 
 @command("brokerConsumeStats", "mq admin broker consume-stats", "Fetch broker consume stats data.")
@@ -119,7 +116,6 @@ def broker_consume_stats(
     timeout_ms: Annotated[int, typer.Option("-t", "--timeoutMillis", help="request timeout Millis")] = 50000,
     level: Annotated[int, typer.Option("-l", "--level", help="threshold of print diff")] = 0,
     order: Annotated[str, typer.Option("-o", "--order", help="order topic")] = "false",
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin brokerConsumeStats -b 127.0.0.1:10911 -l 100"""
 
@@ -129,14 +125,13 @@ def broker_consume_stats(
         for line in broker_consume_lines(stats, level):
             typer.echo(line)
 
-    run(namesrv, job, timeout=max(5.0, timeout_ms / 1000))
+    run(job, timeout=max(5.0, timeout_ms / 1000))
 
 
 @command("cleanExpiredCQ", "mq admin broker clean-expired-cq", "Clean expired ConsumeQueue on broker.")
 def clean_expired_cq(
     broker_addr: BrokerAddrOpt = None,
     cluster: Annotated[Optional[str], typer.Option("-c", "--cluster", help="clustername")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin cleanExpiredCQ -c DefaultCluster"""
 
@@ -151,7 +146,7 @@ def clean_expired_cq(
             await admin.brokers.clean_expired_consume_queue(addr)
         typer.echo("success", nl=False)
 
-    run(namesrv, job)
+    run(job)
 
 
 @command("clusterRT", "mq admin cluster rt", "List All clusters Message Send RT.")
@@ -162,7 +157,6 @@ def cluster_rt(
     tlog: Annotated[str, typer.Option("-p", "--print log", help="print as tlog | default false")] = "false",
     room: Annotated[str, typer.Option("-m", "--machine room", help="machine room name | default noname")] = "noname",
     interval: Annotated[int, typer.Option("-i", "--interval", help="print interval | default 10 seconds", min=0)] = 10,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """One round of sends to every broker-name topic, then another every -i seconds; Ctrl-C stops.
 
@@ -192,4 +186,4 @@ def cluster_rt(
                                                probe.ok, probe.failed))
             await asyncio.sleep(interval)
 
-    run_until_interrupted(namesrv, rounds)
+    run_until_interrupted(rounds)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, run_until_interrupted
+from mqtools.cli.admin.mqadmin import command, run_until_interrupted
 from mqtools.client.admin.models.mqadmin_text import cluster_list_text
 
 if TYPE_CHECKING:
@@ -19,7 +19,6 @@ def cluster_list(
     more: Annotated[bool, typer.Option("-m", "--moreStats", help="Print more stats")] = False,
     interval: Annotated[Optional[int], typer.Option("-i", "--interval", help="specify intervals numbers, it is in seconds")] = None,  # noqa: UP045
     cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="which cluster")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin clusterList -n 127.0.0.1:9876"""
 
@@ -33,4 +32,4 @@ def cluster_list(
 
             await asyncio.sleep(interval)
 
-    run_until_interrupted(namesrv, once)
+    run_until_interrupted(once)

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import run
-from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command
+from mqtools.cli.admin.mqadmin import LmqClusterOpt, command, run
 from mqtools.client.admin.models.mqadmin_text import connection_lines, groups_text, progress_text, stats_lines
 from mqtools.common.javatext import java_format
 from mqtools.common.mqversion import version_desc
@@ -56,7 +55,6 @@ def consumer_progress(
     show_ip: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "-s", "--showClientIP", help="Show Client IP per Queue")] = None,
     cluster: LmqClusterOpt = None,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin consumerProgress -g OrderConsumers"""
     with_ips = show_ip is not None and show_ip.strip().lower() == "true"
@@ -84,7 +82,7 @@ def consumer_progress(
         ips = {mq: client.split("@")[0] for client, info in infos.items() for mq in info.queues}
         return progress_text(p, ips)
 
-    for line in run(namesrv, job):
+    for line in run(job):
         typer.echo(line)
 
 
@@ -94,7 +92,6 @@ def consumer_status(
     client_id: Annotated[Optional[str], typer.Option("-i", "--clientId", help="The consumer's client id")] = None,  # noqa: UP045
     broker_addr: BrokerAddrOpt = None,
     jstack: Annotated[bool, typer.Option("-s", "--jstack", help="Run jstack command in the consumer progress")] = False,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin consumerStatus -g OrderConsumers"""
     name = group.strip()
@@ -126,19 +123,19 @@ def consumer_status(
                 lines += ["", "", "WARN: Different subscription in the same group of consumer!!!"]
         return lines
 
-    for line in run(namesrv, job):
+    for line in run(job):
         typer.echo(line)
 
 
 @command("consumerConnection", "mq admin group connections",
          "Query consumer's socket connection, client version and subscription.")
-def consumer_connection(group: GroupOpt, broker_addr: BrokerAddrOpt = None, namesrv: NamesrvOpt = None) -> None:
+def consumer_connection(group: GroupOpt, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: mq admin consumerConnection -g OrderConsumers"""
 
     async def job(admin: MQAdmin) -> GroupConnections:
         return await admin.groups.consumer_connections(group.strip(), broker_addr.strip() if broker_addr else None)
 
-    for line in connection_lines(run(namesrv, job)):
+    for line in connection_lines(run(job)):
         typer.echo(line)
 
 
@@ -146,12 +143,11 @@ def consumer_connection(group: GroupOpt, broker_addr: BrokerAddrOpt = None, name
 def stats_all(
     active: Annotated[bool, typer.Option("-a", "--activeTopic", help="print active topic only")] = False,
     topic: Annotated[Optional[str], typer.Option("-t", "--topic", help="print select topic only")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin statsAll -a"""
 
     async def job(admin: MQAdmin) -> list[str]:
         return stats_lines((await admin.tracking.stats_all(topic.strip() if topic else None, active_only=active)).rows)
 
-    for line in run(namesrv, job):
+    for line in run(job):
         typer.echo(line)

@@ -9,8 +9,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import note, run, usage
-from mqtools.cli.admin.mqadmin import LmqClusterOpt, NamesrvOpt, command, one_of
+from mqtools.cli.admin.common import note, usage
+from mqtools.cli.admin.mqadmin import LmqClusterOpt, command, one_of, run
 from mqtools.cli.admin.mqadmin.topic import attributes_of
 from mqtools.client.admin.models.mqadmin_text import group_config_text, reset_lines
 from mqtools.common.javatext import java_bool, java_format
@@ -46,7 +46,6 @@ def update_sub_group(
     notify: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "-a", "--notifyConsumerIdsChanged", help="notify consumerId changed")] = None,
     attributes: Annotated[Optional[str], typer.Option("--attributes", help="attribute(+a=b,+c=d,-e)")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin updateSubGroup -c DefaultCluster -g OrderConsumers -r 5"""
     import dataclasses
@@ -73,7 +72,7 @@ def update_sub_group(
             return await admin.groups.create_subscription_group(config, broker_addr=broker_addr.strip())
         return await admin.groups.create_subscription_group(config, cluster=(cluster or "").strip())
 
-    for addr in run(namesrv, job):
+    for addr in run(job):
         typer.echo(f"create subscription group to {addr} success.")
     typer.echo(group_config_text(config))
 
@@ -86,7 +85,6 @@ def delete_sub_group(
     cluster: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "-c", "--clusterName", help="delete subscription group from which cluster")] = None,
     remove_offset: Annotated[Optional[str], typer.Option("-r", "--removeOffset", help="remove offset")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin deleteSubGroup -c DefaultCluster -g OldConsumers -r true"""
     from mqtools.common.topics import dlq_topic, retry_topic
@@ -105,7 +103,7 @@ def delete_sub_group(
             await admin.topics.delete_topic(topic, where)
         return [f"delete subscription group [{name}] from broker [{a}] in cluster [{where}] success." for a in addrs]
 
-    for line in run(namesrv, job):
+    for line in run(job):
         typer.echo(line)
 
 
@@ -124,7 +122,6 @@ def reset_offset_by_time(
     offset: Annotated[Optional[int], typer.Option(  # noqa: UP045
         "-o", "--offset", help="Expect queue offset, not support old version broker")] = None,
     cluster: LmqClusterOpt = None,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin resetOffsetByTime -g OrderConsumers -t Orders -s now"""
     from mqtools.client.admin.models.groups import unpushed_warning
@@ -151,14 +148,14 @@ def reset_offset_by_time(
                 ResetTarget("time", stamp, broker, queue_id)
             return (await admin.offsets.reset_offsets(name, where, target))[0].new
 
-        typer.echo(java_format("reset consumer offset to %d", run(namesrv, one_queue)))
+        typer.echo(java_format("reset consumer offset to %d", run(one_queue)))
         return
 
     async def every_queue(admin: MQAdmin) -> list[OffsetReset]:
         return await admin.offsets.reset_offset_by_time(name, where, stamp, force=forced,
                                                 cluster=cluster.strip() if cluster else None)
 
-    rows = run(namesrv, every_queue)
+    rows = run(every_queue)
     typer.echo(f"start reset consumer offset by specified, group[{name}], topic[{where}], "
                f"force[{str(forced).lower()}], timestamp(string)[{text}], timestamp(long)[{stamp}]")
     for line in reset_lines(rows):

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.common import note, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, interval_option, run_until_interrupted
+from mqtools.cli.admin.mqadmin import command, interval_option, run_until_interrupted
 from mqtools.cli.admin.mqadmin.broker import group_addrs
 from mqtools.client.admin.models.mqadmin_text import ha_status_text
 
@@ -24,7 +24,6 @@ def ha_status(
     cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="which cluster")] = None,  # noqa: UP045
     interval: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "-i", "--interval", help="the interval(second) of get info")] = None,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin haStatus -c DefaultCluster"""
     if broker_addr is None and cluster is None:
@@ -55,4 +54,4 @@ def ha_status(
                 return
             await asyncio.sleep(every)
 
-    run_until_interrupted(namesrv, rounds)
+    run_until_interrupted(rounds)

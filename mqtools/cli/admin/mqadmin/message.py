@@ -10,8 +10,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import fail, run, usage
-from mqtools.cli.admin.mqadmin import LmqClusterOpt, MsgIdOpt, NamesrvOpt, TopicOpt, charset_option, command
+from mqtools.cli.admin.common import fail, usage
+from mqtools.cli.admin.mqadmin import LmqClusterOpt, MsgIdOpt, TopicOpt, charset_option, command, run
 from mqtools.client.admin.models.mqadmin_text import (
     java_queue,
     message_detail,
@@ -69,7 +69,6 @@ def query_msg_by_id(
     msg_id: MsgIdOpt,
     body_format: BodyFormatOpt = None,
     cluster: LmqClusterOpt = None,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin queryMsgById -t Orders -i 7F00000100002A9F0000000000000000"""
     charset = charset_option(body_format)
@@ -85,7 +84,7 @@ def query_msg_by_id(
             typer.echo(detail(m, (await admin.tracking.message_tracks(m)).tracks, charset=charset))
         return found_all
 
-    if not run(namesrv, job):
+    if not run(job):
         raise typer.Exit(EXIT_REFUSED)
 
 
@@ -97,7 +96,6 @@ def query_msg_by_key(
     end: Annotated[Optional[str], typer.Option("-e", "--endTimestamp", help="End timestamp(ms). default:Long.MAX_VALUE, eg:1676730526212")] = None,  # noqa: UP045
     max_num: Annotated[int, typer.Option("-m", "--maxNum", help="The maximum number of messages returned by the query, default:64")] = 64,
     cluster: LmqClusterOpt = None,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin queryMsgByKey -t Orders -k order-1001"""
     from mqtools.client.types import message_id
@@ -109,7 +107,7 @@ def query_msg_by_key(
                                                  end_ms=end_ms)
         return hits.messages
 
-    found = run(namesrv, job)
+    found = run(job)
     typer.echo(java_format("%-50s %4s %40s", "#Message ID", "#QID", "#Offset"))
     for m in found:
         typer.echo(java_format("%-50s %4d %40d", message_id(m), m.queue_id, m.queue_offset))
@@ -121,7 +119,6 @@ def query_msg_by_unique_key(
     topic: Annotated[str, typer.Option("-t", "--topic", help="The topic of msg")],
     show_all: Annotated[bool, typer.Option("-a", "--showAll", help="Print all message, the limit is 32")] = False,
     cluster: LmqClusterOpt = None,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin queryMsgByUniqueKey -t Orders -i C0A8010A00002A9F0000000000000001"""
 
@@ -130,7 +127,7 @@ def query_msg_by_unique_key(
         for index, m in enumerate(found if show_all else found[:1]):
             typer.echo(detail(m, (await admin.tracking.message_tracks(m)).tracks, offset_id=False, index=index), nl=False)
 
-    run(namesrv, job)
+    run(job)
 
 
 @command("queryMsgByOffset", "mq admin msg at", "Query Message by offset.")
@@ -140,7 +137,6 @@ def query_msg_by_offset(
     queue_id: Annotated[int, typer.Option("-i", "--queueId", help="Queue Id")],
     offset: Annotated[int, typer.Option("-o", "--offset", help="Queue Offset")],
     body_format: BodyFormatOpt = None,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin queryMsgByOffset -t Orders -b broker-a -i 0 -o 42"""
     from mqtools.client.admin.models.configs import MessageQueue
@@ -157,7 +153,7 @@ def query_msg_by_offset(
         m = with_pull_offsets(hit, result)
         typer.echo(detail(m, (await admin.tracking.message_tracks(m)).tracks, charset=charset))
 
-    run(namesrv, job)
+    run(job)
 
 
 def print_result(result: PullResult, mq: MessageQueue, charset: str, print_body: bool) -> None:
@@ -173,7 +169,6 @@ def print_msg(
     begin: Annotated[Optional[str], typer.Option("-b", "--beginTimestamp", help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")] = None,  # noqa: UP045
     end: EndTimestampOpt = None,
     print_body: Annotated[str, typer.Option("-d", "--printBody", help="print body")] = "true",
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin printMsg -t Orders -b 2026-11-23#10:00:00:000"""
     charset = charset_option(charset_name) or "utf-8"
@@ -188,7 +183,7 @@ def print_msg(
                 print_result(result, mq, charset, body)
             typer.echo(SEPARATOR)
 
-    run(namesrv, job)
+    run(job)
 
 
 @command("sendMessage", "mq admin msg send", "Send a message.")
@@ -199,7 +194,6 @@ def send_message(
     tags: Annotated[Optional[str], typer.Option("-c", "--tags", help="Message tags")] = None,  # noqa: UP045
     broker: Annotated[Optional[str], typer.Option("-b", "--broker", help="Send message to target broker")] = None,  # noqa: UP045
     queue_id: Annotated[Optional[int], typer.Option("-i", "--qid", help="Send message to target queue")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin sendMessage -t Orders -p hello -c TagA -k order-1"""
     if queue_id is not None and broker is None:
@@ -210,7 +204,7 @@ def send_message(
                                      broker_name=broker if queue_id is not None else None, queue_id=queue_id)
         return java_format(SEND, r.queue.broker_name, r.queue.queue_id, r.status.value, r.msg_id)
 
-    row = run(namesrv, job)
+    row = run(job)
     typer.echo(java_format(SEND, "#Broker Name", "#QID", "#Send Result", "#MsgId"))
     typer.echo(row)
 
@@ -225,7 +219,6 @@ def consume_message(
     begin: Annotated[Optional[str], typer.Option("-s", "--beginTimestamp", help="Begin timestamp[currentTimeMillis|yyyy-MM-dd#HH:mm:ss:SSS]")] = None,  # noqa: UP045
     end: EndTimestampOpt = None,
     count: Annotated[int, typer.Option("-c", "--MessageNumber", help="Number of message to be consumed")] = 128,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin consumeMessage -t Orders -b broker-a -i 0 -o 10 -c 5"""
     from mqtools.client.admin.models.configs import MessageQueue
@@ -283,4 +276,4 @@ def consume_message(
                 left = max(0, left - (high - low) - 1)
             await pull_queue(admin, mq, low, high)
 
-    run(namesrv, job)
+    run(job)

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtools.cli.admin.common import run
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command
+from mqtools.cli.admin.mqadmin import command, given_namesrv, run
 from mqtools.client.admin.models.mqadmin_text import config_lines
 
 if TYPE_CHECKING:
@@ -21,7 +20,7 @@ BrokerNameOpt = Annotated[str, typer.Option("-b", "--brokerName", help="broker n
 
 
 @command("getNamesrvConfig", "mq admin namesrv config get", "Get configs of name server.")
-def get_namesrv_config(namesrv: NamesrvOpt = None) -> None:
+def get_namesrv_config() -> None:
     """Example: mq admin getNamesrvConfig -n 127.0.0.1:9876"""
 
     async def job(admin: MQAdmin) -> dict[str, dict[str, str]]:
@@ -32,7 +31,7 @@ def get_namesrv_config(namesrv: NamesrvOpt = None) -> None:
             raise UnreachableError("; ".join(str(u) for u in read.unreachable))
         return read.configs
 
-    for addr, config in run(namesrv, job).items():
+    for addr, config in run(job).items():
         typer.echo("\n".join(config_lines(addr, config)))
 
 
@@ -40,15 +39,14 @@ def get_namesrv_config(namesrv: NamesrvOpt = None) -> None:
 def update_namesrv_config(
     key: Annotated[str, typer.Option("-k", "--key", help="config key")],
     value: Annotated[str, typer.Option("-v", "--value", help="config value")],
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin updateNamesrvConfig -k orderMessageEnable -v true"""
 
     async def job(admin: MQAdmin) -> list[str]:
         return await admin.namesrv.update_namesrv_config({key.strip(): value.strip()})
 
-    servers = run(namesrv, job)
-    listed = f"[{', '.join(servers)}]" if namesrv else ""
+    servers = run(job)
+    listed = f"[{', '.join(servers)}]" if given_namesrv() else ""
     typer.echo(f"update name server config success!{listed}\n{key.strip()} : {value.strip()}")
 
 
@@ -56,29 +54,28 @@ def update_namesrv_config(
 def update_kv_config(
     namespace: NamespaceOpt, key: KeyOpt,
     value: Annotated[str, typer.Option("-v", "--value", help="set the key value")],
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin updateKvConfig -s ORDER_TOPIC_CONFIG -k Orders -v 'broker-a:4'"""
 
     async def job(admin: MQAdmin) -> None:
         await admin.namesrv.put_kv(namespace.strip(), key.strip(), value.strip())
 
-    run(namesrv, job)
+    run(job)
     typer.echo("create or update kv config to namespace success.")
 
 
 @command("deleteKvConfig", "mq admin kv delete", "Delete KV config.")
-def delete_kv_config(namespace: NamespaceOpt, key: KeyOpt, namesrv: NamesrvOpt = None) -> None:
+def delete_kv_config(namespace: NamespaceOpt, key: KeyOpt) -> None:
     """Example: mq admin deleteKvConfig -s ORDER_TOPIC_CONFIG -k Orders"""
 
     async def job(admin: MQAdmin) -> None:
         await admin.namesrv.delete_kv(namespace.strip(), key.strip())
 
-    run(namesrv, job)
+    run(job)
     typer.echo("delete kv config from namespace success.")
 
 
-def _write_perm(namesrv: str | None, broker_name: str, verb: str,
+def _write_perm(broker_name: str, verb: str,
                 change: Callable[[MQAdmin, str], Awaitable[dict[str, int]]]) -> None:
     """wipeWritePerm and addWritePerm: one change on every name server, a line each with its topic count."""
     name = broker_name.strip()
@@ -86,19 +83,19 @@ def _write_perm(namesrv: str | None, broker_name: str, verb: str,
     async def job(admin: MQAdmin) -> dict[str, int]:
         return await change(admin, name)
 
-    for addr, count in run(namesrv, job).items():
+    for addr, count in run(job).items():
         typer.echo(f"{verb} write perm of broker[{name}] in name server[{addr}] OK, {count}")
 
 
 @command("wipeWritePerm", "mq admin broker perm wipe",
          "Wipe write perm of broker in all name server you defined in the -n param.")
-def wipe_write_perm(broker_name: BrokerNameOpt, namesrv: NamesrvOpt = None) -> None:
+def wipe_write_perm(broker_name: BrokerNameOpt) -> None:
     """Example: mq admin wipeWritePerm -b broker-a"""
-    _write_perm(namesrv, broker_name, "wipe", lambda admin, name: admin.namesrv.wipe_write_perm(name))
+    _write_perm(broker_name, "wipe", lambda admin, name: admin.namesrv.wipe_write_perm(name))
 
 
 @command("addWritePerm", "mq admin broker perm add",
          "Add write perm of broker in all name server you defined in the -n param.")
-def add_write_perm(broker_name: BrokerNameOpt, namesrv: NamesrvOpt = None) -> None:
+def add_write_perm(broker_name: BrokerNameOpt) -> None:
     """Example: mq admin addWritePerm -b broker-a"""
-    _write_perm(namesrv, broker_name, "add", lambda admin, name: admin.namesrv.add_write_perm(name))
+    _write_perm(broker_name, "add", lambda admin, name: admin.namesrv.add_write_perm(name))

@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, command, one_of
+from mqtools.cli.admin.common import usage
+from mqtools.cli.admin.mqadmin import command, one_of, run
 from mqtools.client.admin.models.consume_modes import MODES
 
 if TYPE_CHECKING:
@@ -24,7 +24,6 @@ def set_consume_mode(
     cluster: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "-c", "--clusterName", help="create subscription group to which cluster")] = None,
     share: Annotated[int, typer.Option("-q", "--popShareQueueNum", help="num of queue which share in pop mode")] = 0,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin setConsumeMode -c DefaultCluster -t Orders -g OrderConsumers -m POP -q 1"""
     if mode.strip() not in MODES:  # MessageRequestMode.valueOf: exact names only
@@ -35,7 +34,7 @@ def set_consume_mode(
         return await admin.consume_modes.set_consume_mode(topic.strip(), group.strip(), mode.strip(), share,
                                                           broker_addr=broker_addr, cluster=cluster)
 
-    for addr in run(namesrv, job):
+    for addr in run(job):
         typer.echo(f"set consume mode to {addr} success.")
     typer.echo(f"topic[{topic.strip()}] group[{group.strip()}] consume mode[{mode.strip()}] popShareQueueNum[{share}]",
                nl=False)

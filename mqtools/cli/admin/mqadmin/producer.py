@@ -6,8 +6,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtools.cli.admin.common import fail, run
-from mqtools.cli.admin.mqadmin import NamesrvOpt, TopicOpt, command
+from mqtools.cli.admin.common import fail
+from mqtools.cli.admin.mqadmin import TopicOpt, command, run
 from mqtools.common.exitcodes import EXIT_REFUSED
 from mqtools.common.javatext import java_format
 from mqtools.common.mqversion import version_desc
@@ -24,7 +24,6 @@ ROW = "%04d  %-32s %-22s %-8s %s"
 def producer_connection(
     group: Annotated[str, typer.Option("-g", "--producerGroup", help="producer group name")],
     topic: TopicOpt,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin producerConnection -g OrderProducers -t Orders"""
     name, where = group.strip(), topic.strip()
@@ -32,7 +31,7 @@ def producer_connection(
     async def job(admin: MQAdmin) -> list[ClientConnection]:
         return (await admin.groups.producer_connections(name, where)).clients
 
-    conns = run(namesrv, job)
+    conns = run(job)
     if not conns:
         raise fail(f"the producer group [{name}] has no producer connected to the brokers of topic {where}",
                    EXIT_REFUSED)

@@ -7,8 +7,8 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import run, usage
-from mqtools.cli.admin.mqadmin import NamesrvOpt, TopicOpt, command
+from mqtools.cli.admin.common import usage
+from mqtools.cli.admin.mqadmin import TopicOpt, command, run
 from mqtools.client.admin.models.mqadmin_text import (
     route_json,
     route_list,
@@ -50,7 +50,6 @@ def update_topic(
     unit: Annotated[Optional[str], typer.Option("-u", "--unit", help="is unit topic (true|false)")] = None,  # noqa: UP045
     has_unit_sub: Annotated[Optional[str], typer.Option("-s", "--hasUnitSub", help="has unit sub (true|false)")] = None,  # noqa: UP045
     attributes: Annotated[Optional[str], typer.Option("-a", "--attributes", help="attribute(+a=b,+c=d,-e)")] = None,  # noqa: UP045
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin updateTopic -c DefaultCluster -t Orders -r 8 -w 8 -p 6 -o false"""
     from mqtools.client.admin.models.configs import TopicConfig
@@ -81,14 +80,13 @@ def update_topic(
                 typer.echo(f"set cluster orderConf. isOrder=true, orderConf=[{layout}]")
         typer.echo(topic_config_text(config))
 
-    run(namesrv, job)
+    run(job)
 
 
 @command("deleteTopic", "mq admin topic delete", "Delete topic from broker and NameServer.")
 def delete_topic(
     topic: TopicOpt,
     cluster: Annotated[str, typer.Option("-c", "--clusterName", help="delete topic from which cluster")],
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin deleteTopic -c DefaultCluster -t Orders"""
     name, where = topic.strip(), cluster.strip()
@@ -96,7 +94,7 @@ def delete_topic(
     async def job(admin: MQAdmin) -> None:
         await admin.topics.delete_topic(name, where)
 
-    run(namesrv, job)
+    run(job)
     typer.echo(f"delete topic [{name}] from cluster [{where}] success.")
     typer.echo(f"delete topic [{name}] from NameServer success.")
 
@@ -104,7 +102,6 @@ def delete_topic(
 @command("topicList", "mq admin topic list", "Fetch all topic list from name server.")
 def topic_list(
     cluster_model: Annotated[bool, typer.Option("-c", "--clusterModel", help="clusterModel")] = False,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin topicList -c"""
 
@@ -113,7 +110,7 @@ def topic_list(
             return await admin.topics.topic_list()
         return topic_usage_lines(await admin.overview.topic_usage())
 
-    for line in run(namesrv, job):
+    for line in run(job):
         typer.echo(line)
 
 
@@ -121,14 +118,13 @@ def topic_list(
 def topic_route(
     topic: TopicOpt,
     as_list: Annotated[bool, typer.Option("-l", "--list", help="Use list format to print data")] = False,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin topicRoute -t Orders -l"""
 
     async def job(admin: MQAdmin) -> TopicRouteData:
         return await admin.topics.topic_route(topic.strip())
 
-    route = run(namesrv, job)
+    route = run(job)
     typer.echo(route_list(route) if as_list else route_json(route))
 
 
@@ -137,23 +133,22 @@ def topic_status(
     topic: TopicOpt,
     cluster: Annotated[Optional[str], typer.Option(  # noqa: UP045
         "-c", "--cluster", help="cluster name or lmq parent topic, lmq is used to find the route.")] = None,
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin topicStatus -t Orders"""
 
     async def job(admin: MQAdmin) -> list[str]:
         return topic_status_lines(await admin.overview.topic_status(topic.strip(), cluster.strip() if cluster else None))
 
-    for line in run(namesrv, job):
+    for line in run(job):
         typer.echo(line)
 
 
 @command("topicClusterList", "mq admin topic clusters", "Get cluster info for topic.")
-def topic_cluster_list(topic: TopicOpt, namesrv: NamesrvOpt = None) -> None:
+def topic_cluster_list(topic: TopicOpt) -> None:
     """Example: mq admin topicClusterList -t Orders"""
 
     async def job(admin: MQAdmin) -> list[str]:
         return await admin.topics.topic_clusters(topic.strip())
 
-    for name in run(namesrv, job):
+    for name in run(job):
         typer.echo(name)

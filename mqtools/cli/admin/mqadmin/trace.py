@@ -7,8 +7,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from mqtools.cli.admin.common import run
-from mqtools.cli.admin.mqadmin import MsgIdOpt, NamesrvOpt, command
+from mqtools.cli.admin.mqadmin import MsgIdOpt, command, run
 from mqtools.client.admin.models.mqadmin_text import trace_lines
 from mqtools.common.topics import RMQ_SYS_TRACE_TOPIC
 
@@ -22,12 +21,11 @@ def query_msg_trace_by_id(
     msg_id: MsgIdOpt,
     trace_topic: Annotated[str, typer.Option("-t", "--traceTopic", help="The name value of message trace topic")] = (
         RMQ_SYS_TRACE_TOPIC),
-    namesrv: NamesrvOpt = None,
 ) -> None:
     """Example: mq admin queryMsgTraceById -i C0A8010A00002A9F0000000000000001"""
 
     async def job(admin: MQAdmin) -> MessageTrace:
         return await admin.traces.message_trace(msg_id, trace_topic)
 
-    for line in trace_lines(run(namesrv, job)):
+    for line in trace_lines(run(job)):
         typer.echo(line)
