@@ -139,9 +139,13 @@ class HAConnection:
         why = "eof"
         try:
             while True:
+                timer = asyncio.timeout(self._housekeeping)  # no task per read, as wait_for makes one
                 try:
-                    data = await asyncio.wait_for(self._reader.read(1 << 20), self._housekeeping)
+                    async with timer:
+                        data = await self._reader.read(1 << 20)
                 except TimeoutError:
+                    if not timer.expired():
+                        raise  # the socket's own ETIMEDOUT, not the housekeeping deadline
                     why = f"no report for {self._housekeeping}s (housekeeping)"
                     break
                 if not data:
