@@ -8,12 +8,14 @@ name server); 3 the cluster could not be reached or did not answer in time; 4 a 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
 import sys
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Optional, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, Optional, TypeVar
 
 import typer
 
@@ -76,6 +78,21 @@ TlsKeyOpt = Annotated[
 def usage(message: str) -> UsageError:
     """The error to raise for a bad argument: the frame prints it and exits EXIT_USAGE."""
     return UsageError(message)
+
+
+def with_signature(fn: Callable[..., Any], params: list[inspect.Parameter],
+                   call: Callable[[dict[str, Any]], None]) -> Callable[..., None]:
+    """A command that typer reads as `fn` (name, help) with `params` as its options; `call` gets their values.
+    How both dialects' frames add options a command does not declare itself."""
+
+    @functools.wraps(fn)
+    def command(**kwargs: Any) -> None:
+        call(kwargs)
+
+    command.__signature__ = inspect.Signature(params)  # type: ignore[attr-defined]
+    command.__annotations__ = {}
+    del command.__wrapped__  # typer must read the signature above, not fn's
+    return command
 
 
 def broker_ids(ids: str | None, option: str) -> list[int] | None:

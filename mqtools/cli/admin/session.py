@@ -4,8 +4,8 @@
 first and the shared tail (-n/--namesrv, --context, [-o], [--watch], --timeout) after them, in that order,
 exactly as each command declared them by hand before; the command receives them as one `Session` (its
 parameter `s`). A read is just its call and its document: `async def f(admin, ...) -> View`, which the
-frame runs on the session and prints once, or every --watch seconds. The options given to `mq admin` itself (-n, --context, TLS) are kept by
-`common.remember_group`; a command's own -n/--context win over them.
+frame runs on the session and prints once, or every --watch seconds. The options given to `mq admin`
+itself (-n, --context, TLS) are kept by `common.remember_group`; a command's own -n/--context win over them.
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from mqtools.cli.admin.common import (
     render_once,
     run,
     show,
+    with_signature,
 )
 from mqtools.cli.output import View, render
 
@@ -102,8 +103,7 @@ def admin_command(app: typer.Typer, name: str, *, output: bool = False, watch: b
         reads = inspect.iscoroutinefunction(fn)
         own = _own(fn)
 
-        @functools.wraps(fn)
-        def command(**kwargs: Any) -> None:
+        def call(kwargs: dict[str, Any]) -> None:
             fmt = check_output(kwargs.pop("output", "table"))
             session = Session(kwargs.pop("namesrv"), kwargs.pop("context"), fmt, kwargs.pop("watch", None),
                               kwargs.pop("timeout"))
@@ -112,9 +112,7 @@ def admin_command(app: typer.Typer, name: str, *, output: bool = False, watch: b
             else:
                 fn(session, **kwargs)
 
-        command.__signature__ = inspect.Signature([*own, *_tail(output, watch, timeout)])  # type: ignore[attr-defined]
-        command.__annotations__ = {}
-        del command.__wrapped__  # typer must read the signature above, not fn's
+        command = with_signature(fn, [*own, *_tail(output, watch, timeout)], call)
         app.command(name)(command)
         return command
 

@@ -1,8 +1,9 @@
 """Faulting the commitlog's pages in ahead of its write position, off the event loop.
 
 The first write to a page of a fresh mapped file takes a page fault (allocate, zero, map) on
-the thread that writes: the event loop, a master's puts and a slave's replicated appends alike. RocketMQ moves that cost out of the append path by
-touching a new file's pages in its allocate-file service (``warmMapedFileEnable``); here a
+the thread that writes: the event loop, a master's puts and a slave's replicated appends alike.
+RocketMQ moves that cost out of the append path by touching a new file's pages in its
+allocate-file service (``warmMapedFileEnable``); here a
 daemon thread keeps the ``LEAD`` bytes after the write position populated with Linux's
 ``madvise(MADV_POPULATE_WRITE)``, which faults pages in writable without changing their
 contents, so it cannot race with the appends (the CPU it spends is the faults the loop no

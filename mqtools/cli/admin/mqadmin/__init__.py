@@ -8,7 +8,6 @@ printf patterns (`java_format`); exit codes are mq's (mqadmin exits 0 even when 
 
 from __future__ import annotations
 
-import functools
 import importlib
 import inspect
 from collections.abc import Awaitable, Callable
@@ -78,17 +77,13 @@ def command(name: str, twin: str, purpose: str, *, namesrv: bool = True) -> Call
 def _with_namesrv(fn: Callable[..., None]) -> Callable[..., None]:
     """`fn` with -n/--namesrvAddr as its last option; the value is kept for `run` while the command runs."""
 
-    @functools.wraps(fn)
-    def command(**kwargs: Any) -> None:
+    def call(kwargs: dict[str, Any]) -> None:
         _namesrv[0] = kwargs.pop("namesrv")
         fn(**kwargs)
 
     params = list(inspect.signature(fn, eval_str=True).parameters.values())
     tail = inspect.Parameter("namesrv", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=NamesrvOpt)
-    command.__signature__ = inspect.Signature([*params, tail])  # type: ignore[attr-defined]
-    command.__annotations__ = {}
-    del command.__wrapped__  # typer must read the signature above, not fn's
-    return command
+    return common.with_signature(fn, [*params, tail], call)
 
 
 _namesrv: list[str | None] = [None]
