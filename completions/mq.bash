@@ -278,7 +278,7 @@ _mq() {
         mq_controller) words="start --help" ;;
         mq_controller_start) words="--config --listen-port --store-dir -c --help" ;;
         mq_exporter) words="--context --interval --listen --namesrv --proxy --timeout --tls --tls-ca --tls-cert --tls-key -n --help" ;;
-        mq_mcp) words="--allow-writes --context --namesrv --timeout -n --help" ;;
+        mq_mcp) words="--allow-writes --context --namesrv --timeout --tls --tls-ca --tls-cert --tls-key -n --help" ;;
         mq_namesrv) words="start --help" ;;
         mq_namesrv_start) words="--config --host --kv-config-path --listen-port --store-dir -c --help" ;;
         mq_proxy) words="start --help" ;;

@@ -1238,6 +1238,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from mcp; and true' -l allow-writes
 complete -c mq -f -n '__fish_seen_subcommand_from mcp; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from mcp; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from mcp; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from mcp; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from mcp; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from mcp; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from mcp; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from mcp; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from mcp; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from namesrv; and not __fish_seen_subcommand_from start' -a start

@@ -6,17 +6,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
-    TimeoutOpt,
-    TlsCaOpt,
-    TlsCertOpt,
-    TlsKeyOpt,
-    TlsOpt,
-    tls_flags,
-    usage,
-)
+from mqtools.cli.admin.common import NO_OPTIONS, ClusterOptions, TimeoutOpt, cluster_command, usage
 from mqtools.cli.frame import on_interrupt
 from mqtools.common.exitcodes import EXIT_OK
 
@@ -31,9 +21,9 @@ def listen_addr(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+@cluster_command
 def exporter(
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
+    where: ClusterOptions = NO_OPTIONS,
     listen: Annotated[str, typer.Option("--listen", help="HOST:PORT to serve /metrics on (port 0: any free one).")]
     = DEFAULT_LISTEN,
     interval: Annotated[float, typer.Option("--interval", help="Seconds between polls of the cluster.", min=1.0)]
@@ -42,7 +32,6 @@ def exporter(
     proxies: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045 - typer needs Optional here
         "--proxy", help="Also a RocketMQ 5 proxy's remoting address (host:8080; repeat for more): its gRPC clients, "
                         "which the brokers never see.")] = None,
-    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """Prometheus exporter: rocketmq-exporter's metrics (dashboard 10477 works unchanged) plus mq's own
     (HA diff and catch-up, ha ready, heartbeat ages, controller epoch, with --proxy the proxies' gRPC clients).
@@ -51,13 +40,12 @@ def exporter(
     Example: mq exporter -n 127.0.0.1:9876 --listen 0.0.0.0:5557
     """
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.contexts import resolve
     from mqtools.common.loop import run as run_loop
     from mqtools.exporter.collector import serve_metrics
     from mqtools.exporter.poller import ExporterPoller
 
     host, port = listen_addr(listen)
-    target = resolve(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key))
+    target = where.resolve()
 
     async def serve() -> None:
         async with MQAdmin(target.namesrv, timeout=timeout, security=target.security) as admin:

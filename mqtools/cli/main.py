@@ -13,6 +13,7 @@ import typer
 
 from mqtools import __version__
 from mqtools.cli import exporter_cmd, mcp_cmd, top_cmd
+from mqtools.cli.admin.common import NO_OPTIONS, remember_group
 from mqtools.cli.frame import FramedGroup
 from mqtools.common.exitcodes import EXIT_USAGE
 
@@ -57,6 +58,7 @@ def _is_help_request(exc: Exception) -> bool:
 
 
 def main(argv: list[str] | None = None) -> int:
+    remember_group(NO_OPTIONS)  # what an earlier `mq admin` of this process was given is not this command's
     try:
         result = app(args=argv, prog_name="mq", standalone_mode=False)
     except typer.Abort:

@@ -6,13 +6,13 @@ from typing import Annotated
 
 import typer
 
-from mqtools.cli.admin.common import ContextOpt, NamesrvOpt, TimeoutOpt
+from mqtools.cli.admin.common import NO_OPTIONS, ClusterOptions, TimeoutOpt, cluster_command
 from mqtools.cli.frame import needs_extra
 
 
+@cluster_command
 def mcp(
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
+    where: ClusterOptions = NO_OPTIONS,
     allow_writes: Annotated[bool, typer.Option(
         "--allow-writes", help="Also offer the writes (topic create/update, offset reset, perm wipe/add).")] = False,
     timeout: TimeoutOpt = 5.0,
@@ -26,8 +26,4 @@ def mcp(
         import anyio
 
         from mqtools.mcp.server import MQTools, serve
-    from functools import partial
-
-    from mqtools.client.contexts import resolve
-
-    anyio.run(serve, MQTools(partial(resolve, namesrv, context), allow_writes, timeout))
+    anyio.run(serve, MQTools(where.resolve, allow_writes, timeout))

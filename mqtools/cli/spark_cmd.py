@@ -15,22 +15,11 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
-    OutputOpt,
-    TlsCaOpt,
-    TlsCertOpt,
-    TlsKeyOpt,
-    TlsOpt,
-    check_output,
-    tls_flags,
-)
+from mqtools.cli.admin.common import NO_OPTIONS, ClusterOptions, OutputOpt, check_output, cluster_command
 from mqtools.cli.output import is_terminal, render
 from mqtools.spark import driver
 
 if TYPE_CHECKING:
-    from mqtools.client.contexts import Target
     from mqtools.spark.stats import TaskStats
 
 app = typer.Typer(help="Load and read throughput with Spark tasks as producers and readers (needs pyspark).",
@@ -60,14 +49,6 @@ OmbOpt = Annotated[
     Optional[Path],  # noqa: UP045 - typer needs Optional
     typer.Option("--omb", help="Also write OpenMessaging Benchmark's result JSON (TestResult)."),
 ]
-def _target(namesrv: str | None, context: str | None, tls: bool, ca: str | None, cert: str | None,
-            key: str | None) -> Target:
-    """Name servers and security (TLS from the flags, else the context), as `mq admin` resolves them."""
-    from mqtools.client.contexts import resolve
-
-    return resolve(namesrv, context, tls_flags(tls, ca, cert, key))
-
-
 def _progress_on(output: str, remote: str | None) -> bool:
     """The progress line is for a person at a terminal: never with -o json or when stdout is a pipe;
     not over Spark Connect either, whose client has no StatusTracker."""
@@ -85,6 +66,7 @@ def _report(action: str, topic: str, master: str, tasks: list[TaskStats], fmt: s
 
 
 @app.command()
+@cluster_command
 def produce(
     topic: TopicOpt,
     messages: MessagesOpt = None,
@@ -99,12 +81,10 @@ def produce(
     master: MasterOpt = "local[*]",
     remote: RemoteOpt = None,
     conf: ConfOpt = None,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
+    where: ClusterOptions = NO_OPTIONS,
     output: OutputOpt = "table",
     csv: CsvOpt = None,
     omb: OmbOpt = None,
-    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """Spark tasks as producers: throughput, latency (merged HDR histograms) and failures by code.
 
@@ -117,7 +97,7 @@ def produce(
     driver.Files(csv, omb).check()
     driver.check_remote(remote)
     driver.need_spark(remote)
-    target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
+    target = where.resolve()
     addr = target.namesrv
     queues = driver.queue_count(addr, topic, target.security)
 
@@ -129,11 +109,12 @@ def produce(
             driver.stored_counter(addr, topic, target.security, show) as counter, \
             JobProgress(spark, tasks, counter, show, f"produce {topic}"):
         stats = run_produce(spark, addr, plan, target.security)
-        where = driver.ran_on(spark, remote)
-    _report("produce", topic, where, stats, output, rate is not None, driver.Files(csv, omb, size, queues))
+        ran_on = driver.ran_on(spark, remote)
+    _report("produce", topic, ran_on, stats, output, rate is not None, driver.Files(csv, omb, size, queues))
 
 
 @app.command()
+@cluster_command
 def consume(
     topic: TopicOpt,
     start: Annotated[str, typer.Option("--from", help="earliest, latest, offsets JSON, or a time (epoch ms, "
@@ -144,12 +125,10 @@ def consume(
     master: MasterOpt = "local[*]",
     remote: RemoteOpt = None,
     conf: ConfOpt = None,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
+    where: ClusterOptions = NO_OPTIONS,
     output: OutputOpt = "table",
     csv: CsvOpt = None,
     omb: OmbOpt = None,
-    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """The data source's read throughput, and end-to-end latency from each message's born time.
 
@@ -160,7 +139,7 @@ def consume(
     driver.Files(csv, omb).check()
     driver.check_remote(remote)
     driver.need_spark(remote)
-    target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
+    target = where.resolve()
     addr = target.namesrv
     ranges = driver.read_plan(addr, topic, start, until, target.security)
 
@@ -172,12 +151,13 @@ def consume(
     with driver.session(master, remote, confs, f"mq spark-load consume {topic}") as spark, \
             JobProgress(spark, reads, None, _progress_on(output, remote), f"consume {topic}"):
         stats = run_consume(spark, addr, topic, ranges, partitions, target.security)
-        where = driver.ran_on(spark, remote)
+        ran_on = driver.ran_on(spark, remote)
     queues = len({(r.broker, r.queue_id) for r in ranges})
-    _report("consume", topic, where, stats, output, False, driver.Files(csv, omb, None, queues))
+    _report("consume", topic, ran_on, stats, output, False, driver.Files(csv, omb, None, queues))
 
 
 @app.command()
+@cluster_command
 def e2e(
     topic: TopicOpt,
     messages: MessagesOpt = None,
@@ -191,12 +171,10 @@ def e2e(
                                                          "the producers end.", min=0)] = 30.0,
     master: MasterOpt = "local[*]",
     conf: ConfOpt = None,
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
+    where: ClusterOptions = NO_OPTIONS,
     output: OutputOpt = "table",
     csv: CsvOpt = None,
     omb: OmbOpt = None,
-    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """Produce and read at once: end-to-end latency (born to read) under load, from a streaming query.
 
@@ -208,7 +186,7 @@ def e2e(
     confs = driver.confs(conf)
     driver.Files(csv, omb).check()
     driver.need_spark(None)
-    target = _target(namesrv, context, tls, tls_ca, tls_cert, tls_key)
+    target = where.resolve()
     addr = target.namesrv
     start = driver.read_plan(addr, topic, "latest", "latest", target.security)
 
@@ -216,6 +194,6 @@ def e2e(
 
     with driver.session(master, None, confs, f"mq spark-load e2e {topic}") as spark:
         producers, readers = run_e2e(spark, addr, plan, start, drain, target.security)
-        where = driver.ran_on(spark, None)
+        ran_on = driver.ran_on(spark, None)
     queues = len({(r.broker, r.queue_id) for r in start})
-    _report("e2e", topic, where, readers, output, rate is not None, driver.Files(csv, omb, size, queues), producers)
+    _report("e2e", topic, ran_on, readers, output, rate is not None, driver.Files(csv, omb, size, queues), producers)

@@ -13,18 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
-    TimeoutOpt,
-    TlsCaOpt,
-    TlsCertOpt,
-    TlsKeyOpt,
-    TlsOpt,
-    fail,
-    tls_flags,
-    usage,
-)
+from mqtools.cli.admin.common import NO_OPTIONS, ClusterOptions, TimeoutOpt, cluster_command, fail, usage
 from mqtools.cli.output import is_terminal
 from mqtools.common.exitcodes import EXIT_UNREACHABLE
 
@@ -34,9 +23,9 @@ if TYPE_CHECKING:
 ONCE_FORMATS = ("table", "json")
 
 
+@cluster_command
 def top(
-    namesrv: NamesrvOpt = None,
-    context: ContextOpt = None,
+    where: ClusterOptions = NO_OPTIONS,
     refresh: Annotated[float, typer.Option("--refresh", help="Seconds between refreshes.", min=0.1)] = 2.0,
     once: Annotated[bool, typer.Option("--once", help="Print one snapshot of every view and exit.")] = False,
     output: Annotated[str, typer.Option("-o", "--output", help="With --once: table or json.")] = "table",
@@ -52,17 +41,14 @@ def top(
     snapshot_dir: Annotated[Optional[Path], typer.Option(  # noqa: UP045
         "--snapshot-dir", help="Where `s` saves snapshots (default: the current directory).")] = None,
     timeout: TimeoutOpt = 5.0,
-    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """Live view: brokers and heartbeats, HA, topics, groups, name servers, proxies (k9s-style keys; ? for help).
 
     Example: mq top -n 127.0.0.1:9876 --refresh 1
     """
-    from mqtools.client.contexts import resolve
-
     if output not in ONCE_FORMATS:
         raise usage(f"-o must be one of {', '.join(ONCE_FORMATS)}, not {output!r}")
-    target = resolve(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key))
+    target = where.resolve()
     chosen_dir = str(state_dir) if state_dir else (target.context.state_dir if target.context else None)
     context_name = target.context.name if target.context else None
     if once:

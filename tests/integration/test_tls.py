@@ -95,6 +95,24 @@ def test_mq_admin_over_tls_by_context_and_by_flags(cluster: TlsCluster) -> None:
     assert f"tls={cluster.ca}" in cluster.mq("context", "list").stdout
 
 
+async def test_mcp_and_top_take_the_tls_flags_as_every_cluster_command_does(cluster: TlsCluster) -> None:
+    """`mq mcp` gained the TLS flags from the cluster-command frame: its tools reach a TLS-only cluster."""
+    import sys
+
+    from mcp.client.session import ClientSession
+    from mcp.client.stdio import StdioServerParameters, stdio_client
+
+    args = ["-m", "mqtools.cli.main", "mcp", "-n", cluster.namesrv, "--tls-ca", cluster.ca]
+    async with stdio_client(StdioServerParameters(command=sys.executable, args=args)) as (read, write), \
+            ClientSession(read, write) as session:
+        await session.initialize()
+        result = await session.call_tool("cluster_list", {}, read_timeout_seconds=60)
+    assert not result.is_error, result.content
+    assert {b["brokerName"] for b in result.structured_content["brokers"]} == {"broker-a", "broker-b"}
+    top = mq_here("top", "--once", "-o", "json", "-n", cluster.namesrv, "--tls-ca", cluster.ca)
+    assert top.returncode == 0, top.stderr
+
+
 def test_untrusted_and_plain_clients_are_refused_in_enforcing_mode(cluster: TlsCluster) -> None:
     untrusted = mq_here("admin", "--tls", "topic", "list", "-n", cluster.namesrv)  # system CAs do not know ours
     one_line_error(untrusted, 3, "CERTIFICATE_VERIFY_FAILED")

@@ -15,8 +15,8 @@ import typer
 from mqtools.cli.admin import schema
 from mqtools.cli.admin.common import (
     EXIT_CODES_HELP,
+    ClusterOptions,
     ContextOpt,
-    GroupOptions,
     NamesrvOpt,
     TlsCaOpt,
     TlsCertOpt,
@@ -63,7 +63,7 @@ def catalogue(ctx: typer.Context, namesrv: NamesrvOpt = None, context: ContextOp
     TLS options go before the command: mq admin --tls-ca ca.pem topic list. The name servers and the
     context may go before it too (mq admin -n 127.0.0.1:9876 topic list); the command's own win.
     """
-    remember_group(GroupOptions(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key)))
+    remember_group(ClusterOptions(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key)))
     if ctx.invoked_subcommand is None:
         from mqtools.cli.admin.mqadmin import listing
 

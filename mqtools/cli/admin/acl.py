@@ -15,6 +15,7 @@ import typer
 from mqtools.cli.admin.common import (
     BrokerOpt,
     ClusterOpt,
+    ClusterOptions,
     fail,
     run,
     usage,
@@ -91,12 +92,12 @@ def read_secret(prompt: str = "secret key") -> str:
     return secret
 
 
-def apply_update(namesrv: str | None, context: str | None, timeout: float, account: PlainAccessConfig,
+def apply_update(at: ClusterOptions, timeout: float | None, account: PlainAccessConfig,
                  where: dict[str, str | None]) -> list[str]:
     async def job(admin: MQAdmin) -> list[str]:
         return await admin.acl.update_acl_account(account, cluster=where["cluster"], broker_addr=where["broker_addr"])
 
-    return run(namesrv, job, context=context, timeout=timeout)
+    return run(at, job, timeout=timeout)
 
 
 @admin_command(app, "update")
@@ -124,7 +125,7 @@ def update(
     where = where_of(cluster, broker_addr)
     account = PlainAccessConfig(access_key, read_secret(), white_addr, admin_, default_topic_perm,
                                default_group_perm, list(topic_perm or []), list(group_perm or []))
-    addrs = apply_update(s.namesrv, s.context, s.timeout, account, where)
+    addrs = apply_update(s.where, s.timeout, account, where)
     typer.echo(f"account {access_key} updated on {', '.join(addrs)}")
 
 

@@ -26,6 +26,7 @@ from mqtools.common.exitcodes import EXIT_OK, EXIT_PARTIAL, EXIT_REFUSED
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.client.contexts import Target
     from mqtools.client.errors import MQClientError
     from mqtools.common.security import TlsClientOptions
 
@@ -132,35 +133,75 @@ def tls_flags(tls: bool, ca: str | None, cert: str | None, key: str | None) -> T
 
 
 @dataclass(frozen=True, slots=True)
-class GroupOptions:
-    """The cluster options given to `mq admin` itself, before the command: a command's own -n/--context win."""
+class ClusterOptions:
+    """-n, --context and the TLS flags as one command was given them (or, for `mq admin`'s commands, as
+    `mq admin` itself was when the command was given none): where it talks, resolved when it asks."""
 
     namesrv: str | None = None
     context: str | None = None
     tls: TlsClientOptions | None = None
 
+    @classmethod
+    def given(cls, namesrv: str | None = None, context: str | None = None,
+              tls: TlsClientOptions | None = None) -> ClusterOptions:
+        """As the command was given them, else (each of -n/--context together, and TLS) as `mq admin` was:
+        mq admin -n NS --tls-ca ca.pem topic list."""
+        if not (namesrv or context):
+            namesrv, context = _group[0].namesrv, _group[0].context
+        return cls(namesrv, context, tls or _group[0].tls)
 
-_group: list[GroupOptions] = [GroupOptions()]
+    def resolve(self) -> Target:
+        """The name servers and security these options name (contexts.resolve's order); errors by name."""
+        from mqtools.client.contexts import resolve
+
+        return resolve(self.namesrv, self.context, self.tls)
+
+
+NO_OPTIONS = ClusterOptions()
+"""No -n, --context or TLS flag given: the default of a `cluster_command`'s options parameter."""
+
+_group: list[ClusterOptions] = [NO_OPTIONS]
 """The options of this `mq admin` invocation: its callback sets them before any subcommand runs (a module
 slot: the click context typer bundles is not reachable from a helper without threading the context through
 every call, and each `mq` process runs one command)."""
 
 
-def remember_group(options: GroupOptions) -> None:
+def remember_group(options: ClusterOptions) -> None:
     """Called by `mq admin`'s callback on every invocation, so options never leak into the next one."""
     _group[0] = options
 
 
-def cli_tls() -> TlsClientOptions | None:
-    """The TLS flags given to `mq admin` (before the subcommand), if any."""
-    return _group[0].tls
+def evaluated(fn: Callable[..., Any], first: int = 0) -> list[inspect.Parameter]:
+    """fn's parameters from `first` on, their annotations evaluated as `inspect.signature(eval_str=True)`
+    would: the ones before (an admin frame's MQAdmin) may name types imported for type checkers only."""
+    return [p.replace(annotation=eval(p.annotation, fn.__globals__)) if isinstance(p.annotation, str) else p
+            for p in list(inspect.signature(fn).parameters.values())[first:]]
 
 
-def cluster_given(namesrv: str | None, context: str | None) -> tuple[str | None, str | None]:
-    """-n/--context as the command was given them, else as `mq admin` was (mq admin -n NS topic list)."""
-    if namesrv or context:
-        return namesrv, context
-    return _group[0].namesrv, _group[0].context
+def _cluster_params() -> tuple[list[inspect.Parameter], list[inspect.Parameter]]:
+    kw = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    return ([inspect.Parameter("namesrv", kw, default=None, annotation=NamesrvOpt),
+             inspect.Parameter("context", kw, default=None, annotation=ContextOpt)],
+            [inspect.Parameter("tls", kw, default=False, annotation=TlsOpt),
+             inspect.Parameter("tls_ca", kw, default=None, annotation=TlsCaOpt),
+             inspect.Parameter("tls_cert", kw, default=None, annotation=TlsCertOpt),
+             inspect.Parameter("tls_key", kw, default=None, annotation=TlsKeyOpt)])
+
+
+def cluster_command(fn: Callable[..., None]) -> Callable[..., None]:
+    """The frame of a command that talks to a cluster outside `mq admin`'s own frames (top, exporter, mcp,
+    spark-load, drill): its one `ClusterOptions` parameter becomes -n/--context in its place and the TLS
+    flags last; the command gets them as one resolved-on-demand object."""
+    params = evaluated(fn)
+    at = next(i for i, p in enumerate(params) if p.annotation is ClusterOptions)
+    where, tls = _cluster_params()
+
+    def call(kwargs: dict[str, Any]) -> None:
+        flags = tls_flags(kwargs.pop("tls"), kwargs.pop("tls_ca"), kwargs.pop("tls_cert"), kwargs.pop("tls_key"))
+        kwargs[params[at].name] = ClusterOptions.given(kwargs.pop("namesrv"), kwargs.pop("context"), flags)
+        fn(**kwargs)
+
+    return with_signature(fn, [*params[:at], *where, *params[at + 1:], *tls], call)
 
 
 ProxiesOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
@@ -168,16 +209,15 @@ ProxiesOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
                           "Default: the context's proxies.")]
 
 
-def proxies_given(proxies: list[str] | None, namesrv: str | None, context: str | None, *,
-                  required: bool) -> tuple[str, ...]:
+def proxies_given(proxies: list[str] | None, where: ClusterOptions, *, required: bool) -> tuple[str, ...]:
     """--proxy as given, else the proxies of the context the command resolves to (mq cluster up --proxy --context,
     mq context add --proxy); `required`: a usage error when there are none."""
     if proxies:
         return tuple(proxies)
-    from mqtools.client.contexts import ContextError, NoNamesrvError, resolve
+    from mqtools.client.contexts import ContextError, NoNamesrvError
 
     try:
-        target = resolve(*cluster_given(namesrv, context), cli_tls())
+        target = where.resolve()
     except (ContextError, NoNamesrvError):
         target = None
     found = target.context.proxies if target is not None and target.context is not None else ()
@@ -206,19 +246,16 @@ def default_timeout() -> float:
     return value
 
 
-def run(namesrv: str | None, job: Callable[[MQAdmin], Awaitable[T]], *, context: str | None = None,
-        timeout: float | None = None) -> T:
-    """Open an admin session on the resolved name servers, run `job`, close (failures reach the frame);
-    `timeout` None: default_timeout()."""
+def run(where: ClusterOptions, job: Callable[[MQAdmin], Awaitable[T]], *, timeout: float | None = None) -> T:
+    """Open an admin session on the name servers `where` resolves to, run `job`, close (failures reach the
+    frame); `timeout` None: default_timeout()."""
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.contexts import resolve
     from mqtools.common.loop import run as run_loop
 
-    tls = cli_tls()
     timeout = default_timeout() if timeout is None else timeout
 
     async def session() -> T:
-        target = resolve(*cluster_given(namesrv, context), tls)
+        target = where.resolve()
         async with MQAdmin(target.namesrv, timeout=timeout, security=target.security) as admin:
             return await job(admin)
 
@@ -233,12 +270,12 @@ def render_once(view: View, fmt: str) -> None:
         raise typer.Exit(EXIT_PARTIAL)
 
 
-def show(namesrv: str | None, fmt: str, build: Callable[[MQAdmin], Awaitable[View]], *,
-         watch: float | None = None, context: str | None = None, timeout: float | None = None) -> None:
+def show(where: ClusterOptions, fmt: str, build: Callable[[MQAdmin], Awaitable[View]], *,
+         watch: float | None = None, timeout: float | None = None) -> None:
     """Print what `build` returns once, or every `watch` seconds until Ctrl-C (which exits 0)."""
     check_output(fmt)
     if watch is None:
-        render_once(run(namesrv, build, context=context, timeout=timeout), fmt)
+        render_once(run(where, build, timeout=timeout), fmt)
         return
 
     import asyncio
@@ -260,7 +297,7 @@ def show(namesrv: str | None, fmt: str, build: Callable[[MQAdmin], Awaitable[Vie
             await asyncio.sleep(watch)
 
     on_interrupt(EXIT_OK)
-    run(namesrv, rounds, context=context, timeout=timeout)
+    run(where, rounds, timeout=timeout)
 
 
 def confirm(question: str, yes: bool) -> None:

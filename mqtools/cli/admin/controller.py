@@ -10,7 +10,15 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import OutputOpt, TimeoutOpt, broker_ids, check_output, run, show
+from mqtools.cli.admin.common import (
+    ClusterOptions,
+    OutputOpt,
+    TimeoutOpt,
+    broker_ids,
+    check_output,
+    run,
+    show,
+)
 from mqtools.cli.admin.session import admin_command
 from mqtools.cli.output import View, render
 from mqtools.common.addresses import parse_namesrv_list
@@ -43,7 +51,7 @@ def metadata(controller: ControllerOpt, output: OutputOpt = "table", timeout: Ti
     async def build(admin: MQAdmin) -> View:
         return controller_metadata_view([await admin.controllers.metadata(a) for a in addrs])
 
-    show(controller, output, build, timeout=timeout)
+    show(ClusterOptions.given(controller), output, build, timeout=timeout)
 
 
 @app.command("sync-state-set")
@@ -64,7 +72,7 @@ def sync_state_set(
     async def build(admin: MQAdmin) -> View:
         return sync_state_sets_view(await admin.controllers.broker_sets(controllers(controller), brokers), brokers)
 
-    show(controller, output, build, timeout=timeout)
+    show(ClusterOptions.given(controller), output, build, timeout=timeout)
 
 
 @app.command("elect-master")
@@ -87,7 +95,7 @@ def elect_master(
     async def job(admin: MQAdmin) -> Election:
         return await admin.controllers.elect_master(controllers(controller), cluster or "", broker, broker_id)
 
-    render(election_view(run(controller, job, timeout=timeout)), output)
+    render(election_view(run(ClusterOptions.given(controller), job, timeout=timeout)), output)
 
 
 @app.command("clean-broker-metadata")
@@ -108,7 +116,7 @@ def clean_broker_metadata(
     async def job(admin: MQAdmin) -> None:
         await admin.controllers.clean_broker_metadata(controllers(controller), cluster, broker, id_list, clean_living)
 
-    run(controller, job, timeout=timeout)
+    run(ClusterOptions.given(controller), job, timeout=timeout)
     typer.echo(f"{broker}: {'broker ids ' + ids if ids else 'the broker set'} forgotten by the controllers")
 
 
@@ -131,7 +139,7 @@ def elections(
     async def build(admin: MQAdmin) -> View:
         return controller_elections_view(await admin.controllers.elections(controllers(controller), broker))
 
-    show(controller, output, build, timeout=timeout)
+    show(ClusterOptions.given(controller), output, build, timeout=timeout)
 
 
 @app.command("config")
@@ -147,7 +155,7 @@ def config(controller: ControllerOpt, output: OutputOpt = "table", timeout: Time
     async def build(admin: MQAdmin) -> View:
         return controller_config_view({a: await admin.controllers.config(a) for a in addrs})
 
-    show(controller, output, build, timeout=timeout)
+    show(ClusterOptions.given(controller), output, build, timeout=timeout)
 
 
 @admin_command(app, "broker-epoch", output=True, watch=True)

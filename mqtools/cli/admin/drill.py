@@ -16,17 +16,11 @@ from typing import TYPE_CHECKING, Annotated, Any, Optional
 import typer
 
 from mqtools.cli.admin.common import (
-    ContextOpt,
-    NamesrvOpt,
+    NO_OPTIONS,
+    ClusterOptions,
     OutputOpt,
-    TlsCaOpt,
-    TlsCertOpt,
-    TlsKeyOpt,
-    TlsOpt,
     check_output,
-    cli_tls,
-    cluster_given,
-    tls_flags,
+    cluster_command,
     usage,
 )
 from mqtools.cli.frame import on_interrupt
@@ -35,7 +29,7 @@ from mqtools.cluster.presets import parse_sets
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED
 
 if TYPE_CHECKING:
-    from mqtools.common.security import ClientSecurity, TlsClientOptions
+    from mqtools.common.security import ClientSecurity
     from mqtools.drills.report import Report
     from mqtools.drills.runner import DrillStatus
     from mqtools.drills.soak import SoakStatus
@@ -154,6 +148,7 @@ class _Display:
 
 
 @app.command("run")
+@cluster_command
 def run(
     scenario: Annotated[str, typer.Argument(help="kill-master, pause-master, restart-master, kill-slave, "
                                                  "kill-namesrv, drain-master, kill-proxy; in controller mode also "
@@ -164,7 +159,7 @@ def run(
     base_port: Annotated[int, typer.Option("--base-port", help="With --preset: first name-server port.")] = 9876,
     namesrvs: NamesrvsOpt = None,
     sets: SetOpt = None,
-    namesrv: NamesrvOpt = None, context: ContextOpt = None,
+    where: ClusterOptions = NO_OPTIONS,
     fault_cmd: FaultCmdOpt = None,
     heal_cmd: HealCmdOpt = None,
     target: TargetOpt = None,
@@ -188,7 +183,6 @@ def run(
     history: HistoryOpt = None,
     seed: SeedOpt = None,
     output: ReportOpt = "table",
-    tls: TlsOpt = False, tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None,
 ) -> None:
     """Run a drill against a cluster and print the report with its verdict (exit 0 PASS, 1 FAIL).
 
@@ -202,20 +196,19 @@ def run(
     _check_format(output)
     if state_dir is not None and preset is not None:
         raise usage("give --dir or --preset, not both")
-    if preset is not None and (namesrv or context):
+    if preset is not None and (where.namesrv or where.context):
         raise usage("--preset brings its own cluster: no -n or --context with it")
     if fault_at is not None and fault_at >= duration:
         raise usage(f"--fault-at {fault_at:g} is not within --duration {duration:g}")
     if history is not None and not history.parent.is_dir():
         raise usage(f"--history {history}: no such directory {history.parent}")
-    if preset is not None and (tls_ca or tls_cert or tls_key):
+    if preset is not None and where.tls is not None and (where.tls.ca_file or where.tls.cert_file):
         raise usage("--preset makes its own CA: only --tls with it, no --tls-ca/--tls-cert/--tls-key")
-    options = None if preset is not None else tls_flags(tls, tls_ca, tls_cert, tls_key) or cli_tls()
     from mqtools.drills.load import LoadSpec
     from mqtools.drills.report import build
     from mqtools.drills.runner import DrillSettings, run_drill
 
-    addr, state_dir, security = _where(namesrv, context, state_dir, preset, options)
+    addr, state_dir, security = _where(where, state_dir, preset)
     if proxies is not None and addr is None:
         raise usage("--proxies names the proxies of a cluster given by -n; a local cluster's are in its state")
     settings = DrillSettings(
@@ -223,7 +216,7 @@ def run(
         state_dir=state_dir, preset=preset, base_port=base_port, namesrv_count=namesrvs,
         overrides=parse_sets(sets or []), namesrv=addr, fault_cmd=fault_cmd, heal_cmd=heal_cmd, target=target,
         fault_at=fault_at, fault_for=fault_for, max_rto=max_rto, max_lost=max_lost, max_duplicates=max_duplicates,
-        seed=seed, security=security, tls=tls and preset is not None,
+        seed=seed, security=security, tls=where.tls is not None and preset is not None,
         proxies=[p.strip() for p in (proxies or "").split(",") if p.strip()])
     display = _Display(scenario)
     on_interrupt(EXIT_REFUSED, "interrupted: the cluster was restored as far as the drill got")
@@ -238,16 +231,16 @@ def run(
     raise typer.Exit(EXIT_OK if report.passed else EXIT_REFUSED)
 
 
-def _where(namesrv: str | None, context: str | None, state_dir: Path | None, preset: str | None,
-           tls: TlsClientOptions | None) -> tuple[str | None, Path | None, ClientSecurity | None]:
+def _where(where: ClusterOptions, state_dir: Path | None,
+           preset: str | None) -> tuple[str | None, Path | None, ClientSecurity | None]:
     """-n / --context name a cluster elsewhere, unless the context is a local cluster with a state dir;
-    the security the TLS flags (or the context) ask for."""
-    from mqtools.client.contexts import client_security, resolve
+    the security the TLS flags (or the context) ask for (a preset makes its own)."""
+    from mqtools.client.contexts import client_security
 
-    namesrv, context = cluster_given(namesrv, context)
-    if preset is not None or state_dir is not None or (namesrv is None and context is None):
+    tls = None if preset is not None else where.tls
+    if preset is not None or state_dir is not None or (where.namesrv is None and where.context is None):
         return None, state_dir, client_security(None, tls)
-    found = resolve(namesrv, context, tls)
+    found = where.resolve()
     if found.context is not None and found.context.state_dir:
         return None, Path(found.context.state_dir), client_security(None, tls)
     return found.namesrv, None, found.security

@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import typer
 
 from mqtools.cli.admin.common import (
+    ClusterOptions,
     ContextOpt,
     NamesrvOpt,
     OutputOpt,
     TimeoutOpt,
     WatchOpt,
     check_output,
+    evaluated,
     proxies_given,
     render_once,
     run,
@@ -43,19 +45,18 @@ T = TypeVar("T")
 class Session:
     """Where and how one `mq admin` command talks to the cluster, and how it prints."""
 
-    namesrv: str | None
-    context: str | None
+    where: ClusterOptions
     output: str
     watch: float | None
     timeout: float
 
     def run(self, job: Callable[[MQAdmin], Awaitable[T]]) -> T:
         """Run `job` on an admin session; failures become the documented exits."""
-        return run(self.namesrv, job, context=self.context, timeout=self.timeout)
+        return run(self.where, job, timeout=self.timeout)
 
     def show(self, build: Callable[[MQAdmin], Awaitable[View]]) -> None:
         """Print what `build` returns, once or every --watch seconds."""
-        show(self.namesrv, self.output, build, watch=self.watch, context=self.context, timeout=self.timeout)
+        show(self.where, self.output, build, watch=self.watch, timeout=self.timeout)
 
     def render(self, view: View) -> None:
         """Print the view; exit 4 when it is partial."""
@@ -67,7 +68,7 @@ class Session:
 
     def proxies(self, given: list[str] | None, *, required: bool = False) -> tuple[str, ...]:
         """--proxy as given, else the resolved context's proxies."""
-        return proxies_given(given, self.namesrv, self.context, required=required)
+        return proxies_given(given, self.where, required=required)
 
 
 def _tail(output: bool, watch: bool, timeout: float) -> list[inspect.Parameter]:
@@ -82,14 +83,6 @@ def _tail(output: bool, watch: bool, timeout: float) -> list[inspect.Parameter]:
     return params
 
 
-def _own(fn: Callable[..., Any]) -> list[inspect.Parameter]:
-    """fn's parameters after its first (the session or the admin client), their annotations evaluated as
-    `inspect.signature(eval_str=True)` would: the admin's type is imported for type checkers only."""
-    params = list(inspect.signature(fn).parameters.values())[1:]
-    return [p.replace(annotation=eval(p.annotation, fn.__globals__)) if isinstance(p.annotation, str) else p
-            for p in params]
-
-
 def _call(fn: Callable[..., Awaitable[View]], kwargs: dict[str, Any], admin: MQAdmin) -> Awaitable[View]:
     return fn(admin, **kwargs)
 
@@ -101,12 +94,12 @@ def admin_command(app: typer.Typer, name: str, *, output: bool = False, watch: b
 
     def register(fn: Callable[..., Any]) -> Callable[..., None]:
         reads = inspect.iscoroutinefunction(fn)
-        own = _own(fn)
+        own = evaluated(fn, 1)
 
         def call(kwargs: dict[str, Any]) -> None:
             fmt = check_output(kwargs.pop("output", "table"))
-            session = Session(kwargs.pop("namesrv"), kwargs.pop("context"), fmt, kwargs.pop("watch", None),
-                              kwargs.pop("timeout"))
+            session = Session(ClusterOptions.given(kwargs.pop("namesrv"), kwargs.pop("context")), fmt,
+                              kwargs.pop("watch", None), kwargs.pop("timeout"))
             if reads:
                 session.show(functools.partial(_call, fn, kwargs))
             else:

@@ -97,7 +97,12 @@ def given_namesrv() -> str | None:
 
 def run(job: Callable[[MQAdmin], Awaitable[T]], *, timeout: float | None = None) -> T:
     """The command's job on an admin session at its name servers (common.run with the command's -n)."""
-    return common.run(_namesrv[0], job, timeout=timeout)
+    return common.run(cluster_options(), job, timeout=timeout)
+
+
+def cluster_options() -> common.ClusterOptions:
+    """Where the running command talks: its -n, else what `mq admin` was given, the environment or the context."""
+    return common.ClusterOptions.given(_namesrv[0])
 
 
 def _registered() -> dict[str, Any]:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.admin.acl import apply_update, read_secret, where_of
-from mqtools.cli.admin.mqadmin import command, given_namesrv, run
+from mqtools.cli.admin.mqadmin import cluster_options, command, run
 from mqtools.client.admin.models.mqadmin_acl_text import acl_config_lines, acl_version_lines
 
 if TYPE_CHECKING:
@@ -43,7 +43,7 @@ def update_acl_config(
     where = where_of(cluster, broker_addr)
     account = PlainAccessConfig(access_key, secret_key or read_secret(), white, (admin_flag or "").lower() == "true",
                                topic_perm, group_perm, comma_list(topic_perms), comma_list(group_perms))
-    for addr in apply_update(given_namesrv(), None, 5.0, account, where):
+    for addr in apply_update(cluster_options(), None, account, where):
         typer.echo(f"create or update plain access config to {addr} success.")
     typer.echo(repr(account))
 

@@ -39,7 +39,7 @@ def get_controller_meta_data(controller: ControllerAddrOpt) -> None:
     async def job(admin: MQAdmin) -> ControllerMetadata:
         return await admin.controllers.metadata(addr)
 
-    typer.echo(controller_metadata_text(common.run(controller, job)))
+    typer.echo(controller_metadata_text(common.run(common.ClusterOptions.given(controller), job)))
 
 
 @command("getSyncStateSet", "mq admin controller sync-state-set", "Fetch syncStateSet for target brokers")
@@ -62,7 +62,7 @@ def get_sync_state_set(
     async def job(admin: MQAdmin) -> list[BrokerSetState]:
         return await admin.controllers.broker_sets(addrs, names)
 
-    for b in common.run(controller, job):
+    for b in common.run(common.ClusterOptions.given(controller), job):
         for line in sync_state_set_lines(b):
             typer.echo(line)
 
@@ -81,7 +81,7 @@ def elect_master(
     async def job(admin: MQAdmin) -> Election:
         return await admin.controllers.elect_master(addrs, cluster, broker_name, broker_id)
 
-    typer.echo(election_text(cluster, broker_name, common.run(controller, job)))
+    typer.echo(election_text(cluster, broker_name, common.run(common.ClusterOptions.given(controller), job)))
 
 
 @command("getBrokerEpoch", "mq admin controller broker-epoch", "Fetch broker epoch entries")
@@ -116,7 +116,7 @@ def clean_broker_metadata(
         await admin.controllers.clean_broker_metadata(parse_namesrv_list(controller), cluster, broker_name, id_list,
                                                       clean_living)
 
-    common.run(controller, job)
+    common.run(common.ClusterOptions.given(controller), job)
     typer.echo(f"clear broker {broker_name} metadata from controller success! ")
 
 
@@ -128,5 +128,5 @@ def get_controller_config(controller: ControllerAddrOpt) -> None:
     async def job(admin: MQAdmin) -> dict[str, dict[str, str]]:
         return {a: await admin.controllers.config(a) for a in addrs}
 
-    for addr, conf in common.run(controller, job).items():
+    for addr, conf in common.run(common.ClusterOptions.given(controller), job).items():
         typer.echo("\n".join(config_lines(addr, conf)))

@@ -45,7 +45,7 @@ class AckProcessor:
         self, conn: RemotingConnection, req: RemotingCommand
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
         h = AckMessageRequestHeader.from_ext(req.ext_fields)
-        refusal = self._check_queue(req, h.topic, h.queue_id, h.offset)
+        refusal = self.pop.receipt_refusal(req, h.topic, h.queue_id, h.offset, max_included=True)
         if refusal is not None:
             return refusal
         try:
@@ -118,29 +118,6 @@ class AckProcessor:
                 pending.append(put)
         resp = req.response(ResponseCode.SUCCESS)
         return self._after(req, pending, resp) if pending else resp
-
-    def _check_queue(
-        self, req: RemotingCommand, topic: str, queue_id: int, offset: int
-    ) -> RemotingCommand | None:
-        tc = self.c.topics.select(topic)
-        if tc is None:
-            return req.response(
-                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
-            )
-        if not 0 <= queue_id < tc.read_queue_nums:
-            return req.response(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"queueId[{queue_id}] is illegal, topic:[{topic}] "
-                f"topicConfig.readQueueNums:[{tc.read_queue_nums}]",
-            )
-        lo = self.c.store.get_min_offset_in_queue(topic, queue_id)
-        hi = self.c.store.get_max_offset_in_queue(topic, queue_id)
-        if not lo <= offset <= hi:
-            return req.response(
-                ResponseCode.NO_MESSAGE,
-                f"offset is illegal, key:{topic}@{queue_id}, commit:{offset}, store:{lo}~{hi}",
-            )
-        return None
 
     def _put(
         self, req: RemotingCommand, revive_qid: int, ack: AckMsg

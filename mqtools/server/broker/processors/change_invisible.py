@@ -33,6 +33,7 @@ if TYPE_CHECKING:
 
 class ChangeInvisibleTimeProcessor:
     def __init__(self, pop: PopProcessor) -> None:
+        self.pop = pop
         self.c = pop.c
         self.s = pop.s
 
@@ -40,24 +41,10 @@ class ChangeInvisibleTimeProcessor:
         self, conn: RemotingConnection, req: RemotingCommand
     ) -> RemotingCommand | Awaitable[RemotingCommand]:
         h = ChangeInvisibleTimeRequestHeader.from_ext(req.ext_fields)
-        c, s = self.c, self.s
-        tc = c.topics.select(h.topic)
-        if tc is None:
-            return req.response(
-                ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!"
-            )
-        if not 0 <= h.queue_id < tc.read_queue_nums:
-            return req.response(
-                ResponseCode.MESSAGE_ILLEGAL,
-                f"queueId[{h.queue_id}] is illegal, topic:[{h.topic}] "
-                f"topicConfig.readQueueNums:[{tc.read_queue_nums}]",
-            )
-        lo = c.store.get_min_offset_in_queue(h.topic, h.queue_id)
-        hi = c.store.get_max_offset_in_queue(h.topic, h.queue_id)
-        if not lo <= h.offset < hi:
-            return req.response(
-                ResponseCode.NO_MESSAGE, f"offset {h.offset} is outside {h.topic}@{h.queue_id} [{lo}, {hi})"
-            )
+        s = self.s
+        refusal = self.pop.receipt_refusal(req, h.topic, h.queue_id, h.offset, max_included=False)
+        if refusal is not None:
+            return refusal
         if not 0 <= h.invisible_time <= MAX_INVISIBLE_MS:
             return req.response(
                 ResponseCode.INVALID_PARAMETER,

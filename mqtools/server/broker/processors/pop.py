@@ -154,6 +154,32 @@ class PopProcessor:
             return req.response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
         return tc
 
+    def receipt_refusal(
+        self, req: RemotingCommand, topic: str, queue_id: int, offset: int, *, max_included: bool
+    ) -> RemotingCommand | None:
+        """The checks an ack and a change of invisible time share: the topic, the queue id, the offset
+        within the queue (Apache's ack takes the queue's max offset itself, its change of invisible time
+        does not)."""
+        tc = self.c.topics.select(topic)
+        if tc is None:
+            return req.response(
+                ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist, apply first please!"
+            )
+        if not 0 <= queue_id < tc.read_queue_nums:
+            return req.response(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] "
+                f"topicConfig.readQueueNums:[{tc.read_queue_nums}]",
+            )
+        lo = self.c.store.get_min_offset_in_queue(topic, queue_id)
+        hi = self.c.store.get_max_offset_in_queue(topic, queue_id)
+        if not lo <= offset <= (hi if max_included else hi - 1):
+            return req.response(
+                ResponseCode.NO_MESSAGE,
+                f"offset is illegal, key:{topic}@{queue_id}, commit:{offset}, store:{lo}~{hi}",
+            )
+        return None
+
     def sources(self, group: str, tc: TopicConfig, queue_id: int, order: bool) -> list[tuple[str, int]]:
         turn = self.s.turn(group, tc.topic_name)
         n = max(tc.read_queue_nums, 1)

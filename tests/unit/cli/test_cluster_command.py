@@ -1,0 +1,74 @@
+"""The cluster-command frame: a command's one ClusterOptions parameter becomes -n/--context in its place and the
+TLS flags last, handed over as one object; under `mq admin` the options given before the noun count too."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+from typing import Annotated
+
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from mqtools.cli.admin.common import NO_OPTIONS, ClusterOptions, cluster_command
+from mqtools.cli.main import app as mq
+from mqtools.common.exitcodes import EXIT_USAGE
+from mqtools.common.security import TlsClientOptions
+
+seen: list[ClusterOptions] = []
+
+
+@cluster_command
+def probe(
+    first: Annotated[int, typer.Option("--first")] = 1,
+    where: ClusterOptions = NO_OPTIONS,
+    last: Annotated[str, typer.Option("--last")] = "x",
+) -> None:
+    seen.append(where)
+
+
+def test_the_options_parameter_becomes_namesrv_and_context_in_its_place_and_tls_last() -> None:
+    names = list(inspect.signature(probe).parameters)
+    assert names == ["first", "namesrv", "context", "last", "tls", "tls_ca", "tls_cert", "tls_key"]
+
+
+def test_the_command_gets_what_was_given_as_one_object() -> None:
+    app = typer.Typer()
+    app.command()(probe)
+    seen.clear()
+    result = CliRunner().invoke(app, ["-n", "127.0.0.1:9876", "--tls", "--last", "y"])
+    assert result.exit_code == 0, result.output
+    assert seen == [ClusterOptions("127.0.0.1:9876", None, TlsClientOptions())]
+    seen.clear()
+    assert CliRunner().invoke(app, ["--context", "prod"]).exit_code == 0
+    assert seen == [ClusterOptions(None, "prod", None)]
+
+
+def test_bad_tls_flags_are_a_usage_error_before_the_command_runs() -> None:
+    result = CliRunner().invoke(mq, ["top", "--once", "--tls-cert", "c.pem"], prog_name="mq")
+    assert result.exit_code == EXIT_USAGE
+    assert "--tls-cert and --tls-key go together" in result.output
+
+
+def test_options_given_to_mq_admin_reach_a_framed_command_below_it() -> None:
+    """`mq admin -n NS drill run --preset P` is refused as `mq admin drill run -n NS --preset P` is: the name
+    servers were given either way, and a preset brings its own cluster."""
+    for args in (["admin", "-n", "127.0.0.1:9876", "drill", "run", "kill-master", "--preset", "2m-2s-sync"],
+                 ["admin", "drill", "run", "kill-master", "--preset", "2m-2s-sync", "-n", "127.0.0.1:9876"]):
+        result = CliRunner().invoke(mq, args, prog_name="mq")
+        assert result.exit_code == EXIT_USAGE, result.output
+        assert "--preset brings its own cluster" in result.output
+
+
+def test_what_mq_admin_was_given_does_not_reach_a_later_command_of_the_same_process(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Tests (and anything embedding `main`) run many commands in one process: `mq top` after `mq admin -n NS`
+    has no name server of its own."""
+    from mqtools.cli.main import main
+
+    monkeypatch.setenv("MQ_CONFIG_DIR", str(tmp_path))
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    assert main(["admin", "-n", "no-such-host:1"]) == 0
+    assert main(["top", "--once"]) == EXIT_USAGE
+    assert "no name server" in capsys.readouterr().err
