@@ -128,7 +128,7 @@ def reader_alone(namesrv: str, ranges: list[Any]) -> float:
 
     def read(task: int) -> None:
         for r in ranges[task::TASKS]:
-            rows[task] += sum(batch.num_rows for batch in read_batches(namesrv, r))
+            rows[task] += sum(batch.num_rows for batch in read_batches(namesrv, [r]))
 
     threads = [threading.Thread(target=read, args=(task,)) for task in range(TASKS)]
     t0 = time.perf_counter()
@@ -154,7 +154,7 @@ def warm_read(namesrv: str, topic: str, ranges: list[Any]) -> tuple[float, float
         for _ in range(2):
             tasks = run_consume(spark, namesrv, topic, ranges)
         warm = summarize(tasks).msgs_per_s
-        batches = read_batches(namesrv, max(ranges, key=lambda r: r.size))
+        batches = read_batches(namesrv, [max(ranges, key=lambda r: r.size)])
         sample = next(batches)
         batches.close()
         spark.dataSource.register(ceiling_source(sample, [r.size for r in ranges]))

@@ -144,10 +144,10 @@ def consume(
     ranges = driver.read_plan(addr, topic, start, until, target.security)
 
     from mqtools.spark.load import run_consume
-    from mqtools.spark.offsets import split_ranges
+    from mqtools.spark.offsets import task_ranges
     from mqtools.spark.progress import JobProgress
 
-    reads = len(split_ranges(ranges, partitions))  # the read tasks the data source will plan from these ranges
+    reads = len(task_ranges(ranges, partitions))  # the read tasks the data source will plan from these ranges
     with driver.session(master, remote, confs, f"mq spark-load consume {topic}") as spark, \
             JobProgress(spark, reads, None, _progress_on(output, remote), f"consume {topic}"):
         stats = run_consume(spark, addr, topic, ranges, partitions, target.security)

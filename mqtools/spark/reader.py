@@ -19,7 +19,7 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Any
 
 import pyarrow as pa
@@ -167,19 +167,23 @@ class RangeReader:
                 await consumer.fetch_queues(mq.topic)
 
 
-def read_batches(namesrv: str, r: QueueRange, **options: Any) -> Iterator[pa.RecordBatch]:
-    """The rows of one range as Arrow batches, for the data source's partitions. The whole read, Arrow
-    batches included, runs on a client loop thread and this thread waits once per batch: a hand-off per
-    pull made the two threads take turns on the GIL, each waiting out the other's switch interval."""
+def read_batches(namesrv: str, ranges: Sequence[QueueRange], **options: Any) -> Iterator[pa.RecordBatch]:
+    """The rows of a task's ranges, one range after the other, as Arrow batches, for the data source's
+    partitions. The whole read, Arrow batches included, runs on a client loop thread and this thread waits
+    once per batch: a hand-off per pull made the two threads take turns on the GIL, each waiting out the
+    other's switch interval."""
     loop = LoopThread("mq-spark-reader")
-    batches = RangeReader(namesrv, r, **options).batches()
     try:
-        while True:
+        for r in ranges:
+            batches = RangeReader(namesrv, r, **options).batches()
             try:
-                batch = loop.run(anext(batches))
-            except StopAsyncIteration:
-                return
-            yield batch
+                while True:
+                    try:
+                        batch = loop.run(anext(batches))
+                    except StopAsyncIteration:
+                        break
+                    yield batch
+            finally:
+                loop.run(batches.aclose())
     finally:
-        loop.run(batches.aclose())
         loop.close()

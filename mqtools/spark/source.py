@@ -23,7 +23,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from mqtools.spark.columns import SCHEMA
-from mqtools.spark.offsets import QueueRange, parse_spec, plan_topic
+from mqtools.spark.offsets import MIN_TASK_ROWS, QueueRange, parse_spec, plan_topic, task_ranges
 from mqtools.spark.reader import read_batches
 from mqtools.spark.security import security_from_options
 from mqtools.spark.writer import WRITE_WINDOW, write_rows
@@ -65,12 +65,19 @@ def _read_options(options: dict[str, str]) -> dict[str, Any]:
             "security": security_from_options(options)}
 
 
-class QueuePartition(InputPartition):
-    """One queue range, named by broker and queue id (never an address: a slave can serve it)."""
+def _min_rows(options: dict[str, str]) -> int:
+    """minRowsPerPartition: small queue ranges are read together until a task has this many rows."""
+    value = _int(options, "minRowsPerPartition", MIN_TASK_ROWS)
+    return MIN_TASK_ROWS if value is None else value
 
-    def __init__(self, r: QueueRange) -> None:
-        super().__init__(asdict(r))
-        self.range = r
+
+class QueuePartition(InputPartition):
+    """The queue ranges one task reads, each named by broker and queue id (never an address: a slave can serve
+    it)."""
+
+    def __init__(self, ranges: list[QueueRange]) -> None:
+        super().__init__([asdict(r) for r in ranges])
+        self.ranges = ranges
 
 
 class RocketMQReader(DataSourceReader):
@@ -90,13 +97,13 @@ class RocketMQReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         ranges = plan_topic(self.namesrv, self.topic, self.start, self.end,
-                            min_partitions=_int(self.options, "minPartitions", None),
                             fail_on_data_loss=self.fail_on_data_loss, security=self.read_options["security"])
-        return [QueuePartition(r) for r in ranges]
+        return [QueuePartition(t) for t in task_ranges(ranges, _int(self.options, "minPartitions", None),
+                                                        _min_rows(self.options))]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, QueuePartition)
-        yield from read_batches(self.namesrv, partition.range, **self.read_options)
+        yield from read_batches(self.namesrv, partition.ranges, **self.read_options)
 
 
 @dataclass
@@ -168,7 +175,7 @@ class RocketMQDataSource(DataSource):
         _namesrv(options)
         if not _get(options, "topic"):
             raise ValueError("the rocketmq data source needs option topic to read")
-        return RocketMQStreamReader(options, _read_options(options))
+        return RocketMQStreamReader(options, _read_options(options), _min_rows(options))
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         return RocketMQStreamWriter(_options(self.options))

@@ -20,7 +20,7 @@ from pyspark.sql.streaming.datasource import (
     SupportsTriggerAvailableNow,
 )
 
-from mqtools.spark.offsets import QueueRange, parse_spec, plan_ranges
+from mqtools.spark.offsets import QueueRange, parse_spec, plan_ranges, task_ranges
 from mqtools.spark.reader import read_batches
 
 Offsets = dict[str, dict[str, int]]
@@ -54,17 +54,18 @@ def cap(start: Offsets, latest: Offsets, max_rows: int) -> Offsets:
 
 
 class QueueStreamPartition(InputPartition):
-    def __init__(self, r: QueueRange) -> None:
-        super().__init__((r.broker, r.queue_id, r.start, r.end))
-        self.range = r
+    def __init__(self, ranges: list[QueueRange]) -> None:
+        super().__init__(tuple((r.broker, r.queue_id, r.start, r.end) for r in ranges))
+        self.ranges = ranges
 
 
 class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
     """Micro-batches from the offsets Spark hands back; new queues start at their minimum. With
     trigger(availableNow=True) the query reads what the topic held when it started, then ends."""
 
-    def __init__(self, options: dict[str, str], read_options: dict[str, Any]) -> None:
+    def __init__(self, options: dict[str, str], read_options: dict[str, Any], min_rows: int) -> None:
         self.namesrv = options["namesrv"]
+        self.min_rows = min_rows
         self.topic = options["topic"]
         self.start = parse_spec(options.get("startingoffsets"), "latest")
         self.fail_on_data_loss = read_options["fail_on_data_loss"]
@@ -116,17 +117,17 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return latest
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
-        parts: list[InputPartition] = []
+        ranges: list[QueueRange] = []
         for broker, queues in sorted(end.items()):
             for queue, last in sorted(queues.items(), key=lambda kv: int(kv[0])):
                 first = start.get(broker, {}).get(queue, 0)
                 if last > first:
-                    parts.append(QueueStreamPartition(QueueRange(self.topic, broker, int(queue), first, last)))
-        return parts
+                    ranges.append(QueueRange(self.topic, broker, int(queue), first, last))
+        return [QueueStreamPartition(t) for t in task_ranges(ranges, None, self.min_rows)]
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, QueueStreamPartition)
-        yield from read_batches(self.namesrv, partition.range, **self.read_options)
+        yield from read_batches(self.namesrv, partition.ranges, **self.read_options)
 
     def commit(self, end: dict) -> None:
         """Spark committed a micro-batch: with commitGroup, write its end offsets to the group."""

@@ -106,6 +106,22 @@ def test_min_partitions_splits_and_reads_each_once(spark: Any, cluster: Cluster,
     assert len(keys) == len(set(keys)) == _stored(cluster, topic)
 
 
+def test_small_queue_ranges_are_read_by_one_task_unless_min_rows_says_otherwise(
+        spark: Any, cluster: Cluster, written: tuple[str, list[Any]]) -> None:
+    """A task costs Spark tens of milliseconds: the four queues' few rows are one task by default
+    (minRowsPerPartition 10,000), one task a queue with minRowsPerPartition=1; the same rows either way."""
+    topic, _ = written
+
+    def keys(df: Any) -> list[Any]:
+        return sorted(df.select("broker", "queue_id", "queue_offset").collect())
+
+    together = _reader(spark, cluster, topic)
+    apart = _reader(spark, cluster, topic, minRowsPerPartition="1")
+    assert together.rdd.getNumPartitions() == 1
+    assert apart.rdd.getNumPartitions() == 4  # two queues on each of two brokers
+    assert keys(together) == keys(apart) and len(keys(apart)) == _stored(cluster, topic)
+
+
 def test_a_read_stopped_early_ends_its_pulls_with_it(cluster: Cluster, written: tuple[str, list[Any]],
                                                      caplog: pytest.LogCaptureFixture,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:
@@ -117,7 +133,7 @@ def test_a_read_stopped_early_ends_its_pulls_with_it(cluster: Cluster, written: 
     topic, _ = written
     monkeypatch.setattr(reader, "ARROW_ROWS", 2)
     ranges = plan_topic(cluster.namesrv.addr, topic, parse_spec("earliest", "earliest"), parse_spec("latest", "latest"))
-    batches = reader.read_batches(cluster.namesrv.addr, max(ranges, key=lambda r: r.size), batch=2)
+    batches = reader.read_batches(cluster.namesrv.addr, [max(ranges, key=lambda r: r.size)], batch=2)
     caplog.set_level(logging.ERROR, logger="asyncio")
     assert next(batches).num_rows == 2
     batches.close()
