@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqtools.client.errors import MQClientError
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.errors import UsageError
 from mqtools.drills.scenarios import Node, ScenarioError, Target
 
 if TYPE_CHECKING:
@@ -21,7 +22,7 @@ HA_WINDOW = 1.0
 """Seconds of HA samples behind a verdict: enough for a trend, short enough to repeat while draining."""
 
 
-class UnknownTarget(ValueError):
+class UnknownTarget(UsageError):
     """--target names a broker group the name servers do not know."""
 
 

@@ -14,6 +14,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, Protocol
 
 from mqtools.cluster import netns
+from mqtools.common.errors import UsageError
 from mqtools.common.presentation import Column, View, renders
 
 CLASSIC, CONTROLLER = "classic", "controller"
@@ -138,7 +139,7 @@ class FaultContext(Protocol):
         """Until `node` is back in its group's SyncStateSet (controller mode)."""
 
 
-class ScenarioError(RuntimeError):
+class ScenarioError(UsageError):
     """The cluster cannot run this scenario (no slave, a single name server); one line for the user."""
 
 

@@ -24,7 +24,7 @@ from mqtools.server.ha.autoswitch_protocol import (
 )
 from mqtools.server.ha.epoch_file import EpochEntry
 from mqtools.server.ha.master import CommitLogSource, ConnectionHost, HAConnection
-from mqtools.server.ha.protocol import ProtocolError
+from mqtools.server.ha.protocol import HAProtocolError
 
 
 class EpochSource(CommitLogSource, Protocol):
@@ -74,7 +74,7 @@ class AutoSwitchHAConnection(HAConnection):
                 self._writer.write(encode_master_handshake(self._store.max_phy_offset, self._as_host.epochs()))
             elif isinstance(item, SlaveReport):
                 if self.slave_broker_id is None:
-                    raise ProtocolError("offset report before the handshake")
+                    raise HAProtocolError("offset report before the handshake")
                 offsets.append(item.offset)
         return offsets
 

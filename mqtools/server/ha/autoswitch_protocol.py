@@ -16,7 +16,7 @@ import struct
 from dataclasses import dataclass
 
 from mqtools.server.ha.epoch_file import OPEN_END, EpochEntry
-from mqtools.server.ha.protocol import ProtocolError
+from mqtools.server.ha.protocol import HAProtocolError
 
 
 class HAConnectionState(enum.IntEnum):
@@ -117,11 +117,11 @@ class SlaveStreamReader:
                     break
                 _, offset = _SLAVE_REPORT.unpack_from(buf, pos)
                 if offset < 0:
-                    raise ProtocolError(f"negative offset report {offset}")
+                    raise HAProtocolError(f"negative offset report {offset}")
                 out.append(SlaveReport(offset))
                 pos += SLAVE_REPORT_SIZE
             else:
-                raise ProtocolError(f"unexpected HA state {state} from the slave")
+                raise HAProtocolError(f"unexpected HA state {state} from the slave")
         del buf[:pos]
         return out
 
@@ -144,7 +144,7 @@ class MasterStreamReader:
                     break
                 _, size, max_offset, last_epoch = _MASTER_HANDSHAKE.unpack_from(buf, pos)
                 if size < 0 or size % EPOCH_ENTRY_SIZE or size > MAX_EPOCH_ENTRIES * EPOCH_ENTRY_SIZE:
-                    raise ProtocolError(f"bad handshake body size {size}")
+                    raise HAProtocolError(f"bad handshake body size {size}")
                 end = pos + MASTER_HANDSHAKE_SIZE + size
                 if len(buf) < end:
                     break
@@ -159,14 +159,14 @@ class MasterStreamReader:
                     break
                 _, size, offset, epoch, start, confirm = _TRANSFER.unpack_from(buf, pos)
                 if size < 0 or size > self._max_body or offset < 0:
-                    raise ProtocolError(f"bad transfer header offset={offset} size={size}")
+                    raise HAProtocolError(f"bad transfer header offset={offset} size={size}")
                 end = pos + TRANSFER_HEADER_SIZE + size
                 if len(buf) < end:
                     break
                 out.append(Transfer(offset, epoch, start, confirm, bytes(buf[pos + TRANSFER_HEADER_SIZE:end])))
                 pos = end
             else:
-                raise ProtocolError(f"unexpected HA state {state} from the master")
+                raise HAProtocolError(f"unexpected HA state {state} from the master")
         del buf[:pos]
         return out
 

@@ -19,7 +19,7 @@ from typing import Any, Protocol
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls import TlsServerSettings
 from mqtools.common.tls_acceptor import TlsAcceptor
-from mqtools.server.ha.protocol import ProtocolError, ReportReader, TransferCursor
+from mqtools.server.ha.protocol import HAProtocolError, ReportReader, TransferCursor
 from mqtools.server.lifecycle import cancel_and_wait
 
 log = logging.getLogger("mq.ha.master")
@@ -154,7 +154,7 @@ class HAConnection:
                 if refused is not None:
                     why = refused
                     break
-        except (ProtocolError, OSError) as exc:
+        except (HAProtocolError, OSError) as exc:
             why = str(exc)
         except Exception as exc:  # one bad connection must never take the HA service down
             log.exception("HA reader for %s failed", self.addr)

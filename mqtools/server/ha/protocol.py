@@ -18,11 +18,12 @@ _REPORT = struct.Struct(">q")
 _HEADER = struct.Struct(">qi")
 
 
-class ProtocolError(Exception):
-    """The peer sent something the protocol does not allow; the connection must be dropped."""
+class HAProtocolError(Exception):
+    """An HA peer sent something the HA protocol does not allow; the connection must be dropped (a remoting
+    frame that does not parse is remoting.errors.ProtocolError)."""
 
 
-class OffsetMismatch(ProtocolError):
+class OffsetMismatch(HAProtocolError):
     """A frame does not start at the slave's own max offset (classic HA drops the connection)."""
 
 
@@ -60,7 +61,7 @@ class ReportReader:
         (offset,) = _REPORT.unpack_from(self._pending, complete - REPORT_SIZE)
         del self._pending[:complete]
         if offset < 0:
-            raise ProtocolError(f"negative offset report {offset}")
+            raise HAProtocolError(f"negative offset report {offset}")
         return offset
 
     @property
@@ -157,7 +158,7 @@ class FrameReader:
         while len(buf) - pos >= HEADER_SIZE:
             from_offset, size = _HEADER.unpack_from(buf, pos)
             if size < 0 or size > self._max_body or from_offset < 0:
-                raise ProtocolError(f"bad transfer header offset={from_offset} size={size}")
+                raise HAProtocolError(f"bad transfer header offset={from_offset} size={size}")
             end = pos + HEADER_SIZE + size
             if len(buf) < end:
                 break

@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 from mqtools.common.loop import wait_event
 from mqtools.server.ha.master import SpeedMeter
-from mqtools.server.ha.protocol import ProtocolError
+from mqtools.server.ha.protocol import HAProtocolError
 from mqtools.server.ha.slave_session import CommitLogSink, Output, SlaveSession
 from mqtools.server.lifecycle import cancel_and_wait
 
@@ -85,7 +85,7 @@ class HAClient:
             if address:
                 try:
                     await self._session(address)
-                except (OSError, ProtocolError, ValueError) as exc:
+                except (OSError, HAProtocolError, ValueError) as exc:
                     log.warning("HA connection to %s ended: %s", address, exc)
                 except Exception:  # the client must outlive any one session
                     log.exception("HA session with %s failed", address)
@@ -135,7 +135,7 @@ class HAClient:
                 out = session.tick(self._clock())
                 continue
             if not data:
-                raise ProtocolError("master closed the connection")
+                raise HAProtocolError("master closed the connection")
             self.last_read_ms = int(self._wall() * 1000)
             out = session.data_received(data, self._clock())
 

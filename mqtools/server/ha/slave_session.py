@@ -34,8 +34,8 @@ from mqtools.server.ha.epoch_file import EpochFileCache
 from mqtools.server.ha.protocol import (
     Frame,
     FrameReader,
+    HAProtocolError,
     OffsetMismatch,
-    ProtocolError,
     ReportSchedule,
     check_frame,
     encode_report,
@@ -73,7 +73,7 @@ class IllegalTransition(RuntimeError):
     """The driver gave an event the current state does not take (a bug in the driver, not the master)."""
 
 
-class SessionTimeout(ProtocolError):
+class SessionTimeout(HAProtocolError):
     """The master said nothing for the housekeeping interval (or the handshake timeout)."""
 
 
@@ -147,7 +147,7 @@ class Output:
 
     send: bytes = b""
     """Bytes for the master, in order (reports, the handshake)."""
-    error: ProtocolError | None = None
+    error: HAProtocolError | None = None
     """Set: close the connection now, for this reason (then call `closed`)."""
     appended: int = 0
     """Commitlog bytes appended (the driver's transfer-speed meter)."""
@@ -172,7 +172,7 @@ class SlaveSession:
         self._schedule = ReportSchedule(report_interval)
         self._last_read = 0.0
         self._out = bytearray()
-        self._error: ProtocolError | None = None
+        self._error: HAProtocolError | None = None
         self._appended = 0
         self._came_from: State = READY
         self._handlers: dict[Action, Callable[[Event, Any, float], None]] = {
@@ -231,7 +231,7 @@ class SlaveSession:
         self._came_from, self.state = self.state, step.target
         try:
             self._handlers[step.action](event, arg, now)
-        except ProtocolError as exc:
+        except HAProtocolError as exc:
             self._fire(Event.PEER_ERROR, exc, now)
 
     # ------------------------------------------------------------------ actions
@@ -269,14 +269,14 @@ class SlaveSession:
         if self._schedule.due(self._sink.max_phy_offset, now):
             self._report(now)
 
-    def _close(self, event: Event, error: ProtocolError, now: float) -> None:
+    def _close(self, event: Event, error: HAProtocolError, now: float) -> None:
         """Nothing more goes out on a connection this session gave up."""
         self._out.clear()
         self._error = error
         self.close_reason = str(error)
 
     def _reject(self, event: Event, arg: Any, now: float) -> None:
-        self._close(event, ProtocolError(f"the master sent a {event.value} in state {self._came_from.name}"), now)
+        self._close(event, HAProtocolError(f"the master sent a {event.value} in state {self._came_from.name}"), now)
 
     def _reset(self, event: Event, reason: str, now: float) -> None:
         self._reader = self._new_reader()
@@ -308,7 +308,7 @@ class SlaveSession:
     def _store(self, own: int, offset: int, body: bytes) -> None:
         if body:
             if not self._sink.append_to_commit_log(offset, body):
-                raise ProtocolError(f"store refused {len(body)} bytes at {offset} (own max {own})")
+                raise HAProtocolError(f"store refused {len(body)} bytes at {offset} (own max {own})")
             self._appended += len(body)
 
 

@@ -21,7 +21,7 @@ from mqtools.server.ha.autoswitch_protocol import (
     first_transfer_offset,
 )
 from mqtools.server.ha.epoch_file import EpochEntry
-from mqtools.server.ha.protocol import ProtocolError
+from mqtools.server.ha.protocol import HAProtocolError
 
 
 def test_layouts():
@@ -49,9 +49,9 @@ def test_both_readers_survive_any_split(step):
 
 
 def test_garbage_is_a_protocol_error():
-    with pytest.raises(ProtocolError):
+    with pytest.raises(HAProtocolError):
         SlaveStreamReader().feed(struct.pack(">iq", 9, 0))
-    with pytest.raises(ProtocolError):
+    with pytest.raises(HAProtocolError):
         MasterStreamReader().feed(struct.pack(">iiqi", 1, 7, 0, 0))
 
 

@@ -11,8 +11,8 @@ from hypothesis import strategies as st
 from mqtools.server.ha.protocol import (
     Frame,
     FrameReader,
+    HAProtocolError,
     OffsetMismatch,
-    ProtocolError,
     ReportReader,
     ReportSchedule,
     TransferCursor,
@@ -50,7 +50,7 @@ def test_coalesced_reports_keep_only_the_last_complete_one() -> None:
 
 
 def test_negative_report_is_a_protocol_error() -> None:
-    with pytest.raises(ProtocolError):
+    with pytest.raises(HAProtocolError):
         ReportReader().feed(encode_report(-1))
 
 
@@ -125,9 +125,9 @@ def test_frames_coalesced_in_one_read() -> None:
 
 
 def test_bad_header_is_rejected() -> None:
-    with pytest.raises(ProtocolError):
+    with pytest.raises(HAProtocolError):
         FrameReader(max_body=10).feed(encode_header(0, 11))
-    with pytest.raises(ProtocolError):
+    with pytest.raises(HAProtocolError):
         FrameReader().feed(encode_header(0, -1))
 
 

@@ -18,7 +18,7 @@ from mqtools.server.ha.autoswitch_protocol import (
     encode_transfer_header,
 )
 from mqtools.server.ha.epoch_file import EpochEntry, EpochFileCache
-from mqtools.server.ha.protocol import OffsetMismatch, ProtocolError, encode_header, encode_report
+from mqtools.server.ha.protocol import HAProtocolError, OffsetMismatch, encode_header, encode_report
 from mqtools.server.ha.slave import HAClient
 from mqtools.server.ha.slave_session import (
     AUTOSWITCH_TRANSITIONS,
@@ -138,7 +138,7 @@ def test_classic_store_refusal_and_garbage_close():
     s = classic(FakeStore(refuse=True))
     s.connected(T0)
     out = s.data_received(frame(0, b"abc"), T0)
-    assert type(out.error) is ProtocolError and "refused" in str(out.error) and s.mismatches == 0
+    assert type(out.error) is HAProtocolError and "refused" in str(out.error) and s.mismatches == 0
     s = classic()
     s.connected(T0)
     out = s.data_received(encode_header(-5, 3), T0)
@@ -230,7 +230,7 @@ def test_autoswitch_second_handshake_in_transfer_is_a_protocol_error():
     s.connected(T0)
     s.data_received(encode_master_handshake(0, [EpochEntry(1, 0)]), T0)
     out = s.data_received(encode_master_handshake(0, [EpochEntry(1, 0)]), T0 + 1)
-    assert type(out.error) is ProtocolError and "handshake answer in state TRANSFER" in str(out.error)
+    assert type(out.error) is HAProtocolError and "handshake answer in state TRANSFER" in str(out.error)
     assert s.state is SUSPEND and out.send == b""
 
 
@@ -378,7 +378,7 @@ async def test_pump_feeds_the_session_writes_its_reports_and_ticks_at_its_deadli
     assert bytes(writer.sent[16:24]) == encode_report(3)  # the interval's report, from a tick
     assert client.speed.total == 3 and client.last_read_ms > 0 and client.last_write_ms > 0
     reader.feed_eof()
-    with pytest.raises(ProtocolError, match="master closed"):
+    with pytest.raises(HAProtocolError, match="master closed"):
         await task
     assert writer.closed and client.session.state is READY and client.session.close_reason == "master closed the connection"
 
