@@ -54,6 +54,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from delete; and true' -s n
@@ -64,6 +68,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from get; and true' -s n
@@ -75,6 +83,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from list; and true' -s n
@@ -89,6 +101,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l group-perm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l topic-perm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -l white-addr
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from update; and true' -s b
@@ -101,6 +117,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from version; and true' -s n
@@ -111,6 +131,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl; and __fish_seen_subcommand_from white-addrs; and true' -s n
@@ -130,6 +154,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from copy; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from copy; and true' -l subjects
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from copy; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from copy; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from copy; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from copy; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from copy; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from copy; and true' -l to
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from copy; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from copy; and true' -s o
@@ -146,6 +174,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from create; and true' -l resources
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from create; and true' -l source-ip
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from create; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from create; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from create; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from create; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from create; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from create; and true' -s a
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from create; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from create; and true' -s c
@@ -164,6 +196,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from delete; and true' -l policy-type
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from delete; and true' -l resource
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from delete; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from delete; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from delete; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from delete; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from delete; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from delete; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from delete; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from delete; and true' -s n
@@ -176,6 +212,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from get; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from get; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from get; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from get; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from get; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from get; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from get; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from get; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from get; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from get; and true' -s n
@@ -189,6 +229,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from list; and true' -l resource
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from list; and true' -l subject
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from list; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from list; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from list; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from list; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from list; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from list; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from list; and true' -s n
@@ -205,6 +249,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from migrate; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from migrate; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from migrate; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from migrate; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from migrate; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from migrate; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from migrate; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from migrate; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from migrate; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from migrate; and true' -s f
@@ -222,6 +270,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from update; and true' -l resources
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from update; and true' -l source-ip
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from update; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from update; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from update; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from update; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from update; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from update; and true' -s a
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from update; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from acl2; and __fish_seen_subcommand_from update; and true' -s c
@@ -241,6 +293,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from clean-expired-cq; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from clean-expired-cq; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from clean-expired-cq; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from clean-expired-cq; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from clean-expired-cq; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from clean-expired-cq; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from clean-expired-cq; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from clean-expired-cq; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from clean-expired-cq; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and not __fish_seen_subcommand_from get set' -a get
@@ -250,6 +306,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -s o
@@ -258,6 +318,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from consume-stats; and true' -l context
@@ -266,6 +330,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from consume-stats; and true' -l order
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from consume-stats; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from consume-stats; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from consume-stats; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from consume-stats; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from consume-stats; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from consume-stats; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from consume-stats; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from consume-stats; and true' -s l
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from consume-stats; and true' -s n
@@ -278,11 +346,19 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from add; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from add; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from add; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from add; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from add; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from add; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from add; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from add; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from add; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from wipe; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from wipe; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from wipe; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from wipe; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from wipe; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from wipe; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from wipe; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from wipe; and true' -l yes
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from wipe; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from perm; and __fish_seen_subcommand_from wipe; and true' -s y
@@ -292,6 +368,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from stats; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from stats; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from stats; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from stats; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from stats; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from stats; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from stats; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from stats; and true' -l topic
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from stats; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from stats; and true' -s a
@@ -304,6 +384,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from status; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from status; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from status; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from status; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from status; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from status; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from status; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from status; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from status; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from broker; and __fish_seen_subcommand_from status; and true' -s o
@@ -318,6 +402,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from list; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from list; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from list; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from list; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from list; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from list; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from list; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from list; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from list; and true' -s m
@@ -332,6 +420,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -l size
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -s a
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from cluster; and __fish_seen_subcommand_from rt; and true' -s n
@@ -352,6 +444,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from broker-epoch; and true' -s c
@@ -364,12 +460,20 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from clean-broker-metadata; and true' -l controller
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from clean-broker-metadata; and true' -l ids
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from clean-broker-metadata; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from clean-broker-metadata; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from clean-broker-metadata; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from clean-broker-metadata; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from clean-broker-metadata; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from clean-broker-metadata; and true' -s a
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from clean-broker-metadata; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from clean-broker-metadata; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from config; and true' -l controller
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from config; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from config; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from config; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from config; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from config; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from config; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from config; and true' -s a
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from config; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from config; and true' -l help
@@ -378,6 +482,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -l controller
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -s a
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elect-master; and true' -s i
@@ -387,6 +495,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l controller
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -s a
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from elections; and true' -s o
@@ -394,12 +506,20 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -l controller
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -s a
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from metadata; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -l controller
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -s a
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from controller; and __fish_seen_subcommand_from sync-state-set; and true' -l help
@@ -411,6 +531,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -l window
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from broker; and true' -s o
@@ -420,6 +544,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -l window
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from cluster; and true' -s n
@@ -433,6 +561,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l proxy
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l retry-share
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -l window
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from diagnose; and __fish_seen_subcommand_from group; and true' -s o
@@ -444,6 +576,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from list; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from list; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from list; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from list; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from list; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from list; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from list; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from list; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from list; and true' -s o
@@ -454,6 +590,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -l yes
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from dlq; and __fish_seen_subcommand_from resend; and true' -s o
@@ -536,6 +676,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l proxy
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from connections; and true' -s o
@@ -550,6 +694,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l set
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l share-queues
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -l topic
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from consume-mode; and true' -s c
@@ -577,6 +725,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -l retry-queues
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -l slow-broker-id
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from create; and true' -s n
@@ -588,6 +740,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from delete; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from delete; and true' -l remove-offsets
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from delete; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from delete; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from delete; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from delete; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from delete; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from delete; and true' -l yes
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from delete; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from delete; and true' -s c
@@ -598,6 +754,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from list; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from list; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from list; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from list; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from list; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from list; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from list; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from list; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from list; and true' -s o
@@ -607,6 +767,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from progress; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from progress; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from progress; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from progress; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from progress; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from progress; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from progress; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from progress; and true' -l topic
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from progress; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from progress; and true' -s n
@@ -618,6 +782,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from status; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from status; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from status; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from status; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from status; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from status; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from status; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from status; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from status; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from status; and true' -s o
@@ -643,6 +811,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -l retry-queues
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -l slow-broker-id
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from group; and __fish_seen_subcommand_from update; and true' -s n
@@ -657,6 +829,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -l window
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from ready; and true' -s o
@@ -667,6 +843,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -l window
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from ha; and __fish_seen_subcommand_from status; and true' -s b
@@ -684,12 +864,20 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from delete; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from delete; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from delete; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from delete; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from delete; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from delete; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from delete; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from delete; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from delete; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from get; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from get; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from get; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from get; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from get; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from get; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from get; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from get; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from get; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from get; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from get; and true' -s o
@@ -699,6 +887,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from list; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from list; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from list; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from list; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from list; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from list; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from list; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from list; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from list; and true' -s o
@@ -707,6 +899,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from kv; and __fish_seen_subcommand_from set; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and not __fish_seen_subcommand_from at consume get key print send trace unique' -a at
@@ -722,6 +918,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from at; and true' -s o
@@ -733,6 +933,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from consume; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from consume; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from consume; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from consume; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from consume; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from consume; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from consume; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from consume; and true' -l to
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from consume; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from consume; and true' -s c
@@ -744,6 +948,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from get; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from get; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from get; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from get; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from get; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from get; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from get; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from get; and true' -l topic
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from get; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from get; and true' -s n
@@ -757,6 +965,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from key; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from key; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from key; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from key; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from key; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from key; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from key; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from key; and true' -l to
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from key; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from key; and true' -s m
@@ -770,6 +982,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from print; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from print; and true' -l tags
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from print; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from print; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from print; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from print; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from print; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from print; and true' -l to
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from print; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from print; and true' -s n
@@ -785,6 +1001,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -l queue
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -l tags
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from send; and true' -l help
@@ -792,6 +1012,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l trace-topic
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from trace; and true' -s n
@@ -803,6 +1027,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from msg; and __fish_seen_subcommand_from unique; and true' -s o
@@ -817,6 +1045,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from get; and true' -s o
@@ -825,6 +1057,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from namesrv; and __fish_seen_subcommand_from config; and __fish_seen_subcommand_from set; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and not __fish_seen_subcommand_from clone reset skip' -a clone
@@ -836,6 +1072,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from clone; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from clone; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from clone; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from clone; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from clone; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from clone; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from clone; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from clone; and true' -l yes
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from clone; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from clone; and true' -s o
@@ -851,6 +1091,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from reset; and true' -l queue
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from reset; and true' -l shift
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from reset; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from reset; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from reset; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from reset; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from reset; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from reset; and true' -l to-offset
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from reset; and true' -l to-time
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from reset; and true' -l yes
@@ -865,6 +1109,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -l yes
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -s o
@@ -877,6 +1125,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l proxy
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -s o
@@ -892,6 +1144,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l proxy
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l topic
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from clients; and true' -s g
@@ -907,6 +1163,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l proxy
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l topic
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and __fish_seen_subcommand_from status; and true' -s g
@@ -925,6 +1185,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -s c
@@ -945,6 +1209,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -s o
@@ -960,6 +1228,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l perm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l read-queues
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l write-queues
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -s c
@@ -973,6 +1245,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from delete; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from delete; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from delete; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from delete; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from delete; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from delete; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from delete; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from delete; and true' -l yes
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from delete; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from delete; and true' -s n
@@ -983,6 +1259,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from list; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from list; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from list; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from list; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from list; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from list; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from list; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from list; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from list; and true' -s n
@@ -996,6 +1276,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from perm; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from perm; and true' -l perm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from perm; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from perm; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from perm; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from perm; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from perm; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from perm; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from perm; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from perm; and true' -s n
@@ -1006,6 +1290,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from route; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from route; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from route; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from route; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from route; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from route; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from route; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from route; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from route; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from route; and true' -s o
@@ -1016,6 +1304,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from status; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from status; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from status; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from status; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from status; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from status; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from status; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from status; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from status; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from status; and true' -s n
@@ -1033,6 +1325,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l perm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l read-queues
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -l write-queues
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from update; and true' -s c
@@ -1049,6 +1345,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -l watch
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -s g
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from txn; and __fish_seen_subcommand_from list; and true' -s n
@@ -1068,6 +1368,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from copy; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from copy; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from copy; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from copy; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from copy; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from copy; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from copy; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from copy; and true' -l to
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from copy; and true' -l users
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from copy; and true' -s n
@@ -1082,6 +1386,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from create; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from create; and true' -l password-file
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from create; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from create; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from create; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from create; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from create; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from create; and true' -l type
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from create; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from create; and true' -s c
@@ -1096,6 +1404,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from delete; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from delete; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from delete; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from delete; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from delete; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from delete; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from delete; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from delete; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from delete; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from delete; and true' -s n
@@ -1107,6 +1419,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from get; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from get; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from get; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from get; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from get; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from get; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from get; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from get; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from get; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from get; and true' -s n
@@ -1119,6 +1435,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from list; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from list; and true' -l output
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from list; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from list; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from list; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from list; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from list; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from list; and true' -s c
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from list; and true' -s f
@@ -1135,6 +1455,10 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from update; and true' -l password-file
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from update; and true' -l status
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from update; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from update; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from update; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from update; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from update; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from update; and true' -l type
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from update; and true' -s b
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from user; and __fish_seen_subcommand_from update; and true' -s c

@@ -90,6 +90,15 @@ def test_mq_admin_over_tls_by_context_and_by_flags(cluster: TlsCluster) -> None:
     assert {"broker-a", "broker-b"} <= set(by_context.stdout.replace('"', " ").split())
     by_flags = mq_here("admin", "--tls-ca", cluster.ca, "topic", "list", "-n", cluster.namesrv)
     assert by_flags.returncode == 0, by_flags.stderr
+    # the TLS flags after the noun, as -n is, in both dialects
+    after = mq_here("admin", "topic", "list", "-n", cluster.namesrv, "--tls-ca", cluster.ca)
+    assert (after.returncode, after.stdout) == (0, by_flags.stdout), after.stderr
+    mqadmin = mq_here("admin", "topicList", "-n", cluster.namesrv, "--tls-ca", cluster.ca)
+    before = mq_here("admin", "--tls-ca", cluster.ca, "topicList", "-n", cluster.namesrv)
+    assert (mqadmin.returncode, before.returncode) == (0, 0), mqadmin.stderr + before.stderr
+    assert mqadmin.stdout.strip() and sorted(mqadmin.stdout.split()) == sorted(before.stdout.split())
+    plain = mq_here("admin", "topic", "list", "-n", cluster.namesrv, "--timeout", "2")
+    assert plain.returncode != 0  # the flags above were what made it work: this cluster is TLS only
     shown = cluster.mq("context", "show", "--context", "secure")
     assert f"tls:     CA {cluster.ca}" in shown.stdout
     assert f"tls={cluster.ca}" in cluster.mq("context", "list").stdout

@@ -60,8 +60,8 @@ def catalogue(ctx: typer.Context, namesrv: NamesrvOpt = None, context: ContextOp
               tls_ca: TlsCaOpt = None, tls_cert: TlsCertOpt = None, tls_key: TlsKeyOpt = None) -> None:
     """With no command: the mqadmin command list, each with its mq-dialect twin.
 
-    TLS options go before the command: mq admin --tls-ca ca.pem topic list. The name servers and the
-    context may go before it too (mq admin -n 127.0.0.1:9876 topic list); the command's own win.
+    The name servers, the context and the TLS options may go before the command (mq admin -n 127.0.0.1:9876
+    --tls-ca ca.pem topic list) or after it, in either dialect; the command's own win.
     """
     remember_group(ClusterOptions(namesrv, context, tls_flags(tls, tls_ca, tls_cert, tls_key)))
     if ctx.invoked_subcommand is None:

@@ -8,6 +8,7 @@ name server); 3 the cluster could not be reached or did not answer in time; 4 a 
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import inspect
 import os
@@ -178,14 +179,17 @@ def evaluated(fn: Callable[..., Any], first: int = 0) -> list[inspect.Parameter]
             for p in list(inspect.signature(fn).parameters.values())[first:]]
 
 
-def _cluster_params() -> tuple[list[inspect.Parameter], list[inspect.Parameter]]:
+def _tls_params() -> list[inspect.Parameter]:
     kw = inspect.Parameter.POSITIONAL_OR_KEYWORD
-    return ([inspect.Parameter("namesrv", kw, default=None, annotation=NamesrvOpt),
-             inspect.Parameter("context", kw, default=None, annotation=ContextOpt)],
-            [inspect.Parameter("tls", kw, default=False, annotation=TlsOpt),
-             inspect.Parameter("tls_ca", kw, default=None, annotation=TlsCaOpt),
-             inspect.Parameter("tls_cert", kw, default=None, annotation=TlsCertOpt),
-             inspect.Parameter("tls_key", kw, default=None, annotation=TlsKeyOpt)])
+    return [inspect.Parameter("tls", kw, default=False, annotation=TlsOpt),
+            inspect.Parameter("tls_ca", kw, default=None, annotation=TlsCaOpt),
+            inspect.Parameter("tls_cert", kw, default=None, annotation=TlsCertOpt),
+            inspect.Parameter("tls_key", kw, default=None, annotation=TlsKeyOpt)]
+
+
+def _tls_taken(kwargs: dict[str, Any]) -> TlsClientOptions | None:
+    """The TLS flags among a command's values (removed from them), as options."""
+    return tls_flags(kwargs.pop("tls"), kwargs.pop("tls_ca"), kwargs.pop("tls_cert"), kwargs.pop("tls_key"))
 
 
 def cluster_command(fn: Callable[..., None]) -> Callable[..., None]:
@@ -194,14 +198,30 @@ def cluster_command(fn: Callable[..., None]) -> Callable[..., None]:
     flags last; the command gets them as one resolved-on-demand object."""
     params = evaluated(fn)
     at = next(i for i, p in enumerate(params) if p.annotation is ClusterOptions)
-    where, tls = _cluster_params()
+    kw = inspect.Parameter.POSITIONAL_OR_KEYWORD
+    where = [inspect.Parameter("namesrv", kw, default=None, annotation=NamesrvOpt),
+             inspect.Parameter("context", kw, default=None, annotation=ContextOpt)]
 
     def call(kwargs: dict[str, Any]) -> None:
-        flags = tls_flags(kwargs.pop("tls"), kwargs.pop("tls_ca"), kwargs.pop("tls_cert"), kwargs.pop("tls_key"))
+        flags = _tls_taken(kwargs)
         kwargs[params[at].name] = ClusterOptions.given(kwargs.pop("namesrv"), kwargs.pop("context"), flags)
         fn(**kwargs)
 
-    return with_signature(fn, [*params[:at], *where, *params[at + 1:], *tls], call)
+    return with_signature(fn, [*params[:at], *where, *params[at + 1:], *_tls_params()], call)
+
+
+def with_tls(fn: Callable[..., None]) -> Callable[..., None]:
+    """`fn` (an `mq admin` command, either dialect) with the TLS flags as its last options. Given after the
+    noun (mq admin topic list -n NS --tls-ca ca.pem) they are this invocation's TLS, as if given before it
+    (mq admin --tls-ca ca.pem topic list): every `ClusterOptions.given` of the command falls back on them."""
+
+    def call(kwargs: dict[str, Any]) -> None:
+        flags = _tls_taken(kwargs)
+        if flags is not None:
+            _group[0] = dataclasses.replace(_group[0], tls=flags)
+        fn(**kwargs)
+
+    return with_signature(fn, [*evaluated(fn), *_tls_params()], call)
 
 
 ProxiesOpt = Annotated[Optional[list[str]], typer.Option(  # noqa: UP045

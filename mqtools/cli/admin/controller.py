@@ -18,6 +18,7 @@ from mqtools.cli.admin.common import (
     check_output,
     run,
     show,
+    with_tls,
 )
 from mqtools.cli.admin.session import admin_command
 from mqtools.cli.output import View, render
@@ -39,6 +40,7 @@ def controllers(addrs: str) -> list[str]:
 
 
 @app.command("metadata")
+@with_tls
 def metadata(controller: ControllerOpt, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0) -> None:
     """Each controller's view: the Raft group, who leads, and the peers.
 
@@ -55,6 +57,7 @@ def metadata(controller: ControllerOpt, output: OutputOpt = "table", timeout: Ti
 
 
 @app.command("sync-state-set")
+@with_tls
 def sync_state_set(
     brokers: Annotated[list[str], typer.Argument(help="Broker names (brokerName).")],
     controller: ControllerOpt,
@@ -76,6 +79,7 @@ def sync_state_set(
 
 
 @app.command("elect-master")
+@with_tls
 def elect_master(
     broker: Annotated[str, typer.Argument(help="Broker name (brokerName).")],
     broker_id: Annotated[int, typer.Option("--broker-id", "-i", help="The broker id to make master.")],
@@ -99,6 +103,7 @@ def elect_master(
 
 
 @app.command("clean-broker-metadata")
+@with_tls
 def clean_broker_metadata(
     broker: Annotated[str, typer.Argument(help="Broker name (brokerName).")],
     controller: ControllerOpt,
@@ -121,6 +126,7 @@ def clean_broker_metadata(
 
 
 @app.command("elections")
+@with_tls
 def elections(
     controller: ControllerOpt,
     broker: Annotated[Optional[str], typer.Option("-b", "--broker", help="Only this broker set.")] = None,  # noqa: UP045
@@ -143,6 +149,7 @@ def elections(
 
 
 @app.command("config")
+@with_tls
 def config(controller: ControllerOpt, output: OutputOpt = "table", timeout: TimeoutOpt = 5.0) -> None:
     """Each controller's settings (GET_CONTROLLER_CONFIG).
 

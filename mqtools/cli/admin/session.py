@@ -1,9 +1,9 @@
 """One CLI frame for `mq admin` commands: the shared options, declared once, and the Session they make.
 
 `@admin_command(app, "list", output=True, watch=True)` registers a command whose own parameters come
-first and the shared tail (-n/--namesrv, --context, [-o], [--watch], --timeout) after them, in that order,
-exactly as each command declared them by hand before; the command receives them as one `Session` (its
-parameter `s`). A read is just its call and its document: `async def f(admin, ...) -> View`, which the
+first and the shared tail (-n/--namesrv, --context, [-o], [--watch], --timeout, then the TLS flags) after
+them, in that order, exactly as each command declared them by hand before (but the TLS flags, which were
+`mq admin`'s alone); the command receives them as one `Session` (its parameter `s`). A read is just its call and its document: `async def f(admin, ...) -> View`, which the
 frame runs on the session and prints once, or every --watch seconds. The options given to `mq admin`
 itself (-n, --context, TLS) are kept by `common.remember_group`; a command's own -n/--context win over them.
 """
@@ -32,6 +32,7 @@ from mqtools.cli.admin.common import (
     run,
     show,
     with_signature,
+    with_tls,
 )
 from mqtools.cli.output import View, render
 
@@ -105,7 +106,7 @@ def admin_command(app: typer.Typer, name: str, *, output: bool = False, watch: b
             else:
                 fn(session, **kwargs)
 
-        command = with_signature(fn, [*own, *_tail(output, watch, timeout)], call)
+        command = with_tls(with_signature(fn, [*own, *_tail(output, watch, timeout)], call))
         app.command(name)(command)
         return command
 

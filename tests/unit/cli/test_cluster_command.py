@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import inspect
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import pytest
 import typer
@@ -72,3 +72,61 @@ def test_what_mq_admin_was_given_does_not_reach_a_later_command_of_the_same_proc
     assert main(["admin", "-n", "no-such-host:1"]) == 0
     assert main(["top", "--once"]) == EXIT_USAGE
     assert "no name server" in capsys.readouterr().err
+
+
+#: `mq admin` commands that talk to no cluster: the schemas, help, and the drills' catalogue, offline re-judging
+#: and soaks (which bring up their own clusters).
+OFFLINE = {"schema", "help", "drill list", "drill check", "drill soak"}
+TLS_FLAGS = ["--tls", "--tls-ca", "--tls-cert", "--tls-key"]
+
+
+def _commands(group: Any, ctx: typer.Context, prefix: str = "") -> dict[str, Any]:
+    """Every command below `group` (typer's click groups and commands), by its words after `mq admin`."""
+    found: dict[str, Any] = {}
+    for name in group.list_commands(ctx):
+        cmd = group.get_command(ctx, name)
+        if hasattr(cmd, "list_commands"):
+            found |= _commands(cmd, typer.Context(cmd, parent=ctx, info_name=name), f"{prefix}{name} ")
+        elif cmd is not None:
+            found[f"{prefix}{name}"] = cmd
+    return found
+
+
+def test_every_mq_admin_command_that_talks_to_a_cluster_takes_the_tls_flags_after_its_noun() -> None:
+    """In either dialect, as -n is: `mq admin topic list -n NS --tls-ca ca.pem` as well as `mq admin --tls-ca
+    ca.pem topic list -n NS`; the flags come last, after the command's own options."""
+    from mqtools.cli.admin import mqadmin
+
+    root = typer.main.get_command(mq)
+    admin = root.get_command(typer.Context(root), "admin")
+    ctx = typer.Context(admin, info_name="admin")
+    commands = _commands(admin, ctx)
+    commands |= {name: admin.get_command(ctx, name) for name in mqadmin.every()}
+    assert len(commands) > 100
+    for name, cmd in commands.items():
+        if name in OFFLINE:
+            continue
+        flags = [opt for p in cmd.params for opt in p.opts if opt.startswith("--tls")]
+        assert flags == TLS_FLAGS, name
+        last = [p.opts[0] for p in cmd.params if p.param_type_name == "option"][-4:]
+        assert last == TLS_FLAGS, name
+
+
+def test_tls_flags_after_the_noun_win_over_those_before_it() -> None:
+    from mqtools.cli.admin.common import remember_group, with_tls
+
+    def command() -> None:
+        seen.append(ClusterOptions.given())
+
+    app = typer.Typer()
+    app.command()(with_tls(command))
+    before = TlsClientOptions(ca_file="/etc/ssl/before.pem")
+    remember_group(ClusterOptions("127.0.0.1:9876", None, before))
+    try:
+        seen.clear()
+        assert CliRunner().invoke(app, []).exit_code == 0
+        assert CliRunner().invoke(app, ["--tls"]).exit_code == 0
+        assert seen == [ClusterOptions("127.0.0.1:9876", None, before),
+                        ClusterOptions("127.0.0.1:9876", None, TlsClientOptions())]
+    finally:
+        remember_group(NO_OPTIONS)

@@ -64,11 +64,12 @@ CATALOGUE: dict[str, Entry] = {}
 def command(name: str, twin: str, purpose: str, *, namesrv: bool = True) -> Callable[[F], F]:
     """Register an mqadmin-dialect command under its mqadmin name. `namesrv`: it reaches the cluster through
     the name servers, so the frame adds mqadmin's -n/--namesrvAddr after its own options and the command's
-    `run` goes there (the controller commands that talk to controllers only have none)."""
+    `run` goes there (the controller commands that talk to controllers only have none); the TLS flags come
+    last, as every `mq admin` command takes them."""
 
     def register(fn: F) -> F:
         CATALOGUE[name.lower()] = Entry(name, twin, purpose)
-        app.command(name, help=f"{purpose} (mq dialect: {twin})")(_with_namesrv(fn) if namesrv else fn)
+        app.command(name, help=f"{purpose} (mq dialect: {twin})")(common.with_tls(_with_namesrv(fn) if namesrv else fn))
         return fn
 
     return register
