@@ -97,6 +97,8 @@ def test_mq_admin_over_tls_by_context_and_by_flags(cluster: TlsCluster) -> None:
     before = mq_here("admin", "--tls-ca", cluster.ca, "topicList", "-n", cluster.namesrv)
     assert (mqadmin.returncode, before.returncode) == (0, 0), mqadmin.stderr + before.stderr
     assert mqadmin.stdout.strip() and sorted(mqadmin.stdout.split()) == sorted(before.stdout.split())
+    by_context = cluster.mq("admin", "topicList", "--context", "secure")  # the context's name servers and CA
+    assert (by_context.returncode, sorted(by_context.stdout.split())) == (0, sorted(before.stdout.split()))
     plain = mq_here("admin", "topic", "list", "-n", cluster.namesrv, "--timeout", "2")
     assert plain.returncode != 0  # the flags above were what made it work: this cluster is TLS only
     shown = cluster.mq("context", "show", "--context", "secure")

@@ -93,8 +93,9 @@ def _commands(group: Any, ctx: typer.Context, prefix: str = "") -> dict[str, Any
 
 
 def test_every_mq_admin_command_that_talks_to_a_cluster_takes_the_tls_flags_after_its_noun() -> None:
-    """In either dialect, as -n is: `mq admin topic list -n NS --tls-ca ca.pem` as well as `mq admin --tls-ca
-    ca.pem topic list -n NS`; the flags come last, after the command's own options."""
+    """In either dialect, as -n and --context are: `mq admin topic list -n NS --tls-ca ca.pem` as well as `mq
+    admin --tls-ca ca.pem topic list -n NS`, `mq admin topicList --context prod`; the flags come last, after the
+    command's own options."""
     from mqtools.cli.admin import mqadmin
 
     root = typer.main.get_command(mq)
@@ -106,6 +107,8 @@ def test_every_mq_admin_command_that_talks_to_a_cluster_takes_the_tls_flags_afte
     for name, cmd in commands.items():
         if name in OFFLINE:
             continue
+        opts = {opt for p in cmd.params for opt in p.opts}
+        assert "-a" in opts or {"-n", "--context"} <= opts, name  # controllers (-a), else name servers or a context
         flags = [opt for p in cmd.params for opt in p.opts if opt.startswith("--tls")]
         assert flags == TLS_FLAGS, name
         last = [p.opts[0] for p in cmd.params if p.param_type_name == "option"][-4:]

@@ -63,9 +63,9 @@ CATALOGUE: dict[str, Entry] = {}
 
 def command(name: str, twin: str, purpose: str, *, namesrv: bool = True) -> Callable[[F], F]:
     """Register an mqadmin-dialect command under its mqadmin name. `namesrv`: it reaches the cluster through
-    the name servers, so the frame adds mqadmin's -n/--namesrvAddr after its own options and the command's
-    `run` goes there (the controller commands that talk to controllers only have none); the TLS flags come
-    last, as every `mq admin` command takes them."""
+    the name servers, so the frame adds mqadmin's -n/--namesrvAddr and mq's --context after its own options
+    and the command's `run` goes there (the controller commands that talk to controllers only have neither);
+    the TLS flags come last, as every `mq admin` command takes them."""
 
     def register(fn: F) -> F:
         CATALOGUE[name.lower()] = Entry(name, twin, purpose)
@@ -76,24 +76,27 @@ def command(name: str, twin: str, purpose: str, *, namesrv: bool = True) -> Call
 
 
 def _with_namesrv(fn: Callable[..., None]) -> Callable[..., None]:
-    """`fn` with -n/--namesrvAddr as its last option; the value is kept for `run` while the command runs."""
+    """`fn` with -n/--namesrvAddr and then mq's --context as its last options; the values are kept for `run`
+    while the command runs."""
 
     def call(kwargs: dict[str, Any]) -> None:
-        _namesrv[0] = kwargs.pop("namesrv")
+        _given[0] = (kwargs.pop("namesrv"), kwargs.pop("context"))
         fn(**kwargs)
 
+    kw = inspect.Parameter.POSITIONAL_OR_KEYWORD
     params = list(inspect.signature(fn, eval_str=True).parameters.values())
-    tail = inspect.Parameter("namesrv", inspect.Parameter.POSITIONAL_OR_KEYWORD, default=None, annotation=NamesrvOpt)
-    return common.with_signature(fn, [*params, tail], call)
+    tail = [inspect.Parameter("namesrv", kw, default=None, annotation=NamesrvOpt),
+            inspect.Parameter("context", kw, default=None, annotation=common.ContextOpt)]
+    return common.with_signature(fn, [*params, *tail], call)
 
 
-_namesrv: list[str | None] = [None]
-"""The running command's -n (one command per `mq` process, as `common.remember_group`'s slot)."""
+_given: list[tuple[str | None, str | None]] = [(None, None)]
+"""The running command's -n and --context (one command per `mq` process, as `common.remember_group`'s slot)."""
 
 
 def given_namesrv() -> str | None:
     """-n as the command was given it (None: the one given to `mq admin`, the environment or the context)."""
-    return _namesrv[0]
+    return _given[0][0]
 
 
 def run(job: Callable[[MQAdmin], Awaitable[T]], *, timeout: float | None = None) -> T:
@@ -103,7 +106,7 @@ def run(job: Callable[[MQAdmin], Awaitable[T]], *, timeout: float | None = None)
 
 def cluster_options() -> common.ClusterOptions:
     """Where the running command talks: its -n, else what `mq admin` was given, the environment or the context."""
-    return common.ClusterOptions.given(_namesrv[0])
+    return common.ClusterOptions.given(*_given[0])
 
 
 def _registered() -> dict[str, Any]:
