@@ -3,9 +3,10 @@
 `@admin_command(app, "list", output=True, watch=True)` registers a command whose own parameters come
 first and the shared tail (-n/--namesrv, --context, [-o], [--watch], --timeout, then the TLS flags) after
 them, in that order, exactly as each command declared them by hand before (but the TLS flags, which were
-`mq admin`'s alone); the command receives them as one `Session` (its parameter `s`). A read is just its call and its document: `async def f(admin, ...) -> View`, which the
-frame runs on the session and prints once, or every --watch seconds. The options given to `mq admin`
-itself (-n, --context, TLS) are kept by `common.remember_group`; a command's own -n/--context win over them.
+`mq admin`'s alone); the command receives them as one `Session` (its parameter `s`). A read is just its
+call and its document: `async def f(admin, ...) -> View`, which the frame runs on the session and prints
+once, or every --watch seconds. The options given to `mq admin` itself (-n, --context, TLS) are kept by
+`common.remember_group`; a command's own win over them.
 """
 
 from __future__ import annotations
