@@ -1,4 +1,5 @@
-"""How cost grows with scale: mq's name server and broker against Apache RocketMQ 4.9.7's, in one run.
+"""How cost grows with scale: mq's name server and broker against Apache RocketMQ 4.9.7's (or 5.5.0's with
+--apache 5.5.0), in one run.
 
 Each part runs on Apache first, then on mq, each side with the machine to itself; every process a part
 starts is stopped before the next one starts.
@@ -33,6 +34,7 @@ mq's figures and growth without ratios.
 
 Usage: .venv/bin/python bench/scale.py [--parts topics,brokers,groups,backlog] [--topics 1000,10000]
        [--brokers 10,100] [--groups 100,1000] [--backlog 10000000] [--seconds 3] [--sides apache,mq]
+       [--apache 4.9.7|5.5.0]
 """
 
 from __future__ import annotations
@@ -85,6 +87,10 @@ from mqtools.remoting.headers import RegisterBrokerRequestHeader
 
 CLUSTER, BROKER, QUEUES = "BenchScale", "broker-scale", 8
 SIDES = ("apache", "mq")
+#: --apache: the reference set (tests/reference/fetch.py) Apache's side runs from.
+RELEASES = {"4.9.7": "apache-4", "5.5.0": "apache-5"}
+APACHE = [RELEASES["4.9.7"]]
+"""The set of this run (one run, one release; set from --apache before any part starts)."""
 #: Growth per unit above this (largest size over smallest) is reported as super-linear.
 SUPERLINEAR = 1.5
 REGISTRATIONS = 5
@@ -116,7 +122,7 @@ def topics_json(names: list[str]) -> bytes:
 
 @contextmanager
 def namesrv(side: str, root: Path) -> Iterator[Any]:
-    proc = apache.start_namesrv(root, "apache-4") if side == "apache" else start_namesrv(root)
+    proc = apache.start_namesrv(root, APACHE[0]) if side == "apache" else start_namesrv(root)
     try:
         yield proc
     finally:
@@ -129,7 +135,7 @@ def launch_broker(side: str, root: Path, ns: str, topics: list[str], **props: st
     (store / "config").mkdir(parents=True, exist_ok=True)
     (store / "config" / "topics.json").write_bytes(topics_json(topics))
     if side == "apache":
-        return lambda: apache.start_broker(root, ns, "apache-4", name=BROKER, cluster=CLUSTER, timeout=300, **props)
+        return lambda: apache.start_broker(root, ns, APACHE[0], name=BROKER, cluster=CLUSTER, timeout=300, **props)
     return lambda: start_broker(root, ns, BROKER, brokerClusterName=CLUSTER, **props)
 
 
@@ -458,6 +464,8 @@ def main() -> int:
     parser.add_argument("--groups", default="100,1000", help="group counts of the groups part")
     parser.add_argument("--backlog", type=int, default=10_000_000, help="messages of the backlog part")
     parser.add_argument("--seconds", type=float, default=3.0, help="per route-lookup measurement")
+    parser.add_argument("--apache", choices=sorted(RELEASES), default="4.9.7",
+                        help="the Apache RocketMQ release on the other side (name server and broker)")
     parser.add_argument("--sides", default="apache,mq",
                         help="apache,mq (default) or mq alone: no JVM, no ratios (not the backlog part)")
     args = parser.parse_args()
@@ -469,7 +477,8 @@ def main() -> int:
         parser.error("--sides: apache,mq or mq")
     if sides == ("mq",) and "backlog" in parts:
         parser.error("the backlog part loads the broker with the Java client: it needs --sides apache,mq")
-    for key in ("apache-4", "harness") if "apache" in sides else ():
+    APACHE[0] = RELEASES[args.apache]
+    for key in (APACHE[0], "harness") if "apache" in sides else ():
         if not SETS[key].ready():
             print(f"scale: {SETS[key].name} is missing; run `{FETCH_COMMAND}` first", file=sys.stderr)
             return 2
@@ -498,7 +507,7 @@ def main() -> int:
                 line = growth(part, sizes[part], res, GROWTH_KEYS[part], sides)
                 print(line, flush=True)
                 summary.append(line.split(": ", 1)[1].replace(", ", " "))
-    against = f"Apache RocketMQ {SETS['apache-4'].name.removeprefix('apache-')} vs mq" if "apache" in sides else "mq alone"
+    against = f"Apache RocketMQ {args.apache} vs mq" if "apache" in sides else "mq alone"
     print(f"scale ({against}, client loop {client_loop()}): "
           f"{len(lines)} figures; growth per unit: {' | '.join(summary) or 'n/a'}", flush=True)
     return 0
