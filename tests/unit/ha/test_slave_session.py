@@ -19,7 +19,7 @@ from mqtools.server.ha.autoswitch_protocol import (
 )
 from mqtools.server.ha.epoch_file import EpochEntry, EpochFileCache
 from mqtools.server.ha.protocol import HAProtocolError, OffsetMismatch, encode_header, encode_report
-from mqtools.server.ha.slave import HAClient
+from mqtools.server.ha.slave import HAClient, Pump
 from mqtools.server.ha.slave_session import (
     AUTOSWITCH_TRANSITIONS,
     CLASSIC_TRANSITIONS,
@@ -335,7 +335,9 @@ def test_illegal_list_is_what_a_driver_could_get_wrong():
 # ------------------------------------------------------------------ the byte pump
 
 
-class FakeWriter:
+class FakeTransport:
+    """What the pump writes to, in place of the socket's transport."""
+
     def __init__(self) -> None:
         self.sent = bytearray()
         self.closed = False
@@ -343,31 +345,48 @@ class FakeWriter:
     def write(self, data: bytes) -> None:
         self.sent += data
 
-    async def drain(self) -> None:
-        return None
+    def is_closing(self) -> bool:
+        return self.closed
 
     def close(self) -> None:
         self.closed = True
 
+    def get_extra_info(self, name: str) -> None:
+        return None
 
-def _pumped(client: HAClient) -> tuple[asyncio.StreamReader, FakeWriter]:
-    reader, writer = asyncio.StreamReader(), FakeWriter()
 
-    async def connect(address: str) -> tuple[asyncio.StreamReader, FakeWriter]:
+def _pumped(client: HAClient) -> tuple[list[Pump], FakeTransport]:
+    """The client's next connection is a FakeTransport; the list gets its Pump, which the test feeds."""
+    pumps: list[Pump] = []
+    transport = FakeTransport()
+
+    async def connect(address: str) -> tuple[FakeTransport, Pump]:
         client.connected, client.sessions = True, client.sessions + 1
-        return reader, writer
+        pump = Pump(client)
+        pump.connection_made(transport)  # type: ignore[arg-type]
+        pumps.append(pump)
+        return transport, pump
 
     client._connect = connect  # type: ignore[method-assign, assignment]
-    return reader, writer
+    return pumps, transport
+
+
+async def _first(pumps: list[Pump]) -> Pump:
+    for _ in range(500):
+        if pumps:
+            return pumps[0]
+        await asyncio.sleep(0.01)
+    raise AssertionError("the client never connected")
 
 
 async def test_pump_feeds_the_session_writes_its_reports_and_ticks_at_its_deadline():
     store = FakeStore()
     client = HAClient(store, "127.0.0.1:1", report_interval=0.05, housekeeping_interval=5.0)
-    reader, writer = _pumped(client)
+    pumps, writer = _pumped(client)
     store.seen = lambda: bytes(writer.sent)
     task = asyncio.create_task(client._session("127.0.0.1:1"))
-    reader.feed_data(frame(0, b"abc"))
+    pump = await _first(pumps)
+    pump.data_received(frame(0, b"abc"))
     for _ in range(200):
         await asyncio.sleep(0.01)
         if len(writer.sent) >= 24:
@@ -377,7 +396,7 @@ async def test_pump_feeds_the_session_writes_its_reports_and_ticks_at_its_deadli
     assert store.dispatches == [encode_report(0) + encode_report(3)]
     assert bytes(writer.sent[16:24]) == encode_report(3)  # the interval's report, from a tick
     assert client.speed.total == 3 and client.last_read_ms > 0 and client.last_write_ms > 0
-    reader.feed_eof()
+    pump.eof_received()
     with pytest.raises(HAProtocolError, match="master closed"):
         await task
     assert writer.closed and client.session.state is READY and client.session.close_reason == "master closed the connection"
@@ -386,11 +405,30 @@ async def test_pump_feeds_the_session_writes_its_reports_and_ticks_at_its_deadli
 async def test_pump_closes_on_the_sessions_decision_and_autoswitch_shares_it():
     store = FakeStore(0, b"abc")
     client = AutoSwitchHAClient(store, EpochFileCache(None, [(1, 0)]), 4)
-    reader, writer = _pumped(client)
+    pumps, writer = _pumped(client)
     task = asyncio.create_task(client._session("127.0.0.1:1"))
-    reader.feed_data(encode_master_handshake(3, [EpochEntry(1, 0)]) + transfer(9, b"x"))
+    (await _first(pumps)).data_received(encode_master_handshake(3, [EpochEntry(1, 0)]) + transfer(9, b"x"))
     with pytest.raises(OffsetMismatch):
         await asyncio.wait_for(task, 5)
     assert bytes(writer.sent) == encode_slave_handshake(SlaveHandshake(4))  # the report was dropped: it gave up
     assert client.mismatches == 1 and client.broker_id == 4 and client.truncated_bytes == 0
     assert client.session.state is READY and writer.closed
+
+
+async def test_a_store_failure_inside_the_pumps_callback_ends_the_session_with_it():
+    """The pump runs the session in the transport's data callback: an append that raises (a full disk) must end
+    this connection through the client's session, not vanish into the loop's exception handler."""
+    store = FakeStore()
+
+    def broken(start_offset: int, data: bytes) -> bool:
+        raise OSError(28, "No space left on device")
+
+    store.append_to_commit_log = broken  # type: ignore[method-assign]
+    client = HAClient(store, "127.0.0.1:1", housekeeping_interval=5.0)
+    pumps, writer = _pumped(client)
+    task = asyncio.create_task(client._session("127.0.0.1:1"))
+    (await _first(pumps)).data_received(frame(0, b"abc"))
+    with pytest.raises(OSError, match="No space left"):
+        await asyncio.wait_for(task, 5)
+    assert writer.closed and client.session.state is READY and "No space left" in client.session.close_reason
+    assert store.dispatches == []
