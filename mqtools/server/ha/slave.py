@@ -30,6 +30,8 @@ __all__ = ["CommitLogSink", "HAClient", "Pump"]
 
 log = logging.getLogger("mq.ha.slave")
 
+#: How long a connection to the master may take.
+CONNECT_TIMEOUT_S = 5.0
 #: The shortest wait for data: a timer that fires a hair early must not make the pump spin.
 MIN_WAIT_S = 0.01
 
@@ -98,8 +100,8 @@ class HAClient:
         bytes going to this client's `Pump`."""
         host, _, port = address.rpartition(":")
         loop = asyncio.get_running_loop()
-        transport, pump = await asyncio.wait_for(
-            loop.create_connection(lambda: Pump(self), host, int(port), ssl=self._ssl), 5.0)
+        async with asyncio.timeout(CONNECT_TIMEOUT_S):  # not wait_for, which can swallow a stop's cancel
+            transport, pump = await loop.create_connection(lambda: Pump(self), host, int(port), ssl=self._ssl)
         sock = transport.get_extra_info("socket")
         if sock is not None:
             with contextlib.suppress(OSError):
@@ -119,8 +121,9 @@ class HAClient:
             while True:
                 deadline = session.next_deadline()
                 wait = None if deadline is None else max(MIN_WAIT_S, deadline - self._clock())
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(asyncio.shield(pump.ended), wait)
+                with contextlib.suppress(TimeoutError):  # asyncio.timeout: a stop is never taken for the end
+                    async with asyncio.timeout(wait):      # (wait_for may return a result that came with it)
+                        await asyncio.shield(pump.ended)
                 if pump.ended.done():
                     raise pump.ended.result()
                 self._perform(pump, session.tick(self._clock()))  # nothing when no timer is due yet

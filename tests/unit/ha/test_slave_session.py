@@ -432,3 +432,21 @@ async def test_a_store_failure_inside_the_pumps_callback_ends_the_session_with_i
         await asyncio.wait_for(task, 5)
     assert writer.closed and client.session.state is READY and "No space left" in client.session.close_reason
     assert store.dispatches == []
+
+
+@pytest.mark.parametrize("settle_first", [False, True])
+async def test_shutdown_ends_the_client_even_as_its_master_goes(settle_first: bool):
+    """A controller-mode slave elected master stops its client right as the old master's connection ends: the
+    stop must end the client's task, not be taken for the connection's end and followed by a reconnect (the
+    promotion waits for it)."""
+    client = HAClient(FakeStore(), "127.0.0.1:1", housekeeping_interval=5.0, reconnect_interval=0.01)
+    pumps, _ = _pumped(client)
+    client.start()
+    pump = await _first(pumps)
+    await asyncio.sleep(0)  # the session waits on the pump
+    pump.eof_received()
+    if settle_first:
+        await asyncio.sleep(0)
+    await asyncio.wait_for(client.shutdown(), 2)
+    assert client._task is not None and client._task.done()
+    assert len(pumps) == 1  # no reconnect after the stop

@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
 from mqtools.common.javanum import INT_MAX
+from mqtools.common.loop import wait_event
 from mqtools.common.message import MessageExt, reput_copy
 from mqtools.common.perm import PERM_RW
 from mqtools.common.topics import is_retry_topic
@@ -127,10 +128,7 @@ class PopReviveService:
                 await self.run_once()
             except Exception:  # one bad round must not end reviving
                 log.exception("POP revive round failed")
-            try:
-                await asyncio.wait_for(self._kick.wait(), self.interval_s)
-            except TimeoutError:
-                pass
+            await wait_event(self._kick, self.interval_s)  # not wait_for: it can swallow a shutdown's cancel
             self._kick.clear()
 
     # ------------------------------------------------------------------ one round

@@ -32,6 +32,7 @@ from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
 from mqtools.common.hashing import cached_java_hash
 from mqtools.common.javanum import INT_MAX
+from mqtools.common.loop import wait_event
 from mqtools.common.message import MessageExt
 from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.config import MessageStoreConfig
@@ -377,10 +378,7 @@ class TimerMessageStore:
             if taken:
                 await asyncio.sleep(0)
                 continue
-            try:
-                await asyncio.wait_for(self._wake.wait(), idle)
-            except TimeoutError:
-                pass
+            await wait_event(self._wake, idle)  # not wait_for: it can swallow a shutdown's cancel
 
     async def _dequeue_loop(self) -> None:
         """Deliver ticks as they end; between them sleep until the next one ends (100 ms at most)."""
