@@ -1,6 +1,6 @@
 """Master side of AutoSwitch HA (RocketMQ 5's AutoSwitchHAConnection): one slave of a controller-mode master.
 
-The classic connection's tasks and socket handling (master.py) with the controller-mode protocol: the
+The classic connection's link, writer task and socket handling (master.py) with the controller-mode protocol: the
 slave first says who it is (its controller broker id); the master answers with its max offset and epoch
 entries, from which the slave works out where their logs diverge; then the slave reports offsets and
 the master streams frames labelled with their epoch, never one spanning two epochs. The connection also
@@ -9,7 +9,6 @@ keeps when the slave last caught up, which decides whether it belongs in the Syn
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections.abc import Callable
 from typing import Protocol
@@ -23,7 +22,7 @@ from mqtools.server.ha.autoswitch_protocol import (
     first_transfer_offset,
 )
 from mqtools.server.ha.epoch_file import EpochEntry
-from mqtools.server.ha.master import CommitLogSource, ConnectionHost, HAConnection
+from mqtools.server.ha.master import CommitLogSource, ConnectionHost, HAConnection, SlaveLink
 from mqtools.server.ha.protocol import HAProtocolError
 
 
@@ -44,10 +43,10 @@ class AutoSwitchHost(ConnectionHost, Protocol):
 class AutoSwitchHAConnection(HAConnection):
     """One slave: handshake, then reports in and epoch-labelled frames out."""
 
-    def __init__(self, host: AutoSwitchHost, store: EpochSource, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter, *, file_size: int, batch_size: int, heartbeat_interval: float,
-                 housekeeping_interval: float, clock: Callable[[], float] = time.monotonic) -> None:
-        super().__init__(host, store, reader, writer, file_size=file_size, batch_size=batch_size,
+    def __init__(self, host: AutoSwitchHost, store: EpochSource, link: SlaveLink, *, file_size: int,
+                 batch_size: int, heartbeat_interval: float, housekeeping_interval: float,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(host, store, link, file_size=file_size, batch_size=batch_size,
                          heartbeat_interval=heartbeat_interval, housekeeping_interval=housekeeping_interval,
                          clock=clock)
         self._as_host = host
@@ -71,7 +70,7 @@ class AutoSwitchHAConnection(HAConnection):
                 self.slave_broker_id = item.broker_id
                 self.sync_from_last_file = item.sync_from_last_file
                 self.async_learner = item.async_learner
-                self._writer.write(encode_master_handshake(self._store.max_phy_offset, self._as_host.epochs()))
+                self._link.write(encode_master_handshake(self._store.max_phy_offset, self._as_host.epochs()))
             elif isinstance(item, SlaveReport):
                 if self.slave_broker_id is None:
                     raise HAProtocolError("offset report before the handshake")

@@ -17,7 +17,6 @@ AutoSwitchHAClient to the master's HA address.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
 import time
@@ -30,7 +29,7 @@ from mqtools.server.ha.autoswitch_client import AutoSwitchHAClient, TruncatableS
 from mqtools.server.ha.autoswitch_connection import AutoSwitchHAConnection
 from mqtools.server.ha.epoch_file import EpochEntry, EpochFileCache
 from mqtools.server.ha.group_transfer import GroupTransferService, Replicated, ReplicationProgress
-from mqtools.server.ha.master import HAConnection
+from mqtools.server.ha.master import HAConnection, SlaveLink
 from mqtools.server.ha.service import HAConfig, HAService
 from mqtools.server.store.results import PutMessageStatus
 
@@ -137,15 +136,14 @@ class AutoSwitchHAService(HAService):
 
     # ------------------------------------------------------------------ master side
 
-    def _new_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> HAConnection:
+    def _new_connection(self, link: SlaveLink) -> HAConnection | None:
+        if not self.is_master:
+            return None  # only the group's master serves replication
         cfg = self.config
         conn = AutoSwitchHAConnection(
-            self, self.store, reader, writer, file_size=cfg.mapped_file_size_commit_log,
+            self, self.store, link, file_size=cfg.mapped_file_size_commit_log,
             batch_size=cfg.ha_transfer_batch_size, heartbeat_interval=cfg.ha_send_heartbeat_interval / 1000,
             housekeeping_interval=cfg.ha_housekeeping_interval / 1000, clock=self._clock)
-        if not self.is_master:
-            writer.close()  # only the group's master serves replication
-            return conn
         self.connections.append(conn)
         self.progress.connection_count = len(self.connections)
         self.peer_log.info("connected", "HA slave connected from %s", conn.addr)

@@ -1,9 +1,11 @@
 """Master side of classic HA (RocketMQ's AcceptSocketService and HAConnection): accept slaves, read
 their acks, stream the commitlog to them.
 
-One `HAConnection` per slave, with a read task (8-byte acks, housekeeping timeout) and a
-write task (transfer frames from the slave's position, heartbeats when idle).  The protocol
-decisions live in protocol.py; this module only moves bytes.
+One `HAConnection` per slave: its acks are taken in the connection's own data callback (`SlaveLink`, an
+asyncio Protocol: no read task, stream buffer or timeout per read), the housekeeping deadline is one timer
+re-armed from the last read, and a write task sends transfer frames from the slave's position (heartbeats
+when idle), waiting on the link's flow control. The protocol decisions live in protocol.py; this module
+only moves bytes.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls import TlsServerSettings
@@ -77,35 +79,31 @@ class SpeedMeter:
 class HAConnection:
     """One slave connected to this master."""
 
-    def __init__(self, host: ConnectionHost, store: CommitLogSource, reader: asyncio.StreamReader,
-                 writer: asyncio.StreamWriter, *, file_size: int, batch_size: int,
-                 heartbeat_interval: float, housekeeping_interval: float,
+    def __init__(self, host: ConnectionHost, store: CommitLogSource, link: SlaveLink, *, file_size: int,
+                 batch_size: int, heartbeat_interval: float, housekeeping_interval: float,
                  clock: Callable[[], float] = time.monotonic) -> None:
         self._host = host
         self._store = store
-        self._reader = reader
-        self._writer = writer
+        self._link = link
         self._clock = clock
         self._housekeeping = housekeeping_interval
         self._reports = ReportReader()
         self.cursor = TransferCursor(file_size, batch_size, heartbeat_interval)
-        peer = writer.get_extra_info("peername") or ("?", 0)
-        self.addr = f"{peer[0]}:{peer[1]}"
+        self.addr = link.peer
         self.slave_request_offset = -1
         self.slave_ack_offset = -1
         self.speed = SpeedMeter(clock)
         self._woken = False
         self._waiter: asyncio.Future[None] | None = None
-        self._tasks: list[asyncio.Task[Any]] = []
+        self._writer_task: asyncio.Task[None] | None = None
+        self._last_read = clock()
+        self._housekeeper: asyncio.TimerHandle | None = None
         self.closed = asyncio.Event()
 
     def start(self) -> None:
-        sock = self._writer.get_extra_info("socket")
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._tasks = [asyncio.create_task(self._read_loop(), name=f"ha-read-{self.addr}"),
-                       asyncio.create_task(self._write_loop(), name=f"ha-write-{self.addr}")]
+        self._last_read = self._clock()
+        self._housekeeper = asyncio.get_running_loop().call_later(self._housekeeping, self._housekeep)
+        self._writer_task = asyncio.create_task(self._write_loop(), name=f"ha-write-{self.addr}")
 
     def wake(self) -> None:
         """New data in the commitlog: let the writer send it now instead of at its next poll."""
@@ -115,51 +113,65 @@ class HAConnection:
             waiter.set_result(None)
 
     async def shutdown(self) -> None:
-        await cancel_and_wait(*self._tasks)
+        self._stop_housekeeping()
+        await cancel_and_wait(self._writer_task)
         self._shutdown_socket()
+
+    def _stop_housekeeping(self) -> None:
+        if self._housekeeper is not None:
+            self._housekeeper.cancel()
+            self._housekeeper = None
 
     def _shutdown_socket(self) -> None:
         if not self.closed.is_set():
             self.closed.set()
-            self._writer.close()
+            self._link.close()
             self._host.on_connection_closed(self)
 
     def _finish(self, why: str) -> None:
-        """Either task ends the connection: the other one is cancelled, the host is told."""
+        """The reader's side or the writer ends the connection: the writer is stopped, the host is told."""
         if self.closed.is_set():
             return
         self._host.peer_log.info("closed", "HA connection %s closed: %s", self.addr, why)
-        current = asyncio.current_task()
-        for task in self._tasks:
-            if task is not current:
-                task.cancel()
+        self._stop_housekeeping()
+        task = self._writer_task
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
         self._shutdown_socket()
 
-    async def _read_loop(self) -> None:
-        why = "eof"
+    # ------------------------------------------------------------------ the link's callbacks
+
+    def received(self, data: bytes) -> None:
+        """Bytes from the slave, in the link's data callback: its reports are applied at once."""
+        if self.closed.is_set():
+            return
+        self._last_read = self._clock()
         try:
-            while True:
-                timer = asyncio.timeout(self._housekeeping)  # no task per read, as wait_for makes one
-                try:
-                    async with timer:
-                        data = await self._reader.read(1 << 20)
-                except TimeoutError:
-                    if not timer.expired():
-                        raise  # the socket's own ETIMEDOUT, not the housekeeping deadline
-                    why = f"no report for {self._housekeeping}s (housekeeping)"
-                    break
-                if not data:
-                    break
-                refused = self._take(data)
-                if refused is not None:
-                    why = refused
-                    break
-        except (HAProtocolError, OSError) as exc:
-            why = str(exc)
+            refused = self._take(data)
+        except HAProtocolError as exc:
+            refused = str(exc)
         except Exception as exc:  # one bad connection must never take the HA service down
             log.exception("HA reader for %s failed", self.addr)
-            why = f"{type(exc).__name__}: {exc}"
+            refused = f"{type(exc).__name__}: {exc}"
+        if refused is not None:
+            self._finish(refused)
+
+    def lost(self, why: str) -> None:
+        """The slave closed the connection, or the socket failed."""
         self._finish(why)
+
+    def _housekeep(self) -> None:
+        """No report for housekeeping_interval closes the connection (haHousekeepingInterval); one timer,
+        re-armed from the last read, instead of one per read."""
+        self._housekeeper = None
+        if self.closed.is_set():
+            return
+        due = self._last_read + self._housekeeping
+        now = self._clock()
+        if now < due:
+            self._housekeeper = asyncio.get_running_loop().call_later(due - now, self._housekeep)
+            return
+        self._finish(f"no report for {self._housekeeping}s (housekeeping)")
 
     def _take(self, data: bytes) -> str | None:
         """Apply the slave's reports in `data`; why the connection must close, if it must."""
@@ -196,6 +208,7 @@ class HAConnection:
 
     async def _write_loop(self) -> None:
         why = "writer stopped"
+        link = self._link
         try:
             while self.slave_request_offset < 0:
                 await self._wait_wake(1.0)
@@ -208,13 +221,13 @@ class HAConnection:
                     remaining = self.cursor.heartbeat_interval - (self._clock() - self.cursor.last_write)
                     await self._wait_wake(max(0.0, min(0.1, remaining)))
                     continue
-                self._writer.writelines(parts)
-                await self._writer.drain()
+                link.writelines(parts)
+                await link.drain()
                 if len(parts) > 1:
                     self.speed.add(len(parts[1]))
         except (OSError, ConnectionError) as exc:
             why = f"write failed: {exc}"
-        except Exception as exc:  # see the reader
+        except Exception as exc:  # see received()
             log.exception("HA writer for %s failed", self.addr)
             why = f"{type(exc).__name__}: {exc}"
         self._finish(why)
@@ -238,6 +251,83 @@ def _resolve(waiter: asyncio.Future[None]) -> None:
         waiter.set_result(None)
 
 
+class SlaveLink(asyncio.Protocol):
+    """The master's end of one slave's socket: what arrives goes to its HAConnection in the data callback;
+    writes go straight to the transport, `drain` waiting while the transport's buffer is over its limit."""
+
+    def __init__(self, accept: Callable[[SlaveLink], HAConnection | None]) -> None:
+        self._accept = accept
+        self._transport: asyncio.Transport | None = None
+        self._conn: HAConnection | None = None
+        self._paused = False
+        self._drained: asyncio.Future[None] | None = None
+        self._lost = False
+        self.peer = "?:0"
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        self.peer = f"{peer[0]}:{peer[1]}"
+        sock = transport.get_extra_info("socket")
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._conn = self._accept(self)
+        if self._conn is None:
+            transport.close()  # the host refuses it (a controller-mode broker that is not the master)
+        else:
+            self._conn.start()
+
+    def data_received(self, data: bytes) -> None:
+        if self._conn is not None:
+            self._conn.received(data)
+
+    def eof_received(self) -> bool:
+        if self._conn is not None:
+            self._conn.lost("eof")
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._lost = True
+        self._wake_drain()
+        if self._conn is not None:
+            self._conn.lost(str(exc) if exc else "eof")
+
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        self._wake_drain()
+
+    def _wake_drain(self) -> None:
+        if self._drained is not None and not self._drained.done():
+            self._drained.set_result(None)
+
+    def write(self, data: bytes) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(data)
+
+    def writelines(self, parts: list[bytes | memoryview]) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.writelines(parts)
+
+    async def drain(self) -> None:
+        """Return when the transport takes more; ConnectionResetError once the connection is gone."""
+        if self._paused and not self._lost:
+            self._drained = asyncio.get_running_loop().create_future()
+            try:
+                await self._drained
+            finally:
+                self._drained = None
+        if self._lost or self._transport is None or self._transport.is_closing():
+            raise ConnectionResetError("the slave's connection is closed")
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+
 class HAAcceptor:
     """Listens on haListenPort and turns every accepted socket into an HAConnection.
 
@@ -246,27 +336,24 @@ class HAAcceptor:
     remoting port.
     """
 
-    def __init__(self, factory: Callable[[asyncio.StreamReader, asyncio.StreamWriter], HAConnection],
+    def __init__(self, accept: Callable[[SlaveLink], HAConnection | None],
                  tls: TlsServerSettings | None = None) -> None:
-        self._factory = factory
+        """`accept`: the connection for a new link, or None to refuse it."""
+        self._accept = accept
         self._tls = tls or TlsServerSettings()
         self._server: asyncio.Server | None = None
         self._tls_acceptor: TlsAcceptor | None = None
 
     async def start(self, host: str, port: int) -> int:
         if self._tls.enabled:
-            self._tls_acceptor = TlsAcceptor("HA port", self._tls.mode, self._tls.context(),
-                                             self._stream_protocol)
+            self._tls_acceptor = TlsAcceptor("HA port", self._tls.mode, self._tls.context(), self._link)
             return await self._tls_acceptor.start(host, port)
-        self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
+        loop = asyncio.get_running_loop()
+        self._server = await loop.create_server(self._link, host, port, reuse_address=True)
         return self._server.sockets[0].getsockname()[1]
 
-    def _stream_protocol(self) -> asyncio.StreamReaderProtocol:
-        """What asyncio.start_server builds per connection: a reader, and the writer handed to _accept."""
-        return asyncio.StreamReaderProtocol(asyncio.StreamReader(), self._accept)
-
-    async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        self._factory(reader, writer).start()
+    def _link(self) -> SlaveLink:
+        return SlaveLink(self._accept)
 
     async def shutdown(self) -> None:
         if self._tls_acceptor is not None:

@@ -7,7 +7,6 @@ with the store's PutMessageStatus (PUT_OK, SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TI
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import ssl
 import time
@@ -20,7 +19,7 @@ from mqtools.common.configkeys import PropertyMap
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls import TlsServerSettings
 from mqtools.server.ha.group_transfer import GroupTransferService, Replicated, ReplicationProgress
-from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection
+from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection, SlaveLink
 from mqtools.server.ha.slave import CommitLogSink, HAClient
 from mqtools.server.store.results import PutMessageStatus
 
@@ -129,9 +128,9 @@ class HAService:
 
     # ------------------------------------------------------------------ master side
 
-    def _new_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> HAConnection:
+    def _new_connection(self, link: SlaveLink) -> HAConnection | None:
         conn = HAConnection(
-            self, self.store, reader, writer,
+            self, self.store, link,
             file_size=self.config.mapped_file_size_commit_log,
             batch_size=self.config.ha_transfer_batch_size,
             heartbeat_interval=self.config.ha_send_heartbeat_interval / 1000,

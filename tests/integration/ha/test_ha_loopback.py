@@ -192,6 +192,53 @@ async def test_master_drops_a_silent_slave_after_housekeeping() -> None:
         await master.shutdown()
 
 
+async def test_reports_keep_a_slave_past_housekeeping_and_silence_drops_it() -> None:
+    """The housekeeping deadline runs from the last read (one timer re-armed), not from the connect."""
+    master = HAService(SegmentedLog(), config("ASYNC_MASTER", ha_housekeeping_interval=500))
+    port = await master.start()
+    try:
+        _reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        await until(lambda: len(master.connections) == 1)
+        for _ in range(12):  # 1.2 s of reports every 100 ms: more than twice the interval in all
+            writer.write(encode_report(0))
+            await asyncio.sleep(0.1)
+            assert len(master.connections) == 1
+        await until(lambda: len(master.connections) == 0, timeout=5.0)  # then silent: dropped
+        writer.close()
+    finally:
+        await master.shutdown()
+
+
+async def test_a_slave_that_stops_reading_holds_the_writer_not_the_loop() -> None:
+    """Frames wait on the link's flow control while the slave reads nothing; its close ends the connection."""
+    mlog = SegmentedLog(file_size=1 << 20)
+    for _ in range(32):
+        mlog.put(os.urandom(1 << 20)[:1 << 19] * 2)  # 32 MiB the slave will not read
+    master = HAService(mlog, config("ASYNC_MASTER", mapped_file_size_commit_log=1 << 20,
+                                    ha_transfer_batch_size=1 << 16))
+    port = await master.start()
+    try:
+        _reader, writer = await asyncio.open_connection("127.0.0.1", port, limit=1 << 16)
+        writer.transport.pause_reading()
+        writer.write(encode_report(1))  # not 0, which would start at the last file
+        await until(lambda: len(master.connections) == 1)
+        conn = master.connections[0]
+        await until(lambda: conn.speed.total > 0)
+        sent = -1
+        while sent != conn.speed.total:  # the writer stops once the socket buffers are full ...
+            sent = conn.speed.total
+            await asyncio.sleep(0.2)
+        assert 0 < sent < mlog.max_phy_offset // 2, sent  # not all of it buffered in the process
+        started = asyncio.get_running_loop().time()
+        await asyncio.sleep(0.05)  # ... while the loop still turns
+        assert asyncio.get_running_loop().time() - started < 1.0
+        writer.transport.abort()
+        await until(lambda: len(master.connections) == 0, timeout=5.0)
+        assert conn.closed.is_set()
+    finally:
+        await master.shutdown()
+
+
 async def test_slave_drops_connection_on_offset_mismatch() -> None:
     slog = SegmentedLog()
     slog.append_to_commit_log(0, b"a" * 100)
