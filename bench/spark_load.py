@@ -11,24 +11,31 @@ topic (8 queues), then measures, in this order and against the same broker:
 3. raw pulls: bench/client_consume.py's baseline (bench/broker_send.py's pull driver, one process, one pull
    of up to 32 messages in flight per queue, messages counted, not decoded) over the backlog 1 and 2 left;
 4. `mq spark-load consume -t T --master local[2] -o json`, reading the whole topic (earliest to latest);
-5. the same read twice more in one SparkSession of this process (local[2]), the second one reported as
-   "warm": Python workers already started and the JVM's code paths compiled, as in a long-running
-   pipeline, where step 4 is a one-off command's first job;
+5. the same read in one SparkSession of this process (local[2]) and, alternately with it, Spark's own ceiling
+   (7.), `--pairs` + 1 times each, the first of each dropped; reported "warm": Python workers already started
+   and the JVM's code paths compiled, as in a long-running pipeline, where step 4 is a one-off command's first
+   job. Alternately because the JVM keeps compiling over the first several jobs of a session (on a 2-core
+   machine the read's rows/s rose from 32k to 141k and the ceiling's from 70k to 198k over 7 jobs each): a
+   ceiling measured after the reads has had more warming than they had. Each job's machine CPU (all
+   processes) a row is given too; both are CPU-bound here;
 6. the data source's reader without Spark: TASKS threads of this process, each reading its share of the
    ranges through `mqtools.spark.reader.read_batches` (the function each read task runs), so what is
    left between this and the Spark read is Spark's own (the Python worker's hand-off, the JVM's rows);
 7. Spark's own ceiling, in the same session and measured the same way: a data source that reads nothing,
    each partition yielding ready-made copies of a real batch of this topic's rows (as many rows as its
-   range holds), twice, the second reported. What Spark costs per row of this schema on this machine
-   (the Python worker's Arrow hand-off, the JVM's rows, the measuring pass), so the most any Python data
-   source could reach here.
+   range holds). What Spark costs per row of this schema on this machine (the Python worker's Arrow
+   hand-off, the JVM's rows, the measuring pass), so the most any Python data source could reach here.
+
+The broker runs with maxTransferCountOnMessageInMemory `--broker-max-transfer` (default 128; Apache's default
+is 32) and the source with its default pullBatchSize (128): a pull answers as many as the broker allows.
 
 The spark-load figures are the report's own `msgsPerSec`: messages over the tasks' wall time (first task's
 start to the last task's end, each task's producer already started), so JVM/SparkSession start-up, the
 driver's checks and planning are NOT included; the subprocess's whole wall time is printed next to it for
 reference. Targets: Spark produce >= 0.7x the plain producer; Spark read >= 0.5x raw pull.
 
-Usage: .venv/bin/python bench/spark_load.py [--messages 100000] [--seconds 5]
+Usage: .venv/bin/python bench/spark_load.py [--messages 100000] [--seconds 5] [--pairs 3]
+       [--broker-max-transfer 128]
 """
 
 from __future__ import annotations
@@ -36,10 +43,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -139,39 +148,71 @@ def reader_alone(namesrv: str, ranges: list[Any]) -> float:
     return sum(rows) / (time.perf_counter() - t0)
 
 
-def warm_read(namesrv: str, topic: str, ranges: list[Any]) -> tuple[float, float]:
-    """msgs/s of the second of two identical reads of `ranges` in one session, and of the second of two
-    reads of the ceiling source with the same rows per partition, each measured as the command's report
-    measures it (the tasks' wall time)."""
+def machine_busy() -> float:
+    """CPU seconds the whole machine has spent busy (every process, kernel included)."""
+    import psutil
+
+    c = psutil.cpu_times()
+    return c.user + c.system + c.nice + c.irq + c.softirq
+
+
+@dataclass
+class Warm:
+    """The warm read and the ceiling, each the median of its jobs after the first; `ratio` the median of the
+    pairs' ratios; CPU in microseconds a row for the machine over each job."""
+
+    read: float
+    ceiling: float
+    ratio: float
+    read_cpu_us: float
+    ceiling_cpu_us: float
+
+
+def warm_read(namesrv: str, topic: str, ranges: list[Any], pairs: int) -> Warm:
+    """The read and the ceiling source with the same rows per partition, alternately, `pairs` + 1 times each in
+    one session, the first of each dropped; each job measured as the command's report measures it (the tasks'
+    wall time)."""
     from mqtools.spark import register
     from mqtools.spark.load import read_stats, run_consume, spark_session
     from mqtools.spark.reader import read_batches
     from mqtools.spark.stats import summarize
 
+    rows = sum(r.size for r in ranges)
     spark = spark_session(MASTER, {}, "bench-spark-load-warm")
     try:
         register(spark)
-        for _ in range(2):
-            tasks = run_consume(spark, namesrv, topic, ranges)
-        warm = summarize(tasks).msgs_per_s
         batches = read_batches(namesrv, [max(ranges, key=lambda r: r.size)])
         sample = next(batches)
         batches.close()
         spark.dataSource.register(ceiling_source(sample, [r.size for r in ranges]))
-        for _ in range(2):
-            tasks = read_stats(spark.read.format("rocketmq-ceiling").load())
-        return warm, summarize(tasks).msgs_per_s
+        jobs = {"read": lambda: run_consume(spark, namesrv, topic, ranges),
+                "ceiling": lambda: read_stats(spark.read.format("rocketmq-ceiling").load())}
+        measured: dict[str, list[tuple[float, float]]] = {"read": [], "ceiling": []}
+        for n in range(pairs + 1):
+            for name, job in jobs.items():
+                busy = machine_busy()
+                rate = summarize(job()).msgs_per_s
+                if n:
+                    measured[name].append((rate, (machine_busy() - busy) / rows * 1e6))
     finally:
         spark.stop()
+    read, ceiling = measured["read"], measured["ceiling"]
+    return Warm(statistics.median(r for r, _ in read), statistics.median(c for c, _ in ceiling),
+                statistics.median(r / c for (r, _), (c, _) in zip(read, ceiling, strict=True)),
+                statistics.median(u for _, u in read), statistics.median(u for _, u in ceiling))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=100_000, help="Messages spark-load produces.")
     parser.add_argument("--seconds", type=float, default=5.0, help="Seconds for the plain producer and raw pulls.")
+    parser.add_argument("--pairs", type=int, default=3, help="Warm read and ceiling jobs measured, each.")
+    parser.add_argument("--broker-max-transfer", type=int, default=128,
+                        help="The broker's maxTransferCountOnMessageInMemory.")
     args = parser.parse_args()
     topic = broker_send.TOPIC
-    with namesrv_and_broker(topic, broker_send.QUEUES) as (namesrv, broker):
+    cap = {"maxTransferCountOnMessageInMemory": str(args.broker_max_transfer)}
+    with namesrv_and_broker(topic, broker_send.QUEUES, **cap) as (namesrv, broker):
         plain = plain_producer(namesrv.addr, args.seconds)
         produced, produce_wall = spark_load(namesrv.addr, "produce", "-t", topic, "--messages", str(args.messages),
                                             "--size", str(len(broker_send.BODY)), "--tasks", str(TASKS),
@@ -179,12 +220,12 @@ def main() -> None:
         raw = broker_send.run_case(broker.addr, "pull", broker_send.QUEUES, args.seconds, 32, 1)
         consumed, consume_wall = spark_load(namesrv.addr, "consume", "-t", topic)
         ranges = whole_topic(namesrv.addr, topic)
-        warm, ceiling = warm_read(namesrv.addr, topic, ranges)
+        warm = warm_read(namesrv.addr, topic, ranges, args.pairs)
         alone = max(reader_alone(namesrv.addr, ranges) for _ in range(2))
     expected = plain["msgs"] + args.messages + 1 * TASKS  # each plain producer process sends one warm-up message
     p_ratio = produced["msgsPerSec"] / plain["msgs_s"]
     c_ratio = consumed["msgsPerSec"] / raw["msgs_s"]
-    w_ratio = warm / raw["msgs_s"]
+    w_ratio = warm.read / raw["msgs_s"]
     p_ok, c_ok = p_ratio >= 0.7, c_ratio >= 0.5 and w_ratio >= 0.5
     count_note = "" if consumed["messages"] == expected else f" (expected {expected:,})"
     print(f"spark_load | produce local[{TASKS}] sync: spark {produced['msgsPerSec']:,.0f} msgs/s "
@@ -192,11 +233,13 @@ def main() -> None:
           f"vs plain Producer x{TASKS} {plain['msgs_s']:,.0f} msgs/s: ratio {p_ratio:.2f} (>= 0.70 "
           f"{'met' if p_ok else 'missed'}) | read: spark {consumed['msgsPerSec']:,.0f} msgs/s "
           f"({consumed['messages']:,} msgs{count_note} in {consumed['seconds']:.2f} s, {consume_wall:.1f} s with "
-          f"start-up) vs raw pull {raw['msgs_s']:,.0f} msgs/s: ratio {c_ratio:.2f}; warm (second job of a "
-          f"session) {warm:,.0f} msgs/s, ratio {w_ratio:.2f} (>= 0.50 {'met' if c_ok else 'missed'}); the reader "
-          f"without Spark ({TASKS} threads, best of 2) {alone:,.0f} msgs/s, ratio {alone / raw['msgs_s']:.2f}; Spark's "
-          f"ceiling (a source that yields ready batches of these rows) {ceiling:,.0f} msgs/s, ratio "
-          f"{ceiling / raw['msgs_s']:.2f}, warm read at {warm / ceiling:.2f} of it | "
+          f"start-up) vs raw pull {raw['msgs_s']:,.0f} msgs/s: ratio {c_ratio:.2f}; warm (jobs 2 to {args.pairs + 1} of a "
+          f"session, median) {warm.read:,.0f} msgs/s, ratio {w_ratio:.2f} (>= 0.50 "
+          f"{'met' if c_ok else 'missed'}); the reader without Spark ({TASKS} threads, best of 2) {alone:,.0f} msgs/s, "
+          f"ratio {alone / raw['msgs_s']:.2f}; Spark's ceiling (a source that yields ready batches of these rows, "
+          f"alternating with the warm read) {warm.ceiling:,.0f} msgs/s, ratio {warm.ceiling / raw['msgs_s']:.2f}, warm "
+          f"read at {warm.ratio:.2f} of it by the median pair (machine CPU a row {warm.read_cpu_us:.1f} against "
+          f"{warm.ceiling_cpu_us:.1f} us); broker maxTransferCountOnMessageInMemory {args.broker_max_transfer} | "
           f"{'all targets met' if p_ok and c_ok else 'targets missed'}")
 
 

@@ -24,7 +24,7 @@ from pyspark.sql.types import StructType
 
 from mqtools.spark.columns import SCHEMA
 from mqtools.spark.offsets import MIN_TASK_ROWS, QueueRange, parse_spec, plan_topic, task_ranges
-from mqtools.spark.reader import read_batches
+from mqtools.spark.reader import MAX_PULL_BATCH, PULL_BATCH, read_batches
 from mqtools.spark.security import security_from_options
 from mqtools.spark.writer import WRITE_WINDOW, write_rows
 
@@ -59,10 +59,18 @@ def _namesrv(options: dict[str, str]) -> str:
 
 def _read_options(options: dict[str, str]) -> dict[str, Any]:
     """What each executor's RangeReader takes from the options, batch or stream alike."""
-    return {"expression": _get(options, "subExpression"), "batch": _int(options, "pullBatchSize", 32) or 32,
+    return {"expression": _get(options, "subExpression"), "batch": _pull_batch(options),
             "pull_timeout_ms": _int(options, "pullTimeoutMs", 30_000) or 30_000,
             "fail_on_data_loss": _flag(options, "failOnDataLoss", True),
             "security": security_from_options(options)}
+
+
+def _pull_batch(options: dict[str, str]) -> int:
+    """pullBatchSize, in the range Apache's clients accept."""
+    value = _int(options, "pullBatchSize", PULL_BATCH)
+    if value is None or not 1 <= value <= MAX_PULL_BATCH:
+        raise ValueError(f"pullBatchSize must be between 1 and {MAX_PULL_BATCH}, not {value}")
+    return value
 
 
 def _min_rows(options: dict[str, str]) -> int:

@@ -141,12 +141,45 @@ def test_a_read_stopped_early_ends_its_pulls_with_it(cluster: Cluster, written: 
     assert [r.getMessage() for r in caplog.records if r.name == "asyncio"] == []
 
 
+def test_a_pull_batch_above_the_brokers_cap_pipelines_at_the_cap(cluster: Cluster,
+                                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """pullBatchSize 128 against brokers answering at most 32 (maxTransferCountOnMessageInMemory's default): the
+    first answer sets how far apart the pipelined pulls go, so no gap is left for serial pulls to fill."""
+    from mqtools.client.sync import SyncProducer
+    from mqtools.common.message import Message
+    from mqtools.spark import reader
+    from mqtools.spark.offsets import parse_spec, plan_topic
+
+    topic = "SparkPullStride"
+    asyncio.run(create_topic(cluster, topic, queues=1))
+    with SyncProducer("spark-stride-producer", namesrv=cluster.namesrv.addr) as producer:
+        for i in range(400):
+            producer.send(Message(topic, f"s-{i}".encode()))
+    ranges = plan_topic(cluster.namesrv.addr, topic, parse_spec("earliest", "earliest"), parse_spec("latest", "latest"))
+    biggest = max(ranges, key=lambda r: r.size)
+    assert biggest.size >= 150
+    serial = []
+    real_pull = reader.RangeReader._pull
+
+    async def counted(self: Any, *args: Any) -> Any:
+        serial.append(args[-1])
+        return await real_pull(self, *args)
+
+    monkeypatch.setattr(reader.RangeReader, "_pull", counted)
+    offsets = [o for b in reader.read_batches(cluster.namesrv.addr, [biggest], batch=128)
+               for o in b.column("queue_offset").to_pylist()]
+    assert offsets == list(range(biggest.start, biggest.end))
+    assert serial == [biggest.start]  # only the first pull, which tells the stride
+
+
 def test_bad_options_fail_clearly(spark: Any, cluster: Cluster, written: tuple[str, list[Any]]) -> None:
     topic, _ = written
     with pytest.raises(Exception, match="offsets JSON is not valid JSON"):
         _reader(spark, cluster, topic, startingOffsets="{broker-a").count()
     with pytest.raises(Exception, match="TOPIC_NOT_EXIST|No topic route"):
         _reader(spark, cluster, "NoSuchSparkTopic").count()
+    with pytest.raises(Exception, match="pullBatchSize must be between 1 and 1024, not 0"):
+        _reader(spark, cluster, topic, pullBatchSize="0").count()
 
 
 def test_a_refused_write_fails_the_task_with_the_code(cluster: Cluster) -> None:
