@@ -16,6 +16,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from mqtools.common.errors import ToolkitError
+from mqtools.common.heap import settle_heap
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -64,8 +65,8 @@ async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
 
 
 async def serve(service: Service, on_ready: Callable[[], None]) -> None:
-    """Start `service`, call `on_ready`, run until SIGINT/SIGTERM, shut down. A failed start shuts
-    down what did start, then raises (StartError for the failures a user can fix)."""
+    """Start `service`, settle the heap (common/heap.py), call `on_ready`, run until SIGINT/SIGTERM, shut down. A
+    failed start shuts down what did start, then raises (StartError for the failures a user can fix)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in SIGNALS:
@@ -77,6 +78,7 @@ async def serve(service: Service, on_ready: Callable[[], None]) -> None:
         except BaseException:
             await service.shutdown()
             raise
+        settle_heap()  # what it loaded lives as long as it does: not scanned at every collection
         on_ready()
         try:
             await stop.wait()

@@ -17,13 +17,13 @@ from typing import TypeVar
 from mqtools.client.admin import MQAdmin
 from mqtools.client.sync import LoopThread
 from mqtools.cluster.procstats import ProcSampler
+from mqtools.common.heap import GC_THRESHOLDS
 from mqtools.common.security import ClientSecurity
 from mqtools.live.collect import Collector, Wanted
 from mqtools.live.state import Outcome
 
 log = logging.getLogger(__name__)
 SWITCH_INTERVAL = 0.001
-GC_THRESHOLDS = (50_000, 20, 100)
 
 
 def tune_process() -> None:
