@@ -30,11 +30,6 @@ TIMEOUT_MS = "30000"
 VARYING = {"event", "t", "messageId", "bornTimestamp", "deliveryTimestamp", "action", "result", "receiptHandle"}
 CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
 
-#: Apache 5's broker stamps a half message with `__transactionId__` (TransactionalMessageBridge.parseHalfMessageInner:
-#: its UNIQ_KEY, which the checker and then the consumer of the committed message see); 4.x's does not, nor mq's.
-NO_TRANSACTION_ID = ("mq's broker, storing as RocketMQ 4.x does, does not add the property __transactionId__ (the "
-                     "message's UNIQ_KEY) to a half message as Apache 5.5.0's broker does, so neither the checker nor "
-                     "the consumer sees it")
 
 @pytest.fixture(scope="module")
 def outcomes(proxy_worlds: dict[str, World]) -> Outcomes:
@@ -269,7 +264,7 @@ def test_transactions_with_checker(outcomes: Outcomes, world: str) -> None:
     like_apache(outcomes, transaction, world, [k for k in outcomes.of(transaction)["apache"] if k not in TX_VIEWS])
 
 
-@pytest.mark.parametrize("world", worlds_but(mq=NO_TRANSACTION_ID, mixed_2=NO_TRANSACTION_ID))
+@pytest.mark.parametrize("world", worlds_but())
 def test_transactional_messages_as_checked_and_delivered(outcomes: Outcomes, world: str) -> None:
     """All the checker and the consumer saw of the transactions' messages."""
     like_apache(outcomes, transaction, world, TX_VIEWS)

@@ -71,8 +71,9 @@ def by_body(table: dict[bytes, LocalTransactionState]):
 
 
 async def test_commit_rollback_and_checked_outcomes(cluster: Cluster) -> None:
-    """Committed and checked-then-committed messages reach the topic once each, with Apache's stored form;
-    rolled back and checked-then-rolled-back ones never; the check asks only about the open ones."""
+    """Committed and checked-then-committed messages reach the topic once each, with Apache's stored form (RocketMQ
+    5's: the transaction id in __transactionId__); rolled back and checked-then-rolled-back ones never; the check
+    asks only about the open ones."""
     await create_topic(cluster, "TxTopic", 2)
     executed = {b"commit": COMMITTED, b"rollback": ROLLED_BACK, b"open-commit": OPEN, b"open-rollback": OPEN}
     checks: list[bytes] = []
@@ -80,6 +81,7 @@ async def test_commit_rollback_and_checked_outcomes(cluster: Cluster) -> None:
     def check(msg: MessageExt) -> LocalTransactionState:
         checks.append(msg.body)
         assert msg.topic == "TxTopic" and msg.properties[P.PGROUP] == "PG_TX"
+        assert msg.properties[P.TRANSACTION_ID] == msg.properties[P.UNIQ_KEY]  # stamped as RocketMQ 5's broker does
         return COMMITTED if msg.body == b"open-commit" else ROLLED_BACK
 
     async with TransactionProducer("PG_TX", namesrv=cluster.namesrv.addr, execute=by_body(executed),
@@ -94,6 +96,7 @@ async def test_commit_rollback_and_checked_outcomes(cluster: Cluster) -> None:
     for m in got:
         assert m.sys_flag & TRANSACTION_MASK == TRANSACTION_COMMIT_TYPE
         assert m.properties[P.TRAN_MSG] == "true" and m.properties[P.REAL_TOPIC] == "TxTopic"
+        assert m.properties[P.TRANSACTION_ID] == m.properties[P.UNIQ_KEY]
     halves = {r.send.msg_id: decode_offset_msg_id(r.send.offset_msg_id)[1] for r in results}
     prepared = {m.body: (m.prepared_transaction_offset, halves[m.properties[P.UNIQ_KEY]]) for m in got}
     assert prepared[b"commit"][0] == prepared[b"commit"][1]  # the half message it came from

@@ -47,7 +47,12 @@ REAL_DESTINATION = (P.REAL_TOPIC, P.REAL_QID)
 
 
 def to_half(msg: MessageExtBrokerInner) -> None:
-    """In place: the producer's message as its half message (TransactionalMessageBridge.parseHalfMessageInner)."""
+    """In place: the producer's message as its half message (TransactionalMessageBridge.parseHalfMessageInner).
+    As RocketMQ 5's broker (not 4.x's) it carries its UNIQ_KEY as TRANSACTION_ID too, which the check request and
+    the committed message then carry: a 5.x client's transaction checker and the consumer see it."""
+    uniq = msg.properties.get(P.UNIQ_KEY)
+    if uniq:
+        msg.properties[P.TRANSACTION_ID] = uniq
     msg.properties[P.REAL_TOPIC] = msg.topic
     msg.properties[P.REAL_QID] = str(msg.queue_id)
     msg.sys_flag &= ~TRANSACTION_MASK
