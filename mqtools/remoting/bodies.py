@@ -246,6 +246,46 @@ class ProducerConnection(Body):
     connection_set: list[Connection] = field(default_factory=list)
 
 
+@dataclass(slots=True)
+class ProducerInfo(Body):
+    """One producer of GET_ALL_PRODUCER_INFO's table; remote_ip as Netty prints an address (/host:port)."""
+
+    client_id: str = ""
+    remote_ip: str = field(default="", metadata={"wire": "remoteIP"})
+    language: str = "JAVA"
+    version: int = 0
+    last_update_timestamp: int = 0
+
+
+@dataclass(slots=True)
+class ProducerTableInfo(Body):
+    """GET_ALL_PRODUCER_INFO: producer group -> its producers on this broker."""
+
+    data: dict[str, list[ProducerInfo]] = field(default_factory=dict)
+
+
+@dataclass(slots=True)
+class ConsumeQueueData(Body):
+    """One consume queue unit as QUERY_CONSUME_QUEUE shows it (the extension fields stay unset: no CQ ext)."""
+
+    physic_offset: int = 0
+    physic_size: int = 0
+    tags_code: int = 0
+    extend_data_json: str | None = None
+    bit_map: str | None = None
+    eval: bool = False
+    msg: str | None = None
+
+
+@dataclass(slots=True)
+class QueryConsumeQueueResponseBody(Body):
+    subscription_data: SubscriptionData | None = None
+    filter_data: str | None = None
+    queue_data: list[ConsumeQueueData] | None = None
+    max_queue_index: int = 0
+    min_queue_index: int = 0
+
+
 # ---------------------------------------------------------------- stats and offsets
 
 

@@ -336,6 +336,17 @@ class GetProducerConnectionListRequestHeader(Header):
 
 
 @dataclass(slots=True)
+class QueryConsumeQueueRequestHeader(Header):
+    """QUERY_CONSUME_QUEUE (mqadmin queryCq); only the topic is required, as Apache's header has no @CFNotNull."""
+
+    topic: str
+    queue_id: int = 0
+    index: int = 0
+    count: int = 0
+    consumer_group: str | None = None
+
+
+@dataclass(slots=True)
 class ConsumerSendMsgBackRequestHeader(Header):
     offset: int
     group: str

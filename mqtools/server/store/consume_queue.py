@@ -116,6 +116,14 @@ class ConsumeQueue:
             return None
         return mf.mv[rel:end]
 
+    def unit_list(self, index: int, max_count: int) -> list[tuple[int, int, int]] | None:
+        """(phys, size, tags code) of up to ``max_count`` units from ``index``, within the file that holds it (as
+        Apache's getIndexBuffer reads for QUERY_CONSUME_QUEUE); None when ``index`` is not in the queue."""
+        if not self.min_offset <= index < self.max_offset:
+            return None
+        view = self.units(index, max_count) if max_count > 0 else None
+        return [UNIT.unpack_from(view, pos) for pos in range(0, len(view), UNIT_SIZE)] if view is not None else []
+
     # ------------------------------------------------------------------ recovery
 
     def recover(self) -> None:

@@ -13,12 +13,23 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
+import orjson
 import pytest
 
+from mqtools.common.hashing import tags_code
+from mqtools.common.ids import decode_offset_msg_id
 from mqtools.common.javaprops import parse_properties
 from mqtools.common.message import MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.perm import PERM_READ, PERM_RW
-from mqtools.remoting.bodies import KVTable, TopicConfigSerializeWrapper, TopicStatsTable
+from mqtools.remoting.bodies import (
+    ConsumerData,
+    HeartbeatData,
+    KVTable,
+    QueryConsumeQueueResponseBody,
+    SubscriptionData,
+    TopicConfigSerializeWrapper,
+    TopicStatsTable,
+)
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
@@ -26,6 +37,7 @@ from mqtools.remoting.headers import (
     CreateTopicRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
+    QueryConsumeQueueRequestHeader,
     SendMessageRequestHeader,
     SendMessageResponseHeader,
     TopicRequestHeader,
@@ -533,3 +545,38 @@ def test_a_message_and_a_batch_start_with_the_fields_the_send_processor_gives_in
              "reconsume_times"]
     assert [f.name for f in dataclasses.fields(MessageExtBrokerInner)][:10] == first
     assert [f.name for f in dataclasses.fields(MessageExtBatch)][:10] == first
+
+
+async def test_query_consume_queue_shows_a_queues_units_as_apache_does(broker) -> None:
+    """QUERY_CONSUME_QUEUE (mqadmin queryCq): the units from an index on, the queue's bounds, a group's
+    subscription; a queue that does not exist is an error, an index it does not hold a success without a body."""
+    sent = await send_n(broker, "QC", 5, queue_id=1, tags="TagA")
+    ask = lambda **kw: call(broker, RemotingCommand.request(
+        RequestCode.QUERY_CONSUME_QUEUE, QueryConsumeQueueRequestHeader(**{"topic": "QC", "queue_id": 1, **kw}).to_ext()))
+    resp = await ask(index=1, count=3)
+    assert resp.code == ResponseCode.SUCCESS
+    body = QueryConsumeQueueResponseBody.from_json(resp.body)
+    assert (body.min_queue_index, body.max_queue_index) == (0, 5)
+    assert body.subscription_data is None and body.filter_data is None
+    offsets = [decode_offset_msg_id(s.msg_id)[1] for s in sent]
+    assert [u.physic_offset for u in body.queue_data] == offsets[1:4]
+    assert all(u.physic_size == offsets[2] - offsets[1] and u.tags_code == tags_code("TagA") for u in body.queue_data)
+    assert orjson.loads(resp.body)["queueData"][0] == {"physicOffset": offsets[1], "physicSize": body.queue_data[0]
+                                                       .physic_size, "tagsCode": tags_code("TagA"), "eval": False}
+    resp = await ask(index=3, count=100)  # no further than the queue holds
+    assert len(QueryConsumeQueueResponseBody.from_json(resp.body).queue_data) == 2
+    resp = await ask(index=5, count=1)
+    assert (resp.code, resp.remark, resp.body) == (ResponseCode.SUCCESS, "Index 5 of 1@QC is not exist!", None)
+    resp = await ask(index=0, count=1, consumer_group="CG_QC")
+    body = QueryConsumeQueueResponseBody.from_json(resp.body)
+    assert body.subscription_data is None and body.filter_data == "CG_QC@QC is not online!"
+    beat = HeartbeatData(client_id="C@1", consumer_data_set=[ConsumerData(
+        "CG_QC", subscription_data_set=[SubscriptionData("QC", "TagA", tags_set={"TagA"})])])
+    assert (await call(broker, RemotingCommand.request(RequestCode.HEART_BEAT, {}, beat.to_json()))).code == 0
+    body = QueryConsumeQueueResponseBody.from_json((await ask(index=0, count=1, consumer_group="CG_QC")).body)
+    assert body.subscription_data.topic == "QC" and body.subscription_data.sub_string == "TagA"
+    assert body.filter_data == "null" and len(body.queue_data) == 1
+    resp = await ask(queue_id=7)
+    assert (resp.code, resp.remark) == (ResponseCode.SYSTEM_ERROR, "7@QC is not exist!")
+    bad = RemotingCommand.request(RequestCode.QUERY_CONSUME_QUEUE, {"queueId": "x"})
+    assert (await call(broker, bad)).code == ResponseCode.SYSTEM_ERROR

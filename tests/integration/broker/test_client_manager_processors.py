@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -14,6 +15,7 @@ from mqtools.remoting.bodies import (
     ConsumerListBody,
     LockBatchResponseBody,
     ProducerConnection,
+    ProducerTableInfo,
     TopicConfig,
 )
 from mqtools.remoting.client import RemotingClient
@@ -196,4 +198,30 @@ async def test_bad_requests_get_codes_and_the_server_lives(broker, code: int, ex
     assert resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
     resp = await a.call(addr, RequestCode.HEART_BEAT, body=cpp_heartbeat("A@1", "cg", "T"))
     assert resp.code == ResponseCode.SUCCESS
+    await a.client.close()
+
+
+async def test_all_producer_info_lists_each_group_with_its_producers(broker) -> None:
+    """GET_ALL_PRODUCER_INFO (mqadmin producer): every group, each producer as Apache's ProducerInfo (the address as
+    Netty prints it, the client's language and version, its last heartbeat in ms); a closed producer leaves."""
+    addr, _ = broker
+    a, b = Member(), Member()
+    for member, client_id in ((a, "A@1"), (b, "B@2")):
+        resp = await member.call(addr, RequestCode.HEART_BEAT, body=cpp_heartbeat(client_id, "cg", "T"))
+        assert resp.code == ResponseCode.SUCCESS
+    resp = await a.call(addr, RequestCode.GET_ALL_PRODUCER_INFO)
+    assert resp.code == ResponseCode.SUCCESS
+    table = ProducerTableInfo.from_json(resp.body).data
+    assert list(table) == ["pg"] and sorted(p.client_id for p in table["pg"]) == ["A@1", "B@2"]
+    wire = orjson.loads(resp.body)["data"]["pg"][0]
+    assert wire["remoteIP"].startswith("/127.0.0.1:") and wire["language"] == "CPP"
+    assert abs(wire["lastUpdateTimestamp"] / 1000 - time.time()) < 60
+    await b.client.close()
+    for _ in range(250):
+        resp = await a.call(addr, RequestCode.GET_ALL_PRODUCER_INFO)
+        if [p.client_id for p in ProducerTableInfo.from_json(resp.body).data["pg"]] == ["A@1"]:
+            break
+        await asyncio.sleep(0.02)
+    else:
+        raise AssertionError("the closed producer is still listed")
     await a.client.close()

@@ -87,8 +87,6 @@ STEPS = [
 
 #: command -> why mq's answer differs, as docs/compatibility.md's "Differences from Apache RocketMQ" says.
 DOCUMENTED: dict[str, str] = {
-    "queryCq": "mq's broker does not serve QUERY_CONSUME_QUEUE (321)",
-    "producer": "mq's broker does not serve GET_ALL_PRODUCER_INFO (328)",
     "cleanExpiredCQ": "mq's broker does not serve CLEAN_EXPIRED_CONSUMEQUEUE (306): it deletes a topic's "
                       "consume queues when the topic is deleted",
     "deleteExpiredCommitLog": "mq's broker does not serve DELETE_EXPIRED_COMMITLOG (329): expired files go at "

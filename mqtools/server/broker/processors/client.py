@@ -2,7 +2,7 @@
 queue-lock requests): heartbeats, unregistration, group membership, orderly queue locks.
 
 HEART_BEAT, UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP, GET_CONSUMER_CONNECTION_LIST,
-GET_PRODUCER_CONNECTION_LIST, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ, and GET_CONSUMER_RUNNING_INFO, which is
+GET_PRODUCER_CONNECTION_LIST, GET_ALL_PRODUCER_INFO, LOCK_BATCH_MQ, UNLOCK_BATCH_MQ, and GET_CONSUMER_RUNNING_INFO, which is
 relayed to the member's own connection (RocketMQ's AdminBrokerProcessor does the same). Registering also hooks the
 server's connection-close callback (a closed channel leaves its groups at once) and the
 consumer manager's ids-changed listener (oneway NOTIFY_CONSUMER_IDS_CHANGED to each member).
@@ -26,6 +26,8 @@ from mqtools.remoting.bodies import (
     LockBatchRequestBody,
     LockBatchResponseBody,
     ProducerConnection,
+    ProducerInfo,
+    ProducerTableInfo,
 )
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
@@ -159,6 +161,13 @@ class ClientProcessor:
         body = ProducerConnection(connection_set=[_connection(i) for i in members])
         return req.response(ResponseCode.SUCCESS, body=body.to_json())
 
+    def get_all_producer_info(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        """Every producer group's producers on this broker (AdminBrokerProcessor's getAllProducerInfo)."""
+        table = {group: [ProducerInfo(i.client_id, f"/{i.addr}", language_name(i.language), i.version,
+                                      int(i.last_update * 1000)) for i in channels.values()]
+                 for group, channels in self.c.producers.groups.items()}
+        return req.response(body=ProducerTableInfo(table).to_json())
+
     async def get_consumer_running_info(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         """Ask the member itself (its connection to this broker) and hand its answer back."""
         group, client_id = req.ext_fields.get("consumerGroup", ""), req.ext_fields.get("clientId", "")
@@ -211,6 +220,7 @@ def register(server: RemotingServer, controller: BrokerContext) -> ClientProcess
     server.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, proc.get_consumer_list_by_group)
     server.register(RequestCode.GET_CONSUMER_CONNECTION_LIST, proc.get_consumer_connection_list)
     server.register(RequestCode.GET_PRODUCER_CONNECTION_LIST, proc.get_producer_connection_list)
+    server.register(RequestCode.GET_ALL_PRODUCER_INFO, proc.get_all_producer_info)
     server.register(RequestCode.LOCK_BATCH_MQ, proc.lock_batch_mq)
     server.register(RequestCode.UNLOCK_BATCH_MQ, proc.unlock_batch_mq)
     server.register(RequestCode.GET_CONSUMER_RUNNING_INFO, proc.get_consumer_running_info)

@@ -1,6 +1,6 @@
 """Offset and message lookups (RocketMQ's QueryMessageProcessor and AdminBrokerProcessor):
 GET_MAX_OFFSET, GET_MIN_OFFSET, SEARCH_OFFSET_BY_TIMESTAMP, GET_EARLIEST_MSG_STORETIME,
-QUERY_MESSAGE (by key and time range), VIEW_MESSAGE_BY_ID.
+QUERY_MESSAGE (by key and time range), VIEW_MESSAGE_BY_ID, QUERY_CONSUME_QUEUE (a queue's units).
 
 Message bodies are the stored bytes, as RocketMQ sends them; the client decodes them.
 QUERY_MESSAGE keeps only exact key matches (KEYS split on blanks, or the unique key),
@@ -13,12 +13,14 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from mqtools.common import properties as P
+from mqtools.remoting.bodies import ConsumeQueueData, QueryConsumeQueueResponseBody
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import (
     UNIQUE_KEY_QUERY,
     GetEarliestMsgStoretimeResponseHeader,
     OffsetResponseHeader,
+    QueryConsumeQueueRequestHeader,
     QueryMessageRequestHeader,
     QueryMessageResponseHeader,
     QueueRequestHeader,
@@ -93,6 +95,26 @@ class QueryProcessor:
             return req.response(ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {h.offset}")
         return req.response(body=bytes(raw))
 
+    def query_consume_queue(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        """Up to `count` units of one queue from `index`, within the file that holds it (AdminBrokerProcessor's
+        queryConsumeQueue); with a group, its subscription to the topic. An index the queue does not hold is a
+        success with a remark and no body, as Apache answers it."""
+        h = QueryConsumeQueueRequestHeader.from_ext(req.ext_fields)
+        cq = self.c.store.consume_queue(h.topic, h.queue_id)
+        if cq is None:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"{h.queue_id}@{h.topic} is not exist!")
+        body = QueryConsumeQueueResponseBody(max_queue_index=cq.max_offset, min_queue_index=cq.min_offset)
+        if h.consumer_group is not None:
+            body.subscription_data = self.c.consumers.find_subscription(h.consumer_group, h.topic)
+            # Apache gives its SQL92 filter's data here, "null" for a tag subscription (mq filters by tag only)
+            body.filter_data = "null" if body.subscription_data is not None \
+                else f"{h.consumer_group}@{h.topic} is not online!"
+        units = cq.unit_list(h.index, h.count)
+        if units is None:
+            return req.response(ResponseCode.SUCCESS, f"Index {h.index} of {h.queue_id}@{h.topic} is not exist!")
+        body.queue_data = [ConsumeQueueData(phys, size, tags) for phys, size, tags in units]
+        return req.response(body=body.to_json())
+
 
 def register(server: RemotingServer, controller: BrokerContext) -> QueryProcessor:
     proc = QueryProcessor(controller)
@@ -102,4 +124,5 @@ def register(server: RemotingServer, controller: BrokerContext) -> QueryProcesso
     server.register(RequestCode.GET_EARLIEST_MSG_STORETIME, proc.earliest_store_time)
     server.register(RequestCode.QUERY_MESSAGE, proc.query_message)
     server.register(RequestCode.VIEW_MESSAGE_BY_ID, proc.view_message_by_id)
+    server.register(RequestCode.QUERY_CONSUME_QUEUE, proc.query_consume_queue)
     return proc
