@@ -92,6 +92,7 @@ _mq() {
             mq_admin_offset_skip) path="mq admin offset skip" ;;
             mq_admin_producer) path="mq admin producer" ;;
             mq_admin_producer_connections) path="mq admin producer connections" ;;
+            mq_admin_producer_list) path="mq admin producer list" ;;
             mq_admin_proxy) path="mq admin proxy" ;;
             mq_admin_proxy_clients) path="mq admin proxy clients" ;;
             mq_admin_proxy_status) path="mq admin proxy status" ;;
@@ -100,6 +101,7 @@ _mq() {
             mq_admin_timer_status) path="mq admin timer status" ;;
             mq_admin_topic) path="mq admin topic" ;;
             mq_admin_topic_clusters) path="mq admin topic clusters" ;;
+            mq_admin_topic_cq) path="mq admin topic cq" ;;
             mq_admin_topic_create) path="mq admin topic create" ;;
             mq_admin_topic_delete) path="mq admin topic delete" ;;
             mq_admin_topic_list) path="mq admin topic list" ;;
@@ -234,16 +236,18 @@ _mq() {
         mq_admin_offset_clone) words="--context --dry-run --namesrv --output --timeout --tls --tls-ca --tls-cert --tls-key --yes -n -o -y --help" ;;
         mq_admin_offset_reset) words="--broker --context --dry-run --earliest --latest --namesrv --output --queue --shift --timeout --tls --tls-ca --tls-cert --tls-key --to-offset --to-time --yes -b -n -o -q -y --help" ;;
         mq_admin_offset_skip) words="--context --dry-run --namesrv --output --timeout --tls --tls-ca --tls-cert --tls-key --yes -n -o -y --help" ;;
-        mq_admin_producer) words="connections --help" ;;
+        mq_admin_producer) words="connections list --help" ;;
         mq_admin_producer_connections) words="--context --namesrv --output --proxy --timeout --tls --tls-ca --tls-cert --tls-key --watch -n -o -p -w --help" ;;
+        mq_admin_producer_list) words="--broker-addr --context --namesrv --output --timeout --tls --tls-ca --tls-cert --tls-key --watch -b -n -o -w --help" ;;
         mq_admin_proxy) words="clients status --help" ;;
         mq_admin_proxy_clients) words="--context --group --namesrv --output --proxy --timeout --tls --tls-ca --tls-cert --tls-key --topic --watch -g -n -o -p -t -w --help" ;;
         mq_admin_proxy_status) words="--context --group --namesrv --output --proxy --timeout --tls --tls-ca --tls-cert --tls-key --topic --watch -g -n -o -p -t -w --help" ;;
         mq_admin_schema) words="--help" ;;
         mq_admin_timer) words="status --help" ;;
         mq_admin_timer_status) words="--broker-addr --cluster --context --namesrv --output --timeout --tls --tls-ca --tls-cert --tls-key --watch -b -c -n -o -w --help" ;;
-        mq_admin_topic) words="clusters create delete list perm route status update --help" ;;
+        mq_admin_topic) words="clusters cq create delete list perm route status update --help" ;;
         mq_admin_topic_clusters) words="--context --namesrv --output --timeout --tls --tls-ca --tls-cert --tls-key --watch -n -o -w --help" ;;
+        mq_admin_topic_cq) words="--broker-addr --context --count --group --index --namesrv --output --timeout --tls --tls-ca --tls-cert --tls-key --watch -b -g -i -n -o -w --help" ;;
         mq_admin_topic_create) words="--broker-addr --cluster --context --message-type --namesrv --order --output --perm --read-queues --timeout --tls --tls-ca --tls-cert --tls-key --write-queues -b -c -n -o -p -r -w --help" ;;
         mq_admin_topic_delete) words="--cluster --context --namesrv --timeout --tls --tls-ca --tls-cert --tls-key --yes -c -n -y --help" ;;
         mq_admin_topic_list) words="--cluster --context --namesrv --output --timeout --tls --tls-ca --tls-cert --tls-key --watch -c -n -o -w --help" ;;

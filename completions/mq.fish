@@ -1118,8 +1118,9 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -s y
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from offset; and __fish_seen_subcommand_from skip; and true' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and not __fish_seen_subcommand_from connections' -a connections
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and not __fish_seen_subcommand_from connections' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and not __fish_seen_subcommand_from connections list' -a connections
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and not __fish_seen_subcommand_from connections list' -a list
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and not __fish_seen_subcommand_from connections list' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l output
@@ -1135,6 +1136,21 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -s p
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -s w
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from connections; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -l broker-addr
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -l tls-key
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -l watch
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -s b
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -s w
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from producer; and __fish_seen_subcommand_from list; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and not __fish_seen_subcommand_from clients status' -a clients
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and not __fish_seen_subcommand_from clients status' -a status
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from proxy; and not __fish_seen_subcommand_from clients status' -l help
@@ -1196,15 +1212,16 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -s w
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from timer; and __fish_seen_subcommand_from status; and true' -l help
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters create delete list perm route status update' -a clusters
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters create delete list perm route status update' -a create
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters create delete list perm route status update' -a delete
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters create delete list perm route status update' -a list
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters create delete list perm route status update' -a perm
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters create delete list perm route status update' -a route
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters create delete list perm route status update' -a status
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters create delete list perm route status update' -a update
-complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters create delete list perm route status update' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters cq create delete list perm route status update' -a clusters
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters cq create delete list perm route status update' -a cq
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters cq create delete list perm route status update' -a create
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters cq create delete list perm route status update' -a delete
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters cq create delete list perm route status update' -a list
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters cq create delete list perm route status update' -a perm
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters cq create delete list perm route status update' -a route
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters cq create delete list perm route status update' -a status
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters cq create delete list perm route status update' -a update
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and not __fish_seen_subcommand_from clusters cq create delete list perm route status update' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l namesrv
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l output
@@ -1218,6 +1235,26 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -s w
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from clusters; and true' -l help
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l broker-addr
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l context
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l count
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l group
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l index
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l namesrv
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l output
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l timeout
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l tls
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l tls-ca
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l tls-cert
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l tls-key
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l watch
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -s b
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -s g
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -s i
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -s n
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -s o
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -s w
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from cq; and true' -l help
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l broker-addr
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l cluster
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from topic; and __fish_seen_subcommand_from create; and true' -l context

@@ -1,4 +1,4 @@
-"""`mq admin topic list|route|status|clusters|create|update|delete|perm`: topics, where they live, what they hold.
+"""`mq admin topic list|route|status|clusters|cq|create|update|delete|perm`: topics, where they live, what they hold.
 
 create refuses a topic that already exists on a target broker and update refuses one that exists on
 none, so a typo never makes a new topic; queue numbers are 1..1024 and the permission is rw, r or w
@@ -36,7 +36,7 @@ from mqtools.common.topic_attributes import MESSAGE_TYPE
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
 
-app = typer.Typer(help="Topics: list, route, status, clusters, create, update, delete, perm.", no_args_is_help=True)
+app = typer.Typer(help="Topics: list, route, status, clusters, cq, create, update, delete, perm.", no_args_is_help=True)
 TopicArg = Annotated[str, typer.Argument(help="Topic name.")]
 ReadOpt = Annotated[Optional[int], typer.Option(  # noqa: UP045
     "--read-queues", "-r", min=1, max=1024, help="Read queue count, 1..1024.")]
@@ -108,6 +108,30 @@ async def clusters(admin: MQAdmin, topic: TopicArg) -> View:
     Example: mq admin topic clusters Orders
     """
     return topic_clusters_view(topic, await admin.topics.topic_clusters(topic))
+
+
+@admin_command(app, "cq", output=True, watch=True)
+async def cq(
+    admin: MQAdmin,
+    topic: TopicArg,
+    queue_id: Annotated[int, typer.Argument(help="Queue id.", min=0)],
+    index: Annotated[int, typer.Option("--index", "-i", min=0, help="The first queue index (offset) shown.")] = 0,
+    count: Annotated[int, typer.Option("--count", min=1, max=1024, help="Units shown at most, 1..1024.")] = 10,
+    group: Annotated[Optional[str], typer.Option(  # noqa: UP045
+        "-g", "--group", help="Also show this consumer group's subscription to the topic on each broker.")] = None,
+    broker_addr: BrokerOpt = None,
+) -> View:
+    """The queue's consume-queue units from INDEX on (mqadmin queryCq): where each message lies in the commitlog,
+    its size and tag code, on each broker set serving the topic (its master, else a slave), within the file that
+    holds INDEX; each broker's first and last index below.
+
+    Example: mq admin topic cq Orders 0 --index 1200 --count 5
+    """
+    from mqtools.client.admin.models.consume_queue import consume_queue_units_view
+
+    found = await admin.brokers.consume_queue_units(topic, queue_id, index, count, group=group,
+                                                    broker_addr=broker_addr)
+    return consume_queue_units_view(found)
 
 
 @admin_command(app, "create", output=True)

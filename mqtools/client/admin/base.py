@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
@@ -242,6 +242,23 @@ class AdminBase:
 
     _settled = staticmethod(settled)
     """One dead broker never sinks a snapshot (mqtools.client.errors.settled)."""
+
+    async def ask_each(self, targets: Sequence[tuple[str | None, str]], code: int, ext: dict[str, str] | None = None, *,
+                       ok: tuple[int, ...] = (ResponseCode.SUCCESS,)
+                       ) -> tuple[list[tuple[str | None, str, RemotingCommand]], list[Unreachable]]:
+        """`code` to each (broker name, address) at once: (name, address, answer) of those that answered, in
+        order, and those that did not, named; a refusal (a code outside `ok`) propagates."""
+        answers = await asyncio.gather(*(settled(self.call(addr, code, ext, ok=ok)) for _, addr in targets))
+        got: list[tuple[str | None, str, RemotingCommand]] = []
+        missed: list[Unreachable] = []
+        for (name, addr), resp in zip(targets, answers, strict=True):
+            if isinstance(resp, UnreachableError):
+                missed.append(Unreachable(name, addr, reason_of(resp)))
+            elif isinstance(resp, MQClientError):
+                raise resp
+            else:
+                got.append((name, addr, resp))
+        return got, missed
 
     async def _route(self, topic: str) -> TopicRoute:
         """Fetch and cache the route, so offset and pull helpers find the topic's brokers."""

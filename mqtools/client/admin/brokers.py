@@ -1,22 +1,39 @@
-"""One broker at a time: runtime figures, config, HA status, stats, every group's lag."""
+"""One broker at a time: runtime figures, config, HA status, stats, every group's lag; a queue's consume-queue units
+and the producers the masters know, broker set by broker set."""
 
 from __future__ import annotations
 
 import json
 
-from mqtools.client.admin.base import AdminService
+from mqtools.client.admin.base import NO_MASTER, AdminService, broker_sets, reason_of
 from mqtools.client.admin.models.brokers import BrokerConsumeStats, BrokerRuntime, QueueLag
+from mqtools.client.admin.models.connections import ProducerInstance, ProducerTable
+from mqtools.client.admin.models.consume_queue import BrokerQueueUnits, ConsumeQueueUnits, QueueUnit
 from mqtools.client.admin.models.ha import HAStatus
 from mqtools.client.admin.models.parse import queue_key
-from mqtools.client.errors import MQClientError
+from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.javaprops import parse_properties, render_properties
-from mqtools.remoting.bodies import BrokerStatsData, ConsumeStatsList, KVTable
-from mqtools.remoting.codes import RequestCode
-from mqtools.remoting.headers import GetConsumeStatsInBrokerHeader, ViewBrokerStatsDataRequestHeader
+from mqtools.common.presentation import Unreachable
+from mqtools.remoting.bodies import (
+    BrokerStatsData,
+    ConsumeStatsList,
+    KVTable,
+    ProducerTableInfo,
+    QueryConsumeQueueResponseBody,
+)
+from mqtools.remoting.body_codec import to_obj
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.headers import (
+    GetConsumeStatsInBrokerHeader,
+    QueryConsumeQueueRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
+)
 
 
 class BrokerAdmin(AdminService):
-    """One broker at a time: runtime figures, config, HA status, stats, every group's lag."""
+    """One broker at a time: runtime figures, config, HA status, stats, every group's lag; consume-queue units and
+    producer tables."""
 
     async def broker_runtime_info(self, broker_addr: str) -> BrokerRuntime:
         resp = await self.admin.call(broker_addr, RequestCode.GET_BROKER_RUNTIME_INFO)
@@ -58,3 +75,74 @@ class BrokerAdmin(AdminService):
     async def clean_expired_consume_queue(self, broker_addr: str) -> None:
         """CLEAN_EXPIRED_CONSUMEQUEUE: drop consume-queue data that points before the commitlog's start."""
         await self.admin.call(broker_addr, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE)
+
+    async def consume_queue_units(self, topic: str, queue_id: int, index: int, count: int, *,
+                                  group: str | None = None, broker_addr: str | None = None) -> ConsumeQueueUnits:
+        """QUERY_CONSUME_QUEUE: up to `count` units of queue `queue_id` from `index` (within the consume-queue file
+        that holds it), from one broker, or from each set serving the topic: its master, else a slave (which
+        holds the same queue). A set no replica answered for is named; a queue or index a broker does not hold
+        is its answer's remark."""
+        ext = QueryConsumeQueueRequestHeader(topic, queue_id, index, count, group).to_ext()
+
+        async def ask(addr: str) -> tuple[int, QueryConsumeQueueResponseBody | None, str | None]:
+            resp = await self.admin.call(addr, RequestCode.QUERY_CONSUME_QUEUE, ext,
+                                         ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
+            body = QueryConsumeQueueResponseBody.from_json(resp.body) if resp.body else None
+            return resp.code, body, resp.remark
+
+        if broker_addr is not None:
+            names = await self._names()
+            try:
+                answers = {names.get(broker_addr, broker_addr): (broker_addr, await ask(broker_addr))}
+            except UnreachableError as exc:
+                return ConsumeQueueUnits(topic, queue_id, index, count, group, [],
+                                         [Unreachable(names.get(broker_addr), broker_addr, reason_of(exc))])
+            missed: list[Unreachable] = []
+        else:
+            read = await self.admin.read_sets(broker_sets(await self.admin._route(topic)), ask)
+            answers = {name: (r.addr, r.value) for name, r in read.reads.items()}
+            missed = read.unreachable
+        brokers = [_queue_units(name, addr, index, *answer) for name, (addr, answer) in sorted(answers.items())]
+        return ConsumeQueueUnits(topic, queue_id, index, count, group, brokers, missed)
+
+    async def producer_table(self, broker_addr: str | None = None) -> ProducerTable:
+        """GET_ALL_PRODUCER_INFO of one broker, or of every master (producers connect to masters only: a set
+        without one, or whose master does not answer, is named, its producers unknown)."""
+        if broker_addr is not None:
+            targets: list[tuple[str | None, str]] = [((await self._names()).get(broker_addr), broker_addr)]
+            missed: list[Unreachable] = []
+        else:
+            sets = await self.admin.all_sets()
+            targets = [(n, addrs[MASTER_ID]) for n, addrs in sorted(sets.items()) if MASTER_ID in addrs]
+            missed = [Unreachable(n, None, f"{NO_MASTER}: producers connect to masters")
+                      for n, addrs in sorted(sets.items()) if MASTER_ID not in addrs]
+        answered, unreachable = await self.admin.ask_each(targets, RequestCode.GET_ALL_PRODUCER_INFO)
+        producers: list[ProducerInstance] = []
+        for name, addr, resp in answered:
+            table = ProducerTableInfo.from_json(resp.body or b"{}").data
+            producers += [ProducerInstance(name, addr, group, p.client_id, p.remote_ip, p.language, p.version,
+                                           p.last_update_timestamp)
+                          for group in sorted(table) for p in sorted(table[group], key=lambda p: p.client_id)]
+        missed += unreachable
+        return ProducerTable(producers, sorted(missed, key=lambda u: u.broker_name or ""))
+
+    async def _names(self) -> dict[str, str]:
+        """address -> broker name as the name servers list it; empty when they cannot be read (a broker given by
+        address is still asked)."""
+        try:
+            return {a: n for n, addrs in (await self.admin.all_sets()).items() for a in addrs.values()}
+        except MQClientError:
+            return {}
+
+
+def _queue_units(name: str, addr: str, index: int, code: int, body: QueryConsumeQueueResponseBody | None,
+                 remark: str | None) -> BrokerQueueUnits:
+    """One broker's QUERY_CONSUME_QUEUE answer: SYSTEM_ERROR when it does not hold the queue, a success without a
+    body when it does not hold the index (Apache's answers, both with a remark)."""
+    if code != ResponseCode.SUCCESS or body is None:
+        return BrokerQueueUnits(name, addr, None, None, None, remark or "no answer body")
+    sub = body.subscription_data
+    units = [QueueUnit(index + i, u.physic_offset, u.physic_size, u.tags_code) for i, u in enumerate(body.queue_data or [])]
+    return BrokerQueueUnits(name, addr, body.min_queue_index, body.max_queue_index, units, None,
+                            sub.sub_string if sub is not None else None, body.filter_data,
+                            dict(sorted(to_obj(sub).items())) if sub is not None else None)

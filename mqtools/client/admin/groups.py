@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from mqtools.client.admin.base import MASTER, AdminService, reason_of
+from mqtools.client.admin.base import MASTER, AdminService
 from mqtools.client.admin.models.groups import (
     ClientConnection,
     ConsumerProgress,
@@ -28,10 +28,8 @@ from mqtools.client.errors import (
     MQClientError,
     SubscriptionGroupNotExistError,
     UnreachableError,
-    settled,
 )
 from mqtools.common.brokerrole import MASTER_ID
-from mqtools.common.presentation import Unreachable
 from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import (
     ConsumerConnection,
@@ -261,17 +259,10 @@ class GroupAdmin(AdminService):
         does not answer is named (a set without one has no producer connected: producers send to masters)."""
         ext = GetProducerConnectionListRequestHeader(group).to_ext()
         masters = sorted((await self.admin.route_masters(topic)).items())
-        answers = await asyncio.gather(*(settled(self.admin.call(addr, RequestCode.GET_PRODUCER_CONNECTION_LIST, ext,
-                                                                  ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR)))
-                                         for _, addr in masters))
+        answered, missed = await self.admin.ask_each(masters, RequestCode.GET_PRODUCER_CONNECTION_LIST, ext,
+                                                     ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
         seen: dict[str, ClientConnection] = {}
-        missed: list[Unreachable] = []
-        for (name, addr), resp in zip(masters, answers, strict=True):
-            if isinstance(resp, UnreachableError):
-                missed.append(Unreachable(name, addr, reason_of(resp)))
-                continue
-            if isinstance(resp, MQClientError):
-                raise resp
+        for _, _, resp in answered:
             if resp.code != ResponseCode.SUCCESS or not resp.body:
                 continue
             for conn in producer_connections(ProducerConnection.from_json(resp.body)):

@@ -137,3 +137,23 @@ def test_bad_input_is_one_line_exit_2(cluster: Cluster, args: tuple[str, ...], f
     one_line_error(mq_here("admin", "group", *args, namesrv=cluster.namesrv.addr), 2, fragment)
     listed = json_of(mq_here("admin", "group", "list", "-o", "json", namesrv=cluster.namesrv.addr), "GroupList")
     assert "GcBad" not in {g["group"] for g in listed["groups"]}
+
+
+async def test_producer_list_shows_every_groups_producers_on_every_master(cluster: Cluster) -> None:
+    ns = cluster.namesrv.addr
+    create_topic(cluster, "GcProducers", 1)
+    async with Producer("GcListGroup", namesrv=ns) as producer:
+        await producer.send(Message("GcProducers", b"x"))
+        await producer.instance.heartbeat()
+        doc = json_of(await amq("admin", "producer", "list", "-o", "json", namesrv=ns), "ProducerTable")
+        mine = [p for p in doc["producers"] if p["group"] == "GcListGroup"]
+        assert {p["brokerName"] for p in mine} == {"broker-a", "broker-b"}  # it heartbeats to every master
+        assert all(p["clientId"] == producer.instance.client_id and p["language"] == "PYTHON"
+                   and p["remoteIp"].startswith("/127.0.0.1:") for p in mine)
+        addr = cluster.brokers["broker-a"].addr
+        one = json_of(await amq("admin", "producer", "list", "-b", addr, "-o", "json", namesrv=ns), "ProducerTable")
+        assert {p["brokerAddr"] for p in one["producers"]} == {addr} and any(
+            p["group"] == "GcListGroup" for p in one["producers"])
+        table = (await amq("admin", "producer", "list", namesrv=ns)).stdout.splitlines()
+        assert table[0].split() == ["GROUP", "CLIENT", "ID", "ADDR", "LANGUAGE", "VERSION", "BROKER"]
+        assert sum(line.startswith("GcListGroup ") for line in table) == 2

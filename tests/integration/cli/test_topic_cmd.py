@@ -176,3 +176,34 @@ def test_watch_redraws_until_interrupted(cluster: Cluster) -> None:
     assert proc.returncode == 0, err
     rounds = [line for line in out.splitlines() if line.startswith("# ")]
     assert len(rounds) >= 2 and out.count("total: 2 queues, 0 messages") == len(rounds)
+
+
+async def test_cq_shows_each_brokers_units_and_queryCq_prints_as_mqadmin(cluster: Cluster) -> None:
+    """`topic cq` asks every set serving the topic (one row per unit, each broker's bounds below); -b one broker; an
+    index a broker does not hold is its remark. The mqadmin dialect's queryCq prints mqadmin's layout."""
+    ns = cluster.namesrv.addr
+    mq_here("admin", "topic", "create", "TcCq", "-c", CLUSTER, "-r", "2", "-w", "2", namesrv=ns)
+    await send_to(ns, "TcCq", {("broker-a", 1): 4, ("broker-b", 1): 2})
+    doc = json_of(mq_here("admin", "topic", "cq", "TcCq", "1", "--index", "1", "--count", "2", "-o", "json",
+                          namesrv=ns), "ConsumeQueueUnits")
+    brokers = {b["brokerName"]: b for b in doc["brokers"]}
+    assert (brokers["broker-a"]["minIndex"], brokers["broker-a"]["maxIndex"]) == (0, 4)
+    assert [u["index"] for u in brokers["broker-a"]["units"]] == [1, 2]
+    assert [u["index"] for u in brokers["broker-b"]["units"]] == [1]
+    a = brokers["broker-a"]["units"]
+    assert a[1]["physicOffset"] == a[0]["physicOffset"] + a[0]["physicSize"]  # one after another in broker-a's log
+    table = mq_here("admin", "topic", "cq", "TcCq", "1", "--index", "1", "--count", "2", namesrv=ns).stdout.splitlines()
+    assert table[0].split() == ["BROKER", "INDEX", "PHYSIC", "OFFSET", "SIZE", "TAGS", "CODE"] and len(table) >= 4
+    past = json_of(mq_here("admin", "topic", "cq", "TcCq", "1", "--index", "9", "-b",
+                           cluster.brokers["broker-b"].addr, "-o", "json", namesrv=ns), "ConsumeQueueUnits")
+    assert [(b["brokerName"], b["units"], b["remark"]) for b in past["brokers"]] == [
+        ("broker-b", None, "Index 9 of 1@TcCq is not exist!")]
+    printed = mq_here("admin", "queryCq", "-t", "TcCq", "-q", "1", "-i", "0", "-c", "2", "-b",
+                      cluster.brokers["broker-a"].addr, namesrv=ns)
+    assert printed.returncode == 0, printed.stderr
+    lines = printed.stdout.splitlines()
+    assert lines[:3] == ["Queue data: ", "max: 4, min: 0", "======================================"]
+    assert lines[3] == "idx: 0" and lines[4].startswith("ConsumeQueueData{physicOffset=")
+    assert lines[4].endswith(", extendDataJson='null', bitMap='null', eval=false, msg='null'}") and len(lines) == 9
+    one_line_error(mq_here("admin", "queryCq", "-t", "TcCq", "-q", "1", "-i", "9", "-b",
+                           cluster.brokers["broker-a"].addr, namesrv=ns), 1, "Index 9 of 1@TcCq is not exist!")

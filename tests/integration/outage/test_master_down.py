@@ -215,12 +215,12 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
     codes = sweep(cluster.namesrv, sweep_values(cluster))
     # every other read whole; the name server killed first makes theirs partial (mqadmin's fails, as Apache's);
     # statsAll's put and get counters of the master-less set are its master's, and so is the check service of
-    # its open transactions: both partial; the writes' dry runs
+    # its open transactions: both partial, as the producers of the set (they connect to masters); the writes' dry runs
     # refuse the master-less set; mqadmin's queryMsgById, like Apache's, finds the offset msgId's broker gone
     # and tries it as a unique key
     assert {name: code for name, code in codes.items() if code != EXIT_OK} == {
         "ha ready": EXIT_UNREACHABLE, "namesrv config get": EXIT_PARTIAL, "getNamesrvConfig": EXIT_UNREACHABLE,
-        "broker stats": EXIT_PARTIAL, "txn list": EXIT_PARTIAL,
+        "broker stats": EXIT_PARTIAL, "txn list": EXIT_PARTIAL, "producer list": EXIT_PARTIAL,
         "offset reset --dry-run": EXIT_REFUSED, "offset skip --dry-run": EXIT_REFUSED, "queryMsgById": EXIT_REFUSED}
     assert mcp_sweep(cluster.namesrv, sweep_values(cluster)) == dict.fromkeys(MCP_READS, "whole")
     figures = exported(cluster)
@@ -309,7 +309,7 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
         "topic status": EXIT_PARTIAL, "group progress": EXIT_PARTIAL, "msg unique": EXIT_PARTIAL,
         "msg key": EXIT_PARTIAL, "timer status": EXIT_PARTIAL, "namesrv config get": EXIT_PARTIAL,
         "group consume-mode": EXIT_PARTIAL, "broker stats": EXIT_PARTIAL, "txn list": EXIT_PARTIAL,
-        "group status": EXIT_PARTIAL,
+        "group status": EXIT_PARTIAL, "topic cq": EXIT_PARTIAL, "producer list": EXIT_PARTIAL,
         "msg get": EXIT_UNREACHABLE, "msg at": EXIT_UNREACHABLE, "queryMsgByOffset": EXIT_UNREACHABLE,
         "ha ready": EXIT_UNREACHABLE, "getNamesrvConfig": EXIT_UNREACHABLE, "offset reset --dry-run": EXIT_REFUSED,
         "offset skip --dry-run": EXIT_REFUSED, "queryMsgById": EXIT_REFUSED}

@@ -12,6 +12,7 @@ from mqtools.client.admin.models.configs import (
     SubscriptionGroupConfig,
     TopicConfig,
 )
+from mqtools.client.admin.models.consume_queue import BrokerQueueUnits, QueueUnit
 from mqtools.client.admin.models.controller import (
     BrokerEpochs,
     BrokerSetState,
@@ -43,6 +44,7 @@ from mqtools.client.admin.models.mqadmin_text import (
     group_config_text,
     message_detail,
     pull_result_lines,
+    query_cq_text,
     reset_lines,
     route_json,
     route_list,
@@ -273,3 +275,22 @@ def test_a_trace_as_query_msg_trace_by_id_prints_it() -> None:
     assert lines[2] == "" and [line.split()[1] for line in lines if line.startswith("#Type")][1:] == [
         "#ConsumerGroup", "#ConsumerGroup"]  # one header per group; SubBefore records are not printed
     assert sum(line.startswith("Sub ") for line in lines) == 2 and lines[-2].split()[-1] in ("success", "failed")
+
+
+def test_query_cq_prints_the_subscription_bounds_and_each_unit_as_mqadmin() -> None:
+    found = BrokerQueueUnits("broker-a", "10.0.0.1:10911", 0, 12, [QueueUnit(3, 1024, 190, 77), QueueUnit(4, 1214, 190, 0)],
+                             subscription="TagA", filter_data="null",
+                             subscription_json={"classFilterMode": False, "codeSet": [], "expressionType": "TAG",
+                                                "subString": "TagA", "subVersion": 1, "tagsSet": ["TagA"],
+                                                "topic": "T"})
+    rule = "=" * 38
+    assert query_cq_text(found).split("\n") == [
+        "Subscription data: ", "{", '\t"classFilterMode":false,', '\t"codeSet":[],', '\t"expressionType":"TAG",',
+        '\t"subString":"TagA",', '\t"subVersion":1,', '\t"tagsSet":[', '\t\t"TagA"', "\t],", '\t"topic":"T"', "}", rule,
+        "Filter data: ", "null", rule, "Queue data: ", "max: 12, min: 0", rule,
+        "idx: 3", ("ConsumeQueueData{physicOffset=1024, physicSize=190, tagsCode=77, extendDataJson='null', "
+        "bitMap='null', eval=false, msg='null'}"), rule,
+        "idx: 4", ("ConsumeQueueData{physicOffset=1214, physicSize=190, tagsCode=0, extendDataJson='null', "
+        "bitMap='null', eval=false, msg='null'}"), rule, ""]
+    bare = BrokerQueueUnits("broker-a", "10.0.0.1:10911", 5, 6, [])
+    assert query_cq_text(bare) == f"Queue data: \nmax: 6, min: 5\n{rule}\n"

@@ -1,4 +1,5 @@
-"""mqadmin's producerConnection: a group's online producers, in mqadmin's format (no header)."""
+"""mqadmin's producerConnection: a group's online producers, in mqadmin's format (no header). mqadmin's `producer -b
+ADDR` is `mq admin producer list -b ADDR`: `producer` is the mq dialect's noun."""
 
 from __future__ import annotations
 
@@ -37,3 +38,4 @@ def producer_connection(
                    EXIT_REFUSED)
     for index, c in enumerate(conns, start=1):
         typer.echo(java_format(ROW, index, c.client_id, c.client_addr, c.language, version_desc(c.version)))
+

@@ -1,21 +1,23 @@
-"""mqadmin's topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicStatus and
-topicClusterList, with mqadmin's options and output (RocketMQ 5 layouts)."""
+"""mqadmin's topic commands: updateTopic, deleteTopic, topicList, topicRoute, topicStatus, topicClusterList and
+queryCq (a queue's consume-queue units), with mqadmin's options and output (RocketMQ 5 layouts)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, Optional
+from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
 
-from mqtools.cli.admin.common import usage
+from mqtools.cli.admin.common import fail, usage
 from mqtools.cli.admin.mqadmin import TopicOpt, command, run
 from mqtools.client.admin.models.mqadmin_text import (
+    query_cq_text,
     route_json,
     route_list,
     topic_config_text,
     topic_status_lines,
     topic_usage_lines,
 )
+from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE
 from mqtools.common.javatext import java_bool
 
 if TYPE_CHECKING:
@@ -152,3 +154,29 @@ def topic_cluster_list(topic: TopicOpt) -> None:
 
     for name in run(job):
         typer.echo(name)
+
+
+@command("queryCq", "mq admin topic cq", "Query cq command.")
+def query_cq(
+    topic: TopicOpt,
+    queue: Annotated[int, typer.Option("-q", "--queue", help="queue num, ie. 1")],
+    index: Annotated[int, typer.Option("-i", "--index", help="start queue index.")],
+    count: Annotated[int, typer.Option("-c", "--count", help="how many.")] = 10,
+    broker: Annotated[Optional[str], typer.Option("-b", "--broker", help="broker addr.")] = None,  # noqa: UP045
+    group: Annotated[Optional[str], typer.Option("-g", "--consumer", help="consumer group.")] = None,  # noqa: UP045
+) -> None:
+    """Example: mq admin queryCq -t Orders -q 0 -i 1200 -c 5"""
+    name = topic.strip()
+
+    async def job(admin: MQAdmin) -> Any:
+        return await admin.brokers.consume_queue_units(name, queue, index, count, group=group and group.strip(),
+                                                       broker_addr=broker and broker.strip())
+
+    found = run(job)
+    if not found.brokers:
+        raise fail(f"no broker of {name} answered: " + "; ".join(str(u) for u in found.unreachable),
+                   EXIT_UNREACHABLE)
+    one = found.brokers[0]  # mqadmin asks one broker: -b, else the route's first
+    if one.units is None:
+        raise fail(f"{one.broker_name} ({one.addr}): {one.remark}", EXIT_REFUSED)
+    typer.echo(query_cq_text(one), nl=False)

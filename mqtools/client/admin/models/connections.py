@@ -1,17 +1,20 @@
 """Who is connected: a consumer group's clients and a producer group's, as the brokers see them, and the gRPC
-clients of RocketMQ 5 proxies beside them (`group connections`, `producer connections`; MCP's group_connections).
+clients of RocketMQ 5 proxies beside them (`group connections`, `producer connections`; MCP's group_connections);
+every producer of every group on the masters (`producer list`, mqadmin's producer).
 The brokers never see a proxy's gRPC clients: those come from the proxies asked, with the proxy in a VIA column."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from typing import Any
 
 from mqtools.client.admin.models.groups import ClientConnection, GroupConnections, ProducerClients
 from mqtools.client.admin.models.proxies import ProxiedClients
 from mqtools.common.mqversion import version_desc
-from mqtools.common.presentation import Column, View, renders
+from mqtools.common.presentation import NA, Column, Unreachable, View, renders
 
-__all__ = ["CLIENT_COLUMNS", "client_json", "client_row", "group_connections_view", "producer_connections_view"]
+__all__ = ["CLIENT_COLUMNS", "ProducerInstance", "ProducerTable", "client_json", "client_row", "group_connections_view",
+           "producer_connections_view", "producer_table_view"]
 
 CLIENT_COLUMNS = [Column("CLIENT ID"), Column("ADDR"), Column("LANGUAGE"), Column("VERSION")]
 
@@ -78,3 +81,41 @@ def producer_connections_view(group: str, topic: str, producers: ProducerClients
         [[c.client_id, c.client_addr, c.language, c.version, f"proxy {c.proxy}"] for c in via]
     return View("ProducerConnections", [*CLIENT_COLUMNS, Column("VIA")], rows, data, footer=footer,
                 unreachable=[*producers.unreachable, *through.unreachable])
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerInstance:
+    """One producer as a broker's producer table lists it (GET_ALL_PRODUCER_INFO); `remote_ip` as the broker gives
+    it (Apache: Netty's /host:port), `last_heartbeat_ms` the broker's time of its last heartbeat."""
+
+    broker_name: str | None
+    broker_addr: str
+    group: str
+    client_id: str
+    remote_ip: str
+    language: str
+    version: int
+    last_heartbeat_ms: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProducerTable:
+    """Every producer the brokers asked know of; a broker that did not answer (or a set without a master, where
+    producers would be connected) is in `unreachable` and its producers are missing."""
+
+    producers: list[ProducerInstance]
+    unreachable: list[Unreachable] = field(default_factory=list)
+
+
+@renders("ProducerTable")
+def producer_table_view(table: ProducerTable) -> View:
+    rows = [[p.group, p.client_id, p.remote_ip.lstrip("/"), p.language, version_desc(p.version), p.broker_name or NA]
+            for p in table.producers]
+    data = {"producers": [{"brokerName": p.broker_name, "brokerAddr": p.broker_addr, "group": p.group,
+                           "clientId": p.client_id, "remoteIp": p.remote_ip, "language": p.language,
+                           "version": p.version, "versionDesc": version_desc(p.version),
+                           "lastHeartbeatMs": p.last_heartbeat_ms} for p in table.producers]}
+    columns = [Column("GROUP"), Column("CLIENT ID"), Column("ADDR"), Column("LANGUAGE"), Column("VERSION"),
+               Column("BROKER")]
+    footer = [] if table.producers else ["no producer is connected to the brokers asked"]
+    return View("ProducerTable", columns, rows, data, footer=footer, unreachable=table.unreachable)

@@ -1,7 +1,7 @@
 """The models as Apache's mqadmin prints them (its printf patterns and Java's toString), for the mqadmin
 dialect of `mq admin`: clusterList, consumerProgress, haStatus, topicRoute, TopicConfig, SubscriptionGroupConfig,
 getBrokerConfig, resetOffsetByTime, MessageQueue, MessageExt (queryMsgBy*, printMsg, consumeMessage),
-MessageTrack. Scripts that cut mqadmin's output keep working on mq's."""
+MessageTrack, queryCq's consume-queue units. Scripts that cut mqadmin's output keep working on mq's."""
 
 from __future__ import annotations
 
@@ -37,6 +37,7 @@ if TYPE_CHECKING:
         TopicConfig,
         TopicRouteData,
     )
+    from mqtools.client.admin.models.consume_queue import BrokerQueueUnits
     from mqtools.client.admin.models.groups import (
         ConsumerProgress,
         GroupConnections,
@@ -416,3 +417,22 @@ def trace_lines(trace: MessageTrace) -> list[str]:
                                  "#Status"))
         lines += [_trace_row("Sub", entry) for entry in consumers[group]] + [""]
     return lines
+
+
+CQ_RULE = "======================================"
+
+
+def query_cq_text(found: BrokerQueueUnits) -> str:
+    """QueryConsumeQueueCommand's output for one broker's answer that holds units: the group's subscription and
+    filter data when asked, the queue's bounds, then each unit as ConsumeQueueData.toString() (no CQ extension
+    here, so its extension fields print as null)."""
+    out = []
+    if found.subscription_json is not None:
+        out.append(f"Subscription data: \n{fastjson_pretty(found.subscription_json)}\n{CQ_RULE}\n")
+    if found.filter_data is not None:
+        out.append(f"Filter data: \n{found.filter_data}\n{CQ_RULE}\n")
+    out.append(f"Queue data: \nmax: {found.max_index}, min: {found.min_index}\n{CQ_RULE}\n")
+    out += [f"idx: {u.index}\nConsumeQueueData{{physicOffset={u.physic_offset}, physicSize={u.physic_size}, "
+            f"tagsCode={u.tags_code}, extendDataJson='null', bitMap='null', eval=false, msg='null'}}\n{CQ_RULE}\n"
+            for u in found.units or []]
+    return "".join(out)
