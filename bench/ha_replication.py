@@ -60,12 +60,17 @@ async def sender(client: RemotingClient, addr: str, stop_at: float, inflight: in
     return ok
 
 
-async def sample_lag(client: RemotingClient, group: Group, stop_at: float, out: list[tuple[float, int, int]]) -> None:
+async def lag_sample(client: RemotingClient, group: Group) -> tuple[float, int, int]:
+    """(when, the master's commitlog end, the slave's)."""
     assert group.slave is not None
+    m = await commitlog_max(client, group.master.addr)
+    s = await commitlog_max(client, group.slave.addr)
+    return time.monotonic(), m, s
+
+
+async def sample_lag(client: RemotingClient, group: Group, stop_at: float, out: list[tuple[float, int, int]]) -> None:
     while time.monotonic() < stop_at:
-        m = await commitlog_max(client, group.master.addr)
-        s = await commitlog_max(client, group.slave.addr)
-        out.append((time.monotonic(), m, s))
+        out.append(await lag_sample(client, group))
         await asyncio.sleep(0.2)
 
 
@@ -77,6 +82,8 @@ async def full_load(root: Path, seconds: float) -> None:
         stop_at = time.monotonic() + seconds
         samples: list[tuple[float, int, int]] = []
         await asyncio.gather(sender(client, group.master.addr, stop_at, 64), sample_lag(client, group, stop_at, samples))
+        # one more once the senders are done: a short run on a slow machine may have sampled only once in its window
+        samples.append(await lag_sample(client, group))
         (t0, m0, s0), (t1, m1, s1) = samples[0], samples[-1]
         ingest = (m1 - m0) / (t1 - t0) / 1e6
         repl = (s1 - s0) / (t1 - t0) / 1e6
@@ -86,7 +93,8 @@ async def full_load(root: Path, seconds: float) -> None:
         verdict = "bounded" if slope < 0.02 * (m1 - m0) / (t1 - t0) else "GROWING"
         print(f"ha_replication full-load ASYNC_MASTER: master ingest {ingest:.2f} MB/s, replication {repl:.2f} MB/s, "
               f"ratio {repl / ingest if ingest else 0:.2f} (target >= ~1.0); lag max {worst / 1024:.0f} KiB "
-              f"({1000 * worst / (m1 - m0) * (t1 - t0):.0f} ms of ingest), trend {slope / 1024:+.0f} KiB/s "
+              f"({f'{1000 * worst / (m1 - m0) * (t1 - t0):.0f}' if m1 > m0 else 'n/a'} ms of ingest), "
+              f"trend {slope / 1024:+.0f} KiB/s "
               f"({verdict})", flush=True)
     finally:
         await client.close()
@@ -113,6 +121,7 @@ async def fixed_rate(root: Path, seconds: float, rate: float) -> None:
         samples: list[tuple[float, int, int]] = []
         sent = await asyncio.gather(sender(client, group.master.addr, stop_at, 16, rate=rate),
                                     sample_lag(client, group, stop_at, samples))
+        samples.append(await lag_sample(client, group))  # as full_load: never fewer than two
         steady = samples[len(samples) // 5:]
         lags = sorted(m - s for _, m, s in steady)
         bytes_per_s = (samples[-1][1] - samples[0][1]) / (samples[-1][0] - samples[0][0])

@@ -83,6 +83,7 @@ MQADMIN_READS: dict[str, list[str]] = {
     "queryMsgByOffset": ["queryMsgByOffset", "-t", "{topic}", "-b", "broker-a", "-i", "0", "-o", "0"],
     "getNamesrvConfig": ["getNamesrvConfig"],
     "haStatus": ["haStatus", "-b", "{addr}"],
+    "queryCq": ["queryCq", "-t", "{topic}", "-q", "0", "-i", "0"],
 }
 
 DOCUMENTED = {EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_PARTIAL}

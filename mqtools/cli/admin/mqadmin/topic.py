@@ -173,10 +173,12 @@ def query_cq(
                                                        broker_addr=broker and broker.strip())
 
     found = run(job)
-    if not found.brokers:
-        raise fail(f"no broker of {name} answered: " + "; ".join(str(u) for u in found.unreachable),
-                   EXIT_UNREACHABLE)
-    one = found.brokers[0]  # mqadmin asks one broker: -b, else the route's first
+    # mqadmin asks one broker: -b, else the route's first set; one that cannot be read is said, never replaced
+    first = min([*(b.broker_name for b in found.brokers), *(u.broker_name or "" for u in found.unreachable)])
+    missed = next((u for u in found.unreachable if (u.broker_name or "") == first), None)
+    if missed is not None:
+        raise fail(str(missed), EXIT_UNREACHABLE)
+    one = next(b for b in found.brokers if b.broker_name == first)
     if one.units is None:
         raise fail(f"{one.broker_name} ({one.addr}): {one.remark}", EXIT_REFUSED)
     typer.echo(query_cq_text(one), nl=False)
