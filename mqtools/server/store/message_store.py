@@ -79,7 +79,6 @@ from mqtools.server.store.checkpoint import StoreCheckpoint
 from mqtools.server.store.cleanup import CleanCommitLogService, clean_store, disk_used_ratio
 from mqtools.server.store.commitlog import CommitLog, EntryTooLarge
 from mqtools.server.store.config import MessageStoreConfig
-from mqtools.server.store.consume_queue import ConsumeQueue
 from mqtools.server.store.delay_levels import DelayLevelTable
 from mqtools.server.store.dispatch import ArrivalListener, DispatchService, Watching
 from mqtools.server.store.flush import GroupCommitService, StoreFlusher, interval_loop, wait_flushed
@@ -395,9 +394,6 @@ class MessageStore:
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         cq = self.dispatcher.cq(topic, queue_id)
         return cq.min_offset if cq is not None else 0
-
-    def consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None:
-        return self.dispatcher.cq(topic, queue_id)
 
     def topic_queue_ids(self, topic: str) -> list[int]:
         return sorted(self.dispatcher.consume_queues.get(topic, {}))

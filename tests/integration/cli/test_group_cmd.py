@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 import pytest
 from support.adminsupport import json_of, mq_here, one_line_error
 from support.clientsupport import Cluster, until
@@ -18,6 +21,16 @@ def create_topic(cluster: Cluster, topic: str, queues: int = 2) -> None:
     done = mq_here("admin", "topic", "create", topic, "-c", CLUSTER, "-r", str(queues), "-w", str(queues),
               namesrv=cluster.namesrv.addr)
     assert done.returncode == 0, done.stderr
+
+
+@contextlib.asynccontextmanager
+async def online_producer(cluster: Cluster, group: str, topic: str) -> AsyncIterator[Producer]:
+    """A producer of `group` that has sent to a new one-queue `topic` and heartbeaten: every master lists it."""
+    create_topic(cluster, topic, 1)
+    async with Producer(group, namesrv=cluster.namesrv.addr) as producer:
+        await producer.send(Message(topic, b"x"))
+        await producer.instance.heartbeat()
+        yield producer
 
 
 async def test_progress_shows_the_exact_lag_after_n_sent_and_m_consumed(cluster: Cluster) -> None:
@@ -105,10 +118,7 @@ async def test_connections_and_status_of_an_online_group(cluster: Cluster) -> No
 
 async def test_producer_connections(cluster: Cluster) -> None:
     ns = cluster.namesrv.addr
-    create_topic(cluster, "GcProducer", 1)
-    async with Producer("GcProducerGroup", namesrv=ns) as producer:
-        await producer.send(Message("GcProducer", b"x"))
-        await producer.instance.heartbeat()
+    async with online_producer(cluster, "GcProducerGroup", "GcProducer") as producer:
         doc = json_of(await amq("admin", "producer", "connections", "GcProducerGroup", "GcProducer", "-o", "json",
                                 namesrv=ns), "ProducerConnections")
         assert [(c["clientId"], c["language"], c["versionDesc"]) for c in doc["clients"]] == [
@@ -141,10 +151,7 @@ def test_bad_input_is_one_line_exit_2(cluster: Cluster, args: tuple[str, ...], f
 
 async def test_producer_list_shows_every_groups_producers_on_every_master(cluster: Cluster) -> None:
     ns = cluster.namesrv.addr
-    create_topic(cluster, "GcProducers", 1)
-    async with Producer("GcListGroup", namesrv=ns) as producer:
-        await producer.send(Message("GcProducers", b"x"))
-        await producer.instance.heartbeat()
+    async with online_producer(cluster, "GcListGroup", "GcProducers") as producer:
         doc = json_of(await amq("admin", "producer", "list", "-o", "json", namesrv=ns), "ProducerTable")
         mine = [p for p in doc["producers"] if p["group"] == "GcListGroup"]
         assert {p["brokerName"] for p in mine} == {"broker-a", "broker-b"}  # it heartbeats to every master

@@ -100,7 +100,7 @@ class QueryProcessor:
         queryConsumeQueue); with a group, its subscription to the topic. An index the queue does not hold is a
         success with a remark and no body, as Apache answers it."""
         h = QueryConsumeQueueRequestHeader.from_ext(req.ext_fields)
-        cq = self.c.store.consume_queue(h.topic, h.queue_id)
+        cq = self.c.store.dispatcher.cq(h.topic, h.queue_id)  # the queue's own units: a diagnostic read
         if cq is None:
             return req.response(ResponseCode.SYSTEM_ERROR, f"{h.queue_id}@{h.topic} is not exist!")
         body = QueryConsumeQueueResponseBody(max_queue_index=cq.max_offset, min_queue_index=cq.min_offset)
