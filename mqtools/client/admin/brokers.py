@@ -93,7 +93,7 @@ class BrokerAdmin(AdminService):
         if broker_addr is not None:
             names = await self._names()
             try:
-                answers = {names.get(broker_addr, broker_addr): (broker_addr, await ask(broker_addr))}
+                answers = {names.get(broker_addr): (broker_addr, await ask(broker_addr))}
             except UnreachableError as exc:
                 return ConsumeQueueUnits(topic, queue_id, index, count, group, [],
                                          [Unreachable(names.get(broker_addr), broker_addr, reason_of(exc))])
@@ -102,7 +102,8 @@ class BrokerAdmin(AdminService):
             read = await self.admin.read_sets(broker_sets(await self.admin._route(topic)), ask)
             answers = {name: (r.addr, r.value) for name, r in read.reads.items()}
             missed = read.unreachable
-        brokers = [_queue_units(name, addr, index, *answer) for name, (addr, answer) in sorted(answers.items())]
+        brokers = [_queue_units(name, addr, index, *answer)
+                   for name, (addr, answer) in sorted(answers.items(), key=lambda kv: kv[0] or "")]
         return ConsumeQueueUnits(topic, queue_id, index, count, group, brokers, missed)
 
     async def producer_table(self, broker_addr: str | None = None) -> ProducerTable:
@@ -135,7 +136,7 @@ class BrokerAdmin(AdminService):
             return {}
 
 
-def _queue_units(name: str, addr: str, index: int, code: int, body: QueryConsumeQueueResponseBody | None,
+def _queue_units(name: str | None, addr: str, index: int, code: int, body: QueryConsumeQueueResponseBody | None,
                  remark: str | None) -> BrokerQueueUnits:
     """One broker's QUERY_CONSUME_QUEUE answer: SYSTEM_ERROR when it does not hold the queue, a success without a
     body when it does not hold the index (Apache's answers, both with a remark)."""

@@ -5,6 +5,12 @@ from __future__ import annotations
 from support.documents import check
 
 from mqtools.cli.output import plain
+from mqtools.client.admin.models.consume_queue import (
+    BrokerQueueUnits,
+    ConsumeQueueUnits,
+    QueueUnit,
+    consume_queue_units_view,
+)
 from mqtools.client.admin.models.topics import (
     QueueStats,
     TopicChange,
@@ -75,3 +81,16 @@ def test_topic_status_with_a_set_read_from_its_slave_and_one_unreachable_is_part
 def test_a_complete_document_says_it_is_not_partial() -> None:
     doc = check(topic_clusters_view("Orders", ["A"]))
     assert (doc["partial"], doc["unreachable"]) == (False, [])
+
+
+def test_topic_cq_marks_a_broker_the_name_servers_do_not_list() -> None:
+    found = ConsumeQueueUnits("Orders", 0, 3, 2, None, [
+        BrokerQueueUnits("broker-a", "10.0.0.1:10911", 0, 9, [QueueUnit(3, 4096, 190, 77)]),
+        BrokerQueueUnits(None, "10.0.0.9:10911", None, None, None, "Index 3 of 0@Orders is not exist!")])
+    view = consume_queue_units_view(found)
+    doc = check(view)
+    assert view.rows == [["broker-a", 3, 4096, 190, 77]]
+    assert view.footer == ["queue 0 on broker-a (10.0.0.1:10911): indexes 0..9",
+                           "queue 0 on n/a (10.0.0.9:10911): indexes n/a; Index 3 of 0@Orders is not exist!"]
+    assert [(b["brokerName"], b["units"]) for b in doc["brokers"]] == [
+        ("broker-a", [{"index": 3, "physicOffset": 4096, "physicSize": 190, "tagsCode": 77}]), (None, None)]

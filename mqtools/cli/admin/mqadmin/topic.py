@@ -174,11 +174,15 @@ def query_cq(
 
     found = run(job)
     # mqadmin asks one broker: -b, else the route's first set; one that cannot be read is said, never replaced
-    first = min([*(b.broker_name for b in found.brokers), *(u.broker_name or "" for u in found.unreachable)])
+    first = min([*(b.broker_name or "" for b in found.brokers), *(u.broker_name or "" for u in found.unreachable)],
+                default=None)
+    if first is None:
+        raise fail(f"no broker serves {name}", EXIT_REFUSED)
     missed = next((u for u in found.unreachable if (u.broker_name or "") == first), None)
     if missed is not None:
         raise fail(str(missed), EXIT_UNREACHABLE)
-    one = next(b for b in found.brokers if b.broker_name == first)
+    one = next(b for b in found.brokers if (b.broker_name or "") == first)
     if one.units is None:
-        raise fail(f"{one.broker_name} ({one.addr}): {one.remark}", EXIT_REFUSED)
+        where = one.addr if one.broker_name is None else f"{one.broker_name} ({one.addr})"
+        raise fail(f"{where}: {one.remark}", EXIT_REFUSED)
     typer.echo(query_cq_text(one), nl=False)

@@ -30,7 +30,8 @@ class BrokerQueueUnits:
     """One broker's answer. `units` is None when it does not hold the queue or the index (`remark` says which);
     `subscription` the group's subscription expression when a group was asked about and is online there."""
 
-    broker_name: str
+    broker_name: str | None
+    """None when -b named a broker the name servers do not list."""
     addr: str
     min_index: int | None
     max_index: int | None
@@ -64,15 +65,15 @@ class ConsumeQueueUnits:
 @renders("ConsumeQueueUnits")
 def consume_queue_units_view(found: ConsumeQueueUnits) -> View:
     """One row per unit, each broker's bounds and remarks as the footer."""
-    rows = [[b.broker_name, u.index, u.physic_offset, u.physic_size, u.tags_code]
+    rows = [[b.broker_name or NA, u.index, u.physic_offset, u.physic_size, u.tags_code]
             for b in found.brokers for u in (b.units or [])]
     footer = []
     for b in found.brokers:
-        bounds = f"queue {found.queue_id} on {b.broker_name} ({b.addr}): indexes " + \
+        bounds = f"queue {found.queue_id} on {b.broker_name or NA} ({b.addr}): indexes " + \
             (f"{b.min_index}..{b.max_index}" if b.min_index is not None else NA)
         footer.append(bounds + (f"; {b.remark}" if b.remark else ""))
         if found.group is not None:
-            footer.append(f"{found.group} on {b.broker_name}: " + (
+            footer.append(f"{found.group} on {b.broker_name or NA}: " + (
                 f"subscribed {b.subscription}" if b.subscription is not None else (b.filter_data or "not online")))
     data = {"topic": found.topic, "queueId": found.queue_id, "index": found.index, "count": found.count,
             "group": found.group, "brokers": [b.to_json() for b in found.brokers]}
