@@ -67,6 +67,12 @@ class ProcInfo:
     args: list[str] = field(default_factory=list)
     pid: int = 0
     create_time: float = 0.0
+    """Its start in seconds since the epoch: how a state file written before start_ticks identifies it."""
+    start_ticks: int = 0
+    """Its start in clock ticks since boot (/proc/PID/stat): what tells it from a later process given the
+    same pid. A start in wall-clock seconds moves when the clock is stepped (psutil adds /proc/stat's btime,
+    which moves with it), and then a running process would look gone: no pid in `status`, left running by
+    `down`, nothing for a drill to kill."""
     host: str = "127.0.0.1"
     netns: str = ""
     """The network namespace it runs in (mq cluster up --netns); empty: the root namespace."""
@@ -162,13 +168,25 @@ def mq_command() -> list[str]:
     return [sys.executable, "-m", "mqtools.cli.main"]
 
 
+def start_ticks(pid: int) -> int | None:
+    """When `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat); None where there is no
+    such file."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_bytes()
+    except OSError:
+        return None
+    return int(stat[stat.rindex(b")") + 2:].split()[19])  # after "pid (comm) ": field 3 onwards
+
+
 def alive(proc: ProcInfo) -> psutil.Process | None:
     """The running process for `proc`, or None (a reused pid with another start time is not it)."""
     if proc.pid <= 0:
         return None
     try:
         ps = psutil.Process(proc.pid)
-        if abs(ps.create_time() - proc.create_time) > 1.0 or ps.status() == psutil.STATUS_ZOMBIE:
+        ticks = start_ticks(proc.pid) if proc.start_ticks else None
+        same = ticks == proc.start_ticks if ticks is not None else abs(ps.create_time() - proc.create_time) <= 1.0
+        if not same or ps.status() == psutil.STATUS_ZOMBIE:
             return None
         return ps
     except psutil.Error:
@@ -193,6 +211,7 @@ def spawn(root: Path, proc: ProcInfo, env: dict[str, str] | None = None) -> None
         proc.create_time = psutil.Process(child.pid).create_time()
     except psutil.Error:
         proc.create_time = 0.0
+    proc.start_ticks = start_ticks(child.pid) or 0
     pid_path(root, proc.name).write_text(f"{child.pid}\n")
     _children[child.pid] = child
 

@@ -97,3 +97,15 @@ def test_state_round_trip_and_dead_or_reused_pids(tmp_path: Path) -> None:
     assert sv.alive(loaded.procs[0]) is None
     assert sv.stop(loaded.procs[1]) == "not running"
     assert sv.load_state(tmp_path / "nothing") is None
+
+
+def test_a_process_is_known_by_its_start_since_boot_not_by_the_clock(tmp_path: Path) -> None:
+    state = plan(UpOptions("2m-noslave", tmp_path, base_port=42000))
+    me = state.procs[0]
+    me.pid, me.start_ticks = os.getpid(), sv.start_ticks(os.getpid()) or 0
+    me.create_time = 0.0  # as if the clock had been stepped since it started
+    sv.save_state(tmp_path, state)
+    loaded = sv.load_state(tmp_path)
+    assert loaded is not None and sv.alive(loaded.procs[0]) is not None
+    loaded.procs[0].start_ticks += 1  # another process that was given the same pid
+    assert sv.alive(loaded.procs[0]) is None
