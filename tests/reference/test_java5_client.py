@@ -12,6 +12,11 @@ import apache
 import pytest
 from javaclient import JavaClient, run_java
 from refsupport import CLUSTER, assert_same, consume_all, make_topic, name, on_both, sent_outcome
+from support.presetcluster import wait_for
+
+from mqtools.client.admin.sync import SyncMQAdmin
+from mqtools.remoting.assignment import PollingInfoRequestHeader, PollingInfoResponseHeader
+from mqtools.remoting.codes import RequestCode
 
 pytestmark = pytest.mark.timeout(300)
 
@@ -93,9 +98,21 @@ def test_the_clients_own_pop_requests(pair5):
     assert out["mq"]["binary"] == apache_json
 
 
+def parked_pops(ns: str, topic: str, group: str) -> int:
+    """POPs of `group` waiting on the broker for any queue of `topic` (POLLING_INFO's pollingNum for queue -1)."""
+    with SyncMQAdmin(ns) as admin:
+        (data,) = admin.cluster_info().broker_addr_table.values()
+        resp = admin.call(data.broker_addrs[0], RequestCode.POLLING_INFO,
+                          PollingInfoRequestHeader(group, topic, -1).to_ext())
+    return PollingInfoResponseHeader.from_ext(resp.ext_fields).polling_num
+
+
 def test_pop_consumers_outnumbering_the_queues_all_receive(pair5, ref_root):
     """5.x's DefaultMQPushConsumer with client rebalance off on a group that Apache's mqadmin 5.5.0 set to POP
-    (setConsumeMode): two consumers on a topic of one queue both receive, every message once, none left."""
+    (setConsumeMode): two consumers on a topic of one queue both receive, every message once, none left. The
+    messages are sent once both consumers' POPs wait on the broker: the client sends its first POP 500 ms after
+    the assignment that "started" reports, and 40 messages stored before then went to whichever consumer asked
+    first, in two POPs of up to 32 (on mq, whose sends are quicker, in 8 of 17 runs here)."""
     count = 40
 
     def scenario(ns: str) -> dict[str, Any]:
@@ -109,6 +126,7 @@ def test_pop_consumers_outnumbering_the_queues_all_receive(pair5, ref_root):
         try:
             for c in consumers:
                 c.wait_for(lambda ev: [e for e in ev if e.get("event") == "started"], 60, "the consumer started")
+            wait_for(lambda: parked_pops(ns, topic, group) == 2, 30, "a POP of each consumer waiting on the broker")
             sent = run_java("produce", ns, "--topic", topic, "--count", str(count), client=CLIENT)
             consumers[0].wait_for(lambda ev: sum(len(c.received()) for c in consumers) >= count, 60,
                                   f"{count} messages received by the two")
