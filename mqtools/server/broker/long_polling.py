@@ -18,7 +18,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from mqtools.remoting.command import RemotingCommand
@@ -41,6 +41,10 @@ class HeldPull:
     tag_filter: Callable[[int], bool] | None = None
     seq: int = field(default_factory=itertools.count().__next__)
     done: bool = False
+    waker: Hashable | None = None
+    """Of the requests with the same waker (a group's POPs) an arrival wakes one, the oldest it satisfies, as
+    Apache's PopLongPollingService wakes one POP a notification: waking every one ran them all again for one
+    message. None: woken whenever satisfied (a pull)."""
 
 
 class HoldTable:
@@ -52,7 +56,7 @@ class HoldTable:
         self._counter = itertools.count()
 
     def __len__(self) -> int:
-        return sum(len(v) for v in self.by_queue.values())
+        return sum(1 for v in self.by_queue.values() for held in v if not held.done)
 
     def add(self, held: HeldPull) -> None:
         self.by_queue.setdefault((held.topic, held.queue_id), []).append(held)
@@ -64,11 +68,17 @@ class HoldTable:
         if not waiting:
             return []
         woken, keep = [], []
+        wakers: set[Hashable] = set()
         for held in waiting:
             if held.done:
                 continue
             matched = tags_code is None or held.tag_filter is None or held.tag_filter(tags_code)
             if max_offset > held.offset and matched:
+                if held.waker is not None:
+                    if held.waker in wakers:
+                        keep.append(held)
+                        continue
+                    wakers.add(held.waker)
                 held.done = True
                 woken.append(held)
             else:
@@ -77,16 +87,19 @@ class HoldTable:
         return woken
 
     def expire(self, now: float) -> list[HeldPull]:
-        """Requests whose deadline passed."""
+        """Requests whose deadline passed. Each queue they waited on is swept once, of these and of the requests
+        answered meanwhile (done): one sweep a request made many expiries a loop stall."""
         out = []
+        touched: set[Key] = set()
         while self._deadlines and self._deadlines[0][0] <= now:
             _d, _n, held = heapq.heappop(self._deadlines)
+            touched.add((held.topic, held.queue_id))
             if held.done:
                 continue
             held.done = True
             out.append(held)
-            key = (held.topic, held.queue_id)
-            self._store(key, [h for h in self.by_queue.get(key, []) if h is not held])
+        for key in touched:
+            self._store(key, [h for h in self.by_queue.get(key, []) if not h.done])
         return out
 
     def drop_connection(self, conn: RemotingConnection) -> None:

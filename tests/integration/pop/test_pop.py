@@ -248,6 +248,44 @@ async def test_more_consumers_than_queues_all_receive(cluster: Cluster, consumer
     assert all(got.values()), {i: len(v) for i, v in got.items()}
 
 
+async def test_an_arrival_wakes_one_waiting_pop_of_the_group_and_the_broker_keeps_answering(
+    cluster: Cluster, consumer_factory
+) -> None:
+    """Eight consumers long-polling a topic of eight queues while 400 messages are sent one at a time: every
+    send answered, every message popped once, and each arrival handed to one waiting POP of the group, as
+    Apache's PopLongPollingService does. A POP waits on every queue of the topic; before, the one that woke
+    it left its waits on the other queues behind, each arrival there ran it again (and parked it again on
+    every queue), and at four consumers the broker's loop spent itself sweeping the waits: sends timed out."""
+    topic, count = "PopHerd", 400
+    await create_topic(cluster, topic, 8)
+    consumers = [await consumer_factory("CG_POP_HERD") for _ in range(8)]
+    got: Counter[str] = Counter()
+    stop = asyncio.Event()
+
+    async def run(consumer: PopConsumer) -> None:
+        while not stop.is_set():
+            result = await consumer.pop(topic, 32, 60_000, 2_000)
+            got.update(body(m) for m in result.messages)
+            for msg in result.messages:
+                await consumer.ack(msg)
+
+    tasks = [asyncio.create_task(run(c)) for c in consumers]
+    try:
+        await until(lambda: parked_pops(cluster, "CG_POP_HERD", topic, 8), DEADLINE, "every consumer's POP waiting")
+        await send(cluster.namesrv.addr, topic, [f"h-{i}" for i in range(count)])
+        await until(lambda: sum(got.values()) >= count, DEADLINE, f"{count} messages popped")
+    finally:
+        stop.set()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    assert got == Counter(f"h-{i}" for i in range(count))
+
+
+async def parked_pops(cluster: Cluster, group: str, topic: str, n: int) -> bool:
+    ext = {"consumerGroup": group, "topic": topic, "queueId": "-1"}
+    resp = await call(cluster.brokers["broker-a"].addr, RequestCode.POLLING_INFO, ext)
+    return resp.code == ResponseCode.SUCCESS and int(resp.ext_fields["pollingNum"]) == n
+
+
 async def test_fifo_pop_holds_the_queue_until_acked(cluster: Cluster, consumer_factory) -> None:
     await create_topic(cluster, "PopFifo", 1)
     await send(cluster.namesrv.addr, "PopFifo", [f"f-{i}" for i in range(3)])

@@ -66,9 +66,9 @@ def test_persist_and_reload(tmp_path: Path) -> None:
     assert third.select("%RETRY%g") is not None
 
 
-def held(topic: str, qid: int, offset: int, deadline: float, tags=None) -> HeldPull:
+def held(topic: str, qid: int, offset: int, deadline: float, tags=None, waker=None) -> HeldPull:
     return HeldPull(conn=object(), request=None, topic=topic, queue_id=qid, offset=offset, deadline=deadline,
-                    tag_filter=tags)
+                    tag_filter=tags, waker=waker)
 
 
 def test_hold_table_wakes_on_matching_arrival_only() -> None:
@@ -85,6 +85,31 @@ def test_hold_table_wakes_on_matching_arrival_only() -> None:
     assert table.expire(99.0) == []
     assert table.expire(100.0) == [c]
     assert len(table) == 0 and table.next_deadline() is None
+
+
+def test_an_arrival_wakes_every_pull_but_one_pop_of_each_group_the_oldest_it_satisfies() -> None:
+    table = HoldTable()
+    pulls = [held("T", 0, 0, 100.0), held("T", 0, 0, 100.0)]
+    a1, a2 = held("T", 0, 0, 100.0, {1}.__contains__, "A"), held("T", 0, 0, 100.0, waker="A")
+    a3, b1 = held("T", 0, 0, 100.0, waker="A"), held("T", 0, 0, 100.0, waker="B")
+    for h in (*pulls, a1, a2, a3, b1):
+        table.add(h)
+    assert table.wake("T", 0, 1, 7) == [*pulls, a2, b1]  # a1's filter refuses tag 7: a2 is the oldest it suits
+    assert table.wake("T", 0, 2, 1) == [a1]
+    assert table.wake("T", 0, 3, 1) == [a3] and len(table) == 0
+
+
+def test_expiry_sweeps_each_queue_once_of_the_expired_and_of_requests_answered_meanwhile() -> None:
+    table = HoldTable()
+    waits = [held("T", q, 0, 10.0) for q in range(3)]  # one request waiting on three queues
+    late = held("T", 1, 0, 20.0)
+    for h in (*waits, late):
+        table.add(h)
+    assert table.wake("T", 0, 1, None) == [waits[0]]
+    waits[2].done = True  # answered through queue 0: its other waits are done, not left to wake it again
+    assert len(table) == 2
+    assert table.expire(10.0) == [waits[1]]
+    assert table.by_queue == {("T", 1): [late]}
 
 
 def test_hold_table_drop_connection() -> None:

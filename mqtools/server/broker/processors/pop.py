@@ -95,6 +95,8 @@ class PopOutcome:
     pending: list[Awaitable[PutMessageResult]] = field(default_factory=list)
     #: FIFO queues held by a batch, and when (epoch ms) each batch's invisible time ends.
     held: list[tuple[str, int, int]] = field(default_factory=list)
+    #: Queues this POP leaves messages in, with their max offset: another POP of the group waiting is woken.
+    left: list[tuple[str, int, int]] = field(default_factory=list)
 
     @property
     def count(self) -> int:
@@ -107,6 +109,8 @@ class Parked:
     request: RemotingCommand
     deadline: float
     handler: Handler
+    waits: list[HeldPull]
+    """Where it waits, one entry a queue: once one of them wakes it, the others are done."""
 
 
 def queue_offset_of(buf: memoryview) -> int:
@@ -270,14 +274,16 @@ class PopProcessor:
         out = PopOutcome()
         for topic, qid in self.sources(h.consumer_group, tc, h.queue_id, order):
             if out.count >= h.max_msg_nums:
-                out.rest += max(
-                    c.store.get_max_offset_in_queue(topic, qid)
-                    - self.pop_offset(h.consumer_group, topic, qid, h.init_mode, commit=False),
-                    0,
-                )
+                hi = c.store.get_max_offset_in_queue(topic, qid)
+                rest = hi - self.pop_offset(h.consumer_group, topic, qid, h.init_mode, commit=False)
+                if rest > 0:
+                    out.rest += rest
+                    out.left.append((topic, qid, hi))
                 continue
             self._pop_queue(conn, h, topic, qid, tag_filter, now_ms, revive_qid, out)
         if out.reads:
+            for topic, qid, hi in out.left:  # an arrival wakes one POP of a group: what it leaves, the next
+                self.s.hold.notify(topic, qid, hi)
             return self._found(req, h, out, now_ms, revive_qid)
         c.stats.on_get(h.consumer_group, h.topic, 0, 0)
         if h.poll_time > 0:
@@ -350,7 +356,9 @@ class PopProcessor:
             else:
                 out.pending.append(put)
             c.offsets.commit_offset(conn.peer, group, topic, qid, result.next_begin_offset)
-        out.rest += max(result.max_offset - result.next_begin_offset, 0)
+        if result.max_offset > result.next_begin_offset:
+            out.rest += result.max_offset - result.next_begin_offset
+            out.left.append((topic, qid, result.max_offset))
         out.reads.append(read)
 
     def _found(
@@ -432,10 +440,12 @@ class PopProcessor:
         tag_filter: TagFilter,
         handler: Handler,
     ) -> None:
-        self._parked[id(req)] = Parked(conn, req, deadline, handler)
-        hold = self.s.hold
-        for topic, qid, offset in waits or [("", 0, 0)]:
-            hold.suspend(HeldPull(conn, req, topic, qid, offset, deadline, tag_filter))
+        group = req.ext_fields.get("consumerGroup")
+        helds = [HeldPull(conn, req, topic, qid, offset, deadline, tag_filter, waker=group)
+                 for topic, qid, offset in waits or [("", 0, 0)]]
+        self._parked[id(req)] = Parked(conn, req, deadline, handler, helds)
+        for held in helds:
+            self.s.hold.suspend(held)
 
     def _wake_at_release(self, held: list[tuple[str, int, int]], now_ms: int, until: float) -> None:
         """A POP parked on FIFO queues held by a batch looks again when the batch's invisible time ends."""
@@ -456,6 +466,8 @@ class PopProcessor:
         if parked is None or parked.request is not held.request:
             return
         del self._parked[id(held.request)]
+        for other in parked.waits:  # an arrival on another of its queues must not run it again
+            other.done = True
         conn, req = parked.conn, parked.request
         if not conn.is_open:
             return
