@@ -358,7 +358,8 @@ class PopProcessor:
             c.offsets.commit_offset(conn.peer, group, topic, qid, result.next_begin_offset)
         if result.max_offset > result.next_begin_offset:
             out.rest += result.max_offset - result.next_begin_offset
-            out.left.append((topic, qid, result.max_offset))
+            if not h.order:  # a FIFO queue is held by this batch: no other POP could take the rest now
+                out.left.append((topic, qid, result.max_offset))
         out.reads.append(read)
 
     def _found(
@@ -440,8 +441,9 @@ class PopProcessor:
         tag_filter: TagFilter,
         handler: Handler,
     ) -> None:
-        group = req.ext_fields.get("consumerGroup")
-        helds = [HeldPull(conn, req, topic, qid, offset, deadline, tag_filter, waker=group)
+        # a group's POPs share an arrival, and so do its NOTIFICATIONs (Apache polls them in two services)
+        waker = (req.ext_fields.get("consumerGroup"), handler)
+        helds = [HeldPull(conn, req, topic, qid, offset, deadline, tag_filter, waker=waker)
                  for topic, qid, offset in waits or [("", 0, 0)]]
         self._parked[id(req)] = Parked(conn, req, deadline, handler, helds)
         for held in helds:
