@@ -34,7 +34,8 @@ RUNS = {
     "admin_latency": ["--runs", "1"],
     "metrics_cost": ["--seconds", "1.2", "--repeat", "1"],
     # mq's side only: Apache 5.5.0's costs a JVM start for nothing the figures would show at this size
-    "timer_pop": ["--timers", "200", "--window", "2", "--pops", "200", "--sides", "mq"],
+    "timer_pop": ["--timers", "200", "--window", "2", "--pops", "200", "--live", "40", "--waiters", "4",
+                  "--sides", "mq"],
     "proxy_grpc": ["--seconds", "1", "--sides", "mq"],  # mq's side, with the Python client
     # one Apache JVM cluster and one mq one, one after the other: our Producer's cases and the Java and
     # Python consumers (case a's eight Java sends and case d's second cluster pair only add JVM starts)
