@@ -394,6 +394,29 @@ async def test_notification_long_polls_and_peek_takes_nothing(cluster: Cluster, 
     await consumer.ack(msg)
 
 
+async def test_an_arrival_wakes_a_waiting_notification_and_a_waiting_pop_of_the_same_group(cluster: Cluster) -> None:
+    """A group's NOTIFICATIONs and its POPs do not share an arrival (Apache waits for them in two services): one
+    message answers both, the notification "has a message" and the POP with it, long before their poll time."""
+    await create_topic(cluster, "PopBoth", 1)
+    addr, group, now = cluster.broker.addr, "CG_POP_BOTH", int(time.time() * 1000)
+    client = RemotingClient()
+    try:  # one connection, so the broker parks the notification before it reads the POP
+        notify = asyncio.ensure_future(client.invoke(addr, RemotingCommand.request(
+            RequestCode.NOTIFICATION, NotificationRequestHeader(group, "PopBoth", -1, 20_000, now).to_ext()), 30))
+        pop = asyncio.ensure_future(client.invoke(addr, RemotingCommand.request(
+            RequestCode.POP_MESSAGE, PopMessageRequestHeader(group, "PopBoth", -1, 4, 60_000, 20_000, now, 0).to_ext()),
+            30))
+        await until(lambda: parked_pops(cluster, group, "PopBoth", 1), DEADLINE, "the POP waiting")
+        started = time.monotonic()
+        await send(cluster.namesrv.addr, "PopBoth", ["b-0"])
+        notified, popped = await asyncio.gather(notify, pop)
+    finally:
+        await client.close()
+    assert time.monotonic() - started < 15
+    assert notified.code == ResponseCode.SUCCESS and notified.ext_fields["hasMsg"] == "true"
+    assert popped.code == ResponseCode.SUCCESS and [body(m) for m in decode_entries(popped.body)] == ["b-0"]
+
+
 def test_the_blocking_twin_pops_and_acks(cluster: Cluster) -> None:
     asyncio.run(create_topic(cluster, "PopSync", 1))
     asyncio.run(send(cluster.namesrv.addr, "PopSync", ["s-0"]))
