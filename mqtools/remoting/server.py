@@ -79,6 +79,19 @@ class RemotingServer:
     def register(self, code: int, processor: Processor) -> None:
         self.processors[int(code)] = processor
 
+    def add_close_hook(self, hook: ConnectionCallback) -> None:
+        """Call `hook` too when a connection closes, after the hooks added before it."""
+        previous = self.on_close
+        if previous is None:
+            self.on_close = hook
+            return
+
+        def both(conn: RemotingConnection) -> None:
+            previous(conn)
+            hook(conn)
+
+        self.on_close = both
+
     async def start(self) -> None:
         """Listen on `port` and `extra_ports`; ConfigError (before any socket opens) when the TLS
         certificate or key cannot be loaded."""

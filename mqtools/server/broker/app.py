@@ -220,7 +220,7 @@ class BrokerController:
 
     def _register_processors(self) -> pull.PullProcessor:
         """Every request handler on the server (which serves only after start()); the pull processor."""
-        self.server.on_close = self.long_polling.connection_closed
+        self.server.add_close_hook(self.long_polling.connection_closed)
         send.register(self.server, self)
         pull_processor = pull.register(self.server, self)
         query.register(self.server, self)

@@ -417,6 +417,35 @@ async def test_an_arrival_wakes_a_waiting_notification_and_a_waiting_pop_of_the_
     assert popped.code == ResponseCode.SUCCESS and [body(m) for m in decode_entries(popped.body)] == ["b-0"]
 
 
+async def test_a_waiting_pop_whose_connection_closed_takes_no_arrival_from_a_live_one(cluster: Cluster) -> None:
+    """An arrival wakes one waiting POP of a group: a POP left by a connection that closed (a consumer restarted,
+    a proxy killed) is no longer one of them, so the live POP gets the message at once, not after its poll."""
+    await create_topic(cluster, "PopGone", 1)
+    addr, group = cluster.broker.addr, "CG_POP_GONE"
+
+    def waiting_pop(client: RemotingClient) -> asyncio.Future:
+        header = PopMessageRequestHeader(group, "PopGone", -1, 4, 60_000, 20_000, int(time.time() * 1000), 0)
+        return asyncio.ensure_future(client.invoke(addr, RemotingCommand.request(RequestCode.POP_MESSAGE,
+                                                                                 header.to_ext()), 30))
+
+    gone, live = RemotingClient(), RemotingClient()
+    try:
+        left = waiting_pop(gone)
+        await until(lambda: parked_pops(cluster, group, "PopGone", 1), DEADLINE, "the first POP waiting")
+        await gone.close()
+        await asyncio.gather(left, return_exceptions=True)
+        await until(lambda: parked_pops(cluster, group, "PopGone", 0), DEADLINE, "the broker seeing it closed")
+        pop = waiting_pop(live)
+        await until(lambda: parked_pops(cluster, group, "PopGone", 1), DEADLINE, "the live POP waiting")
+        started = time.monotonic()
+        await send(cluster.namesrv.addr, "PopGone", ["g-0"])
+        popped = await pop
+    finally:
+        await live.close()
+    assert time.monotonic() - started < 15
+    assert popped.code == ResponseCode.SUCCESS and [body(m) for m in decode_entries(popped.body)] == ["g-0"]
+
+
 def test_the_blocking_twin_pops_and_acks(cluster: Cluster) -> None:
     asyncio.run(create_topic(cluster, "PopSync", 1))
     asyncio.run(send(cluster.namesrv.addr, "PopSync", ["s-0"]))

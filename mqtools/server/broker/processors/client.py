@@ -207,14 +207,7 @@ def register(server: RemotingServer, controller: BrokerContext) -> ClientProcess
     """Wire the handlers, the close hook and the ids-changed listener into a broker."""
     proc = ClientProcessor(controller)
     controller.consumers.on_ids_changed = proc.notify_ids_changed
-    previous_close = server.on_close
-
-    def on_close(conn: RemotingConnection) -> None:
-        proc.channel_closed(conn)
-        if previous_close is not None:
-            previous_close(conn)
-
-    server.on_close = on_close
+    server.add_close_hook(proc.channel_closed)
     server.register(RequestCode.HEART_BEAT, proc.heart_beat)
     server.register(RequestCode.UNREGISTER_CLIENT, proc.unregister_client)
     server.register(RequestCode.GET_CONSUMER_LIST_BY_GROUP, proc.get_consumer_list_by_group)

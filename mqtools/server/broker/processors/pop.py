@@ -449,6 +449,13 @@ class PopProcessor:
         for held in helds:
             self.s.hold.suspend(held)
 
+    def connection_closed(self, conn: RemotingConnection) -> None:
+        """A closed connection's waiting POPs and NOTIFICATIONs are gone: an arrival, which wakes one of a group,
+        must not go to one of them (Apache skips inactive channels when it polls its waiting requests)."""
+        self.s.hold.connection_closed(conn)
+        for key in [key for key, parked in self._parked.items() if parked.conn is conn]:
+            del self._parked[key]
+
     def _wake_at_release(self, held: list[tuple[str, int, int]], now_ms: int, until: float) -> None:
         """A POP parked on FIFO queues held by a batch looks again when the batch's invisible time ends."""
         loop = asyncio.get_running_loop()
@@ -510,4 +517,5 @@ def register_both(server: RemotingServer, code: int, handler: Callable) -> None:
 def register(server: RemotingServer, controller: BrokerContext) -> PopProcessor:
     proc = PopProcessor(controller)
     register_both(server, RequestCode.POP_MESSAGE, proc.pop)
+    server.add_close_hook(proc.connection_closed)
     return proc
