@@ -42,6 +42,20 @@ ConnectionCallback = Callable[[RemotingConnection], None]
 AccessCheck = Callable[[RemotingConnection, RemotingCommand], RemotingCommand | None]
 
 
+def reply(conn: RemotingConnection, req: RemotingCommand, resp: RemotingCommand | None) -> None:
+    """Answer `req` with `resp` (None: no answer; a oneway request gets none), as its response in its serializer;
+    dropped when the peer has gone. A processor's deferred answer (a parked pull or POP) goes through here too."""
+    if resp is None or req.flag & FLAG_ONEWAY:
+        return
+    resp.opaque = req.opaque
+    resp.flag |= FLAG_RESPONSE
+    resp.serialize_type = req.serialize_type
+    try:
+        conn.send(resp)
+    except RemotingConnectionClosed:  # the peer left before its answer: nobody to tell
+        return
+
+
 class RemotingServer:
     def __init__(
         self,
@@ -139,20 +153,20 @@ class RemotingServer:
         processor = self.processors.get(req.code, self.default_processor)
         if processor is None:
             remark = f" request type {req.code} not supported"
-            self._reply(conn, req, req.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark))
+            reply(conn, req, req.response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark))
             return
         try:
             if self.access_check is not None and (refusal := self.access_check(conn, req)) is not None:
-                self._reply(conn, req, refusal)
+                reply(conn, req, refusal)
                 return
             result = processor(conn, req)
         except Exception as exc:  # noqa: BLE001 - any processor failure becomes a response
-            self._reply(conn, req, self._error(conn, req, exc))
+            reply(conn, req, self._error(conn, req, exc))
             return
         if result is None:  # no answer, or (a compiled processor) answered already
             return
         if type(result) is RemotingCommand or not inspect.isawaitable(result):
-            self._reply(conn, req, result)  # type: ignore[arg-type]
+            reply(conn, req, result)  # type: ignore[arg-type]
         elif isinstance(result, asyncio.Future):  # answered when it is done: no task (a SYNC_MASTER send)
             result.add_done_callback(functools.partial(self._settled, conn, req))
         else:
@@ -167,13 +181,13 @@ class RemotingServer:
             raise
         except Exception as exc:  # noqa: BLE001
             resp = self._error(conn, req, exc)
-        self._reply(conn, req, resp)
+        reply(conn, req, resp)
 
     def _settled(self, conn: RemotingConnection, req: RemotingCommand, done: asyncio.Future) -> None:
         if done.cancelled():
             return
         exc = done.exception()
-        self._reply(conn, req, done.result() if exc is None else self._error(conn, req, exc))
+        reply(conn, req, done.result() if exc is None else self._error(conn, req, exc))
 
     def _error(self, conn: RemotingConnection, req: RemotingCommand, exc: Exception) -> RemotingCommand:
         if isinstance(exc, BadRequestError):
@@ -187,14 +201,3 @@ class RemotingServer:
     def _bad_frame(self, conn: RemotingConnection, exc: ProtocolError) -> None:
         self.bad_input.warning("frame", "closing %s: %s", conn.peer, exc)
 
-    @staticmethod
-    def _reply(conn: RemotingConnection, req: RemotingCommand, resp: RemotingCommand | None) -> None:
-        if resp is None or req.flag & FLAG_ONEWAY:
-            return
-        resp.opaque = req.opaque
-        resp.flag |= FLAG_RESPONSE
-        resp.serialize_type = req.serialize_type
-        try:
-            conn.send(resp)
-        except RemotingConnectionClosed:  # the peer left before its answer: nobody to tell
-            return

@@ -25,7 +25,7 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.frame import FrameDecoder
 from mqtools.remoting.headers import send_v2_fields
-from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.server import reply
 from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.broker import app
 from mqtools.server.broker.config import BrokerConfig
@@ -177,7 +177,7 @@ async def answer(processor: Callable, ext: dict[str, str], body: bytes, opaque: 
             resp = await resp
     except Exception as exc:  # noqa: BLE001 - compared, not handled
         return type(exc).__name__, str(exc)
-    RemotingServer._reply(conn, req, resp)
+    reply(conn, req, resp)
     await asyncio.sleep(0)  # the connection's flush
     (frame,) = FrameDecoder().feed(wire.written)
     return frame.code, frame.remark, frame.ext_fields, wire.written

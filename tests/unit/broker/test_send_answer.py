@@ -13,7 +13,7 @@ import pytest
 from mqtools.remoting.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import SendMessageRequestHeader
-from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.server import reply
 from mqtools.server.broker.processors import send
 from mqtools.server.broker.processors.send import _FIELD_RANGES, SendProcessor, _in_ranges
 from mqtools.server.broker.stats import BrokerStats
@@ -124,7 +124,7 @@ async def test_a_send_that_waited_for_its_slave_is_answered_byte_for_byte_as_one
     resp = await answer
     # None: the processor wrote the compiled path's frame itself (built for JSON requests only)
     assert (resp is None) == (send._answer_frame is not None and serialize_type is SerializeType.JSON)
-    RemotingServer._reply(conn, request(serialize_type), resp)  # type: ignore[arg-type]
+    reply(conn, request(serialize_type), resp)  # type: ignore[arg-type]
     expected = general._response(request(serialize_type), "T", PutMessageResult(PutMessageStatus.PUT_OK, append), 3)
     assert conn.wire == [expected.encode()]
     assert proc.c.stats.put_msgs.total == 1 and proc.c.stats.topic_put_bytes["T"] == 1200

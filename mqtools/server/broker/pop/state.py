@@ -1,9 +1,7 @@
 """What the POP processors (pop, ack, change invisible time) share on one broker.
 
-The revive topic and its queue count, the revive service, the FIFO table, the rotation counters, and a
-long-polling service of its own: mq's `PullRequestHoldService`, reused as is with this module's answer
-callback, since a parked POP waits on several queues (every queue of the topic and its retry topic) where
-a parked pull waits on one.
+The revive topic and its queue count, the revive service, the FIFO table, the rotation counters, and the
+POP long-polling service (pop/long_polling.py), where POPs and NOTIFICATIONs that found nothing wait.
 
 Settings read from broker.properties (Apache's BrokerConfig names): reviveQueueNum (8), reviveInterval
 (200 ms here, Apache 1000), popFromRetryProbability (20: the share of POPs that read the retry topic first).
@@ -13,11 +11,11 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from mqtools.common.message import Host, MessageExtBrokerInner
-from mqtools.server.broker.long_polling import HeldPull, PullRequestHoldService
+from mqtools.server.broker.pop.long_polling import PopLongPollingService
 from mqtools.server.broker.pop.order import OrderTable
 from mqtools.server.broker.pop.records import DEFAULT_REVIVE_QUEUE_NUM, revive_topic
 from mqtools.server.broker.pop.revive import PopReviveService
@@ -42,7 +40,7 @@ def _setting(extra: dict[str, str], key: str, default: int, lo: int, hi: int) ->
 
 
 class PopState:
-    def __init__(self, c: BrokerContext, answer: Callable[[HeldPull], None]) -> None:
+    def __init__(self, c: BrokerContext) -> None:
         self.c = c
         extra = c.config.extra
         self.revive_topic = revive_topic(c.config.broker_cluster_name)
@@ -53,17 +51,18 @@ class PopState:
             c, self.revive_topic, self.revive_queue_num, interval_s=interval_ms / 1000
         )
         self.order = OrderTable()
-        self.hold = PullRequestHoldService(answer, c.clock)
+        self.polling = PopLongPollingService(c.clock)
         self._ck_numbers = itertools.count()
         self._turns: dict[tuple[str, str], int] = {}
 
     async def start(self) -> None:
-        self.c.store.add_arrival_listener(self.hold.arrival_listener, self.hold.table.by_queue)
-        await self.hold.start()
+        hold = self.polling.hold
+        self.c.store.add_arrival_listener(hold.arrival_listener, hold.table.by_queue)
+        await hold.start()
         await self.revive.start()
 
     async def shutdown(self) -> None:
-        await self.hold.shutdown()
+        await self.polling.hold.shutdown()
         await self.revive.shutdown()
 
     @property
@@ -99,7 +98,3 @@ class PopState:
     def put_record(self, msg: MessageExtBrokerInner) -> PutMessageResult | Awaitable[PutMessageResult]:
         """Append a checkpoint or ack to the revive topic now; what is left to wait for (flush, slave)."""
         return self.c.store.put_message_inline(msg)
-
-    def wake_queue(self, topic: str, queue_id: int) -> None:
-        """A held FIFO queue was released: POPs parked on it look again."""
-        self.hold.notify(topic, queue_id, 1 << 62)

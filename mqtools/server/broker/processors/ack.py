@@ -175,7 +175,7 @@ class AckProcessor:
         if next_offset >= 0:
             c.offsets.commit_offset(conn.peer, group, topic, queue_id, next_offset)
             if not self.s.order.blocked((topic, group, queue_id), self.s.now_ms()):
-                self.s.wake_queue(topic, queue_id)
+                self.s.polling.notify(topic, queue_id)
         elif next_offset == NOT_IN_BATCH:
             return req.response(
                 ResponseCode.MESSAGE_ILLEGAL,

@@ -29,7 +29,7 @@ class PollingInfoProcessor:
         refusal = self.pop.refusal(req, h.consumer_group, h.topic, h.queue_id)
         if isinstance(refusal, RemotingCommand):
             return refusal
-        num = self.pop.parked_pops(h.consumer_group, h.topic, h.queue_id)
+        num = self.pop.s.polling.parked_pops(h.consumer_group, h.topic, h.queue_id)
         return req.response(ResponseCode.SUCCESS, None, PollingInfoResponseHeader(num).to_ext())
 
 

@@ -15,7 +15,7 @@ writes no checkpoint: the queue is held until its batch is acknowledged or its i
 The answer is the stored messages as a pull gives them; messages from a retry topic are re-encoded under
 the requested topic with their POP_CK extra info, as Apache does. Clients build the others' extra info
 from startOffsetInfo / msgOffsetInfo. Nothing found: with pollTime > 0 the request is parked on every
-queue it looked at (pop/state.py's hold service) and runs again when a message arrives, a FIFO queue is
+queue it looked at (pop/long_polling.py) and runs again when a message arrives, a FIFO queue is
 released, or the poll time ends (then POLLING_TIMEOUT, as Apache answers).
 
 Codes are registered twice: 200050 and the 16-bit form the ROCKETMQ header serializer makes of it (3442).
@@ -23,7 +23,6 @@ Codes are registered twice: 200050 and the 16-bit form the ROCKETMQ header seria
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -48,7 +47,7 @@ from mqtools.remoting.pop import (
     pop_retry_topic_v2,
 )
 from mqtools.server.broker.context import BrokerContext
-from mqtools.server.broker.long_polling import HeldPull
+from mqtools.server.broker.pop.long_polling import TagFilter, Wait
 from mqtools.server.broker.pop.records import PopCheckPoint, ck_message
 from mqtools.server.broker.pop.state import PopState
 from mqtools.server.broker.processors.pull import SubscriptionParseError, build_subscription, tag_filter_of
@@ -68,11 +67,6 @@ _MOVED = {
     GetMessageStatus.OFFSET_OVERFLOW_BADLY,
     GetMessageStatus.OFFSET_FOUND_NULL,
 }
-TagFilter = Callable[[int], bool] | None
-Wait = tuple[str, int, int]  # topic, queue id, the offset a new message must pass
-Handler = Callable[
-    ["RemotingConnection", RemotingCommand, float | None], "RemotingCommand | None | Awaitable"
-]
 
 
 @dataclass(slots=True)
@@ -103,16 +97,6 @@ class PopOutcome:
         return sum(len(r.offsets) for r in self.reads)
 
 
-@dataclass(slots=True)
-class Parked:
-    conn: RemotingConnection
-    request: RemotingCommand
-    deadline: float
-    handler: Handler
-    waits: list[HeldPull]
-    """Where it waits, one entry a queue: once one of them wakes it, the others are done."""
-
-
 def queue_offset_of(buf: memoryview) -> int:
     """The QUEUEOFFSET field of a stored message (bytes 20..28)."""
     return int.from_bytes(buf[20:28], "big", signed=True)
@@ -121,9 +105,7 @@ def queue_offset_of(buf: memoryview) -> int:
 class PopProcessor:
     def __init__(self, c: BrokerContext) -> None:
         self.c = c
-        self.s = PopState(c, self._wake)
-        self._parked: dict[int, Parked] = {}
-        self._tasks: set[asyncio.Task] = set()
+        self.s = PopState(c)
 
     # ------------------------------------------------------------------ checks shared with PEEK / NOTIFICATION
 
@@ -283,15 +265,16 @@ class PopProcessor:
             self._pop_queue(conn, h, topic, qid, tag_filter, now_ms, revive_qid, out)
         if out.reads:
             for topic, qid, hi in out.left:  # an arrival wakes one POP of a group: what it leaves, the next
-                self.s.hold.notify(topic, qid, hi)
+                self.s.polling.notify(topic, qid, hi)
             return self._found(req, h, out, now_ms, revive_qid)
         c.stats.on_get(h.consumer_group, h.topic, 0, 0)
         if h.poll_time > 0:
             until = deadline if deadline is not None else c.clock() + h.poll_time / 1000
             if c.clock() < until:
-                self.park(conn, req, until, out.waits + self._future_retry(h.consumer_group, tc.topic_name, order),
-                          tag_filter, self.process_pop)
-                self._wake_at_release(out.held, now_ms, until)
+                self.s.polling.park(conn, req, until,
+                                    out.waits + self._future_retry(h.consumer_group, tc.topic_name, order),
+                                    tag_filter, self.process_pop)
+                self.s.polling.wake_at_release(out.held, now_ms, until)
                 return None
         header = PopMessageResponseHeader(now_ms, h.invisible_time, revive_qid, out.rest, "", "")
         return req.response(
@@ -418,95 +401,6 @@ class PopProcessor:
             await put
         return resp
 
-    # ------------------------------------------------------------------ long polling
-
-    def parked_pops(self, group: str, topic: str, queue_id: int) -> int:
-        """POP requests of the group parked for the topic and queue id they asked for (POLLING_INFO's
-        pollingNum; a POP of queue -1 counts under -1, as Apache keys its polling map)."""
-        codes = (RequestCode.POP_MESSAGE, java_short(RequestCode.POP_MESSAGE))
-        n = 0
-        for parked in self._parked.values():
-            ext = parked.request.ext_fields
-            if (parked.request.code in codes and parked.conn.is_open and ext.get("consumerGroup") == group
-                    and ext.get("topic") == topic and ext.get("queueId") == str(queue_id)):
-                n += 1
-        return n
-
-    def park(
-        self,
-        conn: RemotingConnection,
-        req: RemotingCommand,
-        deadline: float,
-        waits: list[Wait],
-        tag_filter: TagFilter,
-        handler: Handler,
-    ) -> None:
-        # a group's POPs share an arrival, and so do its NOTIFICATIONs (Apache polls them in two services)
-        waker = (req.ext_fields.get("consumerGroup"), handler)
-        helds = [HeldPull(conn, req, topic, qid, offset, deadline, tag_filter, waker=waker)
-                 for topic, qid, offset in waits or [("", 0, 0)]]
-        self._parked[id(req)] = Parked(conn, req, deadline, handler, helds)
-        for held in helds:
-            self.s.hold.suspend(held)
-
-    def connection_closed(self, conn: RemotingConnection) -> None:
-        """A closed connection's waiting POPs and NOTIFICATIONs are gone: an arrival, which wakes one of a group,
-        must not go to one of them (Apache skips inactive channels when it polls its waiting requests)."""
-        self.s.hold.connection_closed(conn)
-        for key in [key for key, parked in self._parked.items() if parked.conn is conn]:
-            del self._parked[key]
-
-    def _wake_at_release(self, held: list[tuple[str, int, int]], now_ms: int, until: float) -> None:
-        """A POP parked on FIFO queues held by a batch looks again when the batch's invisible time ends."""
-        loop = asyncio.get_running_loop()
-        for topic, qid, release_ms in held:
-            delay = max(release_ms - now_ms, 0) / 1000
-            if self.c.clock() + delay < until:
-                loop.call_later(delay + 0.001, self.s.wake_queue, topic, qid)
-
-    def _wake(self, held: HeldPull) -> None:
-        """A parked POP or NOTIFICATION's queue got a message, or its time ended: run it again, on the next
-        loop turn. The arrival comes from inside the store's dispatch of another put, and a POP puts its
-        checkpoint: a put must not run inside another one."""
-        asyncio.get_running_loop().call_soon(self._wake_now, held)
-
-    def _wake_now(self, held: HeldPull) -> None:
-        parked = self._parked.get(id(held.request))
-        if parked is None or parked.request is not held.request:
-            return
-        del self._parked[id(held.request)]
-        for other in parked.waits:  # an arrival on another of its queues must not run it again
-            other.done = True
-        conn, req = parked.conn, parked.request
-        if not conn.is_open:
-            return
-        try:
-            resp = parked.handler(conn, req, parked.deadline)
-        except Exception as exc:  # noqa: BLE001 - a failing wake must answer, not vanish
-            resp = req.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        if resp is None or isinstance(resp, RemotingCommand):
-            self._send(conn, req, resp)
-            return
-        task = asyncio.ensure_future(self._send_later(conn, req, resp))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _send_later(self, conn: RemotingConnection, req: RemotingCommand, pending: Awaitable) -> None:
-        try:
-            resp = await pending
-        except Exception as exc:  # noqa: BLE001
-            resp = req.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        self._send(conn, req, resp)
-
-    @staticmethod
-    def _send(conn: RemotingConnection, req: RemotingCommand, resp: RemotingCommand | None) -> None:
-        if resp is None or req.is_oneway or not conn.is_open:
-            return
-        resp.opaque = req.opaque
-        resp.flag |= 1
-        resp.serialize_type = req.serialize_type
-        conn.send(resp)
-
 
 def register_both(server: RemotingServer, code: int, handler: Callable) -> None:
     """Serve a RocketMQ 5 code under its number and under the 16-bit form binary headers carry."""
@@ -517,5 +411,5 @@ def register_both(server: RemotingServer, code: int, handler: Callable) -> None:
 def register(server: RemotingServer, controller: BrokerContext) -> PopProcessor:
     proc = PopProcessor(controller)
     register_both(server, RequestCode.POP_MESSAGE, proc.pop)
-    server.add_close_hook(proc.connection_closed)
+    server.add_close_hook(proc.s.polling.connection_closed)
     return proc

@@ -18,7 +18,8 @@ from mqtools.remoting.pop import (
     PeekMessageRequestHeader,
     PopMessageResponseHeader,
 )
-from mqtools.server.broker.processors.pop import MAX_POP_NUMS, PopProcessor, Wait, register_both
+from mqtools.server.broker.pop.long_polling import Wait
+from mqtools.server.broker.processors.pop import MAX_POP_NUMS, PopProcessor, register_both
 from mqtools.server.store.results import GetMessageStatus
 
 if TYPE_CHECKING:
@@ -87,7 +88,7 @@ class PeekNotificationProcessor:
         if h.poll_time > 0:
             until = deadline if deadline is not None else self.pop.c.clock() + h.poll_time / 1000
             if self.pop.c.clock() < until:
-                self.pop.park(conn, req, until, waits, None, self.process_notification)
+                self.pop.s.polling.park(conn, req, until, waits, None, self.process_notification)
                 return None
         return req.response(ResponseCode.SUCCESS, None, NotificationResponseHeader(False).to_ext())
 

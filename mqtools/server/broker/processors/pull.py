@@ -26,6 +26,7 @@ from mqtools.remoting.bodies import SubscriptionData, SubscriptionGroupConfig
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import GatheredBody, RemotingCommand
 from mqtools.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
+from mqtools.remoting.server import reply
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.long_polling import HeldPull
 
@@ -179,12 +180,7 @@ class PullProcessor:
             resp = self.process(conn, req, allow_suspend=False)
         except Exception as exc:  # noqa: BLE001 - a failing wake must answer, not vanish
             resp = req.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
-        if resp is None or req.is_oneway:
-            return
-        resp.opaque = req.opaque
-        resp.flag |= 1
-        resp.serialize_type = req.serialize_type
-        conn.send(resp)
+        reply(conn, req, resp)
 
 
 def register(server: RemotingServer, controller: BrokerContext) -> PullProcessor:

@@ -1,0 +1,126 @@
+"""PopLongPollingService: where POP and NOTIFICATION requests that found nothing wait.
+
+A parked request waits on every queue it looked at (every queue of the topic and its retry topics for a POP of
+queue -1), each a HeldPull in mq's `PullRequestHoldService`, reused with this module's answer callback. An
+arrival wakes one waiting request of each group (its POPs and, apart from them, its NOTIFICATIONs, as Apache
+polls the two in separate services); once woken, a request is done on every queue it waited on, and it runs
+again through its handler. A closed connection's requests leave at once, so that no arrival goes to them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from mqtools.remoting.codes import RequestCode, ResponseCode, java_short
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.server import reply
+from mqtools.server.broker.long_polling import HeldPull, PullRequestHoldService
+
+if TYPE_CHECKING:
+    from mqtools.remoting.transport import RemotingConnection
+
+TagFilter = Callable[[int], bool] | None
+Wait = tuple[str, int, int]  # topic, queue id, the offset a new message must pass
+Handler = Callable[
+    ["RemotingConnection", RemotingCommand, float | None], "RemotingCommand | None | Awaitable"
+]
+#: A max offset past any queue's: a released FIFO queue wakes what waits on it whatever its offset.
+ANY_OFFSET = 1 << 62
+
+
+@dataclass(slots=True)
+class Parked:
+    conn: RemotingConnection
+    request: RemotingCommand
+    deadline: float
+    handler: Handler
+    waits: list[HeldPull]
+    """Where it waits, one entry a queue: once one of them wakes it, the others are done."""
+
+
+class PopLongPollingService:
+    def __init__(self, clock: Callable[[], float]) -> None:
+        self.clock = clock
+        self.hold = PullRequestHoldService(self._wake, clock)
+        self._parked: dict[int, Parked] = {}
+        self._tasks: set[asyncio.Task] = set()
+
+    def park(self, conn: RemotingConnection, req: RemotingCommand, deadline: float, waits: list[Wait],
+             tag_filter: TagFilter, handler: Handler) -> None:
+        """Hold `req` until a message passes one of `waits` or `deadline`; then `handler` runs it again."""
+        waker = (req.ext_fields.get("consumerGroup"), handler)
+        helds = [HeldPull(conn, req, topic, qid, offset, deadline, tag_filter, waker=waker)
+                 for topic, qid, offset in waits or [("", 0, 0)]]
+        self._parked[id(req)] = Parked(conn, req, deadline, handler, helds)
+        for held in helds:
+            self.hold.suspend(held)
+
+    def notify(self, topic: str, queue_id: int, max_offset: int = ANY_OFFSET) -> None:
+        """The queue holds messages up to `max_offset` (a FIFO queue released: any): one waiting request of each
+        group looks again."""
+        self.hold.notify(topic, queue_id, max_offset)
+
+    def wake_at_release(self, held: list[tuple[str, int, int]], now_ms: int, until: float) -> None:
+        """A POP parked on FIFO queues held by a batch looks again when the batch's invisible time ends."""
+        loop = asyncio.get_running_loop()
+        for topic, qid, release_ms in held:
+            delay = max(release_ms - now_ms, 0) / 1000
+            if self.clock() + delay < until:
+                loop.call_later(delay + 0.001, self.notify, topic, qid)
+
+    def parked_pops(self, group: str, topic: str, queue_id: int) -> int:
+        """POP requests of the group parked for the topic and queue id they asked for (POLLING_INFO's
+        pollingNum; a POP of queue -1 counts under -1, as Apache keys its polling map)."""
+        codes = (RequestCode.POP_MESSAGE, java_short(RequestCode.POP_MESSAGE))
+        n = 0
+        for parked in self._parked.values():
+            ext = parked.request.ext_fields
+            if (parked.request.code in codes and parked.conn.is_open and ext.get("consumerGroup") == group
+                    and ext.get("topic") == topic and ext.get("queueId") == str(queue_id)):
+                n += 1
+        return n
+
+    def connection_closed(self, conn: RemotingConnection) -> None:
+        """A closed connection's waiting POPs and NOTIFICATIONs are gone: an arrival, which wakes one of a group,
+        must not go to one of them (Apache skips inactive channels when it polls its waiting requests)."""
+        self.hold.connection_closed(conn)
+        for key in [key for key, parked in self._parked.items() if parked.conn is conn]:
+            del self._parked[key]
+
+    def _wake(self, held: HeldPull) -> None:
+        """A parked POP or NOTIFICATION's queue got a message, or its time ended: run it again, on the next
+        loop turn. The arrival comes from inside the store's dispatch of another put, and a POP puts its
+        checkpoint: a put must not run inside another one."""
+        asyncio.get_running_loop().call_soon(self._wake_now, held)
+
+    def _wake_now(self, held: HeldPull) -> None:
+        parked = self._parked.get(id(held.request))
+        if parked is None or parked.request is not held.request:
+            return
+        del self._parked[id(held.request)]
+        for other in parked.waits:  # an arrival on another of its queues must not run it again
+            other.done = True
+        conn, req = parked.conn, parked.request
+        if not conn.is_open:
+            return
+        try:
+            resp = parked.handler(conn, req, parked.deadline)
+        except Exception as exc:  # noqa: BLE001 - a failing wake must answer, not vanish
+            resp = req.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        if resp is None or isinstance(resp, RemotingCommand):
+            reply(conn, req, resp)
+            return
+        task = asyncio.ensure_future(self._reply_later(conn, req, resp))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    @staticmethod
+    async def _reply_later(conn: RemotingConnection, req: RemotingCommand, pending: Awaitable) -> None:
+        try:
+            resp = await pending
+        except Exception as exc:  # noqa: BLE001
+            resp = req.response(ResponseCode.SYSTEM_ERROR, f"{type(exc).__name__}: {exc}")
+        reply(conn, req, resp)
