@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import json
 
-from mqtools.client.admin.base import NO_MASTER, AdminService, broker_sets, reason_of
+from mqtools.client.admin.base import NO_MASTER, AdminService, broker_sets
 from mqtools.client.admin.models.brokers import BrokerConsumeStats, BrokerRuntime, QueueLag
 from mqtools.client.admin.models.connections import ProducerInstance, ProducerTable
 from mqtools.client.admin.models.consume_queue import BrokerQueueUnits, ConsumeQueueUnits, QueueUnit
 from mqtools.client.admin.models.ha import HAStatus
 from mqtools.client.admin.models.parse import queue_key
-from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.client.errors import MQClientError
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.javaprops import parse_properties, render_properties
 from mqtools.common.presentation import Unreachable
@@ -24,6 +24,7 @@ from mqtools.remoting.bodies import (
 )
 from mqtools.remoting.body_codec import to_obj
 from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import (
     GetConsumeStatsInBrokerHeader,
     QueryConsumeQueueRequestHeader,
@@ -82,28 +83,23 @@ class BrokerAdmin(AdminService):
         that holds it), from one broker, or from each set serving the topic: its master, else a slave (which
         holds the same queue). A set no replica answered for is named; a queue or index a broker does not hold
         is its answer's remark."""
+        code = RequestCode.QUERY_CONSUME_QUEUE
         ext = QueryConsumeQueueRequestHeader(topic, queue_id, index, count, group).to_ext()
+        ok = (ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR)
 
-        async def ask(addr: str) -> tuple[int, QueryConsumeQueueResponseBody | None, str | None]:
-            resp = await self.admin.call(addr, RequestCode.QUERY_CONSUME_QUEUE, ext,
-                                         ok=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
-            body = QueryConsumeQueueResponseBody.from_json(resp.body) if resp.body else None
-            return resp.code, body, resp.remark
+        async def ask(addr: str) -> RemotingCommand:
+            return await self.admin.call(addr, code, ext, ok=ok)
 
         if broker_addr is not None:
-            names = await self._names()
-            try:
-                answers = {names.get(broker_addr): (broker_addr, await ask(broker_addr))}
-            except UnreachableError as exc:
-                return ConsumeQueueUnits(topic, queue_id, index, count, group, [],
-                                         [Unreachable(names.get(broker_addr), broker_addr, reason_of(exc))])
-            missed: list[Unreachable] = []
+            target = ((await self._names()).get(broker_addr), broker_addr)
+            answered, missed = await self.admin.ask_each([target], code, ext, ok=ok)
+            answers = {name: (addr, resp) for name, addr, resp in answered}
         else:
             read = await self.admin.read_sets(broker_sets(await self.admin._route(topic)), ask)
             answers = {name: (r.addr, r.value) for name, r in read.reads.items()}
             missed = read.unreachable
-        brokers = [_queue_units(name, addr, index, *answer)
-                   for name, (addr, answer) in sorted(answers.items(), key=lambda kv: kv[0] or "")]
+        brokers = [_queue_units(name, addr, index, resp)
+                   for name, (addr, resp) in sorted(answers.items(), key=lambda kv: kv[0] or "")]
         return ConsumeQueueUnits(topic, queue_id, index, count, group, brokers, missed)
 
     async def producer_table(self, broker_addr: str | None = None) -> ProducerTable:
@@ -136,12 +132,12 @@ class BrokerAdmin(AdminService):
             return {}
 
 
-def _queue_units(name: str | None, addr: str, index: int, code: int, body: QueryConsumeQueueResponseBody | None,
-                 remark: str | None) -> BrokerQueueUnits:
+def _queue_units(name: str | None, addr: str, index: int, resp: RemotingCommand) -> BrokerQueueUnits:
     """One broker's QUERY_CONSUME_QUEUE answer: SYSTEM_ERROR when it does not hold the queue, a success without a
     body when it does not hold the index (Apache's answers, both with a remark)."""
-    if code != ResponseCode.SUCCESS or body is None:
-        return BrokerQueueUnits(name, addr, None, None, None, remark or "no answer body")
+    if resp.code != ResponseCode.SUCCESS or not resp.body:
+        return BrokerQueueUnits(name, addr, None, None, None, resp.remark or "no answer body")
+    body = QueryConsumeQueueResponseBody.from_json(resp.body)
     sub = body.subscription_data
     units = [QueueUnit(index + i, u.physic_offset, u.physic_size, u.tags_code) for i, u in enumerate(body.queue_data or [])]
     return BrokerQueueUnits(name, addr, body.min_queue_index, body.max_queue_index, units, None,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import subprocess
 import sys
@@ -13,6 +14,7 @@ from support.clientsupport import Cluster
 from support.trafficsupport import send_to
 
 from mqtools.client.admin import SyncMQAdmin
+from mqtools.common.exitcodes import EXIT_PARTIAL
 
 pytestmark = pytest.mark.integration
 CLUSTER = "ClientIT"
@@ -198,6 +200,11 @@ async def test_cq_shows_each_brokers_units_and_queryCq_prints_as_mqadmin(cluster
                            cluster.brokers["broker-b"].addr, "-o", "json", namesrv=ns), "ConsumeQueueUnits")
     assert [(b["brokerName"], b["units"], b["remark"]) for b in past["brokers"]] == [
         ("broker-b", None, "Index 9 of 1@TcCq is not exist!")]
+    gone = mq_here("admin", "topic", "cq", "TcCq", "1", "-b", "127.0.0.1:1", "-o", "json", namesrv=ns)
+    assert gone.returncode == EXIT_PARTIAL, gone.stderr  # a broker -b names that does not answer: named, no units
+    unread = json.loads(gone.stdout)
+    assert (unread["partial"], unread["brokers"]) == (True, [])
+    assert [(u["brokerName"], u["addr"]) for u in unread["unreachable"]] == [(None, "127.0.0.1:1")]
     printed = mq_here("admin", "queryCq", "-t", "TcCq", "-q", "1", "-i", "0", "-c", "2", "-b",
                       cluster.brokers["broker-a"].addr, namesrv=ns)
     assert printed.returncode == 0, printed.stderr

@@ -38,4 +38,3 @@ def producer_connection(
                    EXIT_REFUSED)
     for index, c in enumerate(conns, start=1):
         typer.echo(java_format(ROW, index, c.client_id, c.client_addr, c.language, version_desc(c.version)))
-
