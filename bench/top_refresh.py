@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import random
 import statistics
 import subprocess
 import sys
@@ -26,6 +25,10 @@ import time
 from pathlib import Path
 
 from textual import events
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+from support.ports import random_base_port
 
 from mqtools.client.admin import MQAdmin
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
@@ -138,7 +141,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         state = Path(tmp) / "state"
         out = mq("cluster", "up", "--preset", "2m-2s-async", "--dir", str(state),
-                 "--base-port", str(random.randrange(20000, 50000, 100)))
+                 "--base-port", str(random_base_port()))
         namesrv = next(line.split("=", 1)[1].strip() for line in out.splitlines() if "NAMESRV_ADDR=" in line)
         try:
             began = time.perf_counter()
