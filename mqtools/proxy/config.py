@@ -97,7 +97,8 @@ class ProxyConfig:
     authorization_whitelist: str = ""
     acl_cache_max_num: int = 1000
     acl_cache_refresh_second: int = 60
-    #: Concurrent ReceiveMessage calls (each one holds a broker long poll); more are answered TOO_MANY_REQUESTS.
+    #: Concurrent ReceiveMessage calls (each one holds a broker long poll, which a call whose client left holds
+    #: until the broker answers it); more are answered TOO_MANY_REQUESTS.
     max_concurrent_receive: int = 1024
     extra: dict[str, Any] = field(default_factory=dict)
 

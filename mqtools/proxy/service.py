@@ -361,7 +361,7 @@ class MessagingService:
     async def ReceiveMessage(self, req: spb.ReceiveMessageRequest, call: Call
                              ) -> AsyncIterator[spb.ReceiveMessageResponse]:
         try:
-            result, topic, group = await self._receive(req, call)
+            result, topic, group = await self._receive_held(req, call)
         except (ProxyError, MQClientError) as exc:
             yield spb.ReceiveMessageResponse(status=status_of(exc))
         else:
@@ -374,7 +374,7 @@ class MessagingService:
                         written += 1
                 finally:
                     if written < len(result.messages):  # the client left: make the rest visible again soon
-                        self._spawn(self._nack(result.messages[written:], group, topic))
+                        self._spawn(self._nack(result.messages[written:], group, topic, call.client_id))
             elif result.status == FOUND:
                 yield spb.ReceiveMessageResponse(status=status(Code.MESSAGE_NOT_FOUND, "no match message"))
             elif result.status == POLLING_FULL:
@@ -384,6 +384,26 @@ class MessagingService:
         response = spb.ReceiveMessageResponse()
         response.delivery_timestamp.FromMilliseconds(_now_ms())
         yield response
+
+    async def _receive_held(self, req: spb.ReceiveMessageRequest, call: Call) -> tuple[PopResult, str, str]:
+        """`_receive`, which goes on when the client leaves while the broker holds its POP: no request takes a
+        POP back, so the broker still answers it, and what it took is made visible again soon, as Apache's
+        proxy does when it cannot write a popped message. Cancelled with the call instead, the answer would be
+        dropped and its messages stay invisible for the whole invisible duration, and the broker, which wakes
+        one waiting POP of a group per arrival, may give the next arrival to that same abandoned POP."""
+        receiving = asyncio.ensure_future(self._receive(req, call))
+        try:
+            return await asyncio.shield(receiving)
+        except asyncio.CancelledError:
+            receiving.add_done_callback(lambda done: self._release_abandoned(done, call.client_id))
+            raise
+
+    def _release_abandoned(self, done: asyncio.Future[tuple[PopResult, str, str]], client_id: str) -> None:
+        if done.cancelled() or done.exception() is not None:
+            return  # nothing was taken (the proxy is stopping, or the POP failed)
+        result, topic, group = done.result()
+        if result.status == FOUND and result.messages:
+            self._spawn(self._nack(result.messages, group, topic, client_id))
 
     async def _receive(self, req: spb.ReceiveMessageRequest, call: Call) -> tuple[PopResult, str, str]:
         client = self.clients.touch(call.client_id, language=call.language, version=call.version, peer=call.peer)
@@ -441,10 +461,12 @@ class MessagingService:
             result.messages = kept
         return result, topic, group
 
-    async def _nack(self, msgs: list[MessageExt], group: str, topic: str) -> None:
+    async def _nack(self, msgs: list[MessageExt], group: str, topic: str, client_id: str) -> None:
+        """Make messages the client never got visible again in NACK_INVISIBLE_MS, and stop renewing them."""
         for msg in msgs:
             with contextlib.suppress(MQClientError, ProxyError):
-                handle = ReceiptHandle.decode(msg.properties["POP_CK"])
+                handle = self.renewals.take(client_id, group, msg.properties.get(P.UNIQ_KEY, ""),
+                                            ReceiptHandle.decode(msg.properties["POP_CK"]))
                 await self.popper.change_invisible(handle, group, topic, NACK_INVISIBLE_MS)
 
     def _held(self, call: Call, group: str, message_id: str, text: str) -> ReceiptHandle:

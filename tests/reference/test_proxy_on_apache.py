@@ -11,6 +11,7 @@ take about a second).
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Callable
@@ -241,6 +242,38 @@ def change_invisible(world: World) -> dict[str, Any]:
             "back_within_10s": again[0][1] - first[0][1] < 10_000, "after_ack": bodies(after)}
 
 
+def receive_until_shut_down(c: SimpleConsumer) -> None:
+    with contextlib.suppress(Exception):  # the shutdown ends the call: the client raises, or returns nothing
+        c.receive(32, 20)
+
+
+def abandoned_receive(world: World) -> dict[str, Any]:
+    """A consumer shut down while its receive waits on the broker (a long poll of 10 s, 20 s of invisibility),
+    then a message sent: the broker gives it to the waiting POP, whose client is gone; it comes back to another
+    consumer of the group soon (the proxy makes what it could not write visible again in a second), not after
+    the 20 s."""
+    topic = world.topic("PxAbandon", "NORMAL")
+    group = name("PxGroupAbandon")
+    gone = started(SimpleConsumer(client_config(world), group, {topic: FilterExpression("*")}, await_duration=10))
+    waiting = threading.Thread(target=receive_until_shut_down, args=(gone,), daemon=True)
+    waiting.start()
+    time.sleep(1.5)  # the receive reaches the broker and waits there
+    gone.shutdown()
+    p = started(Producer(client_config(world), (topic,)))
+    try:
+        p.send(new_message(topic, b"abandoned"))
+        sent = now_ms()
+    finally:
+        p.shutdown()
+    c = consumer(world, group, topic)
+    try:
+        got = receive(c, 1, 40)
+    finally:
+        c.shutdown()
+    waiting.join(15)
+    return {"received": bodies(got), "back_within_10s": [at - sent < 10_000 for _, at in got]}
+
+
 class Checker(TransactionChecker):
     """Answers a broker's check (relayed by the proxy) as the application decided: `rollback` rolled back,
     the others committed. Apache's broker writes the record of an ended transaction in batches every 3 s, the
@@ -344,6 +377,11 @@ def test_unacked_message_comes_back(outcomes: Outcomes, world: str) -> None:
 @pytest.mark.parametrize("world", worlds_but())
 def test_change_invisible_duration(outcomes: Outcomes, world: str) -> None:
     like_apache(outcomes, change_invisible, world)
+
+
+@pytest.mark.parametrize("world", worlds_but())
+def test_a_receive_whose_client_left_gives_its_messages_back_soon(outcomes: Outcomes, world: str) -> None:
+    like_apache(outcomes, abandoned_receive, world)
 
 
 @pytest.mark.parametrize("world", worlds_but())

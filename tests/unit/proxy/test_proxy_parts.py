@@ -3,6 +3,7 @@ groups (Guava's consistentHash over Java's String.hashCode), open transactions, 
 
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -272,3 +273,44 @@ async def test_a_send_to_an_unreachable_master_has_the_route_read_again_soon() -
     with pytest.raises(ConnectFailedError):
         await sender.send("T", [Outgoing(message, 0, "", 0)])
     assert instance.doubted == ["T"]  # the name server has dropped the dead master: the next sends skip it
+
+
+async def test_a_receive_whose_caller_left_makes_what_the_broker_gave_it_visible_soon() -> None:
+    """The broker answers a POP the proxy holds for a gRPC call that was cancelled meanwhile: its message is
+    changed to NACK_INVISIBLE_MS with the newest handle (the one an auto renewal holds), and no longer renewed."""
+    from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
+    from mqtools.client.instance import ClientInstance
+    from mqtools.common import properties as P
+    from mqtools.proxy.popping import FOUND, PopResult
+    from mqtools.proxy.service import NACK_INVISIBLE_MS, Call, MessagingService
+
+    service = MessagingService(ProxyConfig(), ClientInstance(["127.0.0.1:9876"]), port=0)
+    answer: asyncio.Future = asyncio.get_running_loop().create_future()
+    changed: list[tuple[str, int]] = []
+    done = asyncio.Event()
+
+    async def held_by_the_broker(req: spb.ReceiveMessageRequest, call: Call) -> tuple[PopResult, str, str]:
+        return await answer
+
+    async def change_invisible(handle: ReceiptHandle, group: str, topic: str, invisible_ms: int) -> str:
+        changed.append((handle.text, invisible_ms))
+        done.set()
+        return handle.text
+
+    service._receive = held_by_the_broker  # type: ignore[method-assign]
+    service.popper.change_invisible = change_invisible  # type: ignore[method-assign]
+    popped = create_handle("5 1790000000000 60000 2 0 broker-a 3 7", 8042)
+    renewed = create_handle("5 1790000050000 60000 2 0 broker-a 3 7", 8042)
+    service.renewals.add("client-1", "G", "T", "U1", ReceiptHandle.decode(renewed))
+    call = Call("client-1", "PYTHON", "5.1.2", "127.0.0.1:1", None)
+    receiving = asyncio.ensure_future(service._receive_held(spb.ReceiveMessageRequest(), call))
+    await asyncio.sleep(0)
+    receiving.cancel()  # the client left while the broker held the POP
+    with pytest.raises(asyncio.CancelledError):
+        await receiving
+    assert changed == []
+    message = MessageExt("T", b"x", properties={"POP_CK": popped, P.UNIQ_KEY: "U1"})
+    answer.set_result((PopResult(FOUND, [message]), "T", "G"))
+    await asyncio.wait_for(done.wait(), 5)
+    assert changed == [(renewed, NACK_INVISIBLE_MS)]
+    assert len(service.renewals) == 0
