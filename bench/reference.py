@@ -39,8 +39,11 @@ No targets: the figures are reported, not judged.
 With --rounds N (default 1) every case runs N times on each side; a case's line gives each side's median
 round (by msgs/s) and the median of the rounds' ratios, with every round's ratio.
 
+With --fast-failure mq's brokers run with brokerFastFailureEnable=true, as Apache's do by default (mq's is off,
+docs/compatibility.md): a send the broker refuses as busy (SYSTEM_BUSY) then counts in ERRORS on both sides.
+
 Usage: .venv/bin/python bench/reference.py [--seconds 10] [--backlog 200000] [--rounds 1]
-       [--cases a,b,c,d,e] [--startups 3] [--dir D] [--apache 4.9.7|5.5.0]
+       [--cases a,b,c,d,e] [--startups 3] [--dir D] [--apache 4.9.7|5.5.0] [--fast-failure]
 """
 
 from __future__ import annotations
@@ -181,14 +184,15 @@ def apache_side(root: Path, sync: bool, release: str = RELEASES["4.9.7"]) -> Ite
 
 
 @contextmanager
-def mq_side(root: Path, sync: bool) -> Iterator[Side]:
+def mq_side(root: Path, sync: bool, fast_failure: bool = False) -> Iterator[Side]:
     """mq: the same roles as apache_side, as `mq namesrv` / `mq broker` processes; all stopped on exit."""
     procs: list[MqProcess] = []
     root.mkdir(parents=True, exist_ok=True)
     try:
         namesrv = start_namesrv(root)
         procs.append(namesrv)
-        common = {"brokerName": BROKER, "brokerClusterName": CLUSTER, **STORE}
+        common = {"brokerName": BROKER, "brokerClusterName": CLUSTER, **STORE,
+                  "brokerFastFailureEnable": str(fast_failure).lower()}
         master = start_broker(root, namesrv.addr, "master", brokerId="0",
                               brokerRole="SYNC_MASTER" if sync else "ASYNC_MASTER", **common)
         procs.append(master)
@@ -479,6 +483,8 @@ def main() -> int:
     parser.add_argument("--cases", default="a,b,c,d,e", help="which of a,b,c,d,e to run")
     parser.add_argument("--startups", type=int, default=3, help="start-ups per side (e)")
     parser.add_argument("--rounds", type=int, default=1, help="runs of each case of a-d per side (medians reported)")
+    parser.add_argument("--fast-failure", action="store_true",
+                        help="mq's brokers refuse sends that waited too long (SYSTEM_BUSY), as Apache's do by default")
     parser.add_argument("--dir", type=Path, help="work directory (kept; default: a temp dir, removed)")
     parser.add_argument("--apache", choices=sorted(RELEASES), default="4.9.7",
                         help="the Apache RocketMQ release on the other side (name server and broker)")
@@ -503,14 +509,15 @@ def main() -> int:
             work = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="mq-bench-reference-")))
         note(f"work dir {work}")
         apache_start = functools.partial(apache_side, release=release)
+        mq_start = functools.partial(mq_side, fast_failure=args.fast_failure)
         if set(letters) & {"a", "b", "c"}:
             note("starting a name server and an ASYNC_MASTER broker on each side")
-            with apache_start(work / "apache", False) as apache_one, mq_side(work / "mq", False) as mq_one:
+            with apache_start(work / "apache", False) as apache_one, mq_start(work / "mq", False) as mq_one:
                 for rnd in range(args.rounds):
                     run_cases([apache_one, mq_one], letters, args, res, rnd)
         if "d" in letters:
             note("starting a name server, a SYNC_MASTER and its slave on each side; sync64_slave (Java client)")
-            with apache_start(work / "apache-sync", True) as apache_two, mq_side(work / "mq-sync", True) as mq_two:
+            with apache_start(work / "apache-sync", True) as apache_two, mq_start(work / "mq-sync", True) as mq_two:
                 for rnd in range(args.rounds):
                     order = [apache_two, mq_two] if rnd % 2 == 0 else [mq_two, apache_two]
                     each(order, "sync64_slave", rnd, res, lambda s: java_send_with_slave(s, args.seconds))
