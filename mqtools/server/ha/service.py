@@ -201,9 +201,11 @@ class HAService:
         return info
 
     def _client_info(self) -> dict[str, Any]:
+        """A slave's maxOffset is its own commitlog's, with or without a running client (Apache's too): a
+        controller-mode slave being promoted has stopped its client and still holds what it replicated."""
         client = self.client
         if client is None:
-            return {"masterAddr": None, "transferredByteInSecond": 0, "maxOffset": 0,
+            return {"masterAddr": None, "transferredByteInSecond": 0, "maxOffset": self.store.max_phy_offset,
                     "lastReadTimestamp": 0, "lastWriteTimestamp": 0, "masterFlushOffset": 0,
                     "activated": False}
         return {"masterAddr": client.master_address, "transferredByteInSecond": client.speed.rate(),

@@ -290,6 +290,16 @@ async def test_runtime_info_on_master_and_slave(role: str) -> None:
         assert master.master_slave_diff_line().startswith("Slave fall behind master:")
 
 
+def test_a_slave_without_a_running_client_reports_what_it_replicated() -> None:
+    """A controller-mode slave stops its client before it is promoted: between the two its HA status still
+    gives its commitlog's end as maxOffset (a drill reads it as what replication reached), not 0."""
+    slog = SegmentedLog()
+    slog.append_to_commit_log(0, b"r" * 700)
+    slave = HAService(slog, config("SLAVE", ha_master_address="127.0.0.1:1"))
+    slave.client = None
+    assert slave.ha_runtime_info()["haClientRuntimeInfo"]["maxOffset"] == 700
+
+
 async def test_slave_ahead_of_its_master_is_refused() -> None:
     mlog, slog = SegmentedLog(), SegmentedLog()
     mlog.put(b"m" * 100)
