@@ -42,9 +42,17 @@ class HeldPull:
     seq: int = field(default_factory=itertools.count().__next__)
     done: bool = False
     waker: Hashable | None = None
-    """Of the requests with the same waker (a group's POPs) an arrival wakes one, the oldest it satisfies, as
-    Apache's PopLongPollingService wakes one POP a notification: waking every one ran them all again for one
-    message. None: woken whenever satisfied (a pull)."""
+    """Of the requests with the same waker (a group's POPs) an arrival wakes one it satisfies, as Apache's
+    PopLongPollingService wakes one POP a notification: waking every one ran them all again for one message.
+    None: woken whenever satisfied (a pull)."""
+    latest: bool = False
+    """Of its waker's requests wake the one whose deadline is latest (Apache's NOTIFICATION, notifyLast), not
+    the one whose deadline is soonest (its POP); the first to arrive of equal deadlines, or the last."""
+
+
+def _sooner(a: HeldPull, b: HeldPull) -> bool:
+    """`a` comes before `b` in Apache's PopRequest order: its deadline first, then its arrival."""
+    return (a.deadline, a.seq) < (b.deadline, b.seq)
 
 
 class HoldTable:
@@ -67,23 +75,22 @@ class HoldTable:
         waiting = self.by_queue.get((topic, queue_id))
         if not waiting:
             return []
-        woken, keep = [], []
-        wakers: set[Hashable] = set()
+        woken: list[HeldPull] = []
+        chosen: dict[Hashable, HeldPull] = {}
         for held in waiting:
             if held.done:
                 continue
             matched = tags_code is None or held.tag_filter is None or held.tag_filter(tags_code)
             if max_offset > held.offset and matched:
-                if held.waker is not None:
-                    if held.waker in wakers:
-                        keep.append(held)
-                        continue
-                    wakers.add(held.waker)
-                held.done = True
-                woken.append(held)
-            else:
-                keep.append(held)
-        self._store((topic, queue_id), keep)
+                if held.waker is None:
+                    held.done = True
+                    woken.append(held)
+                elif (other := chosen.get(held.waker)) is None or _sooner(held, other) != held.latest:
+                    chosen[held.waker] = held
+        for held in chosen.values():
+            held.done = True
+            woken.append(held)
+        self._store((topic, queue_id), [held for held in waiting if not held.done])
         return woken
 
     def expire(self, now: float) -> list[HeldPull]:

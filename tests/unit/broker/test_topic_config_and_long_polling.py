@@ -66,9 +66,9 @@ def test_persist_and_reload(tmp_path: Path) -> None:
     assert third.select("%RETRY%g") is not None
 
 
-def held(topic: str, qid: int, offset: int, deadline: float, tags=None, waker=None) -> HeldPull:
+def held(topic: str, qid: int, offset: int, deadline: float, tags=None, waker=None, latest=False) -> HeldPull:
     return HeldPull(conn=object(), request=None, topic=topic, queue_id=qid, offset=offset, deadline=deadline,
-                    tag_filter=tags, waker=waker)
+                    tag_filter=tags, waker=waker, latest=latest)
 
 
 def test_hold_table_wakes_on_matching_arrival_only() -> None:
@@ -97,6 +97,19 @@ def test_an_arrival_wakes_every_pull_but_one_pop_of_each_group_the_oldest_it_sat
     assert table.wake("T", 0, 1, 7) == [*pulls, a2, b1]  # a1's filter refuses tag 7: a2 is the oldest it suits
     assert table.wake("T", 0, 2, 1) == [a1]
     assert table.wake("T", 0, 3, 1) == [a3] and len(table) == 0
+
+
+def test_a_pop_woken_is_the_soonest_to_expire_and_a_notification_the_latest() -> None:
+    """Apache's PopRequest order (deadline, then arrival): its POP service polls the first, its NOTIFICATION
+    service (notifyLast) the last."""
+    table = HoldTable()
+    pops = [held("T", 0, 0, d, waker="P") for d in (30.0, 10.0, 20.0, 10.0)]
+    notes = [held("T", 0, 0, d, waker="N", latest=True) for d in (30.0, 10.0, 30.0, 20.0)]
+    for h in (*pops, *notes):
+        table.add(h)
+    assert table.wake("T", 0, 1, None) == [pops[1], notes[2]]
+    assert table.wake("T", 0, 2, None) == [pops[3], notes[0]]
+    assert table.wake("T", 0, 3, None) == [pops[2], notes[3]]
 
 
 def test_expiry_sweeps_each_queue_once_of_the_expired_and_of_requests_answered_meanwhile() -> None:

@@ -49,10 +49,12 @@ class PopLongPollingService:
         self._tasks: set[asyncio.Task] = set()
 
     def park(self, conn: RemotingConnection, req: RemotingCommand, deadline: float, waits: list[Wait],
-             tag_filter: TagFilter, handler: Handler) -> None:
-        """Hold `req` until a message passes one of `waits` or `deadline`; then `handler` runs it again."""
+             tag_filter: TagFilter, handler: Handler, *, latest: bool = False) -> None:
+        """Hold `req` until a message passes one of `waits` or `deadline`; then `handler` runs it again. Of a
+        group's requests with the same handler an arrival wakes one: the soonest to expire, or with `latest` (a
+        NOTIFICATION) the latest."""
         waker = (req.ext_fields.get("consumerGroup"), handler)
-        helds = [HeldPull(conn, req, topic, qid, offset, deadline, tag_filter, waker=waker)
+        helds = [HeldPull(conn, req, topic, qid, offset, deadline, tag_filter, waker=waker, latest=latest)
                  for topic, qid, offset in waits or [("", 0, 0)]]
         self._parked[id(req)] = Parked(conn, req, deadline, handler, helds)
         for held in helds:
