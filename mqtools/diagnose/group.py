@@ -170,6 +170,11 @@ class GroupDiagnosis:
     def severity(self) -> Severity:
         return SEVERITY.get(self.verdict, Severity.ACTION)
 
+    @property
+    def at_least(self) -> str:
+        """What a sum over the sets read is said as: "at least " while some set could not be read."""
+        return "at least " if self.unreachable else ""
+
     def to_json(self) -> dict[str, Any]:
         return {"group": self.group, "verdict": self.verdict, "severity": self.severity.value,
                 "summary": self.summary, "windowSeconds": round(self.window_s, 3), "lag": self.lag,
@@ -256,8 +261,8 @@ def judge(group: str, samples: Sequence[GroupSample], thresholds: Thresholds = D
         out.verdict, out.also = found[0], found[1:]
         out.summary = holds[found[0]]  # type: ignore[assignment]
     else:
-        out.summary = (f"backlog {lag:,} (was {lag_start:,}): shrinking" if lag < lag_start else
-                       f"backlog {lag:,} is within the {thresholds.lag_ok:,} threshold")
+        out.summary = (f"backlog {out.at_least}{lag:,} (was {lag_start:,}): shrinking" if lag < lag_start else
+                       f"backlog {out.at_least}{lag:,} is within the {thresholds.lag_ok:,} threshold")
     out.actions = _actions(out)
     return out
 
@@ -266,7 +271,8 @@ def _offline(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | Non
              t: Thresholds) -> str | None:
     if out.members:
         return None
-    return f"no member online; {out.lag:,} message(s) wait on {sum(1 for r in plain if r.lag):,} queue(s)"
+    return (f"no member online; {out.at_least}{out.lag:,} message(s) wait on {sum(1 for r in plain if r.lag):,} "
+            "queue(s)")
 
 
 def _no_master(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None,
@@ -388,7 +394,7 @@ def _slow(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | None, 
         return None
     drain = f"drains in {out.drain_s:,.0f} s" if out.drain_s else "does not drain at these rates"
     return (f"consuming {out.consume_tps or 0:,.1f} msgs/s against {out.produce_tps or 0:,.1f} produced: backlog "
-            f"{out.lag:,} (was {out.lag_at_start:,}), {drain}")
+            f"{out.at_least}{out.lag:,} (was {out.lag_at_start:,}), {drain}")
 
 
 _CHECKS = {OFFLINE: _offline, NO_MASTER: _no_master, REBALANCING: _rebalancing, STUCK_ORDERLY: _stuck_orderly, STALLED: _stalled,
@@ -424,11 +430,11 @@ def group_diagnosis_view(d: GroupDiagnosis) -> View:
     rows = [[q.queue.topic, q.queue.broker_name, q.queue.queue_id, q.broker_offset, q.consumer_offset, q.lag,
              q.produced_per_s, q.consumed_per_s, q.owner, q.locked] for q in d.queues]
     footer = [f"{d.summary}",
-              (f"window {d.window_s:.1f} s: lag {number(d.lag)} (was {number(d.lag_at_start)}), in "
+              (f"window {d.window_s:.1f} s: lag {d.at_least}{number(d.lag)} (was {number(d.lag_at_start)}), in "
                f"{_rate(d.produce_tps)}, out {_rate(d.consume_tps)}, drains in {number(d.drain_s, 's')}, retries "
                f"{number(d.retry_growth)}, to DLQ {number(d.dlq_growth)}")]
     if d.pop is not None:
-        footer.append(f"POP: {d.pop.inflight:,} popped and not acknowledged, {d.pop.revive_due:,} past their invisible "
+        footer.append(f"POP: {d.at_least}{d.pop.inflight:,} popped and not acknowledged, {d.pop.revive_due:,} past their invisible "
                       f"time, {number(d.revived_growth)} came back in the window")
     footer += [f"member {m.client_id} {m.version or NA}{' orderly' if m.orderly else ''}, holds "
                f"{NA if m.held is None else len(m.held)} queue(s)" for m in d.members]

@@ -163,6 +163,20 @@ def test_queues_on_a_set_without_master_are_counted_and_judged() -> None:
     assert G.group_diagnosis_view(d).document()["partial"] is False
 
 
+def test_figures_summed_without_a_set_not_read_are_said_as_at_least() -> None:
+    """A set not read at all leaves its queues out of the lag and its POP messages out of the count: the summary
+    and the window's line say "at least", as `group progress` does."""
+    lost = Unreachable("broker-b", "127.0.0.1:10931", "no master answering; the slave does not know the group yet")
+    last = G.GroupSample(WINDOW, {mq: G.QueueSample(1000, 900, 1_000) for mq in QUEUES}, [], None, (lost,),
+                         G.PopSample(16, 0, 0))
+    d = judged(sample(0, offsets(1000, 900), []), last)
+    assert d.verdict == G.OFFLINE and d.summary.startswith("no member online; at least 400 message(s) wait")
+    footer = G.group_diagnosis_view(d).footer
+    assert "lag at least 400 (was 400)" in footer[1] and footer[2].startswith("POP: at least 16 popped")
+    whole = judged(sample(0, offsets(1000, 900), []), sample(WINDOW, offsets(1000, 900), []))
+    assert "at least" not in whole.summary + " ".join(G.group_diagnosis_view(whole).footer)
+
+
 def test_a_group_no_set_of_which_could_be_read_is_unknown_and_partial() -> None:
     lost = Unreachable("broker-a", "127.0.0.1:10911", "no master registered; slave: the slave does not know the group")
     d = G.unknown("cg", WINDOW, f"the group's consume stats: could not read {lost}", [lost])
