@@ -199,10 +199,10 @@ class BrokerController:
         await self.offsets.start()
         await self.consumers.start()
         await self.producers.start()
+        if self.timer is not None:  # timer messages (RIP-43): masters deliver them, slaves file what theirs filed
+            await self.timer.start(dequeue=not cfg.is_slave)
         if not cfg.is_slave:
             await self.schedule.start()
-            if self.timer is not None:
-                await self.timer.start()  # timer messages (RIP-43): masters deliver them
             await self.transaction_check.start()
         await self._start_ha()  # before registration, which advertises the HA port
         self.topics.on_change = self.registrar.kick

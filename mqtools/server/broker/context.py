@@ -29,6 +29,7 @@ from mqtools.server.broker.transaction.check_service import TransactionalMessage
 from mqtools.server.ha.service import HAService
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import ScheduleMessageService
+from mqtools.server.store.timer.timer_message_store import TimerMessageStore
 
 
 class BrokerContext(Protocol):
@@ -57,6 +58,8 @@ class BrokerContext(Protocol):
     registrar: NamesrvRegistrar
     #: The HA service once started (every broker runs one); None before.
     ha: HAService | None
+    #: Timer messages (RIP-43); None when timerWheelEnable is false.
+    timer: TimerMessageStore | None
     #: The group's master client address, as the last registration reported it.
     master_addr: str | None
 

@@ -104,8 +104,10 @@ class HADuties:
             self._set_role(BrokerRole.SYNC_MASTER, MASTER_ID)
             await b.schedule.start()
             await b.transaction_check.start()
-            timer = getattr(b, "timer", None)  # timer messages (RIP-43): masters deliver them
-            if timer is not None:
+            timer = b.timer  # timer messages (RIP-43): masters deliver them, from where the last master got
+            if timer is not None and timer.running:
+                timer.set_master(True)
+            elif timer is not None:
                 await timer.start()
             self._diff_task = asyncio.create_task(self._diff_log_loop(), name="ha-diff-log")
         # the name servers keep an id's address only for the highest state version: a master cut off and
@@ -126,9 +128,10 @@ class HADuties:
         if was_master:
             await b.schedule.shutdown()
             await b.transaction_check.shutdown()
-            timer = getattr(b, "timer", None)  # timer messages (RIP-43)
+            timer = b.timer  # timer messages (RIP-43): read again from its files, as a slave
             if timer is not None:
                 await timer.shutdown()
+                await timer.start(dequeue=False)
         self._set_role(BrokerRole.SLAVE, controller_id)
         self._start_slave_sync()
         b.registrar.kick()

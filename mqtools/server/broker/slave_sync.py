@@ -3,10 +3,13 @@
 Items and rules as RocketMQ 4.x applies them: topic configs and subscription groups are
 replaced when the master's dataVersion differs; consumer offsets are merged every time
 (master wins on common keys, slave-only entries survive); the delay offsets body is written
-verbatim to delayOffset.json and reloaded; the message request modes (RocketMQ 5) are replaced.  Runs every 10 s while the master address (from the
-registration result) is known and is not this broker (first after 3 s), as Apache's; and besides, at
-once when a registration names a master it has not synced from yet (Apache's slave first syncs 3 s
-after it starts, so a master that dies within those seconds leaves it without the topics it holds).
+verbatim to delayOffset.json and reloaded; the message request modes (RocketMQ 5) are replaced; the
+timer's pending counts per topic (RocketMQ 5) are replaced. Runs every 10 s while the master address
+(from the registration result) is known and is not this broker (first after 3 s), as Apache's; and
+besides, at once when a registration names a master it has not synced from yet (Apache's slave first
+syncs 3 s after it starts, so a master that dies within those seconds leaves it without the topics it
+holds). The timer's checkpoint (the master's read time and queue offset) is taken every 3 s, as Apache's
+slave takes it: what a slave made master delivers again after its master died is at most those seconds.
 """
 
 from __future__ import annotations
@@ -25,8 +28,10 @@ from mqtools.remoting.bodies import (
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.timer import TimerCheckpointBody, TimerMetricsBody
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.lifecycle import cancel_and_wait
+from mqtools.server.store.timer.timer_checkpoint import DataVersion
 
 log = logging.getLogger("mq.broker.slave_sync")
 
@@ -35,11 +40,14 @@ class SlaveSynchronize:
     """Pull-and-apply of the master's metadata into this broker's tables."""
 
     def __init__(self, broker: BrokerContext, *, interval: float = 10.0, first_delay: float = 3.0,
-                 timeout: float = 3.0) -> None:
+                 timeout: float = 3.0, timer_interval: float = 3.0) -> None:
         self.broker = broker
         self.interval = interval
         self.first_delay = first_delay
         self.timeout = timeout
+        self.timer_interval = timer_interval
+        self._no_timer: str | None = None
+        """A master that does not know the timer's requests (RocketMQ 4): not asked again."""
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._synced_from: str | None = None
@@ -64,15 +72,21 @@ class SlaveSynchronize:
 
     async def _loop(self) -> None:
         """Rounds at first_delay and then every interval, as Apache's; a round on top whenever a new
-        master is named, which does not move the periodic ones."""
+        master is named, which does not move the periodic ones; the timer's checkpoint between them."""
         loop = asyncio.get_running_loop()
-        due = loop.time() + self.first_delay
+        due = timer_due = loop.time() + self.first_delay
         while True:
-            await wait_event(self._wake, max(0.0, due - loop.time()))
+            await wait_event(self._wake, max(0.0, min(due, timer_due) - loop.time()))
+            now = loop.time()
             if self._wake.is_set():
                 self._wake.clear()
-            else:
+            elif now >= due:
                 due += self.interval
+            else:
+                timer_due = now + self.timer_interval
+                await self._timer_checkpoint_quietly()
+                continue
+            timer_due = now + self.timer_interval
             master = self.master_addr()
             if await self.sync_all():
                 self._synced_from = master
@@ -86,6 +100,8 @@ class SlaveSynchronize:
             ("topic config", self.sync_topic_config), ("consumer offsets", self.sync_consumer_offsets),
             ("delay offsets", self.sync_delay_offsets), ("subscription groups", self.sync_subscription_groups),
             ("message request modes", self.sync_message_request_modes)]
+        if self.broker.timer is not None:
+            steps += [("timer checkpoint", self.sync_timer_checkpoint), ("timer metrics", self.sync_timer_metrics)]
         ok = True
         for name, step in steps:
             try:
@@ -150,3 +166,47 @@ class SlaveSynchronize:
         modes = self.broker.request_modes
         modes.replace(body)
         await modes.persist_async()
+
+    async def _timer_checkpoint_quietly(self) -> None:
+        master = self.master_addr()
+        if master is None or self.broker.timer is None:
+            return
+        try:
+            await self.sync_timer_checkpoint(master)
+        except (RemotingError, OSError, TimeoutError, ValueError) as exc:
+            log.warning("slave sync of timer checkpoint from %s failed: %s", master, exc)
+
+    async def _fetch_timer(self, master: str, code: int) -> bytes | None:
+        """A timer request's body; None from a master that does not know it (RocketMQ 4), asked once."""
+        if self._no_timer == master:
+            return None
+        resp = await self.broker.client.invoke(master, RemotingCommand.request(code), self.timeout)
+        if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+            self._no_timer = master
+            return None
+        if resp.code != ResponseCode.SUCCESS:
+            raise ValueError(f"code {resp.code}: {resp.remark}")
+        return bytes(resp.body or b"")
+
+    async def sync_timer_checkpoint(self, master: str) -> None:
+        """Apache's syncTimerCheckPoint: the master's read time and queue offset, which the slave's timer
+        files up to and, made master, delivers from."""
+        timer = self.broker.timer
+        body = await self._fetch_timer(master, RequestCode.GET_TIMER_CHECK_POINT)
+        if timer is None or body is None or timer.dequeue_running:
+            return
+        cp = TimerCheckpointBody.decode(body)
+        version = DataVersion(cp.state_version or 0, cp.timestamp or 0, cp.counter or 0)
+        await timer.follow_master(cp.last_read_time_ms, cp.master_timer_queue_offset, version)
+
+    async def sync_timer_metrics(self, master: str) -> None:
+        """Apache's syncTimerMetrics: the master's pending counts per topic replace the slave's."""
+        timer = self.broker.timer
+        body = await self._fetch_timer(master, RequestCode.GET_TIMER_METRICS)
+        if timer is None or body is None or timer.dequeue_running:
+            return
+        metrics = TimerMetricsBody.from_json(body)
+        timer.follow_master_metrics({t: (m.count, m.time_stamp) for t, m in metrics.timing_count.items()},
+                                    metrics.data_version)
+        if timer.metrics.dirty:
+            await timer.metrics.persist_async()

@@ -32,7 +32,7 @@ def managers(root: Path) -> SimpleNamespace:
     return SimpleNamespace(
         config=cfg, topics=TopicConfigManager(root, cfg), offsets=ConsumerOffsetManager(root),
         groups=SubscriptionGroupManager(root, time.time), schedule=ScheduleMessageService(None, root),
-        request_modes=MessageRequestModeManager(root))
+        request_modes=MessageRequestModeManager(root), timer=None)
 
 
 async def serve_master(master: SimpleNamespace, *, modes: bool = True) -> RemotingServer:

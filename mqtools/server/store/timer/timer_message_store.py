@@ -14,8 +14,12 @@ TimerLog, the wheel and the checkpoint are synced, in that order, in a worker th
 
 Recovery at start (``load``, in a thread) is ``timer_recovery``'s.
 
-Only masters run it (the broker decides); a delete marker (TIMER_DEL_UNIQKEY) cancels the message
-it names when both fall in the same tick, as in Apache.
+Masters run all of it. A slave (``dequeue=False``) files what its master has filed, up to the master's
+queue offset, and delivers nothing; its master's checkpoint (read time, queue offset), taken every few
+seconds (SlaveSynchronize), moves it along, so that when it is made master (``set_master``) it delivers
+from where its master got, the messages the master had filed and not delivered included, as Apache's
+slave does. A delete marker (TIMER_DEL_UNIQKEY) cancels the message it names when both fall in the same
+tick, as in Apache.
 """
 
 from __future__ import annotations
@@ -39,9 +43,9 @@ from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.results import PutMessageResult
 from mqtools.server.store.timer import timer_logic as L
 from mqtools.server.store.timer import timer_recovery
-from mqtools.server.store.timer.timer_checkpoint import TimerCheckpointFile
+from mqtools.server.store.timer.timer_checkpoint import DataVersion, TimerCheckpointFile
 from mqtools.server.store.timer.timer_log import TimerLog, TimerRecord, encode_record, need_delete, need_roll
-from mqtools.server.store.timer.timer_metrics import TimerMetrics
+from mqtools.server.store.timer.timer_metrics import Metric, TimerMetrics
 from mqtools.server.store.timer.timer_wheel import SLOTS_TOTAL, TimerWheel
 
 log = logging.getLogger(__name__)
@@ -52,6 +56,8 @@ CLEAN_INTERVAL = 30.0
 SKIP_PER_STEP = 4096
 MAX_PUT_ATTEMPTS = 3
 _NO_RETRY = frozenset({"MESSAGE_ILLEGAL", "PROPERTIES_SIZE_EXCEEDED"})
+#: A slave's read time moved past at most this many ticks has their slots taken off its count one by one.
+FOLLOW_TICKS_INLINE = 1024
 
 
 class TimerMessageStore:
@@ -158,9 +164,11 @@ class TimerMessageStore:
             log.warning("timer queue offset %d below the queue's minimum %d", self.curr_queue_offset, low)
             self.curr_queue_offset = low
         offset = self.curr_queue_offset
+        # a slave files no further than its master has (Apache's isRunningEnqueue)
+        batch = BATCH if self.dequeue_running else min(BATCH, self.checkpoint.value.master_timer_queue_offset - offset)
         taken = 0
-        if store.get_max_offset_in_queue(L.TIMER_TOPIC, 0) > offset:
-            result = store.get_message("TIMER_SERVICE", L.TIMER_TOPIC, 0, offset, BATCH)
+        if batch > 0 and store.get_max_offset_in_queue(L.TIMER_TOPIC, 0) > offset:
+            result = store.get_message("TIMER_SERVICE", L.TIMER_TOPIC, 0, offset, batch)
             for buf in result.buffers:
                 try:
                     # filing it needs the properties and the position, not the body (read again to put it back)
@@ -217,13 +225,14 @@ class TimerMessageStore:
         wheel.put_slot(
             slot_time, pos if slot.first_pos == -1 else slot.first_pos, pos, slot.num + delta, slot.magic
         )
-        self.congest_num += delta
+        if slot_time >= self.curr_read_time_ms:  # a slave files ticks its master has read: nothing to deliver
+            self.congest_num += delta
         self._add_metric(msg, delta)
         return pos
 
     def _add_metric(self, msg: MessageExt, value: int) -> None:
-        if msg.properties.get(L.TIMER_ENQUEUE_MS) == L.NEVER_ENQUEUED_TEXT:
-            return
+        if not self.dequeue_running or msg.properties.get(L.TIMER_ENQUEUE_MS) == L.NEVER_ENQUEUED_TEXT:
+            return  # a slave's counts are its master's (follow_master_metrics)
         self.metrics.add(msg.properties.get(P.REAL_TOPIC), value)
 
     # ================================================================== dequeue
@@ -343,6 +352,58 @@ class TimerMessageStore:
             "timerEnqueueTps": str(round(self.enqueue_tps, 2)),
             "timerDequeueTps": str(round(self.dequeue_tps, 2)),
         }
+
+    # ================================================================== a slave following its master
+
+    async def follow_master(self, read_time_ms: int, queue_offset: int, version: DataVersion) -> None:
+        """The master's checkpoint: deliver nothing before its read time once made master, file up to its queue
+        offset. The ticks the read time passes leave the congestion count, as their delivery does on the master
+        (counted again over the whole wheel, in a thread, when it passes many)."""
+        cp = self.checkpoint.value
+        cp.master_timer_queue_offset = queue_offset
+        cp.data_version = version
+        read = max(self.format_time(read_time_ms), 0)
+        wheel, was = self.wheel, self.curr_read_time_ms
+        self.curr_read_time_ms = self.commit_read_time_ms = cp.last_read_time_ms = read
+        self._wake.set()  # the master may have filed more
+        if not self.loaded or wheel is None or read == was:
+            return
+        ticks = (read - was) // self.precision_ms
+        if not 0 < ticks <= FOLLOW_TICKS_INLINE:
+            self.congest_num = await asyncio.to_thread(wheel.get_all_num, read)
+            return
+        for tick in range(ticks):
+            slot = wheel.get_slot(was + tick * self.precision_ms)
+            if slot.time_ms != -1:
+                self.congest_num -= slot.num
+
+    def follow_master_metrics(self, timing_count: dict[str, tuple[int, int]], version: dict[str, int]) -> None:
+        """The master's pending counts per topic replace the slave's (Apache's syncTimerMetrics)."""
+        metrics = self.metrics
+        if metrics.data_version == version:
+            return
+        metrics.timing_count = {topic: Metric(count, stamp) for topic, (count, stamp) in timing_count.items()}
+        metrics.data_version = dict(version)
+        metrics.dirty = True
+
+    def set_master(self, master: bool) -> None:
+        """A role change of a running timer (Apache's checkBrokerRole): made master, it files from the master's
+        queue offset at the latest and delivers from the master's read time; made slave, it stops delivering."""
+        if master and not self.dequeue_running:
+            cp = self.checkpoint.value
+            self.curr_queue_offset = self.commit_queue_offset = min(self.curr_queue_offset,
+                                                                    cp.master_timer_queue_offset)
+            if cp.last_read_time_ms:
+                self.curr_read_time_ms = self.commit_read_time_ms = cp.last_read_time_ms
+            self.dequeue_running = True
+            self.maybe_move_write_time()
+            self._wake.set()
+        elif not master:
+            self.dequeue_running = False
+
+    @property
+    def running(self) -> bool:
+        return bool(self._tasks)
 
     # ================================================================== lifecycle
 

@@ -237,3 +237,37 @@ async def test_flow_control_reads_the_slot_only_under_a_limit_that_a_slot_can_re
     assert not any(timer.is_reject(slot) for _ in range(50))
     timer.log.close()
     await store.shutdown()
+
+
+async def test_a_slave_files_up_to_its_master_and_made_master_delivers_from_where_the_master_got(
+        tmp_path: Path) -> None:
+    """Apache's slave timer: it files what the wheel topic holds up to the master's queue offset and delivers
+    nothing; the master's checkpoint moves its read time. Made master, it delivers what the master had filed and
+    not delivered, and not what the master had delivered."""
+    from mqtools.server.store.timer.timer_checkpoint import DataVersion
+
+    clock = Clock()
+    store, timer = await open_store(tmp_path, clock)
+    timer.dequeue_running = False  # a slave
+    await send(store, clock, b"early", TIMER_DELAY_SEC="2")
+    await send(store, clock, b"late", TIMER_DELAY_SEC="5")
+    await send(store, clock, b"unfiled", TIMER_DELAY_SEC="6")  # the master had not filed it when it died
+    await run(timer)
+    assert timer.curr_queue_offset == 0 and delivered(store) == []  # nothing filed before the master says
+    await timer.follow_master(T0, 2, DataVersion(0, T0, 1))
+    await run(timer)
+    assert timer.curr_queue_offset == 2 and timer.congest_num == 2 and delivered(store) == []
+    assert timer.metrics.count("Orders") == 0  # a slave's counts are its master's
+    timer.follow_master_metrics({"Orders": (1, T0 + 3000)}, {"counter": 7, "stateVersion": 0, "timestamp": T0})
+    assert timer.metrics.count("Orders") == 1
+    clock.ms = T0 + 3000  # the master delivered "early" (its tick, T0+1000, read): its checkpoint says so
+    await timer.follow_master(T0 + 3000, 2, DataVersion(0, T0 + 3000, 2))
+    await run(timer)
+    assert delivered(store) == [] and timer.congest_num == 1 and timer.curr_read_time_ms == T0 + 3000
+    timer.set_master(True)  # the master died
+    clock.ms = T0 + 7000
+    await run(timer)
+    assert sorted(m.body for m in delivered(store)) == [b"late", b"unfiled"]
+    assert timer.congest_num == 0 and timer.metrics.count("Orders") == 0
+    timer.log.close()
+    await store.shutdown()
