@@ -103,7 +103,7 @@ class GroupReading:
         pop = None
         if not isinstance(self.progress, MQClientError) and self.progress.pop is not None and self.progress.pop.popped:
             p = self.progress.pop
-            pop = PopSample(p.inflight, p.revive_due, p.revived)
+            pop = PopSample(p.inflight, p.revive_due, p.revived, p.complete)
         return GroupSample(self.at, queues | self.hidden, members, self.dlq, lost, pop)
 
 

@@ -100,6 +100,8 @@ class PopSample:
     """Of those, past their invisible time."""
     revived: int
     """Came back after their invisible time since the brokers started (a counter)."""
+    complete: bool = True
+    """False: some set gave no figures (a slave, an Apache broker, a set not read); the sums leave it out."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -434,7 +436,8 @@ def group_diagnosis_view(d: GroupDiagnosis) -> View:
                f"{_rate(d.produce_tps)}, out {_rate(d.consume_tps)}, drains in {number(d.drain_s, 's')}, retries "
                f"{number(d.retry_growth)}, to DLQ {number(d.dlq_growth)}")]
     if d.pop is not None:
-        footer.append(f"POP: {d.at_least}{d.pop.inflight:,} popped and not acknowledged, {d.pop.revive_due:,} past their invisible "
+        some = "" if d.pop.complete and not d.unreachable else "at least "
+        footer.append(f"POP: {some}{d.pop.inflight:,} popped and not acknowledged, {d.pop.revive_due:,} past their invisible "
                       f"time, {number(d.revived_growth)} came back in the window")
     footer += [f"member {m.client_id} {m.version or NA}{' orderly' if m.orderly else ''}, holds "
                f"{NA if m.held is None else len(m.held)} queue(s)" for m in d.members]

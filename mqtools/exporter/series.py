@@ -183,10 +183,10 @@ def proxy_samples(read: ProxyClients) -> list[Sample]:
 
 
 def pop_samples(progress: ConsumerProgress) -> list[Sample]:
-    """mq_group_pop_*: a POP group's messages in flight, only where every set read gave the figures (a sum
-    leaving out an Apache broker, a slave or an unreachable set would undercount)."""
+    """mq_group_pop_*: a POP group's messages in flight, only where every set gave the figures (a sum leaving
+    out an Apache broker, a slave or an unreachable set would undercount)."""
     pop = progress.pop
-    if pop is None or not pop.popped or not pop.complete or progress.unreachable:
+    if pop is None or not pop.popped or not pop.complete:
         return []
     return [Sample("mq_group_pop_inflight", (progress.group,), float(pop.inflight)),
             Sample("mq_group_pop_revive_due", (progress.group,), float(pop.revive_due))]

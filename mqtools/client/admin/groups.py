@@ -51,18 +51,20 @@ from mqtools.remoting.headers import (
 from mqtools.remoting.pop_stats import PopInFlightBody, PopInFlightRequestHeader
 
 
-def _pop_figures(acc: PopFigures | None, pop: PopInFlightBody | None) -> PopFigures | None:
-    """Add one set's POP answer to the group's sums; a set without one makes them incomplete."""
-    if pop is None:
-        if acc is not None:
-            acc.complete = False
-        return acc
-    out = acc if acc is not None else PopFigures()
-    out.popped = out.popped or pop.popped
-    out.inflight += sum(q.in_flight + q.revive_due for q in pop.queues)
-    out.revive_due += sum(q.revive_due for q in pop.queues)
-    out.retry_inflight += sum(q.in_flight + q.revive_due for q in pop.queues if is_retry_topic(q.topic))
-    out.revived += pop.revived
+def _pop_figures(answers: list[PopInFlightBody | None], unreachable: bool) -> PopFigures | None:
+    """The group's POP sums over the sets' answers; None when no set gave one. A set that gave none (its broker
+    is Apache's, or a slave, which tracks nothing) or could not be read makes them incomplete, whatever order
+    the sets come in."""
+    given = [pop for pop in answers if pop is not None]
+    if not given:
+        return None
+    out = PopFigures(complete=len(given) == len(answers) and not unreachable)
+    for pop in given:
+        out.popped = out.popped or pop.popped
+        out.inflight += sum(q.in_flight + q.revive_due for q in pop.queues)
+        out.revive_due += sum(q.revive_due for q in pop.queues)
+        out.retry_inflight += sum(q.in_flight + q.revive_due for q in pop.queues if is_retry_topic(q.topic))
+        out.revived += pop.revived
     return out
 
 
@@ -169,10 +171,12 @@ class GroupAdmin(AdminService):
         # a slave with no offsets of the group may not have them yet: not "nothing to consume there"
         read.doubt_slaves("group", lambda value: value is None or not value[0].offset_table)
         progress = ConsumerProgress(group)
+        answers: list[PopInFlightBody | None] = []
         for _, r in sorted(read.reads.items()):
             if r.value is None:
                 continue
             stats, pop = r.value
+            answers.append(pop)
             progress.consume_tps = (progress.consume_tps or 0.0) + stats.consume_tps
             per_queue = {(q.topic, q.queue_id): q for q in pop.queues} if pop is not None else {}
             for mq, w in stats.offset_table.items():
@@ -182,9 +186,9 @@ class GroupAdmin(AdminService):
                     queue = dataclasses.replace(queue, pop_inflight=found.in_flight + found.revive_due if found else 0,
                                                 revive_due=found.revive_due if found else 0)
                 progress.queues.append(queue)
-            progress.pop = _pop_figures(progress.pop, pop)
         progress.queues.sort(key=lambda q: queue_key(q.queue))
         progress.unreachable = read.unreachable
+        progress.pop = _pop_figures(answers, bool(read.unreachable))
         if progress.unreachable:
             progress.consume_tps = None
         return progress

@@ -63,3 +63,20 @@ def test_a_reset_some_brokers_could_not_push_is_named_with_what_to_do() -> None:
     assert unpushed_warning("G", [row("broker-a", True), row("broker-b", True)]) is None  # every broker pushed
     assert unpushed_warning("G", [row("broker-a", False), row("broker-b", False)]) is None  # nobody online at all
     assert unpushed_warning("G", [row("broker-a", None)]) is None  # not a reset by time
+
+
+def test_pop_sums_are_incomplete_when_any_set_gave_none_in_whichever_order() -> None:
+    """A slave (which tracks no POP messages) or an Apache broker gives no figures: the sums over the others are
+    marked incomplete whether that set comes before or after them; a set not read at all does the same."""
+    from mqtools.client.admin.groups import _pop_figures
+    from mqtools.remoting.pop_stats import PopInFlightBody, PopQueueInFlight
+
+    body = PopInFlightBody(tracked=True, popped=True, revived=1, queues=[PopQueueInFlight("T", 0, 5, 2)])
+    assert _pop_figures([None, None], False) is None
+    whole = _pop_figures([body, body], False)
+    assert whole is not None and (whole.inflight, whole.revive_due, whole.revived, whole.complete) == (14, 4, 2, True)
+    for answers in ([None, body], [body, None]):
+        part = _pop_figures(answers, False)
+        assert part is not None and (part.inflight, part.complete) == (7, False)
+    cut = _pop_figures([body], True)
+    assert cut is not None and not cut.complete

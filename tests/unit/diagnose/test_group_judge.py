@@ -175,6 +175,11 @@ def test_figures_summed_without_a_set_not_read_are_said_as_at_least() -> None:
     assert "lag at least 400 (was 400)" in footer[1] and footer[2].startswith("POP: at least 16 popped")
     whole = judged(sample(0, offsets(1000, 900), []), sample(WINDOW, offsets(1000, 900), []))
     assert "at least" not in whole.summary + " ".join(G.group_diagnosis_view(whole).footer)
+    # every set read, one from a slave, which tracks no POP messages: the lag is whole, the POP count is not
+    from_slave = G.GroupSample(WINDOW, {mq: G.QueueSample(1000, 900, 1_000) for mq in QUEUES}, [], None, (),
+                               G.PopSample(16, 0, 0, complete=False))
+    footer = G.group_diagnosis_view(judged(sample(0, offsets(1000, 900), []), from_slave)).footer
+    assert "lag 400 (was 400)" in footer[1] and footer[2].startswith("POP: at least 16 popped")
 
 
 def test_a_group_no_set_of_which_could_be_read_is_unknown_and_partial() -> None:

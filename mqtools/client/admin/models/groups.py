@@ -97,7 +97,8 @@ class PopFigures:
     retry_inflight: int = 0
     """Of `inflight` and `revive_due`, those popped from the POP retry topics (not in `queues`)."""
     complete: bool = True
-    """Every set read gave them (False: some broker is Apache's or a slave, so the sums leave it out)."""
+    """Every set gave them (False: some set could not be read, or its broker is Apache's or a slave, so the sums
+    leave it out)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -420,7 +421,7 @@ def group_progress_view(p: ConsumerProgress, topic: str | None = None) -> View:
     footer = [(f"total: diff {least}{p.total_diff}, in flight {cell(inflight_total)}, "
                f"consume TPS {cell(p.consume_tps)}")]
     if pop is not None and pop.popped:
-        some = "" if pop.complete and not p.unreachable else "at least "
+        some = "" if pop.complete else "at least "
         footer.append(f"POP: {some}{pop.inflight} popped and not acknowledged ({pop.revive_due} past their "
                       f"invisible time, {pop.retry_inflight} from retry topics), {pop.revived} came back since the "
                       f"brokers started; consumer offsets move when the broker pops")
