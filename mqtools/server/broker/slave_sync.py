@@ -177,12 +177,15 @@ class SlaveSynchronize:
             log.warning("slave sync of timer checkpoint from %s failed: %s", master, exc)
 
     async def _fetch_timer(self, master: str, code: int) -> bytes | None:
-        """A timer request's body; None from a master that does not know it (RocketMQ 4), asked once."""
+        """A timer request's body; None from a master that does not know it (RocketMQ 4; asked once) or runs no
+        timer (SYSTEM_ERROR, as Apache's answers then: timerWheelEnable=false there; asked again, quietly)."""
         if self._no_timer == master:
             return None
         resp = await self.broker.client.invoke(master, RemotingCommand.request(code), self.timeout)
         if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
             self._no_timer = master
+            return None
+        if resp.code == ResponseCode.SYSTEM_ERROR:
             return None
         if resp.code != ResponseCode.SUCCESS:
             raise ValueError(f"code {resp.code}: {resp.remark}")

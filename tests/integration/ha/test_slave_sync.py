@@ -3,7 +3,9 @@
 Topic configs and groups are replaced only when the master's dataVersion differs; consumer
 offsets are merged every round (master wins, slave-only entries survive); delay offsets are
 written verbatim and reloaded; the message request modes are replaced (and a master that does not
-know the request, as RocketMQ 4, leaves them alone without failing the round).
+know the request, as RocketMQ 4, leaves them alone without failing the round); a slave's timer follows its
+master's checkpoint and pending counts (a master without a timer, or that does not know the requests, fails
+no round).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from types import SimpleNamespace
 from mqtools.remoting.assignment import SetMessageRequestModeRequestBody
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
 from mqtools.remoting.client import RemotingClient
-from mqtools.remoting.codes import RequestCode
+from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.server import RemotingServer
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
@@ -120,6 +122,68 @@ async def test_a_master_without_request_modes_fails_no_round(tmp_path: Path) -> 
     try:
         assert await SlaveSynchronize(controller).sync_all()
         assert slave.request_modes.get("T", "G") is not None  # left alone
+    finally:
+        await client.close()
+        await server.shutdown()
+
+
+class FollowingTimer:
+    """What SlaveSynchronize hands a slave's timer: the master's checkpoint and pending counts, recorded."""
+
+    def __init__(self) -> None:
+        self.dequeue_running = False
+        self.checkpoints: list[tuple[int, int, int]] = []
+        self.counts: list[dict[str, tuple[int, int]]] = []
+        self.metrics = SimpleNamespace(dirty=False)
+
+    async def follow_master(self, read_time_ms: int, queue_offset: int, version) -> None:
+        self.checkpoints.append((read_time_ms, queue_offset, version.counter))
+
+    def follow_master_metrics(self, timing_count: dict[str, tuple[int, int]], version: dict[str, int]) -> None:
+        self.counts.append(timing_count)
+
+
+async def test_a_slave_takes_its_masters_timer_checkpoint_and_counts_and_asks_a_rocketmq_4_master_once(
+        tmp_path: Path) -> None:
+    from mqtools.remoting.timer import TimerCheckpointBody
+
+    master = managers(tmp_path / "master")
+    server = await serve_master(master)
+    checkpoint = TimerCheckpointBody(1_700_000_003_000, 0, 40, 42, 0, 1_700_000_000_000, 9).encode()
+    metrics = b'{"dataVersion":{"counter":3,"stateVersion":0,"timestamp":1},"timingCount":{"T":{"count":2,"timeStamp":5}}}'
+
+    server.register(RequestCode.GET_TIMER_CHECK_POINT, lambda c, r: r.response(body=checkpoint))
+    server.register(RequestCode.GET_TIMER_METRICS, lambda c, r: r.response(body=metrics))
+    slave = managers(tmp_path / "slave")
+    slave.timer = FollowingTimer()
+    client = RemotingClient()
+    controller = SimpleNamespace(**vars(slave), client=client, broker_addr="127.0.0.1:1",
+                                 master_addr=f"127.0.0.1:{server.port}")
+    try:
+        sync = SlaveSynchronize(controller)
+        assert await sync.sync_all()
+        assert slave.timer.checkpoints == [(1_700_000_003_000, 42, 9)] and slave.timer.counts == [{"T": (2, 5)}]
+        await sync._timer_checkpoint_quietly()  # the 3 s step between rounds
+        assert len(slave.timer.checkpoints) == 2
+    finally:
+        await server.shutdown()
+    off = managers(tmp_path / "no-timer-master")  # timerWheelEnable=false: SYSTEM_ERROR, as Apache answers
+    server = await serve_master(off)
+    for code in (RequestCode.GET_TIMER_CHECK_POINT, RequestCode.GET_TIMER_METRICS):
+        server.register(code, lambda c, r: r.response(ResponseCode.SYSTEM_ERROR, "The checkpoint is null"))
+    controller.master_addr = f"127.0.0.1:{server.port}"
+    try:
+        assert await sync.sync_all()  # nothing to follow, and not a failed round
+        assert len(slave.timer.checkpoints) == 2 and sync._no_timer is None
+    finally:
+        await server.shutdown()
+    old = managers(tmp_path / "old-master")  # RocketMQ 4: REQUEST_CODE_NOT_SUPPORTED for both
+    server = await serve_master(old, modes=False)
+    controller.master_addr = f"127.0.0.1:{server.port}"
+    try:
+        assert await sync.sync_all() and await sync.sync_all()  # not a failed round
+        await sync._timer_checkpoint_quietly()
+        assert len(slave.timer.checkpoints) == 2 and sync._no_timer == controller.master_addr
     finally:
         await client.close()
         await server.shutdown()
