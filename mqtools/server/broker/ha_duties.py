@@ -106,7 +106,7 @@ class HADuties:
             await b.transaction_check.start()
             timer = b.timer  # timer messages (RIP-43): masters deliver them, from where the last master got
             if timer is not None and timer.running:
-                timer.set_master(True)
+                await timer.set_master(True)
             elif timer is not None:
                 await timer.start()
             self._diff_task = asyncio.create_task(self._diff_log_loop(), name="ha-diff-log")

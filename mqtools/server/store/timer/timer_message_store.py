@@ -42,9 +42,9 @@ from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.results import PutMessageResult
 from mqtools.server.store.timer import timer_logic as L
-from mqtools.server.store.timer import timer_recovery
+from mqtools.server.store.timer import timer_recovery, timer_slots
 from mqtools.server.store.timer.timer_checkpoint import DataVersion, TimerCheckpointFile
-from mqtools.server.store.timer.timer_log import TimerLog, TimerRecord, encode_record, need_delete, need_roll
+from mqtools.server.store.timer.timer_log import TimerLog, encode_record, need_roll
 from mqtools.server.store.timer.timer_metrics import Metric, TimerMetrics
 from mqtools.server.store.timer.timer_wheel import SLOTS_TOTAL, TimerWheel
 
@@ -100,6 +100,8 @@ class TimerMessageStore:
         self._flush_lock = threading.Lock()
         self._listening = False
         self._tasks: list[asyncio.Task] = []
+        self._paused = False
+        """Filing stopped while a slave made master counts its wheel (set_master)."""
 
     def now_ms(self) -> int:
         return int(self.clock() * 1000)
@@ -156,7 +158,7 @@ class TimerMessageStore:
 
     async def enqueue_once(self) -> int:
         """File (or deliver) the wheel topic's next messages; how many were taken."""
-        if self.config.timer_stop_enqueue:
+        if self.config.timer_stop_enqueue or self._paused:
             return 0
         store = self.store
         low = store.get_min_offset_in_queue(L.TIMER_TOPIC, 0)
@@ -257,47 +259,12 @@ class TimerMessageStore:
             self.move_read_time()
         else:
             return 0
-        records = self._chain(slot.last_pos)
-        deletes: set[str] = set()
-        normal: list[TimerRecord] = []
-        for rec in records:
-            if need_delete(rec.magic) and not need_roll(rec.magic):
-                marker = self.store.look_message_by_offset(rec.offset_py, rec.size_py)
-                key = marker.properties.get(L.TIMER_DEL_UNIQKEY) if marker is not None else None
-                if key is not None:
-                    deletes.add(key)
-            else:
-                normal.append(rec)
-        for rec in normal:
-            msg = self.store.look_message_by_offset(rec.offset_py, rec.size_py)
-            if msg is None:
-                log.warning("timer: message at %d (%d bytes) is gone", rec.offset_py, rec.size_py)
-                continue
-            uniq = msg.properties.get(P.UNIQ_KEY)
-            if (
-                uniq is not None
-                and deletes
-                and L.delete_key(msg.properties.get(P.REAL_TOPIC), uniq) in deletes
-            ):
-                continue
+        for rec, msg in timer_slots.deliverable(self.log, self.store, slot.last_pos):
             self._add_metric(msg, -1)
             await self._put_back(msg, rec.write_time, need_roll(rec.magic))
         self.congest_num -= slot.num
         self.move_read_time()
         return 1
-
-    def _chain(self, last_pos: int) -> list[TimerRecord]:
-        """The slot's records from first to last (the chain is walked from its last record)."""
-        out: list[TimerRecord] = []
-        pos = last_pos
-        while pos != -1:
-            rec = self.log.read(pos)
-            if rec is None:
-                break
-            out.append(rec)
-            pos = rec.prev_pos
-        out.reverse()
-        return out
 
     async def _put_back(self, msg: MessageExt, enqueue_time: int, roll: bool) -> bool:
         """Put the message to its topic (or, rolling, into the wheel again); Apache's retry rules."""
@@ -386,15 +353,28 @@ class TimerMessageStore:
         metrics.data_version = dict(version)
         metrics.dirty = True
 
-    def set_master(self, master: bool) -> None:
+    async def set_master(self, master: bool) -> None:
         """A role change of a running timer (Apache's checkBrokerRole): made master, it files from the master's
-        queue offset at the latest and delivers from the master's read time; made slave, it stops delivering."""
+        queue offset at the latest and delivers from the master's read time; made slave, it stops delivering.
+        Made master, it first counts what its wheel holds (filing paused), so that its pending counts per topic
+        are its own, not its master's of up to 10 s before, which left out or kept what that master filed or
+        delivered in its last seconds."""
         if master and not self.dequeue_running:
             cp = self.checkpoint.value
             self.curr_queue_offset = self.commit_queue_offset = min(self.curr_queue_offset,
                                                                     cp.master_timer_queue_offset)
             if cp.last_read_time_ms:
                 self.curr_read_time_ms = self.commit_read_time_ms = cp.last_read_time_ms
+            self._paused = True
+            try:
+                total, topics = await asyncio.to_thread(timer_slots.recount, self.wheel, self.log, self.store,
+                                                        self.curr_read_time_ms)
+            finally:
+                self._paused = False
+            self.congest_num = total
+            now = self.now_ms()
+            self.metrics.timing_count = {topic: Metric(count, now) for topic, count in topics.items()}
+            self.metrics.dirty = True
             self.dequeue_running = True
             self.maybe_move_write_time()
             self._wake.set()

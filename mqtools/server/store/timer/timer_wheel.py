@@ -131,7 +131,7 @@ class TimerWheel(WheelGeometry):
 
     # ------------------------------------------------------------------ whole-wheel scans
 
-    def _live_slots(self, time_start_ms: int) -> Iterator[tuple[int, int, int]]:
+    def live_slots(self, time_start_ms: int) -> Iterator[tuple[int, int, int]]:
         """(first, last, num) of every slot holding a time in [start, start + one wheel round).
 
         The wheel is read as one array of longs (a slot is four: time, first, last, num<<32|magic) and
@@ -152,14 +152,14 @@ class TimerWheel(WheelGeometry):
         """The smallest firstPos of a live slot whose lastPos lies past ``max_offset`` (a log end
         recovery cut back); a huge number when there is none. Whole-wheel scan: run it in a thread."""
         min_first = LONG_MAX
-        for first, last, _num in self._live_slots(time_start_ms):
+        for first, last, _num in self.live_slots(time_start_ms):
             if last > max_offset and first < min_first:
                 min_first = first
         return min_first
 
     def get_all_num(self, time_start_ms: int) -> int:
         """Records filed from ``time_start_ms`` on. Whole-wheel scan: run it in a thread."""
-        return sum(num for _f, _l, num in self._live_slots(time_start_ms))
+        return sum(num for _f, _l, num in self.live_slots(time_start_ms))
 
     # ------------------------------------------------------------------ lifecycle
 
