@@ -346,12 +346,9 @@ class TimerMessageStore:
 
     def follow_master_metrics(self, timing_count: dict[str, tuple[int, int]], version: dict[str, int]) -> None:
         """The master's pending counts per topic replace the slave's (Apache's syncTimerMetrics)."""
-        metrics = self.metrics
-        if metrics.data_version == version:
-            return
-        metrics.timing_count = {topic: Metric(count, stamp) for topic, (count, stamp) in timing_count.items()}
-        metrics.data_version = dict(version)
-        metrics.dirty = True
+        if self.metrics.data_version != version:
+            self.metrics.replace({topic: Metric(count, stamp) for topic, (count, stamp) in timing_count.items()},
+                                 version)
 
     async def set_master(self, master: bool) -> None:
         """A role change of a running timer (Apache's checkBrokerRole): made master, it files from the master's
@@ -373,8 +370,7 @@ class TimerMessageStore:
                 self._paused = False
             self.congest_num = total
             now = self.now_ms()
-            self.metrics.timing_count = {topic: Metric(count, now) for topic, count in topics.items()}
-            self.metrics.dirty = True
+            self.metrics.replace({topic: Metric(count, now) for topic, count in topics.items()})
             self.dequeue_running = True
             self.maybe_move_write_time()
             self._wake.set()

@@ -51,6 +51,16 @@ class TimerMetrics(ConfigManager):
         self.dirty = True
         return metric.count
 
+    def replace(self, counts: dict[str, Metric], version: dict[str, int] | None = None) -> None:
+        """Counts taken whole: a master's (with its DataVersion), or a wheel counted again (a new version)."""
+        self.timing_count = dict(counts)
+        if version is not None:
+            self.data_version = dict(version)
+        else:
+            self.data_version["counter"] += 1
+            self.data_version["timestamp"] = self.clock_ms()
+        self.dirty = True
+
     def count(self, topic: str) -> int:
         metric = self.timing_count.get(topic)
         return metric.count if metric is not None else 0
