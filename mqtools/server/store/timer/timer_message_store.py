@@ -195,6 +195,8 @@ class TimerMessageStore:
             log.error("timer message without a valid TIMER_OUT_MS dropped: %s", msg.msg_id)
             return
         self.enqueued += 1
+        if not self.dequeue_running and delayed < self.curr_read_time_ms:
+            return  # a slave: its master has read that tick, and delivered it
         if self.dequeue_running and delayed < self.curr_write_time_ms:
             msg = decode_stored(stored)
             msg.properties[L.TIMER_ENQUEUE_MS] = L.NEVER_ENQUEUED_TEXT

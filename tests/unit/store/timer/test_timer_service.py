@@ -273,3 +273,27 @@ async def test_a_slave_files_up_to_its_master_and_made_master_delivers_from_wher
     assert timer.congest_num == 0 and timer.metrics.count("Orders") == 0
     timer.log.close()
     await store.shutdown()
+
+
+async def test_a_slave_does_not_file_what_its_master_has_delivered(tmp_path: Path) -> None:
+    """A message whose tick the master has read when the slave gets to it (the slave behind, or new to the timer)
+    was delivered there: the slave does not file it, so a new master never counts it or delivers it again."""
+    from mqtools.server.store.timer.timer_checkpoint import DataVersion
+    from mqtools.server.store.timer.timer_log import UNIT_SIZE
+
+    clock = Clock()
+    store, timer = await open_store(tmp_path, clock)
+    timer.dequeue_running = False
+    await send(store, clock, b"gone", TIMER_DELAY_SEC="2")
+    await send(store, clock, b"kept", TIMER_DELAY_SEC="9")
+    clock.ms = T0 + 4000
+    await timer.follow_master(T0 + 4000, 2, DataVersion(0, T0 + 4000, 1))
+    await run(timer)
+    assert timer.curr_queue_offset == 2 and timer.congest_num == 1
+    assert timer.log.max_offset == UNIT_SIZE  # one record: "kept"
+    await timer.set_master(True)
+    clock.ms = T0 + 10_000
+    await run(timer)
+    assert [m.body for m in delivered(store)] == [b"kept"]
+    timer.log.close()
+    await store.shutdown()
