@@ -31,11 +31,12 @@ from mqtools.common.security import ClientSecurity, SessionCredentials, TlsClien
 from mqtools.common.tls import TlsMode, TlsServerSettings
 from mqtools.proxy.auth import Authenticator
 from mqtools.proxy.authorize import Authorizer
+from mqtools.proxy.call import Call
 from mqtools.proxy.config import ProxyConfig, ProxyConfigError
 from mqtools.proxy.errors import Code, ProxyError, status
 from mqtools.proxy.negotiator import ProtocolNegotiator
 from mqtools.proxy.remoting import ProxyRemoting
-from mqtools.proxy.service import Call, MessagingService
+from mqtools.proxy.service import MessagingService
 
 log = logging.getLogger(__name__)
 

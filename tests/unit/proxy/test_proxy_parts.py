@@ -281,15 +281,17 @@ async def test_a_receive_whose_caller_left_makes_what_the_broker_gave_it_visible
     from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
     from mqtools.client.instance import ClientInstance
     from mqtools.common import properties as P
+    from mqtools.proxy.call import Call
+    from mqtools.proxy.consuming import NACK_INVISIBLE_MS
     from mqtools.proxy.popping import FOUND, PopResult
-    from mqtools.proxy.service import NACK_INVISIBLE_MS, Call, MessagingService
+    from mqtools.proxy.service import MessagingService
 
     service = MessagingService(ProxyConfig(), ClientInstance(["127.0.0.1:9876"]), port=0)
     answer: asyncio.Future = asyncio.get_running_loop().create_future()
     changed: list[tuple[str, int]] = []
     done = asyncio.Event()
 
-    async def held_by_the_broker(req: spb.ReceiveMessageRequest, call: Call) -> tuple[PopResult, str, str]:
+    async def held_by_the_broker(req: spb.ReceiveMessageRequest, call: Call, gone) -> tuple[PopResult, str, str]:
         return await answer
 
     async def change_invisible(handle: ReceiptHandle, group: str, topic: str, invisible_ms: int) -> str:
@@ -314,3 +316,42 @@ async def test_a_receive_whose_caller_left_makes_what_the_broker_gave_it_visible
     await asyncio.wait_for(done.wait(), 5)
     assert changed == [(renewed, NACK_INVISIBLE_MS)]
     assert len(service.renewals) == 0
+
+
+async def test_a_receive_whose_caller_left_before_its_pop_was_sent_sends_none() -> None:
+    """The client left while the proxy was still looking up the topic's route: no POP is sent for nobody (it
+    would take messages away for a second and count a delivery attempt against each)."""
+    from types import SimpleNamespace
+
+    from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+    from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
+    from mqtools.client.instance import ClientInstance
+    from mqtools.proxy.call import Call
+    from mqtools.proxy.service import MessagingService
+    from mqtools.remoting.bodies import QueueData
+
+    service = MessagingService(ProxyConfig(), ClientInstance(["127.0.0.1:9876"]), port=0)
+    route_found: asyncio.Future = asyncio.get_running_loop().create_future()
+    popped: list[str] = []
+
+    async def slow_route(topic: str):
+        return await route_found
+
+    async def pop(**kw):
+        popped.append(kw["topic"])
+
+    service._route = slow_route  # type: ignore[method-assign]
+    service.popper.pop = pop  # type: ignore[method-assign]
+    req = spb.ReceiveMessageRequest(group=pb.Resource(name="G"), batch_size=8,
+                                    message_queue=pb.MessageQueue(topic=pb.Resource(name="T")))
+    req.invisible_duration.FromSeconds(30)
+    req.long_polling_timeout.FromSeconds(5)
+    receiving = asyncio.ensure_future(service._receive_held(req, Call("c1", "PYTHON", "5.1.2", "p", 30.0)))
+    await asyncio.sleep(0)
+    receiving.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await receiving
+    route_found.set_result(SimpleNamespace(queue_datas=[QueueData("broker-a", 4, 4, 6)]))
+    for _ in range(5):
+        await asyncio.sleep(0)
+    assert popped == [] and service._receiving == 0
