@@ -41,7 +41,10 @@ def controller_broker(root: Path, tag: str, namesrv: str, controller: str) -> Mq
         root / f"{tag}.properties", namesrv, root / tag, brokerName=SET, brokerId="-1", brokerRole="SLAVE",
         enableControllerMode="true", controllerAddr=controller, allAckInSyncStateSet="true",
         haSendHeartbeatInterval="500", checkSyncStateSetPeriod="1000", syncBrokerMetadataPeriod="1000",
-        controllerHeartBeatTimeoutMills="4000", slaveTimeout="500", autoCreateTopicEnable="true")
+        controllerHeartBeatTimeoutMills="4000", autoCreateTopicEnable="true",
+        # a send waits this long for its slave's ack (FLUSH_SLAVE_TIMEOUT past it): 500 ms failed a send at CI
+        # (532a94c) beside two other workers' clusters on 2 cores
+        slaveTimeout="2000")
     return start_mq(["broker", "start", "-c", str(conf)], timeout=60)
 
 
@@ -90,7 +93,7 @@ async def test_kill_the_master_then_bring_it_back_with_a_tail_to_cut(tmp_path: P
     try:
         namesrv, ctl, first, second = await controlled_set(tmp_path, procs)
         acked = []
-        async with Producer("ctl-producer", namesrv=namesrv.addr, send_timeout=2.0) as producer:
+        async with Producer("ctl-producer", namesrv=namesrv.addr, send_timeout=5.0) as producer:
             for i in range(20):
                 result = await producer.send(Message(TOPIC, f"m{i}".encode()))
                 assert result.status is SendStatus.SEND_OK
