@@ -209,9 +209,12 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=3, help="Warm read and ceiling jobs measured, each.")
     parser.add_argument("--broker-max-transfer", type=int, default=128,
                         help="The broker's maxTransferCountOnMessageInMemory.")
+    parser.add_argument("--broker-max-bytes", type=int, default=256 * 1024,
+                        help="The broker's maxTransferBytesOnMessageInMemory (Apache's default 256 KiB).")
     args = parser.parse_args()
     topic = broker_send.TOPIC
-    cap = {"maxTransferCountOnMessageInMemory": str(args.broker_max_transfer)}
+    cap = {"maxTransferCountOnMessageInMemory": str(args.broker_max_transfer),
+           "maxTransferBytesOnMessageInMemory": str(args.broker_max_bytes)}
     with namesrv_and_broker(topic, broker_send.QUEUES, **cap) as (namesrv, broker):
         plain = plain_producer(namesrv.addr, args.seconds)
         produced, produce_wall = spark_load(namesrv.addr, "produce", "-t", topic, "--messages", str(args.messages),
@@ -239,7 +242,8 @@ def main() -> None:
           f"ratio {alone / raw['msgs_s']:.2f}; Spark's ceiling (a source that yields ready batches of these rows, "
           f"alternating with the warm read) {warm.ceiling:,.0f} msgs/s, ratio {warm.ceiling / raw['msgs_s']:.2f}, warm "
           f"read at {warm.ratio:.2f} of it by the median pair (machine CPU a row {warm.read_cpu_us:.1f} against "
-          f"{warm.ceiling_cpu_us:.1f} us); broker maxTransferCountOnMessageInMemory {args.broker_max_transfer} | "
+          f"{warm.ceiling_cpu_us:.1f} us); broker maxTransferCountOnMessageInMemory {args.broker_max_transfer}, "
+          f"maxTransferBytesOnMessageInMemory {args.broker_max_bytes} | "
           f"{'all targets met' if p_ok and c_ok else 'targets missed'}")
 
 

@@ -100,6 +100,12 @@ class ProxyConfig:
     #: Concurrent ReceiveMessage calls (each one holds a broker long poll, which a call whose client left holds
     #: until the broker answers it); more are answered TOO_MANY_REQUESTS.
     max_concurrent_receive: int = 1024
+    #: Apache 5's send fault tolerance (fault.py): sends leave a broker whose sends failed or were slow.
+    send_latency_enable: bool = False
+    #: ...and each such broker is asked every detectInterval ms whether it answers (within detectTimeout ms).
+    start_detector_enable: bool = False
+    detect_timeout: int = 200
+    detect_interval: int = 2000
     extra: dict[str, Any] = field(default_factory=dict)
 
     @classmethod
@@ -125,6 +131,8 @@ class ProxyConfig:
         for key, port in (("grpcServerPort", self.grpc_server_port), ("remotingListenPort", self.remoting_listen_port)):
             if not 0 <= port <= 65535:
                 raise ProxyConfigError(f"{key} {port} is not a port")
+        if self.detect_timeout <= 0 or self.detect_interval <= 0:
+            raise ProxyConfigError("detectTimeout and detectInterval must be > 0 (milliseconds)")
         if self.max_message_size <= 0 or self.grpc_max_inbound_message_size <= 0:
             raise ProxyConfigError("maxMessageSize and grpcMaxInboundMessageSize must be > 0")
         if bool(self.tls_cert_path) != bool(self.tls_key_path):

@@ -32,10 +32,11 @@ from mqtools.common.message import Message
 from mqtools.common.topics import AUTO_CREATE_TOPIC_KEY
 from mqtools.proxy.convert import Outgoing
 from mqtools.proxy.errors import Code, ProxyError
+from mqtools.proxy.fault import SendFaultStrategy
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.headers import send_v2_fields
+from mqtools.remoting.headers import QueueRequestHeader, send_v2_fields
 from mqtools.remoting.transaction import COMMIT, ROLLBACK, UNKNOWN, EndTransactionRequestHeader
 
 _MASK64 = (1 << 64) - 1
@@ -111,10 +112,12 @@ class Transactions:
 class Sender:
     """Sends converted messages to the brokers and ends transactions there."""
 
-    def __init__(self, instance: ClientInstance, transactions: Transactions, *, timeout: float = 3.0) -> None:
+    def __init__(self, instance: ClientInstance, transactions: Transactions, *, timeout: float = 3.0,
+                 fault: SendFaultStrategy | None = None) -> None:
         self.instance = instance
         self.transactions = transactions
         self.timeout = timeout
+        self.fault = fault or SendFaultStrategy()
         self._rotations: dict[str, QueueRotation] = {}
 
     def _rotation(self, route: TopicRoute) -> QueueRotation:
@@ -130,7 +133,7 @@ class Sender:
         if not route.publish:
             raise ProxyError(Code.FORBIDDEN, "no writable queue")
         group = items[0].message_group if len(items) == 1 else ""
-        mq = queue_for_group(route.publish, group) if group else self._rotation(route).next_queue()
+        mq = queue_for_group(route.publish, group) if group else self.fault.select(self._rotation(route))
         addr = self.instance.broker_addr(mq.broker_name, any_node=False)
         if addr is None:
             raise ProxyError(Code.FORBIDDEN, f"the broker {mq.broker_name} has no master")
@@ -146,7 +149,13 @@ class Sender:
             ext = send_v2_fields(topic, topic, AUTO_CREATE_TOPIC_KEY, "4", mq.queue_id, first.sys_flag, first.born_ms,
                                  0, P.properties_to_string(batch.properties), batch=True)
             cmd = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, batch.body)
-        resp = await self.instance.invoke_routed(topic, addr, cmd, self.timeout, ok=SEND_STATUS_BY_CODE)
+        started = time.monotonic()
+        try:
+            resp = await self.instance.invoke_routed(topic, addr, cmd, self.timeout, ok=SEND_STATUS_BY_CODE)
+        except MQClientError:
+            self.fault.update(mq.broker_name, (time.monotonic() - started) * 1000, failed=True)
+            raise
+        self.fault.update(mq.broker_name, (time.monotonic() - started) * 1000, failed=False)
         status = SEND_STATUS_BY_CODE[resp.code]  # type: ignore[index]
         offset_ids = (resp.ext_fields.get("msgId") or "").split(",")
         queue_offset = int(resp.ext_fields.get("queueOffset", -1))
@@ -163,6 +172,23 @@ class Sender:
                     commit_log_offset = -1
                 self.transactions.add(topic, mq.broker_name, topic, queue_offset + i, commit_log_offset, tid)
         return outcomes
+
+    async def detect(self, timeout_ms: int) -> None:
+        """One detector round (startDetectorEnable): each broker on record whose check is due is asked the max
+        offset of queue 0 of a topic it serves, on its master; an answer within `timeout_ms` makes it reachable
+        again. A broker whose master no route names any more is forgotten (Apache's resolver finds none)."""
+        for name in self.fault.due_for_detection():
+            addr = self.instance.broker_addr(name, any_node=False)
+            topic = next((t for t, r in self.instance.routes.items() if name in r.broker_addrs), None)
+            if addr is None or topic is None:
+                self.fault.forget(name)
+                continue
+            cmd = RemotingCommand.request(RequestCode.GET_MAX_OFFSET, QueueRequestHeader(topic, 0).to_ext())
+            try:
+                await self.instance.invoke(addr, cmd, timeout_ms / 1000)
+            except MQClientError:
+                continue
+            self.fault.detected(name)
 
     async def end_transaction(self, topic: str, transaction_id: str, message_id: str, resolution: int,
                               from_check: bool) -> None:

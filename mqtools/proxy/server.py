@@ -34,6 +34,7 @@ from mqtools.proxy.authorize import Authorizer
 from mqtools.proxy.call import Call
 from mqtools.proxy.config import ProxyConfig, ProxyConfigError
 from mqtools.proxy.errors import Code, ProxyError, status
+from mqtools.proxy.fault import DETECT_ROUND_S
 from mqtools.proxy.negotiator import ProtocolNegotiator
 from mqtools.proxy.remoting import ProxyRemoting
 from mqtools.proxy.service import MessagingService
@@ -260,7 +261,7 @@ class ProxyServer:
         self._server: grpc.aio.Server | None = None
         self.negotiator: ProtocolNegotiator | None = None
         self.remoting: ProxyRemoting | None = None
-        self._sweeper: asyncio.Task | None = None
+        self._loops: list[asyncio.Task] = []
 
     async def start(self) -> None:
         size = self.config.grpc_max_inbound_message_size
@@ -291,7 +292,9 @@ class ProxyServer:
         await self._server.start()
         if self.negotiator is not None:
             await self.negotiator.start()
-        self._sweeper = asyncio.create_task(self._sweep())
+        self._loops.append(asyncio.create_task(self._sweep()))
+        if cfg.start_detector_enable:
+            self._loops.append(asyncio.create_task(self._detect()))
 
     async def _bind(self) -> int:
         """The public gRPC port: grpc's own (plaintext, or TLS when enforcing), or in permissive mode the
@@ -325,12 +328,23 @@ class ProxyServer:
                 except Exception as exc:  # noqa: BLE001 - the next round tries again
                     log.warning("proxy sweep failed: %s: %s", type(exc).__name__, exc)
 
+    async def _detect(self) -> None:
+        """startDetectorEnable: a detector round every DETECT_ROUND_S (fault.py)."""
+        while True:
+            await asyncio.sleep(DETECT_ROUND_S)
+            if self.service is not None:
+                try:
+                    await self.service.sender.detect(self.config.detect_timeout)
+                except Exception as exc:  # noqa: BLE001 - the next round tries again
+                    log.warning("proxy detector round failed: %s: %s", type(exc).__name__, exc)
+
     async def shutdown(self, grace: float = 3.0) -> None:
         """Stop taking calls, let running ones end within `grace` seconds, then leave the cluster."""
-        if self._sweeper is not None:
-            self._sweeper.cancel()
+        for task in self._loops:
+            task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
+                await task
+        self._loops.clear()
         if self.negotiator is not None:
             await self.negotiator.close()
             self.negotiator = None

@@ -27,6 +27,7 @@ from mqtools.proxy.config import ProxyConfig
 from mqtools.proxy.consuming import ConsumingActivities
 from mqtools.proxy.convert import to_grpc, to_remoting, validate_group, validate_topic
 from mqtools.proxy.errors import Code, ProxyError, ok, status, status_of
+from mqtools.proxy.fault import SendFaultStrategy
 from mqtools.proxy.metadata import Metadata
 from mqtools.proxy.popping import Popper
 from mqtools.proxy.renewal import Renewals
@@ -46,7 +47,8 @@ class MessagingService(ConsumingActivities):
         self.clients = Clients(idle_ms=120_000)
         self.metadata = Metadata(instance)
         self.transactions = Transactions(config.transaction_data_expire_millis)
-        self.sender = Sender(instance, self.transactions)
+        self.sender = Sender(instance, self.transactions, fault=SendFaultStrategy(
+            enabled=config.send_latency_enable, detect_interval_ms=config.detect_interval))
         self.popper = Popper(instance)
         self._receiving = 0
         self._relayed_groups: set[str] = set()

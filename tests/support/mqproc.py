@@ -6,6 +6,7 @@ once it listens; with port 0 the OS picks a free port and that line says which.
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
@@ -124,3 +125,13 @@ def start_broker(workdir: Path, namesrv: str, name: str = "broker-a", **props: s
     props.setdefault("brokerName", name)
     conf = write_broker_props(workdir / f"{name}.properties", namesrv, workdir / name, **props)
     return start_mq(["broker", "start", "-c", str(conf)], timeout=30)
+
+
+def start_proxy(workdir: Path, cluster_name: str, namesrv: str, **settings: object) -> MqProcess:
+    """`mq proxy start` in cluster mode on ephemeral ports, with an rmq-proxy.json of Apache's keys (`settings`
+    over the cluster's name and name server) written under `workdir`."""
+    conf = workdir / "rmq-proxy.json"
+    conf.write_text(json.dumps({"rocketMQClusterName": cluster_name, "namesrvAddr": namesrv, "grpcServerPort": 0,
+                                "remotingListenPort": 0, **settings}))
+    return start_mq(["proxy", "start", "-c", str(conf), "--host", "127.0.0.1"], timeout=60)
+

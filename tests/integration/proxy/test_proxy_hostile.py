@@ -7,7 +7,6 @@ another client is served throughout, and the proxy's output has no traceback."""
 from __future__ import annotations
 
 import asyncio
-import json
 import subprocess
 import sys
 import time
@@ -17,7 +16,7 @@ import grpc
 import psutil
 import pytest
 from support.clientsupport import Cluster, broker_cluster, create_topic
-from support.mqproc import MqProcess, start_mq
+from support.mqproc import MqProcess, start_proxy
 
 from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
@@ -74,10 +73,8 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
 @pytest.fixture(scope="module")
 def proxy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[MqProcess]:
     asyncio.run(create_topic(cluster, TOPIC, 4))
-    conf = tmp_path_factory.mktemp("proxyhostileconf") / "rmq-proxy.json"
-    conf.write_text(json.dumps({"rocketMQClusterName": "HostileIT", "namesrvAddr": cluster.namesrv.addr,
-                                "grpcServerPort": 0, "remotingListenPort": 0}))  # maxMessageSize left at Apache's 4 MiB
-    proc = start_mq(["proxy", "start", "-c", str(conf), "--host", "127.0.0.1"], timeout=60)
+    # maxMessageSize left at Apache's 4 MiB
+    proc = start_proxy(tmp_path_factory.mktemp("proxyhostileconf"), "HostileIT", cluster.namesrv.addr)
     try:
         yield proc
     finally:
