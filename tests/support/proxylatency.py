@@ -1,0 +1,93 @@
+"""A gRPC proxy's sends with one of two masters hung (SIGSTOP), then running again (SIGCONT): what the client saw,
+for `mq proxy` alone (tests/integration/proxy/test_proxy_send_latency.py) and beside Apache's proxy as the oracle
+(tests/reference/test_proxy_send_latency_on_apache.py). Raw gRPC sends, one at a time, so every send's status and
+time are the proxy's own (the 5.x clients retry)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from dataclasses import dataclass
+
+import grpc
+
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
+from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc
+from mqtools.remoting.codes import RequestCode
+from support.clientsupport import call
+from support.presetcluster import wait_for
+
+TOPIC = "PxLatency"
+QUEUES = 2
+"""Queues of TOPIC on each of the two brokers (the proxy takes them in turn: two sends a broker)."""
+WHILE_HUNG = 12
+BACK_WITHIN_S = 30.0
+LATENCY_ON = {"sendLatencyEnable": True, "startDetectorEnable": True, "detectInterval": 1000}
+"""rmq-proxy.json keys of both proxies' runs: the detector asks a broker at most once a second."""
+META = [("x-mq-client-id", "latency-test")]
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What the sends met: the status codes of those that failed or took over a second while the broker was hung,
+    how many of them the live broker stored, and whether a send reached the hung broker again within
+    BACK_WITHIN_S of its SIGCONT (after the send it held was stored)."""
+
+    slow_while_hung: tuple[int, ...]
+    live_stored_while_hung: int
+    back: bool
+
+
+#: With LATENCY_ON, Apache's proxy as the oracle and mq's: only the send that found the broker hung waited out the
+#: proxy's 3 s (half of them do with the keys off), and a send reached the broker again after its 10 s out, once
+#: the detector had its answer (never without it).
+EXPECTED = Outcome((pb.PROXY_TIMEOUT,), WHILE_HUNG - 1, back=True)
+
+
+def stored(addr: str) -> int:
+    """Messages of TOPIC on the broker at `addr` (its queues' max offsets)."""
+    async def total() -> int:
+        answers = [await call(addr, RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": str(q)})
+                   for q in range(QUEUES)]
+        return sum(int(a.ext_fields["offset"]) for a in answers)
+    return asyncio.run(total())
+
+
+def timed_send(stub: service_pb2_grpc.MessagingServiceStub, n: int) -> tuple[int, float]:
+    """One send through the proxy: its status code and how long it took."""
+    message = pb.Message(topic=pb.Resource(name=TOPIC), body=f"m{n}".encode())
+    message.system_properties.message_id = f"LATENCY{n:08d}"
+    started = time.monotonic()
+    answer = stub.SendMessage(spb.SendMessageRequest(messages=[message]), metadata=META, timeout=20)
+    return answer.status.code, time.monotonic() - started
+
+
+def hang_one_of_two(proxy: str, hung: tuple[str, int], live: str) -> Outcome:
+    """Four sends with both brokers up (two each), WHILE_HUNG with the broker at `hung` (address, pid) SIGSTOPped,
+    then sends until one reaches it again after its SIGCONT."""
+    hung_addr, hung_pid = hung
+    with grpc.insecure_channel(proxy) as channel:
+        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        assert [timed_send(stub, n)[0] for n in range(4)] == [pb.OK] * 4
+        assert stored(hung_addr) == stored(live) == 2  # in turn while both answer
+        live_before = stored(live)
+        os.kill(hung_pid, signal.SIGSTOP)
+        try:
+            sends = [timed_send(stub, n) for n in range(4, 4 + WHILE_HUNG)]
+        finally:
+            os.kill(hung_pid, signal.SIGCONT)
+        slow = tuple(code for code, took in sends if code != pb.OK or took > 1.0)
+        live_stored = stored(live) - live_before
+        # the sends that met the hung broker waited in its socket: it stores them once it runs again (the client
+        # was told they failed: at least once)
+        wait_for(lambda: stored(hung_addr) == 2 + len(slow), 15, "the hung broker to store the sends it held")
+        before = stored(hung_addr)
+        deadline, n = time.monotonic() + BACK_WITHIN_S, 4 + WHILE_HUNG
+        while stored(hung_addr) == before and time.monotonic() < deadline:
+            assert timed_send(stub, n)[0] == pb.OK
+            n += 1
+            time.sleep(0.2)
+        return Outcome(slow, live_stored, stored(hung_addr) > before)
