@@ -17,7 +17,7 @@ from collections.abc import Awaitable, Callable
 from mqtools.client.admin import MQAdmin
 from mqtools.client.admin.models.brokers import BrokerRuntime, ClusterSnapshot
 from mqtools.client.admin.models.groups import GroupConnections
-from mqtools.client.errors import ConsumerNotOnlineError, MQClientError
+from mqtools.client.errors import ConsumerNotOnlineError, MQClientError, UnreachableError
 from mqtools.common.topics import is_system_topic
 from mqtools.exporter.series import (
     Sample,
@@ -146,6 +146,11 @@ class ExporterPoller:
         put, get = await asyncio.gather(self.admin.brokers.broker_stats(addr, "BROKER_PUT_NUMS", cluster),
                                         self.admin.brokers.broker_stats(addr, "BROKER_GET_NUMS", cluster),
                                         return_exceptions=True)
+        # a broker without a counter yet answers an error (its series absent, the poll fine); one that did not answer
+        # at all fails the poll, so that mq_exporter_poll_ok says so
+        unreachable = [a for a in (put, get) if isinstance(a, UnreachableError)]
+        if unreachable:
+            raise unreachable[0]
         labels = (cluster, addr, broker)
         return [*_tps("rocketmq_broker_tps", labels, put), *_tps("rocketmq_broker_qps", labels, get)]
 

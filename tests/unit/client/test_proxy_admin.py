@@ -87,6 +87,10 @@ def test_a_proxy_that_does_not_answer_or_refuses_makes_it_partial() -> None:
         {"brokerName": None, "addr": "dead:8080", "reason": "connection refused"},
         {"brokerName": None, "addr": "locked:8080", "reason": "refused: check signature failed."}]
     assert {c["proxy"] for c in doc["clients"]} == {"mq:8080"}
+    status = proxy_status_view(got)
+    assert [r["addr"] for r in check(status)["proxies"]] == ["mq:8080"]
+    assert [row[:4] for row in status.rows[1:]] == [["dead:8080", None, None, None], ["locked:8080", None, None, None]]
+    assert status.rows[1][4] == "not answering: connection refused"
 
 
 def test_without_a_name_server_only_the_groups_given_are_asked() -> None:

@@ -118,7 +118,10 @@ class ProxyClients:
 
 @renders("ProxyStatus")
 def proxy_status_view(p: ProxyClients) -> View:
-    rows = [[r.addr, r.consumer_groups, r.consumers, r.producers, r.languages_text] for r in p.proxies]
+    rows: list[list[Any]] = [[r.addr, r.consumer_groups, r.consumers, r.producers, r.languages_text]
+                             for r in p.proxies]
+    # a proxy asked that did not answer keeps its line, its figures not known (the JSON's `unreachable` names it)
+    rows += [[u.addr, None, None, None, f"not answering: {u.reason}"] for u in p.unreachable]
     data = {"proxies": [r.to_json() for r in p.proxies], **p._json()}
     return View("ProxyStatus", [Column("PROXY"), Column("GROUPS", True), Column("CONSUMERS", True),
                                 Column("PRODUCERS", True), Column("LANGUAGES")],
