@@ -8,6 +8,7 @@ lag (Spark commits a micro-batch to its source when it plans the next one, so th
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterator
 from typing import Any
 
@@ -22,6 +23,8 @@ from pyspark.sql.streaming.datasource import (
 
 from mqtools.spark.offsets import QueueRange, parse_spec, plan_ranges, task_ranges
 from mqtools.spark.reader import read_batches
+
+log = logging.getLogger(__name__)
 
 Offsets = dict[str, dict[str, int]]
 
@@ -76,12 +79,15 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.security = read_options["security"]
         #: trigger(availableNow=True): each queue's end offset when the query started; never read past.
         self.until: Offsets | None = None
+        #: (broker, queue) positions latestOffset kept because the queue could not be read (_keep_unseen).
+        self.unseen: set[tuple[str, str]] = set()
 
-    def _bounds(self) -> dict[tuple[str, int], tuple[int, int]]:
+    def _bounds(self, *, readable_only: bool = False) -> dict[tuple[str, int], tuple[int, int]]:
         from mqtools.client.admin.sync import SyncMQAdmin
 
         with SyncMQAdmin(self.namesrv, security=self.security) as admin:
-            return {(mq.broker_name, mq.queue_id): b for mq, b in admin.queue_offsets.queue_bounds(self.topic).items()}
+            found = admin.queue_offsets.queue_bounds(self.topic, readable_only=readable_only)
+        return {(mq.broker_name, mq.queue_id): b for mq, b in found.items()}
 
     def initialOffset(self) -> dict:
         latest = parse_spec("latest", "latest")
@@ -105,16 +111,35 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        bounds = self._bounds()
+        bounds = self._bounds(readable_only=True)
         latest: Offsets = {}
         for (broker, queue_id), (low, high) in bounds.items():
             if self.until is not None:  # availableNow: a queue made since the query started stays unread
                 high = min(high, self.until.get(broker, {}).get(str(queue_id), low))
             latest.setdefault(broker, {})[str(queue_id)] = high
-        begun = {b: {q: start.get(b, {}).get(q, bounds[(b, int(q))][0]) for q in qs} for b, qs in latest.items()}
+        self._keep_unseen(start, latest)
+        begun = {b: {q: start[b][q] if q in start.get(b, {}) else bounds[(b, int(q))][0] for q in qs}
+                 for b, qs in latest.items()}
         if isinstance(limit, ReadMaxRows):
             return cap(begun, latest, limit.max_rows)
         return latest
+
+    def _keep_unseen(self, start: dict, latest: Offsets) -> None:
+        """A queue this query has a position in that is not read now (its broker set left the route, or no node of
+        it answers) keeps that position in `latest`: its micro-batches read nothing there, and once the set is
+        back the query goes on from where it was. Left out, the queue would look new when it came back and be read
+        again from its minimum. Said once in the log each time the set of such queues changes."""
+        unseen = sorted((b, q) for b, qs in start.items() for q in qs if q not in latest.get(b, {}))
+        for b, q in unseen:
+            latest.setdefault(b, {})[q] = start[b][q]
+        if set(unseen) != self.unseen:
+            self.unseen = set(unseen)
+            if unseen:
+                log.warning("%s: %d queue(s) cannot be read now (%s); their positions are kept and read from once "
+                            "they answer again", self.topic, len(unseen),
+                            ", ".join(f"{b}:{q}" for b, q in unseen))
+            else:
+                log.warning("%s: every queue can be read again", self.topic)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         ranges: list[QueueRange] = []

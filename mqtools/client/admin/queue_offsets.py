@@ -27,8 +27,10 @@ class QueueOffsetAdmin(AdminService):
         route = await self.admin._route(topic)
         return sorted(route.subscribe, key=queue_key)
 
-    async def queue_bounds(self, topic: str) -> dict[MessageQueue, tuple[int, int]]:
-        """queue -> (min offset, max offset), the max being the offset the next message will get."""
+    async def queue_bounds(self, topic: str, *, readable_only: bool = False) -> dict[MessageQueue, tuple[int, int]]:
+        """queue -> (min offset, max offset), the max being the offset the next message will get. UnreachableError
+        when no node of a queue's broker answers; with `readable_only` such queues are left out instead (a reader
+        that knows where it stands in them keeps that, as a stream does across a broker's outage)."""
         route = await self.admin._route(topic)
         queues = sorted(route.subscribe, key=queue_key)
 
@@ -36,7 +38,15 @@ class QueueOffsetAdmin(AdminService):
             return (await self._any_node(route, mq, RequestCode.GET_MIN_OFFSET),
                     await self._any_node(route, mq, RequestCode.GET_MAX_OFFSET))
 
-        return dict(zip(queues, await asyncio.gather(*(bounds(mq) for mq in queues)), strict=True))
+        found = await asyncio.gather(*(bounds(mq) for mq in queues), return_exceptions=readable_only)
+        out: dict[MessageQueue, tuple[int, int]] = {}
+        for mq, b in zip(queues, found, strict=True):
+            if isinstance(b, UnreachableError):  # readable_only: no node of its broker answered
+                continue
+            if isinstance(b, BaseException):
+                raise b
+            out[mq] = b
+        return out
 
     async def offsets_for_time(self, topic: str, timestamp_ms: int) -> dict[MessageQueue, int]:
         """queue -> offset of the first message stored at or after `timestamp_ms` (the max offset if none)."""
@@ -68,3 +78,4 @@ class QueueOffsetAdmin(AdminService):
                 continue
             return OffsetResponseHeader.from_ext(resp.ext_fields).offset
         raise UnreachableError(f"no node of broker {mq.broker_name} answered: {failure}")
+
