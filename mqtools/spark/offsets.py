@@ -39,6 +39,12 @@ class DataLossError(ToolkitError, RuntimeError):
     """Asked-for offsets are below a queue's minimum (gone after retention) and failOnDataLoss is true."""
 
 
+class UnknownQueuesError(ToolkitError, ValueError):
+    """Offsets JSON names queues the topic's route does not have now: a broker set that left it (its master gone
+    without a slave), or a name that was never there. Reading on without them would return fewer rows than asked
+    for without a word (Spark's Kafka source fails the same way on a partition it cannot find)."""
+
+
 @dataclass(frozen=True, slots=True)
 class OffsetSpec:
     """One side of a range: a named end, a timestamp, or explicit offsets per broker and queue."""
@@ -140,7 +146,14 @@ def plan_ranges(topic: str, bounds: dict[tuple[str, int], tuple[int, int]], star
                 end_times: dict[tuple[str, int], int] | None = None,
                 fail_on_data_loss: bool = True) -> list[QueueRange]:
     """One range per queue from (broker, queue) -> (min, max): where each spec puts it, clamped to the
-    queue's max. A start under the queue's min is lost data: DataLossError, or the min when skipping."""
+    queue's max. A start under the queue's min is lost data: DataLossError, or the min when skipping. Offsets
+    JSON naming a queue `bounds` has not: UnknownQueuesError."""
+    named = {(b, q) for spec in (start, end) if spec.kind == "json" for b, qs in (spec.offsets or {}).items()
+             for q in qs}
+    unknown = sorted(named - bounds.keys())
+    if unknown:
+        raise UnknownQueuesError(f"{topic}: the offsets name {', '.join(f'{b}:{q}' for b, q in unknown)}, which "
+                                 f"the topic's route does not have now (a broker set that left it, or a wrong name)")
     ranges = []
     for (broker, queue_id), (low, high) in sorted(bounds.items()):
         first = _resolve(start, broker, queue_id, low, high, (start_times or {}).get((broker, queue_id)), EARLIEST)

@@ -3,6 +3,8 @@ rows (Spark's cost per Python task outweighed a micro-batch's rows), minPartitio
 
 from __future__ import annotations
 
+import pytest
+
 from mqtools.spark.offsets import QueueRange, task_ranges
 
 
@@ -33,3 +35,17 @@ def test_min_partitions_splits_one_range_a_task_and_a_minimum_of_one_turns_group
     assert _offsets(split) == _offsets([ranges])
     assert task_ranges(ranges, None, 1) == [[ranges[0]], [ranges[1]]]
     assert task_ranges([], None, 10_000) == []
+
+
+def test_offsets_naming_a_queue_the_route_has_not_fail_clearly() -> None:
+    """A broker set out of the route (its master gone, no slave) or a wrong name: not fewer rows without a word."""
+    import json
+
+    from mqtools.spark.offsets import UnknownQueuesError, parse_spec, plan_ranges
+
+    bounds = {("broker-a", 0): (0, 5)}
+    start = parse_spec(json.dumps({"broker-a": {"0": 1}, "broker-b": {"0": 3, "1": 0}}), "earliest")
+    with pytest.raises(UnknownQueuesError, match="broker-b:0, broker-b:1, which the topic's route does not have"):
+        plan_ranges("T", bounds, start, parse_spec("latest", "latest"))
+    end = parse_spec(json.dumps({"broker-a": {"0": 4}}), "latest")
+    assert [(r.start, r.end) for r in plan_ranges("T", bounds, parse_spec("earliest", "earliest"), end)] == [(0, 4)]
