@@ -158,10 +158,18 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Spark committed a micro-batch: with commitGroup, write its end offsets to the group."""
         if not self.commit_group:
             return
+        from mqtools.client.errors import MQClientError
         from mqtools.client.sync import SyncPullConsumer
         from mqtools.remoting.bodies import MessageQueue
 
+        missed: list[str] = []
         with SyncPullConsumer(self.commit_group, namesrv=self.namesrv, security=self.security) as consumer:
             for broker, queues in end.items():
                 for queue, offset in queues.items():
-                    consumer.commit_offset(MessageQueue(self.topic, broker, int(queue)), int(offset))
+                    try:
+                        consumer.commit_offset(MessageQueue(self.topic, broker, int(queue)), int(offset))
+                    except MQClientError:  # a set that cannot be reached: the group mirrors, the checkpoint rules
+                        missed.append(f"{broker}:{queue}")
+        if missed:
+            log.warning("%s: the offsets of %s could not be committed to %s now; the next micro-batch's commit "
+                        "tries again", self.topic, ", ".join(missed), self.commit_group)

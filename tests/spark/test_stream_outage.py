@@ -1,6 +1,6 @@
 """A streaming read while one of two masters (no slaves) is SIGKILLed and started again: the query goes on with the
-broker that is left, and the returning broker's queues are read from where the query was, not again from their
-start (each message in the sink once)."""
+broker that is left (its commitGroup commits included), and the returning broker's queues are read from where the
+query was, not again from their start (each message in the sink once)."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from mqtools.common.message import Message
 
 TOPIC = "SparkStreamOutage"
 CLUSTER = "StreamOutage"
+GROUP = "spark-outage-progress"
 
 
 @pytest.fixture(scope="module")
@@ -61,7 +62,7 @@ def test_a_broker_gone_and_back_is_read_on_from_where_the_query_was(spark: Any, 
     asyncio.run(create_topic(cluster, TOPIC, queues=2))
     send(cluster, 0, 20)
     query = (spark.readStream.format("rocketmq").option("namesrv", cluster.namesrv.addr).option("topic", TOPIC)
-             .option("startingOffsets", "earliest").load()
+             .option("startingOffsets", "earliest").option("commitGroup", GROUP).load()
              .selectExpr("broker", "queue_id", "queue_offset", "CAST(body AS STRING) AS body")
              .writeStream.format("parquet").option("path", str(tmp_path / "out"))
              .option("checkpointLocation", str(tmp_path / "checkpoint")).trigger(processingTime="200 milliseconds")
