@@ -17,12 +17,15 @@ Sans-IO: the clock is passed in and the detector's probe is the caller's (the pr
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
 from mqtools.client.fault import QueueRotation
 from mqtools.remoting.bodies import MessageQueue
+
+log = logging.getLogger(__name__)
 
 #: Apache 5's MQFaultStrategy tables: a send of at least LATENCY_MAX_MS[i] keeps its broker out for
 #: NOT_AVAILABLE_MS[i] (the largest i it reaches).
@@ -70,7 +73,10 @@ class SendFaultStrategy:
         duration = not_available_ms(ISOLATION_LATENCY_MS if failed else latency_ms)
         item = self.items.get(broker_name)
         if item is None:
-            item = self.items[broker_name] = FaultItem(latency_ms, 0.0, not failed)
+            item = self.items[broker_name] = FaultItem(latency_ms, 0.0, True)
+        if item.reachable == failed:  # a change: said once, as Apache's proxy says it
+            log.warning("%s is %s", broker_name, "unreachable: sends go to the other brokers until it answers"
+                        if failed else "reachable again: it takes sends")
         item.latency_ms = latency_ms
         item.reachable = not failed
         if duration > 0:  # an isolation is only ever extended, never cut short by a later, shorter one
@@ -105,7 +111,8 @@ class SendFaultStrategy:
     def detected(self, broker_name: str) -> None:
         """The detector got an answer: the broker may be chosen first again once it is available."""
         item = self.items.get(broker_name)
-        if item is not None:
+        if item is not None and not item.reachable:
+            log.warning("%s answers the detector: it takes sends again once its isolation ends", broker_name)
             item.reachable = True
 
     def forget(self, broker_name: str) -> None:

@@ -105,3 +105,18 @@ def test_the_keys_load_from_an_apache_proxy_file() -> None:
     assert config.extra == {}
     with pytest.raises(ProxyConfigError, match="detectTimeout"):
         ProxyConfig().apply({"detectTimeout": 0})
+
+
+def test_a_change_of_reachability_is_logged_once(caplog: pytest.LogCaptureFixture) -> None:
+    clock = Clock()
+    strategy = SendFaultStrategy(enabled=True, clock_ms=clock)
+    with caplog.at_level("WARNING", logger="mqtools.proxy.fault"):
+        strategy.update("a", 10, failed=False)
+        strategy.update("a", 3000, failed=True)
+        strategy.update("a", 3000, failed=True)
+        strategy.detected("a")
+        strategy.detected("a")
+        strategy.update("a", 10, failed=False)
+    assert [r.getMessage() for r in caplog.records] == [
+        "a is unreachable: sends go to the other brokers until it answers",
+        "a answers the detector: it takes sends again once its isolation ends"]
