@@ -114,9 +114,10 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         bounds = self._bounds(readable_only=True)
         latest: Offsets = {}
         for (broker, queue_id), (low, high) in bounds.items():
-            if self.until is not None:  # availableNow: a queue made since the query started stays unread
-                high = min(high, self.until.get(broker, {}).get(str(queue_id), low))
-            latest.setdefault(broker, {})[str(queue_id)] = high
+            q = str(queue_id)
+            if self.until is not None:  # availableNow: a queue not there when the query started stays where it is
+                high = min(high, self.until.get(broker, {}).get(q, start.get(broker, {}).get(q, low)))
+            latest.setdefault(broker, {})[q] = high
         self._keep_unseen(start, latest)
         begun = {b: {q: start[b][q] if q in start.get(b, {}) else bounds[(b, int(q))][0] for q in qs}
                  for b, qs in latest.items()}
