@@ -78,4 +78,3 @@ class QueueOffsetAdmin(AdminService):
                 continue
             return OffsetResponseHeader.from_ext(resp.ext_fields).offset
         raise UnreachableError(f"no node of broker {mq.broker_name} answered: {failure}")
-
