@@ -25,6 +25,15 @@ ISOLATION_LATENCY_MS = 30000
 tables turn into 600 s of isolation."""
 
 
+def not_available_for(latency_ms: float, latency_max_ms: Sequence[int], not_available_ms: Sequence[int]) -> int:
+    """A fault table's isolation for a send of this latency: the entry of the largest latencyMax it reaches (4.x's
+    tables here, 5.x's in the proxy's fault tolerance)."""
+    for bound, duration in zip(reversed(latency_max_ms), reversed(not_available_ms), strict=True):
+        if latency_ms >= bound:
+            return duration
+    return 0
+
+
 class QueueRotation:
     """A topic's publish queues with the shared round-robin counter (TopicPublishInfo.sendWhichQueue)."""
 
@@ -120,11 +129,8 @@ class MQFaultStrategy:
         self.not_available_ms = tuple(not_available_ms)
 
     def not_available_duration(self, latency_ms: float) -> int:
-        """The isolation a send of this latency earns: the entry of the largest latencyMax it reaches."""
-        for bound, duration in zip(reversed(self.latency_max_ms), reversed(self.not_available_ms), strict=True):
-            if latency_ms >= bound:
-                return duration
-        return 0
+        """The isolation a send of this latency earns (computeNotAvailableDuration)."""
+        return not_available_for(latency_ms, self.latency_max_ms, self.not_available_ms)
 
     def update_fault_item(self, broker_name: str, latency_ms: float, *, isolation: bool) -> None:
         if not self.enabled:

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from mqtools.client.fault import QueueRotation
+from mqtools.client.fault import QueueRotation, not_available_for
 from mqtools.remoting.bodies import MessageQueue
 
 log = logging.getLogger(__name__)
@@ -39,10 +39,7 @@ DETECT_ROUND_S = 3.0
 
 def not_available_ms(latency_ms: float) -> int:
     """How long a send of this latency keeps its broker out."""
-    for bound, duration in zip(reversed(LATENCY_MAX_MS), reversed(NOT_AVAILABLE_MS), strict=True):
-        if latency_ms >= bound:
-            return duration
-    return 0
+    return not_available_for(latency_ms, LATENCY_MAX_MS, NOT_AVAILABLE_MS)
 
 
 @dataclass
