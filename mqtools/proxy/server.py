@@ -292,9 +292,10 @@ class ProxyServer:
         await self._server.start()
         if self.negotiator is not None:
             await self.negotiator.start()
-        self._loops.append(asyncio.create_task(self._sweep()))
+        self._loops.append(asyncio.create_task(self._every(2, "sweep", MessagingService.sweep)))
         if cfg.start_detector_enable:
-            self._loops.append(asyncio.create_task(self._detect()))
+            self._loops.append(asyncio.create_task(self._every(
+                DETECT_ROUND_S, "detector round", lambda service: service.sender.detect(cfg.detect_timeout))))
 
     async def _bind(self) -> int:
         """The public gRPC port: grpc's own (plaintext, or TLS when enforcing), or in permissive mode the
@@ -319,24 +320,16 @@ class ProxyServer:
             raise OSError(f"cannot listen on {where}")
         return bound
 
-    async def _sweep(self) -> None:
+    async def _every(self, seconds: float, what: str, work: Callable[[MessagingService], Awaitable[None]]) -> None:
+        """`work` on the service every `seconds` until cancelled; a failed round is logged and the next tries again
+        (the sweep every 2 s; with startDetectorEnable, a detector round every DETECT_ROUND_S: fault.py)."""
         while True:
-            await asyncio.sleep(2)
+            await asyncio.sleep(seconds)
             if self.service is not None:
                 try:
-                    await self.service.sweep()
+                    await work(self.service)
                 except Exception as exc:  # noqa: BLE001 - the next round tries again
-                    log.warning("proxy sweep failed: %s: %s", type(exc).__name__, exc)
-
-    async def _detect(self) -> None:
-        """startDetectorEnable: a detector round every DETECT_ROUND_S (fault.py)."""
-        while True:
-            await asyncio.sleep(DETECT_ROUND_S)
-            if self.service is not None:
-                try:
-                    await self.service.sender.detect(self.config.detect_timeout)
-                except Exception as exc:  # noqa: BLE001 - the next round tries again
-                    log.warning("proxy detector round failed: %s: %s", type(exc).__name__, exc)
+                    log.warning("proxy %s failed: %s: %s", what, type(exc).__name__, exc)
 
     async def shutdown(self, grace: float = 3.0) -> None:
         """Stop taking calls, let running ones end within `grace` seconds, then leave the cluster."""
