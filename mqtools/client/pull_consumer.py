@@ -11,6 +11,7 @@ from mqtools.client.instance import ClientInstance
 from mqtools.client.offset_store import RemoteOffsetStore
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.types import PullResult
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.security import ClientSecurity
 from mqtools.remoting.bodies import MessageQueue
 
@@ -24,13 +25,14 @@ class PullConsumer(ConsumerBase):
         self.offsets = RemoteOffsetStore(self.instance, group)
 
     async def pull(self, mq: MessageQueue, expression: str | None, offset: int, max_nums: int = 32, *,
-                   suspend: float = 0.0, decode: bool = True) -> PullResult:
+                   suspend: float = 0.0, decode: bool = True, broker_id: int = MASTER_ID) -> PullResult:
         """One pull from `offset`; `suspend` seconds lets the broker hold it until a message arrives.
-        decode=False leaves the stored messages undecoded in the result's `body` (not tag-checked)."""
+        decode=False leaves the stored messages undecoded in the result's `body` (not tag-checked).
+        `broker_id` names the node of the set to ask (another one when the route has no such node)."""
         await self._routed(mq)
         sub = parse_subscription(mq.topic, expression)
         return await pull_once(self.instance, self.group, mq, sub, offset, max_nums=max_nums,
-                               suspend_ms=int(suspend * 1000), decode=decode)
+                               suspend_ms=int(suspend * 1000), broker_id=broker_id, decode=decode)
 
     async def fetch_offset(self, mq: MessageQueue) -> int | None:
         await self._routed(mq)

@@ -2,7 +2,9 @@
 
 A range is keyed by broker name and queue id; the client sends pulls to the broker's master, or to its
 slave once the master has left the route (same consume-queue offsets), so a pull that fails refreshes
-the route and tries again until `pull_timeout_ms` has passed without progress.
+the route and tries again until `pull_timeout_ms` has passed without progress. A node that does not answer
+(a hung master the name server still routes to) sends the task's pulls of that set to its next node by
+broker id; an offset that node has not got yet sends the next pull back to the master.
 
 Why batches and pipelining: a pull's round trip, not decoding, bounded a serial reader, and Spark's
 per-row tuple-to-Arrow conversion cost as much again. So each range keeps `PIPELINE` pulls in flight
@@ -24,11 +26,12 @@ from typing import Any
 
 import pyarrow as pa
 
-from mqtools.client.errors import MQClientError
+from mqtools.client.errors import MQClientError, UnreachableError
 from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.sync import LoopThread
 from mqtools.client.types import PullResult, PullStatus
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.security import ClientSecurity
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.spark.columns import Columns
@@ -62,7 +65,7 @@ class RangeReader:
 
     def __init__(self, namesrv: str, r: QueueRange, *, expression: str | None = None, batch: int = PULL_BATCH,
                  pull_timeout_ms: int = 30_000, fail_on_data_loss: bool = True,
-                 security: ClientSecurity | None = None) -> None:
+                 security: ClientSecurity | None = None, nodes: dict[str, int] | None = None) -> None:
         self.namesrv = namesrv
         self.security = security
         self.range = r
@@ -70,6 +73,8 @@ class RangeReader:
         self.batch = batch
         self.pull_timeout = pull_timeout_ms / 1000
         self.fail_on_data_loss = fail_on_data_loss
+        #: broker name -> the broker id this task pulls that set from (the master unless it did not answer)
+        self.nodes = {} if nodes is None else nodes
 
     async def batches(self) -> AsyncIterator[pa.RecordBatch]:
         """The range's rows as Arrow batches of about ARROW_ROWS, built on the client's loop."""
@@ -99,14 +104,15 @@ class RangeReader:
         await consumer.start()
         offset, ahead = r.start, r.start
         stride: int | None = None  # what one answer covers, learned from the first
-        inflight: deque[tuple[int, asyncio.Task[PullResult]]] = deque()
+        inflight: deque[tuple[int, int, asyncio.Task[PullResult]]] = deque()
         try:
             while offset < r.end:
                 while stride and len(inflight) < PIPELINE and ahead < r.end:
-                    pull = consumer.pull(mq, self.expression, ahead, self.batch, decode=False)
-                    inflight.append((ahead, asyncio.ensure_future(pull)))
+                    node = self.node
+                    pull = consumer.pull(mq, self.expression, ahead, self.batch, decode=False, broker_id=node)
+                    inflight.append((ahead, node, asyncio.ensure_future(pull)))
                     ahead += stride
-                result = await self._head(inflight, offset) if inflight else None
+                result = await self._head(consumer, inflight, offset) if inflight else None
                 if result is None:
                     result = await self._pull(consumer, mq, offset)
                 if stride is None:
@@ -116,9 +122,9 @@ class RangeReader:
                 offset = self._next(result, offset)
                 ahead = max(ahead, offset)
         finally:
-            for _, task in inflight:
+            for _, _, task in inflight:
                 task.cancel()
-            await asyncio.gather(*(task for _, task in inflight), return_exceptions=True)
+            await asyncio.gather(*(task for _, _, task in inflight), return_exceptions=True)
             await consumer.shutdown()
 
     def _stride(self, result: PullResult, offset: int) -> int:
@@ -131,15 +137,36 @@ class RangeReader:
                   and result.next_begin_offset < min(self.range.end, result.max_offset))
         return span if capped else self.batch
 
-    @staticmethod
-    async def _head(inflight: deque[tuple[int, asyncio.Task[PullResult]]], offset: int) -> PullResult | None:
+    @property
+    def node(self) -> int:
+        return self.nodes.get(self.range.broker, MASTER_ID)
+
+    def _fail_over(self, consumer: PullConsumer, node: int, error: UnreachableError) -> None:
+        """`node` of the range's set did not answer: unless the task has moved on from it already, its pulls of
+        the set go to the set's next node by broker id in the route (a slave has the same consume-queue offsets)."""
+        r = self.range
+        route = consumer.instance.routes.get(r.topic)
+        ids = sorted(route.broker_addrs.get(r.broker, {})) if route else []
+        if node != self.node or not ids:
+            return
+        later = [i for i in ids if i > node]
+        self.nodes[r.broker] = later[0] if later else ids[0]
+        if self.node != node:
+            log.warning("%s %s: node %d did not answer (%s); pulling from node %d", r.topic, r.broker, node, error,
+                        self.node)
+
+    async def _head(self, consumer: PullConsumer, inflight: deque[tuple[int, int, asyncio.Task[PullResult]]],
+                    offset: int) -> PullResult | None:
         """The oldest pipelined answer when it starts at or before the cursor and found messages."""
-        start, task = inflight[0]
+        start, node, task = inflight[0]
         if start > offset:
             return None
         inflight.popleft()
         try:
             result = await task
+        except UnreachableError as exc:
+            self._fail_over(consumer, node, exc)
+            return None
         except MQClientError:
             return None
         useful = result.status is PullStatus.FOUND and result.body and result.next_begin_offset > offset
@@ -172,15 +199,22 @@ class RangeReader:
         route (the slave takes over when the master leaves it) and retry until the timeout."""
         deadline = time.monotonic() + self.pull_timeout
         while True:
+            node = self.node
             try:
-                result = await consumer.pull(mq, self.expression, offset, self.batch, decode=False)
+                result = await consumer.pull(mq, self.expression, offset, self.batch, decode=False, broker_id=node)
                 waiting = result.status is PullStatus.NO_NEW_MSG or (
                     result.status is PullStatus.OFFSET_ILLEGAL and offset >= result.max_offset)
                 if not waiting or time.monotonic() >= deadline:
                     return result
-            except MQClientError:
+                if node != MASTER_ID:  # a slave without the offset yet: the master, if it answers again, has it
+                    self.nodes.pop(mq.broker_name, None)
+            except MQClientError as exc:
                 if time.monotonic() >= deadline:
                     raise
+                if isinstance(exc, UnreachableError):
+                    self._fail_over(consumer, node, exc)
+                    if node == MASTER_ID and self.node != node:  # at once to the slave; never spin between nodes
+                        continue
             await asyncio.sleep(RETRY_PAUSE_S)
             with contextlib.suppress(MQClientError):
                 await consumer.fetch_queues(mq.topic)
@@ -192,9 +226,10 @@ def read_batches(namesrv: str, ranges: Sequence[QueueRange], **options: Any) -> 
     once per batch: a hand-off per pull made the two threads take turns on the GIL, each waiting out the
     other's switch interval."""
     loop = LoopThread("mq-spark-reader")
+    nodes: dict[str, int] = {}
     try:
         for r in ranges:
-            batches = RangeReader(namesrv, r, **options).batches()
+            batches = RangeReader(namesrv, r, nodes=nodes, **options).batches()
             try:
                 while True:
                     try:

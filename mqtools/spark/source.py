@@ -133,6 +133,7 @@ class RocketMQWriter(DataSourceWriter):
         self.topic = _get(options, "topic")
         self.send_timeout_ms = _int(options, "sendTimeoutMs", 3000) or 3000
         self.in_flight = _int(options, "maxInFlight", WRITE_WINDOW) or WRITE_WINDOW
+        self.latency_fault = _flag(options, "sendLatencyFaultEnable", False)
         self.security = security_from_options(options)
         self.last: list[WriteCommit] = []
 
@@ -142,7 +143,8 @@ class RocketMQWriter(DataSourceWriter):
         ctx = TaskContext.get()
         task = ctx.partitionId() if ctx is not None else 0
         stats = write_rows(self.namesrv, (row.asDict() for row in iterator), topic=self.topic, task=task,
-                           send_timeout_ms=self.send_timeout_ms, security=self.security, in_flight=self.in_flight)
+                           send_timeout_ms=self.send_timeout_ms, security=self.security, in_flight=self.in_flight,
+                           latency_fault=self.latency_fault)
         return WriteCommit(task, stats.messages, stats.failed, stats.bytes, stats.histogram)
 
     def commit(self, messages: list[WriterCommitMessage | None]) -> None:

@@ -54,16 +54,19 @@ def row_message(row: Mapping[str, Any], default_topic: str | None) -> Message:
 
 def write_rows(namesrv: str, rows: Iterable[Mapping[str, Any]], *, topic: str | None, task: int,
                send_timeout_ms: int = 3000, security: ClientSecurity | None = None,
-               in_flight: int = WRITE_WINDOW) -> TaskStats:
+               in_flight: int = WRITE_WINDOW, latency_fault: bool = False) -> TaskStats:
     """Send every row with up to `in_flight` sends outstanding (rows bound for one queue travel together as
     the producer's auto-batching packs them, as Kafka's producer batches per partition; 1 sends one row at
     a time, in order); every answer is awaited. The first failure raises SendFailed once the sends in
-    flight have ended, and no further row is sent."""
-    return run_loop(_write(namesrv, rows, topic, task, send_timeout_ms / 1000, security, max(1, in_flight)))
+    flight have ended, and no further row is sent. `latency_fault` is the Java producer's
+    sendLatencyFaultEnable: a broker whose send failed or was slow is kept out of the task's choice for a
+    while, so a hung master costs the task one send timeout, not one for every row that lands on it."""
+    return run_loop(_write(namesrv, rows, topic, task, send_timeout_ms / 1000, security, max(1, in_flight),
+                           latency_fault))
 
 
 async def _write(namesrv: str, rows: Iterable[Mapping[str, Any]], topic: str | None, task: int, timeout: float,
-                 security: ClientSecurity | None, in_flight: int) -> TaskStats:
+                 security: ClientSecurity | None, in_flight: int, latency_fault: bool) -> TaskStats:
     stats = TaskStats(task, started=time.time())
     hist = new_histogram()
     window = asyncio.Semaphore(in_flight)
@@ -86,7 +89,7 @@ async def _write(namesrv: str, rows: Iterable[Mapping[str, Any]], topic: str | N
 
     group = f"mq-spark-writer-{uuid.uuid4().hex[:12]}"
     async with Producer(group, namesrv=namesrv, send_timeout=timeout, security=security,
-                        auto_batch=in_flight > 1) as producer:
+                        auto_batch=in_flight > 1, latency_fault_enabled=latency_fault) as producer:
         for row in rows:
             msg = row_message(row, topic)
             await window.acquire()

@@ -15,7 +15,6 @@ from mqtools.client.errors import MQClientError, UnreachableError
 from mqtools.client.route import TopicRoute
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode
-from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import OffsetResponseHeader, QueueRequestHeader, SearchOffsetRequestHeader
 
 
@@ -72,7 +71,7 @@ class QueueOffsetAdmin(AdminService):
         failure: UnreachableError | None = None
         for addr in addrs:
             try:
-                resp = await self.admin.instance.invoke(addr, RemotingCommand.request(code, dict(ext)))
+                resp = await self.admin.call(addr, code, dict(ext))  # a node that timed out is not asked again
             except UnreachableError as exc:
                 failure = exc
                 continue
