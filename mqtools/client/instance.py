@@ -22,6 +22,7 @@ from typing import Protocol
 from mqtools.client.errors import (
     MQClientError,
     NotAvailable,
+    RequestTimeoutError,
     UnreachableError,
     broker_error,
     unreachable_error,
@@ -94,6 +95,8 @@ class ClientInstance:
         self.remoting = remoting or RemotingClient(addrs, on_request=self._on_request, security=security)
         self.routes: dict[str, TopicRoute] = {}
         self._doubted: set[str] = set()
+        #: Addresses whose last request timed out (a hung broker): not kept waiting for a goodbye (unregister).
+        self._unanswered: set[str] = set()
         self.producer_groups: set[str] = set()
         self.consumers: dict[str, ConsumerHooks] = {}
         #: Producer group -> its TransactionProducer's handler of CHECK_TRANSACTION_STATE.
@@ -218,7 +221,12 @@ class ClientInstance:
             resp = await (self.remoting.invoke_namesrv(cmd, wait) if addr is None
                           else self.remoting.invoke(addr, cmd, wait))
         except RemotingError as exc:
-            raise unreachable_error(exc) from None
+            error = unreachable_error(exc)
+            if addr is not None and isinstance(error, RequestTimeoutError):
+                self._unanswered.add(addr)
+            raise error from None
+        if addr is not None:
+            self._unanswered.discard(addr)
         if resp.code in ok:
             return resp
         if resp.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
@@ -284,7 +292,9 @@ class ClientInstance:
             with contextlib.suppress(MQClientError):
                 await self.invoke(addr, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, dict(ext)))
 
-        await asyncio.gather(*(one(a) for a in sorted(self.all_broker_addrs())))
+        # A broker whose last request timed out is not asked: it would cost the shutdown a whole timeout, and the
+        # broker drops the client's registration anyway when the connection closes.
+        await asyncio.gather(*(one(a) for a in sorted(self.all_broker_addrs() - self._unanswered)))
 
     def _on_request(self, conn: RemotingConnection, req: RemotingCommand) -> None:
         if req.code == RequestCode.CHECK_TRANSACTION_STATE:  # oneway: the answer is an END_TRANSACTION

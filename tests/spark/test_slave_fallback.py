@@ -67,8 +67,8 @@ def test_a_write_with_send_latency_fault_keeps_off_a_hung_master(sync_cluster: P
                                                                   written: list[bytes]) -> None:
     """The write task's producer with sendLatencyFaultEnable (the data source's option of that name): one send
     waits out its attempt's timeout on the hung master and is sent again to broker-a, and the broker is then
-    left alone; without it every other row waited out a timeout there (50,000 rows of 2 tasks: 28.8 s against
-    4.6 s with it, 0.6 s with no broker hung)."""
+    left alone; without it every other row waited out a timeout there (50,000 rows of 2 tasks: 25.7 s against
+    1.6 s with it, 0.6 s with no broker hung)."""
     from mqtools.spark.stats import merged
     from mqtools.spark.writer import write_rows
 
