@@ -150,10 +150,11 @@ async def lock_batch(instance: ClientInstance, group: str, mqs: Iterable[Message
 
 
 async def unlock_batch(instance: ClientInstance, group: str, mqs: Iterable[MessageQueue]) -> None:
-    """UNLOCK_BATCH_MQ on each queue's master, best effort: the broker lock expires anyway."""
+    """UNLOCK_BATCH_MQ on each queue's master, best effort: the broker lock expires anyway (so a master whose last
+    request timed out is not asked)."""
     for name, queues in _by_broker(mqs).items():
         addr = instance.broker_addr(name, any_node=False)
-        if addr is None:
+        if addr is None or instance.timed_out(addr):
             continue
         body = LockBatchRequestBody(group, instance.client_id, queues).to_json()
         with contextlib.suppress(MQClientError):

@@ -95,7 +95,7 @@ class ClientInstance:
         self.remoting = remoting or RemotingClient(addrs, on_request=self._on_request, security=security)
         self.routes: dict[str, TopicRoute] = {}
         self._doubted: set[str] = set()
-        #: Addresses whose last request timed out (a hung broker): not kept waiting for a goodbye (unregister).
+        #: Addresses whose last request timed out (timed_out).
         self._unanswered: set[str] = set()
         self.producer_groups: set[str] = set()
         self.consumers: dict[str, ConsumerHooks] = {}
@@ -203,6 +203,11 @@ class ClientInstance:
                 return addrs[min(addrs)]
         return None
 
+    def timed_out(self, addr: str) -> bool:
+        """True when the last request to this broker timed out (a hung broker): a goodbye that is only a courtesy
+        (unregister, unlock) is not sent there, to close without waiting out another timeout."""
+        return addr in self._unanswered
+
     def all_broker_addrs(self) -> set[str]:
         return {a for r in self.routes.values() for addrs in r.broker_addrs.values() for a in addrs.values()}
 
@@ -294,7 +299,7 @@ class ClientInstance:
 
         # A broker whose last request timed out is not asked: it would cost the shutdown a whole timeout, and the
         # broker drops the client's registration anyway when the connection closes.
-        await asyncio.gather(*(one(a) for a in sorted(self.all_broker_addrs() - self._unanswered)))
+        await asyncio.gather(*(one(a) for a in sorted(self.all_broker_addrs()) if not self.timed_out(a)))
 
     def _on_request(self, conn: RemotingConnection, req: RemotingCommand) -> None:
         if req.code == RequestCode.CHECK_TRANSACTION_STATE:  # oneway: the answer is an END_TRANSACTION

@@ -92,18 +92,24 @@ class RemoteOffsetStore(OffsetStore):
         ConsumerOffsetManager.commitOffset makes a group's table for a topic with an unguarded get-then-put,
         so two first commits of a topic landing on two of a broker's threads at once keep only one of them
         (Apache 4.9.7 lost queue 0 of a reset that way, CI at 5378398); Java's clients commit in a loop.
-        With `tolerant`, a queue whose commit fails is left for the next round."""
+        With `tolerant`, a queue whose commit fails is left for the next round, and so are the broker's queues
+        after it when the broker could not be reached (a hung master cost a consumer's shutdown a timeout for
+        each of its queues there, 15 s for five)."""
         by_broker: dict[str, list[tuple[MessageQueue, int]]] = {}
         for mq, offset in offsets.items():
             by_broker.setdefault(mq.broker_name, []).append((mq, offset))
 
         async def one_broker(items: list[tuple[MessageQueue, int]]) -> None:
             for mq, offset in items:
-                if tolerant:
-                    with contextlib.suppress(MQClientError):
-                        await self.commit(mq, offset)
-                else:
+                if not tolerant:
                     await self.commit(mq, offset)
+                    continue
+                try:
+                    await self.commit(mq, offset)
+                except UnreachableError:
+                    return
+                except MQClientError:
+                    continue
 
         await asyncio.gather(*(one_broker(items) for items in by_broker.values()))
 

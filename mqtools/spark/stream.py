@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 from pyspark.sql.datasource import DataSourceStreamReader, InputPartition
@@ -23,6 +23,9 @@ from pyspark.sql.streaming.datasource import (
 
 from mqtools.spark.offsets import QueueRange, parse_spec, plan_ranges, task_ranges
 from mqtools.spark.reader import read_batches
+
+if TYPE_CHECKING:
+    from mqtools.client.admin.sync import SyncMQAdmin
 
 log = logging.getLogger(__name__)
 
@@ -81,22 +84,36 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.until: Offsets | None = None
         #: (broker, queue) positions latestOffset kept because the queue could not be read (_keep_unseen).
         self.unseen: set[tuple[str, str]] = set()
+        self._session: SyncMQAdmin | None = None
 
-    def _bounds(self, *, readable_only: bool = False) -> dict[tuple[str, int], tuple[int, int]]:
+    def _admin(self) -> SyncMQAdmin:
+        """The driver's admin session, kept for the query: it leaves a broker that let a request time out alone
+        for a while (10 s), so while a set hangs a micro-batch's planning waits out one admin timeout (5 s) now
+        and then, not in every micro-batch as a new session each time did. Closed by stop()."""
         from mqtools.client.admin.sync import SyncMQAdmin
 
-        with SyncMQAdmin(self.namesrv, security=self.security) as admin:
-            found = admin.queue_offsets.queue_bounds(self.topic, readable_only=readable_only)
+        if self._session is None:
+            self._session = SyncMQAdmin(self.namesrv, security=self.security)
+        return self._session
+
+    def __getstate__(self) -> dict[str, Any]:
+        """A copy for the executors' reads goes without the session (its loop thread cannot be pickled)."""
+        return {**self.__dict__, "_session": None}
+
+    def stop(self) -> None:
+        if self._session is not None:
+            self._session.close()
+            self._session = None
+
+    def _bounds(self, *, readable_only: bool = False) -> dict[tuple[str, int], tuple[int, int]]:
+        found = self._admin().queue_offsets.queue_bounds(self.topic, readable_only=readable_only)
         return {(mq.broker_name, mq.queue_id): b for mq, b in found.items()}
 
     def initialOffset(self) -> dict:
         latest = parse_spec("latest", "latest")
         times = None
         if self.start.kind == "time" and self.start.timestamp_ms is not None:
-            from mqtools.client.admin.sync import SyncMQAdmin
-
-            with SyncMQAdmin(self.namesrv, security=self.security) as admin:
-                found = admin.queue_offsets.offsets_for_time(self.topic, self.start.timestamp_ms)
+            found = self._admin().queue_offsets.offsets_for_time(self.topic, self.start.timestamp_ms)
             times = {(mq.broker_name, mq.queue_id): o for mq, o in found.items()}
         ranges = plan_ranges(self.topic, self._bounds(), self.start, latest, start_times=times,
                              fail_on_data_loss=self.fail_on_data_loss)
@@ -159,18 +176,23 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Spark committed a micro-batch: with commitGroup, write its end offsets to the group."""
         if not self.commit_group:
             return
-        from mqtools.client.errors import MQClientError
+        from mqtools.client.errors import MQClientError, UnreachableError
         from mqtools.client.sync import SyncPullConsumer
         from mqtools.remoting.bodies import MessageQueue
 
         missed: list[str] = []
         with SyncPullConsumer(self.commit_group, namesrv=self.namesrv, security=self.security) as consumer:
             for broker, queues in end.items():
+                unreachable = False
                 for queue, offset in queues.items():
+                    if unreachable:  # one timeout a set, not one a queue (8 queues of a hung set: 24 s a commit)
+                        missed.append(f"{broker}:{queue}")
+                        continue
                     try:
                         consumer.commit_offset(MessageQueue(self.topic, broker, int(queue)), int(offset))
-                    except MQClientError:  # a set that cannot be reached: the group mirrors, the checkpoint rules
+                    except MQClientError as exc:  # a set that cannot be reached: the group mirrors, the checkpoint rules
                         missed.append(f"{broker}:{queue}")
+                        unreachable = isinstance(exc, UnreachableError)
         if missed:
             log.warning("%s: the offsets of %s could not be committed to %s now; the next micro-batch's commit "
                         "tries again", self.topic, ", ".join(missed), self.commit_group)

@@ -52,3 +52,31 @@ async def test_no_other_node_means_the_failure_is_raised() -> None:
     await instance.route("T", refresh=True)
     with pytest.raises(ConnectFailedError):
         await RemoteOffsetStore(instance, "g").commit(MQ, 1)
+
+
+async def test_a_round_of_commits_leaves_a_broker_that_cannot_be_reached_after_its_first_queue() -> None:
+    """persist (a consumer's round, its shutdown) with a hung master: one timeout for that broker, not one a queue
+    (five queues cost a push consumer's shutdown 15 s); the other broker's queues are committed all the same, and
+    an unlock of the hung broker's queues is not sent at all (the lock expires)."""
+    from mqtools.client.client_api import unlock_batch
+    from mqtools.remoting.errors import RemotingTimeoutError
+
+    async def answer(addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        if addr == MASTER:
+            raise RemotingTimeoutError(addr, timeout, cmd.opaque)
+        return cmd.response(ResponseCode.SUCCESS)
+
+    data = TopicRouteData(queue_datas=[QueueData("broker-a", 3, 3), QueueData("broker-b", 2, 2)],
+                          broker_datas=[BrokerData("C", "broker-a", {0: MASTER}), BrokerData("C", "broker-b", {0: "b:1"})])
+    remoting = FakeRemoting({"T": data}, answer)
+    instance = fake_instance(remoting)
+    await instance.route("T", refresh=True)
+    store = RemoteOffsetStore(instance, "g")
+    queues = [MessageQueue("T", b, q) for b, n in (("broker-a", 3), ("broker-b", 2)) for q in range(n)]
+    for mq in queues:
+        store.update(mq, 7)
+    await store.persist(queues)
+    assert sorted(s.addr for s in remoting.broker_requests(RequestCode.UPDATE_CONSUMER_OFFSET)) == [
+        MASTER, "b:1", "b:1"]
+    await unlock_batch(instance, "g", queues)
+    assert [s.addr for s in remoting.broker_requests(RequestCode.UNLOCK_BATCH_MQ)] == ["b:1"]

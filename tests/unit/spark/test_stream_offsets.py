@@ -36,3 +36,35 @@ def test_available_now_leaves_a_set_missing_at_its_start_where_it_was() -> None:
     assert r.latestOffset(START, ReadAllAvailable()) == {"broker-a": {"0": 10}, "broker-b": {"0": 4}}
     assert r.latestOffset({"broker-a": {"0": 7}}, ReadAllAvailable()) == {"broker-a": {"0": 10},
                                                                           "broker-b": {"0": 0}}
+
+
+def test_the_driver_keeps_one_admin_session_for_the_query(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each micro-batch's planning asked through a new admin session, so a hung set cost every micro-batch an admin
+    timeout (5 s) before its positions were kept; the kept session leaves it alone for a while after one. The
+    session does not travel with a pickled copy, and stop() closes it."""
+    import pickle
+
+    from mqtools.client.admin import sync
+
+    made: list[Any] = []
+
+    class Session:
+        def __init__(self, namesrv: str, **_: Any) -> None:
+            self.closed = False
+            self.queue_offsets = self
+            made.append(self)
+
+        def queue_bounds(self, topic: str, *, readable_only: bool = False) -> dict[Any, tuple[int, int]]:
+            return {}
+
+        def close(self) -> None:
+            self.closed = True
+
+    monkeypatch.setattr(sync, "SyncMQAdmin", Session)
+    r = RocketMQStreamReader({"namesrv": "127.0.0.1:9876", "topic": "T"}, {"fail_on_data_loss": True, "security": None}, 1)
+    for _ in range(3):
+        r.latestOffset(START, ReadAllAvailable())
+    assert len(made) == 1
+    assert pickle.loads(pickle.dumps(r))._session is None
+    r.stop()
+    assert made[0].closed and r._session is None
