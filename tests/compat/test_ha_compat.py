@@ -145,11 +145,14 @@ async def test_cpp_client_reads_from_slave_after_master_kill(tmp_path: Path) -> 
         await until(slaves_know_topic, 30, "topic sync to both slaves")
         await until(lambda: _route_has(client, namesrv, 2), 20, "route with both groups")
 
-        before = run_ha_cpp(["produce", namesrv, TOPIC, "before", "40"], tmp_path)
+        # send_sync tries a send again after an exception (librocketmq's timeout on a loaded host, CI at 34afa10):
+        # such an attempt may have been stored all the same
+        events = run_ha_cpp(["produce", namesrv, TOPIC, "before", "40"], tmp_path)
+        before, retried = [e for e in events if "status" in e], len([e for e in events if "send_failed" in e])
         assert [e["status"] for e in before] == [0] * 40  # SEND_OK: each one is on a slave too
         on_a = await total_messages(client, addr["broker-a"])
         on_b_before = await total_messages(client, addr["broker-b"])
-        assert on_a > 0 and on_b_before > 0 and on_a + on_b_before == 40
+        assert on_a > 0 and on_b_before > 0 and 40 <= on_a + on_b_before <= 40 + retried
 
         os.kill(rows["broker-a"]["pid"], signal.SIGKILL)
 
@@ -160,9 +163,11 @@ async def test_cpp_client_reads_from_slave_after_master_kill(tmp_path: Path) -> 
 
         await until(a_is_slave_only, 30, "broker-a master gone from the route")
 
-        after = run_ha_cpp(["produce", namesrv, TOPIC, "after", "20"], tmp_path)
+        events = run_ha_cpp(["produce", namesrv, TOPIC, "after", "20"], tmp_path)
+        after, retried = [e for e in events if "status" in e], len([e for e in events if "send_failed" in e])
         assert [e["status"] for e in after] == [0] * 20
-        assert await total_messages(client, addr["broker-b"]) == on_b_before + 20  # new sends all went to broker-b
+        # new sends all went to broker-b
+        assert on_b_before + 20 <= await total_messages(client, addr["broker-b"]) <= on_b_before + 20 + retried
 
         pulled = run_ha_cpp(["pull", namesrv, TOPIC, "*"], tmp_path)
         bodies = {e["body"] for e in pulled if "body" in e}
