@@ -75,11 +75,16 @@ def warm_up(stub: service_pb2_grpc.MessagingServiceStub, hung_addr: str, live: s
     machine) made the proxy think of a broker is undone, and the hang starts from that state in both proxies (CI
     once saw Apache's send three of its first four to one broker). Returns the sends made."""
     last: list[tuple[str, float]] = []
+    on_hung, on_live = stored(hung_addr), stored(live)
     for n in range(WARM_MAX):
-        on_hung = stored(hung_addr)
         code, took = timed_send(stub, n)
         assert code == pb.OK
-        last = [*last, ("hung" if stored(hung_addr) > on_hung else "live", took)][-2 * QUEUES:]
+        # a broker's max offset follows its consume queue, which Apache's fills a moment after the answer
+        total = on_hung + on_live + 1
+        wait_for(lambda total=total: stored(hung_addr) + stored(live) == total, 10, "the send in a consume queue")
+        went = "hung" if stored(hung_addr) > on_hung else "live"
+        on_hung, on_live = stored(hung_addr), stored(live)
+        last = [*last, (went, took)][-2 * QUEUES:]
         brokers = [b for b, _ in last]
         if brokers.count("hung") == brokers.count("live") == QUEUES and all(t < FAST_S for _, t in last):
             return n + 1
@@ -100,6 +105,8 @@ def hang_one_of_two(proxy: str, hung: tuple[str, int], live: str) -> Outcome:
         finally:
             os.kill(hung_pid, signal.SIGCONT)
         slow = tuple(code for code, took in sends if code != pb.OK or took > 1.0)
+        answered = sum(1 for code, _ in sends if code == pb.OK)  # by the live broker: the hung one answers nothing
+        wait_for(lambda: stored(live) - live_before >= answered, 10, "the answered sends in the live broker's queues")
         live_stored = stored(live) - live_before
         # the sends that met the hung broker waited in its socket: it stores them once it runs again (the client
         # was told they failed: at least once)
