@@ -152,7 +152,7 @@ MCP_READS: dict[str, dict[str, str]] = {
 #: only broker-a has it (broker-a's first message, by its offset msgId).
 NO_REPLICA_OF_A: dict[str, str] = {
     "topic_status": "partial", "group_progress": "partial", "message_by_key": "partial", "timer_status": "partial",
-    "group_consume_mode": "partial", "message_by_id": "error"}
+    "group_consume_mode": "partial", "message_by_id": "error", "ha_status": "partial"}
 
 
 def mcp_sweep(namesrv: str, values: dict[str, str], timeout: str = TIMEOUT) -> dict[str, str]:

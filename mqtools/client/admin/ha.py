@@ -16,7 +16,7 @@ import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from mqtools.client.admin.base import AdminService
+from mqtools.client.admin.base import AdminService, reason_of
 from mqtools.client.admin.models.brokers import BrokerRuntime
 from mqtools.client.admin.models.ha import (
     DEFAULT_FALLBEHIND_MAX,
@@ -44,6 +44,7 @@ from mqtools.client.admin.models.ha import (
 from mqtools.client.errors import MQClientError, NotAvailable, UnknownTargetError, UnreachableError
 from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.presentation import Unreachable
 from mqtools.remoting.bodies import ClusterInfo
 
 if TYPE_CHECKING:
@@ -104,9 +105,13 @@ def _slave_view(addr: str, broker_id: int, answer: HAStatus | BrokerRuntime | MQ
 
 def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
            runtime: BrokerRuntime | MQClientError | None, config: dict[str, str] | MQClientError | None,
-           slaves: list[SlaveView], window: float, source: str) -> ReplicationGroup:
-    """One group from the master's samples, its runtime and config answers and the slaves' views."""
+           slaves: list[SlaveView], window: float, source: str,
+           unanswered: dict[str, UnreachableError]) -> ReplicationGroup:
+    """One group from the master's samples, its runtime and config answers and the slaves' views; `unanswered`
+    the group's slaves that did not answer, by address."""
     last = series[-1][1] if series else None
+    missed = [Unreachable(t.name, t.master, reason_of(last))] if isinstance(last, UnreachableError) else []
+    missed += [Unreachable(t.name, a, reason_of(exc)) for a, exc in unanswered.items()]
     error = None if t.master else "no master registered"
     if isinstance(last, MQClientError):
         error = str(last)
@@ -119,8 +124,9 @@ def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
     for ci, si in pair_slaves([(c.addr, c.ack_offset) for c in conns],
                               [(v.broker_addr, v.max_offset) for v in slaves]):
         view = slaves[si] if si is not None else None
-        if ci is None:
-            rows.append(SlaveReplication(None, None, None, None, None, None, None, None, None, [], view))
+        if ci is None:  # registered, yet no connection of the master's: known not in sync when the master said so
+            not_connected = False if status is not None and source == HA_STATUS else None
+            rows.append(SlaveReplication(None, None, None, None, None, None, not_connected, None, None, [], view))
             continue
         c = conns[ci]
         mine = [(round(at, 3), conn) for at, answer in series if isinstance(answer, HAStatus)
@@ -135,7 +141,8 @@ def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
                                      c.transfer_from, samples, view))
     return ReplicationGroup(t.cluster, t.name, t.master, config.get("brokerRole"),
                             status.commitlog_max_offset if status else None,
-                            status.in_sync_slaves if status else None, avg, window, rows, error, source)
+                            status.in_sync_slaves if status else None, avg, window, rows, error, source,
+                            unreachable=missed)
 
 
 class HAAdmin(AdminService):
@@ -191,11 +198,12 @@ class HAAdmin(AdminService):
               for a, _, runtime in slaves))
         runtime = dict(zip(masters, extra[:len(masters)], strict=True))
         config = dict(zip(masters, extra[len(masters):2 * len(masters)], strict=True))
-        views = {a: _slave_view(a, bid, answer) for (a, bid, _), answer in zip(slaves, extra[2 * len(masters):],
-                                                                               strict=True)}
+        answers = dict(zip((a for a, _, _ in slaves), extra[2 * len(masters):], strict=True))
+        views = {a: _slave_view(a, bid, answers[a]) for a, bid, _ in slaves}
         groups = [_group(t, series.get(t.master, []) if t.master else [], runtime.get(t.master or ""),
                          config.get(t.master or ""), [views[a] for a in t.slaves.values()], window,
-                         RUNTIME_INFO if t.master in self._lacking else HA_STATUS)
+                         RUNTIME_INFO if t.master in self._lacking else HA_STATUS,
+                         {a: e for a in t.slaves.values() if isinstance(e := answers[a], UnreachableError)})
                   for t in targets]
         states = await asyncio.gather(*(self._controller_state(g.broker_name or "", config.get(g.master_addr or ""))
                                         for g in groups))

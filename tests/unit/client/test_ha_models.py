@@ -196,3 +196,29 @@ def test_controller_mode_needs_the_slave_in_the_sync_state_set() -> None:
     unknown = ControllerState(["10.0.0.9:9878"], None, None, [], None, error="connect refused")
     r = assess(dataclasses.replace(group(slave(0), role="SYNC_MASTER"), controller=unknown))
     assert r.verdict == SAFE and [c.ok for c in r.checks if c.name == "electable"] == [None]
+
+
+def test_a_hung_slave_the_master_dropped_is_not_in_sync_and_its_read_is_partial() -> None:
+    """A registered slave with no HA connection at a master that answered is known not in sync (it was n/a), and a
+    node of the group that did not answer makes `ha status` partial, named once (it exited 0 with the slave's own
+    figures unknown)."""
+    from mqtools.client.admin.ha import HA_STATUS, HAStatus, _group, _Target
+    from mqtools.client.admin.models.ha_views import ha_status_view
+    from mqtools.client.errors import RequestTimeoutError
+
+    target = _Target("C", "broker-a", "10.0.0.1:10911", {1: "10.0.0.2:10911"})
+    hung = RequestTimeoutError("request code 907 to 10.0.0.2:10911 timed out after 5.000s")
+    lone = view(master_ha_addr=None, max_offset=None, transfer_bytes_per_s=None, last_read_ms=None,
+                last_write_ms=None, connected=None, error=str(hung))
+    g = _group(target, [(0.0, HAStatus(True, 1000, 0, [], None))], None, {}, [lone], 0.0, HA_STATUS,
+               {"10.0.0.2:10911": hung})
+    (s,) = g.slaves
+    assert (s.connection, s.in_sync) == (None, False)
+    shown = ha_status_view([g], 0.0)
+    assert shown.document()["partial"] is True
+    assert shown.document()["unreachable"] == [{"brokerName": "broker-a", "addr": "10.0.0.2:10911",
+                                                 "reason": "timed out"}]
+    assert not any("10.0.0.2:10911" in line for line in shown.footer)  # the partial line names it
+    whole = _group(target, [(0.0, HAStatus(True, 1000, 0, [], None))], None, {}, [view(connected=False)], 0.0,
+                   HA_STATUS, {})
+    assert whole.unreachable == [] and not ha_status_view([whole], 0.0).partial

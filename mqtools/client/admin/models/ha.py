@@ -16,6 +16,7 @@ from typing import Any
 
 from mqtools.client.admin.models.controller import ElectionEvent
 from mqtools.client.admin.models.parse import opt_bool, opt_float, opt_int, opt_ms
+from mqtools.common.presentation import Unreachable
 
 HA_STATUS = "haStatus"
 RUNTIME_INFO = "runtimeInfo"
@@ -315,6 +316,9 @@ class ReplicationGroup:
     """HA_STATUS, or RUNTIME_INFO where the master does not answer GET_BROKER_HA_STATUS."""
     controller: ControllerState | None = None
     """Controller mode only (the master's enableControllerMode): master epoch and SyncStateSet."""
+    unreachable: list[Unreachable] = field(default_factory=list)
+    """The group's registered nodes that did not answer (a hung or dead master or slave): their figures are None,
+    and a document of the group is partial."""
 
     @property
     def from_runtime_info(self) -> bool:

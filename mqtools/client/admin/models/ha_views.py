@@ -92,19 +92,22 @@ def _row(g: ReplicationGroup, s: SlaveReplication | None) -> list[Any]:
 def ha_status_view(groups: list[ReplicationGroup], window: float) -> View:
     """One row per slave (a group without one: a row of its own); `window` is the trend's, in seconds."""
     rows = [_row(g, s) for g in groups for s in (g.slaves or [None])]
+    missed = [u for g in groups for u in g.unreachable]
+    said = {u.addr for u in missed}  # named once, in the partial line
     footer = [f"{g.broker_name or g.master_addr}: master {g.master_addr or 'not registered'}: {g.error}"
-              for g in groups if g.error]
+              for g in groups if g.error and g.master_addr not in said]
     footer += [f"{g.broker_name}: no slave registered (nothing replicates {g.master_addr})" for g in groups
                if g.master_addr and not g.slaves and not g.error]
     footer += [f"{s.slave.broker_addr}: {s.slave.error}" for g in groups for s in g.slaves
-               if s.slave is not None and s.slave.error]
+               if s.slave is not None and s.slave.error and s.slave.broker_addr not in said]
     footer += [f"{g.broker_name}: from each broker's runtime commitLogMaxOffset (the master less the slave's); "
                "the master has no GET_BROKER_HA_STATUS (Apache 4.x)" for g in groups if g.from_runtime_info]
     footer += [line for g in groups if (line := controller_line(g))]
     footer.append(f"trend over {window:g}s; DIFF MSGS over each master's average stored message size; "
                   "CATCH-UP is DIFF over the transfer speed")
     return View("HAStatus", STATUS_COLUMNS, rows,
-                {"windowSeconds": window, "groups": [group_json(g) for g in groups]}, footer=footer)
+                {"windowSeconds": window, "groups": [group_json(g) for g in groups]}, footer=footer,
+                unreachable=missed)
 
 
 @renders("HAReady")
