@@ -87,31 +87,33 @@ class RemoteOffsetStore(OffsetStore):
         header = UpdateConsumerOffsetRequestHeader(self.group, mq.topic, mq.queue_id, offset)
         await self._invoke(mq, RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
 
-    async def commit_all(self, offsets: dict[MessageQueue, int], *, tolerant: bool = False) -> None:
+    async def commit_all(self, offsets: dict[MessageQueue, int], *, tolerant: bool = False) -> list[MessageQueue]:
         """Commit many queues: one broker's one after another, the brokers at once. RocketMQ's
         ConsumerOffsetManager.commitOffset makes a group's table for a topic with an unguarded get-then-put,
         so two first commits of a topic landing on two of a broker's threads at once keep only one of them
         (Apache 4.9.7 lost queue 0 of a reset that way, CI at 5378398); Java's clients commit in a loop.
         With `tolerant`, a queue whose commit fails is left for the next round, and so are the broker's queues
         after it when the broker could not be reached (a hung master cost a consumer's shutdown a timeout for
-        each of its queues there, 15 s for five)."""
+        each of its queues there, 15 s for five); the queues left are returned."""
         by_broker: dict[str, list[tuple[MessageQueue, int]]] = {}
         for mq, offset in offsets.items():
             by_broker.setdefault(mq.broker_name, []).append((mq, offset))
 
-        async def one_broker(items: list[tuple[MessageQueue, int]]) -> None:
-            for mq, offset in items:
+        async def one_broker(items: list[tuple[MessageQueue, int]]) -> list[MessageQueue]:
+            for i, (mq, offset) in enumerate(items):
                 if not tolerant:
                     await self.commit(mq, offset)
                     continue
                 try:
                     await self.commit(mq, offset)
                 except UnreachableError:
-                    return
+                    return [q for q, _ in items[i:]]
                 except MQClientError:
-                    continue
+                    return [mq, *await one_broker(items[i + 1:])]
+            return []
 
-        await asyncio.gather(*(one_broker(items) for items in by_broker.values()))
+        left = await asyncio.gather(*(one_broker(items) for items in by_broker.values()))
+        return [mq for queues in left for mq in queues]
 
     async def persist(self, mqs: list[MessageQueue]) -> None:
         await self.commit_all({mq: self.table[mq] for mq in mqs if mq in self.table}, tolerant=True)

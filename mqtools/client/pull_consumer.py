@@ -41,3 +41,10 @@ class PullConsumer(ConsumerBase):
     async def commit_offset(self, mq: MessageQueue, offset: int) -> None:
         await self._routed(mq)
         await self.offsets.commit(mq, offset)
+
+    async def commit_offsets(self, offsets: dict[MessageQueue, int]) -> list[MessageQueue]:
+        """Commit many queues as a consumer's round does (RemoteOffsetStore.commit_all, tolerant): the queues that
+        could not be committed now are returned."""
+        for mq in offsets:
+            await self._routed(mq)
+        return await self.offsets.commit_all(offsets, tolerant=True)

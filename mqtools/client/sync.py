@@ -141,6 +141,9 @@ class SyncPullConsumer(_Blocking):
     def commit_offset(self, mq: MessageQueue, offset: int) -> None:
         self._loop.run(self.consumer.commit_offset(mq, offset))
 
+    def commit_offsets(self, offsets: dict[MessageQueue, int]) -> list[MessageQueue]:
+        return self._loop.run(self.consumer.commit_offsets(offsets))
+
 
 class SyncPushConsumer(_Blocking):
     """A push consumer whose (plain function) listener runs on the consumer's own thread."""

@@ -176,23 +176,15 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         """Spark committed a micro-batch: with commitGroup, write its end offsets to the group."""
         if not self.commit_group:
             return
-        from mqtools.client.errors import MQClientError, UnreachableError
         from mqtools.client.sync import SyncPullConsumer
         from mqtools.remoting.bodies import MessageQueue
 
-        missed: list[str] = []
+        offsets = {MessageQueue(self.topic, broker, int(queue)): int(offset)
+                   for broker, queues in end.items() for queue, offset in queues.items()}
+        # as a consumer's round: a set that cannot be reached costs one timeout, not one a queue, and its queues wait
+        # for the next micro-batch (the group mirrors, the checkpoint rules)
         with SyncPullConsumer(self.commit_group, namesrv=self.namesrv, security=self.security) as consumer:
-            for broker, queues in end.items():
-                unreachable = False
-                for queue, offset in queues.items():
-                    if unreachable:  # one timeout a set, not one a queue (8 queues of a hung set: 24 s a commit)
-                        missed.append(f"{broker}:{queue}")
-                        continue
-                    try:
-                        consumer.commit_offset(MessageQueue(self.topic, broker, int(queue)), int(offset))
-                    except MQClientError as exc:  # a set that cannot be reached: the group mirrors, the checkpoint rules
-                        missed.append(f"{broker}:{queue}")
-                        unreachable = isinstance(exc, UnreachableError)
+            missed = [f"{mq.broker_name}:{mq.queue_id}" for mq in consumer.commit_offsets(offsets)]
         if missed:
             log.warning("%s: the offsets of %s could not be committed to %s now; the next micro-batch's commit "
                         "tries again", self.topic, ", ".join(missed), self.commit_group)

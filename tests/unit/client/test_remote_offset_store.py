@@ -75,6 +75,8 @@ async def test_a_round_of_commits_leaves_a_broker_that_cannot_be_reached_after_i
     queues = [MessageQueue("T", b, q) for b, n in (("broker-a", 3), ("broker-b", 2)) for q in range(n)]
     for mq in queues:
         store.update(mq, 7)
+    assert await store.commit_all(dict.fromkeys(queues, 8), tolerant=True) == queues[:3]  # left for the next round
+    remoting.sent.clear()
     await store.persist(queues)
     assert sorted(s.addr for s in remoting.broker_requests(RequestCode.UPDATE_CONSUMER_OFFSET)) == [
         MASTER, "b:1", "b:1"]
