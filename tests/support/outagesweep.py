@@ -50,6 +50,8 @@ READS: dict[str, list[str]] = {
     "msg unique": ["msg", "unique", "{topic}", "{uniq}"],
     "msg key": ["msg", "key", "{topic}", "{key}"],
     "msg at": ["msg", "at", "{topic}", "broker-a", "0", "0"],
+    "msg print": ["msg", "print", "{topic}"],
+    "msg consume": ["msg", "consume", "{topic}", "-c", "8"],
     "dlq list": ["dlq", "list", "{group}"],
     "ha status": ["ha", "status"],
     "ha ready": ["ha", "ready", "broker-a"],

@@ -18,6 +18,7 @@ from mqtools.cli.admin.common import (
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import View
 from mqtools.client.admin.models.messages import (
+    MessageHits,
     message_list_view,
     message_trace_view,
     message_view,
@@ -144,7 +145,8 @@ async def read_spans(admin: MQAdmin, spans: list[QueueSpan], limit: int | None, 
         for span in spans:
             offset = span.begin
             left = None if limit is None else limit - len(found)
-            async for result in admin.messages.read_span(span.queue, span.begin, span.end, expression=expression, limit=left):
+            async for result in admin.messages.read_span(span.queue, span.begin, span.end, expression=expression,
+                                                         limit=left, broker_id=span.broker_id):
                 found += result.messages
                 progress.advance(max(len(result.messages), result.next_begin_offset - offset))
                 offset = result.next_begin_offset
@@ -167,8 +169,9 @@ def print_(
 
     async def build(admin: MQAdmin) -> View:
         spans = await admin.messages.topic_spans(topic, begin_ms=begin_ms, end_ms=end_ms)
-        found = await read_spans(admin, spans, None, expression)
-        return message_list_view(topic, found, [f"{len(found)} messages from {len(spans)} queues"])
+        found = await read_spans(admin, spans.spans, None, expression)
+        return message_list_view(topic, MessageHits(found, spans.unreachable),
+                                 [f"{len(found)} messages from {len(spans.spans)} queues"])
 
     s.show(build)
 
@@ -188,7 +191,7 @@ def consume(
 
     async def build(admin: MQAdmin) -> View:
         spans = await admin.messages.topic_spans(topic, begin_ms=begin_ms, end_ms=end_ms)
-        return message_list_view(topic, await read_spans(admin, spans, count))
+        return message_list_view(topic, MessageHits(await read_spans(admin, spans.spans, count), spans.unreachable))
 
     s.show(build)
 

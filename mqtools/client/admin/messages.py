@@ -8,13 +8,14 @@ from collections.abc import AsyncIterator, Callable
 
 from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.brokers import SendRT
-from mqtools.client.admin.models.messages import MessageDetail, MessageHits, QueueSpan
+from mqtools.client.admin.models.messages import MessageDetail, MessageHits, QueueSpan, TopicSpans
 from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
 from mqtools.client.errors import MessageNotFoundError, MQClientError, UnreachableError
 from mqtools.client.producer import Producer
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.types import PullResult, PullStatus, SendResult
 from mqtools.common import properties as P
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.ids import decode_offset_msg_id
 from mqtools.common.message import Message, MessageExt
 from mqtools.common.topics import TOOLS_CONSUMER_GROUP
@@ -157,19 +158,37 @@ class MessageAdmin(AdminService):
         return QueueSpan(mq, begin, end)
 
     async def topic_spans(self, topic: str, *, begin_ms: int | None = None,
-                          end_ms: int | None = None) -> list[QueueSpan]:
-        """queue_span of each of the topic's readable queues, in mqadmin's order: what reading a topic reads."""
-        return [await self.queue_span(q, begin_ms=begin_ms, end_ms=end_ms) for q in await self.message_queues(topic)]
+                          end_ms: int | None = None) -> TopicSpans:
+        """The span of each of the topic's readable queues, in mqadmin's order: what reading a topic reads. Each
+        broker set's from its master, else a slave (whose node the span's pulls then go to), as every read of a
+        set; a set no replica answers for is named, its queues left out (a hung master made `msg print` fail)."""
+        queues = await self.message_queues(topic)
+        sets = await self.admin.topics.topic_sets(topic)
+        ask = self.admin.queue_offsets.offset_at
+        first = RequestCode.GET_MIN_OFFSET if begin_ms is None else RequestCode.SEARCH_OFFSET_BY_TIMESTAMP
+        last = RequestCode.GET_MAX_OFFSET if end_ms is None else RequestCode.SEARCH_OFFSET_BY_TIMESTAMP
+
+        node = {addr: (name, broker_id) for name, ids in sets.items() for broker_id, addr in ids.items()}
+
+        async def spans_at(addr: str) -> list[QueueSpan]:
+            name, broker_id = node[addr]
+            return [QueueSpan(q, await ask(addr, q, first, begin_ms), await ask(addr, q, last, end_ms), broker_id)
+                    for q in queues if q.broker_name == name]
+
+        read = await self.admin.read_sets({q.broker_name: sets.get(q.broker_name, {}) for q in queues}, spans_at)
+        got = {s.queue: s for one in read.reads.values() for s in one.value}
+        return TopicSpans([got[q] for q in queues if q in got], read.unreachable)
 
     async def pull_messages(self, mq: MessageQueue, offset: int, *, max_nums: int = 32, expression: str = "*",
-                            group: str = TOOLS_CONSUMER_GROUP) -> PullResult:
-        """One PULL_MESSAGE from the queue's master without committing anything (a tools pull)."""
+                            group: str = TOOLS_CONSUMER_GROUP, broker_id: int = MASTER_ID) -> PullResult:
+        """One PULL_MESSAGE from the queue's master (or the node `broker_id` of its set) without committing
+        anything (a tools pull)."""
         return await pull_once(self.admin.instance, group, mq, parse_subscription(mq.topic, expression), offset,
-                               max_nums=max_nums)
+                               max_nums=max_nums, broker_id=broker_id)
 
     async def read_span(self, mq: MessageQueue, begin: int, end: int, *, expression: str = "*",
-                        group: str = TOOLS_CONSUMER_GROUP, limit: int | None = None, exact: bool = True
-                        ) -> AsyncIterator[PullResult]:
+                        group: str = TOOLS_CONSUMER_GROUP, limit: int | None = None, exact: bool = True,
+                        broker_id: int = MASTER_ID) -> AsyncIterator[PullResult]:
         """Pull a queue from `begin` to `end` in order, each answer as it comes: 32 messages a pull, fewer
         near `limit` messages. `exact` asks for no more than the span holds and drops what lies past
         `end`; without it every pull asks for 32 and keeps what comes (mqadmin's printMsg). Ends at
@@ -180,7 +199,8 @@ class MessageAdmin(AdminService):
             want = min(32, end - offset) if exact else 32
             if limit is not None:
                 want = min(want, limit - got)
-            result = await self.pull_messages(mq, offset, max_nums=want, expression=expression, group=group)
+            result = await self.pull_messages(mq, offset, max_nums=want, expression=expression, group=group,
+                                              broker_id=broker_id)
             if exact:
                 result.messages = [m for m in result.messages if m.queue_offset < end][:want]
             got += len(result.messages)

@@ -64,16 +64,20 @@ class QueueOffsetAdmin(AdminService):
         addrs = [a for _, a in sorted(route.broker_addrs.get(mq.broker_name, {}).items())]
         if not addrs:
             raise MQClientError(f"broker {mq.broker_name} has no node in the route of {mq.topic}")
+        failure: UnreachableError | None = None
+        for addr in addrs:
+            try:
+                return await self.offset_at(addr, mq, code, timestamp_ms)
+            except UnreachableError as exc:
+                failure = exc
+        raise UnreachableError(f"no node of broker {mq.broker_name} answered: {failure}")
+
+    async def offset_at(self, addr: str, mq: MessageQueue, code: RequestCode, timestamp_ms: int | None = None) -> int:
+        """GET_MIN_OFFSET, GET_MAX_OFFSET or (with `timestamp_ms`) SEARCH_OFFSET_BY_TIMESTAMP of a queue, asked of
+        one node of its set; through the session, so a node that timed out is not asked again for a while."""
         if timestamp_ms is None:
             ext = QueueRequestHeader(mq.topic, mq.queue_id).to_ext()
         else:
             ext = SearchOffsetRequestHeader(mq.topic, mq.queue_id, timestamp_ms).to_ext()
-        failure: UnreachableError | None = None
-        for addr in addrs:
-            try:
-                resp = await self.admin.call(addr, code, dict(ext))  # a node that timed out is not asked again
-            except UnreachableError as exc:
-                failure = exc
-                continue
-            return OffsetResponseHeader.from_ext(resp.ext_fields).offset
-        raise UnreachableError(f"no node of broker {mq.broker_name} answered: {failure}")
+        resp = await self.admin.call(addr, code, ext)
+        return OffsetResponseHeader.from_ext(resp.ext_fields).offset

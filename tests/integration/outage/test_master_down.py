@@ -310,7 +310,7 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
         "msg key": EXIT_PARTIAL, "timer status": EXIT_PARTIAL, "namesrv config get": EXIT_PARTIAL,
         "group consume-mode": EXIT_PARTIAL, "broker stats": EXIT_PARTIAL, "txn list": EXIT_PARTIAL,
         "group status": EXIT_PARTIAL, "topic cq": EXIT_PARTIAL, "producer list": EXIT_PARTIAL,
-        "ha status": EXIT_PARTIAL, "msg get": EXIT_UNREACHABLE, "msg at": EXIT_UNREACHABLE,
+        "ha status": EXIT_PARTIAL, "msg print": EXIT_PARTIAL, "msg consume": EXIT_PARTIAL, "msg get": EXIT_UNREACHABLE, "msg at": EXIT_UNREACHABLE,
         "queryMsgByOffset": EXIT_UNREACHABLE,
         "ha ready": EXIT_UNREACHABLE, "getNamesrvConfig": EXIT_UNREACHABLE, "queryCq": EXIT_UNREACHABLE,
         "offset reset --dry-run": EXIT_REFUSED,

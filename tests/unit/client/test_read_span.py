@@ -20,7 +20,7 @@ def queue_of(size: int, *, filtered: frozenset[int] = frozenset(), end_status: P
     calls: list[tuple[int, int]] = []
 
     async def pull(mq: MessageQueue, offset: int, *, max_nums: int = 32, expression: str = "*",
-                   group: str = "") -> PullResult:
+                   group: str = "", broker_id: int = 0) -> PullResult:
         calls.append((offset, max_nums))
         if offset >= size:
             return PullResult(end_status or PullStatus.NO_NEW_MSG, offset, 0, size)

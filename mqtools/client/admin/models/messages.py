@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.presentation import Column, Unreachable, View, renders, when
 from mqtools.common.trace_data import TraceRecord
 from mqtools.remoting.bodies import MessageQueue
@@ -59,6 +60,16 @@ class QueueSpan:
     queue: MessageQueue
     begin: int
     end: int
+    broker_id: int = MASTER_ID
+    """The node of the queue's set the offsets came from, and the pulls go to (a slave while the master cannot)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TopicSpans:
+    """What reading a whole topic reads: each queue's span, and the broker sets no replica answered for."""
+
+    spans: list[QueueSpan]
+    unreachable: list[Unreachable] = field(default_factory=list)
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,0 +1,62 @@
+"""MessageAdmin.topic_spans (what `msg print` and `msg consume` read) over a stand-in transport: a set whose master
+does not answer is read from its slave, a set no replica answers for is named."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+from mqtools.client.admin.client import MQAdmin
+from mqtools.client.admin.models.messages import QueueSpan
+from mqtools.client.errors import RequestTimeoutError
+from mqtools.client.route import TopicRoute
+from mqtools.remoting.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+
+ROUTE = TopicRoute.build("T", TopicRouteData(
+    queue_datas=[QueueData("broker-a", 1, 1), QueueData("broker-b", 1, 1)],
+    broker_datas=[BrokerData("C", "broker-a", {0: "a:1", 1: "a-s:1"}), BrokerData("C", "broker-b", {0: "b:1"})]))
+
+
+class Instance:
+    """Queue offsets 2 to 9 from any node not in `hung`, which never answers."""
+
+    def __init__(self, hung: set[str]) -> None:
+        self.hung = hung
+        self.namesrv_addrs = ["127.0.0.1:9"]
+
+    async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float | None = None, *,
+                     ok: Any = None) -> RemotingCommand:
+        if addr in self.hung:
+            raise RequestTimeoutError(f"request to {addr} timed out")
+        offset = 2 if cmd.code == RequestCode.GET_MIN_OFFSET else 9
+        return RemotingCommand(ResponseCode.SUCCESS, ext_fields={"offset": str(offset)})
+
+
+def spans(*hung: str) -> Any:
+    async def run() -> Any:
+        admin = MQAdmin("127.0.0.1:9")
+
+        async def route(topic: str) -> TopicRoute:
+            return ROUTE
+
+        admin._route = route  # type: ignore[method-assign]
+        admin.instance = Instance(set(hung))  # type: ignore[assignment]
+        return await admin.messages.topic_spans("T")
+
+    return asyncio.run(run())
+
+
+def test_a_hung_master_is_read_from_its_slave_and_pulled_there() -> None:
+    got = spans("a:1")
+    assert got.spans == [QueueSpan(MessageQueue("T", "broker-a", 0), 2, 9, 1),
+                         QueueSpan(MessageQueue("T", "broker-b", 0), 2, 9, 0)]
+    assert got.unreachable == []
+
+
+def test_a_set_no_replica_answers_for_is_named_and_left_out() -> None:
+    got = spans("a:1", "a-s:1")
+    assert got.spans == [QueueSpan(MessageQueue("T", "broker-b", 0), 2, 9, 0)]
+    assert [(u.broker_name, u.addr, u.reason) for u in got.unreachable] == [
+        ("broker-a", "a:1", "timed out; slave a-s:1: timed out")]
