@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 
 from mqtools.client.admin.base import AdminService, masters_of
-from mqtools.client.admin.models.messages import Resend
+from mqtools.client.admin.models.messages import MessageHits, Resend
 from mqtools.client.errors import MQClientError, TopicNotExistError
 from mqtools.common import properties as P
 from mqtools.common.message import MessageExt
@@ -29,28 +29,29 @@ DROPPED = (P.DELAY, P.WAIT, P.CLUSTER, P.MIN_OFFSET, P.MAX_OFFSET, P.REAL_TOPIC,
 class DeadLetterAdmin(AdminService):
     """Dead letters: list a group's DLQ, put messages back on the group's retry topic."""
 
-    async def dead_messages(self, group: str) -> list[MessageExt]:
-        """Every message in the group's DLQ, oldest first; [] when the group has none (no DLQ topic)."""
+    async def dead_messages(self, group: str) -> MessageHits:
+        """Every message in the group's DLQ, oldest first, each set read from its master, else a slave (a hung
+        master failed the list); none when the group has no DLQ topic. A set no replica answers for is named."""
         try:
-            queues = await self.admin.messages.message_queues(dlq_topic(group))
+            spans = await self.admin.messages.topic_spans(dlq_topic(group))
         except TopicNotExistError:
-            return []
+            return MessageHits([])
         found: list[MessageExt] = []
-        for mq in queues:
-            span = await self.admin.messages.queue_span(mq)
-            offset = span.begin
-            while offset < span.end:
-                result = await self.admin.messages.pull_messages(mq, offset, max_nums=32)
+        for span in spans.spans:
+            async for result in self.admin.messages.read_span(span.queue, span.begin, span.end,
+                                                              broker_id=span.broker_id):
                 found += result.messages
-                if result.next_begin_offset <= offset:
-                    break
-                offset = result.next_begin_offset
-        return sorted(found, key=lambda m: (m.store_timestamp, m.commit_log_offset))
+        return MessageHits(sorted(found, key=lambda m: (m.store_timestamp, m.commit_log_offset)), spans.unreachable)
 
     async def resend_dead(self, group: str, msg_ids: list[str] | None = None) -> list[Resend]:
         """Put dead messages (all with None, else those with these msgIds or offset msgIds) back on the
         group's retry topic, one outcome per message; needs the retry topic, which a consumer creates."""
-        dead = await self.dead_messages(group)
+        hits = await self.dead_messages(group)
+        if hits.unreachable and msg_ids is None:  # "all" would leave that set's dead letters where they are
+            raise MQClientError(f"could not read {'; '.join(str(u) for u in hits.unreachable)}: resend by id, or "
+                                "once every set of the DLQ answers")
+        dead = hits.messages
+        unread = f" as far as it could be read ({hits.unreachable[0]})" if hits.unreachable else ""
         by_id = {m.properties.get(P.UNIQ_KEY) or m.msg_id: m for m in dead}
         by_id.update({m.msg_id: m for m in dead})
         wanted = list(dict.fromkeys(msg_ids)) if msg_ids is not None else [_id(m) for m in dead]
@@ -66,7 +67,7 @@ class DeadLetterAdmin(AdminService):
         for msg_id in wanted:
             msg = by_id.get(msg_id)
             if msg is None:
-                out.append(Resend(msg_id, None, None, None, f"not in {dlq_topic(group)}"))
+                out.append(Resend(msg_id, None, None, None, f"not in {dlq_topic(group)}{unread}"))
                 continue
             out.append(await self._resend_one(group, msg_id, msg, masters))
         return out

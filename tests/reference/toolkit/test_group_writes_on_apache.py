@@ -75,7 +75,7 @@ def test_dlq_resend_redelivers_to_the_groups_java_consumer(worlds: dict[str, Wor
         dying.close()
     deadline = time.monotonic() + 30
     with SyncMQAdmin(world.namesrv) as admin:
-        while len(admin.dlq.dead_messages(DEAD_GROUP)) < len(keys):
+        while len(admin.dlq.dead_messages(DEAD_GROUP).messages) < len(keys):
             assert time.monotonic() < deadline, "the given-up messages never reached the DLQ"
             time.sleep(0.2)
     listed = ok("dlq", "list", DEAD_GROUP, "-o", "json", world=world)

@@ -60,3 +60,31 @@ def test_a_set_no_replica_answers_for_is_named_and_left_out() -> None:
     assert got.spans == [QueueSpan(MessageQueue("T", "broker-b", 0), 2, 9, 0)]
     assert [(u.broker_name, u.addr, u.reason) for u in got.unreachable] == [
         ("broker-a", "a:1", "timed out; slave a-s:1: timed out")]
+
+
+def test_a_dlq_over_a_hung_master_is_listed_from_its_slave_or_named() -> None:
+    """`dlq list` read the DLQ's offsets of the master alone: a hung master failed it (exit 3). Here the slave answers
+    an empty queue (offsets 2 to 2), so nothing is pulled; with no replica answering the set is named."""
+
+    class Empty(Instance):
+        async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float | None = None, *,
+                         ok: Any = None) -> RemotingCommand:
+            if addr in self.hung:
+                raise RequestTimeoutError(f"request to {addr} timed out")
+            return RemotingCommand(ResponseCode.SUCCESS, ext_fields={"offset": "2"})
+
+    def dead(*hung: str) -> Any:
+        async def run() -> Any:
+            admin = MQAdmin("127.0.0.1:9")
+
+            async def route(topic: str) -> TopicRoute:
+                return ROUTE
+
+            admin._route = route  # type: ignore[method-assign]
+            admin.instance = Empty(set(hung))  # type: ignore[assignment]
+            return await admin.dlq.dead_messages("g")
+
+        return asyncio.run(run())
+
+    assert (dead("a:1").messages, dead("a:1").unreachable) == ([], [])
+    assert [u.broker_name for u in dead("a:1", "a-s:1").unreachable] == ["broker-a"]
