@@ -4,6 +4,7 @@ does not answer is read from its slave, a set no replica answers for is named.""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from mqtools.client.admin.client import MQAdmin
@@ -34,7 +35,8 @@ class Instance:
         return RemotingCommand(ResponseCode.SUCCESS, ext_fields={"offset": str(offset)})
 
 
-def spans(*hung: str) -> Any:
+def over(instance: Instance, read: Callable[[MQAdmin], Awaitable[Any]]) -> Any:
+    """`read` of a real admin session whose requests go to `instance`, every topic routed as ROUTE."""
     async def run() -> Any:
         admin = MQAdmin("127.0.0.1:9")
 
@@ -42,10 +44,14 @@ def spans(*hung: str) -> Any:
             return ROUTE
 
         admin._route = route  # type: ignore[method-assign]
-        admin.instance = Instance(set(hung))  # type: ignore[assignment]
-        return await admin.messages.topic_spans("T")
+        admin.instance = instance  # type: ignore[assignment]
+        return await read(admin)
 
     return asyncio.run(run())
+
+
+def spans(*hung: str) -> Any:
+    return over(Instance(set(hung)), lambda admin: admin.messages.topic_spans("T"))
 
 
 def test_a_hung_master_is_read_from_its_slave_and_pulled_there() -> None:
@@ -74,17 +80,7 @@ def test_a_dlq_over_a_hung_master_is_listed_from_its_slave_or_named() -> None:
             return RemotingCommand(ResponseCode.SUCCESS, ext_fields={"offset": "2"})
 
     def dead(*hung: str) -> Any:
-        async def run() -> Any:
-            admin = MQAdmin("127.0.0.1:9")
-
-            async def route(topic: str) -> TopicRoute:
-                return ROUTE
-
-            admin._route = route  # type: ignore[method-assign]
-            admin.instance = Empty(set(hung))  # type: ignore[assignment]
-            return await admin.dlq.dead_messages("g")
-
-        return asyncio.run(run())
+        return over(Empty(set(hung)), lambda admin: admin.dlq.dead_messages("g"))
 
     assert (dead("a:1").messages, dead("a:1").unreachable) == ([], [])
     assert [u.broker_name for u in dead("a:1", "a-s:1").unreachable] == ["broker-a"]
