@@ -10,7 +10,9 @@ costs one connect attempt, never a request timeout per call.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import random
 import ssl
 from collections.abc import Callable
 
@@ -23,6 +25,7 @@ from mqtools.remoting.errors import (
     RemotingConnectError,
     RemotingConnectionClosed,
     RemotingError,
+    RemotingTimeoutError,
 )
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME
 from mqtools.remoting.transport import RemotingConnection, RequestCallback
@@ -44,7 +47,9 @@ class RemotingClient:
     ) -> None:
         self.security = security or ClientSecurity()
         self._namesrv_addrs = list(namesrv_addrs or [])
-        self._namesrv_index = 0
+        #: Where the search for a live name server starts: at random, as Apache's client starts, so that clients
+        #: spread over the name servers instead of all asking the first.
+        self._namesrv_index = random.randrange(len(self._namesrv_addrs)) if self._namesrv_addrs else 0
         self._namesrv_chosen: str | None = None
         self._on_request = on_request
         self.connect_timeout = connect_timeout
@@ -171,12 +176,31 @@ class RemotingClient:
         raise last_error
 
     async def invoke_namesrv(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """`cmd` to the chosen name server; one that lets it time out or drops it is left (its connection closed,
+        as Apache's client does with clientCloseSocketIfTimeout) and the request goes to the next, each at most
+        once. A hung name server (its port still accepts) thus costs a client one timeout, after which it reads
+        from another; kept, it would time out every route refresh for as long as it hangs."""
+        signed = self._signed(cmd)
+        for _ in range(len(self._namesrv_addrs) - 1):
+            with contextlib.suppress(RemotingTimeoutError, RemotingConnectionClosed):
+                return await self._ask_namesrv(signed, timeout)
+        return await self._ask_namesrv(signed, timeout)
+
+    async def _ask_namesrv(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         conn = await self.namesrv_connection()
         try:
-            return await conn.invoke(self._signed(cmd), timeout)
-        except RemotingConnectionClosed:
-            self._namesrv_chosen = None
+            return await conn.invoke(cmd, timeout)
+        except (RemotingTimeoutError, RemotingConnectionClosed) as exc:
+            self._leave_namesrv(conn, exc)
             raise
+
+    def _leave_namesrv(self, conn: RemotingConnection, exc: RemotingError) -> None:
+        """Stop using a name server that failed a request: the next one is chosen by the next request."""
+        if conn.peer == self._namesrv_chosen:
+            self._namesrv_chosen = None
+        if conn.is_open:
+            log.warning("name server %s: %s; asking the next one", conn.peer, exc)
+            conn.close()
 
     async def invoke_each_namesrv(
         self, make_cmd: Callable[[], RemotingCommand], timeout: float

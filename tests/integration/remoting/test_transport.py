@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import struct
+import time
 from collections.abc import AsyncIterator, Iterable
 
 import pytest
@@ -193,6 +194,7 @@ async def test_garbage_closes_only_that_connection(server: RemotingServer) -> No
 async def test_namesrv_selection_sticks_and_rotates(server: RemotingServer) -> None:
     dead = f"127.0.0.1:{free_port()}"
     client = RemotingClient([dead, addr(server)])
+    client._namesrv_index = 0  # the search starts at a random name server; this test starts it at the dead one
     attempts: list[str] = []
     real_connect = client._connect
 
@@ -207,6 +209,42 @@ async def test_namesrv_selection_sticks_and_rotates(server: RemotingServer) -> N
     # The dead server cost one connect attempt; then the live one is sticky.
     assert attempts == [dead, addr(server)]
     await client.close()
+
+
+async def test_a_hung_name_server_costs_one_timeout(server: RemotingServer) -> None:
+    """A name server that accepts and never answers (SIGSTOPped: the kernel still accepts) is left after its first
+    timeout, its connection closed, and the request goes to the next one; later requests go there at once."""
+    hung = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    hung_addr = f"127.0.0.1:{hung.sockets[0].getsockname()[1]}"
+    client = RemotingClient([hung_addr, addr(server)])
+    client._namesrv_index = 0
+    try:
+        began = time.monotonic()
+        assert (await client.invoke_namesrv(RemotingCommand.request(ECHO, body=b"1"), 0.3)).body == b"1"
+        assert time.monotonic() - began >= 0.3
+        hung_conn = client._conns.get(hung_addr)
+        assert hung_conn is None or not hung_conn.is_open
+        began = time.monotonic()
+        for _ in range(3):
+            assert (await client.invoke_namesrv(RemotingCommand.request(ECHO), 0.3)).code == 0
+        assert time.monotonic() - began < 0.3
+    finally:
+        await client.close()
+        hung.close()
+        await hung.wait_closed()
+
+
+async def test_every_name_server_hung_raises_the_timeout() -> None:
+    hung = [await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0) for _ in range(2)]
+    client = RemotingClient([f"127.0.0.1:{h.sockets[0].getsockname()[1]}" for h in hung])
+    try:
+        with pytest.raises(RemotingTimeoutError):
+            await client.invoke_namesrv(RemotingCommand.request(ECHO), 0.2)
+    finally:
+        await client.close()
+        for h in hung:
+            h.close()
+            await h.wait_closed()
 
 
 async def test_namesrv_all_dead_raises_connect_error() -> None:
