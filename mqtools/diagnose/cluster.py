@@ -1,7 +1,9 @@
 """Every broker, group and HA pair of a cluster in one pass, worst first.
 
 A broker set without a master comes first (kind `set`, action): its queues take no sends and no commits,
-and the commands that act on it are named. Brokers and groups are judged as `diagnose broker` and `diagnose group` judge them, all over the same
+and the commands that act on it are named. Each configured name server is asked on its own (kind `namesrv`):
+one that does not answer, or that lists fewer brokers than the others, needs action, since clients that
+chose it wait a timeout or do not see those brokers. Brokers and groups are judged as `diagnose broker` and `diagnose group` judge them, all over the same
 window and concurrently; each broker group with a slave gets `ha ready`'s verdict (safe: ok, not safe:
 action). Groups that hold no offsets anywhere and have no member online (configured, never used) are
 counted, not judged.
@@ -23,6 +25,7 @@ from mqtools.diagnose.group import DEFAULTS, Thresholds
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
     from mqtools.client.admin.models.ha import HAReadiness
+    from mqtools.client.admin.models.live import NamesrvStatus
 
 HA_SEVERITY = {"safe": Severity.OK, "not safe": Severity.ACTION, "unknown": Severity.UNKNOWN}
 #: `ha ready`'s own window inside the pass (its trend needs two samples, not the whole window).
@@ -82,6 +85,30 @@ def _set_item(name: str, slaves: dict[int, str]) -> Item:
                 {"slaves": {str(i): a for i, a in sorted(slaves.items())}, "commands": commands})
 
 
+def namesrv_items(probes: list[NamesrvStatus]) -> list[Item]:
+    """One verdict per name server: not answering, missing brokers the others list, or healthy."""
+    known = frozenset().union(*(p.broker_addrs for p in probes if p.broker_addrs is not None))
+    items = []
+    for p in probes:
+        missing = sorted(known - p.broker_addrs) if p.broker_addrs is not None else []
+        detail = {"addr": p.addr, "reachable": p.reachable, "rttMs": p.rtt_ms, "brokers": p.brokers,
+                  "missing": missing, "error": p.error}
+        if not p.reachable:
+            items.append(Item("namesrv", p.addr, "not answering", Severity.ACTION,
+                              f"{p.error}: a client that chose it waits one timeout before asking another name "
+                              f"server, and brokers cannot register with it; restart it or take it out of the "
+                              f"namesrvAddr lists", detail))
+        elif missing:
+            items.append(Item("namesrv", p.addr, "missing brokers", Severity.ACTION,
+                              f"does not list {', '.join(missing)} (another name server does): clients routed by it "
+                              f"do not see them; check those brokers' namesrvAddr (a broker registers every 30 s: "
+                              f"look again if it has just started)", detail))
+        else:
+            items.append(Item("namesrv", p.addr, "healthy", Severity.OK,
+                              f"answers in {p.rtt_ms:.0f} ms and lists every broker ({len(known)})", detail))
+    return items
+
+
 async def _used(admin: MQAdmin, group: str) -> bool:
     """Whether the group holds offsets somewhere or has a member online."""
     try:
@@ -102,14 +129,16 @@ async def diagnose_cluster(admin: MQAdmin, window: float, thresholds: Thresholds
     groups = sorted(e.group for e in await admin.groups.group_list() if not e.system)
     used = await asyncio.gather(*(_used(admin, g) for g in groups))
     judged = [g for g, u in zip(groups, used, strict=True) if u]
-    brokers, group_results, ha = await asyncio.gather(
+    brokers, group_results, ha, probes = await asyncio.gather(
         asyncio.gather(*(diagnose_broker(admin, n, window) for n in names)),
         asyncio.gather(*(diagnose_group(admin, g, window, thresholds) for g in judged)),
-        asyncio.gather(*(admin.ha.ha_ready(n, window=HA_WINDOW_S) for n in paired)))
+        asyncio.gather(*(admin.ha.ha_ready(n, window=HA_WINDOW_S) for n in paired)),
+        admin.namesrv_probes.namesrv_probe())
     items = [Item("broker", f"{d.broker} {d.addr}", d.verdict, d.severity, d.summary, d.to_json())
              for nodes in brokers for d in nodes]
     items += [Item("group", d.group, d.verdict, d.severity, d.summary, d.to_json()) for d in group_results]
     items += [_ha_item(r) for r in ha]
+    items += namesrv_items(probes)
     items += [_set_item(n, dict(info.broker_addr_table[n].broker_addrs)) for n in names
               if MASTER_ID not in info.broker_addr_table[n].broker_addrs]
     items.sort(key=lambda i: (rank(i.severity), i.kind != "set", i.kind, i.name))

@@ -6,9 +6,10 @@ from __future__ import annotations
 from support.documents import check
 
 from mqtools.cli.output import plain
+from mqtools.client.admin.models.live import NamesrvStatus
 from mqtools.common.presentation import cell
 from mqtools.diagnose.broker import BrokerDiagnosis, Finding, broker_diagnosis_view
-from mqtools.diagnose.cluster import ClusterDiagnosis, Item, cluster_diagnosis_view
+from mqtools.diagnose.cluster import ClusterDiagnosis, Item, cluster_diagnosis_view, namesrv_items
 from mqtools.diagnose.findings import Severity
 from mqtools.diagnose.group import GroupDiagnosis, HeldQueue, Member, QueueEvidence, group_diagnosis_view
 from mqtools.remoting.bodies import MessageQueue
@@ -93,3 +94,18 @@ def test_an_empty_cluster_diagnosis_is_ok_and_has_no_footer() -> None:
     doc = check(view)
     assert (view.title, view.rows, view.footer) == ("cluster: OK (0 verdicts, worst first)", [], [])
     assert doc["items"] == [] and doc["worst"] == "ok"
+
+
+def test_name_servers_judged_each_against_what_the_others_list() -> None:
+    both, one = frozenset({"10.0.0.1:10911", "10.0.0.2:10911"}), frozenset({"10.0.0.1:10911"})
+    items = namesrv_items([NamesrvStatus("ns1:9876", True, 2.4, both, True),
+                            NamesrvStatus("ns2:9876", False, None, None, None, "timed out after 5.000s"),
+                            NamesrvStatus("ns3:9876", True, 1.0, one, True)])
+    assert [(i.name, i.verdict, i.severity) for i in items] == [
+        ("ns1:9876", "healthy", Severity.OK), ("ns2:9876", "not answering", Severity.ACTION),
+        ("ns3:9876", "missing brokers", Severity.ACTION)]
+    assert items[0].summary == "answers in 2 ms and lists every broker (2)"
+    assert items[1].summary.startswith("timed out after 5.000s: a client that chose it waits one timeout")
+    assert items[2].detail["missing"] == ["10.0.0.2:10911"] and "does not list 10.0.0.2:10911" in items[2].summary
+    doc = check(cluster_diagnosis_view(ClusterDiagnosis(10.0, items)))
+    assert [i["detail"]["rttMs"] for i in doc["items"]] == [2.4, None, 1.0] and doc["worst"] == "action"
