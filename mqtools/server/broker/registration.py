@@ -39,6 +39,11 @@ from mqtools.server.lifecycle import cancel_and_wait
 log = logging.getLogger(__name__)
 
 FIRST_PERIODIC_DELAY_S = 10.0
+#: How long a caller of kick_and_wait waits for the name servers' answers: a topic created through the admin API is
+#: answered once every name server has its route or this has passed, so that a name server that does not answer
+#: (hung: its port still accepts) does not make the creation outlast the client's own timeout (3-5 s) and look
+#: failed; its registration goes on in its loop.
+REGISTRATION_WAIT_S = 2.0
 #: A topic table at least this large is encoded off the loop (1,000 topics take a few ms; a thread hand-off
 #: costs more than that below).
 OFF_LOOP_ENCODE_TOPICS = 1_000
@@ -190,8 +195,9 @@ class NamesrvRegistrar:
         for event in self._kicks.values():
             event.set()
 
-    async def kick_and_wait(self) -> list[RegisterResult]:
-        """Register everywhere now and wait until every name server has answered (or timed out).
+    async def kick_and_wait(self, within: float = REGISTRATION_WAIT_S) -> list[RegisterResult]:
+        """Register everywhere now; the results of the name servers that answered (or failed) within `within`
+        seconds, all of them when every one did.
 
         A topic created through the admin API is then routable the moment its request is answered,
         as RocketMQ's broker does by registering synchronously after UPDATE_AND_CREATE_TOPIC.
@@ -203,7 +209,10 @@ class NamesrvRegistrar:
             waiters.append(future)
             waits.append(future)
         self.kick()
-        return list(await asyncio.gather(*waits))
+        if not waits:
+            return []
+        done, _ = await asyncio.wait(waits, timeout=within)
+        return [f.result() for f in waits if f in done]
 
     async def _loop(self, addr: str, skip_first: bool) -> None:
         """Register, then wait a period (or a kick). After the start-up round the first

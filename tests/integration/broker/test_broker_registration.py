@@ -101,3 +101,25 @@ async def test_loops_register_and_kick() -> None:
         await reg.shutdown()
         await client.close()
         await server.shutdown()
+
+
+async def test_a_topic_change_waits_for_the_answering_name_servers_not_a_hung_one() -> None:
+    """A hung name server (its port accepts, nothing answers) holds the creation of a topic (kick_and_wait) for
+    REGISTRATION_WAIT_S at most, not for its registration timeout, which outlasts the admin client's."""
+    seen: list = []
+    server = await start_fake_namesrv(seen)
+    hung = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
+    client = RemotingClient([f"127.0.0.1:{hung.sockets[0].getsockname()[1]}", f"127.0.0.1:{server.port}"])
+    reg = NamesrvRegistrar(client, identity, wrapper, period_s=30, timeout_s=6)
+    reg.start(registered=True)
+    try:
+        t0 = time.monotonic()
+        results = await reg.kick_and_wait(within=0.5)
+        assert 0.5 <= time.monotonic() - t0 < 3.0
+        assert [r.ok for r in results] == [True] and [k for k, *_ in seen] == ["reg"]
+    finally:
+        await reg.shutdown()
+        await client.close()
+        await server.shutdown()
+        hung.close()
+        await hung.wait_closed()
