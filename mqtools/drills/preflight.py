@@ -89,7 +89,8 @@ def choose_target(view: dict[str, Any], wanted: str | None, needs: str) -> Targe
         raise ScenarioError("kill-proxy needs two or more gRPC proxies to move between (a local cluster from mq "
                             "cluster up --proxies 2, --preset, which brings two, or -n with --proxies A,B)")
     if needs == "namesrv" and namesrv is None:
-        raise ScenarioError("kill-namesrv needs at least two name servers (mq cluster up --namesrv 2)")
+        raise ScenarioError("a name-server drill (kill-namesrv, pause-namesrv) needs at least two name servers "
+                            "(mq cluster up --namesrv 2)")
     return target
 
 

@@ -75,7 +75,7 @@ class Node:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """The broker group a drill is about (`--target`), and the name server kill-namesrv takes."""
+    """The broker group a drill is about (`--target`), and the name server kill-namesrv and pause-namesrv take."""
 
     broker_name: str
     master: Node | None
@@ -273,6 +273,14 @@ async def kill_namesrv(ctx: FaultContext) -> None:
     await ctx.fault(_need(ctx.target.namesrv, "second name server"), signal.SIGKILL)
 
 
+async def pause_namesrv(ctx: FaultContext) -> None:
+    """A hung name server keeps its port open (the kernel still accepts), so only a timeout tells it apart."""
+    namesrv = _need(ctx.target.namesrv, "second name server")
+    await ctx.fault(namesrv, signal.SIGSTOP)
+    await ctx.sleep(ctx.fault_for)
+    await ctx.heal(namesrv, "cont")
+
+
 async def drain_master(ctx: FaultContext) -> None:
     """The maintenance runbook: no new writes, wait for the slave, stop, start, writes back."""
     master = _need(ctx.target.master, "master")
@@ -317,6 +325,8 @@ PARTITION_TIME = 8.0
 #: flaky-link: the slave's link is cut FLAP_CUT seconds of every FLAP_PERIOD (shorter than the heartbeat
 #: timeout, so no election is due).
 FLAP_PERIOD, FLAP_CUT = 1.0, 0.3
+#: How long pause-namesrv keeps the name server stopped: past a client's timeout (3 s) and a route refresh after it.
+PAUSE_NAMESRV_TIME = 8.0
 #: The proxies a fresh preset cluster gets for a proxied drill: the one killed and one to move to.
 PROXIES = 2
 
@@ -342,6 +352,12 @@ SCENARIOS: dict[str, Scenario] = {s.name: s for s in (
     Scenario("kill-namesrv", "SIGKILL one of several name servers (the first).",
              "Clients move to the other name server: no send fails, nothing is lost, order holds.",
              "namesrv", kill_namesrv, replace(_SYNC_LOSS, max_failed=0, max_order_violations=0)),
+    Scenario("pause-namesrv", "SIGSTOP one of several name servers (the first) for --fault-for seconds, then "
+                              "SIGCONT.",
+             "Clients asking it wait one timeout and move to another name server: no send fails, nothing is lost, "
+             "order holds.",
+             "namesrv", pause_namesrv, replace(_SYNC_LOSS, max_failed=0, max_order_violations=0),
+             fault_for=PAUSE_NAMESRV_TIME),
     Scenario("kill-proxy", "SIGKILL the gRPC proxy the clients use (of two or more); producers and consumers reach "
                            "the cluster only through the proxies (RocketMQ 5's gRPC clients).",
              "The clients move to another proxy: no acknowledged message is lost and sends come back within the RTO "

@@ -48,7 +48,7 @@ PresetOpt = Annotated[
 ]
 NamesrvsOpt = Annotated[
     Optional[int],  # noqa: UP045
-    typer.Option("--namesrvs", min=1, max=9, help="With --preset: name servers (default 2 for kill-namesrv, else 1)."),
+    typer.Option("--namesrvs", min=1, max=9, help="With --preset: name servers (default 2 for kill-namesrv and pause-namesrv, else 1)."),
 ]
 SetOpt = Annotated[
     Optional[list[str]],  # noqa: UP045
@@ -73,8 +73,8 @@ FaultAtOpt = Annotated[
 ]
 FaultForOpt = Annotated[
     Optional[float],  # noqa: UP045
-    typer.Option("--fault-for", min=0.0, help="Seconds of pause (pause-master, default 5) or downtime "
-                                              "(restart-master, default 8)."),
+    typer.Option("--fault-for", min=0.0, help="Seconds of pause (pause-master, default 5; pause-namesrv, "
+                                              "default 8) or downtime (restart-master, default 8)."),
 ]
 MaxRtoOpt = Annotated[Optional[float], typer.Option("--max-rto", min=0.0, help="Seconds.")]  # noqa: UP045
 MaxLostOpt = Annotated[Optional[int], typer.Option("--max-lost", min=0)]  # noqa: UP045
@@ -151,8 +151,8 @@ class _Display:
 @cluster_command
 def run(
     scenario: Annotated[str, typer.Argument(help="kill-master, pause-master, restart-master, kill-slave, "
-                                                 "kill-namesrv, drain-master, kill-proxy; in controller mode also "
-                                                 "restart-old-master, kill-controller-leader, "
+                                                 "kill-namesrv, pause-namesrv, drain-master, kill-proxy; in controller "
+                                                 "mode also restart-old-master, kill-controller-leader, "
                                                  "kill-master-and-controller-leader (mq admin drill list).")],
     state_dir: DirOpt = None,
     preset: PresetOpt = None,
