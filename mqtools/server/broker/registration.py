@@ -43,7 +43,7 @@ FIRST_PERIODIC_DELAY_S = 10.0
 #: answered once every name server has its route or this has passed, so that a name server that does not answer
 #: (hung: its port still accepts) does not make the creation outlast the client's own timeout (3-5 s) and look
 #: failed; its registration goes on in its loop.
-REGISTRATION_WAIT_S = 2.0
+REGISTRATION_WAIT_S = 1.0
 #: A topic table at least this large is encoded off the loop (1,000 topics take a few ms; a thread hand-off
 #: costs more than that below).
 OFF_LOOP_ENCODE_TOPICS = 1_000
