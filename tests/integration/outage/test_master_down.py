@@ -152,6 +152,8 @@ def test_one_name_server_hung_every_read_is_whole_within_one_timeout(cluster: Pr
     assert diagnosis.returncode == EXIT_REFUSED, diagnosis.stderr  # a verdict needs action
     judged = {i["name"]: i["verdict"] for i in json.loads(diagnosis.stdout)["items"] if i["kind"] == "namesrv"}
     assert judged == {cluster.addr("namesrv-0"): "healthy", hung: "not answering"}
+    # every MCP read tool (a session each, starting at either name server) whole
+    assert mcp_sweep(cluster.namesrv, sweep_values(cluster), TIMEOUT) == dict.fromkeys(MCP_READS, "whole")
 
 
 def test_one_name_server_down_every_read_is_whole_and_top_names_it(cluster: PresetCluster) -> None:
