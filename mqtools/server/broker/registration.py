@@ -39,10 +39,10 @@ from mqtools.server.lifecycle import cancel_and_wait
 log = logging.getLogger(__name__)
 
 FIRST_PERIODIC_DELAY_S = 10.0
-#: How long a caller of kick_and_wait waits for the name servers' answers: a topic created through the admin API is
-#: answered once every name server has its route or this has passed, so that a name server that does not answer
-#: (hung: its port still accepts) does not make the creation outlast the client's own timeout (3-5 s) and look
-#: failed; its registration goes on in its loop.
+#: How long a caller of kick_and_wait waits for the other name servers once one has answered: a topic created
+#: through the admin API is answered when every name server has its route, or this long after the first did, so
+#: that a name server that does not answer (hung: its port still accepts) does not make the creation outlast the
+#: client's own timeout (3-5 s) and look failed; its registration goes on in its loop.
 REGISTRATION_WAIT_S = 1.0
 #: A topic table at least this large is encoded off the loop (1,000 topics take a few ms; a thread hand-off
 #: costs more than that below).
@@ -196,8 +196,8 @@ class NamesrvRegistrar:
             event.set()
 
     async def kick_and_wait(self, within: float = REGISTRATION_WAIT_S) -> list[RegisterResult]:
-        """Register everywhere now; the results of the name servers that answered (or failed) within `within`
-        seconds, all of them when every one did.
+        """Register everywhere now; the results of every name server, or of those that answered (or failed) by
+        `within` seconds after the first one did.
 
         A topic created through the admin API is then routable the moment its request is answered,
         as RocketMQ's broker does by registering synchronously after UPDATE_AND_CREATE_TOPIC.
@@ -211,8 +211,10 @@ class NamesrvRegistrar:
         self.kick()
         if not waits:
             return []
-        done, _ = await asyncio.wait(waits, timeout=within)
-        return [f.result() for f in waits if f in done]
+        _, pending = await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        if pending:
+            await asyncio.wait(pending, timeout=within)
+        return [f.result() for f in waits if f.done()]
 
     async def _loop(self, addr: str, skip_first: bool) -> None:
         """Register, then wait a period (or a kick). After the start-up round the first

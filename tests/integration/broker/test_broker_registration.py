@@ -105,7 +105,8 @@ async def test_loops_register_and_kick() -> None:
 
 async def test_a_topic_change_waits_for_the_answering_name_servers_not_a_hung_one() -> None:
     """A hung name server (its port accepts, nothing answers) holds the creation of a topic (kick_and_wait) for
-    REGISTRATION_WAIT_S at most, not for its registration timeout, which outlasts the admin client's."""
+    REGISTRATION_WAIT_S at most after another answered, not for its registration timeout, which outlasts the admin
+    client's."""
     seen: list = []
     server = await start_fake_namesrv(seen)
     hung = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
@@ -123,3 +124,27 @@ async def test_a_topic_change_waits_for_the_answering_name_servers_not_a_hung_on
         await server.shutdown()
         hung.close()
         await hung.wait_closed()
+
+
+async def test_a_slow_name_server_is_waited_for_when_none_has_answered() -> None:
+    """The wait is cut only once a name server has answered: a lone slow one (a loaded machine) is waited for, so
+    the topic is routable when its creation is answered."""
+    seen: list = []
+    server = await start_fake_namesrv(seen)
+    real = server.processors[RequestCode.REGISTER_BROKER]
+
+    async def slow(conn, req):
+        await asyncio.sleep(0.6)
+        return real(conn, req)
+
+    server.register(RequestCode.REGISTER_BROKER, slow)
+    client = RemotingClient([f"127.0.0.1:{server.port}"])
+    reg = NamesrvRegistrar(client, identity, wrapper, period_s=30, timeout_s=6)
+    reg.start(registered=True)
+    try:
+        results = await reg.kick_and_wait(within=0.1)
+        assert [r.ok for r in results] == [True] and [k for k, *_ in seen] == ["reg"]
+    finally:
+        await reg.shutdown()
+        await client.close()
+        await server.shutdown()
