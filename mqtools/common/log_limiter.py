@@ -52,13 +52,16 @@ class LogLimiter:
 
 
 class LimitedLog:
-    """A logger behind a LogLimiter: `warning(kind, msg, *args)` (or `info`) logs one line or none."""
+    """A logger behind a LogLimiter: `warning(kind, msg, *args)` (or `error`, `info`) logs one line or none."""
 
     def __init__(self, logger: logging.Logger, clock: Callable[[], float] = time.monotonic, *,
                  limit: int = LIMIT, interval: float = INTERVAL) -> None:
         self.logger = logger
         self.clock = clock
         self.limiter = LogLimiter(limit, interval)
+
+    def error(self, kind: str, msg: str, *args: object) -> None:
+        self._emit(logging.ERROR, kind, msg, args)
 
     def warning(self, kind: str, msg: str, *args: object) -> None:
         self._emit(logging.WARNING, kind, msg, args)

@@ -160,10 +160,11 @@ cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t f
     if consumable:
         qoff = queue_offsets.get(key, 0)
     commitlog = store.commitlog
-    # CommitLog.reserve where the entry fits the last file and the warmer is ahead of it; else reserve itself
+    # CommitLog.reserve where the entry fits the last file's allocated blocks; else reserve itself
     files = commitlog.queue.files
     mf = files[len(files) - 1] if files else None
-    if mf is not None and total + END_BLANK <= <int64_t>mf.size - <int64_t>mf.wrote:
+    if mf is not None and total + END_BLANK <= <int64_t>mf.size - <int64_t>mf.wrote \
+            and <int64_t>mf.wrote + total <= <int64_t>mf.reserved:
         pos = mf.wrote
         warmer = commitlog.warmer
         if warmer is not None and (pos > warmer.due or mf is not warmer.file):

@@ -39,6 +39,15 @@ QueueOffsets = dict[tuple[str, int], int]
 log = logging.getLogger(__name__)
 
 
+#: The commitlog's blocks are allocated this far ahead of its appends (MappedFile.ensure): a filesystem call per
+#: 4 MiB of messages.
+RESERVE_CHUNK = 4 << 20
+#: Appends are refused (CREATE_MAPPED_FILE_FAILED, ENOSPC) once the commitlog's filesystem would be left with less
+#: than this: room for the consume queue and index pages the messages written meanwhile need (a few percent of
+#: their bytes), whose writes have no check of their own.
+KEEP_FREE = 64 << 20
+
+
 class EntryTooLarge(ValueError):
     """The entry can never fit in one commitlog file."""
 
@@ -76,10 +85,12 @@ class CommitLog:
         mf = self.queue.last_writable()
         free = mf.free()
         if total + END_FILE_MIN_BLANK_LENGTH > free:
+            mf.ensure(mf.wrote + BLANK.size, RESERVE_CHUNK, KEEP_FREE)
             BLANK.pack_into(mf.mm, mf.wrote, free, BLANK_MAGIC)
             mf.wrote = mf.size
             mf = self.queue.last_writable()
         pos = mf.wrote
+        mf.ensure(pos + total, RESERVE_CHUNK, KEEP_FREE)
         self._warm(mf, pos)
         return mf, pos
 
@@ -125,7 +136,8 @@ class CommitLog:
 
     def append_raw(self, start_offset: int, data) -> bool:
         """Replicated bytes from a master: accepted only at exactly the current end, or, for an empty
-        commitlog, at a file boundary (a new slave starts at the master's last file)."""
+        commitlog, at a file boundary (a new slave starts at the master's last file). OSError when no room can be
+        made (what was copied before stays)."""
         empty = not self.queue.files
         if empty and start_offset % self.file_size == 0:
             self.queue.create_file(start_offset)
@@ -137,6 +149,7 @@ class CommitLog:
             mf = self.queue.last_writable(start_offset)
             self._warm(mf, mf.wrote)  # a slave's appends fault as a master's would: off its loop too
             n = min(len(mv), mf.free())
+            mf.ensure(mf.wrote + n, RESERVE_CHUNK, KEEP_FREE)
             mf.mm[mf.wrote:mf.wrote + n] = mv[:n]
             mf.wrote += n
             mv = mv[n:]

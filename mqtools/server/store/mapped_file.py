@@ -11,6 +11,7 @@ Readers get zero-copy memoryview slices of the mapping.
 from __future__ import annotations
 
 import ctypes
+import errno
 import logging
 import mmap
 import os
@@ -34,7 +35,7 @@ def offset_to_file_name(offset: int) -> str:
 class MappedFile:
     """One file of a mapped-file queue: ``start`` is its absolute offset in the logical stream."""
 
-    __slots__ = ("closed", "fd", "flushed", "mm", "mv", "path", "size", "start", "wrote")
+    __slots__ = ("closed", "fd", "flushed", "mm", "mv", "path", "reserved", "size", "start", "wrote")
 
     def __init__(self, path: Path, start: int, size: int, *, create: bool) -> None:
         self.path = path
@@ -54,6 +55,25 @@ class MappedFile:
         self.wrote = 0 if create else size
         self.flushed = self.wrote
         self.closed = False
+        self.reserved = 0
+        """Bytes from the file's start whose blocks `ensure` has allocated."""
+
+    def ensure(self, end: int, chunk: int, keep_free: int) -> None:
+        """Allocate the file's blocks up to `end`, and `chunk` bytes beyond it (at most the file's size), before a
+        write there. The file is sparse, and a write through the mapping into a hole that the filesystem has no
+        block for is a SIGBUS, which ends the process (Apache's JVM turns it into an InternalError and goes on);
+        posix_fallocate says ENOSPC instead. OSError(ENOSPC) too when the filesystem would be left with less than
+        `keep_free` bytes, so that the files written through mappings without this (consume queues, index) still
+        find blocks."""
+        if end <= self.reserved:
+            return
+        new = min(self.size, max(end, self.reserved + chunk))
+        fs = os.fstatvfs(self.fd)
+        if fs.f_bavail * fs.f_frsize - (new - self.reserved) < keep_free:
+            raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: less than {keep_free >> 20} MiB would be "
+                                        f"left on the filesystem of {self.path.parent}")
+        os.posix_fallocate(self.fd, self.reserved, new - self.reserved)
+        self.reserved = new
 
     @property
     def end(self) -> int:

@@ -1,0 +1,91 @@
+"""A store whose filesystem fills up: appends are refused, the process lives.
+
+The commitlog's files are sparse, and a write through the mapping into a hole the filesystem has no block for is
+a SIGBUS, which ended the broker: found by filling a small tmpfs beside a running store. The store runs in a
+process of its own here (a SIGBUS would end it, not the test), on a tmpfs mounted for the test (root only, as
+the partition tests), filled by another file while the store is running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from mqtools.server.store.commitlog import KEEP_FREE
+
+pytestmark = [pytest.mark.integration, pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")]
+FS_SIZE = KEEP_FREE + (16 << 20)
+
+STORE = textwrap.dedent("""
+    import asyncio, json, os, sys
+    from mqtools.common.message import MessageExtBrokerInner
+    from mqtools.server.store.config import MessageStoreConfig
+    from mqtools.server.store.message_store import MessageStore
+
+    ROOT, BALLAST = sys.argv[1], sys.argv[2]
+
+    def message(i):
+        return MessageExtBrokerInner(topic="T", body=b"x" * 1024, queue_id=i % 4, properties={"KEYS": f"k{i}"},
+                                     born_host=("10.0.0.1", 4000), store_host=("10.0.0.2", 10911),
+                                     born_timestamp=1)
+
+    async def main():
+        store = MessageStore(MessageStoreConfig(store_path_root_dir=ROOT, mapped_file_size_commit_log=8 << 20,
+                                                mapped_file_size_consume_queue=20 * 4096, max_hash_slot_num=64,
+                                                max_index_num=4096))
+        await store.start()
+        out = {"before": 0}
+        for i in range(100):
+            out["before"] += (await store.put_message(message(i))).ok
+        # another process fills the filesystem, then leaves a megabyte
+        with open(BALLAST, "wb") as f:
+            size = 0
+            try:
+                while True:
+                    os.posix_fallocate(f.fileno(), size, 1 << 20)
+                    size += 1 << 20
+            except OSError:
+                os.ftruncate(f.fileno(), size - (1 << 20))
+        refused = [await store.put_message(message(100 + i)) for i in range(12000)]
+        out["accepted"] = sum(r.ok for r in refused)
+        out["statuses"] = sorted({r.status.value for r in refused if not r.ok})
+        out["remark"] = next((r.remark for r in refused if not r.ok), None)
+        os.unlink(BALLAST)
+        out["after"] = (await store.put_message(message(3000))).ok
+        out["readable"] = store.get_max_offset_in_queue("T", 0)
+        await store.shutdown()
+        print(json.dumps(out))
+
+    asyncio.run(main())
+""")
+
+
+@pytest.fixture
+def small_fs(tmp_path: Path) -> Iterator[Path]:
+    mount = tmp_path / "fs"
+    mount.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={FS_SIZE}", "tmpfs", str(mount)], check=True)
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_a_full_filesystem_refuses_appends_and_the_store_lives(small_fs: Path) -> None:
+    done = subprocess.run([sys.executable, "-c", STORE, str(small_fs / "store"), str(small_fs / "ballast")],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out["before"] == 100
+    # what was allocated before the fill may still be written; then every append is refused, by name
+    assert out["accepted"] < 12000 and out["statuses"] == ["CREATE_MAPPED_FILE_FAILED"], out
+    assert "No space left on device" in out["remark"]
+    assert out["after"] is True  # room again: appends go on
+    assert out["readable"] >= 25
