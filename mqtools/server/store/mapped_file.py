@@ -122,6 +122,7 @@ class MappedFile:
             os.ftruncate(self.fd, self.size)
         self.wrote = pos
         self.flushed = min(self.flushed, pos)
+        self.reserved = min(self.reserved, pos)  # the cut freed the tail's blocks
 
     def close(self) -> None:
         """Unmap and close. Outstanding zero-copy slices keep the mapping alive until released."""

@@ -20,7 +20,7 @@ import pytest
 
 from mqtools.server.store.commitlog import KEEP_FREE
 
-pytestmark = [pytest.mark.integration, pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")]
+pytestmark = pytest.mark.integration
 FS_SIZE = KEEP_FREE + (16 << 20)
 
 STORE = textwrap.dedent("""
@@ -78,6 +78,7 @@ def small_fs(tmp_path: Path) -> Iterator[Path]:
         subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
 def test_a_full_filesystem_refuses_appends_and_the_store_lives(small_fs: Path) -> None:
     done = subprocess.run([sys.executable, "-c", STORE, str(small_fs / "store"), str(small_fs / "ballast")],
                           capture_output=True, text=True, timeout=60, check=False)
@@ -89,3 +90,20 @@ def test_a_full_filesystem_refuses_appends_and_the_store_lives(small_fs: Path) -
     assert "No space left on device" in out["remark"]
     assert out["after"] is True  # room again: appends go on
     assert out["readable"] >= 25
+
+
+def test_a_cut_back_file_allocates_its_tail_again(tmp_path: Path) -> None:
+    """set_position frees the blocks past the new end (recovery, a slave cut back in controller mode): what was
+    allocated there is allocated again before the next write."""
+    from mqtools.server.store.mapped_file import MappedFile
+
+    mf = MappedFile(tmp_path / "00000000000000000000", 0, 1 << 20, create=True)
+    try:
+        mf.ensure(4096, 1 << 20, 0)
+        assert mf.reserved == 1 << 20
+        mf.set_position(8192)
+        assert mf.reserved == 8192 and os.stat(mf.path).st_blocks * 512 < 1 << 20
+        mf.ensure(8192 + 100, 1 << 20, 0)
+        assert mf.reserved == 1 << 20 and os.stat(mf.path).st_blocks * 512 >= 1 << 20
+    finally:
+        mf.close()
