@@ -3,10 +3,10 @@
 A broker set without a master comes first (kind `set`, action): its queues take no sends and no commits,
 and the commands that act on it are named. Each configured name server is asked on its own (kind `namesrv`):
 one that does not answer, or that lists fewer brokers than the others, needs action, since clients that
-chose it wait a timeout or do not see those brokers. Brokers and groups are judged as `diagnose broker` and `diagnose group` judge them, all over the same
-window and concurrently; each broker group with a slave gets `ha ready`'s verdict (safe: ok, not safe:
-action). Groups that hold no offsets anywhere and have no member online (configured, never used) are
-counted, not judged.
+chose it wait a timeout or do not see those brokers. Brokers and groups are judged as `diagnose broker` and
+`diagnose group` judge them, all over the same window and concurrently; each broker group with a slave gets
+`ha ready`'s verdict (safe: ok, not safe: action). Groups that hold no offsets anywhere and have no member
+online (configured, never used) are counted, not judged.
 """
 
 from __future__ import annotations

@@ -1,10 +1,11 @@
 """Remoting client (RocketMQ's NettyRemotingClient role): a connection pool per address and the
 name-server address list.
 
-Name-server selection follows RocketMQ's client: stick to the chosen name server while
-its connection is up; when it is down, try the next addresses in turn, starting after
-the last index used, and stick to the first one that connects. A dead name server thus
-costs one connect attempt, never a request timeout per call.
+Name-server selection follows RocketMQ's client: start at a name server chosen at random, stick to
+the chosen one while its connection is up; when it is down, try the next addresses in turn, starting
+after the last index used, and stick to the first one that connects. A dead name server thus costs
+one connect attempt, never a request timeout per call; a hung one (its port still accepts) costs one
+timeout, after which its connection is closed and the request goes to the next (invoke_namesrv).
 """
 
 from __future__ import annotations
