@@ -55,8 +55,10 @@ class MappedFile:
         self.wrote = 0 if create else size
         self.flushed = self.wrote
         self.closed = False
-        self.reserved = 0
-        """Bytes from the file's start whose blocks `ensure` has allocated."""
+        self.reserved = 0 if create else size
+        """Bytes from the file's start known to have blocks (`ensure`). A file loaded from disk counts as whole:
+        recovery cuts the last one back to its data's end (set_position), which frees the blocks past it and brings
+        this down to that end, so a restarted broker does not count the data it has as space to allocate."""
 
     def ensure(self, end: int, chunk: int, keep_free: int) -> None:
         """Allocate the file's blocks up to `end`, and `chunk` bytes beyond it (at most the file's size), before a

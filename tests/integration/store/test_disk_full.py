@@ -107,3 +107,19 @@ def test_a_cut_back_file_allocates_its_tail_again(tmp_path: Path) -> None:
         assert mf.reserved == 1 << 20 and os.stat(mf.path).st_blocks * 512 >= 1 << 20
     finally:
         mf.close()
+
+
+def test_a_loaded_file_counts_its_data_as_allocated(tmp_path: Path) -> None:
+    """A restarted store's last file: its data is allocated, so the first append does not count it as space to
+    allocate (with keep_free, a broker on a fairly full disk would refuse appends it has room for)."""
+    from mqtools.server.store.mapped_file import MappedFile
+
+    path = tmp_path / "00000000000000000000"
+    MappedFile(path, 0, 1 << 20, create=True).close()
+    mf = MappedFile(path, 0, 1 << 20, create=False)
+    try:
+        assert mf.reserved == 1 << 20
+        mf.set_position(300_000)  # recovery: the data's end
+        assert mf.reserved == 300_000
+    finally:
+        mf.close()
