@@ -29,7 +29,7 @@ from support.adminsupport import mq, mq_here, one_line_error
 
 from mqtools.common.presentation import load_schema
 
-#: The short soak (nine scenarios, each on a cluster of its own; 95 s in CI with eight) is set up inside the first
+#: The short soak (nine scenarios, each on a cluster of its own; 114 s in CI) is set up inside the first
 #: test that asks for it, so the suite's 120 s default would fail it on any machine a little slower than this one;
 #: 480 s is the soak's own bound (400) and its nine `drill check`s.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
