@@ -51,7 +51,7 @@ def metadata(controller: ControllerOpt, output: OutputOpt = "table", timeout: Ti
     addrs = controllers(controller)
 
     async def build(admin: MQAdmin) -> View:
-        return controller_metadata_view([await admin.controllers.metadata(a) for a in addrs])
+        return controller_metadata_view(*await admin.controllers.metadata_each(addrs))
 
     show(ClusterOptions.given(controller), output, build, timeout=timeout)
 

@@ -7,7 +7,9 @@ leads (GET_METADATA_INFO), and the rest goes to that leader. Works against mq's 
 
 from __future__ import annotations
 
-from mqtools.client.admin.base import AdminService, cluster_nodes
+import asyncio
+
+from mqtools.client.admin.base import AdminService, cluster_nodes, reason_of
 from mqtools.client.admin.models.controller import (
     BrokerEpochs,
     BrokerSetState,
@@ -17,8 +19,9 @@ from mqtools.client.admin.models.controller import (
     Epoch,
     Replica,
 )
-from mqtools.client.errors import MQClientError
+from mqtools.client.errors import MQClientError, UnreachableError, settled
 from mqtools.common.javaprops import parse_properties
+from mqtools.common.presentation import Unreachable
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.controller import (
     BrokerReplicasInfo,
@@ -42,6 +45,26 @@ class ControllerAdmin(AdminService):
             peers[pid] = addr
         return ControllerMetadata(controller, header.group, header.controller_leader_id,
                                   header.controller_leader_address, header.is_leader, peers)
+
+    async def metadata_each(self, controllers: list[str]) -> tuple[list[ControllerMetadata], list[Unreachable]]:
+        """Each controller's view, all asked at once: those that answered, in the given order, and those that did
+        not, named (a hung controller costs the read its timeout, not the others' views). The first failure
+        raises when none answered; a refusal always does."""
+        answers = await asyncio.gather(*(settled(self.metadata(addr)) for addr in controllers))
+        got: list[ControllerMetadata] = []
+        missed: list[Unreachable] = []
+        for addr, answer in zip(controllers, answers, strict=True):
+            if isinstance(answer, UnreachableError):
+                missed.append(Unreachable(None, addr, reason_of(answer)))
+            elif isinstance(answer, MQClientError):
+                raise answer
+            else:
+                got.append(answer)
+        if not got:
+            first = answers[0]
+            assert isinstance(first, MQClientError)
+            raise first
+        return got, missed
 
     async def leader(self, controllers: list[str]) -> str:
         """The leader's address, from the first controller that knows it."""

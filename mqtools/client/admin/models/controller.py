@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from mqtools.common.presentation import Column, View, renders, when
+from mqtools.common.presentation import Column, Unreachable, View, renders, when
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,14 +107,15 @@ class ElectionEvent:
 
 
 @renders("ControllerMetadata")
-def controller_metadata_view(metas: list[ControllerMetadata]) -> View:
+def controller_metadata_view(metas: list[ControllerMetadata], unreachable: list[Unreachable] | None = None) -> View:
+    """One row per controller that answered; one that did not makes the view partial, named."""
     rows = [[m.address, m.group, m.leader_id, m.leader_address, m.is_leader, len(m.peers)] for m in metas]
     data = {"controllers": [{"address": m.address, "group": m.group, "leaderId": m.leader_id,
                              "leaderAddress": m.leader_address, "isLeader": m.is_leader, "peers": m.peers}
                             for m in metas]}
     return View("ControllerMetadata", [Column("CONTROLLER"), Column("GROUP"), Column("LEADER ID"),
                                        Column("LEADER ADDRESS"), Column("IS LEADER"), Column("PEERS", True)],
-                rows, data)
+                rows, data, unreachable=list(unreachable or []))
 
 
 @renders("SyncStateSets")
