@@ -9,10 +9,10 @@ from collections.abc import AsyncIterator, Callable
 from mqtools.client.admin.base import AdminService, broker_sets
 from mqtools.client.admin.models.brokers import SendRT
 from mqtools.client.admin.models.messages import MessageDetail, MessageHits, QueueSpan, TopicSpans
+from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
 from mqtools.client.errors import MessageNotFoundError, MQClientError, UnreachableError
 from mqtools.client.producer import Producer
-from mqtools.client.route import TopicRoute
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.types import PullResult, PullStatus, SendResult
 from mqtools.common import properties as P
@@ -143,7 +143,7 @@ class MessageAdmin(AdminService):
 
     async def message_queues(self, topic: str) -> list[MessageQueue]:
         """The topic's readable queues, in mqadmin's order (broker name, queue id)."""
-        return _in_order(await self.admin._route(topic))
+        return await self.admin.queue_offsets.topic_queues(topic)
 
     async def queue_span(self, mq: MessageQueue, *, begin_ms: int | None = None,
                          end_ms: int | None = None) -> QueueSpan:
@@ -163,7 +163,7 @@ class MessageAdmin(AdminService):
         broker set's from its master, else a slave (whose node the span's pulls then go to), as every read of a
         set; a set no replica answers for is named, its queues left out (a hung master made `msg print` fail)."""
         route = await self.admin._route(topic)  # one route read for the queues and their sets
-        queues, sets = _in_order(route), broker_sets(route)
+        queues, sets = sorted(route.subscribe, key=queue_key), broker_sets(route)
         ask = self.admin.queue_offsets.offset_at
         first = RequestCode.GET_MIN_OFFSET if begin_ms is None else RequestCode.SEARCH_OFFSET_BY_TIMESTAMP
         last = RequestCode.GET_MAX_OFFSET if end_ms is None else RequestCode.SEARCH_OFFSET_BY_TIMESTAMP
@@ -243,8 +243,3 @@ class MessageAdmin(AdminService):
                         on_send()
                 results.append(SendRT(name, samples))
         return results
-
-
-def _in_order(route: TopicRoute) -> list[MessageQueue]:
-    """A route's readable queues in mqadmin's order (broker name, queue id)."""
-    return sorted(route.subscribe, key=lambda q: (q.broker_name, q.queue_id))
