@@ -100,6 +100,7 @@ class RemoteOffsetStore(OffsetStore):
             by_broker.setdefault(mq.broker_name, []).append((mq, offset))
 
         async def one_broker(items: list[tuple[MessageQueue, int]]) -> list[MessageQueue]:
+            left: list[MessageQueue] = []
             for i, (mq, offset) in enumerate(items):
                 if not tolerant:
                     await self.commit(mq, offset)
@@ -107,10 +108,10 @@ class RemoteOffsetStore(OffsetStore):
                 try:
                     await self.commit(mq, offset)
                 except UnreachableError:
-                    return [q for q, _ in items[i:]]
+                    return left + [q for q, _ in items[i:]]
                 except MQClientError:
-                    return [mq, *await one_broker(items[i + 1:])]
-            return []
+                    left.append(mq)
+            return left
 
         left = await asyncio.gather(*(one_broker(items) for items in by_broker.values()))
         return [mq for queues in left for mq in queues]
