@@ -25,6 +25,7 @@ from mqtools.common.codec import (
 )
 from mqtools.common.entry_check import EntryInfo, check_entries, check_entry, walk_sizes
 from mqtools.common.ids import create_offset_msg_id
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.message import Host, MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.sysflag import is_consumable
 from mqtools.server.store import encoding
@@ -58,6 +59,8 @@ class CommitLog:
         self.file_size = file_size
         self.warmer: MappedFileWarmer | None = None
         """Set while the store runs where pages can be populated ahead of the appends."""
+        self.no_room = LimitedLog(log)
+        """A full disk refuses every append: a line a minute of each kind says so, not one a message."""
 
     def load(self) -> None:
         self.queue.load()
@@ -136,8 +139,16 @@ class CommitLog:
 
     def append_raw(self, start_offset: int, data) -> bool:
         """Replicated bytes from a master: accepted only at exactly the current end, or, for an empty
-        commitlog, at a file boundary (a new slave starts at the master's last file). OSError when no room can be
-        made (what was copied before stays)."""
+        commitlog, at a file boundary (a new slave starts at the master's last file). False when refused, or when
+        no room can be made (a full disk: what was copied before stays, the HA connection closes and the slave asks
+        again from its end)."""
+        try:
+            return self._append_raw(start_offset, data)
+        except OSError as exc:
+            self.no_room.error("replica", "cannot append replicated data at %d: %s", start_offset, exc)
+            return False
+
+    def _append_raw(self, start_offset: int, data) -> bool:
         empty = not self.queue.files
         if empty and start_offset % self.file_size == 0:
             self.queue.create_file(start_offset)

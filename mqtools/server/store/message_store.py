@@ -69,7 +69,6 @@ from mqtools.common.codec import (
     decode_stored,
     host_flags,
 )
-from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.loop import settle
 from mqtools.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.sysflag import HOST_V6_FLAGS
@@ -123,8 +122,6 @@ class MessageStore:
         self.reader = QueueReader(config, self.commitlog, self.dispatcher)
         self.cleaner = CleanCommitLogService(config, disk_ratio)
         self.stats = StoreStatsService(clock)
-        #: A full disk refuses every append: a line a minute of each kind says so, not one per message.
-        self.no_room = LimitedLog(log)
         self.checkpoint: StoreCheckpoint | None = None
         self.flusher: StoreFlusher | None = None
         self.ha_hook: ReplicationHook | None = None
@@ -227,7 +224,7 @@ class MessageStore:
         """The refusal for a commitlog that could not make room (too large, or no new file)."""
         if isinstance(exc, EntryTooLarge):
             return self._illegal(PutMessageStatus.MESSAGE_ILLEGAL, str(exc))
-        self.no_room.error("append", "no room in the commitlog: %s", exc)
+        self.commitlog.no_room.error("append", "no room in the commitlog: %s", exc)
         return self._illegal(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, str(exc))
 
     async def put_message(self, msg: MessageExtBrokerInner) -> PutMessageResult:
@@ -462,11 +459,7 @@ class MessageStore:
     def append_to_commit_log(self, start_offset: int, data: bytes | memoryview) -> bool:
         """Slave: append replicated bytes at exactly the current end; dispatch_appended dispatches them."""
         was_empty = not self.commitlog.queue.files
-        try:
-            if not self.commitlog.append_raw(start_offset, data):
-                return False
-        except OSError as exc:  # a full disk: the HA connection closes, and the slave asks again from its end
-            self.no_room.error("replica", "cannot append replicated data at %d: %s", start_offset, exc)
+        if not self.commitlog.append_raw(start_offset, data):
             return False
         if was_empty:
             self.dispatcher.reput_offset = start_offset
