@@ -17,6 +17,7 @@ from typing import Any, Protocol
 
 from mqtools.common.errors import ToolkitError
 from mqtools.common.heap import settle_heap
+from mqtools.common.open_files import raise_open_files_limit
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 
@@ -65,8 +66,10 @@ async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
 
 
 async def serve(service: Service, on_ready: Callable[[], None]) -> None:
-    """Start `service`, settle the heap (common/heap.py), call `on_ready`, run until SIGINT/SIGTERM, shut down. A
-    failed start shuts down what did start, then raises (StartError for the failures a user can fix)."""
+    """Raise the open-file limit (common/open_files.py), start `service`, settle the heap (common/heap.py), call
+    `on_ready`, run until SIGINT/SIGTERM, shut down. A failed start shuts down what did start, then raises
+    (StartError for the failures a user can fix)."""
+    raise_open_files_limit()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in SIGNALS:

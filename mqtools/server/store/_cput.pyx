@@ -42,6 +42,7 @@ cdef int64_t TRANSACTION_ROLLBACK = sysflag.TRANSACTION_ROLLBACK_TYPE
 cdef Py_ssize_t MAX_PROPERTIES_LEN = codec.MAX_PROPERTIES_LEN
 cdef Py_ssize_t MAX_TOPIC_BYTES = encoding.MAX_TOPIC_BYTES
 cdef object PUT_OK = PutMessageStatus.PUT_OK
+cdef object CREATE_MAPPED_FILE_FAILED = PutMessageStatus.CREATE_MAPPED_FILE_FAILED
 cdef object SYNC_MASTER = BrokerRole.SYNC_MASTER
 cdef object SLAVE = BrokerRole.SLAVE
 cdef str WAIT = properties.WAIT
@@ -68,7 +69,7 @@ cdef bint _cq_put(object cq, int64_t phys, int64_t size, int64_t tags, int64_t c
     if files:
         mf = files[len(files) - 1]  # not [-1]: this module is compiled with wraparound=False
         wrote = <int64_t>mf.wrote
-        if <int64_t>mf.start + wrote == cq_offset * UNIT_SIZE and wrote < <int64_t>mf.size:
+        if <int64_t>mf.start + wrote == cq_offset * UNIT_SIZE and wrote + UNIT_SIZE <= <int64_t>mf.reserved:
             pack_unit(mf.mm, wrote, phys, size, tags)
             mf.wrote = wrote + UNIT_SIZE
             cq.max_physic_offset = phys + size
@@ -157,8 +158,21 @@ cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t f
     d = store.dispatcher
     queue_offsets = d.next_offset
     key = (topic, queue_id)
+    cq = None
     if consumable:
         qoff = queue_offsets.get(key, 0)
+        queues = d.consume_queues.get(topic)
+        cq = queues.get(queue_id) if queues is not None else None
+        if cq is None:
+            cq = d.cq(topic, queue_id, True)
+        files = cq.queue.files
+        last = files[len(files) - 1] if files else None
+        # ConsumeQueue.ready unless the unit goes at the end of the last file, in blocks it has
+        if last is None or <int64_t>last.start + <int64_t>last.wrote != qoff * UNIT_SIZE \
+                or <int64_t>last.wrote + UNIT_SIZE > <int64_t>last.reserved:
+            why = d.ready(topic, queue_id, 1)
+            if why is not None:
+                return store._illegal(CREATE_MAPPED_FILE_FAILED, why)
     commitlog = store.commitlog
     # CommitLog.reserve where the entry fits the last file's allocated blocks; else reserve itself
     files = commitlog.queue.files
@@ -196,10 +210,6 @@ cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t f
     tag_value, keys, uniq = dispatch_values(props_b)
     tags = cached_java_hash(tag_value) if tag_value else 0  # hashing.tags_code without its call
     if consumable:
-        queues = d.consume_queues.get(topic)
-        cq = queues.get(queue_id) if queues is not None else None
-        if cq is None:
-            cq = d.cq(topic, queue_id, True)
         if _cq_put(cq, phys, total, tags, qoff):
             d.last_dispatch_ts = store_ts
             if d.listeners and _wanted(d.watching, key):  # then one call into Python, which calls them all

@@ -23,6 +23,8 @@ SIZE_FIELD = struct.Struct(">i")
 #: Size field of a unit that fills the tail of a queue file (it points at no message).
 BLANK_UNIT_SIZE = INT_MAX
 BLANK_UNIT = UNIT.pack(0, BLANK_UNIT_SIZE, 0)
+#: A queue file's blocks are allocated this far ahead of its units (MappedFile.ensure): 3,276 units a call.
+RESERVE_CHUNK = 64 << 10
 
 
 class ConsumeQueue:
@@ -67,10 +69,31 @@ class ConsumeQueue:
             if expected > end:
                 log.error("consume queue %s-%d: unit %d expected but queue ends at %d", self.topic,
                           self.queue_id, cq_offset, end // UNIT_SIZE)
+        if mf.wrote + UNIT_SIZE > mf.reserved:  # a write into a hole with no block behind it is a SIGBUS
+            mf.ensure(mf.wrote + UNIT_SIZE, RESERVE_CHUNK, 0)
         UNIT.pack_into(mf.mm, mf.wrote, phys, size, tags)
         mf.wrote += UNIT_SIZE
         self.max_physic_offset = phys + size
         return True
+
+    def ready(self, cq_offset: int, count: int = 1) -> None:
+        """Make room for the units from ``cq_offset`` on (``count`` of them) before the commitlog entries they
+        point to are written: the files they go in are open and have blocks. A put that cannot have them (no
+        file descriptor left, a full disk) is then refused with nothing written; failing in ``put`` instead left
+        the commitlog holding a message whose queue never got its unit. OSError when it cannot."""
+        pos, end = cq_offset * UNIT_SIZE, (cq_offset + count) * UNIT_SIZE
+        files = self.queue.files
+        if not files:
+            if pos:
+                self._start_at(pos)
+            else:
+                self.queue.create_file(0)
+        last = files[-1]
+        stop = last.start + last.size
+        if last.wrote < last.size:
+            last.ensure(min(end, stop) - last.start, RESERVE_CHUNK, 0)
+        if end > stop:  # on in the next file, which put makes when this one is full
+            self.queue.spare(stop).ensure(min(end - stop, self.file_size), RESERVE_CHUNK, 0)
 
     def put_run(self, units: list[tuple], first_cq_offset: int) -> None:
         """Units for consecutive logical offsets (a batch): one slice write when they all fit the
@@ -79,6 +102,7 @@ class ConsumeQueue:
         n = len(units)
         if (mf is not None and mf.end == first_cq_offset * UNIT_SIZE and mf.free() >= n * UNIT_SIZE
                 and units[0][0] + units[0][1] > self.max_physic_offset):
+            mf.ensure(mf.wrote + n * UNIT_SIZE, RESERVE_CHUNK, 0)
             pack = UNIT.pack
             mf.mm[mf.wrote:mf.wrote + n * UNIT_SIZE] = b"".join([pack(u[0], u[1], u[2]) for u in units])
             mf.wrote += n * UNIT_SIZE
@@ -90,6 +114,12 @@ class ConsumeQueue:
     def _start_at(self, expected: int) -> None:
         """A queue first written at a non-zero offset: blank units fill the file up to it."""
         mf = self.queue.create_file(expected - expected % self.file_size)
+        try:
+            mf.ensure(expected - mf.start + UNIT_SIZE, RESERVE_CHUNK, 0)
+        except OSError:
+            self.queue.files.remove(mf)
+            mf.destroy()
+            raise
         for pos in range(0, expected - mf.start, UNIT_SIZE):
             mf.mm[pos:pos + UNIT_SIZE] = BLANK_UNIT
         mf.wrote = expected - mf.start

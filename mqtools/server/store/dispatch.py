@@ -19,6 +19,7 @@ from collections.abc import Callable, Container
 from mqtools.common import properties as P
 from mqtools.common.entry_check import EntryInfo
 from mqtools.common.hashing import tags_code as java_tags_code
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.sysflag import TRANSACTION_MASK, TRANSACTION_ROLLBACK_TYPE, is_consumable
 from mqtools.common.topics import SCHEDULE_TOPIC
 from mqtools.server.store.commitlog import CommitLog
@@ -59,6 +60,8 @@ class DispatchService:
         self.last_dispatch_ts = 0
         #: Batch puts whose dispatch waits until their answer is written (put_batch's `later`).
         self._deferred: list[tuple[str, int, int, int, int, list[BatchUnit], int]] = []
+        #: A queue that cannot take units (no file descriptor, no space): logged a line a minute, not one a put.
+        self.stalled = LimitedLog(log)
 
     # ------------------------------------------------------------------ consume queue table
 
@@ -70,6 +73,18 @@ class DispatchService:
                               self.config.mapped_file_size_consume_queue)
             self.consume_queues.setdefault(topic, {})[queue_id] = cq
         return cq
+
+    def ready(self, topic: str, queue_id: int, count: int) -> str | None:
+        """ConsumeQueue.ready for the queue's next `count` units, before an append to it; what stopped it (the
+        put's refusal remark), or None."""
+        cq = self.cq(topic, queue_id, True)
+        assert cq is not None
+        try:
+            cq.ready(self.next_offset.get((topic, queue_id), 0), count)
+        except OSError as exc:
+            self.stalled.error("ready", "consume queue %s-%d takes no message: %s", cq.topic, cq.queue_id, exc)
+            return f"consume queue {cq.topic}-{cq.queue_id}: {exc}"
+        return None
 
     def all_cqs(self) -> list[ConsumeQueue]:
         return [cq for queues in self.consume_queues.values() for cq in queues.values()]
@@ -182,18 +197,26 @@ class DispatchService:
                 self.next_offset[key] = e.queue_offset + 1
         self.last_store_ts = e.store_timestamp
 
-    def reput(self, limit: int | None = None) -> int:
+    def reput(self, limit: int | None = None, *, strict: bool = False) -> int:
         """Dispatch every complete entry from ``reput_offset`` to the commitlog end, or to ``limit`` (an entry
-        that would end past it waits)."""
+        that would end past it waits). An entry whose queue cannot take its unit stops the walk there until the
+        next call; `strict` (recovery, which must finish before the store takes puts) raises the OSError."""
         count = 0
         cl = self.commitlog
         end = cl.max_offset if limit is None else min(cl.max_offset, limit)
         while self.reput_offset < end:
             infos, _, why, mf = cl.scan_run(self.reput_offset, end, REPUT_RUN)
             for info in infos:
-                self.dispatch_entry(info)
+                try:
+                    self.dispatch_entry(info)
+                except OSError as exc:  # a queue without a file or blocks: this entry waits for the next reput
+                    if strict:
+                        raise
+                    self.stalled.error("reput", "dispatch stopped at commitlog offset %d: %s", info.phys_offset, exc)
+                    self.index.write_header()
+                    return count
                 self.reput_offset += info.size
-            count += len(infos)
+                count += 1
             if why == 1:
                 if len(infos) < REPUT_RUN:
                     break  # the next entry ends past `end`: it waits

@@ -18,6 +18,7 @@ from pathlib import Path
 from mqtools.common import speedups
 from mqtools.common.hashing import index_key_hash, index_key_hashes
 from mqtools.common.javanum import INT_MAX
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.server.store.mapped_file import MappedFile
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,8 @@ def put_entries(mm, slots: int, entries_at: int, n: int, hashes: list[int], phys
 Unit = tuple[int, int, int, str | None, str | None]
 #: Single messages ``IndexService.build`` keeps before it indexes them together.
 WAITING_LIMIT = 64
+#: Single messages kept unindexed while no index file can be made, at most (then the oldest are dropped).
+WAITING_MAX = 100_000
 
 
 def unit_key_hashes(prefix: str, units: list[Unit], end_phy: int) -> tuple[list[int], list[int]]:
@@ -215,6 +218,9 @@ class IndexService:
         #: Runs of (topic, store timestamp, units) from ``build``, in commitlog order.
         self._waiting: list[tuple[str, int, list[Unit]]] = []
         self._waiting_units = 0
+        #: After a file could not be made: when to try again (the clock's time; 0 to try at once).
+        self._retry_at = 0.0
+        self.stalled = LimitedLog(log)
 
     def load(self, abnormal: bool, index_checkpoint_ts: int) -> int | None:
         """Open existing files; after a crash drop files not covered by the checkpoint, and return the earliest
@@ -268,20 +274,38 @@ class IndexService:
         if self._waiting_units >= WAITING_LIMIT:
             self.write_header()
 
-    def _index_waiting(self) -> None:
-        """Index the single messages ``build`` keeps, if any: every reader of the index calls this first."""
-        if not self._waiting:
+    def _index_waiting(self, *, patient: bool = False) -> None:
+        """Index the single messages ``build`` keeps, if any: every reader of the index calls this first. A file
+        that cannot be made (no file descriptor left, no space) leaves them waiting, the put that brought them
+        stored, to be indexed by a later call; `patient` (the put path) tries again a second after a failure at
+        the earliest, a reader at once. Past WAITING_MAX the oldest are dropped unindexed, as Apache's index
+        skips what it cannot build."""
+        if not self._waiting or patient and self.clock() < self._retry_at:
             return
         waiting, self._waiting, self._waiting_units = self._waiting, [], 0
-        for topic, store_ts, units in waiting:
-            self._build(topic, units, store_ts)
+        for i, (topic, store_ts, units) in enumerate(waiting):
+            try:
+                self._build(topic, units, store_ts)
+            except OSError as exc:
+                self._waiting = waiting[i:]
+                self._waiting_units = count = sum(len(run[2]) for run in self._waiting)
+                self._retry_at = self.clock() + 1.0
+                dropped = 0
+                while self._waiting_units > WAITING_MAX:
+                    dropped += len(self._waiting.pop(0)[2])
+                    self._waiting_units = count - dropped
+                self.stalled.error("build", "index: %s; %d messages wait to be indexed%s", exc, self._waiting_units,
+                                   f", {dropped} dropped unindexed" if dropped else "")
+                return
+        self._retry_at = 0.0
 
     def build_many(self, topic: str, units: list[Unit], store_ts: int) -> None:
         """Index the messages of one put (one topic, one store time) given as their dispatch units
         (phys, size, tag code, KEYS, UNIQ_KEY), in commitlog order: per message its UNIQ_KEY, then
         each key, as RocketMQ's buildIndex does. Waiting single messages go first."""
-        self._index_waiting()
-        self._build(topic, units, store_ts)
+        self._waiting.append((topic, store_ts, list(units)))
+        self._waiting_units += len(units)
+        self._index_waiting(patient=True)
 
     def _build(self, topic: str, units: list[Unit], store_ts: int) -> None:
         end_phy = self.files[-1].end_phy if self.files else -1
@@ -289,7 +313,11 @@ class IndexService:
         if not hashes:
             return
         f = self.files[-1] if self.files else self._new_file()
+        # the next file first when the run goes on there: one that cannot be made leaves the whole run waiting
+        fresh = self._new_file() if f.index_count + len(hashes) > f.max_index else None
         done = f.put_many(hashes, targets, store_ts, 0)
+        if fresh is not None:
+            done = fresh.put_many(hashes, targets, store_ts, done)
         while done < len(hashes):
             done = self._new_file().put_many(hashes, targets, store_ts, done)
 
@@ -321,7 +349,7 @@ class IndexService:
     def write_header(self) -> None:
         """Index what waits, then publish the newest file's header into the mapping (once per put or run,
         not once per key)."""
-        self._index_waiting()
+        self._index_waiting(patient=True)
         if self.files:
             self.files[-1]._write_header()
 

@@ -154,6 +154,8 @@ class MappedFileQueue:
         self.file_size = file_size
         self.files: list[MappedFile] = []
         self.flushed_where = 0
+        #: The file after the last one, made before it is needed (`spare`); create_file takes it.
+        self._spare: MappedFile | None = None
 
     def load(self) -> None:
         """Map every file; all but the last must be exactly ``file_size`` (the last is padded with
@@ -187,10 +189,26 @@ class MappedFileQueue:
         return self.files[-1] if self.files else None
 
     def create_file(self, start: int) -> MappedFile:
-        self.dir.mkdir(parents=True, exist_ok=True)
-        mf = MappedFile(self.dir / offset_to_file_name(start), start, self.file_size, create=True)
+        mf = self.spare(start)
+        self._spare = None
         self.files.append(mf)
         return mf
+
+    def spare(self, start: int) -> MappedFile:
+        """The file starting at `start`, made now and kept aside until create_file asks for it: a writer that must
+        not fail halfway (a consume queue's units for a commitlog entry already written) makes its files first."""
+        spare = self._spare
+        if spare is not None and spare.start == start:
+            return spare
+        self._drop_spare()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._spare = MappedFile(self.dir / offset_to_file_name(start), start, self.file_size, create=True)
+        return self._spare
+
+    def _drop_spare(self) -> None:
+        if self._spare is not None:
+            self._spare.destroy()
+            self._spare = None
 
     def last_writable(self, start_if_empty: int = 0) -> MappedFile:
         """The last file, or a new one after it when it is full (or the queue is empty)."""
@@ -247,6 +265,7 @@ class MappedFileQueue:
             else:
                 mf.destroy()
         self.files = keep
+        self._drop_spare()
         self.flushed_where = min(self.flushed_where, offset)
 
     def delete_first(self) -> MappedFile:
@@ -258,6 +277,7 @@ class MappedFileQueue:
         for mf in self.files:
             mf.destroy()
         self.files = []
+        self._drop_spare()
         self.flushed_where = 0
         try:
             self.dir.rmdir()
@@ -267,3 +287,5 @@ class MappedFileQueue:
     def close(self) -> None:
         for mf in self.files:
             mf.close()
+        if self._spare is not None:  # an empty file: recovery loads it as the queue's (empty) last one
+            self._spare.close()

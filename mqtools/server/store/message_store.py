@@ -71,7 +71,7 @@ from mqtools.common.codec import (
 )
 from mqtools.common.loop import settle
 from mqtools.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
-from mqtools.common.sysflag import HOST_V6_FLAGS
+from mqtools.common.sysflag import HOST_V6_FLAGS, is_consumable
 from mqtools.common.topics import SCHEDULE_TOPIC
 from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store import encoding, recovery
@@ -257,6 +257,8 @@ class MessageStore:
         store_host = msg.store_host or cfg.store_host
         sys_flag = (msg.sys_flag & ~HOST_V6_FLAGS) | host_flags(msg.born_host, store_host)
         store_ts = int(self.clock() * 1000)
+        if is_consumable(sys_flag) and (why := d.ready(msg.topic, msg.queue_id, 1)):
+            return self._illegal(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, why)
         try:
             append = self.commitlog.append_message(msg, topic_b, props_b, sys_flag, store_host, store_ts,
                                                    d.next_offset)
@@ -305,6 +307,8 @@ class MessageStore:
         d = self.dispatcher
         store_ts = int(self.clock() * 1000)
         topic, qid = batch.topic, batch.queue_id
+        if is_consumable(sys_flag) and (why := d.ready(topic, qid, len(entries))):
+            return self._illegal(PutMessageStatus.CREATE_MAPPED_FILE_FAILED, why)
         try:
             append, units = self.commitlog.append_batch(
                 batch, topic_b, sys_flag, store_host, entries, batch_props, total, store_ts, d.next_offset,

@@ -128,7 +128,7 @@ def load_and_recover(cfg: MessageStoreConfig, cl: CommitLog, d: DispatchService,
     index.truncate_beyond(end)
     max_cq_phy = max((cq.max_physic_offset for cq in d.all_cqs()), default=0)
     d.reput_offset = max(min(max_cq_phy, end), cl.min_offset)
-    d.reput()
+    d.reput(strict=True)
     d.rebuild_offset_table()
     min_phy = cl.min_offset
     for cq in d.all_cqs():
@@ -150,7 +150,7 @@ def truncate(cl: CommitLog, d: DispatchService, index: IndexService, offset: int
     max_cq_phy = max((cq.max_physic_offset for cq in d.all_cqs()), default=0)
     d.reput_offset = max(min(max_cq_phy, offset, d.reput_offset), cl.min_offset)
     d.rebuild_offset_table()
-    d.reput()
+    d.reput(strict=True)
     d.rebuild_offset_table()
     log.warning("commitlog truncated from %d to %d (%d bytes)", end, offset, end - offset)
     return end - offset
