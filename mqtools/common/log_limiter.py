@@ -1,4 +1,4 @@
-"""Rate-limited log lines for what peers do wrong.
+"""Rate-limited log lines for what peers do wrong, and for duties that fail again and again.
 
 A server must say that clients send it garbage, but a client that sends garbage in a loop must
 not be able to fill the disk with the server's log. `LogLimiter` is the sans-IO core: per kind
@@ -10,6 +10,7 @@ front of a logger and a clock, and keeps every line one line of bounded length.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -69,7 +70,17 @@ class LimitedLog:
     def info(self, kind: str, msg: str, *args: object) -> None:
         self._emit(logging.INFO, kind, msg, args)
 
-    def _emit(self, level: int, kind: str, msg: str, args: tuple[object, ...]) -> None:
+    def failure(self, kind: str, msg: str, *args: object) -> None:
+        """A periodic duty's failure, logged from its except block: an OSError (the machine's: no file descriptor
+        left, no space, an I/O error) as one line that names it, anything else with its traceback (a bug). Both
+        limited: a duty that runs every second fails the same way every second until the machine is mended."""
+        exc = sys.exc_info()[1]
+        if isinstance(exc, OSError):
+            self._emit(logging.ERROR, kind, f"{msg}: %s", (*args, exc))
+        else:
+            self._emit(logging.ERROR, kind, msg, args, traceback=True)
+
+    def _emit(self, level: int, kind: str, msg: str, args: tuple[object, ...], *, traceback: bool = False) -> None:
         if not self.logger.isEnabledFor(level):
             return
         left_out = self.limiter.admit(kind, self.clock())
@@ -78,7 +89,7 @@ class LimitedLog:
         text = one_line(msg % args if args else msg)
         if left_out:
             text += f" (suppressed {left_out} similar)"
-        self.logger.log(level, "%s", text)
+        self.logger.log(level, "%s", text, exc_info=traceback)
 
 
 #: Control characters (newlines, NUL, escapes) written as \xNN.

@@ -31,8 +31,8 @@ class RemotingConnectionClosed(RemotingError):
     """The connection dropped while the request was pending."""
 
     def __init__(self, addr: str, silent_plain: bool = False) -> None:
-        hint = (" before answering anything (a server in TLS enforcing mode closes plain connections: "
-                "is TLS needed, e.g. --tls-ca FILE?)") if silent_plain else ""
+        hint = (" before answering anything: a server in TLS enforcing mode closes plain connections (is TLS "
+                "needed, e.g. --tls-ca FILE?), one out of file descriptors closes new ones") if silent_plain else ""
         super().__init__(f"connection to {addr} closed{hint}")
         self.addr = addr
 

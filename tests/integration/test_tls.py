@@ -128,7 +128,7 @@ def test_untrusted_and_plain_clients_are_refused_in_enforcing_mode(cluster: TlsC
     untrusted = mq_here("admin", "--tls", "topic", "list", "-n", cluster.namesrv)  # system CAs do not know ours
     one_line_error(untrusted, 3, "CERTIFICATE_VERIFY_FAILED")
     plain = mq_here("admin", "topic", "list", "-n", cluster.namesrv)
-    one_line_error(plain, 3, "closed before answering anything (a server in TLS enforcing mode closes plain connections")
+    one_line_error(plain, 3, "closed before answering anything: a server in TLS enforcing mode closes plain connections")
     log = (cluster.state / "namesrv-0" / "namesrv-0.log").read_text()
     assert "plain connection while this server is in TLS enforcing mode" in log
     one_line_error(mq_here("admin", "--tls-ca", str(cluster.state / "nope.pem"), "topic", "list", "-n", cluster.namesrv),

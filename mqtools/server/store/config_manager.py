@@ -42,9 +42,14 @@ from pathlib import Path
 from typing import Any
 
 from mqtools.common.atomic_file import write_atomic
+from mqtools.common.log_limiter import LimitedLog
 
 log = logging.getLogger(__name__)
+#: Periodic duties that fail the same way until the machine is mended: a line a minute, not one a round.
+_failures = LimitedLog(log)
 
+#: After a failed write, the next try (when no other change brings one sooner).
+RETRY_WRITE_S = 5.0
 #: What a torn or hand-edited file can make a decoder raise; the backup is tried instead.
 DECODE_ERRORS = (ValueError, TypeError, KeyError, AttributeError)
 
@@ -171,14 +176,22 @@ class ConfigManager(ABC):
         self._writing = False
         exc = None if fut.cancelled() else fut.exception()
         if exc is not None:
-            log.error("persisting %s failed: %s", self.path, exc, exc_info=exc)
+            log.error("persisting %s failed: %s", self.path, exc, exc_info=None if isinstance(exc, OSError) else exc)
             self.dirty = True
+            if self._next is None:  # no change waits to be written: try again by itself
+                loop.call_later(RETRY_WRITE_S, self._write_again)
         done.set_result(exc is None)
         if self.unwritten is done:
             self.unwritten = None
         if self._next is not None:
             waiting, self._next = self._next, None
             self._start_write(loop, waiting)
+
+    def _write_again(self) -> None:
+        """A failed write's retry (a topic created while the disk was full is otherwise on disk only once another
+        change is made, and lost with the process before that)."""
+        if self.dirty and not self._writing:
+            self.persist_soon()
 
     async def until_written(self) -> None:
         """Wait until the changes made so far are on disk, or their write failed (it was logged, and
@@ -197,5 +210,5 @@ class ConfigManager(ABC):
             try:
                 await self.persist_async()
             except OSError:
-                log.exception("persisting %s failed; retrying in %.0f s", self.path, interval_s)
+                _failures.failure(str(self.path), "persisting %s failed; retrying in %.0f s", self.path, interval_s)
                 self.dirty = True

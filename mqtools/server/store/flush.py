@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.checkpoint import StoreCheckpoint
 from mqtools.server.store.commitlog import CommitLog
@@ -22,6 +23,8 @@ from mqtools.server.store.dispatch import DispatchService
 from mqtools.server.store.index import IndexService
 
 log = logging.getLogger(__name__)
+#: Periodic duties that fail the same way until the machine is mended: a line a minute, not one a round.
+_failures = LimitedLog(log)
 
 
 class GroupCommitService:
@@ -58,7 +61,7 @@ class GroupCommitService:
             try:
                 await self.flush_once()
             except OSError:
-                log.exception("commitlog sync failed; waiters will time out")
+                _failures.failure("sync", "commitlog sync failed; waiters will time out")
                 await asyncio.sleep(0.01)
 
     async def flush_once(self) -> None:
@@ -103,8 +106,19 @@ async def interval_loop(interval_s: float, action: Callable[[], object], name: s
         await asyncio.sleep(interval_s)
         try:
             await asyncio.to_thread(action)
-        except Exception:  # the next interval retries
-            log.exception("%s failed", name)
+        except Exception:  # noqa: BLE001 - the next interval retries
+            _failures.failure(name, "%s failed", name)
+
+
+async def every(interval_s: float, step: Callable[[], Awaitable[object]], name: str) -> None:
+    """Await ``step`` on the loop every ``interval_s`` until cancelled (work that touches what the loop's puts
+    use, as retention does)."""
+    while True:
+        await asyncio.sleep(interval_s)
+        try:
+            await step()
+        except Exception:  # noqa: BLE001 - the next interval retries
+            _failures.failure(name, "%s failed", name)
 
 
 class StoreFlusher:
@@ -155,8 +169,8 @@ class StoreFlusher:
             ts = self.dispatcher.last_dispatch_ts
             try:
                 await asyncio.to_thread(self._flush_cqs, cqs, thorough, ts)
-            except Exception:  # a file closed under the flush (topic deleted) must not end the loop
-                log.exception("consume queue flush failed")
+            except Exception:  # noqa: BLE001 - a file closed under the flush (topic deleted) must not end it
+                _failures.failure("cq", "consume queue flush failed")
 
     def _flush_cqs(self, cqs: list[ConsumeQueue], thorough: bool, logics_ts: int) -> None:
         least = 0 if thorough else self.config.flush_consume_queue_least_pages

@@ -81,7 +81,7 @@ from mqtools.server.store.commitlog import CommitLog, EntryTooLarge
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.delay_levels import DelayLevelTable
 from mqtools.server.store.dispatch import ArrivalListener, DispatchService, Watching
-from mqtools.server.store.flush import GroupCommitService, StoreFlusher, interval_loop, wait_flushed
+from mqtools.server.store.flush import GroupCommitService, StoreFlusher, every, interval_loop, wait_flushed
 from mqtools.server.store.index import IndexService
 from mqtools.server.store.reader import QueueReader
 from mqtools.server.store.results import (
@@ -154,7 +154,8 @@ class MessageStore:
         if self.config.warm_mapped_file_enable:
             self.commitlog.warmer = MappedFileWarmer.start_if_supported()
         self._spawn(flusher.consume_queue_loop(), "consume-queue-flush")
-        self._spawn(self._clean_loop(), "store-clean")
+        self._spawn(every(self.config.clean_resource_interval / 1000, self.clean_once, "store cleaning"),
+                    "store-clean")
         self._spawn(self.stats.sample_loop(), "store-tps")
         (self.config.root / "abort").touch()
         self._running = True
@@ -359,14 +360,6 @@ class MessageStore:
         return PutMessageResult(status, append)
 
     # ================================================================== retention
-
-    async def _clean_loop(self) -> None:
-        while True:
-            await asyncio.sleep(self.config.clean_resource_interval / 1000)
-            try:
-                await self.clean_once()
-            except Exception:  # keep cleaning on later passes
-                log.exception("store cleaning failed")
 
     async def clean_once(self, now: float | None = None) -> int:
         """One retention pass (cleanup.clean_store): commitlog files by age / disk usage, then queues and index."""

@@ -27,6 +27,7 @@ from typing import Any
 
 from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.message import MessageExt, MessageExtBrokerInner, reput_copy
 from mqtools.common.topics import SCHEDULE_TOPIC
 from mqtools.server.lifecycle import cancel_and_wait
@@ -34,6 +35,8 @@ from mqtools.server.store.config_manager import ConfigManager, loads
 from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS, DelayLevelTable, delay_level_of
 
 log = logging.getLogger(__name__)
+#: Periodic duties that fail the same way until the machine is mended: a line a minute, not one a round.
+_failures = LimitedLog(log)
 
 FILE_NAME = "delayOffset.json"
 FIRST_DELIVERY_DELAY = 1.0
@@ -194,8 +197,8 @@ class ScheduleMessageService(ConfigManager):
                 delivered += await self.deliver_level(level)
             except asyncio.CancelledError:
                 raise
-            except Exception:  # keep the other levels going
-                log.exception("delay level %d delivery failed", level)
+            except Exception:  # noqa: BLE001 - keep the other levels going
+                _failures.failure("deliver", "delay level %d delivery failed", level)
         return delivered
 
     async def start(self) -> None:

@@ -97,6 +97,26 @@ def test_limited_log_writes_one_bounded_line(caplog: pytest.LogCaptureFixture) -
     assert one_line("a\x00b\r") == "a\\x00b\\x0d"
 
 
+def test_a_failing_duty_logs_the_machines_errors_in_one_line_and_bugs_with_their_traceback(
+        caplog: pytest.LogCaptureFixture) -> None:
+    limited = LimitedLog(logging.getLogger("test.duty"), lambda: 0.0, limit=2, interval=60.0)
+    with caplog.at_level(logging.ERROR, "test.duty"):
+        for _ in range(5):
+            try:
+                raise OSError(24, "Too many open files")
+            except OSError:
+                limited.failure("flush", "flush of %s failed", "timercheck")
+        try:
+            raise KeyError("bug")
+        except KeyError:
+            limited.failure("bug", "round failed")
+    machine, bug = caplog.records[:2], caplog.records[2]
+    assert len(caplog.records) == 3
+    assert [r.getMessage() for r in machine] == ["flush of timercheck failed: [Errno 24] Too many open files"] * 2
+    assert all(r.exc_info in (None, False) for r in machine)
+    assert bug.getMessage() == "round failed" and bug.exc_info and bug.exc_info[0] is KeyError
+
+
 def test_request_bodies_take_the_slow_fastjson_path_only_when_small() -> None:
     fastjson_style = b'{"clientID": "c", "consumerDataSet": [], "x": {' + b",".join(
         b"%d:0" % i for i in range(40_000)) + b"}}"

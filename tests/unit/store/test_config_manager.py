@@ -217,6 +217,21 @@ async def test_changes_made_while_a_write_runs_share_the_next_one(
     assert t.unwritten is None and not t.dirty
 
 
+async def test_a_failed_write_is_tried_again_without_another_change(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A topic created while the disk was full: on disk once there is room, not only at the next change."""
+    attempts = _failing_writes(monkeypatch, 1)
+    monkeypatch.setattr(config_manager, "RETRY_WRITE_S", 0.01)
+    t = Table(tmp_path / "t.json")
+    t.set("a", 1)
+    t.persist_soon()
+    for _ in range(400):
+        if t.path.exists():
+            break
+        await asyncio.sleep(0.005)
+    assert on_disk(t.path) == {"a": 1} and len(attempts) == 2 and not t.dirty
+
+
 async def test_until_written_returns_after_a_failed_write_which_stays_for_the_next_persist(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     _failing_writes(monkeypatch, 1)

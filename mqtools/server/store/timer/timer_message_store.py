@@ -36,6 +36,7 @@ from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
 from mqtools.common.hashing import cached_java_hash
 from mqtools.common.javanum import INT_MAX
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.loop import wait_event
 from mqtools.common.message import MessageExt
 from mqtools.server.lifecycle import cancel_and_wait
@@ -49,6 +50,8 @@ from mqtools.server.store.timer.timer_metrics import Metric, TimerMetrics
 from mqtools.server.store.timer.timer_wheel import SLOTS_TOTAL, TimerWheel
 
 log = logging.getLogger(__name__)
+#: Periodic duties that fail the same way until the machine is mended: a line a minute, not one a round.
+_failures = LimitedLog(log)
 
 BATCH = 32
 CLEAN_INTERVAL = 30.0
@@ -411,8 +414,8 @@ class TimerMessageStore:
             self._wake.clear()  # an arrival from here on runs the next pass at once
             try:
                 taken = await self.enqueue_once()
-            except Exception:  # keep the timer going; the batch is retried
-                log.exception("timer enqueue failed")
+            except Exception:  # noqa: BLE001 - keep the timer going; the batch is retried
+                _failures.failure("enqueue", "timer enqueue failed")
                 taken = 0
             if taken:
                 await asyncio.sleep(0)
@@ -425,8 +428,8 @@ class TimerMessageStore:
         while True:
             try:
                 done = await self.dequeue_once()
-            except Exception:  # keep the timer going; the tick is read again
-                log.exception("timer dequeue failed")
+            except Exception:  # noqa: BLE001 - keep the timer going; the tick is read again
+                _failures.failure("dequeue", "timer dequeue failed")
                 done = -1
             if done != -1:
                 await asyncio.sleep(0)
@@ -452,8 +455,8 @@ class TimerMessageStore:
                 if now - last_clean >= CLEAN_INTERVAL:
                     last_clean = now
                     self.log.delete_expired(self.store.min_phy_offset)
-            except Exception:  # retried on the next interval
-                log.exception("timer flush failed")
+            except Exception:  # noqa: BLE001 - retried on the next interval
+                _failures.failure("flush", "timer flush failed")
 
     async def shutdown(self) -> None:
         """Stop the loops, then checkpoint and close the files (before the store shuts down)."""
