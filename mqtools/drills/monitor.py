@@ -104,16 +104,22 @@ class Monitor:
     async def _route_loop(self, admin: MQAdmin) -> None:
         nodes = [(n, kind) for n, kind in ((self.target.master, "master"), (self.target.slave, "slave")) if n]
         present: dict[str, bool | None] = {kind: None for _, kind in nodes}
+        named: str | None = None  # the last address the route gave as the set's master
         while True:
             try:
                 route = await admin.topics.topic_route(self.topic)
-                addrs = {a for b in route.broker_datas if b.broker_name == self.target.broker_name
-                         for a in b.broker_addrs.values()}
+                sets = [b for b in route.broker_datas if b.broker_name == self.target.broker_name]
             except MQClientError:
-                addrs = None
-            if addrs is not None:
+                sets = None
+            if sets is not None:
+                addrs = {a for b in sets for a in b.broker_addrs.values()}
                 for node, kind in nodes:
                     self._route_change(node, kind, node.addr in addrs, present)
+                master = sets[0].master_addr() if sets else None
+                if master is not None and named is not None and master != named:  # a failover clients follow
+                    self.history.event(self.clock(), "route-master",
+                                       f"the route names {master} master of {self.target.broker_name}", addr=master)
+                named = master or named
             await asyncio.sleep(ROUTE_POLL)
 
     def _route_change(self, node: Node, kind: str, now: bool, present: dict[str, bool | None]) -> None:

@@ -27,7 +27,7 @@ LABELS = {
     "perm-added": "write permission back", "aborted": "runbook aborted", "load-end": "load ended",
     "settled": "consumers settled", "restored": "cluster restored",
     "master-elected": "controllers elected a master", "controller-leader": "controller leader changed",
-    "rejoined-sync-state-set": "old master back in the SyncStateSet",
+    "rejoined-sync-state-set": "old master back in the SyncStateSet", "route-master": "route names another master",
 }
 
 
