@@ -3,12 +3,14 @@
 A broker keeps a descriptor open for every commitlog, consume-queue and index file it has mapped, and one for each
 connection, so a broker with a thousand queues in use needs more than the soft limit a login shell or a service
 manager gives a process (1,024 on most Linux systems). HotSpot raises its soft limit to the hard one when it starts
-(MaxFDLimit, on by default), so Apache's broker never meets the soft one; mq's servers do the same.
+(MaxFDLimit, on by default), so Apache's broker never meets the soft one; mq's servers do the same, and a broker
+reports how many it holds against the limit in its runtime info, which `diagnose broker` judges.
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import resource
 
 log = logging.getLogger(__name__)
@@ -30,3 +32,13 @@ def raise_open_files_limit() -> int:
         log.info("open files limit raised from %d to %d", soft, target)
         return target
     return soft
+
+
+def descriptors() -> tuple[int, int] | None:
+    """(descriptors open, soft limit) of this process; None where /proc does not say."""
+    try:
+        held = len(os.listdir("/proc/self/fd")) - 1  # less the one the listing itself opened
+    except OSError:
+        return None
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    return held, soft if soft != resource.RLIM_INFINITY else UNLIMITED_TARGET

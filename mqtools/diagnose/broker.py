@@ -5,6 +5,9 @@ Two samples of the broker's runtime info (GET_BROKER_RUNTIME_INFO) over a window
 config key that moves the limit, and what RocketMQ answers a client while it holds:
 
   disk full            commitLogDiskRatio at the warning level (0.90): puts refused, SERVICE_NOT_AVAILABLE
+  file descriptors     an mq broker holding FDS_ACTION of its open-file limit or more (FDS_INFO: info): at the
+                       limit new connections are closed and a put that needs a new queue file is refused
+                       (CREATE_MAPPED_FILE_FAILED); Apache's brokers do not report it
   busy: send queue     a send waited in the queue waitTimeMillsInSendQueue or longer: SYSTEM_BUSY
                        [TIMEOUT_CLEAN_QUEUE]; or the queue is nearly full: SYSTEM_BUSY [TOO_MANY_REQUESTS]
   busy: page cache     a put held the commitlog lock osPageCacheBusyTimeOutMills or longer: SYSTEM_BUSY
@@ -40,6 +43,8 @@ DISK_WARNING_LEVEL = 0.90
 QUEUE_NEARLY_FULL = 0.9
 DISPATCH_BEHIND = 16 * 1024 * 1024
 FLUSH_BEHIND = 256 * 1024 * 1024
+#: Shares of its open-file limit a broker's descriptors reach for an action finding, and for an info one.
+FDS_ACTION, FDS_INFO = 0.9, 0.75
 #: put TPS (10-minute figure) under which traffic changes are noise.
 TRAFFIC_FLOOR = 10.0
 
@@ -119,17 +124,23 @@ def judge(broker: str, addr: str, samples: Sequence[BrokerRuntime], config: Mapp
     disk = last.commitlog_disk_ratio
     behind = _max(samples, "dispatch_behind_bytes")
     unflushed = _int(last.raw.get("remainHowManyDataToFlush"))
+    fds, fds_limit = _int(last.raw.get("openFileDescriptors")), _int(last.raw.get("maxOpenFileDescriptors"))
     tps10, tps60, tps600 = tps_triple(last)
     figures: dict[str, float | int | None] = {
         "putTps10s": tps10, "putTps1m": tps60, "putTps10m": tps600, "sendQueueHeadWaitMs": head_wait,
         "sendQueueSize": queue_size, "sendQueueCapacity": capacity, "pageCacheLockMs": lock_ms, "diskRatio": disk,
         "dispatchBehindBytes": behind, "flushBehindBytes": unflushed, "haConnections": last.ha_connection_count,
-        "slaveBehindBytes": last.slave_fall_behind_bytes}
+        "slaveBehindBytes": last.slave_fall_behind_bytes, "openFiles": fds, "openFilesLimit": fds_limit}
     found: list[Finding] = []
     act, info = Severity.ACTION, Severity.INFO
     if disk is not None and disk >= DISK_WARNING_LEVEL:
         found.append(Finding("disk full", act, f"commitlog disk {disk:.0%} used: puts are refused", disk,
                              DISK_WARNING_LEVEL, "diskMaxUsedSpaceRatio", "SERVICE_NOT_AVAILABLE"))
+    if fds is not None and fds_limit and fds >= FDS_INFO * fds_limit:
+        found.append(Finding("file descriptors", act if fds >= FDS_ACTION * fds_limit else info,
+                             f"{fds:,} of {fds_limit:,} file descriptors open: at the limit new connections are "
+                             "closed and a put that needs a new queue file is refused (raise the hard limit: "
+                             "ulimit -Hn, LimitNOFILE)", fds, fds_limit, None, "CREATE_MAPPED_FILE_FAILED"))
     wait_limit = _limit(config, "waitTimeMillsInSendQueue")
     refuses = (config or {}).get("brokerFastFailureEnable", "true").lower() != "false"
     if head_wait is not None and head_wait >= wait_limit:
@@ -203,7 +214,8 @@ def broker_diagnosis_view(found: list[BrokerDiagnosis]) -> View:
                       f"(10 min), send queue {number(fig.get('sendQueueSize'))} waiting "
                       f"{number(fig.get('sendQueueHeadWaitMs'), 'ms')}, page cache lock "
                       f"{number(fig.get('pageCacheLockMs'), 'ms')}, dispatch behind "
-                      f"{number(fig.get('dispatchBehindBytes'), 'B')}, disk {_pct(fig.get('diskRatio'))}")
+                      f"{number(fig.get('dispatchBehindBytes'), 'B')}, disk {_pct(fig.get('diskRatio'))}, "
+                      f"file descriptors {number(fig.get('openFiles'))} of {number(fig.get('openFilesLimit'))}")
     return View("BrokerDiagnosis", FINDING_COLUMNS, rows, {"brokers": [d.to_json() for d in found]},
                 title=" ".join(f"{d.addr}: {d.verdict.upper()}" for d in found), footer=footer)
 

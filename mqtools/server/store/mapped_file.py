@@ -3,7 +3,7 @@
 A MappedFile is created at full size (zero-filled: recovery finds the end of data by the zero
 tail), mapped shared, and written by slice assignment / ``pack_into`` on the event loop (a
 memcpy into the page cache). Durability is msync(MS_SYNC) of the written, unflushed range (through
-ctypes, libc.py; ``os.fdatasync`` where msync is not available), which writes back the dirty
+ctypes, libc.py; the mapping's own flush where that msync is not available), which writes back the dirty
 mapped pages and releases the GIL, so flushes run in a worker thread without stalling the loop.
 Readers get zero-copy memoryview slices of the mapping.
 """
@@ -35,22 +35,22 @@ def offset_to_file_name(offset: int) -> str:
 class MappedFile:
     """One file of a mapped-file queue: ``start`` is its absolute offset in the logical stream."""
 
-    __slots__ = ("closed", "fd", "flushed", "mm", "mv", "path", "reserved", "size", "start", "wrote")
+    __slots__ = ("closed", "flushed", "mm", "mv", "path", "reserved", "size", "start", "wrote")
 
     def __init__(self, path: Path, start: int, size: int, *, create: bool) -> None:
         self.path = path
         self.start = start
         self.size = size
-        flags = os.O_RDWR | (os.O_CREAT if create else 0)
-        self.fd = os.open(path, flags, 0o644)
+        # The mapping keeps a descriptor of its own (CPython's mmap duplicates the one it is given), so this one is
+        # closed at once: a file costs the process one descriptor, as a Java MappedByteBuffer's does, not two (a
+        # broker needs one per queue in use). The rare calls that need one (ensure, set_position) open the file.
+        fd = os.open(path, os.O_RDWR | (os.O_CREAT if create else 0), 0o644)
         try:
-            actual = os.fstat(self.fd).st_size
-            if actual != size:
-                os.ftruncate(self.fd, size)
-            self.mm = mmap.mmap(self.fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
-        except OSError:
-            os.close(self.fd)
-            raise
+            if os.fstat(fd).st_size != size:
+                os.ftruncate(fd, size)
+            self.mm = mmap.mmap(fd, size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+        finally:
+            os.close(fd)
         self.mv = memoryview(self.mm)
         self.wrote = 0 if create else size
         self.flushed = self.wrote
@@ -70,11 +70,15 @@ class MappedFile:
         if end <= self.reserved:
             return
         new = min(self.size, max(end, self.reserved + chunk))
-        fs = os.fstatvfs(self.fd)
-        if fs.f_bavail * fs.f_frsize - (new - self.reserved) < keep_free:
-            raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: less than {keep_free >> 20} MiB would be "
-                                        f"left on the filesystem of {self.path.parent}")
-        os.posix_fallocate(self.fd, self.reserved, new - self.reserved)
+        fd = os.open(self.path, os.O_RDWR)
+        try:
+            fs = os.fstatvfs(fd)
+            if fs.f_bavail * fs.f_frsize - (new - self.reserved) < keep_free:
+                raise OSError(errno.ENOSPC, f"{os.strerror(errno.ENOSPC)}: less than {keep_free >> 20} MiB would be "
+                                            f"left on the filesystem of {self.path.parent}")
+            os.posix_fallocate(fd, self.reserved, new - self.reserved)
+        finally:
+            os.close(fd)
         self.reserved = new
 
     @property
@@ -96,12 +100,12 @@ class MappedFile:
         Only that range: pages past the write position may be dirty without data (the commitlog
         warmer populates them ahead of the appends), and a whole-file fdatasync would write them
         out as zeros and then again with their data. msync(MS_SYNC) of a range is Linux's
-        fdatasync of that range; fdatasync where there is no msync."""
+        fdatasync of that range; the whole mapping's flush where there is no msync through ctypes."""
         target = self.wrote
         if target > self.flushed and not self.closed:
             sync = libc.msync()
             if sync is None:
-                os.fdatasync(self.fd)
+                self.mm.flush()
             else:
                 start = self.flushed - self.flushed % OS_PAGE_SIZE
                 outcome = libc.on_pages(sync, self.mm, start, target, libc.MS_SYNC)
@@ -120,8 +124,8 @@ class MappedFile:
         """Move the write position back (recovery) and zero everything after it, so a later scan
         sees the true end and a slave can overwrite the tail."""
         if pos < self.size:
-            os.ftruncate(self.fd, pos)  # the filesystem zeroes the tail; the mapping sees it at once
-            os.ftruncate(self.fd, self.size)
+            os.truncate(self.path, pos)  # the filesystem zeroes the tail; the mapping sees it at once
+            os.truncate(self.path, self.size)
         self.wrote = pos
         self.flushed = min(self.flushed, pos)
         self.reserved = min(self.reserved, pos)  # the cut freed the tail's blocks
@@ -136,7 +140,6 @@ class MappedFile:
             self.mm.close()
         except BufferError:
             log.debug("%s still has readers; the mapping is released with them", self.path)
-        os.close(self.fd)
 
     def destroy(self) -> None:
         self.close()

@@ -46,6 +46,18 @@ def test_page_cache_lock_and_disk_and_sync_master_without_slave() -> None:
     assert judged("ASYNC_MASTER", haConnectionCount="0").verdict == "healthy"
 
 
+def test_a_broker_near_its_open_file_limit_is_told_before_it_refuses() -> None:
+    near = judged(openFileDescriptors="950", maxOpenFileDescriptors="1024")
+    f = near.findings[0]
+    assert (near.verdict, near.severity, f.figure, f.limit, f.answers) == (
+        "file descriptors", Severity.ACTION, 950, 1024, "CREATE_MAPPED_FILE_FAILED")
+    assert "950 of 1,024 file descriptors open" in near.summary
+    assert judged(openFileDescriptors="800", maxOpenFileDescriptors="1024").severity == Severity.INFO
+    calm = judged(openFileDescriptors="120", maxOpenFileDescriptors="1048576")
+    assert calm.verdict == "healthy" and (calm.figures["openFiles"], calm.figures["openFilesLimit"]) == (120, 1048576)
+    assert judged().figures["openFiles"] is None  # Apache's brokers do not report it
+
+
 def test_action_findings_come_before_information_and_all_are_listed() -> None:
     d = judged("SYNC_MASTER", commitLogDiskRatio="0.80", haConnectionCount="0", dispatchBehindBytes=str(64 << 20),
                putTps="5.00 90.00 100.00")

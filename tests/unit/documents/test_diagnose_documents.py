@@ -57,7 +57,8 @@ def test_broker_diagnosis_of_a_master_and_a_slave_not_judged() -> None:
                                     "waitTimeMillsInSendQueue", "SYSTEM_BUSY [TIMEOUT_CLEAN_QUEUE]"),
                             Finding("traffic changed", Severity.INFO, "put TPS fell", None, None, None, None)],
                            {"putTps10s": 1234.5, "putTps10m": None, "sendQueueSize": 3, "sendQueueHeadWaitMs": 250,
-                            "pageCacheLockMs": 0, "dispatchBehindBytes": 1 << 20, "diskRatio": 0.456})
+                            "pageCacheLockMs": 0, "dispatchBehindBytes": 1 << 20, "diskRatio": 0.456,
+                            "openFiles": 412, "openFilesLimit": 1048576})
     unknown = BrokerDiagnosis("broker-a", "10.0.0.2:10911", None, "unknown", "cannot judge: runtime info", 5.0)
     view = broker_diagnosis_view([busy, unknown])
     doc = check(view)
@@ -69,9 +70,9 @@ def test_broker_diagnosis_of_a_master_and_a_slave_not_judged() -> None:
         "broker-a 10.0.0.1:10911 (SYNC_MASTER): BUSY: SEND QUEUE: sends wait",
         "broker-a 10.0.0.2:10911 (n/a): UNKNOWN: cannot judge: runtime info",
         ("10.0.0.1:10911: put TPS 1,234 (10 s) n/a (10 min), send queue 3 waiting 250 ms, page cache lock 0 ms, "
-         "dispatch behind 1,048,576 B, disk 46%"),
+         "dispatch behind 1,048,576 B, disk 46%, file descriptors 412 of 1,048,576"),
         ("10.0.0.2:10911: put TPS n/a (10 s) n/a (10 min), send queue n/a waiting n/a, page cache lock n/a, "
-         "dispatch behind n/a, disk n/a"),
+         "dispatch behind n/a, disk n/a, file descriptors n/a of n/a"),
     ]
     assert [b["severity"] for b in doc["brokers"]] == ["action", "unknown"]
     assert doc["brokers"][0]["findings"][1]["figure"] is None and doc["brokers"][1]["role"] is None

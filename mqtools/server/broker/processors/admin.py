@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from mqtools.common import topic_attributes as A
 from mqtools.common import topics as T
 from mqtools.common.javaprops import parse_properties, render_properties
+from mqtools.common.open_files import descriptors
 from mqtools.common.perm import PERM_MAX
 from mqtools.common.tls import TLS_KEY_PREFIX
 from mqtools.common.validation import ValidationError, check_queue_nums, check_topic
@@ -224,6 +225,9 @@ class AdminProcessor:
             "queryThreadPoolQueueCapacity": "20000",
             "pageCacheLockTimeMills": "0",
         })
+        held = descriptors()  # mq's own figures: a broker out of them refuses new connections and queue files
+        if held is not None:
+            info["openFileDescriptors"], info["maxOpenFileDescriptors"] = str(held[0]), str(held[1])
         info.setdefault("earliestMessageTimeStamp", str(self._earliest_message_time()))
         if c.ha is not None:
             info.update(c.ha.runtime_info())
