@@ -28,6 +28,8 @@ HEADER_SIZE = 40
 SLOT = struct.Struct(">i")
 ENTRY = struct.Struct(">iqii")
 ENTRY_SIZE = 20
+#: An index file's entries get their blocks this far ahead of them (52,428 entries a call).
+ENTRY_CHUNK = 1 << 20
 _SLOT_UNPACK = SLOT.unpack_from
 _SLOT_PACK = SLOT.pack_into
 _ENTRY_PACK = ENTRY.pack_into
@@ -101,6 +103,17 @@ class IndexFile:
          self.index_count) = HEADER.unpack_from(self.mm, 0)
         self.index_count = max(self.index_count, 1)
         self.dirty = create
+        # sparse wherever it was never written, loaded or not: the header, the slots (written anywhere) and the
+        # next entries get blocks before they are written, as the commitlog does (MappedFile.ensure)
+        self.file.reserved = 0
+        try:
+            self.file.ensure(self.entries_at + self.index_count * ENTRY_SIZE, ENTRY_CHUNK, 0)
+        except OSError:
+            if create:  # a file that cannot have its blocks is not made: the keys wait (IndexService)
+                self.file.destroy()
+                raise
+            log.warning("index file %s: no blocks for its slots yet (the disk is full); its next write asks again",
+                        path.name)
 
     @property
     def path(self) -> Path:
@@ -122,6 +135,7 @@ class IndexFile:
         end = min(len(hashes), start + self.max_index - n)
         if end <= start:
             return start
+        self.file.ensure(entries_at + (n + end - start) * ENTRY_SIZE, ENTRY_CHUNK, 0)  # OSError: nothing written
         begin_ts = self.begin_ts
         diff = rest = min(max((store_ts - begin_ts) // 1000, 0), INT_MAX) if begin_ts > 0 else 0
         if n <= 1:

@@ -430,7 +430,7 @@ class MessageStore:
         """Messages whose index key hash matches ``topic#key`` in the time range, oldest first."""
         max_num = min(max_num, self.config.max_msgs_num_batch)
         out = []
-        for phys in sorted(self.index.query(topic, key, max_num, begin_ts, end_ts)):
+        for phys in sorted(set(self.index.query(topic, key, max_num, begin_ts, end_ts))):
             msg = self.look_message_by_offset(phys)
             if msg is not None:
                 out.append(msg)

@@ -23,7 +23,24 @@ from mqtools.server.store.commitlog import KEEP_FREE
 pytestmark = pytest.mark.integration
 FS_SIZE = KEEP_FREE + (16 << 20)
 
-STORE = textwrap.dedent("""
+#: The scripts' filler: another process takes every block of the filesystem but `leave` bytes.
+FILL = textwrap.dedent("""
+    import os
+
+    def fill(path, leave):
+        with open(path, "wb") as f:
+            size = 0
+            for step in (1 << 20, 4096):
+                try:
+                    while True:
+                        os.posix_fallocate(f.fileno(), size, step)
+                        size += step
+                except OSError:
+                    pass
+            os.ftruncate(f.fileno(), size - leave)
+""")
+
+STORE = FILL + textwrap.dedent("""
     import asyncio, json, os, sys
     from mqtools.common.message import MessageExtBrokerInner
     from mqtools.server.store.config import MessageStoreConfig
@@ -44,15 +61,7 @@ STORE = textwrap.dedent("""
         out = {"before": 0}
         for i in range(100):
             out["before"] += (await store.put_message(message(i))).ok
-        # another process fills the filesystem, then leaves a megabyte
-        with open(BALLAST, "wb") as f:
-            size = 0
-            try:
-                while True:
-                    os.posix_fallocate(f.fileno(), size, 1 << 20)
-                    size += 1 << 20
-            except OSError:
-                os.ftruncate(f.fileno(), size - (1 << 20))
+        fill(BALLAST, 1 << 20)  # another process takes the filesystem but a megabyte
         refused = [await store.put_message(message(100 + i)) for i in range(12000)]
         out["accepted"] = sum(r.ok for r in refused)
         out["statuses"] = sorted({r.status.value for r in refused if not r.ok})
@@ -90,6 +99,41 @@ def test_a_full_filesystem_refuses_appends_and_the_store_lives(small_fs: Path) -
     assert "No space left on device" in out["remark"]
     assert out["after"] is True  # room again: appends go on
     assert out["readable"] >= 25
+
+
+INDEX = FILL + textwrap.dedent("""
+    import json, os, sys, time
+    from pathlib import Path
+    from mqtools.server.store.index import IndexService
+
+    ROOT, BALLAST = Path(sys.argv[1]), sys.argv[2]
+    index = IndexService(ROOT / "index", 1024, 200_000, time.time)
+    def keys(first, n):
+        for i in range(first, first + n):
+            index.build("T", f"k{i}", None, 1000 + i * 100, 1_700_000_000_000)
+    keys(0, 10)
+    index.write_header()  # the first file
+    fill(BALLAST, 0)  # every block of the filesystem taken
+    keys(10, 60_000)  # past the blocks the first file has for its entries
+    index.write_header()
+    out = {"during": [len(index.query("T", k, 4, 0, 1 << 62)) for k in ("k1", "k59000")]}
+    os.unlink(BALLAST)
+    out["after"] = [len(index.query("T", k, 4, 0, 1 << 62)) for k in ("k1", "k59000")]
+    index.close()
+    print(json.dumps(out))
+""")
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="mounting a tmpfs needs root")
+def test_index_entries_on_a_full_filesystem_wait_and_the_process_lives(small_fs: Path) -> None:
+    """The index's slots and entries are written through its mapping too: with no block left, its keys wait (and
+    are indexed once there is room) instead of a SIGBUS."""
+    (small_fs / "store").mkdir()
+    done = subprocess.run([sys.executable, "-c", INDEX, str(small_fs / "store"), str(small_fs / "ballast")],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, f"exit {done.returncode}: {done.stderr[-2000:]}"
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    assert out == {"during": [1, 0], "after": [1, 1]}
 
 
 def test_a_cut_back_file_allocates_its_tail_again(tmp_path: Path) -> None:
