@@ -87,6 +87,10 @@ FAMILIES: dict[str, Family] = {
     "mq_ha_diff_messages": Family("messages the slave is behind (the diff over the master's average size)", HA),
     "mq_ha_catchup_seconds": Family("seconds for the slave to catch up at its current transfer speed", HA),
     "mq_ha_in_sync": Family("1 when the master counts the slave in sync", HA),
+    "mq_broker_open_files": Family("file descriptors the broker holds (mq's brokers report it, Apache's do not)",
+                                   ("cluster", "brokerIP")),
+    "mq_broker_open_files_limit": Family("the broker's open-file limit: at it, new connections are closed and a put "
+                                         "that needs a new queue file is refused", ("cluster", "brokerIP")),
     "mq_broker_set_master_up": Family("1 when the broker set has a registered master that answers, 0 when it has none "
                                       "(its slaves serve reads only) or the master does not answer", HA_GROUP),
     "mq_ha_ready": Family("1 when stopping the group's master now is safe (`mq admin ha ready`)", HA_GROUP),

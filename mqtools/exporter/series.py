@@ -74,6 +74,15 @@ def runtime_samples(cluster: str, addr: str, runtime: BrokerRuntime) -> list[Sam
     return out
 
 
+def open_files_samples(cluster: str, addr: str, runtime: BrokerRuntime) -> list[Sample]:
+    """mq_broker_open_files and its limit, for every node (a slave holds queue files too); nothing from a broker
+    that does not report them (Apache's)."""
+    labels = (cluster, addr)
+    return [Sample(name, labels, value) for name, key in (("mq_broker_open_files", "openFileDescriptors"),
+                                                         ("mq_broker_open_files_limit", "maxOpenFileDescriptors"))
+            if (value := _number(runtime.raw.get(key))) is not None]
+
+
 def commitlog_diffs(snapshot: ClusterSnapshot, runtimes: Mapping[str, BrokerRuntime]) -> list[Sample]:
     """rocketmq_broker_commitlog_diff: each slave's distance from its master, both max offsets known."""
     out = []

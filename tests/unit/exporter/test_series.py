@@ -6,7 +6,7 @@ from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, Cluste
 from mqtools.client.admin.models.groups import ConsumerProgress, QueueProgress
 from mqtools.common.presentation import Unreachable
 from mqtools.exporter.catalogue import FAMILIES
-from mqtools.exporter.series import group_samples, master_up_samples, runtime_samples
+from mqtools.exporter.series import group_samples, master_up_samples, open_files_samples, runtime_samples
 from mqtools.remoting.bodies import MessageQueue
 
 
@@ -27,6 +27,14 @@ def test_runtime_figures_by_rocketmq_exporters_names_and_only_those_given() -> N
     assert "rocketmq_brokeruntime_pagecache_lock_time_mills" not in got  # not a number: absent, not 0
     assert "rocketmq_brokeruntime_getmiss_tps10" not in got  # not given
     assert got.keys() <= FAMILIES.keys()
+
+
+def test_open_files_of_every_node_that_reports_them() -> None:
+    mine = BrokerRuntime.from_table({"openFileDescriptors": "322", "maxOpenFileDescriptors": "1048576"})
+    assert [(s.name, s.labels, s.value) for s in open_files_samples("C", "s:10911", mine)] == [
+        ("mq_broker_open_files", ("C", "s:10911"), 322.0), ("mq_broker_open_files_limit", ("C", "s:10911"), 1048576.0)]
+    assert open_files_samples("C", "a:10911", BrokerRuntime.from_table({"putTps": "1 1 1"})) == []  # Apache's
+    assert {"mq_broker_open_files", "mq_broker_open_files_limit"} <= FAMILIES.keys()
 
 
 def test_a_groups_diff_per_topic_with_its_retry_topic_apart_and_offsets_per_broker() -> None:
