@@ -17,8 +17,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
 
 #: Only mq's cluster gives heartbeat ages (Apache's name server does not answer GET_BROKER_LIVE_TABLE). A young
 #: Apache broker gives its 1- and 10-minute TPS only once it has run that long (StoreStatsService answers "").
-#: mq's name servers tell heartbeat ages; mq's brokers run a timer wheel (RocketMQ 5's), Apache 4.9's do not.
-ONLY_MQ = {"mq_namesrv_heartbeat_age_seconds", "mq_timer_read_behind_seconds", "mq_timer_offset_behind"}
+#: mq's name servers tell heartbeat ages; mq's brokers run a timer wheel (RocketMQ 5's), Apache 4.9's do not; and
+#: report the file descriptors they hold against their limit.
+ONLY_MQ = {"mq_namesrv_heartbeat_age_seconds", "mq_timer_read_behind_seconds", "mq_timer_offset_behind",
+           "mq_broker_open_files", "mq_broker_open_files_limit"}
 UPTIME = {f"rocketmq_brokeruntime_{k}_tps{w}" for k in ("put", "getfound", "getmiss", "gettransfered", "gettotal")
           for w in (60, 600)}
 #: Runtime figures of Apache's thread pools, transient store pool and put/get timings that mq's broker does not
