@@ -9,6 +9,7 @@ reports how many it holds against the limit in its runtime info, which `diagnose
 
 from __future__ import annotations
 
+import errno
 import logging
 import os
 import resource
@@ -36,9 +37,11 @@ def raise_open_files_limit() -> int:
 
 def descriptors() -> tuple[int, int] | None:
     """(descriptors open, soft limit) of this process; None where /proc does not say."""
+    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+    limit = soft if soft != resource.RLIM_INFINITY else UNLIMITED_TARGET
     try:
         held = len(os.listdir("/proc/self/fd")) - 1  # less the one the listing itself opened
-    except OSError:
-        return None
-    soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-    return held, soft if soft != resource.RLIM_INFINITY else UNLIMITED_TARGET
+    except OSError as exc:
+        # at the limit the listing cannot open the directory: that says how many are open
+        return (limit, limit) if exc.errno == errno.EMFILE else None
+    return held, limit

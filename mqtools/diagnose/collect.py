@@ -191,19 +191,22 @@ async def diagnose_broker(admin: MQAdmin, broker: str, window: float, *,
         raise UnknownTargetError(f"no broker named {broker} (nor at that address) in the cluster")
     began = clock()
     samples: dict[str, list[BrokerRuntime]] = {addr: [] for _, addr in nodes}
+    why: dict[str, MQClientError] = {}  # the last failure of each node's reads
     for i in range(SAMPLES):
         if i:
             await sleep(max(0.0, began + window * i / (SAMPLES - 1) - clock()))
         answers = await asyncio.gather(*(settled(admin.brokers.broker_runtime_info(addr)) for _, addr in nodes))
         for (_, addr), answer in zip(nodes, answers, strict=True):
-            if not isinstance(answer, MQClientError):
+            if isinstance(answer, MQClientError):
+                why[addr] = answer
+            else:
                 samples[addr].append(answer)
     configs = await asyncio.gather(*(settled(admin.brokers.broker_config(addr)) for _, addr in nodes))
     out = []
     for (name, addr), config in zip(nodes, configs, strict=True):
         if not samples[addr]:
             out.append(broker_unknown(name, addr, clock() - began, "its runtime info (GET_BROKER_RUNTIME_INFO) "
-                                                                   "did not answer"))
+                                                                   f"did not answer: {why[addr]}"))
             continue
         out.append(judge_broker(name, addr, samples[addr], None if isinstance(config, MQClientError) else config,
                                 clock() - began))
