@@ -17,11 +17,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.descriptors import USE_UP
 
 pytestmark = pytest.mark.integration
 
-STORE = textwrap.dedent("""
-    import asyncio, json, os, resource, sys
+STORE = USE_UP + textwrap.dedent("""
+    import asyncio, json, os, sys
     from mqtools.common.codec import decode_stored, encode_batch
     from mqtools.common.message import Message, MessageExtBatch, MessageExtBrokerInner
     from mqtools.server.store.config import MessageStoreConfig
@@ -48,14 +49,7 @@ STORE = textwrap.dedent("""
         await store.start()
         out = {"before": [(await store.put_message(message(0, f"k{i}"))).ok for i in range(4)]}
         store.query_message("T", "k1", 4, 0, 1 << 62)  # the waiting keys are indexed: the first index file is made
-        # every descriptor the process may open is taken
-        resource.setrlimit(resource.RLIMIT_NOFILE, (256, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
-        taken = []
-        try:
-            while True:
-                taken.append(os.open(os.devnull, os.O_RDONLY))
-        except OSError:
-            pass
+        taken = use_up(256)  # every descriptor the process may open is taken
         # queue 0's file is there; the keys are indexed 64 at a time, and past the first index file's 40 they need
         # a second one: they wait, and a lookup meanwhile answers from what is indexed
         out["known_queue"] = [(await store.put_message(message(0, f"k{i}"))).ok for i in range(4, 80)]

@@ -9,8 +9,10 @@ import subprocess
 import sys
 import textwrap
 
-SCRIPT = textwrap.dedent("""
-    import json, os, resource
+from support.descriptors import USE_UP
+
+SCRIPT = USE_UP + textwrap.dedent("""
+    import json, resource
     from mqtools.common.open_files import descriptors, raise_open_files_limit
 
     hard = resource.getrlimit(resource.RLIMIT_NOFILE)[1]
@@ -18,12 +20,7 @@ SCRIPT = textwrap.dedent("""
     out = {"raised": raise_open_files_limit() == hard == resource.getrlimit(resource.RLIMIT_NOFILE)[0]}
     resource.setrlimit(resource.RLIMIT_NOFILE, (64, hard))
     before = descriptors()
-    held = []
-    try:
-        while True:
-            held.append(os.open(os.devnull, os.O_RDONLY))
-    except OSError:
-        pass
+    held = use_up(64)
     out.update(before=before, opened=len(held), exhausted=descriptors())
     print(json.dumps(out))
 """)
