@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from support.clientsupport import until
 
 from mqtools.server.store import config_manager
 from mqtools.server.store.config_manager import ConfigManager, loads
@@ -146,17 +147,11 @@ async def test_persist_soon_writes_in_a_thread_and_logs_a_failure(
     with caplog.at_level(logging.ERROR, logger=config_manager.__name__):
         t.persist_soon()
         assert not t.dirty
-        for _ in range(200):
-            if t.dirty:
-                break
-            await asyncio.sleep(0.005)
+        await until(lambda: t.dirty, 1.0, "the failed write")
     assert t.dirty and "No space" in caplog.text  # logged, and left for the next persist
     t.set("a", 2)
     t.persist_soon()
-    for _ in range(200):
-        if t.path.exists():
-            break
-        await asyncio.sleep(0.005)
+    await until(t.path.exists, 1.0, "the next change's write")
     assert on_disk(t.path) == {"a": 2} and len(attempts) == 2
 
 
@@ -225,10 +220,7 @@ async def test_a_failed_write_is_tried_again_without_another_change(
     t = Table(tmp_path / "t.json")
     t.set("a", 1)
     t.persist_soon()
-    for _ in range(400):
-        if t.path.exists():
-            break
-        await asyncio.sleep(0.005)
+    await until(t.path.exists, 2.0, "the write tried again")
     assert on_disk(t.path) == {"a": 1} and len(attempts) == 2 and not t.dirty
 
 
@@ -259,10 +251,7 @@ async def test_persist_loop_writes_changes_only_and_retries_failures(
         assert attempts == []  # nothing changed: nothing written
         with caplog.at_level(logging.ERROR, logger=config_manager.__name__):
             t.set("a", 1)
-            for _ in range(200):
-                if t.path.exists():
-                    break
-                await asyncio.sleep(0.01)
+            await until(t.path.exists, 2.0, "the persist loop's retry")
         assert "No space" in caplog.text and len(attempts) == 2  # failed, logged, retried
         assert on_disk(t.path) == {"a": 1} and not t.dirty
         await asyncio.sleep(0.05)
