@@ -70,17 +70,19 @@ class LimitedLog:
     def info(self, kind: str, msg: str, *args: object) -> None:
         self._emit(logging.INFO, kind, msg, args)
 
-    def failure(self, kind: str, msg: str, *args: object) -> None:
-        """A periodic duty's failure, logged from its except block: an OSError (the machine's: no file descriptor
-        left, no space, an I/O error) as one line that names it, anything else with its traceback (a bug). Both
-        limited: a duty that runs every second fails the same way every second until the machine is mended."""
-        exc = sys.exc_info()[1]
+    def failure(self, kind: str, msg: str, *args: object, exc: BaseException | None = None) -> None:
+        """A periodic duty's failure `exc` (by default the one its except block handles): an OSError (the
+        machine's: no file descriptor left, no space, an I/O error) as one line that names it, anything else with
+        its traceback (a bug). Both limited: a duty that runs every second fails the same way every second until
+        the machine is mended."""
+        exc = exc if exc is not None else sys.exc_info()[1]
         if isinstance(exc, OSError):
             self._emit(logging.ERROR, kind, f"{msg}: %s", (*args, exc))
         else:
-            self._emit(logging.ERROR, kind, msg, args, traceback=True)
+            self._emit(logging.ERROR, kind, msg, args, traceback=exc or False)
 
-    def _emit(self, level: int, kind: str, msg: str, args: tuple[object, ...], *, traceback: bool = False) -> None:
+    def _emit(self, level: int, kind: str, msg: str, args: tuple[object, ...], *,
+              traceback: BaseException | bool = False) -> None:
         if not self.logger.isEnabledFor(level):
             return
         left_out = self.limiter.admit(kind, self.clock())

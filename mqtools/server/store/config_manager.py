@@ -176,7 +176,7 @@ class ConfigManager(ABC):
         self._writing = False
         exc = None if fut.cancelled() else fut.exception()
         if exc is not None:
-            log.error("persisting %s failed: %s", self.path, exc, exc_info=None if isinstance(exc, OSError) else exc)
+            _failures.failure(str(self.path), "persisting %s failed", self.path, exc=exc)
             self.dirty = True
             if self._next is None:  # no change waits to be written: try again by itself
                 loop.call_later(RETRY_WRITE_S, self._write_again)
