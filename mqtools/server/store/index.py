@@ -302,12 +302,13 @@ class IndexService:
                 self._build(topic, units, store_ts)
             except OSError as exc:
                 self._waiting = waiting[i:]
-                self._waiting_units = count = sum(len(run[2]) for run in self._waiting)
+                self._waiting_units = sum(len(run[2]) for run in self._waiting)
                 self._retry_at = self.clock() + 1.0
                 dropped = 0
                 while self._waiting_units > WAITING_MAX:
-                    dropped += len(self._waiting.pop(0)[2])
-                    self._waiting_units = count - dropped
+                    oldest = len(self._waiting.pop(0)[2])
+                    dropped += oldest
+                    self._waiting_units -= oldest
                 self.stalled.error("build", "index: %s; %d messages wait to be indexed%s", exc, self._waiting_units,
                                    f", {dropped} dropped unindexed" if dropped else "")
                 return
