@@ -102,12 +102,7 @@ async def wait_flushed(fut: asyncio.Future, timeout_s: float) -> bool:
 
 async def interval_loop(interval_s: float, action: Callable[[], object], name: str) -> None:
     """Run a blocking ``action`` in a worker thread every ``interval_s`` until cancelled."""
-    while True:
-        await asyncio.sleep(interval_s)
-        try:
-            await asyncio.to_thread(action)
-        except Exception:  # noqa: BLE001 - the next interval retries
-            _failures.failure(name, "%s failed", name)
+    await every(interval_s, lambda: asyncio.to_thread(action), name)
 
 
 async def every(interval_s: float, step: Callable[[], Awaitable[object]], name: str) -> None:
