@@ -44,7 +44,7 @@ def start(
     with needs_extra("proxy", "the proxy (grpcio and protobuf)"):
         from mqtools.proxy.config import ProxyConfig, ProxyConfigError, load_file
         from mqtools.proxy.local import tls_words
-        from mqtools.proxy.server import ProxyServer, server_credentials
+        from mqtools.proxy.server import ProxyServer, server_certificates
     from mqtools.server.lifecycle import listen, serve
 
     config = ProxyConfig()
@@ -55,7 +55,7 @@ def start(
         config.apply(load_file(config_file))
     config.apply(overrides)
     config.namesrv_list  # noqa: B018 - no name server is a start failure, in one line
-    server_credentials(config)  # unreadable TLS files too
+    server_certificates(config)  # unreadable TLS files too
     if config.proxy_mode.lower() == "local":
         raise ProxyConfigError("proxyMode local runs inside a broker: mq broker start -c broker.properties "
                                "--enable-proxy (or enableProxy=true in its properties)")

@@ -4,7 +4,8 @@ asyncio's own server cannot decide per connection whether to wrap it in TLS, and
 that reads the first bytes has consumed the ClientHello the TLS layer needs. So this accepts
 sockets itself, waits (without blocking the loop) until the first byte arrives, peeks it
 (MSG_PEEK leaves it in the socket), and only then hands the socket to asyncio with or without
-an SSLContext; the handshake runs inside asyncio, bounded by a timeout. The remoting server
+an SSLContext (the certificate manager's as it is then); the handshake runs inside asyncio, bounded by a
+timeout. The remoting server
 and the HA master both use it, so one decision (`classify_first_byte`) covers both ports.
 """
 
@@ -18,7 +19,8 @@ import ssl
 from collections.abc import Callable
 
 from mqtools.common.log_limiter import LimitedLog
-from mqtools.common.tls import FirstByte, TlsMode, classify_first_byte
+from mqtools.common.tls import FirstByte, classify_first_byte
+from mqtools.common.tls_certificates import TlsCertificateManager
 
 log = logging.getLogger("mq.tls")
 
@@ -36,11 +38,11 @@ _REFUSALS = {
 class TlsAcceptor:
     """Accept loop for a port in permissive or enforcing mode (disabled ports use asyncio's server)."""
 
-    def __init__(self, name: str, mode: TlsMode, context: ssl.SSLContext | None,
+    def __init__(self, name: str, certificates: TlsCertificateManager,
                  protocol_factory: Callable[[], asyncio.BaseProtocol], *,
                  handshake_timeout: float = HANDSHAKE_TIMEOUT, first_byte_timeout: float = FIRST_BYTE_TIMEOUT) -> None:
-        self._mode = mode
-        self._context = context
+        #: Asked at each handshake: a certificate loaded again since start reaches the next connection.
+        self._certificates = certificates
         self._factory = protocol_factory
         self._timeout = handshake_timeout
         self._first_byte_timeout = first_byte_timeout
@@ -92,12 +94,12 @@ class TlsAcceptor:
         if first is None:
             sock.close()
             return
-        decision = classify_first_byte(first, self._mode)
+        decision = classify_first_byte(first, self._certificates.mode)
         if decision in _REFUSALS:
             self._refusals.warning(decision.name, "%s: closed %s: %s", self._name, peer, _REFUSALS[decision])
             sock.close()
             return
-        ctx = self._context if decision is FirstByte.TLS else None
+        ctx = self._certificates.context if decision is FirstByte.TLS else None
         try:
             await loop.connect_accepted_socket(self._factory, sock, ssl=ctx,
                                                ssl_handshake_timeout=self._timeout if ctx else None)

@@ -91,6 +91,9 @@ FAMILIES: dict[str, Family] = {
                                    ("cluster", "brokerIP")),
     "mq_broker_open_files_limit": Family("the broker's open-file limit: at it, new connections are closed and a put "
                                          "that needs a new queue file is refused", ("cluster", "brokerIP")),
+    "mq_broker_tls_certificate_expiry_timestamp_seconds": Family(
+        "when the TLS certificate the broker serves expires (a renewed one counts once the broker has loaded it)",
+        ("cluster", "brokerIP")),
     "mq_broker_set_master_up": Family("1 when the broker set has a registered master that answers, 0 when it has none "
                                       "(its slaves serve reads only) or the master does not answer", HA_GROUP),
     "mq_ha_ready": Family("1 when stopping the group's master now is safe (`mq admin ha ready`)", HA_GROUP),

@@ -26,7 +26,7 @@ from mqtools.exporter.series import (
     ha_samples,
     heartbeat_samples,
     master_up_samples,
-    open_files_samples,
+    node_samples,
     pop_samples,
     proxy_samples,
     runtime_samples,
@@ -143,7 +143,7 @@ class ExporterPoller:
         # as rocketmq-exporter: masters only (a slave's figures would add to the dashboard's sums); mq's own figures
         # of the process, every node
         return [*(runtime_samples(cluster, addr, runtime) if is_master else []),
-                *open_files_samples(cluster, addr, runtime)]
+                *node_samples(cluster, addr, runtime)]
 
     async def _broker_stats(self, cluster: str, addr: str, broker: str) -> list[Sample]:
         put, get = await asyncio.gather(self.admin.brokers.broker_stats(addr, "BROKER_PUT_NUMS", cluster),

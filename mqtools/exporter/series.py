@@ -74,12 +74,17 @@ def runtime_samples(cluster: str, addr: str, runtime: BrokerRuntime) -> list[Sam
     return out
 
 
-def open_files_samples(cluster: str, addr: str, runtime: BrokerRuntime) -> list[Sample]:
-    """mq_broker_open_files and its limit, for every node (a slave holds queue files too); nothing from a broker
-    that does not report them (Apache's)."""
+#: mq's own figures of a broker process, from its runtime info: family -> key, and the factor to the family's unit.
+NODE_FIGURES = {"mq_broker_open_files": ("openFileDescriptors", 1.0),
+                "mq_broker_open_files_limit": ("maxOpenFileDescriptors", 1.0),
+                "mq_broker_tls_certificate_expiry_timestamp_seconds": ("tlsCertificateNotAfter", 0.001)}
+
+
+def node_samples(cluster: str, addr: str, runtime: BrokerRuntime) -> list[Sample]:
+    """mq's own figures of the broker process (NODE_FIGURES), for every node (a slave holds queue files and serves
+    TLS too); nothing from a broker that does not report them (Apache's)."""
     labels = (cluster, addr)
-    return [Sample(name, labels, value) for name, key in (("mq_broker_open_files", "openFileDescriptors"),
-                                                         ("mq_broker_open_files_limit", "maxOpenFileDescriptors"))
+    return [Sample(name, labels, value * factor) for name, (key, factor) in NODE_FIGURES.items()
             if (value := _number(runtime.raw.get(key))) is not None]
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from mqtools.common.tls import TlsMode
 from mqtools.proxy.config import ProxyConfig, ProxyConfigError, load_file
-from mqtools.proxy.server import server_credentials
+from mqtools.proxy.server import server_certificates
 
 #: Broker properties a local-mode proxy takes over: its cluster, limits and authentication follow the broker's
 #: (not authenticationWhitelist: the broker's lists remoting codes, the proxy's gRPC request names).
@@ -38,7 +38,7 @@ def local_config(broker_props: dict[str, str], config_file: Path | None, grpc_po
         config.apply({**taken, "proxyMode": "local", **({"grpcServerPort": grpc_port} if grpc_port is not None
                                                          else {})})
         config.namesrv_list  # noqa: B018
-        server_credentials(config)
+        server_certificates(config)
     except ProxyConfigError as exc:
         raise ProxyConfigError(f"enableProxy: {exc}") from None
     return config

@@ -27,7 +27,7 @@ from mqtools.common.auth.model import Action, Resource
 from mqtools.common.auth.policy import AccessRequest, AuthError, authenticate, authorize
 from mqtools.common.auth.signature import SignedRequest
 from mqtools.common.mqversion import version_ordinal
-from mqtools.common.tls import TlsServerSettings
+from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.proxy.auth import Authenticator
 from mqtools.proxy.authorize import Authorizer
 from mqtools.proxy.clients import Clients, GrpcClient
@@ -79,7 +79,7 @@ class ProxyRemoting:
     users (authenticationEnabled, authorizationEnabled); `cluster` names Cluster resources."""
 
     def __init__(self, clients: Clients, host: str, port: int, *, authenticator: Authenticator | None = None,
-                 authorizer: Authorizer | None = None, cluster: str = "", tls: TlsServerSettings | None = None) -> None:
+                 authorizer: Authorizer | None = None, cluster: str = "", tls: TlsCertificateManager | None = None) -> None:
         self.clients = clients
         self.authenticator = authenticator
         self.authorizer = authorizer

@@ -19,7 +19,6 @@ import asyncio
 import contextlib
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import Any
 
 import grpc
@@ -27,8 +26,10 @@ from google.protobuf.message import DecodeError, Message
 
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.client.instance import ClientInstance
+from mqtools.common.configkeys import ConfigError
 from mqtools.common.security import ClientSecurity, SessionCredentials, TlsClientOptions
 from mqtools.common.tls import TlsMode, TlsServerSettings
+from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.proxy.auth import Authenticator
 from mqtools.proxy.authorize import Authorizer
 from mqtools.proxy.call import Call
@@ -236,16 +237,32 @@ def client_security(config: ProxyConfig) -> ClientSecurity | None:
     return ClientSecurity(creds, tls) if tls is not None or creds is not None else None
 
 
-def server_credentials(config: ProxyConfig) -> grpc.ServerCredentials | None:
-    """TLS for the gRPC port when tlsCertPath and tlsKeyPath are set and tls.server.mode is not disabled (read
-    once, at start)."""
-    if config.tls_mode is TlsMode.DISABLED:
-        return None
+def server_certificates(config: ProxyConfig) -> TlsCertificateManager:
+    """tlsCertPath and tlsKeyPath as every port of the proxy serves them, loaded again when they change;
+    ProxyConfigError when they do not load."""
+    settings = TlsServerSettings(config.tls_mode, config.tls_cert_path or None, config.tls_key_path or None)
     try:
-        key, cert = Path(config.tls_key_path).read_bytes(), Path(config.tls_cert_path).read_bytes()
-    except OSError as exc:
-        raise ProxyConfigError(f"cannot read the TLS key or certificate: {exc}") from None
-    return grpc.ssl_server_credentials([(key, cert)])
+        return TlsCertificateManager(settings)
+    except ConfigError as exc:
+        raise ProxyConfigError(str(exc)) from None
+
+
+def server_credentials(certificates: TlsCertificateManager) -> grpc.ServerCredentials | None:
+    """TLS for the gRPC port when tls.server.mode is not disabled. grpc asks at each handshake for a newer pair
+    than the one it holds, so a renewed certificate reaches new connections as it does on the remoting port."""
+    if not certificates.enabled:
+        return None
+    held = certificates.generation
+
+    def newer() -> grpc.ServerCertificateConfiguration | None:
+        nonlocal held
+        if held == certificates.generation:
+            return None
+        held = certificates.generation
+        return grpc.ssl_server_certificate_configuration([certificates.pem_pair])
+
+    return grpc.dynamic_ssl_server_credentials(grpc.ssl_server_certificate_configuration([certificates.pem_pair]),
+                                               newer)
 
 
 class ProxyServer:
@@ -262,8 +279,11 @@ class ProxyServer:
         self.negotiator: ProtocolNegotiator | None = None
         self.remoting: ProxyRemoting | None = None
         self._loops: list[asyncio.Task] = []
+        #: The certificate the gRPC and remoting ports serve (set by start: a bad file is a ProxyConfigError there).
+        self.tls: TlsCertificateManager | None = None
 
     async def start(self) -> None:
+        self.tls = server_certificates(self.config)
         size = self.config.grpc_max_inbound_message_size
         self._server = grpc.aio.server(options=[
             ("grpc.max_receive_message_length", size), ("grpc.max_send_message_length", size),
@@ -271,6 +291,7 @@ class ProxyServer:
             ("grpc.http2.min_ping_interval_without_data_ms", 5000)])
         bound = await self._bind()
         self.port = bound
+        await self.tls.start()
         self.service = MessagingService(self.config, self.instance, port=bound)
         cfg = self.config
         users = Authenticator(self.instance, cfg.rocketmq_cluster_name, whitelist=_names(cfg.authentication_whitelist),
@@ -283,8 +304,7 @@ class ProxyServer:
         await self.instance.start()
         if cfg.proxy_mode.lower() == "cluster":
             # the remoting port follows tls.server.mode as the gRPC port does (permissive: TLS or plain per connection)
-            tls = TlsServerSettings(cfg.tls_mode, cfg.tls_cert_path, cfg.tls_key_path) \
-                if cfg.tls_mode is not TlsMode.DISABLED else None
+            tls = self.tls if self.tls.enabled else None
             self.remoting = ProxyRemoting(self.service.clients, cfg.grpc_bind_address, cfg.remoting_listen_port,
                                           authenticator=users if cfg.authentication_enabled else None,
                                           authorizer=authorizer, cluster=cfg.rocketmq_cluster_name, tls=tls)
@@ -300,9 +320,9 @@ class ProxyServer:
     async def _bind(self) -> int:
         """The public gRPC port: grpc's own (plaintext, or TLS when enforcing), or in permissive mode the
         negotiator's, in front of a TLS and a plaintext loopback port of the same grpc server."""
-        assert self._server is not None
+        assert self._server is not None and self.tls is not None
         where = f"{self.config.grpc_bind_address}:{self.config.grpc_server_port}"
-        credentials = server_credentials(self.config)
+        credentials = server_credentials(self.tls)
         if credentials is not None and self.config.tls_mode is TlsMode.PERMISSIVE:
             inner = (self._server.add_secure_port("127.0.0.1:0", credentials), self._server.add_insecure_port(
                 "127.0.0.1:0"))
@@ -338,6 +358,8 @@ class ProxyServer:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         self._loops.clear()
+        if self.tls is not None:
+            await self.tls.shutdown()
         if self.negotiator is not None:
             await self.negotiator.close()
             self.negotiator = None

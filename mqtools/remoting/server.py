@@ -26,8 +26,8 @@ import time
 from collections.abc import Awaitable, Callable
 
 from mqtools.common.log_limiter import LimitedLog
-from mqtools.common.tls import TlsServerSettings
 from mqtools.common.tls_acceptor import TlsAcceptor
+from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.remoting.codes import ResponseCode, code_name
 from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE, RemotingCommand
 from mqtools.remoting.errors import BadRequestError, ProtocolError, RemotingConnectionClosed, RemotingError
@@ -65,7 +65,7 @@ class RemotingServer:
         max_frame: int = DEFAULT_MAX_FRAME,
         on_connect: ConnectionCallback | None = None,
         on_close: ConnectionCallback | None = None,
-        tls: TlsServerSettings | None = None,
+        tls: TlsCertificateManager | None = None,
         extra_ports: tuple[int, ...] = (),
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
@@ -84,7 +84,8 @@ class RemotingServer:
         #: dispatch.
         self.after_read: Callable[[], None] | None = None
         self.connections: set[RemotingConnection] = set()
-        self.tls = tls or TlsServerSettings()
+        #: TLS on every port (None: plain); the files' watch runs while the server does.
+        self.tls = tls
         self._servers: list[asyncio.Server] = []
         self._acceptors: list[TlsAcceptor] = []
         self._tasks: set[asyncio.Task] = set()
@@ -112,11 +113,13 @@ class RemotingServer:
         self.port = await self._listen(self.port)
         for port in self.extra_ports:
             await self._listen(port)
+        if self.tls is not None:
+            await self.tls.start()
 
     async def _listen(self, port: int) -> int:
         """Serve `port` (0: any); the port it got."""
-        if self.tls.enabled:
-            acceptor = TlsAcceptor("remoting port", self.tls.mode, self.tls.context(), self._make_connection)
+        if self.tls is not None and self.tls.enabled:
+            acceptor = TlsAcceptor("remoting port", self.tls, self._make_connection)
             self._acceptors.append(acceptor)
             return await acceptor.start(self.host, port)
         loop = asyncio.get_running_loop()
@@ -125,6 +128,8 @@ class RemotingServer:
         return server.sockets[0].getsockname()[1]
 
     async def shutdown(self) -> None:
+        if self.tls is not None:
+            await self.tls.shutdown()
         for server in self._servers:
             server.close()
         for acceptor in self._acceptors:

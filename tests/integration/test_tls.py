@@ -1,12 +1,15 @@
 """TLS end to end: `mq cluster up --tls` (enforcing on every port), our clients and `mq admin` over it,
 plain clients refused there and accepted by a permissive name server, `openssl s_client` seeing the
-certificate the properties name, and the SYNC_MASTER kill drill passing over TLS (HA included).
+certificate the properties name, the SYNC_MASTER kill drill passing over TLS (HA included), and a renewed
+certificate reaching new connections on every port of a running broker.
 """
 
 from __future__ import annotations
 
+import datetime
 import json
 import shutil
+import ssl
 import subprocess
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -15,9 +18,11 @@ from pathlib import Path
 import pytest
 from integration.ha.hasupport import pull_all, ready_for_drill, send, start_group
 from support.adminsupport import mq, mq_here, one_line_error
+from support.clientsupport import until
 from support.mqproc import start_mq
 from support.ports import random_base_port
 from support.presetcluster import wait_for
+from support.tlsprobe import served_certificate
 
 from mqtools.client.producer import Producer
 from mqtools.client.pull_consumer import PullConsumer
@@ -26,6 +31,8 @@ from mqtools.cluster.certs import make_local_certificates
 from mqtools.common.javaprops import parse_properties
 from mqtools.common.message import Message
 from mqtools.common.security import ClientSecurity, TlsClientOptions
+from mqtools.common.tls_certificates import certificate_not_after
+from mqtools.remoting.bodies import KVTable
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
@@ -258,3 +265,51 @@ async def test_permissive_master_replicates_to_a_plain_slave(tmp_path: Path) -> 
     finally:
         await client.close()
         group.stop()
+
+
+async def test_a_renewed_certificate_reaches_new_connections_on_every_port(tmp_path: Path) -> None:
+    """Apache's FileWatchService role: the broker's certificate and key replaced on disk are served to new
+    connections on the remoting, VIP and HA ports without a restart; a connection opened before keeps working."""
+    certs = make_local_certificates(tmp_path / "served")
+    renewed = make_local_certificates(tmp_path / "renewed", datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=1))
+    base = random_base_port()
+    group = start_group(tmp_path, role="ASYNC_MASTER", with_slave=False, listenPort=str(base),
+                        haListenPort=str(base + 1), **{"tls.server.mode": "enforcing",
+                                                       "tls.server.certPath": str(certs.cert),
+                                                       "tls.server.keyPath": str(certs.key)})
+    ports = {"remoting": base, "VIP": base - 2, "HA": base + 1}
+    request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+    before = RemotingClient(security=ClientSecurity(tls=TlsClientOptions(str(certs.ca))))
+
+    async def not_after() -> int:
+        """The expiry the broker reports for the certificate it serves (epoch ms), over the connection opened
+        before the renewal."""
+        answer = await before.invoke(group.master.addr, request, 10.0)
+        assert answer.code == ResponseCode.SUCCESS
+        return int(KVTable.from_json(answer.body).table["tlsCertificateNotAfter"])
+
+    try:
+        assert await not_after() == int(certificate_not_after(certs.cert.read_bytes()) * 1000)
+        old = ssl.PEM_cert_to_DER_cert(certs.cert.read_text())
+        assert {name: served_certificate(port) for name, port in ports.items()} == dict.fromkeys(ports, old)
+        for name in ("server.key", "server.pem"):  # the key first: for a moment the pair does not match
+            shutil.copyfile(renewed.cert.parent / name, certs.cert.parent / name)
+        new = ssl.PEM_cert_to_DER_cert(renewed.cert.read_text())
+        await until(lambda: served_certificate(base) == new, 20, "the renewed certificate on the remoting port")
+        assert {name: served_certificate(port) for name, port in ports.items()} == dict.fromkeys(ports, new)
+        assert await not_after() == int(certificate_not_after(renewed.cert.read_bytes()) * 1000)
+        for ca, works in ((renewed.ca, True), (certs.ca, False)):
+            fresh = RemotingClient(security=ClientSecurity(tls=TlsClientOptions(str(ca))))
+            try:
+                if works:
+                    assert (await fresh.invoke(group.master.addr, request, 10.0)).code == ResponseCode.SUCCESS
+                else:
+                    with pytest.raises(RemotingConnectError, match="CERTIFICATE_VERIFY_FAILED"):
+                        await fresh.invoke(group.master.addr, request, 10.0)
+            finally:
+                await fresh.close()
+    finally:
+        await before.close()
+        group.stop()
+    log = group.master.proc.output() if group.master.proc is not None else ""
+    assert "new connections get the certificate valid until" in log, log

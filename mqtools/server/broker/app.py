@@ -30,6 +30,7 @@ from mqtools.common.atomic_file import write_atomic
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.javaprops import render_properties
 from mqtools.common.tls import masked
+from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.remoting.bodies import DataVersion
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.server import RemotingServer
@@ -91,7 +92,9 @@ class BrokerController:
         self.config_version = DataVersion()
         config_dir = config.config_dir
         vip = () if config.vip_port is None else (config.vip_port,)
-        self.server = RemotingServer(config.bind_address, config.listen_port, tls=config.tls_server(), extra_ports=vip)
+        #: The TLS certificates of the remoting, VIP and HA ports, loaded again when their files change.
+        self.tls = TlsCertificateManager(config.tls_server())
+        self.server = RemotingServer(config.bind_address, config.listen_port, tls=self.tls, extra_ports=vip)
         self.client = RemotingClient(config.namesrv_list(), security=config.client_security())
         levels = DelayLevelTable(config.message_delay_level)
         self.topics = TopicConfigManager(config_dir, config, clock, max_delay_level=levels.max_level)

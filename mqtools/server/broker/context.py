@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.remoting.bodies import DataVersion
 from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.server import RemotingServer
@@ -39,6 +40,8 @@ class BrokerContext(Protocol):
     clock: Callable[[], float]
     config_version: DataVersion
     server: RemotingServer
+    #: The server TLS certificates every port of the broker serves (loaded again when their files change).
+    tls: TlsCertificateManager
     client: RemotingClient
     store: MessageStore
     schedule: ScheduleMessageService

@@ -39,7 +39,7 @@ class HADuties:
         self.broker = broker
         cfg = broker.config
         ha_config = cfg.ha_config(broker.store.config)
-        tls, client_tls = cfg.tls_server(), cfg.tls_client().context()
+        tls, client_tls = broker.tls, cfg.tls_client().context()
         self.service: HAService
         if cfg.enable_controller_mode:
             epochs = EpochFileCache.load(broker.store.config.root)

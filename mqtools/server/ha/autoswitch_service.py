@@ -24,7 +24,7 @@ from collections.abc import Callable
 from typing import Any
 
 from mqtools.common.brokerrole import BrokerRole
-from mqtools.common.tls import TlsServerSettings
+from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.server.ha.autoswitch_client import AutoSwitchHAClient, TruncatableSink
 from mqtools.server.ha.autoswitch_connection import AutoSwitchHAConnection
 from mqtools.server.ha.epoch_file import EpochEntry, EpochFileCache
@@ -43,7 +43,7 @@ class AutoSwitchHAService(HAService):
 
     def __init__(self, store: Any, config: HAConfig, epochs: EpochFileCache, *,
                  clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time,
-                 tls: TlsServerSettings | None = None, client_tls: ssl.SSLContext | None = None) -> None:
+                 tls: TlsCertificateManager | None = None, client_tls: ssl.SSLContext | None = None) -> None:
         config.broker_role = BrokerRole.SLAVE
         super().__init__(store, config, clock=clock, wall_clock=wall_clock, tls=tls, client_tls=client_tls)
         self._sink: TruncatableSink = store

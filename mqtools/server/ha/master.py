@@ -19,8 +19,8 @@ from collections.abc import Callable
 from typing import Protocol
 
 from mqtools.common.log_limiter import LimitedLog
-from mqtools.common.tls import TlsServerSettings
 from mqtools.common.tls_acceptor import TlsAcceptor
+from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.server.ha.protocol import HAProtocolError, ReportReader, TransferCursor
 from mqtools.server.lifecycle import cancel_and_wait
 
@@ -337,16 +337,16 @@ class HAAcceptor:
     """
 
     def __init__(self, accept: Callable[[SlaveLink], HAConnection | None],
-                 tls: TlsServerSettings | None = None) -> None:
+                 tls: TlsCertificateManager | None = None) -> None:
         """`accept`: the connection for a new link, or None to refuse it."""
         self._accept = accept
-        self._tls = tls or TlsServerSettings()
+        self._tls = tls
         self._server: asyncio.Server | None = None
         self._tls_acceptor: TlsAcceptor | None = None
 
     async def start(self, host: str, port: int) -> int:
-        if self._tls.enabled:
-            self._tls_acceptor = TlsAcceptor("HA port", self._tls.mode, self._tls.context(), self._link)
+        if self._tls is not None and self._tls.enabled:
+            self._tls_acceptor = TlsAcceptor("HA port", self._tls, self._link)
             return await self._tls_acceptor.start(host, port)
         loop = asyncio.get_running_loop()
         self._server = await loop.create_server(self._link, host, port, reuse_address=True)

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.configkeys import PropertyMap
 from mqtools.common.log_limiter import LimitedLog
-from mqtools.common.tls import TlsServerSettings
+from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.server.ha.group_transfer import GroupTransferService, Replicated, ReplicationProgress
 from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection, SlaveLink
 from mqtools.server.ha.slave import CommitLogSink, HAClient
@@ -83,9 +83,10 @@ class HAService:
 
     def __init__(self, store: ReplicatedStore, config: HAConfig, *,
                  clock: Callable[[], float] = time.monotonic,
-                 wall_clock: Callable[[], float] = time.time, tls: TlsServerSettings | None = None,
+                 wall_clock: Callable[[], float] = time.time, tls: TlsCertificateManager | None = None,
                  client_tls: ssl.SSLContext | None = None) -> None:
-        """`tls`: the HA port's TLS mode and certificate; `client_tls`: what a slave's connection uses."""
+        """`tls`: the HA port's TLS mode and certificates (the broker's, shared with its remoting port);
+        `client_tls`: what a slave's connection uses."""
         self.store = store
         self.config = config
         self._clock = clock

@@ -16,6 +16,7 @@ from pathlib import Path
 from mqtools.common.atomic_file import write_atomic
 from mqtools.common.javaprops import render_properties
 from mqtools.common.log_limiter import LimitedLog
+from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.lifecycle import StartError, cancel_and_wait, listen, wall_clock_ms
@@ -37,7 +38,7 @@ class NamesrvController:
         )
         self.kv = KVConfigManager(Path(config.kv_config_path).expanduser())
         self.server = RemotingServer(config.bind_address, config.listen_port, on_close=self._on_close,
-                                     tls=config.tls_server())
+                                     tls=TlsCertificateManager(config.tls_server()))
         self.processor = NamesrvProcessor(
             config, self.routes, self.kv, clock, persist_kv=self._persist_kv, persist_config=self._persist_config
         )

@@ -1,13 +1,15 @@
 """The gRPC port's tls.server.mode, as Apache's proxy serves it: with a certificate and no mode (permissive, Apache's
 default) one port takes the 5.1.2 Python client over TLS and over plaintext, and the proxy reports each client at
 its own address, not at the relay's inside the proxy; enforcing refuses plaintext; a mode the proxy does not know,
-or TLS without a certificate, is one line at start."""
+or TLS without a certificate, is one line at start; a renewed certificate reaches new connections without a restart."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import os
+import shutil
+import ssl
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +20,8 @@ import psutil
 import pytest
 from support.clientsupport import Cluster, broker_cluster, create_topic
 from support.mqproc import MqProcess, mq_command, start_mq
+from support.presetcluster import wait_for
+from support.tlsprobe import served_certificate
 
 from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
@@ -157,3 +161,53 @@ def test_a_mode_the_proxy_cannot_serve_is_one_line(cluster: Cluster, certs: Loca
                           timeout=60, check=False)
     assert done.returncode != 0
     assert said in done.stderr and "Traceback" not in done.stderr + done.stdout, done.stderr
+
+
+def route_over(addr: str, ca: bytes) -> bool:
+    """Whether QueryRoute answers OK over a new TLS connection trusting `ca` (a channel of its own: grpc shares
+    connections between channels of a process otherwise)."""
+    options = [("grpc.use_local_subchannel_pool", 1)]
+    with grpc.secure_channel(addr, grpc.ssl_channel_credentials(ca), options=options) as channel:
+        request = spb.QueryRouteRequest(topic=pb.Resource(name=TOPIC), endpoints=pb.Endpoints(
+            scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=int(addr.rsplit(":", 1)[1]))]))
+        try:
+            raw = channel.unary_unary(QUERY_ROUTE)(request.SerializeToString(),
+                                                   metadata=[("x-mq-client-id", "tls-renewed")], timeout=15)
+        except grpc.RpcError as exc:
+            if exc.code() is grpc.StatusCode.UNAVAILABLE:  # the handshake failed
+                return False
+            raise
+    return spb.QueryRouteResponse.FromString(raw).status.code == pb.OK
+
+
+def test_a_renewed_certificate_reaches_new_grpc_and_remoting_connections(
+        cluster: Cluster, certs: LocalCertificates, tmp_path: Path) -> None:
+    """tlsCertPath and tlsKeyPath replaced on disk: new gRPC connections (through the permissive port's relay) and
+    new remoting connections get the new certificate, a gRPC connection opened before keeps working."""
+    served = LocalCertificates(tmp_path / "ca.pem", tmp_path / "server.pem", tmp_path / "server.key")
+    for name in ("ca", "cert", "key"):
+        shutil.copyfile(getattr(certs, name), getattr(served, name))
+    renewed = make_local_certificates(tmp_path / "renewed")
+    proxy = start_proxy(cluster, served, tmp_path)
+    addr = f"127.0.0.1:{grpc_port(proxy)}"
+    ready = next(line for line in proxy.lines if line.startswith("READY proxy"))
+    remoting = int(ready.split("remoting=")[1].split()[0])
+    held = grpc.secure_channel(addr, grpc.ssl_channel_credentials(certs.ca.read_bytes()),
+                               options=[("grpc.use_local_subchannel_pool", 1)])
+    query = held.unary_unary(QUERY_ROUTE)
+    request = spb.QueryRouteRequest(topic=pb.Resource(name=TOPIC), endpoints=pb.Endpoints(
+        scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=int(addr.rsplit(":", 1)[1]))]))
+    try:
+        query(request.SerializeToString(), metadata=[("x-mq-client-id", "tls-held")], timeout=15)
+        assert route_over(addr, certs.ca.read_bytes())
+        for name in ("key", "cert"):
+            shutil.copyfile(getattr(renewed, name), getattr(served, name))
+        wait_for(lambda: route_over(addr, renewed.ca.read_bytes()), 20, "the renewed certificate on the gRPC port")
+        assert not route_over(addr, certs.ca.read_bytes())
+        assert served_certificate(remoting) == ssl.PEM_cert_to_DER_cert(renewed.cert.read_text())
+        raw = query(request.SerializeToString(), metadata=[("x-mq-client-id", "tls-held")], timeout=15)
+        assert spb.QueryRouteResponse.FromString(raw).status.code == pb.OK
+    finally:
+        held.close()
+        proxy.stop()
+    assert "Traceback" not in proxy.output(), proxy.output()

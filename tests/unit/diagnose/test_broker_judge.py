@@ -58,6 +58,26 @@ def test_a_broker_near_its_open_file_limit_is_told_before_it_refuses() -> None:
     assert judged().figures["openFiles"] is None  # Apache's brokers do not report it
 
 
+def test_a_certificate_near_its_expiry_is_told_while_there_is_time_to_renew_it() -> None:
+    now_s = 1_800_000_000.0
+    samples = [BrokerRuntime.from_table(CALM)]
+
+    def expiring_in(days: float) -> B.BrokerDiagnosis:
+        table = {**CALM, "tlsCertificateNotAfter": str(int((now_s + days * 86400) * 1000))}
+        return B.judge("broker-a", "a:1", [*samples, BrokerRuntime.from_table(table)], None, 5.0, now_s=now_s)
+
+    soon = expiring_in(3.04)
+    f = soon.findings[0]
+    assert (soon.verdict, soon.severity, f.figure, f.limit) == ("TLS certificate", Severity.ACTION, 3.0, 7)
+    assert "the served TLS certificate expires in 3 days" in soon.summary
+    assert expiring_in(-2).summary.startswith("the served TLS certificate expired 2 days ago")
+    month = expiring_in(20)
+    assert (month.severity, month.findings[0].limit) == (Severity.INFO, 30)
+    far = expiring_in(300)
+    assert far.verdict == "healthy" and far.figures["certificateDaysLeft"] == 300.0
+    assert judged().figures["certificateDaysLeft"] is None  # no TLS, or Apache's
+
+
 def test_action_findings_come_before_information_and_all_are_listed() -> None:
     d = judged("SYNC_MASTER", commitLogDiskRatio="0.80", haConnectionCount="0", dispatchBehindBytes=str(64 << 20),
                putTps="5.00 90.00 100.00")

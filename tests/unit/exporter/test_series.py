@@ -6,7 +6,7 @@ from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, Cluste
 from mqtools.client.admin.models.groups import ConsumerProgress, QueueProgress
 from mqtools.common.presentation import Unreachable
 from mqtools.exporter.catalogue import FAMILIES
-from mqtools.exporter.series import group_samples, master_up_samples, open_files_samples, runtime_samples
+from mqtools.exporter.series import group_samples, master_up_samples, node_samples, runtime_samples
 from mqtools.remoting.bodies import MessageQueue
 
 
@@ -29,12 +29,17 @@ def test_runtime_figures_by_rocketmq_exporters_names_and_only_those_given() -> N
     assert got.keys() <= FAMILIES.keys()
 
 
-def test_open_files_of_every_node_that_reports_them() -> None:
-    mine = BrokerRuntime.from_table({"openFileDescriptors": "322", "maxOpenFileDescriptors": "1048576"})
-    assert [(s.name, s.labels, s.value) for s in open_files_samples("C", "s:10911", mine)] == [
-        ("mq_broker_open_files", ("C", "s:10911"), 322.0), ("mq_broker_open_files_limit", ("C", "s:10911"), 1048576.0)]
-    assert open_files_samples("C", "a:10911", BrokerRuntime.from_table({"putTps": "1 1 1"})) == []  # Apache's
-    assert {"mq_broker_open_files", "mq_broker_open_files_limit"} <= FAMILIES.keys()
+def test_open_files_and_certificate_expiry_of_every_node_that_reports_them() -> None:
+    mine = BrokerRuntime.from_table({"openFileDescriptors": "322", "maxOpenFileDescriptors": "1048576",
+                                     "tlsCertificateNotAfter": "1796083200000"})
+    assert [(s.name, s.labels, s.value) for s in node_samples("C", "s:10911", mine)] == [
+        ("mq_broker_open_files", ("C", "s:10911"), 322.0), ("mq_broker_open_files_limit", ("C", "s:10911"), 1048576.0),
+        ("mq_broker_tls_certificate_expiry_timestamp_seconds", ("C", "s:10911"), 1796083200.0)]
+    plain = BrokerRuntime.from_table({"openFileDescriptors": "20", "maxOpenFileDescriptors": "1024"})
+    assert [s.name for s in node_samples("C", "p:10911", plain)] == ["mq_broker_open_files",
+                                                                     "mq_broker_open_files_limit"]  # no TLS
+    assert node_samples("C", "a:10911", BrokerRuntime.from_table({"putTps": "1 1 1"})) == []  # Apache's
+    assert {s.name for s in node_samples("C", "s:10911", mine)} <= FAMILIES.keys()
 
 
 def test_a_groups_diff_per_topic_with_its_retry_topic_apart_and_offsets_per_broker() -> None:

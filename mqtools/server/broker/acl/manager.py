@@ -1,11 +1,10 @@
 """The broker's ACL: plain_acl.yml on disk, reloaded when it changes, and the per-request decision.
 
 Where the file is: the broker property `aclFilePath`, else `$ROCKETMQ_HOME/conf/plain_acl.yml`
-as RocketMQ reads it. The file is polled (its mtime, size and inode) every `aclWatchIntervalMills`
-instead of watched through inotify: portable and cheap, and a reload never blocks the event loop
-because parsing a small YAML file is fast. A change is loaded once two polls in a row see the same
-new stamp, so a file caught half-written by an editor is not taken for the rules. An invalid edit
-keeps the previous rules.
+as RocketMQ reads it. The file is polled every `aclWatchIntervalMills` (mqtools.common.file_watch: a
+change is loaded once two polls in a row see it the same, so a file caught half-written by an editor is not
+taken for the rules; a deleted file is not a change, as Apache's watch ignores deletions); a reload never
+blocks the event loop because parsing a small YAML file is fast. An invalid edit keeps the previous rules.
 
 The decision follows PlainPermissionManager.validate: a globally white address passes; otherwise
 the request needs an AccessKey the file knows; an account's own white address passes; otherwise
@@ -22,6 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from mqtools.common.atomic_file import write_atomic
+from mqtools.common.file_watch import FileWatch
 from mqtools.remoting import acl
 from mqtools.remoting.bodies import DataVersion, PlainAccessConfig
 from mqtools.remoting.command import RemotingCommand
@@ -48,42 +48,37 @@ class PlainPermissionManager:
         self.clock = clock
         self.file = PlainAclFile()
         self.rules: PlainAcl = self.file.compile()
-        self._stamp: tuple[int, int, int] | None = None
-        self._seen: tuple[int, int, int] | None = None
+        self._watch = FileWatch([path])
         self._task: asyncio.Task | None = None
         self._writing = asyncio.Lock()  # admin requests rewrite the file one at a time (RocketMQ: synchronized)
 
     # ------------------------------------------------------------------ file
 
-    def _file_stamp(self) -> tuple[int, int, int] | None:
-        try:
-            st = self.path.stat()
-        except FileNotFoundError:
-            return None
-        return st.st_mtime_ns, st.st_size, st.st_ino
-
     def load(self) -> None:
         """Read the file now; ValueError (no secret in it) when it is invalid. A missing file is empty."""
-        stamp = self._file_stamp()
-        text = self.path.read_text() if stamp is not None else ""
+        self._watch.adopt()
+        self._read()
+
+    def _read(self) -> None:
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            text = ""
         parsed = PlainAclFile.parse(text)
-        self.file, self.rules, self._stamp = parsed, parsed.compile(), stamp
+        self.file, self.rules = parsed, parsed.compile()
         log.info("ACL rules loaded from %s: %d accounts, %d global white addresses", self.path,
                  len(parsed.accounts), len(parsed.global_white_remote_addresses))
 
     def reload_if_changed(self) -> bool:
-        stamp = self._file_stamp()
-        if stamp == self._stamp:
-            return False
-        if stamp != self._seen:  # changed since the last poll: maybe still being written
-            self._seen = stamp
+        if not self._watch.poll():
             return False
         try:
-            self.load()
+            self._read()
         except (OSError, ValueError) as exc:
-            self._stamp = self._file_stamp()  # one line per bad edit, not one per poll
             log.warning("ACL file %s not reloaded, keeping the previous rules: %s", self.path, exc)
             return False
+        finally:
+            self._watch.loaded()  # one line per bad edit, not one per poll
         return True
 
     async def start(self, interval_s: float) -> None:
@@ -112,7 +107,8 @@ class PlainPermissionManager:
         data = new.render().encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(write_atomic, self.path, data)
-        self.file, self.rules, self._stamp = new, new.compile(), self._file_stamp()
+        self.file, self.rules = new, new.compile()
+        self._watch.adopt()
 
     # ------------------------------------------------------------------ admin requests
 

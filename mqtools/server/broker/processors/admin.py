@@ -228,6 +228,8 @@ class AdminProcessor:
         held = descriptors()  # mq's own figures: a broker out of them refuses new connections and queue files
         if held is not None:
             info["openFileDescriptors"], info["maxOpenFileDescriptors"] = str(held[0]), str(held[1])
+        if c.tls.not_after is not None:  # mq's own too: the served certificate's expiry (epoch ms), as renewed
+            info["tlsCertificateNotAfter"] = str(int(c.tls.not_after * 1000))
         info.setdefault("earliestMessageTimeStamp", str(self._earliest_message_time()))
         if c.ha is not None:
             info.update(c.ha.runtime_info())
