@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 from typing import Annotated, Optional
 
@@ -57,6 +58,7 @@ def start(
         config.config_store_path = str(config_file)
     config.apply(overrides)
     config.tls_server().context()  # the certificate and key load, or the start fails here in one line
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
     namesrv = NamesrvController(config)
     controller = embedded_controller(config_file, config.extra) if config.enable_controller_in_namesrv else None

@@ -232,7 +232,9 @@ def broker_diagnosis_view(found: list[BrokerDiagnosis]) -> View:
                       f"{number(fig.get('sendQueueHeadWaitMs'), 'ms')}, page cache lock "
                       f"{number(fig.get('pageCacheLockMs'), 'ms')}, dispatch behind "
                       f"{number(fig.get('dispatchBehindBytes'), 'B')}, disk {_pct(fig.get('diskRatio'))}, "
-                      f"file descriptors {number(fig.get('openFiles'))} of {number(fig.get('openFilesLimit'))}")
+                      f"file descriptors {number(fig.get('openFiles'))} of {number(fig.get('openFilesLimit'))}"
+                      + ("" if fig.get("certificateDaysLeft") is None else
+                         f", TLS certificate {number(fig['certificateDaysLeft'])} days left"))
     return View("BrokerDiagnosis", FINDING_COLUMNS, rows, {"brokers": [d.to_json() for d in found]},
                 title=" ".join(f"{d.addr}: {d.verdict.upper()}" for d in found), footer=footer)
 
