@@ -76,6 +76,9 @@ class ProxyConfig:
     #: The gRPC port's certificate and key (PEM), Apache's keys; empty: plaintext only.
     tls_cert_path: str = ""
     tls_key_path: str = ""
+    #: How often the proxy looks whether tlsCertPath or tlsKeyPath changed (Apache 5.5's key and default: an hour;
+    #: the brokers and name servers look every half second, as Apache's do).
+    tls_cert_watch_interval_ms: int = 3_600_000
     #: tls.server.mode (a JVM property of Apache's proxy): permissive takes TLS and plaintext on the one port,
     #: enforcing TLS only, disabled plaintext only. Empty: permissive with a certificate, else disabled.
     tls_server_mode: str = ""
@@ -135,6 +138,8 @@ class ProxyConfig:
             raise ProxyConfigError("detectTimeout and detectInterval must be > 0 (milliseconds)")
         if self.max_message_size <= 0 or self.grpc_max_inbound_message_size <= 0:
             raise ProxyConfigError("maxMessageSize and grpcMaxInboundMessageSize must be > 0")
+        if self.tls_cert_watch_interval_ms <= 0:
+            raise ProxyConfigError("tlsCertWatchIntervalMs must be > 0 (milliseconds)")
         if bool(self.tls_cert_path) != bool(self.tls_key_path):
             raise ProxyConfigError("tlsCertPath and tlsKeyPath go together: set both to serve TLS, or neither")
         if self.tls_mode is not TlsMode.DISABLED and not self.tls_cert_path:

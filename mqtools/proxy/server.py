@@ -242,7 +242,7 @@ def server_certificates(config: ProxyConfig) -> TlsCertificateManager:
     ProxyConfigError when they do not load."""
     settings = TlsServerSettings(config.tls_mode, config.tls_cert_path or None, config.tls_key_path or None)
     try:
-        return TlsCertificateManager(settings)
+        return TlsCertificateManager(settings, interval_s=config.tls_cert_watch_interval_ms / 1000)
     except ConfigError as exc:
         raise ProxyConfigError(str(exc)) from None
 

@@ -188,7 +188,7 @@ def test_a_renewed_certificate_reaches_new_grpc_and_remoting_connections(
     for name in ("ca", "cert", "key"):
         shutil.copyfile(getattr(certs, name), getattr(served, name))
     renewed = make_local_certificates(tmp_path / "renewed")
-    proxy = start_proxy(cluster, served, tmp_path)
+    proxy = start_proxy(cluster, served, tmp_path, tlsCertWatchIntervalMs="500")  # Apache's default: an hour
     addr = f"127.0.0.1:{grpc_port(proxy)}"
     ready = next(line for line in proxy.lines if line.startswith("READY proxy"))
     remoting = int(ready.split("remoting=")[1].split()[0])
