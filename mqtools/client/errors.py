@@ -44,6 +44,11 @@ class UnreachableError(MQClientError):
 class ConnectFailedError(UnreachableError):
     """No connection could be made: the request never left, so it surely did nothing."""
 
+    def __init__(self, message: str, reason: str | None = None) -> None:
+        super().__init__(message)
+        #: Why, in a few words (connection refused, connect timed out, TLS: certificate has expired, ...).
+        self.reason = reason or message
+
 
 class RequestTimeoutError(UnreachableError):
     """No answer within the timeout: the server may still have done what was asked."""
@@ -56,7 +61,7 @@ class ConnectionDroppedError(UnreachableError):
 def unreachable_error(exc: RemotingError) -> UnreachableError:
     """The client error for a transport failure."""
     if isinstance(exc, RemotingConnectError):
-        return ConnectFailedError(str(exc))
+        return ConnectFailedError(str(exc), exc.reason)
     if isinstance(exc, RemotingTimeoutError):
         return RequestTimeoutError(str(exc))
     return ConnectionDroppedError(str(exc))

@@ -27,6 +27,7 @@ from mqtools.remoting.errors import (
     RemotingConnectionClosed,
     RemotingError,
     RemotingTimeoutError,
+    connect_failure,
 )
 from mqtools.remoting.frame import DEFAULT_MAX_FRAME
 from mqtools.remoting.transport import RemotingConnection, RequestCallback
@@ -96,7 +97,7 @@ class RemotingClient:
                 _transport, conn = await loop.create_connection(factory, host, port, ssl=tls,
                                                                 server_hostname=server_name)
         except (OSError, TimeoutError) as exc:
-            raise RemotingConnectError(addr, str(exc) or type(exc).__name__) from None
+            raise RemotingConnectError(addr, connect_failure(exc), str(exc) or None) from None
         conn.peer = addr
         self._conns[addr] = conn
         return conn

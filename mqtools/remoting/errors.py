@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ssl
+
 
 class RemotingError(Exception):
     """Base of every remoting failure."""
@@ -12,11 +14,30 @@ class ProtocolError(RemotingError):
 
 
 class RemotingConnectError(RemotingError):
-    """No connection could be made to the address."""
+    """No connection could be made to the address; `reason` says why in a few words (connect_failure)."""
 
-    def __init__(self, addr: str, reason: str) -> None:
-        super().__init__(f"connect to {addr} failed: {reason}")
+    def __init__(self, addr: str, reason: str, detail: str | None = None) -> None:
+        super().__init__(f"connect to {addr} failed: {detail or reason}")
         self.addr = addr
+        self.reason = reason
+
+
+def connect_failure(exc: BaseException) -> str:
+    """Why a connect failed, as an operator reads it: refused (nothing listens: a process down), timed out (nothing
+    answers: a host down or cut off), the certificate or the handshake (TLS), or the system's own words."""
+    if isinstance(exc, ssl.SSLCertVerificationError):
+        return f"TLS: {exc.verify_message or exc.reason}"
+    if isinstance(exc, ssl.SSLError):
+        return f"TLS handshake failed: {exc.reason or exc}"
+    if isinstance(exc, TimeoutError):
+        return "connect timed out"
+    if isinstance(exc, ConnectionRefusedError):
+        return "connection refused"
+    if isinstance(exc, ConnectionResetError):
+        return "connection reset"
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:1].lower() + exc.strerror[1:]
+    return str(exc) or type(exc).__name__
 
 
 class RemotingTimeoutError(RemotingError):

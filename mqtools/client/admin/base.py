@@ -84,7 +84,7 @@ def broker_sets(route: TopicRoute) -> dict[str, dict[int, str]]:
 def reason_of(exc: UnreachableError) -> str:
     """The short reason a document names for a replica that did not answer."""
     if isinstance(exc, ConnectFailedError):
-        return "connection refused"
+        return exc.reason
     if isinstance(exc, RequestTimeoutError):
         return "timed out"
     return str(exc) or type(exc).__name__

@@ -6,9 +6,9 @@ import asyncio
 import time
 from typing import TYPE_CHECKING
 
-from mqtools.client.admin.base import AdminService
+from mqtools.client.admin.base import AdminService, reason_of
 from mqtools.client.admin.models.brokers import BrokerRow, ClusterSnapshot, Heartbeat
-from mqtools.client.errors import MQClientError, NotAvailable, RequestTimeoutError
+from mqtools.client.errors import MQClientError, NotAvailable, RequestTimeoutError, UnreachableError
 from mqtools.remoting.bodies import BrokerLiveTable
 from mqtools.remoting.codes import RequestCode
 
@@ -68,6 +68,7 @@ class ClusterAdmin(AdminService):
             for row, answer in zip(rows, answers, strict=True):
                 if isinstance(answer, MQClientError):
                     row.error = str(answer)
+                    row.reason = reason_of(answer) if isinstance(answer, UnreachableError) else row.error
                 else:
                     row.runtime = answer
         return ClusterSnapshot(list(self.admin.namesrv_addrs), {c: sorted(n) for c, n in info.cluster_addr_table.items()},

@@ -7,8 +7,9 @@ from mqtools.client.errors import ConnectFailedError, MQBrokerError, RequestTime
 from mqtools.common.presentation import Unreachable
 
 SETS = {"a": {0: "m-a", 1: "s-a"}, "b": {1: "s-b"}, "c": {0: "m-c"}, "d": {0: "m-d", 2: "s-d"}, "e": {}}
-DEAD = {"m-a": ConnectFailedError("refused"), "m-c": RequestTimeoutError("slow"),
-        "m-d": RequestTimeoutError("slow"), "s-d": ConnectFailedError("refused")}
+DEAD = {"m-a": ConnectFailedError("connect to m-a failed: [Errno 111] Connection refused", "connection refused"),
+        "m-c": RequestTimeoutError("slow"), "m-d": RequestTimeoutError("slow"),
+        "s-d": ConnectFailedError("connect to s-d failed: [Errno 111] Connection refused", "connection refused")}
 
 
 async def test_master_else_slave_and_the_rest_named() -> None:

@@ -124,6 +124,9 @@ class BrokerRow:
     runtime: BrokerRuntime | None = None
     error: str | None = None
     """Why `runtime` is None (unreachable, timed out, refused), when it was asked for."""
+    reason: str | None = None
+    """The same in a few words (connection refused, timed out, TLS: certificate has expired), as a partial
+    document names it."""
 
     @property
     def is_master(self) -> bool:
@@ -307,7 +310,6 @@ def cluster_list_view(snap: ClusterSnapshot, cluster: str | None, more: bool) ->
                   _ratio(b.runtime.commitlog_disk_ratio) if b.runtime else None] for b in rows]
     footer = [] if snap.live_table_available else [
         "heartbeat ages: n/a (the name servers do not answer mq's private GET_BROKER_LIVE_TABLE)"]
-    footer += [f"{b.addr}: {b.error}" for b in rows if b.error]
     orphans = snap.without_master(cluster)
     for c, name in orphans:
         marker = [] if more else ["no master"]
@@ -318,7 +320,8 @@ def cluster_list_view(snap: ClusterSnapshot, cluster: str | None, more: bool) ->
                                                         if cluster is None or c == cluster},
             "brokers": [broker_json(b, b.runtime) for b in rows],
             "brokerSetsWithoutMaster": [{"cluster": c, "brokerName": name} for c, name in orphans]}
-    return View("ClusterList", columns, table, data, footer=footer)
+    unreachable = [Unreachable(b.broker_name, b.addr, b.reason or b.error) for b in rows if b.error]
+    return View("ClusterList", columns, table, data, footer=footer, unreachable=unreachable)
 
 
 @renders("ClusterRT")
