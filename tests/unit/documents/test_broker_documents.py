@@ -52,8 +52,8 @@ def test_cluster_list_with_a_silent_broker_and_a_set_without_master() -> None:
         None, None, {NS: None}, "timed out")
     assert doc["brokers"][0]["heartbeats"] == {NS: {"ageMs": 1500, "timeoutMs": 120_000}}
     assert doc["brokerSetsWithoutMaster"] == [{"cluster": "DefaultCluster", "brokerName": "broker-c"}]
-    assert view.footer == ["broker set broker-c has no master registered: its slaves serve reads only (mq admin ha "
-                           "status -b broker-c)"]
+    assert view.footer == [("broker set broker-c has no master registered: its slaves serve reads only (mq admin ha "
+                            "status -b broker-c)")]
     # a broker whose figures could not be read makes the list partial (exit 4), named with its reason
     assert (doc["partial"], doc["unreachable"]) == (True, [{"brokerName": "broker-b", "addr": "10.0.0.3:10911",
                                                            "reason": "timed out"}])
