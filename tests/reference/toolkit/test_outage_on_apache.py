@@ -175,7 +175,8 @@ def test_a_hung_master_on_apache_is_read_from_its_slave_within_one_timeout(
     finally:
         os.kill(master.pid, signal.SIGCONT)
     assert judged.returncode == EXIT_UNREACHABLE and "Traceback" not in judged.stderr, judged.stdout + judged.stderr
-    assert tools == {**dict.fromkeys(NO_PROXY, "whole"), "ha_status": "partial"}  # the hung master's figures
+    # the hung master's figures: its HA figures, and its row of the cluster list
+    assert tools == {**dict.fromkeys(NO_PROXY, "whole"), "ha_status": "partial", "cluster_list": "partial"}
     assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
     assert figures["rocketmq_producer_offset"] == dict.fromkeys(BROKERS, SENT / 2)
     assert figures["rocketmq_group_diff"] == {topic: LAG}

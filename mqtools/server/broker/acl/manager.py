@@ -3,8 +3,8 @@
 Where the file is: the broker property `aclFilePath`, else `$ROCKETMQ_HOME/conf/plain_acl.yml`
 as RocketMQ reads it. The file is polled every `aclWatchIntervalMills` (mqtools.common.file_watch: a
 change is loaded once two polls in a row see it the same, so a file caught half-written by an editor is not
-taken for the rules; a deleted file is not a change, as Apache's watch ignores deletions); a reload never
-blocks the event loop because parsing a small YAML file is fast. An invalid edit keeps the previous rules.
+taken for the rules; a deleted file is not a change, as Apache's watch ignores deletions), off the event loop. An
+invalid edit keeps the previous rules.
 
 The decision follows PlainPermissionManager.validate: a globally white address passes; otherwise
 the request needs an AccessKey the file knows; an account's own white address passes; otherwise
@@ -86,7 +86,7 @@ class PlainPermissionManager:
             while True:
                 await asyncio.sleep(interval_s)
                 try:
-                    self.reload_if_changed()
+                    await asyncio.to_thread(self.reload_if_changed)  # a stat can hang on a network file system
                 except Exception:  # our bug: logged with its traceback, and the watch goes on
                     log.exception("ACL file watch failed")
 
