@@ -4,9 +4,9 @@ asyncio's own server cannot decide per connection whether to wrap it in TLS, and
 that reads the first bytes has consumed the ClientHello the TLS layer needs. So this accepts
 sockets itself, waits (without blocking the loop) until the first byte arrives, peeks it
 (MSG_PEEK leaves it in the socket), and only then hands the socket to asyncio with or without
-an SSLContext (the certificate manager's as it is then); the handshake runs inside asyncio, bounded by a
-timeout. The remoting server
-and the HA master both use it, so one decision (`classify_first_byte`) covers both ports.
+an SSLContext (the certificate manager's as it is then); the handshake runs inside asyncio, bounded
+by a timeout. The remoting server and the HA master both use it, so one decision
+(`classify_first_byte`) covers both ports.
 """
 
 from __future__ import annotations
