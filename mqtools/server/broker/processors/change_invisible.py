@@ -10,7 +10,7 @@ The new checkpoint's pop time is never the old one's: a change in the millisecon
 a message its client left visible again at once does that) would give the new checkpoint the old one's merge
 key (topic, group, queue, start offset, pop time), so the revive would take it for the old one and the ack that
 follows for an ack of both: the message, and the rest of its batch, would never come back. Apache's broker has
-the same key and is not guarded; its slower proxy seldom meets it, mq's did once in ten such receives.
+the same key and is not guarded; its slower proxy seldom meets it, mq's in 2 of 27 such receives.
 
 Refusals as Apache's: TOPIC_NOT_EXIST, MESSAGE_ILLEGAL (queue id), NO_MESSAGE (offset outside the queue);
 an extra info that does not parse is SYSTEM_ERROR.
