@@ -24,9 +24,12 @@ from cryptography import x509
 
 from mqtools.common.configkeys import ConfigError
 from mqtools.common.file_watch import FileWatch
+from mqtools.common.log_limiter import LimitedLog
+from mqtools.common.periodic import every_in_thread
 from mqtools.common.tls import TlsMode, TlsServerSettings
 
 log = logging.getLogger("mq.tls")
+_failures = LimitedLog(log)
 
 #: How often the files are looked at (Apache's FileWatchService polls every 500 ms).
 WATCH_INTERVAL_S = 0.5
@@ -105,15 +108,9 @@ class TlsCertificateManager:
         if self.enabled and self._task is None:
             if log.level == logging.NOTSET:
                 log.setLevel(logging.INFO)  # a certificate taken (or not) belongs in the server's log
-            self._task = asyncio.create_task(self._run(), name="tls-certificates")
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self.interval_s)
-            try:
-                await asyncio.to_thread(self.reload_if_changed)
-            except Exception:  # our bug: logged with its traceback, and the watch goes on
-                log.exception("TLS certificate watch failed")
+            self._task = asyncio.create_task(every_in_thread(self.interval_s, self.reload_if_changed,
+                                                             "TLS certificate watch", _failures),
+                                             name="tls-certificates")
 
     async def shutdown(self) -> None:
         if self._task is not None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.server.lifecycle import cancel_and_wait
@@ -24,7 +24,8 @@ from mqtools.server.store.index import IndexService
 
 log = logging.getLogger(__name__)
 #: Periodic duties that fail the same way until the machine is mended: a line a minute, not one a round.
-_failures = LimitedLog(log)
+#: The store's periodic duties' failures (LimitedLog.failure), the flushes here and the cleaning.
+failures = LimitedLog(log)
 
 
 class GroupCommitService:
@@ -61,7 +62,7 @@ class GroupCommitService:
             try:
                 await self.flush_once()
             except OSError:
-                _failures.failure("sync", "commitlog sync failed; waiters will time out")
+                failures.failure("sync", "commitlog sync failed; waiters will time out")
                 await asyncio.sleep(0.01)
 
     async def flush_once(self) -> None:
@@ -98,22 +99,6 @@ async def wait_flushed(fut: asyncio.Future, timeout_s: float) -> bool:
         return bool(await asyncio.wait_for(asyncio.shield(fut), timeout_s))
     except TimeoutError:
         return False
-
-
-async def interval_loop(interval_s: float, action: Callable[[], object], name: str) -> None:
-    """Run a blocking ``action`` in a worker thread every ``interval_s`` until cancelled."""
-    await every(interval_s, lambda: asyncio.to_thread(action), name)
-
-
-async def every(interval_s: float, step: Callable[[], Awaitable[object]], name: str) -> None:
-    """Await ``step`` on the loop every ``interval_s`` until cancelled (work that touches what the loop's puts
-    use, as retention does)."""
-    while True:
-        await asyncio.sleep(interval_s)
-        try:
-            await step()
-        except Exception:  # noqa: BLE001 - the next interval retries
-            _failures.failure(name, "%s failed", name)
 
 
 class StoreFlusher:
@@ -165,7 +150,7 @@ class StoreFlusher:
             try:
                 await asyncio.to_thread(self._flush_cqs, cqs, thorough, ts)
             except Exception:  # noqa: BLE001 - a file closed under the flush (topic deleted) must not end it
-                _failures.failure("cq", "consume queue flush failed")
+                failures.failure("cq", "consume queue flush failed")
 
     def _flush_cqs(self, cqs: list[ConsumeQueue], thorough: bool, logics_ts: int) -> None:
         least = 0 if thorough else self.config.flush_consume_queue_least_pages

@@ -71,6 +71,7 @@ from mqtools.common.codec import (
 )
 from mqtools.common.loop import settle
 from mqtools.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
+from mqtools.common.periodic import every, every_in_thread
 from mqtools.common.sysflag import HOST_V6_FLAGS, is_consumable
 from mqtools.common.topics import SCHEDULE_TOPIC
 from mqtools.server.lifecycle import cancel_and_wait
@@ -81,7 +82,7 @@ from mqtools.server.store.commitlog import CommitLog, EntryTooLarge
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.delay_levels import DelayLevelTable
 from mqtools.server.store.dispatch import ArrivalListener, DispatchService, Watching
-from mqtools.server.store.flush import GroupCommitService, StoreFlusher, every, interval_loop, wait_flushed
+from mqtools.server.store.flush import GroupCommitService, StoreFlusher, failures, wait_flushed
 from mqtools.server.store.index import IndexService
 from mqtools.server.store.reader import QueueReader
 from mqtools.server.store.results import (
@@ -149,12 +150,12 @@ class MessageStore:
             self._group_commit = GroupCommitService(flusher.sync_flush, lambda: self.commitlog.max_offset)
             self._group_commit.start(self.commitlog.flushed_where)
         else:
-            self._spawn(interval_loop(self.config.flush_interval_commit_log / 1000, flusher.async_flush,
-                                      "commitlog flush"), "commitlog-flush")
+            self._spawn(every_in_thread(self.config.flush_interval_commit_log / 1000, flusher.async_flush,
+                                        "commitlog flush", failures), "commitlog-flush")
         if self.config.warm_mapped_file_enable:
             self.commitlog.warmer = MappedFileWarmer.start_if_supported()
         self._spawn(flusher.consume_queue_loop(), "consume-queue-flush")
-        self._spawn(every(self.config.clean_resource_interval / 1000, self.clean_once, "store cleaning"),
+        self._spawn(every(self.config.clean_resource_interval / 1000, self.clean_once, "store cleaning", failures),
                     "store-clean")
         self._spawn(self.stats.sample_loop(), "store-tps")
         (self.config.root / "abort").touch()

@@ -22,6 +22,8 @@ from pathlib import Path
 
 from mqtools.common.atomic_file import write_atomic
 from mqtools.common.file_watch import FileWatch
+from mqtools.common.log_limiter import LimitedLog
+from mqtools.common.periodic import every
 from mqtools.remoting import acl
 from mqtools.remoting.bodies import DataVersion, PlainAccessConfig
 from mqtools.remoting.command import RemotingCommand
@@ -29,6 +31,7 @@ from mqtools.server.broker.acl import addresses
 from mqtools.server.broker.acl.plain_acl import PlainAcl, PlainAclFile, check_account
 
 log = logging.getLogger(__name__)
+_failures = LimitedLog(log)
 
 ROCKETMQ_HOME_ENV = "ROCKETMQ_HOME"
 
@@ -82,15 +85,13 @@ class PlainPermissionManager:
         return True
 
     async def start(self, interval_s: float) -> None:
-        async def watch() -> None:
-            while True:
-                await asyncio.sleep(interval_s)
-                try:
-                    await asyncio.to_thread(self.reload_if_changed)  # a stat can hang on a network file system
-                except Exception:  # our bug: logged with its traceback, and the watch goes on
-                    log.exception("ACL file watch failed")
+        self._task = asyncio.create_task(every(interval_s, self._watch_step, "ACL file watch", _failures))
 
-        self._task = asyncio.create_task(watch())
+    async def _watch_step(self) -> None:
+        """reload_if_changed off the event loop (a stat can hang on a network file system), never beside an admin
+        request's write of the file, whose rules a reload of the file read before it would replace."""
+        async with self._writing:
+            await asyncio.to_thread(self.reload_if_changed)
 
     async def shutdown(self) -> None:
         if self._task is not None:
