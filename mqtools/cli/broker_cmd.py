@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from mqtools.cli.frame import needs_extra
-from mqtools.cli.serve import option_overrides, run_server
+from mqtools.cli.serve import option_overrides, run_server, server_logging
 
 app = typer.Typer(help="Broker role.", no_args_is_help=True)
 
@@ -58,7 +57,7 @@ def start(
     overrides = option_overrides({"namesrvAddr": namesrv, "listenPort": listen_port,
                                   "storePathRootDir": store_dir, "brokerName": broker_name})
     config = load_config(config_file, overrides)
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    server_logging()
     controller = BrokerController(config, config_path=config_file)
     if not (enable_proxy or config.extra.get("enableProxy", "").lower() == "true"):
         run_server(serve(controller, lambda: typer.echo(controller.ready_line())))

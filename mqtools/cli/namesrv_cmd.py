@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
-from mqtools.cli.serve import option_overrides, run_server
+from mqtools.cli.serve import option_overrides, run_server, server_logging
 
 app = typer.Typer(help="Name server role.", no_args_is_help=True)
 
@@ -58,7 +57,7 @@ def start(
         config.config_store_path = str(config_file)
     config.apply(overrides)
     config.tls_server().context()  # the certificate and key load, or the start fails here in one line
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    server_logging()
 
     namesrv = NamesrvController(config)
     controller = embedded_controller(config_file, config.extra) if config.enable_controller_in_namesrv else None

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import logging
 from pathlib import Path
 from typing import Annotated, Optional
 
 import typer
 
 from mqtools.cli.frame import needs_extra
-from mqtools.cli.serve import run_server
+from mqtools.cli.serve import run_server, server_logging
 
 app = typer.Typer(help="gRPC proxy role (RocketMQ 5 clients over gRPC, brokers over remoting).",
                   no_args_is_help=True)
@@ -59,7 +58,7 @@ def start(
     if config.proxy_mode.lower() == "local":
         raise ProxyConfigError("proxyMode local runs inside a broker: mq broker start -c broker.properties "
                                "--enable-proxy (or enableProxy=true in its properties)")
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    server_logging()
     proxy = ProxyServer(config)
 
     class _Listening:

@@ -1,11 +1,12 @@
-"""What the server-role commands (`mq namesrv start`, `mq broker start`) share.
+"""What the server-role commands (`mq namesrv start`, `mq broker start`, `mq proxy start`) share.
 
-Each turns its flags into properties that override the config file, runs its server on the
-one event loop until SIGINT/SIGTERM, and reports a failed start as one `mq: error:` line.
+Each turns its flags into properties that override the config file, logs in one format, runs its server
+on the one event loop until SIGINT/SIGTERM, and reports a failed start as one `mq: error:` line.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Coroutine
 from typing import Any
 
@@ -13,6 +14,12 @@ from typing import Any
 def option_overrides(options: dict[str, object | None]) -> dict[str, str]:
     """The flags that were given, as properties (RocketMQ key -> string); unset (None) ones left out."""
     return {key: str(value) for key, value in options.items() if value is not None}
+
+
+def server_logging() -> None:
+    """Warnings and errors of every logger, with time, level and logger name; a logger that sets INFO for
+    itself (HA, TLS certificates) shows its INFO lines too."""
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
 def run_server(main: Coroutine[Any, Any, Any]) -> None:
