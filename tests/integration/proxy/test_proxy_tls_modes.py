@@ -79,16 +79,32 @@ def grpc_port(proxy: MqProcess) -> int:
     return int(ready.split()[2].rsplit(":", 1)[1])
 
 
+def remoting_port(proxy: MqProcess) -> int:
+    ready = next(line for line in proxy.lines if line.startswith("READY proxy"))
+    return int(ready.split("remoting=")[1].split()[0])
+
+
+def channel(addr: str, ca: bytes | None) -> grpc.Channel:
+    """A channel over TLS (trusting `ca`) or plaintext, with a connection of its own (grpc shares connections
+    between a process's channels otherwise, so a new channel would not always mean a new handshake)."""
+    own = [("grpc.use_local_subchannel_pool", 1)]
+    return grpc.secure_channel(addr, grpc.ssl_channel_credentials(ca), options=own) if ca \
+        else grpc.insecure_channel(addr, options=own)
+
+
+def query_route(over: grpc.Channel, addr: str) -> int:
+    """QueryRoute's status code over a channel to `addr`; UNAVAILABLE raises."""
+    request = spb.QueryRouteRequest(topic=pb.Resource(name=TOPIC), endpoints=pb.Endpoints(
+        scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=int(addr.rsplit(":", 1)[1]))]))
+    raw = over.unary_unary(QUERY_ROUTE)(request.SerializeToString(), metadata=[("x-mq-client-id", "tls-it")],
+                                        timeout=15)
+    return spb.QueryRouteResponse.FromString(raw).status.code
+
+
 def route(addr: str, ca: bytes | None) -> int:
-    """QueryRoute's status code over TLS (with the CA) or plaintext; UNAVAILABLE raises."""
-    channel = grpc.secure_channel(addr, grpc.ssl_channel_credentials(ca)) if ca else grpc.insecure_channel(addr)
-    with channel:
-        port = int(addr.rsplit(":", 1)[1])
-        request = spb.QueryRouteRequest(topic=pb.Resource(name=TOPIC), endpoints=pb.Endpoints(
-            scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=port)]))
-        raw = channel.unary_unary(QUERY_ROUTE)(request.SerializeToString(), metadata=[("x-mq-client-id", "tls-it")],
-                                               timeout=15)
-        return spb.QueryRouteResponse.FromString(raw).status.code
+    """QueryRoute's status code over a new connection, TLS (with the CA) or plaintext; UNAVAILABLE raises."""
+    with channel(addr, ca) as over:
+        return query_route(over, addr)
 
 
 def client_ports(proxy: MqProcess, port: int) -> set[int]:
@@ -99,10 +115,8 @@ def client_ports(proxy: MqProcess, port: int) -> set[int]:
 
 async def producer_ports(namesrv: str, proxy: MqProcess) -> set[int]:
     """The ports of the producers of TOPIC the proxy reports on its remoting port (GET_PRODUCER_CONNECTION_LIST)."""
-    ready = next(line for line in proxy.lines if line.startswith("READY proxy"))
-    remoting = int(ready.split("remoting=")[1].split()[0])
     async with MQAdmin(namesrv) as admin:
-        clients = await admin.proxies.producers(f"127.0.0.1:{remoting}", TOPIC)
+        clients = await admin.proxies.producers(f"127.0.0.1:{remoting_port(proxy)}", TOPIC)
     return {int(c.client_addr.rsplit(":", 1)[1]) for c in clients or []}
 
 
@@ -164,20 +178,13 @@ def test_a_mode_the_proxy_cannot_serve_is_one_line(cluster: Cluster, certs: Loca
 
 
 def route_over(addr: str, ca: bytes) -> bool:
-    """Whether QueryRoute answers OK over a new TLS connection trusting `ca` (a channel of its own: grpc shares
-    connections between channels of a process otherwise)."""
-    options = [("grpc.use_local_subchannel_pool", 1)]
-    with grpc.secure_channel(addr, grpc.ssl_channel_credentials(ca), options=options) as channel:
-        request = spb.QueryRouteRequest(topic=pb.Resource(name=TOPIC), endpoints=pb.Endpoints(
-            scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=int(addr.rsplit(":", 1)[1]))]))
-        try:
-            raw = channel.unary_unary(QUERY_ROUTE)(request.SerializeToString(),
-                                                   metadata=[("x-mq-client-id", "tls-renewed")], timeout=15)
-        except grpc.RpcError as exc:
-            if exc.code() is grpc.StatusCode.UNAVAILABLE:  # the handshake failed
-                return False
-            raise
-    return spb.QueryRouteResponse.FromString(raw).status.code == pb.OK
+    """Whether QueryRoute answers OK over a new TLS connection trusting `ca` (False: the handshake failed)."""
+    try:
+        return route(addr, ca) == pb.OK
+    except grpc.RpcError as exc:
+        if exc.code() is grpc.StatusCode.UNAVAILABLE:
+            return False
+        raise
 
 
 def test_a_renewed_certificate_reaches_new_grpc_and_remoting_connections(
@@ -190,23 +197,16 @@ def test_a_renewed_certificate_reaches_new_grpc_and_remoting_connections(
     renewed = make_local_certificates(tmp_path / "renewed")
     proxy = start_proxy(cluster, served, tmp_path, tlsCertWatchIntervalMs="500")  # Apache's default: an hour
     addr = f"127.0.0.1:{grpc_port(proxy)}"
-    ready = next(line for line in proxy.lines if line.startswith("READY proxy"))
-    remoting = int(ready.split("remoting=")[1].split()[0])
-    held = grpc.secure_channel(addr, grpc.ssl_channel_credentials(certs.ca.read_bytes()),
-                               options=[("grpc.use_local_subchannel_pool", 1)])
-    query = held.unary_unary(QUERY_ROUTE)
-    request = spb.QueryRouteRequest(topic=pb.Resource(name=TOPIC), endpoints=pb.Endpoints(
-        scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=int(addr.rsplit(":", 1)[1]))]))
+    held = channel(addr, certs.ca.read_bytes())
     try:
-        query(request.SerializeToString(), metadata=[("x-mq-client-id", "tls-held")], timeout=15)
+        assert query_route(held, addr) == pb.OK
         assert route_over(addr, certs.ca.read_bytes())
         for name in ("key", "cert"):
             shutil.copyfile(getattr(renewed, name), getattr(served, name))
         wait_for(lambda: route_over(addr, renewed.ca.read_bytes()), 20, "the renewed certificate on the gRPC port")
         assert not route_over(addr, certs.ca.read_bytes())
-        assert served_certificate(remoting) == ssl.PEM_cert_to_DER_cert(renewed.cert.read_text())
-        raw = query(request.SerializeToString(), metadata=[("x-mq-client-id", "tls-held")], timeout=15)
-        assert spb.QueryRouteResponse.FromString(raw).status.code == pb.OK
+        assert served_certificate(remoting_port(proxy)) == ssl.PEM_cert_to_DER_cert(renewed.cert.read_text())
+        assert query_route(held, addr) == pb.OK  # the connection opened before the renewal
     finally:
         held.close()
         proxy.stop()

@@ -11,6 +11,7 @@ import ssl
 from pathlib import Path
 
 import pytest
+from support.ports import free_port
 
 from mqtools.client.admin.base import reason_of
 from mqtools.client.errors import ConnectFailedError, unreachable_error
@@ -43,14 +44,8 @@ async def _failure(port: int, security: ClientSecurity | None = None) -> Remotin
         await client.close()
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 async def test_a_port_nothing_listens_on_is_refused_and_an_expired_certificate_is_named(tmp_path: Path) -> None:
-    refused = await _failure(_free_port())
+    refused = await _failure(free_port())
     assert refused.reason == "connection refused"
     assert reason_of(unreachable_error(refused)) == "connection refused"
     old = make_local_certificates(tmp_path, datetime.datetime.now(datetime.UTC) - datetime.timedelta(days=400))
