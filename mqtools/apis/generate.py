@@ -1,7 +1,8 @@
 """Regenerate the Python modules of apache/rocketmq-apis' protos (`make protos`).
 
-The three .proto files beside this script are Apache's, unmodified. Their generated modules are kept in
-the tree (so `make install` needs no protoc), with two changes made here after protoc runs:
+The three .proto files beside this script are Apache's, unmodified. Their generated message modules are kept
+in the tree (so `make install` needs no protoc); no gRPC stub modules are generated (the proxy serves through
+grpc's generic handlers, tests build their stub from the descriptor). Two changes are made here after protoc runs:
 
 * imports are absolute under `mqtools.apis`, so the modules load without the protos directory
   on sys.path;
@@ -52,12 +53,12 @@ def generate(root: Path = HERE) -> int:
     for old in v2.glob("*_pb2*.py*"):
         old.unlink()
     args = ["protoc", f"-I{root}", f"-I{well_known}", f"--python_out={root}", f"--pyi_out={root}",
-            f"--grpc_python_out={root}", *(str(v2 / p) for p in PROTOS)]
+            *(str(v2 / p) for p in PROTOS)]
     if protoc.main(args) != 0:
         return 1
     for proto in PROTOS:
         stem = proto.removesuffix(".proto")
-        for out in (f"{stem}_pb2.py", f"{stem}_pb2.pyi", f"{stem}_pb2_grpc.py"):
+        for out in (f"{stem}_pb2.py", f"{stem}_pb2.pyi"):
             _rewrite(v2 / out, proto)
     return 0
 

@@ -22,11 +22,11 @@ from pathlib import Path
 
 import grpc
 from fetch import SETS, ArtifactSet, require
+from support.grpcstub import MessagingServiceStub
 from support.ports import free_port
 
 from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
-from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc as stubs
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.errors import MQClientError
 from mqtools.common.security import ClientSecurity
@@ -275,7 +275,7 @@ def _answers_query_route(addr: str) -> bool:
         scheme=pb.IPv4, addresses=[pb.Address(host=host, port=int(port))]))
     with grpc.insecure_channel(addr) as channel:
         try:
-            answer = stubs.MessagingServiceStub(channel).QueryRoute(
+            answer = MessagingServiceStub(channel).QueryRoute(
                 request, metadata=[("x-mq-client-id", "reference-readiness")], timeout=2)
         except grpc.RpcError:
             return False

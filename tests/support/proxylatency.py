@@ -15,9 +15,9 @@ import grpc
 
 from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
-from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc
 from mqtools.remoting.codes import RequestCode
 from support.clientsupport import call
+from support.grpcstub import MessagingServiceStub
 from support.presetcluster import wait_for
 
 TOPIC = "PxLatency"
@@ -60,7 +60,7 @@ def stored(addr: str) -> int:
     return asyncio.run(total())
 
 
-def timed_send(stub: service_pb2_grpc.MessagingServiceStub, n: int) -> tuple[int, float]:
+def timed_send(stub: MessagingServiceStub, n: int) -> tuple[int, float]:
     """One send through the proxy: its status code and how long it took."""
     message = pb.Message(topic=pb.Resource(name=TOPIC), body=f"m{n}".encode())
     message.system_properties.message_id = f"LATENCY{n:08d}"
@@ -69,7 +69,7 @@ def timed_send(stub: service_pb2_grpc.MessagingServiceStub, n: int) -> tuple[int
     return answer.status.code, time.monotonic() - started
 
 
-def warm_up(stub: service_pb2_grpc.MessagingServiceStub, hung_addr: str, live: str) -> int:
+def warm_up(stub: MessagingServiceStub, hung_addr: str, live: str) -> int:
     """Sends with both brokers up until the last four were each answered within FAST_S, two by each broker (the
     proxy takes the queues in turn): whatever a slow first send (a cold JVM's first connection, on a loaded
     machine) made the proxy think of a broker is undone, and the hang starts from that state in both proxies (CI
@@ -96,7 +96,7 @@ def hang_one_of_two(proxy: str, hung: tuple[str, int], live: str) -> Outcome:
     (address, pid) SIGSTOPped, then sends until one reaches it again after its SIGCONT."""
     hung_addr, hung_pid = hung
     with grpc.insecure_channel(proxy) as channel:
-        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        stub = MessagingServiceStub(channel)
         warm = warm_up(stub, hung_addr, live)
         hung_before, live_before = stored(hung_addr), stored(live)
         os.kill(hung_pid, signal.SIGSTOP)

@@ -14,11 +14,11 @@ import grpc
 import psutil
 import pytest
 from support.adminsupport import mq_here
+from support.grpcstub import MessagingServiceStub
 from support.ports import random_base_port
 
 from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
-from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -109,7 +109,7 @@ def test_proxy_in_the_cluster_is_shown_stopped_started_and_downed(tmp_path: Path
         big = pb.Message(topic=pb.Resource(name="PxCluster"), body=b"x" * 65537)
         big.system_properties.message_id = "CLUSTER-BIG"
         with grpc.insecure_channel(addr) as channel:
-            answer = service_pb2_grpc.MessagingServiceStub(channel).SendMessage(
+            answer = MessagingServiceStub(channel).SendMessage(
                 spb.SendMessageRequest(messages=[big]), metadata=[("x-mq-client-id", "it")], timeout=15)
         assert answer.status.code == pb.MESSAGE_BODY_TOO_LARGE, answer.status  # over the brokers' maxMessageSize
 

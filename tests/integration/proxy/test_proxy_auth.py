@@ -22,11 +22,11 @@ from rocketmq.v5.producer import Producer
 from rocketmq.v5.util.signature import Signature
 from support.adminsupport import mq_here
 from support.clientsupport import Cluster, broker_cluster
+from support.grpcstub import MessagingServiceStub
 from support.mqproc import MqProcess, start_mq
 
 from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
-from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(240)]
 
@@ -90,7 +90,7 @@ def signed(user: str, secret: str, *, date_time: str | None = None) -> list[tupl
 
 def query_route(proxy: MqProcess, metadata: list[tuple[str, str]], topic: str = TOPIC) -> pb.Status:
     with grpc.insecure_channel(proxy.addr) as channel:
-        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        stub = MessagingServiceStub(channel)
         answer = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=topic), endpoints=pb.Endpoints(
             scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=proxy.port)])), metadata=metadata, timeout=15)
         return answer.status
@@ -137,7 +137,7 @@ def test_refusals_are_unauthorized_with_apaches_messages(proxy: MqProcess) -> No
 
     wrong = signed(APP[0], "not-the-secret")
     with grpc.insecure_channel(proxy.addr) as channel:
-        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        stub = MessagingServiceStub(channel)
         received = list(stub.ReceiveMessage(spb.ReceiveMessageRequest(
             group=pb.Resource(name="PxAuthGroup"), message_queue=pb.MessageQueue(topic=pb.Resource(name=TOPIC))),
             metadata=wrong, timeout=15))
@@ -174,7 +174,7 @@ def test_the_users_rules_are_enforced_by_the_proxy(proxy: MqProcess, cluster: Cl
     assert (status.code, status.message) == refusal(f"Topic:{OTHER}")
     assert query_route(proxy, signed(*ROOT), OTHER).code == pb.OK  # a Super user may do anything
     with grpc.insecure_channel(proxy.addr) as channel:
-        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        stub = MessagingServiceStub(channel)
         sent = stub.SendMessage(spb.SendMessageRequest(messages=[pb.Message(
             topic=pb.Resource(name=OTHER), body=b"x", system_properties=pb.SystemProperties(message_id="01AUTHZ"))]),
             metadata=signed(*APP), timeout=15)

@@ -16,11 +16,11 @@ import grpc
 import psutil
 import pytest
 from support.clientsupport import Cluster, broker_cluster, create_topic
+from support.grpcstub import MessagingServiceStub
 from support.mqproc import MqProcess, start_proxy
 
 from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
-from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(300)]
 
@@ -89,7 +89,7 @@ def endpoints(proxy: MqProcess) -> pb.Endpoints:
     return pb.Endpoints(scheme=pb.IPv4, addresses=[pb.Address(host="127.0.0.1", port=proxy.port)])
 
 
-def send(stub: service_pb2_grpc.MessagingServiceStub, body: bytes, message_id: str) -> spb.SendMessageResponse:
+def send(stub: MessagingServiceStub, body: bytes, message_id: str) -> spb.SendMessageResponse:
     message = pb.Message(topic=pb.Resource(name=TOPIC), body=body)
     message.system_properties.message_id = message_id
     return stub.SendMessage(spb.SendMessageRequest(messages=[message]), metadata=META, timeout=20)
@@ -98,7 +98,7 @@ def send(stub: service_pb2_grpc.MessagingServiceStub, body: bytes, message_id: s
 def served(proxy: MqProcess, tag: str) -> None:
     """Another client: a route and a send answered OK, quickly."""
     with grpc.insecure_channel(proxy.addr) as channel:
-        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        stub = MessagingServiceStub(channel)
         route = stub.QueryRoute(spb.QueryRouteRequest(topic=pb.Resource(name=TOPIC), endpoints=endpoints(proxy)),
                                 metadata=META, timeout=10)
         assert route.status.code == pb.OK, route.status
@@ -138,7 +138,7 @@ def test_streams_opened_and_abandoned_leave_memory_bounded_and_others_served(pro
     assert proxy.proc.poll() is None
     served(proxy, "after")
     with grpc.insecure_channel(proxy.addr) as channel:  # receive works: nothing is left holding the receive slots
-        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        stub = MessagingServiceStub(channel)
         request = spb.ReceiveMessageRequest(group=pb.Resource(name="PxHostileReader"), batch_size=32,
                                             message_queue=pb.MessageQueue(topic=pb.Resource(name=TOPIC)))
         request.invisible_duration.FromSeconds(30)
@@ -167,7 +167,7 @@ def test_malformed_stream_input_and_a_body_the_broker_refuses(proxy: MqProcess) 
         assert bad.value.code() == grpc.StatusCode.INVALID_ARGUMENT
         assert "malformed ReceiveMessageRequest" in bad.value.details()
 
-        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        stub = MessagingServiceStub(channel)
         answer = send(stub, b"x" * (BROKER_MAX + 1024), "HOSTILE-BIG")
         # under the proxy's maxMessageSize, over the broker's: the broker's MESSAGE_ILLEGAL, mapped as Apache's
         # ResponseBuilder maps a code it does not list

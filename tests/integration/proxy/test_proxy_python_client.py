@@ -24,6 +24,7 @@ from rocketmq.v5.model import FilterExpression, Message
 from rocketmq.v5.producer import Producer, TransactionChecker
 from support.adminsupport import json_of, mq, mq_here
 from support.clientsupport import Cluster, broker_cluster, create_topic
+from support.grpcstub import MessagingServiceStub
 from support.mqproc import MqProcess, start_mq
 from support.presetcluster import wait_for
 from support.promsupport import exporter, scrape
@@ -31,7 +32,6 @@ from support.proxyclient import new_message, now_ms
 
 from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
-from mqtools.apis.apache.rocketmq.v2 import service_pb2_grpc
 from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.remoting.bodies import TopicConfig
 
@@ -360,7 +360,7 @@ def test_bad_input_gets_clear_status_codes_and_the_proxy_goes_on(proxy: MqProces
     assert isinstance(huge, grpc.RpcError) and huge.code() == grpc.StatusCode.RESOURCE_EXHAUSTED
 
     with grpc.insecure_channel(proxy.addr) as channel:
-        stub = service_pb2_grpc.MessagingServiceStub(channel)
+        stub = MessagingServiceStub(channel)
         meta = [("x-mq-client-id", "raw-test")]
         big = pb.Message(body=b"x" * (MAX_BODY + 1))
         big.topic.name = "PxNormal"
