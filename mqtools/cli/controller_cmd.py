@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.serve import option_overrides, run_server
+from mqtools.cli.serve import option_overrides, run_server, server_logging
 
 if TYPE_CHECKING:
     from mqtools.server.controller.app import ControllerManager
@@ -37,6 +37,7 @@ def start(
     """Start a controller; flags override the properties file. Stops cleanly on SIGINT/SIGTERM."""
     from mqtools.server.lifecycle import serve
 
+    server_logging()
     props = _load(config_file)
     props.update(option_overrides({"listenPort": listen_port, "controllerStorePath": store_dir}))
     controller = _build(props)

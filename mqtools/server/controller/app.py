@@ -60,6 +60,8 @@ class ControllerManager:
         return self.server.port
 
     async def start(self) -> None:
+        if log.level == logging.NOTSET:
+            log.setLevel(logging.INFO)  # who went inactive and each election's outcome belong in its log
         lone = not self.config.controller_d_leger_peers.strip()
         ephemeral = lone and self.config.listen_port == 0 and not self.config.controller_raft_peers.strip()
         await listen(self.server, f"{self.config.bind_address}:{self.config.address_port()}")
