@@ -90,18 +90,27 @@ class HADuties:
         b.store.config.broker_role = role
         b.config.broker_id = broker_id
 
-    async def become_master(self, epoch: int, controller_id: int, *, already: bool) -> None:
-        """The controller made this broker its set's master in `epoch`: the HA service leads the epoch,
-        the broker takes writes as brokerId 0 and runs the master's services (delayed delivery,
-        transaction checks), then registers so clients and slaves find it."""
+    async def become_master(self, epoch: int, controller_id: int, sync_state_set: set[int], sss_epoch: int, *,
+                            already: bool) -> None:
+        """The controller made this broker its set's master in `epoch`: the HA service leads the epoch with the
+        controller's SyncStateSet, the broker takes writes as brokerId 0 and registers at once so clients and
+        slaves find it, then runs the master's services (delayed delivery, transaction checks, timer delivery,
+        whose recount of the wheel must not hold back the registration)."""
         service = self.service
         assert isinstance(service, AutoSwitchHAService)
         b = self.broker
         await service.change_to_master(epoch, controller_id)
+        service.set_sync_state_set(sync_state_set, sss_epoch)
         if not already:
             await self._stop_role_duties()
             self._expected_master = None
             self._set_role(BrokerRole.SYNC_MASTER, MASTER_ID)
+        # the name servers keep an id's address only for the highest state version: a master cut off and
+        # back, still registering as brokerId 0 until it learns it was replaced, is refused (Apache does
+        # the same with the master epoch)
+        b.topics.data_version = b.topics.data_version.next(int(b.clock() * 1000), epoch)
+        b.registrar.kick()
+        if not already:
             await b.schedule.start()
             await b.transaction_check.start()
             timer = b.timer  # timer messages (RIP-43): masters deliver them, from where the last master got
@@ -110,11 +119,6 @@ class HADuties:
             elif timer is not None:
                 await timer.start()
             self._diff_task = asyncio.create_task(self._diff_log_loop(), name="ha-diff-log")
-        # the name servers keep an id's address only for the highest state version: a master cut off and
-        # back, still registering as brokerId 0 until it learns it was replaced, is refused (Apache does
-        # the same with the master epoch)
-        b.topics.data_version = b.topics.data_version.next(int(b.clock() * 1000), epoch)
-        b.registrar.kick()
 
     async def become_slave(self, controller_id: int, master_addr: str) -> None:
         """Another broker is master: stop the master's services, replicate from it, copy its metadata."""

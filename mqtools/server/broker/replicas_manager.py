@@ -344,8 +344,7 @@ class ReplicasManager:
         assert self.broker_controller_id is not None
         was_master = self.ha.is_master
         self.master_epoch = epoch
-        await self.duties.become_master(epoch, self.broker_controller_id, already=was_master)
-        self.ha.set_sync_state_set(sss, sss_epoch)
+        await self.duties.become_master(epoch, self.broker_controller_id, sss, sss_epoch, already=was_master)
         self.master_broker_id, self.master_address = self.broker_controller_id, self.b.broker_addr
         self.b.master_addr = self.b.broker_addr
         log.info("master of %s, epoch %d, SyncStateSet %s", self.b.config.broker_name, epoch, sorted(sss))
