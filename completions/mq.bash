@@ -199,7 +199,7 @@ _mq() {
         mq_admin_drill) words="check list run soak --help" ;;
         mq_admin_drill_check) words="--output -o --help" ;;
         mq_admin_drill_list) words="--output -o --help" ;;
-        mq_admin_drill_run) words="--base-port --consumers --context --dir --duration --fault-at --fault-cmd --fault-for --heal-cmd --history --keys --max-duplicates --max-lost --max-rto --namesrv --namesrvs --output --poll-interval --preset --producers --proxies --rate --seed --set --size --target --tls --tls-ca --tls-cert --tls-key -n -o --help" ;;
+        mq_admin_drill_run) words="--base-port --consumers --context --dir --duration --fault-at --fault-cmd --fault-for --heal-cmd --history --keep-logs --keys --max-duplicates --max-lost --max-rto --namesrv --namesrvs --output --poll-interval --preset --producers --proxies --rate --seed --set --size --target --tls --tls-ca --tls-cert --tls-key -n -o --help" ;;
         mq_admin_drill_soak) words="--base-port --consumers --duration --history-dir --keep-all --keys --output --poll-interval --presets --producers --rate --runs --scenarios --seed --set --size --vary -o --help" ;;
         mq_admin_group) words="connections consume-mode create delete list progress status update --help" ;;
         mq_admin_group_connections) words="--context --namesrv --output --proxy --timeout --tls --tls-ca --tls-cert --tls-key --watch -n -o -p -w --help" ;;

@@ -620,6 +620,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcomm
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l fault-for
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l heal-cmd
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l history
+complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l keep-logs
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l keys
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l max-duplicates
 complete -c mq -f -n '__fish_seen_subcommand_from admin; and __fish_seen_subcommand_from drill; and __fish_seen_subcommand_from run; and true' -l max-lost

@@ -89,6 +89,9 @@ class DrillSettings:
     """With --preset: bring the cluster up with TLS on every port (mq cluster up --tls)."""
     proxies: list[str] = field(default_factory=list)
     """For a cluster given by -n: its gRPC proxies (host:port), in the order the proxied load's clients try them."""
+    keep_logs: Path | None = None
+    """With --preset: the nodes' logs are copied into this directory once the cluster is down (the cluster's
+    temporary directory goes, and a failed drill's answer is often in its brokers' logs)."""
 
 
 @dataclass(slots=True)
@@ -144,7 +147,15 @@ def run_drill(settings: DrillSettings, progress: Progress = lambda _: None) -> H
     finally:
         if sv.load_state(root) is not None:
             launcher.down(root, grace=5.0)
+        if settings.keep_logs is not None:
+            _keep_logs(root, settings.keep_logs)
         shutil.rmtree(root, ignore_errors=True)
+
+
+def _keep_logs(root: Path, into: Path) -> list[Path]:
+    """Copy every node's log (`<node>/<node>.log` under a cluster's directory) into `into`; the copies."""
+    into.mkdir(parents=True, exist_ok=True)
+    return [Path(shutil.copy2(log, into / log.name)) for log in sorted(root.glob("*/*.log"))]
 
 
 def _launch_reason(exc: sv.LaunchError) -> str:

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import math
 import random
+import shutil
+import tempfile
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
@@ -142,6 +144,8 @@ class RunOutcome:
     lost_not_ok: int | None = None
     """Of `lost`: answered with a status other than SEND_OK (stored on a master cut off from its slaves,
     then cut with its tail when it rejoined); the rest were acknowledged."""
+    logs: str | None = None
+    """The directory of the run's node logs, kept with its history when it failed."""
 
     @classmethod
     def of(cls, run: SoakRun, report: Report, seconds: float) -> RunOutcome:
@@ -159,7 +163,7 @@ class RunOutcome:
                 "failing": self.failing, "seconds": round(self.seconds, 1), "lost": self.lost,
                 "duplicated": self.duplicated, "failed": self.failed, "unknown": self.unknown,
                 "rtoSeconds": self.rto, "offsetRegression": self.regression,
-                "orderViolations": self.order_violations, "history": self.history,
+                "orderViolations": self.order_violations, "history": self.history, "logs": self.logs,
                 "groupRtoSeconds": self.group_rto, "electionSeconds": self.election, "splitBrain": self.split_brain,
                 "lostNotOk": self.lost_not_ok}
 
@@ -260,12 +264,16 @@ def soak_view(result: SoakResult) -> View:
     plan = result.plan
     footer = [(f"{done} run(s), {done - len(fails)} PASS, {len(fails)} FAIL; seed {plan.seed} "
               f"(--seed {plan.seed} replays this plan); figures are the worst of each cell's runs")]
-    footer += [f"FAIL {o.run.label()}: {'; '.join(o.failing)}" + (f" (history {o.history})" if o.history else "")
-               for o in fails]
+    footer += [f"FAIL {o.run.label()}: {'; '.join(o.failing)}{_kept(o)}" for o in fails]
     if result.interrupted:
         footer.append("interrupted: the runs above are all that ran")
     footer.append(f"Verdict: {PASS if result.passed else FAIL}")
     return View("DrillSoak", columns, rows, result.to_json(), footer=footer)
+
+
+def _kept(outcome: RunOutcome) -> str:
+    kept = [f"{what} {where}" for what, where in (("history", outcome.history), ("logs", outcome.logs)) if where]
+    return f" ({', '.join(kept)})" if kept else ""
 
 
 def _secs(value: float | None) -> str | None:
@@ -321,8 +329,18 @@ times: another process (any outgoing connection, when the base port lies in the 
 range) held one, and that says nothing about the scenario. Nothing else is retried."""
 
 
-def _drill(plan: SoakPlan, run: SoakRun, progress: Callable[[DrillStatus], None]) -> History:
-    settings = plan.settings(run)
+def _keep(logs: Path, into: Path) -> str | None:
+    """Move a run's node logs beside its history (creating the history directory); where they went."""
+    into.parent.mkdir(parents=True, exist_ok=True)
+    if not logs.is_dir():
+        return None
+    shutil.rmtree(into, ignore_errors=True)  # a soak run again into the same --history-dir
+    return str(shutil.move(logs, into))
+
+
+def _drill(plan: SoakPlan, run: SoakRun, logs: Path, progress: Callable[[DrillStatus], None]) -> History:
+    """One run on its fresh cluster, whose node logs are copied into `logs` when it is taken down."""
+    settings = replace(plan.settings(run), keep_logs=logs)
     for _ in range(PORT_RETRIES):
         try:
             return run_drill(settings, progress)
@@ -343,21 +361,25 @@ def run_soak(plan: SoakPlan, history_dir: Path, *, keep_all: bool = False,
         status = SoakStatus(len(result.outcomes), len(schedule), failed, run)
         progress(status)
         started = time.monotonic()
-        try:
-            history = _drill(plan, run, lambda s, st=status: progress(replace(st, drill=s)))
-        except DrillError as exc:
-            result.outcomes.append(RunOutcome(run, FAIL, [f"the drill did not run: {exc}"],
-                                              time.monotonic() - started))
-            continue
-        except KeyboardInterrupt:
-            result.interrupted = True
-            break
-        outcome = RunOutcome.of(run, build(history), time.monotonic() - started)
-        if keep_all or outcome.verdict != PASS:
-            history_dir.mkdir(parents=True, exist_ok=True)
-            path = history_dir / f"{run.index:03d}-{run.scenario}-{run.preset}.jsonl"
-            history.write(path)
-            outcome.history = str(path)
+        stem = f"{run.index:03d}-{run.scenario}-{run.preset}"
+        with tempfile.TemporaryDirectory(prefix="mq-soak-logs-") as scratch:
+            logs = Path(scratch) / "logs"
+            try:
+                history = _drill(plan, run, logs, lambda s, st=status: progress(replace(st, drill=s)))
+            except DrillError as exc:
+                result.outcomes.append(RunOutcome(run, FAIL, [f"the drill did not run: {exc}"],
+                                                  time.monotonic() - started,
+                                                  logs=_keep(logs, history_dir / f"{stem}.logs")))
+                continue
+            except KeyboardInterrupt:
+                result.interrupted = True
+                break
+            outcome = RunOutcome.of(run, build(history), time.monotonic() - started)
+            if keep_all or outcome.verdict != PASS:
+                path = history_dir / f"{stem}.jsonl"
+                outcome.logs = _keep(logs, history_dir / f"{stem}.logs")
+                history.write(path)
+                outcome.history = str(path)
         result.outcomes.append(outcome)
     progress(SoakStatus(len(result.outcomes), len(schedule), sum(o.verdict != PASS for o in result.outcomes),
                         None))

@@ -181,6 +181,9 @@ def run(
     max_lost: MaxLostOpt = None,
     max_duplicates: MaxDupOpt = None,
     history: HistoryOpt = None,
+    keep_logs: Annotated[Optional[Path], typer.Option(  # noqa: UP045
+        "--keep-logs", help="With --preset: copy the nodes' logs into this directory when the cluster is taken "
+                            "down (a local cluster keeps them in its --dir).")] = None,
     seed: SeedOpt = None,
     output: ReportOpt = "table",
 ) -> None:
@@ -204,6 +207,9 @@ def run(
         raise usage(f"--history {history}: no such directory {history.parent}")
     if preset is not None and where.tls is not None and (where.tls.ca_file or where.tls.cert_file):
         raise usage("--preset makes its own CA: only --tls with it, no --tls-ca/--tls-cert/--tls-key")
+    if keep_logs is not None and preset is None:
+        raise usage("--keep-logs is for --preset's cluster, which goes when the drill ends (a local cluster keeps "
+                    "its logs in its --dir)")
     from mqtools.drills.load import LoadSpec
     from mqtools.drills.report import build
     from mqtools.drills.runner import DrillSettings, run_drill
@@ -217,7 +223,7 @@ def run(
         overrides=parse_sets(sets or []), namesrv=addr, fault_cmd=fault_cmd, heal_cmd=heal_cmd, target=target,
         fault_at=fault_at, fault_for=fault_for, max_rto=max_rto, max_lost=max_lost, max_duplicates=max_duplicates,
         seed=seed, security=security, tls=where.tls is not None and preset is not None,
-        proxies=[p.strip() for p in (proxies or "").split(",") if p.strip()])
+        proxies=[p.strip() for p in (proxies or "").split(",") if p.strip()], keep_logs=keep_logs)
     display = _Display(scenario)
     on_interrupt(EXIT_REFUSED, "interrupted: the cluster was restored as far as the drill got")
     try:
@@ -312,9 +318,10 @@ def soak(
     seed: Annotated[Optional[int], typer.Option(  # noqa: UP045
         "--seed", help="Seed of the plan: what each run draws and each drill's seed (default: random, printed).")] = None,
     history_dir: Annotated[Optional[Path], typer.Option(  # noqa: UP045
-        "--history-dir", help="Where FAIL runs' histories go (mq admin drill check FILE); default "
-                              "TMPDIR/mq-soak-SEED.")] = None,
-    keep_all: Annotated[bool, typer.Option("--keep-all", help="Keep every run's history, not only FAILs'.")] = False,
+        "--history-dir", help="Where FAIL runs' histories go (mq admin drill check FILE), each with its nodes' "
+                              "logs (NNN-SCENARIO-PRESET.logs/); default TMPDIR/mq-soak-SEED.")] = None,
+    keep_all: Annotated[bool, typer.Option("--keep-all", help="Keep every run's history and logs, not only "
+                                                              "FAILs'.")] = False,
     rate: Annotated[float, typer.Option("--rate", min=0.1, help="Messages per second where rate is not "
                                                                 "varied.")] = 200.0,
     size: Annotated[int, typer.Option("--size", min=32, help="Body bytes where size is not varied.")] = 256,

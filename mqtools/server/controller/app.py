@@ -153,7 +153,8 @@ class ControllerManager:
                 break
         if response is None:
             return None
-        log.info("election for %s: %s %s", broker_name, ResponseCode(response.code).name, response.remark or "")
+        log.info("election for %s: %s%s", broker_name, ResponseCode(response.code).name,
+                 f" ({response.remark})" if response.remark else "")
         return response.code
 
     # ------------------------------------------------------------------ notifications

@@ -61,6 +61,14 @@ def test_options_given_to_mq_admin_reach_a_framed_command_below_it() -> None:
         assert "--preset brings its own cluster" in result.output
 
 
+def test_keep_logs_is_for_a_preset_cluster(tmp_path: Path) -> None:
+    """A local cluster keeps its logs in its --dir; only --preset's goes when the drill ends."""
+    result = CliRunner().invoke(mq, ["admin", "drill", "run", "kill-master", "--dir", str(tmp_path), "--keep-logs",
+                                     str(tmp_path / "logs")], prog_name="mq")
+    assert result.exit_code == EXIT_USAGE, result.output
+    assert "--keep-logs is for --preset's cluster" in result.output
+
+
 def test_what_mq_admin_was_given_does_not_reach_a_later_command_of_the_same_process(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """Tests (and anything embedding `main`) run many commands in one process: `mq top` after `mq admin -n NS`

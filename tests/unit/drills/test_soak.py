@@ -177,3 +177,28 @@ def test_a_cluster_that_could_not_bind_a_port_starts_again_higher_and_nothing_el
     result = run_soak(p, tmp_path)
     assert ports == [33000, 33000 + soak_mod.PORT_STEP, 33000]
     assert [o.verdict for o in result.outcomes] == [PASS, FAIL]
+
+
+def test_a_failed_runs_node_logs_are_kept_beside_its_history(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The drill copies its cluster's logs where the soak asks; the soak keeps them only with a kept history."""
+
+    def fake_drill(settings: DrillSettings, progress: object) -> History:
+        assert settings.keep_logs is not None
+        settings.keep_logs.mkdir(parents=True)
+        (settings.keep_logs / "broker-a-1.log").write_text(f"{settings.scenario} was here\n")
+        return drill_history(settings.scenario, lost=settings.scenario == "kill-slave")
+
+    monkeypatch.setattr(soak_mod, "run_drill", fake_drill)
+    result = run_soak(plan(1, vary=()), tmp_path / "h")
+    assert sorted(x.name for x in (tmp_path / "h").iterdir()) == [
+        "002-kill-slave-2m-2s-sync.jsonl", "002-kill-slave-2m-2s-sync.logs",
+        "004-kill-slave-2m-2s-async.jsonl", "004-kill-slave-2m-2s-async.logs"]
+    failed = result.outcomes[1]
+    assert failed.logs == str(tmp_path / "h" / "002-kill-slave-2m-2s-sync.logs")
+    assert (Path(failed.logs) / "broker-a-1.log").read_text() == "kill-slave was here\n"
+    assert result.outcomes[0].logs is None
+    doc = document("DrillSoak", result.to_json())
+    jsonschema.validate(doc, load_schema("DrillSoak"))
+    assert [r["logs"] for r in doc["runs"]] == [None, failed.logs, None, result.outcomes[3].logs]
+    footer = "\n".join(soak_mod.soak_view(result).footer)
+    assert f"(history {failed.history}, logs {failed.logs})" in footer
