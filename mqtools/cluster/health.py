@@ -89,6 +89,14 @@ async def _ha(admin: MQAdmin, proc: ProcInfo) -> HAStatus | None:
         return None
 
 
+async def controlled_masters(state: ClusterState, names: list[str]) -> set[str]:
+    """Of the controller-mode brokers `names`, those that are masters now, or cannot say (a hung or dead one)."""
+    procs = [p for p in state.procs if p.name in names]
+    async with MQAdmin(state.namesrv_addr, timeout=ASK_TIMEOUT, security=state.security()) as admin:
+        statuses = await asyncio.gather(*(_ha(admin, p) for p in procs))
+    return {p.name for p, ha in zip(procs, statuses, strict=True) if ha is None or ha.is_master}
+
+
 async def collect_once(state: ClusterState) -> dict[str, ProcHealth]:
     async with MQAdmin(state.namesrv_addr, timeout=ASK_TIMEOUT, security=state.security()) as admin:
         return await collect(admin, state)

@@ -19,7 +19,7 @@ from typing import Any
 from mqtools.cluster import netns
 from mqtools.cluster import supervisor as sv
 from mqtools.cluster.certs import LocalCertificates, make_local_certificates
-from mqtools.cluster.health import ProcHealth, collect_once, wait_healthy
+from mqtools.cluster.health import ProcHealth, collect_once, controlled_masters, wait_healthy
 from mqtools.cluster.presets import load_namesrv_spec, load_preset
 from mqtools.cluster.supervisor import (
     CONTROLLED_ROLE,
@@ -298,11 +298,20 @@ def status(root: Path) -> list[ProcStatus]:
 
 
 def down(root: Path, grace: float = 15.0) -> list[tuple[str, str]]:
-    """Stop proxies, slaves, then masters, then name servers; returns (name, what happened)."""
+    """Stop proxies, slaves, then masters, then name servers; returns (name, what happened).
+
+    A controller-mode broker is ordered by the role it has now: a master stopped before its slaves would have
+    the controllers elect one of them on the way down (and the set come back up with its roles swapped)."""
     state = _require(root)
-    order = sorted(state.procs, key=lambda p: {PROXY_ROLE: -1, BrokerRole.SLAVE.value: 0, NAMESRV_ROLE: 2}
-                   .get(p.role, 1))
-    done = [(proc.name, sv.stop(proc, grace)) for proc in order]
+    controlled = [p.name for p in state.procs if p.role == CONTROLLED_ROLE and sv.alive(p)]
+    masters = asyncio.run(controlled_masters(state, controlled)) if controlled else set()
+
+    def rank(p: ProcInfo) -> int:
+        if p.role == CONTROLLED_ROLE:
+            return 1 if p.name in masters else 0
+        return {PROXY_ROLE: -1, BrokerRole.SLAVE.value: 0, NAMESRV_ROLE: 2}.get(p.role, 1)
+
+    done = [(proc.name, sv.stop(proc, grace)) for proc in sorted(state.procs, key=rank)]
     _remove_namespaces(state)
     return done
 
