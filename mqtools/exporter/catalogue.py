@@ -94,6 +94,9 @@ FAMILIES: dict[str, Family] = {
     "mq_broker_tls_certificate_expiry_timestamp_seconds": Family(
         "when the TLS certificate the broker serves expires (a renewed one counts once the broker has loaded it)",
         ("cluster", "brokerIP")),
+    "mq_broker_up": Family("1 when the broker (master or slave, as the name servers list it) answered the exporter's last "
+                           "poll, 0 when it did not (its figures are then not known)",
+                           ("cluster", "brokerIP", "broker", "role")),
     "mq_broker_set_master_up": Family("1 when the broker set has a registered master that answers, 0 when it has none "
                                       "(its slaves serve reads only) or the master does not answer", HA_GROUP),
     "mq_ha_ready": Family("1 when stopping the group's master now is safe (`mq admin ha ready`)", HA_GROUP),

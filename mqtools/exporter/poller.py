@@ -21,6 +21,7 @@ from mqtools.client.errors import ConsumerNotOnlineError, MQClientError, Unreach
 from mqtools.common.topics import is_system_topic
 from mqtools.exporter.series import (
     Sample,
+    broker_up_samples,
     commitlog_diffs,
     group_samples,
     ha_samples,
@@ -101,6 +102,7 @@ class ExporterPoller:
             answered = {key.removeprefix("runtime:"): ok for key, (_, ok) in list(self.polls.items())
                         if key.startswith("runtime:")}
             out += master_up_samples(self.snapshot, answered)
+            out += broker_up_samples(self.snapshot, answered)
         for key, (seconds, ok) in list(self.polls.items()):
             out.append(Sample("mq_exporter_poll_seconds", (key,), round(seconds, 6)))
             out.append(Sample("mq_exporter_poll_ok", (key,), 1.0 if ok else 0.0))

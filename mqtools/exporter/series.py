@@ -115,6 +115,15 @@ def master_up_samples(snapshot: ClusterSnapshot, answered: Mapping[str, bool]) -
     return out
 
 
+def broker_up_samples(snapshot: ClusterSnapshot, answered: Mapping[str, bool]) -> list[Sample]:
+    """mq_broker_up per broker the name servers list: 1 when its last runtime poll answered, 0 when it did not (a
+    slave that stopped answering, or whose certificate expired, has no other series that says so); none for a
+    broker not polled yet."""
+    return [Sample("mq_broker_up", (b.cluster, b.addr, b.broker_name, "master" if b.is_master else "slave"),
+                   1.0 if ok else 0.0)
+            for b in snapshot.brokers if (ok := answered.get(b.addr)) is not None]
+
+
 def heartbeat_samples(snapshot: ClusterSnapshot) -> list[Sample]:
     """mq_namesrv_heartbeat_age_seconds, where the name server tells it (mq's live table; not Apache's)."""
     return [Sample("mq_namesrv_heartbeat_age_seconds", (ns, b.cluster, b.broker_name, b.addr), beat.age_ms / 1000)

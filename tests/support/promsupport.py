@@ -111,7 +111,8 @@ def scrape(addr: str) -> str:
 
 def exported(namesrv: str, topic: str, group: str, timeout: str = "2") -> dict[str, dict[str, float]]:
     """What `mq exporter` serves once its polls of `topic` and `group` have each succeeded: family -> the
-    broker (or, for the diff, the topic) it is about -> value; series of other topics and groups left out."""
+    broker (or, for the diff, the topic; broker/role for a node's figure) it is about -> value; series of other
+    topics and groups left out."""
     from prometheus_client.parser import text_string_to_metric_families
 
     with exporter(namesrv, "--timeout", timeout) as addr:
@@ -125,5 +126,7 @@ def exported(namesrv: str, topic: str, group: str, timeout: str = "2") -> dict[s
         for sample in family.samples:
             if sample.labels.get("topic", topic) == topic and sample.labels.get("group", group) == group:
                 about = sample.labels.get("broker") or sample.labels.get("topic") or ""
+                if "role" in sample.labels:  # mq_broker_up: a set's master and slave apart
+                    about += "/" + sample.labels["role"]
                 out.setdefault(sample.name, {})[about] = sample.value
     return out

@@ -203,6 +203,8 @@ def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: Preset
     assert took < 2 * float(TIMEOUT) + 10
     # the exporter: the hung master is down, its set's figures come from its slave
     assert figures["mq_broker_set_master_up"] == {"broker-a": 1.0, "broker-b": 0.0}
+    assert figures["mq_broker_up"] == {"broker-a/master": 1.0, "broker-a/slave": 1.0, "broker-b/master": 0.0,
+                                       "broker-b/slave": 1.0}
     assert figures["rocketmq_producer_offset"] == {"broker-a": SENT / 2, "broker-b": SENT / 2}
     assert figures["rocketmq_group_diff"] == {TOPIC: LAG}
 
@@ -313,6 +315,8 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     assert {name: outcome for name, outcome in tools.items() if outcome != "whole"} == NO_REPLICA_OF_A
     # the exporter: broker-a's figures absent (never 0), and no diff, which summed without it would undercount
     assert figures["mq_broker_set_master_up"] == {"broker-a": 0.0, "broker-b": 1.0}
+    # the hung slave (broker-a's master is gone, unregistered) is named: its own figures are gone with it
+    assert figures["mq_broker_up"] == {"broker-a/slave": 0.0, "broker-b/master": 1.0, "broker-b/slave": 1.0}
     assert figures["rocketmq_producer_offset"] == {"broker-b": SENT / 2}
     assert "rocketmq_group_diff" not in figures
     assert figures["rocketmq_consumer_offset"] == {"broker-b": COMMITTED * 4}

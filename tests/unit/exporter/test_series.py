@@ -6,7 +6,13 @@ from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, Cluste
 from mqtools.client.admin.models.groups import ConsumerProgress, QueueProgress
 from mqtools.common.presentation import Unreachable
 from mqtools.exporter.catalogue import FAMILIES
-from mqtools.exporter.series import group_samples, master_up_samples, node_samples, runtime_samples
+from mqtools.exporter.series import (
+    broker_up_samples,
+    group_samples,
+    master_up_samples,
+    node_samples,
+    runtime_samples,
+)
 from mqtools.remoting.bodies import MessageQueue
 
 
@@ -75,6 +81,12 @@ def test_a_broker_set_without_a_master_or_with_a_silent_one_is_down() -> None:
         ("mq_broker_set_master_up", ("C", "broker-b"), 1.0),
         ("mq_broker_set_master_up", ("C", "broker-c"), 0.0)]
     assert {s.name for s in got} <= FAMILIES.keys()
+    # every node, slaves too: one whose runtime poll failed is 0, one not polled yet has no sample (not known)
+    up = broker_up_samples(snap, {"m-b:10911": True, "m-c:10911": False, "s-a:10911": False})
+    assert [(s.labels, s.value) for s in up] == [
+        (("C", "s-a:10911", "broker-a", "slave"), 0.0), (("C", "m-b:10911", "broker-b", "master"), 1.0),
+        (("C", "m-c:10911", "broker-c", "master"), 0.0)]
+    assert {s.name for s in up} == {"mq_broker_up"} <= FAMILIES.keys()
 
 
 def test_timer_figures_per_broker_set_and_pending_per_topic_where_a_wheel_gave_them() -> None:
