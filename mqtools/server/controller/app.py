@@ -39,6 +39,8 @@ from mqtools.server.lifecycle import StartError, cancel_and_wait, listen, wall_c
 #: How often a controller checks whether it has just become the Raft leader (then it looks for sets whose
 #: master died while it followed).
 LEADERSHIP_POLL_S = 0.1
+#: The shortest wait between two heartbeat scans (ms): a broker due to time out now is looked at after this.
+MIN_SCAN_WAIT_MS = 10
 
 log = logging.getLogger(__name__)
 
@@ -98,8 +100,13 @@ class ControllerManager:
         self._inactive(self.heartbeats.on_channel_close(conn), "its connection closed", self.clock())
 
     async def _scan_not_active(self) -> None:
+        """Scan every scanNotActiveBrokerInterval, and at the moment the first tracked broker would time out: a
+        silent master is found at its heartbeat timeout, not up to an interval later."""
+        period = self.config.scan_not_active_broker_interval
         while True:
-            await asyncio.sleep(self.config.scan_not_active_broker_interval / 1000)
+            due = self.heartbeats.next_expiry()
+            wait = period if due is None else min(period, max(due - self.clock(), MIN_SCAN_WAIT_MS))
+            await asyncio.sleep(wait / 1000)
             gone = self.heartbeats.scan(self.clock())
             for info in gone:
                 info.channel.close()

@@ -38,8 +38,9 @@ class ControllerConfig:
     controller_raft_password: str = ""
     controller_store_path: str = field(default_factory=lambda: _home_path("mqController"))
     config_store_path: str = field(default_factory=lambda: _home_path("controller", "controller.properties"))
-    #: How often heartbeat timeouts are looked for (ms). Apache scans every 5 s; a scan here is a walk over a
-    #: small table, so mq scans every second and replaces a hung master up to 4 s sooner.
+    #: How often heartbeat timeouts are looked for at most (ms). Apache scans every 5 s; a scan here is a walk over
+    #: a small table, so mq scans every second, and also when the first tracked broker's timeout falls due: a hung
+    #: master is replaced at its heartbeat timeout, up to 5 s sooner than Apache's.
     scan_not_active_broker_interval: int = 1_000
     scan_inactive_master_interval: int = 5_000
     elect_master_max_retry_count: int = 3

@@ -76,6 +76,10 @@ class BrokerHeartbeatManager:
     def alive_in(self, cluster: str, broker_name: str, now: int) -> list[BrokerLiveInfo]:
         return [i for k, i in self._live.items() if k[:2] == (cluster, broker_name) and not i.expired(now)]
 
+    def next_expiry(self) -> int | None:
+        """The first time (ms) at which a broker tracked now would have timed out, if it sends nothing before."""
+        return min((i.last_update + i.heartbeat_timeout_ms + 1 for i in self._live.values()), default=None)
+
     def scan(self, now: int) -> list[BrokerLiveInfo]:
         """Drop and return the brokers whose heartbeat timed out."""
         gone = [info for info in self._live.values() if info.expired(now)]

@@ -189,6 +189,20 @@ def test_heartbeat_figures_only_move_forward(w):
     assert [i.broker_id for i in w.hb.scan(w.now)] == [1] and w.hb.live_info(CLUSTER, NAME, 1) is None
 
 
+def test_the_next_scan_is_due_when_the_first_broker_would_time_out(w):
+    """The controller scans then (as well as every scanNotActiveBrokerInterval): a silent master is found at its
+    heartbeat timeout, not up to an interval later."""
+    assert w.hb.next_expiry() is None
+    w.join(1)
+    w.now += 400
+    w.join(2)
+    assert w.hb.next_expiry() == w.now - 400 + 3001  # broker 1's, 3 s after its heartbeat
+    assert w.hb.scan(w.hb.next_expiry() - 1) == []
+    w.beat(1)  # a heartbeat moves its expiry on: broker 2's is now the first
+    assert w.hb.next_expiry() == w.now + 3001
+    assert [i.broker_id for i in w.hb.scan(w.hb.next_expiry())] == [1, 2]
+
+
 def test_every_committed_election_is_in_the_history_with_its_cause(w):
     w.join(1)
     w.join(2)
