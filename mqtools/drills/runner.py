@@ -152,10 +152,11 @@ def run_drill(settings: DrillSettings, progress: Progress = lambda _: None) -> H
         shutil.rmtree(root, ignore_errors=True)
 
 
-def _keep_logs(root: Path, into: Path) -> list[Path]:
-    """Copy every node's log (`<node>/<node>.log` under a cluster's directory) into `into`; the copies."""
+def _keep_logs(root: Path, into: Path) -> None:
+    """Copy every node's log (`<node>/<node>.log` under a cluster's directory) into `into`."""
     into.mkdir(parents=True, exist_ok=True)
-    return [Path(shutil.copy2(log, into / log.name)) for log in sorted(root.glob("*/*.log"))]
+    for log in root.glob("*/*.log"):
+        shutil.copy2(log, into / log.name)
 
 
 def _launch_reason(exc: sv.LaunchError) -> str:
