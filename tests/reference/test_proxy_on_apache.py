@@ -257,7 +257,10 @@ def abandoned_receive(world: World) -> dict[str, Any]:
     gone = started(SimpleConsumer(client_config(world), group, {topic: FilterExpression("*")}, await_duration=10))
     waiting = threading.Thread(target=receive_until_shut_down, args=(gone,), daemon=True)
     waiting.start()
-    time.sleep(1.5)  # the receive reaches the broker and waits there
+    # the receive reaches the broker and waits there; nothing on either side tells when (the client's call blocks, no
+    # broker reports a waiting POP): 1.5 s was not always enough under the full suite's load (stop 92), and a
+    # receive still on its way when the client goes tests nothing
+    time.sleep(3.0)
     gone.shutdown()
     p = started(Producer(client_config(world), (topic,)))
     try:
