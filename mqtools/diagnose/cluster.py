@@ -3,7 +3,8 @@
 A broker set without a master comes first (kind `set`, action): its queues take no sends and no commits,
 and the commands that act on it are named. Each configured name server is asked on its own (kind `namesrv`):
 one that does not answer, or that lists fewer brokers than the others, needs action, since clients that
-chose it wait a timeout or do not see those brokers. Brokers and groups are judged as `diagnose broker` and
+chose it wait a timeout or do not see those brokers; so does a TLS certificate it serves that expires within a
+week (within a month: info), read from the verified handshake. Brokers and groups are judged as `diagnose broker` and
 `diagnose group` judge them, all over the same window and concurrently; each broker group with a slave gets
 `ha ready`'s verdict (safe: ok, not safe: action). Groups that hold no offsets anywhere and have no member
 online (configured, never used) are counted, not judged.
@@ -12,12 +13,14 @@ online (configured, never used) are counted, not judged.
 from __future__ import annotations
 
 import asyncio
+import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mqtools.client.errors import MQClientError
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.presentation import Column, View, renders
+from mqtools.diagnose.broker import CERT_ACTION_DAYS, CERT_INFO_DAYS
 from mqtools.diagnose.collect import diagnose_broker, diagnose_group
 from mqtools.diagnose.findings import Severity, exit_code, rank
 from mqtools.diagnose.group import DEFAULTS, Thresholds
@@ -85,14 +88,17 @@ def _set_item(name: str, slaves: dict[int, str]) -> Item:
                 {"slaves": {str(i): a for i, a in sorted(slaves.items())}, "commands": commands})
 
 
-def namesrv_items(probes: list[NamesrvStatus]) -> list[Item]:
-    """One verdict per name server: not answering, missing brokers the others list, or healthy."""
+def namesrv_items(probes: list[NamesrvStatus], *, now_s: float | None = None) -> list[Item]:
+    """One verdict per name server: not answering, missing brokers the others list, a TLS certificate that
+    expires soon (as a broker's: `now_s`, the wall clock, time.time() when not given), or healthy."""
     known = frozenset().union(*(p.broker_addrs for p in probes if p.broker_addrs is not None))
+    now = time.time() if now_s is None else now_s
     items = []
     for p in probes:
         missing = sorted(known - p.broker_addrs) if p.broker_addrs is not None else []
+        days_left = None if p.certificate_not_after is None else round((p.certificate_not_after - now) / 86_400, 1)
         detail = {"addr": p.addr, "reachable": p.reachable, "rttMs": p.rtt_ms, "brokers": p.brokers,
-                  "missing": missing, "error": p.error}
+                  "missing": missing, "error": p.error, "certificateDaysLeft": days_left}
         if not p.reachable:
             items.append(Item("namesrv", p.addr, "not answering", Severity.ACTION,
                               f"{p.error}: a client that chose it waits one timeout before asking another name "
@@ -103,9 +109,17 @@ def namesrv_items(probes: list[NamesrvStatus]) -> list[Item]:
                               f"does not list {', '.join(missing)} (another name server does): clients routed by it "
                               f"do not see them; check those brokers' namesrvAddr (a broker registers every 30 s: "
                               f"look again if it has just started)", detail))
+        elif days_left is not None and days_left < CERT_INFO_DAYS:
+            items.append(Item("namesrv", p.addr, "TLS certificate",
+                              Severity.ACTION if days_left < CERT_ACTION_DAYS else Severity.INFO,
+                              f"the TLS certificate it serves expires in {days_left:g} days: clients and brokers that "
+                              "verify it are refused after that, and none can read a route or register there (copy "
+                              "the renewed certificate and key over tls.server.certPath and keyPath: taken without a "
+                              "restart)", detail))
         else:
+            lasts = "" if days_left is None else f"; its TLS certificate has {days_left:g} days left"
             items.append(Item("namesrv", p.addr, "healthy", Severity.OK,
-                              f"answers in {p.rtt_ms:.0f} ms and lists every broker ({len(known)})", detail))
+                              f"answers in {p.rtt_ms:.0f} ms and lists every broker ({len(known)}){lasts}", detail))
     return items
 
 

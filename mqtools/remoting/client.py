@@ -102,6 +102,12 @@ class RemotingClient:
         self._conns[addr] = conn
         return conn
 
+    def peer_not_after(self, addr: str) -> float | None:
+        """When the certificate `addr` served on this client's open connection expires (epoch seconds); None
+        without one, without TLS or without verification."""
+        conn = self._conns.get(addr)
+        return conn.peer_not_after if conn is not None and conn.is_open else None
+
     def ssl_context(self) -> ssl.SSLContext | None:
         """The TLS context for every connection of this client (built once), None without TLS."""
         tls = self.security.tls

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import math
+import ssl
 from collections.abc import Callable
 from typing import Any
 
@@ -91,12 +92,17 @@ class RemotingConnection(asyncio.Protocol):
         #: A response has arrived on this connection (a peer that never answers may want TLS).
         self.answered = False
         self.is_tls = False
+        #: When the certificate the peer served expires (epoch seconds): None without TLS, or when it was not
+        #: verified (nothing checked, nothing known).
+        self.peer_not_after: float | None = None
 
     # asyncio.Protocol ---------------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
         self.is_tls = transport.get_extra_info("sslcontext") is not None
+        if self.is_tls and (served := transport.get_extra_info("peercert")) and "notAfter" in served:
+            self.peer_not_after = float(ssl.cert_time_to_seconds(served["notAfter"]))
         peer = transport.get_extra_info("peername")
         if peer:
             self.peer = f"{peer[0]}:{peer[1]}"

@@ -108,6 +108,13 @@ def test_mq_admin_over_tls_by_context_and_by_flags(cluster: TlsCluster) -> None:
     assert (by_context.returncode, sorted(by_context.stdout.split())) == (0, sorted(before.stdout.split()))
     plain = mq_here("admin", "topic", "list", "-n", cluster.namesrv, "--timeout", "2")
     assert plain.returncode != 0  # the flags above were what made it work: this cluster is TLS only
+    # the name server's certificate, as the verified handshake showed it (a year, `mq cluster up --tls`)
+    judged = mq_here("admin", "diagnose", "cluster", "--window", "10", "-o", "json", "-n", cluster.namesrv,
+                     "--tls-ca", cluster.ca)
+    assert judged.returncode in (0, 1, 3), judged.stderr  # the verdict is the brokers' and groups' too
+    (ns,) = [i for i in json.loads(judged.stdout)["items"] if i["kind"] == "namesrv"]
+    assert ns["verdict"] == "healthy" and 364 < ns["detail"]["certificateDaysLeft"] <= 365, ns
+    assert ns["summary"].endswith(f"its TLS certificate has {ns['detail']['certificateDaysLeft']:g} days left")
     shown = cluster.mq("context", "show", "--context", "secure")
     assert f"tls:     CA {cluster.ca}" in shown.stdout
     assert f"tls={cluster.ca}" in cluster.mq("context", "list").stdout

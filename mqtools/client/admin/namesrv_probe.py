@@ -29,7 +29,8 @@ class NamesrvProbeAdmin(AdminService):
         addrs = frozenset(a for data in table.broker_addr_table.values() for a in data.broker_addrs.values())
         live_table = None if isinstance(live, MQClientError) and not isinstance(live, NotAvailable) \
             else not isinstance(live, MQClientError)
-        return NamesrvStatus(addr, True, rtt_ms, addrs, live_table)
+        return NamesrvStatus(addr, True, rtt_ms, addrs, live_table,
+                             certificate_not_after=self.admin.instance.remoting.peer_not_after(addr))
 
     async def _timed(self, addr: str) -> tuple[RemotingCommand | MQClientError, float]:
         began = time.perf_counter()

@@ -110,3 +110,17 @@ def test_name_servers_judged_each_against_what_the_others_list() -> None:
     assert items[2].detail["missing"] == ["10.0.0.2:10911"] and "does not list 10.0.0.2:10911" in items[2].summary
     doc = check(cluster_diagnosis_view(ClusterDiagnosis(10.0, items)))
     assert [i["detail"]["rttMs"] for i in doc["items"]] == [2.4, None, 1.0] and doc["worst"] == "action"
+    assert [i["detail"]["certificateDaysLeft"] for i in doc["items"]] == [None, None, None]  # no TLS: not known
+
+
+def test_a_name_servers_certificate_is_judged_as_a_brokers() -> None:
+    """From the verified handshake: within a week action, within a month info, else a healthy line that says it."""
+    brokers, now, day = frozenset({"10.0.0.1:10911"}), 1_800_000_000.0, 86_400
+    items = namesrv_items([NamesrvStatus(f"ns{d}:9876", True, 1.0, brokers, True, certificate_not_after=now + d * day)
+                           for d in (3, 20, 300)], now_s=now)
+    assert [(i.verdict, i.severity, i.detail["certificateDaysLeft"]) for i in items] == [
+        ("TLS certificate", Severity.ACTION, 3.0), ("TLS certificate", Severity.INFO, 20.0),
+        ("healthy", Severity.OK, 300.0)]
+    assert items[0].summary.startswith("the TLS certificate it serves expires in 3 days: clients and brokers")
+    assert items[2].summary == "answers in 1 ms and lists every broker (1); its TLS certificate has 300 days left"
+    check(cluster_diagnosis_view(ClusterDiagnosis(10.0, items)))

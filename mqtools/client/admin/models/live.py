@@ -21,6 +21,8 @@ class NamesrvStatus:
     live_table: bool | None
     """Whether it answers mq's private GET_BROKER_LIVE_TABLE (Apache RocketMQ does not)."""
     error: str | None = None
+    certificate_not_after: float | None = None
+    """When the TLS certificate it served expires (epoch seconds); None without TLS or when not verified."""
 
     @property
     def brokers(self) -> int | None:
