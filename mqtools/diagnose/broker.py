@@ -25,14 +25,21 @@ The verdict is the first finding in that order ("healthy" without one); the othe
 
 from __future__ import annotations
 
-import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from mqtools.client.admin.models.brokers import BrokerRuntime
 from mqtools.common.presentation import NA, Column, View, renders
-from mqtools.diagnose.findings import Severity, number
+from mqtools.diagnose.findings import (
+    CERT_ACTION_DAYS,
+    CERT_INFO_DAYS,
+    CERT_RENEWAL,
+    Severity,
+    certificate_days_left,
+    certificate_severity,
+    number,
+)
 
 HEALTHY, UNKNOWN = "healthy", "unknown"
 #: Apache RocketMQ's defaults for the keys a finding is held against, used where the broker's config omits one.
@@ -46,10 +53,6 @@ DISPATCH_BEHIND = 16 * 1024 * 1024
 FLUSH_BEHIND = 256 * 1024 * 1024
 #: Shares of its open-file limit a broker's descriptors reach for an action finding, and for an info one.
 FDS_ACTION, FDS_INFO = 0.9, 0.75
-#: A served TLS certificate that expires within this many days is a finding to act on, within the second one to
-#: know of (the time a renewal takes through most organisations' certificate desks).
-CERT_ACTION_DAYS, CERT_INFO_DAYS = 7, 30
-DAY_MS = 86_400_000
 #: put TPS (10-minute figure) under which traffic changes are noise.
 TRAFFIC_FLOOR = 10.0
 
@@ -132,8 +135,7 @@ def judge(broker: str, addr: str, samples: Sequence[BrokerRuntime], config: Mapp
     unflushed = _int(last.raw.get("remainHowManyDataToFlush"))
     fds, fds_limit = _int(last.raw.get("openFileDescriptors")), _int(last.raw.get("maxOpenFileDescriptors"))
     not_after = _int(last.raw.get("tlsCertificateNotAfter"))
-    days_left = None if not_after is None else \
-        round((not_after - (time.time() if now_s is None else now_s) * 1000) / DAY_MS, 1)
+    days_left = certificate_days_left(None if not_after is None else not_after / 1000, now_s)
     tps10, tps60, tps600 = tps_triple(last)
     figures: dict[str, float | int | None] = {
         "putTps10s": tps10, "putTps1m": tps60, "putTps10m": tps600, "sendQueueHeadWaitMs": head_wait,
@@ -151,13 +153,11 @@ def judge(broker: str, addr: str, samples: Sequence[BrokerRuntime], config: Mapp
                              f"{fds:,} of {fds_limit:,} file descriptors open: at the limit new connections are "
                              "closed and a put that needs a new queue file is refused (raise the hard limit: "
                              "ulimit -Hn, LimitNOFILE)", fds, fds_limit, None, "CREATE_MAPPED_FILE_FAILED"))
-    if days_left is not None and days_left < CERT_INFO_DAYS:
+    if days_left is not None and (cert := certificate_severity(days_left)) is not None:
         when = f"expired {-days_left:g} days ago" if days_left < 0 else f"expires in {days_left:g} days"
-        found.append(Finding("TLS certificate", act if days_left < CERT_ACTION_DAYS else info,
-                             f"the served TLS certificate {when}: clients that verify it are refused after that "
-                             "(copy the renewed certificate and key over tls.server.certPath and keyPath: taken "
-                             "without a restart)", days_left, CERT_ACTION_DAYS if days_left < CERT_ACTION_DAYS
-                             else CERT_INFO_DAYS, None, None))
+        found.append(Finding("TLS certificate", cert, f"the served TLS certificate {when}: clients that verify it "
+                             f"are refused after that ({CERT_RENEWAL})", days_left,
+                             CERT_ACTION_DAYS if cert is act else CERT_INFO_DAYS, None, None))
     wait_limit = _limit(config, "waitTimeMillsInSendQueue")
     refuses = (config or {}).get("brokerFastFailureEnable", "true").lower() != "false"
     if head_wait is not None and head_wait >= wait_limit:

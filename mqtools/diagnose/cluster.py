@@ -13,16 +13,21 @@ online (configured, never used) are counted, not judged.
 from __future__ import annotations
 
 import asyncio
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from mqtools.client.errors import MQClientError
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.presentation import Column, View, renders
-from mqtools.diagnose.broker import CERT_ACTION_DAYS, CERT_INFO_DAYS
 from mqtools.diagnose.collect import diagnose_broker, diagnose_group
-from mqtools.diagnose.findings import Severity, exit_code, rank
+from mqtools.diagnose.findings import (
+    CERT_RENEWAL,
+    Severity,
+    certificate_days_left,
+    certificate_severity,
+    exit_code,
+    rank,
+)
 from mqtools.diagnose.group import DEFAULTS, Thresholds
 
 if TYPE_CHECKING:
@@ -92,11 +97,11 @@ def namesrv_items(probes: list[NamesrvStatus], *, now_s: float | None = None) ->
     """One verdict per name server: not answering, missing brokers the others list, a TLS certificate that
     expires soon (as a broker's: `now_s`, the wall clock, time.time() when not given), or healthy."""
     known = frozenset().union(*(p.broker_addrs for p in probes if p.broker_addrs is not None))
-    now = time.time() if now_s is None else now_s
     items = []
     for p in probes:
         missing = sorted(known - p.broker_addrs) if p.broker_addrs is not None else []
-        days_left = None if p.certificate_not_after is None else round((p.certificate_not_after - now) / 86_400, 1)
+        days_left = certificate_days_left(p.certificate_not_after, now_s)
+        cert = None if days_left is None else certificate_severity(days_left)
         detail = {"addr": p.addr, "reachable": p.reachable, "rttMs": p.rtt_ms, "brokers": p.brokers,
                   "missing": missing, "error": p.error, "certificateDaysLeft": days_left}
         if not p.reachable:
@@ -109,13 +114,11 @@ def namesrv_items(probes: list[NamesrvStatus], *, now_s: float | None = None) ->
                               f"does not list {', '.join(missing)} (another name server does): clients routed by it "
                               f"do not see them; check those brokers' namesrvAddr (a broker registers every 30 s: "
                               f"look again if it has just started)", detail))
-        elif days_left is not None and days_left < CERT_INFO_DAYS:
-            items.append(Item("namesrv", p.addr, "TLS certificate",
-                              Severity.ACTION if days_left < CERT_ACTION_DAYS else Severity.INFO,
+        elif cert is not None:
+            items.append(Item("namesrv", p.addr, "TLS certificate", cert,
                               f"the TLS certificate it serves expires in {days_left:g} days: clients and brokers that "
-                              "verify it are refused after that, and none can read a route or register there (copy "
-                              "the renewed certificate and key over tls.server.certPath and keyPath: taken without a "
-                              "restart)", detail))
+                              f"verify it are refused after that, and none can read a route or register there "
+                              f"({CERT_RENEWAL})", detail))
         else:
             lasts = "" if days_left is None else f"; its TLS certificate has {days_left:g} days left"
             items.append(Item("namesrv", p.addr, "healthy", Severity.OK,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from enum import Enum
 
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
@@ -19,6 +20,28 @@ class Severity(str, Enum):
     """Something needs a person: the verdict names the cause and the commands that act on it."""
     UNKNOWN = "unknown"
     """A figure the verdict needs could not be read; the diagnosis names it."""
+
+
+#: A served TLS certificate that expires within this many days is a finding to act on, within the second one to
+#: know of (the time a renewal takes through most organisations' certificate desks).
+CERT_ACTION_DAYS, CERT_INFO_DAYS = 7, 30
+#: What to do about one (mq's servers load renewed files as they change).
+CERT_RENEWAL = "copy the renewed certificate and key over tls.server.certPath and keyPath: taken without a restart"
+
+
+def certificate_days_left(not_after_s: float | None, now_s: float | None = None) -> float | None:
+    """Days (to a tenth) until a certificate's expiry, negative once expired; None when the expiry is not known.
+    `now_s`: the wall clock, time.time() when not given."""
+    if not_after_s is None:
+        return None
+    return round((not_after_s - (time.time() if now_s is None else now_s)) / 86_400, 1)
+
+
+def certificate_severity(days_left: float) -> Severity | None:
+    """Action within CERT_ACTION_DAYS (or expired), info within CERT_INFO_DAYS, else nothing to say."""
+    if days_left < CERT_ACTION_DAYS:
+        return Severity.ACTION
+    return Severity.INFO if days_left < CERT_INFO_DAYS else None
 
 
 def exit_code(severities: list[Severity]) -> int:
