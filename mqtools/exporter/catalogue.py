@@ -112,6 +112,8 @@ FAMILIES: dict[str, Family] = {
     "mq_proxy_clients": Family("gRPC clients the proxy serves, by kind (PUSH, SIMPLE consumer, PRODUCER) and language",
                                ("proxy", "kind", "language")),
     "mq_proxy_consumer_groups": Family("consumer groups with a gRPC client on the proxy", ("proxy",)),
+    "mq_namesrv_tls_certificate_expiry_timestamp_seconds": Family(
+        "when the TLS certificate the name server served to the exporter's verified handshake expires", ("namesrv",)),
     "mq_namesrv_heartbeat_age_seconds": Family("seconds since the name server last heard from the broker",
                                                ("namesrv", "cluster", "broker", "brokerIP")),
     "mq_exporter_poll_seconds": Family("how long the exporter's last poll of this job took", ("job",)),

@@ -27,6 +27,7 @@ from mqtools.exporter.series import (
     ha_samples,
     heartbeat_samples,
     master_up_samples,
+    namesrv_certificate_samples,
     node_samples,
     pop_samples,
     proxy_samples,
@@ -76,7 +77,9 @@ class ExporterPoller:
             log.warning("the name servers did not answer: %s", exc)
             return
         self.snapshot = snap
-        self.latest["cluster"] = heartbeat_samples(snap)
+        remoting = self.admin.instance.remoting
+        self.latest["cluster"] = [*heartbeat_samples(snap), *namesrv_certificate_samples(
+            {ns: remoting.peer_not_after(ns) for ns in snap.namesrv_addrs})]
         nodes = {b.addr for b in snap.brokers}
         self._prune("runtime:", nodes)
         self._prune("stats:", {b.addr for b in snap.masters()})

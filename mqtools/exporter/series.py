@@ -124,6 +124,13 @@ def broker_up_samples(snapshot: ClusterSnapshot, answered: Mapping[str, bool]) -
             for b in snapshot.brokers if (ok := answered.get(b.addr)) is not None]
 
 
+def namesrv_certificate_samples(expiries: Mapping[str, float | None]) -> list[Sample]:
+    """mq_namesrv_tls_certificate_expiry_timestamp_seconds per name server whose certificate the exporter's own
+    verified handshake saw (a name server reports nothing of its own); none without TLS or verification."""
+    return [Sample("mq_namesrv_tls_certificate_expiry_timestamp_seconds", (ns,), not_after)
+            for ns, not_after in expiries.items() if not_after is not None]
+
+
 def heartbeat_samples(snapshot: ClusterSnapshot) -> list[Sample]:
     """mq_namesrv_heartbeat_age_seconds, where the name server tells it (mq's live table; not Apache's)."""
     return [Sample("mq_namesrv_heartbeat_age_seconds", (ns, b.cluster, b.broker_name, b.addr), beat.age_ms / 1000)

@@ -11,6 +11,7 @@ import json
 import shutil
 import ssl
 import subprocess
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from support.clientsupport import until
 from support.mqproc import start_mq
 from support.ports import random_base_port
 from support.presetcluster import wait_for
+from support.promsupport import exporter, scrape
 from support.tlsprobe import served_certificate
 
 from mqtools.client.producer import Producer
@@ -136,6 +138,16 @@ async def test_mcp_and_top_take_the_tls_flags_as_every_cluster_command_does(clus
     assert {b["brokerName"] for b in result.structured_content["brokers"]} == {"broker-a", "broker-b"}
     top = mq_here("top", "--once", "-o", "json", "-n", cluster.namesrv, "--tls-ca", cluster.ca)
     assert top.returncode == 0, top.stderr
+
+
+def test_the_exporter_serves_the_name_servers_certificate_expiry(cluster: TlsCluster) -> None:
+    """From its own verified handshake (a name server reports nothing of its own): a year, `mq cluster up --tls`."""
+    family = "mq_namesrv_tls_certificate_expiry_timestamp_seconds"
+    with exporter(cluster.namesrv, "--tls-ca", cluster.ca) as addr:
+        line = wait_for(lambda: next((x for x in scrape(addr).splitlines() if x.startswith(family + "{")), None), 30,
+                        f"{family} in the scrape")
+    assert line.startswith(f'{family}{{namesrv="{cluster.namesrv}"}} '), line
+    assert 364 * 86_400 < float(line.split()[-1]) - time.time() <= 365 * 86_400, line
 
 
 def test_untrusted_and_plain_clients_are_refused_in_enforcing_mode(cluster: TlsCluster) -> None:

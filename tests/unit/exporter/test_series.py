@@ -89,6 +89,15 @@ def test_a_broker_set_without_a_master_or_with_a_silent_one_is_down() -> None:
     assert {s.name for s in up} == {"mq_broker_up"} <= FAMILIES.keys()
 
 
+def test_a_name_servers_certificate_expiry_where_a_verified_handshake_saw_it() -> None:
+    from mqtools.exporter.series import namesrv_certificate_samples
+
+    got = namesrv_certificate_samples({"n1:9876": 1_800_000_000.0, "n2:9876": None})  # n2: plain, or not verified
+    assert [(s.name, s.labels, s.value) for s in got] == [
+        ("mq_namesrv_tls_certificate_expiry_timestamp_seconds", ("n1:9876",), 1_800_000_000.0)]
+    assert {s.name for s in got} <= FAMILIES.keys()
+
+
 def test_timer_figures_per_broker_set_and_pending_per_topic_where_a_wheel_gave_them() -> None:
     from mqtools.client.admin.models.timer import TimerBrokerStatus, TimerStatus
     from mqtools.exporter.series import timer_samples
