@@ -77,9 +77,8 @@ class ExporterPoller:
             log.warning("the name servers did not answer: %s", exc)
             return
         self.snapshot = snap
-        remoting = self.admin.instance.remoting
         self.latest["cluster"] = [*heartbeat_samples(snap), *namesrv_certificate_samples(
-            {ns: remoting.peer_not_after(ns) for ns in snap.namesrv_addrs})]
+            {ns: self.admin.certificate_not_after(ns) for ns in snap.namesrv_addrs})]
         nodes = {b.addr for b in snap.brokers}
         self._prune("runtime:", nodes)
         self._prune("stats:", {b.addr for b in snap.masters()})

@@ -158,6 +158,11 @@ class AdminBase:
     def namesrv_addrs(self) -> list[str]:
         return self.instance.namesrv_addrs
 
+    def certificate_not_after(self, addr: str) -> float | None:
+        """When the TLS certificate `addr` served on the open connection expires (epoch seconds): what a name
+        server, which reports nothing of its own, is known by; None without TLS, verification or a connection."""
+        return self.instance.remoting.peer_not_after(addr)
+
     # plumbing -------------------------------------------------------------------------
 
     async def call(self, addr: str | None, code: int, ext: dict[str, str] | None = None, body: bytes | None = None,

@@ -30,7 +30,7 @@ class NamesrvProbeAdmin(AdminService):
         live_table = None if isinstance(live, MQClientError) and not isinstance(live, NotAvailable) \
             else not isinstance(live, MQClientError)
         return NamesrvStatus(addr, True, rtt_ms, addrs, live_table,
-                             certificate_not_after=self.admin.instance.remoting.peer_not_after(addr))
+                             certificate_not_after=self.admin.certificate_not_after(addr))
 
     async def _timed(self, addr: str) -> tuple[RemotingCommand | MQClientError, float]:
         began = time.perf_counter()

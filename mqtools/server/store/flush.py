@@ -23,8 +23,8 @@ from mqtools.server.store.dispatch import DispatchService
 from mqtools.server.store.index import IndexService
 
 log = logging.getLogger(__name__)
-#: Periodic duties that fail the same way until the machine is mended: a line a minute, not one a round.
-#: The store's periodic duties' failures (LimitedLog.failure), the flushes here and the cleaning.
+#: The store's periodic duties' failures (the flushes here and the cleaning), which fail the same way until the
+#: machine is mended: a line a minute, not one a round.
 failures = LimitedLog(log)
 
 
