@@ -147,7 +147,7 @@ async def child(side: str, request: str, chunks: int, repeat: int, measured_once
     logging.disable(logging.WARNING)  # the broker's name server (none) is unreachable on purpose
     with tempfile.TemporaryDirectory() as tmp:
         server, controller = await _server(side, Path(tmp))
-        conn = server._make_connection()
+        conn = server.new_connection()
         transport = AnswerSink()
         conn.connection_made(transport)
         keys = UniqueKeyGenerator()

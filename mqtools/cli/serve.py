@@ -19,7 +19,9 @@ def option_overrides(options: dict[str, object | None]) -> dict[str, str]:
 def server_logging() -> None:
     """Warnings and errors of every logger, with time, level and logger name; a logger that sets INFO for
     itself (HA, TLS certificates) shows its INFO lines too."""
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from mqtools.server.lifecycle import SERVER_LOG_FORMAT
+
+    logging.basicConfig(level=logging.WARNING, format=SERVER_LOG_FORMAT)
 
 
 def run_server(main: Coroutine[Any, Any, Any]) -> None:

@@ -55,11 +55,14 @@ class TlsAcceptor:
 
     async def start(self, host: str, port: int) -> int:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        sock = socket.create_server((host, port), family=family, backlog=1024)
+        return self.serve_socket(socket.create_server((host, port), family=family, backlog=1024))
+
+    def serve_socket(self, sock: socket.socket) -> int:
+        """Accept on a listening socket made elsewhere (a broker's front worker is handed its broker's); its port."""
         sock.setblocking(False)
         self._sock = sock
         self._name = f"{self._name} {sock.getsockname()[1]}"
-        self._task = asyncio.create_task(self._accept_loop(sock), name=f"tls-accept-{port}")
+        self._task = asyncio.create_task(self._accept_loop(sock), name=f"tls-accept-{sock.getsockname()[1]}")
         return sock.getsockname()[1]
 
     async def shutdown(self) -> None:

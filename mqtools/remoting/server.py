@@ -22,6 +22,7 @@ import asyncio
 import functools
 import inspect
 import logging
+import socket
 import time
 from collections.abc import Awaitable, Callable
 
@@ -88,6 +89,8 @@ class RemotingServer:
         self.tls = tls
         self._servers: list[asyncio.Server] = []
         self._acceptors: list[TlsAcceptor] = []
+        #: Listening sockets that other processes accept on (bind)
+        self._bound: list[socket.socket] = []
         self._tasks: set[asyncio.Task] = set()
         self.bad_input = LimitedLog(log, clock)
 
@@ -116,14 +119,32 @@ class RemotingServer:
         if self.tls is not None:
             await self.tls.start()
 
+    async def bind(self) -> list[socket.socket]:
+        """Open `port` and `extra_ports` without accepting on them here: the listening sockets, for processes
+        that accept and relay their connections to `new_connection` (a broker's front workers)."""
+        family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
+        sockets: list[socket.socket] = []
+        try:
+            for port in (self.port, *self.extra_ports):
+                sockets.append(socket.create_server((self.host, port), family=family, backlog=1024))
+        except OSError:
+            for sock in sockets:
+                sock.close()
+            raise
+        self.port = sockets[0].getsockname()[1]
+        self._bound = sockets
+        if self.tls is not None:
+            await self.tls.start()
+        return sockets
+
     async def _listen(self, port: int) -> int:
         """Serve `port` (0: any); the port it got."""
         if self.tls is not None and self.tls.enabled:
-            acceptor = TlsAcceptor("remoting port", self.tls, self._make_connection)
+            acceptor = TlsAcceptor("remoting port", self.tls, self.new_connection)
             self._acceptors.append(acceptor)
             return await acceptor.start(self.host, port)
         loop = asyncio.get_running_loop()
-        server = await loop.create_server(self._make_connection, self.host, port, reuse_address=True)
+        server = await loop.create_server(self.new_connection, self.host, port, reuse_address=True)
         self._servers.append(server)
         return server.sockets[0].getsockname()[1]
 
@@ -132,6 +153,8 @@ class RemotingServer:
             await self.tls.shutdown()
         for server in self._servers:
             server.close()
+        for sock in self._bound:
+            sock.close()
         for acceptor in self._acceptors:
             await acceptor.shutdown()
         for conn in list(self.connections):
@@ -141,7 +164,8 @@ class RemotingServer:
         for server in self._servers:
             await server.wait_closed()
 
-    def _make_connection(self) -> RemotingConnection:
+    def new_connection(self) -> RemotingConnection:
+        """A server connection, before its transport is made (asyncio's protocol factory; a relay's connections)."""
         conn = RemotingConnection(self._on_request, self._closed, self.max_frame, on_bad_frame=self._bad_frame,
                                   fair_reads=True, after_read=self.after_read)
         self.connections.add(conn)

@@ -20,6 +20,8 @@ from mqtools.common.heap import settle_heap
 from mqtools.common.open_files import raise_open_files_limit
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
+#: Every server process's log line: time, level, logger, message (a broker's front workers log as it does).
+SERVER_LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 log = logging.getLogger(__name__)
 

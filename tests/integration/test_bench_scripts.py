@@ -26,6 +26,7 @@ RUNS = {
     "namesrv_route_qps": ["--seconds", "0.3"],
     "broker_send": ["--seconds", "0.3", "--clients", "1"],
     "broker_cpu": ["--seconds", "0.3", "--repeat", "1"],
+    "front_workers": ["--seconds", "0.3", "--repeat", "1"],
     "broker_inproc": ["--chunks", "2", "--repeat", "1"],  # without --callgrind: valgrind is not a dependency
     "client_produce": ["--seconds", "0.3", "--clients", "1", "--repeat", "1"],
     "client_consume": ["--seconds", "0.3", "--repeat", "1"],

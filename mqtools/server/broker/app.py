@@ -40,6 +40,7 @@ from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.fast_failure import BrokerFastFailure
+from mqtools.server.broker.front import relay as front_relay
 from mqtools.server.broker.ha_duties import HADuties
 from mqtools.server.broker.long_polling import HeldPull, PullRequestHoldService
 from mqtools.server.broker.metrics import BrokerMetricsManager
@@ -95,6 +96,9 @@ class BrokerController:
         #: The TLS certificates of the remoting, VIP and HA ports, loaded again when their files change.
         self.tls = TlsCertificateManager(config.tls_server())
         self.server = RemotingServer(config.bind_address, config.listen_port, tls=self.tls, extra_ports=vip)
+        #: The processes that accept this broker's clients and relay them (none: it serves them itself).
+        self.front = front_relay.FrontWorkers(self.server, config.front_workers, config.tls_server()) \
+            if config.front_workers else None
         self.client = RemotingClient(config.namesrv_list(), security=config.client_security())
         levels = DelayLevelTable(config.message_delay_level)
         self.topics = TopicConfigManager(config_dir, config, clock, max_delay_level=levels.max_level)
@@ -188,7 +192,10 @@ class BrokerController:
         # a returning master first takes the newer offsets its slaves took while it was down (pre_online.py)
         await take_offsets_from_slaves(self, cfg.register_broker_timeout_mills / 1000)
         try:
-            await self.server.start()
+            if self.front is None:
+                await self.server.start()
+            else:
+                await self.front.start(await self.server.bind())
         except OSError as exc:
             await self.store.shutdown()
             ports = ", ".join(str(p) for p in (cfg.listen_port, *self.server.extra_ports))
@@ -247,6 +254,7 @@ class BrokerController:
         steps: list[tuple[str, Callable[[], Awaitable[None] | None]]] = [
             ("registration", self.registrar.shutdown),
             ("unregister", self.registrar.unregister_all),
+            ("front workers", lambda: self.front.shutdown() if self.front is not None else None),
             ("server", self.server.shutdown),
             ("fast failure", self.fast_failure.shutdown),
             ("metrics", self.metrics.shutdown),

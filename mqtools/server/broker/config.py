@@ -40,6 +40,8 @@ from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.delay_levels import DEFAULT_DELAY_LEVELS
 
 DEFAULT_LISTEN_PORT = 10911
+#: The most front worker processes a broker starts (each is a Python process of about 30 MiB).
+MAX_FRONT_WORKERS = 64
 FLUSH_TYPES = ("ASYNC_FLUSH", "SYNC_FLUSH")
 MQ_VERSION_DESC = "V4_9_7"
 
@@ -62,6 +64,10 @@ class BrokerConfig:
     listen_port: int = DEFAULT_LISTEN_PORT
     ha_listen_port: int = -1  # -1: listenPort + 1, as RocketMQ derives it
     bind_address: str = "0.0.0.0"
+    # processes that accept the clients' connections and relay their bytes (mqtools/server/broker/front); 0: the
+    # store's process serves its clients itself. Off by default: the relay alone takes no work off the store's loop
+    # yet (bench/front_workers.py, docs/compatibility.md)
+    front_workers: int = 0
     # store (the broker reads these too; the store gets them through store_properties())
     store_path_root_dir: str = field(default_factory=_default_store_root)
     flush_disk_type: str = "ASYNC_FLUSH"
@@ -230,6 +236,8 @@ class BrokerConfig:
             raise ConfigError(f"listenPort out of range: {self.listen_port}")
         if not self.broker_name.strip():
             raise ConfigError("brokerName is blank")
+        if not 0 <= self.front_workers <= MAX_FRONT_WORKERS:
+            raise ConfigError(f"frontWorkers must be 0 to {MAX_FRONT_WORKERS}, not {self.front_workers}")
         if self.default_topic_queue_nums <= 0:
             raise ConfigError("defaultTopicQueueNums must be > 0")
         if self.flush_consumer_offset_interval <= 0:  # RocketMQ's scheduler refuses it too

@@ -97,7 +97,7 @@ def max_offset_frame(opaque: int) -> bytes:
 
 def connect(controller: app.BrokerController) -> tuple[Wire, object]:
     wire = Wire(controller)
-    conn = controller.server._make_connection()
+    conn = controller.server.new_connection()
     conn.connection_made(wire)  # type: ignore[arg-type]
     return wire, conn
 

@@ -60,6 +60,10 @@ def test_bad_values_are_refused(tmp_path: Path) -> None:
         load_config(None, {"brokerRole": "LEADER"}, env={})
     with pytest.raises(ConfigError, match="cannot read"):
         load_config(tmp_path / "missing.properties", env={})
+    for workers in ("-1", "65"):
+        with pytest.raises(ConfigError, match="frontWorkers must be 0 to 64"):
+            load_config(None, {"frontWorkers": workers}, env={})
+    assert load_config(None, {"frontWorkers": "3"}, env={}).front_workers == 3
 
 
 def test_namesrv_list_format_and_env_fallback() -> None:

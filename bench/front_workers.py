@@ -1,0 +1,118 @@
+"""What front workers take off the broker's store loop, and what they cost; one summary line.
+
+Two brokers run at once (ASYNC_FLUSH, temp stores, a name server each): one with frontWorkers=0 (the store's
+process serves its clients itself, as before) and one with frontWorkers=--workers (its clients' connections
+accepted, read and written by worker processes that relay their bytes; mqtools/server/broker/front). The
+cases are broker_cpu.py's: our Producer in one client process, 1 KiB messages, `py64` with 64 sync sends
+in flight and `py_async256` with 256 async sends in flight; and `tls64`, broker_send.py's raw SEND_MESSAGE_V2
+driver with 64 in flight over TLS (both brokers serve TLS permissive with a local CA's certificate, as `mq
+cluster up --tls` makes). Runs alternate between the brokers, --repeat of each; each figure is the median.
+
+Per case and broker: msgs/s, the store process's CPU microseconds per acknowledged message, and the
+workers' (psutil, the processes' user+system time over the run). The ratio is the store process's CPU per
+message with workers over without: below 1.0 is the work that left the store's loop, which a machine with
+cores to spare turns into throughput (the store's loop is the broker's ceiling). On a 2-core machine the
+client takes one core, so msgs/s cannot rise there and shows the relay's cost instead.
+
+Usage: .venv/bin/python bench/front_workers.py [--seconds 4] [--repeat 3] [--workers 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import statistics
+import sys
+import tempfile
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+
+import broker_cpu
+import broker_send
+import psutil
+from benchsupport import client_loop, namesrv_and_broker, run_processes
+from support.mqproc import MqProcess
+
+from mqtools.cluster.certs import make_local_certificates
+
+
+def cpu_s(procs: list[psutil.Process]) -> float:
+    total = 0.0
+    for proc in procs:
+        with contextlib.suppress(psutil.NoSuchProcess):
+            times = proc.cpu_times()
+            total += times.user + times.system
+    return total
+
+
+#: case -> (client, sends in flight): our Producer as broker_cpu.py drives it, or the raw driver over TLS.
+CASES = {"py64": ("send", 64), "py_async256": ("async", 256), "tls64": ("tls", 64), "conns8": ("conns", 8)}
+
+
+def run(broker: MqProcess, namesrv: str, kind: str, inflight: int, seconds: float, ca: str) -> dict:
+    if kind == "conns":
+        rs = run_processes(broker_send._child, (broker.addr, "send", inflight, seconds, 1, None, False), 8,
+                           timeout=seconds + 60)
+        return {"msgs": sum(r["msgs"] for r in rs), "msgs_s": sum(r["msgs"] / max(r["elapsed"], 1e-3) for r in rs)}
+    if kind != "tls":
+        return broker_cpu.producer_run(namesrv, kind, inflight, seconds)
+    (r,) = run_processes(broker_send._child, (broker.addr, "send", inflight, seconds, 1, ca, False), 1,
+                         timeout=seconds + 60)
+    return {"msgs": r["msgs"], "msgs_s": r["msgs"] / max(r["elapsed"], 1e-3)}
+
+
+def measured(broker: MqProcess, namesrv: str, kind: str, inflight: int, seconds: float, ca: str) -> dict:
+    store = psutil.Process(broker.pid)
+    workers = store.children()
+    before = cpu_s([store]), cpu_s(workers)
+    result = run(broker, namesrv, kind, inflight, seconds, ca)
+    msgs = max(1, result["msgs"])
+    return {**result, "store_us": (cpu_s([store]) - before[0]) / msgs * 1e6,
+            "workers_us": (cpu_s(workers) - before[1]) / msgs * 1e6, "workers": len(workers)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=float, default=4.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--workers", type=int, default=1)
+    args = parser.parse_args()
+    runs: dict[tuple[str, int], list[dict]] = {}
+    sides = (0, args.workers)
+    with contextlib.ExitStack() as stack:
+        certs = make_local_certificates(Path(stack.enter_context(tempfile.TemporaryDirectory())))
+        tls = {"tls.server.mode": "permissive", "tls.server.certPath": str(certs.cert),
+               "tls.server.keyPath": str(certs.key)}
+        brokers = {n: stack.enter_context(namesrv_and_broker(broker_send.TOPIC, broker_send.QUEUES,
+                                                             frontWorkers=str(n), **tls)) for n in sides}
+        for n, (namesrv, _) in brokers.items():
+            broker_cpu.producer_run(namesrv.addr, "send", 64, 1.0)  # warm-up: routes, the commitlog's first pages
+        for _ in range(args.repeat):
+            for name, (kind, inflight) in CASES.items():
+                for n, (namesrv, broker) in brokers.items():
+                    runs.setdefault((name, n), []).append(
+                        measured(broker, namesrv.addr, kind, inflight, args.seconds, str(certs.ca)))
+
+    def median(name: str, n: int, key: str) -> float:
+        return statistics.median(r[key] for r in runs[(name, n)])
+
+    parts = []
+    for name in CASES:
+        line = [name + ":"]
+        for n in sides:
+            line.append(f"workers={n} {median(name, n, 'msgs_s'):,.0f} msgs/s store {median(name, n, 'store_us'):.1f}"
+                        f" + workers {median(name, n, 'workers_us'):.1f} us/msg")
+        ratio = median(name, args.workers, "store_us") / median(name, 0, "store_us")
+        each = ", ".join(f"{a['store_us'] / b['store_us']:.2f}" for a, b in zip(runs[(name, args.workers)],
+                                                                                 runs[(name, 0)], strict=True))
+        line.append(f"store ratio {ratio:.2f} (runs {each})")
+        parts.append(" ".join(line))
+    print(f"front_workers (median of {args.repeat}, {args.seconds:g} s, client loop {client_loop()}) | "
+          + " | ".join(parts) + " | store ratio: the store process's CPU per message with workers over without; "
+          "lower is better")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The link between a front worker and the broker's store process: many client connections over one socket.
+
+Sans-IO: `header` and `Outbox` make bytes, `LinkDecoder` turns bytes into events; the two ends
+(front/worker.py, front/relay.py) do the reads and writes. Each message is a 9-byte header, its
+payload's length (u32), its kind (u8) and the client connection it is about (u32), then the payload:
+
+  HELLO  worker -> broker, connection 0: the worker serves its ports
+  OPEN   worker -> broker: a client connected; the payload is JSON {"peer", "tls", "notAfter"}
+  DATA   both ways: bytes read from the client / to write to it, passed on as they are (no framing)
+  CLOSE  both ways: the client went away / close the client's connection once written
+
+A worker passes bytes on as they come and never parses remoting frames, so the store process sees each
+client's stream exactly as a socket would have given it.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from mqtools.remoting.errors import ProtocolError
+
+HELLO, OPEN, DATA, CLOSE = 1, 2, 3, 4
+KINDS = frozenset({HELLO, OPEN, DATA, CLOSE})
+_HEADER = struct.Struct(">IBI")
+HEADER_SIZE = _HEADER.size
+#: Larger than any frame a broker writes (a pull's body is at most a few MiB): a bigger length is a bug.
+MAX_PAYLOAD = 256 * 1024 * 1024
+
+
+def header(kind: int, conn_id: int, size: int) -> bytes:
+    return _HEADER.pack(size, kind, conn_id)
+
+
+@dataclass(frozen=True)
+class Opened:
+    """What a worker knows of a client connection when it opens (OPEN's payload)."""
+
+    peer: tuple[str, int]
+    tls: bool
+    #: When the certificate the client served expires (epoch seconds), once verified; else None.
+    not_after: float | None = None
+
+    def encode(self) -> bytes:
+        return json.dumps({"peer": list(self.peer), "tls": self.tls, "notAfter": self.not_after}).encode()
+
+    @classmethod
+    def decode(cls, payload: bytes) -> Opened:
+        try:
+            doc = json.loads(payload)
+            host, port = doc["peer"]
+            return cls((str(host), int(port)), bool(doc["tls"]), doc.get("notAfter"))
+        except (ValueError, KeyError, TypeError) as exc:
+            raise ProtocolError(f"bad OPEN on the front link: {exc}") from None
+
+
+class LinkDecoder:
+    """Bytes in, (kind, connection id, payload) out; ProtocolError on an unknown kind or an absurd length."""
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+
+    def feed(self, data: bytes) -> list[tuple[int, int, bytes]]:
+        buf = self._buf
+        buf += data
+        out: list[tuple[int, int, bytes]] = []
+        pos, end = 0, len(buf)
+        while end - pos >= HEADER_SIZE:
+            size, kind, conn_id = _HEADER.unpack_from(buf, pos)
+            if kind not in KINDS or size > MAX_PAYLOAD:
+                raise ProtocolError(f"bad message on the front link: kind {kind}, {size} bytes")
+            if end - pos - HEADER_SIZE < size:
+                break
+            start = pos + HEADER_SIZE
+            out.append((kind, conn_id, bytes(buf[start:start + size])))
+            pos = start + size
+        if pos:
+            del buf[:pos]
+        return out
+
+
+class Outbox:
+    """What one end writes in a loop iteration: headers and payload parts, written at once by its owner."""
+
+    def __init__(self) -> None:
+        self.parts: list[bytes | bytearray | memoryview] = []
+
+    def add(self, kind: int, conn_id: int, payload: bytes | bytearray | memoryview = b"") -> None:
+        self.parts.append(header(kind, conn_id, len(payload)))
+        if payload:
+            self.parts.append(payload)
+
+    def add_parts(self, kind: int, conn_id: int, parts: Iterable[bytes | bytearray | memoryview]) -> None:
+        """One DATA of several parts, not joined (a pull's body stays the mapped file's slices)."""
+        parts = list(parts)
+        self.parts.append(header(kind, conn_id, sum(len(p) for p in parts)))
+        self.parts.extend(p for p in parts if p)
+
+    def take(self) -> list[bytes | bytearray | memoryview]:
+        parts, self.parts = self.parts, []
+        return parts

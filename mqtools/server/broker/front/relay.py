@@ -1,0 +1,248 @@
+"""The store process's side of its front workers: their client connections, served as if accepted here.
+
+Each client connection a worker relays becomes a RemotingConnection of the broker's RemotingServer whose
+transport is a `RelayTransport`: what the connection writes goes to the worker's link, what the worker read
+is fed to it. Processors, ACL, long polling, the broker's own requests to a client (transaction checks,
+consumer notifications) see a connection like any other, with the client's address and its TLS facts.
+
+`FrontWorkers` starts the worker processes (front/worker.py) on the server's listening sockets, waits for
+each to serve, starts again one that dies (its clients reconnect, to another worker or to it), and stops
+them by closing their links.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import logging
+import socket
+import sys
+import time
+from collections.abc import Callable
+from typing import Any
+
+from mqtools.common.tls import TlsServerSettings
+from mqtools.remoting.server import RemotingServer
+from mqtools.server.broker.front import link as L
+from mqtools.server.broker.front.endpoint import LinkEnd
+from mqtools.server.broker.front.worker import tls_spec
+from mqtools.server.lifecycle import StartError
+
+log = logging.getLogger(__name__)
+
+#: A worker that has not said HELLO this long after it was started failed to start.
+START_TIMEOUT_S = 30.0
+#: A worker that died is started again after this (one that dies at once cannot spin the machine).
+RESTART_DELAY_S = 1.0
+#: How long a stopping worker may take to exit after its link closed before it is killed.
+STOP_TIMEOUT_S = 5.0
+class RelayTransport(asyncio.Transport):
+    """One relayed client connection, as its RemotingConnection sees it."""
+
+    def __init__(self, link: WorkerLink, conn_id: int, extra: dict[str, Any]) -> None:
+        super().__init__(extra)
+        self._link = link
+        self._conn_id = conn_id
+        self.protocol: asyncio.Protocol | None = None
+        self._closing = False
+        self._lost = False
+        self._paused = False
+        self._held: collections.deque[bytes] = collections.deque()
+
+    # what the link delivers
+    def deliver(self, data: bytes) -> None:
+        if self._paused or self._held:
+            self._held.append(data)
+        elif self.protocol is not None and not self._closing:
+            self.protocol.data_received(data)
+
+    def lost(self) -> None:
+        if self._lost:
+            return
+        self._lost = self._closing = True
+        self._held.clear()
+        if self.protocol is not None:
+            self.protocol.connection_lost(None)
+
+    # asyncio.Transport
+    def write(self, data: bytes | bytearray | memoryview) -> None:
+        if not self._closing:
+            self._link.emit(L.DATA, self._conn_id, data)
+
+    def writelines(self, list_of_data: Any) -> None:
+        if not self._closing:
+            self._link.emit_parts(L.DATA, self._conn_id, list_of_data)
+
+    def close(self) -> None:
+        if self._closing:
+            return
+        self._closing = True
+        self._link.forget(self._conn_id)
+        self._link.emit(L.CLOSE, self._conn_id)
+        asyncio.get_event_loop().call_soon(self.lost)
+
+    def abort(self) -> None:
+        self.close()
+
+    def is_closing(self) -> bool:
+        return self._closing
+
+    def pause_reading(self) -> None:
+        """Held here: the bytes the worker sent meanwhile wait until resume_reading (RemotingConnection pauses a
+        connection that read much in one loop turn, until the next turn)."""
+        self._paused = True
+
+    def resume_reading(self) -> None:
+        self._paused = False
+        while self._held and not self._paused and not self._closing and self.protocol is not None:
+            self.protocol.data_received(self._held.popleft())
+
+    def is_reading(self) -> bool:
+        return not self._paused
+
+    def get_write_buffer_size(self) -> int:
+        return self._link.write_buffer_size()
+
+    def set_protocol(self, protocol: asyncio.BaseProtocol) -> None:
+        self.protocol = protocol  # type: ignore[assignment]
+
+    def get_protocol(self) -> asyncio.BaseProtocol:
+        return self.protocol  # type: ignore[return-value]
+
+
+class WorkerLink(LinkEnd):
+    """The store process's end of one worker's link."""
+
+    def __init__(self, server: RemotingServer, on_hello: Callable[[], None]) -> None:
+        super().__init__()
+        self._server = server
+        self._on_hello = on_hello
+        self.conns: dict[int, RelayTransport] = {}
+
+    def forget(self, conn_id: int) -> None:
+        self.conns.pop(conn_id, None)
+
+    def on_events(self, events: list[tuple[int, int, bytes]]) -> None:
+        for kind, conn_id, payload in events:
+            if kind == L.DATA:
+                if (transport := self.conns.get(conn_id)) is not None:
+                    transport.deliver(payload)
+            elif kind == L.OPEN:
+                self._open(conn_id, L.Opened.decode(payload))
+            elif kind == L.CLOSE:
+                if (transport := self.conns.pop(conn_id, None)) is not None:
+                    transport.lost()
+            elif kind == L.HELLO:
+                self._on_hello()
+
+    def _open(self, conn_id: int, opened: L.Opened) -> None:
+        tls = self._server.tls
+        extra: dict[str, Any] = {"peername": opened.peer,
+                                 "sslcontext": tls.context if opened.tls and tls is not None else None}
+        if opened.not_after is not None:
+            extra["peercert"] = {"notAfter": _cert_time(opened.not_after)}
+        transport = RelayTransport(self, conn_id, extra)
+        conn = self._server.new_connection()
+        transport.set_protocol(conn)
+        self.conns[conn_id] = transport
+        conn.connection_made(transport)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        conns, self.conns = self.conns, {}
+        for transport in conns.values():
+            transport.lost()
+        super().connection_lost(exc)
+
+
+def _cert_time(epoch_s: float) -> str:
+    """A certificate time as ssl's getpeercert() writes it (what RemotingConnection reads back)."""
+    return time.strftime("%b %d %H:%M:%S %Y GMT", time.gmtime(epoch_s))
+
+
+class FrontWorkers:
+    """The worker processes of one broker."""
+
+    def __init__(self, server: RemotingServer, count: int, tls: TlsServerSettings | None) -> None:
+        self._server = server
+        self.count = count
+        self._tls = tls
+        self._sockets: list[socket.socket] = []
+        self._procs: dict[int, asyncio.subprocess.Process] = {}
+        self._links: dict[int, WorkerLink] = {}
+        self._tasks: set[asyncio.Task] = set()
+        self._stopping = False
+        #: Workers started again after dying, since the broker started.
+        self.restarts = 0
+
+    async def start(self, sockets: list[socket.socket]) -> None:
+        """Start every worker on `sockets` and wait until each serves; StartError when one does not."""
+        self._sockets = sockets
+        await asyncio.gather(*(self._spawn(index) for index in range(self.count)))
+
+    async def _spawn(self, index: int) -> None:
+        loop = asyncio.get_running_loop()
+        mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+        spec = {"index": index, "link": theirs.fileno(), "listen": [s.fileno() for s in self._sockets],
+                "tls": tls_spec(self._tls)}
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                sys.executable, "-m", "mqtools.server.broker.front.worker", json.dumps(spec),
+                stdin=asyncio.subprocess.DEVNULL, pass_fds=(theirs.fileno(), *spec["listen"]))
+        finally:
+            theirs.close()
+        hello = loop.create_future()
+        _, link = await loop.create_unix_connection(
+            lambda: WorkerLink(self._server, lambda: hello.done() or hello.set_result(None)), sock=mine)
+        self._procs[index], self._links[index] = proc, link
+        try:
+            await asyncio.wait_for(asyncio.shield(hello), START_TIMEOUT_S)
+        except TimeoutError:
+            proc.kill()
+            raise StartError(f"front worker {index} (pid {proc.pid}) did not start within {START_TIMEOUT_S:.0f} s")
+        if link.closed.done():
+            raise StartError(f"front worker {index} (pid {proc.pid}) exited as it started")
+        self._watch(index, link, proc)
+
+    def _watch(self, index: int, link: WorkerLink, proc: asyncio.subprocess.Process) -> None:
+        task = asyncio.create_task(self._supervise(index, link, proc), name=f"front-worker-{index}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _supervise(self, index: int, link: WorkerLink, proc: asyncio.subprocess.Process) -> None:
+        """Start the worker again once it died, until the broker stops."""
+        await link.closed
+        if self._stopping:
+            return
+        link.close()
+        code = await proc.wait()
+        log.warning("front worker %d (pid %d) exited with %s; its clients reconnect; starting it again in %.0f s",
+                    index, proc.pid, code, RESTART_DELAY_S)
+        while not self._stopping:
+            await asyncio.sleep(RESTART_DELAY_S)
+            if self._stopping:
+                return
+            try:
+                await self._spawn(index)
+            except (StartError, OSError) as exc:
+                log.warning("front worker %d: %s; trying again", index, exc)
+                continue
+            self.restarts += 1
+            return
+
+    def pids(self) -> list[int]:
+        return [proc.pid for proc in self._procs.values()]
+
+    async def shutdown(self) -> None:
+        """Close every link (a worker exits when its link closes), then wait for the processes; kill a late one."""
+        self._stopping = True
+        for task in list(self._tasks):
+            task.cancel()
+        for link in self._links.values():
+            link.close()
+        for proc in self._procs.values():
+            try:
+                await asyncio.wait_for(proc.wait(), STOP_TIMEOUT_S)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()

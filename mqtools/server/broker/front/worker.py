@@ -1,0 +1,177 @@
+"""A front worker: a process that accepts a broker's client connections and relays their bytes.
+
+It is handed the broker's listening sockets (the remoting port and the VIP channel) and one end of a
+socket pair to the broker's store process (link.py). It accepts, does the TLS handshake and the
+encryption, reads and writes the clients' sockets, and passes each client's bytes on unparsed; the
+store process runs the requests. What this takes off the store's loop: the socket calls of every client
+connection (a worker joins what all its clients sent in one loop turn into one write to the link) and
+TLS. A worker stops when its link closes (the broker stopped, or died); the broker starts a worker that
+died again (relay.py).
+
+Started by the broker as `python -m mqtools.server.broker.front.worker SPEC`, SPEC a JSON object:
+{"index", "link": fd, "listen": [fd, ...], "tls": TlsServerSettings' fields or null}.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+import logging
+import signal
+import socket
+import ssl
+import sys
+from typing import Any
+
+from mqtools.common import loop as mqloop
+from mqtools.common.tls import ClientAuth, TlsMode, TlsServerSettings
+from mqtools.common.tls_acceptor import TlsAcceptor
+from mqtools.common.tls_certificates import TlsCertificateManager
+from mqtools.server.broker.front import link as L
+from mqtools.server.broker.front.endpoint import LinkEnd
+from mqtools.server.lifecycle import SERVER_LOG_FORMAT
+
+
+def tls_spec(settings: TlsServerSettings | None) -> dict[str, Any] | None:
+    """TLS settings as a worker's SPEC carries them."""
+    if settings is None or not settings.enabled:
+        return None
+    doc = dataclasses.asdict(settings)
+    doc["mode"], doc["need_client_auth"] = settings.mode.value, settings.need_client_auth.value
+    return doc
+
+
+def _tls_settings(doc: dict[str, Any] | None) -> TlsServerSettings | None:
+    if doc is None:
+        return None
+    return TlsServerSettings(**{**doc, "mode": TlsMode(doc["mode"]), "need_client_auth": ClientAuth(doc["need_client_auth"])})
+
+
+class BrokerLink(LinkEnd):
+    """This worker's end of the link: client bytes out in one write per loop turn, the broker's bytes in."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.clients: dict[int, ClientConnection] = {}
+        self._next_id = 0
+        #: The link's write buffer is over its high-water mark: clients are not read until it drains.
+        self.paused = False
+
+    def new_id(self) -> int:
+        self._next_id = self._next_id % 0xFFFFFFFF + 1
+        return self._next_id
+
+    def on_events(self, events: list[tuple[int, int, bytes]]) -> None:
+        for kind, conn_id, payload in events:
+            client = self.clients.get(conn_id)
+            if client is None:  # gone already: what the broker wrote to it has nobody to read it
+                continue
+            if kind == L.DATA:
+                client.write(payload)
+            elif kind == L.CLOSE:
+                del self.clients[conn_id]
+                client.close()
+
+    def pause_writing(self) -> None:
+        self.paused = True
+        for client in self.clients.values():
+            client.pause()
+
+    def resume_writing(self) -> None:
+        self.paused = False
+        for client in self.clients.values():
+            client.resume()
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        for client in list(self.clients.values()):
+            client.close()
+        self.clients.clear()
+        super().connection_lost(exc)
+
+
+class ClientConnection(asyncio.Protocol):
+    """One client's connection, relayed as it is."""
+
+    def __init__(self, broker: BrokerLink) -> None:
+        self.broker = broker
+        self.conn_id = broker.new_id()
+        self._transport: asyncio.Transport | None = None
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self._transport = transport  # type: ignore[assignment]
+        peer = transport.get_extra_info("peername") or ("?", 0)
+        is_tls = transport.get_extra_info("sslcontext") is not None
+        served = transport.get_extra_info("peercert") if is_tls else None
+        not_after = float(ssl.cert_time_to_seconds(served["notAfter"])) if served and "notAfter" in served else None
+        self.broker.clients[self.conn_id] = self
+        self.broker.emit(L.OPEN, self.conn_id, L.Opened((peer[0], peer[1]), is_tls, not_after).encode())
+        if self.broker.paused:
+            self.pause()
+
+    def data_received(self, data: bytes) -> None:
+        self.broker.emit(L.DATA, self.conn_id, data)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._transport = None
+        if self.broker.clients.pop(self.conn_id, None) is not None:
+            self.broker.emit(L.CLOSE, self.conn_id)
+
+    def write(self, data: bytes) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.write(data)
+
+    def close(self) -> None:
+        if self._transport is not None:
+            self._transport.close()
+
+    def pause(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.pause_reading()
+
+    def resume(self) -> None:
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.resume_reading()
+
+
+async def serve(spec: dict[str, Any]) -> None:
+    """Serve the handed sockets until the link closes."""
+    loop = asyncio.get_running_loop()
+    broker = BrokerLink()
+    await loop.create_unix_connection(lambda: broker, sock=socket.socket(fileno=spec["link"]))
+    settings = _tls_settings(spec.get("tls"))
+    certificates = TlsCertificateManager(settings) if settings is not None else None
+    if certificates is not None:
+        await certificates.start()  # a renewed certificate reaches this worker's next handshake too
+    acceptors: list[TlsAcceptor] = []
+    servers: list[asyncio.Server] = []
+    for fd in spec["listen"]:
+        sock = socket.socket(fileno=fd)
+        sock.setblocking(False)
+        if certificates is not None:
+            acceptor = TlsAcceptor("remoting port", certificates, lambda: ClientConnection(broker))
+            acceptor.serve_socket(sock)
+            acceptors.append(acceptor)
+        else:
+            servers.append(await loop.create_server(lambda: ClientConnection(broker), sock=sock))
+    broker.emit(L.HELLO, 0)
+    await broker.closed
+    for server in servers:
+        server.close()
+    for acceptor in acceptors:
+        await acceptor.shutdown()
+    if certificates is not None:
+        await certificates.shutdown()
+
+
+def main(argv: list[str]) -> int:
+    spec = json.loads(argv[0])
+    # the broker stops its workers by closing their links; a terminal's Ctrl-C reaches the broker, which does that
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    logging.basicConfig(level=logging.WARNING, format=SERVER_LOG_FORMAT)
+    mqloop.run(serve(spec))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

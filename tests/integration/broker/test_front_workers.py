@@ -1,0 +1,114 @@
+"""A broker with front workers (frontWorkers=2): worker processes accept its clients and relay their bytes to the
+store's process (mqtools/server/broker/front). Clients are served as before, each seen with its own address; a
+worker that dies is started again and its clients reconnect; a broker that stops or dies takes its workers along."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+from pathlib import Path
+
+import psutil
+import pytest
+from support.clientsupport import until
+from support.mqproc import MqProcess, start_broker, start_namesrv
+
+from mqtools.client.admin import MQAdmin
+from mqtools.client.producer import Producer
+from mqtools.client.pull_consumer import PullConsumer
+from mqtools.cluster.certs import make_local_certificates
+from mqtools.common.message import Message
+from mqtools.common.security import ClientSecurity, TlsClientOptions
+from mqtools.remoting.bodies import TopicConfig
+from mqtools.remoting.client import RemotingClient
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingError
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
+
+TOPIC = "FrontTopic"
+WORKERS = 2
+
+
+def workers(broker: MqProcess) -> list[psutil.Process]:
+    """The broker's live worker processes (one killed is a zombie until its broker reaps it)."""
+    found = []
+    for proc in psutil.Process(broker.pid).children():
+        with contextlib.suppress(psutil.Error):
+            if "front.worker" in " ".join(proc.cmdline()):
+                found.append(proc)
+    return found
+
+
+async def _round_trip(namesrv: str, count: int, tag: str) -> list[bytes]:
+    """`count` sends, then every message of the topic pulled back from its first offset."""
+    async with Producer(f"PG_FRONT_{tag}", namesrv=namesrv) as producer:
+        for i in range(count):
+            await producer.send(Message(TOPIC, f"{tag}-{i}".encode()))
+    got: list[bytes] = []
+    async with PullConsumer(f"CG_FRONT_{tag}", namesrv=namesrv) as consumer:
+        for mq in await consumer.fetch_queues(TOPIC):
+            offset = 0
+            while (result := await consumer.pull(mq, "*", offset)).messages:
+                got += [m.body for m in result.messages]
+                offset = result.next_begin_offset
+    return got
+
+
+async def test_clients_are_served_through_the_workers_and_one_that_dies_comes_back(tmp_path: Path) -> None:
+    namesrv = start_namesrv(tmp_path)
+    broker = start_broker(tmp_path, namesrv.addr, frontWorkers=str(WORKERS))
+    try:
+        first = workers(broker)
+        assert len(first) == WORKERS
+        async with MQAdmin(namesrv.addr) as admin:
+            await admin.topics.create_topic(TopicConfig(TOPIC, 4, 4), broker_addr=broker.addr)
+            async with Producer("PG_FRONT_SEEN", namesrv=namesrv.addr) as producer:
+                await producer.send(Message(TOPIC, b"seen"))
+                # the store's process sees the client's own address, not a worker's
+                await producer.instance.heartbeat()
+                (client,) = (await admin.groups.producer_connections("PG_FRONT_SEEN", TOPIC)).clients
+                ours = {f"{c.laddr.ip}:{c.laddr.port}" for c in psutil.Process().net_connections()}
+                assert client.client_addr in ours
+        bodies = await _round_trip(namesrv.addr, 50, "a")
+        assert sorted(bodies) == sorted([b"seen", *(f"a-{i}".encode() for i in range(50))])
+
+        os.kill(first[0].pid, signal.SIGKILL)
+        await until(lambda: len(workers(broker)) == WORKERS and first[0].pid not in [p.pid for p in workers(broker)],
+                    30, "the killed worker started again")
+        assert any(f"(pid {first[0].pid}) exited with -9" in line for line in broker.lines), broker.output()
+        bodies = await _round_trip(namesrv.addr, 50, "b")
+        assert len(bodies) == 101
+    finally:
+        last = workers(broker)
+        broker.stop()
+        namesrv.stop()
+    gone = psutil.wait_procs(last, timeout=10)[1]
+    assert gone == [], "a worker outlived its broker's stop"
+
+
+async def test_a_tls_client_through_a_worker_and_a_broker_killed_takes_its_workers_along(tmp_path: Path) -> None:
+    """TLS enforcing: the worker does the handshake (the broker's certificate); a plain client is refused there."""
+    certs = make_local_certificates(tmp_path / "tls")
+    namesrv = start_namesrv(tmp_path)
+    broker = start_broker(tmp_path, namesrv.addr, frontWorkers="1", **{
+        "tls.server.mode": "enforcing", "tls.server.certPath": str(certs.cert), "tls.server.keyPath": str(certs.key)})
+    try:
+        (worker,) = workers(broker)
+        runtime = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, None)
+        secure = RemotingClient(security=ClientSecurity(tls=TlsClientOptions(str(certs.ca))))
+        plain = RemotingClient()
+        try:
+            assert (await secure.invoke(broker.addr, runtime, 5)).code == ResponseCode.SUCCESS
+            with pytest.raises(RemotingError):
+                await plain.invoke(broker.addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, None), 5)
+        finally:
+            await secure.close()
+            await plain.close()
+        broker.kill()
+        assert psutil.wait_procs([worker], timeout=10)[1] == [], "the worker outlived its killed broker"
+    finally:
+        broker.stop()
+        namesrv.stop()

@@ -1,0 +1,146 @@
+"""The store process's end of a front link (front/relay.py): a relayed client is a connection of the broker's
+RemotingServer like any other. A real RemotingServer (no socket of its own) on one end of a socket pair; the
+test plays the worker on the other end, writing link messages and reading what comes back."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+
+from mqtools.cluster.certs import make_local_certificates
+from mqtools.common.tls import TlsMode, TlsServerSettings
+from mqtools.common.tls_certificates import TlsCertificateManager
+from mqtools.remoting.codes import ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.frame import FrameDecoder
+from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.transport import RemotingConnection
+from mqtools.server.broker.front import link as L
+from mqtools.server.broker.front.relay import WorkerLink
+
+CODE = 77
+
+
+@dataclass
+class Worker:
+    """The worker's end: raw link messages in and out."""
+
+    reader: asyncio.StreamReader
+    writer: asyncio.StreamWriter
+    link: WorkerLink
+    server: RemotingServer
+    seen: list[RemotingConnection] = field(default_factory=list)
+    decoder: L.LinkDecoder = field(default_factory=L.LinkDecoder)
+    pending: list[tuple[int, int, bytes]] = field(default_factory=list)
+
+    def send(self, kind: int, conn_id: int, payload: bytes = b"") -> None:
+        out = L.Outbox()
+        out.add(kind, conn_id, payload)
+        self.writer.write(b"".join(out.take()))
+
+    async def next(self) -> tuple[int, int, bytes]:
+        while not self.pending:
+            data = await asyncio.wait_for(self.reader.read(65536), 5)
+            assert data, "the link closed"
+            self.pending += self.decoder.feed(data)
+        return self.pending.pop(0)
+
+    async def answers(self, conn_id: int, count: int) -> list[RemotingCommand]:
+        frames, got = FrameDecoder(), []
+        while len(got) < count:
+            kind, cid, payload = await self.next()
+            assert (kind, cid) == (L.DATA, conn_id)
+            got += frames.feed(payload)
+        return got
+
+
+@pytest.fixture
+async def worker() -> AsyncIterator[Worker]:
+    server = RemotingServer()
+    seen: list[RemotingConnection] = []
+
+    def echo(conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
+        seen.append(conn)
+        return req.response(ResponseCode.SUCCESS, f"{conn.peer} tls={conn.is_tls} body={req.body!r}")
+
+    server.register(CODE, echo)
+    mine, theirs = socket.socketpair()
+    hellos: list[int] = []
+    _, link = await asyncio.get_running_loop().create_unix_connection(
+        lambda: WorkerLink(server, lambda: hellos.append(1)), sock=mine)
+    reader, writer = await asyncio.open_unix_connection(sock=theirs)
+    w = Worker(reader, writer, link, server, seen)
+    w.send(L.HELLO, 0)
+    await asyncio.sleep(0.05)
+    assert hellos == [1]
+    yield w
+    writer.close()
+    link.close()
+
+
+def _request(opaque: int, body: bytes) -> bytes:
+    cmd = RemotingCommand.request(CODE, None)
+    cmd.opaque, cmd.body = opaque, body
+    return cmd.encode()
+
+
+async def test_a_relayed_client_is_served_with_its_own_address(worker: Worker) -> None:
+    worker.send(L.OPEN, 5, L.Opened(("192.0.2.7", 40001), False).encode())
+    both = _request(1, b"a") + _request(2, b"b")
+    worker.send(L.DATA, 5, both[:7])  # a frame cut anywhere arrives whole
+    worker.send(L.DATA, 5, both[7:])
+    answers = await worker.answers(5, 2)
+    assert [(a.opaque, a.remark) for a in answers] == [(1, "192.0.2.7:40001 tls=False body=b'a'"),
+                                                        (2, "192.0.2.7:40001 tls=False body=b'b'")]
+    assert len(worker.server.connections) == 1
+
+
+async def test_tls_facts_reach_the_connection(worker: Worker, tmp_path: Path) -> None:
+    """The worker did the handshake; the connection says TLS, with the client certificate's expiry."""
+    certs = make_local_certificates(tmp_path)
+    worker.server.tls = TlsCertificateManager(TlsServerSettings(TlsMode.PERMISSIVE, str(certs.cert), str(certs.key)))
+    worker.send(L.OPEN, 6, L.Opened(("192.0.2.8", 1), True, 1_900_000_000.0).encode())
+    worker.send(L.DATA, 6, _request(1, b""))
+    await worker.answers(6, 1)
+    (conn,) = worker.seen
+    assert conn.is_tls and conn.peer_not_after == 1_900_000_000.0
+
+
+async def test_a_client_gone_is_a_connection_closed(worker: Worker) -> None:
+    worker.send(L.OPEN, 8, L.Opened(("192.0.2.9", 2), False).encode())
+    worker.send(L.DATA, 8, _request(1, b""))
+    await worker.answers(8, 1)
+    (conn,) = worker.seen
+    worker.send(L.CLOSE, 8)
+    await asyncio.wait_for(asyncio.shield(conn.closed), 5)
+    assert worker.server.connections == set()
+    worker.send(L.DATA, 8, _request(2, b""))  # late bytes for it are dropped, the link lives on
+    worker.send(L.OPEN, 9, L.Opened(("192.0.2.9", 3), False).encode())
+    worker.send(L.DATA, 9, _request(3, b""))
+    assert [a.opaque for a in await worker.answers(9, 1)] == [3]
+
+
+async def test_bad_frames_close_that_client_only(worker: Worker) -> None:
+    worker.send(L.OPEN, 10, L.Opened(("192.0.2.10", 1), False).encode())
+    worker.send(L.OPEN, 11, L.Opened(("192.0.2.10", 2), False).encode())
+    worker.send(L.DATA, 10, b"\xff" * 64)
+    assert await worker.next() == (L.CLOSE, 10, b"")
+    worker.send(L.DATA, 11, _request(4, b""))
+    assert [a.opaque for a in await worker.answers(11, 1)] == [4]
+
+
+async def test_the_link_gone_closes_every_relayed_client(worker: Worker) -> None:
+    for conn_id in (12, 13):
+        worker.send(L.OPEN, conn_id, L.Opened(("192.0.2.11", conn_id), False).encode())
+    await asyncio.sleep(0.05)
+    conns = list(worker.server.connections)
+    assert len(conns) == 2
+    worker.writer.close()
+    await asyncio.wait_for(asyncio.gather(*(asyncio.shield(c.closed) for c in conns)), 5)
+    await asyncio.wait_for(asyncio.shield(worker.link.closed), 5)
+    assert worker.server.connections == set()
