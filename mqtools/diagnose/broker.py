@@ -136,13 +136,17 @@ def judge(broker: str, addr: str, samples: Sequence[BrokerRuntime], config: Mapp
     fds, fds_limit = _int(last.raw.get("openFileDescriptors")), _int(last.raw.get("maxOpenFileDescriptors"))
     not_after = _int(last.raw.get("tlsCertificateNotAfter"))
     days_left = certificate_days_left(None if not_after is None else not_after / 1000, now_s)
+    workers, serving = _int(last.raw.get("frontWorkers")), _int(last.raw.get("frontWorkersServing"))
+    first_restarts, restarts = _int(samples[0].raw.get("frontWorkerRestarts")), _int(last.raw.get("frontWorkerRestarts"))
+    restarted = None if first_restarts is None or restarts is None else restarts - first_restarts
     tps10, tps60, tps600 = tps_triple(last)
     figures: dict[str, float | int | None] = {
         "putTps10s": tps10, "putTps1m": tps60, "putTps10m": tps600, "sendQueueHeadWaitMs": head_wait,
         "sendQueueSize": queue_size, "sendQueueCapacity": capacity, "pageCacheLockMs": lock_ms, "diskRatio": disk,
         "dispatchBehindBytes": behind, "flushBehindBytes": unflushed, "haConnections": last.ha_connection_count,
         "slaveBehindBytes": last.slave_fall_behind_bytes, "openFiles": fds, "openFilesLimit": fds_limit,
-        "certificateDaysLeft": days_left}
+        "certificateDaysLeft": days_left, "frontWorkers": workers, "frontWorkersServing": serving,
+        "frontWorkerRestarts": restarts}
     found: list[Finding] = []
     act, info = Severity.ACTION, Severity.INFO
     if disk is not None and disk >= DISK_WARNING_LEVEL:
@@ -158,6 +162,14 @@ def judge(broker: str, addr: str, samples: Sequence[BrokerRuntime], config: Mapp
         found.append(Finding("TLS certificate", cert, f"the served TLS certificate {when}: clients that verify it "
                              f"are refused after that ({CERT_RENEWAL})", days_left,
                              CERT_ACTION_DAYS if cert is act else CERT_INFO_DAYS, None, None))
+    if workers and serving is not None and serving < workers:
+        found.append(Finding("front workers", act, f"{serving} of {workers} front workers serving: the clients of "
+                             "one that died or hung reconnect to the others while it is started again (the "
+                             "broker's log says why)", serving, workers, "frontWorkers", None))
+    elif restarted:
+        found.append(Finding("front workers", info, f"front workers were started again {restarted} times in the "
+                             "window (their clients reconnected; the broker's log says why)", restarted, 0,
+                             "frontWorkers", None))
     wait_limit = _limit(config, "waitTimeMillsInSendQueue")
     refuses = (config or {}).get("brokerFastFailureEnable", "true").lower() != "false"
     if head_wait is not None and head_wait >= wait_limit:

@@ -112,6 +112,9 @@ FAMILIES: dict[str, Family] = {
     "mq_proxy_clients": Family("gRPC clients the proxy serves, by kind (PUSH, SIMPLE consumer, PRODUCER) and language",
                                ("proxy", "kind", "language")),
     "mq_proxy_consumer_groups": Family("consumer groups with a gRPC client on the proxy", ("proxy",)),
+    "mq_namesrv_up": Family("1 when the name server answered the exporter's last probe (asked on its own), 0 when "
+                            "it did not", ("namesrv",)),
+    "mq_namesrv_brokers": Family("brokers (masters and slaves) the name server lists", ("namesrv",)),
     "mq_namesrv_tls_certificate_expiry_timestamp_seconds": Family(
         "when the TLS certificate the name server served to the exporter's verified handshake expires", ("namesrv",)),
     "mq_namesrv_heartbeat_age_seconds": Family("seconds since the name server last heard from the broker",

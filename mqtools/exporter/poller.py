@@ -27,7 +27,7 @@ from mqtools.exporter.series import (
     ha_samples,
     heartbeat_samples,
     master_up_samples,
-    namesrv_certificate_samples,
+    namesrv_samples,
     node_samples,
     pop_samples,
     proxy_samples,
@@ -68,17 +68,17 @@ class ExporterPoller:
 
     async def round(self) -> None:
         """Start every job of one round (the cluster's shape first: the per-broker jobs depend on it; the proxies
-        answer whether the name servers do or not)."""
+        and the name servers' own probe answer whether the name servers do or not)."""
         if self.proxies:
             self._launch("proxies", self._proxies)
+        self._launch("namesrvs", self._namesrvs)
         try:
             snap = await self.admin.cluster.cluster_snapshot(runtime=False)
         except MQClientError as exc:
             log.warning("the name servers did not answer: %s", exc)
             return
         self.snapshot = snap
-        self.latest["cluster"] = [*heartbeat_samples(snap), *namesrv_certificate_samples(
-            {ns: self.admin.certificate_not_after(ns) for ns in snap.namesrv_addrs})]
+        self.latest["cluster"] = heartbeat_samples(snap)
         nodes = {b.addr for b in snap.brokers}
         self._prune("runtime:", nodes)
         self._prune("stats:", {b.addr for b in snap.masters()})
@@ -198,6 +198,9 @@ class ExporterPoller:
         pairs = sorted({(q.queue.broker_name, q.queue.topic) for q in progress.queues})
         return out + await self._minute_tps("rocketmq_consumer_tps", "GROUP_GET_NUMS", [
             (b, f"{t}@{group}", (cluster_of.get(b, ""), b, t, group)) for b, t in pairs])
+
+    async def _namesrvs(self) -> list[Sample]:
+        return namesrv_samples(await self.admin.namesrv_probes.namesrv_probe())
 
     async def _proxies(self) -> list[Sample]:
         return proxy_samples(await self.admin.proxies.proxy_clients(self.proxies))

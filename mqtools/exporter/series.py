@@ -14,6 +14,7 @@ from typing import NamedTuple
 from mqtools.client.admin.models.brokers import BrokerRuntime, ClusterSnapshot
 from mqtools.client.admin.models.groups import ConsumerProgress, GroupConnections
 from mqtools.client.admin.models.ha import HAReadiness
+from mqtools.client.admin.models.live import NamesrvStatus
 from mqtools.client.admin.models.proxies import ProxyClients
 from mqtools.client.admin.models.timer import TimerStatus
 from mqtools.client.admin.models.topics import TopicStatus
@@ -124,11 +125,20 @@ def broker_up_samples(snapshot: ClusterSnapshot, answered: Mapping[str, bool]) -
             for b in snapshot.brokers if (ok := answered.get(b.addr)) is not None]
 
 
-def namesrv_certificate_samples(expiries: Mapping[str, float | None]) -> list[Sample]:
-    """mq_namesrv_tls_certificate_expiry_timestamp_seconds per name server whose certificate the exporter's own
-    verified handshake saw (a name server reports nothing of its own); none without TLS or verification."""
-    return [Sample("mq_namesrv_tls_certificate_expiry_timestamp_seconds", (ns,), not_after)
-            for ns, not_after in expiries.items() if not_after is not None]
+def namesrv_samples(probed: Iterable[NamesrvStatus]) -> list[Sample]:
+    """Per configured name server, each asked on its own (the client's failover would hide one that is down):
+    mq_namesrv_up, the brokers it lists (one that misses some, partitioned from them, routes clients past them),
+    and mq_namesrv_tls_certificate_expiry_timestamp_seconds where the exporter's own verified handshake saw it (a
+    name server reports nothing of its own; none without TLS or verification)."""
+    out = []
+    for status in probed:
+        ns = (status.addr,)
+        out.append(Sample("mq_namesrv_up", ns, 1.0 if status.reachable else 0.0))
+        if status.brokers is not None:
+            out.append(Sample("mq_namesrv_brokers", ns, float(status.brokers)))
+        if status.certificate_not_after is not None:
+            out.append(Sample("mq_namesrv_tls_certificate_expiry_timestamp_seconds", ns, status.certificate_not_after))
+    return out
 
 
 def heartbeat_samples(snapshot: ClusterSnapshot) -> list[Sample]:

@@ -18,6 +18,7 @@ from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.fast_failure import BrokerFastFailure
+from mqtools.server.broker.front.relay import FrontWorkers
 from mqtools.server.broker.long_polling import PullRequestHoldService
 from mqtools.server.broker.pop.request_mode import MessageRequestModeManager
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
@@ -65,6 +66,8 @@ class BrokerContext(Protocol):
     timer: TimerMessageStore | None
     #: The group's master client address, as the last registration reported it.
     master_addr: str | None
+    #: The processes that accept and relay this broker's clients (frontWorkers); None when it serves them itself.
+    front: FrontWorkers | None
 
     @property
     def broker_addr(self) -> str: ...

@@ -25,6 +25,7 @@ from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
+from mqtools.server.broker.front.relay import HUNG_AFTER_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -87,6 +88,27 @@ async def test_clients_are_served_through_the_workers_and_one_that_dies_comes_ba
         namesrv.stop()
     gone = psutil.wait_procs(last, timeout=10)[1]
     assert gone == [], "a worker outlived its broker's stop"
+
+
+async def test_a_hung_worker_is_killed_and_started_again(tmp_path: Path) -> None:
+    """A worker that answers nothing (stopped here) holds its clients and the connections it would accept: the store
+    process kills it once it has been silent for HUNG_AFTER_S, and the new one serves; runtime info counts it."""
+    namesrv = start_namesrv(tmp_path)
+    broker = start_broker(tmp_path, namesrv.addr, frontWorkers="2")
+    try:
+        hung, idle = workers(broker)
+        os.kill(hung.pid, signal.SIGSTOP)
+        await until(lambda: len(workers(broker)) == 2 and hung.pid not in [w.pid for w in workers(broker)],
+                    HUNG_AFTER_S + 20, "the hung worker killed and started again")
+        assert not hung.is_running()
+        assert any(f"(pid {hung.pid}) has not answered for" in line for line in broker.lines), broker.output()
+        assert idle.is_running(), "a worker idle as long answers its pings and stays"
+        async with MQAdmin(namesrv.addr) as admin:
+            raw = (await admin.brokers.broker_runtime_info(broker.addr)).raw
+        assert (raw["frontWorkers"], raw["frontWorkersServing"], raw["frontWorkerRestarts"]) == ("2", "2", "1")
+    finally:
+        broker.stop()
+        namesrv.stop()
 
 
 async def test_a_tls_client_through_a_worker_and_a_broker_killed_takes_its_workers_along(tmp_path: Path) -> None:

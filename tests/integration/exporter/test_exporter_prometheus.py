@@ -135,3 +135,17 @@ def test_a_paused_broker_drops_only_its_own_series_and_scrapes_stay_quick(cluste
                 assert len(others) == 3 and all(line.endswith(" 1.0") for line in others), others
         finally:
             cluster.resume("broker-b-s")
+
+
+def test_each_name_server_is_asked_on_its_own_and_one_that_is_down_says_so(cluster: PresetCluster) -> None:
+    """A second name server in -n with nothing behind it (a killed one): mq_namesrv_up 0 for it, 1 and the four
+    brokers for the live one, and everything else still polled through the live one. Before, the client's
+    failover hid it: no series said a name server was down."""
+    dead = f"127.0.0.1:{free_port()}"
+    with exporter(f"{cluster.namesrv};{dead}", "--timeout", "1") as addr:
+        wait_for(lambda: f'mq_namesrv_up{{namesrv="{dead}"}} 0.0' in scrape(addr), 20, "the dead name server probed")
+        wait_for(lambda: "mq_broker_up{" in scrape(addr), 20, "the brokers polled")
+        text = scrape(addr)
+    assert f'mq_namesrv_up{{namesrv="{cluster.namesrv}"}} 1.0' in text
+    assert f'mq_namesrv_brokers{{namesrv="{cluster.namesrv}"}} 4.0' in text
+    assert f'mq_namesrv_brokers{{namesrv="{dead}"}}' not in text  # not known, not 0

@@ -78,6 +78,23 @@ def test_a_certificate_near_its_expiry_is_told_while_there_is_time_to_renew_it()
     assert judged().figures["certificateDaysLeft"] is None  # no TLS, or Apache's
 
 
+def test_front_workers_down_or_restarted_are_told() -> None:
+    short = judged(frontWorkers="2", frontWorkersServing="1", frontWorkerRestarts="0")
+    f = short.findings[0]
+    assert (short.verdict, short.severity, f.figure, f.limit, f.config_key) == (
+        "front workers", Severity.ACTION, 1, 2, "frontWorkers")
+    assert short.summary.startswith("1 of 2 front workers serving")
+    samples = [BrokerRuntime.from_table({**CALM, "frontWorkers": "2", "frontWorkersServing": "2",
+                                         "frontWorkerRestarts": restarts}) for restarts in ("1", "4")]
+    again = B.judge("broker-a", "a:1", samples, None, 5.0)
+    assert (again.verdict, again.severity, again.findings[0].figure) == ("front workers", Severity.INFO, 3)
+    before = BrokerRuntime.from_table({**CALM, "frontWorkers": "2", "frontWorkersServing": "2",
+                                       "frontWorkerRestarts": "3"})
+    steady = B.judge("broker-a", "a:1", [before, before], None, 5.0)  # restarted before the window only
+    assert steady.verdict == "healthy" and steady.figures["frontWorkersServing"] == 2
+    assert judged().figures["frontWorkers"] is None  # none configured, or Apache's
+
+
 def test_action_findings_come_before_information_and_all_are_listed() -> None:
     d = judged("SYNC_MASTER", commitLogDiskRatio="0.80", haConnectionCount="0", dispatchBehindBytes=str(64 << 20),
                putTps="5.00 90.00 100.00")

@@ -89,12 +89,20 @@ def test_a_broker_set_without_a_master_or_with_a_silent_one_is_down() -> None:
     assert {s.name for s in up} == {"mq_broker_up"} <= FAMILIES.keys()
 
 
-def test_a_name_servers_certificate_expiry_where_a_verified_handshake_saw_it() -> None:
-    from mqtools.exporter.series import namesrv_certificate_samples
+def test_each_name_server_up_or_down_its_brokers_and_its_certificate_where_a_verified_handshake_saw_it() -> None:
+    from mqtools.client.admin.models.live import NamesrvStatus
+    from mqtools.exporter.series import namesrv_samples
 
-    got = namesrv_certificate_samples({"n1:9876": 1_800_000_000.0, "n2:9876": None})  # n2: plain, or not verified
+    got = namesrv_samples([
+        NamesrvStatus("n1:9876", True, 1.5, frozenset({"m:10911", "s:10911"}), True,
+                      certificate_not_after=1_800_000_000.0),
+        NamesrvStatus("n2:9876", True, 2.0, frozenset({"m:10911"}), False),  # plain, or not verified
+        NamesrvStatus("n3:9876", False, None, None, None, "connect refused")])
     assert [(s.name, s.labels, s.value) for s in got] == [
-        ("mq_namesrv_tls_certificate_expiry_timestamp_seconds", ("n1:9876",), 1_800_000_000.0)]
+        ("mq_namesrv_up", ("n1:9876",), 1.0), ("mq_namesrv_brokers", ("n1:9876",), 2.0),
+        ("mq_namesrv_tls_certificate_expiry_timestamp_seconds", ("n1:9876",), 1_800_000_000.0),
+        ("mq_namesrv_up", ("n2:9876",), 1.0), ("mq_namesrv_brokers", ("n2:9876",), 1.0),
+        ("mq_namesrv_up", ("n3:9876",), 0.0)]  # its brokers are not known: no sample
     assert {s.name for s in got} <= FAMILIES.keys()
 
 

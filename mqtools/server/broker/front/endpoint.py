@@ -17,11 +17,14 @@ class LinkEnd(asyncio.Protocol):
     """Subclasses handle `on_events`; a link whose bytes are not messages (a bug on one side) is closed."""
 
     def __init__(self) -> None:
-        self.closed: asyncio.Future[None] = asyncio.get_event_loop().create_future()
+        self._loop = asyncio.get_event_loop()
+        self.closed: asyncio.Future[None] = self._loop.create_future()
         self._decoder = L.LinkDecoder()
         self._out = L.Outbox()
         self._transport: asyncio.Transport | None = None
         self._flush_scheduled = False
+        #: When the other end was last heard from (the loop's clock): any message counts.
+        self.last_heard = self._loop.time()
 
     def emit(self, kind: int, conn_id: int, payload: bytes | bytearray | memoryview = b"") -> None:
         self._out.add(kind, conn_id, payload)
@@ -34,7 +37,7 @@ class LinkEnd(asyncio.Protocol):
     def _schedule(self) -> None:
         if not self._flush_scheduled:
             self._flush_scheduled = True
-            asyncio.get_event_loop().call_soon(self._flush)
+            self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         self._flush_scheduled = False
@@ -57,6 +60,7 @@ class LinkEnd(asyncio.Protocol):
         self._transport = transport  # type: ignore[assignment]
 
     def data_received(self, data: bytes) -> None:
+        self.last_heard = self._loop.time()
         try:
             events = self._decoder.feed(data)
         except ProtocolError as exc:

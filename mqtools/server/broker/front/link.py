@@ -8,6 +8,8 @@ payload's length (u32), its kind (u8) and the client connection it is about (u32
   OPEN   worker -> broker: a client connected; the payload is JSON {"peer", "tls", "notAfter"}
   DATA   both ways: bytes read from the client / to write to it, passed on as they are (no framing)
   CLOSE  both ways: the client went away / close the client's connection once written
+  PING   broker -> worker, connection 0: sent when the worker has said nothing for a while
+  PONG   worker -> broker, connection 0: the answer (a worker that answers nothing is hung, relay.py kills it)
 
 A worker passes bytes on as they come and never parses remoting frames, so the store process sees each
 client's stream exactly as a socket would have given it.
@@ -22,8 +24,8 @@ from dataclasses import dataclass
 
 from mqtools.remoting.errors import ProtocolError
 
-HELLO, OPEN, DATA, CLOSE = 1, 2, 3, 4
-KINDS = frozenset({HELLO, OPEN, DATA, CLOSE})
+HELLO, OPEN, DATA, CLOSE, PING, PONG = 1, 2, 3, 4, 5, 6
+KINDS = frozenset({HELLO, OPEN, DATA, CLOSE, PING, PONG})
 _HEADER = struct.Struct(">IBI")
 HEADER_SIZE = _HEADER.size
 #: Larger than any frame a broker writes (a pull's body is at most a few MiB): a bigger length is a bug.
@@ -63,21 +65,30 @@ class LinkDecoder:
         self._buf = bytearray()
 
     def feed(self, data: bytes) -> list[tuple[int, int, bytes]]:
-        buf = self._buf
-        buf += data
+        # nothing held back: the messages are sliced straight out of `data` (one copy each), only a cut-off tail kept
+        buf: bytes | bytearray = data
+        if self._buf:
+            self._buf += data
+            buf = self._buf
+        view = memoryview(buf)
         out: list[tuple[int, int, bytes]] = []
         pos, end = 0, len(buf)
-        while end - pos >= HEADER_SIZE:
-            size, kind, conn_id = _HEADER.unpack_from(buf, pos)
-            if kind not in KINDS or size > MAX_PAYLOAD:
-                raise ProtocolError(f"bad message on the front link: kind {kind}, {size} bytes")
-            if end - pos - HEADER_SIZE < size:
-                break
-            start = pos + HEADER_SIZE
-            out.append((kind, conn_id, bytes(buf[start:start + size])))
-            pos = start + size
-        if pos:
-            del buf[:pos]
+        try:
+            while end - pos >= HEADER_SIZE:
+                size, kind, conn_id = _HEADER.unpack_from(buf, pos)
+                if kind not in KINDS or size > MAX_PAYLOAD:
+                    raise ProtocolError(f"bad message on the front link: kind {kind}, {size} bytes")
+                start = pos + HEADER_SIZE
+                if end - start < size:
+                    break
+                out.append((kind, conn_id, bytes(view[start:start + size])))
+                pos = start + size
+        finally:
+            view.release()
+        if buf is self._buf:
+            del self._buf[:pos]
+        elif pos < end:
+            self._buf = bytearray(data[pos:])
         return out
 
 

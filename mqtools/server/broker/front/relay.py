@@ -37,6 +37,10 @@ START_TIMEOUT_S = 30.0
 RESTART_DELAY_S = 1.0
 #: How long a stopping worker may take to exit after its link closed before it is killed.
 STOP_TIMEOUT_S = 5.0
+#: A worker heard nothing from for this long is sent a PING ...
+PING_AFTER_S = 2.0
+#: ... and one silent for this long is hung (stopped, wedged): it is killed, its clients reconnect to a live one.
+HUNG_AFTER_S = 10.0
 class RelayTransport(asyncio.Transport):
     """One relayed client connection, as its RemotingConnection sees it."""
 
@@ -174,6 +178,8 @@ class FrontWorkers:
         self._stopping = False
         #: Workers started again after dying, since the broker started.
         self.restarts = 0
+        #: The workers that said HELLO and have not died since.
+        self._serving: set[int] = set()
 
     async def start(self, sockets: list[socket.socket]) -> None:
         """Start every worker on `sockets` and wait until each serves; StartError when one does not."""
@@ -199,9 +205,11 @@ class FrontWorkers:
             await asyncio.wait_for(asyncio.shield(hello), START_TIMEOUT_S)
         except TimeoutError:
             proc.kill()
+            link.close()
             raise StartError(f"front worker {index} (pid {proc.pid}) did not start within {START_TIMEOUT_S:.0f} s")
         if link.closed.done():
             raise StartError(f"front worker {index} (pid {proc.pid}) exited as it started")
+        self._serving.add(index)
         self._watch(index, link, proc)
 
     def _watch(self, index: int, link: WorkerLink, proc: asyncio.subprocess.Process) -> None:
@@ -210,11 +218,12 @@ class FrontWorkers:
         task.add_done_callback(self._tasks.discard)
 
     async def _supervise(self, index: int, link: WorkerLink, proc: asyncio.subprocess.Process) -> None:
-        """Start the worker again once it died, until the broker stops."""
-        await link.closed
+        """Kill the worker when it hangs; start it again once it died, until the broker stops."""
+        await self._until_dead_or_hung(index, link, proc)
         if self._stopping:
             return
         link.close()
+        self._serving.discard(index)
         code = await proc.wait()
         log.warning("front worker %d (pid %d) exited with %s; its clients reconnect; starting it again in %.0f s",
                     index, proc.pid, code, RESTART_DELAY_S)
@@ -230,8 +239,24 @@ class FrontWorkers:
             self.restarts += 1
             return
 
-    def pids(self) -> list[int]:
-        return [proc.pid for proc in self._procs.values()]
+    async def _until_dead_or_hung(self, index: int, link: WorkerLink, proc: asyncio.subprocess.Process) -> None:
+        loop = asyncio.get_running_loop()
+        while not link.closed.done():
+            await asyncio.wait([link.closed], timeout=PING_AFTER_S)
+            silent = loop.time() - link.last_heard
+            if link.closed.done() or self._stopping:
+                return
+            if silent >= HUNG_AFTER_S:
+                log.warning("front worker %d (pid %d) has not answered for %.0f s: killing it", index, proc.pid, silent)
+                proc.kill()
+                return
+            if silent >= PING_AFTER_S:
+                link.emit(L.PING, 0)
+
+    def runtime_info(self) -> dict[str, str]:
+        """mq's own GET_BROKER_RUNTIME_INFO keys: workers configured, serving now, and started again."""
+        return {"frontWorkers": str(self.count), "frontWorkersServing": str(len(self._serving)),
+                "frontWorkerRestarts": str(self.restarts)}
 
     async def shutdown(self) -> None:
         """Close every link (a worker exits when its link closes), then wait for the processes; kill a late one."""

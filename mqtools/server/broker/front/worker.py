@@ -64,6 +64,9 @@ class BrokerLink(LinkEnd):
 
     def on_events(self, events: list[tuple[int, int, bytes]]) -> None:
         for kind, conn_id, payload in events:
+            if kind == L.PING:
+                self.emit(L.PONG, 0)
+                continue
             client = self.clients.get(conn_id)
             if client is None:  # gone already: what the broker wrote to it has nobody to read it
                 continue

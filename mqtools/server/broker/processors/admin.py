@@ -231,6 +231,8 @@ class AdminProcessor:
         if c.tls.not_after is not None:  # mq's own too: the served certificate's expiry (epoch ms), as renewed
             info["tlsCertificateNotAfter"] = str(int(c.tls.not_after * 1000))
         info.setdefault("earliestMessageTimeStamp", str(self._earliest_message_time()))
+        if c.front is not None:  # mq's own: front workers configured, serving and started again
+            info.update(c.front.runtime_info())
         if c.ha is not None:
             info.update(c.ha.runtime_info())
         info.update(self.timer_runtime_info(getattr(c, "timer", None)))  # timer messages (RIP-43)
