@@ -18,6 +18,7 @@ from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
 from mqtools.client.admin.models.proxies import ProxyClients
 from mqtools.common.perm import perm_to_string
 from mqtools.common.presentation import sets_missed
+from mqtools.diagnose.findings import Severity, certificate_days_left, certificate_severity
 from mqtools.live.cells import blank, cell, since, stale_note
 from mqtools.live.collect import GroupDetail, TopicDetail
 from mqtools.live.ha_view import ha
@@ -56,8 +57,9 @@ def build(state: LiveState, view: str, target: str | None = None, now: float | N
         return group_detail(state, target, mono, wall_ms)
     if view == "broker" and target is not None:
         return broker_detail(state, target)
-    return {"brokers": brokers, "ha": ha, "topics": topics, "groups": groups, "namesrv": namesrv,
-            "proxies": proxies}[view](state, mono)
+    if view == "namesrv":
+        return namesrv(state, mono, wall_ms / 1000)
+    return {"brokers": brokers, "ha": ha, "topics": topics, "groups": groups, "proxies": proxies}[view](state, mono)
 
 
 def _missing(probe: list[NamesrvStatus] | None, addr: str) -> list[str]:
@@ -240,11 +242,21 @@ def groups(state: LiveState, mono: float) -> Table:
 NAMESRV_COLUMNS = [
     Column("ADDR", key="addr"), Column("REACHABLE", key="reachable"), Column("RTT", True, key="rttMs"),
     Column("BROKERS", True, key="brokers"), Column("LIVE TABLE", key="liveTable"), Column("MISSING", key="missing"),
-    Column("ERROR", key="error"),
+    Column("CERT DAYS", True, key="certificateDaysLeft"), Column("ERROR", key="error"),
 ]
 
 
-def namesrv(state: LiveState, mono: float) -> Table:
+def _certificate(not_after_s: float | None, now_s: float) -> Cell:
+    """Days until the certificate a name server served (to this view's verified handshake) expires, judged as
+    `diagnose cluster` judges it; n/a without TLS or verification (a name server reports nothing of its own)."""
+    days = certificate_days_left(not_after_s, now_s)
+    if days is None:
+        return Cell(None, NA)
+    severity = certificate_severity(days)
+    return Cell(days, f"{days:g}", CRIT if severity is Severity.ACTION else WARN if severity is Severity.INFO else OK)
+
+
+def namesrv(state: LiveState, mono: float, now_s: float) -> Table:
     slot = state.slot("probe")
     probe: list[NamesrvStatus] | None = slot.value
     table = Table("namesrv", "name servers", NAMESRV_COLUMNS, [], notes=stale_note("probe", slot, mono))
@@ -258,7 +270,7 @@ def namesrv(state: LiveState, mono: float) -> Table:
             cell(s.rtt_ms, lambda v: f"{v:.1f}ms"), cell(s.brokers),
             cell(s.live_table, lambda v: "yes" if v else "no"),
             Cell(missing, NA if missing is None else ",".join(missing) or "-", CRIT if missing else OK),
-            Cell(s.error, s.error or ""),
+            _certificate(s.certificate_not_after, now_s), Cell(s.error, s.error or ""),
         ], stale=slot.stale))
     return table
 

@@ -53,7 +53,8 @@ def fixed_state() -> LiveState:
         BrokerRow("DefaultCluster", "broker-b", 1, "10.0.2.2:10911", {NS[0]: beat(NS[0], 95_000), NS[1]: beat(NS[1], 1_000)}),
     ]
     snap = ClusterSnapshot(NS, {"DefaultCluster": ["broker-a", "broker-b"]}, rows, True)
-    probe = [NamesrvStatus(NS[0], True, 0.8, frozenset(r.addr for r in rows), True),
+    probe = [NamesrvStatus(NS[0], True, 0.8, frozenset(r.addr for r in rows), True,
+                           certificate_not_after=NOW_WALL + 5 * 86_400),  # TLS, verified: 5 days left
              NamesrvStatus(NS[1], True, 1.1, frozenset(r.addr for r in rows if r.addr != "10.0.2.1:10911"), True)]
     ha_a = HAStatus.from_json({"master": True, "masterCommitLogMaxOffset": 5_000_000, "inSyncSlaveNums": 1,
                                "haConnectionInfo": [{"addr": "10.0.1.2:40001", "slaveAckOffset": 5_000_000,

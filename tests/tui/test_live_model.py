@@ -38,6 +38,14 @@ def test_heartbeat_thresholds_missing_name_server_and_unreachable_broker() -> No
     assert rows_of("brokers", now=NOW_MONO + 30)["10.0.1.1:10911"].cells[6].level == WARN
 
 
+def test_a_name_servers_certificate_days_as_diagnose_judges_them() -> None:
+    table = build(fixed_state(), "namesrv", None, NOW_MONO, NOW_WALL)
+    cert = {r.key: {c.key: cell for c, cell in zip(table.columns, r.cells, strict=True)}["certificateDaysLeft"]
+            for r in table.rows}
+    assert (cert[NS[0]].value, cert[NS[0]].text, cert[NS[0]].level) == (5.0, "5", CRIT)  # act within 7 days
+    assert (cert[NS[1]].value, cert[NS[1]].text) == (None, "n/a")  # plain, or not verified: not known
+
+
 def test_a_broker_that_leaves_the_name_servers_stays_as_gone_with_its_age_growing() -> None:
     state = fixed_state()
     snap = state.value("snapshot")

@@ -103,9 +103,13 @@ async def test_a_hung_worker_is_killed_and_started_again(tmp_path: Path) -> None
         assert not hung.is_running()
         assert any(f"(pid {hung.pid}) has not answered for" in line for line in broker.lines), broker.output()
         assert idle.is_running(), "a worker idle as long answers its pings and stays"
-        async with MQAdmin(namesrv.addr) as admin:
-            raw = (await admin.brokers.broker_runtime_info(broker.addr)).raw
-        assert (raw["frontWorkers"], raw["frontWorkersServing"], raw["frontWorkerRestarts"]) == ("2", "2", "1")
+        async with MQAdmin(namesrv.addr) as admin:  # the new process serves once it has said HELLO
+
+            async def counted() -> bool:
+                raw = (await admin.brokers.broker_runtime_info(broker.addr)).raw
+                return (raw["frontWorkers"], raw["frontWorkersServing"], raw["frontWorkerRestarts"]) == ("2", "2", "1")
+
+            await until(counted, 20, "the new worker serving, counted")
     finally:
         broker.stop()
         namesrv.stop()
