@@ -84,10 +84,13 @@ async def test_clients_are_served_through_the_workers_and_one_that_dies_comes_ba
         assert len(bodies) == 101
     finally:
         last = workers(broker)
+        for worker in last:  # as systemd stops a service: SIGTERM to every process; the broker stops its workers
+            os.kill(worker.pid, signal.SIGTERM)
         broker.stop()
         namesrv.stop()
     gone = psutil.wait_procs(last, timeout=10)[1]
     assert gone == [], "a worker outlived its broker's stop"
+    assert sum("exited with" in line for line in broker.lines) == 1, broker.output()  # the SIGKILL's only
 
 
 async def test_a_hung_worker_is_killed_and_started_again(tmp_path: Path) -> None:

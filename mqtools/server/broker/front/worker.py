@@ -169,8 +169,11 @@ async def serve(spec: dict[str, Any]) -> None:
 
 def main(argv: list[str]) -> int:
     spec = json.loads(argv[0])
-    # the broker stops its workers by closing their links; a terminal's Ctrl-C reaches the broker, which does that
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # the broker stops its workers by closing their links: a terminal's Ctrl-C, or systemd's SIGTERM to every process
+    # of the service, reaches the broker too, which does that once its clients are told (a worker that went first
+    # would be started again by a broker that is still unregistering)
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, signal.SIG_IGN)
     logging.basicConfig(level=logging.WARNING, format=SERVER_LOG_FORMAT)
     mqloop.run(serve(spec))
     return 0
