@@ -6,8 +6,8 @@ is fed to it. Processors, ACL, long polling, the broker's own requests to a clie
 consumer notifications) see a connection like any other, with the client's address and its TLS facts.
 
 `FrontWorkers` starts the worker processes (front/worker.py) on the server's listening sockets, waits for
-each to serve, starts again one that dies (its clients reconnect, to another worker or to it), and stops
-them by closing their links.
+each to serve, kills one that hangs, starts again one that dies (its clients reconnect, to another worker or
+to it), and stops them by closing their links.
 """
 
 from __future__ import annotations
@@ -41,6 +41,8 @@ STOP_TIMEOUT_S = 5.0
 PING_AFTER_S = 2.0
 #: ... and one silent for this long is hung (stopped, wedged): it is killed, its clients reconnect to a live one.
 HUNG_AFTER_S = 10.0
+
+
 class RelayTransport(asyncio.Transport):
     """One relayed client connection, as its RemotingConnection sees it."""
 
@@ -176,7 +178,7 @@ class FrontWorkers:
         self._links: dict[int, WorkerLink] = {}
         self._tasks: set[asyncio.Task] = set()
         self._stopping = False
-        #: Workers started again after dying, since the broker started.
+        #: Workers started again after dying or hanging, since the broker started.
         self.restarts = 0
         #: The workers that said HELLO and have not died since.
         self._serving: set[int] = set()
