@@ -38,6 +38,7 @@ from mqtools.diagnose.findings import (
     Severity,
     certificate_days_left,
     certificate_severity,
+    certificate_when,
     number,
 )
 
@@ -158,8 +159,8 @@ def judge(broker: str, addr: str, samples: Sequence[BrokerRuntime], config: Mapp
                              "closed and a put that needs a new queue file is refused (raise the hard limit: "
                              "ulimit -Hn, LimitNOFILE)", fds, fds_limit, None, "CREATE_MAPPED_FILE_FAILED"))
     if days_left is not None and (cert := certificate_severity(days_left)) is not None:
-        when = f"expired {-days_left:g} days ago" if days_left < 0 else f"expires in {days_left:g} days"
-        found.append(Finding("TLS certificate", cert, f"the served TLS certificate {when}: clients that verify it "
+        found.append(Finding("TLS certificate", cert, f"the served TLS certificate {certificate_when(days_left)}: "
+                             "clients that verify it "
                              f"are refused after that ({CERT_RENEWAL})", days_left,
                              CERT_ACTION_DAYS if cert is act else CERT_INFO_DAYS, None, None))
     if workers and serving is not None and serving < workers:

@@ -25,6 +25,7 @@ from mqtools.diagnose.findings import (
     Severity,
     certificate_days_left,
     certificate_severity,
+    certificate_when,
     exit_code,
     rank,
 )
@@ -109,15 +110,17 @@ def namesrv_items(probes: list[NamesrvStatus], *, now_s: float | None = None) ->
                               f"{p.error}: a client that chose it waits one timeout before asking another name "
                               f"server, and brokers cannot register with it; restart it or take it out of the "
                               f"namesrvAddr lists", detail))
-        elif missing:
+        elif missing:  # its certificate, when it is due too, said as well: one verdict per name server
+            also = "" if cert is None else f"; and the TLS certificate it serves {certificate_when(days_left)} " \
+                f"({CERT_RENEWAL})"
             items.append(Item("namesrv", p.addr, "missing brokers", Severity.ACTION,
                               f"does not list {', '.join(missing)} (another name server does): clients routed by it "
                               f"do not see them; check those brokers' namesrvAddr (a broker registers every 30 s: "
-                              f"look again if it has just started)", detail))
+                              f"look again if it has just started){also}", detail))
         elif cert is not None:
             items.append(Item("namesrv", p.addr, "TLS certificate", cert,
-                              f"the TLS certificate it serves expires in {days_left:g} days: clients and brokers that "
-                              f"verify it are refused after that, and none can read a route or register there "
+                              f"the TLS certificate it serves {certificate_when(days_left)}: clients and brokers "
+                              f"that verify it are refused after that, and none can read a route or register there "
                               f"({CERT_RENEWAL})", detail))
         else:
             lasts = "" if days_left is None else f"; its TLS certificate has {days_left:g} days left"

@@ -37,6 +37,11 @@ def certificate_days_left(not_after_s: float | None, now_s: float | None = None)
     return round((not_after_s - (time.time() if now_s is None else now_s)) / 86_400, 1)
 
 
+def certificate_when(days_left: float) -> str:
+    """"expires in N days", or "expired N days ago" once it has."""
+    return f"expired {-days_left:g} days ago" if days_left < 0 else f"expires in {days_left:g} days"
+
+
 def certificate_severity(days_left: float) -> Severity | None:
     """Action within CERT_ACTION_DAYS (or expired), info within CERT_INFO_DAYS, else nothing to say."""
     if days_left < CERT_ACTION_DAYS:

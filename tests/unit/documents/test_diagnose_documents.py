@@ -124,3 +124,17 @@ def test_a_name_servers_certificate_is_judged_as_a_brokers() -> None:
     assert items[0].summary.startswith("the TLS certificate it serves expires in 3 days: clients and brokers")
     assert items[2].summary == "answers in 1 ms and lists every broker (1); its TLS certificate has 300 days left"
     check(cluster_diagnosis_view(ClusterDiagnosis(10.0, items)))
+
+
+def test_a_name_servers_expired_certificate_and_one_due_beside_missing_brokers_are_said() -> None:
+    both, one, now, day = frozenset({"b1:10911", "b2:10911"}), frozenset({"b1:10911"}), 1_800_000_000.0, 86_400
+    expired, partitioned, whole = namesrv_items([
+        NamesrvStatus("ns1:9876", True, 1.0, both, True, certificate_not_after=now - 2 * day),
+        NamesrvStatus("ns2:9876", True, 1.0, one, True, certificate_not_after=now + 3 * day),
+        NamesrvStatus("ns3:9876", True, 1.0, both, True)], now_s=now)
+    assert expired.summary.startswith("the TLS certificate it serves expired 2 days ago: clients")  # not "in -2"
+    assert (partitioned.verdict, partitioned.severity) == ("missing brokers", Severity.ACTION)
+    assert partitioned.summary.endswith("; and the TLS certificate it serves expires in 3 days (copy the renewed "
+                                        "certificate and key over tls.server.certPath and keyPath: taken without a "
+                                        "restart)")
+    assert whole.verdict == "healthy"
