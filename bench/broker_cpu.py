@@ -45,11 +45,13 @@ def producer_run(namesrv: str, kind: str, inflight: int, seconds: float) -> dict
     return {"msgs": r["msgs"], "msgs_s": r["msgs"] / max(r["elapsed"], 1e-3)}
 
 
-def raw_run(addr: str, inflight: int, seconds: float) -> dict:
-    """The raw SEND_MESSAGE_V2 driver (broker_send.drive) in one client process."""
-    (r,) = run_processes(broker_send._child, (addr, "send", inflight, seconds, 1, None, False), 1,
-                         timeout=seconds + 60)
-    return {"msgs": r["msgs"], "msgs_s": r["msgs"] / max(r["elapsed"], 1e-3)}
+def raw_run(addr: str, inflight: int, seconds: float, *, tls_ca: str | None = None, clients: int = 1) -> dict:
+    """The raw SEND_MESSAGE_V2 driver (broker_send.drive) in `clients` client processes of `inflight` each (over TLS
+    with `tls_ca`)."""
+    results = run_processes(broker_send._child, (addr, "send", inflight, seconds, 1, tls_ca, False), clients,
+                            timeout=seconds + 60)
+    msgs = sum(r["msgs"] for r in results)
+    return {"msgs": msgs, "msgs_s": msgs / max(max(r["elapsed"] for r in results), 1e-3)}
 
 
 def measured(pid: int, run: Callable[[], dict]) -> dict:

@@ -32,7 +32,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
 import broker_cpu
 import broker_send
 import psutil
-from benchsupport import client_loop, namesrv_and_broker, run_processes
+from benchsupport import client_loop, namesrv_and_broker
 from support.mqproc import MqProcess
 
 from mqtools.cluster.certs import make_local_certificates
@@ -47,20 +47,16 @@ def cpu_s(procs: list[psutil.Process]) -> float:
     return total
 
 
-#: case -> (client, sends in flight): our Producer as broker_cpu.py drives it, or the raw driver over TLS.
+#: case -> (client, sends in flight per client process): our Producer as broker_cpu.py drives it, or its raw driver
+#: over TLS (tls) or in 8 processes (conns).
 CASES = {"py64": ("send", 64), "py_async256": ("async", 256), "tls64": ("tls", 64), "conns8": ("conns", 8)}
 
 
 def run(broker: MqProcess, namesrv: str, kind: str, inflight: int, seconds: float, ca: str) -> dict:
-    if kind == "conns":
-        rs = run_processes(broker_send._child, (broker.addr, "send", inflight, seconds, 1, None, False), 8,
-                           timeout=seconds + 60)
-        return {"msgs": sum(r["msgs"] for r in rs), "msgs_s": sum(r["msgs"] / max(r["elapsed"], 1e-3) for r in rs)}
-    if kind != "tls":
+    if kind in ("send", "async"):
         return broker_cpu.producer_run(namesrv, kind, inflight, seconds)
-    (r,) = run_processes(broker_send._child, (broker.addr, "send", inflight, seconds, 1, ca, False), 1,
-                         timeout=seconds + 60)
-    return {"msgs": r["msgs"], "msgs_s": r["msgs"] / max(r["elapsed"], 1e-3)}
+    return broker_cpu.raw_run(broker.addr, inflight, seconds, tls_ca=ca if kind == "tls" else None,
+                              clients=8 if kind == "conns" else 1)
 
 
 def measured(broker: MqProcess, namesrv: str, kind: str, inflight: int, seconds: float, ca: str) -> dict:
