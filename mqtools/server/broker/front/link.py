@@ -42,8 +42,8 @@ class Opened:
 
     peer: tuple[str, int]
     tls: bool
-    #: When the certificate the client served expires (epoch seconds), once verified; else None.
-    not_after: float | None = None
+    #: When the certificate the client served expires, as ssl's getpeercert() writes it, once verified; else None.
+    not_after: str | None = None
 
     def encode(self) -> bytes:
         return json.dumps({"peer": list(self.peer), "tls": self.tls, "notAfter": self.not_after}).encode()

@@ -18,7 +18,6 @@ import json
 import logging
 import socket
 import sys
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -147,7 +146,7 @@ class WorkerLink(LinkEnd):
         extra: dict[str, Any] = {"peername": opened.peer,
                                  "sslcontext": tls.context if opened.tls and tls is not None else None}
         if opened.not_after is not None:
-            extra["peercert"] = {"notAfter": _cert_time(opened.not_after)}
+            extra["peercert"] = {"notAfter": opened.not_after}  # as the worker's handshake gave it
         transport = RelayTransport(self, conn_id, extra)
         conn = self._server.new_connection()
         transport.set_protocol(conn)
@@ -159,11 +158,6 @@ class WorkerLink(LinkEnd):
         for transport in conns.values():
             transport.lost()
         super().connection_lost(exc)
-
-
-def _cert_time(epoch_s: float) -> str:
-    """A certificate time as ssl's getpeercert() writes it (what RemotingConnection reads back)."""
-    return time.strftime("%b %d %H:%M:%S %Y GMT", time.gmtime(epoch_s))
 
 
 class FrontWorkers:

@@ -20,7 +20,6 @@ import json
 import logging
 import signal
 import socket
-import ssl
 import sys
 from typing import Any
 
@@ -106,7 +105,7 @@ class ClientConnection(asyncio.Protocol):
         peer = transport.get_extra_info("peername") or ("?", 0)
         is_tls = transport.get_extra_info("sslcontext") is not None
         served = transport.get_extra_info("peercert") if is_tls else None
-        not_after = float(ssl.cert_time_to_seconds(served["notAfter"])) if served and "notAfter" in served else None
+        not_after = served.get("notAfter") if served else None
         self.broker.clients[self.conn_id] = self
         self.broker.emit(L.OPEN, self.conn_id, L.Opened((peer[0], peer[1]), is_tls, not_after).encode())
         if self.broker.paused:

@@ -12,7 +12,7 @@ from mqtools.server.broker.front import link as L
 def _wire() -> bytes:
     out = L.Outbox()
     out.add(L.HELLO, 0)
-    out.add(L.OPEN, 7, L.Opened(("10.0.0.9", 53211), True, 1_900_000_000.0).encode())
+    out.add(L.OPEN, 7, L.Opened(("10.0.0.9", 53211), True, "Mar 17 17:46:40 2030 GMT").encode())
     out.add(L.DATA, 7, b"x" * 1000)
     out.add_parts(L.DATA, 7, [b"head", memoryview(b"-mapped-"), b"", bytearray(b"tail")])
     out.add(L.CLOSE, 7)
@@ -28,7 +28,7 @@ def test_what_is_added_is_read_back_however_the_bytes_arrive(cut: int) -> None:
         events += decoder.feed(wire[at:at + cut])
     assert [(kind, conn) for kind, conn, _ in events] == [(L.HELLO, 0), (L.OPEN, 7), (L.DATA, 7), (L.DATA, 7),
                                                           (L.CLOSE, 7), (L.PING, 0), (L.PONG, 0)]
-    assert L.Opened.decode(events[1][2]) == L.Opened(("10.0.0.9", 53211), True, 1_900_000_000.0)
+    assert L.Opened.decode(events[1][2]) == L.Opened(("10.0.0.9", 53211), True, "Mar 17 17:46:40 2030 GMT")
     assert events[2][2] == b"x" * 1000
     assert events[3][2] == b"head-mapped-tail"
     assert events[4][2] == b""

@@ -104,7 +104,7 @@ async def test_tls_facts_reach_the_connection(worker: Worker, tmp_path: Path) ->
     """The worker did the handshake; the connection says TLS, with the client certificate's expiry."""
     certs = make_local_certificates(tmp_path)
     worker.server.tls = TlsCertificateManager(TlsServerSettings(TlsMode.PERMISSIVE, str(certs.cert), str(certs.key)))
-    worker.send(L.OPEN, 6, L.Opened(("192.0.2.8", 1), True, 1_900_000_000.0).encode())
+    worker.send(L.OPEN, 6, L.Opened(("192.0.2.8", 1), True, "Mar 17 17:46:40 2030 GMT").encode())
     worker.send(L.DATA, 6, _request(1, b""))
     await worker.answers(6, 1)
     (conn,) = worker.seen
