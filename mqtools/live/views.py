@@ -38,7 +38,14 @@ from mqtools.live.tables import (
     signed_rate,
     size,
 )
-from mqtools.live.verdicts import broker_detail, broker_verdict, group_evidence, group_verdict, verdict_cell
+from mqtools.live.verdicts import (
+    LEVELS,
+    broker_detail,
+    broker_verdict,
+    group_evidence,
+    group_verdict,
+    verdict_cell,
+)
 
 HEARTBEAT_WARN_MS = 30_000
 HEARTBEAT_CRIT_MS = 90_000
@@ -252,8 +259,7 @@ def _certificate(not_after_s: float | None, now_s: float) -> Cell:
     days = certificate_days_left(not_after_s, now_s)
     if days is None:
         return Cell(None, NA)
-    severity = certificate_severity(days)
-    return Cell(days, f"{days:g}", CRIT if severity is Severity.ACTION else WARN if severity is Severity.INFO else OK)
+    return Cell(days, f"{days:g}", LEVELS[certificate_severity(days) or Severity.OK])
 
 
 def namesrv(state: LiveState, mono: float, now_s: float) -> Table:
