@@ -25,6 +25,7 @@ import logging
 import socket
 import time
 from collections.abc import Awaitable, Callable
+from typing import Any
 
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls_acceptor import TlsAcceptor
@@ -190,10 +191,17 @@ class RemotingServer:
                 return
             result = processor(conn, req)
         except Exception as exc:  # noqa: BLE001 - any processor failure becomes a response
-            reply(conn, req, self._error(conn, req, exc))
+            self.failed(conn, req, exc)
             return
-        if result is None:  # no answer, or (a compiled processor) answered already
-            return
+        if result is not None:  # None: no answer, or (a compiled processor) answered already
+            self.answer(conn, req, result)
+
+    def failed(self, conn: RemotingConnection, req: RemotingCommand, exc: Exception) -> None:
+        """A processor raised: the request's answer says so."""
+        reply(conn, req, self._error(conn, req, exc))
+
+    def answer(self, conn: RemotingConnection, req: RemotingCommand, result: Any) -> None:
+        """Answer `req` with what its processor returned: a response, or an awaitable of one."""
         if type(result) is RemotingCommand or not inspect.isawaitable(result):
             reply(conn, req, result)  # type: ignore[arg-type]
         elif isinstance(result, asyncio.Future):  # answered when it is done: no task (a SYNC_MASTER send)

@@ -8,7 +8,7 @@ stand-ins that carry only the members a test exercises.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.remoting.bodies import DataVersion
@@ -18,7 +18,6 @@ from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.fast_failure import BrokerFastFailure
-from mqtools.server.broker.front.relay import FrontWorkers
 from mqtools.server.broker.long_polling import PullRequestHoldService
 from mqtools.server.broker.pop.request_mode import MessageRequestModeManager
 from mqtools.server.broker.rebalance_lock import RebalanceLockManager
@@ -32,6 +31,9 @@ from mqtools.server.ha.service import HAService
 from mqtools.server.store.message_store import MessageStore
 from mqtools.server.store.schedule import ScheduleMessageService
 from mqtools.server.store.timer.timer_message_store import TimerMessageStore
+
+if TYPE_CHECKING:  # the relay serves the send processor's records, and processors import this module
+    from mqtools.server.broker.front.relay import FrontWorkers
 
 
 class BrokerContext(Protocol):

@@ -6,13 +6,15 @@ payload's length (u32), its kind (u8) and the client connection it is about (u32
 
   HELLO  worker -> broker, connection 0: the worker serves its ports
   OPEN   worker -> broker: a client connected; the payload is JSON {"peer", "tls", "notAfter"}
-  DATA   both ways: bytes read from the client / to write to it, passed on as they are (no framing)
+  DATA   both ways: bytes read from the client / to write to it, passed on as they are
+  SEND   worker -> broker: a client's plain send, parsed (send_record.py), in its place in the client's stream
   CLOSE  both ways: the client went away / close the client's connection once written
   PING   broker -> worker, connection 0: sent when the worker has said nothing for a while
   PONG   worker -> broker, connection 0: the answer (a worker that answers nothing is hung, relay.py kills it)
 
-A worker passes bytes on as they come and never parses remoting frames, so the store process sees each
-client's stream exactly as a socket would have given it.
+A worker cuts each client's stream at its frames and parses the plain sends (the most common request, whose
+framing, JSON and command the store's loop then no longer makes); every other frame it passes on as bytes, so
+the store process sees each client's requests in the order the client sent them.
 """
 
 from __future__ import annotations
@@ -24,8 +26,8 @@ from dataclasses import dataclass
 
 from mqtools.remoting.errors import ProtocolError
 
-HELLO, OPEN, DATA, CLOSE, PING, PONG = 1, 2, 3, 4, 5, 6
-KINDS = frozenset({HELLO, OPEN, DATA, CLOSE, PING, PONG})
+HELLO, OPEN, DATA, CLOSE, PING, PONG, SEND = 1, 2, 3, 4, 5, 6, 7
+KINDS = frozenset({HELLO, OPEN, DATA, CLOSE, PING, PONG, SEND})
 _HEADER = struct.Struct(">IBI")
 HEADER_SIZE = _HEADER.size
 #: Larger than any frame a broker writes (a pull's body is at most a few MiB): a bigger length is a bug.

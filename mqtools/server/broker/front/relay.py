@@ -3,7 +3,10 @@
 Each client connection a worker relays becomes a RemotingConnection of the broker's RemotingServer whose
 transport is a `RelayTransport`: what the connection writes goes to the worker's link, what the worker read
 is fed to it. Processors, ACL, long polling, the broker's own requests to a client (transaction checks,
-consumer notifications) see a connection like any other, with the client's address and its TLS facts.
+consumer notifications) see a connection like any other, with the client's address and its TLS facts. A
+plain send the worker parsed (SEND) goes to the compiled send itself (_csend.send_record), in its place in
+the client's stream; one it does not take, and every send where it is not built, ACL is on or the server's
+SEND_MESSAGE_V2 processor is another, is fed to the connection as the frame the client sent.
 
 `FrontWorkers` starts the worker processes (front/worker.py) on the server's listening sockets, waits for
 each to serve, kills one that hangs, starts again one that dies (its clients reconnect, to another worker or
@@ -22,14 +25,19 @@ from collections.abc import Callable
 from typing import Any
 
 from mqtools.common.tls import TlsServerSettings
+from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.server import RemotingServer
+from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.broker.front import link as L
+from mqtools.server.broker.front import send_record as R
 from mqtools.server.broker.front.endpoint import LinkEnd
 from mqtools.server.broker.front.worker import tls_spec
+from mqtools.server.broker.processors.send import SendV2, send_record
 from mqtools.server.lifecycle import StartError
 
 log = logging.getLogger(__name__)
 
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
 #: A worker that has not said HELLO this long after it was started failed to start.
 START_TIMEOUT_S = 30.0
 #: A worker that died is started again after this (one that dies at once cannot spin the machine).
@@ -53,14 +61,21 @@ class RelayTransport(asyncio.Transport):
         self._closing = False
         self._lost = False
         self._paused = False
-        self._held: collections.deque[bytes] = collections.deque()
+        self._held: collections.deque[tuple[int, bytes]] = collections.deque()
 
     # what the link delivers
-    def deliver(self, data: bytes) -> None:
+    def deliver(self, kind: int, payload: bytes) -> None:
+        """A client's bytes (DATA) or one plain send of it (SEND), in the client's order."""
         if self._paused or self._held:
-            self._held.append(data)
+            self._held.append((kind, payload))
         elif self.protocol is not None and not self._closing:
-            self.protocol.data_received(data)
+            self._feed(kind, payload)
+
+    def _feed(self, kind: int, payload: bytes) -> None:
+        if kind == L.DATA:
+            self.protocol.data_received(payload)  # type: ignore[union-attr]
+        else:
+            self._link.send(self.protocol, payload)  # type: ignore[arg-type]
 
     def lost(self) -> None:
         if self._lost:
@@ -101,7 +116,7 @@ class RelayTransport(asyncio.Transport):
     def resume_reading(self) -> None:
         self._paused = False
         while self._held and not self._paused and not self._closing and self.protocol is not None:
-            self.protocol.data_received(self._held.popleft())
+            self._feed(*self._held.popleft())
 
     def is_reading(self) -> bool:
         return not self._paused
@@ -128,11 +143,28 @@ class WorkerLink(LinkEnd):
     def forget(self, conn_id: int) -> None:
         self.conns.pop(conn_id, None)
 
+    def send(self, conn: RemotingConnection, record: bytes) -> None:
+        """A plain send a worker parsed: stored and answered by the compiled send, or fed as its frame."""
+        server = self._server
+        processor = server.processors.get(_SEND_V2)
+        if send_record is None or server.access_check is not None or type(processor) is not SendV2:
+            conn.data_received(R.frame(record))
+            return
+        try:
+            done = send_record(processor, conn, record)
+        except Exception as exc:  # noqa: BLE001 - as RemotingServer answers a processor's failure
+            server.failed(conn, R.command_of(record), exc)
+            return
+        if done is False:
+            conn.data_received(R.frame(record))
+        elif done is not None:
+            server.answer(conn, *done)
+
     def on_events(self, events: list[tuple[int, int, bytes]]) -> None:
         for kind, conn_id, payload in events:
-            if kind == L.DATA:
+            if kind == L.DATA or kind == L.SEND:
                 if (transport := self.conns.get(conn_id)) is not None:
-                    transport.deliver(payload)
+                    transport.deliver(kind, payload)
             elif kind == L.OPEN:
                 self._open(conn_id, L.Opened.decode(payload))
             elif kind == L.CLOSE:
@@ -186,7 +218,8 @@ class FrontWorkers:
         loop = asyncio.get_running_loop()
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         spec = {"index": index, "link": theirs.fileno(), "listen": [s.fileno() for s in self._sockets],
-                "tls": tls_spec(self._tls)}
+                "tls": tls_spec(self._tls), "maxFrame": self._server.max_frame,
+                "sendRecords": send_record is not None}
         try:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "mqtools.server.broker.front.worker", json.dumps(spec),

@@ -1,15 +1,16 @@
-"""A front worker: a process that accepts a broker's client connections and relays their bytes.
+"""A front worker: a process that accepts a broker's client connections and relays their requests.
 
 It is handed the broker's listening sockets (the remoting port and the VIP channel) and one end of a
 socket pair to the broker's store process (link.py). It accepts, does the TLS handshake and the
-encryption, reads and writes the clients' sockets, and passes each client's bytes on unparsed; the
-store process runs the requests. What this takes off the store's loop: the socket calls of every client
-connection (a worker joins what all its clients sent in one loop turn into one write to the link) and
-TLS. A worker stops when its link closes (the broker stopped, or died); the broker starts a worker that
-died again (relay.py).
+encryption, reads and writes the clients' sockets, cuts each client's stream at its frames and parses the
+plain sends into records (send_record.py); the store process runs the requests. What this takes off the
+store's loop: the socket calls of every client connection (a worker joins what all its clients sent in one
+loop turn into one write to the link), TLS, and a plain send's framing, JSON and command. A worker stops
+when its link closes (the broker stopped, or died); the broker starts a worker that died again (relay.py).
 
 Started by the broker as `python -m mqtools.server.broker.front.worker SPEC`, SPEC a JSON object:
-{"index", "link": fd, "listen": [fd, ...], "tls": TlsServerSettings' fields or null}.
+{"index", "link": fd, "listen": [fd, ...], "tls": TlsServerSettings' fields or null, "maxFrame": bytes,
+"sendRecords": whether the store's process takes records of plain sends}.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from mqtools.common.tls_acceptor import TlsAcceptor
 from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.server.broker.front import link as L
 from mqtools.server.broker.front.endpoint import LinkEnd
+from mqtools.server.broker.front.send_record import SendSplitter
 from mqtools.server.lifecycle import SERVER_LOG_FORMAT
 
 
@@ -50,8 +52,10 @@ def _tls_settings(doc: dict[str, Any] | None) -> TlsServerSettings | None:
 class BrokerLink(LinkEnd):
     """This worker's end of the link: client bytes out in one write per loop turn, the broker's bytes in."""
 
-    def __init__(self) -> None:
+    def __init__(self, max_frame: int | None) -> None:
         super().__init__()
+        #: Clients' streams are cut at frames of at most this (their plain sends parsed), or relayed as they come.
+        self.max_frame = max_frame
         self.clients: dict[int, ClientConnection] = {}
         self._next_id = 0
         #: The link's write buffer is over its high-water mark: clients are not read until it drains.
@@ -93,12 +97,13 @@ class BrokerLink(LinkEnd):
 
 
 class ClientConnection(asyncio.Protocol):
-    """One client's connection, relayed as it is."""
+    """One client's connection: its plain sends as records, every other frame as it came."""
 
     def __init__(self, broker: BrokerLink) -> None:
         self.broker = broker
         self.conn_id = broker.new_id()
         self._transport: asyncio.Transport | None = None
+        self._splitter = None if broker.max_frame is None else SendSplitter(broker.max_frame)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
@@ -112,7 +117,12 @@ class ClientConnection(asyncio.Protocol):
             self.pause()
 
     def data_received(self, data: bytes) -> None:
-        self.broker.emit(L.DATA, self.conn_id, data)
+        emit, conn_id = self.broker.emit, self.conn_id
+        if self._splitter is None:
+            emit(L.DATA, conn_id, data)
+            return
+        for kind, payload in self._splitter.feed(data):
+            emit(L.SEND if kind is SendSplitter.SEND else L.DATA, conn_id, payload)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
@@ -139,7 +149,7 @@ class ClientConnection(asyncio.Protocol):
 async def serve(spec: dict[str, Any]) -> None:
     """Serve the handed sockets until the link closes."""
     loop = asyncio.get_running_loop()
-    broker = BrokerLink()
+    broker = BrokerLink(spec["maxFrame"] if spec["sendRecords"] and SendSplitter.available() else None)
     await loop.create_unix_connection(lambda: broker, sock=socket.socket(fileno=spec["link"]))
     settings = _tls_settings(spec.get("tls"))
     certificates = TlsCertificateManager(settings) if settings is not None else None

@@ -12,11 +12,11 @@ SUCCESS answer is written to the connection as a frame made here. tests/unit/bro
 two paths to the same frames, messages, refusals and put statistics.
 """
 
-from cpython.bytes cimport PyBytes_FromStringAndSize
-from libc.stdint cimport int64_t
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport int64_t, uint16_t, uint32_t
 from libc.string cimport memcmp, memcpy
 
-from mqtools.common._layout cimport put_decimal, wr32
+from mqtools.common._layout cimport put_decimal, rd16, rd32, rd64, wr32, wr64
 from mqtools.remoting._header cimport FIXED_FIELDS_SIZE, put_fixed_fields, put_text
 
 cdef extern from "Python.h":
@@ -25,6 +25,7 @@ cdef extern from "Python.h":
     const unsigned char *PyUnicode_1BYTE_DATA(object s)
     Py_ssize_t PyUnicode_GET_LENGTH(object s)
     const char *PyUnicode_AsUTF8AndSize(object s, Py_ssize_t *size) except NULL
+    object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
     int PyUnicode_1BYTE_KIND
 
 from mqtools.common import javanum, perm, speedups
@@ -35,6 +36,9 @@ from mqtools.common.properties import drop_property
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.codes import PROTOCOL_VERSION, ResponseCode, SerializeType
 from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE
+from mqtools.remoting.errors import ProtocolError
+from mqtools.remoting.frame import FrameDecoder
+from mqtools.server.broker.front.send_record import FIXED_SIZE, SEND_V2_PREFIX, SendSplitter, command_of
 from mqtools.server.store.results import PutMessageResult, PutMessageStatus
 
 cdef int64_t INT_MIN = javanum.INT_MIN
@@ -51,6 +55,17 @@ cdef object JSON = SerializeType.JSON
 cdef int64_t ONEWAY = FLAG_ONEWAY
 cdef int64_t RESPONSE = FLAG_RESPONSE
 cdef int VERSION = PROTOCOL_VERSION
+cdef Py_ssize_t RECORD_FIXED = FIXED_SIZE
+cdef int JSON_CODE = SerializeType.JSON
+#: What a worker's splitter hands on (SendSplitter's event kinds), and the header start it decodes.
+cdef str DATA_EVENT = SendSplitter.DATA
+cdef str SEND_EVENT = SendSplitter.SEND
+cdef bytes SEND_PREFIX = SEND_V2_PREFIX
+cdef const char *SEND_PREFIX_P = SEND_PREFIX
+cdef Py_ssize_t SEND_PREFIX_LEN = len(SEND_PREFIX)
+#: The compiled frame loop (_cframe.frames) where built, else FrameDecoder's.
+cdef object decode_frames = getattr(speedups.compiled("mqtools.remoting._cframe"), "frames", None) \
+    or (lambda frame, max_frame: (FrameDecoder(max_frame).feed(frame), len(frame)))
 #: What send_v2 returns for a send it leaves to the processor's general path.
 cdef object GENERAL = object()
 #: The store's compiled put of a message's fields (_cput.pyx), called without a message object.
@@ -259,13 +274,9 @@ cdef object send_v2(proc, conn, req):
     written to `conn` already (or a oneway send needs none); GENERAL for the processor's general path."""
     cdef dict ext = req.ext_fields
     cdef int64_t queue_id, sys_flag, flag, times = 0, born, default_queue_nums
-    cdef str topic, raw
-    cdef dict props
-    c = proc.c
-    cfg = c.config
+    cdef str topic
     topic = ext.get("b")
-    if topic is None or "a" not in ext or "c" not in ext or cfg.broker_role is SLAVE \
-            or not cfg.broker_permission & PERM_WRITE:
+    if topic is None or "a" not in ext or "c" not in ext:
         return GENERAL
     # the default topic's queue count: only read when a topic is created, but it must parse
     default_queues = ext.get("d")
@@ -281,8 +292,57 @@ cdef object send_v2(proc, conn, req):
     times_text = ext.get("j")
     if times_text is not None and not _int(times_text, &times):
         return GENERAL
-    max_text = ext.get("l")
-    if max_text is not None or topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or proc.topic_error(topic) is not None:
+    if ext.get("l") is not None:
+        return GENERAL
+    body = req.body
+    return _send(proc, conn, req, None, topic, queue_id, sys_flag, flag, born, times, ext.get("i") or "",
+                 b"" if body is None else bytes(body), req.opaque, req.flag, req.serialize_type is JSON)
+
+
+def send_record(SendV2 sv, conn, bytes record):
+    """A front worker's record of a plain send (front/send_record.py) stored and answered as send_v2 does its
+    request: None once done (answered, or a oneway send), (request, result) for the server to answer with
+    the result, False for the frame path, before anything changed (a send send_v2 leaves to the general
+    path, fast failure's probe overdue)."""
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(record)
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(record), at
+    cdef int64_t header_len, topic_len, props_len
+    if size < RECORD_FIXED:
+        return False
+    # send_record.FIXED's fields, at their offsets (tests/unit/broker/front/test_send_record.py holds the two)
+    header_len = <uint32_t>rd32(p + 32)
+    topic_len = <uint16_t>rd16(p + 36)
+    props_len = <uint32_t>rd32(p + 38)
+    at = RECORD_FIXED + header_len
+    if at + topic_len + props_len > size:
+        return False
+    proc = sv.proc
+    ff = proc.c.fast_failure
+    due = ff._due
+    if due is not None and ff._loop is not None and ff._loop.time() > due:
+        return False
+    topic = PyUnicode_DecodeUTF8(<const char *>p + at, topic_len, NULL)
+    text = PyUnicode_DecodeUTF8(<const char *>p + at + topic_len, props_len, NULL)
+    body = PyBytes_FromStringAndSize(<const char *>p + at + topic_len + props_len, size - at - topic_len - props_len)
+    done = _send(proc, conn, None, record, topic, rd32(p + 8), rd32(p + 12), rd32(p + 16), rd64(p + 20),
+                 rd32(p + 28), text, body, rd32(p), rd32(p + 4), True)
+    if done is None:
+        return None
+    if done is GENERAL:
+        return False
+    return done
+
+
+cdef object _send(proc, conn, req, bytes record, str topic, int64_t queue_id, int64_t sys_flag, int64_t flag,
+                  int64_t born, int64_t times, str text, bytes body, int64_t opaque, int64_t req_flag, bint json):
+    """send_v2 past its header: a request's (`req`) or a record's fields. A record's result other than None
+    and GENERAL is (the request the record was, the result), the request made only then."""
+    cdef str raw
+    cdef dict props
+    c = proc.c
+    cfg = c.config
+    if cfg.broker_role is SLAVE or not cfg.broker_permission & PERM_WRITE \
+            or topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or proc.topic_error(topic) is not None:
         return GENERAL
     tc = c.topics.table.get(topic)
     if tc is None or not tc.perm & PERM_WRITE or queue_id < 0 \
@@ -290,11 +350,8 @@ cdef object send_v2(proc, conn, req):
         return GENERAL
     if topic in proc.not_allowed:
         return GENERAL
-    body = req.body
-    body = b"" if body is None else bytes(body)
     if len(body) > cfg.max_message_size:
         return GENERAL
-    text = ext.get("i") or ""
     wait = _wait_of(text)
     if wait is GENERAL:
         return GENERAL
@@ -322,18 +379,130 @@ cdef object send_v2(proc, conn, req):
     if type(put) is tuple:
         msg_id, queue_offset, size = put
     else:
+        if req is None:
+            req = command_of(record)
         if type(put) is not PutMessageResult or c.topics.unwritten is not None:
-            return proc._later(conn, req, topic, put, queue_id, None)
+            return _result(record, req, proc._later(conn, req, topic, put, queue_id, None))
         append = put.append
         if put.status is not PUT_OK or append is None or append.phys_offsets:
-            return proc._response(req, topic, put, queue_id)
+            return _result(record, req, proc._response(req, topic, put, queue_id))
         msg_id, queue_offset, size = append.msg_id, append.logics_offset, append.wrote_bytes
     _on_put(c.stats, topic, size)
-    if req.flag & ONEWAY:
+    if req_flag & ONEWAY:
         return None
-    frame = _answer(req.opaque, msg_id, queue_id, queue_offset) if req.serialize_type is JSON else None
+    frame = _answer(opaque, msg_id, queue_id, queue_offset) if json else None
     if frame is None:
-        return req.response(SUCCESS, None, {"msgId": msg_id, "queueId": str(queue_id),
-                                            "queueOffset": str(queue_offset)})
+        if req is None:
+            req = command_of(record)
+        return _result(record, req, req.response(SUCCESS, None, {"msgId": msg_id, "queueId": str(queue_id),
+                                                                 "queueOffset": str(queue_offset)}))
     conn.send_frame(frame)
     return None
+
+
+cdef inline object _result(bytes record, req, result):
+    """A request's result as send_v2 returns it; a record's with its request."""
+    return result if record is None or result is None else (req, result)
+
+
+def split_sends(bytes buf, Py_ssize_t max_frame):
+    """send_record.SendSplitter.feed's loop over `buf`, in a front worker: (its events, the bytes they took,
+    whether a frame's length was out of range)."""
+    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(buf)
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(buf), pos = 0, relay_from = 0, end, header_len
+    cdef int64_t length
+    cdef uint32_t ori
+    cdef list out = []
+    cdef bint broken = False
+    while size - pos >= 8:
+        length = rd32(p + pos)
+        if length < 4 or length > max_frame:
+            broken = True
+            pos = size
+            break
+        end = pos + 4 + length
+        if end > size:
+            break
+        ori = <uint32_t>rd32(p + pos + 4)
+        header_len = ori & 0xFFFFFF
+        if ori >> 24 == JSON_CODE and pos + 8 + header_len <= end and header_len >= SEND_PREFIX_LEN \
+                and memcmp(p + pos + 8, SEND_PREFIX_P, SEND_PREFIX_LEN) == 0:
+            record = _record(buf[pos:end], header_len, max_frame)
+            if record is not None:
+                if relay_from < pos:
+                    out.append((DATA_EVENT, buf[relay_from:pos]))
+                out.append((SEND_EVENT, record))
+                relay_from = end
+        pos = end
+    if relay_from < pos:
+        out.append((DATA_EVENT, buf[relay_from:pos]))
+    return out, pos, broken
+
+
+cdef object _record(bytes frame, Py_ssize_t header_len, Py_ssize_t max_frame):
+    """send_record.record_of of one frame: the record, or None to relay the frame."""
+    cdef int64_t queue_id, sys_flag, flag, born, times = 0, default_queue_nums
+    cdef Py_ssize_t topic_len, props_len, body_len, n
+    cdef const char *topic_p
+    cdef const char *props_p
+    cdef unsigned char *o
+    try:
+        commands, _ = decode_frames(frame, max_frame)
+    except ProtocolError:
+        return None
+    cmd = commands[0]
+    cdef dict ext = cmd.ext_fields
+    if cmd.flag & RESPONSE or cmd.serialize_type is not JSON or "a" not in ext or "c" not in ext \
+            or ext.get("l") is not None:
+        return None
+    topic = ext.get("b")
+    default_queues = ext.get("d")
+    if type(topic) is not str or type(default_queues) is not str:
+        return None
+    if not _digits(default_queues, &default_queue_nums):
+        try:
+            int(default_queues)
+        except ValueError:
+            return None
+    if not (_int(ext.get("e"), &queue_id) and _int(ext.get("f"), &sys_flag) and _int(ext.get("h"), &flag)
+            and _long(ext.get("g"), &born)):
+        return None
+    times_text = ext.get("j")
+    if times_text is not None and not _int(times_text, &times):
+        return None
+    props = ext.get("i") or ""
+    if type(props) is not str:
+        return None
+    try:  # a lone surrogate (a JSON escape) has no UTF-8: such a send goes as its frame
+        topic_p = PyUnicode_AsUTF8AndSize(topic, &topic_len)
+        props_p = PyUnicode_AsUTF8AndSize(props, &props_len)
+    except UnicodeEncodeError:
+        return None
+    if topic_len > 0xFFFF:
+        return None
+    body = cmd.body
+    body_len = 0 if body is None else len(body)
+    n = RECORD_FIXED + header_len + topic_len + props_len + body_len
+    record = PyBytes_FromStringAndSize(NULL, n)
+    o = <unsigned char *>PyBytes_AS_STRING(record)
+    wr32(o, cmd.opaque)
+    wr32(o + 4, cmd.flag)
+    wr32(o + 8, queue_id)
+    wr32(o + 12, sys_flag)
+    wr32(o + 16, flag)
+    wr64(o + 20, born)
+    wr32(o + 28, times)
+    wr32(o + 32, header_len)
+    o[36] = (topic_len >> 8) & 0xFF
+    o[37] = topic_len & 0xFF
+    wr32(o + 38, props_len)
+    o += RECORD_FIXED
+    memcpy(o, PyBytes_AS_STRING(frame) + 8, header_len)
+    o += header_len
+    memcpy(o, topic_p, topic_len)
+    o += topic_len
+    memcpy(o, props_p, props_len)
+    if body_len:
+        memcpy(o + props_len, <const char *>PyBytes_AS_STRING(bytes(body)) if type(body) is not bytes
+               else PyBytes_AS_STRING(body), body_len)
+    return record

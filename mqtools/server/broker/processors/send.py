@@ -51,6 +51,9 @@ _FIELD_RANGES = (("flag", INT_RANGE), ("sys_flag", INT_RANGE), ("reconsume_times
 _compiled = speedups.compiled("mqtools.server.broker.processors._csend")
 #: Its SUCCESS answer frame (a JSON request's), for a send answered once its slave has it.
 _answer_frame = None if _compiled is None else _compiled.answer_frame
+#: Its processor's type, and its store of a front worker's record of a plain send (front/relay.py).
+SendV2 = None if _compiled is None else _compiled.SendV2
+send_record = None if _compiled is None else _compiled.send_record
 _ILLEGAL = ("the message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, "
             "msg properties length limit 32k.")
 _UNAVAILABLE = ("service not available now. It may be caused by one of the following reasons: the broker's disk is "

@@ -1,0 +1,82 @@
+"""A plain send parsed by a front worker: what SEND carries on the link, so that the store's process stores it
+without framing it, reading its JSON or making a command of it.
+
+Layout (big-endian): the request's opaque (i32) and flag (i32); the send's queueId, sysFlag and flag (i32
+each), bornTimestamp (i64) and reconsumeTimes (i32); then the lengths of the request's JSON header as the
+client sent it (u32), the topic (u16) and the properties string (u32), both UTF-8; then those three, then
+the body. The header is kept so that a send the store's compiled path does not take (anything but a plain
+put, fast failure's probe overdue, ACL) is served as the very frame the client sent (`frame`).
+
+A worker makes a record (`SendSplitter`, with the compiled send's `split_sends`) only of a SEND_MESSAGE_V2
+request with a JSON header whose fields the compiled send (processors/_csend.pyx) reads without its general
+path: every number parses and fits its Java type, no maxReconsumeTimes; every other frame goes as bytes
+(DATA), in the connection's order.
+"""
+
+from __future__ import annotations
+
+import struct
+from types import ModuleType
+
+from mqtools.common import speedups
+from mqtools.remoting.codes import RequestCode, SerializeType
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.frame import FrameDecoder
+
+FIXED = struct.Struct(">iiiiiqiIHI")
+FIXED_SIZE = FIXED.size
+_PREFIX = struct.Struct(">II")
+_SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
+#: How a SEND_MESSAGE_V2 header starts, as every client writes it: the splitter decodes only these.
+SEND_V2_PREFIX = b'{"code":%d,' % _SEND_V2
+
+
+def _compiled() -> ModuleType | None:
+    """The compiled send (which imports this module: asked for when used)."""
+    return speedups.compiled("mqtools.server.broker.processors._csend")
+
+
+def frame(record: bytes) -> bytes:
+    """The frame the client sent, out of its record."""
+    header_len, topic_len, props_len = FIXED.unpack_from(record)[7:]
+    header_at = FIXED_SIZE
+    body_at = header_at + header_len + topic_len + props_len
+    header = record[header_at:header_at + header_len]
+    body = record[body_at:]
+    return b"".join((_PREFIX.pack(4 + header_len + len(body), (int(SerializeType.JSON) << 24) | header_len), header,
+                     body))
+
+
+def command_of(record: bytes) -> RemotingCommand:
+    """The request a record was, decoded from its frame as a connection decodes it."""
+    data = frame(record)
+    return FrameDecoder(len(data)).feed(data)[0]
+
+
+class SendSplitter:
+    """One client's stream cut at its frames (sans-IO): `feed` returns, in the stream's order, runs of frames
+    to relay as they are (DATA, bytes) and records of plain sends (SEND). A frame whose length is out of range
+    ends the cutting: it and everything after go as bytes, for the store's decoder to refuse. The loop is the
+    compiled send's (_csend.split_sends): a worker cuts streams only where the store's process can take the
+    records (`available`), and otherwise relays them as they come."""
+
+    DATA, SEND = "data", "send"
+
+    def __init__(self, max_frame: int) -> None:
+        self.max_frame = max_frame
+        self._buf = b""
+        self._broken = False
+        self._split = _compiled().split_sends
+
+    @staticmethod
+    def available() -> bool:
+        return _compiled() is not None
+
+    def feed(self, data: bytes) -> list[tuple[str, bytes]]:
+        if self._broken:
+            return [(self.DATA, data)]
+        buf = self._buf + data if self._buf else data
+        out, pos, self._broken = self._split(buf, self.max_frame)
+        self._buf = buf[pos:]
+        return out
+
