@@ -8,6 +8,10 @@ client's. The baseline, in the same run: our RemotingServer answering the same f
 (broker_send.py's ceiling), so `ratio` is how many times the remoting floor a send costs. Each side runs in a
 child process of its own.
 
+`--request record`: the same sends as a front worker hands them to the store's process (frontWorkers: records
+its compiled splitter made of the frames, mqtools/server/broker/front/send_record.py), each stored and answered
+through the store side of the link (relay.WorkerLink.send); the ceiling is the same canned answer to the frames.
+
 `--request pull`: PULL_MESSAGE frames as the Java push consumer sends them in a backlog drain (32 messages, commit
 offset and suspend flags, the subscription from the group's heartbeat; 8 frames to a read, one per queue) over
 a store the same sends filled in runs of 32 per queue, as batches lie; the ceiling answers with a canned body of
@@ -18,7 +22,7 @@ the neighbours), and with --callgrind, where valgrind is installed, the instruct
 per send, counted by callgrind (the same to about 2% from run to run; how stop 72 measured the compiled send
 path: 220k instructions a send before it, 167k after, the floor 61k and 44k).
 
-Usage: .venv/bin/python bench/broker_inproc.py [--request send|pull] [--chunks 200] [--repeat 5] [--callgrind]
+Usage: .venv/bin/python bench/broker_inproc.py [--request send|record|pull] [--chunks 200] [--repeat 5] [--callgrind]
 """
 
 from __future__ import annotations
@@ -162,14 +166,29 @@ async def child(side: str, request: str, chunks: int, repeat: int, measured_once
             reads = [b"".join(broker_send.send_cmd(i % broker_send.QUEUES,
                                                    properties=broker_send.keyed_properties(keys)).encode()
                               for i in range(PER_READ)) for _ in range(chunks + WARM_CHUNKS)]
+        link = None
+        if request == "record" and side == "broker":
+            from mqtools.server.broker.front.relay import WorkerLink
+            from mqtools.server.broker.front.send_record import SendSplitter
+
+            splitter, link = SendSplitter(server.max_frame), WorkerLink(server, lambda: None)
+            conn.data_received(reads[0])  # the first send creates the topic (the records' path leaves that to frames)
+            await controller.topics.until_written()
+            reads = [[record for kind, record in splitter.feed(data) if kind == SendSplitter.SEND] for data in reads]
+            if any(len(records) != PER_READ for records in reads):
+                raise SystemExit("broker_inproc: the splitter did not make a record of every send")
 
         probe = controller.fast_failure if controller is not None else None
         loop = asyncio.get_running_loop()
 
-        def feed(done: int, data: bytes) -> int:
+        def feed(done: int, data: Any) -> int:
             if probe is not None:  # what the fast-failure probe's timer does when a running loop fires it between
                 probe._due = loop.time() + PROBE_S  # reads: nothing here turns the loop while it is measured
-            conn.data_received(data)
+            if link is not None:  # a worker's records
+                for record in data:
+                    link.send(conn, record)
+            else:
+                conn.data_received(data)
             conn._flush()
             return done + 1
 
@@ -221,8 +240,9 @@ def run_side(side: str, args: argparse.Namespace) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--request", choices=("send", "pull"), default="send",
-                        help="what is fed: plain sends (default) or a drain's pulls")
+    parser.add_argument("--request", choices=("send", "record", "pull"), default="send",
+                        help="what is fed: plain sends (default), the same as a front worker's records, or a drain's "
+                             "pulls")
     parser.add_argument("--chunks", type=int, default=200, help=f"reads of {PER_READ} frames (of 8 pulls) per round")
     parser.add_argument("--repeat", type=int, default=5, help="rounds (CPU time: the median is reported)")
     parser.add_argument("--callgrind", action="store_true", help="also count instructions (needs valgrind)")
