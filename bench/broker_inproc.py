@@ -171,7 +171,7 @@ async def child(side: str, request: str, chunks: int, repeat: int, measured_once
             from mqtools.server.broker.front.relay import WorkerLink
             from mqtools.server.broker.front.send_record import SendSplitter
 
-            splitter, link = SendSplitter(server.max_frame), WorkerLink(server, lambda: None)
+            splitter, link = SendSplitter(server.max_frame, controller.config.broker_cluster_name), WorkerLink(server, lambda: None)
             conn.data_received(reads[0])  # the first send creates the topic (the records' path leaves that to frames)
             await controller.topics.until_written()
             reads = [[record for kind, record in splitter.feed(data) if kind == SendSplitter.SEND] for data in reads]

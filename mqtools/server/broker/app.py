@@ -97,8 +97,8 @@ class BrokerController:
         self.tls = TlsCertificateManager(config.tls_server())
         self.server = RemotingServer(config.bind_address, config.listen_port, tls=self.tls, extra_ports=vip)
         #: The processes that accept this broker's clients and relay them (none: it serves them itself).
-        self.front = front_relay.FrontWorkers(self.server, config.front_workers, config.tls_server()) \
-            if config.front_workers else None
+        self.front = front_relay.FrontWorkers(self.server, config.front_workers, config.tls_server(),
+                                              config.broker_cluster_name) if config.front_workers else None
         self.client = RemotingClient(config.namesrv_list(), security=config.client_security())
         levels = DelayLevelTable(config.message_delay_level)
         self.topics = TopicConfigManager(config_dir, config, clock, max_delay_level=levels.max_level)

@@ -107,7 +107,8 @@ def put_message(store, msg):
     props_s = msg.properties_string  # encoded_properties() without its call when the string is there
     return _put(store, msg, msg.topic, msg.body, msg.queue_id, msg.flag, msg.sys_flag, msg.born_timestamp,
                 msg.born_host, msg.store_host, msg.reconsume_times, msg.prepared_transaction_offset,
-                props_s if props_s is not None else msg.encoded_properties(), msg.properties.get(WAIT) == "false")
+                (props_s if props_s is not None else msg.encoded_properties()).encode(),
+                msg.properties.get(WAIT) == "false", -1, None)
 
 
 def put_plain(store, str topic, bytes body, int64_t queue_id, int64_t flag, int64_t sys_flag, int64_t born_timestamp,
@@ -116,17 +117,29 @@ def put_plain(store, str topic, bytes body, int64_t queue_id, int64_t flag, int6
     WAIT=false given as `wait_false`): (msg id, queue offset, stored size) for a put settled at once; a
     PutMessageResult or an awaitable of one otherwise; None for the Python path."""
     return _put(store, None, topic, body, queue_id, flag, sys_flag, born_timestamp, born_host, store_host,
-                reconsume_times, 0, properties_string, wait_false)
+                reconsume_times, 0, properties_string.encode(), wait_false, -1, None)
+
+
+def put_prepared(store, str topic, bytes body, int64_t queue_id, int64_t flag, int64_t sys_flag,
+                 int64_t born_timestamp, tuple born_host, tuple store_host, int64_t reconsume_times,
+                 bytes properties, bint wait_false, int64_t body_crc, tuple dispatch):
+    """put_plain of a message some of whose figures were made before (a front worker's record of a send): its
+    properties as stored, UTF-8; its body's CRC as stored; its (tags code, KEYS, UNIQ_KEY), as the dispatch
+    reads them from those properties."""
+    return _put(store, None, topic, body, queue_id, flag, sys_flag, born_timestamp, born_host, store_host,
+                reconsume_times, 0, properties, wait_false, body_crc, dispatch)
 
 
 cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t flag, int64_t sys_flag_in,
                  int64_t born_ts, tuple born_host, object store_host, int64_t reconsume, int64_t prepared,
-                 str props_s, bint wait_false):
-    """Both entries' put; with `msg` its store fields are set and the result is put_message_inline's."""
+                 bytes props_b, bint wait_false, int64_t body_crc, tuple dispatch):
+    """The entries' put; with `msg` its store fields are set and the result is put_message_inline's. A body CRC
+    of -1 and no `dispatch` are worked out here."""
     cdef int64_t sys_flag, total, qoff = 0, phys, store_ts, mask
     cdef Py_ssize_t body_len, topic_len, props_len, at
     cdef bint consumable
     cdef const unsigned char[:] body_view
+    cdef const unsigned char *body_p
     cdef unsigned char[:] target
     cfg = store.config
     role = cfg.broker_role  # cfg.is_slave without its two property calls
@@ -138,7 +151,6 @@ cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t f
     if topic == SCHEDULE_TOPIC:
         return None
     topic_b = topic.encode()
-    props_b = props_s.encode()
     body_len = len(body)
     topic_len = len(topic_b)
     props_len = len(props_b)
@@ -194,21 +206,31 @@ cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t f
     at = pos
     if at < 0 or at + total > target.shape[0]:
         raise ValueError(f"an entry of {total} bytes does not fit the target at {at}")
-    body_view = body
+    body_p = NULL
+    if body_len and type(body) is bytes:  # its own buffer: no view to make
+        body_p = <const unsigned char *>PyBytes_AS_STRING(body)
+    elif body_len:
+        body_view = body
+        body_p = &body_view[0]
+    if body_crc < 0:
+        body_crc = (crc32(0, body_p, body_len) & 0x7FFFFFFF) if body_len else 0
     born_ip = host_address_bytes(born_host[0])
     store_ip = host_address_bytes(store_host[0])
-    write_entry(&target[at], total, (crc32(0, &body_view[0], body_len) & 0x7FFFFFFF) if body_len else 0,
-                queue_id, flag, qoff, phys, sys_flag, born_ts, <const unsigned char *>PyBytes_AS_STRING(born_ip),
-                len(born_ip), <int32_t>born_host[1], store_ts, <const unsigned char *>PyBytes_AS_STRING(store_ip),
-                len(store_ip), <int32_t>store_host[1], reconsume, prepared, &body_view[0] if body_len else NULL,
-                body_len, PyBytes_AS_STRING(topic_b), topic_len, PyBytes_AS_STRING(props_b), props_len)
+    write_entry(&target[at], total, body_crc, queue_id, flag, qoff, phys, sys_flag, born_ts,
+                <const unsigned char *>PyBytes_AS_STRING(born_ip), len(born_ip), <int32_t>born_host[1], store_ts,
+                <const unsigned char *>PyBytes_AS_STRING(store_ip), len(store_ip), <int32_t>store_host[1], reconsume,
+                prepared, body_p, body_len, PyBytes_AS_STRING(topic_b), topic_len,
+                PyBytes_AS_STRING(props_b), props_len)
     mf.wrote = at + total
     if consumable:
         queue_offsets[key] = qoff + 1
     msg_id = _offset_msg_id(store_host, phys)
     # dispatch (DispatchService.unit_values and dispatch)
-    tag_value, keys, uniq = dispatch_values(props_b)
-    tags = cached_java_hash(tag_value) if tag_value else 0  # hashing.tags_code without its call
+    if dispatch is None:
+        tag_value, keys, uniq = dispatch_values(props_b)
+        tags = cached_java_hash(tag_value) if tag_value else 0  # hashing.tags_code without its call
+    else:
+        tags, keys, uniq = dispatch
     if consumable:
         if _cq_put(cq, phys, total, tags, qoff):
             d.last_dispatch_ts = store_ts

@@ -195,9 +195,11 @@ class WorkerLink(LinkEnd):
 class FrontWorkers:
     """The worker processes of one broker."""
 
-    def __init__(self, server: RemotingServer, count: int, tls: TlsServerSettings | None) -> None:
+    def __init__(self, server: RemotingServer, count: int, tls: TlsServerSettings | None, cluster: str) -> None:
         self._server = server
         self.count = count
+        #: The broker's cluster: a worker stores it in the properties of the sends it parses.
+        self._cluster = cluster
         self._tls = tls
         self._sockets: list[socket.socket] = []
         self._procs: dict[int, asyncio.subprocess.Process] = {}
@@ -219,7 +221,7 @@ class FrontWorkers:
         mine, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
         spec = {"index": index, "link": theirs.fileno(), "listen": [s.fileno() for s in self._sockets],
                 "tls": tls_spec(self._tls), "maxFrame": self._server.max_frame,
-                "sendRecords": send_record is not None}
+                "sendRecords": send_record is not None, "cluster": self._cluster}
         try:
             proc = await asyncio.create_subprocess_exec(
                 sys.executable, "-m", "mqtools.server.broker.front.worker", json.dumps(spec),

@@ -1,16 +1,20 @@
 """A plain send parsed by a front worker: what SEND carries on the link, so that the store's process stores it
-without framing it, reading its JSON or making a command of it.
+without framing it, reading its JSON or making a command of it, and without the parts of its put that need
+no store (its stored properties, its body's CRC, the dispatch's values from the properties).
 
 Layout (big-endian): the request's opaque (i32) and flag (i32); the send's queueId, sysFlag and flag (i32
-each), bornTimestamp (i64) and reconsumeTimes (i32); then the lengths of the request's JSON header as the
-client sent it (u32), the topic (u16) and the properties string (u32), both UTF-8; then those three, then
-the body. The header is kept so that a send the store's compiled path does not take (anything but a plain
-put, fast failure's probe overdue, ACL) is served as the very frame the client sent (`frame`).
+each), bornTimestamp (i64) and reconsumeTimes (i32); the lengths of the request's JSON header as the client
+sent it (u32), the topic (u16) and the properties as stored (u32: the client's without WAIT, then the
+broker's CLUSTER); the body's CRC as stored (i32), the tags code (i64), the lengths of KEYS and UNIQ_KEY
+(i32 each, -1 for none) and whether WAIT was false (u8); then the header, the topic, the properties, KEYS,
+UNIQ_KEY (all UTF-8) and the body. The header is kept so that a send the store's compiled path does not take
+(anything but a plain put, fast failure's probe overdue, ACL) is served as the very frame the client sent
+(`frame`).
 
 A worker makes a record (`SendSplitter`, with the compiled send's `split_sends`) only of a SEND_MESSAGE_V2
 request with a JSON header whose fields the compiled send (processors/_csend.pyx) reads without its general
-path: every number parses and fits its Java type, no maxReconsumeTimes; every other frame goes as bytes
-(DATA), in the connection's order.
+path: every number parses and fits its Java type, no maxReconsumeTimes, properties without a transaction,
+delay, timer or CLUSTER of their own; every other frame goes as bytes (DATA), in the connection's order.
 """
 
 from __future__ import annotations
@@ -23,7 +27,7 @@ from mqtools.remoting.codes import RequestCode, SerializeType
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.frame import FrameDecoder
 
-FIXED = struct.Struct(">iiiiiqiIHI")
+FIXED = struct.Struct(">iiiiiqiIHIiqiiB")
 FIXED_SIZE = FIXED.size
 _PREFIX = struct.Struct(">II")
 _SEND_V2 = int(RequestCode.SEND_MESSAGE_V2)
@@ -38,9 +42,11 @@ def _compiled() -> ModuleType | None:
 
 def frame(record: bytes) -> bytes:
     """The frame the client sent, out of its record."""
-    header_len, topic_len, props_len = FIXED.unpack_from(record)[7:]
+    fields = FIXED.unpack_from(record)
+    header_len, topic_len, props_len = fields[7:10]
+    keys_len, uniq_len = fields[12:14]
     header_at = FIXED_SIZE
-    body_at = header_at + header_len + topic_len + props_len
+    body_at = header_at + header_len + topic_len + props_len + max(keys_len, 0) + max(uniq_len, 0)
     header = record[header_at:header_at + header_len]
     body = record[body_at:]
     return b"".join((_PREFIX.pack(4 + header_len + len(body), (int(SerializeType.JSON) << 24) | header_len), header,
@@ -62,8 +68,9 @@ class SendSplitter:
 
     DATA, SEND = "data", "send"
 
-    def __init__(self, max_frame: int) -> None:
+    def __init__(self, max_frame: int, cluster: str) -> None:
         self.max_frame = max_frame
+        self.cluster = cluster
         self._buf = b""
         self._broken = False
         self._split = _compiled().split_sends
@@ -76,7 +83,7 @@ class SendSplitter:
         if self._broken:
             return [(self.DATA, data)]
         buf = self._buf + data if self._buf else data
-        out, pos, self._broken = self._split(buf, self.max_frame)
+        out, pos, self._broken = self._split(buf, self.max_frame, self.cluster)
         self._buf = buf[pos:]
         return out
 

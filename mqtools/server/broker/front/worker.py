@@ -10,7 +10,7 @@ when its link closes (the broker stopped, or died); the broker starts a worker t
 
 Started by the broker as `python -m mqtools.server.broker.front.worker SPEC`, SPEC a JSON object:
 {"index", "link": fd, "listen": [fd, ...], "tls": TlsServerSettings' fields or null, "maxFrame": bytes,
-"sendRecords": whether the store's process takes records of plain sends}.
+"sendRecords": whether the store's process takes records of plain sends, "cluster": the broker's cluster}.
 """
 
 from __future__ import annotations
@@ -52,10 +52,11 @@ def _tls_settings(doc: dict[str, Any] | None) -> TlsServerSettings | None:
 class BrokerLink(LinkEnd):
     """This worker's end of the link: client bytes out in one write per loop turn, the broker's bytes in."""
 
-    def __init__(self, max_frame: int | None) -> None:
+    def __init__(self, max_frame: int | None, cluster: str) -> None:
         super().__init__()
         #: Clients' streams are cut at frames of at most this (their plain sends parsed), or relayed as they come.
         self.max_frame = max_frame
+        self.cluster = cluster
         self.clients: dict[int, ClientConnection] = {}
         self._next_id = 0
         #: The link's write buffer is over its high-water mark: clients are not read until it drains.
@@ -103,7 +104,7 @@ class ClientConnection(asyncio.Protocol):
         self.broker = broker
         self.conn_id = broker.new_id()
         self._transport: asyncio.Transport | None = None
-        self._splitter = None if broker.max_frame is None else SendSplitter(broker.max_frame)
+        self._splitter = None if broker.max_frame is None else SendSplitter(broker.max_frame, broker.cluster)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self._transport = transport  # type: ignore[assignment]
@@ -149,7 +150,8 @@ class ClientConnection(asyncio.Protocol):
 async def serve(spec: dict[str, Any]) -> None:
     """Serve the handed sockets until the link closes."""
     loop = asyncio.get_running_loop()
-    broker = BrokerLink(spec["maxFrame"] if spec["sendRecords"] and SendSplitter.available() else None)
+    broker = BrokerLink(spec["maxFrame"] if spec["sendRecords"] and SendSplitter.available() else None,
+                        spec["cluster"])
     await loop.create_unix_connection(lambda: broker, sock=socket.socket(fileno=spec["link"]))
     settings = _tls_settings(spec.get("tls"))
     certificates = TlsCertificateManager(settings) if settings is not None else None

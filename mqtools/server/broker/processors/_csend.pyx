@@ -28,11 +28,14 @@ cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
     int PyUnicode_1BYTE_KIND
 
+from zlib import crc32
+
 from mqtools.common import javanum, perm, speedups
 from mqtools.common import properties as P
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.message import MessageExtBrokerInner
-from mqtools.common.properties import drop_property
+from mqtools.common.hashing import cached_java_hash
+from mqtools.common.properties import dispatch_values, drop_property
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.codes import PROTOCOL_VERSION, ResponseCode, SerializeType
 from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE
@@ -72,6 +75,10 @@ cdef object GENERAL = object()
 cdef object put_plain = getattr(speedups.compiled("mqtools.server.store._cput"), "put_plain", None)
 #: (brokerIP1, listen port) -> the store host a message records: split_host(broker_addr), made once per address.
 cdef dict STORE_HOSTS = {}
+#: The store's put of a message some of whose figures a front worker made (_cput.pyx).
+cdef object put_prepared = getattr(speedups.compiled("mqtools.server.store._cput"), "put_prepared", None)
+#: cluster name -> the CLUSTER item stored properties end with, UTF-8.
+cdef dict CLUSTER_ITEMS = {}
 #: Properties that send a message anywhere but the plain put: the general path handles them.
 cdef frozenset SPECIAL = frozenset({P.TRAN_MSG, P.DELAY, P.CLUSTER, P.TIMER_DELIVER_MS, P.TIMER_DELAY_SEC,
                                     P.TIMER_DELAY_MS})
@@ -200,6 +207,23 @@ cdef str _drop_wait(str raw, str wait):
     return drop_property(raw, WAIT, wait)
 
 
+cdef str _stored_properties(str text, wait, str cluster):
+    """The properties a plain send stores: the client's string without WAIT (`wait` its value), then CLUSTER
+    (SendProcessor._props_string)."""
+    raw = text if wait is None else _drop_wait(text, wait)
+    if raw and not raw.endswith(SEP):
+        raw += SEP
+    return f"{raw}{CLUSTER}{NV}{cluster}{SEP}"
+
+
+cdef bytes _cluster_item(str cluster):
+    """How stored properties end for this cluster (made once per name)."""
+    item = CLUSTER_ITEMS.get(cluster)
+    if item is None:
+        item = CLUSTER_ITEMS[cluster] = f"{CLUSTER}{NV}{cluster}{SEP}".encode()
+    return item
+
+
 cdef bytes _answer(int64_t opaque, str msg_id, int64_t queue_id, int64_t queue_offset):
     """The frame RemotingServer writes for SendProcessor._response's SUCCESS answer to a JSON request: the
     header as _cframe.encode_parts writes it (its fixed fields, then extFields msgId, queueId, queueOffset),
@@ -296,25 +320,26 @@ cdef object send_v2(proc, conn, req):
         return GENERAL
     body = req.body
     return _send(proc, conn, req, None, topic, queue_id, sys_flag, flag, born, times, ext.get("i") or "",
-                 b"" if body is None else bytes(body), req.opaque, req.flag, req.serialize_type is JSON)
+                 b"" if body is None else bytes(body), req.opaque, req.flag, req.serialize_type is JSON, None, False,
+                 -1, None)
 
 
 def send_record(SendV2 sv, conn, bytes record):
     """A front worker's record of a plain send (front/send_record.py) stored and answered as send_v2 does its
     request: None once done (answered, or a oneway send), (request, result) for the server to answer with
     the result, False for the frame path, before anything changed (a send send_v2 leaves to the general
-    path, fast failure's probe overdue)."""
+    path, fast failure's probe overdue, the broker's cluster renamed since the worker started)."""
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(record)
-    cdef Py_ssize_t size = PyBytes_GET_SIZE(record), at
-    cdef int64_t header_len, topic_len, props_len
+    cdef Py_ssize_t size = PyBytes_GET_SIZE(record), at, topic_len, props_len, keys_len, uniq_len
+    # send_record.FIXED's fields, at their offsets (tests/unit/broker/front/test_send_record.py holds the two)
     if size < RECORD_FIXED:
         return False
-    # send_record.FIXED's fields, at their offsets (tests/unit/broker/front/test_send_record.py holds the two)
-    header_len = <uint32_t>rd32(p + 32)
+    at = RECORD_FIXED + <uint32_t>rd32(p + 32)
     topic_len = <uint16_t>rd16(p + 36)
     props_len = <uint32_t>rd32(p + 38)
-    at = RECORD_FIXED + header_len
-    if at + topic_len + props_len > size:
+    keys_len = rd32(p + 54)
+    uniq_len = rd32(p + 58)
+    if at + topic_len + props_len + max(keys_len, 0) + max(uniq_len, 0) > size:
         return False
     proc = sv.proc
     ff = proc.c.fast_failure
@@ -322,10 +347,20 @@ def send_record(SendV2 sv, conn, bytes record):
     if due is not None and ff._loop is not None and ff._loop.time() > due:
         return False
     topic = PyUnicode_DecodeUTF8(<const char *>p + at, topic_len, NULL)
-    text = PyUnicode_DecodeUTF8(<const char *>p + at + topic_len, props_len, NULL)
-    body = PyBytes_FromStringAndSize(<const char *>p + at + topic_len + props_len, size - at - topic_len - props_len)
+    at += topic_len
+    stored = PyBytes_FromStringAndSize(<const char *>p + at, props_len)
+    at += props_len
+    keys = uniq = None
+    if keys_len >= 0:
+        keys = PyUnicode_DecodeUTF8(<const char *>p + at, keys_len, NULL)
+        at += keys_len
+    if uniq_len >= 0:
+        uniq = PyUnicode_DecodeUTF8(<const char *>p + at, uniq_len, NULL)
+        at += uniq_len
+    body = PyBytes_FromStringAndSize(<const char *>p + at, size - at)
     done = _send(proc, conn, None, record, topic, rd32(p + 8), rd32(p + 12), rd32(p + 16), rd64(p + 20),
-                 rd32(p + 28), text, body, rd32(p), rd32(p + 4), True)
+                 rd32(p + 28), None, body, rd32(p), rd32(p + 4), True, stored, p[62] != 0, rd32(p + 42),
+                 (rd64(p + 46), keys, uniq))
     if done is None:
         return None
     if done is GENERAL:
@@ -334,9 +369,12 @@ def send_record(SendV2 sv, conn, bytes record):
 
 
 cdef object _send(proc, conn, req, bytes record, str topic, int64_t queue_id, int64_t sys_flag, int64_t flag,
-                  int64_t born, int64_t times, str text, bytes body, int64_t opaque, int64_t req_flag, bint json):
-    """send_v2 past its header: a request's (`req`) or a record's fields. A record's result other than None
-    and GENERAL is (the request the record was, the result), the request made only then."""
+                  int64_t born, int64_t times, str text, bytes body, int64_t opaque, int64_t req_flag, bint json,
+                  bytes stored, bint wait_false, int64_t body_crc, tuple dispatch):
+    """send_v2 past its header: a request's fields (`req`, the client's properties `text`) or a record's (its
+    properties as stored, WAIT=false, the body's CRC and the dispatch's values, all the worker's). A record's
+    result other than None and GENERAL is (the request the record was, the result), the request made only
+    then."""
     cdef str raw
     cdef dict props
     c = proc.c
@@ -352,15 +390,15 @@ cdef object _send(proc, conn, req, bytes record, str topic, int64_t queue_id, in
         return GENERAL
     if len(body) > cfg.max_message_size:
         return GENERAL
-    wait = _wait_of(text)
-    if wait is GENERAL:
-        return GENERAL
-    # the stored properties: the client's string without WAIT, then CLUSTER (SendProcessor._props_string)
     cluster = cfg.broker_cluster_name
-    raw = text if wait is None else _drop_wait(text, wait)
-    if raw and not raw.endswith(SEP):
-        raw += SEP
-    raw = f"{raw}{CLUSTER}{NV}{cluster}{SEP}"
+    if stored is None:
+        wait = _wait_of(text)
+        if wait is GENERAL:
+            return GENERAL
+        raw = _stored_properties(text, wait, cluster)
+        wait_false = wait == "false"
+    elif not stored.endswith(_cluster_item(cluster)):
+        return GENERAL  # made before the cluster's name changed
     addr = (cfg.broker_ip1, c.server.port)  # the broker_addr property's parts, without its call
     store_host = STORE_HOSTS.get(addr)
     if store_host is None:
@@ -369,9 +407,17 @@ cdef object _send(proc, conn, req, bytes record, str topic, int64_t queue_id, in
     store = c.store
     put = None
     if put_plain is not None and c.topics.unwritten is None:
-        put = put_plain(store, topic, body, queue_id, flag, sys_flag, born, born_host, store_host, times, raw,
-                        wait == "false")
+        if stored is None:
+            put = put_plain(store, topic, body, queue_id, flag, sys_flag, born, born_host, store_host, times, raw,
+                            wait_false)
+        else:
+            put = put_prepared(store, topic, body, queue_id, flag, sys_flag, born, born_host, store_host, times,
+                               stored, wait_false, body_crc, dispatch)
     if put is None:  # the store's general put, of the message
+        if stored is not None:
+            req = command_of(record)
+            text = req.ext_fields.get("i") or ""
+            raw = stored.decode()
         props = P.string_to_properties(text)
         props[CLUSTER] = cluster
         put = store.put_message_inline(MessageExtBrokerInner(topic, body, flag, props, queue_id, sys_flag, born,
@@ -405,9 +451,9 @@ cdef inline object _result(bytes record, req, result):
     return result if record is None or result is None else (req, result)
 
 
-def split_sends(bytes buf, Py_ssize_t max_frame):
-    """send_record.SendSplitter.feed's loop over `buf`, in a front worker: (its events, the bytes they took,
-    whether a frame's length was out of range)."""
+def split_sends(bytes buf, Py_ssize_t max_frame, str cluster):
+    """send_record.SendSplitter.feed's loop over `buf`, in a front worker of a broker of `cluster`: (its events,
+    the bytes they took, whether a frame's length was out of range)."""
     cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(buf)
     cdef Py_ssize_t size = PyBytes_GET_SIZE(buf), pos = 0, relay_from = 0, end, header_len
     cdef int64_t length
@@ -427,7 +473,7 @@ def split_sends(bytes buf, Py_ssize_t max_frame):
         header_len = ori & 0xFFFFFF
         if ori >> 24 == JSON_CODE and pos + 8 + header_len <= end and header_len >= SEND_PREFIX_LEN \
                 and memcmp(p + pos + 8, SEND_PREFIX_P, SEND_PREFIX_LEN) == 0:
-            record = _record(buf[pos:end], header_len, max_frame)
+            record = _record(buf[pos:end], header_len, max_frame, cluster)
             if record is not None:
                 if relay_from < pos:
                     out.append((DATA_EVENT, buf[relay_from:pos]))
@@ -439,12 +485,12 @@ def split_sends(bytes buf, Py_ssize_t max_frame):
     return out, pos, broken
 
 
-cdef object _record(bytes frame, Py_ssize_t header_len, Py_ssize_t max_frame):
-    """send_record.record_of of one frame: the record, or None to relay the frame."""
+cdef object _record(bytes frame, Py_ssize_t header_len, Py_ssize_t max_frame, str cluster):
+    """The record of one frame (front/send_record.py's layout), or None to relay the frame: what send_v2 reads
+    of its header, and what the store's put would work out of the message (its stored properties, its body's
+    CRC, the dispatch's values)."""
     cdef int64_t queue_id, sys_flag, flag, born, times = 0, default_queue_nums
-    cdef Py_ssize_t topic_len, props_len, body_len, n
-    cdef const char *topic_p
-    cdef const char *props_p
+    cdef Py_ssize_t body_len, n
     cdef unsigned char *o
     try:
         commands, _ = decode_frames(frame, max_frame)
@@ -470,19 +516,27 @@ cdef object _record(bytes frame, Py_ssize_t header_len, Py_ssize_t max_frame):
     times_text = ext.get("j")
     if times_text is not None and not _int(times_text, &times):
         return None
-    props = ext.get("i") or ""
-    if type(props) is not str:
+    text = ext.get("i") or ""
+    if type(text) is not str:
+        return None
+    wait = _wait_of(text)
+    if wait is GENERAL:
         return None
     try:  # a lone surrogate (a JSON escape) has no UTF-8: such a send goes as its frame
-        topic_p = PyUnicode_AsUTF8AndSize(topic, &topic_len)
-        props_p = PyUnicode_AsUTF8AndSize(props, &props_len)
+        topic_b = topic.encode()
+        stored = _stored_properties(text, wait, cluster).encode()
     except UnicodeEncodeError:
         return None
-    if topic_len > 0xFFFF:
+    if len(topic_b) > 0xFFFF:
         return None
+    tag, keys, uniq = dispatch_values(stored)
+    keys_b = None if keys is None else keys.encode()
+    uniq_b = None if uniq is None else uniq.encode()
     body = cmd.body
-    body_len = 0 if body is None else len(body)
-    n = RECORD_FIXED + header_len + topic_len + props_len + body_len
+    body = b"" if body is None else bytes(body)
+    body_len = len(body)
+    n = RECORD_FIXED + header_len + len(topic_b) + len(stored) + (0 if keys_b is None else len(keys_b)) \
+        + (0 if uniq_b is None else len(uniq_b)) + body_len
     record = PyBytes_FromStringAndSize(NULL, n)
     o = <unsigned char *>PyBytes_AS_STRING(record)
     wr32(o, cmd.opaque)
@@ -493,16 +547,17 @@ cdef object _record(bytes frame, Py_ssize_t header_len, Py_ssize_t max_frame):
     wr64(o + 20, born)
     wr32(o + 28, times)
     wr32(o + 32, header_len)
-    o[36] = (topic_len >> 8) & 0xFF
-    o[37] = topic_len & 0xFF
-    wr32(o + 38, props_len)
+    o[36] = (len(topic_b) >> 8) & 0xFF
+    o[37] = len(topic_b) & 0xFF
+    wr32(o + 38, len(stored))
+    wr32(o + 42, (crc32(body) & 0x7FFFFFFF) if body_len else 0)
+    wr64(o + 46, cached_java_hash(tag) if tag else 0)
+    wr32(o + 54, -1 if keys_b is None else len(keys_b))
+    wr32(o + 58, -1 if uniq_b is None else len(uniq_b))
+    o[62] = wait == "false"
     o += RECORD_FIXED
-    memcpy(o, PyBytes_AS_STRING(frame) + 8, header_len)
-    o += header_len
-    memcpy(o, topic_p, topic_len)
-    o += topic_len
-    memcpy(o, props_p, props_len)
-    if body_len:
-        memcpy(o + props_len, <const char *>PyBytes_AS_STRING(bytes(body)) if type(body) is not bytes
-               else PyBytes_AS_STRING(body), body_len)
+    for part in (frame[8:8 + header_len], topic_b, stored, keys_b, uniq_b, body):
+        if part is not None:
+            memcpy(o, PyBytes_AS_STRING(part), len(part))
+            o += len(part)
     return record
