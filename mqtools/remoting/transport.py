@@ -109,10 +109,7 @@ class RemotingConnection(asyncio.Protocol):
 
     def data_received(self, data: bytes) -> None:
         if self._burst is not None:
-            self._burst += len(data)
-            if self._burst >= _FAIR_READ_BYTES and self._transport is not None:
-                self._transport.pause_reading()
-                self._loop.call_soon(self._read_again)
+            self.count_read(len(data))
         try:
             commands = self._decoder.feed(data)
         except ProtocolError as exc:
@@ -140,6 +137,16 @@ class RemotingConnection(asyncio.Protocol):
             self._flush()
             if self._after_read is not None:
                 self._after_read()
+
+    def count_read(self, size: int) -> None:
+        """`size` bytes of requests read (by data_received, or handed over parsed by a broker's front worker): past
+        _FAIR_READ_BYTES in one loop turn, reading pauses until the loop has turned."""
+        if self._burst is None:
+            return
+        self._burst += size
+        if self._burst >= _FAIR_READ_BYTES and self._transport is not None:
+            self._transport.pause_reading()
+            self._loop.call_soon(self._read_again)
 
     def _read_again(self) -> None:
         """The loop has turned since reading was paused: read on."""

@@ -144,21 +144,32 @@ class WorkerLink(LinkEnd):
         self.conns.pop(conn_id, None)
 
     def send(self, conn: RemotingConnection, record: bytes) -> None:
-        """A plain send a worker parsed: stored and answered by the compiled send, or fed as its frame."""
+        """A plain send a worker parsed: stored and answered by the compiled send, or fed as its frame. It counts
+        towards the connection's fair share of a loop turn as its frame would."""
         server = self._server
         processor = server.processors.get(_SEND_V2)
         if send_record is None or server.access_check is not None or type(processor) is not SendV2:
-            conn.data_received(R.frame(record))
+            self._as_frame(conn, record)
             return
+        conn.count_read(len(record))
         try:
             done = send_record(processor, conn, record)
         except Exception as exc:  # noqa: BLE001 - as RemotingServer answers a processor's failure
             server.failed(conn, R.command_of(record), exc)
             return
         if done is False:
-            conn.data_received(R.frame(record))
+            self._as_frame(conn, record)
         elif done is not None:
             server.answer(conn, *done)
+
+    def _as_frame(self, conn: RemotingConnection, record: bytes) -> None:
+        try:
+            frame = R.frame(record)
+        except R.BadRecord as exc:  # a worker's bug: that client's connection closes, as for a bad frame
+            self._server.bad_input.warning("record", "closing %s: %s", conn.peer, exc)
+            conn.close()
+            return
+        conn.data_received(frame)
 
     def on_events(self, events: list[tuple[int, int, bytes]]) -> None:
         for kind, conn_id, payload in events:

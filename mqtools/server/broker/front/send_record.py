@@ -25,6 +25,7 @@ from types import ModuleType
 from mqtools.common import speedups
 from mqtools.remoting.codes import RequestCode, SerializeType
 from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import ProtocolError
 from mqtools.remoting.frame import FrameDecoder
 
 FIXED = struct.Struct(">iiiiiqiIHIiqiiB")
@@ -40,13 +41,21 @@ def _compiled() -> ModuleType | None:
     return speedups.compiled("mqtools.server.broker.processors._csend")
 
 
+class BadRecord(ProtocolError):
+    """A record whose lengths do not fit it."""
+
+
 def frame(record: bytes) -> bytes:
     """The frame the client sent, out of its record."""
+    if len(record) < FIXED_SIZE:
+        raise BadRecord(f"a send record of {len(record)} bytes")
     fields = FIXED.unpack_from(record)
     header_len, topic_len, props_len = fields[7:10]
     keys_len, uniq_len = fields[12:14]
     header_at = FIXED_SIZE
     body_at = header_at + header_len + topic_len + props_len + max(keys_len, 0) + max(uniq_len, 0)
+    if body_at > len(record):
+        raise BadRecord(f"a send record of {len(record)} bytes whose parts take {body_at}")
     header = record[header_at:header_at + header_len]
     body = record[body_at:]
     return b"".join((_PREFIX.pack(4 + header_len + len(body), (int(SerializeType.JSON) << 24) | header_len), header,

@@ -15,13 +15,16 @@ import pytest
 from mqtools.cluster.certs import make_local_certificates
 from mqtools.common.tls import TlsMode, TlsServerSettings
 from mqtools.common.tls_certificates import TlsCertificateManager
-from mqtools.remoting.codes import ResponseCode
+from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.frame import FrameDecoder
+from mqtools.remoting.headers import send_v2_fields
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.broker.front import link as L
 from mqtools.server.broker.front.relay import WorkerLink
+from mqtools.server.broker.front.send_record import SendSplitter
+from mqtools.server.broker.processors import send
 
 CODE = 77
 
@@ -144,3 +147,30 @@ async def test_the_link_gone_closes_every_relayed_client(worker: Worker) -> None
     await asyncio.wait_for(asyncio.gather(*(asyncio.shield(c.closed) for c in conns)), 5)
     await asyncio.wait_for(asyncio.shield(worker.link.closed), 5)
     assert worker.server.connections == set()
+
+
+async def test_a_record_the_store_cannot_read_closes_that_client_only(worker: Worker) -> None:
+    """A worker's bug, not a client's: that client's connection closes, as for a bad frame; the link lives on."""
+    worker.send(L.OPEN, 14, L.Opened(("192.0.2.12", 1), False).encode())
+    worker.send(L.OPEN, 15, L.Opened(("192.0.2.12", 2), False).encode())
+    worker.send(L.SEND, 14, b"\x00" * 10)
+    assert await worker.next() == (L.CLOSE, 14, b"")
+    worker.send(L.DATA, 15, _request(5, b""))
+    assert [a.opaque for a in await worker.answers(15, 1)] == [5]
+
+
+@pytest.mark.skipif(send._compiled is None, reason="workers make records only where the compiled send is built")
+async def test_records_and_frames_of_one_client_are_served_in_its_order(worker: Worker) -> None:
+    """Where SEND_MESSAGE_V2's processor is not the compiled send (here an echo), a record is fed as its frame."""
+    worker.server.register(RequestCode.SEND_MESSAGE_V2, worker.server.processors[CODE])
+    worker.send(L.OPEN, 16, L.Opened(("192.0.2.13", 1), False).encode())
+    send_v2 = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, send_v2_fields(
+        "PG", "T", "TBW102", "4", 0, 0, 1_700_000_000_000, 0, "K\x01v\x02"), b"two")
+    send_v2.opaque = 2
+    [(kind, record)] = SendSplitter(1 << 20, "C").feed(send_v2.encode())
+    assert kind == SendSplitter.SEND
+    worker.send(L.DATA, 16, _request(1, b"one"))
+    worker.send(L.SEND, 16, record)
+    worker.send(L.DATA, 16, _request(3, b"three"))
+    answers = await worker.answers(16, 3)
+    assert [(a.opaque, a.remark.rsplit("=", 1)[1]) for a in answers] == [(1, "b'one'"), (2, "b'two'"), (3, "b'three'")]

@@ -195,3 +195,32 @@ async def test_with_acl_on_a_record_is_served_as_its_frame(tmp_path: Path) -> No
         [answer] = FrameDecoder().feed(await answered(wire))
         assert (answer.code, answer.opaque, asked) == (ResponseCode.NO_PERMISSION, 31, [31])
         assert controller.store.commitlog.max_offset == 0
+
+
+async def test_records_count_towards_their_connections_fair_share_of_a_loop_turn(tmp_path: Path) -> None:
+    """As its frames would: a client whose records pass 128 KiB in one loop turn is paused (the relay holds what
+    the worker sends for it meanwhile) until the loop turns."""
+    calls: list[tuple[str, int]] = []
+    sent = 0
+
+    class Counted(Wire):
+        def pause_reading(self) -> None:
+            calls.append(("pause", sent))
+
+        def resume_reading(self) -> None:
+            calls.append(("resume", sent))
+
+    async with broker(tmp_path / "records") as controller:
+        wire, conn = Counted(), controller.server.new_connection()
+        conn.connection_made(wire)  # type: ignore[arg-type]
+        link = WorkerLink(controller.server, lambda: None)
+        size = 0
+        while not calls and sent < 100:  # sends of 4 KiB
+            [(_, record)] = split(frame_of(fields(), b"x" * 4096, opaque=sent))
+            size += len(record)
+            link.send(conn, record)
+            sent += 1
+        assert size >= 128 * 1024 > size - len(record)  # paused by the record that passed 128 KiB
+        await asyncio.sleep(0)
+        assert calls == [("pause", sent - 1), ("resume", sent)]
+        assert len(FrameDecoder().feed(await answered(wire))) == sent
