@@ -128,10 +128,13 @@ async def test_a_client_gone_is_a_connection_closed(worker: Worker) -> None:
     assert [a.opaque for a in await worker.answers(9, 1)] == [3]
 
 
-async def test_bad_frames_close_that_client_only(worker: Worker) -> None:
+@pytest.mark.parametrize(("kind", "payload"), [(L.DATA, b"\xff" * 64), (L.SEND, b"\x00" * 10)],
+                         ids=["a bad frame", "a record the store cannot read (a worker's bug)"])
+async def test_bad_input_closes_that_client_only(worker: Worker, kind: int, payload: bytes) -> None:
+    """The link lives on, and its other clients with it."""
     worker.send(L.OPEN, 10, L.Opened(("192.0.2.10", 1), False).encode())
     worker.send(L.OPEN, 11, L.Opened(("192.0.2.10", 2), False).encode())
-    worker.send(L.DATA, 10, b"\xff" * 64)
+    worker.send(kind, 10, payload)
     assert await worker.next() == (L.CLOSE, 10, b"")
     worker.send(L.DATA, 11, _request(4, b""))
     assert [a.opaque for a in await worker.answers(11, 1)] == [4]
@@ -147,16 +150,6 @@ async def test_the_link_gone_closes_every_relayed_client(worker: Worker) -> None
     await asyncio.wait_for(asyncio.gather(*(asyncio.shield(c.closed) for c in conns)), 5)
     await asyncio.wait_for(asyncio.shield(worker.link.closed), 5)
     assert worker.server.connections == set()
-
-
-async def test_a_record_the_store_cannot_read_closes_that_client_only(worker: Worker) -> None:
-    """A worker's bug, not a client's: that client's connection closes, as for a bad frame; the link lives on."""
-    worker.send(L.OPEN, 14, L.Opened(("192.0.2.12", 1), False).encode())
-    worker.send(L.OPEN, 15, L.Opened(("192.0.2.12", 2), False).encode())
-    worker.send(L.SEND, 14, b"\x00" * 10)
-    assert await worker.next() == (L.CLOSE, 14, b"")
-    worker.send(L.DATA, 15, _request(5, b""))
-    assert [a.opaque for a in await worker.answers(15, 1)] == [5]
 
 
 @pytest.mark.skipif(send._compiled is None, reason="workers make records only where the compiled send is built")
