@@ -2,17 +2,20 @@
 
 Two brokers run at once (ASYNC_FLUSH, temp stores, a name server each): one with frontWorkers=0 (the store's
 process serves its clients itself, as before) and one with frontWorkers=--workers (its clients' connections
-accepted, read and written by worker processes that relay their bytes; mqtools/server/broker/front). The
-cases are broker_cpu.py's: our Producer in one client process, 1 KiB messages, `py64` with 64 sync sends
-in flight and `py_async256` with 256 async sends in flight; and `tls64`, broker_send.py's raw SEND_MESSAGE_V2
-driver with 64 in flight over TLS (both brokers serve TLS permissive with a local CA's certificate, as `mq
-cluster up --tls` makes). Runs alternate between the brokers, --repeat of each; each figure is the median.
+accepted, read and written by worker processes that parse their plain sends and relay the rest;
+mqtools/server/broker/front). The cases are broker_cpu.py's: our Producer in one client process, 1 KiB
+messages, `py64` with 64 sync sends in flight and `py_async256` with 256 async sends in flight; and `tls64`,
+broker_send.py's raw SEND_MESSAGE_V2 driver with 64 in flight over TLS (both brokers serve TLS permissive
+with a local CA's certificate, as `mq cluster up --tls` makes); `conns8`, 8 raw client processes of 8 in
+flight each. Runs alternate between the brokers, --repeat of each; each figure is the median.
 
-Per case and broker: msgs/s, the store process's CPU microseconds per acknowledged message, and the
-workers' (psutil, the processes' user+system time over the run). The ratio is the store process's CPU per
-message with workers over without: below 1.0 is the work that left the store's loop, which a machine with
-cores to spare turns into throughput (the store's loop is the broker's ceiling). On a 2-core machine the
-client takes one core, so msgs/s cannot rise there and shows the relay's cost instead.
+Per case and broker: msgs/s, the CPU microseconds per acknowledged message of the store process's event-loop
+thread (its main thread), of the whole store process (with the commitlog's warmer and flusher threads) and of
+the workers (psutil, user+system time over the run). The loop ratio is the loop thread's CPU per message with
+workers over without: below 1.0 is the work that left the store's loop, which a machine with cores to spare
+turns into throughput (the store's loop is the broker's ceiling); the store ratio is the same for the whole
+process. On a 2-core machine the client takes one core, so msgs/s cannot rise there and shows the workers'
+cost instead.
 
 Usage: .venv/bin/python bench/front_workers.py [--seconds 4] [--repeat 3] [--workers 1]
 """
@@ -59,14 +62,22 @@ def run(broker: MqProcess, namesrv: str, kind: str, inflight: int, seconds: floa
                               clients=8 if kind == "conns" else 1)
 
 
+def loop_cpu_s(store: psutil.Process) -> float:
+    """The CPU time of the store process's main thread, which runs its event loop (the broker's ceiling); the
+    others are the commitlog's warmer and flusher and the executor's threads."""
+    main = next(t for t in store.threads() if t.id == store.pid)
+    return main.user_time + main.system_time
+
+
 def measured(broker: MqProcess, namesrv: str, kind: str, inflight: int, seconds: float, ca: str) -> dict:
     store = psutil.Process(broker.pid)
     workers = store.children()
-    before = cpu_s([store]), cpu_s(workers)
+    before = cpu_s([store]), cpu_s(workers), loop_cpu_s(store)
     result = run(broker, namesrv, kind, inflight, seconds, ca)
     msgs = max(1, result["msgs"])
     return {**result, "store_us": (cpu_s([store]) - before[0]) / msgs * 1e6,
-            "workers_us": (cpu_s(workers) - before[1]) / msgs * 1e6, "workers": len(workers)}
+            "workers_us": (cpu_s(workers) - before[1]) / msgs * 1e6,
+            "loop_us": (loop_cpu_s(store) - before[2]) / msgs * 1e6, "workers": len(workers)}
 
 
 def main() -> None:
@@ -98,15 +109,18 @@ def main() -> None:
     for name in CASES:
         line = [name + ":"]
         for n in sides:
-            line.append(f"workers={n} {median(name, n, 'msgs_s'):,.0f} msgs/s store {median(name, n, 'store_us'):.1f}"
-                        f" + workers {median(name, n, 'workers_us'):.1f} us/msg")
-        ratio = median(name, args.workers, "store_us") / median(name, 0, "store_us")
-        each = ", ".join(f"{a['store_us'] / b['store_us']:.2f}" for a, b in zip(runs[(name, args.workers)],
-                                                                                 runs[(name, 0)], strict=True))
-        line.append(f"store ratio {ratio:.2f} (runs {each})")
+            line.append(f"workers={n} {median(name, n, 'msgs_s'):,.0f} msgs/s loop {median(name, n, 'loop_us'):.1f}"
+                        f" store {median(name, n, 'store_us'):.1f} + workers {median(name, n, 'workers_us'):.1f}"
+                        " us/msg")
+        for key, label in (("loop_us", "loop"), ("store_us", "store")):
+            ratio = median(name, args.workers, key) / median(name, 0, key)
+            each = ", ".join(f"{a[key] / b[key]:.2f}" for a, b in zip(runs[(name, args.workers)], runs[(name, 0)],
+                                                                        strict=True))
+            line.append(f"{label} ratio {ratio:.2f} (runs {each})")
         parts.append(" ".join(line))
     print(f"front_workers (median of {args.repeat}, {args.seconds:g} s, client loop {client_loop()}) | "
-          + " | ".join(parts) + " | store ratio: the store process's CPU per message with workers over without; "
+          + " | ".join(parts) + " | loop ratio: the store's event-loop thread's CPU per message with workers over "
+          "without (the broker's ceiling); store ratio: its whole process's (the warmer and flusher threads too); "
           "lower is better")
 
 
