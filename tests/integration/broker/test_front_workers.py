@@ -75,6 +75,10 @@ async def test_clients_are_served_through_the_workers_and_one_that_dies_comes_ba
                 assert client.client_addr in ours
         bodies = await _round_trip(namesrv.addr, 50, "a")
         assert sorted(bodies) == sorted([b"seen", *(f"a-{i}".encode() for i in range(50))])
+        async with MQAdmin(namesrv.addr) as admin:  # the workers parsed the plain sends, the store took them
+            raw = (await admin.brokers.broker_runtime_info(broker.addr)).raw
+        records, as_frames = int(raw["frontWorkerSendRecords"]), int(raw["frontWorkerSendRecordsAsFrames"])
+        assert records >= 51 and as_frames < records / 2
 
         os.kill(first[0].pid, signal.SIGKILL)
         await until(lambda: len(workers(broker)) == WORKERS and first[0].pid not in [p.pid for p in workers(broker)],

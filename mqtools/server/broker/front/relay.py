@@ -22,6 +22,7 @@ import logging
 import socket
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from mqtools.common.tls import TlsServerSettings
@@ -131,13 +132,24 @@ class RelayTransport(asyncio.Transport):
         return self.protocol  # type: ignore[return-value]
 
 
+@dataclass
+class RecordCounts:
+    """Plain sends the workers parsed (records) since the broker started, and those of them the store served as
+    the client's frame (ACL on, fast failure's probe overdue, anything but a plain put)."""
+
+    records: int = 0
+    as_frames: int = 0
+
+
 class WorkerLink(LinkEnd):
     """The store process's end of one worker's link."""
 
-    def __init__(self, server: RemotingServer, on_hello: Callable[[], None]) -> None:
+    def __init__(self, server: RemotingServer, on_hello: Callable[[], None],
+                 counts: RecordCounts | None = None) -> None:
         super().__init__()
         self._server = server
         self._on_hello = on_hello
+        self.counts = RecordCounts() if counts is None else counts
         self.conns: dict[int, RelayTransport] = {}
 
     def forget(self, conn_id: int) -> None:
@@ -148,6 +160,7 @@ class WorkerLink(LinkEnd):
         towards the connection's fair share of a loop turn as its frame would."""
         server = self._server
         processor = server.processors.get(_SEND_V2)
+        self.counts.records += 1
         if send_record is None or server.access_check is not None or type(processor) is not SendV2:
             self._as_frame(conn, record)
             return
@@ -163,6 +176,7 @@ class WorkerLink(LinkEnd):
             server.answer(conn, *done)
 
     def _as_frame(self, conn: RemotingConnection, record: bytes) -> None:
+        self.counts.as_frames += 1
         try:
             frame = R.frame(record)
         except R.BadRecord as exc:  # a worker's bug: that client's connection closes, as for a bad frame
@@ -221,6 +235,7 @@ class FrontWorkers:
         self.restarts = 0
         #: The workers that said HELLO and have not died since.
         self._serving: set[int] = set()
+        self.counts = RecordCounts()
 
     async def start(self, sockets: list[socket.socket]) -> None:
         """Start every worker on `sockets` and wait until each serves; StartError when one does not."""
@@ -241,7 +256,7 @@ class FrontWorkers:
             theirs.close()
         hello = loop.create_future()
         _, link = await loop.create_unix_connection(
-            lambda: WorkerLink(self._server, lambda: hello.done() or hello.set_result(None)), sock=mine)
+            lambda: WorkerLink(self._server, lambda: hello.done() or hello.set_result(None), self.counts), sock=mine)
         self._procs[index], self._links[index] = proc, link
         try:
             await asyncio.wait_for(asyncio.shield(hello), START_TIMEOUT_S)
@@ -296,9 +311,11 @@ class FrontWorkers:
                 link.emit(L.PING, 0)
 
     def runtime_info(self) -> dict[str, str]:
-        """mq's own GET_BROKER_RUNTIME_INFO keys: workers configured, serving now, and started again."""
+        """mq's own GET_BROKER_RUNTIME_INFO keys: workers configured, serving now, and started again; the plain
+        sends they parsed, and those the store served as the client's frame."""
         return {"frontWorkers": str(self.count), "frontWorkersServing": str(len(self._serving)),
-                "frontWorkerRestarts": str(self.restarts)}
+                "frontWorkerRestarts": str(self.restarts), "frontWorkerSendRecords": str(self.counts.records),
+                "frontWorkerSendRecordsAsFrames": str(self.counts.as_frames)}
 
     async def shutdown(self) -> None:
         """Close every link (a worker exits when its link closes), then wait for the processes; kill a late one."""
