@@ -1,6 +1,7 @@
-"""A broker with front workers (frontWorkers=2): worker processes accept its clients and relay their bytes to the
-store's process (mqtools/server/broker/front). Clients are served as before, each seen with its own address; a
-worker that dies is started again and its clients reconnect; a broker that stops or dies takes its workers along."""
+"""A broker with front workers (frontWorkers=2): worker processes accept its clients, parse their plain sends and
+relay the rest to the store's process (mqtools/server/broker/front). Clients are served as before, each seen with
+its own address, their sends through the parsed path; a worker that dies is started again and its clients
+reconnect; a broker that stops or dies takes its workers along."""
 
 from __future__ import annotations
 
