@@ -64,9 +64,10 @@ class BrokerConfig:
     listen_port: int = DEFAULT_LISTEN_PORT
     ha_listen_port: int = -1  # -1: listenPort + 1, as RocketMQ derives it
     bind_address: str = "0.0.0.0"
-    # processes that accept the clients' connections and relay their bytes (mqtools/server/broker/front); 0: the
-    # store's process serves its clients itself. Off by default: the relay alone takes no work off the store's loop
-    # yet (bench/front_workers.py, docs/compatibility.md)
+    # processes that accept the clients' connections, parse their plain sends and relay the rest
+    # (mqtools/server/broker/front); 0: the store's process serves its clients itself. Off by default: they take
+    # 15-18% of the store loop's CPU per send, which is throughput only where the broker has cores of its own
+    # (bench/front_workers.py, docs/compatibility.md)
     front_workers: int = 0
     # store (the broker reads these too; the store gets them through store_properties())
     store_path_root_dir: str = field(default_factory=_default_store_root)
