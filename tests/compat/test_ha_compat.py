@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 from pathlib import Path
@@ -19,6 +18,7 @@ import pytest
 from support.clientsupport import until
 from support.cppclient import SEND_SYNC, run_cpp
 from support.mqproc import mq_command
+from support.ports import random_base_port
 
 from mqtools.remoting.bodies import TopicRouteData
 from mqtools.remoting.client import RemotingClient
@@ -121,7 +121,7 @@ async def total_messages(client: RemotingClient, addr: str) -> int:
 async def test_cpp_client_reads_from_slave_after_master_kill(tmp_path: Path) -> None:
     state = tmp_path / "cluster"
     up = mq("cluster", "up", "--preset", "2m-2s-sync", "--dir", str(state),
-            "--base-port", str(random.randrange(20000, 50000, 100)),
+            "--base-port", str(random_base_port()),
             "--set", "mappedFileSizeCommitLog=4194304")
     assert up.returncode == 0, up.stdout + up.stderr
     client = RemotingClient()
