@@ -83,11 +83,12 @@ def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
     # run's node logs (kept beside its history) when each node saw it
     logs = Path(next(r["logs"] for r in done["soak"]["runs"] if r["scenario"] == "partition-master"))
     seen = _failover_lines(logs)
+    story = "\n".join([*(f"{m['at']}s {m['label']}: {m.get('detail', '')}" for m in t["moments"]), *seen])
     # the partition's election, and none while the drill took the cluster down (its slaves first)
     elections = [line.partition("app: ")[2] for line in seen if "election for" in line]
-    assert [e for e in elections if e.endswith("SUCCESS")] == ["election for broker-a: SUCCESS"], seen
-    assert any("HA: master of epoch 2" in line for line in seen), seen  # the new master's
-    assert t["elections"] == 1 and not t["splitBrain"] and t["groupRtoSeconds"] <= 5.0, (t["moments"], seen)
+    assert [e for e in elections if e.endswith("SUCCESS")] == ["election for broker-a: SUCCESS"], story
+    assert any("HA: master of epoch 2" in line for line in seen), story  # the new master's
+    assert t["elections"] == 1 and not t["splitBrain"] and t["groupRtoSeconds"] <= 5.0, story
     labels = [m["label"] for m in t["moments"]]
     assert "old master back in the SyncStateSet" in labels and "route names another master" in labels
     leader = done["reports"]["partition-controller-leader"]["timeline"]
