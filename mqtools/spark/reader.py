@@ -21,8 +21,8 @@ import logging
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Iterator, Sequence
-from typing import Any
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
+from typing import Any, TypeVar
 
 import pyarrow as pa
 
@@ -38,6 +38,7 @@ from mqtools.spark.columns import Columns
 from mqtools.spark.offsets import DataLossError, QueueRange
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 RETRY_PAUSE_S = 0.2
 PULL_BATCH = 128
@@ -220,6 +221,25 @@ class RangeReader:
                 await consumer.fetch_queues(mq.topic)
 
 
+async def read_ahead(batches: AsyncIterator[T]) -> AsyncIterator[T]:
+    """`batches`, with the next one already being built while the caller has this one: the pulls and the
+    columns go on on the loop thread while Spark's thread hands a batch to the JVM, instead of the two taking
+    turns (the range's pipelined pulls stopped once the batch they filled was taken)."""
+    async def following() -> T | None:
+        return await anext(batches, None)
+
+    task = asyncio.ensure_future(following())
+    try:
+        while (batch := await task) is not None:
+            task = asyncio.ensure_future(following())
+            yield batch
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        if isinstance(batches, AsyncGenerator):
+            await batches.aclose()
+
+
 def read_batches(namesrv: str, ranges: Sequence[QueueRange], **options: Any) -> Iterator[pa.RecordBatch]:
     """The rows of a task's ranges, one range after the other, as Arrow batches, for the data source's
     partitions. The whole read, Arrow batches included, runs on a client loop thread and this thread waits
@@ -229,7 +249,7 @@ def read_batches(namesrv: str, ranges: Sequence[QueueRange], **options: Any) -> 
     nodes: dict[str, int] = {}
     try:
         for r in ranges:
-            batches = RangeReader(namesrv, r, nodes=nodes, **options).batches()
+            batches = read_ahead(RangeReader(namesrv, r, nodes=nodes, **options).batches())
             try:
                 while True:
                     try:
