@@ -221,7 +221,7 @@ class RangeReader:
                 await consumer.fetch_queues(mq.topic)
 
 
-async def read_ahead(batches: AsyncIterator[T]) -> AsyncIterator[T]:
+async def read_ahead(batches: AsyncGenerator[T, None]) -> AsyncGenerator[T, None]:
     """`batches`, with the next one already being built while the caller has this one: the pulls and the
     columns go on on the loop thread while Spark's thread hands a batch to the JVM, instead of the two taking
     turns (the range's pipelined pulls stopped once the batch they filled was taken)."""
@@ -236,28 +236,35 @@ async def read_ahead(batches: AsyncIterator[T]) -> AsyncIterator[T]:
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        if isinstance(batches, AsyncGenerator):
-            await batches.aclose()
+        await batches.aclose()
+
+
+async def _ranges(namesrv: str, ranges: Sequence[QueueRange],
+                  **options: Any) -> AsyncGenerator[pa.RecordBatch, None]:
+    """The ranges' batches one range after the other (a set's node, once moved, stays moved for the task)."""
+    nodes: dict[str, int] = {}
+    for r in ranges:
+        async with contextlib.aclosing(RangeReader(namesrv, r, nodes=nodes, **options).batches()) as batches:
+            async for batch in batches:
+                yield batch
 
 
 def read_batches(namesrv: str, ranges: Sequence[QueueRange], **options: Any) -> Iterator[pa.RecordBatch]:
     """The rows of a task's ranges, one range after the other, as Arrow batches, for the data source's
     partitions. The whole read, Arrow batches included, runs on a client loop thread and this thread waits
     once per batch: a hand-off per pull made the two threads take turns on the GIL, each waiting out the
-    other's switch interval."""
+    other's switch interval. The next range's first batch is read ahead too."""
     loop = LoopThread("mq-spark-reader")
-    nodes: dict[str, int] = {}
+    batches = read_ahead(_ranges(namesrv, ranges, **options))
     try:
-        for r in ranges:
-            batches = read_ahead(RangeReader(namesrv, r, nodes=nodes, **options).batches())
+        while True:
             try:
-                while True:
-                    try:
-                        batch = loop.run(anext(batches))
-                    except StopAsyncIteration:
-                        break
-                    yield batch
-            finally:
-                loop.run(batches.aclose())
+                batch = loop.run(anext(batches))
+            except StopAsyncIteration:
+                break
+            yield batch
     finally:
-        loop.close()
+        try:
+            loop.run(batches.aclose())
+        finally:
+            loop.close()

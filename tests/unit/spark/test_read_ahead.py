@@ -4,7 +4,7 @@ source and what it had started."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 
 from mqtools.spark.reader import read_ahead
 
@@ -17,7 +17,7 @@ class Source:
         self.started: list[int] = []
         self.closed = False
 
-    async def batches(self) -> AsyncIterator[int]:
+    async def batches(self) -> AsyncGenerator[int, None]:
         try:
             for i in range(self.n):
                 self.started.append(i)
@@ -46,7 +46,7 @@ def test_an_early_stop_closes_the_source_and_its_batch_in_the_making() -> None:
         gate = asyncio.Event()
         closed: list[str] = []
 
-        async def slow() -> AsyncIterator[int]:
+        async def slow() -> AsyncGenerator[int, None]:
             try:
                 yield 0
                 await gate.wait()  # the second batch's pulls, never answered
