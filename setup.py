@@ -2,7 +2,7 @@
 
 Sub-packages are discovered rather than listed (a list by hand goes stale). `mqtools/common/_ccodec.pyx`,
 `mqtools/spark/_columns.pyx`, `mqtools/remoting/_cframe.pyx`, `mqtools/server/broker/processors/_csend.pyx`,
-`mqtools/server/store/_cput.pyx` and `mqtools/server/store/_creader.pyx` are compiled when Cython and a C
+`mqtools/server/broker/front/_csplit.pyx`, `mqtools/server/store/_cput.pyx` and `mqtools/server/store/_creader.pyx` are compiled when Cython and a C
 compiler (with zlib's header) are present; a failed build is skipped (`optional`), and the pure-Python forms run instead (mqtools/common/speedups.py).
 """
 
@@ -33,6 +33,8 @@ def _extensions() -> list[Extension]:
                       optional=True),
             Extension("mqtools.server.broker.processors._csend", ["mqtools/server/broker/processors/_csend.pyx"],
                       extra_compile_args=["-O2"], optional=True),
+            Extension("mqtools.server.broker.front._csplit", ["mqtools/server/broker/front/_csplit.pyx"],
+                      libraries=["z"], extra_compile_args=["-O2"], optional=True),
             Extension("mqtools.server.store._cput", ["mqtools/server/store/_cput.pyx"], libraries=["z"],
                       extra_compile_args=["-O2"], optional=True),
             Extension("mqtools.server.store._creader", ["mqtools/server/store/_creader.pyx"],

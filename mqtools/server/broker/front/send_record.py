@@ -11,7 +11,7 @@ UNIQ_KEY (all UTF-8) and the body. The header is kept so that a send the store's
 (anything but a plain put, fast failure's probe overdue, ACL) is served as the very frame the client sent
 (`frame`).
 
-A worker makes a record (`SendSplitter`, with the compiled send's `split_sends`) only of a SEND_MESSAGE_V2
+A worker makes a record (`SendSplitter`, with the compiled splitter's `split_sends`) only of a SEND_MESSAGE_V2
 request with a JSON header whose fields the compiled send (processors/_csend.pyx) reads without its general
 path: every number parses and fits its Java type, no maxReconsumeTimes, properties without a transaction,
 delay, timer or CLUSTER of their own; every other frame goes as bytes (DATA), in the connection's order.
@@ -37,8 +37,11 @@ SEND_V2_PREFIX = b'{"code":%d,' % _SEND_V2
 
 
 def _compiled() -> ModuleType | None:
-    """The compiled send (which imports this module: asked for when used)."""
-    return speedups.compiled("mqtools.server.broker.processors._csend")
+    """The compiled splitter (which imports this module: asked for when used), where the compiled send that stores
+    its records is built too."""
+    if speedups.compiled("mqtools.server.broker.processors._csend") is None:
+        return None
+    return speedups.compiled("mqtools.server.broker.front._csplit")
 
 
 class BadRecord(ProtocolError):
@@ -72,7 +75,7 @@ class SendSplitter:
     """One client's stream cut at its frames (sans-IO): `feed` returns, in the stream's order, runs of frames
     to relay as they are (DATA, bytes) and records of plain sends (SEND). A frame whose length is out of range
     ends the cutting: it and everything after go as bytes, for the store's decoder to refuse. The loop is the
-    compiled send's (_csend.split_sends): a worker cuts streams only where the store's process can take the
+    compiled splitter's (_csplit.split_sends): a worker cuts streams only where the store's process can take the
     records (`available`), and otherwise relays them as they come."""
 
     DATA, SEND = "data", "send"

@@ -28,20 +28,16 @@ cdef extern from "Python.h":
     object PyUnicode_DecodeUTF8(const char *s, Py_ssize_t size, const char *errors)
     int PyUnicode_1BYTE_KIND
 
-from zlib import crc32
 
 from mqtools.common import javanum, perm, speedups
 from mqtools.common import properties as P
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.message import MessageExtBrokerInner
-from mqtools.common.hashing import cached_java_hash
-from mqtools.common.properties import dispatch_values, drop_property
+from mqtools.common.properties import drop_property
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.codes import PROTOCOL_VERSION, ResponseCode, SerializeType
 from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE
-from mqtools.remoting.errors import ProtocolError
-from mqtools.remoting.frame import FrameDecoder
-from mqtools.server.broker.front.send_record import FIXED_SIZE, SEND_V2_PREFIX, SendSplitter, command_of
+from mqtools.server.broker.front.send_record import FIXED_SIZE, command_of
 from mqtools.server.store.results import PutMessageResult, PutMessageStatus
 
 cdef int64_t INT_MIN = javanum.INT_MIN
@@ -59,16 +55,6 @@ cdef int64_t ONEWAY = FLAG_ONEWAY
 cdef int64_t RESPONSE = FLAG_RESPONSE
 cdef int VERSION = PROTOCOL_VERSION
 cdef Py_ssize_t RECORD_FIXED = FIXED_SIZE
-cdef int JSON_CODE = SerializeType.JSON
-#: What a worker's splitter hands on (SendSplitter's event kinds), and the header start it decodes.
-cdef str DATA_EVENT = SendSplitter.DATA
-cdef str SEND_EVENT = SendSplitter.SEND
-cdef bytes SEND_PREFIX = SEND_V2_PREFIX
-cdef const char *SEND_PREFIX_P = SEND_PREFIX
-cdef Py_ssize_t SEND_PREFIX_LEN = len(SEND_PREFIX)
-#: The compiled frame loop (_cframe.frames) where built, else FrameDecoder's.
-cdef object decode_frames = getattr(speedups.compiled("mqtools.remoting._cframe"), "frames", None) \
-    or (lambda frame, max_frame: (FrameDecoder(max_frame).feed(frame), len(frame)))
 #: What send_v2 returns for a send it leaves to the processor's general path.
 cdef object GENERAL = object()
 #: The store's compiled put of a message's fields (_cput.pyx), called without a message object.
@@ -92,7 +78,7 @@ cdef unsigned char SEP_CODE = ord(SEP)
 cdef unsigned char NV_CODE = ord(NV)
 
 
-cdef inline bint _digits(str text, int64_t *out) noexcept:
+cdef bint _digits(str text, int64_t *out) noexcept:
     """A '-' or nothing, then 1 to 18 ASCII digits: their value (int(text), which takes more forms, decides
     the rest)."""
     cdef Py_ssize_t n, i = 0
@@ -114,7 +100,7 @@ cdef inline bint _digits(str text, int64_t *out) noexcept:
     return True
 
 
-cdef inline bint _long(object text, int64_t *out) except -1:
+cdef bint _long(object text, int64_t *out) except -1:
     """A Java long's decimal text as int() reads it; False (the general path names the fault) when it is not one."""
     if type(text) is not str:
         return False
@@ -127,13 +113,18 @@ cdef inline bint _long(object text, int64_t *out) except -1:
     return True
 
 
-cdef inline bint _int(object text, int64_t *out) except -1:
+cdef bint _int(object text, int64_t *out) except -1:
     """A Java int's decimal text; False (the general path names the fault) when it is not one."""
     cdef int64_t value
     if not _long(text, &value) or not INT_MIN <= value <= INT_MAX:
         return False
     out[0] = value
     return True
+
+
+cdef bint _is_general(object wait) noexcept:
+    """Whether _wait_of's answer is GENERAL (for the front worker's splitter, _csplit)."""
+    return wait is GENERAL
 
 
 cdef object _wait_of(str text):
@@ -449,115 +440,3 @@ cdef object _send(proc, conn, req, bytes record, str topic, int64_t queue_id, in
 cdef inline object _result(bytes record, req, result):
     """A request's result as send_v2 returns it; a record's with its request."""
     return result if record is None or result is None else (req, result)
-
-
-def split_sends(bytes buf, Py_ssize_t max_frame, str cluster):
-    """send_record.SendSplitter.feed's loop over `buf`, in a front worker of a broker of `cluster`: (its events,
-    the bytes they took, whether a frame's length was out of range)."""
-    cdef const unsigned char *p = <const unsigned char *>PyBytes_AS_STRING(buf)
-    cdef Py_ssize_t size = PyBytes_GET_SIZE(buf), pos = 0, relay_from = 0, end, header_len
-    cdef int64_t length
-    cdef uint32_t ori
-    cdef list out = []
-    cdef bint broken = False
-    while size - pos >= 8:
-        length = rd32(p + pos)
-        if length < 4 or length > max_frame:
-            broken = True
-            pos = size
-            break
-        end = pos + 4 + length
-        if end > size:
-            break
-        ori = <uint32_t>rd32(p + pos + 4)
-        header_len = ori & 0xFFFFFF
-        if ori >> 24 == JSON_CODE and pos + 8 + header_len <= end and header_len >= SEND_PREFIX_LEN \
-                and memcmp(p + pos + 8, SEND_PREFIX_P, SEND_PREFIX_LEN) == 0:
-            record = _record(buf[pos:end], header_len, max_frame, cluster)
-            if record is not None:
-                if relay_from < pos:
-                    out.append((DATA_EVENT, buf[relay_from:pos]))
-                out.append((SEND_EVENT, record))
-                relay_from = end
-        pos = end
-    if relay_from < pos:
-        out.append((DATA_EVENT, buf[relay_from:pos]))
-    return out, pos, broken
-
-
-cdef object _record(bytes frame, Py_ssize_t header_len, Py_ssize_t max_frame, str cluster):
-    """The record of one frame (front/send_record.py's layout), or None to relay the frame: what send_v2 reads
-    of its header, and what the store's put would work out of the message (its stored properties, its body's
-    CRC, the dispatch's values)."""
-    cdef int64_t queue_id, sys_flag, flag, born, times = 0, default_queue_nums
-    cdef Py_ssize_t body_len, n
-    cdef unsigned char *o
-    try:
-        commands, _ = decode_frames(frame, max_frame)
-    except ProtocolError:
-        return None
-    cmd = commands[0]
-    cdef dict ext = cmd.ext_fields
-    if cmd.flag & RESPONSE or cmd.serialize_type is not JSON or "a" not in ext or "c" not in ext \
-            or ext.get("l") is not None:
-        return None
-    topic = ext.get("b")
-    default_queues = ext.get("d")
-    if type(topic) is not str or type(default_queues) is not str:
-        return None
-    if not _digits(default_queues, &default_queue_nums):
-        try:
-            int(default_queues)
-        except ValueError:
-            return None
-    if not (_int(ext.get("e"), &queue_id) and _int(ext.get("f"), &sys_flag) and _int(ext.get("h"), &flag)
-            and _long(ext.get("g"), &born)):
-        return None
-    times_text = ext.get("j")
-    if times_text is not None and not _int(times_text, &times):
-        return None
-    text = ext.get("i") or ""
-    if type(text) is not str:
-        return None
-    wait = _wait_of(text)
-    if wait is GENERAL:
-        return None
-    try:  # a lone surrogate (a JSON escape) has no UTF-8: such a send goes as its frame
-        topic_b = topic.encode()
-        stored = _stored_properties(text, wait, cluster).encode()
-    except UnicodeEncodeError:
-        return None
-    if len(topic_b) > 0xFFFF:
-        return None
-    tag, keys, uniq = dispatch_values(stored)
-    keys_b = None if keys is None else keys.encode()
-    uniq_b = None if uniq is None else uniq.encode()
-    body = cmd.body
-    body = b"" if body is None else bytes(body)
-    body_len = len(body)
-    n = RECORD_FIXED + header_len + len(topic_b) + len(stored) + (0 if keys_b is None else len(keys_b)) \
-        + (0 if uniq_b is None else len(uniq_b)) + body_len
-    record = PyBytes_FromStringAndSize(NULL, n)
-    o = <unsigned char *>PyBytes_AS_STRING(record)
-    wr32(o, cmd.opaque)
-    wr32(o + 4, cmd.flag)
-    wr32(o + 8, queue_id)
-    wr32(o + 12, sys_flag)
-    wr32(o + 16, flag)
-    wr64(o + 20, born)
-    wr32(o + 28, times)
-    wr32(o + 32, header_len)
-    o[36] = (len(topic_b) >> 8) & 0xFF
-    o[37] = len(topic_b) & 0xFF
-    wr32(o + 38, len(stored))
-    wr32(o + 42, (crc32(body) & 0x7FFFFFFF) if body_len else 0)
-    wr64(o + 46, cached_java_hash(tag) if tag else 0)
-    wr32(o + 54, -1 if keys_b is None else len(keys_b))
-    wr32(o + 58, -1 if uniq_b is None else len(uniq_b))
-    o[62] = wait == "false"
-    o += RECORD_FIXED
-    for part in (frame[8:8 + header_len], topic_b, stored, keys_b, uniq_b, body):
-        if part is not None:
-            memcpy(o, PyBytes_AS_STRING(part), len(part))
-            o += len(part)
-    return record

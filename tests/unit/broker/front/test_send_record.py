@@ -1,4 +1,4 @@
-"""A front worker's records of plain sends (front/send_record.py, _csend.split_sends and send_record): the store
+"""A front worker's records of plain sends (front/send_record.py, _csplit.split_sends, _csend.send_record): the store
 answers and stores a record exactly as it does the frame the client sent, whichever path takes it; the worker
 cuts any stream at its frames without losing or reordering a byte (issue 46: work off the store's loop).
 
@@ -56,7 +56,7 @@ def frame_of(ext: dict[str, str], body: bytes, opaque: int = 7, code: int = Requ
 
 
 def split(data: bytes) -> list[tuple[str, bytes]]:
-    events, taken, broken = send._compiled.split_sends(data, MAX_FRAME, CLUSTER)
+    events, taken, broken = R._compiled().split_sends(data, MAX_FRAME, CLUSTER)
     assert taken == len(data) and not broken
     return events
 
