@@ -101,6 +101,7 @@ class ReplicasManager:
         self._lookup: asyncio.Task[None] | None = None
         self._on_first_role: Callable[[], Awaitable[None]] | None = None
         self._log = LimitedLog(log, time.monotonic)
+        self._last_heartbeat: float | None = None
         self.ha.on_sync_state_set_change = self._alter_wake.set
 
     # ------------------------------------------------------------------ lifecycle
@@ -276,6 +277,14 @@ class ReplicasManager:
         if self.broker_controller_id is None:
             return
         cfg = self.b.config
+        now = time.monotonic()
+        if self._last_heartbeat is not None and (now - self._last_heartbeat) * 1000 > \
+                cfg.broker_heartbeat_interval + cfg.controller_heart_beat_timeout_mills / 3:
+            # a controller drops a broker silent for its timeout: a master this late is close to being replaced
+            log.warning("controller heartbeats %d ms apart (every %d ms, timeout %d ms): the event loop was held up",
+                        (now - self._last_heartbeat) * 1000, cfg.broker_heartbeat_interval,
+                        cfg.controller_heart_beat_timeout_mills)
+        self._last_heartbeat = now
         header = BrokerHeartbeatRequestHeader(
             cfg.broker_cluster_name, self.b.broker_addr, cfg.broker_name, self.broker_controller_id,
             self.ha.last_epoch, self.b.store.max_phy_offset, self.ha.confirm_offset,

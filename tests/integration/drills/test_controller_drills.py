@@ -104,7 +104,8 @@ def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
 
 def _failover_lines(logs: Path) -> list[str]:
     """The lines of a controller-mode failover in a run's node logs (file: line), in the order of their times."""
-    marks = ("is inactive", "election for", "HA: master of epoch", "HA: cut", "register to name server")
+    marks = ("is inactive", "election for", "HA: master of epoch", "HA: cut", "register to name server",
+             "controller heartbeats")
     found = [(line[:23], f"{log.stem}: {line}") for log in sorted(logs.glob("*.log"))
              for line in log.read_text(errors="replace").splitlines() if any(m in line for m in marks)]
     return [line for _, line in sorted(found)]
