@@ -25,6 +25,7 @@ from mqtools.common._layout cimport (
     rd16,
     rd32,
     rd64,
+    wr16,
     wr32,
     wr64,
     write_entry,
@@ -293,8 +294,7 @@ def pack_batch(unsigned char[:] mm, Py_ssize_t pos, int64_t phys, const unsigned
         dst += tlen
         tags, keys, uniq = _dispatch(src + pp + 2, own)
         if xlen:
-            dst[0] = (plen >> 8) & 0xFF
-            dst[1] = plen & 0xFF
+            wr16(dst, plen)
             memcpy(dst + 2, src + pp + 2, own)
             dst += 2 + own
             if sep:
@@ -393,8 +393,7 @@ def encode_batch(list messages):
         wr32(dst + 16, blen)
         memcpy(dst + BATCH_HEAD_SIZE, PyBytes_AS_STRING(body), blen)
         dst += BATCH_HEAD_SIZE + blen
-        dst[0] = (plen >> 8) & 0xFF
-        dst[1] = plen & 0xFF
+        wr16(dst, plen)
         dst += 2
         for _ in range(<Py_ssize_t>count):
             s = PyUnicode_AsUTF8AndSize(strs[i], &kn)

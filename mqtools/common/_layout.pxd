@@ -26,6 +26,11 @@ cdef inline int16_t rd16(const unsigned char *p) noexcept nogil:
     return <int16_t>((p[0] << 8) | p[1])
 
 
+cdef inline void wr16(unsigned char *p, int64_t v) noexcept nogil:
+    p[0] = (v >> 8) & 0xFF
+    p[1] = v & 0xFF
+
+
 cdef inline void wr32(unsigned char *p, int64_t v) noexcept nogil:
     p[0] = (v >> 24) & 0xFF
     p[1] = (v >> 16) & 0xFF
@@ -113,13 +118,11 @@ cdef inline void write_entry(unsigned char *dst, int32_t total, uint32_t body_cr
         dst[0] = tlen
         dst += 1
     else:
-        dst[0] = (tlen >> 8) & 0xFF
-        dst[1] = tlen & 0xFF
+        wr16(dst, tlen)
         dst += 2
     memcpy(dst, topic, tlen)
     dst += tlen
-    dst[0] = (plen >> 8) & 0xFF
-    dst[1] = plen & 0xFF
+    wr16(dst, plen)
     memcpy(dst + 2, props, plen)
 
 

@@ -14,7 +14,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes
 from libc.stdint cimport int64_t, uint32_t
 from libc.string cimport memcmp, memcpy
 
-from mqtools.common._layout cimport rd32, wr32, wr64
+from mqtools.common._layout cimport rd32, wr16, wr32, wr64
 from mqtools.remoting._json cimport json_int, json_key, json_plain_string, json_unescape, json_ws
 from mqtools.server.broker.processors._csend cimport _digits, _int, _is_general, _long, _stored_properties, _wait_of
 
@@ -27,7 +27,7 @@ cdef extern from "Python.h":
 from mqtools.common import javanum, speedups
 from mqtools.common.hashing import cached_java_hash
 from mqtools.common.properties import dispatch_values
-from mqtools.remoting.codes import SerializeType
+from mqtools.remoting.codes import RequestCode, SerializeType
 from mqtools.remoting.command import _LANG_BY_NAME, FLAG_RESPONSE
 from mqtools.remoting.errors import ProtocolError
 from mqtools.remoting.frame import FrameDecoder
@@ -36,6 +36,7 @@ from mqtools.server.broker.front.send_record import FIXED_SIZE, SEND_V2_PREFIX, 
 cdef int64_t INT_MIN = javanum.INT_MIN
 cdef int64_t INT_MAX = javanum.INT_MAX
 cdef int64_t RESPONSE = FLAG_RESPONSE
+cdef int64_t SEND_V2_CODE = RequestCode.SEND_MESSAGE_V2
 cdef object JSON = SerializeType.JSON
 cdef int JSON_CODE = SerializeType.JSON
 cdef Py_ssize_t RECORD_FIXED = FIXED_SIZE
@@ -231,7 +232,10 @@ cdef bint _scan_header(const unsigned char *p, Py_ssize_t n, int64_t *opaque, in
                 opaque[0] = value
             elif json_key(p, at, length, b"flag", 4):
                 flag[0] = value
-            elif not json_key(p, at, length, b"code", 4) and not json_key(p, at, length, b"version", 7):
+            elif json_key(p, at, length, b"code", 4):
+                if value != SEND_V2_CODE:  # a second code: the last one is the request's
+                    return False
+            elif not json_key(p, at, length, b"version", 7):
                 return False
         i = json_ws(p, i, n)
         if i < n and p[i] == 44:
@@ -289,7 +293,8 @@ cdef object _record(bytes frame, Py_ssize_t header_len, Py_ssize_t max_frame, st
         return None
     cmd = commands[0]
     cdef dict ext = cmd.ext_fields
-    if cmd.flag & RESPONSE or cmd.serialize_type is not JSON or "a" not in ext or "c" not in ext \
+    if cmd.code != SEND_V2_CODE or cmd.flag & RESPONSE or cmd.serialize_type is not JSON or "a" not in ext \
+            or "c" not in ext \
             or ext.get("l") is not None:
         return None
     topic = ext.get("b")
@@ -352,8 +357,7 @@ cdef object _make_record(int64_t opaque, int64_t cmd_flag, int64_t queue_id, int
     wr64(o + 20, born)
     wr32(o + 28, times)
     wr32(o + 32, header_len)
-    o[36] = (len(topic_b) >> 8) & 0xFF
-    o[37] = len(topic_b) & 0xFF
+    wr16(o + 36, len(topic_b))
     wr32(o + 38, len(stored))
     wr32(o + 42, (zcrc32(0, body, body_len) & 0x7FFFFFFF) if body_len else 0)
     wr64(o + 46, cached_java_hash(tag) if tag else 0)

@@ -57,6 +57,16 @@ def test_the_usual_headers_are_read_in_place_into_the_same_record(header: bytes)
     assert reference is not None and scanned == reference  # made by the scan, not left to the command
 
 
+def test_a_second_code_decides_and_only_a_send_is_recorded() -> None:
+    base = header_of(BASE_EXT)
+    again = base[:-1] + b',"code":310}'
+    scanned, reference = both(again)
+    assert reference is not None and scanned == reference
+    other = base[:-1] + b',"code":311}'  # the last code is the request's: not a send, relayed as its frame
+    scanned, reference = both(other)
+    assert scanned is NotImplemented and reference is None
+
+
 def _variant(rng: random.Random) -> bytes:
     ext = dict(BASE_EXT)
     numbers = ["0", "7", "-1", "2147483647", "2147483648", "-2147483649", "+5", " 5", "05", "1e3", "", "-", "x",
@@ -86,6 +96,8 @@ def _variant(rng: random.Random) -> bytes:
     rng.shuffle(fields)
     if rng.random() < 0.1:
         fields.append(rng.choice(fields))
+    if rng.random() < 0.05:
+        fields.append(("code", rng.choice([310, 311])))
     header = header_of(ext, fields=fields, sep=rng.choice([(",", ":"), (", ", ": "), (" ,", " : ")]),
                        ascii_only=rng.random() < 0.7)
     if rng.random() < 0.1:  # a fraction, an exponent, a leading zero or a bad escape somewhere
