@@ -78,6 +78,22 @@ class ControllerCallError(Exception):
         self.code = code
 
 
+class HeartbeatPace:
+    """The gaps between a broker's controller heartbeats (sans-IO, the clock passed in). A controller drops a broker
+    it has not heard from for the timeout, so a gap of the period plus a third of the timeout says a master is close
+    to being replaced by an election it did not need."""
+
+    def __init__(self, interval_ms: int, timeout_ms: int) -> None:
+        self.limit_ms = interval_ms + timeout_ms / 3
+        self._last: float | None = None
+
+    def beat(self, now_s: float) -> float | None:
+        """A heartbeat goes out now: the gap since the last one (ms) when it was that long, else None."""
+        last, self._last = self._last, now_s
+        gap = None if last is None else (now_s - last) * 1000
+        return gap if gap is not None and gap > self.limit_ms else None
+
+
 class ReplicasManager:
     """One controller-mode broker's registration, role and SyncStateSet at the controllers."""
 
@@ -101,7 +117,7 @@ class ReplicasManager:
         self._lookup: asyncio.Task[None] | None = None
         self._on_first_role: Callable[[], Awaitable[None]] | None = None
         self._log = LimitedLog(log, time.monotonic)
-        self._last_heartbeat: float | None = None
+        self._pace = HeartbeatPace(cfg.broker_heartbeat_interval, cfg.controller_heart_beat_timeout_mills)
         self.ha.on_sync_state_set_change = self._alter_wake.set
 
     # ------------------------------------------------------------------ lifecycle
@@ -277,14 +293,10 @@ class ReplicasManager:
         if self.broker_controller_id is None:
             return
         cfg = self.b.config
-        now = time.monotonic()
-        if self._last_heartbeat is not None and (now - self._last_heartbeat) * 1000 > \
-                cfg.broker_heartbeat_interval + cfg.controller_heart_beat_timeout_mills / 3:
-            # a controller drops a broker silent for its timeout: a master this late is close to being replaced
+        late = self._pace.beat(time.monotonic())
+        if late is not None:
             log.warning("controller heartbeats %d ms apart (every %d ms, timeout %d ms): the event loop was held up",
-                        (now - self._last_heartbeat) * 1000, cfg.broker_heartbeat_interval,
-                        cfg.controller_heart_beat_timeout_mills)
-        self._last_heartbeat = now
+                        late, cfg.broker_heartbeat_interval, cfg.controller_heart_beat_timeout_mills)
         header = BrokerHeartbeatRequestHeader(
             cfg.broker_cluster_name, self.b.broker_addr, cfg.broker_name, self.broker_controller_id,
             self.ha.last_epoch, self.b.store.max_phy_offset, self.ha.confirm_offset,
