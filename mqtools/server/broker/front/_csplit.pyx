@@ -16,7 +16,8 @@ from libc.string cimport memcmp, memcpy
 
 from mqtools.common._layout cimport rd32, wr16, wr32, wr64
 from mqtools.remoting._json cimport json_int, json_key, json_plain_string, json_unescape, json_ws
-from mqtools.server.broker.processors._csend cimport _digits, _int, _is_general, _long, _stored_properties, _wait_of
+from mqtools.server.broker.processors._csend cimport (_decimal, _digits, _int, _is_general, _long, _stored_properties,
+                                                      _wait_of)
 
 cdef extern from "zlib.h":
     unsigned long zcrc32 "crc32"(unsigned long crc, const unsigned char *buf, unsigned int length) nogil
@@ -105,9 +106,13 @@ def command_record(bytes frame, Py_ssize_t max_frame, str cluster):
 
 
 cdef Py_ssize_t _frame_header_len(bytes frame) except -1:
-    if len(frame) < 8 or (rd32(<const unsigned char *>PyBytes_AS_STRING(frame) + 4) & 0xFFFFFF) > len(frame) - 8:
+    cdef Py_ssize_t header_len
+    if len(frame) < 8:
         raise ValueError("not a frame")
-    return rd32(<const unsigned char *>PyBytes_AS_STRING(frame) + 4) & 0xFFFFFF
+    header_len = rd32(<const unsigned char *>PyBytes_AS_STRING(frame) + 4) & 0xFFFFFF
+    if header_len > len(frame) - 8:
+        raise ValueError("not a frame")
+    return header_len
 
 
 cdef struct Text:
@@ -117,22 +122,8 @@ cdef struct Text:
 
 
 cdef inline bint _plain_long(const unsigned char *p, Text t, int64_t *out) noexcept nogil:
-    """A field's text as _digits reads it: a '-' or nothing, then 1 to 18 ASCII digits."""
-    cdef Py_ssize_t i = t.at
-    cdef int64_t value = 0
-    if t.at < 0 or t.escaped:
-        return False
-    if i < t.end and p[i] == 45:
-        i += 1
-    if not 0 < t.end - i <= 18:
-        return False
-    while i < t.end:
-        if not 48 <= p[i] <= 57:
-            return False
-        value = value * 10 + (p[i] - 48)
-        i += 1
-    out[0] = -value if p[t.at] == 45 else value
-    return True
+    """A field's text as _digits reads it (_csend's _decimal), an unescaped one only."""
+    return t.at >= 0 and not t.escaped and _decimal(p + t.at, t.end - t.at, out)
 
 
 cdef inline bint _plain_int(const unsigned char *p, Text t, int64_t *out) noexcept nogil:

@@ -5,6 +5,7 @@ them: one reading of numbers and properties for both sides of a record."""
 from libc.stdint cimport int64_t
 
 
+cdef bint _decimal(const unsigned char *p, Py_ssize_t n, int64_t *out) noexcept nogil
 cdef bint _digits(str text, int64_t *out) noexcept
 cdef bint _long(object text, int64_t *out) except -1
 cdef bint _int(object text, int64_t *out) except -1

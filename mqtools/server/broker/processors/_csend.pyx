@@ -78,15 +78,11 @@ cdef unsigned char SEP_CODE = ord(SEP)
 cdef unsigned char NV_CODE = ord(NV)
 
 
-cdef bint _digits(str text, int64_t *out) noexcept:
-    """A '-' or nothing, then 1 to 18 ASCII digits: their value (int(text), which takes more forms, decides
-    the rest)."""
-    cdef Py_ssize_t n, i = 0
-    cdef const char *p
+cdef bint _decimal(const unsigned char *p, Py_ssize_t n, int64_t *out) noexcept nogil:
+    """A '-' or nothing, then 1 to 18 ASCII digits, in the n bytes at p: their value (int(), which takes more
+    forms, decides the rest)."""
+    cdef Py_ssize_t i = 0
     cdef int64_t value = 0
-    if not PyUnicode_IS_ASCII(text):
-        return False
-    p = PyUnicode_AsUTF8AndSize(text, &n)  # an ASCII string's own data: nothing is made
     if n > 0 and p[0] == 45:
         i = 1
     if not 0 < n - i <= 18:
@@ -98,6 +94,14 @@ cdef bint _digits(str text, int64_t *out) noexcept:
         i += 1
     out[0] = -value if p[0] == 45 else value
     return True
+
+
+cdef bint _digits(str text, int64_t *out) noexcept:
+    """_decimal of a string (an ASCII string's own data: nothing is made)."""
+    cdef Py_ssize_t n
+    if not PyUnicode_IS_ASCII(text):
+        return False
+    return _decimal(<const unsigned char *>PyUnicode_AsUTF8AndSize(text, &n), n, out)
 
 
 cdef bint _long(object text, int64_t *out) except -1:
