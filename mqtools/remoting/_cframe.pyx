@@ -9,7 +9,9 @@ any other (ROCKETMQ headers, numbers sent as other types) by command.py's decode
 commands, bytes and errors.
 """
 
-from cpython.bytes cimport PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.buffer cimport PyBUF_WRITE
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from cpython.memoryview cimport PyMemoryView_FromMemory
 from libc.stdint cimport int64_t
 from libc.string cimport memcmp
 
@@ -202,7 +204,6 @@ def frames(buf, Py_ssize_t max_frame):
     cdef Py_ssize_t size = view.shape[0], pos = 0, end, hstart, hend
     cdef int64_t length, ori, header_len
     cdef list out = []
-    cdef bint is_bytes = type(buf) is bytes
     while size - pos >= 4:
         length = rd32(&view[pos])
         if length < 4:
@@ -225,10 +226,19 @@ def frames(buf, Py_ssize_t max_frame):
         else:
             cmd = decode_header((ori >> 24) & 0xFF, buf[hstart:hend])
         if end > hend:
-            cmd.body = buf[hend:end] if is_bytes else bytes(view[hend:end])
+            cmd.body = PyBytes_FromStringAndSize(<const char *>&view[hend], end - hend)
         out.append(cmd)
         pos = end
     return out, pos
+
+
+def empty_bytes(Py_ssize_t size):
+    """(a new bytes object of `size` bytes, a writable view of them) for FrameDecoder to read a large body into:
+    the body is bytes, as every other body is, with no copy after the socket's read. Only the decoder holds the
+    object until the view is released and every byte is written, as CPython's own socket.recv fills a new bytes
+    object before anyone sees it."""
+    body = PyBytes_FromStringAndSize(NULL, size)
+    return body, PyMemoryView_FromMemory(PyBytes_AS_STRING(body), size, PyBUF_WRITE)
 
 
 assert max(map(len, NAME_BY_LANG.values())) <= LANGUAGE_MAX  # what put_fixed_fields has room for

@@ -10,6 +10,13 @@ from mqtools.remoting.errors import ProtocolError
 
 DEFAULT_MAX_FRAME = 16 * 1024 * 1024
 _I32 = struct.Struct(">i")
+_TWO_I32 = struct.Struct(">ii")
+#: An incomplete frame with at least this much of its body still to come is read into a body of its own.
+LARGE_BODY = 32 * 1024
+#: What one read into the scratch buffer may take (libuv's own read size).
+SCRATCH_SIZE = 256 * 1024
+#: What a read into the scratch takes after a large body: a header and the start of the next body.
+PEEK_SIZE = 4096
 #: The loop over complete frames compiled (_cframe.pyx), when it was built and the pure path is not asked for.
 _compiled = speedups.compiled("mqtools.remoting._cframe")
 
@@ -25,10 +32,84 @@ class FrameDecoder:
         self.max_frame = max_frame
         self._buf = bytearray()
         self._broken = False
+        #: Where get_buffer lets the socket write when no large body is being read (made on first use).
+        self._scratch: memoryview | None = None
+        #: A frame whose large body is still arriving: its command, the body, a writable view of it, bytes in.
+        self._large: tuple[RemotingCommand, bytes | bytearray, memoryview] | None = None
+        self._filled = 0
+        #: The last read ended a large body: the next read into the scratch is PEEK_SIZE (see get_buffer).
+        self._peek = False
+
+    # Reads straight into the decoder (asyncio.BufferedProtocol) ------------------------------------------------
+
+    def get_buffer(self) -> memoryview:
+        """Where the next read from the socket goes: the rest of a large body being read (no copy of it at all
+        after the kernel's), else a scratch buffer that `buffer_updated` decodes frames out of."""
+        if self._large is not None:
+            return self._large[2][self._filled:]
+        if self._scratch is None:
+            self._scratch = memoryview(bytearray(SCRATCH_SIZE))
+        # after a large body, the next frame is likely another (a consumer's pipelined pulls): read only its header
+        # and a little, so that its body too is read where it will stay rather than copied out of the scratch
+        return self._scratch[:PEEK_SIZE] if self._peek else self._scratch
+
+    def buffer_updated(self, nbytes: int) -> list[RemotingCommand]:
+        """`nbytes` were read into the buffer get_buffer gave: the commands that completes."""
+        if self._large is not None:
+            self._filled += nbytes
+            return self._finish_large() if self._filled == len(self._large[1]) else []
+        assert self._scratch is not None
+        out = self.feed(self._scratch[:nbytes])
+        self._peek = self._large is not None
+        return out
+
+    def _finish_large(self) -> list[RemotingCommand]:
+        assert self._large is not None
+        cmd, body, view = self._large
+        view.release()
+        self._large, self._filled, self._peek = None, 0, True
+        cmd.body = body if type(body) is bytes else bytes(body)
+        return [cmd]
+
+    def _start_large(self, buf: bytes | bytearray | memoryview, pos: int) -> bool:
+        """At `pos` an incomplete frame (its length checked by the frame loop already): when its header is all
+        here and at least LARGE_BODY of its body is still to come, decode the header now and read the rest of
+        the body straight into a body of its own (a pull's answer: one copy instead of three). Needs the
+        compiled module for a body that is bytes from the start; without it the body is a bytearray made bytes
+        at the end (one copy more, as many as before)."""
+        have = len(buf) - pos
+        if have < 8:
+            return False
+        with memoryview(buf) as view:
+            length, ori = _TWO_I32.unpack_from(view, pos)
+            hstart = pos + 8
+            hend = hstart + (ori & 0xFFFFFF)
+            body_len = length - 4 - (ori & 0xFFFFFF)
+            if hend > len(buf) or body_len < 0 or body_len - (len(buf) - hend) < LARGE_BODY:
+                return False
+            cmd = decode_header((ori >> 24) & 0xFF, bytes(view[hstart:hend]))
+            if _compiled is not None:
+                body, target = _compiled.empty_bytes(body_len)
+            else:
+                body = bytearray(body_len)
+                target = memoryview(body)
+            got = len(buf) - hend
+            target[:got] = view[hend:]
+        self._large, self._filled = (cmd, body, target), got
+        return True
 
     def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
         if self._broken:
             raise ProtocolError("decoder already failed")
+        if self._large is not None:  # bytes fed (not read into get_buffer) while a large body is being read
+            _, body, target = self._large
+            take = min(len(data), len(body) - self._filled)
+            target[self._filled:self._filled + take] = memoryview(data)[:take]
+            self._filled += take
+            if self._filled < len(body):
+                return []
+            done = self._finish_large()
+            return done + self.feed(memoryview(data)[take:]) if take < len(data) else done
         # Fast path: nothing buffered, so frames are decoded straight out of `data`
         # and only an incomplete tail is copied into the buffer.
         if self._buf:
@@ -40,16 +121,22 @@ class FrameDecoder:
         pos = 0
         try:
             out, pos = self._frames(buf) if _compiled is None else _compiled.frames(buf, self.max_frame)
+            if pos < size and self._start_large(buf, pos):
+                pos = size
         except ProtocolError:
             self._broken = True
             raise
         finally:
-            if buf is self._buf:
-                if pos:
-                    del self._buf[:pos]
-            elif pos < size:
-                self._buf = bytearray(buf[pos:])
+            self._discard(buf, pos, size)
         return out
+
+    def _discard(self, buf: bytes | bytearray | memoryview, pos: int, size: int) -> None:
+        """Drop the `pos` bytes decoded; keep an incomplete tail (a copy of it, unless it is in the buffer)."""
+        if buf is self._buf:
+            if pos:
+                del self._buf[:pos]
+        elif pos < size:
+            self._buf = bytearray(buf[pos:])
 
     def _frames(self, buf: bytes | bytearray | memoryview) -> tuple[list[RemotingCommand], int]:
         """The commands of the complete frames at the start of `buf`, and the bytes they took."""
@@ -93,4 +180,4 @@ class FrameDecoder:
 
     @property
     def buffered(self) -> int:
-        return len(self._buf)
+        return len(self._buf) + self._filled

@@ -8,6 +8,7 @@ text, a repeated property, a compressed body's inflation, a host not seen before
 way for that value, which is what makes the answers the reference's.
 """
 
+from cpython.buffer cimport PyBuffer_FillInfo
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from cpython.unicode cimport PyUnicode_DecodeUTF8
 from libc.stdint cimport int32_t, int64_t, uint8_t
@@ -33,6 +34,7 @@ cdef struct Buf:
     char *data
     Py_ssize_t len
     Py_ssize_t cap
+    Py_ssize_t hint  # what the last batch used: the first reservation after a take makes room for as much again
 
 
 cdef int reserve(Buf *b, Py_ssize_t extra) except -1:
@@ -40,7 +42,7 @@ cdef int reserve(Buf *b, Py_ssize_t extra) except -1:
     cdef char *grown
     if b.len + extra <= b.cap:
         return 0
-    cap = max(b.cap * 2, b.len + extra, 4096)
+    cap = max(b.cap * 2, b.len + extra, 4096, b.hint)
     grown = <char *>realloc(b.data, cap)
     if grown == NULL:
         raise MemoryError()
@@ -118,8 +120,28 @@ cdef void text_free(Text *t) noexcept:
     free(t.valid.data)
 
 
-cdef bytes take(Buf *b):
-    return PyBytes_FromStringAndSize(b.data, b.len)
+cdef class Owned:
+    """A column buffer handed to Arrow as it is (pa.py_buffer keeps this object): a batch's bodies are not copied
+    once more into new memory, whose first touch of each page was a fault and a cleared page."""
+    cdef char *data
+    cdef Py_ssize_t size
+
+    def __getbuffer__(self, Py_buffer *view, int flags):
+        PyBuffer_FillInfo(view, self, self.data, self.size, 1, flags)
+
+    def __dealloc__(self):
+        free(self.data)
+
+
+cdef object take(Buf *b):
+    """The buffer's bytes, owned from now on by what is returned; `b` starts again empty, with room for as much."""
+    if b.data == NULL:  # nothing was written (a column of empty strings): Arrow wants memory even for no bytes
+        return b""
+    cdef Owned owned = Owned.__new__(Owned)
+    owned.data, owned.size = b.data, b.len
+    b.hint = b.len + b.len // 8
+    b.data, b.len, b.cap = NULL, 0, 0
+    return owned
 
 
 cdef struct Piece:
@@ -371,7 +393,7 @@ cdef class Columns:
         cdef bytes broker = self.broker.encode()
         cdef Buf offsets, data
         offsets.data = data.data = NULL
-        offsets.len = offsets.cap = data.len = data.cap = 0
+        offsets.len = offsets.cap = offsets.hint = data.len = data.cap = data.hint = 0
         try:
             for i in range(n + 1):
                 put32(&offsets, <int32_t>(i * len(broker)))

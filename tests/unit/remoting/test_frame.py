@@ -9,10 +9,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from mqtools.remoting import frame
 from mqtools.remoting.codes import SerializeType
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import ProtocolError
-from mqtools.remoting.frame import DEFAULT_MAX_FRAME, FrameDecoder
+from mqtools.remoting.frame import DEFAULT_MAX_FRAME, LARGE_BODY, PEEK_SIZE, SCRATCH_SIZE, FrameDecoder
 
 text = st.text(max_size=20)
 commands = st.builds(
@@ -122,3 +123,81 @@ def test_oversized_length_fails_before_the_frame_arrives() -> None:
     """The length prefix alone is enough to refuse: no 16 MiB buffering first."""
     with pytest.raises(ProtocolError):
         FrameDecoder(max_frame=1000).feed(struct.pack(">i", 5000))
+
+
+# Reads straight into the decoder (get_buffer / buffer_updated, as asyncio.BufferedProtocol calls them) ----------
+
+large_commands = st.builds(
+    RemotingCommand.request,
+    code=st.integers(0, 500),
+    ext_fields=st.dictionaries(st.sampled_from("abcdef"), text, max_size=3),
+    body=st.one_of(st.none(), st.binary(max_size=64),
+                   st.integers(LARGE_BODY - 8, 3 * LARGE_BODY).map(lambda n: bytes(range(256)) * (n // 256) + b"z")),
+)
+
+
+@pytest.fixture(params=["compiled", "pure"])
+def flavour(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The compiled frame loop and body (a bytes object filled in place) and the pure one (a bytearray made bytes)."""
+    if request.param == "pure":
+        monkeypatch.setattr(frame, "_compiled", None)
+    elif frame._compiled is None:
+        pytest.skip("the compiled frame module was not built")
+    return str(request.param)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow,
+                                                                    HealthCheck.function_scoped_fixture])
+@given(cmds=st.lists(large_commands, min_size=1, max_size=5), data=st.data())
+def test_reads_into_the_decoder_give_the_same_commands(flavour: str, cmds: list[RemotingCommand],
+                                                        data: st.DataObject) -> None:
+    """Any mix of socket reads of any size into get_buffer's buffers and bytes handed to feed gives the commands
+    that were sent, each body bytes, nothing left over."""
+    stream = b"".join(c.encode() for c in cmds)
+    decoder = FrameDecoder()
+    out: list[RemotingCommand] = []
+    pos = 0
+    while pos < len(stream):
+        if data.draw(st.booleans()):
+            buf = decoder.get_buffer()
+            take = min(len(buf), len(stream) - pos, data.draw(st.integers(1, 2 * LARGE_BODY)))
+            buf[:take] = stream[pos:pos + take]
+            out += decoder.buffer_updated(take)
+        else:
+            take = min(len(stream) - pos, data.draw(st.integers(1, 2 * LARGE_BODY)))
+            out += decoder.feed(stream[pos:pos + take])
+        pos += take
+    assert len(out) == len(cmds)
+    for got, want in zip(out, cmds, strict=True):
+        _same(got, want)
+        assert got.body is None or type(got.body) is bytes
+    assert decoder.buffered == 0
+
+
+def test_a_large_body_is_read_where_it_stays(flavour: str) -> None:
+    """Once a frame's header is in and much of its body is still to come, the next read goes into the body itself,
+    and the read after it takes only a header's worth, so that the next large body is read in place too."""
+    body = b"b" * (4 * LARGE_BODY)
+    stream = RemotingCommand.request(11, {"k": "v"}, body).encode() * 2
+    decoder = FrameDecoder()
+    first = decoder.get_buffer()
+    assert len(first) == SCRATCH_SIZE
+    first[:1000] = stream[:1000]
+    assert decoder.buffer_updated(1000) == []
+    header_and_start = 1000
+    rest = decoder.get_buffer()
+    assert len(rest) == len(stream) // 2 - header_and_start  # exactly the body's remainder
+    rest[:] = stream[header_and_start:len(stream) // 2]
+    (cmd,) = decoder.buffer_updated(len(rest))
+    assert cmd.body == body and type(cmd.body) is bytes
+    assert len(decoder.get_buffer()) == PEEK_SIZE
+
+
+def test_a_large_frame_with_a_bad_header_fails_when_its_header_arrives() -> None:
+    header = b"{not json"
+    frame_start = struct.pack(">ii", 4 + len(header) + 10 * LARGE_BODY, len(header)) + header + b"x" * 100
+    decoder = FrameDecoder()
+    with pytest.raises(ProtocolError):
+        decoder.feed(frame_start)
+    with pytest.raises(ProtocolError):
+        decoder.feed(b"more")
