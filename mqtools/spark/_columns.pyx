@@ -194,11 +194,13 @@ cdef class Columns:
     cdef Text *texts[TEXTS]
     cdef Buf *fixed[FIXED]
     cdef dict hosts
+    cdef list last_key, last_text
     cdef object _decompress, _properties, _ip
 
     def __cinit__(self, str broker):
         self.broker = broker
         self.hosts = {}
+        self.last_key, self.last_text = [None, None], [None, None]
         self.texts[:] = [&self.topic, &self.msg_id, &self.keys, &self.tags, &self.body, &self.prop_keys,
                          &self.prop_values, &self.born_host, &self.store_host]
         self.fixed[:] = [&self.queue_id, &self.queue_offset, &self.born, &self.stored, &self.prop_offsets]
@@ -231,16 +233,20 @@ cdef class Columns:
     def __len__(self):
         return self.rows
 
-    cdef int host(self, Text *t, const unsigned char *p, int n) except -1:
+    cdef int host(self, Text *t, const unsigned char *p, int n, int which) except -1:
         """An address of n bytes and its 4-byte port as "ip:port"; a reader sees few hosts, so each is
-        formatted once."""
-        key = PyBytes_FromStringAndSize(<const char *>p, n + 4)
-        text = self.hosts.get(key)
-        if text is None:
-            text = f"{self._ip(key[:n])}:{rd32(p + n)}".encode()
-            if len(self.hosts) < 1024:
-                self.hosts[key] = text
-        put(&t.data, PyBytes_AS_STRING(text), PyBytes_GET_SIZE(text))
+        formatted once, and the one of the row before (`which`: 0 born, 1 store) is taken without a lookup."""
+        cdef bytes key = self.last_key[which]
+        if key is None or PyBytes_GET_SIZE(key) != n + 4 or memcmp(PyBytes_AS_STRING(key), p, n + 4) != 0:
+            key = PyBytes_FromStringAndSize(<const char *>p, n + 4)
+            text = self.hosts.get(key)
+            if text is None:
+                text = f"{self._ip(key[:n])}:{rd32(p + n)}".encode()
+                if len(self.hosts) < 1024:
+                    self.hosts[key] = text
+            self.last_key[which], self.last_text[which] = key, text
+        cdef bytes last = self.last_text[which]
+        put(&t.data, PyBytes_AS_STRING(last), PyBytes_GET_SIZE(last))
         return text_end(t, True)
 
     def add_pull(self, body, int64_t low, int64_t high, tags):
@@ -347,8 +353,8 @@ cdef class Columns:
         put32(&self.prop_offsets, <int32_t>(self.prop_keys.offsets.len // 4 - 1))
         put64(&self.born, born_ts * 1000)
         put64(&self.stored, store_ts * 1000)
-        self.host(&self.born_host, born, born_n)
-        self.host(&self.store_host, store, store_n)
+        self.host(&self.born_host, born, born_n, 0)
+        self.host(&self.store_host, store, store_n, 1)
         self.rows += 1
         return 0
 

@@ -114,3 +114,18 @@ def test_a_damaged_answer_is_refused_alike_and_adds_nothing(cut: int, flips: lis
             outcomes.append("refused")
     assert outcomes[0] == outcomes[1]
     assert fast.batch().equals(ref.batch())
+
+
+@needs_compiled
+def test_hosts_that_differ_only_in_port_or_in_turn_are_each_the_rows_own() -> None:
+    """The compiled columns take the host of the row before without a lookup: only when it is the same address
+    and port."""
+    hosts = [("10.0.0.1", 1), ("10.0.0.1", 2), ("10.0.0.1", 2), ("::1", 2), ("10.0.0.1", 1), ("10.0.0.10", 1)]
+    answer = b"".join(encode_stored(MessageExt(topic="T", body=b"b", queue_offset=i, born_host=h,
+                                               store_host=hosts[-1 - i])) for i, h in enumerate(hosts))
+    fast, ref = _both()
+    for cols in (fast, ref):
+        cols.add_pull(answer, 0, 10, frozenset())
+    got, want = fast.batch(), ref.batch()
+    assert got.equals(want)
+    assert got.column("born_host").to_pylist()[:3] == ["10.0.0.1:1", "10.0.0.1:2", "10.0.0.1:2"]
