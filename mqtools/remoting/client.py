@@ -88,7 +88,8 @@ class RemotingClient:
         loop = asyncio.get_running_loop()
 
         def factory() -> RemotingConnection:
-            return RemotingConnection(self._on_request, lambda c: self._dropped(addr, c), self.max_frame)
+            return RemotingConnection(self._on_request, lambda c: self._dropped(addr, c), self.max_frame,
+                                      large_in_place=True)
 
         tls = self.ssl_context()
         server_name = (self.security.tls.server_name or host) if self.security.tls is not None else None

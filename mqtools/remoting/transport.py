@@ -56,8 +56,9 @@ class RemotingConnection(asyncio.BufferedProtocol):
         on_bad_frame: BadFrameCallback | None = None,
         fair_reads: bool = False,
         after_read: ReadDoneCallback | None = None,
+        large_in_place: bool = False,
     ) -> None:
-        self._decoder = FrameDecoder(max_frame)
+        self._decoder = FrameDecoder(max_frame, large_in_place=large_in_place)
         #: Bytes read since the loop last turned (see _FAIR_READ_BYTES); None when this connection reads on
         #: as long as there is data (clients: their peer is one server).
         self._burst: int | None = 0 if fair_reads else None
@@ -108,8 +109,9 @@ class RemotingConnection(asyncio.BufferedProtocol):
             self.peer = f"{peer[0]}:{peer[1]}"
 
     def get_buffer(self, sizehint: int) -> memoryview:
-        """The loop reads into the decoder (asyncio.BufferedProtocol): a large answer's body straight into the
-        bytes it will be, instead of a copy of each read, a copy into the decoder's buffer and one out of it."""
+        """The loop reads into the decoder (asyncio.BufferedProtocol), not into bytes of its own that the decoder
+        copies; with `large_in_place` (a client's connection) a large answer's body straight into the bytes it will
+        be, instead of a copy of each read, a copy into the decoder's buffer and one out of it."""
         return self._decoder.get_buffer()
 
     def buffer_updated(self, nbytes: int) -> None:

@@ -151,10 +151,11 @@ def flavour(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 @given(cmds=st.lists(large_commands, min_size=1, max_size=5), data=st.data())
 def test_reads_into_the_decoder_give_the_same_commands(flavour: str, cmds: list[RemotingCommand],
                                                         data: st.DataObject) -> None:
+    in_place = data.draw(st.booleans())
     """Any mix of socket reads of any size into get_buffer's buffers and bytes handed to feed gives the commands
     that were sent, each body bytes, nothing left over."""
     stream = b"".join(c.encode() for c in cmds)
-    decoder = FrameDecoder()
+    decoder = FrameDecoder(large_in_place=in_place)
     out: list[RemotingCommand] = []
     pos = 0
     while pos < len(stream):
@@ -179,7 +180,7 @@ def test_a_large_body_is_read_where_it_stays(flavour: str) -> None:
     and the read after it takes only a header's worth, so that the next large body is read in place too."""
     body = b"b" * (4 * LARGE_BODY)
     stream = RemotingCommand.request(11, {"k": "v"}, body).encode() * 2
-    decoder = FrameDecoder()
+    decoder = FrameDecoder(large_in_place=True)
     first = decoder.get_buffer()
     assert len(first) == SCRATCH_SIZE
     first[:1000] = stream[:1000]
@@ -193,10 +194,25 @@ def test_a_large_body_is_read_where_it_stays(flavour: str) -> None:
     assert len(decoder.get_buffer()) == PEEK_SIZE
 
 
+def test_a_server_reads_large_requests_through_its_scratch() -> None:
+    """A server's decoder (large_in_place off) reads every frame out of the scratch buffer, a large one too."""
+    stream = RemotingCommand.request(11, {"k": "v"}, b"b" * (4 * LARGE_BODY)).encode()
+    decoder = FrameDecoder()
+    pos, out = 0, []
+    while pos < len(stream):
+        buf = decoder.get_buffer()
+        assert len(buf) == SCRATCH_SIZE
+        take = min(1000, len(stream) - pos)
+        buf[:take] = stream[pos:pos + take]
+        out += decoder.buffer_updated(take)
+        pos += take
+    assert [c.body for c in out] == [b"b" * (4 * LARGE_BODY)]
+
+
 def test_a_large_frame_with_a_bad_header_fails_when_its_header_arrives() -> None:
     header = b"{not json"
     frame_start = struct.pack(">ii", 4 + len(header) + 10 * LARGE_BODY, len(header)) + header + b"x" * 100
-    decoder = FrameDecoder()
+    decoder = FrameDecoder(large_in_place=True)
     with pytest.raises(ProtocolError):
         decoder.feed(frame_start)
     with pytest.raises(ProtocolError):
