@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import threading
 
 from mqtools.common import speedups
 from mqtools.remoting.command import RemotingCommand, decode_header
@@ -17,6 +18,21 @@ LARGE_BODY = 32 * 1024
 SCRATCH_SIZE = 256 * 1024
 #: What a read into the scratch takes after a large body: a header and the start of the next body.
 PEEK_SIZE = 4096
+_thread = threading.local()
+
+
+def _scratch() -> memoryview:
+    """The scratch buffer reads go into: one per thread, not per connection (a broker's 10,000 idle connections
+    must not hold 256 KiB each, as libuv's own read buffer is one per loop). Sharing it is safe: a loop asks
+    get_buffer, reads and calls buffer_updated for one connection before anything else runs, and `feed` copies
+    out everything it keeps."""
+    try:
+        return _thread.scratch  # type: ignore[no-any-return]
+    except AttributeError:
+        _thread.scratch = memoryview(bytearray(SCRATCH_SIZE))
+        return _thread.scratch  # type: ignore[no-any-return]
+
+
 #: The loop over complete frames compiled (_cframe.pyx), when it was built and the pure path is not asked for.
 _compiled = speedups.compiled("mqtools.remoting._cframe")
 
@@ -36,8 +52,6 @@ class FrameDecoder:
         self.large_in_place = large_in_place
         self._buf = bytearray()
         self._broken = False
-        #: Where get_buffer lets the socket write when no large body is being read (made on first use).
-        self._scratch: memoryview | None = None
         #: A frame whose large body is still arriving: its command, the body, a writable view of it, bytes in.
         self._large: tuple[RemotingCommand, bytes | bytearray, memoryview] | None = None
         self._filled = 0
@@ -51,19 +65,16 @@ class FrameDecoder:
         after the kernel's), else a scratch buffer that `buffer_updated` decodes frames out of."""
         if self._large is not None:
             return self._large[2][self._filled:]
-        if self._scratch is None:
-            self._scratch = memoryview(bytearray(SCRATCH_SIZE))
         # after a large body, the next frame is likely another (a consumer's pipelined pulls): read only its header
         # and a little, so that its body too is read where it will stay rather than copied out of the scratch
-        return self._scratch[:PEEK_SIZE] if self._peek else self._scratch
+        return _scratch()[:PEEK_SIZE] if self._peek else _scratch()
 
     def buffer_updated(self, nbytes: int) -> list[RemotingCommand]:
         """`nbytes` were read into the buffer get_buffer gave: the commands that completes."""
         if self._large is not None:
             self._filled += nbytes
             return self._finish_large() if self._filled == len(self._large[1]) else []
-        assert self._scratch is not None
-        out = self.feed(self._scratch[:nbytes])
+        out = self.feed(_scratch()[:nbytes])
         self._peek = self._large is not None
         return out
 

@@ -217,3 +217,22 @@ def test_a_large_frame_with_a_bad_header_fails_when_its_header_arrives() -> None
         decoder.feed(frame_start)
     with pytest.raises(ProtocolError):
         decoder.feed(b"more")
+
+
+def test_connections_share_one_scratch_and_keep_their_own_frames() -> None:
+    """The scratch is one per thread: what one decoder keeps of a read (an incomplete tail) is its own copy, so
+    another decoder's read into the same scratch changes nothing of it."""
+    a_stream = b"".join(RemotingCommand.request(1, {"i": str(i)}, b"a" * 300).encode() for i in range(20))
+    b_stream = b"".join(RemotingCommand.request(2, {"i": str(i)}, b"b" * 500).encode() for i in range(20))
+    decoders = {"a": FrameDecoder(), "b": FrameDecoder()}
+    streams, got = {"a": a_stream, "b": b_stream}, {"a": [], "b": []}
+    pos = {"a": 0, "b": 0}
+    while any(pos[k] < len(streams[k]) for k in streams):
+        for k, decoder in decoders.items():
+            buf = decoder.get_buffer()
+            take = min(len(buf), len(streams[k]) - pos[k], 777)
+            buf[:take] = streams[k][pos[k]:pos[k] + take]
+            got[k] += decoder.buffer_updated(take)
+            pos[k] += take
+    assert decoders["a"].get_buffer().obj is decoders["b"].get_buffer().obj
+    assert [c.body for c in got["a"]] == [b"a" * 300] * 20 and [c.body for c in got["b"]] == [b"b" * 500] * 20
