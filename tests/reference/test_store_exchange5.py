@@ -113,7 +113,7 @@ async def pull_all(reader: PullConsumer, topic: str) -> list[MessageExt]:
     return out
 
 
-async def check(namesrv: str, broker: str, w: Written) -> None:
+async def check(namesrv: str, broker: str, w: Written, stopped_ms: int) -> None:
     async with PullConsumer(name("CG_XREAD"), namesrv=namesrv) as reader:
         delivered: list[MessageExt] = []
 
@@ -123,7 +123,11 @@ async def check(namesrv: str, broker: str, w: Written) -> None:
 
         await until(all_due, 90, f"the {TIMERS} timer messages in {w.timer_topic}")
     counts = Counter(body(m) for m in delivered)
-    assert counts == Counter(dict.fromkeys(w.due, 1)), counts
+    # exactly once, except a timer due before the writer stopped: a broker's timer checkpoint records the slot it
+    # has finished, so a restart (Apache's own as well) delivers again what the old broker delivered in its last slot
+    again = {t: w.due[t] - stopped_ms for t, n in counts.items() if n > 1}
+    assert set(counts) == set(w.due) and all(n <= 2 for n in counts.values()), counts
+    assert all(ahead <= 0 for ahead in again.values()), f"due after the writer stopped, delivered twice: {again}"
     early = {body(m): (m.store_timestamp, w.due[body(m)]) for m in delivered if m.store_timestamp < w.due[body(m)]}
     assert not early, f"delivered before their time (stored at, due): {early}"
 
@@ -152,11 +156,12 @@ async def test_apache5_serves_timers_and_pops_mq_left(ref_root: Path, mq_single:
         written = await write(mq_single, cluster, broker)
     finally:
         writer.stop()
+    stopped_ms = int(time.time() * 1000)
     reader = apache.start_broker(root, mq_single, "apache-5", name=broker, cluster=cluster,
                                  storePathRootDir=str(store), storePathCommitLog=str(store / "commitlog"),
                                  mappedFileSizeCommitLog=FILE_SIZE)
     try:
-        await check(mq_single, broker, written)
+        await check(mq_single, broker, written, stopped_ms)
     finally:
         reader.kill()
 
@@ -171,9 +176,10 @@ async def test_mq_serves_timers_and_pops_apache5_left(ref_root: Path, mq_single:
         written = await write(mq_single, cluster, broker)
     finally:
         writer.stop()
+    stopped_ms = int(time.time() * 1000)
     reader = start_broker(root, mq_single, broker, brokerClusterName=cluster, mappedFileSizeCommitLog=FILE_SIZE,
                           storePathRootDir=str(store))
     try:
-        await check(mq_single, broker, written)
+        await check(mq_single, broker, written, stopped_ms)
     finally:
         reader.stop()
