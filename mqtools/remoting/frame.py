@@ -92,8 +92,7 @@ class FrameDecoder:
         the body straight into a body of its own (a pull's answer: one copy instead of three). Needs the
         compiled module for a body that is bytes from the start; without it the body is a bytearray made bytes
         at the end (one copy more, as many as before)."""
-        have = len(buf) - pos
-        if have < 8 or not self.large_in_place:
+        if len(buf) - pos < 8:
             return False
         with memoryview(buf) as view:
             length, ori = _TWO_I32.unpack_from(view, pos)
@@ -136,7 +135,7 @@ class FrameDecoder:
         pos = 0
         try:
             out, pos = self._frames(buf) if _compiled is None else _compiled.frames(buf, self.max_frame)
-            if pos < size and self._start_large(buf, pos):
+            if pos < size and self.large_in_place and self._start_large(buf, pos):
                 pos = size
         except ProtocolError:
             self._broken = True
