@@ -68,6 +68,8 @@ _LOGBACK = """<configuration>
 _started: list[ApacheProcess] = []
 
 
+#: A JVM's exit status once its shutdown hooks have run after SIGTERM (128 + 15).
+TERMINATED = 128 + signal.SIGTERM
 #: Prefix of every JVM command: the kernel SIGKILLs the JVM when the process that started it dies
 #: (util-linux's setpriv sets PR_SET_PDEATHSIG and execs), so an interrupted session leaves none behind.
 DIE_WITH_PARENT = ("setpriv", "--pdeathsig", "KILL")
@@ -126,7 +128,8 @@ class ApacheProcess:
         return "\n".join(parts)
 
     def stop(self, timeout: float = 20.0) -> int | None:
-        """SIGTERM (Apache's shutdown hook flushes and unlocks the store), SIGKILL when it takes too long."""
+        """SIGTERM (Apache's shutdown hook flushes and unlocks the store), SIGKILL when it takes too long; the
+        exit status: TERMINATED after a clean stop, -9 after the SIGKILL."""
         if self.alive:
             self.proc.send_signal(signal.SIGTERM)
             try:
