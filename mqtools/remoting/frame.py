@@ -18,19 +18,19 @@ LARGE_BODY = 32 * 1024
 SCRATCH_SIZE = 256 * 1024
 #: What a read into the scratch takes after a large body: a header and the start of the next body.
 PEEK_SIZE = 4096
-_thread = threading.local()
 
 
-def _scratch() -> memoryview:
-    """The scratch buffer reads go into: one per thread, not per connection (a broker's 10,000 idle connections
-    must not hold 256 KiB each, as libuv's own read buffer is one per loop). Sharing it is safe: a loop asks
-    get_buffer, reads and calls buffer_updated for one connection before anything else runs, and `feed` copies
-    out everything it keeps."""
-    try:
-        return _thread.scratch  # type: ignore[no-any-return]
-    except AttributeError:
-        _thread.scratch = memoryview(bytearray(SCRATCH_SIZE))
-        return _thread.scratch  # type: ignore[no-any-return]
+class _Scratch(threading.local):
+    """The scratch buffer reads go into: one per thread (made when a thread first uses it; the importing thread's at
+    import), not per connection (a broker's 10,000 idle connections must not hold 256 KiB each, as libuv's own read
+    buffer is one per loop). Sharing it is safe: a loop asks get_buffer, reads and calls buffer_updated for one
+    connection before anything else runs, and `feed` copies out everything it keeps."""
+
+    def __init__(self) -> None:
+        self.view = memoryview(bytearray(SCRATCH_SIZE))
+
+
+_scratch = _Scratch()
 
 
 #: The loop over complete frames compiled (_cframe.pyx), when it was built and the pure path is not asked for.
@@ -67,14 +67,14 @@ class FrameDecoder:
             return self._large[2][self._filled:]
         # after a large body, the next frame is likely another (a consumer's pipelined pulls): read only its header
         # and a little, so that its body too is read where it will stay rather than copied out of the scratch
-        return _scratch()[:PEEK_SIZE] if self._peek else _scratch()
+        return _scratch.view[:PEEK_SIZE] if self._peek else _scratch.view
 
     def buffer_updated(self, nbytes: int) -> list[RemotingCommand]:
         """`nbytes` were read into the buffer get_buffer gave: the commands that completes."""
         if self._large is not None:
             self._filled += nbytes
             return self._finish_large() if self._filled == len(self._large[1]) else []
-        out = self.feed(_scratch()[:nbytes])
+        out = self.feed(_scratch.view[:nbytes])
         self._peek = self._large is not None
         return out
 
