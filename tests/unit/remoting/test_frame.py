@@ -151,9 +151,9 @@ def flavour(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> 
 @given(cmds=st.lists(large_commands, min_size=1, max_size=5), data=st.data())
 def test_reads_into_the_decoder_give_the_same_commands(flavour: str, cmds: list[RemotingCommand],
                                                         data: st.DataObject) -> None:
-    in_place = data.draw(st.booleans())
     """Any mix of socket reads of any size into get_buffer's buffers and bytes handed to feed gives the commands
-    that were sent, each body bytes, nothing left over."""
+    that were sent, each body bytes, nothing left over, whether large bodies are read in place or not."""
+    in_place = data.draw(st.booleans())
     stream = b"".join(c.encode() for c in cmds)
     decoder = FrameDecoder(large_in_place=in_place)
     out: list[RemotingCommand] = []
