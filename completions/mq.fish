@@ -1633,6 +1633,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_su
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l context
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l csv
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l from
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l group
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l master
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l min-partitions
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l namesrv
@@ -1645,6 +1646,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_su
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l topic
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -l until
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -s g
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from consume; and true' -s t

@@ -18,6 +18,7 @@ import typer
 from mqtools.cli.admin.common import NO_OPTIONS, ClusterOptions, OutputOpt, check_output, cluster_command
 from mqtools.cli.output import is_terminal, render
 from mqtools.spark import driver
+from mqtools.spark.offsets import READER_GROUP
 
 if TYPE_CHECKING:
     from mqtools.spark.stats import TaskStats
@@ -122,6 +123,9 @@ def consume(
     until: Annotated[str, typer.Option("--until", help="latest (the end now) or N messages.")] = "latest",
     partitions: Annotated[Optional[int], typer.Option("--min-partitions", help="Split queues into at least N "  # noqa: UP045
                                                                                "read tasks.", min=1)] = None,
+    group: Annotated[str, typer.Option("--group", "-g", help="Consumer group the read pulls as (it commits "
+                                                             "nothing); a broker that does not create groups "
+                                                             "must have it.")] = READER_GROUP,
     master: MasterOpt = "local[*]",
     remote: RemoteOpt = None,
     conf: ConfOpt = None,
@@ -150,7 +154,7 @@ def consume(
     reads = len(task_ranges(ranges, partitions))  # the read tasks the data source will plan from these ranges
     with driver.session(master, remote, confs, f"mq spark-load consume {topic}") as spark, \
             JobProgress(spark, reads, None, _progress_on(output, remote), f"consume {topic}"):
-        stats = run_consume(spark, addr, topic, ranges, partitions, target.security)
+        stats = run_consume(spark, addr, topic, ranges, partitions, target.security, group)
         ran_on = driver.ran_on(spark, remote)
     queues = len({(r.broker, r.queue_id) for r in ranges})
     _report("consume", topic, ran_on, stats, output, False, driver.Files(csv, omb, None, queues))

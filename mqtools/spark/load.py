@@ -18,7 +18,7 @@ from typing import Any
 
 from mqtools.common.loop import run as run_loop
 from mqtools.common.security import ClientSecurity
-from mqtools.spark.offsets import QueueRange
+from mqtools.spark.offsets import READER_GROUP, QueueRange
 from mqtools.spark.security import security_reader_options
 from mqtools.spark.stats import TaskStats, encode, error_code, new_histogram, record
 
@@ -236,9 +236,11 @@ def limit_ranges(ranges: list[QueueRange], limit: int | None) -> list[QueueRange
 
 
 def run_consume(spark: Any, namesrv: str, topic: str, ranges: list[QueueRange],
-                min_partitions: int | None = None, security: ClientSecurity | None = None) -> list[TaskStats]:
+                min_partitions: int | None = None, security: ClientSecurity | None = None,
+                group: str = READER_GROUP) -> list[TaskStats]:
     """Read the planned ranges through the data source; each partition reports its figures."""
     reader = (spark.read.format("rocketmq").option("namesrv", namesrv).option("topic", topic)
+              .option("consumerGroup", group)
               .option("startingOffsets", offsets_json(ranges, "start"))
               .option("endingOffsets", offsets_json(ranges, "end"))
               .options(**security_reader_options(security)))

@@ -25,6 +25,11 @@ MIN_TASK_ROWS = 10_000
 tens of milliseconds on every task of a Python data source, so a streaming micro-batch of 8 ranges of 2,500 rows
 read as 8 tasks spent more on the tasks than on the rows (bench/spark_kafka.py's stream: 0.83x Kafka as 8 tasks,
 above it as 2)."""
+READER_GROUP = "mq-spark-reader"
+"""The consumer group a read pulls as (option consumerGroup). A read commits nothing and sends no heartbeat, so every
+read can share one group without disturbing it or real groups: a broker that creates groups on first use
+(autoCreateSubscriptionGroup) then holds one group for all reads, not a new one for every queue of every job, and
+one that does not can be given it once (an ACL grants it once too)."""
 from mqtools.common.errors import ToolkitError
 from mqtools.common.exitcodes import EXIT_USAGE
 

@@ -19,14 +19,13 @@ import asyncio
 import contextlib
 import logging
 import time
-import uuid
 from collections import deque
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Sequence
 from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from mqtools.client.errors import MQClientError, UnreachableError
+from mqtools.client.errors import MQClientError, SubscriptionGroupNotExistError, UnreachableError
 from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.sync import LoopThread
@@ -35,7 +34,7 @@ from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.security import ClientSecurity
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.spark.columns import Columns
-from mqtools.spark.offsets import DataLossError, QueueRange
+from mqtools.spark.offsets import READER_GROUP, DataLossError, QueueRange
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -55,9 +54,8 @@ ARROW_BYTES = 64 * 1024 * 1024
 32-bit offsets bound a column at 2 GiB, and large bodies need not wait for a full batch)."""
 
 
-def reader_group() -> str:
-    """A pull consumer group of its own: a read commits nothing and must not disturb real groups."""
-    return f"mq-spark-reader-{uuid.uuid4().hex[:12]}"
+class ReaderGroupMissingError(MQClientError):
+    """The broker has no subscription group of the read's name and creates none; no retry changes that."""
 
 
 class RangeReader:
@@ -66,8 +64,10 @@ class RangeReader:
 
     def __init__(self, namesrv: str, r: QueueRange, *, expression: str | None = None, batch: int = PULL_BATCH,
                  pull_timeout_ms: int = 30_000, fail_on_data_loss: bool = True,
-                 security: ClientSecurity | None = None, nodes: dict[str, int] | None = None) -> None:
+                 security: ClientSecurity | None = None, nodes: dict[str, int] | None = None,
+                 group: str = READER_GROUP) -> None:
         self.namesrv = namesrv
+        self.group = group
         self.security = security
         self.range = r
         self.expression = expression if expression not in (None, "", "*") else None
@@ -101,7 +101,7 @@ class RangeReader:
         if r.size == 0:
             return
         mq = MessageQueue(r.topic, r.broker, r.queue_id)
-        consumer = PullConsumer(reader_group(), namesrv=self.namesrv, security=self.security)
+        consumer = PullConsumer(self.group, namesrv=self.namesrv, security=self.security)
         await consumer.start()
         offset, ahead = r.start, r.start
         stride: int | None = None  # what one answer covers, learned from the first
@@ -209,6 +209,11 @@ class RangeReader:
                     return result
                 if node != MASTER_ID:  # a slave without the offset yet: the master, if it answers again, has it
                     self.nodes.pop(mq.broker_name, None)
+            except SubscriptionGroupNotExistError as exc:
+                raise ReaderGroupMissingError(
+                    f"{mq.topic} {mq.broker_name}: the broker has no subscription group {self.group} and does not "
+                    f"create groups (autoCreateSubscriptionGroup=false): create it (mq admin group create "
+                    f"{self.group} -c CLUSTER) or name an existing group with option consumerGroup ({exc})") from exc
             except MQClientError as exc:
                 if time.monotonic() >= deadline:
                     raise

@@ -23,7 +23,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from mqtools.spark.columns import SCHEMA
-from mqtools.spark.offsets import MIN_TASK_ROWS, QueueRange, parse_spec, plan_topic, task_ranges
+from mqtools.spark.offsets import MIN_TASK_ROWS, READER_GROUP, QueueRange, parse_spec, plan_topic, task_ranges
 from mqtools.spark.reader import MAX_PULL_BATCH, PULL_BATCH, read_batches
 from mqtools.spark.security import security_from_options
 from mqtools.spark.writer import WRITE_WINDOW, write_rows
@@ -62,7 +62,7 @@ def _read_options(options: dict[str, str]) -> dict[str, Any]:
     return {"expression": _get(options, "subExpression"), "batch": _pull_batch(options),
             "pull_timeout_ms": _int(options, "pullTimeoutMs", 30_000) or 30_000,
             "fail_on_data_loss": _flag(options, "failOnDataLoss", True),
-            "security": security_from_options(options)}
+            "security": security_from_options(options), "group": _get(options, "consumerGroup") or READER_GROUP}
 
 
 def _pull_batch(options: dict[str, str]) -> int:

@@ -122,6 +122,48 @@ def test_small_queue_ranges_are_read_by_one_task_unless_min_rows_says_otherwise(
     assert keys(together) == keys(apart) and len(keys(apart)) == _stored(cluster, topic)
 
 
+def _groups(cluster: Cluster) -> dict[str, set[str]]:
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:
+        return {name: set(admin.groups.subscription_groups(b.addr)) for name, b in cluster.brokers.items()}
+
+
+def test_reads_pull_as_one_group_that_a_broker_without_auto_creation_must_have(
+        spark: Any, cluster: Cluster, written: tuple[str, list[Any]]) -> None:
+    """Every read pulls as mq-spark-reader (it commits nothing): four queues read one task a queue, twice, leave that
+    one group, not one per queue per read. A broker that does not create groups (autoCreateSubscriptionGroup switched
+    off while it runs) fails a read naming a group it lacks at once, saying what to do, instead of retrying for
+    pullTimeoutMs; once the group is created the same read gets every row."""
+    from mqtools.remoting.bodies import SubscriptionGroupConfig
+
+    topic, _ = written
+    before = _groups(cluster)
+    for _ in range(2):
+        assert _reader(spark, cluster, topic, minRowsPerPartition="1").count() == _stored(cluster, topic)
+    after = _groups(cluster)
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:
+        read = {mq.broker_name for mq, (low, high) in admin.queue_offsets.queue_bounds(topic).items() if high > low}
+    assert read, "the rows are on some broker"
+    assert {name: after[name] - before[name] for name in after} == {
+        name: {"mq-spark-reader"} - before[name] if name in read else set() for name in after}
+
+    group = "SparkOpsReaders"
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:
+        for broker in cluster.brokers.values():
+            admin.brokers.update_broker_config(broker.addr, {"autoCreateSubscriptionGroup": "false"})
+        try:
+            t0 = time.monotonic()
+            with pytest.raises(Exception, match=f"no subscription group {group} and does not create groups .*"
+                                                f"mq admin group create {group} -c CLUSTER"):
+                _reader(spark, cluster, topic, consumerGroup=group, pullTimeoutMs="60000").count()
+            assert time.monotonic() - t0 < 30, "a missing group is not worth retrying"
+            for broker in cluster.brokers.values():
+                admin.groups.create_subscription_group(SubscriptionGroupConfig(group_name=group), broker_addr=broker.addr)
+            assert _reader(spark, cluster, topic, consumerGroup=group).count() == _stored(cluster, topic)
+        finally:
+            for broker in cluster.brokers.values():
+                admin.brokers.update_broker_config(broker.addr, {"autoCreateSubscriptionGroup": "true"})
+
+
 def test_a_read_stopped_early_ends_its_pulls_with_it(cluster: Cluster, written: tuple[str, list[Any]],
                                                      caplog: pytest.LogCaptureFixture,
                                                      monkeypatch: pytest.MonkeyPatch) -> None:

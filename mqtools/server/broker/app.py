@@ -363,6 +363,7 @@ class BrokerController:
         self.config.apply(props)
         for name, value in STORE_PROPERTIES.parse(props).items():
             setattr(self.store.config, name, value)
+        self.groups.auto_create = self.config.auto_create_subscription_group  # Apache reads it at each lookup
         self.config_version = self.config_version.next(int(self.clock() * 1000))
         data = render_properties(self.config.to_properties()).encode()
         await asyncio.to_thread(write_atomic, Path(self.config_path), data)

@@ -15,10 +15,12 @@ from mqtools.client.errors import (
     MQBrokerError,
     MQClientError,
     NoPermissionError,
+    SubscriptionGroupNotExistError,
     TopicNotExistError,
     UnreachableError,
 )
 from mqtools.client.producer import Producer
+from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.push_consumer import PushConsumer
 from mqtools.client.types import ConsumeFromWhere, ConsumeResult
 from mqtools.common.message import Message, MessageExt
@@ -224,6 +226,21 @@ async def test_broker_runtime_config_stats_and_ha(cluster: Cluster, admin: MQAdm
     with pytest.raises(NoPermissionError) as err:
         await admin.brokers.update_broker_config(addr, {"brokerConfigPath": "/tmp/x"})
     assert err.value.code == ResponseCode.NO_PERMISSION and err.value.remark
+    # autoCreateSubscriptionGroup applies to the next lookup, as Apache's does: a pull of a group the broker lacks
+    # is refused while it is off, and creates the group once it is on again
+    await create_topic(cluster, "AdminAutoGroup", 1)
+    mq = MessageQueue("AdminAutoGroup", "broker-a", 0)
+    await admin.brokers.update_broker_config(addr, {"autoCreateSubscriptionGroup": "false"})
+    try:
+        async with PullConsumer("AdminNoSuchGroup", namesrv=cluster.namesrv.addr) as consumer:
+            with pytest.raises(SubscriptionGroupNotExistError):
+                await consumer.pull(mq, None, 0)
+            assert "AdminNoSuchGroup" not in await admin.groups.subscription_groups(addr)
+    finally:
+        await admin.brokers.update_broker_config(addr, {"autoCreateSubscriptionGroup": "true"})
+    async with PullConsumer("AdminNoSuchGroup", namesrv=cluster.namesrv.addr) as consumer:
+        await consumer.pull(mq, None, 0)
+    assert "AdminNoSuchGroup" in await admin.groups.subscription_groups(addr)
     ha = await admin.brokers.ha_status(addr)
     assert ha.is_master and ha.slaves == [] and ha.client is None and ha.in_sync_slaves == 0
     await create_topic(cluster, "AdminStats", 1)
