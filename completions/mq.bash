@@ -289,7 +289,7 @@ _mq() {
         mq_proxy_start) words="--config --grpc-port --host --namesrv-addr --remoting-port -c -n --help" ;;
         mq_spark-load) words="consume e2e produce --help" ;;
         mq_spark-load_consume) words="--conf --context --csv --from --group --master --min-partitions --namesrv --omb --output --remote --tls --tls-ca --tls-cert --tls-key --topic --until -g -n -o -t --help" ;;
-        mq_spark-load_e2e) words="--batch-size --conf --context --csv --drain --duration --master --messages --mode --namesrv --omb --output --rate --size --tasks --tls --tls-ca --tls-cert --tls-key --topic -n -o -t --help" ;;
+        mq_spark-load_e2e) words="--batch-size --conf --context --csv --drain --duration --group --master --messages --mode --namesrv --omb --output --rate --size --tasks --tls --tls-ca --tls-cert --tls-key --topic -g -n -o -t --help" ;;
         mq_spark-load_produce) words="--batch-size --conf --context --csv --duration --keys --master --messages --mode --namesrv --omb --output --rate --remote --size --tags --tasks --tls --tls-ca --tls-cert --tls-key --topic -n -o -t --help" ;;
         mq_top) words="--allow-writes --context --dir --namesrv --once --output --proxy --refresh --snapshot-dir --timeout --tls --tls-ca --tls-cert --tls-key --view -n -o --help" ;;
         mq_version) words="--help" ;;

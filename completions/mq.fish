@@ -1657,6 +1657,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_su
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -l csv
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -l drain
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -l duration
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -l group
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -l master
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -l messages
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -l mode
@@ -1671,6 +1672,7 @@ complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_su
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -l tls-cert
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -l tls-key
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -l topic
+complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -s g
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -s n
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -s o
 complete -c mq -f -n '__fish_seen_subcommand_from spark-load; and __fish_seen_subcommand_from e2e; and true' -s t

@@ -34,6 +34,9 @@ RateOpt = Annotated[Optional[float], typer.Option("--rate", help="Target msgs/s 
 SizeOpt = Annotated[int, typer.Option("--size", help="Body bytes.")]
 ModeOpt = Annotated[str, typer.Option("--mode", help="sync, async or batch.")]
 BatchSizeOpt = Annotated[int, typer.Option("--batch-size", help="Messages per batch in batch mode.")]
+ReaderGroupOpt = Annotated[str, typer.Option("--group", "-g", help="Consumer group the read pulls as (it commits "
+                                                                  "nothing); a broker that does not create groups "
+                                                                  "must have it.")]
 RemoteOpt = Annotated[
     Optional[str],  # noqa: UP045 - typer needs Optional
     typer.Option("--remote", help="Run on a Spark Connect server, sc://HOST:15002 (instead of --master)."),
@@ -123,9 +126,7 @@ def consume(
     until: Annotated[str, typer.Option("--until", help="latest (the end now) or N messages.")] = "latest",
     partitions: Annotated[Optional[int], typer.Option("--min-partitions", help="Split queues into at least N "  # noqa: UP045
                                                                                "read tasks.", min=1)] = None,
-    group: Annotated[str, typer.Option("--group", "-g", help="Consumer group the read pulls as (it commits "
-                                                             "nothing); a broker that does not create groups "
-                                                             "must have it.")] = READER_GROUP,
+    group: ReaderGroupOpt = READER_GROUP,
     master: MasterOpt = "local[*]",
     remote: RemoteOpt = None,
     conf: ConfOpt = None,
@@ -173,6 +174,7 @@ def e2e(
     batch_size: BatchSizeOpt = 16,
     drain: Annotated[float, typer.Option("--drain", help="Seconds the stream may take to read the rest after "
                                                          "the producers end.", min=0)] = 30.0,
+    group: ReaderGroupOpt = READER_GROUP,
     master: MasterOpt = "local[*]",
     conf: ConfOpt = None,
     where: ClusterOptions = NO_OPTIONS,
@@ -197,7 +199,7 @@ def e2e(
     from mqtools.spark.e2e import run_e2e
 
     with driver.session(master, None, confs, f"mq spark-load e2e {topic}") as spark:
-        producers, readers = run_e2e(spark, addr, plan, start, drain, target.security)
+        producers, readers = run_e2e(spark, addr, plan, start, drain, target.security, group)
         ran_on = driver.ran_on(spark, None)
     queues = len({(r.broker, r.queue_id) for r in start})
     _report("e2e", topic, ran_on, readers, output, rate is not None, driver.Files(csv, omb, size, queues), producers)

@@ -16,7 +16,7 @@ from typing import Any
 
 from mqtools.common.security import ClientSecurity
 from mqtools.spark.load import ProducePlan, offsets_json, read_stats, run_produce
-from mqtools.spark.offsets import QueueRange
+from mqtools.spark.offsets import READER_GROUP, QueueRange
 from mqtools.spark.security import security_reader_options
 from mqtools.spark.stats import TaskStats, encode, merged
 
@@ -55,7 +55,7 @@ class _Reads:
 
 
 def run_e2e(spark: Any, namesrv: str, plan: ProducePlan, start: list[QueueRange], drain_s: float,
-            security: ClientSecurity | None = None) -> tuple[list[TaskStats], list[TaskStats]]:
+            security: ClientSecurity | None = None, group: str = READER_GROUP) -> tuple[list[TaskStats], list[TaskStats]]:
     """Produce `plan` while a stream from `start`'s ends reads the topic; (producer tasks, reader tasks)."""
     reads = _Reads()
 
@@ -64,6 +64,7 @@ def run_e2e(spark: Any, namesrv: str, plan: ProducePlan, start: list[QueueRange]
 
     with tempfile.TemporaryDirectory(prefix="mq-spark-e2e-") as checkpoint:
         query = (spark.readStream.format("rocketmq").option("namesrv", namesrv).option("topic", plan.topic)
+                 .option("consumerGroup", group)
                  .option("startingOffsets", offsets_json(start, "end")).options(**security_reader_options(security))
                  .load().writeStream.foreachBatch(batch).trigger(processingTime=TRIGGER)
                  .option("checkpointLocation", checkpoint).start())

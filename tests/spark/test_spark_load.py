@@ -141,7 +141,7 @@ def test_e2e_reads_every_message_it_produced(spark: Any, cluster: Cluster, tmp_p
     before = _stored(cluster, topic)
     report = json_of(mq_here("spark-load", "e2e", "-t", topic, "--messages", "200", "--rate", "400", "--tasks", "1",
                              "--master", "local[3]", "-o", "json", "--omb", str(tmp_path / "e.json"),
-                             namesrv=cluster.namesrv.addr), "SparkLoadReport")
+                             "--group", "SparkLoadE2EReaders", namesrv=cluster.namesrv.addr), "SparkLoadReport")
     assert report["master"] == "local[2]"  # the running session's, not the --master asked for
     assert report["action"] == "e2e" and report["produced"]["messages"] == 200 and report["produced"]["failed"] == {}
     assert report["messages"] == 200 == _stored(cluster, topic) - before
@@ -149,3 +149,5 @@ def test_e2e_reads_every_message_it_produced(spark: Any, cluster: Cluster, tmp_p
     omb = _omb(tmp_path / "e.json")
     assert omb["publishRate"] and omb["consumeRate"] and omb["aggregatedPublishLatency50pct"] is not None
     assert omb["aggregatedEndToEndLatencyMax"] == report["latencyMs"]["max"]
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:  # the stream pulled as --group says
+        assert any("SparkLoadE2EReaders" in admin.groups.subscription_groups(b.addr) for b in cluster.brokers.values())

@@ -10,6 +10,7 @@ from typing import Any
 
 from support.clientsupport import Cluster, create_topic
 
+from mqtools.client.admin.sync import SyncMQAdmin
 from mqtools.client.sync import SyncProducer, SyncPullConsumer
 from mqtools.common.message import Message
 
@@ -78,6 +79,11 @@ def test_stream_restart_exactly_once_capped_and_committed(spark: Any, cluster: C
         committed = sum(consumer.fetch_offset(mq) or 0 for mq in consumer.fetch_queues(TOPIC))
     # Spark commits a micro-batch to its source when it starts the next one: the group trails by one batch
     assert 60 - CAP <= committed <= 60
+    # every micro-batch's reads pulled as the one reader group: the brokers gained no group per batch or queue
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:
+        spark_groups = {g for b in cluster.brokers.values() for g in admin.groups.subscription_groups(b.addr)
+                        if g.startswith("mq-spark")}
+    assert len(sizes) >= 60 // CAP and spark_groups == {"mq-spark-reader"}
 
 
 def test_stream_pipeline_topic_to_topic(spark: Any, cluster: Cluster, tmp_path: Path) -> None:
