@@ -143,6 +143,7 @@ def consume(
     confs = driver.confs(conf)
     driver.Files(csv, omb).check()
     driver.check_remote(remote)
+    driver.check_group_name(group)
     driver.need_spark(remote)
     target = where.resolve()
     addr = target.namesrv
@@ -191,6 +192,7 @@ def e2e(
     plan = driver.produce_plan(topic, messages, duration, rate, size, tasks, mode, batch_size, False, 0)
     confs = driver.confs(conf)
     driver.Files(csv, omb).check()
+    driver.check_group_name(group)
     driver.need_spark(None)
     target = where.resolve()
     addr = target.namesrv

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from mqtools.common.errors import ToolkitError, UsageError
 from mqtools.common.exitcodes import EXIT_UNREACHABLE
+from mqtools.common.validation import ValidationError, check_group
 
 if TYPE_CHECKING:
     from mqtools.common.security import ClientSecurity
@@ -64,6 +65,14 @@ def need_spark(remote: str | None) -> None:
     missing = [pkg for mod, pkg in needed if not importable(mod)]
     if missing:
         raise UsageError(f"mq spark-load needs {', '.join(missing)}: pip install 'mqtools[spark]'")
+
+
+def check_group_name(group: str) -> None:
+    """A --group RocketMQ would refuse is bad input, said before Spark starts."""
+    try:
+        check_group(group)
+    except ValidationError as exc:
+        raise UsageError(f"--group: {exc}") from None
 
 
 def check_remote(remote: str | None) -> None:

@@ -22,6 +22,7 @@ from pyspark.sql.datasource import (
 )
 from pyspark.sql.types import StructType
 
+from mqtools.common.validation import ValidationError, check_group
 from mqtools.spark.columns import SCHEMA
 from mqtools.spark.offsets import MIN_TASK_ROWS, READER_GROUP, QueueRange, parse_spec, plan_topic, task_ranges
 from mqtools.spark.reader import MAX_PULL_BATCH, PULL_BATCH, read_batches
@@ -62,7 +63,16 @@ def _read_options(options: dict[str, str]) -> dict[str, Any]:
     return {"expression": _get(options, "subExpression"), "batch": _pull_batch(options),
             "pull_timeout_ms": _int(options, "pullTimeoutMs", 30_000) or 30_000,
             "fail_on_data_loss": _flag(options, "failOnDataLoss", True),
-            "security": security_from_options(options), "group": _get(options, "consumerGroup") or READER_GROUP}
+            "security": security_from_options(options), "group": _group(options)}
+
+
+def _group(options: dict[str, str]) -> str:
+    """consumerGroup, by RocketMQ's group name rules: a broker would refuse a bad name as a group it lacks."""
+    group = _get(options, "consumerGroup") or READER_GROUP
+    try:
+        return check_group(group)
+    except ValidationError as exc:
+        raise ValueError(f"consumerGroup: {exc}") from None
 
 
 def _pull_batch(options: dict[str, str]) -> int:

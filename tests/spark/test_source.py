@@ -222,6 +222,8 @@ def test_bad_options_fail_clearly(spark: Any, cluster: Cluster, written: tuple[s
         _reader(spark, cluster, "NoSuchSparkTopic").count()
     with pytest.raises(Exception, match="pullBatchSize must be between 1 and 1024, not 0"):
         _reader(spark, cluster, topic, pullBatchSize="0").count()
+    with pytest.raises(Exception, match=r"consumerGroup: the specified group\[a b\] contains illegal characters"):
+        _reader(spark, cluster, topic, consumerGroup="a b").count()
 
 
 def test_a_refused_write_fails_the_task_with_the_code(cluster: Cluster) -> None:

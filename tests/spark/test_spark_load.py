@@ -98,6 +98,8 @@ def test_until_n_takes_n_evenly_from_the_queues() -> None:
     (["consume", "-t", TOPIC, "--from", "{\"broker-a\": "], 2, "not valid JSON"),
     (["consume", "-t", TOPIC, "--until", "soon"], 2, "--until must be"),
     (["consume", "-t", TOPIC, "--omb", "/no/such/dir/r.json"], 2, "no such directory"),
+    (["consume", "-t", TOPIC, "--group", "readers/a"], 2, "--group: the specified group[readers/a] contains illegal"),
+    (["e2e", "-t", TOPIC, "--messages", "5", "-g", ""], 2, "--group: the specified group is blank"),
 ])
 def test_bad_input_is_one_line_before_spark(cluster: Cluster, topic: str, args: list[str], code: int,
                                             fragment: str) -> None:
