@@ -226,8 +226,20 @@ async def test_broker_runtime_config_stats_and_ha(cluster: Cluster, admin: MQAdm
     with pytest.raises(NoPermissionError) as err:
         await admin.brokers.update_broker_config(addr, {"brokerConfigPath": "/tmp/x"})
     assert err.value.code == ResponseCode.NO_PERMISSION and err.value.remark
-    # autoCreateSubscriptionGroup applies to the next lookup, as Apache's does: a pull of a group the broker lacks
-    # is refused while it is off, and creates the group once it is on again
+    ha = await admin.brokers.ha_status(addr)
+    assert ha.is_master and ha.slaves == [] and ha.client is None and ha.in_sync_slaves == 0
+    await create_topic(cluster, "AdminStats", 1)
+    await send(cluster, "AdminStats", 3, "st")
+    stats = await admin.brokers.broker_stats(cluster.brokers["broker-a"].addr, "TOPIC_PUT_NUMS", "AdminStats")
+    b_stats = await admin.brokers.broker_stats(cluster.brokers["broker-b"].addr, "TOPIC_PUT_NUMS", "AdminStats")
+    assert stats.stats_minute.sum + b_stats.stats_minute.sum == 3
+
+
+async def test_auto_create_subscription_group_switched_at_runtime_applies_to_the_next_pull(
+        cluster: Cluster, admin: MQAdmin) -> None:
+    """autoCreateSubscriptionGroup set by UPDATE_BROKER_CONFIG applies to the next lookup, as Apache's does: a pull of
+    a group the broker lacks is refused while it is off, and creates the group once it is on again."""
+    addr = cluster.brokers["broker-a"].addr
     await create_topic(cluster, "AdminAutoGroup", 1)
     mq = MessageQueue("AdminAutoGroup", "broker-a", 0)
     await admin.brokers.update_broker_config(addr, {"autoCreateSubscriptionGroup": "false"})
@@ -241,13 +253,6 @@ async def test_broker_runtime_config_stats_and_ha(cluster: Cluster, admin: MQAdm
     async with PullConsumer("AdminNoSuchGroup", namesrv=cluster.namesrv.addr) as consumer:
         await consumer.pull(mq, None, 0)
     assert "AdminNoSuchGroup" in await admin.groups.subscription_groups(addr)
-    ha = await admin.brokers.ha_status(addr)
-    assert ha.is_master and ha.slaves == [] and ha.client is None and ha.in_sync_slaves == 0
-    await create_topic(cluster, "AdminStats", 1)
-    await send(cluster, "AdminStats", 3, "st")
-    stats = await admin.brokers.broker_stats(cluster.brokers["broker-a"].addr, "TOPIC_PUT_NUMS", "AdminStats")
-    b_stats = await admin.brokers.broker_stats(cluster.brokers["broker-b"].addr, "TOPIC_PUT_NUMS", "AdminStats")
-    assert stats.stats_minute.sum + b_stats.stats_minute.sum == 3
 
 
 async def test_unreachable_broker_is_a_clear_error(admin: MQAdmin) -> None:
