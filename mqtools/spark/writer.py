@@ -10,8 +10,10 @@ import asyncio
 import functools
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
+
+import pyarrow as pa
 
 from mqtools.client.errors import MQClientError
 from mqtools.client.producer import Producer
@@ -50,6 +52,25 @@ def row_message(row: Mapping[str, Any], default_topic: str | None) -> Message:
     if keys:
         props[P.KEYS] = keys if isinstance(keys, str) else " ".join(str(k) for k in keys)
     return Message(topic, _body(row.get("body")), properties=props)
+
+
+def rows_from_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
+    """The rows of Spark's Arrow batches as the mappings row_message takes. Each column becomes Python values once a
+    batch (a map through its flat keys and values, not a list of pairs a row): Spark's own Row a row cost a write
+    task about three times as much Python (5-6 against 2 us a row of body, tags, keys and properties)."""
+    for batch in batches:
+        names = batch.schema.names
+        for values in zip(*(_values(column) for column in batch.columns), strict=True):
+            yield dict(zip(names, values, strict=True))
+
+
+def _values(column: pa.Array) -> list[Any]:
+    if not pa.types.is_map(column.type):
+        return column.to_pylist()
+    keys, items, offsets = column.keys.to_pylist(), column.items.to_pylist(), column.offsets.to_pylist()
+    valid = column.is_valid().to_pylist()
+    return [dict(zip(keys[a:b], items[a:b], strict=True)) if ok else None
+            for ok, a, b in zip(valid, offsets, offsets[1:], strict=False)]
 
 
 def write_rows(namesrv: str, rows: Iterable[Mapping[str, Any]], *, topic: str | None, task: int,
