@@ -56,8 +56,8 @@ def row_message(row: Mapping[str, Any], default_topic: str | None) -> Message:
 
 def rows_from_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[dict[str, Any]]:
     """The rows of Spark's Arrow batches as the mappings row_message takes. Each column becomes Python values once a
-    batch (a map through its flat keys and values, not a list of pairs a row): Spark's own Row a row cost a write
-    task about three times as much Python (5-6 against 2 us a row of body, tags, keys and properties)."""
+    batch (a map through its flat keys and values, not a list of pairs a row); a Spark Row a row cost more (a row and
+    its Message 3.8-5.4 against 2.7-3.0 us, with a 1 KiB body, tags, keys and two properties)."""
     for batch in batches:
         names = batch.schema.names
         for values in zip(*(_values(column) for column in batch.columns), strict=True):
