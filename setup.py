@@ -50,7 +50,7 @@ def _extensions() -> list[Extension]:
 setup(
     ext_modules=_extensions(),
     packages=_packages(),
-    package_data={**DATA_PACKAGES, "mqtools.spark": ["*.schema.json"], "mqtools.tui": ["*.tcss"],
+    package_data={**DATA_PACKAGES, "mqtools.spark": ["*.schema.json", "log4j2.properties"], "mqtools.tui": ["*.tcss"],
                   "mqtools.exporter": ["*.yml", "*.json"],
                   "mqtools.apis.apache.rocketmq.v2": ["*.proto", "*.pyi"]},
     include_package_data=True,

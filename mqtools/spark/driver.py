@@ -1,12 +1,14 @@
 """What `mq spark-load` does on the driver around a job: the input checked before Spark starts (each mistake
 a UsageError, one line and exit 2), the plan read from the cluster (an unknown topic is bad input, a cluster
-that does not answer exit 3), the Spark session, and the report files written afterwards.
+that does not answer exit 3), the Spark session, a task's failure with one of mq's own errors (one line, that
+error's exit code), and the report files written afterwards.
 
 Nothing heavy is imported at module level: pyspark only when a session starts.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -45,6 +47,11 @@ class ClusterUnreachable(ToolkitError):
     """The RocketMQ cluster did not answer the driver's planning request."""
 
     exit_code = EXIT_UNREACHABLE
+
+
+class SparkTaskFailed(ToolkitError):
+    """A Spark task of the job failed with one of mq's own errors (a group the broker lacks, offsets removed by
+    retention, a broker that did not answer): that error's line and exit code, not Spark's pages about it."""
 
 
 class ReportFileError(ToolkitError):
@@ -112,9 +119,56 @@ def session(master: str, remote: str | None, confs: dict[str, str], app: str) ->
     spark = spark_session(master, confs, app, remote)
     try:
         yield spark
+    except Exception as exc:
+        failed = task_failure(exc)
+        if failed is None:
+            raise
+        raise failed from None
     finally:
         if running is None:
             spark.stop()
+
+
+_TRACEBACK = "Traceback (most recent call last):"
+
+
+def worker_exception(text: str) -> tuple[str, str] | None:
+    """The dotted class name and first message line of the exception the last Python traceback in `text` ends
+    with: Spark puts a failed Python worker's traceback into the job's exception as text, the exception itself
+    stays in the worker (its frames and carets indented, or carets alone on a line, in Spark's copy)."""
+    at = text.rfind(_TRACEBACK)
+    if at < 0:
+        return None
+    for line in text[at + len(_TRACEBACK):].splitlines():
+        if not line.strip() or line[0].isspace() or not line.strip("^~ "):
+            continue
+        name, sep, message = line.partition(": ")
+        if sep and all(part.isidentifier() for part in name.split(".")):
+            return name, message.strip()
+        return None
+    return None
+
+
+def task_failure(exc: BaseException) -> SparkTaskFailed | None:
+    """A job's failure as one line when a task failed with a ToolkitError of mq's (its message already says what
+    happened and what to do, and its class the exit code); None for anything else, a fault whose whole
+    traceback is the thing to read."""
+    found = worker_exception(str(exc))
+    if found is None:
+        return None
+    name, message = found
+    module, _, cls_name = name.rpartition(".")
+    if module.split(".")[0] != "mqtools":
+        return None
+    try:
+        cls = getattr(importlib.import_module(module), cls_name)
+    except (ImportError, AttributeError):
+        return None
+    if not (isinstance(cls, type) and issubclass(cls, ToolkitError)):
+        return None
+    failed = SparkTaskFailed(f"a Spark task failed: {message}")
+    failed.exit_code = cls.exit_code
+    return failed
 
 
 def ran_on(spark: Any, remote: str | None) -> str:

@@ -14,6 +14,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import asdict, dataclass
+from pathlib import Path
 from typing import Any
 
 from mqtools.common.loop import run as run_loop
@@ -23,6 +24,8 @@ from mqtools.spark.security import security_reader_options
 from mqtools.spark.stats import TaskStats, encode, error_code, new_histogram, record
 
 MODES = ("sync", "async", "batch")
+LOG_CONFIG = Path(__file__).with_name("log4j2.properties")
+"""The log4j2 configuration of the JVM a session starts."""
 ASYNC_WINDOW = 256
 """Sends in flight per task in async mode: enough to fill the pipe, bounded so memory stays flat."""
 
@@ -64,11 +67,13 @@ def spark_session(master: str, conf: dict[str, str], app_name: str, remote: str 
         os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
         builder = (SparkSession.builder.master(master).appName(app_name)
                    .config("spark.ui.showConsoleProgress", "false"))
+        if "spark.driver.extraJavaOptions" not in conf:  # the JVM this starts logs errors only (log4j2.properties)
+            builder = builder.config("spark.driver.extraJavaOptions", f"-Dlog4j2.configurationFile={LOG_CONFIG.as_uri()}")
     for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
-    if remote is None:
-        spark.sparkContext.setLogLevel("ERROR")
+    if remote is None:  # a failed job's exception carries its task's error: Spark's ERROR log printed it again in pages
+        spark.sparkContext.setLogLevel("FATAL")
     register(spark)
     return spark
 

@@ -58,6 +58,11 @@ class ReaderGroupMissingError(MQClientError):
     """The broker has no subscription group of the read's name and creates none; no retry changes that."""
 
 
+class OffsetNotReadableError(MQClientError, TimeoutError):
+    """An offset the plan reads to stayed unreadable for pullTimeoutMs (the broker holds less than it said when the
+    read was planned: a store cut back after an unclean stop, a slave left behind)."""
+
+
 class RangeReader:
     """Pulls [start, end) of one queue; offsets removed before they were read fail the read, or with
     failOnDataLoss=false are skipped with a warning in the task's log (Spark's Kafka source does the same)."""
@@ -182,7 +187,7 @@ class RangeReader:
             return max(result.next_begin_offset, offset + 1)
         if result.status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
             return self._lost(offset, result.min_offset)
-        raise TimeoutError(f"{r.topic} {r.broker}:{r.queue_id}: offset {offset} is not readable "
+        raise OffsetNotReadableError(f"{r.topic} {r.broker}:{r.queue_id}: offset {offset} is not readable "
                            f"({result.status.value}, queue max {result.max_offset}) though the plan "
                            f"reads to {r.end}")
 

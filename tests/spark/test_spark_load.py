@@ -106,6 +106,23 @@ def test_bad_input_is_one_line_before_spark(cluster: Cluster, topic: str, args: 
     one_line_error(mq("spark-load", *args, namesrv=cluster.namesrv.addr), code, fragment)
 
 
+def test_a_task_failed_by_the_cluster_is_one_line(spark: Any, cluster: Cluster, topic: str) -> None:
+    """A read task refused for good (brokers that do not create groups, a --group they lack): the task's own error
+    in one line and exit 1, not Spark's traceback of it."""
+    json_of(_load(cluster, "produce", "-t", topic, "--messages", "20", "--tasks", "1"), "SparkLoadReport")
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:
+        for broker in cluster.brokers.values():
+            admin.brokers.update_broker_config(broker.addr, {"autoCreateSubscriptionGroup": "false"})
+        try:
+            result = mq_here("spark-load", "consume", "-t", topic, "--group", "SparkLoadNoReaders", "--master",
+                             "local[2]", namesrv=cluster.namesrv.addr)
+        finally:
+            for broker in cluster.brokers.values():
+                admin.brokers.update_broker_config(broker.addr, {"autoCreateSubscriptionGroup": "true"})
+    one_line_error(result, 1, "mq: error: a Spark task failed: SparkLoad broker-",
+                   "no subscription group SparkLoadNoReaders", "mq admin group create SparkLoadNoReaders")
+
+
 def test_no_namesrv_and_unreachable(tmp_path: Any) -> None:
     result = mq("spark-load", "produce", "-t", "T", "--messages", "1", env={"MQ_CONFIG_DIR": str(tmp_path)})
     one_line_error(result, 2, "no name server")

@@ -63,7 +63,8 @@ def reads_exactly(world: World, tmp_path: Path) -> None:
 
 def produces(world: World, mqadmin: MqadminBatch) -> None:
     """`mq spark-load produce` puts exactly 400 more messages on the world's topic, as Apache's mqadmin
-    (the version given) counts them with topicStatus."""
+    (the version given) counts them with topicStatus; run as a process of its own, it starts its own Spark, whose
+    start-up warnings it keeps off the command's stderr."""
 
     def stored() -> int:
         out = mqadmin.run("topicStatus", "-n", world.namesrv, "-t", TOPIC).out
@@ -75,4 +76,7 @@ def produces(world: World, mqadmin: MqadminBatch) -> None:
                 "-o", "json", namesrv=world.namesrv, timeout=300)
     report = json_of(result, "SparkLoadReport")
     assert (report["messages"], report["failed"]) == (400, {})
+    spark_log = [line for line in result.stderr.splitlines()  # the JVM it started logs errors only
+                 if "log4j profile" in line or "default log level" in line or " WARN " in line]
+    assert spark_log == [], result.stderr
     assert stored() - before == 400

@@ -72,3 +72,43 @@ def test_an_offsets_option_names_itself_in_its_error() -> None:
     assert caught.value.exit_code == EXIT_USAGE
     with pytest.raises(OffsetSpecError, match=r"^offsets must be"):
         parse_spec("soon", "earliest")
+
+
+def _job_failure(error_line: str) -> Exception:
+    """A job's exception as pyspark raises it for a failed Python task: the worker's traceback as text, with the
+    carets Spark's copy leaves alone on a line and a chained cause before it."""
+    return Exception(
+        "An exception was thrown from the Python worker:\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/mqtools/client/pull.py", line 80, in pull\n'
+        "mqtools.client.errors.SubscriptionGroupNotExistError: CODE: 26 DESC: no group\n\n"
+        "The above exception was the direct cause of the following exception:\n\n"
+        "Traceback (most recent call last):\n"
+        '  File "/x/mqtools/spark/source.py", line 126, in read\n'
+        "    yield from read_batches(self.namesrv, partition.ranges, **self.read_options)\n"
+        "^^^^^^^^^^^^^^^\n"
+        f"{error_line}\n"
+        "\tat org.apache.spark.api.python.BasePythonRunner$ReaderIterator.handlePythonException\n")
+
+
+@pytest.mark.parametrize(("line", "message", "code"), [
+    ("mqtools.spark.offsets.DataLossError: T a:0: offsets 0..9 were removed (retention)",
+     "a Spark task failed: T a:0: offsets 0..9 were removed (retention)", EXIT_REFUSED),
+    ("mqtools.client.errors.ConnectFailedError: connect to 127.0.0.1:1 failed",
+     "a Spark task failed: connect to 127.0.0.1:1 failed", EXIT_UNREACHABLE),
+])
+def test_a_task_failed_with_an_error_of_mq_is_its_line_and_exit_code(line: str, message: str, code: int) -> None:
+    failed = driver.task_failure(_job_failure(line))
+    assert isinstance(failed, driver.SparkTaskFailed) and str(failed) == message and failed.exit_code == code
+
+
+@pytest.mark.parametrize("line", [
+    "KeyError: 'topic'",  # a fault: its whole traceback is what to read
+    "mqtools.spark.columns.ARROW_SCHEMA: not a class",
+    "mqtools.no.such.module.Error: gone",
+    "mqtools.common.message.Message: a class, but not an error of mq's",
+    "java.lang.OutOfMemoryError: Java heap space",
+])
+def test_any_other_failure_is_left_whole(line: str) -> None:
+    assert driver.task_failure(_job_failure(line)) is None
+    assert driver.task_failure(Exception("Job aborted: executor lost")) is None
