@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import tempfile
 import threading
+import time
 from typing import Any
 
 from mqtools.common.security import ClientSecurity
@@ -22,6 +23,8 @@ from mqtools.spark.stats import TaskStats, encode, merged
 
 TRIGGER = "200 milliseconds"
 """How often the stream looks for new messages: short, so latency reflects the pipeline, not the poll."""
+FAILED_CHECK_S = 0.5
+"""How often the drain looks whether the stream has stopped on an error."""
 
 
 def merge_by_task(parts: list[TaskStats]) -> list[TaskStats]:
@@ -49,9 +52,21 @@ class _Reads:
             self.parts.extend(parts)
             self.changed.notify_all()
 
-    def wait_for(self, messages: int, timeout: float) -> None:
+    def wait_for(self, messages: int, timeout: float) -> bool:
+        """Whether the stream has read `messages`, waiting at most `timeout` seconds for it."""
         with self.changed:
-            self.changed.wait_for(lambda: sum(p.messages for p in self.parts) >= messages, timeout)
+            return self.changed.wait_for(lambda: sum(p.messages for p in self.parts) >= messages, timeout)
+
+    def drain(self, query: Any, messages: int, timeout: float) -> None:
+        """Wait until the stream has read `messages` or `timeout` passes (the report shows a shortfall). A stream
+        stopped by a failed micro-batch ends the wait with its error: waiting out the drain, the command reported
+        the failure as a shortfall and said nothing of it."""
+        deadline = time.monotonic() + timeout
+        while not self.wait_for(messages, max(0.0, min(FAILED_CHECK_S, deadline - time.monotonic()))):
+            if (error := query.exception()) is not None:
+                raise error
+            if time.monotonic() >= deadline:
+                return
 
 
 def run_e2e(spark: Any, namesrv: str, plan: ProducePlan, start: list[QueueRange], drain_s: float,
@@ -70,7 +85,7 @@ def run_e2e(spark: Any, namesrv: str, plan: ProducePlan, start: list[QueueRange]
                  .option("checkpointLocation", checkpoint).start())
         try:
             produced = run_produce(spark, namesrv, plan, security)
-            reads.wait_for(sum(t.messages for t in produced), drain_s)
+            reads.drain(query, sum(t.messages for t in produced), drain_s)
         finally:
             query.stop()
     return produced, merge_by_task(reads.parts)

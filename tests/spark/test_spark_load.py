@@ -12,6 +12,7 @@ import csv
 import json
 import os
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -121,6 +122,25 @@ def test_a_task_failed_by_the_cluster_is_one_line(spark: Any, cluster: Cluster, 
                 admin.brokers.update_broker_config(broker.addr, {"autoCreateSubscriptionGroup": "true"})
     one_line_error(result, 1, "mq: error: a Spark task failed: SparkLoad broker-",
                    "no subscription group SparkLoadNoReaders", "mq admin group create SparkLoadNoReaders")
+
+
+def test_an_e2e_stream_stopped_by_a_failure_says_so_at_once(spark: Any, cluster: Cluster, topic: str) -> None:
+    """The e2e stream's micro-batch fails (a --group the brokers lack and will not create): the command ends with
+    that error, not after --drain with the stream's rows reported as a silent shortfall."""
+    with SyncMQAdmin(cluster.namesrv.addr) as admin:
+        for broker in cluster.brokers.values():
+            admin.brokers.update_broker_config(broker.addr, {"autoCreateSubscriptionGroup": "false"})
+        try:
+            t0 = time.monotonic()
+            result = mq_here("spark-load", "e2e", "-t", topic, "--messages", "20", "--tasks", "1", "--drain", "120",
+                             "--group", "SparkLoadNoStreamReaders", namesrv=cluster.namesrv.addr)
+            took = time.monotonic() - t0
+        finally:
+            for broker in cluster.brokers.values():
+                admin.brokers.update_broker_config(broker.addr, {"autoCreateSubscriptionGroup": "true"})
+    one_line_error(result, 1, "mq: error: a Spark task failed: SparkLoad broker-",
+                   "no subscription group SparkLoadNoStreamReaders")
+    assert took < 60, f"waited {took:.0f} s of the 120 s drain"
 
 
 def test_no_namesrv_and_unreachable(tmp_path: Any) -> None:
