@@ -263,6 +263,10 @@ class ClientInstance:
         return {addr: unreachable_error(a) if isinstance(a, RemotingError) else a for addr, a in answers.items()}
 
     async def heartbeat(self) -> None:
+        """HEART_BEAT with this process's producer and consumer groups; none when it has neither (a pull-only
+        reader such as the Spark source's, an admin client), as Apache's client sends none then either."""
+        if not self.producer_groups and not self.consumers:
+            return
         data = HeartbeatData(
             client_id=self.client_id,
             producer_data_set=[ProducerData(g) for g in sorted(self.producer_groups)],

@@ -28,12 +28,12 @@ import pyarrow as pa
 from mqtools.client.errors import MQClientError, SubscriptionGroupNotExistError, UnreachableError
 from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.subscription import parse_subscription
-from mqtools.client.sync import LoopThread
 from mqtools.client.types import PullResult, PullStatus
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.security import ClientSecurity
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.spark.columns import Columns
+from mqtools.spark.consumer_pool import ConsumerPool, worker_pool
 from mqtools.spark.offsets import READER_GROUP, DataLossError, QueueRange
 
 log = logging.getLogger(__name__)
@@ -70,8 +70,10 @@ class RangeReader:
     def __init__(self, namesrv: str, r: QueueRange, *, expression: str | None = None, batch: int = PULL_BATCH,
                  pull_timeout_ms: int = 30_000, fail_on_data_loss: bool = True,
                  security: ClientSecurity | None = None, nodes: dict[str, int] | None = None,
-                 group: str = READER_GROUP) -> None:
+                 group: str = READER_GROUP, pool: ConsumerPool | None = None) -> None:
         self.namesrv = namesrv
+        #: where the range's consumer is borrowed from; its loop is the one the range is read on
+        self.pool = pool
         self.group = group
         self.security = security
         self.range = r
@@ -106,8 +108,15 @@ class RangeReader:
         if r.size == 0:
             return
         mq = MessageQueue(r.topic, r.broker, r.queue_id)
-        consumer = PullConsumer(self.group, namesrv=self.namesrv, security=self.security)
-        await consumer.start()
+        pool = self.pool if self.pool is not None else worker_pool()
+        async with pool.borrow(self.namesrv, self.group, self.security) as consumer, \
+                contextlib.aclosing(self._pulled(consumer, mq)) as pulled:
+            async for chunk in pulled:
+                yield chunk
+
+    async def _pulled(self, consumer: PullConsumer, mq: MessageQueue) -> AsyncIterator[tuple[bytes, int]]:
+        """chunks() with the range's consumer."""
+        r = self.range
         offset, ahead = r.start, r.start
         stride: int | None = None  # what one answer covers, learned from the first
         inflight: deque[tuple[int, int, asyncio.Task[PullResult]]] = deque()
@@ -131,7 +140,6 @@ class RangeReader:
             for _, _, task in inflight:
                 task.cancel()
             await asyncio.gather(*(task for _, _, task in inflight), return_exceptions=True)
-            await consumer.shutdown()
 
     def _stride(self, result: PullResult, offset: int) -> int:
         """How far apart the pipelined pulls go: the batch asked for, or less when the first answer stopped
@@ -249,32 +257,31 @@ async def read_ahead(batches: AsyncGenerator[T, None]) -> AsyncGenerator[T, None
         await batches.aclose()
 
 
-async def _ranges(namesrv: str, ranges: Sequence[QueueRange],
+async def _ranges(namesrv: str, ranges: Sequence[QueueRange], pool: ConsumerPool,
                   **options: Any) -> AsyncGenerator[pa.RecordBatch, None]:
     """The ranges' batches one range after the other (a set's node, once moved, stays moved for the task)."""
     nodes: dict[str, int] = {}
     for r in ranges:
-        async with contextlib.aclosing(RangeReader(namesrv, r, nodes=nodes, **options).batches()) as batches:
+        reader = RangeReader(namesrv, r, nodes=nodes, pool=pool, **options)
+        async with contextlib.aclosing(reader.batches()) as batches:
             async for batch in batches:
                 yield batch
 
 
 def read_batches(namesrv: str, ranges: Sequence[QueueRange], **options: Any) -> Iterator[pa.RecordBatch]:
     """The rows of a task's ranges, one range after the other, as Arrow batches, for the data source's
-    partitions. The whole read, Arrow batches included, runs on a client loop thread and this thread waits
-    once per batch: a hand-off per pull made the two threads take turns on the GIL, each waiting out the
-    other's switch interval. The next range's first batch is read ahead too."""
-    loop = LoopThread("mq-spark-reader")
-    batches = read_ahead(_ranges(namesrv, ranges, **options))
+    partitions. The whole read, Arrow batches included, runs on the worker's reader loop thread (with the
+    consumer the worker's earlier tasks used: consumer_pool.py) and this thread waits once per batch: a
+    hand-off per pull made the two threads take turns on the GIL, each waiting out the other's switch
+    interval. The next range's first batch is read ahead too."""
+    pool = worker_pool()
+    batches = read_ahead(_ranges(namesrv, ranges, pool, **options))
     try:
         while True:
             try:
-                batch = loop.run(anext(batches))
+                batch = pool.loop.run(anext(batches))
             except StopAsyncIteration:
                 break
             yield batch
     finally:
-        try:
-            loop.run(batches.aclose())
-        finally:
-            loop.close()
+        pool.loop.run(batches.aclose())

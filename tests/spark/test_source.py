@@ -214,6 +214,35 @@ def test_a_pull_batch_above_the_brokers_cap_pipelines_at_the_cap(cluster: Cluste
     assert serial == [biggest.start]  # only the first pull, which tells the stride
 
 
+def test_a_workers_read_tasks_share_one_consumer_and_its_connection(cluster: Cluster,
+                                                                  written: tuple[str, list[Any]]) -> None:
+    """Two reads in one process, as a Python worker runs its tasks one after the other, pull through one pooled
+    consumer: the second connects to no broker (the first's connection to it serves it, and stays open for the next
+    task), where each task used to connect, ask the name server for the route and close again."""
+    import psutil
+
+    from mqtools.spark import reader
+    from mqtools.spark.offsets import parse_spec, plan_topic
+
+    topic, _ = written
+    ranges = plan_topic(cluster.namesrv.addr, topic, parse_spec("earliest", "earliest"), parse_spec("latest", "latest"))
+    biggest = max(ranges, key=lambda r: r.size)
+    port = int(cluster.brokers[biggest.broker].addr.rsplit(":", 1)[1])
+
+    def to_broker() -> set[int]:
+        return {c.laddr.port for c in psutil.Process().net_connections("tcp")
+                if c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED}
+
+    before = to_broker()
+    counts, seen = [], []
+    for _ in range(2):
+        counts.append(sum(b.num_rows for b in reader.read_batches(cluster.namesrv.addr, [biggest],
+                                                                   group="SparkPooledReaders")))
+        seen.append(to_broker() - before)
+    assert counts == [biggest.size] * 2
+    assert len(seen[0]) == 1 and seen[1] == seen[0], seen
+
+
 def test_bad_options_fail_clearly(spark: Any, cluster: Cluster, written: tuple[str, list[Any]]) -> None:
     topic, _ = written
     with pytest.raises(Exception, match="offsets JSON is not valid JSON"):
