@@ -165,6 +165,11 @@ class RequestCode(enum.IntEnum):
     GET_POP_IN_FLIGHT = 40003
 
 
+GROUP_CONSUME_DISABLED = "subscription group no permission, "
+"""How Apache's broker begins a NO_PERMISSION remark for a pull or pop whose group has consumeEnable off (followed by
+the group): the only thing 4.x says to tell it from a broker or topic that refuses reads for a while."""
+
+
 class ResponseCode(enum.IntEnum):
     SUCCESS = 0
     SYSTEM_ERROR = 1

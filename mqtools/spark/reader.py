@@ -25,13 +25,19 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from mqtools.client.errors import MQClientError, SubscriptionGroupNotExistError, UnreachableError
+from mqtools.client.errors import (
+    MQClientError,
+    NoPermissionError,
+    SubscriptionGroupNotExistError,
+    UnreachableError,
+)
 from mqtools.client.pull_consumer import PullConsumer
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.types import PullResult, PullStatus
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.security import ClientSecurity
 from mqtools.remoting.bodies import MessageQueue
+from mqtools.remoting.codes import GROUP_CONSUME_DISABLED
 from mqtools.spark.columns import Columns
 from mqtools.spark.consumer_pool import ConsumerPool, worker_pool
 from mqtools.spark.offsets import READER_GROUP, DataLossError, QueueRange
@@ -56,6 +62,11 @@ ARROW_BYTES = 64 * 1024 * 1024
 
 class ReaderGroupMissingError(MQClientError):
     """The broker has no subscription group of the read's name and creates none; no retry changes that."""
+
+
+class ReaderGroupDisabledError(MQClientError):
+    """The broker has the read's group with consuming switched off (consumeEnable=false): an operator's doing, which
+    no retry outlasts; a broker or topic that refuses reads for a while (NO_PERMISSION too) is retried."""
 
 
 class OffsetNotReadableError(MQClientError, TimeoutError):
@@ -228,6 +239,11 @@ class RangeReader:
                     f"create groups (autoCreateSubscriptionGroup=false): create it (mq admin group create "
                     f"{self.group} -c CLUSTER) or name an existing group with option consumerGroup ({exc})") from exc
             except MQClientError as exc:
+                if isinstance(exc, NoPermissionError) and (exc.remark or "").startswith(GROUP_CONSUME_DISABLED):
+                    raise ReaderGroupDisabledError(
+                        f"{mq.topic} {mq.broker_name}: subscription group {self.group} may not consume there "
+                        f"(consumeEnable=false): enable it (mq admin group update {self.group} --consume) or name "
+                        f"another group with option consumerGroup ({exc})") from exc
                 if time.monotonic() >= deadline:
                     raise
                 if isinstance(exc, UnreachableError):

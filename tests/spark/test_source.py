@@ -132,7 +132,8 @@ def test_reads_pull_as_one_group_that_a_broker_without_auto_creation_must_have(
     """Every read pulls as mq-spark-reader (it commits nothing): four queues read one task a queue, twice, leave that
     one group, not one per queue per read. A broker that does not create groups (autoCreateSubscriptionGroup switched
     off while it runs) fails a read naming a group it lacks at once, saying what to do, instead of retrying for
-    pullTimeoutMs; once the group is created the same read gets every row."""
+    pullTimeoutMs; once the group is created the same read gets every row, and once an operator switches the group's
+    consuming off, the read fails at once again, saying so."""
     from mqtools.remoting.bodies import SubscriptionGroupConfig
 
     topic, _ = written
@@ -159,6 +160,13 @@ def test_reads_pull_as_one_group_that_a_broker_without_auto_creation_must_have(
             for broker in cluster.brokers.values():
                 admin.groups.create_subscription_group(SubscriptionGroupConfig(group_name=group), broker_addr=broker.addr)
             assert _reader(spark, cluster, topic, consumerGroup=group).count() == _stored(cluster, topic)
+            admin.groups.update_subscription_group(group, {"consume_enable": False})  # an operator stops its reads
+            t0 = time.monotonic()
+            with pytest.raises(Exception, match=f"subscription group {group} may not consume there "
+                                                f"\\(consumeEnable=false\\): enable it \\(mq admin group update {group} "
+                                                "--consume\\)"):
+                _reader(spark, cluster, topic, consumerGroup=group, pullTimeoutMs="60000").count()
+            assert time.monotonic() - t0 < 30, "a group switched off is not worth retrying"
         finally:
             for broker in cluster.brokers.values():
                 admin.brokers.update_broker_config(broker.addr, {"autoCreateSubscriptionGroup": "true"})

@@ -31,7 +31,7 @@ from mqtools.common.codec import decode_stored, encode_stored
 from mqtools.common.perm import is_readable
 from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import TopicConfig
-from mqtools.remoting.codes import RequestCode, ResponseCode, java_short
+from mqtools.remoting.codes import GROUP_CONSUME_DISABLED, RequestCode, ResponseCode, java_short
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.pop import (
     INIT_MODE_MIN,
@@ -137,7 +137,7 @@ class PopProcessor:
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group [{group}] does not exist"
             )
         if not group_cfg.consume_enable:
-            return req.response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+            return req.response(ResponseCode.NO_PERMISSION, GROUP_CONSUME_DISABLED + group)
         return tc
 
     def receipt_refusal(

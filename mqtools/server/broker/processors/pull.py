@@ -23,7 +23,7 @@ from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.hashing import tags_code
 from mqtools.common.perm import is_readable
 from mqtools.remoting.bodies import SubscriptionData, SubscriptionGroupConfig
-from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.codes import GROUP_CONSUME_DISABLED, RequestCode, ResponseCode
 from mqtools.remoting.command import GatheredBody, RemotingCommand
 from mqtools.remoting.headers import PullMessageRequestHeader, PullMessageResponseHeader
 from mqtools.remoting.server import reply
@@ -94,7 +94,7 @@ class PullProcessor:
             return req.response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                                 f"subscription group [{h.consumer_group}] does not exist")
         if not group_cfg.consume_enable:
-            return req.response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {h.consumer_group}")
+            return req.response(ResponseCode.NO_PERMISSION, GROUP_CONSUME_DISABLED + h.consumer_group)
         tc = c.topics.select(h.topic)
         if tc is None:
             return req.response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{h.topic}] not exist, apply first please!")
