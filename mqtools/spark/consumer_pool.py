@@ -33,7 +33,8 @@ Key = tuple[str, str, ClientSecurity | None]
 class _Pooled:
     consumer: PullConsumer
     users: int = 0
-    last_used: float = 0.0
+    #: the shutdown due idle_s after the last borrower gave it back (None while borrowed)
+    expiry: asyncio.TimerHandle | None = None
 
 
 class ConsumerPool:
@@ -43,6 +44,7 @@ class ConsumerPool:
         self.idle_s = idle_s
         self.loop = LoopThread("mq-spark-reader")
         self._pooled: dict[Key, _Pooled] = {}
+        self._closing: set[asyncio.Task[None]] = set()
 
     def __len__(self) -> int:
         return len(self._pooled)
@@ -55,30 +57,37 @@ class ConsumerPool:
         if pooled is None:
             pooled = self._pooled[key] = _Pooled(PullConsumer(group, namesrv=namesrv, security=security))
             await pooled.consumer.start()
+        if pooled.expiry is not None:
+            pooled.expiry.cancel()
+            pooled.expiry = None
         pooled.users += 1
         try:
             yield pooled.consumer
         finally:
             pooled.users -= 1
-            loop = self.loop.loop
-            pooled.last_used = loop.time()
-            loop.call_later(self.idle_s, self._expire, key, pooled)
+            if pooled.users == 0:
+                pooled.expiry = self.loop.loop.call_later(self.idle_s, self._expire, key, pooled)
 
     def close(self) -> None:
         """Shut every pooled consumer down and stop the loop thread."""
         async def shut() -> None:
             pooled, self._pooled = list(self._pooled.values()), {}
-            await asyncio.gather(*(p.consumer.shutdown() for p in pooled), return_exceptions=True)
+            for p in pooled:
+                if p.expiry is not None:
+                    p.expiry.cancel()
+            await asyncio.gather(*(p.consumer.shutdown() for p in pooled), *self._closing, return_exceptions=True)
 
         self.loop.run(shut())
         self.loop.close()
 
     def _expire(self, key: Key, pooled: _Pooled) -> None:
-        """Shut `pooled` down if nobody has borrowed it for idle_s (a later borrow scheduled its own check)."""
-        idle = self.loop.loop.time() - pooled.last_used
-        if self._pooled.get(key) is pooled and pooled.users == 0 and idle >= self.idle_s * 0.999:
+        """Nobody has borrowed `pooled` for idle_s: out of the pool, and shut down (the task kept until done)."""
+        pooled.expiry = None
+        if self._pooled.get(key) is pooled and pooled.users == 0:
             del self._pooled[key]
-            self.loop.loop.create_task(pooled.consumer.shutdown())
+            task = self.loop.loop.create_task(pooled.consumer.shutdown())
+            self._closing.add(task)
+            task.add_done_callback(self._closing.discard)
 
 
 _lock = threading.Lock()

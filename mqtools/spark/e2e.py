@@ -3,7 +3,8 @@ has end-to-end latency (each message's born time to the moment a reading task se
 
 The stream starts at the offsets the driver resolved before the producers start, so every message sent
 is one the stream must read; the run ends when the stream has read as many messages as the producers
-had acknowledged, or when `drain_s` passes without that (the report then shows the shortfall). Each
+had acknowledged, or when `drain_s` passes without that (the report then shows the shortfall), or with the
+stream's error when a micro-batch failed and stopped it. Each
 micro-batch's partitions measure themselves with consume's reader (`_read_stats`); the driver merges
 them per partition index with their HDR histograms, never averaging percentiles.
 """

@@ -64,6 +64,24 @@ def test_an_unused_consumer_is_shut_down_after_idle_s_and_a_borrowed_one_never(p
     eventually(lambda: len(pool) == 0)
 
 
+def test_the_shutdown_is_due_idle_s_after_the_last_give_back(pool: ConsumerPool) -> None:
+    """Each give-back moves the consumer's shutdown to idle_s from then: the one an earlier give-back set is called
+    off, so a consumer a stream borrows every trigger is never shut down between two of them."""
+    pool.idle_s = 60.0
+
+    async def twice() -> tuple[asyncio.TimerHandle | None, asyncio.TimerHandle | None, bool]:
+        async with pool.borrow(NAMESRV, "stream", None):
+            pass
+        first = pool._pooled[(NAMESRV, "stream", None)].expiry
+        async with pool.borrow(NAMESRV, "stream", None):
+            while_borrowed = pool._pooled[(NAMESRV, "stream", None)].expiry is None
+        return first, pool._pooled[(NAMESRV, "stream", None)].expiry, while_borrowed
+
+    first, second, while_borrowed = pool.loop.run(twice())
+    assert first is not None and second is not None and while_borrowed
+    assert first.cancelled() and not second.cancelled() and second.when() >= first.when()
+
+
 def test_a_process_has_one_pool_and_a_forked_child_its_own() -> None:
     """A pool's loop thread does not survive fork: the child's first call makes a pool of its own."""
     parent = worker_pool()
