@@ -207,8 +207,8 @@ class RangeReader:
         if result.status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
             return self._lost(offset, result.min_offset)
         raise OffsetNotReadableError(f"{r.topic} {r.broker}:{r.queue_id}: offset {offset} is not readable "
-                           f"({result.status.value}, queue max {result.max_offset}) though the plan "
-                           f"reads to {r.end}")
+                                     f"({result.status.value}, queue max {result.max_offset}) though the plan "
+                                     f"reads to {r.end}")
 
     def _lost(self, offset: int, low: int) -> int:
         r = self.range
