@@ -16,7 +16,7 @@ from typing import TypeVar
 
 from mqtools.common.errors import ToolkitError
 from mqtools.common.exitcodes import EXIT_UNREACHABLE, EXIT_USAGE
-from mqtools.remoting.codes import ResponseCode, code_name
+from mqtools.remoting.codes import GROUP_CONSUME_DISABLED, ResponseCode, code_name
 from mqtools.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
 
@@ -82,6 +82,9 @@ class MQBrokerError(MQClientError):
 
     CODE: int | None = None
     """The response code this class stands for; None on the base (any code without a class)."""
+    REMARK: str | None = None
+    """Set on a subclass of a code's class that stands for one of that code's answers, told apart by the remark it
+    starts with (both Apache's brokers word it so): a refusal no retry outlasts, where others of the code pass."""
 
     def __init__(self, code: int, remark: str | None = None) -> None:
         super().__init__(f"CODE: {int(code)} DESC: {remark}")
@@ -141,6 +144,13 @@ class VersionNotSupportedError(MQBrokerError):
 
 class NoPermissionError(MQBrokerError):
     CODE = ResponseCode.NO_PERMISSION
+
+
+class GroupConsumeDisabledError(NoPermissionError):
+    """The consumer group has consuming switched off on that broker (consumeEnable=false): an operator's doing, which
+    no retry outlasts, where a broker or topic refusing reads (NO_PERMISSION too) may be for a while."""
+
+    REMARK = GROUP_CONSUME_DISABLED
 
 
 class TopicNotExistError(MQBrokerError):
@@ -203,18 +213,22 @@ class GoAwayError(MQBrokerError):
     CODE = ResponseCode.GO_AWAY
 
 
-def _by_code() -> dict[int, type[MQBrokerError]]:
+def _by_code() -> tuple[dict[int, type[MQBrokerError]], dict[int, list[type[MQBrokerError]]]]:
+    """The class of each code, and the classes that narrow a code's by the remark."""
     table: dict[int, type[MQBrokerError]] = {}
+    narrower: dict[int, list[type[MQBrokerError]]] = {}
     pending = list(MQBrokerError.__subclasses__())
     while pending:
         cls = pending.pop()
         pending.extend(cls.__subclasses__())
-        if cls.CODE is not None:
+        if cls.REMARK is not None:
+            narrower.setdefault(int(cls.CODE), []).append(cls)  # type: ignore[arg-type]
+        elif cls.CODE is not None:
             table[int(cls.CODE)] = cls
-    return table
+    return table, narrower
 
 
-_CLASSES = _by_code()
+_CLASSES, _BY_REMARK = _by_code()
 
 
 def for_code(code: int) -> type[MQBrokerError]:
@@ -224,6 +238,9 @@ def for_code(code: int) -> type[MQBrokerError]:
 
 def broker_error(code: int, remark: str | None) -> MQBrokerError:
     """The exception to raise for a server's non-success answer."""
+    for cls in _BY_REMARK.get(int(code), ()):
+        if remark and remark.startswith(cls.REMARK):  # type: ignore[arg-type]
+            return cls(code, remark)
     return for_code(code)(code, remark)
 
 

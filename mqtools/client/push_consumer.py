@@ -23,7 +23,7 @@ from mqtools.client.consume_service import (
     Listener,
     OrderlyConsumeService,
 )
-from mqtools.client.errors import MQClientError
+from mqtools.client.errors import GroupConsumeDisabledError, MQClientError
 from mqtools.client.instance import ClientInstance
 from mqtools.client.offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from mqtools.client.process_queue import ProcessQueue
@@ -92,6 +92,8 @@ class PushConsumer(ConsumerBase):
         self._consume: ConsumeService | None = None
         self._tasks: list[asyncio.Task] = []
         self._started_ms = 0
+        #: broker sets whose pulls are refused because the group may not consume there, warned of once
+        self._disabled_on: set[str] = set()
 
     @property
     def clustering(self) -> bool:
@@ -243,13 +245,24 @@ class PushConsumer(ConsumerBase):
                     broker_id=pq.broker_id,
                 )
             except MQClientError as exc:
-                log.debug("pull %s failed: %s", pq.mq, exc)
+                self._pull_failed(pq.mq, exc)
                 pq.broker_id = MASTER_ID
                 with contextlib.suppress(MQClientError):
                     await self.instance.route(pq.mq.topic, refresh=True)
                 await asyncio.sleep(PULL_RETRY_DELAY)
                 continue
+            self._disabled_on.discard(pq.mq.broker_name)
             self._after_pull(pq, result)
+
+    def _pull_failed(self, mq: MessageQueue, exc: MQClientError) -> None:
+        """A failed pull is retried; a group switched off is said once a broker set (it lasts until an operator
+        switches it on, and the consumer, as Apache's, keeps asking meanwhile), the rest in the debug log."""
+        if not isinstance(exc, GroupConsumeDisabledError):
+            log.debug("pull %s failed: %s", mq, exc)
+        elif mq.broker_name not in self._disabled_on:
+            self._disabled_on.add(mq.broker_name)
+            log.warning("%s: group %s may not consume there (consumeEnable=false); pulls go on until it may: %s",
+                        mq.broker_name, self.group, exc.remark)
 
     def _after_pull(self, pq: ProcessQueue, result: PullResult) -> None:
         pq.last_pull_ms = int(time.time() * 1000)

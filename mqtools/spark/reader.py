@@ -26,8 +26,8 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from mqtools.client.errors import (
+    GroupConsumeDisabledError,
     MQClientError,
-    NoPermissionError,
     SubscriptionGroupNotExistError,
     UnreachableError,
 )
@@ -37,7 +37,6 @@ from mqtools.client.types import PullResult, PullStatus
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.security import ClientSecurity
 from mqtools.remoting.bodies import MessageQueue
-from mqtools.remoting.codes import GROUP_CONSUME_DISABLED
 from mqtools.spark.columns import Columns
 from mqtools.spark.consumer_pool import ConsumerPool, worker_pool
 from mqtools.spark.offsets import READER_GROUP, DataLossError, QueueRange
@@ -238,12 +237,12 @@ class RangeReader:
                     f"{mq.topic} {mq.broker_name}: the broker has no subscription group {self.group} and does not "
                     f"create groups (autoCreateSubscriptionGroup=false): create it (mq admin group create "
                     f"{self.group} -c CLUSTER) or name an existing group with option consumerGroup ({exc})") from exc
+            except GroupConsumeDisabledError as exc:
+                raise ReaderGroupDisabledError(
+                    f"{mq.topic} {mq.broker_name}: subscription group {self.group} may not consume there "
+                    f"(consumeEnable=false): enable it (mq admin group update {self.group} --consume) or name "
+                    f"another group with option consumerGroup ({exc})") from exc
             except MQClientError as exc:
-                if isinstance(exc, NoPermissionError) and (exc.remark or "").startswith(GROUP_CONSUME_DISABLED):
-                    raise ReaderGroupDisabledError(
-                        f"{mq.topic} {mq.broker_name}: subscription group {self.group} may not consume there "
-                        f"(consumeEnable=false): enable it (mq admin group update {self.group} --consume) or name "
-                        f"another group with option consumerGroup ({exc})") from exc
                 if time.monotonic() >= deadline:
                     raise
                 if isinstance(exc, UnreachableError):
