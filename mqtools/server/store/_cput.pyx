@@ -112,12 +112,15 @@ def put_message(store, msg):
 
 
 def put_plain(store, str topic, bytes body, int64_t queue_id, int64_t flag, int64_t sys_flag, int64_t born_timestamp,
-              tuple born_host, tuple store_host, int64_t reconsume_times, str properties_string, bint wait_false):
+              tuple born_host, tuple store_host, int64_t reconsume_times, str properties_string, bint wait_false,
+              bint later=False):
     """put_message of the message these fields make (no prepared transaction, its properties already encoded,
     WAIT=false given as `wait_false`): (msg id, queue offset, stored size) for a put settled at once; a
-    PutMessageResult or an awaitable of one otherwise; None for the Python path."""
+    PutMessageResult or an awaitable of one otherwise; None for the Python path. With `later`, a SYNC_MASTER put
+    that waits for its slave alone gives (msg id, queue offset, stored size, physical offset, store timestamp) and
+    the caller registers the wait (MessageStore.when_replicated)."""
     return _put(store, None, topic, body, queue_id, flag, sys_flag, born_timestamp, born_host, store_host,
-                reconsume_times, 0, properties_string.encode(), wait_false, -1, None)
+                reconsume_times, 0, properties_string.encode(), wait_false, -1, None, later)
 
 
 def put_prepared(store, str topic, bytes body, int64_t queue_id, int64_t flag, int64_t sys_flag,
@@ -132,7 +135,7 @@ def put_prepared(store, str topic, bytes body, int64_t queue_id, int64_t flag, i
 
 cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t flag, int64_t sys_flag_in,
                  int64_t born_ts, tuple born_host, object store_host, int64_t reconsume, int64_t prepared,
-                 bytes props_b, bint wait_false, int64_t body_crc, tuple dispatch):
+                 bytes props_b, bint wait_false, int64_t body_crc, tuple dispatch, bint later=False):
     """The entries' put; with `msg` its store fields are set and the result is put_message_inline's. A body CRC
     of -1 and no `dispatch` are worked out here."""
     cdef int64_t sys_flag, total, qoff = 0, phys, store_ts, mask
@@ -256,4 +259,6 @@ cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t f
         if msg is None:
             return msg_id, qoff, total
         return PutMessageResult(PUT_OK, AppendMessageResult(phys, total, msg_id, store_ts, qoff, 1))
+    if later and gc is None and msg is None:
+        return msg_id, qoff, total, phys, store_ts
     return store._settle(AppendMessageResult(phys, total, msg_id, store_ts, qoff, 1), True)

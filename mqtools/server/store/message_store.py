@@ -343,9 +343,13 @@ class MessageStore:
         """The put's result once the SYNC_MASTER wait for a slave ends: a future the HA service's callback
         settles (a send answered from it needs no task: remoting's server answers when it is done)."""
         future: asyncio.Future[PutMessageResult] = asyncio.get_running_loop().create_future()
-        self.ha_hook.when_replicated(append.end_offset, self.config.slave_timeout / 1000,
-                                     lambda status: settle(future, PutMessageResult(status, append)))
+        self.when_replicated(append.end_offset, lambda status: settle(future, PutMessageResult(status, append)))
         return future
+
+    def when_replicated(self, end_offset: int, done: Callable[[PutMessageStatus], None]) -> None:
+        """Call `done` with a SYNC_MASTER put's status once a slave has `end_offset`, its wait timed out (slaveTimeout)
+        or no slave can have it; the compiled send registers its answer here (no future per send)."""
+        self.ha_hook.when_replicated(end_offset, self.config.slave_timeout / 1000, done)
 
     async def _waited(self, gc: GroupCommitService, append: AppendMessageResult, replicate: bool) -> PutMessageResult:
         """SYNC_FLUSH group commit, then SYNC_MASTER replication, for a producer that waits."""

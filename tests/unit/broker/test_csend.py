@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 
 from mqtools.common import properties as P
+from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.codec import decode_entries
 from mqtools.common.perm import PERM_READ
 from mqtools.remoting.bodies import TopicConfig
@@ -31,6 +32,7 @@ from mqtools.server.broker import app
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.processors import send
 from mqtools.server.broker.stats import BrokerStats
+from mqtools.server.store.results import PutMessageStatus
 
 pytestmark = pytest.mark.skipif(send._compiled is None, reason="the compiled send path is not built here "
                                 "(no C compiler at install, or MQ_PURE_PYTHON set): nothing to compare")
@@ -247,3 +249,55 @@ async def test_a_send_that_waited_too_long_is_refused_as_before(tmp_path: Path) 
         assert got[0] == want[0] == ResponseCode.SYSTEM_BUSY
         assert got[1].startswith("[TIMEOUT_CLEAN_QUEUE]broker busy") and want[1].startswith(got[1][:60])
         assert fast.fast_failure.wait.peak_ms >= 10_000 and slow.fast_failure.wait.peak_ms >= 10_000
+
+
+class WaitsForSlave:
+    """A SYNC_MASTER's HA service as the store sees it: the puts' waits for a slave, ended by the test."""
+
+    def __init__(self) -> None:
+        self.waits: list[tuple[int, Callable]] = []
+
+    def refuse_put(self) -> None:
+        return None
+
+    def when_replicated(self, end_offset: int, timeout_s: float, done: Callable) -> None:
+        self.waits.append((end_offset, done))
+
+
+@pytest.mark.parametrize("status", [PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+                                    PutMessageStatus.SLAVE_NOT_AVAILABLE])
+async def test_a_sync_master_send_is_answered_when_its_wait_ends_as_the_python_path_answers_it(
+        tmp_path: Path, status: PutMessageStatus) -> None:
+    """The compiled send registers its answer as the wait's callback (no future): nothing is written until the wait
+    ends, then the frame the Python path's future-borne answer writes, for an ack as for a timeout or no slave."""
+    async with broker(tmp_path / "compiled") as fast, broker(tmp_path / "python") as slow:
+        wires, hooks = [], []
+        for controller, processor in ((fast, send.SendProcessor(fast).send_v2),
+                                      (slow, send.SendProcessor(slow).send_message)):
+            controller.store.config.broker_role = BrokerRole.SYNC_MASTER
+            controller.store.ha_hook = hook = WaitsForSlave()
+            await controller.topics.until_written()  # a topic change still being written leaves sends to Python
+            req = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, fields(), b"x")
+            req.opaque = 7
+            wire, conn = Wire(), RemotingConnection()
+            conn.connection_made(wire)  # type: ignore[arg-type]
+            result = processor(conn, req)
+            if controller is fast:
+                assert result is None  # answered by the wait's callback
+            else:
+                assert isinstance(result, asyncio.Future)
+                controller.server.answer(conn, req, result)
+            await asyncio.sleep(0)
+            assert wire.written == b"" and len(hook.waits) == 1
+            wires.append(wire)
+            hooks.append(hook)
+        assert hooks[0].waits[0][0] == hooks[1].waits[0][0] == fast.store.commitlog.max_offset
+        for hook in hooks:
+            hook.waits[0][1](status)
+        for _ in range(3):  # the future's callbacks, then the connection's flush
+            await asyncio.sleep(0)
+        assert wires[0].written == wires[1].written != b""
+        assert FrameDecoder().feed(wires[0].written)[0].code == {
+            PutMessageStatus.PUT_OK: ResponseCode.SUCCESS, PutMessageStatus.FLUSH_SLAVE_TIMEOUT:
+            ResponseCode.FLUSH_SLAVE_TIMEOUT, PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE}[status]
+        assert vars_of(fast.stats) == vars_of(slow.stats)

@@ -37,8 +37,10 @@ from mqtools.common.properties import drop_property
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.codes import PROTOCOL_VERSION, ResponseCode, SerializeType
 from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE
+from mqtools.remoting.errors import RemotingConnectionClosed
+from mqtools.remoting.server import reply
 from mqtools.server.broker.front.send_record import FIXED_SIZE, command_of
-from mqtools.server.store.results import PutMessageResult, PutMessageStatus
+from mqtools.server.store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
 
 cdef int64_t INT_MIN = javanum.INT_MIN
 cdef int64_t INT_MAX = javanum.INT_MAX
@@ -404,7 +406,7 @@ cdef object _send(proc, conn, req, bytes record, str topic, int64_t queue_id, in
     if put_plain is not None and c.topics.unwritten is None:
         if stored is None:
             put = put_plain(store, topic, body, queue_id, flag, sys_flag, born, born_host, store_host, times, raw,
-                            wait_false)
+                            wait_false, record is None and json and not req_flag & ONEWAY)
         else:
             put = put_prepared(store, topic, body, queue_id, flag, sys_flag, born, born_host, store_host, times,
                                stored, wait_false, body_crc, dispatch)
@@ -418,6 +420,11 @@ cdef object _send(proc, conn, req, bytes record, str topic, int64_t queue_id, in
         put = store.put_message_inline(MessageExtBrokerInner(topic, body, flag, props, queue_id, sys_flag, born,
                                                              born_host, store_host, times, 0, raw))
     if type(put) is tuple:
+        if len(<tuple>put) == 5:  # a SYNC_MASTER's wait for its slave: answered when it ends
+            msg_id, queue_offset, size, phys, store_ts = put
+            store.when_replicated(phys + size, ReplicatedAnswer(proc, conn, req, topic, queue_id, msg_id, queue_offset,
+                                                                phys, size, store_ts))
+            return None
         msg_id, queue_offset, size = put
     else:
         if req is None:
@@ -439,6 +446,37 @@ cdef object _send(proc, conn, req, bytes record, str topic, int64_t queue_id, in
                                                                  "queueOffset": str(queue_offset)}))
     conn.send_frame(frame)
     return None
+
+
+cdef class ReplicatedAnswer:
+    """A SYNC_MASTER send's answer, the callback of its wait for the slave (MessageStore.when_replicated): the common
+    SUCCESS frame, or SendProcessor._response's answer for any other outcome, written inside the ack's (or the
+    timer's) handling: no future, callback or loop turn per send between the slave's ack and the answer."""
+
+    cdef object proc, conn, req, msg_id
+    cdef str topic
+    cdef int64_t queue_id, queue_offset, phys, size, store_ts
+
+    def __init__(self, proc, conn, req, str topic, int64_t queue_id, str msg_id, int64_t queue_offset, int64_t phys,
+                 int64_t size, int64_t store_ts):
+        self.proc, self.conn, self.req, self.topic, self.msg_id = proc, conn, req, topic, msg_id
+        self.queue_id, self.queue_offset, self.phys, self.size, self.store_ts = queue_id, queue_offset, phys, size, \
+            store_ts
+
+    def __call__(self, status):
+        req = self.req
+        frame = _answer(req.opaque, self.msg_id, self.queue_id, self.queue_offset) if status is PUT_OK else None
+        try:
+            if frame is not None:
+                _on_put(self.proc.c.stats, self.topic, self.size)
+                self.conn.send_frame(frame)
+                return
+            append = AppendMessageResult(self.phys, self.size, self.msg_id, self.store_ts, self.queue_offset, 1)
+            reply(self.conn, req, self.proc._response(req, self.topic, PutMessageResult(status, append), self.queue_id))
+        except RemotingConnectionClosed:  # the producer left: nobody to tell
+            pass
+        except Exception as exc:  # as any processor's failure: the request's answer says so
+            self.proc.c.server.failed(self.conn, req, exc)
 
 
 cdef inline object _result(bytes record, req, result):
