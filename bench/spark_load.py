@@ -32,7 +32,9 @@ is 32) and the source with its default pullBatchSize (128): a pull answers as ma
 The spark-load figures are the report's own `msgsPerSec`: messages over the tasks' wall time (first task's
 start to the last task's end, each task's producer already started), so JVM/SparkSession start-up, the
 driver's checks and planning are NOT included; the subprocess's whole wall time is printed next to it for
-reference. Targets: Spark produce >= 0.7x the plain producer; Spark read >= 0.5x raw pull.
+reference. Targets: Spark produce >= 0.7x the plain producer; the warm read >= 0.8x Spark's ceiling (issue 46). The
+read was first held to 0.5x the raw pull, which no Python data source can reach here: Spark's ceiling itself, a
+source that reads nothing, runs at about 0.3x the raw pull on two cores; the ratios to the raw pull are still printed.
 
 Usage: .venv/bin/python bench/spark_load.py [--messages 100000] [--seconds 5] [--pairs 3]
        [--broker-max-transfer 128]
@@ -229,7 +231,7 @@ def main() -> None:
     p_ratio = produced["msgsPerSec"] / plain["msgs_s"]
     c_ratio = consumed["msgsPerSec"] / raw["msgs_s"]
     w_ratio = warm.read / raw["msgs_s"]
-    p_ok, c_ok = p_ratio >= 0.7, c_ratio >= 0.5 and w_ratio >= 0.5
+    p_ok, c_ok = p_ratio >= 0.7, warm.ratio >= 0.8
     count_note = "" if consumed["messages"] == expected else f" (expected {expected:,})"
     print(f"spark_load | produce local[{TASKS}] sync: spark {produced['msgsPerSec']:,.0f} msgs/s "
           f"({produced['messages']:,} msgs in {produced['seconds']:.2f} s, {produce_wall:.1f} s with start-up) "
@@ -237,11 +239,12 @@ def main() -> None:
           f"{'met' if p_ok else 'missed'}) | read: spark {consumed['msgsPerSec']:,.0f} msgs/s "
           f"({consumed['messages']:,} msgs{count_note} in {consumed['seconds']:.2f} s, {consume_wall:.1f} s with "
           f"start-up) vs raw pull {raw['msgs_s']:,.0f} msgs/s: ratio {c_ratio:.2f}; warm (jobs 2 to {args.pairs + 1} of a "
-          f"session, median) {warm.read:,.0f} msgs/s, ratio {w_ratio:.2f} (>= 0.50 "
-          f"{'met' if c_ok else 'missed'}); the reader without Spark ({TASKS} threads, best of 2) {alone:,.0f} msgs/s, "
+          f"session, median) {warm.read:,.0f} msgs/s, ratio {w_ratio:.2f}; the reader without Spark ({TASKS} threads, "
+          f"best of 2) {alone:,.0f} msgs/s, "
           f"ratio {alone / raw['msgs_s']:.2f}; Spark's ceiling (a source that yields ready batches of these rows, "
           f"alternating with the warm read) {warm.ceiling:,.0f} msgs/s, ratio {warm.ceiling / raw['msgs_s']:.2f}, warm "
-          f"read at {warm.ratio:.2f} of it by the median pair (machine CPU a row {warm.read_cpu_us:.1f} against "
+          f"read at {warm.ratio:.2f} of it by the median pair (>= 0.80 {'met' if c_ok else 'missed'}; machine CPU a "
+          f"row {warm.read_cpu_us:.1f} against "
           f"{warm.ceiling_cpu_us:.1f} us); broker maxTransferCountOnMessageInMemory {args.broker_max_transfer}, "
           f"maxTransferBytesOnMessageInMemory {args.broker_max_bytes} | "
           f"{'all targets met' if p_ok and c_ok else 'targets missed'}")
