@@ -125,12 +125,12 @@ def put_plain(store, str topic, bytes body, int64_t queue_id, int64_t flag, int6
 
 def put_prepared(store, str topic, bytes body, int64_t queue_id, int64_t flag, int64_t sys_flag,
                  int64_t born_timestamp, tuple born_host, tuple store_host, int64_t reconsume_times,
-                 bytes properties, bint wait_false, int64_t body_crc, tuple dispatch):
+                 bytes properties, bint wait_false, int64_t body_crc, tuple dispatch, bint later=False):
     """put_plain of a message some of whose figures were made before (a front worker's record of a send): its
     properties as stored, UTF-8; its body's CRC as stored; its (tags code, KEYS, UNIQ_KEY), as the dispatch
     reads them from those properties."""
     return _put(store, None, topic, body, queue_id, flag, sys_flag, born_timestamp, born_host, store_host,
-                reconsume_times, 0, properties, wait_false, body_crc, dispatch)
+                reconsume_times, 0, properties, wait_false, body_crc, dispatch, later)
 
 
 cdef object _put(store, msg, str topic, object body, int64_t queue_id, int64_t flag, int64_t sys_flag_in,

@@ -292,6 +292,7 @@ async def test_a_sync_master_send_is_answered_when_its_wait_ends_as_the_python_p
             wires.append(wire)
             hooks.append(hook)
         assert hooks[0].waits[0][0] == hooks[1].waits[0][0] == fast.store.commitlog.max_offset
+        assert type(hooks[0].waits[0][1]) is send._compiled.ReplicatedAnswer
         for hook in hooks:
             hook.waits[0][1](status)
         for _ in range(3):  # the future's callbacks, then the connection's flush

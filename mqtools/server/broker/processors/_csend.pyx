@@ -37,7 +37,6 @@ from mqtools.common.properties import drop_property
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.codes import PROTOCOL_VERSION, ResponseCode, SerializeType
 from mqtools.remoting.command import FLAG_ONEWAY, FLAG_RESPONSE
-from mqtools.remoting.errors import RemotingConnectionClosed
 from mqtools.remoting.server import reply
 from mqtools.server.broker.front.send_record import FIXED_SIZE, command_of
 from mqtools.server.store.results import AppendMessageResult, PutMessageResult, PutMessageStatus
@@ -404,12 +403,13 @@ cdef object _send(proc, conn, req, bytes record, str topic, int64_t queue_id, in
     store = c.store
     put = None
     if put_plain is not None and c.topics.unwritten is None:
+        later = json and not req_flag & ONEWAY  # a SYNC_MASTER's wait left to ReplicatedAnswer
         if stored is None:
             put = put_plain(store, topic, body, queue_id, flag, sys_flag, born, born_host, store_host, times, raw,
-                            wait_false, record is None and json and not req_flag & ONEWAY)
+                            wait_false, later)
         else:
             put = put_prepared(store, topic, body, queue_id, flag, sys_flag, born, born_host, store_host, times,
-                               stored, wait_false, body_crc, dispatch)
+                               stored, wait_false, body_crc, dispatch, later)
     if put is None:  # the store's general put, of the message
         if stored is not None:
             req = command_of(record)
@@ -422,8 +422,8 @@ cdef object _send(proc, conn, req, bytes record, str topic, int64_t queue_id, in
     if type(put) is tuple:
         if len(<tuple>put) == 5:  # a SYNC_MASTER's wait for its slave: answered when it ends
             msg_id, queue_offset, size, phys, store_ts = put
-            store.when_replicated(phys + size, ReplicatedAnswer(proc, conn, req, topic, queue_id, msg_id, queue_offset,
-                                                                phys, size, store_ts))
+            store.when_replicated(phys + size, ReplicatedAnswer(proc, conn, req, record, opaque, topic, queue_id, msg_id,
+                                                                queue_offset, phys, size, store_ts))
             return None
         msg_id, queue_offset, size = put
     else:
@@ -454,27 +454,28 @@ cdef class ReplicatedAnswer:
     timer's) handling: no future, callback or loop turn per send between the slave's ack and the answer."""
 
     cdef object proc, conn, req, msg_id
+    cdef bytes record
     cdef str topic
-    cdef int64_t queue_id, queue_offset, phys, size, store_ts
+    cdef int64_t opaque, queue_id, queue_offset, phys, size, store_ts
 
-    def __init__(self, proc, conn, req, str topic, int64_t queue_id, str msg_id, int64_t queue_offset, int64_t phys,
-                 int64_t size, int64_t store_ts):
-        self.proc, self.conn, self.req, self.topic, self.msg_id = proc, conn, req, topic, msg_id
-        self.queue_id, self.queue_offset, self.phys, self.size, self.store_ts = queue_id, queue_offset, phys, size, \
-            store_ts
+    def __init__(self, proc, conn, req, bytes record, int64_t opaque, str topic, int64_t queue_id, str msg_id,
+                 int64_t queue_offset, int64_t phys, int64_t size, int64_t store_ts):
+        """`req` the request, or None and the front worker's `record` of it (its command made only if needed)."""
+        self.proc, self.conn, self.req, self.record, self.opaque = proc, conn, req, record, opaque
+        self.topic, self.queue_id, self.msg_id, self.queue_offset = topic, queue_id, msg_id, queue_offset
+        self.phys, self.size, self.store_ts = phys, size, store_ts
 
     def __call__(self, status):
-        req = self.req
-        frame = _answer(req.opaque, self.msg_id, self.queue_id, self.queue_offset) if status is PUT_OK else None
-        try:
+        if status is PUT_OK:
+            frame = _answer(self.opaque, self.msg_id, self.queue_id, self.queue_offset)
             if frame is not None:
                 _on_put(self.proc.c.stats, self.topic, self.size)
-                self.conn.send_frame(frame)
+                self.conn.send_frame(frame)  # dropped if the producer has left
                 return
-            append = AppendMessageResult(self.phys, self.size, self.msg_id, self.store_ts, self.queue_offset, 1)
+        req = self.req if self.req is not None else command_of(self.record)
+        append = AppendMessageResult(self.phys, self.size, self.msg_id, self.store_ts, self.queue_offset, 1)
+        try:
             reply(self.conn, req, self.proc._response(req, self.topic, PutMessageResult(status, append), self.queue_id))
-        except RemotingConnectionClosed:  # the producer left: nobody to tell
-            pass
         except Exception as exc:  # as any processor's failure: the request's answer says so
             self.proc.c.server.failed(self.conn, req, exc)
 

@@ -15,15 +15,17 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from unit.broker.test_csend import CASES, broker, entries, fields, specials_in, vars_of
+from unit.broker.test_csend import CASES, WaitsForSlave, broker, entries, fields, specials_in, vars_of
 from unit.broker.test_csend import Wire as _Wire
 
+from mqtools.common.brokerrole import BrokerRole
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import FLAG_RESPONSE, RemotingCommand
 from mqtools.remoting.frame import FrameDecoder
 from mqtools.server.broker.front import send_record as R
 from mqtools.server.broker.front.relay import WorkerLink
 from mqtools.server.broker.processors import send
+from mqtools.server.store.results import PutMessageStatus
 
 pytestmark = pytest.mark.skipif(send._compiled is None, reason="the compiled send is not built here (no C compiler "
                                 "at install, or MQ_PURE_PYTHON set): workers relay bytes, no record is made")
@@ -224,3 +226,33 @@ async def test_records_count_towards_their_connections_fair_share_of_a_loop_turn
         await asyncio.sleep(0)
         assert calls == [("pause", sent - 1), ("resume", sent)]
         assert len(FrameDecoder().feed(await answered(wire))) == sent
+
+
+@pytest.mark.parametrize("status", [PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_SLAVE_TIMEOUT])
+async def test_a_sync_master_answers_a_record_when_its_wait_ends_as_it_answers_the_frame(
+        tmp_path: Path, status: PutMessageStatus) -> None:
+    async with broker(tmp_path / "records") as fast, broker(tmp_path / "frames") as slow:
+        for controller in (fast, slow):
+            controller.store.config.broker_role = BrokerRole.SYNC_MASTER
+            controller.store.ha_hook = WaitsForSlave()
+            await controller.topics.until_written()
+        data = frame_of(fields(), b"x")
+        ((kind, record),) = split(data)
+        assert kind == R.SendSplitter.SEND
+        wire, conn = Wire(), fast.server.new_connection()
+        conn.connection_made(wire)  # type: ignore[arg-type]
+        WorkerLink(fast.server, lambda: None).send(conn, record)
+        wire2, conn2 = Wire(), slow.server.new_connection()
+        conn2.connection_made(wire2)  # type: ignore[arg-type]
+        conn2.data_received(data)
+        await asyncio.sleep(0.01)
+        assert wire.written == wire2.written == b""  # both wait for the slave
+        for controller in (fast, slow):
+            ((_, done),) = controller.store.ha_hook.waits
+            assert type(done) is send._compiled.ReplicatedAnswer  # the record's wait answers it, as the frame's
+            done(status)
+        got, want = await answered(wire), await answered(wire2)
+        assert got == want
+        assert FrameDecoder().feed(got)[0].code == (ResponseCode.SUCCESS if status is PutMessageStatus.PUT_OK
+                                                    else ResponseCode.FLUSH_SLAVE_TIMEOUT)
+        assert entries(fast) == entries(slow)
