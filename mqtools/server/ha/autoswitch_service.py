@@ -20,8 +20,9 @@ from __future__ import annotations
 import logging
 import ssl
 import time
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
+from typing import Any, ClassVar
 
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.tls_certificates import TlsCertificateManager
@@ -40,6 +41,10 @@ class AutoSwitchHAService(HAService):
     """Controller-mode replication for one broker; starts as a slave with no master (fenced)."""
 
     autoswitch = True
+    #: A wait that ends unacknowledged (timed out, or the last slave gone) is FLUSH_SLAVE_TIMEOUT.
+    OUTCOMES: ClassVar[Mapping[Replicated, PutMessageStatus]] = MappingProxyType({
+        Replicated.ACKED: PutMessageStatus.PUT_OK, Replicated.TIMED_OUT: PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+        Replicated.NO_SLAVE: PutMessageStatus.FLUSH_SLAVE_TIMEOUT})
 
     def __init__(self, store: Any, config: HAConfig, epochs: EpochFileCache, *,
                  clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time,
@@ -91,7 +96,7 @@ class AutoSwitchHAService(HAService):
         self.epoch_cache.append(epoch, self.store.max_phy_offset)
         self.group.shutdown()
         self.progress = ReplicationProgress(self.config.ha_slave_fallbehind_max)
-        self.group = GroupTransferService(self.progress, self._clock)
+        self.group = GroupTransferService(self.progress, self._clock, self.OUTCOMES)
         self._proposed = None
         self.config.broker_role = BrokerRole.SYNC_MASTER
         self.store.dispatch_limit = self.acked_offset
@@ -249,8 +254,7 @@ class AutoSwitchHAService(HAService):
             done(PutMessageStatus.PUT_OK)
         else:
             self.wake_writers()
-            self.group.when_replicated(end_offset, timeout_s, lambda outcome: done(
-                PutMessageStatus.PUT_OK if outcome is Replicated.ACKED else PutMessageStatus.FLUSH_SLAVE_TIMEOUT))
+            self.group.when_replicated(end_offset, timeout_s, done)
 
     # ------------------------------------------------------------------ visibility
 

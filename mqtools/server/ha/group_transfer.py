@@ -16,8 +16,9 @@ import heapq
 import itertools
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 log = logging.getLogger("mq.ha")
 
@@ -59,7 +60,7 @@ class _Waiter:
     end_offset: int
     seq: int
     deadline: float
-    callback: Callable[[Replicated], None] = field(repr=False)
+    callback: Callable[[Any], None] = field(repr=False)
     done: bool = False
 
 
@@ -73,7 +74,7 @@ class GroupTransfer:
         self._seq = itertools.count()
 
     def submit(self, end_offset: int, deadline: float,
-               callback: Callable[[Replicated], None] = lambda outcome: None) -> _Waiter:
+               callback: Callable[[Any], None] = lambda outcome: None) -> _Waiter:
         waiter = _Waiter(end_offset, next(self._seq), deadline, callback)
         heapq.heappush(self._by_offset, (end_offset, waiter.seq, waiter))
         heapq.heappush(self._by_deadline, (deadline, waiter.seq, waiter))
@@ -88,6 +89,9 @@ class GroupTransfer:
             if not waiter.done:
                 waiter.done = True
                 released.append(waiter)
+        by_deadline = self._by_deadline  # the released are the oldest deadlines as a rule: gone from there too
+        while by_deadline and by_deadline[0][2].done:
+            heapq.heappop(by_deadline)
         return released
 
     def expire(self, now: float) -> list[_Waiter]:
@@ -121,41 +125,47 @@ class GroupTransfer:
 
 class GroupTransferService:
     """Asyncio layer: `when_replicated(end_offset, timeout, callback)` calls the callback with how the wait
-    ended (a Replicated), once.
+    ended, once: a Replicated, or what `outcomes` maps it to (the HA services' PutMessageStatus, so that the store's
+    callback is called as it is, with no wrapper a put).
 
     One timer is armed at the earliest deadline; an ack calls the callbacks of every put it covers at once,
     inside the ack's own handling. The clock is injectable (monotonic seconds).
     """
 
-    def __init__(self, progress: ReplicationProgress, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, progress: ReplicationProgress, clock: Callable[[], float] = time.monotonic,
+                 outcomes: Mapping[Replicated, Any] | None = None) -> None:
         self.progress = progress
         self._clock = clock
+        self._outcomes: Mapping[Replicated, Any] = outcomes or {r: r for r in Replicated}
         self._pending = GroupTransfer()
         self._timer: asyncio.TimerHandle | None = None
         self._timer_when = 0.0
 
-    def when_replicated(self, end_offset: int, timeout: float, callback: Callable[[Replicated], None]) -> None:
+    def when_replicated(self, end_offset: int, timeout: float, callback: Callable[[Any], None]) -> None:
         """Call ``callback`` once a slave acknowledged ``end_offset`` (now, if one has), when ``timeout``
         seconds pass, or when the last slave leaves. Callbacks run inside an ack's or the timer's handling; one
         that raises is logged, and the others released with it still run."""
         if self.progress.push2slave_max_offset >= end_offset:
-            callback(Replicated.ACKED)
+            callback(self._outcomes[Replicated.ACKED])
             return
-        self._pending.submit(end_offset, self._clock() + timeout, callback)
-        self._arm(asyncio.get_running_loop())
+        deadline = self._clock() + timeout
+        self._pending.submit(end_offset, deadline, callback)
+        if self._timer is None or self._timer_when > deadline:  # else the armed timer comes first anyway
+            self._arm(asyncio.get_running_loop())
 
     def notify_ack(self, offset: int) -> None:
         """Called for every ack from any slave."""
         self.progress.on_ack(offset)
+        acked = self._outcomes[Replicated.ACKED]
         for waiter in self._pending.release(self.progress.push2slave_max_offset):
-            _call(waiter, Replicated.ACKED)
+            _call(waiter, acked)
 
     def no_slave_left(self) -> None:
         """The last slave connection closed: every waiting put is answered now, as not replicated,
         rather than when its wait times out (Apache keeps it waiting for the dead slave until
         syncFlushTimeout, past a client's 3 s send timeout, so the producer never learns the outcome)."""
         for waiter in self._pending.drain():
-            _call(waiter, Replicated.NO_SLAVE)
+            _call(waiter, self._outcomes[Replicated.NO_SLAVE])
 
     def pending(self) -> int:
         return len(self._pending)
@@ -165,7 +175,7 @@ class GroupTransferService:
         if self._timer:
             self._timer.cancel()
         for waiter in self._pending.drain():
-            _call(waiter, Replicated.TIMED_OUT)
+            _call(waiter, self._outcomes[Replicated.TIMED_OUT])
 
     def _arm(self, loop: asyncio.AbstractEventLoop) -> None:
         deadline = self._pending.next_deadline()
@@ -181,11 +191,11 @@ class GroupTransferService:
     def _on_timer(self, loop: asyncio.AbstractEventLoop) -> None:
         self._timer = None
         for waiter in self._pending.expire(self._clock()):
-            _call(waiter, Replicated.TIMED_OUT)
+            _call(waiter, self._outcomes[Replicated.TIMED_OUT])
         self._arm(loop)
 
 
-def _call(waiter: _Waiter, outcome: Replicated) -> None:
+def _call(waiter: _Waiter, outcome: Any) -> None:
     try:
         waiter.callback(outcome)
     except Exception:

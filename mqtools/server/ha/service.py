@@ -12,7 +12,8 @@ import ssl
 import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol
+from types import MappingProxyType
+from typing import Any, ClassVar, Protocol
 
 from mqtools.common.brokerrole import BrokerRole
 from mqtools.common.configkeys import PropertyMap
@@ -24,10 +25,6 @@ from mqtools.server.ha.slave import CommitLogSink, HAClient
 from mqtools.server.store.results import PutMessageStatus
 
 log = logging.getLogger("mq.ha")
-
-_STATUS = {Replicated.ACKED: PutMessageStatus.PUT_OK, Replicated.TIMED_OUT: PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
-           Replicated.NO_SLAVE: PutMessageStatus.SLAVE_NOT_AVAILABLE}
-
 
 @dataclass
 class HAConfig:
@@ -80,6 +77,10 @@ class HAService:
 
     #: Controller mode's subclass replaces the slave client and the wait rules.
     autoswitch = False
+    #: How a SYNC_MASTER wait's end answers the put (the store's callback gets these as they are).
+    OUTCOMES: ClassVar[Mapping[Replicated, PutMessageStatus]] = MappingProxyType({
+        Replicated.ACKED: PutMessageStatus.PUT_OK, Replicated.TIMED_OUT: PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+        Replicated.NO_SLAVE: PutMessageStatus.SLAVE_NOT_AVAILABLE})
 
     def __init__(self, store: ReplicatedStore, config: HAConfig, *,
                  clock: Callable[[], float] = time.monotonic,
@@ -91,7 +92,7 @@ class HAService:
         self.config = config
         self._clock = clock
         self.progress = ReplicationProgress(config.ha_slave_fallbehind_max)
-        self.group = GroupTransferService(self.progress, clock)
+        self.group = GroupTransferService(self.progress, clock, self.OUTCOMES)
         self.connections: list[HAConnection] = []
         self.peer_log = LimitedLog(log, clock)
         self._acceptor = HAAcceptor(self._new_connection, tls)
@@ -168,7 +169,7 @@ class HAService:
             done(PutMessageStatus.SLAVE_NOT_AVAILABLE)
             return
         self.wake_writers()
-        self.group.when_replicated(end_offset, timeout_s, lambda outcome: done(_STATUS[outcome]))
+        self.group.when_replicated(end_offset, timeout_s, done)
 
     def fall_behind(self) -> int:
         return self.progress.fall_behind(self.store.max_phy_offset)

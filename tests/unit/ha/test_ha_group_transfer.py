@@ -46,6 +46,16 @@ def test_released_waiter_does_not_expire_and_vice_versa() -> None:
     assert group.release(10_000) == []
 
 
+def test_released_waiters_leave_the_deadline_order_at_once() -> None:
+    """A broker taking thousands of sends a second acked in time: the deadline heap must not keep every released
+    waiter until its deadline (the service no longer looks at it per submit when its timer comes first anyway)."""
+    group = GroupTransfer()
+    for end in range(1, 1001):
+        group.submit(end, deadline=100.0 + end)
+        group.release(end)
+    assert group._by_deadline == [] and group.next_deadline() is None
+
+
 def test_progress_is_max_over_slaves_and_never_decreases() -> None:
     progress = ReplicationProgress(fallbehind_max=1000)
     assert progress.on_ack(500)
@@ -135,3 +145,18 @@ async def test_a_failing_callback_is_logged_and_the_others_released_with_it_stil
     service.notify_ack(30)
     assert heard == [(10, Replicated.ACKED), (30, Replicated.ACKED)] and service.pending() == 0
     assert any("offset 20 failed" in r.getMessage() and r.exc_info for r in caplog.records)
+
+
+async def test_the_service_calls_back_with_what_its_outcomes_map_each_end_to() -> None:
+    """The HA services' PutMessageStatus: the store's callback is registered as it is, with no wrapper a put."""
+    outcomes = {Replicated.ACKED: "ok", Replicated.TIMED_OUT: "late", Replicated.NO_SLAVE: "alone"}
+    service = GroupTransferService(ReplicationProgress(), outcomes=outcomes)
+    acked, late = (asyncio.create_task(wait(service, end, timeout=t)) for end, t in ((10, 30.0), (20, 0.01)))
+    await asyncio.sleep(0)
+    service.notify_ack(10)
+    assert (await acked, await late) == ("ok", "late")
+    assert await wait(service, 5, timeout=1.0) == "ok"  # acked already
+    alone = asyncio.create_task(wait(service, 30, timeout=30.0))
+    await asyncio.sleep(0)
+    service.no_slave_left()
+    assert await alone == "alone"
