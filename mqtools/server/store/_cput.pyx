@@ -7,7 +7,9 @@ topic but the schedule topic (a SYNC_MASTER's too: its wait for the slave is Mes
 holds dispatch back (a controller-mode master waiting to catch up);
 for anything else it returns None before it has changed anything, and the Python method decides. `put_plain`
 is the same put from the message's fields, for the compiled SEND_MESSAGE_V2 (processors/_csend.pyx): no message
-object, and a put that needs no wait answers with its figures alone. tests/unit/store/test_cput.py holds both
+object, and a put that needs no wait answers with its figures alone; with `later`, a SYNC_MASTER's put that waits
+for its slave alone answers with its figures too, and the caller registers the wait (the compiled send's
+ReplicatedAnswer). tests/unit/store/test_cput.py holds both
 to the same commitlog, consume queues, index and results; tests/unit/broker/test_csend.py the sends.
 """
 
