@@ -34,7 +34,8 @@ mode's minInSyncReplicas), then, unless WAIT is "false", waits through ``when_re
 Controller mode also uses ``dispatch_limit``, ``truncate_commit_log`` and ``truncate_torn_tail``.
 
 Results and statuses are in ``results``; the pieces behind the facade: ``dispatch`` (consume
-queues, index, listeners, reput), ``encoding`` (put size rules, batch packing), ``store_stats``,
+queues, index, listeners, reput), ``encoding`` (put size rules, batch packing), ``put_waits`` (a put's
+flush and slave waits), ``store_stats``,
 ``store_lock``, ``delay_levels``, ``flush``, ``cleanup``, ``recovery``.
 
 Differences from RocketMQ worth knowing: the index is also flushed (and its time recorded in the
@@ -57,7 +58,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any
 
 from mqtools.common import properties as P
 from mqtools.common import speedups
@@ -69,7 +70,6 @@ from mqtools.common.codec import (
     decode_stored,
     host_flags,
 )
-from mqtools.common.loop import settle
 from mqtools.common.message import MessageExt, MessageExtBatch, MessageExtBrokerInner
 from mqtools.common.periodic import every, every_in_thread
 from mqtools.common.sysflag import HOST_V6_FLAGS, is_consumable
@@ -82,12 +82,12 @@ from mqtools.server.store.commitlog import CommitLog, EntryTooLarge
 from mqtools.server.store.config import MessageStoreConfig
 from mqtools.server.store.delay_levels import DelayLevelTable
 from mqtools.server.store.dispatch import ArrivalListener, DispatchService, Watching
-from mqtools.server.store.flush import GroupCommitService, StoreFlusher, failures, wait_flushed
+from mqtools.server.store.flush import GroupCommitService, StoreFlusher, failures
 from mqtools.server.store.index import IndexService
+from mqtools.server.store.put_waits import PutWaits, ReplicationHook
 from mqtools.server.store.reader import QueueReader
 from mqtools.server.store.results import (
     DISK_FULL_REMARK,
-    AppendMessageResult,
     GetMessageResult,
     PutMessageResult,
     PutMessageStatus,
@@ -101,17 +101,7 @@ log = logging.getLogger(__name__)
 _compiled = speedups.compiled("mqtools.server.store._cput")
 
 
-class ReplicationHook(Protocol):
-    """What a SYNC_MASTER put asks the HA service (mqtools/server/ha): whether to take it, then to call back
-    with its status once a slave has it (or cannot), without a task per waiting put."""
-
-    def refuse_put(self) -> str | None: ...
-
-    def when_replicated(self, end_offset: int, timeout_s: float,
-                        done: Callable[[PutMessageStatus], None]) -> None: ...
-
-
-class MessageStore:
+class MessageStore(PutWaits):
     def __init__(self, config: MessageStoreConfig, *, clock: Callable[[], float] = time.time,
                  disk_ratio: Callable[[Path], float] = disk_used_ratio) -> None:
         self.config = config
@@ -325,44 +315,6 @@ class MessageStore:
         self.stats.put_times += len(entries)
         self.stats.put_size += total
         return self._settle(append, batch.properties.get(P.WAIT) != "false")
-
-    def _settle(self, append: AppendMessageResult, wait: bool) -> PutMessageResult | Awaitable[PutMessageResult]:
-        """The result now when there is nothing to wait for (WAIT=false, or ASYNC_FLUSH on a master that
-        does not wait for slaves); else the waits, as an awaitable."""
-        gc = self._group_commit
-        if not wait:
-            if gc is not None:
-                gc.wake()
-            return PutMessageResult(PutMessageStatus.PUT_OK, append)
-        replicate = self.config.broker_role == BrokerRole.SYNC_MASTER and self.ha_hook is not None
-        if gc is None:
-            return self._replicated(append) if replicate else PutMessageResult(PutMessageStatus.PUT_OK, append)
-        return self._waited(gc, append, replicate)
-
-    def _replicated(self, append: AppendMessageResult) -> asyncio.Future[PutMessageResult]:
-        """The put's result once the SYNC_MASTER wait for a slave ends: a future the HA service's callback
-        settles (a send answered from it needs no task: remoting's server answers when it is done)."""
-        future: asyncio.Future[PutMessageResult] = asyncio.get_running_loop().create_future()
-        self.when_replicated(append.end_offset, lambda status: settle(future, PutMessageResult(status, append)))
-        return future
-
-    def when_replicated(self, end_offset: int, done: Callable[[PutMessageStatus], None]) -> None:
-        """Call `done` with a SYNC_MASTER put's status once a slave has `end_offset`, its wait timed out (slaveTimeout)
-        or no slave can have it; the compiled send registers its answer here (no future per send)."""
-        self.ha_hook.when_replicated(end_offset, self.config.slave_timeout / 1000, done)
-
-    async def _waited(self, gc: GroupCommitService, append: AppendMessageResult, replicate: bool) -> PutMessageResult:
-        """SYNC_FLUSH group commit, then SYNC_MASTER replication, for a producer that waits."""
-        status = PutMessageStatus.PUT_OK
-        fut = gc.request(append.end_offset)
-        if not fut.done() and not await wait_flushed(fut, self.config.sync_flush_timeout / 1000):
-            log.warning("flush to %d not done within %d ms", append.end_offset, self.config.sync_flush_timeout)
-            status = PutMessageStatus.FLUSH_DISK_TIMEOUT
-        if replicate:
-            replicated = await self._replicated(append)
-            if replicated.status is not PutMessageStatus.PUT_OK:
-                return replicated
-        return PutMessageResult(status, append)
 
     # ================================================================== retention
 
