@@ -203,6 +203,14 @@ class ClientInstance:
                 return addrs[min(addrs)]
         return None
 
+    def broker_nodes(self, broker_name: str) -> list[str]:
+        """Every node of the broker that a cached route names, the master first, then the slaves by id."""
+        for route in self.routes.values():
+            addrs = route.broker_addrs.get(broker_name)
+            if addrs:
+                return [addrs[i] for i in sorted(addrs)]
+        return []
+
     def timed_out(self, addr: str) -> bool:
         """True when the last request to this broker timed out (a hung broker): a goodbye that is only a courtesy
         (unregister, unlock) is not sent there, to close without waiting out another timeout."""

@@ -41,6 +41,10 @@ ROUTE_TIMEOUT = 30.0
 #: and Apache's broker JVM takes 10-20 s to (longer on a slow machine).
 RETURN_TIMEOUT = 90.0
 SYNC_STATE_SET_TIMEOUT = 30.0
+#: How long a slave made master may serve the committed offsets of its last metadata sync (taken every 10 s) before
+#: the group's consumers commit theirs there (every 5 s, persistConsumerOffsetInterval): two of their rounds. An
+#: election's offsets are read once they reach the dead master's, or when this has passed (a regression, then).
+ELECTED_OFFSETS_CATCH_UP = 10.0
 
 
 class Actions(Protocol):
@@ -337,12 +341,19 @@ class DrillContext:
             self.event("offsets-at-return", f"no other master of {self.target.broker_name} to compare with",
                        master={}, slave={})
             return
-        served = await self._committed(elected)
         had = self._offsets_before_fault if self._offsets_before_fault is not None else await self._committed(old.addr)
-        behind = {q: o - (served or {}).get(q, 0) for q, o in (had or {}).items() if o > (served or {}).get(q, 0)}
+        start = self.clock()
+        while True:
+            served = await self._committed(elected)
+            behind = {q: o - (served or {}).get(q, 0) for q, o in (had or {}).items() if o > (served or {}).get(q, 0)}
+            if not behind or self.clock() - start >= ELECTED_OFFSETS_CATCH_UP:
+                break
+            await asyncio.sleep(STEADY_POLL)
+        waited = f" ({self.clock() - start:.1f}s after the old master answered)"
         detail = (f"the elected master {elected} serves offsets behind what {old.name} had at the fault on "
-                  f"{len(behind)} queue(s)" if behind else
-                  f"the elected master {elected} serves committed offsets no older than {old.name} had at the fault")
+                  f"{len(behind)} queue(s){waited}" if behind else
+                  f"the elected master {elected} serves committed offsets no older than {old.name} had at the "
+                  f"fault{waited}")
         self.event("offsets-at-return", detail, master=served or {}, slave=had or {})
 
     async def wipe_write_perm(self) -> None:

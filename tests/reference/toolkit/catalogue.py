@@ -90,6 +90,12 @@ ORDER_FREE = {"topicList", "getBrokerConfig", "getNamesrvConfig", "topicRoute", 
 #: `shape` (numbers as placeholders). Apache 5's timerReadBehind moved from 0 to 1 between the two calls
 #: in one fresh-clone run.
 LIVE_FIGURES = {"brokerStatus"}
+#: Commands whose figures are counters a broker samples (statsAll's 24-hour counts: Apache's StatsItem takes a
+#: sample every 10 s, 10 min and hour, and a window's count is its newest sample less its oldest): mqadmin and mq
+#: may read on either side of a sample, as 4.9.8 (25) and mq (0) did in one fresh-clone run. Such a command is
+#: read again, all tools, up to SAMPLED_READS times, until one round of reads agrees.
+SAMPLED = {"statsAll"}
+SAMPLED_READS = 3
 #: Tables with one live column, a rate over the broker's last minute read once by mqadmin and once by mq: the
 #: command -> how many tokens from a row's end that column is (rows, not columns: an offline group's row
 #: leaves #Version, #Type and #Model empty). consumerProgress of every group: #TPS, which for a group

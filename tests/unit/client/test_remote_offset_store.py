@@ -43,6 +43,25 @@ async def test_a_commit_the_dead_master_refuses_lands_on_the_slave_after_a_route
     assert [s.addr for s in remoting.broker_requests(RequestCode.UPDATE_CONSUMER_OFFSET)] == [MASTER, SLAVE]
 
 
+async def test_a_route_still_naming_the_dead_master_sends_the_commit_to_its_slave() -> None:
+    """The name server has not dropped the killed master yet: the refreshed route names it still, and the commit
+    goes to the set's other node at once (it waited for the consumer's next round)."""
+    committed: dict[str, int] = {}
+
+    async def answer(addr: str, cmd: RemotingCommand, _timeout: float) -> RemotingCommand:
+        if addr == MASTER:
+            raise RemotingConnectError(addr, "refused")
+        committed[addr] = int(cmd.ext_fields["commitOffset"])
+        return cmd.response(ResponseCode.SUCCESS)
+
+    remoting = FakeRemoting({"T": route({0: MASTER, 1: SLAVE})}, answer)
+    instance = fake_instance(remoting)
+    await instance.route("T", refresh=True)
+    await RemoteOffsetStore(instance, "g").commit(MQ, 42)
+    assert committed == {SLAVE: 42}
+    assert [s.addr for s in remoting.broker_requests(RequestCode.UPDATE_CONSUMER_OFFSET)] == [MASTER, SLAVE]
+
+
 async def test_no_other_node_means_the_failure_is_raised() -> None:
     async def answer(addr: str, cmd: RemotingCommand, _timeout: float) -> RemotingCommand:
         raise RemotingConnectError(addr, "refused")

@@ -16,7 +16,7 @@ from mqtools.drills.checkers import check_regression
 from mqtools.drills.faults import DrillContext
 from mqtools.drills.history import History
 from mqtools.drills.scenarios import SCENARIOS, Node, Target
-from mqtools.remoting.bodies import MessageQueue
+from mqtools.remoting.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
 
 MASTER, SLAVE = Node("m", "127.0.0.1:1", "master"), Node("s", "127.0.0.1:2", "slave")
 TOPIC, GROUP = "T", "G"
@@ -160,3 +160,72 @@ async def _nothing(*_args: Any) -> None:
 async def _yes(*_args: Any) -> bool:
     return True
 
+
+
+@dataclass
+class Topics:
+    """MQAdmin's topic service: the route names `elected` the group's master."""
+
+    elected: str
+
+    async def topic_route(self, _topic: str) -> TopicRouteData:
+        return TopicRouteData(queue_datas=[QueueData("b", 2, 2)], broker_datas=[BrokerData("C", "b", {0: self.elected})])
+
+
+@dataclass
+class ElectedAdmin:
+    brokers: Brokers
+    topics: Topics
+
+
+def _after_election(monkeypatch: Any, commits: int) -> History:
+    """restart-old-master in controller mode: the dead master had {0: 40, 1: 41} at the fault; the elected one has
+    its last sync's {0: 30, 1: 41}, and the consumers' commits reach it after `commits` reads of its offsets."""
+    monkeypatch.setattr(faults, "STEADY_POLL", 0.001)
+    monkeypatch.setattr(faults, "ELECTED_OFFSETS_CATCH_UP", 0.2)
+    by_addr = {MASTER.addr: Broker({0: 40, 1: 41}), SLAVE.addr: Broker({0: 30, 1: 41})}
+    brokers = Brokers(by_addr)
+    reads = 0
+    served = brokers.broker_consume_stats
+
+    async def consume_stats(addr: str) -> BrokerConsumeStats:
+        nonlocal reads
+        if addr == SLAVE.addr:
+            reads += 1
+            if reads > commits:
+                by_addr[addr].offsets = {0: 45, 1: 46}
+        return await served(addr)
+
+    monkeypatch.setattr(brokers, "broker_consume_stats", consume_stats)
+
+    async def run() -> History:
+        history = History()
+        target = Target("b", MASTER, SLAVE, "SYNC_MASTER", None, controllers=(Node("c", "127.0.0.1:3", "controller"),))
+        loop = asyncio.get_running_loop()
+        ctx = DrillContext(ElectedAdmin(brokers, Topics(SLAVE.addr)), OperatorActions(by_addr), target,  # type: ignore[arg-type]
+                           history, loop.time, topic=TOPIC, group=GROUP, fault_for=0.0, poll_interval=0.1)
+        monkeypatch.setattr(ctx, "record_slave_offset", _nothing)
+        monkeypatch.setattr(ctx, "wait_in_sync_state_set", _yes)
+        await SCENARIOS["restart-old-master"].inject(ctx)
+        assert ctx.aborted is None
+        return history
+
+    return asyncio.run(run())
+
+
+def test_an_elected_masters_offsets_are_read_once_the_consumers_commits_reach_it(monkeypatch: Any) -> None:
+    """A slave made master serves its last sync's offsets until the group commits there: read when they have
+    caught up with the dead master's, not at the first read (148 messages of "regression" in one CI run)."""
+    history = _after_election(monkeypatch, commits=3)
+    (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
+    assert ev.data == {"master": {"0": 45, "1": 46}, "slave": {"0": 40, "1": 41}}
+    regression = check_regression(history)
+    assert regression is not None and regression.messages == 0
+
+
+def test_an_elected_master_that_never_catches_up_is_a_regression(monkeypatch: Any) -> None:
+    history = _after_election(monkeypatch, commits=10**9)
+    (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
+    assert ev.data["master"] == {"0": 30, "1": 41} and "behind" in ev.detail
+    regression = check_regression(history)
+    assert regression is not None and (regression.queues, regression.messages) == (1, 10)
