@@ -16,8 +16,10 @@ topic (8 queues), then measures, in this order and against the same broker:
    and the JVM's code paths compiled, as in a long-running pipeline, where step 4 is a one-off command's first
    job. Alternately because the JVM keeps compiling over the first several jobs of a session (on a 2-core
    machine the read's rows/s rose from 32k to 141k and the ceiling's from 70k to 198k over 7 jobs each): a
-   ceiling measured after the reads has had more warming than they had. Each job's machine CPU (all
-   processes) a row is given too; both are CPU-bound here;
+   ceiling measured after the reads has had more warming than they had. For the same reason the pairs take
+   turns at going first (the ceiling first in pair 1, the read in pair 2...; with an even `--pairs`, each
+   goes first as often): until stop 102 the read always went first, and each pair's ceiling had one job more
+   of warming than its read. Each job's machine CPU (all processes) a row is given too; both are CPU-bound here;
 6. the data source's reader without Spark: TASKS threads of this process, each reading its share of the
    ranges through `mqtools.spark.reader.read_batches` (the function each read task runs), so what is
    left between this and the Spark read is Spark's own (the Python worker's hand-off, the JVM's rows);
@@ -40,7 +42,7 @@ reference. Targets: Spark produce >= 0.7x the plain producer; the warm read >= 0
 read was first held to 0.5x the raw pull, which no Python data source can reach here: Spark's ceiling itself, a
 source that reads nothing, runs at about 0.3x the raw pull on two cores; the ratios to the raw pull are still printed.
 
-Usage: .venv/bin/python bench/spark_load.py [--messages 100000] [--seconds 5] [--pairs 3]
+Usage: .venv/bin/python bench/spark_load.py [--messages 100000] [--seconds 5] [--pairs 4]
        [--broker-max-transfer 512] [--broker-max-bytes 1048576]
 """
 
@@ -175,9 +177,9 @@ class Warm:
 
 
 def warm_read(namesrv: str, topic: str, ranges: list[Any], pairs: int) -> Warm:
-    """The read and the ceiling source with the same rows per partition, alternately, `pairs` + 1 times each in
-    one session, the first of each dropped; each job measured as the command's report measures it (the tasks'
-    wall time)."""
+    """The read and the ceiling source with the same rows per partition, alternately (taking turns at going
+    first), `pairs` + 1 times each in one session, the first of each dropped; each job measured as the command's
+    report measures it (the tasks' wall time)."""
     from mqtools.spark import register
     from mqtools.spark.load import read_stats, run_consume, spark_session
     from mqtools.spark.reader import read_batches
@@ -195,7 +197,7 @@ def warm_read(namesrv: str, topic: str, ranges: list[Any], pairs: int) -> Warm:
                 "ceiling": lambda: read_stats(spark.read.format("rocketmq-ceiling").load())}
         measured: dict[str, list[tuple[float, float]]] = {"read": [], "ceiling": []}
         for n in range(pairs + 1):
-            for name, job in jobs.items():
+            for name, job in (jobs.items() if n % 2 == 0 else reversed(jobs.items())):
                 busy = machine_busy()
                 rate = summarize(job()).msgs_per_s
                 if n:
@@ -212,7 +214,8 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--messages", type=int, default=100_000, help="Messages spark-load produces.")
     parser.add_argument("--seconds", type=float, default=5.0, help="Seconds for the plain producer and raw pulls.")
-    parser.add_argument("--pairs", type=int, default=3, help="Warm read and ceiling jobs measured, each.")
+    parser.add_argument("--pairs", type=int, default=4,
+                        help="Warm read and ceiling jobs measured, each (even: each goes first as often).")
     parser.add_argument("--broker-max-transfer", type=int, default=512,
                         help="The broker's maxTransferCountOnMessageInMemory (Apache's default 32).")
     parser.add_argument("--broker-max-bytes", type=int, default=1024 * 1024,
@@ -247,7 +250,7 @@ def main() -> None:
           f"best of 2) {alone:,.0f} msgs/s, "
           f"ratio {alone / raw['msgs_s']:.2f}; Spark's ceiling (a source that yields ready batches of these rows, "
           f"alternating with the warm read) {warm.ceiling:,.0f} msgs/s, ratio {warm.ceiling / raw['msgs_s']:.2f}, warm "
-          f"read at {warm.ratio:.2f} of it by the median pair (>= 0.80 {'met' if c_ok else 'missed'}; machine CPU a "
+          f"read at {warm.ratio:.3f} of it by the median pair (>= 0.80 {'met' if c_ok else 'missed'}; machine CPU a "
           f"row {warm.read_cpu_us:.1f} against "
           f"{warm.ceiling_cpu_us:.1f} us); broker maxTransferCountOnMessageInMemory {args.broker_max_transfer}, "
           f"maxTransferBytesOnMessageInMemory {args.broker_max_bytes} | "
