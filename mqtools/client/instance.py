@@ -16,7 +16,7 @@ import itertools
 import logging
 import os
 import socket
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterator
 from typing import Protocol
 
 from mqtools.client.errors import (
@@ -191,12 +191,13 @@ class ClientInstance:
         self.routes[topic] = route
         return route
 
+    def _node_tables(self, broker_name: str) -> Iterator[dict[int, str]]:
+        """The broker's id -> address tables, in the order the cached routes that name it were read."""
+        return (addrs for route in self.routes.values() if (addrs := route.broker_addrs.get(broker_name)))
+
     def broker_addr(self, broker_name: str, broker_id: int = MASTER_ID, *, any_node: bool = True) -> str | None:
         """The address of that node of the broker; with any_node, another node when it is gone."""
-        for route in self.routes.values():
-            addrs = route.broker_addrs.get(broker_name)
-            if not addrs:
-                continue
+        for addrs in self._node_tables(broker_name):
             if broker_id in addrs:
                 return addrs[broker_id]
             if any_node:
@@ -204,12 +205,9 @@ class ClientInstance:
         return None
 
     def broker_nodes(self, broker_name: str) -> list[str]:
-        """Every node of the broker that a cached route names, the master first, then the slaves by id."""
-        for route in self.routes.values():
-            addrs = route.broker_addrs.get(broker_name)
-            if addrs:
-                return [addrs[i] for i in sorted(addrs)]
-        return []
+        """Every node of the broker in the table broker_addr reads, the master first, then the slaves by id."""
+        addrs = next(self._node_tables(broker_name), {})
+        return [addrs[i] for i in sorted(addrs)]
 
     def timed_out(self, addr: str) -> bool:
         """True when the last request to this broker timed out (a hung broker): a goodbye that is only a courtesy

@@ -47,6 +47,12 @@ SYNC_STATE_SET_TIMEOUT = 30.0
 ELECTED_OFFSETS_CATCH_UP = 10.0
 
 
+def _behind(ahead: dict[str, int] | None, served: dict[str, int] | None) -> dict[str, int]:
+    """Queue -> how many messages `served`'s committed offset is behind `ahead`'s, for the queues where it is."""
+    served = served or {}
+    return {q: o - served.get(q, 0) for q, o in (ahead or {}).items() if o > served.get(q, 0)}
+
+
 class Actions(Protocol):
     async def fault(self, node: Node, sig: int) -> str: ...
     async def partition(self, node: Node) -> str: ...
@@ -325,7 +331,7 @@ class DrillContext:
             await self._record_offsets_after_election(master)
             return
         served, newer = await asyncio.gather(self._committed(master.addr), self._committed(slave.addr))
-        behind = {q: o - (served or {}).get(q, 0) for q, o in (newer or {}).items() if o > (served or {}).get(q, 0)}
+        behind = _behind(newer, served)
         detail = (f"{master.name} serves offsets behind {slave.name}'s on {len(behind)} queue(s)" if behind
                   else f"{master.name} serves committed offsets no older than {slave.name}'s")
         self.event("offsets-at-return", detail, master=served or {}, slave=newer or {})
@@ -345,7 +351,7 @@ class DrillContext:
         start = self.clock()
         while True:
             served = await self._committed(elected)
-            behind = {q: o - (served or {}).get(q, 0) for q, o in (had or {}).items() if o > (served or {}).get(q, 0)}
+            behind = _behind(had, served)
             if not behind or self.clock() - start >= ELECTED_OFFSETS_CATCH_UP:
                 break
             await asyncio.sleep(STEADY_POLL)

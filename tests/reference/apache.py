@@ -146,12 +146,7 @@ class ApacheProcess:
 
     def relaunch(self) -> None:
         """Its command again, in place, after it died at start-up (from the spawner thread: see respawn_broker)."""
-        def popen() -> subprocess.Popen:
-            with open(self.workdir / "stdout.log", "ab") as out:
-                return subprocess.Popen(self.command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                        env=self.env, cwd=self.workdir)
-
-        self.proc = _SPAWNER.submit(popen).result()
+        self.proc = _SPAWNER.submit(_popen, self.command, self.env, self.workdir).result()
 
     def kill(self) -> None:
         if self.alive:
@@ -177,12 +172,16 @@ def _launch(role: str, aset: ArtifactSet, root: Path, workdir: Path, port: int, 
     namespace's `ip netns exec NS`, where it is reached at `host`), and register it for kill_all."""
     env = {**os.environ, "ROCKETMQ_HOME": str(home(aset, root))}
     command = (*prefix, *java_command(aset, main, workdir, *args, heap=heap))
-    with open(workdir / "stdout.log", "ab") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
-                                cwd=workdir)
-    started = ApacheProcess(role, aset, workdir, port, proc, conf, host, prefix, command, env)
+    started = ApacheProcess(role, aset, workdir, port, _popen(command, env, workdir), conf, host, prefix, command, env)
     _started.append(started)
     return started
+
+
+def _popen(command: tuple[str, ...], env: dict[str, str], workdir: Path) -> subprocess.Popen:
+    """A JVM in `workdir`, its stdout and stderr appended to stdout.log there."""
+    with open(workdir / "stdout.log", "ab") as out:
+        return subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, env=env,
+                                cwd=workdir)
 
 
 #: What a JVM prints when it lists the machine's network interfaces (Apache's NetworkUtil, RemotingUtil, a

@@ -103,11 +103,13 @@ def _env(log_dir: Path | None, var: str = "MQREF_LOG_DIR") -> dict[str, str]:
 def _run(argv: list[str], timeout: float, env: dict[str, str], ok: tuple[int, ...]) -> JavaRun:
     """The harness to its end; once more when it failed because an interface vanished while the client listed
     them for its clientIP (apache.INTERFACE_GONE: the machine's doing, not the client's)."""
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
-                          env=env, check=False)
-    if done.returncode not in ok and INTERFACE_GONE in done.stderr + done.stdout:
-        done = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
+    def once() -> subprocess.CompletedProcess[str]:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout, stdin=subprocess.DEVNULL,
                               env=env, check=False)
+
+    done = once()
+    if done.returncode not in ok and INTERFACE_GONE in done.stderr + done.stdout:
+        done = once()
     events, noise = _parse(done.stdout.splitlines())
     run = JavaRun(argv, done.returncode, events, done.stderr, noise)
     assert done.returncode in ok, run.describe()

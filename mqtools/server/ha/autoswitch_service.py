@@ -43,8 +43,7 @@ class AutoSwitchHAService(HAService):
     autoswitch = True
     #: A wait that ends unacknowledged (timed out, or the last slave gone) is FLUSH_SLAVE_TIMEOUT.
     OUTCOMES: ClassVar[Mapping[Replicated, PutMessageStatus]] = MappingProxyType({
-        Replicated.ACKED: PutMessageStatus.PUT_OK, Replicated.TIMED_OUT: PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
-        Replicated.NO_SLAVE: PutMessageStatus.FLUSH_SLAVE_TIMEOUT})
+        **HAService.OUTCOMES, Replicated.NO_SLAVE: PutMessageStatus.FLUSH_SLAVE_TIMEOUT})
 
     def __init__(self, store: Any, config: HAConfig, epochs: EpochFileCache, *,
                  clock: Callable[[], float] = time.monotonic, wall_clock: Callable[[], float] = time.time,
