@@ -118,7 +118,8 @@ def judge(i: Integrity, t: Timeline, c: Criteria, aborted: str | None,
                               i.redelivered, c.max_redelivered))
     if c.max_regression is not None:
         if i.regression is None:
-            reasons.append(Reason(False, "offset regression unknown: no master returned during the drill"))
+            reasons.append(Reason(False, "offset regression unknown: no master returned during the drill, or its "
+                                         "committed offsets could not be read"))
         else:
             reasons.append(_bound(i.regression.messages <= c.max_regression, "consumer offset regression (messages)",
                                   i.regression.messages, c.max_regression))
@@ -267,7 +268,7 @@ def _integrity(i: Integrity) -> list[str]:
         ("order violations", NA if i.order is None else str(i.order.violations),
          "  (no sharding keys)" if i.order is None else f"  over {i.order.keys} keys"),
         ("offset regression", NA if i.regression is None else str(i.regression.messages),
-         "  (no master returned)" if i.regression is None else
+         "  (no master returned, or its offsets not read)" if i.regression is None else
          f"  messages over {i.regression.queues} queue(s) at {i.regression.returns} return(s)"),
     ]
     if i.loss is not None:

@@ -155,6 +155,16 @@ def test_offset_regression_from_a_returning_master() -> None:
     assert not build(judged).passed
 
 
+def test_offsets_a_returning_master_did_not_give_are_unknown_not_a_regression_from_0() -> None:
+    h = clean()
+    h.event(3.0, "offsets-at-return", master=None, slave=None)
+    assert check(h).regression is None
+    judged = history(criteria=Criteria(max_regression=0))
+    judged.ops, judged.events = h.ops, h.events
+    report = build(judged)
+    assert not report.passed and any(not r.ok and "could not be read" in r.text for r in report.reasons)
+
+
 def test_async_loss_is_explained_by_the_slave_offset_at_the_fault() -> None:
     h = history(criteria=Criteria(max_lost=None, loss_explained=True))
     for i in range(10):

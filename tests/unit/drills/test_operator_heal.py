@@ -178,12 +178,12 @@ class ElectedAdmin:
     topics: Topics
 
 
-def _after_election(monkeypatch: Any, commits: int) -> History:
+def _after_election(monkeypatch: Any, commits: int, elected_up: bool = True) -> History:
     """restart-old-master in controller mode: the dead master had {0: 40, 1: 41} at the fault; the elected one has
     its last sync's {0: 30, 1: 41}, and the consumers' commits reach it after `commits` reads of its offsets."""
     monkeypatch.setattr(faults, "STEADY_POLL", 0.001)
     monkeypatch.setattr(faults, "ELECTED_OFFSETS_CATCH_UP", 0.2)
-    by_addr = {MASTER.addr: Broker({0: 40, 1: 41}), SLAVE.addr: Broker({0: 30, 1: 41})}
+    by_addr = {MASTER.addr: Broker({0: 40, 1: 41}), SLAVE.addr: Broker({0: 30, 1: 41}, up=elected_up)}
     brokers = Brokers(by_addr)
     reads = 0
     served = brokers.broker_consume_stats
@@ -229,3 +229,11 @@ def test_an_elected_master_that_never_catches_up_is_a_regression(monkeypatch: An
     assert ev.data["master"] == {"0": 30, "1": 41} and "behind" in ev.detail
     regression = check_regression(history)
     assert regression is not None and (regression.queues, regression.messages) == (1, 10)
+
+
+def test_an_elected_master_that_does_not_answer_leaves_its_offsets_unknown(monkeypatch: Any) -> None:
+    """Not read is not 0: no regression of every message is counted for a master that could not be asked."""
+    history = _after_election(monkeypatch, commits=10**9, elected_up=False)
+    (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
+    assert ev.data == {"master": None, "slave": None} and "not known" in ev.detail
+    assert check_regression(history) is None
