@@ -129,3 +129,27 @@ def test_hosts_that_differ_only_in_port_or_in_turn_are_each_the_rows_own() -> No
     got, want = fast.batch(), ref.batch()
     assert got.equals(want)
     assert got.column("born_host").to_pylist()[:3] == ["10.0.0.1:1", "10.0.0.1:2", "10.0.0.1:2"]
+
+
+@needs_compiled
+@settings(max_examples=100, deadline=None)
+@given(rounds=st.lists(st.tuples(pulls(), st.booleans()), min_size=2, max_size=6))
+def test_batches_kept_stay_whole_while_later_ones_reuse_the_buffers_of_those_let_go(
+        rounds: list[tuple[tuple[list[bytes], int, int, frozenset[str]], bool]]) -> None:
+    """A batch's buffers go back to a pool for the next batches once Arrow lets go of them: a batch still held keeps
+    its own, and a batch built in reused memory holds only its own rows."""
+    fast, ref = _both()
+    kept = []
+    for (answers, low, high, tags), keep in rounds:
+        for body in answers:
+            fast.add_pull(body, low, high, tags)
+            ref.add_pull(body, low, high, tags)
+        got, want = fast.batch(), ref.batch()
+        got.validate(full=True)
+        assert got.equals(want)
+        if keep:
+            kept.append((got, want))
+        del got
+    for got, want in kept:
+        got.validate(full=True)
+        assert got.equals(want)
