@@ -27,6 +27,8 @@ topic (8 queues), then measures, in this order and against the same broker:
    each partition yielding ready-made copies of a real batch of this topic's rows (as many rows as its
    range holds). What Spark costs per row of this schema on this machine (the Python worker's Arrow
    hand-off, the JVM's rows, the measuring pass), so the most any Python data source could reach here.
+   The batch copied is a whole one (the reader's ARROW_ROWS): since stop 103 a range's first batch is only its
+   first pull's rows, and a ceiling made of those would be a slower one.
 
 The broker runs with maxTransferCountOnMessageInMemory `--broker-max-transfer` (default 512; Apache's default
 is 32) and maxTransferBytesOnMessageInMemory `--broker-max-bytes` (default 1 MiB, Apache's 256 KiB: 512 stored
@@ -182,7 +184,7 @@ def warm_read(namesrv: str, topic: str, ranges: list[Any], pairs: int) -> Warm:
     report measures it (the tasks' wall time)."""
     from mqtools.spark import register
     from mqtools.spark.load import read_stats, run_consume, spark_session
-    from mqtools.spark.reader import read_batches
+    from mqtools.spark.reader import ARROW_ROWS, read_batches
     from mqtools.spark.stats import summarize
 
     rows = sum(r.size for r in ranges)
@@ -190,7 +192,7 @@ def warm_read(namesrv: str, topic: str, ranges: list[Any], pairs: int) -> Warm:
     try:
         register(spark)
         batches = read_batches(namesrv, [max(ranges, key=lambda r: r.size)])
-        sample = next(batches)
+        sample = next(batch for batch in batches if batch.num_rows >= ARROW_ROWS)  # a whole batch
         batches.close()
         spark.dataSource.register(ceiling_source(sample, [r.size for r in ranges]))
         jobs = {"read": lambda: run_consume(spark, namesrv, topic, ranges),

@@ -96,15 +96,19 @@ class RangeReader:
         self.nodes = {} if nodes is None else nodes
 
     async def batches(self) -> AsyncIterator[pa.RecordBatch]:
-        """The range's rows as Arrow batches of about ARROW_ROWS, built on the client's loop."""
+        """The range's rows as Arrow batches of about ARROW_ROWS, built on the client's loop. The first batch goes
+        as soon as the first answer with rows is in (a pull's worth), so that Spark starts on a task's rows while
+        the rest is pulled, instead of waiting for ARROW_ROWS of them at the start of every task."""
         columns = Columns(self.range.broker)
         tags = parse_subscription(self.range.topic, self.expression).tags_set
         # aclosing: a consumer that stops early (a LIMIT) closes this generator, and the pulls in
         # flight and the consumer must end with it, not when the loop finalizes a forgotten generator
         async with contextlib.aclosing(self.chunks()) as chunks:
+            first = True
             async for body, offset in chunks:
                 columns.add_pull(body, offset, self.range.end, tags)
-                if len(columns) >= ARROW_ROWS or columns.nbytes >= ARROW_BYTES:
+                if len(columns) >= ARROW_ROWS or columns.nbytes >= ARROW_BYTES or (first and len(columns)):
+                    first = False
                     yield columns.batch()
         if len(columns):
             yield columns.batch()

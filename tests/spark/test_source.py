@@ -293,3 +293,20 @@ def test_plan_data_loss_both_ways() -> None:
         plan_ranges("T", bounds, start, parse_spec("latest", "latest"))
     ranges = plan_ranges("T", bounds, start, parse_spec("latest", "latest"), fail_on_data_loss=False)
     assert [(r.queue_id, r.start, r.end) for r in ranges] == [(0, 10, 20), (1, 0, 5)]
+
+
+def test_a_ranges_first_batch_is_its_first_answer_and_the_rest_come_arrow_rows_at_a_time(
+        cluster: Cluster, written: tuple[str, list[Any]], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Spark starts on a task's rows once the first pull is in, not after ARROW_ROWS of them."""
+    from mqtools.spark import reader
+    from mqtools.spark.offsets import parse_spec, plan_topic
+
+    topic, _ = written
+    monkeypatch.setattr(reader, "ARROW_ROWS", 8)
+    ranges = plan_topic(cluster.namesrv.addr, topic, parse_spec("earliest", "earliest"), parse_spec("latest", "latest"))
+    biggest = max(ranges, key=lambda r: r.size)
+    assert biggest.size > 2 * 8 + 3
+    sizes = [b.num_rows for b in reader.read_batches(cluster.namesrv.addr, [biggest], batch=3)]
+    assert sizes[0] == 3 and sum(sizes) == biggest.size
+    # a batch is handed over once it holds ARROW_ROWS, at the end of the answer that filled it
+    assert all(8 <= size < 8 + 3 for size in sizes[1:-1]) and 0 < sizes[-1] < 8 + 3, sizes
