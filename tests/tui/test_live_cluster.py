@@ -303,5 +303,9 @@ async def test_sigkill_of_a_master_turns_its_row_critical_while_the_slave_stays_
         await until(lambda: app.state.rounds >= rounds + 2, 10, "two more refreshes")
         assert cell(app, master, "heartbeatAgeMs") > first
         assert by_key(app)[master].level == CRIT
-        assert by_key(app)[slave].level != CRIT and cell(app, slave, "status") == "ok"
+        # the slave answers: under the full suite's load one of its reads can outlast the 1.5 s timeout and show that
+        # round "not answering" (as it must), so its row is awaited answering rather than read at one round (CI at
+        # 6226a2c)
+        await until(lambda: cell(app, slave, "status") == "ok", 20, "the slave's row answering")
+        assert by_key(app)[slave].level != CRIT
         assert cell(app, slave, "commitLogMaxOffset") is not None
