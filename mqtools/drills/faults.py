@@ -337,7 +337,7 @@ class DrillContext:
         behind = _behind(newer, served)
         detail = (f"{master.name} serves offsets behind {slave.name}'s on {len(behind)} queue(s)" if behind
                   else f"{master.name} serves committed offsets no older than {slave.name}'s")
-        self.event("offsets-at-return", detail, master=served or {}, slave=newer or {})
+        self.event("offsets-at-return", detail, master=served, slave=newer or {})
 
     async def _record_offsets_after_election(self, old: Node) -> None:
         try:
@@ -366,7 +366,7 @@ class DrillContext:
                   f"{len(behind)} queue(s){waited}" if behind else
                   f"the elected master {elected} serves committed offsets no older than {old.name} had at the "
                   f"fault{waited}")
-        self.event("offsets-at-return", detail, master=served or {}, slave=had or {})
+        self.event("offsets-at-return", detail, master=served, slave=had or {})
 
     def _offsets_unread(self, addr: str) -> None:
         """The serving master did not answer for its committed offsets: recorded as not known (master None), which
