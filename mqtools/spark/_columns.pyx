@@ -94,7 +94,9 @@ cdef int reserve(Buf *b, Py_ssize_t extra) except -1:
 
 
 # put, put32, put64 and text_end run a few dozen times a row: the room check is inline and a fixed size's copy is
-# one store, growing (reserve) and refusing (too_large) are calls of their own.
+# one store, growing (reserve) and refusing (too_large) are calls of their own. put32 and put64 are written out, not
+# put(b, &v, 4): with them calling put, gcc no longer inlined text_end, and the reader alone took 0.86-0.97 us of
+# CPU a row against 0.81-0.88 (stop 103's review).
 cdef inline int put(Buf *b, const void *src, Py_ssize_t n) except -1:
     if b.len + n > b.cap:
         reserve(b, n)
