@@ -184,16 +184,16 @@ def warm_read(namesrv: str, topic: str, ranges: list[Any], pairs: int) -> Warm:
     report measures it (the tasks' wall time)."""
     from mqtools.spark import register
     from mqtools.spark.load import read_stats, run_consume, spark_session
-    from mqtools.spark.reader import ARROW_ROWS, read_batches
+    from mqtools.spark.reader import read_batches
     from mqtools.spark.stats import summarize
 
     rows = sum(r.size for r in ranges)
     spark = spark_session(MASTER, {}, "bench-spark-load-warm")
     try:
         register(spark)
-        batches = read_batches(namesrv, [max(ranges, key=lambda r: r.size)])
-        sample = next(batch for batch in batches if batch.num_rows >= ARROW_ROWS)  # a whole batch
-        batches.close()
+        # the largest range's largest batch: a whole one (a range's first is its first pull's rows), or all the range
+        # holds where it is smaller than a batch
+        sample = max(read_batches(namesrv, [max(ranges, key=lambda r: r.size)]), key=lambda batch: batch.num_rows)
         spark.dataSource.register(ceiling_source(sample, [r.size for r in ranges]))
         jobs = {"read": lambda: run_consume(spark, namesrv, topic, ranges),
                 "ceiling": lambda: read_stats(spark.read.format("rocketmq-ceiling").load())}
