@@ -331,13 +331,13 @@ class DrillContext:
             await self._record_offsets_after_election(master)
             return
         served, newer = await asyncio.gather(self._committed(master.addr), self._committed(slave.addr))
-        if served is None:
-            self._offsets_unread(master.addr)
+        if served is None or newer is None:
+            self._offsets_unread(master.addr if served is None else slave.addr)
             return
         behind = _behind(newer, served)
         detail = (f"{master.name} serves offsets behind {slave.name}'s on {len(behind)} queue(s)" if behind
                   else f"{master.name} serves committed offsets no older than {slave.name}'s")
-        self.event("offsets-at-return", detail, master=served, slave=newer or {})
+        self.event("offsets-at-return", detail, master=served, slave=newer)
 
     async def _record_offsets_after_election(self, old: Node) -> None:
         try:
@@ -358,19 +358,20 @@ class DrillContext:
             if not behind or self.clock() - start >= ELECTED_OFFSETS_CATCH_UP:
                 break
             await asyncio.sleep(STEADY_POLL)
-        if served is None:
-            self._offsets_unread(elected)
+        if served is None or had is None:
+            self._offsets_unread(elected if served is None else old.addr)
             return
         waited = f" ({self.clock() - start:.1f}s after the old master answered)"
         detail = (f"the elected master {elected} serves offsets behind what {old.name} had at the fault on "
                   f"{len(behind)} queue(s){waited}" if behind else
                   f"the elected master {elected} serves committed offsets no older than {old.name} had at the "
                   f"fault{waited}")
-        self.event("offsets-at-return", detail, master=served, slave=had or {})
+        self.event("offsets-at-return", detail, master=served, slave=had)
 
     def _offsets_unread(self, addr: str) -> None:
-        """The serving master did not answer for its committed offsets: recorded as not known (master None), which
-        the regression check reports as unknown, never as offsets of 0."""
+        """A broker of the comparison (the serving master, or the slave or old master it is held to) did not answer
+        for its committed offsets: recorded as not known (master None), which the regression check reports as
+        unknown, never as offsets of 0 on either side."""
         self.event("offsets-at-return", f"{addr} did not answer for its committed offsets: not known", master=None,
                    slave=None)
 

@@ -97,9 +97,9 @@ def context(actions: OperatorActions, admin: Admin) -> tuple[DrillContext, Histo
     return ctx, history
 
 
-def test_restart_master_reads_the_returning_masters_offsets_once_it_answers(monkeypatch: Any) -> None:
+def _restart_master(monkeypatch: Any, by_addr: dict[str, Broker]) -> History:
+    """restart-master run to its end over `by_addr`, the slave's offset at the fault not taken."""
     monkeypatch.setattr(faults, "STEADY_POLL", 0.001)
-    by_addr = {MASTER.addr: Broker({0: 40, 1: 41}), SLAVE.addr: Broker({0: 50, 1: 51})}
 
     async def run() -> History:
         ctx, history = context(OperatorActions(by_addr), Admin(Brokers(by_addr)))
@@ -108,11 +108,25 @@ def test_restart_master_reads_the_returning_masters_offsets_once_it_answers(monk
         assert ctx.aborted is None
         return history
 
-    history = asyncio.run(run())
+    return asyncio.run(run())
+
+
+def test_restart_master_reads_the_returning_masters_offsets_once_it_answers(monkeypatch: Any) -> None:
+    history = _restart_master(monkeypatch, {MASTER.addr: Broker({0: 40, 1: 41}), SLAVE.addr: Broker({0: 50, 1: 51})})
     (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
     assert ev.data["master"] == {"0": 40, "1": 41}  # what it serves, not the zeros of a broker not yet up
     regression = check_regression(history)
     assert regression is not None and regression.messages == 20
+
+
+def test_a_slave_that_does_not_answer_at_the_masters_return_leaves_the_regression_unknown(monkeypatch: Any) -> None:
+    """The slave's offsets are the other side of the comparison: not read is not known, not a slave at 0 (which
+    counted as no regression at all)."""
+    history = _restart_master(monkeypatch, {MASTER.addr: Broker({0: 40, 1: 41}),
+                                            SLAVE.addr: Broker({0: 50, 1: 51}, up=False)})
+    (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
+    assert ev.data == {"master": None, "slave": None} and SLAVE.addr in ev.detail and "not known" in ev.detail
+    assert check_regression(history) is None
 
 
 def test_a_master_that_never_answers_again_aborts_the_drill_instead_of_reading_zeros(monkeypatch: Any) -> None:
