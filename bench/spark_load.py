@@ -28,7 +28,11 @@ topic (8 queues), then measures, in this order and against the same broker:
    range holds). What Spark costs per row of this schema on this machine (the Python worker's Arrow
    hand-off, the JVM's rows, the measuring pass), so the most any Python data source could reach here.
    The batch copied is a whole one (the reader's ARROW_ROWS): since stop 103 a range's first batch is only its
-   first pull's rows, and a ceiling made of those would be a slower one.
+   first pull's rows, and a ceiling made of those would be a slower one. Each task maps the batch from an
+   Arrow file (zero-copy): until stop 105 the batch (4.6 MB) rode in the source's pickled reader, so every
+   task's command carried it through the JVM to a worker that unpickled it, which no real source does (its
+   partitions name what to read); that cost the ceiling 1.1-1.5 us of machine CPU a row and made it 2-4%
+   slower, so the read's ratio was that much too high.
 
 The broker runs with maxTransferCountOnMessageInMemory `--broker-max-transfer` (default 512; Apache's default
 is 32) and maxTransferBytesOnMessageInMemory `--broker-max-bytes` (default 1 MiB, Apache's 256 KiB: 512 stored
@@ -53,6 +57,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -97,10 +102,10 @@ def plain_producer(namesrv: str, seconds: float) -> dict:
     return {**throughput(results), "msgs": sum(r["msgs"] for r in results)}
 
 
-def ceiling_source(sample: Any, sizes: list[int]) -> type:
-    """A data source named "rocketmq-ceiling" whose partition i yields copies of `sample` (a real batch
-    of the topic's rows) until it has given sizes[i] rows: no pulls, no decoding. Defined here, in
-    __main__, so Spark's workers receive it by value."""
+def ceiling_source(sample: str, sizes: list[int]) -> type:
+    """A data source named "rocketmq-ceiling" whose partition i yields copies of the batch in the Arrow file
+    `sample` (a real batch of the topic's rows, mapped, not read) until it has given sizes[i] rows: no pulls, no
+    decoding. Defined here, in __main__, so Spark's workers receive it by value (the file's path, not its rows)."""
     from pyspark.sql.datasource import DataSource, DataSourceReader, InputPartition
 
     from mqtools.spark.columns import SCHEMA
@@ -110,11 +115,15 @@ def ceiling_source(sample: Any, sizes: list[int]) -> type:
             return [InputPartition(n) for n in sizes]
 
         def read(self, partition: InputPartition) -> Iterator[Any]:
-            left = partition.value
-            while left > 0:
-                batch = sample.slice(0, min(left, sample.num_rows))
-                left -= batch.num_rows
-                yield batch
+            import pyarrow as pa
+
+            with pa.memory_map(sample) as source:
+                batch_of_rows = pa.ipc.open_file(source).get_batch(0)
+                left = partition.value
+                while left > 0:
+                    batch = batch_of_rows.slice(0, min(left, batch_of_rows.num_rows))
+                    left -= batch.num_rows
+                    yield batch
 
     class Ceiling(DataSource):
         @classmethod
@@ -182,6 +191,10 @@ def warm_read(namesrv: str, topic: str, ranges: list[Any], pairs: int) -> Warm:
     """The read and the ceiling source with the same rows per partition, alternately (taking turns at going
     first), `pairs` + 1 times each in one session, the first of each dropped; each job measured as the command's
     report measures it (the tasks' wall time)."""
+    import tempfile
+
+    import pyarrow as pa
+
     from mqtools.spark import register
     from mqtools.spark.load import read_stats, run_consume, spark_session
     from mqtools.spark.reader import read_batches
@@ -189,11 +202,15 @@ def warm_read(namesrv: str, topic: str, ranges: list[Any], pairs: int) -> Warm:
 
     rows = sum(r.size for r in ranges)
     spark = spark_session(MASTER, {}, "bench-spark-load-warm")
+    tmp = tempfile.mkdtemp(prefix="spark-load-ceiling-")
     try:
         register(spark)
         # the largest range's largest batch: a whole one (a range's first is its first pull's rows), or all the range
         # holds where it is smaller than a batch
-        sample = max(read_batches(namesrv, [max(ranges, key=lambda r: r.size)]), key=lambda batch: batch.num_rows)
+        batch = max(read_batches(namesrv, [max(ranges, key=lambda r: r.size)]), key=lambda batch: batch.num_rows)
+        sample = str(Path(tmp) / "sample.arrow")
+        with pa.OSFile(sample, "wb") as out, pa.ipc.new_file(out, batch.schema) as writer:
+            writer.write_batch(batch)
         spark.dataSource.register(ceiling_source(sample, [r.size for r in ranges]))
         jobs = {"read": lambda: run_consume(spark, namesrv, topic, ranges),
                 "ceiling": lambda: read_stats(spark.read.format("rocketmq-ceiling").load())}
@@ -206,6 +223,7 @@ def warm_read(namesrv: str, topic: str, ranges: list[Any], pairs: int) -> Warm:
                     measured[name].append((rate, (machine_busy() - busy) / rows * 1e6))
     finally:
         spark.stop()
+        shutil.rmtree(tmp, ignore_errors=True)
     read, ceiling = measured["read"], measured["ceiling"]
     return Warm(statistics.median(r for r, _ in read), statistics.median(c for c, _ in ceiling),
                 statistics.median(r / c for (r, _), (c, _) in zip(read, ceiling, strict=True)),
