@@ -31,8 +31,8 @@ topic (8 queues), then measures, in this order and against the same broker:
    first pull's rows, and a ceiling made of those would be a slower one. Each task maps the batch from an
    Arrow file (zero-copy): until stop 105 the batch (4.6 MB) rode in the source's pickled reader, so every
    task's command carried it through the JVM to a worker that unpickled it, which no real source does (its
-   partitions name what to read); that cost the ceiling 1.1-1.5 us of machine CPU a row and made it 2-4%
-   slower, so the read's ratio was that much too high.
+   partitions name what to read); that cost the ceiling 1.1-1.5 us of machine CPU a row and up to 7% of its
+   speed, and the read's ratio was up to 0.05 too high.
 
 The broker runs with maxTransferCountOnMessageInMemory `--broker-max-transfer` (default 512; Apache's default
 is 32) and maxTransferBytesOnMessageInMemory `--broker-max-bytes` (default 1 MiB, Apache's 256 KiB: 512 stored
