@@ -342,10 +342,11 @@ class DrillContext:
     async def _record_offsets_after_election(self, old: Node) -> None:
         try:
             route = await self.admin.topics.topic_route(self.topic)
-            elected = next((b.broker_addrs.get(0) for b in route.broker_datas
-                            if b.broker_name == self.target.broker_name), None)
-        except MQClientError:
-            elected = None
+        except MQClientError as exc:
+            self._comparison_unknown(f"the route of {self.topic} could not be read ({exc})")
+            return
+        elected = next((b.broker_addrs.get(0) for b in route.broker_datas
+                        if b.broker_name == self.target.broker_name), None)
         if elected is None or elected == old.addr:
             self.event("offsets-at-return", f"no other master of {self.target.broker_name} to compare with",
                        master={}, slave={})
@@ -370,10 +371,13 @@ class DrillContext:
 
     def _offsets_unread(self, addr: str) -> None:
         """A broker of the comparison (the serving master, or the slave or old master it is held to) did not answer
-        for its committed offsets: recorded as not known (master None), which the regression check reports as
-        unknown, never as offsets of 0 on either side."""
-        self.event("offsets-at-return", f"{addr} did not answer for its committed offsets: not known", master=None,
-                   slave=None)
+        for its committed offsets."""
+        self._comparison_unknown(f"{addr} did not answer for its committed offsets")
+
+    def _comparison_unknown(self, why: str) -> None:
+        """The offsets at a master's return could not be compared: recorded as not known (master None), which the
+        regression check reports as unknown, never as offsets of 0 on either side nor as nothing to compare."""
+        self.event("offsets-at-return", f"{why}: not known", master=None, slave=None)
 
     async def wipe_write_perm(self) -> None:
         """drain-master's first step, and its fault: no new writes to the group."""

@@ -178,11 +178,13 @@ async def _yes(*_args: Any) -> bool:
 
 @dataclass
 class Topics:
-    """MQAdmin's topic service: the route names `elected` the group's master."""
+    """MQAdmin's topic service: the route names `elected` the group's master (no name server answers: `None`)."""
 
-    elected: str
+    elected: str | None
 
     async def topic_route(self, _topic: str) -> TopicRouteData:
+        if self.elected is None:
+            raise MQClientError("no name server answers")
         return TopicRouteData(queue_datas=[QueueData("b", 2, 2)], broker_datas=[BrokerData("C", "b", {0: self.elected})])
 
 
@@ -190,6 +192,16 @@ class Topics:
 class ElectedAdmin:
     brokers: Brokers
     topics: Topics
+
+
+def _controller_context(by_addr: dict[str, Broker], brokers: Brokers, elected: str | None) -> tuple[DrillContext, History]:
+    """A drill's context on a controller-mode set whose route names `elected` its master."""
+    history = History()
+    target = Target("b", MASTER, SLAVE, "SYNC_MASTER", None, controllers=(Node("c", "127.0.0.1:3", "controller"),))
+    ctx = DrillContext(ElectedAdmin(brokers, Topics(elected)), OperatorActions(by_addr), target,  # type: ignore[arg-type]
+                       history, asyncio.get_running_loop().time, topic=TOPIC, group=GROUP, fault_for=0.0,
+                       poll_interval=0.1)
+    return ctx, history
 
 
 def _after_election(monkeypatch: Any, commits: int, elected_up: bool = True) -> History:
@@ -213,11 +225,7 @@ def _after_election(monkeypatch: Any, commits: int, elected_up: bool = True) -> 
     monkeypatch.setattr(brokers, "broker_consume_stats", consume_stats)
 
     async def run() -> History:
-        history = History()
-        target = Target("b", MASTER, SLAVE, "SYNC_MASTER", None, controllers=(Node("c", "127.0.0.1:3", "controller"),))
-        loop = asyncio.get_running_loop()
-        ctx = DrillContext(ElectedAdmin(brokers, Topics(SLAVE.addr)), OperatorActions(by_addr), target,  # type: ignore[arg-type]
-                           history, loop.time, topic=TOPIC, group=GROUP, fault_for=0.0, poll_interval=0.1)
+        ctx, history = _controller_context(by_addr, brokers, SLAVE.addr)
         monkeypatch.setattr(ctx, "record_slave_offset", _nothing)
         monkeypatch.setattr(ctx, "wait_in_sync_state_set", _yes)
         await SCENARIOS["restart-old-master"].inject(ctx)
@@ -250,4 +258,34 @@ def test_an_elected_master_that_does_not_answer_leaves_its_offsets_unknown(monke
     history = _after_election(monkeypatch, commits=10**9, elected_up=False)
     (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
     assert ev.data == {"master": None, "slave": None} and "not known" in ev.detail
+    assert check_regression(history) is None
+
+
+def _returned_in_controller_mode(monkeypatch: Any, elected: str | None, old_master_up: bool) -> History:
+    """The old master's return recorded with nothing taken before the fault: its offsets are read at the return."""
+    monkeypatch.setattr(faults, "STEADY_POLL", 0.001)
+    monkeypatch.setattr(faults, "ELECTED_OFFSETS_CATCH_UP", 0.01)
+    by_addr = {MASTER.addr: Broker({0: 40, 1: 41}, up=old_master_up), SLAVE.addr: Broker({0: 45, 1: 46})}
+
+    async def run() -> History:
+        ctx, history = _controller_context(by_addr, Brokers(by_addr), elected)
+        await ctx.record_offsets_at_return()
+        return history
+
+    return asyncio.run(run())
+
+
+def test_a_route_that_cannot_be_read_at_the_return_leaves_the_regression_unknown(monkeypatch: Any) -> None:
+    """No route is not "no other master to compare with" (recorded as {} on both sides: no regression at all)."""
+    history = _returned_in_controller_mode(monkeypatch, elected=None, old_master_up=True)
+    (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
+    assert ev.data == {"master": None, "slave": None} and "route" in ev.detail and "not known" in ev.detail
+    assert check_regression(history) is None
+
+
+def test_an_old_master_that_does_not_answer_leaves_the_regression_unknown(monkeypatch: Any) -> None:
+    """What the old master had is the other side of the comparison: not read is not known, not nothing behind."""
+    history = _returned_in_controller_mode(monkeypatch, elected=SLAVE.addr, old_master_up=False)
+    (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
+    assert ev.data == {"master": None, "slave": None} and MASTER.addr in ev.detail and "not known" in ev.detail
     assert check_regression(history) is None
