@@ -347,9 +347,12 @@ class DrillContext:
             return
         elected = next((b.broker_addrs.get(0) for b in route.broker_datas
                         if b.broker_name == self.target.broker_name), None)
-        if elected is None or elected == old.addr:
-            self.event("offsets-at-return", f"no other master of {self.target.broker_name} to compare with",
-                       master={}, slave={})
+        if elected is None:  # nothing serves the group's offsets: whether they went back is not known
+            self._comparison_unknown(f"the route names no master of {self.target.broker_name}")
+            return
+        if elected == old.addr:
+            self.event("offsets-at-return", f"{old.name} is the master of {self.target.broker_name} again: no "
+                       "elected master to compare with", master={}, slave={})
             return
         had = self._offsets_before_fault if self._offsets_before_fault is not None else await self._committed(old.addr)
         start = self.clock()

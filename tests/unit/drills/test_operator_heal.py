@@ -178,14 +178,16 @@ async def _yes(*_args: Any) -> bool:
 
 @dataclass
 class Topics:
-    """MQAdmin's topic service: the route names `elected` the group's master (no name server answers: `None`)."""
+    """MQAdmin's topic service: the route names `elected` the group's master (None: no master)."""
 
     elected: str | None
+    answers: bool = True
 
     async def topic_route(self, _topic: str) -> TopicRouteData:
-        if self.elected is None:
+        if not self.answers:
             raise MQClientError("no name server answers")
-        return TopicRouteData(queue_datas=[QueueData("b", 2, 2)], broker_datas=[BrokerData("C", "b", {0: self.elected})])
+        masters = {} if self.elected is None else {0: self.elected}
+        return TopicRouteData(queue_datas=[QueueData("b", 2, 2)], broker_datas=[BrokerData("C", "b", masters)])
 
 
 @dataclass
@@ -194,11 +196,11 @@ class ElectedAdmin:
     topics: Topics
 
 
-def _controller_context(by_addr: dict[str, Broker], brokers: Brokers, elected: str | None) -> tuple[DrillContext, History]:
-    """A drill's context on a controller-mode set whose route names `elected` its master."""
+def _controller_context(by_addr: dict[str, Broker], brokers: Brokers, topics: Topics) -> tuple[DrillContext, History]:
+    """A drill's context on a controller-mode set whose route `topics` gives."""
     history = History()
     target = Target("b", MASTER, SLAVE, "SYNC_MASTER", None, controllers=(Node("c", "127.0.0.1:3", "controller"),))
-    ctx = DrillContext(ElectedAdmin(brokers, Topics(elected)), OperatorActions(by_addr), target,  # type: ignore[arg-type]
+    ctx = DrillContext(ElectedAdmin(brokers, topics), OperatorActions(by_addr), target,  # type: ignore[arg-type]
                        history, asyncio.get_running_loop().time, topic=TOPIC, group=GROUP, fault_for=0.0,
                        poll_interval=0.1)
     return ctx, history
@@ -225,7 +227,7 @@ def _after_election(monkeypatch: Any, commits: int, elected_up: bool = True) -> 
     monkeypatch.setattr(brokers, "broker_consume_stats", consume_stats)
 
     async def run() -> History:
-        ctx, history = _controller_context(by_addr, brokers, SLAVE.addr)
+        ctx, history = _controller_context(by_addr, brokers, Topics(SLAVE.addr))
         monkeypatch.setattr(ctx, "record_slave_offset", _nothing)
         monkeypatch.setattr(ctx, "wait_in_sync_state_set", _yes)
         await SCENARIOS["restart-old-master"].inject(ctx)
@@ -261,14 +263,14 @@ def test_an_elected_master_that_does_not_answer_leaves_its_offsets_unknown(monke
     assert check_regression(history) is None
 
 
-def _returned_in_controller_mode(monkeypatch: Any, elected: str | None, old_master_up: bool) -> History:
+def _returned_in_controller_mode(monkeypatch: Any, topics: Topics, old_master_up: bool) -> History:
     """The old master's return recorded with nothing taken before the fault: its offsets are read at the return."""
     monkeypatch.setattr(faults, "STEADY_POLL", 0.001)
     monkeypatch.setattr(faults, "ELECTED_OFFSETS_CATCH_UP", 0.01)
     by_addr = {MASTER.addr: Broker({0: 40, 1: 41}, up=old_master_up), SLAVE.addr: Broker({0: 45, 1: 46})}
 
     async def run() -> History:
-        ctx, history = _controller_context(by_addr, Brokers(by_addr), elected)
+        ctx, history = _controller_context(by_addr, Brokers(by_addr), topics)
         await ctx.record_offsets_at_return()
         return history
 
@@ -276,16 +278,24 @@ def _returned_in_controller_mode(monkeypatch: Any, elected: str | None, old_mast
 
 
 def test_a_route_that_cannot_be_read_at_the_return_leaves_the_regression_unknown(monkeypatch: Any) -> None:
-    """No route is not "no other master to compare with" (recorded as {} on both sides: no regression at all)."""
-    history = _returned_in_controller_mode(monkeypatch, elected=None, old_master_up=True)
+    """No route is not "no other master to compare with" ({} on both sides, as it was recorded: no regression at all)."""
+    history = _returned_in_controller_mode(monkeypatch, Topics(SLAVE.addr, answers=False), old_master_up=True)
     (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
     assert ev.data == {"master": None, "slave": None} and "route" in ev.detail and "not known" in ev.detail
     assert check_regression(history) is None
 
 
+def test_a_route_without_a_master_at_the_return_leaves_the_regression_unknown(monkeypatch: Any) -> None:
+    """No master serves the group's offsets: nothing to read is not nothing behind."""
+    history = _returned_in_controller_mode(monkeypatch, Topics(None), old_master_up=True)
+    (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
+    assert ev.data == {"master": None, "slave": None} and "no master" in ev.detail and "not known" in ev.detail
+    assert check_regression(history) is None
+
+
 def test_an_old_master_that_does_not_answer_leaves_the_regression_unknown(monkeypatch: Any) -> None:
     """What the old master had is the other side of the comparison: not read is not known, not nothing behind."""
-    history = _returned_in_controller_mode(monkeypatch, elected=SLAVE.addr, old_master_up=False)
+    history = _returned_in_controller_mode(monkeypatch, Topics(SLAVE.addr), old_master_up=False)
     (ev,) = [e for e in history.events if e.name == "offsets-at-return"]
     assert ev.data == {"master": None, "slave": None} and MASTER.addr in ev.detail and "not known" in ev.detail
     assert check_regression(history) is None
