@@ -154,8 +154,8 @@ class LiveState:
         elif kind == "sample":
             _keep(self.group_samples.setdefault(addr, deque()), (outcome.value.at, outcome.value), outcome.value.at)
         elif kind == "groups":
-            for summary in outcome.value:
-                if summary.diff_total is not None:
+            for summary in outcome.value:  # a partial lag (a set left out) is no point of the group's lag over time
+                if summary.diff_total is not None and not summary.unreachable:
                     self._add(f"lag:{summary.group}", outcome.mono, summary.diff_total)
 
     def _add(self, name: str, mono: float, value: float) -> None:

@@ -12,12 +12,13 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from mqtools.client.admin.base import MASTER, SLAVE
 from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, ClusterSnapshot, broker_json
 from mqtools.client.admin.models.groups import GroupSummary
 from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
 from mqtools.client.admin.models.proxies import ProxyClients
 from mqtools.common.perm import perm_to_string
-from mqtools.common.presentation import sets_missed
+from mqtools.common.presentation import Unreachable, from_slaves_note, sets_missed, slave_marked
 from mqtools.diagnose.findings import Severity, certificate_days_left, certificate_severity
 from mqtools.live.cells import blank, cell, since, stale_note
 from mqtools.live.collect import GroupDetail, TopicDetail
@@ -198,16 +199,20 @@ def topics(state: LiveState, mono: float) -> Table:
         if not slot.stale:
             table.notes.append("reading every topic ...")
         return table
-    table.notes += [f"{addr}: {error} (its topics are missing)" for addr, error in overview.errors.items()]
+    if overview.unreachable:
+        table.notes.append("partial: could not read " + "; ".join(str(u) for u in overview.unreachable)
+                           + " (its topics are missing, and the figures of topics it also holds leave it out)")
+    table.notes += from_slaves_note(overview.from_slaves)
+    slaves = set(overview.from_slaves)
     before, after = state.memo.get("topics", {}), {}
     for line in overview.lines:
         key = (line.topic, line.kind, tuple(line.brokers), line.read_queues, line.write_queues, line.perm,
-               line.messages, line.put_tps, slot.stale)
+               line.messages, line.put_tps, slot.stale, tuple(b in slaves for b in line.brokers))
         row = before.get(key) or Row(line.topic, [
             Cell(line.topic, line.topic), Cell(line.kind, line.kind),
             Cell({"read": line.read_queues, "write": line.write_queues}, f"{line.read_queues}/{line.write_queues}"),
             cell(line.perm, perm_to_string), cell(line.put_tps, num), cell(line.messages),
-            Cell(line.brokers, ",".join(line.brokers)),
+            Cell(line.brokers, ",".join(slave_marked(b, SLAVE if b in slaves else MASTER) for b in line.brokers)),
         ], stale=slot.stale, drill=line.topic)
         after[key] = row
         table.rows.append(row)
@@ -231,7 +236,8 @@ def groups(state: LiveState, mono: float) -> Table:
             table.notes.append("reading every group ...")
         return table
     for s in summaries:
-        trend = state.series_of(f"lag:{s.group}").rate()
+        # a lag that leaves a set out is not comparable with the whole ones before it: no trend while partial
+        trend = None if s.unreachable else state.series_of(f"lag:{s.group}").rate()
         table.rows.append(Row(s.group, [
             Cell(s.group, s.group), cell(s.online), cell(s.diff_total), cell(s.consume_tps, num),
             Cell(trend, signed_rate(trend), WARN if trend is not None and trend > 0 else OK),
@@ -319,6 +325,15 @@ QUEUE_COLUMNS = [
 ]
 
 
+def _at_least(missed: list[Unreachable]) -> str:
+    """A sum over the sets that answered is a floor when some did not."""
+    return "at least " if missed else ""
+
+
+def _partial(missed: list[Unreachable], what: str) -> list[str]:
+    return ["partial: could not read " + "; ".join(str(u) for u in missed) + f" (its {what} are missing)"] if missed else []
+
+
 def _drill(state: LiveState, view: str, name: str, columns: list[Column], mono: float) -> tuple[Slot, Table]:
     """A drill-down's slot (job `view:name`) and its table, with a note when its figures are stale."""
     slot = state.slot(f"{view}:{name}")
@@ -336,11 +351,15 @@ def topic_detail(state: LiveState, topic: str, mono: float, now_ms: float) -> Ta
         addrs = ", ".join(f"{i}={a}" for i, a in sorted(data.broker_addrs.items()))
         queues = f"{q.read_queue_nums}r/{q.write_queue_nums}w {perm_to_string(q.perm)}" if q else "no queues"
         table.info.append(f"route {data.broker_name} ({data.cluster}): {queues}  brokers {addrs}")
-    table.info.append(f"put TPS {num(detail.status.put_tps)}, {detail.status.messages} messages")
-    for q in detail.status.queues:
+    status = detail.status
+    table.info.append(f"put TPS {num(status.put_tps)}, {_at_least(status.unreachable)}{status.messages} messages")
+    table.notes += _partial(status.unreachable, "queues")
+    table.notes += from_slaves_note(sorted({q.queue.broker_name for q in status.queues if q.source == SLAVE}))
+    for q in status.queues:
         when = q.last_update_ms
         table.rows.append(Row(f"{q.queue.broker_name}:{q.queue.queue_id}", [
-            Cell(q.queue.broker_name, q.queue.broker_name), Cell(q.queue.queue_id, str(q.queue.queue_id)),
+            Cell(q.queue.broker_name, slave_marked(q.queue.broker_name, q.source)),
+            Cell(q.queue.queue_id, str(q.queue.queue_id)),
             Cell(q.min_offset, str(q.min_offset)), Cell(q.max_offset, str(q.max_offset)),
             Cell(q.messages, str(q.messages)), Cell(when, NA if when is None else f"{age(now_ms - when)} ago"),
         ], stale=slot.stale))
@@ -368,13 +387,18 @@ def group_detail(state: LiveState, group: str, mono: float, now_ms: float) -> Ta
                           + ", ".join(f"{c.client_id} [{c.language}]" for c in conns.connections))
         table.info.append(f"{conns.consume_type or NA} {conns.message_model or NA}, subscriptions: "
                           + ", ".join(f"{t}={e}" for t, e in conns.subscriptions.items()))
-    table.info.append(f"lag {detail.progress.total_diff}, consume TPS {num(detail.progress.consume_tps)}")
-    for q in detail.progress.queues:
+    progress = detail.progress
+    table.info.append(f"lag {_at_least(progress.unreachable)}{progress.total_diff}, consume TPS "
+                      f"{num(progress.consume_tps)}")
+    table.notes += _partial(progress.unreachable, "queues and lag")
+    table.notes += from_slaves_note(sorted({q.queue.broker_name for q in progress.queues if q.source == SLAVE}))
+    for q in progress.queues:
         mq = q.queue
         client = detail.holders.get((mq.topic, mq.broker_name, mq.queue_id))
         when = q.last_timestamp_ms
         table.rows.append(Row(f"{mq.topic}@{mq.broker_name}:{mq.queue_id}", [
-            Cell(mq.broker_name, mq.broker_name), Cell(mq.queue_id, str(mq.queue_id)), Cell(mq.topic, mq.topic),
+            Cell(mq.broker_name, slave_marked(mq.broker_name, q.source)), Cell(mq.queue_id, str(mq.queue_id)),
+            Cell(mq.topic, mq.topic),
             Cell(q.broker_offset, str(q.broker_offset)), cell(q.consumer_offset), Cell(q.diff, str(q.diff)),
             cell(client), Cell(when, NA if when is None else f"{age(now_ms - when)} ago"),
         ], stale=slot.stale))

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from mqtools.common.presentation import Unreachable
+
 
 @dataclass(frozen=True, slots=True)
 class NamesrvStatus:
@@ -41,22 +43,25 @@ class TopicLine:
     kind: str
     """normal or system (retry and DLQ topics belong to their groups and are left out)."""
     brokers: list[str]
-    """Names of the masters holding the topic's config, sorted."""
+    """Names of the broker sets holding the topic's config, sorted."""
     read_queues: int
     write_queues: int
-    """Summed over those masters."""
+    """Summed over those sets."""
     perm: int | None
-    """The topic's permission bits where every master agrees; None where they differ."""
+    """The topic's permission bits where every set agrees; None where they differ."""
     messages: int | None
-    """Max minus min offset summed over every queue; None when a master could not be asked."""
+    """Max minus min offset summed over every queue; None when a set's replica could not be asked."""
     put_tps: float | None
-    """Messages put per second over the last minute; None when a master could not be asked."""
+    """Messages put per second over the last minute; None when a set's replica could not be asked."""
 
 
 @dataclass(frozen=True, slots=True)
 class TopicOverview:
-    """Every topic, and the masters whose topic configs could not be read (their topics are missing)."""
+    """Every topic, the broker sets whose topic configs could not be read, and those read from a slave."""
 
     lines: list[TopicLine]
-    errors: dict[str, str] = field(default_factory=dict)
-    """master address -> why its topic configs could not be read."""
+    unreachable: list[Unreachable] = field(default_factory=list)
+    """Sets no replica answered for (or whose master refused): their topics are missing, and the figures of
+    topics they also hold leave them out."""
+    from_slaves: list[str] = field(default_factory=list)
+    """Sets read from a slave (no master answering): their topics' offsets and put TPS are that slave's."""
