@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from mqtools.common.topics import dlq_topic, is_retry_topic
 from mqtools.remoting.pop import pop_retry_topic_v1
-from mqtools.server.broker.pop.records import AckMsg, PopCheckPoint
+from mqtools.server.broker.pop.records import CK_MAX_NUM, AckMsg, PopCheckPoint
 
 #: Acks read without their checkpoint pending are kept, the newest this many, in case it comes after them.
 MAX_ORPHAN_ACKS = 100_000
@@ -68,7 +68,7 @@ class ReviveLedger:
     @staticmethod
     def _ack_bit(ck: PopCheckPoint, offset: int) -> None:
         index = ck.index_of(offset)
-        if 0 <= index < 32:
+        if 0 <= index < CK_MAX_NUM:
             ck.bit_map |= 1 << index
 
     def skip_to(self, offset: int) -> None:

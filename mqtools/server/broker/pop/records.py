@@ -34,6 +34,9 @@ BATCH_ACK_TAG = "bAck"
 SPLIT = "@"
 #: BrokerConfig.reviveQueueNum's default.
 DEFAULT_REVIVE_QUEUE_NUM = 8
+#: The most messages one checkpoint holds: one bit each of its 32-bit bitMap (Apache's num is a byte, and a POP
+#: takes at most 32).
+CK_MAX_NUM = 32
 
 
 def revive_topic(cluster: str) -> str:
@@ -132,13 +135,21 @@ class PopCheckPoint:
 
     @classmethod
     def from_json(cls, data: bytes | memoryview) -> PopCheckPoint:
-        """ValueError when the body is not a checkpoint (no topic or group)."""
+        """ValueError when the body is not a checkpoint: no topic or group, more messages than a checkpoint holds, or
+        offset diffs that are not one a message. Anyone allowed to send to the revive topic can write one, and reviving
+        it must neither fail every round (offsets it does not have) nor build a list of a billion offsets."""
         obj = orjson.loads(bytes(data))
         if not isinstance(obj, dict):
             raise TypeError("checkpoint body is not an object")
         topic, cid = _get(obj, "t", "topic"), _get(obj, "c", "cid")
         if topic is None or cid is None:
             raise ValueError("checkpoint without topic or group")
+        num = int(_get(obj, "n", "num", 0))
+        diffs = [int(d) for d in _get(obj, "d", "queueOffsetDiff", None) or []]
+        if not 0 <= num <= CK_MAX_NUM:
+            raise ValueError(f"checkpoint of {num} messages (at most {CK_MAX_NUM})")
+        if diffs and len(diffs) != num:
+            raise ValueError(f"checkpoint of {num} messages with {len(diffs)} offset diffs")
         rp = _get(obj, "rp", "rePutTimes")
         return cls(
             topic=str(topic),
@@ -147,10 +158,10 @@ class PopCheckPoint:
             start_offset=int(_get(obj, "so", "startOffset", 0)),
             pop_time=int(_get(obj, "pt", "popTime", 0)),
             invisible_time=int(_get(obj, "it", "invisibleTime", 0)),
-            num=int(_get(obj, "n", "num", 0)),
+            num=num,
             broker_name=_get(obj, "bn", "brokerName"),
             bit_map=int(_get(obj, "bm", "bitMap", 0)),
-            queue_offset_diff=[int(d) for d in _get(obj, "d", "queueOffsetDiff", None) or []],
+            queue_offset_diff=diffs,
             revive_offset=int(_get(obj, "ro", "reviveOffset", 0)),
             re_put_times=None if rp is None else str(rp),
             suspend=bool(_get(obj, "sp", "suspend", False)),

@@ -148,7 +148,12 @@ class PopReviveService:
         now_ms = int(self.clock() * 1000)
         for qid, ledger in self.ledgers.items():
             for ck in ledger.due(now_ms):
-                count = await self._revive(ck, ledger)
+                try:
+                    count = await self._revive(ck, ledger)
+                except Exception:  # one checkpoint must not hold back every later one, round after round
+                    log.exception("POP revive: dropping checkpoint of %s/%s:%d at %d, which could not be revived",
+                                  ck.cid, ck.topic, ck.queue_id, ck.start_offset)
+                    count = 0
                 if count < 0:
                     break  # retried next round; the progress stays before it
                 revived += count

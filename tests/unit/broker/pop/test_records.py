@@ -149,3 +149,14 @@ def test_unknown_fields_of_newer_brokers_are_ignored() -> None:
     data = orjson.loads(APACHE_CK)
     data["future"] = 1
     assert PopCheckPoint.from_json(orjson.dumps(data)) == sample_ck()
+
+
+@pytest.mark.parametrize(("body", "why"), [
+    ('{"c":"G","d":[0],"n":2,"t":"T"}', "2 messages with 1 offset diffs"),
+    ('{"c":"G","n":500000000,"t":"T"}', "500000000 messages"),
+    ('{"c":"G","n":-1,"t":"T"}', "-1 messages"),
+])
+def test_a_checkpoint_no_pop_could_write_is_refused(body: str, why: str) -> None:
+    """At most 32 messages (a bit each of the bitMap), and an offset diff for each when there are diffs."""
+    with pytest.raises(ValueError, match=why):
+        parse_record(CK_TAG, body.encode())
