@@ -4,12 +4,10 @@ between a few batches of them, or every POP and ACK that arrives meanwhile waits
 from __future__ import annotations
 
 import asyncio
-from pathlib import Path
 
 import pytest
 
 from mqtools.server.broker.app import BrokerController
-from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.pop.records import AckMsg, ack_message
 from mqtools.server.broker.pop.revive import BATCHES_PER_TURN, READ_BATCH
 from mqtools.server.store.results import PutMessageResult
@@ -19,41 +17,32 @@ pytestmark = pytest.mark.timeout(60)
 RECORDS = 4_000
 
 
-async def test_a_revive_round_lets_the_loop_turn_while_it_reads(tmp_path: Path) -> None:
-    cfg = BrokerConfig(listen_port=0, bind_address="127.0.0.1", store_path_root_dir=str(tmp_path / "store"),
-                       broker_name="b1")
-    cfg.validate()
-    broker = BrokerController(cfg)
-    await broker.start()
-    try:
-        state = broker.pop.s
-        revive = state.revive
-        await revive.shutdown()  # this test runs the rounds itself
-        now_ms = state.now_ms()
-        for i in range(RECORDS):
-            ack = AckMsg(ack_offset=i, start_offset=i, consumer_group="G", topic="T", queue_id=0, pop_time=now_ms)
-            put = state.put_record(ack_message(state.revive_topic, 0, ack, now_ms, state.host))
-            assert isinstance(put, PutMessageResult) and put.status.name == "PUT_OK"
+async def test_a_revive_round_lets_the_loop_turn_while_it_reads(revive_broker: BrokerController) -> None:
+    state = revive_broker.pop.s
+    revive = state.revive
+    now_ms = state.now_ms()
+    for i in range(RECORDS):
+        ack = AckMsg(ack_offset=i, start_offset=i, consumer_group="G", topic="T", queue_id=0, pop_time=now_ms)
+        put = state.put_record(ack_message(state.revive_topic, 0, ack, now_ms, state.host))
+        assert isinstance(put, PutMessageResult) and put.status.name == "PUT_OK"
 
-        turns = 0
-        stop = asyncio.Event()
+    turns = 0
+    stop = asyncio.Event()
 
-        async def ticker() -> None:
-            nonlocal turns
-            while not stop.is_set():
-                await asyncio.sleep(0)
-                turns += 1
+    async def ticker() -> None:
+        nonlocal turns
+        while not stop.is_set():
+            await asyncio.sleep(0)
+            turns += 1
 
-        tick = asyncio.create_task(ticker())
-        await asyncio.sleep(0)
-        start = turns
-        await revive.run_once()
-        during = turns - start
-        stop.set()
-        await tick
-        ledger = revive.ledgers[0]
-        assert ledger.read_offset == RECORDS - 1, "the round read every record"
-        # one turn at least per BATCHES_PER_TURN batches; a round that read all in one go gave none
-        assert during >= RECORDS // (READ_BATCH * BATCHES_PER_TURN) - 1
-    finally:
-        await broker.shutdown()
+    tick = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    start = turns
+    await revive.run_once()
+    during = turns - start
+    stop.set()
+    await tick
+    ledger = revive.ledgers[0]
+    assert ledger.read_offset == RECORDS - 1, "the round read every record"
+    # one turn at least per BATCHES_PER_TURN batches; a round that read all in one go gave none
+    assert during >= RECORDS // (READ_BATCH * BATCHES_PER_TURN) - 1
