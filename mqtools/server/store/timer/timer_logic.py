@@ -244,7 +244,9 @@ def written_back(msg: MessageExt, enqueue_time: int, roll: bool, now_ms: int) ->
     TIMER_ENQUEUE_MS (unless -1), TIMER_DEQUEUE_MS and, on a roll, TIMER_ROLL_TIMES + 1 are set; a
     roll goes back to the wheel's topic and queue, a delivery to REAL_TOPIC / REAL_QID. As in Apache
     the stored properties are rendered before REAL_TOPIC / REAL_QID leave the map, so the delivered
-    message still carries them, and no WAIT is stored (nobody waits for this put).
+    message still carries them, and no WAIT is stored (nobody waits for this put). ValueError when a property
+    it needs is not a number (or REAL_QID is negative): a message sent straight to the wheel's topic can say
+    anything.
     """
     props = dict(msg.properties)
     if enqueue_time != -1:
@@ -257,6 +259,8 @@ def written_back(msg: MessageExt, enqueue_time: int, roll: bool, now_ms: int) ->
         topic, queue_id = msg.topic, msg.queue_id
     else:
         topic, queue_id = props[P.REAL_TOPIC], int(props[P.REAL_QID])
+        if queue_id < 0:
+            raise ValueError(f"{P.REAL_QID} {queue_id}")
         del props[P.REAL_TOPIC], props[P.REAL_QID]
     props[P.WAIT] = "false"
     return MessageExtBrokerInner(

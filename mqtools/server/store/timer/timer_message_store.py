@@ -280,7 +280,11 @@ class TimerMessageStore:
             return False
         attempts = 0
         while True:
-            inner = L.written_back(msg, enqueue_time, roll, self.now_ms())
+            try:
+                inner = L.written_back(msg, enqueue_time, roll, self.now_ms())
+            except ValueError as exc:  # the tick must go on: raising here read the same tick again, without end
+                log.error("timer message %s dropped: it cannot be written back (%s)", msg.msg_id, exc)
+                return False
             put = self.store.put_message_inline(inner)
             result = put if isinstance(put, PutMessageResult) else await put
             name = result.status.name

@@ -297,3 +297,44 @@ async def test_a_slave_does_not_file_what_its_master_has_delivered(tmp_path: Pat
     assert [m.body for m in delivered(store)] == [b"kept"]
     timer.log.close()
     await store.shutdown()
+
+
+async def send_bad_queue(store: MessageStore, clock: Clock, body: bytes, real_qid: str, **props: str) -> None:
+    """A message as one sent straight to the wheel's topic can be: REAL_QID that is no queue."""
+    msg = inner(topic="Orders", body=body, queue_id=1, **props)
+    assert L.rewrite_for_timer(msg, clock.ms, SETTINGS) is L.Rewrite.REWRITTEN
+    msg.properties[P.REAL_QID] = real_qid
+    msg.properties_string = P.properties_to_string(msg.properties)
+    assert (await store.put_message(msg)).ok
+
+
+async def test_a_message_that_cannot_be_written_back_is_dropped_and_its_tick_goes_on(tmp_path: Path) -> None:
+    """It once raised out of the tick before the read time moved: the tick was read again and again, its earlier
+    messages delivered each time, and nothing after it ever."""
+    clock = Clock()
+    store, timer = await open_store(tmp_path, clock)
+    await send(store, clock, b"a", TIMER_DELAY_SEC="2")
+    await send_bad_queue(store, clock, b"x", "x", TIMER_DELAY_SEC="2")
+    await send_bad_queue(store, clock, b"-", "-1", TIMER_DELAY_SEC="2")
+    await send(store, clock, b"b", TIMER_DELAY_SEC="3")
+    await run(timer)
+    clock.ms = T0 + 3000
+    await run(timer)
+    await run(timer)
+    assert [m.body for m in delivered(store)] == [b"a", b"b"]
+    timer.log.close()
+    await store.shutdown()
+
+
+async def test_one_already_due_is_dropped_at_enqueue_and_the_wheel_reads_on(tmp_path: Path) -> None:
+    clock = Clock()
+    store, timer = await open_store(tmp_path, clock)
+    await send_bad_queue(store, clock, b"x", "x", TIMER_DELAY_SEC="1")
+    await send(store, clock, b"b", TIMER_DELAY_SEC="1")
+    clock.ms = T0 + 5000
+    timer.maybe_move_write_time()  # the wheel is past their tick when it reads them: put back at once
+    await run(timer)
+    assert [m.body for m in delivered(store)] == [b"b"]
+    assert timer.curr_queue_offset == 2
+    timer.log.close()
+    await store.shutdown()
