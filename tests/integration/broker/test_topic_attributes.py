@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from support.inprocbroker import inproc_broker
 
 from mqtools.common.perm import PERM_RW
 from mqtools.remoting.client import RemotingClient
@@ -16,24 +17,14 @@ from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.headers import CreateTopicRequestHeader, TopicRequestHeader
 from mqtools.server.broker.app import BrokerController
-from mqtools.server.broker.config import BrokerConfig
 
 pytestmark = pytest.mark.timeout(60)
 
 
 @pytest.fixture
 async def broker(tmp_path: Path) -> AsyncIterator[tuple[BrokerController, RemotingClient]]:
-    cfg = BrokerConfig(listen_port=0, bind_address="127.0.0.1", store_path_root_dir=str(tmp_path / "store"))
-    cfg.extra["mappedFileSizeCommitLog"] = str(1024 * 1024)
-    cfg.validate()
-    controller = BrokerController(cfg)
-    await controller.start()
-    client = RemotingClient()
-    try:
-        yield controller, client
-    finally:
-        await client.close()
-        await controller.shutdown()
+    async with inproc_broker(tmp_path, {"mappedFileSizeCommitLog": str(1024 * 1024)}) as b:
+        yield b
 
 
 async def create(b: tuple[BrokerController, RemotingClient], topic: str, attributes: str | None) -> RemotingCommand:

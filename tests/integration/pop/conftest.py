@@ -6,20 +6,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from support.inprocbroker import inproc_broker
 
 from mqtools.server.broker.app import BrokerController
-from mqtools.server.broker.config import BrokerConfig
 
 
 @pytest.fixture
 async def revive_broker(tmp_path: Path) -> AsyncIterator[BrokerController]:
-    cfg = BrokerConfig(listen_port=0, bind_address="127.0.0.1", store_path_root_dir=str(tmp_path / "store"),
-                       broker_name="b1")
-    cfg.validate()
-    broker = BrokerController(cfg)
-    await broker.start()
-    try:
+    async with inproc_broker(tmp_path, broker_name="b1") as (broker, _):
         await broker.pop.s.revive.shutdown()  # no rounds of its own
         yield broker
-    finally:
-        await broker.shutdown()

@@ -10,6 +10,7 @@ again through its handler. A closed connection's requests leave at once, so that
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -29,6 +30,11 @@ Handler = Callable[
 ]
 #: A max offset past any queue's: a released FIFO queue wakes what waits on it whatever its offset.
 ANY_OFFSET = 1 << 62
+#: BrokerConfig.popPollingSize and maxPopPollingSize's defaults: requests parked under one topic, group and queue
+#: id (more than this many and the next is refused), and in all (this many and the next is refused), each kind
+#: (POP, NOTIFICATION) apart as Apache's two services count them.
+POP_POLLING_SIZE = 1024
+MAX_POP_POLLING_SIZE = 100_000
 
 
 @dataclass(slots=True)
@@ -41,24 +47,51 @@ class Parked:
     """Where it waits, one entry a queue: once one of them wakes it, the others are done."""
 
 
+def _key(req: RemotingCommand) -> tuple[int, str | None, str | None, str | None]:
+    """What Apache's polling map keys a parked request by (topic, group, queue id asked), per kind of request."""
+    ext = req.ext_fields
+    return java_short(req.code), ext.get("topic"), ext.get("consumerGroup"), ext.get("queueId")
+
+
 class PopLongPollingService:
-    def __init__(self, clock: Callable[[], float]) -> None:
+    def __init__(self, clock: Callable[[], float], per_key: int = POP_POLLING_SIZE,
+                 total: int = MAX_POP_POLLING_SIZE) -> None:
         self.clock = clock
         self.hold = PullRequestHoldService(self._wake, clock)
+        self.per_key, self.total = per_key, total
         self._parked: dict[int, Parked] = {}
+        self._counts: Counter[tuple[int, str | None, str | None, str | None]] = Counter()
+        self._kinds: Counter[int] = Counter()
         self._tasks: set[asyncio.Task] = set()
 
     def park(self, conn: RemotingConnection, req: RemotingCommand, deadline: float, waits: list[Wait],
-             tag_filter: TagFilter, handler: Handler, *, latest: bool = False) -> None:
+             tag_filter: TagFilter, handler: Handler, *, latest: bool = False) -> bool:
         """Hold `req` until a message passes one of `waits` or `deadline`; then `handler` runs it again. Of a
         group's requests with the same handler an arrival wakes one: the soonest to expire, or with `latest` (a
-        NOTIFICATION) the latest."""
+        NOTIFICATION) the latest. False, and nothing held, when as many of its kind wait already as the broker
+        allows (Apache's POLLING_FULL): clients that park and never come back must not grow the broker without
+        bound."""
+        key = _key(req)
+        if self._kinds[key[0]] >= self.total or self._counts[key] > self.per_key:
+            return False
         waker = (req.ext_fields.get("consumerGroup"), handler)
         helds = [HeldPull(conn, req, topic, qid, offset, deadline, tag_filter, waker=waker, latest=latest)
                  for topic, qid, offset in waits or [("", 0, 0)]]
         self._parked[id(req)] = Parked(conn, req, deadline, handler, helds)
+        self._counts[key] += 1
+        self._kinds[key[0]] += 1
         for held in helds:
             self.hold.suspend(held)
+        return True
+
+    def _unpark(self, key: int) -> Parked:
+        parked = self._parked.pop(key)
+        counted = _key(parked.request)
+        self._counts[counted] -= 1
+        if not self._counts[counted]:
+            del self._counts[counted]
+        self._kinds[counted[0]] -= 1
+        return parked
 
     def notify(self, topic: str, queue_id: int, max_offset: int = ANY_OFFSET) -> None:
         """The queue holds messages up to `max_offset` (a FIFO queue released: any): one waiting request of each
@@ -90,7 +123,7 @@ class PopLongPollingService:
         must not go to one of them (Apache skips inactive channels when it polls its waiting requests)."""
         self.hold.connection_closed(conn)
         for key in [key for key, parked in self._parked.items() if parked.conn is conn]:
-            del self._parked[key]
+            self._unpark(key)
 
     def _wake(self, held: HeldPull) -> None:
         """A parked POP or NOTIFICATION's queue got a message, or its time ended: run it again, on the next
@@ -102,7 +135,7 @@ class PopLongPollingService:
         parked = self._parked.get(id(held.request))
         if parked is None or parked.request is not held.request:
             return
-        del self._parked[id(held.request)]
+        self._unpark(id(held.request))
         for other in parked.waits:  # an arrival on another of its queues must not run it again
             other.done = True
         conn, req = parked.conn, parked.request

@@ -4,7 +4,8 @@ The revive topic and its queue count, the revive service, the FIFO table, the ro
 POP long-polling service (pop/long_polling.py), where POPs and NOTIFICATIONs that found nothing wait.
 
 Settings read from broker.properties (Apache's BrokerConfig names): reviveQueueNum (8), reviveInterval
-(200 ms here, Apache 1000), popFromRetryProbability (20: the share of POPs that read the retry topic first).
+(200 ms here, Apache 1000), popFromRetryProbability (20: the share of POPs that read the retry topic first),
+popPollingSize (1024) and maxPopPollingSize (100000): how many POPs (and apart, NOTIFICATIONs) may wait.
 """
 
 from __future__ import annotations
@@ -15,7 +16,11 @@ from collections.abc import Awaitable
 from typing import TYPE_CHECKING
 
 from mqtools.common.message import Host, MessageExtBrokerInner
-from mqtools.server.broker.pop.long_polling import PopLongPollingService
+from mqtools.server.broker.pop.long_polling import (
+    MAX_POP_POLLING_SIZE,
+    POP_POLLING_SIZE,
+    PopLongPollingService,
+)
 from mqtools.server.broker.pop.order import OrderTable
 from mqtools.server.broker.pop.records import DEFAULT_REVIVE_QUEUE_NUM, revive_topic
 from mqtools.server.broker.pop.revive import PopReviveService
@@ -51,7 +56,8 @@ class PopState:
             c, self.revive_topic, self.revive_queue_num, interval_s=interval_ms / 1000
         )
         self.order = OrderTable()
-        self.polling = PopLongPollingService(c.clock)
+        self.polling = PopLongPollingService(c.clock, _setting(extra, "popPollingSize", POP_POLLING_SIZE, 0, 1 << 30),
+                                             _setting(extra, "maxPopPollingSize", MAX_POP_POLLING_SIZE, 0, 1 << 30))
         self._ck_numbers = itertools.count()
         self._turns: dict[tuple[str, str], int] = {}
 

@@ -16,7 +16,8 @@ The answer is the stored messages as a pull gives them; messages from a retry to
 the requested topic with their POP_CK extra info, as Apache does. Clients build the others' extra info
 from startOffsetInfo / msgOffsetInfo. Nothing found: with pollTime > 0 the request is parked on every
 queue it looked at (pop/long_polling.py) and runs again when a message arrives, a FIFO queue is
-released, or the poll time ends (then POLLING_TIMEOUT, as Apache answers).
+released, or the poll time ends (then POLLING_TIMEOUT, as Apache answers); POLLING_FULL at once when as many wait
+already as the broker allows (pop/long_polling.py).
 
 Codes are registered twice: 200050 and the 16-bit form the ROCKETMQ header serializer makes of it (3442).
 """
@@ -268,18 +269,18 @@ class PopProcessor:
                 self.s.polling.notify(topic, qid, hi)
             return self._found(req, h, out, now_ms, revive_qid)
         c.stats.on_get(h.consumer_group, h.topic, 0, 0)
+        code = ResponseCode.POLLING_TIMEOUT
         if h.poll_time > 0:
             until = deadline if deadline is not None else c.clock() + h.poll_time / 1000
             if c.clock() < until:
-                self.s.polling.park(conn, req, until,
-                                    out.waits + self._future_retry(h.consumer_group, tc.topic_name, order),
-                                    tag_filter, self.process_pop)
-                self.s.polling.wake_at_release(out.held, now_ms, until)
-                return None
+                if self.s.polling.park(conn, req, until,
+                                       out.waits + self._future_retry(h.consumer_group, tc.topic_name, order),
+                                       tag_filter, self.process_pop):
+                    self.s.polling.wake_at_release(out.held, now_ms, until)
+                    return None
+                code = ResponseCode.POLLING_FULL
         header = PopMessageResponseHeader(now_ms, h.invisible_time, revive_qid, out.rest, "", "")
-        return req.response(
-            ResponseCode.POLLING_TIMEOUT, GetMessageStatus.NO_MESSAGE_IN_QUEUE.name, header.to_ext()
-        )
+        return req.response(code, GetMessageStatus.NO_MESSAGE_IN_QUEUE.name, header.to_ext())
 
     def _pop_queue(
         self,

@@ -88,8 +88,9 @@ class PeekNotificationProcessor:
         if h.poll_time > 0:
             until = deadline if deadline is not None else self.pop.c.clock() + h.poll_time / 1000
             if self.pop.c.clock() < until:
-                self.pop.s.polling.park(conn, req, until, waits, None, self.process_notification, latest=True)
-                return None
+                if self.pop.s.polling.park(conn, req, until, waits, None, self.process_notification, latest=True):
+                    return None
+                return req.response(ResponseCode.SUCCESS, None, NotificationResponseHeader(False, True).to_ext())
         return req.response(ResponseCode.SUCCESS, None, NotificationResponseHeader(False).to_ext())
 
 
