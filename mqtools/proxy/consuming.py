@@ -204,7 +204,10 @@ class ConsumingActivities:
 
         entries = list(await asyncio.gather(*(one(e) for e in req.entries)))
         codes = {e.status.code for e in entries}
-        overall = status(Code.MULTIPLE_RESULTS) if len(codes) > 1 else (status(codes.pop()) if codes else ok())
+        if not codes:  # AckMessageActivity.setAckResponseStatus
+            overall = status(Code.INTERNAL_SERVER_ERROR, "ack message result is empty")
+        else:
+            overall = status(Code.MULTIPLE_RESULTS) if len(codes) > 1 else status(codes.pop())
         return spb.AckMessageResponse(status=overall, entries=entries)
 
     async def ChangeInvisibleDuration(self, req: spb.ChangeInvisibleDurationRequest, call: Call

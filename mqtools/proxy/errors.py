@@ -13,14 +13,14 @@ from mqtools.remoting.codes import ResponseCode
 Code = pb.Code
 
 #: Remoting response code -> gRPC Code (ResponseBuilder.RESPONSE_CODE_MAPPING); anything else is
-#: INTERNAL_SERVER_ERROR, as in Apache. TOPIC_NOT_EXIST is answered TOPIC_NOT_FOUND (TopicRouteHelper).
+#: INTERNAL_SERVER_ERROR, as in Apache (a broker's NO_PERMISSION too). TOPIC_NOT_EXIST is answered TOPIC_NOT_FOUND
+#: (TopicRouteHelper).
 _BY_RESPONSE_CODE: dict[int, int] = {
     ResponseCode.SUCCESS: Code.OK,
     ResponseCode.SYSTEM_BUSY: Code.TOO_MANY_REQUESTS,
     ResponseCode.REQUEST_CODE_NOT_SUPPORTED: Code.NOT_IMPLEMENTED,
     ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST: Code.CONSUMER_GROUP_NOT_FOUND,
     ResponseCode.TOPIC_NOT_EXIST: Code.TOPIC_NOT_FOUND,
-    ResponseCode.NO_PERMISSION: Code.FORBIDDEN,
 }
 
 

@@ -10,6 +10,7 @@ delivered maxAttempts times or more go to the DLQ (PopMessageResultFilterImpl).
 
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass, field
 
@@ -111,6 +112,18 @@ class Popper:
             raise ProxyError(Code.FORBIDDEN, f"the broker {broker_name} has no master")
         return addr
 
+    async def _handle_master(self, broker_name: str) -> str:
+        """The master of the broker a receipt handle names (resolveBrokerAddrInReceiptHandle). A broker no cached
+        route names (a proxy restarted since the receive, or that never routed the topic) is looked up as the route
+        of the topic named after it, which every broker registers; one not found so is INVALID_RECEIPT_HANDLE, as
+        Apache answers it, rather than losing a valid handle's ack to a refusal."""
+        if not self.instance.broker_nodes(broker_name):
+            with contextlib.suppress(MQClientError):
+                await self.instance.route(broker_name)
+            if not self.instance.broker_nodes(broker_name):
+                raise ProxyError(Code.INVALID_RECEIPT_HANDLE, f"cannot find broker {broker_name}")
+        return self._master(broker_name)
+
     async def pop(self, *, broker_name: str, group: str, topic: str, queue_id: int, max_nums: int, invisible_ms: int,
                   poll_ms: int, exp_type: str, exp: str, fifo: bool, attempt_id: str | None, timeout_s: float
                   ) -> PopResult:
@@ -146,7 +159,7 @@ class Popper:
         self.check(handle)
         header = wire.AckMessageRequestHeader(consumer_group=group, topic=handle.real_topic(topic, group),
                                               queue_id=handle.queue_id, extra_info=handle.text, offset=handle.offset)
-        await self.instance.invoke(self._master(handle.broker_name),
+        await self.instance.invoke(await self._handle_master(handle.broker_name),
                                    RemotingCommand.request(RequestCode.ACK_MESSAGE, header.to_ext()), self.timeout)
 
     async def change_invisible(self, handle: ReceiptHandle, group: str, topic: str, invisible_ms: int) -> str:
@@ -156,7 +169,7 @@ class Popper:
         header = wire.ChangeInvisibleTimeRequestHeader(consumer_group=group, topic=real, queue_id=handle.queue_id,
                                                        extra_info=handle.text, offset=handle.offset,
                                                        invisible_time=invisible_ms)
-        resp = await self.instance.invoke(self._master(handle.broker_name), RemotingCommand.request(
+        resp = await self.instance.invoke(await self._handle_master(handle.broker_name), RemotingCommand.request(
             RequestCode.CHANGE_MESSAGE_INVISIBLETIME, header.to_ext()), self.timeout)
         answer = wire.ChangeInvisibleTimeResponseHeader.from_ext(resp.ext_fields)
         extra = wire.build_extra_info(handle.offset, answer.pop_time, answer.invisible_time, answer.revive_qid, real,
@@ -173,7 +186,7 @@ class Popper:
                                                   origin_msg_id=message_id,
                                                   origin_topic=handle.real_topic(topic, group), max_reconsume_times=0)
         try:
-            resp = await self.instance.invoke(self._master(handle.broker_name), RemotingCommand.request(
+            resp = await self.instance.invoke(await self._handle_master(handle.broker_name), RemotingCommand.request(
                 RequestCode.CONSUMER_SEND_MSG_BACK, header.to_ext()), self.timeout)
         except MQBrokerError as exc:
             return exc.code, exc.remark

@@ -159,8 +159,9 @@ class MessagingService(ConsumingActivities):
         task.add_done_callback(self._background.discard)
 
     async def sweep(self) -> None:
-        """Renew the held receipt handles that are due, forget idle clients (called every few seconds)."""
-        await self.renewals.renew_due(self.popper.change_invisible)
+        """Start renewing the held receipt handles that are due (not waited for: a hung broker's renewals must not
+        hold up the next sweep), forget idle clients (called every few seconds)."""
+        self.renewals.renew_due(self.popper.change_invisible)
         gone = self.clients.expire()
         for client in gone:
             self.renewals.forget_client(client.client_id)

@@ -206,9 +206,9 @@ async def test_auto_renewed_handles_are_renewed_ahead_and_acks_use_the_newest() 
         asked.append((handle.text, invisible))
         return f"7 {now[0]} {invisible} 2 0 broker-a 3 7 8042"
 
-    assert await renewals.renew_due(renew) == 0  # 60 s left: not due yet
+    assert renewals.renew_due(renew) == []  # 60 s left: not due yet
     now[0] += 51_000
-    assert await renewals.renew_due(renew) == 1
+    assert await asyncio.gather(*renewals.renew_due(renew)) == [True]
     assert asked == [(first.text, 60_000)]
     newest = renewals.take("client", "G", "M1", first)
     assert newest.text == f"7 {now[0]} 60000 2 0 broker-a 3 7 8042"
@@ -216,18 +216,20 @@ async def test_auto_renewed_handles_are_renewed_ahead_and_acks_use_the_newest() 
     assert len(renewals) == 0
 
 
-async def test_a_failed_renewal_and_a_gone_client_drop_their_handles() -> None:
+async def test_a_renewal_the_broker_refuses_and_a_gone_client_drop_their_handles() -> None:
+    from mqtools.client.errors import broker_error
     from mqtools.proxy.renewal import Renewals
+    from mqtools.remoting.codes import ResponseCode
 
     now = [1_000_000]
     renewals = Renewals(clock_ms=lambda: now[0])
     renewals.add("a", "G", "T", "M1", ReceiptHandle.decode(f"5 {now[0]} 5000 2 0 broker-a 3 7"))
     renewals.add("b", "G", "T", "M2", ReceiptHandle.decode(f"5 {now[0]} 60000 2 0 broker-a 3 8"))
 
-    async def broken(*_: object) -> str:
-        raise RuntimeError("broker gone")
+    async def refused(*_: object) -> str:
+        raise broker_error(ResponseCode.NO_MESSAGE, "offset is illegal")
 
-    assert await renewals.renew_due(broken) == 0
+    assert await asyncio.gather(*renewals.renew_due(refused)) == [False]
     assert len(renewals) == 1
     renewals.forget_client("b")
     assert len(renewals) == 0
