@@ -7,7 +7,8 @@ chose it wait a timeout or do not see those brokers; so does a TLS certificate i
 week (within a month: info), read from the verified handshake. Brokers and groups are judged as `diagnose broker` and
 `diagnose group` judge them, all over the same window and concurrently; each broker group with a slave gets
 `ha ready`'s verdict (safe: ok, not safe: action). Groups that hold no offsets anywhere and have no member
-online (configured, never used) are counted, not judged.
+online (configured, never used) are counted, not judged; a group of which that could not be read is judged,
+so its verdict says what was not known.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ import asyncio
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from mqtools.client.errors import MQClientError
+from mqtools.client.errors import ConsumerNotOnlineError, MQClientError, settled
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.presentation import Column, View, renders
 from mqtools.diagnose.collect import diagnose_broker, diagnose_group
@@ -129,17 +130,18 @@ def namesrv_items(probes: list[NamesrvStatus], *, now_s: float | None = None) ->
     return items
 
 
-async def _used(admin: MQAdmin, group: str) -> bool:
-    """Whether the group holds offsets somewhere or has a member online."""
-    try:
-        if (await admin.groups.consumer_progress(group)).queues:
-            return True
-    except MQClientError:
-        pass
-    try:
-        return bool((await admin.groups.consumer_connections(group)).connections)
-    except MQClientError:
-        return False
+async def _used(admin: MQAdmin, group: str) -> bool | None:
+    """Whether the group holds offsets somewhere or has a member online; None when that is not known (a set
+    whose offsets of it could not be read, connections that did not answer): judged, so said, not counted
+    as never used."""
+    progress, conns = await asyncio.gather(settled(admin.groups.consumer_progress(group)),
+                                           settled(admin.groups.consumer_connections(group)))
+    if not isinstance(progress, MQClientError) and progress.queues:
+        return True
+    if not isinstance(conns, MQClientError) and conns.connections:
+        return True
+    offline = not isinstance(conns, MQClientError) or isinstance(conns, ConsumerNotOnlineError)
+    return False if offline and not isinstance(progress, MQClientError) and not progress.unreachable else None
 
 
 async def diagnose_cluster(admin: MQAdmin, window: float, thresholds: Thresholds = DEFAULTS) -> ClusterDiagnosis:
@@ -148,7 +150,7 @@ async def diagnose_cluster(admin: MQAdmin, window: float, thresholds: Thresholds
     paired = [n for n in names if any(bid > 0 for bid in info.broker_addr_table[n].broker_addrs)]
     groups = sorted(e.group for e in await admin.groups.group_list() if not e.system)
     used = await asyncio.gather(*(_used(admin, g) for g in groups))
-    judged = [g for g, u in zip(groups, used, strict=True) if u]
+    judged = [g for g, u in zip(groups, used, strict=True) if u is not False]
     brokers, group_results, ha, probes = await asyncio.gather(
         asyncio.gather(*(diagnose_broker(admin, n, window) for n in names)),
         asyncio.gather(*(diagnose_group(admin, g, window, thresholds) for g in judged)),
@@ -162,7 +164,7 @@ async def diagnose_cluster(admin: MQAdmin, window: float, thresholds: Thresholds
     items += [_set_item(n, dict(info.broker_addr_table[n].broker_addrs)) for n in names
               if MASTER_ID not in info.broker_addr_table[n].broker_addrs]
     items.sort(key=lambda i: (rank(i.severity), i.kind != "set", i.kind, i.name))
-    return ClusterDiagnosis(window, items, [g for g, u in zip(groups, used, strict=True) if not u])
+    return ClusterDiagnosis(window, items, [g for g, u in zip(groups, used, strict=True) if u is False])
 
 
 CLUSTER_COLUMNS = [Column("KIND"), Column("NAME"), Column("VERDICT"), Column("SEVERITY"), Column("SUMMARY")]

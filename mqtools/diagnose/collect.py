@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from mqtools.client.admin.base import NO_MASTER
 from mqtools.client.admin.models.groups import ConsumerProgress, ConsumerRunningInfo, GroupConnections
 from mqtools.client.errors import (
     ConsumerNotOnlineError,
@@ -23,6 +24,7 @@ from mqtools.client.errors import (
     settled,
 )
 from mqtools.common.mqversion import version_desc
+from mqtools.common.presentation import Unreachable, sets_missed
 from mqtools.common.topics import dlq_topic, is_retry_topic
 from mqtools.diagnose.broker import BrokerDiagnosis
 from mqtools.diagnose.broker import judge as judge_broker
@@ -85,12 +87,15 @@ class GroupReading:
     grpc: list[Member] | None = field(default_factory=list)
     """The group's gRPC clients on the proxies asked (they pop, holding no queue; the brokers never see them);
     None when a proxy asked did not answer."""
+    hidden_unreachable: tuple[Unreachable, ...] = ()
+    """Sets whose queues of those topics are not in `hidden`: their committed offsets could not be read."""
 
     def sample(self) -> GroupSample:
         queues = {} if isinstance(self.progress, MQClientError) else {
             q.queue: QueueSample(q.broker_offset, q.consumer_offset, q.last_timestamp_ms, q.source)
             for q in self.progress.queues}
-        lost = () if isinstance(self.progress, MQClientError) else tuple(self.progress.unreachable)
+        read = () if isinstance(self.progress, MQClientError) else self.progress.unreachable
+        lost = tuple(sets_missed([read, self.hidden_unreachable]))
         members: list[Member] | None
         if isinstance(self.connections, ConsumerNotOnlineError):
             members = []
@@ -130,14 +135,17 @@ async def read_group(admin: MQAdmin, group: str, *, for_sample: bool = True,
     infos = list(await asyncio.gather(*(settled(admin.groups.consumer_running_info(group, c.client_id))
                                         for c in conns.connections)))
     hidden: dict[MessageQueue, QueueSample] = {}
+    missed: list[Unreachable] = []
     if for_sample:
         # a topic some member subscribes to that the consume stats leave out: the brokers keep the
         # subscriptions of the latest heartbeat only, so members that subscribe differently hide each other's
         stats = set() if isinstance(progress, MQClientError) else {q.queue.topic for q in progress.queues}
         subscribed = {t for info in infos if not isinstance(info, MQClientError) for t in info.subscriptions}
         for topic in sorted({t for t in subscribed if not is_retry_topic(t)} - stats):
-            hidden.update(await _topic_queues(admin, group, topic))
-    return GroupReading(at, progress, conns, infos, dlq, hidden, grpc)
+            queues, not_read = await _topic_queues(admin, group, topic)
+            hidden.update(queues)
+            missed += not_read
+    return GroupReading(at, progress, conns, infos, dlq, hidden, grpc, tuple(missed))
 
 
 async def sample_group(admin: MQAdmin, group: str, clock: Callable[[], float] = time.monotonic,
@@ -145,13 +153,23 @@ async def sample_group(admin: MQAdmin, group: str, clock: Callable[[], float] = 
     return (await read_group(admin, group, clock=clock, proxies=proxies)).sample()
 
 
-async def _topic_queues(admin: MQAdmin, group: str, topic: str) -> dict[MessageQueue, QueueSample]:
+async def _topic_queues(admin: MQAdmin, group: str, topic: str) -> tuple[dict[MessageQueue, QueueSample],
+                                                                           list[Unreachable]]:
+    """The topic's queues with the group's offsets committed on each set's master, and the sets left out: one
+    with no master registered, or every set when a master did not answer (the offsets are read together). A
+    queue without its committed offset would count as a backlog of the whole queue."""
     bounds, committed = await asyncio.gather(settled(admin.queue_offsets.queue_bounds(topic)),
                                              settled(admin.offsets.committed_offsets(group, topic)))
     if isinstance(bounds, MQClientError):
-        return {}
-    known = {} if isinstance(committed, MQClientError) else committed
-    return {mq: QueueSample(high, known.get(mq), None) for mq, (_low, high) in bounds.items()}
+        return {}, []
+    sets = sorted({mq.broker_name for mq in bounds})
+    if isinstance(committed, MQClientError):
+        return {}, [Unreachable(name, None, f"the group's offsets of {topic}: {committed}") for name in sets]
+    read = {mq.broker_name for mq in committed}
+    missed = [Unreachable(name, None, f"{NO_MASTER}: the group's offsets of {topic} are its master's")
+              for name in sets if name not in read]
+    return {mq: QueueSample(high, committed.get(mq), None) for mq, (_low, high) in bounds.items()
+            if mq.broker_name in read}, missed
 
 
 async def diagnose_group(admin: MQAdmin, group: str, window: float, thresholds: Thresholds = DEFAULTS, *,
@@ -167,8 +185,7 @@ async def diagnose_group(admin: MQAdmin, group: str, window: float, thresholds: 
         reading = await read_group(admin, group, clock=clock, proxies=proxies)
         samples.append(reading.sample())
     if not samples[-1].queues:  # why, from the last reading's consume stats (not read again: a hung set costs a timeout)
-        progress = reading.progress
-        lost = () if isinstance(progress, MQClientError) else progress.unreachable
+        progress, lost = reading.progress, samples[-1].unreachable
         if isinstance(progress, MQClientError):
             why = str(progress)
         elif lost:

@@ -29,8 +29,10 @@ class MessageTrack:
 @dataclass(frozen=True, slots=True)
 class MessageTracks:
     """For each group consuming a message's topic, whether it has consumed the message (a group that could
-    not be asked has an UNKNOWN or NOT_ONLINE track saying why), and the sets of the topic's route no replica
-    answered for: a group consuming only there has no track."""
+    not be asked has an UNKNOWN or NOT_ONLINE track saying why), and what could not be read: the sets of the
+    topic's route no replica answered for (a group consuming only there has no track), the set that stored the
+    message where a track needed its offsets, or the store host when its set could not be told (those tracks
+    UNKNOWN)."""
 
     tracks: list[MessageTrack]
     unreachable: list[Unreachable] = field(default_factory=list)
