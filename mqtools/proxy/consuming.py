@@ -177,13 +177,13 @@ class ConsumingActivities:
         """Make messages the client never got visible again in NACK_INVISIBLE_MS, and stop renewing them."""
         for msg in msgs:
             with contextlib.suppress(MQClientError, ProxyError):
-                handle = self.renewals.take(client_id, group, msg.properties.get(P.UNIQ_KEY, ""),
-                                            ReceiptHandle.decode(msg.properties["POP_CK"]))
+                handle = await self.renewals.take(client_id, group, msg.properties.get(P.UNIQ_KEY, ""),
+                                                  ReceiptHandle.decode(msg.properties["POP_CK"]))
                 await self.popper.change_invisible(handle, group, topic, NACK_INVISIBLE_MS)
 
-    def _held(self, call: Call, group: str, message_id: str, text: str) -> ReceiptHandle:
+    async def _held(self, call: Call, group: str, message_id: str, text: str) -> ReceiptHandle:
         """The handle to act with: the newest the proxy renewed for this message, else the client's own."""
-        return self.renewals.take(call.client_id, group, message_id, ReceiptHandle.decode(text))
+        return await self.renewals.take(call.client_id, group, message_id, ReceiptHandle.decode(text))
 
     async def AckMessage(self, req: spb.AckMessageRequest, call: Call) -> spb.AckMessageResponse:
         try:
@@ -194,7 +194,7 @@ class ConsumingActivities:
 
         async def one(entry: spb.AckMessageEntry) -> spb.AckMessageResultEntry:
             try:
-                handle = self._held(call, group, entry.message_id, entry.receipt_handle)
+                handle = await self._held(call, group, entry.message_id, entry.receipt_handle)
                 await self.popper.ack(handle, group, topic)
                 result = ok()
             except (ProxyError, MQClientError) as exc:
@@ -219,7 +219,7 @@ class ConsumingActivities:
             if invisible_ms < 0 or 0 < self.config.max_invisible_time_mills < invisible_ms:
                 raise ProxyError(Code.ILLEGAL_INVISIBLE_TIME, f"the invisibleTime is not in [0, "
                                  f"{self.config.max_invisible_time_mills}]")
-            held = self._held(call, group, req.message_id, req.receipt_handle)
+            held = await self._held(call, group, req.message_id, req.receipt_handle)
             handle = await self.popper.change_invisible(held, group, topic, invisible_ms)
         except (ProxyError, MQClientError) as exc:
             return spb.ChangeInvisibleDurationResponse(status=status_of(exc))
@@ -230,7 +230,7 @@ class ConsumingActivities:
         try:
             topic = validate_topic(req.topic.name)
             group = validate_group(req.group.name)
-            held = self._held(call, group, req.message_id, req.receipt_handle)
+            held = await self._held(call, group, req.message_id, req.receipt_handle)
             code, remark = await self.popper.to_dead_letter(held, group, topic, req.message_id)
         except (ProxyError, MQClientError) as exc:
             return spb.ForwardMessageToDeadLetterQueueResponse(status=status_of(exc))

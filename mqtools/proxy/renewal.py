@@ -27,6 +27,8 @@ RENEW_MAX_MS = 3 * 3600 * 1000
 DEFAULT_INVISIBLE_MS = 60_000
 #: ProxyConfig.maxRenewRetryTimes: failed renewals in a row after which a handle is no longer renewed
 MAX_RENEW_RETRY_TIMES = 3
+#: How long an ack waits for a renewal of its handle in flight (Apache's handle lock timeout).
+TAKE_WAIT_S = 3.0
 
 Renew = Callable[[ReceiptHandle, str, str, int], Awaitable[str]]
 
@@ -73,9 +75,15 @@ class Renewals:
         self._held[(client_id, group, message_id)] = Held(client_id, group, topic, message_id, handle,
                                                           self._clock_ms())
 
-    def take(self, client_id: str, group: str, message_id: str, handle: ReceiptHandle) -> ReceiptHandle:
-        """The newest handle of the message (the one given when nothing is held), no longer renewed."""
-        held = self._held.pop((client_id, group, message_id), None)
+    async def take(self, client_id: str, group: str, message_id: str, handle: ReceiptHandle) -> ReceiptHandle:
+        """The newest handle of the message (the one given when nothing is held), no longer renewed. A renewal of
+        it in flight is waited for, at most TAKE_WAIT_S (Apache waits for the handle's lock as long): an ack with
+        the handle it replaces would leave the renewed one to bring the message back."""
+        key = (client_id, group, message_id)
+        renewing = self._renewing.get(key)
+        if renewing is not None:
+            await asyncio.wait({renewing}, timeout=TAKE_WAIT_S)
+        held = self._held.pop(key, None)
         return handle if held is None else held.handle
 
     def forget_client(self, client_id: str) -> None:

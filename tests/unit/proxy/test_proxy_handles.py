@@ -60,7 +60,7 @@ async def test_renewals_on_a_hung_broker_hold_up_neither_the_other_brokers_nor_t
     await asyncio.wait_for(service.sweep(), 1)
     await _settle()
     assert renewed == ["broker-b"]
-    assert service.renewals.take("client-1", "G", "OK", _handle("broker-b", 9, retrieved=due)).retrieve_time > due
+    assert (await service.renewals.take("client-1", "G", "OK", _handle("broker-b", 9, retrieved=due))).retrieve_time > due
     await service.sweep()  # the hung renewals are still in flight: none is sent a second time
     answer.set()
     await _settle()
@@ -107,6 +107,28 @@ async def test_a_renewal_of_an_unknown_broker_drops_the_handle_at_once() -> None
         raise ProxyError(Code.INVALID_RECEIPT_HANDLE, "cannot find broker broker-x")
 
     assert await asyncio.gather(*renewals.renew_due(renew)) == [False]
+    assert len(renewals) == 0
+
+
+async def test_an_ack_waits_for_a_renewal_of_its_handle_in_flight_and_acts_with_the_new_one() -> None:
+    """Acting with the handle the renewal replaces would leave the renewed one to bring the message back."""
+    now = [1_000_000]
+    renewals = Renewals(clock_ms=lambda: now[0])
+    first = ReceiptHandle.decode(f"5 {now[0]} 5000 2 0 broker-a 3 7")
+    renewals.add("c", "G", "T", "M1", first)
+    answer = asyncio.Event()
+
+    async def renew(*_: object) -> str:
+        await answer.wait()
+        return f"7 {now[0]} 60000 2 0 broker-a 3 7 8042"
+
+    (renewing,) = renewals.renew_due(renew)
+    taking = asyncio.ensure_future(renewals.take("c", "G", "M1", first))
+    await _settle()
+    assert not taking.done()  # waits for the renewal
+    answer.set()
+    assert (await taking).text == f"7 {now[0]} 60000 2 0 broker-a 3 7 8042"
+    assert await renewing  # renewed first, then taken with the handle it gave
     assert len(renewals) == 0
 
 

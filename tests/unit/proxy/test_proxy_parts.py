@@ -210,9 +210,9 @@ async def test_auto_renewed_handles_are_renewed_ahead_and_acks_use_the_newest() 
     now[0] += 51_000
     assert await asyncio.gather(*renewals.renew_due(renew)) == [True]
     assert asked == [(first.text, 60_000)]
-    newest = renewals.take("client", "G", "M1", first)
+    newest = await renewals.take("client", "G", "M1", first)
     assert newest.text == f"7 {now[0]} 60000 2 0 broker-a 3 7 8042"
-    assert renewals.take("client", "G", "M1", first) is first  # taken once: the client's own afterwards
+    assert await renewals.take("client", "G", "M1", first) is first  # taken once: the client's own afterwards
     assert len(renewals) == 0
 
 
