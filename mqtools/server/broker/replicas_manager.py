@@ -67,9 +67,6 @@ START_RETRY_S = 1.0
 MASTER_LOOKUP_INTERVAL_S = 0.3
 
 
-_STALE_EPOCH = (ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH, ResponseCode.CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH)
-
-
 class ControllerCallError(Exception):
     """A controller answered with an error code, or did not answer."""
 
@@ -112,6 +109,8 @@ class ReplicasManager:
         self.meta_path = broker_metadata.metadata_path(Path(cfg.store_path_root_dir), cfg.store_path_broker_identity)
         self._role_lock = asyncio.Lock()
         self._alter_wake = asyncio.Event()
+        #: An ALTER_SYNC_STATE_SET went unanswered or was refused: the controller's set is read before the next.
+        self._alter_unsure = False
         self._tasks: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._lookup: asyncio.Task[None] | None = None
@@ -425,20 +424,26 @@ class ReplicasManager:
                 await self._reconcile_sync_state_set()
             except (ControllerCallError, RemotingError, OSError, TimeoutError) as exc:
                 self._log.warning("alter", "ALTER_SYNC_STATE_SET failed: %s", exc)
-                if isinstance(exc, ControllerCallError) and exc.code in _STALE_EPOCH:
-                    with contextlib.suppress(ControllerCallError, RemotingError, OSError, TimeoutError):
-                        await self._poll_replica_info()  # the controller's set moved on: take it first
                 await asyncio.sleep(START_RETRY_S)
                 self._alter_wake.set()  # try again: waiting puts follow the set in flight meanwhile
             except Exception:
                 log.exception("SyncStateSet reconcile failed")
 
     async def _reconcile_sync_state_set(self) -> None:
+        """Propose the set the master wants. An ALTER whose outcome is not known (no answer, or a refusal such as
+        "equal with oldSyncStateSet": the controller may have applied it and the answer got lost) keeps the set
+        in flight, so acknowledgements still wait for every replica of both, until the controller's set is read
+        again; dropping it, a put acknowledged by fewer replicas than the controller holds could be lost to an
+        election (Apache keeps its synchronizing set until a change succeeds)."""
         ha = self.ha
         if not ha.is_master:
             return
+        if self._alter_unsure:
+            await self._poll_replica_info()  # the controller's set first: it may hold what was proposed
+            self._alter_unsure = False
         desired = ha.desired_sync_state_set()
         if desired == ha.sync_state_set:
+            ha.clear_proposal()  # nothing in flight differs from what the controller holds
             return
         ha.mark_proposed(desired)
         try:
@@ -448,11 +453,11 @@ class ReplicasManager:
                                                self.master_epoch, int(time.time() * 1000)),
                 SyncStateSet(desired, ha.sync_state_set_epoch).to_json())
         except BaseException:
-            ha.clear_proposal()
+            self._alter_unsure = True
             raise
         body = SyncStateSet.from_json(resp.body) if resp.body else None
         if body is None:
-            ha.clear_proposal()
+            self._alter_unsure = True
             return
         ha.set_sync_state_set(body.sync_state_set, body.sync_state_set_epoch)
         log.info("SyncStateSet of %s is now %s (epoch %d)", self.b.config.broker_name,

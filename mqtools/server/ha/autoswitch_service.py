@@ -3,8 +3,8 @@ at run time and a master keeps its group's SyncStateSet.
 
 The controller says who is master. As master this service streams to its slaves with epochs
 (autoswitch_connection.py) and decides which of them belong in the SyncStateSet: a member stays while it
-is connected and caught up within haMaxTimeSlaveNotCatchup, a connected slave that caught up and holds
-the current epoch's start joins. It only *proposes* a set (`desired_sync_state_set`); the broker's
+is connected and caught up within haMaxTimeSlaveNotCatchup, a connected slave joins the moment its ack holds
+all the set has and the current epoch's start. It only *proposes* a set (`desired_sync_state_set`); the broker's
 ReplicasManager asks the controller, and acknowledgements follow the set the controller confirmed joined
 with the one in flight, so no write is acknowledged on fewer replicas than the controller may elect from
 (apache/rocketmq #9897 was the two disagreeing). With allAckInSyncStateSet a SYNC put waits for every
@@ -160,10 +160,15 @@ class AutoSwitchHAService(HAService):
             self.store.dispatch_confirmed()
 
     def on_slave_ack(self, conn: HAConnection, offset: int) -> None:
-        self._acknowledge()
-        if isinstance(conn, AutoSwitchHAConnection) and conn.slave_broker_id not in self.effective_set() \
-                and self._eligible(conn):
+        if isinstance(conn, AutoSwitchHAConnection) and conn.slave_broker_id is not None \
+                and conn.slave_broker_id not in self.effective_set() and self._eligible(conn) \
+                and conn.slave_ack_offset >= self._set_confirm_offset():
+            # Apache's maybeExpandInSyncStateSet: it joins the moment it holds all the set has, and acknowledgements
+            # wait for it from then on, before the controller confirms; joining later on an older catch-up, it could
+            # be elected without writes acknowledged meanwhile
+            self._proposed = self.effective_set() | {conn.slave_broker_id}
             self.on_sync_state_set_change()
+        self._acknowledge()
 
     def on_connection_closed(self, conn: HAConnection) -> None:
         if conn in self.connections:
@@ -196,10 +201,18 @@ class AutoSwitchHAService(HAService):
         return self.sync_state_set | (self._proposed or set())
 
     def desired_sync_state_set(self) -> set[int]:
-        """The set this master would have now: itself, and each connected slave that is eligible."""
+        """The set this master would have now: itself, and each member (confirmed, or joined and in flight) still
+        connected and eligible. A slave joins only in `on_slave_ack`, when it holds all the set has."""
         me = {self.local_broker_id} if self.local_broker_id is not None else set()
-        now = self._clock()
-        return me | {bid for bid, conn in self._member_conns().items() if self._eligible(conn, now)}
+        now, members = self._clock(), self.effective_set()
+        return me | {bid for bid, conn in self._member_conns().items() if bid in members and self._eligible(conn, now)}
+
+    def _set_confirm_offset(self) -> int:
+        """Apache's computeConfirmOffset: how far every connected member of the set has the log (all of it while
+        this master is alone), so what a write acknowledged so far may have reached."""
+        conns = self._member_conns()
+        return min([self.store.max_phy_offset, *(conns[b].slave_ack_offset for b in self.effective_set()
+                                                 if b in conns and b != self.local_broker_id)])
 
     def mark_proposed(self, ids: set[int]) -> None:
         self._proposed = set(ids)

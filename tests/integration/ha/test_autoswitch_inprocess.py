@@ -8,11 +8,15 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
 
 import pytest
 from unit.store.store_helpers import inner, tiny_config
 
 from mqtools.common.brokerrole import BrokerRole
+from mqtools.remoting.codes import RequestCode
+from mqtools.server.broker.replicas_manager import ReplicasManager
 from mqtools.server.ha.autoswitch_service import AutoSwitchHAService
 from mqtools.server.ha.epoch_file import EpochFileCache
 from mqtools.server.ha.service import HAConfig
@@ -129,6 +133,64 @@ async def test_a_waiting_put_is_answered_when_the_controller_shrinks_the_set(tmp
         assert not pending.done()  # in flight: still both
         a.ha.set_sync_state_set({1}, 2)
         assert (await asyncio.wait_for(pending, 1.0)).ok
+
+
+async def test_a_slave_that_catches_up_joins_at_once_and_puts_wait_for_it(tmp_path):
+    """It joins the moment it holds all the set has: joined later, on an older catch-up, it could be elected
+    without the writes a acknowledged alone meanwhile."""
+    async with two_replicas(tmp_path) as (a, b):
+        await a.master(1)
+        a.ha.set_sync_state_set({1}, 1)
+        assert (await a.store.put_message(inner())).ok
+        await b.slave_of(a)
+        await until(lambda: 2 in a.ha.effective_set(), "b to join")
+        assert a.ha.sync_state_set == {1} and a.changes >= 1  # in flight: the controller has not confirmed it
+        await b.ha._stop_slave_client()
+        await until(lambda: not a.ha.connections, "a to see b go")
+        r = await a.store.put_message(inner(body=b"b may be elected"))
+        assert r.status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+
+
+def _manager(ha: AutoSwitchHAService, call: Callable[..., Any], poll: Callable[[], Any]) -> ReplicasManager:
+    """The ReplicasManager's SyncStateSet side over `ha`, its controller calls answered by `call` and `poll`."""
+    manager = ReplicasManager.__new__(ReplicasManager)
+    manager.ha, manager.b = ha, SimpleNamespace(config=SimpleNamespace(broker_name="broker-a"))
+    manager.broker_controller_id, manager.master_epoch, manager._alter_unsure = 1, 1, False
+    manager._call, manager._poll_replica_info = call, poll  # type: ignore[method-assign]
+    return manager
+
+
+async def test_an_alter_whose_answer_is_lost_keeps_the_set_in_flight_until_the_controllers_is_read(tmp_path):
+    """The controller may have applied it: dropped, puts were acknowledged by a alone while the controller held
+    {1, 2} and could elect b."""
+    async with two_replicas(tmp_path) as (a, b):
+        await a.master(1)
+        a.ha.set_sync_state_set({1}, 1)
+        await b.slave_of(a)
+        await until(lambda: 2 in a.ha.effective_set(), "b to join")
+        asked: list[object] = []
+
+        async def lost(code: int, *_: object) -> None:
+            asked.append(code)
+            raise TimeoutError("the controller applied it; its answer never came")
+
+        async def poll() -> None:
+            asked.append("poll")
+            a.ha.set_sync_state_set({1, 2}, 2)
+
+        manager = _manager(a.ha, lost, poll)
+        with pytest.raises(TimeoutError):
+            await manager._reconcile_sync_state_set()
+        assert a.ha.effective_set() == {1, 2}
+        await b.ha._stop_slave_client()
+        await until(lambda: not a.ha.connections, "a to see b go")
+        r = await a.store.put_message(inner(body=b"b may be elected"))
+        assert r.status is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+        with pytest.raises(TimeoutError):  # the controller's set is read first, then b's removal proposed
+            await manager._reconcile_sync_state_set()
+        alter = RequestCode.CONTROLLER_ALTER_SYNC_STATE_SET
+        assert asked == [alter, "poll", alter]
+        assert a.ha.sync_state_set == {1, 2} and a.ha.effective_set() == {1, 2}
 
 
 async def test_min_in_sync_replicas_refuses_puts_before_they_are_written(tmp_path):
