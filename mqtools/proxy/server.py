@@ -8,9 +8,11 @@ with a sentence naming them. An unexpected error in a method is INTERNAL with on
 serving the other calls.
 
 Before a method runs, a call passes the `Gate`: the ACL 2.0 signature (authenticationEnabled, mqtools.proxy.auth),
-the user's rules (authorizationEnabled, mqtools.proxy.authorize), then the client id; a refusal there is the method's own response with a status (UNAUTHORIZED,
-CLIENT_ID_REQUIRED), as Apache answers it. With tlsCertPath/tlsKeyPath the port takes TLS and plaintext
-(tls.server.mode permissive, through mqtools.proxy.negotiator), or TLS only (enforcing).
+the user's rules (authorizationEnabled, mqtools.proxy.authorize), then the client id; so does each command of a
+Telemetry stream, as in Apache. A refusal there is the method's own response with a status (UNAUTHORIZED,
+CLIENT_ID_REQUIRED), as Apache answers it; on a Telemetry stream, a TelemetryCommand with that status, the stream
+going on. With tlsCertPath/tlsKeyPath the port takes TLS and plaintext (tls.server.mode permissive, through
+mqtools.proxy.negotiator), or TLS only (enforcing).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from typing import Any
 import grpc
 from google.protobuf.message import DecodeError, Message
 
+from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
 from mqtools.client.instance import ClientInstance
 from mqtools.common.configkeys import ConfigError
@@ -178,8 +181,8 @@ def _telemetry(service: MessagingService, gate: Gate) -> grpc.RpcMethodHandler:
         try:
             call: Call | None = None
             commands = parsed()
-            # admitted on its first command (Apache checks each one; the headers are the stream's, so only a user
-            # disabled while the stream is open would be judged differently)
+            # the client's stream opens on its first admitted command (a peer refused from the start is never
+            # recorded as a client); refusals before it are answered here, those after it on the open stream
             async for first in commands:
                 try:
                     call = await gate.admit(context, first)
@@ -190,12 +193,19 @@ def _telemetry(service: MessagingService, gate: Gate) -> grpc.RpcMethodHandler:
             if call is None:
                 return
 
-            async def replay() -> AsyncIterator[spb.TelemetryCommand]:
+            async def judged() -> AsyncIterator[spb.TelemetryCommand | pb.Status]:
+                """Every command passes the gate, as each of Apache's does (its settings name what they publish
+                or subscribe to); a refused one goes on as its status, nothing of it registered."""
                 yield first
                 async for command in commands:
+                    try:
+                        await gate.admit(context, command)
+                    except Admission as refused:
+                        yield status(refused.code, refused.message)
+                        continue
                     yield command
 
-            async for response in service.Telemetry(replay(), call):
+            async for response in service.Telemetry(judged(), call):
                 yield response.SerializeToString()
         except Exception as exc:  # noqa: BLE001
             await _abort_for(context, exc, "Telemetry")

@@ -192,9 +192,12 @@ class MessagingService(ConsumingActivities):
             self.transactions.poll(group, transaction_id)
             log.warning("transaction check of %s (group %s): no producer of it is connected", transaction_id, group)
 
-    async def Telemetry(self, requests: AsyncIterator[spb.TelemetryCommand], call: Call
+    async def Telemetry(self, requests: AsyncIterator[spb.TelemetryCommand | pb.Status], call: Call
                         ) -> AsyncIterator[spb.TelemetryCommand]:
-        """Settings in, settings out; later the proxy's commands out. Ends when the client closes its side."""
+        """Settings in, settings out; later the proxy's commands out. Ends when the client closes its side.
+
+        A Status among `requests` stands for a command the server's gate refused: it is answered in its turn on the
+        stream (GrpcMessagingApplication.writeResponse) and nothing of that command is taken."""
         client = self.clients.touch(call.client_id, language=call.language, version=call.version, peer=call.peer)
         outbound = self.clients.open_stream(client.client_id)
         done = asyncio.Event()
@@ -202,6 +205,9 @@ class MessagingService(ConsumingActivities):
         async def read() -> None:
             try:
                 async for command in requests:
+                    if isinstance(command, pb.Status):
+                        await outbound.put(spb.TelemetryCommand(status=command))
+                        continue
                     client.last_seen_ms = now_ms()
                     if command.WhichOneof("command") == "settings":
                         await outbound.put(await self._settings_answer(client.client_id, command.settings))
