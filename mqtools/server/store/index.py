@@ -33,6 +33,7 @@ ENTRY_CHUNK = 1 << 20
 _SLOT_UNPACK = SLOT.unpack_from
 _SLOT_PACK = SLOT.pack_into
 _ENTRY_PACK = ENTRY.pack_into
+_ENTRY_UNPACK = ENTRY.unpack_from
 
 
 def put_entries(mm, slots: int, entries_at: int, n: int, hashes: list[int], phys: list[int], start: int, end: int,
@@ -174,6 +175,48 @@ class IndexFile:
         if changed:
             self.dirty = True
         return changed
+
+    def first_entry_from(self, phy: int) -> int:
+        """Number of the first entry indexing offset ``phy`` or past it (the count when none does), by bisection:
+        entries are put in commitlog order."""
+        lo, hi = 1, self.index_count
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if _ENTRY_UNPACK(self.mm, self.entries_at + mid * ENTRY_SIZE)[1] >= phy:
+                hi = mid
+            else:
+                lo = mid + 1
+        return lo
+
+    def cut_at(self, phy_end: int) -> bool:
+        """Forget the entries indexing offset ``phy_end`` or past it, as if they were never put: each of their
+        slots points back at the newest entry before them (a slot left pointing at a forgotten entry would hide
+        its whole chain), the entries are zeroed (an unwritten entry ends ``drop_uncounted_heads``' scan) and the
+        header ends at the last entry kept. The file stays one Apache reads. Returns whether any entry remains."""
+        keep, count = self.first_entry_from(phy_end), self.index_count
+        if keep >= count:
+            return count > 1
+        mm, at = self.mm, self.entries_at
+        emptied = 0
+        for k in range(keep, count):
+            slot_pos = HEADER_SIZE + (_ENTRY_UNPACK(mm, at + k * ENTRY_SIZE)[0] % self.slots) * 4
+            head = _SLOT_UNPACK(mm, slot_pos)[0]
+            if head < keep:  # repaired for an earlier forgotten entry of the slot
+                continue
+            while head >= keep:
+                earlier = _ENTRY_UNPACK(mm, at + head * ENTRY_SIZE)[3] if head < self.max_index else 0
+                head = earlier if 0 < earlier < head else 0
+            _SLOT_PACK(mm, slot_pos, head)
+            emptied += head == 0
+        mm[at + keep * ENTRY_SIZE:at + count * ENTRY_SIZE] = bytes((count - keep) * ENTRY_SIZE)
+        self.index_count, self.slot_count = keep, max(self.slot_count - emptied, 0)
+        self.dirty = True
+        if keep == 1:
+            return False
+        _, self.end_phy, diff, _ = _ENTRY_UNPACK(mm, at + (keep - 1) * ENTRY_SIZE)
+        # the first entry's time counts from the file's begin before the put that made it the begin
+        self.end_ts = self.begin_ts + (diff * 1000 if keep > 2 else 0)
+        return True
 
     def overlaps(self, begin: int, end: int) -> bool:
         return self.begin_ts <= end and self.end_ts >= begin
@@ -357,8 +400,21 @@ class IndexService:
         return deleted
 
     def truncate_beyond(self, phy_end: int) -> None:
-        """Drop whole files that index messages beyond the recovered end (rebuilt by re-dispatch)."""
-        while self.files and self.files[-1].end_phy >= phy_end and self.files[-1].index_count > 1:
+        """Forget what indexes offset ``phy_end`` or past it, the commitlog being cut there: the keys waiting, the
+        newest entries (``IndexFile.cut_at``) and the newest files left without entries but ending past it (their
+        end would keep the messages written there next from being indexed). A file is cut, not dropped:
+        re-dispatch resumes about ``phy_end``, so the keys a dropped file held before it would be lost for good.
+        Apache leaves its index as it is, its entries past the cut pointing at whatever is written there next
+        and its end skipping the keys of what is written before that end; its clients drop what does not match."""
+        for _, _, units in self._waiting:
+            units[:] = [u for u in units if u[0] < phy_end]
+        self._waiting = [run for run in self._waiting if run[2]]
+        self._waiting_units = sum(len(run[2]) for run in self._waiting)
+        while self.files:
+            f = self.files[-1]
+            kept = f.cut_at(phy_end) if f.index_count > 1 else f.end_phy < phy_end
+            if kept:
+                return
             self.files.pop().destroy()
 
     def write_header(self) -> None:

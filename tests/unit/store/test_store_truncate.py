@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pytest
 from unit.store.store_helpers import inner, tiny_config
 
 from mqtools.server.store.message_store import MessageStore
@@ -69,4 +70,31 @@ async def test_with_a_dispatch_limit_consumers_see_only_what_the_group_confirmed
     s.dispatch_limit = None
     s.dispatch_confirmed()
     assert s.get_max_offset_in_queue("T", 0) == 2 and second.append.logics_offset == 1
+    await s.shutdown()
+
+
+@pytest.mark.parametrize("cut", [39, 35, 25])
+@pytest.mark.parametrize("indexed", [True, False], ids=["indexed", "waiting"])
+async def test_truncation_keeps_the_keys_before_the_point_and_forgets_those_past_it(tmp_path, cut, indexed):
+    """Two index files (31 keys a file): the cut falls in the newest one or in the one before. Keys stored
+    before the point are found again, also after a restart; a cut key finds nothing, not even the message
+    written next at its offset, whether its key was indexed before the cut or still waited."""
+    s = await _store(tmp_path)
+    sent = [await s.put_message(inner(KEYS=f"k{i}")) for i in range(40)]
+    if indexed:
+        assert len(s.query_message("T", "k0", 8, 0, 2**62)) == 1
+    point = sent[cut].append.wrote_offset
+    s.truncate_commit_log(point)
+    again = await s.put_message(inner(KEYS="next"))
+    assert again.append.wrote_offset == point
+
+    def found(key: str) -> list[int]:
+        return [m.commit_log_offset for m in s.query_message("T", key, 8, 0, 2**62)]
+
+    for _ in range(2):
+        for i, r in enumerate(sent):
+            assert found(f"k{i}") == ([r.append.wrote_offset] if i < cut else []), i
+        assert found("next") == [point]
+        await s.shutdown()
+        s = await _store(tmp_path)
     await s.shutdown()
