@@ -3,9 +3,11 @@
 Brokers are watched two ways: a closed connection marks its brokers dead at once, and a scan drops those
 whose heartbeats stopped (each broker's own heartbeat timeout). When the dead broker was its set's master,
 the leader elects a new one at once (detection is the only wait), and a second scan re-elects for any set
-whose master is gone while others live (a leader that took over after the death). After an election the
-members of the set that are alive get NOTIFY_BROKER_ROLE_CHANGED (oneway), so the new master does not wait
-for its next poll. The controller also runs inside `mq namesrv` (enableControllerInNamesrv=true).
+whose master is gone while others live (a leader that took over after the death; a master it never heard
+from counts as gone only once the controller has been up for its set's heartbeat timeout). After an
+election the members of the set that are alive get NOTIFY_BROKER_ROLE_CHANGED (oneway), so the new master
+does not wait for its next poll. The controller also runs inside `mq namesrv`
+(enableControllerInNamesrv=true).
 """
 
 from __future__ import annotations
@@ -49,7 +51,7 @@ class ControllerManager:
     def __init__(self, config: ControllerConfig, clock: Callable[[], int] = wall_clock_ms) -> None:
         self.config = config
         self.clock = clock
-        self.heartbeats = BrokerHeartbeatManager()
+        self.heartbeats = BrokerHeartbeatManager(clock())
         self.server = RemotingServer(config.bind_address, config.address_port(), on_close=self._on_close)
         self.raft: ControllerRaft | None = None
         self.processor: ControllerRequestProcessor | None = None
@@ -127,7 +129,9 @@ class ControllerManager:
     async def _scan_inactive_masters(self) -> None:
         """Elect for sets whose master is gone while others live: at once when this controller becomes the
         leader (while it followed, its own scan may already have dropped the dead master, so no heartbeat
-        timeout will report it again), then every scanInactiveMasterInterval (a failed election)."""
+        timeout will report it again), then every scanInactiveMasterInterval (a failed election). Brokers
+        heartbeat every controller, so a follower's table is as good as a leader's: the grace for masters not
+        heard from yet (BrokerHeartbeatManager.master_gone) counts from the start, not from the lead."""
         leading, last = False, 0.0
         while True:
             await asyncio.sleep(LEADERSHIP_POLL_S)
@@ -140,10 +144,8 @@ class ControllerManager:
             leading, last = True, now_s
             now = self.clock()
             with self.raft.lock:
-                orphaned = [b.broker_name for b in self.raft.manager.sets.values()
-                            if b.master_broker_id is not None
-                            and self.processor.live(b.cluster_name, b.broker_name, b.master_broker_id) is None
-                            and self.heartbeats.alive_in(b.cluster_name, b.broker_name, now)]
+                orphaned = [b.broker_name for b in self.raft.manager.sets.values() if b.master_broker_id is not None
+                            and self.heartbeats.master_gone(b.cluster_name, b.broker_name, b.master_broker_id, now)]
             for name in orphaned:
                 await self.elect(name)
 

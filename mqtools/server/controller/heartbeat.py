@@ -2,7 +2,9 @@
 
 Sans-IO: times are passed in (ms) and channels are opaque objects. Every controller keeps its own table
 (heartbeats go to all of them), so a new Raft leader knows at once who is alive. A broker is gone when
-its connection closes (at once) or when it sends nothing for its own heartbeat timeout.
+its connection closes (at once) or when it sends nothing for its own heartbeat timeout. A master this
+table has no heartbeat from is judged dead only once the table is older than its set's heartbeat timeout:
+a controller that has just started may not have had the master's first heartbeat yet.
 """
 
 from __future__ import annotations
@@ -43,8 +45,10 @@ class BrokerLiveInfo:
 
 
 class BrokerHeartbeatManager:
-    def __init__(self) -> None:
+    def __init__(self, started_ms: int) -> None:
         self._live: dict[BrokerKey, BrokerLiveInfo] = {}
+        #: When this table began to take heartbeats (the controller's start).
+        self.started_ms = started_ms
 
     def on_heartbeat(self, header: BrokerHeartbeatRequestHeader, channel: Any, now: int) -> BrokerLiveInfo:
         """Record a heartbeat (brokerId must be set). The figures move forward only: a newer epoch, or a
@@ -75,6 +79,16 @@ class BrokerHeartbeatManager:
 
     def alive_in(self, cluster: str, broker_name: str, now: int) -> list[BrokerLiveInfo]:
         return [i for k, i in self._live.items() if k[:2] == (cluster, broker_name) and not i.expired(now)]
+
+    def master_gone(self, cluster: str, broker_name: str, master_id: int, now: int) -> bool:
+        """Whether a set's master is to be replaced: it is not alive while another member is, and this table
+        is older than the longest heartbeat timeout of those (the master's own is not known when it never
+        heartbeated here), so a master that was alive would have been heard from by now. Apache's leader waits
+        scanInactiveMasterInterval (5 s) before its first scan instead, whatever the timeout."""
+        alive = self.alive_in(cluster, broker_name, now)
+        if not alive or any(info.broker_id == master_id for info in alive):
+            return False
+        return now - self.started_ms > max(info.heartbeat_timeout_ms for info in alive)
 
     def next_expiry(self) -> int | None:
         """The first time (ms) at which a broker tracked now would have timed out, if it sends nothing before."""

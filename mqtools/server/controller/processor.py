@@ -3,7 +3,9 @@
 Reads and writes that need the metadata (1001-1004, 1006, 1011-1013) are answered by the leader only,
 others get CONTROLLER_NOT_LEADER and ask GET_METADATA_INFO (any controller) who leads. On the leader they
 run one at a time (`serial`): check against the current state, replicate the events, then answer, so a
-request never sees state that a committed event has not made. Heartbeats are taken by every controller.
+request never sees state that a committed event has not made. Leadership is asked again once a request's
+turn comes (the one before may have waited seconds on Raft): a controller that lost the lead meanwhile
+checks against a state that may lag the new leader's. Heartbeats are taken by every controller.
 """
 
 from __future__ import annotations
@@ -107,6 +109,8 @@ class ControllerRequestProcessor:
         if not self.raft.is_leader():
             return req.response(ResponseCode.CONTROLLER_NOT_LEADER, NOT_LEADER), None
         async with self.serial:
+            if not self.raft.is_leader():
+                return req.response(ResponseCode.CONTROLLER_NOT_LEADER, NOT_LEADER), None
             with self.raft.lock:
                 result = check(self.raft.manager)
             try:

@@ -3,8 +3,9 @@
 pysyncobj runs its own thread (ticks, sockets, applying committed entries). Applying takes `lock`, and
 readers on the asyncio side take it too, so they never see a half-applied batch. `replicate` is awaited
 on the event loop: it resolves when the entries are committed and applied here, or fails when they
-cannot be (not leader, no quorum in time). The log and a periodic snapshot live in the store directory,
-so a restarted controller comes back with its metadata.
+cannot be (not leader, no quorum in time) or were dropped when applied (checked against a state that moved
+on meanwhile). The log and a periodic snapshot live in the store directory, so a restarted controller comes
+back with its metadata.
 """
 
 from __future__ import annotations
@@ -24,7 +25,8 @@ LEADER_FALLBACK_S = 2.0
 
 
 class ReplicationError(Exception):
-    """Events that were not committed: this controller is not (or no longer) the leader, or no quorum."""
+    """Events that were not committed, or committed but dropped as stale: this controller is not (or no
+    longer) the leader, or no quorum."""
 
 
 class _Metadata(SyncObjConsumer):
@@ -37,10 +39,9 @@ class _Metadata(SyncObjConsumer):
 
     @replicated
     def apply_events(self, events: list[Event]) -> int:
+        """How many of the events were dropped as stale (see ReplicasInfoManager.apply)."""
         with self._lock:
-            for event in events:
-                self.manager.apply(event)
-        return len(events)
+            return sum(not self.manager.apply(event) for event in events)
 
 
 class ControllerRaft:
@@ -99,14 +100,17 @@ class ControllerRaft:
         loop = asyncio.get_running_loop()
         done: asyncio.Future[None] = loop.create_future()
 
-        def callback(_result: object, error: int) -> None:
+        def callback(dropped: object, error: int) -> None:
             def settle() -> None:
                 if done.done():
                     return
-                if error == FAIL_REASON.SUCCESS:
-                    done.set_result(None)
-                else:
+                if error != FAIL_REASON.SUCCESS:
                     done.set_exception(ReplicationError(_REASONS.get(error, f"pysyncobj error {error}")))
+                elif dropped:  # the answer was made from a state the log had left: it must not be given
+                    done.set_exception(ReplicationError(f"{dropped} event(s) dropped when applied: checked "
+                                                        f"against a state that changed before they committed"))
+                else:
+                    done.set_result(None)
             loop.call_soon_threadsafe(settle)
 
         self._metadata.apply_events(events, callback=callback)

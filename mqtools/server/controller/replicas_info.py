@@ -4,7 +4,9 @@ Per broker set (brokerName): the registered broker ids with their addresses, the
 epoch, the SyncStateSet and its epoch. Sans-IO and in two steps, as Raft needs: a request is *checked*
 against the current state on the leader, giving a result (the answer) and events; the events are
 replicated, and *applied* in log order on every controller. Applying is deterministic and never fails,
-so the controllers' tables stay equal.
+so the controllers' tables stay equal. An election or SyncStateSet change carries the epochs its check saw
+and is dropped when applied to a set that has moved on since: a check made on a controller that lost the
+lead (pysyncobj forwards a follower's entries to the leader) must not undo a newer election.
 """
 
 from __future__ import annotations
@@ -74,12 +76,17 @@ class ElectMasterEvent:
     down_since_ms: int | None = None
     """The controller's own election: when the old master was last seen alive (its last heartbeat, or its
     connection closing), so the history tells how long the set could not take writes."""
+    master_epoch: int | None = None
+    """The master epoch the check saw; None (entries of logs written before it was kept): not fenced."""
 
 
 @dataclass(frozen=True, slots=True)
 class AlterSyncStateSetEvent:
     broker_name: str
     new_sync_state_set: frozenset[int]
+    master_epoch: int | None = None
+    sync_state_set_epoch: int | None = None
+    """The epochs the check saw; None (entries of logs written before they were kept): not fenced."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,11 +237,13 @@ class ReplicasInfoManager:
             body = ElectMasterResponseBody(BrokerMemberGroup(bset.cluster_name, broker_name, bset.addresses()),
                                            {chosen})
             return ControllerResult(header=header, body=body,
-                                    events=[ElectMasterEvent(broker_name, chosen, now_ms, cause, down_since_ms)])
+                                    events=[ElectMasterEvent(broker_name, chosen, now_ms, cause, down_since_ms,
+                                                             bset.master_epoch)])
         if by_controller:
             return ControllerResult(RC.CONTROLLER_MASTER_NOT_AVAILABLE, "Old master has down and failed to elect "
                                     "a new broker master", ElectMasterResponseHeader(),
-                                    events=[ElectMasterEvent(broker_name, None, now_ms, cause, down_since_ms)])
+                                    events=[ElectMasterEvent(broker_name, None, now_ms, cause, down_since_ms,
+                                                             bset.master_epoch)])
         return _fail(RC.CONTROLLER_ELECT_MASTER_FAILED, "Failed to elect a new master", ElectMasterResponseHeader())
 
     def alter_sync_state_set(self, broker_name: str, master_id: int | None, master_epoch: int | None,
@@ -269,7 +278,8 @@ class ReplicasInfoManager:
                          f"the newSyncStateSet don't contains origin leader {bset.master_broker_id}", header)
         epoch = bset.sync_state_set_epoch + 1
         return ControllerResult(header=AlterSyncStateSetResponseHeader(epoch), body=SyncStateSet(wanted, epoch),
-                                events=[AlterSyncStateSetEvent(broker_name, frozenset(wanted))])
+                                events=[AlterSyncStateSetEvent(broker_name, frozenset(wanted), bset.master_epoch,
+                                                               bset.sync_state_set_epoch)])
 
     def clean_broker_data(self, broker_name: str, ids_text: str | None, clean_living: bool,
                           live: Live) -> ControllerResult:
@@ -296,7 +306,8 @@ class ReplicasInfoManager:
 
     # ---------------------------------------------------------------- apply (every controller, log order)
 
-    def apply(self, event: Event) -> None:
+    def apply(self, event: Event) -> bool:
+        """False: the event was checked against epochs this set has left, and changed nothing."""
         bset = self.sets.get(event.broker_name)
         if isinstance(event, ApplyBrokerIdEvent):
             if bset is None:
@@ -305,11 +316,13 @@ class ReplicasInfoManager:
                 bset.brokers[event.new_broker_id] = (event.broker_address, event.register_check_code)
                 bset.next_assign_broker_id = max(bset.next_assign_broker_id, event.new_broker_id) + 1
         elif bset is None:
-            return
+            return True
         elif isinstance(event, UpdateBrokerAddressEvent):
             if event.broker_id in bset.brokers:
                 bset.brokers[event.broker_id] = (event.broker_address, bset.brokers[event.broker_id][1])
         elif isinstance(event, ElectMasterEvent):
+            if _moved_on(getattr(event, "master_epoch", None), bset.master_epoch):
+                return False
             self.elections.append(ElectionEntry(event.at_ms, event.broker_name, bset.master_broker_id,
                                                 event.new_master, bset.master_epoch + 1, event.cause,
                                                 getattr(event, "down_since_ms", None)))
@@ -320,12 +333,15 @@ class ReplicasInfoManager:
                 bset.sync_state_set = {event.new_master}
                 bset.sync_state_set_epoch += 1
         elif isinstance(event, AlterSyncStateSetEvent):
+            if (_moved_on(getattr(event, "master_epoch", None), bset.master_epoch)
+                    or _moved_on(getattr(event, "sync_state_set_epoch", None), bset.sync_state_set_epoch)):
+                return False
             bset.sync_state_set = set(event.new_sync_state_set)
             bset.sync_state_set_epoch += 1
         elif isinstance(event, CleanBrokerDataEvent):
             if not event.broker_ids:
                 del self.sets[event.broker_name]
-                return
+                return True
             for bid in event.broker_ids:
                 bset.brokers.pop(bid, None)
                 bset.sync_state_set.discard(bid)
@@ -333,3 +349,9 @@ class ReplicasInfoManager:
                     bset.master_broker_id = None
             if not bset.brokers:
                 del self.sets[event.broker_name]
+        return True
+
+
+def _moved_on(checked: int | None, current: int) -> bool:
+    """An epoch a check saw (None: not recorded, as in older logs) that is no longer the set's."""
+    return checked is not None and checked != current

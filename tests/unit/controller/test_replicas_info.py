@@ -23,7 +23,7 @@ class World:
 
     def __init__(self) -> None:
         self.m = ReplicasInfoManager()
-        self.hb = BrokerHeartbeatManager()
+        self.hb = BrokerHeartbeatManager(0)
         self.now = 1_000_000
         self.channels: dict[int, object] = {}
 
@@ -116,7 +116,7 @@ def test_unclean_election_only_when_allowed_and_a_failed_one_leaves_no_master(w)
     w.commit(w.m.elect_master(NAME, 1, False, False, w.live))
     w.hb.on_channel_close(w.hb.live_info(CLUSTER, NAME, 1).channel)
     failed = w.commit(w.m.elect_master(NAME, -1, False, False, w.live))
-    assert failed.code == RC.CONTROLLER_MASTER_NOT_AVAILABLE and failed.events == [ElectMasterEvent(NAME, None, 0, "controller")]
+    assert failed.code == RC.CONTROLLER_MASTER_NOT_AVAILABLE and failed.events == [ElectMasterEvent(NAME, None, 0, "controller", master_epoch=1)]
     assert (w.m.sets[NAME].master_broker_id, w.m.sets[NAME].master_epoch) == (None, 2)
     unclean = w.commit(w.m.elect_master(NAME, -1, False, True, w.live))
     assert unclean.code == RC.SUCCESS and unclean.header.master_broker_id == 2 and unclean.header.master_epoch == 3
