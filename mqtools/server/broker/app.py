@@ -36,6 +36,7 @@ from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.server import RemotingServer
 from mqtools.server.broker.acl.manager import PlainPermissionManager, default_acl_path
 from mqtools.server.broker.acl.service import AclService
+from mqtools.server.broker.auth.config import CONFIG_KEYS as AUTH_CONFIG_KEYS
 from mqtools.server.broker.clients import ConsumerManager, ProducerManager
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
@@ -348,11 +349,12 @@ class BrokerController:
 
     def all_config_properties(self) -> dict[str, str]:
         """GET_BROKER_CONFIG: the broker's settings, then the store's it does not name itself (TLS key
-        passwords masked)."""
+        passwords masked), without the ACL 2.0 keys: Apache's answer leaves its AuthConfig out, and they
+        carry Super users' passwords."""
         props = self.config.to_properties()
         for key, value in self.store.config.to_properties().items():
             props.setdefault(key, value)
-        return dict(sorted(masked(props).items()))
+        return dict(sorted((k, v) for k, v in masked(props).items() if k not in AUTH_CONFIG_KEYS))
 
     async def update_config(self, props: dict[str, str]) -> None:
         """UPDATE_BROKER_CONFIG: validate on a copy, apply live, write the properties file."""

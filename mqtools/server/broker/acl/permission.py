@@ -13,6 +13,7 @@ from mqtools.common.topics import is_retry_topic, retry_topic
 from mqtools.remoting.bodies import HeartbeatData
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
+from mqtools.server.broker.acl.codes import served_code
 
 DENY = 1
 ANY = 1 << 1
@@ -82,7 +83,7 @@ def describe(resource: str) -> str:
 def needed(request: RemotingCommand) -> dict[str, int]:
     """The resources a request touches and the permission each needs (empty: none checked)."""
     ext = request.ext_fields
-    code = request.code
+    code = served_code(request.code)
     need: dict[str, int] = {}
 
     def add(resource: str | None, perm: int) -> None:

@@ -22,6 +22,7 @@ from mqtools.remoting.bodies import DataVersion, PlainAccessConfig
 from mqtools.remoting.body_codec import from_obj, to_obj
 from mqtools.remoting.command import RemotingCommand
 from mqtools.server.broker.acl import addresses, permission
+from mqtools.server.broker.acl.codes import served_code
 
 
 #: PlainAccessConfig attribute -> its key in the file and in GET_BROKER_CLUSTER_ACL_CONFIG's body
@@ -152,7 +153,7 @@ class Account:
 
     def missing(self, request: RemotingCommand) -> str | None:
         """Why this account may not make the request (None: it may), naming resource and permission."""
-        code = request.code
+        code = served_code(request.code)
         if code in permission.ADMIN_CODES and not self.admin:
             return f"request code {code} needs an admin account; accessKey={self.access_key} is not admin"
         if self.admin and not self.perms:

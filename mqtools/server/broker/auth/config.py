@@ -6,7 +6,8 @@ another class cannot be loaded here and stops start-up with its name. As in Apac
 providers must be named for users and ACLs to exist at all: without them every check is refused
 with Apache's "not configured" remark. `initAuthenticationUser` ({"username":..,"password":..}) and
 `innerClientAuthenticationCredentials` ({"accessKey":..,"secretKey":..}) create Super users at
-start-up when missing; the whitelists name request codes that skip a check; with
+start-up when missing (one with a blank name or password stops start-up, as Apache's createUser refuses
+it); the whitelists name request codes that skip a check; with
 `migrateAuthFromV1Enabled` the accounts of plain_acl.yml become users and ACLs at start-up.
 The cache keys are accepted and ignored (the metadata is held in memory).
 """
@@ -37,8 +38,16 @@ def _codes(value: str | None) -> frozenset[str]:
 
 @dataclass(frozen=True, slots=True)
 class InitialUser:
+    """A Super user a broker property asks for; `key` names that property in refusals."""
+
+    key: str
     username: str
     password: str
+
+
+def _text(value: object) -> str:
+    """A JSON value as fastjson reads it into a String field: null stays empty (blank), not "None"."""
+    return "" if value is None else str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +92,7 @@ class AuthConfig:
                 continue
             try:
                 raw = json.loads(get(key))
-                users.append(InitialUser(str(raw[name_key]), str(raw[secret_key])))
+                users.append(InitialUser(key, _text(raw[name_key]), _text(raw[secret_key])))
             except (ValueError, KeyError, TypeError):
                 raise ValueError(f"{key} is not JSON with {name_key} and {secret_key}") from None
         return cls(_bool(props.get("authenticationEnabled")), _bool(props.get("authorizationEnabled")),
@@ -92,10 +101,17 @@ class AuthConfig:
                    tuple(users), _bool(props.get("migrateAuthFromV1Enabled")))
 
 
-#: the keys above, refused by UPDATE_BROKER_CONFIG: a remote request must not switch ACL 2.0 off
+#: Apache 5.5's AuthConfig fields. Apache keeps AuthConfig apart from the broker's Configuration, so these keys
+#: are never in GET_BROKER_CONFIG's answer (they hold Super users' passwords) and UPDATE_BROKER_CONFIG refuses
+#: them (a remote request must not switch ACL 2.0 off).
 CONFIG_KEYS = frozenset({
+    "configName", "clusterName", "authConfigPath",
     "authenticationEnabled", "authenticationProvider", "authenticationMetadataProvider", "authenticationStrategy",
     "authenticationWhitelist", "initAuthenticationUser", "innerClientAuthenticationCredentials",
     "authorizationEnabled", "authorizationProvider", "authorizationMetadataProvider", "authorizationStrategy",
     "authorizationWhitelist", "migrateAuthFromV1Enabled",
+    "userCacheMaxNum", "userCacheExpiredSecond", "userCacheRefreshSecond",
+    "aclCacheMaxNum", "aclCacheExpiredSecond", "aclCacheRefreshSecond",
+    "statefulAuthenticationCacheMaxNum", "statefulAuthenticationCacheExpiredSecond",
+    "statefulAuthorizationCacheMaxNum", "statefulAuthorizationCacheExpiredSecond",
 })

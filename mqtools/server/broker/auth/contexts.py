@@ -5,7 +5,8 @@ locks): a retry topic stands for its group and needs Sub on the group. Every oth
 from the `@RocketMQAction`/`@RocketMQResource` annotations of its Apache request header, copied
 here as a table (`RULES`): the actions it needs and the header fields that name its topics and groups;
 a Cluster request names this broker's cluster. A request neither reads nor annotates needs no
-permission beyond authentication, as in Apache.
+permission beyond authentication, as in Apache. A code the broker also serves in its 16-bit form (POP)
+is read as its full code (`served_code`), so both forms need the same.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from mqtools.common.auth.signature import ACCESS_KEY
 from mqtools.remoting.bodies import HeartbeatData, LockBatchRequestBody
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
+from mqtools.server.broker.acl.codes import served_code
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,10 +148,10 @@ class ContextBuilder:
         def ctx(resource: Resource, *actions: Action) -> AccessRequest:
             return AccessRequest(user, resource, actions, ip)
 
-        code = req.code
+        code = served_code(req.code)
         if code == RequestCode.SEND_MESSAGE:
-            topic, group = ext.get("topic"), ext.get("producerGroup")
-            return self._send(ctx, topic, group)
+            # Apache reads the field "group", not producerGroup: unless a client adds one, the retry topic's group
+            return self._send(ctx, ext.get("topic"), ext.get("group"))
         if code in (RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE):
             return self._send(ctx, ext.get("b"), ext.get("a"))
         if code == RequestCode.END_TRANSACTION:
@@ -181,16 +183,18 @@ class ContextBuilder:
             body = LockBatchRequestBody.from_request(req.body or b"{}")
             out = [ctx(Resource.group(body.consumer_group), Action.SUB)]
             return out + [ctx(Resource.topic(mq.topic), Action.SUB) for mq in body.mq_set if not _retry(mq.topic)]
-        return self._annotated(req, user, ip)
+        return self._annotated(req, code, user, ip)
 
     @staticmethod
     def _send(ctx, topic: str | None, group: str | None) -> list[AccessRequest]:  # type: ignore[no-untyped-def]
+        """A retry topic needs Sub on the named group, or on the topic's own group when none is named
+        (Apache's isNotBlank)."""
         if _retry(topic):
-            return [ctx(Resource.group(group or topic or ""), Action.SUB)]
+            return [ctx(Resource.group(group if group and group.strip() else topic or ""), Action.SUB)]
         return [ctx(Resource.topic(topic or ""), Action.PUB)]
 
-    def _annotated(self, req: RemotingCommand, user: str | None, ip: str) -> list[AccessRequest]:
-        rule = RULES.get(req.code)
+    def _annotated(self, req: RemotingCommand, code: int, user: str | None, ip: str) -> list[AccessRequest]:
+        rule = RULES.get(code)
         if rule is None:
             return []
         out: list[AccessRequest] = []

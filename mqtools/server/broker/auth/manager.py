@@ -32,17 +32,25 @@ class AuthMetadataManager:
         self.store = store
 
     def init_user(self, username: str, password: str) -> bool:
-        """initAuthenticationUser / innerClientAuthenticationCredentials: a Super user, made when missing."""
+        """initAuthenticationUser / innerClientAuthenticationCredentials: a Super user, made when missing
+        with createUser's checks (AuthError on a blank name or password: nobody may sign as it)."""
         if self.store.user(username) is not None:
             return False
-        self.store.users[username] = User(username, password, UserType.SUPER, UserStatus.ENABLE)
+        user = User(username, password, UserType.SUPER, UserStatus.ENABLE)
+        self._check_new(user)
+        self.store.users[username] = user
         return True
 
-    async def create_user(self, user: User) -> None:
+    @staticmethod
+    def _check_new(user: User) -> None:
+        """What Apache's createUser validates before anything else."""
         if not user.username.strip():
             raise AuthError("username can not be blank")
         if not (user.password or "").strip():
             raise AuthError("password can not be blank")
+
+    async def create_user(self, user: User) -> None:
+        self._check_new(user)
         user.user_type = user.user_type or UserType.NORMAL
         user.user_status = user.user_status or UserStatus.ENABLE
         if self.store.user(user.username) is not None:

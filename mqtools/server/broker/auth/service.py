@@ -39,6 +39,7 @@ from mqtools.remoting.codes import RequestCode, ResponseCode, code_name
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import BodyError
 from mqtools.server.broker.acl.addresses import host_of
+from mqtools.server.broker.acl.codes import served_code
 from mqtools.server.broker.auth.config import AuthConfig
 from mqtools.server.broker.auth.contexts import ContextBuilder
 from mqtools.server.broker.auth.manager import AuthMetadataManager
@@ -67,8 +68,15 @@ class AuthService:
     # ------------------------------------------------------------------ start-up
 
     def init_users(self) -> list[str]:
-        """Create initAuthenticationUser and innerClientAuthenticationCredentials when missing."""
-        made = [u.username for u in self.config.initial_users if self.manager.init_user(u.username, u.password)]
+        """Create initAuthenticationUser and innerClientAuthenticationCredentials when missing; ValueError
+        naming the key when one would be made with a blank name or password (Apache's broker stops too)."""
+        made: list[str] = []
+        for user in self.config.initial_users:
+            try:
+                if self.manager.init_user(user.username, user.password):
+                    made.append(user.username)
+            except AuthError as exc:
+                raise ValueError(f"{user.key}: {exc}") from None
         if made:
             self.store.write_now()
         return made
@@ -76,7 +84,7 @@ class AuthService:
     def migrate(self, accounts: list[PlainAccessConfig]) -> list[str]:
         """migrateAuthFromV1Enabled: each plain_acl.yml account whose user does not exist yet becomes a
         user and its rules (AuthMigrator); existing users are left alone."""
-        made = []
+        made: list[str] = []
         for account in accounts:
             if not account.access_key or self.store.user(account.access_key) is not None:
                 continue
@@ -110,7 +118,7 @@ class AuthService:
 
     def refusal(self, req: RemotingCommand, peer: str) -> str | None:
         """Why `req` from `peer` is refused, or None."""
-        cfg, code = self.config, str(req.code)
+        cfg, code = self.config, str(served_code(req.code))
         try:
             if cfg.authentication_enabled and code not in cfg.authentication_whitelist:
                 if not cfg.authentication_metadata:

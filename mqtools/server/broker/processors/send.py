@@ -120,13 +120,12 @@ class SendProcessor:
     # ------------------------------------------------------------------ checks
 
     def _header(self, req: RemotingCommand) -> SendMessageRequestHeader:
-        """SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE carry the short V2 names (RocketMQ's
-        parseRequestHeader); a batch with long names is accepted too."""
-        v2 = req.code == RequestCode.SEND_MESSAGE_V2 or (
-            req.code == RequestCode.SEND_BATCH_MESSAGE and "b" in req.ext_fields)
-        if v2:
-            return parse_send_v2(req.ext_fields)
-        return SendMessageRequestHeader.from_ext(req.ext_fields)
+        """SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE carry the short V2 names, always (RocketMQ's
+        parseRequestHeader): a header without them is refused as undecodable (SYSTEM_ERROR naming the
+        missing field), never read by its long names, which neither ACL checks for these codes."""
+        if req.code == RequestCode.SEND_MESSAGE:
+            return SendMessageRequestHeader.from_ext(req.ext_fields)
+        return parse_send_v2(req.ext_fields)
 
     def _busy(self, req: RemotingCommand) -> RemotingCommand | None:
         """Fast failure's refusal, asked once a send (it also records the send's wait)."""
