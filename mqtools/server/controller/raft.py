@@ -10,7 +10,10 @@ back with its metadata.
 
 from __future__ import annotations
 
+import _socket
 import asyncio
+import os
+import socket
 import threading
 from pathlib import Path
 
@@ -18,6 +21,12 @@ from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjConsumer, replic
 from pysyncobj.syncobj import _RAFT_STATE
 
 from mqtools.server.controller.replicas_info import Event, ReplicasInfoManager
+
+if os.name != "nt":
+    # pysyncobj's win_inet_pton puts a Windows-only inet_ntop (WSAAddressToStringA) into the socket module on every
+    # OS when it is imported: anything else in the process that formats an address with it (psutil's connections of
+    # a process, ...) then raises TypeError. pysyncobj does not call it off Windows.
+    socket.inet_ntop = _socket.inet_ntop
 
 _LEADER = _RAFT_STATE.LEADER
 #: Seconds without a majority after which a leader steps down.
