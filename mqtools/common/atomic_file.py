@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from pathlib import Path
 
 
@@ -19,14 +20,31 @@ def write_atomic(path: Path, data: bytes) -> None:
             fh.write(data)
             fh.flush()
             os.fsync(fh.fileno())
-        # No exists() check first: a concurrent writer may move the file away in between.
-        with contextlib.suppress(FileNotFoundError):
-            os.replace(path, path.with_name(path.name + ".bak"))
+        _keep_previous(path, path.with_name(path.name + ".bak"))
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
+
+
+def _keep_previous(path: Path, bak: Path) -> None:
+    """The current version becomes `bak` while it stays in place (a hard link put over `bak`), so that `path` is
+    never missing: moved away first, a crash before the new version's rename left no file, which a reader that
+    does not look at `.bak` took for an empty table (every ACL 2.0 user gone). Where the file system has no hard
+    links, it is moved as before."""
+    staging = bak.with_name(f"{bak.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+    with contextlib.suppress(FileNotFoundError):  # left by a crash of a writer with this pid and thread
+        os.unlink(staging)
+    try:
+        os.link(path, staging)
+    except FileNotFoundError:  # no previous version (or a concurrent writer moved it away)
+        return
+    except OSError:
+        with contextlib.suppress(FileNotFoundError):
+            os.replace(path, bak)
+        return
+    os.replace(staging, bak)
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)
