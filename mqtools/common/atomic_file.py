@@ -45,6 +45,8 @@ def _keep_previous(path: Path, bak: Path) -> None:
             os.replace(path, bak)
         return
     os.replace(staging, bak)
+    with contextlib.suppress(FileNotFoundError):  # rename leaves both names when `bak` is already that file
+        os.unlink(staging)
     dir_fd = os.open(path.parent, os.O_RDONLY)
     try:
         os.fsync(dir_fd)

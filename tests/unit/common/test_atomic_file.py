@@ -4,6 +4,7 @@ left, until the new one's rename, no file at all: read as empty, every ACL 2.0 u
 from __future__ import annotations
 
 import os
+import threading
 from pathlib import Path
 
 import pytest
@@ -40,3 +41,23 @@ def test_without_hard_links_the_previous_version_is_moved(tmp_path: Path, monkey
     monkeypatch.setattr(atomic_file.os, "link", no_links)
     write_atomic(path, b"v2")
     assert path.read_bytes() == b"v2" and (tmp_path / "t.json.bak").read_bytes() == b"v1"
+
+
+def test_concurrent_writers_leave_no_staging_file(tmp_path: Path) -> None:
+    """Two writers linking the same version over `.bak`: rename does nothing when both names are one file, and the
+    second's staging link was left beside it (the hostile-input test's UPDATE_BROKER_CONFIG flood found two)."""
+    path = tmp_path / "broker.properties"
+    write_atomic(path, b"v0")
+    start = threading.Barrier(4)
+
+    def writer(n: int) -> None:
+        start.wait()
+        for i in range(50):
+            write_atomic(path, f"{n}-{i}".encode())
+
+    threads = [threading.Thread(target=writer, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["broker.properties", "broker.properties.bak"]
