@@ -86,9 +86,15 @@ class View:
 
     def notes(self) -> list[str]:
         """The line a table ends with when the view is partial."""
-        if not self.unreachable:
-            return []
-        return ["partial: could not read " + "; ".join(str(u) for u in self.unreachable)]
+        return partial_note(self.unreachable)
+
+
+def partial_note(missed: list[Unreachable], consequence: str = "") -> list[str]:
+    """The line that says a read is partial and what it could not reach, with what that leaves out, if given:
+    every table and live view words it the same way."""
+    if not missed:
+        return []
+    return ["partial: could not read " + "; ".join(str(u) for u in missed) + (f" ({consequence})" if consequence else "")]
 
 
 def cell(value: Any) -> str:

@@ -18,7 +18,7 @@ from mqtools.client.admin.models.groups import GroupSummary
 from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
 from mqtools.client.admin.models.proxies import ProxyClients
 from mqtools.common.perm import perm_to_string
-from mqtools.common.presentation import Unreachable, from_slaves_note, sets_missed, slave_marked
+from mqtools.common.presentation import Unreachable, from_slaves_note, partial_note, sets_missed, slave_marked
 from mqtools.diagnose.findings import Severity, certificate_days_left, certificate_severity
 from mqtools.live.cells import blank, cell, since, stale_note
 from mqtools.live.collect import GroupDetail, TopicDetail
@@ -199,9 +199,8 @@ def topics(state: LiveState, mono: float) -> Table:
         if not slot.stale:
             table.notes.append("reading every topic ...")
         return table
-    if overview.unreachable:
-        table.notes.append("partial: could not read " + "; ".join(str(u) for u in overview.unreachable)
-                           + " (its topics are missing, and the figures of topics it also holds leave it out)")
+    table.notes += partial_note(overview.unreachable,
+                                "its topics are missing, and the figures of topics it also holds leave it out")
     table.notes += from_slaves_note(overview.from_slaves)
     slaves = set(overview.from_slaves)
     before, after = state.memo.get("topics", {}), {}
@@ -330,10 +329,6 @@ def _at_least(missed: list[Unreachable]) -> str:
     return "at least " if missed else ""
 
 
-def _partial(missed: list[Unreachable], what: str) -> list[str]:
-    return ["partial: could not read " + "; ".join(str(u) for u in missed) + f" (its {what} are missing)"] if missed else []
-
-
 def _drill(state: LiveState, view: str, name: str, columns: list[Column], mono: float) -> tuple[Slot, Table]:
     """A drill-down's slot (job `view:name`) and its table, with a note when its figures are stale."""
     slot = state.slot(f"{view}:{name}")
@@ -353,7 +348,7 @@ def topic_detail(state: LiveState, topic: str, mono: float, now_ms: float) -> Ta
         table.info.append(f"route {data.broker_name} ({data.cluster}): {queues}  brokers {addrs}")
     status = detail.status
     table.info.append(f"put TPS {num(status.put_tps)}, {_at_least(status.unreachable)}{status.messages} messages")
-    table.notes += _partial(status.unreachable, "queues")
+    table.notes += partial_note(status.unreachable, "its queues are missing")
     table.notes += from_slaves_note(sorted({q.queue.broker_name for q in status.queues if q.source == SLAVE}))
     for q in status.queues:
         when = q.last_update_ms
@@ -390,7 +385,7 @@ def group_detail(state: LiveState, group: str, mono: float, now_ms: float) -> Ta
     progress = detail.progress
     table.info.append(f"lag {_at_least(progress.unreachable)}{progress.total_diff}, consume TPS "
                       f"{num(progress.consume_tps)}")
-    table.notes += _partial(progress.unreachable, "queues and lag")
+    table.notes += partial_note(progress.unreachable, "its queues and lag are missing")
     table.notes += from_slaves_note(sorted({q.queue.broker_name for q in progress.queues if q.source == SLAVE}))
     for q in progress.queues:
         mq = q.queue
