@@ -221,9 +221,16 @@ def parse_msg_offset_info(text: str | None) -> dict[str, list[int]]:
     return {k: [int(x) for x in v.split(",")] for k, v in _keyed(text).items()}
 
 
-def format_order_count_info(items: list[tuple[str, int, int, int]]) -> str:
-    """(topic, queue id, queue offset, times delivered before) per message: the per-offset form."""
-    return ";".join(f"{retry_mark(t)} qo{q}%{o} {c}" for t, q, o, c in items)
+def format_order_count_info(items: list[tuple[str, int, list[tuple[int, int]]]]) -> str:
+    """(topic, queue id, (queue offset, times delivered before) per message) per queue read, as Apache's broker
+    writes it: an entry per message delivered before, then the queue's with the fewest times (the form clients
+    before per-message counts read, and what the others take for a message with no entry)."""
+    out = []
+    for t, q, counts in items:
+        mark = retry_mark(t)
+        out.extend(f"{mark} qo{q}%{o} {c}" for o, c in counts if c > 0)
+        out.append(f"{mark} {q} {min((c for _, c in counts), default=0)}")
+    return ";".join(out)
 
 
 def parse_order_count_info(text: str | None) -> dict[str, int]:

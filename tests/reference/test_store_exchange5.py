@@ -3,7 +3,9 @@ POP messages popped but not acknowledged, then started as the other implementati
 (Apache 5.5.0 on mq's, mq on Apache 5.5.0's). Every timer message comes out in its topic, none before its
 time and none twice (the wheel, its log and checkpoint read as written); every unacknowledged POP message
 comes back once after its invisible time with reconsumeTimes 1 (the checkpoints and acks of the revive
-topic read as written), and no acknowledged one does.
+topic read as written), and no acknowledged one does. A FIFO batch popped and half acknowledged still holds its
+queue on the other side (config/consumerOrderInfo.json read as written), which takes the receipt from before the
+switch and then gives out the next message for the first time.
 """
 
 from __future__ import annotations
@@ -47,6 +49,9 @@ POPPED = 10
 INVISIBLE_MS = 12_000
 #: reviveQueueNum: the revive topic's queues (8 on both brokers by default).
 REVIVE_QUEUES = 8
+#: The FIFO batch's invisible time: past the write, the writer's stop (Apache's up to APACHE5_STOP_S) and the
+#: reader's start, on a slow machine, so that only the acknowledgement given after the switch frees the queue.
+FIFO_INVISIBLE_MS = 300_000
 
 
 @dataclass
@@ -57,6 +62,10 @@ class Written:
     due: dict[str, int]
     """Timer message body -> the delivery time it asked for."""
     unacked: set[str]
+    fifo_topic: str
+    fifo_group: str
+    fifo_held: MessageExt
+    """The FIFO batch's message left unacknowledged."""
 
 
 def body(msg: MessageExt) -> str:
@@ -65,9 +74,11 @@ def body(msg: MessageExt) -> str:
 
 async def write(namesrv: str, cluster: str, broker: str) -> Written:
     timer_topic, pop_topic, group = name("XTIMER"), name("XPOP"), name("CG_XPOP")
+    fifo_topic, fifo_group = name("XFIFO"), name("CG_XFIFO")
     async with MQAdmin(namesrv) as admin:
         for topic in (timer_topic, pop_topic):
             await admin.topics.create_topic(TopicConfig(topic, read_queue_nums=2, write_queue_nums=2), cluster=cluster)
+        await admin.topics.create_topic(TopicConfig(fifo_topic, read_queue_nums=1, write_queue_nums=1), cluster=cluster)
     base = int(time.time() * 1000)
     due = {f"t-{i}": base + FIRST_DUE_MS + i * STEP_MS for i in range(TIMERS)}
     async with Producer(name("PG_X"), namesrv=namesrv) as producer:
@@ -75,6 +86,14 @@ async def write(namesrv: str, cluster: str, broker: str) -> Written:
             await producer.send(Message(timer_topic, text.encode(), properties={P.TIMER_DELIVER_MS: str(at)}))
         for i in range(POPPED):
             await producer.send(Message(pop_topic, f"p-{i}".encode()))
+        for i in range(3):
+            await producer.send(Message(fifo_topic, f"f-{i}".encode()))
+    async with PopConsumer(fifo_group, namesrv=namesrv) as consumer:
+        batch: list[MessageExt] = []
+        while not batch:
+            batch = (await consumer.pop(fifo_topic, 2, FIFO_INVISIBLE_MS, 2000, broker_name=broker, order=True)).messages
+        assert [body(m) for m in batch] == ["f-0", "f-1"]
+        await consumer.ack(batch[1])  # f-0 is still being processed
     async with PopConsumer(group, namesrv=namesrv) as consumer:
         got: list[MessageExt] = []
         while len(got) < POPPED:
@@ -87,7 +106,7 @@ async def write(namesrv: str, cluster: str, broker: str) -> Written:
             else:
                 unacked.add(body(msg))
         await records_stored(consumer, cluster, broker, got, POPPED - len(unacked))
-    return Written(timer_topic, pop_topic, group, due, unacked)
+    return Written(timer_topic, pop_topic, group, due, unacked, fifo_topic, fifo_group, batch[0])
 
 
 async def records_stored(consumer: PopConsumer, cluster: str, broker: str, got: list[MessageExt], acks: int) -> None:
@@ -120,6 +139,12 @@ async def pull_all(reader: PullConsumer, topic: str) -> list[MessageExt]:
 
 
 async def check(namesrv: str, broker: str, w: Written) -> None:
+    async with PopConsumer(w.fifo_group, namesrv=namesrv) as consumer:
+        held = await consumer.pop(w.fifo_topic, 32, 60_000, 1000, broker_name=broker, order=True)
+        assert held.status is PopStatus.POLLING_NOT_FOUND, f"a held FIFO batch given out: {[body(m) for m in held.messages]}"
+        await consumer.ack(w.fifo_held)  # the receipt from before the switch
+        after = await consumer.pop(w.fifo_topic, 32, 60_000, 5000, broker_name=broker, order=True)
+        assert [(body(m), m.reconsume_times) for m in after.messages] == [("f-2", 0)]
     async with PullConsumer(name("CG_XREAD"), namesrv=namesrv) as reader:
         delivered: list[MessageExt] = []
 

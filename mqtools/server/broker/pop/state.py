@@ -1,6 +1,7 @@
 """What the POP processors (pop, ack, change invisible time) share on one broker.
 
-The revive topic and its queue count, the revive service, the FIFO table, the rotation counters, and the
+The revive topic and its queue count, the revive service, the FIFO table (config/consumerOrderInfo.json),
+the rotation counters, and the
 POP long-polling service (pop/long_polling.py), where POPs and NOTIFICATIONs that found nothing wait.
 
 Settings read from broker.properties (Apache's BrokerConfig names): reviveQueueNum (8), reviveInterval
@@ -21,7 +22,7 @@ from mqtools.server.broker.pop.long_polling import (
     POP_POLLING_SIZE,
     PopLongPollingService,
 )
-from mqtools.server.broker.pop.order import OrderTable
+from mqtools.server.broker.pop.order import ConsumerOrderInfoManager
 from mqtools.server.broker.pop.records import DEFAULT_REVIVE_QUEUE_NUM, revive_topic
 from mqtools.server.broker.pop.revive import PopReviveService
 from mqtools.server.store.results import PutMessageResult
@@ -55,13 +56,20 @@ class PopState:
         self.revive = PopReviveService(
             c, self.revive_topic, self.revive_queue_num, interval_s=interval_ms / 1000
         )
-        self.order = OrderTable()
+        self.order = ConsumerOrderInfoManager(c.config.config_dir)
+        self.order.exists = self._queue_exists
+        self.order.now_ms = self.now_ms
         self.polling = PopLongPollingService(c.clock, _setting(extra, "popPollingSize", POP_POLLING_SIZE, 0, 1 << 30),
                                              _setting(extra, "maxPopPollingSize", MAX_POP_POLLING_SIZE, 0, 1 << 30))
         self._ck_numbers = itertools.count()
         self._turns: dict[tuple[str, str], int] = {}
 
     async def start(self) -> None:
+        self.order.load()
+        dropped = self.order.drop_settled(lambda topic, group, queue_id: self.c.offsets.query_offset(group, topic, queue_id))
+        if dropped:
+            log.info("FIFO: %d held batches the groups' offsets had passed dropped at start", dropped)
+        await self.order.start()
         hold = self.polling.hold
         self.c.store.add_arrival_listener(hold.arrival_listener, hold.table.by_queue)
         await hold.start()
@@ -70,6 +78,12 @@ class PopState:
     async def shutdown(self) -> None:
         await self.polling.hold.shutdown()
         await self.revive.shutdown()
+        await self.order.shutdown()
+
+    def _queue_exists(self, topic: str, group: str, queue_id: int) -> bool:
+        """Whether a FIFO batch's queue and group still exist (the table keeps none of a deleted one)."""
+        tc = self.c.topics.select(topic)
+        return tc is not None and queue_id < tc.read_queue_nums and group in self.c.groups.table
 
     @property
     def host(self) -> Host:

@@ -298,7 +298,7 @@ class PopProcessor:
         group = h.consumer_group
         offset = self.pop_offset(group, topic, qid, h.init_mode)
         key = (topic, group, qid)
-        if h.order and s.order.blocked(key, now_ms):
+        if h.order and s.order.blocked(key, now_ms, h.attempt_id):
             out.waits.append((topic, qid, offset))
             out.held.append((topic, qid, s.order.batches[key].invisible_until))
             return
@@ -318,7 +318,8 @@ class PopProcessor:
         offsets = [queue_offset_of(b) for b in result.buffers]
         read = QueueRead(topic, qid, offset, offsets, list(result.buffers))
         if h.order:
-            read.counts = s.order.on_pop(key, now_ms, h.invisible_time, offsets, result.next_begin_offset)
+            read.counts = s.order.on_pop(key, now_ms, h.invisible_time, offsets, result.next_begin_offset,
+                                         h.attempt_id)
             c.offsets.commit_offset(conn.peer, group, topic, qid, offset)
         else:
             ck = PopCheckPoint(
@@ -378,7 +379,7 @@ class PopProcessor:
                     parts.append(encode_stored(msg))
             else:
                 parts.extend(read.buffers)
-            counts.extend((read.topic, read.queue_id, o, read.counts.get(o, 0)) for o in read.offsets)
+            counts.append((read.topic, read.queue_id, [(o, read.counts.get(o, 0)) for o in read.offsets]))
         body = b"".join(parts)
         header = PopMessageResponseHeader(
             pop_time,

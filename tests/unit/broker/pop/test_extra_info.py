@@ -59,9 +59,10 @@ def test_offset_infos_round_trip_in_apaches_layout() -> None:
     assert parse_start_offset_info(start) == {"0@0": 5, "1@0": 2}
     msgs = format_msg_offset_info([("T", 1, [5, 6, 8])])
     assert msgs == "0 1 5,6,8" and parse_msg_offset_info(msgs) == {"0@1": [5, 6, 8]}
-    order = format_order_count_info([("T", 1, 5, 0), ("T", 1, 6, 2)])
-    assert order == "0 qo1%5 0;0 qo1%6 2"
-    assert parse_order_count_info(order) == {offset_key("T", 1, 5): 0, offset_key("T", 1, 6): 2}
+    order = format_order_count_info([("T", 1, [(5, 0), (6, 2)]), ("%RETRY%G_T", 0, [(3, 1)])])
+    assert order == "0 qo1%6 2;0 1 0;1 qo0%3 1;1 0 1"  # Apache's: counts above 0, then the queue's least
+    assert parse_order_count_info(order) == {offset_key("T", 1, 6): 2, queue_key("T", 1): 0,
+                                             offset_key("%RETRY%G_T", 0, 3): 1, queue_key("%RETRY%G_T", 0): 1}
     assert queue_key("%RETRY%G_T", 0) == "1@0"
     assert parse_start_offset_info("") == {} and parse_start_offset_info(None) == {}
     for bad in ("0 0", "0 0 1;0 0 2"):

@@ -1,9 +1,8 @@
-"""Revive decisions from records and a clock passed in (pop/ledger.py), and the FIFO table (pop/order.py)."""
+"""Revive decisions from records and a clock passed in (pop/ledger.py)."""
 
 from __future__ import annotations
 
 from mqtools.server.broker.pop.ledger import ReviveLedger, destination
-from mqtools.server.broker.pop.order import NOT_IN_BATCH, STALE_POP, OrderTable
 from mqtools.server.broker.pop.records import AckMsg, BatchAckMsg, PopCheckPoint
 
 POP = 1_000_000
@@ -101,30 +100,6 @@ def test_destination_is_the_retry_topic_then_the_dlq() -> None:
     dead = destination(retry, 16, 16)
     assert dead.dead and dead.topic == "%DLQ%G"
     assert destination(normal, 1, 1).dead
-
-
-def test_fifo_holds_the_queue_until_the_batch_is_acked_or_expires() -> None:
-    table = OrderTable()
-    key = ("T", "G", 0)
-    assert table.on_pop(key, POP, 1000, [5, 6], 7) == {5: 0, 6: 0}
-    assert table.blocked(key, POP + 999) and not table.blocked(key, POP + 1000)
-    assert table.on_pop(key, POP + 1000, 1000, [5, 6], 7) == {5: 1, 6: 1}  # delivered again
-    assert table.ack(key, 5, POP) == STALE_POP
-    assert table.ack(key, 9, POP + 1000) == NOT_IN_BATCH
-    assert table.ack(key, 6, POP + 1000) == 5  # 5 still unacknowledged: the offset stays there
-    assert table.blocked(key, POP + 1500)
-    assert table.ack(key, 5, POP + 1000) == 7
-    assert not table.blocked(key, POP + 1500)
-    assert table.on_pop(key, POP + 2000, 1000, [7], 8) == {7: 0}
-
-
-def test_fifo_change_of_invisible_time_moves_the_end() -> None:
-    table = OrderTable()
-    key = ("T", "G", 0)
-    table.on_pop(key, POP, 1000, [5], 6)
-    assert table.change_invisible(key, 5, POP, POP + 5000) == POP + 5000
-    assert table.blocked(key, POP + 4000)
-    assert table.change_invisible(key, 5, POP + 1, POP + 9000) is None
 
 
 def test_late_acks_do_not_pile_up(monkeypatch) -> None:
