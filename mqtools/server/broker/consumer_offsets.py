@@ -8,14 +8,12 @@ killed loses at most the commits of the last interval. Loading and writing follo
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
 
 from mqtools.remoting.bodies import ConsumerOffsetSerializeWrapper
-from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.config_manager import ConfigManager
 
 log = logging.getLogger(__name__)
@@ -48,7 +46,6 @@ class ConsumerOffsetManager(ConfigManager):
         self.clock = clock
         self.flush_interval = flush_interval
         self.offset_table: dict[str, dict[int, int]] = {}
-        self._task: asyncio.Task | None = None
 
     # ------------------------------------------------------------------ queries and updates
 
@@ -112,9 +109,7 @@ class ConsumerOffsetManager(ConfigManager):
         self.offset_table = {k: dict(v) for k, v in wrapper.offset_table.items() if v is not None}
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self.persist_loop(self.flush_interval), name="consumer-offset-flush")
+        self.start_persisting(self.flush_interval, "consumer-offset-flush")
 
     async def shutdown(self) -> None:
-        await cancel_and_wait(self._task)
-        self._task = None
-        self.persist()
+        await self.stop_persisting()

@@ -43,6 +43,7 @@ from typing import Any
 
 from mqtools.common.atomic_file import write_atomic
 from mqtools.common.log_limiter import LimitedLog
+from mqtools.server.lifecycle import cancel_and_wait
 
 log = logging.getLogger(__name__)
 #: Periodic duties that fail the same way until the machine is mended: a line a minute, not one a round.
@@ -89,6 +90,7 @@ class ConfigManager(ABC):
         self._writing = False
         #: What the write after the running one settles, once a change came in while it ran.
         self._next: asyncio.Future[bool] | None = None
+        self._persisting: asyncio.Task | None = None
 
     @abstractmethod
     def encode(self) -> bytes:
@@ -212,3 +214,13 @@ class ConfigManager(ABC):
             except OSError:
                 _failures.failure(str(self.path), "persisting %s failed; retrying in %.0f s", self.path, interval_s)
                 self.dirty = True
+
+    def start_persisting(self, interval_s: float, name: str) -> None:
+        """Run ``persist_loop`` in a task of its own until ``stop_persisting``."""
+        self._persisting = asyncio.create_task(self.persist_loop(interval_s), name=name)
+
+    async def stop_persisting(self) -> None:
+        """End the periodic persist and write what changed since (a broker's shutdown)."""
+        await cancel_and_wait(self._persisting)
+        self._persisting = None
+        self.persist()

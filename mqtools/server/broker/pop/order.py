@@ -13,14 +13,12 @@ offsets after a crash) is dropped when the table is loaded, as it was acknowledg
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from mqtools.remoting import fastjson
-from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.config_manager import ConfigManager
 
 OrderKey = tuple[str, str, int]  # topic, group, queue id
@@ -101,7 +99,6 @@ class ConsumerOrderInfoManager(ConfigManager):
         self.exists: Callable[[str, str, int], bool] = lambda topic, group, queue_id: True
         #: The epoch milliseconds now, for the clean of batches not popped for a day.
         self.now_ms: Callable[[], int] | None = None
-        self._task: asyncio.Task | None = None
 
     def blocked(self, key: OrderKey, now_ms: int, attempt_id: str | None = None) -> bool:
         """The queue is held: its batch is neither fully acknowledged nor past its invisible time, and the POP is
@@ -194,9 +191,7 @@ class ConsumerOrderInfoManager(ConfigManager):
             del self.batches[key]
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self.persist_loop(self.interval_s), name="consumer-order-info-flush")
+        self.start_persisting(self.interval_s, "consumer-order-info-flush")
 
     async def shutdown(self) -> None:
-        await cancel_and_wait(self._task)
-        self._task = None
-        self.persist()
+        await self.stop_persisting()
