@@ -156,12 +156,14 @@ async def sample_group(admin: MQAdmin, group: str, clock: Callable[[], float] = 
 async def _topic_queues(admin: MQAdmin, group: str, topic: str) -> tuple[dict[MessageQueue, QueueSample],
                                                                            list[Unreachable]]:
     """The topic's queues with the group's offsets committed on each set's master, and the sets left out: one
-    with no master registered, or every set when a master did not answer (the offsets are read together). A
-    queue without its committed offset would count as a backlog of the whole queue."""
+    with no master registered, or every set when a master did not answer or a set's queues could not be read
+    (each is read together). A queue without its committed offset would count as a backlog of the whole queue."""
     bounds, committed = await asyncio.gather(settled(admin.queue_offsets.queue_bounds(topic)),
                                              settled(admin.offsets.committed_offsets(group, topic)))
+    if isinstance(bounds, TopicNotExistError):
+        return {}, []  # no broker serves it: nothing waits there
     if isinstance(bounds, MQClientError):
-        return {}, []
+        return {}, await _sets_of(admin, topic, f"the queues of {topic}: {bounds}")
     sets = sorted({mq.broker_name for mq in bounds})
     if isinstance(committed, MQClientError):
         return {}, [Unreachable(name, None, f"the group's offsets of {topic}: {committed}") for name in sets]
@@ -170,6 +172,14 @@ async def _topic_queues(admin: MQAdmin, group: str, topic: str) -> tuple[dict[Me
               for name in sets if name not in read]
     return {mq: QueueSample(high, committed.get(mq), None) for mq, (_low, high) in bounds.items()
             if mq.broker_name in read}, missed
+
+
+async def _sets_of(admin: MQAdmin, topic: str, reason: str) -> list[Unreachable]:
+    """The topic's sets, named as not read for `reason`; the name servers when its route cannot be read either."""
+    route = await settled(admin.topics.topic_route(topic))
+    if isinstance(route, MQClientError):
+        return [Unreachable(None, None, f"{reason} (its route: {route})")]
+    return [Unreachable(name, None, reason) for name in sorted({qd.broker_name for qd in route.queue_datas})]
 
 
 async def diagnose_group(admin: MQAdmin, group: str, window: float, thresholds: Thresholds = DEFAULTS, *,

@@ -67,18 +67,28 @@ class ExporterPoller:
             await asyncio.sleep(max(0.0, self.interval - (self.clock() - began)))
 
     async def round(self) -> None:
-        """Start every job of one round (the cluster's shape first: the per-broker jobs depend on it; the proxies
-        and the name servers' own probe answer whether the name servers do or not)."""
+        """Start every job of one round (the cluster's shape first: the per-broker jobs depend on it, and take the
+        last shape read while the name servers do not answer; the proxies and the name servers' own probe answer
+        whether the name servers do or not)."""
         if self.proxies:
             self._launch("proxies", self._proxies)
         self._launch("namesrvs", self._namesrvs)
+        began = self.clock()
         try:
             snap = await self.admin.cluster.cluster_snapshot(runtime=False)
         except MQClientError as exc:
+            # the shape's own series (heartbeat ages) are not known now; the brokers the last shape named still
+            # answer for themselves, and the jobs that need the name servers fail and drop theirs
             log.warning("the name servers did not answer: %s", exc)
-            return
-        self.snapshot = snap
-        self.latest["cluster"] = heartbeat_samples(snap)
+            self.polls["cluster"] = (self.clock() - began, False)
+            self.latest.pop("cluster", None)
+            if self.snapshot is None:
+                return
+            snap = self.snapshot
+        else:
+            self.polls["cluster"] = (self.clock() - began, True)
+            self.snapshot = snap
+            self.latest["cluster"] = heartbeat_samples(snap)
         nodes = {b.addr for b in snap.brokers}
         self._prune("runtime:", nodes)
         self._prune("stats:", {b.addr for b in snap.masters()})
@@ -184,8 +194,11 @@ class ExporterPoller:
             (b, topic, (cluster_of.get(b, ""), b, topic)) for b in brokers])
 
     async def _groups(self, cluster_of: dict[str, str]) -> list[Sample]:
-        groups = [e.group for e in await self.admin.groups.group_list() if not e.system]
-        return self._each("group:", groups, lambda g: self._group(cluster_of, g))
+        listed = await self.admin.groups.group_list()
+        groups = {e.group for e in listed.entries if not e.system}
+        if listed.doubted():  # a set not read (or read from a slave) may hold groups it did not list: not gone
+            groups |= {k.removeprefix("group:") for k in self.polls if k.startswith("group:")}
+        return self._each("group:", sorted(groups), lambda g: self._group(cluster_of, g))
 
     async def _group(self, cluster_of: dict[str, str], group: str) -> list[Sample]:
         progress = await self.admin.groups.consumer_progress(group)

@@ -106,13 +106,15 @@ def commitlog_diffs(snapshot: ClusterSnapshot, runtimes: Mapping[str, BrokerRunt
 
 def master_up_samples(snapshot: ClusterSnapshot, answered: Mapping[str, bool]) -> list[Sample]:
     """mq_broker_set_master_up per broker set the name servers list: 0 without a registered master, or when the
-    master's last runtime poll failed (`answered`: address -> its last poll's outcome; not polled yet counts as up)."""
+    master's last runtime poll failed (`answered`: address -> its last poll's outcome); none for a master not
+    polled yet (a new one, or any at the exporter's start: up to one poll's timeout against a hung one)."""
     out = []
     for cluster, names in sorted(snapshot.clusters.items()):
         for name in names:
             master = next((b for b in snapshot.group(name) if b.is_master), None)
-            up = master is not None and answered.get(master.addr, True)
-            out.append(Sample("mq_broker_set_master_up", (cluster, name), 1.0 if up else 0.0))
+            up = False if master is None else answered.get(master.addr)
+            if up is not None:
+                out.append(Sample("mq_broker_set_master_up", (cluster, name), 1.0 if up else 0.0))
     return out
 
 
@@ -207,10 +209,13 @@ def timer_samples(cluster_of: Mapping[str, str], status: TimerStatus) -> list[Sa
 
 def proxy_samples(read: ProxyClients) -> list[Sample]:
     """mq_proxy_*: per proxy asked, whether it answered, and its clients by kind and language (distinct client
-    ids); a proxy that does not list producers (Apache's) has no PRODUCER series, not 0."""
+    ids); a proxy that does not list producers (Apache's) has no PRODUCER series, not 0. When the cluster's groups
+    and topics could not be listed, nothing was asked: only whether each proxy answered is known."""
     out = [Sample("mq_proxy_up", (u.addr or "",), 0.0) for u in read.unreachable]
     for p in read.proxies:
         out.append(Sample("mq_proxy_up", (p.addr,), 1.0))
+        if read.listing_error is not None:
+            continue
         out.append(Sample("mq_proxy_consumer_groups", (p.addr,), float(p.consumer_groups)))
         kinds = {"PUSH", "SIMPLE", *(["PRODUCER"] if p.lists_producers else [])}
         seen = {(c.kind, c.language, c.client_id) for c in p.clients}

@@ -166,7 +166,7 @@ class Collector:
     async def _groups(self, launch: Launch) -> list[GroupSummary]:
         """Every configured group but the system ones, one line each; then a sample of each of the
         VERDICT_GROUPS used groups with the largest lag, for their verdicts."""
-        names = [e.group for e in await self.admin.groups.group_list() if not e.system]
+        names = [e.group for e in (await self.admin.groups.group_list()).entries if not e.system]
         summaries = await self.admin.overview.group_summaries(names) if names else []
         used = [s for s in summaries if s.online or s.diff_total]
         for s in sorted(used, key=lambda s: -(s.diff_total or 0))[:VERDICT_GROUPS]:

@@ -12,6 +12,7 @@ from mqtools.client.admin.models.groups import (
     ClientConnection,
     ConsumerProgress,
     ConsumerRunningInfo,
+    GroupCatalogue,
     GroupChange,
     GroupConnections,
     GroupEntry,
@@ -134,23 +135,24 @@ class GroupAdmin(AdminService):
         tables = await self.admin._each(addrs, self.subscription_groups)
         return {addr: table.get(group) for addr, table in tables.items()}
 
-    async def group_list(self) -> list[GroupEntry]:
+    async def group_list(self) -> GroupCatalogue:
         """Every group configured on any broker set (read from its master, else a slave), with the brokers
-        that hold it, sorted by name."""
+        that hold it, sorted by name; the sets no replica answered for are named."""
         read = await self.admin.read_sets(await self.admin.all_sets(), self.subscription_groups)
         found: dict[str, list[GroupPlacement]] = {}
         for name, r in sorted(read.reads.items()):
             for group, config in r.value.items():
                 found.setdefault(group, []).append(GroupPlacement(name, r.addr, config))
-        return [GroupEntry(g, found[g]) for g in sorted(found)]
+        return GroupCatalogue([GroupEntry(g, found[g]) for g in sorted(found)], read.unreachable, read.from_slaves())
 
     async def subscription_group(self, group: str) -> GroupEntry:
-        """Where a group is configured; SubscriptionGroupNotExistError when no master knows it."""
-        entry = next((e for e in await self.group_list() if e.group == group), None)
-        if entry is None:
-            raise SubscriptionGroupNotExistError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                                 f"subscription group {group} does not exist on any master")
-        return entry
+        """Where a group is configured; SubscriptionGroupNotExistError when every set's master answered without it,
+        UnreachableError naming the sets when one that did not answer (or answered from a slave) may hold it."""
+        listed = await self.group_list()
+        entry = next((e for e in listed.entries if e.group == group), None)
+        if entry is not None:
+            return entry
+        raise listed.not_found([group])
 
     async def consumer_progress(self, group: str, topic: str | None = None, *, cluster: str | None = None,
                                 known: bool = False) -> ConsumerProgress:

@@ -13,9 +13,8 @@ from mqtools.client.admin.base import MASTER, AdminService
 from mqtools.client.admin.models.groups import ConsumerProgress, GroupConnections, GroupSummary
 from mqtools.client.admin.models.topics import QueueStats, TopicStatus, TopicUsage
 from mqtools.client.admin.tracking import TOPIC_PUT_NUMS
-from mqtools.client.errors import ConsumerNotOnlineError, MQClientError, SubscriptionGroupNotExistError
+from mqtools.client.errors import ConsumerNotOnlineError, MQClientError
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
-from mqtools.remoting.codes import ResponseCode
 
 T = TypeVar("T")
 FAN_OUT = 16
@@ -56,11 +55,11 @@ class OverviewAdmin(AdminService):
         version, consume type and model, TPS and total lag; most clients first, then most lag.
         SubscriptionGroupNotExistError when a group asked for is on no master."""
         if groups is not None:
-            known = {e.group for e in await self.admin.groups.group_list()}
+            listed = await self.admin.groups.group_list()
+            known = {e.group for e in listed.entries}
             missing = [g for g in groups if g not in known]
             if missing:
-                raise SubscriptionGroupNotExistError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                                     f"subscription group {', '.join(missing)} does not exist on any master")
+                raise listed.not_found(missing)
         names = groups if groups is not None else await self.consumer_groups()
         pop_groups = await self.admin.consume_modes.pop_groups()
         found = await _bounded([partial(self._summary, g, pop_groups) for g in names])

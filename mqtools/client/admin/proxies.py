@@ -41,7 +41,10 @@ class ProxyAdmin(AdminService):
 
     async def _names(self) -> tuple[list[str], list[str]]:
         """The cluster's consumer groups and topics, without the system ones."""
-        groups = [e.group for e in await self.admin.groups.group_list() if not is_system_group(e.group)]
+        listed = await self.admin.groups.group_list()
+        if listed.unreachable:  # the proxies would be asked about some groups only: their figures not whole
+            raise UnreachableError("the groups of " + "; ".join(str(u) for u in listed.unreachable))
+        groups = [e.group for e in listed.entries if not is_system_group(e.group)]
         topics = [t for t in await self.admin.topics.topic_list()
                   if not (is_system_topic(t) or is_retry_topic(t) or is_dlq_topic(t))]
         return groups, topics

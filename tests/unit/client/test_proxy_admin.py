@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from support.documents import check
 
-from mqtools.client.admin.models.groups import GroupEntry
+from mqtools.client.admin.models.groups import GroupCatalogue, GroupEntry
 from mqtools.client.admin.models.proxies import proxy_clients_view, proxy_status_view
 from mqtools.client.admin.proxies import ProxyAdmin
 from mqtools.client.errors import ConnectFailedError, MQClientError, broker_error
@@ -21,8 +21,8 @@ JAVA_508 = 429
 
 
 class Groups:
-    async def group_list(self) -> list[GroupEntry]:
-        return [GroupEntry("G", []), GroupEntry("CID_RMQ_SYS_X", [])]
+    async def group_list(self) -> GroupCatalogue:
+        return GroupCatalogue([GroupEntry("G", []), GroupEntry("CID_RMQ_SYS_X", [])])
 
 
 class Topics:
@@ -100,6 +100,9 @@ def test_without_a_name_server_only_the_groups_given_are_asked() -> None:
     doc = check(proxy_status_view(got))
     assert doc["listingError"] == "no name server answered" and (doc["groupsAsked"], doc["topicsAsked"]) == (1, 0)
     assert "could not be listed" in proxy_status_view(got).footer[0]
+    # the figures leave out every group and topic not given: the document is partial and says why
+    assert doc["partial"] and doc["unreachable"] == [
+        {"brokerName": None, "addr": None, "reason": "the cluster's groups and topics: no name server answered"}]
 
 
 def test_no_proxy_is_a_clear_error() -> None:

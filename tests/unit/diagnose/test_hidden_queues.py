@@ -17,13 +17,13 @@ from mqtools.client.admin.models.groups import (
 from mqtools.client.errors import MQClientError, RequestTimeoutError, TopicNotExistError
 from mqtools.diagnose.collect import read_group
 from mqtools.diagnose.group import GroupSample
-from mqtools.remoting.bodies import MessageQueue
+from mqtools.remoting.bodies import MessageQueue, QueueData, TopicRouteData
 
 H_A, H_B = MessageQueue("H", "broker-a", 0), MessageQueue("H", "broker-b", 0)
 
 
-async def sample(monkeypatch: pytest.MonkeyPatch, committed: dict[MessageQueue, int | None] | MQClientError
-                 ) -> GroupSample:
+async def sample(monkeypatch: pytest.MonkeyPatch, committed: dict[MessageQueue, int | None] | MQClientError,
+                 bounds: MQClientError | None = None, route: MQClientError | None = None) -> GroupSample:
     """Group G, its one member subscribing to H, which the consume stats leave out; H has 100 messages on each
     of broker-a and broker-b, and `committed` is what reading G's offsets of H gives."""
     admin = MQAdmin("127.0.0.1:9876")
@@ -41,7 +41,14 @@ async def sample(monkeypatch: pytest.MonkeyPatch, committed: dict[MessageQueue, 
     async def queue_bounds(topic: str, **_: object) -> dict[MessageQueue, tuple[int, int]]:
         if topic != "H":
             raise TopicNotExistError(17, topic)  # the DLQ: nothing dead yet
+        if bounds is not None:
+            raise bounds
         return {H_A: (0, 100), H_B: (0, 100)}
+
+    async def topic_route(topic: str) -> TopicRouteData:
+        if route is not None:
+            raise route
+        return TopicRouteData(queue_datas=[QueueData("broker-b", 1, 1, 6), QueueData("broker-a", 1, 1, 6)])
 
     async def committed_offsets(group: str, topic: str) -> dict[MessageQueue, int | None]:
         if isinstance(committed, MQClientError):
@@ -53,6 +60,7 @@ async def sample(monkeypatch: pytest.MonkeyPatch, committed: dict[MessageQueue, 
     monkeypatch.setattr(admin.groups, "consumer_running_info", consumer_running_info)
     monkeypatch.setattr(admin.queue_offsets, "queue_bounds", queue_bounds)
     monkeypatch.setattr(admin.offsets, "committed_offsets", committed_offsets)
+    monkeypatch.setattr(admin.topics, "topic_route", topic_route)
     return (await read_group(admin, "G")).sample()
 
 
@@ -77,3 +85,15 @@ async def test_a_set_with_no_master_is_named_not_counted(monkeypatch: pytest.Mon
     assert offsets(s) == {"broker-a": 90}
     assert [(u.broker_name, u.reason) for u in s.unreachable] == [
         ("broker-b", "no master registered: the group's offsets of H are its master's")]
+
+
+async def test_queues_no_node_of_a_set_answered_for_name_the_topics_sets(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Until stop 106 a subscribed topic whose queues could not be read was left out with no word."""
+    s = await sample(monkeypatch, {H_A: 90, H_B: 90}, bounds=RequestTimeoutError("b1:10911 timed out"))
+    assert offsets(s) == {}
+    assert [(u.broker_name, u.reason) for u in s.unreachable] == [
+        ("broker-a", "the queues of H: b1:10911 timed out"), ("broker-b", "the queues of H: b1:10911 timed out")]
+    s = await sample(monkeypatch, {H_A: 90}, bounds=RequestTimeoutError("b1:10911 timed out"),
+                     route=RequestTimeoutError("name server timed out"))
+    assert [(u.broker_name, u.reason) for u in s.unreachable] == [
+        (None, "the queues of H: b1:10911 timed out (its route: name server timed out)")]

@@ -12,6 +12,7 @@ from mqtools.client.admin.models.connections import group_connections_view, prod
 from mqtools.client.admin.models.groups import (
     ClientConnection,
     ConsumerProgress,
+    GroupCatalogue,
     GroupChange,
     GroupConnections,
     GroupEntry,
@@ -40,13 +41,22 @@ def test_group_list_flags_system_groups_and_gives_each_placement_its_config() ->
                                      GroupPlacement("broker-b", "10.0.0.2:10911",
                                                     dataclasses.replace(CONFIG, retry_max_times=3))]),
                GroupEntry("TOOLS_CONSUMER", [GroupPlacement("broker-a", "10.0.0.1:10911", CONFIG)])]
-    view = group_list_view(entries)
+    view = group_list_view(GroupCatalogue(entries))
     doc = check(view, "group list")
     assert view.rows[1][:3] == ["Orders", False, "broker-b"] and view.rows[1][8] == 3
     assert [c.header for c in view.columns][3:5] == ["CONSUME", "BROADCAST"]
     assert doc["groups"][1]["system"] is True
     assert doc["groups"][0]["brokers"][1]["retryMaxTimes"] == 3
-    assert view.footer == ["2 groups, 1 of them system groups"]
+    assert view.footer == ["2 groups, 1 of them system groups"] and not doc["partial"]
+
+
+def test_group_list_names_the_sets_it_could_not_read_and_marks_those_read_from_a_slave() -> None:
+    """Until stop 106 a set whose replicas did not answer left its groups out with no word."""
+    entries = [GroupEntry("Orders", [GroupPlacement("broker-a", "10.0.0.1:10911", CONFIG)])]
+    view = group_list_view(GroupCatalogue(entries, [Unreachable("broker-b", None, "connection refused")], ["broker-a"]))
+    doc = check(view, "group list")
+    assert doc["partial"] and doc["unreachable"][0]["brokerName"] == "broker-b"
+    assert view.rows[0][2] == "broker-a*" and view.footer[1].startswith("* read from a slave")
 
 
 def test_group_change_shows_old_to_new() -> None:

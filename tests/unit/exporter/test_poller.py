@@ -44,3 +44,34 @@ def test_a_broker_without_the_counter_yet_leaves_the_series_out_and_the_poll_fin
 
 def test_a_broker_that_does_not_answer_fails_the_poll() -> None:
     assert stats_poll(RequestTimeoutError("timed out")) == (False, [])
+
+
+class Cluster:
+    """cluster_snapshot answers from a list: a snapshot, or an error (the name servers down)."""
+
+    def __init__(self, answers: list[Any]) -> None:
+        self.answers = answers
+
+    async def cluster_snapshot(self, runtime: bool) -> Any:
+        answer = self.answers.pop(0)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
+
+
+def test_with_the_name_servers_down_the_shape_is_not_known_and_the_brokers_are_still_asked() -> None:
+    """Until stop 106 a round that could not read the cluster's shape returned at once: every series kept its last
+    value for as long as the name servers were down, the heartbeat ages frozen and the polls' own figures fine."""
+    from mqtools.client.admin.models.brokers import BrokerRow, ClusterSnapshot
+
+    snapshot = ClusterSnapshot(["ns:9876"], {"C": ["broker-a"]}, [BrokerRow("C", "broker-a", 0, "b:10911")], True)
+    admin = SimpleNamespace(cluster=Cluster([snapshot, RequestTimeoutError("no name server answered")]))
+    poller = ExporterPoller(admin, 10.0)  # type: ignore[arg-type]
+    launched: list[str] = []
+    poller._launch = lambda key, job: launched.append(key)  # type: ignore[method-assign]
+    asyncio.run(poller.round())
+    assert poller.polls["cluster"][1] and "cluster" in poller.latest
+    launched.clear()
+    asyncio.run(poller.round())
+    assert poller.polls["cluster"][1] is False and "cluster" not in poller.latest  # heartbeat ages not known
+    assert "runtime:b:10911" in launched and "stats:b:10911" in launched  # the brokers answer for themselves

@@ -81,6 +81,8 @@ def test_a_broker_set_without_a_master_or_with_a_silent_one_is_down() -> None:
         ("mq_broker_set_master_up", ("C", "broker-b"), 1.0),
         ("mq_broker_set_master_up", ("C", "broker-c"), 0.0)]
     assert {s.name for s in got} <= FAMILIES.keys()
+    # a master not polled yet is not known to answer (until stop 106 it counted as up)
+    assert [s.labels for s in master_up_samples(snap, {"m-c:10911": False})] == [("C", "broker-a"), ("C", "broker-c")]
     # every node, slaves too: one whose runtime poll failed is 0, one not polled yet has no sample (not known)
     up = broker_up_samples(snap, {"m-b:10911": True, "m-c:10911": False, "s-a:10911": False})
     assert [(s.labels, s.value) for s in up] == [
@@ -160,3 +162,14 @@ def test_proxies_up_or_down_and_their_clients_by_kind_and_language() -> None:
     assert not any(k[1][0] == "dead:8080" and k[0] != "mq_proxy_up" for k in got)
     assert got[("mq_proxy_consumer_groups", ("apache:8080",))] == 1
     assert {name for name, _ in got} <= FAMILIES.keys()
+
+
+def test_proxies_asked_about_nothing_give_no_counts() -> None:
+    """The name servers down: the cluster's groups and topics could not be listed, so nothing was asked. Until stop
+    106 every proxy answered mq_proxy_consumer_groups 0."""
+    from mqtools.client.admin.models.proxies import ProxyClients, ProxyRead
+    from mqtools.exporter.series import proxy_samples
+
+    got = {(s.name, s.labels): s.value for s in proxy_samples(ProxyClients(
+        [ProxyRead("mq:8080", [], True)], [], [], "no name server answered"))}
+    assert got == {("mq_proxy_up", ("mq:8080",)): 1.0}

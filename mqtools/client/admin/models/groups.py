@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from mqtools.client.admin.models.parse import queue_key
+from mqtools.client.errors import MQClientError, SubscriptionGroupNotExistError, UnreachableError
 from mqtools.common.mqversion import version_desc
 from mqtools.common.presentation import (
     Column,
@@ -32,6 +33,7 @@ from mqtools.remoting.bodies import (
     ProducerConnection,
     SubscriptionGroupConfig,
 )
+from mqtools.remoting.codes import ResponseCode
 
 
 @dataclass(frozen=True, slots=True)
@@ -191,6 +193,31 @@ class GroupEntry:
     @property
     def system(self) -> bool:
         return is_system_group(self.group)
+
+
+@dataclass(frozen=True, slots=True)
+class GroupCatalogue:
+    """Every group the broker sets that answered hold; the sets none of whose replicas answered, and those read
+    from a slave (which learns its master's groups every few seconds: a group created meanwhile is not there)."""
+
+    entries: list[GroupEntry]
+    unreachable: list[Unreachable] = field(default_factory=list)
+    from_slaves: list[str] = field(default_factory=list)
+
+    def doubted(self) -> list[Unreachable]:
+        """The sets whose answer cannot say a group is not there: not read, or read from a slave."""
+        return [*self.unreachable, *(Unreachable(name, None, "read from a slave, which may not know the group yet")
+                                     for name in self.from_slaves)]
+
+    def not_found(self, groups: list[str]) -> MQClientError:
+        """The error for groups not listed: not there (every set's master answered), or not known."""
+        names = ", ".join(groups)
+        doubted = self.doubted()
+        if doubted:
+            return UnreachableError(f"subscription group {names} is not on the broker sets read, and could not be "
+                                    f"looked for on: {'; '.join(str(u) for u in doubted)}")
+        return SubscriptionGroupNotExistError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                              f"subscription group {names} does not exist on any master")
 
 
 @dataclass(frozen=True, slots=True)
@@ -371,14 +398,17 @@ def _config_columns() -> list[Column]:
 
 
 @renders("GroupList")
-def group_list_view(entries: list[GroupEntry]) -> View:
-    rows = [[e.group, e.system, p.broker_name, *(getattr(p.config, f[0]) for f in GROUP_CONFIG_FIELDS.values())]
+def group_list_view(listed: GroupCatalogue) -> View:
+    entries = listed.entries
+    rows = [[e.group, e.system, slave_marked(p.broker_name, "slave" if p.broker_name in listed.from_slaves else "master"),
+             *(getattr(p.config, f[0]) for f in GROUP_CONFIG_FIELDS.values())]
             for e in entries for p in e.placements]
     data = {"groups": [{"group": e.group, "system": e.system, "brokers": [
         {"brokerName": p.broker_name, "addr": p.addr, **(group_config_json(p.config) or {})} for p in e.placements]}
         for e in entries]}
     return View("GroupList", [Column("GROUP"), Column("SYSTEM"), Column("BROKER"), *_config_columns()], rows, data,
-                footer=[f"{len(entries)} groups, {sum(e.system for e in entries)} of them system groups"])
+                footer=[f"{len(entries)} groups, {sum(e.system for e in entries)} of them system groups",
+                        *from_slaves_note(listed.from_slaves)], unreachable=listed.unreachable)
 
 
 @renders("GroupChange")

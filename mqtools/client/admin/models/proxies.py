@@ -103,6 +103,14 @@ class ProxyClients:
     def clients(self) -> list[ProxyClient]:
         return [c for p in self.proxies for c in p.clients]
 
+    @property
+    def missed(self) -> list[Unreachable]:
+        """What the read could not reach: the proxies that did not answer, and the name servers when the cluster's
+        groups and topics could not be listed (every proxy's figures then leave out what was not asked)."""
+        listing = [Unreachable(None, None, f"the cluster's groups and topics: {self.listing_error}")] \
+            if self.listing_error else []
+        return [*self.unreachable, *listing]
+
     def footer(self) -> list[str]:
         notes = [(f"the cluster's groups and topics could not be listed ({self.listing_error}): only "
                  f"{len(self.groups_asked)} group(s) and {len(self.topics_asked)} topic(s) given were asked")] \
@@ -125,7 +133,7 @@ def proxy_status_view(p: ProxyClients) -> View:
     data = {"proxies": [r.to_json() for r in p.proxies], **p._json()}
     return View("ProxyStatus", [Column("PROXY"), Column("GROUPS", True), Column("CONSUMERS", True),
                                 Column("PRODUCERS", True), Column("LANGUAGES")],
-                rows, data, title="proxies", footer=p.footer(), unreachable=p.unreachable)
+                rows, data, title="proxies", footer=p.footer(), unreachable=p.missed)
 
 
 @renders("ProxyClients")
@@ -134,4 +142,4 @@ def proxy_clients_view(p: ProxyClients) -> View:
     data = {"clients": [c.to_json() for c in p.clients], **p._json()}
     return View("ProxyClients", [Column("PROXY"), Column("KIND"), Column("GROUP / TOPIC"), Column("CLIENT ID"),
                                  Column("ADDR"), Column("LANGUAGE"), Column("VERSION")],
-                rows, data, title="gRPC clients of the proxies", footer=p.footer(), unreachable=p.unreachable)
+                rows, data, title="gRPC clients of the proxies", footer=p.footer(), unreachable=p.missed)
