@@ -11,13 +11,21 @@ from __future__ import annotations
 import dataclasses
 import functools
 import operator
+import re
 import types
 import typing
 from collections.abc import Callable
 from typing import Any
 
 from mqtools.remoting import fastjson
+from mqtools.remoting.errors import BodyError
 from mqtools.remoting.header_codec import camel
+
+#: Java's long range: the Python hints do not tell int from long, so every int field takes a long, and no wider
+#: (a wider value decoded, then failed every answer that encoded it).
+LONG_MIN, LONG_MAX = -(2**63), 2**63 - 1
+#: A decimal string as Long.parseLong reads it (fastjson may write a long as a string); ASCII digits only.
+_DECIMAL = re.compile(r"[+-]?[0-9]{1,19}", re.ASCII)
 
 
 @functools.cache
@@ -91,7 +99,8 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
     registration's 10,000 topics spent most of their decode asking typing what a TopicConfig is."""
     origin = typing.get_origin(hint)
     if origin in (typing.Union, types.UnionType):
-        return _decoder(next(a for a in typing.get_args(hint) if a is not type(None)))
+        inner = _decoder(next(a for a in typing.get_args(hint) if a is not type(None)))
+        return lambda raw: None if raw is None else inner(raw)
     if origin is dict:
         key_t, val_t = typing.get_args(hint)
         value = _decoder(val_t)
@@ -105,18 +114,43 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
     if dataclasses.is_dataclass(hint):
         return _dataclass_decoder(hint)
     if hint is int:
-        return lambda raw: int(raw) if isinstance(raw, str) else raw
+        return _long
     if hint is str:
         return lambda raw: raw if raw is None or isinstance(raw, str) else str(raw)
     return _identity
 
 
-#: Field types whose decoder returns a value of that exact type unchanged (object: any value, unchanged).
-_PASS_THROUGH: dict[Any, type] = {int: int, str: str, bool: object, float: object, Any: object}
+#: Field types whose decoder returns a value of that exact type unchanged (object: any value, unchanged); not
+#: int, whose range is checked.
+_PASS_THROUGH: dict[Any, type] = {str: str, bool: object, float: object, Any: object}
 
 
 def _identity(raw: Any) -> Any:
     return raw
+
+
+def _long(raw: Any) -> int | None:
+    """An int field's value: a JSON integer or a decimal string within a long, or null as Java's boxed types
+    write it (kept as before: Apache's answers carry nulls where the field is an Integer); a bool, float, list or
+    map is a BodyError, so the request gets an error answer instead of storing what no encoder or comparison
+    takes."""
+    if raw is None:
+        return None
+    if type(raw) is int:
+        if LONG_MIN <= raw <= LONG_MAX:
+            return raw
+    elif type(raw) is str and _DECIMAL.fullmatch(raw):
+        value = int(raw)
+        if LONG_MIN <= value <= LONG_MAX:
+            return value
+    raise BodyError(f"not a Java long: {_shown(raw)}")
+
+
+def _shown(raw: Any) -> str:
+    """A peer's value, short, as an error remark shows it; a huge int by its size (str() refuses over 4,300 digits)."""
+    if type(raw) is int:
+        return f"a {raw.bit_length()}-bit integer"
+    return f"{type(raw).__name__} {repr(raw)[:40]}"
 
 
 def _dataclass_decoder(cls: type) -> Callable[[Any], Any]:

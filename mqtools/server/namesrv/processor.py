@@ -46,7 +46,7 @@ from mqtools.remoting.server import Processor, RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.namesrv.config import ConfigError, NamesrvConfig
 from mqtools.server.namesrv.kv_config import KVConfigManager
-from mqtools.server.namesrv.route_info import RouteInfoManager
+from mqtools.server.namesrv.route_info import BrokerAddrInfo, RouteInfoManager
 
 Clock = Callable[[], int]
 Persist = Callable[[], Awaitable[None]]
@@ -82,9 +82,11 @@ class NamesrvProcessor:
         self.config = config
         self.routes = routes
         self.kv = kv
-        #: Broker address -> (crc32, length, decoded body) of its last registration: a broker re-sends the same
-        #: topic table every 30 s, and decoding 10,000 topics cost more than the rest of a registration.
-        self._bodies: dict[str, tuple[int, int, RegisterBrokerBody]] = {}
+        #: (cluster, broker address) -> (crc32, length, decoded body) of its last registration: a broker re-sends
+        #: the same topic table every 30 s, and decoding 10,000 topics cost more than the rest of a registration.
+        #: Kept only while the broker is in the live table: anyone can register addresses, and brokers change IPs.
+        self._bodies: dict[BrokerAddrInfo, tuple[int, int, RegisterBrokerBody]] = {}
+        routes.on_broker_removed = self._forget_body
         #: Broker address -> the end of the last registration or unregistration of it still under way (a
         #: body being decoded off the loop): the next one from that address waits for it.
         self._pending: dict[str, asyncio.Future[None]] = {}
@@ -170,23 +172,24 @@ class NamesrvProcessor:
             return req.response(ResponseCode.SYSTEM_ERROR, "compressed broker registration is not supported")
         addr = header.broker_addr
         if addr not in self._pending:
-            reg = self._last_body(addr, body, crc)
+            reg = self._last_body(header, body, crc)
             if reg is not None or len(body) < OFF_LOOP_DECODE_BYTES:
-                return self._apply_registration(conn, req, header, reg or self._decode(addr, body, crc))
+                return self._apply_registration(conn, req, header, reg or _decode_body(body), crc, len(body))
         return self._in_order(addr, self._register_off_loop(conn, req, header, body, crc))
 
     async def _register_off_loop(self, conn: RemotingConnection, req: RemotingCommand,
                                  header: RegisterBrokerRequestHeader, body: bytes, crc: int) -> RemotingCommand:
-        reg = self._last_body(header.broker_addr, body, crc)
+        reg = self._last_body(header, body, crc)
         if reg is None:  # a pure-Python decode holds the GIL in turns: the loop still runs between them
             reg = await self.offload(_decode_body, body)
-            self._bodies[header.broker_addr] = (crc, len(body), reg)
         if conn is not None and not conn.is_open:  # closed meanwhile: applied now, the broker would come back
             return req.response(ResponseCode.SYSTEM_ERROR, "connection closed during registration")
-        return self._apply_registration(conn, req, header, reg)
+        return self._apply_registration(conn, req, header, reg, crc, len(body))
 
-    def _apply_registration(self, conn: RemotingConnection, req: RemotingCommand,
-                            header: RegisterBrokerRequestHeader, reg: RegisterBrokerBody) -> RemotingCommand:
+    def _apply_registration(self, conn: RemotingConnection, req: RemotingCommand, header: RegisterBrokerRequestHeader,
+                            reg: RegisterBrokerBody, crc: int, size: int) -> RemotingCommand:
+        """Applies `reg`, then caches it for the broker's next heartbeat if the broker is now live (a registration
+        refused as stale, or one that failed, leaves nothing behind)."""
         result = self.routes.register_broker(
             header.cluster_name,
             header.broker_addr,
@@ -199,21 +202,23 @@ class NamesrvProcessor:
             timeout_ms=header.heartbeat_timeout_millis,
             channel=conn,
         )
+        key = (header.cluster_name, header.broker_addr)
+        if key in self.routes.broker_live_table:
+            self._bodies[key] = (crc, size, reg)
         ext = RegisterBrokerResponseHeader(result.ha_server_addr, result.master_addr).to_ext()
         order_conf = None
         if self.config.return_order_topic_config_to_broker:
             order_conf = self.kv.list_namespace(NAMESPACE_ORDER_TOPIC_CONFIG)
         return req.response(ext_fields=ext, body=order_conf)
 
-    def _last_body(self, addr: str, body: bytes, crc: int) -> RegisterBrokerBody | None:
-        """The last body decoded from `addr` when these bytes are the same (crc32 and length), else None."""
-        last = self._bodies.get(addr)
+    def _last_body(self, header: RegisterBrokerRequestHeader, body: bytes, crc: int) -> RegisterBrokerBody | None:
+        """The last body this broker registered when these bytes are the same (crc32 and length), else None."""
+        last = self._bodies.get((header.cluster_name, header.broker_addr))
         return last[2] if last is not None and last[0] == crc and last[1] == len(body) else None
 
-    def _decode(self, addr: str, body: bytes, crc: int) -> RegisterBrokerBody:
-        reg = _decode_body(body)
-        self._bodies[addr] = (crc, len(body), reg)
-        return reg
+    def _forget_body(self, key: BrokerAddrInfo) -> None:
+        """The broker left the live table (however it left): its cached body goes too."""
+        self._bodies.pop(key, None)
 
     async def _in_order(self, addr: str, work: Awaitable[T]) -> T:
         """`work` once every earlier request about `addr` still under way has ended (whatever its outcome)."""
@@ -240,7 +245,6 @@ class NamesrvProcessor:
         return self._unregister_now(req, h)
 
     def _unregister_now(self, req: RemotingCommand, h: UnRegisterBrokerRequestHeader) -> RemotingCommand:
-        self._bodies.pop(h.broker_addr, None)
         self.routes.unregister_broker(h.cluster_name, h.broker_addr, h.broker_name, h.broker_id)
         return req.response()
 

@@ -17,6 +17,7 @@ answer depends on changes, which lets the processor cache encoded routes.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mqtools.common.brokerrole import MASTER_ID
@@ -33,6 +34,7 @@ from mqtools.remoting.bodies import (
     TopicList,
     TopicRouteData,
 )
+from mqtools.remoting.errors import BodyError
 from mqtools.remoting.transport import RemotingConnection
 
 DEFAULT_BROKER_CHANNEL_EXPIRED_MS = 120_000
@@ -73,9 +75,16 @@ class RouteInfoManager:
     broker_live_table: dict[BrokerAddrInfo, BrokerLiveInfo] = field(default_factory=dict)
     filter_server_table: dict[BrokerAddrInfo, list[str]] = field(default_factory=dict)
     route_epoch: int = 0
+    #: Called with the key of each broker that leaves broker_live_table, however it leaves (unregistered, its
+    #: connection closed, expired, refused as stale), so what the caller keeps per broker goes with it.
+    on_broker_removed: Callable[[BrokerAddrInfo], None] | None = field(default=None, repr=False, compare=False)
 
     def _touch(self) -> None:
         self.route_epoch += 1
+
+    def _remove_live(self, key: BrokerAddrInfo) -> None:
+        if self.broker_live_table.pop(key, None) is not None and self.on_broker_removed is not None:
+            self.on_broker_removed(key)
 
     # ------------------------------------------------------------------ registration
 
@@ -93,8 +102,10 @@ class RouteInfoManager:
         timeout_ms: int | None = None,
         channel: RemotingConnection | None = None,
     ) -> RegisterBrokerResult:
-        """A broker's registration (every heartbeat is one): updates all five tables."""
+        """A broker's registration (every heartbeat is one): updates all five tables, or none of them (BodyError)."""
         wrapper = topic_config_wrapper or TopicConfigSerializeWrapper()
+        table = _checked_topic_configs(wrapper.topic_config_table)
+        version = _checked_version(wrapper.data_version)
         names = self.cluster_addr_table.setdefault(cluster_name, set())
         if broker_name not in names:
             names.add(broker_name)
@@ -110,7 +121,7 @@ class RouteInfoManager:
         for old_id in [i for i, a in addrs.items() if a == broker_addr and i != broker_id]:
             del addrs[old_id]
             self._touch()
-        refused = self._refuse_stale(cluster_name, broker_addr, broker_id, addrs, wrapper)
+        refused = self._refuse_stale(cluster_name, broker_addr, broker_id, addrs, version)
         if refused:
             return RegisterBrokerResult()
         old_addr = addrs.get(broker_id)
@@ -118,13 +129,13 @@ class RouteInfoManager:
             addrs[broker_id] = broker_addr
             self._touch()
         register_first = register_first or not old_addr
-        if broker_id == MASTER_ID:
-            self._take_topic_configs(cluster_name, broker_addr, broker_name, wrapper, register_first)
+        if broker_id == MASTER_ID and table is not None:  # Apache skips a null table too
+            self._take_topic_configs(cluster_name, broker_addr, broker_name, table, version, register_first)
         key = (cluster_name, broker_addr)
         self.broker_live_table[key] = BrokerLiveInfo(
             last_update_timestamp=now_ms,
             heartbeat_timeout_millis=self.default_timeout_ms if timeout_ms is None else timeout_ms,
-            data_version=wrapper.data_version,
+            data_version=version,
             ha_server_addr=ha_server_addr,
             channel=channel,
         )
@@ -137,15 +148,15 @@ class RouteInfoManager:
         broker_addr: str,
         broker_id: int,
         addrs: dict[int, str],
-        wrapper: TopicConfigSerializeWrapper,
+        version: DataVersion,
     ) -> bool:
         """A different address claiming a taken id with an older state version is ignored."""
         old_addr = addrs.get(broker_id)
         if old_addr is None or old_addr == broker_addr:
             return False
         old = self.broker_live_table.get((cluster_name, old_addr))
-        if old is not None and old.data_version.state_version > wrapper.data_version.state_version:
-            self.broker_live_table.pop((cluster_name, broker_addr), None)
+        if old is not None and old.data_version.state_version > version.state_version:
+            self._remove_live((cluster_name, broker_addr))
             return True
         return False
 
@@ -154,15 +165,15 @@ class RouteInfoManager:
         cluster_name: str,
         broker_addr: str,
         broker_name: str,
-        wrapper: TopicConfigSerializeWrapper,
+        table: dict[str, TopicConfig],
+        version: DataVersion,
         register_first: bool,
     ) -> None:
         """Masters own the topic configs; they are read when new or when the data version moved."""
-        table = wrapper.topic_config_table
         if self.delete_topic_with_broker_registration:
             for topic in self._topics_of_broker(broker_name) - set(table):
                 self._remove_queue_data(topic, broker_name)
-        version_changed = self.is_broker_topic_config_changed(cluster_name, broker_addr, wrapper.data_version)
+        version_changed = self.is_broker_topic_config_changed(cluster_name, broker_addr, version)
         for topic_config in table.values():
             if register_first or version_changed or not self._has_queue_data(topic_config.topic_name, broker_name):
                 self._create_or_update_queue_data(broker_name, topic_config)
@@ -242,7 +253,7 @@ class RouteInfoManager:
         removed_names: set[str] = set()
         for req in requests:
             key = (req.cluster_name, req.broker_addr)
-            self.broker_live_table.pop(key, None)
+            self._remove_live(key)
             if self.filter_server_table.pop(key, None) is not None:
                 self._touch()
             broker_data = self.broker_addr_table.get(req.broker_name)
@@ -282,7 +293,7 @@ class RouteInfoManager:
         if req is not None:
             self.unregister_brokers([req])
         else:
-            self.broker_live_table.pop(key, None)
+            self._remove_live(key)
             self.filter_server_table.pop(key, None)
 
     def on_channel_destroy(self, channel: RemotingConnection) -> bool:
@@ -422,6 +433,26 @@ class RouteInfoManager:
                 )
             )
         return BrokerLiveTable(brokers=rows, now=now_ms)
+
+
+def _checked_topic_configs(table: dict[str, TopicConfig] | None) -> dict[str, TopicConfig] | None:
+    """The topic configs of a registration, checked before any table changes: a null entry (or topic name)
+    failed halfway, after the broker's address was stored but before its live entry, so nothing expired it."""
+    if table is not None:
+        for key, topic_config in table.items():
+            if topic_config is None or not isinstance(topic_config.topic_name, str):
+                raise BodyError(f"the topic config of {str(key)[:200]!r} is null or has no topic name")
+    return table
+
+
+def _checked_version(version: DataVersion | None) -> DataVersion:
+    """A registration's data version (none: the first one's); a null field in it is refused before any table
+    changes, as the stale check and the change check compare them."""
+    if version is None:
+        return DataVersion()
+    if None in (version.timestamp, version.counter, version.state_version):
+        raise BodyError("the data version has a null field")
+    return version
 
 
 def _copy_qd(qd: QueueData) -> QueueData:

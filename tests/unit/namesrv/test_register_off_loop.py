@@ -149,3 +149,4 @@ async def test_a_registration_whose_connection_closed_while_decoding_is_not_appl
     offload.release()
     assert (await pending).code == ResponseCode.SYSTEM_ERROR
     assert not routed(proc, MANY[0])
+    assert not proc._bodies  # nor is its body kept: the broker is not live, nothing would ever drop it
