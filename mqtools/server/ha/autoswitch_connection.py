@@ -15,6 +15,7 @@ from typing import Protocol
 
 from mqtools.server.ha.autoswitch_protocol import (
     EpochTransferCursor,
+    HAConnectionState,
     SlaveHandshake,
     SlaveReport,
     SlaveStreamReader,
@@ -62,6 +63,10 @@ class AutoSwitchHAConnection(HAConnection):
         self.caught_up_at: float | None = None
         self._sent_max = -1
         self._sent_at = 0.0
+        #: Follows the slave's last frame, as RocketMQ's currentState does: a handshake puts the connection
+        #: back in HANDSHAKE, which holds the transfer until the slave reports again.
+        self.state = HAConnectionState.HANDSHAKE
+        self._answer_due = False
 
     def _feed(self, data: bytes) -> list[int]:
         offsets = []
@@ -70,12 +75,28 @@ class AutoSwitchHAConnection(HAConnection):
                 self.slave_broker_id = item.broker_id
                 self.sync_from_last_file = item.sync_from_last_file
                 self.async_learner = item.async_learner
-                self._link.write(encode_master_handshake(self._store.max_phy_offset, self._as_host.epochs()))
+                # isSlaveSendHandshake: handshakes before the writer answers get one answer between them
+                self.state = HAConnectionState.HANDSHAKE
+                self._answer_due = True
+                self.wake()
             elif isinstance(item, SlaveReport):
                 if self.slave_broker_id is None:
                     raise HAProtocolError("offset report before the handshake")
+                if self.state is not HAConnectionState.TRANSFER:
+                    self.state = HAConnectionState.TRANSFER
+                    self.wake()
                 offsets.append(item.offset)
         return offsets
+
+    def _transfer_held(self) -> bool:
+        return self._answer_due or self.state is not HAConnectionState.TRANSFER
+
+    def _answer(self) -> bytes | None:
+        """The handshake answer, built when sent (RocketMQ's buildHandshakeBuffer), once per pending flag."""
+        if not self._answer_due:
+            return None
+        self._answer_due = False
+        return encode_master_handshake(self._store.max_phy_offset, self._as_host.epochs())
 
     def _on_report(self, offset: int) -> None:
         if offset >= self._store.max_phy_offset:

@@ -199,6 +199,15 @@ class HAConnection:
     def _next_frame(self) -> list[bytes | memoryview] | None:
         return self.cursor.frame(self._store.get_commit_log_data(self.cursor.next_from), self._clock())
 
+    def _transfer_held(self) -> bool:
+        """Whether transfer frames must wait for the slave: classic HA until its first report."""
+        return self.slave_request_offset < 0
+
+    def _answer(self) -> bytes | None:
+        """An answer the slave is owed, taken by the writer ahead of any transfer frame: the reader never
+        writes, so a peer that sends and never reads cannot queue bytes (classic HA owes none)."""
+        return None
+
     def _on_report(self, offset: int) -> None:
         self.slave_ack_offset = offset
         if self.slave_request_offset < 0:
@@ -210,12 +219,14 @@ class HAConnection:
         why = "writer stopped"
         link = self._link
         try:
-            while self.slave_request_offset < 0:
-                await self._wait_wake(1.0)
+            await self._until_transfer()
             self._begin_transfer()
             log.info("HA slave %s requested %d, transfer from %d", self.addr,
                      self.slave_request_offset, self.cursor.next_from)
             while True:
+                if self._transfer_held():
+                    await self._until_transfer()
+                    continue
                 parts = self._next_frame()
                 if parts is None:
                     remaining = self.cursor.heartbeat_interval - (self._clock() - self.cursor.last_write)
@@ -231,6 +242,18 @@ class HAConnection:
             log.exception("HA writer for %s failed", self.addr)
             why = f"{type(exc).__name__}: {exc}"
         self._finish(why)
+
+    async def _until_transfer(self) -> None:
+        """Send what the slave is owed, each answer drained before the next, until the transfer may go on."""
+        while True:
+            answer = self._answer()
+            if answer is not None:
+                self._link.write(answer)
+                await self._link.drain()
+            elif self._transfer_held():
+                await self._wait_wake(1.0)
+            else:
+                return
 
     async def _wait_wake(self, timeout: float) -> None:
         """Sleep until wake() or `timeout`; one future and one timer, no task per wait (hot path)."""
