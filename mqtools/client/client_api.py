@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import zlib
 from collections.abc import Iterable
-from typing import Self
+from typing import NamedTuple, Self
 
 from mqtools.client.errors import MQClientError
 from mqtools.client.instance import ClientInstance
@@ -109,8 +109,10 @@ async def queue_offset(instance: ClientInstance, mq: MessageQueue, code: Request
     return OffsetResponseHeader.from_ext(resp.ext_fields).offset
 
 
-async def consumer_ids(instance: ClientInstance, group: str, brokers: Iterable[str]) -> list[str]:
-    """GET_CONSUMER_LIST_BY_GROUP from the first broker that answers; [] when none does."""
+async def consumer_ids(instance: ClientInstance, group: str, brokers: Iterable[str]) -> list[str] | None:
+    """GET_CONSUMER_LIST_BY_GROUP from the first broker that answers with the list; None when none does (none
+    reachable, or each refused: one that has not had this client's heartbeat yet says "no consumer"). The caller
+    must tell None from a list, or a hung master would take every queue of its topic away."""
     for name in brokers:
         addr = instance.broker_addr(name)
         if addr is None:
@@ -122,7 +124,7 @@ async def consumer_ids(instance: ClientInstance, group: str, brokers: Iterable[s
             continue
         if resp.body:
             return ConsumerListBody.from_json(resp.body).consumer_id_list
-    return []
+    return None
 
 
 def _by_broker(mqs: Iterable[MessageQueue]) -> dict[str, set[MessageQueue]]:
@@ -132,9 +134,18 @@ def _by_broker(mqs: Iterable[MessageQueue]) -> dict[str, set[MessageQueue]]:
     return by_broker
 
 
-async def lock_batch(instance: ClientInstance, group: str, mqs: Iterable[MessageQueue]) -> set[MessageQueue]:
-    """LOCK_BATCH_MQ on each queue's master: the queues this client now holds (others are skipped)."""
-    locked: set[MessageQueue] = set()
+class LockAnswer(NamedTuple):
+    """LOCK_BATCH_MQ's outcome. `refused`: the queues a master that answered left out (another member holds them).
+    The queues in neither were not answered for (no master in the route, unreachable, the request refused): their
+    lock is unknown, not lost, as Apache's lockAll keeps them."""
+
+    locked: set[MessageQueue]
+    refused: set[MessageQueue]
+
+
+async def lock_batch(instance: ClientInstance, group: str, mqs: Iterable[MessageQueue]) -> LockAnswer:
+    """LOCK_BATCH_MQ on each queue's master."""
+    answer = LockAnswer(set(), set())
     for name, queues in _by_broker(mqs).items():
         addr = instance.broker_addr(name, any_node=False)
         if addr is None:
@@ -144,9 +155,10 @@ async def lock_batch(instance: ClientInstance, group: str, mqs: Iterable[Message
             resp = await instance.invoke(addr, RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, body=body))
         except MQClientError:
             continue
-        if resp.body:
-            locked |= LockBatchResponseBody.from_json(resp.body).lock_ok_mq_set
-    return locked
+        locked = LockBatchResponseBody.from_json(resp.body).lock_ok_mq_set if resp.body else set()
+        answer.locked.update(locked)
+        answer.refused.update(queues - locked)
+    return answer
 
 
 async def unlock_batch(instance: ClientInstance, group: str, mqs: Iterable[MessageQueue]) -> None:

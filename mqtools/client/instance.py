@@ -16,7 +16,7 @@ import itertools
 import logging
 import os
 import socket
-from collections.abc import Callable, Collection, Iterator
+from collections.abc import Callable, Collection
 from typing import Protocol
 
 from mqtools.client.errors import (
@@ -93,8 +93,11 @@ class ClientInstance:
         self.client_id = f"{self.ip}@{instance_name or os.getpid()}#{next(_instance_ids)}"
         self.timeout = timeout
         self.remoting = remoting or RemotingClient(addrs, on_request=self._on_request, security=security)
+        #: Topic -> its route, in the order read, the newest last (broker_addr reads the newest first).
         self.routes: dict[str, TopicRoute] = {}
         self._doubted: set[str] = set()
+        #: Topic -> (when its route, in which a set has no master, is read next; the wait after that read).
+        self._headless_next: dict[str, tuple[float, float]] = {}
         #: Addresses whose last request timed out (timed_out).
         self._unanswered: set[str] = set()
         self.producer_groups: set[str] = set()
@@ -127,30 +130,40 @@ class ClientInstance:
         await self.remoting.close()
 
     async def _timers(self) -> None:
-        """Every route and a heartbeat each period, as RocketMQ's clients; besides, every second, the routes
-        in which a broker group has no master (a failover under way: in controller mode a new master is
-        elected within a second, and waiting for the next period would keep the group's queues unused for
-        up to 30 s), and those a send doubted (refresh_soon)."""
+        """Every route and a heartbeat each period, as RocketMQ's clients; besides, at each tick, those a send
+        doubted (refresh_soon) and, backing off, the routes in which a broker group has no master (_headless_due)."""
         loop = asyncio.get_running_loop()
         last_full = loop.time()
         while True:
             await asyncio.sleep(HEADLESS_ROUTE_RECHECK)
-            full = loop.time() - last_full >= min(ROUTE_REFRESH_INTERVAL, HEARTBEAT_INTERVAL)
+            now = loop.time()
+            full = now - last_full >= min(ROUTE_REFRESH_INTERVAL, HEARTBEAT_INTERVAL)
             doubted, self._doubted = self._doubted, set()
             for topic, route in list(self.routes.items()):
-                if full or route.headless or topic in doubted:
+                if full or topic in doubted or (route.headless and self._headless_due(topic, now)):
                     with contextlib.suppress(MQClientError):
                         await self.route(topic, refresh=True)
             if full:
                 last_full = loop.time()
                 await self.heartbeat()
 
+    def _headless_due(self, topic: str, now: float) -> bool:
+        """Whether a route in which a group has no master is read at this tick: at once, then after waits
+        doubling from HEADLESS_ROUTE_RECHECK up to ROUTE_REFRESH_INTERVAL. A failover (in controller mode a
+        master is elected within a second) is still seen within a second or two, while a classic set whose
+        master is down for hours costs no more reads than the normal period; a master back resets it (_keep)."""
+        due, wait = self._headless_next.get(topic, (now, HEADLESS_ROUTE_RECHECK))
+        if now < due:
+            return False
+        self._headless_next[topic] = (now + wait, min(2 * wait, ROUTE_REFRESH_INTERVAL))
+        return True
+
     # routes ---------------------------------------------------------------------------
 
-    async def fetch_route(self, topic: str) -> TopicRouteData | None:
+    async def fetch_route(self, topic: str, timeout: float | None = None) -> TopicRouteData | None:
         """GET_ROUTEINFO_BY_TOPIC; None when the name server does not know the topic."""
         cmd = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic).to_ext())
-        resp = await self.invoke(None, cmd, ok=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST))
+        resp = await self.invoke(None, cmd, timeout, ok=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST))
         if resp.code == ResponseCode.TOPIC_NOT_EXIST:
             return None
         if not resp.body:
@@ -158,21 +171,33 @@ class ClientInstance:
         return TopicRouteData.from_json(resp.body)
 
     def refresh_soon(self, topic: str) -> None:
-        """Re-read the topic's route at the next half-second tick: a master answered a send as stored but not
-        replicated (FLUSH_SLAVE_TIMEOUT), which is what a master cut off from its group answers while the
-        controllers elect another."""
+        """Re-read the topic's route at the next half-second tick, without the caller waiting on a name server:
+        a send failed (the name servers may have dropped a dead master), or a master answered a send as stored
+        but not replicated (FLUSH_SLAVE_TIMEOUT), which is what a master cut off from its group answers while
+        the controllers elect another."""
         self._doubted.add(topic)
 
-    async def route(self, topic: str, *, refresh: bool = False) -> TopicRoute | None:
+    async def route(self, topic: str, *, refresh: bool = False, timeout: float | None = None) -> TopicRoute | None:
+        """The topic's route, read from the name servers when not cached or `refresh` (waiting at most `timeout`
+        seconds, the instance's own by default); None when they do not know the topic."""
         if not refresh and topic in self.routes:
             return self.routes[topic]
-        data = await self.fetch_route(topic)
+        data = await self.fetch_route(topic, timeout)
         if data is None:
             self.routes.pop(topic, None)
+            self._headless_next.pop(topic, None)
             return None
         route = TopicRoute.build(topic, data)
-        self.routes[topic] = route
+        self._keep(route)
         return route
+
+    def _keep(self, route: TopicRoute) -> None:
+        """Cache a route just read as the newest, so it decides its groups' nodes (RocketMQ overwrites
+        brokerAddrTable with each route read); one with every master in it ends its backoff."""
+        self.routes.pop(route.topic, None)
+        self.routes[route.topic] = route
+        if not route.headless:
+            self._headless_next.pop(route.topic, None)
 
     async def publish_route(self, topic: str, default_queue_nums: int = 4) -> TopicRoute:
         """A route to send with; a new topic borrows TBW102's brokers so they auto-create it."""
@@ -188,25 +213,26 @@ class ClientInstance:
         route = TopicRoute.build(topic, with_default_queue_nums(default, default_queue_nums))
         if not route.publish:
             raise MQClientError(f"No writable queue for topic {topic}")
-        self.routes[topic] = route
+        self._keep(route)
         return route
 
-    def _node_tables(self, broker_name: str) -> Iterator[dict[int, str]]:
-        """The broker's id -> address tables, in the order the cached routes that name it were read."""
-        return (addrs for route in self.routes.values() if (addrs := route.broker_addrs.get(broker_name)))
+    def _node_table(self, broker_name: str) -> dict[int, str]:
+        """The broker's id -> address table in the newest cached route that names it, as RocketMQ's
+        brokerAddrTable that each route read overwrites: an older route may still list a master the name
+        servers dropped since."""
+        routes = reversed(self.routes.values())
+        return next((r.broker_addrs[broker_name] for r in routes if broker_name in r.broker_addrs), {})
 
     def broker_addr(self, broker_name: str, broker_id: int = MASTER_ID, *, any_node: bool = True) -> str | None:
         """The address of that node of the broker; with any_node, another node when it is gone."""
-        for addrs in self._node_tables(broker_name):
-            if broker_id in addrs:
-                return addrs[broker_id]
-            if any_node:
-                return addrs[min(addrs)]
-        return None
+        addrs = self._node_table(broker_name)
+        if broker_id in addrs:
+            return addrs[broker_id]
+        return addrs[min(addrs)] if any_node and addrs else None
 
     def broker_nodes(self, broker_name: str) -> list[str]:
         """Every node of the broker in the table broker_addr reads, the master first, then the slaves by id."""
-        addrs = next(self._node_tables(broker_name), {})
+        addrs = self._node_table(broker_name)
         return [addrs[i] for i in sorted(addrs)]
 
     def timed_out(self, addr: str) -> bool:

@@ -123,12 +123,20 @@ class PopConsumer(ConsumerBase):
             route = await self.instance.route(topic, refresh=True)
         if route is None or not route.subscribe:
             raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, f"No route info of this topic: {topic}")
-        names = sorted({mq.broker_name for mq in route.subscribe})
-        name = broker_name or names[next(self._turn) % len(names)]
-        addr = self.instance.broker_addr(name, any_node=False)
+        if broker_name is None:
+            return self._next_master(topic, sorted({mq.broker_name for mq in route.subscribe}))
+        addr = self.instance.broker_addr(broker_name, any_node=False)
         if addr is None:
-            raise MQClientError(f"The broker[{name}] has no master in the route of {topic}")
-        return name, addr
+            raise MQClientError(f"The broker[{broker_name}] has no master in the route of {topic}")
+        return broker_name, addr
+
+    def _next_master(self, topic: str, names: list[str]) -> tuple[str, str]:
+        """The next of the topic's groups in turn among those whose master is known: a POP needs the master, and
+        a group without one (down, or a failover under way) would fail every Nth call that a healthy one serves."""
+        masters = [(name, addr) for name in names if (addr := self.instance.broker_addr(name, any_node=False))]
+        if not masters:
+            raise MQClientError(f"no broker set of topic {topic} has its master in the route ({', '.join(names)})")
+        return masters[next(self._turn) % len(masters)]
 
     async def pop(
         self,

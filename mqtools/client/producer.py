@@ -2,7 +2,9 @@
 
 The sync send loop follows RocketMQ's sendDefaultImpl: up to 1 + retry_times attempts, all
 inside one `send_timeout` budget (none starts once it is spent); after a failure the next
-attempt avoids the broker that failed; a stored-but-not-OK status (FLUSH_*_TIMEOUT,
+attempt avoids the broker that failed, on the route as re-read meanwhile (a master elected at a new address
+is in it) or, when the name server takes longer than half the budget left, on the route held (read again at the
+instance's next tick); a stored-but-not-OK status (FLUSH_*_TIMEOUT,
 SLAVE_NOT_AVAILABLE) is retried on another broker only when
 `retry_another_broker_when_not_store_ok` is set.
 
@@ -22,6 +24,7 @@ record in the trace topic (mqtools.client.trace).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 import zlib
@@ -328,7 +331,7 @@ class Producer(Lifecycle):
                 if isinstance(exc, MQBrokerError) and exc.code not in RETRY_CODES:
                     raise
                 last_error = exc
-                await self._refresh_after_failure(msg.topic)
+                await self._refresh_after_failure(msg.topic, budget - (self._clock() - begin))
                 continue
             self.fault.update_fault_item(mq.broker_name, (self._clock() - started) * 1000, isolation=False)
             if result.status.value != "SEND_OK":
@@ -343,11 +346,16 @@ class Producer(Lifecycle):
         raise MQClientError(f"send to {msg.topic} failed after {spent:.3f}s (budget {budget:.3f}s){reason}") \
             from last_error
 
-    async def _refresh_after_failure(self, topic: str) -> None:
-        try:
-            await self.instance.route(topic, refresh=True)
-        except MQClientError:
-            return
+    async def _refresh_after_failure(self, topic: str, left: float) -> None:
+        """Re-read the route before what comes next (a master elected at a new address is in it), waiting at most
+        half of `left`: a hung name server must not eat the retry's time, which then goes to the route held (and
+        the route is read again at the instance's next tick)."""
+        wait = min(self.instance.timeout, left / 2)
+        if wait > 0:
+            with contextlib.suppress(MQClientError):
+                await self.instance.route(topic, refresh=True, timeout=wait)
+                return
+        self.instance.refresh_soon(topic)
 
     async def _send_to_chosen(self, msg: Message, body: bytes, flag: int, queue: MessageQueue | None,
                               selector: QueueSelector | None, arg: Any, budget: float, *, batch: bool = False
@@ -358,12 +366,13 @@ class Producer(Lifecycle):
             if not route.publish:
                 raise MQClientError(f"No writable queue for topic {msg.topic}")
             queue = selector(list(route.publish), msg, arg)  # type: ignore[misc]
+        begin = self._clock()
         try:
             result = await self._send_once(msg, body, flag, queue, budget, batch=batch)
         except MQClientError:
             # the route shows a dead master's group without it once the name servers dropped it, and the
             # instance then re-reads it until a new master (controller mode) is in it
-            await self._refresh_after_failure(msg.topic)
+            await self._refresh_after_failure(msg.topic, budget - (self._clock() - begin))
             raise
         if result.status.value != "SEND_OK":
             self.instance.refresh_soon(msg.topic)

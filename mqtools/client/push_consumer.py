@@ -87,7 +87,7 @@ class PushConsumer(ConsumerBase):
         self.offsets: OffsetStore = self._offset_store(offset_store_dir)
         self._rebalance = Rebalance(
             self.instance, group, self.offsets, clustering=self.clustering, consume_from_where=consume_from_where,
-            consume_timestamp_ms=consume_timestamp_ms, dispatch=self._start_pulling,
+            consume_timestamp_ms=consume_timestamp_ms, dispatch=self._start_pulling, orderly=orderly,
         )
         self._consume: ConsumeService | None = None
         self._tasks: list[asyncio.Task] = []

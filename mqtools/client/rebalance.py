@@ -6,7 +6,9 @@ coordination is needed beyond that list. In clustering mode a member also holds 
 queue lock (LOCK_BATCH_MQ) for every queue it consumes, orderly or not, takes a queue only
 once the lock is granted and gives one up only after its in-flight messages are done and
 its offset is committed: a member joining or leaving never makes two members process the
-same message in a clean run (RocketMQ's concurrent consumer allows that overlap).
+same message in a clean run (RocketMQ's concurrent consumer allows that overlap). The exception: a
+concurrent consumer takes the queues of a set with no master in the route without a lock (no lock can be had
+there, and the slave serves the pulls), so a master outage does not leave them unread; an orderly one waits.
 """
 
 from __future__ import annotations
@@ -69,16 +71,18 @@ class Rebalance:
     """The owned queues of one push consumer and the work of changing them.
 
     `dispatch` is called with each newly owned queue so the consumer can start pulling it
-    (RocketMQ's dispatchPullRequest).
+    (RocketMQ's dispatchPullRequest). `orderly`: never take a queue without its lock, even on a set
+    with no master.
     """
 
     def __init__(self, instance: ClientInstance, group: str, offsets: OffsetStore, *, clustering: bool,
                  consume_from_where: ConsumeFromWhere, consume_timestamp_ms: int | None,
-                 dispatch: Callable[[ProcessQueue], None]) -> None:
+                 dispatch: Callable[[ProcessQueue], None], orderly: bool) -> None:
         self.instance = instance
         self.group = group
         self.offsets = offsets
         self.clustering = clustering
+        self.orderly = orderly
         self.consume_from_where = consume_from_where
         self.consume_timestamp_ms = consume_timestamp_ms
         self.dispatch = dispatch
@@ -107,18 +111,24 @@ class Rebalance:
         """Recompute the owned queues; True when some queue is still waiting for its lock."""
         wanted: set[MessageQueue] = set()
         for topic in topics:
-            wanted.update(await self._allocate(topic))
+            mine = await self._allocate(topic)
+            if mine is None:
+                log.info("rebalance of %s keeps its queues of %s: no broker answered the consumer list",
+                         self.group, topic)
+                mine = [mq for mq in self.table if mq.topic == topic]
+            wanted.update(mine)
         await self.drop([mq for mq in self.table if mq not in wanted], DROP_DRAIN_TIMEOUT)
         new = sorted((mq for mq in wanted if mq not in self.table), key=queue_sort_key)
         if self.clustering and self.table:
             await self._renew_locks()
-        locked = await lock_batch(self.instance, self.group, new) if self.clustering else set(new)
-        for mq in new:
-            if mq in locked:
-                await self._add(mq)
-        return len(locked) < len(new)
+        takeable = await self._takeable(new)
+        for mq, locked in takeable.items():
+            await self._add(mq, locked)
+        return len(takeable) < len(new)
 
-    async def _allocate(self, topic: str) -> list[MessageQueue]:
+    async def _allocate(self, topic: str) -> list[MessageQueue] | None:
+        """This member's queues of the topic; None when the group's members could not be read (RocketMQ skips
+        the topic then: an unread list is not an empty one)."""
         route = await self.instance.route(topic, refresh=True)
         if route is None:
             return []
@@ -126,14 +136,24 @@ class Rebalance:
         if not self.clustering:
             return queues
         cids = await consumer_ids(self.instance, self.group, route.brokers)
-        return allocate_average(cids, self.instance.client_id, queues)
+        return None if cids is None else allocate_average(cids, self.instance.client_id, queues)
+
+    async def _takeable(self, new: list[MessageQueue]) -> dict[MessageQueue, bool]:
+        """The new queues that may be taken now, each with whether its lock is held: in clustering mode those
+        whose lock was granted, and for a concurrent consumer those of a set with no master, unlocked."""
+        if not self.clustering:
+            return dict.fromkeys(new, False)
+        unlocked = set() if self.orderly else {
+            mq for mq in new if self.instance.broker_addr(mq.broker_name, any_node=False) is None}
+        locked = (await lock_batch(self.instance, self.group, [mq for mq in new if mq not in unlocked])).locked
+        return {mq: mq in locked for mq in new if mq in locked or mq in unlocked}
 
     async def _renew_locks(self) -> None:
-        """Keep the broker locks alive; a queue whose lock went to someone else is dropped."""
+        """Keep the broker locks alive; a queue whose master answered that its lock went to someone else is
+        dropped. One whose master did not answer is kept: a GC pause or a hung master says nothing of the lock."""
         mine = [mq for mq, pq in self.table.items() if pq.locked]
-        renewed = await lock_batch(self.instance, self.group, mine)
-        reachable = {mq for mq in mine if self.instance.broker_addr(mq.broker_name, any_node=False)}
-        await self.drop([mq for mq in mine if mq in reachable and mq not in renewed], DROP_DRAIN_TIMEOUT)
+        refused = (await lock_batch(self.instance, self.group, mine)).refused
+        await self.drop([mq for mq in mine if mq in refused], DROP_DRAIN_TIMEOUT)
 
     async def _start_offset(self, mq: MessageQueue) -> int:
         """Where a newly owned queue starts (RocketMQ's computePullFromWhere)."""
@@ -148,15 +168,15 @@ class Rebalance:
             return await queue_offset(self.instance, mq, RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, timestamp=stamp)
         return await queue_offset(self.instance, mq, RequestCode.GET_MAX_OFFSET)
 
-    async def _add(self, mq: MessageQueue) -> None:
+    async def _add(self, mq: MessageQueue, locked: bool) -> None:
         try:
             offset = await self._start_offset(mq)
         except MQClientError as exc:
             log.info("no start offset for %s yet: %s", mq, exc)
-            if self.clustering:
+            if locked:
                 await unlock_batch(self.instance, self.group, [mq])
             return
-        pq = ProcessQueue(mq, offset, locked=self.clustering)
+        pq = ProcessQueue(mq, offset, locked=locked)
         self.offsets.update(mq, offset)
         self.table[mq] = pq
         self.dispatch(pq)

@@ -10,7 +10,7 @@ this client's rule that an attempt waits at most its share of what is left.
 from __future__ import annotations
 
 import pytest
-from unit.client.fake_remoting import FakeClock, FakeRemoting, fake_instance, route_data
+from unit.client.fake_remoting import FakeClock, FakeRemoting, Sent, fake_instance, route_data
 
 from mqtools.client.errors import MQBrokerError, MQClientError
 from mqtools.client.producer import Producer
@@ -64,6 +64,13 @@ def sends(remoting: FakeRemoting) -> list[tuple[str | None, int, float | None, f
 
 def route_lookups(remoting: FakeRemoting) -> int:
     return sum(1 for s in remoting.sent if s.addr is None and s.cmd.code == RequestCode.GET_ROUTEINFO_BY_TOPIC)
+
+
+def doubted(producer: Producer) -> list[str]:
+    """The topics whose route the producer asks its instance to re-read in the background (refresh_soon)."""
+    topics: list[str] = []
+    producer.instance.refresh_soon = topics.append  # type: ignore[method-assign]
+    return topics
 
 
 async def test_a_clean_send_is_one_attempt_with_a_third_of_the_budget() -> None:
@@ -165,3 +172,30 @@ def test_a_route_is_headless_while_a_writable_group_has_no_master() -> None:
     data.broker_datas[0].broker_addrs = {2: "broker-a-s:10911"}  # the master died; its slave is listed
     route = TopicRoute.build("T", data)
     assert route.headless and [q.broker_name for q in route.publish] == ["broker-b", "broker-b"]
+
+
+class HungNameServer(FakeRemoting):
+    """A name server that answers the first route read, then hangs: each later read waits out its timeout
+    (on the fake clock) and times out."""
+
+    async def invoke_namesrv(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        if route_lookups(self) == 0:
+            return await super().invoke_namesrv(cmd, timeout)
+        self.sent.append(Sent(None, cmd, timeout, self.clock()))
+        self.clock.advance(timeout)
+        raise RemotingTimeoutError("namesrv:9876", timeout, cmd.code)
+
+
+async def test_a_hung_name_server_does_not_eat_the_budget_of_the_retry() -> None:
+    """broker-a refuses and the only name server hangs: the route's read waits at most half the budget left, the
+    retry goes to broker-b on the route held, and the route is read again at the instance's next tick. Until stop
+    106 the read took the instance's whole 3 s timeout, and the send failed with broker-b never tried."""
+    clock = FakeClock()
+    remoting = HungNameServer({"T": route_data({"broker-a": 2, "broker-b": 2})},
+                              Script(clock, [(0.1, ResponseCode.SYSTEM_BUSY), (0.1, ResponseCode.SUCCESS)]), clock)
+    producer = Producer("pg", instance=fake_instance(remoting), clock=clock)
+    refreshed = doubted(producer)
+    result = await producer.send(Message("T", b"hello"))
+    assert result.queue == MessageQueue("T", "broker-b", 0)
+    assert [s[0] for s in sends(remoting)] == [A, B]
+    assert route_lookups(remoting) == 2 and refreshed == ["T"]

@@ -142,7 +142,7 @@ class _NoRoutesYet(ClientInstance):
         self.looked_up: list[str] = []
         self.sent: list[tuple[str | None, int]] = []
 
-    async def fetch_route(self, topic: str) -> TopicRouteData | None:
+    async def fetch_route(self, topic: str, timeout: float | None = None) -> TopicRouteData | None:
         self.looked_up.append(topic)
         return self.named.get(topic)
 

@@ -1,0 +1,117 @@
+"""The push consumer's rebalance when a broker does not answer: what it keeps, drops and takes without a lock."""
+
+from __future__ import annotations
+
+from unit.client.fake_remoting import FakeRemoting, fake_instance, route_data
+
+from mqtools.client.instance import ClientInstance
+from mqtools.client.offset_store import OffsetStore
+from mqtools.client.process_queue import ProcessQueue
+from mqtools.client.rebalance import Rebalance
+from mqtools.client.types import ConsumeFromWhere
+from mqtools.remoting.bodies import (
+    BrokerData,
+    ConsumerListBody,
+    LockBatchRequestBody,
+    LockBatchResponseBody,
+    MessageQueue,
+    QueueData,
+    TopicRouteData,
+)
+from mqtools.remoting.codes import RequestCode, ResponseCode
+from mqtools.remoting.command import RemotingCommand
+from mqtools.remoting.errors import RemotingTimeoutError
+
+A0, A1 = MessageQueue("T", "broker-a", 0), MessageQueue("T", "broker-a", 1)
+B0, C0 = MessageQueue("T", "broker-b", 0), MessageQueue("T", "broker-c", 0)
+
+
+class MemoryOffsets(OffsetStore):
+    """No stored offsets: every new queue starts at the broker's max offset."""
+
+    async def read(self, mq: MessageQueue) -> int | None:
+        return None
+
+    async def persist(self, mqs: list[MessageQueue]) -> None:
+        return None
+
+
+class Brokers:
+    """Every broker of the test: one consumer in the group (set by `instance`), each lock granted unless another
+    member holds it (`held_elsewhere`), a LOCK_BATCH_MQ refused by the sets in `busy`, no answer at all from `hung`."""
+
+    def __init__(self) -> None:
+        self.client_id = ""
+        self.hung: set[str] = set()
+        self.busy: set[str] = set()
+        self.held_elsewhere: set[MessageQueue] = set()
+        self.lock_asked: list[str] = []
+
+    async def __call__(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        if addr in self.hung:
+            raise RemotingTimeoutError(addr, timeout, cmd.code)
+        if cmd.code == RequestCode.GET_CONSUMER_LIST_BY_GROUP:
+            return cmd.response(body=ConsumerListBody([self.client_id]).to_json())
+        if cmd.code == RequestCode.LOCK_BATCH_MQ:
+            self.lock_asked.append(addr)
+            if addr in self.busy:
+                return cmd.response(ResponseCode.SYSTEM_BUSY, "too busy")
+            asked = LockBatchRequestBody.from_json(cmd.body).mq_set
+            return cmd.response(body=LockBatchResponseBody(asked - self.held_elsewhere).to_json())
+        if cmd.code == RequestCode.GET_MAX_OFFSET:
+            return cmd.response(ext_fields={"offset": "0"})
+        return cmd.response()
+
+
+def consumer(route: TopicRouteData, orderly: bool = False) -> tuple[Rebalance, Brokers]:
+    brokers = Brokers()
+    instance: ClientInstance = fake_instance(FakeRemoting({"T": route}, brokers))
+    brokers.client_id = instance.client_id
+    dispatched: list[ProcessQueue] = []
+    rebalance = Rebalance(instance, "G", MemoryOffsets(), clustering=True,
+                          consume_from_where=ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET, consume_timestamp_ms=None,
+                          dispatch=dispatched.append, orderly=orderly)
+    return rebalance, brokers
+
+
+async def test_an_unread_consumer_list_keeps_the_topic_s_queues() -> None:
+    rebalance, brokers = consumer(route_data({"broker-a": 2}))
+    assert await rebalance.rebalance(["T"]) is False
+    assert set(rebalance.table) == {A0, A1}
+    brokers.hung.add("broker-a:10911")  # the topic's only set: neither the consumer list nor a lock is answered
+    await rebalance.rebalance(["T"])
+    assert set(rebalance.table) == {A0, A1}
+    assert all(pq.locked for pq in rebalance.table.values())
+
+
+async def test_a_lock_renewal_drops_only_what_an_answering_master_refused() -> None:
+    rebalance, brokers = consumer(route_data({"broker-a": 1, "broker-b": 1, "broker-c": 1}))
+    assert await rebalance.rebalance(["T"]) is False
+    assert set(rebalance.table) == {A0, B0, C0}
+    brokers.hung.add("broker-a:10911")  # a GC pause: the renewal times out
+    brokers.busy.add("broker-c:10911")  # the request refused as a whole: nothing said of the lock
+    brokers.held_elsewhere.add(B0)  # answered without B0: another member holds it
+    await rebalance.rebalance(["T"])
+    assert set(rebalance.table) == {A0, C0}
+
+
+def headless_route() -> TopicRouteData:
+    """broker-a with its master, broker-b with only its slave (a master outage)."""
+    return TopicRouteData(
+        queue_datas=[QueueData("broker-a", 1, 1), QueueData("broker-b", 1, 1)],
+        broker_datas=[BrokerData("DefaultCluster", "broker-a", {0: "broker-a:10911"}),
+                      BrokerData("DefaultCluster", "broker-b", {1: "broker-b-s:10911"})],
+    )
+
+
+async def test_a_concurrent_consumer_takes_a_masterless_set_s_queues_without_a_lock() -> None:
+    rebalance, _ = consumer(headless_route(), orderly=False)
+    assert await rebalance.rebalance(["T"]) is False
+    assert {mq: pq.locked for mq, pq in rebalance.table.items()} == {A0: True, B0: False}
+
+
+async def test_an_orderly_consumer_waits_for_the_lock_of_a_masterless_set() -> None:
+    rebalance, brokers = consumer(headless_route(), orderly=True)
+    assert await rebalance.rebalance(["T"]) is True
+    assert set(rebalance.table) == {A0}
+    assert brokers.lock_asked == ["broker-a:10911"]
