@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from mqtools.client.errors import ConsumerNotOnlineError, MQClientError, settled
 from mqtools.common.brokerrole import MASTER_ID
-from mqtools.common.presentation import Column, View, renders
+from mqtools.common.presentation import Column, Unreachable, View, renders
 from mqtools.diagnose.collect import diagnose_broker, diagnose_group
 from mqtools.diagnose.findings import (
     CERT_RENEWAL,
@@ -62,6 +62,8 @@ class ClusterDiagnosis:
     window_s: float
     items: list[Item] = field(default_factory=list)
     unused_groups: list[str] = field(default_factory=list)
+    unreachable: list[Unreachable] = field(default_factory=list)
+    """The sets whose groups could not be listed: those groups have no verdict."""
 
     @property
     def exit_code(self) -> int:
@@ -148,7 +150,8 @@ async def diagnose_cluster(admin: MQAdmin, window: float, thresholds: Thresholds
     info = await admin.cluster_info()
     names = sorted(info.broker_addr_table)
     paired = [n for n in names if any(bid > 0 for bid in info.broker_addr_table[n].broker_addrs)]
-    groups = sorted(e.group for e in await admin.groups.group_list() if not e.system)
+    listed = await admin.groups.group_list()
+    groups = sorted(e.group for e in listed.entries if not e.system)
     used = await asyncio.gather(*(_used(admin, g) for g in groups))
     judged = [g for g, u in zip(groups, used, strict=True) if u is not False]
     brokers, group_results, ha, probes = await asyncio.gather(
@@ -164,7 +167,8 @@ async def diagnose_cluster(admin: MQAdmin, window: float, thresholds: Thresholds
     items += [_set_item(n, dict(info.broker_addr_table[n].broker_addrs)) for n in names
               if MASTER_ID not in info.broker_addr_table[n].broker_addrs]
     items.sort(key=lambda i: (rank(i.severity), i.kind != "set", i.kind, i.name))
-    return ClusterDiagnosis(window, items, [g for g, u in zip(groups, used, strict=True) if u is False])
+    missed = [Unreachable(u.broker_name, u.addr, f"its groups: {u.reason}") for u in listed.unreachable]
+    return ClusterDiagnosis(window, items, [g for g, u in zip(groups, used, strict=True) if u is False], missed)
 
 
 CLUSTER_COLUMNS = [Column("KIND"), Column("NAME"), Column("VERDICT"), Column("SEVERITY"), Column("SUMMARY")]
@@ -177,4 +181,5 @@ def cluster_diagnosis_view(d: ClusterDiagnosis) -> View:
     footer = [f"{len(d.unused_groups)} group(s) configured but never used: {', '.join(d.unused_groups)}"] \
         if d.unused_groups else []
     return View("ClusterDiagnosis", CLUSTER_COLUMNS, rows, d.to_json(),
-                title=f"cluster: {d.worst.value.upper()} ({len(d.items)} verdicts, worst first)", footer=footer)
+                title=f"cluster: {d.worst.value.upper()} ({len(d.items)} verdicts, worst first)", footer=footer,
+                unreachable=d.unreachable)

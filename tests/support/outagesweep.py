@@ -152,10 +152,12 @@ MCP_READS: dict[str, dict[str, str]] = {
 #: What `mcp_sweep` gives that is not "whole" when no replica of broker-a answers (its master gone, its slave hung),
 #: on mq's cluster and on Apache's alike: what needs broker-a is a partial document, or an error of one line when
 #: only broker-a has it (broker-a's first message, by its offset msgId); the cluster list names the hung slave,
-#: registered and not answering.
+#: registered and not answering; the group list names broker-a, and the proxies' clients are partial with it (the
+#: groups they were asked about leave out broker-a's).
 NO_REPLICA_OF_A: dict[str, str] = {
     "cluster_list": "partial", "topic_status": "partial", "group_progress": "partial", "message_by_key": "partial", "timer_status": "partial",
-    "group_consume_mode": "partial", "message_by_id": "error", "ha_status": "partial"}
+    "group_consume_mode": "partial", "message_by_id": "error", "ha_status": "partial", "group_list": "partial",
+    "proxy_clients": "partial"}
 
 
 def mcp_sweep(namesrv: str, values: dict[str, str], timeout: str = TIMEOUT) -> dict[str, str]:

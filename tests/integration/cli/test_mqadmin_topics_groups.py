@@ -260,4 +260,4 @@ def test_bad_input_is_one_line_with_the_documented_exit_code(cluster: Cluster, a
     one_line_error(mq_here("admin", *args, namesrv=cluster.namesrv.addr), code, fragment)
     with SyncMQAdmin(cluster.namesrv.addr) as admin:
         assert "MaBad" not in admin.topics.topic_list()
-        assert "MaBad" not in {e.group for e in admin.groups.group_list()}
+        assert "MaBad" not in {e.group for e in admin.groups.group_list().entries}

@@ -337,6 +337,7 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
         "msg unique": EXIT_PARTIAL, "msg key": EXIT_PARTIAL, "timer status": EXIT_PARTIAL, "namesrv config get": EXIT_PARTIAL,
         "group consume-mode": EXIT_PARTIAL, "broker stats": EXIT_PARTIAL, "txn list": EXIT_PARTIAL,
         "group status": EXIT_PARTIAL, "topic cq": EXIT_PARTIAL, "producer list": EXIT_PARTIAL,
+        "group list": EXIT_PARTIAL, "proxy clients": EXIT_PARTIAL, "proxy status": EXIT_PARTIAL,
         "ha status": EXIT_PARTIAL, "msg print": EXIT_PARTIAL, "msg consume": EXIT_PARTIAL, "msg get": EXIT_UNREACHABLE, "msg at": EXIT_UNREACHABLE,
         "queryMsgByOffset": EXIT_UNREACHABLE,
         "ha ready": EXIT_UNREACHABLE, "getNamesrvConfig": EXIT_UNREACHABLE, "queryCq": EXIT_UNREACHABLE,

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from mqtools.client.admin import MQAdmin
-from mqtools.client.admin.models.groups import ConsumerProgress, GroupConnections, GroupEntry
+from mqtools.client.admin.models.groups import ConsumerProgress, GroupCatalogue, GroupConnections, GroupEntry
 from mqtools.client.errors import ConsumerNotOnlineError, RequestTimeoutError, TopicNotExistError
 from mqtools.common.exitcodes import EXIT_UNREACHABLE
 from mqtools.common.presentation import Unreachable
@@ -26,8 +26,8 @@ async def test_a_group_whose_offsets_were_not_read_is_judged_not_known(monkeypat
     async def cluster_info() -> ClusterInfo:
         return ClusterInfo()
 
-    async def group_list() -> list[GroupEntry]:
-        return [GroupEntry(g, []) for g in sorted(PROGRESS)]
+    async def group_list() -> GroupCatalogue:
+        return GroupCatalogue([GroupEntry(g, []) for g in sorted(PROGRESS)])
 
     async def consumer_progress(group: str, topic: str | None = None, **_: object) -> ConsumerProgress:
         return PROGRESS[group]

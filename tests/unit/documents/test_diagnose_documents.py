@@ -97,6 +97,15 @@ def test_an_empty_cluster_diagnosis_is_ok_and_has_no_footer() -> None:
     assert doc["items"] == [] and doc["worst"] == "ok"
 
 
+def test_a_cluster_diagnosis_that_could_not_list_a_sets_groups_is_partial() -> None:
+    """Those groups have no verdict: the document says so (until stop 106 it was whole)."""
+    from mqtools.common.presentation import Unreachable
+
+    doc = check(cluster_diagnosis_view(ClusterDiagnosis(10.0, [], [], [
+        Unreachable("broker-b", None, "its groups: connection refused")])))
+    assert doc["partial"] and doc["unreachable"][0]["reason"] == "its groups: connection refused"
+
+
 def test_name_servers_judged_each_against_what_the_others_list() -> None:
     both, one = frozenset({"10.0.0.1:10911", "10.0.0.2:10911"}), frozenset({"10.0.0.1:10911"})
     items = namesrv_items([NamesrvStatus("ns1:9876", True, 2.4, both, True),
