@@ -69,7 +69,7 @@ async def bare_round(admin: MQAdmin, view: str) -> float:
                              *(admin.brokers.ha_status(b.addr) for b in snap.masters()))
 
     async def groups() -> None:
-        names = [e.group for e in await admin.groups.group_list() if not e.system]
+        names = [e.group for e in (await admin.groups.group_list()).entries if not e.system]
         await admin.overview.group_summaries(names)
 
     await asyncio.gather(brokers(), admin.namesrv_probes.namesrv_probe(), admin.topic_views.topic_overview() if view == "topics" else groups())

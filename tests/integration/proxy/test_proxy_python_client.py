@@ -303,12 +303,13 @@ def test_the_toolkit_reads_the_proxys_grpc_clients_where_the_brokers_see_none(pr
         assert mine["addr"] == remoting and mine["consumers"] >= 1 and mine["producers"] >= 1
         assert mine["languages"]["PYTHON"] >= 2
 
+        # no name server: only the group given is asked, and the answer says it is partial (exit 4)
         blind = json_of(mq_here("admin", "proxy", "clients", "-p", remoting, "-g", "PxGroupSeen", "-o", "json",
-                           namesrv=dead), "ProxyClients")
-        assert blind["listingError"] and blind["groupsAsked"] == 1
+                           namesrv=dead), "ProxyClients", exit_code=4)
+        assert blind["listingError"] and blind["groupsAsked"] == 1 and blind["partial"]
         assert [x["group"] for x in blind["clients"]] == ["PxGroupSeen"]
         table = mq_here("admin", "proxy", "status", "-p", remoting, "-g", "PxGroupSeen", namesrv=dead)
-        assert table.returncode == 0 and "could not be listed" in table.stdout, table.stdout + table.stderr
+        assert table.returncode == 4 and "could not be listed" in table.stdout, table.stdout + table.stderr
 
         judged = mq("admin", "diagnose", "group", "PxGroupSeen", "--proxy", remoting, "-o", "json",
                     namesrv=cluster.namesrv.addr, timeout=90)
