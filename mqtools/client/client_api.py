@@ -175,8 +175,9 @@ async def unlock_batch(instance: ClientInstance, group: str, mqs: Iterable[Messa
 
 async def send_back(instance: ClientInstance, group: str, mq: MessageQueue, msg: MessageExt,
                     max_reconsume_times: int) -> bool:
-    """CONSUMER_SEND_MSG_BACK: the broker schedules the retry (or the DLQ); False if it refused."""
-    addr = instance.broker_addr(mq.broker_name)
+    """CONSUMER_SEND_MSG_BACK to the set's master (a slave refuses it): the broker schedules the retry (or the DLQ);
+    False if it refused, or did not answer, or the set has no master."""
+    addr = instance.broker_addr(mq.broker_name, any_node=False)
     if addr is None:
         return False
     header = ConsumerSendMsgBackRequestHeader(

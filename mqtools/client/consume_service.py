@@ -17,11 +17,15 @@ from collections import deque
 from collections.abc import Awaitable, Callable
 
 from mqtools.client.client_api import send_back
+from mqtools.client.errors import MQClientError
 from mqtools.client.instance import ClientInstance
 from mqtools.client.offset_store import OffsetStore
 from mqtools.client.process_queue import ProcessQueue
+from mqtools.client.producer import Producer
 from mqtools.client.types import ConsumeResult
-from mqtools.common.message import MessageExt
+from mqtools.common import properties as P
+from mqtools.common.message import Message, MessageExt
+from mqtools.common.topics import CLIENT_INNER_PRODUCER_GROUP, retry_topic
 
 log = logging.getLogger(__name__)
 
@@ -106,6 +110,8 @@ class ConcurrentConsumeService(ConsumeService):
         running loop, a getpid() system call, and while a backlog drains workers go idle about once
         per four messages."""
         self._idle = 0
+        #: Sends a refused message to the retry topic when its broker cannot take it back (made when first needed).
+        self._producer: Producer | None = None
 
     def submit(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         generation = pq.generation
@@ -152,13 +158,42 @@ class ConcurrentConsumeService(ConsumeService):
     async def _send_back(self, pq: ProcessQueue, msg: MessageExt, generation: int) -> bool:
         """A refused message goes back to the broker (retried until it is taken, or consumed here
         again meanwhile); False when its queue was reset in between and it is no longer ours."""
-        while not await send_back(self.instance, self.group, pq.mq, msg, self.max_reconsume_times):
+        while not await self._back(pq, msg):
             await asyncio.sleep(SEND_BACK_RETRY_DELAY)
             if generation != pq.generation:
                 return False
             if await self._call_listener([msg]) is not ConsumeResult.RECONSUME_LATER:
                 break
         return True
+
+
+    async def _back(self, pq: ProcessQueue, msg: MessageExt) -> bool:
+        """CONSUMER_SEND_MSG_BACK to its set's master; when that fails (the master gone or hung), the message sent
+        as a new one to the group's retry topic on any master, as Apache's sendMessageBackAsNormalMessage: a set
+        without master must not hold the workers that consume the healthy ones."""
+        if await send_back(self.instance, self.group, pq.mq, msg, self.max_reconsume_times):
+            return True
+        if self._producer is None:
+            self._producer = Producer(CLIENT_INNER_PRODUCER_GROUP, instance=self.instance)
+        try:
+            await self._producer.send(retry_message(self.group, msg, self.max_reconsume_times))
+        except MQClientError as exc:
+            log.info("%s: could not send %s back to its broker nor to %s: %s", self.group, msg.msg_id,
+                     retry_topic(self.group), exc)
+            return False
+        return True
+
+
+def retry_message(group: str, msg: MessageExt, max_reconsume_times: int) -> Message:
+    """A refused message as a new one for the group's retry topic: its origin id, topic and reconsume count kept,
+    due after delay level 3 + the times it was consumed (Apache's sendMessageBackAsNormalMessage)."""
+    props = {k: v for k, v in msg.properties.items() if k != P.TRAN_MSG}
+    props[P.ORIGIN_MESSAGE_ID] = msg.properties.get(P.ORIGIN_MESSAGE_ID) or msg.msg_id
+    props[P.RETRY_TOPIC] = msg.topic
+    props[P.RECONSUME_TIME] = str(msg.reconsume_times + 1)
+    props[P.MAX_RECONSUME_TIMES] = str(max_reconsume_times)
+    props[P.DELAY] = str(3 + msg.reconsume_times)
+    return Message(retry_topic(group), bytes(msg.body), msg.flag, props)
 
 
 class OrderlyConsumeService(ConsumeService):

@@ -46,7 +46,7 @@ class ProcessQueue:
         if not self.inflight:
             self.idle.set()
         if self.locked:
-            self.last_lock_ms = _now_ms()
+            self.last_lock_ms = now_ms()
 
     def commit_point(self) -> int:
         """Every message before this offset is done: the offset safe to commit."""
@@ -68,7 +68,7 @@ class ProcessQueue:
     def remove(self, msg: MessageExt) -> None:
         """A message is done, whatever its outcome (RocketMQ's removeMessage)."""
         self.inflight.pop(msg.queue_offset, None)
-        self.last_consume_ms = _now_ms()
+        self.last_consume_ms = now_ms()
         self.settle()
 
     def info(self, committed: int | None) -> dict[str, Any]:
@@ -92,5 +92,6 @@ class ProcessQueue:
         self.settle()
 
 
-def _now_ms() -> int:
+def now_ms() -> int:
+    """Epoch milliseconds, as the running info and the lock ages count them."""
     return int(time.time() * 1000)

@@ -298,10 +298,17 @@ class Producer(Lifecycle):
 
     def _command(self, msg: Message, body: bytes, flag: int, mq: MessageQueue, *, batch: bool = False
                  ) -> RemotingCommand:
-        """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE with the V2 header's short fields."""
+        """SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE with the V2 header's short fields; to a retry topic, the message's
+        reconsume count and limit move from its properties to the header, where the broker judges them (past the
+        limit: the DLQ), as Apache's sendKernelImpl moves them."""
         props = {k: v for k, v in msg.properties.items() if not (batch and k == P.UNIQ_KEY)}
+        times, max_times = 0, None
+        if is_retry_topic(msg.topic):
+            times = _count(props.pop(P.RECONSUME_TIME, None)) or 0
+            max_times = _count(props.pop(P.MAX_RECONSUME_TIMES, None))
         ext = send_v2_fields(self.group, msg.topic, AUTO_CREATE_TOPIC_KEY, self._default_nums, mq.queue_id, flag,
-                             int(time.time() * 1000), msg.flag, P.properties_to_string(props), batch=batch)
+                             int(time.time() * 1000), msg.flag, P.properties_to_string(props),
+                             reconsume_times=times, max_reconsume_times=max_times, batch=batch)
         code = RequestCode.SEND_BATCH_MESSAGE if batch else RequestCode.SEND_MESSAGE_V2
         return RemotingCommand.request(code, ext, body)
 
@@ -399,3 +406,9 @@ def _outcome(task: asyncio.Future) -> tuple[SendResult | None, BaseException | N
         return None, asyncio.CancelledError()
     exc = task.exception()
     return (None, exc) if exc else (task.result(), None)
+
+
+def _count(text: str | None) -> int | None:
+    """A reconsume count a message property carries; None when absent or not a number."""
+    digits = (text or "").strip()
+    return int(digits) if digits.isascii() and digits.isdigit() else None

@@ -23,7 +23,7 @@ from mqtools.client.client_api import consumer_ids, lock_batch, queue_offset, un
 from mqtools.client.errors import MQClientError
 from mqtools.client.instance import ClientInstance
 from mqtools.client.offset_store import OffsetStore
-from mqtools.client.process_queue import ProcessQueue
+from mqtools.client.process_queue import ProcessQueue, now_ms
 from mqtools.client.types import ConsumeFromWhere
 from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import MessageQueue
@@ -35,6 +35,9 @@ log = logging.getLogger(__name__)
 LOCK_RETRY_INTERVAL = 1.0
 #: Seconds a dropped queue may take to finish its in-flight messages during a rebalance.
 DROP_DRAIN_TIMEOUT = 10.0
+#: An orderly consumer's lock not renewed for this long is given up (Apache's REBALANCE_LOCK_MAX_LIVE_TIME, 30 s;
+#: the broker keeps it 60 s, and renewals come every rebalance, 20 s by default).
+LOCK_MAX_LIVE_MS = 30_000
 #: How far back CONSUME_FROM_TIMESTAMP starts when no timestamp is given (RocketMQ's half an hour).
 DEFAULT_TIMESTAMP_LOOKBACK = 1800
 
@@ -150,10 +153,17 @@ class Rebalance:
 
     async def _renew_locks(self) -> None:
         """Keep the broker locks alive; a queue whose master answered that its lock went to someone else is
-        dropped. One whose master did not answer is kept: a GC pause or a hung master says nothing of the lock."""
+        dropped. One whose master did not answer is kept: a GC pause or a hung master says nothing of the lock,
+        except that an orderly consumer gives up a queue whose lock it has not renewed for LOCK_MAX_LIVE_MS (the
+        broker's lock lapses a while later, and another member may then take it: Apache's orderly consumer stops
+        at the same age, isLockExpired)."""
         mine = [mq for mq, pq in self.table.items() if pq.locked]
-        refused = (await lock_batch(self.instance, self.group, mine)).refused
-        await self.drop([mq for mq in mine if mq in refused], DROP_DRAIN_TIMEOUT)
+        answer = await lock_batch(self.instance, self.group, mine)
+        now = now_ms()
+        for mq in answer.locked & set(mine):
+            self.table[mq].last_lock_ms = now
+        lapsed = {mq for mq in mine if self.orderly and now - self.table[mq].last_lock_ms > LOCK_MAX_LIVE_MS}
+        await self.drop([mq for mq in mine if mq in answer.refused or mq in lapsed], DROP_DRAIN_TIMEOUT)
 
     async def _start_offset(self, mq: MessageQueue) -> int:
         """Where a newly owned queue starts (RocketMQ's computePullFromWhere)."""

@@ -19,6 +19,7 @@ from mqtools.common import properties as P
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.ids import decode_offset_msg_id
 from mqtools.common.message import Message, MessageExt
+from mqtools.common.presentation import Unreachable
 from mqtools.common.topics import TOOLS_CONSUMER_GROUP
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
@@ -117,6 +118,11 @@ class MessageAdmin(AdminService):
     async def find_message(self, topic: str, msg_id: str) -> MessageExt | None:
         """By either id, as mqadmin's queryMsgById: an offset msgId naming a broker of the cluster is
         read from that broker, anything else is looked up as a unique key (the oldest copy wins)."""
+        return (await self._find(topic, msg_id))[0]
+
+    async def _find(self, topic: str, msg_id: str) -> tuple[MessageExt | None, list[Unreachable]]:
+        """find_message's answer, and the sets a unique key's lookup could not read (empty for an offset msgId,
+        whose broker's silence raises)."""
         try:
             (host, port), _offset = decode_offset_msg_id(msg_id)
         except ValueError:
@@ -124,14 +130,20 @@ class MessageAdmin(AdminService):
         info = await self.admin.cluster_info()
         known = {a for b in info.broker_addr_table.values() for a in b.broker_addrs.values()}
         if f"{host}:{port}" in known:
-            return await self.view_message(msg_id)
-        found = (await self.query_by_unique_key(topic, msg_id)).messages
-        return found[0] if found else None
+            return await self.view_message(msg_id), []
+        hits = await self.query_by_unique_key(topic, msg_id)
+        return (hits.messages[0] if hits.messages else None), hits.unreachable
 
     async def message_by_id(self, msg_id: str, topic: str | None = None) -> MessageDetail:
         """One message with its consuming groups' tracks (`msg get`, MCP's message_by_id): without a topic
-        `msg_id` is read as an offset msgId, with one either id is (find_message); MessageNotFoundError."""
-        found = await (self.view_message(msg_id) if topic is None else self.find_message(topic, msg_id))
+        `msg_id` is read as an offset msgId, with one either id is (find_message); MessageNotFoundError, or
+        UnreachableError when a set that could hold it did not answer (not found is then not known)."""
+        if topic is None:
+            return await self.message_detail(await self.view_message(msg_id), msg_id)
+        found, missed = await self._find(topic, msg_id)
+        if found is None and missed:
+            raise UnreachableError(f"message {msg_id} is not on the broker sets read, and could not be looked for "
+                                   f"on: {'; '.join(str(u) for u in missed)}")
         return await self.message_detail(found, msg_id)
 
     async def message_detail(self, found: MessageExt | None, what: str) -> MessageDetail:

@@ -7,13 +7,15 @@ import pytest
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.admin.models.messages import MessageTrack, MessageTracks
-from mqtools.client.errors import MessageNotFoundError
+from mqtools.client.errors import MessageNotFoundError, UnreachableError
 from mqtools.common.exitcodes import EXIT_REFUSED
 from mqtools.common.ids import create_offset_msg_id, is_offset_msg_id
 from mqtools.common.message import MessageExt
+from mqtools.common.presentation import Unreachable
 
 OFFSET_ID = create_offset_msg_id(("10.0.0.1", 10911), 4096)
 CLIENT_ID = "C0A8010A1234ABCD0000000000000001"
+UNREAD_ID = "C0A8010A1234ABCD0000000000000002"
 FOUND = MessageExt("Orders", b"x", msg_id=OFFSET_ID)
 TRACKS = MessageTracks([MessageTrack("G1", "CONSUMED")])
 
@@ -27,15 +29,16 @@ def admin(monkeypatch: pytest.MonkeyPatch) -> tuple[MQAdmin, list[tuple[str, ...
         asked.append(("view", msg_id))
         return FOUND
 
-    async def find_message(topic: str, msg_id: str) -> MessageExt | None:
+    async def find(topic: str, msg_id: str) -> tuple[MessageExt | None, list[Unreachable]]:
         asked.append(("find", topic, msg_id))
-        return FOUND if msg_id == CLIENT_ID else None
+        missed = [Unreachable("broker-b", None, "connection refused")] if msg_id == UNREAD_ID else []
+        return (FOUND if msg_id == CLIENT_ID else None), missed
 
     async def message_tracks(msg: MessageExt) -> MessageTracks:
         return TRACKS
 
     monkeypatch.setattr(admin.messages, "view_message", view_message)
-    monkeypatch.setattr(admin.messages, "find_message", find_message)
+    monkeypatch.setattr(admin.messages, "_find", find)
     monkeypatch.setattr(admin.tracking, "message_tracks", message_tracks)
     return admin, asked
 
@@ -59,6 +62,13 @@ async def test_nothing_found_is_one_not_found_error_with_exit_1(admin: tuple[MQA
     assert raised.value.exit_code == EXIT_REFUSED
     with pytest.raises(MessageNotFoundError, match="^message not found: Orders broker-a queue 0 offset 9$"):
         await mq.messages.message_detail(None, "Orders broker-a queue 0 offset 9")
+
+
+async def test_not_found_while_a_set_did_not_answer_is_not_known(admin: tuple[MQAdmin, list]) -> None:
+    """Until stop 106 a message on a set that did not answer was "message not found" (exit 1)."""
+    mq, _ = admin
+    with pytest.raises(UnreachableError, match="broker-b: connection refused"):
+        await mq.messages.message_by_id(UNREAD_ID, "Orders")
 
 
 def test_only_an_offset_msg_id_names_its_broker() -> None:

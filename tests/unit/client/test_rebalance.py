@@ -7,7 +7,7 @@ from unit.client.fake_remoting import FakeRemoting, fake_instance, route_data
 from mqtools.client.instance import ClientInstance
 from mqtools.client.offset_store import OffsetStore
 from mqtools.client.process_queue import ProcessQueue
-from mqtools.client.rebalance import Rebalance
+from mqtools.client.rebalance import LOCK_MAX_LIVE_MS, Rebalance
 from mqtools.client.types import ConsumeFromWhere
 from mqtools.remoting.bodies import (
     BrokerData,
@@ -115,3 +115,17 @@ async def test_an_orderly_consumer_waits_for_the_lock_of_a_masterless_set() -> N
     assert await rebalance.rebalance(["T"]) is True
     assert set(rebalance.table) == {A0}
     assert brokers.lock_asked == ["broker-a:10911"]
+
+
+async def test_an_orderly_consumer_gives_up_a_lock_it_could_not_renew_for_30_s() -> None:
+    """A master that stays hung: the broker's lock lapses at 60 s and another member may take the queue, so an
+    orderly consumer stops at 30 s without a renewal, as Apache's isLockExpired; a concurrent one keeps it."""
+    for orderly, kept in ((True, set()), (False, {A0})):
+        rebalance, brokers = consumer(route_data({"broker-a": 1}), orderly=orderly)
+        await rebalance.rebalance(["T"])
+        brokers.hung.add("broker-a:10911")
+        await rebalance.rebalance(["T"])
+        assert set(rebalance.table) == {A0}  # one renewal unanswered: kept
+        rebalance.table[A0].last_lock_ms -= LOCK_MAX_LIVE_MS + 1
+        await rebalance.rebalance(["T"])
+        assert set(rebalance.table) == kept, orderly
