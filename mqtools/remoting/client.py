@@ -138,9 +138,17 @@ class RemotingClient:
     # requests -----------------------------------------------------------------------
 
     async def invoke(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """`cmd` to `addr` and its answer, each within `timeout`: a host that drops packets holds a connect for
+        connect_timeout, which must not outlast the request's own time (a producer's attempt gets a share of its
+        budget, and the next one goes to another broker)."""
         conn = self._conns.get(addr)
         if conn is None or not conn.is_open:
-            conn = await self.connection(addr)
+            try:
+                async with asyncio.timeout(timeout):
+                    conn = await self.connection(addr)  # shielded: other callers' wait for it goes on
+            except TimeoutError:
+                raise RemotingConnectError(addr, connect_failure(TimeoutError()),
+                                           f"no connection within the request's {timeout:.3f} s") from None
         return await conn.invoke(self._signed(cmd), timeout)
 
     async def invoke_oneway(self, addr: str, cmd: RemotingCommand) -> None:

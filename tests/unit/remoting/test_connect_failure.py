@@ -65,3 +65,27 @@ async def test_a_port_nothing_listens_on_is_refused_and_an_expired_certificate_i
 
 def test_a_connect_failure_made_elsewhere_keeps_its_message_as_reason() -> None:
     assert reason_of(ConnectFailedError("connection refused")) == "connection refused"
+
+
+async def test_a_connect_that_hangs_is_bounded_by_the_requests_timeout(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A host that drops packets: the connect waits connect_timeout (3 s), which a request with a shorter timeout (a
+    producer's attempt, its share of the budget) must not wait out. Until stop 106 it did."""
+    client = RemotingClient()
+    connects: list[str] = []
+
+    async def hangs(addr: str) -> None:
+        connects.append(addr)
+        await asyncio.sleep(30)
+
+    monkeypatch.setattr(client, "_connect", hangs)
+    cmd = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO)
+    loop = asyncio.get_running_loop()
+    began = loop.time()
+    with pytest.raises(RemotingConnectError, match="no connection within the request's 0.200 s") as failed:
+        await client.invoke("10.255.255.1:10911", cmd, 0.2)
+    assert loop.time() - began < 2.0 and failed.value.reason == "connect timed out"
+    # the connect goes on for the others (shielded), one attempt for all
+    with pytest.raises(RemotingConnectError):
+        await client.invoke("10.255.255.1:10911", cmd, 0.05)
+    assert connects == ["10.255.255.1:10911"]
+    client._connecting.pop("10.255.255.1:10911").cancel()
