@@ -21,7 +21,7 @@ dirty so the next periodic or shutdown persist writes it.
 
 A request that changed the table is answered once its change is on disk, as RocketMQ's
 synchronous persist has it before it answers: ``persist_soon`` keeps the write that will hold its
-change in ``unwritten`` until it ends (the running one, or the one queued behind it), and
+change in ``unwritten`` until it ends (the running one, or the one queued behind it: LatestStateWriter), and
 ``until_written`` waits for it (the broker's processors/durable.py). The
 loop still never waits for fsync; only the answers to the requests that changed the table do.
 
@@ -32,16 +32,19 @@ rejects; ``loads`` quotes them first (string literals are left untouched).
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import json
 import logging
 import re
 import threading
 from abc import ABC, abstractmethod
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from mqtools.common.atomic_file import write_atomic
+from mqtools.common.latest_state import LatestStateWriter
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.server.lifecycle import cancel_and_wait
 
@@ -85,11 +88,9 @@ class ConfigManager(ABC):
         self._seq = itertools.count(1)
         self._written_seq = 0
         self._write_lock = threading.Lock()
-        #: Settles when every change persist_soon was told of so far is written (or its write failed).
-        self.unwritten: asyncio.Future[bool] | None = None
-        self._writing = False
-        #: What the write after the running one settles, once a change came in while it ran.
-        self._next: asyncio.Future[bool] | None = None
+        self._writer = LatestStateWriter(self._take)
+        #: The write whose failure this table has been told to log (each write's, once).
+        self._watched: asyncio.Future[None] | None = None
         self._persisting: asyncio.Task | None = None
 
     @abstractmethod
@@ -154,45 +155,39 @@ class ConfigManager(ABC):
         starts when it ends and snapshots every change made meanwhile: a burst of n changes costs a few
         snapshots, not n (each snapshot encodes the whole table, so n of them grow as n squared)."""
         try:
-            loop = asyncio.get_running_loop()
+            asyncio.get_running_loop()
         except RuntimeError:
             self.persist()
             return
-        if self._writing:
-            if self._next is None:
-                self._next = loop.create_future()
-            self.dirty = True
-            self.unwritten = self._next
-            return
-        self._start_write(loop, loop.create_future())
+        self.dirty = True
+        done = self._writer.request()
+        if done is not self._watched:
+            self._watched = done
+            done.add_done_callback(self._written)
 
-    def _start_write(self, loop: asyncio.AbstractEventLoop, done: asyncio.Future[bool]) -> None:
-        """Snapshot now, write in a worker thread, settle `done` when it ends (True, or False if it failed)."""
+    @property
+    def unwritten(self) -> asyncio.Future[None] | None:
+        """Settles when every change persist_soon was told of so far is written (or its write failed); None
+        when no write runs or waits."""
+        return self._writer.pending
+
+    def _take(self) -> Callable[[], bool]:
         seq, data = self.snapshot()
-        self._writing = True
-        self.unwritten = done
-        loop.run_in_executor(None, self.write, seq, data).add_done_callback(
-            lambda fut: self._written(loop, done, fut))
+        return functools.partial(self.write, seq, data)
 
-    def _written(self, loop: asyncio.AbstractEventLoop, done: asyncio.Future[bool], fut: asyncio.Future) -> None:
-        self._writing = False
-        exc = None if fut.cancelled() else fut.exception()
-        if exc is not None:
-            _failures.failure(str(self.path), "persisting %s failed", self.path, exc=exc)
-            self.dirty = True
-            if self._next is None:  # no change waits to be written: try again by itself
-                loop.call_later(RETRY_WRITE_S, self._write_again)
-        done.set_result(exc is None)
-        if self.unwritten is done:
-            self.unwritten = None
-        if self._next is not None:
-            waiting, self._next = self._next, None
-            self._start_write(loop, waiting)
+    def _written(self, done: asyncio.Future[None]) -> None:
+        exc = None if done.cancelled() else done.exception()
+        if exc is None:
+            return
+        _failures.failure(str(self.path), "persisting %s failed", self.path, exc=exc)
+        self.dirty = True
+        if self._writer.pending is None:  # no change waits to be written: try again by itself
+            asyncio.get_running_loop().call_later(RETRY_WRITE_S, self._write_again)
 
     def _write_again(self) -> None:
         """A failed write's retry (a topic created while the disk was full is otherwise on disk only once another
         change is made, and lost with the process before that)."""
-        if self.dirty and not self._writing:
+        if self.dirty and self._writer.pending is None:
             self.persist_soon()
 
     async def until_written(self) -> None:
@@ -200,7 +195,7 @@ class ConfigManager(ABC):
         the table stays dirty for the next persist)."""
         unwritten = self.unwritten
         if unwritten is not None:
-            await asyncio.shield(unwritten)  # one waiter cancelled must not cancel the write for all
+            await asyncio.wait([unwritten])  # one waiter cancelled must not cancel the write for all
 
     async def persist_loop(self, interval_s: float) -> None:
         """Every ``interval_s``, persist if the table changed (RocketMQ's scheduled persist of
