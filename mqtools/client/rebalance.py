@@ -157,13 +157,13 @@ class Rebalance:
         except that an orderly consumer gives up a queue whose lock it has not renewed for LOCK_MAX_LIVE_MS (the
         broker's lock lapses a while later, and another member may then take it: Apache's orderly consumer stops
         at the same age, isLockExpired)."""
-        mine = [mq for mq, pq in self.table.items() if pq.locked]
-        answer = await lock_batch(self.instance, self.group, mine)
+        answer = await lock_batch(self.instance, self.group, [mq for mq, pq in self.table.items() if pq.locked])
         now = now_ms()
-        for mq in answer.locked & set(mine):
-            self.table[mq].last_lock_ms = now
-        lapsed = {mq for mq in mine if self.orderly and now - self.table[mq].last_lock_ms > LOCK_MAX_LIVE_MS}
-        await self.drop([mq for mq in mine if mq in answer.refused or mq in lapsed], DROP_DRAIN_TIMEOUT)
+        held = {mq: pq for mq, pq in self.table.items() if pq.locked}  # a queue dropped meanwhile is not renewed
+        for mq in answer.locked & held.keys():
+            held[mq].last_lock_ms = now
+        lapsed = {mq for mq, pq in held.items() if self.orderly and now - pq.last_lock_ms > LOCK_MAX_LIVE_MS}
+        await self.drop([mq for mq in held if mq in answer.refused or mq in lapsed], DROP_DRAIN_TIMEOUT)
 
     async def _start_offset(self, mq: MessageQueue) -> int:
         """Where a newly owned queue starts (RocketMQ's computePullFromWhere)."""
