@@ -17,6 +17,7 @@ a note naming them (mqtools.cli.output), so no view prints a total that silently
 
 from __future__ import annotations
 
+import enum
 import json
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -117,9 +118,17 @@ def when(ms: int | None) -> str | None:
     return datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
 
 
+class ReadSource(enum.StrEnum):
+    """Which node of a broker set a figure was read from: its master, or a slave while no master answered
+    (documents carry it as "source")."""
+
+    MASTER = "master"
+    SLAVE = "slave"
+
+
 def slave_marked(broker_name: str, source: str) -> str:
     """A table's broker cell: a figure read from a slave carries `*` (the footer says what it means)."""
-    return f"{broker_name}*" if source == "slave" else broker_name
+    return f"{broker_name}*" if source == ReadSource.SLAVE else broker_name
 
 
 def from_slaves_note(names: list[str]) -> list[str]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from itertools import pairwise
 from typing import TYPE_CHECKING, Any
 
-from mqtools.common.presentation import NA, Column, Unreachable, View, renders
+from mqtools.common.presentation import NA, Column, ReadSource, Unreachable, View, renders
 from mqtools.common.topics import is_retry_topic
 from mqtools.diagnose.findings import Severity, number
 
@@ -68,7 +68,7 @@ class QueueSample:
     consumer_offset: int | None
     last_timestamp_ms: int | None
     """Store time of the last message the group consumed from the queue; None when not known."""
-    source: str = "master"
+    source: ReadSource = ReadSource.MASTER
     """Which replica answered for the queue: master, or slave when its set has no master answering."""
 
 
@@ -131,7 +131,7 @@ class QueueEvidence:
     """The member holding it at the end of the window; None when none does or it is not known."""
     last_consumed_ms: int | None
     locked: bool | None
-    source: str = "master"
+    source: ReadSource = ReadSource.MASTER
 
     def to_json(self) -> dict[str, Any]:
         return {"topic": self.queue.topic, "brokerName": self.queue.broker_name, "queueId": self.queue.queue_id,
@@ -281,7 +281,7 @@ def _no_master(out: GroupDiagnosis, plain: list[QueueEvidence], owners: dict | N
                samples: Sequence[GroupSample], t: Thresholds) -> str | None:
     """Queues on a broker set with no master answering: read from its slave, consumers read there but their
     commits fail (RocketMQ 4 clients commit to the master), so that lag stands still; sets not read at all."""
-    slave_read = [r for r in plain if r.source != "master"]
+    slave_read = [r for r in plain if r.source != ReadSource.MASTER]
     lost = sorted({u.broker_name or u.addr or "?" for u in samples[-1].unreachable})
     if not slave_read and not lost:
         return None

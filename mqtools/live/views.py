@@ -12,13 +12,19 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from mqtools.client.admin.base import MASTER, SLAVE
 from mqtools.client.admin.models.brokers import BrokerRow, BrokerRuntime, ClusterSnapshot, broker_json
 from mqtools.client.admin.models.groups import GroupSummary
 from mqtools.client.admin.models.live import NamesrvStatus, TopicOverview
 from mqtools.client.admin.models.proxies import ProxyClients
 from mqtools.common.perm import perm_to_string
-from mqtools.common.presentation import Unreachable, from_slaves_note, partial_note, sets_missed, slave_marked
+from mqtools.common.presentation import (
+    ReadSource,
+    Unreachable,
+    from_slaves_note,
+    partial_note,
+    sets_missed,
+    slave_marked,
+)
 from mqtools.diagnose.findings import Severity, certificate_days_left, certificate_severity
 from mqtools.live.cells import blank, cell, since, stale_note
 from mqtools.live.collect import GroupDetail, TopicDetail
@@ -211,7 +217,7 @@ def topics(state: LiveState, mono: float) -> Table:
             Cell(line.topic, line.topic), Cell(line.kind, line.kind),
             Cell({"read": line.read_queues, "write": line.write_queues}, f"{line.read_queues}/{line.write_queues}"),
             cell(line.perm, perm_to_string), cell(line.put_tps, num), cell(line.messages),
-            Cell(line.brokers, ",".join(slave_marked(b, SLAVE if b in slaves else MASTER) for b in line.brokers)),
+            Cell(line.brokers, ",".join(slave_marked(b, ReadSource.SLAVE if b in slaves else ReadSource.MASTER) for b in line.brokers)),
         ], stale=slot.stale, drill=line.topic)
         after[key] = row
         table.rows.append(row)
@@ -349,7 +355,7 @@ def topic_detail(state: LiveState, topic: str, mono: float, now_ms: float) -> Ta
     status = detail.status
     table.info.append(f"put TPS {num(status.put_tps)}, {_at_least(status.unreachable)}{status.messages} messages")
     table.notes += partial_note(status.unreachable, "its queues are missing")
-    table.notes += from_slaves_note(sorted({q.queue.broker_name for q in status.queues if q.source == SLAVE}))
+    table.notes += from_slaves_note(sorted({q.queue.broker_name for q in status.queues if q.source == ReadSource.SLAVE}))
     for q in status.queues:
         when = q.last_update_ms
         table.rows.append(Row(f"{q.queue.broker_name}:{q.queue.queue_id}", [
@@ -386,7 +392,7 @@ def group_detail(state: LiveState, group: str, mono: float, now_ms: float) -> Ta
     table.info.append(f"lag {_at_least(progress.unreachable)}{progress.total_diff}, consume TPS "
                       f"{num(progress.consume_tps)}")
     table.notes += partial_note(progress.unreachable, "its queues and lag are missing")
-    table.notes += from_slaves_note(sorted({q.queue.broker_name for q in progress.queues if q.source == SLAVE}))
+    table.notes += from_slaves_note(sorted({q.queue.broker_name for q in progress.queues if q.source == ReadSource.SLAVE}))
     for q in progress.queues:
         mq = q.queue
         client = detail.holders.get((mq.topic, mq.broker_name, mq.queue_id))

@@ -32,7 +32,7 @@ from mqtools.client.instance import ClientInstance
 from mqtools.client.route import TopicRoute
 from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import MASTER_ID
-from mqtools.common.presentation import Unreachable
+from mqtools.common.presentation import ReadSource, Unreachable
 from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 from mqtools.remoting.bodies import ClusterInfo
@@ -71,8 +71,6 @@ or the exporter, asks it again after that)."""
 RELAYED = frozenset({RequestCode.GET_CONSUMER_RUNNING_INFO, RequestCode.CONSUME_MESSAGE_DIRECTLY,
                      RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, RequestCode.INVOKE_BROKER_TO_GET_CONSUMER_STATUS})
 
-MASTER = "master"
-SLAVE = "slave"
 NO_MASTER = "no master registered"
 
 
@@ -113,7 +111,7 @@ class SetReads(Generic[T]):
     unreachable: list[Unreachable]
 
     def from_slaves(self) -> list[str]:
-        return sorted(name for name, r in self.reads.items() if r.source == SLAVE)
+        return sorted(name for name, r in self.reads.items() if r.source == ReadSource.SLAVE)
 
     def doubt_slaves(self, what: str, empty: Callable[[T], bool] = lambda value: value is None) -> SetReads[T]:
         """A slave learns topics, groups and offsets from its master every few seconds (Apache 5.5's every 60 s,
@@ -121,7 +119,7 @@ class SetReads(Generic[T]):
         whose master did not answer is not a fact, so that set becomes unreachable. Unreachable sets are kept
         sorted by name."""
         for name, r in list(self.reads.items()):
-            if r.source == SLAVE and empty(r.value):
+            if r.source == ReadSource.SLAVE and empty(r.value):
                 del self.reads[name]
                 self.unreachable.append(Unreachable(name, r.addr, f"no master answering; the slave does not know "
                                                                   f"the {what} yet"))
@@ -228,7 +226,7 @@ class AdminBase:
             for broker_id in order:
                 addr = addrs[broker_id]
                 try:
-                    return SetRead(addr, MASTER if broker_id == MASTER_ID else SLAVE, await fn(addr))
+                    return SetRead(addr, ReadSource.MASTER if broker_id == MASTER_ID else ReadSource.SLAVE, await fn(addr))
                 except UnreachableError as exc:
                     tried.append(reason_of(exc) if broker_id == MASTER_ID else f"slave {addr}: {reason_of(exc)}")
             master = addrs.get(MASTER_ID)

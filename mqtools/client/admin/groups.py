@@ -7,7 +7,7 @@ import dataclasses
 from collections.abc import Mapping
 from typing import Any
 
-from mqtools.client.admin.base import MASTER, AdminService
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.groups import (
     ClientConnection,
     ConsumerProgress,
@@ -31,6 +31,7 @@ from mqtools.client.errors import (
     UnreachableError,
 )
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.presentation import ReadSource
 from mqtools.common.topics import is_retry_topic
 from mqtools.remoting.bodies import (
     ConsumerConnection,
@@ -69,7 +70,7 @@ def _pop_figures(answers: list[PopInFlightBody | None], unreachable: bool) -> Po
     return out
 
 
-def _queue(mq: MessageQueue, w: OffsetWrapper, source: str = MASTER) -> QueueProgress:
+def _queue(mq: MessageQueue, w: OffsetWrapper, source: ReadSource = ReadSource.MASTER) -> QueueProgress:
     consumer = w.consumer_offset if w.consumer_offset >= 0 else None
     # A 4.x broker's OffsetWrapper has no pullOffset (it reads as 0 here): unknown, not "nothing pulled".
     pull = None if w.pull_offset <= 0 < w.consumer_offset else w.pull_offset

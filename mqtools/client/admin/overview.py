@@ -9,11 +9,12 @@ from collections.abc import Awaitable, Callable
 from functools import partial
 from typing import TypeVar
 
-from mqtools.client.admin.base import MASTER, AdminService
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.groups import ConsumerProgress, GroupConnections, GroupSummary
 from mqtools.client.admin.models.topics import QueueStats, TopicStatus, TopicUsage
 from mqtools.client.admin.tracking import TOPIC_PUT_NUMS
 from mqtools.client.errors import ConsumerNotOnlineError, MQClientError
+from mqtools.common.presentation import ReadSource
 from mqtools.common.topics import RETRY_GROUP_TOPIC_PREFIX
 
 T = TypeVar("T")
@@ -35,7 +36,7 @@ class OverviewAdmin(AdminService):
         tps, _ = await self.admin.tracking.summed(answered, TOPIC_PUT_NUMS, topic)
         source = {name: r.source for name, r in read.reads.items()}
         queues = [QueueStats(mq, o.min_offset, o.max_offset, o.last_update_timestamp or None,
-                             source.get(mq.broker_name, MASTER)) for mq, o in table.items()]
+                             source.get(mq.broker_name, ReadSource.MASTER)) for mq, o in table.items()]
         return TopicStatus(topic, queues, None if read.unreachable else tps, read.unreachable)
 
     async def topic_usage(self) -> list[TopicUsage]:

@@ -7,9 +7,9 @@ from __future__ import annotations
 import pytest
 
 from mqtools.client.admin import MQAdmin
-from mqtools.client.admin.base import MASTER, SLAVE, SetRead, SetReads
+from mqtools.client.admin.base import SetRead, SetReads
 from mqtools.client.errors import SubscriptionGroupNotExistError, UnreachableError
-from mqtools.common.presentation import Unreachable
+from mqtools.common.presentation import ReadSource, Unreachable
 from mqtools.remoting.bodies import SubscriptionGroupConfig
 
 
@@ -27,7 +27,7 @@ def admin_with(monkeypatch: pytest.MonkeyPatch, read: SetReads) -> MQAdmin:
     return admin
 
 
-A = SetRead("a0:10911", MASTER, {"G": SubscriptionGroupConfig(group_name="G")})
+A = SetRead("a0:10911", ReadSource.MASTER, {"G": SubscriptionGroupConfig(group_name="G")})
 
 
 async def test_a_group_on_a_set_that_answered_is_found(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -46,7 +46,7 @@ async def test_a_group_not_found_while_a_set_did_not_answer_is_not_known(monkeyp
 
 
 async def test_a_group_not_found_on_a_slave_is_not_known(monkeypatch: pytest.MonkeyPatch) -> None:
-    admin = admin_with(monkeypatch, SetReads({"broker-a": A, "broker-b": SetRead("b1:10911", SLAVE, {})}, []))
+    admin = admin_with(monkeypatch, SetReads({"broker-a": A, "broker-b": SetRead("b1:10911", ReadSource.SLAVE, {})}, []))
     with pytest.raises(UnreachableError, match="broker-b: read from a slave"):
         await admin.groups.subscription_group("H")
 

@@ -10,7 +10,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from mqtools.common.presentation import Column, Unreachable, View, from_slaves_note, renders, slave_marked
+from mqtools.common.presentation import (
+    Column,
+    ReadSource,
+    Unreachable,
+    View,
+    from_slaves_note,
+    renders,
+    slave_marked,
+)
 from mqtools.remoting.assignment import MODES
 
 __all__ = ["MODES", "ConsumeMode", "ConsumeModes", "consume_modes_view"]
@@ -53,7 +61,7 @@ def consume_modes_view(c: ConsumeModes) -> View:
     rows = [[slave_marked(m.broker_name, m.source), m.addr, m.topic, m.mode, m.pop_share_queue_num, m.origin]
             for m in c.modes]
     data = {"group": c.group, "topic": c.topic, "brokers": [consume_mode_json(m) for m in c.modes]}
-    footer = from_slaves_note(sorted({m.broker_name for m in c.modes if m.source == "slave"}))
+    footer = from_slaves_note(sorted({m.broker_name for m in c.modes if m.source == ReadSource.SLAVE}))
     return View("ConsumeModes", [Column("BROKER"), Column("ADDR"), Column("TOPIC"), Column("MODE"),
                                  Column("SHARE QUEUES", True), Column("ORIGIN")],
                 rows, data, title=f"consume mode of {c.group}", footer=footer, unreachable=c.unreachable)

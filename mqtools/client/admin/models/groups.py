@@ -16,6 +16,7 @@ from mqtools.client.errors import MQClientError, SubscriptionGroupNotExistError,
 from mqtools.common.mqversion import version_desc
 from mqtools.common.presentation import (
     Column,
+    ReadSource,
     Unreachable,
     View,
     cell,
@@ -48,7 +49,7 @@ class QueueProgress:
     """Store time of the last consumed message; None when nothing was consumed."""
     pull_offset: int | None = None
     """Where the group's clients pull next (RocketMQ 5 brokers); None when the broker did not say."""
-    source: str = "master"
+    source: ReadSource = ReadSource.MASTER
     """Which replica of the broker set answered: master, or slave when the master is gone or silent."""
     pop_inflight: int | None = None
     """POP: popped and not acknowledged (the broker committed past them when it popped them, so `diff`
@@ -400,7 +401,7 @@ def _config_columns() -> list[Column]:
 @renders("GroupList")
 def group_list_view(listed: GroupCatalogue) -> View:
     entries = listed.entries
-    rows = [[e.group, e.system, slave_marked(p.broker_name, "slave" if p.broker_name in listed.from_slaves else "master"),
+    rows = [[e.group, e.system, slave_marked(p.broker_name, ReadSource.SLAVE if p.broker_name in listed.from_slaves else ReadSource.MASTER),
              *(getattr(p.config, f[0]) for f in GROUP_CONFIG_FIELDS.values())]
             for e in entries for p in e.placements]
     data = {"groups": [{"group": e.group, "system": e.system, "brokers": [
@@ -455,7 +456,7 @@ def group_progress_view(p: ConsumerProgress, topic: str | None = None) -> View:
         footer.append(f"POP: {some}{pop.inflight} popped and not acknowledged ({pop.revive_due} past their "
                       f"invisible time, {pop.retry_inflight} from retry topics), {pop.revived} came back since the "
                       f"brokers started; consumer offsets move when the broker pops")
-    footer += from_slaves_note(sorted({q.queue.broker_name for q in p.queues if q.source == "slave"}))
+    footer += from_slaves_note(sorted({q.queue.broker_name for q in p.queues if q.source == ReadSource.SLAVE}))
     return View("GroupProgress", [Column("TOPIC"), Column("BROKER"), Column("QID", True),
                                   Column("BROKER OFFSET", True), Column("CONSUMER OFFSET", True),
                                   Column("DIFF", True), Column("INFLIGHT", True), Column("POP INFLIGHT", True),

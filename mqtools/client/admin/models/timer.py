@@ -17,6 +17,7 @@ from mqtools.client.admin.models.parse import opt_float, opt_int
 from mqtools.common.presentation import (
     NA,
     Column,
+    ReadSource,
     Unreachable,
     View,
     from_slaves_note,
@@ -127,7 +128,7 @@ def timer_status_view(st: TimerStatus) -> View:
     top = sorted(((n, t) for t, n in by_topic.items() if n > 0), key=lambda p: (-p[0], p[1]))[:FOOTER_TOPICS]
     if top:
         footer.append("most pending: " + ", ".join(f"{t} {n}" for n, t in top))
-    footer += from_slaves_note(sorted(b.broker_name for b in st.brokers if b.source == "slave"))
+    footer += from_slaves_note(sorted(b.broker_name for b in st.brokers if b.source == ReadSource.SLAVE))
     return View("TimerStatus", [Column("BROKER"), Column("ADDR"), Column("TIMER"), Column("PENDING", True),
                                 Column("DELIVERED UP TO"), Column("READ BEHIND S", True),
                                 Column("OFFSET BEHIND", True), Column("CONGEST", True), Column("ENQ TPS", True),

@@ -13,6 +13,7 @@ from mqtools.common.perm import perm_to_string
 from mqtools.common.presentation import (
     NA,
     Column,
+    ReadSource,
     Unreachable,
     View,
     cell,
@@ -76,7 +77,7 @@ class QueueStats:
     max_offset: int
     last_update_ms: int | None
     """Store time of the newest message; None for an empty queue."""
-    source: str = "master"
+    source: ReadSource = ReadSource.MASTER
     """Which replica of the broker set answered: master, or slave when the master is gone or silent."""
 
     @property
@@ -159,7 +160,7 @@ def topic_status_view(st: TopicStatus) -> View:
         for q in st.queues]}
     tps = NA if st.put_tps is None else f"{st.put_tps:.2f}"
     least = "at least " if st.unreachable else ""
-    slaves = sorted({q.queue.broker_name for q in st.queues if q.source == "slave"})
+    slaves = sorted({q.queue.broker_name for q in st.queues if q.source == ReadSource.SLAVE})
     return View("TopicStatus", [Column("BROKER"), Column("QID", True), Column("MIN", True), Column("MAX", True),
                                 Column("MESSAGES", True), Column("LAST STORED")], rows, data,
                 footer=[f"total: {least}{len(st.queues)} queues, {least}{st.messages} messages; put TPS {tps}",
