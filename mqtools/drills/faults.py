@@ -29,6 +29,7 @@ from mqtools.drills.scenarios import Node, ScenarioError, Target
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.configs import WritePermChange
     from mqtools.drills.txn_load import TransactionLoad
 
 ACTIONS = {signal.SIGKILL: "kill", signal.SIGSTOP: "pause", signal.SIGTERM: "stop"}
@@ -385,14 +386,15 @@ class DrillContext:
     async def wipe_write_perm(self) -> None:
         """drain-master's first step, and its fault: no new writes to the group."""
         at = self.clock()
-        counts = await self.admin.namesrv.wipe_write_perm(self.target.broker_name)
+        change = await self.admin.namesrv.wipe_write_perm(self.target.broker_name)
         self.history.event(at, "fault", f"wiped the write permission of {self.target.broker_name} "
-                                        f"({sum(counts.values())} topic(s) on {len(counts)} name server(s))")
+                                        f"({sum(change.topics.values())} topic(s) on {len(change.topics)} name "
+                                        f"server(s){_not_on(change)})")
 
     async def add_write_perm(self) -> None:
-        counts = await self.admin.namesrv.add_write_perm(self.target.broker_name)
+        change = await self.admin.namesrv.add_write_perm(self.target.broker_name)
         self.event("perm-added", f"write permission of {self.target.broker_name} back "
-                                 f"({sum(counts.values())} topic(s))")
+                                 f"({sum(change.topics.values())} topic(s){_not_on(change)})")
 
     async def wait_producers_left(self) -> bool:
         """Until the master's commitlog stops growing for a second (producers refreshed their routes)."""
@@ -488,3 +490,9 @@ class DrillContext:
         await self.txn.start(self.clock() + self.txn_send_for)
         self.event("heal", f"transactional producers started again (generation {self.txn.generation - 1})",
                    node="producers", how="start")
+
+
+def _not_on(change: WritePermChange) -> str:
+    """The name servers a permission change did not reach, for a drill's history (clients asking them still see the
+    old permission)."""
+    return f"; not on {', '.join(f'{ns} ({exc})' for ns, exc in change.failed.items())}" if change.failed else ""

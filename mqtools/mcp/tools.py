@@ -16,6 +16,7 @@ from mqtools.common.presentation import View
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.configs import WritePermChange
 
 Args = Mapping[str, Any]
 Build = Callable[["MQAdmin", Args], Awaitable[View | str]]
@@ -263,16 +264,18 @@ async def _offset_reset(admin: MQAdmin, a: Args) -> View:
     return offset_reset_view(a["group"], a["topic"], "reset", target.describe(), rows, dry_run=dry_run)
 
 
-def _perm_text(broker: str, counts: Mapping[str, int], verb: str) -> str:
-    return "\n".join(f"{ns}: {verb} write permission of {broker} on {n} topics" for ns, n in counts.items())
+def _perm_text(change: WritePermChange, verb: str) -> str:
+    """The name servers that applied it, then (name servers do not talk to each other) those that did not."""
+    error = change.error()
+    return "\n".join([*change.applied_lines(verb), *([] if error is None else [f"not applied everywhere: {error}"])])
 
 
 async def _perm_wipe(admin: MQAdmin, a: Args) -> str:
-    return _perm_text(a["broker"], await admin.namesrv.wipe_write_perm(a["broker"]), "wiped")
+    return _perm_text(await admin.namesrv.wipe_write_perm(a["broker"]), "wiped")
 
 
 async def _perm_add(admin: MQAdmin, a: Args) -> str:
-    return _perm_text(a["broker"], await admin.namesrv.add_write_perm(a["broker"]), "restored")
+    return _perm_text(await admin.namesrv.add_write_perm(a["broker"]), "restored")
 
 
 _QUEUES = {"type": "integer", "minimum": 1, "maximum": 1024}

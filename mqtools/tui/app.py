@@ -265,10 +265,12 @@ class TopApp(App[None]):
                 moved = await self.poller.call(lambda admin: admin.offsets.reset_group_to_latest(name))
                 self.notify(f"group {name}: {len(moved)} queues reset to latest")
             else:
-                counts = await self.poller.call(lambda admin: admin.namesrv.wipe_write_perm(name) if what == "wipe"
+                change = await self.poller.call(lambda admin: admin.namesrv.wipe_write_perm(name) if what == "wipe"
                                                 else admin.namesrv.add_write_perm(name))
-                done = ", ".join(f"{ns}: {n} topics" for ns, n in counts.items())
+                done = ", ".join(f"{ns}: {n} topics" for ns, n in change.topics.items())
                 self.notify(f"{'wiped' if what == 'wipe' else 'added'} write permission of {name} ({done})")
+                if (error := change.error()) is not None:
+                    self.notify(f"{what} {name} not applied everywhere: {error}", severity="warning")
         except Exception as exc:  # noqa: BLE001 - a refused action is reported, the view goes on
             self.notify(f"{what} {name} failed: {exc}", severity="error")
         self.kick()

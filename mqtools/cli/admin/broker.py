@@ -10,6 +10,7 @@ import typer
 from mqtools.cli.admin.common import (
     YesOpt,
     confirm,
+    exit_for,
 )
 from mqtools.cli.admin.session import Session, admin_command
 from mqtools.cli.output import View
@@ -17,6 +18,7 @@ from mqtools.common.presentation import NA
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.configs import WritePermChange
 
 app = typer.Typer(help="Brokers: runtime status, configuration, consume lag, traffic, write permission.",
                   no_args_is_help=True)
@@ -106,9 +108,14 @@ async def stats(
     return stats_all_view(await admin.tracking.stats_all(topic, active_only=active))
 
 
-def _perm_lines(broker_name: str, counts: dict[str, int], verb: str) -> None:
-    for ns, count in counts.items():
-        typer.echo(f"{ns}: {verb} write permission of {broker_name} on {count} topics")
+def _perm_lines(change: WritePermChange, verb: str) -> None:
+    """A line per name server that applied the change; then, if some did not, the error naming them (exit 3 when
+    they did not answer: name servers do not talk to each other, so run the command again once they are back)."""
+    for line in change.applied_lines(verb):
+        typer.echo(line)
+    error = change.error()
+    if error is not None:
+        raise exit_for(error)
 
 
 @admin_command(perm_app, "wipe")
@@ -126,10 +133,10 @@ def perm_wipe(
     """
     confirm(f"Stop new sends to {broker_name} on every name server?", yes)
 
-    async def job(admin: MQAdmin) -> dict[str, int]:
+    async def job(admin: MQAdmin) -> WritePermChange:
         return await admin.namesrv.wipe_write_perm(broker_name)
 
-    _perm_lines(broker_name, s.run(job), "wiped")
+    _perm_lines(s.run(job), "wiped")
 
 
 @admin_command(perm_app, "add")
@@ -142,10 +149,10 @@ def perm_add(
     Example: mq admin broker perm add broker-a
     """
 
-    async def job(admin: MQAdmin) -> dict[str, int]:
+    async def job(admin: MQAdmin) -> WritePermChange:
         return await admin.namesrv.add_write_perm(broker_name)
 
-    _perm_lines(broker_name, s.run(job), "restored")
+    _perm_lines(s.run(job), "restored")
 
 
 @admin_command(app, "clean-expired-cq")

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
+from mqtools.client.admin.models.configs import not_everywhere
 from mqtools.client.errors import (
     ConnectFailedError,
     MQClientError,
@@ -94,12 +95,25 @@ def one_target(cluster: str | None, broker_addr: str | None) -> None:
         raise MQClientError("give exactly one of cluster= or broker_addr=")
 
 
+@dataclass(slots=True)
+class NamesrvWrites:
+    """A change sent to every name server: the answers of those that applied it, the failures of the rest. Name
+    servers do not talk to each other, so one that was down misses the change (as Apache's mqadmin, which
+    reports each name server's outcome)."""
+
+    applied: dict[str, RemotingCommand]
+    failed: dict[str, MQClientError]
+
+    def error(self) -> MQClientError:
+        return not_everywhere(self.applied, self.failed)
+
+
 @dataclass(frozen=True, slots=True)
 class SetRead(Generic[T]):
     """One broker set's answer, the replica that gave it and whether that was its master or a slave."""
 
     addr: str
-    source: str
+    source: ReadSource
     value: T
 
 
@@ -181,16 +195,26 @@ class AdminBase:
                 self._silent[addr] = time.monotonic() + self.silent_for
             raise
 
+    async def _namesrv_writes(self, code: int, ext: dict[str, str], body: bytes | None = None) -> NamesrvWrites:
+        """A change sent to every name server at once (each keeps its own tables): who applied it, who did not."""
+        results = await self.instance.invoke_each_namesrv(lambda: RemotingCommand.request(code, dict(ext), body))
+        writes = NamesrvWrites({}, {})
+        for addr, resp in results.items():
+            if isinstance(resp, MQClientError):
+                writes.failed[addr] = resp
+            elif resp.code != ResponseCode.SUCCESS:
+                writes.failed[addr] = broker_error(resp.code, resp.remark)
+            else:
+                writes.applied[addr] = resp
+        return writes
+
     async def _each_namesrv(self, code: int, ext: dict[str, str],
                             body: bytes | None = None) -> dict[str, RemotingCommand]:
-        """Send to every name server; any failure raises after all have been tried."""
-        results = await self.instance.invoke_each_namesrv(lambda: RemotingCommand.request(code, dict(ext), body))
-        failed = [f"{addr}: {resp if isinstance(resp, MQClientError) else broker_error(resp.code, resp.remark)}"
-                  for addr, resp in results.items()
-                  if isinstance(resp, MQClientError) or resp.code != ResponseCode.SUCCESS]
-        if failed:
-            raise MQClientError("; ".join(failed))
-        return results  # type: ignore[return-value]
+        """Send to every name server; any failure raises after all have been tried, naming where it applied."""
+        writes = await self._namesrv_writes(code, ext, body)
+        if writes.failed:
+            raise writes.error()
+        return writes.applied
 
     async def _each(self, addrs: list[str], fn: Callable[[str], Awaitable[Any]]) -> dict[str, Any]:
         results = await asyncio.gather(*(fn(a) for a in addrs))

@@ -4,7 +4,7 @@ configuration, sent to every name server."""
 from __future__ import annotations
 
 from mqtools.client.admin.base import AdminService, reason_of
-from mqtools.client.admin.models.configs import NamesrvConfigs
+from mqtools.client.admin.models.configs import NamesrvConfigs, WritePermChange
 from mqtools.client.errors import MQClientError, UnreachableError, broker_error
 from mqtools.common.javaprops import parse_properties, render_properties
 from mqtools.common.presentation import Unreachable
@@ -41,16 +41,21 @@ class NamesrvAdmin(AdminService):
                                ok=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
         return KVTable.from_json(resp.body).table if resp.body else {}
 
-    async def wipe_write_perm(self, broker_name: str) -> dict[str, int]:
-        """Take write permission from a broker on every name server; topics affected per name server."""
+    async def wipe_write_perm(self, broker_name: str) -> WritePermChange:
+        """Take write permission from a broker on every name server: topics changed per name server that applied
+        it, and the ones that did not (raises when none did)."""
         return await self._perm(RequestCode.WIPE_WRITE_PERM_OF_BROKER, broker_name, "wipeTopicCount")
 
-    async def add_write_perm(self, broker_name: str) -> dict[str, int]:
+    async def add_write_perm(self, broker_name: str) -> WritePermChange:
+        """Give write permission back on every name server (the inverse of wipe_write_perm)."""
         return await self._perm(RequestCode.ADD_WRITE_PERM_OF_BROKER, broker_name, "addTopicCount")
 
-    async def _perm(self, code: int, broker_name: str, count_key: str) -> dict[str, int]:
-        results = await self.admin._each_namesrv(code, BrokerNameRequestHeader(broker_name).to_ext())
-        return {addr: int(resp.ext_fields.get(count_key, 0)) for addr, resp in results.items()}
+    async def _perm(self, code: int, broker_name: str, count_key: str) -> WritePermChange:
+        writes = await self.admin._namesrv_writes(code, BrokerNameRequestHeader(broker_name).to_ext())
+        if not writes.applied:
+            raise writes.error()
+        return WritePermChange(broker_name, {addr: int(resp.ext_fields.get(count_key, 0))
+                                             for addr, resp in writes.applied.items()}, writes.failed)
 
     async def namesrv_config(self) -> NamesrvConfigs:
         """GET_NAMESRV_CONFIG from every name server: address -> its configuration, in its own order, and the

@@ -12,6 +12,7 @@ import sys
 import pytest
 from support.adminsupport import mq_here, one_line_error
 from support.clientsupport import Cluster
+from support.ports import free_port
 
 from mqtools.client.admin import SyncMQAdmin
 from mqtools.remoting.bodies import SubscriptionGroupConfig, TopicConfig
@@ -154,6 +155,21 @@ def test_wipe_and_add_write_perm_lines(cluster: Cluster) -> None:
     assert re.fullmatch(rf"wipe write perm of broker\[broker-b\] in name server\[{ns}\] OK, [1-9]\d*\n", wiped.stdout)
     added = mq_here("admin", "addWritePerm", "--brokerName", "broker-b", namesrv=ns)
     assert re.fullmatch(rf"add write perm of broker\[broker-b\] in name server\[{ns}\] OK, [1-9]\d*\n", added.stdout)
+
+
+def test_write_perm_with_a_name_server_down_is_applied_on_the_rest_and_says_where_not(cluster: Cluster) -> None:
+    """Name servers do not talk to each other: one that was down misses the change. mqadmin prints each name
+    server's outcome and exits 0; the mq dialect prints where it applied, then one error line naming where it did
+    not (exit 3). Before, both printed only the failure, as if nothing had changed."""
+    ns, dead = cluster.namesrv.addr, f"127.0.0.1:{free_port()}"
+    wiped = mq_here("admin", "wipeWritePerm", "-b", "broker-b", namesrv=f"{ns};{dead}")
+    assert wiped.returncode == 0, wiped.stderr
+    assert re.fullmatch(rf"wipe write perm of broker\[broker-b\] in name server\[{ns}\] OK, [1-9]\d*\n"
+                        rf"wipe write perm of broker\[broker-b\] in name server\[{dead}\] Failed\n", wiped.stdout)
+    assert dead in wiped.stderr
+    added = mq_here("admin", "broker", "perm", "add", "broker-b", namesrv=f"{ns};{dead}")
+    one_line_error(added, 3, dead, f"applied on {ns}")
+    assert re.fullmatch(rf"{ns}: restored write permission of broker-b on [1-9]\d* topics\n", added.stdout)
 
 
 def test_cluster_rt_prints_a_round_then_loops_until_sigint(cluster: Cluster) -> None:

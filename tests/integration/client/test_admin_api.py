@@ -119,11 +119,12 @@ async def test_wipe_and_add_write_permission(cluster: Cluster, admin: MQAdmin) -
         return next(q.perm for q in route.queue_datas if q.broker_name == broker)
 
     wiped = await admin.namesrv.wipe_write_perm("broker-a")
-    assert list(wiped) == [cluster.namesrv.addr] and wiped[cluster.namesrv.addr] >= 1
+    assert list(wiped.topics) == [cluster.namesrv.addr] and wiped.topics[cluster.namesrv.addr] >= 1
+    assert wiped.failed == {} and wiped.error() is None
     route = await admin.topics.topic_route("AdminPerm")
     assert not perm_of(route, "broker-a") & PERM_WRITE and perm_of(route, "broker-b") & PERM_WRITE
     added = await admin.namesrv.add_write_perm("broker-a")
-    assert added[cluster.namesrv.addr] >= 1
+    assert added.topics[cluster.namesrv.addr] >= 1
     assert perm_of(await admin.topics.topic_route("AdminPerm"), "broker-a") & PERM_WRITE
 
 

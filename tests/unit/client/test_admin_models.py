@@ -122,3 +122,17 @@ def test_no_area_service_hides_a_facade_method() -> None:
     assert len(SERVICES) == 22
     assert set(MQAdmin.__annotations__) == set(SERVICES)  # what type checkers see is what is made
     assert [name for name in SERVICES if hasattr(MQAdmin, name)] == []
+
+
+def test_a_change_some_name_servers_missed_names_where_it_applied() -> None:
+    from mqtools.client.admin.models.configs import WritePermChange, not_everywhere
+    from mqtools.client.errors import ConnectFailedError, MQClientError, NoPermissionError, UnreachableError
+
+    down = ConnectFailedError("connect to ns2:9876 failed: [Errno 111] Connection refused")
+    change = WritePermChange("broker-a", {"ns1:9876": 3}, {"ns2:9876": down})
+    assert change.applied_lines("wiped") == ["ns1:9876: wiped write permission of broker-a on 3 topics"]
+    error = change.error()
+    assert isinstance(error, UnreachableError) and "(applied on ns1:9876)" in str(error) and "ns2:9876" in str(error)
+    assert WritePermChange("broker-a", {"ns1:9876": 3}).error() is None
+    refused = not_everywhere([], {"ns1:9876": NoPermissionError(16, "no permission"), "ns2:9876": down})
+    assert type(refused) is MQClientError and "(applied on no name server)" in str(refused)

@@ -13,6 +13,7 @@ from mqtools.client.admin.models.mqadmin_text import config_lines
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
+    from mqtools.client.admin.models.configs import WritePermChange
 
 NamespaceOpt = Annotated[str, typer.Option("-s", "--namespace", help="set the namespace")]
 KeyOpt = Annotated[str, typer.Option("-k", "--key", help="set the key name")]
@@ -76,15 +77,20 @@ def delete_kv_config(namespace: NamespaceOpt, key: KeyOpt) -> None:
 
 
 def _write_perm(broker_name: str, verb: str,
-                change: Callable[[MQAdmin, str], Awaitable[dict[str, int]]]) -> None:
-    """wipeWritePerm and addWritePerm: one change on every name server, a line each with its topic count."""
+                change: Callable[[MQAdmin, str], Awaitable[WritePermChange]]) -> None:
+    """wipeWritePerm and addWritePerm: one change on every name server, a line each with its topic count, or that
+    it failed there (and why, where mqadmin prints the stack trace), as mqadmin, which exits 0 either way."""
     name = broker_name.strip()
 
-    async def job(admin: MQAdmin) -> dict[str, int]:
+    async def job(admin: MQAdmin) -> WritePermChange:
         return await change(admin, name)
 
-    for addr, count in run(job).items():
+    done = run(job)
+    for addr, count in done.topics.items():
         typer.echo(f"{verb} write perm of broker[{name}] in name server[{addr}] OK, {count}")
+    for addr, exc in done.failed.items():
+        typer.echo(f"{verb} write perm of broker[{name}] in name server[{addr}] Failed")
+        typer.echo(f"{exc}", err=True)
 
 
 @command("wipeWritePerm", "mq admin broker perm wipe",

@@ -12,8 +12,10 @@ are rendered here.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from mqtools.client.errors import MQClientError, UnreachableError
 from mqtools.common.presentation import Column, Unreachable, View, renders
 from mqtools.remoting.bodies import (
     ClusterInfo,
@@ -33,6 +35,7 @@ __all__ = [
     "SubscriptionGroupConfig",
     "TopicConfig",
     "TopicRouteData",
+    "WritePermChange",
     "comma_list",
     "kv_list_view",
     "kv_view",
@@ -60,6 +63,34 @@ class NamesrvConfigs:
 
     configs: dict[str, dict[str, str]]
     unreachable: list[Unreachable] = field(default_factory=list)
+
+
+def not_everywhere(applied: Iterable[str], failed: dict[str, MQClientError]) -> MQClientError:
+    """A change some name servers did not apply, as one error that says where it did; an UnreachableError (exit 3)
+    when only unreachable name servers kept it from the rest, else a refusal (exit 1)."""
+    done = list(applied)
+    where = f"applied on {', '.join(done)}" if done else "applied on no name server"
+    message = "; ".join(f"{addr}: {exc}" for addr, exc in failed.items()) + f" ({where})"
+    unreachable = all(isinstance(exc, UnreachableError) for exc in failed.values())
+    return UnreachableError(message) if unreachable else MQClientError(message)
+
+
+@dataclass
+class WritePermChange:
+    """A broker's write permission wiped or given back on every name server: the topics changed on each that
+    applied it, and why each of the others did not."""
+
+    broker_name: str
+    topics: dict[str, int]
+    failed: dict[str, MQClientError] = field(default_factory=dict)
+
+    def error(self) -> MQClientError | None:
+        """What kept the change from some name servers, None when every one applied it."""
+        return not_everywhere(self.topics, self.failed) if self.failed else None
+
+    def applied_lines(self, verb: str) -> list[str]:
+        """A line per name server that applied it ("wiped", "restored"), with the topics it changed."""
+        return [f"{ns}: {verb} write permission of {self.broker_name} on {n} topics" for ns, n in self.topics.items()]
 
 
 @renders("NamesrvConfig")
