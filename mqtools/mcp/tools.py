@@ -93,7 +93,10 @@ async def _group_progress(admin: MQAdmin, a: Args) -> View:
 async def _group_connections(admin: MQAdmin, a: Args) -> View:
     from mqtools.client.admin.models.connections import group_connections_view
 
-    return group_connections_view(a["group"], await admin.groups.online_connections(a["group"]))
+    online = await admin.groups.online_connections(a["group"])
+    proxies = _listed(a, "proxies")
+    return group_connections_view(a["group"], online,
+                                  await admin.proxies.clients_of(proxies, groups=[a["group"]]) if proxies else None)
 
 
 async def _ha_status(admin: MQAdmin, a: Args) -> View:
@@ -124,9 +127,12 @@ async def _group_consume_mode(admin: MQAdmin, a: Args) -> View:
 async def _proxy_clients(admin: MQAdmin, a: Args) -> View:
     from mqtools.client.admin.models.proxies import proxy_clients_view
 
-    proxies = [p.strip() for p in str(a["proxies"]).split(",") if p.strip()]
-    groups = [g.strip() for g in str(a.get("groups") or "").split(",") if g.strip()]
-    return proxy_clients_view(await admin.proxies.proxy_clients(proxies, groups))
+    return proxy_clients_view(await admin.proxies.proxy_clients(_listed(a, "proxies"), _listed(a, "groups")))
+
+
+def _listed(a: Args, key: str) -> list[str]:
+    """A comma-separated argument's items; none when it is not given."""
+    return [item.strip() for item in str(a.get(key) or "").split(",") if item.strip()]
 
 
 async def _message_by_key(admin: MQAdmin, a: Args) -> View:
@@ -193,8 +199,10 @@ READS: list[Tool] = [
     Tool("group_list", "Every consumer group and the masters that hold its config.", {}, (), _group_list, "GroupList"),
     Tool("group_progress", "A group's progress per queue: broker and committed offsets, lag, last consume time.",
          {"group": GROUP, "topic": _s("Only this topic (optional).")}, ("group",), _group_progress, "GroupProgress"),
-    Tool("group_connections", "Who is online in a group: clients, versions, subscriptions, consume type.",
-         {"group": GROUP}, ("group",), _group_connections, "GroupConnections"),
+    Tool("group_connections", "Who is online in a group: clients, versions, subscriptions, consume type; with proxies "
+         "also its RocketMQ 5 gRPC clients, which only the proxies see.",
+         {"group": GROUP, "proxies": _s("Proxies' remoting addresses (host:8080), comma-separated (optional).")},
+         ("group",), _group_connections, "GroupConnections"),
     Tool("group_consume_mode", "How each broker serves a group: PULL (client rebalance) or POP (RocketMQ 5), per topic.",
          {"group": GROUP, "topic": _s("Only this topic (optional).")}, ("group",), _group_consume_mode,
          "ConsumeModes"),

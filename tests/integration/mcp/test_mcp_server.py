@@ -50,7 +50,7 @@ async def session_run(namesrv: str, *extra: str, calls: list[tuple[str, dict[str
 
 async def test_every_read_tool_answers_with_a_document_its_schema_accepts(cluster: PresetCluster) -> None:
     args = {"topic_status": {"topic": TOPIC}, "topic_route": {"topic": TOPIC}, "group_progress": {"group": GROUP},
-            "group_connections": {"group": GROUP}, "group_consume_mode": {"group": GROUP, "topic": TOPIC},
+            "group_connections": {"group": GROUP, "proxies": "127.0.0.1:1"}, "group_consume_mode": {"group": GROUP, "topic": TOPIC},
             "ha_ready": {"broker": "broker-a"}, "proxy_clients": {"proxies": "127.0.0.1:1"},
             "message_by_key": {"topic": TOPIC, "key": KEY}, "diagnose_group": {"group": GROUP},
             "diagnose_broker": {"broker": "broker-a"}}
@@ -70,6 +70,7 @@ async def test_every_read_tool_answers_with_a_document_its_schema_accepts(cluste
     assert docs["group_progress"]["diffTotal"] == 1
     assert {(b["mode"], b["origin"]) for b in docs["group_consume_mode"]["brokers"]} == {("PULL", "default")}
     assert [u["addr"] for u in docs["proxy_clients"]["unreachable"]] == ["127.0.0.1:1"]  # partial, not an error
+    assert [u["addr"] for u in docs["group_connections"]["unreachable"]] == ["127.0.0.1:1"]  # the proxies asked too
     assert docs["diagnose_group"]["verdict"] == "offline"  # a document with a verdict's exit code is a result
     found = docs["message_by_key"]["messages"]
     assert len(found) == 1 and found[0]["keys"] == [KEY]
