@@ -8,7 +8,8 @@ once the lock is granted and gives one up only after its in-flight messages are 
 its offset is committed: a member joining or leaving never makes two members process the
 same message in a clean run (RocketMQ's concurrent consumer allows that overlap). The exception: a
 concurrent consumer takes the queues of a set with no master in the route without a lock (no lock can be had
-there, and the slave serves the pulls), so a master outage does not leave them unread; an orderly one waits.
+there, and the slave serves the pulls), so a master outage does not leave them unread, and locks them once the
+set has a master again; an orderly one waits.
 """
 
 from __future__ import annotations
@@ -146,8 +147,7 @@ class Rebalance:
         whose lock was granted, and for a concurrent consumer those of a set with no master, unlocked."""
         if not self.clustering:
             return dict.fromkeys(new, False)
-        unlocked = set() if self.orderly else {
-            mq for mq in new if self.instance.broker_addr(mq.broker_name, any_node=False) is None}
+        unlocked = set() if self.orderly else {mq for mq in new if not self._has_master(mq)}
         locked = (await lock_batch(self.instance, self.group, [mq for mq in new if mq not in unlocked])).locked
         return {mq: mq in locked for mq in new if mq in locked or mq in unlocked}
 
@@ -156,14 +156,19 @@ class Rebalance:
         dropped. One whose master did not answer is kept: a GC pause or a hung master says nothing of the lock,
         except that an orderly consumer gives up a queue whose lock it has not renewed for LOCK_MAX_LIVE_MS (the
         broker's lock lapses a while later, and another member may then take it: Apache's orderly consumer stops
-        at the same age, isLockExpired)."""
-        answer = await lock_batch(self.instance, self.group, [mq for mq, pq in self.table.items() if pq.locked])
+        at the same age, isLockExpired). A queue taken unlocked while its set had no master is locked once the
+        set has one again, or dropped if another member holds it by then (else both would read it for good)."""
+        asked = [mq for mq, pq in self.table.items() if pq.locked or self._has_master(mq)]
+        answer = await lock_batch(self.instance, self.group, asked)
         now = now_ms()
-        held = {mq: pq for mq, pq in self.table.items() if pq.locked}  # a queue dropped meanwhile is not renewed
+        held = {mq: pq for mq, pq in self.table.items() if mq in asked}  # a queue dropped meanwhile is not renewed
         for mq in answer.locked & held.keys():
-            held[mq].last_lock_ms = now
+            held[mq].locked, held[mq].last_lock_ms = True, now
         lapsed = {mq for mq, pq in held.items() if self.orderly and now - pq.last_lock_ms > LOCK_MAX_LIVE_MS}
         await self.drop([mq for mq in held if mq in answer.refused or mq in lapsed], DROP_DRAIN_TIMEOUT)
+
+    def _has_master(self, mq: MessageQueue) -> bool:
+        return self.instance.broker_addr(mq.broker_name, any_node=False) is not None
 
     async def _start_offset(self, mq: MessageQueue) -> int:
         """Where a newly owned queue starts (RocketMQ's computePullFromWhere)."""

@@ -50,6 +50,8 @@ class Brokers:
         self.lock_asked: list[str] = []
         #: Runs while a LOCK_BATCH_MQ is in flight (what other tasks of the consumer do meanwhile).
         self.meanwhile: Callable[[], Awaitable[None]] | None = None
+        #: What the name server answers (a test changes a topic's route here).
+        self.routes: dict[str, TopicRouteData] = {}
 
     async def __call__(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         if addr in self.hung:
@@ -71,7 +73,8 @@ class Brokers:
 
 def consumer(route: TopicRouteData, orderly: bool = False) -> tuple[Rebalance, Brokers]:
     brokers = Brokers()
-    instance: ClientInstance = fake_instance(FakeRemoting({"T": route}, brokers))
+    brokers.routes = {"T": route}
+    instance: ClientInstance = fake_instance(FakeRemoting(brokers.routes, brokers))
     brokers.client_id = instance.client_id
     dispatched: list[ProcessQueue] = []
     rebalance = Rebalance(instance, "G", MemoryOffsets(), clustering=True,
@@ -131,6 +134,23 @@ async def test_a_concurrent_consumer_takes_a_masterless_set_s_queues_without_a_l
     rebalance, _ = consumer(headless_route(), orderly=False)
     assert await rebalance.rebalance(["T"]) is False
     assert {mq: pq.locked for mq, pq in rebalance.table.items()} == {A0: True, B0: False}
+
+
+async def test_a_queue_taken_unlocked_is_locked_once_its_master_is_back_or_dropped_if_another_holds_it() -> None:
+    """Else it stays unlocked for good, and a member that locks it later reads it too."""
+    back = TopicRouteData(queue_datas=headless_route().queue_datas,
+                          broker_datas=[BrokerData("DefaultCluster", "broker-a", {0: "broker-a:10911"}),
+                                        BrokerData("DefaultCluster", "broker-b", {0: "broker-b:10911",
+                                                                                  1: "broker-b-s:10911"})])
+    for elsewhere, table in ((False, {A0: True, B0: True}), (True, {A0: True})):
+        rebalance, brokers = consumer(headless_route(), orderly=False)
+        await rebalance.rebalance(["T"])
+        assert rebalance.table[B0].locked is False
+        brokers.routes["T"] = back
+        if elsewhere:
+            brokers.held_elsewhere.add(B0)
+        await rebalance.rebalance(["T"])
+        assert {mq: pq.locked for mq, pq in rebalance.table.items()} == table, elsewhere
 
 
 async def test_an_orderly_consumer_waits_for_the_lock_of_a_masterless_set() -> None:
