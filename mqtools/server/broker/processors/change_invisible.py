@@ -13,7 +13,9 @@ follows for an ack of both: the message, and the rest of its batch, would never 
 the same key and is not guarded; its slower proxy seldom meets it, mq's in 2 of 27 such receives.
 
 Refusals as Apache's: TOPIC_NOT_EXIST, MESSAGE_ILLEGAL (queue id), NO_MESSAGE (offset outside the queue);
-an extra info that does not parse is SYSTEM_ERROR.
+an extra info that does not parse is SYSTEM_ERROR. mq also answers NO_MESSAGE for an offset the group has not
+popped (at or past its offset): mq restores POP offsets from the checkpoints at start (revive.py), so a
+checkpoint for such an offset would skip the group's messages before it; Apache's revive moves no group offset.
 """
 
 from __future__ import annotations
@@ -65,7 +67,13 @@ class ChangeInvisibleTimeProcessor:
             return self._orderly(req, h, extra, now)
         if not 0 <= extra.revive_qid < s.revive_queue_num:
             return req.response(ResponseCode.MESSAGE_ILLEGAL, f"revive queue {extra.revive_qid} is illegal")
-        pop_time = max(now, extra.pop_time + 1)  # never the old checkpoint's key (above)
+        if h.offset >= self.c.offsets.query_offset(h.consumer_group, h.topic, h.queue_id):
+            # not popped by the group (a POP moves its offset past what it gives): a checkpoint for it would move
+            # the group's offset past the messages before it when a restart restores offsets from checkpoints
+            return req.response(ResponseCode.NO_MESSAGE, f"offset {h.offset} of {h.topic}:{h.queue_id} was not "
+                                                         f"popped by {h.consumer_group}")
+        # never the old checkpoint's key (above), and never a time taken from the receipt, which a client can set
+        pop_time = now + 1 if extra.pop_time == now else now
         ck = PopCheckPoint(
             topic=h.topic,
             cid=h.consumer_group,
