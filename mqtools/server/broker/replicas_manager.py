@@ -343,7 +343,9 @@ class ReplicasManager:
                                        sss.sync_state_set)
             else:
                 await self._elect()
-        elif epoch == self.master_epoch and self.ha.is_master:
+        elif epoch == self.master_epoch and self.ha.is_master and sss.sync_state_set_epoch > self.ha.sync_state_set_epoch:
+            # only a newer set (Apache's changeSyncStateSet): the set this master already has, read while its ALTER
+            # is in flight, would drop the proposal and let puts waiting on the joining slave go on the old set's acks
             self.ha.set_sync_state_set(sss.sync_state_set, sss.sync_state_set_epoch)
 
     # ------------------------------------------------------------------ roles
