@@ -38,6 +38,11 @@ def run(main: Coroutine[Any, Any, Any]) -> Any:
         return runner.run(main)
 
 
+PUTS_PER_TURN = 32
+"""Messages a server's own duty (a timer tick's delivery, the POP revive) puts back before it lets the loop turn:
+a put under ASYNC_FLUSH never suspends, so 100,000 of them due at once held every request for seconds."""
+
+
 async def wait_event(event: asyncio.Event, timeout: float) -> bool:
     """Until `event` is set or `timeout` seconds pass; whether it is set. asyncio.wait_for on Python 3.11
     loses a cancellation that arrives in the step its inner wait ends (bpo-42130), so a loop built on it

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING
 from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
 from mqtools.common.javanum import INT_MAX
-from mqtools.common.loop import wait_event
+from mqtools.common.loop import PUTS_PER_TURN, wait_event
 from mqtools.common.message import MessageExt, reput_copy
 from mqtools.common.perm import PERM_RW
 from mqtools.common.topics import is_retry_topic
@@ -98,6 +98,12 @@ class PopReviveService:
         self._task = asyncio.create_task(self._loop(), name="pop-revive")
 
     def activate(self) -> None:
+        self._take_over()
+        self.catch_up()
+
+    def _take_over(self) -> None:
+        """Ledgers from the revive progress this broker has; the POP offsets are restored as the queues are read
+        to their end."""
         self.ensure_topic()
         name = self.c.config.broker_name
         self.ledgers = {
@@ -105,7 +111,6 @@ class PopReviveService:
             for q in range(self.queue_num)
         }
         self._catching_up = True
-        self.catch_up()
 
     def catch_up(self) -> None:
         """Read the revive queues to their end: the pending checkpoints and, on the first pass after
@@ -141,13 +146,18 @@ class PopReviveService:
             self.ledgers = {}  # a slave does not revive; a master it becomes starts from its progress then
             return 0
         if not self.ledgers:
-            self.activate()
+            self._take_over()  # a slave made master: its catch-up is this round's read, the loop turning
         for qid, ledger in list(self.ledgers.items()):
             while not self._read(qid, ledger, BATCHES_PER_TURN):
                 await asyncio.sleep(0)
+        self._catching_up = False
         now_ms = int(self.clock() * 1000)
+        turned = 0
         for qid, ledger in self.ledgers.items():
             for ck in ledger.due(now_ms):
+                if revived - turned >= PUTS_PER_TURN:  # a put under ASYNC_FLUSH never suspends
+                    turned = revived
+                    await asyncio.sleep(0)
                 try:
                     count = await self._revive(ck, ledger)
                 except Exception:  # one checkpoint must not hold back every later one, round after round

@@ -37,7 +37,7 @@ from mqtools.common.codec import CorruptMessageError, decode_stored
 from mqtools.common.hashing import cached_java_hash
 from mqtools.common.javanum import INT_MAX
 from mqtools.common.log_limiter import LimitedLog
-from mqtools.common.loop import wait_event
+from mqtools.common.loop import PUTS_PER_TURN, wait_event
 from mqtools.common.message import MessageExt
 from mqtools.server.lifecycle import cancel_and_wait
 from mqtools.server.store.config import MessageStoreConfig
@@ -264,9 +264,11 @@ class TimerMessageStore:
             self.move_read_time()
         else:
             return 0
-        for rec, msg in timer_slots.deliverable(self.log, self.store, slot.last_pos):
+        for n, (rec, msg) in enumerate(timer_slots.deliverable(self.log, self.store, slot.last_pos), 1):
             self._add_metric(msg, -1)
             await self._put_back(msg, rec.write_time, need_roll(rec.magic))
+            if n % PUTS_PER_TURN == 0:  # the read time moves only once the tick is done: a crash reads it again
+                await asyncio.sleep(0)
         self.congest_num -= slot.num
         self.move_read_time()
         return 1

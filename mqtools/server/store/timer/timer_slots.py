@@ -8,6 +8,7 @@ Blocking reads of the TimerLog and the commitlog; ``recount`` is run in a thread
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
 from typing import Any
 
 from mqtools.common import properties as P
@@ -33,9 +34,9 @@ def chain(timer_log: TimerLog, last_pos: int) -> list[TimerRecord]:
     return out
 
 
-def deliverable(timer_log: TimerLog, store: Any, last_pos: int) -> list[tuple[TimerRecord, MessageExt]]:
+def deliverable(timer_log: TimerLog, store: Any, last_pos: int) -> Iterator[tuple[TimerRecord, MessageExt]]:
     """A slot's records and messages that its tick puts back: not the delete markers, nor the messages one of
-    them cancels."""
+    them cancels. The records are read at once, each message as it is taken (a tick can hold 100,000)."""
     deletes: set[str] = set()
     normal: list[TimerRecord] = []
     for rec in chain(timer_log, last_pos):
@@ -46,7 +47,10 @@ def deliverable(timer_log: TimerLog, store: Any, last_pos: int) -> list[tuple[Ti
                 deletes.add(key)
         else:
             normal.append(rec)
-    out = []
+    return _messages(store, normal, deletes)
+
+
+def _messages(store: Any, normal: list[TimerRecord], deletes: set[str]) -> Iterator[tuple[TimerRecord, MessageExt]]:
     for rec in normal:
         msg = store.look_message_by_offset(rec.offset_py, rec.size_py)
         if msg is None:
@@ -55,8 +59,7 @@ def deliverable(timer_log: TimerLog, store: Any, last_pos: int) -> list[tuple[Ti
         uniq = msg.properties.get(P.UNIQ_KEY)
         if uniq is not None and deletes and L.delete_key(msg.properties.get(P.REAL_TOPIC), uniq) in deletes:
             continue
-        out.append((rec, msg))
-    return out
+        yield rec, msg
 
 
 def recount(wheel: TimerWheel, timer_log: TimerLog, store: Any, read_time_ms: int) -> tuple[int, dict[str, int]]:
