@@ -47,86 +47,181 @@ class HeldPull:
     None: woken whenever satisfied (a pull)."""
     latest: bool = False
     """Of its waker's requests wake the one whose deadline is latest (Apache's NOTIFICATION, notifyLast), not
-    the one whose deadline is soonest (its POP); the first to arrive of equal deadlines, or the last."""
+    the one whose deadline is soonest (its POP); of equal deadlines the last to arrive, where a POP's is the
+    first."""
 
 
-def _sooner(a: HeldPull, b: HeldPull) -> bool:
-    """`a` comes before `b` in Apache's PopRequest order: its deadline first, then its arrival."""
-    return (a.deadline, a.seq) < (b.deadline, b.seq)
+Entry = tuple[float, int, HeldPull]
+"""A request in a heap, first given out first (unique: its seq; flat, as 100,000 parked POPs make 900,000)."""
+
+
+def _wake_entry(held: HeldPull) -> Entry:
+    """Where `held` stands among its waker's requests, first woken first: Apache's PopRequest order (deadline, then
+    arrival) for a POP, and the reverse for a NOTIFICATION (notifyLast)."""
+    return (-held.deadline, -held.seq, held) if held.latest else (held.deadline, held.seq, held)
+
+
+class _ConnHeld:
+    """A connection's requests, for its close; the done ones leave once they outnumber the rest."""
+
+    __slots__ = ("helds", "live")
+
+    def __init__(self) -> None:
+        self.helds: list[HeldPull] = []
+        self.live = 0
+
+
+class _Waiting:
+    """What waits on one queue: its pulls (each woken when satisfied), and per waker its requests in wake order.
+    Requests done elsewhere (expired, woken through another queue, their connection closed) leave the heaps
+    lazily; `stale` counts them, and the heaps are rebuilt once they outnumber the live ones."""
+
+    __slots__ = ("live", "pulls", "stale", "wakers")
+
+    def __init__(self) -> None:
+        self.pulls: dict[int, HeldPull] = {}
+        self.wakers: dict[Hashable, list[Entry]] = {}
+        self.live = 0  # requests in the heaps not done
+        self.stale = 0  # done ones still in them
+
+    def compact(self) -> None:
+        wakers = {}
+        for waker, heap in self.wakers.items():
+            kept = [entry for entry in heap if not entry[2].done]
+            if kept:
+                heapq.heapify(kept)
+                wakers[waker] = kept
+        self.wakers, self.stale = wakers, 0
+
+
+def _satisfies(held: HeldPull, max_offset: int, tags_code: int | None) -> bool:
+    return max_offset > held.offset and (tags_code is None or held.tag_filter is None or held.tag_filter(tags_code))
 
 
 class HoldTable:
-    """Suspended pulls by queue, plus a deadline heap; no I/O, no clock of its own."""
+    """Suspended pulls by queue, plus a deadline heap; no I/O, no clock of its own. A request ends through
+    `finish` (woken, expired, its connection closed, or done by its owner), which keeps every index's count,
+    so that an arrival costs what its own queue's pulls and each waker's first satisfied request cost, and a
+    closed connection what it held: with 100,000 POPs parked (maxPopPollingSize) a scan of them all cost 49 ms
+    an arrival and 73 ms a closed connection."""
 
     def __init__(self) -> None:
-        self.by_queue: dict[Key, list[HeldPull]] = {}
-        self._deadlines: list[tuple[float, int, HeldPull]] = []
-        self._counter = itertools.count()
+        self.by_queue: dict[Key, _Waiting] = {}
+        self._deadlines: list[Entry] = []
+        self._by_conn: dict[RemotingConnection, _ConnHeld] = {}
+        self._live = 0
 
     def __len__(self) -> int:
-        return sum(1 for v in self.by_queue.values() for held in v if not held.done)
+        return self._live
 
     def add(self, held: HeldPull) -> None:
-        self.by_queue.setdefault((held.topic, held.queue_id), []).append(held)
-        heapq.heappush(self._deadlines, (held.deadline, next(self._counter), held))
+        waiting = self.by_queue.get((held.topic, held.queue_id))
+        if waiting is None:
+            waiting = self.by_queue[(held.topic, held.queue_id)] = _Waiting()
+        if held.waker is None:
+            waiting.pulls[held.seq] = held
+        else:
+            heapq.heappush(waiting.wakers.setdefault(held.waker, []), _wake_entry(held))
+            waiting.live += 1
+        self._compact_deadlines()
+        heapq.heappush(self._deadlines, (held.deadline, held.seq, held))
+        mine = self._by_conn.get(held.conn)
+        if mine is None:
+            mine = self._by_conn[held.conn] = _ConnHeld()
+        elif len(mine.helds) > 2 * mine.live + 32:
+            mine.helds = [h for h in mine.helds if not h.done]
+        mine.helds.append(held)
+        mine.live += 1
+        self._live += 1
+
+    def finish(self, held: HeldPull) -> None:
+        """`held` is answered or gone: it leaves every index (the heaps lazily)."""
+        if held.done:
+            return
+        held.done = True
+        self._live -= 1
+        mine = self._by_conn.get(held.conn)
+        if mine is not None:
+            mine.live -= 1
+            if not mine.live:
+                del self._by_conn[held.conn]
+        key = (held.topic, held.queue_id)
+        waiting = self.by_queue.get(key)
+        if waiting is None:
+            return
+        if held.waker is None:
+            waiting.pulls.pop(held.seq, None)
+        else:
+            waiting.live -= 1
+            waiting.stale += 1
+        if not waiting.live and not waiting.pulls:
+            del self.by_queue[key]  # the store's arrival listener skips queues nobody waits on
+        elif waiting.stale > waiting.live + 32:
+            waiting.compact()
 
     def wake(self, topic: str, queue_id: int, max_offset: int, tags_code: int | None) -> list[HeldPull]:
-        """Requests this arrival satisfies; they leave the table."""
+        """Requests this arrival satisfies: every pull, and of each waker's requests the first in its wake order;
+        they leave the table."""
         waiting = self.by_queue.get((topic, queue_id))
-        if not waiting:
+        if waiting is None:
             return []
-        woken: list[HeldPull] = []
-        chosen: dict[Hashable, HeldPull] = {}
-        for held in waiting:
-            if held.done:
-                continue
-            matched = tags_code is None or held.tag_filter is None or held.tag_filter(tags_code)
-            if max_offset > held.offset and matched:
-                if held.waker is None:
-                    held.done = True
-                    woken.append(held)
-                elif (other := chosen.get(held.waker)) is None or _sooner(held, other) != held.latest:
-                    chosen[held.waker] = held
-        for held in chosen.values():
-            held.done = True
-            woken.append(held)
-        self._store((topic, queue_id), [held for held in waiting if not held.done])
+        woken = [held for held in waiting.pulls.values() if _satisfies(held, max_offset, tags_code)]
+        for heap in list(waiting.wakers.values()):
+            chosen = self._first_satisfied(heap, waiting, max_offset, tags_code)
+            if chosen is not None:
+                woken.append(chosen)
+        for held in woken:
+            self.finish(held)
         return woken
 
+    @staticmethod
+    def _first_satisfied(heap: list[Entry], waiting: _Waiting, max_offset: int,
+                         tags_code: int | None) -> HeldPull | None:
+        """The first of a waker's requests in wake order that the arrival satisfies; those before it that it does
+        not (their filter refuses its tag) stay, and done ones met on the way leave."""
+        passed: list[Entry] = []
+        chosen = None
+        while heap:
+            entry = heapq.heappop(heap)
+            if entry[2].done:
+                waiting.stale -= 1
+            elif _satisfies(entry[2], max_offset, tags_code):
+                chosen = entry[2]
+                waiting.stale -= 1  # out of the heap already: the caller's finish counts it stale again
+                break
+            else:
+                passed.append(entry)
+        for entry in passed:
+            heapq.heappush(heap, entry)
+        return chosen
+
     def expire(self, now: float) -> list[HeldPull]:
-        """Requests whose deadline passed. Each queue they waited on is swept once, of these and of the requests
-        answered meanwhile (done): one sweep a request made many expiries a loop stall."""
+        """Requests whose deadline passed."""
         out = []
-        touched: set[Key] = set()
         while self._deadlines and self._deadlines[0][0] <= now:
-            _d, _n, held = heapq.heappop(self._deadlines)
-            touched.add((held.topic, held.queue_id))
-            if held.done:
-                continue
-            held.done = True
-            out.append(held)
-        for key in touched:
-            self._store(key, [h for h in self.by_queue.get(key, []) if not h.done])
+            held = heapq.heappop(self._deadlines)[2]
+            if not held.done:
+                self.finish(held)
+                out.append(held)
         return out
 
     def drop_connection(self, conn: RemotingConnection) -> None:
         """A closed connection's requests will never be answered."""
-        for key, waiting in list(self.by_queue.items()):
-            for held in waiting:
-                if held.conn is conn:
-                    held.done = True
-            self._store(key, [h for h in waiting if not h.done])
+        mine = self._by_conn.get(conn)
+        for held in list(mine.helds) if mine is not None else []:
+            self.finish(held)
 
     def next_deadline(self) -> float | None:
         while self._deadlines and self._deadlines[0][2].done:
             heapq.heappop(self._deadlines)
         return self._deadlines[0][0] if self._deadlines else None
 
-    def _store(self, key: Key, keep: list[HeldPull]) -> None:
-        if keep:
-            self.by_queue[key] = keep
-        else:
-            self.by_queue.pop(key, None)
+    def _compact_deadlines(self) -> None:
+        """Requests answered before their deadline leave the heap when they reach its top; behind one that waits
+        long (a POP may wait up to a day) they would pile up, so the heap is rebuilt once they outnumber the rest."""
+        if len(self._deadlines) > 2 * self._live + 64:
+            self._deadlines = [entry for entry in self._deadlines if not entry[2].done]
+            heapq.heapify(self._deadlines)
 
 
 Answer = Callable[[HeldPull], None]

@@ -60,6 +60,7 @@ class PopLongPollingService:
         self.hold = PullRequestHoldService(self._wake, clock)
         self.per_key, self.total = per_key, total
         self._parked: dict[int, Parked] = {}
+        self._by_conn: dict[RemotingConnection, set[int]] = {}
         self._counts: Counter[tuple[int, str | None, str | None, str | None]] = Counter()
         self._kinds: Counter[int] = Counter()
         self._tasks: set[asyncio.Task] = set()
@@ -78,6 +79,7 @@ class PopLongPollingService:
         helds = [HeldPull(conn, req, topic, qid, offset, deadline, tag_filter, waker=waker, latest=latest)
                  for topic, qid, offset in waits or [("", 0, 0)]]
         self._parked[id(req)] = Parked(conn, req, deadline, handler, helds)
+        self._by_conn.setdefault(conn, set()).add(id(req))
         self._counts[key] += 1
         self._kinds[key[0]] += 1
         for held in helds:
@@ -86,6 +88,11 @@ class PopLongPollingService:
 
     def _unpark(self, key: int) -> Parked:
         parked = self._parked.pop(key)
+        mine = self._by_conn.get(parked.conn)
+        if mine is not None:
+            mine.discard(key)
+            if not mine:
+                del self._by_conn[parked.conn]
         counted = _key(parked.request)
         self._counts[counted] -= 1
         if not self._counts[counted]:
@@ -108,21 +115,15 @@ class PopLongPollingService:
 
     def parked_pops(self, group: str, topic: str, queue_id: int) -> int:
         """POP requests of the group parked for the topic and queue id they asked for (POLLING_INFO's
-        pollingNum; a POP of queue -1 counts under -1, as Apache keys its polling map)."""
-        codes = (RequestCode.POP_MESSAGE, java_short(RequestCode.POP_MESSAGE))
-        n = 0
-        for parked in self._parked.values():
-            ext = parked.request.ext_fields
-            if (parked.request.code in codes and parked.conn.is_open and ext.get("consumerGroup") == group
-                    and ext.get("topic") == topic and ext.get("queueId") == str(queue_id)):
-                n += 1
-        return n
+        pollingNum; a POP of queue -1 counts under -1, as Apache keys its polling map). A closed connection's
+        leave when it closes."""
+        return self._counts[(java_short(RequestCode.POP_MESSAGE), topic, group, str(queue_id))]
 
     def connection_closed(self, conn: RemotingConnection) -> None:
         """A closed connection's waiting POPs and NOTIFICATIONs are gone: an arrival, which wakes one of a group,
         must not go to one of them (Apache skips inactive channels when it polls its waiting requests)."""
         self.hold.connection_closed(conn)
-        for key in [key for key, parked in self._parked.items() if parked.conn is conn]:
+        for key in list(self._by_conn.get(conn, ())):
             self._unpark(key)
 
     def _wake(self, held: HeldPull) -> None:
@@ -137,7 +138,7 @@ class PopLongPollingService:
             return
         self._unpark(id(held.request))
         for other in parked.waits:  # an arrival on another of its queues must not run it again
-            other.done = True
+            self.hold.table.finish(other)
         conn, req = parked.conn, parked.request
         if not conn.is_open:
             return
