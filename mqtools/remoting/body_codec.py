@@ -110,7 +110,7 @@ def _decoder(hint: Any) -> Callable[[Any], Any]:
     if origin in (list, set, frozenset):
         (item_t,) = typing.get_args(hint)
         item = _decoder(item_t)
-        return lambda raw: None if raw is None else origin(item(v) for v in raw)
+        return lambda raw: None if raw is None else origin(item(v) for v in _array(raw))
     if dataclasses.is_dataclass(hint):
         return _dataclass_decoder(hint)
     if hint is int:
@@ -126,6 +126,14 @@ _PASS_THROUGH: dict[Any, type] = {str: str, bool: object, float: object, Any: ob
 
 
 def _identity(raw: Any) -> Any:
+    return raw
+
+
+def _array(raw: Any) -> list[Any]:
+    """A list or set field's value: a JSON array; any other iterable was taken item by item (a string's characters,
+    a map's keys), so {"syncStateSet":"12"} read as {1, 2}."""
+    if type(raw) is not list:
+        raise BodyError(f"not a JSON array: {_shown(raw)}")
     return raw
 
 

@@ -4,7 +4,8 @@ Brokers are watched two ways: a closed connection marks its brokers dead at once
 whose heartbeats stopped (each broker's own heartbeat timeout). When the dead broker was its set's master,
 the leader elects a new one at once (detection is the only wait), and a second scan re-elects for any set
 whose master is gone while others live (a leader that took over after the death; a master it never heard
-from counts as gone only once the controller has been up for its set's heartbeat timeout). After an
+from counts as gone only once its table has listened for its set's heartbeat timeout, since the start or
+the last drop for expiry). After an
 election the members of the set that are alive get NOTIFY_BROKER_ROLE_CHANGED (oneway), so the new master
 does not wait for its next poll. The controller also runs inside `mq namesrv`
 (enableControllerInNamesrv=true).
@@ -131,7 +132,10 @@ class ControllerManager:
         leader (while it followed, its own scan may already have dropped the dead master, so no heartbeat
         timeout will report it again), then every scanInactiveMasterInterval (a failed election). Brokers
         heartbeat every controller, so a follower's table is as good as a leader's: the grace for masters not
-        heard from yet (BrokerHeartbeatManager.master_gone) counts from the start, not from the lead."""
+        heard from (BrokerHeartbeatManager.master_gone) counts from the start or from the table's last drop for
+        expiry, not from the lead, so a leader that has just resumed from a hang (and dropped every broker) waits
+        for the masters' next heartbeats. Apache's leader waits scanInactiveMasterInterval before its first scan
+        instead; mq's elects at once, which is what keeps a master and leader killed together to about 1.4 s."""
         leading, last = False, 0.0
         while True:
             await asyncio.sleep(LEADERSHIP_POLL_S)
@@ -150,15 +154,17 @@ class ControllerManager:
                 await self.elect(name)
 
     async def elect(self, broker_name: str, down_since_ms: int | None = None) -> int | None:
-        """The controller's own election for a set whose master died, retried electMasterMaxRetryCount
-        times; the last try's response code."""
-        assert self.processor is not None
+        """The controller's own election for a set whose master died; the last try's response code. Tried
+        up to electMasterMaxRetryCount times, but again only when it was not committed (NOT_LEADER while this
+        controller still leads: the replication failed): any other answer is final until the next scan, and
+        a MASTER_NOT_AVAILABLE tried again committed another election without a master each time."""
+        assert self.processor is not None and self.raft is not None
         header = ElectMasterRequestHeader("", broker_name, -1, False, self.clock())
         request = RemotingCommand.request(RequestCode.CONTROLLER_ELECT_MASTER, header.to_ext())
         response = None
         for _ in range(max(1, self.config.elect_master_max_retry_count)):
             response = await self.processor.elect_master(None, request, down_since_ms)
-            if response.code in (ResponseCode.SUCCESS, ResponseCode.CONTROLLER_NOT_LEADER):
+            if response.code != ResponseCode.CONTROLLER_NOT_LEADER or not self.raft.is_leader():
                 break
         if response is None:
             return None

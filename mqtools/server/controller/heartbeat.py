@@ -3,8 +3,9 @@
 Sans-IO: times are passed in (ms) and channels are opaque objects. Every controller keeps its own table
 (heartbeats go to all of them), so a new Raft leader knows at once who is alive. A broker is gone when
 its connection closes (at once) or when it sends nothing for its own heartbeat timeout. A master this
-table has no heartbeat from is judged dead only once the table is older than its set's heartbeat timeout:
-a controller that has just started may not have had the master's first heartbeat yet.
+table has no heartbeat from is judged dead only once the table has listened for its set's heartbeat timeout:
+a controller that has just started, or that has just dropped brokers for expiry (one hung longer than the
+timeout drops every broker at once when it resumes), may not have had the master's next heartbeat yet.
 """
 
 from __future__ import annotations
@@ -47,8 +48,9 @@ class BrokerLiveInfo:
 class BrokerHeartbeatManager:
     def __init__(self, started_ms: int) -> None:
         self._live: dict[BrokerKey, BrokerLiveInfo] = {}
-        #: When this table began to take heartbeats (the controller's start).
-        self.started_ms = started_ms
+        #: Since when every live broker has had its heartbeat timeout to be heard: the controller's start, or the
+        #: last scan that dropped brokers for expiry.
+        self.listening_since_ms = started_ms
 
     def on_heartbeat(self, header: BrokerHeartbeatRequestHeader, channel: Any, now: int) -> BrokerLiveInfo:
         """Record a heartbeat (brokerId must be set). The figures move forward only: a newer epoch, or a
@@ -82,23 +84,26 @@ class BrokerHeartbeatManager:
 
     def master_gone(self, cluster: str, broker_name: str, master_id: int, now: int) -> bool:
         """Whether a set's master is to be replaced: it is not alive while another member is, and this table
-        is older than the longest heartbeat timeout of those (the master's own is not known when it never
-        heartbeated here), so a master that was alive would have been heard from by now. Apache's leader waits
-        scanInactiveMasterInterval (5 s) before its first scan instead, whatever the timeout."""
+        has listened for longer than the longest heartbeat timeout of those (the master's own is not known when
+        it never heartbeated here), so a master that was alive would have been heard from by now."""
         alive = self.alive_in(cluster, broker_name, now)
         if not alive or any(info.broker_id == master_id for info in alive):
             return False
-        return now - self.started_ms > max(info.heartbeat_timeout_ms for info in alive)
+        return now - self.listening_since_ms > max(info.heartbeat_timeout_ms for info in alive)
 
     def next_expiry(self) -> int | None:
         """The first time (ms) at which a broker tracked now would have timed out, if it sends nothing before."""
         return min((i.last_update + i.heartbeat_timeout_ms + 1 for i in self._live.values()), default=None)
 
     def scan(self, now: int) -> list[BrokerLiveInfo]:
-        """Drop and return the brokers whose heartbeat timed out."""
+        """Drop and return the brokers whose heartbeat timed out. Any drop restarts the listening: when this
+        controller was hung (not they), its resumed scan drops live masters too, and their next heartbeat is
+        still to come."""
         gone = [info for info in self._live.values() if info.expired(now)]
         for info in gone:
             del self._live[info.key]
+        if gone:
+            self.listening_since_ms = now
         return gone
 
     def on_channel_close(self, channel: Any) -> list[BrokerLiveInfo]:

@@ -30,12 +30,13 @@ from mqtools.remoting.controller import (
     SyncStateSet,
     parse_broker_names,
 )
+from mqtools.remoting.errors import BodyError
 from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.controller.config import ControllerConfig
 from mqtools.server.controller.heartbeat import BrokerHeartbeatManager, BrokerLiveInfo
 from mqtools.server.controller.raft import ControllerRaft, ReplicationError
-from mqtools.server.controller.replicas_info import ControllerResult, ReplicasInfoManager
+from mqtools.server.controller.replicas_info import ControllerResult, ReplicasInfoManager, parse_broker_ids
 
 Clock = Callable[[], int]
 NOT_LEADER = "The controller is not in leader state"
@@ -123,7 +124,7 @@ class ControllerRequestProcessor:
 
     async def alter_sync_state_set(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         header = AlterSyncStateSetRequestHeader.from_ext(req.ext_fields)
-        wanted = SyncStateSet.from_request(req.body or b"{}")
+        wanted = _requested_sync_state_set(req.body)
         response, _ = await self._run(req, lambda m: m.alter_sync_state_set(
             header.broker_name or "", header.master_broker_id, header.master_epoch, wanted, self.live))
         return response
@@ -163,8 +164,7 @@ class ControllerRequestProcessor:
         response, result = await self._run(req, lambda m: m.clean_broker_data(
             header.broker_name, header.broker_controller_ids_to_clean, header.is_clean_living_broker, self.live))
         if result is not None and result.code == ResponseCode.SUCCESS:
-            ids = header.broker_controller_ids_to_clean
-            self.heartbeats.forget(header.broker_name, {int(i) for i in ids.split(";") if i.strip()} if ids else None)
+            self.heartbeats.forget(header.broker_name, parse_broker_ids(header.broker_controller_ids_to_clean))
         return response
 
     async def next_broker_id(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
@@ -181,3 +181,12 @@ class ControllerRequestProcessor:
         response, _ = await self._run(req, lambda m: m.apply_broker_id(
             header.cluster_name or "", header.broker_name or "", header.applied_broker_id, header.register_check_code))
         return response
+
+
+def _requested_sync_state_set(body: bytes | None) -> SyncStateSet:
+    """ALTER_SYNC_STATE_SET's body. A null set or a null id in it is a BodyError (the peer's fault: one log line,
+    no traceback), not a TypeError in the middle of the check."""
+    wanted = SyncStateSet.from_request(body or b"{}")
+    if wanted.sync_state_set is None or None in wanted.sync_state_set:
+        raise BodyError("bad SyncStateSet body: syncStateSet must be an array of broker ids, without null")
+    return wanted

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from mqtools.common.javanum import LONG_MAX
 from mqtools.remoting.bodies import Body
 from mqtools.remoting.codes import ResponseCode as RC
 from mqtools.remoting.controller import (
@@ -149,7 +150,12 @@ class ReplicasInfoManager:
         return ControllerResult(header=GetNextBrokerIdResponseHeader(cluster, broker_name, next_id))
 
     def apply_broker_id(self, cluster: str, broker_name: str, broker_id: int, check_code: str) -> ControllerResult:
+        """An id from 1 to Long.MAX_VALUE - 1 only: the set's next id is one more, and must still be a long that
+        brokers can decode, or the set could never grow."""
         header = ApplyBrokerIdResponseHeader(cluster, broker_name)
+        if not FIRST_BROKER_CONTROLLER_ID <= broker_id < LONG_MAX:
+            return _fail(RC.CONTROLLER_BROKER_ID_INVALID, f"Fail to apply brokerId: {broker_id} in broker-set: "
+                         f"{broker_name}: a brokerId is from {FIRST_BROKER_CONTROLLER_ID} to {LONG_MAX - 1}", header)
         address = check_code.split(";", 1)[0]
         event = ApplyBrokerIdEvent(cluster, broker_name, address, check_code, broker_id)
         bset = self.sets.get(broker_name)
@@ -284,13 +290,11 @@ class ReplicasInfoManager:
     def clean_broker_data(self, broker_name: str, ids_text: str | None, clean_living: bool,
                           live: Live) -> ControllerResult:
         bset = self.sets.get(broker_name)
-        ids: set[int] | None = None
-        if ids_text and ids_text.strip():
-            try:
-                ids = {int(part) for part in ids_text.split(";") if part.strip()}
-            except ValueError:
-                return _fail(RC.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
-                             f"Please set the option <brokerControllerIdsToClean> according to the format: {ids_text}")
+        try:
+            ids = parse_broker_ids(ids_text)
+        except ValueError as exc:
+            return _fail(RC.CONTROLLER_INVALID_CLEAN_BROKER_METADATA, f"Please set the option "
+                         f"<brokerControllerIdsToClean> according to the format (ids separated by ';'): {exc}")
         if not clean_living and bset is not None:
             if ids is None and bset.master_broker_id is not None:
                 return _fail(RC.CONTROLLER_INVALID_CLEAN_BROKER_METADATA,
@@ -350,6 +354,20 @@ class ReplicasInfoManager:
             if not bset.brokers:
                 del self.sets[event.broker_name]
         return True
+
+
+def parse_broker_ids(ids_text: str | None) -> set[int] | None:
+    """CLEAN_BROKER_DATA's brokerControllerIdsToClean: None when blank (the whole set). A list of separators
+    only is a ValueError, not the whole set: read so, it deleted a set whose master was alive."""
+    if ids_text is None or not ids_text.strip():
+        return None
+    try:
+        ids = {int(part) for part in ids_text.split(";") if part.strip()}
+    except ValueError:
+        raise ValueError(f"not a broker id list: {ids_text!r}") from None
+    if not ids:
+        raise ValueError(f"no broker id in {ids_text!r}")
+    return ids
 
 
 def _moved_on(checked: int | None, current: int) -> bool:
