@@ -6,6 +6,7 @@ from __future__ import annotations
 import time
 
 from mqtools.client.admin.models.brokers import BrokerRuntime, ClusterSnapshot
+from mqtools.client.admin.models.controller import ElectionEvent
 from mqtools.client.admin.models.ha import (
     GROWING,
     RUNTIME_INFO,
@@ -132,7 +133,7 @@ def _controller_cells(ctl: ControllerView | None, slave_addr: str | None) -> lis
 
 def _controller_notes(broker_name: str, ctl: ControllerView | None) -> list[str]:
     """The group at its controllers, and its last elections (when, old and new master, epoch, why, how long
-    it could not take writes)."""
+    it could not take writes: still, after the last one when it found no master)."""
     if ctl is None:
         return []
     c = ctl.state
@@ -140,12 +141,19 @@ def _controller_notes(broker_name: str, ctl: ControllerView | None) -> list[str]
         return [f"{broker_name}: controller mode, the controllers cannot be asked: {c.error}"]
     lines = [(f"{broker_name}: controller mode, leader {na(ctl.leader)}, master id {na(c.master_broker_id)}, "
              f"epoch {na(c.master_epoch)}, SyncStateSet {c.sync_state_set} (epoch {na(c.sync_state_set_epoch)})")]
-    for e in (ctl.elections or [])[-ELECTIONS_SHOWN:]:
+    elections = ctl.elections or []
+    for e in elections[-ELECTIONS_SHOWN:]:
         new = "none" if e.new_master is None else str(e.new_master)
         lines.append(f"{broker_name}: election {_clock(e.at_ms)} master {na(e.old_master)} -> {new}, epoch "
-                     f"{e.master_epoch}, {e.cause}, unwritable "
-                     f"{NA if e.unwritable_ms is None else f'{e.unwritable_ms / 1000:.3f}s'}")
+                     f"{e.master_epoch}, {e.cause}, {_unwritable(e, e is elections[-1])}")
     return lines
+
+
+def _unwritable(e: ElectionEvent, last: bool) -> str:
+    """How long the set could not take writes; after a last election that found no master, it still cannot."""
+    if e.new_master is None and last:
+        return "still unwritable"
+    return f"unwritable {NA if e.unwritable_ms is None else f'{e.unwritable_ms / 1000:.3f}s'}"
 
 
 def _clock(at_ms: int) -> str:

@@ -160,7 +160,7 @@ def config(controller: ControllerOpt, output: OutputOpt = "table", timeout: Time
     addrs = controllers(controller)
 
     async def build(admin: MQAdmin) -> View:
-        return controller_config_view({a: await admin.controllers.config(a) for a in addrs})
+        return controller_config_view(*await admin.controllers.config_each(addrs))
 
     show(ClusterOptions.given(controller), output, build, timeout=timeout)
 
@@ -178,4 +178,4 @@ async def broker_epoch(
     """
     from mqtools.client.admin.models.controller import broker_epochs_view
 
-    return broker_epochs_view(await admin.controllers.broker_epochs(cluster, broker))
+    return broker_epochs_view(*await admin.controllers.broker_epochs_each(cluster, broker))

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from mqtools.client.admin.base import AdminService, reason_of
+from mqtools.client.admin.controllers import ControllersUnreachableError
 from mqtools.client.admin.models.brokers import BrokerRuntime
 from mqtools.client.admin.models.ha import (
     DEFAULT_FALLBEHIND_MAX,
@@ -212,7 +213,8 @@ class HAAdmin(AdminService):
 
     async def _controller_state(self, broker_name: str, config: dict[str, str] | MQClientError | None,
                                 ) -> ControllerState | None:
-        """The group's state at its controllers, when its master's config says controller mode."""
+        """The group's state at its controllers, when its master's config says controller mode; the controllers
+        that did not answer named."""
         if not isinstance(config, dict) or config.get("enableControllerMode", "").lower() != "true":
             return None
         addrs = parse_namesrv_list(config.get("controllerAddr", ""))
@@ -220,6 +222,8 @@ class HAAdmin(AdminService):
             return ControllerState([], None, None, [], None, error="controllerAddr is empty")
         try:
             sets = await self.admin.controllers.broker_sets(addrs, [broker_name])
+        except ControllersUnreachableError as exc:
+            return ControllerState(addrs, None, None, [], None, error=str(exc), unreachable=exc.missed)
         except MQClientError as exc:
             return ControllerState(addrs, None, None, [], None, error=str(exc))
         if not sets:

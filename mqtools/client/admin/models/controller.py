@@ -99,8 +99,11 @@ class ElectionEvent:
     @property
     def unwritable_ms(self) -> int | None:
         """How long the set had no master that could take writes, as the controller saw it: from the old
-        master's last sign of life to the election (clients add their own route refresh)."""
-        return None if self.down_since_ms is None else max(0, self.at_ms - self.down_since_ms)
+        master's last sign of life to the election (clients add their own route refresh). None when not known,
+        and when the election found no master: the set stayed unwritable past it."""
+        if self.down_since_ms is None or self.new_master is None:
+            return None
+        return max(0, self.at_ms - self.down_since_ms)
 
 
 # -- documents ---------------------------------------------------------------------------------------
@@ -162,16 +165,19 @@ def controller_elections_view(events: list[ElectionEvent]) -> View:
 
 
 @renders("ControllerConfig")
-def controller_config_view(configs: dict[str, dict[str, str]]) -> View:
-    """Each controller's settings (controller address -> key -> value), keys sorted."""
+def controller_config_view(configs: dict[str, dict[str, str]], unreachable: list[Unreachable] | None = None) -> View:
+    """Each controller's settings (controller address -> key -> value), keys sorted; a controller that did not
+    answer makes the view partial, named."""
     rows = [[a, k, v] for a, conf in configs.items() for k, v in sorted(conf.items())]
     return View("ControllerConfig", [Column("CONTROLLER"), Column("KEY"), Column("VALUE")], rows,
-                {"controllers": [{"address": a, "config": dict(sorted(c.items()))} for a, c in configs.items()]})
+                {"controllers": [{"address": a, "config": dict(sorted(c.items()))} for a, c in configs.items()]},
+                unreachable=list(unreachable or []))
 
 
 @renders("BrokerEpochs")
-def broker_epochs_view(found: list[BrokerEpochs]) -> View:
-    """One row per epoch; the last epoch of a broker is still open: it ends at the broker's max offset."""
+def broker_epochs_view(found: list[BrokerEpochs], unreachable: list[Unreachable] | None = None) -> View:
+    """One row per epoch; the last epoch of a broker is still open: it ends at the broker's max offset. A broker
+    that did not answer makes the view partial, named."""
     rows = [[b.broker_name, b.broker_id, b.broker_addr, e.epoch, e.start_offset,
              b.max_offset if i == len(b.epochs) - 1 else e.end_offset, b.max_offset]
             for b in found for i, e in enumerate(b.epochs)]
@@ -181,4 +187,4 @@ def broker_epochs_view(found: list[BrokerEpochs]) -> View:
                                     for e in b.epochs]} for b in found]}
     return View("BrokerEpochs", [Column("BROKER"), Column("ID", True), Column("ADDRESS"), Column("EPOCH", True),
                                  Column("START OFFSET", True), Column("END OFFSET", True),
-                                 Column("MAX OFFSET", True)], rows, data)
+                                 Column("MAX OFFSET", True)], rows, data, unreachable=list(unreachable or []))

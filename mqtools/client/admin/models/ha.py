@@ -283,6 +283,9 @@ class ControllerState:
     """Why the controllers could not be asked; the figures are then None or empty."""
     in_sync_addrs: list[str] = field(default_factory=list)
     """The SyncStateSet's members by address (as they registered with the controllers)."""
+    unreachable: list[Unreachable] = field(default_factory=list)
+    """The controllers that did not answer (all of them, or the leader the others named): a document of the group
+    is partial."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -412,8 +415,6 @@ def slave_checks(group: ReplicationGroup, s: SlaveReplication, max_diff: int,
 
 def _electable(c: ControllerState, s: SlaveReplication, name: str) -> Check:
     """Controller mode: the controllers elect a new master only from the SyncStateSet."""
-    if c.error:
-        return Check("electable", None, f"the controllers cannot be asked: {c.error}")
     bid = s.slave.broker_id if s.slave is not None else None
     if bid is None:
         return Check("electable", None, f"the broker id of {name} is not known")
@@ -440,8 +441,9 @@ def stop_cost(group: ReplicationGroup, s: SlaveReplication | None) -> tuple[Chec
 
 def assess(group: ReplicationGroup, *, max_diff: int = DEFAULT_MAX_DIFF,
            max_catchup_s: float = DEFAULT_MAX_CATCHUP_S) -> HAReadiness:
-    """The readiness verdict for a group: unknown when its master cannot be asked, safe when at least
-    one slave meets every condition, else not safe with the reasons of the closest slave."""
+    """The readiness verdict for a group: unknown when its master, or in controller mode its controllers, cannot
+    be asked, safe when at least one slave meets every condition, else not safe with the reasons of the closest
+    slave."""
     name = group.broker_name or group.master_addr or "?"
 
     def verdict(v: str, checks: list[Check], slave: SlaveReplication | None = None) -> HAReadiness:
@@ -458,6 +460,10 @@ def assess(group: ReplicationGroup, *, max_diff: int = DEFAULT_MAX_DIFF,
     if not group.slaves:
         return verdict(NOT_SAFE, [reach, Check("slave connected", False,
                                                f"no slave of {name} is connected or registered")])
+    if group.controller is not None and group.controller.error:  # nobody known to elect: stopping may leave none
+        return verdict(UNKNOWN, [reach, Check("controllers reachable", False,
+                                              f"the controllers cannot be asked ({group.controller.error}): "
+                                              "whether they could elect a new master is not known")])
     scored = []
     for s in group.slaves:
         checks = slave_checks(group, s, max_diff, max_catchup_s)

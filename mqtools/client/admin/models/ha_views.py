@@ -16,7 +16,7 @@ from mqtools.client.admin.models.ha import (
     SlaveReplication,
 )
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
-from mqtools.common.presentation import Column, View, renders, when
+from mqtools.common.presentation import Column, Unreachable, View, renders, when
 
 EXIT_BY_VERDICT = {SAFE: EXIT_OK, NOT_SAFE: EXIT_REFUSED, UNKNOWN: EXIT_UNREACHABLE}
 """How `mq admin ha ready` exits for each verdict (its document says it too)."""
@@ -77,6 +77,14 @@ def controller_line(g: ReplicationGroup) -> str | None:
             f"SyncStateSet {c.sync_state_set} (epoch {c.sync_state_set_epoch})")
 
 
+def _once(missed: list[Unreachable]) -> list[Unreachable]:
+    """Each node once, as first named: every group behind the same controllers names them."""
+    first: dict[tuple[str | None, str | None], Unreachable] = {}
+    for u in missed:
+        first.setdefault((u.broker_name, u.addr), u)
+    return list(first.values())
+
+
 def _row(g: ReplicationGroup, s: SlaveReplication | None) -> list[Any]:
     head = [g.broker_name, g.master_addr]
     if s is None:
@@ -92,7 +100,8 @@ def _row(g: ReplicationGroup, s: SlaveReplication | None) -> list[Any]:
 def ha_status_view(groups: list[ReplicationGroup], window: float) -> View:
     """One row per slave (a group without one: a row of its own); `window` is the trend's, in seconds."""
     rows = [_row(g, s) for g in groups for s in (g.slaves or [None])]
-    missed = [u for g in groups for u in g.unreachable]
+    missed = _once([*(u for g in groups for u in g.unreachable),
+                   *(u for g in groups if g.controller for u in g.controller.unreachable)])
     said = {u.addr for u in missed}  # named once, in the partial line
     footer = [f"{g.broker_name or g.master_addr}: master {g.master_addr or 'not registered'}: {g.error}"
               for g in groups if g.error and g.master_addr not in said]
