@@ -10,7 +10,8 @@ from mqtools.common.loop import PUTS_PER_TURN
 from mqtools.common.message import MessageExtBrokerInner
 from mqtools.remoting.bodies import TopicConfig
 from mqtools.server.broker.app import BrokerController
-from mqtools.server.broker.pop.records import AckMsg, PopCheckPoint, ack_message, ck_message
+from mqtools.server.broker.pop.ledger import CARRY_BEHIND
+from mqtools.server.broker.pop.records import REVIVE_GROUP, AckMsg, PopCheckPoint, ack_message, ck_message
 from mqtools.server.broker.pop.revive import BATCHES_PER_TURN, READ_BATCH
 from mqtools.server.store.results import PutMessageResult
 
@@ -71,3 +72,27 @@ async def test_a_revive_round_putting_back_many_messages_lets_the_loop_turn(revi
         revived = await state.revive.run_once()
     assert revived == checkpoints * per
     assert turns.count >= revived // PUTS_PER_TURN - 1
+
+
+async def test_a_long_invisible_checkpoint_is_carried_and_the_progress_moves_past_it(
+        revive_broker: BrokerController) -> None:
+    """A POP invisible for two days held the revive progress at its record: each start read every record since
+    (200,000 in 1 s of blocked loop), and a record older than the commitlog's retention would be gone."""
+    state = revive_broker.pop.s
+    revive = state.revive
+    now_ms = state.now_ms()
+    far = PopCheckPoint("T", "G", 0, 0, now_ms, 2 * 86_400_000, 2, "b1", queue_offset_diff=[0, 1])
+    state.put_record(ck_message(state.revive_topic, 0, far, now_ms, state.host))
+    state.put_record(ack_message(state.revive_topic, 0, AckMsg(1, 0, "G", "T", 0, now_ms, "b1"), now_ms, state.host))
+    for i in range(CARRY_BEHIND + 1):
+        ack = AckMsg(ack_offset=i, start_offset=i, consumer_group="O", topic="T", queue_id=0, pop_time=now_ms)
+        state.put_record(ack_message(state.revive_topic, 0, ack, now_ms, state.host))
+    await revive.run_once()  # carries it
+    await revive.run_once()  # reads it where it was carried
+    progress = revive_broker.offsets.query_offset(REVIVE_GROUP, state.revive_topic, 0)
+    assert progress > CARRY_BEHIND
+    revive.ledgers = {}  # taken over from the stored progress, as after a restart
+    await revive.run_once()
+    (pending,) = revive.ledgers[0].pending.values()
+    assert (pending.start_offset, pending.revive_time) == (0, far.revive_time)
+    assert revive.ledgers[0].unacked(pending) == [0]  # the ack before the carry is kept in its bits

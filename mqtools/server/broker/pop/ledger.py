@@ -7,7 +7,8 @@ checkpoints whose invisible time is over; their unacknowledged messages go back 
 
 `commit_offset` is the revive progress stored like a consumer offset (group CID_RMQ_SYS_REVIVE_GROUP),
 with Apache's meaning: the last revive-queue offset fully dealt with, reading resumes one past it. It
-never passes a pending checkpoint, so after a restart (or a SIGKILL) every checkpoint not yet revived is
+never passes a pending checkpoint (one that holds it far back is carried: written again at the end, its record
+read there replacing the first, its bits merged), so after a restart (or a SIGKILL) every checkpoint not yet revived is
 read again, and with it every ack that came after it: nothing acknowledged comes back, nothing
 unacknowledged is lost. A checkpoint revived but not yet committed when the broker died is revived a
 second time (a duplicate, never a loss).
@@ -23,6 +24,10 @@ from mqtools.server.broker.pop.records import CK_MAX_NUM, AckMsg, PopCheckPoint
 
 #: Acks read without their checkpoint pending are kept, the newest this many, in case it comes after them.
 MAX_ORPHAN_ACKS = 100_000
+#: A pending checkpoint this many records behind the end of its revive queue, and not due for CARRY_HORIZON_MS,
+#: is carried: written again at the end (to_carry).
+CARRY_BEHIND = 10_000
+CARRY_HORIZON_MS = 60_000
 
 
 def _all_bits(num: int) -> int:
@@ -50,6 +55,9 @@ class ReviveLedger:
             key = record.key(self.own_broker)
             for offset in self._orphans.pop(key, ()):
                 self._ack_bit(record, offset)
+            carried = self.pending.pop(key, None)  # the same checkpoint written again further on (carry)
+            if carried is not None:
+                record.bit_map |= carried.bit_map
             if record.num > 0 and record.bit_map & _all_bits(record.num) != _all_bits(record.num):
                 self.pending[key] = record
             return
@@ -90,6 +98,14 @@ class ReviveLedger:
     def done(self, ck: PopCheckPoint) -> None:
         """The checkpoint was revived (or cannot be): it no longer holds the progress back."""
         self.pending.pop(ck.key(self.own_broker), None)
+
+    def to_carry(self, now_ms: int) -> list[PopCheckPoint]:
+        """Pending checkpoints that hold the progress far back and are not due soon: written again at the end of
+        the queue (their acks so far in their bits), they let it move on. Else one POP with a long invisible
+        time kept every record after it to be read again at each start (Apache's far checkpoints go through
+        its timer and never sit at the read position)."""
+        return [ck for ck in self.pending.values()
+                if self.read_offset - ck.revive_offset > CARRY_BEHIND and ck.revive_time > now_ms + CARRY_HORIZON_MS]
 
     def commit_offset(self) -> int:
         """The revive progress to store: just before the oldest pending checkpoint, else the last read."""

@@ -37,10 +37,11 @@ from mqtools.server.broker.pop.records import (
     REVIVE_CLIENT_HOST,
     REVIVE_GROUP,
     PopCheckPoint,
+    ck_message,
     parse_record,
 )
 from mqtools.server.lifecycle import cancel_and_wait
-from mqtools.server.store.results import STORED, GetMessageStatus
+from mqtools.server.store.results import STORED, GetMessageStatus, PutMessageResult
 
 if TYPE_CHECKING:
     from mqtools.server.broker.context import BrokerContext
@@ -51,6 +52,8 @@ READ_BATCH = 32
 #: Batches a round reads before it lets the loop turn: a round meets every ack and checkpoint written since
 #: the last one (thousands under load), and reading them in one go held POPs and ACKs back for milliseconds.
 BATCHES_PER_TURN = 4
+#: Checkpoints a round carries (writes again further on) per revive queue at most.
+CARRY_PER_ROUND = 256
 _SKIP = {
     GetMessageStatus.OFFSET_TOO_SMALL,
     GetMessageStatus.OFFSET_OVERFLOW_BADLY,
@@ -168,8 +171,18 @@ class PopReviveService:
                     break  # retried next round; the progress stays before it
                 revived += count
                 ledger.done(ck)
+            self._carry(qid, ledger, now_ms)
             self._commit(qid, ledger)
         return revived
+
+    def _carry(self, qid: int, ledger: ReviveLedger, now_ms: int) -> None:
+        """Write again at the end of the queue the checkpoints that hold its progress far back (ReviveLedger.to_carry);
+        the next round reads them there and the progress moves past the first records."""
+        for ck in ledger.to_carry(now_ms)[:CARRY_PER_ROUND]:
+            put = self.c.store.put_message_inline(ck_message(self.topic, qid, ck, now_ms,
+                                                             self.c.store.config.store_host))
+            if isinstance(put, PutMessageResult) and put.status.name not in STORED:
+                return  # the store refuses (a slave now, a full disk): the progress waits, nothing is lost
 
     def _read(self, qid: int, ledger: ReviveLedger, batches: float = math.inf) -> bool:
         """Read the queue on from the ledger's offset, to its end or for `batches` reads: whether it reached

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from mqtools.server.broker.pop.ledger import ReviveLedger, destination
+from mqtools.server.broker.pop.ledger import CARRY_BEHIND, ReviveLedger, destination
 from mqtools.server.broker.pop.records import AckMsg, BatchAckMsg, PopCheckPoint
 
 POP = 1_000_000
@@ -121,3 +121,23 @@ def test_every_fifth_pop_reads_the_retry_topic_first() -> None:
     assert [PopState.retry_first(state, n) for n in range(10)] == [n % 5 == 0 for n in range(10)]
     assert not any(PopState.retry_first(SimpleNamespace(retry_share=0), n) for n in range(10))
     assert all(PopState.retry_first(SimpleNamespace(retry_share=100), n) for n in range(10))
+
+
+def test_a_checkpoint_far_behind_and_not_due_soon_is_carried_with_its_acks() -> None:
+    """One POP with a long invisible time held the progress at its record: every record after it was read again
+    at each start. Carried (written again at the end, its acks so far in its bits), it lets the progress move."""
+    ledger = ReviveLedger("b")
+    far = ck(10, [0, 1, 2], invisible=2 * 86_400_000)
+    ledger.add(far, 0)
+    ledger.add(ack(11, 10), 1)
+    ledger.add(ck(20, [0], invisible=1000), 2)  # a short one: due soon, never carried
+    ledger.skip_to(CARRY_BEHIND + 10)
+    assert ledger.to_carry(POP) == [far]
+    assert ledger.commit_offset() == -1
+    carried = PopCheckPoint.from_json(far.to_json())  # the record as written again, its bits so far in it
+    ledger.add(ack(12, 10), CARRY_BEHIND + 10)  # an ack between the two records counts too
+    ledger.add(carried, CARRY_BEHIND + 11)
+    (pending,) = [c for c in ledger.pending.values() if c.start_offset == 10]
+    assert pending.revive_offset == CARRY_BEHIND + 11 and ledger.unacked(pending) == [10]
+    assert ledger.to_carry(POP) == [] and ledger.commit_offset() == 1  # held only by the short one now
+    assert ledger.due(POP + 1000)[0].start_offset == 20
