@@ -24,7 +24,7 @@ from mqtools.client.errors import MQClientError
 from mqtools.client.instance import ClientInstance
 from mqtools.proxy.errors import Code, ProxyError
 from mqtools.remoting.auth_bodies import UserInfo
-from mqtools.remoting.bodies import ClusterInfo
+from mqtools.remoting.bodies import BrokerData, ClusterInfo
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
 
@@ -94,7 +94,9 @@ def check(call: SignedCall, user: UserInfo | None) -> None:
 
 class TtlCache(Generic[V]):
     """Answers by key, each kept `ttl` seconds (a None answer too, so a flood of unknown names costs one load
-    each per ttl), at most `max_size` of them, the least recently used dropped first."""
+    each per ttl), at most `max_size` of them, the least recently used dropped first. A reload that fails (a
+    ProxyError: no name server or broker answered) leaves the cached answer in use and is tried again at the next
+    call, as Apache's loader returns the old value on an error; only a key never loaded fails the call."""
 
     def __init__(self, load: Callable[[str], Awaitable[V | None]], ttl: float, max_size: int,
                  clock: Callable[[], float]) -> None:
@@ -109,7 +111,13 @@ class TtlCache(Generic[V]):
         if hit is not None and self._clock() - hit[0] < self.ttl:
             self.entries.move_to_end(key)
             return hit[1]
-        found = await self.load(key)
+        try:
+            found = await self.load(key)
+        except ProxyError:
+            if hit is None:
+                raise
+            self.entries.move_to_end(key)
+            return hit[1]
         self.entries[key] = (self._clock(), found)
         self.entries.move_to_end(key)
         while len(self.entries) > self.max_size:
@@ -154,11 +162,22 @@ class Authenticator:
             raise ProxyError(Code.INTERNAL_SERVER_ERROR, f"load user {username} failed: {exc}") from None
 
     async def one_broker(self) -> str | None:
+        """A broker of the cluster (its master when it has one): from the routes the proxy has cached, as Apache's
+        findOneBroker reads its route cache, so the name servers being down fails no call; else from the name
+        servers (GET_BROKER_CLUSTER_INFO)."""
+        cached = [bd for route in self.instance.routes.values() for bd in route.data.broker_datas
+                  if bd.cluster == self.cluster]
+        if cached:
+            return _node_of(cached)
         resp = await self.instance.invoke(None, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO))
         info = ClusterInfo.from_json(resp.body or b"{}")
-        for name in sorted(info.cluster_addr_table.get(self.cluster, ())):
-            data = info.broker_addr_table.get(name)
-            if data is None or not data.broker_addrs:
-                continue
+        return _node_of([info.broker_addr_table[name] for name in info.cluster_addr_table.get(self.cluster, ())
+                         if name in info.broker_addr_table])
+
+
+def _node_of(brokers: list[BrokerData]) -> str | None:
+    """The master of the first broker by name that has a node, else that broker's first node."""
+    for data in sorted(brokers, key=lambda bd: bd.broker_name):
+        if data.broker_addrs:
             return data.broker_addrs.get(0) or next(iter(data.broker_addrs.values()))
-        return None
+    return None

@@ -3,7 +3,9 @@
 
 A client is known by its `x-mq-client-id` header. Its Telemetry stream is an outbound queue the proxy writes
 server commands into (RecoverOrphanedTransactionCommand); the queue is bounded, so a client that stops reading
-costs at most `max_pending` commands. A client with no stream that has not called for `idle_ms` is forgotten.
+costs at most `max_pending` commands. A client not heard from (a call, a command on its stream) for `idle_ms` is
+forgotten, its stream open or not: a hung process keeps its connection and stream open (Apache drops a channel whose
+heartbeats stopped for channelExpiredTimeout, 120 s, whatever its connection).
 """
 
 from __future__ import annotations
@@ -19,6 +21,9 @@ from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
 
 log = logging.getLogger(__name__)
+
+#: ProxyConfig.channelExpiredTimeout: a client not heard from for this long is forgotten.
+CHANNEL_EXPIRED_MS = 120_000
 
 
 @dataclass
@@ -47,7 +52,7 @@ class GrpcClient:
 class Clients:
     """Every client seen, by id."""
 
-    def __init__(self, *, idle_ms: int = 120_000, max_pending: int = 64,
+    def __init__(self, *, idle_ms: int = CHANNEL_EXPIRED_MS, max_pending: int = 64,
                  clock_ms: Callable[[], int] = lambda: int(time.time() * 1000)) -> None:
         self.idle_ms = idle_ms
         self.max_pending = max_pending
@@ -76,11 +81,19 @@ class Clients:
         self.touch(client_id).streams.append(queue)
         return queue
 
+    def heard(self, client_id: str, queue: asyncio.Queue[spb.TelemetryCommand]) -> GrpcClient:
+        """A command on the client's open stream `queue`: the client is alive, and known again with that stream if
+        it was forgotten meanwhile (paused past idle_ms), so the proxy's commands reach it again."""
+        client = self.touch(client_id)
+        if queue not in client.streams:
+            client.streams.append(queue)
+        return client
+
     def close_stream(self, client_id: str, queue: asyncio.Queue[spb.TelemetryCommand]) -> None:
+        """The stream ended; no word from the client (grpc ends a hung client's stream too)."""
         client = self._clients.get(client_id)
         if client is not None and queue in client.streams:
             client.streams.remove(queue)
-            client.last_seen_ms = self._clock_ms()
 
     def remove(self, client_id: str) -> GrpcClient | None:
         return self._clients.pop(client_id, None)
@@ -115,9 +128,9 @@ class Clients:
         return None
 
     def expire(self) -> list[GrpcClient]:
-        """Forget clients without a stream that have been silent for idle_ms; the ones forgotten."""
+        """Forget the clients not heard from for idle_ms, with a stream open or not; the ones forgotten."""
         now = self._clock_ms()
-        gone = [c for c in self._clients.values() if not c.streams and now - c.last_seen_ms > self.idle_ms]
+        gone = [c for c in self._clients.values() if now - c.last_seen_ms > self.idle_ms]
         for client in gone:
             del self._clients[client.client_id]
         return gone

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 
 from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
 from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
@@ -20,6 +20,7 @@ from mqtools.proxy.clients import Clients
 from mqtools.proxy.config import ProxyConfig
 from mqtools.proxy.convert import duration_ms, to_grpc, validate_group, validate_topic
 from mqtools.proxy.errors import Code, ProxyError, code_for_response, ok, status, status_of
+from mqtools.proxy.metadata import Metadata
 from mqtools.proxy.popping import FOUND, NO_NEW_MSG, POLLING_FULL, Popper, PopResult, tag_matched, tags_of
 from mqtools.proxy.receipt import ReceiptHandle
 from mqtools.proxy.renewal import Renewals
@@ -31,16 +32,20 @@ NACK_INVISIBLE_MS = 1_000
 
 
 class ConsumingActivities:
-    """MessagingService's consuming methods; the service gives them its config, clients, POP requests, held
-    handles, route lookups and background tasks."""
+    """MessagingService's consuming methods; the service gives them its config, clients, group policies, POP
+    requests, held handles, route lookups and background tasks."""
 
     config: ProxyConfig
     clients: Clients
+    metadata: Metadata
     popper: Popper
     renewals: Renewals
     _receiving: int
+    #: the turn of the next receive that names no broker it can be served by
+    _receive_turn: Iterator[int]
 
     _route: Callable[[str], Awaitable[TopicRouteData]]
+    _broker_addrs: Callable[[TopicRouteData], list[str]]
     _spawn: Callable[[Awaitable[None]], None]
 
     # ---------------------------------------------------------------- consuming
@@ -71,9 +76,9 @@ class ConsumingActivities:
             yield spb.ReceiveMessageResponse(status=status_of(exc))
         else:
             if result.status == FOUND and result.messages:
-                yield spb.ReceiveMessageResponse(status=ok())
                 written = 0
-                try:
+                try:  # the client may leave at any write, the status's too: what it did not get is nacked
+                    yield spb.ReceiveMessageResponse(status=ok())
                     for msg in result.messages:
                         yield spb.ReceiveMessageResponse(message=to_grpc(msg, now_ms=now_ms()))
                         written += 1
@@ -135,14 +140,15 @@ class ConsumingActivities:
         exp_type = "SQL92" if expr.type == pb.SQL else "TAG"
         expression = expr.expression or "*"
         data = await self._route(topic)
-        readable = [qd for qd in data.queue_datas if qd.perm & routes.PERM_READ]
+        brokers = routes.readable_masters(data)
         broker = req.message_queue.broker.name
-        if broker not in {qd.broker_name for qd in readable}:
-            if not readable:
-                raise ProxyError(Code.FORBIDDEN, "no readable queue")
-            broker = readable[self._receiving % len(readable)].broker_name
-        fifo = settings.subscription.fifo if settings.HasField("subscription") else False
-        max_attempts = settings.backoff_policy.max_attempts or 17
+        if broker not in brokers:  # ReceiveMessageQueueSelector: the brokers in turn, as selectOne(true)
+            if not brokers:
+                raise ProxyError(Code.FORBIDDEN, "no readable queue on a broker with a master")
+            broker = brokers[next(self._receive_turn) % len(brokers)]
+        # the group's config decides, as in Apache's merged settings: 5.x clients report neither
+        policy = await self.metadata.group_policy(group, self._broker_addrs(data))
+        max_attempts = policy.retry_max_times + 1
         if gone is not None and gone.is_set():
             return PopResult(NO_NEW_MSG), topic, group
         self._receiving += 1
@@ -151,8 +157,8 @@ class ConsumingActivities:
             result = await self.popper.pop(
                 broker_name=broker, group=group, topic=topic, queue_id=-1,
                 max_nums=req.batch_size or 32, invisible_ms=invisible_ms, poll_ms=poll_ms, exp_type=exp_type,
-                exp=expression, fifo=fifo, attempt_id=req.attempt_id if req.HasField("attempt_id") else None,
-                timeout_s=max(left, 1.0))
+                exp=expression, fifo=policy.consume_message_orderly,
+                attempt_id=req.attempt_id if req.HasField("attempt_id") else None, timeout_s=max(left, 1.0))
         finally:
             self._receiving -= 1
         if result.status == FOUND:

@@ -3,8 +3,9 @@
 A push consumer receives with `auto_renew`: the proxy pops with its default invisible time (60 s) and, until the
 client acks, nacks or forwards the message, pushes its invisible time out again shortly before it ends
 (renewAheadTimeMillis), for at most renewMaxTimeMillis. Each renewal gives a new handle; an ack that names an
-older one is sent with the newest. A client that goes away leaves its handles to expire (the broker revives the
-messages), as nobody can ack them any more.
+older one is sent with the newest. When a client goes away (it ends, or is forgotten) or the proxy stops, its
+messages are made visible again within CLEAR_INVISIBLE_MS (clearGroup, clearAllHandle), as nobody can ack them any
+more: left alone they would stay invisible for the rest of their time.
 
 Renewals run each on its own, as Apache hands each to its renewal workers: awaited one after another, the 3 s
 timeouts of a hung broker's handles delayed every other broker's past their invisible time. One renewal of a handle
@@ -14,11 +15,12 @@ is in flight at a time (Apache locks the handle while it renews), which bounds t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from mqtools.client.errors import MQBrokerError
+from mqtools.client.errors import MQBrokerError, MQClientError
 from mqtools.proxy.errors import Code, ProxyError
 from mqtools.proxy.receipt import ReceiptHandle
 
@@ -27,6 +29,9 @@ RENEW_MAX_MS = 3 * 3600 * 1000
 DEFAULT_INVISIBLE_MS = 60_000
 #: ProxyConfig.maxRenewRetryTimes: failed renewals in a row after which a handle is no longer renewed
 MAX_RENEW_RETRY_TIMES = 3
+#: ProxyConfig.invisibleTimeMillisWhenClear: the messages of a client gone (or of every client, the proxy stopping)
+#: are made visible again this soon, as nobody can ack them any more.
+CLEAR_INVISIBLE_MS = 1_000
 #: How long an ack waits for a renewal of its handle in flight (Apache's handle lock timeout).
 TAKE_WAIT_S = 3.0
 
@@ -86,9 +91,20 @@ class Renewals:
         held = self._held.pop(key, None)
         return handle if held is None else held.handle
 
-    def forget_client(self, client_id: str) -> None:
-        for key in [k for k in self._held if k[0] == client_id]:
-            del self._held[key]
+    async def clear(self, client_id: str | None, change: Renew) -> None:
+        """Stop renewing the handles held for `client_id` (for every client with None) and change each message's
+        invisible time to CLEAR_INVISIBLE_MS with its newest handle, all at once. Best effort: a message whose change
+        fails keeps its time."""
+        keys = [key for key in self._held if client_id is None or key[0] == client_id]
+        await asyncio.gather(*(self._clear(key, change) for key in keys))
+
+    async def _clear(self, key: tuple[str, str, str], change: Renew) -> None:
+        held = self._held.get(key)
+        if held is None:
+            return
+        handle = await self.take(*key, held.handle)
+        with contextlib.suppress(MQClientError, ProxyError):
+            await change(handle, held.group, held.topic, CLEAR_INVISIBLE_MS)
 
     def due(self) -> list[Held]:
         """Held handles whose invisible time ends within RENEW_AHEAD_MS and that are not being renewed already; those

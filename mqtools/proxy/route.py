@@ -21,7 +21,6 @@ ACCEPT_TYPES: dict[str, list[int]] = {
     "MIXED": [pb.NORMAL, pb.FIFO, pb.DELAY, pb.TRANSACTION],
 }
 MIXED, NORMAL = "MIXED", "NORMAL"
-PERM_READ, PERM_WRITE = 0x4, 0x2
 
 
 def accept_types(topic_message_type: str) -> list[int]:
@@ -92,6 +91,14 @@ def assignments(topic: pb.Resource, data: TopicRouteData, endpoints: pb.Endpoint
         out.extend(pb.Assignment(message_queue=pb.MessageQueue(topic=topic, id=i, permission=perm, broker=broker))
                    for i in ids)
     return out
+
+
+def readable_masters(data: TopicRouteData) -> list[str]:
+    """The brokers a receive can POP from: readable queues of the topic and a master (POP is served by the master
+    only), sorted as Apache's read selector sorts its broker queues."""
+    masters = {bd.broker_name for bd in data.broker_datas if 0 in bd.broker_addrs}
+    return sorted({qd.broker_name for qd in data.queue_datas
+                   if is_readable(qd.perm) and qd.read_queue_nums > 0 and qd.broker_name in masters})
 
 
 def proxy_endpoints(requested: pb.Endpoints, advertised_host: str, port: int, *,

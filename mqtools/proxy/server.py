@@ -362,7 +362,8 @@ class ProxyServer:
                     log.warning("proxy %s failed: %s: %s", what, type(exc).__name__, exc)
 
     async def shutdown(self, grace: float = 3.0) -> None:
-        """Stop taking calls, let running ones end within `grace` seconds, then leave the cluster."""
+        """Stop taking calls, let running ones end within `grace` seconds, make the messages the clients held
+        visible again (within `grace` seconds more), then leave the cluster."""
         for task in self._loops:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -379,4 +380,6 @@ class ProxyServer:
         if self.remoting is not None:
             await self.remoting.shutdown()
             self.remoting = None
+        if self.service is not None:
+            await self.service.close(grace)
         await self.instance.shutdown()

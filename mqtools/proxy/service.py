@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from collections.abc import AsyncIterator, Awaitable
 
@@ -44,13 +45,14 @@ class MessagingService(ConsumingActivities):
         self.config = config
         self.instance = instance
         self.port = port
-        self.clients = Clients(idle_ms=120_000)
+        self.clients = Clients()
         self.metadata = Metadata(instance)
         self.transactions = Transactions(config.transaction_data_expire_millis)
         self.sender = Sender(instance, self.transactions, fault=SendFaultStrategy(
             enabled=config.send_latency_enable, detect_interval_ms=config.detect_interval))
         self.popper = Popper(instance)
         self._receiving = 0
+        self._receive_turn = itertools.count()
         self._relayed_groups: set[str] = set()
         self._background: set[asyncio.Task] = set()
         self.renewals = Renewals()
@@ -122,7 +124,7 @@ class MessagingService(ConsumingActivities):
         if client is None or client.settings is None:
             return spb.NotifyClientTerminationResponse(status=status(Code.UNRECOGNIZED_CLIENT_TYPE,
                                                                      "cannot find client settings for this client"))
-        self.renewals.forget_client(call.client_id)
+        self._spawn(self.renewals.clear(call.client_id, self.popper.change_invisible))
         self._forget_groups()
         return spb.NotifyClientTerminationResponse(status=ok())
 
@@ -160,13 +162,23 @@ class MessagingService(ConsumingActivities):
 
     async def sweep(self) -> None:
         """Start renewing the held receipt handles that are due (not waited for: a hung broker's renewals must not
-        hold up the next sweep), forget idle clients (called every few seconds)."""
+        hold up the next sweep), forget idle clients and start making what they held visible again (called every
+        few seconds)."""
         self.renewals.renew_due(self.popper.change_invisible)
         gone = self.clients.expire()
         for client in gone:
-            self.renewals.forget_client(client.client_id)
+            self._spawn(self.renewals.clear(client.client_id, self.popper.change_invisible))
         if gone:
             self._forget_groups()
+
+    async def close(self, grace: float) -> None:
+        """clearAllHandle: make every held message visible again soon; that and the other background work (nacks of
+        messages a client never got) gets `grace` seconds, then what is left is cancelled (the proxy leaves the
+        cluster next)."""
+        self._spawn(self.renewals.clear(None, self.popper.change_invisible))
+        _, late = await asyncio.wait(set(self._background), timeout=grace)
+        for task in late:
+            task.cancel()
 
     def _broker_name_of(self, addr: str) -> str | None:
         for route in self.instance.routes.values():
@@ -208,7 +220,7 @@ class MessagingService(ConsumingActivities):
                     if isinstance(command, pb.Status):
                         await outbound.put(spb.TelemetryCommand(status=command))
                         continue
-                    client.last_seen_ms = now_ms()
+                    self.clients.heard(client.client_id, outbound)
                     if command.WhichOneof("command") == "settings":
                         await outbound.put(await self._settings_answer(client.client_id, command.settings))
             finally:

@@ -218,7 +218,7 @@ async def test_auto_renewed_handles_are_renewed_ahead_and_acks_use_the_newest() 
 
 async def test_a_renewal_the_broker_refuses_and_a_gone_client_drop_their_handles() -> None:
     from mqtools.client.errors import broker_error
-    from mqtools.proxy.renewal import Renewals
+    from mqtools.proxy.renewal import CLEAR_INVISIBLE_MS, Renewals
     from mqtools.remoting.codes import ResponseCode
 
     now = [1_000_000]
@@ -231,8 +231,15 @@ async def test_a_renewal_the_broker_refuses_and_a_gone_client_drop_their_handles
 
     assert await asyncio.gather(*renewals.renew_due(refused)) == [False]
     assert len(renewals) == 1
-    renewals.forget_client("b")
+    cleared: list[tuple[int, int]] = []
+
+    async def change(handle: ReceiptHandle, group: str, topic: str, invisible: int) -> str:
+        cleared.append((handle.offset, invisible))
+        return handle.text
+
+    await renewals.clear("b", change)
     assert len(renewals) == 0
+    assert cleared == [(8, CLEAR_INVISIBLE_MS)]
 
 
 def _dead_master():
@@ -323,14 +330,13 @@ async def test_a_receive_whose_caller_left_makes_what_the_broker_gave_it_visible
 async def test_a_receive_whose_caller_left_before_its_pop_was_sent_sends_none() -> None:
     """The client left while the proxy was still looking up the topic's route: no POP is sent for nobody (it
     would take messages away for a second and count a delivery attempt against each)."""
-    from types import SimpleNamespace
-
     from mqtools.apis.apache.rocketmq.v2 import definition_pb2 as pb
     from mqtools.apis.apache.rocketmq.v2 import service_pb2 as spb
     from mqtools.client.instance import ClientInstance
     from mqtools.proxy.call import Call
     from mqtools.proxy.service import MessagingService
-    from mqtools.remoting.bodies import QueueData
+    from mqtools.proxy.settings import GroupPolicy
+    from mqtools.remoting.bodies import BrokerData, QueueData, TopicRouteData
 
     service = MessagingService(ProxyConfig(), ClientInstance(["127.0.0.1:9876"]), port=0)
     route_found: asyncio.Future = asyncio.get_running_loop().create_future()
@@ -342,8 +348,12 @@ async def test_a_receive_whose_caller_left_before_its_pop_was_sent_sends_none() 
     async def pop(**kw):
         popped.append(kw["topic"])
 
+    async def group_policy(group: str, addrs: list[str]) -> GroupPolicy:
+        return GroupPolicy()
+
     service._route = slow_route  # type: ignore[method-assign]
     service.popper.pop = pop  # type: ignore[method-assign]
+    service.metadata.group_policy = group_policy  # type: ignore[method-assign]
     req = spb.ReceiveMessageRequest(group=pb.Resource(name="G"), batch_size=8,
                                     message_queue=pb.MessageQueue(topic=pb.Resource(name="T")))
     req.invisible_duration.FromSeconds(30)
@@ -353,7 +363,7 @@ async def test_a_receive_whose_caller_left_before_its_pop_was_sent_sends_none() 
     receiving.cancel()
     with pytest.raises(asyncio.CancelledError):
         await receiving
-    route_found.set_result(SimpleNamespace(queue_datas=[QueueData("broker-a", 4, 4, 6)]))
+    route_found.set_result(TopicRouteData([QueueData("broker-a", 4, 4, 6)], [BrokerData("C", "broker-a", {0: "a:1"})]))
     for _ in range(5):
         await asyncio.sleep(0)
     assert popped == [] and service._receiving == 0
