@@ -34,6 +34,8 @@ TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
 CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
 #: RocketMQ 5's TransactionalMessageUtil.TRANSACTION_ID: a half message's UNIQ_KEY, stamped by the broker.
 TRANSACTION_ID = "__transactionId__"
+#: MessageConst.PROPERTY_TRANSACTION_PREPARED_QUEUE_OFFSET: a check's copy of a half message names its original.
+TRANSACTION_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
 SHARDING_KEY = "__SHARDINGKEY"
 INSTANCE_ID = "INSTANCE_ID"
 # timer messages (RIP-43, RocketMQ 5's MessageConst): what a producer asks for ...

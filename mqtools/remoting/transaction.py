@@ -10,6 +10,8 @@ from __future__ import annotations
 import contextlib
 from dataclasses import dataclass
 
+from mqtools.common import properties as P
+from mqtools.common.message import MessageExt
 from mqtools.common.sysflag import TRANSACTION_COMMIT_TYPE, TRANSACTION_NOT_TYPE, TRANSACTION_ROLLBACK_TYPE
 from mqtools.remoting.headers import Header
 
@@ -42,6 +44,14 @@ class CheckTransactionStateRequestHeader(Header):
     msg_id: str | None = None
     transaction_id: str | None = None
     offset_msg_id: str | None = None
+
+
+def transaction_origin(half: MessageExt) -> int:
+    """A transaction's identity across the copies a check makes of its half message: its original's half queue
+    offset (the client's UNIQ_KEY is none: a client sets it only on a message that has none, so a message sent
+    again brings its old one)."""
+    prepared = half.properties.get(P.TRANSACTION_PREPARED_QUEUE_OFFSET, "")
+    return int(prepared) if prepared.isdigit() else half.queue_offset
 
 
 def op_half_offsets(body: bytes) -> list[int]:

@@ -26,7 +26,7 @@ from mqtools.common.topics import CID_RMQ_SYS_TRANS, RMQ_SYS_TRANS_HALF_TOPIC, R
 from mqtools.remoting.bodies import MessageQueue
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.headers import OffsetResponseHeader, QueryConsumerOffsetRequestHeader
-from mqtools.remoting.transaction import op_half_offsets
+from mqtools.remoting.transaction import op_half_offsets, transaction_origin
 
 #: The most half (and op) messages read per broker; past it the answer says it was cut.
 MAX_SCAN = 10_000
@@ -66,19 +66,20 @@ class TransactionAdmin(AdminService):
             ops = []
         ended_offsets = {offset for op in ops for offset in op_half_offsets(op.body)}
         halves, cut = await self._read(half_mq, half_from)
-        ended_ids = {message_id(h) for h in halves if h.queue_offset in ended_offsets}
-        ended_ids.update(key for op in ops for key in op.keys)
-        newest: dict[str, MessageExt] = {}
+        # a transaction is its original half message (every copy names it); an op of mq's names it first in KEYS
+        ended = {transaction_origin(h) for h in halves if h.queue_offset in ended_offsets}
+        ended.update(int(op.keys[0]) for op in ops if op.keys and op.keys[0].isdigit())
+        newest: dict[int, MessageExt] = {}
         for half in halves:
             if half.queue_offset not in ended_offsets:
-                newest[message_id(half)] = half
+                newest[transaction_origin(half)] = half
         now = int(time.time() * 1000)
         open_ = [OpenTransaction(
             broker_name=name, producer_group=h.properties.get(P.PGROUP), topic=h.properties.get(P.REAL_TOPIC),
-            msg_id=msg_id, born_timestamp=h.born_timestamp, age_ms=max(0, now - h.born_timestamp),
+            msg_id=message_id(h), born_timestamp=h.born_timestamp, age_ms=max(0, now - h.born_timestamp),
             checks=int(h.properties[P.TRANSACTION_CHECK_TIMES]) if h.properties.get(
                 P.TRANSACTION_CHECK_TIMES, "").isdigit() else 0)
-            for msg_id, h in newest.items() if msg_id not in ended_ids]
+            for key, h in newest.items() if key not in ended]
         open_.sort(key=lambda t: t.born_timestamp)
         return BrokerTransactions(name, addr, open_, scanned=len(halves), cut=cut)
 

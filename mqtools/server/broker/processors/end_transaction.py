@@ -10,9 +10,14 @@ The committed message is timed (TIMER_* properties) or delayed (a delay level) f
 put hook times it (schedule_hook.py).
 
 Where mq goes further than Apache: a transaction that has already ended (through this copy or another
-the check service made) is refused with a remark instead of being committed a second time, and every
-refusal is one rate-limited log line. Producers send END_TRANSACTION oneway, so a refusal is seen in
-the broker's log, or by a tool that sends the request two-way.
+the check service made, before a restart too) is refused with a remark instead of being committed a
+second time, and every refusal is one rate-limited log line. The end is decided in the step that reads
+the request: the check, the commit's append and the op (which marks it ended) happen before any await,
+so of two ENDs read together (the producer's own and its answer to a check) the second is refused; only
+the commit's wait for the flush or a slave is awaited, after. The half message must be one the half
+queue holds at that commitlog offset (a look-alike inside a message body is not), and a commit must go
+to one of its real topic's queues. Producers send END_TRANSACTION oneway, so a refusal is seen in the
+broker's log, or by a tool that sends the request two-way.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.transaction import COMMIT, ROLLBACK, EndTransactionRequestHeader
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.broker.schedule_hook import handle_schedule
-from mqtools.server.broker.transaction.bridge import TransactionalMessageBridge, transaction_id
+from mqtools.server.broker.transaction.bridge import TransactionalMessageBridge, origin, transaction_id
 from mqtools.server.store.results import STORED, PutMessageResult
 
 if TYPE_CHECKING:
@@ -55,14 +60,14 @@ class EndTransactionProcessor:
         problem = self._mismatch(half, h)
         if problem is not None or half is None:
             return self._refuse(conn, req, ResponseCode.SYSTEM_ERROR, problem or "")
-        ended = self.bridge.ended.get(transaction_id(half))
+        ended = self.bridge.ended_at(half)
         if ended is not None:
             return self._refuse(conn, req, ResponseCode.SYSTEM_ERROR,
-                                f"the transaction {transaction_id(half)} has already ended (half message at "
-                                f"queue offset {ended})")
+                                f"the transaction {transaction_id(half)} (half message at queue offset "
+                                f"{origin(half)}) has already ended (through queue offset {ended})")
         if h.commit_or_rollback == ROLLBACK:
             return self._after_op(req, self.bridge.put_op(half))
-        return self._commit(req, half)
+        return self._commit(conn, req, half)
 
     def _mismatch(self, half: MessageExt | None, h: EndTransactionRequestHeader) -> str | None:
         """Apache's checkPrepareMessage: its remark for a request that does not match the half message."""
@@ -82,15 +87,33 @@ class EndTransactionProcessor:
                                                                   "tranStateTableOffset", "msgId")})
         return req.response(code, remark)
 
-    async def _commit(self, req: RemotingCommand, half: MessageExt) -> RemotingCommand:
+    def _commit(self, conn: RemotingConnection, req: RemotingCommand, half: MessageExt
+                ) -> RemotingCommand | Awaitable[RemotingCommand]:
+        """The committed message appended and the op written now; only their waits are left to await."""
+        topic, queue_id = half.properties[P.REAL_TOPIC], int(half.properties[P.REAL_QID])
+        tc = self.b.topics.select(topic)
+        if tc is None:
+            return self._refuse(conn, req, ResponseCode.SYSTEM_ERROR, f"topic[{topic}] not exist")
+        if queue_id >= max(tc.read_queue_nums, tc.write_queue_nums):  # never a queue the topic does not have
+            return self._refuse(conn, req, ResponseCode.SYSTEM_ERROR, f"request queueId[{queue_id}] is illegal, {tc}")
         committed = self.bridge.committed(half)
         refused = handle_schedule(self.b, committed)  # timer or delay level: from the commit, as Apache
         if refused is not None:
             return self._refuse_commit(req, *refused)
-        result = await self.b.store.put_message(committed)
+        put = self.b.store.put_message_inline(committed)
+        if isinstance(put, PutMessageResult) and put.status.name not in STORED:
+            return req.response(ResponseCode.SYSTEM_ERROR, f"putting the committed message failed: {put.status.name}")
+        op = self.bridge.put_op(half)  # appended: a wait still to come ends in a stored status
+        if isinstance(put, PutMessageResult):
+            return self._after_op(req, op)
+        return self._committed(req, put, op)
+
+    async def _committed(self, req: RemotingCommand, put: Awaitable[PutMessageResult],
+                         op: PutMessageResult | Awaitable[PutMessageResult]) -> RemotingCommand:
+        result = await put
         if result.status.name not in STORED:
             return req.response(ResponseCode.SYSTEM_ERROR, f"putting the committed message failed: {result.status.name}")
-        return await self._op_written(req, self.bridge.put_op(half))
+        return await self._op_written(req, op)
 
     def _refuse_commit(self, req: RemotingCommand, code: int, remark: str) -> RemotingCommand:
         """The committed message cannot be put (a timer value not legal now): no op message, so the half

@@ -9,7 +9,10 @@ fromTransactionCheck) ends the copy. One checked transactionCheckMax times, or o
 keeps files, goes to TRANS_CHECK_MAX_TIME_TOPIC instead. The round saves both offsets as consumer
 offsets of CID_RMQ_SYS_TRANS, so a restarted broker neither asks again about what ended nor forgets
 what is open. As Apache's, the round stops at the first half message stored after it began, and at
-the first one too young (with no immunity of its own): the queue is in store order.
+the first one too young (with no immunity of its own): the queue is in store order. A round lets the
+loop turn every RECORDS_PER_TURN messages read or PUTS_PER_TURN copies put (puts that never wait), so
+a long one (150,000 ops ended since the last) does not hold every request meanwhile; what ends while it
+is paused is in `bridge.ended` when it reaches it.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from mqtools.common import properties as P
 from mqtools.common.codec import encode_stored
+from mqtools.common.loop import PUTS_PER_TURN
 from mqtools.common.message import MessageExt
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.command import RemotingCommand
@@ -33,17 +37,42 @@ from mqtools.server.broker.transaction.bridge import (
     HALF_TOPIC,
     OP_TOPIC,
     TransactionalMessageBridge,
+    origin,
     transaction_id,
 )
 from mqtools.server.lifecycle import cancel_and_wait
+from mqtools.server.store.results import STORED
 
 if TYPE_CHECKING:
     from mqtools.server.broker.context import BrokerContext
 
 log = logging.getLogger(__name__)
 
-#: How many ended transactions `bridge.ended` remembers beyond what the op queue holds from its offset.
-ENDED_MEMORY = 65_536
+#: Messages (half and op) a round reads before it lets the loop turn.
+RECORDS_PER_TURN = 256
+
+
+class _Pace:
+    """A round's reads and puts since the loop last turned: it turns every RECORDS_PER_TURN reads or
+    PUTS_PER_TURN puts (a copy's put never waits, so it never suspends)."""
+
+    def __init__(self) -> None:
+        self.reads = 0
+        self.puts = 0
+
+    async def read(self) -> None:
+        self.reads += 1
+        if self.reads >= RECORDS_PER_TURN:
+            await self._turn()
+
+    async def put(self) -> None:
+        self.puts += 1
+        if self.puts >= PUTS_PER_TURN:
+            await self._turn()
+
+    async def _turn(self) -> None:
+        self.reads = self.puts = 0
+        await asyncio.sleep(0)
 
 
 @dataclass
@@ -86,24 +115,27 @@ class TransactionalMessageCheckService:
 
     # ------------------------------------------------------------------ one round
 
-    def _read_ops(self, op_from: int, half_from: int) -> tuple[set[int], list[tuple[int, int]]]:
+    async def _read_ops(self, op_from: int, half_from: int, pace: _Pace) -> tuple[set[int], list[tuple[int, int]]]:
         """Half offsets ended at or after `half_from`, and each op's (op offset, highest half offset it
         names); remembers every op's transaction in `bridge.ended`."""
         removed: set[int] = set()
         ops: list[tuple[int, int]] = []
         for op_offset in range(op_from, self.bridge.max_offset(OP_TOPIC)):
+            await pace.read()
             op = self.bridge.op_at(op_offset)
             halves = op_half_offsets(op.body) if op is not None and op.tags == OP_REMOVE_TAG else []
             ops.append((op_offset, max(halves, default=-1)))
+            named = op.keys[0] if op is not None and op.keys else ""
             for half_offset in halves:
                 if half_offset >= half_from:
                     removed.add(half_offset)
-                key = op.keys[0] if op is not None and op.keys else None
-                if key is None:
+                if named.isdigit():
+                    key: int | None = int(named)
+                else:  # an op of Apache's (no keys) or of an older mq (the client's key): its half message's
                     half = self.bridge.half_at(half_offset)
-                    key = transaction_id(half) if half is not None else None
-                if key is not None:
-                    self.bridge.ended.setdefault(key, half_offset)
+                    key = origin(half) if half is not None else None
+                if key is not None and key not in self.bridge.ended:
+                    self.bridge.remember(key, half_offset)
         return removed, ops
 
     async def check_once(self) -> CheckRound:
@@ -113,21 +145,24 @@ class TransactionalMessageCheckService:
         started = int(self.b.clock() * 1000)
         half_from = bridge.progress(HALF_TOPIC)
         op_from = bridge.progress(OP_TOPIC)
-        removed, ops = self._read_ops(op_from, half_from)
+        pace = _Pace()
+        removed, ops = await self._read_ops(op_from, half_from, pace)
         offset = half_from
         half_end = bridge.max_offset(HALF_TOPIC)
         while offset < half_end:
+            await pace.read()
             if offset in removed:
                 offset += 1
                 continue
             half = bridge.half_at(offset)
-            if half is None or transaction_id(half) in bridge.ended:
+            if half is None or origin(half) in bridge.ended:
                 offset += 1
                 continue
             times = _int(half.properties.get(P.TRANSACTION_CHECK_TIMES), 0)
             now = int(self.b.clock() * 1000)
             age = now - half.born_timestamp
             if times >= cfg.transaction_check_max or age > self.b.store.config.file_reserved_time * 3_600_000:
+                await pace.put()
                 if not await self._discard(half):
                     break
                 done.discarded += 1
@@ -141,6 +176,7 @@ class TransactionalMessageCheckService:
                 seconds = _int(own, -1)
                 immunity = seconds * 1000 if seconds >= 0 else cfg.transaction_time_out
                 if 0 <= age < immunity:  # its own immunity: keep it, without holding up the ones after it
+                    await pace.put()
                     if await self._renew(half, dict(half.properties)) is None:
                         break
                     done.renewed += 1
@@ -150,6 +186,7 @@ class TransactionalMessageCheckService:
                 break
             props = dict(half.properties)
             props[P.TRANSACTION_CHECK_TIMES] = str(times + 1)
+            await pace.put()
             copy = await self._renew(half, props)
             if copy is None:
                 break
@@ -167,20 +204,19 @@ class TransactionalMessageCheckService:
             op_to = op_offset + 1
         if op_to != op_from:
             bridge.save_progress(OP_TOPIC, op_to)
-        while len(bridge.ended) > ENDED_MEMORY:
-            del bridge.ended[next(iter(bridge.ended))]
         return done
 
     async def _renew(self, half: MessageExt, props: dict[str, str]) -> MessageExt | None:
         """The half message copied to the end of its queue; the copy as stored, or None when the put failed."""
         inner = self.bridge.renew(half, props)
         result = await self.b.store.put_message(inner)
-        if not result.ok or result.append is None:
+        if result.status.name not in STORED or result.append is None:
             log.warning("renewing half message %s failed: %s", half.msg_id, result.status)
             return None
         a = result.append
-        return dataclasses.replace(half, properties=props, queue_offset=a.logics_offset,
-                                   commit_log_offset=a.wrote_offset, msg_id=a.msg_id, store_timestamp=a.store_timestamp)
+        return dataclasses.replace(half, properties=P.string_to_properties(inner.encoded_properties()),
+                                   queue_offset=a.logics_offset, commit_log_offset=a.wrote_offset, msg_id=a.msg_id,
+                                   store_timestamp=a.store_timestamp)
 
     async def _discard(self, half: MessageExt) -> bool:
         """Past transactionCheckMax checks: kept in TRANS_CHECK_MAX_TIME_TOPIC, never checked again."""
@@ -188,7 +224,7 @@ class TransactionalMessageCheckService:
         inner = self.bridge.renew(half, dict(half.properties))
         inner.topic = CHECK_MAX_TIME_TOPIC
         result = await self.b.store.put_message(inner)
-        if not result.ok:
+        if result.status.name not in STORED:
             log.warning("moving half message %s to %s failed: %s", half.msg_id, CHECK_MAX_TIME_TOPIC, result.status)
             return False
         log.info("half message %s (transaction %s) checked %s times: moved to %s", half.msg_id,
