@@ -21,6 +21,7 @@ from mqtools.common.auth.model import (
     UserStatus,
     UserType,
 )
+from mqtools.common.auth.policy import AuthError
 from mqtools.remoting import fastjson
 from mqtools.remoting.bodies import REQUEST_LENIENT_MAX, Body, PlainAccessConfig
 from mqtools.remoting.body_codec import from_obj, to_obj
@@ -143,17 +144,26 @@ def info_of(user: User) -> UserInfo:
                     user.user_status.label if user.user_status else None)
 
 
+def _entry_of(e: PolicyEntryInfo | None) -> PolicyEntry:
+    if e is None:
+        raise AuthError("The policy entry is null.")
+    if e.source_ips and None in e.source_ips:
+        raise AuthError("The source ip is empty.")
+    return PolicyEntry(Resource.parse(e.resource),  # type: ignore[arg-type]
+                       [a for a in (Action.by_name(n) for n in e.actions or []) if a is not None],
+                       list(e.source_ips) if e.source_ips else None, Decision.by_name(e.decision))
+
+
 def acl_of(info: AclInfo, subject: str | None) -> Acl:
-    """AclConverter.convertAcl: unknown action names are dropped; the subject defaults to the header's."""
+    """AclConverter.convertAcl: unknown action names are dropped; the subject defaults to the header's. AuthError
+    for a null policy, entry or source IP (a JSON null in a list), which the metadata rules cannot name."""
     policies = []
     for p in info.policies or []:
+        if p is None:
+            raise AuthError("The policy is null.")
         if not p.entries:
             continue
-        entries = [PolicyEntry(Resource.parse(e.resource),  # type: ignore[arg-type]
-                               [a for a in (Action.by_name(n) for n in e.actions or []) if a is not None],
-                               list(e.source_ips) if e.source_ips else None, Decision.by_name(e.decision))
-                   for e in p.entries]
-        policies.append(Policy(PolicyType.by_name(p.policy_type), entries))
+        policies.append(Policy(PolicyType.by_name(p.policy_type), [_entry_of(e) for e in p.entries]))
     return Acl(info.subject or subject or "", policies)
 
 

@@ -439,12 +439,15 @@ class PlainAccessConfig(Body):
 
     def to_ext(self) -> dict[str, str]:
         """UPDATE_AND_CREATE_ACL_CONFIG's header (CreateAccessConfigRequestHeader): perms comma-joined,
-        unset fields left out."""
+        unset fields left out (the broker keeps them). A white address of "" or a list of blank items is sent
+        empty, which clears it, as Java's mqadmin sends `-t ""`."""
         ext = {"accessKey": self.access_key, "secretKey": self.secret_key or "", "admin": str(self.admin).lower()}
-        optional = {"whiteRemoteAddress": self.white_remote_address, "defaultTopicPerm": self.default_topic_perm,
-                    "defaultGroupPerm": self.default_group_perm, "topicPerms": ",".join(self.topic_perms),
-                    "groupPerms": ",".join(self.group_perms)}
-        ext.update({k: v for k, v in optional.items() if v})
+        defaults = {"defaultTopicPerm": self.default_topic_perm, "defaultGroupPerm": self.default_group_perm}
+        ext.update({k: v for k, v in defaults.items() if v})
+        if self.white_remote_address is not None:
+            ext["whiteRemoteAddress"] = self.white_remote_address
+        lists = {"topicPerms": self.topic_perms, "groupPerms": self.group_perms}
+        ext.update({k: ",".join(v) for k, v in lists.items() if v})
         return ext
 
     @classmethod

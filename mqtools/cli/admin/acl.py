@@ -1,6 +1,9 @@
 """`mq admin acl list|get|update|delete|white-addrs|version`: RocketMQ 4.x plain ACL accounts on
 one broker (-b) or every master of a cluster (-c).
 
+`update` merges into an existing account as RocketMQ does: an option not given keeps its value; `--topic-perm ''`
+(or `--group-perm ''`, `--white-addr ''`) clears it.
+
 Secrets never come from argv: `update` reads the new account's secret key from stdin (or a hidden
 prompt on a terminal), and nothing here ever prints one (the broker does not send them back).
 """
@@ -92,6 +95,16 @@ def read_secret(prompt: str = "secret key") -> str:
     return secret
 
 
+def given_perms(text: str | None) -> list[str]:
+    """mqadmin's comma-separated -t/-g: not given, [] (the broker keeps the account's list); given empty, one blank
+    item, which the request sends empty (the broker clears the list), as Java's mqadmin sends `-t ""`."""
+    from mqtools.client.admin.models.configs import comma_list
+
+    if text is None:
+        return []
+    return comma_list(text) or [""]
+
+
 def apply_update(at: ClusterOptions, timeout: float | None, account: PlainAccessConfig,
                  where: dict[str, str | None]) -> list[str]:
     async def job(admin: MQAdmin) -> list[str]:
@@ -116,7 +129,8 @@ def update(
     group_perm: Annotated[Optional[list[str]], typer.Option(  # noqa: UP045
         "--group-perm", help="GROUP=PERM, repeatable.")] = None,
 ) -> None:
-    """Create or replace an account; its secret key is read from stdin (a hidden prompt on a terminal).
+    """Create an account, or change one: the options given change, the rest are kept (as Apache's broker merges;
+    `--topic-perm ''` clears a list); its secret key is read from stdin (a hidden prompt on a terminal).
 
     Example: printf '%s' "$SECRET" | mq admin acl update app1key -c DefaultCluster --topic-perm Orders=PUB
     """

@@ -16,7 +16,7 @@ import typer
 
 from mqtools.cli.admin.common import BrokerOpt, DryRunOpt, usage
 from mqtools.cli.admin.session import Session, admin_command
-from mqtools.cli.admin.user import ClusterWriteOpt, show_changes, show_read, where_of
+from mqtools.cli.admin.user import ClusterWriteOpt, checked, show_changes, show_read, where_of
 
 app = typer.Typer(help="ACL 2.0 rules (RocketMQ 5.3+ auth): User:NAME may Pub/Sub/... on Topic:/Group:/Cluster:.",
                   no_args_is_help=True)
@@ -105,6 +105,11 @@ def delete(s: Session, subject: SubjectArg,
 
     Example: mq admin acl2 delete app1 -r Topic:orders -c DefaultCluster
     """
+    from mqtools.client.admin.auth import POLICY_TYPES, check_resources
+
+    if resource is not None:
+        check_resources([resource])  # a resource the broker reads as null would delete every rule
+    policy_type = checked(policy_type, POLICY_TYPES, "--policy-type")  # the broker reads a typo as Custom
     where = where_of(cluster, broker_addr)
     show_changes(s, lambda admin: admin.auth.delete_acl(subject_of(subject), resource, policy_type,
                                                           dry_run=dry_run, **where))

@@ -2,17 +2,21 @@
 with the AUTH_* requests of Apache's RequestCode, as mqadmin's createUser ... copyAcl send them.
 
 Writes to a cluster go to every broker of it, masters and slaves, as mqadmin's createUser does (each
-broker keeps its own users and rules); reads ask each broker set's master, else a slave. A set no
-replica answered for is named in the result (`AuthRead.unreachable`) instead of sinking it or being
-left out. Every write can be planned
-first: `dry_run=True` returns the same AuthChange list and sends nothing.
+broker keeps its own users and rules), all at once; the AuthChange names where a write applied and, with
+their outcome (refused, no answer), the brokers where it did not: partial (exit 4) when some applied, an
+error naming each broker when none did (exit 3 when none answered, else 1). Reads ask each broker set's
+master, else a slave. A set no replica answered for is named in the result (`AuthRead.unreachable`)
+instead of sinking it or being left out. Every write can be planned first: `dry_run=True` returns the
+same AuthChange list and sends nothing.
 """
 
 from __future__ import annotations
 
+import asyncio
+import dataclasses
 from pathlib import Path
 
-from mqtools.client.admin.base import AdminService
+from mqtools.client.admin.base import AdminService, reason_of
 from mqtools.client.admin.models.auth import (
     AuthAcl,
     AuthChange,
@@ -23,8 +27,10 @@ from mqtools.client.admin.models.auth import (
     BrokerAcls,
     BrokerUsers,
 )
-from mqtools.client.errors import MQClientError
+from mqtools.client.errors import ConnectFailedError, MQClientError, UnreachableError, settled
+from mqtools.common.auth.model import Resource
 from mqtools.common.exitcodes import EXIT_USAGE
+from mqtools.common.presentation import Unreachable
 from mqtools.remoting.auth_bodies import (
     AclInfo,
     PolicyEntryInfo,
@@ -38,6 +44,7 @@ from mqtools.remoting.codes import RequestCode
 
 ACTIONS = ("All", "Pub", "Sub", "Create", "Update", "Delete", "Get", "List")
 DECISIONS = ("Allow", "Deny")
+POLICY_TYPES = ("Custom", "Default")
 USER_TYPES = ("Super", "Normal")
 USER_STATUSES = ("enable", "disable")
 
@@ -66,10 +73,20 @@ class AclRuleError(MQClientError, ValueError):
     exit_code = EXIT_USAGE
 
 
+def check_resources(resources: list[str]) -> None:
+    """AclRuleError for a resource key RocketMQ does not know: the broker reads one as null, which for a delete
+    means every rule of the subject."""
+    bad = [r for r in resources if Resource.parse(r) is None]
+    if bad:
+        raise AclRuleError(f"unknown resource {', '.join(bad)} (Topic:NAME, Topic:PREFIX*, Topic:*, Group:..., "
+                           "Cluster:..., *)")
+
+
 def rule_acl(subject: str, resources: list[str], actions: list[str], source_ips: list[str],
              decision: str) -> AuthAcl:
     """The ACL mqadmin's createAcl sends: one Custom policy, an entry per resource, same actions/IPs/decision.
-    AclRuleError for an action or decision RocketMQ does not know (the broker would drop or refuse it)."""
+    AclRuleError for a resource, action or decision RocketMQ does not know (the broker would drop or refuse it)."""
+    check_resources(resources)
     bad = [a for a in actions if a.lower() not in {x.lower() for x in ACTIONS}]
     if bad:
         raise AclRuleError(f"unknown action {', '.join(bad)} (one of {', '.join(ACTIONS)})")
@@ -112,6 +129,27 @@ def read_plain_acl(path: str | Path) -> list[PlainAccessConfig]:
     return out
 
 
+def outcome(exc: MQClientError) -> str:
+    """Why a broker does not have a change: it refused it, no connection was made, or no answer came in time
+    (then it may have applied it)."""
+    if isinstance(exc, ConnectFailedError):
+        return f"no answer, not applied: {exc.reason}"
+    if isinstance(exc, UnreachableError):
+        return f"no answer, not known to have applied: {reason_of(exc)}"
+    return f"refused, not applied: {exc.summary()}"
+
+
+def not_applied_error(missed: dict[str, MQClientError]) -> MQClientError:
+    """A change no broker applied, as one error naming each broker's outcome: UnreachableError (exit 3) when none
+    answered, else a refusal (exit 1). Sent to one broker, that broker's error as it is."""
+    if len(missed) == 1:
+        return next(iter(missed.values()))
+    message = "; ".join(f"{addr}: {outcome(exc)}" for addr, exc in missed.items()) + " (applied on no broker)"
+    if all(isinstance(exc, UnreachableError) for exc in missed.values()):
+        return UnreachableError(message)
+    return MQClientError(message)
+
+
 class AuthAdmin(AdminService):
     # -- where -------------------------------------------------------------------------------------
 
@@ -119,8 +157,18 @@ class AuthAdmin(AdminService):
         found, unreachable = await self.admin.read_brokers(cluster, broker_addr, fn)
         return AuthRead(found, unreachable)
 
-    async def _each_write(self, addrs: list[str], code: int, ext: dict[str, str], body: bytes | None) -> None:
-        await self.admin._each(addrs, lambda a: self.admin.call(a, code, ext, body))
+    async def _send(self, plan: AuthChange, code: int, ext: dict[str, str], body: bytes | None = None) -> AuthChange:
+        """`plan` carried out: its request to each of its brokers at once (each keeps its own users and rules), and
+        the change naming where it applied and, with their outcome, where not (one broker's failure never hides
+        where the others applied it); not_applied_error when it applied nowhere. A dry run is the plan."""
+        if plan.dry_run:
+            return plan
+        answers = await asyncio.gather(*(settled(self.admin.call(a, code, ext, body)) for a in plan.brokers))
+        failed = {a: r for a, r in zip(plan.brokers, answers, strict=True) if isinstance(r, MQClientError)}
+        if failed and len(failed) == len(plan.brokers):
+            raise not_applied_error(failed)
+        return dataclasses.replace(plan, brokers=[a for a in plan.brokers if a not in failed],
+                                   missed=[Unreachable(None, a, outcome(exc)) for a, exc in failed.items()])
 
     # -- users -------------------------------------------------------------------------------------
 
@@ -154,18 +202,15 @@ class AuthAdmin(AdminService):
         addrs = await self.admin.every_broker(cluster, broker_addr)
         sets = [f"type={user.user_type}" if user.user_type else "", f"status={user.user_status}" if user.user_status
                 else "", "password" if user.password else ""]
-        change = AuthChange(action, user.username, addrs, dry_run, " ".join(s for s in sets if s))
-        if not dry_run:
-            body = UserInfo(user.username, user.password, user.user_type, user.user_status).to_json()
-            await self._each_write(addrs, code, {"username": user.username}, body)
-        return change
+        body = UserInfo(user.username, user.password, user.user_type, user.user_status).to_json()
+        return await self._send(AuthChange(action, user.username, addrs, dry_run, " ".join(s for s in sets if s)),
+                                code, {"username": user.username}, body)
 
     async def delete_user(self, username: str, *, cluster: str | None = None, broker_addr: str | None = None,
                           dry_run: bool = False) -> AuthChange:
         addrs = await self.admin.every_broker(cluster, broker_addr)
-        if not dry_run:
-            await self._each_write(addrs, RequestCode.AUTH_DELETE_USER, {"username": username}, None)
-        return AuthChange("delete-user", username, addrs, dry_run, "the user and its ACL")
+        return await self._send(AuthChange("delete-user", username, addrs, dry_run, "the user and its ACL"),
+                                RequestCode.AUTH_DELETE_USER, {"username": username})
 
     # -- ACLs --------------------------------------------------------------------------------------
 
@@ -200,9 +245,8 @@ class AuthAdmin(AdminService):
         detail = "; ".join(f"{p.policy_type} {e.resource} {','.join(e.actions)} {e.decision}"
                            + (f" from {','.join(e.source_ips)}" if e.source_ips else "")
                            for p in acl.policies for e in p.entries)
-        if not dry_run:
-            await self._each_write(addrs, code, {"subject": acl.subject}, acl_body(acl).to_json())
-        return AuthChange(action, acl.subject, addrs, dry_run, detail)
+        return await self._send(AuthChange(action, acl.subject, addrs, dry_run, detail), code,
+                                {"subject": acl.subject}, acl_body(acl).to_json())
 
     async def delete_acl(self, subject: str, resource: str | None = None, policy_type: str | None = None, *,
                          cluster: str | None = None, broker_addr: str | None = None,
@@ -213,9 +257,8 @@ class AuthAdmin(AdminService):
             ext["resource"] = resource
         if policy_type:
             ext["policyType"] = policy_type
-        if not dry_run:
-            await self._each_write(addrs, RequestCode.AUTH_DELETE_ACL, ext, None)
-        return AuthChange("delete-acl", subject, addrs, dry_run, resource or "every rule")
+        return await self._send(AuthChange("delete-acl", subject, addrs, dry_run, resource or "every rule"),
+                                RequestCode.AUTH_DELETE_ACL, ext)
 
     # -- copies and migration ----------------------------------------------------------------------
 
@@ -264,21 +307,17 @@ class AuthAdmin(AdminService):
                 changes.append(AuthChange("skip-user", user.username, skipped, dry_run, "already exists"))
             if not fresh:
                 continue
-            changes.append(await self._write_to(fresh, RequestCode.AUTH_CREATE_USER, "create-user", user, dry_run))
-            if acl_info is not None:
-                changes.append(await self._acl_write_to(fresh, _acl(acl_info), dry_run))
-        return changes
-
-    async def _write_to(self, addrs: list[str], code: int, action: str, user: AuthUser, dry_run: bool) -> AuthChange:
-        if not dry_run:
             body = UserInfo(user.username, user.password, user.user_type, user.user_status).to_json()
-            await self._each_write(addrs, code, {"username": user.username}, body)
-        return AuthChange(action, user.username, addrs, dry_run, f"type={user.user_type}")
+            created = await self._send(AuthChange("create-user", user.username, fresh, dry_run,
+                                                  f"type={user.user_type}"),
+                                       RequestCode.AUTH_CREATE_USER, {"username": user.username}, body)
+            changes.append(created)
+            if acl_info is not None:  # where the user was made: elsewhere its rules have no subject
+                changes.append(await self._acl_write_to(created.brokers, _acl(acl_info), dry_run))
+        return changes
 
     async def _acl_write_to(self, addrs: list[str], acl: AuthAcl, dry_run: bool) -> AuthChange:
         detail = "; ".join(f"{p.policy_type} {e.resource} {','.join(e.actions)} {e.decision}"
                            for p in acl.policies for e in p.entries)
-        if not dry_run:
-            await self._each_write(addrs, RequestCode.AUTH_CREATE_ACL, {"subject": acl.subject},
-                                   acl_body(acl).to_json())
-        return AuthChange("create-acl", acl.subject, addrs, dry_run, detail)
+        return await self._send(AuthChange("create-acl", acl.subject, addrs, dry_run, detail),
+                                RequestCode.AUTH_CREATE_ACL, {"subject": acl.subject}, acl_body(acl).to_json())

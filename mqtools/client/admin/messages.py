@@ -221,6 +221,12 @@ class MessageAdmin(AdminService):
                 return
             offset = result.next_begin_offset
 
+    def _producer(self, group: str, **options: float) -> Producer:
+        """A producer on a client instance of its own (the admin's connections carry no producer) with the admin
+        session's credentials and TLS: its sends are signed and encrypted as the session's requests are."""
+        return Producer(group, namesrv=self.admin.namesrv_addrs, security=self.admin.instance.remoting.security,
+                        **options)
+
     async def send_message(self, topic: str, body: bytes, *, tags: str | None = None, keys: str | None = None,
                            broker_name: str | None = None, queue_id: int | None = None) -> SendResult:
         """One sync send (mqadmin's sendMessage), to a chosen queue when broker_name and queue_id are given."""
@@ -231,7 +237,7 @@ class MessageAdmin(AdminService):
             msg.properties[P.TAGS] = tags
         if keys:
             msg.properties[P.KEYS] = keys
-        async with Producer(SEND_GROUP, namesrv=self.admin.namesrv_addrs, send_timeout=self.admin.timeout) as producer:
+        async with self._producer(SEND_GROUP, send_timeout=self.admin.timeout) as producer:
             queue = None if broker_name is None else MessageQueue(topic, broker_name, queue_id or 0)
             return await producer.send(msg, queue=queue)
 
@@ -240,7 +246,7 @@ class MessageAdmin(AdminService):
         """`amount` sync sends of `size` bytes to the topic named after each broker (every broker serves
         one; RocketMQ's clusterRT probe), through one producer; `on_send` is called after each send."""
         results = []
-        async with Producer(group, namesrv=self.admin.namesrv_addrs) as producer:
+        async with self._producer(group) as producer:
             for name in broker_names:
                 samples = []
                 for _ in range(amount):

@@ -260,17 +260,19 @@ class Policy:
     policy_type: PolicyType
     entries: list[PolicyEntry] = field(default_factory=list)
 
-    def entry(self, resource: Resource) -> PolicyEntry | None:
-        return next((e for e in self.entries if e.resource == resource), None)
-
     def update_entries(self, new: list[PolicyEntry]) -> None:
-        """Policy.updateEntry: a resource already ruled gets the new actions, IPs and decision."""
+        """Policy.updateEntry: a resource already ruled gets the new actions, IPs and decision in its place, others
+        are added in order. Indexed by resource, so merging n entries into m costs n + m, not n * m (5,000 into
+        5,000 blocked the loop 4.5 s). An entry is replaced, never changed in place: a copy of the policy
+        (`Acl.copy`) shares its entries."""
+        where = {e.resource: i for i, e in enumerate(self.entries)}
         for entry in new:
-            old = self.entry(entry.resource)
-            if old is None:
+            i = where.get(entry.resource)
+            if i is None:
+                where[entry.resource] = len(self.entries)
                 self.entries.append(entry)
             else:
-                old.actions, old.source_ips, old.decision = entry.actions, entry.source_ips, entry.decision
+                self.entries[i] = entry
 
     def to_stored(self) -> dict[str, Any]:
         return {"policyType": self.policy_type.code, "entries": [e.to_stored() for e in self.entries]}
@@ -291,12 +293,17 @@ class Acl:
     def policy(self, policy_type: PolicyType) -> Policy | None:
         return next((p for p in self.policies if p.policy_type is policy_type), None)
 
+    def copy(self) -> Acl:
+        """A copy to change while this one stays in force: its own policies and entry lists, the entries shared
+        (they are replaced, never changed in place)."""
+        return Acl(self.subject, [Policy(p.policy_type, list(p.entries)) for p in self.policies])
+
     def update_policies(self, new: list[Policy]) -> None:
-        """Acl.updatePolicy: merge each policy into the one of its type."""
+        """Acl.updatePolicy: merge each policy into the one of its type (two of one type in `new` become one)."""
         for policy in new:
             old = self.policy(policy.policy_type)
             if old is None:
-                self.policies.append(policy)
+                self.policies.append(Policy(policy.policy_type, list(policy.entries)))
             else:
                 old.update_entries(policy.entries)
 

@@ -3,8 +3,9 @@
 The user is the request's AccessKey field. The signed content is the values of every extension
 field but Signature, ordered by key, then the body; the signature is base64(HmacSHA1(password,
 content)), the signing RocketMQ clients (and mq's, mqtools.remoting.acl) already do for ACL 1.0.
-The one difference from 1.0: `_UNIQUE_KEY_QUERY` is left out only for clients of version 4.9.3 or
-older, as Apache's DefaultAuthenticationContextBuilder does. Comparison is constant-time.
+`_UNIQUE_KEY_QUERY` is left out only for clients of version 4.9.3 or older, as Apache's
+DefaultAuthenticationContextBuilder (and 4.9.4+'s ACL 1.0 check) does: `unsigned_fields`, which the ACL 1.0
+check shares. Comparison is constant-time.
 """
 
 from __future__ import annotations
@@ -19,6 +20,14 @@ SIGNATURE = "Signature"
 UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 #: MQVersion.Version.V4_9_3.ordinal(): older clients do not sign the unique-key query flag
 V4_9_3 = 399
+_UNSIGNED = frozenset((SIGNATURE,))
+_UNSIGNED_BEFORE_4_9_4 = frozenset((SIGNATURE, UNIQUE_MSG_QUERY_FLAG))
+
+
+def unsigned_fields(version: int) -> frozenset[str]:
+    """The extension fields a request of this client version leaves out of its signature: Signature, and the
+    unique-key query flag for clients of 4.9.3 or older (newer ones sign it, so a relay cannot flip it)."""
+    return _UNSIGNED_BEFORE_4_9_4 if version <= V4_9_3 else _UNSIGNED
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,7 +43,7 @@ class SignedRequest:
            version: int) -> SignedRequest:
         if ACCESS_KEY not in ext_fields:
             return cls(None, None, b"")
-        skip = {SIGNATURE} | ({UNIQUE_MSG_QUERY_FLAG} if version <= V4_9_3 else set())
+        skip = unsigned_fields(version)
         content = "".join(ext_fields[k] for k in sorted(ext_fields) if k not in skip).encode()
         if body:
             content += bytes(body)

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.acl import apply_update, read_secret, where_of
+from mqtools.cli.admin.acl import apply_update, given_perms, read_secret, where_of
 from mqtools.cli.admin.mqadmin import cluster_options, command, run
 from mqtools.client.admin.models.mqadmin_acl_text import acl_config_lines, acl_version_lines
 
@@ -38,11 +38,11 @@ def update_acl_config(
     broker_addr: BrokerAddrOpt = None, cluster: ClusterOpt = None,
 ) -> None:
     """Example: printf '%s' "$SECRET" | mq admin updateAclConfig -a app1key -c DefaultCluster -t Orders=PUB"""
-    from mqtools.client.admin.models.configs import PlainAccessConfig, comma_list
+    from mqtools.client.admin.models.configs import PlainAccessConfig
 
     where = where_of(cluster, broker_addr)
     account = PlainAccessConfig(access_key, secret_key or read_secret(), white, (admin_flag or "").lower() == "true",
-                               topic_perm, group_perm, comma_list(topic_perms), comma_list(group_perms))
+                               topic_perm, group_perm, given_perms(topic_perms), given_perms(group_perms))
     for addr in apply_update(cluster_options(), None, account, where):
         typer.echo(f"create or update plain access config to {addr} success.")
     typer.echo(repr(account))

@@ -18,6 +18,7 @@ from mqtools.cli.admin.common import usage
 from mqtools.cli.admin.mqadmin import command, run
 from mqtools.cli.admin.user import checked, read_password
 from mqtools.client.admin.models.mqadmin_acl_text import USER_LIST_ROW, USER_ROW, acl_lines, user_lines
+from mqtools.common.exitcodes import EXIT_PARTIAL
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -42,11 +43,17 @@ def _one(cluster: str | None, broker_addr: str | None) -> dict[str, str | None]:
 
 
 def _write(where: dict[str, str | None], job, verb: str) -> None:  # type: ignore[no-untyped-def]
-    async def go(admin: MQAdmin) -> list[str]:
-        return (await job(admin, where)).brokers
+    """mqadmin's line per broker that applied the change; a line (stderr) per broker that did not, and exit 4."""
+    async def go(admin: MQAdmin) -> AuthChange:
+        return await job(admin, where)
 
-    for addr in run(go):
+    change = run(go)
+    for addr in change.brokers:
         typer.echo(f"{verb} to {addr} success.")
+    for missed in change.missed:
+        typer.echo(f"{verb} to {missed.addr} failed: {missed.reason}", err=True)
+    if change.missed:
+        raise typer.Exit(EXIT_PARTIAL)
 
 
 @command("createUser", "mq admin user create", "Create user to cluster.")
@@ -151,6 +158,10 @@ def delete_acl(subject: SubjectOpt,
                resource: Annotated[Optional[str], typer.Option("-r", "--resources")] = None,  # noqa: UP045
                cluster: ClusterOpt = None, broker_addr: BrokerAddrOpt = None) -> None:
     """Example: mq admin deleteAcl -c DefaultCluster -s User:app1 -r Topic:orders"""
+    from mqtools.client.admin.auth import check_resources
+
+    if resource is not None:
+        check_resources([resource])  # a resource the broker reads as null would delete every rule
     where = _one(cluster, broker_addr)
     _write(where, lambda admin, w: admin.auth.delete_acl(subject, resource, **w), "delete acl")
 

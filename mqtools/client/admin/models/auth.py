@@ -2,7 +2,8 @@
 
 A user's password travels in clear in Apache's AUTH_GET_USER and AUTH_LIST_USER answers; the models
 keep it (copying users needs it) but no document shows it: tables and JSON carry `****` where a
-password exists. Dry runs and writes are `AuthChange` documents: what was (or would be) done, where.
+password exists. Dry runs and writes are `AuthChange` documents: what was (or would be) done, where, and where a
+write sent to several brokers did not apply (partial: exit 4; applied nowhere is an error naming each broker).
 """
 
 from __future__ import annotations
@@ -63,13 +64,16 @@ class BrokerAcls:
 @dataclass(frozen=True, slots=True)
 class AuthChange:
     """One change to users or rules: `action` (create-user, update-user, delete-user, create-acl, ...), the
-    user or subject, the brokers, whether it was only planned (dry run) and what it sets."""
+    user or subject, the brokers it applied on (a dry run: would apply on), whether it was only planned and what
+    it sets. `missed`: the brokers it was sent to that refused it or did not answer, each with its outcome (each
+    broker keeps its own users and rules, so those are now out of step)."""
 
     action: str
     target: str
     brokers: list[str]
     dry_run: bool
     detail: str = ""
+    missed: list[Unreachable] = field(default_factory=list)
 
 
 @dataclass(slots=True)
@@ -121,9 +125,11 @@ def acl_rule_list_view(found: list[BrokerAcls], unreachable: list[Unreachable] |
 
 @renders("AuthChange")
 def auth_change_view(changes: list[AuthChange]) -> View:
-    """What a write did, or with --dry-run would do, per user or subject."""
+    """What a write did, or with --dry-run would do, per user or subject: BROKERS are where it applied; a broker
+    that refused it or did not answer is named with its outcome as the document's unreachable (partial, exit 4)."""
     rows = [[c.action, c.target, ",".join(c.brokers), c.dry_run, c.detail or None] for c in changes]
     doc = {"changes": [{"action": c.action, "target": c.target, "brokers": list(c.brokers), "dryRun": c.dry_run,
                         "detail": c.detail} for c in changes]}
     columns = [Column("ACTION"), Column("TARGET"), Column("BROKERS"), Column("DRY RUN"), Column("DETAIL")]
-    return View("AuthChange", columns, rows, doc)
+    return View("AuthChange", columns, rows, doc, unreachable=[u for c in changes for u in c.missed])
+

@@ -4,7 +4,9 @@ Where the file is: the broker property `aclFilePath`, else `$ROCKETMQ_HOME/conf/
 as RocketMQ reads it. The file is polled every `aclWatchIntervalMills` (mqtools.common.file_watch: a
 change is loaded once two polls in a row see it the same, so a file caught half-written by an editor is not
 taken for the rules; a deleted file is not a change, as Apache's watch ignores deletions), off the event loop. An
-invalid edit keeps the previous rules.
+invalid edit keeps the previous rules. An admin request's write starts from the file as it is on disk (read
+again under the write lock, as Apache's updateAccessConfig does), so a hand edit the watch has not loaded yet is
+kept, never overwritten; a file that does not parse refuses the request.
 
 The decision follows PlainPermissionManager.validate: a globally white address passes; otherwise
 the request needs an AccessKey the file knows; an account's own white address passes; otherwise
@@ -15,9 +17,10 @@ are checked.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import logging
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from pathlib import Path
 
 from mqtools.common.atomic_file import write_atomic
@@ -28,12 +31,15 @@ from mqtools.remoting import acl
 from mqtools.remoting.bodies import DataVersion, PlainAccessConfig
 from mqtools.remoting.command import RemotingCommand
 from mqtools.server.broker.acl import addresses
-from mqtools.server.broker.acl.plain_acl import PlainAcl, PlainAclFile, check_account
+from mqtools.server.broker.acl.plain_acl import AclConfigError, PlainAcl, PlainAclFile, check_account
 
 log = logging.getLogger(__name__)
 _failures = LimitedLog(log)
 
 ROCKETMQ_HOME_ENV = "ROCKETMQ_HOME"
+#: the account attributes an update leaves as they are when it does not set them (admin is always set)
+MERGED = ("secret_key", "white_remote_address", "default_topic_perm", "default_group_perm", "topic_perms",
+          "group_perms")
 
 
 def default_acl_path(configured: str, environ: dict[str, str] | None = None) -> Path:
@@ -97,14 +103,33 @@ class PlainPermissionManager:
         if self._task is not None:
             self._task.cancel()
 
-    async def _write(self, change: Callable[[PlainAclFile], PlainAclFile]) -> None:
+    async def _write(self, change: Callable[[PlainAclFile], PlainAclFile | None]) -> bool:
+        """Apply `change` to the file as it is on disk now, and write the result (False: `change` made none).
+        Reading the file again under the lock keeps a hand edit the watch has not loaded yet, as Apache's
+        updateAccessConfig re-reads it; a file that does not parse is refused, never overwritten."""
         async with self._writing:
-            new = change(self.file)
-            await self._write_file(new)
+            current = await asyncio.to_thread(self._on_disk)
+            new = change(current)
+            if new is None:
+                return False
+            await self._write_file(new, current.data_version)
+            return True
 
-    async def _write_file(self, new: PlainAclFile) -> None:
+    def _on_disk(self) -> PlainAclFile:
+        """The file's content now; the rules in force when it is gone (a deleted file is not a change)."""
+        try:
+            text = self.path.read_text()
+        except FileNotFoundError:
+            return self.file
+        try:
+            return PlainAclFile.parse(text)
+        except ValueError as exc:
+            raise AclConfigError(f"{self.path} is not a valid ACL file ({exc}); fix it before changing accounts") \
+                from None
+
+    async def _write_file(self, new: PlainAclFile, version: DataVersion) -> None:
         new.compile()
-        new.data_version = self.file.data_version.next(int(self.clock() * 1000))
+        new.data_version = version.next(int(self.clock() * 1000))
         data = new.render().encode()
         self.path.parent.mkdir(parents=True, exist_ok=True)
         await asyncio.to_thread(write_atomic, self.path, data)
@@ -113,19 +138,25 @@ class PlainPermissionManager:
 
     # ------------------------------------------------------------------ admin requests
 
-    async def update_account(self, config: PlainAccessConfig) -> None:
-        """Create or replace an account (ValueError on a bad one); the file is rewritten atomically."""
-        check_account(config)
-        await self._write(lambda old: PlainAclFile(
-            list(old.global_white_remote_addresses),
-            [a for a in old.accounts if a.access_key != config.access_key] + [config]))
+    async def update_account(self, config: PlainAccessConfig, given: Collection[str] = ()) -> None:
+        """Create an account, or update it: an attribute `config` leaves unset keeps its value, as Apache keeps what
+        a request leaves null, unless named in `given` (a list or white address the request sent empty: cleared).
+        ValueError on a bad account; the file is rewritten atomically."""
+        def change(old: PlainAclFile) -> PlainAclFile:
+            account = config
+            existing = old.account(config.access_key)
+            if existing is not None:
+                kept = [name for name in MERGED if not getattr(config, name) and name not in given]
+                account = dataclasses.replace(config, **{name: getattr(existing, name) for name in kept})
+            check_account(account)
+            return PlainAclFile(list(old.global_white_remote_addresses),
+                                [a for a in old.accounts if a.access_key != config.access_key] + [account])
+        await self._write(change)
 
     async def delete_account(self, access_key: str) -> bool:
-        if self.file.account(access_key) is None:
-            return False
-        await self._write(lambda old: PlainAclFile(list(old.global_white_remote_addresses),
-                                                   [a for a in old.accounts if a.access_key != access_key]))
-        return True
+        """False when the file has no such account."""
+        return await self._write(lambda old: None if old.account(access_key) is None else PlainAclFile(
+            list(old.global_white_remote_addresses), [a for a in old.accounts if a.access_key != access_key]))
 
     async def update_global_white(self, patterns: list[str]) -> None:
         for pattern in patterns:

@@ -4,7 +4,9 @@ A request needs a permission on each resource it touches: topics by name, consum
 retry topic `%RETRY%group` (the ACL file's groupPerms are stored that way too). Which resources a
 request code touches is the table in `needed()`. Admin-only codes are RocketMQ's five plus our
 additions, which RocketMQ 4.x leaves to any signed account: offset reset and the ACL admin
-requests (changing or reading accounts must not be open to a publisher).
+requests of both models (changing or reading accounts, ACL 2.0 users and rules must not be open to a
+publisher: while ACL 1.0 is in force and 2.0 not yet enforcing, the 1.0 check is all that stands before
+AUTH_LIST_USER's passwords).
 """
 
 from __future__ import annotations
@@ -33,6 +35,16 @@ ADMIN_CODES = frozenset({
     RequestCode.DELETE_ACL_CONFIG,
     RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG,
     RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG,
+    RequestCode.AUTH_CREATE_USER,
+    RequestCode.AUTH_UPDATE_USER,
+    RequestCode.AUTH_DELETE_USER,
+    RequestCode.AUTH_GET_USER,
+    RequestCode.AUTH_LIST_USER,
+    RequestCode.AUTH_CREATE_ACL,
+    RequestCode.AUTH_UPDATE_ACL,
+    RequestCode.AUTH_DELETE_ACL,
+    RequestCode.AUTH_GET_ACL,
+    RequestCode.AUTH_LIST_ACL,
 })
 
 

@@ -2,6 +2,10 @@
 UPDATE_AND_CREATE_ACL_CONFIG, DELETE_ACL_CONFIG, GET_BROKER_CLUSTER_ACL_INFO,
 UPDATE_GLOBAL_WHITE_ADDRS_CONFIG, GET_BROKER_CLUSTER_ACL_CONFIG).
 
+An account update merges into the account: what its header leaves out keeps its value, as Apache's
+createAclAccessConfigMap keeps a null field; an empty topicPerms, groupPerms or whiteRemoteAddress clears it
+(`given_fields`).
+
 A refusal is answered NO_PERMISSION with a remark naming the access key, the resource and the
 missing permission (RocketMQ 4.x answers SYSTEM_ERROR carrying the AclException text; a client
 treats both as a failed request, and NO_PERMISSION names the cause). Refusals are logged through
@@ -32,6 +36,16 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+#: UPDATE_AND_CREATE_ACL_CONFIG header field -> the account attribute it sets even when empty (clears): Apache
+#: sets an empty list or white address, and skips an empty secret or default permission as it skips a null one
+_CLEARABLE = {"whiteRemoteAddress": "white_remote_address", "topicPerms": "topic_perms", "groupPerms": "group_perms"}
+
+
+def given_fields(ext: dict[str, str]) -> frozenset[str]:
+    """The clearable account attributes this header sets, empty or not."""
+    return frozenset(attr for key, attr in _CLEARABLE.items() if key in ext)
+
+
 class AclService:
     def __init__(self, manager: PlainPermissionManager, identity: Callable[[], tuple[str, str, str]],
                  clock: Callable[[], float] = time.monotonic) -> None:
@@ -58,7 +72,7 @@ class AclService:
     async def update_account(self, _conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         config = PlainAccessConfig.from_ext(req.ext_fields)
         try:
-            await self.manager.update_account(config)
+            await self.manager.update_account(config, given_fields(req.ext_fields))
         except (ValueError, OSError) as exc:
             return req.response(ResponseCode.UPDATE_AND_CREATE_ACL_CONFIG_FAILED, str(exc))
         log.info("ACL account %s created or updated", config.access_key)

@@ -53,26 +53,31 @@ class AuthMetadataManager:
         self._check_new(user)
         user.user_type = user.user_type or UserType.NORMAL
         user.user_status = user.user_status or UserStatus.ENABLE
-        if self.store.user(user.username) is not None:
-            raise AuthError("The user is existed")
-        await self.store.put_user(user)
+
+        def create(old: User | None) -> User:
+            if old is not None:
+                raise AuthError("The user is existed")
+            return user
+        await self.store.change_user(user.username, create)
 
     async def update_user(self, user: User) -> None:
         if not user.username.strip():
             raise AuthError("username can not be blank")
-        old = self.store.user(user.username)
-        if old is None:
-            raise AuthError("The user is not exist")
-        new = User(old.username, user.password if (user.password or "").strip() else old.password,
-                   user.user_type or old.user_type, user.user_status or old.user_status)
-        await self.store.put_user(new)
+
+        def update(old: User | None) -> User:
+            if old is None:
+                raise AuthError("The user is not exist")
+            return User(old.username, user.password if (user.password or "").strip() else old.password,
+                        user.user_type or old.user_type, user.user_status or old.user_status)
+        await self.store.change_user(user.username, update)
 
     async def delete_user(self, username: str) -> None:
-        """The user and its ACL go together."""
+        """The user and its ACL go together: the ACL first, so that a write the disk refuses leaves the user to
+        delete again (the other way round, an ACL no user owns would stay)."""
         if not username.strip():
             raise AuthError("username can not be blank")
-        await self.store.delete_user(username)
-        await self.store.delete_acl(f"User:{username}")
+        await self.store.change_acl(f"User:{username}", lambda _old: None)
+        await self.store.change_user(username, lambda _old: None)
 
     def is_super(self, username: str) -> bool:
         user = self.store.user(username)
@@ -117,17 +122,19 @@ class AuthMetadataManager:
                     raise AuthError("The decision is null or illegal.")
 
     async def create_or_update_acl(self, acl: Acl) -> None:
-        """createAcl and updateAcl do the same in Apache: merge into the subject's ACL, or create it."""
+        """createAcl and updateAcl do the same in Apache: merge into the subject's ACL, or create it. A new ACL is
+        merged too, so two policies of one type in the request become one (matching reads only the first of a
+        type: a Deny in a second was listed and never applied)."""
         self._validate(acl)
         for policy in acl.policies:
             policy.policy_type = policy.policy_type or PolicyType.CUSTOM
         self._check_subject(acl.subject, f"The subject of {acl.subject} is not exist.")
-        old = self.store.acl(acl.subject)
-        if old is None:
-            await self.store.put_acl(acl)
-            return
-        old.update_policies(acl.policies)
-        await self.store.put_acl(old)
+
+        def merge(old: Acl | None) -> Acl:
+            merged = old if old is not None else Acl(acl.subject)
+            merged.update_policies(acl.policies)
+            return merged
+        await self.store.change_acl(acl.subject, merge)
 
     async def delete_acl(self, subject: str, policy_type: PolicyType | None, resource: Resource | None) -> None:
         """The subject's whole ACL, or (with a resource) one entry of one policy (Custom by default)."""
@@ -136,15 +143,15 @@ class AuthMetadataManager:
         name = subject_username(subject)
         if name is None or self.store.user(name) is None:
             raise AuthError("The subject is not exist.")
-        old = self.store.acl(subject)
-        if old is None:
-            raise AuthError("The acl is not exist.")
-        if resource is not None:
+
+        def delete(old: Acl | None) -> Acl | None:
+            if old is None:
+                raise AuthError("The acl is not exist.")
+            if resource is None:
+                return None
             old.delete_entry(policy_type or PolicyType.CUSTOM, resource)
-        if resource is None or not old.policies:
-            await self.store.delete_acl(subject)
-        else:
-            await self.store.put_acl(old)
+            return old if old.policies else None
+        await self.store.change_acl(subject, delete)
 
     def get_acl(self, subject: str) -> Acl | None:
         name = subject_username(subject)

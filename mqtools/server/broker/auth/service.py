@@ -7,7 +7,9 @@ answered NO_PERMISSION with Apache's remark. Request codes in a whitelist skip t
 
 The admin requests answer as Apache's AdminBrokerProcessor answers: SUCCESS; INVALID_PARAMETER
 "The username is blank"; SYSTEM_ERROR when a Normal user would create or update a Super user; and
-NO_PERMISSION with the metadata manager's remark for everything it refuses. AUTH_GET_USER and
+NO_PERMISSION with the metadata manager's remark for everything it refuses (a null policy, entry or source IP
+too). A malformed body, or a change the disk refuses (nothing of it is then in force), answers SYSTEM_ERROR
+naming it, logged as one rate-limited line. AUTH_GET_USER and
 AUTH_GET_ACL answer SUCCESS without a body when there is nothing; a list answers no body when empty.
 GET_USER and LIST_USER send passwords in clear, as Apache does: the admin requests need Cluster
 Update/Get (a Super user, or a rule that gives them) whenever authorization is on.
@@ -43,7 +45,7 @@ from mqtools.server.broker.acl.codes import served_code
 from mqtools.server.broker.auth.config import AuthConfig
 from mqtools.server.broker.auth.contexts import ContextBuilder
 from mqtools.server.broker.auth.manager import AuthMetadataManager
-from mqtools.server.broker.auth.store import AuthMetadataStore
+from mqtools.server.broker.auth.store import AuthMetadataStore, MetadataWriteError
 
 if TYPE_CHECKING:
     from mqtools.remoting.server import AccessCheck, RemotingServer
@@ -63,6 +65,8 @@ class AuthService:
         self.manager = AuthMetadataManager(store)
         self.contexts = ContextBuilder(cluster)
         self.refusals = LimitedLog(log, clock)
+        #: malformed admin requests and failed writes: a client sending them in a loop cannot flood the log
+        self.failures = LimitedLog(log, clock)
         self._previous: AccessCheck | None = None
 
     # ------------------------------------------------------------------ start-up
@@ -161,8 +165,11 @@ class AuthService:
                 result = await result  # type: ignore[misc]
         except AuthError as exc:
             return req.response(ResponseCode.NO_PERMISSION, str(exc))
-        except (BodyError, ValueError, TypeError, AttributeError, KeyError):
-            log.exception("AUTH request %s failed", code_name(req.code))
+        except (BodyError, MetadataWriteError) as exc:
+            self.failures.warning("auth-admin", "AUTH request %s refused: %s", code_name(req.code), exc)
+            return req.response(ResponseCode.SYSTEM_ERROR, str(exc))
+        except (ValueError, TypeError, AttributeError, KeyError):
+            self.failures.failure("auth-admin-bug", "AUTH request %s failed", code_name(req.code))
             return req.response(ResponseCode.SYSTEM_ERROR, SYSTEM_ERROR_REMARK)
         if isinstance(result, RemotingCommand):
             return result

@@ -4,18 +4,21 @@ Apache's LocalAuthentication/AuthorizationMetadataProvider keep them in two Rock
 `<authConfigPath>/users` and `<authConfigPath>/acls` (authConfigPath is the store's `config`
 directory), keyed by user name and by subject key, each value the fastjson text of the User or
 Acl. mq keeps the same keys and the same values in two JSON files beside its other config files,
-`config/users.json` and `config/acls.json` (`{key: value}`), rewritten atomically on each change;
-reads are served from memory, so a lookup on the request path never touches the disk. The names
-differ from Apache's directories so an Apache store directory is never mistaken for ours.
+`config/users.json` and `config/acls.json` (`{key: value}`), rewritten atomically on each change; a
+change is put in force only once its file is written (a full disk refuses it whole). Reads are served
+from memory, so a lookup on the request path never touches the disk. The names differ from Apache's
+directories so an Apache store directory is never mistaken for ours.
 """
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from mqtools.common.atomic_file import write_atomic
 from mqtools.common.auth.model import Acl, User
@@ -37,6 +40,18 @@ def _load(path: Path) -> dict[str, Any]:
 
 def _dump(items: dict[str, Any]) -> bytes:
     return json.dumps(items, indent=2, sort_keys=True, ensure_ascii=False).encode()
+
+
+T = TypeVar("T", User, Acl)
+
+
+def _write(path: Path, table: dict[str, User] | dict[str, Acl]) -> None:
+    """Render and write a table off the loop (its values are never changed in place, only replaced)."""
+    write_atomic(path, _dump({k: v.to_stored() for k, v in table.items()}))
+
+
+class MetadataWriteError(Exception):
+    """A change the disk refused (full, read-only, an I/O error): nothing was changed; the text says so."""
 
 
 class AuthMetadataStore:
@@ -61,35 +76,41 @@ class AuthMetadataStore:
     def acl(self, subject_key: str) -> Acl | None:
         return self.acls.get(subject_key)
 
-    def _users_bytes(self) -> bytes:
-        return _dump({k: u.to_stored() for k, u in self.users.items()})
-
-    def _acls_bytes(self) -> bytes:
-        return _dump({k: a.to_stored() for k, a in self.acls.items()})
-
     def write_now(self) -> None:
         """Write both files on the calling thread (start-up, before the loop serves)."""
-        self.users_path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomic(self.users_path, self._users_bytes())
-        write_atomic(self.acls_path, self._acls_bytes())
+        _write(self.users_path, self.users)
+        _write(self.acls_path, self.acls)
 
-    async def put_user(self, user: User) -> None:
-        self.users[user.username] = user
-        await self._flush(self.users_path, self._users_bytes())
-
-    async def delete_user(self, username: str) -> None:
-        self.users.pop(username, None)
-        await self._flush(self.users_path, self._users_bytes())
-
-    async def put_acl(self, acl: Acl) -> None:
-        self.acls[acl.subject] = acl
-        await self._flush(self.acls_path, self._acls_bytes())
-
-    async def delete_acl(self, subject_key: str) -> None:
-        self.acls.pop(subject_key, None)
-        await self._flush(self.acls_path, self._acls_bytes())
-
-    async def _flush(self, path: Path, data: bytes) -> None:
+    async def change_user(self, username: str, change: Callable[[User | None], User | None]) -> None:
+        """`change` gets a copy of the user (None: there is none) and returns the new one (None: delete it)."""
         async with self._writing:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            await asyncio.to_thread(write_atomic, path, data)
+            old = self.users.get(username)
+            new = change(dataclasses.replace(old) if old is not None else None)
+            self.users = await self._commit(self.users_path, self.users, username, new)
+
+    async def change_acl(self, subject_key: str, change: Callable[[Acl | None], Acl | None]) -> None:
+        """`change` gets a copy of the subject's ACL (None: there is none) and returns the new one (None: delete
+        it)."""
+        async with self._writing:
+            old = self.acls.get(subject_key)
+            new = change(old.copy() if old is not None else None)
+            self.acls = await self._commit(self.acls_path, self.acls, subject_key, new)
+
+    @staticmethod
+    async def _commit(path: Path, table: dict[str, T], key: str, value: T | None) -> dict[str, T]:
+        """A copy of `table` with `key` set to `value` (None: removed), written to `path`; the caller puts it in
+        force only after the write, so a failed one (a full disk) changes nothing: answered as failed, the change
+        is not half made (retried, it is made; after a restart, the file agrees)."""
+        if value is None and key not in table:
+            return table
+        new = dict(table)
+        if value is None:
+            new.pop(key, None)
+        else:
+            new[key] = value
+        try:
+            await asyncio.to_thread(_write, path, new)
+        except OSError as exc:
+            raise MetadataWriteError(f"The change was not saved and is not in force: {exc.strerror or exc}") \
+                from exc
+        return new
