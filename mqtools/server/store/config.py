@@ -60,6 +60,7 @@ class MessageStoreConfig:
     clean_file_forcibly_enable: bool = True
     clean_resource_interval: int = 10000
     delete_file_batch_max: int = 10
+    delete_commit_log_files_interval: int = 100
     os_page_cache_busy_time_out_mills: int = 1000
     offset_check_in_slave: bool = False
     duplication_enable: bool = False

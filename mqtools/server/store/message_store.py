@@ -319,9 +319,18 @@ class MessageStore(PutWaits):
     # ================================================================== retention
 
     async def clean_once(self, now: float | None = None) -> int:
-        """One retention pass (cleanup.clean_store): commitlog files by age / disk usage, then queues and index."""
-        return clean_store(self.cleaner, self.commitlog, self.dispatcher.all_cqs, self.index,
-                           self.clock() if now is None else now)
+        """One retention pass (cleanup.clean_store): commitlog files by age / disk usage, then queues and index;
+        how many commitlog files went. The disk is measured and the files unmapped and unlinked in a worker
+        thread, deleteCommitLogFilesInterval apart as Apache's: on the loop a pass of ten 1 GiB files held every
+        request for about 2.5 s."""
+        ratio = await asyncio.to_thread(self.cleaner.disk_ratio, self.config.commit_log_dir)
+        gone = clean_store(self.cleaner, self.commitlog, self.dispatcher.all_cqs, self.index,
+                           self.clock() if now is None else now, ratio)
+        for i, mf in enumerate(gone):
+            if i:
+                await asyncio.sleep(self.config.delete_commit_log_files_interval / 1000)
+            await asyncio.to_thread(mf.destroy)
+        return len(gone)
 
     @property
     def is_disk_full(self) -> bool:

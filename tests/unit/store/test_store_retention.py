@@ -129,3 +129,59 @@ async def test_index_files_below_min_offset_are_deleted(tmp_path):
     assert len(s.index.files) < before
     assert all(f.end_phy >= s.min_phy_offset for f in s.index.files)
     await s.shutdown()
+
+
+async def test_above_the_warning_level_young_files_stay_unless_cleaning_forcibly_is_enabled(tmp_path):
+    """Apache's cleanAtOnce is cleanFileForciblyEnable and cleanImmediately: with the flag off, a disk above 90 %
+    refuses puts but loses no file before its time (every young file but the last went, 10 a pass)."""
+    clock = [_at_hour(12)]
+    disk = FakeDisk(0.95)
+    s = await _store(tmp_path, clock, disk, clean_file_forcibly_enable=False)
+    await _fill(s, 40)
+    _age_files(tmp_path, _at_hour(12))  # young files
+    assert await s.clean_once(_at_hour(12)) == 0
+    assert s.is_disk_full
+    _age_files(tmp_path, _at_hour(12) - 100 * HOUR)
+    assert await s.clean_once(_at_hour(12)) > 0  # expired ones still go: the disk is above diskMaxUsedSpaceRatio
+    await s.shutdown()
+
+
+async def test_a_disk_that_cannot_be_measured_loses_only_expired_files(tmp_path):
+    """A vanished or unmounted directory measures -1: Apache deletes only files past their reserved time; mq took
+    it as a full disk and deleted every young file but the last, the store then forgetting data still on disk."""
+    clock = [_at_hour(12)]
+    s = await _store(tmp_path, clock, FakeDisk(-1.0))
+    await _fill(s, 40)
+    files = [mf.path for mf in s.commitlog.queue.files]
+    _age_files(tmp_path, _at_hour(12))
+    old = _at_hour(12) - 100 * HOUR
+    os.utime(files[0], (old, old))
+    assert await s.clean_once(_at_hour(12)) == 1
+    assert s.commitlog.queue.files[0].path == files[1] and not s.is_disk_full
+    await s.shutdown()
+
+
+async def test_files_are_unmapped_and_unlinked_off_the_loop(tmp_path, monkeypatch):
+    """Unmapping and unlinking a written 1 GiB file takes about a quarter of a second: ten of them on the loop held
+    every request for 2.5 s."""
+    import threading
+
+    from mqtools.server.store.mapped_file import MappedFile
+
+    clock = [_at_hour(4)]
+    s = await _store(tmp_path, clock, FakeDisk(), delete_commit_log_files_interval=0)
+    await _fill(s, 40)
+    _age_files(tmp_path, _at_hour(4) - 100 * HOUR)
+    loop_thread, where = threading.get_ident(), []
+    destroy = MappedFile.destroy
+
+    def recorded(self) -> None:
+        where.append(threading.get_ident())
+        destroy(self)
+
+    monkeypatch.setattr(MappedFile, "destroy", recorded)
+    deleted = await s.clean_once(_at_hour(4))
+    assert deleted > 1 and len(where) == deleted and loop_thread not in where
+    assert not any(p.exists() for p in (tmp_path / "commitlog").iterdir() if p not in
+                   {mf.path for mf in s.commitlog.queue.files})
+    await s.shutdown()
