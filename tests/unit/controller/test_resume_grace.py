@@ -8,29 +8,15 @@ import asyncio
 import threading
 from collections.abc import Callable
 
+from unit.controller.test_inactive_master_grace import NAME, START, TIMEOUT, _beat, _master_1
+
 from mqtools.remoting.codes import ResponseCode
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.controller import BrokerHeartbeatRequestHeader, ElectMasterRequestHeader
+from mqtools.remoting.controller import ElectMasterRequestHeader
 from mqtools.server.controller import app
 from mqtools.server.controller.config import ControllerConfig
 from mqtools.server.controller.heartbeat import BrokerHeartbeatManager, BrokerLiveInfo
-from mqtools.server.controller.replicas_info import ApplyBrokerIdEvent, ElectMasterEvent, ReplicasInfoManager
-
-CLUSTER, NAME = "C", "broker-a"
-START = 1_000_000
-TIMEOUT = 3_000
-
-
-def _master_1() -> ReplicasInfoManager:
-    m = ReplicasInfoManager()
-    for bid in (1, 2):
-        m.apply(ApplyBrokerIdEvent(CLUSTER, NAME, f"h:{bid}", f"h:{bid};{bid}", bid))
-    m.apply(ElectMasterEvent(NAME, 1))
-    return m
-
-
-def _beat(hb: BrokerHeartbeatManager, bid: int, now: int, channel: object) -> None:
-    hb.on_heartbeat(BrokerHeartbeatRequestHeader(CLUSTER, f"h:{bid}", NAME, bid, 1, 0, 0, TIMEOUT), channel, now)
+from mqtools.server.controller.replicas_info import ReplicasInfoManager
 
 
 class ToggledRaft:
