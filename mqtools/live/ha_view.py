@@ -18,6 +18,7 @@ from mqtools.client.admin.models.ha import (
     pair_slaves,
     trend_of,
 )
+from mqtools.common.presentation import Unreachable, partial_note
 from mqtools.live.cells import blank, cell, stale_note
 from mqtools.live.state import LiveState
 from mqtools.live.tables import CRIT, NA, OK, WARN, Cell, Column, Row, Table, age, na, size, sparkline
@@ -137,8 +138,9 @@ def _controller_notes(broker_name: str, ctl: ControllerView | None) -> list[str]
     if ctl is None:
         return []
     c = ctl.state
-    if c.error is not None:
-        return [f"{broker_name}: controller mode, the controllers cannot be asked: {c.error}"]
+    if c.error is not None:  # the set's epoch and SyncStateSet unknown: worded as every partial read
+        missed = c.unreachable or [Unreachable(broker_name, None, f"controllers: {c.error}")]
+        return partial_note(missed, f"{broker_name} is in controller mode: its epoch and SyncStateSet are unknown")
     lines = [(f"{broker_name}: controller mode, leader {na(ctl.leader)}, master id {na(c.master_broker_id)}, "
              f"epoch {na(c.master_epoch)}, SyncStateSet {c.sync_state_set} (epoch {na(c.sync_state_set_epoch)})")]
     elections = ctl.elections or []

@@ -76,6 +76,14 @@ class Metadata:
         finally:
             del self._refreshing[key]
 
+    async def close(self) -> None:
+        """Stop the reloads in flight (a hung broker's would wait out its timeout) and wait until they have ended,
+        so none outlives the proxy's shutdown."""
+        tasks = list(self._refreshing.values())
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     @staticmethod
     async def _first(broker_addrs: list[str], ask: Callable[[str], Awaitable[C | None]]) -> C | None:
         """The first config a broker gives; None when every broker answered without one; _Unanswered when some

@@ -179,6 +179,7 @@ class MessagingService(ConsumingActivities):
         _, late = await asyncio.wait(set(self._background), timeout=grace)
         for task in late:
             task.cancel()
+        await self.metadata.close()
 
     def _broker_name_of(self, addr: str) -> str | None:
         for route in self.instance.routes.values():

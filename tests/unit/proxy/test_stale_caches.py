@@ -142,3 +142,17 @@ async def test_users_are_read_from_a_broker_of_a_cached_route_with_every_name_se
     users = Authenticator(brokers, "C")
     await users.authenticate(headers("app1", "pw"), RPC)
     assert brokers.asked == [(BROKER, RequestCode.AUTH_GET_USER)]
+
+
+async def test_close_ends_the_reloads_in_flight() -> None:
+    """A reload of a hung broker was left pending at the proxy's shutdown, cancelled only with its loop."""
+    clock = [0.0]
+    brokers = _Brokers({RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: _group(True, 2)})
+    metadata = Metadata(brokers, clock=lambda: clock[0])
+    await metadata.group_policy("G", [BROKER])
+    clock[0] = 21.0
+    brokers.mode = "hung"
+    await metadata.group_policy("G", [BROKER])
+    (reload,) = metadata._refreshing.values()
+    await asyncio.wait_for(metadata.close(), 1.0)
+    assert reload.done() and not metadata._refreshing
