@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from unit.broker.plain_acl_helpers import plain_acl_manager
 
 from mqtools.common.auth.signature import SignedRequest, signature_matches, signature_of
 from mqtools.common.security import SessionCredentials
@@ -35,11 +36,7 @@ PEER = "127.0.0.1:5555"
 
 @pytest.fixture
 def manager(tmp_path: Path) -> PlainPermissionManager:
-    path = tmp_path / "plain_acl.yml"
-    path.write_text(YML)
-    mgr = PlainPermissionManager(path, clock=lambda: 1_700_000_000.0)
-    mgr.load()
-    return mgr
+    return plain_acl_manager(tmp_path, YML)
 
 
 def _signed(code: int, credentials: SessionCredentials = PUBLISHER, **ext: str) -> RemotingCommand:

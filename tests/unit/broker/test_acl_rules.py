@@ -6,6 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
+from unit.broker.plain_acl_helpers import plain_acl_manager
 
 from mqtools.common.security import SessionCredentials
 from mqtools.remoting import acl
@@ -118,11 +119,7 @@ def _signed(code: int, secret: str = "12345678", key: str = "RocketMQ", **ext: s
 
 @pytest.fixture
 def manager(tmp_path: Path) -> PlainPermissionManager:
-    path = tmp_path / "plain_acl.yml"
-    path.write_text(YML)
-    mgr = PlainPermissionManager(path, clock=lambda: 1_700_000_000.0)
-    mgr.load()
-    return mgr
+    return plain_acl_manager(tmp_path, YML)
 
 
 def test_decisions_follow_the_file(manager: PlainPermissionManager) -> None:

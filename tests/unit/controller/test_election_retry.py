@@ -4,62 +4,23 @@ MASTER_NOT_AVAILABLE committed another "no master" election each time (one death
 
 from __future__ import annotations
 
-import threading
+from unit.controller.controller_world import NAME, NOW, FakeRaft, beat, master_1, request_processor
 
 from mqtools.remoting.codes import ResponseCode as RC
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.controller import BrokerHeartbeatRequestHeader
 from mqtools.server.controller import app
 from mqtools.server.controller.config import ControllerConfig
-from mqtools.server.controller.processor import ControllerRequestProcessor
-from mqtools.server.controller.raft import ReplicationError
-from mqtools.server.controller.replicas_info import (
-    AlterSyncStateSetEvent,
-    ApplyBrokerIdEvent,
-    ElectMasterEvent,
-    Event,
-    ReplicasInfoManager,
-)
-
-CLUSTER, NAME = "C", "broker-a"
-NOW = 1_000_000
-
-
-class FakeRaft:
-    """Leads while `leading`; replicate applies at once, after failing the first `failures` times."""
-
-    def __init__(self, failures: int = 0) -> None:
-        self.manager = ReplicasInfoManager()
-        self.lock = threading.Lock()
-        self.leading = True
-        self.failures = failures
-
-    def is_leader(self) -> bool:
-        return self.leading
-
-    async def replicate(self, events: list[Event], timeout: float = 5.0) -> None:
-        if events and self.failures:
-            self.failures -= 1
-            raise ReplicationError("not committed within 5 s (no quorum?)")
-        for event in events:
-            self.manager.apply(event)
 
 
 def _world(raft: FakeRaft, in_sync: frozenset[int], alive: tuple[int, ...],
            ) -> tuple[app.ControllerManager, list[RemotingCommand]]:
     """Brokers 1 and 2, master 1 (epoch 1) with `in_sync`; `alive` heartbeat. The requests the processor got."""
-    for bid in (1, 2):
-        raft.manager.apply(ApplyBrokerIdEvent(CLUSTER, NAME, f"h:{bid}", f"h:{bid};{bid}", bid))
-    raft.manager.apply(ElectMasterEvent(NAME, 1))
-    if in_sync != {1}:
-        raft.manager.apply(AlterSyncStateSetEvent(NAME, in_sync))
+    master_1(in_sync=in_sync, manager=raft.manager)
     config = ControllerConfig(elect_master_max_retry_count=3)
     manager = app.ControllerManager(config, clock=lambda: NOW)
     for bid in alive:
-        manager.heartbeats.on_heartbeat(BrokerHeartbeatRequestHeader(CLUSTER, f"h:{bid}", NAME, bid, 1, 0, 0, 3000),
-                                        object(), NOW)
-    processor = ControllerRequestProcessor(config, raft, manager.heartbeats, lambda: NOW,  # type: ignore[arg-type]
-                                           lambda name, result: None)
+        beat(manager.heartbeats, bid)
+    processor = request_processor(raft, manager.heartbeats, config)
     asked: list[RemotingCommand] = []
     elect_master = processor.elect_master
 

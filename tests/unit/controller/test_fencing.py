@@ -12,19 +12,13 @@ import threading
 
 import pytest
 from pysyncobj import FAIL_REASON
+from unit.controller.controller_world import CLUSTER, NAME, NOW, FakeRaft, beat, master_1, request_processor
 
 from mqtools.remoting.codes import RequestCode
 from mqtools.remoting.codes import ResponseCode as RC
 from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.controller import (
-    ApplyBrokerIdRequestHeader,
-    BrokerHeartbeatRequestHeader,
-    ElectMasterRequestHeader,
-    SyncStateSet,
-)
-from mqtools.server.controller.config import ControllerConfig
+from mqtools.remoting.controller import ApplyBrokerIdRequestHeader, ElectMasterRequestHeader, SyncStateSet
 from mqtools.server.controller.heartbeat import BrokerHeartbeatManager
-from mqtools.server.controller.processor import ControllerRequestProcessor
 from mqtools.server.controller.raft import ControllerRaft, ReplicationError, _Metadata
 from mqtools.server.controller.replicas_info import (
     AlterSyncStateSetEvent,
@@ -34,20 +28,12 @@ from mqtools.server.controller.replicas_info import (
     ReplicasInfoManager,
 )
 
-CLUSTER, NAME = "C", "broker-a"
-NOW = 1_000_000
-
 
 def _set_with_master_1(hb: BrokerHeartbeatManager) -> ReplicasInfoManager:
     """Brokers 1-3, master 1 (epoch 1) with all three in sync; 2 and 3 heartbeat, 1 does not (it died)."""
-    m = ReplicasInfoManager()
-    for bid in (1, 2, 3):
-        m.apply(ApplyBrokerIdEvent(CLUSTER, NAME, f"h:{bid}", f"h:{bid};{bid}", bid))
-    m.apply(ElectMasterEvent(NAME, 1))
-    m.apply(AlterSyncStateSetEvent(NAME, frozenset({1, 2, 3})))
+    m = master_1((1, 2, 3), frozenset({1, 2, 3}))
     for bid in (2, 3):
-        hb.on_heartbeat(BrokerHeartbeatRequestHeader(CLUSTER, f"h:{bid}", NAME, bid, 1, 100 * bid, 0, 3000),
-                        object(), NOW)
+        beat(hb, bid, max_offset=100 * bid)
     return m
 
 
@@ -55,18 +41,13 @@ def _live(hb: BrokerHeartbeatManager):
     return lambda cluster, name, bid: hb.live_info(cluster, name, bid)
 
 
-class GatedRaft:
+class GatedRaft(FakeRaft):
     """Leads until `leading` is cleared; replicate waits for `gate`, then applies, as a commit would."""
 
     def __init__(self, manager: ReplicasInfoManager) -> None:
-        self.manager = manager
-        self.lock = threading.Lock()
-        self.leading = True
+        super().__init__(manager)
         self.gate = asyncio.Event()
         self.replicated: list[list[Event]] = []
-
-    def is_leader(self) -> bool:
-        return self.leading
 
     async def replicate(self, events: list[Event], timeout: float = 5.0) -> None:
         self.replicated.append(list(events))
@@ -80,8 +61,7 @@ async def test_a_request_queued_behind_one_that_outlived_the_lead_is_not_checked
     hb = BrokerHeartbeatManager(0)
     raft = GatedRaft(_set_with_master_1(hb))
     elected: list[str] = []
-    processor = ControllerRequestProcessor(ControllerConfig(), raft, hb, lambda: NOW,  # type: ignore[arg-type]
-                                           lambda name, _result: elected.append(name))
+    processor = request_processor(raft, hb, on_elected=lambda name, _result: elected.append(name))
     first = RemotingCommand.request(RequestCode.CONTROLLER_APPLY_BROKER_ID, ApplyBrokerIdRequestHeader(
         CLUSTER, NAME, 4, "h:4;4").to_ext())
     election = RemotingCommand.request(RequestCode.CONTROLLER_ELECT_MASTER, ElectMasterRequestHeader(
@@ -118,7 +98,7 @@ def test_an_election_checked_against_an_older_master_epoch_changes_nothing():
 def test_an_alter_checked_against_older_epochs_changes_nothing():
     hb = BrokerHeartbeatManager(0)
     m = _set_with_master_1(hb)
-    hb.on_heartbeat(BrokerHeartbeatRequestHeader(CLUSTER, "h:1", NAME, 1, 1, 100, 0, 3000), object(), NOW)
+    beat(hb, 1, max_offset=100)
     shrink = m.alter_sync_state_set(NAME, 1, 1, SyncStateSet({1, 2}, 2), _live(hb)).events[0]
     other = m.alter_sync_state_set(NAME, 1, 1, SyncStateSet({1, 3}, 2), _live(hb)).events[0]
     assert (shrink.master_epoch, shrink.sync_state_set_epoch) == (1, 2)

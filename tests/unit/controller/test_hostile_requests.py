@@ -5,9 +5,8 @@ next id no longer fits a long, so the set could never grow)."""
 
 from __future__ import annotations
 
-import threading
-
 import pytest
+from unit.controller.controller_world import CLUSTER, NAME, NOW, FakeRaft, beat, master_1, request_processor
 
 from mqtools.common.javanum import LONG_MAX
 from mqtools.remoting.codes import RequestCode
@@ -16,52 +15,24 @@ from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.controller import (
     AlterSyncStateSetRequestHeader,
     ApplyBrokerIdRequestHeader,
-    BrokerHeartbeatRequestHeader,
     CleanControllerBrokerDataRequestHeader,
     GetNextBrokerIdRequestHeader,
     GetNextBrokerIdResponseHeader,
 )
 from mqtools.remoting.errors import BodyError
-from mqtools.server.controller.config import ControllerConfig
 from mqtools.server.controller.heartbeat import BrokerHeartbeatManager
 from mqtools.server.controller.processor import ControllerRequestProcessor
-from mqtools.server.controller.replicas_info import (
-    ApplyBrokerIdEvent,
-    ElectMasterEvent,
-    Event,
-    ReplicasInfoManager,
-)
-
-CLUSTER, NAME = "C", "broker-a"
-NOW = 1_000_000
-
-
-class LeaderRaft:
-    def __init__(self) -> None:
-        self.manager = ReplicasInfoManager()
-        self.lock = threading.Lock()
-
-    def is_leader(self) -> bool:
-        return True
-
-    async def replicate(self, events: list[Event], timeout: float = 5.0) -> None:
-        for event in events:
-            self.manager.apply(event)
+from mqtools.server.controller.replicas_info import ReplicasInfoManager
 
 
 @pytest.fixture
 def world() -> tuple[ControllerRequestProcessor, ReplicasInfoManager]:
     """Brokers 1 and 2 alive, master 1 (epoch 1, SyncStateSet {1} at epoch 1)."""
-    raft = LeaderRaft()
-    for bid in (1, 2):
-        raft.manager.apply(ApplyBrokerIdEvent(CLUSTER, NAME, f"h:{bid}", f"h:{bid};{bid}", bid))
-    raft.manager.apply(ElectMasterEvent(NAME, 1))
+    raft = FakeRaft(master_1())
     hb = BrokerHeartbeatManager(NOW)
     for bid in (1, 2):
-        hb.on_heartbeat(BrokerHeartbeatRequestHeader(CLUSTER, f"h:{bid}", NAME, bid, 1, 0, 0, 3000), object(), NOW)
-    processor = ControllerRequestProcessor(ControllerConfig(), raft, hb, lambda: NOW,  # type: ignore[arg-type]
-                                           lambda name, result: None)
-    return processor, raft.manager
+        beat(hb, bid)
+    return request_processor(raft, hb), raft.manager
 
 
 @pytest.mark.parametrize("ids", [";", " ; ", ";;", "  ;\t"])

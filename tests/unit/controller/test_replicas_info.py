@@ -4,6 +4,7 @@ state, bytes and clocks stay out (sans-IO)."""
 from __future__ import annotations
 
 import pytest
+from unit.controller.controller_world import CLUSTER, NAME, NOW
 
 from mqtools.remoting.codes import ResponseCode as RC
 from mqtools.remoting.controller import BrokerHeartbeatRequestHeader, SyncStateSet
@@ -15,8 +16,6 @@ from mqtools.server.controller.replicas_info import (
     ReplicasInfoManager,
 )
 
-CLUSTER, NAME = "C", "broker-a"
-
 
 class World:
     """A manager plus a heartbeat table, with the time under the test's control."""
@@ -24,7 +23,7 @@ class World:
     def __init__(self) -> None:
         self.m = ReplicasInfoManager()
         self.hb = BrokerHeartbeatManager(0)
-        self.now = 1_000_000
+        self.now = NOW
         self.channels: dict[int, object] = {}
 
     def live(self, cluster, name, bid):

@@ -5,51 +5,17 @@ could have arrived: its table waits a heartbeat timeout from the drop before it 
 from __future__ import annotations
 
 import asyncio
-import threading
-from collections.abc import Callable
 
-from unit.controller.test_inactive_master_grace import NAME, START, TIMEOUT, _beat, _master_1
+from unit.controller.controller_world import NAME, NOW, TIMEOUT, FakeRaft, RecordingProcessor, beat, master_1
 
-from mqtools.remoting.codes import ResponseCode
-from mqtools.remoting.command import RemotingCommand
-from mqtools.remoting.controller import ElectMasterRequestHeader
 from mqtools.server.controller import app
 from mqtools.server.controller.config import ControllerConfig
-from mqtools.server.controller.heartbeat import BrokerHeartbeatManager, BrokerLiveInfo
-from mqtools.server.controller.replicas_info import ReplicasInfoManager
-
-
-class ToggledRaft:
-    def __init__(self, manager: ReplicasInfoManager, leading: bool) -> None:
-        self.manager = manager
-        self.lock = threading.Lock()
-        self.leading = leading
-
-    def is_leader(self) -> bool:
-        return self.leading
-
-
-class RecordingProcessor:
-    """What the scan uses of the processor; each election request is recorded with the loop time it came."""
-
-    def __init__(self, hb: BrokerHeartbeatManager, clock: Callable[[], int]) -> None:
-        self.hb, self.clock = hb, clock
-        self.elections: list[tuple[str, float]] = []
-
-    def live(self, cluster: str, name: str, bid: int) -> BrokerLiveInfo | None:
-        info = self.hb.live_info(cluster, name, bid)
-        return info if info is not None and not info.expired(self.clock()) else None
-
-    async def elect_master(self, conn, req: RemotingCommand, down_since_ms: int | None = None) -> RemotingCommand:
-        name = ElectMasterRequestHeader.from_ext(req.ext_fields).broker_name
-        self.elections.append((name, asyncio.get_running_loop().time()))
-        return req.response(ResponseCode.SUCCESS)
 
 
 def _manager(now: list[int], interval_ms: int, leading: bool,
-             ) -> tuple[app.ControllerManager, ToggledRaft, RecordingProcessor]:
+             ) -> tuple[app.ControllerManager, FakeRaft, RecordingProcessor]:
     manager = app.ControllerManager(ControllerConfig(scan_inactive_master_interval=interval_ms), clock=lambda: now[0])
-    raft, processor = ToggledRaft(_master_1(), leading), RecordingProcessor(manager.heartbeats, lambda: now[0])
+    raft, processor = FakeRaft(master_1(), leading), RecordingProcessor(manager.heartbeats, lambda: now[0])
     manager.raft, manager.processor = raft, processor  # type: ignore[assignment]
     return manager, raft, processor
 
@@ -62,26 +28,26 @@ async def _stop(task: asyncio.Task) -> None:
 async def test_a_resumed_controller_that_becomes_leader_keeps_the_master_whose_heartbeat_comes_after_the_slaves(
         monkeypatch):
     monkeypatch.setattr(app, "LEADERSHIP_POLL_S", 0.001)
-    now = [START]
+    now = [NOW]
     manager, raft, processor = _manager(now, 1, leading=False)
-    _beat(manager.heartbeats, 1, now[0], object())
-    _beat(manager.heartbeats, 2, now[0], object())
-    now[0] = START + 30_000  # hung (SIGSTOP) 30 s, resumed: its expiry scan drops both brokers
+    beat(manager.heartbeats, 1, now[0], object())
+    beat(manager.heartbeats, 2, now[0], object())
+    now[0] = NOW + 30_000  # hung (SIGSTOP) 30 s, resumed: its expiry scan drops both brokers
     assert {i.broker_id for i in manager.heartbeats.scan(now[0])} == {1, 2}
     slave = object()
-    _beat(manager.heartbeats, 2, now[0], slave)  # the slave's heartbeat comes first
+    beat(manager.heartbeats, 2, now[0], slave)  # the slave's heartbeat comes first
     raft.leading = True  # then this controller wins the Raft election
     scan = asyncio.create_task(manager._scan_inactive_masters())
     try:
         await asyncio.sleep(0.1)  # its first scans as leader
         assert processor.elections == []
         now[0] += 300
-        _beat(manager.heartbeats, 1, now[0], object())  # the master's heartbeat, 300 ms later
+        beat(manager.heartbeats, 1, now[0], object())  # the master's heartbeat, 300 ms later
         await asyncio.sleep(0.05)
         assert processor.elections == []
         assert raft.manager.sets[NAME].master_broker_id == 1
         now[0] += TIMEOUT + 1  # the master falls silent for good: once the grace is over it is replaced
-        _beat(manager.heartbeats, 2, now[0], slave)
+        beat(manager.heartbeats, 2, now[0], slave)
         async with asyncio.timeout(5):
             while not processor.elections:
                 await asyncio.sleep(0.01)
