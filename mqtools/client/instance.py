@@ -179,13 +179,17 @@ class ClientInstance:
 
     async def route(self, topic: str, *, refresh: bool = False, timeout: float | None = None) -> TopicRoute | None:
         """The topic's route, read from the name servers when not cached or `refresh` (waiting at most `timeout`
-        seconds, the instance's own by default); None when they do not know the topic."""
+        seconds, the instance's own by default); None when they do not know the topic.
+
+        That answer does not drop a route held: a name server restarted empty says it of every topic until the
+        brokers register again (up to 30 s), and Apache's MQClientInstance keeps topicRouteTable then, so the
+        senders, pullers and heartbeats go on (the producer and the rebalance use `routes`). A topic really deleted
+        keeps its route too, as in Apache's client: its brokers answer TOPIC_NOT_EXIST, or create it again where
+        auto-create is on. An admin read that needs the literal answer gets None all the same."""
         if not refresh and topic in self.routes:
             return self.routes[topic]
         data = await self.fetch_route(topic, timeout)
         if data is None:
-            self.routes.pop(topic, None)
-            self._headless_next.pop(topic, None)
             return None
         route = TopicRoute.build(topic, data)
         self._keep(route)
@@ -199,15 +203,23 @@ class ClientInstance:
         if not route.headless:
             self._headless_next.pop(route.topic, None)
 
-    async def publish_route(self, topic: str, default_queue_nums: int = 4) -> TopicRoute:
-        """A route to send with; a new topic borrows TBW102's brokers so they auto-create it."""
+    async def publish_route(self, topic: str, default_queue_nums: int = 4, timeout: float | None = None
+                            ) -> TopicRoute:
+        """A route to send with; a new topic borrows TBW102's brokers so they auto-create it. Its reads take at most
+        `timeout` in all (the instance's own by default): a send passes what is left of its budget."""
         route = self.routes.get(topic)
         if route is not None and route.publish:
             return route
-        route = await self.route(topic, refresh=True)
+        wait = timeout or self.timeout
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + wait
+        route = await self.route(topic, refresh=True, timeout=wait)
         if route is not None and route.publish:
             return route
-        default = await self.fetch_route(AUTO_CREATE_TOPIC_KEY)
+        left = deadline - loop.time()
+        if left <= 0:
+            raise RequestTimeoutError(f"no route of {topic} within {wait:.3f}s")
+        default = await self.fetch_route(AUTO_CREATE_TOPIC_KEY, left)
         if default is None:
             raise MQClientError(f"No route info of this topic: {topic}, and auto-create is not enabled on any broker")
         route = TopicRoute.build(topic, with_default_queue_nums(default, default_queue_nums))

@@ -4,7 +4,9 @@ The sync send loop follows RocketMQ's sendDefaultImpl: up to 1 + retry_times att
 inside one `send_timeout` budget (none starts once it is spent); after a failure the next
 attempt avoids the broker that failed, on the route as re-read meanwhile (a master elected at a new address
 is in it) or, when the name server takes longer than half the budget left, on the route held (read again at the
-instance's next tick); a stored-but-not-OK status (FLUSH_*_TIMEOUT,
+instance's next tick; one the name servers no longer know is kept, ClientInstance.route); a route not held yet is
+read within the budget left (Apache's read waits its 3 s mqClientApiTimeout, whatever the budget); a
+stored-but-not-OK status (FLUSH_*_TIMEOUT,
 SLAVE_NOT_AVAILABLE) is retried on another broker only when
 `retry_another_broker_when_not_store_ok` is set.
 
@@ -326,8 +328,9 @@ class Producer(Lifecycle):
                 break
             share = left / (attempts - attempt)
             route = self.instance.routes.get(msg.topic)
-            if route is None or not route.publish:
-                route = await self.instance.publish_route(msg.topic, self.default_topic_queue_nums)
+            if route is None or not route.publish:  # its reads wait no longer than the budget left
+                route = await self.instance.publish_route(msg.topic, self.default_topic_queue_nums,
+                                                          min(self.instance.timeout, left))
             mq = self.fault.select_one_queue(self._rotation(route), last_broker)
             last_broker = mq.broker_name
             started = self._clock()
@@ -367,15 +370,21 @@ class Producer(Lifecycle):
     async def _send_to_chosen(self, msg: Message, body: bytes, flag: int, queue: MessageQueue | None,
                               selector: QueueSelector | None, arg: Any, budget: float, *, batch: bool = False
                               ) -> SendResult:
-        """Queue given or selected: one attempt, since another queue would break ordering."""
-        route = await self.instance.publish_route(msg.topic, self.default_topic_queue_nums)
+        """Queue given or selected: one attempt, since another queue would break ordering. The route's read and
+        the send share the budget, as Apache's sendSelectImpl."""
+        begin = self._clock()
+        route = await self.instance.publish_route(msg.topic, self.default_topic_queue_nums,
+                                                  min(self.instance.timeout, budget))
         if queue is None:
             if not route.publish:
                 raise MQClientError(f"No writable queue for topic {msg.topic}")
             queue = selector(list(route.publish), msg, arg)  # type: ignore[misc]
-        begin = self._clock()
+        left = budget - (self._clock() - begin)
+        if left <= 0:
+            raise MQClientError(f"send to {msg.topic} failed after {self._clock() - begin:.3f}s (budget "
+                                f"{budget:.3f}s): the route's read took it all")
         try:
-            result = await self._send_once(msg, body, flag, queue, budget, batch=batch)
+            result = await self._send_once(msg, body, flag, queue, left, batch=batch)
         except MQClientError:
             # the route shows a dead master's group without it once the name servers dropped it, and the
             # instance then re-reads it until a new master (controller mode) is in it

@@ -117,8 +117,6 @@ class Rebalance:
         for topic in topics:
             mine = await self._allocate(topic)
             if mine is None:
-                log.info("rebalance of %s keeps its queues of %s: no broker answered the consumer list",
-                         self.group, topic)
                 mine = [mq for mq in self.table if mq.topic == topic]
             wanted.update(mine)
         await self.drop([mq for mq in self.table if mq not in wanted], DROP_DRAIN_TIMEOUT)
@@ -131,16 +129,26 @@ class Rebalance:
         return len(takeable) < len(new)
 
     async def _allocate(self, topic: str) -> list[MessageQueue] | None:
-        """This member's queues of the topic; None when the group's members could not be read (RocketMQ skips
-        the topic then: an unread list is not an empty one)."""
+        """This member's queues of the topic; None when it cannot be told, and the queues held are kept (RocketMQ
+        skips the topic then): the group's members could not be read (an unread list is not an empty one), or the
+        name servers do not know a topic whose route was held (one restarted empty says so of every topic until
+        the brokers register again; Apache's rebalance goes on with the subscribe info it holds)."""
         route = await self.instance.route(topic, refresh=True)
         if route is None:
-            return []
+            if topic not in self.instance.routes:
+                return []
+            log.info("rebalance of %s keeps its queues of %s: the name servers do not know the topic now",
+                     self.group, topic)
+            return None
         queues = list(route.subscribe)
         if not self.clustering:
             return queues
         cids = await consumer_ids(self.instance, self.group, route.brokers)
-        return None if cids is None else allocate_average(cids, self.instance.client_id, queues)
+        if cids is None:
+            log.info("rebalance of %s keeps its queues of %s: no broker answered the consumer list",
+                     self.group, topic)
+            return None
+        return allocate_average(cids, self.instance.client_id, queues)
 
     async def _takeable(self, new: list[MessageQueue]) -> dict[MessageQueue, bool]:
         """The new queues that may be taken now, each with whether its lock is held: in clustering mode those

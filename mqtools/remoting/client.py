@@ -4,14 +4,13 @@ name-server address list.
 Name-server selection follows RocketMQ's client: start at a name server chosen at random, stick to
 the chosen one while its connection is up; when it is down, try the next addresses in turn, starting
 after the last index used, and stick to the first one that connects. A dead name server thus costs
-one connect attempt, never a request timeout per call; a hung one (its port still accepts) costs one
-timeout, after which its connection is closed and the request goes to the next (invoke_namesrv).
+one connect attempt, never a request timeout per call; a hung one (its port still accepts) costs its share of the
+request's timeout, after which its connection is closed and the request goes to the next (invoke_namesrv).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import random
 import ssl
@@ -35,6 +34,18 @@ from mqtools.remoting.transport import RemotingConnection, RequestCallback
 log = logging.getLogger(__name__)
 
 DEFAULT_CONNECT_TIMEOUT = 3.0
+#: The least a name server tried before the last one waits (unless less is left): a healthy one answers in
+#: milliseconds, so a short timeout split over many name servers still gives each a real chance.
+NAMESRV_ATTEMPT_FLOOR = 0.25
+
+
+def namesrv_share(left: float, servers_left: int) -> float:
+    """How long the next name server tried may take of the `left` seconds of a request: its even share with the
+    `servers_left` still to try, at least NAMESRV_ATTEMPT_FLOOR, the whole of it for the last one. So a hung
+    first one cannot take the time a second, live one needs, and a call never lasts a timeout per name server."""
+    if servers_left <= 1:
+        return left
+    return min(left, max(NAMESRV_ATTEMPT_FLOOR, left / servers_left))
 
 
 class RemotingClient:
@@ -161,8 +172,9 @@ class RemotingClient:
             acl.sign(cmd, self.security.credentials)
         return cmd
 
-    async def namesrv_connection(self) -> RemotingConnection:
-        """The chosen name server's connection, rotating past dead ones."""
+    async def namesrv_connection(self, connect_wait: float | None = None) -> RemotingConnection:
+        """The chosen name server's connection, rotating past dead ones; with `connect_wait`, a connect that takes
+        longer (a host that drops packets holds it for connect_timeout) counts as failed and the next is tried."""
         chosen = self._namesrv_chosen
         if chosen is not None:
             conn = self._conns.get(chosen)
@@ -181,7 +193,7 @@ class RemotingClient:
             index = (start + step) % len(addrs)
             addr = addrs[index]
             try:
-                conn = await self.connection(addr)
+                conn = await self._connect_within(addr, connect_wait)
             except RemotingConnectError as exc:
                 log.info("name server %s unreachable: %s", addr, exc)
                 last_error = exc
@@ -192,21 +204,42 @@ class RemotingClient:
         assert last_error is not None
         raise last_error
 
-    async def invoke_namesrv(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
-        """`cmd` to the chosen name server; one that lets it time out or drops it is left (its connection closed,
-        as Apache's client does with clientCloseSocketIfTimeout) and the request goes to the next, each at most
-        once. A hung name server (its port still accepts) thus costs a client one timeout, after which it reads
-        from another; kept, it would time out every route refresh for as long as it hangs."""
-        signed = self._signed(cmd)
-        for _ in range(len(self._namesrv_addrs) - 1):
-            with contextlib.suppress(RemotingTimeoutError, RemotingConnectionClosed):
-                return await self._ask_namesrv(signed, timeout)
-        return await self._ask_namesrv(signed, timeout)
-
-    async def _ask_namesrv(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
-        conn = await self.namesrv_connection()
+    async def _connect_within(self, addr: str, wait: float | None) -> RemotingConnection:
+        if wait is None:
+            return await self.connection(addr)
         try:
-            return await conn.invoke(cmd, timeout)
+            async with asyncio.timeout(max(wait, 0.0)):
+                return await self.connection(addr)  # shielded: the connect goes on for other callers
+        except TimeoutError:
+            raise RemotingConnectError(addr, connect_failure(TimeoutError()),
+                                       f"no connection within the request's {wait:.3f} s") from None
+
+    async def invoke_namesrv(self, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        """`cmd` to the chosen name server, answered within `timeout` in all; one that lets it time out or drops it
+        is left (its connection closed, as Apache's client does with clientCloseSocketIfTimeout) and the request
+        goes to the next, each at most once. Each waits only its share of the time left (namesrv_share), so a hung
+        name server (its port still accepts) costs a client part of one timeout, after which it reads from
+        another; kept, it would time out every route refresh for as long as it hangs."""
+        signed = self._signed(cmd)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout
+        servers = len(self._namesrv_addrs)
+        for tried in range(servers - 1):
+            try:
+                return await self._ask_namesrv(signed, deadline, servers - tried)
+            except (RemotingTimeoutError, RemotingConnectionClosed):
+                if loop.time() >= deadline:
+                    raise
+        return await self._ask_namesrv(signed, deadline, 1)
+
+    async def _ask_namesrv(self, cmd: RemotingCommand, deadline: float, servers_left: int) -> RemotingCommand:
+        loop = asyncio.get_running_loop()
+        conn = await self.namesrv_connection(namesrv_share(deadline - loop.time(), servers_left))
+        wait = namesrv_share(deadline - loop.time(), servers_left)
+        if wait <= 0:  # the connects took the time: no fault of this name server, which is kept
+            raise RemotingTimeoutError(conn.peer, 0.0, cmd.code)
+        try:
+            return await conn.invoke(cmd, wait)
         except (RemotingTimeoutError, RemotingConnectionClosed) as exc:
             self._leave_namesrv(conn, exc)
             raise

@@ -225,17 +225,18 @@ async def test_namesrv_selection_sticks_and_rotates(server: RemotingServer) -> N
     await client.close()
 
 
-async def test_a_hung_name_server_costs_one_timeout(server: RemotingServer) -> None:
-    """A name server that accepts and never answers (SIGSTOPped: the kernel still accepts) is left after its first
-    timeout, its connection closed, and the request goes to the next one; later requests go there at once."""
+async def test_a_hung_name_server_costs_its_share_of_one_timeout(server: RemotingServer) -> None:
+    """A name server that accepts and never answers (SIGSTOPped: the kernel still accepts) is left after its share
+    of the request's timeout (half, with two), its connection closed, and the request goes to the next one within
+    the same timeout; later requests go there at once."""
     hung = await asyncio.start_server(lambda r, w: None, "127.0.0.1", 0)
     hung_addr = f"127.0.0.1:{hung.sockets[0].getsockname()[1]}"
     client = RemotingClient([hung_addr, addr(server)])
     client._namesrv_index = 0
     try:
         began = time.monotonic()
-        assert (await client.invoke_namesrv(RemotingCommand.request(ECHO, body=b"1"), 0.3)).body == b"1"
-        assert time.monotonic() - began >= 0.3
+        assert (await client.invoke_namesrv(RemotingCommand.request(ECHO, body=b"1"), 1.0)).body == b"1"
+        assert 0.5 <= time.monotonic() - began < 1.0
         hung_conn = client._conns.get(hung_addr)
         assert hung_conn is None or not hung_conn.is_open
         began = time.monotonic()

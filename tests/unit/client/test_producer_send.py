@@ -199,3 +199,46 @@ async def test_a_hung_name_server_does_not_eat_the_budget_of_the_retry() -> None
     assert result.queue == MessageQueue("T", "broker-b", 0)
     assert [s[0] for s in sends(remoting)] == [A, B]
     assert route_lookups(remoting) == 2 and refreshed == ["T"]
+
+
+def namesrv_timeouts(remoting: FakeRemoting) -> list[float | None]:
+    return [s.timeout for s in remoting.sent if s.addr is None]
+
+
+async def test_sends_go_on_over_the_route_held_when_the_name_server_forgot_the_topic() -> None:
+    """A name server restarted empty answers TOPIC_NOT_EXIST for every topic until the brokers register again (up
+    to 30 s). Once the instance's periodic refresh met that answer, every send failed with "No route info of this
+    topic" (the route dropped); the route held serves them, as Apache's producer keeps topicPublishInfoTable. A
+    topic never routed still fails as before."""
+    producer, remoting, _ = make_producer([(0.01, ResponseCode.SUCCESS), (0.01, ResponseCode.SUCCESS)])
+    await producer.send(Message("T", b"before"))
+    del remoting.route_table["T"]
+    await producer.instance.route("T", refresh=True)  # the instance's periodic refresh
+    assert (await producer.send(Message("T", b"after"))).status is SendStatus.SEND_OK
+    with pytest.raises(MQClientError, match="No route info of this topic: U"):
+        await producer.send(Message("U", b"never routed"))
+
+
+async def test_a_retry_after_the_name_server_forgot_the_topic_goes_to_the_route_held() -> None:
+    """A failed attempt re-reads the route; an answer of TOPIC_NOT_EXIST dropped it mid-send, and the retry failed
+    with "No route info of this topic" instead of going to the other broker."""
+    producer, remoting, _ = make_producer([(0.01, ResponseCode.SUCCESS), (0.1, ResponseCode.SYSTEM_BUSY),
+                                           (0.1, ResponseCode.SUCCESS)])
+    await producer.send(Message("T", b"before"))
+    del remoting.route_table["T"]
+    result = await producer.send(Message("T", b"after"))
+    assert result.status is SendStatus.SEND_OK and [s[0] for s in sends(remoting)][1:] == [A, B]
+
+
+async def test_the_route_read_of_a_send_waits_at_most_the_budget() -> None:
+    """send_timeout 1 s on an instance whose timeout is 3 s: a first send's route reads (the topic's, then TBW102's
+    for a new topic) wait at most the budget, not the instance's 3 s (a hung name server made such a send take
+    3 s); a send to a chosen queue's read likewise."""
+    producer, remoting, _ = make_producer([(0.01, ResponseCode.SUCCESS)] * 3, send_timeout=1.0)
+    remoting.route_table["TBW102"] = route_data({"broker-a": 8})
+    await producer.send(Message("T", b"x"))
+    assert namesrv_timeouts(remoting) == [1.0]
+    await producer.send(Message("NEW", b"x"))
+    assert len(namesrv_timeouts(remoting)) == 3 and all(t is not None and t <= 1.0 for t in namesrv_timeouts(remoting))
+    await producer.send(Message("NEW2", b"x"), selector=lambda queues, _m, _a: queues[0], timeout=0.5)
+    assert all(t is not None and t <= 0.5 for t in namesrv_timeouts(remoting)[3:])

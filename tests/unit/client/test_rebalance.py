@@ -172,3 +172,17 @@ async def test_an_orderly_consumer_gives_up_a_lock_it_could_not_renew_for_30_s()
         rebalance.table[A0].last_lock_ms -= LOCK_MAX_LIVE_MS + 1
         await rebalance.rebalance(["T"])
         assert set(rebalance.table) == kept, orderly
+
+
+async def test_a_route_the_name_server_forgot_keeps_the_topic_s_queues() -> None:
+    """A name server restarted empty answers TOPIC_NOT_EXIST until the brokers register again: the consumer keeps
+    its queues (it dropped them all for up to 30 s), as Apache's rebalanceByTopic keeps them without subscribe
+    info. A topic never routed still gets no queues."""
+    rebalance, brokers = consumer(route_data({"broker-a": 2}))
+    await rebalance.rebalance(["T"])
+    assert set(rebalance.table) == {A0, A1}
+    del brokers.routes["T"]
+    await rebalance.rebalance(["T"])
+    assert set(rebalance.table) == {A0, A1}
+    await rebalance.rebalance(["T", "U"])
+    assert set(rebalance.table) == {A0, A1}

@@ -72,3 +72,22 @@ async def test_a_route_without_master_is_read_ever_less_often_until_the_master_i
             await asyncio.sleep(0.005)
     finally:
         await instance.shutdown()
+
+
+async def test_a_name_server_that_forgot_the_topic_leaves_the_route_held() -> None:
+    """A name server restarted empty answers TOPIC_NOT_EXIST for every topic until the brokers register again (up
+    to 30 s). The refresh reports that answer (None: an admin read says the topic does not exist) but the route held
+    stays cached, as Apache's MQClientInstance keeps topicRouteTable then: the brokers stay known and heartbeats go
+    on. A topic never held is still unknown."""
+    remoting = FakeRemoting({"T": route_data({"broker-a": 2})})
+    instance = fake_instance(remoting)
+    held = await instance.route("T")
+    del remoting.route_table["T"]
+    assert await instance.route("T", refresh=True) is None
+    assert await instance.fetch_route("T") is None
+    assert instance.routes.get("T") is held and await instance.route("T") is held
+    assert instance.broker_addr("broker-a", any_node=False) == MASTER
+    instance.producer_groups.add("pg")
+    await instance.heartbeat()
+    assert [s.addr for s in remoting.broker_requests(RequestCode.HEART_BEAT)] == [MASTER]
+    assert await instance.route("U", refresh=True) is None and "U" not in instance.routes
