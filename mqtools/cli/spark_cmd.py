@@ -17,6 +17,7 @@ import typer
 
 from mqtools.cli.admin.common import NO_OPTIONS, ClusterOptions, OutputOpt, check_output, cluster_command
 from mqtools.cli.output import is_terminal, render
+from mqtools.common.exitcodes import EXIT_REFUSED
 from mqtools.spark import driver
 from mqtools.spark.offsets import READER_GROUP
 
@@ -94,6 +95,9 @@ def produce(
 
     With TLS (--tls-ca, or a context that has it) every task's producer connects with TLS; the CA and
     certificate files must exist at the same paths on the executors.
+
+    Exit codes: 0 every send stored; 1 a send failed (the report, printed first, counts them by code) or a task
+    failed with one of mq's errors; 2 bad input; 3 the cluster or Spark Connect server unreachable.
     """
     check_output(output)
     plan = driver.produce_plan(topic, messages, duration, rate, size, tasks, mode, batch_size, keys, tags)
@@ -115,6 +119,8 @@ def produce(
         stats = run_produce(spark, addr, plan, target.security)
         ran_on = driver.ran_on(spark, remote)
     _report("produce", topic, ran_on, stats, output, rate is not None, driver.Files(csv, omb, size, queues))
+    if any(t.failed for t in stats):  # the load did not all land: a script must see it without reading the report
+        raise typer.Exit(EXIT_REFUSED)
 
 
 @app.command()

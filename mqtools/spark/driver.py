@@ -31,6 +31,8 @@ T = TypeVar("T")
 CONNECT_PORT = 15002
 """Spark Connect's default port, when --remote names none."""
 CONNECT_CHECK_S = 5.0
+JVM_EXIT_S = 10.0
+"""How long the command waits for the JVM of its own session to exit once its stdin is closed."""
 REQUIRED = (("pyspark", "pyspark>=4.2"), ("pyarrow", "pyarrow"), ("hdrh", "hdrhistogram"))
 #: What pyspark's Spark Connect client needs beyond pyspark (its `connect` extra).
 REQUIRED_CONNECT = (("grpc", "grpcio"), ("grpc_status", "grpcio-status"), ("google.rpc", "googleapis-common-protos"),
@@ -126,7 +128,33 @@ def session(master: str, remote: str | None, confs: dict[str, str], app: str) ->
         raise failed from None
     finally:
         if running is None:
-            spark.stop()
+            try:
+                spark.stop()
+            finally:
+                if remote is None:
+                    end_jvm()
+
+
+def end_jvm(timeout: float = JVM_EXIT_S) -> None:
+    """End the gateway JVM a stopped session leaves: it exits when its stdin closes, which the OS did only once this
+    process had exited, so it outlived `mq spark-load` by about 2 s (with its memory and /tmp/spark-* files). Closed
+    here, it is gone in 0.1-0.5 s. pyspark's gateway is forgotten too, so a later session in this process starts a
+    JVM of its own instead of calling the dead one. A gateway without the process (another pyspark) is left alone."""
+    import subprocess
+
+    from pyspark import SparkContext
+
+    proc = getattr(getattr(SparkContext, "_gateway", None), "proc", None)
+    stdin = getattr(proc, "stdin", None)
+    if proc is None or stdin is None:
+        return
+    try:
+        stdin.close()
+        proc.wait(timeout)
+    except (OSError, ValueError, subprocess.TimeoutExpired):
+        return
+    SparkContext._gateway = None
+    SparkContext._jvm = None
 
 
 _TRACEBACK = "Traceback (most recent call last):"
@@ -213,19 +241,36 @@ def queue_count(namesrv: str, topic: str, security: ClientSecurity | None) -> in
 
 @contextmanager
 def stored_counter(namesrv: str, topic: str, security: ClientSecurity | None, enabled: bool
-                   ) -> Iterator[Callable[[], int] | None]:
-    """Messages the brokers stored in `topic` since now: live progress for a produce run."""
+                   ) -> Iterator[Callable[[], int | None] | None]:
+    """Messages the brokers stored in `topic` since now: live progress for a produce run. Counted over the queues
+    that answered at the start (a hung master left out: asked of every queue, its timeout failed the whole command
+    after Spark had started), each from its own baseline; None (n/a) while any of those does not answer, where a
+    sum without it went down. Never below what it showed before."""
     if not enabled:
         yield None
         return
     from mqtools.client.admin.sync import SyncMQAdmin
+    from mqtools.client.errors import MQClientError
 
     with SyncMQAdmin(namesrv, security=security) as admin:
-        def stored() -> int:
-            return sum(high for _, high in admin.queue_offsets.queue_bounds(topic).values())
+        def highs() -> dict[Any, int]:
+            return {mq: high for mq, (_, high) in admin.queue_offsets.queue_bounds(topic, readable_only=True).items()}
 
-        base = stored()
-        yield lambda: stored() - base
+        try:
+            base = highs()
+        except MQClientError:  # no route or no name server now: the job says what it finds; progress reads n/a
+            base = None
+        shown = 0
+
+        def stored() -> int | None:
+            nonlocal shown
+            now = highs()
+            if base is None or not base.keys() <= now.keys():
+                return None
+            shown = max(shown, sum(now[mq] - high for mq, high in base.items()))
+            return shown
+
+        yield stored
 
 
 @dataclass(frozen=True, slots=True)

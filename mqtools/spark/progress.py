@@ -22,7 +22,7 @@ POLL_S = 0.5
 class JobProgress:
     """`with JobProgress(spark, tasks, counter, enabled): run the job` (the job must run in this thread)."""
 
-    def __init__(self, spark: Any, tasks: int, counter: Callable[[], int] | None, enabled: bool,
+    def __init__(self, spark: Any, tasks: int, counter: Callable[[], int | None] | None, enabled: bool,
                  label: str) -> None:
         self.spark = spark
         self.tasks = tasks
@@ -72,6 +72,7 @@ class JobProgress:
         if self.counter is None:
             return ""
         try:
-            return f"{self.counter():,} messages"
+            count = self.counter()
         except MQClientError:  # a failed poll must not end the job; the next one may work
-            return "messages n/a"
+            count = None
+        return "messages n/a" if count is None else f"{count:,} messages"

@@ -74,6 +74,15 @@ class OffsetNotReadableError(MQClientError, TimeoutError):
     read was planned: a store cut back after an unclean stop, a slave left behind)."""
 
 
+class QueueUnreachableError(UnreachableError):
+    """No node of a range's set answered a pull for pullTimeoutMs: the queue and offset named (exit 3)."""
+
+
+class QueueReadError(MQClientError):
+    """A range's pulls kept failing for pullTimeoutMs (its set gone from the route, a refusal): the queue and offset
+    named."""
+
+
 class RangeReader:
     """Pulls [start, end) of one queue; offsets removed before they were read fail the read, or with
     failOnDataLoss=false are skipped with a warning in the task's log (Spark's Kafka source does the same)."""
@@ -223,6 +232,14 @@ class RangeReader:
                     "(failOnDataLoss=false)", r.topic, r.broker, r.queue_id, offset, low - 1, min(low, r.end) - offset)
         return low
 
+    def _gave_up(self, offset: int, exc: MQClientError) -> MQClientError:
+        """The error that fails the task, naming the queue and offset: the client's own names a request code and an
+        address, or a broker, and not what the task was reading. Same exit code (3 for a node that did not answer)."""
+        r = self.range
+        what = (f"{r.topic} {r.broker}:{r.queue_id}: offset {offset} could not be read within pullTimeoutMs "
+                f"({self.pull_timeout:g} s): {exc}")
+        return QueueUnreachableError(what) if isinstance(exc, UnreachableError) else QueueReadError(what)
+
     async def _pull(self, consumer: PullConsumer, mq: MessageQueue, offset: int) -> PullResult:
         """A pull that rides out a master failure: on an error or a not-yet-replicated offset, refresh the
         route (the slave takes over when the master leaves it) and retry until the timeout."""
@@ -249,7 +266,7 @@ class RangeReader:
                     f"another group with option consumerGroup ({exc})") from exc
             except MQClientError as exc:
                 if time.monotonic() >= deadline:
-                    raise
+                    raise self._gave_up(offset, exc) from exc
                 if isinstance(exc, UnreachableError):
                     self._fail_over(consumer, node, exc)
                     if node == MASTER_ID and self.node != node:  # at once to the slave; never spin between nodes

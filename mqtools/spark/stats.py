@@ -122,6 +122,11 @@ def _ms(value: float | None) -> float | None:
     return None if value is None else round(value, 3)
 
 
+def _line(figures: dict[str, float | None]) -> str:
+    """`min 0.2  p50 0.3 ...` for a footer; what was not measured (no send succeeded) reads n/a, as null in JSON."""
+    return "  ".join(f"{k} {'n/a' if v is None else v}" for k, v in figures.items())
+
+
 @renders("SparkLoadReport")
 def load_report_view(action: str, topic: str, master: str, summary: Summary, produced: Summary | None = None
                      ) -> View:
@@ -141,20 +146,17 @@ def load_report_view(action: str, topic: str, master: str, summary: Summary, pro
     failed = ", ".join(f"{code}: {n}" for code, n in sorted(summary.failed.items())) or "none"
     footer = [(f"{action} {topic} on {master}: {summary.messages} messages in {summary.seconds:.2f}s, "
                f"{summary.msgs_per_s:.1f} msgs/s, {summary.mb_per_s:.3f} MB/s; failed: {failed}"),
-              "latency ms: " + "  ".join(f"{k} {v}" for k, v in lat.items())]
+              "latency ms: " + _line(lat)]
     if summary.delay_ms is not None:
-        footer.append("publish delay ms (planned vs actual start): "
-                      + "  ".join(f"{k} {v}" for k, v in summary.delay_ms.items()))
+        footer.append("publish delay ms (planned vs actual start): " + _line(summary.delay_ms))
     if produced is not None:
         sent_failed = ", ".join(f"{code}: {n}" for code, n in sorted(produced.failed.items())) or "none"
         footer[0] = f"e2e {topic} on {master}: read {summary.messages} messages in {summary.seconds:.2f}s"
-        footer[1] = "end-to-end latency ms (born to read): " + "  ".join(f"{k} {v}" for k, v in lat.items())
+        footer[1] = "end-to-end latency ms (born to read): " + _line(lat)
         footer.append(f"produced {produced.messages} messages, {produced.msgs_per_s:.1f} msgs/s; failed: "
-                      f"{sent_failed}; send latency ms: "
-                      + "  ".join(f"{k} {v}" for k, v in produced.latency_ms.items()))
+                      f"{sent_failed}; send latency ms: " + _line(produced.latency_ms))
         if produced.delay_ms is not None:
-            footer.append("publish delay ms (planned vs actual start): "
-                          + "  ".join(f"{k} {v}" for k, v in produced.delay_ms.items()))
+            footer.append("publish delay ms (planned vs actual start): " + _line(produced.delay_ms))
     data: dict[str, Any] = {
         "action": action, "topic": topic, "master": master, "tasks": tasks, "messages": summary.messages,
         "failed": dict(summary.failed), "bytes": summary.bytes, "seconds": round(summary.seconds, 3),

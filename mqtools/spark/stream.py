@@ -84,6 +84,8 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         self.until: Offsets | None = None
         #: (broker, queue) positions latestOffset kept because the queue could not be read (_keep_unseen).
         self.unseen: set[tuple[str, str]] = set()
+        #: (broker, queue) -> the queue's minimum when latestOffset last saw it: where a new queue starts.
+        self.lows: dict[tuple[str, str], int] = {}
         self._session: SyncMQAdmin | None = None
 
     def _admin(self) -> SyncMQAdmin:
@@ -128,10 +130,11 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         return ReadMaxRows(self.max_rows) if self.max_rows else ReadAllAvailable()
 
     def latestOffset(self, start: dict, limit: ReadLimit) -> dict:
-        bounds = self._bounds(readable_only=True)
+        bounds = self._live_bounds(start)
         latest: Offsets = {}
         for (broker, queue_id), (low, high) in bounds.items():
             q = str(queue_id)
+            self.lows[(broker, q)] = low
             if self.until is not None:  # availableNow: a queue not there when the query started stays where it is
                 high = min(high, self.until.get(broker, {}).get(q, start.get(broker, {}).get(q, low)))
             latest.setdefault(broker, {})[q] = high
@@ -141,6 +144,20 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
         if isinstance(limit, ReadMaxRows):
             return cap(begun, latest, limit.max_rows)
         return latest
+
+    def _live_bounds(self, start: dict) -> dict[tuple[str, int], tuple[int, int]]:
+        """The bounds of the queues that answer now. A topic without a route (every set holding it gone: a topic on
+        one master without a slave, that master down) is no reason to stop a query that has positions: they are kept
+        as for a set that left (_keep_unseen), where raising stopped the query. Without positions there is nothing
+        to keep, and the error stands."""
+        from mqtools.client.errors import TopicNotExistError
+
+        try:
+            return self._bounds(readable_only=True)
+        except TopicNotExistError:
+            if not any(start.values()):
+                raise
+            return {}
 
     def _keep_unseen(self, start: dict, latest: Offsets) -> None:
         """A queue this query has a position in that is not read now (its broker set left the route, or no node of
@@ -160,13 +177,31 @@ class RocketMQStreamReader(DataSourceStreamReader, SupportsTriggerAvailableNow):
                 log.warning("%s: every queue can be read again", self.topic)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        firsts = self._new_queue_starts(start, end)
         ranges: list[QueueRange] = []
         for broker, queues in sorted(end.items()):
             for queue, last in sorted(queues.items(), key=lambda kv: int(kv[0])):
-                first = start.get(broker, {}).get(queue, 0)
+                first = start.get(broker, {}).get(queue, firsts.get((broker, queue), 0))
                 if last > first:
                     ranges.append(QueueRange(self.topic, broker, int(queue), first, last))
         return [QueueStreamPartition(t) for t in task_ranges(ranges, None, self.min_rows)]
+
+    def _new_queue_starts(self, start: dict, end: dict) -> dict[tuple[str, str], int]:
+        """Where each queue of `end` the query has no position in starts: its minimum, as latestOffset counted it
+        (Spark's Kafka source starts a new partition at earliest). From offset 0, a set that came back after
+        retention removed its first offsets failed every micro-batch with DataLossError. The brokers are asked
+        only when there is such a queue; one that does not answer now takes the minimum latestOffset saw."""
+        from mqtools.client.errors import MQClientError
+
+        new = {(b, q) for b, qs in end.items() for q in qs if q not in start.get(b, {})}
+        if not new:
+            return {}
+        try:
+            found = self._bounds(readable_only=True)
+        except MQClientError:
+            found = {}
+        lows = {**self.lows, **{(b, str(q)): low for (b, q), (low, _high) in found.items()}}
+        return {k: lows[k] for k in new if k in lows}
 
     def read(self, partition: InputPartition) -> Iterator[pa.RecordBatch]:
         assert isinstance(partition, QueueStreamPartition)

@@ -114,7 +114,8 @@ async def _write(namesrv: str, rows: Iterable[Mapping[str, Any]], topic: str | N
         for row in rows:
             msg = row_message(row, topic)
             await window.acquire()
-            if failure:
+            if failure:  # this row is not sent: give its permit back, the drain below needs every one
+                window.release()
                 break
             producer.send_async(msg).add_done_callback(
                 functools.partial(answered, time.perf_counter(), len(msg.body)))

@@ -58,3 +58,19 @@ def test_e2e_report_reads_and_names_the_producers() -> None:
     assert doc["publishDelayMs"]["p50"] == 0.01  # the producers' delay, not the readers' (unknown)
     assert doc["produced"] == {"messages": 150, "failed": {"17": 2}, "msgsPerSec": 33.333,
                                "latencyMs": summarize(PRODUCERS).latency_ms}
+
+
+def test_a_run_whose_every_send_failed_reads_n_a_for_latency() -> None:
+    """Nothing measured: the footer said `min None  p50 None`; text reads n/a where JSON has null."""
+    failed = [TaskStats(0, 0, {"16": 20}, 0, 100.0, 100.1)]
+    view = load_report_view("e2e", "RO", "local[2]", summarize(failed, with_delay=True),
+                            summarize(failed, with_delay=True))
+    doc = check(view)
+    assert "None" not in " ".join(view.footer)
+    assert view.footer[1] == "end-to-end latency ms (born to read): " + "  ".join(
+        f"{k} n/a" for k in ("min", "p50", "p90", "p99", "p99.9", "max"))
+    assert view.footer[3].endswith("send latency ms: min n/a  p50 n/a  p90 n/a  p99 n/a  p99.9 n/a  max n/a")
+    alone = load_report_view("produce", "RO", "local[2]", summarize(failed, with_delay=True))
+    unknown = "min n/a  p50 n/a  p90 n/a  p99 n/a  p99.9 n/a  max n/a"
+    assert alone.footer[1:] == [f"latency ms: {unknown}", f"publish delay ms (planned vs actual start): {unknown}"]
+    assert doc["latencyMs"]["p50"] is None and doc["produced"]["latencyMs"]["max"] is None

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import re
 from types import SimpleNamespace
 from typing import Any
 
-from mqtools.client.errors import RequestTimeoutError
+import pytest
+
+from mqtools.client.errors import MQClientError, RequestTimeoutError, UnreachableError
 from mqtools.client.route import TopicRoute
-from mqtools.remoting.bodies import BrokerData, QueueData, TopicRouteData
+from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE
+from mqtools.remoting.bodies import BrokerData, MessageQueue, QueueData, TopicRouteData
 from mqtools.spark.offsets import QueueRange
 from mqtools.spark.reader import RangeReader
 
@@ -49,3 +53,25 @@ def test_a_set_the_route_does_not_know_stays_where_it_is() -> None:
     r = reader({})
     r._fail_over(SimpleNamespace(instance=SimpleNamespace(routes={})), 0, HUNG)
     assert r.node == 0
+
+
+@pytest.mark.parametrize(("error", "kind", "code"), [
+    (HUNG, UnreachableError, EXIT_UNREACHABLE),
+    (MQClientError("The broker[broker-a] not exist"), MQClientError, EXIT_REFUSED),
+])
+async def test_a_read_that_gives_up_names_the_topic_queue_and_offset(error: MQClientError, kind: type, code: int
+                                                                     ) -> None:
+    """The pull's own error named a request code and an address (or a broker) only: the task's failure now says
+    which queue and offset could not be read, keeping the class's exit code (3 for a node that does not answer)."""
+    async def pull(*_: Any, **__: Any) -> Any:
+        raise error
+
+    async def fetch_queues(_topic: str) -> None:
+        return None
+
+    gone = SimpleNamespace(instance=SimpleNamespace(routes={"T": ROUTE}), pull=pull, fetch_queues=fetch_queues)
+    r = RangeReader("127.0.0.1:9", QueueRange("T", "broker-a", 1, 3, 10), nodes={}, pull_timeout_ms=1)
+    with pytest.raises(kind, match=r"^T broker-a:1: offset 3 could not be read within pullTimeoutMs \(0\.001 s\): "
+                                   + re.escape(str(error))) as caught:
+        await r._pull(gone, MessageQueue("T", "broker-a", 1), 3)  # type: ignore[arg-type]
+    assert caught.value.exit_code == code

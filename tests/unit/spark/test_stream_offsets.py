@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from pyspark.sql.streaming.datasource import ReadAllAvailable
+from pyspark.sql.streaming.datasource import ReadAllAvailable, ReadMaxRows
 
+from mqtools.client.errors import TopicNotExistError
+from mqtools.remoting.codes import ResponseCode
 from mqtools.spark.stream import RocketMQStreamReader
 
 
@@ -68,3 +70,48 @@ def test_the_driver_keeps_one_admin_session_for_the_query(monkeypatch: pytest.Mo
     assert pickle.loads(pickle.dumps(r))._session is None
     r.stop()
     assert made[0].closed and r._session is None
+
+
+def ranges(r: RocketMQStreamReader, start: dict[str, Any], end: dict[str, Any]) -> list[tuple[str, int, int, int]]:
+    return [(q.broker, q.queue_id, q.start, q.end) for p in r.partitions(start, end) for q in p.ranges]  # type: ignore[attr-defined]
+
+
+def test_a_queue_without_a_position_is_read_from_its_minimum() -> None:
+    """A set out of the route when the query started comes back after retention removed its first 500 offsets:
+    read from 0 every micro-batch failed with DataLossError (or read past maxOffsetsPerTrigger), as counted it
+    starts at its minimum, as Spark's Kafka source starts a new partition at earliest."""
+    r = reader({("broker-a", 0): (0, 100), ("broker-b", 0): (500, 800)})
+    start = {"broker-a": {"0": 90}}
+    end = r.latestOffset(start, ReadAllAvailable())
+    assert ranges(r, start, end) == [("broker-a", 0, 90, 100), ("broker-b", 0, 500, 800)]
+    capped = r.latestOffset(start, ReadMaxRows(100))
+    assert 0 < sum(e - s for _, _, s, e in ranges(r, start, capped)) <= 100  # maxOffsetsPerTrigger holds
+    # planned again after a restart (no latestOffset first), or with the set gone again since latestOffset
+    assert ranges(reader({("broker-b", 0): (500, 800)}), start, end)[1] == ("broker-b", 0, 500, 800)
+    r._bounds = lambda **_: {("broker-a", 0): (0, 100)}  # type: ignore[method-assign]
+    assert ranges(r, start, end)[1] == ("broker-b", 0, 500, 800)
+
+
+def test_partitions_ask_the_brokers_only_for_new_queues() -> None:
+    r = reader({})
+    r._bounds = lambda **_: pytest.fail("asked the brokers")  # type: ignore[method-assign]
+    assert ranges(r, {"broker-a": {"0": 3}}, {"broker-a": {"0": 5}}) == [("broker-a", 0, 3, 5)]
+
+
+def test_a_topic_without_a_route_keeps_the_positions(caplog: pytest.LogCaptureFixture) -> None:
+    """The topic's only set went away (its master gone, no slave): the name servers have no route for it. The query
+    keeps its positions and goes on, as with a set of several that left; only a query without positions fails."""
+    r = reader({})
+
+    def no_route(**_: Any) -> dict[tuple[str, int], tuple[int, int]]:
+        raise TopicNotExistError(ResponseCode.TOPIC_NOT_EXIST, "No topic route info in name server for the topic: T")
+
+    r._bounds = no_route  # type: ignore[method-assign]
+    with caplog.at_level("WARNING", logger="mqtools.spark.stream"):
+        assert r.latestOffset(START, ReadAllAvailable()) == START
+        assert r.latestOffset(START, ReadMaxRows(10)) == START
+    assert len([m for m in caplog.messages if "cannot be read now" in m]) == 1
+    with pytest.raises(TopicNotExistError):
+        r.latestOffset({}, ReadAllAvailable())
+    with pytest.raises(TopicNotExistError):
+        r.initialOffset()
