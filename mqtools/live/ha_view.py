@@ -16,6 +16,7 @@ from mqtools.client.admin.models.ha import (
     catch_up_seconds,
     diff_messages,
     pair_slaves,
+    silence,
     trend_of,
 )
 from mqtools.common.presentation import Unreachable, partial_note
@@ -84,10 +85,13 @@ def ha(state: LiveState, mono: float) -> Table:
                 continue
             conn = status.slaves[ci]
             label = slave.addr if slave is not None else conn.addr
+            if conn.overdue:  # hung or cut off: the master's figures for it are as of its last report
+                table.notes.append(f"{master.broker_name}: slave {label} has sent its master no report for "
+                                   f"{silence(conn.silent_ms)}: in sync unknown, figures as of its last report")
             table.rows.append(Row(f"{master.addr}>{conn.addr}",
                                   [*head, Cell(label, label), *_slave_cells(state, master.addr, conn, rt, mono),
                                    *_controller_cells(ctl, slave.addr if slave is not None else None)],
-                                  stale=slot.stale))
+                                  stale=slot.stale or conn.overdue))
     for _cluster, name in snap.without_master() if snap else []:
         _no_master_ha_rows(state, snap, name, table, mono)
     if snap is not None and not snap.masters():
@@ -168,7 +172,7 @@ def _slave_cells(state: LiveState, master: str, conn: SlaveConnection, rt: Broke
     recent = [(t, int(v)) for t, v in history.points if mono - t <= TREND_WINDOW]
     trend = trend_of(recent)
     speed = conn.transfer_bytes_per_s
-    catch_up = catch_up_seconds(conn.diff_bytes, speed)
+    catch_up = None if conn.overdue else catch_up_seconds(conn.diff_bytes, speed)
     return [
         cell(conn.ack_offset), Cell(conn.diff_bytes, size(conn.diff_bytes)),
         cell(diff_messages(conn.diff_bytes, rt.average_message_size if rt else None)),

@@ -39,6 +39,7 @@ from mqtools.client.admin.models.ha import (
     diff_messages,
     offset_speed,
     pair_slaves,
+    silence,
     status_from_offsets,
     trend_of,
 )
@@ -101,7 +102,7 @@ def _slave_view(addr: str, broker_id: int, answer: HAStatus | BrokerRuntime | MQ
         return SlaveView(addr, broker_id, None, None, None, None, None, None,
                          error="answers as a master, not as a slave")
     return SlaveView(addr, broker_id, c.master_addr, c.max_offset, c.transfer_bytes_per_s, c.last_read_ms,
-                     c.last_write_ms, c.activated)
+                     c.last_write_ms, c.activated, close_reason=c.close_reason)
 
 
 def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
@@ -109,10 +110,11 @@ def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
            slaves: list[SlaveView], window: float, source: str,
            unanswered: dict[str, UnreachableError]) -> ReplicationGroup:
     """One group from the master's samples, its runtime and config answers and the slaves' views; `unanswered`
-    the group's slaves that did not answer, by address."""
+    the group's slaves that did not answer, by address. A slave overdue at its master (silent past two heartbeat
+    intervals) is in sync, at a speed and caught up in a time nobody knows, and named as a node the read missed."""
     last = series[-1][1] if series else None
     missed = [Unreachable(t.name, t.master, reason_of(last))] if isinstance(last, UnreachableError) else []
-    missed += [Unreachable(t.name, a, reason_of(exc)) for a, exc in unanswered.items()]
+    reasons = {a: reason_of(exc) for a, exc in unanswered.items()}
     error = None if t.master else "no master registered"
     if isinstance(last, MQClientError):
         error = str(last)
@@ -137,9 +139,15 @@ def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
         if source == RUNTIME_INFO:  # what the master would say, from the offsets sampled over the window
             speed = offset_speed([(at, conn.ack_offset) for at, conn in mine if conn.ack_offset is not None])
             in_sync = None if c.diff_bytes is None else c.diff_bytes < fallbehind
+        catch_up = None if c.overdue else catch_up_seconds(c.diff_bytes, speed)
+        if c.overdue:
+            addr = view.broker_addr if view is not None else c.addr
+            silent = f"no HA report to its master for {silence(c.silent_ms)}"
+            reasons[addr] = f"{reasons[addr]}; {silent}" if addr in reasons else silent
         rows.append(SlaveReplication(c.addr, c.ack_offset, c.diff_bytes, diff_messages(c.diff_bytes, avg), speed,
-                                     catch_up_seconds(c.diff_bytes, speed), in_sync, trend_of(samples),
-                                     c.transfer_from, samples, view))
+                                     catch_up, in_sync, trend_of(samples), c.transfer_from, samples, view,
+                                     c.silent_ms, c.overdue))
+    missed += [Unreachable(t.name, a, why) for a, why in reasons.items()]
     return ReplicationGroup(t.cluster, t.name, t.master, config.get("brokerRole"),
                             status.commitlog_max_offset if status else None,
                             status.in_sync_slaves if status else None, avg, window, rows, error, source,

@@ -6,6 +6,14 @@ asyncio Protocol: no read task, stream buffer or timeout per read), the housekee
 re-armed from the last read, and a write task sends transfer frames from the slave's position (heartbeats
 when idle), waiting on the link's flow control. The protocol decisions live in protocol.py; this module
 only moves bytes.
+
+A classic slave whose first report lies past what this master can vouch for (`Vouched`: what its store recovered
+to when HA started, and what it has streamed since) holds bytes this master never had: its master lost its
+commitlog's tail in a crash. Apache 4.9.7's HAConnection takes any first report and streams from it; only later
+acks past the master's max close the connection, so once new writes carry the master past the slave's offset it
+streams from the middle of one of its messages and the slave diverges silently, acknowledging SYNC puts of
+messages it can never serve. Here such a slave is refused on every connection, however far the master has
+grown since, with one heartbeat at the vouched offset before the close, so the slave can tell why.
 """
 
 from __future__ import annotations
@@ -16,12 +24,12 @@ import logging
 import socket
 import time
 from collections.abc import Callable
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls_acceptor import TlsAcceptor
 from mqtools.common.tls_certificates import TlsCertificateManager
-from mqtools.server.ha.protocol import HAProtocolError, ReportReader, TransferCursor
+from mqtools.server.ha.protocol import HAProtocolError, ReportReader, TransferCursor, encode_header
 from mqtools.server.lifecycle import cancel_and_wait
 
 log = logging.getLogger("mq.ha.master")
@@ -46,6 +54,18 @@ class ConnectionHost(Protocol):
     def on_slave_ack(self, conn: HAConnection, offset: int) -> None: ...
 
     def on_connection_closed(self, conn: HAConnection) -> None: ...
+
+
+class Vouched(NamedTuple):
+    """What a classic master knows it had: its store's max offset when HA started (what recovery left), and the
+    highest offset it has streamed to any slave since."""
+
+    recovered: int
+    streamed: int
+
+    @property
+    def offset(self) -> int:
+        return max(self.recovered, self.streamed)
 
 
 class SpeedMeter:
@@ -81,8 +101,11 @@ class HAConnection:
 
     def __init__(self, host: ConnectionHost, store: CommitLogSource, link: SlaveLink, *, file_size: int,
                  batch_size: int, heartbeat_interval: float, housekeeping_interval: float,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 clock: Callable[[], float] = time.monotonic, vouched: Callable[[], Vouched] | None = None) -> None:
+        """`vouched`: what the master can vouch for, which a first report must not pass (None: no such check,
+        as controller mode, whose slaves cut a divergent tail at the handshake)."""
         self._host = host
+        self._vouched = vouched
         self._store = store
         self._link = link
         self._clock = clock
@@ -92,6 +115,13 @@ class HAConnection:
         self.addr = link.peer
         self.slave_request_offset = -1
         self.slave_ack_offset = -1
+        #: When the last report arrived (the clock's; None before the first): a slave reports at least every
+        #: heartbeat interval, so a stale one says the slave is hung or cut off before the housekeeping drops it.
+        self.last_report_at: float | None = None
+        #: Set by the service once it counts this connection as a slave (after its first report).
+        self.counted = False
+        #: The end of what was streamed to this slave (-1: nothing yet).
+        self.streamed_to = -1
         self.speed = SpeedMeter(clock)
         self._woken = False
         self._waiter: asyncio.Future[None] | None = None
@@ -176,6 +206,10 @@ class HAConnection:
     def _take(self, data: bytes) -> str | None:
         """Apply the slave's reports in `data`; why the connection must close, if it must."""
         for offset in self._feed(data):
+            if self.slave_request_offset < 0 and self._vouched is not None:
+                vouched = self._vouched()
+                if offset > vouched.offset:
+                    return self._refuse_ahead(offset, vouched)
             if offset > self._store.max_phy_offset:
                 # 4.x: a slave ahead of its master (the master lost data) cannot be
                 # reconciled by classic HA; refuse it loudly instead of diverging.
@@ -186,6 +220,17 @@ class HAConnection:
             self._on_report(offset)
         return None
 
+    def _refuse_ahead(self, offset: int, vouched: Vouched) -> str:
+        """A first report past what this master can vouch for: one heartbeat at the vouched offset (a slave sees it
+        is ahead of its master; Apache's logs the two offsets) and the close, logged once for this connection."""
+        streamed = f"streamed up to {vouched.streamed}" if vouched.streamed >= 0 else "streamed nothing"
+        why = (f"slave reports offset {offset}, past the {vouched.offset} bytes this master can vouch for (its store "
+               f"recovered to {vouched.recovered}, it {streamed} since): the slave holds bytes this master never had "
+               "(it lost its commitlog's tail in a crash?); wipe the slave's store to re-attach it")
+        self._host.peer_log.error("ahead", "HA slave %s refused: %s", self.addr, why)
+        self._link.write(encode_header(vouched.offset, 0))
+        return why
+
     # ------------------------------------------------------------------ the protocol's hooks
 
     def _feed(self, data: bytes) -> list[int]:
@@ -194,7 +239,11 @@ class HAConnection:
         return [] if offset is None else [offset]
 
     def _begin_transfer(self) -> None:
-        self.cursor.start(self.slave_request_offset, self._store.max_phy_offset, self._clock())
+        """The first heartbeat goes at once (when there is nothing to send), not an interval later: the slave learns
+        its master is alive as soon as it asked (a slave counts as activated once its master's bytes arrive)."""
+        now = self._clock()
+        self.cursor.start(self.slave_request_offset, self._store.max_phy_offset, now)
+        self.cursor.last_write = now - self.cursor.heartbeat_interval
 
     def _next_frame(self) -> list[bytes | memoryview] | None:
         return self.cursor.frame(self._store.get_commit_log_data(self.cursor.next_from), self._clock())
@@ -209,6 +258,7 @@ class HAConnection:
         return None
 
     def _on_report(self, offset: int) -> None:
+        self.last_report_at = self._clock()
         self.slave_ack_offset = offset
         if self.slave_request_offset < 0:
             self.slave_request_offset = offset
@@ -233,6 +283,8 @@ class HAConnection:
                     await self._wait_wake(max(0.0, min(0.1, remaining)))
                     continue
                 link.writelines(parts)
+                if len(parts) > 1:
+                    self.streamed_to = self.cursor.next_from
                 await link.drain()
                 if len(parts) > 1:
                     self.speed.add(len(parts[1]))

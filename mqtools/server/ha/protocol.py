@@ -27,6 +27,10 @@ class OffsetMismatch(HAProtocolError):
     """A frame does not start at the slave's own max offset (classic HA drops the connection)."""
 
 
+class MasterBehind(OffsetMismatch):
+    """A heartbeat before the slave's own max offset: the master refused the slave as ahead of it (master.py)."""
+
+
 def encode_report(offset: int) -> bytes:
     """The slave's only message: its commitlog max offset."""
     return _REPORT.pack(offset)
@@ -178,6 +182,11 @@ def check_frame(own_max_offset: int, frame: Frame) -> None:
 
     Skipped while the slave is empty (0) so that it accepts whatever start the master chose.
     """
+    if own_max_offset != 0 and frame.is_heartbeat and frame.from_offset < own_max_offset:
+        raise MasterBehind(
+            f"the master has only {frame.from_offset} bytes this slave can follow, this slave has {own_max_offset}: "
+            "its master lost the tail of its commitlog (a crash?) and refuses it; wipe this slave's store (and "
+            "restart it) to re-attach it")
     if own_max_offset != 0 and own_max_offset != frame.from_offset:
         raise OffsetMismatch(
             f"master pushed offset {frame.from_offset} not equal the max phy offset in slave "

@@ -3,6 +3,11 @@
 Every broker opens the HA accept socket (as RocketMQ does); a SLAVE also runs the HA client.
 `when_replicated` is what the store calls after appending a SYNC_MASTER put; it answers, through a callback,
 with the store's PutMessageStatus (PUT_OK, SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT).
+
+Beyond Apache: a connection counts as a slave (isSlaveOK) only after its first report, not from the accept, so a
+half-open peer on the HA port is no slave a SYNC put could wait for; and the runtime info gives each connection's
+last report age, reading a slave silent past two heartbeat intervals (it reports at least that often) as not in
+sync, long before the housekeeping drops it.
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from mqtools.common.configkeys import PropertyMap
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.server.ha.group_transfer import GroupTransferService, Replicated, ReplicationProgress
-from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection, SlaveLink
+from mqtools.server.ha.master import CommitLogSource, HAAcceptor, HAConnection, SlaveLink, Vouched
 from mqtools.server.ha.slave import CommitLogSink, HAClient
 from mqtools.server.store.results import PutMessageStatus
 
@@ -94,6 +99,10 @@ class HAService:
         self.progress = ReplicationProgress(config.ha_slave_fallbehind_max)
         self.group = GroupTransferService(self.progress, clock, self.OUTCOMES)
         self.connections: list[HAConnection] = []
+        #: The store's max offset when HA started, and the most streamed to a slave that has left since:
+        #: what this master can vouch for (Vouched).
+        self.recovered_max = 0
+        self._streamed_max = -1
         self.peer_log = LimitedLog(log, clock)
         self._acceptor = HAAcceptor(self._new_connection, tls)
         self.port: int | None = None
@@ -109,6 +118,7 @@ class HAService:
     # ------------------------------------------------------------------ lifecycle
 
     async def start(self, host: str | None = None) -> int:
+        self.recovered_max = self.store.max_phy_offset
         self.port = await self._acceptor.start(host or self.config.bind_address, self.config.ha_listen_port)
         if self.client is not None:
             self.client.start()
@@ -137,20 +147,31 @@ class HAService:
             batch_size=self.config.ha_transfer_batch_size,
             heartbeat_interval=self.config.ha_send_heartbeat_interval / 1000,
             housekeeping_interval=self.config.ha_housekeeping_interval / 1000,
-            clock=self._clock)
+            clock=self._clock, vouched=self.vouched)
         self.connections.append(conn)
-        self.progress.connection_count = len(self.connections)
         self.peer_log.info("connected", "HA slave connected from %s", conn.addr)
         return conn
 
+    def vouched(self) -> Vouched:
+        """What this master can vouch for: a slave whose first report is past it holds bytes it never had."""
+        streamed = max([self._streamed_max, *(c.streamed_to for c in self.connections)])
+        return Vouched(self.recovered_max, streamed)
+
+    def _count_slaves(self) -> None:
+        self.progress.connection_count = sum(1 for c in self.connections if c.counted)
+
     def on_slave_ack(self, conn: HAConnection, offset: int) -> None:
+        if not conn.counted:  # its first report: a slave from now on
+            conn.counted = True
+            self._count_slaves()
         self.group.notify_ack(offset)
 
     def on_connection_closed(self, conn: HAConnection) -> None:
         if conn in self.connections:
             self.connections.remove(conn)
-        self.progress.connection_count = len(self.connections)
-        if not self.connections:
+        self._streamed_max = max(self._streamed_max, conn.streamed_to)
+        self._count_slaves()
+        if self.progress.connection_count == 0:
             self.group.no_slave_left()
 
     def wake_writers(self) -> None:
@@ -181,17 +202,25 @@ class HAService:
     # ------------------------------------------------------------------ visibility
 
     def ha_runtime_info(self) -> dict[str, Any]:
-        """HARuntimeInfo as GET_BROKER_HA_STATUS returns it (RocketMQ 5.x field names)."""
+        """HARuntimeInfo as GET_BROKER_HA_STATUS returns it (RocketMQ 5.x field names), with two of its own per
+        connection (Apache's mqadmin ignores them): `lastReportAgeMs` (-1 before the first report) and
+        `reportOverdue`, a slave silent past two heartbeat intervals, which is then not in sync: a slave that does
+        not answer is not one a master can count on."""
         master_max = self.store.max_phy_offset
         gap = self.config.ha_slave_fallbehind_max
+        overdue_after = 2 * self.config.ha_send_heartbeat_interval / 1000
+        now = self._clock()
         conns = []
         for conn in self.connections:
             diff = master_max - max(conn.slave_ack_offset, 0)
+            age = None if conn.last_report_at is None else now - conn.last_report_at
+            overdue = age is not None and age > overdue_after
             conns.append({
                 "addr": conn.addr, "slaveAckOffset": conn.slave_ack_offset, "diff": diff,
-                "inSync": conn.slave_ack_offset >= 0 and diff < gap,
+                "inSync": conn.slave_ack_offset >= 0 and diff < gap and not overdue,
                 "transferredByteInSecond": conn.speed.rate(),
                 "transferFromWhere": conn.cursor.next_from,
+                "lastReportAgeMs": -1 if age is None else int(age * 1000), "reportOverdue": overdue,
             })
         info: dict[str, Any] = {
             "master": not self.config.is_slave,
@@ -204,16 +233,18 @@ class HAService:
 
     def _client_info(self) -> dict[str, Any]:
         """A slave's maxOffset is its own commitlog's, with or without a running client (Apache's too): a
-        controller-mode slave being promoted has stopped its client and still holds what it replicated."""
+        controller-mode slave being promoted has stopped its client and still holds what it replicated.
+        `activated` only while its master's bytes arrive (HAClient.activated); `lastCloseReason` (its own field)
+        says why the last connection ended ("" while none has)."""
         client = self.client
         if client is None:
             return {"masterAddr": None, "transferredByteInSecond": 0, "maxOffset": self.store.max_phy_offset,
                     "lastReadTimestamp": 0, "lastWriteTimestamp": 0, "masterFlushOffset": 0,
-                    "activated": False}
+                    "activated": False, "lastCloseReason": ""}
         return {"masterAddr": client.master_address, "transferredByteInSecond": client.speed.rate(),
                 "maxOffset": self.store.max_phy_offset, "lastReadTimestamp": client.last_read_ms,
                 "lastWriteTimestamp": client.last_write_ms, "masterFlushOffset": 0,
-                "activated": client.connected}
+                "activated": client.activated, "lastCloseReason": client.last_close_reason}
 
     def runtime_info(self) -> dict[str, str]:
         """Keys merged into GET_BROKER_RUNTIME_INFO, as RocketMQ's broker reports them."""

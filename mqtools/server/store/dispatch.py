@@ -17,6 +17,7 @@ import logging
 from collections.abc import Callable, Container
 
 from mqtools.common import properties as P
+from mqtools.common.codec import INT2, MAGIC_V1, MAGIC_V2
 from mqtools.common.entry_check import EntryInfo
 from mqtools.common.hashing import tags_code as java_tags_code
 from mqtools.common.log_limiter import LimitedLog
@@ -56,6 +57,9 @@ class DispatchService:
         self.watching: list[Watching] = []
         #: Everything before this commitlog offset is dispatched.
         self.reput_offset = 0
+        #: Where the last reput stopped on an entry that is invalid and not a torn tail still arriving (-1: it did
+        #: not): a slave's replica that does not line up with its own log. The HA client stops on it.
+        self.invalid_at = -1
         self.last_store_ts = 0
         self.last_dispatch_ts = 0
         #: Batch puts whose dispatch waits until their answer is written (put_batch's `later`).
@@ -204,6 +208,7 @@ class DispatchService:
         count = 0
         cl = self.commitlog
         end = cl.max_offset if limit is None else min(cl.max_offset, limit)
+        self.invalid_at = -1
         while self.reput_offset < end:
             infos, _, why, mf = cl.scan_run(self.reput_offset, end, REPUT_RUN)
             for info in infos:
@@ -227,6 +232,19 @@ class DispatchService:
                 # an end-of-file blank record, or the end of a full file: go on in the next file
                 self.reput_offset = cl.next_file_start(self.reput_offset)
             else:
+                if not _torn_tail(mf.mv, self.reput_offset - mf.start, mf.wrote, mf.size):
+                    self.invalid_at = self.reput_offset
                 break
         self.index.write_header()
         return count
+
+
+def _torn_tail(buf: memoryview, pos: int, wrote: int, size: int) -> bool:
+    """Whether the invalid entry at `pos` of a file (`wrote` of its `size` bytes written) is only the start of one
+    whose rest has not arrived: the end of what is written, or a header whose length still fits the file. A
+    replicated log ends so whenever the master's last frame did (frames are not aligned to messages)."""
+    avail = wrote - pos
+    if avail < INT2.size:
+        return True
+    total, magic = INT2.unpack_from(buf, pos)
+    return magic in (MAGIC_V1, MAGIC_V2) and avail < total <= size - pos

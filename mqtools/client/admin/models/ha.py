@@ -34,8 +34,19 @@ class SlaveConnection:
     """The slave's last acknowledged commitlog offset; None before its first report."""
     diff_bytes: int | None
     in_sync: bool | None
+    """None also for an overdue slave: the master cannot tell."""
     transfer_bytes_per_s: float | None
     transfer_from: int | None
+    silent_ms: int | None = None
+    """How long before the answer the slave last reported (mq's lastReportAgeMs); None when not given."""
+    overdue: bool = False
+    """The master has heard nothing from the slave for two heartbeat intervals (mq's reportOverdue): hung or cut
+    off, still connected until the housekeeping drops it. Its ack and diff are as of its last report."""
+
+
+def silence(ms: int | None) -> str:
+    """How long a slave has been silent, for a note."""
+    return "a while" if ms is None else f"{ms / 1000:.1f}s"
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +60,8 @@ class HAClientInfo:
     last_write_ms: int | None
     master_flush_offset: int | None
     activated: bool | None
+    close_reason: str | None = None
+    """Why the last connection to its master ended (mq's lastCloseReason); None when not given or none has."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,6 +92,7 @@ class HAStatus:
             last_write_ms=opt_ms(raw_client, "lastWriteTimestamp"),
             master_flush_offset=opt_int(raw_client, "masterFlushOffset"),
             activated=opt_bool(raw_client, "activated"),
+            close_reason=str(raw_client.get("lastCloseReason") or "") or None,
         )
         return cls(is_master, opt_int(info, "masterCommitLogMaxOffset"), opt_int(info, "inSyncSlaveNums"), slaves, client)
 
@@ -89,14 +103,19 @@ class HAStatus:
 
 
 def _slave(raw: dict[str, Any]) -> SlaveConnection:
+    """An overdue slave's in-sync state and speed are unknown (None): the master's figures for it are frozen."""
     ack = opt_int(raw, "slaveAckOffset")
+    age = opt_int(raw, "lastReportAgeMs")
+    overdue = opt_bool(raw, "reportOverdue") is True
     return SlaveConnection(
         addr=str(raw.get("addr") or ""),
         ack_offset=ack if ack is not None and ack >= 0 else None,
         diff_bytes=opt_int(raw, "diff") if ack is not None and ack >= 0 else None,
-        in_sync=opt_bool(raw, "inSync"),
-        transfer_bytes_per_s=opt_float(raw, "transferredByteInSecond"),
+        in_sync=None if overdue else opt_bool(raw, "inSync"),
+        transfer_bytes_per_s=None if overdue else opt_float(raw, "transferredByteInSecond"),
         transfer_from=opt_int(raw, "transferFromWhere"),
+        silent_ms=age if age is not None and age >= 0 else None,
+        overdue=overdue,
     )
 
 
@@ -246,6 +265,8 @@ class SlaveView:
     connected: bool | None
     error: str | None = None
     """Why the slave could not be asked (stopped, unreachable); its figures are then None."""
+    close_reason: str | None = None
+    """Why its HA client's last connection ended (mq's lastCloseReason: refused as ahead of its master...)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,6 +289,10 @@ class SlaveReplication:
     """(seconds since the first sample, diff bytes) as the master reported them during the window."""
     slave: SlaveView | None = None
     """The slave's own answer; None when no registered slave could be paired with the connection."""
+    silent_ms: int | None = None
+    """As SlaveConnection's."""
+    overdue: bool = False
+    """As SlaveConnection's: in_sync, the speed and the catch-up are then None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -382,10 +407,15 @@ def slave_checks(group: ReplicationGroup, s: SlaveReplication, max_diff: int,
     elif s.slave.connected is None:
         checks.append(Check("slave answers", True, f"{name} answers (the state of its HA client is not reported)"))
     else:
+        why = f" (its last connection ended: {s.slave.close_reason})" if s.slave.close_reason else ""
         checks.append(Check("slave answers", bool(s.slave.connected),
                             f"{name} answers and its HA client is "
-                            f"{'connected' if s.slave.connected else 'not connected'}"))
-    if group.from_runtime_info:
+                            f"{'connected' if s.slave.connected else 'not connected' + why}"))
+    if s.overdue:
+        checks.append(Check("in sync", False, f"{name} has sent the master no report for {silence(s.silent_ms)} "
+                            "(a slave reports at least every heartbeat interval): hung or cut off, whether it is "
+                            "in sync is unknown"))
+    elif group.from_runtime_info:
         checks.append(Check("in sync", s.in_sync is True, f"{name} is {'within' if s.in_sync else 'not within'} "
                             "the master's haSlaveFallbehindMax (how a 4.x master counts a slave in sync)"))
     else:
