@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 import typer
 
 from mqtools.cli.frame import fail
-from mqtools.common.exitcodes import EXIT_USAGE
+from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_USAGE
 from mqtools.common.presentation import NA
 
 if TYPE_CHECKING:
@@ -119,11 +119,25 @@ def down(
     state_dir: DirOpt = None,
     grace: Annotated[float, typer.Option("--grace", help="Seconds before SIGTERM escalates to SIGKILL.")] = 15.0,
 ) -> None:
-    """Stop every process (slaves, masters, then name servers) gracefully; data stays."""
+    """Stop every process (slaves, masters, then name servers) gracefully; data stays.
+
+    Without a readable cluster.json it stops what the pid files name, each checked to be this dir's mq process.
+    """
     from mqtools.cluster.launcher import down as cluster_down
 
-    for name, how in cluster_down(_root(state_dir), grace):
+    done = cluster_down(_root(state_dir), grace, note=lambda line: typer.echo(f"mq: {line}", err=True))
+    for name, how in done:
         typer.echo(f"{name}: {how}")
+    _survivors(done)
+
+
+def _survivors(done: list[tuple[str, str]]) -> None:
+    """Exit 1, naming them, when a process outlived its SIGKILL (stop's answer says so)."""
+    from mqtools.cluster.supervisor import SURVIVED
+
+    left = [name for name, how in done if how.startswith(SURVIVED)]
+    if left:
+        raise fail(f"still running after SIGKILL: {', '.join(left)}", EXIT_REFUSED)
 
 
 def _fmt_bytes(value: int | None) -> str:
@@ -131,11 +145,15 @@ def _fmt_bytes(value: int | None) -> str:
 
 
 def _replication(row: ProcStatus) -> str:
+    """`-` where there is nothing to read (a name server, a process not alive), n/a where a broker's HA could not be
+    read (a stopped or hung one)."""
     if row.proc.kind == "proxy":
         return _grpc(row)
+    if row.proc.kind != "broker" or not row.alive:
+        return "-"
     ha = row.health.ha if row.health else None
     if ha is None:
-        return "-"
+        return NA
     if not ha.is_master:
         return "replicating" if ha.replicating else "not connected"
     in_sync = NA if ha.in_sync_slaves is None else str(ha.in_sync_slaves)
@@ -152,9 +170,29 @@ def _grpc(row: ProcStatus) -> str:
 
 
 def _registered(row: ProcStatus) -> str:
+    """yes/no, n/a when no name server answered, a * when only some did (the table's footer names the others)."""
     if row.proc.kind == "proxy":
         return "-"
-    return "yes" if row.health and row.health.registered else "no"
+    if row.registered is None:
+        return NA
+    partial = "*" if row.proc.kind == "broker" and row.namesrv_unanswered else ""
+    return ("yes" if row.registered else "no") + partial
+
+
+def _alive(row: ProcStatus) -> str:
+    from mqtools.cluster.supervisor import STOPPED
+
+    return STOPPED if row.state == STOPPED else "yes" if row.alive else "no"
+
+
+def _footer(rows: list[ProcStatus]) -> list[str]:
+    """Which name servers did not answer, when some did not: REGISTERED is about the others, or not known."""
+    silent = sorted({ns for r in rows if r.proc.kind == "broker" for ns in r.namesrv_unanswered})
+    if not silent:
+        return []
+    if all(r.registered is None for r in rows if r.proc.kind == "broker"):
+        return [f"REGISTERED n/a: no name server answered ({', '.join(silent)})"]
+    return [f"* registered with the name servers that answered; not answering: {', '.join(silent)}"]
 
 
 def _role(row: ProcStatus) -> str:
@@ -169,13 +207,13 @@ def _role(row: ProcStatus) -> str:
 def _table(rows: list[ProcStatus]) -> str:
     headers = ["NAME", "ROLE", "PID", "PORT", "HA", "ALIVE", "CPU%", "RSS", "REGISTERED", "REPLICATION"]
     lines = [[r.proc.name, _role(r), str(r.proc.pid) if r.alive else "-", str(r.proc.port),
-              str(r.proc.ha_port or "-"), "yes" if r.alive else "no",
+              str(r.proc.ha_port or "-"), _alive(r),
               "-" if r.cpu_percent is None else f"{r.cpu_percent:.1f}", _fmt_bytes(r.rss_bytes),
               _registered(r), _replication(r)] for r in rows]
     widths = [max(len(h), *(len(line[i]) for line in lines)) for i, h in enumerate(headers)]
     out = ["  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True))]
     out += ["  ".join(c.ljust(w) for c, w in zip(line, widths, strict=True)) for line in lines]
-    return "\n".join(out)
+    return "\n".join(out + _footer(rows))
 
 
 @app.command()
@@ -183,8 +221,9 @@ def status(
     state_dir: DirOpt = None,
     output: Annotated[str, typer.Option("-o", "--output", help="table or json.")] = "table",
 ) -> None:
-    """Each process: pid, role, ports, alive, CPU/RSS, registered with the name servers; a proxy: whether it
-    answers a gRPC call (last column)."""
+    """Each process: pid, role, ports, alive (`stopped` when SIGSTOPped), CPU/RSS, registered with the name servers
+    (n/a when none answered); a broker's replication (n/a when it could not be read); a proxy: whether it answers a
+    gRPC call (last column)."""
     from mqtools.cluster.launcher import status as cluster_status
 
     if output not in ("table", "json"):
@@ -202,7 +241,9 @@ def stop(
     """Stop one role (failover drills)."""
     from mqtools.cluster.launcher import stop_one
 
-    typer.echo(f"{name}: {stop_one(_root(state_dir), name, grace)}")
+    how = stop_one(_root(state_dir), name, grace)
+    typer.echo(f"{name}: {how}")
+    _survivors([(name, how)])
 
 
 @app.command()

@@ -1,8 +1,9 @@
 """What a local cluster's processes look like from outside, read through MQAdmin like any other cluster.
 
 `registered`: the broker's address is in the live table of every name server that answers (so a
-client asking any of them finds it). `ha`: the broker's own HA status. A process that cannot be asked gets `ha=None`.
-`grpc`: a proxy's answer to one gRPC call.
+client asking any of them finds it); None, not known, when none answered, and `unanswered` names those that did
+not. `ha`: the broker's own HA status. A process that cannot be asked gets `ha=None`. `grpc`: a proxy's answer to one
+gRPC call.
 """
 
 from __future__ import annotations
@@ -36,9 +37,12 @@ class GrpcProbe:
 
 @dataclass(frozen=True, slots=True)
 class ProcHealth:
-    registered: bool
+    registered: bool | None
+    """None: no name server answered, so whether it is registered is not known."""
     ha: HAStatus | None
     grpc: GrpcProbe | None = None
+    unanswered: tuple[str, ...] = ()
+    """The name servers that did not answer for their live tables: `registered` counts only the others."""
 
     @property
     def replicating(self) -> bool:
@@ -49,11 +53,13 @@ async def collect(admin: MQAdmin, state: ClusterState) -> dict[str, ProcHealth]:
     """Per process name: registered with every name server, and a broker's HA status."""
     tables = await admin.cluster.broker_live_tables()
     known = [{e.broker_addr for e in table.brokers} for table in tables.values() if table is not None]
+    unanswered = tuple(addr for addr, table in tables.items() if table is None)
     brokers = [p for p in state.procs if p.kind == "broker"]
     statuses = await asyncio.gather(*(_ha(admin, p) for p in brokers))
     health = {p.name: ProcHealth(True, None) for p in state.procs if p.kind == "namesrv"}
     for proc, ha in zip(brokers, statuses, strict=True):
-        health[proc.name] = ProcHealth(bool(known) and all(proc.addr in addrs for addrs in known), ha)
+        registered = all(proc.addr in addrs for addrs in known) if known else None
+        health[proc.name] = ProcHealth(registered, ha, unanswered=unanswered)
     proxies = [p for p in state.procs if p.kind == "proxy"]
     probes = await asyncio.gather(*(probe_grpc(p.addr, state.tls_ca) for p in proxies))
     for proc, probe in zip(proxies, probes, strict=True):

@@ -182,8 +182,14 @@ def _controller_peers(base_port: int, hosts: list[str], taken: set[int]) -> dict
 
 def up(opts: UpOptions, progress: Callable[[str], None] = lambda _: None) -> ClusterState:
     """Start every role, wait for registration and replication; on failure stop what started."""
-    existing = sv.load_state(opts.root)
-    if existing is not None and any(sv.alive(p) for p in existing.procs):
+    try:
+        existing = sv.load_state(opts.root)
+        running = [p for p in existing.procs if sv.alive(p)] if existing is not None else sv.pid_file_procs(opts.root)
+    except sv.StateFileError as exc:  # unreadable: what its pid files name still counts
+        if sv.pid_file_procs(opts.root):
+            raise sv.ClusterStateError(f"a cluster may be running in {opts.root}: {exc}") from None
+        running = []
+    if running:
         raise sv.ClusterStateError(f"a cluster is already running in {opts.root} (mq cluster down --dir {opts.root})")
     if opts.netns and (why := netns.unavailable()) is not None:
         raise LaunchError(why)
@@ -241,10 +247,18 @@ class ProcStatus:
 
     proc: ProcInfo
     alive: bool
+    """The process exists (it may be SIGSTOPped: `state`)."""
     cpu_percent: float | None
     rss_bytes: int | None
     health: ProcHealth | None
+    """What was read of it while it runs (HA, gRPC); None for a process that is not alive."""
     log: Path
+    state: str = "exited"
+    """supervisor.run_state: "running", "stopped" (SIGSTOPped: alive, but answers nothing) or "exited"."""
+    registered: bool | None = False
+    """A broker in the live table of every name server that answered; None when none answered."""
+    namesrv_unanswered: tuple[str, ...] = ()
+    """The name servers that did not answer: `registered` is only about the others."""
 
     @property
     def role(self) -> str | None:
@@ -264,8 +278,11 @@ class ProcStatus:
             "pid": p.pid if self.alive else None, "port": p.port,
             "haPort": p.ha_port or None, "brokerName": p.broker_name or None,
             "brokerId": p.broker_id if p.kind == "broker" and not controlled else None, "alive": self.alive,
-            "cpuPercent": self.cpu_percent, "rssBytes": self.rss_bytes,
-            "registered": bool(self.health and self.health.registered), "ha": self._ha_json(), "log": str(self.log),
+            "state": self.state, "cpuPercent": self.cpu_percent, "rssBytes": self.rss_bytes,
+            "registered": self.registered, "log": str(self.log),
+            # a broker's HA: null when it could not be read; a name server or proxy has none to read (no key)
+            **({"ha": self._ha_json(), "namesrvNotAnswering": list(self.namesrv_unanswered)}
+               if p.kind == "broker" else {}),
             **({"grpc": self._grpc_json(), "remotingPort": p.remoting_port or None} if p.kind == "proxy" else {}),
         }
 
@@ -292,19 +309,38 @@ def status(root: Path) -> list[ProcStatus]:
     rows = []
     for proc in state.procs:
         is_alive, cpu, rss = sv.usage(proc)
-        rows.append(ProcStatus(proc, is_alive, cpu, rss, health.get(proc.name) if is_alive else None,
-                               sv.log_path(root, proc.name)))
+        seen = health.get(proc.name)
+        # a broker's registration is the name servers' word, alive or not; a name server's is its being up
+        registered = (seen.registered if seen is not None else None) if proc.kind == "broker" else \
+            is_alive and proc.kind == "namesrv"
+        rows.append(ProcStatus(proc, is_alive, cpu, rss, seen if is_alive else None, sv.log_path(root, proc.name),
+                               sv.run_state(proc), registered, seen.unanswered if seen is not None else ()))
     return rows
 
 
-def down(root: Path, grace: float = 15.0) -> list[tuple[str, str]]:
+def down(root: Path, grace: float = 15.0, note: Callable[[str], None] = lambda _: None) -> list[tuple[str, str]]:
     """Stop proxies, slaves, then masters, then name servers; returns (name, what happened).
 
     A controller-mode broker is ordered by the role it has now: a master stopped before its slaves would have
-    the controllers elect one of them on the way down (and the set come back up with its roles swapped)."""
-    state = _require(root)
+    the controllers elect one of them on the way down (and the set come back up with its roles swapped).
+
+    Without a readable cluster.json the pid files say what runs (supervisor.pid_file_procs); `note` is told so."""
+    unreadable = None
+    try:
+        state = sv.load_state(root)
+    except sv.StateFileError as exc:
+        state, unreadable = None, str(exc).split("; ", 1)[0]
+    if state is None:
+        procs = sv.pid_file_procs(root)
+        if not procs and unreadable is not None:
+            raise sv.StateFileError(f"{unreadable}; no pid file under {root} names a running process of it")
+        if not procs:
+            raise sv.ClusterStateError(f"no cluster in {root} (start one with mq cluster up)")
+        note(f"{unreadable or f'no {sv.STATE_FILE} in {root}'}: stopping what its pid files name")
+        state = ClusterState("", "", procs)
     controlled = [p.name for p in state.procs if p.role == CONTROLLED_ROLE and sv.alive(p)]
-    masters = asyncio.run(controlled_masters(state, controlled)) if controlled else set()
+    masters = asyncio.run(controlled_masters(state, controlled)) if controlled and state.namesrv_addr else \
+        set(controlled)
 
     def rank(p: ProcInfo) -> int:
         if p.role == CONTROLLED_ROLE:

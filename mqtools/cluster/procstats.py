@@ -12,7 +12,7 @@ from pathlib import Path
 
 import psutil
 
-from mqtools.cluster.supervisor import ClusterState, alive, load_state
+from mqtools.cluster.supervisor import ClusterState, ClusterStateError, alive, load_state
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,8 +37,9 @@ class ProcSampler:
         self._procs: dict[int, psutil.Process] = {}
 
     def state(self) -> ClusterState | None:
-        """The state file, read each time: `mq cluster start/stop` change pids under a running view."""
-        with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        """The state file, read each time: `mq cluster start/stop` change pids under a running view; None while it
+        cannot be read (a view goes on without process figures)."""
+        with contextlib.suppress(OSError, ValueError, KeyError, TypeError, ClusterStateError):
             return load_state(self.state_dir)
         return None
 

@@ -3,7 +3,7 @@
 Layout of a state dir:
     cluster.json              what was started: preset, name servers, every process
     <name>/<name>.log         the process's stdout+stderr
-    <name>/<name>.pid         its pid
+    <name>/<name>.pid         its pid (what `mq cluster down` falls back to when cluster.json is gone or unreadable)
     <name>/store/             a broker's storePathRootDir (a name server's kvConfig.json lives in <name>/)
     <name>/broker.properties  the broker's full config (preset + ports + name servers + overrides)
     <name>/namesrv.properties a name server's TLS keys (only with mq cluster up --tls)
@@ -30,6 +30,7 @@ import psutil
 from mqtools.client import credentials
 from mqtools.common.errors import ToolkitError
 from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE
+from mqtools.common.javaprops import parse_properties
 from mqtools.common.security import ClientSecurity, TlsClientOptions
 
 STATE_FILE = "cluster.json"
@@ -51,6 +52,11 @@ class ClusterStateError(LaunchError):
     """The state dir refuses the request: a cluster already running there, none there, no such process."""
 
     exit_code = EXIT_REFUSED
+
+
+class StateFileError(ClusterStateError):
+    """cluster.json is there but cannot be read (truncated, not JSON, not a cluster's): one line naming it, where a
+    traceback was; `mq cluster down` falls back to the pid files."""
 
 
 @dataclass
@@ -119,12 +125,22 @@ def save_state(root: Path, state: ClusterState) -> None:
 
 
 def load_state(root: Path) -> ClusterState | None:
+    """The state file's cluster; None when there is none; StateFileError when it cannot be read."""
     path = state_path(root)
-    if not path.exists():
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
         return None
-    raw = json.loads(path.read_text())
-    return ClusterState(raw["preset"], raw["namesrv_addr"], [ProcInfo(**p) for p in raw["procs"]], raw.get("tls_ca"),
-                        raw.get("controller_addr"), raw.get("netns_tag"))
+    except (OSError, UnicodeDecodeError) as exc:
+        raise StateFileError(f"cannot read {path}: {exc}") from None
+    try:
+        raw = json.loads(text)
+        return ClusterState(raw["preset"], raw["namesrv_addr"], [ProcInfo(**p) for p in raw["procs"]],
+                            raw.get("tls_ca"), raw.get("controller_addr"), raw.get("netns_tag"))
+    except (ValueError, KeyError, TypeError, AttributeError) as exc:
+        why = f"no {exc}" if isinstance(exc, KeyError) else str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise StateFileError(f"{path} is not a readable cluster state ({why}); mq cluster down --dir {root} stops "
+                             "the processes its pid files name") from None
 
 
 def log_path(root: Path, name: str) -> Path:
@@ -133,6 +149,59 @@ def log_path(root: Path, name: str) -> Path:
 
 def pid_path(root: Path, name: str) -> Path:
     return root / name / f"{name}.pid"
+
+
+def pid_file_procs(root: Path) -> list[ProcInfo]:
+    """The running processes the pid files under `root` name: what `down` stops when cluster.json is gone or
+    unreadable. A pid counts only when /proc/PID/cmdline is `mq` run with a path under <root>/<name>/ (a broker's
+    -c, a name server's --store-dir, a proxy's -c) and the process leads its own session, as spawn starts it: a pid
+    since reused by anything else is left alone. (A pid file holds only the pid, as pid files do, so there are no
+    start ticks to compare, as there are in cluster.json.)"""
+    found = []
+    for pid_file in sorted(root.glob("*/*.pid")):
+        name = pid_file.parent.name
+        if pid_file.name != f"{name}.pid":
+            continue
+        try:
+            pid = int(pid_file.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+        args = _mq_args(pid, root / name)
+        if args is None:
+            continue
+        kind = args[0] if args and args[0] in ("namesrv", "broker", "proxy") else "broker"
+        found.append(ProcInfo(name, kind, _recorded_role(root, name, kind), 0, pid=pid,
+                              start_ticks=start_ticks(pid) or 0))
+    return found
+
+
+def _mq_args(pid: int, home: Path) -> list[str] | None:
+    """`pid`'s arguments after `-m mqtools.cli.main`, when it is an `mq` process of `home` that leads its session."""
+    try:
+        argv = Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+        if os.getsid(pid) != pid:
+            return None
+    except OSError:
+        return None
+    module = mq_command()[-1]
+    if module not in argv:
+        return None
+    args = argv[argv.index(module) + 1:]
+    mine = str(home)
+    return args if any(a == mine or a.startswith(mine + os.sep) for a in args) else None
+
+
+def _recorded_role(root: Path, name: str, kind: str) -> str:
+    """The role its config gives a process found through its pid file (down's order: slaves before masters)."""
+    if kind != "broker":
+        return PROXY_ROLE if kind == "proxy" else NAMESRV_ROLE
+    try:
+        props = parse_properties((root / name / "broker.properties").read_text())
+    except OSError:
+        return "ASYNC_MASTER"
+    if props.get("enableControllerMode", "").lower() == "true":
+        return CONTROLLED_ROLE
+    return props.get("brokerRole", "ASYNC_MASTER").upper()
 
 
 # ---------------------------------------------------------------------------- ports
@@ -193,12 +262,28 @@ def alive(proc: ProcInfo) -> psutil.Process | None:
         return None
 
 
+STOPPED = "stopped"
+"""run_state of a process that exists but does not run: SIGSTOPped (a pause drill) or stopped by a tracer."""
+
+
+def run_state(proc: ProcInfo) -> str:
+    """"running", STOPPED, or "exited" (no such process, or not the one recorded)."""
+    ps = alive(proc)
+    if ps is None:
+        return "exited"
+    try:
+        status = ps.status()
+    except psutil.Error:
+        return "exited"
+    return STOPPED if status in (psutil.STATUS_STOPPED, psutil.STATUS_TRACING_STOP) else "running"
+
+
 def spawn(root: Path, proc: ProcInfo, env: dict[str, str] | None = None) -> None:
     """Start `proc` detached, stdout+stderr appended to its log file; record pid and start time."""
     log = log_path(root, proc.name)
     log.parent.mkdir(parents=True, exist_ok=True)
     with open(log, "ab") as out:
-        _log_starts[proc.name] = out.tell()
+        _log_starts[str(log)] = out.tell()
         out.write(f"--- {time.strftime('%Y-%m-%d %H:%M:%S')} starting {proc.name}\n".encode())
         out.flush()
         netns = ["ip", "netns", "exec", proc.netns] if proc.netns else []
@@ -217,7 +302,7 @@ def spawn(root: Path, proc: ProcInfo, env: dict[str, str] | None = None) -> None
 
 
 _children: dict[int, subprocess.Popen[bytes]] = {}
-_log_starts: dict[str, int] = {}  # where this run's part of each log file begins
+_log_starts: dict[str, int] = {}  # log file -> where this start's part of it begins
 
 
 def _reap(pid: int) -> None:
@@ -229,7 +314,7 @@ def _reap(pid: int) -> None:
 def wait_ready(root: Path, proc: ProcInfo, timeout: float) -> str:
     """Wait for the READY line this start wrote to the log; raise with the log tail if it dies."""
     log = log_path(root, proc.name)
-    start = _log_starts.get(proc.name, 0)
+    start = _log_starts.get(str(log), 0)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         with open(log, "rb") as fh:
@@ -242,9 +327,30 @@ def wait_ready(root: Path, proc: ProcInfo, timeout: float) -> str:
         if alive(proc) is None:
             break
         time.sleep(0.05)
-    tail = "\n".join(log.read_text(errors="replace").splitlines()[-15:]) if log.exists() else ""
+    died = alive(proc) is None
     stop(proc, grace=2.0)
-    raise LaunchError(f"{proc.name} did not become ready (log {log}):\n{tail}")
+    raise LaunchError(not_ready(proc.name, log, start, None if died else timeout))
+
+
+ERROR_PREFIX = "mq: error: "
+
+
+def not_ready(name: str, log: Path, start: int, timeout: float | None) -> str:
+    """Why `name` did not come up, from this start's part of its log (from `start`, not earlier runs' lines): its
+    `mq: error:` line first (else its last line), then up to 15 lines of that part; `timeout` when it still ran."""
+    try:
+        with open(log, "rb") as fh:
+            fh.seek(start)
+            this = fh.read().decode(errors="replace")
+    except OSError:
+        this = ""
+    lines = [line for line in this.splitlines() if line.strip() and not line.startswith("--- ")]
+    error = next((line[len(ERROR_PREFIX):] for line in reversed(lines) if line.startswith(ERROR_PREFIX)), None)
+    lead = error or (f"no READY line within {timeout:g}s" if timeout is not None else
+                     lines[-1] if lines else "it exited without a word")
+    tail = lines[-15:]
+    body = "" if tail in ([], [f"{ERROR_PREFIX}{error}"]) else "\n" + "\n".join(tail)
+    return f"{name} did not become ready: {lead} (log {log}){body}"
 
 
 def _gone(ps: psutil.Process) -> bool:
@@ -264,21 +370,37 @@ def _wait_gone(ps: psutil.Process, timeout: float) -> bool:
     return True
 
 
+KILL_WAIT = 5.0
+"""Seconds a SIGKILLed process has to be gone before stop says it is still running."""
+SURVIVED = "still running"
+"""How stop's answer begins when the process outlived SIGKILL (uninterruptible sleep, a hung disk or NFS)."""
+
+
 def stop(proc: ProcInfo, grace: float = 15.0) -> str:
-    """SIGTERM, wait `grace` seconds, then SIGKILL. Returns what happened."""
+    """SIGTERM and SIGCONT, wait `grace` seconds, then SIGKILL. Returns what happened. The SIGCONT (as systemd
+    sends) lets a SIGSTOPped process act on the SIGTERM, instead of sitting out the grace period to be killed."""
     ps = alive(proc)
     if ps is None:
         return "not running"
     with contextlib.suppress(psutil.Error):
         ps.send_signal(signal.SIGTERM)
+        ps.send_signal(signal.SIGCONT)
     how = "stopped"
     if not _wait_gone(ps, grace):
         with contextlib.suppress(psutil.Error):
             ps.kill()
-        _wait_gone(ps, 5.0)
+        if not _wait_gone(ps, KILL_WAIT):
+            return f"{SURVIVED} {KILL_WAIT:g}s after SIGKILL (pid {proc.pid}, {_status(ps)})"
         how = "killed after grace period"
     _reap(proc.pid)
     return how
+
+
+def _status(ps: psutil.Process) -> str:
+    try:
+        return f"state {ps.status()}"
+    except psutil.Error:
+        return "state unknown"
 
 
 def usage(proc: ProcInfo) -> tuple[bool, float | None, int | None]:

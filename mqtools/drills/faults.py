@@ -1,28 +1,17 @@
-"""How faults reach the cluster, and the `FaultContext` scenarios run against.
-
-`LocalActions`: real signals to the real processes of a local cluster (pids from its state dir,
-mqtools.cluster), graceful stops and starts through the launcher, partitions of processes that run in
-network namespaces (mq cluster up --netns). `CommandActions`: the operator's
---fault-cmd / --heal-cmd (ssh, systemctl) for clusters elsewhere, run through the shell with the node in
-MQ_DRILL_NODE / MQ_DRILL_ADDR / MQ_DRILL_ACTION. `DrillContext` records every step as a history event.
+"""The `FaultContext` scenarios run against: `DrillContext`, which applies each step through the drill's actions
+(mqtools.drills.actions: signals to a local cluster's processes, or the operator's --fault-cmd / --heal-cmd), checks
+the cluster through MQAdmin, watches that each fault took effect, and records every step as a history event.
 """
 
 from __future__ import annotations
 
 import asyncio
-import os
 import signal
-import time
 from collections.abc import Callable
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol
-
-import psutil
+from typing import TYPE_CHECKING, Any
 
 from mqtools.client.errors import MQClientError
-from mqtools.cluster import launcher, netns
-from mqtools.cluster import supervisor as sv
-from mqtools.cluster.health import wait_healthy
+from mqtools.drills.actions import ACTIONS, Actions
 from mqtools.drills.history import History
 from mqtools.drills.preflight import ha_verdict
 from mqtools.drills.scenarios import Node, ScenarioError, Target
@@ -32,7 +21,6 @@ if TYPE_CHECKING:
     from mqtools.client.admin.models.configs import WritePermChange
     from mqtools.drills.txn_load import TransactionLoad
 
-ACTIONS = {signal.SIGKILL: "kill", signal.SIGSTOP: "pause", signal.SIGTERM: "stop"}
 STEADY_POLL = 0.25
 PRODUCERS_QUIET = 1.0
 """Seconds the master's commitlog must stand still before producers count as gone."""
@@ -52,171 +40,6 @@ def _behind(ahead: dict[str, int] | None, served: dict[str, int] | None) -> dict
     """Queue -> how many messages `served`'s committed offset is behind `ahead`'s, for the queues where it is."""
     served = served or {}
     return {q: o - served.get(q, 0) for q, o in (ahead or {}).items() if o > served.get(q, 0)}
-
-
-class Actions(Protocol):
-    async def fault(self, node: Node, sig: int) -> str: ...
-    async def partition(self, node: Node) -> str: ...
-    async def throttle(self, node: Node) -> str: ...
-    async def heal(self, node: Node, how: str) -> str: ...
-    async def stop(self, node: Node) -> str: ...
-    async def restore(self) -> list[str]: ...
-
-
-class LocalActions:
-    """Signals and restarts for the processes of a local cluster's state dir."""
-
-    def __init__(self, root: Path) -> None:
-        self.root = root
-        self.touched: set[str] = set()
-        self.partitioned: set[int] = set()
-        self.throttled: set[int] = set()
-
-    def _proc(self, node: Node) -> sv.ProcInfo:
-        state = sv.load_state(self.root)
-        proc = state.find(node.name) if state else None
-        if proc is None:
-            raise ScenarioError(f"{node.name} is not a process of the cluster in {self.root}")
-        return proc
-
-    async def fault(self, node: Node, sig: int) -> str:
-        proc = self._proc(node)
-        ps = sv.alive(proc)
-        if ps is None:
-            raise ScenarioError(f"{node.name} is not running (pid {proc.pid})")
-        self.touched.add(node.name)
-        ps.send_signal(sig)
-        return f"{signal.Signals(sig).name} {node.name} (pid {proc.pid}, {node.addr})"
-
-    def _slot(self, node: Node) -> tuple[netns.Layout, int]:
-        state = sv.load_state(self.root)
-        proc = self._proc(node)
-        if state is None or state.netns_tag is None or not proc.netns:
-            raise ScenarioError("a partition needs a cluster whose processes run in network namespaces "
-                                "(mq cluster up --netns, as root)")
-        return netns.Layout(state.netns_tag), state.procs.index(proc)
-
-    async def partition(self, node: Node) -> str:
-        layout, k = self._slot(node)
-        self.partitioned.add(k)
-        await asyncio.to_thread(netns.partition, layout, k)
-        return f"cut {node.name} ({node.addr}) off from every other process; clients still reach it"
-
-    async def throttle(self, node: Node) -> str:
-        layout, k = self._slot(node)
-        self.throttled.add(k)
-        await asyncio.to_thread(netns.throttle, layout, k)
-        return (f"{node.name}'s link ({node.addr}) slowed to {netns.SLOW_LINK_RATE} both ways, packets queued "
-                f"up to {netns.SLOW_LINK_QUEUE} then dropped")
-
-    async def heal(self, node: Node, how: str) -> str:
-        if how == "reconnect":
-            layout, k = self._slot(node)
-            await asyncio.to_thread(netns.heal, layout, k)
-            self.partitioned.discard(k)
-            return f"{node.name} ({node.addr}) reconnected"
-        if how == "full-speed":
-            layout, k = self._slot(node)
-            await asyncio.to_thread(netns.unthrottle, layout, k)
-            self.throttled.discard(k)
-            return f"{node.name}'s link ({node.addr}) back to full speed"
-        if how == "cont":
-            proc = self._proc(node)
-            ps = sv.alive(proc)
-            if ps is not None:
-                ps.send_signal(signal.SIGCONT)
-            return f"SIGCONT {node.name} (pid {proc.pid})"
-        proc = await asyncio.to_thread(launcher.start_one, self.root, node.name, 60.0)
-        return f"started {node.name} (pid {proc.pid}, {node.addr})"
-
-    async def stop(self, node: Node) -> str:
-        self.touched.add(node.name)
-        how = await asyncio.to_thread(launcher.stop_one, self.root, node.name, 15.0)
-        return f"SIGTERM {node.name}: {how}"
-
-    def resume_paused(self) -> list[str]:
-        """SIGCONT every stopped process: a paused broker must never outlive the drill paused."""
-        state = sv.load_state(self.root)
-        done = []
-        for proc in state.procs if state else []:
-            ps = sv.alive(proc)
-            try:
-                if ps is not None and ps.status() == psutil.STATUS_STOPPED:
-                    ps.send_signal(signal.SIGCONT)
-                    done.append(f"SIGCONT {proc.name}")
-            except psutil.Error:
-                continue
-        return done
-
-    async def restore(self) -> list[str]:
-        """Leave the cluster as found: reconnect partitioned processes, resume paused ones, start killed ones,
-        wait until healthy."""
-        done = self.resume_paused()
-        state = sv.load_state(self.root)
-        if state is not None and state.netns_tag is not None:
-            for k in sorted(self.partitioned):
-                await asyncio.to_thread(netns.heal, netns.Layout(state.netns_tag), k)
-                done.append(f"reconnected {state.procs[k].name}")
-            for k in sorted(self.throttled):
-                await asyncio.to_thread(netns.unthrottle, netns.Layout(state.netns_tag), k)
-                done.append(f"{state.procs[k].name}'s link back to full speed")
-            self.partitioned.clear()
-            self.throttled.clear()
-        for proc in state.procs if state else []:
-            if proc.name in self.touched and sv.alive(proc) is None:
-                started = await asyncio.to_thread(launcher.start_one, self.root, proc.name, 60.0)
-                done.append(f"started {proc.name} (pid {started.pid})")
-        state = sv.load_state(self.root)
-        if done and state is not None:
-            await wait_healthy(state, time.monotonic() + 60.0)
-        return done
-
-
-class CommandActions:
-    """The operator's own commands at the fault and heal moments (clusters that are not local)."""
-
-    def __init__(self, fault_cmd: str, heal_cmd: str | None) -> None:
-        self.fault_cmd = fault_cmd
-        self.heal_cmd = heal_cmd
-        self.healed = False
-        self._last: Node | None = None
-
-    async def _run(self, cmd: str, node: Node, action: str) -> str:
-        proc = await asyncio.create_subprocess_shell(
-            cmd, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
-            env={**os.environ, "MQ_DRILL_NODE": node.name, "MQ_DRILL_ADDR": node.addr, "MQ_DRILL_ACTION": action})
-        out, _ = await proc.communicate()
-        tail = out.decode(errors="replace").strip().splitlines()[-1:] if out else []
-        status = "ok" if proc.returncode == 0 else f"exit {proc.returncode}"
-        return f"`{cmd}` for {node.name} ({action}): {status}" + (f": {tail[0][:120]}" if tail else "")
-
-    async def fault(self, node: Node, sig: int) -> str:
-        self._last = node
-        return await self._run(self.fault_cmd, node, ACTIONS.get(sig, "kill"))
-
-    async def partition(self, node: Node) -> str:
-        self._last = node
-        return await self._run(self.fault_cmd, node, "partition")
-
-    async def throttle(self, node: Node) -> str:
-        self._last = node
-        return await self._run(self.fault_cmd, node, "throttle")
-
-    async def heal(self, node: Node, how: str) -> str:
-        if self.heal_cmd is None:
-            return f"no --heal-cmd: {node.name} left as the fault left it"
-        self.healed = True
-        return await self._run(self.heal_cmd, node, how)
-
-    async def stop(self, node: Node) -> str:
-        self._last = node
-        return await self._run(self.fault_cmd, node, "stop")
-
-    async def restore(self) -> list[str]:
-        node = self._last
-        if node is None or self.healed or self.heal_cmd is None:
-            return []
-        return [await self._run(self.heal_cmd, node, "start")]
 
 
 class DrillContext:
@@ -239,23 +62,50 @@ class DrillContext:
         self.txn_send_for = 0.0
         #: Controller mode: the master's committed offsets just before it was killed.
         self._offsets_before_fault: dict[str, int] | None = None
+        #: Node name -> the watch on its last fault (actions.observe), which a heal of it waits for.
+        self._watches: dict[str, asyncio.Task[None]] = {}
 
     def event(self, name: str, detail: str = "", **data: Any) -> None:
         self.history.event(self.clock(), name, detail, **data)
 
     def _abort(self, why: str, **data: Any) -> bool:
-        """The drill stops short of its steps (its report FAILs saying why); False, for the step that waited."""
-        self.aborted = why
+        """The drill stops short of its steps (its report FAILs saying why, the first reason if there are several);
+        False, for the step that waited."""
+        self.aborted = self.aborted or why
         self.event("aborted", why, **data)
         return False
+
+    def abort(self, why: str) -> None:
+        """What the runner records when a step raised: the drill is aborted with `why`."""
+        self._abort(why)
 
     async def fault(self, node: Node, sig: int) -> None:
         if self.target.controller_mode and node == self.target.master:
             self._offsets_before_fault = await self._committed(node.addr)  # what an election must not lose
         detail = await self.actions.fault(node, sig)  # the fault's moment: done (an operator's ssh takes a while)
         self.history.event(self.clock(), "fault", detail, node=node.name, addr=node.addr, signal=signal.Signals(sig).name)
+        if sig in ACTIONS:  # watched in the background: the scenario's next steps keep their moments
+            self._watches[node.name] = asyncio.create_task(self._watch(node, sig))
+
+    async def _watch(self, node: Node, sig: int) -> None:
+        why = await self.actions.observe(node, sig)
+        if why is not None:
+            self._abort(f"fault not observed: {why}")
+
+    async def observed(self, node: Node | None = None) -> None:
+        """Until the watch on `node`'s fault (every fault's, None) has its answer: a heal must not come first."""
+        for name in [node.name] if node is not None else list(self._watches):
+            task = self._watches.pop(name, None)
+            if task is not None:
+                await task
+
+    def stop_watching(self) -> None:
+        for task in self._watches.values():
+            task.cancel()
+        self._watches.clear()
 
     async def heal(self, node: Node, how: str) -> None:
+        await self.observed(node)
         detail = await self.actions.heal(node, how)
         self.event("heal", detail, node=node.name, how=how)
 

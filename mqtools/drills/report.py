@@ -53,6 +53,8 @@ def build(history: History) -> Report:
     report = Report(history, check(history), analyze(history), criteria)
     report.reasons = judge(report.integrity, report.timeline, criteria, history.meta.get("aborted"),
                            history.meta.get("transactions"))
+    if history.meta.get("leftBroken"):  # a drill that leaves the cluster broken has not passed, whatever it measured
+        report.reasons.append(Reason(False, f"the cluster was not restored: {'; '.join(history.meta['leftBroken'])}"))
     if criteria.toolkit_truth:
         report.reasons += [Reason(f.ok, f.text) for f in judge_truth(history, report.integrity)]
     report.verdict = PASS if all(r.ok for r in report.reasons) else FAIL

@@ -5,7 +5,10 @@ temporary dir and taken down afterwards, whatever happens), or one elsewhere (`-
 the operator's --fault-cmd / --heal-cmd. The drill creates its own topic (on every master and slave, so
 slaves can serve it before their metadata sync) and consumer group, and removes them at the end; a
 local cluster is restored (paused processes resumed, killed ones started) so the next drill finds it
-as this one did. The result is a `History`; `report.build` judges it.
+as this one did. A step that fails midway (a fault not applied, a master that cannot start again) aborts
+the drill rather than ending it: the history is kept and its report FAILs saying why, and what the drill
+could not restore is named (`leftBroken`). The cleanup holds off further signals (mqtools.drills.interrupts).
+The result is a `History`; `report.build` judges it.
 """
 
 from __future__ import annotations
@@ -34,8 +37,18 @@ from mqtools.common.exitcodes import EXIT_UNREACHABLE, EXIT_USAGE
 from mqtools.common.presentation import NA
 from mqtools.common.security import ClientSecurity
 from mqtools.common.topics import retry_topic
-from mqtools.drills.faults import Actions, CommandActions, DrillContext, LocalActions
+from mqtools.drills.actions import (
+    PROBE_TIMEOUT,
+    Actions,
+    CommandActions,
+    FaultNotApplied,
+    LocalActions,
+    remoting_probe,
+)
+from mqtools.drills.faults import DrillContext
 from mqtools.drills.history import OK, History
+from mqtools.drills.interrupts import Deferred
+from mqtools.drills.interrupts import run as run_interruptible
 from mqtools.drills.load import BALANCE_TIMEOUT, Counters, Load, LoadSchedule, LoadSpec
 from mqtools.drills.monitor import Monitor
 from mqtools.drills.preflight import UnknownTarget, choose_target, ha_verdict, layout
@@ -145,11 +158,12 @@ def run_drill(settings: DrillSettings, progress: Progress = lambda _: None) -> H
         settings.state_dir = root
         return _run_on(settings, progress, fresh=True)
     finally:
-        if sv.load_state(root) is not None:
-            launcher.down(root, grace=5.0)
-        if settings.keep_logs is not None:
-            _keep_logs(root, settings.keep_logs)
-        shutil.rmtree(root, ignore_errors=True)
+        with Deferred():  # a second Ctrl-C or SIGTERM must not leave the cluster running in a temp dir
+            with contextlib.suppress(sv.ClusterStateError):
+                launcher.down(root, grace=5.0)
+            if settings.keep_logs is not None:
+                _keep_logs(root, settings.keep_logs)
+            shutil.rmtree(root, ignore_errors=True)
 
 
 def _keep_logs(root: Path, into: Path) -> None:
@@ -160,20 +174,23 @@ def _keep_logs(root: Path, into: Path) -> None:
 
 
 def _launch_reason(exc: sv.LaunchError) -> str:
-    """One line from a LaunchError: which process, and the last line its log had (the temp dir goes)."""
+    """One line from a LaunchError: which process and why, the child's own error leading (the temp dir and its log
+    go with the cluster)."""
     lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-    if not lines:
-        return "launch failed"
-    head = lines[0].split(" (log ", 1)[0].rstrip(":")
-    tail = lines[-1] if len(lines) > 1 and not lines[-1].startswith("---") else ""
-    return f"{head}: {tail}" if tail else head
+    return lines[0].split(" (log ", 1)[0].rstrip(":") if lines else "launch failed"
+
+
+def _first_line(exc: BaseException) -> str:
+    """An unexpected error as one line: a toolkit error's own words, anything else with its type."""
+    text = next((line.strip() for line in str(exc).splitlines() if line.strip()), "")
+    if isinstance(exc, ToolkitError):
+        return text or type(exc).__name__
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _run_on(settings: DrillSettings, progress: Progress, *, fresh: bool = False) -> History:
-    from mqtools.common.loop import run as run_loop
-
     namesrv, root, security = _cluster(settings)
-    return run_loop(_drill(settings, namesrv, root, progress, fresh, security))
+    return run_interruptible(_drill(settings, namesrv, root, progress, fresh, security))
 
 
 def _cluster(settings: DrillSettings) -> tuple[str, Path | None, ClientSecurity | None]:
@@ -185,7 +202,10 @@ def _cluster(settings: DrillSettings) -> tuple[str, Path | None, ClientSecurity 
                              EXIT_USAGE)
         return settings.namesrv, None, settings.security
     root = (settings.state_dir or launcher.default_state_dir()).expanduser().resolve()
-    state = sv.load_state(root)
+    try:
+        state = sv.load_state(root)
+    except sv.StateFileError as exc:
+        raise DrillError(str(exc).split("; ", 1)[0], EXIT_USAGE) from None
     if state is None:
         raise DrillError(f"no cluster in {root} (start one with mq cluster up, or give --preset)", EXIT_USAGE)
     return state.namesrv_addr, root, settings.security or state.security()
@@ -208,7 +228,8 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
         names.update(zip(state.controller_addr.split(";"), hosts, strict=False))
     history = History()
     clock = DrillClock()
-    async with MQAdmin(namesrv, timeout=3.0, security=security) as admin:
+    async with MQAdmin(namesrv, timeout=3.0, security=security) as admin, \
+            MQAdmin(namesrv, timeout=PROBE_TIMEOUT, security=security) as probing:
         try:
             view = await layout(admin, names)
             view["proxies"] = [{"name": p.name, "addr": p.addr} for p in state.procs if p.kind == "proxy"] \
@@ -222,7 +243,7 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
             raise DrillError(f"cluster unreachable: {exc}", EXIT_UNREACHABLE) from None
         preflight = await ha_verdict(admin, target)
         actions: Actions = LocalActions(root) if root is not None and settings.fault_cmd is None else \
-            CommandActions(settings.fault_cmd or "", settings.heal_cmd)
+            CommandActions(settings.fault_cmd or "", settings.heal_cmd, remoting_probe(probing))
         fault_at = settings.fault_at if settings.fault_at is not None else round(spec.duration / 3, 3)
         history.meta = _meta(settings, scenario.criteria_for(target.send_mode, target.controller_mode), view,
                              target.to_json(), preflight,
@@ -267,21 +288,24 @@ async def _drill(settings: DrillSettings, namesrv: str, root: Path | None, progr
             await load.settle(SETTLE_QUIET, SETTLE_CAP)
             history.event(clock(), "settled", f"{load.counters.received} deliveries")
         finally:
-            if sending is not None and not sending.done():
-                sending.cancel()
-            if isinstance(actions, LocalActions):
-                actions.resume_paused()  # before the clients say goodbye to a broker that cannot answer
-            ticker.phase = "stopping clients"
-            if txn is not None:
-                await asyncio.to_thread(txn.stop)
-                shutil.rmtree(txn.journals, ignore_errors=True)
-            await monitor.stop()
-            await load.stop()
-            ticker.phase = "restoring the cluster"
-            await _restore(actions, history, clock, fresh)
-            if not fresh:
-                await _remove(admin, topic, group, view)
-            await ticker.stop()
+            with Deferred():  # a second Ctrl-C or SIGTERM must not cut the restore short
+                ctx.stop_watching()
+                if sending is not None and not sending.done():
+                    sending.cancel()
+                if isinstance(actions, LocalActions):
+                    actions.resume_paused()  # before the clients say goodbye to a broker that cannot answer
+                ticker.phase = "stopping clients"
+                if txn is not None:
+                    await asyncio.to_thread(txn.stop)
+                    shutil.rmtree(txn.journals, ignore_errors=True)
+                await monitor.stop()
+                await load.stop()
+                ticker.phase = "restoring the cluster"
+                await _restore(actions, history, clock, fresh)
+                if not fresh:
+                    await _remove(admin, topic, group, view)
+                    _left_broken(actions, history, clock)
+                await ticker.stop()
         if ctx.aborted:
             history.meta["aborted"] = ctx.aborted
         history.meta["finishedUtc"] = _utc()
@@ -294,12 +318,13 @@ async def _inject(ctx: DrillContext, inject: Any, load: LoadSchedule, fault_at: 
     load.end = math.inf  # the schedule keeps going however long the scenario's steps take
     try:
         await inject(ctx)
-    except ScenarioError as exc:
-        ctx.aborted = str(exc)
-        ctx.event("aborted", str(exc))
+        await ctx.observed()  # every fault's watch has its answer
+    except (ScenarioError, FaultNotApplied) as exc:
+        ctx.abort(str(exc))
     except MQClientError as exc:
-        ctx.aborted = f"{type(exc).__name__}: {exc}"
-        ctx.event("aborted", ctx.aborted)
+        ctx.abort(f"{type(exc).__name__}: {exc}")
+    except Exception as exc:  # noqa: BLE001 - a master that cannot start (LaunchError), NetnsError, psutil's races:
+        ctx.abort(_first_line(exc))  # an aborted drill with its report and history, not a traceback
     load.end = max(spec.duration, ctx.clock() + max(2.0, spec.duration / 3))
 
 
@@ -402,11 +427,23 @@ async def _restore(actions: Actions, history: History, clock: Callable[[], float
         return
     try:
         done = await actions.restore()
-    except (sv.LaunchError, MQClientError) as exc:
-        history.event(clock(), "restore-failed", str(exc).splitlines()[0])
+    except Exception as exc:  # noqa: BLE001 - whatever stopped the restore is reported, and the rest goes on
+        history.event(clock(), "restore-failed", _first_line(exc))
         return
     if done:
         history.event(clock(), "restored", "; ".join(done))
+
+
+def _left_broken(actions: Actions, history: History, clock: Callable[[], float]) -> None:
+    """What the drill could not put back (`broker-a left down`): in the history's meta, where the report FAILs on
+    it and the CLI names it."""
+    try:
+        broken = actions.left_broken()
+    except Exception as exc:  # noqa: BLE001 - not knowing is said, not raised from a cleanup
+        broken = [f"not known whether the cluster was restored ({_first_line(exc)})"]
+    if broken:
+        history.meta["leftBroken"] = broken
+        history.event(clock(), "left-broken", "; ".join(broken))
 
 
 async def _remove(admin: MQAdmin, topic: str, group: str, view: dict[str, Any]) -> None:

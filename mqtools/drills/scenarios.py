@@ -285,20 +285,16 @@ async def drain_master(ctx: FaultContext) -> None:
     """The maintenance runbook: no new writes, wait for the slave, stop, start, writes back."""
     master = _need(ctx.target.master, "master")
     await ctx.wipe_write_perm()
-    if not await ctx.wait_producers_left():
+    try:  # the permission comes back however the runbook ends (a stop or start that failed included)
+        if not await ctx.wait_producers_left() or not await ctx.wait_ha_ready() or \
+                not await ctx.stop_gracefully(master):
+            return
+        await ctx.heal(master, "start")
+        if await ctx.wait_answering(master):
+            await ctx.record_offsets_at_return()
+            await ctx.wait_in_route(master)
+    finally:
         await ctx.add_write_perm()
-        return
-    if not await ctx.wait_ha_ready():
-        await ctx.add_write_perm()
-        return
-    if not await ctx.stop_gracefully(master):
-        await ctx.add_write_perm()
-        return
-    await ctx.heal(master, "start")
-    if await ctx.wait_answering(master):
-        await ctx.record_offsets_at_return()
-        await ctx.wait_in_route(master)
-    await ctx.add_write_perm()
 
 
 async def kill_producer_in_transaction(ctx: FaultContext) -> None:

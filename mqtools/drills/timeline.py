@@ -25,7 +25,8 @@ LABELS = {
     "slave-offset": "slave offset at the fault", "offsets-at-return": "committed offsets at the master's return",
     "producers-left": "producers left the group", "ha-ready": "ha ready", "master-stopped": "master stopped",
     "perm-added": "write permission back", "aborted": "runbook aborted", "load-end": "load ended",
-    "settled": "consumers settled", "restored": "cluster restored",
+    "settled": "consumers settled", "restored": "cluster restored", "restore-failed": "cluster restore failed",
+    "left-broken": "left broken by the drill",
     "master-elected": "controllers elected a master", "controller-leader": "controller leader changed",
     "rejoined-sync-state-set": "old master back in the SyncStateSet", "route-master": "route names another master",
 }

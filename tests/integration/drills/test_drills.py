@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import contextlib
 import json
+import os
+import signal
 import socket
 import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -26,6 +29,7 @@ from integration.drills.drillsupport import (
     soak,
 )
 from support.adminsupport import mq, mq_here, one_line_error
+from support.presetcluster import wait_for
 
 from mqtools.common.presentation import load_schema
 
@@ -229,6 +233,48 @@ def test_a_preset_that_fails_to_come_up_is_exit_3_and_leaves_nothing(tmp_path: P
     result = mq("admin", "drill", "run", "kill-master", "--preset", "2m-2s-sync", "--base-port", str(base_port()),
                 "--set", "flushConsumerOffsetInterval=0", env={"TMPDIR": str(tmp_path)}, timeout=60)
     one_line_error(result, 3, "did not come up", "flushConsumerOffsetInterval")
+    assert leftovers(tmp_path) == []
+    assert list(tmp_path.glob("mq-drill-*")) == []
+
+
+def _paused_master(tmp_path: Path) -> int | None:
+    """broker-a's pid once a drill's preset cluster under `tmp_path` has it SIGSTOPped."""
+    for pid_file in tmp_path.glob("mq-drill-*/broker-a/broker-a.pid"):
+        with contextlib.suppress(OSError, ValueError):
+            pid = int(pid_file.read_text())
+            if _state(pid) == "T":
+                return pid
+    return None
+
+
+def _state(pid: int) -> str | None:
+    """/proc/PID/stat's state letter; None once the process is gone."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return None
+
+
+def test_sigterm_during_a_pause_restores_and_takes_the_preset_down_despite_a_second_one(tmp_path: Path) -> None:
+    """A drill under a supervisor or a closed terminal gets SIGTERM, not Ctrl-C: it once died at once, leaving the
+    master SIGSTOPped and the preset's cluster running in a temporary dir. The second SIGTERM lands in the cleanup
+    (the master resumed is its first step) and must not cut it short."""
+    drill = subprocess.Popen([sys.executable, "-m", "mqtools.cli.main", "admin", "drill", "run", "pause-master",
+                              "--preset", "2m-2s-async", "--base-port", str(base_port()), *LOAD[:4], "--fault-at",
+                              "1", "--fault-for", "60", *LOAD[4:]], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, env={**os.environ, "TMPDIR": str(tmp_path), "PYTHONUNBUFFERED": "1"})
+    try:
+        pid = wait_for(lambda: _paused_master(tmp_path), 90, "broker-a paused by the drill")
+        drill.send_signal(signal.SIGTERM)
+        wait_for(lambda: _state(pid) != "T", 30, "broker-a resumed by the drill's cleanup", every=0.05)
+        drill.send_signal(signal.SIGTERM)
+        _, err = drill.communicate(timeout=90)
+    finally:
+        if drill.poll() is None:
+            drill.kill()
+            drill.communicate()
+    assert drill.returncode == 1, err
+    assert "interrupted: the cluster was restored as far as the drill got" in err, err
     assert leftovers(tmp_path) == []
     assert list(tmp_path.glob("mq-drill-*")) == []
 

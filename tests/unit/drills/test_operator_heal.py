@@ -68,6 +68,9 @@ class OperatorActions:
         self.done.append(f"fault {node.name}")
         return "ok"
 
+    async def observe(self, node: Node, sig: int) -> str | None:
+        return None  # the fault shows at once (the scenarios' own reads see it)
+
     async def stop(self, node: Node) -> str:
         broker = self.by_addr[node.addr]
 
