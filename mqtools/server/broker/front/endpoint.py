@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import Any
 
 from mqtools.remoting.errors import ProtocolError
 from mqtools.server.broker.front import link as L
@@ -30,10 +29,6 @@ class LinkEnd(asyncio.Protocol):
         self._out.add(kind, conn_id, payload)
         self._schedule()
 
-    def emit_parts(self, kind: int, conn_id: int, parts: Any) -> None:
-        self._out.add_parts(kind, conn_id, parts)
-        self._schedule()
-
     def _schedule(self) -> None:
         if not self._flush_scheduled:
             self._flush_scheduled = True
@@ -48,8 +43,14 @@ class LinkEnd(asyncio.Protocol):
     def write_buffer_size(self) -> int:
         return 0 if self._transport is None else self._transport.get_write_buffer_size()
 
+    def silent_for(self) -> float:
+        """Seconds since the other end was last heard from."""
+        return self._loop.time() - self.last_heard
+
     def close(self) -> None:
+        """Close once what was emitted is written: the messages of this loop turn first (a CLOSE, a last answer)."""
         if self._transport is not None:
+            self._flush()
             self._transport.close()
 
     def on_events(self, events: list[tuple[int, int, bytes]]) -> None:

@@ -11,6 +11,11 @@ payload's length (u32), its kind (u8) and the client connection it is about (u32
   CLOSE  both ways: the client went away / close the client's connection once written
   PING   broker -> worker, connection 0: sent when the worker has said nothing for a while
   PONG   worker -> broker, connection 0: the answer (a worker that answers nothing is hung, relay.py kills it)
+  PAUSE  worker -> broker: the client does not read its answers (its socket's output passed its high-water mark):
+         the worker stops reading it, the store's process stops serving it (its connection's pause_writing)
+  RESUME worker -> broker: that output drained: both read and serve the client again
+
+A DATA payload is a piece of the client's byte stream, so an answer larger than MAX_PAYLOAD goes as several.
 
 A worker cuts each client's stream at its frames and parses the plain sends (the most common request, whose
 framing, JSON and command the store's loop then no longer makes); every other frame it passes on as bytes, so
@@ -26,11 +31,12 @@ from dataclasses import dataclass
 
 from mqtools.remoting.errors import ProtocolError
 
-HELLO, OPEN, DATA, CLOSE, PING, PONG, SEND = 1, 2, 3, 4, 5, 6, 7
-KINDS = frozenset({HELLO, OPEN, DATA, CLOSE, PING, PONG, SEND})
+HELLO, OPEN, DATA, CLOSE, PING, PONG, SEND, PAUSE, RESUME = 1, 2, 3, 4, 5, 6, 7, 8, 9
+KINDS = frozenset({HELLO, OPEN, DATA, CLOSE, PING, PONG, SEND, PAUSE, RESUME})
 _HEADER = struct.Struct(">IBI")
 HEADER_SIZE = _HEADER.size
-#: Larger than any frame a broker writes (a pull's body is at most a few MiB): a bigger length is a bug.
+#: The largest payload of one message: a bigger length is a bug. A client's frames are smaller (a broker's maxFrame
+#: is 16 MiB); an answer may be larger (QUERY_MESSAGE's 64 bodies of 4 MiB), and goes as several DATA (add_data).
 MAX_PAYLOAD = 256 * 1024 * 1024
 
 
@@ -105,11 +111,29 @@ class Outbox:
         if payload:
             self.parts.append(payload)
 
-    def add_parts(self, kind: int, conn_id: int, parts: Iterable[bytes | bytearray | memoryview]) -> None:
-        """One DATA of several parts, not joined (a pull's body stays the mapped file's slices)."""
-        parts = list(parts)
-        self.parts.append(header(kind, conn_id, sum(len(p) for p in parts)))
-        self.parts.extend(p for p in parts if p)
+    def add_data(self, conn_id: int, parts: Iterable[bytes | bytearray | memoryview], size: int) -> None:
+        """DATA of `size` bytes in `parts`, not joined (a pull's body stays the mapped file's slices); over
+        MAX_PAYLOAD, cut into several messages (their payloads slices of the parts, not copies)."""
+        if size <= MAX_PAYLOAD:
+            self.parts.append(header(DATA, conn_id, size))
+            self.parts.extend(p for p in parts if p)
+            return
+        held: list[bytes | bytearray | memoryview] = []
+        room = MAX_PAYLOAD
+        for part in parts:
+            view, at = memoryview(part).cast("B"), 0
+            while at < len(view):
+                take = min(len(view) - at, room)
+                held.append(view[at:at + take])
+                at += take
+                room -= take
+                if not room:
+                    self.parts.append(header(DATA, conn_id, MAX_PAYLOAD))
+                    self.parts.extend(held)
+                    held, room = [], MAX_PAYLOAD
+        if held:
+            self.parts.append(header(DATA, conn_id, MAX_PAYLOAD - room))
+            self.parts.extend(held)
 
     def take(self) -> list[bytes | bytearray | memoryview]:
         parts, self.parts = self.parts, []

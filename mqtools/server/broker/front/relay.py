@@ -8,6 +8,12 @@ plain send the worker parsed (SEND) goes to the compiled send itself (_csend.sen
 the client's stream; one it does not take, and every send where it is not built, ACL is on or the server's
 SEND_MESSAGE_V2 processor is another, is fed to the connection as the frame the client sent.
 
+A client that does not read its answers is not read either (Apache's server turns autoRead off): its worker stops
+reading it once its socket's output passes the high-water mark and says PAUSE, and its connection here is told
+pause_writing (it holds the requests it read until RESUME). The link backing up (answers written faster than the
+worker takes them) pauses every connection of that worker the same way until it drains, so what waits to be
+written stays bounded wherever the client's answers go.
+
 `FrontWorkers` starts the worker processes (front/worker.py) on the server's listening sockets, waits for
 each to serve, kills one that hangs, starts again one that dies (its clients reconnect, to another worker or
 to it), and stops them by closing their links.
@@ -47,8 +53,15 @@ RESTART_DELAY_S = 1.0
 STOP_TIMEOUT_S = 5.0
 #: A worker heard nothing from for this long is sent a PING ...
 PING_AFTER_S = 2.0
+#: ... one silent for this long (pinged, and no answer within PING_AFTER_S) is not counted serving ...
+SILENT_AFTER_S = 2 * PING_AFTER_S
 #: ... and one silent for this long is hung (stopped, wedged): it is killed, its clients reconnect to a live one.
 HUNG_AFTER_S = 10.0
+#: How often a worker's silence is looked at: a live one is pinged within PING_AFTER_S + this of its last word.
+_CHECK_EVERY_S = PING_AFTER_S / 2
+#: Answers waiting to be written to one worker's link past this pause all its clients' connections until it drains
+#: below a quarter of it: more than a loop turn's answers to sends, bounded against a client that floods requests.
+LINK_HIGH_WATER = 4 * 1024 * 1024
 
 
 class RelayTransport(asyncio.Transport):
@@ -63,6 +76,9 @@ class RelayTransport(asyncio.Transport):
         self._lost = False
         self._paused = False
         self._held: collections.deque[tuple[int, bytes]] = collections.deque()
+        #: The worker said PAUSE (the client does not read its answers) / the link backs up: either pauses writing.
+        self._client_paused = False
+        self._link_paused = False
 
     # what the link delivers
     def deliver(self, kind: int, payload: bytes) -> None:
@@ -86,14 +102,36 @@ class RelayTransport(asyncio.Transport):
         if self.protocol is not None:
             self.protocol.connection_lost(None)
 
+    def client_paused(self, paused: bool) -> None:
+        """PAUSE / RESUME from the worker: the client's own socket backs up, or drained."""
+        was = self._client_paused or self._link_paused
+        self._client_paused = paused
+        self._writing_changed(was)
+
+    def link_paused(self, paused: bool) -> None:
+        """The link to the worker backs up, or drained."""
+        was = self._client_paused or self._link_paused
+        self._link_paused = paused
+        self._writing_changed(was)
+
+    def _writing_changed(self, was: bool) -> None:
+        """The protocol hears of a change as from a socket's transport: pause_writing, then resume_writing."""
+        now = self._client_paused or self._link_paused
+        if now is not was and self.protocol is not None and not self._closing:
+            if now:
+                self.protocol.pause_writing()
+            else:
+                self.protocol.resume_writing()
+
     # asyncio.Transport
     def write(self, data: bytes | bytearray | memoryview) -> None:
         if not self._closing:
-            self._link.emit(L.DATA, self._conn_id, data)
+            self._link.write_data(self._conn_id, data)
 
     def writelines(self, list_of_data: Any) -> None:
         if not self._closing:
-            self._link.emit_parts(L.DATA, self._conn_id, list_of_data)
+            parts = list(list_of_data)
+            self._link.write_parts(self._conn_id, parts, sum(len(p) for p in parts))
 
     def close(self) -> None:
         if self._closing:
@@ -151,6 +189,60 @@ class WorkerLink(LinkEnd):
         self._on_hello = on_hello
         self.counts = RecordCounts() if counts is None else counts
         self.conns: dict[int, RelayTransport] = {}
+        #: Answers added to the outbox this loop turn (bytes), and whether they passed LINK_HIGH_WATER.
+        self._queued = 0
+        self._outbox_full = False
+        #: The link's socket buffer passed LINK_HIGH_WATER (asyncio's pause_writing), until it drains.
+        self._socket_full = False
+        #: Either: every relayed connection is paused (RelayTransport.link_paused).
+        self.backed_up = False
+
+    # what the relayed connections write: their answers, checked against the link's high-water mark
+    def write_data(self, conn_id: int, data: bytes | bytearray | memoryview) -> None:
+        """One answer (or a read's answers joined): every answer to a send comes this way, hence inline."""
+        size = len(data)
+        if size > L.MAX_PAYLOAD:
+            self._out.add_data(conn_id, (data,), size)
+        else:
+            self._out.add(L.DATA, conn_id, data)
+        self._schedule()
+        self._queued += size
+        if self._queued > LINK_HIGH_WATER and not self._outbox_full:
+            self._outbox_full = True
+            self._backed_up_changed()
+
+    def write_parts(self, conn_id: int, parts: list[bytes | bytearray | memoryview], size: int) -> None:
+        self._out.add_data(conn_id, parts, size)
+        self._wrote(size)
+
+    def _wrote(self, size: int) -> None:
+        self._schedule()
+        self._queued += size
+        if self._queued > LINK_HIGH_WATER and not self._outbox_full:
+            self._outbox_full = True
+            self._backed_up_changed()
+
+    def _flush(self) -> None:
+        super()._flush()  # into the socket's buffer: over its mark, asyncio calls pause_writing from in here
+        self._queued = 0
+        if self._outbox_full:
+            self._outbox_full = False
+            self._backed_up_changed()
+
+    def pause_writing(self) -> None:
+        self._socket_full = True
+        self._backed_up_changed()
+
+    def resume_writing(self) -> None:
+        self._socket_full = False
+        self._backed_up_changed()
+
+    def _backed_up_changed(self) -> None:
+        backed_up = self._outbox_full or self._socket_full
+        if backed_up is not self.backed_up:
+            self.backed_up = backed_up
+            for transport in list(self.conns.values()):
+                transport.link_paused(backed_up)
 
     def forget(self, conn_id: int) -> None:
         self.conns.pop(conn_id, None)
@@ -190,6 +282,9 @@ class WorkerLink(LinkEnd):
             if kind == L.DATA or kind == L.SEND:
                 if (transport := self.conns.get(conn_id)) is not None:
                     transport.deliver(kind, payload)
+            elif kind == L.PAUSE or kind == L.RESUME:
+                if (transport := self.conns.get(conn_id)) is not None:
+                    transport.client_paused(kind == L.PAUSE)
             elif kind == L.OPEN:
                 self._open(conn_id, L.Opened.decode(payload))
             elif kind == L.CLOSE:
@@ -209,6 +304,12 @@ class WorkerLink(LinkEnd):
         transport.set_protocol(conn)
         self.conns[conn_id] = transport
         conn.connection_made(transport)
+        if self.backed_up:
+            transport.link_paused(True)
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        super().connection_made(transport)
+        transport.set_write_buffer_limits(LINK_HIGH_WATER, LINK_HIGH_WATER // 4)  # type: ignore[attr-defined]
 
     def connection_lost(self, exc: Exception | None) -> None:
         conns, self.conns = self.conns, {}
@@ -297,10 +398,9 @@ class FrontWorkers:
             return
 
     async def _until_dead_or_hung(self, index: int, link: WorkerLink, proc: asyncio.subprocess.Process) -> None:
-        loop = asyncio.get_running_loop()
         while not link.closed.done():
-            await asyncio.wait([link.closed], timeout=PING_AFTER_S)
-            silent = loop.time() - link.last_heard
+            await asyncio.wait([link.closed], timeout=_CHECK_EVERY_S)
+            silent = link.silent_for()
             if link.closed.done() or self._stopping:
                 return
             if silent >= HUNG_AFTER_S:
@@ -310,10 +410,16 @@ class FrontWorkers:
             if silent >= PING_AFTER_S:
                 link.emit(L.PING, 0)
 
+    def serving(self) -> int:
+        """The workers that said HELLO, have not died since and answer: one silent past SILENT_AFTER_S (a ping not
+        answered) is not counted, long before it is killed as hung."""
+        return sum(1 for index in self._serving
+                   if (link := self._links.get(index)) is not None and link.silent_for() <= SILENT_AFTER_S)
+
     def runtime_info(self) -> dict[str, str]:
         """mq's own GET_BROKER_RUNTIME_INFO keys: workers configured, serving now, and started again; the plain
         sends they parsed, and those the store served as the client's frame."""
-        return {"frontWorkers": str(self.count), "frontWorkersServing": str(len(self._serving)),
+        return {"frontWorkers": str(self.count), "frontWorkersServing": str(self.serving()),
                 "frontWorkerRestarts": str(self.restarts), "frontWorkerSendRecords": str(self.counts.records),
                 "frontWorkerSendRecordsAsFrames": str(self.counts.as_frames)}
 

@@ -83,7 +83,13 @@ class SendSplitter:
     def __init__(self, max_frame: int, cluster: str) -> None:
         self.max_frame = max_frame
         self.cluster = cluster
+        #: A cut-off tail too short to know its frame's length (under 8 bytes), joined with the next read.
         self._buf = b""
+        #: The reads of a frame known incomplete, kept apart and joined once it is whole: a large frame trickled
+        #: in small reads is copied once, not once a read (quadratic); `_held` bytes of the `_need` it takes.
+        self._parts: list[bytes] | None = None
+        self._held = 0
+        self._need = 0
         self._broken = False
         self._split = _compiled().split_sends
 
@@ -94,8 +100,30 @@ class SendSplitter:
     def feed(self, data: bytes) -> list[tuple[str, bytes]]:
         if self._broken:
             return [(self.DATA, data)]
-        buf = self._buf + data if self._buf else data
+        if self._parts is not None:
+            self._parts.append(data)
+            self._held += len(data)
+            if self._held < self._need:
+                return []
+            buf = b"".join(self._parts)
+            self._parts = None
+        elif self._buf:
+            buf = self._buf + data
+        else:
+            buf = data
         out, pos, self._broken = self._split(buf, self.max_frame, self.cluster)
-        self._buf = buf[pos:]
+        if pos == len(buf):
+            self._buf = b""
+        else:
+            self._hold(buf[pos:])
         return out
+
+    def _hold(self, tail: bytes) -> None:
+        """What the split left: a frame begun, its length read (the split stops before a frame it cannot take
+        whole, and past one whose length is out of range), or fewer bytes than a frame's length and header's."""
+        if len(tail) < 8:
+            self._buf = tail
+            return
+        self._buf = b""
+        self._parts, self._held, self._need = [tail], len(tail), 4 + int.from_bytes(tail[:4], "big")
 

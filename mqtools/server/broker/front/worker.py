@@ -88,7 +88,7 @@ class BrokerLink(LinkEnd):
     def resume_writing(self) -> None:
         self.paused = False
         for client in self.clients.values():
-            client.resume()
+            client.resume()  # not one whose own answers back up (ClientConnection.pause_writing)
 
     def connection_lost(self, exc: Exception | None) -> None:
         for client in list(self.clients.values()):
@@ -98,12 +98,16 @@ class BrokerLink(LinkEnd):
 
 
 class ClientConnection(asyncio.Protocol):
-    """One client's connection: its plain sends as records, every other frame as it came."""
+    """One client's connection: its plain sends as records, every other frame as it came. A client that does not
+    read its answers is not read either, and the store's process is told to stop serving it (PAUSE), until they
+    drain (RESUME): what a worker buffers for it stays bounded, as a broker without workers stops reading it."""
 
     def __init__(self, broker: BrokerLink) -> None:
         self.broker = broker
         self.conn_id = broker.new_id()
         self._transport: asyncio.Transport | None = None
+        #: The client's socket's output passed its high-water mark (asyncio's pause_writing) and has not drained.
+        self._answers_wait = False
         self._splitter = None if broker.max_frame is None else SendSplitter(broker.max_frame, broker.cluster)
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
@@ -138,11 +142,27 @@ class ClientConnection(asyncio.Protocol):
         if self._transport is not None:
             self._transport.close()
 
+    def pause_writing(self) -> None:
+        """asyncio: the client does not read its answers as fast as it asks."""
+        self._answers_wait = True
+        self.pause()
+        if self.conn_id in self.broker.clients:
+            self.broker.emit(L.PAUSE, self.conn_id)
+
+    def resume_writing(self) -> None:
+        self._answers_wait = False
+        self.resume()
+        if self.conn_id in self.broker.clients:
+            self.broker.emit(L.RESUME, self.conn_id)
+
     def pause(self) -> None:
         if self._transport is not None and not self._transport.is_closing():
             self._transport.pause_reading()
 
     def resume(self) -> None:
+        """Read again, unless the link or the client's own answers still wait."""
+        if self._answers_wait or self.broker.paused:
+            return
         if self._transport is not None and not self._transport.is_closing():
             self._transport.resume_reading()
 
