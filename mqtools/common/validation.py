@@ -16,6 +16,10 @@ GROUP_MAX_LENGTH = 255
 #: Queue counts a topic may be created with: loops over a topic's queues run on the event loop,
 #: so a request must not be able to ask for millions (BenchmarkTest, the largest system topic, has 1024).
 QUEUE_NUMS_MAX = 1024
+#: Queue counts a name server serves in a route: a broker's own topics may have 0 (a queue set drained for
+#: writes or reads) and more than this broker would create (Apache's has no bound), but a client expands every
+#: queue of a route into an object (two million: 21 s and 546 MB), so beyond this a topic is not served.
+ROUTE_QUEUE_NUMS_MAX = 65536
 #: fullmatch, not match with `$`: `$` also matches before a trailing newline.
 _NAME = re.compile(r"[%|a-zA-Z0-9_-]+")
 

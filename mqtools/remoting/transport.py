@@ -11,7 +11,7 @@ import asyncio
 import logging
 import math
 import ssl
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from mqtools.common import speedups
@@ -88,6 +88,12 @@ class RemotingConnection(asyncio.BufferedProtocol):
         self._gathered = False
         self._flush_scheduled = False
         self._reading = False
+        #: The requests of the read being handled, while they are (see pause_writing).
+        self._batch: Iterator[RemotingCommand] | None = None
+        #: The transport's output passed its high-water mark (a server connection only): reading stays paused
+        #: and requests read already wait in `_held`, in order, until the output drains (resume_writing).
+        self._write_paused = False
+        self._held: list[RemotingCommand] = []
         #: Free slot for the owner (a server's per-client state, for instance).
         self.attachment: Any = None
         #: A response has arrived on this connection (a peer that never answers may want TLS).
@@ -133,10 +139,18 @@ class RemotingConnection(asyncio.BufferedProtocol):
                 log.warning("closing %s: %s", self.peer, exc)
             self.close()
             return
+        if self._write_paused or self._held:  # the peer does not read its answers: these wait their turn
+            self._held.extend(commands)
+            return
+        self._handle(commands)
+
+    def _handle(self, commands: list[RemotingCommand]) -> None:
+        """Handle one read's commands; pause_writing may end the loop early, holding the rest."""
         self._reading = True
         last = commands[-1] if commands and self._after_read is not None else None  # deferred work needs the hook
+        self._batch = batch = iter(commands)
         try:
-            for cmd in commands:
+            for cmd in batch:
                 if cmd.flag & FLAG_RESPONSE:  # not the is_response property: this runs for every command
                     self.answered = True
                     waiting = self._pending.pop(cmd.opaque, None)
@@ -146,6 +160,7 @@ class RemotingConnection(asyncio.BufferedProtocol):
                     self.last_of_read = cmd is last
                     self._on_request(self, cmd)
         finally:
+            self._batch = None
             self._reading = False
             self.last_of_read = False
             self._flush()
@@ -163,10 +178,43 @@ class RemotingConnection(asyncio.BufferedProtocol):
             self._loop.call_soon(self._read_again)
 
     def _read_again(self) -> None:
-        """The loop has turned since reading was paused: read on."""
+        """The loop has turned since reading was paused: read on (unless the peer is not reading its answers)."""
         self._burst = 0
         transport = self._transport
+        if transport is not None and not transport.is_closing() and not self._write_paused:
+            transport.resume_reading()
+
+    def pause_writing(self) -> None:
+        """asyncio: output not yet sent passed the transport's high-water mark, so the peer does not read its
+        answers as fast as it sends requests. A server connection stops reading it and holds the requests of
+        this read not handled yet, so its answers cannot pile up in memory (Apache's server turns autoRead off
+        in channelWritabilityChanged). A client reads on: it reads the answers it waits for, and a server that
+        stopped reading while its client did too would leave both waiting for ever."""
+        if self._burst is None:
+            return
+        self._write_paused = True
+        if self._batch is not None:
+            self._held.extend(self._batch)  # takes the rest of the read: _handle's loop ends after this request
+        transport = self._transport
         if transport is not None and not transport.is_closing():
+            transport.pause_reading()
+
+    def resume_writing(self) -> None:
+        """asyncio: the output drained below the low-water mark: the held requests, then reading, from the next
+        loop turn (not from within whatever write this came from)."""
+        if self._write_paused:
+            self._write_paused = False
+            self._loop.call_soon(self._release)
+
+    def _release(self) -> None:
+        """Handle the held requests unless the output backed up again meanwhile, then read on if it did not."""
+        transport = self._transport
+        if self._write_paused or transport is None or transport.is_closing():
+            return
+        held, self._held = self._held, []
+        if held:
+            self._handle(held)  # may pause again, holding what is left
+        if not self._write_paused:
             transport.resume_reading()
 
     def _silent_plain_close(self) -> bool:
@@ -176,6 +224,7 @@ class RemotingConnection(asyncio.BufferedProtocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._transport = None
+        self._held = []
         pending, self._pending = self._pending, {}
         if self._sweep is not None:
             self._sweep.cancel()

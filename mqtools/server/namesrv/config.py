@@ -6,7 +6,8 @@ and shown by GET_NAMESRV_CONFIG as RocketMQ does, but otherwise ignored.
 
 Deviations, on purpose: `scanNotActiveBrokerInterval` defaults to 10 s (RocketMQ 4.x's
 fixed period; 5.x uses 5 s), and `brokerChannelExpiredTime` (ms, default 120 s) is
-mq's own key for the heartbeat timeout of brokers that do not send one themselves.
+mq's own key for the heartbeat timeout of brokers that do not send one themselves; below 10 s, the shortest
+period brokers register in, a start (or UPDATE_NAMESRV_CONFIG) is refused.
 """
 
 from __future__ import annotations
@@ -20,6 +21,9 @@ from mqtools.common.javaprops import parse_properties
 from mqtools.common.tls import TlsServerSettings
 
 DEFAULT_LISTEN_PORT = 9876
+#: Brokers register every registerNameServerPeriod, clamped to 10-60 s (Apache's and mq's brokers alike): an
+#: expiry shorter than the shortest period drops every live broker between two of its registrations.
+MIN_BROKER_CHANNEL_EXPIRED_TIME = 10_000
 
 
 def _home_path(*parts: str) -> str:
@@ -80,8 +84,11 @@ def _validate(config: NamesrvConfig) -> None:
         raise ConfigError(f"listenPort={port}: expected 0..65535")
     if config.scan_not_active_broker_interval <= 0:
         raise ConfigError("scanNotActiveBrokerInterval must be a positive number of milliseconds")
-    if config.broker_channel_expired_time <= 0:
-        raise ConfigError("brokerChannelExpiredTime must be a positive number of milliseconds")
+    if config.broker_channel_expired_time < MIN_BROKER_CHANNEL_EXPIRED_TIME:
+        raise ConfigError(
+            f"brokerChannelExpiredTime={config.broker_channel_expired_time}: expected at least "
+            f"{MIN_BROKER_CHANNEL_EXPIRED_TIME} ms (brokers register every 10-60 s: shorter, every live broker "
+            "expires between two registrations)")
     if not config.bind_address.strip():
         raise ConfigError("bindAddress must not be empty")
 

@@ -9,7 +9,8 @@ thread), so the name server keeps answering route lookups meanwhile. Registratio
 of one broker address still take effect in the order they came, and a registration whose connection
 closed while its body was decoded is not applied (the close already dropped that broker).
 GET_ROUTEINFO_BY_TOPIC is the hot path: its encoded body is cached per topic and the cache is dropped whenever the route tables or the KV config
-change (their epochs), so a steady cluster answers route queries without re-encoding.
+change (their epochs), so a steady cluster answers route queries without re-encoding; the topic lists and the
+cluster info are cached the same way, per route epoch.
 """
 
 from __future__ import annotations
@@ -96,6 +97,10 @@ class NamesrvProcessor:
         self.persist_config = persist_config
         self._route_cache: dict[str, bytes] = {}
         self._cache_key: tuple[int, int, bool] = (-1, -1, False)
+        #: Answer bodies made of the route tables alone (topic lists, cluster info), for `_listings_epoch`: 5,000
+        #: topics are 95 KB and 3 ms of encoding an answer, and tools ask for them again and again.
+        self._listings: dict[tuple[str, str], bytes] = {}
+        self._listings_epoch = -1
 
     def register(self, server: RemotingServer) -> None:
         table: dict[int, Processor] = {
@@ -266,7 +271,7 @@ class NamesrvProcessor:
         return req.response(ext_fields=ext, body=ours.to_json() if ours is not None else None)
 
     def get_broker_cluster_info(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
-        return req.response(body=self.routes.get_all_cluster_info().to_json())
+        return req.response(body=self._listing("clusters", "", lambda: self.routes.get_all_cluster_info().to_json()))
 
     def wipe_write_perm(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         h = BrokerNameRequestHeader.from_ext(req.ext_fields)
@@ -307,16 +312,31 @@ class NamesrvProcessor:
             route.order_topic_conf = self.kv.get(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
         return route.to_json()
 
+    def _listing(self, kind: str, key: str, encode: Callable[[], bytes]) -> bytes:
+        """The body `encode` makes, encoded once per route epoch as routes are: a client pipelining thousands of
+        topic-list requests cost 3 ms of loop each, every other client waiting meanwhile."""
+        epoch = self.routes.route_epoch
+        if epoch != self._listings_epoch:
+            self._listings.clear()
+            self._listings_epoch = epoch
+        body = self._listings.get((kind, key))
+        if body is None:
+            body = self._listings[kind, key] = encode()
+        return body
+
     def get_all_topic_list(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         if not self.config.enable_all_topic_list:
             return req.response(ResponseCode.SYSTEM_ERROR, "disable")
-        return req.response(body=self.routes.get_all_topic_list().to_json())
+        return req.response(body=self._listing("topics", "", lambda: self.routes.get_all_topic_list().to_json()))
 
     def get_topics_by_cluster(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         if not self.config.enable_topic_list:
             return req.response(ResponseCode.SYSTEM_ERROR, "disable")
-        h = GetTopicsByClusterRequestHeader.from_ext(req.ext_fields)
-        return req.response(body=self.routes.get_topics_by_cluster(h.cluster).to_json())
+        cluster = GetTopicsByClusterRequestHeader.from_ext(req.ext_fields).cluster
+        if cluster not in self.routes.cluster_addr_table:  # kept for known clusters only: anyone can ask any name
+            return req.response(body=self.routes.get_topics_by_cluster(cluster).to_json())
+        body = self._listing("cluster", cluster, lambda: self.routes.get_topics_by_cluster(cluster).to_json())
+        return req.response(body=body)
 
     def get_system_topic_list(self, conn: RemotingConnection, req: RemotingCommand) -> RemotingCommand:
         return req.response(body=self.routes.get_system_topic_list().to_json())
@@ -336,7 +356,10 @@ class NamesrvProcessor:
             return req.response(ResponseCode.INVALID_PARAMETER, str(exc))
         if req.body:
             route = TopicRouteData.from_request(req.body)
-            self.routes.register_topic(topic, route.queue_datas)
+            try:
+                self.routes.register_topic(topic, route.queue_datas)
+            except ValidationError as exc:
+                return req.response(ResponseCode.INVALID_PARAMETER, str(exc))
         return req.response()
 
     # ------------------------------------------------------------------ namesrv config

@@ -17,11 +17,14 @@ answer depends on changes, which lets the processor cache encoded routes.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.perm import PERM_READ, PERM_WRITE
+from mqtools.common.validation import ROUTE_QUEUE_NUMS_MAX, ValidationError
 from mqtools.remoting.bodies import (
     BrokerData,
     BrokerLiveEntry,
@@ -38,6 +41,7 @@ from mqtools.remoting.errors import BodyError
 from mqtools.remoting.transport import RemotingConnection
 
 DEFAULT_BROKER_CHANNEL_EXPIRED_MS = 120_000
+_log = LimitedLog(logging.getLogger(__name__))
 
 BrokerAddrInfo = tuple[str, str]  # (clusterName, brokerAddr)
 
@@ -102,7 +106,8 @@ class RouteInfoManager:
         timeout_ms: int | None = None,
         channel: RemotingConnection | None = None,
     ) -> RegisterBrokerResult:
-        """A broker's registration (every heartbeat is one): updates all five tables, or none of them (BodyError)."""
+        """A broker's registration (every heartbeat is one): updates all five tables, or none of them (BodyError);
+        topics whose queue counts a route cannot carry are left out."""
         wrapper = topic_config_wrapper or TopicConfigSerializeWrapper()
         table = _checked_topic_configs(wrapper.topic_config_table)
         version = _checked_version(wrapper.data_version)
@@ -357,9 +362,12 @@ class RouteInfoManager:
             self._remove_queue_data(topic, broker_name)
 
     def register_topic(self, topic: str, queue_datas: list[QueueData]) -> bool:
-        """REGISTER_TOPIC_IN_NAMESRV: only for brokers already known."""
+        """REGISTER_TOPIC_IN_NAMESRV: only for brokers already known; ValidationError for queue counts out of
+        range, before any table changes."""
         if not queue_datas or any(qd.broker_name not in self.broker_addr_table for qd in queue_datas):
             return False
+        for qd in queue_datas:
+            _check_queue_nums(topic, qd.read_queue_nums, qd.write_queue_nums)
         qmap = self.topic_queue_table.setdefault(topic, {})
         for qd in queue_datas:
             qmap[qd.broker_name] = _copy_qd(qd)
@@ -370,7 +378,9 @@ class RouteInfoManager:
         return TopicList(topic_list=set(self.topic_queue_table))
 
     def get_topics_by_cluster(self, cluster: str) -> TopicList:
-        names = self.cluster_addr_table.get(cluster, set())
+        names = self.cluster_addr_table.get(cluster)
+        if not names:  # not a scan of every topic for a cluster nobody registered
+            return TopicList()
         topics = {t for t, qmap in self.topic_queue_table.items() if names & qmap.keys()}
         return TopicList(topic_list=topics)
 
@@ -437,12 +447,40 @@ class RouteInfoManager:
 
 def _checked_topic_configs(table: dict[str, TopicConfig] | None) -> dict[str, TopicConfig] | None:
     """The topic configs of a registration, checked before any table changes: a null entry (or topic name)
-    failed halfway, after the broker's address was stored but before its live entry, so nothing expired it."""
-    if table is not None:
-        for key, topic_config in table.items():
-            if topic_config is None or not isinstance(topic_config.topic_name, str):
-                raise BodyError(f"the topic config of {str(key)[:200]!r} is null or has no topic name")
-    return table
+    failed halfway, after the broker's address was stored but before its live entry, so nothing expired it.
+    A topic whose queue counts a route cannot carry (null, negative, above ROUTE_QUEUE_NUMS_MAX; Apache takes any)
+    is left out of it, with a line: the broker and its other topics are registered, as refusing the whole
+    registration would take every route of an Apache broker away for one odd topic. The comparison is inline: it
+    runs for every topic of every broker every 30 s."""
+    if table is None:
+        return None
+    bad: list[str] = []
+    top = ROUTE_QUEUE_NUMS_MAX
+    for key, topic_config in table.items():
+        if topic_config is None or not isinstance(topic_config.topic_name, str):
+            raise BodyError(f"the topic config of {str(key)[:200]!r} is null or has no topic name")
+        read, write = topic_config.read_queue_nums, topic_config.write_queue_nums
+        if not (type(read) is int and type(write) is int and 0 <= read <= top and 0 <= write <= top):
+            bad.append(key)
+    if not bad:
+        return table
+    _log.warning("queue-nums", "a broker registered %d topic(s) whose queue counts a route cannot carry, not "
+                 "served: %s", len(bad), ", ".join(f"{k[:100]} ({table[k].read_queue_nums}/"
+                                                   f"{table[k].write_queue_nums})" for k in bad[:5]))
+    left_out = set(bad)
+    return {k: v for k, v in table.items() if k not in left_out}
+
+
+def _servable(read: object, write: object) -> bool:
+    return (type(read) is int and type(write) is int and 0 <= read <= ROUTE_QUEUE_NUMS_MAX
+            and 0 <= write <= ROUTE_QUEUE_NUMS_MAX)
+
+
+def _check_queue_nums(topic: str, read: int | None, write: int | None) -> None:
+    """REGISTER_TOPIC_IN_NAMESRV's check: ValidationError naming the topic for counts a route cannot carry."""
+    if not _servable(read, write):
+        raise ValidationError(f"topic {topic[:200]!r}: readQueueNums {read} and writeQueueNums {write} must be "
+                              f"0 to {ROUTE_QUEUE_NUMS_MAX}")
 
 
 def _checked_version(version: DataVersion | None) -> DataVersion:

@@ -135,9 +135,9 @@ async def test_namesrv_config_get_update_and_black_list(proc: NamesrvProcessor) 
     body = proc.get_config(None, req(RequestCode.GET_NAMESRV_CONFIG)).body  # type: ignore[arg-type]
     props = parse_properties(bytes(body).decode())  # type: ignore[arg-type]
     assert props["listenPort"] == "9876" and props["scanNotActiveBrokerInterval"] == "10000"
-    upd = req(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"brokerChannelExpiredTime=5000\norderMessageEnable=true\n")
+    upd = req(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"brokerChannelExpiredTime=15000\norderMessageEnable=true\n")
     assert (await proc.update_config(None, upd)).code == 0  # type: ignore[arg-type]
-    assert proc.config.order_message_enable and proc.routes.default_timeout_ms == 5000
+    assert proc.config.order_message_enable and proc.routes.default_timeout_ms == 15000
     black = req(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"kvConfigPath=/etc/passwd\n")
     assert (await proc.update_config(None, black)).code == ResponseCode.NO_PERMISSION  # type: ignore[arg-type]
     bad = req(RequestCode.UPDATE_NAMESRV_CONFIG, body=b"scanNotActiveBrokerInterval=soon\n")
