@@ -242,35 +242,16 @@ def queue_count(namesrv: str, topic: str, security: ClientSecurity | None) -> in
 @contextmanager
 def stored_counter(namesrv: str, topic: str, security: ClientSecurity | None, enabled: bool
                    ) -> Iterator[Callable[[], int | None] | None]:
-    """Messages the brokers stored in `topic` since now: live progress for a produce run. Counted over the queues
-    that answered at the start (a hung master left out: asked of every queue, its timeout failed the whole command
-    after Spark had started), each from its own baseline; None (n/a) while any of those does not answer, where a
-    sum without it went down. Never below what it showed before."""
+    """Messages the brokers stored in `topic` since now: live progress for a produce run (StoredCounter: each queue
+    from its own first answer, read in the background, so a hung master costs the job neither its start nor its
+    end; n/a while a counted queue does not answer; never going down). None when the progress line is off."""
     if not enabled:
         yield None
         return
-    from mqtools.client.admin.sync import SyncMQAdmin
-    from mqtools.client.errors import MQClientError
+    from mqtools.spark.progress import StoredCounter
 
-    with SyncMQAdmin(namesrv, security=security) as admin:
-        def highs() -> dict[Any, int]:
-            return {mq: high for mq, (_, high) in admin.queue_offsets.queue_bounds(topic, readable_only=True).items()}
-
-        try:
-            base = highs()
-        except MQClientError:  # no route or no name server now: the job says what it finds; progress reads n/a
-            base = None
-        shown = 0
-
-        def stored() -> int | None:
-            nonlocal shown
-            now = highs()
-            if base is None or not base.keys() <= now.keys():
-                return None
-            shown = max(shown, sum(now[mq] - high for mq, high in base.items()))
-            return shown
-
-        yield stored
+    with StoredCounter(namesrv, topic, security) as counter:
+        yield counter
 
 
 @dataclass(frozen=True, slots=True)

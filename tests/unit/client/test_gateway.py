@@ -90,6 +90,8 @@ async def test_unregister_does_not_wait_for_a_broker_whose_last_request_timed_ou
     remoting = FakeRemoting({"T": route_data({"broker-a": 1, "broker-b": 1})}, answer)
     instance = fake_instance(remoting)
     await instance.route("T")
+    instance.producer_groups.add("g")
+    await instance.heartbeat()  # a goodbye goes only where a heartbeat went (test_close_beside_hung_broker)
     with pytest.raises(RequestTimeoutError):
         await instance.invoke("broker-b:10911", request())
     await instance.unregister(producer_group="g")

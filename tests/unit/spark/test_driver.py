@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Self
 
 import pytest
 
-from mqtools.client.errors import ConnectFailedError, RequestTimeoutError, TopicNotExistError
+from mqtools.client.errors import ConnectFailedError, TopicNotExistError
 from mqtools.common.errors import ToolkitError, UsageError
 from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE
 from mqtools.remoting.codes import ResponseCode
@@ -113,53 +112,6 @@ def test_a_task_failed_with_an_error_of_mq_is_its_line_and_exit_code(line: str, 
 def test_any_other_failure_is_left_whole(line: str) -> None:
     assert driver.task_failure(_job_failure(line)) is None
     assert driver.task_failure(Exception("Job aborted: executor lost")) is None
-
-
-class Bounds:
-    """SyncMQAdmin's queue_bounds over a script of answers: a queue left out did not answer (readable_only), and
-    without readable_only a hung broker fails the call, as the real one does."""
-
-    def __init__(self, answers: list[dict[str, int]]) -> None:
-        self.answers = answers
-        self.queue_offsets = self
-
-    def __call__(self, *_: Any, **__: Any) -> Bounds:
-        return self
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        return None
-
-    def queue_bounds(self, topic: str, *, readable_only: bool = False) -> dict[str, tuple[int, int]]:
-        if not readable_only:
-            raise RequestTimeoutError("request code 31 to 127.0.0.1:24145 timed out after 5.000s")
-        return {q: (0, high) for q, high in self.answers.pop(0).items()}
-
-
-def test_produce_progress_counts_the_queues_that_answered_at_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
-    """One of two masters hung at the start: the count's baseline asked every queue and its timeout ended the
-    command (exit 3) after Spark had started. Now the queues that answered are counted, from their own baselines;
-    n/a while one of them does not answer; never less than shown before."""
-    from mqtools.client.admin import sync
-
-    monkeypatch.setattr(sync, "SyncMQAdmin", Bounds([
-        {"a0": 10, "a1": 5},  # the baseline: b0 hung
-        {"a0": 15, "a1": 5},
-        {"a0": 15, "a1": 7, "b0": 100},  # b0 back: not counted, it has no baseline
-        {"a0": 16},  # a1 does not answer
-        {"a0": 12, "a1": 7},  # a store that went back (an unclean restart) does not make the count go down
-    ]))
-    with driver.stored_counter("ns:9876", "T", None, True) as counter:
-        assert counter is not None
-        assert [counter() for _ in range(4)] == [5, 7, None, 7]
-    with driver.stored_counter("ns:9876", "T", None, False) as off:
-        assert off is None
-    from mqtools.spark.progress import JobProgress
-
-    assert JobProgress(None, 1, lambda: None, False, "produce T")._messages() == "messages n/a"
-    assert JobProgress(None, 1, lambda: 1234, False, "produce T")._messages() == "1,234 messages"
 
 
 class Jvm:
