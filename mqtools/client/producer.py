@@ -34,7 +34,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from mqtools.client.batch_accumulator import AutoBatcher, BatchAccumulator
-from mqtools.client.errors import MQBrokerError, MQClientError
+from mqtools.client.errors import MQBrokerError, MQClientError, RequestTimeoutError
 from mqtools.client.fault import MQFaultStrategy, QueueRotation
 from mqtools.client.instance import ClientInstance
 from mqtools.client.lifecycle import Lifecycle
@@ -381,8 +381,8 @@ class Producer(Lifecycle):
             queue = selector(list(route.publish), msg, arg)  # type: ignore[misc]
         left = budget - (self._clock() - begin)
         if left <= 0:
-            raise MQClientError(f"send to {msg.topic} failed after {self._clock() - begin:.3f}s (budget "
-                                f"{budget:.3f}s): the route's read took it all")
+            raise RequestTimeoutError(f"send to {msg.topic} failed after {self._clock() - begin:.3f}s (budget "
+                                      f"{budget:.3f}s): the route's read took it all")
         try:
             result = await self._send_once(msg, body, flag, queue, left, batch=batch)
         except MQClientError:

@@ -240,8 +240,14 @@ class RemotingClient:
             raise RemotingTimeoutError(conn.peer, 0.0, cmd.code)
         try:
             return await conn.invoke(cmd, wait)
-        except (RemotingTimeoutError, RemotingConnectionClosed) as exc:
+        except RemotingConnectionClosed as exc:
             self._leave_namesrv(conn, exc)
+            raise
+        except RemotingTimeoutError as exc:
+            # left only when it had a real chance: a budget nearly spent (a send's last milliseconds) timing out on
+            # a healthy name server would close its connection under every other request on it
+            if wait >= NAMESRV_ATTEMPT_FLOOR:
+                self._leave_namesrv(conn, exc)
             raise
 
     def _leave_namesrv(self, conn: RemotingConnection, exc: RemotingError) -> None:

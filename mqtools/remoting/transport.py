@@ -181,8 +181,8 @@ class RemotingConnection(asyncio.BufferedProtocol):
         """The loop has turned since reading was paused: read on (unless the peer is not reading its answers)."""
         self._burst = 0
         transport = self._transport
-        if transport is not None and not transport.is_closing() and not self._write_paused:
-            transport.resume_reading()
+        if transport is not None and not transport.is_closing() and not self._write_paused and not self._held:
+            transport.resume_reading()  # with requests held, _release reads on once they are handled
 
     def pause_writing(self) -> None:
         """asyncio: output not yet sent passed the transport's high-water mark, so the peer does not read its
@@ -212,10 +212,12 @@ class RemotingConnection(asyncio.BufferedProtocol):
         if self._write_paused or transport is None or transport.is_closing():
             return
         held, self._held = self._held, []
-        if held:
-            self._handle(held)  # may pause again, holding what is left
-        if not self._write_paused:
-            transport.resume_reading()
+        try:
+            if held:
+                self._handle(held)  # may pause again, holding what is left
+        finally:  # a request that raised must not leave the connection unread for ever
+            if not self._write_paused and not transport.is_closing():
+                transport.resume_reading()
 
     def _silent_plain_close(self) -> bool:
         """Closed by the peer before answering anything, over a plain socket: what a server in TLS

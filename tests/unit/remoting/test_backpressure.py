@@ -8,6 +8,8 @@ import asyncio
 import socket
 from collections.abc import Iterable
 
+import pytest
+
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.frame import FrameDecoder
 from mqtools.remoting.server import RemotingServer
@@ -170,3 +172,33 @@ async def test_a_server_that_is_not_read_keeps_its_memory() -> None:
     finally:
         writer.close()
         await server.shutdown()
+
+
+async def test_the_fair_read_turn_does_not_read_on_past_requests_held() -> None:
+    """The output drained while requests were still held: the fair-read turn's resume must wait for them, or what
+    arrives next (a front worker's relayed sends) is handled before them (found reading the change)."""
+    conn, transport, handled = answering(fair_reads=True)
+    big = RemotingCommand.request(ECHO, {"i": "0"}, b"m" * 140_000).encode()
+    conn.data_received(big + requests(1, 40))  # paused for the 128 KB read and for the answers: 24 held
+    assert len(handled) == 16 and conn._held
+    conn._write_paused = False  # resume_writing's flag cleared, its _release not run yet
+    conn._read_again()
+    assert not transport.reading
+
+
+async def test_a_request_that_raises_while_held_requests_are_handled_leaves_the_connection_read() -> None:
+    def on_request(conn: RemotingConnection, req: RemotingCommand) -> None:
+        if req.ext_fields["i"] == "20":
+            raise RuntimeError("a processor's bug")
+        conn.send(req.response(body=BODY))
+
+    conn = RemotingConnection(on_request, fair_reads=True)
+    transport = SlowPeerTransport()
+    transport.protocol = conn
+    conn.connection_made(transport)
+    conn.data_received(requests(0, 40))
+    assert not transport.reading
+    transport.drain()
+    with pytest.raises(RuntimeError):
+        conn._release()
+    assert transport.reading

@@ -92,3 +92,31 @@ async def test_a_name_server_whose_connect_hangs_takes_only_its_share(live: str)
         released.set()
         await asyncio.sleep(0)
         await client.close()
+
+
+async def test_a_budget_nearly_spent_does_not_close_a_healthy_name_servers_connection() -> None:
+    """A send's last milliseconds timing out on a name server that answers slower than that is no fault of the name
+    server: its connection, which other requests share, stays open and chosen (it was closed, failing them)."""
+    release = asyncio.Event()
+
+    async def slow(conn: RemotingConnection, req: RemotingCommand) -> None:
+        await release.wait()
+        conn.send(req.response())
+
+    server = RemotingServer("127.0.0.1", 0)
+    server.register(ECHO, lambda conn, req: asyncio.ensure_future(slow(conn, req)) and None)
+    await server.start()
+    addr = f"127.0.0.1:{server.port}"
+    client = RemotingClient([addr])
+    try:
+        await client.namesrv_connection()
+        other = asyncio.ensure_future(client.invoke_namesrv(RemotingCommand.request(ECHO), 5.0))
+        await asyncio.sleep(0.05)
+        with pytest.raises(RemotingTimeoutError):
+            await client.invoke_namesrv(RemotingCommand.request(ECHO), 0.03)
+        release.set()
+        assert (await asyncio.wait_for(other, 5.0)).code == 0
+        assert client._namesrv_chosen == addr
+    finally:
+        await client.close()
+        await server.shutdown()
