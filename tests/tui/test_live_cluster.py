@@ -47,7 +47,7 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[PresetCluster]
 
 
 def make_app(cluster: PresetCluster, tmp_path: Path, **options: Any) -> TopApp:
-    poller = Poller(cluster.namesrv, timeout=1.5, state_dir=str(cluster.state))
+    poller = Poller(cluster.namesrv, timeout=3.0, state_dir=str(cluster.state))  # a slower machine under the suite
     return TopApp(poller=poller, namesrv=poller.namesrv_addrs, refresh=REFRESH, snapshot_dir=tmp_path, **options)
 
 
@@ -83,7 +83,7 @@ async def test_brokers_view_heartbeat_grows_and_resets_after_a_registration(clus
         first = cell(app, master, "heartbeatAgeMs")
         rounds = app.state.rounds
         await until(lambda: app.state.rounds >= rounds + 2, 10, "two more refreshes")
-        # awaited, not read at one round: under the full suite's load one broker read can outlast the 1.5 s timeout
+        # awaited, not read at one round: under the full suite's load one broker read can outlast the timeout
         # and leave that round's row not answering, with no figures
         await until(lambda: (cell(app, master, "heartbeatAgeMs") or 0) > first, 20, "the heartbeat's age grown")
         grown = cell(app, master, "heartbeatAgeMs")
@@ -306,7 +306,7 @@ async def test_sigkill_of_a_master_turns_its_row_critical_while_the_slave_stays_
         await until(lambda: app.state.rounds >= rounds + 2, 10, "two more refreshes")
         assert cell(app, master, "heartbeatAgeMs") > first
         assert by_key(app)[master].level == CRIT
-        # the slave answers: under the full suite's load one of its reads can outlast the 1.5 s timeout and show that
+        # the slave answers: under the full suite's load one of its reads can outlast the timeout and show that
         # round "not answering" (as it must), so its row is awaited answering rather than read at one round (CI at
         # 6226a2c)
         await until(lambda: cell(app, slave, "status") == "ok", 20, "the slave's row answering")

@@ -167,7 +167,9 @@ def test_a_stopped_slave_far_behind_is_not_safe_and_shrinks_after_sigcont(
         verdict = doc_of(mq_here("admin", "ha", "ready", "broker-a", "--window", "1", "--timeout", "2",
                             "--max-diff", "1000000", "-o", "json", namesrv=ha.namesrv), "HAReady", 1)
         assert verdict["verdict"] == "not safe" and verdict["safe"] is False and verdict["exitCode"] == 1
-        assert {"slave answers", "diff under bound", "catching up"} <= set(failed(verdict))
+        # not "catching up": until the slave is overdue (two heartbeat intervals) the master's speed counts the bytes
+        # the kernel still takes for the stopped slave, so whether it fails depends on the socket's buffer
+        assert {"slave answers", "diff under bound"} <= set(failed(verdict))
         (s,) = verdict["group"]["slaves"]
         assert s["diffBytes"] > 3_000_000 and s["slaveReport"]["error"]
         assert verdict["lossBytes"] == s["diffBytes"] and verdict["lossMessages"] == s["diffMessages"]

@@ -16,6 +16,7 @@ import asyncio, os, signal, sys
 from mqtools.drills.interrupts import Deferred, as_interrupts, run
 
 sig = getattr(signal, sys.argv[1])
+signal.signal(signal.SIGHUP, signal.SIG_DFL)  # as a terminal's: under nohup (a CI run) SIGHUP is ignored, and stays so
 if sys.argv[2] == "ignored":
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
