@@ -4,15 +4,29 @@ a state dir (as supervisor.spawn starts one: its own session), and a cluster.jso
 from __future__ import annotations
 
 import contextlib
+import os
 import signal
 import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
 from mqtools.cluster import supervisor as sv
 
 SLEEP = "import time; time.sleep(120)"
+
+
+def _await_exec(pid: int, arg: str, timeout: float = 10.0) -> None:
+    """Until the child runs as its command line says and leads its session, as `down`'s pid-file check reads it
+    (a CI run once found no process of the dir there; the cause is not known, a child seen early is one guess)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError):
+            if arg in Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace") and os.getsid(pid) == pid:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"pid {pid} never ran with {arg} in its command line")
 
 
 class Procs:
@@ -28,6 +42,7 @@ class Procs:
         child = subprocess.Popen([sys.executable, "-c", SLEEP, "-m", "mqtools.cli.main", kind, "start", "-c",
                                   str(config)], start_new_session=True)
         self.started.append(child)
+        _await_exec(child.pid, str(config))
         sv.pid_path(root, name).write_text(f"{child.pid}\n")
         return sv.ProcInfo(name, kind, role, 0, pid=child.pid, start_ticks=sv.start_ticks(child.pid) or 0)
 
