@@ -70,6 +70,12 @@ def is_legal_group(group: str | None) -> bool:
     return True
 
 
+def route_queue_nums_ok(read: object, write: object) -> bool:
+    """Queue counts a route can carry: ints 0 to ROUTE_QUEUE_NUMS_MAX (what a name server serves)."""
+    top = ROUTE_QUEUE_NUMS_MAX
+    return type(read) is int and type(write) is int and 0 <= read <= top and 0 <= write <= top
+
+
 def check_queue_nums(read_queue_nums: int, write_queue_nums: int) -> None:
     """Queue counts of a topic being created: positive and at most QUEUE_NUMS_MAX."""
     for what, value in (("readQueueNums", read_queue_nums), ("writeQueueNums", write_queue_nums)):

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.perm import PERM_READ, PERM_WRITE
-from mqtools.common.validation import ROUTE_QUEUE_NUMS_MAX, ValidationError
+from mqtools.common.validation import ROUTE_QUEUE_NUMS_MAX, ValidationError, route_queue_nums_ok
 from mqtools.remoting.bodies import (
     BrokerData,
     BrokerLiveEntry,
@@ -450,17 +450,14 @@ def _checked_topic_configs(table: dict[str, TopicConfig] | None) -> dict[str, To
     failed halfway, after the broker's address was stored but before its live entry, so nothing expired it.
     A topic whose queue counts a route cannot carry (null, negative, above ROUTE_QUEUE_NUMS_MAX; Apache takes any)
     is left out of it, with a line: the broker and its other topics are registered, as refusing the whole
-    registration would take every route of an Apache broker away for one odd topic. The comparison is inline: it
-    runs for every topic of every broker every 30 s."""
+    registration would take every route of an Apache broker away for one odd topic."""
     if table is None:
         return None
     bad: list[str] = []
-    top = ROUTE_QUEUE_NUMS_MAX
     for key, topic_config in table.items():
         if topic_config is None or not isinstance(topic_config.topic_name, str):
             raise BodyError(f"the topic config of {str(key)[:200]!r} is null or has no topic name")
-        read, write = topic_config.read_queue_nums, topic_config.write_queue_nums
-        if not (type(read) is int and type(write) is int and 0 <= read <= top and 0 <= write <= top):
+        if not route_queue_nums_ok(topic_config.read_queue_nums, topic_config.write_queue_nums):
             bad.append(key)
     if not bad:
         return table
@@ -471,14 +468,9 @@ def _checked_topic_configs(table: dict[str, TopicConfig] | None) -> dict[str, To
     return {k: v for k, v in table.items() if k not in left_out}
 
 
-def _servable(read: object, write: object) -> bool:
-    return (type(read) is int and type(write) is int and 0 <= read <= ROUTE_QUEUE_NUMS_MAX
-            and 0 <= write <= ROUTE_QUEUE_NUMS_MAX)
-
-
 def _check_queue_nums(topic: str, read: int | None, write: int | None) -> None:
     """REGISTER_TOPIC_IN_NAMESRV's check: ValidationError naming the topic for counts a route cannot carry."""
-    if not _servable(read, write):
+    if not route_queue_nums_ok(read, write):
         raise ValidationError(f"topic {topic[:200]!r}: readQueueNums {read} and writeQueueNums {write} must be "
                               f"0 to {ROUTE_QUEUE_NUMS_MAX}")
 
