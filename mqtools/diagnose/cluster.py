@@ -34,7 +34,7 @@ from mqtools.diagnose.group import DEFAULTS, Thresholds
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.ha import HAReadiness
+    from mqtools.client.admin.models.ha_readiness import HAReadiness
     from mqtools.client.admin.models.live import NamesrvStatus
 
 HA_SEVERITY = {"safe": Severity.OK, "not safe": Severity.ACTION, "unknown": Severity.UNKNOWN}

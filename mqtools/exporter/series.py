@@ -13,7 +13,7 @@ from typing import NamedTuple
 
 from mqtools.client.admin.models.brokers import BrokerRuntime, ClusterSnapshot
 from mqtools.client.admin.models.groups import ConsumerProgress, GroupConnections
-from mqtools.client.admin.models.ha import HAReadiness
+from mqtools.client.admin.models.ha_readiness import HAReadiness
 from mqtools.client.admin.models.live import NamesrvStatus
 from mqtools.client.admin.models.proxies import ProxyClients
 from mqtools.client.admin.models.timer import TimerStatus

@@ -21,7 +21,7 @@ from mqtools.cli.output import View
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
-    from mqtools.client.admin.models.ha import HAReadiness
+    from mqtools.client.admin.models.ha_readiness import HAReadiness
 
 app = typer.Typer(help="Replication: per-slave lag in bytes, messages and seconds; safe-to-stop verdicts.",
                   no_args_is_help=True)

@@ -6,7 +6,7 @@ trend needs several samples; nothing else does), then once more each master's ru
 max offset, last read and write). A master that does not offer GET_BROKER_HA_STATUS (Apache 4.x) is
 sampled through what it does answer: its and its slaves' runtime commitLogMaxOffset, read at once; the
 group then says so (`source`). `ha_ready` turns one group's figures into a verdict with reasons
-(`models.ha.assess`); drills call it before they stop a master.
+(`models.ha_readiness.assess`); drills call it before they stop a master.
 """
 
 from __future__ import annotations
@@ -26,15 +26,12 @@ from mqtools.client.admin.models.ha import (
     HA_STATUS,
     RUNTIME_INFO,
     UNKNOWN,
-    Check,
     ControllerState,
     ControllerView,
-    HAReadiness,
     HAStatus,
     ReplicationGroup,
     SlaveReplication,
     SlaveView,
-    assess,
     catch_up_seconds,
     diff_messages,
     offset_speed,
@@ -43,6 +40,7 @@ from mqtools.client.admin.models.ha import (
     status_from_offsets,
     trend_of,
 )
+from mqtools.client.admin.models.ha_readiness import Check, HAReadiness, assess
 from mqtools.client.errors import MQClientError, NotAvailable, UnknownTargetError, UnreachableError
 from mqtools.common.addresses import parse_namesrv_list
 from mqtools.common.brokerrole import MASTER_ID

@@ -14,8 +14,8 @@ from mqtools.client.admin.models.ha import (
     ReplicationGroup,
     SlaveReplication,
     SlaveView,
-    assess,
 )
+from mqtools.client.admin.models.ha_readiness import assess
 from mqtools.client.admin.models.ha_views import ha_ready_view, ha_status_view
 from mqtools.client.errors import ConnectFailedError, RequestTimeoutError
 from mqtools.common.exitcodes import EXIT_UNREACHABLE

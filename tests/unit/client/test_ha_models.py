@@ -15,7 +15,6 @@ from mqtools.client.admin.models.ha import (
     ReplicationGroup,
     SlaveReplication,
     SlaveView,
-    assess,
     catch_up_seconds,
     diff_messages,
     offset_speed,
@@ -23,6 +22,7 @@ from mqtools.client.admin.models.ha import (
     status_from_offsets,
     trend_of,
 )
+from mqtools.client.admin.models.ha_readiness import assess
 
 MB = 1024 * 1024
 

@@ -11,8 +11,8 @@ from mqtools.client.admin.models.ha import (
     ReplicationGroup,
     SlaveReplication,
     SlaveView,
-    assess,
 )
+from mqtools.client.admin.models.ha_readiness import assess
 from mqtools.client.admin.models.ha_views import EXIT_BY_VERDICT, ha_ready_view, ha_status_view
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
 

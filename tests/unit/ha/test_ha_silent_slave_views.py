@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from mqtools.client.admin.ha import _group, _Target
 from mqtools.client.admin.models.brokers import BrokerRow, ClusterSnapshot
-from mqtools.client.admin.models.ha import HA_STATUS, NOT_SAFE, SAFE, HAStatus, SlaveView, assess
+from mqtools.client.admin.models.ha import HA_STATUS, NOT_SAFE, SAFE, HAStatus, SlaveView
+from mqtools.client.admin.models.ha_readiness import assess
 from mqtools.live.ha_view import ha
 from mqtools.live.state import LiveState, Outcome
 

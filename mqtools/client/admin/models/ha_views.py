@@ -11,10 +11,10 @@ from mqtools.client.admin.models.ha import (
     SAFE,
     UNKNOWN,
     ControllerState,
-    HAReadiness,
     ReplicationGroup,
     SlaveReplication,
 )
+from mqtools.client.admin.models.ha_readiness import HAReadiness
 from mqtools.common.exitcodes import EXIT_OK, EXIT_REFUSED, EXIT_UNREACHABLE
 from mqtools.common.presentation import Column, Unreachable, View, renders, when
 
