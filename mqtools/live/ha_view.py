@@ -13,7 +13,6 @@ from mqtools.client.admin.models.ha import (
     ControllerView,
     HAStatus,
     SlaveConnection,
-    catch_up_seconds,
     diff_messages,
     pair_slaves,
     silence,
@@ -172,7 +171,7 @@ def _slave_cells(state: LiveState, master: str, conn: SlaveConnection, rt: Broke
     recent = [(t, int(v)) for t, v in history.points if mono - t <= TREND_WINDOW]
     trend = trend_of(recent)
     speed = conn.transfer_bytes_per_s
-    catch_up = None if conn.overdue else catch_up_seconds(conn.diff_bytes, speed)
+    catch_up = conn.catch_up(speed)
     return [
         cell(conn.ack_offset), Cell(conn.diff_bytes, size(conn.diff_bytes)),
         cell(diff_messages(conn.diff_bytes, rt.average_message_size if rt else None)),

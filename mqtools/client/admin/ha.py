@@ -32,7 +32,6 @@ from mqtools.client.admin.models.ha import (
     ReplicationGroup,
     SlaveReplication,
     SlaveView,
-    catch_up_seconds,
     diff_messages,
     offset_speed,
     pair_slaves,
@@ -137,7 +136,7 @@ def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
         if source == RUNTIME_INFO:  # what the master would say, from the offsets sampled over the window
             speed = offset_speed([(at, conn.ack_offset) for at, conn in mine if conn.ack_offset is not None])
             in_sync = None if c.diff_bytes is None else c.diff_bytes < fallbehind
-        catch_up = None if c.overdue else catch_up_seconds(c.diff_bytes, speed)
+        catch_up = c.catch_up(speed)
         if c.overdue:
             addr = view.broker_addr if view is not None else c.addr
             silent = f"no HA report to its master for {silence(c.silent_ms)}"

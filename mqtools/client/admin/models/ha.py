@@ -43,6 +43,10 @@ class SlaveConnection:
     """The master has heard nothing from the slave for two heartbeat intervals (mq's reportOverdue): hung or cut
     off, still connected until the housekeeping drops it. Its ack and diff are as of its last report."""
 
+    def catch_up(self, bytes_per_s: float | None) -> float | None:
+        """catch_up_seconds at that speed; unknown for an overdue slave, whose diff is as of its last report."""
+        return None if self.overdue else catch_up_seconds(self.diff_bytes, bytes_per_s)
+
 
 def silence(ms: int | None) -> str:
     """How long a slave has been silent, for a note."""
