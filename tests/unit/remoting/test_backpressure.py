@@ -9,6 +9,7 @@ import socket
 from collections.abc import Iterable
 
 import pytest
+from support.readstate import ReadStateTransport
 
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.frame import FrameDecoder
@@ -20,7 +21,7 @@ HIGH = 64 * 1024
 BODY = b"a" * 10_000
 
 
-class SlowPeerTransport(asyncio.Transport):
+class SlowPeerTransport(ReadStateTransport):
     """Keeps what is written until `drain`, and tells its protocol about its high-water mark as asyncio's do."""
 
     def __init__(self) -> None:
@@ -28,7 +29,6 @@ class SlowPeerTransport(asyncio.Transport):
         self.protocol: RemotingConnection | None = None
         self.buffered: list[bytes] = []
         self.sent: list[bytes] = []
-        self.reading = True
         self.paused = False
 
     def _wrote(self, data: bytes) -> None:
@@ -53,15 +53,6 @@ class SlowPeerTransport(asyncio.Transport):
 
     def get_write_buffer_size(self) -> int:
         return sum(len(b) for b in self.buffered)
-
-    def pause_reading(self) -> None:
-        self.reading = False
-
-    def resume_reading(self) -> None:
-        self.reading = True
-
-    def is_closing(self) -> bool:
-        return False
 
     def get_extra_info(self, name: str, default: object = None) -> object:
         return default

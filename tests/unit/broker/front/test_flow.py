@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from support.clientsupport import until
+from support.readstate import ReadStateTransport
 from unit.broker.front.relay_world import CODE, Worker, linked_worker, request
 
 from mqtools.remoting.codes import ResponseCode
@@ -74,21 +75,11 @@ async def test_the_link_backing_up_pauses_its_clients_until_it_drains(worker: Wo
     assert [a.opaque for a in answers] == list(range(1, count + 1)) == handled
 
 
-class ClientTransport(asyncio.Transport):
+class ClientTransport(ReadStateTransport):
     """A client's socket as a worker's ClientConnection sees it: whether it is read."""
 
     def __init__(self) -> None:
         super().__init__({"peername": ("192.0.2.30", 1)})
-        self.reading = True
-
-    def pause_reading(self) -> None:
-        self.reading = False
-
-    def resume_reading(self) -> None:
-        self.reading = True
-
-    def is_closing(self) -> bool:
-        return False
 
 
 async def test_a_worker_stops_reading_a_client_whose_answers_back_up_and_says_so() -> None:
