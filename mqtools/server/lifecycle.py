@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from mqtools.common.errors import ToolkitError
 from mqtools.common.heap import settle_heap
 from mqtools.common.open_files import raise_open_files_limit
+from mqtools.server.loop_watch import LoopWatch
 
 SIGNALS = (signal.SIGINT, signal.SIGTERM)
 #: Every server process's log line: time, level, logger, message (a broker's front workers log as it does).
@@ -70,8 +71,10 @@ async def cancel_and_wait(*tasks: asyncio.Task[Any] | None) -> None:
 async def serve(service: Service, on_ready: Callable[[], None]) -> None:
     """Raise the open-file limit (common/open_files.py), start `service`, settle the heap (common/heap.py), call
     `on_ready`, run until SIGINT/SIGTERM, shut down. A failed start shuts down what did start, then raises
-    (StartError for the failures a user can fix)."""
+    (StartError for the failures a user can fix). From start to end a LoopWatch names what holds the loop up."""
     raise_open_files_limit()
+    watch = LoopWatch()
+    watch.start()
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in SIGNALS:
@@ -90,6 +93,7 @@ async def serve(service: Service, on_ready: Callable[[], None]) -> None:
         finally:
             await service.shutdown()
     finally:
+        watch.stop()
         for sig in SIGNALS:
             loop.remove_signal_handler(sig)
 

@@ -108,12 +108,24 @@ def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
 
 
 def _failover_lines(logs: Path) -> list[str]:
-    """The lines of a controller-mode failover in a run's node logs (file: line), in the order of their times."""
+    """The lines of a controller-mode failover in a run's node logs (file: line), in the order of their times; a
+    held-up loop's lines (mq.loop) with the stack they carry, which says what held a master's heartbeats up."""
     marks = ("is inactive", "election for", "HA: master of epoch", "HA: cut", "register to name server",
-             "controller heartbeats")
-    found = [(line[:23], f"{log.stem}: {line}") for log in sorted(logs.glob("*.log"))
-             for line in log.read_text(errors="replace").splitlines() if any(m in line for m in marks)]
+             "controller heartbeats", "mq.loop:")
+    found = [(record[:23], f"{log.stem}: {record}") for log in sorted(logs.glob("*.log"))
+             for record in _records(log.read_text(errors="replace")) if any(m in record for m in marks)]
     return [line for _, line in sorted(found)]
+
+
+def _records(text: str) -> list[str]:
+    """A log's records: a line that does not start with a time continues the one before (a stack)."""
+    records: list[str] = []
+    for line in text.splitlines():
+        if records and not re.match(r"\d{4}-\d\d-\d\d ", line):
+            records[-1] += "\n" + line
+        else:
+            records.append(line)
+    return records
 
 
 def _my_namespaces() -> list[str]:
