@@ -119,8 +119,7 @@ def produce(
         stats = run_produce(spark, addr, plan, target.security)
         ran_on = driver.ran_on(spark, remote)
     _report("produce", topic, ran_on, stats, output, rate is not None, driver.Files(csv, omb, size, queues))
-    if any(t.failed for t in stats):  # the load did not all land: a script must see it without reading the report
-        raise typer.Exit(EXIT_REFUSED)
+    _exit_if_sends_failed(stats)
 
 
 @app.command()
@@ -193,6 +192,8 @@ def e2e(
 
     The producers take --tasks cores for their whole run; the stream's micro-batches need the rest (on
     local[N], N above --tasks). The rows are the reading tasks; the producers' figures follow.
+
+    Exit codes as for produce: 1 when a send failed (the producers' figures count them by code).
     """
     check_output(output)
     plan = driver.produce_plan(topic, messages, duration, rate, size, tasks, mode, batch_size, False, 0)
@@ -211,3 +212,10 @@ def e2e(
         ran_on = driver.ran_on(spark, None)
     queues = len({(r.broker, r.queue_id) for r in start})
     _report("e2e", topic, ran_on, readers, output, rate is not None, driver.Files(csv, omb, size, queues), producers)
+    _exit_if_sends_failed(producers)
+
+
+def _exit_if_sends_failed(producers: list[TaskStats]) -> None:
+    """The load did not all land: a script must see it without reading the report."""
+    if any(t.failed for t in producers):
+        raise typer.Exit(EXIT_REFUSED)
