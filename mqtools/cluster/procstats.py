@@ -1,7 +1,8 @@
 """CPU, memory and open files of a local cluster's processes, for views that refresh every few seconds.
 
 `supervisor.usage` samples CPU over a blocking 0.1 s; a live view instead keeps one psutil.Process
-per process, so each call reads CPU used since the previous call and never sleeps.
+per process, so each call reads CPU used since the previous call and never sleeps. As there, a process's
+figures include its descendants' (`supervisor.family`: a broker's front workers).
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from pathlib import Path
 
 import psutil
 
-from mqtools.cluster.supervisor import ClusterState, ClusterStateError, alive, load_state
+from mqtools.cluster.supervisor import ClusterState, ClusterStateError, alive, family, load_state
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,21 +50,31 @@ class ProcSampler:
         if state is None:
             return {}
         out: dict[str, ProcSample] = {}
+        seen: dict[int, psutil.Process] = {}
         for info in state.procs:
-            out[info.addr] = self._one(info.name, info.pid, alive(info))
-        self._procs = {pid: ps for pid, ps in self._procs.items() if any(p.pid == pid for p in state.procs)}
+            out[info.addr] = self._one(info.name, info.pid, alive(info), seen)
+        self._procs = seen
         return out
 
-    def _one(self, name: str, pid: int, ps: psutil.Process | None) -> ProcSample:
+    def _one(self, name: str, pid: int, ps: psutil.Process | None, seen: dict[int, psutil.Process]) -> ProcSample:
+        """The process and its descendants together; CPU unknown (None) while any of them is new to this sampler,
+        whose first reading measures nothing."""
         if ps is None:
             return ProcSample(name, pid, False, None, None, None)
-        first = pid not in self._procs
-        ps = self._procs.setdefault(pid, ps)
-        try:
-            with ps.oneshot():
-                cpu = ps.cpu_percent(None)
-                rss = ps.memory_info().rss
-                fds = ps.num_fds() if hasattr(ps, "num_fds") else len(ps.open_files())
-        except psutil.Error:
-            return ProcSample(name, pid, False, None, None, None)
+        cpu, rss, fds, first = 0.0, 0, 0, False
+        for i, found in enumerate(family(ps)):
+            known = self._procs.get(found.pid)
+            current = known if known is not None and known == found else found
+            try:
+                with current.oneshot():
+                    used = current.cpu_percent(None)
+                    size = current.memory_info().rss
+                    files = current.num_fds() if hasattr(current, "num_fds") else len(current.open_files())
+            except psutil.Error:
+                if i == 0:
+                    return ProcSample(name, pid, False, None, None, None)
+                continue  # a descendant that ended meanwhile
+            seen[found.pid] = current
+            first = first or current is found
+            cpu, rss, fds = cpu + used, rss + size, fds + files
         return ProcSample(name, pid, True, None if first else cpu, rss, fds)

@@ -403,13 +403,37 @@ def _status(ps: psutil.Process) -> str:
         return "state unknown"
 
 
+def family(ps: psutil.Process) -> list[psutil.Process]:
+    """A process and its descendants: a broker's front workers, the JVM a launcher script started. What one of a
+    cluster's processes costs the machine is theirs together."""
+    try:
+        return [ps, *ps.children(recursive=True)]
+    except psutil.Error:
+        return [ps]
+
+
 def usage(proc: ProcInfo) -> tuple[bool, float | None, int | None]:
-    """(alive, cpu percent over a short sample, rss bytes)."""
+    """(alive, cpu percent over a short sample, rss bytes), of the process with its descendants (`family`); a
+    descendant that ends during the sample is left out."""
     ps = alive(proc)
     if ps is None:
         return False, None, None
+    procs = family(ps)
     try:
-        with ps.oneshot():
-            return True, ps.cpu_percent(interval=0.1), ps.memory_info().rss
+        ps.cpu_percent(None)
     except psutil.Error:
         return False, None, None
+    for child in procs[1:]:
+        with contextlib.suppress(psutil.Error):
+            child.cpu_percent(None)
+    time.sleep(0.1)
+    cpu, rss = 0.0, 0
+    for i, p in enumerate(procs):
+        try:
+            with p.oneshot():
+                cpu += p.cpu_percent(None)
+                rss += p.memory_info().rss
+        except psutil.Error:
+            if i == 0:
+                return False, None, None
+    return True, cpu, rss
