@@ -15,7 +15,7 @@ from mqtools.client.admin.models.ha import (
     SlaveConnection,
     diff_messages,
     pair_slaves,
-    silence,
+    silent_slave,
     trend_of,
 )
 from mqtools.common.presentation import Unreachable, partial_note
@@ -85,8 +85,7 @@ def ha(state: LiveState, mono: float) -> Table:
             conn = status.slaves[ci]
             label = slave.addr if slave is not None else conn.addr
             if conn.overdue:  # hung or cut off: the master's figures for it are as of its last report
-                table.notes.append(f"{master.broker_name}: slave {label} has sent its master no report for "
-                                   f"{silence(conn.silent_ms)}: in sync unknown, figures as of its last report")
+                table.notes.append(f"{master.broker_name}: slave {label}: {silent_slave(conn.silent_ms)}")
             table.rows.append(Row(f"{master.addr}>{conn.addr}",
                                   [*head, Cell(label, label), *_slave_cells(state, master.addr, conn, rt, mono),
                                    *_controller_cells(ctl, slave.addr if slave is not None else None)],

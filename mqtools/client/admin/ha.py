@@ -35,7 +35,7 @@ from mqtools.client.admin.models.ha import (
     diff_messages,
     offset_speed,
     pair_slaves,
-    silence,
+    silent_slave,
     status_from_offsets,
     trend_of,
 )
@@ -139,7 +139,7 @@ def _group(t: _Target, series: list[tuple[float, HAStatus | MQClientError]],
         catch_up = c.catch_up(speed)
         if c.overdue:
             addr = view.broker_addr if view is not None else c.addr
-            silent = f"no HA report to its master for {silence(c.silent_ms)}"
+            silent = silent_slave(c.silent_ms)
             reasons[addr] = f"{reasons[addr]}; {silent}" if addr in reasons else silent
         rows.append(SlaveReplication(c.addr, c.ack_offset, c.diff_bytes, diff_messages(c.diff_bytes, avg), speed,
                                      catch_up, in_sync, trend_of(samples), c.transfer_from, samples, view,

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from mqtools.client.admin.ha import _group, _Target
 from mqtools.client.admin.models.brokers import BrokerRow, ClusterSnapshot
-from mqtools.client.admin.models.ha import HA_STATUS, NOT_SAFE, SAFE, HAStatus, SlaveView
+from mqtools.client.admin.models.ha import HA_STATUS, NOT_SAFE, SAFE, HAStatus, SlaveView, silent_slave
 from mqtools.client.admin.models.ha_readiness import assess
 from mqtools.live.ha_view import ha
 from mqtools.live.state import LiveState, Outcome
+from mqtools.live.tables import Table
 
 MASTER, SLAVE, CONN = "10.0.0.1:10911", "10.0.0.2:10911", "10.0.0.2:51000"
 
@@ -57,13 +58,18 @@ def test_ha_status_and_ready_name_the_silent_slave_and_never_call_it_safe() -> N
     assert assess(_replication(overdue=False)).verdict == SAFE  # the same slave reporting: safe
 
 
-def test_mq_top_marks_the_silent_slave_stale_with_a_note() -> None:
+def _top_ha_table() -> Table:
+    """mq top's HA view of the set whose slave is silent."""
     state = LiveState()
     snap = ClusterSnapshot(["ns:9876"], {"C": ["broker-a"]},
                            [BrokerRow("C", "broker-a", 0, MASTER), BrokerRow("C", "broker-a", 1, SLAVE)], True)
     state.apply(Outcome("snapshot", snap, None, 1000.0, 10.0))
     state.apply(Outcome(f"ha:{MASTER}", HAStatus.from_json(answer(overdue=True)), None, 1000.0, 10.0))
-    table = ha(state, 10.5)
+    return ha(state, 10.5)
+
+
+def test_mq_top_marks_the_silent_slave_stale_with_a_note() -> None:
+    table = _top_ha_table()
     (row,) = table.rows
     assert row.stale
     assert table.value(row, "inSync") is None and table.value(row, "speedBytesPerS") is None
@@ -84,3 +90,13 @@ def test_ha_ready_says_why_a_slave_is_not_replicating() -> None:
     group = _group(target, [(0.0, master)], None, {"brokerRole": "SYNC_MASTER"}, [view], 0.0, HA_STATUS, {})
     (check,) = [c for c in assess(group).checks if c.name == "slave answers"]
     assert check.ok is False and why in check.detail
+
+
+def test_every_view_says_a_silent_slave_in_the_same_words() -> None:
+    """`ha status`'s partial reason, `ha ready`'s check and mq top's note: one sentence from the model."""
+    words = silent_slave(3200)
+    (missed,) = _replication(overdue=True).unreachable
+    (check,) = [c for c in assess(_replication(overdue=True)).checks if c.name == "in sync"]
+    (note,) = _top_ha_table().notes
+    assert words in missed.reason and words in check.detail and words in note
+    assert "3.2s" in words and "in sync unknown" in words

@@ -48,9 +48,11 @@ class SlaveConnection:
         return None if self.overdue else catch_up_seconds(self.diff_bytes, bytes_per_s)
 
 
-def silence(ms: int | None) -> str:
-    """How long a slave has been silent, for a note."""
-    return "a while" if ms is None else f"{ms / 1000:.1f}s"
+def silent_slave(ms: int | None) -> str:
+    """What a slave silent for `ms` (an overdue one) is, in the words every view uses after its name."""
+    silent = "a while" if ms is None else f"{ms / 1000:.1f}s"
+    return (f"no HA report to its master for {silent} (a slave reports every heartbeat interval): hung or cut off, "
+            "in sync unknown, figures as of its last report")
 
 
 @dataclass(frozen=True, slots=True)

@@ -15,7 +15,7 @@ from mqtools.client.admin.models.ha import (
     ControllerState,
     ReplicationGroup,
     SlaveReplication,
-    silence,
+    silent_slave,
 )
 
 
@@ -78,9 +78,7 @@ def slave_checks(group: ReplicationGroup, s: SlaveReplication, max_diff: int,
                             f"{name} answers and its HA client is "
                             f"{'connected' if s.slave.connected else 'not connected' + why}"))
     if s.overdue:
-        checks.append(Check("in sync", False, f"{name} has sent the master no report for {silence(s.silent_ms)} "
-                            "(a slave reports at least every heartbeat interval): hung or cut off, whether it is "
-                            "in sync is unknown"))
+        checks.append(Check("in sync", False, f"{name}: {silent_slave(s.silent_ms)}"))
     elif group.from_runtime_info:
         checks.append(Check("in sync", s.in_sync is True, f"{name} is {'within' if s.in_sync else 'not within'} "
                             "the master's haSlaveFallbehindMax (how a 4.x master counts a slave in sync)"))
