@@ -166,7 +166,7 @@ class BrokerController:
     def _on_register_result(self, result: RegisterResult) -> None:
         if self.ha_duties is not None:
             self.ha_duties.on_register_result(result)
-        if result.ok and result.master_addr:
+        if result.ok:  # as given, None too (Apache's setMasterAddr): no sync round while the route has no master
             self.master_addr = result.master_addr
         if result.ok and result.order_topics is not None:
             self.topics.update_order(result.order_topics)

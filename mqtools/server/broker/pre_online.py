@@ -9,6 +9,17 @@ before the remoting server opens (so no consumer and no slave sync sees the old 
 name servers which slaves its broker group has (GET_BROKER_CLUSTER_INFO), asks each for
 GET_ALL_CONSUMER_OFFSET, and keeps per queue the larger of its own and the slave's committed offset.
 
+Only for a topic in its topic table and a group in its subscription groups: the slave's sync adds and
+overwrites keys but never removes one, so the slave still holds the offsets of a group deleted with
+cleanOffset, of a topic deleted in the broker, or of a group whose config is gone, and they must not come
+back. A group's config is made at a consumer's heartbeat while autoCreateSubscriptionGroup is on, so a group
+that consumed from this master has one; a group first seen while the master was down, or one that only
+committed offsets, has none here and starts over. What is left out is logged, with why.
+
+Only a restarted master takes them: a master paused or cut off long enough to leave the route, which then
+resumes, does not, and its slave's next sync overwrites what the consumers committed to the slave meanwhile,
+as in Apache 4.9.7.
+
 A fresh cluster is unchanged: no slave is registered yet, or the slave has nothing newer. Everything is
 bounded by the registration timeout, and any failure (no name server, a slave that does not answer) is
 logged and skipped: the master then starts with its own offsets, as classic RocketMQ does. The cost of
@@ -21,10 +32,12 @@ from __future__ import annotations
 import logging
 
 from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.log_limiter import one_line
 from mqtools.remoting.bodies import ClusterInfo, ConsumerOffsetSerializeWrapper
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
+from mqtools.server.broker.consumer_offsets import split_key
 from mqtools.server.broker.context import BrokerContext
 
 log = logging.getLogger("mq.broker.pre_online")
@@ -45,6 +58,22 @@ async def group_slaves(broker: BrokerContext, timeout: float) -> list[str]:
             found |= {addr for bid, addr in data.broker_addrs.items()
                       if bid not in (MASTER_ID, broker.config.broker_id)}
     return sorted(found)
+
+
+def on_this_master(broker: BrokerContext, table: dict[str, dict[int, int]]
+                   ) -> tuple[dict[str, dict[int, int]], list[tuple[str, str]]]:
+    """The entries of a slave's table whose topic and group this master has, and the keys of the rest with why."""
+    kept: dict[str, dict[int, int]] = {}
+    left_out: list[tuple[str, str]] = []
+    for key, offsets in table.items():
+        topic, group = split_key(key)
+        if topic not in broker.topics:
+            left_out.append((key, "topic not on this master"))
+        elif group not in broker.groups.table:
+            left_out.append((key, "subscription group not on this master"))
+        else:
+            kept[key] = offsets
+    return kept, left_out
 
 
 async def take_offsets_from_slaves(broker: BrokerContext, timeout: float) -> int:
@@ -69,7 +98,11 @@ async def take_offsets_from_slaves(broker: BrokerContext, timeout: float) -> int
         except Exception as exc:  # noqa: BLE001 - as above: a bad answer skips that slave
             log.warning("slave %s gave no consumer offsets, skipping it: %s", addr, exc)
             continue
-        moved = broker.offsets.take_newer({k: v for k, v in table.items() if v is not None})
+        kept, left_out = on_this_master(broker, {k: v for k, v in table.items() if v is not None})
+        if left_out:
+            log.info("left out %d offset entries of slave %s that this master deleted or never had: %s",
+                     len(left_out), addr, one_line("; ".join(f"{key} ({why})" for key, why in left_out)))
+        moved = broker.offsets.take_newer(kept)
         taken += len(moved)
         for key, queue_id, old, new in moved:
             log.info("offset of %s[%d] taken from slave %s: %s -> %d", key, queue_id, addr,

@@ -2,14 +2,18 @@
 
 Items and rules as RocketMQ 4.x applies them: topic configs and subscription groups are
 replaced when the master's dataVersion differs; consumer offsets are merged every time
-(master wins on common keys, slave-only entries survive); the delay offsets body is written
-verbatim to delayOffset.json and reloaded; the message request modes (RocketMQ 5) are replaced; the
-timer's pending counts per topic (RocketMQ 5) are replaced. Runs every 10 s while the master address
-(from the registration result) is known and is not this broker (first after 3 s), as Apache's; and
+(master wins on common keys, slave-only entries survive); the delay offsets body, once it decodes to
+Java longs, is taken and written verbatim to delayOffset.json; the message request modes (RocketMQ 5) are
+replaced; the timer's pending counts per topic (RocketMQ 5) are replaced. Runs every 10 s while the last
+registration result names a master that is not this broker (first after 3 s), as Apache's; and
 besides, at once when a registration names a master it has not synced from yet (Apache's slave first
 syncs 3 s after it starts, so a master that dies within those seconds leaves it without the topics it
 holds). The timer's checkpoint (the master's read time and queue offset) is taken every 3 s, as Apache's
 slave takes it: what a slave made master delivers again after its master died is at most those seconds.
+
+Each item fails alone, whatever it raises (Apache catches each item's Exception, and the Throwable of the
+scheduled round): the failure is logged and the loop goes on. A master that hangs fails every item of every
+round the same way, so each item's failure is logged at most once a minute.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import logging
 from collections.abc import Awaitable, Callable
 
 from mqtools.common.atomic_file import write_atomic
+from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.loop import wait_event
 from mqtools.remoting.bodies import (
     ConsumerOffsetSerializeWrapper,
@@ -31,9 +36,16 @@ from mqtools.remoting.errors import RemotingError
 from mqtools.remoting.timer import TimerCheckpointBody, TimerMetricsBody
 from mqtools.server.broker.context import BrokerContext
 from mqtools.server.lifecycle import cancel_and_wait
+from mqtools.server.store.config_manager import DECODE_ERRORS
 from mqtools.server.store.timer.timer_checkpoint import DataVersion
 
 log = logging.getLogger("mq.broker.slave_sync")
+#: The item taken every timer_interval besides the rounds; one name, so its failures share one limit.
+TIMER_CHECKPOINT = "timer checkpoint"
+#: What a master that does not answer, answers an error or sends a bad body makes an item raise (the tables'
+#: decoders raise for a bad body what they raise for a bad file): a line naming it; anything else is a bug,
+#: logged with its traceback.
+PEER_ERRORS = (RemotingError, OSError, TimeoutError, *DECODE_ERRORS)
 
 
 class SlaveSynchronize:
@@ -51,6 +63,8 @@ class SlaveSynchronize:
         self._task: asyncio.Task[None] | None = None
         self._wake = asyncio.Event()
         self._synced_from: str | None = None
+        #: Per item, a line a minute: the first failure, then how many were left out.
+        self._failures = LimitedLog(log, limit=1)
         self.rounds = 0
 
     def master_addr(self) -> str | None:
@@ -101,16 +115,24 @@ class SlaveSynchronize:
             ("delay offsets", self.sync_delay_offsets), ("subscription groups", self.sync_subscription_groups),
             ("message request modes", self.sync_message_request_modes)]
         if self.broker.timer is not None:
-            steps += [("timer checkpoint", self.sync_timer_checkpoint), ("timer metrics", self.sync_timer_metrics)]
+            steps += [(TIMER_CHECKPOINT, self.sync_timer_checkpoint), ("timer metrics", self.sync_timer_metrics)]
         ok = True
         for name, step in steps:
-            try:
-                await step(master)
-            except (RemotingError, OSError, TimeoutError, ValueError) as exc:
-                ok = False
-                log.warning("slave sync of %s from %s failed: %s", name, master, exc)
+            ok = await self._item(name, step, master) and ok
         self.rounds += 1
         return ok
+
+    async def _item(self, name: str, step: Callable[[str], Awaitable[None]], master: str) -> bool:
+        """One item from `master`; False when it failed, which is logged and stops nothing else."""
+        try:
+            await step(master)
+        except PEER_ERRORS as exc:
+            self._failures.warning(name, "slave sync of %s from %s failed: %s", name, master, exc)
+            return False
+        except Exception:  # noqa: BLE001 - a bug in one item must not end the sync for good
+            self._failures.failure(name, "slave sync of %s from %s failed", name, master)
+            return False
+        return True
 
     async def _fetch(self, master: str, code: int) -> bytes:
         resp = await self.broker.client.invoke(master, RemotingCommand.request(code), self.timeout)
@@ -141,8 +163,8 @@ class SlaveSynchronize:
         if not body:
             return
         schedule = self.broker.schedule
+        schedule.decode(body)  # first: a body that is not a table of Java longs is neither taken nor written
         await asyncio.to_thread(write_atomic, schedule.path, body)
-        schedule.load()
 
     async def sync_subscription_groups(self, master: str) -> None:
         body = await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
@@ -169,12 +191,8 @@ class SlaveSynchronize:
 
     async def _timer_checkpoint_quietly(self) -> None:
         master = self.master_addr()
-        if master is None or self.broker.timer is None:
-            return
-        try:
-            await self.sync_timer_checkpoint(master)
-        except (RemotingError, OSError, TimeoutError, ValueError) as exc:
-            log.warning("slave sync of timer checkpoint from %s failed: %s", master, exc)
+        if master is not None and self.broker.timer is not None:
+            await self._item(TIMER_CHECKPOINT, self.sync_timer_checkpoint, master)
 
     async def _fetch_timer(self, master: str, code: int) -> bytes | None:
         """A timer request's body; None from a master that does not know it (RocketMQ 4; asked once) or runs no

@@ -27,6 +27,7 @@ from typing import Any
 
 from mqtools.common import properties as P
 from mqtools.common.codec import CorruptMessageError, decode_stored
+from mqtools.common.javanum import INT_RANGE, LONG_RANGE
 from mqtools.common.log_limiter import LimitedLog
 from mqtools.common.message import MessageExt, MessageExtBrokerInner, reput_copy
 from mqtools.common.topics import SCHEDULE_TOPIC
@@ -70,6 +71,23 @@ def _refresh_properties_string(msg: Any) -> None:
         msg.properties_string = P.properties_to_string(msg.properties)
 
 
+def _java_int(level: str) -> int:
+    """A delayOffset.json key as RocketMQ's Integer holds it; anything else makes the file a bad one."""
+    value = int(level)
+    if value not in INT_RANGE:
+        raise ValueError(f"delay level {level[:30]!r} is not a Java int")
+    return value
+
+
+def _java_long(offset: object) -> int:
+    """A delayOffset.json value as RocketMQ's Long holds it: 1e400 (inf), a fraction, a 20-digit number or a
+    string is a ValueError, so the ConfigManager passes over the file for its backup, as over any bad file, and a
+    slave neither takes nor writes such a body from its master."""
+    if type(offset) is int and offset in LONG_RANGE:
+        return offset
+    raise ValueError(f"delay offset {str(offset)[:30]} is not a Java long")
+
+
 class ScheduleMessageService(ConfigManager):
     """Delivers due delayed messages; the store is any object with the MessageStore facade."""
 
@@ -105,7 +123,7 @@ class ScheduleMessageService(ConfigManager):
         if not isinstance(raw, dict):
             raise TypeError("delayOffset.json is not a JSON object")
         table = raw.get("offsetTable") or {}
-        self.offset_table = {int(k): int(v) for k, v in table.items() if v is not None}
+        self.offset_table = {_java_int(k): _java_long(v) for k, v in table.items() if v is not None}
 
     def correct_offsets(self) -> None:
         """Clamp saved offsets into each level queue's [min, max] (files may have been cleaned)."""

@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from mqtools.remoting.bodies import BrokerData, ClusterInfo, ConsumerOffsetSerializeWrapper
+import pytest
+
+from mqtools.remoting.bodies import (
+    BrokerData,
+    ClusterInfo,
+    ConsumerOffsetSerializeWrapper,
+    SubscriptionGroupConfig,
+    TopicConfig,
+)
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingConnectError, RemotingError
 from mqtools.server.broker.config import BrokerConfig
 from mqtools.server.broker.consumer_offsets import ConsumerOffsetManager
 from mqtools.server.broker.pre_online import take_offsets_from_slaves
+from mqtools.server.broker.subscription import SubscriptionGroupManager
+from mqtools.server.broker.topic_config import TopicConfigManager
 
 
 def test_take_newer_keeps_the_larger_offset_per_queue_and_adds_what_is_missing(tmp_path: Path) -> None:
@@ -59,15 +70,22 @@ class Broker:
     config: BrokerConfig
     client: FakeClient
     offsets: ConsumerOffsetManager
+    topics: TopicConfigManager
+    groups: SubscriptionGroupManager
 
 
 def broker(tmp_path: Path, client: FakeClient, **cfg: object) -> Broker:
+    """A master whose topic T and group g exist (a consumer of g heartbeated), with g's offset on T."""
     settings: dict[str, object] = {"broker_name": "broker-a", "namesrv_addr": "127.0.0.1:9876",
                                    "store_path_root_dir": str(tmp_path), **cfg}
     config = BrokerConfig(**settings)  # type: ignore[arg-type]
     offsets = ConsumerOffsetManager(tmp_path / "config")
     offsets.commit_offset("h", "g", "T", 0, 100)
-    return Broker(config, client, offsets)
+    topics = TopicConfigManager(tmp_path / "config", config)
+    topics.table["T"] = TopicConfig("T")
+    groups = SubscriptionGroupManager(tmp_path / "config")
+    groups.table["g"] = SubscriptionGroupConfig("g")
+    return Broker(config, client, offsets, topics, groups)
 
 
 async def test_a_master_takes_the_newer_offsets_of_each_slave_and_persists_them(tmp_path: Path) -> None:
@@ -95,3 +113,18 @@ async def test_a_fresh_group_a_slave_or_no_name_server_changes_nothing(tmp_path:
     assert slave.asked == []
     no_ns = FakeClient({"broker-a": {0: "m:1", 1: "s:1"}}, {"s:1": {"T@g": {0: 999}}})
     assert await take_offsets_from_slaves(broker(tmp_path, no_ns, namesrv_addr=""), 1.0) == 0  # type: ignore[arg-type]
+
+
+async def test_offsets_of_a_topic_or_group_the_master_deleted_are_not_taken_back(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """The slave's sync only adds and overwrites keys, so it still holds what the master deleted (a group deleted
+    with cleanOffset, a topic deleted in the broker, a group whose config is gone): none of it comes back."""
+    client = FakeClient({"broker-a": {0: "m:1", 1: "s:1"}},
+                        {"s:1": {"T@g": {0: 120}, "Gone@g": {0: 7}, "T@deleted": {0: 12}}})
+    b = broker(tmp_path, client)
+    with caplog.at_level(logging.INFO, "mq.broker.pre_online"):
+        assert await take_offsets_from_slaves(b, 1.0) == 1  # type: ignore[arg-type]
+    assert b.offsets.offset_table == {"T@g": {0: 120}}
+    left_out = [r.getMessage() for r in caplog.records if "left out" in r.getMessage()]
+    assert len(left_out) == 1 and "Gone@g (topic not on this master)" in left_out[0]
+    assert "T@deleted (subscription group not on this master)" in left_out[0]
