@@ -40,7 +40,8 @@ class TlsAcceptor:
 
     def __init__(self, name: str, certificates: TlsCertificateManager,
                  protocol_factory: Callable[[], asyncio.BaseProtocol], *,
-                 handshake_timeout: float = HANDSHAKE_TIMEOUT, first_byte_timeout: float = FIRST_BYTE_TIMEOUT) -> None:
+                 handshake_timeout: float = HANDSHAKE_TIMEOUT, first_byte_timeout: float = FIRST_BYTE_TIMEOUT,
+                 gate: asyncio.Event | None = None) -> None:
         #: Asked at each handshake: a certificate loaded again since start reaches the next connection.
         self._certificates = certificates
         self._factory = protocol_factory
@@ -52,6 +53,8 @@ class TlsAcceptor:
         self._task: asyncio.Task | None = None
         self._pending: set[asyncio.Task] = set()
         self.failed_handshakes = 0
+        #: Accept only while this is set (a broker's front worker told to leave new clients to the others); None: always.
+        self._gate = gate
 
     async def start(self, host: str, port: int) -> int:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -77,7 +80,13 @@ class TlsAcceptor:
         loop = asyncio.get_running_loop()
         while True:
             try:
-                sock, _addr = await loop.sock_accept(listener)
+                if self._gate is None:
+                    sock, _addr = await loop.sock_accept(listener)
+                else:
+                    gated = await gated_accept(loop, listener, self._gate)
+                    if gated is None:  # another process took it, or the gate closed meanwhile
+                        continue
+                    sock = gated
             except OSError as exc:  # EMFILE and friends: back off instead of spinning
                 log.warning("accept failed: %s", exc)
                 await asyncio.sleep(0.1)
@@ -114,8 +123,24 @@ class TlsAcceptor:
                 sock.close()
 
 
-async def _peek_first_byte(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> int | None:
-    """The connection's first byte, left unread; None when the peer closed without sending."""
+async def gated_accept(loop: asyncio.AbstractEventLoop, listener: socket.socket,
+                       gate: asyncio.Event) -> socket.socket | None:
+    """One connection accepted while `gate` is set; None when another process sharing the listener took it first or
+    the gate closed meanwhile. It waits for the listener to be readable and looks at the gate just before accepting:
+    a sock_accept already waiting when the gate closes would still take the next client."""
+    await gate.wait()
+    await _readable(loop, listener)
+    if not gate.is_set():
+        return None
+    try:
+        sock, _addr = listener.accept()
+    except (BlockingIOError, InterruptedError):
+        return None
+    sock.setblocking(False)
+    return sock
+
+
+async def _readable(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> None:
     readable = loop.create_future()
     fd = sock.fileno()
     loop.add_reader(fd, lambda: readable.done() or readable.set_result(None))
@@ -123,6 +148,11 @@ async def _peek_first_byte(loop: asyncio.AbstractEventLoop, sock: socket.socket)
         await readable
     finally:
         loop.remove_reader(fd)
+
+
+async def _peek_first_byte(loop: asyncio.AbstractEventLoop, sock: socket.socket) -> int | None:
+    """The connection's first byte, left unread; None when the peer closed without sending."""
+    await _readable(loop, sock)
     data = sock.recv(1, socket.MSG_PEEK)
     return data[0] if data else None
 

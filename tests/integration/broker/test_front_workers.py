@@ -5,6 +5,7 @@ reconnect; a broker that stops or dies takes its workers along."""
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import os
 import signal
@@ -26,6 +27,8 @@ from mqtools.remoting.client import RemotingClient
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingError
+from mqtools.remoting.frame import FrameDecoder
+from mqtools.server.broker.front.accept_gate import SLACK
 from mqtools.server.broker.front.relay import HUNG_AFTER_S
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
@@ -144,5 +147,86 @@ async def test_a_tls_client_through_a_worker_and_a_broker_killed_takes_its_worke
         broker.kill()
         assert psutil.wait_procs([worker], timeout=10)[1] == [], "the worker outlived its killed broker"
     finally:
+        broker.stop()
+        namesrv.stop()
+
+
+Client = tuple[asyncio.StreamReader, asyncio.StreamWriter]
+
+
+async def _connect_and_ask(addr: str) -> Client:
+    """A raw client connection that has been answered once: a worker accepted it and relays it."""
+    host, port = addr.rsplit(":", 1)
+    reader, writer = await asyncio.open_connection(host, int(port))
+    request = RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, None)
+    writer.write(request.encode())
+    frames: list[RemotingCommand] = []
+    decoder = FrameDecoder()
+    async with asyncio.timeout(60):  # a stopped worker is noticed within seconds; this is generous
+        while not frames:
+            data = await reader.read(1 << 16)
+            assert data, "the broker closed a new client's connection"
+            frames += decoder.feed(data)
+    assert frames[0].code == ResponseCode.SUCCESS and frames[0].opaque == request.opaque
+    return reader, writer
+
+
+def _held_by(broker: MqProcess, clients: list[Client]) -> dict[int, int]:
+    """How many of `clients` each worker process holds (by pid)."""
+    ports = {writer.get_extra_info("sockname")[1] for _, writer in clients}
+    return {w.pid: sum(1 for c in w.net_connections() if c.raddr and c.raddr.port in ports) for w in workers(broker)}
+
+
+async def _close(clients: list[Client]) -> None:
+    for _, writer in clients:
+        writer.close()
+    for _, writer in clients:
+        with contextlib.suppress(OSError):
+            await writer.wait_closed()
+
+
+async def test_clients_opened_one_at_a_time_spread_over_the_workers(tmp_path: Path) -> None:
+    """Every worker accepts on the broker's one listening socket and the kernel wakes them in the same order: without
+    the store's accept gate one worker took 20 of 24 such clients. With it a worker more than SLACK connections
+    above the least-loaded one stops accepting until the others catch up."""
+    namesrv = start_namesrv(tmp_path)
+    broker = start_broker(tmp_path, namesrv.addr, frontWorkers=str(WORKERS))
+    clients: list[Client] = []
+    try:
+        for _ in range(24):
+            clients.append(await _connect_and_ask(broker.addr))
+            await asyncio.sleep(0.02)
+        held = _held_by(broker, clients)
+        assert sum(held.values()) == 24 and len(held) == WORKERS, held
+        assert max(held.values()) - min(held.values()) <= SLACK + 1, held
+    finally:
+        await _close(clients)
+        broker.stop()
+        namesrv.stop()
+
+
+async def test_a_stopped_worker_does_not_keep_the_other_from_accepting(tmp_path: Path) -> None:
+    """A worker that answers nothing (stopped) is left out of the least-loaded count once it is silent: the other,
+    paused because it holds more, accepts and answers every new client, long before the stopped one is taken for
+    hung and killed."""
+    namesrv = start_namesrv(tmp_path)
+    broker = start_broker(tmp_path, namesrv.addr, frontWorkers=str(WORKERS))
+    clients: list[Client] = []
+    try:
+        stopped, alive = workers(broker)
+        os.kill(stopped.pid, signal.SIGSTOP)
+        try:
+            for _ in range(6):
+                clients.append(await _connect_and_ask(broker.addr))
+                await asyncio.sleep(0.02)
+            assert _held_by(broker, clients) == {stopped.pid: 0, alive.pid: 6}
+            assert not any("has not answered for" in line for line in broker.lines), broker.output()
+        finally:
+            with contextlib.suppress(ProcessLookupError):  # killed as hung already: the assertions above say so
+                os.kill(stopped.pid, signal.SIGCONT)
+        clients.append(await _connect_and_ask(broker.addr))  # it serves again, and is counted again
+        assert stopped.pid in [w.pid for w in workers(broker)]
+    finally:
+        await _close(clients)
         broker.stop()
         namesrv.stop()

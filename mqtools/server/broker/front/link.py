@@ -14,6 +14,9 @@ payload's length (u32), its kind (u8) and the client connection it is about (u32
   PAUSE  worker -> broker: the client does not read its answers (its socket's output passed its high-water mark):
          the worker stops reading it, the store's process stops serving it (its connection's pause_writing)
   RESUME worker -> broker: that output drained: both read and serve the client again
+  ACCEPT_PAUSE   broker -> worker, connection 0: stop accepting new clients for now (this worker holds more than
+                 its share: accept_gate.py), leaving them in the shared listening socket's backlog for the others
+  ACCEPT_RESUME  broker -> worker, connection 0: accept again
 
 A DATA payload is a piece of the client's byte stream, so an answer larger than MAX_PAYLOAD goes as several.
 
@@ -32,7 +35,8 @@ from dataclasses import dataclass
 from mqtools.remoting.errors import ProtocolError
 
 HELLO, OPEN, DATA, CLOSE, PING, PONG, SEND, PAUSE, RESUME = 1, 2, 3, 4, 5, 6, 7, 8, 9
-KINDS = frozenset({HELLO, OPEN, DATA, CLOSE, PING, PONG, SEND, PAUSE, RESUME})
+ACCEPT_PAUSE, ACCEPT_RESUME = 10, 11
+KINDS = frozenset({HELLO, OPEN, DATA, CLOSE, PING, PONG, SEND, PAUSE, RESUME, ACCEPT_PAUSE, ACCEPT_RESUME})
 _HEADER = struct.Struct(">IBI")
 HEADER_SIZE = _HEADER.size
 #: The largest payload of one message: a bigger length is a bug. A client's frames are smaller (a broker's maxFrame

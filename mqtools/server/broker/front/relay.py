@@ -16,7 +16,9 @@ written stays bounded wherever the client's answers go.
 
 `FrontWorkers` starts the worker processes (front/worker.py) on the server's listening sockets, waits for
 each to serve, kills one that hangs, starts again one that dies (its clients reconnect, to another worker or
-to it), and stops them by closing their links.
+to it), and stops them by closing their links. It spreads the clients over them: each worker's count of
+connections goes to an `AcceptGate` (accept_gate.py) on every OPEN and CLOSE, and when a worker stops or starts
+serving; a worker told ACCEPT_PAUSE leaves new clients in the shared listening socket to the others.
 """
 
 from __future__ import annotations
@@ -37,6 +39,7 @@ from mqtools.remoting.server import RemotingServer
 from mqtools.remoting.transport import RemotingConnection
 from mqtools.server.broker.front import link as L
 from mqtools.server.broker.front import send_record as R
+from mqtools.server.broker.front.accept_gate import AcceptGate
 from mqtools.server.broker.front.endpoint import LinkEnd
 from mqtools.server.broker.front.worker import tls_spec
 from mqtools.server.broker.processors.send import SendV2, send_record
@@ -183,10 +186,12 @@ class WorkerLink(LinkEnd):
     """The store process's end of one worker's link."""
 
     def __init__(self, server: RemotingServer, on_hello: Callable[[], None],
-                 counts: RecordCounts | None = None) -> None:
+                 counts: RecordCounts | None = None, on_count: Callable[[int], None] | None = None) -> None:
         super().__init__()
         self._server = server
         self._on_hello = on_hello
+        #: Told the number of relayed connections whenever one opens or closes (FrontWorkers' accept gate).
+        self._on_count = on_count
         self.counts = RecordCounts() if counts is None else counts
         self.conns: dict[int, RelayTransport] = {}
         #: Answers added to the outbox this loop turn (bytes), and whether they passed LINK_HIGH_WATER.
@@ -245,7 +250,12 @@ class WorkerLink(LinkEnd):
                 transport.link_paused(backed_up)
 
     def forget(self, conn_id: int) -> None:
-        self.conns.pop(conn_id, None)
+        if self.conns.pop(conn_id, None) is not None:
+            self._counted()
+
+    def _counted(self) -> None:
+        if self._on_count is not None:
+            self._on_count(len(self.conns))
 
     def send(self, conn: RemotingConnection, record: bytes) -> None:
         """A plain send a worker parsed: stored and answered by the compiled send, or fed as its frame. It counts
@@ -289,6 +299,7 @@ class WorkerLink(LinkEnd):
                 self._open(conn_id, L.Opened.decode(payload))
             elif kind == L.CLOSE:
                 if (transport := self.conns.pop(conn_id, None)) is not None:
+                    self._counted()
                     transport.lost()
             elif kind == L.HELLO:
                 self._on_hello()
@@ -303,6 +314,7 @@ class WorkerLink(LinkEnd):
         conn = self._server.new_connection()
         transport.set_protocol(conn)
         self.conns[conn_id] = transport
+        self._counted()
         conn.connection_made(transport)
         if self.backed_up:
             transport.link_paused(True)
@@ -337,6 +349,8 @@ class FrontWorkers:
         #: The workers that said HELLO and have not died since.
         self._serving: set[int] = set()
         self.counts = RecordCounts()
+        #: Which workers are told to stop accepting for now, from their counts of connections.
+        self._gate = AcceptGate()
 
     async def start(self, sockets: list[socket.socket]) -> None:
         """Start every worker on `sockets` and wait until each serves; StartError when one does not."""
@@ -357,7 +371,8 @@ class FrontWorkers:
             theirs.close()
         hello = loop.create_future()
         _, link = await loop.create_unix_connection(
-            lambda: WorkerLink(self._server, lambda: hello.done() or hello.set_result(None), self.counts), sock=mine)
+            lambda: WorkerLink(self._server, lambda: hello.done() or hello.set_result(None), self.counts,
+                               lambda count: self._tell(self._gate.count(index, count))), sock=mine)
         self._procs[index], self._links[index] = proc, link
         try:
             await asyncio.wait_for(asyncio.shield(hello), START_TIMEOUT_S)
@@ -368,6 +383,7 @@ class FrontWorkers:
         if link.closed.done():
             raise StartError(f"front worker {index} (pid {proc.pid}) exited as it started")
         self._serving.add(index)
+        self._tell(self._gate.join(index, len(link.conns)))
         self._watch(index, link, proc)
 
     def _watch(self, index: int, link: WorkerLink, proc: asyncio.subprocess.Process) -> None:
@@ -382,6 +398,7 @@ class FrontWorkers:
             return
         link.close()
         self._serving.discard(index)
+        self._tell(self._gate.leave(index))
         code = await proc.wait()
         log.warning("front worker %d (pid %d) exited with %s; its clients reconnect; starting it again in %.0f s",
                     index, proc.pid, code, RESTART_DELAY_S)
@@ -403,12 +420,20 @@ class FrontWorkers:
             silent = link.silent_for()
             if link.closed.done() or self._stopping:
                 return
+            self._tell(self._gate.serving(index, silent <= SILENT_AFTER_S))
             if silent >= HUNG_AFTER_S:
                 log.warning("front worker %d (pid %d) has not answered for %.0f s: killing it", index, proc.pid, silent)
                 proc.kill()
                 return
             if silent >= PING_AFTER_S:
                 link.emit(L.PING, 0)
+
+    def _tell(self, changes: dict[int, bool]) -> None:
+        """ACCEPT_PAUSE / ACCEPT_RESUME to the workers whose verdict changed."""
+        for index, paused in changes.items():
+            link = self._links.get(index)
+            if link is not None and not link.closed.done():
+                link.emit(L.ACCEPT_PAUSE if paused else L.ACCEPT_RESUME, 0)
 
     def serving(self) -> int:
         """The workers that said HELLO, have not died since and answer: one silent past SILENT_AFTER_S (a ping not

@@ -7,6 +7,8 @@ plain sends into records (send_record.py); the store process runs the requests. 
 store's loop: the socket calls of every client connection (a worker joins what all its clients sent in one
 loop turn into one write to the link), TLS, and a plain send's framing, JSON and command. A worker stops
 when its link closes (the broker stopped, or died); the broker starts a worker that died again (relay.py).
+Every worker accepts on the same listening sockets; one the store's process tells ACCEPT_PAUSE (it holds more
+clients than its share, accept_gate.py) leaves new clients to the others until ACCEPT_RESUME.
 
 Started by the broker as `python -m mqtools.server.broker.front.worker SPEC`, SPEC a JSON object:
 {"index", "link": fd, "listen": [fd, ...], "tls": TlsServerSettings' fields or null, "maxFrame": bytes,
@@ -22,16 +24,19 @@ import logging
 import signal
 import socket
 import sys
+from collections.abc import Callable
 from typing import Any
 
 from mqtools.common import loop as mqloop
 from mqtools.common.tls import ClientAuth, TlsMode, TlsServerSettings
-from mqtools.common.tls_acceptor import TlsAcceptor
+from mqtools.common.tls_acceptor import TlsAcceptor, gated_accept
 from mqtools.common.tls_certificates import TlsCertificateManager
 from mqtools.server.broker.front import link as L
 from mqtools.server.broker.front.endpoint import LinkEnd
 from mqtools.server.broker.front.send_record import SendSplitter
 from mqtools.server.lifecycle import SERVER_LOG_FORMAT
+
+log = logging.getLogger(__name__)
 
 
 def tls_spec(settings: TlsServerSettings | None) -> dict[str, Any] | None:
@@ -61,6 +66,10 @@ class BrokerLink(LinkEnd):
         self._next_id = 0
         #: The link's write buffer is over its high-water mark: clients are not read until it drains.
         self.paused = False
+        #: Set while the store's process lets this worker accept new clients (ACCEPT_PAUSE clears it, ACCEPT_RESUME
+        #: sets it again): a worker holding more than its share leaves them to the others (accept_gate.py).
+        self.accepting = asyncio.Event()
+        self.accepting.set()
 
     def new_id(self) -> int:
         self._next_id = self._next_id % 0xFFFFFFFF + 1
@@ -70,6 +79,12 @@ class BrokerLink(LinkEnd):
         for kind, conn_id, payload in events:
             if kind == L.PING:
                 self.emit(L.PONG, 0)
+                continue
+            if kind == L.ACCEPT_PAUSE:
+                self.accepting.clear()
+                continue
+            if kind == L.ACCEPT_RESUME:
+                self.accepting.set()
                 continue
             client = self.clients.get(conn_id)
             if client is None:  # gone already: what the broker wrote to it has nobody to read it
@@ -167,6 +182,25 @@ class ClientConnection(asyncio.Protocol):
             self._transport.resume_reading()
 
 
+async def accept_clients(listener: socket.socket, factory: Callable[[], asyncio.Protocol], gate: asyncio.Event) -> None:
+    """Accept plain clients on the shared listening socket while `gate` is set (what asyncio's server does, but one
+    that can stop accepting and leave new clients in the backlog to the other workers)."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            sock = await gated_accept(loop, listener, gate)
+        except OSError as exc:  # EMFILE and friends: back off instead of spinning, as TlsAcceptor does
+            log.warning("accept failed: %s", exc)
+            await asyncio.sleep(0.1)
+            continue
+        if sock is None:  # another worker took it, or this one was told to pause meanwhile
+            continue
+        try:
+            await loop.connect_accepted_socket(factory, sock)
+        except OSError:
+            sock.close()
+
+
 async def serve(spec: dict[str, Any]) -> None:
     """Serve the handed sockets until the link closes."""
     loop = asyncio.get_running_loop()
@@ -178,20 +212,23 @@ async def serve(spec: dict[str, Any]) -> None:
     if certificates is not None:
         await certificates.start()  # a renewed certificate reaches this worker's next handshake too
     acceptors: list[TlsAcceptor] = []
-    servers: list[asyncio.Server] = []
+    plain: list[asyncio.Task[None]] = []
     for fd in spec["listen"]:
         sock = socket.socket(fileno=fd)
         sock.setblocking(False)
         if certificates is not None:
-            acceptor = TlsAcceptor("remoting port", certificates, lambda: ClientConnection(broker))
+            acceptor = TlsAcceptor("remoting port", certificates, lambda: ClientConnection(broker),
+                                   gate=broker.accepting)
             acceptor.serve_socket(sock)
             acceptors.append(acceptor)
         else:
-            servers.append(await loop.create_server(lambda: ClientConnection(broker), sock=sock))
+            plain.append(asyncio.create_task(accept_clients(sock, lambda: ClientConnection(broker), broker.accepting),
+                                             name=f"accept-{sock.getsockname()[1]}"))
     broker.emit(L.HELLO, 0)
     await broker.closed
-    for server in servers:
-        server.close()
+    for task in plain:
+        task.cancel()
+    await asyncio.gather(*plain, return_exceptions=True)
     for acceptor in acceptors:
         await acceptor.shutdown()
     if certificates is not None:
