@@ -142,6 +142,14 @@ class AutoBatcher:
         for batch in self.acc.close():
             self._launch(batch)
 
+    def abandon(self, error: Exception) -> None:
+        """Shutdown stopped waiting: the sends held back for room fail with `error` (none went out), so that the
+        batches shutdown then cancels let none in."""
+        while self._waiters:
+            future = self._waiters.popleft().future
+            if not future.done():
+                future.set_exception(error)
+
     def _admit(self, pending: PendingSend, now: float) -> None:
         batch = self.acc.add(pending.msg.topic, pending, pending.size, now)
         if batch is not None:

@@ -11,11 +11,11 @@ into these (`unreachable_error`).
 
 from __future__ import annotations
 
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import TypeVar
 
 from mqtools.common.errors import ToolkitError
-from mqtools.common.exitcodes import EXIT_UNREACHABLE, EXIT_USAGE
+from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE, EXIT_USAGE
 from mqtools.remoting.codes import GROUP_CONSUME_DISABLED, ResponseCode, code_name
 from mqtools.remoting.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 
@@ -58,6 +58,28 @@ class ConnectionDroppedError(UnreachableError):
     """The connection closed while the request waited: the server may have done it."""
 
 
+class SendUnansweredError(UnreachableError):
+    """Every attempt of a send failed, the last for want of a connection or an answer: the outcome is not known
+    where an attempt timed out or its connection dropped, and `maybe_stored` names those brokers (Apache's
+    "BrokersSent" names every broker tried), where a copy may be stored. A script tells it from a refusal by
+    the exit code, as it tells a single attempt's RequestTimeoutError."""
+
+    def __init__(self, message: str, maybe_stored: list[str]) -> None:
+        super().__init__(message)
+        self.maybe_stored = maybe_stored
+
+
+class ProducerShutDownError(MQClientError):
+    """The producer was shut down before this async send went out (it waited for room in auto-batching's
+    memory bound): nothing was sent."""
+
+
+class SendAbandonedError(ProducerShutDownError, UnreachableError):
+    """The producer was shut down while this async send still waited on a broker (its answer, or a retry), past
+    the shutdown's wait of send_timeout: the send was stopped then, and the message may have been stored, as
+    after a timeout."""
+
+
 def unreachable_error(exc: RemotingError) -> UnreachableError:
     """The client error for a transport failure."""
     if isinstance(exc, RemotingConnectError):
@@ -65,6 +87,55 @@ def unreachable_error(exc: RemotingError) -> UnreachableError:
     if isinstance(exc, RemotingTimeoutError):
         return RequestTimeoutError(str(exc))
     return ConnectionDroppedError(str(exc))
+
+
+def reason_of(exc: UnreachableError) -> str:
+    """The short reason a document names for a replica that did not answer."""
+    if isinstance(exc, ConnectFailedError):
+        return exc.reason
+    if isinstance(exc, RequestTimeoutError):
+        return "timed out"
+    return str(exc) or type(exc).__name__
+
+
+def write_outcome(exc: MQClientError) -> str:
+    """Why a target does not have a write, as a rerun is decided: it refused it, no connection was made (not
+    applied either), or no answer came in time or the connection dropped (it may have applied). The words of the
+    ACL 2.0 writes too, so every write says it alike."""
+    if isinstance(exc, ConnectFailedError):
+        return f"no answer, not applied: {exc.reason}"
+    if isinstance(exc, UnreachableError):
+        return f"no answer, not known to have applied: {reason_of(exc)}"
+    return f"refused, not applied: {exc.summary()}"
+
+
+class PartialWriteError(MQClientError):
+    """A write sent to several brokers at once that some did not apply, as one error: where it applied, each other
+    target with its outcome (write_outcome), and the name servers a step after it left alone; one target's failure
+    never hides where the others applied it, so the operator knows what to run again. Exit 3 when a target did
+    not answer (run it again once it does), else 1 (refused)."""
+
+    def __init__(self, what: str, applied: Sequence[str], failed: Mapping[str, MQClientError],
+                 namesrvs: Mapping[str, MQClientError | None] | None = None) -> None:
+        self.what = what
+        self.applied = list(applied)
+        self.failed = dict(failed)
+        self.namesrvs = dict(namesrvs or {})
+        """The name servers not updated: each one's failure, or None where it was not asked (the brokers' step
+        did not land everywhere first)."""
+        errors = [*self.failed.values(), *(e for e in self.namesrvs.values() if e is not None)]
+        self.exit_code = EXIT_UNREACHABLE if any(isinstance(e, UnreachableError) for e in errors) else EXIT_REFUSED
+        parts = [f"applied on {', '.join(self.applied)}" if self.applied else "applied on no broker"]
+        parts += [f"{target}: {write_outcome(exc)}" for target, exc in self.failed.items()]
+        super().__init__(f"{what}: {'; '.join(parts + self.namesrv_notes())}")
+
+    def namesrv_notes(self) -> list[str]:
+        """A clause per name server not updated, and why (those not asked in one)."""
+        skipped = [addr for addr, exc in self.namesrvs.items() if exc is None]
+        notes = [f"name servers {', '.join(skipped)} not updated: not asked, as not every broker applied it"
+                 ] if skipped else []
+        return notes + [f"name server {addr} not updated: {write_outcome(exc)}"
+                        for addr, exc in self.namesrvs.items() if exc is not None]
 
 
 class UnknownTargetError(MQClientError):
@@ -102,6 +173,15 @@ class MQBrokerError(MQClientError):
 
 class BrokerSystemError(MQBrokerError):
     CODE = ResponseCode.SYSTEM_ERROR
+
+
+class GroupOffsetNotExistError(BrokerSystemError):
+    """A broker's answer to a reset by time (INVOKE_BROKER_TO_RESET_OFFSET) when it holds no offset of the group on
+    the topic (a queue of it, on Apache's): the group never consumed there, nobody online. Nothing was reset there,
+    so the offsets are committed directly, as for CONSUMER_NOT_ONLINE (Apache 5's resetOffsetNewConcurrent counts
+    it done: "not exist, never online")."""
+
+    REMARK = "THe consumer group <"
 
 
 class SystemBusyError(MQBrokerError):

@@ -14,6 +14,12 @@ One deliberate difference: RocketMQ lets each attempt wait for everything left o
 budget, so a stalled broker (SIGSTOP, a full GC) eats the whole budget on the first attempt
 and no retry ever happens. Here an attempt waits at most its share of what is left (left /
 attempts remaining), so a stall leaves time to move to another broker within the budget.
+The price: an attempt that timed out may still have been stored (a hung broker stores it when
+it resumes; a SYNC_MASTER whose slave is hung stores it and answers only after syncFlushTimeout),
+so a stall can leave a copy on the broker that timed out besides the one acknowledged on
+another. That is at-least-once, as the per-attempt request timeout of RocketMQ's 5.x clients
+also gives. A send whose attempts all failed, the last without an answer, raises
+SendUnansweredError (exit 3, as one attempt's timeout), naming the brokers where a copy may be.
 
 With `auto_batch` (off by default, as in RocketMQ) async sends are gathered into batches by
 mqtools.client.batch_accumulator; sends with a chosen queue or selector (ordered sends), delayed,
@@ -30,11 +36,20 @@ import contextlib
 import functools
 import time
 import zlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Self
 
 from mqtools.client.batch_accumulator import AutoBatcher, BatchAccumulator
-from mqtools.client.errors import MQBrokerError, MQClientError, RequestTimeoutError
+from mqtools.client.errors import (
+    ConnectFailedError,
+    MQBrokerError,
+    MQClientError,
+    ProducerShutDownError,
+    RequestTimeoutError,
+    SendAbandonedError,
+    SendUnansweredError,
+    UnreachableError,
+)
 from mqtools.client.fault import MQFaultStrategy, QueueRotation
 from mqtools.client.instance import ClientInstance
 from mqtools.client.lifecycle import Lifecycle
@@ -42,7 +57,7 @@ from mqtools.client.route import TopicRoute
 from mqtools.client.types import SEND_STATUS_BY_CODE, SendResult
 from mqtools.common import properties as P
 from mqtools.common import sysflag
-from mqtools.common.codec import encode_batch
+from mqtools.common.codec import MAX_PROPERTIES_LEN, encode_batch
 from mqtools.common.ids import UniqueKeyGenerator
 from mqtools.common.message import Message
 from mqtools.common.security import ClientSecurity
@@ -117,6 +132,8 @@ class Producer(Lifecycle):
         self._keys = UniqueKeyGenerator(self.instance.ip)
         self._rotations: dict[str, QueueRotation] = {}
         self._pending: set[asyncio.Task] = set()
+        #: True while shutdown cancels the async sends it stopped waiting for: they fail with SendAbandonedError.
+        self._abandoning = False
         self._loop: asyncio.AbstractEventLoop | None = None
         self._batcher: AutoBatcher | None = None
         #: With trace=True: the dispatcher of this producer's Pub records (mqtools.client.trace).
@@ -137,18 +154,51 @@ class Producer(Lifecycle):
         return self
 
     async def shutdown(self) -> None:
-        """Flush what auto-batching holds, then wait (up to send_timeout) for every async send."""
+        """Flush what auto-batching holds, wait (up to send_timeout) for every async send, then cancel those still
+        running: each fails with SendAbandonedError (it may have been stored); the closed client connects no more."""
         if self._batcher is not None:
             self._batcher.close()
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self.send_timeout
         while self._pending and (left := deadline - loop.time()) > 0:
             await asyncio.wait(set(self._pending), timeout=left)  # a batch's end may launch the next
+        await self._abandon_pending()
         if self.tracer is not None:
             await self.tracer.shutdown()
         self.instance.producer_groups.discard(self.group)
         await self.instance.unregister(producer_group=self.group)
         await self.instance.shutdown()
+
+    async def _abandon_pending(self) -> None:
+        """Cancel the async sends still running when shutdown stops waiting, each future failing with a client error:
+        left running, their retries reconnected through the closed client and stored messages after shutdown
+        returned (Apache's MQClientInstance.shutdown closes its remoting client under them)."""
+        if self._batcher is not None:
+            self._batcher.abandon(ProducerShutDownError("the producer was shut down before this send went out: "
+                                                        "nothing was sent"))
+        await asyncio.sleep(0)  # a task cancelled before its first step would skip its handling: each starts first
+        pending = set(self._pending)
+        if not pending:
+            return
+        self._abandoning = True
+        try:
+            for task in pending:
+                task.cancel()
+            await asyncio.wait(pending)
+        finally:
+            self._abandoning = False
+
+    async def _abandonable(self, send: Awaitable[SendResult], topic: str) -> SendResult:
+        """`send` in a task shutdown may cancel (_abandon_pending): that cancellation fails it with
+        SendAbandonedError, which says the message may have been stored, instead of a bare CancelledError."""
+        try:
+            return await send
+        except asyncio.CancelledError:
+            if not self._abandoning:
+                raise
+            raise SendAbandonedError(f"the producer was shut down while the send to {topic} was still waiting on "
+                                     f"a broker (shutdown waits send_timeout, {self.send_timeout:.3f}s): it may "
+                                     f"have been stored") from None
 
     # public sends ---------------------------------------------------------------------
 
@@ -171,8 +221,8 @@ class Producer(Lifecycle):
             if callback is not None:
                 future.add_done_callback(lambda f: callback(*_outcome(f)))
             return future
-        task = self._running_loop().create_task(
-            self._send_with_retries(msg, body, flag, budget, 1 + self.retry_times_async))
+        task = self._running_loop().create_task(self._abandonable(
+            self._send_with_retries(msg, body, flag, budget, 1 + self.retry_times_async), msg.topic))
         self._pending.add(task)
         task.add_done_callback(self._pending.discard)
         if callback is not None:
@@ -252,7 +302,10 @@ class Producer(Lifecycle):
         return self._batch_message(msgs)
 
     def _batch_message(self, msgs: Sequence[Message]) -> Message:
-        body = encode_batch(list(msgs))
+        try:
+            body = encode_batch(list(msgs))
+        except ValueError as exc:  # a message's properties too long for a batch entry
+            raise MQClientError(str(exc)) from None
         if len(body) > self.max_message_size:
             raise MQClientError(f"the batch size {len(body)} exceeds the limit {self.max_message_size}")
         batch = Message(topic=msgs[0].topic, body=body)
@@ -262,14 +315,17 @@ class Producer(Lifecycle):
     @staticmethod
     def _batchable(msg: Message, flag: int) -> bool:
         """What a batch cannot carry as it is sent alone: a delay (a level or a timer's delivery time, as the
-        Java producer's canBatch), a retry topic, a compressed body."""
-        return not flag and P.DELAY not in msg.properties and not msg.is_timed and not is_retry_topic(msg.topic)
+        Java producer's canBatch), a retry topic, a compressed body, properties longer than a batch entry's 2-byte
+        length holds (alone, a broker refuses the message with MESSAGE_ILLEGAL; in a batch, it failed the whole)."""
+        return (not flag and P.DELAY not in msg.properties and not msg.is_timed and not is_retry_topic(msg.topic)
+                and _properties_fit(msg.properties))
 
     async def _send_gathered(self, msgs: list[Message], budget: float) -> SendResult:
         """Auto-batching's way out: one batch through the async send loop."""
         batch = self._batch_message(msgs)
         started = time.time()
-        result = await self._send_with_retries(batch, batch.body, 0, budget, 1 + self.retry_times_async, batch=True)
+        result = await self._abandonable(
+            self._send_with_retries(batch, batch.body, 0, budget, 1 + self.retry_times_async, batch=True), batch.topic)
         self._trace_batch(msgs, result, started)
         return result
 
@@ -320,7 +376,8 @@ class Producer(Lifecycle):
                                  batch: bool = False) -> SendResult:
         begin = self._clock()
         last_broker: str | None = None
-        last_error: BaseException | None = None
+        last_error: MQClientError | None = None
+        maybe_stored: list[str] = []  # brokers an attempt reached without an answer: a copy may be there
         result: SendResult | None = None
         for attempt in range(attempts):
             left = budget - (self._clock() - begin)
@@ -340,6 +397,8 @@ class Producer(Lifecycle):
                 self.fault.update_fault_item(mq.broker_name, (self._clock() - started) * 1000, isolation=True)
                 if isinstance(exc, MQBrokerError) and exc.code not in RETRY_CODES:
                     raise
+                if _may_have_arrived(exc) and mq.broker_name not in maybe_stored:
+                    maybe_stored.append(mq.broker_name)
                 last_error = exc
                 await self._refresh_after_failure(msg.topic, budget - (self._clock() - begin))
                 continue
@@ -351,10 +410,7 @@ class Producer(Lifecycle):
             return result
         if result is not None:
             return result
-        spent = self._clock() - begin
-        reason = f": {last_error}" if last_error else ""
-        raise MQClientError(f"send to {msg.topic} failed after {spent:.3f}s (budget {budget:.3f}s){reason}") \
-            from last_error
+        raise _send_failed(msg.topic, self._clock() - begin, budget, last_error, maybe_stored) from last_error
 
     async def _refresh_after_failure(self, topic: str, left: float) -> None:
         """Re-read the route before what comes next (a master elected at a new address is in it), waiting at most
@@ -408,6 +464,32 @@ class Producer(Lifecycle):
         if self.tracer is not None and not batch:
             self.tracer.pub(msg, result, addr, int(started * 1000), int((time.time() - started) * 1000))
         return result
+
+
+def _properties_fit(props: dict[str, str]) -> bool:
+    """Whether the properties fit a batch entry's 2-byte length; encoded only when the characters alone could not
+    (4 bytes a character at most), so an auto-batched send's usual few short properties cost a sum, not an encode."""
+    chars = sum(len(k) + len(v) + 2 for k, v in props.items())
+    return chars * 4 <= MAX_PROPERTIES_LEN or len(P.properties_to_string(props).encode()) <= MAX_PROPERTIES_LEN
+
+
+def _may_have_arrived(exc: MQClientError) -> bool:
+    """Whether a failed attempt may have stored the message: it left, and no answer came (a timeout, a drop)."""
+    return isinstance(exc, UnreachableError) and not isinstance(exc, ConnectFailedError)
+
+
+def _send_failed(topic: str, spent: float, budget: float, last_error: MQClientError | None,
+                 maybe_stored: list[str]) -> MQClientError:
+    """The error of a send whose every attempt failed: of the last failure's kind, a refusal or no answer (exit 1
+    or 3, as one attempt's own error would be), naming the brokers where a copy may be."""
+    text = f"send to {topic} failed after {spent:.3f}s (budget {budget:.3f}s)"
+    if last_error is not None:
+        text += f": {last_error}"
+    if maybe_stored:
+        text += f"; a copy may have been stored on {', '.join(maybe_stored)} (no answer came from there)"
+    if isinstance(last_error, UnreachableError):
+        return SendUnansweredError(text, maybe_stored)
+    return MQClientError(text)
 
 
 def _outcome(task: asyncio.Future) -> tuple[SendResult | None, BaseException | None]:

@@ -34,6 +34,8 @@ from mqtools.remoting.transport import RemotingConnection, RequestCallback
 log = logging.getLogger(__name__)
 
 DEFAULT_CONNECT_TIMEOUT = 3.0
+#: Why a closed client's connect fails: it makes no new connection (RemotingClient.close).
+CLIENT_CLOSED = "the client is closed"
 #: The least a name server tried before the last one waits (unless less is left): a healthy one answers in
 #: milliseconds, so a short timeout split over many name servers still gives each a real chance.
 NAMESRV_ATTEMPT_FLOOR = 0.25
@@ -71,6 +73,7 @@ class RemotingClient:
         self._connecting: dict[str, asyncio.Future[RemotingConnection]] = {}
         self.on_connection_closed: Callable[[str], None] | None = None
         self._ssl: ssl.SSLContext | None = None
+        self._closed = False
 
     # connections --------------------------------------------------------------------
 
@@ -82,6 +85,8 @@ class RemotingClient:
         conn = self._conns.get(addr)
         if conn is not None and conn.is_open:
             return conn
+        if self._closed:
+            raise RemotingConnectError(addr, CLIENT_CLOSED)
         pending = self._connecting.get(addr)
         if pending is None:
             pending = asyncio.ensure_future(self._connect(addr))
@@ -110,6 +115,9 @@ class RemotingClient:
                                                                 server_hostname=server_name)
         except (OSError, TimeoutError) as exc:
             raise RemotingConnectError(addr, connect_failure(exc), str(exc) or None) from None
+        if self._closed:  # closed while connecting
+            conn.close()
+            raise RemotingConnectError(addr, CLIENT_CLOSED)
         conn.peer = addr
         self._conns[addr] = conn
         return conn
@@ -139,6 +147,9 @@ class RemotingClient:
             self.on_connection_closed(addr)
 
     async def close(self) -> None:
+        """Close every connection, for good: a request after this (a send's retry that outlived its producer) gets
+        a RemotingConnectError instead of a new connection, as Apache's NettyRemotingClient.shutdown leaves none."""
+        self._closed = True
         for conn in list(self._conns.values()):
             conn.close()
         waits = [c.closed for c in self._conns.values()]
