@@ -17,6 +17,7 @@ from mqtools.cli.admin.common import (
     ProxiesOpt,
     YesOpt,
     confirm,
+    fail,
     one_target,
     usage,
 )
@@ -137,6 +138,7 @@ def delete(
 
     Example: mq admin group delete OldConsumers -c DefaultCluster --remove-offsets --yes
     """
+    from mqtools.client.errors import MQClientError
     from mqtools.common.topics import dlq_topic, retry_topic
 
     one_target(cluster, broker_addr)
@@ -148,17 +150,25 @@ def delete(
     where = f"cluster {cluster}" if cluster else f"broker {broker_addr}"
     confirm(f"Delete group {group} from {where}{' with its offsets' if remove_offsets else ''}?", yes)
 
-    async def job(admin: MQAdmin) -> list[str]:
+    async def job(admin: MQAdmin) -> tuple[list[str], list[MQClientError]]:
+        """Where the group went, and why its topics did not all go: said after the group's line, or a re-run
+        finds no group to delete and the topics are left."""
         addrs = await admin.groups.delete_subscription_group(group, cluster=cluster, broker_addr=broker_addr,
                                                       clean_offset=remove_offsets)
+        missed: list[MQClientError] = []
         if cluster is not None:
             for topic in (retry_topic(group), dlq_topic(group)):
-                await admin.topics.delete_topic(topic, cluster)
-        return addrs
+                try:
+                    await admin.topics.delete_topic(topic, cluster)
+                except MQClientError as exc:
+                    missed.append(exc)
+        return addrs, missed
 
-    addrs = s.run(job)
-    extra = f" and its topics %RETRY%{group}, %DLQ%{group}" if cluster else ""
+    addrs, missed = s.run(job)
+    extra = f" and its topics %RETRY%{group}, %DLQ%{group}" if cluster and not missed else ""
     typer.echo(f"deleted group {group} from {', '.join(addrs)}{extra}")
+    if missed:
+        raise fail("; ".join(exc.summary() for exc in missed), max(exc.exit_code for exc in missed))
 
 
 @admin_command(app, "progress", output=True, watch=True)

@@ -16,7 +16,7 @@ import asyncio
 import dataclasses
 from pathlib import Path
 
-from mqtools.client.admin.base import AdminService, reason_of
+from mqtools.client.admin.base import AdminService
 from mqtools.client.admin.models.auth import (
     AuthAcl,
     AuthChange,
@@ -27,7 +27,7 @@ from mqtools.client.admin.models.auth import (
     BrokerAcls,
     BrokerUsers,
 )
-from mqtools.client.errors import ConnectFailedError, MQClientError, UnreachableError, settled
+from mqtools.client.errors import MQClientError, UnreachableError, settled, write_outcome
 from mqtools.common.auth.model import Resource
 from mqtools.common.exitcodes import EXIT_USAGE
 from mqtools.common.presentation import Unreachable
@@ -129,22 +129,12 @@ def read_plain_acl(path: str | Path) -> list[PlainAccessConfig]:
     return out
 
 
-def outcome(exc: MQClientError) -> str:
-    """Why a broker does not have a change: it refused it, no connection was made, or no answer came in time
-    (then it may have applied it)."""
-    if isinstance(exc, ConnectFailedError):
-        return f"no answer, not applied: {exc.reason}"
-    if isinstance(exc, UnreachableError):
-        return f"no answer, not known to have applied: {reason_of(exc)}"
-    return f"refused, not applied: {exc.summary()}"
-
-
 def not_applied_error(missed: dict[str, MQClientError]) -> MQClientError:
     """A change no broker applied, as one error naming each broker's outcome: UnreachableError (exit 3) when none
     answered, else a refusal (exit 1). Sent to one broker, that broker's error as it is."""
     if len(missed) == 1:
         return next(iter(missed.values()))
-    message = "; ".join(f"{addr}: {outcome(exc)}" for addr, exc in missed.items()) + " (applied on no broker)"
+    message = "; ".join(f"{addr}: {write_outcome(exc)}" for addr, exc in missed.items()) + " (applied on no broker)"
     if all(isinstance(exc, UnreachableError) for exc in missed.values()):
         return UnreachableError(message)
     return MQClientError(message)
@@ -168,7 +158,7 @@ class AuthAdmin(AdminService):
         if failed and len(failed) == len(plan.brokers):
             raise not_applied_error(failed)
         return dataclasses.replace(plan, brokers=[a for a in plan.brokers if a not in failed],
-                                   missed=[Unreachable(None, a, outcome(exc)) for a, exc in failed.items()])
+                                   missed=[Unreachable(None, a, write_outcome(exc)) for a, exc in failed.items()])
 
     # -- users -------------------------------------------------------------------------------------
 

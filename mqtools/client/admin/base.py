@@ -20,13 +20,14 @@ from typing import TYPE_CHECKING, Any, Generic, Self, TypeVar
 
 from mqtools.client.admin.models.configs import not_everywhere
 from mqtools.client.errors import (
-    ConnectFailedError,
     MQClientError,
     NoMasterError,
+    PartialWriteError,
     RequestTimeoutError,
     TopicNotExistError,
     UnreachableError,
     broker_error,
+    reason_of,
     settled,
 )
 from mqtools.client.instance import ClientInstance
@@ -80,15 +81,6 @@ def broker_sets(route: TopicRoute) -> dict[str, dict[int, str]]:
     return {name: dict(addrs) for name, addrs in route.broker_addrs.items()}
 
 
-def reason_of(exc: UnreachableError) -> str:
-    """The short reason a document names for a replica that did not answer."""
-    if isinstance(exc, ConnectFailedError):
-        return exc.reason
-    if isinstance(exc, RequestTimeoutError):
-        return "timed out"
-    return str(exc) or type(exc).__name__
-
-
 def one_target(cluster: str | None, broker_addr: str | None) -> None:
     """A cluster-or-broker operation is given exactly one of the two."""
     if (cluster is None) == (broker_addr is None):
@@ -106,6 +98,22 @@ class NamesrvWrites:
 
     def error(self) -> MQClientError:
         return not_everywhere(self.applied, self.failed)
+
+
+@dataclass(slots=True)
+class BrokerWrites:
+    """A write sent to several targets (brokers, or broker sets) at once, every one settled: the answers of those
+    that applied it, the failures of the rest."""
+
+    applied: dict[str, Any]
+    failed: dict[str, MQClientError]
+
+    def error(self, what: str, namesrvs: Mapping[str, MQClientError | None] | None = None) -> MQClientError:
+        """What kept `what` from some targets (and `namesrvs`, the name servers not updated after): a write to one
+        target that failed there raises that failure as it is; otherwise PartialWriteError names them all."""
+        if not self.applied and len(self.failed) == 1 and not namesrvs:
+            return next(iter(self.failed.values()))
+        return PartialWriteError(what, list(self.applied), self.failed, namesrvs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -216,9 +224,27 @@ class AdminBase:
             raise writes.error()
         return writes.applied
 
-    async def _each(self, addrs: list[str], fn: Callable[[str], Awaitable[Any]]) -> dict[str, Any]:
-        results = await asyncio.gather(*(fn(a) for a in addrs))
-        return dict(zip(addrs, results, strict=True))
+    @staticmethod
+    async def write_each(targets: Sequence[str], fn: Callable[[str], Awaitable[Any]]) -> BrokerWrites:
+        """`fn(target)` for every target at once, each settled before this returns: a target that failed or hung
+        never cuts short the others, nor hides where they applied."""
+        answers = await asyncio.gather(*(settled(fn(t)) for t in targets))
+        writes = BrokerWrites({}, {})
+        for target, answer in zip(targets, answers, strict=True):
+            if isinstance(answer, MQClientError):
+                writes.failed[target] = answer
+            else:
+                writes.applied[target] = answer
+        return writes
+
+    async def _each(self, addrs: list[str], fn: Callable[[str], Awaitable[Any]],
+                    what: str = "the change") -> dict[str, Any]:
+        """A write to every address at once (write_each): each one's answer, or, once all have settled, one error
+        naming where `what` applied and where not (BrokerWrites.error)."""
+        writes = await self.write_each(addrs, fn)
+        if writes.failed:
+            raise writes.error(what)
+        return writes.applied
 
     async def cluster_info(self) -> ClusterInfo:
         resp = await self.call(None, RequestCode.GET_BROKER_CLUSTER_INFO)

@@ -86,6 +86,7 @@ class GroupAdmin(AdminService):
         """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP on one broker or every master of a cluster.
 
         Without `exist_ok`, a group already configured on any of them is refused before anything is written.
+        Every master settles before this answers: PartialWriteError names where it applied and where not.
         """
         addrs = await self.admin._targets(cluster, broker_addr)
         if not exist_ok:
@@ -93,7 +94,8 @@ class GroupAdmin(AdminService):
             if held:
                 raise MQClientError(f"group {config.group_name} already exists on {', '.join(held)}; update it instead")
         body = config.to_json()
-        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body))
+        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
+                                                                body=body), f"creating group {config.group_name}")
         return addrs
 
     async def update_subscription_group(self, group: str, changes: Mapping[str, Any], *, cluster: str | None = None,
@@ -116,15 +118,18 @@ class GroupAdmin(AdminService):
         updated = sorted((GroupChange(names.get(a), a, old, dataclasses.replace(old or base, **changes))
                           for a, old in current.items()), key=lambda c: (c.broker_name or "", c.addr))
         bodies = {c.addr: c.new.to_json() for c in updated}
-        await self.admin._each(list(bodies), lambda a: self.admin.call(a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
-                                                           body=bodies[a]))
+        await self.admin._each(list(bodies), lambda a: self.admin.call(
+            a, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=bodies[a]), f"updating group {group}")
         return updated
 
     async def delete_subscription_group(self, group: str, *, cluster: str | None = None,
                                         broker_addr: str | None = None, clean_offset: bool = False) -> list[str]:
+        """DELETE_SUBSCRIPTIONGROUP on one broker or every master of a cluster, every one settled (PartialWriteError
+        names where it applied and where not); the addresses."""
         addrs = await self.admin._targets(cluster, broker_addr)
         ext = DeleteSubscriptionGroupRequestHeader(group, clean_offset).to_ext()
-        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext))
+        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext),
+                               f"deleting group {group}")
         return addrs
 
     async def subscription_groups(self, broker_addr: str) -> dict[str, SubscriptionGroupConfig]:
@@ -133,8 +138,8 @@ class GroupAdmin(AdminService):
 
     async def group_configs_at(self, group: str, addrs: list[str]) -> dict[str, SubscriptionGroupConfig | None]:
         """The group's config on each broker (None where it does not exist)."""
-        tables = await self.admin._each(addrs, self.subscription_groups)
-        return {addr: table.get(group) for addr, table in tables.items()}
+        tables = await asyncio.gather(*(self.subscription_groups(a) for a in addrs))
+        return {addr: table.get(group) for addr, table in zip(addrs, tables, strict=True)}
 
     async def group_list(self) -> GroupCatalogue:
         """Every group configured on any broker set (read from its master, else a slave), with the brokers

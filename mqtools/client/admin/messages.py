@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import AsyncIterator, Callable
 
@@ -11,7 +12,7 @@ from mqtools.client.admin.models.brokers import SendRT
 from mqtools.client.admin.models.messages import MessageDetail, MessageHits, QueueSpan, TopicSpans
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.client_api import decode_pull_body, pull_once, queue_offset
-from mqtools.client.errors import MessageNotFoundError, MQClientError, UnreachableError
+from mqtools.client.errors import MessageNotFoundError, MQClientError, UnreachableError, reason_of
 from mqtools.client.producer import Producer
 from mqtools.client.subscription import parse_subscription
 from mqtools.client.types import PullResult, PullStatus, SendResult
@@ -58,9 +59,9 @@ class MessageAdmin(AdminService):
         """The message at a commit log offset stored by `store_host`, from any other registered replica."""
         gone = f"{store_host[0]}:{store_host[1]}"
         replicas = [a for addrs in (await self.admin.all_sets()).values() for a in addrs.values() if a != gone]
-        answers = await self.admin._each(replicas, lambda a: self.admin._settled(
-            self.admin.call(a, RequestCode.VIEW_MESSAGE_BY_ID, ext, ok=tuple(ResponseCode))))
-        for answer in answers.values():
+        answers = await asyncio.gather(*(self.admin._settled(
+            self.admin.call(a, RequestCode.VIEW_MESSAGE_BY_ID, ext, ok=tuple(ResponseCode))) for a in replicas))
+        for answer in answers:
             if isinstance(answer, Exception) or answer.code != ResponseCode.SUCCESS:
                 continue
             for m in decode_pull_body(answer.body):
@@ -118,26 +119,41 @@ class MessageAdmin(AdminService):
     async def find_message(self, topic: str, msg_id: str) -> MessageExt | None:
         """By either id, as mqadmin's queryMsgById: an offset msgId naming a broker of the cluster is
         read from that broker, anything else is looked up as a unique key (the oldest copy wins)."""
-        return (await self._find(topic, msg_id))[0]
+        return (await self._find(topic, msg_id, registered_only=True))[0]
 
-    async def _find(self, topic: str, msg_id: str) -> tuple[MessageExt | None, list[Unreachable]]:
-        """find_message's answer, and the sets a unique key's lookup could not read (empty for an offset msgId,
-        whose broker's silence raises)."""
+    async def _find(self, topic: str, msg_id: str, *,
+                    registered_only: bool = False) -> tuple[MessageExt | None, list[Unreachable]]:
+        """The message by either id, and what the lookup could not read. An offset msgId is read by its commit log
+        offset first (view_message: the broker that stored it, else the other replicas), whatever its host, so a
+        killed master's message is read from its slave; when that read finds nothing the id is looked up as a
+        unique key, the host that did not answer named beside the sets the lookup could not read. With
+        `registered_only`, as mqadmin's queryMsgById: read by offset only when its host is registered, whose
+        silence then raises (Apache's cannot reach a host the name servers dropped, and looks the id up as a
+        unique key)."""
         try:
             (host, port), _offset = decode_offset_msg_id(msg_id)
         except ValueError:
             host, port = "", 0
-        info = await self.admin.cluster_info()
-        known = {a for b in info.broker_addr_table.values() for a in b.broker_addrs.values()}
-        if f"{host}:{port}" in known:
-            return await self.view_message(msg_id), []
+        missed: list[Unreachable] = []
+        if host and not registered_only:
+            try:
+                return await self.view_message(msg_id), []
+            except UnreachableError as exc:
+                missed.append(Unreachable(None, f"{host}:{port}", reason_of(exc)))
+            except MQClientError:
+                pass  # nothing there: the id may be a unique key that reads as an offset msgId
+        elif host:
+            info = await self.admin.cluster_info()
+            if f"{host}:{port}" in {a for b in info.broker_addr_table.values() for a in b.broker_addrs.values()}:
+                return await self.view_message(msg_id), []
         hits = await self.query_by_unique_key(topic, msg_id)
-        return (hits.messages[0] if hits.messages else None), hits.unreachable
+        return (hits.messages[0] if hits.messages else None), missed + hits.unreachable
 
     async def message_by_id(self, msg_id: str, topic: str | None = None) -> MessageDetail:
         """One message with its consuming groups' tracks (`msg get`, MCP's message_by_id): without a topic
-        `msg_id` is read as an offset msgId, with one either id is (find_message); MessageNotFoundError, or
-        UnreachableError when a set that could hold it did not answer (not found is then not known)."""
+        `msg_id` is read as an offset msgId, with one either id is, an offset msgId read from a replica of its
+        host too when the name servers no longer list that host (a killed master); MessageNotFoundError, or
+        UnreachableError when a set or broker that could hold it did not answer (not found is then not known)."""
         if topic is None:
             return await self.message_detail(await self.view_message(msg_id), msg_id)
         found, missed = await self._find(topic, msg_id)

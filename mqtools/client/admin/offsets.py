@@ -18,7 +18,12 @@ from mqtools.client.admin.base import AdminBase, AdminService, broker_sets, mast
 from mqtools.client.admin.models.groups import OffsetReset, ResetTarget
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.client_api import queue_offset
-from mqtools.client.errors import ConsumerNotOnlineError, MQClientError
+from mqtools.client.errors import (
+    ConsumerNotOnlineError,
+    GroupOffsetNotExistError,
+    MQClientError,
+    PartialWriteError,
+)
 from mqtools.client.offset_store import RemoteOffsetStore
 from mqtools.client.route import TopicRoute
 from mqtools.common.topics import is_dlq_topic, is_retry_topic
@@ -52,9 +57,12 @@ class OffsetAdmin(AdminService):
         The dry run computes old -> new per queue without changing anything; the real run asks every
         master (INVOKE_BROKER_TO_RESET_OFFSET), which also pushes the new offsets to online consumers.
         Without `force` a queue only moves back. LATEST (-1) moves every queue to its end. A broker
-        that answers CONSUMER_NOT_ONLINE (Apache RocketMQ with nobody online) gets the offsets
-        committed directly, as mqadmin's fallback does. `cluster` keeps to the masters `topic_masters`
-        finds through it. SubscriptionGroupNotExistError for a group no master knows.
+        that answers CONSUMER_NOT_ONLINE (Apache RocketMQ with nobody online), or that it holds no offset of
+        the group (GroupOffsetNotExistError: never online there), gets the offsets committed directly, as
+        mqadmin's fallback does. Every master is asked before anything is committed: one that failed the ask
+        while none had moved leaves every queue where it was. Where some moved and others did not,
+        PartialWriteError names both. `cluster` keeps to the masters `topic_masters` finds through it.
+        SubscriptionGroupNotExistError for a group no master knows.
         """
         await self.admin.groups.subscription_group(group)
         route = await self.admin._route(topic)
@@ -65,22 +73,30 @@ class OffsetAdmin(AdminService):
         before = await self._committed(group, queues)
         if dry_run:
             return await self._by_time(queues, before, timestamp_ms, force)
+        what = f"resetting the offsets of group {group} on topic {topic}"
         ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force).to_ext()
-        answers = await self.admin._each(list(masters.values()), lambda a: self.admin._settled(
-            self.admin.call(a, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)))
+        asked = await self.admin.write_each(list(masters), lambda name: self.admin.call(
+            masters[name], RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext))
+        nobody = [n for n, exc in asked.failed.items()
+                  if isinstance(exc, ConsumerNotOnlineError | GroupOffsetNotExistError)]
+        failed = {n: exc for n, exc in asked.failed.items() if n not in nobody}
+        if failed and not asked.applied:
+            raise PartialWriteError(what, [], failed)
         rows: list[OffsetReset] = []
-        for name, addr in masters.items():
-            answer = answers[addr]
-            if isinstance(answer, ConsumerNotOnlineError):
-                mine = [mq for mq in queues if mq.broker_name == name]
-                plan = await self._by_time(mine, before, timestamp_ms, force)
-                await self._commit(group, plan)
-                rows += [dataclasses.replace(r, pushed=False) for r in plan]
-            elif isinstance(answer, MQClientError):
-                raise answer
-            else:
-                table = ResetOffsetBody.from_json(answer.body or b"{}").offset_table
-                rows += [OffsetReset(mq, before.get(mq), new, pushed=True) for mq, new in table.items()]
+        for answer in asked.applied.values():
+            table = ResetOffsetBody.from_json(answer.body or b"{}").offset_table
+            rows += [OffsetReset(mq, before.get(mq), new, pushed=True) for mq, new in table.items()]
+
+        async def commit(name: str) -> list[OffsetReset]:
+            plan = await self._by_time([mq for mq in queues if mq.broker_name == name], before, timestamp_ms, force)
+            await self._commit(group, plan)
+            return [dataclasses.replace(r, pushed=False) for r in plan]
+
+        committed = await self.admin.write_each(nobody, commit)
+        failed |= committed.failed
+        if failed:
+            raise PartialWriteError(what, sorted([*asked.applied, *committed.applied]), failed)
+        rows += [r for plan in committed.applied.values() for r in plan]
         return sorted(rows, key=lambda r: queue_key(r.queue))
 
     async def reset_offsets(self, group: str, topic: str, target: ResetTarget, *,

@@ -6,7 +6,7 @@ import asyncio
 import dataclasses
 from collections import defaultdict
 
-from mqtools.client.admin.base import AdminService, SetReads, broker_sets
+from mqtools.client.admin.base import AdminService, BrokerWrites, SetReads, broker_sets
 from mqtools.client.admin.models.parse import queue_key
 from mqtools.client.admin.models.topics import TopicChange, TopicConsumers, TopicEntry, topic_kind
 from mqtools.client.errors import MQClientError, TopicNotExistError, UnreachableError
@@ -27,6 +27,7 @@ from mqtools.remoting.headers import (
     CreateTopicRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     GetTopicsByClusterRequestHeader,
+    KVConfigRequestHeader,
     TopicRequestHeader,
 )
 
@@ -75,6 +76,8 @@ class TopicAdmin(AdminService):
         Without `exist_ok`, a topic already on any of those brokers is refused before anything is
         written. An ordered topic records its layout in the name servers' ORDER_TOPIC_CONFIG, as
         mqadmin does: the cluster's whole layout, or this broker's entry merged into the existing one.
+        Every broker settles first; PartialWriteError names where it applied, where not, and the name servers
+        that did not record the layout.
         """
         addrs = await self.admin._targets(cluster, broker_addr)
         if not exist_ok:
@@ -82,9 +85,9 @@ class TopicAdmin(AdminService):
             if held:
                 raise MQClientError(f"topic {config.topic_name} already exists on {', '.join(held)}; "
                                     "update it instead")
-        await self.admin._each(addrs, lambda a: self._write_topic(a, config, created=True))
-        if config.order:
-            await self._record_order(config, cluster, broker_addr)
+        writes = await self.admin.write_each(addrs, lambda a: self._write_topic(a, config, created=True))
+        await self._settle(f"creating topic {config.topic_name}", writes, config if config.order else None,
+                           cluster, broker_addr)
         return addrs
 
     async def update_topic(self, topic: str, *, cluster: str | None = None, broker_addr: str | None = None,
@@ -116,10 +119,9 @@ class TopicAdmin(AdminService):
                          key=lambda c: (c.broker_name or "", c.addr))
         planned = {c.addr: c for c in changes}
         changed = {MESSAGE_TYPE: message_type} if message_type is not None else {}
-        await self.admin._each(addrs, lambda a: self._write_topic(a, planned[a].new, created=planned[a].old is None,
-                                                                  changed=changed))
-        if order:
-            await self._record_order(changes[0].new, cluster, broker_addr)
+        writes = await self.admin.write_each(addrs, lambda a: self._write_topic(
+            a, planned[a].new, created=planned[a].old is None, changed=changed))
+        await self._settle(f"updating topic {topic}", writes, changes[0].new if order else None, cluster, broker_addr)
         return changes
 
     async def _write_topic(self, addr: str, config: TopicConfig, *, created: bool,
@@ -137,7 +139,31 @@ class TopicAdmin(AdminService):
         ).to_ext()
         await self.admin.call(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
 
-    async def _record_order(self, config: TopicConfig, cluster: str | None, broker_addr: str | None) -> None:
+    async def _settle(self, what: str, writes: BrokerWrites, order: TopicConfig | None, cluster: str | None,
+                      broker_addr: str | None) -> None:
+        """A topic write the brokers settled, then the ordered topic's layout on the name servers once every broker
+        has the topic: one error naming where `what` applied, where not, and the name servers not updated."""
+        if writes.failed:
+            raise writes.error(what, self._not_asked() if order is not None else None)
+        if order is not None:
+            layout = await self._order_layout(order, cluster, broker_addr)
+            await self._on_namesrvs(what, writes, RequestCode.PUT_KV_CONFIG,
+                                    KVConfigRequestHeader(NAMESPACE_ORDER_TOPIC_CONFIG, order.topic_name, layout).to_ext())
+
+    def _not_asked(self) -> dict[str, MQClientError | None]:
+        """Every name server, not asked: a step the brokers' failure left undone."""
+        return dict.fromkeys(self.admin.namesrv_addrs)
+
+    async def _on_namesrvs(self, what: str, brokers: BrokerWrites, code: int, ext: dict[str, str]) -> None:
+        """A step on every name server after every broker applied `what`: PartialWriteError naming those that
+        missed it (name servers do not tell each other)."""
+        writes = await self.admin._namesrv_writes(code, ext)
+        if writes.failed:
+            raise brokers.error(what, writes.failed)
+
+    async def _order_layout(self, config: TopicConfig, cluster: str | None, broker_addr: str | None) -> str:
+        """The ORDER_TOPIC_CONFIG value an ordered topic records: its cluster's masters each with the topic's write
+        queues, or one broker's entry merged into what is recorded."""
         masters = await self.admin.master_addrs(cluster)
         if broker_addr is not None:
             entries = dict(i.split(":", 1) for i in (await self.admin.namesrv.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, config.topic_name)
@@ -146,26 +172,31 @@ class TopicAdmin(AdminService):
             entries.update({name: str(config.write_queue_nums) for name in mine})
         else:
             entries = {name: str(config.write_queue_nums) for name in masters}
-        await self.admin.namesrv.put_kv(NAMESPACE_ORDER_TOPIC_CONFIG, config.topic_name,
-                          ";".join(f"{name}:{n}" for name, n in entries.items()))
+        return ";".join(f"{name}:{n}" for name, n in entries.items())
 
     async def _configs_at(self, topic: str, addrs: list[str]) -> dict[str, TopicConfig | None]:
         """The topic's config on each broker, None where the broker lacks it."""
-        tables = await self.admin._each(addrs, self.topic_configs)
-        return {addr: table.get(topic) for addr, table in tables.items()}
+        tables = await asyncio.gather(*(self.topic_configs(a) for a in addrs))
+        return {addr: table.get(topic) for addr, table in zip(addrs, tables, strict=True)}
 
     async def delete_topic(self, topic: str, cluster: str | None = None) -> list[str]:
         """DELETE_TOPIC_IN_BROKER on every master of the cluster (None: of every cluster serving the
-        topic), then DELETE_TOPIC_IN_NAMESRV on every name server; returns the broker addresses."""
+        topic), then DELETE_TOPIC_IN_NAMESRV on every name server; returns the broker addresses. The name servers
+        are asked once every master applied it, as mqadmin's deleteTopic does; PartialWriteError names where it
+        applied, where not, and the name servers not updated (still routing the topic)."""
         clusters = [cluster] if cluster is not None else await self.topic_clusters(topic)
         addrs = [a for c in clusters for a in await self.admin._targets(c, None)]
+        what = f"deleting topic {topic}"
         ext = TopicRequestHeader(topic).to_ext()
-        await self.admin._each(addrs, lambda a: self.admin.call(a, RequestCode.DELETE_TOPIC_IN_BROKER, ext))
+        writes = await self.admin.write_each(addrs, lambda a: self.admin.call(a, RequestCode.DELETE_TOPIC_IN_BROKER, ext))
+        if writes.failed:
+            raise writes.error(what, self._not_asked())
         for name in clusters:
-            await self.admin._each_namesrv(RequestCode.DELETE_TOPIC_IN_NAMESRV,
-                                     DeleteTopicFromNamesrvRequestHeader(topic, name).to_ext())
+            await self._on_namesrvs(what, writes, RequestCode.DELETE_TOPIC_IN_NAMESRV,
+                                    DeleteTopicFromNamesrvRequestHeader(topic, name).to_ext())
         if await self.admin.namesrv.get_kv(NAMESPACE_ORDER_TOPIC_CONFIG, topic) is not None:
-            await self.admin.namesrv.delete_kv(NAMESPACE_ORDER_TOPIC_CONFIG, topic)
+            await self._on_namesrvs(what, writes, RequestCode.DELETE_KV_CONFIG,
+                                    KVConfigRequestHeader(NAMESPACE_ORDER_TOPIC_CONFIG, topic).to_ext())
         return addrs
 
     async def topic_configs(self, broker_addr: str) -> dict[str, TopicConfig]:

@@ -11,7 +11,7 @@ import typer
 
 from mqtools.cli.admin.common import note, usage
 from mqtools.cli.admin.mqadmin import LmqClusterOpt, command, one_of, run
-from mqtools.cli.admin.mqadmin.topic import attributes_of
+from mqtools.cli.admin.mqadmin.topic import attributes_of, said_per_master
 from mqtools.client.admin.models.mqadmin_text import group_config_text, reset_lines
 from mqtools.common.javatext import java_bool, java_format
 
@@ -72,7 +72,9 @@ def update_sub_group(
             return await admin.groups.create_subscription_group(config, broker_addr=broker_addr.strip())
         return await admin.groups.create_subscription_group(config, cluster=(cluster or "").strip())
 
-    for addr in run(job):
+    with said_per_master(lambda addr, result: f"create subscription group to {addr} {result}."):
+        addrs = run(job)
+    for addr in addrs:
         typer.echo(f"create subscription group to {addr} success.")
     typer.echo(group_config_text(config))
 
@@ -87,24 +89,35 @@ def delete_sub_group(
     remove_offset: Annotated[Optional[str], typer.Option("-r", "--removeOffset", help="remove offset")] = None,  # noqa: UP045
 ) -> None:
     """Example: mq admin deleteSubGroup -c DefaultCluster -g OldConsumers -r true"""
+    from mqtools.client.errors import MQClientError
     from mqtools.common.topics import dlq_topic, retry_topic
 
     one_of(broker_addr, cluster)
     name, clean = group.strip(), java_bool(remove_offset)
+    where = (cluster or "").strip()
 
-    async def job(admin: MQAdmin) -> list[str]:
+    def line(addr: str, result: str) -> str:
+        return f"delete subscription group [{name}] from broker [{addr}] in cluster [{where}] {result}."
+
+    async def job(admin: MQAdmin) -> None:
+        """The masters' lines as each step ends; the %RETRY% and %DLQ% topics' deletion after, whose failure is
+        said (stderr) and swallowed, as mqadmin's DeleteSubscriptionGroupCommand swallows it: the group is gone."""
         await admin.groups.subscription_group(name)
         if broker_addr is not None:
             await admin.groups.delete_subscription_group(name, broker_addr=broker_addr.strip(), clean_offset=clean)
-            return [f"delete subscription group [{name}] from broker [{broker_addr.strip()}] success."]
-        where = (cluster or "").strip()
-        addrs = await admin.groups.delete_subscription_group(name, cluster=where, clean_offset=clean)
+            typer.echo(f"delete subscription group [{name}] from broker [{broker_addr.strip()}] success.")
+            return
+        with said_per_master(line):
+            addrs = await admin.groups.delete_subscription_group(name, cluster=where, clean_offset=clean)
+        for addr in addrs:
+            typer.echo(line(addr, "success"))
         for topic in (retry_topic(name), dlq_topic(name)):
-            await admin.topics.delete_topic(topic, where)
-        return [f"delete subscription group [{name}] from broker [{a}] in cluster [{where}] success." for a in addrs]
+            try:
+                await admin.topics.delete_topic(topic, where)
+            except MQClientError as exc:
+                note(exc.summary())
 
-    for line in run(job):
-        typer.echo(line)
+    run(job)
 
 
 @command("resetOffsetByTime", "mq admin offset reset", "Reset consumer offset by timestamp(without client restart).")

@@ -3,6 +3,8 @@ queryCq (a queue's consume-queue units), with mqadmin's options and output (Rock
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import TYPE_CHECKING, Annotated, Any, Optional
 
 import typer
@@ -17,6 +19,7 @@ from mqtools.client.admin.models.mqadmin_text import (
     topic_status_lines,
     topic_usage_lines,
 )
+from mqtools.client.errors import PartialWriteError, write_outcome
 from mqtools.common.exitcodes import EXIT_REFUSED, EXIT_UNREACHABLE
 from mqtools.common.javatext import java_bool
 
@@ -38,6 +41,24 @@ def attributes_of(text: str | None) -> dict[str, str]:
             raise usage(f"bad attribute {item!r}: use +key=value to add or alter, -key to delete, each key once")
         found[key] = value
     return found
+
+
+@contextmanager
+def said_per_master(line: Callable[[str, str], str]) -> Iterator[None]:
+    """A cluster-wide write some masters did not apply, said as mqadmin says each master: `line(addr, "success")`
+    for each that applied, then on stderr `line(addr, "failed: <outcome>")` for each that did not and a line per
+    name server not updated, and the write's exit code (3 when a target did not answer). mqadmin stops at the
+    first master that fails; mq asks every one, so one hung master never hides where the write went."""
+    try:
+        yield
+    except PartialWriteError as exc:
+        for addr in exc.applied:
+            typer.echo(line(addr, "success"))
+        for addr, failure in exc.failed.items():
+            typer.echo(line(addr, f"failed: {write_outcome(failure)}"), err=True)
+        for namesrv in exc.namesrv_notes():
+            typer.echo(namesrv, err=True)
+        raise typer.Exit(exc.exit_code) from None
 
 
 @command("updateTopic", "mq admin topic create|update", "Update or create topic.")
@@ -67,22 +88,23 @@ def update_topic(
     config = TopicConfig(topic.strip(), read_queues, write_queues, perm, topic_sys_flag=flag, order=java_bool(order),
                          attributes=attributes_of(attributes))
 
-    async def job(admin: MQAdmin) -> None:
+    async def job(admin: MQAdmin) -> list[str]:
+        """mqadmin's lines: a broker's order layout before its line, a cluster's after its masters' lines."""
         addrs = await admin.topics.create_topic(config, cluster=cluster, broker_addr=broker_addr)
+        lines = [f"create topic to {addr} success." for addr in addrs]
+        if not config.order:
+            return lines
         if broker_addr is not None:
-            if config.order:
-                name = next((n for n, a in (await admin.master_addrs()).items() if a == broker_addr), broker_addr)
-                typer.echo(f"set broker orderConf. isOrder=true, orderConf=[{name}:{config.write_queue_nums}]")
-            typer.echo(f"create topic to {broker_addr} success.")
-        else:
-            for addr in addrs:
-                typer.echo(f"create topic to {addr} success.")
-            if config.order:
-                layout = ";".join(f"{n}:{config.write_queue_nums}" for n in await admin.master_addrs(cluster))
-                typer.echo(f"set cluster orderConf. isOrder=true, orderConf=[{layout}]")
-        typer.echo(topic_config_text(config))
+            name = next((n for n, a in (await admin.master_addrs()).items() if a == broker_addr), broker_addr)
+            return [f"set broker orderConf. isOrder=true, orderConf=[{name}:{config.write_queue_nums}]", *lines]
+        layout = ";".join(f"{n}:{config.write_queue_nums}" for n in await admin.master_addrs(cluster))
+        return [*lines, f"set cluster orderConf. isOrder=true, orderConf=[{layout}]"]
 
-    run(job)
+    with said_per_master(lambda addr, result: f"create topic to {addr} {result}."):
+        lines = run(job)
+    for line in lines:
+        typer.echo(line)
+    typer.echo(topic_config_text(config))
 
 
 @command("deleteTopic", "mq admin topic delete", "Delete topic from broker and NameServer.")
@@ -96,7 +118,15 @@ def delete_topic(
     async def job(admin: MQAdmin) -> None:
         await admin.topics.delete_topic(name, where)
 
-    run(job)
+    try:
+        run(job)
+    except PartialWriteError as exc:
+        if exc.failed:  # not every master applied it: the name servers were not asked, one line says it all
+            raise
+        typer.echo(f"delete topic [{name}] from cluster [{where}] success.")
+        for namesrv in exc.namesrv_notes():
+            typer.echo(namesrv, err=True)
+        raise typer.Exit(exc.exit_code) from None
     typer.echo(f"delete topic [{name}] from cluster [{where}] success.")
     typer.echo(f"delete topic [{name}] from NameServer success.")
 
