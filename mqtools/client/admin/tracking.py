@@ -112,7 +112,7 @@ class TrackingAdmin(AdminService):
         last minute and messages in and out over 24 hours; a broker that cannot be asked makes a
         figure None, a counter a broker never started counts 0 (nothing happened there). A set with no
         master, whose master did not answer, or whose groups or offsets no replica answered for, is named:
-        its figures are not in the sums."""
+        its figures are not in the sums, and each row says which of its figures leave a set out."""
         topics = [topic] if topic else [t for t in await self.admin.topics.topic_list()
                                         if not is_retry_topic(t) and not is_dlq_topic(t)]
         rows: list[TopicGroupStats] = []
@@ -131,24 +131,27 @@ class TrackingAdmin(AdminService):
         missed += [Unreachable(name, None, f"{NO_MASTER}: the put and get counters are its master's")
                    for name, addrs in sets.items() if MASTER_ID not in addrs]
         masters = {name: addrs[MASTER_ID] for name, addrs in sets.items() if MASTER_ID in addrs}
-        whole = len(masters) == len(sets)  # a set left out of the sums may have had traffic
+        left_out = len(masters) < len(sets)  # a set left out of the sums may have had traffic
         in_tps, in_24h = await self._summed_over(masters, TOPIC_PUT_NUMS, topic, missed)
         groups = consumers.groups
         if not groups:
-            if active_only and whole and in_24h == 0:
+            if active_only and not left_out and in_24h == 0:
                 return []
-            return [TopicGroupStats(topic, None, 0, in_tps, None, in_24h, None)]
+            return [TopicGroupStats(topic, None, 0, in_tps, None, in_24h, None, sums_partial=left_out)]
         rows = []
         for group in groups:
             out_tps, out_24h = await self._summed_over(masters, GROUP_GET_NUMS, f"{topic}@{group}", missed)
             progress = await self.admin._settled(self.admin.groups.consumer_progress(group, topic))
             backlog: int | None = None
+            backlog_partial = False
             if not isinstance(progress, MQClientError):
                 backlog = progress.total_diff
+                backlog_partial = bool(progress.unreachable)
                 missed += progress.unreachable  # the backlog leaves out the sets it could not read
-            if active_only and whole and in_24h == 0 and out_24h == 0:
+            if active_only and not left_out and in_24h == 0 and out_24h == 0:
                 continue
-            rows.append(TopicGroupStats(topic, group, backlog, in_tps, out_tps, in_24h, out_24h))
+            rows.append(TopicGroupStats(topic, group, backlog, in_tps, out_tps, in_24h, out_24h, sums_partial=left_out,
+                                        backlog_partial=backlog_partial))
         return rows
 
     async def summed(self, addrs: list[str], stats_name: str, key: str) -> tuple[float | None, int | None]:

@@ -184,6 +184,8 @@ def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: Preset
         began = time.monotonic()
         hung = mq_here("admin", "broker", "status", cluster.addr("broker-b"), "--timeout", TIMEOUT, namesrv=cluster.namesrv)
         hung_took = time.monotonic() - began
+        every = mq_here("admin", "brokerStatus", "-c", "DefaultCluster", namesrv=cluster.namesrv,
+                        env={"MQ_TIMEOUT": TIMEOUT})
         figures = exported(cluster)
         judged = mq("admin", "diagnose", "broker", cluster.addr("broker-b"), "--window", "1", "--timeout", TIMEOUT,
                     "-o", "json", namesrv=cluster.namesrv, timeout=60)
@@ -194,6 +196,11 @@ def test_a_hung_master_is_read_from_its_slave_within_one_timeout(cluster: Preset
     # the hung broker itself: unreachable (exit 3) in one line, after one timeout, not a hang or a traceback
     assert hung.returncode == EXIT_UNREACHABLE and hung.stderr.startswith("mq: error:"), hung.stderr
     assert hung.stderr.count("\n") == 1 and hung_took < 2 * float(TIMEOUT) + 10
+    # mqadmin's brokerStatus -c: the others still shown, the hung one a line on stderr (it stopped at it, exit 3)
+    assert every.returncode == EXIT_OK, every.stderr
+    assert {line[:24].rstrip() for line in every.stdout.splitlines()} == {
+        cluster.addr(b) for b in ("broker-a", "broker-a-s", "broker-b-s")}
+    assert every.stderr.count("\n") == 1 and cluster.addr("broker-b") in every.stderr
     assert (progress_code, progress["partial"], progress["diffTotal"]) == (EXIT_OK, False, LAG)
     assert sources(progress) == {"broker-a": {"master"}, "broker-b": {"slave"}}
     assert (code, doc["partial"]) == (EXIT_OK, False)
@@ -237,6 +244,17 @@ def test_a_killed_master_is_read_from_its_slave(cluster: PresetCluster) -> None:
         found = doc["messages"] if "messages" in doc else [doc["message"]]
         stored = [(m["body"], m["queueId"], m["storeHost"]) for m in found]
         assert doc["partial"] is False and stored == [("m0", 0, cluster.addr("broker-a"))], doc
+    # mqadmin's brokerStatus -c shows the master-less set's slave (it was left out); statsAll's sums leave out the
+    # set's counters (its dead master's): n/a in mqadmin's row, "at least" in `broker stats` (they passed as totals)
+    every = mq_here("admin", "brokerStatus", "-c", "DefaultCluster", namesrv=cluster.namesrv, env={"MQ_TIMEOUT": TIMEOUT})
+    assert (every.returncode, every.stderr) == (EXIT_OK, "")
+    assert {line[:24].rstrip() for line in every.stdout.splitlines()} == {
+        cluster.addr(b) for b in ("broker-a-s", "broker-b", "broker-b-s")}
+    stats = mq_here("admin", "statsAll", "-t", TOPIC, namesrv=cluster.namesrv, env={"MQ_TIMEOUT": TIMEOUT})
+    assert stats.returncode == EXIT_OK
+    assert stats.stdout.splitlines()[1].split() == [TOPIC, GROUP, str(LAG), "n/a", "n/a", "n/a", "n/a"], stats.stdout
+    native = mq_here("admin", "broker", "stats", "-t", TOPIC, "--timeout", TIMEOUT, namesrv=cluster.namesrv)
+    assert native.returncode == EXIT_PARTIAL and f"at least {SENT // 2}" in native.stdout.splitlines()[1], native.stdout
     codes = sweep(cluster.namesrv, sweep_values(cluster))
     # every other read whole; the name server killed first makes theirs partial (mqadmin's fails, as Apache's);
     # statsAll's put and get counters of the master-less set are its master's, and so is the check service of
@@ -331,7 +349,8 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
     assert doc["unreachable"][0]["reason"].startswith("no master registered; slave")
     assert (progress_code, progress["partial"], progress["diffTotal"]) == (EXIT_PARTIAL, True, LAG // 2)
     assert [u["brokerName"] for u in progress["unreachable"]] == ["broker-a"] and progress["consumeTps"] is None
-    # whatever needs broker-a is partial (4) or, asked of broker-a alone, unreachable (3)
+    # whatever needs broker-a is partial (4) or, asked of broker-a alone, unreachable (3): mqadmin's key queries too,
+    # as key0 and the message's msgId are on broker-a only (they printed a bare header, exit 0)
     assert {name: code for name, code in codes.items() if code != EXIT_OK} == {
         "cluster list": EXIT_PARTIAL, "topic status": EXIT_PARTIAL, "group progress": EXIT_PARTIAL,
         "msg unique": EXIT_PARTIAL, "msg key": EXIT_PARTIAL, "timer status": EXIT_PARTIAL, "namesrv config get": EXIT_PARTIAL,
@@ -339,7 +358,7 @@ def test_a_set_with_no_replica_answering_makes_the_answer_partial(cluster: Prese
         "group status": EXIT_PARTIAL, "topic cq": EXIT_PARTIAL, "producer list": EXIT_PARTIAL,
         "group list": EXIT_PARTIAL, "proxy clients": EXIT_PARTIAL, "proxy status": EXIT_PARTIAL,
         "ha status": EXIT_PARTIAL, "msg print": EXIT_PARTIAL, "msg consume": EXIT_PARTIAL, "msg get": EXIT_UNREACHABLE, "msg at": EXIT_UNREACHABLE,
-        "queryMsgByOffset": EXIT_UNREACHABLE,
+        "queryMsgByOffset": EXIT_UNREACHABLE, "queryMsgByKey": EXIT_UNREACHABLE, "queryMsgByUniqueKey": EXIT_UNREACHABLE,
         "ha ready": EXIT_UNREACHABLE, "getNamesrvConfig": EXIT_UNREACHABLE, "queryCq": EXIT_UNREACHABLE,
         "offset reset --dry-run": EXIT_REFUSED,
         "offset skip --dry-run": EXIT_REFUSED, "queryMsgById": EXIT_REFUSED}

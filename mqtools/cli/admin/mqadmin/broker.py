@@ -13,6 +13,7 @@ import typer
 from mqtools.cli.admin.common import usage
 from mqtools.cli.admin.mqadmin import command, run, run_until_interrupted
 from mqtools.client.admin.models.mqadmin_text import broker_consume_lines, config_lines
+from mqtools.client.errors import MQClientError, settled
 from mqtools.common.javatext import java_format
 from mqtools.common.presentation import NA
 
@@ -25,14 +26,28 @@ RT_HEADER = "%-24s  %-24s  %-4s  %-8s  %-8s"
 RT_ROW = "%-24s  %-24s  %-8s  %-16s  %-16s"
 
 
+def known_cluster(info: ClusterInfo, cluster: str) -> None:
+    """An unknown cluster is a usage error, naming the known ones."""
+    if cluster not in info.cluster_addr_table:
+        raise usage(f"cluster {cluster} not found (known: {', '.join(sorted(info.cluster_addr_table)) or 'none'})")
+
+
 def group_addrs(info: ClusterInfo, cluster: str, *, slaves: bool) -> list[tuple[str, list[str]]]:
     """(master address, its slaves' addresses, or none) per broker name of a cluster; an unknown
     cluster is a usage error."""
     from mqtools.client.admin.base import cluster_nodes
 
-    if cluster not in info.cluster_addr_table:
-        raise usage(f"cluster {cluster} not found (known: {', '.join(sorted(info.cluster_addr_table)) or 'none'})")
+    known_cluster(info, cluster)
     return [(master, others if slaves else []) for master, others in cluster_nodes(info, cluster)]
+
+
+def every_addr(info: ClusterInfo, cluster: str) -> list[str]:
+    """Every address of every broker set of a cluster, by set name and broker id: the sets with no master too,
+    as mqadmin's CommandUtil.fetchMasterAndSlaveAddrByClusterName gives them; an unknown cluster is a usage
+    error."""
+    known_cluster(info, cluster)
+    tables = (info.broker_addr_table.get(name) for name in sorted(info.cluster_addr_table[cluster]))
+    return [addr for data in tables if data for _, addr in sorted(data.broker_addrs.items())]
 
 
 @command("brokerStatus", "mq admin broker status", "Fetch broker runtime status data.")
@@ -40,7 +55,11 @@ def broker_status(
     broker_addr: BrokerAddrOpt = None,
     cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="which cluster")] = None,  # noqa: UP045
 ) -> None:
-    """Example: mq admin brokerStatus -b 127.0.0.1:10911"""
+    """-c: every broker of the cluster, each asked on its own: one that fails is a line on stderr (where mqadmin
+    prints its stack trace and goes on) and the others are still shown; exit 0 unless none answered.
+
+    Example: mq admin brokerStatus -b 127.0.0.1:10911
+    """
     if (broker_addr is None) == (cluster is None):
         raise usage("give one of -b/--brokerAddr and -c/--clusterName")
 
@@ -49,10 +68,17 @@ def broker_status(
             for key, value in sorted((await admin.brokers.broker_runtime_info(broker_addr)).raw.items()):
                 typer.echo(java_format("%-32s: %s", key, value))
             return
-        for master, slaves in group_addrs(await admin.cluster_info(), cluster or "", slaves=True):
-            for addr in (master, *slaves):
-                for key, value in sorted((await admin.brokers.broker_runtime_info(addr)).raw.items()):
-                    typer.echo(java_format("%-24s %-32s: %s", addr, key, value))
+        addrs = every_addr(await admin.cluster_info(), cluster or "")
+        answers = await asyncio.gather(*(settled(admin.brokers.broker_runtime_info(a)) for a in addrs))
+        for addr, answer in zip(addrs, answers, strict=True):
+            if isinstance(answer, MQClientError):
+                typer.echo(f"brokerStatus of {addr} failed: {answer.summary()}", err=True)
+                continue
+            for key, value in sorted(answer.raw.items()):
+                typer.echo(java_format("%-24s %-32s: %s", addr, key, value))
+        failed = [a for a in answers if isinstance(a, MQClientError)]
+        if failed and len(failed) == len(answers):  # nothing read: a failure, not a partial answer
+            raise typer.Exit(failed[0].exit_code)
 
     run(job)
 

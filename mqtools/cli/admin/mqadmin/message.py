@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated, Optional
 
 import typer
 
-from mqtools.cli.admin.common import fail, usage
+from mqtools.cli.admin.common import fail, note, usage
 from mqtools.cli.admin.mqadmin import LmqClusterOpt, MsgIdOpt, TopicOpt, charset_option, command, run
 from mqtools.client.admin.models.mqadmin_text import (
     java_queue,
@@ -18,16 +18,20 @@ from mqtools.client.admin.models.mqadmin_text import (
     pull_result_lines,
     with_pull_offsets,
 )
+from mqtools.client.errors import NoMessageError, UnreachableError
 from mqtools.common.exitcodes import EXIT_REFUSED
 from mqtools.common.javatext import java_format
+from mqtools.common.presentation import partial_note
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
     from mqtools.client.admin.models.configs import MessageQueue
-    from mqtools.client.admin.models.messages import MessageTrack
+    from mqtools.client.admin.models.messages import MessageHits, MessageTrack
     from mqtools.client.types import PullResult
     from mqtools.common.message import MessageExt
 
+NO_MESSAGE_TEXT = "query message by key finished, but no message."
+"""Apache's MQAdminImpl.queryMessage when no set holds the key (by key and by unique key alike)."""
 BODY_DIR = Path("/tmp/rocketmq/msgbodys")
 """Where mqadmin writes each shown message's body."""
 SEPARATOR = "-" * 56
@@ -53,6 +57,21 @@ def detail(m: MessageExt, tracks: list[MessageTrack], *, offset_id: bool = True,
            index: int = 0) -> str:
     """The message as queryMsgBy* print it, its body written to mqadmin's body file first."""
     return message_detail(m, tracks, body_file(m, index), offset_id=offset_id, charset=charset)
+
+
+def settled_hits(hits: MessageHits) -> list[MessageExt]:
+    """What queryMsgByKey and queryMsgByUniqueKey print, as Apache's MQAdminImpl.queryMessage settles it: no hit
+    is its NO_MESSAGE failure (exit 1) when every set answered, and not known (exit 3, naming the sets) when some
+    did not, since they may hold the key; hits that leave a set out are shown with a note naming it, so a short
+    list does not pass as whole."""
+    if not hits.messages:
+        if hits.unreachable:
+            missed = "; ".join(str(u) for u in hits.unreachable)
+            raise UnreachableError(f"{NO_MESSAGE_TEXT.rstrip('.')} on the broker sets read; not known on {missed}")
+        raise NoMessageError(NoMessageError.CODE, NO_MESSAGE_TEXT)
+    for line in partial_note(hits.unreachable, "messages stored there are not shown"):
+        note(line)
+    return hits.messages
 
 
 def _ms(value: str | None, default: int | None) -> int | None:
@@ -103,9 +122,8 @@ def query_msg_by_key(
     begin_ms, end_ms = _ms(begin, 0), _ms(end, None)
 
     async def job(admin: MQAdmin) -> list[MessageExt]:
-        hits = await admin.messages.query_by_key(topic, msg_key, max_num=max_num, begin_ms=begin_ms or 0,
-                                                 end_ms=end_ms)
-        return hits.messages
+        return settled_hits(await admin.messages.query_by_key(topic, msg_key, max_num=max_num,
+                                                              begin_ms=begin_ms or 0, end_ms=end_ms))
 
     found = run(job)
     typer.echo(java_format("%-50s %4s %40s", "#Message ID", "#QID", "#Offset"))
@@ -123,7 +141,7 @@ def query_msg_by_unique_key(
     """Example: mq admin queryMsgByUniqueKey -t Orders -i C0A8010A00002A9F0000000000000001"""
 
     async def job(admin: MQAdmin) -> None:
-        found = (await admin.messages.query_by_unique_key(topic, msg_id)).messages
+        found = settled_hits(await admin.messages.query_by_unique_key(topic, msg_id))
         for index, m in enumerate(found if show_all else found[:1]):
             typer.echo(detail(m, (await admin.tracking.message_tracks(m)).tracks, offset_id=False, index=index), nl=False)
 

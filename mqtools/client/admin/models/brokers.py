@@ -11,7 +11,7 @@ from typing import Any
 
 from mqtools.client.admin.models.parse import opt_bool, opt_float, opt_int, opt_ms
 from mqtools.common.brokerrole import MASTER_ID
-from mqtools.common.presentation import Column, Unreachable, View, renders, when
+from mqtools.common.presentation import Column, Unreachable, View, cell, renders, when
 from mqtools.remoting.bodies import MessageQueue
 
 
@@ -199,6 +199,11 @@ class TopicGroupStats:
     out_tps: float | None
     in_24h: int | None
     out_24h: int | None
+    sums_partial: bool = False
+    """The TPS and 24-hour sums leave out a set of the topic with no master (its counters are its master's):
+    lower bounds, not totals."""
+    backlog_partial: bool = False
+    """The backlog leaves out a set whose offsets of the group could not be read: a lower bound."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -367,10 +372,16 @@ def broker_consume_stats_view(addr: str, stats: BrokerConsumeStats, level: int =
                 footer=[f"total diff: {stats.total_diff}"])
 
 
+def _at_least(value: float | None, partial: bool) -> float | str | None:
+    """A table's sum that leaves a set out, marked as the lower bound it is ("at least", as partial totals say)."""
+    return f"at least {cell(value)}" if partial and value is not None else value
+
+
 @renders("StatsAll")
 def stats_all_view(stats: StatsAll) -> View:
     rows = stats.rows
-    table = [[r.topic, r.group, r.accumulation, r.in_tps, r.out_tps, r.in_24h, r.out_24h] for r in rows]
+    table = [[r.topic, r.group, _at_least(r.accumulation, r.backlog_partial),
+              *(_at_least(v, r.sums_partial) for v in (r.in_tps, r.out_tps, r.in_24h, r.out_24h))] for r in rows]
     data = {"rows": [{"topic": r.topic, "group": r.group, "accumulation": r.accumulation, "inTps": r.in_tps,
                       "outTps": r.out_tps, "inMsg24Hour": r.in_24h, "outMsg24Hour": r.out_24h} for r in rows]}
     return View("StatsAll", [Column("TOPIC"), Column("GROUP"), Column("BACKLOG", True), Column("IN TPS", True),
