@@ -5,7 +5,9 @@ Concurrent: up to `consume_concurrency` workers take messages one at a time from
 queue (RocketMQ's consume thread pool and its work queue; a task per message cost more than
 the decode and the listener together); a message the listener refuses is sent back to the broker, which re-delivers it through the group's
 retry topic (or the DLQ once `max_reconsume_times` is spent). Orderly: one message at a time
-per consumer, in queue order; a refused message is retried in place, so nothing overtakes it.
+per queue, in queue order, up to `consume_concurrency` queues at once; a refused message is retried in place,
+so nothing overtakes it, and holds back only its own queue. Both stop at the next message of a queue that was
+reset or dropped (the offset committed at a drop is that of the first message not done).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from mqtools.client.types import ConsumeResult
 from mqtools.common import properties as P
 from mqtools.common.message import Message, MessageExt
 from mqtools.common.topics import CLIENT_INNER_PRODUCER_GROUP, retry_topic
+from mqtools.remoting.bodies import MessageQueue
 
 log = logging.getLogger(__name__)
 
@@ -89,6 +92,12 @@ class ConsumeService:
             log.exception("listener of %s failed", self.group)
             return ConsumeResult.RECONSUME_LATER
 
+    @staticmethod
+    def _ours(pq: ProcessQueue, generation: int) -> bool:
+        """Work started under `generation` may go on: the queue was neither reset nor dropped since (Apache's
+        consume requests check isDropped before each batch)."""
+        return generation == pq.generation and not pq.dropped
+
     def _done(self, pq: ProcessQueue, msg: MessageExt, generation: int) -> None:
         """The message leaves the queue's in-flight table, which is what moves its commit point; the
         offset store takes the commit point when the queue is next pulled, persisted or dropped."""
@@ -135,7 +144,7 @@ class ConcurrentConsumeService(ConsumeService):
         while True:
             while pending:
                 pq, msg, generation = pending.popleft()
-                if generation != pq.generation:
+                if not self._ours(pq, generation):
                     continue
                 result = self._listen([msg])
                 if not isinstance(result, ConsumeResult):
@@ -157,10 +166,10 @@ class ConcurrentConsumeService(ConsumeService):
 
     async def _send_back(self, pq: ProcessQueue, msg: MessageExt, generation: int) -> bool:
         """A refused message goes back to the broker (retried until it is taken, or consumed here
-        again meanwhile); False when its queue was reset in between and it is no longer ours."""
+        again meanwhile); False when its queue was reset or dropped in between and it is no longer ours."""
         while not await self._back(pq, msg):
             await asyncio.sleep(SEND_BACK_RETRY_DELAY)
-            if generation != pq.generation:
+            if not self._ours(pq, generation):
                 return False
             if await self._call_listener([msg]) is not ConsumeResult.RECONSUME_LATER:
                 break
@@ -197,12 +206,20 @@ def retry_message(group: str, msg: MessageExt, max_reconsume_times: int) -> Mess
 
 
 class OrderlyConsumeService(ConsumeService):
-    """One message at a time in queue order; a refusal retries the same message (RocketMQ's
-    ConsumeMessageOrderlyService)."""
+    """One message at a time per queue in queue order; a refusal retries the same message (RocketMQ's
+    ConsumeMessageOrderlyService: a lock per queue, the listener on the consumer's pool, a refused message
+    suspending only its queue, SUSPEND_CURRENT_QUEUE_A_MOMENT). In clustering mode a queue whose lock is lost or
+    expired is not consumed until the lock is renewed (Apache's tryLockLaterAndReconsume)."""
 
-    def __init__(self, instance: ClientInstance, group: str, listener: Listener, offsets: OffsetStore) -> None:
+    def __init__(self, instance: ClientInstance, group: str, listener: Listener, offsets: OffsetStore, *,
+                 concurrency: int, clustering: bool) -> None:
         super().__init__(instance, group, listener, offsets)
-        self._slots = asyncio.Semaphore(1)
+        self.clustering = clustering
+        #: Listener calls running at once, all queues together (the consume thread pool's size).
+        self._slots = asyncio.Semaphore(concurrency)
+        #: One consumer of a queue at a time (Apache's MessageQueueLock): a queue's loop started after a reset or a
+        #: drop waits until the former one's message is out of the listener.
+        self._queue_locks: dict[MessageQueue, asyncio.Lock] = {}
 
     def submit(self, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
         pq.buffered.extend(msgs)
@@ -210,13 +227,22 @@ class OrderlyConsumeService(ConsumeService):
             self._spawn(self._consume_orderly(pq, pq.generation))
 
     async def _consume_orderly(self, pq: ProcessQueue, generation: int) -> None:
-        async with self._slots:
-            while pq.buffered and generation == pq.generation:
+        """Consume the queue's buffer; a refused message waits ORDERLY_RETRY_DELAY holding no slot, so only its own
+        queue waits (one refusing listener stopped every queue of the consumer)."""
+        async with self._queue_locks.setdefault(pq.mq, asyncio.Lock()):
+            while pq.buffered and self._ours(pq, generation):
+                if self.clustering and pq.lock_expired():
+                    pq.resume.clear()
+                    await pq.resume.wait()
+                    continue
                 msg = pq.buffered[0]
-                while await self._call_listener([msg]) is ConsumeResult.RECONSUME_LATER:
+                async with self._slots:
+                    result = await self._call_listener([msg])
+                if not self._ours(pq, generation):
+                    return
+                if result is ConsumeResult.RECONSUME_LATER:
                     msg.reconsume_times += 1
-                    if generation != pq.generation:
-                        return
                     await asyncio.sleep(ORDERLY_RETRY_DELAY)
+                    continue
                 pq.buffered.pop(0)
                 self._done(pq, msg, generation)

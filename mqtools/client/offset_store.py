@@ -57,23 +57,31 @@ class RemoteOffsetStore(OffsetStore):
         return addr
 
     async def _invoke(self, mq: MessageQueue, code: RequestCode, ext: dict[str, str],
-                      ok: tuple[int, ...] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+                      ok: tuple[int, ...] = (ResponseCode.SUCCESS,), *, pass_timed_out: bool = False
+                      ) -> RemotingCommand:
         """To the node serving the queue's broker: the master, else (route refreshed after the master
         failed to answer) the slave, where RocketMQ 4.x clients also read and commit offsets while
         the master is down. The returning master takes those offsets back (server pre-online step).
         A refreshed route that still names the unreachable master (its name server has not dropped it yet)
         sends the request to the next node: a commit that waited for the next round instead reached a slave
-        made master 5 s late, and a drill read that master's offsets behind the dead one's (CI at 5a49667)."""
+        made master 5 s late, and a drill read that master's offsets behind the dead one's (CI at 5a49667).
+        With `pass_timed_out`, a master whose last request timed out (ClientInstance.timed_out: until one is
+        answered again, a lock renewal or a pull) is not asked while its set has another node."""
         addr = self._addr(mq)
+        if pass_timed_out and self.instance.timed_out(addr) and (other := self._other_node(mq, addr)) is not None:
+            return await self.instance.invoke(other, RemotingCommand.request(code, ext), ok=ok)
         try:
             return await self.instance.invoke(addr, RemotingCommand.request(code, ext), ok=ok)
         except UnreachableError:
             with contextlib.suppress(MQClientError):
                 await self.instance.route(mq.topic, refresh=True)
-            other = next((a for a in self.instance.broker_nodes(mq.broker_name) if a != addr), None)
+            other = self._other_node(mq, addr)
             if other is None:
                 raise
             return await self.instance.invoke(other, RemotingCommand.request(code, ext), ok=ok)
+
+    def _other_node(self, mq: MessageQueue, addr: str) -> str | None:
+        return next((a for a in self.instance.broker_nodes(mq.broker_name) if a != addr), None)
 
     async def read(self, mq: MessageQueue) -> int | None:
         """The broker's committed offset; None when the group never committed on that queue."""
@@ -86,18 +94,21 @@ class RemoteOffsetStore(OffsetStore):
         self.table[mq] = offset
         return offset
 
-    async def commit(self, mq: MessageQueue, offset: int) -> None:
+    async def commit(self, mq: MessageQueue, offset: int, *, in_round: bool = False) -> None:
+        """`in_round`: one of a consumer's rounds (commit_all's tolerant), which passes over a timed-out master."""
         header = UpdateConsumerOffsetRequestHeader(self.group, mq.topic, mq.queue_id, offset)
-        await self._invoke(mq, RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext())
+        await self._invoke(mq, RequestCode.UPDATE_CONSUMER_OFFSET, header.to_ext(), pass_timed_out=in_round)
 
     async def commit_all(self, offsets: dict[MessageQueue, int], *, tolerant: bool = False) -> list[MessageQueue]:
         """Commit many queues: one broker's one after another, the brokers at once. RocketMQ's
         ConsumerOffsetManager.commitOffset makes a group's table for a topic with an unguarded get-then-put,
         so two first commits of a topic landing on two of a broker's threads at once keep only one of them
         (Apache 4.9.7 lost queue 0 of a reset that way, CI at 5378398); Java's clients commit in a loop.
-        With `tolerant`, a queue whose commit fails is left for the next round, and so are the broker's queues
-        after it when the broker could not be reached (a hung master cost a consumer's shutdown a timeout for
-        each of its queues there, 15 s for five); the queues left are returned."""
+        With `tolerant` (a consumer's round), a queue whose commit fails is left for the next round, and so are
+        the broker's queues after it when the broker could not be reached; the queues left are returned. A hung
+        master costs the round one timeout, not one a queue (a consumer's shutdown waited 15 s for five): once it
+        timed out, in this round or before, the set's commits go straight to its slave (_invoke's
+        `pass_timed_out`), and when there is none the set's queues are left at the first failure."""
         by_broker: dict[str, list[tuple[MessageQueue, int]]] = {}
         for mq, offset in offsets.items():
             by_broker.setdefault(mq.broker_name, []).append((mq, offset))
@@ -109,7 +120,7 @@ class RemoteOffsetStore(OffsetStore):
                     await self.commit(mq, offset)
                     continue
                 try:
-                    await self.commit(mq, offset)
+                    await self.commit(mq, offset, in_round=True)
                 except UnreachableError:
                     return left + [q for q, _ in items[i:]]
                 except MQClientError:

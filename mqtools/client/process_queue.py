@@ -16,6 +16,11 @@ from mqtools.common.brokerrole import MASTER_ID
 from mqtools.common.message import MessageExt
 from mqtools.remoting.bodies import MessageQueue
 
+#: An orderly consumer's lock not renewed for this long is not trusted: the queue's consumption pauses until it is
+#: renewed, and the rebalance gives the queue up (Apache's REBALANCE_LOCK_MAX_LIVE_TIME, 30 s; the broker keeps a
+#: lock 60 s, and renewals come every rebalance, 20 s by default).
+LOCK_MAX_LIVE_MS = 30_000
+
 
 @dataclass
 class ProcessQueue:
@@ -41,6 +46,8 @@ class ProcessQueue:
     last_lock_ms: int = 0
     idle: asyncio.Event = field(default_factory=asyncio.Event)
     space: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Set when the lock is renewed or the queue dropped: wakes an orderly consumption paused on its lock.
+    resume: asyncio.Event = field(default_factory=asyncio.Event)
 
     def __post_init__(self) -> None:
         if not self.inflight:
@@ -51,6 +58,22 @@ class ProcessQueue:
     def commit_point(self) -> int:
         """Every message before this offset is done: the offset safe to commit."""
         return min(self.inflight) if self.inflight else self.next_offset
+
+    def lock_expired(self) -> bool:
+        """The lock is not ours (the broker said so) or too old to trust (Apache's !isLocked or isLockExpired):
+        an orderly consumer consumes nothing more of the queue meanwhile."""
+        return not self.locked or now_ms() - self.last_lock_ms > LOCK_MAX_LIVE_MS
+
+    def lock_renewed(self, now: int) -> None:
+        """The broker granted the lock again: a consumption paused on it goes on."""
+        self.locked, self.last_lock_ms = True, now
+        self.resume.set()
+
+    def drop(self) -> None:
+        """Nothing more of the queue is consumed here (RocketMQ's setDropped): the consume services check it before
+        each message, so what is left goes to the queue's next owner from the offset committed at the drop."""
+        self.dropped = True
+        self.resume.set()
 
     def settle(self) -> None:
         """Wake whoever waits for the queue to drain or for room to pull more."""

@@ -27,7 +27,7 @@ from mqtools.client.errors import GroupConsumeDisabledError, MQClientError
 from mqtools.client.instance import ClientInstance
 from mqtools.client.offset_store import LocalOffsetStore, OffsetStore, RemoteOffsetStore
 from mqtools.client.process_queue import ProcessQueue
-from mqtools.client.rebalance import Rebalance, queue_sort_key
+from mqtools.client.rebalance import DROP_DRAIN_TIMEOUT, Rebalance, queue_sort_key
 from mqtools.client.subscription import SUB_ALL, parse_subscription
 from mqtools.client.trace import TraceDispatcher, traced_listener
 from mqtools.client.types import ConsumeFromWhere, MessageModel, PullResult, PullStatus
@@ -133,7 +133,8 @@ class PushConsumer(ConsumerBase):
             raise MQClientError("subscribe to a topic and register a listener before start()")
         listener = self.listener if self.tracer is None else traced_listener(self.listener, self.tracer)
         if self.orderly:
-            self._consume = OrderlyConsumeService(self.instance, self.group, listener, self.offsets)
+            self._consume = OrderlyConsumeService(self.instance, self.group, listener, self.offsets,
+                                                  concurrency=self.consume_concurrency, clustering=self.clustering)
         else:
             self._consume = ConcurrentConsumeService(
                 self.instance, self.group, listener, self.offsets, concurrency=self.consume_concurrency,
@@ -152,8 +153,9 @@ class PushConsumer(ConsumerBase):
                        asyncio.create_task(self._persist_loop())]
         return self
 
-    async def shutdown(self, drain_timeout: float = 10.0) -> None:
-        """Stop pulling, let in-flight messages finish, commit offsets, release locks, leave."""
+    async def shutdown(self, drain_timeout: float = DROP_DRAIN_TIMEOUT) -> None:
+        """Stop pulling, let in-flight messages finish (within `drain_timeout` for all the queues), commit offsets,
+        release locks, leave."""
         for task in self._tasks:
             task.cancel()
         for task in self._tasks:

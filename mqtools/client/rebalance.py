@@ -34,11 +34,9 @@ log = logging.getLogger(__name__)
 
 #: Seconds before the next rebalance while some allocated queue still waits for its lock.
 LOCK_RETRY_INTERVAL = 1.0
-#: Seconds a dropped queue may take to finish its in-flight messages during a rebalance.
+#: Seconds the queues a rebalance drops may take, all together, to finish their in-flight messages (and a push
+#: consumer's shutdown, by default).
 DROP_DRAIN_TIMEOUT = 10.0
-#: An orderly consumer's lock not renewed for this long is given up (Apache's REBALANCE_LOCK_MAX_LIVE_TIME, 30 s;
-#: the broker keeps it 60 s, and renewals come every rebalance, 20 s by default).
-LOCK_MAX_LIVE_MS = 30_000
 #: How far back CONSUME_FROM_TIMESTAMP starts when no timestamp is given (RocketMQ's half an hour).
 DEFAULT_TIMESTAMP_LOOKBACK = 1800
 
@@ -162,18 +160,21 @@ class Rebalance:
     async def _renew_locks(self) -> None:
         """Keep the broker locks alive; a queue whose master answered that its lock went to someone else is
         dropped. One whose master did not answer is kept: a GC pause or a hung master says nothing of the lock,
-        except that an orderly consumer gives up a queue whose lock it has not renewed for LOCK_MAX_LIVE_MS (the
-        broker's lock lapses a while later, and another member may then take it: Apache's orderly consumer stops
-        at the same age, isLockExpired). A queue taken unlocked while its set had no master is locked once the
-        set has one again, or dropped if another member holds it by then (else both would read it for good)."""
+        except that an orderly consumer gives up a queue whose lock expired (not renewed for LOCK_MAX_LIVE_MS; the
+        broker's lapses a while later, and another member may then take it). Its consumption stopped at that age
+        already, as Apache's (isLockExpired); a renewal here lets it go on. A queue taken unlocked while its set had
+        no master is locked once the set has one again, or dropped if another member holds it by then (else both
+        would read it for good)."""
         asked = [mq for mq, pq in self.table.items() if pq.locked or self._has_master(mq)]
         answer = await lock_batch(self.instance, self.group, asked)
         now = now_ms()
         held = {mq: pq for mq, pq in self.table.items() if mq in asked}  # a queue dropped meanwhile is not renewed
         for mq in answer.locked & held.keys():
-            held[mq].locked, held[mq].last_lock_ms = True, now
-        lapsed = {mq for mq, pq in held.items() if self.orderly and now - pq.last_lock_ms > LOCK_MAX_LIVE_MS}
-        await self.drop([mq for mq in held if mq in answer.refused or mq in lapsed], DROP_DRAIN_TIMEOUT)
+            held[mq].lock_renewed(now)
+        for mq in answer.refused & held.keys():
+            held[mq].locked = False
+        await self.drop([mq for mq, pq in held.items() if mq in answer.refused or self.orderly and pq.lock_expired()],
+                        DROP_DRAIN_TIMEOUT)
 
     def _has_master(self, mq: MessageQueue) -> bool:
         return self.instance.broker_addr(mq.broker_name, any_node=False) is not None
@@ -205,19 +206,24 @@ class Rebalance:
         self.dispatch(pq)
 
     async def drop(self, mqs: list[MessageQueue], drain_timeout: float) -> None:
-        """Stop pulling `mqs`, let their in-flight messages finish, commit, then release the locks."""
+        """Stop pulling `mqs`, let their in-flight messages finish within one `drain_timeout` for them all (each its
+        own cost a shutdown with 8 stuck queues 80 s, and a rebalance renewed no lock as long), commit, then
+        release the locks. The rest of a queue not drained by then is not consumed here (ProcessQueue.drop): the
+        offset committed is its first message not done. An orderly queue paused on its lock is not waited for."""
         dropped = [self.table.pop(mq) for mq in mqs if mq in self.table]
         for pq in dropped:
-            pq.dropped = True
             if pq.task is not None:
                 pq.task.cancel()
         for pq in dropped:
             if pq.task is not None:
                 with contextlib.suppress(asyncio.CancelledError):
                     await pq.task
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(drain_timeout):
-                    await pq.idle.wait()
+        drains = [pq.idle.wait() for pq in dropped if not (self.orderly and self.clustering and pq.lock_expired())]
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(drain_timeout):
+                await asyncio.gather(*drains)
+        for pq in dropped:
+            pq.drop()
             self.offsets.update(pq.mq, pq.commit_point())
         await self.offsets.persist([pq.mq for pq in dropped])
         if self.clustering:

@@ -8,8 +8,8 @@ from unit.client.fake_remoting import FakeRemoting, fake_instance, route_data
 
 from mqtools.client.instance import ClientInstance
 from mqtools.client.offset_store import OffsetStore
-from mqtools.client.process_queue import ProcessQueue
-from mqtools.client.rebalance import LOCK_MAX_LIVE_MS, Rebalance
+from mqtools.client.process_queue import LOCK_MAX_LIVE_MS, ProcessQueue
+from mqtools.client.rebalance import Rebalance
 from mqtools.client.types import ConsumeFromWhere
 from mqtools.remoting.bodies import (
     BrokerData,

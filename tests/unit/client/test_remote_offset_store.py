@@ -101,3 +101,31 @@ async def test_a_round_of_commits_leaves_a_broker_that_cannot_be_reached_after_i
         MASTER, "b:1", "b:1"]
     await unlock_batch(instance, "g", queues)
     assert [s.addr for s in remoting.broker_requests(RequestCode.UNLOCK_BATCH_MQ)] == ["b:1"]
+
+
+async def test_once_a_master_timed_out_the_rest_of_its_set_s_commits_go_straight_to_the_slave() -> None:
+    """A hung master with a slave in the route: _invoke went on to the slave, so commit_all never saw the master
+    fail and every queue waited out its own timeout (a shutdown 15 s for five queues). One timeout now, in this
+    round, and none in the next while the instance remembers the master as timed out."""
+    from mqtools.remoting.errors import RemotingTimeoutError
+
+    committed: dict[int, int] = {}
+
+    async def answer(addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
+        if addr == MASTER:
+            raise RemotingTimeoutError(addr, timeout, cmd.opaque)
+        committed[int(cmd.ext_fields["queueId"])] = int(cmd.ext_fields["commitOffset"])
+        return cmd.response(ResponseCode.SUCCESS)
+
+    remoting = FakeRemoting({"T": route({0: MASTER, 1: SLAVE})}, answer)
+    instance = fake_instance(remoting)
+    await instance.route("T", refresh=True)
+    store = RemoteOffsetStore(instance, "g")
+    queues = [MessageQueue("T", "broker-a", q) for q in range(3)]
+    assert await store.commit_all(dict.fromkeys(queues, 8), tolerant=True) == []
+    assert [s.addr for s in remoting.broker_requests(RequestCode.UPDATE_CONSUMER_OFFSET)] == [
+        MASTER, SLAVE, SLAVE, SLAVE]
+    remoting.sent.clear()
+    assert await store.commit_all(dict.fromkeys(queues, 9), tolerant=True) == []
+    assert [s.addr for s in remoting.broker_requests(RequestCode.UPDATE_CONSUMER_OFFSET)] == [SLAVE] * 3
+    assert committed == {0: 9, 1: 9, 2: 9}
