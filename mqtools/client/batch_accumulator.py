@@ -125,6 +125,8 @@ class AutoBatcher:
         self._tasks = tasks
         self._waiters: deque[PendingSend] = deque()
         self._timer: asyncio.TimerHandle | None = None
+        #: What abandon() failed the held sends with: also what a batch cancelled before it started gives its own.
+        self._abandoned: Exception | None = None
 
     def submit(self, msg: Message, budget: float) -> asyncio.Future[SendResult]:
         """Gather one prepared message; its future resolves with its own result or failure."""
@@ -145,6 +147,7 @@ class AutoBatcher:
     def abandon(self, error: Exception) -> None:
         """Shutdown stopped waiting: the sends held back for room fail with `error` (none went out), so that the
         batches shutdown then cancels let none in."""
+        self._abandoned = error
         while self._waiters:
             future = self._waiters.popleft().future
             if not future.done():
@@ -173,6 +176,20 @@ class AutoBatcher:
         task = self._loop().create_task(self._run(batch))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        task.add_done_callback(lambda t: self._unsent(t, batch))
+
+    def _unsent(self, task: asyncio.Task[None], batch: Batch[PendingSend]) -> None:
+        """A batch task cancelled before its first step (shutdown's cancel in the turn it was launched) ran no
+        `_run`, so nothing resolved its sends: they fail as held sends do (nothing went out), else are cancelled."""
+        if not task.cancelled():
+            return
+        for pending in batch.items:
+            if pending.future.done():
+                continue
+            if self._abandoned is not None:
+                pending.future.set_exception(self._abandoned)
+            else:
+                pending.future.cancel()
 
     async def _run(self, batch: Batch[PendingSend]) -> None:
         try:

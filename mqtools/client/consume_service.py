@@ -144,7 +144,7 @@ class ConcurrentConsumeService(ConsumeService):
         while True:
             while pending:
                 pq, msg, generation = pending.popleft()
-                if not self._ours(pq, generation):
+                if generation != pq.generation or pq.dropped:  # _ours, inline: this runs for every message
                     continue
                 result = self._listen([msg])
                 if not isinstance(result, ConsumeResult):

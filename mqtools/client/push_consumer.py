@@ -151,6 +151,8 @@ class PushConsumer(ConsumerBase):
         await self.instance.heartbeat()
         self._tasks = [asyncio.create_task(self._rebalance.run(self._topics, self.rebalance_interval)),
                        asyncio.create_task(self._persist_loop())]
+        if self.orderly and self.clustering:
+            self._tasks.append(asyncio.create_task(self._rebalance.renew_locks_periodically()))
         return self
 
     async def shutdown(self, drain_timeout: float = DROP_DRAIN_TIMEOUT) -> None:

@@ -34,6 +34,10 @@ log = logging.getLogger(__name__)
 
 #: Seconds before the next rebalance while some allocated queue still waits for its lock.
 LOCK_RETRY_INTERVAL = 1.0
+#: Seconds between an orderly consumer's lock renewals, apart from its rebalances (Apache's lockMQPeriodically,
+#: REBALANCE_LOCK_INTERVAL): a rebalance that fails (every name server down) or runs long must not let the locks
+#: age past LOCK_MAX_LIVE_MS, where consumption of their queues pauses.
+LOCK_RENEW_INTERVAL = 20.0
 #: Seconds the queues a rebalance drops may take, all together, to finish their in-flight messages (and a push
 #: consumer's shutdown, by default).
 DROP_DRAIN_TIMEOUT = 10.0
@@ -108,6 +112,17 @@ class Rebalance:
             with contextlib.suppress(TimeoutError):
                 async with asyncio.timeout(delay):
                     await self._wake.wait()
+
+    async def renew_locks_periodically(self, interval: float = LOCK_RENEW_INTERVAL) -> None:
+        """An orderly consumer's locks renewed every `interval` whatever the rebalances do; the brokers are the ones
+        the held queues name (their addresses as the instance holds them), so no name server is needed."""
+        while True:
+            await asyncio.sleep(interval)
+            if self.table:
+                try:
+                    await self._renew_locks()
+                except MQClientError as exc:
+                    log.info("lock renewal of %s failed: %s", self.group, exc)
 
     async def rebalance(self, topics: list[str]) -> bool:
         """Recompute the owned queues; True when some queue is still waiting for its lock."""

@@ -8,7 +8,8 @@ each further HOLD_S while the stack moves on), and when the loop turns again one
 held and how much CPU the process spent meanwhile. Little CPU over a long hold means the process waited (a
 disk, a page fault, or a machine too loaded to schedule it); CPU near the hold's length means mq's own work
 held the loop there. The watching thread notices its own late wake-ups too: a thread that slept 100 ms and
-woke seconds later was not scheduled, which is the machine, not the loop.
+woke seconds later either could not take the interpreter (C code holding the GIL: the process computed
+meanwhile) or was not run at all (an overloaded machine, SIGSTOP, a disk wait with the GIL held).
 
 `HoldJudge` is the arithmetic (clock readings in, what to say out); `LoopWatch` runs the thread.
 """
@@ -123,14 +124,14 @@ class LoopWatch:
 
     def _watch(self) -> None:
         judge = self.judge
-        slept_from = time.monotonic()
-        while not self._stop.wait(self.tick_s):
+        while True:
+            slept_from, cpu_from = time.monotonic(), time.process_time()
+            if self._stop.wait(self.tick_s):
+                return
             now = time.monotonic()
             late = now - slept_from - self.tick_s
-            slept_from = now
             if late >= judge.hold_s:
-                log.warning("this process was not scheduled for %d ms (the watching thread woke that late): the "
-                            "machine is overloaded or the process was paused", late * 1000)
+                self._woke_late(late, time.process_time() - cpu_from)
             tick, cpu = self._tick, self._cpu
             ended = judge.ended(tick, cpu) if judge.hold is not None else None
             if ended is not None:
@@ -139,6 +140,19 @@ class LoopWatch:
                             used * 1000, "mq's own work" if used >= held / 2 else "waiting, not computing")
             if judge.look(now, tick, cpu):
                 self._log_stack(now - tick)
+
+    @staticmethod
+    def _woke_late(late: float, used: float) -> None:
+        """The watching thread woke `late` seconds after it should have, the process having used `used` seconds of
+        CPU meanwhile: computing, the interpreter was held (C code keeping the GIL: a large JSON, a big copy), so
+        the stack comes when it lets go; not computing, the process was not run (an overloaded machine, SIGSTOP)."""
+        if used >= late / 2:
+            log.warning("the watching thread woke %d ms late while the process computed %d ms: the interpreter "
+                        "was held by code that keeps the GIL", late * 1000, used * 1000)
+        else:
+            log.warning("this process was not scheduled for %d ms (the watching thread woke that late, the process "
+                        "computing %d ms of it): the machine is overloaded, the process was paused, or it waited on "
+                        "the disk with the interpreter held", late * 1000, used * 1000)
 
     def _log_stack(self, held_s: float) -> None:
         frame = sys._current_frames().get(self._loop_thread)  # the one way to see another thread's stack

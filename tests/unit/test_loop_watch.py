@@ -56,3 +56,13 @@ def test_a_real_held_loop_is_named_where_it_is_held(caplog: pytest.LogCaptureFix
     ended = next(line for line in lines if line.startswith("event loop held up"))
     held_ms = int(ended.split()[4])
     assert held_ms >= 500 and "waiting, not computing" in ended
+
+
+def test_a_late_watcher_tells_a_held_interpreter_from_a_process_not_run(caplog: pytest.LogCaptureFixture) -> None:
+    """The watching thread woke late: with the process computing meanwhile the interpreter was held (mq's C code
+    keeping the GIL), not the machine; it had blamed the machine either way."""
+    with caplog.at_level(logging.WARNING, logger="mq.loop"):
+        LoopWatch._woke_late(2.0, 1.9)
+        LoopWatch._woke_late(2.0, 0.1)
+    held, not_run = (r.getMessage() for r in caplog.records)
+    assert "interpreter was held" in held and "not scheduled for 2000 ms" in not_run

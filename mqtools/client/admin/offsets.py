@@ -77,9 +77,10 @@ class OffsetAdmin(AdminService):
         ext = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force).to_ext()
         asked = await self.admin.write_each(list(masters), lambda name: self.admin.call(
             masters[name], RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext))
-        nobody = [n for n, exc in asked.failed.items()
-                  if isinstance(exc, ConsumerNotOnlineError | GroupOffsetNotExistError)]
-        failed = {n: exc for n, exc in asked.failed.items() if n not in nobody}
+        nobody = [n for n, exc in asked.failed.items() if isinstance(exc, ConsumerNotOnlineError)
+                  or isinstance(exc, GroupOffsetNotExistError) and not await self._online_at(group, masters[n])]
+        failed = {n: _online_refusal(exc, group) if isinstance(exc, GroupOffsetNotExistError) else exc
+                  for n, exc in asked.failed.items() if n not in nobody}
         if failed and not asked.applied:
             raise PartialWriteError(what, [], failed)
         rows: list[OffsetReset] = []
@@ -98,6 +99,15 @@ class OffsetAdmin(AdminService):
             raise PartialWriteError(what, sorted([*asked.applied, *committed.applied]), failed)
         rows += [r for plan in committed.applied.values() for r in plan]
         return sorted(rows, key=lambda r: queue_key(r.queue))
+
+    async def _online_at(self, group: str, master: str) -> bool:
+        """Whether `master` has consumers of `group` online. Its "THe consumer group <G> not exist" answer to a reset
+        by time means only that a queue of the topic has no committed offset (Apache's Broker2Client says the same):
+        with nobody online the offsets are committed directly, with consumers online they would commit over them."""
+        try:
+            return bool((await self.admin.groups.consumer_connections(group, master)).connections)
+        except MQClientError:
+            return False
 
     async def reset_offsets(self, group: str, topic: str, target: ResetTarget, *,
                             dry_run: bool = False) -> list[OffsetReset]:
@@ -266,3 +276,11 @@ class OffsetAdmin(AdminService):
                 return pushed  # nobody online to push to: the commit is the reset
             pushed.update(ResetOffsetBody.from_json(answer.body or b"{}").offset_table)
         return pushed
+
+
+def _online_refusal(exc: GroupOffsetNotExistError, group: str) -> MQClientError:
+    """A set whose broker could not push the reset (a queue without a committed offset) while consumers of the group
+    are online there: committing directly would be overwritten by them, so the set is not moved."""
+    return MQClientError(f"{exc.summary()}: a queue there has no committed offset "
+                         f"of {group} while its consumers are online, so the broker cannot push the reset and a "
+                         "direct commit would be overwritten; let the consumers commit first, or stop them")

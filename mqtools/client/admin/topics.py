@@ -144,7 +144,7 @@ class TopicAdmin(AdminService):
         """A topic write the brokers settled, then the ordered topic's layout on the name servers once every broker
         has the topic: one error naming where `what` applied, where not, and the name servers not updated."""
         if writes.failed:
-            raise writes.error(what, self._not_asked() if order is not None else None)
+            raise writes.error(what, self._not_asked() if order is not None and cluster is not None else None)
         if order is not None:
             layout = await self._order_layout(order, cluster, broker_addr)
             await self._on_namesrvs(what, writes, RequestCode.PUT_KV_CONFIG,

@@ -166,10 +166,18 @@ class BrokerController:
     def _on_register_result(self, result: RegisterResult) -> None:
         if self.ha_duties is not None:
             self.ha_duties.on_register_result(result)
-        if result.ok:  # as given, None too (Apache's setMasterAddr): no sync round while the route has no master
-            self.master_addr = result.master_addr
+        if result.ok and not self.config.enable_controller_mode:  # there the controller names it (ReplicasManager)
+            self.master_addr = self._named_master(result)
         if result.ok and result.order_topics is not None:
             self.topics.update_order(result.order_topics)
+
+    def _named_master(self, result: RegisterResult) -> str | None:
+        """The master the name servers name, None too (Apache's setMasterAddr: no sync round while the route has
+        none). Each name server answers on its own, so one that does not list the master (restarted, not yet
+        registered to) clears it only when no other name server's last answer names one."""
+        if result.master_addr:
+            return result.master_addr
+        return next((r.master_addr for r in self.registrar.last.values() if r.ok and r.master_addr), None)
 
     def _answer_held_pull(self, held: HeldPull) -> None:
         self.pull_processor.wake(held)

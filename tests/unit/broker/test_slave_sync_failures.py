@@ -140,11 +140,28 @@ async def test_a_master_that_does_not_answer_is_logged_a_line_a_minute_per_item(
     assert len([r for r in caplog.records if r.name == "mq.broker.slave_sync"]) == 5
 
 
+def _answer(controller: BrokerController, result: RegisterResult) -> None:
+    """A name server's answer as the registrar hands it over: kept as that name server's last, then told."""
+    controller.registrar.last[result.namesrv] = result
+    controller._on_register_result(result)
+
+
 def test_a_registration_result_without_a_master_clears_the_master(tmp_path: Path) -> None:
     controller = BrokerController(BrokerConfig(broker_role="SLAVE", broker_id=1, store_path_root_dir=str(tmp_path)))
-    controller._on_register_result(RegisterResult("ns:1", True, MASTER))
+    _answer(controller, RegisterResult("ns:1", True, MASTER))
     assert controller.master_addr == MASTER
-    controller._on_register_result(RegisterResult("ns:1", False, None, error="timed out"))
+    _answer(controller, RegisterResult("ns:1", False, None, error="timed out"))
     assert controller.master_addr == MASTER  # a name server that did not answer says nothing about the master
-    controller._on_register_result(RegisterResult("ns:1", True, None))
+    _answer(controller, RegisterResult("ns:1", True, None))
     assert controller.master_addr is None  # the master left the route: Apache's setMasterAddr(null)
+
+
+def test_one_name_server_that_does_not_list_the_master_does_not_clear_it(tmp_path: Path) -> None:
+    """Each name server answers on its own: one restarted (the master not registered to it yet) said no master
+    after the other had named it, and the slave skipped its sync rounds as long."""
+    controller = BrokerController(BrokerConfig(broker_role="SLAVE", broker_id=1, store_path_root_dir=str(tmp_path)))
+    _answer(controller, RegisterResult("ns:1", True, MASTER))
+    _answer(controller, RegisterResult("ns:2", True, None))
+    assert controller.master_addr == MASTER
+    _answer(controller, RegisterResult("ns:1", True, None))
+    assert controller.master_addr is None  # no name server names it any more

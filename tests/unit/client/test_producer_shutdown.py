@@ -130,3 +130,29 @@ async def test_a_shut_down_instance_answers_with_an_error_not_a_reconnect() -> N
             await instance.invoke(addr, RemotingCommand.request(RequestCode.HEART_BEAT))
         assert isinstance(caught.value, MQClientError)
         assert accepted == []
+
+
+async def test_a_batch_cancelled_before_its_first_step_fails_its_sends() -> None:
+    """Shutdown's cancel can reach a batch task in the turn it was launched: its `_run` never ran, and nothing
+    resolved its sends' futures (their awaiters hung)."""
+    from mqtools.client.batch_accumulator import AutoBatcher, BatchAccumulator
+    from mqtools.client.errors import ProducerShutDownError
+    from mqtools.common.message import Message
+
+    async def never(msgs: list[Message], budget: float) -> object:
+        await asyncio.Event().wait()
+
+    loop = asyncio.get_running_loop()
+    tasks: set[asyncio.Task] = set()
+    batcher = AutoBatcher(BatchAccumulator(10.0, 1 << 20, 1 << 22), never, loop.time, tasks,  # type: ignore[arg-type]
+                          lambda: loop)
+    future = batcher.submit(Message(topic="T", body=b"x"), 3.0)
+    batcher.close()  # launches the batch
+    gone = ProducerShutDownError("shut down: nothing was sent")
+    batcher.abandon(gone)
+    launched = set(tasks)
+    for task in launched:
+        task.cancel()  # before the task took its first step
+    await asyncio.wait(launched)
+    await asyncio.sleep(0)  # its done callbacks
+    assert future.done() and future.exception() is gone

@@ -11,11 +11,13 @@ from unit.client.test_orderly_consume import pulled, turns
 from unit.client.test_rebalance import A0, MemoryOffsets, consumer
 
 from mqtools.client.consume_service import ConcurrentConsumeService, ConsumeService, OrderlyConsumeService
-from mqtools.client.process_queue import LOCK_MAX_LIVE_MS
+from mqtools.client.errors import MQClientError
+from mqtools.client.process_queue import LOCK_MAX_LIVE_MS, now_ms
 from mqtools.client.rebalance import DROP_DRAIN_TIMEOUT
 from mqtools.client.types import ConsumeResult
 from mqtools.common.message import MessageExt
 from mqtools.remoting.bodies import MessageQueue
+from mqtools.remoting.errors import RemotingConnectError
 
 
 class RecordedOffsets(MemoryOffsets):
@@ -91,3 +93,29 @@ async def test_an_orderly_queue_whose_lock_is_lost_is_given_up_without_a_drain(h
     async with asyncio.timeout(DROP_DRAIN_TIMEOUT / 2):
         await rebalance.rebalance(["T"])
     assert A0 not in rebalance.table and pq.dropped and offsets.persisted == {A0: 0}
+
+
+async def test_an_orderly_consumer_renews_its_locks_with_every_name_server_down() -> None:
+    """The rebalance reads routes first, so with the name servers down it fails before its renewal: an orderly
+    consumer's queues then paused at the lock's max live time while their brokers answered. The renewal runs
+    on its own timer, as Apache's lockMQPeriodically, from the addresses the instance holds."""
+    rebalance, _ = consumer(route_data({"broker-a": 2}), orderly=True)
+    await rebalance.rebalance(["T"])
+    remoting = rebalance.instance.remoting
+
+    async def down(cmd: object, timeout: float) -> object:
+        raise RemotingConnectError("namesrv:9876", "connection refused")
+
+    remoting.invoke_namesrv = down  # type: ignore[method-assign]
+    with pytest.raises(MQClientError):
+        await rebalance.rebalance(["T"])
+    for pq in rebalance.table.values():
+        pq.last_lock_ms -= LOCK_MAX_LIVE_MS - 1000  # a second from expiring
+    renewal = asyncio.create_task(rebalance.renew_locks_periodically(interval=0.01))
+    try:
+        async with asyncio.timeout(5):
+            while any(now_ms() - pq.last_lock_ms > 1000 for pq in rebalance.table.values()):
+                await asyncio.sleep(0.01)
+    finally:
+        renewal.cancel()
+    assert len(rebalance.table) == 2 and not any(pq.lock_expired() for pq in rebalance.table.values())

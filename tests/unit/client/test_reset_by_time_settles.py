@@ -12,7 +12,15 @@ from unit.client.fake_remoting import FakeRemoting, fake_instance
 from mqtools.client.admin import MQAdmin
 from mqtools.client.errors import PartialWriteError
 from mqtools.common.exitcodes import EXIT_UNREACHABLE
-from mqtools.remoting.bodies import BrokerData, MessageQueue, QueueData, ResetOffsetBody, TopicRouteData
+from mqtools.remoting.bodies import (
+    BrokerData,
+    Connection,
+    ConsumerConnection,
+    MessageQueue,
+    QueueData,
+    ResetOffsetBody,
+    TopicRouteData,
+)
 from mqtools.remoting.codes import RequestCode, ResponseCode
 from mqtools.remoting.command import RemotingCommand
 from mqtools.remoting.errors import RemotingConnectError, RemotingTimeoutError
@@ -34,6 +42,8 @@ class Brokers:
         self.reset = reset
         self.committed: dict[str, int] = {}
         self.commit_fails: dict[str, Exception] = {}
+        #: Masters with a consumer of the group online (GET_CONSUMER_CONNECTION_LIST answers it).
+        self.online: set[str] = set()
 
     async def answer(self, addr: str, cmd: RemotingCommand, timeout: float) -> RemotingCommand:
         if cmd.code == RequestCode.INVOKE_BROKER_TO_RESET_OFFSET:
@@ -45,6 +55,9 @@ class Brokers:
                 return cmd.response(code, remark)
             self.committed[addr] = END  # an online consumer's broker commits and pushes itself
             body = ResetOffsetBody({MessageQueue("T", NAMES[addr], 0): END}).to_json()
+            return cmd.response(ResponseCode.SUCCESS, body=body)
+        if cmd.code == RequestCode.GET_CONSUMER_CONNECTION_LIST and addr in self.online:
+            body = ConsumerConnection([Connection("10.0.0.9@1", "10.0.0.9:50000")]).to_json()
             return cmd.response(ResponseCode.SUCCESS, body=body)
         if cmd.code == RequestCode.QUERY_CONSUMER_OFFSET:
             if addr in self.committed:
@@ -112,3 +125,19 @@ async def test_a_commit_failing_after_another_master_moved_names_both(monkeypatc
     assert str(raised.value) == ("resetting the offsets of group G on topic T: applied on broker-a; "
                                  "broker-b: no answer, not applied: connection refused")
 
+
+
+async def test_a_queue_without_an_offset_where_consumers_are_online_is_not_committed_over(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The broker's "THe consumer group <G> not exist" says only that a queue has no committed offset (Apache's
+    Broker2Client too): with the group's consumers online there, a direct commit would be overwritten by them, so
+    that set is named, not moved."""
+    brokers = Brokers({A: PUSHED, B: NEVER_ONLINE})
+    brokers.online.add(B)
+    admin, remoting = session(brokers, monkeypatch)
+    with pytest.raises(PartialWriteError) as raised:
+        await admin.offsets.reset_offset_by_time("G", "T", -1)
+    assert brokers.committed == {A: END}
+    assert raised.value.applied == ["broker-a"] and list(raised.value.failed) == ["broker-b"]
+    assert "its consumers are online" in str(raised.value)
+    assert [s.addr for s in remoting.broker_requests(RequestCode.UPDATE_CONSUMER_OFFSET)] == []

@@ -35,6 +35,7 @@ from mqtools.server.broker.front import link as L
 from mqtools.server.broker.front.endpoint import LinkEnd
 from mqtools.server.broker.front.send_record import SendSplitter
 from mqtools.server.lifecycle import SERVER_LOG_FORMAT
+from mqtools.server.loop_watch import LoopWatch
 
 log = logging.getLogger(__name__)
 
@@ -199,10 +200,23 @@ async def accept_clients(listener: socket.socket, factory: Callable[[], asyncio.
             await loop.connect_accepted_socket(factory, sock)
         except OSError:
             sock.close()
+        except Exception:  # a client's failure must not end the accepting: the store would count this worker as
+            log.exception("a client's connection could not be set up")  # serving, and pause the others for it
+            sock.close()
 
 
 async def serve(spec: dict[str, Any]) -> None:
-    """Serve the handed sockets until the link closes."""
+    """Serve the handed sockets until the link closes; a LoopWatch names what holds this worker's loop up, as the
+    other server processes' (lifecycle.serve)."""
+    watch = LoopWatch()
+    watch.start()
+    try:
+        await _serve(spec)
+    finally:
+        watch.stop()
+
+
+async def _serve(spec: dict[str, Any]) -> None:
     loop = asyncio.get_running_loop()
     broker = BrokerLink(spec["maxFrame"] if spec["sendRecords"] and SendSplitter.available() else None,
                         spec["cluster"])
