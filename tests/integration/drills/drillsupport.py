@@ -37,6 +37,23 @@ def leftovers(tmp_path: Path) -> list[str]:
     return found
 
 
+#: What a server's LoopWatch logs when the machine did not run its process for a second or more.
+NOT_SCHEDULED = "this process was not scheduled for"
+
+
+def starved(done: dict[str, Any]) -> list[str]:
+    """The LoopWatch lines of the runs' node logs saying the machine did not run a node for a second or more (no
+    SIGSTOP in the partition drills: a 2-core machine running the suite's other workers beside them): a failover
+    the controllers then make, a node's heartbeats having stopped, is the machine's doing, not mq's."""
+    lines = []
+    for run in done["soak"]["runs"]:
+        if run.get("logs"):
+            for log in sorted(Path(run["logs"]).glob("*.log")):
+                lines += [f"{log.stem}: {line}" for line in log.read_text(errors="replace").splitlines()
+                          if NOT_SCHEDULED in line]
+    return lines
+
+
 def soak(tmp: Path, *args: str) -> dict[str, Any]:
     """`mq admin drill soak ARGS`, one run per scenario, every history kept and judged again by `drill check`."""
     result = mq("admin", "drill", "soak", "--runs", "1", "--vary", "none", "--base-port", str(base_port()), *args,

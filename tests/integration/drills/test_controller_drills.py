@@ -6,11 +6,18 @@ from __future__ import annotations
 
 import re
 import subprocess
+import warnings
 from pathlib import Path
 from typing import Any
 
 import pytest
-from integration.drills.drillsupport import CONTROLLER_SCENARIOS, PARTITION_SCENARIOS, leftovers, soak
+from integration.drills.drillsupport import (
+    CONTROLLER_SCENARIOS,
+    PARTITION_SCENARIOS,
+    leftovers,
+    soak,
+    starved,
+)
 from support.ports import BASE_PORTS, worker_share
 
 from mqtools.cluster import netns
@@ -73,8 +80,27 @@ def test_losing_the_controller_leader_changes_no_broker_role(controller_soak: di
 def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
     """The partition drills (and the flaky link) on fresh 2m-2s-controller clusters whose processes run in
     network namespaces."""
-    done = soak(tmp_path, "--presets", "2m-2s-controller", "--scenarios", ",".join(PARTITION_SCENARIOS), "--rate",
-                "100", "--duration", "14", "--set", "mappedFileSizeCommitLog=4194304")
+    def partitions(tmp: Path) -> dict[str, Any]:
+        tmp.mkdir()
+        return soak(tmp, "--presets", "2m-2s-controller", "--scenarios", ",".join(PARTITION_SCENARIOS), "--rate",
+                    "100", "--duration", "14", "--set", "mappedFileSizeCommitLog=4194304")
+
+    done = partitions(tmp_path / "first")
+    try:
+        _judge_partitions(done)
+    except AssertionError:
+        hungry = starved(done)
+        if not hungry:
+            raise
+        # the machine did not run a node for a second or more (its LoopWatch says so): the controllers' view of its
+        # heartbeats was the machine's doing, so the drills are judged on a second run, and the first is said
+        warnings.warn(f"partition drills run again, the machine having starved a node: {hungry[0]}", stacklevel=1)
+        _judge_partitions(partitions(tmp_path / "again"))
+    assert leftovers(tmp_path) == [] and not _my_namespaces()
+
+
+def _judge_partitions(done: dict[str, Any]) -> None:
+    """The partition drills' verdicts, the failover's story and the flaky link's figures."""
     failing = {r["scenario"]: r["failing"] for r in done["soak"]["runs"] if r["verdict"] != "PASS"}
     assert "partition-master" in done["reports"], (done["returncode"], failing)
     master = done["reports"]["partition-master"]
@@ -104,7 +130,6 @@ def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
     assert "slowed to" in moments[0]["detail"]  # the slow link is the fault, cuts come and go on top
     assert len([m for m in moments if m["label"] == "heal"]) >= 5
     assert any("back to full speed" in m["detail"] for m in moments)
-    assert leftovers(tmp_path) == [] and not _my_namespaces()
 
 
 def _failover_lines(logs: Path) -> list[str]:
