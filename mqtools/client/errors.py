@@ -69,6 +69,20 @@ class SendUnansweredError(UnreachableError):
         self.maybe_stored = maybe_stored
 
 
+def send_failed(topic: str, spent: float, budget: float, last_error: MQClientError | None,
+                maybe_stored: list[str]) -> MQClientError:
+    """The error of a send whose every attempt failed: of the last failure's kind, a refusal or no answer (exit 1
+    or 3, as one attempt's own error would be), naming the brokers where a copy may be."""
+    text = f"send to {topic} failed after {spent:.3f}s (budget {budget:.3f}s)"
+    if last_error is not None:
+        text += f": {last_error}"
+    if maybe_stored:
+        text += f"; a copy may have been stored on {', '.join(maybe_stored)} (no answer came from there)"
+    if isinstance(last_error, UnreachableError):
+        return SendUnansweredError(text, maybe_stored)
+    return MQClientError(text)
+
+
 class ProducerShutDownError(MQClientError):
     """The producer was shut down before this async send went out (it waited for room in auto-batching's
     memory bound): nothing was sent."""
@@ -98,14 +112,20 @@ def reason_of(exc: UnreachableError) -> str:
     return str(exc) or type(exc).__name__
 
 
+def may_have_applied(exc: MQClientError) -> bool:
+    """Whether a failed request may still have been carried out: it left, and no answer came (a timeout, a dropped
+    connection); a connection never made and a refusal did nothing."""
+    return isinstance(exc, UnreachableError) and not isinstance(exc, ConnectFailedError)
+
+
 def write_outcome(exc: MQClientError) -> str:
     """Why a target does not have a write, as a rerun is decided: it refused it, no connection was made (not
     applied either), or no answer came in time or the connection dropped (it may have applied). The words of the
     ACL 2.0 writes too, so every write says it alike."""
+    if may_have_applied(exc):
+        return f"no answer, not known to have applied: {reason_of(exc)}"
     if isinstance(exc, ConnectFailedError):
         return f"no answer, not applied: {exc.reason}"
-    if isinstance(exc, UnreachableError):
-        return f"no answer, not known to have applied: {reason_of(exc)}"
     return f"refused, not applied: {exc.summary()}"
 
 

@@ -41,14 +41,13 @@ from typing import TYPE_CHECKING, Any, Self
 
 from mqtools.client.batch_accumulator import AutoBatcher, BatchAccumulator
 from mqtools.client.errors import (
-    ConnectFailedError,
     MQBrokerError,
     MQClientError,
     ProducerShutDownError,
     RequestTimeoutError,
     SendAbandonedError,
-    SendUnansweredError,
-    UnreachableError,
+    may_have_applied,
+    send_failed,
 )
 from mqtools.client.fault import MQFaultStrategy, QueueRotation
 from mqtools.client.instance import ClientInstance
@@ -397,7 +396,7 @@ class Producer(Lifecycle):
                 self.fault.update_fault_item(mq.broker_name, (self._clock() - started) * 1000, isolation=True)
                 if isinstance(exc, MQBrokerError) and exc.code not in RETRY_CODES:
                     raise
-                if _may_have_arrived(exc) and mq.broker_name not in maybe_stored:
+                if may_have_applied(exc) and mq.broker_name not in maybe_stored:
                     maybe_stored.append(mq.broker_name)
                 last_error = exc
                 await self._refresh_after_failure(msg.topic, budget - (self._clock() - begin))
@@ -410,7 +409,7 @@ class Producer(Lifecycle):
             return result
         if result is not None:
             return result
-        raise _send_failed(msg.topic, self._clock() - begin, budget, last_error, maybe_stored) from last_error
+        raise send_failed(msg.topic, self._clock() - begin, budget, last_error, maybe_stored) from last_error
 
     async def _refresh_after_failure(self, topic: str, left: float) -> None:
         """Re-read the route before what comes next (a master elected at a new address is in it), waiting at most
@@ -471,25 +470,6 @@ def _properties_fit(props: dict[str, str]) -> bool:
     (4 bytes a character at most), so an auto-batched send's usual few short properties cost a sum, not an encode."""
     chars = sum(len(k) + len(v) + 2 for k, v in props.items())
     return chars * 4 <= MAX_PROPERTIES_LEN or len(P.properties_to_string(props).encode()) <= MAX_PROPERTIES_LEN
-
-
-def _may_have_arrived(exc: MQClientError) -> bool:
-    """Whether a failed attempt may have stored the message: it left, and no answer came (a timeout, a drop)."""
-    return isinstance(exc, UnreachableError) and not isinstance(exc, ConnectFailedError)
-
-
-def _send_failed(topic: str, spent: float, budget: float, last_error: MQClientError | None,
-                 maybe_stored: list[str]) -> MQClientError:
-    """The error of a send whose every attempt failed: of the last failure's kind, a refusal or no answer (exit 1
-    or 3, as one attempt's own error would be), naming the brokers where a copy may be."""
-    text = f"send to {topic} failed after {spent:.3f}s (budget {budget:.3f}s)"
-    if last_error is not None:
-        text += f": {last_error}"
-    if maybe_stored:
-        text += f"; a copy may have been stored on {', '.join(maybe_stored)} (no answer came from there)"
-    if isinstance(last_error, UnreachableError):
-        return SendUnansweredError(text, maybe_stored)
-    return MQClientError(text)
 
 
 def _outcome(task: asyncio.Future) -> tuple[SendResult | None, BaseException | None]:
