@@ -18,7 +18,7 @@ from mqtools.remoting.bodies import MessageQueue
 
 #: An orderly consumer's lock not renewed for this long is not trusted: the queue's consumption pauses until it is
 #: renewed, and the rebalance gives the queue up (Apache's REBALANCE_LOCK_MAX_LIVE_TIME, 30 s; the broker keeps a
-#: lock 60 s, and renewals come every rebalance, 20 s by default).
+#: lock 60 s, and an orderly consumer renews every 20 s, Rebalance.renew_locks_periodically, and at each rebalance).
 LOCK_MAX_LIVE_MS = 30_000
 
 
