@@ -147,8 +147,8 @@ def _controller_notes(broker_name: str, ctl: ControllerView | None) -> list[str]
              f"epoch {na(c.master_epoch)}, SyncStateSet {c.sync_state_set} (epoch {na(c.sync_state_set_epoch)})")]
     elections = ctl.elections or []
     for e in elections[-ELECTIONS_SHOWN:]:
-        new = "none" if e.new_master is None else str(e.new_master)
-        lines.append(f"{broker_name}: election {_clock(e.at_ms)} master {na(e.old_master)} -> {new}, epoch "
+        old, new = ("none" if m is None else str(m) for m in (e.old_master, e.new_master))
+        lines.append(f"{broker_name}: election {_clock(e.at_ms)} master {old} -> {new}, epoch "
                      f"{e.master_epoch}, {e.cause}, {_unwritable(e, e is elections[-1])}")
     return lines
 

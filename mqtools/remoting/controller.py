@@ -239,7 +239,8 @@ class ElectionEntry(Body):
     cause: str = ""
     """controller (its master died), broker (a broker asked) or admin (named by an operator)."""
     down_since_ms: int | None = None
-    """The controller's own election: when the old master was last seen alive."""
+    """The controller's own election, and the one that ends a spell without a master: when the old master was
+    last seen alive."""
 
 
 @dataclass(slots=True)

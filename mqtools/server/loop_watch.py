@@ -26,6 +26,8 @@ from dataclasses import dataclass
 
 log = logging.getLogger("mq.loop")
 
+#: How the two lines that say a process was held up begin (tests and drills look for them in node logs).
+HELD_UP, NOT_SCHEDULED = "event loop held up", "this process was not scheduled for"
 #: A loop that has not turned for this long is held up (a heartbeat is due every second).
 HOLD_S = 1.0
 #: How often the loop ticks and the watcher looks.
@@ -136,7 +138,7 @@ class LoopWatch:
             ended = judge.ended(tick, cpu) if judge.hold is not None else None
             if ended is not None:
                 held, used = ended
-                log.warning("event loop held up %d ms; the process used %d ms of CPU meanwhile (%s)", held * 1000,
+                log.warning(HELD_UP + " %d ms; the process used %d ms of CPU meanwhile (%s)", held * 1000,
                             used * 1000, "mq's own work" if used >= held / 2 else "waiting, not computing")
             if judge.look(now, tick, cpu):
                 self._log_stack(now - tick)
@@ -150,7 +152,7 @@ class LoopWatch:
             log.warning("the watching thread woke %d ms late while the process computed %d ms: the interpreter "
                         "was held by code that keeps the GIL", late * 1000, used * 1000)
         else:
-            log.warning("this process was not scheduled for %d ms (the watching thread woke that late, the process "
+            log.warning(NOT_SCHEDULED + " %d ms (the watching thread woke that late, the process "
                         "computing %d ms of it): the machine is overloaded, the process was paused, or it waited on "
                         "the disk with the interpreter held", late * 1000, used * 1000)
 

@@ -310,6 +310,14 @@ class ReplicasInfoManager:
 
     # ---------------------------------------------------------------- apply (every controller, log order)
 
+    def _masterless_since(self, broker_name: str) -> int | None:
+        """When a set left without a master by an election that found none was last known to have one (its old
+        master's last sign of life): the election that ends the spell counts the set unwritable from there."""
+        last = next((e for e in reversed(self.elections) if e.broker_name == broker_name), None)
+        if last is None or last.new_master is not None:
+            return None
+        return last.down_since_ms if last.down_since_ms is not None else last.at_ms
+
     def apply(self, event: Event) -> bool:
         """False: the event was checked against epochs this set has left, and changed nothing."""
         bset = self.sets.get(event.broker_name)
@@ -327,9 +335,11 @@ class ReplicasInfoManager:
         elif isinstance(event, ElectMasterEvent):
             if _moved_on(getattr(event, "master_epoch", None), bset.master_epoch):
                 return False
+            down_since = getattr(event, "down_since_ms", None)
+            if down_since is None and bset.master_broker_id is None and event.new_master is not None:
+                down_since = self._masterless_since(event.broker_name)
             self.elections.append(ElectionEntry(event.at_ms, event.broker_name, bset.master_broker_id,
-                                                event.new_master, bset.master_epoch + 1, event.cause,
-                                                getattr(event, "down_since_ms", None)))
+                                                event.new_master, bset.master_epoch + 1, event.cause, down_since))
             del self.elections[:-MAX_ELECTIONS]
             bset.master_broker_id = event.new_master
             bset.master_epoch += 1

@@ -12,6 +12,7 @@ from support.adminsupport import mq, mq_here
 from support.ports import random_base_port
 
 from mqtools.common.presentation import load_schema
+from mqtools.server.loop_watch import NOT_SCHEDULED
 
 CONTROLLER_SCENARIOS = ["kill-master", "restart-old-master", "kill-controller-leader",
                         "kill-master-and-controller-leader"]
@@ -36,9 +37,6 @@ def leftovers(tmp_path: Path) -> list[str]:
             continue
     return found
 
-
-#: What a server's LoopWatch logs when the machine did not run its process for a second or more.
-NOT_SCHEDULED = "this process was not scheduled for"
 
 
 def starved(done: dict[str, Any]) -> list[str]:

@@ -212,3 +212,20 @@ def test_every_committed_election_is_in_the_history_with_its_cause(w):
     w.commit(w.m.elect_master(NAME, -1, False, False, w.live, now_ms=30))
     assert [(e.at_ms, e.old_master, e.new_master, e.master_epoch, e.cause) for e in w.m.elections] == [
         (10, None, 1, 1, "broker"), (20, 1, 2, 2, "admin"), (30, 2, None, 3, "controller")]  # 1 left the set at 2's election
+
+
+def test_the_election_that_ends_a_masterless_spell_counts_its_unwritable_time_from_the_old_masters_death(w):
+    """A dead master whose in-sync slave was not heard from (stopped, starved) leaves the set without a master;
+    the slave, heard again, asks and is elected. That election's unwritable span runs from the old master's last
+    sign of life, which the election without a master recorded: it was n/a."""
+    w.join(1)
+    w.join(2)
+    w.commit(w.m.elect_master(NAME, 1, False, False, w.live, now_ms=10))
+    w.commit(w.m.alter_sync_state_set(NAME, 1, 1, SyncStateSet({1, 2}, 1), w.live))
+    w.hb.on_channel_close(w.hb.live_info(CLUSTER, NAME, 1).channel)
+    w.hb.on_channel_close(w.hb.live_info(CLUSTER, NAME, 2).channel)
+    w.commit(w.m.elect_master(NAME, -1, False, False, w.live, now_ms=1_000, down_since_ms=900))
+    w.beat(2)
+    w.commit(w.m.elect_master(NAME, 2, False, False, w.live, now_ms=5_000))
+    assert [(e.old_master, e.new_master, e.master_epoch, e.cause, e.down_since_ms) for e in w.m.elections] == [
+        (None, 1, 1, "broker", None), (1, None, 2, "controller", 900), (None, 2, 3, "broker", 900)]

@@ -66,7 +66,7 @@ def test_controller_elections_oldest_first_with_unknown_unwritable_time() -> Non
                                       ElectionEvent(1_700_000_100_000, "broker-a", 1, None, 5, "admin")])
     doc = check(view)
     assert view.rows[0] == [when(1_700_000_000_000), "broker-a", 0, 1, 4, "controller", "1.500s"]
-    assert view.rows[1][3] is None and view.rows[1][6] is None
+    assert view.rows[1][3] == "none" and view.rows[1][6] is None
     assert doc["elections"][0]["unwritableMs"] == 1500
     assert doc["elections"][1]["newMaster"] is None and doc["elections"][1]["unwritableMs"] is None
 

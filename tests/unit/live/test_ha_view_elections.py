@@ -17,7 +17,7 @@ def test_an_election_that_found_no_master_reads_still_unwritable() -> None:
     elected = ElectionEvent(1_700_000_020_000, "broker-a", None, 1, 6, "controller", 1_700_000_000_000)
     lines = _controller_notes("broker-a", ControllerView(STATE, "c0:9878", [nobody, elected]))
     assert lines[-2].endswith("master 0 -> none, epoch 5, controller, unwritable n/a")
-    assert lines[-1].endswith("master n/a -> 1, epoch 6, controller, unwritable 20.000s")
+    assert lines[-1].endswith("master none -> 1, epoch 6, controller, unwritable 20.000s")
 
 
 def test_controllers_not_answering_read_as_a_partial_view() -> None:
