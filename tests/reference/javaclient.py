@@ -44,6 +44,11 @@ REBALANCE_EVERY = "-Drocketmq.client.rebalance.waitInterval=1000"
 #: land (one run in six on the 5.5.0 client here) had no queue to pull for 30 s, and its test took 30 s longer
 #: (test_sends_then_consume[orderly] 38 s instead of 8 in CI). The same on both sides.
 ROUTE_POLL = ("--poll-name-server-ms", "1000")
+#: A producer's whole-send budget (sendMsgTimeout, 3 s by default), 10 s unless a test names one: a fresh JVM's
+#: first send (class loading, the route lookup, the first connection) took more than 3 s beside CI's other workers
+#: and failed "sendDefaultImpl call timeout" before any attempt (CI at 6bc0b18: an ACL test's first send, a mixed
+#: cluster's first four). The same on both sides, so Apache's run stays the oracle.
+SEND_TIMEOUT = ("--send-timeout-ms", "10000")
 
 
 def java_argv(command: str, namesrv: str, *args: str, client: str = "harness",
@@ -52,8 +57,9 @@ def java_argv(command: str, namesrv: str, *args: str, client: str = "harness",
     class-data-sharing flags `cds`."""
     aset = require(client)
     poll = ROUTE_POLL if command in ("consume", "litepull") and ROUTE_POLL[0] not in args else ()
+    budget = SEND_TIMEOUT if command in ("produce", "transaction") and SEND_TIMEOUT[0] not in args else ()
     return [*DIE_WITH_PARENT, "java", *CLIENT_JVM, *cds, REBALANCE_EVERY, "-cp", aset.classpath(), MAIN, command,
-            "--namesrv", namesrv, *args, *poll]
+            "--namesrv", namesrv, *args, *poll, *budget]
 
 
 def _parse(lines: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
