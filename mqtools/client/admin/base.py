@@ -52,18 +52,6 @@ def masters_of(route: TopicRoute) -> dict[str, str]:
     return {name: addrs[MASTER_ID] for name, addrs in route.broker_addrs.items() if MASTER_ID in addrs}
 
 
-def cluster_nodes(info: ClusterInfo, cluster: str) -> list[tuple[str, list[str]]]:
-    """(master address, its slaves' addresses by id) per broker name of a cluster, by name, as mqadmin's
-    CommandUtil finds them; a broker name without a master is left out."""
-    out = []
-    for name in sorted(info.cluster_addr_table.get(cluster, ())):
-        data = info.broker_addr_table.get(name)
-        addrs = dict(sorted(data.broker_addrs.items())) if data else {}
-        if MASTER_ID in addrs:
-            out.append((addrs[MASTER_ID], [a for i, a in addrs.items() if i != MASTER_ID]))
-    return out
-
-
 SILENT_FOR = 10.0
 """Seconds an admin session leaves a broker alone after a request to it timed out (a long-lived session, `mq top`
 or the exporter, asks it again after that)."""

@@ -66,7 +66,7 @@ def test_broker_status_of_a_cluster_shows_every_broker_that_answers(runtime: dic
     """A hung master no longer stops the listing, and the slave of a set with no master is shown."""
     runtime[A0] = RequestTimeoutError(f"request code 28 to {A0} timed out after 3.000s")
     result = mq("brokerStatus", "-c", "C1")
-    assert result.exit_code == EXIT_OK, result.output
+    assert result.exit_code == EXIT_PARTIAL, result.output  # as every read that leaves a broker out
     shown = {line[:24].rstrip() for line in result.stdout.splitlines()}
     assert shown == {A1, B1}
     assert f"{B1:<24} {'brokerActive':<32}: true" in result.stdout.splitlines()
@@ -81,6 +81,44 @@ def test_broker_status_of_a_cluster_none_answering_fails(runtime: dict[str, Exce
     assert result.stdout == ""
     errors = result.stderr.splitlines()
     assert len(errors) == 3 and all(a in line for a, line in zip((A0, A1, B1), errors, strict=True)), errors
+
+
+def test_broker_config_of_a_cluster_shows_every_broker_that_answers_and_the_masterless_sets_slaves(
+        runtime: dict[str, Exception | None], monkeypatch: pytest.MonkeyPatch) -> None:
+    """getBrokerConfig -c stopped at the first broker that failed and left out a set with no master."""
+    async def broker_config(_self: object, addr: str) -> dict[str, str]:
+        failure = runtime[addr]
+        if failure is not None:
+            raise failure
+        return {"brokerName": addr}
+
+    monkeypatch.setattr(BrokerAdmin, "broker_config", broker_config)
+    whole = mq("getBrokerConfig", "-c", "C1")
+    assert whole.exit_code == EXIT_OK, whole.output
+    assert [line for line in whole.stdout.splitlines() if line.startswith("====")] == [
+        f"============Master: {A0}============", f"============My Master: {A0}=====Slave: {A1}============",
+        f"============My Master: null=====Slave: {B1}============"]
+    assert whole.stderr == "broker-b: no master registered; its slaves are shown\n"
+    runtime[A0] = RequestTimeoutError(f"request code 26 to {A0} timed out after 3.000s")
+    partial = mq("getBrokerConfig", "-c", "C1")
+    assert partial.exit_code == EXIT_PARTIAL, partial.output
+    assert f"============My Master: {A0}=====Slave: {A1}============" in partial.stdout.splitlines()
+    assert f"getBrokerConfig of {A0} failed" in partial.stderr
+
+
+def test_update_broker_config_of_a_cluster_with_a_masterless_set_writes_nothing(
+        runtime: dict[str, Exception | None], monkeypatch: pytest.MonkeyPatch) -> None:
+    """updateBrokerConfig -c skipped a set with no master without a word: its master came back with the old value."""
+    written: list[str] = []
+
+    async def update_broker_config(_self: object, addr: str, values: dict[str, str]) -> None:
+        written.append(addr)
+
+    monkeypatch.setattr(BrokerAdmin, "update_broker_config", update_broker_config)
+    for extra in ((), ("-a", "true")):
+        refused = mq("updateBrokerConfig", "-c", "C1", "-k", "maxMessageSize", "-v", "1024", *extra)
+        assert (refused.exit_code, refused.stdout, written) == (EXIT_REFUSED, "", []), refused.output
+        assert "broker set broker-b has no master registered" in refused.stderr
 
 
 # -- queryMsgByKey / queryMsgByUniqueKey --------------------------------------------------------------

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Iterable
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Annotated, Optional
 
@@ -12,8 +13,11 @@ import typer
 
 from mqtools.cli.admin.common import usage
 from mqtools.cli.admin.mqadmin import command, run, run_until_interrupted
+from mqtools.cli.admin.mqadmin.topic import said_per_master
 from mqtools.client.admin.models.mqadmin_text import broker_consume_lines, config_lines
-from mqtools.client.errors import MQClientError, settled
+from mqtools.client.errors import MQClientError, NoMasterError, PartialWriteError, settled, write_outcome
+from mqtools.common.brokerrole import MASTER_ID
+from mqtools.common.exitcodes import EXIT_PARTIAL
 from mqtools.common.javatext import java_format
 from mqtools.common.presentation import NA
 
@@ -32,22 +36,35 @@ def known_cluster(info: ClusterInfo, cluster: str) -> None:
         raise usage(f"cluster {cluster} not found (known: {', '.join(sorted(info.cluster_addr_table)) or 'none'})")
 
 
-def group_addrs(info: ClusterInfo, cluster: str, *, slaves: bool) -> list[tuple[str, list[str]]]:
-    """(master address, its slaves' addresses, or none) per broker name of a cluster; an unknown
-    cluster is a usage error."""
-    from mqtools.client.admin.base import cluster_nodes
-
+def cluster_sets(info: ClusterInfo, cluster: str) -> dict[str, dict[int, str]]:
+    """broker name -> {broker id: address}, by name and id, of every broker set of a cluster, the sets with no
+    master too (mqadmin's CommandUtil reads them from the same table); an unknown cluster is a usage error."""
     known_cluster(info, cluster)
-    return [(master, others if slaves else []) for master, others in cluster_nodes(info, cluster)]
+    tables = {name: info.broker_addr_table.get(name) for name in sorted(info.cluster_addr_table[cluster])}
+    return {name: dict(sorted(data.broker_addrs.items())) for name, data in tables.items() if data and data.broker_addrs}
 
 
 def every_addr(info: ClusterInfo, cluster: str) -> list[str]:
     """Every address of every broker set of a cluster, by set name and broker id: the sets with no master too,
     as mqadmin's CommandUtil.fetchMasterAndSlaveAddrByClusterName gives them; an unknown cluster is a usage
     error."""
-    known_cluster(info, cluster)
-    tables = (info.broker_addr_table.get(name) for name in sorted(info.cluster_addr_table[cluster]))
-    return [addr for data in tables if data for _, addr in sorted(data.broker_addrs.items())]
+    return [addr for addrs in cluster_sets(info, cluster).values() for addr in addrs.values()]
+
+
+def masterless(sets: dict[str, dict[int, str]]) -> list[str]:
+    """The sets no master is registered for (mqadmin leaves them out of a -c command without a word)."""
+    return [name for name, addrs in sets.items() if MASTER_ID not in addrs]
+
+
+def end_of_read(answers: Iterable[object]) -> None:
+    """A read of several brokers, each failure named on stderr already: exit 4 (partial) when some failed, the
+    first failure's code when all did."""
+    answers = list(answers)
+    failed = [a for a in answers if isinstance(a, MQClientError)]
+    if failed and len(failed) == len(answers):
+        raise typer.Exit(failed[0].exit_code)
+    if failed:
+        raise typer.Exit(EXIT_PARTIAL)
 
 
 @command("brokerStatus", "mq admin broker status", "Fetch broker runtime status data.")
@@ -56,7 +73,8 @@ def broker_status(
     cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="which cluster")] = None,  # noqa: UP045
 ) -> None:
     """-c: every broker of the cluster, each asked on its own: one that fails is a line on stderr (where mqadmin
-    prints its stack trace and goes on) and the others are still shown; exit 0 unless none answered.
+    prints its stack trace and goes on) and the others are still shown; exit 4 (partial) when one did not answer,
+    3 when none did.
 
     Example: mq admin brokerStatus -b 127.0.0.1:10911
     """
@@ -76,9 +94,7 @@ def broker_status(
                 continue
             for key, value in sorted(answer.raw.items()):
                 typer.echo(java_format("%-24s %-32s: %s", addr, key, value))
-        failed = [a for a in answers if isinstance(a, MQClientError)]
-        if failed and len(failed) == len(answers):  # nothing read: a failure, not a partial answer
-            raise typer.Exit(failed[0].exit_code)
+        end_of_read(answers)
 
     run(job)
 
@@ -93,19 +109,37 @@ def get_broker_config(
     broker_addr: Annotated[Optional[str], typer.Option("-b", "--brokerAddr", help="get which broker")] = None,  # noqa: UP045
     cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="get which cluster")] = None,  # noqa: UP045
 ) -> None:
-    """Example: mq admin getBrokerConfig -c DefaultCluster"""
+    """-c: every broker of the cluster, asked at once; one that fails is a line on stderr and the others are still
+    shown (mqadmin stops at it), exit 4; a set with no master shows its slaves, said on stderr (mqadmin's header
+    then names master `null`, as Java prints it, and mqadmin fails on it).
+
+    Example: mq admin getBrokerConfig -c DefaultCluster
+    """
     if broker_addr is None and cluster is None:
         raise usage("give -b/--brokerAddr or -c/--clusterName")
 
     async def job(admin: MQAdmin) -> None:
+        from mqtools.client.admin.base import NO_MASTER
+
         if broker_addr is not None:
             echo_block(config_lines(broker_addr, await admin.brokers.broker_config(broker_addr)))
             return
-        for master, slaves in group_addrs(await admin.cluster_info(), cluster or "", slaves=True):
-            echo_block(config_lines(master, await admin.brokers.broker_config(master), f"Master: {master}"))
-            for slave in slaves:
-                echo_block(config_lines(slave, await admin.brokers.broker_config(slave),
-                                        f"My Master: {master}=====Slave: {slave}"))
+        sets = cluster_sets(await admin.cluster_info(), cluster or "")
+        addrs = [addr for members in sets.values() for addr in members.values()]
+        answers = dict(zip(addrs, await asyncio.gather(*(settled(admin.brokers.broker_config(a)) for a in addrs)),
+                           strict=True))
+        for members in sets.values():
+            master = members.get(MASTER_ID, "null")
+            for broker_id, addr in members.items():
+                answer = answers[addr]
+                if isinstance(answer, MQClientError):
+                    typer.echo(f"getBrokerConfig of {addr} failed: {answer.summary()}", err=True)
+                else:
+                    echo_block(config_lines(addr, answer, f"Master: {addr}" if broker_id == MASTER_ID
+                                            else f"My Master: {master}=====Slave: {addr}"))
+        for name in masterless(sets):
+            typer.echo(f"{name}: {NO_MASTER}; its slaves are shown", err=True)
+        end_of_read(answers.values())
 
     run(job)
 
@@ -118,22 +152,33 @@ def update_broker_config(
     cluster: Annotated[Optional[str], typer.Option("-c", "--clusterName", help="update which cluster")] = None,  # noqa: UP045
     all_brokers: Annotated[Optional[str], typer.Option("-a", "--updateAllBroker", help="update all brokers include slave")] = None,  # noqa: UP045
 ) -> None:
-    """Example: mq admin updateBrokerConfig -c DefaultCluster -k brokerPermission -v 4"""
+    """-c: every master of the cluster (-a: and every slave), all written at once: a line per broker that applied
+    it, on stderr one per broker that did not, with whether it may have (exit 3 when one did not answer, else 1);
+    mqadmin stops at the first that fails. A set with no master refuses the change before anything is written
+    (mqadmin skips the set without a word, and its master comes back with the old value).
+
+    Example: mq admin updateBrokerConfig -c DefaultCluster -k brokerPermission -v 4
+    """
     if broker_addr is None and cluster is None:
         raise usage("give -b/--brokerAddr or -c/--clusterName")
     values = {key.strip(): value.strip()}
 
-    async def job(admin: MQAdmin) -> None:
+    async def job(admin: MQAdmin) -> list[str]:
         if broker_addr is not None:
-            targets = [broker_addr.strip()]
-        else:
-            groups = group_addrs(await admin.cluster_info(), cluster or "", slaves=all_brokers is not None)
-            targets = [a for master, slaves in groups for a in (master, *slaves)]
-        for addr in targets:
-            await admin.brokers.update_broker_config(addr, values)
-            typer.echo(f"update broker config success, {addr}")
+            await admin.brokers.update_broker_config(broker_addr.strip(), values)
+            return [broker_addr.strip()]
+        sets = cluster_sets(await admin.cluster_info(), cluster or "")
+        if masterless(sets):
+            raise NoMasterError(masterless(sets), f"broker config {key.strip()}")
+        targets = [a for members in sets.values() for i, a in members.items() if i == MASTER_ID or all_brokers]
+        writes = await admin.write_each(targets, lambda a: admin.brokers.update_broker_config(a, values))
+        if writes.failed:
+            raise writes.error(f"broker config {key.strip()}")
+        return targets
 
-    run(job)
+    with said_per_master(lambda addr, result: f"update broker config {result}, {addr}"):
+        for addr in run(job):
+            typer.echo(f"update broker config success, {addr}")
 
 
 @command("brokerConsumeStats", "mq admin broker consume-stats", "Fetch broker consume stats data.")
@@ -159,7 +204,12 @@ def clean_expired_cq(
     broker_addr: BrokerAddrOpt = None,
     cluster: Annotated[Optional[str], typer.Option("-c", "--cluster", help="clustername")] = None,  # noqa: UP045
 ) -> None:
-    """Example: mq admin cleanExpiredCQ -c DefaultCluster"""
+    """Every broker of the cluster (of every cluster without -c), masters and slaves, the sets with no master too
+    (as mqadmin's MQAdminImpl), all at once: `success` when every one did; else a line on stderr per broker that
+    did not, with whether it may have, and exit 3 when one did not answer, else 1 (mqadmin stops at the first).
+
+    Example: mq admin cleanExpiredCQ -c DefaultCluster
+    """
 
     async def job(admin: MQAdmin) -> None:
         if broker_addr is not None:
@@ -167,12 +217,18 @@ def clean_expired_cq(
         else:
             info = await admin.cluster_info()
             names = [cluster] if cluster else sorted(info.cluster_addr_table)
-            targets = [a for name in names for m, slaves in group_addrs(info, name, slaves=True) for a in (m, *slaves)]
-        for addr in targets:
-            await admin.brokers.clean_expired_consume_queue(addr)
+            targets = [a for name in names for a in every_addr(info, name)]
+        writes = await admin.write_each(targets, admin.brokers.clean_expired_consume_queue)
+        if writes.failed:
+            raise writes.error("cleaning expired consume queues")
         typer.echo("success", nl=False)
 
-    run(job)
+    try:
+        run(job)
+    except PartialWriteError as exc:
+        for addr, failure in exc.failed.items():
+            typer.echo(f"cleanExpiredCQ on {addr} failed: {write_outcome(failure)}", err=True)
+        raise typer.Exit(exc.exit_code) from None
 
 
 @command("clusterRT", "mq admin cluster rt", "List All clusters Message Send RT.")

@@ -9,8 +9,9 @@ import typer
 
 from mqtools.cli.admin.common import note, usage
 from mqtools.cli.admin.mqadmin import command, interval_option, run_until_interrupted
-from mqtools.cli.admin.mqadmin.broker import group_addrs
+from mqtools.cli.admin.mqadmin.broker import cluster_sets, masterless
 from mqtools.client.admin.models.mqadmin_text import ha_status_text
+from mqtools.common.brokerrole import MASTER_ID
 
 if TYPE_CHECKING:
     from mqtools.client.admin import MQAdmin
@@ -36,8 +37,12 @@ def ha_status(
         while True:
             if broker_addr is not None:
                 addrs = [broker_addr.strip()]
-            else:
-                addrs = [m for m, _ in group_addrs(await admin.cluster_info(), cluster or "", slaves=False)]
+            else:  # the masters; a set with none, its slaves' HA clients (mqadmin leaves the set out)
+                sets = cluster_sets(await admin.cluster_info(), cluster or "")
+                addrs = [a for members in sets.values() for i, a in members.items()
+                         if i == MASTER_ID or MASTER_ID not in members]
+                for name in masterless(sets):
+                    note(f"{name}: no master registered; its slaves' HA clients are shown")
             lacking = []
             for addr in addrs:
                 status = await settled(admin.brokers.ha_status(addr))
