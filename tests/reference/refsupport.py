@@ -41,8 +41,11 @@ accounts:
 
 #: broker.properties both sides' brokers share: fast delay levels, the trace topic, and transaction
 #: checks quick enough for a test (a half message is checked 3 s after it was stored, every second).
+#: waitTimeMillsInSendQueue: a send queued longer is refused SYSTEM_BUSY by both brokers' fast failure, 200 ms by
+#: default; beside the suite's other workers Apache's refused an async send after 363 ms (CI at fddd43a). The same
+#: on both sides.
 BROKER_PROPS = {"messageDelayLevel": FAST_DELAY_LEVELS, "traceTopicEnable": "true",
-                "transactionTimeOut": "3000", "transactionCheckInterval": "1000"}
+                "transactionTimeOut": "3000", "transactionCheckInterval": "1000", "waitTimeMillsInSendQueue": "1000"}
 
 
 def make_topic(namesrv: str, topic: str, queues: int = QUEUES, *, order: bool = False,

@@ -10,6 +10,8 @@ import pytest
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
 
 from mqtools.client.admin.sync import SyncMQAdmin
+from mqtools.client.sync import SyncPullConsumer
+from mqtools.client.types import PullStatus
 from mqtools.remoting.bodies import TopicConfig
 
 TOPIC = "SparkFailover"
@@ -38,7 +40,27 @@ def written(spark: Any, sync_cluster: PresetCluster) -> list[bytes]:
     rows = [f"acked-{i}".encode() for i in range(N)]
     (spark.createDataFrame([(b,) for b in rows], "body binary").repartition(2).write.format("rocketmq")
      .option("namesrv", namesrv).option("topic", TOPIC).option("maxInFlight", "1").mode("append").save())
-    return rows
+    # what the reads must return is what the brokers store: a send whose answer came too late on a loaded machine
+    # was sent again and stored twice (the writer is at least once; CI at fddd43a read one row twice in both reads below)
+    stored = stored_bodies(namesrv)
+    assert set(stored) == set(rows), "a row written is not stored, or a row stored was never written"
+    return stored
+
+
+def stored_bodies(namesrv: str) -> list[bytes]:
+    """Every body the topic's queues hold, read with a plain pull consumer while every master answers."""
+    consumer = SyncPullConsumer("slave-fallback-oracle", namesrv=namesrv)
+    consumer.start()
+    try:
+        bodies = []
+        for mq in consumer.fetch_queues(TOPIC):
+            offset = 0
+            while (got := consumer.pull(mq, None, offset, 32)).status is PullStatus.FOUND:
+                bodies += [m.body for m in got.messages]
+                offset = got.next_begin_offset
+        return bodies
+    finally:
+        consumer.shutdown()
 
 
 def stored_on(namesrv: str, broker: str) -> int:

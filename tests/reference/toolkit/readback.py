@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import time
+import warnings
 from collections.abc import Callable
 from pathlib import Path
 
@@ -101,24 +102,36 @@ def diff_total(root: Path, world: World, group: str) -> int:
     return int(next(line.split(":", 1)[1] for line in out.splitlines() if line.startswith("Diff Total:")))
 
 
+#: What the Java client logs when a request got no answer within its timeout (a broker that held a pull 30 s).
+BROKER_STALLED = "remove timeout request"
+
+
 def reset_followed(world: World) -> None:
     """`mq admin offset reset` of the live group to its first lagging message while its Java consumer runs:
     the broker tells the consumer, which receives again every message stored since (the lagging ones, and
     what other tests sent to the topic meanwhile) and none from before, then commits back to no lag."""
     registered_everywhere(world, LIVE)
-    before = len(world.consumer.received())
     lagging = {f"tk-{SENT}-{i}" for i in range(LAGGING)}
-    ok("offset", "reset", LIVE, TOPIC, "--to-time", str(world.lagging_since_ms), "--yes", world=world)
+    for attempt in (1, 2):
+        before = len(world.consumer.received())
+        ok("offset", "reset", LIVE, TOPIC, "--to-time", str(world.lagging_since_ms), "--yes", world=world)
 
-    def redelivered(events: list[dict]) -> list[dict]:
-        got = [e for e in events if e.get("event") == "received"][before:]
-        return got if lagging <= {e.get("keys") for e in got} else []
+        def redelivered(events: list[dict], before: int = before) -> list[dict]:
+            got = [e for e in events if e.get("event") == "received"][before:]
+            return got if lagging <= {e.get("keys") for e in got} else []
 
-    try:
-        again = world.consumer.wait_for(redelivered, 60, "the reset's redeliveries")
-    except AssertionError as exc:  # say which lagging messages never came again (CI at ae1670d did not)
-        got = {e.get("keys") for e in world.consumer.received()[before:]}
-        raise AssertionError(f"never redelivered: {sorted(lagging - got)}\n{exc}") from None
+        try:
+            again = world.consumer.wait_for(redelivered, 60, "the reset's redeliveries")
+            break
+        except AssertionError as exc:  # say which lagging messages never came again (CI at ae1670d did not)
+            got = {e.get("keys") for e in world.consumer.received()[before:]}
+            failure = AssertionError(f"never redelivered: {sorted(lagging - got)}\n{exc}")
+            # the broker held a pull past the client's 30 s (CI at fddd43a: an Apache 5.5.0 broker beside the suite's
+            # other workers), and the answer that came after the reset moved the queue past it: the machine's doing,
+            # so the reset is run once more, as an operator would
+            if attempt == 2 or BROKER_STALLED not in world.consumer.client_log():
+                raise failure from None
+            warnings.warn(f"a pull went unanswered for 30 s; the reset once more: {failure}", stacklevel=1)
     assert all(e["storeTimestamp"] >= world.lagging_since_ms for e in again), again
     settled(world.namesrv)
 
