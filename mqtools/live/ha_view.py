@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 
 from mqtools.client.admin.models.brokers import BrokerRuntime, ClusterSnapshot
-from mqtools.client.admin.models.controller import ElectionEvent
+from mqtools.client.admin.models.controller import ElectionEvent, master_name
 from mqtools.client.admin.models.ha import (
     GROWING,
     RUNTIME_INFO,
@@ -147,9 +147,9 @@ def _controller_notes(broker_name: str, ctl: ControllerView | None) -> list[str]
              f"epoch {na(c.master_epoch)}, SyncStateSet {c.sync_state_set} (epoch {na(c.sync_state_set_epoch)})")]
     elections = ctl.elections or []
     for e in elections[-ELECTIONS_SHOWN:]:
-        old, new = ("none" if m is None else str(m) for m in (e.old_master, e.new_master))
-        lines.append(f"{broker_name}: election {_clock(e.at_ms)} master {old} -> {new}, epoch "
-                     f"{e.master_epoch}, {e.cause}, {_unwritable(e, e is elections[-1])}")
+        lines.append(f"{broker_name}: election {_clock(e.at_ms)} master {master_name(e.old_master)} -> "
+                     f"{master_name(e.new_master)}, epoch {e.master_epoch}, {e.cause}, "
+                     f"{_unwritable(e, e is elections[-1])}")
     return lines
 
 

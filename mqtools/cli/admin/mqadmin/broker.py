@@ -168,8 +168,9 @@ def update_broker_config(
             await admin.brokers.update_broker_config(broker_addr.strip(), values)
             return [broker_addr.strip()]
         sets = cluster_sets(await admin.cluster_info(), cluster or "")
-        if masterless(sets):
-            raise NoMasterError(masterless(sets), f"broker config {key.strip()}")
+        missing = masterless(sets)
+        if missing:
+            raise NoMasterError(missing, f"broker config {key.strip()}")
         targets = [a for members in sets.values() for i, a in members.items() if i == MASTER_ID or all_brokers]
         writes = await admin.write_each(targets, lambda a: admin.brokers.update_broker_config(a, values))
         if writes.failed:

@@ -32,6 +32,7 @@ def ha_status(
     every = interval_option(interval, DEFAULT_INTERVAL_S)
 
     async def rounds(admin: MQAdmin) -> None:
+        from mqtools.client.admin.base import NO_MASTER
         from mqtools.client.errors import MQClientError, NotAvailable, settled
 
         while True:
@@ -42,7 +43,7 @@ def ha_status(
                 addrs = [a for members in sets.values() for i, a in members.items()
                          if i == MASTER_ID or MASTER_ID not in members]
                 for name in masterless(sets):
-                    note(f"{name}: no master registered; its slaves' HA clients are shown")
+                    note(f"{name}: {NO_MASTER}; its slaves' HA clients are shown")
             lacking = []
             for addr in addrs:
                 status = await settled(admin.brokers.ha_status(addr))

@@ -153,14 +153,14 @@ def election_view(e: Election) -> View:
                 footer=footer)
 
 
-def _master(broker_id: int | None) -> int | str:
+def master_name(broker_id: int | None) -> int | str:
     """No master is a fact of an election (the set had none, or it found none), not a figure unknown: `none`."""
     return "none" if broker_id is None else broker_id
 
 
 @renders("ControllerElections")
 def controller_elections_view(events: list[ElectionEvent]) -> View:
-    rows = [[when(e.at_ms), e.broker_name, _master(e.old_master), _master(e.new_master), e.master_epoch, e.cause,
+    rows = [[when(e.at_ms), e.broker_name, master_name(e.old_master), master_name(e.new_master), e.master_epoch, e.cause,
              None if e.unwritable_ms is None else f"{e.unwritable_ms / 1000:.3f}s"] for e in events]
     data = {"elections": [{"atMs": e.at_ms, "brokerName": e.broker_name, "oldMaster": e.old_master,
                            "newMaster": e.new_master, "masterEpoch": e.master_epoch, "cause": e.cause,
