@@ -49,6 +49,11 @@ ROUTE_POLL = ("--poll-name-server-ms", "1000")
 #: and failed "sendDefaultImpl call timeout" before any attempt (CI at 6bc0b18: an ACL test's first send, a mixed
 #: cluster's first four). The same on both sides, so Apache's run stays the oracle.
 SEND_TIMEOUT = ("--send-timeout-ms", "10000")
+#: The client's budget for each request of its own (mqClientApiTimeout, 3 s by default: route lookups, heartbeats),
+#: 10 s unless a test names one: a fresh consumer's first route lookup went unanswered in 3 s beside CI's other
+#: workers and the 4.9 client's start threw on it (CI at 926ab7d, test_transactions[rollback]: "wait response on the
+#: channel ... timeout" from DefaultMQPushConsumerImpl.start). The same on both sides, so Apache's run stays the oracle.
+CLIENT_API_TIMEOUT = ("--client-api-timeout-ms", "10000")
 
 
 def java_argv(command: str, namesrv: str, *args: str, client: str = "harness",
@@ -58,8 +63,9 @@ def java_argv(command: str, namesrv: str, *args: str, client: str = "harness",
     aset = require(client)
     poll = ROUTE_POLL if command in ("consume", "litepull") and ROUTE_POLL[0] not in args else ()
     budget = SEND_TIMEOUT if command in ("produce", "transaction") and SEND_TIMEOUT[0] not in args else ()
+    api = CLIENT_API_TIMEOUT if CLIENT_API_TIMEOUT[0] not in args else ()
     return [*DIE_WITH_PARENT, "java", *CLIENT_JVM, *cds, REBALANCE_EVERY, "-cp", aset.classpath(), MAIN, command,
-            "--namesrv", namesrv, *args, *poll, *budget]
+            "--namesrv", namesrv, *args, *poll, *budget, *api]
 
 
 def _parse(lines: list[str]) -> tuple[list[dict[str, Any]], list[str]]:

@@ -370,7 +370,7 @@ def test_a_signed_java_client_is_let_in_and_refused_as_on_apache(worlds: dict[st
         user, password, topic = JAVA_CASES[case]
         signed = ("--ak", user, "--sk", password) if user and password else ()
         run = run_java("produce", world.namesrv, "--topic", topic, *signed, "--group", "PG_ACL2", "--retries", "0",
-                       "--send-timeout-ms", "10000", "--client-api-timeout-ms", "10000", client="harness-5", ok=(0, 2))
+                       client="harness-5", ok=(0, 2))
         return send_outcome(world, run)
 
     def send(world: World, case: str) -> tuple[Any, ...]:
