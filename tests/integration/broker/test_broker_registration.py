@@ -116,7 +116,7 @@ async def test_a_topic_change_waits_for_the_answering_name_servers_not_a_hung_on
     try:
         t0 = time.monotonic()
         results = await reg.kick_and_wait(within=0.5)
-        assert 0.5 <= time.monotonic() - t0 < 3.0
+        assert 0.5 <= time.monotonic() - t0 < 5.0  # not the hung one's registration timeout (6 s)
         assert [r.ok for r in results] == [True] and [k for k, *_ in seen] == ["reg"]
     finally:
         await reg.shutdown()

@@ -203,7 +203,8 @@ async def test_raft_controllers_elect_a_new_master_on_a_dead_master_and_survive_
                        "NOTIFY_BROKER_ROLE_CHANGED making broker 2 master")
     took = note[0] - died
     assert (note[1].master_broker_id, note[1].master_epoch, note[2].sync_state_set) == (2, 2, {2})
-    assert took < 2.0, f"the new master was told {took:.2f} s after the old one died"
+    # by the closed connections, not at the heartbeat timeout (10 s)
+    assert took < HEARTBEAT_TIMEOUT_MS / 2000, f"the new master was told {took:.2f} s after the old one died"
     # and the leader's log says why and how it elected (`mq controller start` logs its INFO lines)
     log = ctl.procs[next(pid for pid, a in ctl.addrs.items() if a == leader)].output
     await until(lambda: f"election for {NAME}: SUCCESS" in log(), 5, "the election in the leader's log")

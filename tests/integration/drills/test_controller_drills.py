@@ -25,6 +25,10 @@ from mqtools.cluster import netns
 # the soak fixture took 112 s and the partitions 119 s beside the JVM tests (make test's three workers), against the
 # default 120: a drill's own budgets bound them (as test_drills')
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(480)]
+#: Runs of the partition drills at most, each after one that failed with a node the machine starved: CI at 71a16ad
+#: starved one in the first run (a master's loop held up 1.9 s, elected away) and another in the second (a new
+#: master not scheduled for 2.6 s, elected away again); a run is about 70 s.
+PARTITION_RUNS = 3
 
 
 @pytest.fixture(scope="module")
@@ -85,17 +89,18 @@ def test_partitions_elect_without_a_second_master(tmp_path: Path) -> None:
         return soak(tmp, "--presets", "2m-2s-controller", "--scenarios", ",".join(PARTITION_SCENARIOS), "--rate",
                     "100", "--duration", "14", "--set", "mappedFileSizeCommitLog=4194304")
 
-    done = partitions(tmp_path / "first")
-    try:
-        _judge_partitions(done)
-    except AssertionError:
-        hungry = starved(done)
-        if not hungry:
-            raise
-        # the machine did not run a node for a second or more (its LoopWatch says so): the controllers' view of its
-        # heartbeats was the machine's doing, so the drills are judged on a second run, and the first is said
-        warnings.warn(f"partition drills run again, the machine having starved a node: {hungry[0]}", stacklevel=1)
-        _judge_partitions(partitions(tmp_path / "again"))
+    for run in range(1, PARTITION_RUNS + 1):
+        done = partitions(tmp_path / f"run{run}")
+        try:
+            _judge_partitions(done)
+            break
+        except AssertionError:
+            hungry = starved(done)
+            if not hungry or run == PARTITION_RUNS:
+                raise
+            # the machine did not run a node for a second or more (its LoopWatch says so): the controllers' view of
+            # its heartbeats was the machine's doing, so the drills are judged on another run, and this one is said
+            warnings.warn(f"partition drills run again, the machine having starved a node: {hungry[0]}", stacklevel=1)
     assert leftovers(tmp_path) == [] and not _my_namespaces()
 
 

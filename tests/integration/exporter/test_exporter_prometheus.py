@@ -120,15 +120,16 @@ def test_a_paused_broker_drops_only_its_own_series_and_scrapes_stay_quick(cluste
     """broker-b's slave SIGSTOPped: its runtime poll times out and its series go (absent, not stale), while
     every other broker's keep coming and a scrape never waits for the stuck poll."""
     slave = cluster.addr("broker-b-s")
-    with exporter(cluster.namesrv, "--timeout", "1") as addr:
+    with exporter(cluster.namesrv, "--timeout", "3") as addr:
         wait_for(lambda: f'mq_exporter_poll_ok{{job="runtime:{slave}"}} 1.0' in scrape(addr), 20, "a first poll")
         cluster.pause("broker-b-s")
         try:
-            wait_for(lambda: f'mq_exporter_poll_ok{{job="runtime:{slave}"}} 0.0' in scrape(addr), 20, "a failed poll")
+            wait_for(lambda: f'mq_exporter_poll_ok{{job="runtime:{slave}"}} 0.0' in scrape(addr), 30, "a failed poll")
             for _ in range(3):
                 began = time.monotonic()
                 text = scrape(addr)
-                assert time.monotonic() - began < 0.5  # read from what the polls stored
+                # Read from what the polls stored: one that waited for the stuck poll would take up to its 3 s.
+                assert time.monotonic() - began < 1.5
                 assert f'brokerIP="{slave}"' not in text.split("# HELP rocketmq_broker_commitlog_diff")[1].split("# HELP")[0]
                 others = [line for line in text.splitlines() if line.startswith("mq_exporter_poll_ok{job=\"runtime:")
                           and slave not in line]

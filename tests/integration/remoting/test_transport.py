@@ -144,11 +144,11 @@ async def test_each_request_times_out_at_its_own_deadline(server: RemotingServer
     loop = asyncio.get_running_loop()
     started = loop.time()
     long = asyncio.ensure_future(conn.invoke(RemotingCommand.request(NEVER), 5.0))
-    answered = asyncio.ensure_future(conn.invoke(RemotingCommand.request(SLOW), 0.5))
+    answered = asyncio.ensure_future(conn.invoke(RemotingCommand.request(SLOW), 2.0))
     short = asyncio.ensure_future(conn.invoke(RemotingCommand.request(NEVER), 0.2))
     with pytest.raises(RemotingTimeoutError):
         await short
-    assert 0.2 <= loop.time() - started < 1.0
+    assert 0.2 <= loop.time() - started < 5.0  # not held back to the long deadline armed before it
     assert (await answered).remark == "slow" and not long.done()
     later = asyncio.ensure_future(conn.invoke(RemotingCommand.request(NEVER), 0.1))
     with pytest.raises(RemotingTimeoutError):
@@ -235,14 +235,21 @@ async def test_a_hung_name_server_costs_its_share_of_one_timeout(server: Remotin
     client._namesrv_index = 0
     try:
         began = time.monotonic()
-        assert (await client.invoke_namesrv(RemotingCommand.request(ECHO, body=b"1"), 1.0)).body == b"1"
-        assert 0.5 <= time.monotonic() - began < 1.0
+        assert (await client.invoke_namesrv(RemotingCommand.request(ECHO, body=b"1"), 4.0)).body == b"1"
+        assert 2.0 <= time.monotonic() - began < 4.0
         hung_conn = client._conns.get(hung_addr)
         assert hung_conn is None or not hung_conn.is_open
-        began = time.monotonic()
+        attempts: list[str] = []
+        real_connect = client._connect
+
+        async def counting(a: str) -> RemotingConnection:
+            attempts.append(a)
+            return await real_connect(a)
+
+        client._connect = counting  # type: ignore[method-assign]
         for _ in range(3):
-            assert (await client.invoke_namesrv(RemotingCommand.request(ECHO), 0.3)).code == 0
-        assert time.monotonic() - began < 0.3
+            assert (await client.invoke_namesrv(RemotingCommand.request(ECHO), 4.0)).code == 0
+        assert attempts == []  # the live name server's connection, kept: the hung one is not tried again
     finally:
         await client.close()
         hung.close()
