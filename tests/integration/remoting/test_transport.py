@@ -205,10 +205,8 @@ async def test_garbage_closes_only_that_connection(server: RemotingServer) -> No
     await client.close()
 
 
-async def test_namesrv_selection_sticks_and_rotates(server: RemotingServer) -> None:
-    dead = f"127.0.0.1:{free_port()}"
-    client = RemotingClient([dead, addr(server)])
-    client._namesrv_index = 0  # the search starts at a random name server; this test starts it at the dead one
+def connects_of(client: RemotingClient) -> list[str]:
+    """The addresses `client` opens a connection to from now on, in order."""
     attempts: list[str] = []
     real_connect = client._connect
 
@@ -217,6 +215,14 @@ async def test_namesrv_selection_sticks_and_rotates(server: RemotingServer) -> N
         return await real_connect(a)
 
     client._connect = counting  # type: ignore[method-assign]
+    return attempts
+
+
+async def test_namesrv_selection_sticks_and_rotates(server: RemotingServer) -> None:
+    dead = f"127.0.0.1:{free_port()}"
+    client = RemotingClient([dead, addr(server)])
+    client._namesrv_index = 0  # the search starts at a random name server; this test starts it at the dead one
+    attempts = connects_of(client)
     for _ in range(5):
         resp = await client.invoke_namesrv(RemotingCommand.request(ECHO), 5)
         assert resp.code == 0
@@ -239,14 +245,7 @@ async def test_a_hung_name_server_costs_its_share_of_one_timeout(server: Remotin
         assert 2.0 <= time.monotonic() - began < 4.0
         hung_conn = client._conns.get(hung_addr)
         assert hung_conn is None or not hung_conn.is_open
-        attempts: list[str] = []
-        real_connect = client._connect
-
-        async def counting(a: str) -> RemotingConnection:
-            attempts.append(a)
-            return await real_connect(a)
-
-        client._connect = counting  # type: ignore[method-assign]
+        attempts = connects_of(client)
         for _ in range(3):
             assert (await client.invoke_namesrv(RemotingCommand.request(ECHO), 4.0)).code == 0
         assert attempts == []  # the live name server's connection, kept: the hung one is not tried again
