@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import psutil
+
 READY = re.compile(r"^READY (\S+) (\S+):(\d+)(.*)$")
 
 
@@ -135,3 +137,8 @@ def start_proxy(workdir: Path, cluster_name: str, namesrv: str, **settings: obje
                                 "remotingListenPort": 0, **settings}))
     return start_mq(["proxy", "start", "-c", str(conf), "--host", "127.0.0.1"], timeout=60)
 
+
+def connected(pid: int, port: int) -> bool:
+    """Whether process `pid` holds an established connection to local `port` (a command asking that server)."""
+    return any(c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
+               for c in psutil.Process(pid).net_connections("tcp"))

@@ -13,11 +13,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import jsonschema
-import psutil
 import pytest
 from support.adminsupport import json_of, mq_here, one_line_error
 from support.clientsupport import Cluster, broker_cluster, create_topic
-from support.mqproc import start_broker
+from support.mqproc import connected, start_broker
 
 from mqtools.client.admin import MQAdmin
 from mqtools.client.producer import Producer
@@ -111,12 +110,6 @@ def wait_for(predicate: Callable[[], bool], timeout: float, what: str) -> None:
     while not predicate():
         assert time.monotonic() < deadline, f"timed out after {timeout}s waiting for {what}"
         time.sleep(0.1)
-
-
-def connected(pid: int, port: int) -> bool:
-    """Whether process `pid` holds an established connection to local `port`."""
-    return any(c.raddr and c.raddr.port == port and c.status == psutil.CONN_ESTABLISHED
-               for c in psutil.Process(pid).net_connections("tcp"))
 
 
 def test_a_broker_killed_mid_command_leaves_na_in_its_row(tmp_path: Path) -> None:

@@ -7,7 +7,6 @@ SIGCONT shows as a shrinking trend; the exit codes are the documented ones.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import re
 import subprocess
@@ -19,9 +18,9 @@ from contextlib import contextmanager
 from typing import Any
 
 import jsonschema
-import psutil
 import pytest
 from support.adminsupport import json_of, mq_here, one_line_error
+from support.mqproc import connected
 from support.presetcluster import PresetCluster, preset_cluster, wait_for
 
 from mqtools.client.admin import SyncMQAdmin
@@ -159,14 +158,6 @@ def test_figures_under_load_are_between_what_the_brokers_said_before_and_after(
     assert before_own.client.max_offset <= s["slaveReport"]["maxOffset"] <= after_own.client.max_offset
 
 
-def _asks(pid: int, addr: str) -> bool:
-    """Whether process `pid` holds a TCP connection to `addr` (its samples go over it)."""
-    port = int(addr.rsplit(":", 1)[1])
-    with contextlib.suppress(psutil.Error):
-        return any(c.raddr and c.raddr.port == port for c in psutil.Process(pid).net_connections(kind="tcp"))
-    return False
-
-
 def test_a_stopped_slave_far_behind_is_not_safe_and_shrinks_after_sigcont(
         ha: PresetCluster, admin: SyncMQAdmin) -> None:
     master = ha.addr("broker-a")
@@ -192,7 +183,8 @@ def test_a_stopped_slave_far_behind_is_not_safe_and_shrinks_after_sigcont(
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         # the first samples see the paused slave: kept paused until the watch asks the master (its start took more
         # than the 3 s once given at CI at 85275c1, and its first sample came after the resume)
-        wait_for(lambda: _asks(watch.pid, master), 30, "the watch connected to the master")
+        port = int(master.rsplit(":", 1)[1])
+        wait_for(lambda: connected(watch.pid, port), 30, "the watch connected to the master")
         time.sleep(2.0)
     finally:
         ha.resume("broker-a-s")
