@@ -26,12 +26,11 @@ CHILD_CPU = 40.0
 
 @pytest.fixture
 def child_cpu(monkeypatch: pytest.MonkeyPatch, parent_with_child: sv.ProcInfo) -> None:
-    """psutil's CPU percent: 0 for the parent, CHILD_CPU for any other process; everything else read for real."""
+    """psutil's CPU percent: 0 for the parent, CHILD_CPU for any other process; everything else read for real
+    (the sampler's "unknown on first sight" is its own bookkeeping, not psutil's)."""
     parent = parent_with_child.pid
-    real = psutil.Process.cpu_percent
 
     def fixed(self: psutil.Process, interval: float | None = None) -> float:
-        real(self, None)  # the real call's side effects (its first-reading state) kept
         return 0.0 if self.pid == parent else CHILD_CPU
 
     monkeypatch.setattr(psutil.Process, "cpu_percent", fixed)
